@@ -1,0 +1,255 @@
+package spec
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+)
+
+// SchemaV1 names the JSON form of a spec. Readers refuse other schemas so a
+// future change of meaning cannot be read silently with the old one.
+const SchemaV1 = "handoffcheck.spec/v1"
+
+type fileSpec struct {
+	Schema      string    `json:"schema"`
+	Name        string    `json:"name"`
+	Source      fileTable `json:"source"`
+	Destination fileTable `json:"destination"`
+}
+
+type fileTable struct {
+	States  []fileState       `json:"states"`
+	Events  []fileEvent       `json:"events"`
+	Actions []fileAction      `json:"actions"`
+	Rows    []json.RawMessage `json:"rows"`
+}
+
+type fileState struct {
+	Name     string `json:"name"`
+	Initial  bool   `json:"initial,omitempty"`
+	Terminal bool   `json:"terminal,omitempty"`
+	Doc      string `json:"doc"`
+}
+
+type fileEvent struct {
+	Name   string `json:"name"`
+	Origin string `json:"origin"`
+	Doc    string `json:"doc"`
+}
+
+type fileAction struct {
+	Name string `json:"name"`
+	Doc  string `json:"doc"`
+}
+
+type fileRow struct {
+	From     []string `json:"from"`
+	Event    string   `json:"event"`
+	Policies []string `json:"policies"`
+	To       string   `json:"to,omitempty"`
+	Actions  []string `json:"actions,omitempty"`
+	Why      string   `json:"why"`
+}
+
+// MarshalJSON writes the versioned JSON form. Output is deterministic: it
+// follows table order and never iterates a map.
+func (s *Spec) MarshalJSON() ([]byte, error) {
+	f := fileSpec{Schema: SchemaV1, Name: s.Name}
+	for _, r := range Roles {
+		t := s.Table(r)
+		ft := fileTable{}
+		for _, st := range t.States {
+			ft.States = append(ft.States, fileState(st))
+		}
+		for _, ev := range t.Events {
+			ft.Events = append(ft.Events, fileEvent{Name: ev.Name, Origin: ev.Origin.String(), Doc: ev.Doc})
+		}
+		for _, a := range t.Actions {
+			ft.Actions = append(ft.Actions, fileAction(a))
+		}
+		for _, row := range t.Rows {
+			fr := fileRow{From: row.From, Event: row.Event, To: row.To, Actions: row.Actions, Why: row.Why}
+			for _, p := range row.Policies {
+				fr.Policies = append(fr.Policies, p.String())
+			}
+			raw, err := json.Marshal(fr)
+			if err != nil {
+				return nil, err
+			}
+			ft.Rows = append(ft.Rows, raw)
+		}
+		if r == Source {
+			f.Source = ft
+		} else {
+			f.Destination = ft
+		}
+	}
+	return json.Marshal(f)
+}
+
+// Format is the JSON form indented for people and diffs, ending in a newline.
+func (s *Spec) Format() ([]byte, error) {
+	raw, err := s.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return nil, err
+	}
+	b.WriteByte('\n')
+	return b.Bytes(), nil
+}
+
+// Parse reads a spec from its JSON form and validates it. Every error names
+// the file and line and says what was expected; validation problems are all
+// reported, each at the line of its row.
+func Parse(file string, data []byte) (*Spec, error) {
+	var f fileSpec
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, jsonError(file, data, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%s:%d: %w: trailing data after the spec object", file, lineAt(data, int(dec.InputOffset())), ErrInvalid)
+	}
+	if f.Schema != SchemaV1 {
+		return nil, fmt.Errorf("%s:%d: %w: schema is %q, want %q", file, lineOfKey(data, "schema", 0), ErrInvalid, f.Schema, SchemaV1)
+	}
+	s := &Spec{Name: f.Name}
+	rowLines := map[Role][]int{}
+	var errs []string
+	pos := 0
+	for _, r := range Roles {
+		ft := f.Source
+		if r == Destination {
+			ft = f.Destination
+		}
+		t := s.Table(r)
+		t.Role = r
+		for _, st := range ft.States {
+			t.States = append(t.States, State(st))
+		}
+		for _, ev := range ft.Events {
+			o, ok := parseOrigin(ev.Origin)
+			if !ok {
+				errs = append(errs, fmt.Sprintf("%s:%d: %s event %q: origin %q is not one of local, peer, timer, client, restart",
+					file, lineOfKey(data, "origin", 0), r, ev.Name, ev.Origin))
+			}
+			t.Events = append(t.Events, Event{Name: ev.Name, Origin: o, Doc: ev.Doc})
+		}
+		for _, a := range ft.Actions {
+			t.Actions = append(t.Actions, Action(a))
+		}
+		for i, raw := range ft.Rows {
+			// Rows are decoded one by one so that each error and each
+			// validation problem can point at the row's own line.
+			off := bytes.Index(data[pos:], raw)
+			line := 0
+			if off >= 0 {
+				pos += off
+				line = lineAt(data, pos)
+				pos += len(raw)
+			}
+			rowLines[r] = append(rowLines[r], line)
+			var fr fileRow
+			rd := json.NewDecoder(bytes.NewReader(raw))
+			rd.DisallowUnknownFields()
+			if err := rd.Decode(&fr); err != nil {
+				errs = append(errs, fmt.Sprintf("%s:%d: %s row %d: %v (want from, event, policies, to, actions, why)", file, line, r, i+1, cleanJSONErr(err)))
+				t.Rows = append(t.Rows, Row{})
+				continue
+			}
+			row := Row{From: fr.From, Event: fr.Event, To: fr.To, Actions: fr.Actions, Why: fr.Why}
+			for _, p := range fr.Policies {
+				pp, err := ParsePolicy(p)
+				if err != nil {
+					errs = append(errs, fmt.Sprintf("%s:%d: %s row %d: policy %q is not source-first or destination-first", file, line, r, i+1, p))
+					continue
+				}
+				row.Policies = append(row.Policies, pp)
+			}
+			t.Rows = append(t.Rows, row)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w:\n%s", ErrInvalid, strings.Join(errs, "\n"))
+	}
+	if err := s.Validate(); err != nil {
+		var ve *ValidationError
+		if errors.As(err, &ve) {
+			var lines []string
+			for _, p := range ve.Problems {
+				line := 1
+				if p.Row >= 0 && p.Row < len(rowLines[p.Role]) {
+					line = rowLines[p.Role][p.Row]
+				} else {
+					line = lineOfKey(data, p.Role.String(), 0)
+				}
+				lines = append(lines, fmt.Sprintf("%s:%d: %s", file, line, p))
+			}
+			return nil, fmt.Errorf("%w: %d problem(s):\n%s", ErrInvalid, len(ve.Problems), strings.Join(lines, "\n"))
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+func parseOrigin(s string) (Origin, bool) {
+	for _, o := range Origins {
+		if o.String() == s {
+			return o, true
+		}
+	}
+	return 0, false
+}
+
+// lineAt is the 1-based line of a byte offset.
+func lineAt(data []byte, off int) int {
+	if off > len(data) {
+		off = len(data)
+	}
+	if off < 0 {
+		off = 0
+	}
+	return bytes.Count(data[:off], []byte{'\n'}) + 1
+}
+
+func lineOfKey(data []byte, key string, from int) int {
+	i := bytes.Index(data[from:], []byte(`"`+key+`"`))
+	if i < 0 {
+		return 1
+	}
+	return lineAt(data, from+i)
+}
+
+var unknownField = regexp.MustCompile(`unknown field "([^"]*)"`)
+
+// jsonError turns a decoding error into file:line: what was expected.
+func jsonError(file string, data []byte, err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Errorf("%s:%d: %w: malformed JSON: %v", file, lineAt(data, int(se.Offset)), ErrInvalid, se)
+	case errors.As(err, &te):
+		return fmt.Errorf("%s:%d: %w: field %q: got JSON %s, want %s", file, lineAt(data, int(te.Offset)), ErrInvalid, te.Field, te.Value, te.Type)
+	case errors.Is(err, io.EOF):
+		return fmt.Errorf("%s:1: %w: empty input, want a spec object with schema %q", file, ErrInvalid, SchemaV1)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("%s:%d: %w: the JSON ends early", file, lineAt(data, len(data)), ErrInvalid)
+	}
+	if m := unknownField.FindStringSubmatch(err.Error()); m != nil {
+		return fmt.Errorf("%s:%d: %w: unknown field %q", file, lineOfKey(data, m[1], 0), ErrInvalid, m[1])
+	}
+	return fmt.Errorf("%s:1: %w: %v", file, ErrInvalid, cleanJSONErr(err))
+}
+
+func cleanJSONErr(err error) string {
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
