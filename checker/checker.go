@@ -1,0 +1,123 @@
+package checker
+
+import (
+	"fmt"
+
+	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+// Options are switches of a run that are not part of the state.
+type Options struct {
+	// Renewal lets destination heartbeats renew the source lease.
+	Renewal bool
+	// Symmetry keeps one state per orbit of interchangeable handoffs and workers.
+	Symmetry bool
+}
+
+// Checker composes a protocol (the role machines), the model's world and
+// the environment's moves for one run.
+type Checker struct {
+	proto   *Protocol
+	run     Run
+	policy  spec.Policy
+	world   *model.Config
+	budget  Budget
+	opts    Options
+	nH, nW  int
+	prefill []int
+	decode  []int
+	sym     symmetry
+}
+
+// New prepares a run of a configuration with a protocol.
+func New(p *Protocol, cfg *Config, run Run) (*Checker, error) {
+	w := cfg.World
+	w.Policy, w.Engine = run.Policy, run.Engine
+	if err := w.Prepare(); err != nil {
+		return nil, fmt.Errorf("run %s: %w", run.Name, err)
+	}
+	c := &Checker{
+		proto: p, run: run, policy: run.Policy, world: &w, budget: cfg.Budget,
+		opts: Options{Renewal: cfg.Renewal, Symmetry: cfg.Symmetry},
+		nH:   w.NumHandoffs(), nW: w.NumWorkers(),
+		prefill: w.PrefillWorkers(), decode: w.DecodeWorkers(),
+	}
+	c.sym = newSymmetry(&w, cfg.Symmetry, cfg.Symmetry)
+	return c, nil
+}
+
+// Run is the run this checker explores.
+func (c *Checker) Run() Run { return c.run }
+
+// Protocol is the role machines this checker runs.
+func (c *Checker) Protocol() *Protocol { return c.proto }
+
+// World is the run's prepared world configuration.
+func (c *Checker) World() *model.Config { return c.world }
+
+// Initial is the state every exploration starts from: nothing routed,
+// every machine in its initial state, the full fault budget.
+func (c *Checker) Initial() State {
+	s := State{W: model.NewWorld(c.world), B: c.budget}
+	for h := 0; h < c.nH; h++ {
+		s.Src[h] = c.proto.Initial(spec.Source)
+		s.Dst[h] = c.proto.Initial(spec.Destination)
+	}
+	return s
+}
+
+// CheckState runs the state invariants on a state.
+func (c *Checker) CheckState(s *State) *model.Violation {
+	rec := c.records(s)
+	return model.CheckState(&s.W, &rec)
+}
+
+// Quiescent reports whether no protocol, timer or delivery move is
+// enabled; faults do not count (the environment may stop faulting).
+func (c *Checker) Quiescent(s *State) bool {
+	var ms moveSet
+	return c.moves(s, &ms) == 0
+}
+
+// CheckQuiescence checks the Quiescence invariant on a quiescent state.
+func (c *Checker) CheckQuiescence(s *State) *model.Violation {
+	rec := c.records(s)
+	return model.Quiescence(&s.W, &rec)
+}
+
+// Drained reports whether a state is fully drained: every placed record
+// terminal and nothing held, booked or counted.
+func (c *Checker) Drained(s *State) bool {
+	for h := 0; h < c.nH; h++ {
+		x := &s.W.H[h]
+		if x.Prefill >= 0 && !c.terminal(s, spec.Source, h) {
+			return false
+		}
+		if x.Decode >= 0 && !c.terminal(s, spec.Destination, h) {
+			return false
+		}
+	}
+	return s.W.Drained()
+}
+
+// Key is the canonical key of a state.
+func (c *Checker) Key(s *State) Key {
+	var k Key
+	c.canonical(s, &k)
+	return k
+}
+
+// DescribeState renders a state's role machines and world, one line per
+// handoff and worker, deterministically.
+func (c *Checker) DescribeState(s *State) []string {
+	var out []string
+	for h := 0; h < c.nH; h++ {
+		out = append(out, fmt.Sprintf("h%d source=%s destination=%s %s", h,
+			c.proto.StateName(spec.Source, s.Src[h]), c.proto.StateName(spec.Destination, s.Dst[h]), s.W.DescribeHandoff(h)))
+	}
+	for w := 0; w < c.nW; w++ {
+		out = append(out, s.W.DescribeWorker(w))
+	}
+	return out
+}

@@ -1,0 +1,486 @@
+package checker
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// Limits bound an exploration. Zero means unbounded.
+type Limits struct {
+	MaxStates int   // stop after the level in which this many distinct states were reached
+	MaxDepth  int   // do not expand states at this depth
+	MaxMemory int64 // stop after the level in which the estimate passed this many bytes
+	// Workers is how many goroutines expand states (0: all cores).
+	Workers int
+	// Exact stores full keys instead of fingerprints: no collisions, more memory.
+	Exact bool
+	// Liveness records the state graph and checks EventuallyDrained.
+	Liveness bool
+}
+
+// Stats are the measurements of an exploration.
+type Stats struct {
+	States      int // distinct states
+	Transitions int64
+	Depth       int
+	Elapsed     time.Duration
+	// StoreBytes is the visited set's memory; FingerprintBytes the part
+	// taken by the 64-bit fingerprints alone.
+	StoreBytes, FingerprintBytes int64
+	// TraceBytes is the parent links kept to rebuild counterexamples.
+	TraceBytes int64
+	// GraphBytes is the transition graph kept for liveness.
+	GraphBytes int64
+	// PeakHeap is the largest Go heap seen while exploring.
+	PeakHeap uint64
+	Workers  int
+}
+
+// StatesPerSecond is distinct states per second.
+func (s Stats) StatesPerSecond() float64 { return rate(float64(s.States), s.Elapsed) }
+
+// TransitionsPerSecond is transitions per second.
+func (s Stats) TransitionsPerSecond() float64 { return rate(float64(s.Transitions), s.Elapsed) }
+
+func rate(n float64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return n / d.Seconds()
+}
+
+// Progress is reported while exploring.
+type Progress struct {
+	Run         string
+	States      int
+	Transitions int64
+	Depth       int
+	Queue       int
+	Elapsed     time.Duration
+}
+
+// found is a violation at a position of the exploration: the state id it
+// was found from and the index of the move taken (-1: in the state itself).
+type found struct {
+	v    *model.Violation
+	pid  uint32
+	move int
+	// new is set when the violation is a state invariant of a successor.
+	succ bool
+}
+
+func (f *found) before(g *found) bool {
+	if f.pid != g.pid {
+		return f.pid < g.pid
+	}
+	return f.move < g.move
+}
+
+// candidate is a successor not seen in earlier levels.
+type candidate struct {
+	fp      uint64
+	pid     uint32
+	move    uint8
+	drained bool
+	off     int // offset of its key in the owning worker's key buffer
+	isNew   bool
+}
+
+// edge is one transition for the liveness graph, with the target either
+// known (id) or a candidate of this level.
+type edge struct {
+	from uint32
+	to   uint32
+	cand int32 // index into the level's candidates, or -1
+}
+
+// graph is the explored state graph, kept for liveness.
+type graph struct {
+	from, to []uint32
+	drained  []bool
+}
+
+// exploration holds the state of one BFS.
+type exploration struct {
+	c      *Checker
+	lim    Limits
+	words  int
+	st     *store
+	parent []uint32
+	via    []uint8
+	g      *graph
+	cov    *Coverage
+	stats  Stats
+	deadEnds int
+	// states whose moves were cut by MaxDepth or a stop
+	cut      bool
+	stopWhy  string
+	viol     *found
+	rootKey  Key
+}
+
+// Result is the outcome of exploring one run.
+type Result struct {
+	Run      Run
+	Stats    Stats
+	Complete bool
+	// StopReason says why an incomplete exploration stopped.
+	StopReason string
+	Violation  *Counterexample
+	Coverage   *Coverage
+	// DeadEnds is how many quiescent states were found (all checked).
+	DeadEnds int
+	// Liveness is set when EventuallyDrained was checked.
+	Liveness bool
+	// Symmetry says whether states were reduced by symmetry.
+	Symmetry bool
+	Exact    bool
+	// CollisionProbability estimates the chance that two distinct states
+	// shared a fingerprint (0 in exact mode).
+	CollisionProbability float64
+}
+
+// Explore runs a breadth-first exploration of every interleaving of the
+// run's moves, checking every safety invariant on every step and state,
+// Quiescence on every quiescent state and, with Limits.Liveness,
+// EventuallyDrained on the explored graph. It stops at the first violation
+// and rebuilds the shortest trace to it. Results are deterministic for any
+// number of workers.
+func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progress)) *Result {
+	start := time.Now()
+	workers := lim.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	e := &exploration{c: c, lim: lim, words: 1 + c.nW + model.HandoffWords*c.nH, cov: newCoverage(c.proto.spec)}
+	e.st = newStore(lim.Exact, e.words)
+	e.stats.Workers = workers
+	if lim.Liveness {
+		e.g = &graph{}
+	}
+	init := c.Initial()
+	var k Key
+	c.canonical(&init, &k)
+	e.rootKey = k
+	fp := fingerprint(&k, e.words)
+	e.insertRoot(fp, &k, c.Drained(&init))
+	if v := c.CheckState(&init); v != nil {
+		e.viol = &found{v: v, pid: 0, move: -1}
+	}
+	frontier := slices.Clone(k[:e.words])
+	levelStart := uint32(0)
+	lastReport := time.Now()
+	for depth := 0; len(frontier) > 0 && e.viol == nil; depth++ {
+		if lim.MaxDepth > 0 && depth >= lim.MaxDepth {
+			e.cut, e.stopWhy = true, "max-depth"
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			e.cut, e.stopWhy = true, "interrupted"
+			break
+		}
+		next, interrupted := e.level(ctx, frontier, levelStart, workers)
+		if interrupted {
+			e.cut, e.stopWhy = true, "interrupted"
+			break
+		}
+		levelStart += uint32(len(frontier) / e.words)
+		frontier = next
+		if len(next) > 0 {
+			e.stats.Depth = depth + 1
+		}
+		if progress != nil && time.Since(lastReport) >= 2*time.Second {
+			lastReport = time.Now()
+			progress(Progress{Run: c.run.Name, States: len(e.parent), Transitions: e.stats.Transitions, Depth: depth + 1,
+				Queue: len(next) / e.words, Elapsed: time.Since(start)})
+		}
+		e.sampleHeap()
+		if e.viol == nil && len(next) > 0 {
+			if lim.MaxStates > 0 && len(e.parent) >= lim.MaxStates {
+				e.cut, e.stopWhy = true, "max-states"
+				break
+			}
+			if lim.MaxMemory > 0 && e.memory(len(next)) >= lim.MaxMemory {
+				e.cut, e.stopWhy = true, "max-memory"
+				break
+			}
+		}
+	}
+	e.stats.States = len(e.parent)
+	e.stats.Elapsed = time.Since(start)
+	e.stats.StoreBytes = e.st.bytes(len(e.parent))
+	e.stats.FingerprintBytes = e.st.fingerprintBytes()
+	e.stats.TraceBytes = int64(len(e.parent))*4 + int64(len(e.via))
+	if e.g != nil {
+		e.stats.GraphBytes = int64(len(e.g.from))*8 + int64(len(e.g.drained))
+	}
+	e.sampleHeap()
+	r := &Result{Run: c.run, Stats: e.stats, Coverage: e.cov, DeadEnds: e.deadEnds,
+		Symmetry: c.sym.any(), Exact: lim.Exact, Complete: !e.cut && e.viol == nil}
+	if e.cut {
+		r.StopReason = e.stopWhy
+	}
+	if !lim.Exact {
+		n := float64(r.Stats.States)
+		r.CollisionProbability = n * n / 2 / 18446744073709551616.0
+	}
+	if e.viol != nil {
+		r.Violation = e.counterexample(e.viol)
+		r.Complete = false
+	} else if lim.Liveness && !e.cut {
+		r.Liveness = true
+		if trap := e.checkLiveness(); trap != nil {
+			r.Violation = trap
+		}
+	} else if lim.Liveness {
+		r.StopReason += " (EventuallyDrained not judged: the graph is incomplete)"
+	}
+	return r
+}
+
+func (e *exploration) sampleHeap() {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	e.stats.PeakHeap = max(e.stats.PeakHeap, m.HeapAlloc)
+}
+
+func (e *exploration) memory(frontier int) int64 {
+	n := e.st.bytes(len(e.parent)) + int64(len(e.parent))*5 + int64(frontier)*int64(e.words)*8
+	if e.g != nil {
+		n += int64(len(e.g.from))*8 + int64(len(e.g.drained))
+	}
+	return n
+}
+
+func (e *exploration) insertRoot(fp uint64, k *Key, drained bool) {
+	sh := shardOf(fp)
+	if e.st.exact {
+		e.st.keys[sh][*k] = 0
+	} else {
+		slot, _ := e.st.fp[sh].insert(fp)
+		e.st.fp[sh].ids[slot] = 0
+	}
+	e.parent = append(e.parent, 0)
+	e.via = append(e.via, 0)
+	if e.g != nil {
+		e.g.drained = append(e.g.drained, drained)
+	}
+}
+
+// workerOut is what one worker produced from its chunk of a level.
+type workerOut struct {
+	keys        []uint64
+	cands       []candidate
+	edges       []edge
+	transitions int64
+	deadEnds    int
+	viol        *found
+	cov         *Coverage
+}
+
+// level expands one BFS level: phase A expands chunks of the frontier in
+// parallel against the visited set of earlier levels; phase B inserts the
+// new candidates shard by shard in parallel, each shard in (parent, move)
+// order; ids are then given in (parent, move) order. Every choice is fixed
+// by the order of the frontier, so results do not depend on scheduling.
+func (e *exploration) level(ctx context.Context, frontier []uint64, levelStart uint32, workers int) ([]uint64, bool) {
+	n := len(frontier) / e.words
+	chunks := min(n, workers*8)
+	if chunks == 0 {
+		return nil, false
+	}
+	outs := make([]workerOut, chunks)
+	var wg sync.WaitGroup
+	next := make(chan int, chunks)
+	for i := 0; i < chunks; i++ {
+		next <- i
+	}
+	close(next)
+	for w := 0; w < min(workers, chunks); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ci := range next {
+				if ctx.Err() != nil {
+					continue
+				}
+				lo, hi := ci*n/chunks, (ci+1)*n/chunks
+				outs[ci] = e.expand(frontier, levelStart, lo, hi)
+			}
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil, true
+	}
+	// The first violation in frontier order is the one to report: it lies
+	// on a shortest path and does not depend on scheduling.
+	for i := range outs {
+		if outs[i].viol != nil {
+			if e.viol == nil || outs[i].viol.before(e.viol) {
+				e.viol = outs[i].viol
+			}
+		}
+	}
+	for i := range outs {
+		e.stats.Transitions += outs[i].transitions
+		e.deadEnds += outs[i].deadEnds
+		e.cov.add(outs[i].cov)
+	}
+	if e.viol != nil {
+		return nil, false
+	}
+	return e.commit(outs, workers), false
+}
+
+// expand is phase A for frontier states lo..hi.
+func (e *exploration) expand(frontier []uint64, levelStart uint32, lo, hi int) workerOut {
+	c := e.c
+	out := workerOut{cov: newCoverage(c.proto.spec)}
+	var ms moveSet
+	var k Key
+	for i := lo; i < hi; i++ {
+		pid := levelStart + uint32(i)
+		copy(k[:e.words], frontier[i*e.words:(i+1)*e.words])
+		s := c.unpack(&k)
+		protocol := c.moves(&s, &ms)
+		if protocol == 0 {
+			out.deadEnds++
+			if v := c.CheckQuiescence(&s); v != nil && out.viol == nil {
+				out.viol = &found{v: v, pid: pid, move: -1}
+			}
+		}
+		for mi := 0; mi < ms.n; mi++ {
+			t := s
+			tx := model.Tx{W: &t.W}
+			c.apply(&t, &tx, ms.m[mi], out.cov, ms.stuck)
+			out.transitions++
+			if v := c.judgeStep(&s, &t, &tx.J, ms.m[mi]); v != nil {
+				if out.viol == nil {
+					out.viol = &found{v: v, pid: pid, move: mi}
+				}
+				continue
+			}
+			var sk Key
+			c.canonical(&t, &sk)
+			fp := fingerprint(&sk, e.words)
+			if id, ok := e.st.lookup(fp, &sk); ok {
+				if e.g != nil {
+					out.edges = append(out.edges, edge{from: pid, to: id, cand: -1})
+				}
+				continue
+			}
+			if v := c.CheckState(&t); v != nil {
+				if out.viol == nil {
+					out.viol = &found{v: v, pid: pid, move: mi, succ: true}
+				}
+				continue
+			}
+			cd := candidate{fp: fp, pid: pid, move: uint8(mi), off: len(out.keys)}
+			if e.g != nil {
+				cd.drained = c.Drained(&t)
+				out.edges = append(out.edges, edge{from: pid, cand: int32(len(out.cands))})
+			}
+			out.keys = append(out.keys, sk[:e.words]...)
+			out.cands = append(out.cands, cd)
+		}
+		if out.viol != nil {
+			// Later states of this chunk cannot hold an earlier violation.
+			break
+		}
+	}
+	return out
+}
+
+// commit is phase B: insert the level's candidates and give ids to the new ones.
+func (e *exploration) commit(outs []workerOut, workers int) []uint64 {
+	// Route every candidate to its shard, keeping (parent, move) order:
+	// chunks are in frontier order and candidates in each are in order.
+	type ref struct{ w, i int }
+	var byShard [numShards][]ref
+	for w := range outs {
+		for i := range outs[w].cands {
+			sh := shardOf(outs[w].cands[i].fp)
+			byShard[sh] = append(byShard[sh], ref{w, i})
+		}
+	}
+	var wg sync.WaitGroup
+	shards := make(chan int, numShards)
+	for sh := 0; sh < numShards; sh++ {
+		shards <- sh
+	}
+	close(shards)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for sh := range shards {
+				for _, r := range byShard[sh] {
+					cd := &outs[r.w].cands[r.i]
+					if e.st.exact {
+						var k Key
+						copy(k[:e.words], outs[r.w].keys[cd.off:cd.off+e.words])
+						if _, ok := e.st.keys[sh][k]; !ok {
+							e.st.keys[sh][k] = ^uint32(0)
+							cd.isNew = true
+						}
+					} else {
+						_, cd.isNew = e.st.fp[sh].insert(cd.fp)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// Ids in (parent, move) order: the order of the chunks and of the
+	// candidates within them.
+	var next []uint64
+	for w := range outs {
+		o := &outs[w]
+		for i := range o.cands {
+			cd := &o.cands[i]
+			if !cd.isNew {
+				continue
+			}
+			id := uint32(len(e.parent))
+			sh := shardOf(cd.fp)
+			if e.st.exact {
+				var k Key
+				copy(k[:e.words], o.keys[cd.off:cd.off+e.words])
+				e.st.keys[sh][k] = id
+			} else {
+				// A later grow of this shard may have moved the slot; find it again.
+				slot, _ := e.st.fp[sh].find(cd.fp)
+				e.st.fp[sh].ids[slot] = id
+			}
+			e.parent = append(e.parent, cd.pid)
+			e.via = append(e.via, cd.move)
+			if e.g != nil {
+				e.g.drained = append(e.g.drained, cd.drained)
+			}
+			next = append(next, o.keys[cd.off:cd.off+e.words]...)
+		}
+	}
+	if e.g != nil {
+		for w := range outs {
+			o := &outs[w]
+			for _, ed := range o.edges {
+				to := ed.to
+				if ed.cand >= 0 {
+					cd := &o.cands[ed.cand]
+					var k Key
+					copy(k[:e.words], o.keys[cd.off:cd.off+e.words])
+					to, _ = e.st.lookup(cd.fp, &k)
+				}
+				e.g.from = append(e.g.from, ed.from)
+				e.g.to = append(e.g.to, to)
+			}
+		}
+	}
+	return next
+}

@@ -1,0 +1,143 @@
+package checker
+
+import (
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// EventuallyDrained checks, on the explored graph, that from every
+// reachable state some fully drained state is reachable. It is
+// reachability, not fairness: heartbeat or retry cycles are allowed as long
+// as a way out exists. States that cannot reach a drained state form a
+// trap; the report shows the shortest path into it and a cycle inside it.
+//
+// It returns the ids of the states that cannot drain, in BFS order.
+func EventuallyDrained(n int, from, to []uint32, drained []bool) []uint32 {
+	// Reverse adjacency in compressed form.
+	off := make([]uint32, n+1)
+	for _, t := range to {
+		off[t+1]++
+	}
+	for i := 0; i < n; i++ {
+		off[i+1] += off[i]
+	}
+	src := make([]uint32, len(from))
+	fill := make([]uint32, n)
+	copy(fill, off[:n])
+	for i, t := range to {
+		src[fill[t]] = from[i]
+		fill[t]++
+	}
+	fill = nil
+	can := make([]bool, n)
+	var work []uint32
+	for id := 0; id < n; id++ {
+		if drained[id] {
+			can[id] = true
+			work = append(work, uint32(id))
+		}
+	}
+	for len(work) > 0 {
+		v := work[len(work)-1]
+		work = work[:len(work)-1]
+		for _, u := range src[off[v]:off[v+1]] {
+			if !can[u] {
+				can[u] = true
+				work = append(work, u)
+			}
+		}
+	}
+	var trapped []uint32
+	for id := 0; id < n; id++ {
+		if !can[id] {
+			trapped = append(trapped, uint32(id))
+		}
+	}
+	return trapped
+}
+
+// checkLiveness runs EventuallyDrained on the explored graph and, on a
+// violation, rebuilds the path into the trap and a cycle inside it.
+func (e *exploration) checkLiveness() *Counterexample {
+	n := len(e.parent)
+	trapped := EventuallyDrained(n, e.g.from, e.g.to, e.g.drained)
+	if len(trapped) == 0 {
+		return nil
+	}
+	entry := trapped[0] // the shallowest trapped state
+	// Forward adjacency: edges were recorded in (from) order.
+	first := make(map[uint32][]uint32)
+	inTrap := make(map[uint32]bool, len(trapped))
+	for _, id := range trapped {
+		inTrap[id] = true
+	}
+	for i, f := range e.g.from {
+		if inTrap[f] && inTrap[e.g.to[i]] {
+			first[f] = append(first[f], e.g.to[i])
+		}
+	}
+	// Walk forward inside the trap until a state repeats: every trapped
+	// state has a trapped successor (a trapped dead end would have failed
+	// Quiescence), so the walk closes a cycle.
+	seenAt := map[uint32]int{}
+	var walk []uint32
+	for v := entry; ; {
+		if i, ok := seenAt[v]; ok {
+			walk = walk[i:]
+			walk = append(walk, v)
+			break
+		}
+		seenAt[v] = len(walk)
+		walk = append(walk, v)
+		succ := first[v]
+		if len(succ) == 0 {
+			break
+		}
+		// Prefer a successor other than the state itself so that the loop
+		// shows movement, unless the self-loop is all there is.
+		next := succ[0]
+		for _, s := range succ {
+			if s != v {
+				next = s
+				break
+			}
+		}
+		v = next
+	}
+	v := &model.Violation{Invariant: model.NameEventuallyDrained, Handoff: -1, Worker: -1,
+		Detail: "from this state no fully drained state can be reached: something stays held forever"}
+	ce := e.counterexample(&found{v: v, pid: entry, move: -1})
+	// Replay the cycle concretely from where the trace ended.
+	c := e.c
+	s := e.replayTo(entry)
+	for i := 1; i < len(walk); i++ {
+		k := e.keyOf(walk[i])
+		step, ok := c.concreteStep(&s, &k, "")
+		if !ok {
+			break
+		}
+		ce.Loop = append(ce.Loop, step)
+	}
+	if len(ce.Steps) > 0 {
+		ce.Steps[len(ce.Steps)-1].Failed = true
+	}
+	return ce
+}
+
+// keyOf rebuilds the canonical key of a state id.
+func (e *exploration) keyOf(id uint32) Key {
+	keys := e.keysAlong(e.pathTo(id))
+	return keys[len(keys)-1]
+}
+
+// replayTo rebuilds a concrete state of a state id.
+func (e *exploration) replayTo(id uint32) State {
+	c := e.c
+	keys := e.keysAlong(e.pathTo(id))
+	s := c.Initial()
+	for i := 1; i < len(keys); i++ {
+		if _, ok := c.concreteStep(&s, &keys[i], ""); !ok {
+			panic("checker: cannot replay a path")
+		}
+	}
+	return s
+}

@@ -1,0 +1,263 @@
+package checker
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/handoffcheck/handoffcheck/machines"
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+// Action is an action of either role in one id space: the source actions
+// of the default spec first, then the destination ones. A table may use an
+// action of the other role (a variant loaded at run time can); the model
+// then judges where the command lands (RoleCommands).
+type Action uint8
+
+// NumActions is the size of the action vocabulary.
+const NumActions = machines.NumSourceActions + machines.NumDestinationActions
+
+// SourceAction is the vocabulary id of a source action.
+func SourceAction(a machines.SourceAction) Action { return Action(a) }
+
+// DestinationAction is the vocabulary id of a destination action.
+func DestinationAction(a machines.DestinationAction) Action {
+	return Action(machines.NumSourceActions + int(a))
+}
+
+func (a Action) String() string {
+	if int(a) < machines.NumSourceActions {
+		return machines.SourceAction(a).String()
+	}
+	return machines.DestinationAction(int(a) - machines.NumSourceActions).String()
+}
+
+// MaxActions bounds the actions of one row.
+const MaxActions = 8
+
+// Transition is one fired row in the checker's terms.
+type Transition struct {
+	To   uint8
+	Row  uint16 // 1-based row number in the role's table
+	N    uint8
+	Acts [MaxActions]Action
+}
+
+// Protocol is a pair of role machines over the fixed event vocabulary of
+// the default spec: source events are machines.SourceEvent values,
+// destination events machines.DestinationEvent values. State numbers are
+// the protocol's own (a variant may have other states).
+type Protocol struct {
+	name string
+	spec *spec.Spec
+	// tables[role][policy][state][event]; Row 0 means not enabled.
+	tables   [2][][][]Transition
+	terminal [2][]bool
+	initial  [2]uint8
+	states   [2][]string
+}
+
+// MaxStates bounds the states of one role: they are packed in four bits.
+const MaxStates = 16
+
+// Name says where the protocol came from.
+func (p *Protocol) Name() string { return p.name }
+
+// Spec is the spec the protocol runs.
+func (p *Protocol) Spec() *spec.Spec { return p.spec }
+
+// Step fires an event of a role.
+func (p *Protocol) Step(role spec.Role, pol spec.Policy, state, event uint8) (*Transition, bool) {
+	t := &p.tables[role][pol][state][event]
+	return t, t.Row != 0
+}
+
+// Terminal reports whether a role state is terminal.
+func (p *Protocol) Terminal(role spec.Role, state uint8) bool { return p.terminal[role][state] }
+
+// Initial is a role's initial state.
+func (p *Protocol) Initial(role spec.Role) uint8 { return p.initial[role] }
+
+// StateName names a role state.
+func (p *Protocol) StateName(role spec.Role, state uint8) string { return p.states[role][state] }
+
+// StateIndex finds a role state by name, or -1.
+func (p *Protocol) StateIndex(role spec.Role, name string) int {
+	return slices.Index(p.states[role], name)
+}
+
+// numEvents is the size of each role's event vocabulary.
+var numEvents = [2]int{machines.NumSourceEvents, machines.NumDestinationEvents}
+
+func newProtocol(name string, s *spec.Spec) *Protocol {
+	p := &Protocol{name: name, spec: s}
+	for _, r := range spec.Roles {
+		t := s.Table(r)
+		p.states[r] = make([]string, len(t.States))
+		p.terminal[r] = make([]bool, len(t.States))
+		for i, st := range t.States {
+			p.states[r][i] = st.Name
+			p.terminal[r][i] = st.Terminal
+			if st.Initial {
+				p.initial[r] = uint8(i)
+			}
+		}
+		p.tables[r] = make([][][]Transition, len(spec.Policies))
+		for _, pol := range spec.Policies {
+			p.tables[r][pol] = make([][]Transition, len(t.States))
+			for i := range t.States {
+				p.tables[r][pol][i] = make([]Transition, numEvents[r])
+			}
+		}
+	}
+	return p
+}
+
+// Generated is the protocol of the generated machines in machines/: every
+// (policy, state, event) of both roles is read off their Transition method.
+func Generated() *Protocol {
+	p := newProtocol("generated machines", spec.Default())
+	for _, pol := range spec.Policies {
+		mp := machines.Policy(pol)
+		for s := 0; s < machines.NumSourceStates; s++ {
+			for e := 0; e < machines.NumSourceEvents; e++ {
+				t, ok := machines.SourceState(s).Transition(mp, machines.SourceEvent(e))
+				if !ok {
+					continue
+				}
+				ct := Transition{To: uint8(t.To), Row: uint16(t.Row), N: uint8(t.Actions.Len())}
+				for i := 0; i < t.Actions.Len(); i++ {
+					ct.Acts[i] = SourceAction(t.Actions.At(i))
+				}
+				p.tables[spec.Source][pol][s][e] = ct
+			}
+		}
+		for s := 0; s < machines.NumDestinationStates; s++ {
+			for e := 0; e < machines.NumDestinationEvents; e++ {
+				t, ok := machines.DestinationState(s).Transition(mp, machines.DestinationEvent(e))
+				if !ok {
+					continue
+				}
+				ct := Transition{To: uint8(t.To), Row: uint16(t.Row), N: uint8(t.Actions.Len())}
+				for i := 0; i < t.Actions.Len(); i++ {
+					ct.Acts[i] = DestinationAction(t.Actions.At(i))
+				}
+				p.tables[spec.Destination][pol][s][e] = ct
+			}
+		}
+	}
+	return p
+}
+
+// Stepper runs a spec's tables by name; machines/interp implements it
+// with looplab/fsm.
+type Stepper interface {
+	Step(role spec.Role, pol spec.Policy, state, event string) (to string, actions []string, row int, err error)
+}
+
+// CheckVocabulary refuses a spec the model cannot give meaning to: its
+// events must be exactly the default spec's events of each role, its
+// actions must come from the default vocabulary (of either role), its
+// states must fit in four bits, and a restart row may not act (the memory
+// that would act is gone).
+func CheckVocabulary(s *spec.Spec) error {
+	def := spec.Default()
+	var errs []string
+	for _, r := range spec.Roles {
+		t, d := s.Table(r), def.Table(r)
+		if len(t.States) > MaxStates {
+			errs = append(errs, fmt.Sprintf("%s table has %d states, at most %d are supported", r, len(t.States), MaxStates))
+		}
+		if len(t.Events) != len(d.Events) {
+			errs = append(errs, fmt.Sprintf("%s table has %d events, the model knows %d", r, len(t.Events), len(d.Events)))
+		}
+		for _, ev := range t.Events {
+			i := d.EventIndex(ev.Name)
+			if i < 0 {
+				errs = append(errs, fmt.Sprintf("%s event %q is not in the vocabulary the model knows", r, ev.Name))
+				continue
+			}
+			if d.Events[i].Origin != ev.Origin {
+				errs = append(errs, fmt.Sprintf("%s event %q has origin %s, the model gives it origin %s", r, ev.Name, ev.Origin, d.Events[i].Origin))
+			}
+		}
+		for _, a := range t.Actions {
+			if actionID(a.Name) < 0 {
+				errs = append(errs, fmt.Sprintf("%s action %q is not in the vocabulary the model knows", r, a.Name))
+			}
+		}
+		for i, row := range t.Rows {
+			if row.Event == "Restarted" && len(row.Actions) > 0 {
+				errs = append(errs, fmt.Sprintf("%s: a restart row cannot act: the process that would act is gone", t.RowLabel(i)))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("checker: the spec uses what the model cannot run:\n  %s", joinLines(errs))
+	}
+	return nil
+}
+
+func joinLines(s []string) string {
+	out := ""
+	for i, l := range s {
+		if i > 0 {
+			out += "\n  "
+		}
+		out += l
+	}
+	return out
+}
+
+// actionID finds an action by name in the vocabulary, source actions first.
+func actionID(name string) int {
+	for a := 0; a < NumActions; a++ {
+		if Action(a).String() == name {
+			return a
+		}
+	}
+	return -1
+}
+
+// FromStepper builds the protocol of a spec run by a table interpreter. It
+// asks the interpreter once for every (policy, state, event) of each role;
+// the machines are pure and finite, so the answers are the machine.
+func FromStepper(name string, s *spec.Spec, st Stepper) (*Protocol, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if err := CheckVocabulary(s); err != nil {
+		return nil, err
+	}
+	def := spec.Default()
+	p := newProtocol(name, s)
+	for _, r := range spec.Roles {
+		t := s.Table(r)
+		for _, pol := range spec.Policies {
+			for si, sn := range p.states[r] {
+				if p.terminal[r][si] {
+					continue
+				}
+				for _, ev := range t.Events {
+					to, acts, row, err := st.Step(r, pol, sn, ev.Name)
+					if err != nil {
+						continue // not enabled
+					}
+					ti := t.StateIndex(to)
+					if ti < 0 {
+						return nil, fmt.Errorf("checker: interpreter moved %s %s × %s to unknown state %q", r, sn, ev.Name, to)
+					}
+					if len(acts) > MaxActions {
+						return nil, fmt.Errorf("checker: %s row %d has %d actions, at most %d are supported", r, row, len(acts), MaxActions)
+					}
+					ct := Transition{To: uint8(ti), Row: uint16(row), N: uint8(len(acts))}
+					for i, a := range acts {
+						ct.Acts[i] = Action(actionID(a))
+					}
+					p.tables[r][pol][si][def.Table(r).EventIndex(ev.Name)] = ct
+				}
+			}
+		}
+	}
+	return p, nil
+}

@@ -1,0 +1,232 @@
+package checker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+// Report is the outcome of checking every selected run of a configuration.
+type Report struct {
+	Protocol   string
+	Runs       []*Result
+	checkers   []*Checker
+	Invariants []string
+}
+
+// Violated reports whether some run found a violation.
+func (r *Report) Violated() bool {
+	for _, x := range r.Runs {
+		if x.Violation != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Check explores every run of a configuration whose policy is selected
+// (all when policies is empty), one after the other.
+func Check(ctx context.Context, p *Protocol, cfg *Config, policies []spec.Policy, lim Limits, progress func(Progress)) (*Report, error) {
+	rep := &Report{Protocol: p.Name()}
+	rep.Invariants = append(append([]string(nil), model.SafetyInvariants...), model.NameQuiescence)
+	if lim.Liveness {
+		rep.Invariants = append(rep.Invariants, model.NameEventuallyDrained)
+	}
+	for _, run := range cfg.Runs {
+		if len(policies) > 0 && !containsPolicy(policies, run.Policy) {
+			continue
+		}
+		c, err := New(p, cfg, run)
+		if err != nil {
+			return nil, err
+		}
+		rep.Runs = append(rep.Runs, c.Explore(ctx, lim, progress))
+		rep.checkers = append(rep.checkers, c)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return rep, nil
+}
+
+func containsPolicy(ps []spec.Policy, p spec.Policy) bool {
+	for _, x := range ps {
+		if x == p {
+			return true
+		}
+	}
+	return false
+}
+
+func commas(n int64) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// Text renders the report for people. With stats it adds the
+// measurements (rates, memory per state, workers).
+func (r *Report) Text(stats bool) string {
+	var b strings.Builder
+	for i, x := range r.Runs {
+		c := r.checkers[i]
+		verdict := "complete, no violation"
+		switch {
+		case x.Violation != nil:
+			verdict = "VIOLATION " + x.Violation.Violation.Invariant
+		case !x.Complete:
+			verdict = "incomplete (stopped by " + x.StopReason + "), no violation found"
+		}
+		fmt.Fprintf(&b, "run %s (%s, engine %s): %s\n", x.Run.Name, x.Run.Policy, x.Run.Engine, verdict)
+		s := x.Stats
+		fmt.Fprintf(&b, "  %s distinct states, %s transitions, depth %d, %s quiescent states checked\n",
+			commas(int64(s.States)), commas(s.Transitions), s.Depth, commas(int64(x.DeadEnds)))
+		fmt.Fprintf(&b, "  elapsed %s, %s states/s\n", s.Elapsed.Round(1e6), commas(int64(s.StatesPerSecond())))
+		if stats {
+			fmt.Fprintf(&b, "  %s transitions/s, %d workers\n", commas(int64(s.TransitionsPerSecond())), s.Workers)
+			mode := "fingerprints"
+			if x.Exact {
+				mode = "exact keys"
+			}
+			per := func(n int64) string {
+				if s.States == 0 {
+					return "0"
+				}
+				return fmt.Sprintf("%.1f", float64(n)/float64(s.States))
+			}
+			fmt.Fprintf(&b, "  store (%s): %s bytes/state (fingerprints alone %s), trace links %s bytes/state, liveness graph %s bytes/state\n",
+				mode, per(s.StoreBytes), per(s.FingerprintBytes), per(s.TraceBytes), per(s.GraphBytes))
+			fmt.Fprintf(&b, "  peak heap %.1f MiB", float64(s.PeakHeap)/(1<<20))
+			if !x.Exact {
+				fmt.Fprintf(&b, ", fingerprint collision probability ≤ %.1e", x.CollisionProbability)
+			}
+			b.WriteString("\n")
+		}
+		if x.Symmetry {
+			b.WriteString("  symmetry reduction: on (interchangeable handoffs and workers)\n")
+		}
+		if x.Liveness {
+			fmt.Fprintf(&b, "  %s: checked on the explored graph\n", model.NameEventuallyDrained)
+		}
+		if x.Violation != nil {
+			b.WriteString(indent(c.FormatCounterexample(x.Violation), "  "))
+		}
+	}
+	fmt.Fprintf(&b, "invariants checked: %s\n", strings.Join(r.Invariants, ", "))
+	return b.String()
+}
+
+func indent(s, prefix string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = prefix + l
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+type jsonReport struct {
+	Protocol   string    `json:"protocol"`
+	Verdict    string    `json:"verdict"`
+	Runs       []jsonRun `json:"runs"`
+	Invariants []string  `json:"invariants"`
+}
+
+type jsonRun struct {
+	Name        string         `json:"name"`
+	Policy      string         `json:"policy"`
+	Engine      string         `json:"engine"`
+	Complete    bool           `json:"complete"`
+	StopReason  string         `json:"stop_reason,omitempty"`
+	States      int            `json:"states"`
+	Transitions int64          `json:"transitions"`
+	Depth       int            `json:"depth"`
+	Quiescent   int            `json:"quiescent_states"`
+	ElapsedMS   float64        `json:"elapsed_ms"`
+	StatesPerS  float64        `json:"states_per_second"`
+	TransPerS   float64        `json:"transitions_per_second"`
+	Workers     int            `json:"workers"`
+	StoreBPS    float64        `json:"store_bytes_per_state"`
+	FPBPS       float64        `json:"fingerprint_bytes_per_state"`
+	PeakHeap    uint64         `json:"peak_heap_bytes"`
+	Symmetry    bool           `json:"symmetry"`
+	Exact       bool           `json:"exact"`
+	Liveness    bool           `json:"liveness_checked"`
+	Collision   float64        `json:"collision_probability"`
+	Violation   *jsonViolation `json:"violation,omitempty"`
+}
+
+type jsonViolation struct {
+	Invariant string     `json:"invariant"`
+	Handoff   int        `json:"handoff"`
+	Worker    int        `json:"worker"`
+	Detail    string     `json:"detail"`
+	Trace     []jsonStep `json:"trace"`
+	Loop      []jsonStep `json:"loop,omitempty"`
+}
+
+type jsonStep struct {
+	Move  string   `json:"move"`
+	Fired []string `json:"fired,omitempty"`
+	State []string `json:"state"`
+}
+
+// JSON renders the report as one object.
+func (r *Report) JSON() ([]byte, error) {
+	out := jsonReport{Protocol: r.Protocol, Verdict: "pass", Invariants: r.Invariants, Runs: []jsonRun{}}
+	if r.Violated() {
+		out.Verdict = "violation"
+	}
+	for i, x := range r.Runs {
+		c := r.checkers[i]
+		s := x.Stats
+		per := func(n int64) float64 {
+			if s.States == 0 {
+				return 0
+			}
+			return float64(n) / float64(s.States)
+		}
+		jr := jsonRun{Name: x.Run.Name, Policy: x.Run.Policy.String(), Engine: x.Run.Engine.String(), Complete: x.Complete,
+			StopReason: x.StopReason, States: s.States, Transitions: s.Transitions, Depth: s.Depth, Quiescent: x.DeadEnds,
+			ElapsedMS: float64(s.Elapsed.Microseconds()) / 1e3, StatesPerS: s.StatesPerSecond(), TransPerS: s.TransitionsPerSecond(),
+			Workers: s.Workers, StoreBPS: per(s.StoreBytes), FPBPS: per(s.FingerprintBytes), PeakHeap: s.PeakHeap,
+			Symmetry: x.Symmetry, Exact: x.Exact, Liveness: x.Liveness, Collision: x.CollisionProbability}
+		if !x.Complete && x.Violation == nil {
+			out.Verdict = "incomplete"
+		}
+		if ce := x.Violation; ce != nil {
+			v := ce.Violation
+			jv := &jsonViolation{Invariant: v.Invariant, Handoff: v.Handoff, Worker: v.Worker, Detail: v.Detail}
+			conv := func(steps []TraceStep) []jsonStep {
+				var js []jsonStep
+				for _, st := range steps {
+					var fired []string
+					for _, f := range st.Fired {
+						fired = append(fired, c.DescribeFiring(f))
+					}
+					js = append(js, jsonStep{Move: st.Move.String(), Fired: fired, State: st.State})
+				}
+				return js
+			}
+			jv.Trace, jv.Loop = conv(ce.Steps), conv(ce.Loop)
+			jr.Violation = jv
+		}
+		out.Runs = append(out.Runs, jr)
+	}
+	if r.Violated() {
+		out.Verdict = "violation"
+	}
+	return json.MarshalIndent(out, "", "  ")
+}

@@ -1,0 +1,167 @@
+package checker
+
+import (
+	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+// Budget is what the environment may still do wrong. Every fault kind of
+// LIFECYCLE.md section 3 is bounded by one counter; a zero counter
+// switches the fault off.
+type Budget struct {
+	Duplicate, Loss, Reorder, Cancel, Abort, TransferFailure, Restart, EarlyExpiry, NoShow, Reoccupy uint8
+}
+
+// budgetFields names the counters in order, for configuration and reports.
+var budgetFields = []string{"duplicate", "loss", "reorder", "cancel", "abort", "transfer_failure", "restart", "early_expiry", "no_show", "background_reoccupy"}
+
+func (b *Budget) field(i int) *uint8 {
+	return [...]*uint8{&b.Duplicate, &b.Loss, &b.Reorder, &b.Cancel, &b.Abort, &b.TransferFailure, &b.Restart, &b.EarlyExpiry, &b.NoShow, &b.Reoccupy}[i]
+}
+
+func (b Budget) pack() uint64 {
+	var v uint64
+	for i := range budgetFields {
+		v |= uint64(*b.field(i)) << (4 * i)
+	}
+	return v
+}
+
+func unpackBudget(v uint64) Budget {
+	var b Budget
+	for i := range budgetFields {
+		*b.field(i) = uint8(v>>(4*i)) & 15
+	}
+	return b
+}
+
+// State is one state of the composed system: the physical world, each
+// handoff's source and destination machine state, and the environment's
+// remaining fault budget.
+type State struct {
+	W   model.World
+	Src [model.MaxHandoffs]uint8
+	Dst [model.MaxHandoffs]uint8
+	B   Budget
+}
+
+// Role is the machine state of a handoff's role.
+func (s *State) Role(r spec.Role, h int) uint8 {
+	if r == spec.Source {
+		return s.Src[h]
+	}
+	return s.Dst[h]
+}
+
+func (s *State) rolePtr(r spec.Role, h int) *uint8 {
+	if r == spec.Source {
+		return &s.Src[h]
+	}
+	return &s.Dst[h]
+}
+
+// records tells the model's invariants which role records are terminal.
+func (c *Checker) records(s *State) model.Records {
+	var rec model.Records
+	for h := 0; h < c.nH; h++ {
+		rec.Terminal[h][model.SourceSide] = c.proto.Terminal(spec.Source, s.Src[h])
+		rec.Terminal[h][model.DestinationSide] = c.proto.Terminal(spec.Destination, s.Dst[h])
+	}
+	return rec
+}
+
+// KeyWords bounds a packed state: the budget, one word per worker, two per
+// handoff.
+const KeyWords = 1 + model.MaxWorkers + model.HandoffWords*model.MaxHandoffs
+
+// Key is a canonical packed state. Two states with the same key behave the
+// same; under symmetry reduction, states that differ only by a renaming of
+// interchangeable handoffs or workers share one key.
+type Key [KeyWords]uint64
+
+const roleBits = 8 // four bits of source state, four of destination state
+
+// pack writes the state's key under a worker renaming (nil: identity).
+// Handoff records are written in index order; canonical sorts them.
+func (c *Checker) pack(s *State, remap *[model.MaxWorkers]int8, k *Key) {
+	k[0] = s.B.pack()
+	for w := 0; w < c.nW; w++ {
+		to := w
+		if remap != nil {
+			to = int(remap[w])
+		}
+		k[1+to] = s.W.PackWorker(w)
+	}
+	base := 1 + c.nW
+	for h := 0; h < c.nH; h++ {
+		ws := s.W.PackHandoff(h, remap, uint64(s.Src[h])|uint64(s.Dst[h])<<4, roleBits)
+		k[base+2*h], k[base+2*h+1] = ws[0], ws[1]
+	}
+}
+
+// canonical writes the state's canonical key. Without symmetry it is the
+// plain packing. With symmetry it is the smallest packing over every
+// renaming of interchangeable workers, each with its interchangeable
+// handoffs sorted: the least element of the orbit, so equal for all
+// renamings of one state.
+func (c *Checker) canonical(s *State, k *Key) {
+	if !c.sym.any() {
+		c.pack(s, nil, k)
+		return
+	}
+	first := true
+	var cand Key
+	for i := range c.sym.perms {
+		c.pack(s, &c.sym.perms[i], &cand)
+		c.sym.sortHandoffs(&cand, 1+c.nW, c.nH)
+		if first || less(&cand, k) {
+			*k = cand
+			first = false
+		}
+	}
+}
+
+func less(a, b *Key) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
+}
+
+// unpack rebuilds the state a key stands for.
+func (c *Checker) unpack(k *Key) State {
+	var s State
+	s.B = unpackBudget(k[0])
+	base := 1 + c.nW
+	var hw [model.MaxHandoffs][model.HandoffWords]uint64
+	for h := 0; h < c.nH; h++ {
+		hw[h] = [model.HandoffWords]uint64{k[base+2*h], k[base+2*h+1]}
+	}
+	var extra [model.MaxHandoffs]uint64
+	s.W = model.Unpack(c.world, hw[:c.nH], k[1:base], roleBits, extra[:c.nH])
+	for h := 0; h < c.nH; h++ {
+		s.Src[h] = uint8(extra[h] & 15)
+		s.Dst[h] = uint8(extra[h] >> 4)
+	}
+	return s
+}
+
+// fingerprint hashes a key with a fixed 64-bit mix (no per-process seed:
+// fingerprints, and so state counts and traces, are the same on every run).
+func fingerprint(k *Key, n int) uint64 {
+	h := uint64(0x9E3779B97F4A7C15)
+	for i := 0; i < n; i++ {
+		h ^= k[i]
+		h *= 0xbf58476d1ce4e5b9
+		h ^= h >> 31
+		h *= 0x94d049bb133111eb
+		h ^= h >> 29
+	}
+	h ^= h >> 32
+	if h == 0 {
+		h = 1 // 0 marks an empty slot in the fingerprint store
+	}
+	return h
+}

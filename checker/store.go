@@ -1,0 +1,150 @@
+package checker
+
+import "math/bits"
+
+// The visited set is split into shards by the top bits of the
+// fingerprint, so that parallel workers insert into disjoint shards
+// without locks, each in a fixed order (deterministic results).
+const shardBits = 6
+const numShards = 1 << shardBits
+
+func shardOf(fp uint64) int { return int(fp >> (64 - shardBits)) }
+
+// fpTable is an open-addressing set of 64-bit fingerprints with linear
+// probing over a capacity that is not a power of two (indexing by
+// multiply-shift), so that growth by 1.5× keeps the load between 0.53 and
+// 0.8 and the store near 8/0.8 = 10 to 15 bytes per state. Each slot also
+// holds the state's id.
+type fpTable struct {
+	fps []uint64
+	ids []uint32
+	n   int
+}
+
+const maxLoadNum, maxLoadDen = 4, 5 // 0.8
+
+func (t *fpTable) init(capacity int) {
+	capacity = max(capacity, 16)
+	t.fps = make([]uint64, capacity)
+	t.ids = make([]uint32, capacity)
+	t.n = 0
+}
+
+func (t *fpTable) slot(fp uint64) int {
+	hi, _ := bits.Mul64(fp<<shardBits|fp>>(64-shardBits), uint64(len(t.fps)))
+	return int(hi)
+}
+
+// find returns the slot holding fp, or the empty slot where it belongs.
+func (t *fpTable) find(fp uint64) (int, bool) {
+	i := t.slot(fp)
+	for {
+		switch t.fps[i] {
+		case fp:
+			return i, true
+		case 0:
+			return i, false
+		}
+		i++
+		if i == len(t.fps) {
+			i = 0
+		}
+	}
+}
+
+// lookup returns the id of fp, if present.
+func (t *fpTable) lookup(fp uint64) (uint32, bool) {
+	if t.fps == nil {
+		return 0, false
+	}
+	i, ok := t.find(fp)
+	if !ok {
+		return 0, false
+	}
+	return t.ids[i], true
+}
+
+// insert adds fp and returns its slot and whether it was new. The id of a
+// new slot is set later with setID.
+func (t *fpTable) insert(fp uint64) (int, bool) {
+	if t.fps == nil {
+		t.init(16)
+	}
+	if (t.n+1)*maxLoadDen > len(t.fps)*maxLoadNum {
+		t.grow()
+	}
+	i, ok := t.find(fp)
+	if ok {
+		return i, false
+	}
+	t.fps[i] = fp
+	t.n++
+	return i, true
+}
+
+func (t *fpTable) grow() {
+	old, oldIDs := t.fps, t.ids
+	t.init(len(old) + len(old)/2)
+	for j, fp := range old {
+		if fp == 0 {
+			continue
+		}
+		i, _ := t.find(fp)
+		t.fps[i] = fp
+		t.ids[i] = oldIDs[j]
+		t.n++
+	}
+}
+
+func (t *fpTable) bytes() int64 { return int64(len(t.fps))*8 + int64(len(t.ids))*4 }
+
+// store is the visited set: fingerprints, or full keys in exact mode.
+type store struct {
+	exact  bool
+	words  int
+	fp     [numShards]fpTable
+	keys   [numShards]map[Key]uint32
+	pendFP [numShards][]int // new slots of the current level, in insertion order
+}
+
+func newStore(exact bool, words int) *store {
+	s := &store{exact: exact, words: words}
+	if exact {
+		for i := range s.keys {
+			s.keys[i] = map[Key]uint32{}
+		}
+	}
+	return s
+}
+
+// lookup finds a state's id by fingerprint (and key in exact mode).
+func (s *store) lookup(fp uint64, k *Key) (uint32, bool) {
+	sh := shardOf(fp)
+	if s.exact {
+		id, ok := s.keys[sh][*k]
+		return id, ok
+	}
+	return s.fp[sh].lookup(fp)
+}
+
+// fingerprintBytes is the memory of the fingerprint slots alone.
+func (s *store) fingerprintBytes() int64 {
+	var n int64
+	for i := range s.fp {
+		n += int64(len(s.fp[i].fps)) * 8
+	}
+	return n
+}
+
+// bytes estimates the store's memory.
+func (s *store) bytes(states int) int64 {
+	if s.exact {
+		// a Go map entry: the key, the id, and about a third again in overhead
+		return int64(states) * int64(8*KeyWords+4) * 4 / 3
+	}
+	var n int64
+	for i := range s.fp {
+		n += s.fp[i].bytes()
+	}
+	return n
+}

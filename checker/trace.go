@@ -1,0 +1,216 @@
+package checker
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/handoffcheck/handoffcheck/machines"
+	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+// TraceStep is one step of a counterexample: the move, the rows it fired,
+// the effects judged, and the state after it.
+type TraceStep struct {
+	Move   Move
+	Fired  []Firing
+	State  []string
+	Failed bool // the step on which the invariant failed
+}
+
+// Counterexample is the shortest trace from the initial state to a
+// violation, rebuilt by replaying the moves on concrete states.
+type Counterexample struct {
+	Violation *model.Violation
+	Initial   []string
+	Steps     []TraceStep
+	// Loop, for a liveness violation, is the cycle of steps the trap
+	// states repeat without ever reaching a drained state.
+	Loop []TraceStep
+}
+
+// EventName names an event of a role.
+func EventName(r spec.Role, ev uint8) string {
+	if r == spec.Source {
+		return machines.SourceEvent(ev).String()
+	}
+	return machines.DestinationEvent(ev).String()
+}
+
+// Describe renders a firing: "h0 source Pinned --ReaderCompleted--> Released [ReleaseSource, ...] (row 15)".
+func (c *Checker) DescribeFiring(f Firing) string {
+	acts := make([]string, len(f.Actions))
+	for i, a := range f.Actions {
+		acts[i] = a.String()
+	}
+	return fmt.Sprintf("h%d %s %s --%s--> %s [%s] (row %d)", f.Handoff, f.Role,
+		c.proto.StateName(f.Role, f.From), EventName(f.Role, f.Event), c.proto.StateName(f.Role, f.To), strings.Join(acts, ", "), f.Row)
+}
+
+// pathTo lists the ids from the root to id.
+func (e *exploration) pathTo(id uint32) []uint32 {
+	var p []uint32
+	for {
+		p = append(p, id)
+		if id == 0 {
+			break
+		}
+		id = e.parent[id]
+	}
+	for i, j := 0, len(p)-1; i < j; i, j = i+1, j-1 {
+		p[i], p[j] = p[j], p[i]
+	}
+	return p
+}
+
+// keysAlong replays a path of ids in canonical space: each id's key is its
+// parent's key with the recorded move applied.
+func (e *exploration) keysAlong(path []uint32) []Key {
+	c := e.c
+	keys := []Key{e.rootKey}
+	var ms moveSet
+	for _, id := range path[1:] {
+		s := c.unpack(&keys[len(keys)-1])
+		c.moves(&s, &ms)
+		t := s
+		tx := model.Tx{W: &t.W}
+		c.apply(&t, &tx, ms.m[e.via[id]], nil, ms.stuck)
+		var k Key
+		c.canonical(&t, &k)
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// concreteStep finds a move from a concrete state whose canonical
+// successor is want (and, when inv is set, which violates inv), applies it
+// and records what happened. With inv set it also returns the violation as
+// seen on the concrete state, so that its handoff and worker numbers match
+// the trace.
+func (c *Checker) concreteStep(s *State, want *Key, inv string) (TraceStep, bool) {
+	step, _, ok := c.concreteStepV(s, want, inv)
+	return step, ok
+}
+
+func (c *Checker) concreteStepV(s *State, want *Key, inv string) (TraceStep, *model.Violation, bool) {
+	var ms moveSet
+	c.moves(s, &ms)
+	for i := 0; i < ms.n; i++ {
+		t := *s
+		tx := model.Tx{W: &t.W}
+		var log []Firing
+		cov := newCoverage(c.proto.spec)
+		cov.Log = &log
+		c.apply(&t, &tx, ms.m[i], cov, ms.stuck)
+		var v *model.Violation
+		if inv != "" {
+			v = c.judgeStep(s, &t, &tx.J, ms.m[i])
+			if v == nil {
+				v = c.CheckState(&t)
+			}
+			if v == nil || v.Invariant != inv {
+				continue
+			}
+		}
+		var k Key
+		c.canonical(&t, &k)
+		if want != nil && k != *want {
+			continue
+		}
+		step := TraceStep{Move: ms.m[i], Fired: log, State: c.DescribeState(&t)}
+		*s = t
+		return step, v, true
+	}
+	return TraceStep{}, nil, false
+}
+
+// counterexample rebuilds the trace of a violation found at f.
+func (e *exploration) counterexample(f *found) *Counterexample {
+	c := e.c
+	path := e.pathTo(f.pid)
+	keys := e.keysAlong(path)
+	s := c.Initial()
+	ce := &Counterexample{Violation: f.v, Initial: c.DescribeState(&s)}
+	for i := 1; i < len(keys); i++ {
+		step, ok := c.concreteStep(&s, &keys[i], "")
+		if !ok {
+			panic("checker: cannot replay the trace: the step function is not deterministic")
+		}
+		ce.Steps = append(ce.Steps, step)
+	}
+	if f.move >= 0 {
+		// The failing move from the last canonical state, found again on
+		// the concrete state by its outcome.
+		last := c.unpack(&keys[len(keys)-1])
+		var ms moveSet
+		c.moves(&last, &ms)
+		t := last
+		tx := model.Tx{W: &t.W}
+		c.apply(&t, &tx, ms.m[f.move], nil, ms.stuck)
+		var k Key
+		c.canonical(&t, &k)
+		step, v, ok := c.concreteStepV(&s, &k, f.v.Invariant)
+		if !ok {
+			panic("checker: cannot replay the failing step")
+		}
+		ce.Violation = v
+		step.Failed = true
+		ce.Steps = append(ce.Steps, step)
+	} else {
+		if f.v.Invariant == model.NameQuiescence {
+			if v := c.CheckQuiescence(&s); v != nil {
+				ce.Violation = v
+			}
+		} else if v := c.CheckState(&s); v != nil && v.Invariant == f.v.Invariant {
+			ce.Violation = v
+		}
+		if len(ce.Steps) > 0 {
+			ce.Steps[len(ce.Steps)-1].Failed = true
+		}
+	}
+	return ce
+}
+
+// Format renders a counterexample as text: the violation, the initial
+// state, then each step with the rows it fired and only the lines of the
+// state that changed.
+func (c *Checker) FormatCounterexample(ce *Counterexample) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "VIOLATION %s\n  %s\n", ce.Violation.Invariant, ce.Violation.Error())
+	if len(ce.Loop) > 0 {
+		fmt.Fprintf(&b, "trace into the trap (%d steps), then a loop of %d steps that never drains:\n", len(ce.Steps), len(ce.Loop))
+	} else {
+		fmt.Fprintf(&b, "shortest trace (%d steps):\n", len(ce.Steps))
+	}
+	b.WriteString("  initial:\n")
+	for _, l := range ce.Initial {
+		fmt.Fprintf(&b, "      %s\n", l)
+	}
+	prev := ce.Initial
+	write := func(i int, st TraceStep) {
+		mark := ""
+		if st.Failed {
+			mark = "   <-- " + ce.Violation.Invariant
+		}
+		fmt.Fprintf(&b, "  %d. %s%s\n", i+1, st.Move, mark)
+		for _, f := range st.Fired {
+			fmt.Fprintf(&b, "      fired %s\n", c.DescribeFiring(f))
+		}
+		for j, l := range st.State {
+			if j >= len(prev) || prev[j] != l {
+				fmt.Fprintf(&b, "      %s\n", l)
+			}
+		}
+		prev = st.State
+	}
+	for i, st := range ce.Steps {
+		write(i, st)
+	}
+	if len(ce.Loop) > 0 {
+		b.WriteString("  loop:\n")
+		for i, st := range ce.Loop {
+			write(len(ce.Steps)+i, st)
+		}
+	}
+	return b.String()
+}

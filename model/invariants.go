@@ -1,0 +1,589 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+// The invariant names of LIFECYCLE.md section 4. They are stable
+// identifiers: reports, tests and users refer to them.
+const (
+	NameTransferNeedsReservation     = "TransferNeedsReservation"
+	NameSourcePinnedUntilRead        = "SourcePinnedUntilRead"
+	NameNoActivationFromInvalidKv    = "NoActivationFromInvalidKv"
+	NameDestinationHeldWhileWritten  = "DestinationHeldWhileWritten"
+	NameFailedTransferNeverActivates = "FailedTransferNeverActivates"
+	NameReservationCountsAtOnce      = "ReservationCountsAtOnce"
+	NameNoStoredBeforeActivation     = "NoStoredBeforeActivation"
+	NameAtomicPrefillPin             = "AtomicPrefillPin"
+	NameComputeLoadIndependent       = "ComputeLoadIndependent"
+	NameReleaseNeedsReaderAck        = "ReleaseNeedsReaderAck"
+	NameExactlyOnceRelease           = "ExactlyOnceRelease"
+	NameBlockCategoriesDisjoint      = "BlockCategoriesDisjoint"
+	NameCapacityRespected            = "CapacityRespected"
+	NameDestinationFirstGate         = "DestinationFirstGate"
+	NameAttemptIsolation             = "AttemptIsolation"
+	NameRoleCommands                 = "RoleCommands"
+	NameRouterCleanup                = "RouterCleanup"
+	NameInFlightAccounting           = "InFlightAccounting"
+	NameQuiescence                   = "Quiescence"
+	NameEventuallyDrained            = "EventuallyDrained"
+)
+
+// SafetyInvariants lists the safety invariants in LIFECYCLE.md order.
+var SafetyInvariants = []string{
+	NameTransferNeedsReservation, NameSourcePinnedUntilRead, NameNoActivationFromInvalidKv,
+	NameDestinationHeldWhileWritten, NameFailedTransferNeverActivates, NameReservationCountsAtOnce,
+	NameNoStoredBeforeActivation, NameAtomicPrefillPin, NameComputeLoadIndependent,
+	NameReleaseNeedsReaderAck, NameExactlyOnceRelease, NameBlockCategoriesDisjoint,
+	NameCapacityRespected, NameDestinationFirstGate, NameAttemptIsolation, NameRoleCommands,
+	NameRouterCleanup, NameInFlightAccounting,
+}
+
+// ProgressInvariants lists the progress invariants.
+var ProgressInvariants = []string{NameQuiescence, NameEventuallyDrained}
+
+// Violation is an invariant that does not hold, with what was seen.
+type Violation struct {
+	Invariant string
+	Handoff   int // -1 when not about one handoff
+	Worker    int // -1 when not about one worker
+	Detail    string
+}
+
+func (v *Violation) Error() string {
+	where := ""
+	if v.Handoff >= 0 {
+		where += fmt.Sprintf(" handoff %d", v.Handoff)
+	}
+	if v.Worker >= 0 {
+		where += fmt.Sprintf(" worker %d", v.Worker)
+	}
+	return v.Invariant + ":" + where + ": " + v.Detail
+}
+
+func violate(name string, h, w int, format string, args ...any) *Violation {
+	return &Violation{Invariant: name, Handoff: h, Worker: w, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Records is what only the protocol knows and some invariants need: which
+// role records have reached a terminal state. The model reads it as data;
+// it never interprets protocol states itself.
+type Records struct {
+	Terminal [MaxHandoffs][2]bool
+}
+
+// ---- Step invariants: judged on the effects of every step ----
+
+// TransferNeedsReservation: a transfer starts only after the destination
+// reserved for the attempt and writes only through the registration made
+// for it, into pages reserved for it.
+func TransferNeedsReservation(w *World, j *Journal) *Violation {
+	for _, e := range j.Effects() {
+		switch {
+		case e.Kind == EffTransferStart && !e.B:
+			return violate(NameTransferNeedsReservation, int(e.H), -1, "transfer started before the destination reserved for the attempt")
+		case e.Kind == EffTransferStart && e.Reg == RegNone:
+			return violate(NameTransferNeedsReservation, int(e.H), -1, "transfer started with no destination registration to write through")
+		case e.Kind == EffTransferStart && e.Reg == RegValid && !e.A:
+			return violate(NameTransferNeedsReservation, int(e.H), -1, "transfer started through a registration whose pages are not reserved for the attempt")
+		case e.Kind == EffWrite && !e.A:
+			return violate(NameTransferNeedsReservation, int(e.H), -1, "transfer wrote into pages not reserved for the attempt")
+		}
+	}
+	return nil
+}
+
+// SourcePinnedUntilRead: a read through a valid source registration always
+// finds the blocks held for the attempt; a pin ends only with its
+// registration fenced or closed while no read can still use it.
+func SourcePinnedUntilRead(w *World, j *Journal) *Violation {
+	for _, e := range j.Effects() {
+		switch {
+		case e.Kind == EffPinEnd && e.Reg == RegValid && !e.Xfer.Finished():
+			return violate(NameSourcePinnedUntilRead, int(e.H), -1,
+				"pin released while its registration was still valid and the transfer %s: a read may find freed blocks", e.Xfer)
+		case e.Kind == EffRead && !e.A:
+			return violate(NameSourcePinnedUntilRead, int(e.H), -1, "a read through a valid registration found the blocks no longer pinned")
+		}
+	}
+	return nil
+}
+
+// NoActivationFromInvalidKv: the destination activates only from a
+// completed transfer whose source stayed pinned throughout.
+func NoActivationFromInvalidKv(w *World, j *Journal) *Violation {
+	for _, e := range j.Effects() {
+		if e.Kind != EffActivate || e.Xfer == XferFailed {
+			continue
+		}
+		switch {
+		case !e.B:
+			return violate(NameNoActivationFromInvalidKv, int(e.H), -1, "activated with no reserved pages")
+		case e.Xfer != XferDone:
+			return violate(NameNoActivationFromInvalidKv, int(e.H), -1, "activated while the transfer was %s", e.Xfer)
+		case e.A:
+			return violate(NameNoActivationFromInvalidKv, int(e.H), -1, "activated from a transfer whose source blocks were released while it read")
+		}
+	}
+	return nil
+}
+
+// DestinationHeldWhileWritten: destination pages are never freed while a
+// transfer may still write into them.
+func DestinationHeldWhileWritten(w *World, j *Journal) *Violation {
+	for _, e := range j.Effects() {
+		if e.Kind == EffPagesFreed && e.Reg == RegValid && !e.Xfer.Finished() {
+			return violate(NameDestinationHeldWhileWritten, int(e.H), -1,
+				"reserved pages freed while their registration was valid and the transfer %s", e.Xfer)
+		}
+	}
+	return nil
+}
+
+// FailedTransferNeverActivates: a failed, timed-out or fenced transfer
+// never activates the destination.
+func FailedTransferNeverActivates(w *World, j *Journal) *Violation {
+	for _, e := range j.Effects() {
+		if e.Kind == EffActivate && e.Xfer == XferFailed {
+			return violate(NameFailedTransferNeverActivates, int(e.H), -1, "activated from a failed transfer")
+		}
+	}
+	return nil
+}
+
+// NoStoredBeforeActivation: no Stored for a handoff's pages before its
+// receive completion; after it, the new blocks are stored once.
+func NoStoredBeforeActivation(w *World, j *Journal) *Violation {
+	for _, e := range j.Effects() {
+		if e.Kind != EffStored {
+			continue
+		}
+		switch {
+		case e.B:
+			return violate(NameNoStoredBeforeActivation, int(e.H), -1, "Stored published a second time")
+		case !e.A || e.Xfer != XferDone:
+			return violate(NameNoStoredBeforeActivation, int(e.H), -1, "Stored published before receive completion (transfer %s)", e.Xfer)
+		}
+	}
+	return nil
+}
+
+// ComputeLoadIndependent: prefill compute load falls at compute completion
+// while the pinned occupancy stays, and falls only once.
+func ComputeLoadIndependent(w *World, j *Journal) *Violation {
+	for _, e := range j.Effects() {
+		x := &w.H[e.H]
+		switch {
+		case e.Kind == EffLoadFall && e.A:
+			return violate(NameComputeLoadIndependent, int(e.H), -1, "compute load fell twice")
+		case e.Kind == EffComputeDone && x.ComputeLoad:
+			return violate(NameComputeLoadIndependent, int(e.H), -1, "compute finished but the prefill router still counts its compute load")
+		case e.Kind == EffComputeDone && x.Src != SrcPinned && x.Life[ResPrefillBooking] == Held:
+			return violate(NameComputeLoadIndependent, int(e.H), -1, "compute finished but the pinned occupancy did not stay (source holds %s)", x.Src)
+		}
+	}
+	return nil
+}
+
+// ReleaseNeedsReaderAck: the source pin is released only after reader
+// completion, abort/cancel, or lease expiry; activation alone never
+// releases it.
+func ReleaseNeedsReaderAck(w *World, j *Journal) *Violation {
+	for _, e := range j.Effects() {
+		if e.Kind != EffPinEnd {
+			continue
+		}
+		switch {
+		case e.Cause == CauseReaderAck && e.Xfer != XferDone:
+			return violate(NameReleaseNeedsReaderAck, int(e.H), -1, "released on a reader acknowledgement while the reads had not completed (transfer %s)", e.Xfer)
+		case e.Cause != CauseReaderAck && e.Cause != CauseAbort && e.Cause != CauseExpiry:
+			return violate(NameReleaseNeedsReaderAck, int(e.H), -1, "pin released on %s, not on reader completion, abort or expiry", e.Cause)
+		}
+	}
+	return nil
+}
+
+// ExactlyOnceRelease: every lease, reservation and booking ends exactly
+// once, is never resurrected, and nothing begins after the attempt's
+// terminal outcome.
+func ExactlyOnceRelease(w *World, j *Journal) *Violation {
+	for _, e := range j.Effects() {
+		switch {
+		case e.Kind == EffEnd && e.Life == Never:
+			return violate(NameExactlyOnceRelease, int(e.H), -1, "%s released but it was never held", e.Res)
+		case e.Kind == EffEnd && e.Life == Ended:
+			return violate(NameExactlyOnceRelease, int(e.H), -1, "%s released twice", e.Res)
+		case e.Kind == EffBegin && e.Life == Ended:
+			return violate(NameExactlyOnceRelease, int(e.H), -1, "%s began again after it ended", e.Res)
+		case e.Kind == EffBegin && e.Life == Held:
+			return violate(NameExactlyOnceRelease, int(e.H), -1, "%s began twice", e.Res)
+		case e.Kind == EffBegin && e.A:
+			return violate(NameExactlyOnceRelease, int(e.H), -1, "%s began after the %s reported its terminal outcome", e.Res, e.Side)
+		}
+	}
+	return nil
+}
+
+// DestinationFirstGate: under destination-first, prefill is never
+// dispatched for an attempt before the destination reserved for it.
+func DestinationFirstGate(w *World, j *Journal) *Violation {
+	if w.cfg.Policy != spec.DestinationFirst {
+		return nil
+	}
+	for _, e := range j.Effects() {
+		if e.Kind == EffPrefillStart && !e.A {
+			return violate(NameDestinationFirstGate, int(e.H), -1, "prefill dispatched before the destination reserved")
+		}
+	}
+	return nil
+}
+
+// RoleCommands: source commands reach only prefill workers and destination
+// commands only decode workers.
+func RoleCommands(w *World, j *Journal) *Violation {
+	for _, e := range j.Effects() {
+		if e.Kind == EffRoleMismatch {
+			return violate(NameRoleCommands, int(e.H), -1, "a %s-role machine issued a command of the other role", e.Side)
+		}
+	}
+	return nil
+}
+
+// RouterCleanupStep: the prefill router frees request ownership at source
+// release, not while the source is still pinned. (The state half is RouterCleanup.)
+func RouterCleanupStep(w *World, j *Journal) *Violation {
+	for _, e := range j.Effects() {
+		if e.Kind == EffOwnershipEnd && e.A {
+			return violate(NameRouterCleanup, int(e.H), -1, "prefill router freed request ownership while the source was still pinned")
+		}
+	}
+	return nil
+}
+
+// InFlightAccountingStep: up once on acceptance, down once on completion.
+// (The state half is InFlightAccounting.)
+func InFlightAccountingStep(w *World, j *Journal) *Violation {
+	for _, e := range j.Effects() {
+		switch {
+		case e.Kind == EffAccept && e.A:
+			return violate(NameInFlightAccounting, int(e.H), -1, "%s counted the request in flight twice", e.Side)
+		case e.Kind == EffComplete && e.A:
+			return violate(NameInFlightAccounting, int(e.H), -1, "%s counted out a request that was not in flight", e.Side)
+		}
+	}
+	return nil
+}
+
+// AtomicPrefillPinStep: a pin only takes blocks whose compute finished.
+// (The state half is AtomicPrefillPin.)
+func AtomicPrefillPinStep(w *World, j *Journal) *Violation {
+	for _, e := range j.Effects() {
+		if e.Kind == EffPinEarly {
+			return violate(NameAtomicPrefillPin, int(e.H), -1, "pinned blocks whose compute had not finished")
+		}
+	}
+	return nil
+}
+
+// StepInvariants are judged on every step, in this order.
+var StepInvariants = []func(*World, *Journal) *Violation{
+	TransferNeedsReservation, SourcePinnedUntilRead, NoActivationFromInvalidKv,
+	DestinationHeldWhileWritten, FailedTransferNeverActivates, NoStoredBeforeActivation,
+	AtomicPrefillPinStep, ComputeLoadIndependent, ReleaseNeedsReaderAck, ExactlyOnceRelease,
+	DestinationFirstGate, RoleCommands, RouterCleanupStep, InFlightAccountingStep,
+}
+
+// CheckStep runs every step invariant on a step's effects and the world
+// after it, and returns the first violation.
+func CheckStep(w *World, j *Journal) *Violation {
+	if j.N == 0 {
+		return nil
+	}
+	for _, inv := range StepInvariants {
+		if v := inv(w, j); v != nil {
+			return v
+		}
+	}
+	return nil
+}
+
+// ---- State invariants: judged on every reachable state ----
+
+// holdings is what the handoffs hold on a worker, computed from the
+// handoffs alone, to compare with the worker's own counters.
+type holdings struct {
+	active, pinned, reserved, prefix Blocks
+	slots                            int8
+	headroom                         Tokens
+	inFlight, owned                  int8
+	prefillTokens                    Tokens
+	booked, stored                   Blocks
+}
+
+func (w *World) holdingsOn(k int) holdings {
+	var s holdings
+	c := w.cfg
+	wk := &w.W[k]
+	s.active = wk.Background
+	s.slots = wk.BackgroundSlot
+	for h := 0; h < w.NumHandoffs(); h++ {
+		x := &w.H[h]
+		q := &c.d.source[h]
+		if int(x.Prefill) == k {
+			switch x.Src {
+			case SrcActive:
+				s.active += q.ComputeBlocks
+			case SrcPinned:
+				s.pinned += q.PinnedBlocks
+			}
+			if x.InFlight[SourceSide] {
+				s.inFlight++
+			}
+			if x.Life[ResPrefillBooking] == Held {
+				s.owned++
+			}
+			if x.ComputeLoad {
+				s.prefillTokens += q.TransferredTokens
+			}
+		}
+		if c.Workers[k].Role == DecodeWorker {
+			lk := w.locked(h, k)
+			if int(x.Decode) == k && x.Dst != DstNone {
+				s.active += lk
+				if x.Dst == DstReserved {
+					s.reserved += w.reserve(h, k)
+				} else {
+					s.active += w.reserve(h, k)
+				}
+			} else {
+				s.prefix += lk
+			}
+		}
+		if int(x.Decode) == k {
+			if x.Running {
+				s.slots++
+			}
+			if c.Engine == SGLang && x.Dst != DstNone {
+				s.headroom += c.Handoffs[h].HeadroomTokens
+			}
+			if x.InFlight[DestinationSide] {
+				s.inFlight++
+			}
+			if x.Life[ResDecodeBooking] == Held {
+				s.booked += c.d.estimate[h]
+			}
+			if x.Published {
+				s.stored += w.reserve(h, k)
+			}
+		}
+	}
+	return s
+}
+
+// BlockCategoriesDisjoint: per worker the categories free, cached, active,
+// pinned_source and reserved_destination are disjoint, never negative,
+// sum to capacity, and each equals what the handoffs hold in it (nothing
+// counted twice).
+func BlockCategoriesDisjoint(w *World) *Violation {
+	for k := 0; k < w.NumWorkers(); k++ {
+		wk := &w.W[k]
+		cp := w.cfg.Workers[k].Capacity
+		if wk.Free < 0 || wk.Cached < 0 || wk.Prefix < 0 || wk.Active < 0 || wk.Pinned < 0 || wk.Reserved < 0 {
+			return violate(NameBlockCategoriesDisjoint, -1, k, "a category is negative: %s", describePool(wk))
+		}
+		if sum := wk.Free + wk.Cached + wk.Prefix + wk.Active + wk.Pinned + wk.Reserved; sum != cp {
+			return violate(NameBlockCategoriesDisjoint, -1, k, "categories sum to %d, capacity is %d: %s", int64(sum), int64(cp), describePool(wk))
+		}
+		s := w.holdingsOn(k)
+		switch {
+		case s.active != wk.Active:
+			return violate(NameBlockCategoriesDisjoint, -1, k, "active is %d but the requests hold %d", int64(wk.Active), int64(s.active))
+		case s.pinned != wk.Pinned:
+			return violate(NameBlockCategoriesDisjoint, -1, k, "pinned_source is %d but the handoffs pin %d", int64(wk.Pinned), int64(s.pinned))
+		case s.prefix != wk.Prefix:
+			return violate(NameBlockCategoriesDisjoint, -1, k, "cached prefix is %d but the unlocked prefixes are %d", int64(wk.Prefix), int64(s.prefix))
+		}
+	}
+	return nil
+}
+
+// ReservationCountsAtOnce: reserved destination pages count in kv_used and
+// admission from the step they are reserved.
+func ReservationCountsAtOnce(w *World) *Violation {
+	for k := 0; k < w.NumWorkers(); k++ {
+		if w.cfg.Workers[k].Role != DecodeWorker {
+			continue
+		}
+		wk := &w.W[k]
+		s := w.holdingsOn(k)
+		switch {
+		case s.reserved != wk.Reserved:
+			return violate(NameReservationCountsAtOnce, -1, k, "reserved_destination is %d but the reservations hold %d", int64(wk.Reserved), int64(s.reserved))
+		case s.slots != wk.SlotsUsed:
+			return violate(NameReservationCountsAtOnce, -1, k, "%d request slots in use but the requests hold %d", wk.SlotsUsed, s.slots)
+		case s.headroom != wk.HeadroomUsed:
+			return violate(NameReservationCountsAtOnce, -1, k, "headroom in use is %d but the reservations hold %d", int64(wk.HeadroomUsed), int64(s.headroom))
+		}
+	}
+	return nil
+}
+
+// CapacityRespected: no pool, slot count or headroom goes beyond its limit.
+func CapacityRespected(w *World) *Violation {
+	for k := 0; k < w.NumWorkers(); k++ {
+		wk := &w.W[k]
+		wc := &w.cfg.Workers[k]
+		switch {
+		case wk.Free < 0:
+			return violate(NameCapacityRespected, -1, k, "pool overcommitted by %d blocks", -int64(wk.Free))
+		case wc.Role == DecodeWorker && int(wk.SlotsUsed) > wc.Slots:
+			return violate(NameCapacityRespected, -1, k, "%d request slots in use, limit %d", wk.SlotsUsed, wc.Slots)
+		case wk.HeadroomUsed > wc.Headroom:
+			return violate(NameCapacityRespected, -1, k, "headroom %d in use, limit %d", int64(wk.HeadroomUsed), int64(wc.Headroom))
+		case wk.SlotsUsed < 0 || wk.HeadroomUsed < 0 || wk.InFlight < 0:
+			return violate(NameCapacityRespected, -1, k, "an admission counter went negative")
+		}
+	}
+	return nil
+}
+
+// AtomicPrefillPin: there is no state where prefill compute has finished
+// and its blocks are neither pinned for the handoff nor released through it.
+func AtomicPrefillPin(w *World) *Violation {
+	for h := 0; h < w.NumHandoffs(); h++ {
+		if x := &w.H[h]; x.Compute == ComputeDone && x.Src == SrcActive {
+			return violate(NameAtomicPrefillPin, h, int(x.Prefill), "compute finished but its blocks are still plain active blocks")
+		}
+	}
+	return nil
+}
+
+// ComputeLoadState: compute load is counted from dispatch to compute
+// completion and the prefill router's ledger matches it.
+func ComputeLoadState(w *World) *Violation {
+	for h := 0; h < w.NumHandoffs(); h++ {
+		x := &w.H[h]
+		if (x.Compute == ComputeQueued || x.Compute == ComputeRunning) && x.Life[ResPrefillBooking] == Held && !x.ComputeLoad {
+			return violate(NameComputeLoadIndependent, h, int(x.Prefill), "compute load fell before compute finished")
+		}
+	}
+	for k := 0; k < w.NumWorkers(); k++ {
+		if s := w.holdingsOn(k); s.prefillTokens != w.W[k].PrefillTokens {
+			return violate(NameComputeLoadIndependent, -1, k, "active_prefill_tokens is %d but the handoffs count %d", int64(w.W[k].PrefillTokens), int64(s.prefillTokens))
+		}
+	}
+	return nil
+}
+
+// NoStoredState: the KV index holds exactly the blocks published once per
+// activated handoff; no reused prefix block is republished.
+func NoStoredState(w *World) *Violation {
+	for k := 0; k < w.NumWorkers(); k++ {
+		if s := w.holdingsOn(k); s.stored != w.W[k].StoredBlocks {
+			return violate(NameNoStoredBeforeActivation, -1, k, "the KV index got %d Stored blocks, the handoffs published %d", int64(w.W[k].StoredBlocks), int64(s.stored))
+		}
+	}
+	return nil
+}
+
+// InFlightAccounting: a worker's in-flight count equals the requests it
+// owns; a side that holds anything is in flight; a terminal record is not.
+func InFlightAccounting(w *World, rec *Records) *Violation {
+	for k := 0; k < w.NumWorkers(); k++ {
+		if s := w.holdingsOn(k); s.inFlight != w.W[k].InFlight {
+			return violate(NameInFlightAccounting, -1, k, "in-flight count is %d but it owns %d requests", w.W[k].InFlight, s.inFlight)
+		}
+	}
+	for h := 0; h < w.NumHandoffs(); h++ {
+		x := &w.H[h]
+		switch {
+		case (x.Src != SrcNone || x.Compute == ComputeQueued) && !x.InFlight[SourceSide]:
+			return violate(NameInFlightAccounting, h, int(x.Prefill), "the source holds the request but does not count it in flight")
+		case (x.Dst != DstNone || x.Pending) && !x.InFlight[DestinationSide]:
+			return violate(NameInFlightAccounting, h, int(x.Decode), "the destination holds the request but does not count it in flight")
+		}
+		if rec == nil {
+			continue
+		}
+		for s := SourceSide; s <= DestinationSide; s++ {
+			if rec.Terminal[h][s] && x.InFlight[s] {
+				return violate(NameInFlightAccounting, h, x.Worker(s), "the %s finished but still counts the request in flight", s)
+			}
+		}
+	}
+	return nil
+}
+
+// RouterCleanup: a finished side has produced a terminal outcome, so its
+// router booking is freed; the prefill router's ledgers match the handoffs.
+func RouterCleanup(w *World, rec *Records) *Violation {
+	for k := 0; k < w.NumWorkers(); k++ {
+		s := w.holdingsOn(k)
+		switch {
+		case s.owned != w.W[k].Owned:
+			return violate(NameRouterCleanup, -1, k, "prefill router owns %d requests here but the handoffs hold %d bookings", w.W[k].Owned, s.owned)
+		case s.booked != w.W[k].BookedBlocks:
+			return violate(NameRouterCleanup, -1, k, "decode router books %d blocks here but the handoffs hold %d", int64(w.W[k].BookedBlocks), int64(s.booked))
+		}
+	}
+	if rec == nil {
+		return nil
+	}
+	for h := 0; h < w.NumHandoffs(); h++ {
+		x := &w.H[h]
+		if rec.Terminal[h][SourceSide] && x.Prefill >= 0 && x.Life[ResPrefillBooking] == Held {
+			return violate(NameRouterCleanup, h, int(x.Prefill), "the source finished without a terminal outcome: the prefill router still owns the request")
+		}
+		if rec.Terminal[h][DestinationSide] && x.Decode >= 0 && x.Life[ResDecodeBooking] == Held {
+			return violate(NameRouterCleanup, h, int(x.Decode), "the destination finished without a terminal decode outcome: the decode router still books it")
+		}
+	}
+	return nil
+}
+
+// CheckState runs every state invariant and returns the first violation.
+func CheckState(w *World, rec *Records) *Violation {
+	for _, inv := range []func(*World) *Violation{
+		ReservationCountsAtOnce, BlockCategoriesDisjoint, CapacityRespected, AtomicPrefillPin, ComputeLoadState, NoStoredState,
+	} {
+		if v := inv(w); v != nil {
+			return v
+		}
+	}
+	if v := InFlightAccounting(w, rec); v != nil {
+		return v
+	}
+	return RouterCleanup(w, rec)
+}
+
+// AttemptIsolation: a fact delivered to a record that can no longer use
+// it (a terminal or forgotten attempt, an older incarnation) changes
+// nothing but the channel it was taken from.
+func AttemptIsolation(before, after *World, h int, to Side, index int) *Violation {
+	want := *before
+	want.H[h].Ch[to].Take(index)
+	if want != *after {
+		return violate(NameAttemptIsolation, h, after.H[h].Worker(to), "a stale fact to the %s changed the world", to)
+	}
+	return nil
+}
+
+// Quiescence: in a state where no protocol, timer or delivery step is
+// enabled, every placed record is terminal and everything is released.
+// The checker calls it on such states only.
+func Quiescence(w *World, rec *Records) *Violation {
+	for h := 0; h < w.NumHandoffs(); h++ {
+		x := &w.H[h]
+		for s := SourceSide; s <= DestinationSide; s++ {
+			if x.Worker(s) >= 0 && !rec.Terminal[h][s] {
+				return violate(NameQuiescence, h, x.Worker(s), "nothing can happen any more but the %s is not terminal", s)
+			}
+		}
+	}
+	if !w.Drained() {
+		return violate(NameQuiescence, -1, -1, "nothing can happen any more but resources are still held: %s", w.DescribeHeld())
+	}
+	return nil
+}

@@ -1,0 +1,835 @@
+package model
+
+// Cause is why a side ends what it holds, as the environment knows it from
+// the event that drove the step (not from what the tables claim).
+type Cause uint8
+
+const (
+	// CauseOther is any reason the lifecycle does not allow for a release.
+	CauseOther Cause = iota
+	// CauseReaderAck is reader completion: the reader's acknowledgement, or
+	// the end of its own writes seen by a pushing source.
+	CauseReaderAck
+	// CauseAbort is a cancel or abort by the client, either side, a failed
+	// transfer or a peer restart.
+	CauseAbort
+	// CauseExpiry is the owner's own deadline.
+	CauseExpiry
+	// CauseDecodeDone is the end of decode.
+	CauseDecodeDone
+)
+
+var causeNames = [...]string{"other", "reader-ack", "abort", "expiry", "decode-done"}
+
+func (c Cause) String() string { return causeNames[c] }
+
+// EffectKind names a physical fact recorded during a step. Step invariants
+// judge the effects; the operations only do the physics.
+type EffectKind uint8
+
+const (
+	_ EffectKind = iota
+	// EffBegin: Res began; Life is its state before; A is set when the
+	// side already reported its terminal outcome.
+	EffBegin
+	// EffEnd: Res ended; Life is its state before.
+	EffEnd
+	// EffAccept: Side counted the request in flight; A: it already was.
+	EffAccept
+	// EffComplete: Side counted the request out; A: it was not in flight.
+	EffComplete
+	// EffPrefillStart: prefill dispatched; A: the destination has reserved
+	// for the attempt (now or before).
+	EffPrefillStart
+	// EffComputeDone: the scheduler finished the prefill.
+	EffComputeDone
+	// EffLoadFall: prefill compute load fell; A: it had already fallen.
+	EffLoadFall
+	// EffPinEnd: the source pin ended; Reg and Xfer at that moment, Cause.
+	EffPinEnd
+	// EffPagesFreed: reserved destination pages were freed; Reg and Xfer.
+	EffPagesFreed
+	// EffTransferStart: Reg is the destination registration; A: the
+	// destination pages are reserved for the attempt now; B: the
+	// destination ever reserved for it.
+	EffTransferStart
+	// EffRead: the transfer read through a valid source registration; A:
+	// the blocks were still pinned for the attempt.
+	EffRead
+	// EffWrite: the transfer wrote through a valid destination
+	// registration; A: the pages were reserved for the attempt.
+	EffWrite
+	// EffActivate: the destination activated; Xfer; A: tainted source; B:
+	// pages were reserved.
+	EffActivate
+	// EffStored: Stored published; Xfer; A: pages active; B: already published.
+	EffStored
+	// EffRoleMismatch: a Side command reached a worker of the other role.
+	EffRoleMismatch
+	// EffOwnershipEnd: the prefill router freed request ownership; A: the
+	// source was still pinned.
+	EffOwnershipEnd
+	// EffPinEarly: a pin of blocks whose compute had not finished.
+	EffPinEarly
+)
+
+// Effect is one physical fact of a step.
+type Effect struct {
+	Kind  EffectKind
+	H     int8
+	Side  Side
+	Res   Res
+	Life  Life
+	Reg   Reg
+	Xfer  Xfer
+	Cause Cause
+	A, B  bool
+}
+
+// MaxEffects bounds the effects of one step.
+const MaxEffects = 48
+
+// Journal is the effects of one step, in order.
+type Journal struct {
+	N int
+	E [MaxEffects]Effect
+}
+
+func (j *Journal) add(e Effect) {
+	if j.N == MaxEffects {
+		panic("model: journal overflow")
+	}
+	j.E[j.N] = e
+	j.N++
+}
+
+// Effects is the recorded effects.
+func (j *Journal) Effects() []Effect { return j.E[:j.N] }
+
+// Tx applies operations to a world and records their effects.
+type Tx struct {
+	W *World
+	J Journal
+}
+
+func (tx *Tx) h(h int) *Handoff { return &tx.W.H[h] }
+
+func (tx *Tx) begin(h int, r Res, side Side) {
+	x := tx.h(h)
+	tx.J.add(Effect{Kind: EffBegin, H: int8(h), Side: side, Res: r, Life: x.Life[r], A: x.Outcome[side] != OutcomeNone})
+	x.Life[r] = Held
+}
+
+func (tx *Tx) end(h int, r Res, side Side) {
+	x := tx.h(h)
+	tx.J.add(Effect{Kind: EffEnd, H: int8(h), Side: side, Res: r, Life: x.Life[r]})
+	if x.Life[r] == Held {
+		x.Life[r] = Ended
+	}
+}
+
+// command checks that a command of side reaches a worker of the role that
+// side needs (RoleCommands). A misdirected command does nothing: the worker
+// it reached has nothing of the other role to act on.
+func (tx *Tx) command(h int, side, want Side) bool {
+	if side != want {
+		tx.J.add(Effect{Kind: EffRoleMismatch, H: int8(h), Side: side})
+		return false
+	}
+	return tx.h(h).Worker(want) >= 0
+}
+
+// alloc takes n blocks into a category, from free first and then by
+// evicting anonymous cache. It reports false when the worker cannot.
+func (tx *Tx) alloc(w int, n Blocks, into *Blocks) bool {
+	k := &tx.W.W[w]
+	if k.Free+k.Cached < n {
+		return false
+	}
+	take := min(k.Free, n)
+	k.Free -= take
+	k.Cached -= n - take
+	*into += n
+	return true
+}
+
+func (tx *Tx) canAlloc(w int, n Blocks) bool {
+	k := &tx.W.W[w]
+	return k.Free+k.Cached >= n
+}
+
+// ---- Routers and the frontend (the environment's side) ----
+
+// RoutePrefill is the prefill router choosing worker w: it books request
+// ownership and compute load at dispatch.
+func (tx *Tx) RoutePrefill(h, w int) {
+	x := tx.h(h)
+	x.Prefill = int8(w)
+	tx.begin(h, ResPrefillBooking, SourceSide)
+	x.ComputeLoad = true
+	k := &tx.W.W[w]
+	k.Owned++
+	k.PrefillTokens += tx.W.cfg.d.source[h].TransferredTokens
+}
+
+// DeliverRequest marks the prefill request as arrived at its worker.
+func (tx *Tx) DeliverRequest(h int) { tx.h(h).RequestDelivered = true }
+
+// RouteDecode is the decode router choosing worker w: it books the
+// request's estimated blocks at selection time.
+func (tx *Tx) RouteDecode(h, w int) {
+	x := tx.h(h)
+	x.Decode = int8(w)
+	tx.begin(h, ResDecodeBooking, DestinationSide)
+	tx.W.W[w].BookedBlocks += tx.W.cfg.d.estimate[h]
+}
+
+// ClientCancel is the client aborting: the frontend stops routing and will
+// cancel both request streams that exist.
+func (tx *Tx) ClientCancel(h int) {
+	x := tx.h(h)
+	x.Cancelled = true
+	x.CancelPending[SourceSide] = x.Prefill >= 0
+	x.CancelPending[DestinationSide] = x.Decode >= 0
+}
+
+// CancelDelivered clears a pending client cancel of a side.
+func (tx *Tx) CancelDelivered(h int, s Side) { tx.h(h).CancelPending[s] = false }
+
+// NoShow is the frontend never routing decode.
+func (tx *Tx) NoShow(h int) { tx.h(h).NoShow = true }
+
+// ---- Source worker ----
+
+// AcceptRequest counts the request in flight on the side's worker.
+func (tx *Tx) AcceptRequest(h int, side Side) {
+	x := tx.h(h)
+	w := x.Worker(side)
+	tx.J.add(Effect{Kind: EffAccept, H: int8(h), Side: side, A: x.InFlight[side]})
+	if x.InFlight[side] || w < 0 {
+		return
+	}
+	x.InFlight[side] = true
+	x.Accepted[side] = true
+	tx.W.W[w].InFlight++
+}
+
+// Complete counts the request out of the side's worker.
+func (tx *Tx) Complete(h int, side Side) {
+	x := tx.h(h)
+	w := x.Worker(side)
+	tx.J.add(Effect{Kind: EffComplete, H: int8(h), Side: side, A: !x.InFlight[side]})
+	if !x.InFlight[side] || w < 0 {
+		return
+	}
+	x.InFlight[side] = false
+	tx.W.W[w].InFlight--
+}
+
+// StartPrefill dispatches the prefill: its compute blocks are allocated now,
+// or it queues until the prefill pool has room.
+func (tx *Tx) StartPrefill(h int, side Side) {
+	if !tx.command(h, side, SourceSide) {
+		return
+	}
+	x := tx.h(h)
+	tx.J.add(Effect{Kind: EffPrefillStart, H: int8(h), A: x.Life[ResDestReservation] != Never})
+	if x.Compute != ComputeNone {
+		tx.J.add(Effect{Kind: EffBegin, H: int8(h), Side: SourceSide, Res: ResCompute, Life: Ended})
+		return
+	}
+	tx.begin(h, ResCompute, SourceSide)
+	x.Compute = ComputeQueued
+	tx.AdmitPrefill(h)
+}
+
+// CanAdmitPrefill reports whether a queued prefill fits in the pool now.
+func (tx *Tx) CanAdmitPrefill(h int) bool {
+	x := tx.h(h)
+	return x.Compute == ComputeQueued && tx.canAlloc(int(x.Prefill), tx.W.cfg.d.source[h].ComputeBlocks)
+}
+
+// AdmitPrefill allocates a queued prefill's compute blocks when they fit.
+func (tx *Tx) AdmitPrefill(h int) {
+	x := tx.h(h)
+	if x.Compute != ComputeQueued {
+		return
+	}
+	k := &tx.W.W[x.Prefill]
+	if tx.alloc(int(x.Prefill), tx.W.cfg.d.source[h].ComputeBlocks, &k.Active) {
+		x.Compute = ComputeRunning
+		x.Src = SrcActive
+	}
+}
+
+// FinishCompute is the prefill scheduler finishing the forward pass.
+func (tx *Tx) FinishCompute(h int) {
+	x := tx.h(h)
+	if x.Compute != ComputeRunning {
+		return
+	}
+	x.Compute = ComputeDone
+	tx.J.add(Effect{Kind: EffComputeDone, H: int8(h)})
+}
+
+// StopPrefill aborts a dispatched prefill and frees its compute blocks.
+func (tx *Tx) StopPrefill(h int, side Side) {
+	if !tx.command(h, side, SourceSide) {
+		return
+	}
+	x := tx.h(h)
+	switch x.Compute {
+	case ComputeNone, ComputeDone:
+		tx.end(h, ResCompute, SourceSide)
+		return
+	}
+	if x.Src == SrcActive {
+		k := &tx.W.W[x.Prefill]
+		n := tx.W.cfg.d.source[h].ComputeBlocks
+		k.Active -= n
+		k.Free += n
+		x.Src = SrcNone
+	}
+	x.Compute = ComputeNone
+	tx.end(h, ResCompute, SourceSide)
+}
+
+// PinSource moves the finished compute blocks that will move into
+// pinned_source and frees the rest to the cache (a window group drops the
+// blocks below its window).
+func (tx *Tx) PinSource(h int, side Side) {
+	if !tx.command(h, side, SourceSide) {
+		return
+	}
+	x := tx.h(h)
+	if x.Src == SrcPinned || x.Life[ResSourceLease] != Never {
+		tx.J.add(Effect{Kind: EffBegin, H: int8(h), Side: SourceSide, Res: ResSourceLease, Life: Ended})
+		return
+	}
+	if x.Src != SrcActive || x.Compute != ComputeDone {
+		tx.J.add(Effect{Kind: EffPinEarly, H: int8(h)})
+		return
+	}
+	q := &tx.W.cfg.d.source[h]
+	k := &tx.W.W[x.Prefill]
+	k.Active -= q.ComputeBlocks
+	k.Pinned += q.PinnedBlocks
+	k.Cached += q.ComputeBlocks - q.PinnedBlocks
+	x.Src = SrcPinned
+	tx.end(h, ResCompute, SourceSide)
+	tx.begin(h, ResSourceLease, SourceSide)
+}
+
+// RegisterSource makes the attempt's read registration.
+func (tx *Tx) RegisterSource(h int, side Side) {
+	if !tx.command(h, side, SourceSide) {
+		return
+	}
+	if x := tx.h(h); x.SrcReg == RegNone {
+		x.SrcReg = RegValid
+	}
+}
+
+// FenceSource fences the attempt's read registration: every later read fails.
+func (tx *Tx) FenceSource(h int, side Side) {
+	if !tx.command(h, side, SourceSide) {
+		return
+	}
+	if x := tx.h(h); x.SrcReg == RegValid {
+		x.SrcReg = RegFenced
+	}
+}
+
+// ReleaseSource deregisters the attempt and returns the pinned blocks to
+// the cache. Reads that could still come would now find freed blocks: the
+// effect records what the registration and transfer were at that moment.
+func (tx *Tx) ReleaseSource(h int, side Side, cause Cause) {
+	if !tx.command(h, side, SourceSide) {
+		return
+	}
+	x := tx.h(h)
+	if x.Src != SrcPinned {
+		tx.end(h, ResSourceLease, SourceSide)
+		return
+	}
+	tx.J.add(Effect{Kind: EffPinEnd, H: int8(h), Reg: x.SrcReg, Xfer: x.Xfer, Cause: cause})
+	if x.SrcReg == RegValid && x.Xfer == XferRunning {
+		x.Tainted = true
+	}
+	n := tx.W.cfg.d.source[h].PinnedBlocks
+	k := &tx.W.W[x.Prefill]
+	k.Pinned -= n
+	k.Cached += n
+	x.Src = SrcNone
+	if x.SrcReg == RegValid {
+		x.SrcReg = RegClosed
+	}
+	tx.end(h, ResSourceLease, SourceSide)
+}
+
+// ReportComputeDone tells the prefill router compute finished: its
+// active_prefill_tokens fall.
+func (tx *Tx) ReportComputeDone(h int, side Side) {
+	if !tx.command(h, side, SourceSide) {
+		return
+	}
+	x := tx.h(h)
+	tx.J.add(Effect{Kind: EffLoadFall, H: int8(h), A: !x.ComputeLoad})
+	if x.ComputeLoad {
+		x.ComputeLoad = false
+		tx.W.W[x.Prefill].PrefillTokens -= tx.W.cfg.d.source[h].TransferredTokens
+	}
+}
+
+// AnnouncePinned answers the frontend with the transfer parameters.
+func (tx *Tx) AnnouncePinned(h int, side Side) {
+	if tx.command(h, side, SourceSide) {
+		tx.h(h).Announced = true
+	}
+}
+
+// ReportSourceOutcome is the source's terminal outcome reaching the prefill
+// router over the request stream: request ownership ends, and compute load
+// if it was still counted.
+func (tx *Tx) ReportSourceOutcome(h int, side Side, ok bool) {
+	if !tx.command(h, side, SourceSide) {
+		return
+	}
+	x := tx.h(h)
+	tx.releasePrefillBooking(h)
+	if ok {
+		x.Outcome[SourceSide] = OutcomeOK
+	} else {
+		x.Outcome[SourceSide] = OutcomeFailed
+		x.SourceFailed = true
+	}
+}
+
+func (tx *Tx) releasePrefillBooking(h int) {
+	x := tx.h(h)
+	tx.J.add(Effect{Kind: EffOwnershipEnd, H: int8(h), A: x.Src == SrcPinned})
+	held := x.Life[ResPrefillBooking] == Held
+	tx.end(h, ResPrefillBooking, SourceSide)
+	k := &tx.W.W[x.Prefill]
+	if held {
+		k.Owned--
+	}
+	if x.ComputeLoad {
+		x.ComputeLoad = false
+		k.PrefillTokens -= tx.W.cfg.d.source[h].TransferredTokens
+	}
+}
+
+// ---- Transfer ----
+
+// StartTransfer starts the attempt's transfer, run by the given side: the
+// destination pulls, the source pushes.
+func (tx *Tx) StartTransfer(h int, side, runner Side) {
+	if !tx.command(h, side, runner) {
+		return
+	}
+	x := tx.h(h)
+	if x.Xfer != XferNone {
+		return
+	}
+	tx.J.add(Effect{Kind: EffTransferStart, H: int8(h), Reg: x.DstReg, A: x.Dst == DstReserved, B: x.Life[ResDestReservation] != Never})
+	x.Xfer = XferRunning
+	x.Runner = runner
+}
+
+// TransferWouldSucceed reports whether completing the transfer now reads
+// and writes through valid registrations.
+func (tx *Tx) TransferWouldSucceed(h int) bool {
+	x := tx.h(h)
+	return x.SrcReg == RegValid && x.DstReg == RegValid
+}
+
+// CompleteTransfer performs the reads and writes of a running transfer. It
+// fails when either registration is no longer valid; the effects record
+// what a read or write through a valid registration actually found.
+func (tx *Tx) CompleteTransfer(h int) {
+	x := tx.h(h)
+	if x.Xfer != XferRunning {
+		return
+	}
+	if x.SrcReg == RegValid {
+		tx.J.add(Effect{Kind: EffRead, H: int8(h), A: x.Src == SrcPinned})
+	}
+	if x.DstReg == RegValid {
+		tx.J.add(Effect{Kind: EffWrite, H: int8(h), A: x.Dst == DstReserved})
+	}
+	if tx.TransferWouldSucceed(h) {
+		x.Xfer = XferDone
+	} else {
+		x.Xfer = XferFailed
+	}
+}
+
+// FailTransfer is the transfer failing on its own (network, timeout).
+func (tx *Tx) FailTransfer(h int) {
+	if x := tx.h(h); x.Xfer == XferRunning {
+		x.Xfer = XferFailed
+	}
+}
+
+// ---- Destination worker ----
+
+// RequestReservation queues the request for a reservation.
+func (tx *Tx) RequestReservation(h int, side Side) {
+	if !tx.command(h, side, DestinationSide) {
+		return
+	}
+	x := tx.h(h)
+	if x.Dst == DstNone && x.Life[ResDestReservation] == Never {
+		x.Pending = true
+	}
+}
+
+// WithdrawReservation takes a queued reservation request back.
+func (tx *Tx) WithdrawReservation(h int, side Side) {
+	if tx.command(h, side, DestinationSide) {
+		tx.h(h).Pending = false
+	}
+}
+
+func (tx *Tx) reservationSlots() bool { return tx.W.cfg.Engine == SGLang }
+
+// CanReserve reports whether the decode scheduler can grant the queued
+// reservation now: pages for the delta and, for SGLang, a request slot and
+// admission headroom.
+func (tx *Tx) CanReserve(h int) bool {
+	x := tx.h(h)
+	if !x.Pending || x.Decode < 0 {
+		return false
+	}
+	d := int(x.Decode)
+	if !tx.canAlloc(d, tx.W.reserve(h, d)) {
+		return false
+	}
+	if tx.reservationSlots() {
+		k := &tx.W.W[d]
+		wc := &tx.W.cfg.Workers[d]
+		if int(k.SlotsUsed) >= wc.Slots || k.HeadroomUsed+tx.W.cfg.Handoffs[h].HeadroomTokens > wc.Headroom {
+			return false
+		}
+	}
+	return true
+}
+
+// Reserve is the decode scheduler granting the reservation: it locks the
+// prefix snapshot, reserves the page-aligned delta (reserved_destination),
+// and for SGLang a request slot and headroom. All of it counts at once
+// (ReservationCountsAtOnce).
+func (tx *Tx) Reserve(h int) {
+	x := tx.h(h)
+	d := int(x.Decode)
+	k := &tx.W.W[d]
+	lk := tx.W.locked(h, d)
+	k.Prefix -= lk
+	k.Active += lk
+	tx.alloc(d, tx.W.reserve(h, d), &k.Reserved)
+	if tx.reservationSlots() {
+		k.SlotsUsed++
+		k.HeadroomUsed += tx.W.cfg.Handoffs[h].HeadroomTokens
+		x.Running = true
+	}
+	x.Pending = false
+	x.Dst = DstReserved
+	tx.begin(h, ResDestReservation, DestinationSide)
+}
+
+// Refuse is an engine that cannot reserve for a handoff turning it down.
+func (tx *Tx) Refuse(h int) { tx.h(h).Pending = false }
+
+// RegisterDestination makes the attempt's write registration.
+func (tx *Tx) RegisterDestination(h int, side Side) {
+	if !tx.command(h, side, DestinationSide) {
+		return
+	}
+	if x := tx.h(h); x.DstReg == RegNone {
+		x.DstReg = RegValid
+	}
+}
+
+// FenceDestination fences the attempt's write registration.
+func (tx *Tx) FenceDestination(h int, side Side) {
+	if !tx.command(h, side, DestinationSide) {
+		return
+	}
+	if x := tx.h(h); x.DstReg == RegValid {
+		x.DstReg = RegFenced
+	}
+}
+
+// ReleaseDestination deregisters the attempt, frees the reserved pages,
+// unlocks the prefix snapshot and frees slot and headroom.
+func (tx *Tx) ReleaseDestination(h int, side Side, cause Cause) {
+	if !tx.command(h, side, DestinationSide) {
+		return
+	}
+	x := tx.h(h)
+	if x.Dst != DstReserved {
+		tx.end(h, ResDestReservation, DestinationSide)
+		return
+	}
+	tx.J.add(Effect{Kind: EffPagesFreed, H: int8(h), Reg: x.DstReg, Xfer: x.Xfer, Cause: cause})
+	d := int(x.Decode)
+	k := &tx.W.W[d]
+	r, lk := tx.W.reserve(h, d), tx.W.locked(h, d)
+	k.Reserved -= r
+	k.Free += r
+	k.Active -= lk
+	k.Prefix += lk
+	tx.freeAdmission(h)
+	if x.DstReg == RegValid {
+		x.DstReg = RegClosed
+	}
+	x.Dst = DstNone
+	tx.end(h, ResDestReservation, DestinationSide)
+}
+
+func (tx *Tx) freeAdmission(h int) {
+	x := tx.h(h)
+	k := &tx.W.W[x.Decode]
+	if x.Running {
+		k.SlotsUsed--
+		x.Running = false
+	}
+	if tx.reservationSlots() {
+		k.HeadroomUsed -= tx.W.cfg.Handoffs[h].HeadroomTokens
+	}
+}
+
+// ActivateDestination turns the reserved pages into active ones; the
+// reservation ends by activation. A vLLM request takes a running slot when
+// one is free, or waits for one.
+func (tx *Tx) ActivateDestination(h int, side Side) {
+	if !tx.command(h, side, DestinationSide) {
+		return
+	}
+	x := tx.h(h)
+	tx.J.add(Effect{Kind: EffActivate, H: int8(h), Xfer: x.Xfer, A: x.Tainted, B: x.Dst == DstReserved})
+	if x.Dst != DstReserved {
+		return
+	}
+	d := int(x.Decode)
+	k := &tx.W.W[d]
+	r := tx.W.reserve(h, d)
+	k.Reserved -= r
+	k.Active += r
+	x.Dst = DstActive
+	if x.DstReg == RegValid {
+		x.DstReg = RegClosed
+	}
+	tx.end(h, ResDestReservation, DestinationSide)
+	tx.Promote(h)
+}
+
+// CanPromote reports whether an activated request waits for a free slot.
+func (tx *Tx) CanPromote(h int) bool {
+	x := tx.h(h)
+	if x.Dst != DstActive || x.Running {
+		return false
+	}
+	return int(tx.W.W[x.Decode].SlotsUsed) < tx.W.cfg.Workers[x.Decode].Slots
+}
+
+// Promote gives an activated request a running slot when one is free.
+func (tx *Tx) Promote(h int) {
+	if tx.CanPromote(h) {
+		x := tx.h(h)
+		tx.W.W[x.Decode].SlotsUsed++
+		x.Running = true
+	}
+}
+
+// PublishStored publishes Stored for the newly valid blocks; the reused
+// prefix is already in the index and is not republished.
+func (tx *Tx) PublishStored(h int, side Side) {
+	if !tx.command(h, side, DestinationSide) {
+		return
+	}
+	x := tx.h(h)
+	tx.J.add(Effect{Kind: EffStored, H: int8(h), Xfer: x.Xfer, A: x.Dst == DstActive, B: x.Published})
+	if x.Published {
+		return
+	}
+	x.Published = true
+	tx.W.W[x.Decode].StoredBlocks += tx.W.reserve(h, int(x.Decode))
+}
+
+// ReleaseActive ends decode: the received blocks become anonymous cache,
+// the prefix goes back to prefix cache, slot and headroom are freed.
+func (tx *Tx) ReleaseActive(h int, side Side) {
+	if !tx.command(h, side, DestinationSide) {
+		return
+	}
+	x := tx.h(h)
+	if x.Dst != DstActive {
+		tx.J.add(Effect{Kind: EffEnd, H: int8(h), Side: DestinationSide, Res: ResDestReservation, Life: Ended})
+		return
+	}
+	d := int(x.Decode)
+	k := &tx.W.W[d]
+	r, lk := tx.W.reserve(h, d), tx.W.locked(h, d)
+	k.Active -= r + lk
+	k.Cached += r
+	k.Prefix += lk
+	tx.freeAdmission(h)
+	x.Dst = DstNone
+}
+
+// ReportDecodeOutcome is the destination's terminal outcome reaching the
+// decode router: its selection-time booking ends.
+func (tx *Tx) ReportDecodeOutcome(h int, side Side, ok bool) {
+	if !tx.command(h, side, DestinationSide) {
+		return
+	}
+	tx.releaseDecodeBooking(h)
+	if ok {
+		tx.h(h).Outcome[DestinationSide] = OutcomeOK
+	} else {
+		tx.h(h).Outcome[DestinationSide] = OutcomeFailed
+	}
+}
+
+func (tx *Tx) releaseDecodeBooking(h int) {
+	x := tx.h(h)
+	held := x.Life[ResDecodeBooking] == Held
+	tx.end(h, ResDecodeBooking, DestinationSide)
+	if held {
+		tx.W.W[x.Decode].BookedBlocks -= tx.W.cfg.d.estimate[h]
+	}
+}
+
+// ---- Timers and messages ----
+
+// Arm arms a timer of the handoff.
+func (tx *Tx) Arm(h int, t Timer) { tx.h(h).Timers |= 1 << t }
+
+// Disarm stops a timer of the handoff.
+func (tx *Tx) Disarm(h int, t Timer) { tx.h(h).Timers &^= 1 << t }
+
+// Send puts a fact in flight to the side `to`.
+func (tx *Tx) Send(h int, to Side, m Msg) { tx.h(h).Ch[to].Send(m) }
+
+// ---- Background load ----
+
+// FreeBackground ends the background requests of a decode worker.
+func (tx *Tx) FreeBackground(w int) {
+	k := &tx.W.W[w]
+	k.Active -= k.Background
+	k.Cached += k.Background
+	k.Background = 0
+	k.SlotsUsed -= k.BackgroundSlot
+	k.BackgroundSlot = 0
+}
+
+// CanOccupyBackground reports whether background requests could take the
+// worker's configured background load again.
+func (tx *Tx) CanOccupyBackground(w int) bool {
+	k := &tx.W.W[w]
+	wc := &tx.W.cfg.Workers[w]
+	return k.Background == 0 && wc.BackgroundBlocks > 0 && tx.canAlloc(w, wc.BackgroundBlocks) &&
+		int(k.SlotsUsed)+wc.BackgroundSlots <= wc.Slots
+}
+
+// OccupyBackground is other requests taking decode capacity again.
+func (tx *Tx) OccupyBackground(w int) {
+	k := &tx.W.W[w]
+	wc := &tx.W.cfg.Workers[w]
+	tx.alloc(w, wc.BackgroundBlocks, &k.Active)
+	k.Background = wc.BackgroundBlocks
+	k.SlotsUsed += int8(wc.BackgroundSlots)
+	k.BackgroundSlot = int8(wc.BackgroundSlots)
+}
+
+// ---- Restart ----
+
+// Restart is worker w's process restarting: its memory is gone, so every
+// block returns to free at once and its registrations are fenced; its
+// generation increases; its in-flight requests, admission and background
+// load vanish; the routers learn a terminal outcome for every handoff it
+// owned because its request streams break; and each live peer will learn
+// of it from a health check.
+func (tx *Tx) Restart(w int) {
+	k := &tx.W.W[w]
+	for h := 0; h < tx.W.NumHandoffs(); h++ {
+		x := tx.h(h)
+		if int(x.Prefill) == w {
+			tx.restartSource(h)
+		}
+		if int(x.Decode) == w {
+			tx.restartDestination(h)
+		}
+	}
+	wc := &tx.W.cfg.Workers[w]
+	k.Gen++
+	k.Free = wc.Capacity
+	k.Cached, k.Prefix, k.Active, k.Pinned, k.Reserved = 0, 0, 0, 0, 0
+	k.SlotsUsed, k.HeadroomUsed, k.Background, k.BackgroundSlot, k.InFlight = 0, 0, 0, 0, 0
+	// The KV index drops everything the worker had; a handoff routed here
+	// later finds no prefix.
+	k.StoredBlocks = 0
+	for h := 0; h < tx.W.NumHandoffs(); h++ {
+		x := tx.h(h)
+		if wc.Role == DecodeWorker && tx.W.cfg.d.locked[h][w] > 0 {
+			x.PrefixGone |= 1 << w
+		}
+	}
+}
+
+func (tx *Tx) restartSource(h int) {
+	x := tx.h(h)
+	if x.SrcReg == RegValid {
+		x.SrcReg = RegFenced
+	}
+	if x.Src == SrcPinned {
+		tx.J.add(Effect{Kind: EffPinEnd, H: int8(h), Reg: x.SrcReg, Xfer: x.Xfer, Cause: CauseAbort})
+		tx.end(h, ResSourceLease, SourceSide)
+	}
+	if x.Compute == ComputeQueued || x.Compute == ComputeRunning {
+		tx.end(h, ResCompute, SourceSide)
+		x.Compute = ComputeNone
+	}
+	x.Src = SrcNone
+	x.InFlight[SourceSide] = false
+	x.CancelPending[SourceSide] = false
+	x.Timers &^= 1<<TimerLease | 1<<TimerBootstrap
+	if x.Life[ResPrefillBooking] == Held {
+		tx.releasePrefillBooking(h)
+	}
+	if x.Outcome[SourceSide] == OutcomeNone {
+		x.Outcome[SourceSide] = OutcomeForgotten
+		x.SourceFailed = true
+		if x.Decode >= 0 && x.Outcome[DestinationSide] == OutcomeNone {
+			x.PeerGone[DestinationSide] = true
+		}
+	}
+}
+
+func (tx *Tx) restartDestination(h int) {
+	x := tx.h(h)
+	if x.DstReg == RegValid {
+		x.DstReg = RegFenced
+	}
+	if x.Dst == DstReserved {
+		tx.end(h, ResDestReservation, DestinationSide)
+	}
+	x.Dst = DstNone
+	x.Pending = false
+	x.Running = false
+	x.Published = false // the KV index dropped the worker's blocks
+	x.InFlight[DestinationSide] = false
+	x.CancelPending[DestinationSide] = false
+	x.Timers &^= 1<<TimerHeartbeat | 1<<TimerReservation
+	if x.Life[ResDecodeBooking] == Held {
+		tx.releaseDecodeBooking(h)
+	}
+	if x.Outcome[DestinationSide] == OutcomeNone {
+		x.Outcome[DestinationSide] = OutcomeForgotten
+		if x.Prefill >= 0 && x.Outcome[SourceSide] == OutcomeNone {
+			x.PeerGone[SourceSide] = true
+		}
+	}
+}

@@ -1,0 +1,304 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// ErrProfile is wrapped by every refusal of a pricing profile.
+var ErrProfile = errors.New("model: bad transfer profile")
+
+// GroupKind is the kind of a KV cache group (LIFECYCLE.md section 6).
+type GroupKind uint8
+
+const (
+	// FullAttention moves every block of the transferred tokens.
+	FullAttention GroupKind = iota + 1
+	// SlidingWindow (or convolution) moves the blocks inside the window of
+	// the next token.
+	SlidingWindow
+	// StateGroup (Mamba-type running state, or a ring's one block) moves one block.
+	StateGroup
+)
+
+var groupKindNames = map[GroupKind]string{FullAttention: "full_attention", SlidingWindow: "sliding_window", StateGroup: "state"}
+
+func (k GroupKind) String() string {
+	if s, ok := groupKindNames[k]; ok {
+		return s
+	}
+	return fmt.Sprintf("GroupKind(%d)", uint8(k))
+}
+
+// ParseGroupKind reads a kind by its JSON name.
+func ParseGroupKind(s string) (GroupKind, bool) {
+	for _, k := range []GroupKind{FullAttention, SlidingWindow, StateGroup} {
+		if k.String() == s {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// VLLMVersions are the releases whose NIXL transfer rules the grouped
+// pricing follows. No other rules exist.
+var VLLMVersions = []string{"0.31.0", "0.32.0"}
+
+// Group is one cache group of a grouped profile. TransferBytesPerBlock and
+// PrefixCacheable are pointers because a profile that lacks them must be
+// refused, not read as zero.
+type Group struct {
+	Name                  string
+	Kind                  GroupKind
+	BlockSize             Tokens
+	Window                Tokens // sliding_window only
+	TransferBytesPerBlock *Bytes
+	PrefixCacheable       *bool
+}
+
+// GroupedProfile is the cache layout of a hybrid-attention model on one role.
+type GroupedProfile struct {
+	// Role names the side the profile describes ("prefill" or "decode"), for messages.
+	Role        string
+	VLLMVersion string
+	Groups      []Group
+}
+
+// LinearProfile prices a cache with a single bytes-per-token rate. BlockSize
+// is the page size used to align destination prefix hits.
+type LinearProfile struct {
+	BytesPerToken Bytes
+	BlockSize     Tokens
+}
+
+// Validate refuses a profile the vLLM 0.31.0/0.32.0 rules cannot price. Every
+// message names the role and, where it applies, the group.
+func (p *GroupedProfile) Validate() error {
+	role := p.Role
+	if role == "" {
+		role = "prefill"
+	}
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: %s profile: %s", ErrProfile, role, fmt.Sprintf(format, args...)))
+	}
+	if !slices.Contains(VLLMVersions, p.VLLMVersion) {
+		bad("vllm_version %q has no transfer rules (want 0.31.0 or 0.32.0)", p.VLLMVersion)
+	}
+	if len(p.Groups) == 0 {
+		bad("no cache groups")
+	}
+	var fullBS Tokens
+	seen := map[string]bool{}
+	for i, g := range p.Groups {
+		name := g.Name
+		if name == "" {
+			name = fmt.Sprintf("#%d", i+1)
+			bad("group %s: name is empty", name)
+		} else if seen[name] {
+			bad("group %q: declared twice", name)
+		}
+		seen[name] = true
+		switch g.Kind {
+		case FullAttention, SlidingWindow, StateGroup:
+		default:
+			bad("group %q: kind is not full_attention, sliding_window or state", name)
+		}
+		if g.BlockSize <= 0 {
+			bad("group %q: block_size_tokens must be positive, got %d", name, int64(g.BlockSize))
+		}
+		if g.Kind == SlidingWindow && g.Window <= 0 {
+			bad("group %q: sliding_window needs window_tokens > 0, got %d", name, int64(g.Window))
+		}
+		if g.Kind != SlidingWindow && g.Window != 0 {
+			bad("group %q: window_tokens applies to sliding_window groups only", name)
+		}
+		if g.TransferBytesPerBlock == nil {
+			bad("group %q: transfer_bytes_per_block is missing", name)
+		} else if *g.TransferBytesPerBlock <= 0 {
+			bad("group %q: transfer_bytes_per_block must be positive, got %d", name, int64(*g.TransferBytesPerBlock))
+		}
+		if g.PrefixCacheable == nil {
+			bad("group %q: prefix_cacheable is missing", name)
+		}
+		if g.Kind == FullAttention && g.BlockSize > 0 {
+			if fullBS == 0 {
+				fullBS = g.BlockSize
+			} else if g.BlockSize != fullBS {
+				bad("group %q: full-attention groups must share one block size (%d and %d)", name, int64(fullBS), int64(g.BlockSize))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SameGroups refuses a disaggregated pair whose roles have different cache
+// groups: a grouped rank counts the handoff in blocks, so both sides must
+// agree on what a block is.
+func SameGroups(prefill, decode *GroupedProfile) error {
+	if !slices.EqualFunc(prefill.Groups, decode.Groups, groupEqual) {
+		return fmt.Errorf("%w: prefill and decode profiles have different cache groups", ErrProfile)
+	}
+	return nil
+}
+
+func groupEqual(a, b Group) bool {
+	eqB := (a.TransferBytesPerBlock == nil) == (b.TransferBytesPerBlock == nil) &&
+		(a.TransferBytesPerBlock == nil || *a.TransferBytesPerBlock == *b.TransferBytesPerBlock)
+	eqP := (a.PrefixCacheable == nil) == (b.PrefixCacheable == nil) &&
+		(a.PrefixCacheable == nil || *a.PrefixCacheable == *b.PrefixCacheable)
+	return a.Name == b.Name && a.Kind == b.Kind && a.BlockSize == b.BlockSize && a.Window == b.Window && eqB && eqP
+}
+
+// GroupQuote is what one cache group moves.
+type GroupQuote struct {
+	Name   string
+	Kind   GroupKind
+	Blocks Blocks
+	Bytes  Bytes
+}
+
+// Quote is the price of one handoff: what the prefill computes, what the
+// destination already has, and what actually moves.
+type Quote struct {
+	PromptTokens Tokens
+	// TransferredTokens is what prefill computes and hands off: the prompt,
+	// or one token short with a prefix-cacheable state group.
+	TransferredTokens Tokens
+	// HitBlocks are the whole full-attention blocks (linear: pages) the
+	// destination already caches and locks instead of receiving.
+	HitBlocks Blocks
+	// HitTokens is HitBlocks in tokens.
+	HitTokens Tokens
+	// MovedTokens is the page-aligned missing part (linear profiles).
+	MovedTokens Tokens
+	// FullHit is set when every full-attention block is cached: nothing moves.
+	FullHit bool
+	Groups  []GroupQuote
+	// PayloadBytes is the sum of what every group moves.
+	PayloadBytes Bytes
+	// ReservedBlocks are the pages the destination reserves: what moves.
+	ReservedBlocks Blocks
+	// LockedBlocks are the cached prefix blocks the destination locks in
+	// its snapshot: the hit blocks of every full-attention group.
+	LockedBlocks Blocks
+	// ComputeBlocks is the source's footprint while computing.
+	ComputeBlocks Blocks
+	// PinnedBlocks is what the source keeps pinned at completion: only the
+	// blocks that will move (window groups drop blocks below the window).
+	PinnedBlocks Blocks
+}
+
+// TransferMillis is the transfer time at a bandwidth of gbps GB/s
+// (1 GB/s = 1e9 bytes/s).
+func (q Quote) TransferMillis(gbps float64) float64 {
+	if gbps <= 0 {
+		return 0
+	}
+	return float64(q.PayloadBytes) / (gbps * 1e9) * 1e3
+}
+
+// Price prices a handoff of a prompt of n tokens to a destination that
+// already caches hit tokens of it, by the linear rule: bytes = moved tokens
+// × bytes per token, where only the page-aligned missing part moves.
+func (p LinearProfile) Price(n, hit Tokens) (Quote, error) {
+	if p.BytesPerToken <= 0 || p.BlockSize <= 0 {
+		return Quote{}, fmt.Errorf("%w: linear profile needs bytes per token and block size > 0", ErrProfile)
+	}
+	if n < 0 || hit < 0 {
+		return Quote{}, fmt.Errorf("%w: negative token count", ErrProfile)
+	}
+	q := Quote{PromptTokens: n, TransferredTokens: n}
+	total := BlocksFor(n, p.BlockSize)
+	q.HitBlocks = min(WholeBlocks(hit, p.BlockSize), total)
+	q.HitTokens = Tokens(q.HitBlocks) * p.BlockSize
+	q.MovedTokens = max(0, n-q.HitTokens)
+	q.FullHit = total > 0 && q.HitBlocks == total
+	q.ReservedBlocks = total - q.HitBlocks
+	q.LockedBlocks = q.HitBlocks
+	q.PayloadBytes = Bytes(q.MovedTokens) * p.BytesPerToken
+	q.ComputeBlocks = total
+	q.PinnedBlocks = total
+	q.Groups = []GroupQuote{{Name: "linear", Blocks: q.ReservedBlocks, Bytes: q.PayloadBytes}}
+	return q, nil
+}
+
+// Backoff is how many tokens prefill leaves to decode: one for a model with
+// a prefix-cacheable state group (vLLM stops such a prefill one token short
+// and decode computes the last prompt token), zero otherwise.
+func (p *GroupedProfile) Backoff() Tokens {
+	for _, g := range p.Groups {
+		if g.Kind == StateGroup && g.PrefixCacheable != nil && *g.PrefixCacheable {
+			return 1
+		}
+	}
+	return 0
+}
+
+// FullBlockSize is the shared block size of the full-attention groups, or
+// 0 when there are none.
+func (p *GroupedProfile) FullBlockSize() Tokens {
+	for _, g := range p.Groups {
+		if g.Kind == FullAttention {
+			return g.BlockSize
+		}
+	}
+	return 0
+}
+
+// windowBlocks is ⌈T/B⌉ − ⌊(T − W + 1)/B⌋, clamped to [0, ⌈T/B⌉]: the
+// blocks of the transferred tokens inside the window of the next token.
+func windowBlocks(t, bs, w Tokens) Blocks {
+	all := BlocksFor(t, bs)
+	below := Blocks(floorDiv(int64(t-w+1), int64(bs)))
+	return min(max(all-below, 0), all)
+}
+
+// Price prices a handoff of a prompt of n tokens to a destination that
+// already caches hit tokens of it, by the vLLM 0.31.0/0.32.0 NIXL rules.
+func (p *GroupedProfile) Price(n, hit Tokens) (Quote, error) {
+	if err := p.Validate(); err != nil {
+		return Quote{}, err
+	}
+	if n < 0 || hit < 0 {
+		return Quote{}, fmt.Errorf("%w: negative token count", ErrProfile)
+	}
+	t := n
+	if b := p.Backoff(); n > b {
+		t = n - b
+	}
+	q := Quote{PromptTokens: n, TransferredTokens: t}
+	if bs := p.FullBlockSize(); bs > 0 {
+		full := BlocksFor(t, bs)
+		q.HitBlocks = min(max(WholeBlocks(hit, bs), 0), full)
+		q.HitTokens = Tokens(q.HitBlocks) * bs
+		q.FullHit = full > 0 && q.HitBlocks == full
+	}
+	for _, g := range p.Groups {
+		var move, compute, pinned Blocks
+		switch g.Kind {
+		case FullAttention:
+			compute = BlocksFor(t, g.BlockSize)
+			pinned = compute
+			move = compute - q.HitBlocks
+			q.LockedBlocks += q.HitBlocks
+		case SlidingWindow:
+			compute = BlocksFor(t, g.BlockSize)
+			pinned = windowBlocks(t, g.BlockSize, g.Window)
+			move = pinned
+		case StateGroup:
+			compute, pinned, move = 1, 1, 1
+		}
+		if q.FullHit {
+			move = 0
+		}
+		gq := GroupQuote{Name: g.Name, Kind: g.Kind, Blocks: move, Bytes: Bytes(move) * *g.TransferBytesPerBlock}
+		q.Groups = append(q.Groups, gq)
+		q.PayloadBytes += gq.Bytes
+		q.ReservedBlocks += move
+		q.ComputeBlocks += compute
+		q.PinnedBlocks += pinned
+	}
+	return q, nil
+}
