@@ -85,8 +85,8 @@ type fileHandoff struct {
 }
 
 type fileTransfer struct {
-	BytesPerToken model.Bytes  `json:"bytes_per_token"`
-	BlockSize     model.Tokens `json:"block_size_tokens"`
+	BytesPerToken model.Bytes       `json:"bytes_per_token"`
+	BlockSize     model.Tokens      `json:"block_size_tokens"`
 	Groups        *model.GroupsFile `json:"groups"`
 }
 

@@ -107,21 +107,21 @@ type graph struct {
 
 // exploration holds the state of one BFS.
 type exploration struct {
-	c      *Checker
-	lim    Limits
-	words  int
-	st     *store
-	parent []uint32
-	via    []uint8
-	g      *graph
-	cov    *Coverage
-	stats  Stats
+	c        *Checker
+	lim      Limits
+	words    int
+	st       *store
+	parent   []uint32
+	via      []uint8
+	g        *graph
+	cov      *Coverage
+	stats    Stats
 	deadEnds int
 	// states whose moves were cut by MaxDepth or a stop
-	cut      bool
-	stopWhy  string
-	viol     *found
-	rootKey  Key
+	cut     bool
+	stopWhy string
+	viol    *found
+	rootKey Key
 }
 
 // Result is the outcome of exploring one run.

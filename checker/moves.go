@@ -893,4 +893,3 @@ func (c *Checker) apply(s *State, tx *model.Tx, m Move, cov *Coverage, stuck boo
 		panic(fmt.Sprintf("checker: unknown move %v", m))
 	}
 }
-

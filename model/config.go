@@ -127,7 +127,9 @@ type derived struct {
 // decode worker. It must be called before NewWorld.
 func (c *Config) Prepare() error {
 	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...))) }
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...)))
+	}
 	if len(c.Handoffs) == 0 || len(c.Handoffs) > MaxHandoffs {
 		bad("%d handoffs, want 1 to %d", len(c.Handoffs), MaxHandoffs)
 	}

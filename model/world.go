@@ -220,11 +220,11 @@ type Handoff struct {
 	SrcReg  Reg
 
 	// Destination worker.
-	Pending    bool // a reservation request waits for capacity
-	Dst        DstHold
-	DstReg     Reg
-	Running    bool // holds a running decode slot
-	Published  bool // Stored was published for the received blocks
+	Pending   bool // a reservation request waits for capacity
+	Dst       DstHold
+	DstReg    Reg
+	Running   bool // holds a running decode slot
+	Published bool // Stored was published for the received blocks
 	// PrefixGone has bit w set when decode worker w restarted and lost this
 	// handoff's prefix: a later reservation there locks nothing.
 	PrefixGone uint8
