@@ -158,7 +158,7 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 		workers = runtime.GOMAXPROCS(0)
 	}
 	e := &exploration{c: c, lim: lim, words: 1 + c.nW + model.HandoffWords*c.nH, cov: newCoverage(c.proto.spec)}
-	e.st = newStore(lim.Exact, e.words)
+	e.st = newStore(lim.Exact, e.words, lim.Liveness)
 	e.stats.Workers = workers
 	if lim.Liveness {
 		e.g = &graph{}
@@ -262,8 +262,7 @@ func (e *exploration) insertRoot(fp uint64, k *Key, drained bool) {
 	if e.st.exact {
 		e.st.keys[sh][*k] = 0
 	} else {
-		slot, _ := e.st.fp[sh].insert(fp)
-		e.st.fp[sh].ids[slot] = 0
+		e.st.fp[sh].insert(fp)
 	}
 	e.parent = append(e.parent, 0)
 	e.via = append(e.via, 0)
@@ -341,7 +340,14 @@ func (e *exploration) level(ctx context.Context, frontier []uint64, levelStart u
 // expand is phase A for frontier states lo..hi.
 func (e *exploration) expand(frontier []uint64, levelStart uint32, lo, hi int) workerOut {
 	c := e.c
+	// Most levels produce about one or two new candidates per state; size
+	// the buffers for that so that appends rarely copy.
 	out := workerOut{cov: newCoverage(c.proto.spec)}
+	out.keys = make([]uint64, 0, 2*(hi-lo)*e.words)
+	out.cands = make([]candidate, 0, 2*(hi-lo))
+	if e.g != nil {
+		out.edges = make([]edge, 0, 5*(hi-lo))
+	}
 	var ms moveSet
 	var k Key
 	for i := lo; i < hi; i++ {
@@ -439,7 +445,15 @@ func (e *exploration) commit(outs []workerOut, workers int) []uint64 {
 	wg.Wait()
 	// Ids in (parent, move) order: the order of the chunks and of the
 	// candidates within them.
-	var next []uint64
+	fresh := 0
+	for w := range outs {
+		for i := range outs[w].cands {
+			if outs[w].cands[i].isNew {
+				fresh++
+			}
+		}
+	}
+	next := make([]uint64, 0, fresh*e.words)
 	for w := range outs {
 		o := &outs[w]
 		for i := range o.cands {
@@ -454,9 +468,11 @@ func (e *exploration) commit(outs []workerOut, workers int) []uint64 {
 				copy(k[:e.words], o.keys[cd.off:cd.off+e.words])
 				e.st.keys[sh][k] = id
 			} else {
-				// A later grow of this shard may have moved the slot; find it again.
-				slot, _ := e.st.fp[sh].find(cd.fp)
-				e.st.fp[sh].ids[slot] = id
+				if e.g != nil {
+					// A later grow of this shard may have moved the slot; find it again.
+					slot, _ := e.st.fp[sh].find(cd.fp)
+					e.st.fp[sh].ids[slot] = id
+				}
 			}
 			e.parent = append(e.parent, cd.pid)
 			e.via = append(e.via, cd.move)

@@ -79,22 +79,15 @@ const KeyWords = 1 + model.MaxWorkers + model.HandoffWords*model.MaxHandoffs
 // interchangeable handoffs or workers share one key.
 type Key [KeyWords]uint64
 
-const roleBits = 8 // four bits of source state, four of destination state
-
-// pack writes the state's key under a worker renaming (nil: identity).
-// Handoff records are written in index order; canonical sorts them.
-func (c *Checker) pack(s *State, remap *[model.MaxWorkers]int8, k *Key) {
+// pack writes the state's key with handoffs in index order.
+func (c *Checker) pack(s *State, k *Key) {
 	k[0] = s.B.pack()
 	for w := 0; w < c.nW; w++ {
-		to := w
-		if remap != nil {
-			to = int(remap[w])
-		}
-		k[1+to] = s.W.PackWorker(w)
+		k[1+w] = s.W.PackWorker(w)
 	}
 	base := 1 + c.nW
 	for h := 0; h < c.nH; h++ {
-		ws := s.W.PackHandoff(h, remap, uint64(s.Src[h])|uint64(s.Dst[h])<<4, roleBits)
+		ws := s.W.PackHandoff(h, uint64(s.Src[h])|uint64(s.Dst[h])<<4)
 		k[base+2*h], k[base+2*h+1] = ws[0], ws[1]
 	}
 }
@@ -105,18 +98,33 @@ func (c *Checker) pack(s *State, remap *[model.MaxWorkers]int8, k *Key) {
 // handoffs sorted: the least element of the orbit, so equal for all
 // renamings of one state.
 func (c *Checker) canonical(s *State, k *Key) {
+	c.pack(s, k)
 	if !c.sym.any() {
-		c.pack(s, nil, k)
 		return
 	}
-	first := true
+	base := 1 + c.nW
+	if len(c.sym.perms) == 1 {
+		c.sym.sortHandoffs(k, base, c.nH)
+		return
+	}
+	plain := *k
 	var cand Key
 	for i := range c.sym.perms {
-		c.pack(s, &c.sym.perms[i], &cand)
-		c.sym.sortHandoffs(&cand, 1+c.nW, c.nH)
-		if first || less(&cand, k) {
+		perm := &c.sym.perms[i]
+		cand[0] = plain[0]
+		for w := 0; w < c.nW; w++ {
+			cand[1+int(perm[w])] = plain[1+w]
+		}
+		for h := 0; h < c.nH; h++ {
+			ws := [model.HandoffWords]uint64{plain[base+2*h], plain[base+2*h+1]}
+			if i > 0 {
+				model.RemapHandoff(&ws, perm)
+			}
+			cand[base+2*h], cand[base+2*h+1] = ws[0], ws[1]
+		}
+		c.sym.sortHandoffs(&cand, base, c.nH)
+		if i == 0 || less(&cand, k) {
 			*k = cand
-			first = false
 		}
 	}
 }
@@ -140,7 +148,7 @@ func (c *Checker) unpack(k *Key) State {
 		hw[h] = [model.HandoffWords]uint64{k[base+2*h], k[base+2*h+1]}
 	}
 	var extra [model.MaxHandoffs]uint64
-	s.W = model.Unpack(c.world, hw[:c.nH], k[1:base], roleBits, extra[:c.nH])
+	s.W = model.Unpack(c.world, hw[:c.nH], k[1:base], extra[:c.nH])
 	for h := 0; h < c.nH; h++ {
 		s.Src[h] = uint8(extra[h] & 15)
 		s.Dst[h] = uint8(extra[h] >> 4)

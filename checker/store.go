@@ -16,9 +16,10 @@ func shardOf(fp uint64) int { return int(fp >> (64 - shardBits)) }
 // 0.8 and the store near 8/0.8 = 10 to 15 bytes per state. Each slot also
 // holds the state's id.
 type fpTable struct {
-	fps []uint64
-	ids []uint32
-	n   int
+	fps     []uint64
+	ids     []uint32 // nil unless the store keeps ids (for the liveness graph)
+	withIDs bool
+	n       int
 }
 
 const maxLoadNum, maxLoadDen = 4, 5 // 0.8
@@ -26,7 +27,9 @@ const maxLoadNum, maxLoadDen = 4, 5 // 0.8
 func (t *fpTable) init(capacity int) {
 	capacity = max(capacity, 16)
 	t.fps = make([]uint64, capacity)
-	t.ids = make([]uint32, capacity)
+	if t.withIDs {
+		t.ids = make([]uint32, capacity)
+	}
 	t.n = 0
 }
 
@@ -61,6 +64,9 @@ func (t *fpTable) lookup(fp uint64) (uint32, bool) {
 	if !ok {
 		return 0, false
 	}
+	if t.ids == nil {
+		return 0, true
+	}
 	return t.ids[i], true
 }
 
@@ -91,7 +97,9 @@ func (t *fpTable) grow() {
 		}
 		i, _ := t.find(fp)
 		t.fps[i] = fp
-		t.ids[i] = oldIDs[j]
+		if t.ids != nil {
+			t.ids[i] = oldIDs[j]
+		}
 		t.n++
 	}
 }
@@ -104,11 +112,16 @@ type store struct {
 	words  int
 	fp     [numShards]fpTable
 	keys   [numShards]map[Key]uint32
-	pendFP [numShards][]int // new slots of the current level, in insertion order
 }
 
-func newStore(exact bool, words int) *store {
+// newStore makes a visited set. ids are kept only when asked for: the
+// liveness graph needs the id of every state a transition reaches, plain
+// safety checking needs only to know whether a state was seen.
+func newStore(exact bool, words int, ids bool) *store {
 	s := &store{exact: exact, words: words}
+	for i := range s.fp {
+		s.fp[i].withIDs = ids
+	}
 	if exact {
 		for i := range s.keys {
 			s.keys[i] = map[Key]uint32{}

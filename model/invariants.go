@@ -295,18 +295,66 @@ var StepInvariants = []func(*World, *Journal) *Violation{
 	DestinationFirstGate, RoleCommands, RouterCleanupStep, InFlightAccountingStep,
 }
 
-// CheckStep runs every step invariant on a step's effects and the world
-// after it, and returns the first violation.
+// CheckStep runs every step invariant, in the order of StepInvariants, on
+// a step's effects and the world after it, and returns the first
+// violation. The calls are direct so that nothing escapes to the heap on
+// the explorer's hot path.
 func CheckStep(w *World, j *Journal) *Violation {
 	if j.N == 0 {
 		return nil
 	}
+	if v := TransferNeedsReservation(w, j); v != nil {
+		return v
+	}
+	if v := SourcePinnedUntilRead(w, j); v != nil {
+		return v
+	}
+	if v := NoActivationFromInvalidKv(w, j); v != nil {
+		return v
+	}
+	if v := DestinationHeldWhileWritten(w, j); v != nil {
+		return v
+	}
+	if v := FailedTransferNeverActivates(w, j); v != nil {
+		return v
+	}
+	if v := NoStoredBeforeActivation(w, j); v != nil {
+		return v
+	}
+	if v := AtomicPrefillPinStep(w, j); v != nil {
+		return v
+	}
+	if v := ComputeLoadIndependent(w, j); v != nil {
+		return v
+	}
+	if v := ReleaseNeedsReaderAck(w, j); v != nil {
+		return v
+	}
+	if v := ExactlyOnceRelease(w, j); v != nil {
+		return v
+	}
+	if v := DestinationFirstGate(w, j); v != nil {
+		return v
+	}
+	if v := RoleCommands(w, j); v != nil {
+		return v
+	}
+	if v := RouterCleanupStep(w, j); v != nil {
+		return v
+	}
+	return InFlightAccountingStep(w, j)
+}
+
+// StepViolations runs every step invariant and returns every violation, in
+// the order of StepInvariants (CheckStep stops at the first).
+func StepViolations(w *World, j *Journal) []*Violation {
+	var out []*Violation
 	for _, inv := range StepInvariants {
 		if v := inv(w, j); v != nil {
-			return v
+			out = append(out, v)
 		}
 	}
-	return nil
+	return out
 }
 
 // ---- State invariants: judged on every reachable state ----
@@ -322,16 +370,19 @@ type holdings struct {
 	booked, stored                   Blocks
 }
 
-func (w *World) holdingsOn(k int) holdings {
-	var s holdings
+// holdingsAll computes what the handoffs hold on every worker, in one pass.
+func (w *World) holdingsAll() (hs [MaxWorkers]holdings) {
 	c := w.cfg
-	wk := &w.W[k]
-	s.active = wk.Background
-	s.slots = wk.BackgroundSlot
+	nW := w.NumWorkers()
+	for k := 0; k < nW; k++ {
+		hs[k].active = w.W[k].Background
+		hs[k].slots = w.W[k].BackgroundSlot
+	}
 	for h := 0; h < w.NumHandoffs(); h++ {
 		x := &w.H[h]
 		q := &c.d.source[h]
-		if int(x.Prefill) == k {
+		if x.Prefill >= 0 {
+			s := &hs[x.Prefill]
 			switch x.Src {
 			case SrcActive:
 				s.active += q.ComputeBlocks
@@ -348,20 +399,23 @@ func (w *World) holdingsOn(k int) holdings {
 				s.prefillTokens += q.TransferredTokens
 			}
 		}
-		if c.Workers[k].Role == DecodeWorker {
+		for i := 0; i < c.d.nDecode; i++ {
+			k := c.d.decode[i]
 			lk := w.locked(h, k)
 			if int(x.Decode) == k && x.Dst != DstNone {
-				s.active += lk
+				hs[k].active += lk
 				if x.Dst == DstReserved {
-					s.reserved += w.reserve(h, k)
+					hs[k].reserved += w.reserve(h, k)
 				} else {
-					s.active += w.reserve(h, k)
+					hs[k].active += w.reserve(h, k)
 				}
 			} else {
-				s.prefix += lk
+				hs[k].prefix += lk
 			}
 		}
-		if int(x.Decode) == k {
+		if x.Decode >= 0 {
+			k := int(x.Decode)
+			s := &hs[k]
 			if x.Running {
 				s.slots++
 			}
@@ -379,14 +433,21 @@ func (w *World) holdingsOn(k int) holdings {
 			}
 		}
 	}
-	return s
+	return hs
 }
+
+type allHoldings = [MaxWorkers]holdings
 
 // BlockCategoriesDisjoint: per worker the categories free, cached, active,
 // pinned_source and reserved_destination are disjoint, never negative,
 // sum to capacity, and each equals what the handoffs hold in it (nothing
 // counted twice).
 func BlockCategoriesDisjoint(w *World) *Violation {
+	hs := w.holdingsAll()
+	return blockCategoriesDisjoint(w, &hs)
+}
+
+func blockCategoriesDisjoint(w *World, hs *allHoldings) *Violation {
 	for k := 0; k < w.NumWorkers(); k++ {
 		wk := &w.W[k]
 		cp := w.cfg.Workers[k].Capacity
@@ -396,7 +457,7 @@ func BlockCategoriesDisjoint(w *World) *Violation {
 		if sum := wk.Free + wk.Cached + wk.Prefix + wk.Active + wk.Pinned + wk.Reserved; sum != cp {
 			return violate(NameBlockCategoriesDisjoint, -1, k, "categories sum to %d, capacity is %d: %s", int64(sum), int64(cp), describePool(wk))
 		}
-		s := w.holdingsOn(k)
+		s := &hs[k]
 		switch {
 		case s.active != wk.Active:
 			return violate(NameBlockCategoriesDisjoint, -1, k, "active is %d but the requests hold %d", int64(wk.Active), int64(s.active))
@@ -412,12 +473,17 @@ func BlockCategoriesDisjoint(w *World) *Violation {
 // ReservationCountsAtOnce: reserved destination pages count in kv_used and
 // admission from the step they are reserved.
 func ReservationCountsAtOnce(w *World) *Violation {
+	hs := w.holdingsAll()
+	return reservationCountsAtOnce(w, &hs)
+}
+
+func reservationCountsAtOnce(w *World, hs *allHoldings) *Violation {
 	for k := 0; k < w.NumWorkers(); k++ {
 		if w.cfg.Workers[k].Role != DecodeWorker {
 			continue
 		}
 		wk := &w.W[k]
-		s := w.holdingsOn(k)
+		s := &hs[k]
 		switch {
 		case s.reserved != wk.Reserved:
 			return violate(NameReservationCountsAtOnce, -1, k, "reserved_destination is %d but the reservations hold %d", int64(wk.Reserved), int64(s.reserved))
@@ -463,6 +529,11 @@ func AtomicPrefillPin(w *World) *Violation {
 // ComputeLoadState: compute load is counted from dispatch to compute
 // completion and the prefill router's ledger matches it.
 func ComputeLoadState(w *World) *Violation {
+	hs := w.holdingsAll()
+	return computeLoadState(w, &hs)
+}
+
+func computeLoadState(w *World, hs *allHoldings) *Violation {
 	for h := 0; h < w.NumHandoffs(); h++ {
 		x := &w.H[h]
 		if (x.Compute == ComputeQueued || x.Compute == ComputeRunning) && x.Life[ResPrefillBooking] == Held && !x.ComputeLoad {
@@ -470,7 +541,7 @@ func ComputeLoadState(w *World) *Violation {
 		}
 	}
 	for k := 0; k < w.NumWorkers(); k++ {
-		if s := w.holdingsOn(k); s.prefillTokens != w.W[k].PrefillTokens {
+		if s := &hs[k]; s.prefillTokens != w.W[k].PrefillTokens {
 			return violate(NameComputeLoadIndependent, -1, k, "active_prefill_tokens is %d but the handoffs count %d", int64(w.W[k].PrefillTokens), int64(s.prefillTokens))
 		}
 	}
@@ -480,8 +551,13 @@ func ComputeLoadState(w *World) *Violation {
 // NoStoredState: the KV index holds exactly the blocks published once per
 // activated handoff; no reused prefix block is republished.
 func NoStoredState(w *World) *Violation {
+	hs := w.holdingsAll()
+	return noStoredState(w, &hs)
+}
+
+func noStoredState(w *World, hs *allHoldings) *Violation {
 	for k := 0; k < w.NumWorkers(); k++ {
-		if s := w.holdingsOn(k); s.stored != w.W[k].StoredBlocks {
+		if s := &hs[k]; s.stored != w.W[k].StoredBlocks {
 			return violate(NameNoStoredBeforeActivation, -1, k, "the KV index got %d Stored blocks, the handoffs published %d", int64(w.W[k].StoredBlocks), int64(s.stored))
 		}
 	}
@@ -491,8 +567,13 @@ func NoStoredState(w *World) *Violation {
 // InFlightAccounting: a worker's in-flight count equals the requests it
 // owns; a side that holds anything is in flight; a terminal record is not.
 func InFlightAccounting(w *World, rec *Records) *Violation {
+	hs := w.holdingsAll()
+	return inFlightAccounting(w, rec, &hs)
+}
+
+func inFlightAccounting(w *World, rec *Records, hs *allHoldings) *Violation {
 	for k := 0; k < w.NumWorkers(); k++ {
-		if s := w.holdingsOn(k); s.inFlight != w.W[k].InFlight {
+		if s := &hs[k]; s.inFlight != w.W[k].InFlight {
 			return violate(NameInFlightAccounting, -1, k, "in-flight count is %d but it owns %d requests", w.W[k].InFlight, s.inFlight)
 		}
 	}
@@ -519,8 +600,13 @@ func InFlightAccounting(w *World, rec *Records) *Violation {
 // RouterCleanup: a finished side has produced a terminal outcome, so its
 // router booking is freed; the prefill router's ledgers match the handoffs.
 func RouterCleanup(w *World, rec *Records) *Violation {
+	hs := w.holdingsAll()
+	return routerCleanup(w, rec, &hs)
+}
+
+func routerCleanup(w *World, rec *Records, hs *allHoldings) *Violation {
 	for k := 0; k < w.NumWorkers(); k++ {
-		s := w.holdingsOn(k)
+		s := &hs[k]
 		switch {
 		case s.owned != w.W[k].Owned:
 			return violate(NameRouterCleanup, -1, k, "prefill router owns %d requests here but the handoffs hold %d bookings", w.W[k].Owned, s.owned)
@@ -545,17 +631,48 @@ func RouterCleanup(w *World, rec *Records) *Violation {
 
 // CheckState runs every state invariant and returns the first violation.
 func CheckState(w *World, rec *Records) *Violation {
-	for _, inv := range []func(*World) *Violation{
-		ReservationCountsAtOnce, BlockCategoriesDisjoint, CapacityRespected, AtomicPrefillPin, ComputeLoadState, NoStoredState,
-	} {
+	hs := w.holdingsAll()
+	if v := reservationCountsAtOnce(w, &hs); v != nil {
+		return v
+	}
+	if v := blockCategoriesDisjoint(w, &hs); v != nil {
+		return v
+	}
+	if v := CapacityRespected(w); v != nil {
+		return v
+	}
+	if v := AtomicPrefillPin(w); v != nil {
+		return v
+	}
+	if v := computeLoadState(w, &hs); v != nil {
+		return v
+	}
+	if v := noStoredState(w, &hs); v != nil {
+		return v
+	}
+	if v := inFlightAccounting(w, rec, &hs); v != nil {
+		return v
+	}
+	return routerCleanup(w, rec, &hs)
+}
+
+// StateViolations runs every state invariant and returns every violation
+// (CheckState stops at the first).
+func StateViolations(w *World, rec *Records) []*Violation {
+	var out []*Violation
+	for _, inv := range []func(*World) *Violation{ReservationCountsAtOnce, BlockCategoriesDisjoint, CapacityRespected,
+		AtomicPrefillPin, ComputeLoadState, NoStoredState} {
 		if v := inv(w); v != nil {
-			return v
+			out = append(out, v)
 		}
 	}
 	if v := InFlightAccounting(w, rec); v != nil {
-		return v
+		out = append(out, v)
 	}
-	return RouterCleanup(w, rec)
+	if v := RouterCleanup(w, rec); v != nil {
+		out = append(out, v)
+	}
+	return out
 }
 
 // AttemptIsolation: a fact delivered to a record that can no longer use

@@ -11,153 +11,108 @@ package model
 // HandoffWords is the number of words a packed handoff takes.
 const HandoffWords = 2
 
-type bitw struct {
-	w [HandoffWords]uint64
-	n uint
-}
+// Layout of a packed handoff. Word 0 holds the caller's extra bits (at
+// most ExtraBits, the role machines' states), the worker indices, and the
+// flags; word 1 holds the outcomes and the two channels. The worker
+// indices and the PrefixGone mask sit at fixed places so that a renaming of
+// workers can patch a packed handoff without packing it again.
+const (
+	ExtraBits      = 8
+	offPrefill     = 8
+	offDecode      = 11
+	offPrefixGone  = 35
+	workerIdxMask  = 7
+	prefixGoneMask = 1<<MaxWorkers - 1
+)
 
-func (b *bitw) put(v uint64, width uint) {
-	v &= 1<<width - 1
-	i, off := b.n/64, b.n%64
-	b.w[i] |= v << off
-	if off+width > 64 {
-		b.w[i+1] |= v >> (64 - off)
+func b2u(b bool) uint64 {
+	if b {
+		return 1
 	}
-	b.n += width
+	return 0
 }
 
-func (b *bitw) flag(v bool) {
-	if v {
-		b.put(1, 1)
-	} else {
-		b.put(0, 1)
+func packChannel(c *Channel) uint64 {
+	return uint64(c.N) | uint64(c.M[0])<<3 | uint64(c.M[1])<<6 | uint64(c.M[2])<<9 | uint64(c.M[3])<<12
+}
+
+func unpackChannel(c *Channel, v uint64) {
+	c.N = uint8(v & 7)
+	for i := range c.M {
+		c.M[i] = Msg(v >> (3 + 3*uint(i)) & 7)
 	}
 }
 
-type bitr struct {
-	w [HandoffWords]uint64
-	n uint
-}
-
-func (b *bitr) get(width uint) uint64 {
-	i, off := b.n/64, b.n%64
-	v := b.w[i] >> off
-	if off+width > 64 {
-		v |= b.w[i+1] << (64 - off)
-	}
-	b.n += width
-	return v & (1<<width - 1)
-}
-
-func (b *bitr) flag() bool { return b.get(1) == 1 }
-
-// PackHandoff encodes handoff h. remap renames worker indices (for symmetry
-// reduction; identity when nil). extra carries bits the caller owns, such
-// as the role machines' states; they are placed first so that they
-// dominate the order of packed handoffs.
-func (w *World) PackHandoff(h int, remap *[MaxWorkers]int8, extra uint64, extraBits uint) [HandoffWords]uint64 {
+// PackHandoff encodes handoff h with extra bits of the caller's own (the
+// role machines' states) in the low ExtraBits of word 0.
+func (w *World) PackHandoff(h int, extra uint64) [HandoffWords]uint64 {
 	x := &w.H[h]
-	var b bitw
-	b.put(extra, extraBits)
-	pw, dw := x.Prefill, x.Decode
-	gone := x.PrefixGone
-	if remap != nil {
-		if pw >= 0 {
-			pw = remap[pw]
-		}
-		if dw >= 0 {
-			dw = remap[dw]
-		}
-		gone = 0
+	w0 := extra&(1<<ExtraBits-1) |
+		uint64(x.Prefill+1)<<offPrefill | uint64(x.Decode+1)<<offDecode |
+		b2u(x.RequestDelivered)<<14 | b2u(x.Announced)<<15 | b2u(x.NoShow)<<16 | b2u(x.Cancelled)<<17 |
+		b2u(x.CancelPending[0])<<18 | b2u(x.CancelPending[1])<<19 | b2u(x.SourceFailed)<<20 | b2u(x.ComputeLoad)<<21 |
+		uint64(x.Compute)<<22 | uint64(x.Src)<<24 | uint64(x.SrcReg)<<26 | b2u(x.Pending)<<28 |
+		uint64(x.Dst)<<29 | uint64(x.DstReg)<<31 | b2u(x.Running)<<33 | b2u(x.Published)<<34 |
+		uint64(x.PrefixGone)<<offPrefixGone | uint64(x.Xfer)<<40 | b2u(x.Tainted)<<42 | uint64(x.Runner)<<43 |
+		uint64(x.Timers)<<44 |
+		uint64(x.Life[0])<<48 | uint64(x.Life[1])<<50 | uint64(x.Life[2])<<52 | uint64(x.Life[3])<<54 | uint64(x.Life[4])<<56 |
+		b2u(x.Accepted[0])<<58 | b2u(x.Accepted[1])<<59 | b2u(x.InFlight[0])<<60 | b2u(x.InFlight[1])<<61 |
+		b2u(x.PeerGone[0])<<62 | b2u(x.PeerGone[1])<<63
+	w1 := uint64(x.Outcome[0]) | uint64(x.Outcome[1])<<2 | packChannel(&x.Ch[0])<<4 | packChannel(&x.Ch[1])<<19
+	return [HandoffWords]uint64{w0, w1}
+}
+
+// RemapHandoff renames the worker indices inside a packed handoff.
+func RemapHandoff(words *[HandoffWords]uint64, remap *[MaxWorkers]int8) {
+	w0 := words[0]
+	if p := w0 >> offPrefill & workerIdxMask; p != 0 {
+		w0 = w0&^(workerIdxMask<<offPrefill) | uint64(remap[p-1]+1)<<offPrefill
+	}
+	if d := w0 >> offDecode & workerIdxMask; d != 0 {
+		w0 = w0&^(workerIdxMask<<offDecode) | uint64(remap[d-1]+1)<<offDecode
+	}
+	if g := w0 >> offPrefixGone & prefixGoneMask; g != 0 {
+		var m uint64
 		for k := 0; k < MaxWorkers; k++ {
-			if x.PrefixGone&(1<<k) != 0 {
-				gone |= 1 << remap[k]
+			if g&(1<<k) != 0 {
+				m |= 1 << remap[k]
 			}
 		}
+		w0 = w0&^(prefixGoneMask<<offPrefixGone) | m<<offPrefixGone
 	}
-	b.put(uint64(pw+1), 3)
-	b.put(uint64(dw+1), 3)
-	b.flag(x.RequestDelivered)
-	b.flag(x.Announced)
-	b.flag(x.NoShow)
-	b.flag(x.Cancelled)
-	b.flag(x.CancelPending[0])
-	b.flag(x.CancelPending[1])
-	b.flag(x.SourceFailed)
-	b.flag(x.ComputeLoad)
-	b.put(uint64(x.Compute), 2)
-	b.put(uint64(x.Src), 2)
-	b.put(uint64(x.SrcReg), 2)
-	b.flag(x.Pending)
-	b.put(uint64(x.Dst), 2)
-	b.put(uint64(x.DstReg), 2)
-	b.flag(x.Running)
-	b.flag(x.Published)
-	b.put(uint64(gone), MaxWorkers)
-	b.put(uint64(x.Xfer), 2)
-	b.flag(x.Tainted)
-	b.put(uint64(x.Runner), 1)
-	b.put(uint64(x.Timers), uint(NumTimers))
-	for _, l := range x.Life {
-		b.put(uint64(l), 2)
-	}
-	for s := 0; s < 2; s++ {
-		b.flag(x.Accepted[s])
-		b.flag(x.InFlight[s])
-		b.put(uint64(x.Outcome[s]), 2)
-		b.flag(x.PeerGone[s])
-		b.put(uint64(x.Ch[s].N), 3)
-		for i := 0; i < ChannelCap; i++ {
-			b.put(uint64(x.Ch[s].M[i]), 3)
-		}
-	}
-	if b.n > 64*HandoffWords {
-		panic("model: packed handoff overflows its words")
-	}
-	return b.w
+	words[0] = w0
 }
 
 // unpackHandoff decodes what PackHandoff encoded and returns the extra bits.
-func unpackHandoff(x *Handoff, words [HandoffWords]uint64, extraBits uint) uint64 {
-	b := bitr{w: words}
-	extra := b.get(extraBits)
-	x.Prefill = int8(b.get(3)) - 1
-	x.Decode = int8(b.get(3)) - 1
-	x.RequestDelivered = b.flag()
-	x.Announced = b.flag()
-	x.NoShow = b.flag()
-	x.Cancelled = b.flag()
-	x.CancelPending[0] = b.flag()
-	x.CancelPending[1] = b.flag()
-	x.SourceFailed = b.flag()
-	x.ComputeLoad = b.flag()
-	x.Compute = Compute(b.get(2))
-	x.Src = SrcHold(b.get(2))
-	x.SrcReg = Reg(b.get(2))
-	x.Pending = b.flag()
-	x.Dst = DstHold(b.get(2))
-	x.DstReg = Reg(b.get(2))
-	x.Running = b.flag()
-	x.Published = b.flag()
-	x.PrefixGone = uint8(b.get(MaxWorkers))
-	x.Xfer = Xfer(b.get(2))
-	x.Tainted = b.flag()
-	x.Runner = Side(b.get(1))
-	x.Timers = uint8(b.get(uint(NumTimers)))
+func unpackHandoff(x *Handoff, words [HandoffWords]uint64) uint64 {
+	w0, w1 := words[0], words[1]
+	bit := func(i uint) bool { return w0>>i&1 == 1 }
+	x.Prefill = int8(w0>>offPrefill&7) - 1
+	x.Decode = int8(w0>>offDecode&7) - 1
+	x.RequestDelivered, x.Announced, x.NoShow, x.Cancelled = bit(14), bit(15), bit(16), bit(17)
+	x.CancelPending[0], x.CancelPending[1], x.SourceFailed, x.ComputeLoad = bit(18), bit(19), bit(20), bit(21)
+	x.Compute = Compute(w0 >> 22 & 3)
+	x.Src = SrcHold(w0 >> 24 & 3)
+	x.SrcReg = Reg(w0 >> 26 & 3)
+	x.Pending = bit(28)
+	x.Dst = DstHold(w0 >> 29 & 3)
+	x.DstReg = Reg(w0 >> 31 & 3)
+	x.Running, x.Published = bit(33), bit(34)
+	x.PrefixGone = uint8(w0 >> offPrefixGone & prefixGoneMask)
+	x.Xfer = Xfer(w0 >> 40 & 3)
+	x.Tainted = bit(42)
+	x.Runner = Side(w0 >> 43 & 1)
+	x.Timers = uint8(w0 >> 44 & 15)
 	for i := range x.Life {
-		x.Life[i] = Life(b.get(2))
+		x.Life[i] = Life(w0 >> (48 + 2*uint(i)) & 3)
 	}
-	for s := 0; s < 2; s++ {
-		x.Accepted[s] = b.flag()
-		x.InFlight[s] = b.flag()
-		x.Outcome[s] = Outcome(b.get(2))
-		x.PeerGone[s] = b.flag()
-		x.Ch[s].N = uint8(b.get(3))
-		for i := 0; i < ChannelCap; i++ {
-			x.Ch[s].M[i] = Msg(b.get(3))
-		}
-	}
-	return extra
+	x.Accepted[0], x.Accepted[1], x.InFlight[0], x.InFlight[1] = bit(58), bit(59), bit(60), bit(61)
+	x.PeerGone[0], x.PeerGone[1] = bit(62), bit(63)
+	x.Outcome[0] = Outcome(w1 & 3)
+	x.Outcome[1] = Outcome(w1 >> 2 & 3)
+	unpackChannel(&x.Ch[0], w1>>4)
+	unpackChannel(&x.Ch[1], w1>>19)
+	return w0 & (1<<ExtraBits - 1)
 }
 
 // PackWorker encodes the independent facts of worker k: its generation,
@@ -170,11 +125,11 @@ func (w *World) PackWorker(k int) uint64 {
 // Unpack rebuilds a world from packed words: handoffs[h] for each handoff
 // and workers[k] for each worker, in index order. It returns the extra bits
 // of each handoff. Every derived counter is recomputed.
-func Unpack(c *Config, handoffs [][HandoffWords]uint64, workers []uint64, extraBits uint, extra []uint64) World {
+func Unpack(c *Config, handoffs [][HandoffWords]uint64, workers []uint64, extra []uint64) World {
 	var w World
 	w.cfg = c
 	for h := range c.Handoffs {
-		extra[h] = unpackHandoff(&w.H[h], handoffs[h], extraBits)
+		extra[h] = unpackHandoff(&w.H[h], handoffs[h])
 	}
 	for k := range c.Workers {
 		v := workers[k]
@@ -191,9 +146,10 @@ func Unpack(c *Config, handoffs [][HandoffWords]uint64, workers []uint64, extraB
 // Recount recomputes every derived counter of every worker from the
 // handoffs and the independent worker facts.
 func (w *World) Recount() {
+	hs := w.holdingsAll()
 	for k := 0; k < w.NumWorkers(); k++ {
 		wk := &w.W[k]
-		s := w.holdingsOn(k)
+		s := &hs[k]
 		wk.Active, wk.Pinned, wk.Reserved, wk.Prefix = s.active, s.pinned, s.reserved, s.prefix
 		wk.SlotsUsed, wk.HeadroomUsed, wk.InFlight = s.slots, s.headroom, s.inFlight
 		wk.Owned, wk.PrefillTokens, wk.BookedBlocks, wk.StoredBlocks = s.owned, s.prefillTokens, s.booked, s.stored
