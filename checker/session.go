@@ -1,0 +1,76 @@
+package checker
+
+import (
+	"fmt"
+
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// Session steps one run by hand, one move at a time: the engine of
+// scenario files and of trace replay. Every step is judged by the same
+// invariants the explorer uses.
+type Session struct {
+	c *Checker
+	s State
+}
+
+// NewSession starts a session in the initial state.
+func (c *Checker) NewSession() *Session {
+	return &Session{c: c, s: c.Initial()}
+}
+
+// State is the session's current state.
+func (s *Session) State() *State { return &s.s }
+
+// Checker is the checker the session steps.
+func (s *Session) Checker() *Checker { return s.c }
+
+// StepResult is what one move did.
+type StepResult struct {
+	Move      Move
+	Fired     []Firing
+	Journal   model.Journal
+	Violation *model.Violation
+}
+
+// Apply performs a move if the state enables it; the state is unchanged
+// and an error returned otherwise. A violation is reported in the result;
+// the state still advances, so that a scenario can show what follows.
+func (s *Session) Apply(m Move) (StepResult, error) {
+	var log []Firing
+	cov := newCoverage(s.c.proto.spec)
+	cov.Log = &log
+	j, v, err := s.c.Step(&s.s, m, cov)
+	if err != nil {
+		return StepResult{}, err
+	}
+	if v == nil {
+		v = s.c.CheckState(&s.s)
+	}
+	if v == nil && s.c.Quiescent(&s.s) {
+		v = s.c.CheckQuiescence(&s.s)
+	}
+	return StepResult{Move: m, Fired: log, Journal: j, Violation: v}, nil
+}
+
+// Describe renders the current state.
+func (s *Session) Describe() []string { return s.c.DescribeState(&s.s) }
+
+// Moves lists the moves enabled now.
+func (s *Session) Moves() []Move { return s.c.Moves(&s.s) }
+
+// Drained reports whether the current state is fully drained.
+func (s *Session) Drained() bool { return s.c.Drained(&s.s) }
+
+// FormatStep renders a step result: the move, the rows it fired and the
+// violation, if any.
+func (s *Session) FormatStep(r StepResult) []string {
+	out := []string{r.Move.String()}
+	for _, f := range r.Fired {
+		out = append(out, "  fired "+s.c.DescribeFiring(f))
+	}
+	if r.Violation != nil {
+		out = append(out, fmt.Sprintf("  VIOLATION %s", r.Violation.Error()))
+	}
+	return out
+}
