@@ -108,10 +108,10 @@ func (t *fpTable) bytes() int64 { return int64(len(t.fps))*8 + int64(len(t.ids))
 
 // store is the visited set: fingerprints, or full keys in exact mode.
 type store struct {
-	exact  bool
-	words  int
-	fp     [numShards]fpTable
-	keys   [numShards]map[Key]uint32
+	exact bool
+	words int
+	fp    [numShards]fpTable
+	keys  [numShards]map[Key]uint32
 }
 
 // newStore makes a visited set. ids are kept only when asked for: the

@@ -87,7 +87,11 @@ var (
 		tx.ReportComputeDone(0, SourceSide)
 		tx.AnnouncePinned(0, SourceSide)
 	}
-	routed   = func(tx *Tx) { tx.RouteDecode(0, 1); tx.AcceptRequest(0, DestinationSide); tx.RequestReservation(0, DestinationSide) }
+	routed = func(tx *Tx) {
+		tx.RouteDecode(0, 1)
+		tx.AcceptRequest(0, DestinationSide)
+		tx.RequestReservation(0, DestinationSide)
+	}
 	reserved = func(tx *Tx) { tx.Reserve(0); tx.RegisterDestination(0, DestinationSide) }
 	pulling  = func(tx *Tx) { tx.StartTransfer(0, DestinationSide, DestinationSide) }
 )
@@ -200,7 +204,11 @@ func TestInvariants_EachCanFire(t *testing.T) {
 		{NameAtomicPrefillPin, func(t *testing.T) {
 			h := sf(t)
 			h.clean(route)
-			h.expect(func(tx *Tx) { tx.AcceptRequest(0, SourceSide); tx.StartPrefill(0, SourceSide); tx.PinSource(0, SourceSide) }, NameAtomicPrefillPin)
+			h.expect(func(tx *Tx) {
+				tx.AcceptRequest(0, SourceSide)
+				tx.StartPrefill(0, SourceSide)
+				tx.PinSource(0, SourceSide)
+			}, NameAtomicPrefillPin)
 		}},
 		{NameAtomicPrefillPin + "/unpinned-completion", func(t *testing.T) {
 			// Compute finished with nothing pinned: the occupancy did not
@@ -217,7 +225,11 @@ func TestInvariants_EachCanFire(t *testing.T) {
 		{NameComputeLoadIndependent + "/early-fall", func(t *testing.T) {
 			h := sf(t)
 			h.clean(route)
-			h.expect(func(tx *Tx) { tx.AcceptRequest(0, SourceSide); tx.StartPrefill(0, SourceSide); tx.ReportComputeDone(0, SourceSide) }, NameComputeLoadIndependent)
+			h.expect(func(tx *Tx) {
+				tx.AcceptRequest(0, SourceSide)
+				tx.StartPrefill(0, SourceSide)
+				tx.ReportComputeDone(0, SourceSide)
+			}, NameComputeLoadIndependent)
 		}},
 		{NameReleaseNeedsReaderAck, func(t *testing.T) {
 			h := sf(t)
