@@ -3,6 +3,7 @@ package checker
 import (
 	"context"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"sync"
 	"time"
@@ -243,10 +244,14 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 	return r
 }
 
+// sampleHeap records the live heap. runtime/metrics reads it without
+// stopping the world, so sampling every level costs nothing measurable.
 func (e *exploration) sampleHeap() {
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	e.stats.PeakHeap = max(e.stats.PeakHeap, m.HeapAlloc)
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		e.stats.PeakHeap = max(e.stats.PeakHeap, s[0].Value.Uint64())
+	}
 }
 
 func (e *exploration) memory(frontier int) int64 {

@@ -1,0 +1,174 @@
+package checker
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func mustConfig(t testing.TB, js string) *Config {
+	t.Helper()
+	c, err := ParseConfig("test.json", []byte(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// smallConfig is one handoff between one prefill and one decode worker,
+// with duplicates and cancellation: the issue's first configuration.
+const smallConfig = `{
+  "schema": "handoffcheck.config/v1",
+  "runs": [
+    {"name": "vllm", "policy": "source-first", "engine": "vllm"},
+    {"name": "sglang", "policy": "destination-first", "engine": "sglang"},
+    {"name": "trtllm", "policy": "source-first", "engine": "trtllm"}
+  ],
+  "workers": [
+    {"role": "prefill", "capacity_blocks": 8},
+    {"role": "decode", "capacity_blocks": 8, "slots": 2, "headroom_tokens": 1024, "prefix_hit_tokens": [16]}
+  ],
+  "handoffs": [{"prompt_tokens": 48, "headroom_tokens": 512}],
+  "transfer": {"bytes_per_token": 131072, "block_size_tokens": 16},
+  "faults": {"duplicate": 1, "cancel": 1}
+}`
+
+// twoByTwo is two interchangeable handoffs and two interchangeable decode
+// workers with loss, restarts and early expiry.
+const twoByTwo = `{
+  "schema": "handoffcheck.config/v1",
+  "runs": [
+    {"name": "vllm", "policy": "source-first", "engine": "vllm"},
+    {"name": "sglang", "policy": "destination-first", "engine": "sglang"}
+  ],
+  "workers": [
+    {"role": "prefill", "capacity_blocks": 8},
+    {"role": "decode", "capacity_blocks": 6, "slots": 2, "headroom_tokens": 1024},
+    {"role": "decode", "capacity_blocks": 6, "slots": 2, "headroom_tokens": 1024}
+  ],
+  "handoffs": [{"prompt_tokens": 48, "headroom_tokens": 512}, {"prompt_tokens": 48, "headroom_tokens": 512}],
+  "transfer": {"bytes_per_token": 131072, "block_size_tokens": 16},
+  "faults": {"loss": 1, "restart": 1, "early_expiry": 1}
+}`
+
+// The exact number of distinct states of small configurations is pinned:
+// a change of model, tables or exploration that changes a count must be
+// explained in the commit that changes it. Each count must also be the
+// same in exact mode (full keys, no collisions) as with fingerprints, and
+// the same for one worker as for two.
+func TestExplore_PinnedCounts(t *testing.T) {
+	cases := []struct {
+		config      string
+		run         string
+		symmetry    bool
+		states      int
+		transitions int64
+		depth       int
+	}{
+		{smallConfig, "vllm", true, 278, 605, 14},
+		{smallConfig, "sglang", true, 256, 478, 13},
+		{smallConfig, "trtllm", true, 82, 178, 10},
+		{twoByTwo, "vllm", true, 22698, 96380, 20},
+		{twoByTwo, "sglang", true, 16152, 45794, 20},
+		{twoByTwo, "vllm", false, 90257, 383395, 20},
+		{twoByTwo, "sglang", false, 64261, 182216, 20},
+	}
+	for _, tc := range cases {
+		cfg := mustConfig(t, tc.config)
+		cfg.Symmetry = tc.symmetry
+		name := fmt.Sprintf("%s-%d-handoffs-symmetry-%v", tc.run, len(cfg.World.Handoffs), tc.symmetry)
+		t.Run(name, func(t *testing.T) {
+			var run Run
+			for _, r := range cfg.Runs {
+				if r.Name == tc.run {
+					run = r
+				}
+			}
+			c, err := New(Generated(), cfg, run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			type counts struct {
+				States      int
+				Transitions int64
+				Depth       int
+				Complete    bool
+				Violation   bool
+			}
+			want := counts{tc.states, tc.transitions, tc.depth, true, false}
+			for _, lim := range []Limits{
+				{Workers: 1, Liveness: true},
+				{Workers: 2, Liveness: true},
+				{Workers: 2, Liveness: true, Exact: true},
+				{Workers: 1},
+			} {
+				r := c.Explore(context.Background(), lim, nil)
+				got := counts{r.Stats.States, r.Stats.Transitions, r.Stats.Depth, r.Complete, r.Violation != nil}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("workers=%d exact=%v liveness=%v (-want +got):\n%s", lim.Workers, lim.Exact, lim.Liveness, diff)
+				}
+			}
+		})
+	}
+}
+
+// Symmetry keeps one state per orbit of interchangeable handoffs and
+// workers: with two of each the reduction approaches 2!·2! = 4.
+func TestExplore_SymmetryReduces(t *testing.T) {
+	cfg := mustConfig(t, twoByTwo)
+	for _, run := range cfg.Runs {
+		c, _ := New(Generated(), cfg, run)
+		with := c.Explore(context.Background(), Limits{}, nil)
+		plain := *cfg
+		plain.Symmetry = false
+		c2, _ := New(Generated(), &plain, run)
+		without := c2.Explore(context.Background(), Limits{}, nil)
+		if ratio := float64(without.Stats.States) / float64(with.Stats.States); ratio < 3.5 {
+			t.Errorf("%s: symmetry reduces %d to %d states, ratio %.2f, want ≥ 3.5", run.Name, without.Stats.States, with.Stats.States, ratio)
+		}
+		if (with.Violation == nil) != (without.Violation == nil) || !with.Complete || !without.Complete {
+			t.Errorf("%s: verdicts differ with and without symmetry", run.Name)
+		}
+	}
+}
+
+func TestExplore_Limits(t *testing.T) {
+	cfg := mustConfig(t, twoByTwo)
+	c, _ := New(Generated(), cfg, cfg.Runs[0])
+	r := c.Explore(context.Background(), Limits{MaxStates: 1000, Liveness: true}, nil)
+	if r.Complete || r.StopReason == "" || r.Stats.States < 1000 || r.Liveness {
+		t.Errorf("max-states: complete=%v stop=%q states=%d liveness=%v", r.Complete, r.StopReason, r.Stats.States, r.Liveness)
+	}
+	r = c.Explore(context.Background(), Limits{MaxDepth: 3}, nil)
+	if r.Complete || r.Stats.Depth != 3 {
+		t.Errorf("max-depth: complete=%v depth=%d", r.Complete, r.Stats.Depth)
+	}
+	r = c.Explore(context.Background(), Limits{MaxMemory: 1}, nil)
+	if r.Complete || r.StopReason != "max-memory" {
+		t.Errorf("max-memory: complete=%v stop=%q", r.Complete, r.StopReason)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r = c.Explore(ctx, Limits{}, nil)
+	if r.Complete || r.StopReason != "interrupted" {
+		t.Errorf("interrupt: complete=%v stop=%q", r.Complete, r.StopReason)
+	}
+}
+
+func TestEventuallyDrained_Graph(t *testing.T) {
+	// 0 → 1 → 2 (drained); 0 → 3 ⇄ 4: 3 and 4 can never drain.
+	from := []uint32{0, 1, 0, 3, 4}
+	to := []uint32{1, 2, 3, 4, 3}
+	drained := []bool{false, false, true, false, false}
+	if diff := cmp.Diff([]uint32{3, 4}, EventuallyDrained(5, from, to, drained)); diff != "" {
+		t.Errorf("trapped states (-want +got):\n%s", diff)
+	}
+	// With a way out of the cycle, nothing is trapped.
+	from = append(from, 4)
+	to = append(to, 2)
+	if got := EventuallyDrained(5, from, to, drained); len(got) != 0 {
+		t.Errorf("trapped %v, want none", got)
+	}
+}
