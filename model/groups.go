@@ -97,15 +97,26 @@ func ParseGroups(file string, data []byte, role string) (*GroupedProfile, error)
 	}
 	p, err := g.Profile(role)
 	if err != nil {
-		// Point at the first group the message names, or the version.
-		line := lineOf("vllm_version")
-		for _, fg := range g.Groups {
-			if fg.Name != "" && strings.Contains(err.Error(), fmt.Sprintf("group %q", fg.Name)) {
-				line = lineOf(fg.Name)
-				break
+		// Every problem gets the line of the group it names (or of the
+		// version), so that each line of the message points somewhere.
+		var lines []string
+		for _, msg := range strings.Split(err.Error(), "\n") {
+			line := lineOf("vllm_version")
+			for _, fg := range g.Groups {
+				if fg.Name != "" && strings.Contains(msg, fmt.Sprintf("group %q", fg.Name)) {
+					line = lineOf(fg.Name)
+					break
+				}
 			}
+			lines = append(lines, fmt.Sprintf("%s:%d: %s", file, line, msg))
 		}
-		return nil, fmt.Errorf("%s:%d: %w", file, line, err)
+		return nil, &profileError{msg: strings.Join(lines, "\n")}
 	}
 	return p, nil
 }
+
+// profileError is a refused groups file: every line names file:line.
+type profileError struct{ msg string }
+
+func (e *profileError) Error() string { return e.msg }
+func (e *profileError) Unwrap() error { return ErrProfile }
