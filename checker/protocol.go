@@ -219,6 +219,23 @@ func actionID(name string) int {
 	return -1
 }
 
+// roleActionID finds an action of a role's row: in that role's own
+// vocabulary first (AcceptRequest, SendCancelled and Complete exist in
+// both), and only then in the other role's, whose commands the model will
+// judge as misdirected (RoleCommands).
+func roleActionID(r spec.Role, name string) int {
+	lo, hi := 0, machines.NumSourceActions
+	if r == spec.Destination {
+		lo, hi = machines.NumSourceActions, NumActions
+	}
+	for a := lo; a < hi; a++ {
+		if Action(a).String() == name {
+			return a
+		}
+	}
+	return actionID(name)
+}
+
 // FromStepper builds the protocol of a spec run by a table interpreter. It
 // asks the interpreter once for every (policy, state, event) of each role;
 // the machines are pure and finite, so the answers are the machine.
@@ -252,7 +269,7 @@ func FromStepper(name string, s *spec.Spec, st Stepper) (*Protocol, error) {
 					}
 					ct := Transition{To: uint8(ti), Row: uint16(row), N: uint8(len(acts))}
 					for i, a := range acts {
-						ct.Acts[i] = Action(actionID(a))
+						ct.Acts[i] = Action(roleActionID(r, a))
 					}
 					p.tables[r][pol][si][def.Table(r).EventIndex(ev.Name)] = ct
 				}

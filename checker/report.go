@@ -121,6 +121,17 @@ func (r *Report) Text(stats bool) string {
 		if x.Liveness {
 			fmt.Fprintf(&b, "  %s: checked on the explored graph\n", model.NameEventuallyDrained)
 		}
+		for _, rc := range x.RowCoverage(c.proto.spec) {
+			fmt.Fprintf(&b, "  coverage: %s rows %d/%d fired", rc.Role, rc.Fired, rc.Total)
+			if len(rc.Dead) == 0 {
+				b.WriteString("\n")
+				continue
+			}
+			fmt.Fprintf(&b, "; never fired (finding):\n")
+			for _, d := range rc.Dead {
+				fmt.Fprintf(&b, "    %s\n", d)
+			}
+		}
 		if x.Violation != nil {
 			b.WriteString(indent(c.FormatCounterexample(x.Violation), "  "))
 		}
@@ -165,7 +176,15 @@ type jsonRun struct {
 	Exact       bool           `json:"exact"`
 	Liveness    bool           `json:"liveness_checked"`
 	Collision   float64        `json:"collision_probability"`
+	Coverage    []jsonCoverage `json:"coverage"`
 	Violation   *jsonViolation `json:"violation,omitempty"`
+}
+
+type jsonCoverage struct {
+	Role  string   `json:"role"`
+	Fired int      `json:"fired"`
+	Total int      `json:"total"`
+	Dead  []string `json:"never_fired"`
 }
 
 type jsonViolation struct {
@@ -206,6 +225,13 @@ func (r *Report) JSON() ([]byte, error) {
 		if !x.Complete && x.Violation == nil {
 			out.Verdict = "incomplete"
 		}
+		for _, rc := range x.RowCoverage(c.proto.spec) {
+			dead := rc.Dead
+			if dead == nil {
+				dead = []string{}
+			}
+			jr.Coverage = append(jr.Coverage, jsonCoverage{Role: rc.Role.String(), Fired: rc.Fired, Total: rc.Total, Dead: dead})
+		}
 		if ce := x.Violation; ce != nil {
 			v := ce.Violation
 			jv := &jsonViolation{Invariant: v.Invariant, Handoff: v.Handoff, Worker: v.Worker, Detail: v.Detail}
@@ -229,4 +255,37 @@ func (r *Report) JSON() ([]byte, error) {
 		out.Verdict = "violation"
 	}
 	return json.MarshalIndent(out, "", "  ")
+}
+
+// RoleCoverage is how many of a role's rows that apply to a run's policy
+// fired during the exploration, and which never did.
+type RoleCoverage struct {
+	Role  spec.Role
+	Fired int
+	Total int
+	// Dead names each applicable row that never fired, e.g. "row 12
+	// (Primed × Cancelled): why".
+	Dead []string
+}
+
+// RowCoverage reports row coverage per role under the run's policy.
+func (r *Result) RowCoverage(s *spec.Spec) []RoleCoverage {
+	var out []RoleCoverage
+	for _, role := range spec.Roles {
+		t := s.Table(role)
+		rc := RoleCoverage{Role: role}
+		for i, row := range t.Rows {
+			if !containsPolicy(row.Policies, r.Run.Policy) {
+				continue
+			}
+			rc.Total++
+			if r.Coverage != nil && r.Coverage.Rows[role][i+1] > 0 {
+				rc.Fired++
+				continue
+			}
+			rc.Dead = append(rc.Dead, fmt.Sprintf("%s: %s", t.RowLabel(i), row.Why))
+		}
+		out = append(out, rc)
+	}
+	return out
 }

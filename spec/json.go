@@ -23,7 +23,7 @@ type fileSpec struct {
 
 type fileTable struct {
 	States  []fileState       `json:"states"`
-	Events  []fileEvent       `json:"events"`
+	Events  []json.RawMessage `json:"events"`
 	Actions []fileAction      `json:"actions"`
 	Rows    []json.RawMessage `json:"rows"`
 }
@@ -66,7 +66,11 @@ func (s *Spec) MarshalJSON() ([]byte, error) {
 			ft.States = append(ft.States, fileState(st))
 		}
 		for _, ev := range t.Events {
-			ft.Events = append(ft.Events, fileEvent{Name: ev.Name, Origin: ev.Origin.String(), Doc: ev.Doc})
+			raw, err := json.Marshal(fileEvent{Name: ev.Name, Origin: ev.Origin.String(), Doc: ev.Doc})
+			if err != nil {
+				return nil, err
+			}
+			ft.Events = append(ft.Events, raw)
 		}
 		for _, a := range t.Actions {
 			ft.Actions = append(ft.Actions, fileAction(a))
@@ -135,11 +139,31 @@ func Parse(file string, data []byte) (*Spec, error) {
 		for _, st := range ft.States {
 			t.States = append(t.States, State(st))
 		}
-		for _, ev := range ft.Events {
+		for i, raw := range ft.Events {
+			// Events are decoded one by one, like rows, so that an error
+			// points at the event's own line.
+			line, originLine := 0, 0
+			if off := bytes.Index(data[pos:], raw); off >= 0 {
+				pos += off
+				line = lineAt(data, pos)
+				originLine = line
+				if o := bytes.Index(raw, []byte(`"origin"`)); o >= 0 {
+					originLine = lineAt(data, pos+o)
+				}
+				pos += len(raw)
+			}
+			var ev fileEvent
+			ed := json.NewDecoder(bytes.NewReader(raw))
+			ed.DisallowUnknownFields()
+			if err := ed.Decode(&ev); err != nil {
+				errs = append(errs, fmt.Sprintf("%s:%d: %s event %d: %v (want name, origin, doc)", file, line, r, i+1, cleanJSONErr(err)))
+				t.Events = append(t.Events, Event{})
+				continue
+			}
 			o, ok := parseOrigin(ev.Origin)
 			if !ok {
 				errs = append(errs, fmt.Sprintf("%s:%d: %s event %q: origin %q is not one of local, peer, timer, client, restart",
-					file, lineOfKey(data, "origin", 0), r, ev.Name, ev.Origin))
+					file, originLine, r, ev.Name, ev.Origin))
 			}
 			t.Events = append(t.Events, Event{Name: ev.Name, Origin: o, Doc: ev.Doc})
 		}
