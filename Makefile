@@ -1,0 +1,54 @@
+# handoffcheck: everything CI and developers run. Only Go is needed; the
+# linters come through go.mod's tool directive.
+
+GO       ?= go
+FUZZTIME ?= 30s
+BENCHTIME ?= 1x
+
+# Every fuzz target, as package:target.
+FUZZ_TARGETS = \
+	./spec:FuzzParse \
+	./model:FuzzParseGroups \
+	./checker:FuzzParseConfig \
+	./checker:FuzzParseMove \
+	./fuzz:FuzzStep
+
+.PHONY: all generate check test fresh fuzz bench lint
+
+all: test
+
+# Render the machines and their docs from the tables in spec/.
+generate:
+	$(GO) generate ./...
+
+# The main job: explore the embedded default configuration (both policies,
+# every fault kind, liveness included).
+check:
+	$(GO) run ./cmd/handoffcheck check --stats
+
+# Everything CI runs: unit, golden, scenario and parity tests, the seed
+# corpora of every fuzz target, and the freshness of generated files.
+test: fresh
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+# Generated files must equal what the spec renders today.
+fresh:
+	$(GO) generate ./...
+	@git diff --exit-code -- machines || { echo "generated files are stale or edited by hand: run make generate and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- machines)" || { echo "go generate produced files that are not committed:"; git status --porcelain -- machines; exit 1; }
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "== $$name ($$pkg, $(FUZZTIME))"; \
+		$(GO) test $$pkg -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s; \
+	done
+
+bench:
+	$(GO) test ./checker -run '^$$' -bench . -benchtime $(BENCHTIME)
+
+lint:
+	@test -z "$$(gofmt -l .)" || { echo "gofmt would change:"; gofmt -l .; exit 1; }
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
