@@ -211,6 +211,7 @@ func (c *Checker) FormatCounterexample(ce *Counterexample) string {
 		for i, st := range ce.Loop {
 			write(len(ce.Steps)+i, st)
 		}
+		fmt.Fprintf(&b, "  (back to the state after step %d; the loop repeats forever)\n", len(ce.Steps))
 	}
 	return b.String()
 }

@@ -60,6 +60,9 @@ func (v *Violation) Error() string {
 	if v.Worker >= 0 {
 		where += fmt.Sprintf(" worker %d", v.Worker)
 	}
+	if where == "" {
+		return v.Invariant + ": " + v.Detail
+	}
 	return v.Invariant + ":" + where + ": " + v.Detail
 }
 

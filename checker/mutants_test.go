@@ -1,0 +1,184 @@
+package checker
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/handoffcheck/handoffcheck/machines/interp"
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+// override replaces what a table does in one state on one event under one
+// policy, splitting the row that did it so the rest of it is kept.
+func override(t *testing.T, s *spec.Spec, r spec.Role, from, event string, p spec.Policy, to string, acts ...string) {
+	t.Helper()
+	tb := s.Table(r)
+	i := tb.Lookup(p, from, event)
+	if i < 0 {
+		t.Fatalf("%s has no row for %s × %s under %s", r, from, event, p)
+	}
+	old := tb.Rows[i]
+	var keep []spec.Row
+	if rest := slices.DeleteFunc(slices.Clone(old.From), func(x string) bool { return x == from }); len(rest) > 0 {
+		r := old
+		r.From = rest
+		keep = append(keep, r)
+	}
+	if others := slices.DeleteFunc(slices.Clone(old.Policies), func(x spec.Policy) bool { return x == p }); len(others) > 0 {
+		r := old
+		r.From, r.Policies = []string{from}, others
+		keep = append(keep, r)
+	}
+	tb.Rows = append(append(slices.Clone(tb.Rows[:i]), keep...), tb.Rows[i+1:]...)
+	tb.Rows = append(tb.Rows, spec.Row{From: []string{from}, Event: event, Policies: []spec.Policy{p}, To: to, Actions: acts, Why: "broken on purpose"})
+	if err := s.Validate(); err != nil {
+		t.Fatalf("broken table does not validate: %v", err)
+	}
+}
+
+func interpreted(t *testing.T, s *spec.Spec) *Protocol {
+	t.Helper()
+	it, err := interp.New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := FromStepper("broken table", s, it)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Breaking the spec on purpose is caught: each broken table fails with the
+// invariant it breaks and a shortest trace whose last step breaks it.
+func TestExplore_CatchesBrokenTables(t *testing.T) {
+	cases := []struct {
+		name   string
+		run    string
+		budget Budget
+		break_ func(t *testing.T, s *spec.Spec)
+		want   string
+		steps  int
+	}{
+		{
+			// The source releases its pin when a heartbeat arrives, while
+			// the destination still waits to read it.
+			name: "release-source-before-reader-completes", run: "vllm", budget: Budget{Duplicate: 1, Cancel: 1},
+			break_: func(t *testing.T, s *spec.Spec) {
+				override(t, s, spec.Source, "Pinned", "LeaseRenewed", spec.SourceFirst, "Released",
+					"DisarmLease", "ReleaseSource", "ReportSourceReleased", "Complete")
+			},
+			want: "SourcePinnedUntilRead", steps: 6,
+		},
+		{
+			name: "publish-stored-at-reservation", run: "vllm", budget: Budget{Duplicate: 1, Cancel: 1},
+			break_: func(t *testing.T, s *spec.Spec) {
+				override(t, s, spec.Destination, "Reserving", "DestinationReserved", spec.SourceFirst, "Receiving",
+					"RegisterDestination", "PublishStored", "StartPull")
+			},
+			want: "NoStoredBeforeActivation", steps: 5,
+		},
+		{
+			// A cancel releases the reservation but leaves the machine
+			// waiting, so a duplicate of the cancel releases it again.
+			name: "release-reservation-twice-on-duplicate-cancel", run: "sglang", budget: Budget{Duplicate: 1, Abort: 1},
+			break_: func(t *testing.T, s *spec.Spec) {
+				override(t, s, spec.Destination, "Reserved", "Cancelled", spec.DestinationFirst, "",
+					"DisarmReservationTimer", "FenceDestination", "ReleaseDestination")
+			},
+			want: "ExactlyOnceRelease", steps: 7,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := spec.Default()
+			tc.break_(t, s)
+			cfg := mustConfig(t, smallConfig)
+			cfg.Budget = tc.budget
+			var run Run
+			for _, r := range cfg.Runs {
+				if r.Name == tc.run {
+					run = r
+				}
+			}
+			c, err := New(interpreted(t, s), cfg, run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := c.Explore(context.Background(), Limits{Liveness: true}, nil)
+			if r.Violation == nil {
+				t.Fatalf("no violation found in %d states", r.Stats.States)
+			}
+			ce := r.Violation
+			if ce.Violation.Invariant != tc.want {
+				t.Fatalf("violated %s, want %s:\n%s", ce.Violation.Invariant, tc.want, c.FormatCounterexample(ce))
+			}
+			if len(ce.Steps) != tc.steps || !ce.Steps[len(ce.Steps)-1].Failed {
+				t.Fatalf("trace of %d steps, want the shortest, %d, ending on the failing step:\n%s", len(ce.Steps), tc.steps, c.FormatCounterexample(ce))
+			}
+			// The trace replays: every step is enabled where it is taken,
+			// and the last one breaks the invariant.
+			sess := c.NewSession()
+			for i, st := range ce.Steps {
+				res, err := sess.Apply(st.Move)
+				if err != nil {
+					t.Fatalf("step %d %s does not replay: %v", i+1, st.Move, err)
+				}
+				last := i == len(ce.Steps)-1
+				if (res.Violation != nil) != last {
+					t.Fatalf("step %d %s: violation %v, want one only on the last step", i+1, st.Move, res.Violation)
+				}
+			}
+			text := c.FormatCounterexample(ce)
+			if !strings.Contains(text, "VIOLATION "+tc.want) || !strings.Contains(text, "<-- "+tc.want) {
+				t.Fatalf("the report does not name the invariant on its failing step:\n%s", text)
+			}
+		})
+	}
+}
+
+// A seeded liveness bug: when its deadline fires, the destination renews
+// it instead of giving the reservation up. If the push's completion is
+// lost, nothing can ever release the reservation: the deadline fires and
+// is renewed forever. No state is a dead end (the timer is always there to
+// fire), so only EventuallyDrained can see it; the report shows the path
+// into the trap and the loop inside it.
+func TestExplore_EventuallyDrainedFindsTrap(t *testing.T) {
+	s := spec.Default()
+	override(t, s, spec.Destination, "Reserved", "ReservationExpired", spec.DestinationFirst, "", "ArmReservationTimer")
+	cfg := mustConfig(t, smallConfig)
+	cfg.Budget = Budget{Loss: 1}
+	var run Run
+	for _, r := range cfg.Runs {
+		if r.Name == "sglang" {
+			run = r
+		}
+	}
+	c, err := New(interpreted(t, s), cfg, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Explore(context.Background(), Limits{Liveness: true}, nil)
+	if r.Violation == nil || r.Violation.Violation.Invariant != "EventuallyDrained" {
+		t.Fatalf("want an EventuallyDrained violation, got %+v", r.Violation)
+	}
+	ce := r.Violation
+	text := c.FormatCounterexample(ce)
+	if len(ce.Loop) == 0 {
+		t.Fatalf("no loop shown:\n%s", text)
+	}
+	for _, want := range []string{"lose h=0 to=destination msg=ReceiveCompleted", "loop:", "timer h=0 timer=reservation", "dst=reserved"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q:\n%s", want, text)
+		}
+	}
+	// Without liveness the same bug is invisible: no safety invariant and
+	// no dead end is violated.
+	r = c.Explore(context.Background(), Limits{}, nil)
+	if r.Violation != nil {
+		t.Fatalf("safety checking alone found %s", r.Violation.Violation.Invariant)
+	}
+}
+
