@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
@@ -113,8 +114,8 @@ func (c *Checker) Key(s *State) Key {
 func (c *Checker) DescribeState(s *State) []string {
 	var out []string
 	for h := 0; h < c.nH; h++ {
-		out = append(out, fmt.Sprintf("h%d source=%s destination=%s %s", h,
-			c.proto.StateName(spec.Source, s.Src[h]), c.proto.StateName(spec.Destination, s.Dst[h]), s.W.DescribeHandoff(h)))
+		out = append(out, strings.TrimSpace(fmt.Sprintf("h%d source=%s destination=%s %s", h,
+			c.proto.StateName(spec.Source, s.Src[h]), c.proto.StateName(spec.Destination, s.Dst[h]), s.W.DescribeHandoff(h))))
 	}
 	for w := 0; w < c.nW; w++ {
 		out = append(out, s.W.DescribeWorker(w))

@@ -16,6 +16,33 @@ type Report struct {
 	Runs       []*Result
 	checkers   []*Checker
 	Invariants []string
+	// baseline holds the same runs explored on one worker, when measured.
+	baseline []*Result
+}
+
+// SetBaseline records the same runs explored with one worker, so that the
+// report can state the speed-up of all workers over one.
+func (r *Report) SetBaseline(one *Report) { r.baseline = one.Runs }
+
+// speedup is the ratio of a run's one-worker time to its time, or 0.
+func (r *Report) speedup(i int) float64 {
+	if i >= len(r.baseline) || r.Runs[i].Stats.Elapsed <= 0 {
+		return 0
+	}
+	return r.baseline[i].Stats.Elapsed.Seconds() / r.Runs[i].Stats.Elapsed.Seconds()
+}
+
+// Mermaid renders every counterexample of the report as a Mermaid
+// sequenceDiagram block.
+func (r *Report) Mermaid() string {
+	var b strings.Builder
+	for i, x := range r.Runs {
+		if x.Violation == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "run %s counterexample:\n```mermaid\n%s```\n", x.Run.Name, r.checkers[i].MermaidSequence(x.Violation))
+	}
+	return b.String()
 }
 
 // Violated reports whether some run found a violation.
@@ -96,7 +123,11 @@ func (r *Report) Text(stats bool) string {
 			commas(int64(s.States)), commas(s.Transitions), s.Depth, commas(int64(x.DeadEnds)))
 		fmt.Fprintf(&b, "  elapsed %s, %s states/s\n", s.Elapsed.Round(1e6), commas(int64(s.StatesPerSecond())))
 		if stats {
-			fmt.Fprintf(&b, "  %s transitions/s, %d workers\n", commas(int64(s.TransitionsPerSecond())), s.Workers)
+			fmt.Fprintf(&b, "  %s transitions/s, %d workers", commas(int64(s.TransitionsPerSecond())), s.Workers)
+			if sp := r.speedup(i); sp > 0 {
+				fmt.Fprintf(&b, ", %.2f× the speed of one worker (%s on one)", sp, r.baseline[i].Stats.Elapsed.Round(1e6))
+			}
+			b.WriteString("\n")
 			mode := "fingerprints"
 			if x.Exact {
 				mode = "exact keys"
@@ -109,17 +140,25 @@ func (r *Report) Text(stats bool) string {
 			}
 			fmt.Fprintf(&b, "  store (%s): %s bytes/state (fingerprints alone %s), trace links %s bytes/state, liveness graph %s bytes/state\n",
 				mode, per(s.StoreBytes), per(s.FingerprintBytes), per(s.TraceBytes), per(s.GraphBytes))
-			fmt.Fprintf(&b, "  peak heap %.1f MiB", float64(s.PeakHeap)/(1<<20))
-			if !x.Exact {
-				fmt.Fprintf(&b, ", fingerprint collision probability ≤ %.1e", x.CollisionProbability)
-			}
-			b.WriteString("\n")
+			fmt.Fprintf(&b, "  peak heap %.1f MiB\n", float64(s.PeakHeap)/(1<<20))
+		}
+		if x.Exact {
+			b.WriteString("  states stored as exact keys: no fingerprint collisions\n")
+		} else {
+			fmt.Fprintf(&b, "  64-bit fingerprints: probability that two states collided ≤ %.1e\n", x.CollisionProbability)
 		}
 		if x.Symmetry {
 			b.WriteString("  symmetry reduction: on (interchangeable handoffs and workers)\n")
 		}
 		if x.Liveness {
 			fmt.Fprintf(&b, "  %s: checked on the explored graph\n", model.NameEventuallyDrained)
+			if x.Symmetry {
+				b.WriteString("  warning: liveness on a symmetry-reduced graph: EventuallyDrained is a reachability property of a\n" +
+					"    renaming-invariant set of states, so the quotient keeps its verdict, but fairness-based liveness would not be\n")
+			}
+		}
+		if !x.Complete && x.Violation == nil && x.StopReason != "" && !x.Liveness {
+			b.WriteString("  warning: the exploration was cut by a bound: Quiescence and EventuallyDrained verdicts cover only what was explored\n")
 		}
 		for _, rc := range x.RowCoverage(c.proto.spec) {
 			fmt.Fprintf(&b, "  coverage: %s rows %d/%d fired", rc.Role, rc.Fired, rc.Total)
@@ -172,6 +211,7 @@ type jsonRun struct {
 	StoreBPS    float64        `json:"store_bytes_per_state"`
 	FPBPS       float64        `json:"fingerprint_bytes_per_state"`
 	PeakHeap    uint64         `json:"peak_heap_bytes"`
+	Speedup     float64        `json:"speedup_over_one_worker,omitempty"`
 	Symmetry    bool           `json:"symmetry"`
 	Exact       bool           `json:"exact"`
 	Liveness    bool           `json:"liveness_checked"`
@@ -194,6 +234,7 @@ type jsonViolation struct {
 	Detail    string     `json:"detail"`
 	Trace     []jsonStep `json:"trace"`
 	Loop      []jsonStep `json:"loop,omitempty"`
+	Mermaid   string     `json:"mermaid"`
 }
 
 type jsonStep struct {
@@ -221,7 +262,7 @@ func (r *Report) JSON() ([]byte, error) {
 			StopReason: x.StopReason, States: s.States, Transitions: s.Transitions, Depth: s.Depth, Quiescent: x.DeadEnds,
 			ElapsedMS: float64(s.Elapsed.Microseconds()) / 1e3, StatesPerS: s.StatesPerSecond(), TransPerS: s.TransitionsPerSecond(),
 			Workers: s.Workers, StoreBPS: per(s.StoreBytes), FPBPS: per(s.FingerprintBytes), PeakHeap: s.PeakHeap,
-			Symmetry: x.Symmetry, Exact: x.Exact, Liveness: x.Liveness, Collision: x.CollisionProbability}
+			Symmetry: x.Symmetry, Exact: x.Exact, Liveness: x.Liveness, Collision: x.CollisionProbability, Speedup: r.speedup(i)}
 		if !x.Complete && x.Violation == nil {
 			out.Verdict = "incomplete"
 		}
@@ -247,6 +288,7 @@ func (r *Report) JSON() ([]byte, error) {
 				return js
 			}
 			jv.Trace, jv.Loop = conv(ce.Steps), conv(ce.Loop)
+			jv.Mermaid = c.MermaidSequence(ce)
 			jr.Violation = jv
 		}
 		out.Runs = append(out.Runs, jr)

@@ -27,6 +27,9 @@ type Counterexample struct {
 	// Loop, for a liveness violation, is the cycle of steps the trap
 	// states repeat without ever reaching a drained state.
 	Loop []TraceStep
+	// Shrunk is set for a random walk shrunk by delta debugging: short,
+	// but not proven shortest as a breadth-first trace is.
+	Shrunk bool
 }
 
 // EventName names an event of a role.
@@ -179,6 +182,8 @@ func (c *Checker) FormatCounterexample(ce *Counterexample) string {
 	fmt.Fprintf(&b, "VIOLATION %s\n  %s\n", ce.Violation.Invariant, ce.Violation.Error())
 	if len(ce.Loop) > 0 {
 		fmt.Fprintf(&b, "trace into the trap (%d steps), then a loop of %d steps that never drains:\n", len(ce.Steps), len(ce.Loop))
+	} else if ce.Shrunk {
+		fmt.Fprintf(&b, "shrunk trace (%d steps):\n", len(ce.Steps))
 	} else {
 		fmt.Fprintf(&b, "shortest trace (%d steps):\n", len(ce.Steps))
 	}
@@ -197,8 +202,10 @@ func (c *Checker) FormatCounterexample(ce *Counterexample) string {
 			fmt.Fprintf(&b, "      fired %s\n", c.DescribeFiring(f))
 		}
 		for j, l := range st.State {
-			if j >= len(prev) || prev[j] != l {
+			if j >= len(prev) {
 				fmt.Fprintf(&b, "      %s\n", l)
+			} else if d := ChangedFields(prev[j], l); d != "" {
+				fmt.Fprintf(&b, "      %s\n", d)
 			}
 		}
 		prev = st.State
@@ -214,4 +221,43 @@ func (c *Checker) FormatCounterexample(ce *Counterexample) string {
 		fmt.Fprintf(&b, "  (back to the state after step %d; the loop repeats forever)\n", len(ce.Steps))
 	}
 	return b.String()
+}
+
+// ChangedFields compares two renderings of the same handoff or worker
+// ("h0 source=Idle prefill=0 ...") and returns the name with only the
+// fields that changed: new values as key=value, fields that went away as
+// -key. It returns "" when nothing changed.
+func ChangedFields(prev, now string) string {
+	if prev == now {
+		return ""
+	}
+	pf, nf := strings.Fields(prev), strings.Fields(now)
+	if len(pf) == 0 || len(nf) == 0 || pf[0] != nf[0] {
+		return now
+	}
+	old := map[string]string{}
+	var oldKeys []string
+	for _, f := range pf[1:] {
+		k, v, _ := strings.Cut(f, "=")
+		old[k] = v
+		oldKeys = append(oldKeys, k)
+	}
+	seen := map[string]bool{}
+	var parts []string
+	for _, f := range nf[1:] {
+		k, v, _ := strings.Cut(f, "=")
+		seen[k] = true
+		if ov, ok := old[k]; !ok || ov != v {
+			parts = append(parts, f)
+		}
+	}
+	for _, k := range oldKeys {
+		if !seen[k] {
+			parts = append(parts, "-"+k)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return nf[0] + ": " + strings.Join(parts, " ")
 }

@@ -106,9 +106,6 @@ func (w *World) DescribeHandoff(h int) string {
 	if x.NoShow {
 		add("no_show")
 	}
-	if len(parts) == 0 {
-		return "(nothing)"
-	}
 	return strings.Join(parts, " ")
 }
 

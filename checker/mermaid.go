@@ -1,0 +1,102 @@
+package checker
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+// MermaidSequence renders a counterexample as a Mermaid sequenceDiagram
+// with one lane each for the client, the two routers, the source, the
+// transport and the destination: who did what, in order, with the rows
+// that fired as notes and the failing step marked.
+func (c *Checker) MermaidSequence(ce *Counterexample) string {
+	var b strings.Builder
+	b.WriteString("sequenceDiagram\n")
+	for _, p := range []string{"Client", "PrefillRouter", "DecodeRouter", "Source", "Transport", "Destination"} {
+		fmt.Fprintf(&b, "    participant %s\n", p)
+	}
+	lane := func(r spec.Role) string {
+		if r == spec.Source {
+			return "Source"
+		}
+		return "Destination"
+	}
+	sideLane := func(a int8) string { return lane(spec.Role(a)) }
+	steps := append(append([]TraceStep(nil), ce.Steps...), ce.Loop...)
+	for i, st := range steps {
+		if i == len(ce.Steps) && len(ce.Loop) > 0 {
+			b.WriteString("    loop never drains\n")
+		}
+		m := st.Move
+		h := fmt.Sprintf("h%d", m.H)
+		switch m.Kind {
+		case MvRoutePrefill:
+			fmt.Fprintf(&b, "    Client->>PrefillRouter: %s\n", h)
+			fmt.Fprintf(&b, "    PrefillRouter->>Source: route to worker %d (book ownership, compute load)\n", m.Arg)
+		case MvDeliverRequest:
+			fmt.Fprintf(&b, "    PrefillRouter->>Source: %s request arrives\n", h)
+		case MvRouteDecode:
+			fmt.Fprintf(&b, "    Client->>DecodeRouter: %s\n", h)
+			fmt.Fprintf(&b, "    DecodeRouter->>Destination: route to worker %d (book blocks)\n", m.Arg)
+		case MvDeliver:
+			fmt.Fprintf(&b, "    Transport->>%s: %s %s\n", sideLane(m.Arg), h, m.Msg)
+		case MvDuplicate:
+			fmt.Fprintf(&b, "    Transport->>%s: %s %s (duplicate, kept in flight)\n", sideLane(m.Arg), h, m.Msg)
+		case MvLose:
+			fmt.Fprintf(&b, "    Transport-x%s: %s %s lost\n", sideLane(m.Arg), h, m.Msg)
+		case MvTransfer, MvFailTransfer:
+			what := "KV transfer completes"
+			if m.Kind == MvFailTransfer {
+				what = "KV transfer fails"
+			}
+			fmt.Fprintf(&b, "    Source-->>Destination: %s %s\n", h, what)
+		case MvCancel:
+			fmt.Fprintf(&b, "    Client->>Client: %s cancelled by the client\n", h)
+		case MvDeliverCancel:
+			fmt.Fprintf(&b, "    Client->>%s: %s cancel on the request stream\n", sideLane(m.Arg), h)
+		case MvRestart:
+			role := "Source"
+			if c.world.Workers[m.Arg].Role == model.DecodeWorker {
+				role = "Destination"
+			}
+			fmt.Fprintf(&b, "    Note over %s: worker %d restarts (memory gone, generation +1)\n", role, m.Arg)
+		default:
+			// Moves local to one side: scheduler facts, timers, faults.
+			at := "Source"
+			switch m.Kind {
+			case MvReserve, MvRefuse, MvPromote, MvDecodeFinish:
+				at = "Destination"
+			case MvTimer:
+				at = lane(spec.Role(model.Timer(m.Arg).Side()))
+			case MvAbort, MvPeerRestarted:
+				at = sideLane(m.Arg)
+			case MvFreeBackground, MvOccupy:
+				at = "Destination"
+			}
+			fmt.Fprintf(&b, "    Note over %s: %s\n", at, m)
+		}
+		for _, f := range st.Fired {
+			var sends []string
+			for _, a := range f.Actions {
+				if strings.HasPrefix(a.String(), "Send") {
+					sends = append(sends, strings.TrimPrefix(a.String(), "Send"))
+				}
+			}
+			fmt.Fprintf(&b, "    Note over %s: %s → %s (row %d)\n", lane(f.Role),
+				c.proto.StateName(f.Role, f.From), c.proto.StateName(f.Role, f.To), f.Row)
+			for _, msg := range sends {
+				fmt.Fprintf(&b, "    %s->>Transport: h%d %s\n", lane(f.Role), f.Handoff, msg)
+			}
+		}
+		if st.Failed {
+			fmt.Fprintf(&b, "    Note over Client,Destination: VIOLATION %s\n", ce.Violation.Invariant)
+		}
+	}
+	if len(ce.Loop) > 0 {
+		b.WriteString("    end\n")
+	}
+	return b.String()
+}
