@@ -182,7 +182,6 @@ func TestExplore_EventuallyDrainedFindsTrap(t *testing.T) {
 	}
 }
 
-
 // Random walks find a broken table, the result does not depend on the
 // number of workers, the failing walk is reproduced alone by its own seed,
 // and shrinking keeps the violation.
