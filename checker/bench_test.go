@@ -5,25 +5,61 @@ import (
 	"testing"
 )
 
-// benchConfig is the default configuration cut to a size one benchmark
-// iteration explores in about a second.
-func benchRun(b *testing.B, workers int, liveness bool) {
+// benchDefault explores every run of the embedded default configuration
+// once per iteration and reports rates over all of them. Run with
+// -benchtime 1x: one iteration is the whole default job.
+func benchDefault(b *testing.B, workers int, liveness bool) {
 	cfg := DefaultConfig()
-	c, err := New(Generated(), cfg, cfg.Runs[0])
-	if err != nil {
-		b.Fatal(err)
+	var checkers []*Checker
+	for _, run := range cfg.Runs {
+		c, err := New(Generated(), cfg, run)
+		if err != nil {
+			b.Fatal(err)
+		}
+		checkers = append(checkers, c)
 	}
 	b.ResetTimer()
-	var states int
-	var trans int64
+	var states, trans int64
+	var stored, fps int64
 	for i := 0; i < b.N; i++ {
-		r := c.Explore(context.Background(), Limits{Workers: workers, Liveness: liveness, MaxStates: 300000}, nil)
-		states += r.Stats.States
-		trans += r.Stats.Transitions
+		for _, c := range checkers {
+			r := c.Explore(context.Background(), Limits{Workers: workers, Liveness: liveness}, nil)
+			if !r.Complete || r.Violation != nil {
+				b.Fatalf("%s: complete=%v violation=%v", c.Run().Name, r.Complete, r.Violation)
+			}
+			states += int64(r.Stats.States)
+			trans += r.Stats.Transitions
+			stored += r.Stats.StoreBytes
+			fps += r.Stats.FingerprintBytes
+		}
 	}
-	b.ReportMetric(float64(states)/b.Elapsed().Seconds(), "states/s")
-	b.ReportMetric(float64(trans)/b.Elapsed().Seconds(), "transitions/s")
+	sec := b.Elapsed().Seconds()
+	b.ReportMetric(float64(states)/sec, "states/s")
+	b.ReportMetric(float64(trans)/sec, "transitions/s")
+	b.ReportMetric(float64(stored)/float64(states), "store-bytes/state")
+	b.ReportMetric(float64(fps)/float64(states), "fingerprint-bytes/state")
+	b.ReportMetric(float64(states)/float64(b.N), "states")
 }
 
-func BenchmarkExplore_OneCore(b *testing.B)  { benchRun(b, 1, false) }
-func BenchmarkExplore_TwoCores(b *testing.B) { benchRun(b, 2, false) }
+func BenchmarkDefault_OneCore(b *testing.B)          { benchDefault(b, 1, false) }
+func BenchmarkDefault_TwoCores(b *testing.B)         { benchDefault(b, 2, false) }
+func BenchmarkDefault_TwoCoresLiveness(b *testing.B) { benchDefault(b, 2, true) }
+
+// benchSymmetry explores a configuration of three interchangeable
+// handoffs with and without symmetry reduction and reports the ratio of
+// distinct states.
+func BenchmarkSymmetry_ThreeHandoffs(b *testing.B) {
+	cfg := mustConfig(b, threeHandoffs)
+	plain := *cfg
+	plain.Symmetry = false
+	c, _ := New(Generated(), cfg, cfg.Runs[0])
+	p, _ := New(Generated(), &plain, cfg.Runs[0])
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		with := c.Explore(context.Background(), Limits{}, nil)
+		without := p.Explore(context.Background(), Limits{}, nil)
+		b.ReportMetric(float64(without.Stats.States)/float64(with.Stats.States), "reduction")
+		b.ReportMetric(float64(with.Stats.States), "states-with")
+		b.ReportMetric(float64(without.Stats.States), "states-without")
+	}
+}

@@ -92,12 +92,14 @@ type candidate struct {
 	isNew   bool
 }
 
-// edge is one transition for the liveness graph, with the target either
-// known (id) or a candidate of this level.
+// edge is one transition for the liveness graph. Its target is either
+// known (to) or a state first reached in this level, found again by its
+// fingerprint (and, in exact mode, its key) once the level is committed.
 type edge struct {
 	from uint32
 	to   uint32
-	cand int32 // index into the level's candidates, or -1
+	fp   uint64 // 0 when to is known
+	key  int32  // exact mode: index of the target's key in workerOut.edgeKeys
 }
 
 // graph is the explored state graph, kept for liveness.
@@ -281,6 +283,7 @@ type workerOut struct {
 	keys        []uint64
 	cands       []candidate
 	edges       []edge
+	edgeKeys    []Key // exact mode: the keys of edge targets new in this level
 	transitions int64
 	deadEnds    int
 	viol        *found
@@ -305,18 +308,25 @@ func (e *exploration) level(ctx context.Context, frontier []uint64, levelStart u
 		next <- i
 	}
 	close(next)
+	// Each worker remembers what it already made a candidate of in this
+	// level, so that a state reached many times in one level is checked,
+	// buffered and inserted once per worker, not once per reach.
+	seen := make([]levelSet, min(workers, chunks))
+	for w := range seen {
+		seen[w] = newLevelSet(e.st.exact)
+	}
 	for w := 0; w < min(workers, chunks); w++ {
 		wg.Add(1)
-		go func() {
+		go func(w int) {
 			defer wg.Done()
 			for ci := range next {
 				if ctx.Err() != nil {
 					continue
 				}
 				lo, hi := ci*n/chunks, (ci+1)*n/chunks
-				outs[ci] = e.expand(frontier, levelStart, lo, hi)
+				outs[ci] = e.expand(frontier, levelStart, lo, hi, &seen[w])
 			}
-		}()
+		}(w)
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
@@ -343,7 +353,7 @@ func (e *exploration) level(ctx context.Context, frontier []uint64, levelStart u
 }
 
 // expand is phase A for frontier states lo..hi.
-func (e *exploration) expand(frontier []uint64, levelStart uint32, lo, hi int) workerOut {
+func (e *exploration) expand(frontier []uint64, levelStart uint32, lo, hi int, seen *levelSet) workerOut {
 	c := e.c
 	// Most levels produce about one or two new candidates per state; size
 	// the buffers for that so that appends rarely copy.
@@ -355,6 +365,19 @@ func (e *exploration) expand(frontier []uint64, levelStart uint32, lo, hi int) w
 	}
 	var ms moveSet
 	var k Key
+	// Per state, successors are built first and looked up after, in a
+	// tight loop: the lookups are independent random reads of a large
+	// table, and issuing them together lets the memory system overlap
+	// their cache misses.
+	var succ [len(ms.m)]struct {
+		key Key
+		fp  uint64
+		t   State
+	}
+	var tx model.Tx
+	var idx [len(ms.m)]int
+	var ids [len(ms.m)]uint32
+	var known [len(ms.m)]bool
 	for i := lo; i < hi; i++ {
 		pid := levelStart + uint32(i)
 		copy(k[:e.words], frontier[i*e.words:(i+1)*e.words])
@@ -366,38 +389,57 @@ func (e *exploration) expand(frontier []uint64, levelStart uint32, lo, hi int) w
 				out.viol = &found{v: v, pid: pid, move: -1}
 			}
 		}
+		n := 0
 		for mi := 0; mi < ms.n; mi++ {
-			t := s
-			tx := model.Tx{W: &t.W}
-			c.apply(&t, &tx, ms.m[mi], out.cov, ms.stuck)
+			sc := &succ[n]
+			sc.t = s
+			tx.W, tx.J.N = &sc.t.W, 0
+			c.apply(&sc.t, &tx, ms.m[mi], out.cov, ms.stuck)
 			out.transitions++
-			if v := c.judgeStep(&s, &t, &tx.J, ms.m[mi]); v != nil {
+			if v := c.judgeStep(&s, &sc.t, &tx.J, ms.m[mi]); v != nil {
 				if out.viol == nil {
 					out.viol = &found{v: v, pid: pid, move: mi}
 				}
 				continue
 			}
-			var sk Key
-			c.canonical(&t, &sk)
-			fp := fingerprint(&sk, e.words)
-			if id, ok := e.st.lookup(fp, &sk); ok {
+			c.canonical(&sc.t, &sc.key)
+			sc.fp = fingerprint(&sc.key, e.words)
+			idx[n] = mi
+			n++
+		}
+		for j := 0; j < n; j++ {
+			ids[j], known[j] = e.st.lookup(succ[j].fp, &succ[j].key)
+		}
+		for j := 0; j < n; j++ {
+			sc := &succ[j]
+			if known[j] {
 				if e.g != nil {
-					out.edges = append(out.edges, edge{from: pid, to: id, cand: -1})
+					out.edges = append(out.edges, edge{from: pid, to: ids[j], key: -1})
 				}
 				continue
 			}
-			if v := c.CheckState(&t); v != nil {
-				if out.viol == nil {
-					out.viol = &found{v: v, pid: pid, move: mi, succ: true}
+			// A state reached twice in this level by this worker is a
+			// candidate once: its first reach is the smallest (parent,
+			// move), the one the level keeps anyway.
+			if seen.has(sc.fp, &sc.key) {
+				if e.g != nil {
+					out.edges = append(out.edges, e.newEdge(&out, pid, sc.fp, &sc.key))
 				}
 				continue
 			}
-			cd := candidate{fp: fp, pid: pid, move: uint8(mi), off: len(out.keys)}
+			if v := c.CheckState(&sc.t); v != nil {
+				if out.viol == nil || (out.viol.pid == pid && idx[j] < out.viol.move) {
+					out.viol = &found{v: v, pid: pid, move: idx[j], succ: true}
+				}
+				continue
+			}
+			cd := candidate{fp: sc.fp, pid: pid, move: uint8(idx[j]), off: len(out.keys)}
+			seen.add(sc.fp, &sc.key)
 			if e.g != nil {
-				cd.drained = c.Drained(&t)
-				out.edges = append(out.edges, edge{from: pid, cand: int32(len(out.cands))})
+				cd.drained = c.Drained(&sc.t)
+				out.edges = append(out.edges, e.newEdge(&out, pid, sc.fp, &sc.key))
 			}
-			out.keys = append(out.keys, sk[:e.words]...)
+			out.keys = append(out.keys, sc.key[:e.words]...)
 			out.cands = append(out.cands, cd)
 		}
 		if out.viol != nil {
@@ -492,11 +534,12 @@ func (e *exploration) commit(outs []workerOut, workers int) []uint64 {
 			o := &outs[w]
 			for _, ed := range o.edges {
 				to := ed.to
-				if ed.cand >= 0 {
-					cd := &o.cands[ed.cand]
-					var k Key
-					copy(k[:e.words], o.keys[cd.off:cd.off+e.words])
-					to, _ = e.st.lookup(cd.fp, &k)
+				if ed.fp != 0 {
+					var k *Key
+					if e.st.exact {
+						k = &o.edgeKeys[ed.key]
+					}
+					to, _ = e.st.lookup(ed.fp, k)
 				}
 				e.g.from = append(e.g.from, ed.from)
 				e.g.to = append(e.g.to, to)
@@ -504,4 +547,44 @@ func (e *exploration) commit(outs []workerOut, workers int) []uint64 {
 		}
 	}
 	return next
+}
+
+// newEdge records a transition to a state first reached in this level.
+func (e *exploration) newEdge(out *workerOut, from uint32, fp uint64, k *Key) edge {
+	ed := edge{from: from, fp: fp}
+	if e.st.exact {
+		ed.key = int32(len(out.edgeKeys))
+		out.edgeKeys = append(out.edgeKeys, *k)
+	}
+	return ed
+}
+
+// levelSet is what one worker made a candidate of in the current level.
+type levelSet struct {
+	fps  fpTable
+	keys map[Key]struct{}
+}
+
+func newLevelSet(exact bool) levelSet {
+	if exact {
+		return levelSet{keys: map[Key]struct{}{}}
+	}
+	return levelSet{}
+}
+
+func (l *levelSet) has(fp uint64, k *Key) bool {
+	if l.keys != nil {
+		_, ok := l.keys[*k]
+		return ok
+	}
+	_, ok := l.fps.lookup(fp)
+	return ok
+}
+
+func (l *levelSet) add(fp uint64, k *Key) {
+	if l.keys != nil {
+		l.keys[*k] = struct{}{}
+		return
+	}
+	l.fps.insert(fp)
 }

@@ -116,6 +116,39 @@ func TestExplore_PinnedCounts(t *testing.T) {
 
 // Symmetry keeps one state per orbit of interchangeable handoffs and
 // workers: with two of each the reduction approaches 2!·2! = 4.
+// threeHandoffs is three interchangeable handoffs on one decode worker.
+const threeHandoffs = `{
+  "schema": "handoffcheck.config/v1",
+  "runs": [{"name": "vllm", "policy": "source-first", "engine": "vllm"}],
+  "workers": [
+    {"role": "prefill", "capacity_blocks": 10},
+    {"role": "decode", "capacity_blocks": 9, "slots": 2, "headroom_tokens": 0}
+  ],
+  "handoffs": [{"prompt_tokens": 48}, {"prompt_tokens": 48}, {"prompt_tokens": 48}],
+  "transfer": {"bytes_per_token": 131072, "block_size_tokens": 16},
+  "faults": {"cancel": 1}
+}`
+
+// With three interchangeable handoffs the orbits have up to 3! = 6
+// states; the reduction must be at least 4×, with the same verdict.
+func TestExplore_SymmetryThreeHandoffs(t *testing.T) {
+	cfg := mustConfig(t, threeHandoffs)
+	c, _ := New(Generated(), cfg, cfg.Runs[0])
+	with := c.Explore(context.Background(), Limits{}, nil)
+	plain := *cfg
+	plain.Symmetry = false
+	p, _ := New(Generated(), &plain, cfg.Runs[0])
+	without := p.Explore(context.Background(), Limits{}, nil)
+	ratio := float64(without.Stats.States) / float64(with.Stats.States)
+	t.Logf("three handoffs: %d states with symmetry, %d without, %.2f×", with.Stats.States, without.Stats.States, ratio)
+	if ratio < 4 {
+		t.Errorf("reduction %.2f×, want ≥ 4×", ratio)
+	}
+	if !with.Complete || !without.Complete || (with.Violation == nil) != (without.Violation == nil) {
+		t.Errorf("verdicts differ")
+	}
+}
+
 func TestExplore_SymmetryReduces(t *testing.T) {
 	cfg := mustConfig(t, twoByTwo)
 	for _, run := range cfg.Runs {

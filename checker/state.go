@@ -19,20 +19,16 @@ func (b *Budget) field(i int) *uint8 {
 	return [...]*uint8{&b.Duplicate, &b.Loss, &b.Reorder, &b.Cancel, &b.Abort, &b.TransferFailure, &b.Restart, &b.EarlyExpiry, &b.NoShow, &b.Reoccupy}[i]
 }
 
-func (b Budget) pack() uint64 {
-	var v uint64
-	for i := range budgetFields {
-		v |= uint64(*b.field(i)) << (4 * i)
-	}
-	return v
+func (b *Budget) pack() uint64 {
+	return uint64(b.Duplicate) | uint64(b.Loss)<<4 | uint64(b.Reorder)<<8 | uint64(b.Cancel)<<12 |
+		uint64(b.Abort)<<16 | uint64(b.TransferFailure)<<20 | uint64(b.Restart)<<24 |
+		uint64(b.EarlyExpiry)<<28 | uint64(b.NoShow)<<32 | uint64(b.Reoccupy)<<36
 }
 
 func unpackBudget(v uint64) Budget {
-	var b Budget
-	for i := range budgetFields {
-		*b.field(i) = uint8(v>>(4*i)) & 15
-	}
-	return b
+	f := func(i uint) uint8 { return uint8(v>>(4*i)) & 15 }
+	return Budget{Duplicate: f(0), Loss: f(1), Reorder: f(2), Cancel: f(3), Abort: f(4),
+		TransferFailure: f(5), Restart: f(6), EarlyExpiry: f(7), NoShow: f(8), Reoccupy: f(9)}
 }
 
 // State is one state of the composed system: the physical world, each

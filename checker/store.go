@@ -130,7 +130,7 @@ func newStore(exact bool, words int, ids bool) *store {
 	return s
 }
 
-// lookup finds a state's id by fingerprint (and key in exact mode).
+// lookup finds a state's id by fingerprint (and key, in exact mode).
 func (s *store) lookup(fp uint64, k *Key) (uint32, bool) {
 	sh := shardOf(fp)
 	if s.exact {
