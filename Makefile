@@ -11,6 +11,7 @@ FUZZ_TARGETS = \
 	./model:FuzzParseGroups \
 	./checker:FuzzParseConfig \
 	./checker:FuzzParseMove \
+	./checker:FuzzParseTrace \
 	./fuzz:FuzzStep
 
 .PHONY: all generate check test fresh fuzz bench lint

@@ -21,7 +21,7 @@ func init() {
 }
 
 type checkFlags struct {
-	config, specFile, policy, runs, maxMemory, progress string
+	config, specFile, policy, runs, maxMemory, progress, traceOut string
 	asJSON, stats, exact, liveness, swarm, mermaid      bool
 	maxStates, maxDepth, workers, walks, steps          int
 	seed                                                uint64
@@ -48,6 +48,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.swarm, "swarm", false, "randomized mode: give each walk a random subset of fault kinds")
 	fs.BoolVar(&f.mermaid, "mermaid", false, "also print each counterexample as a Mermaid sequenceDiagram")
 	fs.StringVar(&f.progress, "progress", "auto", "progress on stderr every few seconds: auto (only on a terminal), always or never")
+	fs.StringVar(&f.traceOut, "trace-out", "", "write the first counterexample as a trace file (JSON Lines) for 'handoffcheck replay'")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
@@ -56,6 +57,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	cfg := checker.DefaultConfig()
+	configJSON := checker.DefaultConfigJSON()
 	if f.config != "" {
 		data, err := os.ReadFile(f.config)
 		if err != nil {
@@ -64,8 +66,10 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		if cfg, err = checker.ParseConfig(f.config, data); err != nil {
 			return bad("%v", err)
 		}
+		configJSON = data
 	}
 	proto := checker.Generated()
+	var variant *spec.Spec
 	if f.specFile != "" {
 		data, err := os.ReadFile(f.specFile)
 		if err != nil {
@@ -79,6 +83,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return bad("%s: %v", f.specFile, err)
 		}
+		variant = s
 		if proto, err = checker.FromStepper(f.specFile, s, it); err != nil {
 			return bad("%s: %v", f.specFile, err)
 		}
@@ -118,8 +123,27 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	// saveTrace writes the first counterexample for replay.
+	saveTrace := func(run checker.Run, ce *checker.Counterexample) {
+		if f.traceOut == "" || ce == nil {
+			return
+		}
+		out, err := os.Create(f.traceOut)
+		if err == nil {
+			err = checker.WriteTrace(out, configJSON, variant, run.Name, ce)
+			if cerr := out.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "handoffcheck check: --trace-out: %v\n", err)
+			return
+		}
+		fmt.Fprintf(stderr, "counterexample written to %s (handoffcheck replay %s)\n", f.traceOut, f.traceOut)
+		f.traceOut = ""
+	}
 	if f.walks > 0 {
-		return walkMode(ctx, &f, cfg, proto, policies, stdout, stderr)
+		return walkMode(ctx, &f, cfg, proto, policies, stdout, stderr, saveTrace)
 	}
 	var progress func(checker.Progress)
 	if f.progress == "always" || (f.progress == "auto" && isTerminal(os.Stderr)) {
@@ -143,6 +167,11 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 			rep.SetBaseline(base)
 		}
 	}
+	for _, x := range rep.Runs {
+		if x.Violation != nil {
+			saveTrace(x.Run, x.Violation)
+		}
+	}
 	if f.asJSON {
 		out, err := rep.JSON()
 		if err != nil {
@@ -162,7 +191,8 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 }
 
 // walkMode runs seeded random walks on each selected run.
-func walkMode(ctx context.Context, f *checkFlags, cfg *checker.Config, proto *checker.Protocol, policies []spec.Policy, stdout, stderr io.Writer) int {
+func walkMode(ctx context.Context, f *checkFlags, cfg *checker.Config, proto *checker.Protocol, policies []spec.Policy, stdout, stderr io.Writer,
+	saveTrace func(checker.Run, *checker.Counterexample)) int {
 	violated := false
 	type jsonWalk struct {
 		Run       string   `json:"run"`
@@ -205,6 +235,7 @@ func walkMode(ctx context.Context, f *checkFlags, cfg *checker.Config, proto *ch
 				jw.Trace = append(jw.Trace, st.Move.String())
 			}
 			jw.Reproduce = reproduce(f, run, r.Seed)
+			saveTrace(run, r.Violation)
 		}
 		out = append(out, jw)
 		if f.asJSON {

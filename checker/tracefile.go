@@ -1,0 +1,165 @@
+package checker
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+// TraceSchemaV1 names the trace file format: JSON Lines, a header line
+// then one line per move.
+//
+//	{"schema": "handoffcheck.trace/v1", "run": "vllm", "config": {...}, "spec": {...}, "violation": "SourcePinnedUntilRead"}
+//	{"step": 1, "move": "route-prefill h=0 worker=0"}
+//	{"step": 2, "move": "deliver-request h=0"}
+//
+// The header carries everything needed to replay: the configuration, the
+// run, and the spec when it is not the built-in one. "violation" is what
+// the trace is expected to end in ("" for none). Steps are numbered from 1
+// without gaps; the move syntax is that of scenario files.
+const TraceSchemaV1 = "handoffcheck.trace/v1"
+
+// ErrTrace is wrapped by every refusal of a trace file.
+var ErrTrace = errors.New("checker: bad trace")
+
+type traceHeader struct {
+	Schema    string          `json:"schema"`
+	Run       string          `json:"run"`
+	Config    json.RawMessage `json:"config"`
+	Spec      json.RawMessage `json:"spec,omitempty"`
+	Violation string          `json:"violation,omitempty"`
+}
+
+type traceLine struct {
+	Step int    `json:"step"`
+	Move string `json:"move"`
+}
+
+// Trace is a parsed trace file.
+type Trace struct {
+	Run       string
+	Config    *Config
+	Spec      *spec.Spec // nil: the built-in spec
+	Violation string
+	Moves     []Move
+	Lines     []int // the file line of each move
+}
+
+// WriteTrace writes a counterexample of a run as a trace file.
+func WriteTrace(w io.Writer, configJSON []byte, s *spec.Spec, run string, ce *Counterexample) error {
+	h := traceHeader{Schema: TraceSchemaV1, Run: run}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, configJSON); err != nil {
+		return fmt.Errorf("checker: configuration is not JSON: %w", err)
+	}
+	h.Config = compact.Bytes()
+	if s != nil {
+		raw, err := s.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		h.Spec = raw
+	}
+	if ce.Violation != nil {
+		h.Violation = ce.Violation.Invariant
+	}
+	enc := json.NewEncoder(w)
+	if err := enc.Encode(h); err != nil {
+		return err
+	}
+	for i, st := range append(append([]TraceStep(nil), ce.Steps...), ce.Loop...) {
+		if err := enc.Encode(traceLine{Step: i + 1, Move: st.Move.String()}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ParseTrace reads a trace file. Every error names the file and line and
+// says what was expected; it never panics on bad input.
+func ParseTrace(file string, data []byte) (*Trace, error) {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
+	bad := func(line int, format string, args ...any) error {
+		return fmt.Errorf("%s:%d: %w: %s", file, line, ErrTrace, fmt.Sprintf(format, args...))
+	}
+	tr := &Trace{}
+	line := 0
+	for sc.Scan() {
+		line++
+		text := bytes.TrimSpace(sc.Bytes())
+		if len(text) == 0 {
+			continue
+		}
+		dec := json.NewDecoder(bytes.NewReader(text))
+		dec.DisallowUnknownFields()
+		if tr.Config == nil {
+			var h traceHeader
+			if err := dec.Decode(&h); err != nil {
+				return nil, bad(line, "header: %s (want {\"schema\": %q, \"run\", \"config\", ...})", cleanErr(err), TraceSchemaV1)
+			}
+			if h.Schema != TraceSchemaV1 {
+				return nil, bad(line, "schema is %q, want %q", h.Schema, TraceSchemaV1)
+			}
+			if len(h.Config) == 0 {
+				return nil, bad(line, "the header has no config")
+			}
+			cfg, err := ParseConfig(fmt.Sprintf("%s:%d: config", file, line), h.Config)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrTrace, err)
+			}
+			found := false
+			for _, r := range cfg.Runs {
+				found = found || r.Name == h.Run
+			}
+			if !found {
+				return nil, bad(line, "run %q is not a run of the configuration", h.Run)
+			}
+			if len(h.Spec) > 0 {
+				s, err := spec.Parse(fmt.Sprintf("%s:%d: spec", file, line), h.Spec)
+				if err != nil {
+					return nil, fmt.Errorf("%w: %v", ErrTrace, err)
+				}
+				tr.Spec = s
+			}
+			tr.Run, tr.Config, tr.Violation = h.Run, cfg, h.Violation
+			continue
+		}
+		var l traceLine
+		if err := dec.Decode(&l); err != nil {
+			return nil, bad(line, "%s (want {\"step\": N, \"move\": \"...\"})", cleanErr(err))
+		}
+		if dec.More() {
+			return nil, bad(line, "more than one JSON value on the line")
+		}
+		if l.Step != len(tr.Moves)+1 {
+			return nil, bad(line, "step %d, want %d (steps count from 1 without gaps)", l.Step, len(tr.Moves)+1)
+		}
+		m, err := ParseMove(l.Move)
+		if err != nil {
+			return nil, bad(line, "move %q: %v", l.Move, err)
+		}
+		tr.Moves = append(tr.Moves, m)
+		tr.Lines = append(tr.Lines, line)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, bad(line+1, "%v", err)
+	}
+	if tr.Config == nil {
+		return nil, bad(1, "empty trace, want a header line with schema %q", TraceSchemaV1)
+	}
+	return tr, nil
+}
+
+func cleanErr(err error) string {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "the JSON ends early"
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
