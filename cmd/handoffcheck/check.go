@@ -22,9 +22,9 @@ func init() {
 
 type checkFlags struct {
 	config, specFile, policy, runs, maxMemory, progress, traceOut string
-	asJSON, stats, exact, liveness, swarm, mermaid      bool
-	maxStates, maxDepth, workers, walks, steps          int
-	seed                                                uint64
+	asJSON, stats, exact, liveness, swarm, mermaid                bool
+	maxStates, maxDepth, workers, walks, steps                    int
+	seed                                                          uint64
 }
 
 func cmdCheck(args []string, stdout, stderr io.Writer) int {
