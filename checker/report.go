@@ -160,23 +160,66 @@ func (r *Report) Text(stats bool) string {
 		if !x.Complete && x.Violation == nil && x.StopReason != "" && !x.Liveness {
 			b.WriteString("  warning: the exploration was cut by a bound: Quiescence and EventuallyDrained verdicts cover only what was explored\n")
 		}
+		var parts []string
 		for _, rc := range x.RowCoverage(c.proto.spec) {
-			fmt.Fprintf(&b, "  coverage: %s rows %d/%d fired", rc.Role, rc.Fired, rc.Total)
-			if len(rc.Dead) == 0 {
-				b.WriteString("\n")
-				continue
-			}
-			fmt.Fprintf(&b, "; never fired (finding):\n")
-			for _, d := range rc.Dead {
-				fmt.Fprintf(&b, "    %s\n", d)
-			}
+			parts = append(parts, fmt.Sprintf("%s rows %d/%d fired", rc.Role, rc.Fired, rc.Total))
 		}
+		fmt.Fprintf(&b, "  coverage: %s\n", strings.Join(parts, ", "))
 		if x.Violation != nil {
 			b.WriteString(indent(c.FormatCounterexample(x.Violation), "  "))
 		}
 	}
+	for _, pc := range r.PolicyCoverage() {
+		fmt.Fprintf(&b, "coverage under %s (runs %s): %s rows %d/%d fired", pc.Policy, strings.Join(pc.Runs, ", "), pc.Role, pc.Fired, pc.Total)
+		if len(pc.Dead) == 0 {
+			b.WriteString("\n")
+			continue
+		}
+		b.WriteString("; never fired (findings):\n")
+		for _, d := range pc.Dead {
+			fmt.Fprintf(&b, "  %s\n", d)
+		}
+	}
 	fmt.Fprintf(&b, "invariants checked: %s\n", strings.Join(r.Invariants, ", "))
 	return b.String()
+}
+
+// PolicyRowCoverage is row coverage of one role under one policy, over
+// every run of that policy: a row fired if it fired in any of them.
+type PolicyRowCoverage struct {
+	Policy spec.Policy
+	Runs   []string
+	RoleCoverage
+}
+
+// PolicyCoverage reports, per policy and role, which rows fired in some
+// run of the policy and which never did.
+func (r *Report) PolicyCoverage() []PolicyRowCoverage {
+	var out []PolicyRowCoverage
+	for _, pol := range spec.Policies {
+		var runs []string
+		var merged *Coverage
+		var sp *spec.Spec
+		for i, x := range r.Runs {
+			if x.Run.Policy != pol || x.Coverage == nil {
+				continue
+			}
+			runs = append(runs, x.Run.Name)
+			sp = r.checkers[i].proto.spec
+			if merged == nil {
+				merged = newCoverage(sp)
+			}
+			merged.add(x.Coverage)
+		}
+		if merged == nil {
+			continue
+		}
+		res := &Result{Run: Run{Policy: pol}, Coverage: merged}
+		for _, rc := range res.RowCoverage(sp) {
+			out = append(out, PolicyRowCoverage{Policy: pol, Runs: runs, RoleCoverage: rc})
+		}
+	}
+	return out
 }
 
 func indent(s, prefix string) string {
@@ -188,10 +231,17 @@ func indent(s, prefix string) string {
 }
 
 type jsonReport struct {
-	Protocol   string    `json:"protocol"`
-	Verdict    string    `json:"verdict"`
-	Runs       []jsonRun `json:"runs"`
-	Invariants []string  `json:"invariants"`
+	Protocol   string               `json:"protocol"`
+	Verdict    string               `json:"verdict"`
+	Runs       []jsonRun            `json:"runs"`
+	Coverage   []jsonPolicyCoverage `json:"coverage_by_policy"`
+	Invariants []string             `json:"invariants"`
+}
+
+type jsonPolicyCoverage struct {
+	Policy string   `json:"policy"`
+	Runs   []string `json:"runs"`
+	jsonCoverage
 }
 
 type jsonRun struct {
@@ -295,6 +345,15 @@ func (r *Report) JSON() ([]byte, error) {
 	}
 	if r.Violated() {
 		out.Verdict = "violation"
+	}
+	out.Coverage = []jsonPolicyCoverage{}
+	for _, pc := range r.PolicyCoverage() {
+		dead := pc.Dead
+		if dead == nil {
+			dead = []string{}
+		}
+		out.Coverage = append(out.Coverage, jsonPolicyCoverage{Policy: pc.Policy.String(), Runs: pc.Runs,
+			jsonCoverage: jsonCoverage{Role: pc.Role.String(), Fired: pc.Fired, Total: pc.Total, Dead: dead}})
 	}
 	return json.MarshalIndent(out, "", "  ")
 }
