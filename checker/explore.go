@@ -90,6 +90,7 @@ type candidate struct {
 	drained bool
 	off     int // offset of its key in the owning worker's key buffer
 	isNew   bool
+	id      uint32
 }
 
 // edge is one transition for the liveness graph. Its target is either
@@ -462,40 +463,30 @@ func (e *exploration) commit(outs []workerOut, workers int) []uint64 {
 			byShard[sh] = append(byShard[sh], ref{w, i})
 		}
 	}
-	var wg sync.WaitGroup
-	shards := make(chan int, numShards)
-	for sh := 0; sh < numShards; sh++ {
-		shards <- sh
-	}
-	close(shards)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for sh := range shards {
-				for _, r := range byShard[sh] {
-					cd := &outs[r.w].cands[r.i]
-					if e.st.exact {
-						var k Key
-						copy(k[:e.words], outs[r.w].keys[cd.off:cd.off+e.words])
-						if _, ok := e.st.keys[sh][k]; !ok {
-							e.st.keys[sh][k] = ^uint32(0)
-							cd.isNew = true
-						}
-					} else {
-						_, cd.isNew = e.st.fp[sh].insert(cd.fp)
-					}
+	// Insert, shard by shard in parallel; within a shard the first
+	// candidate in (parent, move) order wins.
+	parallel(workers, numShards, func(sh int) {
+		for _, r := range byShard[sh] {
+			cd := &outs[r.w].cands[r.i]
+			if e.st.exact {
+				var k Key
+				copy(k[:e.words], outs[r.w].keys[cd.off:cd.off+e.words])
+				if _, ok := e.st.keys[sh][k]; !ok {
+					e.st.keys[sh][k] = ^uint32(0)
+					cd.isNew = true
 				}
+			} else {
+				_, cd.isNew = e.st.fp[sh].insert(cd.fp)
 			}
-		}()
-	}
-	wg.Wait()
+		}
+	})
 	// Ids in (parent, move) order: the order of the chunks and of the
 	// candidates within them.
 	fresh := 0
 	for w := range outs {
 		for i := range outs[w].cands {
-			if outs[w].cands[i].isNew {
+			if cd := &outs[w].cands[i]; cd.isNew {
+				cd.id = uint32(len(e.parent) + fresh)
 				fresh++
 			}
 		}
@@ -508,19 +499,6 @@ func (e *exploration) commit(outs []workerOut, workers int) []uint64 {
 			if !cd.isNew {
 				continue
 			}
-			id := uint32(len(e.parent))
-			sh := shardOf(cd.fp)
-			if e.st.exact {
-				var k Key
-				copy(k[:e.words], o.keys[cd.off:cd.off+e.words])
-				e.st.keys[sh][k] = id
-			} else {
-				if e.g != nil {
-					// A later grow of this shard may have moved the slot; find it again.
-					slot, _ := e.st.fp[sh].find(cd.fp)
-					e.st.fp[sh].ids[slot] = id
-				}
-			}
 			e.parent = append(e.parent, cd.pid)
 			e.via = append(e.via, cd.move)
 			if e.g != nil {
@@ -529,24 +507,75 @@ func (e *exploration) commit(outs []workerOut, workers int) []uint64 {
 			next = append(next, o.keys[cd.off:cd.off+e.words]...)
 		}
 	}
-	if e.g != nil {
-		for w := range outs {
-			o := &outs[w]
-			for _, ed := range o.edges {
-				to := ed.to
-				if ed.fp != 0 {
-					var k *Key
-					if e.st.exact {
-						k = &o.edgeKeys[ed.key]
-					}
-					to, _ = e.st.lookup(ed.fp, k)
-				}
-				e.g.from = append(e.g.from, ed.from)
-				e.g.to = append(e.g.to, to)
+	if e.g == nil && !e.st.exact {
+		return next
+	}
+	// Record the ids in the store, shard by shard in parallel: no shard
+	// grows any more this level, so slots found now stay put.
+	parallel(workers, numShards, func(sh int) {
+		for _, r := range byShard[sh] {
+			cd := &outs[r.w].cands[r.i]
+			if !cd.isNew {
+				continue
+			}
+			if e.st.exact {
+				var k Key
+				copy(k[:e.words], outs[r.w].keys[cd.off:cd.off+e.words])
+				e.st.keys[sh][k] = cd.id
+			} else {
+				slot, _ := e.st.fp[sh].find(cd.fp)
+				e.st.fp[sh].ids[slot] = cd.id
 			}
 		}
+	})
+	if e.g == nil {
+		return next
+	}
+	// Resolve the edges of each chunk in parallel, then append them in
+	// chunk order so that the graph stays ordered by source state.
+	froms := make([][]uint32, len(outs))
+	tos := make([][]uint32, len(outs))
+	parallel(workers, len(outs), func(w int) {
+		o := &outs[w]
+		froms[w] = make([]uint32, len(o.edges))
+		tos[w] = make([]uint32, len(o.edges))
+		for i, ed := range o.edges {
+			to := ed.to
+			if ed.fp != 0 {
+				var k *Key
+				if e.st.exact {
+					k = &o.edgeKeys[ed.key]
+				}
+				to, _ = e.st.lookup(ed.fp, k)
+			}
+			froms[w][i], tos[w][i] = ed.from, to
+		}
+	})
+	for w := range outs {
+		e.g.from = append(e.g.from, froms[w]...)
+		e.g.to = append(e.g.to, tos[w]...)
 	}
 	return next
+}
+
+// parallel runs f(0..n-1) on up to workers goroutines.
+func parallel(workers, n int, f func(int)) {
+	next := make(chan int, n)
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for w := 0; w < min(workers, n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // newEdge records a transition to a state first reached in this level.
