@@ -171,6 +171,10 @@ func (r *Report) Text(stats bool) string {
 	}
 	for _, pc := range r.PolicyCoverage() {
 		fmt.Fprintf(&b, "coverage under %s (runs %s): %s rows %d/%d fired", pc.Policy, strings.Join(pc.Runs, ", "), pc.Role, pc.Fired, pc.Total)
+		if pc.Partial {
+			b.WriteString(" (partial: an exploration stopped early, so rows that never fired are not findings)\n")
+			continue
+		}
 		if len(pc.Dead) == 0 {
 			b.WriteString("\n")
 			continue
@@ -189,6 +193,8 @@ func (r *Report) Text(stats bool) string {
 type PolicyRowCoverage struct {
 	Policy spec.Policy
 	Runs   []string
+	// Partial is set when a run of the policy did not complete.
+	Partial bool
 	RoleCoverage
 }
 
@@ -200,10 +206,12 @@ func (r *Report) PolicyCoverage() []PolicyRowCoverage {
 		var runs []string
 		var merged *Coverage
 		var sp *spec.Spec
+		partial := false
 		for i, x := range r.Runs {
 			if x.Run.Policy != pol || x.Coverage == nil {
 				continue
 			}
+			partial = partial || !x.Complete
 			runs = append(runs, x.Run.Name)
 			sp = r.checkers[i].proto.spec
 			if merged == nil {
@@ -216,7 +224,7 @@ func (r *Report) PolicyCoverage() []PolicyRowCoverage {
 		}
 		res := &Result{Run: Run{Policy: pol}, Coverage: merged}
 		for _, rc := range res.RowCoverage(sp) {
-			out = append(out, PolicyRowCoverage{Policy: pol, Runs: runs, RoleCoverage: rc})
+			out = append(out, PolicyRowCoverage{Policy: pol, Runs: runs, Partial: partial, RoleCoverage: rc})
 		}
 	}
 	return out
@@ -239,8 +247,9 @@ type jsonReport struct {
 }
 
 type jsonPolicyCoverage struct {
-	Policy string   `json:"policy"`
-	Runs   []string `json:"runs"`
+	Policy  string   `json:"policy"`
+	Runs    []string `json:"runs"`
+	Partial bool     `json:"partial"`
 	jsonCoverage
 }
 
@@ -352,7 +361,7 @@ func (r *Report) JSON() ([]byte, error) {
 		if dead == nil {
 			dead = []string{}
 		}
-		out.Coverage = append(out.Coverage, jsonPolicyCoverage{Policy: pc.Policy.String(), Runs: pc.Runs,
+		out.Coverage = append(out.Coverage, jsonPolicyCoverage{Policy: pc.Policy.String(), Runs: pc.Runs, Partial: pc.Partial,
 			jsonCoverage: jsonCoverage{Role: pc.Role.String(), Fired: pc.Fired, Total: pc.Total, Dead: dead}})
 	}
 	return json.MarshalIndent(out, "", "  ")

@@ -167,11 +167,6 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 			rep.SetBaseline(base)
 		}
 	}
-	for _, x := range rep.Runs {
-		if x.Violation != nil {
-			saveTrace(x.Run, x.Violation)
-		}
-	}
 	if f.asJSON {
 		out, err := rep.JSON()
 		if err != nil {
@@ -182,6 +177,11 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, rep.Text(f.stats))
 		if f.mermaid {
 			fmt.Fprint(stdout, rep.Mermaid())
+		}
+	}
+	for _, x := range rep.Runs {
+		if x.Violation != nil {
+			saveTrace(x.Run, x.Violation)
 		}
 	}
 	if rep.Violated() {
