@@ -76,6 +76,7 @@ type fileWorker struct {
 	Headroom         model.Tokens   `json:"headroom_tokens"`
 	BackgroundBlocks model.Blocks   `json:"background_blocks"`
 	BackgroundSlots  int            `json:"background_slots"`
+	BackgroundStart  *bool          `json:"background_at_start"`
 	PrefixHit        []model.Tokens `json:"prefix_hit_tokens"`
 }
 
@@ -138,7 +139,13 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	}
 	for i, w := range f.Workers {
 		wc := model.WorkerConfig{Capacity: w.Capacity, Slots: w.Slots, Headroom: w.Headroom,
-			BackgroundBlocks: w.BackgroundBlocks, BackgroundSlots: w.BackgroundSlots, PrefixHit: w.PrefixHit}
+			BackgroundBlocks: w.BackgroundBlocks, BackgroundSlots: w.BackgroundSlots, PrefixHit: w.PrefixHit,
+			BackgroundAtStart: w.BackgroundBlocks > 0 || w.BackgroundSlots > 0}
+		if w.BackgroundStart != nil {
+			// Background load held from the start unless told otherwise;
+			// without it, only the background_load fault brings it.
+			wc.BackgroundAtStart = *w.BackgroundStart
+		}
 		switch w.Role {
 		case "prefill":
 			wc.Role = model.PrefillWorker

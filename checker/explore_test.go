@@ -32,7 +32,7 @@ const smallConfig = `{
   ],
   "handoffs": [{"prompt_tokens": 48, "headroom_tokens": 512}],
   "transfer": {"bytes_per_token": 131072, "block_size_tokens": 16},
-  "faults": {"duplicate": 1, "cancel": 1}
+  "faults": {"duplicate": 1, "cancel": 1, "early_timer": 1}
 }`
 
 // twoByTwo is two interchangeable handoffs and two interchangeable decode
@@ -50,7 +50,7 @@ const twoByTwo = `{
   ],
   "handoffs": [{"prompt_tokens": 48, "headroom_tokens": 512}, {"prompt_tokens": 48, "headroom_tokens": 512}],
   "transfer": {"bytes_per_token": 131072, "block_size_tokens": 16},
-  "faults": {"loss": 1, "restart": 1, "early_expiry": 1}
+  "faults": {"loss": 1, "restart": 1, "early_timer": 1}
 }`
 
 // The exact number of distinct states of small configurations is pinned:
@@ -67,12 +67,12 @@ func TestExplore_PinnedCounts(t *testing.T) {
 		transitions int64
 		depth       int
 	}{
-		{smallConfig, "vllm", true, 278, 605, 14},
-		{smallConfig, "sglang", true, 256, 478, 13},
-		{smallConfig, "trtllm", true, 82, 178, 10},
-		{twoByTwo, "vllm", true, 22698, 96380, 20},
+		{smallConfig, "vllm", true, 525, 1102, 14},
+		{smallConfig, "sglang", true, 654, 1402, 14},
+		{smallConfig, "trtllm", true, 137, 275, 10},
+		{twoByTwo, "vllm", true, 9966, 31240, 20},
 		{twoByTwo, "sglang", true, 16152, 45794, 20},
-		{twoByTwo, "vllm", false, 90257, 383395, 20},
+		{twoByTwo, "vllm", false, 39381, 123603, 20},
 		{twoByTwo, "sglang", false, 64261, 182216, 20},
 	}
 	for _, tc := range cases {

@@ -518,7 +518,7 @@ func (c *Checker) moves(s *State, ms *moveSet) (protocol int) {
 	ms.stuck = false
 	ms.n = 0
 	tx := model.Tx{W: &s.W}
-	busy := 0 // protocol moves other than heartbeats: the system is not stuck
+	busy := 0 // protocol moves other than timers: the system is not stuck
 	for h := 0; h < c.nH; h++ {
 		x := &s.W.H[h]
 		hh := int8(h)
@@ -558,9 +558,6 @@ func (c *Checker) moves(s *State, ms *moveSet) (protocol int) {
 				}
 			}
 		}
-		if x.Armed(model.TimerHeartbeat) && c.opts.Renewal && c.can(s, spec.Destination, h, evDstHeartbeatDue) {
-			ms.add(Move{Kind: MvTimer, H: hh, Arg: int8(model.TimerHeartbeat)})
-		}
 		if tx.CanPromote(h) {
 			ms.add(Move{Kind: MvPromote, H: hh})
 		}
@@ -582,21 +579,18 @@ func (c *Checker) moves(s *State, ms *moveSet) (protocol int) {
 			ms.add(Move{Kind: MvFreeBackground, H: -1, Arg: int8(w)})
 		}
 	}
-	for i := 0; i < ms.n; i++ {
-		if !(ms.m[i].Kind == MvTimer && ms.m[i].Arg == int8(model.TimerHeartbeat)) {
-			busy++
-		}
-	}
-	// Expiries: any armed timer may fire at any moment. While the system
-	// can still progress, an expiry is an early one and spends the budget;
-	// when nothing else can happen, deadlines are what ends the wait.
+	busy = ms.n
+	// Timers: any armed timer may fire at any moment. While the system can
+	// still progress, a timer that fires is an early one and spends the
+	// early-timer budget; when nothing else can happen, deadlines and
+	// heartbeats fire freely: they are what ends (or keeps alive) the wait.
 	stuck := busy == 0
 	ms.stuck = stuck
-	if stuck || s.B.EarlyExpiry > 0 {
+	if stuck || s.B.EarlyTimer > 0 {
 		for h := 0; h < c.nH; h++ {
 			x := &s.W.H[h]
 			for t := model.Timer(0); t < model.NumTimers; t++ {
-				if t == model.TimerHeartbeat || !x.Armed(t) {
+				if !x.Armed(t) || (t == model.TimerHeartbeat && !c.opts.Renewal) {
 					continue
 				}
 				if c.can(s, spec.Role(t.Side()), h, timerEvent(t)) {
@@ -694,7 +688,7 @@ func (c *Checker) faults(s *State, ms *moveSet) {
 			}
 		}
 	}
-	if s.B.Reoccupy > 0 {
+	if s.B.BackgroundLoad > 0 {
 		tx := model.Tx{W: &s.W}
 		for _, w := range c.decode {
 			if tx.CanOccupyBackground(w) {
@@ -845,10 +839,11 @@ func (c *Checker) apply(s *State, tx *model.Tx, m Move, cov *Coverage, stuck boo
 		}
 	case MvTimer:
 		t := model.Timer(m.Arg)
+		if !stuck {
+			s.B.EarlyTimer--
+		}
 		if t != model.TimerHeartbeat {
-			if !stuck {
-				s.B.EarlyExpiry--
-			}
+			// Deadlines are one-shot; heartbeats are periodic.
 			tx.Disarm(h, t)
 		}
 		c.fire(s, tx, cov, spec.Role(t.Side()), h, timerEvent(t))
@@ -887,7 +882,7 @@ func (c *Checker) apply(s *State, tx *model.Tx, m Move, cov *Coverage, stuck boo
 		s.B.NoShow--
 		tx.NoShow(h)
 	case MvOccupy:
-		s.B.Reoccupy--
+		s.B.BackgroundLoad--
 		tx.OccupyBackground(int(m.Arg))
 	default:
 		panic(fmt.Sprintf("checker: unknown move %v", m))

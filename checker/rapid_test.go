@@ -48,7 +48,7 @@ func walkMachine(c *Checker) func(*rapid.T) {
 // configuration larger than exhaustive search covers in a unit test.
 func TestRapid_ProtocolHolds(t *testing.T) {
 	cfg := mustConfig(t, twoByTwo)
-	cfg.Budget = Budget{Duplicate: 3, Loss: 3, Reorder: 3, Cancel: 2, Abort: 2, TransferFailure: 2, Restart: 2, EarlyExpiry: 3, NoShow: 1}
+	cfg.Budget = Budget{Duplicate: 3, Loss: 3, Reorder: 3, Cancel: 2, Abort: 2, TransferFailure: 2, Restart: 2, EarlyTimer: 3, NoShow: 1}
 	for _, run := range cfg.Runs {
 		c, err := New(Generated(), cfg, run)
 		if err != nil {
@@ -92,15 +92,18 @@ func (r *recorder) Fatalf(f string, a ...any) { r.Errorf(f, a...) }
 // the shortest trace (route, arrive, compute, route decode, heartbeat,
 // deliver), and prints how to reproduce it.
 func TestRapid_ShrinksBrokenTable(t *testing.T) {
-	if f := flag.Lookup("rapid.nofailfile"); f != nil {
-		old := f.Value.String()
-		f.Value.Set("true")
-		defer f.Value.Set(old)
+	for name, value := range map[string]string{"rapid.nofailfile": "true", "rapid.checks": "1000"} {
+		if f := flag.Lookup(name); f != nil {
+			old := f.Value.String()
+			f.Value.Set(value)
+			defer f.Value.Set(old)
+		}
 	}
 	s := spec.Default()
 	override(t, s, spec.Source, "Pinned", "LeaseRenewed", spec.SourceFirst, "Released",
 		"DisarmLease", "ReleaseSource", "ReportSourceReleased", "Complete")
 	cfg := mustConfig(t, smallConfig)
+	cfg.Budget = Budget{Duplicate: 1, EarlyTimer: 3}
 	c, err := New(interpreted(t, s), cfg, cfg.Runs[0])
 	if err != nil {
 		t.Fatal(err)

@@ -9,26 +9,26 @@ import (
 // LIFECYCLE.md section 3 is bounded by one counter; a zero counter
 // switches the fault off.
 type Budget struct {
-	Duplicate, Loss, Reorder, Cancel, Abort, TransferFailure, Restart, EarlyExpiry, NoShow, Reoccupy uint8
+	Duplicate, Loss, Reorder, Cancel, Abort, TransferFailure, Restart, EarlyTimer, NoShow, BackgroundLoad uint8
 }
 
 // budgetFields names the counters in order, for configuration and reports.
-var budgetFields = []string{"duplicate", "loss", "reorder", "cancel", "abort", "transfer_failure", "restart", "early_expiry", "no_show", "background_reoccupy"}
+var budgetFields = []string{"duplicate", "loss", "reorder", "cancel", "abort", "transfer_failure", "restart", "early_timer", "no_show", "background_load"}
 
 func (b *Budget) field(i int) *uint8 {
-	return [...]*uint8{&b.Duplicate, &b.Loss, &b.Reorder, &b.Cancel, &b.Abort, &b.TransferFailure, &b.Restart, &b.EarlyExpiry, &b.NoShow, &b.Reoccupy}[i]
+	return [...]*uint8{&b.Duplicate, &b.Loss, &b.Reorder, &b.Cancel, &b.Abort, &b.TransferFailure, &b.Restart, &b.EarlyTimer, &b.NoShow, &b.BackgroundLoad}[i]
 }
 
 func (b *Budget) pack() uint64 {
 	return uint64(b.Duplicate) | uint64(b.Loss)<<4 | uint64(b.Reorder)<<8 | uint64(b.Cancel)<<12 |
 		uint64(b.Abort)<<16 | uint64(b.TransferFailure)<<20 | uint64(b.Restart)<<24 |
-		uint64(b.EarlyExpiry)<<28 | uint64(b.NoShow)<<32 | uint64(b.Reoccupy)<<36
+		uint64(b.EarlyTimer)<<28 | uint64(b.NoShow)<<32 | uint64(b.BackgroundLoad)<<36
 }
 
 func unpackBudget(v uint64) Budget {
 	f := func(i uint) uint8 { return uint8(v>>(4*i)) & 15 }
 	return Budget{Duplicate: f(0), Loss: f(1), Reorder: f(2), Cancel: f(3), Abort: f(4),
-		TransferFailure: f(5), Restart: f(6), EarlyExpiry: f(7), NoShow: f(8), Reoccupy: f(9)}
+		TransferFailure: f(5), Restart: f(6), EarlyTimer: f(7), NoShow: f(8), BackgroundLoad: f(9)}
 }
 
 // State is one state of the composed system: the physical world, each

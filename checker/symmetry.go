@@ -44,7 +44,7 @@ func newSymmetry(c *model.Config, workers, handoffs bool) symmetry {
 	sameWorker := func(a, b int) bool {
 		wa, wb := c.Workers[a], c.Workers[b]
 		if wa.Role != wb.Role || wa.Capacity != wb.Capacity || wa.Slots != wb.Slots || wa.Headroom != wb.Headroom ||
-			wa.BackgroundBlocks != wb.BackgroundBlocks || wa.BackgroundSlots != wb.BackgroundSlots {
+			wa.BackgroundBlocks != wb.BackgroundBlocks || wa.BackgroundSlots != wb.BackgroundSlots || wa.BackgroundAtStart != wb.BackgroundAtStart {
 			return false
 		}
 		for h := 0; h < nH; h++ {

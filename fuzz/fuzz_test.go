@@ -28,7 +28,7 @@ const wide = `{
   ],
   "transfer": {"bytes_per_token": 131072, "block_size_tokens": 16},
   "faults": {"duplicate": 4, "loss": 3, "reorder": 4, "cancel": 2, "abort": 3, "transfer_failure": 2,
-             "restart": 3, "early_expiry": 4, "no_show": 2, "background_reoccupy": 2}
+             "restart": 3, "early_timer": 4, "no_show": 2, "background_load": 2}
 }`
 
 // FuzzStep walks the composed system: the first byte picks the run, every

@@ -76,10 +76,13 @@ type WorkerConfig struct {
 	Slots int
 	// Headroom is the decode admission headroom in tokens (SGLang).
 	Headroom Tokens
-	// BackgroundBlocks and BackgroundSlots are held by other requests at
-	// the start; the environment frees them later.
-	BackgroundBlocks Blocks
-	BackgroundSlots  int
+	// BackgroundBlocks and BackgroundSlots are the decode capacity other
+	// requests hold: from the start when BackgroundAtStart is set, and
+	// whenever the environment's background-load fault strikes; the
+	// environment frees them later.
+	BackgroundBlocks  Blocks
+	BackgroundSlots   int
+	BackgroundAtStart bool
 	// PrefixHit is, per handoff, how many of its prompt tokens this decode
 	// worker already caches. Missing entries are zero.
 	PrefixHit []Tokens
@@ -241,7 +244,7 @@ func (c *Config) Prepare() error {
 	}
 	for i := 0; i < d.nDecode; i++ {
 		w := d.decode[i]
-		if d.initCache[w]+c.Workers[w].BackgroundBlocks > c.Workers[w].Capacity {
+		if d.initCache[w]+c.Workers[w].BackgroundBlocks > c.Workers[w].Capacity && c.Workers[w].BackgroundAtStart {
 			return fmt.Errorf("%w: decode worker %d: prefix cache and background (%d blocks) exceed its capacity %d",
 				ErrConfig, w, int64(d.initCache[w]+c.Workers[w].BackgroundBlocks), int64(c.Workers[w].Capacity))
 		}

@@ -69,7 +69,9 @@ func (w *World) DescribeHandoff(h int) string {
 		add("stored")
 	}
 	if x.Xfer != XferNone {
-		add("xfer=%s", x.Xfer)
+		// The bytes come from pricing: only what the destination lacks moves.
+		q := w.cfg.DestQuote(h, int(x.Decode), x.PrefixGone&(1<<x.Decode) != 0)
+		add("xfer=%s xfer_bytes=%d", x.Xfer, q.PayloadBytes)
 	}
 	if x.Tainted {
 		add("tainted")

@@ -726,7 +726,7 @@ func (tx *Tx) FreeBackground(w int) {
 }
 
 // CanOccupyBackground reports whether background requests could take the
-// worker's configured background load again.
+// worker's configured background load now (it is free and fits).
 func (tx *Tx) CanOccupyBackground(w int) bool {
 	k := &tx.W.W[w]
 	wc := &tx.W.cfg.Workers[w]
@@ -734,7 +734,7 @@ func (tx *Tx) CanOccupyBackground(w int) bool {
 		int(k.SlotsUsed)+wc.BackgroundSlots <= wc.Slots
 }
 
-// OccupyBackground is other requests taking decode capacity again.
+// OccupyBackground is other requests taking decode capacity.
 func (tx *Tx) OccupyBackground(w int) {
 	k := &tx.W.W[w]
 	wc := &tx.W.cfg.Workers[w]

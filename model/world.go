@@ -304,10 +304,12 @@ func NewWorld(c *Config) World {
 	for i, wc := range c.Workers {
 		k := &w.W[i]
 		k.Prefix = c.d.initCache[i]
-		k.Background = wc.BackgroundBlocks
-		k.BackgroundSlot = int8(wc.BackgroundSlots)
-		k.Active = wc.BackgroundBlocks
-		k.SlotsUsed = int8(wc.BackgroundSlots)
+		if wc.BackgroundAtStart {
+			k.Background = wc.BackgroundBlocks
+			k.BackgroundSlot = int8(wc.BackgroundSlots)
+			k.Active = wc.BackgroundBlocks
+			k.SlotsUsed = int8(wc.BackgroundSlots)
+		}
 		k.Free = wc.Capacity - k.Prefix - k.Active
 	}
 	return w

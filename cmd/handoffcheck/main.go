@@ -1,5 +1,3 @@
-// Command handoffcheck verifies the prefill-to-decode KV handoff lifecycle
-// of disaggregated LLM serving. See the README for every subcommand.
 package main
 
 import (
