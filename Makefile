@@ -1,8 +1,8 @@
 # handoffcheck: everything CI and developers run. Only Go is needed; the
 # linters come through go.mod's tool directive.
 
-GO       ?= go
-FUZZTIME ?= 30s
+GO        ?= go
+FUZZTIME  ?= 30s
 BENCHTIME ?= 1x
 
 # Every fuzz target, as package:target.
@@ -28,16 +28,21 @@ check:
 	$(GO) run ./cmd/handoffcheck check --stats
 
 # Everything CI runs: unit, golden, scenario and parity tests, the seed
-# corpora of every fuzz target, and the freshness of generated files.
+# corpora of every fuzz target, mutation score, and the freshness of
+# generated files.
 test: fresh
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 
-# Generated files must equal what the spec renders today.
+# Generated files must equal what the spec renders today: go generate may
+# not change anything in the tree.
 fresh:
-	$(GO) generate ./...
-	@git diff --exit-code -- machines || { echo "generated files are stale or edited by hand: run make generate and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- machines)" || { echo "go generate produced files that are not committed:"; git status --porcelain -- machines; exit 1; }
+	@tmp=$$(mktemp -d); cp -r machines "$$tmp/before"; \
+	$(GO) generate ./... || { rm -rf "$$tmp"; exit 1; }; \
+	if ! diff -r "$$tmp/before" machines >/dev/null; then \
+		echo "go generate changed generated files (stale, or edited by hand): run make generate and commit"; \
+		diff -r "$$tmp/before" machines | head -40; rm -rf "$$tmp"; exit 1; \
+	fi; rm -rf "$$tmp"
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

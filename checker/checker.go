@@ -81,10 +81,17 @@ func (c *Checker) Quiescent(s *State) bool {
 	return c.moves(s, &ms) == 0
 }
 
-// CheckQuiescence checks the Quiescence invariant on a quiescent state.
+// CheckQuiescence checks the Quiescence invariant on a quiescent state,
+// and FaultFreeCompletion when the environment spent none of its budget.
 func (c *Checker) CheckQuiescence(s *State) *model.Violation {
 	rec := c.records(s)
-	return model.Quiescence(&s.W, &rec)
+	if v := model.Quiescence(&s.W, &rec); v != nil {
+		return v
+	}
+	if s.B == c.budget {
+		return model.FaultFreeCompletion(&s.W)
+	}
+	return nil
 }
 
 // Drained reports whether a state is fully drained: every placed record

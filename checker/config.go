@@ -23,6 +23,15 @@ const ConfigSchemaV1 = "handoffcheck.config/v1"
 //go:embed default.json
 var defaultConfig []byte
 
+//go:embed mutation.json
+var mutationConfig []byte
+
+// MutationConfigJSON is the configuration mutants are checked against by
+// default: small enough to check hundreds of mutants in a minute, with
+// every fault kind, so that a mutant survives only if it is equivalent or
+// the invariants miss what it breaks.
+func MutationConfigJSON() []byte { return bytes.Clone(mutationConfig) }
+
 // DefaultConfigJSON is the embedded default configuration, as written.
 func DefaultConfigJSON() []byte { return bytes.Clone(defaultConfig) }
 

@@ -413,8 +413,12 @@ func (e *exploration) expand(frontier []uint64, levelStart uint32, lo, hi int, s
 		}
 		for j := 0; j < n; j++ {
 			sc := &succ[j]
+			// The liveness graph holds the moves the system makes on its
+			// own: the environment may stop faulting for good, so a way to
+			// a drained state must not need a fault or an early timer.
+			own := e.g != nil && idx[j] < protocol && !(ms.m[idx[j]].Kind == MvTimer && !ms.stuck)
 			if known[j] {
-				if e.g != nil {
+				if own {
 					out.edges = append(out.edges, edge{from: pid, to: ids[j], key: -1})
 				}
 				continue
@@ -423,7 +427,7 @@ func (e *exploration) expand(frontier []uint64, levelStart uint32, lo, hi int, s
 			// candidate once: its first reach is the smallest (parent,
 			// move), the one the level keeps anyway.
 			if seen.has(sc.fp, &sc.key) {
-				if e.g != nil {
+				if own {
 					out.edges = append(out.edges, e.newEdge(&out, pid, sc.fp, &sc.key))
 				}
 				continue
@@ -438,6 +442,8 @@ func (e *exploration) expand(frontier []uint64, levelStart uint32, lo, hi int, s
 			seen.add(sc.fp, &sc.key)
 			if e.g != nil {
 				cd.drained = c.Drained(&sc.t)
+			}
+			if own {
 				out.edges = append(out.edges, e.newEdge(&out, pid, sc.fp, &sc.key))
 			}
 			out.keys = append(out.keys, sc.key[:e.words]...)

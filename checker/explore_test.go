@@ -67,8 +67,8 @@ func TestExplore_PinnedCounts(t *testing.T) {
 		transitions int64
 		depth       int
 	}{
-		{smallConfig, "vllm", true, 525, 1102, 14},
-		{smallConfig, "sglang", true, 654, 1402, 14},
+		{smallConfig, "vllm", true, 509, 1023, 15},
+		{smallConfig, "sglang", true, 638, 1370, 14},
 		{smallConfig, "trtllm", true, 137, 275, 10},
 		{twoByTwo, "vllm", true, 9966, 31240, 20},
 		{twoByTwo, "sglang", true, 16152, 45794, 20},

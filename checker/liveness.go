@@ -5,10 +5,13 @@ import (
 )
 
 // EventuallyDrained checks, on the explored graph, that from every
-// reachable state some fully drained state is reachable. It is
-// reachability, not fairness: heartbeat or retry cycles are allowed as long
-// as a way out exists. States that cannot reach a drained state form a
-// trap; the report shows the shortest path into it and a cycle inside it.
+// reachable state some fully drained state is reachable by the moves the
+// system makes on its own (faults and early timers are left out of the
+// graph: the environment may stop faulting for good, and a way out must not
+// need its help). It is reachability, not fairness: heartbeat or retry
+// cycles are allowed as long as a way out exists. States that cannot reach
+// a drained state form a trap; the report shows the shortest path into it
+// and a cycle inside it.
 //
 // It returns the ids of the states that cannot drain, in BFS order.
 func EventuallyDrained(n int, from, to []uint32, drained []bool) []uint32 {

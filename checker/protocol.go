@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/handoffcheck/handoffcheck/machines"
+	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
@@ -53,6 +54,7 @@ type Protocol struct {
 	// tables[role][policy][state][event]; Row 0 means not enabled.
 	tables   [2][][][]Transition
 	terminal [2][]bool
+	ended    [2][]model.Outcome // per terminal state, the outcome it stands for
 	initial  [2]uint8
 	states   [2][]string
 }
@@ -95,9 +97,18 @@ func newProtocol(name string, s *spec.Spec) *Protocol {
 		t := s.Table(r)
 		p.states[r] = make([]string, len(t.States))
 		p.terminal[r] = make([]bool, len(t.States))
+		p.ended[r] = make([]model.Outcome, len(t.States))
 		for i, st := range t.States {
 			p.states[r][i] = st.Name
 			p.terminal[r][i] = st.Terminal
+			switch st.Outcome {
+			case spec.OutcomeSuccess:
+				p.ended[r][i] = model.OutcomeOK
+			case spec.OutcomeFailure:
+				p.ended[r][i] = model.OutcomeFailed
+			case spec.OutcomeRestart:
+				p.ended[r][i] = model.OutcomeForgotten
+			}
 			if st.Initial {
 				p.initial[r] = uint8(i)
 			}

@@ -59,7 +59,7 @@ func (r *Report) Violated() bool {
 // (all when policies is empty), one after the other.
 func Check(ctx context.Context, p *Protocol, cfg *Config, policies []spec.Policy, lim Limits, progress func(Progress)) (*Report, error) {
 	rep := &Report{Protocol: p.Name()}
-	rep.Invariants = append(append([]string(nil), model.SafetyInvariants...), model.NameQuiescence)
+	rep.Invariants = append(append([]string(nil), model.SafetyInvariants...), model.NameQuiescence, model.NameFaultFreeCompletion)
 	if lim.Liveness {
 		rep.Invariants = append(rep.Invariants, model.NameEventuallyDrained)
 	}

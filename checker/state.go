@@ -62,6 +62,8 @@ func (c *Checker) records(s *State) model.Records {
 	for h := 0; h < c.nH; h++ {
 		rec.Terminal[h][model.SourceSide] = c.proto.Terminal(spec.Source, s.Src[h])
 		rec.Terminal[h][model.DestinationSide] = c.proto.Terminal(spec.Destination, s.Dst[h])
+		rec.Ended[h][model.SourceSide] = c.proto.ended[spec.Source][s.Src[h]]
+		rec.Ended[h][model.DestinationSide] = c.proto.ended[spec.Destination][s.Dst[h]]
 	}
 	return rec
 }

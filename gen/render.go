@@ -451,7 +451,7 @@ func renderDoc(s *spec.Spec, r spec.Role) []byte {
 			mark = "initial"
 		}
 		if st.Terminal {
-			mark = "terminal"
+			mark = "terminal (" + st.Outcome + ")"
 		}
 		w("| %s | %s | %s |\n", st.Name, mark, mdCell(st.Doc))
 	}

@@ -135,6 +135,11 @@ func (w *World) DescribeHeld() string {
 				parts = append(parts, fmt.Sprintf("handoff %d counted in flight on the %s", h, s))
 			}
 		}
+		for t := Timer(0); t < NumTimers; t++ {
+			if x.Armed(t) {
+				parts = append(parts, fmt.Sprintf("handoff %d %s timer still armed", h, t))
+			}
+		}
 	}
 	if len(parts) == 0 {
 		return "nothing held by the handoffs; worker ledgers are off: " + w.describeLedgers()

@@ -29,6 +29,11 @@ const (
 	NameInFlightAccounting           = "InFlightAccounting"
 	NameQuiescence                   = "Quiescence"
 	NameEventuallyDrained            = "EventuallyDrained"
+	// NameFaultFreeCompletion is a progress check beyond LIFECYCLE.md's
+	// list: when the environment caused no fault at all, every handoff
+	// succeeds. Without it a protocol that safely fails every handoff (one
+	// that never registers its blocks, say) would pass.
+	NameFaultFreeCompletion = "FaultFreeCompletion"
 )
 
 // SafetyInvariants lists the safety invariants in LIFECYCLE.md order.
@@ -42,7 +47,7 @@ var SafetyInvariants = []string{
 }
 
 // ProgressInvariants lists the progress invariants.
-var ProgressInvariants = []string{NameQuiescence, NameEventuallyDrained}
+var ProgressInvariants = []string{NameQuiescence, NameEventuallyDrained, NameFaultFreeCompletion}
 
 // Violation is an invariant that does not hold, with what was seen.
 type Violation struct {
@@ -75,6 +80,10 @@ func violate(name string, h, w int, format string, args ...any) *Violation {
 // it never interprets protocol states itself.
 type Records struct {
 	Terminal [MaxHandoffs][2]bool
+	// Ended is, for a terminal record, the outcome its terminal state
+	// stands for (ok, failed, forgotten): what the side must have told its
+	// router.
+	Ended [MaxHandoffs][2]Outcome
 }
 
 // ---- Step invariants: judged on the effects of every step ----
@@ -559,6 +568,13 @@ func NoStoredState(w *World) *Violation {
 }
 
 func noStoredState(w *World, hs *allHoldings) *Violation {
+	for h := 0; h < w.NumHandoffs(); h++ {
+		// Receive completion makes the new blocks valid: they must be
+		// stored (once) by the end of the step that activates them.
+		if x := &w.H[h]; x.Dst == DstActive && !x.Published {
+			return violate(NameNoStoredBeforeActivation, h, int(x.Decode), "activated pages were never published as Stored")
+		}
+	}
 	for k := 0; k < w.NumWorkers(); k++ {
 		if s := &hs[k]; s.stored != w.W[k].StoredBlocks {
 			return violate(NameNoStoredBeforeActivation, -1, k, "the KV index got %d Stored blocks, the handoffs published %d", int64(w.W[k].StoredBlocks), int64(s.stored))
@@ -628,6 +644,14 @@ func routerCleanup(w *World, rec *Records, hs *allHoldings) *Violation {
 		if rec.Terminal[h][DestinationSide] && x.Decode >= 0 && x.Life[ResDecodeBooking] == Held {
 			return violate(NameRouterCleanup, h, int(x.Decode), "the destination finished without a terminal decode outcome: the decode router still books it")
 		}
+		// The outcome a router learned must be how the side ended: a
+		// failed handoff reported as done would be billed and counted as
+		// a success, a success reported as failed retried.
+		for s := SourceSide; s <= DestinationSide; s++ {
+			if rec.Terminal[h][s] && x.Worker(s) >= 0 && rec.Ended[h][s] != OutcomeNone && x.Outcome[s] != rec.Ended[h][s] {
+				return violate(NameRouterCleanup, h, x.Worker(s), "the %s ended as %s but its router was told %s", s, rec.Ended[h][s], x.Outcome[s])
+			}
+		}
 	}
 	return nil
 }
@@ -686,6 +710,27 @@ func AttemptIsolation(before, after *World, h int, to Side, index int) *Violatio
 	want.H[h].Ch[to].Take(index)
 	if want != *after {
 		return violate(NameAttemptIsolation, h, after.H[h].Worker(to), "a stale fact to the %s changed the world", to)
+	}
+	return nil
+}
+
+// FaultFreeCompletion: in a quiescent state reached without any fault of
+// the environment (no loss, duplicate, reordering, cancel, abort, transfer
+// failure, restart, early timer, no-show or background load), every
+// handoff ended in success on both sides: the source released after the
+// reads and the destination decoded. An engine that cannot reserve
+// (TRT-LLM) is exempt: it fails every handoff cleanly by design.
+func FaultFreeCompletion(w *World) *Violation {
+	if w.cfg.Engine == TRTLLM {
+		return nil
+	}
+	for h := 0; h < w.NumHandoffs(); h++ {
+		x := &w.H[h]
+		for s := SourceSide; s <= DestinationSide; s++ {
+			if x.Outcome[s] != OutcomeOK {
+				return violate(NameFaultFreeCompletion, h, x.Worker(s), "no fault happened, yet the %s ended %s", s, x.Outcome[s])
+			}
+		}
 	}
 	return nil
 }

@@ -165,9 +165,12 @@ func TestInvariants_EachCanFire(t *testing.T) {
 			h.expect(func(tx *Tx) { tx.ReleaseSource(0, SourceSide, CauseAbort) }, NameSourcePinnedUntilRead)
 		}},
 		{NameNoActivationFromInvalidKv, func(t *testing.T) {
+			// Activated pages must be published in the activation step, and
+			// pages without valid KV must not be: activating from invalid KV
+			// breaks NoStoredBeforeActivation too, whichever it does.
 			h := sf(t)
 			h.clean(route, accept, computed, routed, reserved, pulling)
-			h.expect(func(tx *Tx) { tx.ActivateDestination(0, DestinationSide) }, NameNoActivationFromInvalidKv)
+			h.expect(func(tx *Tx) { tx.ActivateDestination(0, DestinationSide) }, NameNoActivationFromInvalidKv, NameNoStoredBeforeActivation)
 		}},
 		{NameDestinationHeldWhileWritten, func(t *testing.T) {
 			h := sf(t)
@@ -177,7 +180,7 @@ func TestInvariants_EachCanFire(t *testing.T) {
 		{NameFailedTransferNeverActivates, func(t *testing.T) {
 			h := sf(t)
 			h.clean(route, accept, computed, routed, reserved, pulling, func(tx *Tx) { tx.FailTransfer(0) })
-			h.expect(func(tx *Tx) { tx.ActivateDestination(0, DestinationSide) }, NameFailedTransferNeverActivates)
+			h.expect(func(tx *Tx) { tx.ActivateDestination(0, DestinationSide) }, NameFailedTransferNeverActivates, NameNoStoredBeforeActivation)
 		}},
 		{NameReservationCountsAtOnce, func(t *testing.T) {
 			h := sf(t)
@@ -194,6 +197,11 @@ func TestInvariants_EachCanFire(t *testing.T) {
 			h := sf(t)
 			h.clean(route, accept, computed, routed, reserved)
 			h.expect(func(tx *Tx) { tx.PublishStored(0, DestinationSide) }, NameNoStoredBeforeActivation)
+		}},
+		{NameNoStoredBeforeActivation + "/never", func(t *testing.T) {
+			h := sf(t)
+			h.clean(route, accept, computed, routed, reserved, pulling, func(tx *Tx) { tx.CompleteTransfer(0) })
+			h.expect(func(tx *Tx) { tx.ActivateDestination(0, DestinationSide) }, NameNoStoredBeforeActivation)
 		}},
 		{NameNoStoredBeforeActivation + "/twice", func(t *testing.T) {
 			h := sf(t)
@@ -302,6 +310,18 @@ func TestInvariants_EachCanFire(t *testing.T) {
 			h.rec.Terminal[0][DestinationSide] = true
 			h.expect(func(tx *Tx) {}, NameRouterCleanup)
 		}},
+		{NameRouterCleanup + "/wrong-outcome", func(t *testing.T) {
+			h := sf(t)
+			h.clean(route, accept, computed, routed, func(tx *Tx) {
+				tx.WithdrawReservation(0, DestinationSide)
+				tx.ReportDecodeOutcome(0, DestinationSide, true)
+				tx.Complete(0, DestinationSide)
+			})
+			// The destination gave up (a failure state) but told its router done.
+			h.rec.Terminal[0][DestinationSide] = true
+			h.rec.Ended[0][DestinationSide] = OutcomeFailed
+			h.expect(func(tx *Tx) {}, NameRouterCleanup)
+		}},
 		{NameInFlightAccounting, func(t *testing.T) {
 			h := sf(t)
 			h.clean(route, accept)
@@ -335,6 +355,24 @@ func TestInvariants_AttemptIsolation(t *testing.T) {
 	v := AttemptIsolation(&before, &after, 0, SourceSide, 0)
 	if v == nil || v.Invariant != NameAttemptIsolation {
 		t.Fatalf("a stale fact that changed the world was not flagged: %v", v)
+	}
+}
+
+func TestInvariants_FaultFreeCompletion(t *testing.T) {
+	h := newHistory(t, testConfig(t, spec.SourceFirst, VLLM, 1, 2))
+	h.clean(route, accept, computed, routed, func(tx *Tx) {
+		tx.WithdrawReservation(0, DestinationSide)
+		tx.ReportDecodeOutcome(0, DestinationSide, false)
+		tx.Complete(0, DestinationSide)
+	})
+	v := FaultFreeCompletion(&h.w)
+	if v == nil || v.Invariant != NameFaultFreeCompletion {
+		t.Fatalf("a failed handoff was not flagged: %v", v)
+	}
+	c := testConfig(t, spec.SourceFirst, TRTLLM, 1, 2)
+	w := NewWorld(c)
+	if v := FaultFreeCompletion(&w); v != nil {
+		t.Fatalf("an engine that refuses reservations is exempt: %v", v)
 	}
 }
 

@@ -345,7 +345,9 @@ func (w *World) reserve(h, d int) Blocks {
 func (w *World) Drained() bool {
 	for h := 0; h < w.NumHandoffs(); h++ {
 		x := &w.H[h]
-		if x.Src != SrcNone || x.Dst != DstNone || x.Pending || x.ComputeLoad ||
+		// An armed timer is held too: a deadline left behind fires later,
+		// on whatever then carries the attempt's name.
+		if x.Src != SrcNone || x.Dst != DstNone || x.Pending || x.ComputeLoad || x.Timers != 0 ||
 			x.InFlight[0] || x.InFlight[1] || x.Compute == ComputeQueued || x.Compute == ComputeRunning || x.Xfer == XferRunning {
 			return false
 		}

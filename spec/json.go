@@ -32,6 +32,7 @@ type fileState struct {
 	Name     string `json:"name"`
 	Initial  bool   `json:"initial,omitempty"`
 	Terminal bool   `json:"terminal,omitempty"`
+	Outcome  string `json:"outcome,omitempty"`
 	Doc      string `json:"doc"`
 }
 

@@ -109,13 +109,32 @@ func (o Origin) MustBeHandled() bool {
 	return o == Peer || o == Timer || o == Restart
 }
 
-// State is one state of a role machine.
+// State is one state of a role machine. A terminal state says how the
+// role's part of the handoff ended, so that the checker can hold the
+// terminal outcome each side reports to its router to it.
 type State struct {
 	Name     string
 	Initial  bool
 	Terminal bool
-	Doc      string
+	// Outcome is set on terminal states only: OutcomeSuccess,
+	// OutcomeFailure or OutcomeRestart.
+	Outcome string
+	Doc     string
 }
+
+// Terminal outcomes of a role.
+const (
+	// OutcomeSuccess: the role did its part (source released after the
+	// reads, destination decoded).
+	OutcomeSuccess = "success"
+	// OutcomeFailure: cancelled, refused, failed or expired.
+	OutcomeFailure = "failure"
+	// OutcomeRestart: the process restarted and the record is gone.
+	OutcomeRestart = "restart"
+)
+
+// Outcomes lists the terminal outcomes.
+var Outcomes = []string{OutcomeSuccess, OutcomeFailure, OutcomeRestart}
 
 // Event is one input of a role machine.
 type Event struct {

@@ -109,6 +109,12 @@ func validateTable(role Role, t *Table) []Problem {
 
 	initials, terminals := 0, 0
 	for _, st := range t.States {
+		switch {
+		case st.Terminal && !slices.Contains(Outcomes, st.Outcome):
+			add(-1, "terminal state %q: outcome %q is not success, failure or restart", st.Name, st.Outcome)
+		case !st.Terminal && st.Outcome != "":
+			add(-1, "state %q has an outcome but is not terminal", st.Name)
+		}
 		if st.Initial {
 			initials++
 			if st.Terminal {
