@@ -6,12 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"regexp"
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
+	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
 )
 
 // ErrConfig is wrapped by every refusal of a checker configuration.
@@ -107,12 +106,12 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		return nil, configJSONError(file, data, err)
+		return nil, jsonfile.DecodeError(file, data, err, ErrConfig, fmt.Sprintf("a configuration object with schema %q", ConfigSchemaV1))
 	}
 	if dec.More() {
-		return nil, fmt.Errorf("%s:%d: %w: trailing data after the configuration object", file, lineAt(data, int(dec.InputOffset())), ErrConfig)
+		return nil, fmt.Errorf("%s:%d: %w: trailing data after the configuration object", file, jsonfile.Line(data, int(dec.InputOffset())), ErrConfig)
 	}
-	at := func(key string) string { return fmt.Sprintf("%s:%d", file, lineOfKey(data, key)) }
+	at := func(key string) string { return fmt.Sprintf("%s:%d", file, jsonfile.LineOfKey(data, key, 0)) }
 	var errs []string
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Sprintf("%s: %s", at(key), fmt.Sprintf(format, args...)))
@@ -221,39 +220,4 @@ func sortedKeys(m map[string]uint) []string {
 		}
 	}
 	return keys
-}
-
-func lineAt(data []byte, off int) int {
-	off = min(max(off, 0), len(data))
-	return bytes.Count(data[:off], []byte{'\n'}) + 1
-}
-
-func lineOfKey(data []byte, key string) int {
-	i := bytes.Index(data, []byte(`"`+key+`"`))
-	if i < 0 {
-		return 1
-	}
-	return lineAt(data, i)
-}
-
-var unknownFieldRE = regexp.MustCompile(`unknown field "([^"]*)"`)
-
-// configJSONError turns a decoding error into file:line: what was expected.
-func configJSONError(file string, data []byte, err error) error {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		return fmt.Errorf("%s:%d: %w: malformed JSON: %v", file, lineAt(data, int(se.Offset)), ErrConfig, se)
-	case errors.As(err, &te):
-		return fmt.Errorf("%s:%d: %w: field %q: got JSON %s, want %s", file, lineAt(data, int(te.Offset)), ErrConfig, te.Field, te.Value, te.Type)
-	case errors.Is(err, io.EOF):
-		return fmt.Errorf("%s:1: %w: empty input, want a configuration object with schema %q", file, ErrConfig, ConfigSchemaV1)
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return fmt.Errorf("%s:%d: %w: the JSON ends early", file, lineAt(data, len(data)), ErrConfig)
-	}
-	if m := unknownFieldRE.FindStringSubmatch(err.Error()); m != nil {
-		return fmt.Errorf("%s:%d: %w: unknown field %q", file, lineOfKey(data, m[1]), ErrConfig, m[1])
-	}
-	return fmt.Errorf("%s:1: %w: %v", file, ErrConfig, strings.TrimPrefix(err.Error(), "json: "))
 }

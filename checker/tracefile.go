@@ -7,9 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/handoffcheck/handoffcheck/spec"
+	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
 )
 
 // TraceSchemaV1 names the trace file format: JSON Lines, a header line
@@ -102,7 +102,7 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 		if tr.Config == nil {
 			var h traceHeader
 			if err := dec.Decode(&h); err != nil {
-				return nil, bad(line, "header: %s (want {\"schema\": %q, \"run\", \"config\", ...})", cleanErr(err), TraceSchemaV1)
+				return nil, bad(line, "header: %s (want {\"schema\": %q, \"run\", \"config\", ...})", jsonfile.Clean(err), TraceSchemaV1)
 			}
 			if h.Schema != TraceSchemaV1 {
 				return nil, bad(line, "schema is %q, want %q", h.Schema, TraceSchemaV1)
@@ -133,7 +133,7 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 		}
 		var l traceLine
 		if err := dec.Decode(&l); err != nil {
-			return nil, bad(line, "%s (want {\"step\": N, \"move\": \"...\"})", cleanErr(err))
+			return nil, bad(line, "%s (want {\"step\": N, \"move\": \"...\"})", jsonfile.Clean(err))
 		}
 		if dec.More() {
 			return nil, bad(line, "more than one JSON value on the line")
@@ -155,11 +155,4 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 		return nil, bad(1, "empty trace, want a header line with schema %q", TraceSchemaV1)
 	}
 	return tr, nil
-}
-
-func cleanErr(err error) string {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return "the JSON ends early"
-	}
-	return strings.TrimPrefix(err.Error(), "json: ")
 }

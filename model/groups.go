@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"regexp"
 	"strings"
+
+	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
 )
 
 // GroupsFile is the JSON form of a grouped transfer profile:
@@ -55,45 +55,18 @@ func (g *GroupsFile) Profile(role string) (*GroupedProfile, error) {
 	return p, nil
 }
 
-var unknownGroupField = regexp.MustCompile(`unknown field "([^"]*)"`)
-
 // ParseGroups reads a groups file. Errors name the file and line and say
 // what was expected; a profile the rules refuse names the role and group.
 func ParseGroups(file string, data []byte, role string) (*GroupedProfile, error) {
 	var g GroupsFile
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	lineAt := func(off int) int {
-		off = min(max(off, 0), len(data))
-		return bytes.Count(data[:off], []byte{'\n'}) + 1
-	}
-	lineOf := func(key string) int {
-		i := bytes.Index(data, []byte(`"`+key+`"`))
-		if i < 0 {
-			return 1
-		}
-		return lineAt(i)
-	}
+	lineOf := func(key string) int { return jsonfile.LineOfKey(data, key, 0) }
 	if err := dec.Decode(&g); err != nil {
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &se):
-			return nil, fmt.Errorf("%s:%d: %w: malformed JSON: %v", file, lineAt(int(se.Offset)), ErrProfile, se)
-		case errors.As(err, &te):
-			return nil, fmt.Errorf("%s:%d: %w: field %q: got JSON %s, want %s", file, lineAt(int(te.Offset)), ErrProfile, te.Field, te.Value, te.Type)
-		case errors.Is(err, io.EOF):
-			return nil, fmt.Errorf("%s:1: %w: empty file, want {\"vllm_version\": ..., \"groups\": [...]}", file, ErrProfile)
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			return nil, fmt.Errorf("%s:%d: %w: the JSON ends early", file, lineAt(len(data)), ErrProfile)
-		}
-		if m := unknownGroupField.FindStringSubmatch(err.Error()); m != nil {
-			return nil, fmt.Errorf("%s:%d: %w: unknown field %q", file, lineOf(m[1]), ErrProfile, m[1])
-		}
-		return nil, fmt.Errorf("%s:1: %w: %v", file, ErrProfile, strings.TrimPrefix(err.Error(), "json: "))
+		return nil, jsonfile.DecodeError(file, data, err, ErrProfile, `{"vllm_version": ..., "groups": [...]}`)
 	}
 	if dec.More() {
-		return nil, fmt.Errorf("%s:%d: %w: trailing data after the groups object", file, lineAt(int(dec.InputOffset())), ErrProfile)
+		return nil, fmt.Errorf("%s:%d: %w: trailing data after the groups object", file, jsonfile.Line(data, int(dec.InputOffset())), ErrProfile)
 	}
 	p, err := g.Profile(role)
 	if err != nil {

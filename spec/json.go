@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"regexp"
 	"strings"
+
+	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
 )
 
 // SchemaV1 names the JSON form of a spec. Readers refuse other schemas so a
@@ -118,13 +118,13 @@ func Parse(file string, data []byte) (*Spec, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		return nil, jsonError(file, data, err)
+		return nil, jsonfile.DecodeError(file, data, err, ErrInvalid, fmt.Sprintf("a spec object with schema %q", SchemaV1))
 	}
 	if dec.More() {
-		return nil, fmt.Errorf("%s:%d: %w: trailing data after the spec object", file, lineAt(data, int(dec.InputOffset())), ErrInvalid)
+		return nil, fmt.Errorf("%s:%d: %w: trailing data after the spec object", file, jsonfile.Line(data, int(dec.InputOffset())), ErrInvalid)
 	}
 	if f.Schema != SchemaV1 {
-		return nil, fmt.Errorf("%s:%d: %w: schema is %q, want %q", file, lineOfKey(data, "schema", 0), ErrInvalid, f.Schema, SchemaV1)
+		return nil, fmt.Errorf("%s:%d: %w: schema is %q, want %q", file, jsonfile.LineOfKey(data, "schema", 0), ErrInvalid, f.Schema, SchemaV1)
 	}
 	s := &Spec{Name: f.Name}
 	rowLines := map[Role][]int{}
@@ -146,10 +146,10 @@ func Parse(file string, data []byte) (*Spec, error) {
 			line, originLine := 0, 0
 			if off := bytes.Index(data[pos:], raw); off >= 0 {
 				pos += off
-				line = lineAt(data, pos)
+				line = jsonfile.Line(data, pos)
 				originLine = line
 				if o := bytes.Index(raw, []byte(`"origin"`)); o >= 0 {
-					originLine = lineAt(data, pos+o)
+					originLine = jsonfile.Line(data, pos+o)
 				}
 				pos += len(raw)
 			}
@@ -157,7 +157,7 @@ func Parse(file string, data []byte) (*Spec, error) {
 			ed := json.NewDecoder(bytes.NewReader(raw))
 			ed.DisallowUnknownFields()
 			if err := ed.Decode(&ev); err != nil {
-				errs = append(errs, fmt.Sprintf("%s:%d: %s event %d: %v (want name, origin, doc)", file, line, r, i+1, cleanJSONErr(err)))
+				errs = append(errs, fmt.Sprintf("%s:%d: %s event %d: %v (want name, origin, doc)", file, line, r, i+1, jsonfile.Clean(err)))
 				t.Events = append(t.Events, Event{})
 				continue
 			}
@@ -178,7 +178,7 @@ func Parse(file string, data []byte) (*Spec, error) {
 			line := 0
 			if off >= 0 {
 				pos += off
-				line = lineAt(data, pos)
+				line = jsonfile.Line(data, pos)
 				pos += len(raw)
 			}
 			rowLines[r] = append(rowLines[r], line)
@@ -186,7 +186,7 @@ func Parse(file string, data []byte) (*Spec, error) {
 			rd := json.NewDecoder(bytes.NewReader(raw))
 			rd.DisallowUnknownFields()
 			if err := rd.Decode(&fr); err != nil {
-				errs = append(errs, fmt.Sprintf("%s:%d: %s row %d: %v (want from, event, policies, to, actions, why)", file, line, r, i+1, cleanJSONErr(err)))
+				errs = append(errs, fmt.Sprintf("%s:%d: %s row %d: %v (want from, event, policies, to, actions, why)", file, line, r, i+1, jsonfile.Clean(err)))
 				t.Rows = append(t.Rows, Row{})
 				continue
 			}
@@ -214,7 +214,7 @@ func Parse(file string, data []byte) (*Spec, error) {
 				if p.Row >= 0 && p.Row < len(rowLines[p.Role]) {
 					line = rowLines[p.Role][p.Row]
 				} else {
-					line = lineOfKey(data, p.Role.String(), 0)
+					line = jsonfile.LineOfKey(data, p.Role.String(), 0)
 				}
 				lines = append(lines, fmt.Sprintf("%s:%d: %s", file, line, p))
 			}
@@ -232,49 +232,4 @@ func parseOrigin(s string) (Origin, bool) {
 		}
 	}
 	return 0, false
-}
-
-// lineAt is the 1-based line of a byte offset.
-func lineAt(data []byte, off int) int {
-	if off > len(data) {
-		off = len(data)
-	}
-	if off < 0 {
-		off = 0
-	}
-	return bytes.Count(data[:off], []byte{'\n'}) + 1
-}
-
-func lineOfKey(data []byte, key string, from int) int {
-	i := bytes.Index(data[from:], []byte(`"`+key+`"`))
-	if i < 0 {
-		return 1
-	}
-	return lineAt(data, from+i)
-}
-
-var unknownField = regexp.MustCompile(`unknown field "([^"]*)"`)
-
-// jsonError turns a decoding error into file:line: what was expected.
-func jsonError(file string, data []byte, err error) error {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		return fmt.Errorf("%s:%d: %w: malformed JSON: %v", file, lineAt(data, int(se.Offset)), ErrInvalid, se)
-	case errors.As(err, &te):
-		return fmt.Errorf("%s:%d: %w: field %q: got JSON %s, want %s", file, lineAt(data, int(te.Offset)), ErrInvalid, te.Field, te.Value, te.Type)
-	case errors.Is(err, io.EOF):
-		return fmt.Errorf("%s:1: %w: empty input, want a spec object with schema %q", file, ErrInvalid, SchemaV1)
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return fmt.Errorf("%s:%d: %w: the JSON ends early", file, lineAt(data, len(data)), ErrInvalid)
-	}
-	if m := unknownField.FindStringSubmatch(err.Error()); m != nil {
-		return fmt.Errorf("%s:%d: %w: unknown field %q", file, lineOfKey(data, m[1], 0), ErrInvalid, m[1])
-	}
-	return fmt.Errorf("%s:1: %w: %v", file, ErrInvalid, cleanJSONErr(err))
-}
-
-func cleanJSONErr(err error) string {
-	return strings.TrimPrefix(err.Error(), "json: ")
 }
