@@ -97,7 +97,7 @@ func TestParseGroups_Errors(t *testing.T) {
 		name, data, want string
 	}{
 		{"empty_file", ``,
-			`x.json:1: model: bad transfer profile: empty file, want {"vllm_version": ..., "groups": [...]}`},
+			`x.json:1: model: bad transfer profile: empty input, want {"vllm_version": ..., "groups": [...]}`},
 		{"ends_early", "{\"vllm_version\": \"0.32.0\",\n",
 			`x.json:2: model: bad transfer profile: the JSON ends early`},
 		{"unknown_field", "{\"vllm_version\": \"0.32.0\",\n \"groups\": [{\"name\": \"attn\",\n \"block_size\": 16}]}",
