@@ -72,7 +72,6 @@ type found struct {
 	pid  uint32
 	move int
 	// new is set when the violation is a state invariant of a successor.
-	succ bool
 }
 
 func (f *found) before(g *found) bool {
@@ -434,7 +433,7 @@ func (e *exploration) expand(frontier []uint64, levelStart uint32, lo, hi int, s
 			}
 			if v := c.CheckState(&sc.t); v != nil {
 				if out.viol == nil || (out.viol.pid == pid && idx[j] < out.viol.move) {
-					out.viol = &found{v: v, pid: pid, move: idx[j], succ: true}
+					out.viol = &found{v: v, pid: pid, move: idx[j]}
 				}
 				continue
 			}
