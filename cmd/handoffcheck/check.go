@@ -21,10 +21,10 @@ func init() {
 }
 
 type checkFlags struct {
-	config, specFile, policy, runs, maxMemory, progress, traceOut string
-	asJSON, stats, speedup, exact, liveness, swarm, mermaid       bool
-	maxStates, maxDepth, workers, walks, steps                    int
-	seed                                                          uint64
+	config, specFile, policy, runs, maxMemory, progress, traceOut   string
+	asJSON, stats, speedup, exact, liveness, swarm, mermaid, timing bool
+	maxStates, maxDepth, workers, walks, steps                      int
+	seed                                                            uint64
 }
 
 func cmdCheck(args []string, stdout, stderr io.Writer) int {
@@ -36,6 +36,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.runs, "run", "", "comma-separated run names to check (default: every run of the policies)")
 	fs.BoolVar(&f.asJSON, "json", false, "print one JSON report instead of text")
 	fs.BoolVar(&f.stats, "stats", false, "print measurements: rates, bytes per state, memory")
+	fs.BoolVar(&f.timing, "timing", true, "show elapsed times, rates and memory (--timing=false: byte-identical reports for the same inputs)")
 	fs.BoolVar(&f.speedup, "speedup", false, "with --stats: explore each run again on one worker and print the speed-up of all workers over one")
 	fs.IntVar(&f.maxStates, "max-states", 0, "stop after the BFS level that reaches this many distinct states (0: no bound)")
 	fs.IntVar(&f.maxDepth, "max-depth", 0, "do not explore deeper than this (0: no bound)")
@@ -175,7 +176,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stdout, string(out))
 	} else {
-		fmt.Fprint(stdout, rep.Text(f.stats))
+		fmt.Fprint(stdout, rep.Text(checker.TextOptions{Stats: f.stats, NoTiming: !f.timing}))
 		if f.mermaid {
 			fmt.Fprint(stdout, rep.Mermaid())
 		}
@@ -244,7 +245,11 @@ func walkMode(ctx context.Context, f *checkFlags, cfg *checker.Config, proto *ch
 		}
 		fmt.Fprintf(stdout, "run %s (%s, engine %s): %d %s of up to %d moves (seed %d): %s\n",
 			run.Name, run.Policy, run.Engine, r.Walks, mode, f.steps, f.seed, verdict)
-		fmt.Fprintf(stdout, "  %d moves, %d distinct states visited, elapsed %s\n", r.Moves, r.Distinct, r.Elapsed.Round(1e6))
+		if f.timing {
+			fmt.Fprintf(stdout, "  %d moves, %d distinct states visited, elapsed %s\n", r.Moves, r.Distinct, r.Elapsed.Round(1e6))
+		} else {
+			fmt.Fprintf(stdout, "  %d moves, %d distinct states visited\n", r.Moves, r.Distinct)
+		}
 		if r.Violation != nil {
 			fmt.Fprintf(stdout, "  walk %d failed after %d moves (faults: %s); shrunk to %d steps\n",
 				r.Failing, r.Original, strings.Join(r.Faults, ", "), len(r.Violation.Steps))

@@ -143,6 +143,21 @@ func TestCLI_BadInput(t *testing.T) {
 	}
 }
 
+// With --timing=false a report holds no measured figure, so two runs of
+// the same inputs print the same bytes, whatever the number of workers.
+func TestCLI_DeterministicText(t *testing.T) {
+	_, a, _ := runCLI(t, "check", "--config", small, "--timing=false", "--workers", "1", "--stats")
+	_, b, _ := runCLI(t, "check", "--config", small, "--timing=false", "--workers", "2", "--stats")
+	if a != b || strings.Contains(a, "elapsed") {
+		t.Fatalf("reports differ or hold timings:\n%s\n---\n%s", a, b)
+	}
+	_, a, _ = runCLI(t, "check", "--config", small, "--walks", "40", "--seed", "4", "--timing=false")
+	_, b, _ = runCLI(t, "check", "--config", small, "--walks", "40", "--seed", "4", "--timing=false", "--workers", "1")
+	if a != b {
+		t.Fatalf("walk reports differ:\n%s\n---\n%s", a, b)
+	}
+}
+
 func TestCLI_Deterministic(t *testing.T) {
 	_, a, _ := runCLI(t, "check", "--config", small, "--walks", "50", "--seed", "9", "--json")
 	_, b, _ := runCLI(t, "check", "--config", small, "--walks", "50", "--seed", "9", "--json")
