@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -46,6 +48,29 @@ func New(p *Protocol, cfg *Config, run Run) (*Checker, error) {
 	}
 	c.sym = newSymmetry(&w, cfg.Symmetry, cfg.Symmetry)
 	return c, nil
+}
+
+// attemptNamespace roots the attempt ids the checker derives, so that they
+// never collide with ids an engine makes.
+var attemptNamespace = uuid.MustParse("5bd09d9a-bd43-4f66-ba01-772256a2acf9")
+
+// AttemptID is the handoff attempt id of handoff h in this run: facts are
+// keyed by it (LIFECYCLE.md section 3) and reports name it so that a trace
+// can be matched with engine logs. It is a name-based UUID of the run and
+// the handoff: never shared by two attempts of a run, and the same on every
+// run of the same configuration, so output stays deterministic.
+func (c *Checker) AttemptID(h int) uuid.UUID {
+	name := fmt.Sprintf("%s/%s/%s/handoff-%d", c.run.Name, c.run.Policy, c.run.Engine, h)
+	return uuid.NewSHA1(attemptNamespace, []byte(name))
+}
+
+// Attempts lists the attempt id of every handoff, as "h0=<uuid>".
+func (c *Checker) Attempts() []string {
+	out := make([]string, c.nH)
+	for h := range out {
+		out[h] = fmt.Sprintf("h%d=%s", h, c.AttemptID(h))
+	}
+	return out
 }
 
 // Run is the run this checker explores.

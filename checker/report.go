@@ -20,6 +20,9 @@ type Report struct {
 	baseline []*Result
 }
 
+// Checker is the checker of the i-th run of the report.
+func (r *Report) Checker(i int) *Checker { return r.checkers[i] }
+
 // SetBaseline records the same runs explored with one worker, so that the
 // report can state the speed-up of all workers over one.
 func (r *Report) SetBaseline(one *Report) { r.baseline = one.Runs }
@@ -299,6 +302,7 @@ type jsonCoverage struct {
 
 type jsonViolation struct {
 	Invariant string     `json:"invariant"`
+	Attempts  []string   `json:"attempts"`
 	Handoff   int        `json:"handoff"`
 	Worker    int        `json:"worker"`
 	Detail    string     `json:"detail"`
@@ -345,7 +349,7 @@ func (r *Report) JSON() ([]byte, error) {
 		}
 		if ce := x.Violation; ce != nil {
 			v := ce.Violation
-			jv := &jsonViolation{Invariant: v.Invariant, Handoff: v.Handoff, Worker: v.Worker, Detail: v.Detail}
+			jv := &jsonViolation{Invariant: v.Invariant, Attempts: c.Attempts(), Handoff: v.Handoff, Worker: v.Worker, Detail: v.Detail}
 			conv := func(steps []TraceStep) []jsonStep {
 				var js []jsonStep
 				for _, st := range steps {

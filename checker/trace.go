@@ -180,6 +180,7 @@ func (e *exploration) counterexample(f *found) *Counterexample {
 func (c *Checker) FormatCounterexample(ce *Counterexample) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "VIOLATION %s\n  %s\n", ce.Violation.Invariant, ce.Violation.Error())
+	fmt.Fprintf(&b, "attempts: %s\n", strings.Join(c.Attempts(), " "))
 	if len(ce.Loop) > 0 {
 		fmt.Fprintf(&b, "trace into the trap (%d steps), then a loop of %d steps that never drains:\n", len(ce.Steps), len(ce.Loop))
 	} else if ce.Shrunk {

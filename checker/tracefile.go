@@ -15,13 +15,14 @@ import (
 // TraceSchemaV1 names the trace file format: JSON Lines, a header line
 // then one line per move.
 //
-//	{"schema": "handoffcheck.trace/v1", "run": "vllm", "config": {...}, "spec": {...}, "violation": "SourcePinnedUntilRead"}
+//	{"schema": "handoffcheck.trace/v1", "run": "vllm", "attempts": ["h0=<uuid>"], "config": {...}, "spec": {...}, "violation": "SourcePinnedUntilRead"}
 //	{"step": 1, "move": "route-prefill h=0 worker=0"}
 //	{"step": 2, "move": "deliver-request h=0"}
 //
 // The header carries everything needed to replay: the configuration, the
 // run, and the spec when it is not the built-in one. "violation" is what
-// the trace is expected to end in ("" for none). Steps are numbered from 1
+// the trace is expected to end in ("" for none); "attempts" names each
+// handoff's attempt id, for matching with engine logs. Steps are numbered from 1
 // without gaps; the move syntax is that of scenario files.
 const TraceSchemaV1 = "handoffcheck.trace/v1"
 
@@ -31,6 +32,7 @@ var ErrTrace = errors.New("checker: bad trace")
 type traceHeader struct {
 	Schema    string          `json:"schema"`
 	Run       string          `json:"run"`
+	Attempts  []string        `json:"attempts,omitempty"`
 	Config    json.RawMessage `json:"config"`
 	Spec      json.RawMessage `json:"spec,omitempty"`
 	Violation string          `json:"violation,omitempty"`
@@ -52,8 +54,8 @@ type Trace struct {
 }
 
 // WriteTrace writes a counterexample of a run as a trace file.
-func WriteTrace(w io.Writer, configJSON []byte, s *spec.Spec, run string, ce *Counterexample) error {
-	h := traceHeader{Schema: TraceSchemaV1, Run: run}
+func WriteTrace(w io.Writer, configJSON []byte, s *spec.Spec, run string, attempts []string, ce *Counterexample) error {
+	h := traceHeader{Schema: TraceSchemaV1, Run: run, Attempts: attempts}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, configJSON); err != nil {
 		return fmt.Errorf("checker: configuration is not JSON: %w", err)

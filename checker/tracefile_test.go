@@ -25,7 +25,7 @@ func TestTrace_RoundTrip(t *testing.T) {
 		t.Fatal("no violation")
 	}
 	var buf bytes.Buffer
-	if err := WriteTrace(&buf, []byte(smallConfig), s, "vllm", r.Violation); err != nil {
+	if err := WriteTrace(&buf, []byte(smallConfig), s, "vllm", c.Attempts(), r.Violation); err != nil {
 		t.Fatal(err)
 	}
 	tr, err := ParseTrace("ce.jsonl", buf.Bytes())

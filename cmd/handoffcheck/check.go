@@ -126,13 +126,13 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	// saveTrace writes the first counterexample for replay.
-	saveTrace := func(run checker.Run, ce *checker.Counterexample) {
+	saveTrace := func(run checker.Run, attempts []string, ce *checker.Counterexample) {
 		if f.traceOut == "" || ce == nil {
 			return
 		}
 		out, err := os.Create(f.traceOut)
 		if err == nil {
-			err = checker.WriteTrace(out, configJSON, variant, run.Name, ce)
+			err = checker.WriteTrace(out, configJSON, variant, run.Name, attempts, ce)
 			if cerr := out.Close(); err == nil {
 				err = cerr
 			}
@@ -181,9 +181,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprint(stdout, rep.Mermaid())
 		}
 	}
-	for _, x := range rep.Runs {
+	for i, x := range rep.Runs {
 		if x.Violation != nil {
-			saveTrace(x.Run, x.Violation)
+			saveTrace(x.Run, rep.Checker(i).Attempts(), x.Violation)
 		}
 	}
 	if rep.Violated() {
@@ -194,7 +194,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 
 // walkMode runs seeded random walks on each selected run.
 func walkMode(ctx context.Context, f *checkFlags, cfg *checker.Config, proto *checker.Protocol, policies []spec.Policy, stdout, stderr io.Writer,
-	saveTrace func(checker.Run, *checker.Counterexample)) int {
+	saveTrace func(checker.Run, []string, *checker.Counterexample)) int {
 	violated := false
 	type jsonWalk struct {
 		Run       string   `json:"run"`
@@ -237,7 +237,7 @@ func walkMode(ctx context.Context, f *checkFlags, cfg *checker.Config, proto *ch
 				jw.Trace = append(jw.Trace, st.Move.String())
 			}
 			jw.Reproduce = reproduce(f, run, r.Seed)
-			saveTrace(run, r.Violation)
+			saveTrace(run, c.Attempts(), r.Violation)
 		}
 		out = append(out, jw)
 		if f.asJSON {

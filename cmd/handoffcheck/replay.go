@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/machines/interp"
@@ -67,6 +68,7 @@ func cmdReplay(args []string, stdout, stderr io.Writer) int {
 	s := c.NewSession()
 	prev := s.Describe()
 	fmt.Fprintf(stdout, "replay %s: run %s (%s, engine %s), %d steps\n", file, run.Name, run.Policy, run.Engine, len(tr.Moves))
+	fmt.Fprintf(stdout, "attempts: %s\n", strings.Join(c.Attempts(), " "))
 	for _, l := range prev {
 		fmt.Fprintf(stdout, "    %s\n", l)
 	}
