@@ -180,6 +180,13 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		if f.mermaid {
 			fmt.Fprint(stdout, rep.Mermaid())
 		}
+		// Exhaustive search is deterministic: the same command finds the
+		// same shortest trace; a trace file replays it without searching.
+		for _, x := range rep.Runs {
+			if x.Violation != nil {
+				fmt.Fprintf(stdout, "reproduce: %s\n", reproduceExhaustive(&f, x.Run))
+			}
+		}
 	}
 	for i, x := range rep.Runs {
 		if x.Violation != nil {
@@ -268,6 +275,21 @@ func walkMode(ctx context.Context, f *checkFlags, cfg *checker.Config, proto *ch
 		return exitViolation
 	}
 	return exitOK
+}
+
+// reproduceExhaustive is the one-line command that finds a run's
+// counterexample again and writes it for replay.
+func reproduceExhaustive(f *checkFlags, run checker.Run) string {
+	parts := []string{"handoffcheck check"}
+	if f.config != "" {
+		parts = append(parts, "--config "+f.config)
+	}
+	if f.specFile != "" {
+		parts = append(parts, "--spec "+f.specFile)
+	}
+	parts = append(parts, "--run "+run.Name, "--trace-out "+run.Name+".jsonl")
+	// check exits 1 on the violation, so the replay follows with ";".
+	return strings.Join(parts, " ") + "; handoffcheck replay " + run.Name + ".jsonl"
 }
 
 // reproduce is the one-line command that runs the failing walk alone.
