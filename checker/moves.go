@@ -492,11 +492,20 @@ func transferEvent(runner model.Side, done bool) (spec.Role, uint8) {
 	return spec.Destination, evDstTransferFailed
 }
 
+// maxMoves bounds the moves one state enables. Per handoff at most about
+// 55 (routing to every worker, eight facts in flight each delivered,
+// duplicated or lost, four timers, the faults), times MaxHandoffs, plus
+// restarts and background load per worker.
+const maxMoves = 56*model.MaxHandoffs + 3*model.MaxWorkers + 16
+
+// Parent links store a move's index in one byte.
+var _ [256 - maxMoves]struct{}
+
 // moveSet is the moves enabled in a state, without allocation.
 type moveSet struct {
 	n     int
-	stuck bool // nothing but heartbeats and expiries can happen
-	m     [160]Move
+	stuck bool // nothing but timers can happen
+	m     [maxMoves]Move
 }
 
 func (ms *moveSet) add(m Move) {
@@ -512,8 +521,8 @@ func (c *Checker) Moves(s *State) []Move {
 }
 
 // moves fills ms with the enabled moves: protocol moves first, then the
-// expiries that are early or late, then faults. It returns how many are
-// protocol moves (not faults).
+// timers (any armed one when the system is stuck, within the early-timer
+// budget otherwise), then faults. It returns how many are not faults.
 func (c *Checker) moves(s *State, ms *moveSet) (protocol int) {
 	ms.stuck = false
 	ms.n = 0
