@@ -114,6 +114,9 @@ type TextOptions struct {
 	// NoTiming leaves out every measured time, rate and memory figure, so
 	// that the same inputs give byte-identical reports.
 	NoTiming bool
+	// FullStates prints every line of the state after each step of a
+	// counterexample, not only the fields that changed.
+	FullStates bool
 }
 
 // Text renders the report for people.
@@ -180,7 +183,7 @@ func (r *Report) Text(opt TextOptions) string {
 		}
 		fmt.Fprintf(&b, "  coverage: %s\n", strings.Join(parts, ", "))
 		if x.Violation != nil {
-			b.WriteString(indent(c.FormatCounterexample(x.Violation), "  "))
+			b.WriteString(indent(c.FormatCounterexampleFull(x.Violation, opt.FullStates), "  "))
 		}
 	}
 	for _, pc := range r.PolicyCoverage() {

@@ -178,6 +178,12 @@ func (e *exploration) counterexample(f *found) *Counterexample {
 // state, then each step with the rows it fired and only the lines of the
 // state that changed.
 func (c *Checker) FormatCounterexample(ce *Counterexample) string {
+	return c.FormatCounterexampleFull(ce, false)
+}
+
+// FormatCounterexampleFull is FormatCounterexample that, with full, prints
+// every line of the state after each step instead of the changed fields.
+func (c *Checker) FormatCounterexampleFull(ce *Counterexample, full bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "VIOLATION %s\n  %s\n", ce.Violation.Invariant, ce.Violation.Error())
 	fmt.Fprintf(&b, "attempts: %s\n", strings.Join(c.Attempts(), " "))
@@ -203,7 +209,7 @@ func (c *Checker) FormatCounterexample(ce *Counterexample) string {
 			fmt.Fprintf(&b, "      fired %s\n", c.DescribeFiring(f))
 		}
 		for j, l := range st.State {
-			if j >= len(prev) {
+			if full || j >= len(prev) {
 				fmt.Fprintf(&b, "      %s\n", l)
 			} else if d := ChangedFields(prev[j], l); d != "" {
 				fmt.Fprintf(&b, "      %s\n", d)

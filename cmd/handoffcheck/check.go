@@ -21,10 +21,10 @@ func init() {
 }
 
 type checkFlags struct {
-	config, specFile, policy, runs, maxMemory, progress, traceOut   string
-	asJSON, stats, speedup, exact, liveness, swarm, mermaid, timing bool
-	maxStates, maxDepth, workers, walks, steps                      int
-	seed                                                            uint64
+	config, specFile, policy, runs, maxMemory, progress, traceOut         string
+	asJSON, stats, speedup, exact, liveness, swarm, mermaid, timing, full bool
+	maxStates, maxDepth, workers, walks, steps                            int
+	seed                                                                  uint64
 }
 
 func cmdCheck(args []string, stdout, stderr io.Writer) int {
@@ -49,6 +49,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	fs.Uint64Var(&f.seed, "seed", 1, "randomized mode: seed; walk i uses seed+i")
 	fs.BoolVar(&f.swarm, "swarm", false, "randomized mode: give each walk a random subset of fault kinds")
 	fs.BoolVar(&f.mermaid, "mermaid", false, "also print each counterexample as a Mermaid sequenceDiagram")
+	fs.BoolVar(&f.full, "full-states", false, "print every resource after each step of a counterexample, not only what changed")
 	fs.StringVar(&f.progress, "progress", "auto", "progress on stderr every few seconds: auto (only on a terminal), always or never")
 	fs.StringVar(&f.traceOut, "trace-out", "", "write the first counterexample as a trace file (JSON Lines) for 'handoffcheck replay'")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
@@ -176,7 +177,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stdout, string(out))
 	} else {
-		fmt.Fprint(stdout, rep.Text(checker.TextOptions{Stats: f.stats, NoTiming: !f.timing}))
+		fmt.Fprint(stdout, rep.Text(checker.TextOptions{Stats: f.stats, NoTiming: !f.timing, FullStates: f.full}))
 		if f.mermaid {
 			fmt.Fprint(stdout, rep.Mermaid())
 		}
@@ -261,7 +262,7 @@ func walkMode(ctx context.Context, f *checkFlags, cfg *checker.Config, proto *ch
 			fmt.Fprintf(stdout, "  walk %d failed after %d moves (faults: %s); shrunk to %d steps\n",
 				r.Failing, r.Original, strings.Join(r.Faults, ", "), len(r.Violation.Steps))
 			fmt.Fprintf(stdout, "  reproduce: %s\n", jw.Reproduce)
-			fmt.Fprint(stdout, indentText(c.FormatCounterexample(r.Violation), "  "))
+			fmt.Fprint(stdout, indentText(c.FormatCounterexampleFull(r.Violation, f.full), "  "))
 			if f.mermaid {
 				fmt.Fprintf(stdout, "```mermaid\n%s```\n", c.MermaidSequence(r.Violation))
 			}

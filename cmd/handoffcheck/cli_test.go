@@ -105,6 +105,10 @@ func TestCLI_CheckViolationAndReplay(t *testing.T) {
 	if code != exitViolation || !strings.Contains(out, "VIOLATION SourcePinnedUntilRead") || !strings.Contains(out, "sequenceDiagram") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
+	_, full, _ := runCLI(t, "check", "--config", small, "--spec", specFile, "--run", "vllm", "--full-states", "--timing=false")
+	if !strings.Contains(full, "    6. deliver h=0 to=source msg=LeaseRenewed") || strings.Count(full, "prefill0 gen=0") < 7 {
+		t.Fatalf("--full-states does not print every worker line after each step:\n%s", full)
+	}
 	code, out, _ = runCLI(t, "replay", traceFile)
 	if code != exitViolation || !strings.Contains(out, "(the violation the trace records)") {
 		t.Fatalf("replay: exit %d:\n%s", code, out)
