@@ -80,12 +80,15 @@ func (e *exploration) checkLiveness() *Counterexample {
 	}
 	// Walk forward inside the trap until a state repeats: every trapped
 	// state has a trapped successor (a trapped dead end would have failed
-	// Quiescence), so the walk closes a cycle.
+	// Quiescence), so the walk closes a cycle. The entry need not lie on
+	// the cycle: the states before the repeated one are a stem that leads
+	// from the entry into the cycle, and the trace shows it.
 	seenAt := map[uint32]int{}
 	var walk []uint32
+	cycle := -1 // index in walk where the cycle starts
 	for v := entry; ; {
 		if i, ok := seenAt[v]; ok {
-			walk = walk[i:]
+			cycle = i
 			walk = append(walk, v)
 			break
 		}
@@ -93,7 +96,7 @@ func (e *exploration) checkLiveness() *Counterexample {
 		walk = append(walk, v)
 		succ := first[v]
 		if len(succ) == 0 {
-			break
+			panic("checker: a trapped state has no trapped successor")
 		}
 		// Prefer a successor other than the state itself so that the loop
 		// shows movement, unless the self-loop is all there is.
@@ -109,19 +112,26 @@ func (e *exploration) checkLiveness() *Counterexample {
 	v := &model.Violation{Invariant: model.NameEventuallyDrained, Handoff: -1, Worker: -1,
 		Detail: "from this state no fully drained state can be reached: something stays held forever"}
 	ce := e.counterexample(&found{v: v, pid: entry, move: -1})
-	// Replay the cycle concretely from where the trace ended.
+	if len(ce.Steps) > 0 {
+		// The step that enters the trap.
+		ce.Steps[len(ce.Steps)-1].Failed = true
+	}
+	// Replay the stem and then the cycle concretely from the entry: the
+	// stem extends the trace, the cycle is the loop. A step that does not
+	// replay is a broken step function, never a reason to drop the loop.
 	c := e.c
 	s := e.replayTo(entry)
 	for i := 1; i < len(walk); i++ {
 		k := e.keyOf(walk[i])
 		step, ok := c.concreteStep(&s, &k, "")
 		if !ok {
-			break
+			panic("checker: cannot replay the loop of a liveness counterexample")
 		}
-		ce.Loop = append(ce.Loop, step)
-	}
-	if len(ce.Steps) > 0 {
-		ce.Steps[len(ce.Steps)-1].Failed = true
+		if i <= cycle {
+			ce.Steps = append(ce.Steps, step)
+		} else {
+			ce.Loop = append(ce.Loop, step)
+		}
 	}
 	return ce
 }

@@ -188,7 +188,14 @@ func (c *Checker) FormatCounterexampleFull(ce *Counterexample, full bool) string
 	fmt.Fprintf(&b, "VIOLATION %s\n  %s\n", ce.Violation.Invariant, ce.Violation.Error())
 	fmt.Fprintf(&b, "attempts: %s\n", strings.Join(c.Attempts(), " "))
 	if len(ce.Loop) > 0 {
-		fmt.Fprintf(&b, "trace into the trap (%d steps), then a loop of %d steps that never drains:\n", len(ce.Steps), len(ce.Loop))
+		entered := len(ce.Steps)
+		for i, st := range ce.Steps {
+			if st.Failed {
+				entered = i + 1
+			}
+		}
+		fmt.Fprintf(&b, "trace into the trap (%s, entered at step %d), then a loop of %s that never drains:\n",
+			plural(len(ce.Steps), "step"), entered, plural(len(ce.Loop), "step"))
 	} else if ce.Shrunk {
 		fmt.Fprintf(&b, "shrunk trace (%d steps):\n", len(ce.Steps))
 	} else {
@@ -267,4 +274,12 @@ func ChangedFields(prev, now string) string {
 		return ""
 	}
 	return nf[0] + ": " + strings.Join(parts, " ")
+}
+
+// plural renders a count with its noun: "1 step", "7 steps".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
