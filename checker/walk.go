@@ -41,6 +41,9 @@ type WalkResult struct {
 	// counterexample is that walk shrunk.
 	Original  int
 	Violation *Counterexample
+	// Interrupted is set when the run was stopped before every walk ran:
+	// Walks, Moves and Distinct then cover the walks 0..Walks-1.
+	Interrupted bool
 }
 
 // faultKinds lists the fault moves a swarm walk may switch off.
@@ -63,9 +66,10 @@ func (c *Checker) Walk(ctx context.Context, opts WalkOptions) *WalkResult {
 		v       *model.Violation
 		allowed []string
 		n       int
+		fps     []uint64 // fingerprints of the states the walk visited
+		ran     bool
 	}
 	outs := make([]outcome, opts.Walks)
-	seen := make([]*fpTable, workers)
 	next := make(chan int, opts.Walks)
 	for i := 0; i < opts.Walks; i++ {
 		next <- i
@@ -75,9 +79,8 @@ func (c *Checker) Walk(ctx context.Context, opts WalkOptions) *WalkResult {
 	firstFail := opts.Walks
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
-		seen[w] = &fpTable{}
 		wg.Add(1)
-		go func(w int) {
+		go func() {
 			defer wg.Done()
 			for i := range next {
 				mu.Lock()
@@ -86,28 +89,45 @@ func (c *Checker) Walk(ctx context.Context, opts WalkOptions) *WalkResult {
 				if skip || ctx.Err() != nil {
 					continue
 				}
-				moves, v, allowed, n := c.walkOnce(opts.Seed+uint64(i), opts.Steps, opts.Swarm, seen[w])
-				outs[i] = outcome{moves, v, allowed, n}
-				if v != nil {
+				o := &outs[i]
+				o.moves, o.v, o.allowed, o.n, o.fps = c.walkOnce(opts.Seed+uint64(i), opts.Steps, opts.Swarm)
+				o.ran = true
+				if o.v != nil {
 					mu.Lock()
 					firstFail = min(firstFail, i)
 					mu.Unlock()
 				}
 			}
-		}(w)
+		}()
 	}
 	wg.Wait()
+	// The figures cover walks 0..firstFail only, in index order: which
+	// later walks a worker happened to start before the failure was known
+	// depends on scheduling, and the report must not.
+	last := min(firstFail, opts.Walks-1)
 	merged := &fpTable{}
-	for _, t := range seen {
-		for _, fp := range t.fps {
-			if fp != 0 {
-				merged.insert(fp)
-			}
+	for i := 0; i <= last; i++ {
+		if !outs[i].ran {
+			// Interrupted: the walks that ran are not a prefix.
+			res.Interrupted = true
+			last = i - 1
+			break
 		}
+		for _, fp := range outs[i].fps {
+			merged.insert(fp)
+		}
+		res.Moves += int64(outs[i].n)
 	}
 	res.Distinct = merged.n
-	for i := range outs {
-		res.Moves += int64(outs[i].n)
+	res.Walks = last + 1
+	if res.Interrupted {
+		firstFail = opts.Walks // a failure after a gap is not the first
+		for i := 0; i <= last; i++ {
+			if outs[i].v != nil {
+				firstFail = i
+				break
+			}
+		}
 	}
 	if firstFail < opts.Walks {
 		o := outs[firstFail]
@@ -123,7 +143,7 @@ func (c *Checker) Walk(ctx context.Context, opts WalkOptions) *WalkResult {
 
 // walkOnce is one walk. It returns the moves taken up to and including the
 // failing one, the violation, the fault kinds allowed, and the step count.
-func (c *Checker) walkOnce(seed uint64, steps int, swarm bool, seen *fpTable) ([]Move, *model.Violation, []string, int) {
+func (c *Checker) walkOnce(seed uint64, steps int, swarm bool) ([]Move, *model.Violation, []string, int, []uint64) {
 	rng := rand.New(rand.NewPCG(seed, 0x68616e646f6666)) // stream: "handoff"
 	allowed := map[MoveKind]bool{}
 	var names []string
@@ -135,6 +155,7 @@ func (c *Checker) walkOnce(seed uint64, steps int, swarm bool, seen *fpTable) ([
 	}
 	s := c.NewSession()
 	var taken []Move
+	var fps []uint64
 	var ms moveSet
 	var k Key
 	for i := 0; i < steps; i++ {
@@ -157,12 +178,12 @@ func (c *Checker) walkOnce(seed uint64, steps int, swarm bool, seen *fpTable) ([
 			panic("checker: a walk took a move its state did not enable: " + err.Error())
 		}
 		if r.Violation != nil {
-			return taken, r.Violation, names, i + 1
+			return taken, r.Violation, names, i + 1, fps
 		}
 		c.canonical(&s.s, &k)
-		seen.insert(fingerprint(&k, 1+c.nW+model.HandoffWords*c.nH))
+		fps = append(fps, fingerprint(&k, 1+c.nW+model.HandoffWords*c.nH))
 	}
-	return nil, nil, names, len(taken)
+	return nil, nil, names, len(taken), fps
 }
 
 // replayLenient replays moves, skipping any the state no longer enables,
