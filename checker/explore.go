@@ -2,10 +2,13 @@ package checker
 
 import (
 	"context"
+	"fmt"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/handoffcheck/handoffcheck/model"
@@ -15,7 +18,9 @@ import (
 type Limits struct {
 	MaxStates int   // stop after the level in which this many distinct states were reached
 	MaxDepth  int   // do not expand states at this depth
-	MaxMemory int64 // stop after the level in which the estimate passed this many bytes
+	// MaxMemory bounds the process's resident memory during the run: the
+	// exploration stops, mid-level if need be, before it passes this.
+	MaxMemory int64
 	// Workers is how many goroutines expand states (0: all cores).
 	Workers int
 	// Exact stores full keys instead of fingerprints: no collisions, more memory.
@@ -37,9 +42,13 @@ type Stats struct {
 	TraceBytes int64
 	// GraphBytes is the transition graph kept for liveness.
 	GraphBytes int64
-	// PeakHeap is the largest Go heap seen while exploring.
+	// PeakHeap is the largest growth of the Go heap over what it held when
+	// the run started: the run's own data, not earlier runs'.
 	PeakHeap uint64
-	Workers  int
+	// PeakResident is the run's peak resident memory (the process's, from
+	// the run's start; 0 where the system does not say).
+	PeakResident uint64
+	Workers      int
 }
 
 // StatesPerSecond is distinct states per second.
@@ -125,6 +134,8 @@ type exploration struct {
 	stopWhy string
 	viol    *found
 	rootKey Key
+	// heapStart is the live heap when the run started.
+	heapStart uint64
 }
 
 // Result is the outcome of exploring one run.
@@ -132,8 +143,10 @@ type Result struct {
 	Run      Run
 	Stats    Stats
 	Complete bool
-	// StopReason says why an incomplete exploration stopped.
+	// StopReason says why an incomplete exploration stopped, as a short
+	// code (one of the Stop* constants); StopDetail says it as a sentence.
 	StopReason string
+	StopDetail string
 	Violation  *Counterexample
 	Coverage   *Coverage
 	// DeadEnds is how many quiescent states were found (all checked).
@@ -155,16 +168,34 @@ type Result struct {
 // and rebuilds the shortest trace to it. Results are deterministic for any
 // number of workers.
 func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progress)) *Result {
+	// Earlier runs' garbage is collected first, so that this run's memory
+	// figures and its memory bound are about this run.
+	settle()
+	resetPeakResident()
 	start := time.Now()
 	workers := lim.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	e := &exploration{c: c, lim: lim, words: 1 + c.nW + model.HandoffWords*c.nH, cov: newCoverage(c.proto.spec)}
+	e.heapStart = heapObjects()
 	e.st = newStore(lim.Exact, e.words, lim.Liveness)
 	e.stats.Workers = workers
 	if lim.Liveness {
 		e.g = &graph{}
+	}
+	var overMemory atomic.Bool
+	if lim.MaxMemory > 0 {
+		// The bound holds within a level too: a watcher stops the level
+		// when resident memory nears the bound, and the collector works
+		// harder as the heap nears it.
+		old := debug.SetMemoryLimit(lim.MaxMemory)
+		defer debug.SetMemoryLimit(old)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		done := make(chan struct{})
+		defer func() { close(done); cancel() }()
+		go watchMemory(lim.MaxMemory, done, func() { overMemory.Store(true); cancel() })
 	}
 	init := c.Initial()
 	var k Key
@@ -178,18 +209,24 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 	frontier := slices.Clone(k[:e.words])
 	levelStart := uint32(0)
 	lastReport := time.Now()
+	stopped := func() string {
+		if overMemory.Load() {
+			return StopMaxMemory
+		}
+		return StopInterrupted
+	}
 	for depth := 0; len(frontier) > 0 && e.viol == nil; depth++ {
 		if lim.MaxDepth > 0 && depth >= lim.MaxDepth {
-			e.cut, e.stopWhy = true, "max-depth"
+			e.cut, e.stopWhy = true, StopMaxDepth
 			break
 		}
 		if err := ctx.Err(); err != nil {
-			e.cut, e.stopWhy = true, "interrupted"
+			e.cut, e.stopWhy = true, stopped()
 			break
 		}
 		next, interrupted := e.level(ctx, frontier, levelStart, workers)
 		if interrupted {
-			e.cut, e.stopWhy = true, "interrupted"
+			e.cut, e.stopWhy = true, stopped()
 			break
 		}
 		levelStart += uint32(len(frontier) / e.words)
@@ -205,11 +242,11 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 		e.sampleHeap()
 		if e.viol == nil && len(next) > 0 {
 			if lim.MaxStates > 0 && len(e.parent) >= lim.MaxStates {
-				e.cut, e.stopWhy = true, "max-states"
+				e.cut, e.stopWhy = true, StopMaxStates
 				break
 			}
 			if lim.MaxMemory > 0 && e.memory(len(next)) >= lim.MaxMemory {
-				e.cut, e.stopWhy = true, "max-memory"
+				e.cut, e.stopWhy = true, StopMaxMemory
 				break
 			}
 		}
@@ -223,10 +260,12 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 		e.stats.GraphBytes = int64(len(e.g.from))*8 + int64(len(e.g.drained))
 	}
 	e.sampleHeap()
+	e.stats.PeakResident = peakResidentBytes()
 	r := &Result{Run: c.run, Stats: e.stats, Coverage: e.cov, DeadEnds: e.deadEnds,
 		Symmetry: c.sym.any(), Exact: lim.Exact, Complete: !e.cut && e.viol == nil}
 	if e.cut {
 		r.StopReason = e.stopWhy
+		r.StopDetail = stopDetail(e.stopWhy, lim, r.Stats)
 	}
 	if !lim.Exact {
 		n := float64(r.Stats.States)
@@ -241,18 +280,82 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 			r.Violation = trap
 		}
 	} else if lim.Liveness {
-		r.StopReason += " (EventuallyDrained not judged: the graph is incomplete)"
+		r.StopDetail += "; EventuallyDrained not judged: the graph is incomplete"
 	}
 	return r
+}
+
+// The reasons an exploration stops before it is complete, as the short
+// codes reports carry (stop_reason in JSON).
+const (
+	StopMaxStates   = "max-states"
+	StopMaxDepth    = "max-depth"
+	StopMaxMemory   = "max-memory"
+	StopInterrupted = "interrupted"
+)
+
+// stopDetail says a stop reason as a sentence.
+func stopDetail(code string, lim Limits, s Stats) string {
+	switch code {
+	case StopMaxStates:
+		return fmt.Sprintf("stopped after the level that reached %s distinct states (--max-states %d)", commas(int64(s.States)), lim.MaxStates)
+	case StopMaxDepth:
+		return fmt.Sprintf("stopped at depth %d (--max-depth)", lim.MaxDepth)
+	case StopMaxMemory:
+		return fmt.Sprintf("stopped before resident memory passed the bound of %s (--max-memory)", FormatBytes(lim.MaxMemory))
+	case StopInterrupted:
+		return "interrupted before the exploration completed"
+	}
+	return code
+}
+
+// FormatBytes renders a byte count in binary units: "3.4 GiB".
+func FormatBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// watchMemory calls stop once resident memory passes nine tenths of the
+// bound: the margin is what a level may still allocate between two looks
+// and while it winds down. It returns when done is closed.
+func watchMemory(bound int64, done <-chan struct{}, stop func()) {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			if residentBytes() >= uint64(bound)/10*9 {
+				stop()
+				return
+			}
+		}
+	}
+}
+
+// heapObjects is the live heap now.
+func heapObjects() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		return s[0].Value.Uint64()
+	}
+	return 0
 }
 
 // sampleHeap records the live heap. runtime/metrics reads it without
 // stopping the world, so sampling every level costs nothing measurable.
 func (e *exploration) sampleHeap() {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() == metrics.KindUint64 {
-		e.stats.PeakHeap = max(e.stats.PeakHeap, s[0].Value.Uint64())
+	if h := heapObjects(); h > e.heapStart {
+		e.stats.PeakHeap = max(e.stats.PeakHeap, h-e.heapStart)
 	}
 }
 
@@ -324,7 +427,7 @@ func (e *exploration) level(ctx context.Context, frontier []uint64, levelStart u
 					continue
 				}
 				lo, hi := ci*n/chunks, (ci+1)*n/chunks
-				outs[ci] = e.expand(frontier, levelStart, lo, hi, &seen[w])
+				outs[ci] = e.expand(ctx, frontier, levelStart, lo, hi, &seen[w])
 			}
 		}(w)
 	}
@@ -353,7 +456,7 @@ func (e *exploration) level(ctx context.Context, frontier []uint64, levelStart u
 }
 
 // expand is phase A for frontier states lo..hi.
-func (e *exploration) expand(frontier []uint64, levelStart uint32, lo, hi int, seen *levelSet) workerOut {
+func (e *exploration) expand(ctx context.Context, frontier []uint64, levelStart uint32, lo, hi int, seen *levelSet) workerOut {
 	c := e.c
 	// Most levels produce about one or two new candidates per state; size
 	// the buffers for that so that appends rarely copy.
@@ -379,6 +482,10 @@ func (e *exploration) expand(frontier []uint64, levelStart uint32, lo, hi int, s
 	var ids [len(ms.m)]uint32
 	var known [len(ms.m)]bool
 	for i := lo; i < hi; i++ {
+		if i&255 == 0 && ctx.Err() != nil {
+			// Stopped (interrupt or memory bound): the level is dropped.
+			break
+		}
 		pid := levelStart + uint32(i)
 		copy(k[:e.words], frontier[i*e.words:(i+1)*e.words])
 		s := c.unpack(&k)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/model"
@@ -16,6 +17,15 @@ type Report struct {
 	Runs       []*Result
 	checkers   []*Checker
 	Invariants []string
+	// NotRun lists the selected runs that never started because the check
+	// was interrupted.
+	NotRun []Run
+	// Interrupted is set when the check was stopped (Ctrl-C) before every
+	// selected run completed.
+	Interrupted bool
+	// PeakResident is the process's peak resident memory over the whole
+	// check, in bytes (0 where the system does not say).
+	PeakResident uint64
 	// baseline holds the same runs explored on one worker, when measured.
 	baseline []*Result
 }
@@ -58,29 +68,85 @@ func (r *Report) Violated() bool {
 	return false
 }
 
-// Check explores every run of a configuration whose policy is selected
-// (all when policies is empty), one after the other.
-func Check(ctx context.Context, p *Protocol, cfg *Config, policies []spec.Policy, lim Limits, progress func(Progress)) (*Report, error) {
+// Check explores the given runs of a configuration, one after the other.
+// When ctx is cancelled, the run under way stops and the runs after it are
+// listed in NotRun. Selecting runs is the caller's business (see
+// SelectRuns): checking nothing is refused.
+func Check(ctx context.Context, p *Protocol, cfg *Config, runs []Run, lim Limits, progress func(Progress)) (*Report, error) {
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("%w: no run selected: checking nothing is never a pass", ErrConfig)
+	}
 	rep := &Report{Protocol: p.Name()}
 	rep.Invariants = append(append([]string(nil), model.SafetyInvariants...), model.NameQuiescence, model.NameFaultFreeCompletion)
 	if lim.Liveness {
 		rep.Invariants = append(rep.Invariants, model.NameEventuallyDrained)
 	}
-	for _, run := range cfg.Runs {
-		if len(policies) > 0 && !containsPolicy(policies, run.Policy) {
-			continue
+	for i, run := range runs {
+		if ctx.Err() != nil {
+			rep.Interrupted = true
+			rep.NotRun = append(rep.NotRun, runs[i:]...)
+			break
 		}
 		c, err := New(p, cfg, run)
 		if err != nil {
 			return nil, err
 		}
-		rep.Runs = append(rep.Runs, c.Explore(ctx, lim, progress))
+		r := c.Explore(ctx, lim, progress)
+		if r.StopReason == StopInterrupted {
+			rep.Interrupted = true
+		}
+		rep.Runs = append(rep.Runs, r)
 		rep.checkers = append(rep.checkers, c)
-		if ctx.Err() != nil {
-			break
+	}
+	rep.PeakResident = ProcessPeakResident()
+	return rep, nil
+}
+
+// SelectRuns picks the runs of a configuration to check: those named (in
+// the order named; none named means every run), of the given policies
+// (none given means every policy). It refuses a name the configuration
+// lacks, a name given twice, and a selection that leaves nothing to check.
+func SelectRuns(cfg *Config, names []string, policies []spec.Policy) ([]Run, error) {
+	var picked []Run
+	if len(names) == 0 {
+		picked = cfg.Runs
+	} else {
+		seen := map[string]bool{}
+		for _, name := range names {
+			if seen[name] {
+				return nil, fmt.Errorf("%w: run %q is named twice", ErrConfig, name)
+			}
+			seen[name] = true
+			i := slices.IndexFunc(cfg.Runs, func(r Run) bool { return r.Name == name })
+			if i < 0 {
+				return nil, fmt.Errorf("%w: no run %q; the configuration has runs %s", ErrConfig, name, runNames(cfg.Runs))
+			}
+			picked = append(picked, cfg.Runs[i])
 		}
 	}
-	return rep, nil
+	var out []Run
+	for _, r := range picked {
+		if len(policies) == 0 || containsPolicy(policies, r.Policy) {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		var pol []string
+		for _, p := range policies {
+			pol = append(pol, p.String())
+		}
+		return nil, fmt.Errorf("%w: no run of the selection has policy %s (selected: %s): checking nothing is never a pass",
+			ErrConfig, strings.Join(pol, ", "), runNames(picked))
+	}
+	return out, nil
+}
+
+func runNames(runs []Run) string {
+	var names []string
+	for _, r := range runs {
+		names = append(names, fmt.Sprintf("%s (%s)", r.Name, r.Policy))
+	}
+	return strings.Join(names, ", ")
 }
 
 func containsPolicy(ps []spec.Policy, p spec.Policy) bool {
@@ -130,7 +196,7 @@ func (r *Report) Text(opt TextOptions) string {
 		case x.Violation != nil:
 			verdict = "VIOLATION " + x.Violation.Violation.Invariant
 		case !x.Complete:
-			verdict = "incomplete (stopped by " + x.StopReason + "), no violation found"
+			verdict = "incomplete (" + x.StopDetail + "), no violation found"
 		}
 		fmt.Fprintf(&b, "run %s (%s, engine %s): %s\n", x.Run.Name, x.Run.Policy, x.Run.Engine, verdict)
 		s := x.Stats
@@ -157,7 +223,7 @@ func (r *Report) Text(opt TextOptions) string {
 			}
 			fmt.Fprintf(&b, "  store (%s): %s bytes/state (fingerprints alone %s), trace links %s bytes/state, liveness graph %s bytes/state\n",
 				mode, per(s.StoreBytes), per(s.FingerprintBytes), per(s.TraceBytes), per(s.GraphBytes))
-			fmt.Fprintf(&b, "  peak heap %.1f MiB\n", float64(s.PeakHeap)/(1<<20))
+			fmt.Fprintf(&b, "  peak heap %s (this run's own), peak resident memory %s\n", FormatBytes(int64(s.PeakHeap)), residentText(s.PeakResident))
 		}
 		if x.Exact {
 			b.WriteString("  states stored as exact keys: no fingerprint collisions\n")
@@ -201,8 +267,24 @@ func (r *Report) Text(opt TextOptions) string {
 			fmt.Fprintf(&b, "  %s\n", d)
 		}
 	}
+	for _, run := range r.NotRun {
+		fmt.Fprintf(&b, "run %s (%s, engine %s): not run (interrupted)\n", run.Name, run.Policy, run.Engine)
+	}
+	if r.Interrupted {
+		b.WriteString("interrupted: the verdicts above cover only what was explored\n")
+	}
 	fmt.Fprintf(&b, "invariants checked: %s\n", strings.Join(r.Invariants, ", "))
+	if stats {
+		fmt.Fprintf(&b, "peak resident memory of the process: %s\n", residentText(r.PeakResident))
+	}
 	return b.String()
+}
+
+func residentText(n uint64) string {
+	if n == 0 {
+		return "unknown"
+	}
+	return FormatBytes(int64(n))
 }
 
 // PolicyRowCoverage is row coverage of one role under one policy, over
@@ -256,11 +338,13 @@ func indent(s, prefix string) string {
 }
 
 type jsonReport struct {
-	Protocol   string               `json:"protocol"`
-	Verdict    string               `json:"verdict"`
-	Runs       []jsonRun            `json:"runs"`
-	Coverage   []jsonPolicyCoverage `json:"coverage_by_policy"`
-	Invariants []string             `json:"invariants"`
+	Protocol     string               `json:"protocol"`
+	Verdict      string               `json:"verdict"`
+	Runs         []jsonRun            `json:"runs"`
+	NotRun       []string             `json:"not_run,omitempty"`
+	Coverage     []jsonPolicyCoverage `json:"coverage_by_policy"`
+	Invariants   []string             `json:"invariants"`
+	PeakResident *uint64              `json:"peak_resident_bytes,omitempty"`
 }
 
 type jsonPolicyCoverage struct {
@@ -276,24 +360,32 @@ type jsonRun struct {
 	Engine      string         `json:"engine"`
 	Complete    bool           `json:"complete"`
 	StopReason  string         `json:"stop_reason,omitempty"`
+	StopDetail  string         `json:"stop_detail,omitempty"`
 	States      int            `json:"states"`
 	Transitions int64          `json:"transitions"`
 	Depth       int            `json:"depth"`
 	Quiescent   int            `json:"quiescent_states"`
-	ElapsedMS   float64        `json:"elapsed_ms"`
-	StatesPerS  float64        `json:"states_per_second"`
-	TransPerS   float64        `json:"transitions_per_second"`
-	Workers     int            `json:"workers"`
 	StoreBPS    float64        `json:"store_bytes_per_state"`
 	FPBPS       float64        `json:"fingerprint_bytes_per_state"`
-	PeakHeap    uint64         `json:"peak_heap_bytes"`
-	Speedup     float64        `json:"speedup_over_one_worker,omitempty"`
+	*jsonTiming
 	Symmetry    bool           `json:"symmetry"`
 	Exact       bool           `json:"exact"`
 	Liveness    bool           `json:"liveness_checked"`
 	Collision   float64        `json:"collision_probability"`
 	Coverage    []jsonCoverage `json:"coverage"`
 	Violation   *jsonViolation `json:"violation,omitempty"`
+}
+
+// jsonTiming holds the measured figures of a run, left out with
+// --timing=false so that the same inputs give byte-identical reports.
+type jsonTiming struct {
+	ElapsedMS    float64 `json:"elapsed_ms"`
+	StatesPerS   float64 `json:"states_per_second"`
+	TransPerS    float64 `json:"transitions_per_second"`
+	Workers      int     `json:"workers"`
+	PeakHeap     uint64  `json:"peak_heap_bytes"`
+	PeakResident uint64  `json:"peak_resident_bytes"`
+	Speedup      float64 `json:"speedup_over_one_worker,omitempty"`
 }
 
 type jsonCoverage struct {
@@ -320,11 +412,15 @@ type jsonStep struct {
 	State []string `json:"state"`
 }
 
-// JSON renders the report as one object.
-func (r *Report) JSON() ([]byte, error) {
+// JSON renders the report as one object. With opt.NoTiming it leaves out
+// every measured figure (times, rates, memory, workers).
+func (r *Report) JSON(opt TextOptions) ([]byte, error) {
 	out := jsonReport{Protocol: r.Protocol, Verdict: "pass", Invariants: r.Invariants, Runs: []jsonRun{}}
-	if r.Violated() {
-		out.Verdict = "violation"
+	if !opt.NoTiming {
+		out.PeakResident = &r.PeakResident
+	}
+	for _, run := range r.NotRun {
+		out.NotRun = append(out.NotRun, run.Name)
 	}
 	for i, x := range r.Runs {
 		c := r.checkers[i]
@@ -336,10 +432,13 @@ func (r *Report) JSON() ([]byte, error) {
 			return float64(n) / float64(s.States)
 		}
 		jr := jsonRun{Name: x.Run.Name, Policy: x.Run.Policy.String(), Engine: x.Run.Engine.String(), Complete: x.Complete,
-			StopReason: x.StopReason, States: s.States, Transitions: s.Transitions, Depth: s.Depth, Quiescent: x.DeadEnds,
-			ElapsedMS: float64(s.Elapsed.Microseconds()) / 1e3, StatesPerS: s.StatesPerSecond(), TransPerS: s.TransitionsPerSecond(),
-			Workers: s.Workers, StoreBPS: per(s.StoreBytes), FPBPS: per(s.FingerprintBytes), PeakHeap: s.PeakHeap,
-			Symmetry: x.Symmetry, Exact: x.Exact, Liveness: x.Liveness, Collision: x.CollisionProbability, Speedup: r.speedup(i)}
+			StopReason: x.StopReason, StopDetail: x.StopDetail, States: s.States, Transitions: s.Transitions, Depth: s.Depth, Quiescent: x.DeadEnds,
+			StoreBPS: per(s.StoreBytes), FPBPS: per(s.FingerprintBytes),
+			Symmetry: x.Symmetry, Exact: x.Exact, Liveness: x.Liveness, Collision: x.CollisionProbability}
+		if !opt.NoTiming {
+			jr.jsonTiming = &jsonTiming{ElapsedMS: float64(s.Elapsed.Microseconds()) / 1e3, StatesPerS: s.StatesPerSecond(),
+				TransPerS: s.TransitionsPerSecond(), Workers: s.Workers, PeakHeap: s.PeakHeap, PeakResident: s.PeakResident, Speedup: r.speedup(i)}
+		}
 		if !x.Complete && x.Violation == nil {
 			out.Verdict = "incomplete"
 		}
@@ -369,6 +468,9 @@ func (r *Report) JSON() ([]byte, error) {
 			jr.Violation = jv
 		}
 		out.Runs = append(out.Runs, jr)
+	}
+	if r.Interrupted {
+		out.Verdict = "interrupted"
 	}
 	if r.Violated() {
 		out.Verdict = "violation"

@@ -187,7 +187,7 @@ func TestScenarios(t *testing.T) {
 					if d.HasArg("max-states") {
 						d.ScanArgs(t, "max-states", &lim.MaxStates)
 					}
-					rep, err := Check(context.Background(), Generated(), cfg, nil, lim, nil)
+					rep, err := Check(context.Background(), Generated(), cfg, cfg.Runs, lim, nil)
 					if err != nil {
 						return "error: " + err.Error()
 					}

@@ -1,0 +1,54 @@
+package checker
+
+import (
+	"context"
+	"testing"
+)
+
+// The memory bound holds within a level: an exploration that would need
+// gigabytes stops before the process's resident memory passes the bound,
+// says so, and reports the run's own peak.
+func TestExplore_MaxMemoryStopsWithinTheBound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("explores until a few hundred MiB are resident")
+	}
+	if peakResidentBytes() == 0 || !resetPeakResident() {
+		t.Skip("this system does not report peak resident memory (/proc/self/status VmHWM, /proc/self/clear_refs)")
+	}
+	cfg := DefaultConfig()
+	c, err := New(Generated(), cfg, cfg.Runs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	settle()
+	bound := int64(residentBytes()) + 256<<20
+	r := c.Explore(context.Background(), Limits{MaxMemory: bound, Liveness: true, Workers: 2}, nil)
+	if r.Complete || r.StopReason != StopMaxMemory {
+		t.Fatalf("want a stop by the memory bound, got complete=%v stop=%q after %d states", r.Complete, r.StopReason, r.Stats.States)
+	}
+	if r.Stats.PeakResident == 0 || r.Stats.PeakResident > uint64(bound) {
+		t.Fatalf("peak resident memory %s, bound %s", FormatBytes(int64(r.Stats.PeakResident)), FormatBytes(bound))
+	}
+	if r.Stats.States < 100000 {
+		t.Fatalf("stopped after only %d states: the bound was not used", r.Stats.States)
+	}
+	t.Logf("stopped after %d states at a peak of %s (bound %s)", r.Stats.States, FormatBytes(int64(r.Stats.PeakResident)), FormatBytes(bound))
+}
+
+// Per-run figures belong to the run: a small run explored after a large
+// one reports its own heap, not what the large one left behind.
+func TestExplore_PerRunHeapIsTheRunsOwn(t *testing.T) {
+	cfg := mustConfig(t, twoByTwo)
+	c, _ := New(Generated(), cfg, cfg.Runs[0])
+	small := c.Explore(context.Background(), Limits{MaxStates: 200}, nil)
+	big := DefaultConfig()
+	bc, _ := New(Generated(), big, big.Runs[0])
+	keep := bc.Explore(context.Background(), Limits{MaxStates: 300000}, nil)
+	again := c.Explore(context.Background(), Limits{MaxStates: 200}, nil)
+	if keep.Stats.PeakHeap < 4*small.Stats.PeakHeap {
+		t.Skipf("the large run's heap (%d) is not clearly larger than the small one's (%d)", keep.Stats.PeakHeap, small.Stats.PeakHeap)
+	}
+	if again.Stats.PeakHeap >= keep.Stats.PeakHeap/2 {
+		t.Fatalf("a small run after a large one reports a peak heap of %d bytes, the large run's was %d", again.Stats.PeakHeap, keep.Stats.PeakHeap)
+	}
+}
