@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
 	"strings"
 )
@@ -34,7 +35,9 @@ var unknownField = regexp.MustCompile(`unknown field "([^"]*)"`)
 
 // DecodeError explains an encoding/json decoding error of a file as
 // "file:line: sentinel: what went wrong", wrapping sentinel. empty says what
-// an empty input should have held.
+// an empty input should have held. Types are named in JSON terms ("an
+// integer from 1 to 255"), never by their Go names, which mean nothing to
+// the person who wrote the file.
 func DecodeError(file string, data []byte, err error, sentinel error, empty string) error {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
@@ -42,7 +45,7 @@ func DecodeError(file string, data []byte, err error, sentinel error, empty stri
 	case errors.As(err, &se):
 		return fmt.Errorf("%s:%d: %w: malformed JSON: %v", file, Line(data, int(se.Offset)), sentinel, se)
 	case errors.As(err, &te):
-		return fmt.Errorf("%s:%d: %w: field %q: got JSON %s, want %s", file, Line(data, int(te.Offset)), sentinel, te.Field, te.Value, te.Type)
+		return fmt.Errorf("%s:%d: %w: %s", file, Line(data, int(te.Offset)), sentinel, describeType(te))
 	case errors.Is(err, io.EOF):
 		return fmt.Errorf("%s:1: %w: empty input, want %s", file, sentinel, empty)
 	case errors.Is(err, io.ErrUnexpectedEOF):
@@ -54,11 +57,62 @@ func DecodeError(file string, data []byte, err error, sentinel error, empty stri
 	return fmt.Errorf("%s:1: %w: %s", file, sentinel, Clean(err))
 }
 
-// Clean is a decoding error's text without the "json: " prefix, or "the
-// JSON ends early" for a truncated value.
+// Clean is a decoding error's text without the "json: " prefix and without
+// Go type names, or "the JSON ends early" for a truncated value.
 func Clean(err error) string {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return "the JSON ends early"
 	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return describeType(te)
+	}
 	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// describeType says which field got which JSON value and what it should
+// have been, in the vocabulary of the file.
+func describeType(te *json.UnmarshalTypeError) string {
+	field := "the document"
+	if te.Field != "" {
+		field = fmt.Sprintf("field %q", te.Field)
+	}
+	return fmt.Sprintf("%s: got JSON %s, want %s", field, te.Value, JSONType(te.Type))
+}
+
+// JSONType names what a Go type accepts in JSON terms: "a string", "an
+// integer from 0 to 255", "an array", "an object".
+func JSONType(t reflect.Type) string {
+	if t == nil {
+		return "a value"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == reflect.TypeFor[json.RawMessage]() {
+		return "a JSON value"
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if bits := t.Bits(); bits < 64 {
+			return fmt.Sprintf("an integer from %d to %d", int64(-1)<<(bits-1), int64(1)<<(bits-1)-1)
+		}
+		return "an integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		if bits := t.Bits(); bits < 64 {
+			return fmt.Sprintf("an integer from 0 to %d", uint64(1)<<bits-1)
+		}
+		return "a non-negative integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "a value"
 }

@@ -22,7 +22,7 @@ func decode(data string) error {
 func TestDecodeError_NamesLine(t *testing.T) {
 	cases := []struct{ name, data, want string }{
 		{"syntax", "{\n  \"a\": 1,\n  ]\n}", "f.json:3: bad: malformed JSON"},
-		{"type", "{\n\n  \"a\": \"x\"\n}", "f.json:3: bad: field \"a\": got JSON string, want int"},
+		{"type", "{\n\n  \"a\": \"x\"\n}", "f.json:3: bad: field \"a\": got JSON string, want an integer"},
 		{"unknown-field", "{\n  \"a\": 1,\n  \"b\": 2\n}", "f.json:3: bad: unknown field \"b\""},
 		{"empty", "", "f.json:1: bad: empty input, want an object"},
 		{"truncated", "{\n  \"a\": 1,", "f.json:2: bad: the JSON ends early"},
