@@ -93,7 +93,9 @@ type duplicateKey struct {
 	key, where  string
 }
 
-func (d *duplicateKey) Error() string { return fmt.Sprintf("key %q appears twice in %s", d.key, d.where) }
+func (d *duplicateKey) Error() string {
+	return fmt.Sprintf("key %q appears twice in %s", d.key, d.where)
+}
 
 func (s *scanner) line() int { return Line(s.data, int(s.dec.InputOffset())-1) }
 
