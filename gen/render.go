@@ -325,12 +325,14 @@ func renderRole(s *spec.Spec, r spec.Role) ([]byte, error) {
 	)
 	comment(f, "Transition is Step without the error value, for hot loops: ok is false\nwhen the event has no row in this state under the policy.")
 	f.Func().Params(jen.Id("s").Id(n.state)).Id("Transition").Params(jen.Id("p").Id("Policy"), jen.Id("e").Id(n.event)).Params(jen.Id(n.transition), jen.Bool()).Block(
-		jen.If(jen.Int().Call(jen.Id("s")).Op(">=").Id(n.numStates).Op("||").Int().Call(jen.Id("e")).Op(">=").Id(n.numEvents)).Block(
+		jen.Comment("A row that holds under every policy is matched without looking at p,"),
+		jen.Comment("so an unknown policy is refused here."),
+		jen.If(jen.Int().Call(jen.Id("p")).Op(">=").Id("NumPolicies").Op("||").Int().Call(jen.Id("e")).Op(">=").Id(n.numEvents)).Block(
 			jen.Return(jen.Id(n.transition).Values(), jen.False()),
 		),
-		jen.Id("fn").Op(":=").Id(n.lower+"Steps").Index(jen.Id("s")).Index(jen.Id("e")),
-		jen.If(jen.Id("fn").Op("==").Nil()).Block(jen.Return(jen.Id(n.transition).Values(), jen.False())),
-		jen.Return(jen.Id("fn").Call(jen.Id("p"))),
+		jen.Id("on").Op(":=").Id(n.lower+"Steps").Index(jen.Id("e")),
+		jen.If(jen.Id("on").Op("==").Nil()).Block(jen.Return(jen.Id(n.transition).Values(), jen.False())),
+		jen.Return(jen.Id("on").Call(jen.Id("s"), jen.Id("p"))),
 	)
 	f.Comment("Enabled reports whether the event has a row in this state under the policy.")
 	f.Func().Params(jen.Id("s").Id(n.state)).Id("Enabled").Params(jen.Id("p").Id("Policy"), jen.Id("e").Id(n.event)).Bool().Block(
@@ -338,69 +340,104 @@ func renderRole(s *spec.Spec, r spec.Role) ([]byte, error) {
 		jen.Return(jen.Id("ok")),
 	)
 
-	// One small function per (state, event), as raft's become* functions:
-	// each state change has exactly one place.
-	type cell struct {
-		state, event string
-		byPolicy     map[spec.Policy]int
+	// One function per event, and in it one case per row: a row is one
+	// state change of the table, so it gets one place in the code, as raft's
+	// become* functions give each state change one place. The case labels are
+	// the row's from-states; a row that stays returns To: s, so one body
+	// serves every state it lists. Rows that hold under every policy come
+	// first, in a switch that does not look at the policy; the others follow
+	// in a policy switch whose cases merge the policies that share their
+	// rows. (With more than two policies, a row that holds under some of them
+	// and not all could still appear under two policy cases.)
+	type handler struct {
+		event string
+		full  []int                 // rows that hold under every policy
+		byPol map[spec.Policy][]int // rows that hold under some policies only
 	}
-	var cells []cell
-	for _, st := range t.States {
-		for _, ev := range t.Events {
-			c := cell{state: st.Name, event: ev.Name, byPolicy: map[spec.Policy]int{}}
-			for _, p := range spec.Policies {
-				if i := t.Lookup(p, st.Name, ev.Name); i >= 0 {
-					c.byPolicy[p] = i
-				}
-			}
-			if len(c.byPolicy) > 0 {
-				cells = append(cells, c)
-			}
-		}
-	}
-	fnName := func(c cell) string { return n.lower + c.state + "On" + c.event }
-	f.Var().Id(n.lower+"Steps").Op("=").Index(jen.Id(n.numStates)).Index(jen.Id(n.numEvents)).Func().Params(jen.Id("Policy")).Params(jen.Id(n.transition), jen.Bool()).ValuesFunc(func(g *jen.Group) {
-		for _, st := range t.States {
-			var entries []jen.Code
-			for _, c := range cells {
-				if c.state == st.Name {
-					entries = append(entries, jen.Id(n.eventConst(c.event)).Op(":").Id(fnName(c)))
-				}
-			}
-			if len(entries) == 0 {
+	var handlers []handler
+	for _, ev := range t.Events {
+		h := handler{event: ev.Name, byPol: map[spec.Policy][]int{}}
+		for i, row := range t.Rows {
+			if row.Event != ev.Name {
 				continue
 			}
-			g.Id(n.stateConst(st.Name)).Op(":").Values(entries...)
+			if coversAll(row.Policies) {
+				h.full = append(h.full, i)
+				continue
+			}
+			for _, p := range row.Policies {
+				h.byPol[p] = append(h.byPol[p], i)
+			}
 		}
-	})
-	for _, c := range cells {
-		f.Commentf("%s handles %s in %s.", fnName(c), c.event, c.state)
-		f.Func().Id(fnName(c)).Params(jen.Id("p").Id("Policy")).Params(jen.Id(n.transition), jen.Bool()).BlockFunc(func(g *jen.Group) {
-			g.Switch(jen.Id("p")).BlockFunc(func(sw *jen.Group) {
+		if len(h.full) > 0 || len(h.byPol) > 0 {
+			handlers = append(handlers, h)
+		}
+	}
+	fnName := func(ev string) string { return n.lower + "On" + ev }
+	comment(f, "%sSteps maps each event to the function that applies it; an event that\nno row takes has none.", n.lower)
+	f.Var().Id(n.lower+"Steps").Op("=").Index(jen.Id(n.numEvents)).Func().Params(jen.Id(n.state), jen.Id("Policy")).Params(jen.Id(n.transition), jen.Bool()).Custom(multi, func() []jen.Code {
+		var entries []jen.Code
+		for _, h := range handlers {
+			entries = append(entries, jen.Id(n.eventConst(h.event)).Op(":").Id(fnName(h.event)))
+		}
+		return entries
+	}()...)
+
+	// rowCases writes one case per row, labelled with the row's from-states.
+	rowCases := func(g *jen.Group, rows []int) {
+		g.Switch(jen.Id("s")).BlockFunc(func(sw *jen.Group) {
+			for _, i := range rows {
+				row := t.Rows[i]
+				var labels []jen.Code
+				for _, from := range row.From {
+					labels = append(labels, jen.Id(n.stateConst(from)))
+				}
+				sw.Case(labels...).Block(
+					jen.Comment(fmt.Sprintf("row %d: %s", i+1, row.Why)),
+					jen.Return(transitionLit(n, row, i), jen.True()),
+				)
+			}
+		})
+	}
+	for _, h := range handlers {
+		// When the policy plays no part, the signature and the doc say so.
+		policy, doc := jen.Id("p").Id("Policy"), "%s handles %s."
+		if len(h.byPol) == 0 {
+			policy, doc = jen.Id("_").Id("Policy"), "%s handles %s, alike under every policy."
+		}
+		f.Commentf(doc, fnName(h.event), h.event)
+		f.Func().Id(fnName(h.event)).Params(jen.Id("s").Id(n.state), policy).Params(jen.Id(n.transition), jen.Bool()).BlockFunc(func(g *jen.Group) {
+			if len(h.full) > 0 {
+				rowCases(g, h.full)
+			}
+			if len(h.byPol) > 0 {
+				if len(h.full) > 0 {
+					g.Comment("The rows below hold under some policies only.")
+				}
+				// Policies with the same rows share one case.
+				var groups [][]spec.Policy
 				for _, p := range spec.Policies {
-					i, ok := c.byPolicy[p]
+					rows, ok := h.byPol[p]
 					if !ok {
 						continue
 					}
-					row := t.Rows[i]
-					var acts []jen.Code
-					for _, a := range row.Actions {
-						acts = append(acts, jen.Id(n.actionConst(a)))
+					j := slices.IndexFunc(groups, func(ps []spec.Policy) bool { return slices.Equal(h.byPol[ps[0]], rows) })
+					if j < 0 {
+						groups = append(groups, []spec.Policy{p})
+					} else {
+						groups[j] = append(groups[j], p)
 					}
-					lit := jen.Id(n.transition).Values(jen.Dict{
-						jen.Id("To"): jen.Id(n.stateConst(row.Target(c.state))),
-						jen.Id("Actions"): jen.Id(n.actions).Values(jen.Dict{
-							jen.Id("n"): jen.Lit(len(row.Actions)),
-							jen.Id("a"): jen.Index(jen.Id(n.maxAction)).Id(n.action).Values(acts...),
-						}),
-						jen.Id("Row"): jen.Lit(i + 1),
-					})
-					sw.Case(jen.Id(goName(p.String()))).Block(
-						jen.Comment(fmt.Sprintf("row %d: %s", i+1, row.Why)),
-						jen.Return(lit, jen.True()),
-					)
 				}
-			})
+				g.Switch(jen.Id("p")).BlockFunc(func(sw *jen.Group) {
+					for _, ps := range groups {
+						var labels []jen.Code
+						for _, p := range ps {
+							labels = append(labels, jen.Id(goName(p.String())))
+						}
+						sw.Case(labels...).BlockFunc(func(cg *jen.Group) { rowCases(cg, h.byPol[ps[0]]) })
+					}
+				})
+			}
 			g.Return(jen.Id(n.transition).Values(), jen.False())
 		})
 	}
@@ -420,6 +457,52 @@ func renderRole(s *spec.Spec, r spec.Role) ([]byte, error) {
 		}
 	})
 	return render(f)
+}
+
+// multi writes a composite literal with one element per line, so that a
+// changed element is a one-line diff.
+var multi = jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}
+
+// coversAll reports whether a row holds under every policy.
+func coversAll(ps []spec.Policy) bool {
+	for _, p := range spec.Policies {
+		if !slices.Contains(ps, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// transitionLit is the Transition a row fires. A row that stays goes to s,
+// the state it fired in, so its body is the same for all its from-states.
+// One action fits on the line; a longer list takes one line per action.
+func transitionLit(n roleNames, row spec.Row, i int) *jen.Statement {
+	to := jen.Id("s")
+	if !row.Stays() {
+		to = jen.Id(n.stateConst(row.To))
+	}
+	fields := []jen.Code{jen.Id("To").Op(":").Add(to)}
+	if len(row.Actions) > 0 {
+		var acts []jen.Code
+		for _, a := range row.Actions {
+			acts = append(acts, jen.Id(n.actionConst(a)))
+		}
+		list := jen.Index(jen.Id(n.maxAction)).Id(n.action)
+		if len(acts) == 1 {
+			list = list.Values(acts...)
+		} else {
+			list = list.Custom(multi, acts...)
+		}
+		fields = append(fields, jen.Id("Actions").Op(":").Id(n.actions).Values(
+			jen.Id("n").Op(":").Lit(len(acts)),
+			jen.Id("a").Op(":").Add(list),
+		))
+	}
+	fields = append(fields, jen.Id("Row").Op(":").Lit(i+1))
+	if len(row.Actions) == 0 {
+		return jen.Id(n.transition).Values(fields...)
+	}
+	return jen.Id(n.transition).Custom(multi, fields...)
 }
 
 func nameTable[T any](f *jen.File, id string, items []T, name func(T) string) {

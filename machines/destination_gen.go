@@ -234,14 +234,16 @@ func (s DestinationState) Step(p Policy, e DestinationEvent) (DestinationState, 
 // Transition is Step without the error value, for hot loops: ok is false
 // when the event has no row in this state under the policy.
 func (s DestinationState) Transition(p Policy, e DestinationEvent) (DestinationTransition, bool) {
-	if int(s) >= NumDestinationStates || int(e) >= NumDestinationEvents {
+	// A row that holds under every policy is matched without looking at p,
+	// so an unknown policy is refused here.
+	if int(p) >= NumPolicies || int(e) >= NumDestinationEvents {
 		return DestinationTransition{}, false
 	}
-	fn := destinationSteps[s][e]
-	if fn == nil {
+	on := destinationSteps[e]
+	if on == nil {
 		return DestinationTransition{}, false
 	}
-	return fn(p)
+	return on(s, p)
 }
 
 // Enabled reports whether the event has a row in this state under the policy.
@@ -250,1272 +252,592 @@ func (s DestinationState) Enabled(p Policy, e DestinationEvent) bool {
 	return ok
 }
 
-var destinationSteps = [NumDestinationStates][NumDestinationEvents]func(Policy) (DestinationTransition, bool){DestinationStateIdle: {DestinationEventDestinationRouted: destinationIdleOnDestinationRouted, DestinationEventReceiveCompleted: destinationIdleOnReceiveCompleted, DestinationEventHeartbeatDue: destinationIdleOnHeartbeatDue, DestinationEventReservationExpired: destinationIdleOnReservationExpired, DestinationEventCancelled: destinationIdleOnCancelled, DestinationEventPeerRestarted: destinationIdleOnPeerRestarted, DestinationEventRestarted: destinationIdleOnRestarted}, DestinationStateReserving: {DestinationEventDestinationReserved: destinationReservingOnDestinationReserved, DestinationEventReservationRefused: destinationReservingOnReservationRefused, DestinationEventReceiveCompleted: destinationReservingOnReceiveCompleted, DestinationEventHeartbeatDue: destinationReservingOnHeartbeatDue, DestinationEventReservationExpired: destinationReservingOnReservationExpired, DestinationEventCancelled: destinationReservingOnCancelled, DestinationEventClientCancelled: destinationReservingOnClientCancelled, DestinationEventLocalAbort: destinationReservingOnLocalAbort, DestinationEventPeerRestarted: destinationReservingOnPeerRestarted, DestinationEventRestarted: destinationReservingOnRestarted}, DestinationStateReserved: {DestinationEventReceiveCompleted: destinationReservedOnReceiveCompleted, DestinationEventHeartbeatDue: destinationReservedOnHeartbeatDue, DestinationEventReservationExpired: destinationReservedOnReservationExpired, DestinationEventCancelled: destinationReservedOnCancelled, DestinationEventClientCancelled: destinationReservedOnClientCancelled, DestinationEventLocalAbort: destinationReservedOnLocalAbort, DestinationEventPeerRestarted: destinationReservedOnPeerRestarted, DestinationEventRestarted: destinationReservedOnRestarted}, DestinationStateReceiving: {DestinationEventTransferDone: destinationReceivingOnTransferDone, DestinationEventTransferFailed: destinationReceivingOnTransferFailed, DestinationEventReceiveCompleted: destinationReceivingOnReceiveCompleted, DestinationEventHeartbeatDue: destinationReceivingOnHeartbeatDue, DestinationEventReservationExpired: destinationReceivingOnReservationExpired, DestinationEventCancelled: destinationReceivingOnCancelled, DestinationEventClientCancelled: destinationReceivingOnClientCancelled, DestinationEventLocalAbort: destinationReceivingOnLocalAbort, DestinationEventPeerRestarted: destinationReceivingOnPeerRestarted, DestinationEventRestarted: destinationReceivingOnRestarted}, DestinationStateDraining: {DestinationEventTransferDone: destinationDrainingOnTransferDone, DestinationEventTransferFailed: destinationDrainingOnTransferFailed, DestinationEventReceiveCompleted: destinationDrainingOnReceiveCompleted, DestinationEventHeartbeatDue: destinationDrainingOnHeartbeatDue, DestinationEventReservationExpired: destinationDrainingOnReservationExpired, DestinationEventCancelled: destinationDrainingOnCancelled, DestinationEventClientCancelled: destinationDrainingOnClientCancelled, DestinationEventLocalAbort: destinationDrainingOnLocalAbort, DestinationEventPeerRestarted: destinationDrainingOnPeerRestarted, DestinationEventRestarted: destinationDrainingOnRestarted}, DestinationStateActive: {DestinationEventReceiveCompleted: destinationActiveOnReceiveCompleted, DestinationEventHeartbeatDue: destinationActiveOnHeartbeatDue, DestinationEventReservationExpired: destinationActiveOnReservationExpired, DestinationEventDecodeFinished: destinationActiveOnDecodeFinished, DestinationEventCancelled: destinationActiveOnCancelled, DestinationEventClientCancelled: destinationActiveOnClientCancelled, DestinationEventLocalAbort: destinationActiveOnLocalAbort, DestinationEventPeerRestarted: destinationActiveOnPeerRestarted, DestinationEventRestarted: destinationActiveOnRestarted}}
+// destinationSteps maps each event to the function that applies it; an event that
+// no row takes has none.
+var destinationSteps = [NumDestinationEvents]func(DestinationState, Policy) (DestinationTransition, bool){
+	DestinationEventDestinationRouted:   destinationOnDestinationRouted,
+	DestinationEventDestinationReserved: destinationOnDestinationReserved,
+	DestinationEventReservationRefused:  destinationOnReservationRefused,
+	DestinationEventTransferDone:        destinationOnTransferDone,
+	DestinationEventTransferFailed:      destinationOnTransferFailed,
+	DestinationEventReceiveCompleted:    destinationOnReceiveCompleted,
+	DestinationEventHeartbeatDue:        destinationOnHeartbeatDue,
+	DestinationEventReservationExpired:  destinationOnReservationExpired,
+	DestinationEventDecodeFinished:      destinationOnDecodeFinished,
+	DestinationEventCancelled:           destinationOnCancelled,
+	DestinationEventClientCancelled:     destinationOnClientCancelled,
+	DestinationEventLocalAbort:          destinationOnLocalAbort,
+	DestinationEventPeerRestarted:       destinationOnPeerRestarted,
+	DestinationEventRestarted:           destinationOnRestarted,
+}
 
-// destinationIdleOnDestinationRouted handles DestinationRouted in Idle.
-func destinationIdleOnDestinationRouted(p Policy) (DestinationTransition, bool) {
+// destinationOnDestinationRouted handles DestinationRouted.
+func destinationOnDestinationRouted(s DestinationState, p Policy) (DestinationTransition, bool) {
 	switch p {
 	case SourceFirst:
-		// row 1: the source's KV waits pinned; keep its lease alive while decode waits for capacity
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionAcceptRequest, DestinationActionRequestReservation, DestinationActionArmHeartbeat},
-				n: 3,
-			},
-			Row: 1,
-			To:  DestinationStateReserving,
-		}, true
+		switch s {
+		case DestinationStateIdle:
+			// row 1: the source's KV waits pinned; keep its lease alive while decode waits for capacity
+			return DestinationTransition{
+				To: DestinationStateReserving,
+				Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionAcceptRequest,
+					DestinationActionRequestReservation,
+					DestinationActionArmHeartbeat,
+				}},
+				Row: 1,
+			}, true
+		}
 	case DestinationFirst:
-		// row 2: reserve before anything is computed
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionAcceptRequest, DestinationActionRequestReservation},
-				n: 2,
-			},
-			Row: 2,
-			To:  DestinationStateReserving,
-		}, true
+		switch s {
+		case DestinationStateIdle:
+			// row 2: reserve before anything is computed
+			return DestinationTransition{
+				To: DestinationStateReserving,
+				Actions: DestinationActions{n: 2, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionAcceptRequest,
+					DestinationActionRequestReservation,
+				}},
+				Row: 2,
+			}, true
+		}
 	}
 	return DestinationTransition{}, false
 }
 
-// destinationIdleOnReceiveCompleted handles ReceiveCompleted in Idle.
-func destinationIdleOnReceiveCompleted(p Policy) (DestinationTransition, bool) {
+// destinationOnDestinationReserved handles DestinationReserved.
+func destinationOnDestinationReserved(s DestinationState, p Policy) (DestinationTransition, bool) {
 	switch p {
 	case SourceFirst:
+		switch s {
+		case DestinationStateReserving:
+			// row 3: TransferNeedsReservation: pages exist and are registered, so the pull may write
+			return DestinationTransition{
+				To: DestinationStateReceiving,
+				Actions: DestinationActions{n: 2, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionRegisterDestination,
+					DestinationActionStartPull,
+				}},
+				Row: 3,
+			}, true
+		}
+	case DestinationFirst:
+		switch s {
+		case DestinationStateReserving:
+			// row 4: the reservation opens the prefill gate; the deadline bounds the wait for the push
+			return DestinationTransition{
+				To: DestinationStateReserved,
+				Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionRegisterDestination,
+					DestinationActionArmReservationTimer,
+					DestinationActionSendDestinationReserved,
+				}},
+				Row: 4,
+			}, true
+		}
+	}
+	return DestinationTransition{}, false
+}
+
+// destinationOnReservationRefused handles ReservationRefused.
+func destinationOnReservationRefused(s DestinationState, p Policy) (DestinationTransition, bool) {
+	switch p {
+	case SourceFirst:
+		switch s {
+		case DestinationStateReserving:
+			// row 5: an engine without destination reservation fails cleanly with a terminal outcome
+			return DestinationTransition{
+				To: DestinationStateAborted,
+				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionDisarmHeartbeat,
+					DestinationActionSendCancelled,
+					DestinationActionReportDecodeFailed,
+					DestinationActionComplete,
+				}},
+				Row: 5,
+			}, true
+		}
+	case DestinationFirst:
+		switch s {
+		case DestinationStateReserving:
+			// row 6: an engine without destination reservation fails cleanly with a terminal outcome
+			return DestinationTransition{
+				To: DestinationStateAborted,
+				Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionSendCancelled,
+					DestinationActionReportDecodeFailed,
+					DestinationActionComplete,
+				}},
+				Row: 6,
+			}, true
+		}
+	}
+	return DestinationTransition{}, false
+}
+
+// destinationOnTransferDone handles TransferDone.
+func destinationOnTransferDone(s DestinationState, p Policy) (DestinationTransition, bool) {
+	switch p {
+	case SourceFirst:
+		switch s {
+		case DestinationStateReceiving:
+			// row 7: receive completion activates and publishes; reader completion is a separate fact for the source
+			return DestinationTransition{
+				To: DestinationStateActive,
+				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionDisarmHeartbeat,
+					DestinationActionActivateDestination,
+					DestinationActionPublishStored,
+					DestinationActionSendReaderCompleted,
+				}},
+				Row: 7,
+			}, true
+		case DestinationStateDraining:
+			// row 9: the reads stopped: free the pages and let the source release
+			return DestinationTransition{
+				To: DestinationStateAborted,
+				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionReleaseDestination,
+					DestinationActionSendReaderCompleted,
+					DestinationActionReportDecodeFailed,
+					DestinationActionComplete,
+				}},
+				Row: 9,
+			}, true
+		}
+	}
+	return DestinationTransition{}, false
+}
+
+// destinationOnTransferFailed handles TransferFailed.
+func destinationOnTransferFailed(s DestinationState, p Policy) (DestinationTransition, bool) {
+	switch p {
+	case SourceFirst:
+		switch s {
+		case DestinationStateReceiving:
+			// row 8: FailedTransferNeverActivates: the failed pull wrote its last page, so the pages may go
+			return DestinationTransition{
+				To: DestinationStateAborted,
+				Actions: DestinationActions{n: 5, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionDisarmHeartbeat,
+					DestinationActionReleaseDestination,
+					DestinationActionSendCancelled,
+					DestinationActionReportDecodeFailed,
+					DestinationActionComplete,
+				}},
+				Row: 8,
+			}, true
+		case DestinationStateDraining:
+			// row 10: the reads stopped: free the pages
+			return DestinationTransition{
+				To: DestinationStateAborted,
+				Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionReleaseDestination,
+					DestinationActionReportDecodeFailed,
+					DestinationActionComplete,
+				}},
+				Row: 10,
+			}, true
+		}
+	}
+	return DestinationTransition{}, false
+}
+
+// destinationOnReceiveCompleted handles ReceiveCompleted.
+func destinationOnReceiveCompleted(s DestinationState, p Policy) (DestinationTransition, bool) {
+	switch s {
+	case DestinationStateIdle, DestinationStateReserving, DestinationStateReceiving, DestinationStateDraining, DestinationStateActive:
 		// row 34: nothing was pushed here, or the KV is already active: a late completion changes nothing
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 34,
-			To:  DestinationStateIdle,
-		}, true
+		return DestinationTransition{To: s, Row: 34}, true
+	}
+	// The rows below hold under some policies only.
+	switch p {
 	case DestinationFirst:
-		// row 34: nothing was pushed here, or the KV is already active: a late completion changes nothing
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 34,
-			To:  DestinationStateIdle,
-		}, true
+		switch s {
+		case DestinationStateReserved:
+			// row 15: NoStoredBeforeActivation: publish only now that the pages hold valid KV
+			return DestinationTransition{
+				To: DestinationStateActive,
+				Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionDisarmReservationTimer,
+					DestinationActionActivateDestination,
+					DestinationActionPublishStored,
+				}},
+				Row: 15,
+			}, true
+		}
 	}
 	return DestinationTransition{}, false
 }
 
-// destinationIdleOnHeartbeatDue handles HeartbeatDue in Idle.
-func destinationIdleOnHeartbeatDue(p Policy) (DestinationTransition, bool) {
+// destinationOnHeartbeatDue handles HeartbeatDue.
+func destinationOnHeartbeatDue(s DestinationState, p Policy) (DestinationTransition, bool) {
 	switch p {
 	case SourceFirst:
-		// row 35: no source lease to keep alive
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 35,
-			To:  DestinationStateIdle,
-		}, true
+		switch s {
+		case DestinationStateReserving:
+			// row 21: keep the stranded source's lease alive while decode is full
+			return DestinationTransition{
+				To:      s,
+				Actions: DestinationActions{n: 1, a: [MaxDestinationActions]DestinationAction{DestinationActionSendLeaseRenewed}},
+				Row:     21,
+			}, true
+		case DestinationStateReceiving:
+			// row 22: keep the source's lease alive while the pull runs
+			return DestinationTransition{
+				To:      s,
+				Actions: DestinationActions{n: 1, a: [MaxDestinationActions]DestinationAction{DestinationActionSendLeaseRenewed}},
+				Row:     22,
+			}, true
+		case DestinationStateIdle, DestinationStateDraining, DestinationStateActive:
+			// row 35: no source lease to keep alive
+			return DestinationTransition{To: s, Row: 35}, true
+		}
 	case DestinationFirst:
-		// row 36: destination-first has no source lease to renew
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 36,
-			To:  DestinationStateIdle,
-		}, true
+		switch s {
+		case DestinationStateIdle, DestinationStateReserving, DestinationStateReserved, DestinationStateActive:
+			// row 36: destination-first has no source lease to renew
+			return DestinationTransition{To: s, Row: 36}, true
+		}
 	}
 	return DestinationTransition{}, false
 }
 
-// destinationIdleOnReservationExpired handles ReservationExpired in Idle.
-func destinationIdleOnReservationExpired(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
+// destinationOnReservationExpired handles ReservationExpired.
+func destinationOnReservationExpired(s DestinationState, p Policy) (DestinationTransition, bool) {
+	switch s {
+	case DestinationStateIdle, DestinationStateReserving, DestinationStateReceiving, DestinationStateDraining, DestinationStateActive:
 		// row 37: no reservation deadline is armed here
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 37,
-			To:  DestinationStateIdle,
-		}, true
-	case DestinationFirst:
-		// row 37: no reservation deadline is armed here
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 37,
-			To:  DestinationStateIdle,
-		}, true
+		return DestinationTransition{To: s, Row: 37}, true
 	}
-	return DestinationTransition{}, false
-}
-
-// destinationIdleOnCancelled handles Cancelled in Idle.
-func destinationIdleOnCancelled(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 38: nothing to give up: not routed, already draining, or the KV is valid and ours
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 38,
-			To:  DestinationStateIdle,
-		}, true
-	case DestinationFirst:
-		// row 38: nothing to give up: not routed, already draining, or the KV is valid and ours
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 38,
-			To:  DestinationStateIdle,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationIdleOnPeerRestarted handles PeerRestarted in Idle.
-func destinationIdleOnPeerRestarted(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 39: the source no longer matters here
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 39,
-			To:  DestinationStateIdle,
-		}, true
-	case DestinationFirst:
-		// row 39: the source no longer matters here
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 39,
-			To:  DestinationStateIdle,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationIdleOnRestarted handles Restarted in Idle.
-func destinationIdleOnRestarted(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 42: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 42,
-			To:  DestinationStateForgotten,
-		}, true
-	case DestinationFirst:
-		// row 42: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 42,
-			To:  DestinationStateForgotten,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationReservingOnDestinationReserved handles DestinationReserved in Reserving.
-func destinationReservingOnDestinationReserved(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 3: TransferNeedsReservation: pages exist and are registered, so the pull may write
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionRegisterDestination, DestinationActionStartPull},
-				n: 2,
-			},
-			Row: 3,
-			To:  DestinationStateReceiving,
-		}, true
-	case DestinationFirst:
-		// row 4: the reservation opens the prefill gate; the deadline bounds the wait for the push
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionRegisterDestination, DestinationActionArmReservationTimer, DestinationActionSendDestinationReserved},
-				n: 3,
-			},
-			Row: 4,
-			To:  DestinationStateReserved,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationReservingOnReservationRefused handles ReservationRefused in Reserving.
-func destinationReservingOnReservationRefused(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 5: an engine without destination reservation fails cleanly with a terminal outcome
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionDisarmHeartbeat, DestinationActionSendCancelled, DestinationActionReportDecodeFailed, DestinationActionComplete},
-				n: 4,
-			},
-			Row: 5,
-			To:  DestinationStateAborted,
-		}, true
-	case DestinationFirst:
-		// row 6: an engine without destination reservation fails cleanly with a terminal outcome
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionSendCancelled, DestinationActionReportDecodeFailed, DestinationActionComplete},
-				n: 3,
-			},
-			Row: 6,
-			To:  DestinationStateAborted,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationReservingOnReceiveCompleted handles ReceiveCompleted in Reserving.
-func destinationReservingOnReceiveCompleted(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 34: nothing was pushed here, or the KV is already active: a late completion changes nothing
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 34,
-			To:  DestinationStateReserving,
-		}, true
-	case DestinationFirst:
-		// row 34: nothing was pushed here, or the KV is already active: a late completion changes nothing
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 34,
-			To:  DestinationStateReserving,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationReservingOnHeartbeatDue handles HeartbeatDue in Reserving.
-func destinationReservingOnHeartbeatDue(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 21: keep the stranded source's lease alive while decode is full
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionSendLeaseRenewed},
-				n: 1,
-			},
-			Row: 21,
-			To:  DestinationStateReserving,
-		}, true
-	case DestinationFirst:
-		// row 36: destination-first has no source lease to renew
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 36,
-			To:  DestinationStateReserving,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationReservingOnReservationExpired handles ReservationExpired in Reserving.
-func destinationReservingOnReservationExpired(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 37: no reservation deadline is armed here
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 37,
-			To:  DestinationStateReserving,
-		}, true
-	case DestinationFirst:
-		// row 37: no reservation deadline is armed here
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 37,
-			To:  DestinationStateReserving,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationReservingOnCancelled handles Cancelled in Reserving.
-func destinationReservingOnCancelled(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 23: the pinned KV is gone; do not reserve for it
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionWithdrawReservation, DestinationActionDisarmHeartbeat, DestinationActionReportDecodeFailed, DestinationActionComplete},
-				n: 4,
-			},
-			Row: 23,
-			To:  DestinationStateAborted,
-		}, true
-	case DestinationFirst:
-		// row 24: the source gave up before the reservation; nothing is held
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionWithdrawReservation, DestinationActionReportDecodeFailed, DestinationActionComplete},
-				n: 3,
-			},
-			Row: 24,
-			To:  DestinationStateAborted,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationReservingOnClientCancelled handles ClientCancelled in Reserving.
-func destinationReservingOnClientCancelled(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 27: cancel while waiting for capacity; the source may release at once
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionWithdrawReservation, DestinationActionDisarmHeartbeat, DestinationActionSendCancelled, DestinationActionReportDecodeFailed, DestinationActionComplete},
-				n: 5,
-			},
-			Row: 27,
-			To:  DestinationStateAborted,
-		}, true
-	case DestinationFirst:
-		// row 28: cancel while waiting for capacity; nothing is held
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionWithdrawReservation, DestinationActionSendCancelled, DestinationActionReportDecodeFailed, DestinationActionComplete},
-				n: 4,
-			},
-			Row: 28,
-			To:  DestinationStateAborted,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationReservingOnLocalAbort handles LocalAbort in Reserving.
-func destinationReservingOnLocalAbort(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 29: abort while waiting for capacity; the source may release at once
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionWithdrawReservation, DestinationActionDisarmHeartbeat, DestinationActionSendCancelled, DestinationActionReportDecodeFailed, DestinationActionComplete},
-				n: 5,
-			},
-			Row: 29,
-			To:  DestinationStateAborted,
-		}, true
-	case DestinationFirst:
-		// row 30: abort while waiting for capacity; nothing is held
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionWithdrawReservation, DestinationActionSendCancelled, DestinationActionReportDecodeFailed, DestinationActionComplete},
-				n: 4,
-			},
-			Row: 30,
-			To:  DestinationStateAborted,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationReservingOnPeerRestarted handles PeerRestarted in Reserving.
-func destinationReservingOnPeerRestarted(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 25: the pinned KV died with the source's process
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionWithdrawReservation, DestinationActionDisarmHeartbeat, DestinationActionReportDecodeFailed, DestinationActionComplete},
-				n: 4,
-			},
-			Row: 25,
-			To:  DestinationStateAborted,
-		}, true
-	case DestinationFirst:
-		// row 26: the prefill will never run
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionWithdrawReservation, DestinationActionReportDecodeFailed, DestinationActionComplete},
-				n: 3,
-			},
-			Row: 26,
-			To:  DestinationStateAborted,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationReservingOnRestarted handles Restarted in Reserving.
-func destinationReservingOnRestarted(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 42: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 42,
-			To:  DestinationStateForgotten,
-		}, true
-	case DestinationFirst:
-		// row 42: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 42,
-			To:  DestinationStateForgotten,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationReservedOnReceiveCompleted handles ReceiveCompleted in Reserved.
-func destinationReservedOnReceiveCompleted(p Policy) (DestinationTransition, bool) {
+	// The rows below hold under some policies only.
 	switch p {
 	case DestinationFirst:
-		// row 15: NoStoredBeforeActivation: publish only now that the pages hold valid KV
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionDisarmReservationTimer, DestinationActionActivateDestination, DestinationActionPublishStored},
-				n: 3,
-			},
-			Row: 15,
-			To:  DestinationStateActive,
-		}, true
+		switch s {
+		case DestinationStateReserved:
+			// row 16: the owner reclaims on its own deadline: fence so a late push cannot write into freed pages
+			return DestinationTransition{
+				To: DestinationStateAborted,
+				Actions: DestinationActions{n: 5, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionFenceDestination,
+					DestinationActionReleaseDestination,
+					DestinationActionSendCancelled,
+					DestinationActionReportDecodeFailed,
+					DestinationActionComplete,
+				}},
+				Row: 16,
+			}, true
+		}
 	}
 	return DestinationTransition{}, false
 }
 
-// destinationReservedOnHeartbeatDue handles HeartbeatDue in Reserved.
-func destinationReservedOnHeartbeatDue(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case DestinationFirst:
-		// row 36: destination-first has no source lease to renew
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 36,
-			To:  DestinationStateReserved,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationReservedOnReservationExpired handles ReservationExpired in Reserved.
-func destinationReservedOnReservationExpired(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case DestinationFirst:
-		// row 16: the owner reclaims on its own deadline: fence so a late push cannot write into freed pages
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionFenceDestination, DestinationActionReleaseDestination, DestinationActionSendCancelled, DestinationActionReportDecodeFailed, DestinationActionComplete},
-				n: 5,
-			},
-			Row: 16,
-			To:  DestinationStateAborted,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationReservedOnCancelled handles Cancelled in Reserved.
-func destinationReservedOnCancelled(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case DestinationFirst:
-		// row 17: the source gave up; fence before freeing in case its push is still in flight
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionDisarmReservationTimer, DestinationActionFenceDestination, DestinationActionReleaseDestination, DestinationActionReportDecodeFailed, DestinationActionComplete},
-				n: 5,
-			},
-			Row: 17,
-			To:  DestinationStateAborted,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationReservedOnClientCancelled handles ClientCancelled in Reserved.
-func destinationReservedOnClientCancelled(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case DestinationFirst:
-		// row 19: cancel before the KV arrived: fence, free, tell the source
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionDisarmReservationTimer, DestinationActionFenceDestination, DestinationActionReleaseDestination, DestinationActionSendCancelled, DestinationActionReportDecodeFailed, DestinationActionComplete},
-				n: 6,
-			},
-			Row: 19,
-			To:  DestinationStateAborted,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationReservedOnLocalAbort handles LocalAbort in Reserved.
-func destinationReservedOnLocalAbort(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case DestinationFirst:
-		// row 20: abort before the KV arrived: fence, free, tell the source
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionDisarmReservationTimer, DestinationActionFenceDestination, DestinationActionReleaseDestination, DestinationActionSendCancelled, DestinationActionReportDecodeFailed, DestinationActionComplete},
-				n: 6,
-			},
-			Row: 20,
-			To:  DestinationStateAborted,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationReservedOnPeerRestarted handles PeerRestarted in Reserved.
-func destinationReservedOnPeerRestarted(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case DestinationFirst:
-		// row 18: the source's process is gone; no push will come
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionDisarmReservationTimer, DestinationActionFenceDestination, DestinationActionReleaseDestination, DestinationActionReportDecodeFailed, DestinationActionComplete},
-				n: 5,
-			},
-			Row: 18,
-			To:  DestinationStateAborted,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationReservedOnRestarted handles Restarted in Reserved.
-func destinationReservedOnRestarted(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 42: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 42,
-			To:  DestinationStateForgotten,
-		}, true
-	case DestinationFirst:
-		// row 42: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 42,
-			To:  DestinationStateForgotten,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationReceivingOnTransferDone handles TransferDone in Receiving.
-func destinationReceivingOnTransferDone(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 7: receive completion activates and publishes; reader completion is a separate fact for the source
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionDisarmHeartbeat, DestinationActionActivateDestination, DestinationActionPublishStored, DestinationActionSendReaderCompleted},
-				n: 4,
-			},
-			Row: 7,
-			To:  DestinationStateActive,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationReceivingOnTransferFailed handles TransferFailed in Receiving.
-func destinationReceivingOnTransferFailed(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 8: FailedTransferNeverActivates: the failed pull wrote its last page, so the pages may go
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionDisarmHeartbeat, DestinationActionReleaseDestination, DestinationActionSendCancelled, DestinationActionReportDecodeFailed, DestinationActionComplete},
-				n: 5,
-			},
-			Row: 8,
-			To:  DestinationStateAborted,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationReceivingOnReceiveCompleted handles ReceiveCompleted in Receiving.
-func destinationReceivingOnReceiveCompleted(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 34: nothing was pushed here, or the KV is already active: a late completion changes nothing
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 34,
-			To:  DestinationStateReceiving,
-		}, true
-	case DestinationFirst:
-		// row 34: nothing was pushed here, or the KV is already active: a late completion changes nothing
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 34,
-			To:  DestinationStateReceiving,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationReceivingOnHeartbeatDue handles HeartbeatDue in Receiving.
-func destinationReceivingOnHeartbeatDue(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 22: keep the source's lease alive while the pull runs
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionSendLeaseRenewed},
-				n: 1,
-			},
-			Row: 22,
-			To:  DestinationStateReceiving,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationReceivingOnReservationExpired handles ReservationExpired in Receiving.
-func destinationReceivingOnReservationExpired(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 37: no reservation deadline is armed here
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 37,
-			To:  DestinationStateReceiving,
-		}, true
-	case DestinationFirst:
-		// row 37: no reservation deadline is armed here
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 37,
-			To:  DestinationStateReceiving,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationReceivingOnCancelled handles Cancelled in Receiving.
-func destinationReceivingOnCancelled(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 11: DestinationHeldWhileWritten: an abort while pulling waits for the writes to drain
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionDisarmHeartbeat},
-				n: 1,
-			},
-			Row: 11,
-			To:  DestinationStateDraining,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationReceivingOnClientCancelled handles ClientCancelled in Receiving.
-func destinationReceivingOnClientCancelled(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 13: cancel while pulling: tell the source, keep the pages until the reads stop
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionDisarmHeartbeat, DestinationActionSendCancelled},
-				n: 2,
-			},
-			Row: 13,
-			To:  DestinationStateDraining,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationReceivingOnLocalAbort handles LocalAbort in Receiving.
-func destinationReceivingOnLocalAbort(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 14: abort while pulling: tell the source, keep the pages until the reads stop
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionDisarmHeartbeat, DestinationActionSendCancelled},
-				n: 2,
-			},
-			Row: 14,
-			To:  DestinationStateDraining,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationReceivingOnPeerRestarted handles PeerRestarted in Receiving.
-func destinationReceivingOnPeerRestarted(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 12: the pull will fail on the fenced source; wait for the writes to drain
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionDisarmHeartbeat},
-				n: 1,
-			},
-			Row: 12,
-			To:  DestinationStateDraining,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationReceivingOnRestarted handles Restarted in Receiving.
-func destinationReceivingOnRestarted(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 42: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 42,
-			To:  DestinationStateForgotten,
-		}, true
-	case DestinationFirst:
-		// row 42: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 42,
-			To:  DestinationStateForgotten,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationDrainingOnTransferDone handles TransferDone in Draining.
-func destinationDrainingOnTransferDone(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 9: the reads stopped: free the pages and let the source release
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionReleaseDestination, DestinationActionSendReaderCompleted, DestinationActionReportDecodeFailed, DestinationActionComplete},
-				n: 4,
-			},
-			Row: 9,
-			To:  DestinationStateAborted,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationDrainingOnTransferFailed handles TransferFailed in Draining.
-func destinationDrainingOnTransferFailed(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 10: the reads stopped: free the pages
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionReleaseDestination, DestinationActionReportDecodeFailed, DestinationActionComplete},
-				n: 3,
-			},
-			Row: 10,
-			To:  DestinationStateAborted,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationDrainingOnReceiveCompleted handles ReceiveCompleted in Draining.
-func destinationDrainingOnReceiveCompleted(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 34: nothing was pushed here, or the KV is already active: a late completion changes nothing
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 34,
-			To:  DestinationStateDraining,
-		}, true
-	case DestinationFirst:
-		// row 34: nothing was pushed here, or the KV is already active: a late completion changes nothing
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 34,
-			To:  DestinationStateDraining,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationDrainingOnHeartbeatDue handles HeartbeatDue in Draining.
-func destinationDrainingOnHeartbeatDue(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 35: no source lease to keep alive
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 35,
-			To:  DestinationStateDraining,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationDrainingOnReservationExpired handles ReservationExpired in Draining.
-func destinationDrainingOnReservationExpired(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 37: no reservation deadline is armed here
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 37,
-			To:  DestinationStateDraining,
-		}, true
-	case DestinationFirst:
-		// row 37: no reservation deadline is armed here
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 37,
-			To:  DestinationStateDraining,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationDrainingOnCancelled handles Cancelled in Draining.
-func destinationDrainingOnCancelled(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 38: nothing to give up: not routed, already draining, or the KV is valid and ours
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 38,
-			To:  DestinationStateDraining,
-		}, true
-	case DestinationFirst:
-		// row 38: nothing to give up: not routed, already draining, or the KV is valid and ours
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 38,
-			To:  DestinationStateDraining,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationDrainingOnClientCancelled handles ClientCancelled in Draining.
-func destinationDrainingOnClientCancelled(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 40: already giving up; the pages wait for the reads to stop
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 40,
-			To:  DestinationStateDraining,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationDrainingOnLocalAbort handles LocalAbort in Draining.
-func destinationDrainingOnLocalAbort(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 41: already giving up; the pages wait for the reads to stop
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 41,
-			To:  DestinationStateDraining,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationDrainingOnPeerRestarted handles PeerRestarted in Draining.
-func destinationDrainingOnPeerRestarted(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 39: the source no longer matters here
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 39,
-			To:  DestinationStateDraining,
-		}, true
-	case DestinationFirst:
-		// row 39: the source no longer matters here
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 39,
-			To:  DestinationStateDraining,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationDrainingOnRestarted handles Restarted in Draining.
-func destinationDrainingOnRestarted(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 42: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 42,
-			To:  DestinationStateForgotten,
-		}, true
-	case DestinationFirst:
-		// row 42: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 42,
-			To:  DestinationStateForgotten,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationActiveOnReceiveCompleted handles ReceiveCompleted in Active.
-func destinationActiveOnReceiveCompleted(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 34: nothing was pushed here, or the KV is already active: a late completion changes nothing
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 34,
-			To:  DestinationStateActive,
-		}, true
-	case DestinationFirst:
-		// row 34: nothing was pushed here, or the KV is already active: a late completion changes nothing
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 34,
-			To:  DestinationStateActive,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationActiveOnHeartbeatDue handles HeartbeatDue in Active.
-func destinationActiveOnHeartbeatDue(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 35: no source lease to keep alive
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 35,
-			To:  DestinationStateActive,
-		}, true
-	case DestinationFirst:
-		// row 36: destination-first has no source lease to renew
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 36,
-			To:  DestinationStateActive,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationActiveOnReservationExpired handles ReservationExpired in Active.
-func destinationActiveOnReservationExpired(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 37: no reservation deadline is armed here
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 37,
-			To:  DestinationStateActive,
-		}, true
-	case DestinationFirst:
-		// row 37: no reservation deadline is armed here
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 37,
-			To:  DestinationStateActive,
-		}, true
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationActiveOnDecodeFinished handles DecodeFinished in Active.
-func destinationActiveOnDecodeFinished(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
+// destinationOnDecodeFinished handles DecodeFinished, alike under every policy.
+func destinationOnDecodeFinished(s DestinationState, _ Policy) (DestinationTransition, bool) {
+	switch s {
+	case DestinationStateActive:
 		// row 31: the request ends; its blocks become reusable cache
 		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionReleaseActive, DestinationActionReportDecodeDone, DestinationActionComplete},
-				n: 3,
-			},
+			To: DestinationStateDone,
+			Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
+				DestinationActionReleaseActive,
+				DestinationActionReportDecodeDone,
+				DestinationActionComplete,
+			}},
 			Row: 31,
-			To:  DestinationStateDone,
-		}, true
-	case DestinationFirst:
-		// row 31: the request ends; its blocks become reusable cache
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionReleaseActive, DestinationActionReportDecodeDone, DestinationActionComplete},
-				n: 3,
-			},
-			Row: 31,
-			To:  DestinationStateDone,
 		}, true
 	}
 	return DestinationTransition{}, false
 }
 
-// destinationActiveOnCancelled handles Cancelled in Active.
-func destinationActiveOnCancelled(p Policy) (DestinationTransition, bool) {
+// destinationOnCancelled handles Cancelled.
+func destinationOnCancelled(s DestinationState, p Policy) (DestinationTransition, bool) {
+	switch s {
+	case DestinationStateIdle, DestinationStateDraining, DestinationStateActive:
+		// row 38: nothing to give up: not routed, already draining, or the KV is valid and ours
+		return DestinationTransition{To: s, Row: 38}, true
+	}
+	// The rows below hold under some policies only.
 	switch p {
 	case SourceFirst:
-		// row 38: nothing to give up: not routed, already draining, or the KV is valid and ours
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 38,
-			To:  DestinationStateActive,
-		}, true
+		switch s {
+		case DestinationStateReceiving:
+			// row 11: DestinationHeldWhileWritten: an abort while pulling waits for the writes to drain
+			return DestinationTransition{
+				To:      DestinationStateDraining,
+				Actions: DestinationActions{n: 1, a: [MaxDestinationActions]DestinationAction{DestinationActionDisarmHeartbeat}},
+				Row:     11,
+			}, true
+		case DestinationStateReserving:
+			// row 23: the pinned KV is gone; do not reserve for it
+			return DestinationTransition{
+				To: DestinationStateAborted,
+				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionWithdrawReservation,
+					DestinationActionDisarmHeartbeat,
+					DestinationActionReportDecodeFailed,
+					DestinationActionComplete,
+				}},
+				Row: 23,
+			}, true
+		}
 	case DestinationFirst:
-		// row 38: nothing to give up: not routed, already draining, or the KV is valid and ours
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 38,
-			To:  DestinationStateActive,
-		}, true
+		switch s {
+		case DestinationStateReserved:
+			// row 17: the source gave up; fence before freeing in case its push is still in flight
+			return DestinationTransition{
+				To: DestinationStateAborted,
+				Actions: DestinationActions{n: 5, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionDisarmReservationTimer,
+					DestinationActionFenceDestination,
+					DestinationActionReleaseDestination,
+					DestinationActionReportDecodeFailed,
+					DestinationActionComplete,
+				}},
+				Row: 17,
+			}, true
+		case DestinationStateReserving:
+			// row 24: the source gave up before the reservation; nothing is held
+			return DestinationTransition{
+				To: DestinationStateAborted,
+				Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionWithdrawReservation,
+					DestinationActionReportDecodeFailed,
+					DestinationActionComplete,
+				}},
+				Row: 24,
+			}, true
+		}
 	}
 	return DestinationTransition{}, false
 }
 
-// destinationActiveOnClientCancelled handles ClientCancelled in Active.
-func destinationActiveOnClientCancelled(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
+// destinationOnClientCancelled handles ClientCancelled.
+func destinationOnClientCancelled(s DestinationState, p Policy) (DestinationTransition, bool) {
+	switch s {
+	case DestinationStateActive:
 		// row 32: a cancelled decode does not end by itself; the request stream ends it
 		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionReleaseActive, DestinationActionReportDecodeFailed, DestinationActionComplete},
-				n: 3,
-			},
+			To: DestinationStateAborted,
+			Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
+				DestinationActionReleaseActive,
+				DestinationActionReportDecodeFailed,
+				DestinationActionComplete,
+			}},
 			Row: 32,
-			To:  DestinationStateAborted,
 		}, true
+	}
+	// The rows below hold under some policies only.
+	switch p {
+	case SourceFirst:
+		switch s {
+		case DestinationStateReceiving:
+			// row 13: cancel while pulling: tell the source, keep the pages until the reads stop
+			return DestinationTransition{
+				To: DestinationStateDraining,
+				Actions: DestinationActions{n: 2, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionDisarmHeartbeat,
+					DestinationActionSendCancelled,
+				}},
+				Row: 13,
+			}, true
+		case DestinationStateReserving:
+			// row 27: cancel while waiting for capacity; the source may release at once
+			return DestinationTransition{
+				To: DestinationStateAborted,
+				Actions: DestinationActions{n: 5, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionWithdrawReservation,
+					DestinationActionDisarmHeartbeat,
+					DestinationActionSendCancelled,
+					DestinationActionReportDecodeFailed,
+					DestinationActionComplete,
+				}},
+				Row: 27,
+			}, true
+		case DestinationStateDraining:
+			// row 40: already giving up; the pages wait for the reads to stop
+			return DestinationTransition{To: s, Row: 40}, true
+		}
 	case DestinationFirst:
-		// row 32: a cancelled decode does not end by itself; the request stream ends it
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionReleaseActive, DestinationActionReportDecodeFailed, DestinationActionComplete},
-				n: 3,
-			},
-			Row: 32,
-			To:  DestinationStateAborted,
-		}, true
+		switch s {
+		case DestinationStateReserved:
+			// row 19: cancel before the KV arrived: fence, free, tell the source
+			return DestinationTransition{
+				To: DestinationStateAborted,
+				Actions: DestinationActions{n: 6, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionDisarmReservationTimer,
+					DestinationActionFenceDestination,
+					DestinationActionReleaseDestination,
+					DestinationActionSendCancelled,
+					DestinationActionReportDecodeFailed,
+					DestinationActionComplete,
+				}},
+				Row: 19,
+			}, true
+		case DestinationStateReserving:
+			// row 28: cancel while waiting for capacity; nothing is held
+			return DestinationTransition{
+				To: DestinationStateAborted,
+				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionWithdrawReservation,
+					DestinationActionSendCancelled,
+					DestinationActionReportDecodeFailed,
+					DestinationActionComplete,
+				}},
+				Row: 28,
+			}, true
+		}
 	}
 	return DestinationTransition{}, false
 }
 
-// destinationActiveOnLocalAbort handles LocalAbort in Active.
-func destinationActiveOnLocalAbort(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
+// destinationOnLocalAbort handles LocalAbort.
+func destinationOnLocalAbort(s DestinationState, p Policy) (DestinationTransition, bool) {
+	switch s {
+	case DestinationStateActive:
 		// row 33: abort during decode
 		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionReleaseActive, DestinationActionReportDecodeFailed, DestinationActionComplete},
-				n: 3,
-			},
+			To: DestinationStateAborted,
+			Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
+				DestinationActionReleaseActive,
+				DestinationActionReportDecodeFailed,
+				DestinationActionComplete,
+			}},
 			Row: 33,
-			To:  DestinationStateAborted,
 		}, true
+	}
+	// The rows below hold under some policies only.
+	switch p {
+	case SourceFirst:
+		switch s {
+		case DestinationStateReceiving:
+			// row 14: abort while pulling: tell the source, keep the pages until the reads stop
+			return DestinationTransition{
+				To: DestinationStateDraining,
+				Actions: DestinationActions{n: 2, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionDisarmHeartbeat,
+					DestinationActionSendCancelled,
+				}},
+				Row: 14,
+			}, true
+		case DestinationStateReserving:
+			// row 29: abort while waiting for capacity; the source may release at once
+			return DestinationTransition{
+				To: DestinationStateAborted,
+				Actions: DestinationActions{n: 5, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionWithdrawReservation,
+					DestinationActionDisarmHeartbeat,
+					DestinationActionSendCancelled,
+					DestinationActionReportDecodeFailed,
+					DestinationActionComplete,
+				}},
+				Row: 29,
+			}, true
+		case DestinationStateDraining:
+			// row 41: already giving up; the pages wait for the reads to stop
+			return DestinationTransition{To: s, Row: 41}, true
+		}
 	case DestinationFirst:
-		// row 33: abort during decode
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{DestinationActionReleaseActive, DestinationActionReportDecodeFailed, DestinationActionComplete},
-				n: 3,
-			},
-			Row: 33,
-			To:  DestinationStateAborted,
-		}, true
+		switch s {
+		case DestinationStateReserved:
+			// row 20: abort before the KV arrived: fence, free, tell the source
+			return DestinationTransition{
+				To: DestinationStateAborted,
+				Actions: DestinationActions{n: 6, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionDisarmReservationTimer,
+					DestinationActionFenceDestination,
+					DestinationActionReleaseDestination,
+					DestinationActionSendCancelled,
+					DestinationActionReportDecodeFailed,
+					DestinationActionComplete,
+				}},
+				Row: 20,
+			}, true
+		case DestinationStateReserving:
+			// row 30: abort while waiting for capacity; nothing is held
+			return DestinationTransition{
+				To: DestinationStateAborted,
+				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionWithdrawReservation,
+					DestinationActionSendCancelled,
+					DestinationActionReportDecodeFailed,
+					DestinationActionComplete,
+				}},
+				Row: 30,
+			}, true
+		}
 	}
 	return DestinationTransition{}, false
 }
 
-// destinationActiveOnPeerRestarted handles PeerRestarted in Active.
-func destinationActiveOnPeerRestarted(p Policy) (DestinationTransition, bool) {
+// destinationOnPeerRestarted handles PeerRestarted.
+func destinationOnPeerRestarted(s DestinationState, p Policy) (DestinationTransition, bool) {
+	switch s {
+	case DestinationStateIdle, DestinationStateDraining, DestinationStateActive:
+		// row 39: the source no longer matters here
+		return DestinationTransition{To: s, Row: 39}, true
+	}
+	// The rows below hold under some policies only.
 	switch p {
 	case SourceFirst:
-		// row 39: the source no longer matters here
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 39,
-			To:  DestinationStateActive,
-		}, true
+		switch s {
+		case DestinationStateReceiving:
+			// row 12: the pull will fail on the fenced source; wait for the writes to drain
+			return DestinationTransition{
+				To:      DestinationStateDraining,
+				Actions: DestinationActions{n: 1, a: [MaxDestinationActions]DestinationAction{DestinationActionDisarmHeartbeat}},
+				Row:     12,
+			}, true
+		case DestinationStateReserving:
+			// row 25: the pinned KV died with the source's process
+			return DestinationTransition{
+				To: DestinationStateAborted,
+				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionWithdrawReservation,
+					DestinationActionDisarmHeartbeat,
+					DestinationActionReportDecodeFailed,
+					DestinationActionComplete,
+				}},
+				Row: 25,
+			}, true
+		}
 	case DestinationFirst:
-		// row 39: the source no longer matters here
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 39,
-			To:  DestinationStateActive,
-		}, true
+		switch s {
+		case DestinationStateReserved:
+			// row 18: the source's process is gone; no push will come
+			return DestinationTransition{
+				To: DestinationStateAborted,
+				Actions: DestinationActions{n: 5, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionDisarmReservationTimer,
+					DestinationActionFenceDestination,
+					DestinationActionReleaseDestination,
+					DestinationActionReportDecodeFailed,
+					DestinationActionComplete,
+				}},
+				Row: 18,
+			}, true
+		case DestinationStateReserving:
+			// row 26: the prefill will never run
+			return DestinationTransition{
+				To: DestinationStateAborted,
+				Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionWithdrawReservation,
+					DestinationActionReportDecodeFailed,
+					DestinationActionComplete,
+				}},
+				Row: 26,
+			}, true
+		}
 	}
 	return DestinationTransition{}, false
 }
 
-// destinationActiveOnRestarted handles Restarted in Active.
-func destinationActiveOnRestarted(p Policy) (DestinationTransition, bool) {
-	switch p {
-	case SourceFirst:
+// destinationOnRestarted handles Restarted, alike under every policy.
+func destinationOnRestarted(s DestinationState, _ Policy) (DestinationTransition, bool) {
+	switch s {
+	case DestinationStateIdle, DestinationStateReserving, DestinationStateReserved, DestinationStateReceiving, DestinationStateDraining, DestinationStateActive:
 		// row 42: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 42,
-			To:  DestinationStateForgotten,
-		}, true
-	case DestinationFirst:
-		// row 42: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return DestinationTransition{
-			Actions: DestinationActions{
-				a: [MaxDestinationActions]DestinationAction{},
-				n: 0,
-			},
-			Row: 42,
-			To:  DestinationStateForgotten,
-		}, true
+		return DestinationTransition{To: DestinationStateForgotten, Row: 42}, true
 	}
 	return DestinationTransition{}, false
 }

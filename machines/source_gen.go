@@ -232,14 +232,16 @@ func (s SourceState) Step(p Policy, e SourceEvent) (SourceState, SourceActions, 
 // Transition is Step without the error value, for hot loops: ok is false
 // when the event has no row in this state under the policy.
 func (s SourceState) Transition(p Policy, e SourceEvent) (SourceTransition, bool) {
-	if int(s) >= NumSourceStates || int(e) >= NumSourceEvents {
+	// A row that holds under every policy is matched without looking at p,
+	// so an unknown policy is refused here.
+	if int(p) >= NumPolicies || int(e) >= NumSourceEvents {
 		return SourceTransition{}, false
 	}
-	fn := sourceSteps[s][e]
-	if fn == nil {
+	on := sourceSteps[e]
+	if on == nil {
 		return SourceTransition{}, false
 	}
-	return fn(p)
+	return on(s, p)
 }
 
 // Enabled reports whether the event has a row in this state under the policy.
@@ -248,1521 +250,511 @@ func (s SourceState) Enabled(p Policy, e SourceEvent) bool {
 	return ok
 }
 
-var sourceSteps = [NumSourceStates][NumSourceEvents]func(Policy) (SourceTransition, bool){SourceStateIdle: {SourceEventRequestArrived: sourceIdleOnRequestArrived, SourceEventDestinationReserved: sourceIdleOnDestinationReserved, SourceEventReaderCompleted: sourceIdleOnReaderCompleted, SourceEventLeaseRenewed: sourceIdleOnLeaseRenewed, SourceEventLeaseExpired: sourceIdleOnLeaseExpired, SourceEventBootstrapExpired: sourceIdleOnBootstrapExpired, SourceEventCancelled: sourceIdleOnCancelled, SourceEventPeerRestarted: sourceIdleOnPeerRestarted, SourceEventRestarted: sourceIdleOnRestarted}, SourceStatePrimed: {SourceEventRequestArrived: sourcePrimedOnRequestArrived, SourceEventDestinationReserved: sourcePrimedOnDestinationReserved, SourceEventReaderCompleted: sourcePrimedOnReaderCompleted, SourceEventLeaseRenewed: sourcePrimedOnLeaseRenewed, SourceEventLeaseExpired: sourcePrimedOnLeaseExpired, SourceEventBootstrapExpired: sourcePrimedOnBootstrapExpired, SourceEventCancelled: sourcePrimedOnCancelled, SourceEventPeerRestarted: sourcePrimedOnPeerRestarted, SourceEventRestarted: sourcePrimedOnRestarted}, SourceStateAwaitingDestination: {SourceEventDestinationReserved: sourceAwaitingDestinationOnDestinationReserved, SourceEventReaderCompleted: sourceAwaitingDestinationOnReaderCompleted, SourceEventLeaseRenewed: sourceAwaitingDestinationOnLeaseRenewed, SourceEventLeaseExpired: sourceAwaitingDestinationOnLeaseExpired, SourceEventBootstrapExpired: sourceAwaitingDestinationOnBootstrapExpired, SourceEventCancelled: sourceAwaitingDestinationOnCancelled, SourceEventClientCancelled: sourceAwaitingDestinationOnClientCancelled, SourceEventLocalAbort: sourceAwaitingDestinationOnLocalAbort, SourceEventPeerRestarted: sourceAwaitingDestinationOnPeerRestarted, SourceEventRestarted: sourceAwaitingDestinationOnRestarted}, SourceStateComputing: {SourceEventDestinationReserved: sourceComputingOnDestinationReserved, SourceEventPrefillPinned: sourceComputingOnPrefillPinned, SourceEventReaderCompleted: sourceComputingOnReaderCompleted, SourceEventLeaseRenewed: sourceComputingOnLeaseRenewed, SourceEventLeaseExpired: sourceComputingOnLeaseExpired, SourceEventBootstrapExpired: sourceComputingOnBootstrapExpired, SourceEventCancelled: sourceComputingOnCancelled, SourceEventClientCancelled: sourceComputingOnClientCancelled, SourceEventLocalAbort: sourceComputingOnLocalAbort, SourceEventPeerRestarted: sourceComputingOnPeerRestarted, SourceEventRestarted: sourceComputingOnRestarted}, SourceStatePinned: {SourceEventDestinationReserved: sourcePinnedOnDestinationReserved, SourceEventReaderCompleted: sourcePinnedOnReaderCompleted, SourceEventLeaseRenewed: sourcePinnedOnLeaseRenewed, SourceEventLeaseExpired: sourcePinnedOnLeaseExpired, SourceEventBootstrapExpired: sourcePinnedOnBootstrapExpired, SourceEventCancelled: sourcePinnedOnCancelled, SourceEventClientCancelled: sourcePinnedOnClientCancelled, SourceEventLocalAbort: sourcePinnedOnLocalAbort, SourceEventPeerRestarted: sourcePinnedOnPeerRestarted, SourceEventRestarted: sourcePinnedOnRestarted}, SourceStateSending: {SourceEventDestinationReserved: sourceSendingOnDestinationReserved, SourceEventTransferDone: sourceSendingOnTransferDone, SourceEventTransferFailed: sourceSendingOnTransferFailed, SourceEventReaderCompleted: sourceSendingOnReaderCompleted, SourceEventLeaseRenewed: sourceSendingOnLeaseRenewed, SourceEventLeaseExpired: sourceSendingOnLeaseExpired, SourceEventBootstrapExpired: sourceSendingOnBootstrapExpired, SourceEventCancelled: sourceSendingOnCancelled, SourceEventClientCancelled: sourceSendingOnClientCancelled, SourceEventLocalAbort: sourceSendingOnLocalAbort, SourceEventPeerRestarted: sourceSendingOnPeerRestarted, SourceEventRestarted: sourceSendingOnRestarted}}
+// sourceSteps maps each event to the function that applies it; an event that
+// no row takes has none.
+var sourceSteps = [NumSourceEvents]func(SourceState, Policy) (SourceTransition, bool){
+	SourceEventRequestArrived:      sourceOnRequestArrived,
+	SourceEventDestinationReserved: sourceOnDestinationReserved,
+	SourceEventPrefillPinned:       sourceOnPrefillPinned,
+	SourceEventTransferDone:        sourceOnTransferDone,
+	SourceEventTransferFailed:      sourceOnTransferFailed,
+	SourceEventReaderCompleted:     sourceOnReaderCompleted,
+	SourceEventLeaseRenewed:        sourceOnLeaseRenewed,
+	SourceEventLeaseExpired:        sourceOnLeaseExpired,
+	SourceEventBootstrapExpired:    sourceOnBootstrapExpired,
+	SourceEventCancelled:           sourceOnCancelled,
+	SourceEventClientCancelled:     sourceOnClientCancelled,
+	SourceEventLocalAbort:          sourceOnLocalAbort,
+	SourceEventPeerRestarted:       sourceOnPeerRestarted,
+	SourceEventRestarted:           sourceOnRestarted,
+}
 
-// sourceIdleOnRequestArrived handles RequestArrived in Idle.
-func sourceIdleOnRequestArrived(p Policy) (SourceTransition, bool) {
+// sourceOnRequestArrived handles RequestArrived.
+func sourceOnRequestArrived(s SourceState, p Policy) (SourceTransition, bool) {
 	switch p {
 	case SourceFirst:
-		// row 1: source-first computes at once; decode is found after the KV is pinned
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionAcceptRequest, SourceActionStartPrefill},
-				n: 2,
-			},
-			Row: 1,
-			To:  SourceStateComputing,
-		}, true
+		switch s {
+		case SourceStateIdle:
+			// row 1: source-first computes at once; decode is found after the KV is pinned
+			return SourceTransition{
+				To: SourceStateComputing,
+				Actions: SourceActions{n: 2, a: [MaxSourceActions]SourceAction{
+					SourceActionAcceptRequest,
+					SourceActionStartPrefill,
+				}},
+				Row: 1,
+			}, true
+		}
 	case DestinationFirst:
-		// row 2: destination-first gates prefill until destination memory exists
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionAcceptRequest, SourceActionArmBootstrap},
-				n: 2,
-			},
-			Row: 2,
-			To:  SourceStateAwaitingDestination,
-		}, true
+		switch s {
+		case SourceStateIdle:
+			// row 2: destination-first gates prefill until destination memory exists
+			return SourceTransition{
+				To: SourceStateAwaitingDestination,
+				Actions: SourceActions{n: 2, a: [MaxSourceActions]SourceAction{
+					SourceActionAcceptRequest,
+					SourceActionArmBootstrap,
+				}},
+				Row: 2,
+			}, true
+		case SourceStatePrimed:
+			// row 3: the reservation is already here, so the gate is open
+			return SourceTransition{
+				To: SourceStateComputing,
+				Actions: SourceActions{n: 2, a: [MaxSourceActions]SourceAction{
+					SourceActionAcceptRequest,
+					SourceActionStartPrefill,
+				}},
+				Row: 3,
+			}, true
+		}
 	}
 	return SourceTransition{}, false
 }
 
-// sourceIdleOnDestinationReserved handles DestinationReserved in Idle.
-func sourceIdleOnDestinationReserved(p Policy) (SourceTransition, bool) {
+// sourceOnDestinationReserved handles DestinationReserved.
+func sourceOnDestinationReserved(s SourceState, p Policy) (SourceTransition, bool) {
+	switch s {
+	case SourceStatePrimed, SourceStateComputing, SourceStatePinned, SourceStateSending:
+		// row 6: a duplicate or late reservation changes nothing once the gate is open
+		return SourceTransition{To: s, Row: 6}, true
+	}
+	// The rows below hold under some policies only.
 	switch p {
 	case SourceFirst:
-		// row 5: a source-first source never waits for a reservation
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 5,
-			To:  SourceStateIdle,
-		}, true
+		switch s {
+		case SourceStateIdle:
+			// row 5: a source-first source never waits for a reservation
+			return SourceTransition{To: s, Row: 5}, true
+		}
 	case DestinationFirst:
-		// row 4: the reservation can overtake the request; remember it rather than lose it
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 4,
-			To:  SourceStatePrimed,
-		}, true
+		switch s {
+		case SourceStateIdle:
+			// row 4: the reservation can overtake the request; remember it rather than lose it
+			return SourceTransition{To: SourceStatePrimed, Row: 4}, true
+		case SourceStateAwaitingDestination:
+			// row 7: DestinationFirstGate: destination memory exists, prefill may be dispatched
+			return SourceTransition{
+				To: SourceStateComputing,
+				Actions: SourceActions{n: 2, a: [MaxSourceActions]SourceAction{
+					SourceActionDisarmBootstrap,
+					SourceActionStartPrefill,
+				}},
+				Row: 7,
+			}, true
+		}
 	}
 	return SourceTransition{}, false
 }
 
-// sourceIdleOnReaderCompleted handles ReaderCompleted in Idle.
-func sourceIdleOnReaderCompleted(p Policy) (SourceTransition, bool) {
+// sourceOnPrefillPinned handles PrefillPinned.
+func sourceOnPrefillPinned(s SourceState, p Policy) (SourceTransition, bool) {
 	switch p {
 	case SourceFirst:
+		switch s {
+		case SourceStateComputing:
+			// row 13: AtomicPrefillPin: compute completion and the pin are one step; compute load falls, occupancy stays
+			return SourceTransition{
+				To: SourceStatePinned,
+				Actions: SourceActions{n: 5, a: [MaxSourceActions]SourceAction{
+					SourceActionPinSource,
+					SourceActionRegisterSource,
+					SourceActionReportComputeDone,
+					SourceActionArmLease,
+					SourceActionAnnouncePinned,
+				}},
+				Row: 13,
+			}, true
+		}
+	case DestinationFirst:
+		switch s {
+		case SourceStateComputing:
+			// row 14: the destination reserved before dispatch, so the push starts at once
+			return SourceTransition{
+				To: SourceStateSending,
+				Actions: SourceActions{n: 5, a: [MaxSourceActions]SourceAction{
+					SourceActionPinSource,
+					SourceActionRegisterSource,
+					SourceActionReportComputeDone,
+					SourceActionArmLease,
+					SourceActionStartPush,
+				}},
+				Row: 14,
+			}, true
+		}
+	}
+	return SourceTransition{}, false
+}
+
+// sourceOnTransferDone handles TransferDone.
+func sourceOnTransferDone(s SourceState, p Policy) (SourceTransition, bool) {
+	switch p {
+	case DestinationFirst:
+		switch s {
+		case SourceStateSending:
+			// row 16: a pushing source observes the end of its own writes; then it tells the destination
+			return SourceTransition{
+				To: SourceStateReleased,
+				Actions: SourceActions{n: 5, a: [MaxSourceActions]SourceAction{
+					SourceActionDisarmLease,
+					SourceActionReleaseSource,
+					SourceActionSendReceiveCompleted,
+					SourceActionReportSourceReleased,
+					SourceActionComplete,
+				}},
+				Row: 16,
+			}, true
+		}
+	}
+	return SourceTransition{}, false
+}
+
+// sourceOnTransferFailed handles TransferFailed.
+func sourceOnTransferFailed(s SourceState, p Policy) (SourceTransition, bool) {
+	switch p {
+	case DestinationFirst:
+		switch s {
+		case SourceStateSending:
+			// row 17: the writes ended in failure; nothing reads the blocks any more
+			return SourceTransition{
+				To: SourceStateAborted,
+				Actions: SourceActions{n: 5, a: [MaxSourceActions]SourceAction{
+					SourceActionDisarmLease,
+					SourceActionReleaseSource,
+					SourceActionSendCancelled,
+					SourceActionReportSourceAborted,
+					SourceActionComplete,
+				}},
+				Row: 17,
+			}, true
+		}
+	}
+	return SourceTransition{}, false
+}
+
+// sourceOnReaderCompleted handles ReaderCompleted.
+func sourceOnReaderCompleted(s SourceState, p Policy) (SourceTransition, bool) {
+	switch s {
+	case SourceStateIdle, SourceStatePrimed, SourceStateAwaitingDestination, SourceStateComputing, SourceStateSending:
 		// row 18: no reader acknowledgement is expected here; a late one changes nothing
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 18,
-			To:  SourceStateIdle,
-		}, true
-	case DestinationFirst:
-		// row 18: no reader acknowledgement is expected here; a late one changes nothing
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 18,
-			To:  SourceStateIdle,
-		}, true
+		return SourceTransition{To: s, Row: 18}, true
+	}
+	// The rows below hold under some policies only.
+	switch p {
+	case SourceFirst:
+		switch s {
+		case SourceStatePinned:
+			// row 15: ReleaseNeedsReaderAck: the reads ended, so the pin may go; ownership ends at release
+			return SourceTransition{
+				To: SourceStateReleased,
+				Actions: SourceActions{n: 4, a: [MaxSourceActions]SourceAction{
+					SourceActionDisarmLease,
+					SourceActionReleaseSource,
+					SourceActionReportSourceReleased,
+					SourceActionComplete,
+				}},
+				Row: 15,
+			}, true
+		}
 	}
 	return SourceTransition{}, false
 }
 
-// sourceIdleOnLeaseRenewed handles LeaseRenewed in Idle.
-func sourceIdleOnLeaseRenewed(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
+// sourceOnLeaseRenewed handles LeaseRenewed.
+func sourceOnLeaseRenewed(s SourceState, p Policy) (SourceTransition, bool) {
+	switch s {
+	case SourceStateIdle, SourceStatePrimed, SourceStateAwaitingDestination, SourceStateComputing, SourceStateSending:
 		// row 20: no lease to renew here; a renewal never revives an ended lease
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 20,
-			To:  SourceStateIdle,
-		}, true
-	case DestinationFirst:
-		// row 20: no lease to renew here; a renewal never revives an ended lease
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 20,
-			To:  SourceStateIdle,
-		}, true
+		return SourceTransition{To: s, Row: 20}, true
+	}
+	// The rows below hold under some policies only.
+	switch p {
+	case SourceFirst:
+		switch s {
+		case SourceStatePinned:
+			// row 19: the destination still waits for capacity; keep the KV
+			return SourceTransition{
+				To:      s,
+				Actions: SourceActions{n: 1, a: [MaxSourceActions]SourceAction{SourceActionRenewLease}},
+				Row:     19,
+			}, true
+		}
 	}
 	return SourceTransition{}, false
 }
 
-// sourceIdleOnLeaseExpired handles LeaseExpired in Idle.
-func sourceIdleOnLeaseExpired(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
+// sourceOnLeaseExpired handles LeaseExpired, alike under every policy.
+func sourceOnLeaseExpired(s SourceState, _ Policy) (SourceTransition, bool) {
+	switch s {
+	case SourceStatePinned, SourceStateSending:
+		// row 21: the owner reclaims on its own deadline: fence before free, no final peer message needed
+		return SourceTransition{
+			To: SourceStateAborted,
+			Actions: SourceActions{n: 5, a: [MaxSourceActions]SourceAction{
+				SourceActionFenceSource,
+				SourceActionReleaseSource,
+				SourceActionSendCancelled,
+				SourceActionReportSourceAborted,
+				SourceActionComplete,
+			}},
+			Row: 21,
+		}, true
+	case SourceStateIdle, SourceStatePrimed, SourceStateAwaitingDestination, SourceStateComputing:
 		// row 22: no lease is armed here; a stale timer changes nothing
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 22,
-			To:  SourceStateIdle,
-		}, true
-	case DestinationFirst:
-		// row 22: no lease is armed here; a stale timer changes nothing
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 22,
-			To:  SourceStateIdle,
-		}, true
+		return SourceTransition{To: s, Row: 22}, true
 	}
 	return SourceTransition{}, false
 }
 
-// sourceIdleOnBootstrapExpired handles BootstrapExpired in Idle.
-func sourceIdleOnBootstrapExpired(p Policy) (SourceTransition, bool) {
+// sourceOnBootstrapExpired handles BootstrapExpired.
+func sourceOnBootstrapExpired(s SourceState, p Policy) (SourceTransition, bool) {
+	switch s {
+	case SourceStateIdle, SourceStatePrimed, SourceStateComputing, SourceStatePinned, SourceStateSending:
+		// row 24: the bootstrap deadline is not armed here
+		return SourceTransition{To: s, Row: 24}, true
+	}
+	// The rows below hold under some policies only.
 	switch p {
-	case SourceFirst:
-		// row 24: the bootstrap deadline is not armed here
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 24,
-			To:  SourceStateIdle,
-		}, true
 	case DestinationFirst:
-		// row 24: the bootstrap deadline is not armed here
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 24,
-			To:  SourceStateIdle,
-		}, true
+		switch s {
+		case SourceStateAwaitingDestination:
+			// row 23: the destination never reserved (no-show or lost message); give the request up
+			return SourceTransition{
+				To: SourceStateAborted,
+				Actions: SourceActions{n: 3, a: [MaxSourceActions]SourceAction{
+					SourceActionSendCancelled,
+					SourceActionReportSourceAborted,
+					SourceActionComplete,
+				}},
+				Row: 23,
+			}, true
+		}
 	}
 	return SourceTransition{}, false
 }
 
-// sourceIdleOnCancelled handles Cancelled in Idle.
-func sourceIdleOnCancelled(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
+// sourceOnCancelled handles Cancelled.
+func sourceOnCancelled(s SourceState, p Policy) (SourceTransition, bool) {
+	switch s {
+	case SourceStateIdle:
 		// row 10: nothing is held yet; the bootstrap deadline covers a request that then arrives
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 10,
-			To:  SourceStateIdle,
-		}, true
-	case DestinationFirst:
-		// row 10: nothing is held yet; the bootstrap deadline covers a request that then arrives
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 10,
-			To:  SourceStateIdle,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceIdleOnPeerRestarted handles PeerRestarted in Idle.
-func sourceIdleOnPeerRestarted(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 11: before the pin there is no destination to lose
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 11,
-			To:  SourceStateIdle,
-		}, true
-	case DestinationFirst:
-		// row 12: nothing is held yet
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 12,
-			To:  SourceStateIdle,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceIdleOnRestarted handles Restarted in Idle.
-func sourceIdleOnRestarted(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 37: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 37,
-			To:  SourceStateForgotten,
-		}, true
-	case DestinationFirst:
-		// row 37: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 37,
-			To:  SourceStateForgotten,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourcePrimedOnRequestArrived handles RequestArrived in Primed.
-func sourcePrimedOnRequestArrived(p Policy) (SourceTransition, bool) {
-	switch p {
-	case DestinationFirst:
-		// row 3: the reservation is already here, so the gate is open
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionAcceptRequest, SourceActionStartPrefill},
-				n: 2,
-			},
-			Row: 3,
-			To:  SourceStateComputing,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourcePrimedOnDestinationReserved handles DestinationReserved in Primed.
-func sourcePrimedOnDestinationReserved(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 6: a duplicate or late reservation changes nothing once the gate is open
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 6,
-			To:  SourceStatePrimed,
-		}, true
-	case DestinationFirst:
-		// row 6: a duplicate or late reservation changes nothing once the gate is open
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 6,
-			To:  SourceStatePrimed,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourcePrimedOnReaderCompleted handles ReaderCompleted in Primed.
-func sourcePrimedOnReaderCompleted(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 18: no reader acknowledgement is expected here; a late one changes nothing
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 18,
-			To:  SourceStatePrimed,
-		}, true
-	case DestinationFirst:
-		// row 18: no reader acknowledgement is expected here; a late one changes nothing
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 18,
-			To:  SourceStatePrimed,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourcePrimedOnLeaseRenewed handles LeaseRenewed in Primed.
-func sourcePrimedOnLeaseRenewed(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 20: no lease to renew here; a renewal never revives an ended lease
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 20,
-			To:  SourceStatePrimed,
-		}, true
-	case DestinationFirst:
-		// row 20: no lease to renew here; a renewal never revives an ended lease
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 20,
-			To:  SourceStatePrimed,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourcePrimedOnLeaseExpired handles LeaseExpired in Primed.
-func sourcePrimedOnLeaseExpired(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 22: no lease is armed here; a stale timer changes nothing
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 22,
-			To:  SourceStatePrimed,
-		}, true
-	case DestinationFirst:
-		// row 22: no lease is armed here; a stale timer changes nothing
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 22,
-			To:  SourceStatePrimed,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourcePrimedOnBootstrapExpired handles BootstrapExpired in Primed.
-func sourcePrimedOnBootstrapExpired(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 24: the bootstrap deadline is not armed here
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 24,
-			To:  SourceStatePrimed,
-		}, true
-	case DestinationFirst:
-		// row 24: the bootstrap deadline is not armed here
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 24,
-			To:  SourceStatePrimed,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourcePrimedOnCancelled handles Cancelled in Primed.
-func sourcePrimedOnCancelled(p Policy) (SourceTransition, bool) {
-	switch p {
-	case DestinationFirst:
-		// row 8: the remembered reservation is gone; wait again for the request
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 8,
-			To:  SourceStateIdle,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourcePrimedOnPeerRestarted handles PeerRestarted in Primed.
-func sourcePrimedOnPeerRestarted(p Policy) (SourceTransition, bool) {
-	switch p {
-	case DestinationFirst:
-		// row 9: the destination that reserved restarted; its reservation is gone
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 9,
-			To:  SourceStateIdle,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourcePrimedOnRestarted handles Restarted in Primed.
-func sourcePrimedOnRestarted(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 37: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 37,
-			To:  SourceStateForgotten,
-		}, true
-	case DestinationFirst:
-		// row 37: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 37,
-			To:  SourceStateForgotten,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceAwaitingDestinationOnDestinationReserved handles DestinationReserved in AwaitingDestination.
-func sourceAwaitingDestinationOnDestinationReserved(p Policy) (SourceTransition, bool) {
-	switch p {
-	case DestinationFirst:
-		// row 7: DestinationFirstGate: destination memory exists, prefill may be dispatched
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionDisarmBootstrap, SourceActionStartPrefill},
-				n: 2,
-			},
-			Row: 7,
-			To:  SourceStateComputing,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceAwaitingDestinationOnReaderCompleted handles ReaderCompleted in AwaitingDestination.
-func sourceAwaitingDestinationOnReaderCompleted(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 18: no reader acknowledgement is expected here; a late one changes nothing
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 18,
-			To:  SourceStateAwaitingDestination,
-		}, true
-	case DestinationFirst:
-		// row 18: no reader acknowledgement is expected here; a late one changes nothing
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 18,
-			To:  SourceStateAwaitingDestination,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceAwaitingDestinationOnLeaseRenewed handles LeaseRenewed in AwaitingDestination.
-func sourceAwaitingDestinationOnLeaseRenewed(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 20: no lease to renew here; a renewal never revives an ended lease
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 20,
-			To:  SourceStateAwaitingDestination,
-		}, true
-	case DestinationFirst:
-		// row 20: no lease to renew here; a renewal never revives an ended lease
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 20,
-			To:  SourceStateAwaitingDestination,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceAwaitingDestinationOnLeaseExpired handles LeaseExpired in AwaitingDestination.
-func sourceAwaitingDestinationOnLeaseExpired(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 22: no lease is armed here; a stale timer changes nothing
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 22,
-			To:  SourceStateAwaitingDestination,
-		}, true
-	case DestinationFirst:
-		// row 22: no lease is armed here; a stale timer changes nothing
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 22,
-			To:  SourceStateAwaitingDestination,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceAwaitingDestinationOnBootstrapExpired handles BootstrapExpired in AwaitingDestination.
-func sourceAwaitingDestinationOnBootstrapExpired(p Policy) (SourceTransition, bool) {
-	switch p {
-	case DestinationFirst:
-		// row 23: the destination never reserved (no-show or lost message); give the request up
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionSendCancelled, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 3,
-			},
-			Row: 23,
-			To:  SourceStateAborted,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceAwaitingDestinationOnCancelled handles Cancelled in AwaitingDestination.
-func sourceAwaitingDestinationOnCancelled(p Policy) (SourceTransition, bool) {
-	switch p {
-	case DestinationFirst:
-		// row 25: the destination gave up before prefill; nothing is held
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionDisarmBootstrap, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 3,
-			},
-			Row: 25,
-			To:  SourceStateAborted,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceAwaitingDestinationOnClientCancelled handles ClientCancelled in AwaitingDestination.
-func sourceAwaitingDestinationOnClientCancelled(p Policy) (SourceTransition, bool) {
-	switch p {
-	case DestinationFirst:
-		// row 27: cancel before prefill; tell the destination to drop its reservation
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionDisarmBootstrap, SourceActionSendCancelled, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 4,
-			},
-			Row: 27,
-			To:  SourceStateAborted,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceAwaitingDestinationOnLocalAbort handles LocalAbort in AwaitingDestination.
-func sourceAwaitingDestinationOnLocalAbort(p Policy) (SourceTransition, bool) {
-	switch p {
-	case DestinationFirst:
-		// row 28: abort before prefill; tell the destination to drop its reservation
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionDisarmBootstrap, SourceActionSendCancelled, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 4,
-			},
-			Row: 28,
-			To:  SourceStateAborted,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceAwaitingDestinationOnPeerRestarted handles PeerRestarted in AwaitingDestination.
-func sourceAwaitingDestinationOnPeerRestarted(p Policy) (SourceTransition, bool) {
-	switch p {
-	case DestinationFirst:
-		// row 26: the destination restarted before prefill; nothing is held
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionDisarmBootstrap, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 3,
-			},
-			Row: 26,
-			To:  SourceStateAborted,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceAwaitingDestinationOnRestarted handles Restarted in AwaitingDestination.
-func sourceAwaitingDestinationOnRestarted(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 37: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 37,
-			To:  SourceStateForgotten,
-		}, true
-	case DestinationFirst:
-		// row 37: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 37,
-			To:  SourceStateForgotten,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceComputingOnDestinationReserved handles DestinationReserved in Computing.
-func sourceComputingOnDestinationReserved(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 6: a duplicate or late reservation changes nothing once the gate is open
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 6,
-			To:  SourceStateComputing,
-		}, true
-	case DestinationFirst:
-		// row 6: a duplicate or late reservation changes nothing once the gate is open
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 6,
-			To:  SourceStateComputing,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceComputingOnPrefillPinned handles PrefillPinned in Computing.
-func sourceComputingOnPrefillPinned(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 13: AtomicPrefillPin: compute completion and the pin are one step; compute load falls, occupancy stays
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionPinSource, SourceActionRegisterSource, SourceActionReportComputeDone, SourceActionArmLease, SourceActionAnnouncePinned},
-				n: 5,
-			},
-			Row: 13,
-			To:  SourceStatePinned,
-		}, true
-	case DestinationFirst:
-		// row 14: the destination reserved before dispatch, so the push starts at once
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionPinSource, SourceActionRegisterSource, SourceActionReportComputeDone, SourceActionArmLease, SourceActionStartPush},
-				n: 5,
-			},
-			Row: 14,
-			To:  SourceStateSending,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceComputingOnReaderCompleted handles ReaderCompleted in Computing.
-func sourceComputingOnReaderCompleted(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 18: no reader acknowledgement is expected here; a late one changes nothing
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 18,
-			To:  SourceStateComputing,
-		}, true
-	case DestinationFirst:
-		// row 18: no reader acknowledgement is expected here; a late one changes nothing
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 18,
-			To:  SourceStateComputing,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceComputingOnLeaseRenewed handles LeaseRenewed in Computing.
-func sourceComputingOnLeaseRenewed(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 20: no lease to renew here; a renewal never revives an ended lease
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 20,
-			To:  SourceStateComputing,
-		}, true
-	case DestinationFirst:
-		// row 20: no lease to renew here; a renewal never revives an ended lease
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 20,
-			To:  SourceStateComputing,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceComputingOnLeaseExpired handles LeaseExpired in Computing.
-func sourceComputingOnLeaseExpired(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 22: no lease is armed here; a stale timer changes nothing
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 22,
-			To:  SourceStateComputing,
-		}, true
-	case DestinationFirst:
-		// row 22: no lease is armed here; a stale timer changes nothing
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 22,
-			To:  SourceStateComputing,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceComputingOnBootstrapExpired handles BootstrapExpired in Computing.
-func sourceComputingOnBootstrapExpired(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 24: the bootstrap deadline is not armed here
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 24,
-			To:  SourceStateComputing,
-		}, true
-	case DestinationFirst:
-		// row 24: the bootstrap deadline is not armed here
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 24,
-			To:  SourceStateComputing,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceComputingOnCancelled handles Cancelled in Computing.
-func sourceComputingOnCancelled(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
+		return SourceTransition{To: s, Row: 10}, true
+	case SourceStateComputing:
 		// row 29: the destination is gone; computing on would only strand the KV
 		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionStopPrefill, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 3,
-			},
+			To: SourceStateAborted,
+			Actions: SourceActions{n: 3, a: [MaxSourceActions]SourceAction{
+				SourceActionStopPrefill,
+				SourceActionReportSourceAborted,
+				SourceActionComplete,
+			}},
 			Row: 29,
-			To:  SourceStateAborted,
 		}, true
-	case DestinationFirst:
-		// row 29: the destination is gone; computing on would only strand the KV
+	case SourceStatePinned, SourceStateSending:
+		// row 33: the destination gave up: fence so no late read sees freed blocks, then release
 		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionStopPrefill, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 3,
-			},
-			Row: 29,
-			To:  SourceStateAborted,
+			To: SourceStateAborted,
+			Actions: SourceActions{n: 5, a: [MaxSourceActions]SourceAction{
+				SourceActionDisarmLease,
+				SourceActionFenceSource,
+				SourceActionReleaseSource,
+				SourceActionReportSourceAborted,
+				SourceActionComplete,
+			}},
+			Row: 33,
 		}, true
+	}
+	// The rows below hold under some policies only.
+	switch p {
+	case DestinationFirst:
+		switch s {
+		case SourceStatePrimed:
+			// row 8: the remembered reservation is gone; wait again for the request
+			return SourceTransition{To: SourceStateIdle, Row: 8}, true
+		case SourceStateAwaitingDestination:
+			// row 25: the destination gave up before prefill; nothing is held
+			return SourceTransition{
+				To: SourceStateAborted,
+				Actions: SourceActions{n: 3, a: [MaxSourceActions]SourceAction{
+					SourceActionDisarmBootstrap,
+					SourceActionReportSourceAborted,
+					SourceActionComplete,
+				}},
+				Row: 25,
+			}, true
+		}
 	}
 	return SourceTransition{}, false
 }
 
-// sourceComputingOnClientCancelled handles ClientCancelled in Computing.
-func sourceComputingOnClientCancelled(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
+// sourceOnClientCancelled handles ClientCancelled.
+func sourceOnClientCancelled(s SourceState, p Policy) (SourceTransition, bool) {
+	switch s {
+	case SourceStateComputing:
 		// row 31: cancel during compute: free compute blocks and load at once
 		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionStopPrefill, SourceActionSendCancelled, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 4,
-			},
+			To: SourceStateAborted,
+			Actions: SourceActions{n: 4, a: [MaxSourceActions]SourceAction{
+				SourceActionStopPrefill,
+				SourceActionSendCancelled,
+				SourceActionReportSourceAborted,
+				SourceActionComplete,
+			}},
 			Row: 31,
-			To:  SourceStateAborted,
 		}, true
-	case DestinationFirst:
-		// row 31: cancel during compute: free compute blocks and load at once
+	case SourceStatePinned, SourceStateSending:
+		// row 35: cancel while pinned: fence, release, and tell the destination
 		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionStopPrefill, SourceActionSendCancelled, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 4,
-			},
-			Row: 31,
-			To:  SourceStateAborted,
+			To: SourceStateAborted,
+			Actions: SourceActions{n: 6, a: [MaxSourceActions]SourceAction{
+				SourceActionDisarmLease,
+				SourceActionFenceSource,
+				SourceActionReleaseSource,
+				SourceActionSendCancelled,
+				SourceActionReportSourceAborted,
+				SourceActionComplete,
+			}},
+			Row: 35,
 		}, true
+	}
+	// The rows below hold under some policies only.
+	switch p {
+	case DestinationFirst:
+		switch s {
+		case SourceStateAwaitingDestination:
+			// row 27: cancel before prefill; tell the destination to drop its reservation
+			return SourceTransition{
+				To: SourceStateAborted,
+				Actions: SourceActions{n: 4, a: [MaxSourceActions]SourceAction{
+					SourceActionDisarmBootstrap,
+					SourceActionSendCancelled,
+					SourceActionReportSourceAborted,
+					SourceActionComplete,
+				}},
+				Row: 27,
+			}, true
+		}
 	}
 	return SourceTransition{}, false
 }
 
-// sourceComputingOnLocalAbort handles LocalAbort in Computing.
-func sourceComputingOnLocalAbort(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
+// sourceOnLocalAbort handles LocalAbort.
+func sourceOnLocalAbort(s SourceState, p Policy) (SourceTransition, bool) {
+	switch s {
+	case SourceStateComputing:
 		// row 32: abort during compute: free compute blocks and load at once
 		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionStopPrefill, SourceActionSendCancelled, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 4,
-			},
+			To: SourceStateAborted,
+			Actions: SourceActions{n: 4, a: [MaxSourceActions]SourceAction{
+				SourceActionStopPrefill,
+				SourceActionSendCancelled,
+				SourceActionReportSourceAborted,
+				SourceActionComplete,
+			}},
 			Row: 32,
-			To:  SourceStateAborted,
 		}, true
-	case DestinationFirst:
-		// row 32: abort during compute: free compute blocks and load at once
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionStopPrefill, SourceActionSendCancelled, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 4,
-			},
-			Row: 32,
-			To:  SourceStateAborted,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceComputingOnPeerRestarted handles PeerRestarted in Computing.
-func sourceComputingOnPeerRestarted(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 11: before the pin there is no destination to lose
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 11,
-			To:  SourceStateComputing,
-		}, true
-	case DestinationFirst:
-		// row 30: the reservation died with the destination's process
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionStopPrefill, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 3,
-			},
-			Row: 30,
-			To:  SourceStateAborted,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceComputingOnRestarted handles Restarted in Computing.
-func sourceComputingOnRestarted(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 37: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 37,
-			To:  SourceStateForgotten,
-		}, true
-	case DestinationFirst:
-		// row 37: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 37,
-			To:  SourceStateForgotten,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourcePinnedOnDestinationReserved handles DestinationReserved in Pinned.
-func sourcePinnedOnDestinationReserved(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 6: a duplicate or late reservation changes nothing once the gate is open
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 6,
-			To:  SourceStatePinned,
-		}, true
-	case DestinationFirst:
-		// row 6: a duplicate or late reservation changes nothing once the gate is open
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 6,
-			To:  SourceStatePinned,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourcePinnedOnReaderCompleted handles ReaderCompleted in Pinned.
-func sourcePinnedOnReaderCompleted(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 15: ReleaseNeedsReaderAck: the reads ended, so the pin may go; ownership ends at release
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionDisarmLease, SourceActionReleaseSource, SourceActionReportSourceReleased, SourceActionComplete},
-				n: 4,
-			},
-			Row: 15,
-			To:  SourceStateReleased,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourcePinnedOnLeaseRenewed handles LeaseRenewed in Pinned.
-func sourcePinnedOnLeaseRenewed(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 19: the destination still waits for capacity; keep the KV
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionRenewLease},
-				n: 1,
-			},
-			Row: 19,
-			To:  SourceStatePinned,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourcePinnedOnLeaseExpired handles LeaseExpired in Pinned.
-func sourcePinnedOnLeaseExpired(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 21: the owner reclaims on its own deadline: fence before free, no final peer message needed
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionFenceSource, SourceActionReleaseSource, SourceActionSendCancelled, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 5,
-			},
-			Row: 21,
-			To:  SourceStateAborted,
-		}, true
-	case DestinationFirst:
-		// row 21: the owner reclaims on its own deadline: fence before free, no final peer message needed
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionFenceSource, SourceActionReleaseSource, SourceActionSendCancelled, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 5,
-			},
-			Row: 21,
-			To:  SourceStateAborted,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourcePinnedOnBootstrapExpired handles BootstrapExpired in Pinned.
-func sourcePinnedOnBootstrapExpired(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 24: the bootstrap deadline is not armed here
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 24,
-			To:  SourceStatePinned,
-		}, true
-	case DestinationFirst:
-		// row 24: the bootstrap deadline is not armed here
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 24,
-			To:  SourceStatePinned,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourcePinnedOnCancelled handles Cancelled in Pinned.
-func sourcePinnedOnCancelled(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 33: the destination gave up: fence so no late read sees freed blocks, then release
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionDisarmLease, SourceActionFenceSource, SourceActionReleaseSource, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 5,
-			},
-			Row: 33,
-			To:  SourceStateAborted,
-		}, true
-	case DestinationFirst:
-		// row 33: the destination gave up: fence so no late read sees freed blocks, then release
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionDisarmLease, SourceActionFenceSource, SourceActionReleaseSource, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 5,
-			},
-			Row: 33,
-			To:  SourceStateAborted,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourcePinnedOnClientCancelled handles ClientCancelled in Pinned.
-func sourcePinnedOnClientCancelled(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 35: cancel while pinned: fence, release, and tell the destination
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionDisarmLease, SourceActionFenceSource, SourceActionReleaseSource, SourceActionSendCancelled, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 6,
-			},
-			Row: 35,
-			To:  SourceStateAborted,
-		}, true
-	case DestinationFirst:
-		// row 35: cancel while pinned: fence, release, and tell the destination
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionDisarmLease, SourceActionFenceSource, SourceActionReleaseSource, SourceActionSendCancelled, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 6,
-			},
-			Row: 35,
-			To:  SourceStateAborted,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourcePinnedOnLocalAbort handles LocalAbort in Pinned.
-func sourcePinnedOnLocalAbort(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
+	case SourceStatePinned, SourceStateSending:
 		// row 36: abort while pinned: fence, release, and tell the destination
 		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionDisarmLease, SourceActionFenceSource, SourceActionReleaseSource, SourceActionSendCancelled, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 6,
-			},
+			To: SourceStateAborted,
+			Actions: SourceActions{n: 6, a: [MaxSourceActions]SourceAction{
+				SourceActionDisarmLease,
+				SourceActionFenceSource,
+				SourceActionReleaseSource,
+				SourceActionSendCancelled,
+				SourceActionReportSourceAborted,
+				SourceActionComplete,
+			}},
 			Row: 36,
-			To:  SourceStateAborted,
 		}, true
+	}
+	// The rows below hold under some policies only.
+	switch p {
 	case DestinationFirst:
-		// row 36: abort while pinned: fence, release, and tell the destination
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionDisarmLease, SourceActionFenceSource, SourceActionReleaseSource, SourceActionSendCancelled, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 6,
-			},
-			Row: 36,
-			To:  SourceStateAborted,
-		}, true
+		switch s {
+		case SourceStateAwaitingDestination:
+			// row 28: abort before prefill; tell the destination to drop its reservation
+			return SourceTransition{
+				To: SourceStateAborted,
+				Actions: SourceActions{n: 4, a: [MaxSourceActions]SourceAction{
+					SourceActionDisarmBootstrap,
+					SourceActionSendCancelled,
+					SourceActionReportSourceAborted,
+					SourceActionComplete,
+				}},
+				Row: 28,
+			}, true
+		}
 	}
 	return SourceTransition{}, false
 }
 
-// sourcePinnedOnPeerRestarted handles PeerRestarted in Pinned.
-func sourcePinnedOnPeerRestarted(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
+// sourceOnPeerRestarted handles PeerRestarted.
+func sourceOnPeerRestarted(s SourceState, p Policy) (SourceTransition, bool) {
+	switch s {
+	case SourceStatePinned, SourceStateSending:
 		// row 34: the reader or the target pages are gone with the destination's process
 		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionDisarmLease, SourceActionFenceSource, SourceActionReleaseSource, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 5,
-			},
+			To: SourceStateAborted,
+			Actions: SourceActions{n: 5, a: [MaxSourceActions]SourceAction{
+				SourceActionDisarmLease,
+				SourceActionFenceSource,
+				SourceActionReleaseSource,
+				SourceActionReportSourceAborted,
+				SourceActionComplete,
+			}},
 			Row: 34,
-			To:  SourceStateAborted,
 		}, true
+	}
+	// The rows below hold under some policies only.
+	switch p {
+	case SourceFirst:
+		switch s {
+		case SourceStateIdle, SourceStateComputing:
+			// row 11: before the pin there is no destination to lose
+			return SourceTransition{To: s, Row: 11}, true
+		}
 	case DestinationFirst:
-		// row 34: the reader or the target pages are gone with the destination's process
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionDisarmLease, SourceActionFenceSource, SourceActionReleaseSource, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 5,
-			},
-			Row: 34,
-			To:  SourceStateAborted,
-		}, true
+		switch s {
+		case SourceStatePrimed:
+			// row 9: the destination that reserved restarted; its reservation is gone
+			return SourceTransition{To: SourceStateIdle, Row: 9}, true
+		case SourceStateIdle:
+			// row 12: nothing is held yet
+			return SourceTransition{To: s, Row: 12}, true
+		case SourceStateAwaitingDestination:
+			// row 26: the destination restarted before prefill; nothing is held
+			return SourceTransition{
+				To: SourceStateAborted,
+				Actions: SourceActions{n: 3, a: [MaxSourceActions]SourceAction{
+					SourceActionDisarmBootstrap,
+					SourceActionReportSourceAborted,
+					SourceActionComplete,
+				}},
+				Row: 26,
+			}, true
+		case SourceStateComputing:
+			// row 30: the reservation died with the destination's process
+			return SourceTransition{
+				To: SourceStateAborted,
+				Actions: SourceActions{n: 3, a: [MaxSourceActions]SourceAction{
+					SourceActionStopPrefill,
+					SourceActionReportSourceAborted,
+					SourceActionComplete,
+				}},
+				Row: 30,
+			}, true
+		}
 	}
 	return SourceTransition{}, false
 }
 
-// sourcePinnedOnRestarted handles Restarted in Pinned.
-func sourcePinnedOnRestarted(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
+// sourceOnRestarted handles Restarted, alike under every policy.
+func sourceOnRestarted(s SourceState, _ Policy) (SourceTransition, bool) {
+	switch s {
+	case SourceStateIdle, SourceStatePrimed, SourceStateAwaitingDestination, SourceStateComputing, SourceStatePinned, SourceStateSending:
 		// row 37: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 37,
-			To:  SourceStateForgotten,
-		}, true
-	case DestinationFirst:
-		// row 37: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 37,
-			To:  SourceStateForgotten,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceSendingOnDestinationReserved handles DestinationReserved in Sending.
-func sourceSendingOnDestinationReserved(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 6: a duplicate or late reservation changes nothing once the gate is open
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 6,
-			To:  SourceStateSending,
-		}, true
-	case DestinationFirst:
-		// row 6: a duplicate or late reservation changes nothing once the gate is open
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 6,
-			To:  SourceStateSending,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceSendingOnTransferDone handles TransferDone in Sending.
-func sourceSendingOnTransferDone(p Policy) (SourceTransition, bool) {
-	switch p {
-	case DestinationFirst:
-		// row 16: a pushing source observes the end of its own writes; then it tells the destination
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionDisarmLease, SourceActionReleaseSource, SourceActionSendReceiveCompleted, SourceActionReportSourceReleased, SourceActionComplete},
-				n: 5,
-			},
-			Row: 16,
-			To:  SourceStateReleased,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceSendingOnTransferFailed handles TransferFailed in Sending.
-func sourceSendingOnTransferFailed(p Policy) (SourceTransition, bool) {
-	switch p {
-	case DestinationFirst:
-		// row 17: the writes ended in failure; nothing reads the blocks any more
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionDisarmLease, SourceActionReleaseSource, SourceActionSendCancelled, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 5,
-			},
-			Row: 17,
-			To:  SourceStateAborted,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceSendingOnReaderCompleted handles ReaderCompleted in Sending.
-func sourceSendingOnReaderCompleted(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 18: no reader acknowledgement is expected here; a late one changes nothing
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 18,
-			To:  SourceStateSending,
-		}, true
-	case DestinationFirst:
-		// row 18: no reader acknowledgement is expected here; a late one changes nothing
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 18,
-			To:  SourceStateSending,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceSendingOnLeaseRenewed handles LeaseRenewed in Sending.
-func sourceSendingOnLeaseRenewed(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 20: no lease to renew here; a renewal never revives an ended lease
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 20,
-			To:  SourceStateSending,
-		}, true
-	case DestinationFirst:
-		// row 20: no lease to renew here; a renewal never revives an ended lease
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 20,
-			To:  SourceStateSending,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceSendingOnLeaseExpired handles LeaseExpired in Sending.
-func sourceSendingOnLeaseExpired(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 21: the owner reclaims on its own deadline: fence before free, no final peer message needed
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionFenceSource, SourceActionReleaseSource, SourceActionSendCancelled, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 5,
-			},
-			Row: 21,
-			To:  SourceStateAborted,
-		}, true
-	case DestinationFirst:
-		// row 21: the owner reclaims on its own deadline: fence before free, no final peer message needed
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionFenceSource, SourceActionReleaseSource, SourceActionSendCancelled, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 5,
-			},
-			Row: 21,
-			To:  SourceStateAborted,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceSendingOnBootstrapExpired handles BootstrapExpired in Sending.
-func sourceSendingOnBootstrapExpired(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 24: the bootstrap deadline is not armed here
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 24,
-			To:  SourceStateSending,
-		}, true
-	case DestinationFirst:
-		// row 24: the bootstrap deadline is not armed here
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 24,
-			To:  SourceStateSending,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceSendingOnCancelled handles Cancelled in Sending.
-func sourceSendingOnCancelled(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 33: the destination gave up: fence so no late read sees freed blocks, then release
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionDisarmLease, SourceActionFenceSource, SourceActionReleaseSource, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 5,
-			},
-			Row: 33,
-			To:  SourceStateAborted,
-		}, true
-	case DestinationFirst:
-		// row 33: the destination gave up: fence so no late read sees freed blocks, then release
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionDisarmLease, SourceActionFenceSource, SourceActionReleaseSource, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 5,
-			},
-			Row: 33,
-			To:  SourceStateAborted,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceSendingOnClientCancelled handles ClientCancelled in Sending.
-func sourceSendingOnClientCancelled(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 35: cancel while pinned: fence, release, and tell the destination
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionDisarmLease, SourceActionFenceSource, SourceActionReleaseSource, SourceActionSendCancelled, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 6,
-			},
-			Row: 35,
-			To:  SourceStateAborted,
-		}, true
-	case DestinationFirst:
-		// row 35: cancel while pinned: fence, release, and tell the destination
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionDisarmLease, SourceActionFenceSource, SourceActionReleaseSource, SourceActionSendCancelled, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 6,
-			},
-			Row: 35,
-			To:  SourceStateAborted,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceSendingOnLocalAbort handles LocalAbort in Sending.
-func sourceSendingOnLocalAbort(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 36: abort while pinned: fence, release, and tell the destination
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionDisarmLease, SourceActionFenceSource, SourceActionReleaseSource, SourceActionSendCancelled, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 6,
-			},
-			Row: 36,
-			To:  SourceStateAborted,
-		}, true
-	case DestinationFirst:
-		// row 36: abort while pinned: fence, release, and tell the destination
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionDisarmLease, SourceActionFenceSource, SourceActionReleaseSource, SourceActionSendCancelled, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 6,
-			},
-			Row: 36,
-			To:  SourceStateAborted,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceSendingOnPeerRestarted handles PeerRestarted in Sending.
-func sourceSendingOnPeerRestarted(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 34: the reader or the target pages are gone with the destination's process
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionDisarmLease, SourceActionFenceSource, SourceActionReleaseSource, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 5,
-			},
-			Row: 34,
-			To:  SourceStateAborted,
-		}, true
-	case DestinationFirst:
-		// row 34: the reader or the target pages are gone with the destination's process
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{SourceActionDisarmLease, SourceActionFenceSource, SourceActionReleaseSource, SourceActionReportSourceAborted, SourceActionComplete},
-				n: 5,
-			},
-			Row: 34,
-			To:  SourceStateAborted,
-		}, true
-	}
-	return SourceTransition{}, false
-}
-
-// sourceSendingOnRestarted handles Restarted in Sending.
-func sourceSendingOnRestarted(p Policy) (SourceTransition, bool) {
-	switch p {
-	case SourceFirst:
-		// row 37: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 37,
-			To:  SourceStateForgotten,
-		}, true
-	case DestinationFirst:
-		// row 37: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return SourceTransition{
-			Actions: SourceActions{
-				a: [MaxSourceActions]SourceAction{},
-				n: 0,
-			},
-			Row: 37,
-			To:  SourceStateForgotten,
-		}, true
+		return SourceTransition{To: SourceStateForgotten, Row: 37}, true
 	}
 	return SourceTransition{}, false
 }
