@@ -1,0 +1,331 @@
+package checker
+
+import (
+	"fmt"
+
+	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+// apply gives an action its physical meaning. side is the role of the
+// machine that emitted it; the model checks the command reaches a worker
+// of the role it needs.
+func apply(tx *model.Tx, side model.Side, h int, a Action, cause model.Cause) {
+	switch a {
+	case aSrcAcceptRequest, aDstAcceptRequest:
+		tx.AcceptRequest(h, side)
+	case aSrcComplete, aDstComplete:
+		tx.Complete(h, side)
+	case aSrcStartPrefill:
+		tx.StartPrefill(h, side)
+	case aSrcStopPrefill:
+		tx.StopPrefill(h, side)
+	case aSrcPinSource:
+		tx.PinSource(h, side)
+	case aSrcRegisterSource:
+		tx.RegisterSource(h, side)
+	case aSrcFenceSource:
+		tx.FenceSource(h, side)
+	case aSrcReleaseSource:
+		tx.ReleaseSource(h, side, cause)
+	case aSrcReportComputeDone:
+		tx.ReportComputeDone(h, side)
+	case aSrcAnnouncePinned:
+		tx.AnnouncePinned(h, side)
+	case aSrcStartPush:
+		tx.StartTransfer(h, side, model.SourceSide)
+	case aSrcArmLease:
+		tx.Arm(h, model.TimerLease)
+	case aSrcRenewLease:
+		// Renewal has no safety meaning in the untimed model: any armed
+		// timer may fire at any moment (LIFECYCLE.md section 3).
+	case aSrcDisarmLease:
+		tx.Disarm(h, model.TimerLease)
+	case aSrcArmBootstrap:
+		tx.Arm(h, model.TimerBootstrap)
+	case aSrcDisarmBootstrap:
+		tx.Disarm(h, model.TimerBootstrap)
+	case aSrcSendReceiveCompleted:
+		tx.Send(h, model.DestinationSide, model.MsgReceiveCompleted)
+	case aSrcSendCancelled, aDstSendCancelled:
+		tx.Send(h, side.Other(), model.MsgCancelled)
+	case aSrcReportReleased:
+		tx.ReportSourceOutcome(h, side, true)
+	case aSrcReportAborted:
+		tx.ReportSourceOutcome(h, side, false)
+
+	case aDstRequestReservation:
+		tx.RequestReservation(h, side)
+	case aDstWithdrawReservation:
+		tx.WithdrawReservation(h, side)
+	case aDstRegisterDestination:
+		tx.RegisterDestination(h, side)
+	case aDstStartPull:
+		tx.StartTransfer(h, side, model.DestinationSide)
+	case aDstFenceDestination:
+		tx.FenceDestination(h, side)
+	case aDstReleaseDestination:
+		tx.ReleaseDestination(h, side, cause)
+	case aDstActivateDestination:
+		tx.ActivateDestination(h, side)
+	case aDstPublishStored:
+		tx.PublishStored(h, side)
+	case aDstReleaseActive:
+		tx.ReleaseActive(h, side)
+	case aDstArmHeartbeat:
+		tx.Arm(h, model.TimerHeartbeat)
+	case aDstDisarmHeartbeat:
+		tx.Disarm(h, model.TimerHeartbeat)
+	case aDstSendLeaseRenewed:
+		tx.Send(h, model.SourceSide, model.MsgLeaseRenewed)
+	case aDstArmReservationTimer:
+		tx.Arm(h, model.TimerReservation)
+	case aDstDisarmReservationTimer:
+		tx.Disarm(h, model.TimerReservation)
+	case aDstSendDestinationReserved:
+		tx.Send(h, model.SourceSide, model.MsgDestinationReserved)
+	case aDstSendReaderCompleted:
+		tx.Send(h, model.SourceSide, model.MsgReaderCompleted)
+	case aDstReportDecodeDone:
+		tx.ReportDecodeOutcome(h, side, true)
+	case aDstReportDecodeFailed:
+		tx.ReportDecodeOutcome(h, side, false)
+	default:
+		panic(fmt.Sprintf("checker: action %s has no physical meaning", a))
+	}
+}
+
+// Coverage counts, per role, how often each row fired. When Log is set it
+// also records every firing, for traces.
+type Coverage struct {
+	Rows [2][]uint64
+	Log  *[]Firing
+}
+
+// Firing is one row of a role machine firing.
+type Firing struct {
+	Role     spec.Role
+	Handoff  int
+	From, To uint8
+	Event    uint8
+	Row      int
+	Actions  []Action
+}
+
+func newCoverage(s *spec.Spec) *Coverage {
+	return &Coverage{Rows: [2][]uint64{make([]uint64, len(s.Source.Rows)+1), make([]uint64, len(s.Destination.Rows)+1)}}
+}
+
+func (c *Coverage) add(o *Coverage) {
+	for r := range c.Rows {
+		for i, n := range o.Rows[r] {
+			c.Rows[r][i] += n
+		}
+	}
+}
+
+// fire gives an event to a role machine and applies the actions of the
+// row that fires. It reports false when the record is terminal or the
+// event has no row in its state.
+func (c *Checker) fire(s *State, tx *model.Tx, cov *Coverage, r spec.Role, h int, ev uint8) bool {
+	st := s.rolePtr(r, h)
+	if c.proto.Terminal(r, *st) {
+		return false
+	}
+	t, ok := c.proto.Step(r, c.policy, *st, ev)
+	if !ok {
+		return false
+	}
+	if cov != nil {
+		cov.Rows[r][t.Row]++
+		if cov.Log != nil {
+			*cov.Log = append(*cov.Log, Firing{Role: r, Handoff: h, From: *st, To: t.To, Event: ev, Row: int(t.Row), Actions: append([]Action(nil), t.Acts[:t.N]...)})
+		}
+	}
+	*st = t.To
+	side := model.Side(r)
+	cause := causeOf(r, ev)
+	for i := 0; i < int(t.N); i++ {
+		apply(tx, side, h, t.Acts[i], cause)
+	}
+	return true
+}
+
+// can reports whether a role record would take an event now.
+func (c *Checker) can(s *State, r spec.Role, h int, ev uint8) bool {
+	st := s.Role(r, h)
+	if c.proto.Terminal(r, st) {
+		return false
+	}
+	_, ok := c.proto.Step(r, c.policy, st, ev)
+	return ok
+}
+
+func (c *Checker) terminal(s *State, r spec.Role, h int) bool {
+	return c.proto.Terminal(r, s.Role(r, h))
+}
+
+// Step applies a move to a state in place and returns the step's journal.
+// It returns an error when the move is not one the state enables.
+func (c *Checker) Step(s *State, m Move, cov *Coverage) (model.Journal, *model.Violation, error) {
+	var ms moveSet
+	c.moves(s, &ms)
+	ok := false
+	for i := 0; i < ms.n; i++ {
+		if ms.m[i] == m {
+			ok = true
+			break
+		}
+	}
+	if !ok {
+		return model.Journal{}, nil, fmt.Errorf("move %q is not enabled here", m)
+	}
+	before := *s
+	tx := model.Tx{W: &s.W}
+	c.apply(s, &tx, m, cov, ms.stuck)
+	v := c.judgeStep(&before, s, &tx.J, m)
+	return tx.J, v, nil
+}
+
+// judgeStep runs the step invariants, and AttemptIsolation for a late delivery.
+func (c *Checker) judgeStep(before, after *State, j *model.Journal, m Move) *model.Violation {
+	if v := model.CheckStep(&after.W, j); v != nil {
+		return v
+	}
+	if (m.Kind == MvDeliver || m.Kind == MvDuplicate) && c.terminal(before, spec.Role(m.Arg), int(m.H)) {
+		idx := 0
+		ch := &before.W.H[m.H].Ch[m.Arg]
+		for i := 0; i < int(ch.N); i++ {
+			if ch.M[i] == m.Msg {
+				idx = i
+			}
+		}
+		want := before.W
+		if m.Kind == MvDuplicate {
+			want.H[m.H].Ch[m.Arg].Send(m.Msg) // kept: nothing may change at all
+			idx = -1
+		}
+		var v *model.Violation
+		if idx >= 0 {
+			v = model.AttemptIsolation(&before.W, &after.W, int(m.H), model.Side(m.Arg), idx)
+		} else if want != after.W {
+			v = &model.Violation{Invariant: model.NameAttemptIsolation, Handoff: int(m.H), Worker: -1, Detail: "a duplicate of a stale fact changed the world"}
+		}
+		if v == nil && (before.Src != after.Src || before.Dst != after.Dst) {
+			v = &model.Violation{Invariant: model.NameAttemptIsolation, Handoff: int(m.H), Worker: -1, Detail: "a stale fact changed a role machine"}
+		}
+		return v
+	}
+	return nil
+}
+
+// apply performs a move that the state enables.
+func (c *Checker) apply(s *State, tx *model.Tx, m Move, cov *Coverage, stuck bool) {
+	h := int(m.H)
+	switch m.Kind {
+	case MvRoutePrefill:
+		tx.RoutePrefill(h, int(m.Arg))
+	case MvDeliverRequest:
+		tx.DeliverRequest(h)
+		c.fire(s, tx, cov, spec.Source, h, evSrcRequestArrived)
+	case MvRouteDecode:
+		tx.RouteDecode(h, int(m.Arg))
+		c.fire(s, tx, cov, spec.Destination, h, evDstRouted)
+	case MvReserve:
+		tx.Reserve(h)
+		c.fire(s, tx, cov, spec.Destination, h, evDstReserved)
+	case MvRefuse:
+		tx.Refuse(h)
+		c.fire(s, tx, cov, spec.Destination, h, evDstRefused)
+	case MvAdmit:
+		tx.AdmitPrefill(h)
+	case MvCompute:
+		tx.FinishCompute(h)
+		c.fire(s, tx, cov, spec.Source, h, evSrcPrefillPinned)
+	case MvTransfer, MvFailTransfer:
+		if m.Kind == MvTransfer {
+			tx.CompleteTransfer(h)
+		} else {
+			s.B.TransferFailure--
+			tx.FailTransfer(h)
+		}
+		x := &s.W.H[h]
+		r, ev := transferEvent(x.Runner, x.Xfer == model.XferDone)
+		c.fire(s, tx, cov, r, h, ev)
+	case MvDeliver, MvDuplicate:
+		to := model.Side(m.Arg)
+		ch := &s.W.H[h].Ch[to]
+		if m.Kind == MvDuplicate {
+			s.B.Duplicate--
+		} else {
+			for i := 0; i < int(ch.N); i++ {
+				if ch.M[i] == m.Msg {
+					if i > 0 {
+						s.B.Reorder--
+					}
+					ch.Take(i)
+					break
+				}
+			}
+		}
+		c.fire(s, tx, cov, spec.Role(to), h, msgEvent(to, m.Msg))
+	case MvLose:
+		s.B.Loss--
+		ch := &s.W.H[h].Ch[m.Arg]
+		for i := 0; i < int(ch.N); i++ {
+			if ch.M[i] == m.Msg {
+				ch.Take(i)
+				break
+			}
+		}
+	case MvTimer:
+		t := model.Timer(m.Arg)
+		if !stuck {
+			s.B.EarlyTimer--
+		}
+		if t != model.TimerHeartbeat {
+			// Deadlines are one-shot; heartbeats are periodic.
+			tx.Disarm(h, t)
+		}
+		c.fire(s, tx, cov, spec.Role(t.Side()), h, timerEvent(t))
+	case MvPromote:
+		tx.Promote(h)
+	case MvDecodeFinish:
+		c.fire(s, tx, cov, spec.Destination, h, evDstDecodeFinished)
+	case MvDeliverCancel:
+		tx.CancelDelivered(h, model.Side(m.Arg))
+		c.fire(s, tx, cov, spec.Role(m.Arg), h, cancelEvent(model.Side(m.Arg)))
+	case MvPeerRestarted:
+		s.W.H[h].PeerGone[m.Arg] = false
+		c.fire(s, tx, cov, spec.Role(m.Arg), h, peerRestartedEvent(model.Side(m.Arg)))
+	case MvFreeBackground:
+		tx.FreeBackground(int(m.Arg))
+	case MvCancel:
+		s.B.Cancel--
+		tx.ClientCancel(h)
+	case MvAbort:
+		s.B.Abort--
+		c.fire(s, tx, cov, spec.Role(m.Arg), h, abortEvent(model.Side(m.Arg)))
+	case MvRestart:
+		s.B.Restart--
+		w := int(m.Arg)
+		for hh := 0; hh < c.nH; hh++ {
+			x := &s.W.H[hh]
+			if int(x.Prefill) == w {
+				c.fire(s, tx, cov, spec.Source, hh, evSrcRestarted)
+			}
+			if int(x.Decode) == w {
+				c.fire(s, tx, cov, spec.Destination, hh, evDstRestarted)
+			}
+		}
+		tx.Restart(w)
+	case MvNoShow:
+		s.B.NoShow--
+		tx.NoShow(h)
+	case MvOccupy:
+		s.B.BackgroundLoad--
+		tx.OccupyBackground(int(m.Arg))
+	default:
+		panic(fmt.Sprintf("checker: unknown move %v", m))
+	}
+}

@@ -1,0 +1,178 @@
+package checker
+
+import (
+	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+// maxMoves bounds the moves one state enables. Per handoff at most about
+// 55 (routing to every worker, eight facts in flight each delivered,
+// duplicated or lost, four timers, the faults), times MaxHandoffs, plus
+// restarts and background load per worker.
+const maxMoves = 56*model.MaxHandoffs + 3*model.MaxWorkers + 16
+
+// Parent links store a move's index in one byte.
+var _ [256 - maxMoves]struct{}
+
+// moveSet is the moves enabled in a state, without allocation.
+type moveSet struct {
+	n     int
+	stuck bool // nothing but timers can happen
+	m     [maxMoves]Move
+}
+
+func (ms *moveSet) add(m Move) {
+	ms.m[ms.n] = m
+	ms.n++
+}
+
+// Moves lists the moves enabled in a state, in a fixed order.
+func (c *Checker) Moves(s *State) []Move {
+	var ms moveSet
+	c.moves(s, &ms)
+	return append([]Move(nil), ms.m[:ms.n]...)
+}
+
+// moves fills ms with the enabled moves: protocol moves first, then the
+// timers (any armed one when the system is stuck, within the early-timer
+// budget otherwise), then faults. It returns how many are not faults.
+func (c *Checker) moves(s *State, ms *moveSet) (protocol int) {
+	ms.stuck = false
+	ms.n = 0
+	tx := model.Tx{W: &s.W}
+	busy := 0 // protocol moves other than timers: the system is not stuck
+	for h := 0; h < c.nH; h++ {
+		x := &s.W.H[h]
+		hh := int8(h)
+		if x.Prefill < 0 && !x.Cancelled {
+			for _, w := range c.prefill {
+				ms.add(Move{Kind: MvRoutePrefill, H: hh, Arg: int8(w)})
+			}
+		}
+		if x.Prefill >= 0 && !x.RequestDelivered && c.can(s, spec.Source, h, evSrcRequestArrived) {
+			ms.add(Move{Kind: MvDeliverRequest, H: hh})
+		}
+		if c.decodeRoutable(s, h) && c.can(s, spec.Destination, h, evDstRouted) {
+			for _, w := range c.decode {
+				ms.add(Move{Kind: MvRouteDecode, H: hh, Arg: int8(w)})
+			}
+		}
+		if c.world.Engine != model.TRTLLM && tx.CanReserve(h) && c.can(s, spec.Destination, h, evDstReserved) {
+			ms.add(Move{Kind: MvReserve, H: hh})
+		}
+		if c.world.Engine == model.TRTLLM && x.Pending && c.can(s, spec.Destination, h, evDstRefused) {
+			ms.add(Move{Kind: MvRefuse, H: hh})
+		}
+		if tx.CanAdmitPrefill(h) {
+			ms.add(Move{Kind: MvAdmit, H: hh})
+		}
+		if x.Compute == model.ComputeRunning && c.can(s, spec.Source, h, evSrcPrefillPinned) {
+			ms.add(Move{Kind: MvCompute, H: hh})
+		}
+		if x.Xfer == model.XferRunning && c.transferCanEnd(s, h, tx.TransferWouldSucceed(h)) {
+			ms.add(Move{Kind: MvTransfer, H: hh})
+		}
+		for to := model.SourceSide; to <= model.DestinationSide; to++ {
+			ch := &x.Ch[to]
+			for i := 0; i < int(ch.N); i++ {
+				if i == 0 || s.B.Reorder > 0 {
+					ms.add(Move{Kind: MvDeliver, H: hh, Arg: int8(to), Msg: ch.M[i]})
+				}
+			}
+		}
+		if tx.CanPromote(h) {
+			ms.add(Move{Kind: MvPromote, H: hh})
+		}
+		// A cancelled request's decode does not end by itself: its output
+		// is unbounded in an untimed model (LIFECYCLE.md section 3), so only
+		// the cancel on the request stream ends it.
+		if x.Dst == model.DstActive && x.Running && !x.Cancelled && c.can(s, spec.Destination, h, evDstDecodeFinished) {
+			ms.add(Move{Kind: MvDecodeFinish, H: hh})
+		}
+		for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+			r := spec.Role(sd)
+			if x.CancelPending[sd] && (c.terminal(s, r, h) || c.can(s, r, h, cancelEvent(sd))) {
+				ms.add(Move{Kind: MvDeliverCancel, H: hh, Arg: int8(sd)})
+			}
+			if x.PeerGone[sd] && (c.terminal(s, r, h) || c.can(s, r, h, peerRestartedEvent(sd))) {
+				ms.add(Move{Kind: MvPeerRestarted, H: hh, Arg: int8(sd)})
+			}
+		}
+	}
+	for _, w := range c.decode {
+		if s.W.W[w].Background > 0 {
+			ms.add(Move{Kind: MvFreeBackground, H: -1, Arg: int8(w)})
+		}
+	}
+	busy = ms.n
+	// Timers: any armed timer may fire at any moment. While the system can
+	// still progress, a timer that fires is an early one and spends the
+	// early-timer budget; when nothing else can happen, deadlines and
+	// heartbeats fire freely: they are what ends (or keeps alive) the wait.
+	stuck := busy == 0
+	ms.stuck = stuck
+	if stuck || s.B.EarlyTimer > 0 {
+		for h := 0; h < c.nH; h++ {
+			x := &s.W.H[h]
+			for t := model.Timer(0); t < model.NumTimers; t++ {
+				if !x.Armed(t) || (t == model.TimerHeartbeat && !c.opts.Renewal) {
+					continue
+				}
+				if c.can(s, spec.Role(t.Side()), h, timerEvent(t)) {
+					ms.add(Move{Kind: MvTimer, H: int8(h), Arg: int8(t)})
+				}
+			}
+		}
+	}
+	protocol = ms.n
+	c.faults(s, ms)
+	return protocol
+}
+
+// decodeRoutable reports whether the frontend would route decode now:
+// source-first after the source answered with its pinned KV,
+// destination-first once prefill was routed; never after a cancel, a
+// no-show, or a source failure the frontend knows of.
+func (c *Checker) decodeRoutable(s *State, h int) bool {
+	x := &s.W.H[h]
+	if x.Decode >= 0 || x.Cancelled || x.NoShow || x.SourceFailed || x.Prefill < 0 {
+		return false
+	}
+	if c.policy == spec.SourceFirst {
+		return x.Announced
+	}
+	return true
+}
+
+// transferCanEnd reports whether the runner can be told the outcome (or is
+// gone, in which case nobody is told).
+func (c *Checker) transferCanEnd(s *State, h int, done bool) bool {
+	r, ev := transferEvent(s.W.H[h].Runner, done)
+	return c.terminal(s, r, h) || c.can(s, r, h, ev)
+}
+
+// finished reports whether every record of a handoff that was placed is terminal.
+func (c *Checker) finished(s *State, h int) bool {
+	x := &s.W.H[h]
+	if x.Prefill < 0 {
+		return false
+	}
+	if !c.terminal(s, spec.Source, h) {
+		return false
+	}
+	return x.Decode < 0 || c.terminal(s, spec.Destination, h)
+}
+
+// hostsLive reports whether a worker hosts a live role record.
+func (c *Checker) hostsLive(s *State, w int) bool {
+	for h := 0; h < c.nH; h++ {
+		x := &s.W.H[h]
+		if int(x.Prefill) == w && !c.terminal(s, spec.Source, h) {
+			return true
+		}
+		if int(x.Decode) == w && !c.terminal(s, spec.Destination, h) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,184 @@
+package checker
+
+import (
+	"fmt"
+
+	"github.com/handoffcheck/handoffcheck/machines"
+	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+// Event ids of the fixed vocabulary.
+const (
+	evSrcRequestArrived     = uint8(machines.SourceEventRequestArrived)
+	evSrcDestinationReserve = uint8(machines.SourceEventDestinationReserved)
+	evSrcPrefillPinned      = uint8(machines.SourceEventPrefillPinned)
+	evSrcTransferDone       = uint8(machines.SourceEventTransferDone)
+	evSrcTransferFailed     = uint8(machines.SourceEventTransferFailed)
+	evSrcReaderCompleted    = uint8(machines.SourceEventReaderCompleted)
+	evSrcLeaseRenewed       = uint8(machines.SourceEventLeaseRenewed)
+	evSrcLeaseExpired       = uint8(machines.SourceEventLeaseExpired)
+	evSrcBootstrapExpired   = uint8(machines.SourceEventBootstrapExpired)
+	evSrcCancelled          = uint8(machines.SourceEventCancelled)
+	evSrcClientCancelled    = uint8(machines.SourceEventClientCancelled)
+	evSrcLocalAbort         = uint8(machines.SourceEventLocalAbort)
+	evSrcPeerRestarted      = uint8(machines.SourceEventPeerRestarted)
+
+	evDstRouted             = uint8(machines.DestinationEventDestinationRouted)
+	evDstReserved           = uint8(machines.DestinationEventDestinationReserved)
+	evDstRefused            = uint8(machines.DestinationEventReservationRefused)
+	evDstTransferDone       = uint8(machines.DestinationEventTransferDone)
+	evDstTransferFailed     = uint8(machines.DestinationEventTransferFailed)
+	evDstReceiveCompleted   = uint8(machines.DestinationEventReceiveCompleted)
+	evDstHeartbeatDue       = uint8(machines.DestinationEventHeartbeatDue)
+	evDstReservationExpired = uint8(machines.DestinationEventReservationExpired)
+	evDstDecodeFinished     = uint8(machines.DestinationEventDecodeFinished)
+	evDstCancelled          = uint8(machines.DestinationEventCancelled)
+	evDstClientCancelled    = uint8(machines.DestinationEventClientCancelled)
+	evDstLocalAbort         = uint8(machines.DestinationEventLocalAbort)
+	evDstPeerRestarted      = uint8(machines.DestinationEventPeerRestarted)
+	evDstRestarted          = uint8(machines.DestinationEventRestarted)
+	evSrcRestarted          = uint8(machines.SourceEventRestarted)
+)
+
+// msgEvent is the event a message becomes at its receiver.
+func msgEvent(to model.Side, m model.Msg) uint8 {
+	if to == model.SourceSide {
+		switch m {
+		case model.MsgDestinationReserved:
+			return evSrcDestinationReserve
+		case model.MsgReaderCompleted:
+			return evSrcReaderCompleted
+		case model.MsgLeaseRenewed:
+			return evSrcLeaseRenewed
+		case model.MsgCancelled:
+			return evSrcCancelled
+		}
+	} else {
+		switch m {
+		case model.MsgReceiveCompleted:
+			return evDstReceiveCompleted
+		case model.MsgCancelled:
+			return evDstCancelled
+		}
+	}
+	panic(fmt.Sprintf("checker: message %s cannot go to the %s", m, to))
+}
+
+// timerEvent is the event a timer fires.
+func timerEvent(t model.Timer) uint8 {
+	switch t {
+	case model.TimerLease:
+		return evSrcLeaseExpired
+	case model.TimerBootstrap:
+		return evSrcBootstrapExpired
+	case model.TimerHeartbeat:
+		return evDstHeartbeatDue
+	}
+	return evDstReservationExpired
+}
+
+// causeOf is why a side releases, judged from the event that drove the step.
+func causeOf(r spec.Role, ev uint8) model.Cause {
+	if r == spec.Source {
+		switch ev {
+		case evSrcReaderCompleted, evSrcTransferDone:
+			return model.CauseReaderAck
+		case evSrcTransferFailed, evSrcCancelled, evSrcClientCancelled, evSrcLocalAbort, evSrcPeerRestarted:
+			return model.CauseAbort
+		case evSrcLeaseExpired, evSrcBootstrapExpired:
+			return model.CauseExpiry
+		}
+		return model.CauseOther
+	}
+	switch ev {
+	case evDstTransferDone, evDstTransferFailed, evDstCancelled, evDstClientCancelled, evDstLocalAbort, evDstPeerRestarted, evDstRefused:
+		return model.CauseAbort
+	case evDstReservationExpired:
+		return model.CauseExpiry
+	case evDstDecodeFinished:
+		return model.CauseDecodeDone
+	}
+	return model.CauseOther
+}
+
+// Action ids of the vocabulary.
+const (
+	aSrcAcceptRequest        = Action(machines.SourceActionAcceptRequest)
+	aSrcStartPrefill         = Action(machines.SourceActionStartPrefill)
+	aSrcStopPrefill          = Action(machines.SourceActionStopPrefill)
+	aSrcPinSource            = Action(machines.SourceActionPinSource)
+	aSrcRegisterSource       = Action(machines.SourceActionRegisterSource)
+	aSrcFenceSource          = Action(machines.SourceActionFenceSource)
+	aSrcReleaseSource        = Action(machines.SourceActionReleaseSource)
+	aSrcReportComputeDone    = Action(machines.SourceActionReportComputeDone)
+	aSrcAnnouncePinned       = Action(machines.SourceActionAnnouncePinned)
+	aSrcStartPush            = Action(machines.SourceActionStartPush)
+	aSrcArmLease             = Action(machines.SourceActionArmLease)
+	aSrcRenewLease           = Action(machines.SourceActionRenewLease)
+	aSrcDisarmLease          = Action(machines.SourceActionDisarmLease)
+	aSrcArmBootstrap         = Action(machines.SourceActionArmBootstrap)
+	aSrcDisarmBootstrap      = Action(machines.SourceActionDisarmBootstrap)
+	aSrcSendReceiveCompleted = Action(machines.SourceActionSendReceiveCompleted)
+	aSrcSendCancelled        = Action(machines.SourceActionSendCancelled)
+	aSrcReportReleased       = Action(machines.SourceActionReportSourceReleased)
+	aSrcReportAborted        = Action(machines.SourceActionReportSourceAborted)
+	aSrcComplete             = Action(machines.SourceActionComplete)
+
+	aDstAcceptRequest           = Action(machines.NumSourceActions + int(machines.DestinationActionAcceptRequest))
+	aDstRequestReservation      = Action(machines.NumSourceActions + int(machines.DestinationActionRequestReservation))
+	aDstWithdrawReservation     = Action(machines.NumSourceActions + int(machines.DestinationActionWithdrawReservation))
+	aDstRegisterDestination     = Action(machines.NumSourceActions + int(machines.DestinationActionRegisterDestination))
+	aDstStartPull               = Action(machines.NumSourceActions + int(machines.DestinationActionStartPull))
+	aDstFenceDestination        = Action(machines.NumSourceActions + int(machines.DestinationActionFenceDestination))
+	aDstReleaseDestination      = Action(machines.NumSourceActions + int(machines.DestinationActionReleaseDestination))
+	aDstActivateDestination     = Action(machines.NumSourceActions + int(machines.DestinationActionActivateDestination))
+	aDstPublishStored           = Action(machines.NumSourceActions + int(machines.DestinationActionPublishStored))
+	aDstReleaseActive           = Action(machines.NumSourceActions + int(machines.DestinationActionReleaseActive))
+	aDstArmHeartbeat            = Action(machines.NumSourceActions + int(machines.DestinationActionArmHeartbeat))
+	aDstDisarmHeartbeat         = Action(machines.NumSourceActions + int(machines.DestinationActionDisarmHeartbeat))
+	aDstSendLeaseRenewed        = Action(machines.NumSourceActions + int(machines.DestinationActionSendLeaseRenewed))
+	aDstArmReservationTimer     = Action(machines.NumSourceActions + int(machines.DestinationActionArmReservationTimer))
+	aDstDisarmReservationTimer  = Action(machines.NumSourceActions + int(machines.DestinationActionDisarmReservationTimer))
+	aDstSendDestinationReserved = Action(machines.NumSourceActions + int(machines.DestinationActionSendDestinationReserved))
+	aDstSendReaderCompleted     = Action(machines.NumSourceActions + int(machines.DestinationActionSendReaderCompleted))
+	aDstSendCancelled           = Action(machines.NumSourceActions + int(machines.DestinationActionSendCancelled))
+	aDstReportDecodeDone        = Action(machines.NumSourceActions + int(machines.DestinationActionReportDecodeDone))
+	aDstReportDecodeFailed      = Action(machines.NumSourceActions + int(machines.DestinationActionReportDecodeFailed))
+	aDstComplete                = Action(machines.NumSourceActions + int(machines.DestinationActionComplete))
+)
+
+// transferEvent is the event the runner of a transfer gets when it ends.
+func transferEvent(runner model.Side, done bool) (spec.Role, uint8) {
+	if runner == model.SourceSide {
+		if done {
+			return spec.Source, evSrcTransferDone
+		}
+		return spec.Source, evSrcTransferFailed
+	}
+	if done {
+		return spec.Destination, evDstTransferDone
+	}
+	return spec.Destination, evDstTransferFailed
+}
+
+func cancelEvent(sd model.Side) uint8 {
+	if sd == model.SourceSide {
+		return evSrcClientCancelled
+	}
+	return evDstClientCancelled
+}
+
+func peerRestartedEvent(sd model.Side) uint8 {
+	if sd == model.SourceSide {
+		return evSrcPeerRestarted
+	}
+	return evDstPeerRestarted
+}
+
+func abortEvent(sd model.Side) uint8 {
+	if sd == model.SourceSide {
+		return evSrcLocalAbort
+	}
+	return evDstLocalAbort
+}
