@@ -4,12 +4,17 @@ package spec
 // and destination (decode) role machines for both policies. The generated
 // machines in machines/ are rendered from it, and variants loaded at run
 // time must use its events and actions (the vocabulary the model knows).
+//
+// Every call returns a spec of its own: the rows below share policy lists
+// (both, sf, df), so the result is a deep copy that a caller may edit
+// without changing what the next call returns.
 func Default() *Spec {
-	return &Spec{
+	s := &Spec{
 		Name:        "handoff",
 		Source:      sourceTable(),
 		Destination: destinationTable(),
 	}
+	return s.Clone()
 }
 
 var (
