@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
@@ -110,9 +111,11 @@ func (s *Spec) Format() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// Parse reads a spec from its JSON form and validates it. Every error names
-// the file and line and says what was expected; validation problems are all
-// reported, each at the line of its row.
+// Parse reads a spec from its JSON form and checks it with
+// ValidateVariant. Every error names the file and line and says what was
+// expected; all problems are reported at once, each at the line of the
+// row, declaration or key it is about. A key given twice in one object is
+// refused.
 func Parse(file string, data []byte) (*Spec, error) {
 	var f fileSpec
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -123,18 +126,21 @@ func Parse(file string, data []byte) (*Spec, error) {
 	if dec.More() {
 		return nil, fmt.Errorf("%s:%d: %w: trailing data after the spec object", file, jsonfile.Line(data, int(dec.InputOffset())), ErrInvalid)
 	}
+	pos, err := jsonfile.Scan(file, data, ErrInvalid)
+	if err != nil {
+		return nil, err
+	}
 	if f.Schema != SchemaV1 {
-		return nil, fmt.Errorf("%s:%d: %w: schema is %q, want %q", file, jsonfile.LineOfKey(data, "schema", 0), ErrInvalid, f.Schema, SchemaV1)
+		return nil, fmt.Errorf("%s:%d: %w: schema is %q, want %q", file, pos.Line("schema"), ErrInvalid, f.Schema, SchemaV1)
 	}
 	s := &Spec{Name: f.Name}
-	rowLines := map[Role][]int{}
 	var errs []string
-	pos := 0
 	for _, r := range Roles {
 		ft := f.Source
 		if r == Destination {
 			ft = f.Destination
 		}
+		key := r.String()
 		t := s.Table(r)
 		t.Role = r
 		for _, st := range ft.States {
@@ -143,28 +149,18 @@ func Parse(file string, data []byte) (*Spec, error) {
 		for i, raw := range ft.Events {
 			// Events are decoded one by one, like rows, so that an error
 			// points at the event's own line.
-			line, originLine := 0, 0
-			if off := bytes.Index(data[pos:], raw); off >= 0 {
-				pos += off
-				line = jsonfile.Line(data, pos)
-				originLine = line
-				if o := bytes.Index(raw, []byte(`"origin"`)); o >= 0 {
-					originLine = jsonfile.Line(data, pos+o)
-				}
-				pos += len(raw)
-			}
 			var ev fileEvent
 			ed := json.NewDecoder(bytes.NewReader(raw))
 			ed.DisallowUnknownFields()
 			if err := ed.Decode(&ev); err != nil {
-				errs = append(errs, fmt.Sprintf("%s:%d: %s event %d: %v (want name, origin, doc)", file, line, r, i+1, jsonfile.Clean(err)))
+				errs = append(errs, fmt.Sprintf("%s:%d: %s event %d: %s (want name, origin, doc)", file, pos.Line(key, "events", i), r, i+1, jsonfile.Clean(err)))
 				t.Events = append(t.Events, Event{})
 				continue
 			}
 			o, ok := parseOrigin(ev.Origin)
 			if !ok {
 				errs = append(errs, fmt.Sprintf("%s:%d: %s event %q: origin %q is not one of local, peer, timer, client, restart",
-					file, originLine, r, ev.Name, ev.Origin))
+					file, pos.Line(key, "events", i, "origin"), r, ev.Name, ev.Origin))
 			}
 			t.Events = append(t.Events, Event{Name: ev.Name, Origin: o, Doc: ev.Doc})
 		}
@@ -174,19 +170,12 @@ func Parse(file string, data []byte) (*Spec, error) {
 		for i, raw := range ft.Rows {
 			// Rows are decoded one by one so that each error and each
 			// validation problem can point at the row's own line.
-			off := bytes.Index(data[pos:], raw)
-			line := 0
-			if off >= 0 {
-				pos += off
-				line = jsonfile.Line(data, pos)
-				pos += len(raw)
-			}
-			rowLines[r] = append(rowLines[r], line)
+			line := pos.Line(key, "rows", i)
 			var fr fileRow
 			rd := json.NewDecoder(bytes.NewReader(raw))
 			rd.DisallowUnknownFields()
 			if err := rd.Decode(&fr); err != nil {
-				errs = append(errs, fmt.Sprintf("%s:%d: %s row %d: %v (want from, event, policies, to, actions, why)", file, line, r, i+1, jsonfile.Clean(err)))
+				errs = append(errs, fmt.Sprintf("%s:%d: %s row %d: %s (want from, event, policies, to, actions, why)", file, line, r, i+1, jsonfile.Clean(err)))
 				t.Rows = append(t.Rows, Row{})
 				continue
 			}
@@ -205,24 +194,43 @@ func Parse(file string, data []byte) (*Spec, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w:\n%s", ErrInvalid, strings.Join(errs, "\n"))
 	}
-	if err := s.Validate(); err != nil {
+	if err := s.ValidateVariant(); err != nil {
 		var ve *ValidationError
-		if errors.As(err, &ve) {
-			var lines []string
-			for _, p := range ve.Problems {
-				line := 1
-				if p.Row >= 0 && p.Row < len(rowLines[p.Role]) {
-					line = rowLines[p.Role][p.Row]
-				} else {
-					line = jsonfile.LineOfKey(data, p.Role.String(), 0)
-				}
-				lines = append(lines, fmt.Sprintf("%s:%d: %s", file, line, p))
-			}
-			return nil, fmt.Errorf("%w: %d problem(s):\n%s", ErrInvalid, len(ve.Problems), strings.Join(lines, "\n"))
+		if !errors.As(err, &ve) {
+			return nil, err
 		}
-		return nil, err
+		type located struct {
+			line int
+			text string
+		}
+		var ls []located
+		for _, p := range ve.Problems {
+			ls = append(ls, located{problemLine(pos, p), p.String()})
+		}
+		// In file order, so that an editor walks them top to bottom.
+		slices.SortStableFunc(ls, func(a, b located) int { return a.line - b.line })
+		var lines []string
+		for _, l := range ls {
+			lines = append(lines, fmt.Sprintf("%s:%d: %s", file, l.line, l.text))
+		}
+		return nil, fmt.Errorf("%w: %d problem(s):\n%s", ErrInvalid, len(ve.Problems), strings.Join(lines, "\n"))
 	}
 	return s, nil
+}
+
+// problemLine is the line a problem is about: its row, its declaration,
+// or the key of its table (the name for a problem of the whole spec).
+func problemLine(pos *jsonfile.Positions, p Problem) int {
+	key := p.Role.String()
+	switch {
+	case p.Row >= 0:
+		return pos.Line(key, "rows", p.Row)
+	case p.Decl != "":
+		return pos.Line(key, p.Decl+"s", p.Index)
+	case p.Where == "spec":
+		return pos.Line("name")
+	}
+	return pos.Line(key)
 }
 
 func parseOrigin(s string) (Origin, bool) {

@@ -65,21 +65,24 @@ func TestValidate_ReportsEveryProblem(t *testing.T) {
 	dst.Rows[unknownAction].Actions = append(dst.Rows[unknownAction].Actions, "StartPush")
 
 	row := func(r Role, i int, cell string) string { return fmt.Sprintf("%s row %d (%s)", r, i+1, cell) }
+	prob := func(r Role, i int, where, what string) Problem {
+		return Problem{Role: r, Row: i, Where: where, What: what}
+	}
 	want := []Problem{
-		{Source, dup, row(Source, dup, "Idle × DestinationReserved"),
-			fmt.Sprintf("Idle × DestinationReserved under destination-first is also claimed by row %d", owner+1)},
-		{Source, terminal, row(Source, terminal, "Pinned+1 × LeaseRenewed"),
-			`from-state "Released" is terminal; terminal states take no events`},
-		{Source, unknownEvent, row(Source, unknownEvent, "AwaitingDestination × Teleport"),
-			`unknown event "Teleport"`},
-		{Destination, unknownAction, row(Destination, unknownAction, "Reserving × DestinationReserved"),
-			`unknown action "StartPush" (not in the destination vocabulary)`},
-		{Destination, noWhy, row(Destination, noWhy, "Active × DecodeFinished"),
-			"no why: every row must say why it exists"},
-		{Destination, -1, "destination table",
-			"peer event ReceiveCompleted is not handled in state Active under source-first (add a row, even an explicit ignore)"},
-		{Destination, -1, "destination table",
-			"peer event ReceiveCompleted is not handled in state Active under destination-first (add a row, even an explicit ignore)"},
+		prob(Source, dup, row(Source, dup, "Idle × DestinationReserved"),
+			fmt.Sprintf("Idle × DestinationReserved under destination-first is also claimed by row %d", owner+1)),
+		prob(Source, terminal, row(Source, terminal, "Pinned+1 × LeaseRenewed"),
+			`from-state "Released" is terminal; terminal states take no events`),
+		prob(Source, unknownEvent, row(Source, unknownEvent, "AwaitingDestination × Teleport"),
+			`unknown event "Teleport"`),
+		prob(Destination, unknownAction, row(Destination, unknownAction, "Reserving × DestinationReserved"),
+			`unknown action "StartPush" (not in the destination vocabulary)`),
+		prob(Destination, noWhy, row(Destination, noWhy, "Active × DecodeFinished"),
+			"no why: every row must say why it exists"),
+		prob(Destination, -1, "destination table",
+			"peer event ReceiveCompleted is not handled in state Active under source-first (add a row, even an explicit ignore)"),
+		prob(Destination, -1, "destination table",
+			"peer event ReceiveCompleted is not handled in state Active under destination-first (add a row, even an explicit ignore)"),
 	}
 	// The six defects sit in distinct rows, so problems of one row cannot
 	// hide another's.

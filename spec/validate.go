@@ -10,15 +10,41 @@ import (
 // ErrInvalid is wrapped by every validation failure.
 var ErrInvalid = errors.New("spec: invalid")
 
+// Limits of a table. The checker runs every table it accepts with
+// fixed-size values, so these are enforced here, where a file's problems
+// get their file:line, and not first when a run starts.
+const (
+	// MaxStates bounds the states of one role's table: 16. The checker
+	// packs a handoff's role state in four bits.
+	MaxStates = 16
+	// MaxActions bounds the actions of one row: 8. The checker keeps a
+	// fired row's actions in a fixed array, so that stepping never
+	// allocates.
+	MaxActions = 8
+)
+
 // Problem is one defect of a spec. Row is the row's index in its table, or
-// -1 for a problem of the table itself.
+// -1 for a problem of the table itself or of one of its declarations.
 type Problem struct {
 	Role Role
 	Row  int
 	// Where names the row or table in words, e.g. "source row 12 (Pinned × ReaderCompleted)".
 	Where string
 	What  string
+	// Decl and Index locate a problem of a declaration: Decl is DeclState,
+	// DeclEvent or DeclAction and Index its position in the table's list.
+	// Decl is empty for a problem of a row or of the table as a whole.
+	Decl  string
+	Index int
 }
+
+// Declaration kinds a Problem can point at; each is also the JSON key of
+// its list in the table ("states", "events", "actions" without the s).
+const (
+	DeclState  = "state"
+	DeclEvent  = "event"
+	DeclAction = "action"
+)
 
 func (p Problem) String() string { return p.Where + ": " + p.What }
 
@@ -72,53 +98,61 @@ func validateTable(role Role, t *Table) []Problem {
 		}
 		ps = append(ps, Problem{Role: role, Row: row, Where: w, What: fmt.Sprintf(what, args...)})
 	}
+	// addDecl reports a problem of the index-th declaration of a kind, so
+	// that a file's message can point at the declaration's own line.
+	addDecl := func(kind string, index int, what string, args ...any) {
+		ps = append(ps, Problem{Role: role, Row: -1, Where: where, What: fmt.Sprintf(what, args...), Decl: kind, Index: index})
+	}
 
 	checkNames := func(kind string, names []string, docs []string) {
 		seen := map[string]bool{}
 		for i, n := range names {
 			switch {
 			case !isIdent(n):
-				add(-1, "%s %d: name %q is not an identifier (letters and digits, starting with an upper-case letter)", kind, i+1, n)
+				addDecl(kind, i, "%s %d: name %q is not an identifier (letters and digits, starting with an upper-case letter)", kind, i+1, n)
 			case seen[n]:
-				add(-1, "%s %q is declared twice", kind, n)
+				addDecl(kind, i, "%s %q is declared twice", kind, n)
 			}
 			seen[n] = true
 			if strings.TrimSpace(docs[i]) == "" {
-				add(-1, "%s %q has no doc", kind, n)
+				addDecl(kind, i, "%s %q has no doc", kind, n)
 			}
 		}
+	}
+	if len(t.States) > MaxStates {
+		addDecl(DeclState, MaxStates, "has %d states, at most %d are supported (the checker packs a role's state in four bits)", len(t.States), MaxStates)
 	}
 	var names, docs []string
 	for _, st := range t.States {
 		names, docs = append(names, st.Name), append(docs, st.Doc)
 	}
-	checkNames("state", names, docs)
+	checkNames(DeclState, names, docs)
 	names, docs = nil, nil
-	for _, ev := range t.Events {
+	for i, ev := range t.Events {
 		names, docs = append(names, ev.Name), append(docs, ev.Doc)
 		if !slices.Contains(Origins, ev.Origin) {
-			add(-1, "event %q has unknown origin %d", ev.Name, ev.Origin)
+			addDecl(DeclEvent, i, "event %q has unknown origin %d", ev.Name, ev.Origin)
 		}
 	}
-	checkNames("event", names, docs)
+	checkNames(DeclEvent, names, docs)
 	names, docs = nil, nil
 	for _, a := range t.Actions {
 		names, docs = append(names, a.Name), append(docs, a.Doc)
 	}
-	checkNames("action", names, docs)
+	checkNames(DeclAction, names, docs)
 
 	initials, terminals := 0, 0
-	for _, st := range t.States {
+	for i, st := range t.States {
 		switch {
 		case st.Terminal && !slices.Contains(Outcomes, st.Outcome):
-			add(-1, "terminal state %q: outcome %q is not success, failure or restart", st.Name, st.Outcome)
+			addDecl(DeclState, i, "terminal state %q: outcome %q is not success, failure or restart", st.Name, st.Outcome)
 		case !st.Terminal && st.Outcome != "":
-			add(-1, "state %q has an outcome but is not terminal", st.Name)
+			addDecl(DeclState, i, "state %q has an outcome but is not terminal", st.Name)
 		}
 		if st.Initial {
 			initials++
 			if st.Terminal {
-				add(-1, "initial state %q is terminal", st.Name)
+				addDecl(DeclState, i, "initial state %q is terminal", st.Name)
 			}
 		}
 		if st.Terminal {
@@ -171,6 +205,9 @@ func validateTable(role Role, t *Table) []Problem {
 			if _, ok := t.State(r.To); !ok {
 				add(i, "unknown to-state %q", r.To)
 			}
+		}
+		if len(r.Actions) > MaxActions {
+			add(i, "has %d actions, at most %d are supported (the checker keeps a fired row's actions in a fixed array)", len(r.Actions), MaxActions)
 		}
 		for j, a := range r.Actions {
 			if t.ActionIndex(a) < 0 {
