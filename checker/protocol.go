@@ -33,8 +33,10 @@ func (a Action) String() string {
 	return machines.DestinationAction(int(a) - machines.NumSourceActions).String()
 }
 
-// MaxActions bounds the actions of one row.
-const MaxActions = 8
+// MaxActions bounds the actions of one row. It is the spec's limit, so
+// that a file with a longer row is refused at its file:line when it is
+// read (spec.Validate), never first here.
+const MaxActions = spec.MaxActions
 
 // Transition is one fired row in the checker's terms.
 type Transition struct {

@@ -1,0 +1,23 @@
+package checker
+
+import (
+	"testing"
+
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+// The checker runs every spec that spec.Validate accepts: its fixed-size
+// tables must be exactly as large as the limits the spec enforces, or a
+// file would pass validate and be refused (or overflow) only at check.
+func TestLimits_MatchTheSpec(t *testing.T) {
+	if MaxActions != spec.MaxActions {
+		t.Errorf("checker.MaxActions = %d, spec.MaxActions = %d", MaxActions, spec.MaxActions)
+	}
+	if MaxStates != spec.MaxStates {
+		t.Errorf("checker.MaxStates = %d, spec.MaxStates = %d", MaxStates, spec.MaxStates)
+	}
+	// Role states are packed in four bits per role.
+	if spec.MaxStates > 1<<4 {
+		t.Errorf("spec.MaxStates = %d does not fit four bits", spec.MaxStates)
+	}
+}
