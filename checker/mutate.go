@@ -2,6 +2,7 @@ package checker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -23,6 +24,8 @@ type MutantResult struct {
 	// the mutant is neither killed nor shown to survive.
 	Bounded bool
 	States  int // distinct states explored over all runs
+	// Checked is false for a mutant an interrupt kept from being judged.
+	Checked bool
 }
 
 // Mutate checks every mutant against every run of a configuration: a
@@ -32,13 +35,21 @@ type MutantResult struct {
 func Mutate(ctx context.Context, cfg *Config, mutants []spec.Mutant, lim Limits, workers int, progress func(done, total int)) []MutantResult {
 	lim.Workers = 1
 	results := make([]MutantResult, len(mutants))
+	for i := range results {
+		results[i].Mutant = mutants[i]
+	}
 	var mu sync.Mutex
 	done := 0
 	parallel(max(workers, 1), len(mutants), func(i int) {
 		if ctx.Err() != nil {
 			return
 		}
-		results[i] = mutateOne(ctx, cfg, mutants[i], lim)
+		r := mutateOne(ctx, cfg, mutants[i], lim)
+		if ctx.Err() != nil && !r.Killed {
+			// Stopped mid-exploration: neither killed nor survived.
+			r = MutantResult{Mutant: mutants[i]}
+		}
+		results[i] = r
 		if progress != nil {
 			mu.Lock()
 			done++
@@ -50,7 +61,7 @@ func Mutate(ctx context.Context, cfg *Config, mutants []spec.Mutant, lim Limits,
 }
 
 func mutateOne(ctx context.Context, cfg *Config, m spec.Mutant, lim Limits) MutantResult {
-	res := MutantResult{Mutant: m}
+	res := MutantResult{Mutant: m, Checked: true}
 	it, err := interp.New(m.Spec)
 	if err != nil {
 		panic("checker: a validated mutant does not interpret: " + err.Error())
@@ -84,12 +95,16 @@ func mutateOne(ctx context.Context, cfg *Config, m spec.Mutant, lim Limits) Muta
 // invariants did the killing, and every mutant that survived.
 func MutationSummary(results []MutantResult) string {
 	var b strings.Builder
-	killed, bounded := 0, 0
+	killed, bounded, checked := 0, 0, 0
 	type tally struct{ killed, total int }
 	byOp := map[spec.Operator]*tally{}
 	byInv := map[string]int{}
 	var survivors []MutantResult
 	for _, r := range results {
+		if !r.Checked {
+			continue
+		}
+		checked++
 		t := byOp[r.Mutant.Operator]
 		if t == nil {
 			t = &tally{}
@@ -107,7 +122,7 @@ func MutationSummary(results []MutantResult) string {
 			survivors = append(survivors, r)
 		}
 	}
-	fmt.Fprintf(&b, "mutation score: %d/%d mutants killed (%.1f%%)", killed, len(results), pct(killed, len(results)))
+	fmt.Fprintf(&b, "mutation score: %d/%d mutants killed (%.1f%%)", killed, checked, pct(killed, checked))
 	if bounded > 0 {
 		fmt.Fprintf(&b, ", %d undecided (an exploration hit a bound)", bounded)
 	}
@@ -137,7 +152,54 @@ func MutationSummary(results []MutantResult) string {
 			fmt.Fprintf(&b, "  %s\n", r.Mutant.Name)
 		}
 	}
+	if n := len(results) - checked; n > 0 {
+		fmt.Fprintf(&b, "interrupted: %d of %d mutants not checked; the score covers the %d checked\n", n, len(results), checked)
+	}
 	return b.String()
+}
+
+// MutationJSON renders the results as one object: the score over the
+// mutants checked, and each mutant.
+func MutationJSON(results []MutantResult) ([]byte, error) {
+	type jm struct {
+		Mutant    string `json:"mutant"`
+		Operator  string `json:"operator"`
+		Checked   bool   `json:"checked"`
+		Killed    bool   `json:"killed"`
+		Undecided bool   `json:"undecided,omitempty"`
+		Run       string `json:"run,omitempty"`
+		Invariant string `json:"invariant,omitempty"`
+		Steps     int    `json:"trace_steps,omitempty"`
+		States    int    `json:"states"`
+	}
+	out := struct {
+		Killed      int  `json:"killed"`
+		Checked     int  `json:"checked"`
+		Total       int  `json:"total"`
+		Interrupted bool `json:"interrupted,omitempty"`
+		Mutants     []jm `json:"mutants"`
+	}{Total: len(results), Mutants: []jm{}}
+	for _, r := range results {
+		if r.Checked {
+			out.Checked++
+		}
+		if r.Killed {
+			out.Killed++
+		}
+		out.Mutants = append(out.Mutants, jm{r.Mutant.Name, string(r.Mutant.Operator), r.Checked, r.Killed, r.Bounded, r.Run, r.Invariant, r.Steps, r.States})
+	}
+	out.Interrupted = out.Checked < out.Total
+	return json.MarshalIndent(out, "", "  ")
+}
+
+// MutationInterrupted reports whether some mutant was not checked.
+func MutationInterrupted(results []MutantResult) bool {
+	for _, r := range results {
+		if !r.Checked {
+			return true
+		}
+	}
+	return false
 }
 
 func pct(a, b int) float64 {

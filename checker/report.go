@@ -183,6 +183,8 @@ type TextOptions struct {
 	// FullStates prints every line of the state after each step of a
 	// counterexample, not only the fields that changed.
 	FullStates bool
+	// Mermaid adds each counterexample as a Mermaid sequenceDiagram.
+	Mermaid bool
 }
 
 // Text renders the report for people.
@@ -274,6 +276,9 @@ func (r *Report) Text(opt TextOptions) string {
 		b.WriteString("interrupted: the verdicts above cover only what was explored\n")
 	}
 	fmt.Fprintf(&b, "invariants checked: %s\n", strings.Join(r.Invariants, ", "))
+	if opt.Mermaid {
+		b.WriteString(r.Mermaid())
+	}
 	if stats {
 		fmt.Fprintf(&b, "peak resident memory of the process: %s\n", residentText(r.PeakResident))
 	}
@@ -452,18 +457,7 @@ func (r *Report) JSON(opt TextOptions) ([]byte, error) {
 		if ce := x.Violation; ce != nil {
 			v := ce.Violation
 			jv := &jsonViolation{Invariant: v.Invariant, Attempts: c.Attempts(), Handoff: v.Handoff, Worker: v.Worker, Detail: v.Detail}
-			conv := func(steps []TraceStep) []jsonStep {
-				var js []jsonStep
-				for _, st := range steps {
-					var fired []string
-					for _, f := range st.Fired {
-						fired = append(fired, c.DescribeFiring(f))
-					}
-					js = append(js, jsonStep{Move: st.Move.String(), Fired: fired, State: st.State})
-				}
-				return js
-			}
-			jv.Trace, jv.Loop = conv(ce.Steps), conv(ce.Loop)
+			jv.Trace, jv.Loop = c.jsonSteps(ce.Steps), c.jsonSteps(ce.Loop)
 			jv.Mermaid = c.MermaidSequence(ce)
 			jr.Violation = jv
 		}

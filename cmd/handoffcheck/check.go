@@ -1,24 +1,35 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
-	"io"
+	"math"
 	"os"
-	"os/signal"
-	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker"
-	"github.com/handoffcheck/handoffcheck/machines/interp"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
-func init() {
-	register("check", "explore every ordering (or random walks) of a configuration and check every invariant", cmdCheck)
+var checkCommand = &command{
+	name: "check",
+	args: "[flags]",
+	summary: "Explore every ordering of a configuration's moves (or seeded random walks) and check every invariant.\n" +
+		"Without --config it explores the embedded default configuration.",
+	exits: []exitDoc{
+		{exitOK, "no violation (the report says whether the exploration was complete or cut by a bound)"},
+		{exitViolation, "an invariant is violated: the report names it and shows the shortest trace"},
+		{exitUsage, ""},
+		{exitInterrupted, ""},
+	},
+	run: cmdCheck,
 }
+
+func init() { registerCommand(checkCommand) }
+
+// machineMemory is the memory the default --max-memory is derived from
+// (a variable so that help goldens do not depend on the machine).
+var machineMemory = checker.MachineMemory
 
 type checkFlags struct {
 	config, specFile, policy, runs, maxMemory, progress, traceOut         string
@@ -27,255 +38,237 @@ type checkFlags struct {
 	seed                                                                  uint64
 }
 
-func cmdCheck(args []string, stdout, stderr io.Writer) int {
+func cmdCheck(c *command, e *env, args []string) int {
 	var f checkFlags
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs := c.flags()
+	mem := machineMemory()
 	fs.StringVar(&f.config, "config", "", "configuration file (JSON); default: the embedded default configuration")
 	fs.StringVar(&f.specFile, "spec", "", "run a spec variant (JSON, as written by 'handoffcheck spec') through the table interpreter instead of the generated machines")
 	fs.StringVar(&f.policy, "policy", "all", "policies to check: source-first, destination-first or all")
-	fs.StringVar(&f.runs, "run", "", "comma-separated run names to check (default: every run of the policies)")
-	fs.BoolVar(&f.asJSON, "json", false, "print one JSON report instead of text")
+	fs.StringVar(&f.runs, "run", "", "comma-separated run names to check, each once (default: every run of the selected policies)")
+	fs.BoolVar(&f.asJSON, "json", false, "print one JSON report instead of text (it always carries the measurements, unless --timing=false)")
 	fs.BoolVar(&f.stats, "stats", false, "print measurements: rates, bytes per state, memory")
-	fs.BoolVar(&f.timing, "timing", true, "show elapsed times, rates and memory (--timing=false: byte-identical reports for the same inputs)")
-	fs.BoolVar(&f.speedup, "speedup", false, "with --stats: explore each run again on one worker and print the speed-up of all workers over one")
+	fs.BoolVar(&f.timing, "timing", true, "show elapsed times, rates, memory and workers (--timing=false: byte-identical reports for the same inputs)")
+	fs.BoolVar(&f.speedup, "speedup", false, "with --stats or --json: explore each run again on one worker and report the speed-up of all workers over one")
 	fs.IntVar(&f.maxStates, "max-states", 0, "stop after the BFS level that reaches this many distinct states (0: no bound)")
 	fs.IntVar(&f.maxDepth, "max-depth", 0, "do not explore deeper than this (0: no bound)")
-	fs.StringVar(&f.maxMemory, "max-memory", "", "stop after the level whose memory estimate passes this, e.g. 2GiB (default: no bound)")
-	fs.IntVar(&f.workers, "workers", 0, "goroutines that expand states (0: all cores)")
+	fs.StringVar(&f.maxMemory, "max-memory", "auto", fmt.Sprintf("stop before the process's resident memory passes this, e.g. 2GiB or 500MB; 0: no bound; auto: three quarters of this machine's memory (%s)", checker.FormatBytes(int64(mem/4*3))))
+	fs.IntVar(&f.workers, "workers", 0, "goroutines that expand states or run walks (0: all cores)")
 	fs.BoolVar(&f.exact, "exact", false, "store full states instead of 64-bit fingerprints (no collisions, more memory)")
 	fs.BoolVar(&f.liveness, "liveness", true, "check EventuallyDrained on the explored graph")
-	fs.IntVar(&f.walks, "walks", 0, "randomized mode: run this many seeded random walks instead of exhaustive search")
+	fs.IntVar(&f.walks, "walks", 0, "randomized mode: run this many seeded random walks per run instead of exhaustive search")
 	fs.IntVar(&f.steps, "steps", 200, "randomized mode: most moves per walk")
 	fs.Uint64Var(&f.seed, "seed", 1, "randomized mode: seed; walk i uses seed+i")
 	fs.BoolVar(&f.swarm, "swarm", false, "randomized mode: give each walk a random subset of fault kinds")
 	fs.BoolVar(&f.mermaid, "mermaid", false, "also print each counterexample as a Mermaid sequenceDiagram")
 	fs.BoolVar(&f.full, "full-states", false, "print every resource after each step of a counterexample, not only what changed")
-	fs.StringVar(&f.progress, "progress", "auto", "progress on stderr every few seconds: auto (only on a terminal), always or never")
+	fs.StringVar(&f.progress, "progress", "auto", "exhaustive mode: progress on stderr every few seconds: auto (only on a terminal), always or never")
 	fs.StringVar(&f.traceOut, "trace-out", "", "write the first counterexample as a trace file (JSON Lines) for 'handoffcheck replay'")
-	if code, ok := parseFlags(fs, args, stderr); !ok {
+	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
 		return code
 	}
-	bad := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "handoffcheck check: "+format+"\n", a...)
-		return exitUsage
+	if err := checkConflicts(&f, setFlags(fs)); err != nil {
+		return c.bad(e, "%v", err)
 	}
-	cfg := checker.DefaultConfig()
-	configJSON := checker.DefaultConfigJSON()
-	if f.config != "" {
-		data, err := os.ReadFile(f.config)
-		if err != nil {
-			return bad("%v", err)
-		}
-		if cfg, err = checker.ParseConfig(f.config, data); err != nil {
-			return bad("%v", err)
-		}
-		configJSON = data
-	}
-	proto := checker.Generated()
-	var variant *spec.Spec
-	if f.specFile != "" {
-		data, err := os.ReadFile(f.specFile)
-		if err != nil {
-			return bad("%v", err)
-		}
-		s, err := spec.Parse(f.specFile, data)
-		if err != nil {
-			return bad("%v", err)
-		}
-		it, err := interp.New(s)
-		if err != nil {
-			return bad("%s: %v", f.specFile, err)
-		}
-		variant = s
-		if proto, err = checker.FromStepper(f.specFile, s, it); err != nil {
-			return bad("%s: %v", f.specFile, err)
-		}
-	}
-	var policies []spec.Policy
-	if f.policy != "all" {
-		p, err := spec.ParsePolicy(f.policy)
-		if err != nil {
-			return bad("--policy %q: want source-first, destination-first or all", f.policy)
-		}
-		policies = []spec.Policy{p}
-	}
-	if f.runs != "" {
-		var kept []checker.Run
-		for _, name := range strings.Split(f.runs, ",") {
-			i := slices.IndexFunc(cfg.Runs, func(r checker.Run) bool { return r.Name == name })
-			if i < 0 {
-				var names []string
-				for _, r := range cfg.Runs {
-					names = append(names, r.Name)
-				}
-				return bad("--run %q: the configuration has runs %s", name, strings.Join(names, ", "))
-			}
-			kept = append(kept, cfg.Runs[i])
-		}
-		cfg.Runs = kept
-	}
-	mem, err := parseBytes(f.maxMemory)
+	maxMem, err := parseMaxMemory(f.maxMemory, mem)
 	if err != nil {
-		return bad("--max-memory %q: %v", f.maxMemory, err)
+		return c.bad(e, "--max-memory %q: %v", f.maxMemory, err)
 	}
 	if f.maxStates < 0 || f.maxDepth < 0 || f.workers < 0 || f.walks < 0 || f.steps <= 0 {
-		return bad("--max-states, --max-depth, --workers and --walks must not be negative, --steps must be positive")
+		return c.bad(e, "--max-states, --max-depth, --workers and --walks must not be negative, --steps must be positive")
 	}
 	if f.progress != "auto" && f.progress != "always" && f.progress != "never" {
-		return bad("--progress %q: want auto, always or never", f.progress)
+		return c.bad(e, "--progress %q: want auto, always or never", f.progress)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
+	lc, err := loadConfig(f.config, "default.json", checker.DefaultConfigJSON())
+	if err != nil {
+		return c.bad(e, "%v", err)
+	}
+	proto, variant, err := loadProtocol(f.specFile)
+	if err != nil {
+		return c.bad(e, "%v", err)
+	}
+	runs, err := selectRuns(lc.cfg, f.runs, f.policy)
+	if err != nil {
+		return c.bad(e, "%v", err)
+	}
+	opt := checker.TextOptions{Stats: f.stats, NoTiming: !f.timing, FullStates: f.full, Mermaid: f.mermaid}
 	// saveTrace writes the first counterexample for replay.
-	saveTrace := func(run checker.Run, attempts []string, ce *checker.Counterexample) {
+	saveTrace := func(ch *checker.Checker, ce *checker.Counterexample) {
 		if f.traceOut == "" || ce == nil {
 			return
 		}
 		out, err := os.Create(f.traceOut)
 		if err == nil {
-			err = checker.WriteTrace(out, configJSON, variant, run.Name, attempts, ce)
+			err = checker.WriteTrace(out, lc.json, variant, ch.Run().Name, ch.Attempts(), ce)
 			if cerr := out.Close(); err == nil {
 				err = cerr
 			}
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "handoffcheck check: --trace-out: %v\n", err)
+			fmt.Fprintf(e.stderr, "handoffcheck check: --trace-out: %v\n", err)
 			return
 		}
-		fmt.Fprintf(stderr, "counterexample written to %s (handoffcheck replay %s)\n", f.traceOut, f.traceOut)
+		fmt.Fprintf(e.stderr, "counterexample written to %s (handoffcheck replay %s)\n", f.traceOut, f.traceOut)
 		f.traceOut = ""
 	}
 	if f.walks > 0 {
-		return walkMode(ctx, &f, cfg, proto, policies, stdout, stderr, saveTrace)
+		rep, err := checker.CheckWalks(e.ctx, proto, lc.cfg, runs,
+			checker.WalkOptions{Seed: f.seed, Walks: f.walks, Steps: f.steps, Swarm: f.swarm, Workers: f.workers})
+		if err != nil {
+			return c.bad(e, "%v", err)
+		}
+		for i, x := range rep.Runs {
+			if x.Violation != nil {
+				rep.Reproduce[i] = reproduceWalk(&f, x.Run, x.Seed)
+			}
+		}
+		if code := printReport(e, rep, opt, f.asJSON); code != exitOK {
+			return code
+		}
+		for i, x := range rep.Runs {
+			saveTrace(rep.Checker(i), x.Violation)
+		}
+		return verdictCode(rep.Violated(), rep.Interrupted)
 	}
 	var progress func(checker.Progress)
 	if f.progress == "always" || (f.progress == "auto" && isTerminal(os.Stderr)) {
 		progress = func(p checker.Progress) {
-			fmt.Fprintf(stderr, "%s: %d states, %d distinct, depth %d, queue %d, %.0f states/s\n",
+			fmt.Fprintf(e.stderr, "%s: %d states, %d distinct, depth %d, queue %d, %.0f states/s\n",
 				p.Run, p.Transitions, p.States, p.Depth, p.Queue, float64(p.States)/p.Elapsed.Seconds())
 		}
 	}
-	lim := checker.Limits{MaxStates: f.maxStates, MaxDepth: f.maxDepth, MaxMemory: mem, Workers: f.workers, Exact: f.exact, Liveness: f.liveness}
-	rep, err := checker.Check(ctx, proto, cfg, policies, lim, progress)
+	lim := checker.Limits{MaxStates: f.maxStates, MaxDepth: f.maxDepth, MaxMemory: maxMem, Workers: f.workers, Exact: f.exact, Liveness: f.liveness}
+	rep, err := checker.Check(e.ctx, proto, lc.cfg, runs, lim, progress)
 	if err != nil {
-		return bad("%v", err)
+		return c.bad(e, "%v", err)
 	}
-	if f.speedup && ctx.Err() == nil {
+	if f.speedup && !rep.Interrupted {
 		// The speed-up of all cores over one, measured in the same process
 		// right after: the same runs again on one worker.
 		one := lim
 		one.Workers = 1
-		base, err := checker.Check(ctx, proto, cfg, policies, one, nil)
-		if err == nil {
+		if base, err := checker.Check(e.ctx, proto, lc.cfg, runs, one, nil); err == nil && !base.Interrupted {
 			rep.SetBaseline(base)
 		}
 	}
-	if f.asJSON {
-		out, err := rep.JSON()
-		if err != nil {
-			return bad("%v", err)
-		}
-		fmt.Fprintln(stdout, string(out))
-	} else {
-		fmt.Fprint(stdout, rep.Text(checker.TextOptions{Stats: f.stats, NoTiming: !f.timing, FullStates: f.full}))
-		if f.mermaid {
-			fmt.Fprint(stdout, rep.Mermaid())
-		}
+	if code := printReport(e, rep, opt, f.asJSON); code != exitOK {
+		return code
+	}
+	if !f.asJSON {
 		// Exhaustive search is deterministic: the same command finds the
 		// same shortest trace; a trace file replays it without searching.
 		for _, x := range rep.Runs {
 			if x.Violation != nil {
-				fmt.Fprintf(stdout, "reproduce: %s\n", reproduceExhaustive(&f, x.Run))
+				fmt.Fprintf(e.stdout, "reproduce: %s\n", reproduceExhaustive(&f, x.Run))
 			}
 		}
 	}
 	for i, x := range rep.Runs {
-		if x.Violation != nil {
-			saveTrace(x.Run, rep.Checker(i).Attempts(), x.Violation)
-		}
+		saveTrace(rep.Checker(i), x.Violation)
 	}
-	if rep.Violated() {
+	return verdictCode(rep.Violated(), rep.Interrupted)
+}
+
+// report is what check prints: an exhaustive or a walk report.
+type report interface {
+	Text(checker.TextOptions) string
+	JSON(checker.TextOptions) ([]byte, error)
+}
+
+func printReport(e *env, rep report, opt checker.TextOptions, asJSON bool) int {
+	if !asJSON {
+		fmt.Fprint(e.stdout, rep.Text(opt))
+		return exitOK
+	}
+	out, err := rep.JSON(opt)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "handoffcheck: %v\n", err)
+		return exitUsage
+	}
+	fmt.Fprintln(e.stdout, string(out))
+	return exitOK
+}
+
+// verdictCode is the exit code of a verdict: a violation found counts
+// even when the check was then interrupted.
+func verdictCode(violated, interrupted bool) int {
+	switch {
+	case violated:
 		return exitViolation
+	case interrupted:
+		return exitInterrupted
 	}
 	return exitOK
 }
 
-// walkMode runs seeded random walks on each selected run.
-func walkMode(ctx context.Context, f *checkFlags, cfg *checker.Config, proto *checker.Protocol, policies []spec.Policy, stdout, stderr io.Writer,
-	saveTrace func(checker.Run, []string, *checker.Counterexample)) int {
-	violated := false
-	type jsonWalk struct {
-		Run       string   `json:"run"`
-		Walks     int      `json:"walks"`
-		Moves     int64    `json:"moves"`
-		Distinct  int      `json:"distinct_states"`
-		ElapsedMS float64  `json:"elapsed_ms"`
-		Failing   int      `json:"failing_walk"`
-		Seed      uint64   `json:"seed,omitempty"`
-		Faults    []string `json:"faults,omitempty"`
-		Invariant string   `json:"invariant,omitempty"`
-		Detail    string   `json:"detail,omitempty"`
-		Trace     []string `json:"trace,omitempty"`
-		Reproduce string   `json:"reproduce,omitempty"`
-	}
-	var out []jsonWalk
-	for _, run := range cfg.Runs {
-		if len(policies) > 0 && !slices.Contains(policies, run.Policy) {
-			continue
-		}
-		c, err := checker.New(proto, cfg, run)
-		if err != nil {
-			fmt.Fprintf(stderr, "handoffcheck check: %v\n", err)
-			return exitUsage
-		}
-		r := c.Walk(ctx, checker.WalkOptions{Seed: f.seed, Walks: f.walks, Steps: f.steps, Swarm: f.swarm, Workers: f.workers})
-		jw := jsonWalk{Run: run.Name, Walks: r.Walks, Moves: r.Moves, Distinct: r.Distinct,
-			ElapsedMS: float64(r.Elapsed.Microseconds()) / 1e3, Failing: r.Failing}
-		mode := "random walks"
-		if f.swarm {
-			mode = "swarm walks"
-		}
-		verdict := "no violation"
-		if r.Violation != nil {
-			violated = true
-			verdict = "VIOLATION " + r.Violation.Violation.Invariant
-			jw.Seed, jw.Faults = r.Seed, r.Faults
-			jw.Invariant, jw.Detail = r.Violation.Violation.Invariant, r.Violation.Violation.Detail
-			for _, st := range r.Violation.Steps {
-				jw.Trace = append(jw.Trace, st.Move.String())
+// checkConflicts refuses flags that would be ignored or contradict each
+// other: every flag given is honoured or refused, never dropped.
+func checkConflicts(f *checkFlags, set map[string]bool) error {
+	exhaustiveOnly := []string{"max-states", "max-depth", "max-memory", "exact", "liveness", "speedup", "stats", "progress"}
+	walkOnly := []string{"steps", "seed", "swarm"}
+	if f.walks > 0 {
+		for _, n := range exhaustiveOnly {
+			if set[n] {
+				return fmt.Errorf("--%s applies to exhaustive search, not to --walks", n)
 			}
-			jw.Reproduce = reproduce(f, run, r.Seed)
-			saveTrace(run, c.Attempts(), r.Violation)
 		}
-		out = append(out, jw)
-		if f.asJSON {
-			continue
-		}
-		fmt.Fprintf(stdout, "run %s (%s, engine %s): %d %s of up to %d moves (seed %d): %s\n",
-			run.Name, run.Policy, run.Engine, r.Walks, mode, f.steps, f.seed, verdict)
-		if f.timing {
-			fmt.Fprintf(stdout, "  %d moves, %d distinct states visited, elapsed %s\n", r.Moves, r.Distinct, r.Elapsed.Round(1e6))
-		} else {
-			fmt.Fprintf(stdout, "  %d moves, %d distinct states visited\n", r.Moves, r.Distinct)
-		}
-		if r.Violation != nil {
-			fmt.Fprintf(stdout, "  walk %d failed after %d moves (faults: %s); shrunk to %d steps\n",
-				r.Failing, r.Original, strings.Join(r.Faults, ", "), len(r.Violation.Steps))
-			fmt.Fprintf(stdout, "  reproduce: %s\n", jw.Reproduce)
-			fmt.Fprint(stdout, indentText(c.FormatCounterexampleFull(r.Violation, f.full), "  "))
-			if f.mermaid {
-				fmt.Fprintf(stdout, "```mermaid\n%s```\n", c.MermaidSequence(r.Violation))
+	} else {
+		for _, n := range walkOnly {
+			if set[n] {
+				return fmt.Errorf("--%s applies to random walks: give --walks N", n)
 			}
 		}
 	}
-	if f.asJSON {
-		data, _ := json.MarshalIndent(map[string]any{"mode": "walks", "runs": out}, "", "  ")
-		fmt.Fprintln(stdout, string(data))
+	if f.speedup && !f.stats && !f.asJSON {
+		return fmt.Errorf("--speedup is reported with --stats or --json: give one of them")
 	}
-	if violated {
-		return exitViolation
+	if f.stats && !f.timing {
+		return fmt.Errorf("--stats prints measured figures, which --timing=false leaves out: give one of them")
 	}
-	return exitOK
+	if f.speedup && !f.timing {
+		return fmt.Errorf("--speedup is a measured figure, which --timing=false leaves out: give one of them")
+	}
+	if set["progress"] && f.asJSON && f.progress == "always" {
+		// Progress goes to stderr, JSON to stdout: both are honoured.
+		return nil
+	}
+	return nil
+}
+
+// parseMaxMemory reads --max-memory: auto (three quarters of the
+// machine's memory), 0 (no bound) or a size.
+func parseMaxMemory(s string, machine uint64) (int64, error) {
+	switch s {
+	case "auto":
+		return int64(machine / 4 * 3), nil
+	case "0":
+		return 0, nil
+	}
+	return parseBytes(s)
+}
+
+// parseBytes reads a size such as 512MiB, 2GiB, 500MB or 1000000 (bytes).
+func parseBytes(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}}
+	num, mult := s, int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			num, mult = strings.TrimSuffix(s, u.suffix), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("want a positive size such as 512MiB, 2GiB or 500MB, 0 for no bound, or auto")
+	}
+	if n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("too large: at most %d bytes", int64(math.MaxInt64))
+	}
+	return n * mult, nil
 }
 
 // reproduceExhaustive is the one-line command that finds a run's
@@ -293,8 +286,8 @@ func reproduceExhaustive(f *checkFlags, run checker.Run) string {
 	return strings.Join(parts, " ") + "; handoffcheck replay " + run.Name + ".jsonl"
 }
 
-// reproduce is the one-line command that runs the failing walk alone.
-func reproduce(f *checkFlags, run checker.Run, seed uint64) string {
+// reproduceWalk is the one-line command that runs the failing walk alone.
+func reproduceWalk(f *checkFlags, run checker.Run, seed uint64) string {
 	parts := []string{"handoffcheck check"}
 	if f.config != "" {
 		parts = append(parts, "--config "+f.config)
@@ -309,38 +302,9 @@ func reproduce(f *checkFlags, run checker.Run, seed uint64) string {
 	return strings.Join(parts, " ")
 }
 
-func indentText(s, prefix string) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	for i, l := range lines {
-		lines[i] = prefix + l
-	}
-	return strings.Join(lines, "\n") + "\n"
-}
-
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// parseBytes reads a size such as 512MiB, 2GiB or 1000000.
-func parseBytes(s string) (int64, error) {
-	if s == "" {
-		return 0, nil
-	}
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}}
-	mult := int64(1)
-	for _, u := range units {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSuffix(s, u.suffix), u.mult
-			break
-		}
-	}
-	var n int64
-	if _, err := fmt.Sscanf(s, "%d", &n); err != nil || n <= 0 || fmt.Sprint(n) != s {
-		return 0, fmt.Errorf("want a positive size such as 512MiB or 2GiB")
-	}
-	return n * mult, nil
-}
+var _ = spec.Policies

@@ -1,44 +1,106 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"runtime/debug"
 	"sort"
+	"strings"
 )
 
-// Exit codes (ARCHITECTURE.md): 0 no violation, 1 an invariant is violated,
-// 2 bad usage or bad input.
+// Exit codes, the same for every command (docs/cli.md). A command lists
+// the ones it can return in its help.
 const (
-	exitOK        = 0
+	// exitOK: the command did what it was asked and found no violation.
+	exitOK = 0
+	// exitViolation: an invariant is violated (check, replay).
 	exitViolation = 1
-	exitUsage     = 2
+	// exitUsage: bad usage or bad input (flags, files); nothing was judged.
+	exitUsage = 2
+	// exitInterrupted: stopped by an interrupt (Ctrl-C) before it finished;
+	// the report printed covers what ran and lists what did not.
+	exitInterrupted = 3
 )
+
+// exitText says what each exit code means, for help texts.
+var exitText = map[int]string{
+	exitOK:          "success: nothing violated",
+	exitViolation:   "an invariant is violated",
+	exitUsage:       "bad usage or bad input; nothing was judged",
+	exitInterrupted: "interrupted (Ctrl-C): the report covers what ran and lists what did not",
+}
+
+// env is what a command runs with: where to write, and a context that an
+// interrupt cancels.
+type env struct {
+	ctx            context.Context
+	stdout, stderr io.Writer
+}
 
 type command struct {
+	name    string
+	args    string // the synopsis after the command name
 	summary string
-	run     func(args []string, stdout, stderr io.Writer) int
+	// exits lists the exit codes the command can return, each with what
+	// it means for this command ("" for the common meaning).
+	exits []exitDoc
+	run   func(c *command, e *env, args []string) int
 }
 
-var commands = map[string]command{}
-
-func register(name, summary string, run func(args []string, stdout, stderr io.Writer) int) {
-	commands[name] = command{summary: summary, run: run}
+type exitDoc struct {
+	code int
+	text string
 }
+
+var commands = map[string]*command{}
+
+func registerCommand(c *command) { commands[c.name] = c }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	// The first interrupt cancels the context: the command stops, prints
+	// what it has and exits 3. A second one ends the process at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	os.Exit(runContext(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// run runs a command line without an interrupt.
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	return runContext(context.Background(), args, stdout, stderr)
+}
+
+func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	e := &env{ctx: ctx, stdout: stdout, stderr: stderr}
+	if len(args) == 0 {
 		usage(stderr)
-		if len(args) == 0 {
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		usage(stdout)
+		return exitOK
+	case "-version", "--version":
+		fmt.Fprintln(stdout, versionLine())
+		return exitOK
+	case "help":
+		if len(args) == 1 {
+			usage(stdout)
+			return exitOK
+		}
+		c, ok := commands[args[1]]
+		if !ok || len(args) > 2 {
+			fmt.Fprintf(stderr, "handoffcheck help: no command %q (commands: %s)\n", strings.Join(args[1:], " "), strings.Join(commandNames(), ", "))
 			return exitUsage
 		}
-		return exitOK
+		return c.run(c, e, []string{"--help"})
 	}
 	c, ok := commands[args[0]]
 	if !ok {
@@ -46,21 +108,138 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return exitUsage
 	}
-	return c.run(args[1:], stdout, stderr)
+	return c.run(c, e, args[1:])
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: handoffcheck <command> [flags]")
-	fmt.Fprintln(w, "commands:")
+func commandNames() []string {
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	return names
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: handoffcheck <command> [flags] [arguments]")
+	fmt.Fprintln(w, "       handoffcheck help <command> | --help | --version")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "commands:")
+	for _, n := range commandNames() {
+		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "run 'handoffcheck <command> -h' for a command's flags")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "exit codes (every command):")
+	for code := exitOK; code <= exitInterrupted; code++ {
+		fmt.Fprintf(w, "  %d  %s\n", code, exitText[code])
+	}
+	fmt.Fprintln(w, "run 'handoffcheck help <command>' for a command's flags and exit codes")
+}
+
+// versionLine names the build: the module version when installed from a
+// tagged release, and the revision it was built from when known.
+func versionLine() string {
+	v, rev, dirty := "devel", "", false
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+	}
+	line := "handoffcheck " + v
+	if rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		if dirty {
+			rev += "+modified"
+		}
+		line += " (" + rev + ")"
+	}
+	return line
+}
+
+// flags makes a command's flag set. Its help goes to stdout (asked for),
+// its errors to stderr.
+func (c *command) flags() *flag.FlagSet {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+// help writes a command's help: synopsis, summary, flags with their real
+// defaults, exit codes.
+func (c *command) help(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "usage: handoffcheck %s %s\n\n%s\n", c.name, c.args, c.summary)
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		fmt.Fprintln(w, "\nflags:")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	fmt.Fprintln(w, "\nexit codes:")
+	for _, x := range c.exits {
+		text := x.text
+		if text == "" {
+			text = exitText[x.code]
+		}
+		fmt.Fprintf(w, "  %d  %s\n", x.code, text)
+	}
+}
+
+// parse parses a command's flags. It reports false, with the exit code,
+// when parsing ended the command: help (printed to stdout, exit 0) or bad
+// usage (exit 2). maxArgs bounds the positional arguments (-1: any).
+func (c *command) parse(e *env, fs *flag.FlagSet, args []string, minArgs, maxArgs int) (int, bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			c.help(e.stdout, fs)
+			return exitOK, false
+		}
+		fmt.Fprintf(e.stderr, "handoffcheck %s: %v\nrun 'handoffcheck help %s' for usage\n", c.name, err, c.name)
+		return exitUsage, false
+	}
+	n := fs.NArg()
+	switch {
+	case maxArgs >= 0 && n > maxArgs && maxArgs == 0:
+		fmt.Fprintf(e.stderr, "handoffcheck %s: unexpected argument %q\nrun 'handoffcheck help %s' for usage\n", c.name, fs.Arg(0), c.name)
+		return exitUsage, false
+	case n < minArgs || (maxArgs >= 0 && n > maxArgs):
+		fmt.Fprintf(e.stderr, "handoffcheck %s: want %s, got %d arguments\nrun 'handoffcheck help %s' for usage\n", c.name, c.args, n, c.name)
+		return exitUsage, false
+	}
+	return 0, true
+}
+
+// bad reports bad usage or bad input and returns its exit code.
+func (c *command) bad(e *env, format string, a ...any) int {
+	fmt.Fprintf(e.stderr, "handoffcheck %s: %s\n", c.name, fmt.Sprintf(format, a...))
+	return exitUsage
+}
+
+// setFlags lists the flags given on the command line, by name.
+func setFlags(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
+// ---- the older command form, until every command uses the one above ----
+
+// register adds a command written as run(args, stdout, stderr).
+func register(name, summary string, run func(args []string, stdout, stderr io.Writer) int) {
+	registerCommand(&command{name: name, args: "[flags]", summary: summary,
+		exits: []exitDoc{{exitOK, ""}, {exitUsage, ""}},
+		run:   func(_ *command, e *env, args []string) int { return run(args, e.stdout, e.stderr) }})
 }
 
 // parseFlags parses a command's flags; it reports the exit code to use

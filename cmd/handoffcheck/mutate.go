@@ -1,53 +1,48 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
-	"io"
 	"os"
-	"os/signal"
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
-func init() {
-	register("mutate", "break the built-in tables one row at a time and report how many mutants the checker kills", cmdMutate)
+var mutateCommand = &command{
+	name: "mutate",
+	args: "[flags]",
+	summary: "Break the built-in tables one row at a time and report how many mutants the checker kills.\n" +
+		"Without --config each mutant is checked against the embedded mutation configuration\n" +
+		"(checker/mutation.json: one handoff, one prefill and one decode worker, every fault kind, four runs).",
+	exits: []exitDoc{
+		{exitOK, "the score was measured (survivors do not change the exit code)"},
+		{exitUsage, ""},
+		{exitInterrupted, "interrupted (Ctrl-C): the score covers the mutants checked and says how many were not"},
+	},
+	run: cmdMutate,
 }
 
-func cmdMutate(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("mutate", flag.ContinueOnError)
-	configFile := fs.String("config", "", "configuration to check each mutant against (default: testdata/configs/small.json's shape, embedded)")
-	ops := fs.String("operators", "drop-action,swap-actions,ignore,retarget", "mutation operators, comma-separated")
+func init() { registerCommand(mutateCommand) }
+
+func cmdMutate(c *command, e *env, args []string) int {
+	fs := c.flags()
+	configFile := fs.String("config", "", "configuration to check each mutant against (default: the embedded mutation configuration)")
+	ops := fs.String("operators", "drop-action,swap-actions,ignore,retarget", "mutation operators, comma-separated, each once")
 	maxStates := fs.Int("max-states", 2000000, "per run, stop an exploration after the level that reaches this many states")
 	liveness := fs.Bool("liveness", true, "also kill mutants that break EventuallyDrained")
 	workers := fs.Int("workers", 0, "mutants checked at once (0: all cores)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	if code, ok := parseFlags(fs, args, stderr); !ok {
+	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
 		return code
 	}
-	bad := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "handoffcheck mutate: "+format+"\n", a...)
-		return exitUsage
-	}
-	cfg, err := checker.ParseConfig("mutation.json", checker.MutationConfigJSON())
-	if err != nil {
-		return bad("%v", err)
-	}
-	if *configFile != "" {
-		data, err := os.ReadFile(*configFile)
-		if err != nil {
-			return bad("%v", err)
-		}
-		if cfg, err = checker.ParseConfig(*configFile, data); err != nil {
-			return bad("%v", err)
-		}
-	}
 	var operators []spec.Operator
+	seen := map[string]bool{}
 	for _, o := range strings.Split(*ops, ",") {
+		if seen[o] {
+			return c.bad(e, "--operators: %q is named twice (each mutant would be counted twice)", o)
+		}
+		seen[o] = true
 		found := false
 		for _, known := range spec.Operators {
 			if string(known) == o {
@@ -55,50 +50,37 @@ func cmdMutate(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		if !found {
-			return bad("--operators: %q is not one of drop-action, swap-actions, ignore, retarget", o)
+			return c.bad(e, "--operators: %q is not one of drop-action, swap-actions, ignore, retarget", o)
 		}
 	}
 	if *maxStates <= 0 || *workers < 0 {
-		return bad("--max-states must be positive and --workers not negative")
+		return c.bad(e, "--max-states must be positive and --workers not negative")
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
+	lc, err := loadConfig(*configFile, "mutation.json", checker.MutationConfigJSON())
+	if err != nil {
+		return c.bad(e, "%v", err)
+	}
 	mutants := spec.Mutants(spec.Default(), operators)
 	var progress func(int, int)
 	if isTerminal(os.Stderr) {
 		progress = func(done, total int) {
 			if done%50 == 0 || done == total {
-				fmt.Fprintf(stderr, "%d/%d mutants checked\n", done, total)
+				fmt.Fprintf(e.stderr, "%d/%d mutants checked\n", done, total)
 			}
 		}
 	}
-	results := checker.Mutate(ctx, cfg, mutants, checker.Limits{MaxStates: *maxStates, Liveness: *liveness}, *workers, progress)
-	if ctx.Err() != nil {
-		return bad("interrupted")
-	}
+	results := checker.Mutate(e.ctx, lc.cfg, mutants, checker.Limits{MaxStates: *maxStates, Liveness: *liveness}, *workers, progress)
 	if *asJSON {
-		type jm struct {
-			Mutant    string `json:"mutant"`
-			Operator  string `json:"operator"`
-			Killed    bool   `json:"killed"`
-			Undecided bool   `json:"undecided,omitempty"`
-			Run       string `json:"run,omitempty"`
-			Invariant string `json:"invariant,omitempty"`
-			Steps     int    `json:"trace_steps,omitempty"`
-			States    int    `json:"states"`
+		data, err := checker.MutationJSON(results)
+		if err != nil {
+			return c.bad(e, "%v", err)
 		}
-		var out []jm
-		killed := 0
-		for _, r := range results {
-			if r.Killed {
-				killed++
-			}
-			out = append(out, jm{r.Mutant.Name, string(r.Mutant.Operator), r.Killed, r.Bounded, r.Run, r.Invariant, r.Steps, r.States})
-		}
-		data, _ := json.MarshalIndent(map[string]any{"killed": killed, "total": len(results), "mutants": out}, "", "  ")
-		fmt.Fprintln(stdout, string(data))
+		fmt.Fprintln(e.stdout, string(data))
 	} else {
-		fmt.Fprint(stdout, checker.MutationSummary(results))
+		fmt.Fprint(e.stdout, checker.MutationSummary(results))
+	}
+	if checker.MutationInterrupted(results) {
+		return exitInterrupted
 	}
 	return exitOK
 }

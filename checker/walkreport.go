@@ -1,0 +1,179 @@
+package checker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// WalkReport is the outcome of randomized exploration of every selected
+// run of a configuration.
+type WalkReport struct {
+	Opts WalkOptions
+	Runs []*WalkResult
+	// Reproduce holds, per run, the command line that reruns the failing
+	// walk alone; the caller knows the command line, so it sets them.
+	Reproduce []string
+	// NotRun lists the runs an interrupt kept from starting.
+	NotRun      []Run
+	Interrupted bool
+	checkers    []*Checker
+}
+
+// CheckWalks runs seeded random walks on each of the given runs.
+func CheckWalks(ctx context.Context, p *Protocol, cfg *Config, runs []Run, opts WalkOptions) (*WalkReport, error) {
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("%w: no run selected: checking nothing is never a pass", ErrConfig)
+	}
+	rep := &WalkReport{Opts: opts}
+	for i, run := range runs {
+		if ctx.Err() != nil {
+			rep.Interrupted = true
+			rep.NotRun = append(rep.NotRun, runs[i:]...)
+			break
+		}
+		c, err := New(p, cfg, run)
+		if err != nil {
+			return nil, err
+		}
+		r := c.Walk(ctx, opts)
+		rep.Interrupted = rep.Interrupted || r.Interrupted
+		rep.Runs = append(rep.Runs, r)
+		rep.checkers = append(rep.checkers, c)
+		rep.Reproduce = append(rep.Reproduce, "")
+	}
+	return rep, nil
+}
+
+// Checker is the checker of the i-th run of the report.
+func (r *WalkReport) Checker(i int) *Checker { return r.checkers[i] }
+
+// Violated reports whether some walk found a violation.
+func (r *WalkReport) Violated() bool {
+	for _, x := range r.Runs {
+		if x.Violation != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *WalkReport) mode() string {
+	if r.Opts.Swarm {
+		return "swarm walks"
+	}
+	return "random walks"
+}
+
+// Text renders the report for people.
+func (r *WalkReport) Text(opt TextOptions) string {
+	var b strings.Builder
+	for i, x := range r.Runs {
+		c := r.checkers[i]
+		verdict := "no violation"
+		if x.Violation != nil {
+			verdict = "VIOLATION " + x.Violation.Violation.Invariant
+		} else if x.Interrupted {
+			verdict = "interrupted, no violation found"
+		}
+		fmt.Fprintf(&b, "run %s (%s, engine %s): %d %s of up to %d moves (seed %d): %s\n",
+			x.Run.Name, x.Run.Policy, x.Run.Engine, x.Walks, r.mode(), r.Opts.Steps, r.Opts.Seed, verdict)
+		fmt.Fprintf(&b, "  %s moves, %s distinct states visited", commas(x.Moves), commas(int64(x.Distinct)))
+		if !opt.NoTiming {
+			fmt.Fprintf(&b, ", elapsed %s", x.Elapsed.Round(1e6))
+		}
+		b.WriteString("\n")
+		if x.Violation != nil {
+			fmt.Fprintf(&b, "  walk %d failed after %d moves (faults: %s); shrunk to %d steps\n",
+				x.Failing, x.Original, strings.Join(x.Faults, ", "), len(x.Violation.Steps))
+			if r.Reproduce[i] != "" {
+				fmt.Fprintf(&b, "  reproduce: %s\n", r.Reproduce[i])
+			}
+			b.WriteString(indent(c.FormatCounterexampleFull(x.Violation, opt.FullStates), "  "))
+			if opt.Mermaid {
+				fmt.Fprintf(&b, "```mermaid\n%s```\n", c.MermaidSequence(x.Violation))
+			}
+		}
+	}
+	for _, run := range r.NotRun {
+		fmt.Fprintf(&b, "run %s (%s, engine %s): not run (interrupted)\n", run.Name, run.Policy, run.Engine)
+	}
+	if r.Interrupted {
+		b.WriteString("interrupted: the verdicts above cover only the walks that ran\n")
+	}
+	return b.String()
+}
+
+type jsonWalk struct {
+	Run         string     `json:"run"`
+	Policy      string     `json:"policy"`
+	Engine      string     `json:"engine"`
+	Walks       int        `json:"walks"`
+	Moves       int64      `json:"moves"`
+	Distinct    int        `json:"distinct_states"`
+	ElapsedMS   *float64   `json:"elapsed_ms,omitempty"`
+	Interrupted bool       `json:"interrupted,omitempty"`
+	Failing     int        `json:"failing_walk"`
+	Seed        uint64     `json:"seed,omitempty"`
+	Faults      []string   `json:"faults,omitempty"`
+	Invariant   string     `json:"invariant,omitempty"`
+	Detail      string     `json:"detail,omitempty"`
+	Trace       []jsonStep `json:"trace,omitempty"`
+	Reproduce   string     `json:"reproduce,omitempty"`
+}
+
+// JSON renders the report as one object. With opt.NoTiming it leaves out
+// the elapsed times.
+func (r *WalkReport) JSON(opt TextOptions) ([]byte, error) {
+	out := struct {
+		Mode    string     `json:"mode"`
+		Verdict string     `json:"verdict"`
+		Steps   int        `json:"steps"`
+		Seed    uint64     `json:"seed"`
+		Runs    []jsonWalk `json:"runs"`
+		NotRun  []string   `json:"not_run,omitempty"`
+	}{Mode: "walks", Verdict: "pass", Steps: r.Opts.Steps, Seed: r.Opts.Seed, Runs: []jsonWalk{}}
+	if r.Opts.Swarm {
+		out.Mode = "swarm"
+	}
+	if r.Interrupted {
+		out.Verdict = "interrupted"
+	}
+	if r.Violated() {
+		out.Verdict = "violation"
+	}
+	for i, x := range r.Runs {
+		c := r.checkers[i]
+		jw := jsonWalk{Run: x.Run.Name, Policy: x.Run.Policy.String(), Engine: x.Run.Engine.String(), Walks: x.Walks,
+			Moves: x.Moves, Distinct: x.Distinct, Interrupted: x.Interrupted, Failing: x.Failing}
+		if !opt.NoTiming {
+			ms := float64(x.Elapsed.Microseconds()) / 1e3
+			jw.ElapsedMS = &ms
+		}
+		if ce := x.Violation; ce != nil {
+			jw.Seed, jw.Faults = x.Seed, x.Faults
+			jw.Invariant, jw.Detail = ce.Violation.Invariant, ce.Violation.Detail
+			jw.Trace = c.jsonSteps(ce.Steps)
+			jw.Reproduce = r.Reproduce[i]
+		}
+		out.Runs = append(out.Runs, jw)
+	}
+	for _, run := range r.NotRun {
+		out.NotRun = append(out.NotRun, run.Name)
+	}
+	return json.MarshalIndent(out, "", "  ")
+}
+
+// jsonSteps renders trace steps for JSON reports.
+func (c *Checker) jsonSteps(steps []TraceStep) []jsonStep {
+	var js []jsonStep
+	for _, st := range steps {
+		var fired []string
+		for _, f := range st.Fired {
+			fired = append(fired, c.DescribeFiring(f))
+		}
+		js = append(js, jsonStep{Move: st.Move.String(), Fired: fired, State: st.State})
+	}
+	return js
+}
