@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
@@ -61,12 +62,15 @@ func ParseGroups(file string, data []byte, role string) (*GroupedProfile, error)
 	var g GroupsFile
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	lineOf := func(key string) int { return jsonfile.LineOfKey(data, key, 0) }
 	if err := dec.Decode(&g); err != nil {
 		return nil, jsonfile.DecodeError(file, data, err, ErrProfile, `{"vllm_version": ..., "groups": [...]}`)
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("%s:%d: %w: trailing data after the groups object", file, jsonfile.Line(data, int(dec.InputOffset())), ErrProfile)
+	}
+	pos, err := jsonfile.Scan(file, data, ErrProfile)
+	if err != nil {
+		return nil, err
 	}
 	p, err := g.Profile(role)
 	if err != nil {
@@ -74,18 +78,45 @@ func ParseGroups(file string, data []byte, role string) (*GroupedProfile, error)
 		// version), so that each line of the message points somewhere.
 		var lines []string
 		for _, msg := range strings.Split(err.Error(), "\n") {
-			line := lineOf("vllm_version")
-			for _, fg := range g.Groups {
-				if fg.Name != "" && strings.Contains(msg, fmt.Sprintf("group %q", fg.Name)) {
-					line = lineOf(fg.Name)
-					break
-				}
-			}
-			lines = append(lines, fmt.Sprintf("%s:%d: %s", file, line, msg))
+			lines = append(lines, fmt.Sprintf("%s:%d: %s", file, GroupsLine(pos, nil, g.Groups, msg), msg))
 		}
 		return nil, &profileError{msg: strings.Join(lines, "\n")}
 	}
 	return p, nil
+}
+
+// GroupsLine is the line a profile problem msg is about, in a document
+// whose positions are pos and where the groups-file object sits at path
+// at (nil for a file of its own): the group msg names (its name's line, or
+// the group's own for an unnamed one, "#N"), the groups list for a problem
+// of the list, else the vllm_version key.
+func GroupsLine(pos *jsonfile.Positions, at []any, groups []GroupFile, msg string) int {
+	path := func(rest ...any) []any { return append(slices.Clone(at), rest...) }
+	order := make([]int, len(groups))
+	for i := range order {
+		order[i] = i
+	}
+	if strings.Contains(msg, "declared twice") {
+		slices.Reverse(order) // the second declaration is the one at fault
+	}
+	for _, i := range order {
+		fg := groups[i]
+		if fg.Name == "" {
+			n := fmt.Sprintf("#%d", i+1)
+			if strings.Contains(msg, "group "+n+":") || strings.Contains(msg, fmt.Sprintf("group %q", n)) {
+				return pos.Line(path("groups", i)...)
+			}
+			continue
+		}
+		if strings.Contains(msg, fmt.Sprintf("group %q", fg.Name)) {
+			// The name's line says which group it is.
+			return pos.Line(path("groups", i, "name")...)
+		}
+	}
+	if strings.Contains(msg, "cache groups") {
+		return pos.Line(path("groups")...)
+	}
+	return pos.Line(path("vllm_version")...)
 }
 
 // profileError is a refused groups file: every line names file:line.

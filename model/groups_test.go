@@ -103,13 +103,21 @@ func TestParseGroups_Errors(t *testing.T) {
 		{"unknown_field", "{\"vllm_version\": \"0.32.0\",\n \"groups\": [{\"name\": \"attn\",\n \"block_size\": 16}]}",
 			`x.json:3: model: bad transfer profile: unknown field "block_size"`},
 		{"wrong_type", "{\"vllm_version\": \"0.32.0\",\n \"groups\": [{\"name\": \"attn\",\n \"block_size_tokens\": \"16\"}]}",
-			`x.json:3: model: bad transfer profile: field "groups.block_size_tokens": got JSON string, want model.Tokens`},
+			`x.json:3: model: bad transfer profile: field "groups.block_size_tokens": got JSON string, want an integer from -2147483648 to 2147483647`},
 		{"bytes_out_of_range", "{\"vllm_version\": \"0.32.0\",\n \"groups\": [{\"name\": \"attn\",\n \"transfer_bytes_per_block\": 1e30}]}",
-			`x.json:3: model: bad transfer profile: field "groups.transfer_bytes_per_block": got JSON number 1e30, want model.Bytes`},
+			`x.json:3: model: bad transfer profile: field "groups.transfer_bytes_per_block": got JSON number 1e30, want an integer`},
+		// encoding/json keeps the last of two equal keys; the file is refused.
+		{"duplicate_key", "{\"vllm_version\": \"0.32.0\",\n \"groups\": [{\"name\": \"attn\",\n \"name\": \"swa\"}]}",
+			`x.json:3: model: bad transfer profile: key "name" appears twice in groups[0] (first on line 2); want each key once`},
+		// A problem of an unnamed group points at that group, not the version.
+		{"unnamed_group", "{\"vllm_version\": \"0.32.0\",\n \"groups\": [\n{\"name\": \"attn\", \"kind\": \"full_attention\", \"block_size_tokens\": 16, \"transfer_bytes_per_block\": 1, \"prefix_cacheable\": true},\n{\"kind\": \"state\", \"block_size_tokens\": 16, \"transfer_bytes_per_block\": 1, \"prefix_cacheable\": true}]}",
+			`x.json:4: model: bad transfer profile: prefill profile: group #2: name is empty`},
+		{"name_declared_twice", "{\"vllm_version\": \"0.32.0\",\n \"groups\": [\n{\"name\": \"attn\", \"kind\": \"full_attention\", \"block_size_tokens\": 16, \"transfer_bytes_per_block\": 1, \"prefix_cacheable\": true},\n{\"name\": \"attn\", \"kind\": \"full_attention\", \"block_size_tokens\": 16, \"transfer_bytes_per_block\": 1, \"prefix_cacheable\": true}]}",
+			`x.json:4: model: bad transfer profile: prefill profile: group "attn": declared twice`},
 		{"trailing_data", "{}\n{}",
 			`x.json:2: model: bad transfer profile: trailing data after the groups object`},
 		{"not_an_object", `[]`,
-			`x.json:1: model: bad transfer profile: field "": got JSON array, want model.GroupsFile`},
+			`x.json:1: model: bad transfer profile: the document: got JSON array, want an object`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := model.ParseGroups("x.json", []byte(tc.data), "prefill")

@@ -3,11 +3,26 @@ package model
 import (
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
 	"slices"
 )
 
 // ErrProfile is wrapped by every refusal of a pricing profile.
 var ErrProfile = errors.New("model: bad transfer profile")
+
+// Limits of a grouped profile. Both are far above any real model and keep
+// every price of a prompt up to a million tokens well inside the 64-bit
+// byte count; larger prompts are priced with checked arithmetic and
+// refused when a total would not fit.
+const (
+	// MaxGroups bounds the cache groups of a grouped profile: 16. Real
+	// hybrid models have a handful (GLM hybrid: 4).
+	MaxGroups = 16
+	// MaxTransferBytesPerBlock bounds transfer_bytes_per_block: 1 TiB
+	// (1<<40 bytes). A real block moves kilobytes to a few megabytes.
+	MaxTransferBytesPerBlock Bytes = 1 << 40
+)
 
 // GroupKind is the kind of a KV cache group (LIFECYCLE.md section 6).
 type GroupKind uint8
@@ -89,6 +104,9 @@ func (p *GroupedProfile) Validate() error {
 	if len(p.Groups) == 0 {
 		bad("no cache groups")
 	}
+	if len(p.Groups) > MaxGroups {
+		bad("%d cache groups, at most %d are supported", len(p.Groups), MaxGroups)
+	}
 	var fullBS Tokens
 	seen := map[string]bool{}
 	for i, g := range p.Groups {
@@ -116,8 +134,8 @@ func (p *GroupedProfile) Validate() error {
 		}
 		if g.TransferBytesPerBlock == nil {
 			bad("group %q: transfer_bytes_per_block is missing", name)
-		} else if *g.TransferBytesPerBlock <= 0 {
-			bad("group %q: transfer_bytes_per_block must be positive, got %d", name, int64(*g.TransferBytesPerBlock))
+		} else if b := *g.TransferBytesPerBlock; b <= 0 || b > MaxTransferBytesPerBlock {
+			bad("group %q: transfer_bytes_per_block %d, want 1 to %d (1 TiB)", name, int64(b), int64(MaxTransferBytesPerBlock))
 		}
 		if g.PrefixCacheable == nil {
 			bad("group %q: prefix_cacheable is missing", name)
@@ -217,7 +235,12 @@ func (p LinearProfile) Price(n, hit Tokens) (Quote, error) {
 	q.FullHit = total > 0 && q.HitBlocks == total
 	q.ReservedBlocks = total - q.HitBlocks
 	q.LockedBlocks = q.HitBlocks
-	q.PayloadBytes = Bytes(q.MovedTokens) * p.BytesPerToken
+	payload, ok := mulBytes(int64(q.MovedTokens), p.BytesPerToken)
+	if !ok {
+		return Quote{}, fmt.Errorf("%w: linear profile: %d moved tokens × %d bytes per token overflow the byte count (more than %d bytes)",
+			ErrProfile, int64(q.MovedTokens), int64(p.BytesPerToken), int64(math.MaxInt64))
+	}
+	q.PayloadBytes = payload
 	q.ComputeBlocks = total
 	q.PinnedBlocks = total
 	q.Groups = []GroupQuote{{Name: "linear", Blocks: q.ReservedBlocks, Bytes: q.PayloadBytes}}
@@ -275,6 +298,9 @@ func (p *GroupedProfile) Price(n, hit Tokens) (Quote, error) {
 		q.HitTokens = Tokens(q.HitBlocks) * bs
 		q.FullHit = full > 0 && q.HitBlocks == full
 	}
+	// Totals over the groups are summed in 64 bits and checked, so that a
+	// huge prompt is refused instead of wrapping around.
+	var reserved, computed, pinnedAll, locked int64
 	for _, g := range p.Groups {
 		var move, compute, pinned Blocks
 		switch g.Kind {
@@ -282,7 +308,7 @@ func (p *GroupedProfile) Price(n, hit Tokens) (Quote, error) {
 			compute = BlocksFor(t, g.BlockSize)
 			pinned = compute
 			move = compute - q.HitBlocks
-			q.LockedBlocks += q.HitBlocks
+			locked += int64(q.HitBlocks)
 		case SlidingWindow:
 			compute = BlocksFor(t, g.BlockSize)
 			pinned = windowBlocks(t, g.BlockSize, g.Window)
@@ -293,12 +319,62 @@ func (p *GroupedProfile) Price(n, hit Tokens) (Quote, error) {
 		if q.FullHit {
 			move = 0
 		}
-		gq := GroupQuote{Name: g.Name, Kind: g.Kind, Blocks: move, Bytes: Bytes(move) * *g.TransferBytesPerBlock}
+		bytes, ok := mulBytes(int64(move), *g.TransferBytesPerBlock)
+		if !ok {
+			return Quote{}, fmt.Errorf("%w: %s profile: group %q: %d blocks × %d bytes per block overflow the byte count (more than %d bytes)",
+				ErrProfile, p.roleName(), g.Name, int64(move), int64(*g.TransferBytesPerBlock), int64(math.MaxInt64))
+		}
+		gq := GroupQuote{Name: g.Name, Kind: g.Kind, Blocks: move, Bytes: bytes}
 		q.Groups = append(q.Groups, gq)
-		q.PayloadBytes += gq.Bytes
-		q.ReservedBlocks += move
-		q.ComputeBlocks += compute
-		q.PinnedBlocks += pinned
+		if q.PayloadBytes, ok = addBytes(q.PayloadBytes, gq.Bytes); !ok {
+			return Quote{}, fmt.Errorf("%w: %s profile: the payload of %d tokens overflows the byte count (more than %d bytes)",
+				ErrProfile, p.roleName(), int64(t), int64(math.MaxInt64))
+		}
+		reserved += int64(move)
+		computed += int64(compute)
+		pinnedAll += int64(pinned)
+	}
+	for _, c := range []struct {
+		sum  int64
+		dst  *Blocks
+		what string
+	}{
+		{reserved, &q.ReservedBlocks, "reserved"}, {computed, &q.ComputeBlocks, "computed"},
+		{pinnedAll, &q.PinnedBlocks, "pinned"}, {locked, &q.LockedBlocks, "locked"},
+	} {
+		if c.sum > math.MaxInt32 {
+			return Quote{}, fmt.Errorf("%w: %s profile: %d tokens make %d %s blocks, more than a block count holds (%d)",
+				ErrProfile, p.roleName(), int64(t), c.sum, c.what, int64(math.MaxInt32))
+		}
+		*c.dst = Blocks(c.sum)
 	}
 	return q, nil
+}
+
+func (p *GroupedProfile) roleName() string {
+	if p.Role == "" {
+		return "prefill"
+	}
+	return p.Role
+}
+
+// mulBytes is n × per for non-negative operands, and false when the
+// product does not fit a Bytes.
+func mulBytes(n int64, per Bytes) (Bytes, bool) {
+	if n < 0 || per < 0 {
+		return 0, false
+	}
+	hi, lo := bits.Mul64(uint64(n), uint64(per))
+	if hi != 0 || lo > math.MaxInt64 {
+		return 0, false
+	}
+	return Bytes(lo), true
+}
+
+// addBytes is a + b for non-negative operands, and false on overflow.
+func addBytes(a, b Bytes) (Bytes, bool) {
+	if a < 0 || b < 0 || a > math.MaxInt64-b {
+		return 0, false
+	}
+	return a + b, true
 }

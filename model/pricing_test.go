@@ -462,7 +462,16 @@ func TestGroupedProfile_Refusals(t *testing.T) {
 		{"missing_transfer_bytes_per_block", func(p *model.GroupedProfile) { p.Groups[1].TransferBytesPerBlock = nil },
 			[]string{`decode profile: group "swa": transfer_bytes_per_block is missing`}},
 		{"zero_transfer_bytes_per_block", func(p *model.GroupedProfile) { p.Groups[0].TransferBytesPerBlock = perBlock(0) },
-			[]string{`decode profile: group "attn": transfer_bytes_per_block must be positive`}},
+			[]string{`decode profile: group "attn": transfer_bytes_per_block 0, want 1 to 1099511627776 (1 TiB)`}},
+		{"transfer_bytes_per_block_above_limit", func(p *model.GroupedProfile) {
+			p.Groups[0].TransferBytesPerBlock = perBlock(model.MaxTransferBytesPerBlock + 1)
+		},
+			[]string{`decode profile: group "attn": transfer_bytes_per_block 1099511627777, want 1 to 1099511627776 (1 TiB)`}},
+		{"too_many_groups", func(p *model.GroupedProfile) {
+			for i := len(p.Groups); i <= model.MaxGroups; i++ {
+				p.Groups = append(p.Groups, stateGroup(fmt.Sprintf("ring%d", i), 64, false))
+			}
+		}, []string{`decode profile: 17 cache groups, at most 16 are supported`}},
 		{"missing_prefix_cacheable", func(p *model.GroupedProfile) { p.Groups[2].PrefixCacheable = nil },
 			[]string{`decode profile: group "mamba": prefix_cacheable is missing`}},
 		{"unknown_kind", func(p *model.GroupedProfile) { p.Groups[1].Kind = model.GroupKind(9) },
@@ -712,4 +721,36 @@ func TestPrice_Properties(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Totals that do not fit their counts are refused, never wrapped around:
+// a wrapped payload would be priced as small, or negative.
+func TestPrice_OverflowRefused(t *testing.T) {
+	// 1e12 bytes per token × 1e8 tokens = 1e20 bytes, above 2^63.
+	if q, err := (model.LinearProfile{BytesPerToken: 1e12, BlockSize: 16}).Price(1e8, 0); !errors.Is(err, model.ErrProfile) ||
+		!strings.Contains(err.Error(), "100000000 moved tokens × 1000000000000 bytes per token overflow the byte count") {
+		t.Errorf("linear: got %d bytes, %v; want an overflow refusal", q.PayloadBytes, err)
+	}
+	// The largest block at one token per block: 2^31-1 blocks × 2^40 bytes.
+	huge := profile(fullGroup("attn", 1, model.MaxTransferBytesPerBlock))
+	if q, err := huge.Price(math.MaxInt32, 0); !errors.Is(err, model.ErrProfile) ||
+		!strings.Contains(err.Error(), `group "attn": 2147483647 blocks × 1099511627776 bytes per block overflow the byte count`) {
+		t.Errorf("one group: got %d bytes, %v; want an overflow refusal", q.PayloadBytes, err)
+	}
+	// Each group fits, their sum does not: 2^23 blocks × 2^40 bytes = 2^63.
+	sum := profile(fullGroup("a", 256, model.MaxTransferBytesPerBlock), fullGroup("b", 256, model.MaxTransferBytesPerBlock))
+	if q, err := sum.Price(1<<31-256, 0); !errors.Is(err, model.ErrProfile) || !strings.Contains(err.Error(), "overflows the byte count") {
+		t.Errorf("sum of groups: got %d bytes, %v; want an overflow refusal", q.PayloadBytes, err)
+	}
+	// Block counts are 32-bit: two full-attention groups of one-token
+	// blocks compute twice the prompt in blocks.
+	blocks := profile(fullGroup("a", 1, 1), fullGroup("b", 1, 1))
+	if q, err := blocks.Price(math.MaxInt32, 0); !errors.Is(err, model.ErrProfile) || !strings.Contains(err.Error(), "more than a block count holds") {
+		t.Errorf("block total: got %d compute blocks, %v; want an overflow refusal", q.ComputeBlocks, err)
+	}
+	// Right below the limits, prices stay exact.
+	q, err := (model.LinearProfile{BytesPerToken: math.MaxInt64 / 1000, BlockSize: 16}).Price(1000, 0)
+	if err != nil || q.PayloadBytes != math.MaxInt64/1000*1000 {
+		t.Errorf("largest linear payload: %d, %v", q.PayloadBytes, err)
+	}
 }
