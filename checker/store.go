@@ -76,12 +76,16 @@ func (t *fpTable) insert(fp uint64) (int, bool) {
 	if t.fps == nil {
 		t.init(16)
 	}
-	if (t.n+1)*maxLoadDen > len(t.fps)*maxLoadNum {
-		t.grow()
-	}
 	i, ok := t.find(fp)
 	if ok {
 		return i, false
+	}
+	// Grow only for a new fingerprint: how many duplicates a level offers
+	// depends on how its states were split among workers, and the table's
+	// size (reported as bytes per state) must not.
+	if (t.n+1)*maxLoadDen > len(t.fps)*maxLoadNum {
+		t.grow()
+		i, _ = t.find(fp)
 	}
 	t.fps[i] = fp
 	t.n++
