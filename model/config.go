@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -13,8 +14,12 @@ var ErrConfig = errors.New("model: bad configuration")
 // Bounds of a world. Worlds are fixed-size values so that cloning is a copy
 // and exploring never allocates per state.
 const (
+	// MaxHandoffs bounds the handoffs of a configuration: 1 to 4.
 	MaxHandoffs = 4
-	MaxWorkers  = 5
+	// MaxWorkers bounds the workers of a configuration: 2 to 5, at least
+	// one prefill and one decode worker (worker indices are packed in
+	// three bits).
+	MaxWorkers = 5
 )
 
 // WorkerRole is what a worker serves.
@@ -133,14 +138,18 @@ func (c *Config) Prepare() error {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...)))
 	}
+	// Every message opens with its subject ("worker 1", "handoff 0",
+	// "workers", "handoffs", "transfer"), numbered from 0 as reports name
+	// them, so that a configuration reader can point at the entry.
 	if len(c.Handoffs) == 0 || len(c.Handoffs) > MaxHandoffs {
-		bad("%d handoffs, want 1 to %d", len(c.Handoffs), MaxHandoffs)
+		bad("handoffs: %d given, want 1 to %d", len(c.Handoffs), MaxHandoffs)
 	}
-	if len(c.Workers) == 0 || len(c.Workers) > MaxWorkers {
-		bad("%d workers, want 2 to %d", len(c.Workers), MaxWorkers)
+	workerCount := len(c.Workers) >= 2 && len(c.Workers) <= MaxWorkers
+	if !workerCount {
+		bad("workers: %d given, want 2 to %d (at least one prefill and one decode worker)", len(c.Workers), MaxWorkers)
 	}
 	if (c.Linear == nil) == (c.Grouped == nil) {
-		bad("exactly one of a linear and a grouped transfer profile is needed")
+		bad("transfer: exactly one of a linear and a grouped transfer profile is needed")
 	}
 	if c.Grouped != nil {
 		if err := c.Grouped.Validate(); err != nil {
@@ -148,10 +157,10 @@ func (c *Config) Prepare() error {
 		}
 	}
 	if c.Linear != nil && (c.Linear.BytesPerToken <= 0 || c.Linear.BlockSize <= 0) {
-		bad("linear profile needs bytes_per_token and block_size_tokens > 0")
+		bad("transfer: a linear profile needs bytes_per_token and block_size_tokens > 0")
 	}
 	if c.Engine > TRTLLM {
-		bad("unknown engine %d", c.Engine)
+		bad("engine: unknown engine %d", c.Engine)
 	}
 	var d derived
 	for i, w := range c.Workers {
@@ -165,48 +174,60 @@ func (c *Config) Prepare() error {
 		case DecodeWorker:
 			d.decode[d.nDecode] = i
 			d.nDecode++
-			if w.Slots <= 0 {
-				bad("decode worker %d: slots must be positive", i)
-			}
 		default:
 			bad("worker %d: unknown role %d", i, w.Role)
 		}
-		if w.Capacity <= 0 || w.Capacity > 250 {
-			bad("worker %d: capacity %d blocks, want 1 to 250", i, int64(w.Capacity))
+		// A limit that is itself wrong is reported alone: the background
+		// load is judged only against a valid capacity and slot count.
+		capacityOK := w.Capacity > 0 && w.Capacity <= MaxCapacityBlocks
+		if !capacityOK {
+			bad("worker %d: capacity_blocks %d, want 1 to %d", i, int64(w.Capacity), int64(MaxCapacityBlocks))
 		}
-		if w.BackgroundBlocks < 0 || w.BackgroundBlocks > w.Capacity || w.BackgroundSlots < 0 || (w.Role == DecodeWorker && w.BackgroundSlots > w.Slots) {
-			bad("worker %d: background load exceeds the worker", i)
+		slotsOK := w.Role != DecodeWorker || (w.Slots > 0 && w.Slots <= MaxSlots)
+		if !slotsOK {
+			bad("worker %d: slots %d, want 1 to %d", i, w.Slots, MaxSlots)
 		}
-		if w.Slots > 15 || w.BackgroundSlots > 15 {
-			bad("worker %d: at most 15 slots are modeled", i)
+		switch {
+		case w.BackgroundBlocks < 0 || w.BackgroundSlots < 0:
+			bad("worker %d: background load of %d blocks and %d slots, want neither negative", i, int64(w.BackgroundBlocks), w.BackgroundSlots)
+		case capacityOK && w.BackgroundBlocks > w.Capacity:
+			bad("worker %d: background_blocks %d, more than its capacity of %d blocks", i, int64(w.BackgroundBlocks), int64(w.Capacity))
+		case w.Role == DecodeWorker && slotsOK && w.BackgroundSlots > w.Slots:
+			bad("worker %d: background_slots %d, more than its %d slots", i, w.BackgroundSlots, w.Slots)
+		case w.BackgroundSlots > MaxSlots:
+			bad("worker %d: background_slots %d, want 0 to %d", i, w.BackgroundSlots, MaxSlots)
 		}
 		if w.Headroom < 0 {
-			bad("worker %d: negative headroom", i)
+			bad("worker %d: headroom_tokens %d, want 0 or more", i, int64(w.Headroom))
 		}
 		if len(w.PrefixHit) > len(c.Handoffs) {
 			bad("worker %d: prefix hits for %d handoffs, but there are %d", i, len(w.PrefixHit), len(c.Handoffs))
 		}
 		for h, hit := range w.PrefixHit {
-			if hit < 0 {
-				bad("worker %d: negative prefix hit for handoff %d", i, h)
-			}
-			if hit > 0 && w.Role != DecodeWorker {
-				bad("worker %d: prefix hits apply to decode workers only", i)
+			switch {
+			case hit < 0:
+				bad("worker %d: prefix hit of %d tokens for handoff %d, want 0 or more", i, int64(hit), h)
+			case hit > 0 && w.Role != DecodeWorker:
+				bad("worker %d: prefix hit for handoff %d on a prefill worker: prefix hits apply to decode workers only", i, h)
+			case h < len(c.Handoffs) && c.Handoffs[h].PromptTokens > 0 && hit > c.Handoffs[h].PromptTokens:
+				// A cache holds at most the whole prompt; a larger hit
+				// would be priced as more reuse than the prompt has.
+				bad("worker %d: prefix hit of %d tokens for handoff %d, more than its prompt of %d tokens", i, int64(hit), h, int64(c.Handoffs[h].PromptTokens))
 			}
 		}
 	}
-	if d.nPrefill == 0 || d.nDecode == 0 {
-		bad("need at least one prefill and one decode worker")
+	if workerCount && (d.nPrefill == 0 || d.nDecode == 0) {
+		bad("workers: %d prefill and %d decode, want at least one of each", d.nPrefill, d.nDecode)
 	}
 	for h, hc := range c.Handoffs {
 		if h >= MaxHandoffs {
 			break
 		}
 		if hc.PromptTokens <= 0 {
-			bad("handoff %d: prompt must have at least one token", h)
+			bad("handoff %d: prompt_tokens %d, want at least 1", h, int64(hc.PromptTokens))
 		}
 		if hc.HeadroomTokens < 0 {
-			bad("handoff %d: negative headroom", h)
+			bad("handoff %d: headroom_tokens %d, want 0 or more", h, int64(hc.HeadroomTokens))
 		}
 	}
 	if len(errs) > 0 {
@@ -215,7 +236,7 @@ func (c *Config) Prepare() error {
 	for h, hc := range c.Handoffs {
 		q, err := c.price(hc.PromptTokens, 0)
 		if err != nil {
-			return err
+			return fmt.Errorf("%w: handoff %d: %s", ErrConfig, h, strings.TrimPrefix(err.Error(), ErrProfile.Error()+": "))
 		}
 		d.source[h] = q
 		d.estimate[h] = q.ComputeBlocks
@@ -227,7 +248,7 @@ func (c *Config) Prepare() error {
 			}
 			hq, err := c.price(hc.PromptTokens, hit)
 			if err != nil {
-				return err
+				return fmt.Errorf("%w: handoff %d: %s", ErrConfig, h, strings.TrimPrefix(err.Error(), ErrProfile.Error()+": "))
 			}
 			d.dest[h][w] = hq
 			d.coldDest[h][w] = q
@@ -237,21 +258,21 @@ func (c *Config) Prepare() error {
 		for i := 0; i < d.nPrefill; i++ {
 			p := d.prefill[i]
 			if q.ComputeBlocks > c.Workers[p].Capacity {
-				return fmt.Errorf("%w: handoff %d needs %d compute blocks, more than prefill worker %d has (%d)",
-					ErrConfig, h, int64(q.ComputeBlocks), p, int64(c.Workers[p].Capacity))
+				return fmt.Errorf("%w: worker %d: handoff %d needs %d compute blocks, more than its capacity of %d",
+					ErrConfig, p, h, int64(q.ComputeBlocks), int64(c.Workers[p].Capacity))
 			}
 		}
 	}
 	for i := 0; i < d.nDecode; i++ {
 		w := d.decode[i]
 		if d.initCache[w]+c.Workers[w].BackgroundBlocks > c.Workers[w].Capacity && c.Workers[w].BackgroundAtStart {
-			return fmt.Errorf("%w: decode worker %d: prefix cache and background (%d blocks) exceed its capacity %d",
+			return fmt.Errorf("%w: worker %d: prefix cache and background load at start (%d blocks) exceed its capacity of %d",
 				ErrConfig, w, int64(d.initCache[w]+c.Workers[w].BackgroundBlocks), int64(c.Workers[w].Capacity))
 		}
 		for h := range c.Handoffs {
 			if need := d.locked[h][w] + d.dest[h][w].ReservedBlocks; need > c.Workers[w].Capacity {
-				return fmt.Errorf("%w: handoff %d needs %d blocks on decode worker %d, more than its capacity %d",
-					ErrConfig, h, int64(need), w, int64(c.Workers[w].Capacity))
+				return fmt.Errorf("%w: worker %d: handoff %d needs %d blocks, more than its capacity of %d",
+					ErrConfig, w, h, int64(need), int64(c.Workers[w].Capacity))
 			}
 		}
 	}
