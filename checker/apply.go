@@ -143,7 +143,7 @@ func (c *Checker) fire(s *State, tx *model.Tx, cov *Coverage, r spec.Role, h int
 		}
 	}
 	*st = t.To
-	side := model.Side(r)
+	side := sideOf(r)
 	cause := causeOf(r, ev)
 	for i := 0; i < int(t.N); i++ {
 		apply(tx, side, h, t.Acts[i], cause)
@@ -192,7 +192,7 @@ func (c *Checker) judgeStep(before, after *State, j *model.Journal, m Move) *mod
 	if v := model.CheckStep(&after.W, j); v != nil {
 		return v
 	}
-	if (m.Kind == MvDeliver || m.Kind == MvDuplicate) && c.terminal(before, spec.Role(m.Arg), int(m.H)) {
+	if (m.Kind == MvDeliver || m.Kind == MvDuplicate) && c.terminal(before, roleOf(model.Side(m.Arg)), int(m.H)) {
 		idx := 0
 		ch := &before.W.H[m.H].Ch[m.Arg]
 		for i := 0; i < int(ch.N); i++ {
@@ -219,8 +219,15 @@ func (c *Checker) judgeStep(before, after *State, j *model.Journal, m Move) *mod
 	return nil
 }
 
-// apply performs a move that the state enables.
+// apply performs a move that the state enables. A fault move first spends
+// its kind's budget; reorder and early_timer are spent where a protocol
+// move happens out of order.
 func (c *Checker) apply(s *State, tx *model.Tx, m Move, cov *Coverage, stuck bool) {
+	if f, ok := m.Kind.Spends(); ok {
+		s.B.spend(f)
+		c.applyFault(s, tx, m, cov)
+		return
+	}
 	h := int(m.H)
 	switch m.Kind {
 	case MvRoutePrefill:
@@ -242,90 +249,52 @@ func (c *Checker) apply(s *State, tx *model.Tx, m Move, cov *Coverage, stuck boo
 	case MvCompute:
 		tx.FinishCompute(h)
 		c.fire(s, tx, cov, spec.Source, h, evSrcPrefillPinned)
-	case MvTransfer, MvFailTransfer:
-		if m.Kind == MvTransfer {
-			tx.CompleteTransfer(h)
-		} else {
-			s.B.TransferFailure--
-			tx.FailTransfer(h)
-		}
-		x := &s.W.H[h]
-		r, ev := transferEvent(x.Runner, x.Xfer == model.XferDone)
-		c.fire(s, tx, cov, r, h, ev)
-	case MvDeliver, MvDuplicate:
+	case MvTransfer:
+		tx.CompleteTransfer(h)
+		c.transferEnded(s, tx, cov, h)
+	case MvDeliver:
 		to := model.Side(m.Arg)
 		ch := &s.W.H[h].Ch[to]
-		if m.Kind == MvDuplicate {
-			s.B.Duplicate--
-		} else {
-			for i := 0; i < int(ch.N); i++ {
-				if ch.M[i] == m.Msg {
-					if i > 0 {
-						s.B.Reorder--
-					}
-					ch.Take(i)
-					break
-				}
-			}
-		}
-		c.fire(s, tx, cov, spec.Role(to), h, msgEvent(to, m.Msg))
-	case MvLose:
-		s.B.Loss--
-		ch := &s.W.H[h].Ch[m.Arg]
 		for i := 0; i < int(ch.N); i++ {
 			if ch.M[i] == m.Msg {
+				if i > 0 {
+					s.B.spend(Reorder)
+				}
 				ch.Take(i)
 				break
 			}
 		}
+		c.fire(s, tx, cov, roleOf(to), h, msgEvent(to, m.Msg))
 	case MvTimer:
 		t := model.Timer(m.Arg)
 		if !stuck {
-			s.B.EarlyTimer--
+			s.B.spend(EarlyTimer)
 		}
 		if t != model.TimerHeartbeat {
 			// Deadlines are one-shot; heartbeats are periodic.
 			tx.Disarm(h, t)
 		}
-		c.fire(s, tx, cov, spec.Role(t.Side()), h, timerEvent(t))
+		c.fire(s, tx, cov, roleOf(t.Side()), h, timerEvent(t))
 	case MvPromote:
 		tx.Promote(h)
 	case MvDecodeFinish:
 		c.fire(s, tx, cov, spec.Destination, h, evDstDecodeFinished)
 	case MvDeliverCancel:
 		tx.CancelDelivered(h, model.Side(m.Arg))
-		c.fire(s, tx, cov, spec.Role(m.Arg), h, cancelEvent(model.Side(m.Arg)))
+		c.fire(s, tx, cov, roleOf(model.Side(m.Arg)), h, cancelEvent(model.Side(m.Arg)))
 	case MvPeerRestarted:
 		s.W.H[h].PeerGone[m.Arg] = false
-		c.fire(s, tx, cov, spec.Role(m.Arg), h, peerRestartedEvent(model.Side(m.Arg)))
+		c.fire(s, tx, cov, roleOf(model.Side(m.Arg)), h, peerRestartedEvent(model.Side(m.Arg)))
 	case MvFreeBackground:
 		tx.FreeBackground(int(m.Arg))
-	case MvCancel:
-		s.B.Cancel--
-		tx.ClientCancel(h)
-	case MvAbort:
-		s.B.Abort--
-		c.fire(s, tx, cov, spec.Role(m.Arg), h, abortEvent(model.Side(m.Arg)))
-	case MvRestart:
-		s.B.Restart--
-		w := int(m.Arg)
-		for hh := 0; hh < c.nH; hh++ {
-			x := &s.W.H[hh]
-			if int(x.Prefill) == w {
-				c.fire(s, tx, cov, spec.Source, hh, evSrcRestarted)
-			}
-			if int(x.Decode) == w {
-				c.fire(s, tx, cov, spec.Destination, hh, evDstRestarted)
-			}
-		}
-		tx.Restart(w)
-	case MvNoShow:
-		s.B.NoShow--
-		tx.NoShow(h)
-	case MvOccupy:
-		s.B.BackgroundLoad--
-		tx.OccupyBackground(int(m.Arg))
 	default:
 		panic(fmt.Sprintf("checker: unknown move %v", m))
 	}
+}
+
+// transferEnded tells the runner of a transfer that just ended how it ended.
+func (c *Checker) transferEnded(s *State, tx *model.Tx, cov *Coverage, h int) {
+	x := &s.W.H[h]
+	r, ev := transferEvent(x.Runner, x.Xfer == model.XferDone)
+	c.fire(s, tx, cov, r, h, ev)
 }

@@ -25,7 +25,7 @@ type Checker struct {
 	run     Run
 	policy  spec.Policy
 	world   *model.Config
-	budget  Budget
+	budget  Remaining
 	opts    Options
 	nH, nW  int
 	prefill []int
@@ -40,8 +40,11 @@ func New(p *Protocol, cfg *Config, run Run) (*Checker, error) {
 	if err := w.Prepare(); err != nil {
 		return nil, fmt.Errorf("run %s: %w", run.Name, err)
 	}
+	if err := cfg.Budget.check(); err != nil {
+		return nil, fmt.Errorf("run %s: %w", run.Name, err)
+	}
 	c := &Checker{
-		proto: p, run: run, policy: run.Policy, world: &w, budget: cfg.Budget,
+		proto: p, run: run, policy: run.Policy, world: &w, budget: cfg.Budget.pack(),
 		opts: Options{Renewal: cfg.Renewal, Symmetry: cfg.Symmetry},
 		nH:   w.NumHandoffs(), nW: w.NumWorkers(),
 		prefill: w.PrefillWorkers(), decode: w.DecodeWorkers(),

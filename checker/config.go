@@ -6,7 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
@@ -100,7 +104,11 @@ type fileTransfer struct {
 }
 
 // ParseConfig reads a configuration from its JSON form. Errors name the
-// file and line and say what was expected.
+// file and the line of the entry they are about (the run, worker or
+// handoff object, or its key) and say what was expected; every problem is
+// reported, in file order, without the follow-on problems of another. A
+// key given twice in one object is refused. Runs, workers and handoffs are
+// numbered from 0, as reports name them.
 func ParseConfig(file string, data []byte) (*Config, error) {
 	var f fileConfig
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -111,13 +119,22 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	if dec.More() {
 		return nil, fmt.Errorf("%s:%d: %w: trailing data after the configuration object", file, jsonfile.Line(data, int(dec.InputOffset())), ErrConfig)
 	}
-	at := func(key string) string { return fmt.Sprintf("%s:%d", file, jsonfile.LineOfKey(data, key, 0)) }
-	var errs []string
-	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Sprintf("%s: %s", at(key), fmt.Sprintf(format, args...)))
+	pos, err := jsonfile.Scan(file, data, ErrConfig)
+	if err != nil {
+		return nil, err
 	}
+	type problem struct {
+		line int
+		what string
+	}
+	var errs []problem
+	badAt := func(line int, format string, args ...any) {
+		errs = append(errs, problem{line, fmt.Sprintf(format, args...)})
+	}
+	// bad reports a problem of the fault budget named key.
+	bad := func(key, format string, args ...any) { badAt(pos.Line("faults", key), format, args...) }
 	if f.Schema != ConfigSchemaV1 {
-		bad("schema", "schema is %q, want %q", f.Schema, ConfigSchemaV1)
+		badAt(pos.Line("schema"), "schema is %q, want %q", f.Schema, ConfigSchemaV1)
 	}
 	c := &Config{Renewal: true, Symmetry: true}
 	if f.Renewal != nil {
@@ -127,22 +144,26 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 		c.Symmetry = *f.Symmetry
 	}
 	if len(f.Runs) == 0 {
-		bad("runs", "runs is empty, want at least one {name, policy, engine}")
+		badAt(pos.Line("runs"), "runs is empty, want at least one {name, policy, engine}")
 	}
-	names := map[string]bool{}
+	names := map[string]int{}
 	for i, r := range f.Runs {
+		run := RunLabel(i, r.Name)
 		p, err := spec.ParsePolicy(r.Policy)
 		if err != nil {
-			bad("policy", "run %d: policy %q is not source-first or destination-first", i+1, r.Policy)
+			badAt(pos.Line("runs", i, "policy"), "%s: policy %q is not source-first or destination-first", run, r.Policy)
 		}
 		e, err := model.ParseEngine(r.Engine)
 		if err != nil {
-			bad("engine", "run %d: engine %q is not vllm, sglang or trtllm", i+1, r.Engine)
+			badAt(pos.Line("runs", i, "engine"), "%s: engine %q is not vllm, sglang or trtllm", run, r.Engine)
 		}
-		if r.Name == "" || names[r.Name] {
-			bad("runs", "run %d: name %q is empty or not unique", i+1, r.Name)
+		if why := runNameProblem(r.Name); why != "" {
+			badAt(pos.Line("runs", i, "name"), "%s: %s", run, why)
+		} else if prev, dup := names[r.Name]; dup {
+			badAt(pos.Line("runs", i, "name"), "%s: name is also the name of run %d; --run selects runs by name, so names must be unique", run, prev)
+		} else {
+			names[r.Name] = i
 		}
-		names[r.Name] = true
 		c.Runs = append(c.Runs, Run{Name: r.Name, Policy: p, Engine: e})
 	}
 	for i, w := range f.Workers {
@@ -160,7 +181,7 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 		case "decode":
 			wc.Role = model.DecodeWorker
 		default:
-			bad("role", "worker %d: role %q is not prefill or decode", i, w.Role)
+			badAt(pos.Line("workers", i, "role"), "worker %d: role %q is not prefill or decode", i, w.Role)
 		}
 		c.World.Workers = append(c.World.Workers, wc)
 	}
@@ -169,44 +190,130 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	}
 	switch {
 	case f.Transfer.Groups != nil && (f.Transfer.BytesPerToken != 0 || f.Transfer.BlockSize != 0):
-		bad("transfer", "transfer takes either groups or bytes_per_token with block_size_tokens, not both")
+		badAt(pos.Line("transfer"), "transfer takes either groups or bytes_per_token with block_size_tokens, not both")
 	case f.Transfer.Groups != nil:
 		g, err := f.Transfer.Groups.Profile("prefill")
 		if err != nil {
-			bad("groups", "%v", err)
+			for _, msg := range strings.Split(err.Error(), "\n") {
+				msg = strings.TrimPrefix(msg, model.ErrProfile.Error()+": ")
+				badAt(model.GroupsLine(pos, []any{"transfer", "groups"}, f.Transfer.Groups.Groups, msg), "transfer groups: %s", msg)
+			}
 		}
 		c.World.Grouped = g
 	default:
 		c.World.Linear = &model.LinearProfile{BytesPerToken: f.Transfer.BytesPerToken, BlockSize: f.Transfer.BlockSize}
 	}
 	for _, k := range sortedKeys(f.Faults) {
-		i := indexOf(budgetFields, k)
-		if i < 0 {
-			bad(k, "unknown fault %q (want %s)", k, strings.Join(budgetFields, ", "))
-			continue
+		if err := c.Budget.Set(k, f.Faults[k]); err != nil {
+			bad(k, "%v", err)
 		}
-		if f.Faults[k] > 15 {
-			bad(k, "fault budget %s=%d, at most 15", k, f.Faults[k])
-			continue
-		}
-		*c.Budget.field(i) = uint8(f.Faults[k])
 	}
 	if len(errs) == 0 {
-		for _, r := range c.Runs {
+		// The world's own checks run per run, since the policy and the
+		// engine are part of the world. A problem every run has is
+		// reported once; one only some runs have names them.
+		var order []string
+		runsOf := map[string][]int{}
+		for i, r := range c.Runs {
 			w := c.World
 			w.Policy, w.Engine = r.Policy, r.Engine
-			if err := w.Prepare(); err != nil {
-				for _, e := range strings.Split(err.Error(), "\n") {
-					errs = append(errs, fmt.Sprintf("%s: run %s: %s", at("workers"), r.Name, strings.TrimPrefix(e, "model: bad configuration: ")))
+			err := w.Prepare()
+			if err == nil {
+				continue
+			}
+			for _, e := range strings.Split(err.Error(), "\n") {
+				e = strings.TrimPrefix(e, model.ErrConfig.Error()+": ")
+				if _, seen := runsOf[e]; !seen {
+					order = append(order, e)
 				}
-				break
+				runsOf[e] = append(runsOf[e], i)
+			}
+		}
+		for _, e := range order {
+			line := worldLine(pos, e)
+			if len(runsOf[e]) == len(c.Runs) {
+				badAt(line, "%s", e)
+				continue
+			}
+			for _, i := range runsOf[e] {
+				badAt(line, "%s: %s", RunLabel(i, c.Runs[i].Name), e)
 			}
 		}
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("%w:\n%s", ErrConfig, strings.Join(errs, "\n"))
+		slices.SortStableFunc(errs, func(a, b problem) int { return a.line - b.line })
+		var lines []string
+		for _, p := range errs {
+			lines = append(lines, fmt.Sprintf("%s:%d: %s", file, p.line, p.what))
+		}
+		return nil, fmt.Errorf("%w:\n%s", ErrConfig, strings.Join(lines, "\n"))
 	}
 	return c, nil
+}
+
+// RunLabel names a run in messages: its index, from 0 like workers and
+// handoffs, and its name, e.g. run 0 ("vllm").
+func RunLabel(i int, name string) string { return fmt.Sprintf("run %d (%q)", i, name) }
+
+// runNameProblem says why --run could not select a run of this name, or
+// "" for a good name: --run takes a comma-separated list of names.
+func runNameProblem(name string) string {
+	switch {
+	case name == "":
+		return "name is empty; --run selects runs by name"
+	case strings.Contains(name, ","):
+		return "name contains a comma, which --run cannot select (it takes comma-separated names)"
+	case strings.IndexFunc(name, unicode.IsSpace) >= 0:
+		return "name contains white space, which --run cannot select; want one word"
+	}
+	return ""
+}
+
+var (
+	subjectRE = regexp.MustCompile(`^(worker|handoff) (\d+): `)
+	hitRE     = regexp.MustCompile(`prefix hit .*for handoff (\d+)`)
+)
+
+// worldKeys are the keys of a worker or handoff object that the world's
+// messages can be about, by the words that name them, most specific first.
+var worldKeys = map[string][]struct{ words, key string }{
+	"worker": {
+		{"background_slots", "background_slots"}, {"background_blocks", "background_blocks"},
+		{"background load of", ""}, {"capacity", "capacity_blocks"}, {"slots", "slots"},
+		{"headroom_tokens", "headroom_tokens"}, {"prefix hits for", "prefix_hit_tokens"},
+	},
+	"handoff": {{"prompt_tokens", "prompt_tokens"}, {"headroom_tokens", "headroom_tokens"}},
+}
+
+// worldLine is the line a message of the world's checks is about: the
+// worker or handoff it names (the key it names within that entry when
+// there is one), or the list or section it names.
+func worldLine(pos *jsonfile.Positions, msg string) int {
+	if m := subjectRE.FindStringSubmatch(msg); m != nil {
+		i, _ := strconv.Atoi(m[2])
+		list := m[1] + "s"
+		if m[1] == "worker" {
+			if h := hitRE.FindStringSubmatch(msg); h != nil {
+				n, _ := strconv.Atoi(h[1])
+				return pos.Line(list, i, "prefix_hit_tokens", n)
+			}
+		}
+		for _, k := range worldKeys[m[1]] {
+			if regexp.MustCompile(`\b` + regexp.QuoteMeta(k.words) + `\b`).MatchString(msg[len(m[0]):]) {
+				if k.key == "" {
+					break
+				}
+				return pos.Line(list, i, k.key)
+			}
+		}
+		return pos.Line(list, i)
+	}
+	subject, _, _ := strings.Cut(msg, ":")
+	switch subject {
+	case "workers", "handoffs", "transfer":
+		return pos.Line(subject)
+	}
+	return pos.Line("runs")
 }
 
 func sortedKeys(m map[string]uint) []string {

@@ -75,7 +75,7 @@ func (c *Checker) moves(s *State, ms *moveSet) (protocol int) {
 		for to := model.SourceSide; to <= model.DestinationSide; to++ {
 			ch := &x.Ch[to]
 			for i := 0; i < int(ch.N); i++ {
-				if i == 0 || s.B.Reorder > 0 {
+				if i == 0 || s.B.Has(Reorder) {
 					ms.add(Move{Kind: MvDeliver, H: hh, Arg: int8(to), Msg: ch.M[i]})
 				}
 			}
@@ -90,7 +90,7 @@ func (c *Checker) moves(s *State, ms *moveSet) (protocol int) {
 			ms.add(Move{Kind: MvDecodeFinish, H: hh})
 		}
 		for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
-			r := spec.Role(sd)
+			r := roleOf(sd)
 			if x.CancelPending[sd] && (c.terminal(s, r, h) || c.can(s, r, h, cancelEvent(sd))) {
 				ms.add(Move{Kind: MvDeliverCancel, H: hh, Arg: int8(sd)})
 			}
@@ -111,14 +111,14 @@ func (c *Checker) moves(s *State, ms *moveSet) (protocol int) {
 	// heartbeats fire freely: they are what ends (or keeps alive) the wait.
 	stuck := busy == 0
 	ms.stuck = stuck
-	if stuck || s.B.EarlyTimer > 0 {
+	if stuck || s.B.Has(EarlyTimer) {
 		for h := 0; h < c.nH; h++ {
 			x := &s.W.H[h]
 			for t := model.Timer(0); t < model.NumTimers; t++ {
 				if !x.Armed(t) || (t == model.TimerHeartbeat && !c.opts.Renewal) {
 					continue
 				}
-				if c.can(s, spec.Role(t.Side()), h, timerEvent(t)) {
+				if c.can(s, roleOf(t.Side()), h, timerEvent(t)) {
 					ms.add(Move{Kind: MvTimer, H: int8(h), Arg: int8(t)})
 				}
 			}

@@ -1,57 +1,300 @@
 package checker
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
+// Fault is a kind of fault the environment may commit (LIFECYCLE.md
+// section 3). Each kind is bounded by its own budget; a fault's number is
+// its budget slot.
+type Fault uint8
+
+// The fault kinds, in budget order. The names are also the keys of a
+// Budget literal: Budget{Loss: 1, EarlyTimer: 2}.
+const (
+	Duplicate Fault = iota
+	Loss
+	Reorder
+	Cancel
+	Abort
+	TransferFailure
+	Restart
+	EarlyTimer
+	NoShow
+	BackgroundLoad
+	// NumFaults is the number of fault kinds.
+	NumFaults
+)
+
+// The fault moves: a fault kind that the environment commits as a move of
+// its own has one. Their names and syntax come from FaultKinds.
+const (
+	MvDuplicate MoveKind = numProtocolMoveKinds + iota
+	MvLose
+	MvCancel
+	MvAbort
+	MvFailTransfer
+	MvRestart
+	MvNoShow
+	MvOccupy
+	numMoveKinds
+)
+
+// FaultKind describes one fault kind. Everything the checker does with a
+// kind by name (configuration keys, budget packing, move names and syntax,
+// swarm subsets, documentation) is derived from its row in FaultKinds;
+// only enabling the fault (faults) and giving it effect (applyFault) are
+// code.
+type FaultKind struct {
+	// Config is the key of the kind in a configuration's "faults" object.
+	Config string
+	// Move is the fault move that spends the budget. It is 0 for a kind
+	// spent by a protocol move taken out of order: reorder by a delivery
+	// of a fact that is not the oldest in flight, early_timer by a timer
+	// that fires while other moves are possible.
+	Move MoveKind
+	// MoveName and Args are the move's step syntax (scenario and trace
+	// files): "duplicate h=H to=S msg=M".
+	MoveName string
+	Args     []Arg
+	// Swarm lets a swarm walk switch the fault move off.
+	Swarm bool
+	// Meaning is what the fault is, in one line.
+	Meaning string
+}
+
+// FaultKinds is the fault vocabulary, indexed by Fault.
+var FaultKinds = [NumFaults]FaultKind{
+	Duplicate: {Config: "duplicate", Move: MvDuplicate, MoveName: "duplicate", Args: []Arg{ArgH, ArgTo, ArgMsg}, Swarm: true,
+		Meaning: "the transport delivers a fact in flight and keeps it in flight"},
+	Loss: {Config: "loss", Move: MvLose, MoveName: "lose", Args: []Arg{ArgH, ArgTo, ArgMsg}, Swarm: true,
+		Meaning: "the transport drops a fact in flight"},
+	Reorder: {Config: "reorder",
+		Meaning: "the transport delivers a fact that is not the oldest in flight"},
+	Cancel: {Config: "cancel", Move: MvCancel, MoveName: "cancel", Args: []Arg{ArgH}, Swarm: true,
+		Meaning: "the client cancels the request; the frontend cancels both request streams that exist"},
+	Abort: {Config: "abort", Move: MvAbort, MoveName: "abort", Args: []Arg{ArgH, ArgSide}, Swarm: true,
+		Meaning: "either side aborts the request on its own, at any phase"},
+	TransferFailure: {Config: "transfer_failure", Move: MvFailTransfer, MoveName: "fail-transfer", Args: []Arg{ArgH}, Swarm: true,
+		Meaning: "a running KV transfer fails on its own (network, timeout)"},
+	Restart: {Config: "restart", Move: MvRestart, MoveName: "restart", Args: []Arg{ArgWorker}, Swarm: true,
+		Meaning: "a worker process restarts: its memory, registrations, in-flight requests and KV index go, its generation increases, routers learn a terminal outcome"},
+	EarlyTimer: {Config: "early_timer",
+		Meaning: "a lease, bootstrap or reservation deadline or a heartbeat fires while other moves are still possible"},
+	NoShow: {Config: "no_show", Move: MvNoShow, MoveName: "no-show", Args: []Arg{ArgH}, Swarm: true,
+		Meaning: "the frontend never routes decode"},
+	BackgroundLoad: {Config: "background_load", Move: MvOccupy, MoveName: "occupy", Args: []Arg{ArgWorker}, Swarm: true,
+		Meaning: "other requests take a decode worker's configured background capacity at any moment"},
+}
+
+func (f Fault) String() string {
+	if f < NumFaults {
+		return FaultKinds[f].Config
+	}
+	return fmt.Sprintf("Fault(%d)", uint8(f))
+}
+
+// FaultConfigNames lists the configuration keys of every fault kind, in
+// budget order.
+func FaultConfigNames() []string {
+	names := make([]string, NumFaults)
+	for f := range FaultKinds {
+		names[f] = FaultKinds[f].Config
+	}
+	return names
+}
+
+// ParseFault finds a fault kind by its configuration key.
+func ParseFault(name string) (Fault, bool) {
+	for f := range FaultKinds {
+		if FaultKinds[f].Config == name {
+			return Fault(f), true
+		}
+	}
+	return 0, false
+}
+
+// SwarmFaultMoves lists, in budget order, the fault moves a swarm walk
+// may switch off.
+func SwarmFaultMoves() []MoveKind {
+	var out []MoveKind
+	for f := range FaultKinds {
+		if FaultKinds[f].Swarm {
+			out = append(out, FaultKinds[f].Move)
+		}
+	}
+	return out
+}
+
+// budgetBits is the width of one fault kind's slot in a packed budget.
+const budgetBits = 4
+
+// MaxBudget is the largest budget of one fault kind.
+const MaxBudget = 1<<budgetBits - 1
+
+// Every fault kind's slot fits in the one word of a Key the budget takes.
+var _ [64 - budgetBits*NumFaults]struct{}
+
+// Budget is what the environment may do wrong, per fault kind; a zero
+// budget switches the kind off.
+type Budget [NumFaults]uint8
+
+// Set sets the budget of the fault kind a configuration names.
+func (b *Budget) Set(name string, n uint) error {
+	f, ok := ParseFault(name)
+	if !ok {
+		return fmt.Errorf("unknown fault %q (want %s)", name, strings.Join(FaultConfigNames(), ", "))
+	}
+	if n > MaxBudget {
+		return fmt.Errorf("fault budget %s=%d, at most %d", name, n, MaxBudget)
+	}
+	b[f] = uint8(n)
+	return nil
+}
+
+// check refuses a budget that does not fit its slot: packed, it would
+// spill into the next kind's slot and merge states with other budgets.
+func (b *Budget) check() error {
+	for f, n := range b {
+		if n > MaxBudget {
+			return fmt.Errorf("fault budget %s=%d, at most %d", Fault(f), n, MaxBudget)
+		}
+	}
+	return nil
+}
+
+// pack is the budget as the environment's remaining budget. It assumes check.
+func (b *Budget) pack() Remaining {
+	var r Remaining
+	for f, n := range b {
+		r |= Remaining(n) << (budgetBits * f)
+	}
+	return r
+}
+
+// Remaining is the environment's remaining budget inside a State, packed
+// budgetBits per fault kind in Fault order: it is its own key word, and
+// spending or testing a kind touches only its slot.
+type Remaining uint64
+
+// Has reports whether the environment may still commit a fault of kind f.
+func (r Remaining) Has(f Fault) bool { return r>>(budgetBits*f)&MaxBudget != 0 }
+
+// Left is how many faults of kind f the environment may still commit.
+func (r Remaining) Left(f Fault) int { return int(r >> (budgetBits * f) & MaxBudget) }
+
+// spend uses one fault of kind f; the move that does it is enabled only
+// when r.Has(f).
+func (r *Remaining) spend(f Fault) { *r -= 1 << (budgetBits * f) }
+
+// Budget unpacks the remaining budget.
+func (r Remaining) Budget() Budget {
+	var b Budget
+	for f := range b {
+		b[f] = uint8(r.Left(Fault(f)))
+	}
+	return b
+}
+
+// faults adds the fault moves the state enables, each within its budget.
+// The order is part of the exploration's determinism (traces and walks
+// pick moves by index): per handoff the transport faults of each fact in
+// flight, then cancel, abort, transfer failure and no-show; then restarts
+// and background load per worker.
 func (c *Checker) faults(s *State, ms *moveSet) {
 	for h := 0; h < c.nH; h++ {
 		x := &s.W.H[h]
 		hh := int8(h)
-		if s.B.Duplicate > 0 || s.B.Loss > 0 {
+		if s.B.Has(Duplicate) || s.B.Has(Loss) {
 			for to := model.SourceSide; to <= model.DestinationSide; to++ {
 				ch := &x.Ch[to]
 				for i := 0; i < int(ch.N); i++ {
-					if s.B.Duplicate > 0 && !c.terminal(s, spec.Role(to), h) {
+					if s.B.Has(Duplicate) && !c.terminal(s, roleOf(to), h) {
 						ms.add(Move{Kind: MvDuplicate, H: hh, Arg: int8(to), Msg: ch.M[i]})
 					}
-					if s.B.Loss > 0 {
+					if s.B.Has(Loss) {
 						ms.add(Move{Kind: MvLose, H: hh, Arg: int8(to), Msg: ch.M[i]})
 					}
 				}
 			}
 		}
-		if s.B.Cancel > 0 && !x.Cancelled && !c.finished(s, h) {
+		if s.B.Has(Cancel) && !x.Cancelled && !c.finished(s, h) {
 			ms.add(Move{Kind: MvCancel, H: hh})
 		}
-		if s.B.Abort > 0 {
+		if s.B.Has(Abort) {
 			for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
-				if x.Worker(sd) >= 0 && c.can(s, spec.Role(sd), h, abortEvent(sd)) {
+				if x.Worker(sd) >= 0 && c.can(s, roleOf(sd), h, abortEvent(sd)) {
 					ms.add(Move{Kind: MvAbort, H: hh, Arg: int8(sd)})
 				}
 			}
 		}
-		if s.B.TransferFailure > 0 && x.Xfer == model.XferRunning && c.transferCanEnd(s, h, false) {
+		if s.B.Has(TransferFailure) && x.Xfer == model.XferRunning && c.transferCanEnd(s, h, false) {
 			ms.add(Move{Kind: MvFailTransfer, H: hh})
 		}
-		if s.B.NoShow > 0 && c.decodeRoutable(s, h) {
+		if s.B.Has(NoShow) && c.decodeRoutable(s, h) {
 			ms.add(Move{Kind: MvNoShow, H: hh})
 		}
 	}
-	if s.B.Restart > 0 {
+	if s.B.Has(Restart) {
 		for w := 0; w < c.nW; w++ {
 			if c.hostsLive(s, w) {
 				ms.add(Move{Kind: MvRestart, H: -1, Arg: int8(w)})
 			}
 		}
 	}
-	if s.B.BackgroundLoad > 0 {
+	if s.B.Has(BackgroundLoad) {
 		tx := model.Tx{W: &s.W}
 		for _, w := range c.decode {
 			if tx.CanOccupyBackground(w) {
 				ms.add(Move{Kind: MvOccupy, H: -1, Arg: int8(w)})
 			}
 		}
+	}
+}
+
+// applyFault gives a fault move its effect. The budget was spent by apply.
+func (c *Checker) applyFault(s *State, tx *model.Tx, m Move, cov *Coverage) {
+	h := int(m.H)
+	switch m.Kind {
+	case MvDuplicate:
+		// Delivered and kept in flight.
+		c.fire(s, tx, cov, roleOf(model.Side(m.Arg)), h, msgEvent(model.Side(m.Arg), m.Msg))
+	case MvLose:
+		ch := &s.W.H[h].Ch[m.Arg]
+		for i := 0; i < int(ch.N); i++ {
+			if ch.M[i] == m.Msg {
+				ch.Take(i)
+				break
+			}
+		}
+	case MvCancel:
+		tx.ClientCancel(h)
+	case MvAbort:
+		c.fire(s, tx, cov, roleOf(model.Side(m.Arg)), h, abortEvent(model.Side(m.Arg)))
+	case MvFailTransfer:
+		tx.FailTransfer(h)
+		c.transferEnded(s, tx, cov, h)
+	case MvRestart:
+		w := int(m.Arg)
+		for hh := 0; hh < c.nH; hh++ {
+			x := &s.W.H[hh]
+			if int(x.Prefill) == w {
+				c.fire(s, tx, cov, spec.Source, hh, evSrcRestarted)
+			}
+			if int(x.Decode) == w {
+				c.fire(s, tx, cov, spec.Destination, hh, evDstRestarted)
+			}
+		}
+		tx.Restart(w)
+	case MvNoShow:
+		tx.NoShow(h)
+	case MvOccupy:
+		tx.OccupyBackground(int(m.Arg))
+	default:
+		panic(fmt.Sprintf("checker: unknown move %v", m))
 	}
 }

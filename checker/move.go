@@ -11,9 +11,9 @@ import (
 // MoveKind is what the environment does in one step.
 type MoveKind uint8
 
-// The moves. Protocol moves are what the routers, schedulers, transfer
-// engine, transport and timers do on their own; fault moves are optional
-// and bounded by the budget.
+// The protocol moves: what the routers, schedulers, transfer engine,
+// transport and timers do on their own. The fault moves, optional and
+// bounded by the budget, follow them (faults.go).
 const (
 	_ MoveKind = iota
 	MvRoutePrefill
@@ -31,26 +31,129 @@ const (
 	MvDeliverCancel
 	MvPeerRestarted
 	MvFreeBackground
-	// faults
-	MvDuplicate
-	MvLose
-	MvCancel
-	MvAbort
-	MvFailTransfer
-	MvRestart
-	MvNoShow
-	MvOccupy
-	numMoveKinds
+	numProtocolMoveKinds
 )
 
-var moveNames = [...]string{"", "route-prefill", "deliver-request", "route-decode", "reserve", "refuse", "admit", "compute",
-	"transfer", "deliver", "timer", "promote", "decode-finish", "deliver-cancel", "peer-restarted", "free-background",
-	"duplicate", "lose", "cancel", "abort", "fail-transfer", "restart", "no-show", "occupy"}
+// Arg is one argument of a move's step syntax, written key=value.
+type Arg uint8
 
-func (k MoveKind) String() string { return moveNames[k] }
+const (
+	// ArgH is h=H, the handoff (Move.H).
+	ArgH Arg = iota
+	// ArgWorker is worker=W (Move.Arg).
+	ArgWorker
+	// ArgTo is to=source|destination, the side a fact goes to (Move.Arg).
+	ArgTo
+	// ArgMsg is msg=M, the fact (Move.Msg).
+	ArgMsg
+	// ArgTimer is timer=lease|bootstrap|heartbeat|reservation (Move.Arg).
+	ArgTimer
+	// ArgSide is side=source|destination, the side that acts (Move.Arg).
+	ArgSide
+	numArgs
+)
+
+var argKeys = [numArgs]string{"h", "worker", "to", "msg", "timer", "side"}
+
+// argPlaceholders name the values in Syntax.
+var argPlaceholders = [numArgs]string{"H", "W", "S", "M", "T", "S"}
+
+func (a Arg) String() string { return argKeys[a] }
+
+// moveSyntax is the step syntax of one move kind: its name and the
+// arguments it takes, in the order String writes them.
+type moveSyntax struct {
+	name string
+	args []Arg
+	// spends is the fault kind the move spends, NumFaults for a protocol move.
+	spends Fault
+}
+
+// protocolMoves is the step syntax of the protocol moves.
+var protocolMoves = [numProtocolMoveKinds]moveSyntax{
+	MvRoutePrefill:   {name: "route-prefill", args: []Arg{ArgH, ArgWorker}},
+	MvDeliverRequest: {name: "deliver-request", args: []Arg{ArgH}},
+	MvRouteDecode:    {name: "route-decode", args: []Arg{ArgH, ArgWorker}},
+	MvReserve:        {name: "reserve", args: []Arg{ArgH}},
+	MvRefuse:         {name: "refuse", args: []Arg{ArgH}},
+	MvAdmit:          {name: "admit", args: []Arg{ArgH}},
+	MvCompute:        {name: "compute", args: []Arg{ArgH}},
+	MvTransfer:       {name: "transfer", args: []Arg{ArgH}},
+	MvDeliver:        {name: "deliver", args: []Arg{ArgH, ArgTo, ArgMsg}},
+	MvTimer:          {name: "timer", args: []Arg{ArgH, ArgTimer}},
+	MvPromote:        {name: "promote", args: []Arg{ArgH}},
+	MvDecodeFinish:   {name: "decode-finish", args: []Arg{ArgH}},
+	MvDeliverCancel:  {name: "deliver-cancel", args: []Arg{ArgH, ArgSide}},
+	MvPeerRestarted:  {name: "peer-restarted", args: []Arg{ArgH, ArgSide}},
+	MvFreeBackground: {name: "free-background", args: []Arg{ArgWorker}},
+}
+
+// moveTable is the syntax of every move kind: the protocol moves, then the
+// fault moves of FaultKinds.
+var moveTable = buildMoveTable()
+
+func buildMoveTable() [numMoveKinds]moveSyntax {
+	var t [numMoveKinds]moveSyntax
+	for k := range protocolMoves {
+		t[k] = protocolMoves[k]
+		t[k].spends = NumFaults
+	}
+	for f := range FaultKinds {
+		fk := &FaultKinds[f]
+		if fk.Move == 0 {
+			continue
+		}
+		if fk.Move < numProtocolMoveKinds || fk.Move >= numMoveKinds || t[fk.Move].name != "" {
+			panic(fmt.Sprintf("checker: fault %s: move %d is not a fault move of its own", Fault(f), fk.Move))
+		}
+		t[fk.Move] = moveSyntax{name: fk.MoveName, args: fk.Args, spends: Fault(f)}
+	}
+	for k := MoveKind(1); k < numMoveKinds; k++ {
+		if t[k].name == "" {
+			panic(fmt.Sprintf("checker: move kind %d has no name", k))
+		}
+	}
+	return t
+}
+
+func (k MoveKind) String() string {
+	if k < numMoveKinds {
+		return moveTable[k].name
+	}
+	return fmt.Sprintf("MoveKind(%d)", uint8(k))
+}
 
 // Fault reports whether the move is an optional environment fault.
-func (k MoveKind) Fault() bool { return k >= MvDuplicate }
+func (k MoveKind) Fault() bool { return k < numMoveKinds && moveTable[k].spends < NumFaults }
+
+// Spends is the fault kind whose budget the move spends; ok is false for
+// a protocol move.
+func (k MoveKind) Spends() (f Fault, ok bool) {
+	f = moveTable[k].spends
+	return f, f < NumFaults
+}
+
+// Args is the move's arguments, in the order its step syntax writes them.
+func (k MoveKind) Args() []Arg { return moveTable[k].args }
+
+// Syntax is the move's step syntax with placeholders: "deliver h=H to=S msg=M".
+func (k MoveKind) Syntax() string {
+	var b strings.Builder
+	b.WriteString(k.String())
+	for _, a := range k.Args() {
+		fmt.Fprintf(&b, " %s=%s", argKeys[a], argPlaceholders[a])
+	}
+	return b.String()
+}
+
+// moveNames lists the move names in MoveKind order.
+func moveNames() []string {
+	names := make([]string, 0, numMoveKinds-1)
+	for k := MoveKind(1); k < numMoveKinds; k++ {
+		names = append(names, moveTable[k].name)
+	}
+	return names
+}
 
 // Move is one step of the environment. H is the handoff (-1 for worker
 // moves), Arg the worker, side, timer or receiving side, and Msg the
@@ -70,15 +173,22 @@ func (m Move) String() string {
 	if m.H >= 0 {
 		fmt.Fprintf(&b, " h=%d", m.H)
 	}
-	switch m.Kind {
-	case MvRoutePrefill, MvRouteDecode, MvFreeBackground, MvRestart, MvOccupy:
-		fmt.Fprintf(&b, " worker=%d", m.Arg)
-	case MvDeliver, MvDuplicate, MvLose:
-		fmt.Fprintf(&b, " to=%s msg=%s", sideNames[m.Arg], m.Msg)
-	case MvTimer:
-		fmt.Fprintf(&b, " timer=%s", model.Timer(m.Arg))
-	case MvDeliverCancel, MvPeerRestarted, MvAbort:
-		fmt.Fprintf(&b, " side=%s", sideNames[m.Arg])
+	if m.Kind >= numMoveKinds {
+		return b.String()
+	}
+	for _, a := range m.Kind.Args() {
+		switch a {
+		case ArgWorker:
+			fmt.Fprintf(&b, " worker=%d", m.Arg)
+		case ArgTo:
+			fmt.Fprintf(&b, " to=%s", sideNames[m.Arg])
+		case ArgMsg:
+			fmt.Fprintf(&b, " msg=%s", m.Msg)
+		case ArgTimer:
+			fmt.Fprintf(&b, " timer=%s", model.Timer(m.Arg))
+		case ArgSide:
+			fmt.Fprintf(&b, " side=%s", sideNames[m.Arg])
+		}
 	}
 	return b.String()
 }
@@ -92,12 +202,12 @@ func ParseMove(s string) (Move, error) {
 	}
 	m := Move{H: -1}
 	for k := MoveKind(1); k < numMoveKinds; k++ {
-		if moveNames[k] == fields[0] {
+		if moveTable[k].name == fields[0] {
 			m.Kind = k
 		}
 	}
 	if m.Kind == 0 {
-		return Move{}, fmt.Errorf("unknown move %q (want one of %s)", fields[0], strings.Join(moveNames[1:], ", "))
+		return Move{}, fmt.Errorf("unknown move %q (want one of %s)", fields[0], strings.Join(moveNames(), ", "))
 	}
 	seen := map[string]bool{}
 	for _, f := range fields[1:] {
@@ -150,21 +260,18 @@ func ParseMove(s string) (Move, error) {
 			return Move{}, fmt.Errorf("unknown argument %q", key)
 		}
 	}
-	want := map[MoveKind][]string{
-		MvRoutePrefill: {"h", "worker"}, MvRouteDecode: {"h", "worker"}, MvFreeBackground: {"worker"}, MvRestart: {"worker"}, MvOccupy: {"worker"},
-		MvDeliver: {"h", "to", "msg"}, MvDuplicate: {"h", "to", "msg"}, MvLose: {"h", "to", "msg"}, MvTimer: {"h", "timer"},
-		MvDeliverCancel: {"h", "side"}, MvPeerRestarted: {"h", "side"}, MvAbort: {"h", "side"},
-	}[m.Kind]
-	if want == nil {
-		want = []string{"h"}
-	}
-	for _, k := range want {
-		if !seen[k] {
-			return Move{}, fmt.Errorf("%s needs %s=", m.Kind, k)
+	want := m.Kind.Args()
+	for _, a := range want {
+		if !seen[argKeys[a]] {
+			return Move{}, fmt.Errorf("%s needs %s=", m.Kind, a)
 		}
 	}
 	if len(seen) != len(want) {
-		return Move{}, fmt.Errorf("%s takes only %s", m.Kind, strings.Join(want, ", "))
+		keys := make([]string, len(want))
+		for i, a := range want {
+			keys[i] = argKeys[a]
+		}
+		return Move{}, fmt.Errorf("%s takes only %s", m.Kind, strings.Join(keys, ", "))
 	}
 	return m, nil
 }

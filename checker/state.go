@@ -5,32 +5,6 @@ import (
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
-// Budget is what the environment may still do wrong. Every fault kind of
-// LIFECYCLE.md section 3 is bounded by one counter; a zero counter
-// switches the fault off.
-type Budget struct {
-	Duplicate, Loss, Reorder, Cancel, Abort, TransferFailure, Restart, EarlyTimer, NoShow, BackgroundLoad uint8
-}
-
-// budgetFields names the counters in order, for configuration and reports.
-var budgetFields = []string{"duplicate", "loss", "reorder", "cancel", "abort", "transfer_failure", "restart", "early_timer", "no_show", "background_load"}
-
-func (b *Budget) field(i int) *uint8 {
-	return [...]*uint8{&b.Duplicate, &b.Loss, &b.Reorder, &b.Cancel, &b.Abort, &b.TransferFailure, &b.Restart, &b.EarlyTimer, &b.NoShow, &b.BackgroundLoad}[i]
-}
-
-func (b *Budget) pack() uint64 {
-	return uint64(b.Duplicate) | uint64(b.Loss)<<4 | uint64(b.Reorder)<<8 | uint64(b.Cancel)<<12 |
-		uint64(b.Abort)<<16 | uint64(b.TransferFailure)<<20 | uint64(b.Restart)<<24 |
-		uint64(b.EarlyTimer)<<28 | uint64(b.NoShow)<<32 | uint64(b.BackgroundLoad)<<36
-}
-
-func unpackBudget(v uint64) Budget {
-	f := func(i uint) uint8 { return uint8(v>>(4*i)) & 15 }
-	return Budget{Duplicate: f(0), Loss: f(1), Reorder: f(2), Cancel: f(3), Abort: f(4),
-		TransferFailure: f(5), Restart: f(6), EarlyTimer: f(7), NoShow: f(8), BackgroundLoad: f(9)}
-}
-
 // State is one state of the composed system: the physical world, each
 // handoff's source and destination machine state, and the environment's
 // remaining fault budget.
@@ -38,7 +12,7 @@ type State struct {
 	W   model.World
 	Src [model.MaxHandoffs]uint8
 	Dst [model.MaxHandoffs]uint8
-	B   Budget
+	B   Remaining
 }
 
 // Role is the machine state of a handoff's role.
@@ -79,7 +53,7 @@ type Key [KeyWords]uint64
 
 // pack writes the state's key with handoffs in index order.
 func (c *Checker) pack(s *State, k *Key) {
-	k[0] = s.B.pack()
+	k[0] = uint64(s.B)
 	for w := 0; w < c.nW; w++ {
 		k[1+w] = s.W.PackWorker(w)
 	}
@@ -139,7 +113,7 @@ func less(a, b *Key) bool {
 // unpack rebuilds the state a key stands for.
 func (c *Checker) unpack(k *Key) State {
 	var s State
-	s.B = unpackBudget(k[0])
+	s.B = Remaining(k[0])
 	base := 1 + c.nW
 	var hw [model.MaxHandoffs][model.HandoffWords]uint64
 	for h := 0; h < c.nH; h++ {

@@ -8,6 +8,19 @@ import (
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
+// model.Side and spec.Role number the two roles alike: roleOf and sideOf
+// convert by number, and a renumbering of either stops the build here.
+var (
+	_ = [1]struct{}{}[model.SourceSide-model.Side(spec.Source)]
+	_ = [1]struct{}{}[model.DestinationSide-model.Side(spec.Destination)]
+)
+
+// roleOf is the role machine of a side.
+func roleOf(sd model.Side) spec.Role { return spec.Role(sd) }
+
+// sideOf is the side of a role machine.
+func sideOf(r spec.Role) model.Side { return model.Side(r) }
+
 // Event ids of the fixed vocabulary.
 const (
 	evSrcRequestArrived     = uint8(machines.SourceEventRequestArrived)

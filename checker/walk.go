@@ -47,7 +47,7 @@ type WalkResult struct {
 }
 
 // faultKinds lists the fault moves a swarm walk may switch off.
-var faultKinds = []MoveKind{MvDuplicate, MvLose, MvCancel, MvAbort, MvFailTransfer, MvRestart, MvNoShow, MvOccupy}
+var faultKinds = SwarmFaultMoves()
 
 // Walk runs seeded random walks: each step takes one of the moves the
 // state enables, uniformly. A walk ends when nothing is enabled or after

@@ -1,0 +1,207 @@
+package checker
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// faultsConfig is a one-handoff configuration whose "faults" object the
+// tests fill in.
+const faultsConfig = `{
+  "schema": "handoffcheck.config/v1",
+  "runs": [{"name": "vllm", "policy": "source-first", "engine": "vllm"}],
+  "workers": [
+    {"role": "prefill", "capacity_blocks": 8},
+    {"role": "decode", "capacity_blocks": 8, "slots": 2, "headroom_tokens": 1024}
+  ],
+  "handoffs": [{"prompt_tokens": 48, "headroom_tokens": 512}],
+  "transfer": {"bytes_per_token": 131072, "block_size_tokens": 16},
+  "faults": {%s}
+}`
+
+// Every fault kind is one row of FaultKinds; its names are unique and
+// lead back to it.
+func TestFaultKinds_Table(t *testing.T) {
+	configs, moves := map[string]Fault{}, map[string]MoveKind{}
+	for k := MoveKind(1); k < numProtocolMoveKinds; k++ {
+		moves[k.String()] = k
+	}
+	owner := map[MoveKind]Fault{}
+	for f := Fault(0); f < NumFaults; f++ {
+		fk := FaultKinds[f]
+		if fk.Config == "" || fk.Meaning == "" {
+			t.Errorf("fault %d: config name %q, meaning %q: both are needed", f, fk.Config, fk.Meaning)
+		}
+		if g, dup := configs[fk.Config]; dup {
+			t.Errorf("faults %s and %s share the configuration name %q", g, f, fk.Config)
+		}
+		configs[fk.Config] = f
+		if got, ok := ParseFault(fk.Config); !ok || got != f || f.String() != fk.Config {
+			t.Errorf("fault %s: ParseFault(%q) = %v, %v", f, fk.Config, got, ok)
+		}
+		if fk.Move == 0 {
+			if fk.MoveName != "" || fk.Args != nil || fk.Swarm {
+				t.Errorf("fault %s has no move of its own but a move name, arguments or a swarm switch", f)
+			}
+			continue
+		}
+		if g, dup := owner[fk.Move]; dup {
+			t.Errorf("faults %s and %s share move kind %d", g, f, fk.Move)
+		}
+		owner[fk.Move] = f
+		if k, dup := moves[fk.MoveName]; dup {
+			t.Errorf("fault %s: move name %q is taken by %d", f, fk.MoveName, k)
+		}
+		moves[fk.MoveName] = fk.Move
+		if got, ok := fk.Move.Spends(); !ok || got != f || !fk.Move.Fault() || fk.Move.String() != fk.MoveName {
+			t.Errorf("fault %s: move %q spends %v (%v), Fault() = %v", f, fk.Move, got, ok, fk.Move.Fault())
+		}
+	}
+	for k := numProtocolMoveKinds; k < numMoveKinds; k++ {
+		if _, ok := owner[k]; !ok {
+			t.Errorf("fault move kind %d belongs to no fault kind", k)
+		}
+	}
+	for k := MoveKind(1); k < numProtocolMoveKinds; k++ {
+		if k.Fault() {
+			t.Errorf("protocol move %s counts as a fault", k)
+		}
+	}
+}
+
+// Packing a budget gives every kind its own slot: a budget of one kind
+// unpacks to exactly itself, from the packed word and from a state's key,
+// and no two kinds (or amounts) share a key.
+func TestFaultKinds_BudgetPacking(t *testing.T) {
+	cfg := mustConfig(t, fmt.Sprintf(faultsConfig, ""))
+	c, err := New(Generated(), cfg, cfg.Runs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[Key]string{}
+	for f := Fault(0); f < NumFaults; f++ {
+		for n := uint8(1); n <= MaxBudget; n++ {
+			var b Budget
+			b[f] = n
+			r := b.pack()
+			for g := Fault(0); g < NumFaults; g++ {
+				want := 0
+				if g == f {
+					want = int(n)
+				}
+				if r.Left(g) != want || r.Has(g) != (want > 0) {
+					t.Fatalf("budget %s=%d packed: %s left %d, has %v", f, n, g, r.Left(g), r.Has(g))
+				}
+			}
+			if r.Budget() != b {
+				t.Fatalf("budget %s=%d unpacks to %v", f, n, r.Budget())
+			}
+			s := c.Initial()
+			s.B = r
+			k := c.Key(&s)
+			name := fmt.Sprintf("%s=%d", f, n)
+			if other, dup := keys[k]; dup {
+				t.Fatalf("budgets %s and %s pack to the same key", other, name)
+			}
+			keys[k] = name
+			if back := c.unpack(&k); back.B != r {
+				t.Fatalf("budget %s: key unpacks to %v", name, back.B.Budget())
+			}
+			spent := r
+			spent.spend(f)
+			if spent.Left(f) != int(n)-1 || spent.Budget()[f] != n-1 {
+				t.Fatalf("spending %s from %d leaves %d", f, n, spent.Left(f))
+			}
+		}
+	}
+	over := Budget{}
+	over[Reorder] = MaxBudget + 1
+	cfg.Budget = over
+	if _, err := New(Generated(), cfg, cfg.Runs[0]); err == nil || !strings.Contains(err.Error(), "reorder=16") {
+		t.Fatalf("a budget that does not fit its slot was accepted: %v", err)
+	}
+}
+
+// sampleMove is a move of kind k with every argument its syntax takes.
+func sampleMove(k MoveKind) Move {
+	m := Move{Kind: k, H: -1}
+	for _, a := range k.Args() {
+		switch a {
+		case ArgH:
+			m.H = 1
+		case ArgWorker:
+			m.Arg = 2
+		case ArgTo, ArgSide:
+			m.Arg = int8(model.DestinationSide)
+		case ArgMsg:
+			m.Msg = model.MsgCancelled
+		case ArgTimer:
+			m.Arg = int8(model.TimerHeartbeat)
+		}
+	}
+	return m
+}
+
+// Every move kind, protocol or fault, prints in its syntax and parses back,
+// and refuses a missing or an extra argument.
+func TestMoves_SyntaxRoundTrips(t *testing.T) {
+	for k := MoveKind(1); k < numMoveKinds; k++ {
+		m := sampleMove(k)
+		got, err := ParseMove(m.String())
+		if err != nil || got != m {
+			t.Errorf("%s: %q parses to %+v, %v", k, m.String(), got, err)
+		}
+		if !strings.HasPrefix(k.Syntax(), k.String()) || strings.Count(k.Syntax(), "=") != len(k.Args()) {
+			t.Errorf("%s: syntax %q", k, k.Syntax())
+		}
+		fields := strings.Fields(m.String())
+		if _, err := ParseMove(strings.Join(fields[:len(fields)-1], " ")); err == nil {
+			t.Errorf("%s: parsed without its last argument", k)
+		}
+		extra := "worker=1"
+		if slices.Contains(k.Args(), ArgWorker) {
+			extra = "timer=lease"
+		}
+		if _, err := ParseMove(m.String() + " " + extra); err == nil {
+			t.Errorf("%s: parsed with an extra argument", k)
+		}
+	}
+}
+
+// A configuration sets exactly the budget slot its fault name names, and
+// an unknown name is refused with every known one listed.
+func TestFaultKinds_Config(t *testing.T) {
+	for f := Fault(0); f < NumFaults; f++ {
+		cfg := mustConfig(t, fmt.Sprintf(faultsConfig, fmt.Sprintf("%q: 3", FaultKinds[f].Config)))
+		var want Budget
+		want[f] = 3
+		if cfg.Budget != want {
+			t.Errorf("faults {%q: 3} gives budget %v", FaultKinds[f].Config, cfg.Budget)
+		}
+	}
+	_, err := ParseConfig("x.json", []byte(fmt.Sprintf(faultsConfig, `"gremlins": 1`)))
+	if err == nil || !strings.Contains(err.Error(), strings.Join(FaultConfigNames(), ", ")) {
+		t.Errorf("an unknown fault was not refused with the known names: %v", err)
+	}
+	_, err = ParseConfig("x.json", []byte(fmt.Sprintf(faultsConfig, `"loss": 16`)))
+	if err == nil || !strings.Contains(err.Error(), "at most 15") {
+		t.Errorf("a budget over %d was not refused: %v", MaxBudget, err)
+	}
+}
+
+// Swarm walks switch off exactly the fault moves the table lets them.
+func TestFaultKinds_Swarm(t *testing.T) {
+	var want []MoveKind
+	for f := Fault(0); f < NumFaults; f++ {
+		if FaultKinds[f].Swarm {
+			want = append(want, FaultKinds[f].Move)
+		}
+	}
+	if !slices.Equal(SwarmFaultMoves(), want) || !slices.Equal(faultKinds, want) {
+		t.Errorf("swarm moves %v (walks use %v), want %v", SwarmFaultMoves(), faultKinds, want)
+	}
+}
