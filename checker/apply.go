@@ -254,15 +254,8 @@ func (c *Checker) apply(s *State, tx *model.Tx, m Move, cov *Coverage, stuck boo
 		c.transferEnded(s, tx, cov, h)
 	case MvDeliver:
 		to := model.Side(m.Arg)
-		ch := &s.W.H[h].Ch[to]
-		for i := 0; i < int(ch.N); i++ {
-			if ch.M[i] == m.Msg {
-				if i > 0 {
-					s.B.spend(Reorder)
-				}
-				ch.Take(i)
-				break
-			}
+		if tx.Receive(h, to, m.Msg) > 0 {
+			s.B.spend(Reorder)
 		}
 		c.fire(s, tx, cov, roleOf(to), h, msgEvent(to, m.Msg))
 	case MvTimer:
@@ -283,7 +276,7 @@ func (c *Checker) apply(s *State, tx *model.Tx, m Move, cov *Coverage, stuck boo
 		tx.CancelDelivered(h, model.Side(m.Arg))
 		c.fire(s, tx, cov, roleOf(model.Side(m.Arg)), h, cancelEvent(model.Side(m.Arg)))
 	case MvPeerRestarted:
-		s.W.H[h].PeerGone[m.Arg] = false
+		tx.PeerRestartNoticed(h, model.Side(m.Arg))
 		c.fire(s, tx, cov, roleOf(model.Side(m.Arg)), h, peerRestartedEvent(model.Side(m.Arg)))
 	case MvFreeBackground:
 		tx.FreeBackground(int(m.Arg))

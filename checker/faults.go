@@ -264,13 +264,7 @@ func (c *Checker) applyFault(s *State, tx *model.Tx, m Move, cov *Coverage) {
 		// Delivered and kept in flight.
 		c.fire(s, tx, cov, roleOf(model.Side(m.Arg)), h, msgEvent(model.Side(m.Arg), m.Msg))
 	case MvLose:
-		ch := &s.W.H[h].Ch[m.Arg]
-		for i := 0; i < int(ch.N); i++ {
-			if ch.M[i] == m.Msg {
-				ch.Take(i)
-				break
-			}
-		}
+		tx.Lose(h, model.Side(m.Arg), m.Msg)
 	case MvCancel:
 		tx.ClientCancel(h)
 	case MvAbort:

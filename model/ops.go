@@ -713,6 +713,25 @@ func (tx *Tx) Disarm(h int, t Timer) { tx.h(h).Timers &^= 1 << t }
 // Send puts a fact in flight to the side `to`.
 func (tx *Tx) Send(h int, to Side, m Msg) { tx.h(h).Ch[to].Send(m) }
 
+// Receive takes a fact in flight to the side `to` off the transport, to be
+// delivered. It returns where the fact was in flight (0: the oldest, more:
+// delivered out of order), or -1 when no such fact is in flight.
+func (tx *Tx) Receive(h int, to Side, m Msg) int {
+	ch := &tx.h(h).Ch[to]
+	i := ch.Index(m)
+	if i >= 0 {
+		ch.Take(i)
+	}
+	return i
+}
+
+// Lose is the transport dropping a fact in flight to the side `to`.
+func (tx *Tx) Lose(h int, to Side, m Msg) { tx.Receive(h, to, m) }
+
+// PeerRestartNoticed is the side learning from a health check that its
+// peer restarted.
+func (tx *Tx) PeerRestartNoticed(h int, s Side) { tx.h(h).PeerGone[s] = false }
+
 // ---- Background load ----
 
 // FreeBackground ends the background requests of a decode worker.

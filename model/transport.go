@@ -50,6 +50,17 @@ func (c *Channel) Has(m Msg) bool {
 	return false
 }
 
+// Index is the position of a message of the kind in flight (0: the
+// oldest), or -1.
+func (c *Channel) Index(m Msg) int {
+	for i := 0; i < int(c.N); i++ {
+		if c.M[i] == m {
+			return i
+		}
+	}
+	return -1
+}
+
 // Send puts a message in flight unless an identical one already is.
 // It reports whether the channel changed.
 func (c *Channel) Send(m Msg) bool {
