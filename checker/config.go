@@ -279,7 +279,7 @@ var (
 var worldKeys = map[string][]struct{ words, key string }{
 	"worker": {
 		{"background_slots", "background_slots"}, {"background_blocks", "background_blocks"},
-		{"background load of", ""}, {"capacity", "capacity_blocks"}, {"slots", "slots"},
+		{"background load of", ""}, {"capacity_blocks", "capacity_blocks"}, {"capacity", "capacity_blocks"}, {"slots", "slots"},
 		{"headroom_tokens", "headroom_tokens"}, {"prefix hits for", "prefix_hit_tokens"},
 	},
 	"handoff": {{"prompt_tokens", "prompt_tokens"}, {"headroom_tokens", "headroom_tokens"}},

@@ -1,0 +1,176 @@
+package checker
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// configLines is a configuration whose lines the tests below point at.
+// Line numbers are in the comments of the cases.
+const configLines = `{
+  "schema": "handoffcheck.config/v1",
+  "runs": [
+    {"name": "vllm", "policy": "source-first", "engine": "vllm"},
+    {"name": "sglang",
+     "policy": "destination-first", "engine": "sglang"}
+  ],
+  "workers": [
+    {"role": "prefill", "capacity_blocks": 8},
+    {"role": "decode",
+     "capacity_blocks": 8,
+     "slots": 2,
+     "headroom_tokens": 1024,
+     "prefix_hit_tokens": [16]}
+  ],
+  "handoffs": [
+    {"prompt_tokens": 48,
+     "headroom_tokens": 512}
+  ],
+  "transfer": {"bytes_per_token": 131072, "block_size_tokens": 16},
+  "faults": {"duplicate": 1}
+}`
+
+func editConfig(t *testing.T, old, new string) []byte {
+	t.Helper()
+	if !strings.Contains(configLines, old) {
+		t.Fatalf("%q is not in the configuration", old)
+	}
+	return []byte(strings.Replace(configLines, old, new, 1))
+}
+
+// parseRefused parses data and returns the error's lines after the first
+// (the sentinel); it fails the test if the configuration is accepted.
+func parseRefused(t *testing.T, data []byte) []string {
+	t.Helper()
+	c, err := ParseConfig("c.json", data)
+	if err == nil {
+		t.Fatalf("accepted: %+v", c.Runs)
+	}
+	if !errors.Is(err, ErrConfig) {
+		t.Fatalf("%v does not wrap ErrConfig", err)
+	}
+	return strings.Split(err.Error(), "\n")
+}
+
+func TestParseConfig_Accepts(t *testing.T) {
+	if _, err := ParseConfig("c.json", []byte(configLines)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Every problem points at the entry it is about (its key where there is
+// one), never at the array that holds it, and says what was expected;
+// runs, workers and handoffs are numbered from 0 as reports name them,
+// and a wrong limit brings no follow-on problems.
+func TestParseConfig_PointsAtTheEntry(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		old, new string
+		want     []string // whole error lines, in file order
+	}{
+		{"run-policy", `"policy": "destination-first"`, `"policy": "sideways"`,
+			[]string{`c.json:6: run 1 ("sglang"): policy "sideways" is not source-first or destination-first`}},
+		{"worker-role", `{"role": "decode",`, `{"role": "verify",`,
+			[]string{`c.json:10: worker 1: role "verify" is not prefill or decode`}},
+		// A negative capacity is the one problem: the background load is
+		// not also judged against it.
+		{"negative-capacity", `"capacity_blocks": 8,
+     "slots": 2,`, `"capacity_blocks": -1, "background_blocks": 2,
+     "slots": 2,`,
+			[]string{`c.json:11: worker 1: capacity_blocks -1, want 1 to 250`}},
+		{"background-above-capacity", `"capacity_blocks": 8,
+     "slots": 2,`, `"capacity_blocks": 8,
+     "slots": 2, "background_blocks": 9,`,
+			[]string{`c.json:12: worker 1: background_blocks 9, more than its capacity of 8 blocks`}},
+		{"zero-slots", `"slots": 2,`, `"slots": 0, "background_slots": 1,`,
+			[]string{`c.json:12: worker 1: slots 0, want 1 to 15`}},
+		{"prompt", `{"prompt_tokens": 48,`, `{"prompt_tokens": 0,`,
+			[]string{`c.json:17: handoff 0: prompt_tokens 0, want at least 1`}},
+		{"negative-handoff-headroom", `"headroom_tokens": 512}`, `"headroom_tokens": -1}`,
+			[]string{`c.json:18: handoff 0: headroom_tokens -1, want 0 or more`}},
+		// A prefix cache holds at most the whole prompt.
+		{"hit-above-prompt", `"prefix_hit_tokens": [16]}`, `"prefix_hit_tokens": [64]}`,
+			[]string{`c.json:14: worker 1: prefix hit of 64 tokens for handoff 0, more than its prompt of 48 tokens`}},
+		{"hit-on-prefill", `{"role": "prefill", "capacity_blocks": 8}`, `{"role": "prefill", "capacity_blocks": 8, "prefix_hit_tokens": [16]}`,
+			[]string{`c.json:9: worker 0: prefix hit for handoff 0 on a prefill worker: prefix hits apply to decode workers only`}},
+		{"too-few-workers", `    {"role": "prefill", "capacity_blocks": 8},
+`, ``,
+			[]string{`c.json:8: workers: 1 given, want 2 to 5 (at least one prefill and one decode worker)`}},
+		{"handoff-too-big", `"capacity_blocks": 8}`, `"capacity_blocks": 2}`,
+			[]string{`c.json:9: worker 0: handoff 0 needs 3 compute blocks, more than its capacity of 2`}},
+		{"unknown-fault", `"duplicate": 1`, `"duplicate": 1, "gremlins": 1`,
+			[]string{`c.json:21: unknown fault "gremlins"`}},
+		// Two problems, each at its own line, in file order.
+		{"two-problems", `"engine": "vllm"}`, `"engine": "tgi"}`,
+			[]string{`c.json:4: run 0 ("vllm"): engine "tgi" is not vllm, sglang or trtllm`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := parseRefused(t, editConfig(t, tc.old, tc.new))[1:]
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %d problems, want %d:\n%s", len(got), len(tc.want), strings.Join(got, "\n"))
+			}
+			for i := range got {
+				if !strings.HasPrefix(got[i], tc.want[i]) {
+					t.Errorf("problem %d:\n got %s\nwant %s", i, got[i], tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// The configuration's type errors say what the file should hold in JSON
+// terms: no Go type name reaches a person.
+func TestParseConfig_NoGoTypeNames(t *testing.T) {
+	for _, tc := range []struct{ old, new, want string }{
+		{`"capacity_blocks": 8}`, `"capacity_blocks": "8"}`, `c.json:9: checker: bad configuration: field "workers.capacity_blocks": got JSON string, want an integer from -2147483648 to 2147483647`},
+		{`"handoffs": [
+    {"prompt_tokens": 48,
+     "headroom_tokens": 512}
+  ]`, `"handoffs": {}`, `c.json:16: checker: bad configuration: field "handoffs": got JSON object, want an array`},
+		{`"duplicate": 1`, `"duplicate": -1`, `c.json:21: checker: bad configuration: field "faults": got JSON number -1, want a non-negative integer`},
+	} {
+		_, err := ParseConfig("c.json", editConfig(t, tc.old, tc.new))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("got %v, want %s", err, tc.want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "model.") || strings.Contains(err.Error(), "checker.") || strings.Contains(err.Error(), "Go ")) {
+			t.Errorf("a Go type name in %v", err)
+		}
+	}
+}
+
+// A run name --run cannot select is refused, like a name used twice.
+func TestParseConfig_RunNames(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{
+		{"", `c.json:4: run 0 (""): name is empty`},
+		{"a,b", `c.json:4: run 0 ("a,b"): name contains a comma`},
+		{"v llm", `c.json:4: run 0 ("v llm"): name contains white space`},
+		{"vllm\t", `c.json:4: run 0 ("vllm\t"): name contains white space`},
+		{"sglang", `c.json:5: run 1 ("sglang"): name is also the name of run 0`},
+	} {
+		got := parseRefused(t, editConfig(t, `{"name": "vllm"`, fmt.Sprintf(`{"name": %q`, tc.name)))
+		if len(got) != 2 || !strings.HasPrefix(got[1], tc.want) {
+			t.Errorf("name %q: got\n%s\nwant %s", tc.name, strings.Join(got, "\n"), tc.want)
+		}
+	}
+}
+
+// A key given twice is refused at its second occurrence: JSON decoding
+// keeps the last silently.
+func TestParseConfig_DuplicateKey(t *testing.T) {
+	_, err := ParseConfig("c.json", editConfig(t, `"slots": 2,`, `"slots": 2, "slots": 3,`))
+	want := `c.json:12: checker: bad configuration: key "slots" appears twice in workers[1] (first on line 12); want each key once`
+	if err == nil || err.Error() != want || !errors.Is(err, ErrConfig) {
+		t.Fatalf("got %v, want %s", err, want)
+	}
+}
+
+// A transfer whose byte count overflows is refused at the handoff it prices.
+func TestParseConfig_TransferOverflow(t *testing.T) {
+	got := parseRefused(t, editConfig(t, `"bytes_per_token": 131072`, `"bytes_per_token": 1000000000000000000`))
+	if len(got) != 2 || !strings.HasPrefix(got[1], "c.json:17: handoff 0: linear profile: 48 moved tokens × 1000000000000000000 bytes per token overflow the byte count") {
+		t.Fatalf("got\n%s", strings.Join(got, "\n"))
+	}
+}
