@@ -24,7 +24,14 @@ type Positions struct {
 // Scan expects a document that already decoded; a syntax error is still
 // reported, never panicked on.
 func Scan(file string, data []byte, sentinel error) (*Positions, error) {
-	s := &scanner{data: data, dec: json.NewDecoder(bytes.NewReader(data)), pos: &Positions{lines: map[string]int{}}}
+	return ScanAt(file, 1, data, sentinel)
+}
+
+// ScanAt is Scan of a value that starts on line first of file, such as
+// one line of a JSON Lines file: its lines, and those of its errors, are
+// lines of the file.
+func ScanAt(file string, first int, data []byte, sentinel error) (*Positions, error) {
+	s := &scanner{data: data, dec: json.NewDecoder(bytes.NewReader(data)), pos: &Positions{lines: map[string]int{}}, base: max(first, 1) - 1}
 	s.dec.UseNumber() // a huge number is a value to skip, not an error
 	if err := s.value("", "the document", true); err != nil {
 		return nil, s.fail(file, err, sentinel)
@@ -85,6 +92,7 @@ type scanner struct {
 	data []byte
 	dec  *json.Decoder
 	pos  *Positions
+	base int // lines of the file before data
 }
 
 // duplicateKey is the refusal of a key given twice in one object.
@@ -97,7 +105,7 @@ func (d *duplicateKey) Error() string {
 	return fmt.Sprintf("key %q appears twice in %s", d.key, d.where)
 }
 
-func (s *scanner) line() int { return Line(s.data, int(s.dec.InputOffset())-1) }
+func (s *scanner) line() int { return s.base + Line(s.data, int(s.dec.InputOffset())-1) }
 
 // value reads one value whose path is key (encoded) and whose name in
 // messages is where; record says whether the value's own line is its
@@ -165,5 +173,8 @@ func (s *scanner) fail(file string, err error, sentinel error) error {
 		return fmt.Errorf("%s:%d: %w: key %q appears twice in %s (first on line %d); want each key once",
 			file, d.line, sentinel, d.key, in, d.first)
 	}
-	return DecodeError(file, s.data, err, sentinel, "a JSON value")
+	if s.base == 0 {
+		return DecodeError(file, s.data, err, sentinel, "a JSON value")
+	}
+	return fmt.Errorf("%s:%d: %w: %s", file, s.line(), sentinel, Clean(err))
 }

@@ -145,3 +145,18 @@ func TestReadFile_Bounded(t *testing.T) {
 		t.Fatalf("4 bytes under a 4-byte limit: %q, %v", data, err)
 	}
 }
+
+// ScanAt counts lines from the line its value starts on.
+func TestScanAt_LinesOfTheFile(t *testing.T) {
+	p, err := ScanAt("t.jsonl", 7, []byte(`{"step": 1, "move": "x"}`), errBad)
+	if err != nil || p.Line("move") != 7 {
+		t.Fatalf("Line(move) = %d, %v; want 7", p.Line("move"), err)
+	}
+	_, err = ScanAt("t.jsonl", 7, []byte(`{"step": 1, "step": 2}`), errBad)
+	if want := `t.jsonl:7: bad: key "step" appears twice in the top-level object (first on line 7); want each key once`; err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %s", err, want)
+	}
+	if _, err = ScanAt("t.jsonl", 7, []byte(`{"step": `), errBad); err == nil || !strings.HasPrefix(err.Error(), "t.jsonl:7: bad: ") {
+		t.Fatalf("truncated: %v", err)
+	}
+}
