@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
+	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
 )
@@ -106,6 +108,12 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 			if err := dec.Decode(&h); err != nil {
 				return nil, bad(line, "header: %s (want {\"schema\": %q, \"run\", \"config\", ...})", jsonfile.Clean(err), TraceSchemaV1)
 			}
+			if dec.More() {
+				return nil, bad(line, "more than one JSON value on the header line")
+			}
+			if _, err := jsonfile.ScanAt(file, line, text, ErrTrace); err != nil {
+				return nil, err
+			}
 			if h.Schema != TraceSchemaV1 {
 				return nil, bad(line, "schema is %q, want %q", h.Schema, TraceSchemaV1)
 			}
@@ -114,7 +122,9 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 			}
 			cfg, err := ParseConfig(fmt.Sprintf("%s:%d: config", file, line), h.Config)
 			if err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrTrace, err)
+				// Both sentinels stay visible to errors.Is: the trace is
+				// refused because its configuration is.
+				return nil, fmt.Errorf("%w: %w", ErrTrace, err)
 			}
 			found := false
 			for _, r := range cfg.Runs {
@@ -126,7 +136,7 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 			if len(h.Spec) > 0 {
 				s, err := spec.Parse(fmt.Sprintf("%s:%d: spec", file, line), h.Spec)
 				if err != nil {
-					return nil, fmt.Errorf("%w: %v", ErrTrace, err)
+					return nil, fmt.Errorf("%w: %w", ErrTrace, err)
 				}
 				tr.Spec = s
 			}
@@ -140,12 +150,18 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 		if dec.More() {
 			return nil, bad(line, "more than one JSON value on the line")
 		}
+		if _, err := jsonfile.ScanAt(file, line, text, ErrTrace); err != nil {
+			return nil, err
+		}
 		if l.Step != len(tr.Moves)+1 {
 			return nil, bad(line, "step %d, want %d (steps count from 1 without gaps)", l.Step, len(tr.Moves)+1)
 		}
 		m, err := ParseMove(l.Move)
 		if err != nil {
 			return nil, bad(line, "move %q: %v", l.Move, err)
+		}
+		if why := outOfRange(m, &tr.Config.World); why != "" {
+			return nil, bad(line, "move %q: %s", l.Move, why)
 		}
 		tr.Moves = append(tr.Moves, m)
 		tr.Lines = append(tr.Lines, line)
@@ -157,4 +173,26 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 		return nil, bad(1, "empty trace, want a header line with schema %q", TraceSchemaV1)
 	}
 	return tr, nil
+}
+
+// outOfRange says which handoff or worker a move names that the trace's
+// configuration does not have, or "" when both exist. Replaying such a
+// move could only say it is not enabled, which hides that the trace and
+// its configuration disagree.
+func outOfRange(m Move, w *model.Config) string {
+	if n := len(w.Handoffs); int(m.H) >= n {
+		return fmt.Sprintf("handoff %d is out of range: the configuration has %s (%s)", m.H, plural(n, "handoff"), indexRange("h", n))
+	}
+	// The worker argument is the one String writes as worker=W.
+	if n := len(w.Workers); strings.Contains(m.String(), " worker=") && int(m.Arg) >= n {
+		return fmt.Sprintf("worker %d is out of range: the configuration has %s (%s)", m.Arg, plural(n, "worker"), indexRange("worker", n))
+	}
+	return ""
+}
+
+func indexRange(key string, n int) string {
+	if n == 1 {
+		return key + "=0"
+	}
+	return fmt.Sprintf("%s=0 to %s=%d", key, key, n-1)
 }

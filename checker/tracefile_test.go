@@ -3,6 +3,7 @@ package checker
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -153,4 +154,48 @@ func FuzzParseTrace(f *testing.F) {
 			t.Fatalf("inconsistent trace: %+v", tr)
 		}
 	})
+}
+
+// A trace refused for its embedded configuration or spec is both a bad
+// trace and a bad configuration (or spec) to errors.Is.
+func TestTrace_EmbeddedErrorsKeepTheirSentinels(t *testing.T) {
+	badConfig := `{"schema": "handoffcheck.trace/v1", "run": "vllm", "config": {"schema": "nope"}}`
+	_, err := ParseTrace("ce.jsonl", []byte(badConfig))
+	if !errors.Is(err, ErrTrace) || !errors.Is(err, ErrConfig) {
+		t.Errorf("bad config: %v; want errors.Is ErrTrace and ErrConfig", err)
+	}
+	badSpec := `{"schema": "handoffcheck.trace/v1", "run": "vllm", "config": ` + strings.ReplaceAll(smallConfig, "\n", " ") +
+		`, "spec": {"schema": "nope"}}`
+	_, err = ParseTrace("ce.jsonl", []byte(badSpec))
+	if !errors.Is(err, ErrTrace) || !errors.Is(err, spec.ErrInvalid) {
+		t.Errorf("bad spec: %v; want errors.Is ErrTrace and spec.ErrInvalid", err)
+	}
+}
+
+// A move naming a handoff or worker the configuration does not have is
+// refused at its line, saying how many there are; duplicate keys on any
+// line are refused.
+func TestTrace_RefusesWhatTheConfigurationLacks(t *testing.T) {
+	header := `{"schema": "handoffcheck.trace/v1", "run": "vllm", "config": ` + strings.ReplaceAll(smallConfig, "\n", " ") + `}`
+	cfg := mustConfig(t, smallConfig)
+	if len(cfg.World.Handoffs) != 1 || len(cfg.World.Workers) != 2 {
+		t.Fatalf("the cases below assume 1 handoff and 2 workers, got %d and %d", len(cfg.World.Handoffs), len(cfg.World.Workers))
+	}
+	for _, tc := range []struct{ name, text, want string }{
+		{"handoff", header + "\n{\"step\": 1, \"move\": \"route-prefill h=3 worker=0\"}",
+			`ce.jsonl:2: checker: bad trace: move "route-prefill h=3 worker=0": handoff 3 is out of range: the configuration has 1 handoff (h=0)`},
+		{"worker", header + "\n{\"step\": 1, \"move\": \"route-prefill h=0 worker=2\"}",
+			`ce.jsonl:2: checker: bad trace: move "route-prefill h=0 worker=2": worker 2 is out of range: the configuration has 2 workers (worker=0 to worker=1)`},
+		{"duplicate-key-in-step", header + "\n{\"step\": 1, \"move\": \"cancel h=0\", \"move\": \"cancel h=0\"}",
+			`ce.jsonl:2: checker: bad trace: key "move" appears twice in the top-level object (first on line 2); want each key once`},
+		{"duplicate-key-in-header", strings.Replace(header, `"run": "vllm",`, `"run": "vllm", "run": "vllm",`, 1),
+			`ce.jsonl:1: checker: bad trace: key "run" appears twice in the top-level object (first on line 1); want each key once`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseTrace("ce.jsonl", []byte(tc.text))
+			if err == nil || err.Error() != tc.want || !errors.Is(err, ErrTrace) {
+				t.Fatalf("got %v\nwant %s", err, tc.want)
+			}
+		})
+	}
 }
