@@ -57,10 +57,10 @@ func (c *Checker) moves(s *State, ms *moveSet) (protocol int) {
 				ms.add(Move{Kind: MvRouteDecode, H: hh, Arg: int8(w)})
 			}
 		}
-		if c.world.Engine != model.TRTLLM && tx.CanReserve(h) && c.can(s, spec.Destination, h, evDstReserved) {
+		if tx.CanReserve(h) && c.can(s, spec.Destination, h, evDstReserved) {
 			ms.add(Move{Kind: MvReserve, H: hh})
 		}
-		if c.world.Engine == model.TRTLLM && x.Pending && c.can(s, spec.Destination, h, evDstRefused) {
+		if tx.CanRefuse(h) && c.can(s, spec.Destination, h, evDstRefused) {
 			ms.add(Move{Kind: MvRefuse, H: hh})
 		}
 		if tx.CanAdmitPrefill(h) {

@@ -39,38 +39,100 @@ func (r WorkerRole) String() string {
 	return "decode"
 }
 
-// Engine is the decode engine's reservation behaviour (LIFECYCLE.md
-// sections 1 and 8).
+// Engine is a decode engine (LIFECYCLE.md sections 1 and 8). What the
+// model does with an engine follows from its traits in Engines: no code
+// asks which engine it is.
 type Engine uint8
 
 const (
-	// VLLM reserves pages for the missing prompt without a request slot;
-	// the slot is taken when the activated request is promoted to running.
+	// VLLM reserves pages without a request slot.
 	VLLM Engine = iota
-	// SGLang reserves a request slot, the page-aligned delta pages and
-	// admission headroom at once.
+	// SGLang reserves a slot, pages and headroom at once.
 	SGLang
-	// TRTLLM cannot reserve for a handoff and refuses.
+	// TRTLLM cannot reserve.
 	TRTLLM
+	// NumEngines is the number of engines.
+	NumEngines
 )
 
-var engineNames = [...]string{"vllm", "sglang", "trtllm"}
+// EngineTraits is how a decode engine reserves destination memory for a
+// handoff.
+type EngineTraits struct {
+	// Name names the engine in configurations and reports.
+	Name string
+	// CanReserve: the decode scheduler grants a queued reservation when it
+	// fits. An engine that cannot refuses every reservation instead: a
+	// handoff that needs one ends cleanly, in failure.
+	CanReserve bool
+	// SlotAtReservation: a reservation takes a request slot at once.
+	// Without it, the activated request takes a slot when it is promoted
+	// to running.
+	SlotAtReservation bool
+	// PageAligned: a reservation holds the page-aligned delta that the
+	// worker's prefix cache lacks, in whole pages. The model prices
+	// reservations only so: an engine that reserves must have it.
+	PageAligned bool
+	// HeadroomAtReservation: a reservation also holds the request's
+	// admission headroom, until the pages are freed.
+	HeadroomAtReservation bool
+	// Meaning is how the engine reserves, in one line.
+	Meaning string
+}
+
+// ExemptFromFaultFreeCompletion reports whether FaultFreeCompletion spares
+// the engine: one that cannot reserve fails every handoff cleanly by design.
+func (t *EngineTraits) ExemptFromFaultFreeCompletion() bool { return !t.CanReserve }
+
+// Engines is the engine vocabulary, indexed by Engine.
+var Engines = [NumEngines]EngineTraits{
+	VLLM: {Name: "vllm", CanReserve: true, PageAligned: true,
+		Meaning: "reserves pages for the missing prompt without a request slot; the slot is taken when the activated request is promoted to running"},
+	SGLang: {Name: "sglang", CanReserve: true, SlotAtReservation: true, PageAligned: true, HeadroomAtReservation: true,
+		Meaning: "reserves a request slot, the page-aligned delta pages and admission headroom at once"},
+	TRTLLM: {Name: "trtllm",
+		Meaning: "cannot reserve destination memory for a handoff and refuses"},
+}
+
+func init() {
+	for e := range Engines {
+		if t := &Engines[e]; t.Name == "" || (t.CanReserve && !t.PageAligned) {
+			panic(fmt.Sprintf("model: engine %d (%q) needs a name, and page-aligned reservations if it reserves", e, t.Name))
+		}
+	}
+}
+
+// Traits are the engine's traits. The engine must be known (Prepare checks).
+func (e Engine) Traits() *EngineTraits { return &Engines[e] }
+
+// Known reports whether the engine is in Engines.
+func (e Engine) Known() bool { return e < NumEngines }
 
 func (e Engine) String() string {
-	if int(e) < len(engineNames) {
-		return engineNames[e]
+	if e.Known() {
+		return Engines[e].Name
 	}
 	return fmt.Sprintf("Engine(%d)", uint8(e))
 }
 
+// EngineNames lists the engine names, in Engine order.
+func EngineNames() []string {
+	names := make([]string, NumEngines)
+	for e := range Engines {
+		names[e] = Engines[e].Name
+	}
+	return names
+}
+
 // ParseEngine reads an engine by name.
 func ParseEngine(s string) (Engine, error) {
-	for i, n := range engineNames {
-		if n == s {
-			return Engine(i), nil
+	for e := range Engines {
+		if Engines[e].Name == s {
+			return Engine(e), nil
 		}
 	}
-	return 0, fmt.Errorf("%w: engine %q is not vllm, sglang or trtllm", ErrConfig, s)
+	names := EngineNames()
+	list := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	return 0, fmt.Errorf("%w: engine %q is not %s", ErrConfig, s, list)
 }
 
 // WorkerConfig describes one worker.
@@ -159,7 +221,7 @@ func (c *Config) Prepare() error {
 	if c.Linear != nil && (c.Linear.BytesPerToken <= 0 || c.Linear.BlockSize <= 0) {
 		bad("transfer: a linear profile needs bytes_per_token and block_size_tokens > 0")
 	}
-	if c.Engine > TRTLLM {
+	if !c.Engine.Known() {
 		bad("engine: unknown engine %d", c.Engine)
 	}
 	var d derived

@@ -386,6 +386,7 @@ type holdings struct {
 func (w *World) holdingsAll() (hs [MaxWorkers]holdings) {
 	c := w.cfg
 	nW := w.NumWorkers()
+	headroom := c.Engine.Traits().HeadroomAtReservation
 	for k := 0; k < nW; k++ {
 		hs[k].active = w.W[k].Background
 		hs[k].slots = w.W[k].BackgroundSlot
@@ -431,7 +432,7 @@ func (w *World) holdingsAll() (hs [MaxWorkers]holdings) {
 			if x.Running {
 				s.slots++
 			}
-			if c.Engine == SGLang && x.Dst != DstNone {
+			if headroom && x.Dst != DstNone {
 				s.headroom += c.Handoffs[h].HeadroomTokens
 			}
 			if x.InFlight[DestinationSide] {
@@ -719,9 +720,10 @@ func AttemptIsolation(before, after *World, h int, to Side, index int) *Violatio
 // failure, restart, early timer, no-show or background load), every
 // handoff ended in success on both sides: the source released after the
 // reads and the destination decoded. An engine that cannot reserve
-// (TRT-LLM) is exempt: it fails every handoff cleanly by design.
+// (EngineTraits.ExemptFromFaultFreeCompletion) is exempt: it fails every
+// handoff cleanly by design.
 func FaultFreeCompletion(w *World) *Violation {
-	if w.cfg.Engine == TRTLLM {
+	if w.cfg.Engine.Traits().ExemptFromFaultFreeCompletion() {
 		return nil
 	}
 	for h := 0; h < w.NumHandoffs(); h++ {

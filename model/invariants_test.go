@@ -369,10 +369,14 @@ func TestInvariants_FaultFreeCompletion(t *testing.T) {
 	if v == nil || v.Invariant != NameFaultFreeCompletion {
 		t.Fatalf("a failed handoff was not flagged: %v", v)
 	}
-	c := testConfig(t, spec.SourceFirst, TRTLLM, 1, 2)
-	w := NewWorld(c)
-	if v := FaultFreeCompletion(&w); v != nil {
-		t.Fatalf("an engine that refuses reservations is exempt: %v", v)
+	// On a world where nothing happened, only an engine that cannot
+	// reserve is spared.
+	for e := Engine(0); e < NumEngines; e++ {
+		w := NewWorld(testConfig(t, spec.SourceFirst, e, 1, 2))
+		v := FaultFreeCompletion(&w)
+		if exempt := Engines[e].ExemptFromFaultFreeCompletion(); (v == nil) != exempt || exempt == Engines[e].CanReserve {
+			t.Errorf("engine %s (can reserve: %v): FaultFreeCompletion gives %v", e, Engines[e].CanReserve, v)
+		}
 	}
 }
 

@@ -492,51 +492,61 @@ func (tx *Tx) WithdrawReservation(h int, side Side) {
 	}
 }
 
-func (tx *Tx) reservationSlots() bool { return tx.W.cfg.Engine == SGLang }
+func (tx *Tx) engine() *EngineTraits { return tx.W.cfg.Engine.Traits() }
 
 // CanReserve reports whether the decode scheduler can grant the queued
-// reservation now: pages for the delta and, for SGLang, a request slot and
+// reservation now: the engine reserves at all, the delta pages fit and,
+// for an engine that takes them at reservation, a request slot and the
 // admission headroom.
 func (tx *Tx) CanReserve(h int) bool {
 	x := tx.h(h)
-	if !x.Pending || x.Decode < 0 {
+	e := tx.engine()
+	if !e.CanReserve || !x.Pending || x.Decode < 0 {
 		return false
 	}
 	d := int(x.Decode)
 	if !tx.canAlloc(d, tx.W.reserve(h, d)) {
 		return false
 	}
-	if tx.reservationSlots() {
-		k := &tx.W.W[d]
-		wc := &tx.W.cfg.Workers[d]
-		if int(k.SlotsUsed) >= wc.Slots || k.HeadroomUsed+tx.W.cfg.Handoffs[h].HeadroomTokens > wc.Headroom {
-			return false
-		}
+	k := &tx.W.W[d]
+	wc := &tx.W.cfg.Workers[d]
+	if e.SlotAtReservation && int(k.SlotsUsed) >= wc.Slots {
+		return false
+	}
+	if e.HeadroomAtReservation && k.HeadroomUsed+tx.W.cfg.Handoffs[h].HeadroomTokens > wc.Headroom {
+		return false
 	}
 	return true
 }
 
 // Reserve is the decode scheduler granting the reservation: it locks the
 // prefix snapshot, reserves the page-aligned delta (reserved_destination),
-// and for SGLang a request slot and headroom. All of it counts at once
-// (ReservationCountsAtOnce).
+// and, as the engine does, a request slot and headroom. All of it counts
+// at once (ReservationCountsAtOnce).
 func (tx *Tx) Reserve(h int) {
 	x := tx.h(h)
+	e := tx.engine()
 	d := int(x.Decode)
 	k := &tx.W.W[d]
 	lk := tx.W.locked(h, d)
 	k.Prefix -= lk
 	k.Active += lk
 	tx.alloc(d, tx.W.reserve(h, d), &k.Reserved)
-	if tx.reservationSlots() {
+	if e.SlotAtReservation {
 		k.SlotsUsed++
-		k.HeadroomUsed += tx.W.cfg.Handoffs[h].HeadroomTokens
 		x.Running = true
+	}
+	if e.HeadroomAtReservation {
+		k.HeadroomUsed += tx.W.cfg.Handoffs[h].HeadroomTokens
 	}
 	x.Pending = false
 	x.Dst = DstReserved
 	tx.begin(h, ResDestReservation, DestinationSide)
 }
+
+// CanRefuse reports whether an engine that cannot reserve has a queued
+// reservation request to turn down.
+func (tx *Tx) CanRefuse(h int) bool { return !tx.engine().CanReserve && tx.h(h).Pending }
 
 // Refuse is an engine that cannot reserve for a handoff turning it down.
 func (tx *Tx) Refuse(h int) { tx.h(h).Pending = false }
@@ -595,14 +605,14 @@ func (tx *Tx) freeAdmission(h int) {
 		k.SlotsUsed--
 		x.Running = false
 	}
-	if tx.reservationSlots() {
+	if tx.engine().HeadroomAtReservation {
 		k.HeadroomUsed -= tx.W.cfg.Handoffs[h].HeadroomTokens
 	}
 }
 
 // ActivateDestination turns the reserved pages into active ones; the
-// reservation ends by activation. A vLLM request takes a running slot when
-// one is free, or waits for one.
+// reservation ends by activation. A request that holds no slot yet takes a
+// running slot when one is free, or waits for one.
 func (tx *Tx) ActivateDestination(h int, side Side) {
 	if !tx.command(h, side, DestinationSide) {
 		return
