@@ -2,20 +2,25 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"text/tabwriter"
 
 	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
 )
 
-func init() {
-	register("price", "price the bytes a handoff transfer moves", cmdPrice)
+var priceCommand = &command{
+	name:    "price",
+	args:    "--groups FILE | --bytes-per-token B, --prompt-tokens N [flags]",
+	summary: "price the bytes a handoff transfer moves",
+	exits:   []exitDoc{{exitOK, "the quote was printed"}, {exitUsage, ""}},
+	run:     cmdPrice,
 }
+
+func init() { registerCommand(priceCommand) }
 
 // priceJSON is the stable --json form of one quote. Field names are part of
 // the CLI contract (ARCHITECTURE.md: price is a stable CLI with JSON output).
@@ -47,8 +52,8 @@ type priceGroupJSON struct {
 	Bytes  int64  `json:"bytes"`
 }
 
-func cmdPrice(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("price", flag.ContinueOnError)
+func cmdPrice(c *command, e *env, args []string) int {
+	fs := c.flags()
 	groupsFile := fs.String("groups", "", "grouped transfer profile (JSON); exclusive with --bytes-per-token")
 	bytesPerToken := fs.Int64("bytes-per-token", 0, "linear profile: bytes one token moves; exclusive with --groups")
 	blockSize := fs.Int64("block-size", 16, "linear profile: page size in tokens that aligns destination hits")
@@ -57,15 +62,11 @@ func cmdPrice(args []string, stdout, stderr io.Writer) int {
 	gbps := fs.Float64("bandwidth-gbps", 0, "transfer bandwidth in GB/s (1 GB/s = 1e9 bytes/s); prints the transfer time")
 	role := fs.String("role", "prefill", "role the groups file describes: prefill or decode")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
-	if code, ok := parseFlags(fs, args, stderr); !ok {
+	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
 		return code
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "handoffcheck price: "+format+"\n", a...)
-		return exitUsage
-	}
+	set := setFlags(fs)
+	fail := func(format string, a ...any) int { return c.bad(e, format, a...) }
 
 	grouped := set["groups"]
 	switch {
@@ -86,8 +87,13 @@ func cmdPrice(args []string, stdout, stderr io.Writer) int {
 	if *prompt <= 0 || *prompt > math.MaxInt32 {
 		return fail("--prompt-tokens %d: want a count between 1 and %d", *prompt, math.MaxInt32)
 	}
-	if *hit < 0 || *hit > math.MaxInt32 {
-		return fail("--hit-tokens %d: want a count between 0 and %d", *hit, math.MaxInt32)
+	switch {
+	case *hit < 0:
+		return fail("--hit-tokens %d: want a count between 0 and --prompt-tokens (%d)", *hit, *prompt)
+	case *hit > *prompt:
+		// A prefix cache holds at most the whole prompt: a larger hit
+		// would be priced as more reused tokens than the prompt has.
+		return fail("--hit-tokens %d: more than the %d tokens of the prompt (a prefix cache holds at most the whole prompt); want 0 to %d", *hit, *prompt, *prompt)
 	}
 	if set["bandwidth-gbps"] && (!(*gbps > 0) || math.IsInf(*gbps, 0)) {
 		return fail("--bandwidth-gbps %v: want a positive finite number", *gbps)
@@ -104,7 +110,7 @@ func cmdPrice(args []string, stdout, stderr io.Writer) int {
 	var err error
 	n, h := model.Tokens(*prompt), model.Tokens(*hit)
 	if grouped {
-		data, rerr := os.ReadFile(*groupsFile)
+		data, rerr := jsonfile.ReadFile(*groupsFile)
 		if rerr != nil {
 			return fail("%v", rerr)
 		}
@@ -150,10 +156,10 @@ func cmdPrice(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail("%v", err)
 		}
-		fmt.Fprintln(stdout, string(b))
+		fmt.Fprintln(e.stdout, string(b))
 		return exitOK
 	}
-	writePriceText(stdout, *groupsFile, out)
+	writePriceText(e.stdout, *groupsFile, out)
 	return exitOK
 }
 

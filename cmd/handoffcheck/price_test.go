@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -424,12 +425,12 @@ func TestCmdPrice_Refusals(t *testing.T) {
 
 func TestCmdPrice_Help(t *testing.T) {
 	code, stdout, stderr := runPrice(t, "-h")
-	if code != exitOK || stdout != "" || !strings.Contains(stderr, "-bytes-per-token") || !strings.Contains(stderr, "-groups") {
+	if code != exitOK || stderr != "" || !strings.Contains(stdout, "-bytes-per-token") || !strings.Contains(stdout, "-groups") {
 		t.Errorf("exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
 	}
 	var out, errb bytes.Buffer
 	run([]string{"help"}, &out, &errb)
-	if !strings.Contains(errb.String(), "price      price the bytes a handoff transfer moves") {
-		t.Errorf("price is not in the command list:\n%s", errb.String())
+	if !regexp.MustCompile(`(?m)^  price +price the bytes a handoff transfer moves$`).MatchString(out.String()) {
+		t.Errorf("price is not in the command list:\n%s", out.String())
 	}
 }

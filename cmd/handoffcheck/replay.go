@@ -1,43 +1,40 @@
 package main
 
 import (
-	"flag"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/machines/interp"
+	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
 )
 
-func init() {
-	register("replay", "replay a trace file step by step and judge every step", cmdReplay)
+var replayCommand = &command{
+	name:    "replay",
+	args:    "FILE.jsonl",
+	summary: "replay a trace file step by step and judge every step",
+	exits: []exitDoc{
+		{exitOK, "every step replayed and none violated an invariant"},
+		{exitViolation, "a step violates an invariant"},
+		{exitUsage, "bad usage, a bad trace file, or a step that is not enabled where it is taken"},
+	},
+	run: cmdReplay,
 }
 
-func cmdReplay(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: handoffcheck replay FILE.jsonl")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return exitOK
-		}
-		return exitUsage
+func init() { registerCommand(replayCommand) }
+
+func cmdReplay(cmd *command, e *env, args []string) int {
+	fs := cmd.flags()
+	if code, ok := cmd.parse(e, fs, args, 0, -1); !ok {
+		return code
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "handoffcheck replay: want exactly one trace file")
-		return exitUsage
+		return cmd.bad(e, "want exactly one trace file, got %d arguments", fs.NArg())
 	}
+	stdout := e.stdout
 	file := fs.Arg(0)
-	bad := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "handoffcheck replay: "+format+"\n", a...)
-		return exitUsage
-	}
-	data, err := os.ReadFile(file)
+	bad := func(format string, a ...any) int { return cmd.bad(e, format, a...) }
+	data, err := jsonfile.ReadFile(file)
 	if err != nil {
 		return bad("%v", err)
 	}
@@ -75,11 +72,18 @@ func cmdReplay(args []string, stdout, stderr io.Writer) int {
 	for i, m := range tr.Moves {
 		r, err := s.Apply(m)
 		if err != nil {
-			var enabled []string
-			for _, e := range s.Moves() {
-				enabled = append(enabled, e.String())
+			// One enabled move per line: they are read to find the one
+			// the trace should have taken.
+			enabled := "nothing is enabled here"
+			if moves := s.Moves(); len(moves) > 0 {
+				var b strings.Builder
+				b.WriteString("enabled here:")
+				for _, e := range moves {
+					b.WriteString("\n  " + e.String())
+				}
+				enabled = b.String()
 			}
-			return bad("%s:%d: step %d: %v; enabled here: %v", file, tr.Lines[i], i+1, err, enabled)
+			return bad("%s:%d: step %d: %v; %s", file, tr.Lines[i], i+1, err, enabled)
 		}
 		for j, l := range s.FormatStep(r) {
 			if j == 0 {

@@ -1,72 +1,72 @@
 package main
 
 import (
-	"flag"
 	"fmt"
-	"io"
-	"os"
 
-	"github.com/handoffcheck/handoffcheck/checker"
-	"github.com/handoffcheck/handoffcheck/machines/interp"
 	"github.com/handoffcheck/handoffcheck/spec"
+	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
 )
 
-func init() {
-	register("spec", "print the built-in transition tables as versioned JSON (a starting point for variants)", cmdSpec)
-	register("validate", "check a spec variant file: tables well formed, vocabulary known to the model", cmdValidate)
+var specCommand = &command{
+	name:    "spec",
+	args:    "> variant.json",
+	summary: "print the built-in transition tables as versioned JSON (a starting point for variants)",
+	exits:   []exitDoc{{exitOK, "the tables were printed"}, {exitUsage, ""}},
+	run:     cmdSpec,
 }
 
-func cmdSpec(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("spec", flag.ContinueOnError)
-	if code, ok := parseFlags(fs, args, stderr); !ok {
+var validateCommand = &command{
+	name:    "validate",
+	args:    "FILE.json",
+	summary: "check a spec variant file: tables well formed, within the checker's limits, vocabulary known to the model, every state reachable",
+	exits:   []exitDoc{{exitOK, "the spec is valid and check can run it"}, {exitUsage, "the spec is refused, or bad usage"}},
+	run:     cmdValidate,
+}
+
+func init() {
+	registerCommand(specCommand)
+	registerCommand(validateCommand)
+}
+
+func cmdSpec(c *command, e *env, args []string) int {
+	fs := c.flags()
+	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
 		return code
 	}
 	out, err := spec.Default().Format()
 	if err != nil {
-		fmt.Fprintf(stderr, "handoffcheck spec: %v\n", err)
-		return exitUsage
+		return c.bad(e, "%v", err)
 	}
-	stdout.Write(out)
+	e.stdout.Write(out)
 	return exitOK
 }
 
-func cmdValidate(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: handoffcheck validate FILE.json")
-		fs.PrintDefaults()
-	}
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return exitOK
-		}
-		return exitUsage
+func cmdValidate(c *command, e *env, args []string) int {
+	fs := c.flags()
+	if code, ok := c.parse(e, fs, args, 0, -1); !ok {
+		return code
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "handoffcheck validate: want exactly one spec file")
-		return exitUsage
+		return c.bad(e, "want exactly one spec file, got %d arguments", fs.NArg())
 	}
 	file := fs.Arg(0)
-	data, err := os.ReadFile(file)
+	data, err := jsonfile.ReadFile(file)
 	if err != nil {
-		fmt.Fprintf(stderr, "handoffcheck validate: %v\n", err)
-		return exitUsage
+		return c.bad(e, "%v", err)
 	}
+	// Parse refuses, each at its file:line, everything a run would:
+	// table structure, the checker's limits, the model's vocabulary and
+	// unreachable states.
 	s, err := spec.Parse(file, data)
 	if err != nil {
-		fmt.Fprintf(stderr, "handoffcheck validate: %v\n", err)
-		return exitUsage
+		return c.bad(e, "%v", err)
 	}
-	if err := checker.CheckVocabulary(s); err != nil {
-		fmt.Fprintf(stderr, "handoffcheck validate: %s: %v\n", file, err)
-		return exitUsage
+	// Then the spec is loaded exactly as check loads it, so that nothing
+	// check refuses passes here.
+	if _, _, err := protocolOf(file, s); err != nil {
+		return c.bad(e, "%v", err)
 	}
-	if _, err := interp.New(s); err != nil {
-		fmt.Fprintf(stderr, "handoffcheck validate: %s: %v\n", file, err)
-		return exitUsage
-	}
-	fmt.Fprintf(stdout, "%s: valid: %d source rows, %d destination rows; run it with: handoffcheck check --spec %s\n",
+	fmt.Fprintf(e.stdout, "%s: valid: %d source rows, %d destination rows; run it with: handoffcheck check --spec %s\n",
 		file, len(s.Source.Rows), len(s.Destination.Rows), file)
 	return exitOK
 }
