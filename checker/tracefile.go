@@ -28,6 +28,11 @@ import (
 // without gaps; the move syntax is that of scenario files.
 const TraceSchemaV1 = "handoffcheck.trace/v1"
 
+// MaxTraceLineBytes bounds one line of a trace file: 16 MiB. The header
+// line, the longest, embeds a configuration and at most a whole spec
+// (under 100 KB).
+const MaxTraceLineBytes = 16 << 20
+
 // ErrTrace is wrapped by every refusal of a trace file.
 var ErrTrace = errors.New("checker: bad trace")
 
@@ -89,7 +94,7 @@ func WriteTrace(w io.Writer, configJSON []byte, s *spec.Spec, run string, attemp
 // says what was expected; it never panics on bad input.
 func ParseTrace(file string, data []byte) (*Trace, error) {
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
+	sc.Buffer(make([]byte, 0, 64*1024), MaxTraceLineBytes)
 	bad := func(line int, format string, args ...any) error {
 		return fmt.Errorf("%s:%d: %w: %s", file, line, ErrTrace, fmt.Sprintf(format, args...))
 	}
@@ -167,6 +172,9 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 		tr.Lines = append(tr.Lines, line)
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, bad(line+1, "the line is longer than %d MiB, the most a trace line may hold", MaxTraceLineBytes>>20)
+		}
 		return nil, bad(line+1, "%v", err)
 	}
 	if tr.Config == nil {

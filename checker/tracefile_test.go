@@ -199,3 +199,12 @@ func TestTrace_RefusesWhatTheConfigurationLacks(t *testing.T) {
 		})
 	}
 }
+
+// A line beyond MaxTraceLineBytes is refused with the limit, at its line.
+func TestTrace_LineTooLong(t *testing.T) {
+	data := append([]byte(`{"schema": "`), bytes.Repeat([]byte("x"), MaxTraceLineBytes)...)
+	_, err := ParseTrace("ce.jsonl", data)
+	if want := "ce.jsonl:1: checker: bad trace: the line is longer than 16 MiB, the most a trace line may hold"; err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %s", err, want)
+	}
+}
