@@ -36,18 +36,165 @@ const (
 	NameFaultFreeCompletion = "FaultFreeCompletion"
 )
 
-// SafetyInvariants lists the safety invariants in LIFECYCLE.md order.
-var SafetyInvariants = []string{
-	NameTransferNeedsReservation, NameSourcePinnedUntilRead, NameNoActivationFromInvalidKv,
-	NameDestinationHeldWhileWritten, NameFailedTransferNeverActivates, NameReservationCountsAtOnce,
-	NameNoStoredBeforeActivation, NameAtomicPrefillPin, NameComputeLoadIndependent,
-	NameReleaseNeedsReaderAck, NameExactlyOnceRelease, NameBlockCategoriesDisjoint,
-	NameCapacityRespected, NameDestinationFirstGate, NameAttemptIsolation, NameRoleCommands,
-	NameRouterCleanup, NameInFlightAccounting,
+// InvariantKind says what an invariant judges.
+type InvariantKind uint8
+
+const (
+	// SafetyStep invariants judge the effects of every step.
+	SafetyStep InvariantKind = iota + 1
+	// SafetyState invariants judge every reachable state.
+	SafetyState
+	// SafetyStepAndState invariants have a step half and a state half.
+	SafetyStepAndState
+	// Progress invariants judge quiescent states or the explored graph.
+	Progress
+)
+
+var invariantKindNames = [...]string{"", "safety (step)", "safety (state)", "safety (step and state)", "progress"}
+
+func (k InvariantKind) String() string { return invariantKindNames[k] }
+
+// Invariant is one invariant of the domain contract: its name, what it
+// demands, and the functions that judge it.
+type Invariant struct {
+	Name    string
+	Kind    InvariantKind
+	Meaning string
+	// Elsewhere says what judges an invariant that has neither a step nor
+	// a state half: it needs more than one step's effects or one state.
+	Elsewhere string
+	step      func(*World, *Journal) *Violation
+	state     func(*World, *Records, *allHoldings) *Violation
 }
 
+// HasStep reports whether the invariant judges every step's effects.
+func (inv *Invariant) HasStep() bool { return inv.step != nil }
+
+// HasState reports whether the invariant judges every reachable state.
+func (inv *Invariant) HasState() bool { return inv.state != nil }
+
+// JudgeStep runs the invariant's step half on a step's effects and the
+// world after it (nil when it has none).
+func (inv *Invariant) JudgeStep(w *World, j *Journal) *Violation {
+	if inv.step == nil {
+		return nil
+	}
+	return inv.step(w, j)
+}
+
+// JudgeState runs the invariant's state half on a world (nil when it has none).
+func (inv *Invariant) JudgeState(w *World, rec *Records) *Violation {
+	if inv.state == nil {
+		return nil
+	}
+	hs := w.holdingsAll()
+	return inv.state(w, rec, &hs)
+}
+
+// Invariants is the registry of every invariant, the safety invariants in
+// LIFECYCLE.md section 4 order, then the progress invariants. The lists
+// below and StepViolations/StateViolations derive from it; the explorer's
+// fast paths, CheckStep and CheckState, are tested against it.
+var Invariants = []Invariant{
+	{Name: NameTransferNeedsReservation, Kind: SafetyStep, step: TransferNeedsReservation,
+		Meaning: "a transfer starts only after the destination reserved for the attempt, and writes only through the attempt's registration into pages reserved for it"},
+	{Name: NameSourcePinnedUntilRead, Kind: SafetyStep, step: SourcePinnedUntilRead,
+		Meaning: "a read through a valid source registration always finds the blocks pinned for the attempt; a pin ends only when no read can use its registration"},
+	{Name: NameNoActivationFromInvalidKv, Kind: SafetyStep, step: NoActivationFromInvalidKv,
+		Meaning: "the destination activates only from a completed transfer whose source stayed pinned throughout"},
+	{Name: NameDestinationHeldWhileWritten, Kind: SafetyStep, step: DestinationHeldWhileWritten,
+		Meaning: "destination pages are never freed while a transfer may still write into them"},
+	{Name: NameFailedTransferNeverActivates, Kind: SafetyStep, step: FailedTransferNeverActivates,
+		Meaning: "a failed, timed-out or fenced transfer never activates the destination"},
+	{Name: NameReservationCountsAtOnce, Kind: SafetyState, state: reservationCountsAtOnce,
+		Meaning: "reserved destination pages, slots and headroom count in kv_used and admission from the step they are reserved"},
+	{Name: NameNoStoredBeforeActivation, Kind: SafetyStepAndState, step: NoStoredBeforeActivation, state: noStoredState,
+		Meaning: "no Stored for a handoff's pages before its receive completion; after it, the new blocks are stored exactly once"},
+	{Name: NameAtomicPrefillPin, Kind: SafetyStepAndState, step: AtomicPrefillPinStep, state: atomicPrefillPin,
+		Meaning: "finished prefill blocks are pinned for the handoff or released, never left as plain active blocks, and never pinned before compute finished"},
+	{Name: NameComputeLoadIndependent, Kind: SafetyStepAndState, step: ComputeLoadIndependent, state: computeLoadState,
+		Meaning: "prefill compute load is counted from dispatch to compute completion and falls once, while the pinned occupancy stays"},
+	{Name: NameReleaseNeedsReaderAck, Kind: SafetyStep, step: ReleaseNeedsReaderAck,
+		Meaning: "the source pin is released only after reader completion, abort or cancel, or lease expiry; activation alone never releases it"},
+	{Name: NameExactlyOnceRelease, Kind: SafetyStep, step: ExactlyOnceRelease,
+		Meaning: "every lease, reservation and booking ends exactly once, is never resurrected, and nothing begins after the attempt's terminal outcome"},
+	{Name: NameBlockCategoriesDisjoint, Kind: SafetyState, state: blockCategoriesDisjoint,
+		Meaning: "per worker the block categories are disjoint, never negative, sum to capacity, and each equals what the handoffs hold in it"},
+	{Name: NameCapacityRespected, Kind: SafetyState, state: capacityRespected,
+		Meaning: "no pool, request-slot count or admission headroom goes beyond its limit"},
+	{Name: NameDestinationFirstGate, Kind: SafetyStep, step: DestinationFirstGate,
+		Meaning: "under destination-first, prefill is never dispatched for an attempt before the destination reserved for it"},
+	{Name: NameAttemptIsolation, Kind: SafetyStep,
+		Elsewhere: "the checker, on a fact delivered to a terminal record, with the worlds before and after (AttemptIsolation)",
+		Meaning:   "a fact delivered to a record that can no longer use it (terminal, forgotten, an older incarnation) changes nothing but the channel it was taken from"},
+	{Name: NameRoleCommands, Kind: SafetyStep, step: RoleCommands,
+		Meaning: "source commands reach only prefill workers and destination commands only decode workers"},
+	{Name: NameRouterCleanup, Kind: SafetyStepAndState, step: RouterCleanupStep, state: routerCleanup,
+		Meaning: "a finished side has told its router the terminal outcome it ended with, so the router's booking is freed; router ledgers match the handoffs"},
+	{Name: NameInFlightAccounting, Kind: SafetyStepAndState, step: InFlightAccountingStep, state: inFlightAccounting,
+		Meaning: "a request is counted in flight once on acceptance and out once on completion; a worker's count equals the requests it owns"},
+	{Name: NameQuiescence, Kind: Progress,
+		Elsewhere: "the checker, on every state where no protocol, timer or delivery move is enabled (Quiescence)",
+		Meaning:   "where nothing but faults can happen, every placed record is terminal and everything is released"},
+	{Name: NameEventuallyDrained, Kind: Progress,
+		Elsewhere: "the checker, on the explored graph of the moves the system makes on its own",
+		Meaning:   "from every reachable state a fully drained state can be reached without a fault or an early timer"},
+	{Name: NameFaultFreeCompletion, Kind: Progress,
+		Elsewhere: "the checker, on every quiescent state reached without any fault (FaultFreeCompletion)",
+		Meaning:   "without any fault, every handoff ends in success on both sides (an engine that cannot reserve is exempt)"},
+}
+
+func init() {
+	for i := range Invariants {
+		if inv := &Invariants[i]; inv.Name == "" || inv.Meaning == "" || !inv.consistent() {
+			panic(fmt.Sprintf("model: invariant %q: a name, a meaning, and halves that match its kind %v are needed", inv.Name, inv.Kind))
+		}
+	}
+}
+
+// consistent reports whether the invariant's halves are those its kind
+// says. One judged elsewhere has neither.
+func (inv *Invariant) consistent() bool {
+	step, state := inv.HasStep(), inv.HasState()
+	if inv.Elsewhere != "" {
+		return !step && !state && inv.Kind != SafetyState && inv.Kind != SafetyStepAndState
+	}
+	switch inv.Kind {
+	case SafetyStep:
+		return step && !state
+	case SafetyState:
+		return !step && state
+	case SafetyStepAndState:
+		return step && state
+	}
+	return false
+}
+
+// LookupInvariant finds a registered invariant by name.
+func LookupInvariant(name string) (*Invariant, bool) {
+	for i := range Invariants {
+		if Invariants[i].Name == name {
+			return &Invariants[i], true
+		}
+	}
+	return nil, false
+}
+
+func invariantNames(keep func(*Invariant) bool) []string {
+	var out []string
+	for i := range Invariants {
+		if keep(&Invariants[i]) {
+			out = append(out, Invariants[i].Name)
+		}
+	}
+	return out
+}
+
+// SafetyInvariants lists the safety invariants in LIFECYCLE.md order.
+var SafetyInvariants = invariantNames(func(inv *Invariant) bool { return inv.Kind != Progress })
+
 // ProgressInvariants lists the progress invariants.
-var ProgressInvariants = []string{NameQuiescence, NameEventuallyDrained, NameFaultFreeCompletion}
+var ProgressInvariants = invariantNames(func(inv *Invariant) bool { return inv.Kind == Progress })
 
 // Violation is an invariant that does not hold, with what was seen.
 type Violation struct {
@@ -299,18 +446,25 @@ func AtomicPrefillPinStep(w *World, j *Journal) *Violation {
 	return nil
 }
 
-// StepInvariants are judged on every step, in this order.
-var StepInvariants = []func(*World, *Journal) *Violation{
-	TransferNeedsReservation, SourcePinnedUntilRead, NoActivationFromInvalidKv,
-	DestinationHeldWhileWritten, FailedTransferNeverActivates, NoStoredBeforeActivation,
-	AtomicPrefillPinStep, ComputeLoadIndependent, ReleaseNeedsReaderAck, ExactlyOnceRelease,
-	DestinationFirstGate, RoleCommands, RouterCleanupStep, InFlightAccountingStep,
+// StepInvariants are the step halves of the registry, judged on every
+// step in this order.
+var StepInvariants = stepHalves()
+
+func stepHalves() []func(*World, *Journal) *Violation {
+	var out []func(*World, *Journal) *Violation
+	for i := range Invariants {
+		if Invariants[i].step != nil {
+			out = append(out, Invariants[i].step)
+		}
+	}
+	return out
 }
 
-// CheckStep runs every step invariant, in the order of StepInvariants, on
-// a step's effects and the world after it, and returns the first
-// violation. The calls are direct so that nothing escapes to the heap on
-// the explorer's hot path.
+// CheckStep is the explorer's fast path for the step halves: it runs every
+// step half of the registry, in registry order, on a step's effects and the
+// world after it, and returns the first violation. The calls are direct so
+// that nothing escapes to the heap on the hot path; a test holds the calls
+// to exactly the registry's step halves.
 func CheckStep(w *World, j *Journal) *Violation {
 	if j.N == 0 {
 		return nil
@@ -357,12 +511,12 @@ func CheckStep(w *World, j *Journal) *Violation {
 	return InFlightAccountingStep(w, j)
 }
 
-// StepViolations runs every step invariant and returns every violation, in
-// the order of StepInvariants (CheckStep stops at the first).
+// StepViolations runs every step half of the registry and returns every
+// violation, in registry order (CheckStep stops at the first).
 func StepViolations(w *World, j *Journal) []*Violation {
 	var out []*Violation
-	for _, inv := range StepInvariants {
-		if v := inv(w, j); v != nil {
+	for i := range Invariants {
+		if v := Invariants[i].JudgeStep(w, j); v != nil {
 			out = append(out, v)
 		}
 	}
@@ -457,10 +611,10 @@ type allHoldings = [MaxWorkers]holdings
 // counted twice).
 func BlockCategoriesDisjoint(w *World) *Violation {
 	hs := w.holdingsAll()
-	return blockCategoriesDisjoint(w, &hs)
+	return blockCategoriesDisjoint(w, nil, &hs)
 }
 
-func blockCategoriesDisjoint(w *World, hs *allHoldings) *Violation {
+func blockCategoriesDisjoint(w *World, _ *Records, hs *allHoldings) *Violation {
 	for k := 0; k < w.NumWorkers(); k++ {
 		wk := &w.W[k]
 		cp := w.cfg.Workers[k].Capacity
@@ -487,10 +641,10 @@ func blockCategoriesDisjoint(w *World, hs *allHoldings) *Violation {
 // admission from the step they are reserved.
 func ReservationCountsAtOnce(w *World) *Violation {
 	hs := w.holdingsAll()
-	return reservationCountsAtOnce(w, &hs)
+	return reservationCountsAtOnce(w, nil, &hs)
 }
 
-func reservationCountsAtOnce(w *World, hs *allHoldings) *Violation {
+func reservationCountsAtOnce(w *World, _ *Records, hs *allHoldings) *Violation {
 	for k := 0; k < w.NumWorkers(); k++ {
 		if w.cfg.Workers[k].Role != DecodeWorker {
 			continue
@@ -510,7 +664,9 @@ func reservationCountsAtOnce(w *World, hs *allHoldings) *Violation {
 }
 
 // CapacityRespected: no pool, slot count or headroom goes beyond its limit.
-func CapacityRespected(w *World) *Violation {
+func CapacityRespected(w *World) *Violation { return capacityRespected(w, nil, nil) }
+
+func capacityRespected(w *World, _ *Records, _ *allHoldings) *Violation {
 	for k := 0; k < w.NumWorkers(); k++ {
 		wk := &w.W[k]
 		wc := &w.cfg.Workers[k]
@@ -530,7 +686,9 @@ func CapacityRespected(w *World) *Violation {
 
 // AtomicPrefillPin: there is no state where prefill compute has finished
 // and its blocks are neither pinned for the handoff nor released through it.
-func AtomicPrefillPin(w *World) *Violation {
+func AtomicPrefillPin(w *World) *Violation { return atomicPrefillPin(w, nil, nil) }
+
+func atomicPrefillPin(w *World, _ *Records, _ *allHoldings) *Violation {
 	for h := 0; h < w.NumHandoffs(); h++ {
 		if x := &w.H[h]; x.Compute == ComputeDone && x.Src == SrcActive {
 			return violate(NameAtomicPrefillPin, h, int(x.Prefill), "compute finished but its blocks are still plain active blocks")
@@ -543,10 +701,10 @@ func AtomicPrefillPin(w *World) *Violation {
 // completion and the prefill router's ledger matches it.
 func ComputeLoadState(w *World) *Violation {
 	hs := w.holdingsAll()
-	return computeLoadState(w, &hs)
+	return computeLoadState(w, nil, &hs)
 }
 
-func computeLoadState(w *World, hs *allHoldings) *Violation {
+func computeLoadState(w *World, _ *Records, hs *allHoldings) *Violation {
 	for h := 0; h < w.NumHandoffs(); h++ {
 		x := &w.H[h]
 		if (x.Compute == ComputeQueued || x.Compute == ComputeRunning) && x.Life[ResPrefillBooking] == Held && !x.ComputeLoad {
@@ -565,10 +723,10 @@ func computeLoadState(w *World, hs *allHoldings) *Violation {
 // activated handoff; no reused prefix block is republished.
 func NoStoredState(w *World) *Violation {
 	hs := w.holdingsAll()
-	return noStoredState(w, &hs)
+	return noStoredState(w, nil, &hs)
 }
 
-func noStoredState(w *World, hs *allHoldings) *Violation {
+func noStoredState(w *World, _ *Records, hs *allHoldings) *Violation {
 	for h := 0; h < w.NumHandoffs(); h++ {
 		// Receive completion makes the new blocks valid: they must be
 		// stored (once) by the end of the step that activates them.
@@ -657,25 +815,29 @@ func routerCleanup(w *World, rec *Records, hs *allHoldings) *Violation {
 	return nil
 }
 
-// CheckState runs every state invariant and returns the first violation.
+// CheckState is the explorer's fast path for the state halves: it runs
+// every state half of the registry on a world, with what the handoffs hold
+// computed once, and returns the first violation. The calls are direct so
+// that nothing escapes to the heap on the hot path; a test holds the calls
+// to exactly the registry's state halves.
 func CheckState(w *World, rec *Records) *Violation {
 	hs := w.holdingsAll()
-	if v := reservationCountsAtOnce(w, &hs); v != nil {
+	if v := reservationCountsAtOnce(w, rec, &hs); v != nil {
 		return v
 	}
-	if v := blockCategoriesDisjoint(w, &hs); v != nil {
+	if v := blockCategoriesDisjoint(w, rec, &hs); v != nil {
 		return v
 	}
-	if v := CapacityRespected(w); v != nil {
+	if v := capacityRespected(w, rec, &hs); v != nil {
 		return v
 	}
-	if v := AtomicPrefillPin(w); v != nil {
+	if v := atomicPrefillPin(w, rec, &hs); v != nil {
 		return v
 	}
-	if v := computeLoadState(w, &hs); v != nil {
+	if v := computeLoadState(w, rec, &hs); v != nil {
 		return v
 	}
-	if v := noStoredState(w, &hs); v != nil {
+	if v := noStoredState(w, rec, &hs); v != nil {
 		return v
 	}
 	if v := inFlightAccounting(w, rec, &hs); v != nil {
@@ -684,21 +846,17 @@ func CheckState(w *World, rec *Records) *Violation {
 	return routerCleanup(w, rec, &hs)
 }
 
-// StateViolations runs every state invariant and returns every violation
-// (CheckState stops at the first).
+// StateViolations runs every state half of the registry and returns every
+// violation, in registry order (CheckState stops at the first).
 func StateViolations(w *World, rec *Records) []*Violation {
+	hs := w.holdingsAll()
 	var out []*Violation
-	for _, inv := range []func(*World) *Violation{ReservationCountsAtOnce, BlockCategoriesDisjoint, CapacityRespected,
-		AtomicPrefillPin, ComputeLoadState, NoStoredState} {
-		if v := inv(w); v != nil {
-			out = append(out, v)
+	for i := range Invariants {
+		if st := Invariants[i].state; st != nil {
+			if v := st(w, rec, &hs); v != nil {
+				out = append(out, v)
+			}
 		}
-	}
-	if v := InFlightAccounting(w, rec); v != nil {
-		out = append(out, v)
-	}
-	if v := RouterCleanup(w, rec); v != nil {
-		out = append(out, v)
 	}
 	return out
 }

@@ -1,7 +1,13 @@
 package model
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"reflect"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/handoffcheck/handoffcheck/spec"
@@ -35,6 +41,9 @@ type history struct {
 	t   *testing.T
 	w   World
 	rec Records
+	// fastStep and fastState are what CheckStep and CheckState reported on
+	// the last step expect took.
+	fastStep, fastState string
 }
 
 func newHistory(t *testing.T, c *Config) *history {
@@ -64,10 +73,27 @@ func (h *history) clean(steps ...func(tx *Tx)) {
 	}
 }
 
-// expect applies a last step and demands exactly the named invariants fire.
+// expect applies a last step and demands exactly the named invariants
+// fire. It also records what the explorer's fast paths report on it.
 func (h *history) expect(last func(tx *Tx), want ...string) {
 	h.t.Helper()
+	before := h.w
 	got := h.step(last)
+	// The same step again, judged by the fast paths.
+	after := h.w
+	h.w = before
+	tx := Tx{W: &h.w}
+	last(&tx)
+	if h.w != after {
+		h.t.Fatal("the last step is not deterministic")
+	}
+	h.fastStep, h.fastState = "", ""
+	if v := CheckStep(&h.w, &tx.J); v != nil {
+		h.fastStep = v.Invariant
+	}
+	if v := CheckState(&h.w, &h.rec); v != nil {
+		h.fastState = v.Invariant
+	}
 	slices.Sort(got)
 	got = slices.Compact(got)
 	slices.Sort(want)
@@ -141,48 +167,63 @@ func TestInvariants_HappyPathIsClean(t *testing.T) {
 	}
 }
 
-// Each invariant of LIFECYCLE.md section 4 fires on a small history built
-// to break it, and (where the breakage does not imply another) only it.
-func TestInvariants_EachCanFire(t *testing.T) {
+// firing is a small history built to break an invariant: its last step
+// must fire exactly the invariants named in its h.expect (judged through
+// the registry), and the explorer's fast paths, CheckStep and CheckState,
+// must return step and state on it ("" for none).
+type firing struct {
+	name        string
+	step, state string
+	run         func(t *testing.T) *history
+}
+
+// firings: each invariant of LIFECYCLE.md section 4 fires on a small
+// history built to break it, and (where the breakage does not imply
+// another) only it. Together they make every step half and every state
+// half of the registry the first violation its fast path reports.
+func firings() []firing {
 	sf := func(t *testing.T) *history { return newHistory(t, testConfig(t, spec.SourceFirst, VLLM, 1, 2)) }
-	cases := []struct {
-		name string
-		run  func(t *testing.T)
-	}{
-		{NameTransferNeedsReservation, func(t *testing.T) {
+	return []firing{
+		{name: NameTransferNeedsReservation, step: NameTransferNeedsReservation, state: "", run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed)
 			h.expect(pulling, NameTransferNeedsReservation)
+			return h
 		}},
-		{NameTransferNeedsReservation + "/unreserved-registration", func(t *testing.T) {
+		{name: NameTransferNeedsReservation + "/unreserved-registration", step: NameTransferNeedsReservation, state: "", run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed, func(tx *Tx) { tx.RegisterDestination(0, DestinationSide) })
 			h.expect(pulling, NameTransferNeedsReservation)
+			return h
 		}},
-		{NameSourcePinnedUntilRead, func(t *testing.T) {
+		{name: NameSourcePinnedUntilRead, step: NameSourcePinnedUntilRead, state: "", run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed, reserved)
 			h.expect(func(tx *Tx) { tx.ReleaseSource(0, SourceSide, CauseAbort) }, NameSourcePinnedUntilRead)
+			return h
 		}},
-		{NameNoActivationFromInvalidKv, func(t *testing.T) {
+		{name: NameNoActivationFromInvalidKv, step: NameNoActivationFromInvalidKv, state: NameNoStoredBeforeActivation, run: func(t *testing.T) *history {
 			// Activated pages must be published in the activation step, and
 			// pages without valid KV must not be: activating from invalid KV
 			// breaks NoStoredBeforeActivation too, whichever it does.
 			h := sf(t)
 			h.clean(route, accept, computed, routed, reserved, pulling)
 			h.expect(func(tx *Tx) { tx.ActivateDestination(0, DestinationSide) }, NameNoActivationFromInvalidKv, NameNoStoredBeforeActivation)
+			return h
 		}},
-		{NameDestinationHeldWhileWritten, func(t *testing.T) {
+		{name: NameDestinationHeldWhileWritten, step: NameDestinationHeldWhileWritten, state: "", run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed, reserved, pulling)
 			h.expect(func(tx *Tx) { tx.ReleaseDestination(0, DestinationSide, CauseAbort) }, NameDestinationHeldWhileWritten)
+			return h
 		}},
-		{NameFailedTransferNeverActivates, func(t *testing.T) {
+		{name: NameFailedTransferNeverActivates, step: NameFailedTransferNeverActivates, state: NameNoStoredBeforeActivation, run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed, reserved, pulling, func(tx *Tx) { tx.FailTransfer(0) })
 			h.expect(func(tx *Tx) { tx.ActivateDestination(0, DestinationSide) }, NameFailedTransferNeverActivates, NameNoStoredBeforeActivation)
+			return h
 		}},
-		{NameReservationCountsAtOnce, func(t *testing.T) {
+		{name: NameReservationCountsAtOnce, step: "", state: NameReservationCountsAtOnce, run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed)
 			// A scheduler that reserves pages but reports them as free.
@@ -192,24 +233,28 @@ func TestInvariants_EachCanFire(t *testing.T) {
 				tx.W.W[1].Reserved -= r
 				tx.W.W[1].Free += r
 			}, NameReservationCountsAtOnce)
+			return h
 		}},
-		{NameNoStoredBeforeActivation, func(t *testing.T) {
+		{name: NameNoStoredBeforeActivation, step: NameNoStoredBeforeActivation, state: "", run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed, reserved)
 			h.expect(func(tx *Tx) { tx.PublishStored(0, DestinationSide) }, NameNoStoredBeforeActivation)
+			return h
 		}},
-		{NameNoStoredBeforeActivation + "/never", func(t *testing.T) {
+		{name: NameNoStoredBeforeActivation + "/never", step: "", state: NameNoStoredBeforeActivation, run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed, reserved, pulling, func(tx *Tx) { tx.CompleteTransfer(0) })
 			h.expect(func(tx *Tx) { tx.ActivateDestination(0, DestinationSide) }, NameNoStoredBeforeActivation)
+			return h
 		}},
-		{NameNoStoredBeforeActivation + "/twice", func(t *testing.T) {
+		{name: NameNoStoredBeforeActivation + "/twice", step: NameNoStoredBeforeActivation, state: "", run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed, reserved, pulling, func(tx *Tx) { tx.CompleteTransfer(0) },
 				func(tx *Tx) { tx.ActivateDestination(0, DestinationSide); tx.PublishStored(0, DestinationSide) })
 			h.expect(func(tx *Tx) { tx.PublishStored(0, DestinationSide) }, NameNoStoredBeforeActivation)
+			return h
 		}},
-		{NameAtomicPrefillPin, func(t *testing.T) {
+		{name: NameAtomicPrefillPin, step: NameAtomicPrefillPin, state: "", run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route)
 			h.expect(func(tx *Tx) {
@@ -217,20 +262,23 @@ func TestInvariants_EachCanFire(t *testing.T) {
 				tx.StartPrefill(0, SourceSide)
 				tx.PinSource(0, SourceSide)
 			}, NameAtomicPrefillPin)
+			return h
 		}},
-		{NameAtomicPrefillPin + "/unpinned-completion", func(t *testing.T) {
+		{name: NameAtomicPrefillPin + "/unpinned-completion", step: NameComputeLoadIndependent, state: NameAtomicPrefillPin, run: func(t *testing.T) *history {
 			// Compute finished with nothing pinned: the occupancy did not
 			// stay pinned either, so ComputeLoadIndependent fires with it.
 			h := sf(t)
 			h.clean(route, accept)
 			h.expect(func(tx *Tx) { tx.FinishCompute(0); tx.ReportComputeDone(0, SourceSide) }, NameAtomicPrefillPin, NameComputeLoadIndependent)
+			return h
 		}},
-		{NameComputeLoadIndependent, func(t *testing.T) {
+		{name: NameComputeLoadIndependent, step: NameComputeLoadIndependent, state: "", run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept)
 			h.expect(func(tx *Tx) { tx.FinishCompute(0); tx.PinSource(0, SourceSide); tx.RegisterSource(0, SourceSide) }, NameComputeLoadIndependent)
+			return h
 		}},
-		{NameComputeLoadIndependent + "/early-fall", func(t *testing.T) {
+		{name: NameComputeLoadIndependent + "/early-fall", step: "", state: NameComputeLoadIndependent, run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route)
 			h.expect(func(tx *Tx) {
@@ -238,23 +286,27 @@ func TestInvariants_EachCanFire(t *testing.T) {
 				tx.StartPrefill(0, SourceSide)
 				tx.ReportComputeDone(0, SourceSide)
 			}, NameComputeLoadIndependent)
+			return h
 		}},
-		{NameReleaseNeedsReaderAck, func(t *testing.T) {
+		{name: NameReleaseNeedsReaderAck, step: NameReleaseNeedsReaderAck, state: "", run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed, reserved)
 			h.expect(func(tx *Tx) { tx.FenceSource(0, SourceSide); tx.ReleaseSource(0, SourceSide, CauseOther) }, NameReleaseNeedsReaderAck)
+			return h
 		}},
-		{NameReleaseNeedsReaderAck + "/ack-without-reads", func(t *testing.T) {
+		{name: NameReleaseNeedsReaderAck + "/ack-without-reads", step: NameReleaseNeedsReaderAck, state: "", run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed, reserved)
 			h.expect(func(tx *Tx) { tx.FenceSource(0, SourceSide); tx.ReleaseSource(0, SourceSide, CauseReaderAck) }, NameReleaseNeedsReaderAck)
+			return h
 		}},
-		{NameExactlyOnceRelease, func(t *testing.T) {
+		{name: NameExactlyOnceRelease, step: NameExactlyOnceRelease, state: "", run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, func(tx *Tx) { tx.FenceSource(0, SourceSide); tx.ReleaseSource(0, SourceSide, CauseAbort) })
 			h.expect(func(tx *Tx) { tx.ReleaseSource(0, SourceSide, CauseAbort) }, NameExactlyOnceRelease)
+			return h
 		}},
-		{NameExactlyOnceRelease + "/after-terminal", func(t *testing.T) {
+		{name: NameExactlyOnceRelease + "/after-terminal", step: NameExactlyOnceRelease, state: NameInFlightAccounting, run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed, func(tx *Tx) {
 				tx.WithdrawReservation(0, DestinationSide)
@@ -264,14 +316,16 @@ func TestInvariants_EachCanFire(t *testing.T) {
 			h.rec.Terminal[0][DestinationSide] = true
 			// A scheduler that grants a reservation to an attempt that already ended.
 			h.expect(func(tx *Tx) { tx.W.H[0].Pending = true; tx.Reserve(0) }, NameExactlyOnceRelease, NameInFlightAccounting)
+			return h
 		}},
-		{NameBlockCategoriesDisjoint, func(t *testing.T) {
+		{name: NameBlockCategoriesDisjoint, step: "", state: NameBlockCategoriesDisjoint, run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept)
 			// Counting blocks as active that nobody holds.
 			h.expect(func(tx *Tx) { tx.W.W[0].Active++; tx.W.W[0].Free-- }, NameBlockCategoriesDisjoint)
+			return h
 		}},
-		{NameCapacityRespected, func(t *testing.T) {
+		{name: NameCapacityRespected, step: "", state: NameCapacityRespected, run: func(t *testing.T) *history {
 			h := newHistory(t, testConfig(t, spec.DestinationFirst, SGLang, 2, 1))
 			h.clean(func(tx *Tx) { tx.RoutePrefill(0, 0); tx.RoutePrefill(1, 0) },
 				func(tx *Tx) {
@@ -284,24 +338,28 @@ func TestInvariants_EachCanFire(t *testing.T) {
 				func(tx *Tx) { tx.Reserve(0) })
 			// A scheduler that admits past its request-slot limit.
 			h.expect(func(tx *Tx) { tx.Reserve(1) }, NameCapacityRespected)
+			return h
 		}},
-		{NameDestinationFirstGate, func(t *testing.T) {
+		{name: NameDestinationFirstGate, step: NameDestinationFirstGate, state: "", run: func(t *testing.T) *history {
 			h := newHistory(t, testConfig(t, spec.DestinationFirst, SGLang, 1, 2))
 			h.clean(route)
 			h.expect(accept, NameDestinationFirstGate)
+			return h
 		}},
-		{NameRoleCommands, func(t *testing.T) {
+		{name: NameRoleCommands, step: NameRoleCommands, state: "", run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed)
 			h.expect(func(tx *Tx) { tx.StartPrefill(0, DestinationSide) }, NameRoleCommands)
+			return h
 		}},
-		{NameRouterCleanup, func(t *testing.T) {
+		{name: NameRouterCleanup, step: NameRouterCleanup, state: "", run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed)
 			// Ownership freed at prefill's terminal token, not at release.
 			h.expect(func(tx *Tx) { tx.ReportSourceOutcome(0, SourceSide, true) }, NameRouterCleanup)
+			return h
 		}},
-		{NameRouterCleanup + "/no-terminal-outcome", func(t *testing.T) {
+		{name: NameRouterCleanup + "/no-terminal-outcome", step: "", state: NameRouterCleanup, run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed, func(tx *Tx) {
 				tx.WithdrawReservation(0, DestinationSide)
@@ -309,8 +367,9 @@ func TestInvariants_EachCanFire(t *testing.T) {
 			})
 			h.rec.Terminal[0][DestinationSide] = true
 			h.expect(func(tx *Tx) {}, NameRouterCleanup)
+			return h
 		}},
-		{NameRouterCleanup + "/wrong-outcome", func(t *testing.T) {
+		{name: NameRouterCleanup + "/wrong-outcome", step: "", state: NameRouterCleanup, run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed, func(tx *Tx) {
 				tx.WithdrawReservation(0, DestinationSide)
@@ -321,13 +380,15 @@ func TestInvariants_EachCanFire(t *testing.T) {
 			h.rec.Terminal[0][DestinationSide] = true
 			h.rec.Ended[0][DestinationSide] = OutcomeFailed
 			h.expect(func(tx *Tx) {}, NameRouterCleanup)
+			return h
 		}},
-		{NameInFlightAccounting, func(t *testing.T) {
+		{name: NameInFlightAccounting, step: NameInFlightAccounting, state: "", run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept)
 			h.expect(func(tx *Tx) { tx.AcceptRequest(0, SourceSide) }, NameInFlightAccounting)
+			return h
 		}},
-		{NameInFlightAccounting + "/terminal-still-counted", func(t *testing.T) {
+		{name: NameInFlightAccounting + "/terminal-still-counted", step: "", state: NameInFlightAccounting, run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed, func(tx *Tx) {
 				tx.WithdrawReservation(0, DestinationSide)
@@ -335,10 +396,94 @@ func TestInvariants_EachCanFire(t *testing.T) {
 			})
 			h.rec.Terminal[0][DestinationSide] = true
 			h.expect(func(tx *Tx) {}, NameInFlightAccounting)
+			return h
 		}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, tc.run)
+}
+
+func TestInvariants_EachCanFire(t *testing.T) {
+	for _, tc := range firings() {
+		t.Run(tc.name, func(t *testing.T) {
+			h := tc.run(t)
+			if h.fastStep != tc.step || h.fastState != tc.state {
+				t.Fatalf("the explorer's fast paths reported CheckStep %q, CheckState %q; want %q and %q", h.fastStep, h.fastState, tc.step, tc.state)
+			}
+		})
+	}
+}
+
+// Every half of every registered invariant is what the explorer's own fast
+// path reports first on one of the firing histories: an invariant left out
+// of CheckStep or CheckState fails here, with its name.
+func TestInvariants_FastPathJudgesEveryRegisteredHalf(t *testing.T) {
+	steps, states := map[string]bool{}, map[string]bool{}
+	for _, tc := range firings() {
+		steps[tc.step], states[tc.state] = true, true
+	}
+	for i := range Invariants {
+		inv := &Invariants[i]
+		if inv.HasStep() && !steps[inv.Name] {
+			t.Errorf("%s: no firing history makes CheckStep report it", inv.Name)
+		}
+		if inv.HasState() && !states[inv.Name] {
+			t.Errorf("%s: no firing history makes CheckState report it", inv.Name)
+		}
+	}
+}
+
+// The fast paths call exactly the registry's halves, each once: a half
+// added to the registry but not to CheckStep or CheckState (or the other
+// way round) fails here, whether or not a history exercises it.
+func TestInvariants_FastPathCallsExactlyTheRegistry(t *testing.T) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "invariants.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string][]string{}
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Recv != nil || (fd.Name.Name != "CheckStep" && fd.Name.Name != "CheckState") {
+			continue
+		}
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			if c, ok := n.(*ast.CallExpr); ok {
+				if id, ok := c.Fun.(*ast.Ident); ok {
+					calls[fd.Name.Name] = append(calls[fd.Name.Name], id.Name)
+				}
+			}
+			return true
+		})
+	}
+	funcName := func(fn any) string {
+		full := runtime.FuncForPC(reflect.ValueOf(fn).Pointer()).Name()
+		return full[strings.LastIndex(full, ".")+1:]
+	}
+	// owner names, per fast path, the invariant each registered half belongs to.
+	owner := map[string]map[string]string{"CheckStep": {}, "CheckState": {}}
+	for i := range Invariants {
+		if fn := Invariants[i].step; fn != nil {
+			owner["CheckStep"][funcName(fn)] = Invariants[i].Name
+		}
+		if fn := Invariants[i].state; fn != nil {
+			owner["CheckState"][funcName(fn)] = Invariants[i].Name
+		}
+	}
+	for fast, halves := range owner {
+		n := map[string]int{}
+		for _, c := range calls[fast] {
+			n[c]++
+		}
+		for fn, inv := range halves {
+			if n[fn] != 1 {
+				t.Errorf("%s calls %s %d times, want once: it is a half of %s in the registry", fast, fn, n[fn], inv)
+			}
+		}
+		for fn := range n {
+			if _, ok := halves[fn]; !ok {
+				t.Errorf("%s calls %s, which is no half of a registered invariant", fast, fn)
+			}
+		}
 	}
 }
 
