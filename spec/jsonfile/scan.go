@@ -1,7 +1,6 @@
 package jsonfile
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -15,14 +14,21 @@ type Positions struct {
 	lines map[string]int
 }
 
+// MaxPositions bounds the values whose lines Scan records: 1<<20 (about a
+// million, some 100 MiB at most). Real inputs hold a few thousand values;
+// past the bound a value's line is that of its nearest recorded ancestor,
+// and duplicate keys are still refused.
+const MaxPositions = 1 << 20
+
 // Scan walks the first JSON value of data token by token. It records the
 // line of every value (for a member of an object: the line of its key) and
 // refuses an object that holds a key twice: encoding/json would keep the
 // last silently, so the first value, which a reviewer may be reading, would
 // be ignored. Errors read "file:line: sentinel: ...".
 //
-// Scan expects a document that already decoded; a syntax error is still
-// reported, never panicked on.
+// Scan expects a document that already decoded (it does not judge
+// numbers or literals again); a malformed one is still refused with its
+// line, never panicked on. Only the first value is read.
 func Scan(file string, data []byte, sentinel error) (*Positions, error) {
 	return ScanAt(file, 1, data, sentinel)
 }
@@ -31,10 +37,9 @@ func Scan(file string, data []byte, sentinel error) (*Positions, error) {
 // one line of a JSON Lines file: its lines, and those of its errors, are
 // lines of the file.
 func ScanAt(file string, first int, data []byte, sentinel error) (*Positions, error) {
-	s := &scanner{data: data, dec: json.NewDecoder(bytes.NewReader(data)), pos: &Positions{lines: map[string]int{}}, base: max(first, 1) - 1}
-	s.dec.UseNumber() // a huge number is a value to skip, not an error
-	if err := s.value("", "the document", true); err != nil {
-		return nil, s.fail(file, err, sentinel)
+	s := &scanner{data: data, line: max(first, 1), pos: &Positions{lines: map[string]int{}}}
+	if err := s.value("", true); err != nil {
+		return nil, s.report(file, err, sentinel)
 	}
 	return s.pos, nil
 }
@@ -88,12 +93,47 @@ func appendElem(b *strings.Builder, e any) {
 	}
 }
 
+// scanner walks a document once, byte by byte, counting lines as it goes:
+// one pass whatever the size of the input (up to MaxFileBytes), where a
+// line count from the start for every value would be quadratic.
 type scanner struct {
 	data []byte
-	dec  *json.Decoder
+	i    int // the next byte
+	line int // the line of data[i], in the file
 	pos  *Positions
-	base int // lines of the file before data
+	// path is the path of the value being read, for messages only.
+	path []any
 }
+
+// where names the value being read in messages: "the document",
+// "workers[1]", "source.rows[3]".
+func (s *scanner) where() string {
+	if len(s.path) == 0 {
+		return "the document"
+	}
+	var b strings.Builder
+	for _, e := range s.path {
+		switch v := e.(type) {
+		case string:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(v)
+		case int:
+			fmt.Fprintf(&b, "[%d]", v)
+		}
+	}
+	return b.String()
+}
+
+// scanError is a defect found by the walk itself (a document that did not
+// decode first): where it is and what was expected.
+type scanError struct {
+	line int
+	what string
+}
+
+func (e *scanError) Error() string { return e.what }
 
 // duplicateKey is the refusal of a key given twice in one object.
 type duplicateKey struct {
@@ -105,66 +145,167 @@ func (d *duplicateKey) Error() string {
 	return fmt.Sprintf("key %q appears twice in %s", d.key, d.where)
 }
 
-func (s *scanner) line() int { return s.base + Line(s.data, int(s.dec.InputOffset())-1) }
+// record notes the line of the value at key, up to MaxPositions values.
+func (s *scanner) record(key string, line int) {
+	if len(s.pos.lines) < MaxPositions {
+		s.pos.lines[key] = line
+	}
+}
 
-// value reads one value whose path is key (encoded) and whose name in
-// messages is where; record says whether the value's own line is its
-// position (array elements and the document) or its key's already is.
-func (s *scanner) value(key, where string, record bool) error {
-	tok, err := s.dec.Token()
-	if err != nil {
-		return err
+func (s *scanner) fail(what string) error { return &scanError{line: s.line, what: what} }
+
+// space skips white space, counting newlines.
+func (s *scanner) space() {
+	for s.i < len(s.data) {
+		switch s.data[s.i] {
+		case '\n':
+			s.line++
+		case ' ', '\t', '\r':
+		default:
+			return
+		}
+		s.i++
+	}
+}
+
+// value reads one value whose path is key (encoded, s.path decoded);
+// record says whether the value's own line is its position (array
+// elements and the document) or its key's already is.
+func (s *scanner) value(key string, record bool) error {
+	s.space()
+	if s.i >= len(s.data) {
+		return s.fail("the JSON ends early")
 	}
 	if record {
-		s.pos.lines[key] = s.line()
+		s.record(key, s.line)
 	}
-	switch tok {
-	case json.Delim('{'):
+	switch s.data[s.i] {
+	case '{':
+		s.i++
 		first := map[string]int{}
-		for s.dec.More() {
-			kt, err := s.dec.Token()
+		s.space()
+		if s.i < len(s.data) && s.data[s.i] == '}' {
+			s.i++
+			return nil
+		}
+		for {
+			s.space()
+			if s.i >= len(s.data) || s.data[s.i] != '"' {
+				return s.fail("want a quoted key")
+			}
+			l := s.line
+			k, err := s.str()
 			if err != nil {
 				return err
 			}
-			k, _ := kt.(string)
-			l := s.line()
 			if prev, dup := first[k]; dup {
-				return &duplicateKey{line: l, first: prev, key: k, where: where}
+				return &duplicateKey{line: l, first: prev, key: k, where: s.where()}
 			}
 			first[k] = l
+			s.space()
+			if s.i >= len(s.data) || s.data[s.i] != ':' {
+				return s.fail("want ':' after a key")
+			}
+			s.i++
 			var b strings.Builder
 			b.WriteString(key)
 			appendElem(&b, k)
-			s.pos.lines[b.String()] = l
-			if err := s.value(b.String(), memberName(where, k), false); err != nil {
+			s.record(b.String(), l)
+			s.path = append(s.path, k)
+			err = s.value(b.String(), false)
+			s.path = s.path[:len(s.path)-1]
+			if err != nil {
+				return err
+			}
+			if done, err := s.next('}'); done || err != nil {
 				return err
 			}
 		}
-		_, err = s.dec.Token() // '}'
-		return err
-	case json.Delim('['):
-		for i := 0; s.dec.More(); i++ {
+	case '[':
+		s.i++
+		s.space()
+		if s.i < len(s.data) && s.data[s.i] == ']' {
+			s.i++
+			return nil
+		}
+		for n := 0; ; n++ {
 			var b strings.Builder
 			b.WriteString(key)
-			appendElem(&b, i)
-			if err := s.value(b.String(), fmt.Sprintf("%s[%d]", strings.TrimPrefix(where, "the document"), i), true); err != nil {
+			appendElem(&b, n)
+			s.path = append(s.path, n)
+			err := s.value(b.String(), true)
+			s.path = s.path[:len(s.path)-1]
+			if err != nil {
+				return err
+			}
+			if done, err := s.next(']'); done || err != nil {
 				return err
 			}
 		}
-		_, err = s.dec.Token() // ']'
+	case '"':
+		_, err := s.str()
 		return err
+	}
+	// A number, true, false or null: the decoder has judged it already.
+	start := s.i
+	for s.i < len(s.data) && !strings.ContainsRune(",]} \t\r\n", rune(s.data[s.i])) {
+		s.i++
+	}
+	if s.i == start {
+		return s.fail(fmt.Sprintf("unexpected %q", s.data[s.i]))
 	}
 	return nil
 }
 
-func memberName(where, key string) string {
-	if where == "the document" {
-		return key
+// next reads what follows a member or element: a comma (more follow) or
+// the closing delimiter (done).
+func (s *scanner) next(closing byte) (done bool, err error) {
+	s.space()
+	if s.i >= len(s.data) {
+		return false, s.fail("the JSON ends early")
 	}
-	return where + "." + key
+	switch s.data[s.i] {
+	case ',':
+		s.i++
+		return false, nil
+	case closing:
+		s.i++
+		return true, nil
+	}
+	return false, s.fail(fmt.Sprintf("want ',' or %q, got %q", closing, s.data[s.i]))
 }
 
-func (s *scanner) fail(file string, err error, sentinel error) error {
+// str reads a quoted string and returns its value.
+func (s *scanner) str() (string, error) {
+	start := s.i
+	s.i++ // the opening quote
+	escaped := false
+	for s.i < len(s.data) {
+		switch s.data[s.i] {
+		case '\\':
+			escaped = true
+			s.i++
+		case '"':
+			s.i++
+			raw := s.data[start:s.i]
+			if !escaped {
+				return string(raw[1 : len(raw)-1]), nil
+			}
+			// Keys compare by value: "a" and "\u0061" are one key.
+			var v string
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return "", s.fail("malformed string")
+			}
+			return v, nil
+		case '\n':
+			s.line++
+		}
+		s.i++
+	}
+	return "", s.fail("the JSON ends early")
+}
+
+func (s *scanner) report(file string, err error, sentinel error) error {
 	if d, ok := err.(*duplicateKey); ok {
 		in := "the top-level object"
 		if d.where != "the document" {
@@ -173,8 +314,9 @@ func (s *scanner) fail(file string, err error, sentinel error) error {
 		return fmt.Errorf("%s:%d: %w: key %q appears twice in %s (first on line %d); want each key once",
 			file, d.line, sentinel, d.key, in, d.first)
 	}
-	if s.base == 0 {
-		return DecodeError(file, s.data, err, sentinel, "a JSON value")
+	line := s.line
+	if se, ok := err.(*scanError); ok {
+		line = se.line
 	}
-	return fmt.Errorf("%s:%d: %w: %s", file, s.line(), sentinel, Clean(err))
+	return fmt.Errorf("%s:%d: %w: malformed JSON: %s", file, line, sentinel, err)
 }

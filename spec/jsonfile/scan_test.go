@@ -79,7 +79,7 @@ func TestScan_RefusesDuplicateKeys(t *testing.T) {
 
 // Scan never panics on what did not decode, and a huge number is a value.
 func TestScan_BadInput(t *testing.T) {
-	for _, data := range []string{"", "{", `{"a" 1}`, "[1, 2", `{"a": 1e999}`, "{} {}"} {
+	for _, data := range []string{"", "{", `{"a" 1}`, "[1, 2", `{"a": 1e999}`, "{} {}", `"\`, `{"a": 1,}`, "}", `{"a"`, `"abc`, `[1 2]`, `{"\u00": 1}`} {
 		_, err := Scan("f.json", []byte(data), errBad)
 		if data == `{"a": 1e999}` || data == "{} {}" {
 			if err != nil {
