@@ -32,8 +32,9 @@ func (s *Spec) ValidateVariant() error {
 		ps = ve.Problems
 	}
 	def := Default()
+	known := knownActions(def)
 	for _, r := range Roles {
-		ps = append(ps, variantProblems(r, s.Table(r), def.Table(r))...)
+		ps = append(ps, variantProblems(r, s.Table(r), def.Table(r), known)...)
 	}
 	if len(ps) == 0 {
 		return nil
@@ -41,7 +42,7 @@ func (s *Spec) ValidateVariant() error {
 	return &ValidationError{Problems: ps}
 }
 
-func variantProblems(role Role, t, def *Table) []Problem {
+func variantProblems(role Role, t, def *Table, vocabulary []string) []Problem {
 	var ps []Problem
 	where := role.String() + " table"
 	addDecl := func(kind string, index int, what string, args ...any) {
@@ -68,7 +69,6 @@ func variantProblems(role Role, t, def *Table) []Problem {
 			What: fmt.Sprintf("does not declare the %s event(s) %s: the model can deliver every event it knows, so each needs its rows", role, strings.Join(missing, ", "))})
 	}
 
-	vocabulary := knownActions()
 	for i, a := range t.Actions {
 		if !slices.Contains(vocabulary, a.Name) {
 			addDecl(DeclAction, i, "action %q is not in the vocabulary the model knows (the built-in actions of either role)", a.Name)
@@ -119,8 +119,7 @@ func eventNames(t *Table) string {
 
 // knownActions is the action vocabulary the model knows: the built-in
 // actions of both roles.
-func knownActions() []string {
-	def := Default()
+func knownActions(def *Spec) []string {
 	var names []string
 	for _, r := range Roles {
 		for _, a := range def.Table(r).Actions {
