@@ -47,9 +47,11 @@ type Transition struct {
 }
 
 // Protocol is a pair of role machines over the fixed event vocabulary of
-// the default spec: source events are machines.SourceEvent values,
-// destination events machines.DestinationEvent values. State numbers are
-// the protocol's own (a variant may have other states).
+// the default spec. Event ids are the generated machines' numbering
+// (machines.SourceEvent, machines.DestinationEvent), which the checker's
+// event constants use; a spec's events are matched to them by name. State
+// numbers are the spec's own order (a variant may have other states); the
+// generated machines' states are matched to them by name.
 type Protocol struct {
 	name string
 	spec *spec.Spec
@@ -93,6 +95,37 @@ func (p *Protocol) StateIndex(role spec.Role, name string) int {
 // numEvents is the size of each role's event vocabulary.
 var numEvents = [2]int{machines.NumSourceEvents, machines.NumDestinationEvents}
 
+// eventID is the id of a role's event, found by name in the vocabulary
+// (the generated machines' numbering), or -1.
+func eventID(r spec.Role, name string) int {
+	for e := 0; e < numEvents[r]; e++ {
+		if EventName(r, uint8(e)) == name {
+			return e
+		}
+	}
+	return -1
+}
+
+// machinePolicy is the generated machines' policy of the same name.
+func machinePolicy(pol spec.Policy) machines.Policy {
+	for p := machines.Policy(0); p < machines.NumPolicies; p++ {
+		if p.String() == pol.String() {
+			return p
+		}
+	}
+	panic(fmt.Sprintf("checker: the generated machines have no policy %s", pol))
+}
+
+// stateID is the protocol's number of a role state the generated machines
+// name; the machines and the default spec must know the same states.
+func (p *Protocol) stateID(r spec.Role, name string) uint8 {
+	i := p.StateIndex(r, name)
+	if i < 0 {
+		panic(fmt.Sprintf("checker: the generated %s machine has state %q, which the default spec does not: run make generate", r, name))
+	}
+	return uint8(i)
+}
+
 func newProtocol(name string, s *spec.Spec) *Protocol {
 	p := &Protocol{name: name, spec: s}
 	for _, r := range spec.Roles {
@@ -128,21 +161,30 @@ func newProtocol(name string, s *spec.Spec) *Protocol {
 
 // Generated is the protocol of the generated machines in machines/: every
 // (policy, state, event) of both roles is read off their Transition method.
+// Policies and states are matched by name; events keep the machines' ids.
 func Generated() *Protocol {
 	p := newProtocol("generated machines", spec.Default())
+	var src [machines.NumSourceStates]uint8
+	for s := range src {
+		src[s] = p.stateID(spec.Source, machines.SourceState(s).String())
+	}
+	var dst [machines.NumDestinationStates]uint8
+	for s := range dst {
+		dst[s] = p.stateID(spec.Destination, machines.DestinationState(s).String())
+	}
 	for _, pol := range spec.Policies {
-		mp := machines.Policy(pol)
+		mp := machinePolicy(pol)
 		for s := 0; s < machines.NumSourceStates; s++ {
 			for e := 0; e < machines.NumSourceEvents; e++ {
 				t, ok := machines.SourceState(s).Transition(mp, machines.SourceEvent(e))
 				if !ok {
 					continue
 				}
-				ct := Transition{To: uint8(t.To), Row: uint16(t.Row), N: uint8(t.Actions.Len())}
+				ct := Transition{To: src[t.To], Row: uint16(t.Row), N: uint8(t.Actions.Len())}
 				for i := 0; i < t.Actions.Len(); i++ {
 					ct.Acts[i] = SourceAction(t.Actions.At(i))
 				}
-				p.tables[spec.Source][pol][s][e] = ct
+				p.tables[spec.Source][pol][src[s]][e] = ct
 			}
 		}
 		for s := 0; s < machines.NumDestinationStates; s++ {
@@ -151,11 +193,11 @@ func Generated() *Protocol {
 				if !ok {
 					continue
 				}
-				ct := Transition{To: uint8(t.To), Row: uint16(t.Row), N: uint8(t.Actions.Len())}
+				ct := Transition{To: dst[t.To], Row: uint16(t.Row), N: uint8(t.Actions.Len())}
 				for i := 0; i < t.Actions.Len(); i++ {
 					ct.Acts[i] = DestinationAction(t.Actions.At(i))
 				}
-				p.tables[spec.Destination][pol][s][e] = ct
+				p.tables[spec.Destination][pol][dst[s]][e] = ct
 			}
 		}
 	}
@@ -181,12 +223,12 @@ func CheckVocabulary(s *spec.Spec) error {
 		if len(t.States) > MaxStates {
 			errs = append(errs, fmt.Sprintf("%s table has %d states, at most %d are supported", r, len(t.States), MaxStates))
 		}
-		if len(t.Events) != len(d.Events) {
-			errs = append(errs, fmt.Sprintf("%s table has %d events, the model knows %d", r, len(t.Events), len(d.Events)))
+		if len(t.Events) != numEvents[r] {
+			errs = append(errs, fmt.Sprintf("%s table has %d events, the model knows %d", r, len(t.Events), numEvents[r]))
 		}
 		for _, ev := range t.Events {
 			i := d.EventIndex(ev.Name)
-			if i < 0 {
+			if i < 0 || eventID(r, ev.Name) < 0 {
 				errs = append(errs, fmt.Sprintf("%s event %q is not in the vocabulary the model knows", r, ev.Name))
 				continue
 			}
@@ -259,7 +301,6 @@ func FromStepper(name string, s *spec.Spec, st Stepper) (*Protocol, error) {
 	if err := CheckVocabulary(s); err != nil {
 		return nil, err
 	}
-	def := spec.Default()
 	p := newProtocol(name, s)
 	for _, r := range spec.Roles {
 		t := s.Table(r)
@@ -284,7 +325,7 @@ func FromStepper(name string, s *spec.Spec, st Stepper) (*Protocol, error) {
 					for i, a := range acts {
 						ct.Acts[i] = Action(roleActionID(r, a))
 					}
-					p.tables[r][pol][si][def.Table(r).EventIndex(ev.Name)] = ct
+					p.tables[r][pol][si][eventID(r, ev.Name)] = ct
 				}
 			}
 		}

@@ -21,7 +21,9 @@ func roleOf(sd model.Side) spec.Role { return spec.Role(sd) }
 // sideOf is the side of a role machine.
 func sideOf(r spec.Role) model.Side { return model.Side(r) }
 
-// Event ids of the fixed vocabulary.
+// Event ids of the fixed vocabulary. A Protocol numbers events as the
+// generated machines do (FromStepper finds a spec's events by name), so
+// these are the machines' own constants.
 const (
 	evSrcRequestArrived     = uint8(machines.SourceEventRequestArrived)
 	evSrcDestinationReserve = uint8(machines.SourceEventDestinationReserved)
@@ -115,7 +117,9 @@ func causeOf(r spec.Role, ev uint8) model.Cause {
 	return model.CauseOther
 }
 
-// Action ids of the vocabulary.
+// Action ids of the vocabulary: the generated machines' source actions,
+// then their destination actions (SourceAction, DestinationAction);
+// FromStepper finds a spec's actions by name.
 const (
 	aSrcAcceptRequest        = Action(machines.SourceActionAcceptRequest)
 	aSrcStartPrefill         = Action(machines.SourceActionStartPrefill)

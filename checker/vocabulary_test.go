@@ -1,0 +1,87 @@
+package checker
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/handoffcheck/handoffcheck/machines"
+	"github.com/handoffcheck/handoffcheck/machines/interp"
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+// The generated machines and the default spec know the same states and
+// events by name: the protocol matches them by name, so their order may
+// differ, but a name missing on either side is a stale generation.
+func TestVocabulary_MachinesMatchTheDefaultSpecByName(t *testing.T) {
+	def := spec.Default()
+	for _, r := range spec.Roles {
+		tb := def.Table(r)
+		var specStates, machineStates, specEvents, machineEvents []string
+		for _, st := range tb.States {
+			specStates = append(specStates, st.Name)
+		}
+		for _, ev := range tb.Events {
+			specEvents = append(specEvents, ev.Name)
+			if eventID(r, ev.Name) < 0 {
+				t.Errorf("%s event %s has no id", r, ev.Name)
+			}
+		}
+		for e := 0; e < numEvents[r]; e++ {
+			machineEvents = append(machineEvents, EventName(r, uint8(e)))
+		}
+		if r == spec.Source {
+			for s := 0; s < machines.NumSourceStates; s++ {
+				machineStates = append(machineStates, machines.SourceState(s).String())
+			}
+		} else {
+			for s := 0; s < machines.NumDestinationStates; s++ {
+				machineStates = append(machineStates, machines.DestinationState(s).String())
+			}
+		}
+		for _, pair := range [][2][]string{{specStates, machineStates}, {specEvents, machineEvents}} {
+			a, b := slices.Sorted(slices.Values(pair[0])), slices.Sorted(slices.Values(pair[1]))
+			if !slices.Equal(a, b) {
+				t.Errorf("%s: the default spec knows %v, the generated machines %v", r, a, b)
+			}
+		}
+		for _, a := range tb.Actions {
+			id := roleActionID(r, a.Name)
+			if id < 0 || Action(id).String() != a.Name {
+				t.Errorf("%s action %s resolves to %d", r, a.Name, id)
+			}
+		}
+	}
+	for _, pol := range spec.Policies {
+		if machinePolicy(pol).String() != pol.String() {
+			t.Errorf("policy %s maps to %s", pol, machinePolicy(pol))
+		}
+	}
+}
+
+// The generated machines and the interpreter of the same spec, each mapped
+// into the protocol by name, give the same protocol.
+func TestVocabulary_GeneratedEqualsInterpreted(t *testing.T) {
+	it, err := interp.New(spec.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip, err := FromStepper("interpreted", spec.Default(), it)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gp := Generated()
+	for _, r := range spec.Roles {
+		for _, pol := range spec.Policies {
+			for st := range gp.tables[r][pol] {
+				if gp.terminal[r][st] {
+					continue // the interpreter is not asked about terminal states
+				}
+				for ev := range gp.tables[r][pol][st] {
+					if g, i := gp.tables[r][pol][st][ev], ip.tables[r][pol][st][ev]; g != i {
+						t.Errorf("%s %s %s × %s: generated %+v, interpreted %+v", r, pol, gp.StateName(r, uint8(st)), EventName(r, uint8(ev)), g, i)
+					}
+				}
+			}
+		}
+	}
+}
