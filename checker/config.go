@@ -105,10 +105,11 @@ type fileTransfer struct {
 
 // ParseConfig reads a configuration from its JSON form. Errors name the
 // file and the line of the entry they are about (the run, worker or
-// handoff object, or its key) and say what was expected; every problem is
-// reported, in file order, without the follow-on problems of another. A
-// key given twice in one object is refused. Runs, workers and handoffs are
-// numbered from 0, as reports name them.
+// handoff object, or its key) and say what was expected. Problems are
+// reported together, in file order, leaving out those that would only
+// follow from another (the world's checks wait for known worker roles and
+// a readable transfer). A key given twice in one object is refused. Runs,
+// workers and handoffs are numbered from 0, as reports name them.
 func ParseConfig(file string, data []byte) (*Config, error) {
 	var f fileConfig
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -147,15 +148,23 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 		badAt(pos.Line("runs"), "runs is empty, want at least one {name, policy, engine}")
 	}
 	names := map[string]int{}
+	// usable lists the runs whose policy and engine are known; worldOK
+	// says the workers and the transfer read well enough for the world's
+	// own checks, whose problems would otherwise follow from these.
+	var usable []int
+	worldOK := true
 	for i, r := range f.Runs {
 		run := RunLabel(i, r.Name)
-		p, err := spec.ParsePolicy(r.Policy)
-		if err != nil {
+		p, perr := spec.ParsePolicy(r.Policy)
+		if perr != nil {
 			badAt(pos.Line("runs", i, "policy"), "%s: policy %q is not source-first or destination-first", run, r.Policy)
 		}
-		e, err := model.ParseEngine(r.Engine)
-		if err != nil {
+		e, eerr := model.ParseEngine(r.Engine)
+		if eerr != nil {
 			badAt(pos.Line("runs", i, "engine"), "%s: engine %q is not vllm, sglang or trtllm", run, r.Engine)
+		}
+		if perr == nil && eerr == nil {
+			usable = append(usable, i)
 		}
 		if why := runNameProblem(r.Name); why != "" {
 			badAt(pos.Line("runs", i, "name"), "%s: %s", run, why)
@@ -182,6 +191,7 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 			wc.Role = model.DecodeWorker
 		default:
 			badAt(pos.Line("workers", i, "role"), "worker %d: role %q is not prefill or decode", i, w.Role)
+			worldOK = false
 		}
 		c.World.Workers = append(c.World.Workers, wc)
 	}
@@ -191,9 +201,11 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	switch {
 	case f.Transfer.Groups != nil && (f.Transfer.BytesPerToken != 0 || f.Transfer.BlockSize != 0):
 		badAt(pos.Line("transfer"), "transfer takes either groups or bytes_per_token with block_size_tokens, not both")
+		worldOK = false
 	case f.Transfer.Groups != nil:
 		g, err := f.Transfer.Groups.Profile("prefill")
 		if err != nil {
+			worldOK = false
 			for _, msg := range strings.Split(err.Error(), "\n") {
 				msg = strings.TrimPrefix(msg, model.ErrProfile.Error()+": ")
 				badAt(model.GroupsLine(pos, []any{"transfer", "groups"}, f.Transfer.Groups.Groups, msg), "transfer groups: %s", msg)
@@ -208,15 +220,22 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 			bad(k, "%v", err)
 		}
 	}
-	if len(errs) == 0 {
+	if worldOK {
 		// The world's own checks run per run, since the policy and the
 		// engine are part of the world. A problem every run has is
-		// reported once; one only some runs have names them.
+		// reported once; one only some runs have names them. Without a
+		// usable run they run once, on the first policy and engine.
 		var order []string
 		runsOf := map[string][]int{}
-		for i, r := range c.Runs {
+		checked := usable
+		if len(checked) == 0 {
+			checked = []int{-1}
+		}
+		for _, i := range checked {
 			w := c.World
-			w.Policy, w.Engine = r.Policy, r.Engine
+			if i >= 0 {
+				w.Policy, w.Engine = c.Runs[i].Policy, c.Runs[i].Engine
+			}
 			err := w.Prepare()
 			if err == nil {
 				continue
@@ -231,7 +250,7 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 		}
 		for _, e := range order {
 			line := worldLine(pos, e)
-			if len(runsOf[e]) == len(c.Runs) {
+			if len(runsOf[e]) == len(checked) {
 				badAt(line, "%s", e)
 				continue
 			}

@@ -174,3 +174,27 @@ func TestParseConfig_TransferOverflow(t *testing.T) {
 		t.Fatalf("got\n%s", strings.Join(got, "\n"))
 	}
 }
+
+// Independent problems are reported together, each at its line: a run
+// name --run cannot select does not hide the workers' problems.
+func TestParseConfig_ReportsIndependentProblemsTogether(t *testing.T) {
+	data := editConfig(t, `{"name": "vllm"`, `{"name": "v llm"`)
+	data = []byte(strings.Replace(string(data), `"capacity_blocks": 8,
+     "slots": 2,`, `"capacity_blocks": -1, "background_blocks": 2,
+     "slots": 2,`, 1))
+	data = []byte(strings.Replace(string(data), `"engine": "sglang"`, `"engine": "tgi"`, 1))
+	got := parseRefused(t, data)[1:]
+	want := []string{
+		`c.json:4: run 0 ("v llm"): name contains white space`,
+		`c.json:6: run 1 ("sglang"): engine "tgi" is not vllm, sglang or trtllm`,
+		`c.json:11: worker 1: capacity_blocks -1, want 1 to 250`,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d problems, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("problem %d:\n got %s\nwant %s", i, got[i], want[i])
+		}
+	}
+}
