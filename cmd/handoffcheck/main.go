@@ -126,7 +126,8 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "commands:")
 	for _, n := range commandNames() {
-		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
+		first, _, _ := strings.Cut(commands[n].summary, "\n")
+		fmt.Fprintf(w, "  %-9s %s\n", n, first)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "exit codes (every command):")
