@@ -24,7 +24,9 @@ import (
 // The header carries everything needed to replay: the configuration, the
 // run, and the spec when it is not the built-in one. "violation" is what
 // the trace is expected to end in ("" for none); "attempts" names each
-// handoff's attempt id, for matching with engine logs. Steps are numbered from 1
+// handoff's attempt id, for matching with engine logs. "loop_from", for a
+// liveness counterexample, is the step after which the moves form a loop
+// back to the state after that step. Steps are numbered from 1
 // without gaps; the move syntax is that of scenario files.
 const TraceSchemaV1 = "handoffcheck.trace/v1"
 
@@ -43,6 +45,9 @@ type traceHeader struct {
 	Config    json.RawMessage `json:"config"`
 	Spec      json.RawMessage `json:"spec,omitempty"`
 	Violation string          `json:"violation,omitempty"`
+	// LoopFrom, for a liveness counterexample, is the step after which
+	// the loop starts: the steps after it return to the state after it.
+	LoopFrom int `json:"loop_from,omitempty"`
 }
 
 type traceLine struct {
@@ -56,7 +61,10 @@ type Trace struct {
 	Config    *Config
 	Spec      *spec.Spec // nil: the built-in spec
 	Violation string
-	Moves     []Move
+	// LoopFrom > 0 marks a liveness counterexample: the moves after the
+	// first LoopFrom form a loop back to the state after them.
+	LoopFrom int
+	Moves    []Move
 	Lines     []int // the file line of each move
 }
 
@@ -77,6 +85,9 @@ func WriteTrace(w io.Writer, configJSON []byte, s *spec.Spec, run string, attemp
 	}
 	if ce.Violation != nil {
 		h.Violation = ce.Violation.Invariant
+	}
+	if len(ce.Loop) > 0 {
+		h.LoopFrom = len(ce.Steps)
 	}
 	enc := json.NewEncoder(w)
 	if err := enc.Encode(h); err != nil {
@@ -145,7 +156,7 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 				}
 				tr.Spec = s
 			}
-			tr.Run, tr.Config, tr.Violation = h.Run, cfg, h.Violation
+			tr.Run, tr.Config, tr.Violation, tr.LoopFrom = h.Run, cfg, h.Violation, h.LoopFrom
 			continue
 		}
 		var l traceLine
@@ -179,6 +190,9 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 	}
 	if tr.Config == nil {
 		return nil, bad(1, "empty trace, want a header line with schema %q", TraceSchemaV1)
+	}
+	if tr.LoopFrom < 0 || (tr.LoopFrom > 0 && tr.LoopFrom >= len(tr.Moves)) {
+		return nil, bad(1, "loop_from %d: want a step before the last (the trace has %d steps)", tr.LoopFrom, len(tr.Moves))
 	}
 	return tr, nil
 }

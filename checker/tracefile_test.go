@@ -91,6 +91,7 @@ func TestTrace_Committed(t *testing.T) {
 			}
 			sess := c.NewSession()
 			got := ""
+			var atLoop Key
 			for i, m := range tr.Moves {
 				res, err := sess.Apply(m)
 				if err != nil {
@@ -100,6 +101,14 @@ func TestTrace_Committed(t *testing.T) {
 					got = res.Violation.Invariant
 					break
 				}
+				if i+1 == tr.LoopFrom {
+					atLoop = c.Key(sess.State())
+				}
+			}
+			// A liveness trace ends in a loop back to the state after
+			// step LoopFrom.
+			if tr.LoopFrom > 0 && c.Key(sess.State()) == atLoop {
+				got = tr.Violation
 			}
 			if got != tr.Violation {
 				t.Fatalf("replay ended in %q, the trace records %q", got, tr.Violation)

@@ -37,6 +37,7 @@ var goldenCases = []struct {
 	{"check-nothing-selected", []string{"check", "--config", small, "--run", "vllm", "--policy", "destination-first"}},
 	{"check-conflicting-flags", []string{"check", "--walks", "10", "--exact"}},
 	{"replay", []string{"replay", "../../testdata/traces/release-on-heartbeat.jsonl"}},
+	{"replay-liveness", []string{"replay", "../../testdata/traces/rearm-reservation-loop.jsonl"}},
 	{"validate", []string{"validate", release}},
 }
 

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker"
-	"github.com/handoffcheck/handoffcheck/machines/interp"
 	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
 )
 
@@ -44,12 +43,8 @@ func cmdReplay(cmd *command, e *env, args []string) int {
 	}
 	proto := checker.Generated()
 	if tr.Spec != nil {
-		it, err := interp.New(tr.Spec)
-		if err != nil {
-			return bad("%s: %v", file, err)
-		}
-		if proto, err = checker.FromStepper(file+" (spec)", tr.Spec, it); err != nil {
-			return bad("%s: %v", file, err)
+		if proto, _, err = protocolOf(file+" (spec)", tr.Spec); err != nil {
+			return bad("%v", err)
 		}
 	}
 	var run checker.Run
@@ -64,6 +59,8 @@ func cmdReplay(cmd *command, e *env, args []string) int {
 	}
 	s := c.NewSession()
 	prev := s.Describe()
+	var atLoop checker.Key
+	drainedOnLoop := false
 	fmt.Fprintf(stdout, "replay %s: run %s (%s, engine %s), %d steps\n", file, run.Name, run.Policy, run.Engine, len(tr.Moves))
 	fmt.Fprintf(stdout, "attempts: %s\n", strings.Join(c.Attempts(), " "))
 	for _, l := range prev {
@@ -100,6 +97,13 @@ func cmdReplay(cmd *command, e *env, args []string) int {
 			}
 		}
 		prev = now
+		if tr.LoopFrom > 0 && i+1 == tr.LoopFrom {
+			atLoop = c.Key(s.State())
+			fmt.Fprintln(stdout, "  loop:")
+		}
+		if tr.LoopFrom > 0 && i+1 > tr.LoopFrom && s.Drained() {
+			drainedOnLoop = true
+		}
 		if r.Violation != nil {
 			note := ""
 			if tr.Violation == r.Violation.Invariant {
@@ -108,6 +112,19 @@ func cmdReplay(cmd *command, e *env, args []string) int {
 			fmt.Fprintf(stdout, "VIOLATION %s at step %d%s\n", r.Violation.Error(), i+1, note)
 			return exitViolation
 		}
+	}
+	if tr.LoopFrom > 0 {
+		// A liveness counterexample: the steps show a way into the trap
+		// and a loop inside it. Replay checks what one path can show: the
+		// loop returns to where it started and passes no drained state.
+		// That nothing can ever drain from there is the search's finding.
+		if c.Key(s.State()) == atLoop && !drainedOnLoop {
+			fmt.Fprintf(stdout, "VIOLATION %s: steps %d-%d return to the state after step %d without draining: the loop can repeat forever (the search found no way out of it)\n",
+				tr.Violation, tr.LoopFrom+1, len(tr.Moves), tr.LoopFrom)
+			return exitViolation
+		}
+		fmt.Fprintf(stdout, "no violation; the loop recorded after step %d does not return to where it started without draining\n", tr.LoopFrom)
+		return exitOK
 	}
 	if tr.Violation != "" {
 		fmt.Fprintf(stdout, "no violation; the trace records %s, which did not happen\n", tr.Violation)
