@@ -37,12 +37,14 @@ test: fresh
 # Generated files must equal what the spec renders today: go generate may
 # not change anything in the tree.
 fresh:
-	@tmp=$$(mktemp -d); cp -r machines "$$tmp/before"; \
+	@tmp=$$(mktemp -d); cp -r machines "$$tmp/machines"; cp -r docs "$$tmp/docs"; \
 	$(GO) generate ./... || { rm -rf "$$tmp"; exit 1; }; \
-	if ! diff -r "$$tmp/before" machines >/dev/null; then \
-		echo "go generate changed generated files (stale, or edited by hand): run make generate and commit"; \
-		diff -r "$$tmp/before" machines | head -40; rm -rf "$$tmp"; exit 1; \
-	fi; rm -rf "$$tmp"
+	for d in machines docs; do \
+		if ! diff -r "$$tmp/$$d" $$d >/dev/null; then \
+			echo "go generate changed generated files in $$d/ (stale, or edited by hand): run make generate and commit"; \
+			diff -r "$$tmp/$$d" $$d | head -40; rm -rf "$$tmp"; exit 1; \
+		fi; \
+	done; rm -rf "$$tmp"
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
