@@ -8,14 +8,14 @@ import (
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker"
-	"github.com/handoffcheck/handoffcheck/spec"
 )
 
 var checkCommand = &command{
 	name: "check",
 	args: "[flags]",
-	summary: "Explore every ordering of a configuration's moves (or seeded random walks) and check every invariant.\n" +
-		"Without --config it explores the embedded default configuration.",
+	summary: "explore every ordering of a configuration's moves (or seeded random walks) and check every invariant",
+	detail: "Without --config it explores the embedded default configuration: both policies, every fault kind,\n" +
+		"liveness included. See docs/cli.md for the exit codes, refused flag combinations and the memory bound.",
 	exits: []exitDoc{
 		{exitOK, "no violation (the report says whether the exploration was complete or cut by a bound)"},
 		{exitViolation, "an invariant is violated: the report names it and shows the shortest trace"},
@@ -307,4 +307,3 @@ func isTerminal(f *os.File) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-var _ = spec.Policies

@@ -45,7 +45,8 @@ type env struct {
 type command struct {
 	name    string
 	args    string // the synopsis after the command name
-	summary string
+	summary string // one line, for the command list
+	detail  string // more, for the command's help
 	// exits lists the exit codes the command can return, each with what
 	// it means for this command ("" for the common meaning).
 	exits []exitDoc
@@ -126,8 +127,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "commands:")
 	for _, n := range commandNames() {
-		first, _, _ := strings.Cut(commands[n].summary, "\n")
-		fmt.Fprintf(w, "  %-9s %s\n", n, first)
+		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "exit codes (every command):")
@@ -179,6 +179,9 @@ func (c *command) flags() *flag.FlagSet {
 // defaults, exit codes.
 func (c *command) help(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "usage: handoffcheck %s %s\n\n%s\n", c.name, c.args, c.summary)
+	if c.detail != "" {
+		fmt.Fprintf(w, "\n%s\n", c.detail)
+	}
 	n := 0
 	fs.VisitAll(func(*flag.Flag) { n++ })
 	if n > 0 {
