@@ -161,7 +161,7 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 		}
 		e, eerr := model.ParseEngine(r.Engine)
 		if eerr != nil {
-			badAt(pos.Line("runs", i, "engine"), "%s: engine %q is not vllm, sglang or trtllm", run, r.Engine)
+			badAt(pos.Line("runs", i, "engine"), "%s: engine %q is not one of %s", run, r.Engine, strings.Join(model.EngineNames(), ", "))
 		}
 		if perr == nil && eerr == nil {
 			usable = append(usable, i)

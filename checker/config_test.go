@@ -104,7 +104,7 @@ func TestParseConfig_PointsAtTheEntry(t *testing.T) {
 			[]string{`c.json:21: unknown fault "gremlins"`}},
 		// Two problems, each at its own line, in file order.
 		{"two-problems", `"engine": "vllm"}`, `"engine": "tgi"}`,
-			[]string{`c.json:4: run 0 ("vllm"): engine "tgi" is not vllm, sglang or trtllm`}},
+			[]string{`c.json:4: run 0 ("vllm"): engine "tgi" is not one of vllm, sglang, trtllm`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := parseRefused(t, editConfig(t, tc.old, tc.new))[1:]
@@ -186,7 +186,7 @@ func TestParseConfig_ReportsIndependentProblemsTogether(t *testing.T) {
 	got := parseRefused(t, data)[1:]
 	want := []string{
 		`c.json:4: run 0 ("v llm"): name contains white space`,
-		`c.json:6: run 1 ("sglang"): engine "tgi" is not vllm, sglang or trtllm`,
+		`c.json:6: run 1 ("sglang"): engine "tgi" is not one of vllm, sglang, trtllm`,
 		`c.json:11: worker 1: capacity_blocks -1, want 1 to 250`,
 	}
 	if len(got) != len(want) {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/handoffcheck/handoffcheck/model"
 )
@@ -224,6 +225,10 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 			e.cut, e.stopWhy = true, stopped()
 			break
 		}
+		if lim.MaxMemory > 0 && e.levelWouldPass(len(frontier)/e.words, lim.MaxMemory) {
+			e.cut, e.stopWhy = true, StopMaxMemory
+			break
+		}
 		next, interrupted := e.level(ctx, frontier, levelStart, workers)
 		if interrupted {
 			e.cut, e.stopWhy = true, stopped()
@@ -322,9 +327,30 @@ func FormatBytes(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// watchMemory calls stop once resident memory passes nine tenths of the
-// bound: the margin is what a level may still allocate between two looks
-// and while it winds down. It returns when done is closed.
+// levelWouldPass reports whether expanding a level of n states could take
+// resident memory past the bound: a level holds, per frontier state, about
+// two new keys and candidates and five graph edges, and the store may grow
+// by half. The watcher stops a level that grows past this estimate, but the
+// commit of a level cannot stop halfway, so a level that cannot fit is not
+// begun.
+func (e *exploration) levelWouldPass(n int, bound int64) bool {
+	need := int64(n) * int64(2*e.words*8+2*int(unsafe.Sizeof(candidate{}))+e.words*8)
+	if e.g != nil {
+		need += int64(n) * 5 * int64(unsafe.Sizeof(edge{})+8)
+	}
+	need += e.st.bytes(len(e.parent)) / 2
+	return int64(residentBytes())+need >= memoryThreshold(bound)
+}
+
+// memoryThreshold is where the watcher stops a level: a tenth of the
+// bound, and at least 64 MiB, below it. The margin is what a level may
+// still allocate between two looks and while it winds down.
+func memoryThreshold(bound int64) int64 {
+	return bound - max(bound/10, min(64<<20, bound/2))
+}
+
+// watchMemory calls stop once resident memory passes memoryThreshold. It
+// returns when done is closed.
 func watchMemory(bound int64, done <-chan struct{}, stop func()) {
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
@@ -333,7 +359,7 @@ func watchMemory(bound int64, done <-chan struct{}, stop func()) {
 		case <-done:
 			return
 		case <-t.C:
-			if residentBytes() >= uint64(bound)/10*9 {
+			if int64(residentBytes()) >= memoryThreshold(bound) {
 				stop()
 				return
 			}

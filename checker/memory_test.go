@@ -21,7 +21,7 @@ func TestExplore_MaxMemoryStopsWithinTheBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	settle()
-	bound := int64(residentBytes()) + 256<<20
+	bound := int64(residentBytes()) + 384<<20
 	r := c.Explore(context.Background(), Limits{MaxMemory: bound, Liveness: true, Workers: 2}, nil)
 	if r.Complete || r.StopReason != StopMaxMemory {
 		t.Fatalf("want a stop by the memory bound, got complete=%v stop=%q after %d states", r.Complete, r.StopReason, r.Stats.States)
