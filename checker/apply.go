@@ -38,7 +38,7 @@ func apply(tx *model.Tx, side model.Side, h int, a Action, cause model.Cause) {
 		tx.Arm(h, model.TimerLease)
 	case aSrcRenewLease:
 		// Renewal has no safety meaning in the untimed model: any armed
-		// timer may fire at any moment (LIFECYCLE.md section 3).
+		// timer may fire at any moment (docs/lifecycle.md section 3).
 	case aSrcDisarmLease:
 		tx.Disarm(h, model.TimerLease)
 	case aSrcArmBootstrap:

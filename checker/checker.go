@@ -58,7 +58,7 @@ func New(p *Protocol, cfg *Config, run Run) (*Checker, error) {
 var attemptNamespace = uuid.MustParse("5bd09d9a-bd43-4f66-ba01-772256a2acf9")
 
 // AttemptID is the handoff attempt id of handoff h in this run: facts are
-// keyed by it (LIFECYCLE.md section 3) and reports name it so that a trace
+// keyed by it (docs/lifecycle.md section 3) and reports name it so that a trace
 // can be matched with engine logs. It is a name-based UUID of the run and
 // the handoff: never shared by two attempts of a run, and the same on every
 // run of the same configuration, so output stays deterministic.

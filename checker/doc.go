@@ -5,7 +5,7 @@
 // A State is the world, each handoff's source and destination machine
 // state, and the remaining fault budget. Moves are what the routers,
 // schedulers, transfer engine, transport and timers do on their own, and the
-// faults of LIFECYCLE.md section 3, each bounded by its budget. Every move
+// faults of docs/lifecycle.md section 3, each bounded by its budget. Every move
 // is judged by the model's step invariants; every new state by its state
 // invariants; every state where no protocol, timer or delivery move is
 // enabled by Quiescence.

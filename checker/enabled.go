@@ -84,7 +84,7 @@ func (c *Checker) moves(s *State, ms *moveSet) (protocol int) {
 			ms.add(Move{Kind: MvPromote, H: hh})
 		}
 		// A cancelled request's decode does not end by itself: its output
-		// is unbounded in an untimed model (LIFECYCLE.md section 3), so only
+		// is unbounded in an untimed model (docs/lifecycle.md section 3), so only
 		// the cancel on the request stream ends it.
 		if x.Dst == model.DstActive && x.Running && !x.Cancelled && c.can(s, spec.Destination, h, evDstDecodeFinished) {
 			ms.add(Move{Kind: MvDecodeFinish, H: hh})

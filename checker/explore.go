@@ -17,8 +17,8 @@ import (
 
 // Limits bound an exploration. Zero means unbounded.
 type Limits struct {
-	MaxStates int   // stop after the level in which this many distinct states were reached
-	MaxDepth  int   // do not expand states at this depth
+	MaxStates int // stop after the level in which this many distinct states were reached
+	MaxDepth  int // do not expand states at this depth
 	// MaxMemory bounds the process's resident memory during the run: the
 	// exploration stops, mid-level if need be, before it passes this.
 	MaxMemory int64

@@ -8,7 +8,7 @@ import (
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
-// Fault is a kind of fault the environment may commit (LIFECYCLE.md
+// Fault is a kind of fault the environment may commit (docs/lifecycle.md
 // section 3). Each kind is bounded by its own budget; a fault's number is
 // its budget slot.
 type Fault uint8

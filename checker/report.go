@@ -360,25 +360,25 @@ type jsonPolicyCoverage struct {
 }
 
 type jsonRun struct {
-	Name        string         `json:"name"`
-	Policy      string         `json:"policy"`
-	Engine      string         `json:"engine"`
-	Complete    bool           `json:"complete"`
-	StopReason  string         `json:"stop_reason,omitempty"`
-	StopDetail  string         `json:"stop_detail,omitempty"`
-	States      int            `json:"states"`
-	Transitions int64          `json:"transitions"`
-	Depth       int            `json:"depth"`
-	Quiescent   int            `json:"quiescent_states"`
-	StoreBPS    float64        `json:"store_bytes_per_state"`
-	FPBPS       float64        `json:"fingerprint_bytes_per_state"`
+	Name        string  `json:"name"`
+	Policy      string  `json:"policy"`
+	Engine      string  `json:"engine"`
+	Complete    bool    `json:"complete"`
+	StopReason  string  `json:"stop_reason,omitempty"`
+	StopDetail  string  `json:"stop_detail,omitempty"`
+	States      int     `json:"states"`
+	Transitions int64   `json:"transitions"`
+	Depth       int     `json:"depth"`
+	Quiescent   int     `json:"quiescent_states"`
+	StoreBPS    float64 `json:"store_bytes_per_state"`
+	FPBPS       float64 `json:"fingerprint_bytes_per_state"`
 	*jsonTiming
-	Symmetry    bool           `json:"symmetry"`
-	Exact       bool           `json:"exact"`
-	Liveness    bool           `json:"liveness_checked"`
-	Collision   float64        `json:"collision_probability"`
-	Coverage    []jsonCoverage `json:"coverage"`
-	Violation   *jsonViolation `json:"violation,omitempty"`
+	Symmetry  bool           `json:"symmetry"`
+	Exact     bool           `json:"exact"`
+	Liveness  bool           `json:"liveness_checked"`
+	Collision float64        `json:"collision_probability"`
+	Coverage  []jsonCoverage `json:"coverage"`
+	Violation *jsonViolation `json:"violation,omitempty"`
 }
 
 // jsonTiming holds the measured figures of a run, left out with

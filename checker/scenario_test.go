@@ -11,7 +11,7 @@ import (
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
-// TestScenarios runs the named scenarios of LIFECYCLE.md section 5, one
+// TestScenarios runs the named scenarios of docs/lifecycle.md section 5, one
 // file each in testdata/scenarios. Each file opens with a paragraph saying
 // what it shows; its commands step the composed system move by move and
 // its golden output is the rows fired and the ledgers after each step.

@@ -65,7 +65,7 @@ type Trace struct {
 	// first LoopFrom form a loop back to the state after them.
 	LoopFrom int
 	Moves    []Move
-	Lines     []int // the file line of each move
+	Lines    []int // the file line of each move
 }
 
 // WriteTrace writes a counterexample of a run as a trace file.

@@ -78,7 +78,7 @@ func goName(word string) string {
 func renderCommon(s *spec.Spec) ([]byte, error) {
 	f := newFile(s)
 
-	f.Comment("Policy is the backend ordering a machine follows (LIFECYCLE.md section 1).")
+	f.Comment("Policy is the backend ordering a machine follows (docs/lifecycle.md section 1).")
 	f.Type().Id("Policy").Uint8()
 	f.Const().DefsFunc(func(g *jen.Group) {
 		for i, p := range spec.Policies {

@@ -39,7 +39,7 @@ func names(files []gen.File) []string {
 	return out
 }
 
-// TestRender_MatchesCommitted is the freshness check of ARCHITECTURE.md:
+// TestRender_MatchesCommitted is the freshness check of generated code:
 // the committed machines and docs are exactly what the default spec renders
 // to today, so nobody edits generated code by hand or forgets to
 // regenerate after changing spec/.

@@ -8,7 +8,7 @@ import (
 	"strconv"
 )
 
-// Policy is the backend ordering a machine follows (LIFECYCLE.md section 1).
+// Policy is the backend ordering a machine follows (docs/lifecycle.md section 1).
 type Policy uint8
 
 const (

@@ -13,8 +13,8 @@ import (
 	"testing"
 )
 
-// TestMachines_RoleMixUpDoesNotCompile proves the claim of doc.go and
-// ARCHITECTURE.md that source and destination states, events and actions
+// TestMachines_RoleMixUpDoesNotCompile proves the claim of doc.go that
+// source and destination states, events and actions
 // are distinct types: each snippet hands one role's value to the other
 // role and must be refused by the type checker, naming both types. The
 // well-typed snippet must type-check, so a broken harness (an importer that

@@ -39,7 +39,7 @@ func (r WorkerRole) String() string {
 	return "decode"
 }
 
-// Engine is a decode engine (LIFECYCLE.md sections 1 and 8). What the
+// Engine is a decode engine (docs/lifecycle.md sections 1 and 8). What the
 // model does with an engine follows from its traits in Engines: no code
 // asks which engine it is.
 type Engine uint8

@@ -8,7 +8,7 @@
 // request ownership, decode selection-time booking); and per handoff
 // attempt, where it was routed, what each side holds for it, its transfer
 // registrations and transfer, its timers, the facts in flight in each
-// direction, and the one life of each resource it holds (LIFECYCLE.md
+// direction, and the one life of each resource it holds (docs/lifecycle.md
 // sections 2, 3 and 7). Worlds are fixed-size values: cloning is a copy and
 // Key packing is canonical (see pack.go).
 //
@@ -16,7 +16,7 @@
 // pin that ended while a read could still use it, pages freed while a
 // write could land, a transfer started or written without a reservation,
 // an activation, a Stored publication, a resource begun or ended. One
-// function per invariant of LIFECYCLE.md section 4, named exactly as
+// function per invariant of docs/lifecycle.md section 4, named exactly as
 // there, judges those effects (step invariants) or the world (state
 // invariants); the checker runs them on every step and every new state.
 //

@@ -6,7 +6,7 @@ import (
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
-// The invariant names of LIFECYCLE.md section 4. They are stable
+// The invariant names of docs/lifecycle.md section 4. They are stable
 // identifiers: reports, tests and users refer to them.
 const (
 	NameTransferNeedsReservation     = "TransferNeedsReservation"
@@ -29,7 +29,7 @@ const (
 	NameInFlightAccounting           = "InFlightAccounting"
 	NameQuiescence                   = "Quiescence"
 	NameEventuallyDrained            = "EventuallyDrained"
-	// NameFaultFreeCompletion is a progress check beyond LIFECYCLE.md's
+	// NameFaultFreeCompletion is a progress check beyond docs/lifecycle.md's
 	// list: when the environment caused no fault at all, every handoff
 	// succeeds. Without it a protocol that safely fails every handoff (one
 	// that never registers its blocks, say) would pass.
@@ -92,7 +92,7 @@ func (inv *Invariant) JudgeState(w *World, rec *Records) *Violation {
 }
 
 // Invariants is the registry of every invariant, the safety invariants in
-// LIFECYCLE.md section 4 order, then the progress invariants. The lists
+// docs/lifecycle.md section 4 order, then the progress invariants. The lists
 // below and StepViolations/StateViolations derive from it; the explorer's
 // fast paths, CheckStep and CheckState, are tested against it.
 var Invariants = []Invariant{
@@ -190,7 +190,7 @@ func invariantNames(keep func(*Invariant) bool) []string {
 	return out
 }
 
-// SafetyInvariants lists the safety invariants in LIFECYCLE.md order.
+// SafetyInvariants lists the safety invariants in docs/lifecycle.md order.
 var SafetyInvariants = invariantNames(func(inv *Invariant) bool { return inv.Kind != Progress })
 
 // ProgressInvariants lists the progress invariants.

@@ -177,7 +177,7 @@ type firing struct {
 	run         func(t *testing.T) *history
 }
 
-// firings: each invariant of LIFECYCLE.md section 4 fires on a small
+// firings: each invariant of docs/lifecycle.md section 4 fires on a small
 // history built to break it, and (where the breakage does not imply
 // another) only it. Together they make every step half and every state
 // half of the registry the first violation its fast path reports.

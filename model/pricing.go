@@ -24,7 +24,7 @@ const (
 	MaxTransferBytesPerBlock Bytes = 1 << 40
 )
 
-// GroupKind is the kind of a KV cache group (LIFECYCLE.md section 6).
+// GroupKind is the kind of a KV cache group (docs/lifecycle.md section 6).
 type GroupKind uint8
 
 const (

@@ -14,7 +14,7 @@ import (
 )
 
 // The expected values in this file are derived by hand from the rules of
-// LIFECYCLE.md section 6, with T transferred tokens and block size B:
+// docs/lifecycle.md section 6, with T transferred tokens and block size B:
 //
 //	full attention   ceil(T/B) blocks
 //	sliding window   ceil(T/B) - floor((T-W+1)/B), clamped to [0, ceil(T/B)]
@@ -410,7 +410,7 @@ func TestPrice_PinnedBlocksBelowComputeBlocks(t *testing.T) {
 	//   swa   compute ceil(1024/16) = 64, pinned 64 - floor(993/16) = 64 - 62 = 2
 	//   ring  compute 1, pinned 1
 	// compute 64 + 64 + 1 = 129 > pinned 64 + 2 + 1 = 67: the source drops the
-	// 62 window blocks below the window at completion (LIFECYCLE.md section 6).
+	// 62 window blocks below the window at completion (docs/lifecycle.md section 6).
 	// payload 64*1000 + 2*500 + 200 = 65200.
 	p := profile(fullGroup("attn", 16, 1000), windowGroup("swa", 16, 32, 500), stateGroup("ring", 200, false))
 	q := mustPrice(t, p, 1024, 0)

@@ -3,7 +3,7 @@ package model
 import "strings"
 
 // Msg is a fact one role sends the other over the lossy transport. Facts
-// are idempotent and keyed by the handoff attempt (LIFECYCLE.md section 3).
+// are idempotent and keyed by the handoff attempt (docs/lifecycle.md section 3).
 type Msg uint8
 
 const (

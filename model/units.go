@@ -8,7 +8,7 @@ type Tokens int32
 // Blocks counts KV blocks (pages) of a worker's pool. A grouped profile
 // counts blocks per cache group; a linear one counts tokens. The two are
 // distinct types so that a block count can never be added to a token count
-// by accident (LIFECYCLE.md section 6: units are part of the type).
+// by accident (docs/lifecycle.md section 6: units are part of the type).
 type Blocks int32
 
 // Bytes counts transfer payload bytes.

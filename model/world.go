@@ -59,7 +59,7 @@ var lifeNames = [...]string{"never", "held", "ended"}
 
 func (l Life) String() string { return lifeNames[l] }
 
-// Reg is the state of a transfer registration (LIFECYCLE.md section 7).
+// Reg is the state of a transfer registration (docs/lifecycle.md section 7).
 type Reg uint8
 
 const (
@@ -260,7 +260,7 @@ func (h *Handoff) Worker(s Side) int {
 // ledgers kept about it.
 type Worker struct {
 	Gen Generation
-	// Physical categories (LIFECYCLE.md section 2). Cached is evictable
+	// Physical categories (docs/lifecycle.md section 2). Cached is evictable
 	// anonymous cache; Prefix is cached prefix blocks of handoffs that a
 	// reservation may lock; both are the category cached.
 	Free, Cached, Prefix, Active, Pinned, Reserved Blocks

@@ -11,6 +11,6 @@
 // timer and restart be handled, even as an explicit ignore, in every
 // non-terminal state a policy can reach.
 //
-// The event and action names are the vocabulary of LIFECYCLE.md section 3;
+// The event and action names are the vocabulary of docs/lifecycle.md section 3;
 // the model in model/ gives each action its physical meaning.
 package spec

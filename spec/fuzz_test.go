@@ -9,7 +9,7 @@ import (
 )
 
 // FuzzParse feeds Parse arbitrary bytes. Parse reads files people and other
-// tools write, so it must never panic (ARCHITECTURE.md: every reader gives
+// tools write, so it must never panic (docs/cli.md: every reader gives
 // file:line and never panics), and a spec it accepts must be valid and
 // survive a round trip through Format. JSON cannot tell an omitted list
 // from an empty one, so the comparison equates them.

@@ -6,7 +6,7 @@ import (
 )
 
 // Role names the worker role a table describes. Each worker owns only its
-// own role state (LIFECYCLE.md section 3), so every table is one role's.
+// own role state (docs/lifecycle.md section 3), so every table is one role's.
 type Role uint8
 
 const (
@@ -29,7 +29,7 @@ func (r Role) String() string {
 	return fmt.Sprintf("Role(%d)", uint8(r))
 }
 
-// Policy is the backend ordering of the handoff (LIFECYCLE.md section 1).
+// Policy is the backend ordering of the handoff (docs/lifecycle.md section 1).
 type Policy uint8
 
 const (

@@ -29,8 +29,8 @@ func mustLookup(t *testing.T, tb *Table, p Policy, state, event string) int {
 
 // TestValidate_ReportsEveryProblem plants six independent defects in one
 // spec and expects all of them in a single ValidationError, in table
-// order, each naming its row (ARCHITECTURE.md: Validate reports every
-// problem at once, naming the row), and nothing else.
+// order, each naming its row (Validate reports every problem at
+// once, naming the row), and nothing else.
 func TestValidate_ReportsEveryProblem(t *testing.T) {
 	s := Default().Clone()
 	src, dst := &s.Source, &s.Destination

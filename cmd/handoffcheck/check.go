@@ -11,8 +11,8 @@ import (
 )
 
 var checkCommand = &command{
-	name: "check",
-	args: "[flags]",
+	name:    "check",
+	args:    "[flags]",
 	summary: "explore every ordering of a configuration's moves (or seeded random walks) and check every invariant",
 	detail: "Without --config it explores the embedded default configuration: both policies, every fault kind,\n" +
 		"liveness included. See docs/cli.md for the exit codes, refused flag combinations and the memory bound.",
@@ -306,4 +306,3 @@ func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
-

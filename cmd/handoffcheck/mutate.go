@@ -10,8 +10,8 @@ import (
 )
 
 var mutateCommand = &command{
-	name: "mutate",
-	args: "[flags]",
+	name:    "mutate",
+	args:    "[flags]",
 	summary: "break the built-in tables one row at a time and report how many mutants the checker kills",
 	detail: "Without --config each mutant is checked against the embedded mutation configuration\n" +
 		"(checker/mutation.json: one handoff, one prefill and one decode worker, every fault kind, four runs).",

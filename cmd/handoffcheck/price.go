@@ -23,7 +23,7 @@ var priceCommand = &command{
 func init() { registerCommand(priceCommand) }
 
 // priceJSON is the stable --json form of one quote. Field names are part of
-// the CLI contract (ARCHITECTURE.md: price is a stable CLI with JSON output).
+// the CLI contract (docs/cli.md: price is a stable CLI with JSON output).
 type priceJSON struct {
 	Profile            string           `json:"profile"` // "grouped" or "linear"
 	Role               string           `json:"role,omitempty"`

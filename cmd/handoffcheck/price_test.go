@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// The expected prices below are derived by hand from LIFECYCLE.md section
+// The expected prices below are derived by hand from docs/lifecycle.md section
 // 6 for the fixture testdata/groups/glm-hybrid.json:
 //
 //	attn       full_attention  B = 16             196608 B/block

@@ -174,7 +174,7 @@ func TestInterp_VocabularyMatchesGenerated(t *testing.T) {
 }
 
 // TestInterp_AgreesWithGenerated is the differential test of
-// ARCHITECTURE.md: the table interpreter and the generated code agree on
+// The table interpreter and the generated code agree on
 // enabledness, target, actions in order and row number for every
 // (state, event, policy) of both roles.
 func TestInterp_AgreesWithGenerated(t *testing.T) {

@@ -1,5 +1,5 @@
 // Package jsonfile turns positions and decoding errors of JSON input into
-// the file:line messages every reader of the toolkit gives (ARCHITECTURE.md:
+// the file:line messages every reader of the toolkit gives (docs/cli.md:
 // bad input names the file and line and says what was expected).
 package jsonfile
 
