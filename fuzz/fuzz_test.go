@@ -18,7 +18,7 @@ const wide = `{
   "workers": [
     {"role": "prefill", "capacity_blocks": 9},
     {"role": "prefill", "capacity_blocks": 6},
-    {"role": "decode", "capacity_blocks": 8, "slots": 2, "headroom_tokens": 1024, "prefix_hit_tokens": [16, 48, 0], "background_blocks": 3, "background_slots": 1},
+    {"role": "decode", "capacity_blocks": 8, "slots": 2, "headroom_tokens": 1024, "prefix_hit_tokens": [16, 32, 0], "background_blocks": 3, "background_slots": 1},
     {"role": "decode", "capacity_blocks": 6, "slots": 1, "headroom_tokens": 512, "prefix_hit_tokens": [0, 16, 32]}
   ],
   "handoffs": [
