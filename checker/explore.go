@@ -46,8 +46,9 @@ type Stats struct {
 	// PeakHeap is the largest growth of the Go heap over what it held when
 	// the run started: the run's own data, not earlier runs'.
 	PeakHeap uint64
-	// PeakResident is the run's peak resident memory (the process's, from
-	// the run's start; 0 where the system does not say).
+	// PeakResident is the run's peak resident memory: the process's, from
+	// the run's start (set by Check, which starts each run afresh; 0 where
+	// the system does not say).
 	PeakResident uint64
 	Workers      int
 }
@@ -169,10 +170,6 @@ type Result struct {
 // and rebuilds the shortest trace to it. Results are deterministic for any
 // number of workers.
 func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progress)) *Result {
-	// Earlier runs' garbage is collected first, so that this run's memory
-	// figures and its memory bound are about this run.
-	settle()
-	resetPeakResident()
 	start := time.Now()
 	workers := lim.Workers
 	if workers <= 0 {
@@ -265,7 +262,6 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 		e.stats.GraphBytes = int64(len(e.g.from))*8 + int64(len(e.g.drained))
 	}
 	e.sampleHeap()
-	e.stats.PeakResident = peakResidentBytes()
 	r := &Result{Run: c.run, Stats: e.stats, Coverage: e.cov, DeadEnds: e.deadEnds,
 		Symmetry: c.sym.any(), Exact: lim.Exact, Complete: !e.cut && e.viol == nil}
 	if e.cut {

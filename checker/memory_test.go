@@ -22,7 +22,9 @@ func TestExplore_MaxMemoryStopsWithinTheBound(t *testing.T) {
 	}
 	settle()
 	bound := int64(residentBytes()) + 384<<20
+	resetPeakResident()
 	r := c.Explore(context.Background(), Limits{MaxMemory: bound, Liveness: true, Workers: 2}, nil)
+	r.Stats.PeakResident = peakResidentBytes()
 	if r.Complete || r.StopReason != StopMaxMemory {
 		t.Fatalf("want a stop by the memory bound, got complete=%v stop=%q after %d states", r.Complete, r.StopReason, r.Stats.States)
 	}
@@ -38,17 +40,24 @@ func TestExplore_MaxMemoryStopsWithinTheBound(t *testing.T) {
 // Per-run figures belong to the run: a small run explored after a large
 // one reports its own heap, not what the large one left behind.
 func TestExplore_PerRunHeapIsTheRunsOwn(t *testing.T) {
-	cfg := mustConfig(t, twoByTwo)
-	c, _ := New(Generated(), cfg, cfg.Runs[0])
-	small := c.Explore(context.Background(), Limits{MaxStates: 200}, nil)
-	big := DefaultConfig()
-	bc, _ := New(Generated(), big, big.Runs[0])
-	keep := bc.Explore(context.Background(), Limits{MaxStates: 300000}, nil)
-	again := c.Explore(context.Background(), Limits{MaxStates: 200}, nil)
-	if keep.Stats.PeakHeap < 4*small.Stats.PeakHeap {
-		t.Skipf("the large run's heap (%d) is not clearly larger than the small one's (%d)", keep.Stats.PeakHeap, small.Stats.PeakHeap)
+	explore := func(cfg *Config, lim Limits) *Result {
+		rep, err := Check(context.Background(), Generated(), cfg, cfg.Runs[:1], lim, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep.Runs[0]
+	}
+	small := mustConfig(t, twoByTwo)
+	first := explore(small, Limits{MaxStates: 200})
+	keep := explore(DefaultConfig(), Limits{MaxStates: 300000})
+	again := explore(small, Limits{MaxStates: 200})
+	if keep.Stats.PeakHeap < 4*first.Stats.PeakHeap {
+		t.Skipf("the large run's heap (%d) is not clearly larger than the small one's (%d)", keep.Stats.PeakHeap, first.Stats.PeakHeap)
 	}
 	if again.Stats.PeakHeap >= keep.Stats.PeakHeap/2 {
 		t.Fatalf("a small run after a large one reports a peak heap of %d bytes, the large run's was %d", again.Stats.PeakHeap, keep.Stats.PeakHeap)
+	}
+	if keep.Stats.PeakResident > 0 && again.Stats.PeakResident >= keep.Stats.PeakResident {
+		t.Fatalf("a small run after a large one reports a peak resident memory of %d bytes, the large run's was %d", again.Stats.PeakResident, keep.Stats.PeakResident)
 	}
 }

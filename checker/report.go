@@ -91,7 +91,12 @@ func Check(ctx context.Context, p *Protocol, cfg *Config, runs []Run, lim Limits
 		if err != nil {
 			return nil, err
 		}
+		// Earlier runs' garbage is collected first, so that this run's
+		// memory figures and its memory bound are about this run.
+		settle()
+		resetPeakResident()
 		r := c.Explore(ctx, lim, progress)
+		r.Stats.PeakResident = peakResidentBytes()
 		if r.StopReason == StopInterrupted {
 			rep.Interrupted = true
 		}
