@@ -25,6 +25,10 @@ func ReadFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	// A regular file says its size: one too large is refused unread.
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > MaxFileBytes {
+		return nil, fmt.Errorf("%s: %w: %d bytes, more than %s, the most an input file may hold", path, ErrTooLarge, st.Size(), sizeText(MaxFileBytes))
+	}
 	return readLimited(path, f, MaxFileBytes)
 }
 

@@ -131,11 +131,23 @@ func TestReadFile_Bounded(t *testing.T) {
 	if _, err := ReadFile(filepath.Join(dir, "missing.json")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing file: %v", err)
 	}
+	// A file beyond the limit is refused by its size, unread (a sparse
+	// file: it takes no disk).
+	huge := filepath.Join(dir, "huge.json")
+	if f, err := os.Create(huge); err == nil {
+		f.Truncate(MaxFileBytes + 1)
+		f.Close()
+		_, err := ReadFile(huge)
+		if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), huge+": ") || !strings.Contains(err.Error(), "64 MiB") {
+			t.Fatalf("%s: got %v, want a refusal naming the file and the 64 MiB limit", huge, err)
+		}
+	}
 	// An endless input stops at the limit.
-	if _, err := os.Stat("/dev/zero"); err == nil {
-		_, err := ReadFile("/dev/zero")
-		if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "/dev/zero: ") || !strings.Contains(err.Error(), "64 MiB") {
-			t.Fatalf("/dev/zero: got %v, want a refusal naming the file and the 64 MiB limit", err)
+	if f, err := os.Open("/dev/zero"); err == nil {
+		_, err := readLimited("/dev/zero", f, 1<<20)
+		f.Close()
+		if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "/dev/zero: ") || !strings.Contains(err.Error(), "1 MiB") {
+			t.Fatalf("/dev/zero: got %v, want a refusal naming the file and the limit", err)
 		}
 	}
 	if _, err := readLimited("x", strings.NewReader("12345"), 4); !errors.Is(err, ErrTooLarge) {
