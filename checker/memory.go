@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Resident memory is what the operating system gives the process, and so
@@ -39,7 +40,7 @@ func residentBytes() uint64 {
 }
 
 // peakResidentBytes is the high-water mark of resident memory since the
-// process started or since the last resetPeakResident.
+// process started.
 func peakResidentBytes() uint64 {
 	data, err := os.ReadFile("/proc/self/status")
 	if err != nil {
@@ -58,33 +59,48 @@ func peakResidentBytes() uint64 {
 	return 0
 }
 
-var (
-	processPeak atomic.Uint64 // the largest high-water mark seen before a reset
-	peakMu      sync.Mutex
-)
+// ProcessPeakResident is the peak resident memory of the whole process so
+// far, in bytes (0 where the system does not say). The kernel's own
+// high-water mark is never reset here, so tools that read it from outside
+// (/usr/bin/time -v) see the same peak.
+func ProcessPeakResident() uint64 { return peakResidentBytes() }
 
-// resetPeakResident starts a new high-water mark (so that a run's peak is
-// its own, not an earlier run's), remembering the old one for the
-// process's peak. It reports whether the mark could be reset.
-func resetPeakResident() bool {
-	peakMu.Lock()
-	defer peakMu.Unlock()
-	old := peakResidentBytes()
-	for {
-		p := processPeak.Load()
-		if old <= p || processPeak.CompareAndSwap(p, old) {
-			break
-		}
-	}
-	// Writing 5 to clear_refs resets VmHWM to the current resident size
-	// (Linux 4.0 and later).
-	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
+// residentSampler follows resident memory while a run explores: its peak
+// is the run's own, where the process's high-water mark would also hold
+// earlier runs'.
+type residentSampler struct {
+	peak atomic.Uint64
+	done chan struct{}
+	wg   sync.WaitGroup
 }
 
-// ProcessPeakResident is the peak resident memory of the whole process so
-// far, in bytes (0 where the system does not say).
-func ProcessPeakResident() uint64 {
-	return max(processPeak.Load(), peakResidentBytes())
+func sampleResident() *residentSampler {
+	r := &residentSampler{done: make(chan struct{})}
+	r.peak.Store(residentBytes())
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-r.done:
+				return
+			case <-t.C:
+				if n := residentBytes(); n > r.peak.Load() {
+					r.peak.Store(n)
+				}
+			}
+		}
+	}()
+	return r
+}
+
+// stop ends the sampling and returns the peak seen.
+func (r *residentSampler) stop() uint64 {
+	close(r.done)
+	r.wg.Wait()
+	return max(r.peak.Load(), residentBytes())
 }
 
 // MachineMemory is the memory this process may use: the machine's, or

@@ -94,9 +94,9 @@ func Check(ctx context.Context, p *Protocol, cfg *Config, runs []Run, lim Limits
 		// Earlier runs' garbage is collected first, so that this run's
 		// memory figures and its memory bound are about this run.
 		settle()
-		resetPeakResident()
+		rs := sampleResident()
 		r := c.Explore(ctx, lim, progress)
-		r.Stats.PeakResident = peakResidentBytes()
+		r.Stats.PeakResident = rs.stop()
 		if r.StopReason == StopInterrupted {
 			rep.Interrupted = true
 		}
