@@ -78,8 +78,13 @@ func (r *WalkReport) Text(opt TextOptions) string {
 			verdict = "interrupted, no violation found"
 		}
 		fmt.Fprintf(&b, "run %s (%s, engine %s): %d %s of up to %d moves (seed %d): %s\n",
-			x.Run.Name, x.Run.Policy, x.Run.Engine, x.Walks, r.mode(), r.Opts.Steps, r.Opts.Seed, verdict)
+			x.Run.Name, x.Run.Policy, x.Run.Engine, r.Opts.Walks, r.mode(), r.Opts.Steps, r.Opts.Seed, verdict)
 		fmt.Fprintf(&b, "  %s moves, %s distinct states visited", commas(x.Moves), commas(int64(x.Distinct)))
+		if x.Walks < r.Opts.Walks {
+			// Walks after the first failure (or the interrupt) are not
+			// counted: which of them ran depends on scheduling.
+			fmt.Fprintf(&b, " in walks 0-%d", x.Walks-1)
+		}
 		if !opt.NoTiming {
 			fmt.Fprintf(&b, ", elapsed %s", x.Elapsed.Round(1e6))
 		}
