@@ -14,11 +14,16 @@ FUZZ_TARGETS = \
 	./checker:FuzzParseTrace \
 	./fuzz:FuzzStep
 
-.PHONY: all generate check test fresh fuzz bench lint
+.PHONY: all generate check test fresh fuzz bench lint install
 
 all: test
 
-# Render the machines and their docs from the tables in spec/.
+# Put the handoffcheck command in $(go env GOPATH)/bin.
+install:
+	$(GO) install ./cmd/handoffcheck
+
+# Render the machines and their docs from the tables in spec/, and the
+# reference pages of docs/ from the registries.
 generate:
 	$(GO) generate ./...
 
