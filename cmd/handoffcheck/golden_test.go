@@ -39,6 +39,8 @@ var goldenCases = []struct {
 	{"replay", []string{"replay", "../../testdata/traces/release-on-heartbeat.jsonl"}},
 	{"replay-liveness", []string{"replay", "../../testdata/traces/rearm-reservation-loop.jsonl"}},
 	{"validate", []string{"validate", release}},
+	{"validate-refused", []string{"validate", "../../testdata/variants/broken-vocabulary.json"}},
+	{"check-broken-config", []string{"check", "--config", "../../testdata/configs/broken.json"}},
 }
 
 func TestCLI_Golden(t *testing.T) {
