@@ -236,29 +236,3 @@ func setFlags(fs *flag.FlagSet) map[string]bool {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	return set
 }
-
-// ---- the older command form, until every command uses the one above ----
-
-// register adds a command written as run(args, stdout, stderr).
-func register(name, summary string, run func(args []string, stdout, stderr io.Writer) int) {
-	registerCommand(&command{name: name, args: "[flags]", summary: summary,
-		exits: []exitDoc{{exitOK, ""}, {exitUsage, ""}},
-		run:   func(_ *command, e *env, args []string) int { return run(args, e.stdout, e.stderr) }})
-}
-
-// parseFlags parses a command's flags; it reports the exit code to use
-// when parsing ended the command (help or bad usage).
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (int, bool) {
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK, false
-		}
-		return exitUsage, false
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "handoffcheck %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
-		return exitUsage, false
-	}
-	return 0, true
-}
