@@ -108,11 +108,16 @@ func TestCLI_InterruptedExitsThreeAndListsWhatDidNotRun(t *testing.T) {
 	if code != exitInterrupted {
 		t.Fatalf("check: exit %d, want %d; stderr %s", code, exitInterrupted, errOut)
 	}
-	for _, want := range []string{"run vllm (source-first, engine vllm): incomplete (interrupted",
-		"run trtllm-destination-first (destination-first, engine trtllm): not run (interrupted)", "interrupted: the verdicts above"} {
+	for _, want := range []string{"run trtllm-destination-first (destination-first, engine trtllm): not run (interrupted)", "interrupted: the verdicts above"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("check report lacks %q:\n%s", want, out)
 		}
+	}
+	// The first run was under way (or, on a very slow machine, not yet
+	// begun): either way the report says so.
+	if !strings.Contains(out, "run vllm (source-first, engine vllm): incomplete (interrupted") &&
+		!strings.Contains(out, "run vllm (source-first, engine vllm): not run (interrupted)") {
+		t.Errorf("check report does not say what became of run vllm:\n%s", out)
 	}
 	done, cancelNow := context.WithCancel(context.Background())
 	cancelNow()
