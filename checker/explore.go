@@ -275,6 +275,12 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 	if e.viol != nil {
 		r.Violation = e.counterexample(e.viol)
 		r.Complete = false
+	} else if lim.Liveness && !e.cut && lim.MaxMemory > 0 && e.livenessWouldPass(lim.MaxMemory) {
+		// The graph is complete, but judging it needs a reverse copy of
+		// its edges that the bound does not leave room for.
+		r.Complete = false
+		r.StopReason = StopMaxMemory
+		r.StopDetail = stopDetail(StopMaxMemory, lim, r.Stats) + "; EventuallyDrained not judged: its reverse graph would not fit"
 	} else if lim.Liveness && !e.cut {
 		r.Liveness = true
 		if trap := e.checkLiveness(); trap != nil {
@@ -335,6 +341,15 @@ func (e *exploration) levelWouldPass(n int, bound int64) bool {
 		need += int64(n) * 5 * int64(unsafe.Sizeof(edge{})+8)
 	}
 	need += e.st.bytes(len(e.parent)) / 2
+	return int64(residentBytes())+need >= memoryThreshold(bound)
+}
+
+// livenessWouldPass reports whether judging EventuallyDrained could take
+// resident memory past the bound: it builds the reverse graph (an offset
+// per state and a source per edge, 4 bytes each) and a flag per state.
+func (e *exploration) livenessWouldPass(bound int64) bool {
+	n, m := int64(len(e.parent)), int64(len(e.g.from))
+	need := 4*(n+1) + 4*m + 4*n + n
 	return int64(residentBytes())+need >= memoryThreshold(bound)
 }
 

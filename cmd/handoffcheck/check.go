@@ -229,10 +229,6 @@ func checkConflicts(f *checkFlags, set map[string]bool) error {
 	if f.speedup && !f.timing {
 		return fmt.Errorf("--speedup is a measured figure, which --timing=false leaves out: give one of them")
 	}
-	if set["progress"] && f.asJSON && f.progress == "always" {
-		// Progress goes to stderr, JSON to stdout: both are honoured.
-		return nil
-	}
 	return nil
 }
 

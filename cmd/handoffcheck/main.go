@@ -214,7 +214,7 @@ func (c *command) parse(e *env, fs *flag.FlagSet, args []string, minArgs, maxArg
 	}
 	n := fs.NArg()
 	switch {
-	case maxArgs >= 0 && n > maxArgs && maxArgs == 0:
+	case maxArgs == 0 && n > 0:
 		fmt.Fprintf(e.stderr, "handoffcheck %s: unexpected argument %q\nrun 'handoffcheck help %s' for usage\n", c.name, fs.Arg(0), c.name)
 		return exitUsage, false
 	case n < minArgs || (maxArgs >= 0 && n > maxArgs):
