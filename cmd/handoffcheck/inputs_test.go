@@ -195,7 +195,7 @@ func TestInputs_SizeBounded(t *testing.T) {
 		{"replay", "/dev/zero"},
 		{"price", "--groups", "/dev/zero", "--prompt-tokens", "10"},
 	} {
-		wantRefused(t, args, "/dev/zero: jsonfile: input too large: more than 64 MiB")
+		wantRefused(t, args, "/dev/zero: jsonfile: input too large: more than 16 MiB")
 	}
 }
 

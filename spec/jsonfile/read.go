@@ -8,11 +8,11 @@ import (
 )
 
 // MaxFileBytes bounds every input file the toolkit reads (configurations,
-// specs, groups files, trace files): 64 MiB. The largest real input, a
+// specs, groups files, trace files): 16 MiB. The largest real input, a
 // trace that embeds a configuration and a whole spec, is under 100 KB; the
 // bound is there so that a wrong path (--config /dev/zero, a disk image)
 // is refused at once instead of exhausting memory.
-const MaxFileBytes = 64 << 20
+const MaxFileBytes = 16 << 20
 
 // ErrTooLarge is wrapped by the refusal of an input beyond MaxFileBytes.
 var ErrTooLarge = errors.New("jsonfile: input too large")

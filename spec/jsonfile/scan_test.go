@@ -138,8 +138,8 @@ func TestReadFile_Bounded(t *testing.T) {
 		f.Truncate(MaxFileBytes + 1)
 		f.Close()
 		_, err := ReadFile(huge)
-		if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), huge+": ") || !strings.Contains(err.Error(), "64 MiB") {
-			t.Fatalf("%s: got %v, want a refusal naming the file and the 64 MiB limit", huge, err)
+		if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), huge+": ") || !strings.Contains(err.Error(), "16 MiB") {
+			t.Fatalf("%s: got %v, want a refusal naming the file and the 16 MiB limit", huge, err)
 		}
 	}
 	// An endless input stops at the limit.
