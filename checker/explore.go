@@ -247,10 +247,6 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 				e.cut, e.stopWhy = true, StopMaxStates
 				break
 			}
-			if lim.MaxMemory > 0 && e.memory(len(next)) >= lim.MaxMemory {
-				e.cut, e.stopWhy = true, StopMaxMemory
-				break
-			}
 		}
 	}
 	e.stats.States = len(e.parent)
@@ -394,14 +390,6 @@ func (e *exploration) sampleHeap() {
 	if h := heapObjects(); h > e.heapStart {
 		e.stats.PeakHeap = max(e.stats.PeakHeap, h-e.heapStart)
 	}
-}
-
-func (e *exploration) memory(frontier int) int64 {
-	n := e.st.bytes(len(e.parent)) + int64(len(e.parent))*5 + int64(frontier)*int64(e.words)*8
-	if e.g != nil {
-		n += int64(len(e.g.from))*8 + int64(len(e.g.drained))
-	}
-	return n
 }
 
 func (e *exploration) insertRoot(fp uint64, k *Key, drained bool) {

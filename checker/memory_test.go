@@ -70,3 +70,30 @@ func TestExplore_PerRunHeapIsTheRunsOwn(t *testing.T) {
 		t.Fatalf("a small run after a large one reports a peak resident memory of %d bytes, the large run's was %d", again.Stats.PeakResident, keep.Stats.PeakResident)
 	}
 }
+
+// EventuallyDrained is not judged when its reverse graph would not fit
+// under the bound: the estimate counts the graph's states and edges.
+func TestExplore_LivenessNeedsRoomForTheReverseGraph(t *testing.T) {
+	if residentBytes() == 0 {
+		t.Skip("this system does not report resident memory")
+	}
+	e := &exploration{parent: make([]uint32, 1<<20), g: &graph{from: make([]uint32, 5<<20)}}
+	need := int64(4*(1<<20+1) + 4*(5<<20) + 4*(1<<20) + 1<<20) // about 29 MiB
+	rss := int64(residentBytes())
+	// The smallest bound whose threshold passes a given level.
+	boundFor := func(threshold int64) int64 {
+		b := threshold
+		for memoryThreshold(b) < threshold {
+			b += 1 << 20
+		}
+		return b
+	}
+	tight := boundFor(rss + need/2)
+	roomy := boundFor(rss + 4*need)
+	if !e.livenessWouldPass(tight) {
+		t.Errorf("a reverse graph of %s fits under a threshold only %s above resident memory", FormatBytes(need), FormatBytes(need/2))
+	}
+	if e.livenessWouldPass(roomy) {
+		t.Errorf("a reverse graph of %s does not fit under a threshold %s above resident memory", FormatBytes(need), FormatBytes(4*need))
+	}
+}

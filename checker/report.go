@@ -73,38 +73,50 @@ func (r *Report) Violated() bool {
 // listed in NotRun. Selecting runs is the caller's business (see
 // SelectRuns): checking nothing is refused.
 func Check(ctx context.Context, p *Protocol, cfg *Config, runs []Run, lim Limits, progress func(Progress)) (*Report, error) {
-	if len(runs) == 0 {
-		return nil, fmt.Errorf("%w: no run selected: checking nothing is never a pass", ErrConfig)
-	}
 	rep := &Report{Protocol: p.Name()}
 	rep.Invariants = append(append([]string(nil), model.SafetyInvariants...), model.NameQuiescence, model.NameFaultFreeCompletion)
 	if lim.Liveness {
 		rep.Invariants = append(rep.Invariants, model.NameEventuallyDrained)
 	}
-	for i, run := range runs {
-		if ctx.Err() != nil {
-			rep.Interrupted = true
-			rep.NotRun = append(rep.NotRun, runs[i:]...)
-			break
-		}
-		c, err := New(p, cfg, run)
-		if err != nil {
-			return nil, err
-		}
+	notRun, err := eachRun(ctx, p, cfg, runs, func(c *Checker) {
 		// Earlier runs' garbage is collected first, so that this run's
 		// memory figures and its memory bound are about this run.
 		settle()
 		rs := sampleResident()
 		r := c.Explore(ctx, lim, progress)
 		r.Stats.PeakResident = rs.stop()
-		if r.StopReason == StopInterrupted {
-			rep.Interrupted = true
-		}
 		rep.Runs = append(rep.Runs, r)
 		rep.checkers = append(rep.checkers, c)
+	})
+	if err != nil {
+		return nil, err
+	}
+	rep.NotRun, rep.Interrupted = notRun, len(notRun) > 0
+	for _, r := range rep.Runs {
+		rep.Interrupted = rep.Interrupted || r.StopReason == StopInterrupted
 	}
 	rep.PeakResident = ProcessPeakResident()
 	return rep, nil
+}
+
+// eachRun gives each run's checker to do, in order, until ctx is
+// cancelled; it returns the runs that did not start. Checking nothing is
+// refused.
+func eachRun(ctx context.Context, p *Protocol, cfg *Config, runs []Run, do func(*Checker)) ([]Run, error) {
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("%w: no run selected: checking nothing is never a pass", ErrConfig)
+	}
+	for i, run := range runs {
+		if ctx.Err() != nil {
+			return runs[i:], nil
+		}
+		c, err := New(p, cfg, run)
+		if err != nil {
+			return nil, err
+		}
+		do(c)
+	}
+	return nil, nil
 }
 
 // SelectRuns picks the runs of a configuration to check: those named (in

@@ -23,25 +23,19 @@ type WalkReport struct {
 
 // CheckWalks runs seeded random walks on each of the given runs.
 func CheckWalks(ctx context.Context, p *Protocol, cfg *Config, runs []Run, opts WalkOptions) (*WalkReport, error) {
-	if len(runs) == 0 {
-		return nil, fmt.Errorf("%w: no run selected: checking nothing is never a pass", ErrConfig)
-	}
 	rep := &WalkReport{Opts: opts}
-	for i, run := range runs {
-		if ctx.Err() != nil {
-			rep.Interrupted = true
-			rep.NotRun = append(rep.NotRun, runs[i:]...)
-			break
-		}
-		c, err := New(p, cfg, run)
-		if err != nil {
-			return nil, err
-		}
+	notRun, err := eachRun(ctx, p, cfg, runs, func(c *Checker) {
 		r := c.Walk(ctx, opts)
-		rep.Interrupted = rep.Interrupted || r.Interrupted
 		rep.Runs = append(rep.Runs, r)
 		rep.checkers = append(rep.checkers, c)
 		rep.Reproduce = append(rep.Reproduce, "")
+	})
+	if err != nil {
+		return nil, err
+	}
+	rep.NotRun, rep.Interrupted = notRun, len(notRun) > 0
+	for _, r := range rep.Runs {
+		rep.Interrupted = rep.Interrupted || r.Interrupted
 	}
 	return rep, nil
 }

@@ -52,7 +52,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 	fs.BoolVar(&f.speedup, "speedup", false, "with --stats or --json: explore each run again on one worker and report the speed-up of all workers over one")
 	fs.IntVar(&f.maxStates, "max-states", 0, "stop after the BFS level that reaches this many distinct states (0: no bound)")
 	fs.IntVar(&f.maxDepth, "max-depth", 0, "do not explore deeper than this (0: no bound)")
-	fs.StringVar(&f.maxMemory, "max-memory", "auto", fmt.Sprintf("stop before the process's resident memory passes this, e.g. 2GiB or 500MB; 0: no bound; auto: three quarters of this machine's memory (%s)", checker.FormatBytes(int64(mem/4*3))))
+	fs.StringVar(&f.maxMemory, "max-memory", "auto", fmt.Sprintf("stop before the process's resident memory passes this, e.g. 2GiB or 500MB; 0: no bound; auto: three quarters of this machine's memory (%s)", checker.FormatBytes(checker.DefaultMaxMemory(mem))))
 	fs.IntVar(&f.workers, "workers", 0, "goroutines that expand states or run walks (0: all cores)")
 	fs.BoolVar(&f.exact, "exact", false, "store full states instead of 64-bit fingerprints (no collisions, more memory)")
 	fs.BoolVar(&f.liveness, "liveness", true, "check EventuallyDrained on the explored graph")
@@ -237,7 +237,7 @@ func checkConflicts(f *checkFlags, set map[string]bool) error {
 func parseMaxMemory(s string, machine uint64) (int64, error) {
 	switch s {
 	case "auto":
-		return int64(machine / 4 * 3), nil
+		return checker.DefaultMaxMemory(machine), nil
 	case "0":
 		return 0, nil
 	}
