@@ -1,0 +1,559 @@
+// Command codemut measures how much of a broken production code the test
+// suite notices: it makes one small change at a time to the Go files of
+// the given packages (model/ and checker/ by default), runs the tests of
+// every package that can see the change, cheapest first, and reports per
+// file how many changes a test caught. A change the suite misses is a
+// survivor: either a test is missing, or the change alters nothing, in
+// which case it belongs in the list of equivalent changes with the reason.
+//
+// The tree is never touched: each changed file reaches the compiler
+// through go test -overlay. The sample is drawn with a seed, so a run can
+// be repeated exactly. See docs/codemut.md for how to read the result.
+//
+//	go run ./tools/codemut [-n 300] [-seed 1] [-j 2] [-files REGEXP] [-all] [-json FILE]
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+type options struct {
+	root, equivalents, jsonOut string
+	dirs                       []string
+	n, jobs                    int
+	seed                       uint64
+	files                      *regexp.Regexp
+	all, list                  bool
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("codemut", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	var dirs, files string
+	fs.StringVar(&dirs, "pkgs", "model,checker", "comma-separated package `directories` whose production files are changed")
+	fs.IntVar(&o.n, "n", 300, "number of changes to sample (spread over the files in proportion to their sites)")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the sample")
+	fs.IntVar(&o.jobs, "j", 2, "changes tested at once")
+	fs.StringVar(&files, "files", "", "only files whose path matches this `regexp`")
+	fs.BoolVar(&o.all, "all", false, "every site of the selected files, not a sample")
+	fs.StringVar(&o.equivalents, "equivalents", "tools/codemut/equivalent.txt", "`file` of changes known to alter nothing, with the reason")
+	fs.StringVar(&o.jsonOut, "json", "", "also write every result to this `file` as JSON")
+	fs.BoolVar(&o.list, "list", false, "list the chosen changes and stop")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 || o.n < 1 || o.jobs < 1 {
+		fmt.Fprintln(stderr, "codemut: takes flags only; -n and -j must be at least 1")
+		return 2
+	}
+	o.dirs = strings.Split(dirs, ",")
+	if files != "" {
+		re, err := regexp.Compile(files)
+		if err != nil {
+			fmt.Fprintf(stderr, "codemut: -files: %v\n", err)
+			return 2
+		}
+		o.files = re
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		fmt.Fprintln(stderr, "codemut:", err)
+		return 2
+	}
+	o.root = root
+	if err := mutate(&o, stdout, stderr); err != nil {
+		fmt.Fprintln(stderr, "codemut:", err)
+		return 1
+	}
+	return 0
+}
+
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %v", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", fmt.Errorf("run inside the module")
+	}
+	return filepath.Dir(mod), nil
+}
+
+// A result is what the suite did with one change.
+type result struct {
+	Site       *site    `json:"-"`
+	Key        string   `json:"key"`
+	File       string   `json:"file"`
+	Line       int      `json:"line"`
+	Op         string   `json:"op"`
+	Status     string   `json:"status"` // killed, survived, invalid (did not build)
+	Package    string   `json:"package,omitempty"`
+	Tests      []string `json:"tests,omitempty"`
+	Equivalent string   `json:"equivalent,omitempty"`
+	Seconds    float64  `json:"seconds"`
+}
+
+func mutate(o *options, stdout, stderr io.Writer) error {
+	equiv, err := readEquivalents(filepath.Join(o.root, o.equivalents))
+	if err != nil {
+		return err
+	}
+	files, err := productionFiles(o.root, o.dirs)
+	if err != nil {
+		return err
+	}
+	var all []site
+	perFile := map[string][]site{}
+	for _, f := range files {
+		if o.files != nil && !o.files.MatchString(f) {
+			continue
+		}
+		ss, err := fileSites(o.root, f)
+		if err != nil {
+			return err
+		}
+		perFile[f] = ss
+		all = append(all, ss...)
+	}
+	if len(all) == 0 {
+		return fmt.Errorf("no sites in %v", o.dirs)
+	}
+	chosen := sample(perFile, o.n, o.seed, o.all)
+	if o.list {
+		for i := range chosen {
+			fmt.Fprintf(stdout, "%s:%d  %s\n", chosen[i].File, chosen[i].Line, chosen[i].Key())
+		}
+		fmt.Fprintf(stdout, "%d changes of %d sites in %d files\n", len(chosen), len(all), len(perFile))
+		return nil
+	}
+	fmt.Fprintf(stderr, "codemut: %d changes of %d sites in %d files; calibrating the suite\n", len(chosen), len(all), len(perFile))
+	pk, err := loadPackages(o.root)
+	if err != nil {
+		return err
+	}
+	if err := pk.calibrate(stderr); err != nil {
+		return err
+	}
+
+	results := make([]result, len(chosen))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
+	tmp, err := os.MkdirTemp("", "codemut")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	for j := 0; j < o.jobs; j++ {
+		dir := filepath.Join(tmp, fmt.Sprint(j))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				r := pk.try(o.root, dir, &chosen[i])
+				r.Equivalent = equiv[r.Key]
+				mu.Lock()
+				results[i] = r
+				done++
+				fmt.Fprintf(stderr, "[%d/%d] %s:%d %s %s %s\n", done, len(chosen), r.File, r.Line, r.Op, r.Status, strings.Join(r.Tests, " "))
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := range chosen {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+
+	report(stdout, results, len(all), len(perFile), o, equiv)
+	if o.jsonOut != "" {
+		b, err := json.MarshalIndent(results, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(o.jsonOut, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sample draws n sites, spread over the files in proportion to how many
+// sites each has (at least one per file), each file's share drawn with a
+// seeded shuffle. With all it takes every site.
+func sample(perFile map[string][]site, n int, seed uint64, all bool) []site {
+	files := make([]string, 0, len(perFile))
+	total := 0
+	for f, ss := range perFile {
+		files = append(files, f)
+		total += len(ss)
+	}
+	sort.Strings(files)
+	var out []site
+	rng := rand.New(rand.NewPCG(seed, 0x636f64656d7574))
+	for _, f := range files {
+		ss := append([]site(nil), perFile[f]...)
+		k := len(ss)
+		if !all {
+			k = (n*len(ss) + total/2) / total
+			if k < 1 && len(ss) > 0 {
+				k = 1
+			}
+			if k > len(ss) {
+				k = len(ss)
+			}
+			rng.Shuffle(len(ss), func(i, j int) { ss[i], ss[j] = ss[j], ss[i] })
+		}
+		ss = ss[:k]
+		sort.Slice(ss, func(i, j int) bool { return ss[i].start < ss[j].start })
+		out = append(out, ss...)
+	}
+	return out
+}
+
+// pkg is one package of the module with tests.
+type pkg struct {
+	Path string
+	// sees: the packages whose code this package's tests compile in.
+	sees map[string]bool
+	// short and full are how long its tests took unchanged, with -short
+	// and without; full is zero when -short skips nothing.
+	short, full time.Duration
+}
+
+type packages struct {
+	module string
+	list   []*pkg
+}
+
+func loadPackages(root string) (*packages, error) {
+	cmd := exec.Command("go", "list", "-test", "-deps=false", "-f",
+		`{{.ImportPath}}|{{join .Deps ","}}|{{len .TestGoFiles}}|{{len .XTestGoFiles}}`, "./...")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list: %v", err)
+	}
+	mod := exec.Command("go", "list", "-m")
+	mod.Dir = root
+	m, err := mod.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list -m: %v", err)
+	}
+	ps := &packages{module: strings.TrimSpace(string(m))}
+	byPath := map[string]*pkg{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Split(line, "|")
+		if len(f) != 4 {
+			continue
+		}
+		path := f[0]
+		// go list -test lists "p", "p [p.test]", "p_test [p.test]" and
+		// "p.test"; the test variants carry the dependencies of the tests.
+		base := strings.TrimSuffix(strings.Fields(path)[0], "_test")
+		if strings.HasSuffix(base, ".test") {
+			continue
+		}
+		p := byPath[base]
+		if p == nil {
+			p = &pkg{Path: base, sees: map[string]bool{base: true}}
+			byPath[base] = p
+		}
+		for _, d := range strings.Fields(strings.ReplaceAll(f[1], ",", " ")) {
+			if !strings.HasPrefix(d, "[") {
+				p.sees[d] = true
+			}
+		}
+		if f[2] != "0" || f[3] != "0" {
+			if !contains(ps.list, p) {
+				ps.list = append(ps.list, p)
+			}
+		}
+	}
+	return ps, nil
+}
+
+func contains(l []*pkg, p *pkg) bool {
+	for _, q := range l {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// calibrate runs every package's tests unchanged, with -short and (where
+// -short skips something) without, to order them cheapest first and to set
+// their time limits. A suite that fails unchanged would kill every change.
+func (ps *packages) calibrate(stderr io.Writer) error {
+	for _, p := range ps.list {
+		d, out, err := goTest(context.Background(), "", "", p.Path, true, 10*time.Minute, "-v")
+		if err != nil {
+			return fmt.Errorf("the unchanged suite fails in %s:\n%s", p.Path, out)
+		}
+		p.short = d
+		if bytes.Contains(out, []byte("--- SKIP")) {
+			d, out, err := goTest(context.Background(), "", "", p.Path, false, 10*time.Minute)
+			if err != nil {
+				return fmt.Errorf("the unchanged suite fails in %s:\n%s", p.Path, out)
+			}
+			p.full = d
+		}
+		fmt.Fprintf(stderr, "  %-60s %6.1fs short %6.1fs full\n", p.Path, p.short.Seconds(), p.full.Seconds())
+	}
+	return nil
+}
+
+// plan is the order in which one change is tested: first -short runs of
+// the packages that see the file, the changed package first and then the
+// cheapest, then the full runs of those where -short skipped something.
+type step struct {
+	p     *pkg
+	short bool
+}
+
+func (ps *packages) plan(changed string) []step {
+	var see []*pkg
+	for _, p := range ps.list {
+		if p.sees[changed] {
+			see = append(see, p)
+		}
+	}
+	sort.SliceStable(see, func(i, j int) bool {
+		if (see[i].Path == changed) != (see[j].Path == changed) {
+			return see[i].Path == changed
+		}
+		return see[i].short < see[j].short
+	})
+	var out []step
+	for _, p := range see {
+		out = append(out, step{p, true})
+	}
+	for _, p := range see {
+		if p.full > 0 {
+			out = append(out, step{p, false})
+		}
+	}
+	return out
+}
+
+var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`)
+
+// try builds the changed file into an overlay and runs the plan until a
+// package's tests fail.
+func (ps *packages) try(root, dir string, s *site) result {
+	r := result{Site: s, Key: s.Key(), File: s.File, Line: s.Line, Op: s.Op, Status: "survived"}
+	t0 := time.Now()
+	defer func() { r.Seconds = time.Since(t0).Seconds() }()
+	src, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(s.File)))
+	if err != nil {
+		r.Status = "invalid"
+		return r
+	}
+	changed := filepath.Join(dir, filepath.Base(s.File))
+	overlay := filepath.Join(dir, "overlay.json")
+	ov, _ := json.Marshal(map[string]map[string]string{"Replace": {filepath.Join(root, filepath.FromSlash(s.File)): changed}})
+	if os.WriteFile(changed, s.apply(src), 0o644) != nil || os.WriteFile(overlay, ov, 0o644) != nil {
+		r.Status = "invalid"
+		return r
+	}
+	pkgPath := ps.module + "/" + filepath.ToSlash(filepath.Dir(s.File))
+	for _, st := range ps.plan(pkgPath) {
+		limit := st.p.short
+		if !st.short {
+			limit = st.p.full
+		}
+		// A change may make a loop endless: five times the unchanged
+		// time, plus building, is a generous limit.
+		_, out, err := goTest(context.Background(), root, overlay, st.p.Path, st.short, 5*limit+30*time.Second)
+		if err == nil {
+			continue
+		}
+		if bytes.Contains(out, []byte("[build failed]")) || bytes.Contains(out, []byte("[setup failed]")) {
+			r.Status = "invalid"
+			return r
+		}
+		r.Status, r.Package = "killed", st.p.Path
+		for _, m := range failLine.FindAllSubmatch(out, -1) {
+			r.Tests = append(r.Tests, string(m[1]))
+		}
+		if bytes.Contains(out, []byte("panic: test timed out")) || errorsIsDeadline(err) {
+			r.Tests = append(r.Tests, "(time limit)")
+		}
+		if len(r.Tests) == 0 {
+			r.Tests = append(r.Tests, "(package failed: "+firstLine(out)+")")
+		}
+		return r
+	}
+	return r
+}
+
+func errorsIsDeadline(err error) bool { return err == context.DeadlineExceeded }
+
+func firstLine(b []byte) string {
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "FAIL") {
+			return oneLine(l)
+		}
+	}
+	return "no output"
+}
+
+// goTest runs one package's tests, with the overlay when one is given.
+func goTest(ctx context.Context, root, overlay, path string, short bool, limit time.Duration, extra ...string) (time.Duration, []byte, error) {
+	args := append([]string{"test", "-count=1", "-failfast", "-vet=off", "-timeout", limit.Round(time.Second).String()}, extra...)
+	if short {
+		args = append(args, "-short")
+	}
+	if overlay != "" {
+		args = append(args, "-overlay", overlay)
+	}
+	args = append(args, path)
+	ctx, cancel := context.WithTimeout(ctx, limit+2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", args...)
+	if root != "" {
+		cmd.Dir = root
+	}
+	t0 := time.Now()
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		err = context.DeadlineExceeded
+	}
+	return time.Since(t0), out, err
+}
+
+// readEquivalents reads the list of changes known to alter nothing: one
+// per line, the change's key, a tab, and why it alters nothing. Lines
+// starting with # are comments.
+func readEquivalents(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for i, line := range strings.Split(string(b), "\n") {
+		if line = strings.TrimRight(line, " \r"); line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		key, why, ok := strings.Cut(line, "\t")
+		if !ok || strings.TrimSpace(why) == "" {
+			return nil, fmt.Errorf("%s:%d: want a change's key, a tab, and why it alters nothing", path, i+1)
+		}
+		if _, dup := out[key]; dup {
+			return nil, fmt.Errorf("%s:%d: %s is listed twice", path, i+1, key)
+		}
+		out[key] = strings.TrimSpace(why)
+	}
+	return out, nil
+}
+
+type tally struct{ sampled, invalid, killed, survived, equivalent int }
+
+func (t *tally) add(r *result) {
+	t.sampled++
+	switch {
+	case r.Status == "invalid":
+		t.invalid++
+	case r.Status == "killed":
+		t.killed++
+	case r.Equivalent != "":
+		t.equivalent++
+	default:
+		t.survived++
+	}
+}
+
+// score is the share of the changes that alter behaviour (built, and not
+// known to be equivalent) that the suite caught.
+func (t *tally) score() string {
+	n := t.killed + t.survived
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(t.killed)/float64(n))
+}
+
+func report(w io.Writer, results []result, sites, nfiles int, o *options, equiv map[string]string) {
+	byFile := map[string]*tally{}
+	var files []string
+	total := &tally{}
+	for i := range results {
+		r := &results[i]
+		if byFile[r.File] == nil {
+			byFile[r.File] = &tally{}
+			files = append(files, r.File)
+		}
+		byFile[r.File].add(r)
+		total.add(r)
+	}
+	sort.Strings(files)
+	how := fmt.Sprintf("a sample of %d (seed %d)", len(results), o.seed)
+	if o.all {
+		how = fmt.Sprintf("all %d", len(results))
+	}
+	fmt.Fprintf(w, "codemut: %s of %d sites in %d files\n\n", how, sites, nfiles)
+	fmt.Fprintf(w, "%-28s %7s %7s %7s %8s %10s %7s\n", "file", "changes", "invalid", "killed", "survived", "equivalent", "score")
+	for _, f := range files {
+		t := byFile[f]
+		fmt.Fprintf(w, "%-28s %7d %7d %7d %8d %10d %7s\n", f, t.sampled, t.invalid, t.killed, t.survived, t.equivalent, t.score())
+	}
+	fmt.Fprintf(w, "%-28s %7d %7d %7d %8d %10d %7s\n", "total", total.sampled, total.invalid, total.killed, total.survived, total.equivalent, total.score())
+
+	fmt.Fprintf(w, "\nSurvivors (alter behaviour, no test noticed):\n")
+	n := 0
+	for i := range results {
+		if r := &results[i]; r.Status == "survived" && r.Equivalent == "" {
+			fmt.Fprintf(w, "  %s:%d  %s\n", r.File, r.Line, r.Key)
+			n++
+		}
+	}
+	if n == 0 {
+		fmt.Fprintln(w, "  none")
+	}
+	fmt.Fprintf(w, "\nEquivalent (survive, and alter nothing; from %s):\n", o.equivalents)
+	n = 0
+	for i := range results {
+		if r := &results[i]; r.Status == "survived" && r.Equivalent != "" {
+			fmt.Fprintf(w, "  %s:%d  %s\n      %s\n", r.File, r.Line, r.Key, r.Equivalent)
+			n++
+		}
+	}
+	if n == 0 {
+		fmt.Fprintln(w, "  none")
+	}
+	// A change listed as equivalent that a test caught is listed wrongly.
+	for i := range results {
+		if r := &results[i]; r.Status == "killed" && r.Equivalent != "" {
+			fmt.Fprintf(w, "\nlisted as equivalent but caught by %s %v (remove it from the list): %s\n", r.Package, r.Tests, r.Key)
+		}
+	}
+}
