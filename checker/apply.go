@@ -209,10 +209,12 @@ func (c *Checker) judgeStep(before, after *State, j *model.Journal, m Move) *mod
 		if idx >= 0 {
 			v = model.AttemptIsolation(&before.W, &after.W, int(m.H), model.Side(m.Arg), idx)
 		} else if want != after.W {
-			v = &model.Violation{Invariant: model.NameAttemptIsolation, Handoff: int(m.H), Worker: -1, Detail: "a duplicate of a stale fact changed the world"}
+			v = &model.Violation{Invariant: model.NameAttemptIsolation, Handoff: int(m.H), Worker: -1,
+				Detail: "a duplicate of a stale fact changed the world", Check: "a duplicate of a stale fact changed the world"}
 		}
 		if v == nil && (before.Src != after.Src || before.Dst != after.Dst) {
-			v = &model.Violation{Invariant: model.NameAttemptIsolation, Handoff: int(m.H), Worker: -1, Detail: "a stale fact changed a role machine"}
+			v = &model.Violation{Invariant: model.NameAttemptIsolation, Handoff: int(m.H), Worker: -1,
+				Detail: "a stale fact changed a role machine", Check: "a stale fact changed a role machine"}
 		}
 		return v
 	}

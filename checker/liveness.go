@@ -111,6 +111,7 @@ func (e *exploration) checkLiveness() *Counterexample {
 	}
 	v := &model.Violation{Invariant: model.NameEventuallyDrained, Handoff: -1, Worker: -1,
 		Detail: "from this state no fully drained state can be reached: something stays held forever"}
+	v.Check = v.Detail
 	ce := e.counterexample(&found{v: v, pid: entry, move: -1})
 	if len(ce.Steps) > 0 {
 		// The step that enters the trap.

@@ -202,6 +202,10 @@ type Violation struct {
 	Handoff   int // -1 when not about one handoff
 	Worker    int // -1 when not about one worker
 	Detail    string
+	// Check names which check inside the invariant failed: the pattern of
+	// its Detail, before the figures are filled in. An invariant makes
+	// several checks; tests and mutation reports tell them apart by it.
+	Check string
 }
 
 func (v *Violation) Error() string {
@@ -219,7 +223,7 @@ func (v *Violation) Error() string {
 }
 
 func violate(name string, h, w int, format string, args ...any) *Violation {
-	return &Violation{Invariant: name, Handoff: h, Worker: w, Detail: fmt.Sprintf(format, args...)}
+	return &Violation{Invariant: name, Handoff: h, Worker: w, Detail: fmt.Sprintf(format, args...), Check: format}
 }
 
 // Records is what only the protocol knows and some invariants need: which
