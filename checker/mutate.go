@@ -20,7 +20,9 @@ type MutantResult struct {
 	Killed    bool
 	Run       string
 	Invariant string
-	Steps     int // length of the counterexample
+	// Check is which check inside the invariant failed (model.Violation.Check).
+	Check string
+	Steps int // length of the counterexample
 	// Bounded is set when a run stopped at a bound without a violation:
 	// the mutant is neither killed nor shown to survive.
 	Bounded bool
@@ -87,7 +89,8 @@ func mutateOne(ctx context.Context, cfg *Config, m spec.Mutant, lim Limits) Muta
 		res.States += r.Stats.States
 		if r.Violation != nil {
 			res.Killed, res.Run = true, run.Name
-			res.Invariant, res.Steps = r.Violation.Violation.Invariant, len(r.Violation.Steps)
+			v := r.Violation.Violation
+			res.Invariant, res.Check, res.Steps = v.Invariant, v.Check, len(r.Violation.Steps)
 			return res
 		}
 		if !r.Complete {
@@ -98,13 +101,17 @@ func mutateOne(ctx context.Context, cfg *Config, m spec.Mutant, lim Limits) Muta
 }
 
 // MutationSummary renders the score: overall, per operator, which
-// invariants did the killing, and every mutant that survived.
+// invariants and which checks inside them did the killing, and every
+// mutant that survived. Counting checks, not only invariants, makes a
+// check whose removal another check of the same invariant would cover
+// still visible in the summary.
 func MutationSummary(results []MutantResult) string {
 	var b strings.Builder
 	killed, bounded, checked := 0, 0, 0
 	type tally struct{ killed, total int }
 	byOp := map[spec.Operator]*tally{}
 	byInv := map[string]int{}
+	byCheck := map[string]map[string]int{}
 	var survivors []MutantResult
 	for _, r := range results {
 		if !r.Checked {
@@ -122,6 +129,10 @@ func MutationSummary(results []MutantResult) string {
 			killed++
 			t.killed++
 			byInv[r.Invariant]++
+			if byCheck[r.Invariant] == nil {
+				byCheck[r.Invariant] = map[string]int{}
+			}
+			byCheck[r.Invariant][r.Check]++
 		case r.Bounded:
 			bounded++
 		default:
@@ -151,6 +162,20 @@ func MutationSummary(results []MutantResult) string {
 	b.WriteString("killed by:\n")
 	for _, inv := range invs {
 		fmt.Fprintf(&b, "  %-30s %d\n", inv, byInv[inv])
+		checks := make([]string, 0, len(byCheck[inv]))
+		for c := range byCheck[inv] {
+			checks = append(checks, c)
+		}
+		n := byCheck[inv]
+		sort.Slice(checks, func(i, j int) bool {
+			if n[checks[i]] != n[checks[j]] {
+				return n[checks[i]] > n[checks[j]]
+			}
+			return checks[i] < checks[j]
+		})
+		for _, c := range checks {
+			fmt.Fprintf(&b, "    %4d  %s\n", n[c], c)
+		}
 	}
 	if len(survivors) > 0 {
 		fmt.Fprintf(&b, "survivors (%d): each is an equivalent change or a gap in what is checked:\n", len(survivors))
@@ -175,6 +200,7 @@ func MutationJSON(results []MutantResult) ([]byte, error) {
 		Undecided bool   `json:"undecided,omitempty"`
 		Run       string `json:"run,omitempty"`
 		Invariant string `json:"invariant,omitempty"`
+		Check     string `json:"check,omitempty"`
 		Steps     int    `json:"trace_steps,omitempty"`
 		States    int    `json:"states"`
 	}
@@ -192,7 +218,7 @@ func MutationJSON(results []MutantResult) ([]byte, error) {
 		if r.Killed {
 			out.Killed++
 		}
-		out.Mutants = append(out.Mutants, jm{r.Mutant.Name, string(r.Mutant.Operator), r.Checked, r.Killed, r.Bounded, r.Run, r.Invariant, r.Steps, r.States})
+		out.Mutants = append(out.Mutants, jm{r.Mutant.Name, string(r.Mutant.Operator), r.Checked, r.Killed, r.Bounded, r.Run, r.Invariant, r.Check, r.Steps, r.States})
 	}
 	out.Interrupted = out.Checked < out.Total
 	return json.MarshalIndent(out, "", "  ")
