@@ -3,6 +3,7 @@ package checker
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/handoffcheck/handoffcheck/spec"
@@ -70,5 +71,141 @@ func TestLiveness_LoopReplaysWhenEntryIsOffTheCycle(t *testing.T) {
 	}
 	if got := c.Key(sess.State()); got != atLoop {
 		t.Fatalf("the loop does not return to the state after step %d:\n%s", len(ce.Steps), text)
+	}
+}
+
+// rearmChecker is the rearm-reservation variant on the mutation
+// configuration's sglang run: it violates EventuallyDrained with a trap
+// entered before its cycle.
+func rearmChecker(t *testing.T) *Checker {
+	t.Helper()
+	file := "../testdata/variants/rearm-reservation.json"
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := spec.Parse(file, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ParseConfig("mutation.json", MutationConfigJSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(interpreted(t, s), cfg, runNamed(t, cfg, "sglang"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// The liveness counterexample is checked against an independent search of
+// the same run: its trace replays from the initial state, the step marked
+// as failing is the one that enters the trap (from the state before it a
+// drained state can still be reached, from the state after it none can)
+// and no trap is nearer the initial state; every later state of the stem
+// and every state of the loop is inside the trap; every step after the
+// entry is a move the system makes on its own (no fault, no early timer),
+// so that nothing forces it to leave; and the loop returns to the state it
+// started from. A loop that left the trap, or that needed the environment
+// to go round, would fail here.
+func TestLiveness_CounterexampleStaysInsideTheTrap(t *testing.T) {
+	c := rearmChecker(t)
+	ref := exploreRef(t, c, 0)
+	trapped := ref.trapped()
+	nearest := -1
+	for id, in := range trapped {
+		if in && (nearest < 0 || ref.depthOf[id] < nearest) {
+			nearest = ref.depthOf[id]
+		}
+	}
+	if nearest < 0 {
+		t.Fatal("the independent search finds no trap in the rearm-reservation variant")
+	}
+	for _, workers := range []int{1, 2} {
+		r := c.Explore(context.Background(), Limits{Liveness: true, Workers: workers}, nil)
+		if r.Violation == nil || r.Violation.Violation.Invariant != "EventuallyDrained" {
+			t.Fatalf("want an EventuallyDrained violation, got %+v", r.Violation)
+		}
+		// The whole graph was explored before it was judged: the
+		// exploration is complete, its verdict a violation.
+		if r.Stats.States != len(ref.keys) || r.Stats.Transitions != ref.transitions || !r.Complete || !r.Liveness || r.StopReason != "" {
+			t.Errorf("%d states, %d transitions, complete=%v liveness=%v stop=%q; the independent search: %d states, %d transitions",
+				r.Stats.States, r.Stats.Transitions, r.Complete, r.Liveness, r.StopReason, len(ref.keys), ref.transitions)
+		}
+		if r.Stats.GraphBytes != int64(8*ref.ownEdges+len(ref.keys)) {
+			t.Errorf("liveness graph %d bytes, want %d", r.Stats.GraphBytes, 8*ref.ownEdges+len(ref.keys))
+		}
+		ce := r.Violation
+		text := c.FormatCounterexample(ce)
+		if v := ce.Violation; v.Handoff != -1 || v.Worker != -1 {
+			t.Errorf("a trap is about the whole state, yet the violation names handoff %d, worker %d", v.Handoff, v.Worker)
+		}
+		entry := -1
+		for i, st := range ce.Steps {
+			if st.Failed {
+				if entry >= 0 {
+					t.Fatalf("steps %d and %d are both marked failing:\n%s", entry+1, i+1, text)
+				}
+				entry = i
+			}
+		}
+		if entry < 0 || len(ce.Loop) == 0 {
+			t.Fatalf("entry step %d, %d loop steps:\n%s", entry+1, len(ce.Loop), text)
+		}
+		// idOf is the independent search's id of a concrete state.
+		idOf := func(s *State) int {
+			id, ok := ref.ids[c.Key(s)]
+			if !ok {
+				t.Fatalf("the counterexample reaches a state the independent search never reached:\n%s", text)
+			}
+			return id
+		}
+		sess := c.NewSession()
+		var loopFrom Key
+		prev := idOf(sess.State())
+		steps := append(append([]TraceStep(nil), ce.Steps...), ce.Loop...)
+		for i, st := range steps {
+			var ms moveSet
+			protocol := c.moves(sess.State(), &ms)
+			own := false
+			for mi := 0; mi < ms.n; mi++ {
+				if ms.m[mi] == st.Move {
+					own = ownMove(&ms, protocol, mi)
+				}
+			}
+			res, err := sess.Apply(st.Move)
+			if err != nil {
+				t.Fatalf("step %d (%s) does not replay: %v\n%s", i+1, st.Move, err, text)
+			}
+			if res.Violation != nil {
+				t.Fatalf("step %d (%s) breaks %s: a liveness trace must not break safety", i+1, st.Move, res.Violation.Invariant)
+			}
+			if got := strings.Join(sess.Describe(), "\n"); got != strings.Join(st.State, "\n") {
+				t.Fatalf("step %d (%s): the trace shows a state the move does not lead to:\n%s\nreplayed:\n%s", i+1, st.Move, strings.Join(st.State, "\n"), got)
+			}
+			id := idOf(sess.State())
+			switch {
+			case i < entry && trapped[id]:
+				t.Errorf("step %d (%s) is in the trap before the step marked as entering it (%d)", i+1, st.Move, entry+1)
+			case i == entry && (trapped[prev] || !trapped[id]):
+				t.Errorf("step %d (%s), marked as entering the trap, goes from a state trapped=%v to one trapped=%v", i+1, st.Move, trapped[prev], trapped[id])
+			case i > entry && !trapped[id]:
+				t.Errorf("step %d (%s) leaves the trap: a drained state can be reached from it", i+1, st.Move)
+			}
+			if i > entry && !own {
+				t.Errorf("step %d (%s) after the entry is not a move the system makes on its own", i+1, st.Move)
+			}
+			if i == len(ce.Steps)-1 {
+				loopFrom = c.Key(sess.State())
+			}
+			prev = id
+		}
+		if got := c.Key(sess.State()); got != loopFrom {
+			t.Errorf("the loop does not return to its first state")
+		}
+		if entry+1 != nearest {
+			t.Errorf("the trap is entered after %d steps; the nearest trapped state is %d steps from the initial state", entry+1, nearest)
+		}
 	}
 }

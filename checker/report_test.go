@@ -1,0 +1,453 @@
+package checker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"testing"
+)
+
+// refExploration is the state graph of a run rebuilt without Explore: a
+// plain breadth-first search that steps concrete states through Step (the
+// path sessions and replay use), dedupes them by canonical key in a map
+// and counts what the report counts. Explore's figures must match it.
+type refExploration struct {
+	keys     []Key
+	states   []State // the first concrete state reached for each key
+	depthOf  []int
+	drained  []bool
+	own      [][]int // successors by the moves the system makes on its own
+	ids      map[Key]int
+	perShard [numShards]int
+
+	transitions int64
+	depth       int
+	// deadEnds counts the expanded states in which no protocol, timer or
+	// delivery move is enabled (faults do not count): the quiescent
+	// states, each of which Quiescence is checked on.
+	deadEnds int
+	ownEdges int
+}
+
+// ownMove says whether the i-th enabled move of a state is one the system
+// makes on its own: not a fault, and not a timer fired early (while the
+// system could still progress). Only these may lead out of a trap.
+func ownMove(ms *moveSet, protocol, i int) bool {
+	return i < protocol && !(ms.m[i].Kind == MvTimer && !ms.stuck)
+}
+
+// exploreRef explores c breadth first, expanding states at depths below
+// maxDepth (0: all). Every step and every state must pass the safety
+// invariants: it is meant for runs without safety violations.
+func exploreRef(t testing.TB, c *Checker, maxDepth int) *refExploration {
+	t.Helper()
+	r := &refExploration{ids: map[Key]int{}}
+	words := 1 + c.nW + 2*c.nH
+	add := func(s State, d int) int {
+		k := c.Key(&s)
+		if id, ok := r.ids[k]; ok {
+			return id
+		}
+		id := len(r.keys)
+		r.ids[k] = id
+		r.keys = append(r.keys, k)
+		r.states = append(r.states, s)
+		r.depthOf = append(r.depthOf, d)
+		r.drained = append(r.drained, c.Drained(&s))
+		r.own = append(r.own, nil)
+		r.perShard[shardOf(fingerprint(&k, words))]++
+		r.depth = max(r.depth, d)
+		return id
+	}
+	add(c.Initial(), 0)
+	for i := 0; i < len(r.keys); i++ {
+		if maxDepth > 0 && r.depthOf[i] >= maxDepth {
+			continue
+		}
+		s := r.states[i]
+		var ms moveSet
+		protocol := c.moves(&s, &ms)
+		if protocol == 0 {
+			r.deadEnds++
+		}
+		for mi := 0; mi < ms.n; mi++ {
+			u := s
+			_, v, err := c.Step(&u, ms.m[mi], nil)
+			if err != nil {
+				t.Fatalf("state %d: enabled move %s: %v", i, ms.m[mi], err)
+			}
+			if v == nil {
+				v = c.CheckState(&u)
+			}
+			if v != nil {
+				t.Fatalf("state %d: move %s: %v", i, ms.m[mi], v)
+			}
+			r.transitions++
+			j := add(u, r.depthOf[i]+1)
+			if ownMove(&ms, protocol, mi) {
+				r.own[i] = append(r.own[i], j)
+				r.ownEdges++
+			}
+		}
+	}
+	return r
+}
+
+// trapped marks the states from which no drained state can be reached by
+// the moves the system makes on its own, by a plain fixpoint.
+func (r *refExploration) trapped() []bool {
+	can := append([]bool(nil), r.drained...)
+	for changed := true; changed; {
+		changed = false
+		for i, succ := range r.own {
+			if can[i] {
+				continue
+			}
+			for _, j := range succ {
+				if can[j] {
+					can[i], changed = true, true
+					break
+				}
+			}
+		}
+	}
+	out := make([]bool, len(can))
+	for i := range can {
+		out[i] = !can[i]
+	}
+	return out
+}
+
+// fpTableBytes is what one shard's fingerprint table holds after n
+// insertions: 16 slots at first, growing by half whenever the load would
+// pass 0.8; 8 bytes a slot, 12 with the state's id.
+func fpTableBytes(n int, ids bool) int64 {
+	if n == 0 {
+		return 0
+	}
+	slots := 16
+	for have := 0; have < n; have++ {
+		if (have+1)*5 > slots*4 {
+			slots += slots / 2
+		}
+	}
+	per := int64(8)
+	if ids {
+		per = 12
+	}
+	return int64(slots) * per
+}
+
+// storeBytes is the store's size for the states of r.
+func (r *refExploration) storeBytes(ids bool) (store, fps int64) {
+	for _, n := range r.perShard {
+		store += fpTableBytes(n, ids)
+		fps += fpTableBytes(n, false)
+	}
+	return store, fps
+}
+
+func runNamed(t testing.TB, cfg *Config, name string) Run {
+	t.Helper()
+	for _, r := range cfg.Runs {
+		if r.Name == name {
+			return r
+		}
+	}
+	t.Fatalf("no run %q", name)
+	return Run{}
+}
+
+func loadConfigFile(t testing.TB, path string) *Config {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ParseConfig(path, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// checkOne runs Check on one run of cfg.
+func checkOne(t testing.TB, cfg *Config, name string, lim Limits) *Report {
+	t.Helper()
+	rep, err := Check(context.Background(), Generated(), cfg, []Run{runNamed(t, cfg, name)}, lim, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Runs) != 1 {
+		t.Fatalf("%d results for one run", len(rep.Runs))
+	}
+	return rep
+}
+
+// Every figure of a complete run is the figure of an independent search
+// of the same graph: distinct states, transitions, depth, the quiescent
+// states checked (dead ends), the store's exact size (its tables' growth
+// depends only on how many states each shard holds), the parent links,
+// the liveness graph (8 bytes an edge and a flag a state, kept only with
+// liveness on) and the collision bound n²/2⁶⁵.
+func TestReport_FiguresMatchAnIndependentSearch(t *testing.T) {
+	cfg := loadConfigFile(t, "../testdata/configs/small.json")
+	for _, name := range []string{"vllm", "sglang", "trtllm"} {
+		c, err := New(Generated(), cfg, runNamed(t, cfg, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := exploreRef(t, c, 0)
+		if ref.deadEnds == 0 {
+			t.Fatalf("%s: the reference search found no quiescent state: a complete run ends in one", name)
+		}
+		for _, lim := range []Limits{{Workers: 1}, {Workers: 2, Liveness: true}, {Workers: 2, Exact: true}, {Workers: 1, Exact: true, Liveness: true}} {
+			what := fmt.Sprintf("%s exact=%v liveness=%v workers=%d", name, lim.Exact, lim.Liveness, lim.Workers)
+			r := c.Explore(context.Background(), lim, nil)
+			s := r.Stats
+			n := len(ref.keys)
+			if !r.Complete || r.Violation != nil || r.StopReason != "" || r.StopDetail != "" {
+				t.Fatalf("%s: complete=%v violation=%v stop=%q %q", what, r.Complete, r.Violation != nil, r.StopReason, r.StopDetail)
+			}
+			if s.States != n || s.Transitions != ref.transitions || s.Depth != ref.depth || r.DeadEnds != ref.deadEnds {
+				t.Errorf("%s: %d states, %d transitions, depth %d, %d dead ends; the independent search: %d, %d, %d, %d",
+					what, s.States, s.Transitions, s.Depth, r.DeadEnds, n, ref.transitions, ref.depth, ref.deadEnds)
+			}
+			if r.Liveness != lim.Liveness || r.Exact != lim.Exact || r.Symmetry || s.Workers != lim.Workers {
+				t.Errorf("%s: result says liveness=%v exact=%v symmetry=%v workers=%d", what, r.Liveness, r.Exact, r.Symmetry, s.Workers)
+			}
+			if s.TraceBytes != int64(5*n) {
+				t.Errorf("%s: trace links %d bytes, want 5 per state (%d)", what, s.TraceBytes, 5*n)
+			}
+			wantGraph := int64(0)
+			if lim.Liveness {
+				wantGraph = int64(8*ref.ownEdges + n)
+			}
+			if s.GraphBytes != wantGraph {
+				t.Errorf("%s: liveness graph %d bytes, want %d (%d edges of the system's own moves)", what, s.GraphBytes, wantGraph, ref.ownEdges)
+			}
+			if lim.Exact {
+				if want := int64(n) * (8*KeyWords + 4) * 4 / 3; s.StoreBytes != want || s.FingerprintBytes != 0 {
+					t.Errorf("%s: store %d bytes (fingerprints %d), want %d and 0", what, s.StoreBytes, s.FingerprintBytes, want)
+				}
+				if r.CollisionProbability != 0 {
+					t.Errorf("%s: collision probability %g in exact mode", what, r.CollisionProbability)
+				}
+				continue
+			}
+			store, fps := ref.storeBytes(lim.Liveness)
+			if s.StoreBytes != store || s.FingerprintBytes != fps {
+				t.Errorf("%s: store %d bytes, fingerprints %d; want %d and %d", what, s.StoreBytes, s.FingerprintBytes, store, fps)
+			}
+			// Once the states outnumber the 64 shards' first 16 slots,
+			// a state costs 8/0.8 to 8/0.53 bytes, 1.5× that with ids.
+			if per := float64(s.StoreBytes) / float64(n); n >= 500 && (per < 8 || per > 32) {
+				t.Errorf("%s: %.1f store bytes per state, want 8 to 32", what, per)
+			}
+			if want := float64(n) * float64(n) / 2 / math.Exp2(64); r.CollisionProbability != want {
+				t.Errorf("%s: collision probability %g, want n²/2⁶⁵ = %g", what, r.CollisionProbability, want)
+			}
+		}
+	}
+}
+
+// jsonFigures is the part of the JSON report the figures are read from.
+type jsonFigures struct {
+	Verdict      string  `json:"verdict"`
+	PeakResident *uint64 `json:"peak_resident_bytes"`
+	Runs         []struct {
+		Name        string   `json:"name"`
+		Complete    bool     `json:"complete"`
+		StopReason  string   `json:"stop_reason"`
+		StopDetail  string   `json:"stop_detail"`
+		States      int      `json:"states"`
+		Transitions int64    `json:"transitions"`
+		Depth       int      `json:"depth"`
+		Quiescent   int      `json:"quiescent_states"`
+		StoreBPS    float64  `json:"store_bytes_per_state"`
+		FPBPS       float64  `json:"fingerprint_bytes_per_state"`
+		ElapsedMS   *float64 `json:"elapsed_ms"`
+		Workers     *int     `json:"workers"`
+		PeakHeap    *uint64  `json:"peak_heap_bytes"`
+		PeakRes     *uint64  `json:"peak_resident_bytes"`
+		Symmetry    bool     `json:"symmetry"`
+		Exact       bool     `json:"exact"`
+		Liveness    bool     `json:"liveness_checked"`
+		Collision   float64  `json:"collision_probability"`
+		Coverage    []struct {
+			Role  string   `json:"role"`
+			Fired int      `json:"fired"`
+			Total int      `json:"total"`
+			Dead  []string `json:"never_fired"`
+		} `json:"coverage"`
+		Violation *struct {
+			Invariant string `json:"invariant"`
+			Handoff   int    `json:"handoff"`
+			Worker    int    `json:"worker"`
+			Trace     []struct {
+				Move string `json:"move"`
+			} `json:"trace"`
+			Loop []struct {
+				Move string `json:"move"`
+			} `json:"loop"`
+		} `json:"violation"`
+	} `json:"runs"`
+	Coverage []struct {
+		Policy  string   `json:"policy"`
+		Runs    []string `json:"runs"`
+		Partial bool     `json:"partial"`
+		Role    string   `json:"role"`
+		Fired   int      `json:"fired"`
+		Total   int      `json:"total"`
+		Dead    []string `json:"never_fired"`
+	} `json:"coverage_by_policy"`
+}
+
+func parseReportJSON(t testing.TB, rep *Report, opt TextOptions) *jsonFigures {
+	t.Helper()
+	data, err := rep.JSON(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j jsonFigures
+	if err := json.Unmarshal(data, &j); err != nil {
+		t.Fatalf("the JSON report does not parse: %v\n%s", err, data)
+	}
+	if len(j.Runs) != len(rep.Runs) {
+		t.Fatalf("the JSON report has %d runs, the report %d", len(j.Runs), len(rep.Runs))
+	}
+	return &j
+}
+
+func wantLine(t testing.TB, text, line string) {
+	t.Helper()
+	if !strings.Contains(text, line) {
+		t.Errorf("the text report lacks %q:\n%s", line, text)
+	}
+}
+
+func wantNoLine(t testing.TB, text, line string) {
+	t.Helper()
+	if strings.Contains(text, line) {
+		t.Errorf("the text report has %q:\n%s", line, text)
+	}
+}
+
+// The text and the JSON report carry the same figures, and those are the
+// results' own: counts, memory per state, the collision bound, the peaks
+// of heap and resident memory (non-zero, and below what three runs of a
+// few hundred states could plausibly need), workers, and the flags.
+func TestReport_TextAndJSONCarryTheSameFigures(t *testing.T) {
+	cfg := loadConfigFile(t, "../testdata/configs/small.json")
+	rep, err := Check(context.Background(), Generated(), cfg, cfg.Runs, Limits{Workers: 2, Liveness: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := TextOptions{Stats: true}
+	text := rep.Text(opt)
+	j := parseReportJSON(t, rep, opt)
+	if j.Verdict != "pass" {
+		t.Errorf("verdict %q, want pass", j.Verdict)
+	}
+	resident := residentBytes() != 0
+	for i, x := range rep.Runs {
+		jr := j.Runs[i]
+		s := x.Stats
+		if jr.Name != x.Run.Name || jr.States != s.States || jr.Transitions != s.Transitions || jr.Depth != s.Depth ||
+			jr.Quiescent != x.DeadEnds || !jr.Complete || jr.StopReason != "" || jr.StopDetail != "" {
+			t.Errorf("run %s: JSON %+v differs from the result %+v (dead ends %d)", x.Run.Name, jr, s, x.DeadEnds)
+		}
+		if jr.StoreBPS != float64(s.StoreBytes)/float64(s.States) || jr.FPBPS != float64(s.FingerprintBytes)/float64(s.States) {
+			t.Errorf("run %s: JSON store %.3f (fingerprints %.3f) bytes/state, result %d (%d) bytes for %d states",
+				x.Run.Name, jr.StoreBPS, jr.FPBPS, s.StoreBytes, s.FingerprintBytes, s.States)
+		}
+		// With ids for the liveness graph, each slot is 8 bytes of
+		// fingerprint and 4 of id.
+		if s.StoreBytes*2 != s.FingerprintBytes*3 || (s.States >= 500 && (jr.StoreBPS < 8 || jr.StoreBPS > 32)) {
+			t.Errorf("run %s: store %d bytes, fingerprints %d: want 1.5× (ids kept) and 8 to 32 bytes/state", x.Run.Name, s.StoreBytes, s.FingerprintBytes)
+		}
+		if jr.Symmetry != x.Symmetry || x.Symmetry || jr.Exact || !jr.Liveness || !x.Liveness || jr.Collision != x.CollisionProbability || x.CollisionProbability <= 0 {
+			t.Errorf("run %s: JSON symmetry=%v exact=%v liveness=%v collision=%g; result symmetry=%v liveness=%v collision=%g",
+				x.Run.Name, jr.Symmetry, jr.Exact, jr.Liveness, jr.Collision, x.Symmetry, x.Liveness, x.CollisionProbability)
+		}
+		if jr.ElapsedMS == nil || jr.Workers == nil || *jr.Workers != 2 || jr.PeakHeap == nil || jr.PeakRes == nil {
+			t.Fatalf("run %s: JSON lacks timing figures: %+v", x.Run.Name, jr)
+		}
+		if *jr.PeakHeap != s.PeakHeap || s.PeakHeap == 0 || s.PeakHeap > 64<<20 {
+			t.Errorf("run %s: peak heap %d bytes (JSON %d): want above 0 and below 64 MiB", x.Run.Name, s.PeakHeap, *jr.PeakHeap)
+		}
+		if *jr.PeakRes != s.PeakResident || (resident && (s.PeakResident == 0 || s.PeakResident > 4<<30)) {
+			t.Errorf("run %s: peak resident %d bytes (JSON %d): want above 0 and below 4 GiB", x.Run.Name, s.PeakResident, *jr.PeakRes)
+		}
+		if resident && s.PeakResident > rep.PeakResident {
+			t.Errorf("run %s: peak resident %d above the process's high-water mark %d", x.Run.Name, s.PeakResident, rep.PeakResident)
+		}
+		// Row coverage: never_fired names exactly the rows that did not fire.
+		rc := x.RowCoverage(rep.Checker(i).proto.spec)
+		if len(jr.Coverage) != len(rc) {
+			t.Fatalf("run %s: %d coverage roles in JSON, %d in the result", x.Run.Name, len(jr.Coverage), len(rc))
+		}
+		for k, c := range jr.Coverage {
+			if c.Fired != rc[k].Fired || c.Total != rc[k].Total || len(c.Dead) != c.Total-c.Fired || len(c.Dead) != len(rc[k].Dead) {
+				t.Errorf("run %s %s: JSON %d/%d fired, %d never; result %d/%d, %d", x.Run.Name, c.Role, c.Fired, c.Total, len(c.Dead),
+					rc[k].Fired, rc[k].Total, len(rc[k].Dead))
+			}
+			if rc[k].Total == 0 || rc[k].Fired == 0 {
+				t.Errorf("run %s %s: %d/%d rows fired", x.Run.Name, c.Role, rc[k].Fired, rc[k].Total)
+			}
+		}
+
+		header := fmt.Sprintf("run %s (%s, engine %s): complete, no violation\n", x.Run.Name, x.Run.Policy, x.Run.Engine)
+		wantLine(t, text, header)
+		wantLine(t, text, fmt.Sprintf("%s  %s distinct states, %s transitions, depth %d, %s quiescent states checked\n",
+			header, commas(int64(jr.States)), commas(jr.Transitions), jr.Depth, commas(int64(jr.Quiescent))))
+		wantLine(t, text, fmt.Sprintf("  store (fingerprints): %.1f bytes/state (fingerprints alone %.1f), trace links 5.0 bytes/state, liveness graph %.1f bytes/state\n",
+			jr.StoreBPS, jr.FPBPS, float64(s.GraphBytes)/float64(s.States)))
+		wantLine(t, text, fmt.Sprintf("  peak heap %s (this run's own), peak resident memory %s\n", FormatBytes(int64(*jr.PeakHeap)), residentText(*jr.PeakRes)))
+		wantLine(t, text, fmt.Sprintf("  64-bit fingerprints: probability that two states collided ≤ %.1e\n", jr.Collision))
+	}
+	// Figures of small.json pinned as the text shows them: the thousands
+	// separator, and the counts of the first run.
+	wantLine(t, text, "  509 distinct states, 1,023 transitions, depth 15, ")
+	wantLine(t, text, ", 2 workers\n")
+	wantLine(t, text, "  EventuallyDrained: checked on the explored graph\n")
+	wantLine(t, text, "invariants checked: ")
+	wantLine(t, text, ", EventuallyDrained\n")
+	// One decode worker and one handoff: nothing is interchangeable, and
+	// the report must not claim a reduction.
+	wantNoLine(t, text, "symmetry reduction")
+	wantNoLine(t, text, "warning")
+	wantNoLine(t, text, "unknown")
+	if j.PeakResident == nil || *j.PeakResident != rep.PeakResident || (resident && rep.PeakResident == 0) {
+		t.Errorf("process peak resident: JSON %v, report %d", j.PeakResident, rep.PeakResident)
+	}
+	wantLine(t, text, fmt.Sprintf("peak resident memory of the process: %s\n", residentText(rep.PeakResident)))
+	// Coverage by policy merges the runs of each policy, and only those.
+	runsOf := map[string]string{}
+	for _, pc := range j.Coverage {
+		runsOf[pc.Policy] = strings.Join(pc.Runs, ",")
+		if pc.Partial || len(pc.Dead) != pc.Total-pc.Fired {
+			t.Errorf("policy %s %s: partial=%v, %d never fired of %d/%d", pc.Policy, pc.Role, pc.Partial, len(pc.Dead), pc.Fired, pc.Total)
+		}
+	}
+	if runsOf["source-first"] != "vllm,trtllm" || runsOf["destination-first"] != "sglang" {
+		t.Errorf("coverage by policy groups runs as %v", runsOf)
+	}
+	wantLine(t, text, "coverage under source-first (runs vllm, trtllm): ")
+
+	// Without timing, neither report carries a measured figure.
+	quiet := TextOptions{Stats: true, NoTiming: true}
+	qt := rep.Text(quiet)
+	for _, measured := range []string{"elapsed", "states/s", "peak", "bytes/state", "workers"} {
+		wantNoLine(t, qt, measured)
+	}
+	wantLine(t, rep.Text(TextOptions{}), "  elapsed ")
+	wantNoLine(t, rep.Text(TextOptions{}), "peak heap")
+	qj := parseReportJSON(t, rep, quiet)
+	if qj.PeakResident != nil || qj.Runs[0].ElapsedMS != nil || qj.Runs[0].PeakHeap != nil || qj.Runs[0].States != 509 {
+		t.Errorf("JSON without timing: %+v", qj.Runs[0])
+	}
+}
