@@ -622,7 +622,9 @@ func blockCategoriesDisjoint(w *World, _ *Records, hs *allHoldings) *Violation {
 	for k := 0; k < w.NumWorkers(); k++ {
 		wk := &w.W[k]
 		cp := w.cfg.Workers[k].Capacity
-		if wk.Free < 0 || wk.Cached < 0 || wk.Prefix < 0 || wk.Active < 0 || wk.Pinned < 0 || wk.Reserved < 0 {
+		// A negative free pool is an overcommitted one: CapacityRespected
+		// names it (judging it here too would shadow that check for good).
+		if wk.Cached < 0 || wk.Prefix < 0 || wk.Active < 0 || wk.Pinned < 0 || wk.Reserved < 0 {
 			return violate(NameBlockCategoriesDisjoint, -1, k, "a category is negative: %s", describePool(wk))
 		}
 		if sum := wk.Free + wk.Cached + wk.Prefix + wk.Active + wk.Pinned + wk.Reserved; sum != cp {

@@ -7,32 +7,79 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
-// testConfig is one prefill worker, one decode worker and n handoffs of 48
-// tokens with 16-token pages: 3 blocks each, 1 of them a cached prefix on
-// the decode worker.
+// testConfig is one prefill worker (0), one decode worker (1) and n
+// handoffs (1 to MaxHandoffs) of 48 tokens with 16-token pages: 3 blocks
+// each, 1 of them a cached prefix on the decode worker.
 func testConfig(t *testing.T, p spec.Policy, e Engine, n, slots int) *Config {
 	t.Helper()
+	return shapedConfig(t, p, e, n, slots, false, nil)
+}
+
+// shapedConfig is testConfig with the decode worker listed first when
+// decodeFirst is set (decode worker 0, prefill worker 1), and with mod
+// applied to the configuration before it is prepared.
+func shapedConfig(t *testing.T, p spec.Policy, e Engine, n, slots int, decodeFirst bool, mod func(*Config)) *Config {
+	t.Helper()
+	hits := make([]Tokens, n)
+	for i := range hits {
+		hits[i] = 16
+	}
 	c := &Config{
 		Policy: p, Engine: e,
 		Workers: []WorkerConfig{
 			{Role: PrefillWorker, Capacity: 12},
-			{Role: DecodeWorker, Capacity: 12, Slots: slots, Headroom: 1024, PrefixHit: []Tokens{16, 16, 16}[:n]},
+			{Role: DecodeWorker, Capacity: 12, Slots: slots, Headroom: 1024, PrefixHit: hits},
 		},
 		Linear: &LinearProfile{BytesPerToken: 1024, BlockSize: 16},
 	}
+	if decodeFirst {
+		c.Workers[0], c.Workers[1] = c.Workers[1], c.Workers[0]
+	}
 	for i := 0; i < n; i++ {
 		c.Handoffs = append(c.Handoffs, HandoffConfig{PromptTokens: 48, HeadroomTokens: 512})
+	}
+	if mod != nil {
+		mod(c)
 	}
 	if err := c.Prepare(); err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// pw and dw are the first prefill and the first decode worker of the
+// world a transaction works on: histories name workers by role, so that
+// they run unchanged whichever role is listed first.
+func pw(tx *Tx) int { return tx.W.cfg.d.prefill[0] }
+func dw(tx *Tx) int { return tx.W.cfg.d.decode[0] }
+
+// verdict is what a judge reported first: the invariant, the check inside
+// it (the pattern of its detail), and the handoff and worker it names.
+// The zero verdict is no violation.
+type verdict struct {
+	Invariant, Check string
+	Handoff, Worker  int
+}
+
+func verdictOf(v *Violation) verdict {
+	if v == nil {
+		return verdict{}
+	}
+	return verdict{v.Invariant, v.Check, v.Handoff, v.Worker}
+}
+
+func (v verdict) String() string {
+	if v == (verdict{}) {
+		return "none"
+	}
+	return v.Invariant + " " + strconv.Quote(v.Check) + " handoff " + strconv.Itoa(v.Handoff) + " worker " + strconv.Itoa(v.Worker)
 }
 
 // history applies steps, one transaction each, and returns every
@@ -41,9 +88,9 @@ type history struct {
 	t   *testing.T
 	w   World
 	rec Records
-	// fastStep and fastState are what CheckStep and CheckState reported on
-	// the last step expect took.
-	fastStep, fastState string
+	// fastStep and fastState are what CheckStep and CheckState reported
+	// first on the last step expect took.
+	fastStep, fastState verdict
 }
 
 func newHistory(t *testing.T, c *Config) *history {
@@ -73,8 +120,9 @@ func (h *history) clean(steps ...func(tx *Tx)) {
 	}
 }
 
-// expect applies a last step and demands exactly the named invariants
-// fire. It also records what the explorer's fast paths report on it.
+// expect applies a step and demands exactly the named invariants fire
+// (judged through the registry). It also records what the explorer's fast
+// paths, CheckStep and CheckState, report first on it.
 func (h *history) expect(last func(tx *Tx), want ...string) {
 	h.t.Helper()
 	before := h.w
@@ -87,13 +135,8 @@ func (h *history) expect(last func(tx *Tx), want ...string) {
 	if h.w != after {
 		h.t.Fatal("the last step is not deterministic")
 	}
-	h.fastStep, h.fastState = "", ""
-	if v := CheckStep(&h.w, &tx.J); v != nil {
-		h.fastStep = v.Invariant
-	}
-	if v := CheckState(&h.w, &h.rec); v != nil {
-		h.fastState = v.Invariant
-	}
+	h.fastStep = verdictOf(CheckStep(&h.w, &tx.J))
+	h.fastState = verdictOf(CheckState(&h.w, &h.rec))
 	slices.Sort(got)
 	got = slices.Compact(got)
 	slices.Sort(want)
@@ -102,9 +145,9 @@ func (h *history) expect(last func(tx *Tx), want ...string) {
 	}
 }
 
-// Source-first setup steps on handoff 0 (prefill worker 0, decode worker 1).
+// Source-first setup steps on handoff 0.
 var (
-	route    = func(tx *Tx) { tx.RoutePrefill(0, 0); tx.DeliverRequest(0) }
+	route    = func(tx *Tx) { tx.RoutePrefill(0, pw(tx)); tx.DeliverRequest(0) }
 	accept   = func(tx *Tx) { tx.AcceptRequest(0, SourceSide); tx.StartPrefill(0, SourceSide) }
 	computed = func(tx *Tx) {
 		tx.FinishCompute(0)
@@ -114,51 +157,74 @@ var (
 		tx.AnnouncePinned(0, SourceSide)
 	}
 	routed = func(tx *Tx) {
-		tx.RouteDecode(0, 1)
+		tx.RouteDecode(0, dw(tx))
 		tx.AcceptRequest(0, DestinationSide)
 		tx.RequestReservation(0, DestinationSide)
 	}
 	reserved = func(tx *Tx) { tx.Reserve(0); tx.RegisterDestination(0, DestinationSide) }
 	pulling  = func(tx *Tx) { tx.StartTransfer(0, DestinationSide, DestinationSide) }
+	received = func(tx *Tx) { tx.CompleteTransfer(0) }
+	// released is a source giving its pin up on an abort, as the lifecycle
+	// allows: the registration is fenced in the same step.
+	released = func(tx *Tx) { tx.FenceSource(0, SourceSide); tx.ReleaseSource(0, SourceSide, CauseAbort) }
 )
+
+// happyPath runs handoff 0 to success on both sides under the policy, every
+// step clean, and leaves a drained world whose records are terminal.
+func happyPath(h *history, policy spec.Policy) {
+	h.t.Helper()
+	if policy == spec.SourceFirst {
+		h.clean(route, accept, computed, routed, reserved, pulling)
+	} else {
+		h.clean(route, func(tx *Tx) { tx.AcceptRequest(0, SourceSide) }, routed, reserved, func(tx *Tx) { tx.StartPrefill(0, SourceSide) },
+			func(tx *Tx) {
+				tx.FinishCompute(0)
+				tx.PinSource(0, SourceSide)
+				tx.RegisterSource(0, SourceSide)
+				tx.ReportComputeDone(0, SourceSide)
+				tx.StartTransfer(0, SourceSide, SourceSide)
+			})
+	}
+	h.clean(
+		received,
+		func(tx *Tx) { tx.ActivateDestination(0, DestinationSide); tx.PublishStored(0, DestinationSide) },
+		func(tx *Tx) {
+			tx.ReleaseSource(0, SourceSide, CauseReaderAck)
+			tx.ReportSourceOutcome(0, SourceSide, true)
+			tx.Complete(0, SourceSide)
+		},
+		func(tx *Tx) {
+			tx.ReleaseActive(0, DestinationSide)
+			tx.ReportDecodeOutcome(0, DestinationSide, true)
+			tx.Complete(0, DestinationSide)
+		},
+	)
+	h.rec.Terminal[0] = [2]bool{true, true}
+	h.rec.Ended[0] = [2]Outcome{OutcomeOK, OutcomeOK}
+}
 
 func TestInvariants_HappyPathIsClean(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		policy spec.Policy
-		engine Engine
-	}{{"source-first-vllm", spec.SourceFirst, VLLM}, {"destination-first-sglang", spec.DestinationFirst, SGLang}} {
+		name        string
+		policy      spec.Policy
+		engine      Engine
+		decodeFirst bool
+	}{
+		{"source-first-vllm", spec.SourceFirst, VLLM, false},
+		{"destination-first-sglang", spec.DestinationFirst, SGLang, false},
+		// The decode worker listed first: every ledger is kept per worker
+		// index, and none may count worker 0 for both roles.
+		{"source-first-vllm-decode-listed-first", spec.SourceFirst, VLLM, true},
+		{"destination-first-sglang-decode-listed-first", spec.DestinationFirst, SGLang, true},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHistory(t, testConfig(t, tc.policy, tc.engine, 1, 2))
-			if tc.policy == spec.SourceFirst {
-				h.clean(route, accept, computed, routed, reserved, pulling)
-			} else {
-				h.clean(route, func(tx *Tx) { tx.AcceptRequest(0, SourceSide) }, routed, reserved, func(tx *Tx) { tx.StartPrefill(0, SourceSide) },
-					func(tx *Tx) {
-						tx.FinishCompute(0)
-						tx.PinSource(0, SourceSide)
-						tx.RegisterSource(0, SourceSide)
-						tx.ReportComputeDone(0, SourceSide)
-						tx.StartTransfer(0, SourceSide, SourceSide)
-					})
-			}
-			h.clean(
-				func(tx *Tx) { tx.CompleteTransfer(0) },
-				func(tx *Tx) { tx.ActivateDestination(0, DestinationSide); tx.PublishStored(0, DestinationSide) },
-				func(tx *Tx) {
-					tx.ReleaseSource(0, SourceSide, CauseReaderAck)
-					tx.ReportSourceOutcome(0, SourceSide, true)
-					tx.Complete(0, SourceSide)
-				},
-				func(tx *Tx) {
-					tx.ReleaseActive(0, DestinationSide)
-					tx.ReportDecodeOutcome(0, DestinationSide, true)
-					tx.Complete(0, DestinationSide)
-				},
-			)
-			h.rec.Terminal[0] = [2]bool{true, true}
+			h := newHistory(t, shapedConfig(t, tc.policy, tc.engine, 1, 2, tc.decodeFirst, nil))
+			happyPath(h, tc.policy)
 			if v := Quiescence(&h.w, &h.rec); v != nil {
 				t.Fatalf("drained world fails Quiescence: %v", v)
+			}
+			if v := FaultFreeCompletion(&h.w); v != nil {
+				t.Fatalf("a handoff that succeeded fails FaultFreeCompletion: %v", v)
 			}
 			if !h.w.Drained() {
 				t.Fatalf("not drained: %s", h.w.DescribeHeld())
@@ -167,42 +233,114 @@ func TestInvariants_HappyPathIsClean(t *testing.T) {
 	}
 }
 
-// firing is a small history built to break an invariant: its last step
-// must fire exactly the invariants named in its h.expect (judged through
-// the registry), and the explorer's fast paths, CheckStep and CheckState,
-// must return step and state on it ("" for none).
+// firing is a small history built to break one check of an invariant: its
+// last step must fire exactly the invariants named in its h.expect (judged
+// through the registry), and the explorer's fast paths, CheckStep and
+// CheckState, must report step and state first on it (the zero verdict
+// for none).
 type firing struct {
 	name        string
-	step, state string
+	step, state verdict
 	run         func(t *testing.T) *history
 }
 
-// firings: each invariant of docs/lifecycle.md section 4 fires on a small
-// history built to break it, and (where the breakage does not imply
-// another) only it. Together they make every step half and every state
-// half of the registry the first violation its fast path reports.
-func firings() []firing {
-	sf := func(t *testing.T) *history { return newHistory(t, testConfig(t, spec.SourceFirst, VLLM, 1, 2)) }
+// firings: every check of every invariant of docs/lifecycle.md section 4
+// fires on a small history built to break it, and (where the breakage does
+// not imply another) only it; TestInvariants_EveryCheckFires holds the
+// table to the checks of invariants.go. Histories name workers by role, so
+// the table runs with either role listed first.
+//
+// Where a check is about protocol behaviour, the history is made of the
+// operations of ops.go, so that the effects they record are what the check
+// judges. Where it cross-checks a ledger against the handoffs, the last
+// step pokes the ledger directly: it stands for a buggy scheduler or
+// router, which no operation of ops.go is.
+func firings(decodeFirst bool) []firing {
+	p, d := 0, 1
+	if decodeFirst {
+		p, d = 1, 0
+	}
+	cfg := func(t *testing.T, pol spec.Policy, e Engine, n, slots int) *history {
+		return newHistory(t, shapedConfig(t, pol, e, n, slots, decodeFirst, nil))
+	}
+	sf := func(t *testing.T) *history { return cfg(t, spec.SourceFirst, VLLM, 1, 2) }
+	step := func(inv string, h int, check string) verdict { return verdict{inv, check, h, -1} }
+	state := func(inv string, h, w int, check string) verdict { return verdict{inv, check, h, w} }
+	none := verdict{}
+	const (
+		neverPublished   = "activated pages were never published as Stored"
+		destNotInFlight  = "the destination holds the request but does not count it in flight"
+		decodeBooks      = "decode router books %d blocks here but the handoffs hold %d"
+		categoryNegative = "a category is negative: %s"
+	)
 	return []firing{
-		{name: NameTransferNeedsReservation, step: NameTransferNeedsReservation, state: "", run: func(t *testing.T) *history {
+		// ---- TransferNeedsReservation ----
+		{name: NameTransferNeedsReservation, step: step(NameTransferNeedsReservation, 0, "transfer started before the destination reserved for the attempt"), state: none, run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed)
 			h.expect(pulling, NameTransferNeedsReservation)
 			return h
 		}},
-		{name: NameTransferNeedsReservation + "/unreserved-registration", step: NameTransferNeedsReservation, state: "", run: func(t *testing.T) *history {
+		{name: NameTransferNeedsReservation + "/registration-without-reservation", step: step(NameTransferNeedsReservation, 0, "transfer started before the destination reserved for the attempt"), state: none, run: func(t *testing.T) *history {
+			// A registration alone is no reservation.
 			h := sf(t)
 			h.clean(route, accept, computed, routed, func(tx *Tx) { tx.RegisterDestination(0, DestinationSide) })
 			h.expect(pulling, NameTransferNeedsReservation)
 			return h
 		}},
-		{name: NameSourcePinnedUntilRead, step: NameSourcePinnedUntilRead, state: "", run: func(t *testing.T) *history {
+		{name: NameTransferNeedsReservation + "/no-registration", step: step(NameTransferNeedsReservation, 0, "transfer started with no destination registration to write through"), state: none, run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route, accept, computed, routed, func(tx *Tx) { tx.Reserve(0) })
+			h.expect(pulling, NameTransferNeedsReservation)
+			return h
+		}},
+		{name: NameTransferNeedsReservation + "/registration-outlived-reservation", step: step(NameTransferNeedsReservation, 0, "transfer started through a registration whose pages are not reserved for the attempt"), state: none, run: func(t *testing.T) *history {
+			// The reservation was made and released; a registration made
+			// afterwards points at pages no longer reserved.
+			h := sf(t)
+			h.clean(route, accept, computed, routed, func(tx *Tx) { tx.Reserve(0) },
+				func(tx *Tx) { tx.ReleaseDestination(0, DestinationSide, CauseAbort) },
+				func(tx *Tx) { tx.RegisterDestination(0, DestinationSide) })
+			h.expect(pulling, NameTransferNeedsReservation)
+			return h
+		}},
+		{name: NameTransferNeedsReservation + "/write-into-freed-pages", step: step(NameTransferNeedsReservation, 0, "transfer wrote into pages not reserved for the attempt"), state: none, run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route, accept, computed, routed, reserved, pulling)
+			h.expect(func(tx *Tx) {
+				tx.ReleaseDestination(0, DestinationSide, CauseAbort)
+				// A destination that frees the pages but leaves the
+				// registration open: the transfer writes into them.
+				tx.W.H[0].DstReg = RegValid
+				tx.CompleteTransfer(0)
+			}, NameTransferNeedsReservation, NameDestinationHeldWhileWritten)
+			return h
+		}},
+
+		// ---- SourcePinnedUntilRead ----
+		{name: NameSourcePinnedUntilRead, step: step(NameSourcePinnedUntilRead, 0, "pin released while its registration was still valid and the transfer %s: a read may find freed blocks"), state: none, run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed, reserved)
 			h.expect(func(tx *Tx) { tx.ReleaseSource(0, SourceSide, CauseAbort) }, NameSourcePinnedUntilRead)
 			return h
 		}},
-		{name: NameNoActivationFromInvalidKv, step: NameNoActivationFromInvalidKv, state: NameNoStoredBeforeActivation, run: func(t *testing.T) *history {
+		{name: NameSourcePinnedUntilRead + "/read-unpinned", step: step(NameSourcePinnedUntilRead, 0, "a read through a valid registration found the blocks no longer pinned"), state: none, run: func(t *testing.T) *history {
+			// A source that registers its blocks while they are still being
+			// computed: the transfer reads blocks that were never pinned.
+			h := sf(t)
+			h.clean(route, accept, func(tx *Tx) { tx.RegisterSource(0, SourceSide) }, routed, reserved, pulling)
+			h.expect(received, NameSourcePinnedUntilRead)
+			return h
+		}},
+
+		// ---- NoActivationFromInvalidKv ----
+		{name: NameNoActivationFromInvalidKv + "/no-reservation", step: step(NameNoActivationFromInvalidKv, 0, "activated with no reserved pages"), state: none, run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route, accept, computed, routed)
+			h.expect(func(tx *Tx) { tx.ActivateDestination(0, DestinationSide) }, NameNoActivationFromInvalidKv)
+			return h
+		}},
+		{name: NameNoActivationFromInvalidKv, step: step(NameNoActivationFromInvalidKv, 0, "activated while the transfer was %s"), state: state(NameNoStoredBeforeActivation, 0, d, neverPublished), run: func(t *testing.T) *history {
 			// Activated pages must be published in the activation step, and
 			// pages without valid KV must not be: activating from invalid KV
 			// breaks NoStoredBeforeActivation too, whichever it does.
@@ -211,50 +349,93 @@ func firings() []firing {
 			h.expect(func(tx *Tx) { tx.ActivateDestination(0, DestinationSide) }, NameNoActivationFromInvalidKv, NameNoStoredBeforeActivation)
 			return h
 		}},
-		{name: NameDestinationHeldWhileWritten, step: NameDestinationHeldWhileWritten, state: "", run: func(t *testing.T) *history {
+		{name: NameNoActivationFromInvalidKv + "/tainted", step: step(NameNoActivationFromInvalidKv, 0, "activated from a transfer whose source blocks were released while it read"), state: none, run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route, accept, computed, routed, reserved, pulling)
+			// The pin ends while the transfer reads: ReleaseSource taints it.
+			h.expect(func(tx *Tx) { tx.ReleaseSource(0, SourceSide, CauseAbort) }, NameSourcePinnedUntilRead)
+			// A source that leaves its registration open after the release:
+			// the transfer completes, reading freed blocks.
+			h.expect(func(tx *Tx) { tx.W.H[0].SrcReg = RegValid; tx.CompleteTransfer(0) }, NameSourcePinnedUntilRead)
+			h.expect(func(tx *Tx) { tx.ActivateDestination(0, DestinationSide); tx.PublishStored(0, DestinationSide) }, NameNoActivationFromInvalidKv)
+			return h
+		}},
+
+		// ---- DestinationHeldWhileWritten ----
+		{name: NameDestinationHeldWhileWritten, step: step(NameDestinationHeldWhileWritten, 0, "reserved pages freed while their registration was valid and the transfer %s"), state: none, run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed, reserved, pulling)
 			h.expect(func(tx *Tx) { tx.ReleaseDestination(0, DestinationSide, CauseAbort) }, NameDestinationHeldWhileWritten)
 			return h
 		}},
-		{name: NameFailedTransferNeverActivates, step: NameFailedTransferNeverActivates, state: NameNoStoredBeforeActivation, run: func(t *testing.T) *history {
+
+		// ---- FailedTransferNeverActivates ----
+		{name: NameFailedTransferNeverActivates, step: step(NameFailedTransferNeverActivates, 0, "activated from a failed transfer"), state: state(NameNoStoredBeforeActivation, 0, d, neverPublished), run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed, reserved, pulling, func(tx *Tx) { tx.FailTransfer(0) })
 			h.expect(func(tx *Tx) { tx.ActivateDestination(0, DestinationSide) }, NameFailedTransferNeverActivates, NameNoStoredBeforeActivation)
 			return h
 		}},
-		{name: NameReservationCountsAtOnce, step: "", state: NameReservationCountsAtOnce, run: func(t *testing.T) *history {
+
+		// ---- ReservationCountsAtOnce ----
+		{name: NameReservationCountsAtOnce, step: none, state: state(NameReservationCountsAtOnce, -1, d, "reserved_destination is %d but the reservations hold %d"), run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed)
 			// A scheduler that reserves pages but reports them as free.
 			h.expect(func(tx *Tx) {
 				reserved(tx)
-				r := tx.W.reserve(0, 1)
-				tx.W.W[1].Reserved -= r
-				tx.W.W[1].Free += r
+				r := tx.W.reserve(0, d)
+				tx.W.W[d].Reserved -= r
+				tx.W.W[d].Free += r
 			}, NameReservationCountsAtOnce)
 			return h
 		}},
-		{name: NameNoStoredBeforeActivation, step: NameNoStoredBeforeActivation, state: "", run: func(t *testing.T) *history {
+		{name: NameReservationCountsAtOnce + "/slots", step: none, state: state(NameReservationCountsAtOnce, -1, d, "%d request slots in use but the requests hold %d"), run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route, accept, computed, routed, reserved)
+			// A scheduler that takes a request slot no request holds.
+			h.expect(func(tx *Tx) { tx.W.W[d].SlotsUsed++ }, NameReservationCountsAtOnce)
+			return h
+		}},
+		{name: NameReservationCountsAtOnce + "/headroom", step: none, state: state(NameReservationCountsAtOnce, -1, d, "headroom in use is %d but the reservations hold %d"), run: func(t *testing.T) *history {
+			h := cfg(t, spec.SourceFirst, SGLang, 1, 2)
+			h.clean(route, accept, computed, routed, reserved)
+			// A scheduler that frees a reservation's headroom early.
+			h.expect(func(tx *Tx) { tx.W.W[d].HeadroomUsed-- }, NameReservationCountsAtOnce)
+			return h
+		}},
+
+		// ---- NoStoredBeforeActivation ----
+		{name: NameNoStoredBeforeActivation, step: step(NameNoStoredBeforeActivation, 0, "Stored published before receive completion (transfer %s)"), state: none, run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed, reserved)
 			h.expect(func(tx *Tx) { tx.PublishStored(0, DestinationSide) }, NameNoStoredBeforeActivation)
 			return h
 		}},
-		{name: NameNoStoredBeforeActivation + "/never", step: "", state: NameNoStoredBeforeActivation, run: func(t *testing.T) *history {
+		{name: NameNoStoredBeforeActivation + "/never", step: none, state: state(NameNoStoredBeforeActivation, 0, d, neverPublished), run: func(t *testing.T) *history {
 			h := sf(t)
-			h.clean(route, accept, computed, routed, reserved, pulling, func(tx *Tx) { tx.CompleteTransfer(0) })
+			h.clean(route, accept, computed, routed, reserved, pulling, received)
 			h.expect(func(tx *Tx) { tx.ActivateDestination(0, DestinationSide) }, NameNoStoredBeforeActivation)
 			return h
 		}},
-		{name: NameNoStoredBeforeActivation + "/twice", step: NameNoStoredBeforeActivation, state: "", run: func(t *testing.T) *history {
+		{name: NameNoStoredBeforeActivation + "/twice", step: step(NameNoStoredBeforeActivation, 0, "Stored published a second time"), state: none, run: func(t *testing.T) *history {
 			h := sf(t)
-			h.clean(route, accept, computed, routed, reserved, pulling, func(tx *Tx) { tx.CompleteTransfer(0) },
+			h.clean(route, accept, computed, routed, reserved, pulling, received,
 				func(tx *Tx) { tx.ActivateDestination(0, DestinationSide); tx.PublishStored(0, DestinationSide) })
 			h.expect(func(tx *Tx) { tx.PublishStored(0, DestinationSide) }, NameNoStoredBeforeActivation)
 			return h
 		}},
-		{name: NameAtomicPrefillPin, step: NameAtomicPrefillPin, state: "", run: func(t *testing.T) *history {
+		{name: NameNoStoredBeforeActivation + "/index", step: none, state: state(NameNoStoredBeforeActivation, -1, d, "the KV index got %d Stored blocks, the handoffs published %d"), run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route, accept, computed, routed, reserved, pulling, received,
+				func(tx *Tx) { tx.ActivateDestination(0, DestinationSide); tx.PublishStored(0, DestinationSide) })
+			// A KV index that counts a Stored block nobody published.
+			h.expect(func(tx *Tx) { tx.W.W[d].StoredBlocks++ }, NameNoStoredBeforeActivation)
+			return h
+		}},
+
+		// ---- AtomicPrefillPin ----
+		{name: NameAtomicPrefillPin, step: step(NameAtomicPrefillPin, 0, "pinned blocks whose compute had not finished"), state: none, run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route)
 			h.expect(func(tx *Tx) {
@@ -264,21 +445,30 @@ func firings() []firing {
 			}, NameAtomicPrefillPin)
 			return h
 		}},
-		{name: NameAtomicPrefillPin + "/unpinned-completion", step: NameComputeLoadIndependent, state: NameAtomicPrefillPin, run: func(t *testing.T) *history {
-			// Compute finished with nothing pinned: the occupancy did not
-			// stay pinned either, so ComputeLoadIndependent fires with it.
-			h := sf(t)
-			h.clean(route, accept)
-			h.expect(func(tx *Tx) { tx.FinishCompute(0); tx.ReportComputeDone(0, SourceSide) }, NameAtomicPrefillPin, NameComputeLoadIndependent)
-			return h
-		}},
-		{name: NameComputeLoadIndependent, step: NameComputeLoadIndependent, state: "", run: func(t *testing.T) *history {
+		{name: NameAtomicPrefillPin + "/unpinned-completion", step: step(NameComputeLoadIndependent, 0, "compute finished but the pinned occupancy did not stay (source holds %s)"),
+			state: state(NameAtomicPrefillPin, 0, p, "compute finished but its blocks are still plain active blocks"), run: func(t *testing.T) *history {
+				// Compute finished with nothing pinned: the occupancy did not
+				// stay pinned either, so ComputeLoadIndependent fires with it.
+				h := sf(t)
+				h.clean(route, accept)
+				h.expect(func(tx *Tx) { tx.FinishCompute(0); tx.ReportComputeDone(0, SourceSide) }, NameAtomicPrefillPin, NameComputeLoadIndependent)
+				return h
+			}},
+
+		// ---- ComputeLoadIndependent ----
+		{name: NameComputeLoadIndependent, step: step(NameComputeLoadIndependent, 0, "compute finished but the prefill router still counts its compute load"), state: none, run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept)
 			h.expect(func(tx *Tx) { tx.FinishCompute(0); tx.PinSource(0, SourceSide); tx.RegisterSource(0, SourceSide) }, NameComputeLoadIndependent)
 			return h
 		}},
-		{name: NameComputeLoadIndependent + "/early-fall", step: "", state: NameComputeLoadIndependent, run: func(t *testing.T) *history {
+		{name: NameComputeLoadIndependent + "/fell-twice", step: step(NameComputeLoadIndependent, 0, "compute load fell twice"), state: none, run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route, accept, computed)
+			h.expect(func(tx *Tx) { tx.ReportComputeDone(0, SourceSide) }, NameComputeLoadIndependent)
+			return h
+		}},
+		{name: NameComputeLoadIndependent + "/early-fall", step: none, state: state(NameComputeLoadIndependent, 0, p, "compute load fell before compute finished"), run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route)
 			h.expect(func(tx *Tx) {
@@ -288,25 +478,56 @@ func firings() []firing {
 			}, NameComputeLoadIndependent)
 			return h
 		}},
-		{name: NameReleaseNeedsReaderAck, step: NameReleaseNeedsReaderAck, state: "", run: func(t *testing.T) *history {
+		{name: NameComputeLoadIndependent + "/ledger", step: none, state: state(NameComputeLoadIndependent, -1, p, "active_prefill_tokens is %d but the handoffs count %d"), run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route, accept)
+			// A prefill router that counts load no handoff brought.
+			h.expect(func(tx *Tx) { tx.W.W[p].PrefillTokens++ }, NameComputeLoadIndependent)
+			return h
+		}},
+
+		// ---- ReleaseNeedsReaderAck ----
+		{name: NameReleaseNeedsReaderAck, step: step(NameReleaseNeedsReaderAck, 0, "pin released on %s, not on reader completion, abort or expiry"), state: none, run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed, reserved)
 			h.expect(func(tx *Tx) { tx.FenceSource(0, SourceSide); tx.ReleaseSource(0, SourceSide, CauseOther) }, NameReleaseNeedsReaderAck)
 			return h
 		}},
-		{name: NameReleaseNeedsReaderAck + "/ack-without-reads", step: NameReleaseNeedsReaderAck, state: "", run: func(t *testing.T) *history {
+		{name: NameReleaseNeedsReaderAck + "/ack-without-reads", step: step(NameReleaseNeedsReaderAck, 0, "released on a reader acknowledgement while the reads had not completed (transfer %s)"), state: none, run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed, reserved)
 			h.expect(func(tx *Tx) { tx.FenceSource(0, SourceSide); tx.ReleaseSource(0, SourceSide, CauseReaderAck) }, NameReleaseNeedsReaderAck)
 			return h
 		}},
-		{name: NameExactlyOnceRelease, step: NameExactlyOnceRelease, state: "", run: func(t *testing.T) *history {
+
+		// ---- ExactlyOnceRelease ----
+		{name: NameExactlyOnceRelease, step: step(NameExactlyOnceRelease, 0, "%s released twice"), state: none, run: func(t *testing.T) *history {
 			h := sf(t)
-			h.clean(route, accept, computed, func(tx *Tx) { tx.FenceSource(0, SourceSide); tx.ReleaseSource(0, SourceSide, CauseAbort) })
+			h.clean(route, accept, computed, released)
 			h.expect(func(tx *Tx) { tx.ReleaseSource(0, SourceSide, CauseAbort) }, NameExactlyOnceRelease)
 			return h
 		}},
-		{name: NameExactlyOnceRelease + "/after-terminal", step: NameExactlyOnceRelease, state: NameInFlightAccounting, run: func(t *testing.T) *history {
+		{name: NameExactlyOnceRelease + "/never-held", step: step(NameExactlyOnceRelease, 0, "%s released but it was never held"), state: none, run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route, accept)
+			h.expect(func(tx *Tx) { tx.ReleaseSource(0, SourceSide, CauseAbort) }, NameExactlyOnceRelease)
+			return h
+		}},
+		{name: NameExactlyOnceRelease + "/resurrected", step: step(NameExactlyOnceRelease, 0, "%s began again after it ended"), state: none, run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route, accept, computed, released)
+			h.expect(func(tx *Tx) { tx.PinSource(0, SourceSide) }, NameExactlyOnceRelease)
+			return h
+		}},
+		{name: NameExactlyOnceRelease + "/began-twice", step: step(NameExactlyOnceRelease, 0, "%s began twice"), state: state(NameRouterCleanup, -1, d, decodeBooks), run: func(t *testing.T) *history {
+			// A decode router that books the same request twice: its
+			// ledger then counts the booking twice too.
+			h := sf(t)
+			h.clean(route, accept, computed, routed)
+			h.expect(func(tx *Tx) { tx.RouteDecode(0, dw(tx)) }, NameExactlyOnceRelease, NameRouterCleanup)
+			return h
+		}},
+		{name: NameExactlyOnceRelease + "/after-terminal", step: step(NameExactlyOnceRelease, 0, "%s began after the %s reported its terminal outcome"), state: state(NameInFlightAccounting, 0, d, destNotInFlight), run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed, func(tx *Tx) {
 				tx.WithdrawReservation(0, DestinationSide)
@@ -315,22 +536,54 @@ func firings() []firing {
 			})
 			h.rec.Terminal[0][DestinationSide] = true
 			// A scheduler that grants a reservation to an attempt that already ended.
-			h.expect(func(tx *Tx) { tx.W.H[0].Pending = true; tx.Reserve(0) }, NameExactlyOnceRelease, NameInFlightAccounting)
+			h.expect(func(tx *Tx) { tx.RequestReservation(0, DestinationSide); tx.Reserve(0) }, NameExactlyOnceRelease, NameInFlightAccounting)
 			return h
 		}},
-		{name: NameBlockCategoriesDisjoint, step: "", state: NameBlockCategoriesDisjoint, run: func(t *testing.T) *history {
+
+		// ---- BlockCategoriesDisjoint ----
+		{name: NameBlockCategoriesDisjoint, step: none, state: state(NameBlockCategoriesDisjoint, -1, p, "active is %d but the requests hold %d"), run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept)
 			// Counting blocks as active that nobody holds.
-			h.expect(func(tx *Tx) { tx.W.W[0].Active++; tx.W.W[0].Free-- }, NameBlockCategoriesDisjoint)
+			h.expect(func(tx *Tx) { tx.W.W[p].Active++; tx.W.W[p].Free-- }, NameBlockCategoriesDisjoint)
 			return h
 		}},
-		{name: NameCapacityRespected, step: "", state: NameCapacityRespected, run: func(t *testing.T) *history {
-			h := newHistory(t, testConfig(t, spec.DestinationFirst, SGLang, 2, 1))
-			h.clean(func(tx *Tx) { tx.RoutePrefill(0, 0); tx.RoutePrefill(1, 0) },
+		{name: NameBlockCategoriesDisjoint + "/negative", step: none, state: state(NameBlockCategoriesDisjoint, -1, p, categoryNegative), run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route, accept)
+			// A cache that gives back a block it did not have.
+			h.expect(func(tx *Tx) { tx.W.W[p].Cached--; tx.W.W[p].Free++ }, NameBlockCategoriesDisjoint)
+			return h
+		}},
+		{name: NameBlockCategoriesDisjoint + "/sum", step: none, state: state(NameBlockCategoriesDisjoint, -1, p, "categories sum to %d, capacity is %d: %s"), run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route, accept)
+			// A block freed twice.
+			h.expect(func(tx *Tx) { tx.W.W[p].Free++ }, NameBlockCategoriesDisjoint)
+			return h
+		}},
+		{name: NameBlockCategoriesDisjoint + "/pinned", step: none, state: state(NameBlockCategoriesDisjoint, -1, p, "pinned_source is %d but the handoffs pin %d"), run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route, accept, computed)
+			// A pin left behind by nobody.
+			h.expect(func(tx *Tx) { tx.W.W[p].Pinned++; tx.W.W[p].Free-- }, NameBlockCategoriesDisjoint)
+			return h
+		}},
+		{name: NameBlockCategoriesDisjoint + "/prefix", step: none, state: state(NameBlockCategoriesDisjoint, -1, d, "cached prefix is %d but the unlocked prefixes are %d"), run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route, accept, computed, routed, reserved)
+			// A prefix cache that counts a block no handoff's prefix is.
+			h.expect(func(tx *Tx) { tx.W.W[d].Prefix++; tx.W.W[d].Free-- }, NameBlockCategoriesDisjoint)
+			return h
+		}},
+
+		// ---- CapacityRespected ----
+		{name: NameCapacityRespected, step: none, state: state(NameCapacityRespected, -1, d, "%d request slots in use, limit %d"), run: func(t *testing.T) *history {
+			h := cfg(t, spec.DestinationFirst, SGLang, 2, 1)
+			h.clean(func(tx *Tx) { tx.RoutePrefill(0, pw(tx)); tx.RoutePrefill(1, pw(tx)) },
 				func(tx *Tx) {
 					for i := 0; i < 2; i++ {
-						tx.RouteDecode(i, 1)
+						tx.RouteDecode(i, dw(tx))
 						tx.AcceptRequest(i, DestinationSide)
 						tx.RequestReservation(i, DestinationSide)
 					}
@@ -340,26 +593,74 @@ func firings() []firing {
 			h.expect(func(tx *Tx) { tx.Reserve(1) }, NameCapacityRespected)
 			return h
 		}},
-		{name: NameDestinationFirstGate, step: NameDestinationFirstGate, state: "", run: func(t *testing.T) *history {
-			h := newHistory(t, testConfig(t, spec.DestinationFirst, SGLang, 1, 2))
+		{name: NameCapacityRespected + "/headroom", step: none, state: state(NameCapacityRespected, -1, d, "headroom %d in use, limit %d"), run: func(t *testing.T) *history {
+			h := newHistory(t, shapedConfig(t, spec.DestinationFirst, SGLang, 2, 2, decodeFirst, bindingHeadroom))
+			h.clean(func(tx *Tx) {
+				for i := 0; i < 2; i++ {
+					tx.RouteDecode(i, dw(tx))
+					tx.AcceptRequest(i, DestinationSide)
+					tx.RequestReservation(i, DestinationSide)
+				}
+			}, func(tx *Tx) { tx.Reserve(0) })
+			// A scheduler that admits past its headroom.
+			h.expect(func(tx *Tx) { tx.Reserve(1) }, NameCapacityRespected)
+			return h
+		}},
+		{name: NameCapacityRespected + "/overcommitted", step: none, state: state(NameCapacityRespected, -1, p, "pool overcommitted by %d blocks"), run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route, accept)
+			// A pool that hands out a block it does not have: free goes
+			// below zero while every block is accounted for.
+			h.expect(func(tx *Tx) { tx.W.W[p].Free -= 10; tx.W.W[p].Cached += 10 }, NameCapacityRespected)
+			return h
+		}},
+		{name: NameCapacityRespected + "/negative-counter", step: none, state: state(NameCapacityRespected, -1, p, "an admission counter went negative"), run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route, accept)
+			// A worker that counts a request out twice.
+			h.expect(func(tx *Tx) { tx.W.W[p].InFlight -= 2 }, NameCapacityRespected, NameInFlightAccounting)
+			return h
+		}},
+
+		// ---- DestinationFirstGate ----
+		{name: NameDestinationFirstGate, step: step(NameDestinationFirstGate, 0, "prefill dispatched before the destination reserved"), state: none, run: func(t *testing.T) *history {
+			h := cfg(t, spec.DestinationFirst, SGLang, 1, 2)
 			h.clean(route)
 			h.expect(accept, NameDestinationFirstGate)
 			return h
 		}},
-		{name: NameRoleCommands, step: NameRoleCommands, state: "", run: func(t *testing.T) *history {
+
+		// ---- RoleCommands ----
+		{name: NameRoleCommands, step: step(NameRoleCommands, 0, "a %s-role machine issued a command of the other role"), state: none, run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed)
 			h.expect(func(tx *Tx) { tx.StartPrefill(0, DestinationSide) }, NameRoleCommands)
 			return h
 		}},
-		{name: NameRouterCleanup, step: NameRouterCleanup, state: "", run: func(t *testing.T) *history {
+
+		// ---- RouterCleanup ----
+		{name: NameRouterCleanup, step: step(NameRouterCleanup, 0, "prefill router freed request ownership while the source was still pinned"), state: none, run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed)
 			// Ownership freed at prefill's terminal token, not at release.
 			h.expect(func(tx *Tx) { tx.ReportSourceOutcome(0, SourceSide, true) }, NameRouterCleanup)
 			return h
 		}},
-		{name: NameRouterCleanup + "/no-terminal-outcome", step: "", state: NameRouterCleanup, run: func(t *testing.T) *history {
+		{name: NameRouterCleanup + "/owned", step: none, state: state(NameRouterCleanup, -1, p, "prefill router owns %d requests here but the handoffs hold %d bookings"), run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route, accept)
+			// A prefill router that owns a request nobody booked.
+			h.expect(func(tx *Tx) { tx.W.W[p].Owned++ }, NameRouterCleanup)
+			return h
+		}},
+		{name: NameRouterCleanup + "/source-no-terminal-outcome", step: none, state: state(NameRouterCleanup, 0, p, "the source finished without a terminal outcome: the prefill router still owns the request"), run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route, accept, computed, released, func(tx *Tx) { tx.Complete(0, SourceSide) })
+			h.rec.Terminal[0][SourceSide] = true
+			h.expect(func(tx *Tx) {}, NameRouterCleanup)
+			return h
+		}},
+		{name: NameRouterCleanup + "/no-terminal-outcome", step: none, state: state(NameRouterCleanup, 0, d, "the destination finished without a terminal decode outcome: the decode router still books it"), run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed, func(tx *Tx) {
 				tx.WithdrawReservation(0, DestinationSide)
@@ -369,7 +670,7 @@ func firings() []firing {
 			h.expect(func(tx *Tx) {}, NameRouterCleanup)
 			return h
 		}},
-		{name: NameRouterCleanup + "/wrong-outcome", step: "", state: NameRouterCleanup, run: func(t *testing.T) *history {
+		{name: NameRouterCleanup + "/wrong-outcome", step: none, state: state(NameRouterCleanup, 0, d, "the %s ended as %s but its router was told %s"), run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed, func(tx *Tx) {
 				tx.WithdrawReservation(0, DestinationSide)
@@ -382,13 +683,48 @@ func firings() []firing {
 			h.expect(func(tx *Tx) {}, NameRouterCleanup)
 			return h
 		}},
-		{name: NameInFlightAccounting, step: NameInFlightAccounting, state: "", run: func(t *testing.T) *history {
+
+		// ---- InFlightAccounting ----
+		{name: NameInFlightAccounting, step: step(NameInFlightAccounting, 0, "%s counted the request in flight twice"), state: none, run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept)
 			h.expect(func(tx *Tx) { tx.AcceptRequest(0, SourceSide) }, NameInFlightAccounting)
 			return h
 		}},
-		{name: NameInFlightAccounting + "/terminal-still-counted", step: "", state: NameInFlightAccounting, run: func(t *testing.T) *history {
+		{name: NameInFlightAccounting + "/counted-out-twice", step: step(NameInFlightAccounting, 0, "%s counted out a request that was not in flight"), state: none, run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route)
+			h.expect(func(tx *Tx) { tx.Complete(0, SourceSide) }, NameInFlightAccounting)
+			return h
+		}},
+		{name: NameInFlightAccounting + "/ledger", step: none, state: state(NameInFlightAccounting, -1, p, "in-flight count is %d but it owns %d requests"), run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route, accept)
+			// A worker that counts a request nobody sent it.
+			h.expect(func(tx *Tx) { tx.W.W[p].InFlight++ }, NameInFlightAccounting)
+			return h
+		}},
+		{name: NameInFlightAccounting + "/source-not-counted", step: none, state: state(NameInFlightAccounting, 0, p, "the source holds the request but does not count it in flight"), run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route)
+			h.expect(func(tx *Tx) { tx.StartPrefill(0, SourceSide) }, NameInFlightAccounting)
+			return h
+		}},
+		{name: NameInFlightAccounting + "/queued-not-counted", step: none, state: state(NameInFlightAccounting, 1, p, "the source holds the request but does not count it in flight"), run: func(t *testing.T) *history {
+			// A prefill that queues for blocks holds none, yet it is the
+			// worker's request.
+			h := newHistory(t, shapedConfig(t, spec.SourceFirst, VLLM, 2, 2, decodeFirst, smallPrefillPool))
+			h.clean(route, accept, func(tx *Tx) { tx.RoutePrefill(1, pw(tx)) })
+			h.expect(func(tx *Tx) { tx.StartPrefill(1, SourceSide) }, NameInFlightAccounting)
+			return h
+		}},
+		{name: NameInFlightAccounting + "/destination-not-counted", step: none, state: state(NameInFlightAccounting, 0, d, destNotInFlight), run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route, accept, computed)
+			h.expect(func(tx *Tx) { tx.RouteDecode(0, dw(tx)); tx.RequestReservation(0, DestinationSide) }, NameInFlightAccounting)
+			return h
+		}},
+		{name: NameInFlightAccounting + "/terminal-still-counted", step: none, state: state(NameInFlightAccounting, 0, d, "the %s finished but still counts the request in flight"), run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed, func(tx *Tx) {
 				tx.WithdrawReservation(0, DestinationSide)
@@ -401,14 +737,189 @@ func firings() []firing {
 	}
 }
 
+// bindingHeadroom gives the decode worker the headroom of one handoff
+// only: its second reservation must wait for the first to end.
+func bindingHeadroom(c *Config) {
+	for i := range c.Workers {
+		if c.Workers[i].Role == DecodeWorker {
+			c.Workers[i].Headroom = c.Handoffs[0].HeadroomTokens
+		}
+	}
+}
+
+// smallPrefillPool gives the prefill worker room for one handoff's
+// compute (3 blocks) and 2 more: a second prefill queues.
+func smallPrefillPool(c *Config) {
+	for i := range c.Workers {
+		if c.Workers[i].Role == PrefillWorker {
+			c.Workers[i].Capacity = 5
+		}
+	}
+}
+
 func TestInvariants_EachCanFire(t *testing.T) {
-	for _, tc := range firings() {
-		t.Run(tc.name, func(t *testing.T) {
-			h := tc.run(t)
-			if h.fastStep != tc.step || h.fastState != tc.state {
-				t.Fatalf("the explorer's fast paths reported CheckStep %q, CheckState %q; want %q and %q", h.fastStep, h.fastState, tc.step, tc.state)
+	for _, order := range []struct {
+		name        string
+		decodeFirst bool
+	}{{"prefill-listed-first", false}, {"decode-listed-first", true}} {
+		t.Run(order.name, func(t *testing.T) {
+			for _, tc := range firings(order.decodeFirst) {
+				t.Run(tc.name, func(t *testing.T) {
+					h := tc.run(t)
+					if h.fastStep != tc.step {
+						t.Errorf("CheckStep reported %v\nwant %v", h.fastStep, tc.step)
+					}
+					if h.fastState != tc.state {
+						t.Errorf("CheckState reported %v\nwant %v", h.fastState, tc.state)
+					}
+				})
 			}
 		})
+	}
+}
+
+// elsewhereFiring is a history that breaks a check of an invariant the
+// checker judges itself (Quiescence, FaultFreeCompletion, AttemptIsolation):
+// run returns what the invariant's own function reports on it.
+type elsewhereFiring struct {
+	name string
+	want verdict
+	run  func(t *testing.T) *Violation
+}
+
+func elsewhereFirings() []elsewhereFiring {
+	sf := func(t *testing.T) *history { return newHistory(t, testConfig(t, spec.SourceFirst, VLLM, 1, 2)) }
+	return []elsewhereFiring{
+		{name: NameQuiescence + "/not-terminal", want: verdict{NameQuiescence, "nothing can happen any more but the %s is not terminal", 0, 1}, run: func(t *testing.T) *Violation {
+			// Both sides placed, the source terminal, the destination not.
+			h := sf(t)
+			h.clean(route, accept, computed, routed)
+			h.rec.Terminal[0][SourceSide] = true
+			return Quiescence(&h.w, &h.rec)
+		}},
+		{name: NameQuiescence + "/held", want: verdict{NameQuiescence, "nothing can happen any more but resources are still held: %s", -1, -1}, run: func(t *testing.T) *Violation {
+			h := sf(t)
+			h.clean(route, accept, computed)
+			h.rec.Terminal[0] = [2]bool{true, true}
+			return Quiescence(&h.w, &h.rec)
+		}},
+		{name: NameFaultFreeCompletion, want: verdict{NameFaultFreeCompletion, "no fault happened, yet the %s ended %s", 0, 1}, run: func(t *testing.T) *Violation {
+			// The source released after its reads; the destination gave up.
+			h := sf(t)
+			h.clean(route, accept, computed, routed, reserved, pulling, received, func(tx *Tx) {
+				tx.ReleaseSource(0, SourceSide, CauseReaderAck)
+				tx.ReportSourceOutcome(0, SourceSide, true)
+				tx.ReleaseDestination(0, DestinationSide, CauseAbort)
+				tx.ReportDecodeOutcome(0, DestinationSide, false)
+			})
+			return FaultFreeCompletion(&h.w)
+		}},
+		{name: NameAttemptIsolation, want: verdict{NameAttemptIsolation, "a stale fact to the %s changed the world", 0, 0}, run: func(t *testing.T) *Violation {
+			h := sf(t)
+			h.clean(route)
+			before := h.w
+			before.H[0].Ch[SourceSide].Send(MsgReaderCompleted)
+			after := before
+			after.H[0].Ch[SourceSide].Take(0)
+			after.H[0].Announced = true
+			return AttemptIsolation(&before, &after, 0, SourceSide, 0)
+		}},
+	}
+}
+
+func TestInvariants_ElsewhereChecksFire(t *testing.T) {
+	for _, tc := range elsewhereFirings() {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := verdictOf(tc.run(t)); got != tc.want {
+				t.Fatalf("reported %v\nwant %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// violateCall is one check of invariants.go: the invariant it belongs to
+// and the pattern of its detail.
+type violateCall struct{ invariant, check string }
+
+// violateCalls parses invariants.go and returns every violate call, with
+// the invariant name constant resolved to its value.
+func violateCalls(t *testing.T) []violateCall {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "invariants.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]string{}
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, sp := range gd.Specs {
+			vs := sp.(*ast.ValueSpec)
+			for i, id := range vs.Names {
+				if i < len(vs.Values) {
+					if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						names[id.Name], _ = strconv.Unquote(lit.Value)
+					}
+				}
+			}
+		}
+	}
+	var out []violateCall
+	ast.Inspect(f, func(n ast.Node) bool {
+		c, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		if id, ok := c.Fun.(*ast.Ident); !ok || id.Name != "violate" {
+			return true
+		}
+		inv, ok1 := c.Args[0].(*ast.Ident)
+		lit, ok2 := c.Args[3].(*ast.BasicLit)
+		if !ok1 || !ok2 || lit.Kind != token.STRING || names[inv.Name] == "" {
+			t.Errorf("a violate call whose invariant is not a name constant or whose format is not a literal: %v", c.Args)
+			return true
+		}
+		check, _ := strconv.Unquote(lit.Value)
+		out = append(out, violateCall{names[inv.Name], check})
+		return true
+	})
+	return out
+}
+
+// Every check of invariants.go (every violate call) is what the explorer's
+// fast path reports first on one firing history, or, for an invariant the
+// checker judges itself, what its own function reports on one. A check
+// added without a history that makes it fire fails here, by name; so does
+// a check whose history stopped reaching it.
+func TestInvariants_EveryCheckFires(t *testing.T) {
+	calls := violateCalls(t)
+	if len(calls) < 50 {
+		t.Fatalf("found only %d violate calls in invariants.go: the parse went wrong", len(calls))
+	}
+	seen := map[violateCall]bool{}
+	for _, c := range calls {
+		if seen[c] {
+			t.Errorf("%s: two checks share the pattern %q: reports cannot tell them apart", c.invariant, c.check)
+		}
+		seen[c] = true
+	}
+	fired := map[violateCall]bool{}
+	for _, tc := range firings(false) {
+		h := tc.run(t)
+		for _, v := range []verdict{h.fastStep, h.fastState} {
+			fired[violateCall{v.Invariant, v.Check}] = true
+		}
+	}
+	for _, tc := range elsewhereFirings() {
+		v := verdictOf(tc.run(t))
+		fired[violateCall{v.Invariant, v.Check}] = true
+	}
+	for _, c := range calls {
+		if !fired[c] {
+			t.Errorf("%s: no firing history makes its check %q the first violation reported", c.invariant, c.check)
+		}
 	}
 }
 
@@ -417,8 +928,8 @@ func TestInvariants_EachCanFire(t *testing.T) {
 // of CheckStep or CheckState fails here, with its name.
 func TestInvariants_FastPathJudgesEveryRegisteredHalf(t *testing.T) {
 	steps, states := map[string]bool{}, map[string]bool{}
-	for _, tc := range firings() {
-		steps[tc.step], states[tc.state] = true, true
+	for _, tc := range firings(false) {
+		steps[tc.step.Invariant], states[tc.state.Invariant] = true, true
 	}
 	for i := range Invariants {
 		inv := &Invariants[i]
@@ -536,5 +1047,10 @@ func TestInvariants_Quiescence(t *testing.T) {
 	h.rec.Terminal[0] = [2]bool{false, false}
 	if v := Quiescence(&h.w, &h.rec); v == nil {
 		t.Fatal("a live record in a quiescent state was not flagged")
+	}
+	// A handoff never placed has no record to be terminal.
+	w := NewWorld(testConfig(t, spec.SourceFirst, VLLM, 1, 2))
+	if v := Quiescence(&w, &Records{}); v != nil {
+		t.Fatalf("a world where nothing was placed fails Quiescence: %v", v)
 	}
 }
