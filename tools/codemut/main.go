@@ -10,7 +10,7 @@
 // through go test -overlay. The sample is drawn with a seed, so a run can
 // be repeated exactly. See docs/codemut.md for how to read the result.
 //
-//	go run ./tools/codemut [-n 300] [-seed 1] [-j 2] [-files REGEXP] [-all] [-json FILE]
+//	go run ./tools/codemut [-n 300] [-seed 1] [-j 2] [-files REGEXP] [-match REGEXP] [-all] [-list] [-json FILE]
 package main
 
 import (
@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -36,7 +37,7 @@ type options struct {
 	dirs                       []string
 	n, jobs                    int
 	seed                       uint64
-	files                      *regexp.Regexp
+	files, match               *regexp.Regexp
 	all, list                  bool
 }
 
@@ -48,13 +49,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("codemut", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
-	var dirs, files string
+	var dirs, files, match string
 	fs.StringVar(&dirs, "pkgs", "model,checker", "comma-separated package `directories` whose production files are changed")
 	fs.IntVar(&o.n, "n", 300, "number of changes to sample (spread over the files in proportion to their sites)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the sample")
 	fs.IntVar(&o.jobs, "j", 2, "changes tested at once")
 	fs.StringVar(&files, "files", "", "only files whose path matches this `regexp`")
 	fs.BoolVar(&o.all, "all", false, "every site of the selected files, not a sample")
+	fs.StringVar(&match, "match", "", "only changes whose key matches this `regexp` (with -all: re-try given survivors)")
 	fs.StringVar(&o.equivalents, "equivalents", "tools/codemut/equivalent.txt", "`file` of changes known to alter nothing, with the reason")
 	fs.StringVar(&o.jsonOut, "json", "", "also write every result to this `file` as JSON")
 	fs.BoolVar(&o.list, "list", false, "list the chosen changes and stop")
@@ -66,13 +68,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	o.dirs = strings.Split(dirs, ",")
-	if files != "" {
-		re, err := regexp.Compile(files)
+	for _, f := range []struct {
+		name, expr string
+		re         **regexp.Regexp
+	}{{"files", files, &o.files}, {"match", match, &o.match}} {
+		if f.expr == "" {
+			continue
+		}
+		re, err := regexp.Compile(f.expr)
 		if err != nil {
-			fmt.Fprintf(stderr, "codemut: -files: %v\n", err)
+			fmt.Fprintf(stderr, "codemut: -%s: %v\n", f.name, err)
 			return 2
 		}
-		o.files = re
+		*f.re = re
 	}
 	root, err := moduleRoot()
 	if err != nil {
@@ -106,7 +114,7 @@ type result struct {
 	File       string   `json:"file"`
 	Line       int      `json:"line"`
 	Op         string   `json:"op"`
-	Status     string   `json:"status"` // killed, survived, invalid (did not build)
+	Status     string   `json:"status"` // killed, survived, invalid (did not build), error (could not be judged)
 	Package    string   `json:"package,omitempty"`
 	Tests      []string `json:"tests,omitempty"`
 	Equivalent string   `json:"equivalent,omitempty"`
@@ -131,6 +139,12 @@ func mutate(o *options, stdout, stderr io.Writer) error {
 		ss, err := fileSites(o.root, f)
 		if err != nil {
 			return err
+		}
+		if o.match != nil {
+			ss = slices.DeleteFunc(ss, func(s site) bool { return !o.match.MatchString(s.Key()) })
+			if len(ss) == 0 {
+				continue
+			}
 		}
 		perFile[f] = ss
 		all = append(all, ss...)
@@ -395,7 +409,13 @@ func (ps *packages) try(root, dir string, s *site) result {
 			continue
 		}
 		if bytes.Contains(out, []byte("[build failed]")) || bytes.Contains(out, []byte("[setup failed]")) {
+			// A change that does not build says nothing about the tests.
+			// A build that fails elsewhere (a file being edited while the
+			// run goes on) says nothing about the change either.
 			r.Status = "invalid"
+			if !bytes.Contains(out, []byte(filepath.Base(s.File)+":")) {
+				r.Status, r.Tests = "error", []string{"(build failed outside the changed file: " + firstLine(out) + ")"}
+			}
 			return r
 		}
 		r.Status, r.Package = "killed", st.p.Path
@@ -481,7 +501,7 @@ type tally struct{ sampled, invalid, killed, survived, equivalent int }
 func (t *tally) add(r *result) {
 	t.sampled++
 	switch {
-	case r.Status == "invalid":
+	case r.Status == "invalid" || r.Status == "error":
 		t.invalid++
 	case r.Status == "killed":
 		t.killed++
@@ -549,6 +569,11 @@ func report(w io.Writer, results []result, sites, nfiles int, o *options, equiv 
 	}
 	if n == 0 {
 		fmt.Fprintln(w, "  none")
+	}
+	for i := range results {
+		if r := &results[i]; r.Status == "error" {
+			fmt.Fprintf(w, "\nnot judged (counted as invalid): %s %v\n", r.Key, r.Tests)
+		}
 	}
 	// A change listed as equivalent that a test caught is listed wrongly.
 	for i := range results {
