@@ -2,7 +2,12 @@ package checker
 
 import (
 	"context"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 )
 
 // The memory bound holds within a level: an exploration that would need
@@ -95,5 +100,125 @@ func TestExplore_LivenessNeedsRoomForTheReverseGraph(t *testing.T) {
 	}
 	if e.livenessWouldPass(roomy) {
 		t.Errorf("a reverse graph of %s does not fit under a threshold %s above resident memory", FormatBytes(need), FormatBytes(4*need))
+	}
+}
+
+// The memory bound with liveness on. A bound of one byte leaves no room
+// for any level: the run stops before the first, says why, and says that
+// EventuallyDrained was not judged because the graph is incomplete. A
+// bound a gigabyte above what the process holds leaves room for the whole
+// graph and the check: the run completes, EventuallyDrained is judged, and
+// the run's peak stays under the bound.
+func TestMemory_BoundWithLivenessOn(t *testing.T) {
+	cfg := loadConfigFile(t, "../testdata/configs/small.json")
+	rep := checkOne(t, cfg, "vllm", Limits{MaxMemory: 1, Liveness: true, Workers: 2})
+	r := rep.Runs[0]
+	detail := "stopped before resident memory passed the bound of 1 B (--max-memory); EventuallyDrained not judged: the graph is incomplete"
+	if r.Complete || r.StopReason != StopMaxMemory || r.StopDetail != detail || r.Liveness || r.Violation != nil || rep.Interrupted {
+		t.Errorf("bound of 1 byte: complete=%v stop=%q %q liveness=%v violation=%v interrupted=%v",
+			r.Complete, r.StopReason, r.StopDetail, r.Liveness, r.Violation != nil, rep.Interrupted)
+	}
+	// Not even the first level was begun: only the initial state is known.
+	if r.Stats.States != 1 || r.Stats.Transitions != 0 || r.Stats.Depth != 0 || r.DeadEnds != 0 {
+		t.Errorf("bound of 1 byte: %d states, %d transitions, depth %d, %d dead ends; want the initial state alone",
+			r.Stats.States, r.Stats.Transitions, r.Stats.Depth, r.DeadEnds)
+	}
+	text := rep.Text(TextOptions{})
+	wantLine(t, text, "run vllm (source-first, engine vllm): incomplete ("+detail+"), no violation found\n")
+	wantNoLine(t, text, "EventuallyDrained: checked")
+	j := parseReportJSON(t, rep, TextOptions{})
+	if jr := j.Runs[0]; j.Verdict != "incomplete" || jr.StopReason != StopMaxMemory || jr.StopDetail != detail || jr.Liveness || jr.Complete {
+		t.Errorf("JSON of a run stopped by the bound: verdict %q, %+v", j.Verdict, jr)
+	}
+
+	if residentBytes() == 0 {
+		t.Skip("this system does not report resident memory")
+	}
+	settle()
+	bound := int64(residentBytes()) + 1<<30
+	rep = checkOne(t, cfg, "vllm", Limits{MaxMemory: bound, Liveness: true, Workers: 2})
+	r = rep.Runs[0]
+	if !r.Complete || r.StopReason != "" || r.StopDetail != "" || !r.Liveness || r.Violation != nil || r.Stats.States != 509 {
+		t.Errorf("bound %s: complete=%v stop=%q %q liveness=%v violation=%v, %d states", FormatBytes(bound),
+			r.Complete, r.StopReason, r.StopDetail, r.Liveness, r.Violation != nil, r.Stats.States)
+	}
+	if r.Stats.PeakResident == 0 || r.Stats.PeakResident >= uint64(bound) || r.Stats.GraphBytes == 0 {
+		t.Errorf("bound %s: peak resident %s, graph %d bytes", FormatBytes(bound), FormatBytes(int64(r.Stats.PeakResident)), r.Stats.GraphBytes)
+	}
+	wantLine(t, rep.Text(TextOptions{}), "  EventuallyDrained: checked on the explored graph\n")
+}
+
+// Resident memory is read from the system, and agrees with what the
+// kernel says in another file: VmRSS now, VmHWM as the high-water mark.
+func TestMemory_ResidentFigures(t *testing.T) {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skip("no /proc/self/status")
+	}
+	field := func(name string) uint64 {
+		for _, line := range strings.Split(string(status), "\n") {
+			if v, ok := strings.CutPrefix(line, name+":"); ok {
+				kb, err := strconv.ParseUint(strings.Fields(v)[0], 10, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return kb << 10
+			}
+		}
+		t.Fatalf("no %s in /proc/self/status", name)
+		return 0
+	}
+	rss, hwm := field("VmRSS"), field("VmHWM")
+	now := residentBytes()
+	if now%pageSize != 0 || now+4<<20 < rss || now > rss+4<<20 {
+		t.Errorf("resident memory %d bytes; the kernel's VmRSS says %d", now, rss)
+	}
+	if peak := peakResidentBytes(); peak < hwm || peak < now || ProcessPeakResident() != peak {
+		t.Errorf("peak resident %d bytes; VmHWM says %d, resident now %d", peak, hwm, now)
+	}
+	if mem, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var total uint64
+		for _, line := range strings.Split(string(mem), "\n") {
+			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				kb, _ := strconv.ParseUint(strings.Fields(v)[0], 10, 64)
+				total = kb << 10
+			}
+		}
+		if m := MachineMemory(); m == 0 || m > total {
+			t.Errorf("machine memory %d bytes; MemTotal is %d", m, total)
+		}
+		if d := DefaultMaxMemory(MachineMemory()); d != int64(MachineMemory()/4*3) || d <= 0 {
+			t.Errorf("default bound %d for a machine of %d bytes", d, MachineMemory())
+		}
+	}
+}
+
+// The sampler catches a peak that is gone by the time it stops: 32 MiB
+// touched and returned to the system in between.
+func TestMemory_SamplerKeepsThePeak(t *testing.T) {
+	if residentBytes() == 0 {
+		t.Skip("this system does not report resident memory")
+	}
+	settle()
+	start := residentBytes()
+	rs := sampleResident()
+	buf := make([]byte, 32<<20)
+	for i := range buf {
+		if i%4096 == 0 {
+			buf[i] = 1
+		}
+	}
+	// Wait until a sample has seen the touched memory (the sampler looks
+	// every 10 ms; the deadline is only a guard against hanging).
+	deadline := time.Now().Add(10 * time.Second)
+	for rs.peak.Load() < start+24<<20 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	runtime.KeepAlive(buf)
+	buf = nil
+	settle()
+	peak := rs.stop()
+	if peak < start+24<<20 {
+		t.Fatalf("peak %s, started at %s with 32 MiB touched in between", FormatBytes(int64(peak)), FormatBytes(int64(start)))
 	}
 }

@@ -3,11 +3,14 @@ package checker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/handoffcheck/handoffcheck/spec"
 )
 
 // refExploration is the state graph of a run rebuilt without Explore: a
@@ -449,5 +452,235 @@ func TestReport_TextAndJSONCarryTheSameFigures(t *testing.T) {
 	qj := parseReportJSON(t, rep, quiet)
 	if qj.PeakResident != nil || qj.Runs[0].ElapsedMS != nil || qj.Runs[0].PeakHeap != nil || qj.Runs[0].States != 509 {
 		t.Errorf("JSON without timing: %+v", qj.Runs[0])
+	}
+}
+
+// A dead end is a state explored (not merely reached) in which nothing
+// but faults is enabled: a quiescent state, on which Quiescence is
+// checked. Cut at the depth of the nearest quiescent state, a run has
+// reached such states but explored none: it counts no dead end. One level
+// deeper it counts exactly those at that depth. A bound on states stops
+// after the level that reached it; either cut says so in its report.
+func TestReport_DeadEndsAndCuts(t *testing.T) {
+	cfg := loadConfigFile(t, "../testdata/configs/small.json")
+	c, err := New(Generated(), cfg, runNamed(t, cfg, "vllm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := exploreRef(t, c, 0)
+	nearest := -1
+	for id, s := range full.states {
+		if c.Quiescent(&s) && (nearest < 0 || full.depthOf[id] < nearest) {
+			nearest = full.depthOf[id]
+		}
+	}
+	if nearest < 1 || nearest >= full.depth {
+		t.Fatalf("the nearest quiescent state is at depth %d of %d", nearest, full.depth)
+	}
+	for _, d := range []int{nearest, nearest + 1, full.depth, full.depth + 1} {
+		ref := exploreRef(t, c, d)
+		if d == nearest && ref.deadEnds != 0 || d == nearest+1 && ref.deadEnds == 0 {
+			t.Fatalf("depth %d: the reference counts %d dead ends", d, ref.deadEnds)
+		}
+		for _, lim := range []Limits{{MaxDepth: d, Workers: 2}, {MaxDepth: d, Workers: 1, Liveness: true}} {
+			r := c.Explore(context.Background(), lim, nil)
+			s := r.Stats
+			if s.States != len(ref.keys) || s.Transitions != ref.transitions || s.Depth != ref.depth || r.DeadEnds != ref.deadEnds {
+				t.Errorf("max depth %d liveness=%v: %d states, %d transitions, depth %d, %d dead ends; want %d, %d, %d, %d",
+					d, lim.Liveness, s.States, s.Transitions, s.Depth, r.DeadEnds, len(ref.keys), ref.transitions, ref.depth, ref.deadEnds)
+			}
+			if d > full.depth {
+				// Every state was explored: the bound cut nothing.
+				if !r.Complete || r.StopReason != "" || r.Liveness != lim.Liveness {
+					t.Errorf("max depth %d of %d: complete=%v stop=%q liveness=%v", d, full.depth, r.Complete, r.StopReason, r.Liveness)
+				}
+				continue
+			}
+			detail := fmt.Sprintf("stopped at depth %d (--max-depth)", d)
+			if lim.Liveness {
+				detail += "; EventuallyDrained not judged: the graph is incomplete"
+			}
+			if r.Complete || r.StopReason != StopMaxDepth || r.StopDetail != detail || r.Liveness || r.Violation != nil {
+				t.Errorf("max depth %d: complete=%v stop=%q %q liveness=%v", d, r.Complete, r.StopReason, r.StopDetail, r.Liveness)
+			}
+		}
+	}
+
+	// --max-states stops after the first level that reaches the bound:
+	// the figures are those of a cut at that level's depth.
+	level := nearest + 1
+	atLevel := exploreRef(t, c, level)
+	bound := len(exploreRef(t, c, level-1).keys) + 1
+	r := c.Explore(context.Background(), Limits{MaxStates: bound, Workers: 2}, nil)
+	if r.Stats.States != len(atLevel.keys) || r.Stats.Transitions != atLevel.transitions || r.Stats.Depth != level || r.DeadEnds != atLevel.deadEnds {
+		t.Errorf("max states %d: %d states, %d transitions, depth %d, %d dead ends; want %d, %d, %d, %d", bound,
+			r.Stats.States, r.Stats.Transitions, r.Stats.Depth, r.DeadEnds, len(atLevel.keys), atLevel.transitions, level, atLevel.deadEnds)
+	}
+	detail := fmt.Sprintf("stopped after the level that reached %s distinct states (--max-states %d)", commas(int64(len(atLevel.keys))), bound)
+	if r.Complete || r.StopReason != StopMaxStates || r.StopDetail != detail {
+		t.Errorf("max states %d: complete=%v stop=%q %q, want %q", bound, r.Complete, r.StopReason, r.StopDetail, detail)
+	}
+
+	// The report of a cut run says it is incomplete, why, and what that
+	// means for the verdicts.
+	rep := checkOne(t, cfg, "vllm", Limits{MaxDepth: nearest})
+	text := rep.Text(TextOptions{})
+	wantLine(t, text, fmt.Sprintf("run vllm (source-first, engine vllm): incomplete (stopped at depth %d (--max-depth)), no violation found\n", nearest))
+	wantLine(t, text, fmt.Sprintf(", depth %d, 0 quiescent states checked\n", nearest))
+	wantLine(t, text, "  warning: the exploration was cut by a bound: Quiescence and EventuallyDrained verdicts cover only what was explored\n")
+	wantLine(t, text, "(partial: an exploration stopped early, so rows that never fired are not findings)")
+	j := parseReportJSON(t, rep, TextOptions{})
+	if jr := j.Runs[0]; j.Verdict != "incomplete" || jr.Complete || jr.StopReason != StopMaxDepth || jr.Quiescent != 0 || jr.Depth != nearest {
+		t.Errorf("JSON of a cut run: verdict %q, %+v", j.Verdict, jr)
+	}
+	// A run that completes carries no warning.
+	wantNoLine(t, checkOne(t, cfg, "vllm", Limits{}).Text(TextOptions{}), "warning")
+}
+
+// symmetryConfig has two identical decode workers and two handoffs that
+// differ: only the workers are interchangeable.
+const symmetryConfig = `{
+  "schema": "handoffcheck.config/v1",
+  "runs": [
+    {"name": "vllm", "policy": "source-first", "engine": "vllm"},
+    {"name": "sglang", "policy": "destination-first", "engine": "sglang"}
+  ],
+  "workers": [
+    {"role": "prefill", "capacity_blocks": 8},
+    {"role": "decode", "capacity_blocks": 6, "slots": 2, "headroom_tokens": 1024},
+    {"role": "decode", "capacity_blocks": 6, "slots": 2, "headroom_tokens": 1024}
+  ],
+  "handoffs": [{"prompt_tokens": 48, "headroom_tokens": 512}, {"prompt_tokens": 32, "headroom_tokens": 512}],
+  "transfer": {"bytes_per_token": 131072, "block_size_tokens": 16},
+  "faults": {"loss": 1}
+}`
+
+// Symmetry over interchangeable workers alone: with two identical decode
+// workers and two different handoffs, each orbit holds one or two states,
+// so the reduced count lies strictly between half the plain count and the
+// plain count; it is exactly the number of orbits of the plain reachable
+// states (counted here through the reduced checker's canonical key). The
+// counts are pinned, the verdict is the same, and the report states
+// symmetry on exactly when states were reduced.
+func TestReport_SymmetryOverWorkersAlone(t *testing.T) {
+	pinned := map[string][2]int{"vllm": {208, 400}, "sglang": {427, 845}}
+	for _, name := range []string{"vllm", "sglang"} {
+		on := mustConfig(t, symmetryConfig)
+		off := mustConfig(t, symmetryConfig)
+		off.Symmetry = false
+		run := runNamed(t, on, name)
+		cOn, err := New(Generated(), on, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cOff, err := New(Generated(), off, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cOn.sym.perms) != 2 || cOn.sym.any() == false || cOff.sym.any() {
+			t.Fatalf("%s: %d worker renamings with symmetry, any=%v without", name, len(cOn.sym.perms), cOff.sym.any())
+		}
+		lim := Limits{Workers: 2, Liveness: true}
+		rOn := cOn.Explore(context.Background(), lim, nil)
+		rOff := cOff.Explore(context.Background(), lim, nil)
+		plain := exploreRef(t, cOff, 0)
+		orbits := map[Key]bool{}
+		for i := range plain.states {
+			orbits[cOn.Key(&plain.states[i])] = true
+		}
+		t.Logf("%s: %d states reduced, %d plain, %d orbits", name, rOn.Stats.States, rOff.Stats.States, len(orbits))
+		if got := [2]int{rOn.Stats.States, rOff.Stats.States}; got != pinned[name] {
+			t.Errorf("%s: %d states reduced, %d plain; pinned %v", name, got[0], got[1], pinned[name])
+		}
+		if rOff.Stats.States != len(plain.keys) || rOn.Stats.States != len(orbits) ||
+			!(rOn.Stats.States < rOff.Stats.States && rOff.Stats.States <= 2*rOn.Stats.States) {
+			t.Errorf("%s: %d states reduced, %d plain; the plain search has %d states in %d orbits", name,
+				rOn.Stats.States, rOff.Stats.States, len(plain.keys), len(orbits))
+		}
+		if !rOn.Complete || !rOff.Complete || rOn.Violation != nil || rOff.Violation != nil {
+			t.Errorf("%s: verdicts: reduced complete=%v violation=%v, plain complete=%v violation=%v", name,
+				rOn.Complete, rOn.Violation != nil, rOff.Complete, rOff.Violation != nil)
+		}
+		if !rOn.Symmetry || rOff.Symmetry {
+			t.Errorf("%s: result symmetry flags %v (reduced) and %v (plain)", name, rOn.Symmetry, rOff.Symmetry)
+		}
+		for _, x := range []struct {
+			cfg *Config
+			on  bool
+		}{{on, true}, {off, false}} {
+			rep := checkOne(t, x.cfg, name, lim)
+			text := rep.Text(TextOptions{})
+			j := parseReportJSON(t, rep, TextOptions{})
+			if j.Runs[0].Symmetry != x.on || strings.Contains(text, "symmetry reduction: on") != x.on ||
+				strings.Contains(text, "warning: liveness on a symmetry-reduced graph") != x.on {
+				t.Errorf("%s symmetry=%v: JSON says %v; text:\n%s", name, x.on, j.Runs[0].Symmetry, text)
+			}
+		}
+	}
+}
+
+func TestReport_FormatBytesAndThresholds(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1536: "1.5 KiB", 1<<20 - 1: "1024.0 KiB",
+		1 << 20: "1.0 MiB", 1<<30 - 1: "1024.0 MiB", 1 << 30: "1.0 GiB", 3<<30 + 400<<20: "3.4 GiB"} {
+		if got := FormatBytes(n); got != want {
+			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1023: "1,023", 1234567: "1,234,567", -5: "-5"} {
+		if got := commas(n); got != want {
+			t.Errorf("commas(%d) = %q, want %q", n, got, want)
+		}
+	}
+	// The watcher stops a tenth of the bound below it, or 64 MiB below it
+	// when that is more, but never more than half the bound below it.
+	for bound, want := range map[int64]int64{
+		1 << 30:   1<<30 - (1<<30)/10,
+		10 << 30:  9 << 30,
+		256 << 20: 192 << 20,
+		100 << 20: 50 << 20,
+		1:         1,
+	} {
+		if got := memoryThreshold(bound); got != want {
+			t.Errorf("memoryThreshold(%d) = %d, want %d", bound, got, want)
+		}
+	}
+}
+
+func TestReport_SelectRuns(t *testing.T) {
+	cfg := loadConfigFile(t, "../testdata/configs/small.json")
+	names := func(rs []Run) string {
+		var n []string
+		for _, r := range rs {
+			n = append(n, r.Name)
+		}
+		return strings.Join(n, ",")
+	}
+	for _, tc := range []struct {
+		names    []string
+		policies []spec.Policy
+		want     string
+	}{
+		{nil, nil, "vllm,sglang,trtllm"},
+		{[]string{"trtllm", "vllm"}, nil, "trtllm,vllm"},
+		{nil, []spec.Policy{spec.SourceFirst}, "vllm,trtllm"},
+		{nil, []spec.Policy{spec.DestinationFirst}, "sglang"},
+		{[]string{"sglang", "vllm"}, []spec.Policy{spec.SourceFirst}, "vllm"},
+		{[]string{"vllm", "vllm"}, nil, ""},
+		{[]string{"nope"}, nil, ""},
+		{[]string{"vllm"}, []spec.Policy{spec.DestinationFirst}, ""},
+	} {
+		got, err := SelectRuns(cfg, tc.names, tc.policies)
+		if tc.want == "" {
+			if err == nil || !errors.Is(err, ErrConfig) {
+				t.Errorf("SelectRuns(%v, %v) = %s, %v; want a refusal", tc.names, tc.policies, names(got), err)
+			}
+			continue
+		}
+		if err != nil || names(got) != tc.want {
+			t.Errorf("SelectRuns(%v, %v) = %s, %v; want %s", tc.names, tc.policies, names(got), err, tc.want)
+		}
+	}
+	if _, err := Check(context.Background(), Generated(), cfg, nil, Limits{}, nil); err == nil {
+		t.Errorf("checking no run is not refused")
 	}
 }

@@ -1,0 +1,150 @@
+package checker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+type walkJSON struct {
+	Mode    string `json:"mode"`
+	Verdict string `json:"verdict"`
+	Steps   int    `json:"steps"`
+	Seed    uint64 `json:"seed"`
+	Runs    []struct {
+		Run       string   `json:"run"`
+		Walks     int      `json:"walks"`
+		Moves     int64    `json:"moves"`
+		Distinct  int      `json:"distinct_states"`
+		ElapsedMS *float64 `json:"elapsed_ms"`
+		Failing   int      `json:"failing_walk"`
+		Seed      uint64   `json:"seed"`
+		Faults    []string `json:"faults"`
+		Invariant string   `json:"invariant"`
+		Trace     []struct {
+			Move string `json:"move"`
+		} `json:"trace"`
+		Reproduce string `json:"reproduce"`
+	} `json:"runs"`
+}
+
+func walkReportJSON(t *testing.T, rep *WalkReport, opt TextOptions) *walkJSON {
+	t.Helper()
+	data, err := rep.JSON(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j walkJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		t.Fatalf("the walk JSON report does not parse: %v\n%s", err, data)
+	}
+	if len(j.Runs) != len(rep.Runs) {
+		t.Fatalf("%d runs in JSON, %d in the report", len(j.Runs), len(rep.Runs))
+	}
+	return &j
+}
+
+// Walks that find nothing: the figures on a fixed seed are pinned, and
+// they are the sums of the walks run one at a time (walk i runs on seed
+// Seed+i): moves add up, and every state a walk visits is one the
+// exhaustive search reaches, so the distinct states lie between the most
+// one walk visits and the run's reachable states.
+func TestWalk_ReportFigures(t *testing.T) {
+	cfg := loadConfigFile(t, "../testdata/configs/small.json")
+	runs := []Run{runNamed(t, cfg, "vllm"), runNamed(t, cfg, "sglang")}
+	opts := WalkOptions{Seed: 7, Walks: 40, Steps: 30, Workers: 2}
+	rep, err := CheckWalks(context.Background(), Generated(), cfg, runs, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned := map[string][2]int64{"vllm": {144, 38}, "sglang": {170, 76}}
+	j := walkReportJSON(t, rep, TextOptions{})
+	text := rep.Text(TextOptions{})
+	if rep.Violated() || rep.Interrupted || j.Verdict != "pass" || j.Mode != "walks" || j.Steps != 30 || j.Seed != 7 {
+		t.Fatalf("walks of the correct tables: violated=%v interrupted=%v, JSON %q %q steps %d seed %d", rep.Violated(), rep.Interrupted, j.Verdict, j.Mode, j.Steps, j.Seed)
+	}
+	for i, x := range rep.Runs {
+		c := rep.Checker(i)
+		t.Logf("%s: %d walks, %d moves, %d distinct", x.Run.Name, x.Walks, x.Moves, x.Distinct)
+		if got := [2]int64{x.Moves, int64(x.Distinct)}; got != pinned[x.Run.Name] {
+			t.Errorf("%s: %d moves, %d distinct states; pinned %v", x.Run.Name, x.Moves, x.Distinct, pinned[x.Run.Name])
+		}
+		if x.Walks != opts.Walks || x.Failing != -1 || x.Violation != nil || x.Interrupted {
+			t.Errorf("%s: %d walks, failing %d", x.Run.Name, x.Walks, x.Failing)
+		}
+		var moves int64
+		most := 0
+		for w := 0; w < opts.Walks; w++ {
+			one := c.Walk(context.Background(), WalkOptions{Seed: opts.Seed + uint64(w), Walks: 1, Steps: opts.Steps, Workers: 1})
+			if one.Walks != 1 || one.Moves > int64(opts.Steps) || one.Moves == 0 || one.Distinct > int(one.Moves) {
+				t.Errorf("%s walk %d alone: %d walks, %d moves, %d distinct", x.Run.Name, w, one.Walks, one.Moves, one.Distinct)
+			}
+			moves += one.Moves
+			most = max(most, one.Distinct)
+		}
+		reachable := len(exploreRef(t, c, 0).keys)
+		if x.Moves != moves || x.Distinct < most || x.Distinct > reachable || int64(x.Distinct) > x.Moves {
+			t.Errorf("%s: %d moves, %d distinct; walks alone: %d moves, at most %d distinct each; %d states reachable",
+				x.Run.Name, x.Moves, x.Distinct, moves, most, reachable)
+		}
+		jr := j.Runs[i]
+		if jr.Run != x.Run.Name || jr.Walks != x.Walks || jr.Moves != x.Moves || jr.Distinct != x.Distinct || jr.Failing != -1 || jr.ElapsedMS == nil || jr.Invariant != "" {
+			t.Errorf("%s: JSON %+v differs from the result", x.Run.Name, jr)
+		}
+		wantLine(t, text, fmt.Sprintf("run %s (%s, engine %s): 40 random walks of up to 30 moves (seed 7): no violation\n  %s moves, %s distinct states visited, elapsed ",
+			x.Run.Name, x.Run.Policy, x.Run.Engine, commas(x.Moves), commas(int64(x.Distinct))))
+	}
+	// Every walk ran: the text does not narrow the figures to a prefix.
+	wantNoLine(t, text, "in walks")
+	wantNoLine(t, rep.Text(TextOptions{NoTiming: true}), "elapsed")
+	if q := walkReportJSON(t, rep, TextOptions{NoTiming: true}); q.Runs[0].ElapsedMS != nil {
+		t.Errorf("JSON without timing has an elapsed time")
+	}
+}
+
+// A failing walk: the figures cover walks 0 to the failing one, the
+// report names it, its seed reproduces it alone, and both reports show
+// the shrunk counterexample.
+func TestWalk_FailingReport(t *testing.T) {
+	s := spec.Default()
+	override(t, s, spec.Source, "Pinned", "LeaseRenewed", spec.SourceFirst, "Released",
+		"DisarmLease", "ReleaseSource", "ReportSourceReleased", "Complete")
+	cfg := mustConfig(t, twoByTwo)
+	opts := WalkOptions{Seed: 11, Walks: 300, Steps: 80, Workers: 2}
+	rep, err := CheckWalks(context.Background(), interpreted(t, s), cfg, cfg.Runs[:1], opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Reproduce[0] = "handoffcheck walk --seed N --walks 1"
+	x := rep.Runs[0]
+	c := rep.Checker(0)
+	if x.Violation == nil || x.Failing < 0 {
+		t.Fatalf("300 walks found nothing")
+	}
+	if x.Walks != x.Failing+1 || x.Seed != opts.Seed+uint64(x.Failing) || x.Original == 0 || len(x.Violation.Steps) > x.Original || len(x.Faults) == 0 {
+		t.Errorf("failing walk %d of %d counted, seed %d, %d moves shrunk to %d, faults %v", x.Failing, x.Walks, x.Seed, x.Original, len(x.Violation.Steps), x.Faults)
+	}
+	// The figures are those of walks 0..failing run on their own.
+	prefix := c.Walk(context.Background(), WalkOptions{Seed: opts.Seed, Walks: x.Failing, Steps: opts.Steps, Workers: 1})
+	alone := c.Walk(context.Background(), WalkOptions{Seed: x.Seed, Walks: 1, Steps: opts.Steps, Workers: 1})
+	if prefix.Violation != nil || alone.Failing != 0 || alone.Original != x.Original || x.Moves != prefix.Moves+int64(alone.Original) {
+		t.Errorf("%d moves in walks 0-%d; the %d walks before: %d moves (violation %v); the failing one alone: walk %d, %d moves",
+			x.Moves, x.Failing, x.Failing, prefix.Moves, prefix.Violation != nil, alone.Failing, alone.Original)
+	}
+	text := rep.Text(TextOptions{})
+	wantLine(t, text, fmt.Sprintf("): 300 random walks of up to 80 moves (seed 11): VIOLATION %s\n", x.Violation.Violation.Invariant))
+	wantLine(t, text, fmt.Sprintf("  %s moves, %s distinct states visited in walks 0-%d, elapsed ", commas(x.Moves), commas(int64(x.Distinct)), x.Failing))
+	wantLine(t, text, fmt.Sprintf("  walk %d failed after %d moves (faults: %s); shrunk to %d steps\n", x.Failing, x.Original, strings.Join(x.Faults, ", "), len(x.Violation.Steps)))
+	wantLine(t, text, "  reproduce: handoffcheck walk --seed N --walks 1\n")
+	wantLine(t, text, indent(c.FormatCounterexampleFull(x.Violation, false), "  "))
+	j := walkReportJSON(t, rep, TextOptions{})
+	jr := j.Runs[0]
+	if j.Verdict != "violation" || jr.Walks != x.Walks || jr.Moves != x.Moves || jr.Distinct != x.Distinct || jr.Failing != x.Failing ||
+		jr.Seed != x.Seed || jr.Invariant != x.Violation.Violation.Invariant || len(jr.Trace) != len(x.Violation.Steps) || jr.Reproduce != rep.Reproduce[0] {
+		t.Errorf("JSON verdict %q, %+v; result %+v", j.Verdict, jr, x)
+	}
+}
