@@ -2,6 +2,7 @@ package checker
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -207,5 +208,57 @@ func TestLiveness_CounterexampleStaysInsideTheTrap(t *testing.T) {
 		if entry+1 != nearest {
 			t.Errorf("the trap is entered after %d steps; the nearest trapped state is %d steps from the initial state", entry+1, nearest)
 		}
+	}
+}
+
+// The reports of a liveness violation carry the whole counterexample: the
+// text shows it as FormatCounterexample does, the JSON has the trace, the
+// loop and the rows each step fired, and both say the verdict.
+func TestLiveness_ReportsCarryTheCounterexample(t *testing.T) {
+	c := rearmChecker(t)
+	cfg, err := ParseConfig("mutation.json", MutationConfigJSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Check(context.Background(), c.Protocol(), cfg, []Run{c.Run()}, Limits{Liveness: true, Workers: 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := rep.Runs[0]
+	ce := x.Violation
+	if ce == nil || ce.Violation.Invariant != "EventuallyDrained" || !rep.Violated() {
+		t.Fatalf("want an EventuallyDrained violation, got %+v", ce)
+	}
+	text := rep.Text(TextOptions{Mermaid: true})
+	wantLine(t, text, "run sglang (destination-first, engine sglang): VIOLATION EventuallyDrained\n")
+	wantLine(t, text, indent(rep.Checker(0).FormatCounterexampleFull(ce, false), "  "))
+	wantLine(t, text, "run sglang counterexample:\n```mermaid\n")
+	j := parseReportJSON(t, rep, TextOptions{})
+	v := j.Runs[0].Violation
+	if j.Verdict != "violation" || v == nil || v.Invariant != "EventuallyDrained" || v.Handoff != -1 || v.Worker != -1 ||
+		len(v.Trace) != len(ce.Steps) || len(v.Loop) != len(ce.Loop) || len(v.Loop) == 0 {
+		t.Fatalf("JSON verdict %q, violation %+v", j.Verdict, v)
+	}
+	for i, st := range ce.Steps {
+		if v.Trace[i].Move != st.Move.String() {
+			t.Errorf("JSON step %d is %s, the trace's %s", i+1, v.Trace[i].Move, st.Move)
+		}
+	}
+	data, err := rep.JSON(TextOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fired := 0
+	for _, st := range append(append([]TraceStep(nil), ce.Steps...), ce.Loop...) {
+		for _, f := range st.Fired {
+			d, _ := json.Marshal(c.DescribeFiring(f))
+			if !strings.Contains(string(data), string(d)) {
+				t.Errorf("the JSON report lacks the firing %s", d)
+			}
+			fired++
+		}
+	}
+	if fired == 0 {
+		t.Errorf("no step of the counterexample fired a row")
 	}
 }

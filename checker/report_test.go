@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -33,6 +35,27 @@ type refExploration struct {
 	// states, each of which Quiescence is checked on.
 	deadEnds int
 	ownEdges int
+	// movesOf and quiet are, per expanded state, its enabled moves and
+	// whether none but faults are.
+	movesOf []int
+	quiet   []bool
+}
+
+// cutAt is what an exploration expanding the states at depths below d
+// reaches: states, transitions and dead ends.
+func (r *refExploration) cutAt(d int) (states int, transitions int64, deadEnds int) {
+	for id, dd := range r.depthOf {
+		if dd <= d {
+			states++
+		}
+		if dd < d && id < len(r.movesOf) {
+			transitions += int64(r.movesOf[id])
+			if r.quiet[id] {
+				deadEnds++
+			}
+		}
+	}
+	return states, transitions, deadEnds
 }
 
 // ownMove says whether the i-th enabled move of a state is one the system
@@ -76,6 +99,10 @@ func exploreRef(t testing.TB, c *Checker, maxDepth int) *refExploration {
 		if protocol == 0 {
 			r.deadEnds++
 		}
+		for len(r.movesOf) < i {
+			r.movesOf, r.quiet = append(r.movesOf, 0), append(r.quiet, false)
+		}
+		r.movesOf, r.quiet = append(r.movesOf, ms.n), append(r.quiet, protocol == 0)
 		for mi := 0; mi < ms.n; mi++ {
 			u := s
 			_, v, err := c.Step(&u, ms.m[mi], nil)
@@ -506,19 +533,34 @@ func TestReport_DeadEndsAndCuts(t *testing.T) {
 		}
 	}
 
-	// --max-states stops after the first level that reaches the bound:
-	// the figures are those of a cut at that level's depth.
-	level := nearest + 1
-	atLevel := exploreRef(t, c, level)
-	bound := len(exploreRef(t, c, level-1).keys) + 1
-	r := c.Explore(context.Background(), Limits{MaxStates: bound, Workers: 2}, nil)
-	if r.Stats.States != len(atLevel.keys) || r.Stats.Transitions != atLevel.transitions || r.Stats.Depth != level || r.DeadEnds != atLevel.deadEnds {
-		t.Errorf("max states %d: %d states, %d transitions, depth %d, %d dead ends; want %d, %d, %d, %d", bound,
-			r.Stats.States, r.Stats.Transitions, r.Stats.Depth, r.DeadEnds, len(atLevel.keys), atLevel.transitions, level, atLevel.deadEnds)
-	}
-	detail := fmt.Sprintf("stopped after the level that reached %s distinct states (--max-states %d)", commas(int64(len(atLevel.keys))), bound)
-	if r.Complete || r.StopReason != StopMaxStates || r.StopDetail != detail {
-		t.Errorf("max states %d: complete=%v stop=%q %q, want %q", bound, r.Complete, r.StopReason, r.StopDetail, detail)
+	// --max-states stops after the first level that reaches the bound,
+	// whenever states remain to explore (the last level too: its states
+	// are reached, not explored): the figures are those of a cut at that
+	// level's depth. A bound above the run's states cuts nothing.
+	for level := 1; level <= full.depth+1; level++ {
+		states, transitions, deadEnds := full.cutAt(level)
+		before, _, _ := full.cutAt(level - 1)
+		bounds := []int{before + 1, states}
+		if level > full.depth {
+			bounds = bounds[:1]
+		}
+		for _, bound := range bounds {
+			r := c.Explore(context.Background(), Limits{MaxStates: bound, Workers: 2}, nil)
+			if level > full.depth {
+				if !r.Complete || r.StopReason != "" || r.Stats.States != len(full.keys) {
+					t.Errorf("max states %d of %d: complete=%v stop=%q, %d states", bound, len(full.keys), r.Complete, r.StopReason, r.Stats.States)
+				}
+				continue
+			}
+			if r.Stats.States != states || r.Stats.Transitions != transitions || r.Stats.Depth != level || r.DeadEnds != deadEnds {
+				t.Errorf("max states %d: %d states, %d transitions, depth %d, %d dead ends; want %d, %d, %d, %d", bound,
+					r.Stats.States, r.Stats.Transitions, r.Stats.Depth, r.DeadEnds, states, transitions, level, deadEnds)
+			}
+			detail := fmt.Sprintf("stopped after the level that reached %s distinct states (--max-states %d)", commas(int64(states)), bound)
+			if r.Complete || r.StopReason != StopMaxStates || r.StopDetail != detail {
+				t.Errorf("max states %d: complete=%v stop=%q %q, want %q", bound, r.Complete, r.StopReason, r.StopDetail, detail)
+			}
+		}
 	}
 
 	// The report of a cut run says it is incomplete, why, and what that
@@ -683,4 +725,205 @@ func TestReport_SelectRuns(t *testing.T) {
 	if _, err := Check(context.Background(), Generated(), cfg, nil, Limits{}, nil); err == nil {
 		t.Errorf("checking no run is not refused")
 	}
+}
+
+// refViolation is the first violation of a breadth-first scan that takes
+// states in the order they were first reached and their moves in order:
+// the moves from the initial state to it, its invariant, the depth of the
+// state it was found from, and how many states lie at that depth or less.
+type refViolation struct {
+	moves  []string
+	inv    string
+	depth  int
+	states int
+}
+
+func firstViolationRef(t testing.TB, c *Checker) *refViolation {
+	t.Helper()
+	ids := map[Key]int{}
+	var states []State
+	var parent, depth []int
+	var via []string
+	add := func(s State, p int, m string) {
+		ids[c.Key(&s)] = len(states)
+		states = append(states, s)
+		parent = append(parent, p)
+		d := 0
+		if p >= 0 {
+			d = depth[p] + 1
+		}
+		depth = append(depth, d)
+		via = append(via, m)
+	}
+	found := func(i int, m, inv string) *refViolation {
+		r := &refViolation{inv: inv, depth: depth[i]}
+		for j := i; j > 0; j = parent[j] {
+			r.moves = append([]string{via[j]}, r.moves...)
+		}
+		if m != "" {
+			r.moves = append(r.moves, m)
+		}
+		for _, d := range depth {
+			if d <= r.depth {
+				r.states++
+			}
+		}
+		return r
+	}
+	add(c.Initial(), -1, "")
+	if v := c.CheckState(&states[0]); v != nil {
+		return found(0, "", v.Invariant)
+	}
+	for i := 0; i < len(states); i++ {
+		s := states[i]
+		if c.Quiescent(&s) {
+			if v := c.CheckQuiescence(&s); v != nil {
+				return found(i, "", v.Invariant)
+			}
+		}
+		for _, m := range c.Moves(&s) {
+			u := s
+			_, v, err := c.Step(&u, m, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v != nil {
+				return found(i, m.String(), v.Invariant)
+			}
+			if _, ok := ids[c.Key(&u)]; ok {
+				continue
+			}
+			if v := c.CheckState(&u); v != nil {
+				return found(i, m.String(), v.Invariant)
+			}
+			add(u, i, m.String())
+		}
+	}
+	return nil
+}
+
+// A safety violation is reported on a shortest trace, and the same one
+// for any number of workers: the first found in the order states are
+// numbered (by the state it is found from, then by the move). An
+// independent scan in that order must find the same trace, stop at the
+// same depth and count the same states.
+func TestReport_FirstViolationInBreadthFirstOrder(t *testing.T) {
+	cases := []struct {
+		run    string
+		budget Budget
+		break_ func(t *testing.T, s *spec.Spec)
+	}{
+		{"vllm", Budget{Duplicate: 1, Cancel: 1, EarlyTimer: 1}, func(t *testing.T, s *spec.Spec) {
+			override(t, s, spec.Source, "Pinned", "LeaseRenewed", spec.SourceFirst, "Released",
+				"DisarmLease", "ReleaseSource", "ReportSourceReleased", "Complete")
+		}},
+		{"vllm", Budget{Duplicate: 1, Cancel: 1}, func(t *testing.T, s *spec.Spec) {
+			override(t, s, spec.Destination, "Reserving", "DestinationReserved", spec.SourceFirst, "Receiving",
+				"RegisterDestination", "PublishStored", "StartPull")
+		}},
+		{"sglang", Budget{Duplicate: 1, Abort: 1}, func(t *testing.T, s *spec.Spec) {
+			override(t, s, spec.Destination, "Reserved", "Cancelled", spec.DestinationFirst, "",
+				"DisarmReservationTimer", "FenceDestination", "ReleaseDestination")
+		}},
+		// The pin is never released: the run ends holding it.
+		{"vllm", Budget{Cancel: 1}, func(t *testing.T, s *spec.Spec) {
+			override(t, s, spec.Source, "Pinned", "ReaderCompleted", spec.SourceFirst, "Released",
+				"DisarmLease", "ReportSourceReleased", "Complete")
+		}},
+	}
+	for i, tc := range cases {
+		s := spec.Default()
+		tc.break_(t, s)
+		cfg := mustConfig(t, smallConfig)
+		cfg.Budget = tc.budget
+		c, err := New(interpreted(t, s), cfg, runNamed(t, cfg, tc.run))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := firstViolationRef(t, c)
+		if ref == nil {
+			t.Fatalf("case %d: the independent scan finds no violation", i)
+		}
+		for _, workers := range []int{1, 2} {
+			r := c.Explore(context.Background(), Limits{Workers: workers, Liveness: workers == 2}, nil)
+			if r.Violation == nil {
+				t.Fatalf("case %d: no violation; the scan finds %s", i, ref.inv)
+			}
+			var moves []string
+			for _, st := range r.Violation.Steps {
+				moves = append(moves, st.Move.String())
+			}
+			got, want := strings.Join(moves, "\n"), strings.Join(ref.moves, "\n")
+			if r.Violation.Violation.Invariant != ref.inv || got != want || !r.Violation.Steps[len(moves)-1].Failed {
+				t.Errorf("case %d workers %d: %s after\n%s\nthe scan: %s after\n%s", i, workers, r.Violation.Violation.Invariant, got, ref.inv, want)
+			}
+			if r.Complete || r.StopReason != "" || r.Liveness || r.Stats.Depth != ref.depth || r.Stats.States != ref.states {
+				t.Errorf("case %d workers %d: complete=%v stop=%q liveness=%v, depth %d, %d states; the scan: depth %d, %d states",
+					i, workers, r.Complete, r.StopReason, r.Liveness, r.Stats.Depth, r.Stats.States, ref.depth, ref.states)
+			}
+		}
+		t.Logf("case %d: %s in %d steps", i, ref.inv, len(ref.moves))
+	}
+}
+
+// Rates are per second of the run, and zero for a run that took no time.
+func TestReport_Rates(t *testing.T) {
+	s := Stats{States: 300, Transitions: 900, Elapsed: 1500 * time.Millisecond}
+	if s.StatesPerSecond() != 200 || s.TransitionsPerSecond() != 600 {
+		t.Errorf("rates %g and %g, want 200 and 600", s.StatesPerSecond(), s.TransitionsPerSecond())
+	}
+	s.Elapsed = 0
+	if s.StatesPerSecond() != 0 || s.TransitionsPerSecond() != 0 {
+		t.Errorf("rates %g and %g for no time, want 0", s.StatesPerSecond(), s.TransitionsPerSecond())
+	}
+	// No worker count means every core.
+	cfg := loadConfigFile(t, "../testdata/configs/small.json")
+	c, err := New(Generated(), cfg, runNamed(t, cfg, "trtllm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := c.Explore(context.Background(), Limits{}, nil); r.Stats.Workers != runtime.GOMAXPROCS(0) || r.Stats.States != 137 {
+		t.Errorf("%d workers, %d states; want %d and 137", r.Stats.Workers, r.Stats.States, runtime.GOMAXPROCS(0))
+	}
+}
+
+// A check interrupted before it starts runs nothing and says so; so does
+// its JSON report.
+func TestReport_Interrupted(t *testing.T) {
+	cfg := loadConfigFile(t, "../testdata/configs/small.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rep, err := Check(ctx, Generated(), cfg, cfg.Runs, Limits{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Runs) != 0 || len(rep.NotRun) != 3 || !rep.Interrupted {
+		t.Fatalf("%d runs, %d not run, interrupted=%v", len(rep.Runs), len(rep.NotRun), rep.Interrupted)
+	}
+	text := rep.Text(TextOptions{})
+	wantLine(t, text, "run sglang (destination-first, engine sglang): not run (interrupted)\n")
+	wantLine(t, text, "interrupted: the verdicts above cover only what was explored\n")
+	data, err := rep.JSON(TextOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j struct {
+		Verdict string   `json:"verdict"`
+		NotRun  []string `json:"not_run"`
+	}
+	if err := json.Unmarshal(data, &j); err != nil {
+		t.Fatal(err)
+	}
+	if j.Verdict != "interrupted" || strings.Join(j.NotRun, ",") != "vllm,sglang,trtllm" {
+		t.Errorf("JSON verdict %q, not run %v", j.Verdict, j.NotRun)
+	}
+	// Walks too.
+	wrep, err := CheckWalks(ctx, Generated(), cfg, cfg.Runs, WalkOptions{Seed: 1, Walks: 5, Steps: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(wrep.Runs) != 0 || len(wrep.NotRun) != 3 || !wrep.Interrupted {
+		t.Fatalf("walks: %d runs, %d not run, interrupted=%v", len(wrep.Runs), len(wrep.NotRun), wrep.Interrupted)
+	}
+	wantLine(t, wrep.Text(TextOptions{}), "run trtllm (source-first, engine trtllm): not run (interrupted)\n")
 }

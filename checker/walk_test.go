@@ -147,4 +147,17 @@ func TestWalk_FailingReport(t *testing.T) {
 		jr.Seed != x.Seed || jr.Invariant != x.Violation.Violation.Invariant || len(jr.Trace) != len(x.Violation.Steps) || jr.Reproduce != rep.Reproduce[0] {
 		t.Errorf("JSON verdict %q, %+v; result %+v", j.Verdict, jr, x)
 	}
+	// Each JSON step names the rows it fired.
+	data, err := rep.JSON(TextOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range x.Violation.Steps {
+		for _, f := range st.Fired {
+			d, _ := json.Marshal(c.DescribeFiring(f))
+			if !strings.Contains(string(data), string(d)) {
+				t.Errorf("the JSON report lacks the firing %s", d)
+			}
+		}
+	}
 }
