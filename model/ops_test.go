@@ -164,7 +164,9 @@ type opCase struct {
 
 func opCases() []opCase {
 	src, dst := SourceSide, DestinationSide
-	held := func(h int, side Side, r Res) Effect { return Effect{Kind: EffEnd, H: int8(h), Side: side, Res: r, Life: Held} }
+	held := func(h int, side Side, r Res) Effect {
+		return Effect{Kind: EffEnd, H: int8(h), Side: side, Res: r, Life: Held}
+	}
 	begin := func(h int, side Side, r Res) Effect { return Effect{Kind: EffBegin, H: int8(h), Side: side, Res: r} }
 	return []opCase{
 		// ---- Routers and the frontend ----
