@@ -1054,3 +1054,193 @@ func TestInvariants_Quiescence(t *testing.T) {
 		t.Fatalf("a world where nothing was placed fails Quiescence: %v", v)
 	}
 }
+
+// A world of MaxHandoffs handoffs in mixed states, either role listed
+// first: every half of every invariant runs on every step of it without a
+// false alarm, and a check on the last handoff is reached (every loop over
+// the handoffs runs to the end, and no further).
+func TestInvariants_FourHandoffsMixedStates(t *testing.T) {
+	for _, order := range orders {
+		t.Run(order.name, func(t *testing.T) {
+			h := newHistory(t, shapedConfig(t, spec.SourceFirst, VLLM, MaxHandoffs, 4, order.decodeFirst, nil))
+			// Handoff 0 succeeds, 1 is mid-transfer, 2 is computing, 3 is
+			// routed to prefill only.
+			happyPath(h, spec.SourceFirst)
+			h.clean(upTo(1, stPulling)...)
+			h.clean(upTo(2, stComputing)...)
+			h.clean(upTo(3, stRouted)...)
+			if got := StateViolations(&h.w, &h.rec); len(got) != 0 {
+				t.Fatalf("a clean world of %d handoffs violates %v", MaxHandoffs, got)
+			}
+			// Nothing is quiescent or done yet: handoff 1 is the first
+			// placed record that is not terminal.
+			if got := verdictOf(Quiescence(&h.w, &h.rec)); got.Handoff != 1 || got.Invariant != NameQuiescence {
+				t.Errorf("Quiescence reports %v, want handoff 1 not terminal", got)
+			}
+			if got := verdictOf(FaultFreeCompletion(&h.w)); got.Handoff != 1 {
+				t.Errorf("FaultFreeCompletion reports %v, want handoff 1", got)
+			}
+			if h.w.DescribeHeld() == "" {
+				t.Error("nothing described as held on a world that holds a pin and a reservation")
+			}
+			// The last handoff breaks InFlightAccounting: the loops reach it.
+			h.expect(startPrefill(3), NameInFlightAccounting)
+			want := verdict{NameInFlightAccounting, "the source holds the request but does not count it in flight", 3, h.w.cfg.d.prefill[0]}
+			if h.fastState != want || h.fastStep != (verdict{}) {
+				t.Errorf("fast paths reported %v and %v, want none and %v", h.fastStep, h.fastState, want)
+			}
+		})
+	}
+}
+
+// The exported state checks answer as the registry's state halves do, on
+// every firing history's last world.
+func TestInvariants_ExportedStateChecksMatchTheRegistry(t *testing.T) {
+	exported := map[string]func(*World, *Records) *Violation{
+		NameReservationCountsAtOnce:  func(w *World, _ *Records) *Violation { return ReservationCountsAtOnce(w) },
+		NameBlockCategoriesDisjoint:  func(w *World, _ *Records) *Violation { return BlockCategoriesDisjoint(w) },
+		NameCapacityRespected:        func(w *World, _ *Records) *Violation { return CapacityRespected(w) },
+		NameAtomicPrefillPin:         func(w *World, _ *Records) *Violation { return AtomicPrefillPin(w) },
+		NameComputeLoadIndependent:   func(w *World, _ *Records) *Violation { return ComputeLoadState(w) },
+		NameNoStoredBeforeActivation: func(w *World, _ *Records) *Violation { return NoStoredState(w) },
+		NameInFlightAccounting:       InFlightAccounting,
+		NameRouterCleanup:            RouterCleanup,
+	}
+	fired := map[string]bool{}
+	for _, tc := range firings(false) {
+		h := tc.run(t)
+		for name, check := range exported {
+			inv, _ := LookupInvariant(name)
+			want := verdictOf(inv.JudgeState(&h.w, &h.rec))
+			if got := verdictOf(check(&h.w, &h.rec)); got != want {
+				t.Errorf("%s: the exported check of %s reports %v, the registry %v", tc.name, name, got, want)
+			}
+			if want != (verdict{}) {
+				fired[name] = true
+			}
+		}
+	}
+	for name := range exported {
+		if !fired[name] {
+			t.Errorf("%s: no firing history breaks it, the comparison shows nothing", name)
+		}
+	}
+}
+
+// Each category of a worker's pool is judged negative on its own (a free
+// pool below zero is an overcommitted one, judged by CapacityRespected),
+// and so is each admission counter.
+func TestInvariants_EachCounterJudgedNegative(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		poke  func(k *Worker)
+		check verdict
+	}{
+		{"cached", func(k *Worker) { k.Cached--; k.Free++ }, verdict{NameBlockCategoriesDisjoint, "a category is negative: %s", -1, 0}},
+		{"prefix", func(k *Worker) { k.Prefix--; k.Free++ }, verdict{NameBlockCategoriesDisjoint, "a category is negative: %s", -1, 0}},
+		{"active", func(k *Worker) { k.Active--; k.Free++ }, verdict{NameBlockCategoriesDisjoint, "a category is negative: %s", -1, 0}},
+		{"pinned", func(k *Worker) { k.Pinned--; k.Free++ }, verdict{NameBlockCategoriesDisjoint, "a category is negative: %s", -1, 0}},
+		{"reserved", func(k *Worker) { k.Reserved--; k.Free++ }, verdict{NameBlockCategoriesDisjoint, "a category is negative: %s", -1, 0}},
+		{"free", func(k *Worker) { k.Cached += k.Free + 1; k.Free = -1 }, verdict{NameCapacityRespected, "pool overcommitted by %d blocks", -1, 0}},
+		{"slots", func(k *Worker) { k.SlotsUsed-- }, verdict{NameCapacityRespected, "an admission counter went negative", -1, 0}},
+		{"headroom", func(k *Worker) { k.HeadroomUsed-- }, verdict{NameCapacityRespected, "an admission counter went negative", -1, 0}},
+		{"in-flight", func(k *Worker) { k.InFlight-- }, verdict{NameCapacityRespected, "an admission counter went negative", -1, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// On the prefill worker 0: no decode ledger is judged before.
+			w := NewWorld(testConfig(t, spec.SourceFirst, VLLM, 1, 2))
+			tc.poke(&w.W[0])
+			if got := verdictOf(CheckState(&w, &Records{})); got != tc.check {
+				t.Fatalf("CheckState reported %v\nwant %v", got, tc.check)
+			}
+		})
+	}
+}
+
+// The only causes that end a pin are reader completion, abort and expiry.
+func TestInvariants_ReleaseCauses(t *testing.T) {
+	for _, tc := range []struct {
+		cause Cause
+		ok    bool
+	}{{CauseReaderAck, true}, {CauseAbort, true}, {CauseExpiry, true}, {CauseDecodeDone, false}, {CauseOther, false}} {
+		t.Run(tc.cause.String(), func(t *testing.T) {
+			h := newHistory(t, testConfig(t, spec.SourceFirst, VLLM, 1, 2))
+			h.clean(upTo(0, stReceived)...)
+			release := func(tx *Tx) { tx.ReleaseSource(0, SourceSide, tc.cause) }
+			if tc.ok {
+				h.clean(release)
+				return
+			}
+			h.expect(release, NameReleaseNeedsReaderAck)
+			if h.fastStep.Check != "pin released on %s, not on reader completion, abort or expiry" {
+				t.Fatalf("CheckStep reported %v", h.fastStep)
+			}
+		})
+	}
+}
+
+func TestInvariants_ViolationError(t *testing.T) {
+	for _, tc := range []struct {
+		v    Violation
+		want string
+	}{
+		{Violation{Invariant: "X", Handoff: -1, Worker: -1, Detail: "d"}, "X: d"},
+		{Violation{Invariant: "X", Handoff: 0, Worker: -1, Detail: "d"}, "X: handoff 0: d"},
+		{Violation{Invariant: "X", Handoff: -1, Worker: 0, Detail: "d"}, "X: worker 0: d"},
+		{Violation{Invariant: "X", Handoff: 2, Worker: 1, Detail: "d"}, "X: handoff 2 worker 1: d"},
+	} {
+		if got := tc.v.Error(); got != tc.want {
+			t.Errorf("Error() = %q, want %q", got, tc.want)
+		}
+	}
+	v := violate(NameCapacityRespected, -1, 3, "pool overcommitted by %d blocks", 2)
+	if v.Detail != "pool overcommitted by 2 blocks" || v.Check != "pool overcommitted by %d blocks" || v.Worker != 3 || v.Handoff != -1 {
+		t.Errorf("violate gave %+v", v)
+	}
+}
+
+// The derived lists and lookups of the registry.
+func TestInvariants_Registry(t *testing.T) {
+	var safety, progress []string
+	for i := range Invariants {
+		if Invariants[i].Kind == Progress {
+			progress = append(progress, Invariants[i].Name)
+		} else {
+			safety = append(safety, Invariants[i].Name)
+		}
+	}
+	if !slices.Equal(SafetyInvariants, safety) || !slices.Equal(ProgressInvariants, progress) {
+		t.Errorf("SafetyInvariants %v, ProgressInvariants %v", SafetyInvariants, ProgressInvariants)
+	}
+	if want := []string{NameQuiescence, NameEventuallyDrained, NameFaultFreeCompletion}; !slices.Equal(ProgressInvariants, want) {
+		t.Errorf("ProgressInvariants %v, want %v", ProgressInvariants, want)
+	}
+	if inv, ok := LookupInvariant(NameRouterCleanup); !ok || inv.Name != NameRouterCleanup || !inv.HasStep() || !inv.HasState() {
+		t.Errorf("LookupInvariant(RouterCleanup) = %v, %v", inv, ok)
+	}
+	if _, ok := LookupInvariant("NoSuchInvariant"); ok {
+		t.Error("LookupInvariant found an invariant that does not exist")
+	}
+	// An invariant without a half judges nothing through it.
+	w := NewWorld(testConfig(t, spec.SourceFirst, VLLM, 1, 2))
+	w.W[0].Free++
+	st, _ := LookupInvariant(NameBlockCategoriesDisjoint)
+	if st.JudgeStep(&w, &Journal{N: 1}) != nil || st.JudgeState(&w, nil) == nil {
+		t.Error("a state invariant judged a step, or missed a broken state")
+	}
+	steps := 0
+	for i := range Invariants {
+		if Invariants[i].HasStep() {
+			steps++
+		}
+	}
+	if len(StepInvariants) != steps {
+		t.Errorf("%d step invariants listed, the registry has %d step halves", len(StepInvariants), steps)
+	}
+	kinds := map[InvariantKind]string{SafetyStep: "safety (step)", SafetyState: "safety (state)", SafetyStepAndState: "safety (step and state)", Progress: "progress"}
+	for k, s := range kinds {
+		if k.String() != s {
+			t.Errorf("kind %d is %q, want %q", k, k.String(), s)
+		}
+	}
+}
