@@ -445,6 +445,46 @@ func opCases() []opCase {
 			tx.Complete(0, dst)
 		}), op: restartDecode,
 			diff: "h0.Published=false h0.PrefixGone=BITD wD.Gen+1 wD.Free+3 wD.Cached-2 wD.Prefix-1 wD.StoredBlocks-2"},
+		{name: "Restart/prefill-after-destination-outcome", setup: upTo(0, stDecodeRouted, func(tx *Tx) {
+			tx.WithdrawReservation(0, dst)
+			tx.ReportDecodeOutcome(0, dst, false)
+			tx.Complete(0, dst)
+		}), op: restartPrefill,
+			// The destination already ended: no peer is left to tell.
+			eff: []Effect{{Kind: EffPinEnd, Reg: RegFenced, Cause: CauseAbort}, held(0, src, ResSourceLease),
+				{Kind: EffOwnershipEnd}, held(0, src, ResPrefillBooking)},
+			diff: "h0.SrcReg=fenced h0.Src=none h0.Life[source_lease]=ended h0.Life[prefill_booking]=ended h0.InFlight[source]=false " +
+				"h0.Outcome[source]=forgotten h0.SourceFailed=true wP.Gen+1 wP.Pinned-3 wP.Free+3 wP.InFlight-1 wP.Owned-1"},
+		{name: "Restart/decode-after-source-outcome", setup: upTo(0, stReceived, func(tx *Tx) {
+			tx.ReleaseSource(0, src, CauseReaderAck)
+			tx.ReportSourceOutcome(0, src, true)
+			tx.Complete(0, src)
+		}), op: restartDecode,
+			// The source already ended: no peer is left to tell.
+			eff: []Effect{held(0, dst, ResDestReservation), held(0, dst, ResDecodeBooking)},
+			diff: "h0.Dst=none h0.DstReg=fenced h0.InFlight[destination]=false h0.Life[destination_reservation]=ended h0.Life[decode_booking]=ended " +
+				"h0.Outcome[destination]=forgotten h0.PrefixGone=BITD " +
+				"wD.Gen+1 wD.Free+3 wD.Active-1 wD.Reserved-2 wD.InFlight-1 wD.BookedBlocks-3"},
+		{name: "Restart/decode-no-prefill", cfg: conf(spec.DestinationFirst, SGLang, 1, 2, nil), setup: []func(*Tx){path(0)[stDecodeRouted-1]}, op: restartDecode,
+			eff: []Effect{held(0, dst, ResDecodeBooking)},
+			diff: "h0.Pending=false h0.InFlight[destination]=false h0.Life[decode_booking]=ended h0.Outcome[destination]=forgotten h0.PrefixGone=BITD " +
+				"wD.Gen+1 wD.Free+1 wD.Prefix-1 wD.InFlight-1 wD.BookedBlocks-3"},
+		{name: "Restart/decode-prefix-of-one-handoff", cfg: conf(spec.SourceFirst, VLLM, 2, 2, func(c *Config) {
+			for i := range c.Workers {
+				if c.Workers[i].Role == DecodeWorker {
+					c.Workers[i].PrefixHit = []Tokens{16, 0}
+				}
+			}
+		}), op: restartDecode,
+			// Only handoff 0 had a prefix there to lose.
+			diff: "h0.PrefixGone=BITD wD.Gen+1 wD.Free+1 wD.Prefix-1"},
+		{name: "PinSource/after-restart", setup: upTo(0, stComputing, func(tx *Tx) { tx.FinishCompute(0) }, restartPrefill), op: func(tx *Tx) { tx.PinSource(0, src) },
+			// The restart took the finished blocks: there is nothing to pin.
+			eff: []Effect{{Kind: EffPinEarly}}},
+		{name: "Reserve/exactly-fits", cfg: conf(spec.SourceFirst, VLLM, 1, 2, func(c *Config) { setBackground(c, 9, 0) }), setup: upTo(0, stDecodeRouted),
+			op:   func(tx *Tx) { tx.Reserve(0) },
+			eff:  []Effect{begin(0, dst, ResDestReservation)},
+			diff: "h0.Pending=false h0.Dst=reserved h0.Life[destination_reservation]=held wD.Prefix-1 wD.Active+1 wD.Free-2 wD.Reserved+2"},
 		{name: "Restart/decode-background", cfg: background1, setup: upTo(0, stPinned), op: restartDecode,
 			// Handoff 0 is not on the decode worker yet: it only loses its prefix there.
 			diff: "h0.PrefixGone=BITD wD.Gen+1 wD.Free+5 wD.Prefix-1 wD.Active-4 wD.SlotsUsed-1 wD.Background-4 wD.BackgroundSlot-1"},
@@ -609,6 +649,7 @@ func TestOps_Predicates(t *testing.T) {
 			{"CanReserve/not-pending", vllm1, upTo(0, stDecodeRouted, func(tx *Tx) { tx.WithdrawReservation(0, DestinationSide) }), func(tx *Tx) bool { return tx.CanReserve(0) }, false},
 			{"CanReserve/engine-cannot", trtllm1, upTo(0, stDecodeRouted), func(tx *Tx) bool { return tx.CanReserve(0) }, false},
 			{"CanReserve/pages-do-not-fit", fullDecode1, upTo(0, stDecodeRouted), func(tx *Tx) bool { return tx.CanReserve(0) }, false},
+			{"CanReserve/pages-exactly-fit", conf(spec.SourceFirst, VLLM, 1, 2, func(c *Config) { setBackground(c, 9, 0) }), upTo(0, stDecodeRouted), func(tx *Tx) bool { return tx.CanReserve(0) }, true},
 			{"CanReserve/pages-fit-by-eviction", fullDecode1, upTo(0, stDecodeRouted, func(tx *Tx) { tx.FreeBackground(dw(tx)) }), func(tx *Tx) bool { return tx.CanReserve(0) }, true},
 			// vLLM takes no slot at reservation: one slot, two reservations.
 			{"CanReserve/vllm-ignores-slots", oneSlot2, upTo(0, stReserved, pending1...), func(tx *Tx) bool { return tx.CanReserve(1) }, true},
