@@ -790,8 +790,15 @@ type elsewhereFiring struct {
 func elsewhereFirings() []elsewhereFiring {
 	sf := func(t *testing.T) *history { return newHistory(t, testConfig(t, spec.SourceFirst, VLLM, 1, 2)) }
 	return []elsewhereFiring{
-		{name: NameQuiescence + "/not-terminal", want: verdict{NameQuiescence, "nothing can happen any more but the %s is not terminal", 0, 1}, run: func(t *testing.T) *Violation {
-			// Both sides placed, the source terminal, the destination not.
+		{name: NameQuiescence + "/not-terminal", want: verdict{NameQuiescence, "nothing can happen any more but the %s is not terminal", 0, 0}, run: func(t *testing.T) *Violation {
+			// Both sides placed, the destination terminal, the source (on
+			// worker 0) not.
+			h := sf(t)
+			h.clean(route, accept, computed, routed)
+			h.rec.Terminal[0][DestinationSide] = true
+			return Quiescence(&h.w, &h.rec)
+		}},
+		{name: NameQuiescence + "/destination-not-terminal", want: verdict{NameQuiescence, "nothing can happen any more but the %s is not terminal", 0, 1}, run: func(t *testing.T) *Violation {
 			h := sf(t)
 			h.clean(route, accept, computed, routed)
 			h.rec.Terminal[0][SourceSide] = true
@@ -1115,6 +1122,11 @@ func TestInvariants_ExportedStateChecksMatchTheRegistry(t *testing.T) {
 			if got := verdictOf(check(&h.w, &h.rec)); got != want {
 				t.Errorf("%s: the exported check of %s reports %v, the registry %v", tc.name, name, got, want)
 			}
+			// Without records (a caller that knows no protocol state), the
+			// checks that need them are skipped, never a crash.
+			if got, want := verdictOf(check(&h.w, nil)), verdictOf(inv.JudgeState(&h.w, nil)); got != want {
+				t.Errorf("%s: without records the exported check of %s reports %v, the registry %v", tc.name, name, got, want)
+			}
 			if want != (verdict{}) {
 				fired[name] = true
 			}
@@ -1304,5 +1316,55 @@ func TestInvariants_AllowedNeighboursAreClean(t *testing.T) {
 				h.clean(tc.steps...)
 			})
 		}
+	}
+}
+
+// A world of MaxWorkers workers, two prefill and three decode, decode
+// listed first and last: the happy path on the last of each role is clean,
+// and every per-worker loop runs to the last worker and no further.
+func TestInvariants_FiveWorkers(t *testing.T) {
+	hits := []Tokens{16}
+	c := &Config{
+		Policy: spec.SourceFirst, Engine: SGLang,
+		Workers: []WorkerConfig{
+			{Role: DecodeWorker, Capacity: 12, Slots: 2, Headroom: 1024, PrefixHit: hits},
+			{Role: PrefillWorker, Capacity: 12},
+			{Role: DecodeWorker, Capacity: 12, Slots: 2, Headroom: 1024, PrefixHit: hits},
+			{Role: PrefillWorker, Capacity: 12},
+			{Role: DecodeWorker, Capacity: 12, Slots: 2, Headroom: 1024, PrefixHit: hits},
+		},
+		Handoffs: []HandoffConfig{{PromptTokens: 48, HeadroomTokens: 512}},
+		Linear:   &LinearProfile{BytesPerToken: 1024, BlockSize: 16},
+	}
+	if err := c.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	h := newHistory(t, c)
+	h.clean(func(tx *Tx) { tx.RoutePrefill(0, 3); tx.DeliverRequest(0) }, accept, computed, func(tx *Tx) {
+		tx.RouteDecode(0, 4)
+		tx.AcceptRequest(0, DestinationSide)
+		tx.RequestReservation(0, DestinationSide)
+	}, reserved, pulling, received)
+	// The last decode worker's ledger, broken, is reported.
+	h.expect(func(tx *Tx) { tx.W.W[4].StoredBlocks++ }, NameNoStoredBeforeActivation)
+	if want := (verdict{NameNoStoredBeforeActivation, "the KV index got %d Stored blocks, the handoffs published %d", -1, 4}); h.fastState != want {
+		t.Fatalf("CheckState reported %v, want %v", h.fastState, want)
+	}
+	h.w.W[4].StoredBlocks--
+	h.clean(func(tx *Tx) { tx.ActivateDestination(0, DestinationSide); tx.PublishStored(0, DestinationSide) },
+		func(tx *Tx) {
+			tx.ReleaseSource(0, SourceSide, CauseReaderAck)
+			tx.ReportSourceOutcome(0, SourceSide, true)
+			tx.Complete(0, SourceSide)
+		},
+		func(tx *Tx) {
+			tx.ReleaseActive(0, DestinationSide)
+			tx.ReportDecodeOutcome(0, DestinationSide, true)
+			tx.Complete(0, DestinationSide)
+		},
+		func(tx *Tx) { tx.Restart(4) })
+	h.rec.Terminal[0] = [2]bool{true, true}
+	if v := Quiescence(&h.w, &h.rec); v != nil {
+		t.Fatalf("Quiescence: %v", v)
 	}
 }
