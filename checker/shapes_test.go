@@ -1,0 +1,431 @@
+package checker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// Tests of every legal shape of a configuration: decode workers listed
+// before prefill workers, the largest shape (MaxHandoffs handoffs on
+// MaxWorkers workers), interchangeable workers without interchangeable
+// handoffs (and the reverse), and headroom that binds admission. The other
+// tests' configurations all list the prefill worker first, use at most three
+// handoffs, never let headroom limit admission, and make workers
+// interchangeable only together with handoffs, so none of them notices a
+// slip in these places.
+
+// Workers and handoffs to compose configurations from.
+const (
+	shP = `{"role": "prefill", "capacity_blocks": 8}`
+	// shD caches 16 tokens of every handoff; shE is a different decode
+	// worker (no prefix hit, other limits), so that it is never
+	// interchangeable with shD and a relabelling must carry its facts.
+	shD = `{"role": "decode", "capacity_blocks": 8, "slots": 2, "headroom_tokens": 1024, "prefix_hit_tokens": [16, 16, 16, 16]}`
+	shE = `{"role": "decode", "capacity_blocks": 9, "slots": 1, "headroom_tokens": 512}`
+	// shF differs from shD in its slots alone.
+	shF = `{"role": "decode", "capacity_blocks": 8, "slots": 1, "headroom_tokens": 1024, "prefix_hit_tokens": [16, 16, 16, 16]}`
+	shH = `{"prompt_tokens": 48, "headroom_tokens": 512}`
+
+	shRuns = `{"name": "vllm", "policy": "source-first", "engine": "vllm"},
+    {"name": "sglang", "policy": "destination-first", "engine": "sglang"}`
+	shFaults = `"restart": 1, "cancel": 1, "loss": 1, "early_timer": 1`
+)
+
+// shapesJSON composes a configuration of the two runs of shRuns. shD's
+// prefix hits are cut to the number of handoffs.
+func shapesJSON(workers, handoffs []string, faults string) string {
+	ws := make([]string, len(workers))
+	for i, w := range workers {
+		if strings.Contains(w, "[16, 16, 16, 16]") {
+			hits := strings.TrimSuffix(strings.Repeat("16, ", len(handoffs)), ", ")
+			w = strings.Replace(w, "[16, 16, 16, 16]", "["+hits+"]", 1)
+		}
+		ws[i] = w
+	}
+	return fmt.Sprintf(`{
+  "schema": "handoffcheck.config/v1",
+  "runs": [%s],
+  "workers": [
+    %s
+  ],
+  "handoffs": [%s],
+  "transfer": {"bytes_per_token": 131072, "block_size_tokens": 16},
+  "faults": {%s}
+}`, shRuns, strings.Join(ws, ",\n    "), strings.Join(handoffs, ", "), faults)
+}
+
+// shapesLoad reads a configuration of testdata/configs.
+func shapesLoad(t testing.TB, name string) *Config {
+	t.Helper()
+	file := filepath.Join("..", "testdata", "configs", name)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ParseConfig(file, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// shapesNew prepares the named run of a configuration.
+func shapesNew(t testing.TB, cfg *Config, run string, symmetry bool) *Checker {
+	t.Helper()
+	cp := *cfg
+	cp.Symmetry = symmetry
+	for _, r := range cp.Runs {
+		if r.Name == run {
+			c, err := New(Generated(), &cp, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+	}
+	t.Fatalf("no run %q", run)
+	return nil
+}
+
+// shapesPrefillFirst lists the prefill workers of a configuration first,
+// each group in its order: the shape every other test uses. perm[w] is
+// where worker w goes.
+func shapesPrefillFirst(cfg *Config) (*Config, [model.MaxWorkers]int8) {
+	var perm [model.MaxWorkers]int8
+	var order []model.WorkerConfig
+	for _, role := range []model.WorkerRole{model.PrefillWorker, model.DecodeWorker} {
+		for w, wc := range cfg.World.Workers {
+			if wc.Role == role {
+				perm[w] = int8(len(order))
+				order = append(order, wc)
+			}
+		}
+	}
+	cp := *cfg
+	cp.World.Workers = order
+	return &cp, perm
+}
+
+// shapesBFS explores every state reachable from the initial state as the
+// explorer does (one state per canonical key, successors of the state the
+// key stands for), judging every step, state and quiescent state with the
+// explorer's checks, and calls visit on every distinct state. It fails the
+// test at the first violation and returns the keys it reached.
+func shapesBFS(t testing.TB, c *Checker, visit func(*State)) map[Key]bool {
+	t.Helper()
+	seen := map[Key]bool{}
+	init := c.Initial()
+	root := c.Key(&init)
+	if v := c.CheckState(&init); v != nil {
+		t.Fatalf("initial state: %v", v)
+	}
+	seen[root] = true
+	queue := []Key{root}
+	var ms moveSet
+	var tx model.Tx
+	for len(queue) > 0 {
+		k := queue[0]
+		queue = queue[1:]
+		s := c.unpack(&k)
+		if visit != nil {
+			visit(&s)
+		}
+		if c.moves(&s, &ms) == 0 {
+			if v := c.CheckQuiescence(&s); v != nil {
+				t.Fatalf("quiescent state violates %v:\n%s", v, strings.Join(c.DescribeState(&s), "\n"))
+			}
+		}
+		for i := 0; i < ms.n; i++ {
+			next := s
+			tx.W, tx.J.N = &next.W, 0
+			c.apply(&next, &tx, ms.m[i], nil, ms.stuck)
+			if v := c.judgeStep(&s, &next, &tx.J, ms.m[i]); v != nil {
+				t.Fatalf("%s violates %v from:\n%s", ms.m[i], v, strings.Join(c.DescribeState(&s), "\n"))
+			}
+			nk := c.Key(&next)
+			if seen[nk] {
+				continue
+			}
+			if v := c.CheckState(&next); v != nil {
+				t.Fatalf("%s reaches a state that violates %v:\n%s", ms.m[i], v, strings.Join(c.DescribeState(&next), "\n"))
+			}
+			seen[nk] = true
+			queue = append(queue, nk)
+		}
+	}
+	return seen
+}
+
+// shapesRelabel renames the workers of a state: worker w becomes
+// perm[w]. It works on the world's fields, not on packed words, so that it
+// does not share a slip with the renaming symmetry reduction uses
+// (model.RemapHandoff).
+func shapesRelabel(s *State, perm *[model.MaxWorkers]int8) State {
+	r := *s
+	for w := 0; w < s.W.NumWorkers(); w++ {
+		r.W.W[perm[w]] = s.W.W[w]
+	}
+	for h := range r.W.H {
+		x := &r.W.H[h]
+		if x.Prefill >= 0 {
+			x.Prefill = perm[x.Prefill]
+		}
+		if x.Decode >= 0 {
+			x.Decode = perm[x.Decode]
+		}
+		gone := x.PrefixGone
+		x.PrefixGone = 0
+		for w := 0; w < s.W.NumWorkers(); w++ {
+			if gone&(1<<w) != 0 {
+				x.PrefixGone |= 1 << perm[w]
+			}
+		}
+	}
+	return r
+}
+
+// shapesCounts is what a complete exploration is pinned by.
+type shapesCounts struct {
+	States      int
+	Transitions int64
+	Depth       int
+	DeadEnds    int
+}
+
+func shapesExplore(t testing.TB, c *Checker, lim Limits) (*Result, shapesCounts) {
+	t.Helper()
+	r := c.Explore(context.Background(), lim, nil)
+	if r.Violation != nil {
+		t.Fatalf("%s: violation %v", c.Run().Name, r.Violation.Violation)
+	}
+	return r, shapesCounts{r.Stats.States, r.Stats.Transitions, r.Stats.Depth, r.DeadEnds}
+}
+
+// shapesPeerNotices takes every restart a state enables and checks that
+// each live record whose peer's worker restarted (the peer's record live
+// too, so it had not told its router an outcome) is left a notice: the
+// PeerGone fact set and the peer-restarted move enabled. It returns how
+// many notices it checked.
+func shapesPeerNotices(t testing.TB, c *Checker, s *State) int {
+	t.Helper()
+	n := 0
+	for _, m := range c.Moves(s) {
+		if m.Kind != MvRestart {
+			continue
+		}
+		next := *s
+		if _, v, err := c.Step(&next, m, nil); err != nil || v != nil {
+			t.Fatalf("%s: %v %v", m, err, v)
+		}
+		var after []Move
+		for h := 0; h < c.nH; h++ {
+			x := &s.W.H[h]
+			for side := model.SourceSide; side <= model.DestinationSide; side++ {
+				peer := side.Other()
+				if x.Worker(side) != int(m.Arg) || x.Worker(peer) < 0 ||
+					c.terminal(s, roleOf(side), h) || c.terminal(s, roleOf(peer), h) {
+					continue
+				}
+				n++
+				if after == nil {
+					after = c.Moves(&next)
+				}
+				notice := Move{Kind: MvPeerRestarted, H: int8(h), Arg: int8(peer)}
+				if !next.W.H[h].PeerGone[peer] || !slices.Contains(after, notice) {
+					t.Fatalf("%s: the %s of handoff %d (worker %d) is not told its peer restarted (PeerGone=%v, %q enabled=%v); before:\n%s",
+						m, peer, h, x.Worker(peer), next.W.H[h].PeerGone[peer], notice, slices.Contains(after, notice),
+						strings.Join(c.DescribeState(s), "\n"))
+				}
+			}
+		}
+	}
+	return n
+}
+
+// Listing decode workers first is a relabelling of the workers: the
+// explored graph is the same graph with other worker names. So every
+// decode-first shape must give the prefill-first shape's verdict and
+// exactly its counts (states, transitions, depth, quiescent states), and
+// beyond the counts, the states reached must be the same states once the
+// workers are renamed. Code that took worker 0 for the prefill worker, or
+// 0 for "no worker", would make them differ. The counts are pinned: they
+// are the prefill-first ones, which no shape may change.
+func TestShapes_DecodeFirstIsARelabelling(t *testing.T) {
+	one := []string{shH}
+	type want map[string]shapesCounts // by run
+	twoWorkers := want{"vllm": {1338, 3613, 13, 111}, "sglang": {1225, 3005, 13, 121}}
+	threeWorkers := want{"vllm": {2647, 7194, 13, 207}, "sglang": {2428, 5986, 13, 231}}
+	cases := []struct {
+		name string
+		cfg  *Config
+		want want
+	}{
+		{"decode,prefill", mustConfig(t, shapesJSON([]string{shD, shP}, one, shFaults)), twoWorkers},
+		{"decode,decode,prefill", mustConfig(t, shapesJSON([]string{shD, shE, shP}, one, shFaults)), threeWorkers},
+		// testdata/configs/decode-first.json is decode, prefill, decode
+		// with the same workers and faults.
+		{"decode,prefill,decode", shapesLoad(t, "decode-first.json"), threeWorkers},
+		// Two interchangeable decode workers: symmetry folds the idle one
+		// away, leaving the two-worker graph's states. Transitions count
+		// moves, and each state that routes decode (one under source-first,
+		// two under destination-first) has one more: the router may pick
+		// either worker, two moves that reach one state up to symmetry.
+		{"decode,decode,prefill interchangeable", mustConfig(t, shapesJSON([]string{shD, shD, shP}, one, shFaults)),
+			want{"vllm": {1338, 3614, 13, 111}, "sglang": {1225, 3007, 13, 121}}},
+		// Two handoffs on one worker of each role: a restart hits both.
+		{"decode,prefill two handoffs", mustConfig(t, shapesJSON([]string{shD, shP}, []string{shH, shH}, `"restart": 1, "cancel": 1`)),
+			want{"vllm": {8574, 24483, 21, 310}, "sglang": {16122, 47083, 22, 421}}},
+	}
+	for _, tc := range cases {
+		if tc.cfg.World.Workers[0].Role != model.DecodeWorker {
+			t.Fatalf("%s: worker 0 is not a decode worker", tc.name)
+		}
+		first, perm := shapesPrefillFirst(tc.cfg)
+		for _, run := range tc.cfg.Runs {
+			t.Run(tc.name+"/"+run.Name, func(t *testing.T) {
+				a := shapesNew(t, tc.cfg, run.Name, true)
+				b := shapesNew(t, first, run.Name, true)
+				ra, na := shapesExplore(t, a, Limits{Workers: 2, Liveness: true})
+				rb, nb := shapesExplore(t, b, Limits{Workers: 2, Liveness: true})
+				if !ra.Complete || !rb.Complete || !ra.Liveness || !rb.Liveness {
+					t.Fatalf("incomplete: decode-first %v (%s), prefill-first %v (%s)", ra.Complete, ra.StopReason, rb.Complete, rb.StopReason)
+				}
+				if na != nb {
+					t.Errorf("decode-first %+v, prefill-first %+v: a relabelling changed the graph", na, nb)
+				}
+				if na != tc.want[run.Name] {
+					t.Errorf("decode-first %+v, pinned %+v", na, tc.want[run.Name])
+				}
+				notices := 0
+				ka := shapesBFS(t, a, func(s *State) { notices += shapesPeerNotices(t, a, s) })
+				kb := shapesBFS(t, b, nil)
+				if len(ka) != na.States || len(kb) != nb.States {
+					t.Fatalf("BFS reached %d and %d states, the explorer %d and %d", len(ka), len(kb), na.States, nb.States)
+				}
+				for k := range ka {
+					s := a.unpack(&k)
+					r := shapesRelabel(&s, &perm)
+					if rk := b.Key(&r); !kb[rk] {
+						t.Fatalf("a decode-first state, relabelled, is not reached prefill-first:\n%s", strings.Join(a.DescribeState(&s), "\n"))
+					}
+				}
+				if notices == 0 {
+					t.Errorf("no restart of a live record's peer was checked")
+				}
+				t.Logf("%+v; %d peer-restart notices checked", na, notices)
+			})
+		}
+	}
+}
+
+// shapesSession steps a session through moves written as in traces.
+func shapesSession(t *testing.T, c *Checker, steps ...string) *Session {
+	t.Helper()
+	sess := c.NewSession()
+	for _, line := range steps {
+		m, err := ParseMove(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := sess.Apply(m)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", line, err, strings.Join(sess.Describe(), "\n"))
+		}
+		if r.Violation != nil {
+			t.Fatalf("%s: %v", line, r.Violation)
+		}
+	}
+	return sess
+}
+
+// shapesDrain takes protocol moves, heartbeats last, until nothing can
+// happen, and reports whether everything was released.
+func shapesDrain(t *testing.T, sess *Session) bool {
+	t.Helper()
+	for i := 0; i < 200; i++ {
+		var pick *Move
+		for _, m := range sess.Moves() {
+			if m.Kind.Fault() {
+				continue
+			}
+			mm := m
+			if m.Kind == MvTimer && m.Arg == int8(model.TimerHeartbeat) {
+				if pick == nil {
+					pick = &mm
+				}
+				continue
+			}
+			pick = &mm
+			break
+		}
+		if pick == nil {
+			break
+		}
+		r, err := sess.Apply(*pick)
+		if err != nil || r.Violation != nil {
+			t.Fatalf("%s: %v %v", *pick, err, r.Violation)
+		}
+	}
+	return sess.Drained()
+}
+
+// With the decode worker listed first (worker 0), a restart of either
+// worker mid-handoff must reach the other side as a peer-restart notice,
+// and the notice must end what that side holds. The bug this guards
+// against: code that reads worker 0 as "no worker" (or as "the prefill
+// worker") drops the notice, and the source holds its pinned KV until its
+// lease expires, or the destination its pages.
+func TestShapes_DecodeFirstPeerRestartReachesThePeer(t *testing.T) {
+	cfg := mustConfig(t, shapesJSON([]string{shD, shP}, []string{shH}, shFaults))
+	cases := []struct {
+		name, run string
+		steps     []string
+		restart   string
+		told      model.Side
+		from, to  string // the told side's machine before and after the notice
+	}{
+		{"source-first, decode restarts while pulling", "vllm",
+			[]string{"route-prefill h=0 worker=1", "deliver-request h=0", "compute h=0", "route-decode h=0 worker=0", "reserve h=0"},
+			"restart worker=0", model.SourceSide, "Pinned", "Aborted"},
+		{"destination-first, decode restarts while the source computes", "sglang",
+			[]string{"route-prefill h=0 worker=1", "deliver-request h=0", "route-decode h=0 worker=0", "reserve h=0",
+				"deliver h=0 to=source msg=DestinationReserved"},
+			"restart worker=0", model.SourceSide, "Computing", "Aborted"},
+		{"source-first, prefill restarts while the destination pulls", "vllm",
+			[]string{"route-prefill h=0 worker=1", "deliver-request h=0", "compute h=0", "route-decode h=0 worker=0", "reserve h=0"},
+			"restart worker=1", model.DestinationSide, "Receiving", "Draining"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := shapesNew(t, cfg, tc.run, true)
+			sess := shapesSession(t, c, append(tc.steps, tc.restart)...)
+			s := sess.State()
+			r := roleOf(tc.told)
+			if got := c.proto.StateName(r, s.Role(r, 0)); got != tc.from {
+				t.Fatalf("the %s is %s after the restart, want %s", tc.told, got, tc.from)
+			}
+			if !s.W.H[0].PeerGone[tc.told] {
+				t.Fatalf("the %s was not told its peer restarted:\n%s", tc.told, strings.Join(sess.Describe(), "\n"))
+			}
+			notice := fmt.Sprintf("peer-restarted h=0 side=%s", tc.told)
+			sess = shapesSession(t, c, append(append(tc.steps, tc.restart), notice)...)
+			s = sess.State()
+			if got := c.proto.StateName(r, s.Role(r, 0)); got != tc.to {
+				t.Errorf("after the notice the %s is %s, want %s", tc.told, got, tc.to)
+			}
+			if tc.told == model.SourceSide && (s.W.H[0].Src != model.SrcNone || s.W.H[0].Compute == model.ComputeRunning) {
+				t.Errorf("after the notice the source still holds its blocks: %s", s.W.DescribeHandoff(0))
+			}
+			if !shapesDrain(t, sess) {
+				t.Errorf("not drained after the notice: %s", sess.State().W.DescribeHeld())
+			}
+		})
+	}
+}
