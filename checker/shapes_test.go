@@ -3,6 +3,7 @@ package checker
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -428,4 +429,186 @@ func TestShapes_DecodeFirstPeerRestartReachesThePeer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// shapesAllPlaced reports whether every handoff was routed on both sides.
+func shapesAllPlaced(c *Checker, s *State) bool {
+	for h := 0; h < c.nH; h++ {
+		if s.W.H[h].Prefill < 0 || s.W.H[h].Decode < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// shapesWalk is one seeded random walk that judges every step and state as
+// the explorer does and, where every handoff is placed on both sides, also
+// runs every invariant of the registry on its own (the explorer's fast
+// path stops at the first violation, so a later invariant could panic
+// unseen behind an earlier one), counting in evaluated which ones ran
+// there. With swarm the walk takes only a random subset of fault kinds.
+func shapesWalk(t *testing.T, c *Checker, seed uint64, steps int, swarm bool, evaluated map[string]int) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 0x7368617065)) // stream: "shape"
+	allowed := map[MoveKind]bool{}
+	for _, k := range SwarmFaultMoves() {
+		allowed[k] = !swarm || rng.IntN(2) == 0
+	}
+	s := c.Initial()
+	var ms moveSet
+	var tx model.Tx
+	fail := func(what string, v *model.Violation, s *State) {
+		t.Helper()
+		t.Fatalf("seed %d: %s: %v\n%s", seed, what, v, strings.Join(c.DescribeState(s), "\n"))
+	}
+	for i := 0; i < steps; i++ {
+		placed := shapesAllPlaced(c, &s)
+		protocol := c.moves(&s, &ms)
+		if placed {
+			rec := c.records(&s)
+			for j := range model.Invariants {
+				if inv := &model.Invariants[j]; inv.HasState() {
+					evaluated[inv.Name]++
+					if v := inv.JudgeState(&s.W, &rec); v != nil {
+						fail("state", v, &s)
+					}
+				}
+			}
+			if protocol == 0 {
+				evaluated[model.NameQuiescence]++
+				if v := model.Quiescence(&s.W, &rec); v != nil {
+					fail("quiescent state", v, &s)
+				}
+				if s.B == c.budget {
+					evaluated[model.NameFaultFreeCompletion]++
+					if v := model.FaultFreeCompletion(&s.W); v != nil {
+						fail("fault-free quiescent state", v, &s)
+					}
+				}
+			}
+		}
+		if protocol == 0 {
+			if v := c.CheckQuiescence(&s); v != nil {
+				fail("quiescent state", v, &s)
+			}
+		}
+		var pick []Move
+		for _, m := range ms.m[:ms.n] {
+			if !m.Kind.Fault() || allowed[m.Kind] {
+				pick = append(pick, m)
+			}
+		}
+		if len(pick) == 0 {
+			return
+		}
+		m := pick[rng.IntN(len(pick))]
+		next := s
+		tx.W, tx.J.N = &next.W, 0
+		c.apply(&next, &tx, m, nil, ms.stuck)
+		if placed {
+			for j := range model.Invariants {
+				if inv := &model.Invariants[j]; inv.HasStep() {
+					evaluated[inv.Name]++
+					if v := inv.JudgeStep(&next.W, &tx.J); v != nil {
+						fail(m.String(), v, &s)
+					}
+				}
+			}
+			if (m.Kind == MvDeliver || m.Kind == MvDuplicate) && c.terminal(&s, roleOf(model.Side(m.Arg)), int(m.H)) {
+				evaluated[model.NameAttemptIsolation]++
+			}
+		}
+		if v := c.judgeStep(&s, &next, &tx.J, m); v != nil {
+			fail(m.String(), v, &s)
+		}
+		if v := c.CheckState(&next); v != nil {
+			fail(m.String(), v, &next)
+		}
+		s = next
+	}
+}
+
+// The largest shape a configuration may have: MaxHandoffs handoffs on
+// MaxWorkers workers (two prefill, three decode, a decode worker first and
+// the roles interleaved), the handoffs all different (one a full prefix
+// hit on two workers: nothing moves), every fault kind. It must check
+// without a panic or a violation, and every invariant must actually run
+// where all four handoffs are placed, not only on the early states a
+// bounded search reaches.
+func TestShapes_MaximalShape(t *testing.T) {
+	cfg := shapesLoad(t, "max-shape.json")
+	if len(cfg.World.Handoffs) != model.MaxHandoffs || len(cfg.World.Workers) != model.MaxWorkers {
+		t.Fatalf("max-shape.json has %d handoffs and %d workers, want %d and %d",
+			len(cfg.World.Handoffs), len(cfg.World.Workers), model.MaxHandoffs, model.MaxWorkers)
+	}
+	for f := Fault(0); f < NumFaults; f++ {
+		if cfg.Budget[f] == 0 {
+			t.Fatalf("max-shape.json does not allow %s", f)
+		}
+	}
+	evaluated := map[string]int{}
+
+	// Exhaustive, to completion (liveness included), on the same shape
+	// with the three decode workers made alike, four interchangeable
+	// handoffs and no fault: the only way to judge EventuallyDrained, and
+	// FaultFreeCompletion on every quiescent state, with four handoffs
+	// (symmetry makes it small enough). Destination-first on SGLang also
+	// has headroom bind here: each decode worker admits two of the four.
+	same := *cfg
+	same.Budget = Budget{}
+	same.World.Handoffs = slices.Repeat(cfg.World.Handoffs[:1], model.MaxHandoffs)
+	same.World.Workers = slices.Clone(cfg.World.Workers)
+	same.World.Workers[2] = same.World.Workers[0]
+	for _, tc := range []struct {
+		run  string
+		want shapesCounts
+	}{
+		{"vllm", shapesCounts{13133, 55532, 32, 16}},
+		{"sglang", shapesCounts{67276, 337385, 36, 16}},
+	} {
+		c := shapesNew(t, &same, tc.run, true)
+		r, n := shapesExplore(t, c, Limits{Workers: 2, Liveness: true})
+		if !r.Complete || !r.Liveness || n != tc.want {
+			t.Errorf("%s: four interchangeable handoffs, no fault: complete=%v liveness=%v %+v, pinned %+v", tc.run, r.Complete, r.Liveness, n, tc.want)
+		}
+		if r.Liveness {
+			evaluated[model.NameEventuallyDrained]++
+		}
+	}
+
+	// A bounded search stops after a whole level, so its counts do not
+	// depend on the order of the moves.
+	bounded := map[string]shapesCounts{"vllm": {13721, 35685, 6, 5}, "sglang": {16346, 41255, 5, 0}}
+	for _, run := range cfg.Runs {
+		c := shapesNew(t, cfg, run.Name, true)
+		// Bounded breadth-first search with every fault: the shallow
+		// states, every ordering.
+		r, n := shapesExplore(t, c, Limits{Workers: 2, MaxStates: 10000})
+		if r.StopReason != StopMaxStates || n != bounded[run.Name] {
+			t.Errorf("%s: bounded search stopped for %q: %+v, pinned %+v", run.Name, r.StopReason, n, bounded[run.Name])
+		}
+		// Seeded swarm walks through the CLI's engine: deep states.
+		w := c.Walk(context.Background(), WalkOptions{Seed: 1, Walks: 200, Steps: 300, Swarm: true, Workers: 2})
+		if w.Violation != nil || w.Interrupted || w.Walks != 200 {
+			t.Fatalf("%s: walks: %d walks, interrupted=%v, violation %v", run.Name, w.Walks, w.Interrupted, w.Violation)
+		}
+		// Walks that judge every invariant separately once all four
+		// handoffs are placed: with faults (swarm), and without any.
+		for seed := uint64(0); seed < 150; seed++ {
+			shapesWalk(t, c, seed, 300, true, evaluated)
+		}
+		none := *cfg
+		none.Budget = Budget{}
+		free := shapesNew(t, &none, run.Name, true)
+		for seed := uint64(0); seed < 30; seed++ {
+			shapesWalk(t, free, seed, 300, false, evaluated)
+		}
+		t.Logf("%s: bounded search %d states (depth %d); walks %d moves, %d distinct states", run.Name, r.Stats.States, r.Stats.Depth, w.Moves, w.Distinct)
+	}
+	for _, inv := range model.Invariants {
+		if evaluated[inv.Name] == 0 {
+			t.Errorf("%s was never evaluated with all %d handoffs placed", inv.Name, model.MaxHandoffs)
+		}
+	}
+	t.Logf("evaluations with all handoffs placed: %v", evaluated)
 }
