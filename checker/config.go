@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -335,15 +336,4 @@ func worldLine(pos *jsonfile.Positions, msg string) int {
 	return pos.Line("runs")
 }
 
-func sortedKeys(m map[string]uint) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-		}
-	}
-	return keys
-}
+func sortedKeys(m map[string]uint) []string { return slices.Sorted(maps.Keys(m)) }

@@ -2,10 +2,13 @@ package checker
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
@@ -143,6 +146,97 @@ func TestSlots_PromoteRunsAWaitingActivation(t *testing.T) {
 		// request without one; the others activate into a waiting state.
 		if slotFirst := c.World().Engine.Traits().SlotAtReservation; found == slotFirst {
 			t.Fatalf("%s: promote enabled: %v, but the engine takes the slot at reservation: %v", run, found, slotFirst)
+		}
+	}
+}
+
+// A state is drained only when every placed record is terminal, whichever
+// worker index the record is placed on (worker 0 included), and nothing is
+// held: a record left waiting with nothing held is not drained.
+func TestDrained_NeedsEveryPlacedRecordTerminal(t *testing.T) {
+	decodeFirst := strings.Replace(strings.Replace(smallConfig,
+		`{"role": "prefill", "capacity_blocks": 8},`, ``, 1),
+		`"prefix_hit_tokens": [16]}`, `"prefix_hit_tokens": [16]},
+    {"role": "prefill", "capacity_blocks": 8}`, 1)
+	for i, js := range []string{smallConfig, decodeFirst} {
+		cfg := mustConfig(t, js)
+		c := checkerFor(t, Generated(), cfg, "vllm")
+		if first := c.World().Workers[0].Role; first != []model.WorkerRole{model.PrefillWorker, model.DecodeWorker}[i] {
+			t.Fatalf("configuration %d lists a %s worker first", i, first)
+		}
+		s := c.Initial()
+		if !c.Drained(&s) {
+			t.Fatalf("the initial state is not drained: %s", s.W.DescribeHeld())
+		}
+		for _, side := range []string{"source", "destination"} {
+			placed := s
+			if side == "source" {
+				placed.W.H[0].Prefill = int8(c.World().PrefillWorkers()[0])
+			} else {
+				placed.W.H[0].Decode = int8(c.World().DecodeWorkers()[0])
+			}
+			if !placed.W.Drained() {
+				t.Fatalf("placing a record alone holds something: %s", placed.W.DescribeHeld())
+			}
+			if c.Drained(&placed) {
+				t.Errorf("workers %v: a %s record placed and not terminal counts as drained", cfg.World.Workers, side)
+			}
+		}
+	}
+}
+
+// The Mermaid rendering of a liveness counterexample puts the loop in a
+// loop block that closes, after the stem, and names the lane of every
+// step: a restart of a decode worker is a note over the destination.
+func TestMermaid_LivenessLoopAndLanes(t *testing.T) {
+	file := "../testdata/variants/rearm-reservation.json"
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := spec.Parse(file, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ParseConfig("mutation.json", MutationConfigJSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := checkerFor(t, interpreted(t, s), cfg, "sglang")
+	r := c.Explore(context.Background(), Limits{Liveness: true, Workers: 1}, nil)
+	if r.Violation == nil || len(r.Violation.Loop) == 0 {
+		t.Fatalf("want a liveness counterexample with a loop, got %+v", r.Violation)
+	}
+	ce := r.Violation
+	out := c.MermaidSequence(ce)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	open := slices.Index(lines, "    loop never drains")
+	if open < 0 || strings.Count(out, "loop never drains") != 1 || lines[len(lines)-1] != "    end" {
+		t.Fatalf("want one loop block closed at the end:\n%s", out)
+	}
+	// Everything before the loop block is the stem: as many route,
+	// deliver, timer... lines as the stem has, so the block opens after
+	// the last stem step's notes and before the first loop step's.
+	before := strings.Join(lines[:open], "\n")
+	after := strings.Join(lines[open:], "\n")
+	if !strings.Contains(before, "VIOLATION EventuallyDrained") {
+		t.Errorf("the step that enters the trap is not marked before the loop:\n%s", out)
+	}
+	if strings.Contains(after, "VIOLATION") {
+		t.Errorf("a loop step is marked as the violation:\n%s", out)
+	}
+
+	// A decode worker's restart is drawn on the destination's lane, a
+	// prefill worker's on the source's.
+	for _, w := range []int{c.World().DecodeWorkers()[0], c.World().PrefillWorkers()[0]} {
+		lane := "Destination"
+		if c.World().Workers[w].Role == model.PrefillWorker {
+			lane = "Source"
+		}
+		ce := &Counterexample{Violation: ce.Violation, Steps: []TraceStep{{Move: Move{Kind: MvRestart, Arg: int8(w)}}}}
+		want := fmt.Sprintf("    Note over %s: worker %d restarts", lane, w)
+		if out := c.MermaidSequence(ce); !strings.Contains(out, want) {
+			t.Errorf("restart of worker %d: want %q in\n%s", w, want, out)
 		}
 	}
 }
