@@ -612,3 +612,104 @@ func TestShapes_MaximalShape(t *testing.T) {
 	}
 	t.Logf("evaluations with all handoffs placed: %v", evaluated)
 }
+
+// shapesSwapHandoffs renames handoffs a and b in a key.
+func shapesSwapHandoffs(k Key, nW, a, b int) Key {
+	base := 1 + nW
+	k[base+2*a], k[base+2*b] = k[base+2*b], k[base+2*a]
+	k[base+2*a+1], k[base+2*b+1] = k[base+2*b+1], k[base+2*a+1]
+	return k
+}
+
+// shapesSymmetry checks one configuration with and without symmetry
+// reduction: the same verdict, the pinned counts, strictly fewer states
+// with it; the states reached without it closed under every renaming the
+// reduction uses (so each is a true symmetry of the system); and, with
+// it, exactly one state per orbit of the states reached without it.
+func shapesSymmetry(t *testing.T, cfg *Config, run string, wantOn, wantOff shapesCounts) {
+	t.Helper()
+	on := shapesNew(t, cfg, run, true)
+	off := shapesNew(t, cfg, run, false)
+	ron, non := shapesExplore(t, on, Limits{Workers: 2, Liveness: true})
+	roff, noff := shapesExplore(t, off, Limits{Workers: 2, Liveness: true})
+	if !ron.Complete || !roff.Complete || !ron.Symmetry || roff.Symmetry {
+		t.Fatalf("complete %v/%v, symmetry reported %v/%v", ron.Complete, roff.Complete, ron.Symmetry, roff.Symmetry)
+	}
+	if non != wantOn || noff != wantOff {
+		t.Errorf("with symmetry %+v (pinned %+v), without %+v (pinned %+v)", non, wantOn, noff, wantOff)
+	}
+	if non.States >= noff.States {
+		t.Errorf("symmetry keeps %d states of %d: no reduction", non.States, noff.States)
+	}
+	full := shapesBFS(t, off, nil)
+	reduced := shapesBFS(t, on, nil)
+	orbits := map[Key]bool{}
+	for k := range full {
+		s := off.unpack(&k)
+		for i := 1; i < len(on.sym.perms); i++ {
+			if r := shapesRelabel(&s, &on.sym.perms[i]); !full[off.Key(&r)] {
+				t.Fatalf("renaming workers by %v maps a reachable state to an unreachable one:\n%s", on.sym.perms[i][:on.nW], strings.Join(off.DescribeState(&s), "\n"))
+			}
+		}
+		for _, cl := range on.sym.classes {
+			for i := 1; i < len(cl); i++ {
+				if r := shapesSwapHandoffs(k, on.nW, cl[0], cl[i]); !full[r] {
+					t.Fatalf("swapping handoffs %d and %d maps a reachable state to an unreachable one:\n%s", cl[0], cl[i], strings.Join(off.DescribeState(&s), "\n"))
+				}
+			}
+		}
+		orbits[on.Key(&s)] = true
+	}
+	if len(orbits) != len(reduced) {
+		t.Errorf("%d orbits among the states reached without symmetry, %d states kept with it", len(orbits), len(reduced))
+	}
+	for k := range reduced {
+		if !orbits[k] {
+			t.Fatalf("a state kept with symmetry stands for no state reached without it")
+		}
+	}
+}
+
+// Two identical decode workers and two handoffs that differ (prompt and
+// headroom): the only symmetry is the renaming of the workers. The other
+// tests' one configuration with interchangeable workers also has
+// interchangeable handoffs, so the worker half of the reduction could be
+// switched off and the handoff half would still reduce: here it cannot.
+func TestShapes_InterchangeableWorkersAlone(t *testing.T) {
+	cfg := mustConfig(t, shapesJSON([]string{shP, shD, shD},
+		[]string{shH, `{"prompt_tokens": 32, "headroom_tokens": 256}`}, `"restart": 1, "cancel": 1`))
+	sym := newSymmetry(&cfg.World, true, true)
+	if len(sym.perms) != 2 || len(sym.classes) != 2 {
+		t.Fatalf("want the two decode workers interchangeable and no two handoffs: %d renamings, handoff classes %v", len(sym.perms), sym.classes)
+	}
+	for _, tc := range []struct {
+		run     string
+		on, off shapesCounts
+	}{
+		{"vllm", shapesCounts{27532, 81017, 21, 851}, shapesCounts{54849, 161639, 21, 1651}},
+		{"sglang", shapesCounts{52500, 155783, 22, 1255}, shapesCounts{104905, 311330, 22, 2490}},
+	} {
+		t.Run(tc.run, func(t *testing.T) { shapesSymmetry(t, cfg, tc.run, tc.on, tc.off) })
+	}
+}
+
+// The reverse: two identical handoffs on two decode workers that differ
+// in their slots alone (one slot holds one request at a time): the only
+// symmetry is the exchange of the handoffs. A reduction that took these
+// workers for interchangeable would merge states that behave differently.
+func TestShapes_InterchangeableHandoffsAlone(t *testing.T) {
+	cfg := mustConfig(t, shapesJSON([]string{shP, shD, shF}, []string{shH, shH}, `"restart": 1, "cancel": 1`))
+	sym := newSymmetry(&cfg.World, true, true)
+	if len(sym.perms) != 1 || len(sym.classes) != 1 || len(sym.classes[0]) != 2 {
+		t.Fatalf("want no two workers interchangeable and the two handoffs: %d renamings, handoff classes %v", len(sym.perms), sym.classes)
+	}
+	for _, tc := range []struct {
+		run     string
+		on, off shapesCounts
+	}{
+		{"vllm", shapesCounts{27794, 82139, 21, 835}, shapesCounts{55521, 164070, 21, 1651}},
+		{"sglang", shapesCounts{48689, 143169, 22, 1200}, shapesCounts{97300, 286068, 22, 2378}},
+	} {
+		t.Run(tc.run, func(t *testing.T) { shapesSymmetry(t, cfg, tc.run, tc.on, tc.off) })
+	}
+}
