@@ -240,3 +240,18 @@ func TestMermaid_LivenessLoopAndLanes(t *testing.T) {
 		}
 	}
 }
+
+// A move of a kind outside the table (a corrupt trace, a bad fuzz input)
+// still prints, by number, without its arguments: messages about bad
+// input must never panic.
+func TestMove_StringOfAnUnknownKind(t *testing.T) {
+	for _, k := range []MoveKind{numMoveKinds, numMoveKinds + 1, 255} {
+		m := Move{Kind: k, H: 1, Arg: 1}
+		if got, want := m.String(), fmt.Sprintf("MoveKind(%d) h=1", uint8(k)); got != want {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	}
+	if got := (Move{Kind: MvRoutePrefill, H: -1, Arg: 2}).String(); got != "route-prefill worker=2" {
+		t.Errorf("a move about no handoff prints %q", got)
+	}
+}
