@@ -713,3 +713,98 @@ func TestShapes_InterchangeableHandoffsAlone(t *testing.T) {
 		t.Run(tc.run, func(t *testing.T) { shapesSymmetry(t, cfg, tc.run, tc.on, tc.off) })
 	}
 }
+
+// The decode worker of headroom-binds.json has room (blocks and slots) for
+// both handoffs at once but admission headroom for one: an engine that
+// holds headroom from reservation (SGLang) must make the second wait until
+// the first frees its headroom, under either policy, and both must still
+// succeed when nothing goes wrong. An engine that holds no headroom (vLLM)
+// is not limited by it. Dropping the headroom term of admission
+// (Tx.CanReserve) lets both reserve at once: CapacityRespected reports it
+// and the pinned counts change.
+func TestShapes_HeadroomBindsAdmission(t *testing.T) {
+	binds := shapesLoad(t, "headroom-binds.json")
+	const d = 1 // the decode worker
+	wc := binds.World.Workers[d]
+	if wc.Role != model.DecodeWorker || wc.Headroom != binds.World.Handoffs[0].HeadroomTokens || wc.Slots < 2 {
+		t.Fatalf("headroom-binds.json: worker %d is not a decode worker with two slots and headroom for one handoff", d)
+	}
+	ample := *binds
+	ample.World.Workers = slices.Clone(binds.World.Workers)
+	ample.World.Workers[d].Headroom = 2 * wc.Headroom
+	faulty := *binds
+	faulty.Budget = Budget{Restart: 1, Cancel: 1, EarlyTimer: 1}
+
+	// held counts the handoffs holding a reservation or an activated
+	// request on the decode worker: both hold its headroom.
+	held := func(s *State) int {
+		n := 0
+		for h := range binds.World.Handoffs {
+			if x := &s.W.H[h]; int(x.Decode) == d && x.Dst != model.DstNone {
+				n++
+			}
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		run           string
+		headroom      bool // the engine holds headroom from reservation
+		binds, ample  shapesCounts
+		faultyHeldMax int
+	}{
+		{"sglang", true, shapesCounts{63, 132, 18, 1}, shapesCounts{91, 210, 18, 1}, 1},
+		{"sglang-source-first", true, shapesCounts{49, 91, 16, 1}, shapesCounts{55, 110, 16, 1}, 1},
+		{"vllm", false, shapesCounts{55, 110, 16, 1}, shapesCounts{55, 110, 16, 1}, 2},
+	} {
+		t.Run(tc.run, func(t *testing.T) {
+			c := shapesNew(t, binds, tc.run, true)
+			a := shapesNew(t, &ample, tc.run, true)
+			rb, nb := shapesExplore(t, c, Limits{Workers: 2, Liveness: true})
+			ra, na := shapesExplore(t, a, Limits{Workers: 2, Liveness: true})
+			if !rb.Complete || !ra.Complete || nb != tc.binds || na != tc.ample {
+				t.Errorf("binding headroom %+v (pinned %+v), ample %+v (pinned %+v)", nb, tc.binds, na, tc.ample)
+			}
+			if tc.headroom == (nb == na) {
+				t.Errorf("binding and ample headroom give %+v and %+v: headroom matters=%v, want %v", nb, na, nb != na, tc.headroom)
+			}
+			// Fault-free: never both held where headroom binds, one
+			// waiting for the other's headroom, and every quiescent
+			// state a success on both sides of both handoffs.
+			most, waited, quiet := 0, 0, 0
+			shapesBFS(t, c, func(s *State) {
+				most = max(most, held(s))
+				tx := model.Tx{W: &s.W}
+				for h := range binds.World.Handoffs {
+					if x := &s.W.H[h]; x.Pending && int(x.Decode) == d && held(s) == 1 && !tx.CanReserve(h) {
+						waited++
+					}
+				}
+				if c.Quiescent(s) {
+					quiet++
+					for h := range binds.World.Handoffs {
+						if o := s.W.H[h].Outcome; o[model.SourceSide] != model.OutcomeOK || o[model.DestinationSide] != model.OutcomeOK {
+							t.Fatalf("fault-free, yet handoff %d ended %v:\n%s", h, o, strings.Join(c.DescribeState(s), "\n"))
+						}
+					}
+				}
+			})
+			mostAmple := 0
+			shapesBFS(t, a, func(s *State) { mostAmple = max(mostAmple, held(s)) })
+			if quiet == 0 || mostAmple != 2 {
+				t.Fatalf("%d quiescent states; with ample headroom at most %d handoffs held at once, want 2", quiet, mostAmple)
+			}
+			if tc.headroom && (most != 1 || waited == 0) {
+				t.Errorf("binding headroom: up to %d handoffs held at once (want 1), %d states where one waits for the other's headroom (want some)", most, waited)
+			}
+			if !tc.headroom && most != 2 {
+				t.Errorf("an engine without headroom held at most %d handoffs at once, want 2", most)
+			}
+			// With faults (restart, cancel, early timers) too.
+			most = 0
+			shapesBFS(t, shapesNew(t, &faulty, tc.run, true), func(s *State) { most = max(most, held(s)) })
+			if most != tc.faultyHeldMax {
+				t.Errorf("with faults: up to %d handoffs held at once, want %d", most, tc.faultyHeldMax)
+			}
+		})
+	}
+}
