@@ -830,11 +830,25 @@ func TestReport_FirstViolationInBreadthFirstOrder(t *testing.T) {
 			override(t, s, spec.Source, "Pinned", "ReaderCompleted", spec.SourceFirst, "Released",
 				"DisarmLease", "ReportSourceReleased", "Complete")
 		}},
+		// The request is never counted out of the worker: a state
+		// invariant, judged on the state a step reaches.
+		{"vllm", Budget{Cancel: 1}, func(t *testing.T, s *spec.Spec) {
+			override(t, s, spec.Source, "Pinned", "ReaderCompleted", spec.SourceFirst, "Released",
+				"DisarmLease", "ReleaseSource", "ReportSourceReleased")
+		}},
 	}
-	for i, tc := range cases {
+	// Each broken table on one handoff, and on two handoffs and two
+	// decode workers without symmetry, where several states of the
+	// failing level break an invariant and the order must choose.
+	for i := range 2 * len(cases) {
+		tc := cases[i%len(cases)]
 		s := spec.Default()
 		tc.break_(t, s)
 		cfg := mustConfig(t, smallConfig)
+		if i >= len(cases) {
+			cfg = mustConfig(t, twoByTwo)
+			cfg.Symmetry = false
+		}
 		cfg.Budget = tc.budget
 		c, err := New(interpreted(t, s), cfg, runNamed(t, cfg, tc.run))
 		if err != nil {
