@@ -1368,3 +1368,33 @@ func TestInvariants_FiveWorkers(t *testing.T) {
 		t.Fatalf("Quiescence: %v", v)
 	}
 }
+
+// An invariant whose halves do not match its kind is refused (init panics
+// on one): each kind with each wrong set of halves.
+func TestInvariants_HalvesMatchTheKind(t *testing.T) {
+	step := func(*World, *Journal) *Violation { return nil }
+	state := func(*World, *Records, *allHoldings) *Violation { return nil }
+	type halves struct {
+		step  func(*World, *Journal) *Violation
+		state func(*World, *Records, *allHoldings) *Violation
+	}
+	sets := map[string]halves{"none": {}, "step": {step, nil}, "state": {nil, state}, "both": {step, state}}
+	for _, tc := range []struct {
+		kind      InvariantKind
+		elsewhere bool
+		ok        string // the one set of halves that is consistent, "" for none
+	}{
+		{SafetyStep, false, "step"}, {SafetyState, false, "state"}, {SafetyStepAndState, false, "both"}, {Progress, false, ""},
+		{SafetyStep, true, "none"}, {Progress, true, "none"}, {SafetyState, true, ""}, {SafetyStepAndState, true, ""},
+	} {
+		for name, hv := range sets {
+			inv := Invariant{Kind: tc.kind, step: hv.step, state: hv.state}
+			if tc.elsewhere {
+				inv.Elsewhere = "the checker"
+			}
+			if got := inv.consistent(); got != (name == tc.ok) {
+				t.Errorf("%v (elsewhere %v) with halves %s: consistent() = %v", tc.kind, tc.elsewhere, name, got)
+			}
+		}
+	}
+}

@@ -672,6 +672,7 @@ func TestOps_Predicates(t *testing.T) {
 
 			{"CanOccupyBackground/occupied", background1, nil, func(tx *Tx) bool { return tx.CanOccupyBackground(dw(tx)) }, false},
 			{"CanOccupyBackground/freed", background1, []func(*Tx){freeBackground}, func(tx *Tx) bool { return tx.CanOccupyBackground(dw(tx)) }, true},
+			{"CanOccupyBackground/one-block", conf(spec.SourceFirst, VLLM, 1, 2, func(c *Config) { setBackground(c, 1, 0) }), []func(*Tx){freeBackground}, func(tx *Tx) bool { return tx.CanOccupyBackground(dw(tx)) }, true},
 			{"CanOccupyBackground/none-configured", vllm1, nil, func(tx *Tx) bool { return tx.CanOccupyBackground(dw(tx)) }, false},
 			{"CanOccupyBackground/slots-full", backgroundOneSlotSGLang, upTo(0, stDecodeRouted, freeBackground, path(0)[stReserved-1]), func(tx *Tx) bool { return tx.CanOccupyBackground(dw(tx)) }, false},
 			{"CanOccupyBackground/slots-exactly-fit", backgroundOneSlotSGLang, []func(*Tx){freeBackground}, func(tx *Tx) bool { return tx.CanOccupyBackground(dw(tx)) }, true},
