@@ -902,11 +902,22 @@ func TestReport_Rates(t *testing.T) {
 }
 
 // A check interrupted before it starts runs nothing and says so; so does
-// its JSON report.
+// its JSON report. An exploration interrupted before its first level
+// reports the initial state alone, and the store that holds it.
 func TestReport_Interrupted(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
+	c, err := New(Generated(), cfg, runNamed(t, cfg, "vllm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Explore(ctx, Limits{Workers: 1}, nil)
+	if r.Complete || r.StopReason != StopInterrupted || r.StopDetail != "interrupted before the exploration completed" ||
+		r.Stats.States != 1 || r.Stats.Depth != 0 || r.Stats.StoreBytes != 16*8 {
+		t.Errorf("interrupted exploration: complete=%v stop=%q %q, %d states, depth %d, store %d bytes",
+			r.Complete, r.StopReason, r.StopDetail, r.Stats.States, r.Stats.Depth, r.Stats.StoreBytes)
+	}
 	rep, err := Check(ctx, Generated(), cfg, cfg.Runs, Limits{}, nil)
 	if err != nil {
 		t.Fatal(err)
