@@ -2,6 +2,7 @@ package checker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -253,5 +254,100 @@ func TestMove_StringOfAnUnknownKind(t *testing.T) {
 	}
 	if got := (Move{Kind: MvRoutePrefill, H: -1, Arg: 2}).String(); got != "route-prefill worker=2" {
 		t.Errorf("a move about no handoff prints %q", got)
+	}
+}
+
+// CheckVocabulary names each thing the model cannot run, one per line: a
+// table with more states than four bits hold, an event whose origin
+// differs from the model's, and it accepts the largest table that fits.
+func TestCheckVocabulary_NamesEachProblem(t *testing.T) {
+	grow := func(n int) *spec.Spec {
+		s := spec.Default()
+		tb := s.Table(spec.Destination)
+		for i := len(tb.States); i < n; i++ {
+			tb.States = append(tb.States, spec.State{Name: fmt.Sprintf("Extra%d", i)})
+		}
+		return s
+	}
+	if err := CheckVocabulary(grow(MaxStates)); err != nil {
+		t.Errorf("a table of %d states is refused: %v", MaxStates, err)
+	}
+	s := grow(MaxStates + 1)
+	ev := &s.Table(spec.Source).Events[0]
+	want := spec.Peer
+	if ev.Origin == spec.Peer {
+		want = spec.Timer
+	}
+	ev.Origin = want
+	err := CheckVocabulary(s)
+	if err == nil {
+		t.Fatal("a table of 17 states with a wrong origin is accepted")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != 3 || lines[1] != fmt.Sprintf("  source event %q has origin %s, the model gives it origin %s", ev.Name, want, spec.Default().Source.Events[0].Origin) ||
+		lines[2] != fmt.Sprintf("  destination table has %d states, at most %d are supported", MaxStates+1, MaxStates) {
+		t.Errorf("want a heading and one indented line per problem, got:\n%s", err)
+	}
+}
+
+// The mutation summary and its JSON count what was decided: undecided
+// mutants apart, invariants of equal kills in name order, and the number
+// of mutants checked.
+func TestMutationSummary_CountsEveryKind(t *testing.T) {
+	m := func(name string) spec.Mutant { return spec.Mutant{Name: name, Operator: spec.Operators[0]} }
+	results := []MutantResult{
+		{Mutant: m("a"), Checked: true, Killed: true, Invariant: "Zeta", Check: "z"},
+		{Mutant: m("b"), Checked: true, Killed: true, Invariant: "Alpha", Check: "a1"},
+		{Mutant: m("c"), Checked: true, Bounded: true},
+		{Mutant: m("d"), Checked: true},
+		{Mutant: m("e")},
+	}
+	got := MutationSummary(results)
+	for _, want := range []string{
+		"mutation score: 2/4 mutants killed (50.0%), 1 undecided (an exploration hit a bound)\n",
+		"killed by:\n  Alpha                          1\n       1  a1\n  Zeta                           1\n       1  z\n",
+		"survivors (1): each is an equivalent change or a gap in what is checked:\n  d\n",
+		"interrupted: 1 of 5 mutants not checked; the score covers the 4 checked\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary lacks %q:\n%s", want, got)
+		}
+	}
+	js, err := MutationJSON(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Killed, Checked, Total int
+		Interrupted            bool
+	}
+	if err := json.Unmarshal(js, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Killed != 2 || out.Checked != 4 || out.Total != 5 || !out.Interrupted {
+		t.Errorf("JSON counts %+v, want 2 killed, 4 checked, 5 in all, interrupted", out)
+	}
+}
+
+// A liveness loop of a single move (a timer that re-arms itself) is still
+// a loop: the trace file marks where it starts.
+func TestWriteTrace_OneMoveLoop(t *testing.T) {
+	cfg := mustConfig(t, smallConfig)
+	c := checkerFor(t, Generated(), cfg, "vllm")
+	ce := &Counterexample{
+		Violation: &model.Violation{Invariant: model.NameEventuallyDrained},
+		Steps:     []TraceStep{{Move: Move{Kind: MvRoutePrefill, H: 0, Arg: 0}}},
+		Loop:      []TraceStep{{Move: Move{Kind: MvTimer, H: 0, Arg: int8(model.TimerReservation)}}},
+	}
+	var b strings.Builder
+	if err := WriteTrace(&b, []byte(smallConfig), nil, "vllm", c.Attempts(), ce); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := ParseTrace("t.jsonl", []byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.LoopFrom != 1 || len(tr.Moves) != 2 {
+		t.Errorf("loop_from %d over %d moves, want 1 over 2:\n%s", tr.LoopFrom, len(tr.Moves), b.String())
 	}
 }
