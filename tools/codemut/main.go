@@ -34,6 +34,7 @@ import (
 
 type options struct {
 	root, equivalents, jsonOut string
+	retry                      string
 	dirs                       []string
 	n, jobs                    int
 	seed                       uint64
@@ -60,6 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.equivalents, "equivalents", "tools/codemut/equivalent.txt", "`file` of changes known to alter nothing, with the reason")
 	fs.StringVar(&o.jsonOut, "json", "", "also write every result to this `file` as JSON")
 	fs.BoolVar(&o.list, "list", false, "list the chosen changes and stop")
+	fs.StringVar(&o.retry, "retry", "", "try again exactly the survivors of an earlier run's -json `file` (every one still in the code)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -130,6 +132,13 @@ func mutate(o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var keep map[string]bool
+	if o.retry != "" {
+		if keep, err = survivorsOf(o.retry); err != nil {
+			return err
+		}
+		o.all = true
+	}
 	var all []site
 	perFile := map[string][]site{}
 	for _, f := range files {
@@ -140,14 +149,25 @@ func mutate(o *options, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if o.match != nil {
-			ss = slices.DeleteFunc(ss, func(s site) bool { return !o.match.MatchString(s.Key()) })
+		if o.match != nil || keep != nil {
+			ss = slices.DeleteFunc(ss, func(s site) bool {
+				return (o.match != nil && !o.match.MatchString(s.Key())) || (keep != nil && !keep[s.Key()])
+			})
 			if len(ss) == 0 {
 				continue
 			}
 		}
 		perFile[f] = ss
 		all = append(all, ss...)
+	}
+	if keep != nil {
+		found := 0
+		for _, ss := range perFile {
+			found += len(ss)
+		}
+		if found < len(keep) {
+			fmt.Fprintf(stderr, "codemut: %d of the %d survivors in %s are no longer in the code (it changed there)\n", len(keep)-found, len(keep), o.retry)
+		}
 	}
 	if len(all) == 0 {
 		return fmt.Errorf("no sites in %v", o.dirs)
@@ -466,6 +486,26 @@ func goTest(ctx context.Context, root, overlay, path string, short bool, limit t
 		err = context.DeadlineExceeded
 	}
 	return time.Since(t0), out, err
+}
+
+// survivorsOf reads the keys of the changes that survived in an earlier
+// run's -json file.
+func survivorsOf(path string) (map[string]bool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var rs []result
+	if err := json.Unmarshal(b, &rs); err != nil {
+		return nil, fmt.Errorf("%s: not a -json file of codemut: %v", path, err)
+	}
+	keep := map[string]bool{}
+	for _, r := range rs {
+		if r.Status == "survived" {
+			keep[r.Key] = true
+		}
+	}
+	return keep, nil
 }
 
 // readEquivalents reads the list of changes known to alter nothing: one
