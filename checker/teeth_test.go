@@ -351,3 +351,74 @@ func TestWriteTrace_OneMoveLoop(t *testing.T) {
 		t.Errorf("loop_from %d over %d moves, want 1 over 2:\n%s", tr.LoopFrom, len(tr.Moves), b.String())
 	}
 }
+
+// findState explores a run breadth-first and returns the first state that
+// satisfies want.
+func findState(t *testing.T, c *Checker, want func(*State) bool) State {
+	t.Helper()
+	seen := map[Key]bool{}
+	queue := []State{c.Initial()}
+	for len(queue) > 0 {
+		s := queue[0]
+		queue = queue[1:]
+		if want(&s) {
+			return s
+		}
+		var ms moveSet
+		c.moves(&s, &ms)
+		for i := 0; i < ms.n; i++ {
+			next := s
+			if _, _, err := c.Step(&next, ms.m[i], nil); err != nil {
+				t.Fatal(err)
+			}
+			if k := c.Key(&next); !seen[k] {
+				seen[k] = true
+				queue = append(queue, next)
+			}
+		}
+	}
+	t.Fatal("no reachable state has what the test needs")
+	return State{}
+}
+
+// A fact delivered (or duplicated) to a terminal record may change nothing
+// but the channel it was taken from: judgeStep, which every step of the
+// explorer goes through, reports AttemptIsolation with the check that
+// failed, for a delivery and a duplicate alike, and nothing for a clean one.
+func TestJudgeStep_AttemptIsolation(t *testing.T) {
+	c := checkerFor(t, Generated(), mustConfig(t, smallConfig), "vllm")
+	to := model.DestinationSide
+	before := findState(t, c, func(s *State) bool {
+		return c.terminal(s, spec.Destination, 0) && s.W.H[0].Ch[to].N > 0
+	})
+	msg := before.W.H[0].Ch[to].M[0]
+	var j model.Journal
+	deliver := Move{Kind: MvDeliver, H: 0, Arg: int8(to), Msg: msg}
+	dup := Move{Kind: MvDuplicate, H: 0, Arg: int8(to), Msg: msg}
+	for _, tc := range []struct {
+		name   string
+		m      Move
+		change func(*State)
+		check  string
+	}{
+		{"clean delivery", deliver, func(s *State) { s.W.H[0].Ch[to].Take(0) }, ""},
+		{"clean duplicate", dup, func(s *State) {}, ""},
+		{"delivery that frees a block", deliver, func(s *State) { s.W.H[0].Ch[to].Take(0); s.W.W[1].Free++ }, "a stale fact to the %s changed the world"},
+		{"duplicate that frees a block", dup, func(s *State) { s.W.W[1].Free++ }, "a duplicate of a stale fact changed the world"},
+		{"delivery that moves a machine", deliver, func(s *State) { s.W.H[0].Ch[to].Take(0); s.Src[0]++ }, "a stale fact changed a role machine"},
+	} {
+		after := before
+		tc.change(&after)
+		v := c.judgeStep(&before, &after, &j, tc.m)
+		got := ""
+		if v != nil {
+			got = v.Check
+			if v.Invariant != model.NameAttemptIsolation {
+				t.Errorf("%s: %s fired", tc.name, v.Invariant)
+			}
+		}
+		if got != tc.check {
+			t.Errorf("%s: check %q, want %q", tc.name, got, tc.check)
+		}
+	}
+}
