@@ -1,0 +1,66 @@
+package model
+
+import (
+	"math"
+	"testing"
+)
+
+// The integer helpers under pricing and packing, at the edges where a
+// slip would go unseen by the larger tests: zero, negative numerators,
+// exact multiples, and products at the limit.
+func TestUnits_Edges(t *testing.T) {
+	for _, tc := range []struct{ a, b, floor, ceil int64 }{
+		{0, 16, 0, 0}, {1, 16, 0, 1}, {16, 16, 1, 1}, {17, 16, 1, 2},
+		{-1, 16, -1, 0}, {-16, 16, -1, 0}, {-17, 16, -2, 0}, {-32, 16, -2, 0},
+	} {
+		if got := floorDiv(tc.a, tc.b); got != tc.floor {
+			t.Errorf("floorDiv(%d, %d) = %d, want %d", tc.a, tc.b, got, tc.floor)
+		}
+		if got := ceilDiv(tc.a, tc.b); got != tc.ceil {
+			t.Errorf("ceilDiv(%d, %d) = %d, want %d", tc.a, tc.b, got, tc.ceil)
+		}
+	}
+	for _, tc := range []struct {
+		n   int64
+		per Bytes
+		out Bytes
+		ok  bool
+	}{
+		{5, 0, 0, true}, {0, 7, 0, true}, {3, 7, 21, true}, {-1, 7, 0, false}, {1, -1, 0, false},
+		{math.MaxInt64, 1, math.MaxInt64, true}, {math.MaxInt64, 2, 0, false}, {1 << 32, 1 << 32, 0, false},
+	} {
+		if out, ok := mulBytes(tc.n, tc.per); out != tc.out || ok != tc.ok {
+			t.Errorf("mulBytes(%d, %d) = %d, %v; want %d, %v", tc.n, tc.per, out, ok, tc.out, tc.ok)
+		}
+	}
+}
+
+// A handoff's channels survive packing: every length and every message in
+// every position, so that a field shifted onto its neighbour is noticed.
+func TestPack_ChannelsRoundTrip(t *testing.T) {
+	for n := uint8(0); n <= uint8(len(Channel{}.M)); n++ {
+		for m := Msg(1); m < NumMsgs; m++ {
+			var c Channel
+			c.N = n
+			for i := range c.M[:n] {
+				c.M[i] = Msg((int(m)+i)%(int(NumMsgs)-1) + 1)
+			}
+			var got Channel
+			unpackChannel(&got, packChannel(&c))
+			if got != c {
+				t.Fatalf("channel %v came back as %v", c, got)
+			}
+			var x Handoff
+			x.Prefill, x.Decode = -1, -1
+			x.Ch[0], x.Ch[1] = c, c
+			x.Ch[1].M[0], x.Ch[1].M[len(c.M)-1] = c.M[len(c.M)-1], c.M[0]
+			var w World
+			w.H[0] = x
+			var back Handoff
+			unpackHandoff(&back, w.PackHandoff(0, 0))
+			if back.Ch != x.Ch {
+				t.Fatalf("channels %v came back as %v", x.Ch, back.Ch)
+			}
+		}
+	}
+}
