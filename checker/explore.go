@@ -176,13 +176,17 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 		workers = runtime.GOMAXPROCS(0)
 	}
 	e := &exploration{c: c, lim: lim, words: 1 + c.nW + model.HandoffWords*c.nH, cov: newCoverage(c.proto.spec)}
-	e.heapStart = heapObjects()
+	e.heapStart = readHeap()
 	e.st = newStore(lim.Exact, e.words, lim.Liveness)
 	e.stats.Workers = workers
 	if lim.Liveness {
 		e.g = &graph{}
 	}
 	var overMemory atomic.Bool
+	// stopForMemory stops the run for its memory bound. Both checks, the
+	// watcher's and the one before each level, stop through it, so that
+	// the report gives the same reason whichever of them noticed.
+	stopForMemory := func() {}
 	if lim.MaxMemory > 0 {
 		// The bound holds within a level too: a watcher stops the level
 		// when resident memory nears the bound, and the collector works
@@ -193,7 +197,8 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 		ctx, cancel = context.WithCancel(ctx)
 		done := make(chan struct{})
 		defer func() { close(done); cancel() }()
-		go watchMemory(lim.MaxMemory, done, func() { overMemory.Store(true); cancel() })
+		stopForMemory = func() { overMemory.Store(true); cancel() }
+		go watchMemory(lim.MaxMemory, done, stopForMemory)
 	}
 	init := c.Initial()
 	var k Key
@@ -223,7 +228,8 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 			break
 		}
 		if lim.MaxMemory > 0 && e.levelWouldPass(len(frontier)/e.words, lim.MaxMemory) {
-			e.cut, e.stopWhy = true, StopMaxMemory
+			stopForMemory()
+			e.cut, e.stopWhy = true, stopped()
 			break
 		}
 		next, interrupted := e.level(ctx, frontier, levelStart, workers)
@@ -374,6 +380,11 @@ func watchMemory(bound int64, done <-chan struct{}, stop func()) {
 	}
 }
 
+// readHeap reads the live heap for PeakHeap. It is a variable so that a
+// test can give a run the readings it would see, which the collector does
+// not otherwise let a test choose.
+var readHeap = heapObjects
+
 // heapObjects is the live heap now.
 func heapObjects() uint64 {
 	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
@@ -387,7 +398,7 @@ func heapObjects() uint64 {
 // sampleHeap records the live heap. runtime/metrics reads it without
 // stopping the world, so sampling every level costs nothing measurable.
 func (e *exploration) sampleHeap() {
-	if h := heapObjects(); h > e.heapStart {
+	if h := readHeap(); h > e.heapStart {
 		e.stats.PeakHeap = max(e.stats.PeakHeap, h-e.heapStart)
 	}
 }

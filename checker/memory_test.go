@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -272,4 +273,105 @@ func TestMemory_LevelNeedsRoomForEachPart(t *testing.T) {
 		}
 	}
 	runtime.KeepAlive(big)
+}
+
+// The watcher stops a run once resident memory has passed the threshold,
+// once, and returns; under a bound far above resident memory it never
+// stops the run and returns when the run is done.
+func TestMemory_WatcherStopsPastTheThreshold(t *testing.T) {
+	if residentBytes() == 0 {
+		t.Skip("this system does not report resident memory")
+	}
+	done := make(chan struct{})
+	stops := 0
+	// A bound of one byte is passed at once: the watcher stops the run at
+	// its first look and returns by itself (done stays open).
+	watchMemory(1, done, func() { stops++ })
+	if stops != 1 {
+		t.Fatalf("past the threshold, the watcher stopped the run %d times, want once", stops)
+	}
+	var far atomic.Int32
+	returned := make(chan struct{})
+	go func() {
+		watchMemory(1<<62, done, func() { far.Add(1) })
+		close(returned)
+	}()
+	// Let it look a few times (it looks every 5 ms); whether it looked or
+	// not, it must not have stopped the run.
+	time.Sleep(30 * time.Millisecond)
+	close(done)
+	<-returned
+	if n := far.Load(); n != 0 {
+		t.Fatalf("far below the threshold, the watcher stopped the run %d times", n)
+	}
+}
+
+// A stop by the memory bound reads as such, not as an interrupt: the run
+// is stopped through the same path whichever check noticed, and the
+// context it was given is left alone.
+func TestMemory_StopReasonIsTheBound(t *testing.T) {
+	cfg := loadConfigFile(t, "../testdata/configs/small.json")
+	c, err := New(Generated(), cfg, runNamed(t, cfg, "trtllm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := c.Explore(ctx, Limits{MaxMemory: 1, Workers: 1}, nil)
+	if r.Complete || r.StopReason != StopMaxMemory || r.StopDetail != "stopped before resident memory passed the bound of 1 B (--max-memory)" || ctx.Err() != nil {
+		t.Errorf("complete=%v stop=%q %q, the caller's context: %v", r.Complete, r.StopReason, r.StopDetail, ctx.Err())
+	}
+}
+
+// fakeHeap makes the run read the given live-heap figures, one per
+// reading, the last repeated: the first is the heap when the run starts.
+func fakeHeap(t *testing.T, readings ...uint64) *int {
+	t.Helper()
+	n := 0
+	old := readHeap
+	readHeap = func() uint64 {
+		h := readings[min(n, len(readings)-1)]
+		n++
+		return h
+	}
+	t.Cleanup(func() { readHeap = old })
+	return &n
+}
+
+// PeakHeap is the largest growth of the heap over its size when the run
+// started, read after every level and once more at the end: a peak in the
+// middle of the run is kept when the heap has shrunk by its end, a heap
+// that ends below where it started counts as no growth, and a run stopped
+// before its first level still reads the heap it used.
+func TestExplore_PeakHeapIsTheLargestGrowth(t *testing.T) {
+	cfg := loadConfigFile(t, "../testdata/configs/small.json")
+	c, err := New(Generated(), cfg, runNamed(t, cfg, "trtllm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// trtllm is 10 moves deep: 11 levels (the last reaches nothing new),
+	// so a reading at the start, one after each level and one at the end.
+	// The peak is after the third level; the run ends below where it
+	// started.
+	n := fakeHeap(t, 1000, 1100, 1200, 5000, 1500, 1500, 1500, 1500, 1500, 1500, 1500, 1500, 900)
+	r := c.Explore(context.Background(), Limits{Workers: 2}, nil)
+	if *n != 13 || !r.Complete || r.Stats.Depth != 10 {
+		t.Fatalf("%d heap readings over a complete run of depth %d (complete=%v), want 13", *n, r.Stats.Depth, r.Complete)
+	}
+	if r.Stats.PeakHeap != 4000 {
+		t.Errorf("peak heap %d, want 4000 (the largest reading, 5000, less 1000 at the start)", r.Stats.PeakHeap)
+	}
+	// The heap only shrinks: no growth.
+	fakeHeap(t, 1000, 800)
+	if r := c.Explore(context.Background(), Limits{Workers: 1}, nil); r.Stats.PeakHeap != 0 {
+		t.Errorf("a heap that only shrank: peak %d, want 0", r.Stats.PeakHeap)
+	}
+	// Interrupted before the first level: only the reading at the end.
+	n = fakeHeap(t, 1000, 3000)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r = c.Explore(ctx, Limits{Workers: 1}, nil)
+	if r.StopReason != StopInterrupted || *n != 2 || r.Stats.PeakHeap != 2000 {
+		t.Errorf("interrupted before the first level: stop %q, %d readings, peak %d; want 2 readings and a peak of 2000", r.StopReason, *n, r.Stats.PeakHeap)
+	}
 }
