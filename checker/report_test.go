@@ -952,3 +952,40 @@ func TestReport_Interrupted(t *testing.T) {
 	}
 	wantLine(t, wrep.Text(TextOptions{}), "run trtllm (source-first, engine trtllm): not run (interrupted)\n")
 }
+
+// The speed-up over one worker is stated whenever it was measured, also
+// when it is below one (more workers were slower), and left out when the
+// run took no time. The JSON report carries the same ratio.
+func TestReport_SpeedupOverOneWorker(t *testing.T) {
+	cfg := loadConfigFile(t, "../testdata/configs/small.json")
+	rep := checkOne(t, cfg, "trtllm", Limits{Workers: 2})
+	one := &Report{Runs: []*Result{{Stats: Stats{Elapsed: time.Second}}}}
+	rep.SetBaseline(one)
+	for _, tc := range []struct {
+		elapsed time.Duration
+		line    string
+		ratio   float64
+	}{
+		{2 * time.Second, ", 2 workers, 0.50× the speed of one worker (1s on one)\n", 0.5},
+		{time.Second / 4, ", 2 workers, 4.00× the speed of one worker (1s on one)\n", 4},
+		{0, ", 2 workers\n", 0},
+	} {
+		rep.Runs[0].Stats.Elapsed = tc.elapsed
+		wantLine(t, rep.Text(TextOptions{Stats: true}), tc.line)
+		data, err := rep.JSON(TextOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var j struct {
+			Runs []struct {
+				Speedup float64 `json:"speedup_over_one_worker"`
+			} `json:"runs"`
+		}
+		if err := json.Unmarshal(data, &j); err != nil {
+			t.Fatal(err)
+		}
+		if j.Runs[0].Speedup != tc.ratio {
+			t.Errorf("elapsed %s: JSON speed-up %g, want %g", tc.elapsed, j.Runs[0].Speedup, tc.ratio)
+		}
+	}
+}
