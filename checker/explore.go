@@ -332,27 +332,36 @@ func FormatBytes(n int64) string {
 }
 
 // levelWouldPass reports whether expanding a level of n states could take
-// resident memory past the bound: a level holds, per frontier state, about
-// two new keys and candidates and five graph edges, and the store may grow
-// by half. The watcher stops a level that grows past this estimate, but the
-// commit of a level cannot stop halfway, so a level that cannot fit is not
-// begun.
+// resident memory past the bound. The watcher stops a level that grows past
+// the estimate, but the commit of a level cannot stop halfway, so a level
+// that cannot fit is not begun.
 func (e *exploration) levelWouldPass(n int, bound int64) bool {
+	return int64(residentBytes())+e.levelNeed(n) >= memoryThreshold(bound)
+}
+
+// levelNeed estimates what expanding a level of n states allocates: per
+// frontier state, about two new keys and candidates, a key of the next
+// frontier and five graph edges; and the store may grow by half.
+func (e *exploration) levelNeed(n int) int64 {
 	need := int64(n) * int64(2*e.words*8+2*int(unsafe.Sizeof(candidate{}))+e.words*8)
 	if e.g != nil {
 		need += int64(n) * 5 * int64(unsafe.Sizeof(edge{})+8)
 	}
-	need += e.st.bytes(len(e.parent)) / 2
-	return int64(residentBytes())+need >= memoryThreshold(bound)
+	return need + e.st.bytes(len(e.parent))/2
 }
 
 // livenessWouldPass reports whether judging EventuallyDrained could take
-// resident memory past the bound: it builds the reverse graph (an offset
-// per state and a source per edge, 4 bytes each) and a flag per state.
+// resident memory past the bound.
 func (e *exploration) livenessWouldPass(bound int64) bool {
+	return int64(residentBytes())+e.livenessNeed() >= memoryThreshold(bound)
+}
+
+// livenessNeed is what judging EventuallyDrained allocates: the reverse
+// graph (an offset per state and a source per edge, 4 bytes each) and a
+// flag per state.
+func (e *exploration) livenessNeed() int64 {
 	n, m := int64(len(e.parent)), int64(len(e.g.from))
-	need := 4*(n+1) + 4*m + 4*n + n
-	return int64(residentBytes())+need >= memoryThreshold(bound)
+	return 4*(n+1) + 4*m + 4*n + n
 }
 
 // memoryThreshold is where the watcher stops a level: a tenth of the

@@ -375,3 +375,33 @@ func TestExplore_PeakHeapIsTheLargestGrowth(t *testing.T) {
 		t.Errorf("interrupted before the first level: stop %q, %d readings, peak %d; want 2 readings and a peak of 2000", r.StopReason, *n, r.Stats.PeakHeap)
 	}
 }
+
+// The estimates the bound is judged by, to the byte. A level of n states
+// needs, per state, two keys of 8 bytes a word, two candidates and a key of
+// the next frontier; with the liveness graph, five edges and their 8-byte
+// resolved ids; and half the store again. Judging EventuallyDrained needs
+// an offset per state and one more, a source per edge and an entry per
+// state, 4 bytes each, and a flag per state.
+func TestMemory_EstimatesToTheByte(t *testing.T) {
+	const words, n = 8, 1000
+	perState := int64(2*words*8 + 2*unsafe.Sizeof(candidate{}) + words*8)
+	perEdges := int64(5 * (unsafe.Sizeof(edge{}) + 8))
+	st := newStore(false, words, false)
+	st.fp[0].fps = make([]uint64, 1<<10)
+	half := st.bytes(0) / 2
+	if half < 4<<10 {
+		t.Fatalf("a store of 1024 slots counts %d bytes", st.bytes(0))
+	}
+	e := &exploration{words: words, st: st}
+	if got, want := e.levelNeed(n), n*perState+half; got != want {
+		t.Errorf("a level of %d states without the graph needs %d bytes, want %d", n, got, want)
+	}
+	e.g = &graph{}
+	if got, want := e.levelNeed(n), n*(perState+perEdges)+half; got != want {
+		t.Errorf("a level of %d states with the graph needs %d bytes, want %d", n, got, want)
+	}
+	e = &exploration{parent: make([]uint32, 10), g: &graph{from: make([]uint32, 7)}}
+	if got, want := e.livenessNeed(), int64(4*11+4*7+4*10+10); got != want {
+		t.Errorf("judging 10 states and 7 edges needs %d bytes, want %d", got, want)
+	}
+}
