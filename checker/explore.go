@@ -242,7 +242,7 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 		if len(next) > 0 {
 			e.stats.Depth = depth + 1
 		}
-		if progress != nil && time.Since(lastReport) >= 2*time.Second {
+		if progress != nil && time.Since(lastReport) >= progressEvery {
 			lastReport = time.Now()
 			progress(Progress{Run: c.run.Name, States: len(e.parent), Transitions: e.stats.Transitions, Depth: depth + 1,
 				Queue: len(next) / e.words, Elapsed: time.Since(start)})
@@ -293,6 +293,11 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 	}
 	return r
 }
+
+// progressEvery is how often Explore reports its progress, after the
+// level that ends that long after the last report. A variable so that a
+// test can see a report after every level.
+var progressEvery = 2 * time.Second
 
 // The reasons an exploration stops before it is complete, as the short
 // codes reports carry (stop_reason in JSON).

@@ -989,3 +989,41 @@ func TestReport_SpeedupOverOneWorker(t *testing.T) {
 		}
 	}
 }
+
+// Progress is reported after a level, at most every progressEvery; with
+// no wait, after every level. Each report gives the run, the states
+// reached, the transitions taken, the depth reached and the states
+// waiting to be explored, as an independent search counts them.
+func TestExplore_ProgressAfterEveryLevel(t *testing.T) {
+	cfg := loadConfigFile(t, "../testdata/configs/small.json")
+	c, err := New(Generated(), cfg, runNamed(t, cfg, "trtllm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := exploreRef(t, c, 0)
+	old := progressEvery
+	progressEvery = 0
+	defer func() { progressEvery = old }()
+	var got []Progress
+	r := c.Explore(context.Background(), Limits{Workers: 2}, func(p Progress) { got = append(got, p) })
+	if !r.Complete || len(got) != ref.depth+1 {
+		t.Fatalf("complete=%v, %d progress reports for a run %d moves deep; want one per level, %d", r.Complete, len(got), ref.depth, ref.depth+1)
+	}
+	for d, p := range got {
+		states, transitions, _ := ref.cutAt(d + 1)
+		queue := 0
+		for _, dd := range ref.depthOf {
+			if dd == d+1 {
+				queue++
+			}
+		}
+		want := Progress{Run: "trtllm", States: states, Transitions: transitions, Depth: d + 1, Queue: queue, Elapsed: p.Elapsed}
+		if p != want || p.Elapsed <= 0 {
+			t.Errorf("report %d: %+v, want %+v", d, p, want)
+		}
+	}
+	// No callback: nothing is called, however often progress is due.
+	if r := c.Explore(context.Background(), Limits{Workers: 1}, nil); !r.Complete {
+		t.Errorf("a run without a progress callback did not complete")
+	}
+}
