@@ -98,16 +98,7 @@ func (e *exploration) checkLiveness() *Counterexample {
 		if len(succ) == 0 {
 			panic("checker: a trapped state has no trapped successor")
 		}
-		// Prefer a successor other than the state itself so that the loop
-		// shows movement, unless the self-loop is all there is.
-		next := succ[0]
-		for _, s := range succ {
-			if s != v {
-				next = s
-				break
-			}
-		}
-		v = next
+		v = loopStep(v, succ)
 	}
 	v := &model.Violation{Invariant: model.NameEventuallyDrained, Handoff: -1, Worker: -1,
 		Detail: "from this state no fully drained state can be reached: something stays held forever"}
@@ -154,4 +145,16 @@ func (e *exploration) replayTo(id uint32) State {
 		}
 	}
 	return s
+}
+
+// loopStep picks the successor of trapped state v that the shown loop
+// takes: the first one other than v itself, so that the loop shows
+// movement, and the self-loop only when it is all there is.
+func loopStep(v uint32, succ []uint32) uint32 {
+	for _, s := range succ {
+		if s != v {
+			return s
+		}
+	}
+	return succ[0]
 }

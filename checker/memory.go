@@ -106,8 +106,15 @@ func (r *residentSampler) stop() uint64 {
 // MachineMemory is the memory this process may use: the machine's, or
 // its control group's limit when that is smaller (0 when unknown).
 func MachineMemory() uint64 {
+	return machineMemoryFrom("/proc/meminfo", "/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+}
+
+// machineMemoryFrom reads MemTotal from meminfo and lowers it to the
+// smallest number the control-group limit files hold ("max", an unlimited
+// cgroup v2, is not a number).
+func machineMemoryFrom(meminfo string, cgroupLimits ...string) uint64 {
 	var total uint64
-	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+	if data, err := os.ReadFile(meminfo); err == nil {
 		for _, line := range bytes.Split(data, []byte("\n")) {
 			if v, ok := bytes.CutPrefix(line, []byte("MemTotal:")); ok {
 				if f := bytes.Fields(v); len(f) >= 1 {
@@ -118,7 +125,7 @@ func MachineMemory() uint64 {
 			}
 		}
 	}
-	for _, p := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+	for _, p := range cgroupLimits {
 		if data, err := os.ReadFile(p); err == nil {
 			if lim, err := strconv.ParseUint(string(bytes.TrimSpace(data)), 10, 64); err == nil && lim > 0 && (total == 0 || lim < total) {
 				total = lim

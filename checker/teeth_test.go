@@ -422,3 +422,80 @@ func TestJudgeStep_AttemptIsolation(t *testing.T) {
 		}
 	}
 }
+
+// The memory a process may use is the machine's unless a control group
+// allows less: a smaller cgroup limit wins, "max" and a larger one do not,
+// and with no meminfo the cgroup limit alone is the answer.
+func TestMachineMemory_CgroupLimitWins(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := dir + "/" + name
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	meminfo := write("meminfo", "MemFree:  100 kB\nMemTotal:       2048 kB\nSwapTotal: 0 kB\n")
+	for _, tc := range []struct {
+		name   string
+		limits []string
+		want   uint64
+	}{
+		{"no cgroup", nil, 2 << 20},
+		{"unlimited", []string{write("max", "max\n")}, 2 << 20},
+		{"larger", []string{write("large", "4294967296\n")}, 2 << 20},
+		{"smaller", []string{write("small", "1048576\n")}, 1 << 20},
+		{"smallest of two", []string{write("a", "1572864\n"), write("b", "1048576\n")}, 1 << 20},
+		{"missing file", []string{dir + "/none"}, 2 << 20},
+	} {
+		if got := machineMemoryFrom(meminfo, tc.limits...); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	if got := machineMemoryFrom(dir+"/none", write("only", "1048576\n")); got != 1<<20 {
+		t.Errorf("no meminfo, a cgroup limit: %d", got)
+	}
+	if got := machineMemoryFrom(dir + "/none"); got != 0 {
+		t.Errorf("nothing known: %d, want 0", got)
+	}
+}
+
+// A walk takes at most Steps moves, and a run interrupted before any walk
+// ran reports no walk at all (not walks it did not make).
+func TestWalk_StepBoundAndInterruptBeforeStart(t *testing.T) {
+	c := checkerFor(t, Generated(), mustConfig(t, twoByTwo), "vllm")
+	r := c.Walk(context.Background(), WalkOptions{Seed: 3, Walks: 20, Steps: 4, Workers: 2})
+	// Seed 3 is deterministic: a walk or two end early (nothing they may
+	// take is enabled, they stop), the rest take exactly four moves; a
+	// fifth move anywhere would pass 80.
+	if r.Walks != 20 || r.Moves != 78 || r.Violation != nil {
+		t.Errorf("20 walks of at most 4 steps: %d walks, %d moves (want 78), violation %v", r.Walks, r.Moves, r.Violation)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r = c.Walk(ctx, WalkOptions{Seed: 3, Walks: 20, Steps: 4, Workers: 2})
+	if !r.Interrupted || r.Walks != 0 || r.Moves != 0 || r.Distinct != 0 || r.Failing != -1 {
+		t.Errorf("interrupted before the first walk: %+v", r)
+	}
+}
+
+// The loop of a liveness counterexample shows movement: where a trapped
+// state can both stay (a timer re-arming itself) and move on, the loop
+// takes the way that moves, so that it says what keeps the trap going.
+// (In the rearm-reservation variant the self-loop is all there is.)
+func TestLiveness_LoopPrefersMovementOverASelfLoop(t *testing.T) {
+	for _, tc := range []struct {
+		v    uint32
+		succ []uint32
+		want uint32
+	}{
+		{5, []uint32{5, 7, 9}, 7},
+		{5, []uint32{7, 5}, 7},
+		{5, []uint32{5}, 5},
+		{5, []uint32{9}, 9},
+	} {
+		if got := loopStep(tc.v, tc.succ); got != tc.want {
+			t.Errorf("from %d with successors %v the loop takes %d, want %d", tc.v, tc.succ, got, tc.want)
+		}
+	}
+}
