@@ -95,11 +95,16 @@ var Engines = [NumEngines]EngineTraits{
 
 func init() {
 	for e := range Engines {
-		if t := &Engines[e]; t.Name == "" || (t.CanReserve && !t.PageAligned) {
+		if t := &Engines[e]; !t.wellFormed() {
 			panic(fmt.Sprintf("model: engine %d (%q) needs a name, and page-aligned reservations if it reserves", e, t.Name))
 		}
 	}
 }
+
+// wellFormed reports whether an entry of the engine table can be used: it
+// has a name, and an engine that reserves does so in whole pages (the
+// reservation arithmetic assumes it).
+func (t *EngineTraits) wellFormed() bool { return t.Name != "" && (!t.CanReserve || t.PageAligned) }
 
 // Traits are the engine's traits. The engine must be known (Prepare checks).
 func (e Engine) Traits() *EngineTraits { return &Engines[e] }

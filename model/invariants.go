@@ -146,10 +146,16 @@ var Invariants = []Invariant{
 
 func init() {
 	for i := range Invariants {
-		if inv := &Invariants[i]; inv.Name == "" || inv.Meaning == "" || !inv.consistent() {
+		if inv := &Invariants[i]; !inv.wellFormed() {
 			panic(fmt.Sprintf("model: invariant %q: a name, a meaning, and halves that match its kind %v are needed", inv.Name, inv.Kind))
 		}
 	}
+}
+
+// wellFormed reports whether a registry entry can be used: a name, a
+// meaning, and halves that match its kind.
+func (inv *Invariant) wellFormed() bool {
+	return inv.Name != "" && inv.Meaning != "" && inv.consistent()
 }
 
 // consistent reports whether the invariant's halves are those its kind

@@ -64,3 +64,43 @@ func TestPack_ChannelsRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// The start-up checks of the registries refuse an entry without a name or
+// meaning, an invariant whose halves do not match its kind, and an engine
+// that reserves without page alignment; every shipped entry passes.
+func TestRegistries_WellFormed(t *testing.T) {
+	for e := range Engines {
+		if !Engines[e].wellFormed() {
+			t.Errorf("engine %d is not well formed", e)
+		}
+	}
+	for _, tc := range []struct {
+		t  EngineTraits
+		ok bool
+	}{
+		{EngineTraits{Name: "x"}, true},
+		{EngineTraits{Name: "x", CanReserve: true, PageAligned: true}, true},
+		{EngineTraits{Name: "x", PageAligned: true}, true},
+		{EngineTraits{Name: "x", CanReserve: true}, false},
+		{EngineTraits{CanReserve: true, PageAligned: true}, false},
+	} {
+		if got := tc.t.wellFormed(); got != tc.ok {
+			t.Errorf("%+v: wellFormed %v, want %v", tc.t, got, tc.ok)
+		}
+	}
+	good := Invariants[0]
+	if !good.wellFormed() {
+		t.Fatalf("%s is not well formed", good.Name)
+	}
+	for name, spoil := range map[string]func(*Invariant){
+		"no name":    func(inv *Invariant) { inv.Name = "" },
+		"no meaning": func(inv *Invariant) { inv.Meaning = "" },
+		"no halves":  func(inv *Invariant) { inv.step = nil },
+	} {
+		inv := good
+		spoil(&inv)
+		if inv.wellFormed() {
+			t.Errorf("%s: counted as well formed", name)
+		}
+	}
+}
