@@ -323,6 +323,7 @@ type jsonFigures struct {
 			Loop []struct {
 				Move string `json:"move"`
 			} `json:"loop"`
+			Mermaid string `json:"mermaid"`
 		} `json:"violation"`
 	} `json:"runs"`
 	Coverage []struct {
