@@ -341,7 +341,7 @@ func FormatBytes(n int64) string {
 // the estimate, but the commit of a level cannot stop halfway, so a level
 // that cannot fit is not begun.
 func (e *exploration) levelWouldPass(n int, bound int64) bool {
-	return int64(residentBytes())+e.levelNeed(n) >= memoryThreshold(bound)
+	return passes(int64(residentBytes()), e.levelNeed(n), bound)
 }
 
 // levelNeed estimates what expanding a level of n states allocates: per
@@ -358,7 +358,7 @@ func (e *exploration) levelNeed(n int) int64 {
 // livenessWouldPass reports whether judging EventuallyDrained could take
 // resident memory past the bound.
 func (e *exploration) livenessWouldPass(bound int64) bool {
-	return int64(residentBytes())+e.livenessNeed() >= memoryThreshold(bound)
+	return passes(int64(residentBytes()), e.livenessNeed(), bound)
 }
 
 // livenessNeed is what judging EventuallyDrained allocates: the reverse
@@ -367,6 +367,13 @@ func (e *exploration) livenessWouldPass(bound int64) bool {
 func (e *exploration) livenessNeed() int64 {
 	n, m := int64(len(e.parent)), int64(len(e.g.from))
 	return 4*(n+1) + 4*m + 4*n + n
+}
+
+// passes reports whether resident memory plus what is about to be
+// allocated reaches the threshold of the bound: the one comparison the
+// watcher and the checks before a level and before liveness all make.
+func passes(resident, need, bound int64) bool {
+	return resident+need >= memoryThreshold(bound)
 }
 
 // memoryThreshold is where the watcher stops a level: a tenth of the
@@ -386,7 +393,7 @@ func watchMemory(bound int64, done <-chan struct{}, stop func()) {
 		case <-done:
 			return
 		case <-t.C:
-			if int64(residentBytes()) >= memoryThreshold(bound) {
+			if passes(int64(residentBytes()), 0, bound) {
 				stop()
 				return
 			}

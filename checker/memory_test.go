@@ -405,3 +405,25 @@ func TestMemory_EstimatesToTheByte(t *testing.T) {
 		t.Errorf("judging 10 states and 7 edges needs %d bytes, want %d", got, want)
 	}
 }
+
+// The bound is reached when resident memory and what is about to be
+// allocated together reach the threshold: at the threshold itself, not
+// only past it.
+func TestMemory_PassesAtTheThreshold(t *testing.T) {
+	const bound = 1 << 30
+	th := memoryThreshold(bound)
+	for _, tc := range []struct {
+		resident, need int64
+		want           bool
+	}{
+		{th - 100, 99, false},
+		{th - 100, 100, true},
+		{th, 0, true},
+		{th - 1, 0, false},
+		{th + 1, -2, false},
+	} {
+		if got := passes(tc.resident, tc.need, bound); got != tc.want {
+			t.Errorf("resident %d + need %d against a threshold of %d: passes=%v, want %v", tc.resident, tc.need, th, got, tc.want)
+		}
+	}
+}
