@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1027,4 +1028,63 @@ func TestExplore_ProgressAfterEveryLevel(t *testing.T) {
 	if r := c.Explore(context.Background(), Limits{Workers: 1}, nil); !r.Complete {
 		t.Errorf("a run without a progress callback did not complete")
 	}
+}
+
+// lateCancel is a context that reads as live for its first n looks and as
+// cancelled after them: an interrupt that lands at a chosen point of a run
+// whatever the timing.
+type lateCancel struct {
+	context.Context
+	n atomic.Int32
+}
+
+func (c *lateCancel) Err() error {
+	if c.n.Add(-1) >= 0 {
+		return nil
+	}
+	return context.Canceled
+}
+
+// An interrupt that lands inside a level drops that level whole: the run
+// is incomplete, says it was interrupted, and its figures are those of the
+// levels it completed, as an independent search counts them. Landing in
+// the first level leaves the initial state alone.
+func TestExplore_InterruptedWithinALevel(t *testing.T) {
+	cfg := loadConfigFile(t, "../testdata/configs/small.json")
+	c, err := New(Generated(), cfg, runNamed(t, cfg, "trtllm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := exploreRef(t, c, 0)
+	// One worker looks at the context before each level, before each
+	// chunk of it, every 256 states and once the chunks are done: after
+	// one look the first level is under way, after forty a later one.
+	for _, looks := range []int32{1, 40} {
+		ctx := &lateCancel{Context: context.Background()}
+		ctx.n.Store(looks)
+		r := c.Explore(ctx, Limits{Workers: 1}, nil)
+		if r.Complete || r.StopReason != StopInterrupted || r.StopDetail != "interrupted before the exploration completed" {
+			t.Errorf("interrupted after %d looks: complete=%v stop=%q %q", looks, r.Complete, r.StopReason, r.StopDetail)
+		}
+		if looks == 1 && r.Stats.Depth != 0 || looks > 1 && (r.Stats.Depth == 0 || r.Stats.Depth >= ref.depth) {
+			t.Errorf("interrupted after %d looks: depth %d of %d", looks, r.Stats.Depth, ref.depth)
+		}
+		states, transitions, deadEnds := ref.cutAt(r.Stats.Depth)
+		if r.Stats.States != states || r.Stats.Transitions != transitions || r.DeadEnds != deadEnds {
+			t.Errorf("interrupted after %d looks at depth %d: %d states, %d transitions, %d dead ends; the levels before it: %d, %d, %d",
+				looks, r.Stats.Depth, r.Stats.States, r.Stats.Transitions, r.DeadEnds, states, transitions, deadEnds)
+		}
+	}
+}
+
+// The report says how states were stored: exact keys, or fingerprints
+// with the chance that two collided, never both.
+func TestReport_SaysHowStatesWereStored(t *testing.T) {
+	cfg := loadConfigFile(t, "../testdata/configs/small.json")
+	exact := checkOne(t, cfg, "trtllm", Limits{Exact: true}).Text(TextOptions{})
+	wantLine(t, exact, "  states stored as exact keys: no fingerprint collisions\n")
+	wantNoLine(t, exact, "64-bit fingerprints")
+	fps := checkOne(t, cfg, "trtllm", Limits{}).Text(TextOptions{})
+	wantLine(t, fps, "  64-bit fingerprints: probability that two states collided ≤ ")
+	wantNoLine(t, fps, "exact keys")
 }
