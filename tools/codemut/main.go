@@ -34,7 +34,7 @@ import (
 
 type options struct {
 	root, equivalents, jsonOut string
-	retry                      string
+	retry, rescore             string
 	dirs                       []string
 	n, jobs                    int
 	seed                       uint64
@@ -61,6 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.equivalents, "equivalents", "tools/codemut/equivalent.txt", "`file` of changes known to alter nothing, with the reason")
 	fs.StringVar(&o.jsonOut, "json", "", "also write every result to this `file` as JSON")
 	fs.BoolVar(&o.list, "list", false, "list the chosen changes and stop")
+	fs.StringVar(&o.rescore, "rescore", "", "print the report of an earlier run's -json `file` again, judged by today's list of equivalent changes (runs no test)")
 	fs.StringVar(&o.retry, "retry", "", "try again exactly the survivors of an earlier run's -json `file` (every one still in the code)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -127,6 +128,22 @@ func mutate(o *options, stdout, stderr io.Writer) error {
 	equiv, err := readEquivalents(filepath.Join(o.root, o.equivalents))
 	if err != nil {
 		return err
+	}
+	if o.rescore != "" {
+		b, err := os.ReadFile(o.rescore)
+		if err != nil {
+			return err
+		}
+		var results []result
+		if err := json.Unmarshal(b, &results); err != nil {
+			return fmt.Errorf("%s: not a -json file of codemut: %v", o.rescore, err)
+		}
+		for i := range results {
+			results[i].Equivalent = equiv[results[i].Key]
+		}
+		fmt.Fprintf(stdout, "codemut: the results of %s, judged by %s today\n", o.rescore, o.equivalents)
+		report(stdout, results, -1, -1, o, equiv)
+		return nil
 	}
 	files, err := productionFiles(o.root, o.dirs)
 	if err != nil {
@@ -580,7 +597,10 @@ func report(w io.Writer, results []result, sites, nfiles int, o *options, equiv 
 	if o.all {
 		how = fmt.Sprintf("all %d", len(results))
 	}
-	fmt.Fprintf(w, "codemut: %s of %d sites in %d files\n\n", how, sites, nfiles)
+	if sites >= 0 {
+		fmt.Fprintf(w, "codemut: %s of %d sites in %d files\n", how, sites, nfiles)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%-28s %7s %7s %7s %8s %10s %7s\n", "file", "changes", "invalid", "killed", "survived", "equivalent", "score")
 	for _, f := range files {
 		t := byFile[f]
