@@ -160,3 +160,32 @@ func TestTally_Score(t *testing.T) {
 		t.Errorf("score %s, tally %+v", tl.score(), tl)
 	}
 }
+
+// Every change the list of equivalents names is still a change of today's
+// code: an entry whose code moved on would hide nothing and mislead.
+func TestEquivalents_AreStillInTheCode(t *testing.T) {
+	root := filepath.Join("..", "..")
+	equiv, err := readEquivalents(filepath.Join(root, "tools", "codemut", "equivalent.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := productionFiles(root, []string{"model", "checker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, f := range files {
+		ss, err := fileSites(root, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range ss {
+			have[ss[i].Key()] = true
+		}
+	}
+	for k := range equiv {
+		if !have[k] {
+			t.Errorf("equivalent.txt names a change no longer in the code: %s", k)
+		}
+	}
+}
