@@ -332,9 +332,16 @@ func (c *Config) Prepare() error {
 	}
 	for i := 0; i < d.nDecode; i++ {
 		w := d.decode[i]
-		if d.initCache[w]+c.Workers[w].BackgroundBlocks > c.Workers[w].Capacity && c.Workers[w].BackgroundAtStart {
-			return fmt.Errorf("%w: worker %d: prefix cache and background load at start (%d blocks) exceed its capacity of %d",
-				ErrConfig, w, int64(d.initCache[w]+c.Workers[w].BackgroundBlocks), int64(c.Workers[w].Capacity))
+		// The prefix caches are in the pool from the start, and so is the
+		// background load when it starts held: together they must fit,
+		// or the initial state already overcommits the pool.
+		atStart, what := d.initCache[w], "prefix cache"
+		if c.Workers[w].BackgroundAtStart {
+			atStart, what = atStart+c.Workers[w].BackgroundBlocks, "prefix cache and background load at start"
+		}
+		if atStart > c.Workers[w].Capacity {
+			return fmt.Errorf("%w: worker %d: %s (%d blocks) exceed its capacity of %d",
+				ErrConfig, w, what, int64(atStart), int64(c.Workers[w].Capacity))
 		}
 		for h := range c.Handoffs {
 			if need := d.locked[h][w] + d.dest[h][w].ReservedBlocks; need > c.Workers[w].Capacity {

@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -101,6 +102,40 @@ func TestRegistries_WellFormed(t *testing.T) {
 		spoil(&inv)
 		if inv.wellFormed() {
 			t.Errorf("%s: counted as well formed", name)
+		}
+	}
+}
+
+// The prefix caches a configuration places on a decode worker must fit in
+// its pool from the start, with the background load when that starts held:
+// otherwise the initial state already breaks CapacityRespected.
+func TestPrepare_PrefixCachesMustFit(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		hit        Tokens
+		background Blocks
+		atStart    bool
+		want       string
+	}{
+		{"fits", 16, 0, false, ""},
+		{"prefix caches overflow", 48, 0, false, "worker 1: prefix cache (6 blocks) exceed its capacity of 5"},
+		{"with background held", 32, 2, true, "worker 1: prefix cache and background load at start (6 blocks) exceed its capacity of 5"},
+		{"background not held at start", 32, 2, false, ""},
+	} {
+		c := &Config{
+			Workers: []WorkerConfig{
+				{Role: PrefillWorker, Capacity: 12},
+				{Role: DecodeWorker, Capacity: 5, Slots: 2, PrefixHit: []Tokens{tc.hit, tc.hit},
+					BackgroundBlocks: tc.background, BackgroundAtStart: tc.atStart},
+			},
+			Handoffs: []HandoffConfig{{PromptTokens: 48}, {PromptTokens: 48}},
+			Linear:   &LinearProfile{BytesPerToken: 1024, BlockSize: 16},
+		}
+		switch err := c.Prepare(); {
+		case err == nil && tc.want != "":
+			t.Errorf("%s: accepted, want %q", tc.name, tc.want)
+		case err != nil && (tc.want == "" || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
 	}
 }
