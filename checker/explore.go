@@ -341,8 +341,13 @@ func FormatBytes(n int64) string {
 // the estimate, but the commit of a level cannot stop halfway, so a level
 // that cannot fit is not begun.
 func (e *exploration) levelWouldPass(n int, bound int64) bool {
-	return passes(int64(residentBytes()), e.levelNeed(n), bound)
+	return passes(int64(readResident()), e.levelNeed(n), bound)
 }
+
+// readResident reads resident memory for the checks made before a level
+// and before liveness. It is a variable so that a test can give those
+// checks the readings it needs; the watcher reads the real figure.
+var readResident = residentBytes
 
 // levelNeed estimates what expanding a level of n states allocates: per
 // frontier state, about two new keys and candidates, a key of the next
@@ -358,7 +363,7 @@ func (e *exploration) levelNeed(n int) int64 {
 // livenessWouldPass reports whether judging EventuallyDrained could take
 // resident memory past the bound.
 func (e *exploration) livenessWouldPass(bound int64) bool {
-	return passes(int64(residentBytes()), e.livenessNeed(), bound)
+	return passes(int64(readResident()), e.livenessNeed(), bound)
 }
 
 // livenessNeed is what judging EventuallyDrained allocates: the reverse

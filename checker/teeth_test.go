@@ -499,3 +499,41 @@ func TestLiveness_LoopPrefersMovementOverASelfLoop(t *testing.T) {
 		}
 	}
 }
+
+// A run whose levels all fit under --max-memory but whose liveness check
+// would not is complete for safety and says that EventuallyDrained was not
+// judged, with max-memory as its stop reason. The checks before each level
+// and before liveness read resident memory through readResident: the test
+// counts those reads on a run without pressure, then makes only the last
+// one (the liveness check's) read as full.
+func TestExplore_LivenessNotJudgedWhenItsGraphWouldNotFit(t *testing.T) {
+	if residentBytes() == 0 {
+		t.Skip("no resident-memory reading on this system")
+	}
+	c := checkerFor(t, Generated(), mustConfig(t, smallConfig), "vllm")
+	bound := int64(residentBytes()) + 1<<30 // the watcher, on real memory, never stops it
+	old := readResident
+	t.Cleanup(func() { readResident = old })
+	reads := 0
+	readResident = func() uint64 { reads++; return 0 }
+	full := c.Explore(context.Background(), Limits{Workers: 1, Liveness: true, MaxMemory: bound}, nil)
+	if !full.Complete || full.StopReason != "" || reads < 2 {
+		t.Fatalf("without pressure: complete %v, stop %q, %d reads", full.Complete, full.StopReason, reads)
+	}
+	last := reads
+	reads = 0
+	readResident = func() uint64 {
+		reads++
+		if reads == last {
+			return uint64(bound)
+		}
+		return 0
+	}
+	r := c.Explore(context.Background(), Limits{Workers: 1, Liveness: true, MaxMemory: bound}, nil)
+	if r.StopReason != StopMaxMemory || !strings.Contains(r.StopDetail, "EventuallyDrained not judged") {
+		t.Fatalf("stop %q (%s), want max-memory with EventuallyDrained not judged", r.StopReason, r.StopDetail)
+	}
+	if r.Stats.States != full.Stats.States || r.Violation != nil {
+		t.Errorf("the safety part changed: %d states (want %d), violation %v", r.Stats.States, full.Stats.States, r.Violation)
+	}
+}
