@@ -103,11 +103,9 @@ func (e *exploration) checkLiveness() *Counterexample {
 	v := &model.Violation{Invariant: model.NameEventuallyDrained, Handoff: -1, Worker: -1,
 		Detail: "from this state no fully drained state can be reached: something stays held forever"}
 	v.Check = v.Detail
+	// As for any state violation, counterexample marks the last step of
+	// the path: here, the step that enters the trap.
 	ce := e.counterexample(&found{v: v, pid: entry, move: -1})
-	if len(ce.Steps) > 0 {
-		// The step that enters the trap.
-		ce.Steps[len(ce.Steps)-1].Failed = true
-	}
 	// Replay the stem and then the cycle concretely from the entry: the
 	// stem extends the trace, the cycle is the loop. A step that does not
 	// replay is a broken step function, never a reason to drop the loop.

@@ -31,6 +31,12 @@ func residentBytes() uint64 {
 			}
 		}
 	}
+	return residentFromRuntime()
+}
+
+// residentFromRuntime is the runtime's own estimate of the memory it holds
+// from the system, for systems without /proc.
+func residentFromRuntime() uint64 {
 	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	metrics.Read(s)
 	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {

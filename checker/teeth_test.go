@@ -352,17 +352,17 @@ func TestWriteTrace_OneMoveLoop(t *testing.T) {
 	}
 }
 
-// findState explores a run breadth-first and returns the first state that
-// satisfies want.
-func findState(t *testing.T, c *Checker, want func(*State) bool) State {
+// eachState explores a run breadth-first and calls visit on every
+// reachable state until it returns true (found).
+func eachState(t *testing.T, c *Checker, visit func(*State) bool) bool {
 	t.Helper()
 	seen := map[Key]bool{}
 	queue := []State{c.Initial()}
 	for len(queue) > 0 {
 		s := queue[0]
 		queue = queue[1:]
-		if want(&s) {
-			return s
+		if visit(&s) {
+			return true
 		}
 		var ms moveSet
 		c.moves(&s, &ms)
@@ -377,8 +377,24 @@ func findState(t *testing.T, c *Checker, want func(*State) bool) State {
 			}
 		}
 	}
-	t.Fatal("no reachable state has what the test needs")
-	return State{}
+	return false
+}
+
+// findState returns the first reachable state, breadth-first, that
+// satisfies want.
+func findState(t *testing.T, c *Checker, want func(*State) bool) State {
+	t.Helper()
+	var found State
+	if !eachState(t, c, func(s *State) bool {
+		if want(s) {
+			found = *s
+			return true
+		}
+		return false
+	}) {
+		t.Fatal("no reachable state has what the test needs")
+	}
+	return found
 }
 
 // A fact delivered (or duplicated) to a terminal record may change nothing
@@ -447,6 +463,8 @@ func TestMachineMemory_CgroupLimitWins(t *testing.T) {
 		{"smaller", []string{write("small", "1048576\n")}, 1 << 20},
 		{"smallest of two", []string{write("a", "1572864\n"), write("b", "1048576\n")}, 1 << 20},
 		{"missing file", []string{dir + "/none"}, 2 << 20},
+		{"zero is no limit", []string{write("zero", "0\n")}, 2 << 20},
+		{"one byte", []string{write("one", "1\n")}, 1},
 	} {
 		if got := machineMemoryFrom(meminfo, tc.limits...); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
@@ -457,6 +475,11 @@ func TestMachineMemory_CgroupLimitWins(t *testing.T) {
 	}
 	if got := machineMemoryFrom(dir + "/none"); got != 0 {
 		t.Errorf("nothing known: %d, want 0", got)
+	}
+	// Without /proc the runtime's own figure stands in: it holds at least
+	// the heap this test runs on.
+	if got := residentFromRuntime(); got < 1<<20 {
+		t.Errorf("the runtime says it holds %d bytes", got)
 	}
 }
 
@@ -501,8 +524,8 @@ func TestLiveness_LoopPrefersMovementOverASelfLoop(t *testing.T) {
 }
 
 // A run whose levels all fit under --max-memory but whose liveness check
-// would not is complete for safety and says that EventuallyDrained was not
-// judged, with max-memory as its stop reason. The checks before each level
+// would not has explored every state, yet is not complete: it says that
+// EventuallyDrained was not judged, with max-memory as its stop reason. The checks before each level
 // and before liveness read resident memory through readResident: the test
 // counts those reads on a run without pressure, then makes only the last
 // one (the liveness check's) read as full.
@@ -530,10 +553,102 @@ func TestExplore_LivenessNotJudgedWhenItsGraphWouldNotFit(t *testing.T) {
 		return 0
 	}
 	r := c.Explore(context.Background(), Limits{Workers: 1, Liveness: true, MaxMemory: bound}, nil)
-	if r.StopReason != StopMaxMemory || !strings.Contains(r.StopDetail, "EventuallyDrained not judged") {
+	if r.Complete || r.StopReason != StopMaxMemory || !strings.Contains(r.StopDetail, "EventuallyDrained not judged") {
 		t.Fatalf("stop %q (%s), want max-memory with EventuallyDrained not judged", r.StopReason, r.StopDetail)
 	}
 	if r.Stats.States != full.Stats.States || r.Violation != nil {
 		t.Errorf("the safety part changed: %d states (want %d), violation %v", r.Stats.States, full.Stats.States, r.Violation)
+	}
+}
+
+// A transfer fails, as a fault, only where its runner can be told: in a
+// variant whose pulling destination has no row for TransferFailed while
+// it receives, the fault is never offered there, though the transfer
+// could still succeed.
+func TestFaults_TransferFailureOnlyWhereTheRunnerCanBeTold(t *testing.T) {
+	s := spec.Default()
+	tb := s.Table(spec.Destination)
+	tb.Rows = slices.DeleteFunc(tb.Rows, func(r spec.Row) bool {
+		return r.Event == "TransferFailed" && slices.Contains(r.From, "Receiving")
+	})
+	js := strings.Replace(smallConfig, `"faults": {"duplicate": 1, "cancel": 1, "early_timer": 1}`, `"faults": {"transfer_failure": 1}`, 1)
+	c := checkerFor(t, interpreted(t, s), mustConfig(t, js), "vllm")
+	receiving := uint8(c.Protocol().StateIndex(spec.Destination, "Receiving"))
+	pulls := 0
+	eachState(t, c, func(st *State) bool {
+		if st.Dst[0] != receiving || st.W.H[0].Xfer != model.XferRunning {
+			return false
+		}
+		pulls++
+		var ms moveSet
+		c.moves(st, &ms)
+		for i := 0; i < ms.n; i++ {
+			if ms.m[i].Kind == MvFailTransfer {
+				t.Errorf("a transfer failure is offered to a receiving destination that has no row for it:\n%s", strings.Join(c.DescribeState(st), "\n"))
+				return true
+			}
+		}
+		return false
+	})
+	if pulls == 0 {
+		t.Fatal("no reachable state has the destination receiving a running transfer")
+	}
+}
+
+// Every move is drawn on the lane of whoever it happens to: a delivery
+// arrives at its side, scheduler facts of the decode worker over the
+// destination, an abort or a restart notice over the side it concerns.
+func TestMermaid_EveryMoveOnItsLane(t *testing.T) {
+	c := checkerFor(t, Generated(), mustConfig(t, smallConfig), "vllm")
+	dst, src := int8(model.DestinationSide), int8(model.SourceSide)
+	for _, tc := range []struct {
+		m    Move
+		want string
+	}{
+		{Move{Kind: MvDeliver, H: 0, Arg: dst, Msg: model.MsgReaderCompleted}, "    Transport->>Destination: h0 ReaderCompleted\n"},
+		{Move{Kind: MvDeliver, H: 1, Arg: src, Msg: model.MsgReaderCompleted}, "    Transport->>Source: h1 ReaderCompleted\n"},
+		{Move{Kind: MvDuplicate, H: 0, Arg: src, Msg: model.MsgReaderCompleted}, "    Transport->>Source: h0 ReaderCompleted (duplicate, kept in flight)\n"},
+		{Move{Kind: MvLose, H: 0, Arg: dst, Msg: model.MsgReaderCompleted}, "    Transport-xDestination: h0 ReaderCompleted lost\n"},
+		{Move{Kind: MvReserve, H: 0}, "    Note over Destination: reserve h=0\n"},
+		{Move{Kind: MvPromote, H: 0}, "    Note over Destination: promote h=0\n"},
+		{Move{Kind: MvDecodeFinish, H: 0}, "    Note over Destination: decode-finish h=0\n"},
+		{Move{Kind: MvCompute, H: 0}, "    Note over Source: compute h=0\n"},
+		{Move{Kind: MvAbort, H: 0, Arg: dst}, "    Note over Destination: abort h=0 side=destination\n"},
+		{Move{Kind: MvAbort, H: 0, Arg: src}, "    Note over Source: abort h=0 side=source\n"},
+		{Move{Kind: MvPeerRestarted, H: 0, Arg: dst}, "    Note over Destination: peer-restarted h=0 side=destination\n"},
+		{Move{Kind: MvTimer, H: 0, Arg: int8(model.TimerLease)}, "    Note over Source: timer h=0 timer=lease\n"},
+		{Move{Kind: MvTimer, H: 0, Arg: int8(model.TimerReservation)}, "    Note over Destination: timer h=0 timer=reservation\n"},
+		{Move{Kind: MvFreeBackground, H: -1, Arg: 1}, "    Note over Destination: free-background worker=1\n"},
+	} {
+		out := c.MermaidSequence(&Counterexample{Violation: &model.Violation{}, Steps: []TraceStep{{Move: tc.m}}})
+		if !strings.Contains(out, tc.want) {
+			t.Errorf("%s: want %q in\n%s", tc.m, tc.want, out)
+		}
+	}
+}
+
+// "symmetry": false turns the reduction off (it is on by default), and
+// the problems of a file are listed in line order, whatever order they
+// were found in: here the fault budget, judged last, sits on the first
+// line after the schema.
+func TestParseConfig_SymmetryFlagAndProblemsInLineOrder(t *testing.T) {
+	on := mustConfig(t, smallConfig)
+	off := mustConfig(t, strings.Replace(smallConfig, `"schema": "handoffcheck.config/v1",`, `"schema": "handoffcheck.config/v1", "symmetry": false,`, 1))
+	if !on.Symmetry || off.Symmetry {
+		t.Errorf("symmetry: default %v, after \"symmetry\": false %v", on.Symmetry, off.Symmetry)
+	}
+	bad := strings.Replace(strings.Replace(smallConfig,
+		`"schema": "handoffcheck.config/v1",`, `"schema": "handoffcheck.config/v1",
+  "faults": {"loss": 99},`, 1),
+		`"faults": {"duplicate": 1, "cancel": 1, "early_timer": 1}`, `"renewal": true`, 1)
+	bad = strings.Replace(bad, `{"role": "prefill", "capacity_blocks": 8}`, `{"role": "router", "capacity_blocks": 8}`, 1)
+	_, err := ParseConfig("bad.json", []byte(bad))
+	if err == nil {
+		t.Fatal("a bad budget and a bad role are accepted")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[1], "bad.json:3: ") || !strings.Contains(lines[1], "loss") ||
+		!strings.Contains(lines[2], `role "router"`) {
+		t.Errorf("want the budget (line 3) before the role, got:\n%s", err)
 	}
 }
