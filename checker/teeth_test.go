@@ -652,3 +652,18 @@ func TestParseConfig_SymmetryFlagAndProblemsInLineOrder(t *testing.T) {
 		t.Errorf("want the budget (line 3) before the role, got:\n%s", err)
 	}
 }
+
+// A walk report interrupted before its only run started says so: one run
+// not run is an interrupted report (exit code 3), not a clean one.
+func TestCheckWalks_OneRunNotRunIsInterrupted(t *testing.T) {
+	cfg := mustConfig(t, smallConfig)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rep, err := CheckWalks(ctx, Generated(), cfg, cfg.Runs[:1], WalkOptions{Seed: 1, Walks: 5, Steps: 10, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Interrupted || len(rep.NotRun) != 1 || len(rep.Runs) != 0 {
+		t.Errorf("interrupted %v, not run %v, runs %d: want interrupted with its one run not run", rep.Interrupted, rep.NotRun, len(rep.Runs))
+	}
+}

@@ -139,3 +139,30 @@ func TestPrepare_PrefixCachesMustFit(t *testing.T) {
 		}
 	}
 }
+
+// Prepare refuses, with a message and no panic, a negative background
+// load and more prefix hits than there are handoffs.
+func TestPrepare_RefusesNegativeBackgroundAndExtraHits(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		spoil func(*WorkerConfig)
+		want  string
+	}{
+		{"negative background blocks", func(w *WorkerConfig) { w.BackgroundBlocks = -1 }, "worker 1: background load of -1 blocks and 0 slots, want neither negative"},
+		{"negative background slots", func(w *WorkerConfig) { w.BackgroundSlots = -1 }, "worker 1: background load of 0 blocks and -1 slots, want neither negative"},
+		{"more hits than handoffs", func(w *WorkerConfig) { w.PrefixHit = []Tokens{16, 16, 16} }, "worker 1: prefix hits for 3 handoffs, but there are 2"},
+	} {
+		c := &Config{
+			Workers: []WorkerConfig{
+				{Role: PrefillWorker, Capacity: 12},
+				{Role: DecodeWorker, Capacity: 12, Slots: 2},
+			},
+			Handoffs: []HandoffConfig{{PromptTokens: 48}, {PromptTokens: 48}},
+			Linear:   &LinearProfile{BytesPerToken: 1024, BlockSize: 16},
+		}
+		tc.spoil(&c.Workers[1])
+		if err := c.Prepare(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
