@@ -17,29 +17,7 @@ import (
 // cycle, and a loop that replays: the state after the loop is the state
 // the loop started from.
 func TestLiveness_LoopReplaysWhenEntryIsOffTheCycle(t *testing.T) {
-	file := "../testdata/variants/rearm-reservation.json"
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := spec.Parse(file, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := ParseConfig("mutation.json", MutationConfigJSON())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var run Run
-	for _, r := range cfg.Runs {
-		if r.Name == "sglang" {
-			run = r
-		}
-	}
-	c, err := New(interpreted(t, s), cfg, run)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := rearmChecker(t)
 	r := c.Explore(context.Background(), Limits{Liveness: true, Workers: 2}, nil)
 	if r.Violation == nil || r.Violation.Violation.Invariant != "EventuallyDrained" {
 		t.Fatalf("want an EventuallyDrained violation, got %+v", r.Violation)

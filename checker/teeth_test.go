@@ -16,17 +16,11 @@ import (
 // checkerFor builds the checker of one named run of a configuration.
 func checkerFor(t *testing.T, p *Protocol, cfg *Config, name string) *Checker {
 	t.Helper()
-	for _, r := range cfg.Runs {
-		if r.Name == name {
-			c, err := New(p, cfg, r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return c
-		}
+	c, err := New(p, cfg, runNamed(t, cfg, name))
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("no run %q", name)
-	return nil
+	return c
 }
 
 // Step takes only a move the state enables: not the zero move, and not a
@@ -190,20 +184,7 @@ func TestDrained_NeedsEveryPlacedRecordTerminal(t *testing.T) {
 // loop block that closes, after the stem, and names the lane of every
 // step: a restart of a decode worker is a note over the destination.
 func TestMermaid_LivenessLoopAndLanes(t *testing.T) {
-	file := "../testdata/variants/rearm-reservation.json"
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := spec.Parse(file, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := ParseConfig("mutation.json", MutationConfigJSON())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := checkerFor(t, interpreted(t, s), cfg, "sglang")
+	c := rearmChecker(t)
 	r := c.Explore(context.Background(), Limits{Liveness: true, Workers: 1}, nil)
 	if r.Violation == nil || len(r.Violation.Loop) == 0 {
 		t.Fatalf("want a liveness counterexample with a loop, got %+v", r.Violation)

@@ -167,6 +167,18 @@ var (
 	// released is a source giving its pin up on an abort, as the lifecycle
 	// allows: the registration is fenced in the same step.
 	released = func(tx *Tx) { tx.FenceSource(0, SourceSide); tx.ReleaseSource(0, SourceSide, CauseAbort) }
+	// acked and decoded end handoff 0 in success: the source releases
+	// after the reads, the destination after decode.
+	acked = func(tx *Tx) {
+		tx.ReleaseSource(0, SourceSide, CauseReaderAck)
+		tx.ReportSourceOutcome(0, SourceSide, true)
+		tx.Complete(0, SourceSide)
+	}
+	decoded = func(tx *Tx) {
+		tx.ReleaseActive(0, DestinationSide)
+		tx.ReportDecodeOutcome(0, DestinationSide, true)
+		tx.Complete(0, DestinationSide)
+	}
 )
 
 // happyPath runs handoff 0 to success on both sides under the policy, every
@@ -188,16 +200,8 @@ func happyPath(h *history, policy spec.Policy) {
 	h.clean(
 		received,
 		func(tx *Tx) { tx.ActivateDestination(0, DestinationSide); tx.PublishStored(0, DestinationSide) },
-		func(tx *Tx) {
-			tx.ReleaseSource(0, SourceSide, CauseReaderAck)
-			tx.ReportSourceOutcome(0, SourceSide, true)
-			tx.Complete(0, SourceSide)
-		},
-		func(tx *Tx) {
-			tx.ReleaseActive(0, DestinationSide)
-			tx.ReportDecodeOutcome(0, DestinationSide, true)
-			tx.Complete(0, DestinationSide)
-		},
+		acked,
+		decoded,
 	)
 	h.rec.Terminal[0] = [2]bool{true, true}
 	h.rec.Ended[0] = [2]Outcome{OutcomeOK, OutcomeOK}
@@ -1352,16 +1356,8 @@ func TestInvariants_FiveWorkers(t *testing.T) {
 	}
 	h.w.W[4].StoredBlocks--
 	h.clean(func(tx *Tx) { tx.ActivateDestination(0, DestinationSide); tx.PublishStored(0, DestinationSide) },
-		func(tx *Tx) {
-			tx.ReleaseSource(0, SourceSide, CauseReaderAck)
-			tx.ReportSourceOutcome(0, SourceSide, true)
-			tx.Complete(0, SourceSide)
-		},
-		func(tx *Tx) {
-			tx.ReleaseActive(0, DestinationSide)
-			tx.ReportDecodeOutcome(0, DestinationSide, true)
-			tx.Complete(0, DestinationSide)
-		},
+		acked,
+		decoded,
 		func(tx *Tx) { tx.Restart(4) })
 	h.rec.Terminal[0] = [2]bool{true, true}
 	if v := Quiescence(&h.w, &h.rec); v != nil {
