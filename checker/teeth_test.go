@@ -657,3 +657,58 @@ func TestCheckWalks_OneRunNotRunIsInterrupted(t *testing.T) {
 		t.Errorf("interrupted %v, not run %v, runs %d: want interrupted with its one run not run", rep.Interrupted, rep.NotRun, len(rep.Runs))
 	}
 }
+
+// Without lease renewal the heartbeat never fires, and every other timer
+// still does: the lease, the bootstrap and the reservation deadlines are
+// what end a wait when nothing else can.
+func TestTimers_RenewalOffSilencesOnlyTheHeartbeat(t *testing.T) {
+	timersFired := func(js string) map[model.Timer]bool {
+		cfg := mustConfig(t, js)
+		fired := map[model.Timer]bool{}
+		for _, run := range []string{"vllm", "sglang"} {
+			c := checkerFor(t, Generated(), cfg, run)
+			eachState(t, c, func(s *State) bool {
+				var ms moveSet
+				c.moves(s, &ms)
+				for i := 0; i < ms.n; i++ {
+					if m := ms.m[i]; m.Kind == MvTimer {
+						fired[model.Timer(m.Arg)] = true
+					}
+				}
+				return false
+			})
+		}
+		return fired
+	}
+	faults := `"faults": {"loss": 1, "early_timer": 1}`
+	on := timersFired(strings.Replace(smallConfig, `"faults": {"duplicate": 1, "cancel": 1, "early_timer": 1}`, faults, 1))
+	off := timersFired(strings.Replace(smallConfig, `"faults": {"duplicate": 1, "cancel": 1, "early_timer": 1}`, faults+`, "renewal": false`, 1))
+	// With renewal on every timer fires somewhere: the runs reach them all.
+	for tm := model.Timer(0); tm < model.NumTimers; tm++ {
+		if !on[tm] {
+			t.Errorf("the %s timer never fired with renewal on", tm)
+		}
+		if want := tm != model.TimerHeartbeat; off[tm] != want {
+			t.Errorf("renewal off: the %s timer fired %v, want %v", tm, off[tm], want)
+		}
+	}
+}
+
+// A worker's background load starts held when it has any, unless the file
+// says otherwise: one block is enough.
+func TestParseConfig_BackgroundStartsHeldByDefault(t *testing.T) {
+	for _, tc := range []struct {
+		worker string
+		want   bool
+	}{
+		{`"background_blocks": 1`, true},
+		{`"background_slots": 1`, true},
+		{`"background_blocks": 1, "background_at_start": false`, false},
+		{`"background_blocks": 0`, false},
+	} {
+		js := strings.Replace(smallConfig, `"prefix_hit_tokens": [16]}`, `"prefix_hit_tokens": [16], `+tc.worker+`}`, 1)
+		if got := mustConfig(t, js).World.Workers[1].BackgroundAtStart; got != tc.want {
+			t.Errorf("%s: background at start %v, want %v", tc.worker, got, tc.want)
+		}
+	}
+}
