@@ -712,3 +712,23 @@ func TestParseConfig_BackgroundStartsHeldByDefault(t *testing.T) {
 		}
 	}
 }
+
+// A transfer profile whose groups are wrong is reported once, as what is
+// wrong with its groups: the world's own checks, which would then also
+// find no usable profile, are not run on it.
+func TestParseConfig_BadGroupsReportedOnce(t *testing.T) {
+	groups, err := os.ReadFile("../testdata/groups/broken-missing-window.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := strings.Replace(smallConfig, `"transfer": {"bytes_per_token": 131072, "block_size_tokens": 16}`,
+		`"transfer": {"groups": `+string(groups)+`}`, 1)
+	_, err = ParseConfig("g.json", []byte(js))
+	if err == nil {
+		t.Fatal("a groups profile without its window is accepted")
+	}
+	lines := strings.Split(err.Error(), "\n")[1:]
+	if len(lines) != 1 || !strings.Contains(lines[0], "transfer groups: ") {
+		t.Errorf("want one problem, about the groups; got:\n%s", err)
+	}
+}
