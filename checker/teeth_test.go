@@ -732,3 +732,23 @@ func TestParseConfig_BadGroupsReportedOnce(t *testing.T) {
 		t.Errorf("want one problem, about the groups; got:\n%s", err)
 	}
 }
+
+// Every timer, message and side reads back from its step syntax: the first
+// of each list as much as the others.
+func TestParseMove_EveryTimerMessageAndSide(t *testing.T) {
+	var moves []Move
+	for tm := model.Timer(0); tm < model.NumTimers; tm++ {
+		moves = append(moves, Move{Kind: MvTimer, H: 1, Arg: int8(tm)})
+	}
+	for m := model.Msg(1); m < model.NumMsgs; m++ {
+		moves = append(moves, Move{Kind: MvDeliver, H: 0, Arg: int8(model.SourceSide), Msg: m})
+	}
+	moves = append(moves, Move{Kind: MvAbort, H: 2, Arg: int8(model.SourceSide)}, Move{Kind: MvAbort, H: 2, Arg: int8(model.DestinationSide)},
+		Move{Kind: MvRoutePrefill, H: 0, Arg: 0})
+	for _, m := range moves {
+		got, err := ParseMove(m.String())
+		if err != nil || got != m {
+			t.Errorf("%q read back as %q (%v)", m, got, err)
+		}
+	}
+}
