@@ -63,7 +63,7 @@ fuzz:
 
 # Break the production code of model/ and checker/ one small change at a
 # time and report, per file, how many changes the tests caught, with every
-# survivor listed (docs/codemut.md). About an hour on 2 cores.
+# survivor listed (docs/codemut.md). 20 to 40 minutes on 2 cores.
 mutate-code:
 	$(GO) run ./tools/codemut -n $(CODEMUT_N) -seed $(CODEMUT_SEED)
 
