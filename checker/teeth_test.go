@@ -752,3 +752,31 @@ func TestParseMove_EveryTimerMessageAndSide(t *testing.T) {
 		}
 	}
 }
+
+// Mutate counts its progress up to the number of mutants, and each
+// mutant's result adds up the states its runs explored.
+func TestMutate_ProgressAndStates(t *testing.T) {
+	cfg := mustConfig(t, smallConfig)
+	mutants := spec.Mutants(spec.Default(), spec.Operators)[:3]
+	var seen []int
+	results := Mutate(context.Background(), cfg, mutants, Limits{Liveness: true}, 1, func(done, total int) {
+		if total != 3 {
+			t.Errorf("progress out of %d, want 3", total)
+		}
+		seen = append(seen, done)
+	})
+	if !slices.Equal(seen, []int{1, 2, 3}) {
+		t.Errorf("progress %v, want 1, 2, 3", seen)
+	}
+	for _, r := range results {
+		least := 1
+		if !r.Killed {
+			// A survivor was explored by every run: at least the states
+			// of the smallest run of the built-in tables.
+			least = 137
+		}
+		if !r.Checked || r.States < least {
+			t.Errorf("%s: checked %v, %d states", r.Mutant.Name, r.Checked, r.States)
+		}
+	}
+}
