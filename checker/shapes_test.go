@@ -282,7 +282,7 @@ func TestShapes_DecodeFirstIsARelabelling(t *testing.T) {
 			want{"vllm": {1338, 3614, 13, 111}, "sglang": {1225, 3007, 13, 121}}},
 		// Two handoffs on one worker of each role: a restart hits both.
 		{"decode,prefill two handoffs", mustConfig(t, shapesJSON([]string{shD, shP}, []string{shH, shH}, `"restart": 1, "cancel": 1`)),
-			want{"vllm": {8574, 24483, 21, 310}, "sglang": {16122, 47083, 22, 421}}},
+			want{"vllm": {8618, 24563, 21, 314}, "sglang": {16122, 47083, 22, 421}}},
 	}
 	for _, tc := range cases {
 		if tc.cfg.World.Workers[0].Role != model.DecodeWorker {
@@ -686,7 +686,7 @@ func TestShapes_InterchangeableWorkersAlone(t *testing.T) {
 		run     string
 		on, off shapesCounts
 	}{
-		{"vllm", shapesCounts{27532, 81017, 21, 851}, shapesCounts{54849, 161639, 21, 1651}},
+		{"vllm", shapesCounts{27620, 81177, 21, 859}, shapesCounts{55025, 161959, 21, 1667}},
 		{"sglang", shapesCounts{52500, 155783, 22, 1255}, shapesCounts{104905, 311330, 22, 2490}},
 	} {
 		t.Run(tc.run, func(t *testing.T) { shapesSymmetry(t, cfg, tc.run, tc.on, tc.off) })
@@ -707,7 +707,7 @@ func TestShapes_InterchangeableHandoffsAlone(t *testing.T) {
 		run     string
 		on, off shapesCounts
 	}{
-		{"vllm", shapesCounts{27794, 82139, 21, 835}, shapesCounts{55521, 164070, 21, 1651}},
+		{"vllm", shapesCounts{27882, 82299, 21, 843}, shapesCounts{55697, 164390, 21, 1667}},
 		{"sglang", shapesCounts{48689, 143169, 22, 1200}, shapesCounts{97300, 286068, 22, 2378}},
 	} {
 		t.Run(tc.run, func(t *testing.T) { shapesSymmetry(t, cfg, tc.run, tc.on, tc.off) })

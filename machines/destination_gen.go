@@ -25,6 +25,8 @@ const (
 	DestinationStateActive
 	// DestinationStateDone (terminal): decode finished and its blocks returned to the cache.
 	DestinationStateDone
+	// DestinationStateStopped (terminal): the KV arrived and activated, then decode was cancelled or aborted: the handoff itself succeeded, and its blocks returned to the cache.
+	DestinationStateStopped
 	// DestinationStateAborted (terminal): cancelled, refused, failed or expired; everything held was returned.
 	DestinationStateAborted
 	// DestinationStateForgotten (terminal): the process restarted; its memory and this record are gone.
@@ -32,12 +34,12 @@ const (
 )
 
 // NumDestinationStates is the number of destination states.
-const NumDestinationStates = 9
+const NumDestinationStates = 10
 
 // DestinationInitial is the state every destination machine starts in.
 const DestinationInitial = DestinationStateIdle
 
-var destinationStateNames = [...]string{"Idle", "Reserving", "Reserved", "Receiving", "Draining", "Active", "Done", "Aborted", "Forgotten"}
+var destinationStateNames = [...]string{"Idle", "Reserving", "Reserved", "Receiving", "Draining", "Active", "Done", "Stopped", "Aborted", "Forgotten"}
 
 // String returns the name, as written in the spec.
 func (x DestinationState) String() string {
@@ -47,7 +49,7 @@ func (x DestinationState) String() string {
 	return "DestinationState(" + strconv.Itoa(int(x)) + ")"
 }
 
-var destinationTerminal = [NumDestinationStates]bool{false, false, false, false, false, false, true, true, true}
+var destinationTerminal = [NumDestinationStates]bool{false, false, false, false, false, false, true, true, true, true}
 
 // Terminal reports whether the state takes no more events.
 func (s DestinationState) Terminal() bool {
@@ -616,12 +618,12 @@ func destinationOnCancelled(s DestinationState, p Policy) (DestinationTransition
 func destinationOnClientCancelled(s DestinationState, p Policy) (DestinationTransition, bool) {
 	switch s {
 	case DestinationStateActive:
-		// row 32: a cancelled decode does not end by itself; the request stream ends it
+		// row 32: a cancelled decode does not end by itself; the request stream ends it. OutcomeTruthful: the KV moved and activated, so the handoff is reported done, not failed (a failure would have the frontend retry a transfer that happened)
 		return DestinationTransition{
-			To: DestinationStateAborted,
+			To: DestinationStateStopped,
 			Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
 				DestinationActionReleaseActive,
-				DestinationActionReportDecodeFailed,
+				DestinationActionReportDecodeDone,
 				DestinationActionComplete,
 			}},
 			Row: 32,
@@ -695,12 +697,12 @@ func destinationOnClientCancelled(s DestinationState, p Policy) (DestinationTran
 func destinationOnLocalAbort(s DestinationState, p Policy) (DestinationTransition, bool) {
 	switch s {
 	case DestinationStateActive:
-		// row 33: abort during decode
+		// row 33: abort during decode: the handoff itself succeeded (OutcomeTruthful)
 		return DestinationTransition{
-			To: DestinationStateAborted,
+			To: DestinationStateStopped,
 			Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
 				DestinationActionReleaseActive,
-				DestinationActionReportDecodeFailed,
+				DestinationActionReportDecodeDone,
 				DestinationActionComplete,
 			}},
 			Row: 33,
@@ -850,8 +852,9 @@ func _() {
 	_ = x[DestinationStateDraining-4]
 	_ = x[DestinationStateActive-5]
 	_ = x[DestinationStateDone-6]
-	_ = x[DestinationStateAborted-7]
-	_ = x[DestinationStateForgotten-8]
+	_ = x[DestinationStateStopped-7]
+	_ = x[DestinationStateAborted-8]
+	_ = x[DestinationStateForgotten-9]
 	_ = x[DestinationEventDestinationRouted-0]
 	_ = x[DestinationEventDestinationReserved-1]
 	_ = x[DestinationEventReservationRefused-2]

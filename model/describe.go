@@ -76,6 +76,12 @@ func (w *World) DescribeHandoff(h int) string {
 	if x.Tainted {
 		add("tainted")
 	}
+	if x.Acked {
+		add("acked")
+	}
+	if x.Activated {
+		add("activated")
+	}
 	var timers []string
 	for t := Timer(0); t < NumTimers; t++ {
 		if x.Armed(t) {

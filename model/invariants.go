@@ -27,6 +27,7 @@ const (
 	NameRoleCommands                 = "RoleCommands"
 	NameRouterCleanup                = "RouterCleanup"
 	NameInFlightAccounting           = "InFlightAccounting"
+	NameOutcomeTruthful              = "OutcomeTruthful"
 	NameQuiescence                   = "Quiescence"
 	NameEventuallyDrained            = "EventuallyDrained"
 	// NameFaultFreeCompletion is a progress check beyond docs/lifecycle.md's
@@ -133,6 +134,8 @@ var Invariants = []Invariant{
 		Meaning: "a finished side has told its router the terminal outcome it ended with, so the router's booking is freed; router ledgers match the handoffs"},
 	{Name: NameInFlightAccounting, Kind: SafetyStepAndState, step: InFlightAccountingStep, state: inFlightAccounting,
 		Meaning: "a request is counted in flight once on acceptance and out once on completion; a worker's count equals the requests it owns"},
+	{Name: NameOutcomeTruthful, Kind: SafetyState, state: outcomeTruthful,
+		Meaning: "the outcome a side reports to its router says what physically happened: success only after a completed, acknowledged transfer (source) or an activation from valid KV (destination); failure only if nothing of the attempt activated"},
 	{Name: NameQuiescence, Kind: Progress,
 		Elsewhere: "the checker, on every state where no protocol, timer or delivery move is enabled (Quiescence)",
 		Meaning:   "where nothing but faults can happen, every placed record is terminal and everything is released"},
@@ -827,6 +830,29 @@ func routerCleanup(w *World, rec *Records, hs *allHoldings) *Violation {
 	return nil
 }
 
+// OutcomeTruthful: the terminal outcome a side reported to its router
+// says what physically happened, judged on the world, not on the label of
+// the terminal state (RouterCleanup holds the report to the label; a table
+// whose failure path ends in a success state passes that).
+func OutcomeTruthful(w *World) *Violation { return outcomeTruthful(w, nil, nil) }
+
+func outcomeTruthful(w *World, _ *Records, _ *allHoldings) *Violation {
+	for h := 0; h < w.NumHandoffs(); h++ {
+		x := &w.H[h]
+		switch {
+		case x.Outcome[SourceSide] == OutcomeOK && x.Xfer != XferDone:
+			return violate(NameOutcomeTruthful, h, x.Worker(SourceSide), "the source reported a successful release but the transfer is %s", x.Xfer)
+		case x.Outcome[SourceSide] == OutcomeOK && !x.Acked:
+			return violate(NameOutcomeTruthful, h, x.Worker(SourceSide), "the source reported a successful release but its pin did not end on the reader's acknowledgement")
+		case x.Outcome[DestinationSide] == OutcomeOK && !x.Activated:
+			return violate(NameOutcomeTruthful, h, x.Worker(DestinationSide), "the destination reported success but never activated from a completed, valid transfer")
+		case x.Outcome[DestinationSide] == OutcomeFailed && (x.Activated || x.Published):
+			return violate(NameOutcomeTruthful, h, x.Worker(DestinationSide), "the destination reported failure but the attempt activated from a completed transfer")
+		}
+	}
+	return nil
+}
+
 // CheckState is the explorer's fast path for the state halves: it runs
 // every state half of the registry on a world, with what the handoffs hold
 // computed once, and returns the first violation. The calls are direct so
@@ -855,7 +881,10 @@ func CheckState(w *World, rec *Records) *Violation {
 	if v := inFlightAccounting(w, rec, &hs); v != nil {
 		return v
 	}
-	return routerCleanup(w, rec, &hs)
+	if v := routerCleanup(w, rec, &hs); v != nil {
+		return v
+	}
+	return outcomeTruthful(w, rec, &hs)
 }
 
 // StateViolations runs every state half of the registry and returns every

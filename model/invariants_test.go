@@ -646,8 +646,9 @@ func firings(decodeFirst bool) []firing {
 		{name: NameRouterCleanup, step: step(NameRouterCleanup, 0, "prefill router freed request ownership while the source was still pinned"), state: none, run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed)
-			// Ownership freed at prefill's terminal token, not at release.
-			h.expect(func(tx *Tx) { tx.ReportSourceOutcome(0, SourceSide, true) }, NameRouterCleanup)
+			// Ownership freed at prefill's terminal token, not at release
+			// (reported as a failure, so that the report itself is true).
+			h.expect(func(tx *Tx) { tx.ReportSourceOutcome(0, SourceSide, false) }, NameRouterCleanup)
 			return h
 		}},
 		{name: NameRouterCleanup + "/owned", step: none, state: state(NameRouterCleanup, -1, p, "prefill router owns %d requests here but the handoffs hold %d bookings"), run: func(t *testing.T) *history {
@@ -676,15 +677,51 @@ func firings(decodeFirst bool) []firing {
 		}},
 		{name: NameRouterCleanup + "/wrong-outcome", step: none, state: state(NameRouterCleanup, 0, d, "the %s ended as %s but its router was told %s"), run: func(t *testing.T) *history {
 			h := sf(t)
-			h.clean(route, accept, computed, routed, func(tx *Tx) {
-				tx.WithdrawReservation(0, DestinationSide)
-				tx.ReportDecodeOutcome(0, DestinationSide, true)
-				tx.Complete(0, DestinationSide)
-			})
-			// The destination gave up (a failure state) but told its router done.
+			h.clean(route, accept, computed, routed, reserved, pulling, received,
+				func(tx *Tx) { tx.ActivateDestination(0, DestinationSide); tx.PublishStored(0, DestinationSide) }, decoded)
+			// The destination decoded and said so, truthfully, but the
+			// table's terminal state says it failed.
 			h.rec.Terminal[0][DestinationSide] = true
 			h.rec.Ended[0][DestinationSide] = OutcomeFailed
 			h.expect(func(tx *Tx) {}, NameRouterCleanup)
+			return h
+		}},
+
+		// ---- OutcomeTruthful ----
+		{name: NameOutcomeTruthful, step: none, state: state(NameOutcomeTruthful, 0, p, "the source reported a successful release but the transfer is %s"), run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route, accept, computed)
+			// The lease expired with no reader in sight; the source frees
+			// its pin and tells the prefill router the release succeeded.
+			h.clean(func(tx *Tx) { tx.FenceSource(0, SourceSide); tx.ReleaseSource(0, SourceSide, CauseExpiry) })
+			h.expect(func(tx *Tx) { tx.ReportSourceOutcome(0, SourceSide, true) }, NameOutcomeTruthful)
+			return h
+		}},
+		{name: NameOutcomeTruthful + "/release-not-acknowledged", step: none, state: state(NameOutcomeTruthful, 0, p, "the source reported a successful release but its pin did not end on the reader's acknowledgement"), run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route, accept, computed, routed, reserved, pulling, received)
+			// The reads completed, but the pin ended on the lease, not on
+			// the reader's acknowledgement: no reader told the source.
+			h.clean(func(tx *Tx) { tx.FenceSource(0, SourceSide); tx.ReleaseSource(0, SourceSide, CauseExpiry) })
+			h.expect(func(tx *Tx) { tx.ReportSourceOutcome(0, SourceSide, true) }, NameOutcomeTruthful)
+			return h
+		}},
+		{name: NameOutcomeTruthful + "/success-without-activation", step: none, state: state(NameOutcomeTruthful, 0, d, "the destination reported success but never activated from a completed, valid transfer"), run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route, accept, computed, routed, reserved, pulling, func(tx *Tx) { tx.FailTransfer(0) },
+				func(tx *Tx) { tx.ReleaseDestination(0, DestinationSide, CauseAbort) })
+			// The pull failed and the pages went back, yet the router hears done.
+			h.expect(func(tx *Tx) { tx.ReportDecodeOutcome(0, DestinationSide, true) }, NameOutcomeTruthful)
+			return h
+		}},
+		{name: NameOutcomeTruthful + "/failure-after-activation", step: none, state: state(NameOutcomeTruthful, 0, d, "the destination reported failure but the attempt activated from a completed transfer"), run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route, accept, computed, routed, reserved, pulling, received,
+				func(tx *Tx) { tx.ActivateDestination(0, DestinationSide); tx.PublishStored(0, DestinationSide) },
+				func(tx *Tx) { tx.ReleaseActive(0, DestinationSide) })
+			// The KV arrived and decoded; a failure report would have the
+			// frontend retry a handoff that already moved its KV.
+			h.expect(func(tx *Tx) { tx.ReportDecodeOutcome(0, DestinationSide, false) }, NameOutcomeTruthful)
 			return h
 		}},
 
@@ -1116,6 +1153,7 @@ func TestInvariants_ExportedStateChecksMatchTheRegistry(t *testing.T) {
 		NameNoStoredBeforeActivation: func(w *World, _ *Records) *Violation { return NoStoredState(w) },
 		NameInFlightAccounting:       InFlightAccounting,
 		NameRouterCleanup:            RouterCleanup,
+		NameOutcomeTruthful:          func(w *World, _ *Records) *Violation { return OutcomeTruthful(w) },
 	}
 	fired := map[string]bool{}
 	for _, tc := range firings(false) {

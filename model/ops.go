@@ -356,6 +356,7 @@ func (tx *Tx) ReleaseSource(h int, side Side, cause Cause) {
 	if x.SrcReg == RegValid && x.Xfer == XferRunning {
 		x.Tainted = true
 	}
+	x.Acked = cause == CauseReaderAck
 	n := tx.W.cfg.d.source[h].PinnedBlocks
 	k := &tx.W.W[x.Prefill]
 	k.Pinned -= n
@@ -628,6 +629,7 @@ func (tx *Tx) ActivateDestination(h int, side Side) {
 	k.Reserved -= r
 	k.Active += r
 	x.Dst = DstActive
+	x.Activated = x.Xfer == XferDone && !x.Tainted
 	if x.DstReg == RegValid {
 		x.DstReg = RegClosed
 	}

@@ -58,7 +58,8 @@ func (w *World) PackHandoff(h int, extra uint64) [HandoffWords]uint64 {
 		uint64(x.Life[0])<<48 | uint64(x.Life[1])<<50 | uint64(x.Life[2])<<52 | uint64(x.Life[3])<<54 | uint64(x.Life[4])<<56 |
 		b2u(x.Accepted[0])<<58 | b2u(x.Accepted[1])<<59 | b2u(x.InFlight[0])<<60 | b2u(x.InFlight[1])<<61 |
 		b2u(x.PeerGone[0])<<62 | b2u(x.PeerGone[1])<<63
-	w1 := uint64(x.Outcome[0]) | uint64(x.Outcome[1])<<2 | packChannel(&x.Ch[0])<<4 | packChannel(&x.Ch[1])<<19
+	w1 := uint64(x.Outcome[0]) | uint64(x.Outcome[1])<<2 | packChannel(&x.Ch[0])<<4 | packChannel(&x.Ch[1])<<19 |
+		b2u(x.Acked)<<34 | b2u(x.Activated)<<35
 	return [HandoffWords]uint64{w0, w1}
 }
 
@@ -112,6 +113,7 @@ func unpackHandoff(x *Handoff, words [HandoffWords]uint64) uint64 {
 	x.Outcome[1] = Outcome(w1 >> 2 & 3)
 	unpackChannel(&x.Ch[0], w1>>4)
 	unpackChannel(&x.Ch[1], w1>>19)
+	x.Acked, x.Activated = w1>>34&1 == 1, w1>>35&1 == 1
 	return w0 & (1<<ExtraBits - 1)
 }
 

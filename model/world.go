@@ -234,6 +234,12 @@ type Handoff struct {
 	Tainted bool // the source blocks left while the transfer could read them
 	Runner  Side // who runs the transfer: destination pulls, source pushes
 
+	// What physically happened, for OutcomeTruthful: the source's pin
+	// ended on the reader's acknowledgement (Acked), and the destination
+	// activated from a completed transfer of valid KV (Activated). Both
+	// are history: they outlive the blocks they speak of.
+	Acked, Activated bool
+
 	// Timers armed, one bit per Timer.
 	Timers uint8
 
