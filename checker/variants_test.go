@@ -12,16 +12,21 @@ import (
 )
 
 // replacedWhy opens the why of each row that a variant of
-// testdata/variants changed to reproduce a design the lifecycle replaces.
-const replacedWhy = "broken on purpose, as in the replaced "
+// testdata/variants changed to reproduce a design the lifecycle replaces;
+// brokenWhy the why of a row changed to show a bug shape.
+const (
+	replacedWhy = "broken on purpose, as in the replaced "
+	brokenWhy   = "broken on purpose: "
+)
 
-// The designs the lifecycle replaces ship as variants of the built-in
-// tables, one row changed in each. Each is rejected on the small
+// The designs the lifecycle replaces, and the bug shapes that once passed
+// a complete exploration, ship as variants of the built-in tables, one row
+// changed in each. Each is rejected on the small
 // configuration with the invariant of docs/lifecycle.md section 4 that it
 // breaks, by a short trace that passes through the changed row and ends on
 // the violating step, and that a trace file carries back to the same
 // violation on replay.
-func TestReplacedDesigns_Rejected(t *testing.T) {
+func TestVariants_RejectedWithTheirInvariant(t *testing.T) {
 	const config = "../testdata/configs/small.json"
 	configJSON, err := os.ReadFile(config)
 	if err != nil {
@@ -36,19 +41,26 @@ func TestReplacedDesigns_Rejected(t *testing.T) {
 		run       string // a run whose policy the changed row belongs to
 		invariant string
 		maxSteps  int
+		why       string // how the changed row's why opens; replacedWhy when empty
 	}{
 		// The destination tells the source it reserved as soon as it is
 		// routed: the source dispatches prefill with no reservation.
-		{"bootstrap-as-readiness.json", "sglang", "DestinationFirstGate", 4},
+		{"bootstrap-as-readiness.json", "sglang", "DestinationFirstGate", 4, ""},
 		// The source gives its pinned blocks back when compute finishes,
 		// while the registration is still open to the reader.
-		{"release-on-scheduler-finish.json", "vllm", "SourcePinnedUntilRead", 3},
+		{"release-on-scheduler-finish.json", "vllm", "SourcePinnedUntilRead", 3, ""},
 		// The source reports its outcome to the prefill router when
 		// compute finishes, while its KV is still pinned.
-		{"ownership-at-terminal-token.json", "vllm", "RouterCleanup", 3},
+		{"ownership-at-terminal-token.json", "vllm", "RouterCleanup", 3, ""},
 		// A source-first destination pulls as soon as it is routed,
 		// without reserving.
-		{"decode-without-reservation.json", "vllm", "TransferNeedsReservation", 4},
+		{"decode-without-reservation.json", "vllm", "TransferNeedsReservation", 4, ""},
+
+		// Blind spots of RouterCleanup, which holds a report to the label
+		// of the terminal state only: a failed pull that ends in Done and
+		// says so, and a lease that ran out ending in Released.
+		{"pull-failed-reports-success.json", "vllm", "OutcomeTruthful", 7, brokenWhy},
+		{"expired-lease-reports-release.json", "vllm", "OutcomeTruthful", 4, brokenWhy},
 	}
 	for _, tc := range cases {
 		t.Run(strings.TrimSuffix(tc.file, ".json"), func(t *testing.T) {
@@ -84,16 +96,20 @@ func TestReplacedDesigns_Rejected(t *testing.T) {
 			}
 			// The violation comes from the row that reproduces the old
 			// design, not from some other row of the tables.
+			marker := tc.why
+			if marker == "" {
+				marker = replacedWhy
+			}
 			changed := false
 			for _, st := range ce.Steps {
 				for _, f := range st.Fired {
-					if strings.HasPrefix(s.Table(f.Role).Rows[f.Row-1].Why, replacedWhy) {
+					if strings.HasPrefix(s.Table(f.Role).Rows[f.Row-1].Why, marker) {
 						changed = true
 					}
 				}
 			}
 			if !changed {
-				t.Fatalf("no step of the trace fires the row marked %q:\n%s", replacedWhy, text)
+				t.Fatalf("no step of the trace fires the row marked %q:\n%s", marker, text)
 			}
 
 			// Written as a trace file and read back, the trace replays
