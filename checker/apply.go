@@ -49,6 +49,14 @@ func apply(tx *model.Tx, side model.Side, h int, a Action, cause model.Cause) {
 		tx.Send(h, model.DestinationSide, model.MsgReceiveCompleted)
 	case aSrcSendCancelled, aDstSendCancelled:
 		tx.Send(h, side.Other(), model.MsgCancelled)
+	case aSrcArmTransferDeadline:
+		tx.Arm(h, model.TimerPush)
+	case aSrcDisarmTransferDeadline:
+		tx.Disarm(h, model.TimerPush)
+	case aDstArmTransferDeadline:
+		tx.Arm(h, model.TimerPull)
+	case aDstDisarmTransferDeadline:
+		tx.Disarm(h, model.TimerPull)
 	case aSrcReportReleased:
 		tx.ReportSourceOutcome(h, side, true)
 	case aSrcReportAborted:

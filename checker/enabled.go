@@ -18,6 +18,9 @@ var _ [256 - maxMoves]struct{}
 type moveSet struct {
 	n     int
 	stuck bool // nothing but timers can happen
+	// waiting: the only protocol moves other than timers are transfers
+	// ending; the hang fault is offered only then (see faults).
+	waiting bool
 	m     [maxMoves]Move
 }
 
@@ -69,7 +72,7 @@ func (c *Checker) moves(s *State, ms *moveSet) (protocol int) {
 		if x.Compute == model.ComputeRunning && c.can(s, spec.Source, h, evSrcPrefillPinned) {
 			ms.add(Move{Kind: MvCompute, H: hh})
 		}
-		if x.Xfer == model.XferRunning && c.transferCanEnd(s, h, tx.TransferWouldSucceed(h)) {
+		if tx.CanCompleteTransfer(h) && c.transferCanEnd(s, h, tx.TransferWouldSucceed(h)) {
 			ms.add(Move{Kind: MvTransfer, H: hh})
 		}
 		for to := model.SourceSide; to <= model.DestinationSide; to++ {
@@ -105,6 +108,13 @@ func (c *Checker) moves(s *State, ms *moveSet) (protocol int) {
 		}
 	}
 	busy = ms.n
+	ms.waiting = busy > 0
+	for i := 0; i < busy; i++ {
+		if ms.m[i].Kind != MvTransfer {
+			ms.waiting = false
+			break
+		}
+	}
 	// Timers: any armed timer may fire at any moment. While the system can
 	// still progress, a timer that fires is an early one and spends the
 	// early-timer budget; when nothing else can happen, deadlines and

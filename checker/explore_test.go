@@ -67,13 +67,13 @@ func TestExplore_PinnedCounts(t *testing.T) {
 		transitions int64
 		depth       int
 	}{
-		{smallConfig, "vllm", true, 509, 1023, 15},
-		{smallConfig, "sglang", true, 638, 1370, 14},
+		{smallConfig, "vllm", true, 563, 1154, 15},
+		{smallConfig, "sglang", true, 638, 1379, 14},
 		{smallConfig, "trtllm", true, 137, 275, 10},
-		{twoByTwo, "vllm", true, 9966, 31240, 20},
-		{twoByTwo, "sglang", true, 16152, 45794, 20},
-		{twoByTwo, "vllm", false, 39381, 123603, 20},
-		{twoByTwo, "sglang", false, 64261, 182216, 20},
+		{twoByTwo, "vllm", true, 11358, 35209, 20},
+		{twoByTwo, "sglang", true, 16152, 46081, 20},
+		{twoByTwo, "vllm", false, 44949, 139455, 20},
+		{twoByTwo, "sglang", false, 64261, 183348, 20},
 	}
 	for _, tc := range cases {
 		cfg := mustConfig(t, tc.config)

@@ -26,6 +26,7 @@ const (
 	EarlyTimer
 	NoShow
 	BackgroundLoad
+	Hang
 	// NumFaults is the number of fault kinds.
 	NumFaults
 )
@@ -41,6 +42,7 @@ const (
 	MvRestart
 	MvNoShow
 	MvOccupy
+	MvHang
 	numMoveKinds
 )
 
@@ -89,6 +91,8 @@ var FaultKinds = [NumFaults]FaultKind{
 		Meaning: "the frontend never routes decode"},
 	BackgroundLoad: {Config: "background_load", Move: MvOccupy, MoveName: "occupy", Args: []Arg{ArgWorker}, Swarm: true,
 		Meaning: "other requests take a decode worker's configured background capacity at any moment"},
+	Hang: {Config: "hang", Move: MvHang, MoveName: "hang", Args: []Arg{ArgH}, Swarm: true,
+		Meaning: "a running KV transfer hangs: it neither completes nor fails until a registration it uses is fenced or closed"},
 }
 
 func (f Fault) String() string {
@@ -203,9 +207,10 @@ func (r Remaining) Budget() Budget {
 // faults adds the fault moves the state enables, each within its budget.
 // The order is part of the exploration's determinism (traces and walks
 // pick moves by index): per handoff the transport faults of each fact in
-// flight, then cancel, abort, transfer failure and no-show; then restarts
+// flight, then cancel, abort, transfer failure, no-show and hang; then restarts
 // and background load per worker.
 func (c *Checker) faults(s *State, ms *moveSet) {
+	tx := model.Tx{W: &s.W}
 	for h := 0; h < c.nH; h++ {
 		x := &s.W.H[h]
 		hh := int8(h)
@@ -232,11 +237,22 @@ func (c *Checker) faults(s *State, ms *moveSet) {
 				}
 			}
 		}
-		if s.B.Has(TransferFailure) && x.Xfer == model.XferRunning && c.transferCanEnd(s, h, false) {
+		if s.B.Has(TransferFailure) && x.Xfer == model.XferRunning && !x.Hung && c.transferCanEnd(s, h, false) {
 			ms.add(Move{Kind: MvFailTransfer, H: hh})
 		}
 		if s.B.Has(NoShow) && c.decodeRoutable(s, h) {
 			ms.add(Move{Kind: MvNoShow, H: hh})
+		}
+		// A hang is offered only where the system waits on transfers
+		// alone. That loses no behaviour: a hang commutes with every
+		// move but its own transfer's end (which it removes), so a hang
+		// taken earlier is the same run with the hang taken later, at
+		// the point where the transfer's end is all that could happen;
+		// and only there does it change what is enabled (timers fire
+		// freely once nothing else can happen). A transfer that will
+		// fail anyway (a registration is gone) gains nothing by hanging.
+		if s.B.Has(Hang) && ms.waiting && x.Xfer == model.XferRunning && !x.Hung && tx.TransferWouldSucceed(h) {
+			ms.add(Move{Kind: MvHang, H: hh})
 		}
 	}
 	if s.B.Has(Restart) {
@@ -247,7 +263,6 @@ func (c *Checker) faults(s *State, ms *moveSet) {
 		}
 	}
 	if s.B.Has(BackgroundLoad) {
-		tx := model.Tx{W: &s.W}
 		for _, w := range c.decode {
 			if tx.CanOccupyBackground(w) {
 				ms.add(Move{Kind: MvOccupy, H: -1, Arg: int8(w)})
@@ -288,6 +303,8 @@ func (c *Checker) applyFault(s *State, tx *model.Tx, m Move, cov *Coverage) {
 		tx.NoShow(h)
 	case MvOccupy:
 		tx.OccupyBackground(int(m.Arg))
+	case MvHang:
+		tx.HangTransfer(h)
 	default:
 		panic(fmt.Sprintf("checker: unknown move %v", m))
 	}

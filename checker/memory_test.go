@@ -140,7 +140,7 @@ func TestMemory_BoundWithLivenessOn(t *testing.T) {
 	bound := int64(residentBytes()) + 1<<30
 	rep = checkOne(t, cfg, "vllm", Limits{MaxMemory: bound, Liveness: true, Workers: 2})
 	r = rep.Runs[0]
-	if !r.Complete || r.StopReason != "" || r.StopDetail != "" || !r.Liveness || r.Violation != nil || r.Stats.States != 509 {
+	if !r.Complete || r.StopReason != "" || r.StopDetail != "" || !r.Liveness || r.Violation != nil || r.Stats.States != 563 {
 		t.Errorf("bound %s: complete=%v stop=%q %q liveness=%v violation=%v, %d states", FormatBytes(bound),
 			r.Complete, r.StopReason, r.StopDetail, r.Liveness, r.Violation != nil, r.Stats.States)
 	}

@@ -443,7 +443,7 @@ func TestReport_TextAndJSONCarryTheSameFigures(t *testing.T) {
 	}
 	// Figures of small.json pinned as the text shows them: the thousands
 	// separator, and the counts of the first run.
-	wantLine(t, text, "  509 distinct states, 1,023 transitions, depth 15, ")
+	wantLine(t, text, "  563 distinct states, 1,154 transitions, depth 15, ")
 	wantLine(t, text, ", 2 workers\n")
 	wantLine(t, text, "  EventuallyDrained: checked on the explored graph\n")
 	wantLine(t, text, "invariants checked: ")
@@ -479,7 +479,7 @@ func TestReport_TextAndJSONCarryTheSameFigures(t *testing.T) {
 	wantLine(t, rep.Text(TextOptions{}), "  elapsed ")
 	wantNoLine(t, rep.Text(TextOptions{}), "peak heap")
 	qj := parseReportJSON(t, rep, quiet)
-	if qj.PeakResident != nil || qj.Runs[0].ElapsedMS != nil || qj.Runs[0].PeakHeap != nil || qj.Runs[0].States != 509 {
+	if qj.PeakResident != nil || qj.Runs[0].ElapsedMS != nil || qj.Runs[0].PeakHeap != nil || qj.Runs[0].States != 563 {
 		t.Errorf("JSON without timing: %+v", qj.Runs[0])
 	}
 }

@@ -38,6 +38,7 @@ const (
 	evSrcClientCancelled    = uint8(machines.SourceEventClientCancelled)
 	evSrcLocalAbort         = uint8(machines.SourceEventLocalAbort)
 	evSrcPeerRestarted      = uint8(machines.SourceEventPeerRestarted)
+	evSrcTransferTimeout    = uint8(machines.SourceEventTransferTimeout)
 
 	evDstRouted             = uint8(machines.DestinationEventDestinationRouted)
 	evDstReserved           = uint8(machines.DestinationEventDestinationReserved)
@@ -53,6 +54,7 @@ const (
 	evDstLocalAbort         = uint8(machines.DestinationEventLocalAbort)
 	evDstPeerRestarted      = uint8(machines.DestinationEventPeerRestarted)
 	evDstRestarted          = uint8(machines.DestinationEventRestarted)
+	evDstTransferTimeout    = uint8(machines.DestinationEventTransferTimeout)
 	evSrcRestarted          = uint8(machines.SourceEventRestarted)
 )
 
@@ -89,6 +91,10 @@ func timerEvent(t model.Timer) uint8 {
 		return evSrcBootstrapExpired
 	case model.TimerHeartbeat:
 		return evDstHeartbeatDue
+	case model.TimerPush:
+		return evSrcTransferTimeout
+	case model.TimerPull:
+		return evDstTransferTimeout
 	}
 	return evDstReservationExpired
 }
@@ -101,7 +107,7 @@ func causeOf(r spec.Role, ev uint8) model.Cause {
 			return model.CauseReaderAck
 		case evSrcTransferFailed, evSrcCancelled, evSrcClientCancelled, evSrcLocalAbort, evSrcPeerRestarted:
 			return model.CauseAbort
-		case evSrcLeaseExpired, evSrcBootstrapExpired:
+		case evSrcLeaseExpired, evSrcBootstrapExpired, evSrcTransferTimeout:
 			return model.CauseExpiry
 		}
 		return model.CauseOther
@@ -109,7 +115,7 @@ func causeOf(r spec.Role, ev uint8) model.Cause {
 	switch ev {
 	case evDstTransferDone, evDstTransferFailed, evDstCancelled, evDstClientCancelled, evDstLocalAbort, evDstPeerRestarted, evDstRefused:
 		return model.CauseAbort
-	case evDstReservationExpired:
+	case evDstReservationExpired, evDstTransferTimeout:
 		return model.CauseExpiry
 	case evDstDecodeFinished:
 		return model.CauseDecodeDone
@@ -121,26 +127,28 @@ func causeOf(r spec.Role, ev uint8) model.Cause {
 // then their destination actions (SourceAction, DestinationAction);
 // FromStepper finds a spec's actions by name.
 const (
-	aSrcAcceptRequest        = Action(machines.SourceActionAcceptRequest)
-	aSrcStartPrefill         = Action(machines.SourceActionStartPrefill)
-	aSrcStopPrefill          = Action(machines.SourceActionStopPrefill)
-	aSrcPinSource            = Action(machines.SourceActionPinSource)
-	aSrcRegisterSource       = Action(machines.SourceActionRegisterSource)
-	aSrcFenceSource          = Action(machines.SourceActionFenceSource)
-	aSrcReleaseSource        = Action(machines.SourceActionReleaseSource)
-	aSrcReportComputeDone    = Action(machines.SourceActionReportComputeDone)
-	aSrcAnnouncePinned       = Action(machines.SourceActionAnnouncePinned)
-	aSrcStartPush            = Action(machines.SourceActionStartPush)
-	aSrcArmLease             = Action(machines.SourceActionArmLease)
-	aSrcRenewLease           = Action(machines.SourceActionRenewLease)
-	aSrcDisarmLease          = Action(machines.SourceActionDisarmLease)
-	aSrcArmBootstrap         = Action(machines.SourceActionArmBootstrap)
-	aSrcDisarmBootstrap      = Action(machines.SourceActionDisarmBootstrap)
-	aSrcSendReceiveCompleted = Action(machines.SourceActionSendReceiveCompleted)
-	aSrcSendCancelled        = Action(machines.SourceActionSendCancelled)
-	aSrcReportReleased       = Action(machines.SourceActionReportSourceReleased)
-	aSrcReportAborted        = Action(machines.SourceActionReportSourceAborted)
-	aSrcComplete             = Action(machines.SourceActionComplete)
+	aSrcAcceptRequest          = Action(machines.SourceActionAcceptRequest)
+	aSrcStartPrefill           = Action(machines.SourceActionStartPrefill)
+	aSrcStopPrefill            = Action(machines.SourceActionStopPrefill)
+	aSrcPinSource              = Action(machines.SourceActionPinSource)
+	aSrcRegisterSource         = Action(machines.SourceActionRegisterSource)
+	aSrcFenceSource            = Action(machines.SourceActionFenceSource)
+	aSrcReleaseSource          = Action(machines.SourceActionReleaseSource)
+	aSrcReportComputeDone      = Action(machines.SourceActionReportComputeDone)
+	aSrcAnnouncePinned         = Action(machines.SourceActionAnnouncePinned)
+	aSrcStartPush              = Action(machines.SourceActionStartPush)
+	aSrcArmLease               = Action(machines.SourceActionArmLease)
+	aSrcRenewLease             = Action(machines.SourceActionRenewLease)
+	aSrcDisarmLease            = Action(machines.SourceActionDisarmLease)
+	aSrcArmBootstrap           = Action(machines.SourceActionArmBootstrap)
+	aSrcDisarmBootstrap        = Action(machines.SourceActionDisarmBootstrap)
+	aSrcSendReceiveCompleted   = Action(machines.SourceActionSendReceiveCompleted)
+	aSrcSendCancelled          = Action(machines.SourceActionSendCancelled)
+	aSrcReportReleased         = Action(machines.SourceActionReportSourceReleased)
+	aSrcReportAborted          = Action(machines.SourceActionReportSourceAborted)
+	aSrcComplete               = Action(machines.SourceActionComplete)
+	aSrcArmTransferDeadline    = Action(machines.SourceActionArmTransferDeadline)
+	aSrcDisarmTransferDeadline = Action(machines.SourceActionDisarmTransferDeadline)
 
 	aDstAcceptRequest           = Action(machines.NumSourceActions + int(machines.DestinationActionAcceptRequest))
 	aDstRequestReservation      = Action(machines.NumSourceActions + int(machines.DestinationActionRequestReservation))
@@ -163,6 +171,8 @@ const (
 	aDstReportDecodeDone        = Action(machines.NumSourceActions + int(machines.DestinationActionReportDecodeDone))
 	aDstReportDecodeFailed      = Action(machines.NumSourceActions + int(machines.DestinationActionReportDecodeFailed))
 	aDstComplete                = Action(machines.NumSourceActions + int(machines.DestinationActionComplete))
+	aDstArmTransferDeadline     = Action(machines.NumSourceActions + int(machines.DestinationActionArmTransferDeadline))
+	aDstDisarmTransferDeadline  = Action(machines.NumSourceActions + int(machines.DestinationActionDisarmTransferDeadline))
 )
 
 // transferEvent is the event the runner of a transfer gets when it ends.

@@ -89,12 +89,14 @@ const (
 	DestinationEventPeerRestarted
 	// DestinationEventRestarted (restart): this worker's own process restarted.
 	DestinationEventRestarted
+	// DestinationEventTransferTimeout (timer): the pull this worker runs passed its deadline: it may have hung.
+	DestinationEventTransferTimeout
 )
 
 // NumDestinationEvents is the number of destination events.
-const NumDestinationEvents = 14
+const NumDestinationEvents = 15
 
-var destinationEventNames = [...]string{"DestinationRouted", "DestinationReserved", "ReservationRefused", "TransferDone", "TransferFailed", "ReceiveCompleted", "HeartbeatDue", "ReservationExpired", "DecodeFinished", "Cancelled", "ClientCancelled", "LocalAbort", "PeerRestarted", "Restarted"}
+var destinationEventNames = [...]string{"DestinationRouted", "DestinationReserved", "ReservationRefused", "TransferDone", "TransferFailed", "ReceiveCompleted", "HeartbeatDue", "ReservationExpired", "DecodeFinished", "Cancelled", "ClientCancelled", "LocalAbort", "PeerRestarted", "Restarted", "TransferTimeout"}
 
 // String returns the name, as written in the spec.
 func (x DestinationEvent) String() string {
@@ -104,7 +106,7 @@ func (x DestinationEvent) String() string {
 	return "DestinationEvent(" + strconv.Itoa(int(x)) + ")"
 }
 
-var destinationEventOrigins = [NumDestinationEvents]Origin{OriginClient, OriginLocal, OriginLocal, OriginLocal, OriginLocal, OriginPeer, OriginTimer, OriginTimer, OriginLocal, OriginPeer, OriginClient, OriginLocal, OriginRestart, OriginRestart}
+var destinationEventOrigins = [NumDestinationEvents]Origin{OriginClient, OriginLocal, OriginLocal, OriginLocal, OriginLocal, OriginPeer, OriginTimer, OriginTimer, OriginLocal, OriginPeer, OriginClient, OriginLocal, OriginRestart, OriginRestart, OriginTimer}
 
 // Origin says where the event comes from.
 func (e DestinationEvent) Origin() Origin {
@@ -157,12 +159,16 @@ const (
 	DestinationActionReportDecodeFailed
 	// DestinationActionComplete: count the request out of this worker's in-flight requests.
 	DestinationActionComplete
+	// DestinationActionArmTransferDeadline: arm the deadline of the pull this worker runs.
+	DestinationActionArmTransferDeadline
+	// DestinationActionDisarmTransferDeadline: stop the deadline of the pull.
+	DestinationActionDisarmTransferDeadline
 )
 
 // NumDestinationActions is the number of destination actions.
-const NumDestinationActions = 21
+const NumDestinationActions = 23
 
-var destinationActionNames = [...]string{"AcceptRequest", "RequestReservation", "WithdrawReservation", "RegisterDestination", "StartPull", "FenceDestination", "ReleaseDestination", "ActivateDestination", "PublishStored", "ReleaseActive", "ArmHeartbeat", "DisarmHeartbeat", "SendLeaseRenewed", "ArmReservationTimer", "DisarmReservationTimer", "SendDestinationReserved", "SendReaderCompleted", "SendCancelled", "ReportDecodeDone", "ReportDecodeFailed", "Complete"}
+var destinationActionNames = [...]string{"AcceptRequest", "RequestReservation", "WithdrawReservation", "RegisterDestination", "StartPull", "FenceDestination", "ReleaseDestination", "ActivateDestination", "PublishStored", "ReleaseActive", "ArmHeartbeat", "DisarmHeartbeat", "SendLeaseRenewed", "ArmReservationTimer", "DisarmReservationTimer", "SendDestinationReserved", "SendReaderCompleted", "SendCancelled", "ReportDecodeDone", "ReportDecodeFailed", "Complete", "ArmTransferDeadline", "DisarmTransferDeadline"}
 
 // String returns the name, as written in the spec.
 func (x DestinationAction) String() string {
@@ -215,7 +221,7 @@ type DestinationTransition struct {
 }
 
 // NumDestinationRows is the number of rows in the destination table.
-const NumDestinationRows = 42
+const NumDestinationRows = 46
 
 // Step applies an event under a policy. It is pure: it returns the next
 // state and the actions as data, or a *StepError when the event has no row
@@ -271,6 +277,7 @@ var destinationSteps = [NumDestinationEvents]func(DestinationState, Policy) (Des
 	DestinationEventLocalAbort:          destinationOnLocalAbort,
 	DestinationEventPeerRestarted:       destinationOnPeerRestarted,
 	DestinationEventRestarted:           destinationOnRestarted,
+	DestinationEventTransferTimeout:     destinationOnTransferTimeout,
 }
 
 // destinationOnDestinationRouted handles DestinationRouted.
@@ -316,9 +323,10 @@ func destinationOnDestinationReserved(s DestinationState, p Policy) (Destination
 			// row 3: TransferNeedsReservation: pages exist and are registered, so the pull may write
 			return DestinationTransition{
 				To: DestinationStateReceiving,
-				Actions: DestinationActions{n: 2, a: [MaxDestinationActions]DestinationAction{
+				Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
 					DestinationActionRegisterDestination,
 					DestinationActionStartPull,
+					DestinationActionArmTransferDeadline,
 				}},
 				Row: 3,
 			}, true
@@ -386,7 +394,8 @@ func destinationOnTransferDone(s DestinationState, p Policy) (DestinationTransit
 			// row 7: receive completion activates and publishes; reader completion is a separate fact for the source
 			return DestinationTransition{
 				To: DestinationStateActive,
-				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
+				Actions: DestinationActions{n: 5, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionDisarmTransferDeadline,
 					DestinationActionDisarmHeartbeat,
 					DestinationActionActivateDestination,
 					DestinationActionPublishStored,
@@ -398,7 +407,8 @@ func destinationOnTransferDone(s DestinationState, p Policy) (DestinationTransit
 			// row 9: the reads stopped: free the pages and let the source release
 			return DestinationTransition{
 				To: DestinationStateAborted,
-				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
+				Actions: DestinationActions{n: 5, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionDisarmTransferDeadline,
 					DestinationActionReleaseDestination,
 					DestinationActionSendReaderCompleted,
 					DestinationActionReportDecodeFailed,
@@ -420,7 +430,8 @@ func destinationOnTransferFailed(s DestinationState, p Policy) (DestinationTrans
 			// row 8: FailedTransferNeverActivates: the failed pull wrote its last page, so the pages may go
 			return DestinationTransition{
 				To: DestinationStateAborted,
-				Actions: DestinationActions{n: 5, a: [MaxDestinationActions]DestinationAction{
+				Actions: DestinationActions{n: 6, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionDisarmTransferDeadline,
 					DestinationActionDisarmHeartbeat,
 					DestinationActionReleaseDestination,
 					DestinationActionSendCancelled,
@@ -433,7 +444,8 @@ func destinationOnTransferFailed(s DestinationState, p Policy) (DestinationTrans
 			// row 10: the reads stopped: free the pages
 			return DestinationTransition{
 				To: DestinationStateAborted,
-				Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
+				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionDisarmTransferDeadline,
 					DestinationActionReleaseDestination,
 					DestinationActionReportDecodeFailed,
 					DestinationActionComplete,
@@ -838,8 +850,53 @@ func destinationOnPeerRestarted(s DestinationState, p Policy) (DestinationTransi
 func destinationOnRestarted(s DestinationState, _ Policy) (DestinationTransition, bool) {
 	switch s {
 	case DestinationStateIdle, DestinationStateReserving, DestinationStateReserved, DestinationStateReceiving, DestinationStateDraining, DestinationStateActive:
-		// row 42: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return DestinationTransition{To: DestinationStateForgotten, Row: 42}, true
+		// row 46: a restart forgets the attempt; the worker's pool and registrations die with the process
+		return DestinationTransition{To: DestinationStateForgotten, Row: 46}, true
+	}
+	return DestinationTransition{}, false
+}
+
+// destinationOnTransferTimeout handles TransferTimeout.
+func destinationOnTransferTimeout(s DestinationState, p Policy) (DestinationTransition, bool) {
+	switch p {
+	case SourceFirst:
+		switch s {
+		case DestinationStateReceiving:
+			// row 42: the pull hung: fence so no stalled write can land, then free the pages on this worker's own deadline and let the source go
+			return DestinationTransition{
+				To: DestinationStateAborted,
+				Actions: DestinationActions{n: 6, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionFenceDestination,
+					DestinationActionDisarmHeartbeat,
+					DestinationActionReleaseDestination,
+					DestinationActionSendCancelled,
+					DestinationActionReportDecodeFailed,
+					DestinationActionComplete,
+				}},
+				Row: 42,
+			}, true
+		case DestinationStateDraining:
+			// row 43: DestinationHeldWhileWritten with a deadline: reads that never stop are fenced, then the pages go
+			return DestinationTransition{
+				To: DestinationStateAborted,
+				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionFenceDestination,
+					DestinationActionReleaseDestination,
+					DestinationActionReportDecodeFailed,
+					DestinationActionComplete,
+				}},
+				Row: 43,
+			}, true
+		case DestinationStateIdle, DestinationStateReserving, DestinationStateActive:
+			// row 44: no pull runs here; a stale deadline changes nothing
+			return DestinationTransition{To: s, Row: 44}, true
+		}
+	case DestinationFirst:
+		switch s {
+		case DestinationStateIdle, DestinationStateReserving, DestinationStateReserved, DestinationStateActive:
+			// row 45: a destination-first destination runs no transfer; its deadline is the reservation's
+			return DestinationTransition{To: s, Row: 45}, true
+		}
 	}
 	return DestinationTransition{}, false
 }
@@ -869,6 +926,7 @@ func _() {
 	_ = x[DestinationEventLocalAbort-11]
 	_ = x[DestinationEventPeerRestarted-12]
 	_ = x[DestinationEventRestarted-13]
+	_ = x[DestinationEventTransferTimeout-14]
 	_ = x[DestinationActionAcceptRequest-0]
 	_ = x[DestinationActionRequestReservation-1]
 	_ = x[DestinationActionWithdrawReservation-2]
@@ -890,4 +948,6 @@ func _() {
 	_ = x[DestinationActionReportDecodeDone-18]
 	_ = x[DestinationActionReportDecodeFailed-19]
 	_ = x[DestinationActionComplete-20]
+	_ = x[DestinationActionArmTransferDeadline-21]
+	_ = x[DestinationActionDisarmTransferDeadline-22]
 }

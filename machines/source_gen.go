@@ -87,12 +87,14 @@ const (
 	SourceEventPeerRestarted
 	// SourceEventRestarted (restart): this worker's own process restarted.
 	SourceEventRestarted
+	// SourceEventTransferTimeout (timer): the push this worker runs passed its deadline: it may have hung.
+	SourceEventTransferTimeout
 )
 
 // NumSourceEvents is the number of source events.
-const NumSourceEvents = 14
+const NumSourceEvents = 15
 
-var sourceEventNames = [...]string{"RequestArrived", "DestinationReserved", "PrefillPinned", "TransferDone", "TransferFailed", "ReaderCompleted", "LeaseRenewed", "LeaseExpired", "BootstrapExpired", "Cancelled", "ClientCancelled", "LocalAbort", "PeerRestarted", "Restarted"}
+var sourceEventNames = [...]string{"RequestArrived", "DestinationReserved", "PrefillPinned", "TransferDone", "TransferFailed", "ReaderCompleted", "LeaseRenewed", "LeaseExpired", "BootstrapExpired", "Cancelled", "ClientCancelled", "LocalAbort", "PeerRestarted", "Restarted", "TransferTimeout"}
 
 // String returns the name, as written in the spec.
 func (x SourceEvent) String() string {
@@ -102,7 +104,7 @@ func (x SourceEvent) String() string {
 	return "SourceEvent(" + strconv.Itoa(int(x)) + ")"
 }
 
-var sourceEventOrigins = [NumSourceEvents]Origin{OriginClient, OriginPeer, OriginLocal, OriginLocal, OriginLocal, OriginPeer, OriginPeer, OriginTimer, OriginTimer, OriginPeer, OriginClient, OriginLocal, OriginRestart, OriginRestart}
+var sourceEventOrigins = [NumSourceEvents]Origin{OriginClient, OriginPeer, OriginLocal, OriginLocal, OriginLocal, OriginPeer, OriginPeer, OriginTimer, OriginTimer, OriginPeer, OriginClient, OriginLocal, OriginRestart, OriginRestart, OriginTimer}
 
 // Origin says where the event comes from.
 func (e SourceEvent) Origin() Origin {
@@ -153,12 +155,16 @@ const (
 	SourceActionReportSourceAborted
 	// SourceActionComplete: count the request out of this worker's in-flight requests.
 	SourceActionComplete
+	// SourceActionArmTransferDeadline: arm the deadline of the push this worker runs.
+	SourceActionArmTransferDeadline
+	// SourceActionDisarmTransferDeadline: stop the deadline of the push.
+	SourceActionDisarmTransferDeadline
 )
 
 // NumSourceActions is the number of source actions.
-const NumSourceActions = 20
+const NumSourceActions = 22
 
-var sourceActionNames = [...]string{"AcceptRequest", "StartPrefill", "StopPrefill", "PinSource", "RegisterSource", "FenceSource", "ReleaseSource", "ReportComputeDone", "AnnouncePinned", "StartPush", "ArmLease", "RenewLease", "DisarmLease", "ArmBootstrap", "DisarmBootstrap", "SendReceiveCompleted", "SendCancelled", "ReportSourceReleased", "ReportSourceAborted", "Complete"}
+var sourceActionNames = [...]string{"AcceptRequest", "StartPrefill", "StopPrefill", "PinSource", "RegisterSource", "FenceSource", "ReleaseSource", "ReportComputeDone", "AnnouncePinned", "StartPush", "ArmLease", "RenewLease", "DisarmLease", "ArmBootstrap", "DisarmBootstrap", "SendReceiveCompleted", "SendCancelled", "ReportSourceReleased", "ReportSourceAborted", "Complete", "ArmTransferDeadline", "DisarmTransferDeadline"}
 
 // String returns the name, as written in the spec.
 func (x SourceAction) String() string {
@@ -169,7 +175,7 @@ func (x SourceAction) String() string {
 }
 
 // MaxSourceActions is the most actions one source row emits.
-const MaxSourceActions = 6
+const MaxSourceActions = 7
 
 // SourceActions is the ordered list of actions of one step, held by value so that
 // stepping never allocates.
@@ -211,7 +217,7 @@ type SourceTransition struct {
 }
 
 // NumSourceRows is the number of rows in the source table.
-const NumSourceRows = 37
+const NumSourceRows = 40
 
 // Step applies an event under a policy. It is pure: it returns the next
 // state and the actions as data, or a *StepError when the event has no row
@@ -267,6 +273,7 @@ var sourceSteps = [NumSourceEvents]func(SourceState, Policy) (SourceTransition, 
 	SourceEventLocalAbort:          sourceOnLocalAbort,
 	SourceEventPeerRestarted:       sourceOnPeerRestarted,
 	SourceEventRestarted:           sourceOnRestarted,
+	SourceEventTransferTimeout:     sourceOnTransferTimeout,
 }
 
 // sourceOnRequestArrived handles RequestArrived.
@@ -372,12 +379,13 @@ func sourceOnPrefillPinned(s SourceState, p Policy) (SourceTransition, bool) {
 			// row 14: the destination reserved before dispatch, so the push starts at once
 			return SourceTransition{
 				To: SourceStateSending,
-				Actions: SourceActions{n: 5, a: [MaxSourceActions]SourceAction{
+				Actions: SourceActions{n: 6, a: [MaxSourceActions]SourceAction{
 					SourceActionPinSource,
 					SourceActionRegisterSource,
 					SourceActionReportComputeDone,
 					SourceActionArmLease,
 					SourceActionStartPush,
+					SourceActionArmTransferDeadline,
 				}},
 				Row: 14,
 			}, true
@@ -395,7 +403,8 @@ func sourceOnTransferDone(s SourceState, p Policy) (SourceTransition, bool) {
 			// row 16: a pushing source observes the end of its own writes; then it tells the destination
 			return SourceTransition{
 				To: SourceStateReleased,
-				Actions: SourceActions{n: 5, a: [MaxSourceActions]SourceAction{
+				Actions: SourceActions{n: 6, a: [MaxSourceActions]SourceAction{
+					SourceActionDisarmTransferDeadline,
 					SourceActionDisarmLease,
 					SourceActionReleaseSource,
 					SourceActionSendReceiveCompleted,
@@ -418,7 +427,8 @@ func sourceOnTransferFailed(s SourceState, p Policy) (SourceTransition, bool) {
 			// row 17: the writes ended in failure; nothing reads the blocks any more
 			return SourceTransition{
 				To: SourceStateAborted,
-				Actions: SourceActions{n: 5, a: [MaxSourceActions]SourceAction{
+				Actions: SourceActions{n: 6, a: [MaxSourceActions]SourceAction{
+					SourceActionDisarmTransferDeadline,
 					SourceActionDisarmLease,
 					SourceActionReleaseSource,
 					SourceActionSendCancelled,
@@ -490,7 +500,8 @@ func sourceOnLeaseExpired(s SourceState, _ Policy) (SourceTransition, bool) {
 		// row 21: the owner reclaims on its own deadline: fence before free, no final peer message needed
 		return SourceTransition{
 			To: SourceStateAborted,
-			Actions: SourceActions{n: 5, a: [MaxSourceActions]SourceAction{
+			Actions: SourceActions{n: 6, a: [MaxSourceActions]SourceAction{
+				SourceActionDisarmTransferDeadline,
 				SourceActionFenceSource,
 				SourceActionReleaseSource,
 				SourceActionSendCancelled,
@@ -554,7 +565,8 @@ func sourceOnCancelled(s SourceState, p Policy) (SourceTransition, bool) {
 		// row 33: the destination gave up: fence so no late read sees freed blocks, then release
 		return SourceTransition{
 			To: SourceStateAborted,
-			Actions: SourceActions{n: 5, a: [MaxSourceActions]SourceAction{
+			Actions: SourceActions{n: 6, a: [MaxSourceActions]SourceAction{
+				SourceActionDisarmTransferDeadline,
 				SourceActionDisarmLease,
 				SourceActionFenceSource,
 				SourceActionReleaseSource,
@@ -606,7 +618,8 @@ func sourceOnClientCancelled(s SourceState, p Policy) (SourceTransition, bool) {
 		// row 35: cancel while pinned: fence, release, and tell the destination
 		return SourceTransition{
 			To: SourceStateAborted,
-			Actions: SourceActions{n: 6, a: [MaxSourceActions]SourceAction{
+			Actions: SourceActions{n: 7, a: [MaxSourceActions]SourceAction{
+				SourceActionDisarmTransferDeadline,
 				SourceActionDisarmLease,
 				SourceActionFenceSource,
 				SourceActionReleaseSource,
@@ -657,7 +670,8 @@ func sourceOnLocalAbort(s SourceState, p Policy) (SourceTransition, bool) {
 		// row 36: abort while pinned: fence, release, and tell the destination
 		return SourceTransition{
 			To: SourceStateAborted,
-			Actions: SourceActions{n: 6, a: [MaxSourceActions]SourceAction{
+			Actions: SourceActions{n: 7, a: [MaxSourceActions]SourceAction{
+				SourceActionDisarmTransferDeadline,
 				SourceActionDisarmLease,
 				SourceActionFenceSource,
 				SourceActionReleaseSource,
@@ -696,7 +710,8 @@ func sourceOnPeerRestarted(s SourceState, p Policy) (SourceTransition, bool) {
 		// row 34: the reader or the target pages are gone with the destination's process
 		return SourceTransition{
 			To: SourceStateAborted,
-			Actions: SourceActions{n: 5, a: [MaxSourceActions]SourceAction{
+			Actions: SourceActions{n: 6, a: [MaxSourceActions]SourceAction{
+				SourceActionDisarmTransferDeadline,
 				SourceActionDisarmLease,
 				SourceActionFenceSource,
 				SourceActionReleaseSource,
@@ -753,8 +768,41 @@ func sourceOnPeerRestarted(s SourceState, p Policy) (SourceTransition, bool) {
 func sourceOnRestarted(s SourceState, _ Policy) (SourceTransition, bool) {
 	switch s {
 	case SourceStateIdle, SourceStatePrimed, SourceStateAwaitingDestination, SourceStateComputing, SourceStatePinned, SourceStateSending:
-		// row 37: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return SourceTransition{To: SourceStateForgotten, Row: 37}, true
+		// row 40: a restart forgets the attempt; the worker's pool and registrations die with the process
+		return SourceTransition{To: SourceStateForgotten, Row: 40}, true
+	}
+	return SourceTransition{}, false
+}
+
+// sourceOnTransferTimeout handles TransferTimeout.
+func sourceOnTransferTimeout(s SourceState, p Policy) (SourceTransition, bool) {
+	switch p {
+	case SourceFirst:
+		switch s {
+		case SourceStateIdle, SourceStateComputing, SourceStatePinned:
+			// row 38: a source-first source runs no transfer; the reader's deadline is its lease
+			return SourceTransition{To: s, Row: 38}, true
+		}
+	case DestinationFirst:
+		switch s {
+		case SourceStateSending:
+			// row 37: the push hung: fence so the stalled writes fail, then reclaim on this worker's own deadline
+			return SourceTransition{
+				To: SourceStateAborted,
+				Actions: SourceActions{n: 6, a: [MaxSourceActions]SourceAction{
+					SourceActionFenceSource,
+					SourceActionDisarmLease,
+					SourceActionReleaseSource,
+					SourceActionSendCancelled,
+					SourceActionReportSourceAborted,
+					SourceActionComplete,
+				}},
+				Row: 37,
+			}, true
+		case SourceStateIdle, SourceStatePrimed, SourceStateAwaitingDestination, SourceStateComputing:
+			// row 39: no push runs yet; a stale deadline changes nothing
+			return SourceTransition{To: s, Row: 39}, true
+		}
 	}
 	return SourceTransition{}, false
 }
@@ -783,6 +831,7 @@ func _() {
 	_ = x[SourceEventLocalAbort-11]
 	_ = x[SourceEventPeerRestarted-12]
 	_ = x[SourceEventRestarted-13]
+	_ = x[SourceEventTransferTimeout-14]
 	_ = x[SourceActionAcceptRequest-0]
 	_ = x[SourceActionStartPrefill-1]
 	_ = x[SourceActionStopPrefill-2]
@@ -803,4 +852,6 @@ func _() {
 	_ = x[SourceActionReportSourceReleased-17]
 	_ = x[SourceActionReportSourceAborted-18]
 	_ = x[SourceActionComplete-19]
+	_ = x[SourceActionArmTransferDeadline-20]
+	_ = x[SourceActionDisarmTransferDeadline-21]
 }

@@ -76,6 +76,9 @@ func (w *World) DescribeHandoff(h int) string {
 	if x.Tainted {
 		add("tainted")
 	}
+	if x.Hung {
+		add("hung")
+	}
 	if x.Acked {
 		add("acked")
 	}

@@ -464,11 +464,29 @@ func (tx *Tx) CompleteTransfer(h int) {
 	} else {
 		x.Xfer = XferFailed
 	}
+	x.Hung = false
+}
+
+// CanCompleteTransfer reports whether a running transfer can end now: on
+// its own unless it hung; a hung one only by failing on a registration
+// that is no longer valid.
+func (tx *Tx) CanCompleteTransfer(h int) bool {
+	x := tx.h(h)
+	return x.Xfer == XferRunning && (!x.Hung || !tx.TransferWouldSucceed(h))
+}
+
+// HangTransfer is a running transfer hanging: from now on it neither
+// completes nor fails on its own; whoever waits on it needs a deadline.
+func (tx *Tx) HangTransfer(h int) {
+	if x := tx.h(h); x.Xfer == XferRunning {
+		x.Hung = true
+	}
 }
 
 // FailTransfer is the transfer failing on its own (network, timeout).
+// A hung transfer does not fail on its own.
 func (tx *Tx) FailTransfer(h int) {
-	if x := tx.h(h); x.Xfer == XferRunning {
+	if x := tx.h(h); x.Xfer == XferRunning && !x.Hung {
 		x.Xfer = XferFailed
 	}
 }
@@ -826,7 +844,7 @@ func (tx *Tx) restartSource(h int) {
 	x.Src = SrcNone
 	x.InFlight[SourceSide] = false
 	x.CancelPending[SourceSide] = false
-	x.Timers &^= 1<<TimerLease | 1<<TimerBootstrap
+	x.Timers &^= 1<<TimerLease | 1<<TimerBootstrap | 1<<TimerPush
 	if x.Life[ResPrefillBooking] == Held {
 		tx.releasePrefillBooking(h)
 	}
@@ -853,7 +871,7 @@ func (tx *Tx) restartDestination(h int) {
 	x.Published = false // the KV index dropped the worker's blocks
 	x.InFlight[DestinationSide] = false
 	x.CancelPending[DestinationSide] = false
-	x.Timers &^= 1<<TimerHeartbeat | 1<<TimerReservation
+	x.Timers &^= 1<<TimerHeartbeat | 1<<TimerReservation | 1<<TimerPull
 	if x.Life[ResDecodeBooking] == Held {
 		tx.releaseDecodeBooking(h)
 	}

@@ -54,12 +54,12 @@ func (w *World) PackHandoff(h int, extra uint64) [HandoffWords]uint64 {
 		uint64(x.Compute)<<22 | uint64(x.Src)<<24 | uint64(x.SrcReg)<<26 | b2u(x.Pending)<<28 |
 		uint64(x.Dst)<<29 | uint64(x.DstReg)<<31 | b2u(x.Running)<<33 | b2u(x.Published)<<34 |
 		uint64(x.PrefixGone)<<offPrefixGone | uint64(x.Xfer)<<40 | b2u(x.Tainted)<<42 | uint64(x.Runner)<<43 |
-		uint64(x.Timers)<<44 |
+		uint64(x.Timers&15)<<44 |
 		uint64(x.Life[0])<<48 | uint64(x.Life[1])<<50 | uint64(x.Life[2])<<52 | uint64(x.Life[3])<<54 | uint64(x.Life[4])<<56 |
 		b2u(x.Accepted[0])<<58 | b2u(x.Accepted[1])<<59 | b2u(x.InFlight[0])<<60 | b2u(x.InFlight[1])<<61 |
 		b2u(x.PeerGone[0])<<62 | b2u(x.PeerGone[1])<<63
 	w1 := uint64(x.Outcome[0]) | uint64(x.Outcome[1])<<2 | packChannel(&x.Ch[0])<<4 | packChannel(&x.Ch[1])<<19 |
-		b2u(x.Acked)<<34 | b2u(x.Activated)<<35
+		b2u(x.Acked)<<34 | b2u(x.Activated)<<35 | b2u(x.Hung)<<36 | uint64(x.Timers>>4)<<37
 	return [HandoffWords]uint64{w0, w1}
 }
 
@@ -113,7 +113,8 @@ func unpackHandoff(x *Handoff, words [HandoffWords]uint64) uint64 {
 	x.Outcome[1] = Outcome(w1 >> 2 & 3)
 	unpackChannel(&x.Ch[0], w1>>4)
 	unpackChannel(&x.Ch[1], w1>>19)
-	x.Acked, x.Activated = w1>>34&1 == 1, w1>>35&1 == 1
+	x.Acked, x.Activated, x.Hung = w1>>34&1 == 1, w1>>35&1 == 1, w1>>36&1 == 1
+	x.Timers |= uint8(w1>>37&3) << 4
 	return w0 & (1<<ExtraBits - 1)
 }
 

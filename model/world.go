@@ -179,17 +179,21 @@ const (
 	TimerHeartbeat
 	// TimerReservation is the destination's wait for its KV.
 	TimerReservation
+	// TimerPush is the deadline of a push the source runs.
+	TimerPush
+	// TimerPull is the deadline of a pull the destination runs.
+	TimerPull
 	// NumTimers is the number of timers.
 	NumTimers
 )
 
-var timerNames = [...]string{"lease", "bootstrap", "heartbeat", "reservation"}
+var timerNames = [...]string{"lease", "bootstrap", "heartbeat", "reservation", "push-deadline", "pull-deadline"}
 
 func (t Timer) String() string { return timerNames[t] }
 
 // Side is the side that owns the timer.
 func (t Timer) Side() Side {
-	if t == TimerLease || t == TimerBootstrap {
+	if t == TimerLease || t == TimerBootstrap || t == TimerPush {
 		return SourceSide
 	}
 	return DestinationSide
@@ -232,6 +236,9 @@ type Handoff struct {
 	// Transfer.
 	Xfer    Xfer
 	Tainted bool // the source blocks left while the transfer could read them
+	// Hung: the transfer neither completes nor fails on its own; it ends,
+	// failed, only once a registration it uses is no longer valid.
+	Hung bool
 	Runner  Side // who runs the transfer: destination pulls, source pushes
 
 	// What physically happened, for OutcomeTruthful: the source's pin

@@ -52,6 +52,7 @@ func sourceTable() Table {
 			{Name: "LocalAbort", Origin: Local, Doc: "this worker aborts the request on its own"},
 			{Name: "PeerRestarted", Origin: Restart, Doc: "a health check found the destination's process restarted"},
 			{Name: "Restarted", Origin: Restart, Doc: "this worker's own process restarted"},
+			{Name: "TransferTimeout", Origin: Timer, Doc: "the push this worker runs passed its deadline: it may have hung"},
 		},
 		Actions: []Action{
 			{Name: "AcceptRequest", Doc: "count the request in flight on this worker"},
@@ -74,6 +75,8 @@ func sourceTable() Table {
 			{Name: "ReportSourceReleased", Doc: "terminal outcome to the prefill router: request ownership ends"},
 			{Name: "ReportSourceAborted", Doc: "terminal failure to the prefill router: ownership and compute load end"},
 			{Name: "Complete", Doc: "count the request out of this worker's in-flight requests"},
+			{Name: "ArmTransferDeadline", Doc: "arm the deadline of the push this worker runs"},
+			{Name: "DisarmTransferDeadline", Doc: "stop the deadline of the push"},
 		},
 		Rows: []Row{
 			// Idle: the request may still be on its way.
@@ -111,7 +114,7 @@ func sourceTable() Table {
 				Actions: []string{"PinSource", "RegisterSource", "ReportComputeDone", "ArmLease", "AnnouncePinned"},
 				Why:     "AtomicPrefillPin: compute completion and the pin are one step; compute load falls, occupancy stays"},
 			{From: []string{"Computing"}, Event: "PrefillPinned", Policies: df, To: "Sending",
-				Actions: []string{"PinSource", "RegisterSource", "ReportComputeDone", "ArmLease", "StartPush"},
+				Actions: []string{"PinSource", "RegisterSource", "ReportComputeDone", "ArmLease", "StartPush", "ArmTransferDeadline"},
 				Why:     "the destination reserved before dispatch, so the push starts at once"},
 
 			// Release on reader completion.
@@ -119,10 +122,10 @@ func sourceTable() Table {
 				Actions: []string{"DisarmLease", "ReleaseSource", "ReportSourceReleased", "Complete"},
 				Why:     "ReleaseNeedsReaderAck: the reads ended, so the pin may go; ownership ends at release"},
 			{From: []string{"Sending"}, Event: "TransferDone", Policies: df, To: "Released",
-				Actions: []string{"DisarmLease", "ReleaseSource", "SendReceiveCompleted", "ReportSourceReleased", "Complete"},
+				Actions: []string{"DisarmTransferDeadline", "DisarmLease", "ReleaseSource", "SendReceiveCompleted", "ReportSourceReleased", "Complete"},
 				Why:     "a pushing source observes the end of its own writes; then it tells the destination"},
 			{From: []string{"Sending"}, Event: "TransferFailed", Policies: df, To: "Aborted",
-				Actions: []string{"DisarmLease", "ReleaseSource", "SendCancelled", "ReportSourceAborted", "Complete"},
+				Actions: []string{"DisarmTransferDeadline", "DisarmLease", "ReleaseSource", "SendCancelled", "ReportSourceAborted", "Complete"},
 				Why:     "the writes ended in failure; nothing reads the blocks any more"},
 			{From: []string{"Idle", "Primed", "AwaitingDestination", "Computing", "Sending"}, Event: "ReaderCompleted", Policies: both,
 				Why: "no reader acknowledgement is expected here; a late one changes nothing"},
@@ -134,7 +137,7 @@ func sourceTable() Table {
 			{From: []string{"Idle", "Primed", "AwaitingDestination", "Computing", "Sending"}, Event: "LeaseRenewed", Policies: both,
 				Why: "no lease to renew here; a renewal never revives an ended lease"},
 			{From: []string{"Pinned", "Sending"}, Event: "LeaseExpired", Policies: both, To: "Aborted",
-				Actions: []string{"FenceSource", "ReleaseSource", "SendCancelled", "ReportSourceAborted", "Complete"},
+				Actions: []string{"DisarmTransferDeadline", "FenceSource", "ReleaseSource", "SendCancelled", "ReportSourceAborted", "Complete"},
 				Why:     "the owner reclaims on its own deadline: fence before free, no final peer message needed"},
 			{From: []string{"Idle", "Primed", "AwaitingDestination", "Computing"}, Event: "LeaseExpired", Policies: both,
 				Why: "no lease is armed here; a stale timer changes nothing"},
@@ -172,17 +175,26 @@ func sourceTable() Table {
 				Actions: []string{"StopPrefill", "SendCancelled", "ReportSourceAborted", "Complete"},
 				Why:     "abort during compute: free compute blocks and load at once"},
 			{From: []string{"Pinned", "Sending"}, Event: "Cancelled", Policies: both, To: "Aborted",
-				Actions: []string{"DisarmLease", "FenceSource", "ReleaseSource", "ReportSourceAborted", "Complete"},
+				Actions: []string{"DisarmTransferDeadline", "DisarmLease", "FenceSource", "ReleaseSource", "ReportSourceAborted", "Complete"},
 				Why:     "the destination gave up: fence so no late read sees freed blocks, then release"},
 			{From: []string{"Pinned", "Sending"}, Event: "PeerRestarted", Policies: both, To: "Aborted",
-				Actions: []string{"DisarmLease", "FenceSource", "ReleaseSource", "ReportSourceAborted", "Complete"},
+				Actions: []string{"DisarmTransferDeadline", "DisarmLease", "FenceSource", "ReleaseSource", "ReportSourceAborted", "Complete"},
 				Why:     "the reader or the target pages are gone with the destination's process"},
 			{From: []string{"Pinned", "Sending"}, Event: "ClientCancelled", Policies: both, To: "Aborted",
-				Actions: []string{"DisarmLease", "FenceSource", "ReleaseSource", "SendCancelled", "ReportSourceAborted", "Complete"},
+				Actions: []string{"DisarmTransferDeadline", "DisarmLease", "FenceSource", "ReleaseSource", "SendCancelled", "ReportSourceAborted", "Complete"},
 				Why:     "cancel while pinned: fence, release, and tell the destination"},
 			{From: []string{"Pinned", "Sending"}, Event: "LocalAbort", Policies: both, To: "Aborted",
-				Actions: []string{"DisarmLease", "FenceSource", "ReleaseSource", "SendCancelled", "ReportSourceAborted", "Complete"},
+				Actions: []string{"DisarmTransferDeadline", "DisarmLease", "FenceSource", "ReleaseSource", "SendCancelled", "ReportSourceAborted", "Complete"},
 				Why:     "abort while pinned: fence, release, and tell the destination"},
+
+			// Transfer deadline: a push can hang, neither completing nor failing.
+			{From: []string{"Sending"}, Event: "TransferTimeout", Policies: df, To: "Aborted",
+				Actions: []string{"FenceSource", "DisarmLease", "ReleaseSource", "SendCancelled", "ReportSourceAborted", "Complete"},
+				Why:     "the push hung: fence so the stalled writes fail, then reclaim on this worker's own deadline"},
+			{From: []string{"Idle", "Computing", "Pinned"}, Event: "TransferTimeout", Policies: sf,
+				Why: "a source-first source runs no transfer; the reader's deadline is its lease"},
+			{From: []string{"Idle", "Primed", "AwaitingDestination", "Computing"}, Event: "TransferTimeout", Policies: df,
+				Why: "no push runs yet; a stale deadline changes nothing"},
 
 			// Own restart: volatile state is gone; the pool reclaims physically.
 			{From: []string{"Idle", "Primed", "AwaitingDestination", "Computing", "Pinned", "Sending"}, Event: "Restarted", Policies: both, To: "Forgotten",
@@ -221,6 +233,7 @@ func destinationTable() Table {
 			{Name: "LocalAbort", Origin: Local, Doc: "this worker aborts the request on its own"},
 			{Name: "PeerRestarted", Origin: Restart, Doc: "a health check found the source's process restarted"},
 			{Name: "Restarted", Origin: Restart, Doc: "this worker's own process restarted"},
+			{Name: "TransferTimeout", Origin: Timer, Doc: "the pull this worker runs passed its deadline: it may have hung"},
 		},
 		Actions: []Action{
 			{Name: "AcceptRequest", Doc: "count the request in flight on this worker"},
@@ -244,6 +257,8 @@ func destinationTable() Table {
 			{Name: "ReportDecodeDone", Doc: "terminal outcome to the decode router: its booking ends"},
 			{Name: "ReportDecodeFailed", Doc: "terminal failure to the decode router: its booking ends"},
 			{Name: "Complete", Doc: "count the request out of this worker's in-flight requests"},
+			{Name: "ArmTransferDeadline", Doc: "arm the deadline of the pull this worker runs"},
+			{Name: "DisarmTransferDeadline", Doc: "stop the deadline of the pull"},
 		},
 		Rows: []Row{
 			// Routing and reservation.
@@ -254,7 +269,7 @@ func destinationTable() Table {
 				Actions: []string{"AcceptRequest", "RequestReservation"},
 				Why:     "reserve before anything is computed"},
 			{From: []string{"Reserving"}, Event: "DestinationReserved", Policies: sf, To: "Receiving",
-				Actions: []string{"RegisterDestination", "StartPull"},
+				Actions: []string{"RegisterDestination", "StartPull", "ArmTransferDeadline"},
 				Why:     "TransferNeedsReservation: pages exist and are registered, so the pull may write"},
 			{From: []string{"Reserving"}, Event: "DestinationReserved", Policies: df, To: "Reserved",
 				Actions: []string{"RegisterDestination", "ArmReservationTimer", "SendDestinationReserved"},
@@ -268,16 +283,16 @@ func destinationTable() Table {
 
 			// Pull (source-first).
 			{From: []string{"Receiving"}, Event: "TransferDone", Policies: sf, To: "Active",
-				Actions: []string{"DisarmHeartbeat", "ActivateDestination", "PublishStored", "SendReaderCompleted"},
+				Actions: []string{"DisarmTransferDeadline", "DisarmHeartbeat", "ActivateDestination", "PublishStored", "SendReaderCompleted"},
 				Why:     "receive completion activates and publishes; reader completion is a separate fact for the source"},
 			{From: []string{"Receiving"}, Event: "TransferFailed", Policies: sf, To: "Aborted",
-				Actions: []string{"DisarmHeartbeat", "ReleaseDestination", "SendCancelled", "ReportDecodeFailed", "Complete"},
+				Actions: []string{"DisarmTransferDeadline", "DisarmHeartbeat", "ReleaseDestination", "SendCancelled", "ReportDecodeFailed", "Complete"},
 				Why:     "FailedTransferNeverActivates: the failed pull wrote its last page, so the pages may go"},
 			{From: []string{"Draining"}, Event: "TransferDone", Policies: sf, To: "Aborted",
-				Actions: []string{"ReleaseDestination", "SendReaderCompleted", "ReportDecodeFailed", "Complete"},
+				Actions: []string{"DisarmTransferDeadline", "ReleaseDestination", "SendReaderCompleted", "ReportDecodeFailed", "Complete"},
 				Why:     "the reads stopped: free the pages and let the source release"},
 			{From: []string{"Draining"}, Event: "TransferFailed", Policies: sf, To: "Aborted",
-				Actions: []string{"ReleaseDestination", "ReportDecodeFailed", "Complete"},
+				Actions: []string{"DisarmTransferDeadline", "ReleaseDestination", "ReportDecodeFailed", "Complete"},
 				Why:     "the reads stopped: free the pages"},
 			{From: []string{"Receiving"}, Event: "Cancelled", Policies: sf, To: "Draining",
 				Actions: []string{"DisarmHeartbeat"},
@@ -372,6 +387,18 @@ func destinationTable() Table {
 				Why: "already giving up; the pages wait for the reads to stop"},
 			{From: []string{"Draining"}, Event: "LocalAbort", Policies: sf,
 				Why: "already giving up; the pages wait for the reads to stop"},
+
+			// Transfer deadline: a pull can hang, neither completing nor failing.
+			{From: []string{"Receiving"}, Event: "TransferTimeout", Policies: sf, To: "Aborted",
+				Actions: []string{"FenceDestination", "DisarmHeartbeat", "ReleaseDestination", "SendCancelled", "ReportDecodeFailed", "Complete"},
+				Why:     "the pull hung: fence so no stalled write can land, then free the pages on this worker's own deadline and let the source go"},
+			{From: []string{"Draining"}, Event: "TransferTimeout", Policies: sf, To: "Aborted",
+				Actions: []string{"FenceDestination", "ReleaseDestination", "ReportDecodeFailed", "Complete"},
+				Why:     "DestinationHeldWhileWritten with a deadline: reads that never stop are fenced, then the pages go"},
+			{From: []string{"Idle", "Reserving", "Active"}, Event: "TransferTimeout", Policies: sf,
+				Why: "no pull runs here; a stale deadline changes nothing"},
+			{From: []string{"Idle", "Reserving", "Reserved", "Active"}, Event: "TransferTimeout", Policies: df,
+				Why: "a destination-first destination runs no transfer; its deadline is the reservation's"},
 
 			// Own restart.
 			{From: []string{"Idle", "Reserving", "Reserved", "Receiving", "Draining", "Active"}, Event: "Restarted", Policies: both, To: "Forgotten",
