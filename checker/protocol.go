@@ -292,8 +292,9 @@ func roleActionID(r spec.Role, name string) int {
 }
 
 // FromStepper builds the protocol of a spec run by a table interpreter. It
-// asks the interpreter once for every (policy, state, event) of each role;
-// the machines are pure and finite, so the answers are the machine.
+// asks the interpreter once for every (policy, state, event) of each role,
+// terminal states included (a variant's terminal state may react); the
+// machines are pure and finite, so the answers are the machine.
 func FromStepper(name string, s *spec.Spec, st Stepper) (*Protocol, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -306,9 +307,6 @@ func FromStepper(name string, s *spec.Spec, st Stepper) (*Protocol, error) {
 		t := s.Table(r)
 		for _, pol := range spec.Policies {
 			for si, sn := range p.states[r] {
-				if p.terminal[r][si] {
-					continue
-				}
 				for _, ev := range t.Events {
 					to, acts, row, err := st.Step(r, pol, sn, ev.Name)
 					if err != nil {

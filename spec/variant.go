@@ -77,7 +77,7 @@ func variantProblems(role Role, t, def *Table, vocabulary []string) []Problem {
 	for i, row := range t.Rows {
 		// The worker's own restart: a peer's restart (PeerRestarted) is a
 		// fact the surviving worker acts on.
-		if row.Event == "Restarted" && len(row.Actions) > 0 {
+		if row.Event == restartedEvent && len(row.Actions) > 0 {
 			ps = append(ps, Problem{Role: role, Row: i, Where: t.RowLabel(i),
 				What: "a restart row cannot act: the process that would act is gone"})
 		}

@@ -220,3 +220,32 @@ func TestParse_DuplicateKeyRefused(t *testing.T) {
 		t.Fatalf("got %v, want a refusal of the second \"event\" at line %d", err, why+1)
 	}
 }
+
+// A variant's terminal state may keep reacting: a file whose Done takes a
+// late ClientCancelled loads, with the row as written, and only the
+// built-in check refuses it. A terminal state needs no row for the events
+// it ignores, peer messages and timers included.
+func TestParse_TerminalStateReacts(t *testing.T) {
+	s := Default()
+	s.Name = "reacting"
+	s.Destination.Rows = append(s.Destination.Rows, Row{From: []string{"Done"}, Event: "ClientCancelled", Policies: []Policy{SourceFirst},
+		To: "Aborted", Actions: []string{"ReportDecodeFailed", "Complete"}, Why: "a late cancel finalizes again"})
+	data, err := s.Format()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Parse("reacting.json", data)
+	if err != nil {
+		t.Fatalf("a variant whose terminal state reacts is refused: %v", err)
+	}
+	i := got.Destination.Lookup(SourceFirst, "Done", "ClientCancelled")
+	if i != len(got.Destination.Rows)-1 || got.Destination.Rows[i].To != "Aborted" {
+		t.Fatalf("Done × ClientCancelled is decided by row %d, want the added row %d", i+1, len(got.Destination.Rows))
+	}
+	err = got.ValidateBuiltin()
+	var ve *ValidationError
+	if !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0].Row != i ||
+		ve.Problems[0].What != `from-state "Done" is terminal; a terminal state of the built-in tables takes no events` {
+		t.Fatalf("ValidateBuiltin: %v, want the one terminal row refused", err)
+	}
+}
