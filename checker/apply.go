@@ -283,6 +283,8 @@ func (c *Checker) apply(s *State, tx *model.Tx, m Move, cov *Coverage, stuck boo
 		c.fire(s, tx, cov, roleOf(model.Side(m.Arg)), h, peerRestartedEvent(model.Side(m.Arg)))
 	case MvFreeBackground:
 		tx.FreeBackground(int(m.Arg))
+	case MvDeferred:
+		c.fire(s, tx, cov, roleOf(model.Side(m.Arg)), h, deferredEvent(model.Side(m.Arg)))
 	default:
 		panic(fmt.Sprintf("checker: unknown move %v", m))
 	}

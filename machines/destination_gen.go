@@ -87,12 +87,14 @@ const (
 	DestinationEventPeerRestarted
 	// DestinationEventRestarted (restart): this worker's own process restarted.
 	DestinationEventRestarted
+	// DestinationEventDeferred (local): a step the worker takes later, on its own: work an earlier row queued.
+	DestinationEventDeferred
 )
 
 // NumDestinationEvents is the number of destination events.
-const NumDestinationEvents = 14
+const NumDestinationEvents = 15
 
-var destinationEventNames = [...]string{"DestinationRouted", "DestinationReserved", "ReservationRefused", "TransferDone", "TransferFailed", "ReceiveCompleted", "HeartbeatDue", "ReservationExpired", "DecodeFinished", "Cancelled", "ClientCancelled", "LocalAbort", "PeerRestarted", "Restarted"}
+var destinationEventNames = [...]string{"DestinationRouted", "DestinationReserved", "ReservationRefused", "TransferDone", "TransferFailed", "ReceiveCompleted", "HeartbeatDue", "ReservationExpired", "DecodeFinished", "Cancelled", "ClientCancelled", "LocalAbort", "PeerRestarted", "Restarted", "Deferred"}
 
 // String returns the name, as written in the spec.
 func (x DestinationEvent) String() string {
@@ -102,7 +104,7 @@ func (x DestinationEvent) String() string {
 	return "DestinationEvent(" + strconv.Itoa(int(x)) + ")"
 }
 
-var destinationEventOrigins = [NumDestinationEvents]Origin{OriginClient, OriginLocal, OriginLocal, OriginLocal, OriginLocal, OriginPeer, OriginTimer, OriginTimer, OriginLocal, OriginPeer, OriginClient, OriginLocal, OriginRestart, OriginRestart}
+var destinationEventOrigins = [NumDestinationEvents]Origin{OriginClient, OriginLocal, OriginLocal, OriginLocal, OriginLocal, OriginPeer, OriginTimer, OriginTimer, OriginLocal, OriginPeer, OriginClient, OriginLocal, OriginRestart, OriginRestart, OriginLocal}
 
 // Origin says where the event comes from.
 func (e DestinationEvent) Origin() Origin {
@@ -866,6 +868,7 @@ func _() {
 	_ = x[DestinationEventLocalAbort-11]
 	_ = x[DestinationEventPeerRestarted-12]
 	_ = x[DestinationEventRestarted-13]
+	_ = x[DestinationEventDeferred-14]
 	_ = x[DestinationActionAcceptRequest-0]
 	_ = x[DestinationActionRequestReservation-1]
 	_ = x[DestinationActionWithdrawReservation-2]

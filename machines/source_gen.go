@@ -87,12 +87,14 @@ const (
 	SourceEventPeerRestarted
 	// SourceEventRestarted (restart): this worker's own process restarted.
 	SourceEventRestarted
+	// SourceEventDeferred (local): a step the worker takes later, on its own: work an earlier row queued.
+	SourceEventDeferred
 )
 
 // NumSourceEvents is the number of source events.
-const NumSourceEvents = 14
+const NumSourceEvents = 15
 
-var sourceEventNames = [...]string{"RequestArrived", "DestinationReserved", "PrefillPinned", "TransferDone", "TransferFailed", "ReaderCompleted", "LeaseRenewed", "LeaseExpired", "BootstrapExpired", "Cancelled", "ClientCancelled", "LocalAbort", "PeerRestarted", "Restarted"}
+var sourceEventNames = [...]string{"RequestArrived", "DestinationReserved", "PrefillPinned", "TransferDone", "TransferFailed", "ReaderCompleted", "LeaseRenewed", "LeaseExpired", "BootstrapExpired", "Cancelled", "ClientCancelled", "LocalAbort", "PeerRestarted", "Restarted", "Deferred"}
 
 // String returns the name, as written in the spec.
 func (x SourceEvent) String() string {
@@ -102,7 +104,7 @@ func (x SourceEvent) String() string {
 	return "SourceEvent(" + strconv.Itoa(int(x)) + ")"
 }
 
-var sourceEventOrigins = [NumSourceEvents]Origin{OriginClient, OriginPeer, OriginLocal, OriginLocal, OriginLocal, OriginPeer, OriginPeer, OriginTimer, OriginTimer, OriginPeer, OriginClient, OriginLocal, OriginRestart, OriginRestart}
+var sourceEventOrigins = [NumSourceEvents]Origin{OriginClient, OriginPeer, OriginLocal, OriginLocal, OriginLocal, OriginPeer, OriginPeer, OriginTimer, OriginTimer, OriginPeer, OriginClient, OriginLocal, OriginRestart, OriginRestart, OriginLocal}
 
 // Origin says where the event comes from.
 func (e SourceEvent) Origin() Origin {
@@ -783,6 +785,7 @@ func _() {
 	_ = x[SourceEventLocalAbort-11]
 	_ = x[SourceEventPeerRestarted-12]
 	_ = x[SourceEventRestarted-13]
+	_ = x[SourceEventDeferred-14]
 	_ = x[SourceActionAcceptRequest-0]
 	_ = x[SourceActionStartPrefill-1]
 	_ = x[SourceActionStopPrefill-2]

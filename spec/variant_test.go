@@ -249,3 +249,41 @@ func TestParse_TerminalStateReacts(t *testing.T) {
 		t.Fatalf("ValidateBuiltin: %v, want the one terminal row refused", err)
 	}
 }
+
+// Every entry of LaterEvents names an event of its role's built-in table,
+// once; a file may leave exactly those out, and any other missing event
+// is refused at its table's line.
+func TestParse_LaterEventsMayBeAbsent(t *testing.T) {
+	def := Default()
+	seen := map[LaterEvent]bool{}
+	for _, le := range LaterEvents {
+		if def.Table(le.Role).EventIndex(le.Name) < 0 || seen[le] {
+			t.Errorf("LaterEvents entry %+v: not a built-in %s event, or listed twice", le, le.Role)
+		}
+		seen[le] = true
+	}
+	s := Default()
+	s.Name = "older"
+	for _, r := range Roles {
+		tb := s.Table(r)
+		tb.Events = slices.DeleteFunc(tb.Events, func(ev Event) bool { return MayBeAbsent(r, ev.Name) })
+		if len(tb.Events) == len(def.Table(r).Events) {
+			t.Fatalf("the %s table has no event added later; the case below needs one", r)
+		}
+	}
+	data, err := s.Format()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse("older.json", data); err != nil {
+		t.Fatalf("a file without the events added later is refused: %v", err)
+	}
+	s.Source.Events = slices.DeleteFunc(s.Source.Events, func(ev Event) bool { return ev.Name == "LeaseRenewed" })
+	s.Source.Rows = slices.DeleteFunc(s.Source.Rows, func(r Row) bool { return r.Event == "LeaseRenewed" })
+	lines, errLines := parseLines(t, s)
+	wantAt(t, errLines, onlyLine(t, lines, 0, 4, `"source": {`)+1,
+		"does not declare the source event(s) LeaseRenewed: the model can deliver every event it knows, so each needs its rows (only an event added to the vocabulary later may be left out)")
+	if len(errLines) != 2 {
+		t.Errorf("want one problem, got:\n%s", strings.Join(errLines, "\n"))
+	}
+}
