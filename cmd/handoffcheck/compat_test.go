@@ -1,0 +1,112 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// verdict is what check says of one run, in the figures a change of
+// meaning would move: the invariant broken ("" for none), the length of
+// its trace, and the states and transitions explored.
+type verdict struct {
+	Run         string
+	Invariant   string
+	Steps       int
+	States      int
+	Transitions int
+}
+
+// specVerdict is what check says of a spec file on one configuration.
+type specVerdict struct {
+	file    string
+	config  string
+	runs    string   // the --run list, "" for every run
+	refused []string // for a file validate refuses: the lines of its refusal
+	want    []verdict
+}
+
+// specVerdicts are the verdicts of every spec file the repository ships,
+// each on the configuration and runs its example uses. Files written
+// before the vocabulary grew (they declare no Deferred) carry the verdict
+// the build before the change printed for them, byte for byte the same
+// figures: a file keeps its meaning when events are added later
+// (spec.LaterEvents). testdata/specs/handoff-before-deferred.json is the
+// built-in tables as that build exported them (handoffcheck spec), and
+// gives what the built-in tables give today.
+var specVerdicts = []specVerdict{
+	{file: "../../testdata/specs/handoff-before-deferred.json", config: small, want: []verdict{
+		{"vllm", "", 0, 509, 1023}, {"sglang", "", 0, 638, 1370}, {"trtllm", "", 0, 137, 275}}},
+	{file: "../../testdata/variants/release-on-heartbeat.json", config: small, want: []verdict{
+		{"vllm", "SourcePinnedUntilRead", 6, 21, 46}, {"sglang", "", 0, 638, 1370}, {"trtllm", "SourcePinnedUntilRead", 6, 21, 46}}},
+	{file: "../../testdata/variants/rearm-reservation.json", config: mutCfg, runs: "sglang", want: []verdict{
+		{"sglang", "EventuallyDrained", 7, 32387, 111988}}},
+	{file: "../../testdata/variants/broken-vocabulary.json", refused: []string{
+		`broken-vocabulary.json:49: source table: state "Orphan" is refused: no row leads to it from the initial state Idle under any policy (remove it, or add the row that reaches it)`,
+		`broken-vocabulary.json:1000: destination row 1 (Idle × DestinationRouted): unknown action "NoSuchAction" (not in the destination vocabulary)`}},
+}
+
+// Every spec file in testdata/variants has its verdict above, and every
+// file above loads through validate and gives its verdict through check
+// --json, as a user would run it.
+func TestSpecFiles_KeepTheirVerdicts(t *testing.T) {
+	files, err := filepath.Glob("../../testdata/variants/*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if !slices.ContainsFunc(specVerdicts, func(v specVerdict) bool { return v.file == f }) {
+			t.Errorf("%s has no verdict here: add the one it gives", f)
+		}
+	}
+	for _, tc := range specVerdicts {
+		t.Run(filepath.Base(tc.file), func(t *testing.T) {
+			code, out, errOut := runCLI(t, "validate", tc.file)
+			if tc.refused != nil {
+				lines := strings.Split(strings.TrimSpace(errOut), "\n")
+				for i := range lines {
+					lines[i] = strings.TrimPrefix(lines[i], "../../testdata/variants/")
+				}
+				if code != exitUsage || len(lines) != len(tc.refused)+1 || !slices.Equal(lines[1:], tc.refused) {
+					t.Fatalf("validate: exit %d, stderr:\n%s\nwant exit 2 and:\n%s", code, errOut, strings.Join(tc.refused, "\n"))
+				}
+				return
+			}
+			if code != exitOK {
+				t.Fatalf("validate: exit %d: %s%s", code, out, errOut)
+			}
+			args := []string{"check", "--config", tc.config, "--spec", tc.file, "--json", "--timing=false"}
+			if tc.runs != "" {
+				args = append(args, "--run", tc.runs)
+			}
+			_, out, errOut = runCLI(t, args...)
+			var rep struct {
+				Runs []struct {
+					Name        string `json:"name"`
+					States      int    `json:"states"`
+					Transitions int    `json:"transitions"`
+					Violation   *struct {
+						Invariant string            `json:"invariant"`
+						Trace     []json.RawMessage `json:"trace"`
+					} `json:"violation"`
+				} `json:"runs"`
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatalf("%v: %v\n%s%s", args, err, out, errOut)
+			}
+			var got []verdict
+			for _, r := range rep.Runs {
+				v := verdict{Run: r.Name, States: r.States, Transitions: r.Transitions}
+				if r.Violation != nil {
+					v.Invariant, v.Steps = r.Violation.Invariant, len(r.Violation.Trace)
+				}
+				got = append(got, v)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("%v:\n got %+v\nwant %+v", args, got, tc.want)
+			}
+		})
+	}
+}
