@@ -31,9 +31,8 @@ type specVerdict struct {
 // specVerdicts are the verdicts of every spec file the repository ships,
 // each on the configuration and runs its example uses. Files written
 // before the vocabulary grew (they declare no Deferred) carry the verdict
-// the build before the change printed for them, byte for byte the same
-// figures: a file keeps its meaning when events are added later
-// (spec.LaterEvents). testdata/specs/handoff-before-deferred.json is the
+// the build before the change printed for them, the same figures: a file
+// keeps its meaning when events are added later (spec.LaterEvents). testdata/specs/handoff-before-deferred.json is the
 // built-in tables as that build exported them (handoffcheck spec), and
 // gives what the built-in tables give today.
 var specVerdicts = []specVerdict{
@@ -43,6 +42,15 @@ var specVerdicts = []specVerdict{
 		{"vllm", "SourcePinnedUntilRead", 6, 21, 46}, {"sglang", "", 0, 638, 1370}, {"trtllm", "SourcePinnedUntilRead", 6, 21, 46}}},
 	{file: "../../testdata/variants/rearm-reservation.json", config: mutCfg, runs: "sglang", want: []verdict{
 		{"sglang", "EventuallyDrained", 7, 32387, 111988}}},
+	// Written with rows from terminal states and a deferred step.
+	{file: "../../testdata/variants/late-cancel-finalizes-twice.json", config: small, want: []verdict{
+		{"vllm", "ExactlyOnceRelease", 9, 138, 345}, {"sglang", "", 0, 638, 1370}, {"trtllm", "", 0, 137, 275}}},
+	{file: "../../testdata/variants/late-peer-cancel-fails-done.json", config: small, want: []verdict{
+		{"vllm", "AttemptIsolation", 9, 138, 356}, {"sglang", "", 0, 638, 1370}, {"trtllm", "", 0, 137, 275}}},
+	{file: "../../testdata/variants/prefill-after-early-outcome.json", config: small, want: []verdict{
+		{"vllm", "", 0, 509, 1023}, {"sglang", "ExactlyOnceRelease", 6, 49, 136}, {"trtllm", "", 0, 137, 275}}},
+	{file: "../../testdata/variants/deferred-free-during-pull.json", config: small, want: []verdict{
+		{"vllm", "DestinationHeldWhileWritten", 8, 74, 190}, {"sglang", "", 0, 638, 1370}, {"trtllm", "", 0, 137, 275}}},
 	{file: "../../testdata/variants/broken-vocabulary.json", refused: []string{
 		`broken-vocabulary.json:49: source table: state "Orphan" is refused: no row leads to it from the initial state Idle under any policy (remove it, or add the row that reaches it)`,
 		`broken-vocabulary.json:1000: destination row 1 (Idle × DestinationRouted): unknown action "NoSuchAction" (not in the destination vocabulary)`}},
