@@ -118,3 +118,25 @@ func TestSpecFiles_KeepTheirVerdicts(t *testing.T) {
 		})
 	}
 }
+
+// A counterexample of a variant whose terminal state reacts, or that takes
+// a deferred step, is written as a trace file and replays to the same
+// violation: the trace header carries the variant, and the deferred move
+// reads back from its step syntax.
+func TestSpecFiles_ReactingAndDeferredTracesReplay(t *testing.T) {
+	for _, tc := range []struct{ file, run, step, invariant string }{
+		{"late-cancel-finalizes-twice.json", "vllm", "9. deliver-cancel h=0 side=destination", "ExactlyOnceRelease"},
+		{"deferred-free-during-pull.json", "vllm", "8. deferred h=0 side=destination", "DestinationHeldWhileWritten"},
+	} {
+		trace := filepath.Join(t.TempDir(), "ce.jsonl")
+		code, out, errOut := runCLI(t, "check", "--config", small, "--spec", "../../testdata/variants/"+tc.file, "--run", tc.run, "--trace-out", trace, "--timing=false")
+		if code != exitViolation || !strings.Contains(out, tc.step+"   <-- "+tc.invariant) {
+			t.Fatalf("%s: check exit %d:\n%s%s", tc.file, code, out, errOut)
+		}
+		code, out, errOut = runCLI(t, "replay", trace)
+		if code != exitViolation || !strings.Contains(out, "  "+tc.step+"\n") ||
+			!strings.Contains(out, "VIOLATION "+tc.invariant) || !strings.Contains(out, "(the violation the trace records)") {
+			t.Errorf("%s: replay exit %d:\n%s%s", tc.file, code, out, errOut)
+		}
+	}
+}
