@@ -133,13 +133,13 @@ func (c *Coverage) add(o *Coverage) {
 }
 
 // fire gives an event to a role machine and applies the actions of the
-// row that fires. It reports false when the record is terminal or the
-// event has no row in its state.
+// row that fires. It reports false when the event has no row in the
+// record's state. A terminal record fires the rows its state has: the
+// built-in tables give it none, a variant may let a side that already
+// reported its outcome keep reacting (spec.Validate), and the invariants
+// judge what it does.
 func (c *Checker) fire(s *State, tx *model.Tx, cov *Coverage, r spec.Role, h int, ev uint8) bool {
 	st := s.rolePtr(r, h)
-	if c.proto.Terminal(r, *st) {
-		return false
-	}
 	t, ok := c.proto.Step(r, c.policy, *st, ev)
 	if !ok {
 		return false
@@ -159,16 +159,17 @@ func (c *Checker) fire(s *State, tx *model.Tx, cov *Coverage, r spec.Role, h int
 	return true
 }
 
-// can reports whether a role record would take an event now.
+// can reports whether a role record would take an event now: its state
+// has a row for it, terminal or not.
 func (c *Checker) can(s *State, r spec.Role, h int, ev uint8) bool {
-	st := s.Role(r, h)
-	if c.proto.Terminal(r, st) {
-		return false
-	}
-	_, ok := c.proto.Step(r, c.policy, st, ev)
+	_, ok := c.proto.Step(r, c.policy, s.Role(r, h), ev)
 	return ok
 }
 
+// terminal reports whether a role record has finished: its side reported
+// its terminal outcome. Everything that asks whether a side is done
+// (Quiescence, drained states, the records the invariants read, restarts)
+// asks this, whether or not the state still has rows.
 func (c *Checker) terminal(s *State, r spec.Role, h int) bool {
 	return c.proto.Terminal(r, s.Role(r, h))
 }
@@ -290,6 +291,8 @@ func (c *Checker) apply(s *State, tx *model.Tx, m Move, cov *Coverage, stuck boo
 		c.fire(s, tx, cov, roleOf(model.Side(m.Arg)), h, peerRestartedEvent(model.Side(m.Arg)))
 	case MvFreeBackground:
 		tx.FreeBackground(int(m.Arg))
+	case MvDeferred:
+		c.fire(s, tx, cov, roleOf(model.Side(m.Arg)), h, deferredEvent(model.Side(m.Arg)))
 	default:
 		panic(fmt.Sprintf("checker: unknown move %v", m))
 	}

@@ -7,8 +7,8 @@ import (
 
 // maxMoves bounds the moves one state enables. Per handoff at most about
 // 55 (routing to every worker, eight facts in flight each delivered,
-// duplicated or lost, four timers, the faults), times MaxHandoffs, plus
-// restarts and background load per worker.
+// duplicated or lost, four timers, a deferred step per side, the faults),
+// times MaxHandoffs, plus restarts and background load per worker.
 const maxMoves = 56*model.MaxHandoffs + 3*model.MaxWorkers + 16
 
 // Parent links store a move's index in one byte.
@@ -99,6 +99,14 @@ func (c *Checker) moves(s *State, ms *moveSet) (protocol int) {
 			}
 			if x.PeerGone[sd] && (c.terminal(s, r, h) || c.can(s, r, h, peerRestartedEvent(sd))) {
 				ms.add(Move{Kind: MvPeerRestarted, H: hh, Arg: int8(sd)})
+			}
+		}
+		// A deferred step: work a row queued, taken later on the side's
+		// own, whenever its record's state has a row for it. No built-in
+		// row does.
+		for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+			if x.Worker(sd) >= 0 && c.can(s, roleOf(sd), h, deferredEvent(sd)) {
+				ms.add(Move{Kind: MvDeferred, H: hh, Arg: int8(sd)})
 			}
 		}
 	}

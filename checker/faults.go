@@ -218,7 +218,9 @@ func (c *Checker) faults(s *State, ms *moveSet) {
 			for to := model.SourceSide; to <= model.DestinationSide; to++ {
 				ch := &x.Ch[to]
 				for i := 0; i < int(ch.N); i++ {
-					if s.B.Has(Duplicate) && !c.terminal(s, roleOf(to), h) {
+					// A duplicate to a record that would not react is a
+					// delivery: nothing to explore apart.
+					if s.B.Has(Duplicate) && (!c.terminal(s, roleOf(to), h) || c.can(s, roleOf(to), h, msgEvent(to, ch.M[i]))) {
 						ms.add(Move{Kind: MvDuplicate, H: hh, Arg: int8(to), Msg: ch.M[i]})
 					}
 					if s.B.Has(Loss) {
@@ -288,13 +290,15 @@ func (c *Checker) applyFault(s *State, tx *model.Tx, m Move, cov *Coverage) {
 		tx.FailTransfer(h)
 		c.transferEnded(s, tx, cov, h)
 	case MvRestart:
+		// A finished record is forgotten without a step: only the live
+		// ones take their Restarted row.
 		w := int(m.Arg)
 		for hh := 0; hh < c.nH; hh++ {
 			x := &s.W.H[hh]
-			if int(x.Prefill) == w {
+			if int(x.Prefill) == w && !c.terminal(s, spec.Source, hh) {
 				c.fire(s, tx, cov, spec.Source, hh, evSrcRestarted)
 			}
-			if int(x.Decode) == w {
+			if int(x.Decode) == w && !c.terminal(s, spec.Destination, hh) {
 				c.fire(s, tx, cov, spec.Destination, hh, evDstRestarted)
 			}
 		}

@@ -71,7 +71,7 @@ func (c *Checker) MermaidSequence(ce *Counterexample) string {
 				at = "Destination"
 			case MvTimer:
 				at = lane(spec.Role(model.Timer(m.Arg).Side()))
-			case MvAbort, MvPeerRestarted:
+			case MvAbort, MvPeerRestarted, MvDeferred:
 				at = sideLane(m.Arg)
 			case MvFreeBackground, MvOccupy:
 				at = "Destination"

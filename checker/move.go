@@ -31,6 +31,7 @@ const (
 	MvDeliverCancel
 	MvPeerRestarted
 	MvFreeBackground
+	MvDeferred
 	numProtocolMoveKinds
 )
 
@@ -86,6 +87,7 @@ var protocolMoves = [numProtocolMoveKinds]moveSyntax{
 	MvDeliverCancel:  {name: "deliver-cancel", args: []Arg{ArgH, ArgSide}},
 	MvPeerRestarted:  {name: "peer-restarted", args: []Arg{ArgH, ArgSide}},
 	MvFreeBackground: {name: "free-background", args: []Arg{ArgWorker}},
+	MvDeferred:       {name: "deferred", args: []Arg{ArgH, ArgSide}},
 }
 
 // moveTable is the syntax of every move kind: the protocol moves, then the

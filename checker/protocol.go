@@ -211,10 +211,11 @@ type Stepper interface {
 }
 
 // CheckVocabulary refuses a spec the model cannot give meaning to: its
-// events must be exactly the default spec's events of each role, its
-// actions must come from the default vocabulary (of either role), its
-// states must fit in four bits, and a restart row may not act (the memory
-// that would act is gone).
+// events must be the default spec's events of each role, each declared
+// once, where only an event added to the vocabulary later
+// (spec.LaterEvents) may be left out; its actions must come from the
+// default vocabulary (of either role), its states must fit in four bits,
+// and a restart row may not act (the memory that would act is gone).
 func CheckVocabulary(s *spec.Spec) error {
 	def := spec.Default()
 	var errs []string
@@ -223,8 +224,14 @@ func CheckVocabulary(s *spec.Spec) error {
 		if len(t.States) > MaxStates {
 			errs = append(errs, fmt.Sprintf("%s table has %d states, at most %d are supported", r, len(t.States), MaxStates))
 		}
-		if len(t.Events) != numEvents[r] {
-			errs = append(errs, fmt.Sprintf("%s table has %d events, the model knows %d", r, len(t.Events), numEvents[r]))
+		for e := 0; e < numEvents[r]; e++ {
+			name := EventName(r, uint8(e))
+			switch n := countEvents(t, name); {
+			case n == 0 && !spec.MayBeAbsent(r, name):
+				errs = append(errs, fmt.Sprintf("%s table does not declare event %q, which the model knows (only an event added to the vocabulary later may be left out)", r, name))
+			case n > 1:
+				errs = append(errs, fmt.Sprintf("%s table declares event %q %d times", r, name, n))
+			}
 		}
 		for _, ev := range t.Events {
 			i := d.EventIndex(ev.Name)
@@ -251,6 +258,17 @@ func CheckVocabulary(s *spec.Spec) error {
 		return fmt.Errorf("checker: the spec uses what the model cannot run:\n  %s", joinLines(errs))
 	}
 	return nil
+}
+
+// countEvents is how often a table declares an event.
+func countEvents(t *spec.Table, name string) int {
+	n := 0
+	for _, ev := range t.Events {
+		if ev.Name == name {
+			n++
+		}
+	}
+	return n
 }
 
 func joinLines(s []string) string {
@@ -292,8 +310,9 @@ func roleActionID(r spec.Role, name string) int {
 }
 
 // FromStepper builds the protocol of a spec run by a table interpreter. It
-// asks the interpreter once for every (policy, state, event) of each role;
-// the machines are pure and finite, so the answers are the machine.
+// asks the interpreter once for every (policy, state, event) of each role,
+// terminal states included (a variant's terminal state may react); the
+// machines are pure and finite, so the answers are the machine.
 func FromStepper(name string, s *spec.Spec, st Stepper) (*Protocol, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -306,9 +325,6 @@ func FromStepper(name string, s *spec.Spec, st Stepper) (*Protocol, error) {
 		t := s.Table(r)
 		for _, pol := range spec.Policies {
 			for si, sn := range p.states[r] {
-				if p.terminal[r][si] {
-					continue
-				}
 				for _, ev := range t.Events {
 					to, acts, row, err := st.Step(r, pol, sn, ev.Name)
 					if err != nil {

@@ -606,6 +606,8 @@ func TestMermaid_EveryMoveOnItsLane(t *testing.T) {
 		{Move{Kind: MvAbort, H: 0, Arg: dst}, "    Note over Destination: abort h=0 side=destination\n"},
 		{Move{Kind: MvAbort, H: 0, Arg: src}, "    Note over Source: abort h=0 side=source\n"},
 		{Move{Kind: MvPeerRestarted, H: 0, Arg: dst}, "    Note over Destination: peer-restarted h=0 side=destination\n"},
+		{Move{Kind: MvDeferred, H: 0, Arg: dst}, "    Note over Destination: deferred h=0 side=destination\n"},
+		{Move{Kind: MvDeferred, H: 0, Arg: src}, "    Note over Source: deferred h=0 side=source\n"},
 		{Move{Kind: MvTimer, H: 0, Arg: int8(model.TimerLease)}, "    Note over Source: timer h=0 timer=lease\n"},
 		{Move{Kind: MvTimer, H: 0, Arg: int8(model.TimerReservation)}, "    Note over Destination: timer h=0 timer=reservation\n"},
 		{Move{Kind: MvFreeBackground, H: -1, Arg: 1}, "    Note over Destination: free-background worker=1\n"},
@@ -744,6 +746,7 @@ func TestParseMove_EveryTimerMessageAndSide(t *testing.T) {
 		moves = append(moves, Move{Kind: MvDeliver, H: 0, Arg: int8(model.SourceSide), Msg: m})
 	}
 	moves = append(moves, Move{Kind: MvAbort, H: 2, Arg: int8(model.SourceSide)}, Move{Kind: MvAbort, H: 2, Arg: int8(model.DestinationSide)},
+		Move{Kind: MvDeferred, H: 3, Arg: int8(model.SourceSide)}, Move{Kind: MvDeferred, H: 3, Arg: int8(model.DestinationSide)},
 		Move{Kind: MvRoutePrefill, H: 0, Arg: 0})
 	for _, m := range moves {
 		got, err := ParseMove(m.String())

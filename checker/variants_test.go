@@ -1,145 +1,114 @@
 package checker
 
 import (
-	"bytes"
 	"context"
 	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
-// replacedWhy opens the why of each row that a variant of
-// testdata/variants changed to reproduce a design the lifecycle replaces;
-// brokenWhy the why of a row changed to show a bug shape.
-const (
-	replacedWhy = "broken on purpose, as in the replaced "
-	brokenWhy   = "broken on purpose: "
-)
+// variantChecker is a shipped spec file on one run of the small
+// configuration (testdata/configs/small.json), with the fault budget
+// given.
+func variantChecker(t *testing.T, file, run string, budget Budget) *Checker {
+	t.Helper()
+	path := "../testdata/variants/" + file
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := spec.Parse(path, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgData, err := os.ReadFile("../testdata/configs/small.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ParseConfig("small.json", cfgData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Budget = budget
+	return checkerFor(t, interpreted(t, s), cfg, run)
+}
 
-// The designs the lifecycle replaces, and the bug shapes that once passed
-// a complete exploration, ship as variants of the built-in tables, one row
-// changed in each. Each is rejected on the small
-// configuration with the invariant of docs/lifecycle.md section 4 that it
-// breaks, by a short trace that passes through the changed row and ends on
-// the violating step, and that a trace file carries back to the same
-// violation on replay.
-func TestVariants_RejectedWithTheirInvariant(t *testing.T) {
-	const config = "../testdata/configs/small.json"
-	configJSON, err := os.ReadFile(config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := ParseConfig(config, configJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
+// The shipped variants of real bug shapes, each written with rows from a
+// terminal state or a deferred step and nothing else changed, break the
+// invariant their rows' why describes with the shortest trace below, on
+// the small configuration's budget (duplicate, cancel and early timer,
+// one each). With the fault their bug needs taken out of the budget, the
+// same run is clean: what reacts late is the bug, nothing else.
+func TestVariants_RealBugShapes(t *testing.T) {
+	small := Budget{Duplicate: 1, Cancel: 1, EarlyTimer: 1}
+	prefix := []string{"route-prefill h=0 worker=0", "deliver-request h=0", "compute h=0", "route-decode h=0 worker=1", "reserve h=0"}
+	decoded := append(slices.Clone(prefix), "transfer h=0", "decode-finish h=0")
 	cases := []struct {
-		file      string
-		run       string // a run whose policy the changed row belongs to
-		invariant string
-		maxSteps  int
-		why       string // how the changed row's why opens; replacedWhy when empty
+		name      string
+		file, run string
+		budget    Budget
+		invariant string // "" for a clean run
+		check     string
+		trace     []string
 	}{
-		// The destination tells the source it reserved as soon as it is
-		// routed: the source dispatches prefill with no reservation.
-		{"bootstrap-as-readiness.json", "sglang", "DestinationFirstGate", 4, ""},
-		// The source gives its pinned blocks back when compute finishes,
-		// while the registration is still open to the reader.
-		{"release-on-scheduler-finish.json", "vllm", "SourcePinnedUntilRead", 3, ""},
-		// The source reports its outcome to the prefill router when
-		// compute finishes, while its KV is still pinned.
-		{"ownership-at-terminal-token.json", "vllm", "RouterCleanup", 3, ""},
-		// A source-first destination pulls as soon as it is routed,
-		// without reserving.
-		{"decode-without-reservation.json", "vllm", "TransferNeedsReservation", 4, ""},
+		// A cancel that arrives after decode finished (the source still
+		// waits for the reader's acknowledgement) finalizes again.
+		{"late cancel", "late-cancel-finalizes-twice.json", "vllm", small, "ExactlyOnceRelease", "%s released twice",
+			append(slices.Clone(decoded), "cancel h=0", "deliver-cancel h=0 side=destination")},
+		{"no cancel", "late-cancel-finalizes-twice.json", "vllm", Budget{Duplicate: 1, EarlyTimer: 1}, "", "", nil},
 
-		// Blind spots of RouterCleanup, which holds a report to the label
-		// of the terminal state only: a failed pull that ends in Done and
-		// says so, and a lease that ran out ending in Released.
-		{"pull-failed-reports-success.json", "vllm", "OutcomeTruthful", 7, brokenWhy},
-		{"expired-lease-reports-release.json", "vllm", "OutcomeTruthful", 4, brokenWhy},
+		// The source gives up after decode finished (its lease expires
+		// early, or the client cancels) and tells the destination,
+		// whose finished request turns failed.
+		{"late lease expiry", "late-peer-cancel-fails-done.json", "vllm", small, "AttemptIsolation", "a stale fact changed a role machine",
+			append(slices.Clone(decoded), "timer h=0 timer=lease", "deliver h=0 to=destination msg=Cancelled")},
+		{"late cancel of the source", "late-peer-cancel-fails-done.json", "vllm", Budget{Duplicate: 1, Cancel: 1}, "AttemptIsolation", "a stale fact changed a role machine",
+			append(slices.Clone(decoded), "cancel h=0", "deliver-cancel h=0 side=source", "deliver h=0 to=destination msg=Cancelled")},
+		{"the source never gives up", "late-peer-cancel-fails-done.json", "vllm", Budget{Duplicate: 1}, "", "", nil},
+
+		// Destination-first: the source's bootstrap deadline fires and it
+		// reports its abort; the reservation it waited for arrives after.
+		{"reservation after the abort", "prefill-after-early-outcome.json", "sglang", small, "ExactlyOnceRelease", "%s began after the %s reported its terminal outcome",
+			[]string{"route-prefill h=0 worker=0", "deliver-request h=0", "route-decode h=0 worker=1", "reserve h=0", "timer h=0 timer=bootstrap", "deliver h=0 to=source msg=DestinationReserved"}},
+		{"no early outcome", "prefill-after-early-outcome.json", "sglang", Budget{Duplicate: 1}, "", "", nil},
+
+		// Cancelled while pulling, the destination reports and queues
+		// the free; the deferred step runs while the pull still writes.
+		{"free before the reads stop", "deferred-free-during-pull.json", "vllm", small, "DestinationHeldWhileWritten", "reserved pages freed while their registration was valid and the transfer %s",
+			append(slices.Clone(prefix), "cancel h=0", "deliver-cancel h=0 side=destination", "deferred h=0 side=destination")},
+		{"no cancel while pulling", "deferred-free-during-pull.json", "vllm", Budget{Duplicate: 1, EarlyTimer: 1}, "", "", nil},
 	}
 	for _, tc := range cases {
-		t.Run(strings.TrimSuffix(tc.file, ".json"), func(t *testing.T) {
-			file := filepath.Join("..", "testdata", "variants", tc.file)
-			data, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
+		t.Run(tc.file+"/"+tc.name, func(t *testing.T) {
+			c := variantChecker(t, tc.file, tc.run, tc.budget)
+			r := c.Explore(context.Background(), Limits{Liveness: true}, nil)
+			if tc.invariant == "" {
+				if r.Violation != nil || !r.Complete {
+					t.Fatalf("want a complete, clean run; complete=%v, violation:\n%s", r.Complete, formatIf(c, r.Violation))
+				}
+				return
 			}
-			s, err := spec.Parse(file, data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := strings.TrimSuffix(tc.file, ".json"); s.Name != want {
-				t.Errorf("the variant is named %q, want %q (its file's base name)", s.Name, want)
-			}
-			c := checkerFor(t, interpreted(t, s), cfg, tc.run)
-			r := c.Explore(context.Background(), Limits{Workers: 1}, nil)
-			if r.Violation == nil || r.Violation.Violation == nil {
-				t.Fatalf("run %s: no violation; the variant should break %s", tc.run, tc.invariant)
+			if r.Violation == nil {
+				t.Fatalf("no violation in %d states", r.Stats.States)
 			}
 			ce := r.Violation
-			text := c.FormatCounterexample(ce)
-			if got := ce.Violation.Invariant; got != tc.invariant {
-				t.Fatalf("run %s: first violation %s, want %s:\n%s", tc.run, got, tc.invariant, text)
-			}
-			if n := len(ce.Steps); n == 0 || n > tc.maxSteps {
-				t.Fatalf("trace of %d steps, want 1 to %d:\n%s", n, tc.maxSteps, text)
-			}
-			for i, st := range ce.Steps {
-				if last := i == len(ce.Steps)-1; st.Failed != last {
-					t.Fatalf("step %d marked failing=%v; only the last step should be:\n%s", i+1, st.Failed, text)
-				}
-			}
-			// The violation comes from the row that reproduces the old
-			// design, not from some other row of the tables.
-			marker := tc.why
-			if marker == "" {
-				marker = replacedWhy
-			}
-			changed := false
+			var moves []string
 			for _, st := range ce.Steps {
-				for _, f := range st.Fired {
-					if strings.HasPrefix(s.Table(f.Role).Rows[f.Row-1].Why, marker) {
-						changed = true
-					}
-				}
+				moves = append(moves, st.Move.String())
 			}
-			if !changed {
-				t.Fatalf("no step of the trace fires the row marked %q:\n%s", marker, text)
-			}
-
-			// Written as a trace file and read back, the trace replays
-			// step by step, as 'replay' does, to the same invariant on
-			// its last step and to no violation before it.
-			var buf bytes.Buffer
-			if err := WriteTrace(&buf, configJSON, s, tc.run, c.Attempts(), ce); err != nil {
-				t.Fatal(err)
-			}
-			tr, err := ParseTrace("ce.jsonl", buf.Bytes())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tr.Violation != tc.invariant || tr.Spec == nil || len(tr.Moves) != len(ce.Steps) {
-				t.Fatalf("trace header: violation %q, spec kept %v, %d moves for %d steps", tr.Violation, tr.Spec != nil, len(tr.Moves), len(ce.Steps))
-			}
-			sess := checkerFor(t, interpreted(t, tr.Spec), tr.Config, tr.Run).NewSession()
-			for i, m := range tr.Moves {
-				res, err := sess.Apply(m)
-				if err != nil {
-					t.Fatalf("step %d (%s) does not replay: %v\n%s", i+1, m, err, text)
-				}
-				last := i == len(tr.Moves)-1
-				switch {
-				case !last && res.Violation != nil:
-					t.Fatalf("replay: step %d (%s) already violates %s:\n%s", i+1, m, res.Violation.Invariant, text)
-				case last && (res.Violation == nil || res.Violation.Invariant != tc.invariant):
-					t.Fatalf("replay: the last step (%s) gives %v, want %s:\n%s", m, res.Violation, tc.invariant, text)
-				}
+			if v := ce.Violation; v.Invariant != tc.invariant || v.Check != tc.check || !slices.Equal(moves, tc.trace) || !ce.Steps[len(ce.Steps)-1].Failed {
+				t.Fatalf("want %s (%s) with the trace\n  %s\ngot:\n%s", tc.invariant, tc.check, strings.Join(tc.trace, "\n  "), c.FormatCounterexample(ce))
 			}
 		})
 	}
+}
+
+func formatIf(c *Checker, ce *Counterexample) string {
+	if ce == nil {
+		return "none"
+	}
+	return c.FormatCounterexample(ce)
 }

@@ -56,6 +56,8 @@ const (
 	evDstRestarted          = uint8(machines.DestinationEventRestarted)
 	evDstTransferTimeout    = uint8(machines.DestinationEventTransferTimeout)
 	evSrcRestarted          = uint8(machines.SourceEventRestarted)
+	evSrcDeferred           = uint8(machines.SourceEventDeferred)
+	evDstDeferred           = uint8(machines.DestinationEventDeferred)
 )
 
 // msgEvent is the event a message becomes at its receiver.
@@ -99,7 +101,10 @@ func timerEvent(t model.Timer) uint8 {
 	return evDstReservationExpired
 }
 
-// causeOf is why a side releases, judged from the event that drove the step.
+// causeOf is why a side releases, judged from the event that drove the
+// step. A deferred step has no cause of its own (the checker does not
+// remember which row queued it): what it releases counts as released for
+// another reason.
 func causeOf(r spec.Role, ev uint8) model.Cause {
 	if r == spec.Source {
 		switch ev {
@@ -208,4 +213,11 @@ func abortEvent(sd model.Side) uint8 {
 		return evSrcLocalAbort
 	}
 	return evDstLocalAbort
+}
+
+func deferredEvent(sd model.Side) uint8 {
+	if sd == model.SourceSide {
+		return evSrcDeferred
+	}
+	return evDstDeferred
 }

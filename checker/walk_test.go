@@ -61,7 +61,7 @@ func TestWalk_ReportFigures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pinned := map[string][2]int64{"vllm": {144, 38}, "sglang": {170, 76}}
+	pinned := map[string][2]int64{"vllm": {146, 40}, "sglang": {170, 76}}
 	j := walkReportJSON(t, rep, TextOptions{})
 	text := rep.Text(TextOptions{})
 	if rep.Violated() || rep.Interrupted || j.Verdict != "pass" || j.Mode != "walks" || j.Steps != 30 || j.Seed != 7 {

@@ -23,9 +23,10 @@ const pkg = "machines"
 
 // Render turns a valid spec into the machines package sources and the
 // transition docs. It is pure and deterministic: the same spec always gives
-// the same bytes, in the same file order.
+// the same bytes, in the same file order. The spec must satisfy
+// ValidateBuiltin: a rendered machine's terminal states take no events.
 func Render(s *spec.Spec) ([]File, error) {
-	if err := s.Validate(); err != nil {
+	if err := s.ValidateBuiltin(); err != nil {
 		return nil, err
 	}
 	var out []File

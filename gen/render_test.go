@@ -266,6 +266,12 @@ func TestRender_RefusesInvalidSpec(t *testing.T) {
 			})
 		}, "timer event LeaseExpired is not handled"},
 		{"empty-name", func(s *spec.Spec) { s.Name = "" }, "name is empty"},
+		// A variant may let a terminal state react; a rendered machine
+		// promises that its terminal states take no events.
+		{"terminal-row", func(s *spec.Spec) {
+			s.Destination.Rows = append(s.Destination.Rows, spec.Row{From: []string{"Done"}, Event: "ClientCancelled",
+				Policies: []spec.Policy{spec.SourceFirst}, Actions: []string{"ReportDecodeFailed"}, Why: "a late cancel"})
+		}, `from-state "Done" is terminal; a terminal state of the built-in tables takes no events`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -89,14 +89,16 @@ const (
 	DestinationEventPeerRestarted
 	// DestinationEventRestarted (restart): this worker's own process restarted.
 	DestinationEventRestarted
+	// DestinationEventDeferred (local): a step the worker takes later, on its own: work an earlier row queued.
+	DestinationEventDeferred
 	// DestinationEventTransferTimeout (timer): the pull this worker runs passed its deadline: it may have hung.
 	DestinationEventTransferTimeout
 )
 
 // NumDestinationEvents is the number of destination events.
-const NumDestinationEvents = 15
+const NumDestinationEvents = 16
 
-var destinationEventNames = [...]string{"DestinationRouted", "DestinationReserved", "ReservationRefused", "TransferDone", "TransferFailed", "ReceiveCompleted", "HeartbeatDue", "ReservationExpired", "DecodeFinished", "Cancelled", "ClientCancelled", "LocalAbort", "PeerRestarted", "Restarted", "TransferTimeout"}
+var destinationEventNames = [...]string{"DestinationRouted", "DestinationReserved", "ReservationRefused", "TransferDone", "TransferFailed", "ReceiveCompleted", "HeartbeatDue", "ReservationExpired", "DecodeFinished", "Cancelled", "ClientCancelled", "LocalAbort", "PeerRestarted", "Restarted", "Deferred", "TransferTimeout"}
 
 // String returns the name, as written in the spec.
 func (x DestinationEvent) String() string {
@@ -106,7 +108,7 @@ func (x DestinationEvent) String() string {
 	return "DestinationEvent(" + strconv.Itoa(int(x)) + ")"
 }
 
-var destinationEventOrigins = [NumDestinationEvents]Origin{OriginClient, OriginLocal, OriginLocal, OriginLocal, OriginLocal, OriginPeer, OriginTimer, OriginTimer, OriginLocal, OriginPeer, OriginClient, OriginLocal, OriginRestart, OriginRestart, OriginTimer}
+var destinationEventOrigins = [NumDestinationEvents]Origin{OriginClient, OriginLocal, OriginLocal, OriginLocal, OriginLocal, OriginPeer, OriginTimer, OriginTimer, OriginLocal, OriginPeer, OriginClient, OriginLocal, OriginRestart, OriginRestart, OriginLocal, OriginTimer}
 
 // Origin says where the event comes from.
 func (e DestinationEvent) Origin() Origin {
@@ -926,7 +928,8 @@ func _() {
 	_ = x[DestinationEventLocalAbort-11]
 	_ = x[DestinationEventPeerRestarted-12]
 	_ = x[DestinationEventRestarted-13]
-	_ = x[DestinationEventTransferTimeout-14]
+	_ = x[DestinationEventDeferred-14]
+	_ = x[DestinationEventTransferTimeout-15]
 	_ = x[DestinationActionAcceptRequest-0]
 	_ = x[DestinationActionRequestReservation-1]
 	_ = x[DestinationActionWithdrawReservation-2]

@@ -87,14 +87,16 @@ const (
 	SourceEventPeerRestarted
 	// SourceEventRestarted (restart): this worker's own process restarted.
 	SourceEventRestarted
+	// SourceEventDeferred (local): a step the worker takes later, on its own: work an earlier row queued.
+	SourceEventDeferred
 	// SourceEventTransferTimeout (timer): the push this worker runs passed its deadline: it may have hung.
 	SourceEventTransferTimeout
 )
 
 // NumSourceEvents is the number of source events.
-const NumSourceEvents = 15
+const NumSourceEvents = 16
 
-var sourceEventNames = [...]string{"RequestArrived", "DestinationReserved", "PrefillPinned", "TransferDone", "TransferFailed", "ReaderCompleted", "LeaseRenewed", "LeaseExpired", "BootstrapExpired", "Cancelled", "ClientCancelled", "LocalAbort", "PeerRestarted", "Restarted", "TransferTimeout"}
+var sourceEventNames = [...]string{"RequestArrived", "DestinationReserved", "PrefillPinned", "TransferDone", "TransferFailed", "ReaderCompleted", "LeaseRenewed", "LeaseExpired", "BootstrapExpired", "Cancelled", "ClientCancelled", "LocalAbort", "PeerRestarted", "Restarted", "Deferred", "TransferTimeout"}
 
 // String returns the name, as written in the spec.
 func (x SourceEvent) String() string {
@@ -104,7 +106,7 @@ func (x SourceEvent) String() string {
 	return "SourceEvent(" + strconv.Itoa(int(x)) + ")"
 }
 
-var sourceEventOrigins = [NumSourceEvents]Origin{OriginClient, OriginPeer, OriginLocal, OriginLocal, OriginLocal, OriginPeer, OriginPeer, OriginTimer, OriginTimer, OriginPeer, OriginClient, OriginLocal, OriginRestart, OriginRestart, OriginTimer}
+var sourceEventOrigins = [NumSourceEvents]Origin{OriginClient, OriginPeer, OriginLocal, OriginLocal, OriginLocal, OriginPeer, OriginPeer, OriginTimer, OriginTimer, OriginPeer, OriginClient, OriginLocal, OriginRestart, OriginRestart, OriginLocal, OriginTimer}
 
 // Origin says where the event comes from.
 func (e SourceEvent) Origin() Origin {
@@ -831,7 +833,8 @@ func _() {
 	_ = x[SourceEventLocalAbort-11]
 	_ = x[SourceEventPeerRestarted-12]
 	_ = x[SourceEventRestarted-13]
-	_ = x[SourceEventTransferTimeout-14]
+	_ = x[SourceEventDeferred-14]
+	_ = x[SourceEventTransferTimeout-15]
 	_ = x[SourceActionAcceptRequest-0]
 	_ = x[SourceActionStartPrefill-1]
 	_ = x[SourceActionStopPrefill-2]

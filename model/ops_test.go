@@ -418,7 +418,7 @@ func opCases() []opCase {
 			eff: []Effect{{Kind: EffPinEnd, Reg: RegFenced, Xfer: XferRunning, Cause: CauseAbort}, held(0, src, ResSourceLease),
 				{Kind: EffOwnershipEnd}, held(0, src, ResPrefillBooking)},
 			diff: "h0.SrcReg=fenced h0.Src=none h0.Life[source_lease]=ended h0.Life[prefill_booking]=ended h0.InFlight[source]=false " +
-				"h0.CancelPending[source]=false h0.Timers=12 h0.Outcome[source]=forgotten h0.SourceFailed=true h0.PeerGone[destination]=true " +
+				"h0.CancelPending[source]=false h0.Timers=44 h0.Outcome[source]=forgotten h0.SourceFailed=true h0.PeerGone[destination]=true " +
 				"wP.Gen+1 wP.Pinned-3 wP.Free+3 wP.InFlight-1 wP.Owned-1"},
 		{name: "Restart/prefill-computing", setup: upTo(0, stComputing), op: restartPrefill,
 			eff: []Effect{held(0, src, ResCompute), {Kind: EffOwnershipEnd}, held(0, src, ResPrefillBooking)},
@@ -436,7 +436,7 @@ func opCases() []opCase {
 			diff: "wP.Gen+1 wP.Cached-3 wP.Free+3"},
 		{name: "Restart/decode-reserved", cfg: sglang1, setup: upTo(0, stReserved, armAll, func(tx *Tx) { tx.ClientCancel(0) }), op: restartDecode,
 			eff: []Effect{held(0, dst, ResDestReservation), held(0, dst, ResDecodeBooking)},
-			diff: "h0.DstReg=fenced h0.Dst=none h0.Running=false h0.InFlight[destination]=false h0.CancelPending[destination]=false h0.Timers=3 " +
+			diff: "h0.DstReg=fenced h0.Dst=none h0.Running=false h0.InFlight[destination]=false h0.CancelPending[destination]=false h0.Timers=19 " +
 				"h0.Life[destination_reservation]=ended h0.Life[decode_booking]=ended h0.Outcome[destination]=forgotten h0.PeerGone[source]=true h0.PrefixGone=BITD " +
 				"wD.Gen+1 wD.Free+3 wD.Active-1 wD.Reserved-2 wD.SlotsUsed-1 wD.HeadroomUsed-512 wD.InFlight-1 wD.BookedBlocks-3"},
 		{name: "Restart/decode-active", setup: upTo(0, stActivated), op: restartDecode,

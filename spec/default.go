@@ -17,6 +17,10 @@ func Default() *Spec {
 	return s.Clone()
 }
 
+// deferredDoc is the meaning of Deferred, an event of both roles that no
+// built-in row takes: a variant gives it rows for cleanup that runs later.
+const deferredDoc = "a step the worker takes later, on its own: work an earlier row queued"
+
 var (
 	both = []Policy{SourceFirst, DestinationFirst}
 	sf   = []Policy{SourceFirst}
@@ -52,6 +56,7 @@ func sourceTable() Table {
 			{Name: "LocalAbort", Origin: Local, Doc: "this worker aborts the request on its own"},
 			{Name: "PeerRestarted", Origin: Restart, Doc: "a health check found the destination's process restarted"},
 			{Name: "Restarted", Origin: Restart, Doc: "this worker's own process restarted"},
+			{Name: "Deferred", Origin: Local, Doc: deferredDoc},
 			{Name: "TransferTimeout", Origin: Timer, Doc: "the push this worker runs passed its deadline: it may have hung"},
 		},
 		Actions: []Action{
@@ -233,6 +238,7 @@ func destinationTable() Table {
 			{Name: "LocalAbort", Origin: Local, Doc: "this worker aborts the request on its own"},
 			{Name: "PeerRestarted", Origin: Restart, Doc: "a health check found the source's process restarted"},
 			{Name: "Restarted", Origin: Restart, Doc: "this worker's own process restarted"},
+			{Name: "Deferred", Origin: Local, Doc: deferredDoc},
 			{Name: "TransferTimeout", Origin: Timer, Doc: "the pull this worker runs passed its deadline: it may have hung"},
 		},
 		Actions: []Action{

@@ -9,7 +9,9 @@
 // and mutants loaded from JSON without recompiling). Validate reports every
 // problem at once, naming the row, and demands that every peer message,
 // timer and restart be handled, even as an explicit ignore, in every
-// non-terminal state a policy can reach.
+// non-terminal state a policy can reach. A terminal state marks a side
+// that reported its terminal outcome; a variant may give it rows (the side
+// keeps reacting), the built-in tables may not (ValidateBuiltin).
 //
 // The event and action names are the vocabulary of docs/lifecycle.md section 3;
 // the model in model/ gives each action its physical meaning.

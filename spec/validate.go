@@ -23,6 +23,9 @@ const (
 	MaxActions = 8
 )
 
+// restartedEvent is the event of a worker's own restart in either role.
+const restartedEvent = "Restarted"
+
 // Problem is one defect of a spec. Row is the row's index in its table, or
 // -1 for a problem of the table itself or of one of its declarations.
 type Problem struct {
@@ -67,10 +70,27 @@ func (e *ValidationError) Unwrap() error { return ErrInvalid }
 
 // Validate checks both tables and reports all problems at once, each naming
 // its row. A nil result means the spec is well formed: names are unique and
-// known, every row leaves a non-terminal state, no (state, event, policy)
-// is claimed by two rows, every row says why, and every peer message, timer
-// and restart is handled in every non-terminal state each policy can reach.
-func (s *Spec) Validate() error {
+// known, no (state, event, policy) is claimed by two rows, every row says
+// why, and every peer message, timer and restart is handled in every
+// non-terminal state each policy can reach.
+//
+// A terminal state is where a side has reported its terminal outcome: it
+// has finished, whatever it still does. Validate lets it keep rows, so
+// that a variant can say what a side does when it keeps reacting after
+// its outcome (a late cancel that finalizes a second time, a start that
+// dispatches prefill after an early abort); the checker fires them and
+// the invariants judge the reaction. Such a state needs no row for the
+// events it ignores, and it takes no Restarted row: a restart forgets a
+// finished record without a step. The built-in tables keep every terminal
+// state silent: see ValidateBuiltin.
+func (s *Spec) Validate() error { return s.validate(false) }
+
+// ValidateBuiltin is Validate plus what the built-in tables (Default, and
+// the machines rendered from it into machines/) promise: a terminal state
+// takes no event at all.
+func (s *Spec) ValidateBuiltin() error { return s.validate(true) }
+
+func (s *Spec) validate(builtin bool) error {
 	var ps []Problem
 	if strings.TrimSpace(s.Name) == "" {
 		ps = append(ps, Problem{Row: -1, Where: "spec", What: "name is empty"})
@@ -80,7 +100,7 @@ func (s *Spec) Validate() error {
 		if t.Role != r {
 			ps = append(ps, Problem{Role: r, Row: -1, Where: r.String() + " table", What: fmt.Sprintf("role is %s, want %s", t.Role, r)})
 		}
-		ps = append(ps, validateTable(r, t)...)
+		ps = append(ps, validateTable(r, t, builtin)...)
 	}
 	if len(ps) == 0 {
 		return nil
@@ -88,7 +108,7 @@ func (s *Spec) Validate() error {
 	return &ValidationError{Problems: ps}
 }
 
-func validateTable(role Role, t *Table) []Problem {
+func validateTable(role Role, t *Table, builtin bool) []Problem {
 	var ps []Problem
 	where := role.String() + " table"
 	add := func(row int, what string, args ...any) {
@@ -180,8 +200,10 @@ func validateTable(role Role, t *Table) []Problem {
 			switch {
 			case !ok:
 				add(i, "unknown from-state %q", f)
-			case st.Terminal:
-				add(i, "from-state %q is terminal; terminal states take no events", f)
+			case st.Terminal && builtin:
+				add(i, "from-state %q is terminal; a terminal state of the built-in tables takes no events", f)
+			case st.Terminal && r.Event == restartedEvent:
+				add(i, "from-state %q is terminal: a restart forgets a finished record without a step, so this row would never fire", f)
 			}
 			if slices.Index(r.From, f) != j {
 				add(i, "from-state %q is listed twice", f)

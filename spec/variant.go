@@ -9,9 +9,10 @@ import (
 // ValidateVariant is Validate plus what a spec loaded at run time must
 // satisfy before the checker can give it meaning:
 //
-//   - its events are exactly the built-in events of each role, with their
+//   - its events are the built-in events of each role, with their
 //     built-in origins (the model knows what each event means and when it
-//     can happen);
+//     can happen); only an event added to the vocabulary later
+//     (LaterEvents) may be left out, and then it never fires;
 //   - its actions come from the built-in vocabulary of either role (a
 //     command given to the wrong role is the model's to judge);
 //   - a restart row does not act (the process that would act is gone);
@@ -60,13 +61,13 @@ func variantProblems(role Role, t, def *Table, vocabulary []string) []Problem {
 	}
 	var missing []string
 	for _, ev := range def.Events {
-		if t.EventIndex(ev.Name) < 0 {
+		if t.EventIndex(ev.Name) < 0 && !MayBeAbsent(role, ev.Name) {
 			missing = append(missing, ev.Name)
 		}
 	}
 	if len(missing) > 0 {
 		ps = append(ps, Problem{Role: role, Row: -1, Where: where,
-			What: fmt.Sprintf("does not declare the %s event(s) %s: the model can deliver every event it knows, so each needs its rows", role, strings.Join(missing, ", "))})
+			What: fmt.Sprintf("does not declare the %s event(s) %s: the model can deliver every event it knows, so each needs its rows (only an event added to the vocabulary later may be left out)", role, strings.Join(missing, ", "))})
 	}
 
 	for i, a := range t.Actions {
@@ -77,7 +78,7 @@ func variantProblems(role Role, t, def *Table, vocabulary []string) []Problem {
 	for i, row := range t.Rows {
 		// The worker's own restart: a peer's restart (PeerRestarted) is a
 		// fact the surviving worker acts on.
-		if row.Event == "Restarted" && len(row.Actions) > 0 {
+		if row.Event == restartedEvent && len(row.Actions) > 0 {
 			ps = append(ps, Problem{Role: role, Row: i, Where: t.RowLabel(i),
 				What: "a restart row cannot act: the process that would act is gone"})
 		}

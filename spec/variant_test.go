@@ -220,3 +220,70 @@ func TestParse_DuplicateKeyRefused(t *testing.T) {
 		t.Fatalf("got %v, want a refusal of the second \"event\" at line %d", err, why+1)
 	}
 }
+
+// A variant's terminal state may keep reacting: a file whose Done takes a
+// late ClientCancelled loads, with the row as written, and only the
+// built-in check refuses it. A terminal state needs no row for the events
+// it ignores, peer messages and timers included.
+func TestParse_TerminalStateReacts(t *testing.T) {
+	s := Default()
+	s.Name = "reacting"
+	s.Destination.Rows = append(s.Destination.Rows, Row{From: []string{"Done"}, Event: "ClientCancelled", Policies: []Policy{SourceFirst},
+		To: "Aborted", Actions: []string{"ReportDecodeFailed", "Complete"}, Why: "a late cancel finalizes again"})
+	data, err := s.Format()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Parse("reacting.json", data)
+	if err != nil {
+		t.Fatalf("a variant whose terminal state reacts is refused: %v", err)
+	}
+	i := got.Destination.Lookup(SourceFirst, "Done", "ClientCancelled")
+	if i != len(got.Destination.Rows)-1 || got.Destination.Rows[i].To != "Aborted" {
+		t.Fatalf("Done × ClientCancelled is decided by row %d, want the added row %d", i+1, len(got.Destination.Rows))
+	}
+	err = got.ValidateBuiltin()
+	var ve *ValidationError
+	if !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0].Row != i ||
+		ve.Problems[0].What != `from-state "Done" is terminal; a terminal state of the built-in tables takes no events` {
+		t.Fatalf("ValidateBuiltin: %v, want the one terminal row refused", err)
+	}
+}
+
+// Every entry of LaterEvents names an event of its role's built-in table,
+// once; a file may leave exactly those out, and any other missing event
+// is refused at its table's line.
+func TestParse_LaterEventsMayBeAbsent(t *testing.T) {
+	def := Default()
+	seen := map[LaterEvent]bool{}
+	for _, le := range LaterEvents {
+		if def.Table(le.Role).EventIndex(le.Name) < 0 || seen[le] {
+			t.Errorf("LaterEvents entry %+v: not a built-in %s event, or listed twice", le, le.Role)
+		}
+		seen[le] = true
+	}
+	s := Default()
+	s.Name = "older"
+	for _, r := range Roles {
+		tb := s.Table(r)
+		tb.Events = slices.DeleteFunc(tb.Events, func(ev Event) bool { return MayBeAbsent(r, ev.Name) })
+		if len(tb.Events) == len(def.Table(r).Events) {
+			t.Fatalf("the %s table has no event added later; the case below needs one", r)
+		}
+	}
+	data, err := s.Format()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse("older.json", data); err != nil {
+		t.Fatalf("a file without the events added later is refused: %v", err)
+	}
+	s.Source.Events = slices.DeleteFunc(s.Source.Events, func(ev Event) bool { return ev.Name == "LeaseRenewed" })
+	s.Source.Rows = slices.DeleteFunc(s.Source.Rows, func(r Row) bool { return r.Event == "LeaseRenewed" })
+	lines, errLines := parseLines(t, s)
+	wantAt(t, errLines, onlyLine(t, lines, 0, 4, `"source": {`)+1,
+		"does not declare the source event(s) LeaseRenewed: the model can deliver every event it knows, so each needs its rows (only an event added to the vocabulary later may be left out)")
+	if len(errLines) != 2 {
+		t.Errorf("want one problem, got:\n%s", strings.Join(errLines, "\n"))
+	}
+}

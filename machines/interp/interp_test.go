@@ -264,6 +264,15 @@ func TestInterp_ReadsTheSpec(t *testing.T) {
 			want: []cell{{dst, df, "Reserved", "ReceiveCompleted"}},
 		},
 		{
+			// A variant's terminal state may react: the interpreter
+			// answers the row there like anywhere else.
+			name:   "terminal-state-reacts",
+			role:   dst,
+			find:   cell{dst, sf, "Active", "ClientCancelled"},
+			mutate: func(r *spec.Row) { r.From = append(r.From, "Done") },
+			want:   []cell{{dst, sf, "Done", "ClientCancelled"}, {dst, df, "Done", "ClientCancelled"}},
+		},
+		{
 			name:   "stay-becomes-move",
 			role:   dst,
 			find:   cell{dst, sf, "Reserving", "HeartbeatDue"},
@@ -348,6 +357,44 @@ func TestInterp_CheckerPathsAgree(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestInterp_CheckerReadsTerminalRows: a variant whose terminal state
+// reacts reaches the checker's protocol whole. Every cell of both roles,
+// terminal states included, answers through FromStepper what the
+// interpreter answers, and the reacting cell is among them.
+func TestInterp_CheckerReadsTerminalRows(t *testing.T) {
+	mut := spec.Default().Clone()
+	tb := mut.Table(spec.Destination)
+	tb.Rows = append(tb.Rows, spec.Row{From: []string{"Done"}, Event: "ClientCancelled", Policies: []spec.Policy{spec.SourceFirst},
+		To: "Aborted", Actions: []string{"ReportDecodeFailed", "Complete"}, Why: "a late cancel finalizes again"})
+	it := mustNew(t, mut)
+	p, err := checker.FromStepper("variant", mut, it)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reacting := 0
+	for _, c := range cells(mut) {
+		want := interpAt(t, it, c)
+		tb := mut.Table(c.Role)
+		tr, ok := p.Step(c.Role, c.Policy, uint8(tb.StateIndex(c.State)), uint8(tb.EventIndex(c.Event)))
+		got := outcome{Enabled: ok}
+		if ok {
+			got.To, got.Row = p.StateName(c.Role, tr.To), int(tr.Row)
+			for _, a := range tr.Acts[:tr.N] {
+				got.Actions = append(got.Actions, a.String())
+			}
+			if p.Terminal(c.Role, uint8(tb.StateIndex(c.State))) {
+				reacting++
+			}
+		}
+		if diff := cmp.Diff(want, got, equateEmpty); diff != "" {
+			t.Errorf("%v (-interp +protocol):\n%s", c, diff)
+		}
+	}
+	if reacting != 1 {
+		t.Errorf("%d terminal cells react in the protocol, want the one row's", reacting)
 	}
 }
 

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// verdict is what check says of one run, in the figures a change of
+// meaning would move: the invariant broken ("" for none), the length of
+// its trace, and the states and transitions explored.
+type verdict struct {
+	Run         string
+	Invariant   string
+	Steps       int
+	States      int
+	Transitions int
+}
+
+// specVerdict is what check says of a spec file on one configuration.
+type specVerdict struct {
+	file    string
+	config  string
+	runs    string   // the --run list, "" for every run
+	refused []string // for a file validate refuses: the lines of its refusal
+	want    []verdict
+}
+
+// specVerdicts are the verdicts of every spec file the repository ships,
+// each on the configuration and runs its example uses. A file written
+// before the vocabulary grew declares none of the events added later
+// (spec.LaterEvents): it keeps loading, and those events never fire in it.
+// testdata/specs/handoff-before-deferred.json is the built-in tables as
+// the build before Deferred, TransferTimeout and the Stopped state
+// exported them (handoffcheck spec). It loads, and the invariants checked
+// since judge it too: its decode cancelled after activation reports a
+// failure, which OutcomeTruthful rejects (the built-in tables now end in
+// Stopped, a success state).
+var specVerdicts = []specVerdict{
+	{file: "../../testdata/specs/handoff-before-deferred.json", config: small, want: []verdict{
+		{"vllm", "OutcomeTruthful", 8, 74, 189}, {"sglang", "OutcomeTruthful", 10, 374, 897}, {"trtllm", "", 0, 137, 275}}},
+	{file: "../../testdata/variants/release-on-heartbeat.json", config: small, want: []verdict{
+		{"vllm", "SourcePinnedUntilRead", 6, 21, 47}, {"sglang", "", 0, 638, 1379}, {"trtllm", "SourcePinnedUntilRead", 6, 21, 46}}},
+	{file: "../../testdata/variants/rearm-reservation.json", config: mutCfg, runs: "sglang", want: []verdict{
+		{"sglang", "EventuallyDrained", 7, 32387, 112240}}},
+	// The designs the lifecycle replaces, and the OutcomeTruthful blind spots.
+	{file: "../../testdata/variants/bootstrap-as-readiness.json", config: small, want: []verdict{
+		{"vllm", "", 0, 563, 1154}, {"sglang", "DestinationFirstGate", 4, 13, 40}, {"trtllm", "", 0, 137, 275}}},
+	{file: "../../testdata/variants/decode-without-reservation.json", config: small, want: []verdict{
+		{"vllm", "TransferNeedsReservation", 4, 7, 12}, {"sglang", "", 0, 638, 1379}, {"trtllm", "TransferNeedsReservation", 4, 7, 12}}},
+	{file: "../../testdata/variants/expired-lease-reports-release.json", config: small, want: []verdict{
+		{"vllm", "OutcomeTruthful", 4, 7, 12}, {"sglang", "OutcomeTruthful", 7, 93, 254}, {"trtllm", "OutcomeTruthful", 4, 7, 12}}},
+	{file: "../../testdata/variants/ownership-at-terminal-token.json", config: small, want: []verdict{
+		{"vllm", "RouterCleanup", 3, 5, 7}, {"sglang", "", 0, 638, 1379}, {"trtllm", "RouterCleanup", 3, 5, 7}}},
+	{file: "../../testdata/variants/pull-failed-reports-success.json", config: small, want: []verdict{
+		{"vllm", "OutcomeTruthful", 7, 41, 101}, {"sglang", "", 0, 638, 1379}, {"trtllm", "", 0, 137, 275}}},
+	{file: "../../testdata/variants/release-on-scheduler-finish.json", config: small, want: []verdict{
+		{"vllm", "SourcePinnedUntilRead", 3, 5, 7}, {"sglang", "", 0, 638, 1379}, {"trtllm", "SourcePinnedUntilRead", 3, 5, 7}}},
+	// Written with rows from terminal states and a deferred step.
+	{file: "../../testdata/variants/late-cancel-finalizes-twice.json", config: small, want: []verdict{
+		{"vllm", "ExactlyOnceRelease", 9, 151, 385}, {"sglang", "", 0, 638, 1379}, {"trtllm", "", 0, 137, 275}}},
+	{file: "../../testdata/variants/late-peer-cancel-fails-done.json", config: small, want: []verdict{
+		{"vllm", "AttemptIsolation", 9, 151, 401}, {"sglang", "", 0, 638, 1379}, {"trtllm", "", 0, 137, 275}}},
+	{file: "../../testdata/variants/prefill-after-early-outcome.json", config: small, want: []verdict{
+		{"vllm", "", 0, 563, 1154}, {"sglang", "ExactlyOnceRelease", 6, 49, 136}, {"trtllm", "", 0, 137, 275}}},
+	{file: "../../testdata/variants/deferred-free-during-pull.json", config: small, want: []verdict{
+		{"vllm", "DestinationHeldWhileWritten", 8, 79, 211}, {"sglang", "", 0, 638, 1379}, {"trtllm", "", 0, 137, 275}}},
+	{file: "../../testdata/variants/broken-vocabulary.json", refused: []string{
+		`broken-vocabulary.json:49: source table: state "Orphan" is refused: no row leads to it from the initial state Idle under any policy (remove it, or add the row that reaches it)`,
+		`broken-vocabulary.json:1084: destination row 1 (Idle × DestinationRouted): unknown action "NoSuchAction" (not in the destination vocabulary)`}},
+}
+
+
+// Every spec file in testdata/variants has its verdict above, and every
+// file above loads through validate and gives its verdict through check
+// --json, as a user would run it.
+func TestSpecFiles_KeepTheirVerdicts(t *testing.T) {
+	files, err := filepath.Glob("../../testdata/variants/*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if !slices.ContainsFunc(specVerdicts, func(v specVerdict) bool { return v.file == f }) {
+			t.Errorf("%s has no verdict here: add the one it gives", f)
+		}
+	}
+	for _, tc := range specVerdicts {
+		t.Run(filepath.Base(tc.file), func(t *testing.T) {
+			code, out, errOut := runCLI(t, "validate", tc.file)
+			if tc.refused != nil {
+				lines := strings.Split(strings.TrimSpace(errOut), "\n")
+				for i := range lines {
+					lines[i] = strings.TrimPrefix(lines[i], "../../testdata/variants/")
+				}
+				if code != exitUsage || len(lines) != len(tc.refused)+1 || !slices.Equal(lines[1:], tc.refused) {
+					t.Fatalf("validate: exit %d, stderr:\n%s\nwant exit 2 and:\n%s", code, errOut, strings.Join(tc.refused, "\n"))
+				}
+				return
+			}
+			if code != exitOK {
+				t.Fatalf("validate: exit %d: %s%s", code, out, errOut)
+			}
+			args := []string{"check", "--config", tc.config, "--spec", tc.file, "--json", "--timing=false"}
+			if tc.runs != "" {
+				args = append(args, "--run", tc.runs)
+			}
+			_, out, errOut = runCLI(t, args...)
+			var rep struct {
+				Runs []struct {
+					Name        string `json:"name"`
+					States      int    `json:"states"`
+					Transitions int    `json:"transitions"`
+					Violation   *struct {
+						Invariant string            `json:"invariant"`
+						Trace     []json.RawMessage `json:"trace"`
+					} `json:"violation"`
+				} `json:"runs"`
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatalf("%v: %v\n%s%s", args, err, out, errOut)
+			}
+			var got []verdict
+			for _, r := range rep.Runs {
+				v := verdict{Run: r.Name, States: r.States, Transitions: r.Transitions}
+				if r.Violation != nil {
+					v.Invariant, v.Steps = r.Violation.Invariant, len(r.Violation.Trace)
+				}
+				got = append(got, v)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("%v:\n got %+v\nwant %+v", args, got, tc.want)
+			}
+		})
+	}
+}
+
+// A counterexample of a variant whose terminal state reacts, or that takes
+// a deferred step, is written as a trace file and replays to the same
+// violation: the trace header carries the variant, and the deferred move
+// reads back from its step syntax.
+func TestSpecFiles_ReactingAndDeferredTracesReplay(t *testing.T) {
+	for _, tc := range []struct{ file, run, step, invariant string }{
+		{"late-cancel-finalizes-twice.json", "vllm", "9. deliver-cancel h=0 side=destination", "ExactlyOnceRelease"},
+		{"deferred-free-during-pull.json", "vllm", "8. deferred h=0 side=destination", "DestinationHeldWhileWritten"},
+	} {
+		trace := filepath.Join(t.TempDir(), "ce.jsonl")
+		code, out, errOut := runCLI(t, "check", "--config", small, "--spec", "../../testdata/variants/"+tc.file, "--run", tc.run, "--trace-out", trace, "--timing=false")
+		if code != exitViolation || !strings.Contains(out, tc.step+"   <-- "+tc.invariant) {
+			t.Fatalf("%s: check exit %d:\n%s%s", tc.file, code, out, errOut)
+		}
+		code, out, errOut = runCLI(t, "replay", trace)
+		if code != exitViolation || !strings.Contains(out, "  "+tc.step+"\n") ||
+			!strings.Contains(out, "VIOLATION "+tc.invariant) || !strings.Contains(out, "(the violation the trace records)") {
+			t.Errorf("%s: replay exit %d:\n%s%s", tc.file, code, out, errOut)
+		}
+	}
+}
