@@ -27,40 +27,39 @@ const (
 // the violating step, and that a trace file carries back to the same
 // violation on replay.
 func TestVariants_RejectedWithTheirInvariant(t *testing.T) {
-	const config = "../testdata/configs/small.json"
-	configJSON, err := os.ReadFile(config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := ParseConfig(config, configJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cases := []struct {
 		file      string
 		run       string // a run whose policy the changed row belongs to
 		invariant string
 		maxSteps  int
 		why       string // how the changed row's why opens; replacedWhy when empty
+		config    string // in testdata/configs; small.json when empty
+		needs     string // a fault kind without which the run is clean
 	}{
 		// The destination tells the source it reserved as soon as it is
 		// routed: the source dispatches prefill with no reservation.
-		{"bootstrap-as-readiness.json", "sglang", "DestinationFirstGate", 4, ""},
+		{"bootstrap-as-readiness.json", "sglang", "DestinationFirstGate", 4, "", "", ""},
 		// The source gives its pinned blocks back when compute finishes,
 		// while the registration is still open to the reader.
-		{"release-on-scheduler-finish.json", "vllm", "SourcePinnedUntilRead", 3, ""},
+		{"release-on-scheduler-finish.json", "vllm", "SourcePinnedUntilRead", 3, "", "", ""},
 		// The source reports its outcome to the prefill router when
 		// compute finishes, while its KV is still pinned.
-		{"ownership-at-terminal-token.json", "vllm", "RouterCleanup", 3, ""},
+		{"ownership-at-terminal-token.json", "vllm", "RouterCleanup", 3, "", "", ""},
 		// A source-first destination pulls as soon as it is routed,
 		// without reserving.
-		{"decode-without-reservation.json", "vllm", "TransferNeedsReservation", 4, ""},
+		{"decode-without-reservation.json", "vllm", "TransferNeedsReservation", 4, "", "", ""},
 
 		// Blind spots of RouterCleanup, which holds a report to the label
 		// of the terminal state only: a failed pull that ends in Done and
 		// says so, and a lease that ran out ending in Released.
-		{"pull-failed-reports-success.json", "vllm", "OutcomeTruthful", 7, brokenWhy},
-		{"expired-lease-reports-release.json", "vllm", "OutcomeTruthful", 4, brokenWhy},
+		{"pull-failed-reports-success.json", "vllm", "OutcomeTruthful", 7, brokenWhy, "", ""},
+		{"expired-lease-reports-release.json", "vllm", "OutcomeTruthful", 4, brokenWhy, "", ""},
+
+		// A deadline that reclaims without fencing what the hung transfer
+		// still uses: only a hang (there is no early timer in hang.json)
+		// makes the deadline fire while the transfer runs.
+		{"push-deadline-without-fence.json", "sglang", "SourcePinnedUntilRead", 8, brokenWhy, "hang.json", "hang"},
+		{"pull-deadline-without-fence.json", "vllm", "DestinationHeldWhileWritten", 7, brokenWhy, "hang.json", "hang"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.TrimSuffix(tc.file, ".json"), func(t *testing.T) {
@@ -75,6 +74,31 @@ func TestVariants_RejectedWithTheirInvariant(t *testing.T) {
 			}
 			if want := strings.TrimSuffix(tc.file, ".json"); s.Name != want {
 				t.Errorf("the variant is named %q, want %q (its file's base name)", s.Name, want)
+			}
+			name := tc.config
+			if name == "" {
+				name = "small.json"
+			}
+			config := filepath.Join("..", "testdata", "configs", name)
+			configJSON, err := os.ReadFile(config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := ParseConfig(config, configJSON)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.needs != "" {
+				f, ok := ParseFault(tc.needs)
+				if !ok {
+					t.Fatalf("unknown fault %q", tc.needs)
+				}
+				without := *cfg
+				without.Budget[f] = 0
+				r := checkerFor(t, interpreted(t, s), &without, tc.run).Explore(context.Background(), Limits{Workers: 1}, nil)
+				if r.Violation != nil || !r.Complete {
+					t.Fatalf("run %s without %s: complete=%v violation %v; the bug should need that fault", tc.run, tc.needs, r.Complete, r.Violation)
+				}
 			}
 			c := checkerFor(t, interpreted(t, s), cfg, tc.run)
 			r := c.Explore(context.Background(), Limits{Workers: 1}, nil)

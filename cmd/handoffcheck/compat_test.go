@@ -58,6 +58,11 @@ var specVerdicts = []specVerdict{
 		{"vllm", "OutcomeTruthful", 7, 41, 101}, {"sglang", "", 0, 638, 1379}, {"trtllm", "", 0, 137, 275}}},
 	{file: "../../testdata/variants/release-on-scheduler-finish.json", config: small, want: []verdict{
 		{"vllm", "SourcePinnedUntilRead", 3, 5, 7}, {"sglang", "", 0, 638, 1379}, {"trtllm", "SourcePinnedUntilRead", 3, 5, 7}}},
+	// Deadlines that reclaim without fencing: only a hung transfer shows them.
+	{file: "../../testdata/variants/push-deadline-without-fence.json", config: "../../testdata/configs/hang.json", want: []verdict{
+		{"vllm", "", 0, 306, 699}, {"sglang", "SourcePinnedUntilRead", 8, 68, 152}, {"trtllm", "", 0, 43, 73}}},
+	{file: "../../testdata/variants/pull-deadline-without-fence.json", config: "../../testdata/configs/hang.json", want: []verdict{
+		{"vllm", "DestinationHeldWhileWritten", 7, 22, 42}, {"sglang", "", 0, 273, 586}, {"trtllm", "", 0, 43, 73}}},
 	// Written with rows from terminal states and a deferred step.
 	{file: "../../testdata/variants/late-cancel-finalizes-twice.json", config: small, want: []verdict{
 		{"vllm", "ExactlyOnceRelease", 9, 151, 385}, {"sglang", "", 0, 638, 1379}, {"trtllm", "", 0, 137, 275}}},
