@@ -21,7 +21,7 @@ type moveSet struct {
 	// waiting: the only protocol moves other than timers are transfers
 	// ending; the hang fault is offered only then (see faults).
 	waiting bool
-	m     [maxMoves]Move
+	m       [maxMoves]Move
 }
 
 func (ms *moveSet) add(m Move) {

@@ -238,8 +238,8 @@ type Handoff struct {
 	Tainted bool // the source blocks left while the transfer could read them
 	// Hung: the transfer neither completes nor fails on its own; it ends,
 	// failed, only once a registration it uses is no longer valid.
-	Hung bool
-	Runner  Side // who runs the transfer: destination pulls, source pushes
+	Hung   bool
+	Runner Side // who runs the transfer: destination pulls, source pushes
 
 	// What physically happened, for OutcomeTruthful: the source's pin
 	// ended on the reader's acknowledgement (Acked), and the destination

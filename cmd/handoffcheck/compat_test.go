@@ -77,7 +77,6 @@ var specVerdicts = []specVerdict{
 		`broken-vocabulary.json:1084: destination row 1 (Idle × DestinationRouted): unknown action "NoSuchAction" (not in the destination vocabulary)`}},
 }
 
-
 // Every spec file in testdata/variants has its verdict above, and every
 // file above loads through validate and gives its verdict through check
 // --json, as a user would run it.
