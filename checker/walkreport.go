@@ -246,8 +246,7 @@ func (r *WalkReport) JSON(opt TextOptions) ([]byte, error) {
 			}
 			jw.Coverage = append(jw.Coverage, jsonCoverage{Role: rc.Role.String(), Fired: rc.Fired, Total: rc.Total, Dead: dead})
 		}
-		l := st.LengthSummary()
-		jw.Lengths = jsonLengths{Min: l.Min, Median: l.Median, P90: l.P90, Max: l.Max}
+		jw.Lengths = jsonLengths(st.LengthSummary())
 		jw.Ends = map[string]int{}
 		for e, n := range st.Ended {
 			jw.Ends[WalkEnd(e).String()] = n
