@@ -17,7 +17,7 @@ FUZZ_TARGETS = \
 	./checker:FuzzParseTrace \
 	./fuzz:FuzzStep
 
-.PHONY: all generate check test fresh fuzz bench lint install mutate-code
+.PHONY: all generate check test fresh fuzz fuzz-seeds bench lint install mutate-code
 
 all: test
 
@@ -60,6 +60,14 @@ fuzz:
 		echo "== $$name ($$pkg, $(FUZZTIME))"; \
 		$(GO) test $$pkg -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s; \
 	done
+
+# Seed the fuzz corpora (testdata/fuzz/<Target> of checker/ and fuzz/) with
+# every counterexample of testdata/: the trace files that record a
+# violation, and what check finds for each variant of testdata/variants on
+# testdata/configs/small.json. Commit what it writes: go test replays the
+# seeds and fails when they are stale.
+fuzz-seeds:
+	$(GO) test ./fuzz -run '^TestFuzzSeeds_Fresh$$' -rewrite -count=1
 
 # Break the production code of model/ and checker/ one small change at a
 # time and report, per file, how many changes the tests caught, with every

@@ -16,7 +16,9 @@
 // levels whose results do not depend on the number of workers. It stops at
 // the first violation and rebuilds the shortest trace by replay; with
 // liveness it keeps the state graph and checks EventuallyDrained. Walk runs
-// seeded random and swarm walks and shrinks a failure. Sessions step a run
+// seeded random and swarm walks under a fault schedule (Schedule: by
+// default each fault waits for a step of its own), counts what they
+// covered and shrinks a failure. Sessions step a run
 // by hand for scenario files and trace replay. Reports render as text, JSON
 // and Mermaid sequence diagrams.
 package checker

@@ -182,9 +182,9 @@ func TestExplore_EventuallyDrainedFindsTrap(t *testing.T) {
 	}
 }
 
-// Random walks find a broken table, the result does not depend on the
-// number of workers, the failing walk is reproduced alone by its own seed,
-// and shrinking keeps the violation.
+// Random walks find a broken table under every schedule, the result does
+// not depend on the number of workers, the failing walk is reproduced
+// alone by its own seed, and shrinking keeps the violation.
 func TestWalk_FindsAndReproduces(t *testing.T) {
 	s := spec.Default()
 	override(t, s, spec.Source, "Pinned", "LeaseRenewed", spec.SourceFirst, "Released",
@@ -194,29 +194,31 @@ func TestWalk_FindsAndReproduces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	one := c.Walk(context.Background(), WalkOptions{Seed: 11, Walks: 300, Steps: 80, Workers: 1})
-	two := c.Walk(context.Background(), WalkOptions{Seed: 11, Walks: 300, Steps: 80, Workers: 2})
-	if one.Violation == nil {
-		t.Fatalf("300 walks found nothing")
-	}
-	if one.Failing != two.Failing || one.Seed != two.Seed || c.FormatCounterexample(one.Violation) != c.FormatCounterexample(two.Violation) {
-		t.Fatalf("results depend on the workers: walk %d vs %d", one.Failing, two.Failing)
-	}
-	alone := c.Walk(context.Background(), WalkOptions{Seed: one.Seed, Walks: 1, Steps: 80})
-	if alone.Failing != 0 || alone.Original != one.Original {
-		t.Fatalf("seed %d alone: failing walk %d after %d moves, want walk 0 after %d", one.Seed, alone.Failing, alone.Original, one.Original)
-	}
-	ce := one.Violation
-	// Releasing on a heartbeat breaks SourcePinnedUntilRead while a read
-	// may come, and ReleaseNeedsReaderAck after the reads ended.
-	if inv := ce.Violation.Invariant; (inv != "SourcePinnedUntilRead" && inv != "ReleaseNeedsReaderAck") || len(ce.Steps) > one.Original || !ce.Steps[len(ce.Steps)-1].Failed {
-		t.Fatalf("shrunk trace: %s in %d steps (walk took %d)", ce.Violation.Invariant, len(ce.Steps), one.Original)
-	}
-	// The correct tables survive the same walks, swarm included.
 	good, _ := New(Generated(), cfg, cfg.Runs[0])
-	for _, swarm := range []bool{false, true} {
-		if r := good.Walk(context.Background(), WalkOptions{Seed: 11, Walks: 300, Steps: 80, Swarm: swarm}); r.Violation != nil {
-			t.Fatalf("swarm=%v: %v", swarm, r.Violation.Violation)
+	for _, sched := range []Schedule{ScheduleUniform, SchedulePositions, SchedulePCT} {
+		one := c.Walk(context.Background(), WalkOptions{Seed: 11, Walks: 300, Steps: 80, Schedule: sched, Workers: 1})
+		two := c.Walk(context.Background(), WalkOptions{Seed: 11, Walks: 300, Steps: 80, Schedule: sched, Workers: 2})
+		if one.Violation == nil {
+			t.Fatalf("%s: 300 walks found nothing", sched)
+		}
+		if one.Failing != two.Failing || one.Seed != two.Seed || c.FormatCounterexample(one.Violation) != c.FormatCounterexample(two.Violation) {
+			t.Fatalf("%s: results depend on the workers: walk %d vs %d", sched, one.Failing, two.Failing)
+		}
+		alone := c.Walk(context.Background(), WalkOptions{Seed: one.Seed, Walks: 1, Steps: 80, Schedule: sched})
+		if alone.Failing != 0 || alone.Original != one.Original {
+			t.Fatalf("%s: seed %d alone: failing walk %d after %d moves, want walk 0 after %d", sched, one.Seed, alone.Failing, alone.Original, one.Original)
+		}
+		ce := one.Violation
+		// Releasing on a heartbeat breaks SourcePinnedUntilRead while a read
+		// may come, and ReleaseNeedsReaderAck after the reads ended.
+		if inv := ce.Violation.Invariant; (inv != "SourcePinnedUntilRead" && inv != "ReleaseNeedsReaderAck") || len(ce.Steps) > one.Original || !ce.Steps[len(ce.Steps)-1].Failed {
+			t.Fatalf("%s: shrunk trace: %s in %d steps (walk took %d)", sched, ce.Violation.Invariant, len(ce.Steps), one.Original)
+		}
+		// The correct tables survive the same walks, swarm included.
+		for _, swarm := range []bool{false, true} {
+			if r := good.Walk(context.Background(), WalkOptions{Seed: 11, Walks: 300, Steps: 80, Swarm: swarm, Schedule: sched}); r.Violation != nil {
+				t.Fatalf("%s swarm=%v: %v", sched, swarm, r.Violation.Violation)
+			}
 		}
 	}
 }

@@ -477,16 +477,30 @@ func TestMachineMemory_CgroupLimitWins(t *testing.T) {
 // ran reports no walk at all (not walks it did not make).
 func TestWalk_StepBoundAndInterruptBeforeStart(t *testing.T) {
 	c := checkerFor(t, Generated(), mustConfig(t, twoByTwo), "vllm")
-	r := c.Walk(context.Background(), WalkOptions{Seed: 3, Walks: 20, Steps: 4, Workers: 2})
 	// Seed 3 is deterministic: a walk or two end early (nothing they may
 	// take is enabled, they stop), the rest take exactly four moves; a
 	// fifth move anywhere would pass 80.
-	if r.Walks != 20 || r.Moves != 78 || r.Violation != nil {
-		t.Errorf("20 walks of at most 4 steps: %d walks, %d moves (want 78), violation %v", r.Walks, r.Moves, r.Violation)
+	for sched, want := range map[Schedule]int64{ScheduleUniform: 78, SchedulePositions: 79, SchedulePCT: 78} {
+		r := c.Walk(context.Background(), WalkOptions{Seed: 3, Walks: 20, Steps: 4, Schedule: sched, Workers: 2})
+		if r.Walks != 20 || r.Moves != want || r.Violation != nil {
+			t.Errorf("%s: 20 walks of at most 4 steps: %d walks, %d moves (want %d), violation %v", sched, r.Walks, r.Moves, want, r.Violation)
+		}
+		// The walks that stopped at the bound took four moves each; the
+		// others stopped because nothing was enabled.
+		st := r.Stats
+		if short := 20 - st.Ended[EndStepBound]; st.Ended[EndNothingEnabled] != short || st.Ended[EndViolation] != 0 ||
+			int64(4*st.Ended[EndStepBound]) > r.Moves || r.Moves-int64(4*st.Ended[EndStepBound]) > int64(3*short) {
+			t.Errorf("%s: %d moves, walks ended %v", sched, r.Moves, st.Ended)
+		}
+		for i, n := range st.Lengths {
+			if n > 4 {
+				t.Errorf("%s: walk %d took %d moves", sched, i, n)
+			}
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	r = c.Walk(ctx, WalkOptions{Seed: 3, Walks: 20, Steps: 4, Workers: 2})
+	r := c.Walk(ctx, WalkOptions{Seed: 3, Walks: 20, Steps: 4, Workers: 2})
 	if !r.Interrupted || r.Walks != 0 || r.Moves != 0 || r.Distinct != 0 || r.Failing != -1 {
 		t.Errorf("interrupted before the first walk: %+v", r)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,8 +20,11 @@ type WalkOptions struct {
 	Steps int // most moves per walk
 	// Swarm gives each walk its own random subset of fault kinds (swarm
 	// testing: leaving some faults out lets others go deeper).
-	Swarm   bool
-	Workers int
+	Swarm bool
+	// Schedule decides when a walk commits its faults; the zero value is
+	// the default, SchedulePositions.
+	Schedule Schedule
+	Workers  int
 }
 
 // WalkResult is the outcome of randomized exploration of one run.
@@ -37,6 +41,9 @@ type WalkResult struct {
 	Seed uint64
 	// Faults are the fault kinds the failing walk could use (swarm).
 	Faults []string
+	// Schedule is the failing walk's fault schedule (not for
+	// ScheduleUniform).
+	Schedule []ScheduledFault
 	// Original is how many moves the failing walk took; the
 	// counterexample is that walk shrunk.
 	Original  int
@@ -44,16 +51,104 @@ type WalkResult struct {
 	// Interrupted is set when the run was stopped before every walk ran:
 	// Walks, Moves and Distinct then cover the walks 0..Walks-1.
 	Interrupted bool
+	// Stats describe the walks counted (the same walks as Moves).
+	Stats WalkStats
+}
+
+// WalkEnd is why a walk ended.
+type WalkEnd uint8
+
+const (
+	// EndNothingEnabled: no move the walk may take was enabled (a fault
+	// kind a swarm walk left out, or a fault not yet due, does not count).
+	EndNothingEnabled WalkEnd = iota
+	// EndStepBound: the walk took its most moves (--steps).
+	EndStepBound
+	// EndViolation: the last move broke an invariant.
+	EndViolation
+	numWalkEnds
+)
+
+var walkEndNames = [numWalkEnds]string{"nothing_enabled", "step_bound", "violation"}
+
+func (e WalkEnd) String() string { return walkEndNames[e] }
+
+// WalkStats describe the walks of a run: which rows fired, which moves
+// were taken, which faults committed, and how long the walks were.
+type WalkStats struct {
+	// Horizon is the number of moves over which fault positions were
+	// drawn (0 for ScheduleUniform).
+	Horizon int
+	// Coverage counts the firings of each row of each role table.
+	Coverage *Coverage
+	// Kinds counts the moves taken, by move kind.
+	Kinds [numMoveKinds]int64
+	// Faults counts the faults committed, by fault kind (reorder and
+	// early_timer included).
+	Faults [NumFaults]int64
+	// Lengths is the length of each walk counted, in walk order.
+	Lengths []int
+	// Ended counts the walks by why they ended.
+	Ended [numWalkEnds]int
+}
+
+// LengthSummary is the distribution of walk lengths: nearest-rank
+// percentiles of the moves each walk took.
+type LengthSummary struct {
+	Min, Median, P90, Max int
+}
+
+// LengthSummary summarizes the walk lengths; all zero when no walk was
+// counted.
+func (s *WalkStats) LengthSummary() LengthSummary {
+	if len(s.Lengths) == 0 {
+		return LengthSummary{}
+	}
+	l := slices.Clone(s.Lengths)
+	slices.Sort(l)
+	rank := func(p int) int { return l[max(0, (p*len(l)+99)/100-1)] }
+	return LengthSummary{Min: l[0], Median: rank(50), P90: rank(90), Max: l[len(l)-1]}
+}
+
+// MoveKindCount is how often one move kind was taken.
+type MoveKindCount struct {
+	Kind  string
+	Count int64
+}
+
+// MoveKinds lists every move kind with how often walks took it, in move
+// kind order (protocol moves, then fault moves).
+func (s *WalkStats) MoveKinds() []MoveKindCount {
+	var out []MoveKindCount
+	for k := MoveKind(1); k < numMoveKinds; k++ {
+		out = append(out, MoveKindCount{Kind: k.String(), Count: s.Kinds[k]})
+	}
+	return out
 }
 
 // faultKinds lists the fault moves a swarm walk may switch off.
 var faultKinds = SwarmFaultMoves()
 
+// walkRun is what one walk did.
+type walkRun struct {
+	moves    []Move // up to and including the failing one; nil when the walk passed, unless kept
+	v        *model.Violation
+	allowed  []string
+	schedule []ScheduledFault
+	n        int
+	fps      []uint64 // fingerprints of the states the walk visited
+	end      WalkEnd
+	kinds    [numMoveKinds]int32
+	faults   [NumFaults]int32
+	cov      *Coverage
+	ran      bool
+}
+
 // Walk runs seeded random walks: each step takes one of the moves the
-// state enables, uniformly. A walk ends when nothing is enabled or after
-// opts.Steps moves. The first failing walk (by index, so the result does
-// not depend on scheduling) is shrunk to a short trace that still fails
-// the same invariant.
+// state enables, faults placed by opts.Schedule. A walk ends when nothing
+// is enabled, after opts.Steps moves, or on a violation. The first
+// failing walk (by index, so the result does not depend on scheduling) is
+// shrunk to a short trace that still fails the same invariant.
 func (c *Checker) Walk(ctx context.Context, opts WalkOptions) *WalkResult {
 	start := time.Now()
 	workers := opts.Workers
@@ -61,15 +156,11 @@ func (c *Checker) Walk(ctx context.Context, opts WalkOptions) *WalkResult {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	res := &WalkResult{Run: c.run, Walks: opts.Walks, Failing: -1}
-	type outcome struct {
-		moves   []Move
-		v       *model.Violation
-		allowed []string
-		n       int
-		fps     []uint64 // fingerprints of the states the walk visited
-		ran     bool
+	horizon := 0
+	if opts.Schedule != ScheduleUniform && opts.Walks > 0 {
+		horizon = c.horizon(opts.Steps)
 	}
-	outs := make([]outcome, opts.Walks)
+	outs := make([]walkRun, opts.Walks)
 	next := make(chan int, opts.Walks)
 	for i := 0; i < opts.Walks; i++ {
 		next <- i
@@ -89,10 +180,8 @@ func (c *Checker) Walk(ctx context.Context, opts WalkOptions) *WalkResult {
 				if skip || ctx.Err() != nil {
 					continue
 				}
-				o := &outs[i]
-				o.moves, o.v, o.allowed, o.n, o.fps = c.walkOnce(opts.Seed+uint64(i), opts.Steps, opts.Swarm)
-				o.ran = true
-				if o.v != nil {
+				outs[i] = c.walkOnce(walkSpec{seed: opts.Seed + uint64(i), steps: opts.Steps, swarm: opts.Swarm, sched: opts.Schedule, horizon: horizon})
+				if outs[i].v != nil {
 					mu.Lock()
 					firstFail = min(firstFail, i)
 					mu.Unlock()
@@ -105,7 +194,6 @@ func (c *Checker) Walk(ctx context.Context, opts WalkOptions) *WalkResult {
 	// later walks a worker happened to start before the failure was known
 	// depends on scheduling, and the report must not.
 	last := min(firstFail, opts.Walks-1)
-	merged := &fpTable{}
 	for i := 0; i <= last; i++ {
 		if !outs[i].ran {
 			// Interrupted: the walks that ran are not a prefix.
@@ -113,10 +201,26 @@ func (c *Checker) Walk(ctx context.Context, opts WalkOptions) *WalkResult {
 			last = i - 1
 			break
 		}
-		for _, fp := range outs[i].fps {
+	}
+	merged := &fpTable{}
+	st := &res.Stats
+	st.Horizon = horizon
+	st.Coverage = newCoverage(c.proto.spec)
+	for i := 0; i <= last; i++ {
+		o := &outs[i]
+		for _, fp := range o.fps {
 			merged.insert(fp)
 		}
-		res.Moves += int64(outs[i].n)
+		res.Moves += int64(o.n)
+		st.Coverage.add(o.cov)
+		for k, n := range o.kinds {
+			st.Kinds[k] += int64(n)
+		}
+		for f, n := range o.faults {
+			st.Faults[f] += int64(n)
+		}
+		st.Lengths = append(st.Lengths, o.n)
+		st.Ended[o.end]++
 	}
 	res.Distinct = merged.n
 	res.Walks = last + 1
@@ -134,6 +238,7 @@ func (c *Checker) Walk(ctx context.Context, opts WalkOptions) *WalkResult {
 		res.Failing = firstFail
 		res.Seed = opts.Seed + uint64(firstFail)
 		res.Faults = o.allowed
+		res.Schedule = o.schedule
 		res.Original = len(o.moves)
 		res.Violation = c.shrink(o.moves, o.v.Invariant)
 	}
@@ -141,49 +246,130 @@ func (c *Checker) Walk(ctx context.Context, opts WalkOptions) *WalkResult {
 	return res
 }
 
-// walkOnce is one walk. It returns the moves taken up to and including the
-// failing one, the violation, the fault kinds allowed, and the step count.
-func (c *Checker) walkOnce(seed uint64, steps int, swarm bool) ([]Move, *model.Violation, []string, int, []uint64) {
+// walkSpec is what one walk depends on.
+type walkSpec struct {
+	seed    uint64
+	steps   int
+	swarm   bool
+	sched   Schedule
+	horizon int  // the run's horizon (unused by ScheduleUniform)
+	keep    bool // keep the moves of a walk that passes too
+}
+
+// walkOnce is one walk on its own seed.
+func (c *Checker) walkOnce(w walkSpec) walkRun {
+	seed, steps, swarm, sched, horizon := w.seed, w.steps, w.swarm, w.sched, w.horizon
 	rng := rand.New(rand.NewPCG(seed, 0x68616e646f6666)) // stream: "handoff"
-	allowed := map[MoveKind]bool{}
-	var names []string
+	out := walkRun{ran: true, cov: newCoverage(c.proto.spec)}
+	var allowed [numMoveKinds]bool
 	for _, k := range faultKinds {
 		if !swarm || rng.IntN(2) == 0 {
 			allowed[k] = true
-			names = append(names, k.String())
+			out.allowed = append(out.allowed, k.String())
+		}
+	}
+	var plan *faultPlan
+	var order *pctOrder
+	if sched != ScheduleUniform {
+		plan = c.planFaults(rng, &allowed, horizon)
+		out.schedule = plan.list()
+		if sched == SchedulePCT {
+			order = newPCTOrder(rng, c.nH+1, horizon)
 		}
 	}
 	s := c.NewSession()
 	var taken []Move
-	var fps []uint64
 	var ms moveSet
 	var k Key
+	out.end = EndStepBound
 	for i := 0; i < steps; i++ {
 		c.moves(&s.s, &ms)
-		var pick [len(ms.m)]Move
-		n := 0
-		for j := 0; j < ms.n; j++ {
-			if m := ms.m[j]; !m.Kind.Fault() || allowed[m.Kind] {
-				pick[n] = m
-				n++
-			}
+		var m Move
+		var ok bool
+		if plan == nil {
+			m, ok = c.pickUniform(rng, &ms, &allowed)
+		} else {
+			m, ok = c.pickScheduled(rng, &s.s, &ms, &allowed, plan, order, i)
 		}
-		if n == 0 {
+		if !ok {
+			out.end = EndNothingEnabled
 			break
 		}
-		m := pick[rng.IntN(n)]
+		f, fault := c.spendsAt(&s.s, m, ms.stuck)
 		taken = append(taken, m)
 		r, err := s.Apply(m)
 		if err != nil {
 			panic("checker: a walk took a move its state did not enable: " + err.Error())
 		}
+		out.n++
+		out.kinds[m.Kind]++
+		if fault {
+			out.faults[f]++
+			if plan != nil {
+				plan.spent[f]++
+			}
+		}
+		if order != nil {
+			order.moved(c, m, i)
+		}
+		for _, fr := range r.Fired {
+			out.cov.Rows[fr.Role][fr.Row]++
+		}
 		if r.Violation != nil {
-			return taken, r.Violation, names, i + 1, fps
+			out.moves, out.v, out.end = taken, r.Violation, EndViolation
+			return out
 		}
 		c.canonical(&s.s, &k)
-		fps = append(fps, fingerprint(&k, 1+c.nW+model.HandoffWords*c.nH))
+		out.fps = append(out.fps, fingerprint(&k, 1+c.nW+model.HandoffWords*c.nH))
 	}
-	return nil, nil, names, len(taken), fps
+	if w.keep {
+		out.moves = taken
+	}
+	return out
+}
+
+// pickUniform takes one of the enabled moves uniformly, leaving out the
+// fault moves the walk may not use.
+func (c *Checker) pickUniform(rng *rand.Rand, ms *moveSet, allowed *[numMoveKinds]bool) (Move, bool) {
+	var pick [len(ms.m)]Move
+	n := 0
+	for j := 0; j < ms.n; j++ {
+		if m := ms.m[j]; !m.Kind.Fault() || allowed[m.Kind] {
+			pick[n] = m
+			n++
+		}
+	}
+	if n == 0 {
+		return Move{}, false
+	}
+	return pick[rng.IntN(n)], true
+}
+
+// pickScheduled takes a move under a fault schedule: among the moves
+// that commit no fault and the faults that are due, uniformly, or by PCT
+// priority. A fault whose position the walk has not reached is not
+// offered, so a walk that ends before a position leaves that fault out.
+func (c *Checker) pickScheduled(rng *rand.Rand, s *State, ms *moveSet, allowed *[numMoveKinds]bool,
+	plan *faultPlan, order *pctOrder, i int) (Move, bool) {
+	var offered [len(ms.m)]Move
+	n := 0
+	for j := 0; j < ms.n; j++ {
+		m := ms.m[j]
+		if m.Kind.Fault() && !allowed[m.Kind] {
+			continue
+		}
+		if f, fault := c.spendsAt(s, m, ms.stuck); !fault || plan.due(f, i) {
+			offered[n] = m
+			n++
+		}
+	}
+	switch {
+	case n == 0:
+		return Move{}, false
+	case order != nil:
+		return order.pick(c, rng, offered[:n]), true
+	}
+	return offered[rng.IntN(n)], true
 }
 
 // replayLenient replays moves, skipping any the state no longer enables,

@@ -11,11 +11,12 @@ import (
 )
 
 type walkJSON struct {
-	Mode    string `json:"mode"`
-	Verdict string `json:"verdict"`
-	Steps   int    `json:"steps"`
-	Seed    uint64 `json:"seed"`
-	Runs    []struct {
+	Mode     string `json:"mode"`
+	Schedule string `json:"schedule"`
+	Verdict  string `json:"verdict"`
+	Steps    int    `json:"steps"`
+	Seed     uint64 `json:"seed"`
+	Runs     []struct {
 		Run       string   `json:"run"`
 		Walks     int      `json:"walks"`
 		Moves     int64    `json:"moves"`
@@ -29,6 +30,16 @@ type walkJSON struct {
 			Move string `json:"move"`
 		} `json:"trace"`
 		Reproduce string `json:"reproduce"`
+		Schedule  []struct {
+			Fault string `json:"fault"`
+			Step  int    `json:"step"`
+		} `json:"fault_schedule"`
+		Horizon   int              `json:"fault_horizon"`
+		Coverage  []jsonCoverage   `json:"coverage"`
+		Lengths   LengthSummary    `json:"walk_lengths"`
+		Ends      map[string]int   `json:"walk_ends"`
+		MoveKinds map[string]int64 `json:"move_kinds"`
+		Committed map[string]int64 `json:"faults_committed"`
 	} `json:"runs"`
 }
 
@@ -48,61 +59,117 @@ func walkReportJSON(t *testing.T, rep *WalkReport, opt TextOptions) *walkJSON {
 	return &j
 }
 
-// Walks that find nothing: the figures on a fixed seed are pinned, and
-// they are the sums of the walks run one at a time (walk i runs on seed
-// Seed+i): moves add up, and every state a walk visits is one the
-// exhaustive search reaches, so the distinct states lie between the most
-// one walk visits and the run's reachable states.
+// Walks that find nothing: the figures on a fixed seed are pinned, for
+// every schedule, and they are the sums of the walks run one at a time
+// (walk i runs on seed Seed+i): moves, lengths, move kinds and row
+// firings add up, and every state a walk visits is one the exhaustive
+// search reaches, so the distinct states lie between the most one walk
+// visits and the run's reachable states.
 func TestWalk_ReportFigures(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
 	runs := []Run{runNamed(t, cfg, "vllm"), runNamed(t, cfg, "sglang")}
-	opts := WalkOptions{Seed: 7, Walks: 40, Steps: 30, Workers: 2}
-	rep, err := CheckWalks(context.Background(), Generated(), cfg, runs, opts)
-	if err != nil {
-		t.Fatal(err)
+	pinned := map[Schedule]map[string][2]int64{
+		ScheduleUniform:   {"vllm": {146, 40}, "sglang": {170, 76}},
+		SchedulePositions: {"vllm": {321, 91}, "sglang": {364, 124}},
+		SchedulePCT:       {"vllm": {354, 113}, "sglang": {382, 129}},
 	}
-	pinned := map[string][2]int64{"vllm": {146, 40}, "sglang": {170, 76}}
-	j := walkReportJSON(t, rep, TextOptions{})
-	text := rep.Text(TextOptions{})
-	if rep.Violated() || rep.Interrupted || j.Verdict != "pass" || j.Mode != "walks" || j.Steps != 30 || j.Seed != 7 {
-		t.Fatalf("walks of the correct tables: violated=%v interrupted=%v, JSON %q %q steps %d seed %d", rep.Violated(), rep.Interrupted, j.Verdict, j.Mode, j.Steps, j.Seed)
-	}
-	for i, x := range rep.Runs {
-		c := rep.Checker(i)
-		t.Logf("%s: %d walks, %d moves, %d distinct", x.Run.Name, x.Walks, x.Moves, x.Distinct)
-		if got := [2]int64{x.Moves, int64(x.Distinct)}; got != pinned[x.Run.Name] {
-			t.Errorf("%s: %d moves, %d distinct states; pinned %v", x.Run.Name, x.Moves, x.Distinct, pinned[x.Run.Name])
-		}
-		if x.Walks != opts.Walks || x.Failing != -1 || x.Violation != nil || x.Interrupted {
-			t.Errorf("%s: %d walks, failing %d", x.Run.Name, x.Walks, x.Failing)
-		}
-		var moves int64
-		most := 0
-		for w := 0; w < opts.Walks; w++ {
-			one := c.Walk(context.Background(), WalkOptions{Seed: opts.Seed + uint64(w), Walks: 1, Steps: opts.Steps, Workers: 1})
-			if one.Walks != 1 || one.Moves > int64(opts.Steps) || one.Moves == 0 || one.Distinct > int(one.Moves) {
-				t.Errorf("%s walk %d alone: %d walks, %d moves, %d distinct", x.Run.Name, w, one.Walks, one.Moves, one.Distinct)
+	for _, sched := range []Schedule{ScheduleUniform, SchedulePositions, SchedulePCT} {
+		t.Run(sched.String(), func(t *testing.T) {
+			opts := WalkOptions{Seed: 7, Walks: 40, Steps: 30, Schedule: sched, Workers: 2}
+			rep, err := CheckWalks(context.Background(), Generated(), cfg, runs, opts)
+			if err != nil {
+				t.Fatal(err)
 			}
-			moves += one.Moves
-			most = max(most, one.Distinct)
-		}
-		reachable := len(exploreRef(t, c, 0).keys)
-		if x.Moves != moves || x.Distinct < most || x.Distinct > reachable || int64(x.Distinct) > x.Moves {
-			t.Errorf("%s: %d moves, %d distinct; walks alone: %d moves, at most %d distinct each; %d states reachable",
-				x.Run.Name, x.Moves, x.Distinct, moves, most, reachable)
-		}
-		jr := j.Runs[i]
-		if jr.Run != x.Run.Name || jr.Walks != x.Walks || jr.Moves != x.Moves || jr.Distinct != x.Distinct || jr.Failing != -1 || jr.ElapsedMS == nil || jr.Invariant != "" {
-			t.Errorf("%s: JSON %+v differs from the result", x.Run.Name, jr)
-		}
-		wantLine(t, text, fmt.Sprintf("run %s (%s, engine %s): 40 random walks of up to 30 moves (seed 7): no violation\n  %s moves, %s distinct states visited, elapsed ",
-			x.Run.Name, x.Run.Policy, x.Run.Engine, commas(x.Moves), commas(int64(x.Distinct))))
-	}
-	// Every walk ran: the text does not narrow the figures to a prefix.
-	wantNoLine(t, text, "in walks")
-	wantNoLine(t, rep.Text(TextOptions{NoTiming: true}), "elapsed")
-	if q := walkReportJSON(t, rep, TextOptions{NoTiming: true}); q.Runs[0].ElapsedMS != nil {
-		t.Errorf("JSON without timing has an elapsed time")
+			j := walkReportJSON(t, rep, TextOptions{})
+			text := rep.Text(TextOptions{})
+			if rep.Violated() || rep.Interrupted || j.Verdict != "pass" || j.Mode != "walks" || j.Schedule != sched.String() || j.Steps != 30 || j.Seed != 7 {
+				t.Fatalf("walks of the correct tables: violated=%v interrupted=%v, JSON %q %q %q steps %d seed %d", rep.Violated(), rep.Interrupted, j.Verdict, j.Mode, j.Schedule, j.Steps, j.Seed)
+			}
+			for i, x := range rep.Runs {
+				c := rep.Checker(i)
+				t.Logf("%s: %d walks, %d moves, %d distinct", x.Run.Name, x.Walks, x.Moves, x.Distinct)
+				if got := [2]int64{x.Moves, int64(x.Distinct)}; got != pinned[sched][x.Run.Name] {
+					t.Errorf("%s: %d moves, %d distinct states; pinned %v", x.Run.Name, x.Moves, x.Distinct, pinned[sched][x.Run.Name])
+				}
+				if x.Walks != opts.Walks || x.Failing != -1 || x.Violation != nil || x.Interrupted {
+					t.Errorf("%s: %d walks, failing %d", x.Run.Name, x.Walks, x.Failing)
+				}
+				if (sched == ScheduleUniform) != (x.Stats.Horizon == 0) {
+					t.Errorf("%s: horizon %d under the %s schedule", x.Run.Name, x.Stats.Horizon, sched)
+				}
+				var moves int64
+				most := 0
+				alone := newCoverage(c.proto.spec)
+				var kinds [numMoveKinds]int64
+				var ended [numWalkEnds]int
+				for w := 0; w < opts.Walks; w++ {
+					one := c.Walk(context.Background(), WalkOptions{Seed: opts.Seed + uint64(w), Walks: 1, Steps: opts.Steps, Schedule: sched, Workers: 1})
+					if one.Walks != 1 || one.Moves > int64(opts.Steps) || one.Moves == 0 || one.Distinct > int(one.Moves) {
+						t.Errorf("%s walk %d alone: %d walks, %d moves, %d distinct", x.Run.Name, w, one.Walks, one.Moves, one.Distinct)
+					}
+					if len(one.Stats.Lengths) != 1 || int64(one.Stats.Lengths[0]) != one.Moves || x.Stats.Lengths[w] != one.Stats.Lengths[0] {
+						t.Errorf("%s walk %d alone: lengths %v, %d moves; in the run: %d", x.Run.Name, w, one.Stats.Lengths, one.Moves, x.Stats.Lengths[w])
+					}
+					if one.Stats.Horizon != x.Stats.Horizon {
+						t.Errorf("%s walk %d alone: horizon %d, in the run %d", x.Run.Name, w, one.Stats.Horizon, x.Stats.Horizon)
+					}
+					moves += one.Moves
+					most = max(most, one.Distinct)
+					alone.add(one.Stats.Coverage)
+					for k, n := range one.Stats.Kinds {
+						kinds[k] += n
+					}
+					for e, n := range one.Stats.Ended {
+						ended[e] += n
+					}
+				}
+				reachable := len(exploreRef(t, c, 0).keys)
+				if x.Moves != moves || x.Distinct < most || x.Distinct > reachable || int64(x.Distinct) > x.Moves {
+					t.Errorf("%s: %d moves, %d distinct; walks alone: %d moves, at most %d distinct each; %d states reachable",
+						x.Run.Name, x.Moves, x.Distinct, moves, most, reachable)
+				}
+				var sum int64
+				for _, n := range x.Stats.Kinds {
+					sum += n
+				}
+				if sum != x.Moves || kinds != x.Stats.Kinds || ended != x.Stats.Ended || ended[EndNothingEnabled]+ended[EndStepBound] != opts.Walks {
+					t.Errorf("%s: move kinds add up to %d of %d moves; alone %v, in the run %v; ends alone %v, in the run %v",
+						x.Run.Name, sum, x.Moves, kinds, x.Stats.Kinds, ended, x.Stats.Ended)
+				}
+				if fmt.Sprint(alone.Rows) != fmt.Sprint(x.Stats.Coverage.Rows) {
+					t.Errorf("%s: row firings of the walks alone %v, in the run %v", x.Run.Name, alone.Rows, x.Stats.Coverage.Rows)
+				}
+				l := x.Stats.LengthSummary()
+				if l.Min > l.Median || l.Median > l.P90 || l.P90 > l.Max || l.Max > opts.Steps || l.Min < 1 {
+					t.Errorf("%s: walk lengths %+v", x.Run.Name, l)
+				}
+				jr := j.Runs[i]
+				if jr.Run != x.Run.Name || jr.Walks != x.Walks || jr.Moves != x.Moves || jr.Distinct != x.Distinct || jr.Failing != -1 || jr.ElapsedMS == nil || jr.Invariant != "" ||
+					jr.Horizon != x.Stats.Horizon || jr.Lengths != l || jr.Ends["nothing_enabled"] != x.Stats.Ended[EndNothingEnabled] || jr.Ends["step_bound"] != x.Stats.Ended[EndStepBound] ||
+					jr.MoveKinds["route-prefill"] != x.Stats.Kinds[MvRoutePrefill] || len(jr.MoveKinds) != int(numMoveKinds)-1 || len(jr.Committed) != int(NumFaults) {
+					t.Errorf("%s: JSON %+v differs from the result", x.Run.Name, jr)
+				}
+				rc := x.RowCoverage(c.proto.spec)
+				if len(jr.Coverage) != 2 || jr.Coverage[0].Fired != rc[0].Fired || jr.Coverage[1].Total != rc[1].Total || len(jr.Coverage[1].Dead) != len(rc[1].Dead) {
+					t.Errorf("%s: JSON coverage %+v, result %+v", x.Run.Name, jr.Coverage, rc)
+				}
+				wantLine(t, text, fmt.Sprintf("run %s (%s, engine %s): 40 random walks of up to 30 moves (seed 7, schedule %s): no violation\n  %s moves, %s distinct states visited, elapsed ",
+					x.Run.Name, x.Run.Policy, x.Run.Engine, sched, commas(x.Moves), commas(int64(x.Distinct))))
+				wantLine(t, text, fmt.Sprintf("\n  coverage: source rows %d/%d fired, destination rows %d/%d fired\n", rc[0].Fired, rc[0].Total, rc[1].Fired, rc[1].Total))
+				stats := rep.Text(TextOptions{Stats: true})
+				wantLine(t, stats, fmt.Sprintf("  walk lengths: min %d, median %d, p90 %d, max %d moves; ended: %d with nothing enabled, %d at the step bound, 0 on a violation\n",
+					l.Min, l.Median, l.P90, l.Max, x.Stats.Ended[EndNothingEnabled], x.Stats.Ended[EndStepBound]))
+				wantLine(t, stats, fmt.Sprintf("  moves taken: route-prefill %d, ", x.Stats.Kinds[MvRoutePrefill]))
+				wantLine(t, stats, "  "+rc[1].Dead[0]+"\n")
+			}
+			// Every walk ran: the text does not narrow the figures to a prefix.
+			wantNoLine(t, text, "in walks")
+			wantNoLine(t, text, "walk lengths")
+			wantNoLine(t, rep.Text(TextOptions{NoTiming: true}), "elapsed")
+			if q := walkReportJSON(t, rep, TextOptions{NoTiming: true}); q.Runs[0].ElapsedMS != nil {
+				t.Errorf("JSON without timing has an elapsed time")
+			}
+		})
 	}
 }
 
@@ -114,8 +181,14 @@ func TestWalk_FailingReport(t *testing.T) {
 	override(t, s, spec.Source, "Pinned", "LeaseRenewed", spec.SourceFirst, "Released",
 		"DisarmLease", "ReleaseSource", "ReportSourceReleased", "Complete")
 	cfg := mustConfig(t, twoByTwo)
-	opts := WalkOptions{Seed: 11, Walks: 300, Steps: 80, Workers: 2}
-	rep, err := CheckWalks(context.Background(), interpreted(t, s), cfg, cfg.Runs[:1], opts)
+	for _, sched := range []Schedule{ScheduleUniform, SchedulePositions, SchedulePCT} {
+		t.Run(sched.String(), func(t *testing.T) { failingReport(t, interpreted(t, s), cfg, sched) })
+	}
+}
+
+func failingReport(t *testing.T, p *Protocol, cfg *Config, sched Schedule) {
+	opts := WalkOptions{Seed: 11, Walks: 300, Steps: 80, Schedule: sched, Workers: 2}
+	rep, err := CheckWalks(context.Background(), p, cfg, cfg.Runs[:1], opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,22 +202,46 @@ func TestWalk_FailingReport(t *testing.T) {
 		t.Errorf("failing walk %d of %d counted, seed %d, %d moves shrunk to %d, faults %v", x.Failing, x.Walks, x.Seed, x.Original, len(x.Violation.Steps), x.Faults)
 	}
 	// The figures are those of walks 0..failing run on their own.
-	prefix := c.Walk(context.Background(), WalkOptions{Seed: opts.Seed, Walks: x.Failing, Steps: opts.Steps, Workers: 1})
-	alone := c.Walk(context.Background(), WalkOptions{Seed: x.Seed, Walks: 1, Steps: opts.Steps, Workers: 1})
-	if prefix.Violation != nil || alone.Failing != 0 || alone.Original != x.Original || x.Moves != prefix.Moves+int64(alone.Original) {
+	prefix := c.Walk(context.Background(), WalkOptions{Seed: opts.Seed, Walks: x.Failing, Steps: opts.Steps, Schedule: sched, Workers: 1})
+	alone := c.Walk(context.Background(), WalkOptions{Seed: x.Seed, Walks: 1, Steps: opts.Steps, Schedule: sched, Workers: 1})
+	if prefix.Violation != nil || alone.Failing != 0 || alone.Original != x.Original || x.Moves != prefix.Moves+int64(alone.Original) ||
+		fmt.Sprint(alone.Schedule) != fmt.Sprint(x.Schedule) {
 		t.Errorf("%d moves in walks 0-%d; the %d walks before: %d moves (violation %v); the failing one alone: walk %d, %d moves",
 			x.Moves, x.Failing, x.Failing, prefix.Moves, prefix.Violation != nil, alone.Failing, alone.Original)
 	}
+	// The failing walk is counted: it ended on the violation, after the
+	// moves it took before shrinking.
+	st := x.Stats
+	if st.Ended[EndViolation] != 1 || len(st.Lengths) != x.Walks || st.Lengths[x.Failing] != x.Original {
+		t.Errorf("walks ended %v, lengths %v; failing walk %d took %d moves", st.Ended, st.Lengths, x.Failing, x.Original)
+	}
+	// A schedule places the faults the failing walk could commit; the
+	// uniform one has none.
+	if (sched == ScheduleUniform) != (len(x.Schedule) == 0) {
+		t.Errorf("%s: failing walk's schedule %v", sched, x.Schedule)
+	}
+	sch := ""
+	if len(x.Schedule) > 0 {
+		var at []string
+		for _, f := range x.Schedule {
+			if f.Step < 0 || f.Step >= st.Horizon {
+				t.Errorf("%s comes due outside the horizon of %d moves", f, st.Horizon)
+			}
+			at = append(at, fmt.Sprintf("%s at %d", f.Fault, f.Step))
+		}
+		sch = "; schedule: " + strings.Join(at, ", ")
+	}
 	text := rep.Text(TextOptions{})
-	wantLine(t, text, fmt.Sprintf("): 300 random walks of up to 80 moves (seed 11): VIOLATION %s\n", x.Violation.Violation.Invariant))
+	wantLine(t, text, fmt.Sprintf("): 300 random walks of up to 80 moves (seed 11, schedule %s): VIOLATION %s\n", sched, x.Violation.Violation.Invariant))
 	wantLine(t, text, fmt.Sprintf("  %s moves, %s distinct states visited in walks 0-%d, elapsed ", commas(x.Moves), commas(int64(x.Distinct)), x.Failing))
-	wantLine(t, text, fmt.Sprintf("  walk %d failed after %d moves (faults: %s); shrunk to %d steps\n", x.Failing, x.Original, strings.Join(x.Faults, ", "), len(x.Violation.Steps)))
+	wantLine(t, text, fmt.Sprintf("  walk %d failed after %d moves (faults: %s%s); shrunk to %d steps\n", x.Failing, x.Original, strings.Join(x.Faults, ", "), sch, len(x.Violation.Steps)))
 	wantLine(t, text, "  reproduce: handoffcheck walk --seed N --walks 1\n")
 	wantLine(t, text, indent(c.FormatCounterexampleFull(x.Violation, false), "  "))
 	j := walkReportJSON(t, rep, TextOptions{})
 	jr := j.Runs[0]
 	if j.Verdict != "violation" || jr.Walks != x.Walks || jr.Moves != x.Moves || jr.Distinct != x.Distinct || jr.Failing != x.Failing ||
-		jr.Seed != x.Seed || jr.Invariant != x.Violation.Violation.Invariant || len(jr.Trace) != len(x.Violation.Steps) || jr.Reproduce != rep.Reproduce[0] {
+		jr.Seed != x.Seed || jr.Invariant != x.Violation.Violation.Invariant || len(jr.Trace) != len(x.Violation.Steps) || jr.Reproduce != rep.Reproduce[0] ||
+		len(jr.Schedule) != len(x.Schedule) || jr.Ends["violation"] != 1 {
 		t.Errorf("JSON verdict %q, %+v; result %+v", j.Verdict, jr, x)
 	}
 	// Each JSON step names the rows it fired.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/handoffcheck/handoffcheck/spec"
 )
 
 // WalkReport is the outcome of randomized exploration of every selected
@@ -60,7 +62,9 @@ func (r *WalkReport) mode() string {
 	return "random walks"
 }
 
-// Text renders the report for people.
+// Text renders the report for people. With opt.Stats it describes the
+// walks of each run: the rows that never fired, the walk lengths and why
+// the walks ended, the moves taken and the faults committed by kind.
 func (r *WalkReport) Text(opt TextOptions) string {
 	var b strings.Builder
 	for i, x := range r.Runs {
@@ -71,8 +75,8 @@ func (r *WalkReport) Text(opt TextOptions) string {
 		} else if x.Interrupted {
 			verdict = "interrupted, no violation found"
 		}
-		fmt.Fprintf(&b, "run %s (%s, engine %s): %d %s of up to %d moves (seed %d): %s\n",
-			x.Run.Name, x.Run.Policy, x.Run.Engine, r.Opts.Walks, r.mode(), r.Opts.Steps, r.Opts.Seed, verdict)
+		fmt.Fprintf(&b, "run %s (%s, engine %s): %d %s of up to %d moves (seed %d, schedule %s): %s\n",
+			x.Run.Name, x.Run.Policy, x.Run.Engine, r.Opts.Walks, r.mode(), r.Opts.Steps, r.Opts.Seed, r.Opts.Schedule, verdict)
 		fmt.Fprintf(&b, "  %s moves, %s distinct states visited", commas(x.Moves), commas(int64(x.Distinct)))
 		if x.Walks < r.Opts.Walks {
 			// Walks after the first failure (or the interrupt) are not
@@ -83,9 +87,25 @@ func (r *WalkReport) Text(opt TextOptions) string {
 			fmt.Fprintf(&b, ", elapsed %s", x.Elapsed.Round(1e6))
 		}
 		b.WriteString("\n")
+		var parts []string
+		for _, rc := range x.RowCoverage(c.proto.spec) {
+			parts = append(parts, fmt.Sprintf("%s rows %d/%d fired", rc.Role, rc.Fired, rc.Total))
+		}
+		fmt.Fprintf(&b, "  coverage: %s\n", strings.Join(parts, ", "))
+		if opt.Stats {
+			b.WriteString(x.statsText(c))
+		}
 		if x.Violation != nil {
-			fmt.Fprintf(&b, "  walk %d failed after %d moves (faults: %s); shrunk to %d steps\n",
-				x.Failing, x.Original, strings.Join(x.Faults, ", "), len(x.Violation.Steps))
+			sched := ""
+			if len(x.Schedule) > 0 {
+				var at []string
+				for _, f := range x.Schedule {
+					at = append(at, f.String())
+				}
+				sched = "; schedule: " + strings.Join(at, ", ")
+			}
+			fmt.Fprintf(&b, "  walk %d failed after %d moves (faults: %s%s); shrunk to %d steps\n",
+				x.Failing, x.Original, strings.Join(x.Faults, ", "), sched, len(x.Violation.Steps))
 			if r.Reproduce[i] != "" {
 				fmt.Fprintf(&b, "  reproduce: %s\n", r.Reproduce[i])
 			}
@@ -101,6 +121,52 @@ func (r *WalkReport) Text(opt TextOptions) string {
 	if r.Interrupted {
 		b.WriteString("interrupted: the verdicts above cover only the walks that ran\n")
 	}
+	return b.String()
+}
+
+// RowCoverage reports which rows of each role table the walks counted
+// fired, under the run's policy.
+func (r *WalkResult) RowCoverage(s *spec.Spec) []RoleCoverage {
+	return (&Result{Run: r.Run, Coverage: r.Stats.Coverage}).RowCoverage(s)
+}
+
+// statsText is the --stats part of a run's text: rows never fired, walk
+// lengths and ends, moves and faults by kind.
+func (r *WalkResult) statsText(c *Checker) string {
+	var b strings.Builder
+	for _, rc := range r.RowCoverage(c.proto.spec) {
+		if len(rc.Dead) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "  %s rows never fired (%d):\n", rc.Role, len(rc.Dead))
+		for _, d := range rc.Dead {
+			fmt.Fprintf(&b, "    %s\n", d)
+		}
+	}
+	st := &r.Stats
+	l := st.LengthSummary()
+	fmt.Fprintf(&b, "  walk lengths: min %d, median %d, p90 %d, max %d moves; ended: %s with nothing enabled, %s at the step bound, %s on a violation\n",
+		l.Min, l.Median, l.P90, l.Max, commas(int64(st.Ended[EndNothingEnabled])), commas(int64(st.Ended[EndStepBound])), commas(int64(st.Ended[EndViolation])))
+	if st.Horizon > 0 {
+		fmt.Fprintf(&b, "  fault positions drawn over the first %d moves (one and a half times a fault-free walk)\n", st.Horizon)
+	}
+	var kinds []string
+	for _, k := range st.MoveKinds() {
+		if k.Count > 0 {
+			kinds = append(kinds, fmt.Sprintf("%s %s", k.Kind, commas(k.Count)))
+		}
+	}
+	fmt.Fprintf(&b, "  moves taken: %s\n", strings.Join(kinds, ", "))
+	var faults []string
+	for f, n := range st.Faults {
+		if n > 0 {
+			faults = append(faults, fmt.Sprintf("%s %s", Fault(f), commas(n)))
+		}
+	}
+	if len(faults) == 0 {
+		faults = []string{"none"}
+	}
+	fmt.Fprintf(&b, "  faults committed: %s\n", strings.Join(faults, ", "))
 	return b.String()
 }
 
@@ -120,19 +186,40 @@ type jsonWalk struct {
 	Detail      string     `json:"detail,omitempty"`
 	Trace       []jsonStep `json:"trace,omitempty"`
 	Reproduce   string     `json:"reproduce,omitempty"`
+	// FaultSchedule is the failing walk's fault schedule.
+	FaultSchedule []jsonScheduledFault `json:"fault_schedule,omitempty"`
+	FaultHorizon  int                  `json:"fault_horizon,omitempty"`
+	Coverage      []jsonCoverage       `json:"coverage"`
+	Lengths       jsonLengths          `json:"walk_lengths"`
+	Ends          map[string]int       `json:"walk_ends"`
+	MoveKinds     map[string]int64     `json:"move_kinds"`
+	Committed     map[string]int64     `json:"faults_committed"`
+}
+
+type jsonScheduledFault struct {
+	Fault string `json:"fault"`
+	Step  int    `json:"step"`
+}
+
+type jsonLengths struct {
+	Min    int `json:"min"`
+	Median int `json:"median"`
+	P90    int `json:"p90"`
+	Max    int `json:"max"`
 }
 
 // JSON renders the report as one object. With opt.NoTiming it leaves out
 // the elapsed times.
 func (r *WalkReport) JSON(opt TextOptions) ([]byte, error) {
 	out := struct {
-		Mode    string     `json:"mode"`
-		Verdict string     `json:"verdict"`
-		Steps   int        `json:"steps"`
-		Seed    uint64     `json:"seed"`
-		Runs    []jsonWalk `json:"runs"`
-		NotRun  []string   `json:"not_run,omitempty"`
-	}{Mode: "walks", Verdict: "pass", Steps: r.Opts.Steps, Seed: r.Opts.Seed, Runs: []jsonWalk{}}
+		Mode     string     `json:"mode"`
+		Schedule string     `json:"schedule"`
+		Verdict  string     `json:"verdict"`
+		Steps    int        `json:"steps"`
+		Seed     uint64     `json:"seed"`
+		Runs     []jsonWalk `json:"runs"`
+		NotRun   []string   `json:"not_run,omitempty"`
+	}{Mode: "walks", Schedule: r.Opts.Schedule.String(), Verdict: "pass", Steps: r.Opts.Steps, Seed: r.Opts.Seed, Runs: []jsonWalk{}}
 	if r.Opts.Swarm {
 		out.Mode = "swarm"
 	}
@@ -150,8 +237,33 @@ func (r *WalkReport) JSON(opt TextOptions) ([]byte, error) {
 			ms := float64(x.Elapsed.Microseconds()) / 1e3
 			jw.ElapsedMS = &ms
 		}
+		st := &x.Stats
+		jw.FaultHorizon = st.Horizon
+		for _, rc := range x.RowCoverage(c.proto.spec) {
+			dead := rc.Dead
+			if dead == nil {
+				dead = []string{}
+			}
+			jw.Coverage = append(jw.Coverage, jsonCoverage{Role: rc.Role.String(), Fired: rc.Fired, Total: rc.Total, Dead: dead})
+		}
+		jw.Lengths = jsonLengths(st.LengthSummary())
+		jw.Ends = map[string]int{}
+		for e, n := range st.Ended {
+			jw.Ends[WalkEnd(e).String()] = n
+		}
+		jw.MoveKinds = map[string]int64{}
+		for _, k := range st.MoveKinds() {
+			jw.MoveKinds[k.Kind] = k.Count
+		}
+		jw.Committed = map[string]int64{}
+		for f, n := range st.Faults {
+			jw.Committed[Fault(f).String()] = n
+		}
 		if ce := x.Violation; ce != nil {
 			jw.Seed, jw.Faults = x.Seed, x.Faults
+			for _, f := range x.Schedule {
+				jw.FaultSchedule = append(jw.FaultSchedule, jsonScheduledFault{Fault: f.Fault.String(), Step: f.Step})
+			}
 			jw.Invariant, jw.Detail = ce.Violation.Invariant, ce.Violation.Detail
 			jw.Trace = c.jsonSteps(ce.Steps)
 			jw.Reproduce = r.Reproduce[i]

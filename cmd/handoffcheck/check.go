@@ -32,7 +32,7 @@ func init() { registerCommand(checkCommand) }
 var machineMemory = checker.MachineMemory
 
 type checkFlags struct {
-	config, specFile, policy, runs, maxMemory, progress, traceOut         string
+	config, specFile, policy, runs, maxMemory, progress, traceOut, sched  string
 	asJSON, stats, speedup, exact, liveness, swarm, mermaid, timing, full bool
 	maxStates, maxDepth, workers, walks, steps                            int
 	seed                                                                  uint64
@@ -47,7 +47,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 	fs.StringVar(&f.policy, "policy", "all", "policies to check: source-first, destination-first or all")
 	fs.StringVar(&f.runs, "run", "", "comma-separated run names to check, each once (default: every run of the selected policies)")
 	fs.BoolVar(&f.asJSON, "json", false, "print one JSON report instead of text (it always carries the measurements, unless --timing=false)")
-	fs.BoolVar(&f.stats, "stats", false, "print measurements: rates, bytes per state, memory")
+	fs.BoolVar(&f.stats, "stats", false, "print measurements: rates, bytes per state, memory; with --walks: rows never fired, walk lengths, moves and faults by kind")
 	fs.BoolVar(&f.timing, "timing", true, "show elapsed times, rates, memory and workers (--timing=false: byte-identical reports for the same inputs)")
 	fs.BoolVar(&f.speedup, "speedup", false, "with --stats or --json: explore each run again on one worker and report the speed-up of all workers over one")
 	fs.IntVar(&f.maxStates, "max-states", 0, "stop after the BFS level that reaches this many distinct states (0: no bound)")
@@ -60,6 +60,9 @@ func cmdCheck(c *command, e *env, args []string) int {
 	fs.IntVar(&f.steps, "steps", 200, "randomized mode: most moves per walk")
 	fs.Uint64Var(&f.seed, "seed", 1, "randomized mode: seed; walk i uses seed+i")
 	fs.BoolVar(&f.swarm, "swarm", false, "randomized mode: give each walk a random subset of fault kinds")
+	fs.StringVar(&f.sched, "schedule", checker.SchedulePositions.String(), "randomized mode: when walks commit faults: positions (each fault offered from its own step, drawn over\n"+
+		"one and a half times a fault-free walk's length), uniform (faults drawn like any enabled move) or pct\n"+
+		"(positions, and the handoffs moved by random priorities with change points)")
 	fs.BoolVar(&f.mermaid, "mermaid", false, "also print each counterexample as a Mermaid sequenceDiagram")
 	fs.BoolVar(&f.full, "full-states", false, "print every resource after each step of a counterexample, not only what changed")
 	fs.StringVar(&f.progress, "progress", "auto", "exhaustive mode: progress on stderr every few seconds: auto (only on a terminal), always or never")
@@ -79,6 +82,10 @@ func cmdCheck(c *command, e *env, args []string) int {
 	}
 	if f.progress != "auto" && f.progress != "always" && f.progress != "never" {
 		return c.bad(e, "--progress %q: want auto, always or never", f.progress)
+	}
+	sched, err := checker.ParseSchedule(f.sched)
+	if err != nil {
+		return c.bad(e, "--schedule %q: want %s", f.sched, strings.Join(checker.ScheduleNames(), ", "))
 	}
 	lc, err := loadConfig(f.config, "default.json", checker.DefaultConfigJSON())
 	if err != nil {
@@ -114,7 +121,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 	}
 	if f.walks > 0 {
 		rep, err := checker.CheckWalks(e.ctx, proto, lc.cfg, runs,
-			checker.WalkOptions{Seed: f.seed, Walks: f.walks, Steps: f.steps, Swarm: f.swarm, Workers: f.workers})
+			checker.WalkOptions{Seed: f.seed, Walks: f.walks, Steps: f.steps, Swarm: f.swarm, Schedule: sched, Workers: f.workers})
 		if err != nil {
 			return c.bad(e, "%v", err)
 		}
@@ -205,8 +212,8 @@ func verdictCode(violated, interrupted bool) int {
 // checkConflicts refuses flags that would be ignored or contradict each
 // other: every flag given is honoured or refused, never dropped.
 func checkConflicts(f *checkFlags, set map[string]bool) error {
-	exhaustiveOnly := []string{"max-states", "max-depth", "max-memory", "exact", "liveness", "speedup", "stats", "progress"}
-	walkOnly := []string{"steps", "seed", "swarm"}
+	exhaustiveOnly := []string{"max-states", "max-depth", "max-memory", "exact", "liveness", "speedup", "progress"}
+	walkOnly := []string{"steps", "seed", "swarm", "schedule"}
 	if f.walks > 0 {
 		for _, n := range exhaustiveOnly {
 			if set[n] {
@@ -223,7 +230,9 @@ func checkConflicts(f *checkFlags, set map[string]bool) error {
 	if f.speedup && !f.stats && !f.asJSON {
 		return fmt.Errorf("--speedup is reported with --stats or --json: give one of them")
 	}
-	if f.stats && !f.timing {
+	if f.stats && !f.timing && f.walks == 0 {
+		// Walk statistics are counts, the same on every run: only
+		// exhaustive search's are measured.
 		return fmt.Errorf("--stats prints measured figures, which --timing=false leaves out: give one of them")
 	}
 	if f.speedup && !f.timing {
@@ -294,6 +303,9 @@ func reproduceWalk(f *checkFlags, run checker.Run, seed uint64) string {
 	parts = append(parts, "--run "+run.Name, "--walks 1", fmt.Sprintf("--steps %d", f.steps), fmt.Sprintf("--seed %d", seed))
 	if f.swarm {
 		parts = append(parts, "--swarm")
+	}
+	if f.sched != checker.SchedulePositions.String() {
+		parts = append(parts, "--schedule "+f.sched)
 	}
 	return strings.Join(parts, " ")
 }

@@ -63,6 +63,9 @@ var specVerdicts = []specVerdict{
 		{"vllm", "", 0, 306, 699}, {"sglang", "SourcePinnedUntilRead", 8, 68, 152}, {"trtllm", "", 0, 43, 73}}},
 	{file: "../../testdata/variants/pull-deadline-without-fence.json", config: "../../testdata/configs/hang.json", want: []verdict{
 		{"vllm", "DestinationHeldWhileWritten", 7, 22, 42}, {"sglang", "", 0, 273, 586}, {"trtllm", "", 0, 43, 73}}},
+	// A late cancel or abort, written with a non-terminal stand-in for Done.
+	{file: "../../testdata/variants/late-cancel-standin.json", config: small, want: []verdict{
+		{"vllm", "ExactlyOnceRelease", 9, 152, 401}, {"sglang", "ExactlyOnceRelease", 11, 495, 1155}, {"trtllm", "", 0, 137, 275}}},
 	// Written with rows from terminal states and a deferred step.
 	{file: "../../testdata/variants/late-cancel-finalizes-twice.json", config: small, want: []verdict{
 		{"vllm", "ExactlyOnceRelease", 9, 151, 385}, {"sglang", "", 0, 638, 1379}, {"trtllm", "", 0, 137, 275}}},

@@ -34,6 +34,8 @@ var goldenCases = []struct {
 	{"check-violation", []string{"check", "--config", small, "--spec", release, "--run", "vllm", "--timing=false"}},
 	{"check-liveness", []string{"check", "--config", mutCfg, "--spec", rearm, "--run", "sglang", "--timing=false"}},
 	{"check-walks", []string{"check", "--config", small, "--spec", release, "--run", "vllm", "--walks", "300", "--steps", "60", "--seed", "3", "--timing=false"}},
+	{"check-walks-uniform", []string{"check", "--config", small, "--spec", release, "--run", "vllm", "--walks", "300", "--steps", "60", "--seed", "3", "--schedule", "uniform", "--timing=false"}},
+	{"check-walks-late-fault", []string{"check", "--config", small, "--spec", "../../testdata/variants/late-cancel-standin.json", "--run", "vllm", "--walks", "2000", "--swarm", "--stats", "--timing=false"}},
 	{"check-nothing-selected", []string{"check", "--config", small, "--run", "vllm", "--policy", "destination-first"}},
 	{"check-conflicting-flags", []string{"check", "--walks", "10", "--exact"}},
 	{"replay", []string{"replay", "../../testdata/traces/release-on-heartbeat.jsonl"}},

@@ -17,9 +17,10 @@ func runCLIContext(ctx context.Context, args ...string) (int, string, string) {
 }
 
 const (
-	rearm   = "../../testdata/variants/rearm-reservation.json"
-	release = "../../testdata/variants/release-on-heartbeat.json"
-	mutCfg  = "../../checker/mutation.json"
+	rearm      = "../../testdata/variants/rearm-reservation.json"
+	release    = "../../testdata/variants/release-on-heartbeat.json"
+	lateCancel = "../../testdata/variants/late-cancel-standin.json"
+	mutCfg     = "../../checker/mutation.json"
 )
 
 // Checking nothing is never a pass, and a run named twice is refused
@@ -68,6 +69,9 @@ func TestCLI_DeterministicEveryMode(t *testing.T) {
 		"walks json":  {"check", "--config", small, "--spec", release, "--walks", "300", "--steps", "60", "--seed", "3", "--json"},
 		"swarm":       {"check", "--config", small, "--walks", "200", "--steps", "60", "--seed", "5", "--swarm"},
 		"swarm json":  {"check", "--config", small, "--spec", release, "--walks", "200", "--steps", "60", "--seed", "5", "--swarm", "--json"},
+		"walks stats": {"check", "--config", small, "--walks", "100", "--seed", "2", "--stats"},
+		"uniform":     {"check", "--config", small, "--spec", release, "--walks", "300", "--steps", "60", "--seed", "3", "--schedule", "uniform"},
+		"swarm pct":   {"check", "--config", small, "--spec", lateCancel, "--walks", "2000", "--swarm", "--schedule", "pct", "--json"},
 		"mutate":      {"mutate", "--operators", "swap-actions"},
 		"mutate json": {"mutate", "--operators", "swap-actions", "--json"},
 	}
@@ -146,7 +150,9 @@ func TestCLI_ConflictingFlagsRefused(t *testing.T) {
 		{"check", "--walks", "5", "--exact"},
 		{"check", "--walks", "5", "--max-depth", "3"},
 		{"check", "--walks", "5", "--liveness=false"},
-		{"check", "--walks", "5", "--stats"},
+		{"check", "--walks", "5", "--speedup", "--stats"},
+		{"check", "--walks", "5", "--schedule", "random"},
+		{"check", "--schedule", "uniform"},
 		{"check", "--seed", "4"},
 		{"check", "--swarm"},
 		{"check", "--steps", "10"},

@@ -1,0 +1,126 @@
+package checker
+
+import (
+	"context"
+	"testing"
+)
+
+// The horizon is one and a half times the length of a walk that commits
+// no fault, within the step bound, whatever the seed: on the small
+// configuration a fault-free vllm handoff takes 8 moves.
+func TestSchedule_Horizon(t *testing.T) {
+	cfg := loadConfigFile(t, "../testdata/configs/small.json")
+	c := checkerFor(t, Generated(), cfg, "vllm")
+	if h := c.horizon(200); h != 12 {
+		t.Errorf("horizon %d, want 12 (8 moves without faults, times 1.5)", h)
+	}
+	if h := c.horizon(4); h != 6 {
+		t.Errorf("horizon with walks of at most 4 moves: %d, want 6", h)
+	}
+	for _, seed := range []uint64{1, 99} {
+		r := c.Walk(context.Background(), WalkOptions{Seed: seed, Walks: 3, Steps: 200})
+		if r.Stats.Horizon != 12 {
+			t.Errorf("seed %d: horizon %d", seed, r.Stats.Horizon)
+		}
+	}
+}
+
+// Under a schedule a fault comes no earlier than its position: replaying
+// each walk, every fault it committed had a unit of its kind due (a
+// position at or before that step, not yet used). Every position lies
+// within the horizon, a swarm walk places only the kinds it may use, and
+// a walk places one position per unit of budget.
+func TestSchedule_FaultsWaitForTheirPositions(t *testing.T) {
+	cfg := mustConfig(t, twoByTwo)
+	cfg.Budget = Budget{Duplicate: 2, Loss: 2, Reorder: 2, Cancel: 1, Abort: 2, TransferFailure: 1, Restart: 1, EarlyTimer: 2, NoShow: 1}
+	for _, run := range cfg.Runs {
+		c, err := New(Generated(), cfg, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hz := c.horizon(200)
+		for _, sched := range []Schedule{SchedulePositions, SchedulePCT} {
+			var committed, placed [NumFaults]int
+			for seed := uint64(0); seed < 300; seed++ {
+				swarm := seed%2 == 1
+				w := c.walkOnce(walkSpec{seed: seed, steps: 200, swarm: swarm, sched: sched, horizon: hz, keep: true})
+				var pos [NumFaults][]int
+				for _, f := range w.schedule {
+					if f.Step < 0 || f.Step >= hz {
+						t.Fatalf("%s %s seed %d: %s outside the horizon %d", run.Name, sched, seed, f, hz)
+					}
+					pos[f.Fault] = append(pos[f.Fault], f.Step)
+					placed[f.Fault]++
+				}
+				allowed := map[string]bool{}
+				for _, n := range w.allowed {
+					allowed[n] = true
+				}
+				for f := Fault(0); f < NumFaults; f++ {
+					want := int(cfg.Budget[f])
+					if mv := FaultKinds[f].Move; mv != 0 && !allowed[mv.String()] {
+						want = 0
+					}
+					if len(pos[f]) != want {
+						t.Fatalf("%s %s seed %d: %d positions for %s, want %d (swarm %v, allowed %v)", run.Name, sched, seed, len(pos[f]), f, want, swarm, w.allowed)
+					}
+				}
+				s := c.Initial()
+				var spent [NumFaults]int
+				var ms moveSet
+				for i, m := range w.moves {
+					c.moves(&s, &ms)
+					if f, fault := c.spendsAt(&s, m, ms.stuck); fault {
+						due := 0
+						for _, p := range pos[f] {
+							if p <= i {
+								due++
+							}
+						}
+						if due <= spent[f] {
+							t.Fatalf("%s %s seed %d step %d: %s committed before its position (positions %v, %d committed)", run.Name, sched, seed, i, m, pos[f], spent[f])
+						}
+						spent[f]++
+						committed[f]++
+					}
+					if _, _, err := c.Step(&s, m, nil); err != nil {
+						t.Fatalf("%s %s seed %d step %d: %v", run.Name, sched, seed, i, err)
+					}
+				}
+				if len(w.moves) != w.n || spent != toInts(w.faults) {
+					t.Fatalf("%s %s seed %d: %d moves kept of %d; faults %v, counted %v", run.Name, sched, seed, len(w.moves), w.n, spent, w.faults)
+				}
+			}
+			t.Logf("%s %s: faults placed %v, committed %v", run.Name, sched, placed, committed)
+			for f := range committed {
+				if cfg.Budget[f] > 0 && committed[f] == 0 {
+					t.Errorf("%s %s: no walk committed %s", run.Name, sched, Fault(f))
+				}
+			}
+		}
+	}
+}
+
+func toInts(a [NumFaults]int32) (out [NumFaults]int) {
+	for i, n := range a {
+		out[i] = int(n)
+	}
+	return out
+}
+
+// Every schedule name parses back to its schedule; an unknown name is
+// refused with the names that exist.
+func TestSchedule_Names(t *testing.T) {
+	for _, n := range ScheduleNames() {
+		s, err := ParseSchedule(n)
+		if err != nil || s.String() != n {
+			t.Errorf("%q parsed to %v (%v)", n, s, err)
+		}
+	}
+	if _, err := ParseSchedule("random"); err == nil || err.Error() != `unknown schedule "random" (want positions, uniform, pct)` {
+		t.Errorf("unknown schedule: %v", err)
+	}
+	if Schedule(0) != SchedulePositions {
+		t.Errorf("the zero schedule is %s, want positions (the default)", Schedule(0))
+	}
+}
