@@ -563,8 +563,8 @@ func TestShapes_MaximalShape(t *testing.T) {
 		run  string
 		want shapesCounts
 	}{
-		{"vllm", shapesCounts{13133, 55532, 32, 16}},
-		{"sglang", shapesCounts{67276, 337385, 36, 16}},
+		{"vllm", shapesCounts{15289, 61970, 32, 36}},
+		{"sglang", shapesCounts{71282, 350594, 36, 30}},
 	} {
 		c := shapesNew(t, &same, tc.run, true)
 		r, n := shapesExplore(t, c, Limits{Workers: 2, Liveness: true})
@@ -578,7 +578,7 @@ func TestShapes_MaximalShape(t *testing.T) {
 
 	// A bounded search stops after a whole level, so its counts do not
 	// depend on the order of the moves.
-	bounded := map[string]shapesCounts{"vllm": {13729, 35693, 6, 5}, "sglang": {16346, 41255, 5, 0}}
+	bounded := map[string]shapesCounts{"vllm": {13877, 35945, 6, 5}, "sglang": {16346, 41255, 5, 0}}
 	for _, run := range cfg.Runs {
 		c := shapesNew(t, cfg, run.Name, true)
 		// Bounded breadth-first search with every fault: the shallow
