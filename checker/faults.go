@@ -261,9 +261,18 @@ func (c *Checker) faults(s *State, ms *moveSet) {
 		if s.B.Has(Hang) && ms.waiting && x.Xfer == model.XferRunning && !x.Hung && tx.TransferWouldSucceed(h) {
 			ms.add(Move{Kind: MvHang, H: hh})
 		}
+		// An eviction commutes with every move but an allocation on the
+		// same worker (which evicts kept blocks itself when it needs
+		// room), a restart of that worker (which drops them anyway) and
+		// the later steps of the record that kept them (which may
+		// advertise them again). It clears what it advertised, so only
+		// the last can change a verdict: the fault is offered while that
+		// record is not terminal. A terminal record that still reacts (a
+		// variant's row from a terminal state) sees only the evictions
+		// allocations make.
 		if s.B.Has(Evict) {
 			for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
-				if tx.CanEvict(h, sd) {
+				if tx.CanEvict(h, sd) && !c.terminal(s, roleOf(sd), h) {
 					ms.add(Move{Kind: MvEvict, H: hh, Arg: int8(sd)})
 				}
 			}

@@ -578,7 +578,7 @@ func TestShapes_MaximalShape(t *testing.T) {
 
 	// A bounded search stops after a whole level, so its counts do not
 	// depend on the order of the moves.
-	bounded := map[string]shapesCounts{"vllm": {13877, 35945, 6, 5}, "sglang": {16346, 41255, 5, 0}}
+	bounded := map[string]shapesCounts{"vllm": {13729, 35693, 6, 5}, "sglang": {16346, 41255, 5, 0}}
 	for _, run := range cfg.Runs {
 		c := shapesNew(t, cfg, run.Name, true)
 		// Bounded breadth-first search with every fault: the shallow
