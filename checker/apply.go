@@ -28,6 +28,8 @@ func apply(tx *model.Tx, side model.Side, h int, a Action, cause model.Cause) {
 		tx.FenceSource(h, side)
 	case aSrcReleaseSource:
 		tx.ReleaseSource(h, side, cause)
+	case aSrcPublishCached:
+		tx.PublishCached(h, side)
 	case aSrcReportComputeDone:
 		tx.ReportComputeDone(h, side)
 	case aSrcAnnouncePinned:

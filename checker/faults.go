@@ -27,6 +27,7 @@ const (
 	NoShow
 	BackgroundLoad
 	Hang
+	Evict
 	// NumFaults is the number of fault kinds.
 	NumFaults
 )
@@ -43,6 +44,7 @@ const (
 	MvNoShow
 	MvOccupy
 	MvHang
+	MvEvict
 	numMoveKinds
 )
 
@@ -93,6 +95,8 @@ var FaultKinds = [NumFaults]FaultKind{
 		Meaning: "other requests take a decode worker's configured background capacity at any moment"},
 	Hang: {Config: "hang", Move: MvHang, MoveName: "hang", Args: []Arg{ArgH}, Swarm: true,
 		Meaning: "a running KV transfer hangs: it neither completes nor fails until a registration it uses is fenced or closed"},
+	Evict: {Config: "evict", Move: MvEvict, MoveName: "evict", Args: []Arg{ArgH, ArgSide}, Swarm: true,
+		Meaning: "a worker's cache evicts the released blocks a handoff's side keeps there; Removed is published if the KV index advertised them"},
 }
 
 func (f Fault) String() string {
@@ -207,8 +211,9 @@ func (r Remaining) Budget() Budget {
 // faults adds the fault moves the state enables, each within its budget.
 // The order is part of the exploration's determinism (traces and walks
 // pick moves by index): per handoff the transport faults of each fact in
-// flight, then cancel, abort, transfer failure, no-show and hang; then restarts
-// and background load per worker.
+// flight, then cancel, abort, transfer failure, no-show, hang and the
+// eviction of each side's kept blocks; then restarts and background load
+// per worker.
 func (c *Checker) faults(s *State, ms *moveSet) {
 	tx := model.Tx{W: &s.W}
 	for h := 0; h < c.nH; h++ {
@@ -255,6 +260,22 @@ func (c *Checker) faults(s *State, ms *moveSet) {
 		// fail anyway (a registration is gone) gains nothing by hanging.
 		if s.B.Has(Hang) && ms.waiting && x.Xfer == model.XferRunning && !x.Hung && tx.TransferWouldSucceed(h) {
 			ms.add(Move{Kind: MvHang, H: hh})
+		}
+		// An eviction commutes with every move but an allocation on the
+		// same worker (which evicts kept blocks itself when it needs
+		// room), a restart of that worker (which drops them anyway) and
+		// the later steps of the record that kept them (which may
+		// advertise them again). It clears what it advertised, so only
+		// the last can change a verdict: the fault is offered while that
+		// record is not terminal. A terminal record that still reacts (a
+		// variant's row from a terminal state) sees only the evictions
+		// allocations make.
+		if s.B.Has(Evict) {
+			for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+				if tx.CanEvict(h, sd) && !c.terminal(s, roleOf(sd), h) {
+					ms.add(Move{Kind: MvEvict, H: hh, Arg: int8(sd)})
+				}
+			}
 		}
 	}
 	if s.B.Has(Restart) {
@@ -309,6 +330,8 @@ func (c *Checker) applyFault(s *State, tx *model.Tx, m Move, cov *Coverage) {
 		tx.OccupyBackground(int(m.Arg))
 	case MvHang:
 		tx.HangTransfer(h)
+	case MvEvict:
+		tx.Evict(h, model.Side(m.Arg))
 	default:
 		panic(fmt.Sprintf("checker: unknown move %v", m))
 	}

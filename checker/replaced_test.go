@@ -55,6 +55,10 @@ func TestVariants_RejectedWithTheirInvariant(t *testing.T) {
 		{"pull-failed-reports-success.json", "vllm", "OutcomeTruthful", 7, brokenWhy, "", ""},
 		{"expired-lease-reports-release.json", "vllm", "OutcomeTruthful", 4, brokenWhy, "", ""},
 
+		// The source advertises its prefix in the KV index when the
+		// request arrives, before compute produced the KV.
+		{"publish-before-compute.json", "vllm", "IndexMatchesCache", 2, brokenWhy, "", ""},
+
 		// A deadline that reclaims without fencing what the hung transfer
 		// still uses: only a hang (there is no early timer in hang.json)
 		// makes the deadline fire while the transfer runs.

@@ -563,8 +563,8 @@ func TestShapes_MaximalShape(t *testing.T) {
 		run  string
 		want shapesCounts
 	}{
-		{"vllm", shapesCounts{13133, 55532, 32, 16}},
-		{"sglang", shapesCounts{67276, 337385, 36, 16}},
+		{"vllm", shapesCounts{15289, 61970, 32, 36}},
+		{"sglang", shapesCounts{71282, 350594, 36, 30}},
 	} {
 		c := shapesNew(t, &same, tc.run, true)
 		r, n := shapesExplore(t, c, Limits{Workers: 2, Liveness: true})

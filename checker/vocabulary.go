@@ -154,6 +154,7 @@ const (
 	aSrcComplete               = Action(machines.SourceActionComplete)
 	aSrcArmTransferDeadline    = Action(machines.SourceActionArmTransferDeadline)
 	aSrcDisarmTransferDeadline = Action(machines.SourceActionDisarmTransferDeadline)
+	aSrcPublishCached          = Action(machines.SourceActionPublishCached)
 
 	aDstAcceptRequest           = Action(machines.NumSourceActions + int(machines.DestinationActionAcceptRequest))
 	aDstRequestReservation      = Action(machines.NumSourceActions + int(machines.DestinationActionRequestReservation))

@@ -161,12 +161,14 @@ const (
 	SourceActionArmTransferDeadline
 	// SourceActionDisarmTransferDeadline: stop the deadline of the push.
 	SourceActionDisarmTransferDeadline
+	// SourceActionPublishCached: publish Stored for the released blocks now in this worker's cache.
+	SourceActionPublishCached
 )
 
 // NumSourceActions is the number of source actions.
-const NumSourceActions = 22
+const NumSourceActions = 23
 
-var sourceActionNames = [...]string{"AcceptRequest", "StartPrefill", "StopPrefill", "PinSource", "RegisterSource", "FenceSource", "ReleaseSource", "ReportComputeDone", "AnnouncePinned", "StartPush", "ArmLease", "RenewLease", "DisarmLease", "ArmBootstrap", "DisarmBootstrap", "SendReceiveCompleted", "SendCancelled", "ReportSourceReleased", "ReportSourceAborted", "Complete", "ArmTransferDeadline", "DisarmTransferDeadline"}
+var sourceActionNames = [...]string{"AcceptRequest", "StartPrefill", "StopPrefill", "PinSource", "RegisterSource", "FenceSource", "ReleaseSource", "ReportComputeDone", "AnnouncePinned", "StartPush", "ArmLease", "RenewLease", "DisarmLease", "ArmBootstrap", "DisarmBootstrap", "SendReceiveCompleted", "SendCancelled", "ReportSourceReleased", "ReportSourceAborted", "Complete", "ArmTransferDeadline", "DisarmTransferDeadline", "PublishCached"}
 
 // String returns the name, as written in the spec.
 func (x SourceAction) String() string {
@@ -405,10 +407,11 @@ func sourceOnTransferDone(s SourceState, p Policy) (SourceTransition, bool) {
 			// row 16: a pushing source observes the end of its own writes; then it tells the destination
 			return SourceTransition{
 				To: SourceStateReleased,
-				Actions: SourceActions{n: 6, a: [MaxSourceActions]SourceAction{
+				Actions: SourceActions{n: 7, a: [MaxSourceActions]SourceAction{
 					SourceActionDisarmTransferDeadline,
 					SourceActionDisarmLease,
 					SourceActionReleaseSource,
+					SourceActionPublishCached,
 					SourceActionSendReceiveCompleted,
 					SourceActionReportSourceReleased,
 					SourceActionComplete,
@@ -456,12 +459,13 @@ func sourceOnReaderCompleted(s SourceState, p Policy) (SourceTransition, bool) {
 	case SourceFirst:
 		switch s {
 		case SourceStatePinned:
-			// row 15: ReleaseNeedsReaderAck: the reads ended, so the pin may go; ownership ends at release
+			// row 15: ReleaseNeedsReaderAck: the reads ended, so the pin may go; ownership ends at release; the released blocks stay cached and are advertised
 			return SourceTransition{
 				To: SourceStateReleased,
-				Actions: SourceActions{n: 4, a: [MaxSourceActions]SourceAction{
+				Actions: SourceActions{n: 5, a: [MaxSourceActions]SourceAction{
 					SourceActionDisarmLease,
 					SourceActionReleaseSource,
+					SourceActionPublishCached,
 					SourceActionReportSourceReleased,
 					SourceActionComplete,
 				}},
@@ -857,4 +861,5 @@ func _() {
 	_ = x[SourceActionComplete-19]
 	_ = x[SourceActionArmTransferDeadline-20]
 	_ = x[SourceActionDisarmTransferDeadline-21]
+	_ = x[SourceActionPublishCached-22]
 }

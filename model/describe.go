@@ -7,7 +7,7 @@ import (
 
 func describePool(k *Worker) string {
 	return fmt.Sprintf("free=%d cached=%d active=%d pinned=%d reserved=%d",
-		k.Free, k.Cached+k.Prefix, k.Active, k.Pinned, k.Reserved)
+		k.Free, k.Cached+k.Kept+k.Prefix, k.Active, k.Pinned, k.Reserved)
 }
 
 // DescribeWorker renders one worker's ledgers on one line, deterministically:
@@ -24,7 +24,7 @@ func (w *World) DescribeWorker(k int) string {
 		}
 		fmt.Fprintf(&b, " in_flight=%d booked=%d stored=%d", wk.InFlight, wk.BookedBlocks, wk.StoredBlocks)
 	} else {
-		fmt.Fprintf(&b, " in_flight=%d owned=%d active_prefill_tokens=%d", wk.InFlight, wk.Owned, wk.PrefillTokens)
+		fmt.Fprintf(&b, " in_flight=%d owned=%d active_prefill_tokens=%d stored=%d", wk.InFlight, wk.Owned, wk.PrefillTokens, wk.StoredBlocks)
 	}
 	return b.String()
 }
@@ -53,6 +53,12 @@ func (w *World) DescribeHandoff(h int) string {
 	if x.SrcReg != RegNone {
 		add("src_reg=%s", x.SrcReg)
 	}
+	if x.SrcKept {
+		add("src_kept")
+	}
+	if x.SrcIndexed {
+		add("src_indexed")
+	}
 	if x.Pending {
 		add("pending")
 	}
@@ -67,6 +73,9 @@ func (w *World) DescribeHandoff(h int) string {
 	}
 	if x.Published {
 		add("stored")
+	}
+	if x.DstKept {
+		add("dst_kept")
 	}
 	if x.Xfer != XferNone {
 		// The bytes come from pricing: only what the destination lacks moves.

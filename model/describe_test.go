@@ -62,7 +62,7 @@ func TestWorld_Describe(t *testing.T) {
 	if got := w.DescribeWorker(1); !strings.Contains(got, " background=1 ") {
 		t.Errorf("background load of one block not shown: %s", got)
 	}
-	if got := w.DescribeWorker(0); got != "prefill0 gen=0 free=12 cached=0 active=0 pinned=0 reserved=0 kv_used=0 in_flight=0 owned=0 active_prefill_tokens=0" {
+	if got := w.DescribeWorker(0); got != "prefill0 gen=0 free=12 cached=0 active=0 pinned=0 reserved=0 kv_used=0 in_flight=0 owned=0 active_prefill_tokens=0 stored=0" {
 		t.Errorf("prefill worker: %s", got)
 	}
 
@@ -72,6 +72,11 @@ func TestWorld_Describe(t *testing.T) {
 	if got := h.w.DescribeHandoff(0); !strings.Contains(got, " xfer=running xfer_bytes=") || !strings.Contains(got, " tainted") {
 		t.Errorf("a tainted transfer not shown: %s", got)
 	}
+	h.w.H[0].SrcKept, h.w.H[0].SrcIndexed, h.w.H[0].DstKept = true, true, true
+	if got := h.w.DescribeHandoff(0); !strings.Contains(got, " src_kept src_indexed ") || !strings.Contains(got, " dst_kept") {
+		t.Errorf("kept and advertised blocks not shown: %s", got)
+	}
+	h.w.H[0].SrcKept, h.w.H[0].SrcIndexed, h.w.H[0].DstKept = false, false, false
 	held := h.w.DescribeHeld()
 	for _, want := range []string{
 		"handoff 0 source holds pinned blocks",

@@ -28,6 +28,7 @@ const (
 	NameRouterCleanup                = "RouterCleanup"
 	NameInFlightAccounting           = "InFlightAccounting"
 	NameOutcomeTruthful              = "OutcomeTruthful"
+	NameIndexMatchesCache            = "IndexMatchesCache"
 	NameQuiescence                   = "Quiescence"
 	NameEventuallyDrained            = "EventuallyDrained"
 	// NameFaultFreeCompletion is a progress check beyond docs/lifecycle.md's
@@ -136,6 +137,8 @@ var Invariants = []Invariant{
 		Meaning: "a request is counted in flight once on acceptance and out once on completion; a worker's count equals the requests it owns"},
 	{Name: NameOutcomeTruthful, Kind: SafetyState, state: outcomeTruthful,
 		Meaning: "the outcome a side reports to its router says what physically happened: success only after a completed, acknowledged transfer (source) or an activation from valid KV (destination); failure only if nothing of the attempt activated"},
+	{Name: NameIndexMatchesCache, Kind: SafetyState, state: indexMatchesCache,
+		Meaning: "the KV index advertises a block of a worker only while that worker holds it as valid, cached or active KV: eviction and restart publish Removed for what was Stored, and nothing is Removed that was not Stored"},
 	{Name: NameQuiescence, Kind: Progress,
 		Elsewhere: "the checker, on every state where no protocol, timer or delivery move is enabled (Quiescence)",
 		Meaning:   "where nothing but faults can happen, every placed record is terminal and everything is released"},
@@ -541,12 +544,12 @@ func StepViolations(w *World, j *Journal) []*Violation {
 // holdings is what the handoffs hold on a worker, computed from the
 // handoffs alone, to compare with the worker's own counters.
 type holdings struct {
-	active, pinned, reserved, prefix Blocks
-	slots                            int8
-	headroom                         Tokens
-	inFlight, owned                  int8
-	prefillTokens                    Tokens
-	booked, stored                   Blocks
+	active, pinned, reserved, prefix, kept Blocks
+	slots                                  int8
+	headroom                               Tokens
+	inFlight, owned                        int8
+	prefillTokens                          Tokens
+	booked, stored                         Blocks
 }
 
 // holdingsAll computes what the handoffs hold on every worker, in one pass.
@@ -568,6 +571,12 @@ func (w *World) holdingsAll() (hs [MaxWorkers]holdings) {
 				s.active += q.ComputeBlocks
 			case SrcPinned:
 				s.pinned += q.PinnedBlocks
+			}
+			if x.SrcKept {
+				s.kept += q.PinnedBlocks
+			}
+			if x.SrcIndexed {
+				s.stored += q.PinnedBlocks
 			}
 			if x.InFlight[SourceSide] {
 				s.inFlight++
@@ -611,6 +620,9 @@ func (w *World) holdingsAll() (hs [MaxWorkers]holdings) {
 			if x.Published {
 				s.stored += w.reserve(h, k)
 			}
+			if x.DstKept {
+				s.kept += w.reserve(h, k)
+			}
 		}
 	}
 	return hs
@@ -633,10 +645,10 @@ func blockCategoriesDisjoint(w *World, _ *Records, hs *allHoldings) *Violation {
 		cp := w.cfg.Workers[k].Capacity
 		// A negative free pool is an overcommitted one: CapacityRespected
 		// names it (judging it here too would shadow that check for good).
-		if wk.Cached < 0 || wk.Prefix < 0 || wk.Active < 0 || wk.Pinned < 0 || wk.Reserved < 0 {
+		if wk.Cached < 0 || wk.Kept < 0 || wk.Prefix < 0 || wk.Active < 0 || wk.Pinned < 0 || wk.Reserved < 0 {
 			return violate(NameBlockCategoriesDisjoint, -1, k, "a category is negative: %s", describePool(wk))
 		}
-		if sum := wk.Free + wk.Cached + wk.Prefix + wk.Active + wk.Pinned + wk.Reserved; sum != cp {
+		if sum := wk.Free + wk.Cached + wk.Kept + wk.Prefix + wk.Active + wk.Pinned + wk.Reserved; sum != cp {
 			return violate(NameBlockCategoriesDisjoint, -1, k, "categories sum to %d, capacity is %d: %s", int64(sum), int64(cp), describePool(wk))
 		}
 		s := &hs[k]
@@ -647,6 +659,8 @@ func blockCategoriesDisjoint(w *World, _ *Records, hs *allHoldings) *Violation {
 			return violate(NameBlockCategoriesDisjoint, -1, k, "pinned_source is %d but the handoffs pin %d", int64(wk.Pinned), int64(s.pinned))
 		case s.prefix != wk.Prefix:
 			return violate(NameBlockCategoriesDisjoint, -1, k, "cached prefix is %d but the unlocked prefixes are %d", int64(wk.Prefix), int64(s.prefix))
+		case s.kept != wk.Kept:
+			return violate(NameBlockCategoriesDisjoint, -1, k, "kept cache is %d but the handoffs keep %d", int64(wk.Kept), int64(s.kept))
 		}
 	}
 	return nil
@@ -734,8 +748,10 @@ func computeLoadState(w *World, _ *Records, hs *allHoldings) *Violation {
 	return nil
 }
 
-// NoStoredState: the KV index holds exactly the blocks published once per
-// activated handoff; no reused prefix block is republished.
+// NoStoredState: the KV index holds exactly the blocks the handoffs
+// advertise (published once per activated handoff, or by the source for
+// its released blocks, and not Removed since); no reused prefix block is
+// republished.
 func NoStoredState(w *World) *Violation {
 	hs := w.holdingsAll()
 	return noStoredState(w, nil, &hs)
@@ -853,6 +869,27 @@ func outcomeTruthful(w *World, _ *Records, _ *allHoldings) *Violation {
 	return nil
 }
 
+// IndexMatchesCache: the KV index advertises a handoff's blocks only while
+// their worker holds them as valid KV: the source's while they are pinned
+// or kept in its cache, the destination's received blocks while they are
+// active or kept in its cache. (That nothing is Removed that was not
+// Stored holds by construction: Removed is published only for advertised
+// blocks, and the index then stops advertising them.)
+func IndexMatchesCache(w *World) *Violation { return indexMatchesCache(w, nil, nil) }
+
+func indexMatchesCache(w *World, _ *Records, _ *allHoldings) *Violation {
+	for h := 0; h < w.NumHandoffs(); h++ {
+		x := &w.H[h]
+		switch {
+		case x.SrcIndexed && x.Src != SrcPinned && !x.SrcKept:
+			return violate(NameIndexMatchesCache, h, x.Worker(SourceSide), "the index advertises the source's blocks but the worker holds them neither pinned nor cached (source holds %s)", x.Src)
+		case x.Published && x.Dst != DstActive && !x.DstKept:
+			return violate(NameIndexMatchesCache, h, x.Worker(DestinationSide), "the index advertises the destination's received blocks but the worker holds them neither active nor cached (destination holds %s)", x.Dst)
+		}
+	}
+	return nil
+}
+
 // CheckState is the explorer's fast path for the state halves: it runs
 // every state half of the registry on a world, with what the handoffs hold
 // computed once, and returns the first violation. The calls are direct so
@@ -884,7 +921,10 @@ func CheckState(w *World, rec *Records) *Violation {
 	if v := routerCleanup(w, rec, &hs); v != nil {
 		return v
 	}
-	return outcomeTruthful(w, rec, &hs)
+	if v := outcomeTruthful(w, rec, &hs); v != nil {
+		return v
+	}
+	return indexMatchesCache(w, rec, &hs)
 }
 
 // StateViolations runs every state half of the registry and returns every

@@ -276,6 +276,7 @@ func firings(decodeFirst bool) []firing {
 		destNotInFlight  = "the destination holds the request but does not count it in flight"
 		decodeBooks      = "decode router books %d blocks here but the handoffs hold %d"
 		categoryNegative = "a category is negative: %s"
+		dstNotHeld       = "the index advertises the destination's received blocks but the worker holds them neither active nor cached (destination holds %s)"
 	)
 	return []firing{
 		// ---- TransferNeedsReservation ----
@@ -410,10 +411,11 @@ func firings(decodeFirst bool) []firing {
 		}},
 
 		// ---- NoStoredBeforeActivation ----
-		{name: NameNoStoredBeforeActivation, step: step(NameNoStoredBeforeActivation, 0, "Stored published before receive completion (transfer %s)"), state: none, run: func(t *testing.T) *history {
+		{name: NameNoStoredBeforeActivation, step: step(NameNoStoredBeforeActivation, 0, "Stored published before receive completion (transfer %s)"), state: state(NameIndexMatchesCache, 0, d, dstNotHeld), run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept, computed, routed, reserved)
-			h.expect(func(tx *Tx) { tx.PublishStored(0, DestinationSide) }, NameNoStoredBeforeActivation)
+			// The index now also advertises pages the worker holds only reserved.
+			h.expect(func(tx *Tx) { tx.PublishStored(0, DestinationSide) }, NameNoStoredBeforeActivation, NameIndexMatchesCache)
 			return h
 		}},
 		{name: NameNoStoredBeforeActivation + "/never", step: none, state: state(NameNoStoredBeforeActivation, 0, d, neverPublished), run: func(t *testing.T) *history {
@@ -580,6 +582,13 @@ func firings(decodeFirst bool) []firing {
 			h.expect(func(tx *Tx) { tx.W.W[d].Prefix++; tx.W.W[d].Free-- }, NameBlockCategoriesDisjoint)
 			return h
 		}},
+		{name: NameBlockCategoriesDisjoint + "/kept", step: none, state: state(NameBlockCategoriesDisjoint, -1, p, "kept cache is %d but the handoffs keep %d"), run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route, accept, computed, released)
+			// A cache that counts a block as the handoff's that no handoff keeps.
+			h.expect(func(tx *Tx) { tx.W.W[p].Kept++; tx.W.W[p].Free-- }, NameBlockCategoriesDisjoint)
+			return h
+		}},
 
 		// ---- CapacityRespected ----
 		{name: NameCapacityRespected, step: none, state: state(NameCapacityRespected, -1, d, "%d request slots in use, limit %d"), run: func(t *testing.T) *history {
@@ -722,6 +731,28 @@ func firings(decodeFirst bool) []firing {
 			// The KV arrived and decoded; a failure report would have the
 			// frontend retry a handoff that already moved its KV.
 			h.expect(func(tx *Tx) { tx.ReportDecodeOutcome(0, DestinationSide, false) }, NameOutcomeTruthful)
+			return h
+		}},
+
+		// ---- IndexMatchesCache ----
+		{name: NameIndexMatchesCache, step: none, state: state(NameIndexMatchesCache, 0, p, "the index advertises the source's blocks but the worker holds them neither pinned nor cached (source holds %s)"), run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route)
+			// A source that advertises its prefix when the request arrives,
+			// before its compute has produced any KV.
+			h.expect(func(tx *Tx) { accept(tx); tx.PublishCached(0, SourceSide) }, NameIndexMatchesCache)
+			return h
+		}},
+		{name: NameIndexMatchesCache + "/destination", step: none, state: state(NameIndexMatchesCache, 0, d, dstNotHeld), run: func(t *testing.T) *history {
+			h := sf(t)
+			happyPath(h, spec.SourceFirst)
+			// A cache that evicts the received blocks and publishes no Removed.
+			h.expect(func(tx *Tx) {
+				r := tx.W.reserve(0, d)
+				tx.W.H[0].DstKept = false
+				tx.W.W[d].Kept -= r
+				tx.W.W[d].Free += r
+			}, NameIndexMatchesCache)
 			return h
 		}},
 
@@ -1154,6 +1185,7 @@ func TestInvariants_ExportedStateChecksMatchTheRegistry(t *testing.T) {
 		NameInFlightAccounting:       InFlightAccounting,
 		NameRouterCleanup:            RouterCleanup,
 		NameOutcomeTruthful:          func(w *World, _ *Records) *Violation { return OutcomeTruthful(w) },
+		NameIndexMatchesCache:        func(w *World, _ *Records) *Violation { return IndexMatchesCache(w) },
 	}
 	fired := map[string]bool{}
 	for _, tc := range firings(false) {

@@ -71,6 +71,9 @@ const (
 	EffOwnershipEnd
 	// EffPinEarly: a pin of blocks whose compute had not finished.
 	EffPinEarly
+	// EffRemoved: Removed published for the blocks of Side that the KV
+	// index advertised, because they were evicted or their worker restarted.
+	EffRemoved
 )
 
 // Effect is one physical fact of a step.
@@ -139,12 +142,22 @@ func (tx *Tx) command(h int, side, want Side) bool {
 	return tx.h(h).Worker(want) >= 0
 }
 
-// alloc takes n blocks into a category, from free first and then by
-// evicting anonymous cache. It reports false when the worker cannot.
+// alloc takes n blocks into a category, from free first, then by evicting
+// anonymous cache, then by evicting kept cache: a whole handoff-side's
+// kept blocks at a time, in handoff order, the surplus going to free (and
+// Removed published for what the index advertised). It reports false
+// when the worker cannot.
 func (tx *Tx) alloc(w int, n Blocks, into *Blocks) bool {
 	k := &tx.W.W[w]
-	if k.Free+k.Cached < n {
+	if !tx.canAlloc(w, n) {
 		return false
+	}
+	for h := 0; h < tx.W.NumHandoffs() && k.Free+k.Cached < n; h++ {
+		for s := SourceSide; s <= DestinationSide && k.Free+k.Cached < n; s++ {
+			if tx.keeps(h, s) == w && tx.kept(h, s) > 0 {
+				tx.evictKept(h, s)
+			}
+		}
 	}
 	take := min(k.Free, n)
 	k.Free -= take
@@ -155,7 +168,72 @@ func (tx *Tx) alloc(w int, n Blocks, into *Blocks) bool {
 
 func (tx *Tx) canAlloc(w int, n Blocks) bool {
 	k := &tx.W.W[w]
-	return k.Free+k.Cached >= n
+	return k.Free+k.Cached+k.Kept >= n
+}
+
+// keeps is the worker whose cache keeps a side's released blocks of
+// handoff h, or -1.
+func (tx *Tx) keeps(h int, s Side) int {
+	x := tx.h(h)
+	if (s == SourceSide && x.SrcKept) || (s == DestinationSide && x.DstKept) {
+		return x.Worker(s)
+	}
+	return -1
+}
+
+// kept is how many blocks a side of handoff h keeps in its worker's cache
+// once released: the source's pinned blocks, the destination's received ones.
+func (tx *Tx) kept(h int, s Side) Blocks {
+	if s == SourceSide {
+		return tx.W.cfg.d.source[h].PinnedBlocks
+	}
+	x := tx.h(h)
+	return tx.W.reserve(h, int(x.Decode))
+}
+
+// indexed reports whether the KV index advertises a side's blocks of h.
+func (tx *Tx) indexed(h int, s Side) *bool {
+	if s == SourceSide {
+		return &tx.h(h).SrcIndexed
+	}
+	return &tx.h(h).Published
+}
+
+// unindex publishes Removed for a side's blocks of h when the index
+// advertises them: the flag clears and the worker's index shrinks.
+func (tx *Tx) unindex(h int, s Side) {
+	if p := tx.indexed(h, s); *p {
+		*p = false
+		tx.W.W[tx.h(h).Worker(s)].StoredBlocks -= tx.kept(h, s)
+		tx.J.add(Effect{Kind: EffRemoved, H: int8(h), Side: s})
+	}
+}
+
+// evictKept evicts the blocks a side of h keeps in its worker's cache:
+// they become free, and Removed is published for them if advertised.
+func (tx *Tx) evictKept(h int, s Side) {
+	x := tx.h(h)
+	k := &tx.W.W[x.Worker(s)]
+	n := tx.kept(h, s)
+	k.Kept -= n
+	k.Free += n
+	if s == SourceSide {
+		x.SrcKept = false
+	} else {
+		x.DstKept = false
+	}
+	tx.unindex(h, s)
+}
+
+// CanEvict reports whether a side of h keeps blocks in its worker's cache.
+func (tx *Tx) CanEvict(h int, s Side) bool { return tx.keeps(h, s) >= 0 }
+
+// Evict is the worker's cache evicting the blocks a side of h keeps there
+// (the environment's choice): Removed is published for them if advertised.
+func (tx *Tx) Evict(h int, s Side) {
+	if tx.CanEvict(h, s) {
+		tx.evictKept(h, s)
+	}
 }
 
 // ---- Routers and the frontend (the environment's side) ----
@@ -341,7 +419,7 @@ func (tx *Tx) FenceSource(h int, side Side) {
 }
 
 // ReleaseSource deregisters the attempt and returns the pinned blocks to
-// the cache. Reads that could still come would now find freed blocks: the
+// the cache, where they stay the handoff's (kept) until evicted. Reads that could still come would now find freed blocks: the
 // effect records what the registration and transfer were at that moment.
 func (tx *Tx) ReleaseSource(h int, side Side, cause Cause) {
 	if !tx.command(h, side, SourceSide) {
@@ -360,12 +438,28 @@ func (tx *Tx) ReleaseSource(h int, side Side, cause Cause) {
 	n := tx.W.cfg.d.source[h].PinnedBlocks
 	k := &tx.W.W[x.Prefill]
 	k.Pinned -= n
-	k.Cached += n
+	k.Kept += n
+	x.SrcKept = true
 	x.Src = SrcNone
 	if x.SrcReg == RegValid {
 		x.SrcReg = RegClosed
 	}
 	tx.end(h, ResSourceLease, SourceSide)
+}
+
+// PublishCached publishes Stored for the source's released blocks, now in
+// its worker's cache. It is physics only: it advertises them whatever the
+// worker holds (IndexMatchesCache judges that).
+func (tx *Tx) PublishCached(h int, side Side) {
+	if !tx.command(h, side, SourceSide) {
+		return
+	}
+	x := tx.h(h)
+	if x.SrcIndexed {
+		return
+	}
+	x.SrcIndexed = true
+	tx.W.W[x.Prefill].StoredBlocks += tx.W.cfg.d.source[h].PinnedBlocks
 }
 
 // ReportComputeDone tells the prefill router compute finished: its
@@ -688,8 +782,8 @@ func (tx *Tx) PublishStored(h int, side Side) {
 	tx.W.W[x.Decode].StoredBlocks += tx.W.reserve(h, int(x.Decode))
 }
 
-// ReleaseActive ends decode: the received blocks become anonymous cache,
-// the prefix goes back to prefix cache, slot and headroom are freed.
+// ReleaseActive ends decode: the received blocks stay in the cache as the
+// handoff's (kept) until evicted, the prefix goes back to prefix cache, slot and headroom are freed.
 func (tx *Tx) ReleaseActive(h int, side Side) {
 	if !tx.command(h, side, DestinationSide) {
 		return
@@ -703,8 +797,9 @@ func (tx *Tx) ReleaseActive(h int, side Side) {
 	k := &tx.W.W[d]
 	r, lk := tx.W.reserve(h, d), tx.W.locked(h, d)
 	k.Active -= r + lk
-	k.Cached += r
+	k.Kept += r
 	k.Prefix += lk
+	x.DstKept = true
 	tx.freeAdmission(h)
 	x.Dst = DstNone
 }
@@ -798,7 +893,8 @@ func (tx *Tx) OccupyBackground(w int) {
 // Restart is worker w's process restarting: its memory is gone, so every
 // block returns to free at once and its registrations are fenced; its
 // generation increases; its in-flight requests, admission and background
-// load vanish; the routers learn a terminal outcome for every handoff it
+// load vanish; Removed is published for every block of it the KV index
+// advertised, and its cache keeps nothing; the routers learn a terminal outcome for every handoff it
 // owned because its request streams break; and each live peer will learn
 // of it from a health check.
 func (tx *Tx) Restart(w int) {
@@ -815,10 +911,10 @@ func (tx *Tx) Restart(w int) {
 	wc := &tx.W.cfg.Workers[w]
 	k.Gen++
 	k.Free = wc.Capacity
-	k.Cached, k.Prefix, k.Active, k.Pinned, k.Reserved = 0, 0, 0, 0, 0
+	k.Cached, k.Kept, k.Prefix, k.Active, k.Pinned, k.Reserved = 0, 0, 0, 0, 0, 0
 	k.SlotsUsed, k.HeadroomUsed, k.Background, k.BackgroundSlot, k.InFlight = 0, 0, 0, 0, 0
-	// The KV index drops everything the worker had; a handoff routed here
-	// later finds no prefix.
+	// The KV index dropped everything the worker had (the handoffs
+	// published Removed above); a handoff routed here later finds no prefix.
 	k.StoredBlocks = 0
 	for h := 0; h < tx.W.NumHandoffs(); h++ {
 		x := tx.h(h)
@@ -842,6 +938,8 @@ func (tx *Tx) restartSource(h int) {
 		x.Compute = ComputeNone
 	}
 	x.Src = SrcNone
+	tx.unindex(h, SourceSide)
+	x.SrcKept = false
 	x.InFlight[SourceSide] = false
 	x.CancelPending[SourceSide] = false
 	x.Timers &^= 1<<TimerLease | 1<<TimerBootstrap | 1<<TimerPush
@@ -868,7 +966,8 @@ func (tx *Tx) restartDestination(h int) {
 	x.Dst = DstNone
 	x.Pending = false
 	x.Running = false
-	x.Published = false // the KV index dropped the worker's blocks
+	tx.unindex(h, DestinationSide)
+	x.DstKept = false
 	x.InFlight[DestinationSide] = false
 	x.CancelPending[DestinationSide] = false
 	x.Timers &^= 1<<TimerHeartbeat | 1<<TimerReservation | 1<<TimerPull

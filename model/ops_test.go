@@ -215,11 +215,29 @@ func opCases() []opCase {
 			eff:  []Effect{{Kind: EffPrefillStart, H: 1}, begin(1, src, ResCompute)},
 			diff: "h1.Compute=queued h1.Life[compute]=held"},
 		{name: "StartPrefill/evicts-cache", cfg: smallPool2,
-			// Handoff 0's released blocks are cache: 2 free and 3 cached
-			// blocks make room for handoff 1, free ones first.
+			// Handoff 0's released blocks are kept cache: 2 free blocks do
+			// not make room for handoff 1, so its 3 kept blocks are evicted
+			// whole (no Removed: the index never advertised them).
 			setup: upTo(0, stPinned, released, path(1)[0]), op: func(tx *Tx) { tx.StartPrefill(1, src) },
 			eff:  []Effect{{Kind: EffPrefillStart, H: 1}, begin(1, src, ResCompute)},
-			diff: "h1.Compute=running h1.Src=active h1.Life[compute]=held wP.Free-2 wP.Cached-1 wP.Active+3"},
+			diff: "h1.Compute=running h1.Src=active h1.Life[compute]=held h0.SrcKept=false wP.Kept-3 wP.Active+3"},
+		{name: "StartPrefill/evicts-advertised", cfg: smallPool2,
+			setup: upTo(0, stPinned, released, publishCached, path(1)[0]), op: func(tx *Tx) { tx.StartPrefill(1, src) },
+			eff:  []Effect{{Kind: EffPrefillStart, H: 1}, begin(1, src, ResCompute), {Kind: EffRemoved}},
+			diff: "h1.Compute=running h1.Src=active h1.Life[compute]=held h0.SrcKept=false h0.SrcIndexed=false wP.Kept-3 wP.Active+3 wP.StoredBlocks-3"},
+		{name: "StartPrefill/anonymous-cache-first", cfg: conf(spec.SourceFirst, VLLM, 2, 2, func(c *Config) {
+			for i := range c.Workers {
+				if c.Workers[i].Role == PrefillWorker {
+					c.Workers[i].Capacity = 6
+				}
+			}
+		}),
+			// Anonymous cache goes before kept cache: 2 free and 1 cached
+			// block fit, and handoff 0's kept blocks stay.
+			setup: upTo(0, stPinned, released, path(1)[0], func(tx *Tx) { tx.W.W[pw(tx)].Free--; tx.W.W[pw(tx)].Cached++ }),
+			op:    func(tx *Tx) { tx.StartPrefill(1, src) },
+			eff:   []Effect{{Kind: EffPrefillStart, H: 1}, begin(1, src, ResCompute)},
+			diff:  "h1.Compute=running h1.Src=active h1.Life[compute]=held wP.Free-2 wP.Cached-1 wP.Active+3"},
 		{name: "AdmitPrefill/still-full", cfg: smallPool2, setup: upTo(0, stComputing, path(1)[0], startPrefill(1)), op: func(tx *Tx) { tx.AdmitPrefill(1) }},
 		{name: "AdmitPrefill/room-freed", cfg: smallPool2, setup: upTo(0, stComputing, path(1)[0], startPrefill(1), func(tx *Tx) { tx.StopPrefill(0, src) }),
 			op:   func(tx *Tx) { tx.AdmitPrefill(1) },
@@ -258,15 +276,29 @@ func opCases() []opCase {
 		{name: "FenceSource/unregistered", setup: upTo(0, stComputing), op: fenceSource},
 		{name: "ReleaseSource/mid-transfer", setup: upTo(0, stPulling), op: func(tx *Tx) { tx.ReleaseSource(0, src, CauseAbort) },
 			eff:  []Effect{{Kind: EffPinEnd, Reg: RegValid, Xfer: XferRunning, Cause: CauseAbort}, held(0, src, ResSourceLease)},
-			diff: "h0.Tainted=true h0.Src=none h0.SrcReg=closed h0.Life[source_lease]=ended wP.Pinned-3 wP.Cached+3"},
+			diff: "h0.Tainted=true h0.Src=none h0.SrcReg=closed h0.Life[source_lease]=ended h0.SrcKept=true wP.Pinned-3 wP.Kept+3"},
 		{name: "ReleaseSource/fenced", setup: upTo(0, stPulling, fenceSource), op: func(tx *Tx) { tx.ReleaseSource(0, src, CauseExpiry) },
 			eff:  []Effect{{Kind: EffPinEnd, Reg: RegFenced, Xfer: XferRunning, Cause: CauseExpiry}, held(0, src, ResSourceLease)},
-			diff: "h0.Src=none h0.Life[source_lease]=ended wP.Pinned-3 wP.Cached+3"},
+			diff: "h0.Src=none h0.Life[source_lease]=ended h0.SrcKept=true wP.Pinned-3 wP.Kept+3"},
 		{name: "ReleaseSource/after-reads", setup: upTo(0, stReceived), op: func(tx *Tx) { tx.ReleaseSource(0, src, CauseReaderAck) },
 			eff:  []Effect{{Kind: EffPinEnd, Reg: RegValid, Xfer: XferDone, Cause: CauseReaderAck}, held(0, src, ResSourceLease)},
-			diff: "h0.Acked=true h0.Src=none h0.SrcReg=closed h0.Life[source_lease]=ended wP.Pinned-3 wP.Cached+3"},
+			diff: "h0.Acked=true h0.Src=none h0.SrcReg=closed h0.Life[source_lease]=ended h0.SrcKept=true wP.Pinned-3 wP.Kept+3"},
 		{name: "ReleaseSource/not-pinned", setup: upTo(0, stComputing), op: func(tx *Tx) { tx.ReleaseSource(0, src, CauseAbort) },
 			eff: []Effect{{Kind: EffEnd, Res: ResSourceLease}}},
+		{name: "PublishCached", setup: upTo(0, stPinned, released), op: publishCached,
+			diff: "h0.SrcIndexed=true wP.StoredBlocks+3"},
+		{name: "PublishCached/twice", setup: upTo(0, stPinned, released, publishCached), op: publishCached},
+		{name: "PublishCached/destination", setup: upTo(0, stReceived), op: func(tx *Tx) { tx.PublishCached(0, dst) },
+			eff: []Effect{{Kind: EffRoleMismatch, Side: dst}}},
+		{name: "Evict/source", setup: upTo(0, stPinned, released), op: func(tx *Tx) { tx.Evict(0, src) },
+			diff: "h0.SrcKept=false wP.Kept-3 wP.Free+3"},
+		{name: "Evict/source-advertised", setup: upTo(0, stPinned, released, publishCached), op: func(tx *Tx) { tx.Evict(0, src) },
+			eff:  []Effect{{Kind: EffRemoved}},
+			diff: "h0.SrcKept=false h0.SrcIndexed=false wP.Kept-3 wP.Free+3 wP.StoredBlocks-3"},
+		{name: "Evict/destination-advertised", setup: upTo(0, stActivated, func(tx *Tx) { tx.ReleaseActive(0, dst) }), op: func(tx *Tx) { tx.Evict(0, dst) },
+			eff:  []Effect{{Kind: EffRemoved, Side: dst}},
+			diff: "h0.DstKept=false h0.Published=false wD.Kept-2 wD.Free+2 wD.StoredBlocks-2"},
+		{name: "Evict/not-kept", setup: upTo(0, stActivated), op: func(tx *Tx) { tx.Evict(0, dst) }},
 		{name: "ReportComputeDone", setup: upTo(0, stComputing, func(tx *Tx) { tx.FinishCompute(0) }), op: func(tx *Tx) { tx.ReportComputeDone(0, src) },
 			eff: []Effect{{Kind: EffLoadFall}}, diff: "h0.ComputeLoad=false wP.PrefillTokens-48"},
 		{name: "ReportComputeDone/twice", setup: upTo(0, stPinned), op: func(tx *Tx) { tx.ReportComputeDone(0, src) },
@@ -381,9 +413,9 @@ func opCases() []opCase {
 		{name: "PublishStored/reserved", setup: upTo(0, stPulling), op: publish,
 			eff: []Effect{{Kind: EffStored, Xfer: XferRunning}}, diff: "h0.Published=true wD.StoredBlocks+2"},
 		{name: "ReleaseActive/vllm", setup: upTo(0, stActivated), op: func(tx *Tx) { tx.ReleaseActive(0, dst) },
-			diff: "h0.Dst=none h0.Running=false wD.Active-3 wD.Cached+2 wD.Prefix+1 wD.SlotsUsed-1"},
+			diff: "h0.Dst=none h0.DstKept=true h0.Running=false wD.Active-3 wD.Kept+2 wD.Prefix+1 wD.SlotsUsed-1"},
 		{name: "ReleaseActive/sglang", cfg: sglang1, setup: upTo(0, stActivated), op: func(tx *Tx) { tx.ReleaseActive(0, dst) },
-			diff: "h0.Dst=none h0.Running=false wD.Active-3 wD.Cached+2 wD.Prefix+1 wD.SlotsUsed-1 wD.HeadroomUsed-512"},
+			diff: "h0.Dst=none h0.DstKept=true h0.Running=false wD.Active-3 wD.Kept+2 wD.Prefix+1 wD.SlotsUsed-1 wD.HeadroomUsed-512"},
 		{name: "ReleaseActive/not-active", setup: upTo(0, stReserved), op: func(tx *Tx) { tx.ReleaseActive(0, dst) },
 			eff: []Effect{{Kind: EffEnd, Side: dst, Res: ResDestReservation, Life: Ended}}},
 		{name: "ReportDecodeOutcome/ok", setup: upTo(0, stDecodeRouted), op: func(tx *Tx) { tx.ReportDecodeOutcome(0, dst, true) },
@@ -433,14 +465,18 @@ func opCases() []opCase {
 				"wP.Gen+1 wP.Active-3 wP.Free+3 wP.InFlight-1 wP.Owned-2 wP.PrefillTokens-96"},
 		{name: "Restart/prefill-after-outcome", setup: upTo(0, stPinned, released, func(tx *Tx) { tx.ReportSourceOutcome(0, src, false); tx.Complete(0, src) }),
 			op:   restartPrefill,
-			diff: "wP.Gen+1 wP.Cached-3 wP.Free+3"},
+			diff: "h0.SrcKept=false wP.Gen+1 wP.Kept-3 wP.Free+3"},
+		{name: "Restart/prefill-after-publish", setup: upTo(0, stPinned, released, publishCached, func(tx *Tx) { tx.ReportSourceOutcome(0, src, false); tx.Complete(0, src) }),
+			op:   restartPrefill,
+			eff:  []Effect{{Kind: EffRemoved}},
+			diff: "h0.SrcKept=false h0.SrcIndexed=false wP.Gen+1 wP.Kept-3 wP.Free+3 wP.StoredBlocks-3"},
 		{name: "Restart/decode-reserved", cfg: sglang1, setup: upTo(0, stReserved, armAll, func(tx *Tx) { tx.ClientCancel(0) }), op: restartDecode,
 			eff: []Effect{held(0, dst, ResDestReservation), held(0, dst, ResDecodeBooking)},
 			diff: "h0.DstReg=fenced h0.Dst=none h0.Running=false h0.InFlight[destination]=false h0.CancelPending[destination]=false h0.Timers=19 " +
 				"h0.Life[destination_reservation]=ended h0.Life[decode_booking]=ended h0.Outcome[destination]=forgotten h0.PeerGone[source]=true h0.PrefixGone=BITD " +
 				"wD.Gen+1 wD.Free+3 wD.Active-1 wD.Reserved-2 wD.SlotsUsed-1 wD.HeadroomUsed-512 wD.InFlight-1 wD.BookedBlocks-3"},
 		{name: "Restart/decode-active", setup: upTo(0, stActivated), op: restartDecode,
-			eff: []Effect{held(0, dst, ResDecodeBooking)},
+			eff: []Effect{{Kind: EffRemoved, Side: dst}, held(0, dst, ResDecodeBooking)},
 			diff: "h0.Dst=none h0.Running=false h0.Published=false h0.InFlight[destination]=false h0.Life[decode_booking]=ended " +
 				"h0.Outcome[destination]=forgotten h0.PeerGone[source]=true h0.PrefixGone=BITD " +
 				"wD.Gen+1 wD.Free+3 wD.Active-3 wD.SlotsUsed-1 wD.InFlight-1 wD.BookedBlocks-3 wD.StoredBlocks-2"},
@@ -449,7 +485,8 @@ func opCases() []opCase {
 			tx.ReportDecodeOutcome(0, dst, true)
 			tx.Complete(0, dst)
 		}), op: restartDecode,
-			diff: "h0.Published=false h0.PrefixGone=BITD wD.Gen+1 wD.Free+3 wD.Cached-2 wD.Prefix-1 wD.StoredBlocks-2"},
+			eff:  []Effect{{Kind: EffRemoved, Side: dst}},
+			diff: "h0.Published=false h0.DstKept=false h0.PrefixGone=BITD wD.Gen+1 wD.Free+3 wD.Kept-2 wD.Prefix-1 wD.StoredBlocks-2"},
 		{name: "Restart/prefill-after-destination-outcome", setup: upTo(0, stDecodeRouted, func(tx *Tx) {
 			tx.WithdrawReservation(0, dst)
 			tx.ReportDecodeOutcome(0, dst, false)
@@ -503,6 +540,7 @@ var (
 	releaseDestination = func(tx *Tx) { tx.ReleaseDestination(0, DestinationSide, CauseAbort) }
 	activate           = func(tx *Tx) { tx.ActivateDestination(0, DestinationSide) }
 	publish            = func(tx *Tx) { tx.PublishStored(0, DestinationSide) }
+	publishCached      = func(tx *Tx) { tx.PublishCached(0, SourceSide) }
 	restartPrefill     = func(tx *Tx) { tx.Restart(pw(tx)) }
 	restartDecode      = func(tx *Tx) { tx.Restart(dw(tx)) }
 	armAll             = func(tx *Tx) {

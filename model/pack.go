@@ -59,7 +59,8 @@ func (w *World) PackHandoff(h int, extra uint64) [HandoffWords]uint64 {
 		b2u(x.Accepted[0])<<58 | b2u(x.Accepted[1])<<59 | b2u(x.InFlight[0])<<60 | b2u(x.InFlight[1])<<61 |
 		b2u(x.PeerGone[0])<<62 | b2u(x.PeerGone[1])<<63
 	w1 := uint64(x.Outcome[0]) | uint64(x.Outcome[1])<<2 | packChannel(&x.Ch[0])<<4 | packChannel(&x.Ch[1])<<19 |
-		b2u(x.Acked)<<34 | b2u(x.Activated)<<35 | b2u(x.Hung)<<36 | uint64(x.Timers>>4)<<37
+		b2u(x.Acked)<<34 | b2u(x.Activated)<<35 | b2u(x.Hung)<<36 | uint64(x.Timers>>4)<<37 |
+		b2u(x.SrcKept)<<39 | b2u(x.DstKept)<<40 | b2u(x.SrcIndexed)<<41
 	return [HandoffWords]uint64{w0, w1}
 }
 
@@ -115,6 +116,7 @@ func unpackHandoff(x *Handoff, words [HandoffWords]uint64) uint64 {
 	unpackChannel(&x.Ch[1], w1>>19)
 	x.Acked, x.Activated, x.Hung = w1>>34&1 == 1, w1>>35&1 == 1, w1>>36&1 == 1
 	x.Timers |= uint8(w1>>37&3) << 4
+	x.SrcKept, x.DstKept, x.SrcIndexed = w1>>39&1 == 1, w1>>40&1 == 1, w1>>41&1 == 1
 	return w0 & (1<<ExtraBits - 1)
 }
 
@@ -153,9 +155,9 @@ func (w *World) Recount() {
 	for k := 0; k < w.NumWorkers(); k++ {
 		wk := &w.W[k]
 		s := &hs[k]
-		wk.Active, wk.Pinned, wk.Reserved, wk.Prefix = s.active, s.pinned, s.reserved, s.prefix
+		wk.Active, wk.Pinned, wk.Reserved, wk.Prefix, wk.Kept = s.active, s.pinned, s.reserved, s.prefix, s.kept
 		wk.SlotsUsed, wk.HeadroomUsed, wk.InFlight = s.slots, s.headroom, s.inFlight
 		wk.Owned, wk.PrefillTokens, wk.BookedBlocks, wk.StoredBlocks = s.owned, s.prefillTokens, s.booked, s.stored
-		wk.Free = w.cfg.Workers[k].Capacity - wk.Cached - wk.Prefix - wk.Active - wk.Pinned - wk.Reserved
+		wk.Free = w.cfg.Workers[k].Capacity - wk.Cached - wk.Kept - wk.Prefix - wk.Active - wk.Pinned - wk.Reserved
 	}
 }

@@ -228,7 +228,7 @@ type Handoff struct {
 	Dst       DstHold
 	DstReg    Reg
 	Running   bool // holds a running decode slot
-	Published bool // Stored was published for the received blocks
+	Published bool // the KV index advertises the destination's received blocks now
 	// PrefixGone has bit w set when decode worker w restarted and lost this
 	// handoff's prefix: a later reservation there locks nothing.
 	PrefixGone uint8
@@ -246,6 +246,12 @@ type Handoff struct {
 	// activated from a completed transfer of valid KV (Activated). Both
 	// are history: they outlive the blocks they speak of.
 	Acked, Activated bool
+
+	// The KV index and the cache after release: the source's released
+	// pinned blocks sit in its worker's cache, not evicted (SrcKept); the
+	// destination's received blocks do after ReleaseActive (DstKept); the
+	// index advertises the source's blocks (SrcIndexed).
+	SrcKept, DstKept, SrcIndexed bool
 
 	// Timers armed, one bit per Timer.
 	Timers uint8
@@ -274,9 +280,11 @@ func (h *Handoff) Worker(s Side) int {
 type Worker struct {
 	Gen Generation
 	// Physical categories (docs/lifecycle.md section 2). Cached is evictable
-	// anonymous cache; Prefix is cached prefix blocks of handoffs that a
-	// reservation may lock; both are the category cached.
-	Free, Cached, Prefix, Active, Pinned, Reserved Blocks
+	// anonymous cache; Kept is evictable cache that belongs to a handoff
+	// (its released blocks, SrcKept and DstKept); Prefix is cached prefix
+	// blocks of handoffs that a reservation may lock; all three are the
+	// category cached.
+	Free, Cached, Kept, Prefix, Active, Pinned, Reserved Blocks
 	// Admission limits, never counted as blocks.
 	SlotsUsed    int8
 	HeadroomUsed Tokens
@@ -289,7 +297,8 @@ type Worker struct {
 	PrefillTokens Tokens
 	Owned         int8
 	BookedBlocks  Blocks
-	// KV index: blocks published as Stored by handoffs on this worker.
+	// KV index: blocks of handoffs on this worker published as Stored and
+	// not yet Removed.
 	StoredBlocks Blocks
 }
 

@@ -82,6 +82,7 @@ func sourceTable() Table {
 			{Name: "Complete", Doc: "count the request out of this worker's in-flight requests"},
 			{Name: "ArmTransferDeadline", Doc: "arm the deadline of the push this worker runs"},
 			{Name: "DisarmTransferDeadline", Doc: "stop the deadline of the push"},
+			{Name: "PublishCached", Doc: "publish Stored for the released blocks now in this worker's cache"},
 		},
 		Rows: []Row{
 			// Idle: the request may still be on its way.
@@ -124,10 +125,10 @@ func sourceTable() Table {
 
 			// Release on reader completion.
 			{From: []string{"Pinned"}, Event: "ReaderCompleted", Policies: sf, To: "Released",
-				Actions: []string{"DisarmLease", "ReleaseSource", "ReportSourceReleased", "Complete"},
-				Why:     "ReleaseNeedsReaderAck: the reads ended, so the pin may go; ownership ends at release"},
+				Actions: []string{"DisarmLease", "ReleaseSource", "PublishCached", "ReportSourceReleased", "Complete"},
+				Why:     "ReleaseNeedsReaderAck: the reads ended, so the pin may go; ownership ends at release; the released blocks stay cached and are advertised"},
 			{From: []string{"Sending"}, Event: "TransferDone", Policies: df, To: "Released",
-				Actions: []string{"DisarmTransferDeadline", "DisarmLease", "ReleaseSource", "SendReceiveCompleted", "ReportSourceReleased", "Complete"},
+				Actions: []string{"DisarmTransferDeadline", "DisarmLease", "ReleaseSource", "PublishCached", "SendReceiveCompleted", "ReportSourceReleased", "Complete"},
 				Why:     "a pushing source observes the end of its own writes; then it tells the destination"},
 			{From: []string{"Sending"}, Event: "TransferFailed", Policies: df, To: "Aborted",
 				Actions: []string{"DisarmTransferDeadline", "DisarmLease", "ReleaseSource", "SendCancelled", "ReportSourceAborted", "Complete"},

@@ -58,6 +58,9 @@ var specVerdicts = []specVerdict{
 		{"vllm", "OutcomeTruthful", 7, 41, 101}, {"sglang", "", 0, 638, 1379}, {"trtllm", "", 0, 137, 275}}},
 	{file: "../../testdata/variants/release-on-scheduler-finish.json", config: small, want: []verdict{
 		{"vllm", "SourcePinnedUntilRead", 3, 5, 7}, {"sglang", "", 0, 638, 1379}, {"trtllm", "SourcePinnedUntilRead", 3, 5, 7}}},
+	// An index that advertises what the cache does not hold.
+	{file: "../../testdata/variants/publish-before-compute.json", config: small, want: []verdict{
+		{"vllm", "IndexMatchesCache", 2, 3, 4}, {"sglang", "", 0, 638, 1379}, {"trtllm", "IndexMatchesCache", 2, 3, 4}}},
 	// Deadlines that reclaim without fencing: only a hung transfer shows them.
 	{file: "../../testdata/variants/push-deadline-without-fence.json", config: "../../testdata/configs/hang.json", want: []verdict{
 		{"vllm", "", 0, 306, 699}, {"sglang", "SourcePinnedUntilRead", 8, 68, 152}, {"trtllm", "", 0, 43, 73}}},
