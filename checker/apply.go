@@ -77,7 +77,7 @@ func apply(tx *model.Tx, side model.Side, h int, a Action, cause model.Cause) {
 	case aDstReleaseDestination:
 		tx.ReleaseDestination(h, side, cause)
 	case aDstActivateDestination:
-		tx.ActivateDestination(h, side)
+		// Handled by fire: the command path decides when it takes effect.
 	case aDstPublishStored:
 		tx.PublishStored(h, side)
 	case aDstReleaseActive:
@@ -155,10 +155,46 @@ func (c *Checker) fire(s *State, tx *model.Tx, cov *Coverage, r spec.Role, h int
 	*st = t.To
 	side := sideOf(r)
 	cause := causeOf(r, ev)
+	answer := -1 // the core's answer to an activation applied in this row
 	for i := 0; i < int(t.N); i++ {
-		apply(tx, side, h, t.Acts[i], cause)
+		if t.Acts[i] != aDstActivateDestination {
+			apply(tx, side, h, t.Acts[i], cause)
+			continue
+		}
+		if c.opts.Commands {
+			// The command path: the scheduler core applies it later
+			// (MvApply), and anything may happen in between.
+			tx.QueueActivation(h, side)
+			continue
+		}
+		// Without the command path the core applies the command at once,
+		// where the row issues it, and answers after the row.
+		if side == model.DestinationSide {
+			answer = answerOf(s.W.H[h].Dst == model.DstReserved)
+		}
+		tx.ActivateDestination(h, side)
+	}
+	if answer >= 0 {
+		c.fire(s, tx, cov, spec.Destination, h, uint8(answer))
 	}
 	return true
+}
+
+// answerOf is the destination event with which the scheduler core answers
+// an activation command: applied, or a no-op when the reservation it names
+// has ended.
+func answerOf(applied bool) int {
+	if applied {
+		return int(evDstActivationApplied)
+	}
+	return int(evDstActivationNoOp)
+}
+
+// applyCommand is the decode worker's scheduler core applying a queued
+// activation command and answering the destination record.
+func (c *Checker) applyCommand(s *State, tx *model.Tx, cov *Coverage, h int) {
+	applied := tx.ApplyActivation(h)
+	c.fire(s, tx, cov, spec.Destination, h, uint8(answerOf(applied)))
 }
 
 // can reports whether a role record would take an event now: its state
@@ -293,6 +329,8 @@ func (c *Checker) apply(s *State, tx *model.Tx, m Move, cov *Coverage, stuck boo
 		c.fire(s, tx, cov, roleOf(model.Side(m.Arg)), h, peerRestartedEvent(model.Side(m.Arg)))
 	case MvFreeBackground:
 		tx.FreeBackground(int(m.Arg))
+	case MvApply:
+		c.applyCommand(s, tx, cov, h)
 	case MvDeferred:
 		c.fire(s, tx, cov, roleOf(model.Side(m.Arg)), h, deferredEvent(model.Side(m.Arg)))
 	default:

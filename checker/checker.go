@@ -16,6 +16,8 @@ type Options struct {
 	Renewal bool
 	// Symmetry keeps one state per orbit of interchangeable handoffs and workers.
 	Symmetry bool
+	// Commands is the command path (Config.Commands).
+	Commands bool
 }
 
 // Checker composes a protocol (the role machines), the model's world and
@@ -45,7 +47,7 @@ func New(p *Protocol, cfg *Config, run Run) (*Checker, error) {
 	}
 	c := &Checker{
 		proto: p, run: run, policy: run.Policy, world: &w, budget: cfg.Budget.pack(),
-		opts: Options{Renewal: cfg.Renewal, Symmetry: cfg.Symmetry},
+		opts: Options{Renewal: cfg.Renewal, Symmetry: cfg.Symmetry, Commands: cfg.Commands},
 		nH:   w.NumHandoffs(), nW: w.NumWorkers(),
 		prefill: w.PrefillWorkers(), decode: w.DecodeWorkers(),
 	}

@@ -63,6 +63,11 @@ type Config struct {
 	Budget   Budget
 	Renewal  bool // destination heartbeats renew the source lease
 	Symmetry bool // reduce by interchangeable handoffs and workers
+	// Commands is the command path: an activation is a command that the
+	// decode worker's scheduler core applies later, in its own task, and
+	// answers (applied or no-op); off, it takes effect where the row
+	// issues it.
+	Commands bool
 }
 
 type fileConfig struct {
@@ -74,6 +79,7 @@ type fileConfig struct {
 	Faults   map[string]uint `json:"faults"`
 	Renewal  *bool           `json:"renewal"`
 	Symmetry *bool           `json:"symmetry"`
+	Commands *bool           `json:"commands"`
 }
 
 type fileRun struct {
@@ -144,6 +150,9 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	}
 	if f.Symmetry != nil {
 		c.Symmetry = *f.Symmetry
+	}
+	if f.Commands != nil {
+		c.Commands = *f.Commands
 	}
 	if len(f.Runs) == 0 {
 		badAt(pos.Line("runs"), "runs is empty, want at least one {name, policy, engine}")

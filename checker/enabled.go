@@ -72,6 +72,11 @@ func (c *Checker) moves(s *State, ms *moveSet) (protocol int) {
 		if x.Compute == model.ComputeRunning && c.can(s, spec.Source, h, evSrcPrefillPinned) {
 			ms.add(Move{Kind: MvCompute, H: hh})
 		}
+		// The command path: the decode worker's scheduler core applies a
+		// queued activation command in its own task.
+		if x.ActivatePending {
+			ms.add(Move{Kind: MvApply, H: hh})
+		}
 		if tx.CanCompleteTransfer(h) && c.transferCanEnd(s, h, tx.TransferWouldSucceed(h)) {
 			ms.add(Move{Kind: MvTransfer, H: hh})
 		}

@@ -32,6 +32,7 @@ const (
 	MvPeerRestarted
 	MvFreeBackground
 	MvDeferred
+	MvApply
 	numProtocolMoveKinds
 )
 
@@ -88,6 +89,7 @@ var protocolMoves = [numProtocolMoveKinds]moveSyntax{
 	MvPeerRestarted:  {name: "peer-restarted", args: []Arg{ArgH, ArgSide}},
 	MvFreeBackground: {name: "free-background", args: []Arg{ArgWorker}},
 	MvDeferred:       {name: "deferred", args: []Arg{ArgH, ArgSide}},
+	MvApply:          {name: "apply", args: []Arg{ArgH}},
 }
 
 // moveTable is the syntax of every move kind: the protocol moves, then the

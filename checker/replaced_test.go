@@ -34,7 +34,7 @@ func TestVariants_RejectedWithTheirInvariant(t *testing.T) {
 		maxSteps  int
 		why       string // how the changed row's why opens; replacedWhy when empty
 		config    string // in testdata/configs; small.json when empty
-		needs     string // a fault kind without which the run is clean
+		needs     string // a fault kind, or "commands" (the command path), without which the run is clean
 	}{
 		// The destination tells the source it reserved as soon as it is
 		// routed: the source dispatches prefill with no reservation.
@@ -64,6 +64,12 @@ func TestVariants_RejectedWithTheirInvariant(t *testing.T) {
 		// makes the deadline fire while the transfer runs.
 		{"push-deadline-without-fence.json", "sglang", "SourcePinnedUntilRead", 8, brokenWhy, "hang.json", "hang"},
 		{"pull-deadline-without-fence.json", "vllm", "DestinationHeldWhileWritten", 7, brokenWhy, "hang.json", "hang"},
+
+		// Reader completion sent before the scheduler core applied the
+		// activation: the source releases while the activation waits. The
+		// bug lives in the gap the command path opens; without it the
+		// activation takes effect in the row that asks for it.
+		{"release-before-activation.json", "vllm", "ReleaseNeedsReaderAck", 7, brokenWhy, "commands.json", "commands"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.TrimSuffix(tc.file, ".json"), func(t *testing.T) {
@@ -93,12 +99,14 @@ func TestVariants_RejectedWithTheirInvariant(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.needs != "" {
-				f, ok := ParseFault(tc.needs)
-				if !ok {
+				without := *cfg
+				if tc.needs == "commands" {
+					without.Commands = false
+				} else if f, ok := ParseFault(tc.needs); ok {
+					without.Budget[f] = 0
+				} else {
 					t.Fatalf("unknown fault %q", tc.needs)
 				}
-				without := *cfg
-				without.Budget[f] = 0
 				r := checkerFor(t, interpreted(t, s), &without, tc.run).Explore(context.Background(), Limits{Workers: 1}, nil)
 				if r.Violation != nil || !r.Complete {
 					t.Fatalf("run %s without %s: complete=%v violation %v; the bug should need that fault", tc.run, tc.needs, r.Complete, r.Violation)

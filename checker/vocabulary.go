@@ -55,6 +55,8 @@ const (
 	evDstPeerRestarted      = uint8(machines.DestinationEventPeerRestarted)
 	evDstRestarted          = uint8(machines.DestinationEventRestarted)
 	evDstTransferTimeout    = uint8(machines.DestinationEventTransferTimeout)
+	evDstActivationApplied  = uint8(machines.DestinationEventActivationApplied)
+	evDstActivationNoOp     = uint8(machines.DestinationEventActivationNoOp)
 	evSrcRestarted          = uint8(machines.SourceEventRestarted)
 	evSrcDeferred           = uint8(machines.SourceEventDeferred)
 	evDstDeferred           = uint8(machines.DestinationEventDeferred)

@@ -21,6 +21,8 @@ const (
 	DestinationStateReceiving
 	// DestinationStateDraining: source-first: given up while pulling; the pages stay until the reads stop.
 	DestinationStateDraining
+	// DestinationStateActivating: the KV arrived; the activation command waits for the scheduler core to apply it.
+	DestinationStateActivating
 	// DestinationStateActive: KV valid and activated: the request decodes.
 	DestinationStateActive
 	// DestinationStateDone (terminal): decode finished and its blocks returned to the cache.
@@ -34,12 +36,12 @@ const (
 )
 
 // NumDestinationStates is the number of destination states.
-const NumDestinationStates = 10
+const NumDestinationStates = 11
 
 // DestinationInitial is the state every destination machine starts in.
 const DestinationInitial = DestinationStateIdle
 
-var destinationStateNames = [...]string{"Idle", "Reserving", "Reserved", "Receiving", "Draining", "Active", "Done", "Stopped", "Aborted", "Forgotten"}
+var destinationStateNames = [...]string{"Idle", "Reserving", "Reserved", "Receiving", "Draining", "Activating", "Active", "Done", "Stopped", "Aborted", "Forgotten"}
 
 // String returns the name, as written in the spec.
 func (x DestinationState) String() string {
@@ -49,7 +51,7 @@ func (x DestinationState) String() string {
 	return "DestinationState(" + strconv.Itoa(int(x)) + ")"
 }
 
-var destinationTerminal = [NumDestinationStates]bool{false, false, false, false, false, false, true, true, true, true}
+var destinationTerminal = [NumDestinationStates]bool{false, false, false, false, false, false, false, true, true, true, true}
 
 // Terminal reports whether the state takes no more events.
 func (s DestinationState) Terminal() bool {
@@ -91,14 +93,18 @@ const (
 	DestinationEventRestarted
 	// DestinationEventDeferred (local): a step the worker takes later, on its own: work an earlier row queued.
 	DestinationEventDeferred
+	// DestinationEventActivationApplied (local): the scheduler core applied the activation command: the pages are active.
+	DestinationEventActivationApplied
+	// DestinationEventActivationNoOp (local): the scheduler core found nothing to activate: the reservation had ended before the command was applied.
+	DestinationEventActivationNoOp
 	// DestinationEventTransferTimeout (timer): the pull this worker runs passed its deadline: it may have hung.
 	DestinationEventTransferTimeout
 )
 
 // NumDestinationEvents is the number of destination events.
-const NumDestinationEvents = 16
+const NumDestinationEvents = 18
 
-var destinationEventNames = [...]string{"DestinationRouted", "DestinationReserved", "ReservationRefused", "TransferDone", "TransferFailed", "ReceiveCompleted", "HeartbeatDue", "ReservationExpired", "DecodeFinished", "Cancelled", "ClientCancelled", "LocalAbort", "PeerRestarted", "Restarted", "Deferred", "TransferTimeout"}
+var destinationEventNames = [...]string{"DestinationRouted", "DestinationReserved", "ReservationRefused", "TransferDone", "TransferFailed", "ReceiveCompleted", "HeartbeatDue", "ReservationExpired", "DecodeFinished", "Cancelled", "ClientCancelled", "LocalAbort", "PeerRestarted", "Restarted", "Deferred", "ActivationApplied", "ActivationNoOp", "TransferTimeout"}
 
 // String returns the name, as written in the spec.
 func (x DestinationEvent) String() string {
@@ -108,7 +114,7 @@ func (x DestinationEvent) String() string {
 	return "DestinationEvent(" + strconv.Itoa(int(x)) + ")"
 }
 
-var destinationEventOrigins = [NumDestinationEvents]Origin{OriginClient, OriginLocal, OriginLocal, OriginLocal, OriginLocal, OriginPeer, OriginTimer, OriginTimer, OriginLocal, OriginPeer, OriginClient, OriginLocal, OriginRestart, OriginRestart, OriginLocal, OriginTimer}
+var destinationEventOrigins = [NumDestinationEvents]Origin{OriginClient, OriginLocal, OriginLocal, OriginLocal, OriginLocal, OriginPeer, OriginTimer, OriginTimer, OriginLocal, OriginPeer, OriginClient, OriginLocal, OriginRestart, OriginRestart, OriginLocal, OriginLocal, OriginLocal, OriginTimer}
 
 // Origin says where the event comes from.
 func (e DestinationEvent) Origin() Origin {
@@ -223,7 +229,7 @@ type DestinationTransition struct {
 }
 
 // NumDestinationRows is the number of rows in the destination table.
-const NumDestinationRows = 46
+const NumDestinationRows = 54
 
 // Step applies an event under a policy. It is pure: it returns the next
 // state and the actions as data, or a *StepError when the event has no row
@@ -279,6 +285,7 @@ var destinationSteps = [NumDestinationEvents]func(DestinationState, Policy) (Des
 	DestinationEventLocalAbort:          destinationOnLocalAbort,
 	DestinationEventPeerRestarted:       destinationOnPeerRestarted,
 	DestinationEventRestarted:           destinationOnRestarted,
+	DestinationEventActivationApplied:   destinationOnActivationApplied,
 	DestinationEventTransferTimeout:     destinationOnTransferTimeout,
 }
 
@@ -393,20 +400,18 @@ func destinationOnTransferDone(s DestinationState, p Policy) (DestinationTransit
 	case SourceFirst:
 		switch s {
 		case DestinationStateReceiving:
-			// row 7: receive completion activates and publishes; reader completion is a separate fact for the source
+			// row 7: receive completion asks the scheduler core to activate; nothing is published or acknowledged until it has
 			return DestinationTransition{
-				To: DestinationStateActive,
-				Actions: DestinationActions{n: 5, a: [MaxDestinationActions]DestinationAction{
+				To: DestinationStateActivating,
+				Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
 					DestinationActionDisarmTransferDeadline,
 					DestinationActionDisarmHeartbeat,
 					DestinationActionActivateDestination,
-					DestinationActionPublishStored,
-					DestinationActionSendReaderCompleted,
 				}},
 				Row: 7,
 			}, true
 		case DestinationStateDraining:
-			// row 9: the reads stopped: free the pages and let the source release
+			// row 10: the reads stopped: free the pages and let the source release
 			return DestinationTransition{
 				To: DestinationStateAborted,
 				Actions: DestinationActions{n: 5, a: [MaxDestinationActions]DestinationAction{
@@ -416,7 +421,7 @@ func destinationOnTransferDone(s DestinationState, p Policy) (DestinationTransit
 					DestinationActionReportDecodeFailed,
 					DestinationActionComplete,
 				}},
-				Row: 9,
+				Row: 10,
 			}, true
 		}
 	}
@@ -429,7 +434,7 @@ func destinationOnTransferFailed(s DestinationState, p Policy) (DestinationTrans
 	case SourceFirst:
 		switch s {
 		case DestinationStateReceiving:
-			// row 8: FailedTransferNeverActivates: the failed pull wrote its last page, so the pages may go
+			// row 9: FailedTransferNeverActivates: the failed pull wrote its last page, so the pages may go
 			return DestinationTransition{
 				To: DestinationStateAborted,
 				Actions: DestinationActions{n: 6, a: [MaxDestinationActions]DestinationAction{
@@ -440,10 +445,10 @@ func destinationOnTransferFailed(s DestinationState, p Policy) (DestinationTrans
 					DestinationActionReportDecodeFailed,
 					DestinationActionComplete,
 				}},
-				Row: 8,
+				Row: 9,
 			}, true
 		case DestinationStateDraining:
-			// row 10: the reads stopped: free the pages
+			// row 11: the reads stopped: free the pages
 			return DestinationTransition{
 				To: DestinationStateAborted,
 				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
@@ -452,7 +457,7 @@ func destinationOnTransferFailed(s DestinationState, p Policy) (DestinationTrans
 					DestinationActionReportDecodeFailed,
 					DestinationActionComplete,
 				}},
-				Row: 10,
+				Row: 11,
 			}, true
 		}
 	}
@@ -463,23 +468,25 @@ func destinationOnTransferFailed(s DestinationState, p Policy) (DestinationTrans
 func destinationOnReceiveCompleted(s DestinationState, p Policy) (DestinationTransition, bool) {
 	switch s {
 	case DestinationStateIdle, DestinationStateReserving, DestinationStateReceiving, DestinationStateDraining, DestinationStateActive:
-		// row 34: nothing was pushed here, or the KV is already active: a late completion changes nothing
-		return DestinationTransition{To: s, Row: 34}, true
+		// row 36: nothing was pushed here, or the KV is already active: a late completion changes nothing
+		return DestinationTransition{To: s, Row: 36}, true
+	case DestinationStateActivating:
+		// row 48: the KV is already here
+		return DestinationTransition{To: s, Row: 48}, true
 	}
 	// The rows below hold under some policies only.
 	switch p {
 	case DestinationFirst:
 		switch s {
 		case DestinationStateReserved:
-			// row 15: NoStoredBeforeActivation: publish only now that the pages hold valid KV
+			// row 16: the pushed KV is valid: ask the scheduler core to activate it
 			return DestinationTransition{
-				To: DestinationStateActive,
-				Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
+				To: DestinationStateActivating,
+				Actions: DestinationActions{n: 2, a: [MaxDestinationActions]DestinationAction{
 					DestinationActionDisarmReservationTimer,
 					DestinationActionActivateDestination,
-					DestinationActionPublishStored,
 				}},
-				Row: 15,
+				Row: 16,
 			}, true
 		}
 	}
@@ -488,32 +495,38 @@ func destinationOnReceiveCompleted(s DestinationState, p Policy) (DestinationTra
 
 // destinationOnHeartbeatDue handles HeartbeatDue.
 func destinationOnHeartbeatDue(s DestinationState, p Policy) (DestinationTransition, bool) {
+	switch s {
+	case DestinationStateActivating:
+		// row 49: the heartbeat was stopped when the reads ended
+		return DestinationTransition{To: s, Row: 49}, true
+	}
+	// The rows below hold under some policies only.
 	switch p {
 	case SourceFirst:
 		switch s {
 		case DestinationStateReserving:
-			// row 21: keep the stranded source's lease alive while decode is full
+			// row 23: keep the stranded source's lease alive while decode is full
 			return DestinationTransition{
 				To:      s,
 				Actions: DestinationActions{n: 1, a: [MaxDestinationActions]DestinationAction{DestinationActionSendLeaseRenewed}},
-				Row:     21,
+				Row:     23,
 			}, true
 		case DestinationStateReceiving:
-			// row 22: keep the source's lease alive while the pull runs
+			// row 24: keep the source's lease alive while the pull runs
 			return DestinationTransition{
 				To:      s,
 				Actions: DestinationActions{n: 1, a: [MaxDestinationActions]DestinationAction{DestinationActionSendLeaseRenewed}},
-				Row:     22,
+				Row:     24,
 			}, true
 		case DestinationStateIdle, DestinationStateDraining, DestinationStateActive:
-			// row 35: no source lease to keep alive
-			return DestinationTransition{To: s, Row: 35}, true
+			// row 37: no source lease to keep alive
+			return DestinationTransition{To: s, Row: 37}, true
 		}
 	case DestinationFirst:
 		switch s {
 		case DestinationStateIdle, DestinationStateReserving, DestinationStateReserved, DestinationStateActive:
-			// row 36: destination-first has no source lease to renew
-			return DestinationTransition{To: s, Row: 36}, true
+			// row 38: destination-first has no source lease to renew
+			return DestinationTransition{To: s, Row: 38}, true
 		}
 	}
 	return DestinationTransition{}, false
@@ -523,15 +536,18 @@ func destinationOnHeartbeatDue(s DestinationState, p Policy) (DestinationTransit
 func destinationOnReservationExpired(s DestinationState, p Policy) (DestinationTransition, bool) {
 	switch s {
 	case DestinationStateIdle, DestinationStateReserving, DestinationStateReceiving, DestinationStateDraining, DestinationStateActive:
-		// row 37: no reservation deadline is armed here
-		return DestinationTransition{To: s, Row: 37}, true
+		// row 39: no reservation deadline is armed here
+		return DestinationTransition{To: s, Row: 39}, true
+	case DestinationStateActivating:
+		// row 50: the reservation deadline was stopped when the KV arrived
+		return DestinationTransition{To: s, Row: 50}, true
 	}
 	// The rows below hold under some policies only.
 	switch p {
 	case DestinationFirst:
 		switch s {
 		case DestinationStateReserved:
-			// row 16: the owner reclaims on its own deadline: fence so a late push cannot write into freed pages
+			// row 18: the owner reclaims on its own deadline: fence so a late push cannot write into freed pages
 			return DestinationTransition{
 				To: DestinationStateAborted,
 				Actions: DestinationActions{n: 5, a: [MaxDestinationActions]DestinationAction{
@@ -541,7 +557,7 @@ func destinationOnReservationExpired(s DestinationState, p Policy) (DestinationT
 					DestinationActionReportDecodeFailed,
 					DestinationActionComplete,
 				}},
-				Row: 16,
+				Row: 18,
 			}, true
 		}
 	}
@@ -552,7 +568,7 @@ func destinationOnReservationExpired(s DestinationState, p Policy) (DestinationT
 func destinationOnDecodeFinished(s DestinationState, _ Policy) (DestinationTransition, bool) {
 	switch s {
 	case DestinationStateActive:
-		// row 31: the request ends; its blocks become reusable cache
+		// row 33: the request ends; its blocks become reusable cache
 		return DestinationTransition{
 			To: DestinationStateDone,
 			Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
@@ -560,7 +576,7 @@ func destinationOnDecodeFinished(s DestinationState, _ Policy) (DestinationTrans
 				DestinationActionReportDecodeDone,
 				DestinationActionComplete,
 			}},
-			Row: 31,
+			Row: 33,
 		}, true
 	}
 	return DestinationTransition{}, false
@@ -570,22 +586,25 @@ func destinationOnDecodeFinished(s DestinationState, _ Policy) (DestinationTrans
 func destinationOnCancelled(s DestinationState, p Policy) (DestinationTransition, bool) {
 	switch s {
 	case DestinationStateIdle, DestinationStateDraining, DestinationStateActive:
-		// row 38: nothing to give up: not routed, already draining, or the KV is valid and ours
-		return DestinationTransition{To: s, Row: 38}, true
+		// row 40: nothing to give up: not routed, already draining, or the KV is valid and ours
+		return DestinationTransition{To: s, Row: 40}, true
+	case DestinationStateActivating:
+		// row 52: the KV is valid and ours: the source giving up no longer matters
+		return DestinationTransition{To: s, Row: 52}, true
 	}
 	// The rows below hold under some policies only.
 	switch p {
 	case SourceFirst:
 		switch s {
 		case DestinationStateReceiving:
-			// row 11: DestinationHeldWhileWritten: an abort while pulling waits for the writes to drain
+			// row 12: DestinationHeldWhileWritten: an abort while pulling waits for the writes to drain
 			return DestinationTransition{
 				To:      DestinationStateDraining,
 				Actions: DestinationActions{n: 1, a: [MaxDestinationActions]DestinationAction{DestinationActionDisarmHeartbeat}},
-				Row:     11,
+				Row:     12,
 			}, true
 		case DestinationStateReserving:
-			// row 23: the pinned KV is gone; do not reserve for it
+			// row 25: the pinned KV is gone; do not reserve for it
 			return DestinationTransition{
 				To: DestinationStateAborted,
 				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
@@ -594,13 +613,13 @@ func destinationOnCancelled(s DestinationState, p Policy) (DestinationTransition
 					DestinationActionReportDecodeFailed,
 					DestinationActionComplete,
 				}},
-				Row: 23,
+				Row: 25,
 			}, true
 		}
 	case DestinationFirst:
 		switch s {
 		case DestinationStateReserved:
-			// row 17: the source gave up; fence before freeing in case its push is still in flight
+			// row 19: the source gave up; fence before freeing in case its push is still in flight
 			return DestinationTransition{
 				To: DestinationStateAborted,
 				Actions: DestinationActions{n: 5, a: [MaxDestinationActions]DestinationAction{
@@ -610,10 +629,10 @@ func destinationOnCancelled(s DestinationState, p Policy) (DestinationTransition
 					DestinationActionReportDecodeFailed,
 					DestinationActionComplete,
 				}},
-				Row: 17,
+				Row: 19,
 			}, true
 		case DestinationStateReserving:
-			// row 24: the source gave up before the reservation; nothing is held
+			// row 26: the source gave up before the reservation; nothing is held
 			return DestinationTransition{
 				To: DestinationStateAborted,
 				Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
@@ -621,7 +640,7 @@ func destinationOnCancelled(s DestinationState, p Policy) (DestinationTransition
 					DestinationActionReportDecodeFailed,
 					DestinationActionComplete,
 				}},
-				Row: 24,
+				Row: 26,
 			}, true
 		}
 	}
@@ -632,7 +651,7 @@ func destinationOnCancelled(s DestinationState, p Policy) (DestinationTransition
 func destinationOnClientCancelled(s DestinationState, p Policy) (DestinationTransition, bool) {
 	switch s {
 	case DestinationStateActive:
-		// row 32: a cancelled decode does not end by itself; the request stream ends it. OutcomeTruthful: the KV moved and activated, so the handoff is reported done, not failed (a failure would have the frontend retry a transfer that happened)
+		// row 34: a cancelled decode does not end by itself; the request stream ends it. OutcomeTruthful: the KV moved and activated, so the handoff is reported done, not failed (a failure would have the frontend retry a transfer that happened)
 		return DestinationTransition{
 			To: DestinationStateStopped,
 			Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
@@ -640,7 +659,7 @@ func destinationOnClientCancelled(s DestinationState, p Policy) (DestinationTran
 				DestinationActionReportDecodeDone,
 				DestinationActionComplete,
 			}},
-			Row: 32,
+			Row: 34,
 		}, true
 	}
 	// The rows below hold under some policies only.
@@ -648,86 +667,7 @@ func destinationOnClientCancelled(s DestinationState, p Policy) (DestinationTran
 	case SourceFirst:
 		switch s {
 		case DestinationStateReceiving:
-			// row 13: cancel while pulling: tell the source, keep the pages until the reads stop
-			return DestinationTransition{
-				To: DestinationStateDraining,
-				Actions: DestinationActions{n: 2, a: [MaxDestinationActions]DestinationAction{
-					DestinationActionDisarmHeartbeat,
-					DestinationActionSendCancelled,
-				}},
-				Row: 13,
-			}, true
-		case DestinationStateReserving:
-			// row 27: cancel while waiting for capacity; the source may release at once
-			return DestinationTransition{
-				To: DestinationStateAborted,
-				Actions: DestinationActions{n: 5, a: [MaxDestinationActions]DestinationAction{
-					DestinationActionWithdrawReservation,
-					DestinationActionDisarmHeartbeat,
-					DestinationActionSendCancelled,
-					DestinationActionReportDecodeFailed,
-					DestinationActionComplete,
-				}},
-				Row: 27,
-			}, true
-		case DestinationStateDraining:
-			// row 40: already giving up; the pages wait for the reads to stop
-			return DestinationTransition{To: s, Row: 40}, true
-		}
-	case DestinationFirst:
-		switch s {
-		case DestinationStateReserved:
-			// row 19: cancel before the KV arrived: fence, free, tell the source
-			return DestinationTransition{
-				To: DestinationStateAborted,
-				Actions: DestinationActions{n: 6, a: [MaxDestinationActions]DestinationAction{
-					DestinationActionDisarmReservationTimer,
-					DestinationActionFenceDestination,
-					DestinationActionReleaseDestination,
-					DestinationActionSendCancelled,
-					DestinationActionReportDecodeFailed,
-					DestinationActionComplete,
-				}},
-				Row: 19,
-			}, true
-		case DestinationStateReserving:
-			// row 28: cancel while waiting for capacity; nothing is held
-			return DestinationTransition{
-				To: DestinationStateAborted,
-				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
-					DestinationActionWithdrawReservation,
-					DestinationActionSendCancelled,
-					DestinationActionReportDecodeFailed,
-					DestinationActionComplete,
-				}},
-				Row: 28,
-			}, true
-		}
-	}
-	return DestinationTransition{}, false
-}
-
-// destinationOnLocalAbort handles LocalAbort.
-func destinationOnLocalAbort(s DestinationState, p Policy) (DestinationTransition, bool) {
-	switch s {
-	case DestinationStateActive:
-		// row 33: abort during decode: the handoff itself succeeded (OutcomeTruthful)
-		return DestinationTransition{
-			To: DestinationStateStopped,
-			Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
-				DestinationActionReleaseActive,
-				DestinationActionReportDecodeDone,
-				DestinationActionComplete,
-			}},
-			Row: 33,
-		}, true
-	}
-	// The rows below hold under some policies only.
-	switch p {
-	case SourceFirst:
-		switch s {
-		case DestinationStateReceiving:
-			// row 14: abort while pulling: tell the source, keep the pages until the reads stop
+			// row 14: cancel while pulling: tell the source, keep the pages until the reads stop
 			return DestinationTransition{
 				To: DestinationStateDraining,
 				Actions: DestinationActions{n: 2, a: [MaxDestinationActions]DestinationAction{
@@ -737,7 +677,7 @@ func destinationOnLocalAbort(s DestinationState, p Policy) (DestinationTransitio
 				Row: 14,
 			}, true
 		case DestinationStateReserving:
-			// row 29: abort while waiting for capacity; the source may release at once
+			// row 29: cancel while waiting for capacity; the source may release at once
 			return DestinationTransition{
 				To: DestinationStateAborted,
 				Actions: DestinationActions{n: 5, a: [MaxDestinationActions]DestinationAction{
@@ -750,13 +690,13 @@ func destinationOnLocalAbort(s DestinationState, p Policy) (DestinationTransitio
 				Row: 29,
 			}, true
 		case DestinationStateDraining:
-			// row 41: already giving up; the pages wait for the reads to stop
-			return DestinationTransition{To: s, Row: 41}, true
+			// row 42: already giving up; the pages wait for the reads to stop
+			return DestinationTransition{To: s, Row: 42}, true
 		}
 	case DestinationFirst:
 		switch s {
 		case DestinationStateReserved:
-			// row 20: abort before the KV arrived: fence, free, tell the source
+			// row 21: cancel before the KV arrived: fence, free, tell the source
 			return DestinationTransition{
 				To: DestinationStateAborted,
 				Actions: DestinationActions{n: 6, a: [MaxDestinationActions]DestinationAction{
@@ -767,10 +707,10 @@ func destinationOnLocalAbort(s DestinationState, p Policy) (DestinationTransitio
 					DestinationActionReportDecodeFailed,
 					DestinationActionComplete,
 				}},
-				Row: 20,
+				Row: 21,
 			}, true
 		case DestinationStateReserving:
-			// row 30: abort while waiting for capacity; nothing is held
+			// row 30: cancel while waiting for capacity; nothing is held
 			return DestinationTransition{
 				To: DestinationStateAborted,
 				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
@@ -786,26 +726,108 @@ func destinationOnLocalAbort(s DestinationState, p Policy) (DestinationTransitio
 	return DestinationTransition{}, false
 }
 
-// destinationOnPeerRestarted handles PeerRestarted.
-func destinationOnPeerRestarted(s DestinationState, p Policy) (DestinationTransition, bool) {
+// destinationOnLocalAbort handles LocalAbort.
+func destinationOnLocalAbort(s DestinationState, p Policy) (DestinationTransition, bool) {
 	switch s {
-	case DestinationStateIdle, DestinationStateDraining, DestinationStateActive:
-		// row 39: the source no longer matters here
-		return DestinationTransition{To: s, Row: 39}, true
+	case DestinationStateActive:
+		// row 35: abort during decode: the handoff itself succeeded (OutcomeTruthful)
+		return DestinationTransition{
+			To: DestinationStateStopped,
+			Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
+				DestinationActionReleaseActive,
+				DestinationActionReportDecodeDone,
+				DestinationActionComplete,
+			}},
+			Row: 35,
+		}, true
 	}
 	// The rows below hold under some policies only.
 	switch p {
 	case SourceFirst:
 		switch s {
 		case DestinationStateReceiving:
-			// row 12: the pull will fail on the fenced source; wait for the writes to drain
+			// row 15: abort while pulling: tell the source, keep the pages until the reads stop
+			return DestinationTransition{
+				To: DestinationStateDraining,
+				Actions: DestinationActions{n: 2, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionDisarmHeartbeat,
+					DestinationActionSendCancelled,
+				}},
+				Row: 15,
+			}, true
+		case DestinationStateReserving:
+			// row 31: abort while waiting for capacity; the source may release at once
+			return DestinationTransition{
+				To: DestinationStateAborted,
+				Actions: DestinationActions{n: 5, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionWithdrawReservation,
+					DestinationActionDisarmHeartbeat,
+					DestinationActionSendCancelled,
+					DestinationActionReportDecodeFailed,
+					DestinationActionComplete,
+				}},
+				Row: 31,
+			}, true
+		case DestinationStateDraining:
+			// row 43: already giving up; the pages wait for the reads to stop
+			return DestinationTransition{To: s, Row: 43}, true
+		}
+	case DestinationFirst:
+		switch s {
+		case DestinationStateReserved:
+			// row 22: abort before the KV arrived: fence, free, tell the source
+			return DestinationTransition{
+				To: DestinationStateAborted,
+				Actions: DestinationActions{n: 6, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionDisarmReservationTimer,
+					DestinationActionFenceDestination,
+					DestinationActionReleaseDestination,
+					DestinationActionSendCancelled,
+					DestinationActionReportDecodeFailed,
+					DestinationActionComplete,
+				}},
+				Row: 22,
+			}, true
+		case DestinationStateReserving:
+			// row 32: abort while waiting for capacity; nothing is held
+			return DestinationTransition{
+				To: DestinationStateAborted,
+				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionWithdrawReservation,
+					DestinationActionSendCancelled,
+					DestinationActionReportDecodeFailed,
+					DestinationActionComplete,
+				}},
+				Row: 32,
+			}, true
+		}
+	}
+	return DestinationTransition{}, false
+}
+
+// destinationOnPeerRestarted handles PeerRestarted.
+func destinationOnPeerRestarted(s DestinationState, p Policy) (DestinationTransition, bool) {
+	switch s {
+	case DestinationStateIdle, DestinationStateDraining, DestinationStateActive:
+		// row 41: the source no longer matters here
+		return DestinationTransition{To: s, Row: 41}, true
+	case DestinationStateActivating:
+		// row 53: the source no longer matters here
+		return DestinationTransition{To: s, Row: 53}, true
+	}
+	// The rows below hold under some policies only.
+	switch p {
+	case SourceFirst:
+		switch s {
+		case DestinationStateReceiving:
+			// row 13: the pull will fail on the fenced source; wait for the writes to drain
 			return DestinationTransition{
 				To:      DestinationStateDraining,
 				Actions: DestinationActions{n: 1, a: [MaxDestinationActions]DestinationAction{DestinationActionDisarmHeartbeat}},
-				Row:     12,
+				Row:     13,
 			}, true
 		case DestinationStateReserving:
-			// row 25: the pinned KV died with the source's process
+			// row 27: the pinned KV died with the source's process
 			return DestinationTransition{
 				To: DestinationStateAborted,
 				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
@@ -814,13 +836,13 @@ func destinationOnPeerRestarted(s DestinationState, p Policy) (DestinationTransi
 					DestinationActionReportDecodeFailed,
 					DestinationActionComplete,
 				}},
-				Row: 25,
+				Row: 27,
 			}, true
 		}
 	case DestinationFirst:
 		switch s {
 		case DestinationStateReserved:
-			// row 18: the source's process is gone; no push will come
+			// row 20: the source's process is gone; no push will come
 			return DestinationTransition{
 				To: DestinationStateAborted,
 				Actions: DestinationActions{n: 5, a: [MaxDestinationActions]DestinationAction{
@@ -830,10 +852,10 @@ func destinationOnPeerRestarted(s DestinationState, p Policy) (DestinationTransi
 					DestinationActionReportDecodeFailed,
 					DestinationActionComplete,
 				}},
-				Row: 18,
+				Row: 20,
 			}, true
 		case DestinationStateReserving:
-			// row 26: the prefill will never run
+			// row 28: the prefill will never run
 			return DestinationTransition{
 				To: DestinationStateAborted,
 				Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
@@ -841,7 +863,7 @@ func destinationOnPeerRestarted(s DestinationState, p Policy) (DestinationTransi
 					DestinationActionReportDecodeFailed,
 					DestinationActionComplete,
 				}},
-				Row: 26,
+				Row: 28,
 			}, true
 		}
 	}
@@ -851,20 +873,56 @@ func destinationOnPeerRestarted(s DestinationState, p Policy) (DestinationTransi
 // destinationOnRestarted handles Restarted, alike under every policy.
 func destinationOnRestarted(s DestinationState, _ Policy) (DestinationTransition, bool) {
 	switch s {
-	case DestinationStateIdle, DestinationStateReserving, DestinationStateReserved, DestinationStateReceiving, DestinationStateDraining, DestinationStateActive:
-		// row 46: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return DestinationTransition{To: DestinationStateForgotten, Row: 46}, true
+	case DestinationStateIdle, DestinationStateReserving, DestinationStateReserved, DestinationStateReceiving, DestinationStateDraining, DestinationStateActivating, DestinationStateActive:
+		// row 54: a restart forgets the attempt; the worker's pool and registrations die with the process
+		return DestinationTransition{To: DestinationStateForgotten, Row: 54}, true
+	}
+	return DestinationTransition{}, false
+}
+
+// destinationOnActivationApplied handles ActivationApplied.
+func destinationOnActivationApplied(s DestinationState, p Policy) (DestinationTransition, bool) {
+	switch p {
+	case SourceFirst:
+		switch s {
+		case DestinationStateActivating:
+			// row 8: the pages are active: publish them, and only now let the source release (reader completion is a separate fact for it)
+			return DestinationTransition{
+				To: DestinationStateActive,
+				Actions: DestinationActions{n: 2, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionPublishStored,
+					DestinationActionSendReaderCompleted,
+				}},
+				Row: 8,
+			}, true
+		}
+	case DestinationFirst:
+		switch s {
+		case DestinationStateActivating:
+			// row 17: NoStoredBeforeActivation: publish only once the activation was applied
+			return DestinationTransition{
+				To:      DestinationStateActive,
+				Actions: DestinationActions{n: 1, a: [MaxDestinationActions]DestinationAction{DestinationActionPublishStored}},
+				Row:     17,
+			}, true
+		}
 	}
 	return DestinationTransition{}, false
 }
 
 // destinationOnTransferTimeout handles TransferTimeout.
 func destinationOnTransferTimeout(s DestinationState, p Policy) (DestinationTransition, bool) {
+	switch s {
+	case DestinationStateActivating:
+		// row 51: the transfer ended; a stale deadline changes nothing
+		return DestinationTransition{To: s, Row: 51}, true
+	}
+	// The rows below hold under some policies only.
 	switch p {
 	case SourceFirst:
 		switch s {
 		case DestinationStateReceiving:
-			// row 42: the pull hung: fence so no stalled write can land, then free the pages on this worker's own deadline and let the source go
+			// row 44: the pull hung: fence so no stalled write can land, then free the pages on this worker's own deadline and let the source go
 			return DestinationTransition{
 				To: DestinationStateAborted,
 				Actions: DestinationActions{n: 6, a: [MaxDestinationActions]DestinationAction{
@@ -875,10 +933,10 @@ func destinationOnTransferTimeout(s DestinationState, p Policy) (DestinationTran
 					DestinationActionReportDecodeFailed,
 					DestinationActionComplete,
 				}},
-				Row: 42,
+				Row: 44,
 			}, true
 		case DestinationStateDraining:
-			// row 43: DestinationHeldWhileWritten with a deadline: reads that never stop are fenced, then the pages go
+			// row 45: DestinationHeldWhileWritten with a deadline: reads that never stop are fenced, then the pages go
 			return DestinationTransition{
 				To: DestinationStateAborted,
 				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
@@ -887,17 +945,17 @@ func destinationOnTransferTimeout(s DestinationState, p Policy) (DestinationTran
 					DestinationActionReportDecodeFailed,
 					DestinationActionComplete,
 				}},
-				Row: 43,
+				Row: 45,
 			}, true
 		case DestinationStateIdle, DestinationStateReserving, DestinationStateActive:
-			// row 44: no pull runs here; a stale deadline changes nothing
-			return DestinationTransition{To: s, Row: 44}, true
+			// row 46: no pull runs here; a stale deadline changes nothing
+			return DestinationTransition{To: s, Row: 46}, true
 		}
 	case DestinationFirst:
 		switch s {
 		case DestinationStateIdle, DestinationStateReserving, DestinationStateReserved, DestinationStateActive:
-			// row 45: a destination-first destination runs no transfer; its deadline is the reservation's
-			return DestinationTransition{To: s, Row: 45}, true
+			// row 47: a destination-first destination runs no transfer; its deadline is the reservation's
+			return DestinationTransition{To: s, Row: 47}, true
 		}
 	}
 	return DestinationTransition{}, false
@@ -909,11 +967,12 @@ func _() {
 	_ = x[DestinationStateReserved-2]
 	_ = x[DestinationStateReceiving-3]
 	_ = x[DestinationStateDraining-4]
-	_ = x[DestinationStateActive-5]
-	_ = x[DestinationStateDone-6]
-	_ = x[DestinationStateStopped-7]
-	_ = x[DestinationStateAborted-8]
-	_ = x[DestinationStateForgotten-9]
+	_ = x[DestinationStateActivating-5]
+	_ = x[DestinationStateActive-6]
+	_ = x[DestinationStateDone-7]
+	_ = x[DestinationStateStopped-8]
+	_ = x[DestinationStateAborted-9]
+	_ = x[DestinationStateForgotten-10]
 	_ = x[DestinationEventDestinationRouted-0]
 	_ = x[DestinationEventDestinationReserved-1]
 	_ = x[DestinationEventReservationRefused-2]
@@ -929,7 +988,9 @@ func _() {
 	_ = x[DestinationEventPeerRestarted-12]
 	_ = x[DestinationEventRestarted-13]
 	_ = x[DestinationEventDeferred-14]
-	_ = x[DestinationEventTransferTimeout-15]
+	_ = x[DestinationEventActivationApplied-15]
+	_ = x[DestinationEventActivationNoOp-16]
+	_ = x[DestinationEventTransferTimeout-17]
 	_ = x[DestinationActionAcceptRequest-0]
 	_ = x[DestinationActionRequestReservation-1]
 	_ = x[DestinationActionWithdrawReservation-2]

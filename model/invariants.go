@@ -373,6 +373,8 @@ func ReleaseNeedsReaderAck(w *World, j *Journal) *Violation {
 		switch {
 		case e.Cause == CauseReaderAck && e.Xfer != XferDone:
 			return violate(NameReleaseNeedsReaderAck, int(e.H), -1, "released on a reader acknowledgement while the reads had not completed (transfer %s)", e.Xfer)
+		case e.Cause == CauseReaderAck && e.B:
+			return violate(NameReleaseNeedsReaderAck, int(e.H), -1, "released on a reader acknowledgement while the destination's activation command was not yet applied")
 		case e.Cause != CauseReaderAck && e.Cause != CauseAbort && e.Cause != CauseExpiry:
 			return violate(NameReleaseNeedsReaderAck, int(e.H), -1, "pin released on %s, not on reader completion, abort or expiry", e.Cause)
 		}

@@ -506,6 +506,15 @@ func firings(decodeFirst bool) []firing {
 			return h
 		}},
 
+		{name: NameReleaseNeedsReaderAck + "/before-activation-applied", step: step(NameReleaseNeedsReaderAck, 0, "released on a reader acknowledgement while the destination's activation command was not yet applied"), state: none, run: func(t *testing.T) *history {
+			// The command path: the reads completed and the activation was
+			// asked for, but the scheduler core has not applied it yet.
+			h := sf(t)
+			h.clean(route, accept, computed, routed, reserved, pulling, received, func(tx *Tx) { tx.QueueActivation(0, DestinationSide) })
+			h.expect(func(tx *Tx) { tx.ReleaseSource(0, SourceSide, CauseReaderAck) }, NameReleaseNeedsReaderAck)
+			return h
+		}},
+
 		// ---- ExactlyOnceRelease ----
 		{name: NameExactlyOnceRelease, step: step(NameExactlyOnceRelease, 0, "%s released twice"), state: none, run: func(t *testing.T) *history {
 			h := sf(t)

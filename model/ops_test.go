@@ -380,6 +380,18 @@ func opCases() []opCase {
 		{name: "ActivateDestination/vllm", setup: upTo(0, stReceived), op: activate,
 			eff:  []Effect{{Kind: EffActivate, Xfer: XferDone, B: true}, held(0, dst, ResDestReservation)},
 			diff: "h0.Activated=true h0.Dst=active h0.DstReg=closed h0.Running=true h0.Life[destination_reservation]=ended wD.Reserved-2 wD.Active+2 wD.SlotsUsed+1"},
+		// The command path: the activation is queued at the decode worker's
+		// scheduler core, and takes effect only when the core applies it.
+		{name: "QueueActivation", setup: upTo(0, stReceived), op: func(tx *Tx) { tx.QueueActivation(0, dst) },
+			diff: "h0.ActivatePending=true"},
+		{name: "ApplyActivation/applied", setup: upTo(0, stReceived, func(tx *Tx) { tx.QueueActivation(0, dst) }),
+			op:   func(tx *Tx) { tx.ApplyActivation(0) },
+			eff:  []Effect{{Kind: EffActivate, Xfer: XferDone, B: true}, held(0, dst, ResDestReservation)},
+			diff: "h0.ActivatePending=false h0.Activated=true h0.Dst=active h0.DstReg=closed h0.Running=true h0.Life[destination_reservation]=ended wD.Reserved-2 wD.Active+2 wD.SlotsUsed+1"},
+		{name: "ApplyActivation/no-op", setup: upTo(0, stReceived, func(tx *Tx) { tx.QueueActivation(0, dst) }, func(tx *Tx) { tx.ReleaseDestination(0, dst, CauseAbort) }),
+			// The reservation ended before the core applied the command.
+			op:   func(tx *Tx) { tx.ApplyActivation(0) },
+			diff: "h0.ActivatePending=false"},
 		{name: "ActivateDestination/sglang", cfg: sglang1, setup: upTo(0, stReceived), op: activate,
 			eff:  []Effect{{Kind: EffActivate, Xfer: XferDone, B: true}, held(0, dst, ResDestReservation)},
 			diff: "h0.Activated=true h0.Dst=active h0.DstReg=closed h0.Life[destination_reservation]=ended wD.Reserved-2 wD.Active+2"},

@@ -240,6 +240,9 @@ type Handoff struct {
 	// failed, only once a registration it uses is no longer valid.
 	Hung   bool
 	Runner Side // who runs the transfer: destination pulls, source pushes
+	// ActivatePending: an activation command waits in the decode worker's
+	// scheduler core (the command path); it takes effect when applied.
+	ActivatePending bool
 
 	// What physically happened, for OutcomeTruthful: the source's pin
 	// ended on the reader's acknowledgement (Acked), and the destination
@@ -369,7 +372,7 @@ func (w *World) Drained() bool {
 		x := &w.H[h]
 		// An armed timer is held too: a deadline left behind fires later,
 		// on whatever then carries the attempt's name.
-		if x.Src != SrcNone || x.Dst != DstNone || x.Pending || x.ComputeLoad || x.Timers != 0 ||
+		if x.Src != SrcNone || x.Dst != DstNone || x.Pending || x.ActivatePending || x.ComputeLoad || x.Timers != 0 ||
 			x.InFlight[0] || x.InFlight[1] || x.Compute == ComputeQueued || x.Compute == ComputeRunning || x.Xfer == XferRunning {
 			return false
 		}

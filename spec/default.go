@@ -218,6 +218,7 @@ func destinationTable() Table {
 			{Name: "Reserved", Doc: "destination-first: slot, prefix snapshot, delta pages and headroom reserved; waiting for the push"},
 			{Name: "Receiving", Doc: "source-first: pages reserved, pulling the pinned KV"},
 			{Name: "Draining", Doc: "source-first: given up while pulling; the pages stay until the reads stop"},
+			{Name: "Activating", Doc: "the KV arrived; the activation command waits for the scheduler core to apply it"},
 			{Name: "Active", Doc: "KV valid and activated: the request decodes"},
 			{Name: "Done", Terminal: true, Outcome: OutcomeSuccess, Doc: "decode finished and its blocks returned to the cache"},
 			{Name: "Stopped", Terminal: true, Outcome: OutcomeSuccess, Doc: "the KV arrived and activated, then decode was cancelled or aborted: the handoff itself succeeded, and its blocks returned to the cache"},
@@ -240,6 +241,8 @@ func destinationTable() Table {
 			{Name: "PeerRestarted", Origin: Restart, Doc: "a health check found the source's process restarted"},
 			{Name: "Restarted", Origin: Restart, Doc: "this worker's own process restarted"},
 			{Name: "Deferred", Origin: Local, Doc: deferredDoc},
+			{Name: "ActivationApplied", Origin: Local, Doc: "the scheduler core applied the activation command: the pages are active"},
+			{Name: "ActivationNoOp", Origin: Local, Doc: "the scheduler core found nothing to activate: the reservation had ended before the command was applied"},
 			{Name: "TransferTimeout", Origin: Timer, Doc: "the pull this worker runs passed its deadline: it may have hung"},
 		},
 		Actions: []Action{
@@ -289,9 +292,12 @@ func destinationTable() Table {
 				Why:     "an engine without destination reservation fails cleanly with a terminal outcome"},
 
 			// Pull (source-first).
-			{From: []string{"Receiving"}, Event: "TransferDone", Policies: sf, To: "Active",
-				Actions: []string{"DisarmTransferDeadline", "DisarmHeartbeat", "ActivateDestination", "PublishStored", "SendReaderCompleted"},
-				Why:     "receive completion activates and publishes; reader completion is a separate fact for the source"},
+			{From: []string{"Receiving"}, Event: "TransferDone", Policies: sf, To: "Activating",
+				Actions: []string{"DisarmTransferDeadline", "DisarmHeartbeat", "ActivateDestination"},
+				Why:     "receive completion asks the scheduler core to activate; nothing is published or acknowledged until it has"},
+			{From: []string{"Activating"}, Event: "ActivationApplied", Policies: sf, To: "Active",
+				Actions: []string{"PublishStored", "SendReaderCompleted"},
+				Why:     "the pages are active: publish them, and only now let the source release (reader completion is a separate fact for it)"},
 			{From: []string{"Receiving"}, Event: "TransferFailed", Policies: sf, To: "Aborted",
 				Actions: []string{"DisarmTransferDeadline", "DisarmHeartbeat", "ReleaseDestination", "SendCancelled", "ReportDecodeFailed", "Complete"},
 				Why:     "FailedTransferNeverActivates: the failed pull wrote its last page, so the pages may go"},
@@ -315,9 +321,12 @@ func destinationTable() Table {
 				Why:     "abort while pulling: tell the source, keep the pages until the reads stop"},
 
 			// Push (destination-first).
-			{From: []string{"Reserved"}, Event: "ReceiveCompleted", Policies: df, To: "Active",
-				Actions: []string{"DisarmReservationTimer", "ActivateDestination", "PublishStored"},
-				Why:     "NoStoredBeforeActivation: publish only now that the pages hold valid KV"},
+			{From: []string{"Reserved"}, Event: "ReceiveCompleted", Policies: df, To: "Activating",
+				Actions: []string{"DisarmReservationTimer", "ActivateDestination"},
+				Why:     "the pushed KV is valid: ask the scheduler core to activate it"},
+			{From: []string{"Activating"}, Event: "ActivationApplied", Policies: df, To: "Active",
+				Actions: []string{"PublishStored"},
+				Why:     "NoStoredBeforeActivation: publish only once the activation was applied"},
 			{From: []string{"Reserved"}, Event: "ReservationExpired", Policies: df, To: "Aborted",
 				Actions: []string{"FenceDestination", "ReleaseDestination", "SendCancelled", "ReportDecodeFailed", "Complete"},
 				Why:     "the owner reclaims on its own deadline: fence so a late push cannot write into freed pages"},
@@ -407,8 +416,24 @@ func destinationTable() Table {
 			{From: []string{"Idle", "Reserving", "Reserved", "Active"}, Event: "TransferTimeout", Policies: df,
 				Why: "a destination-first destination runs no transfer; its deadline is the reservation's"},
 
+			// Waiting for the scheduler core to apply the activation: the
+			// deadlines were stopped and the KV is valid and ours; late facts
+			// change nothing, and a cancel waits until the request is active.
+			{From: []string{"Activating"}, Event: "ReceiveCompleted", Policies: both,
+				Why: "the KV is already here"},
+			{From: []string{"Activating"}, Event: "HeartbeatDue", Policies: both,
+				Why: "the heartbeat was stopped when the reads ended"},
+			{From: []string{"Activating"}, Event: "ReservationExpired", Policies: both,
+				Why: "the reservation deadline was stopped when the KV arrived"},
+			{From: []string{"Activating"}, Event: "TransferTimeout", Policies: both,
+				Why: "the transfer ended; a stale deadline changes nothing"},
+			{From: []string{"Activating"}, Event: "Cancelled", Policies: both,
+				Why: "the KV is valid and ours: the source giving up no longer matters"},
+			{From: []string{"Activating"}, Event: "PeerRestarted", Policies: both,
+				Why: "the source no longer matters here"},
+
 			// Own restart.
-			{From: []string{"Idle", "Reserving", "Reserved", "Receiving", "Draining", "Active"}, Event: "Restarted", Policies: both, To: "Forgotten",
+			{From: []string{"Idle", "Reserving", "Reserved", "Receiving", "Draining", "Activating", "Active"}, Event: "Restarted", Policies: both, To: "Forgotten",
 				Why: "a restart forgets the attempt; the worker's pool and registrations die with the process"},
 		},
 	}

@@ -31,6 +31,11 @@ var LaterEvents = []LaterEvent{
 	// the side that waits on it forever.
 	{Source, "TransferTimeout"},
 	{Destination, "TransferTimeout"},
+	// ActivationApplied, ActivationNoOp: the scheduler core's answers to
+	// the activation command. A file written before them activates in the
+	// row that asks to, and gets no answer.
+	{Destination, "ActivationApplied"},
+	{Destination, "ActivationNoOp"},
 }
 
 // MayBeAbsent reports whether a spec file may leave a role's built-in

@@ -247,14 +247,14 @@ func TestParse_ErrorsNameFileAndLine(t *testing.T) {
 		{"validation-problems-at-their-rows", func(t *testing.T, lines []string) ([]string, []located) {
 			si := mustLookup(t, &def.Source, SourceFirst, "Pinned", "LeaseRenewed")
 			sOpen, sWhy := rowSpan(t, lines, def.Source.Rows[si].Why)
-			di := mustLookup(t, &def.Destination, DestinationFirst, "Reserved", "ReceiveCompleted")
+			di := mustLookup(t, &def.Destination, DestinationFirst, "Activating", "ActivationApplied")
 			dOpen, dWhy := rowSpan(t, lines, def.Destination.Rows[di].Why)
 			lines[sWhy] = `        "why": ""`
 			act := onlyLine(t, lines, dOpen, dWhy, `"PublishStored"`)
 			lines[act] = strings.Replace(lines[act], "PublishStored", "StartPush", 1)
 			return lines, []located{
 				{sOpen + 1, fmt.Sprintf("source row %d (Pinned × LeaseRenewed): no why", si+1)},
-				{dOpen + 1, fmt.Sprintf(`destination row %d (Reserved × ReceiveCompleted): unknown action "StartPush"`, di+1)},
+				{dOpen + 1, fmt.Sprintf(`destination row %d (Activating × ActivationApplied): unknown action "StartPush"`, di+1)},
 			}
 		}},
 		{"unknown-origin", func(t *testing.T, lines []string) ([]string, []located) {

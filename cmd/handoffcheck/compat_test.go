@@ -66,6 +66,10 @@ var specVerdicts = []specVerdict{
 		{"vllm", "", 0, 306, 699}, {"sglang", "SourcePinnedUntilRead", 8, 68, 152}, {"trtllm", "", 0, 43, 73}}},
 	{file: "../../testdata/variants/pull-deadline-without-fence.json", config: "../../testdata/configs/hang.json", want: []verdict{
 		{"vllm", "DestinationHeldWhileWritten", 7, 22, 42}, {"sglang", "", 0, 273, 586}, {"trtllm", "", 0, 43, 73}}},
+	// Reader completion before the activation was applied: only the
+	// command path (commands.json) opens that gap.
+	{file: "../../testdata/variants/release-before-activation.json", config: "../../testdata/configs/commands.json", want: []verdict{
+		{"vllm", "ReleaseNeedsReaderAck", 7, 41, 101}, {"sglang", "", 0, 650, 1405}, {"trtllm", "", 0, 137, 275}}},
 	// A late cancel or abort, written with a non-terminal stand-in for Done.
 	{file: "../../testdata/variants/late-cancel-standin.json", config: small, want: []verdict{
 		{"vllm", "ExactlyOnceRelease", 9, 152, 401}, {"sglang", "ExactlyOnceRelease", 11, 495, 1155}, {"trtllm", "", 0, 137, 275}}},
@@ -80,7 +84,7 @@ var specVerdicts = []specVerdict{
 		{"vllm", "DestinationHeldWhileWritten", 8, 79, 211}, {"sglang", "", 0, 638, 1379}, {"trtllm", "", 0, 137, 275}}},
 	{file: "../../testdata/variants/broken-vocabulary.json", refused: []string{
 		`broken-vocabulary.json:49: source table: state "Orphan" is refused: no row leads to it from the initial state Idle under any policy (remove it, or add the row that reaches it)`,
-		`broken-vocabulary.json:1084: destination row 1 (Idle × DestinationRouted): unknown action "NoSuchAction" (not in the destination vocabulary)`}},
+		`broken-vocabulary.json:1104: destination row 1 (Idle × DestinationRouted): unknown action "NoSuchAction" (not in the destination vocabulary)`}},
 }
 
 // Every spec file in testdata/variants has its verdict above, and every

@@ -257,11 +257,11 @@ func TestInterp_ReadsTheSpec(t *testing.T) {
 		{
 			name: "dropped-action",
 			role: dst,
-			find: cell{dst, df, "Reserved", "ReceiveCompleted"},
+			find: cell{dst, df, "Activating", "ActivationApplied"},
 			mutate: func(r *spec.Row) {
 				r.Actions = slices.DeleteFunc(r.Actions, func(a string) bool { return a == "PublishStored" })
 			},
-			want: []cell{{dst, df, "Reserved", "ReceiveCompleted"}},
+			want: []cell{{dst, df, "Activating", "ActivationApplied"}},
 		},
 		{
 			// A variant's terminal state may react: the interpreter
