@@ -337,6 +337,13 @@ func opCases() []opCase {
 		{name: "CompleteTransfer/not-running", setup: upTo(0, stReserved), op: func(tx *Tx) { tx.CompleteTransfer(0) }},
 		{name: "FailTransfer", setup: upTo(0, stPulling), op: func(tx *Tx) { tx.FailTransfer(0) }, diff: "h0.Xfer=failed"},
 		{name: "FailTransfer/done", setup: upTo(0, stReceived), op: func(tx *Tx) { tx.FailTransfer(0) }},
+		// A hung transfer neither completes nor fails on its own; fenced,
+		// it ends failed, and the hang is over.
+		{name: "HangTransfer", setup: upTo(0, stPulling), op: func(tx *Tx) { tx.HangTransfer(0) }, diff: "h0.Hung=true"},
+		{name: "HangTransfer/not-running", setup: upTo(0, stReceived), op: func(tx *Tx) { tx.HangTransfer(0) }},
+		{name: "FailTransfer/hung", setup: upTo(0, stPulling, hang), op: func(tx *Tx) { tx.FailTransfer(0) }},
+		{name: "CompleteTransfer/hung-then-fenced", setup: upTo(0, stPulling, hang, fenceDestination), op: func(tx *Tx) { tx.CompleteTransfer(0) },
+			eff: []Effect{{Kind: EffRead, A: true}}, diff: "h0.Xfer=failed h0.Hung=false"},
 
 		// ---- Destination reservation ----
 		{name: "RequestReservation", setup: upTo(0, stPinned, func(tx *Tx) { tx.RouteDecode(0, dw(tx)) }), op: func(tx *Tx) { tx.RequestReservation(0, dst) },
@@ -549,6 +556,7 @@ func opCases() []opCase {
 var (
 	fenceSource        = func(tx *Tx) { tx.FenceSource(0, SourceSide) }
 	fenceDestination   = func(tx *Tx) { tx.FenceDestination(0, DestinationSide) }
+	hang               = func(tx *Tx) { tx.HangTransfer(0) }
 	releaseDestination = func(tx *Tx) { tx.ReleaseDestination(0, DestinationSide, CauseAbort) }
 	activate           = func(tx *Tx) { tx.ActivateDestination(0, DestinationSide) }
 	publish            = func(tx *Tx) { tx.PublishStored(0, DestinationSide) }

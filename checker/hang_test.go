@@ -1,0 +1,75 @@
+package checker
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// The hang fault is offered exactly where the system waits on transfers
+// alone (see faults): on every reachable state of the hang configuration,
+// a hang move exists for a handoff if and only if its transfer runs, can
+// still succeed, has not hung yet, and every protocol move other than a
+// timer is a transfer ending. Once hung, a transfer whose registrations are
+// valid cannot end; fenced, it can, and only as a failure; and the hung
+// pull's deadline is what ends the wait.
+func TestHang_OfferedWhereTheSystemWaitsOnTransfers(t *testing.T) {
+	cfg := loadConfigFile(t, "../testdata/configs/hang.json")
+	for _, run := range []string{"vllm", "sglang"} {
+		c := checkerFor(t, Generated(), cfg, run)
+		offered, hungStuck, deadlineFired := 0, 0, 0
+		eachState(t, c, func(s *State) bool {
+			var ms moveSet
+			protocol := c.moves(s, &ms)
+			waiting := true
+			busy := 0
+			for i := 0; i < protocol; i++ {
+				switch ms.m[i].Kind {
+				case MvTimer:
+				case MvTransfer:
+					busy++
+				default:
+					busy++
+					waiting = false
+				}
+			}
+			waiting = waiting && busy > 0
+			tx := model.Tx{W: &s.W}
+			for h := 0; h < len(cfg.World.Handoffs); h++ {
+				x := &s.W.H[h]
+				want := waiting && x.Xfer == model.XferRunning && !x.Hung && tx.TransferWouldSucceed(h) && s.B.Has(Hang)
+				got, ends := false, false
+				for i := 0; i < ms.n; i++ {
+					if m := ms.m[i]; int(m.H) == h && m.Kind == MvHang {
+						got = true
+					} else if int(m.H) == h && m.Kind == MvTransfer {
+						ends = true
+					}
+				}
+				if got != want {
+					t.Fatalf("%s: hang offered=%v for handoff %d, want %v:\n%s", run, got, h, want, strings.Join(c.DescribeState(s), "\n"))
+				}
+				if got {
+					offered++
+				}
+				if x.Hung && ends != !tx.TransferWouldSucceed(h) {
+					t.Fatalf("%s: a hung transfer can end=%v with registrations valid=%v:\n%s", run, ends, tx.TransferWouldSucceed(h), strings.Join(c.DescribeState(s), "\n"))
+				}
+				if x.Hung && tx.TransferWouldSucceed(h) {
+					hungStuck++
+					for i := 0; i < ms.n; i++ {
+						if m := ms.m[i]; m.Kind == MvTimer && int(m.H) == h && (model.Timer(m.Arg) == model.TimerPull || model.Timer(m.Arg) == model.TimerPush) {
+							deadlineFired++
+						}
+					}
+				}
+			}
+			return false
+		})
+		if offered == 0 || hungStuck == 0 || deadlineFired == 0 {
+			t.Fatalf("%s: hang offered in %d states, %d states with a hung transfer that cannot end, its deadline enabled in %d: the test saw nothing", run, offered, hungStuck, deadlineFired)
+		}
+		t.Logf("%s: hang offered in %d states; %d with a hung transfer; its deadline enabled in %d", run, offered, hungStuck, deadlineFired)
+	}
+}
