@@ -48,7 +48,8 @@ func walkMachine(c *Checker) func(*rapid.T) {
 // configuration larger than exhaustive search covers in a unit test.
 func TestRapid_ProtocolHolds(t *testing.T) {
 	cfg := mustConfig(t, twoByTwo)
-	cfg.Budget = Budget{Duplicate: 3, Loss: 3, Reorder: 3, Cancel: 2, Abort: 2, TransferFailure: 2, Restart: 2, EarlyTimer: 3, NoShow: 1}
+	cfg.Budget = Budget{Duplicate: 3, Loss: 3, Reorder: 3, Cancel: 2, Abort: 2, TransferFailure: 2, Restart: 2, EarlyTimer: 3, NoShow: 1, Hang: 2, Evict: 1}
+	cfg.Commands = true
 	for _, run := range cfg.Runs {
 		c, err := New(Generated(), cfg, run)
 		if err != nil {
