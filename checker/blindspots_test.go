@@ -73,3 +73,43 @@ func TestHang_OfferedWhereTheSystemWaitsOnTransfers(t *testing.T) {
 		t.Logf("%s: hang offered in %d states; %d with a hung transfer; its deadline enabled in %d", run, offered, hungStuck, deadlineFired)
 	}
 }
+
+// The KV index shrinks as well as grows in the built-in tables: when a
+// second prefill needs the pool the first one's released (and published)
+// blocks sit in, the allocation evicts them and the index gets a Removed;
+// every state on the way still has the index match the cache.
+func TestIndex_EvictionPublishesRemoved(t *testing.T) {
+	cfg := mustConfig(t, `{
+  "schema": "handoffcheck.config/v1",
+  "runs": [{"name": "vllm", "policy": "source-first", "engine": "vllm"}],
+  "workers": [
+    {"role": "prefill", "capacity_blocks": 5},
+    {"role": "decode", "capacity_blocks": 16, "slots": 2, "headroom_tokens": 1024}
+  ],
+  "handoffs": [{"prompt_tokens": 48, "headroom_tokens": 512}, {"prompt_tokens": 48, "headroom_tokens": 512}],
+  "transfer": {"bytes_per_token": 131072, "block_size_tokens": 16},
+  "faults": {}
+}`)
+	c := checkerFor(t, Generated(), cfg, "vllm")
+	removed := 0
+	eachState(t, c, func(s *State) bool {
+		var ms moveSet
+		c.moves(s, &ms)
+		for i := 0; i < ms.n; i++ {
+			next := *s
+			j, v, err := c.Step(&next, ms.m[i], nil)
+			if err != nil || v != nil {
+				t.Fatalf("move %v: %v %v", ms.m[i], err, v)
+			}
+			for _, e := range j.Effects() {
+				if e.Kind == model.EffRemoved {
+					removed++
+				}
+			}
+		}
+		return removed > 0
+	})
+	if removed == 0 {
+		t.Fatal("no step published Removed: the index never shrank")
+	}
+}
