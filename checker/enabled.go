@@ -7,8 +7,10 @@ import (
 
 // maxMoves bounds the moves one state enables. Per handoff at most about
 // 55 (routing to every worker, eight facts in flight each delivered,
-// duplicated or lost, four timers, a deferred step per side, the faults),
-// times MaxHandoffs, plus restarts and background load per worker.
+// duplicated or lost, six timers, a deferred step per side, a queued
+// command, the faults; routing and the transfer's moves are never enabled
+// together), times MaxHandoffs, plus restarts and background load per
+// worker.
 const maxMoves = 56*model.MaxHandoffs + 3*model.MaxWorkers + 16
 
 // Parent links store a move's index in one byte.
