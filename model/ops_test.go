@@ -489,9 +489,11 @@ func opCases() []opCase {
 			op:   restartPrefill,
 			eff:  []Effect{{Kind: EffRemoved}},
 			diff: "h0.SrcKept=false h0.SrcIndexed=false wP.Gen+1 wP.Kept-3 wP.Free+3 wP.StoredBlocks-3"},
-		{name: "Restart/decode-reserved", cfg: sglang1, setup: upTo(0, stReserved, armAll, func(tx *Tx) { tx.ClientCancel(0) }), op: restartDecode,
+		// An activation command still queued in the scheduler core dies
+		// with the process.
+		{name: "Restart/decode-reserved", cfg: sglang1, setup: upTo(0, stReserved, armAll, func(tx *Tx) { tx.ClientCancel(0); tx.QueueActivation(0, dst) }), op: restartDecode,
 			eff: []Effect{held(0, dst, ResDestReservation), held(0, dst, ResDecodeBooking)},
-			diff: "h0.DstReg=fenced h0.Dst=none h0.Running=false h0.InFlight[destination]=false h0.CancelPending[destination]=false h0.Timers=19 " +
+			diff: "h0.ActivatePending=false h0.DstReg=fenced h0.Dst=none h0.Running=false h0.InFlight[destination]=false h0.CancelPending[destination]=false h0.Timers=19 " +
 				"h0.Life[destination_reservation]=ended h0.Life[decode_booking]=ended h0.Outcome[destination]=forgotten h0.PeerGone[source]=true h0.PrefixGone=BITD " +
 				"wD.Gen+1 wD.Free+3 wD.Active-1 wD.Reserved-2 wD.SlotsUsed-1 wD.HeadroomUsed-512 wD.InFlight-1 wD.BookedBlocks-3"},
 		{name: "Restart/decode-active", setup: upTo(0, stActivated), op: restartDecode,
