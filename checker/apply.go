@@ -155,7 +155,8 @@ func (c *Checker) fire(s *State, tx *model.Tx, cov *Coverage, r spec.Role, h int
 	*st = t.To
 	side := sideOf(r)
 	cause := causeOf(r, ev)
-	answer := -1 // the core's answer to an activation applied in this row
+	answered := false // the core answers an activation applied in this row
+	var answer uint8
 	for i := 0; i < int(t.N); i++ {
 		if t.Acts[i] != aDstActivateDestination {
 			apply(tx, side, h, t.Acts[i], cause)
@@ -170,12 +171,12 @@ func (c *Checker) fire(s *State, tx *model.Tx, cov *Coverage, r spec.Role, h int
 		// Without the command path the core applies the command at once,
 		// where the row issues it, and answers after the row.
 		if side == model.DestinationSide {
-			answer = answerOf(s.W.H[h].Dst == model.DstReserved)
+			answered, answer = true, answerOf(s.W.H[h].Dst == model.DstReserved)
 		}
 		tx.ActivateDestination(h, side)
 	}
-	if answer >= 0 {
-		c.fire(s, tx, cov, spec.Destination, h, uint8(answer))
+	if answered {
+		c.fire(s, tx, cov, spec.Destination, h, answer)
 	}
 	return true
 }
@@ -183,18 +184,18 @@ func (c *Checker) fire(s *State, tx *model.Tx, cov *Coverage, r spec.Role, h int
 // answerOf is the destination event with which the scheduler core answers
 // an activation command: applied, or a no-op when the reservation it names
 // has ended.
-func answerOf(applied bool) int {
+func answerOf(applied bool) uint8 {
 	if applied {
-		return int(evDstActivationApplied)
+		return evDstActivationApplied
 	}
-	return int(evDstActivationNoOp)
+	return evDstActivationNoOp
 }
 
 // applyCommand is the decode worker's scheduler core applying a queued
 // activation command and answering the destination record.
 func (c *Checker) applyCommand(s *State, tx *model.Tx, cov *Coverage, h int) {
 	applied := tx.ApplyActivation(h)
-	c.fire(s, tx, cov, spec.Destination, h, uint8(answerOf(applied)))
+	c.fire(s, tx, cov, spec.Destination, h, answerOf(applied))
 }
 
 // can reports whether a role record would take an event now: its state

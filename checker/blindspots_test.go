@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
 )
 
 // The hang fault is offered exactly where the system waits on transfers
@@ -111,5 +112,52 @@ func TestIndex_EvictionPublishesRemoved(t *testing.T) {
 	})
 	if removed == 0 {
 		t.Fatal("no step published Removed: the index never shrank")
+	}
+}
+
+// The evict fault: where a record keeps its released blocks while it is
+// still live (here a source that releases on the reader's acknowledgement
+// and stays Pinned, as a broken table might), the environment may evict
+// them, and the index that advertised them gets Removed.
+func TestIndex_EvictFaultPublishesRemoved(t *testing.T) {
+	s := spec.Default()
+	src := &s.Source
+	i := src.Lookup(spec.SourceFirst, "Pinned", "ReaderCompleted")
+	if i < 0 {
+		t.Fatal("no Pinned × ReaderCompleted row")
+	}
+	src.Rows[i].To = ""
+	src.Rows[i].Actions = []string{"DisarmLease", "ReleaseSource", "PublishCached"}
+	cfg := mustConfig(t, strings.Replace(smallConfig, `"faults": {"duplicate": 1, "cancel": 1, "early_timer": 1}`, `"faults": {"evict": 1}`, 1))
+	c := checkerFor(t, interpreted(t, s), cfg, "vllm")
+	before := findState(t, c, func(st *State) bool {
+		for _, m := range c.Moves(st) {
+			if m.Kind == MvEvict {
+				return true
+			}
+		}
+		return false
+	})
+	var evict Move
+	for _, m := range c.Moves(&before) {
+		if m.Kind == MvEvict {
+			evict = m
+		}
+	}
+	if model.Side(evict.Arg) != model.SourceSide || !before.W.H[evict.H].SrcIndexed {
+		t.Fatalf("evict offered for %v, want the source's advertised blocks:\n%s", evict, strings.Join(c.DescribeState(&before), "\n"))
+	}
+	after := before
+	j, v, err := c.Step(&after, evict, nil)
+	if err != nil || v != nil {
+		t.Fatalf("evict: %v %v", err, v)
+	}
+	removed := false
+	for _, e := range j.Effects() {
+		removed = removed || e.Kind == model.EffRemoved
+	}
+	x := &after.W.H[evict.H]
+	if !removed || x.SrcIndexed || x.SrcKept {
+		t.Fatalf("evict published Removed=%v, left indexed=%v kept=%v:\n%s", removed, x.SrcIndexed, x.SrcKept, strings.Join(c.DescribeState(&after), "\n"))
 	}
 }
