@@ -77,7 +77,7 @@ func apply(tx *model.Tx, side model.Side, h int, a Action, cause model.Cause) {
 	case aDstReleaseDestination:
 		tx.ReleaseDestination(h, side, cause)
 	case aDstActivateDestination:
-		// Handled by fire: the command path decides when it takes effect.
+		tx.ActivateDestination(h, side)
 	case aDstPublishStored:
 		tx.PublishStored(h, side)
 	case aDstReleaseActive:
@@ -155,47 +155,30 @@ func (c *Checker) fire(s *State, tx *model.Tx, cov *Coverage, r spec.Role, h int
 	*st = t.To
 	side := sideOf(r)
 	cause := causeOf(r, ev)
-	answered := false // the core answers an activation applied in this row
-	var answer uint8
+	// A command the core applies at once is answered after the row.
+	var answers [MaxActions]uint8
+	n := 0
 	for i := 0; i < int(t.N); i++ {
-		if t.Acts[i] != aDstActivateDestination {
-			apply(tx, side, h, t.Acts[i], cause)
+		a := t.Acts[i]
+		k := commandOf[a]
+		if k < 0 || c.cmds[commandKinds[k].side][commandKinds[k].cmd] == cmdDirect {
+			apply(tx, side, h, a, cause)
 			continue
 		}
-		if c.opts.Commands {
-			// The command path: the scheduler core applies it later
-			// (MvApply), and anything may happen in between.
-			tx.QueueActivation(h, side)
+		ck := &commandKinds[k]
+		if c.cmds[ck.side][ck.cmd] == cmdQueued || s.W.H[h].Slow[ck.side] {
+			tx.QueueCommand(h, side, ck.side, ck.cmd, cause)
 			continue
 		}
-		// Without the command path the core applies the command at once,
-		// where the row issues it, and answers after the row.
-		if side == model.DestinationSide {
-			answered, answer = true, answerOf(s.W.H[h].Dst == model.DstReserved)
+		if applied, ok := tx.RunCommand(h, side, ck.side, ck.cmd, cause); ok {
+			answers[n] = answer(ck.side, ck.cmd, applied)
+			n++
 		}
-		tx.ActivateDestination(h, side)
 	}
-	if answered {
-		c.fire(s, tx, cov, spec.Destination, h, answer)
+	for _, ev := range answers[:n] {
+		c.fire(s, tx, cov, r, h, ev)
 	}
 	return true
-}
-
-// answerOf is the destination event with which the scheduler core answers
-// an activation command: applied, or a no-op when the reservation it names
-// has ended.
-func answerOf(applied bool) uint8 {
-	if applied {
-		return evDstActivationApplied
-	}
-	return evDstActivationNoOp
-}
-
-// applyCommand is the decode worker's scheduler core applying a queued
-// activation command and answering the destination record.
-func (c *Checker) applyCommand(s *State, tx *model.Tx, cov *Coverage, h int) {
-	applied := tx.ApplyActivation(h)
-	c.fire(s, tx, cov, spec.Destination, h, answerOf(applied))
 }
 
 // can reports whether a role record would take an event now: its state
@@ -331,7 +314,7 @@ func (c *Checker) apply(s *State, tx *model.Tx, m Move, cov *Coverage, stuck boo
 	case MvFreeBackground:
 		tx.FreeBackground(int(m.Arg))
 	case MvApply:
-		c.applyCommand(s, tx, cov, h)
+		c.applyCommand(s, tx, cov, h, model.Side(m.Arg))
 	case MvDeferred:
 		c.fire(s, tx, cov, roleOf(model.Side(m.Arg)), h, deferredEvent(model.Side(m.Arg)))
 	default:

@@ -17,7 +17,7 @@ type Options struct {
 	// Symmetry keeps one state per orbit of interchangeable handoffs and workers.
 	Symmetry bool
 	// Commands is the command path (Config.Commands).
-	Commands bool
+	Commands Commands
 }
 
 // Checker composes a protocol (the role machines), the model's world and
@@ -33,6 +33,11 @@ type Checker struct {
 	prefill []int
 	decode  []int
 	sym     symmetry
+	// cmds: how each command takes effect (commandModes).
+	cmds [2][model.NumCmds]cmdMode
+	// atOnce: some command of the side is applied at once, so the delay
+	// fault can hold it back.
+	atOnce [2]bool
 }
 
 // New prepares a run of a configuration with a protocol.
@@ -52,6 +57,12 @@ func New(p *Protocol, cfg *Config, run Run) (*Checker, error) {
 		prefill: w.PrefillWorkers(), decode: w.DecodeWorkers(),
 	}
 	c.sym = newSymmetry(&w, cfg.Symmetry, cfg.Symmetry)
+	c.cmds = commandModes(p, cfg.Commands)
+	for sd := range c.cmds {
+		for _, m := range c.cmds[sd] {
+			c.atOnce[sd] = c.atOnce[sd] || m == cmdAtOnce
+		}
+	}
 	return c, nil
 }
 

@@ -63,11 +63,11 @@ type Config struct {
 	Budget   Budget
 	Renewal  bool // destination heartbeats renew the source lease
 	Symmetry bool // reduce by interchangeable handoffs and workers
-	// Commands is the command path: an activation is a command that the
-	// decode worker's scheduler core applies later, in its own task, and
-	// answers (applied or no-op); off, it takes effect where the row
-	// issues it.
-	Commands bool
+	// Commands is the command path: the kinds of scheduler command that
+	// a worker's core applies later, in its own task, and answers
+	// (applied or no-op). A command of any other kind is applied and
+	// answered in the step that sends it.
+	Commands Commands
 }
 
 type fileConfig struct {
@@ -79,7 +79,7 @@ type fileConfig struct {
 	Faults   map[string]uint `json:"faults"`
 	Renewal  *bool           `json:"renewal"`
 	Symmetry *bool           `json:"symmetry"`
-	Commands *bool           `json:"commands"`
+	Commands json.RawMessage `json:"commands"`
 }
 
 type fileRun struct {
@@ -152,7 +152,11 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 		c.Symmetry = *f.Symmetry
 	}
 	if f.Commands != nil {
-		c.Commands = *f.Commands
+		cmds, err := ParseCommands(f.Commands)
+		if err != nil {
+			badAt(pos.Line("commands"), "%v", err)
+		}
+		c.Commands = cmds
 	}
 	if len(f.Runs) == 0 {
 		badAt(pos.Line("runs"), "runs is empty, want at least one {name, policy, engine}")

@@ -5,13 +5,18 @@ import (
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
-// maxMoves bounds the moves one state enables. Per handoff at most about
-// 55 (routing to every worker, eight facts in flight each delivered,
-// duplicated or lost, six timers, a deferred step per side, a queued
-// command, the faults; routing and the transfer's moves are never enabled
-// together), times MaxHandoffs, plus restarts and background load per
-// worker.
-const maxMoves = 56*model.MaxHandoffs + 3*model.MaxWorkers + 16
+// maxMoves bounds the moves one state enables. Per handoff at most 52:
+// before the prefill is routed, routing to each of at most four workers
+// and a cancel; after it, the request's delivery, routing decode to each
+// of at most four workers and a no-show, one of reserve or refuse, one of
+// admit or compute, the oldest command of each side's core, the transfer
+// ending, failing or hanging, six kinds of fact in flight (four to the
+// source, two to the destination) each delivered, duplicated or lost,
+// promotion and decode's end, a cancel and a peer's restart delivered to
+// each side, a deferred step per side, six timers, the cancel, an abort,
+// an eviction and a delay per side. Times MaxHandoffs, plus restarts and
+// background load per worker.
+const maxMoves = 52*model.MaxHandoffs + 3*model.MaxWorkers + 16
 
 // Parent links store a move's index in one byte.
 var _ [256 - maxMoves]struct{}
@@ -74,10 +79,12 @@ func (c *Checker) moves(s *State, ms *moveSet) (protocol int) {
 		if x.Compute == model.ComputeRunning && c.can(s, spec.Source, h, evSrcPrefillPinned) {
 			ms.add(Move{Kind: MvCompute, H: hh})
 		}
-		// The command path: the decode worker's scheduler core applies a
-		// queued activation command in its own task.
-		if x.ActivatePending {
-			ms.add(Move{Kind: MvApply, H: hh})
+		// The command path: a worker's scheduler core applies the oldest
+		// command it holds for the handoff, in its own task.
+		for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+			if x.Cmds[sd].Len() > 0 {
+				ms.add(Move{Kind: MvApply, H: hh, Arg: int8(sd)})
+			}
 		}
 		if tx.CanCompleteTransfer(h) && c.transferCanEnd(s, h, tx.TransferWouldSucceed(h)) {
 			ms.add(Move{Kind: MvTransfer, H: hh})

@@ -28,6 +28,7 @@ const (
 	BackgroundLoad
 	Hang
 	Evict
+	Delay
 	// NumFaults is the number of fault kinds.
 	NumFaults
 )
@@ -45,6 +46,7 @@ const (
 	MvOccupy
 	MvHang
 	MvEvict
+	MvDelay
 	numMoveKinds
 )
 
@@ -97,6 +99,8 @@ var FaultKinds = [NumFaults]FaultKind{
 		Meaning: "a running KV transfer hangs: it neither completes nor fails until a registration it uses is fenced or closed"},
 	Evict: {Config: "evict", Move: MvEvict, MoveName: "evict", Args: []Arg{ArgH, ArgSide}, Swarm: true,
 		Meaning: "a worker's cache evicts the released blocks a handoff's side keeps there; Removed is published if the KV index advertised them"},
+	Delay: {Config: "delay", Move: MvDelay, MoveName: "delay", Args: []Arg{ArgH, ArgSide}, Swarm: true,
+		Meaning: "a worker's scheduler core falls behind: the commands a side sends it for the handoff wait, and anything may happen before the core applies them"},
 }
 
 func (f Fault) String() string {
@@ -278,6 +282,9 @@ func (c *Checker) faults(s *State, ms *moveSet) {
 			}
 		}
 	}
+	if s.B.Has(Delay) {
+		c.delays(s, ms)
+	}
 	if s.B.Has(Restart) {
 		for w := 0; w < c.nW; w++ {
 			if c.hostsLive(s, w) {
@@ -292,6 +299,85 @@ func (c *Checker) faults(s *State, ms *moveSet) {
 			}
 		}
 	}
+}
+
+// delays adds the delay faults. A delay changes only what the commands
+// sent after it do, and commutes with every move that sends none at its
+// side: a delay taken earlier is the same run as the delay taken just
+// before the move that sends the command. So a delay of a side's core is
+// offered only where an enabled move would fire a row that sends that
+// core a command it would otherwise apply at once, and only while the
+// core keeps up (not slow, nothing queued for the handoff).
+func (c *Checker) delays(s *State, ms *moveSet) {
+	var want [model.MaxHandoffs][2]bool
+	for i := 0; i < ms.n; i++ {
+		r, h, ev, ok := c.firedBy(s, ms.m[i])
+		if !ok {
+			continue
+		}
+		t, ok := c.proto.Step(r, c.policy, s.Role(r, h), ev)
+		if !ok {
+			continue
+		}
+		for j := 0; j < int(t.N); j++ {
+			if k := commandOf[t.Acts[j]]; k >= 0 {
+				ck := &commandKinds[k]
+				if c.cmds[ck.side][ck.cmd] == cmdAtOnce && sideOf(r) == ck.side {
+					want[h][ck.side] = true
+				}
+			}
+		}
+	}
+	for h := 0; h < c.nH; h++ {
+		x := &s.W.H[h]
+		for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+			if want[h][sd] && !x.Slow[sd] && x.Cmds[sd].Len() == 0 {
+				ms.add(Move{Kind: MvDelay, H: int8(h), Arg: int8(sd)})
+			}
+		}
+	}
+}
+
+// firedBy is the event a move gives a role record, if it gives one:
+// what apply and applyFault fire for it.
+func (c *Checker) firedBy(s *State, m Move) (r spec.Role, h int, ev uint8, ok bool) {
+	h = int(m.H)
+	sd := model.Side(m.Arg)
+	tx := model.Tx{W: &s.W}
+	switch m.Kind {
+	case MvDeliverRequest:
+		return spec.Source, h, evSrcRequestArrived, true
+	case MvRouteDecode:
+		return spec.Destination, h, evDstRouted, true
+	case MvReserve:
+		return spec.Destination, h, evDstReserved, true
+	case MvRefuse:
+		return spec.Destination, h, evDstRefused, true
+	case MvCompute:
+		return spec.Source, h, evSrcPrefillPinned, true
+	case MvTransfer, MvFailTransfer:
+		r, ev = transferEvent(s.W.H[h].Runner, m.Kind == MvTransfer && tx.TransferWouldSucceed(h))
+		return r, h, ev, true
+	case MvDeliver, MvDuplicate:
+		return roleOf(sd), h, msgEvent(sd, m.Msg), true
+	case MvTimer:
+		t := model.Timer(m.Arg)
+		return roleOf(t.Side()), h, timerEvent(t), true
+	case MvDecodeFinish:
+		return spec.Destination, h, evDstDecodeFinished, true
+	case MvDeliverCancel:
+		return roleOf(sd), h, cancelEvent(sd), true
+	case MvPeerRestarted:
+		return roleOf(sd), h, peerRestartedEvent(sd), true
+	case MvDeferred:
+		return roleOf(sd), h, deferredEvent(sd), true
+	case MvAbort:
+		return roleOf(sd), h, abortEvent(sd), true
+	case MvApply:
+		q := &s.W.H[h].Cmds[sd]
+		return roleOf(sd), h, answer(sd, q.Q[0], tx.WouldApply(h, sd, q.Q[0])), true
+	}
+	return 0, 0, 0, false
 }
 
 // applyFault gives a fault move its effect. The budget was spent by apply.
@@ -332,6 +418,8 @@ func (c *Checker) applyFault(s *State, tx *model.Tx, m Move, cov *Coverage) {
 		tx.HangTransfer(h)
 	case MvEvict:
 		tx.Evict(h, model.Side(m.Arg))
+	case MvDelay:
+		tx.Delay(h, model.Side(m.Arg))
 	default:
 		panic(fmt.Sprintf("checker: unknown move %v", m))
 	}

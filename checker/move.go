@@ -89,7 +89,7 @@ var protocolMoves = [numProtocolMoveKinds]moveSyntax{
 	MvPeerRestarted:  {name: "peer-restarted", args: []Arg{ArgH, ArgSide}},
 	MvFreeBackground: {name: "free-background", args: []Arg{ArgWorker}},
 	MvDeferred:       {name: "deferred", args: []Arg{ArgH, ArgSide}},
-	MvApply:          {name: "apply", args: []Arg{ArgH}},
+	MvApply:          {name: "apply", args: []Arg{ArgH, ArgSide}},
 }
 
 // moveTable is the syntax of every move kind: the protocol moves, then the
@@ -263,6 +263,11 @@ func ParseMove(s string) (Move, error) {
 		default:
 			return Move{}, fmt.Errorf("unknown argument %q", key)
 		}
+	}
+	if m.Kind == MvApply && !seen["side"] {
+		// Traces written when only the decode worker's core took
+		// commands (activation) say apply h=H.
+		m.Arg, seen["side"] = int8(model.DestinationSide), true
 	}
 	want := m.Kind.Args()
 	for _, a := range want {

@@ -70,9 +70,23 @@ func TestVariants_RejectedWithTheirInvariant(t *testing.T) {
 		// bug lives in the gap the command path opens; without it the
 		// activation takes effect in the row that asks for it.
 		{"release-before-activation.json", "vllm", "ReleaseNeedsReaderAck", 7, brokenWhy, "commands.json", "commands"},
+		// The other gaps of the command path: a release reported to the
+		// prefill router when its command is sent rather than when the
+		// core applied it; a cancel or a withdrawal whose no-op answer
+		// (the core finished compute, or reserved, first) is taken for
+		// success, leaving what the core holds behind.
+		{"report-before-release-applied.json", "vllm", "RouterCleanup", 8, brokenWhy, "commands.json", "commands"},
+		{"cancel-noop-leaks-held-source.json", "vllm", "RouterCleanup", 5, brokenWhy, "commands.json", "commands"},
+		{"withdraw-noop-leaks-reservation.json", "vllm", "InFlightAccounting", 7, brokenWhy, "commands.json", "commands"},
+		// The delay fault opens one such gap at a time where commands are
+		// otherwise applied at once (delay.json is small.json with it).
+		{"release-before-activation.json", "vllm", "ReleaseNeedsReaderAck", 8, brokenWhy, "delay.json", "delay"},
+		{"report-before-release-applied.json", "vllm", "RouterCleanup", 9, brokenWhy, "delay.json", "delay"},
+		{"cancel-noop-leaks-held-source.json", "sglang", "RouterCleanup", 10, brokenWhy, "delay.json", "delay"},
+		{"withdraw-noop-leaks-reservation.json", "sglang", "InFlightAccounting", 8, brokenWhy, "delay.json", "delay"},
 	}
 	for _, tc := range cases {
-		t.Run(strings.TrimSuffix(tc.file, ".json"), func(t *testing.T) {
+		t.Run(strings.TrimSuffix(tc.file, ".json")+"/"+strings.TrimSuffix(tc.config, ".json"), func(t *testing.T) {
 			file := filepath.Join("..", "testdata", "variants", tc.file)
 			data, err := os.ReadFile(file)
 			if err != nil {
@@ -101,7 +115,7 @@ func TestVariants_RejectedWithTheirInvariant(t *testing.T) {
 			if tc.needs != "" {
 				without := *cfg
 				if tc.needs == "commands" {
-					without.Commands = false
+					without.Commands = 0
 				} else if f, ok := ParseFault(tc.needs); ok {
 					without.Budget[f] = 0
 				} else {

@@ -607,7 +607,7 @@ const symmetryConfig = `{
 // counts are pinned, the verdict is the same, and the report states
 // symmetry on exactly when states were reduced.
 func TestReport_SymmetryOverWorkersAlone(t *testing.T) {
-	pinned := map[string][2]int{"vllm": {208, 400}, "sglang": {427, 845}}
+	pinned := map[string][2]int{"vllm": {208, 400}, "sglang": {671, 1333}}
 	for _, name := range []string{"vllm", "sglang"} {
 		on := mustConfig(t, symmetryConfig)
 		off := mustConfig(t, symmetryConfig)

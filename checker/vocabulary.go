@@ -57,6 +57,10 @@ const (
 	evDstTransferTimeout    = uint8(machines.DestinationEventTransferTimeout)
 	evDstActivationApplied  = uint8(machines.DestinationEventActivationApplied)
 	evDstActivationNoOp     = uint8(machines.DestinationEventActivationNoOp)
+	evSrcCancelApplied      = uint8(machines.SourceEventCancelApplied)
+	evSrcCancelNoOp         = uint8(machines.SourceEventCancelNoOp)
+	evDstCancelApplied      = uint8(machines.DestinationEventCancelApplied)
+	evDstCancelNoOp         = uint8(machines.DestinationEventCancelNoOp)
 	evSrcRestarted          = uint8(machines.SourceEventRestarted)
 	evSrcDeferred           = uint8(machines.SourceEventDeferred)
 	evDstDeferred           = uint8(machines.DestinationEventDeferred)
@@ -112,7 +116,8 @@ func causeOf(r spec.Role, ev uint8) model.Cause {
 		switch ev {
 		case evSrcReaderCompleted, evSrcTransferDone:
 			return model.CauseReaderAck
-		case evSrcTransferFailed, evSrcCancelled, evSrcClientCancelled, evSrcLocalAbort, evSrcPeerRestarted:
+		case evSrcTransferFailed, evSrcCancelled, evSrcClientCancelled, evSrcLocalAbort, evSrcPeerRestarted,
+			evSrcCancelApplied, evSrcCancelNoOp: // the core's answer to a cancel the side sent
 			return model.CauseAbort
 		case evSrcLeaseExpired, evSrcBootstrapExpired, evSrcTransferTimeout:
 			return model.CauseExpiry
@@ -120,7 +125,8 @@ func causeOf(r spec.Role, ev uint8) model.Cause {
 		return model.CauseOther
 	}
 	switch ev {
-	case evDstTransferDone, evDstTransferFailed, evDstCancelled, evDstClientCancelled, evDstLocalAbort, evDstPeerRestarted, evDstRefused:
+	case evDstTransferDone, evDstTransferFailed, evDstCancelled, evDstClientCancelled, evDstLocalAbort, evDstPeerRestarted, evDstRefused,
+		evDstCancelApplied, evDstCancelNoOp: // the core's answer to a cancel the side sent
 		return model.CauseAbort
 	case evDstReservationExpired, evDstTransferTimeout:
 		return model.CauseExpiry

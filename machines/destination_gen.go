@@ -23,6 +23,10 @@ const (
 	DestinationStateDraining
 	// DestinationStateActivating: the KV arrived; the activation command waits for the scheduler core to apply it.
 	DestinationStateActivating
+	// DestinationStateWithdrawing: given up while waiting for capacity: the withdrawal waits for the scheduler core, which may reserve first.
+	DestinationStateWithdrawing
+	// DestinationStateAborting: given up after the reservation: the release command waits for the scheduler core, which still holds the pages.
+	DestinationStateAborting
 	// DestinationStateActive: KV valid and activated: the request decodes.
 	DestinationStateActive
 	// DestinationStateDone (terminal): decode finished and its blocks returned to the cache.
@@ -36,12 +40,12 @@ const (
 )
 
 // NumDestinationStates is the number of destination states.
-const NumDestinationStates = 11
+const NumDestinationStates = 13
 
 // DestinationInitial is the state every destination machine starts in.
 const DestinationInitial = DestinationStateIdle
 
-var destinationStateNames = [...]string{"Idle", "Reserving", "Reserved", "Receiving", "Draining", "Activating", "Active", "Done", "Stopped", "Aborted", "Forgotten"}
+var destinationStateNames = [...]string{"Idle", "Reserving", "Reserved", "Receiving", "Draining", "Activating", "Withdrawing", "Aborting", "Active", "Done", "Stopped", "Aborted", "Forgotten"}
 
 // String returns the name, as written in the spec.
 func (x DestinationState) String() string {
@@ -51,7 +55,7 @@ func (x DestinationState) String() string {
 	return "DestinationState(" + strconv.Itoa(int(x)) + ")"
 }
 
-var destinationTerminal = [NumDestinationStates]bool{false, false, false, false, false, false, false, true, true, true, true}
+var destinationTerminal = [NumDestinationStates]bool{false, false, false, false, false, false, false, false, false, true, true, true, true}
 
 // Terminal reports whether the state takes no more events.
 func (s DestinationState) Terminal() bool {
@@ -99,12 +103,20 @@ const (
 	DestinationEventActivationNoOp
 	// DestinationEventTransferTimeout (timer): the pull this worker runs passed its deadline: it may have hung.
 	DestinationEventTransferTimeout
+	// DestinationEventReleaseApplied (local): the scheduler core applied the release command: what the attempt held here is returned.
+	DestinationEventReleaseApplied
+	// DestinationEventReleaseNoOp (local): the scheduler core found nothing to release: the attempt held nothing here any more.
+	DestinationEventReleaseNoOp
+	// DestinationEventCancelApplied (local): the scheduler core applied the withdrawal: the queued reservation request is gone.
+	DestinationEventCancelApplied
+	// DestinationEventCancelNoOp (local): the scheduler core found no queued reservation request: it had reserved, or refused, first.
+	DestinationEventCancelNoOp
 )
 
 // NumDestinationEvents is the number of destination events.
-const NumDestinationEvents = 18
+const NumDestinationEvents = 22
 
-var destinationEventNames = [...]string{"DestinationRouted", "DestinationReserved", "ReservationRefused", "TransferDone", "TransferFailed", "ReceiveCompleted", "HeartbeatDue", "ReservationExpired", "DecodeFinished", "Cancelled", "ClientCancelled", "LocalAbort", "PeerRestarted", "Restarted", "Deferred", "ActivationApplied", "ActivationNoOp", "TransferTimeout"}
+var destinationEventNames = [...]string{"DestinationRouted", "DestinationReserved", "ReservationRefused", "TransferDone", "TransferFailed", "ReceiveCompleted", "HeartbeatDue", "ReservationExpired", "DecodeFinished", "Cancelled", "ClientCancelled", "LocalAbort", "PeerRestarted", "Restarted", "Deferred", "ActivationApplied", "ActivationNoOp", "TransferTimeout", "ReleaseApplied", "ReleaseNoOp", "CancelApplied", "CancelNoOp"}
 
 // String returns the name, as written in the spec.
 func (x DestinationEvent) String() string {
@@ -114,7 +126,7 @@ func (x DestinationEvent) String() string {
 	return "DestinationEvent(" + strconv.Itoa(int(x)) + ")"
 }
 
-var destinationEventOrigins = [NumDestinationEvents]Origin{OriginClient, OriginLocal, OriginLocal, OriginLocal, OriginLocal, OriginPeer, OriginTimer, OriginTimer, OriginLocal, OriginPeer, OriginClient, OriginLocal, OriginRestart, OriginRestart, OriginLocal, OriginLocal, OriginLocal, OriginTimer}
+var destinationEventOrigins = [NumDestinationEvents]Origin{OriginClient, OriginLocal, OriginLocal, OriginLocal, OriginLocal, OriginPeer, OriginTimer, OriginTimer, OriginLocal, OriginPeer, OriginClient, OriginLocal, OriginRestart, OriginRestart, OriginLocal, OriginLocal, OriginLocal, OriginTimer, OriginLocal, OriginLocal, OriginLocal, OriginLocal}
 
 // Origin says where the event comes from.
 func (e DestinationEvent) Origin() Origin {
@@ -129,7 +141,7 @@ const (
 	DestinationActionAcceptRequest DestinationAction = iota
 	// DestinationActionRequestReservation: queue the request for a reservation when capacity allows.
 	DestinationActionRequestReservation
-	// DestinationActionWithdrawReservation: take a queued reservation request back.
+	// DestinationActionWithdrawReservation: cancel command: take a queued reservation request back.
 	DestinationActionWithdrawReservation
 	// DestinationActionRegisterDestination: register the reserved pages for writes by this attempt.
 	DestinationActionRegisterDestination
@@ -137,7 +149,7 @@ const (
 	DestinationActionStartPull
 	// DestinationActionFenceDestination: fence the attempt's registration so no write can land.
 	DestinationActionFenceDestination
-	// DestinationActionReleaseDestination: deregister and free reserved pages, unlock the prefix, free slot and headroom.
+	// DestinationActionReleaseDestination: release command: deregister and free reserved pages, unlock the prefix, free slot and headroom.
 	DestinationActionReleaseDestination
 	// DestinationActionActivateDestination: turn reserved pages into active ones: the request may decode.
 	DestinationActionActivateDestination
@@ -187,7 +199,7 @@ func (x DestinationAction) String() string {
 }
 
 // MaxDestinationActions is the most actions one destination row emits.
-const MaxDestinationActions = 6
+const MaxDestinationActions = 4
 
 // DestinationActions is the ordered list of actions of one step, held by value so that
 // stepping never allocates.
@@ -229,7 +241,7 @@ type DestinationTransition struct {
 }
 
 // NumDestinationRows is the number of rows in the destination table.
-const NumDestinationRows = 54
+const NumDestinationRows = 68
 
 // Step applies an event under a policy. It is pure: it returns the next
 // state and the actions as data, or a *StepError when the event has no row
@@ -287,6 +299,10 @@ var destinationSteps = [NumDestinationEvents]func(DestinationState, Policy) (Des
 	DestinationEventRestarted:           destinationOnRestarted,
 	DestinationEventActivationApplied:   destinationOnActivationApplied,
 	DestinationEventTransferTimeout:     destinationOnTransferTimeout,
+	DestinationEventReleaseApplied:      destinationOnReleaseApplied,
+	DestinationEventReleaseNoOp:         destinationOnReleaseNoOp,
+	DestinationEventCancelApplied:       destinationOnCancelApplied,
+	DestinationEventCancelNoOp:          destinationOnCancelNoOp,
 }
 
 // destinationOnDestinationRouted handles DestinationRouted.
@@ -325,6 +341,12 @@ func destinationOnDestinationRouted(s DestinationState, p Policy) (DestinationTr
 
 // destinationOnDestinationReserved handles DestinationReserved.
 func destinationOnDestinationReserved(s DestinationState, p Policy) (DestinationTransition, bool) {
+	switch s {
+	case DestinationStateWithdrawing:
+		// row 36: the core reserved before it reached the withdrawal, which will find nothing queued
+		return DestinationTransition{To: s, Row: 36}, true
+	}
+	// The rows below hold under some policies only.
 	switch p {
 	case SourceFirst:
 		switch s {
@@ -360,6 +382,12 @@ func destinationOnDestinationReserved(s DestinationState, p Policy) (Destination
 
 // destinationOnReservationRefused handles ReservationRefused.
 func destinationOnReservationRefused(s DestinationState, p Policy) (DestinationTransition, bool) {
+	switch s {
+	case DestinationStateWithdrawing:
+		// row 37: the core refused before it reached the withdrawal, which will find nothing queued
+		return DestinationTransition{To: s, Row: 37}, true
+	}
+	// The rows below hold under some policies only.
 	switch p {
 	case SourceFirst:
 		switch s {
@@ -413,13 +441,11 @@ func destinationOnTransferDone(s DestinationState, p Policy) (DestinationTransit
 		case DestinationStateDraining:
 			// row 10: the reads stopped: free the pages and let the source release
 			return DestinationTransition{
-				To: DestinationStateAborted,
-				Actions: DestinationActions{n: 5, a: [MaxDestinationActions]DestinationAction{
+				To: DestinationStateAborting,
+				Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
 					DestinationActionDisarmTransferDeadline,
 					DestinationActionReleaseDestination,
 					DestinationActionSendReaderCompleted,
-					DestinationActionReportDecodeFailed,
-					DestinationActionComplete,
 				}},
 				Row: 10,
 			}, true
@@ -436,29 +462,28 @@ func destinationOnTransferFailed(s DestinationState, p Policy) (DestinationTrans
 		case DestinationStateReceiving:
 			// row 9: FailedTransferNeverActivates: the failed pull wrote its last page, so the pages may go
 			return DestinationTransition{
-				To: DestinationStateAborted,
-				Actions: DestinationActions{n: 6, a: [MaxDestinationActions]DestinationAction{
+				To: DestinationStateAborting,
+				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
 					DestinationActionDisarmTransferDeadline,
 					DestinationActionDisarmHeartbeat,
 					DestinationActionReleaseDestination,
 					DestinationActionSendCancelled,
-					DestinationActionReportDecodeFailed,
-					DestinationActionComplete,
 				}},
 				Row: 9,
 			}, true
 		case DestinationStateDraining:
 			// row 11: the reads stopped: free the pages
 			return DestinationTransition{
-				To: DestinationStateAborted,
-				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
+				To: DestinationStateAborting,
+				Actions: DestinationActions{n: 2, a: [MaxDestinationActions]DestinationAction{
 					DestinationActionDisarmTransferDeadline,
 					DestinationActionReleaseDestination,
-					DestinationActionReportDecodeFailed,
-					DestinationActionComplete,
 				}},
 				Row: 11,
 			}, true
+		case DestinationStateAborting:
+			// row 67: the fenced pull failed; the release under way frees the pages
+			return DestinationTransition{To: s, Row: 67}, true
 		}
 	}
 	return DestinationTransition{}, false
@@ -468,11 +493,14 @@ func destinationOnTransferFailed(s DestinationState, p Policy) (DestinationTrans
 func destinationOnReceiveCompleted(s DestinationState, p Policy) (DestinationTransition, bool) {
 	switch s {
 	case DestinationStateIdle, DestinationStateReserving, DestinationStateReceiving, DestinationStateDraining, DestinationStateActive:
-		// row 36: nothing was pushed here, or the KV is already active: a late completion changes nothing
-		return DestinationTransition{To: s, Row: 36}, true
+		// row 42: nothing was pushed here, or the KV is already active: a late completion changes nothing
+		return DestinationTransition{To: s, Row: 42}, true
 	case DestinationStateActivating:
-		// row 48: the KV is already here
-		return DestinationTransition{To: s, Row: 48}, true
+		// row 54: the KV is already here
+		return DestinationTransition{To: s, Row: 54}, true
+	case DestinationStateWithdrawing, DestinationStateAborting:
+		// row 60: the handoff is ending here; a late completion changes nothing
+		return DestinationTransition{To: s, Row: 60}, true
 	}
 	// The rows below hold under some policies only.
 	switch p {
@@ -497,36 +525,39 @@ func destinationOnReceiveCompleted(s DestinationState, p Policy) (DestinationTra
 func destinationOnHeartbeatDue(s DestinationState, p Policy) (DestinationTransition, bool) {
 	switch s {
 	case DestinationStateActivating:
-		// row 49: the heartbeat was stopped when the reads ended
-		return DestinationTransition{To: s, Row: 49}, true
+		// row 55: the heartbeat was stopped when the reads ended
+		return DestinationTransition{To: s, Row: 55}, true
+	case DestinationStateWithdrawing, DestinationStateAborting:
+		// row 61: the heartbeat was stopped
+		return DestinationTransition{To: s, Row: 61}, true
 	}
 	// The rows below hold under some policies only.
 	switch p {
 	case SourceFirst:
 		switch s {
 		case DestinationStateReserving:
-			// row 23: keep the stranded source's lease alive while decode is full
+			// row 25: keep the stranded source's lease alive while decode is full
 			return DestinationTransition{
 				To:      s,
 				Actions: DestinationActions{n: 1, a: [MaxDestinationActions]DestinationAction{DestinationActionSendLeaseRenewed}},
-				Row:     23,
+				Row:     25,
 			}, true
 		case DestinationStateReceiving:
-			// row 24: keep the source's lease alive while the pull runs
+			// row 26: keep the source's lease alive while the pull runs
 			return DestinationTransition{
 				To:      s,
 				Actions: DestinationActions{n: 1, a: [MaxDestinationActions]DestinationAction{DestinationActionSendLeaseRenewed}},
-				Row:     24,
+				Row:     26,
 			}, true
 		case DestinationStateIdle, DestinationStateDraining, DestinationStateActive:
-			// row 37: no source lease to keep alive
-			return DestinationTransition{To: s, Row: 37}, true
+			// row 43: no source lease to keep alive
+			return DestinationTransition{To: s, Row: 43}, true
 		}
 	case DestinationFirst:
 		switch s {
 		case DestinationStateIdle, DestinationStateReserving, DestinationStateReserved, DestinationStateActive:
-			// row 38: destination-first has no source lease to renew
-			return DestinationTransition{To: s, Row: 38}, true
+			// row 44: destination-first has no source lease to renew
+			return DestinationTransition{To: s, Row: 44}, true
 		}
 	}
 	return DestinationTransition{}, false
@@ -536,11 +567,14 @@ func destinationOnHeartbeatDue(s DestinationState, p Policy) (DestinationTransit
 func destinationOnReservationExpired(s DestinationState, p Policy) (DestinationTransition, bool) {
 	switch s {
 	case DestinationStateIdle, DestinationStateReserving, DestinationStateReceiving, DestinationStateDraining, DestinationStateActive:
-		// row 39: no reservation deadline is armed here
-		return DestinationTransition{To: s, Row: 39}, true
+		// row 45: no reservation deadline is armed here
+		return DestinationTransition{To: s, Row: 45}, true
 	case DestinationStateActivating:
-		// row 50: the reservation deadline was stopped when the KV arrived
-		return DestinationTransition{To: s, Row: 50}, true
+		// row 56: the reservation deadline was stopped when the KV arrived
+		return DestinationTransition{To: s, Row: 56}, true
+	case DestinationStateWithdrawing, DestinationStateAborting:
+		// row 62: the reservation deadline was stopped or never armed
+		return DestinationTransition{To: s, Row: 62}, true
 	}
 	// The rows below hold under some policies only.
 	switch p {
@@ -549,13 +583,11 @@ func destinationOnReservationExpired(s DestinationState, p Policy) (DestinationT
 		case DestinationStateReserved:
 			// row 18: the owner reclaims on its own deadline: fence so a late push cannot write into freed pages
 			return DestinationTransition{
-				To: DestinationStateAborted,
-				Actions: DestinationActions{n: 5, a: [MaxDestinationActions]DestinationAction{
+				To: DestinationStateAborting,
+				Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
 					DestinationActionFenceDestination,
 					DestinationActionReleaseDestination,
 					DestinationActionSendCancelled,
-					DestinationActionReportDecodeFailed,
-					DestinationActionComplete,
 				}},
 				Row: 18,
 			}, true
@@ -568,7 +600,7 @@ func destinationOnReservationExpired(s DestinationState, p Policy) (DestinationT
 func destinationOnDecodeFinished(s DestinationState, _ Policy) (DestinationTransition, bool) {
 	switch s {
 	case DestinationStateActive:
-		// row 33: the request ends; its blocks become reusable cache
+		// row 39: the request ends; its blocks become reusable cache
 		return DestinationTransition{
 			To: DestinationStateDone,
 			Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
@@ -576,7 +608,7 @@ func destinationOnDecodeFinished(s DestinationState, _ Policy) (DestinationTrans
 				DestinationActionReportDecodeDone,
 				DestinationActionComplete,
 			}},
-			Row: 33,
+			Row: 39,
 		}, true
 	}
 	return DestinationTransition{}, false
@@ -586,11 +618,14 @@ func destinationOnDecodeFinished(s DestinationState, _ Policy) (DestinationTrans
 func destinationOnCancelled(s DestinationState, p Policy) (DestinationTransition, bool) {
 	switch s {
 	case DestinationStateIdle, DestinationStateDraining, DestinationStateActive:
-		// row 40: nothing to give up: not routed, already draining, or the KV is valid and ours
-		return DestinationTransition{To: s, Row: 40}, true
+		// row 46: nothing to give up: not routed, already draining, or the KV is valid and ours
+		return DestinationTransition{To: s, Row: 46}, true
 	case DestinationStateActivating:
-		// row 52: the KV is valid and ours: the source giving up no longer matters
-		return DestinationTransition{To: s, Row: 52}, true
+		// row 58: the KV is valid and ours: the source giving up no longer matters
+		return DestinationTransition{To: s, Row: 58}, true
+	case DestinationStateWithdrawing, DestinationStateAborting:
+		// row 64: already ending; the command under way returns what is held
+		return DestinationTransition{To: s, Row: 64}, true
 	}
 	// The rows below hold under some policies only.
 	switch p {
@@ -604,16 +639,14 @@ func destinationOnCancelled(s DestinationState, p Policy) (DestinationTransition
 				Row:     12,
 			}, true
 		case DestinationStateReserving:
-			// row 25: the pinned KV is gone; do not reserve for it
+			// row 27: the pinned KV is gone; do not reserve for it
 			return DestinationTransition{
-				To: DestinationStateAborted,
-				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
+				To: DestinationStateWithdrawing,
+				Actions: DestinationActions{n: 2, a: [MaxDestinationActions]DestinationAction{
 					DestinationActionWithdrawReservation,
 					DestinationActionDisarmHeartbeat,
-					DestinationActionReportDecodeFailed,
-					DestinationActionComplete,
 				}},
-				Row: 25,
+				Row: 27,
 			}, true
 		}
 	case DestinationFirst:
@@ -621,26 +654,20 @@ func destinationOnCancelled(s DestinationState, p Policy) (DestinationTransition
 		case DestinationStateReserved:
 			// row 19: the source gave up; fence before freeing in case its push is still in flight
 			return DestinationTransition{
-				To: DestinationStateAborted,
-				Actions: DestinationActions{n: 5, a: [MaxDestinationActions]DestinationAction{
+				To: DestinationStateAborting,
+				Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
 					DestinationActionDisarmReservationTimer,
 					DestinationActionFenceDestination,
 					DestinationActionReleaseDestination,
-					DestinationActionReportDecodeFailed,
-					DestinationActionComplete,
 				}},
 				Row: 19,
 			}, true
 		case DestinationStateReserving:
-			// row 26: the source gave up before the reservation; nothing is held
+			// row 28: the source gave up before the reservation; nothing is held
 			return DestinationTransition{
-				To: DestinationStateAborted,
-				Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
-					DestinationActionWithdrawReservation,
-					DestinationActionReportDecodeFailed,
-					DestinationActionComplete,
-				}},
-				Row: 26,
+				To:      DestinationStateWithdrawing,
+				Actions: DestinationActions{n: 1, a: [MaxDestinationActions]DestinationAction{DestinationActionWithdrawReservation}},
+				Row:     28,
 			}, true
 		}
 	}
@@ -651,7 +678,7 @@ func destinationOnCancelled(s DestinationState, p Policy) (DestinationTransition
 func destinationOnClientCancelled(s DestinationState, p Policy) (DestinationTransition, bool) {
 	switch s {
 	case DestinationStateActive:
-		// row 34: a cancelled decode does not end by itself; the request stream ends it. OutcomeTruthful: the KV moved and activated, so the handoff is reported done, not failed (a failure would have the frontend retry a transfer that happened)
+		// row 40: a cancelled decode does not end by itself; the request stream ends it. OutcomeTruthful: the KV moved and activated, so the handoff is reported done, not failed (a failure would have the frontend retry a transfer that happened)
 		return DestinationTransition{
 			To: DestinationStateStopped,
 			Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
@@ -659,8 +686,11 @@ func destinationOnClientCancelled(s DestinationState, p Policy) (DestinationTran
 				DestinationActionReportDecodeDone,
 				DestinationActionComplete,
 			}},
-			Row: 34,
+			Row: 40,
 		}, true
+	case DestinationStateWithdrawing, DestinationStateAborting:
+		// row 66: already ending; the command under way returns what is held
+		return DestinationTransition{To: s, Row: 66}, true
 	}
 	// The rows below hold under some policies only.
 	switch p {
@@ -677,49 +707,43 @@ func destinationOnClientCancelled(s DestinationState, p Policy) (DestinationTran
 				Row: 14,
 			}, true
 		case DestinationStateReserving:
-			// row 29: cancel while waiting for capacity; the source may release at once
+			// row 31: cancel while waiting for capacity; the source may release at once
 			return DestinationTransition{
-				To: DestinationStateAborted,
-				Actions: DestinationActions{n: 5, a: [MaxDestinationActions]DestinationAction{
+				To: DestinationStateWithdrawing,
+				Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
 					DestinationActionWithdrawReservation,
 					DestinationActionDisarmHeartbeat,
 					DestinationActionSendCancelled,
-					DestinationActionReportDecodeFailed,
-					DestinationActionComplete,
 				}},
-				Row: 29,
+				Row: 31,
 			}, true
 		case DestinationStateDraining:
-			// row 42: already giving up; the pages wait for the reads to stop
-			return DestinationTransition{To: s, Row: 42}, true
+			// row 48: already giving up; the pages wait for the reads to stop
+			return DestinationTransition{To: s, Row: 48}, true
 		}
 	case DestinationFirst:
 		switch s {
 		case DestinationStateReserved:
 			// row 21: cancel before the KV arrived: fence, free, tell the source
 			return DestinationTransition{
-				To: DestinationStateAborted,
-				Actions: DestinationActions{n: 6, a: [MaxDestinationActions]DestinationAction{
+				To: DestinationStateAborting,
+				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
 					DestinationActionDisarmReservationTimer,
 					DestinationActionFenceDestination,
 					DestinationActionReleaseDestination,
 					DestinationActionSendCancelled,
-					DestinationActionReportDecodeFailed,
-					DestinationActionComplete,
 				}},
 				Row: 21,
 			}, true
 		case DestinationStateReserving:
-			// row 30: cancel while waiting for capacity; nothing is held
+			// row 32: cancel while waiting for capacity; nothing is held
 			return DestinationTransition{
-				To: DestinationStateAborted,
-				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
+				To: DestinationStateWithdrawing,
+				Actions: DestinationActions{n: 2, a: [MaxDestinationActions]DestinationAction{
 					DestinationActionWithdrawReservation,
 					DestinationActionSendCancelled,
-					DestinationActionReportDecodeFailed,
-					DestinationActionComplete,
 				}},
-				Row: 30,
+				Row: 32,
 			}, true
 		}
 	}
@@ -730,7 +754,7 @@ func destinationOnClientCancelled(s DestinationState, p Policy) (DestinationTran
 func destinationOnLocalAbort(s DestinationState, p Policy) (DestinationTransition, bool) {
 	switch s {
 	case DestinationStateActive:
-		// row 35: abort during decode: the handoff itself succeeded (OutcomeTruthful)
+		// row 41: abort during decode: the handoff itself succeeded (OutcomeTruthful)
 		return DestinationTransition{
 			To: DestinationStateStopped,
 			Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
@@ -738,7 +762,7 @@ func destinationOnLocalAbort(s DestinationState, p Policy) (DestinationTransitio
 				DestinationActionReportDecodeDone,
 				DestinationActionComplete,
 			}},
-			Row: 35,
+			Row: 41,
 		}, true
 	}
 	// The rows below hold under some policies only.
@@ -756,49 +780,43 @@ func destinationOnLocalAbort(s DestinationState, p Policy) (DestinationTransitio
 				Row: 15,
 			}, true
 		case DestinationStateReserving:
-			// row 31: abort while waiting for capacity; the source may release at once
+			// row 33: abort while waiting for capacity; the source may release at once
 			return DestinationTransition{
-				To: DestinationStateAborted,
-				Actions: DestinationActions{n: 5, a: [MaxDestinationActions]DestinationAction{
+				To: DestinationStateWithdrawing,
+				Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
 					DestinationActionWithdrawReservation,
 					DestinationActionDisarmHeartbeat,
 					DestinationActionSendCancelled,
-					DestinationActionReportDecodeFailed,
-					DestinationActionComplete,
 				}},
-				Row: 31,
+				Row: 33,
 			}, true
 		case DestinationStateDraining:
-			// row 43: already giving up; the pages wait for the reads to stop
-			return DestinationTransition{To: s, Row: 43}, true
+			// row 49: already giving up; the pages wait for the reads to stop
+			return DestinationTransition{To: s, Row: 49}, true
 		}
 	case DestinationFirst:
 		switch s {
 		case DestinationStateReserved:
 			// row 22: abort before the KV arrived: fence, free, tell the source
 			return DestinationTransition{
-				To: DestinationStateAborted,
-				Actions: DestinationActions{n: 6, a: [MaxDestinationActions]DestinationAction{
+				To: DestinationStateAborting,
+				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
 					DestinationActionDisarmReservationTimer,
 					DestinationActionFenceDestination,
 					DestinationActionReleaseDestination,
 					DestinationActionSendCancelled,
-					DestinationActionReportDecodeFailed,
-					DestinationActionComplete,
 				}},
 				Row: 22,
 			}, true
 		case DestinationStateReserving:
-			// row 32: abort while waiting for capacity; nothing is held
+			// row 34: abort while waiting for capacity; nothing is held
 			return DestinationTransition{
-				To: DestinationStateAborted,
-				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
+				To: DestinationStateWithdrawing,
+				Actions: DestinationActions{n: 2, a: [MaxDestinationActions]DestinationAction{
 					DestinationActionWithdrawReservation,
 					DestinationActionSendCancelled,
-					DestinationActionReportDecodeFailed,
-					DestinationActionComplete,
 				}},
-				Row: 32,
+				Row: 34,
 			}, true
 		}
 	}
@@ -809,11 +827,14 @@ func destinationOnLocalAbort(s DestinationState, p Policy) (DestinationTransitio
 func destinationOnPeerRestarted(s DestinationState, p Policy) (DestinationTransition, bool) {
 	switch s {
 	case DestinationStateIdle, DestinationStateDraining, DestinationStateActive:
-		// row 41: the source no longer matters here
-		return DestinationTransition{To: s, Row: 41}, true
+		// row 47: the source no longer matters here
+		return DestinationTransition{To: s, Row: 47}, true
 	case DestinationStateActivating:
-		// row 53: the source no longer matters here
-		return DestinationTransition{To: s, Row: 53}, true
+		// row 59: the source no longer matters here
+		return DestinationTransition{To: s, Row: 59}, true
+	case DestinationStateWithdrawing, DestinationStateAborting:
+		// row 65: already ending; the source no longer matters
+		return DestinationTransition{To: s, Row: 65}, true
 	}
 	// The rows below hold under some policies only.
 	switch p {
@@ -827,16 +848,14 @@ func destinationOnPeerRestarted(s DestinationState, p Policy) (DestinationTransi
 				Row:     13,
 			}, true
 		case DestinationStateReserving:
-			// row 27: the pinned KV died with the source's process
+			// row 29: the pinned KV died with the source's process
 			return DestinationTransition{
-				To: DestinationStateAborted,
-				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
+				To: DestinationStateWithdrawing,
+				Actions: DestinationActions{n: 2, a: [MaxDestinationActions]DestinationAction{
 					DestinationActionWithdrawReservation,
 					DestinationActionDisarmHeartbeat,
-					DestinationActionReportDecodeFailed,
-					DestinationActionComplete,
 				}},
-				Row: 27,
+				Row: 29,
 			}, true
 		}
 	case DestinationFirst:
@@ -844,26 +863,20 @@ func destinationOnPeerRestarted(s DestinationState, p Policy) (DestinationTransi
 		case DestinationStateReserved:
 			// row 20: the source's process is gone; no push will come
 			return DestinationTransition{
-				To: DestinationStateAborted,
-				Actions: DestinationActions{n: 5, a: [MaxDestinationActions]DestinationAction{
+				To: DestinationStateAborting,
+				Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
 					DestinationActionDisarmReservationTimer,
 					DestinationActionFenceDestination,
 					DestinationActionReleaseDestination,
-					DestinationActionReportDecodeFailed,
-					DestinationActionComplete,
 				}},
 				Row: 20,
 			}, true
 		case DestinationStateReserving:
-			// row 28: the prefill will never run
+			// row 30: the prefill will never run
 			return DestinationTransition{
-				To: DestinationStateAborted,
-				Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
-					DestinationActionWithdrawReservation,
-					DestinationActionReportDecodeFailed,
-					DestinationActionComplete,
-				}},
-				Row: 28,
+				To:      DestinationStateWithdrawing,
+				Actions: DestinationActions{n: 1, a: [MaxDestinationActions]DestinationAction{DestinationActionWithdrawReservation}},
+				Row:     30,
 			}, true
 		}
 	}
@@ -873,9 +886,9 @@ func destinationOnPeerRestarted(s DestinationState, p Policy) (DestinationTransi
 // destinationOnRestarted handles Restarted, alike under every policy.
 func destinationOnRestarted(s DestinationState, _ Policy) (DestinationTransition, bool) {
 	switch s {
-	case DestinationStateIdle, DestinationStateReserving, DestinationStateReserved, DestinationStateReceiving, DestinationStateDraining, DestinationStateActivating, DestinationStateActive:
-		// row 54: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return DestinationTransition{To: DestinationStateForgotten, Row: 54}, true
+	case DestinationStateIdle, DestinationStateReserving, DestinationStateReserved, DestinationStateReceiving, DestinationStateDraining, DestinationStateActivating, DestinationStateActive, DestinationStateWithdrawing, DestinationStateAborting:
+		// row 68: a restart forgets the attempt; the worker's pool and registrations die with the process
+		return DestinationTransition{To: DestinationStateForgotten, Row: 68}, true
 	}
 	return DestinationTransition{}, false
 }
@@ -899,11 +912,14 @@ func destinationOnActivationApplied(s DestinationState, p Policy) (DestinationTr
 	case DestinationFirst:
 		switch s {
 		case DestinationStateActivating:
-			// row 17: NoStoredBeforeActivation: publish only once the activation was applied
+			// row 17: NoStoredBeforeActivation: publish only once the activation was applied; and only now let the pushing source release
 			return DestinationTransition{
-				To:      DestinationStateActive,
-				Actions: DestinationActions{n: 1, a: [MaxDestinationActions]DestinationAction{DestinationActionPublishStored}},
-				Row:     17,
+				To: DestinationStateActive,
+				Actions: DestinationActions{n: 2, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionPublishStored,
+					DestinationActionSendReaderCompleted,
+				}},
+				Row: 17,
 			}, true
 		}
 	}
@@ -914,49 +930,113 @@ func destinationOnActivationApplied(s DestinationState, p Policy) (DestinationTr
 func destinationOnTransferTimeout(s DestinationState, p Policy) (DestinationTransition, bool) {
 	switch s {
 	case DestinationStateActivating:
-		// row 51: the transfer ended; a stale deadline changes nothing
-		return DestinationTransition{To: s, Row: 51}, true
+		// row 57: the transfer ended; a stale deadline changes nothing
+		return DestinationTransition{To: s, Row: 57}, true
+	case DestinationStateWithdrawing, DestinationStateAborting:
+		// row 63: the transfer deadline was stopped or never armed
+		return DestinationTransition{To: s, Row: 63}, true
 	}
 	// The rows below hold under some policies only.
 	switch p {
 	case SourceFirst:
 		switch s {
 		case DestinationStateReceiving:
-			// row 44: the pull hung: fence so no stalled write can land, then free the pages on this worker's own deadline and let the source go
+			// row 50: the pull hung: fence so no stalled write can land, then free the pages on this worker's own deadline and let the source go
 			return DestinationTransition{
-				To: DestinationStateAborted,
-				Actions: DestinationActions{n: 6, a: [MaxDestinationActions]DestinationAction{
+				To: DestinationStateAborting,
+				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
 					DestinationActionFenceDestination,
 					DestinationActionDisarmHeartbeat,
 					DestinationActionReleaseDestination,
 					DestinationActionSendCancelled,
-					DestinationActionReportDecodeFailed,
-					DestinationActionComplete,
 				}},
-				Row: 44,
+				Row: 50,
 			}, true
 		case DestinationStateDraining:
-			// row 45: DestinationHeldWhileWritten with a deadline: reads that never stop are fenced, then the pages go
+			// row 51: DestinationHeldWhileWritten with a deadline: reads that never stop are fenced, then the pages go
 			return DestinationTransition{
-				To: DestinationStateAborted,
-				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
+				To: DestinationStateAborting,
+				Actions: DestinationActions{n: 2, a: [MaxDestinationActions]DestinationAction{
 					DestinationActionFenceDestination,
 					DestinationActionReleaseDestination,
-					DestinationActionReportDecodeFailed,
-					DestinationActionComplete,
 				}},
-				Row: 45,
+				Row: 51,
 			}, true
 		case DestinationStateIdle, DestinationStateReserving, DestinationStateActive:
-			// row 46: no pull runs here; a stale deadline changes nothing
-			return DestinationTransition{To: s, Row: 46}, true
+			// row 52: no pull runs here; a stale deadline changes nothing
+			return DestinationTransition{To: s, Row: 52}, true
 		}
 	case DestinationFirst:
 		switch s {
 		case DestinationStateIdle, DestinationStateReserving, DestinationStateReserved, DestinationStateActive:
-			// row 47: a destination-first destination runs no transfer; its deadline is the reservation's
-			return DestinationTransition{To: s, Row: 47}, true
+			// row 53: a destination-first destination runs no transfer; its deadline is the reservation's
+			return DestinationTransition{To: s, Row: 53}, true
 		}
+	}
+	return DestinationTransition{}, false
+}
+
+// destinationOnReleaseApplied handles ReleaseApplied, alike under every policy.
+func destinationOnReleaseApplied(s DestinationState, _ Policy) (DestinationTransition, bool) {
+	switch s {
+	case DestinationStateAborting:
+		// row 23: InFlightAccounting: the request leaves this worker once the core has freed its pages
+		return DestinationTransition{
+			To: DestinationStateAborted,
+			Actions: DestinationActions{n: 2, a: [MaxDestinationActions]DestinationAction{
+				DestinationActionReportDecodeFailed,
+				DestinationActionComplete,
+			}},
+			Row: 23,
+		}, true
+	}
+	return DestinationTransition{}, false
+}
+
+// destinationOnReleaseNoOp handles ReleaseNoOp, alike under every policy.
+func destinationOnReleaseNoOp(s DestinationState, _ Policy) (DestinationTransition, bool) {
+	switch s {
+	case DestinationStateAborting:
+		// row 24: the core holds nothing for the attempt (it refused to reserve): nothing is left to free
+		return DestinationTransition{
+			To: DestinationStateAborted,
+			Actions: DestinationActions{n: 2, a: [MaxDestinationActions]DestinationAction{
+				DestinationActionReportDecodeFailed,
+				DestinationActionComplete,
+			}},
+			Row: 24,
+		}, true
+	}
+	return DestinationTransition{}, false
+}
+
+// destinationOnCancelApplied handles CancelApplied, alike under every policy.
+func destinationOnCancelApplied(s DestinationState, _ Policy) (DestinationTransition, bool) {
+	switch s {
+	case DestinationStateWithdrawing:
+		// row 35: the core took the request back before it reserved: nothing is held
+		return DestinationTransition{
+			To: DestinationStateAborted,
+			Actions: DestinationActions{n: 2, a: [MaxDestinationActions]DestinationAction{
+				DestinationActionReportDecodeFailed,
+				DestinationActionComplete,
+			}},
+			Row: 35,
+		}, true
+	}
+	return DestinationTransition{}, false
+}
+
+// destinationOnCancelNoOp handles CancelNoOp, alike under every policy.
+func destinationOnCancelNoOp(s DestinationState, _ Policy) (DestinationTransition, bool) {
+	switch s {
+	case DestinationStateWithdrawing:
+		// row 38: the withdrawal came too late: free what the core reserved in between (nothing was registered, so nothing can write)
+		return DestinationTransition{
+			To:      DestinationStateAborting,
+			Actions: DestinationActions{n: 1, a: [MaxDestinationActions]DestinationAction{DestinationActionReleaseDestination}},
+			Row:     38,
+		}, true
 	}
 	return DestinationTransition{}, false
 }
@@ -968,11 +1048,13 @@ func _() {
 	_ = x[DestinationStateReceiving-3]
 	_ = x[DestinationStateDraining-4]
 	_ = x[DestinationStateActivating-5]
-	_ = x[DestinationStateActive-6]
-	_ = x[DestinationStateDone-7]
-	_ = x[DestinationStateStopped-8]
-	_ = x[DestinationStateAborted-9]
-	_ = x[DestinationStateForgotten-10]
+	_ = x[DestinationStateWithdrawing-6]
+	_ = x[DestinationStateAborting-7]
+	_ = x[DestinationStateActive-8]
+	_ = x[DestinationStateDone-9]
+	_ = x[DestinationStateStopped-10]
+	_ = x[DestinationStateAborted-11]
+	_ = x[DestinationStateForgotten-12]
 	_ = x[DestinationEventDestinationRouted-0]
 	_ = x[DestinationEventDestinationReserved-1]
 	_ = x[DestinationEventReservationRefused-2]
@@ -991,6 +1073,10 @@ func _() {
 	_ = x[DestinationEventActivationApplied-15]
 	_ = x[DestinationEventActivationNoOp-16]
 	_ = x[DestinationEventTransferTimeout-17]
+	_ = x[DestinationEventReleaseApplied-18]
+	_ = x[DestinationEventReleaseNoOp-19]
+	_ = x[DestinationEventCancelApplied-20]
+	_ = x[DestinationEventCancelNoOp-21]
 	_ = x[DestinationActionAcceptRequest-0]
 	_ = x[DestinationActionRequestReservation-1]
 	_ = x[DestinationActionWithdrawReservation-2]

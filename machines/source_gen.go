@@ -23,6 +23,14 @@ const (
 	SourceStatePinned
 	// SourceStateSending: destination-first: compute done, KV pinned, this worker pushes it.
 	SourceStateSending
+	// SourceStatePushed: destination-first: the push wrote every page; the pin stays, under the lease, until the destination has activated.
+	SourceStatePushed
+	// SourceStateStopping: given up during compute: the cancel command waits for the scheduler core, which may still finish the prefill.
+	SourceStateStopping
+	// SourceStateReleasing: the reads ended: the release command waits for the scheduler core, which still holds the pin.
+	SourceStateReleasing
+	// SourceStateAborting: given up after the pin: the release command waits for the scheduler core, which still holds the pin.
+	SourceStateAborting
 	// SourceStateReleased (terminal): the reads ended and the pin was released.
 	SourceStateReleased
 	// SourceStateAborted (terminal): cancelled, failed or expired; everything held was returned.
@@ -32,12 +40,12 @@ const (
 )
 
 // NumSourceStates is the number of source states.
-const NumSourceStates = 9
+const NumSourceStates = 13
 
 // SourceInitial is the state every source machine starts in.
 const SourceInitial = SourceStateIdle
 
-var sourceStateNames = [...]string{"Idle", "Primed", "AwaitingDestination", "Computing", "Pinned", "Sending", "Released", "Aborted", "Forgotten"}
+var sourceStateNames = [...]string{"Idle", "Primed", "AwaitingDestination", "Computing", "Pinned", "Sending", "Pushed", "Stopping", "Releasing", "Aborting", "Released", "Aborted", "Forgotten"}
 
 // String returns the name, as written in the spec.
 func (x SourceState) String() string {
@@ -47,7 +55,7 @@ func (x SourceState) String() string {
 	return "SourceState(" + strconv.Itoa(int(x)) + ")"
 }
 
-var sourceTerminal = [NumSourceStates]bool{false, false, false, false, false, false, true, true, true}
+var sourceTerminal = [NumSourceStates]bool{false, false, false, false, false, false, false, false, false, false, true, true, true}
 
 // Terminal reports whether the state takes no more events.
 func (s SourceState) Terminal() bool {
@@ -91,12 +99,20 @@ const (
 	SourceEventDeferred
 	// SourceEventTransferTimeout (timer): the push this worker runs passed its deadline: it may have hung.
 	SourceEventTransferTimeout
+	// SourceEventReleaseApplied (local): the scheduler core applied the release command: what the attempt held here is returned.
+	SourceEventReleaseApplied
+	// SourceEventReleaseNoOp (local): the scheduler core found nothing to release: the attempt held nothing here any more.
+	SourceEventReleaseNoOp
+	// SourceEventCancelApplied (local): the scheduler core applied the cancel command: the prefill stopped and its compute blocks are free.
+	SourceEventCancelApplied
+	// SourceEventCancelNoOp (local): the scheduler core found no prefill to stop: compute had finished and the blocks are held.
+	SourceEventCancelNoOp
 )
 
 // NumSourceEvents is the number of source events.
-const NumSourceEvents = 16
+const NumSourceEvents = 20
 
-var sourceEventNames = [...]string{"RequestArrived", "DestinationReserved", "PrefillPinned", "TransferDone", "TransferFailed", "ReaderCompleted", "LeaseRenewed", "LeaseExpired", "BootstrapExpired", "Cancelled", "ClientCancelled", "LocalAbort", "PeerRestarted", "Restarted", "Deferred", "TransferTimeout"}
+var sourceEventNames = [...]string{"RequestArrived", "DestinationReserved", "PrefillPinned", "TransferDone", "TransferFailed", "ReaderCompleted", "LeaseRenewed", "LeaseExpired", "BootstrapExpired", "Cancelled", "ClientCancelled", "LocalAbort", "PeerRestarted", "Restarted", "Deferred", "TransferTimeout", "ReleaseApplied", "ReleaseNoOp", "CancelApplied", "CancelNoOp"}
 
 // String returns the name, as written in the spec.
 func (x SourceEvent) String() string {
@@ -106,7 +122,7 @@ func (x SourceEvent) String() string {
 	return "SourceEvent(" + strconv.Itoa(int(x)) + ")"
 }
 
-var sourceEventOrigins = [NumSourceEvents]Origin{OriginClient, OriginPeer, OriginLocal, OriginLocal, OriginLocal, OriginPeer, OriginPeer, OriginTimer, OriginTimer, OriginPeer, OriginClient, OriginLocal, OriginRestart, OriginRestart, OriginLocal, OriginTimer}
+var sourceEventOrigins = [NumSourceEvents]Origin{OriginClient, OriginPeer, OriginLocal, OriginLocal, OriginLocal, OriginPeer, OriginPeer, OriginTimer, OriginTimer, OriginPeer, OriginClient, OriginLocal, OriginRestart, OriginRestart, OriginLocal, OriginTimer, OriginLocal, OriginLocal, OriginLocal, OriginLocal}
 
 // Origin says where the event comes from.
 func (e SourceEvent) Origin() Origin {
@@ -121,7 +137,7 @@ const (
 	SourceActionAcceptRequest SourceAction = iota
 	// SourceActionStartPrefill: dispatch the prefill: allocate its compute blocks.
 	SourceActionStartPrefill
-	// SourceActionStopPrefill: abort the prefill and free its compute blocks.
+	// SourceActionStopPrefill: cancel command: abort the prefill and free its compute blocks.
 	SourceActionStopPrefill
 	// SourceActionPinSource: move the finished blocks that will move into pinned_source; free the rest to cache.
 	SourceActionPinSource
@@ -129,7 +145,7 @@ const (
 	SourceActionRegisterSource
 	// SourceActionFenceSource: fence the attempt's registration so no read can use it.
 	SourceActionFenceSource
-	// SourceActionReleaseSource: deregister and return the pinned blocks to the cache.
+	// SourceActionReleaseSource: release command: deregister and return the pinned blocks to the cache.
 	SourceActionReleaseSource
 	// SourceActionReportComputeDone: tell the prefill router compute finished: active_prefill_tokens falls.
 	SourceActionReportComputeDone
@@ -179,7 +195,7 @@ func (x SourceAction) String() string {
 }
 
 // MaxSourceActions is the most actions one source row emits.
-const MaxSourceActions = 7
+const MaxSourceActions = 6
 
 // SourceActions is the ordered list of actions of one step, held by value so that
 // stepping never allocates.
@@ -221,7 +237,7 @@ type SourceTransition struct {
 }
 
 // NumSourceRows is the number of rows in the source table.
-const NumSourceRows = 40
+const NumSourceRows = 56
 
 // Step applies an event under a policy. It is pure: it returns the next
 // state and the actions as data, or a *StepError when the event has no row
@@ -278,6 +294,9 @@ var sourceSteps = [NumSourceEvents]func(SourceState, Policy) (SourceTransition, 
 	SourceEventPeerRestarted:       sourceOnPeerRestarted,
 	SourceEventRestarted:           sourceOnRestarted,
 	SourceEventTransferTimeout:     sourceOnTransferTimeout,
+	SourceEventReleaseApplied:      sourceOnReleaseApplied,
+	SourceEventCancelApplied:       sourceOnCancelApplied,
+	SourceEventCancelNoOp:          sourceOnCancelNoOp,
 }
 
 // sourceOnRequestArrived handles RequestArrived.
@@ -326,9 +345,12 @@ func sourceOnRequestArrived(s SourceState, p Policy) (SourceTransition, bool) {
 // sourceOnDestinationReserved handles DestinationReserved.
 func sourceOnDestinationReserved(s SourceState, p Policy) (SourceTransition, bool) {
 	switch s {
-	case SourceStatePrimed, SourceStateComputing, SourceStatePinned, SourceStateSending:
+	case SourceStatePrimed, SourceStateComputing, SourceStatePinned, SourceStateSending, SourceStatePushed:
 		// row 6: a duplicate or late reservation changes nothing once the gate is open
 		return SourceTransition{To: s, Row: 6}, true
+	case SourceStateStopping, SourceStateReleasing, SourceStateAborting:
+		// row 46: the handoff is ending here; a reservation no longer opens anything
+		return SourceTransition{To: s, Row: 46}, true
 	}
 	// The rows below hold under some policies only.
 	switch p {
@@ -360,6 +382,19 @@ func sourceOnDestinationReserved(s SourceState, p Policy) (SourceTransition, boo
 
 // sourceOnPrefillPinned handles PrefillPinned.
 func sourceOnPrefillPinned(s SourceState, p Policy) (SourceTransition, bool) {
+	switch s {
+	case SourceStateStopping:
+		// row 37: AtomicPrefillPin: compute finished before the core reached the cancel; the finished blocks are held, and the cancel will find nothing to stop
+		return SourceTransition{
+			To: s,
+			Actions: SourceActions{n: 2, a: [MaxSourceActions]SourceAction{
+				SourceActionPinSource,
+				SourceActionReportComputeDone,
+			}},
+			Row: 37,
+		}, true
+	}
+	// The rows below hold under some policies only.
 	switch p {
 	case SourceFirst:
 		switch s {
@@ -404,17 +439,12 @@ func sourceOnTransferDone(s SourceState, p Policy) (SourceTransition, bool) {
 	case DestinationFirst:
 		switch s {
 		case SourceStateSending:
-			// row 16: a pushing source observes the end of its own writes; then it tells the destination
+			// row 16: a pushing source observes the end of its own writes and tells the destination; the pin stays until the destination's activation was applied
 			return SourceTransition{
-				To: SourceStateReleased,
-				Actions: SourceActions{n: 7, a: [MaxSourceActions]SourceAction{
+				To: SourceStatePushed,
+				Actions: SourceActions{n: 2, a: [MaxSourceActions]SourceAction{
 					SourceActionDisarmTransferDeadline,
-					SourceActionDisarmLease,
-					SourceActionReleaseSource,
-					SourceActionPublishCached,
 					SourceActionSendReceiveCompleted,
-					SourceActionReportSourceReleased,
-					SourceActionComplete,
 				}},
 				Row: 16,
 			}, true
@@ -429,19 +459,20 @@ func sourceOnTransferFailed(s SourceState, p Policy) (SourceTransition, bool) {
 	case DestinationFirst:
 		switch s {
 		case SourceStateSending:
-			// row 17: the writes ended in failure; nothing reads the blocks any more
+			// row 19: the writes ended in failure; nothing reads the blocks any more
 			return SourceTransition{
-				To: SourceStateAborted,
-				Actions: SourceActions{n: 6, a: [MaxSourceActions]SourceAction{
+				To: SourceStateAborting,
+				Actions: SourceActions{n: 4, a: [MaxSourceActions]SourceAction{
 					SourceActionDisarmTransferDeadline,
 					SourceActionDisarmLease,
 					SourceActionReleaseSource,
 					SourceActionSendCancelled,
-					SourceActionReportSourceAborted,
-					SourceActionComplete,
 				}},
-				Row: 17,
+				Row: 19,
 			}, true
+		case SourceStateAborting:
+			// row 55: the fenced push failed; the release under way returns the blocks
+			return SourceTransition{To: s, Row: 55}, true
 		}
 	}
 	return SourceTransition{}, false
@@ -451,25 +482,38 @@ func sourceOnTransferFailed(s SourceState, p Policy) (SourceTransition, bool) {
 func sourceOnReaderCompleted(s SourceState, p Policy) (SourceTransition, bool) {
 	switch s {
 	case SourceStateIdle, SourceStatePrimed, SourceStateAwaitingDestination, SourceStateComputing, SourceStateSending:
-		// row 18: no reader acknowledgement is expected here; a late one changes nothing
-		return SourceTransition{To: s, Row: 18}, true
+		// row 21: no reader acknowledgement is expected here; a late one changes nothing
+		return SourceTransition{To: s, Row: 21}, true
+	case SourceStateStopping, SourceStateReleasing, SourceStateAborting:
+		// row 47: the release is decided; a reader acknowledgement changes nothing
+		return SourceTransition{To: s, Row: 47}, true
 	}
 	// The rows below hold under some policies only.
 	switch p {
 	case SourceFirst:
 		switch s {
 		case SourceStatePinned:
-			// row 15: ReleaseNeedsReaderAck: the reads ended, so the pin may go; ownership ends at release; the released blocks stay cached and are advertised
+			// row 15: ReleaseNeedsReaderAck: the reads ended, so the pin may go; the worker's core releases it
 			return SourceTransition{
-				To: SourceStateReleased,
-				Actions: SourceActions{n: 5, a: [MaxSourceActions]SourceAction{
+				To: SourceStateReleasing,
+				Actions: SourceActions{n: 2, a: [MaxSourceActions]SourceAction{
 					SourceActionDisarmLease,
 					SourceActionReleaseSource,
-					SourceActionPublishCached,
-					SourceActionReportSourceReleased,
-					SourceActionComplete,
 				}},
 				Row: 15,
+			}, true
+		}
+	case DestinationFirst:
+		switch s {
+		case SourceStatePushed:
+			// row 17: ReleaseNeedsReaderAck: the destination activated the pushed KV, so the pin may go; the worker's core releases it
+			return SourceTransition{
+				To: SourceStateReleasing,
+				Actions: SourceActions{n: 2, a: [MaxSourceActions]SourceAction{
+					SourceActionDisarmLease,
+					SourceActionReleaseSource,
+				}},
+				Row: 17,
 			}, true
 		}
 	}
@@ -479,20 +523,23 @@ func sourceOnReaderCompleted(s SourceState, p Policy) (SourceTransition, bool) {
 // sourceOnLeaseRenewed handles LeaseRenewed.
 func sourceOnLeaseRenewed(s SourceState, p Policy) (SourceTransition, bool) {
 	switch s {
-	case SourceStateIdle, SourceStatePrimed, SourceStateAwaitingDestination, SourceStateComputing, SourceStateSending:
-		// row 20: no lease to renew here; a renewal never revives an ended lease
-		return SourceTransition{To: s, Row: 20}, true
+	case SourceStateIdle, SourceStatePrimed, SourceStateAwaitingDestination, SourceStateComputing, SourceStateSending, SourceStatePushed:
+		// row 23: no lease to renew here; a renewal never revives an ended lease
+		return SourceTransition{To: s, Row: 23}, true
+	case SourceStateStopping, SourceStateReleasing, SourceStateAborting:
+		// row 48: the lease was stopped; a renewal never revives it
+		return SourceTransition{To: s, Row: 48}, true
 	}
 	// The rows below hold under some policies only.
 	switch p {
 	case SourceFirst:
 		switch s {
 		case SourceStatePinned:
-			// row 19: the destination still waits for capacity; keep the KV
+			// row 22: the destination still waits for capacity; keep the KV
 			return SourceTransition{
 				To:      s,
 				Actions: SourceActions{n: 1, a: [MaxSourceActions]SourceAction{SourceActionRenewLease}},
-				Row:     19,
+				Row:     22,
 			}, true
 		}
 	}
@@ -502,23 +549,24 @@ func sourceOnLeaseRenewed(s SourceState, p Policy) (SourceTransition, bool) {
 // sourceOnLeaseExpired handles LeaseExpired, alike under every policy.
 func sourceOnLeaseExpired(s SourceState, _ Policy) (SourceTransition, bool) {
 	switch s {
-	case SourceStatePinned, SourceStateSending:
-		// row 21: the owner reclaims on its own deadline: fence before free, no final peer message needed
+	case SourceStatePinned, SourceStateSending, SourceStatePushed:
+		// row 24: the owner reclaims on its own deadline: fence before free, no final peer message needed
 		return SourceTransition{
-			To: SourceStateAborted,
-			Actions: SourceActions{n: 6, a: [MaxSourceActions]SourceAction{
+			To: SourceStateAborting,
+			Actions: SourceActions{n: 4, a: [MaxSourceActions]SourceAction{
 				SourceActionDisarmTransferDeadline,
 				SourceActionFenceSource,
 				SourceActionReleaseSource,
 				SourceActionSendCancelled,
-				SourceActionReportSourceAborted,
-				SourceActionComplete,
 			}},
-			Row: 21,
+			Row: 24,
 		}, true
 	case SourceStateIdle, SourceStatePrimed, SourceStateAwaitingDestination, SourceStateComputing:
-		// row 22: no lease is armed here; a stale timer changes nothing
-		return SourceTransition{To: s, Row: 22}, true
+		// row 25: no lease is armed here; a stale timer changes nothing
+		return SourceTransition{To: s, Row: 25}, true
+	case SourceStateStopping, SourceStateReleasing, SourceStateAborting:
+		// row 49: the lease was stopped; a stale timer changes nothing
+		return SourceTransition{To: s, Row: 49}, true
 	}
 	return SourceTransition{}, false
 }
@@ -526,16 +574,19 @@ func sourceOnLeaseExpired(s SourceState, _ Policy) (SourceTransition, bool) {
 // sourceOnBootstrapExpired handles BootstrapExpired.
 func sourceOnBootstrapExpired(s SourceState, p Policy) (SourceTransition, bool) {
 	switch s {
-	case SourceStateIdle, SourceStatePrimed, SourceStateComputing, SourceStatePinned, SourceStateSending:
-		// row 24: the bootstrap deadline is not armed here
-		return SourceTransition{To: s, Row: 24}, true
+	case SourceStateIdle, SourceStatePrimed, SourceStateComputing, SourceStatePinned, SourceStateSending, SourceStatePushed:
+		// row 27: the bootstrap deadline is not armed here
+		return SourceTransition{To: s, Row: 27}, true
+	case SourceStateStopping, SourceStateReleasing, SourceStateAborting:
+		// row 50: the bootstrap deadline is not armed here
+		return SourceTransition{To: s, Row: 50}, true
 	}
 	// The rows below hold under some policies only.
 	switch p {
 	case DestinationFirst:
 		switch s {
 		case SourceStateAwaitingDestination:
-			// row 23: the destination never reserved (no-show or lost message); give the request up
+			// row 26: the destination never reserved (no-show or lost message); give the request up
 			return SourceTransition{
 				To: SourceStateAborted,
 				Actions: SourceActions{n: 3, a: [MaxSourceActions]SourceAction{
@@ -543,7 +594,7 @@ func sourceOnBootstrapExpired(s SourceState, p Policy) (SourceTransition, bool) 
 					SourceActionReportSourceAborted,
 					SourceActionComplete,
 				}},
-				Row: 23,
+				Row: 26,
 			}, true
 		}
 	}
@@ -557,30 +608,27 @@ func sourceOnCancelled(s SourceState, p Policy) (SourceTransition, bool) {
 		// row 10: nothing is held yet; the bootstrap deadline covers a request that then arrives
 		return SourceTransition{To: s, Row: 10}, true
 	case SourceStateComputing:
-		// row 29: the destination is gone; computing on would only strand the KV
+		// row 32: the destination is gone; computing on would only strand the KV
 		return SourceTransition{
-			To: SourceStateAborted,
-			Actions: SourceActions{n: 3, a: [MaxSourceActions]SourceAction{
-				SourceActionStopPrefill,
-				SourceActionReportSourceAborted,
-				SourceActionComplete,
-			}},
-			Row: 29,
+			To:      SourceStateStopping,
+			Actions: SourceActions{n: 1, a: [MaxSourceActions]SourceAction{SourceActionStopPrefill}},
+			Row:     32,
 		}, true
-	case SourceStatePinned, SourceStateSending:
-		// row 33: the destination gave up: fence so no late read sees freed blocks, then release
+	case SourceStatePinned, SourceStateSending, SourceStatePushed:
+		// row 39: the destination gave up: fence so no late read sees freed blocks, then release
 		return SourceTransition{
-			To: SourceStateAborted,
-			Actions: SourceActions{n: 6, a: [MaxSourceActions]SourceAction{
+			To: SourceStateAborting,
+			Actions: SourceActions{n: 4, a: [MaxSourceActions]SourceAction{
 				SourceActionDisarmTransferDeadline,
 				SourceActionDisarmLease,
 				SourceActionFenceSource,
 				SourceActionReleaseSource,
-				SourceActionReportSourceAborted,
-				SourceActionComplete,
 			}},
-			Row: 33,
+			Row: 39,
 		}, true
+	case SourceStateStopping, SourceStateReleasing, SourceStateAborting:
+		// row 52: already ending; the command under way returns what is held
+		return SourceTransition{To: s, Row: 52}, true
 	}
 	// The rows below hold under some policies only.
 	switch p {
@@ -590,115 +638,11 @@ func sourceOnCancelled(s SourceState, p Policy) (SourceTransition, bool) {
 			// row 8: the remembered reservation is gone; wait again for the request
 			return SourceTransition{To: SourceStateIdle, Row: 8}, true
 		case SourceStateAwaitingDestination:
-			// row 25: the destination gave up before prefill; nothing is held
+			// row 28: the destination gave up before prefill; nothing is held
 			return SourceTransition{
 				To: SourceStateAborted,
 				Actions: SourceActions{n: 3, a: [MaxSourceActions]SourceAction{
 					SourceActionDisarmBootstrap,
-					SourceActionReportSourceAborted,
-					SourceActionComplete,
-				}},
-				Row: 25,
-			}, true
-		}
-	}
-	return SourceTransition{}, false
-}
-
-// sourceOnClientCancelled handles ClientCancelled.
-func sourceOnClientCancelled(s SourceState, p Policy) (SourceTransition, bool) {
-	switch s {
-	case SourceStateComputing:
-		// row 31: cancel during compute: free compute blocks and load at once
-		return SourceTransition{
-			To: SourceStateAborted,
-			Actions: SourceActions{n: 4, a: [MaxSourceActions]SourceAction{
-				SourceActionStopPrefill,
-				SourceActionSendCancelled,
-				SourceActionReportSourceAborted,
-				SourceActionComplete,
-			}},
-			Row: 31,
-		}, true
-	case SourceStatePinned, SourceStateSending:
-		// row 35: cancel while pinned: fence, release, and tell the destination
-		return SourceTransition{
-			To: SourceStateAborted,
-			Actions: SourceActions{n: 7, a: [MaxSourceActions]SourceAction{
-				SourceActionDisarmTransferDeadline,
-				SourceActionDisarmLease,
-				SourceActionFenceSource,
-				SourceActionReleaseSource,
-				SourceActionSendCancelled,
-				SourceActionReportSourceAborted,
-				SourceActionComplete,
-			}},
-			Row: 35,
-		}, true
-	}
-	// The rows below hold under some policies only.
-	switch p {
-	case DestinationFirst:
-		switch s {
-		case SourceStateAwaitingDestination:
-			// row 27: cancel before prefill; tell the destination to drop its reservation
-			return SourceTransition{
-				To: SourceStateAborted,
-				Actions: SourceActions{n: 4, a: [MaxSourceActions]SourceAction{
-					SourceActionDisarmBootstrap,
-					SourceActionSendCancelled,
-					SourceActionReportSourceAborted,
-					SourceActionComplete,
-				}},
-				Row: 27,
-			}, true
-		}
-	}
-	return SourceTransition{}, false
-}
-
-// sourceOnLocalAbort handles LocalAbort.
-func sourceOnLocalAbort(s SourceState, p Policy) (SourceTransition, bool) {
-	switch s {
-	case SourceStateComputing:
-		// row 32: abort during compute: free compute blocks and load at once
-		return SourceTransition{
-			To: SourceStateAborted,
-			Actions: SourceActions{n: 4, a: [MaxSourceActions]SourceAction{
-				SourceActionStopPrefill,
-				SourceActionSendCancelled,
-				SourceActionReportSourceAborted,
-				SourceActionComplete,
-			}},
-			Row: 32,
-		}, true
-	case SourceStatePinned, SourceStateSending:
-		// row 36: abort while pinned: fence, release, and tell the destination
-		return SourceTransition{
-			To: SourceStateAborted,
-			Actions: SourceActions{n: 7, a: [MaxSourceActions]SourceAction{
-				SourceActionDisarmTransferDeadline,
-				SourceActionDisarmLease,
-				SourceActionFenceSource,
-				SourceActionReleaseSource,
-				SourceActionSendCancelled,
-				SourceActionReportSourceAborted,
-				SourceActionComplete,
-			}},
-			Row: 36,
-		}, true
-	}
-	// The rows below hold under some policies only.
-	switch p {
-	case DestinationFirst:
-		switch s {
-		case SourceStateAwaitingDestination:
-			// row 28: abort before prefill; tell the destination to drop its reservation
-			return SourceTransition{
-				To: SourceStateAborted,
-				Actions: SourceActions{n: 4, a: [MaxSourceActions]SourceAction{
-					SourceActionDisarmBootstrap,
-					SourceActionSendCancelled,
 					SourceActionReportSourceAborted,
 					SourceActionComplete,
 				}},
@@ -709,23 +653,123 @@ func sourceOnLocalAbort(s SourceState, p Policy) (SourceTransition, bool) {
 	return SourceTransition{}, false
 }
 
-// sourceOnPeerRestarted handles PeerRestarted.
-func sourceOnPeerRestarted(s SourceState, p Policy) (SourceTransition, bool) {
+// sourceOnClientCancelled handles ClientCancelled.
+func sourceOnClientCancelled(s SourceState, p Policy) (SourceTransition, bool) {
 	switch s {
-	case SourceStatePinned, SourceStateSending:
-		// row 34: the reader or the target pages are gone with the destination's process
+	case SourceStateComputing:
+		// row 34: cancel during compute: free compute blocks and load at once
 		return SourceTransition{
-			To: SourceStateAborted,
-			Actions: SourceActions{n: 6, a: [MaxSourceActions]SourceAction{
+			To: SourceStateStopping,
+			Actions: SourceActions{n: 2, a: [MaxSourceActions]SourceAction{
+				SourceActionStopPrefill,
+				SourceActionSendCancelled,
+			}},
+			Row: 34,
+		}, true
+	case SourceStatePinned, SourceStateSending, SourceStatePushed:
+		// row 41: cancel while pinned: fence, release, and tell the destination
+		return SourceTransition{
+			To: SourceStateAborting,
+			Actions: SourceActions{n: 5, a: [MaxSourceActions]SourceAction{
 				SourceActionDisarmTransferDeadline,
 				SourceActionDisarmLease,
 				SourceActionFenceSource,
 				SourceActionReleaseSource,
-				SourceActionReportSourceAborted,
-				SourceActionComplete,
+				SourceActionSendCancelled,
 			}},
-			Row: 34,
+			Row: 41,
 		}, true
+	case SourceStateStopping, SourceStateReleasing, SourceStateAborting:
+		// row 54: already ending; the command under way returns what is held
+		return SourceTransition{To: s, Row: 54}, true
+	}
+	// The rows below hold under some policies only.
+	switch p {
+	case DestinationFirst:
+		switch s {
+		case SourceStateAwaitingDestination:
+			// row 30: cancel before prefill; tell the destination to drop its reservation
+			return SourceTransition{
+				To: SourceStateAborted,
+				Actions: SourceActions{n: 4, a: [MaxSourceActions]SourceAction{
+					SourceActionDisarmBootstrap,
+					SourceActionSendCancelled,
+					SourceActionReportSourceAborted,
+					SourceActionComplete,
+				}},
+				Row: 30,
+			}, true
+		}
+	}
+	return SourceTransition{}, false
+}
+
+// sourceOnLocalAbort handles LocalAbort.
+func sourceOnLocalAbort(s SourceState, p Policy) (SourceTransition, bool) {
+	switch s {
+	case SourceStateComputing:
+		// row 35: abort during compute: free compute blocks and load at once
+		return SourceTransition{
+			To: SourceStateStopping,
+			Actions: SourceActions{n: 2, a: [MaxSourceActions]SourceAction{
+				SourceActionStopPrefill,
+				SourceActionSendCancelled,
+			}},
+			Row: 35,
+		}, true
+	case SourceStatePinned, SourceStateSending, SourceStatePushed:
+		// row 42: abort while pinned: fence, release, and tell the destination
+		return SourceTransition{
+			To: SourceStateAborting,
+			Actions: SourceActions{n: 5, a: [MaxSourceActions]SourceAction{
+				SourceActionDisarmTransferDeadline,
+				SourceActionDisarmLease,
+				SourceActionFenceSource,
+				SourceActionReleaseSource,
+				SourceActionSendCancelled,
+			}},
+			Row: 42,
+		}, true
+	}
+	// The rows below hold under some policies only.
+	switch p {
+	case DestinationFirst:
+		switch s {
+		case SourceStateAwaitingDestination:
+			// row 31: abort before prefill; tell the destination to drop its reservation
+			return SourceTransition{
+				To: SourceStateAborted,
+				Actions: SourceActions{n: 4, a: [MaxSourceActions]SourceAction{
+					SourceActionDisarmBootstrap,
+					SourceActionSendCancelled,
+					SourceActionReportSourceAborted,
+					SourceActionComplete,
+				}},
+				Row: 31,
+			}, true
+		}
+	}
+	return SourceTransition{}, false
+}
+
+// sourceOnPeerRestarted handles PeerRestarted.
+func sourceOnPeerRestarted(s SourceState, p Policy) (SourceTransition, bool) {
+	switch s {
+	case SourceStatePinned, SourceStateSending, SourceStatePushed:
+		// row 40: the reader or the target pages are gone with the destination's process
+		return SourceTransition{
+			To: SourceStateAborting,
+			Actions: SourceActions{n: 4, a: [MaxSourceActions]SourceAction{
+				SourceActionDisarmTransferDeadline,
+				SourceActionDisarmLease,
+				SourceActionFenceSource,
+				SourceActionReleaseSource,
+			}},
+			Row: 40,
+		}, true
+	case SourceStateStopping, SourceStateReleasing, SourceStateAborting:
+		// row 53: already ending; the destination no longer matters
+		return SourceTransition{To: s, Row: 53}, true
 	}
 	// The rows below hold under some policies only.
 	switch p {
@@ -744,7 +788,7 @@ func sourceOnPeerRestarted(s SourceState, p Policy) (SourceTransition, bool) {
 			// row 12: nothing is held yet
 			return SourceTransition{To: s, Row: 12}, true
 		case SourceStateAwaitingDestination:
-			// row 26: the destination restarted before prefill; nothing is held
+			// row 29: the destination restarted before prefill; nothing is held
 			return SourceTransition{
 				To: SourceStateAborted,
 				Actions: SourceActions{n: 3, a: [MaxSourceActions]SourceAction{
@@ -752,18 +796,14 @@ func sourceOnPeerRestarted(s SourceState, p Policy) (SourceTransition, bool) {
 					SourceActionReportSourceAborted,
 					SourceActionComplete,
 				}},
-				Row: 26,
+				Row: 29,
 			}, true
 		case SourceStateComputing:
-			// row 30: the reservation died with the destination's process
+			// row 33: the reservation died with the destination's process
 			return SourceTransition{
-				To: SourceStateAborted,
-				Actions: SourceActions{n: 3, a: [MaxSourceActions]SourceAction{
-					SourceActionStopPrefill,
-					SourceActionReportSourceAborted,
-					SourceActionComplete,
-				}},
-				Row: 30,
+				To:      SourceStateStopping,
+				Actions: SourceActions{n: 1, a: [MaxSourceActions]SourceAction{SourceActionStopPrefill}},
+				Row:     33,
 			}, true
 		}
 	}
@@ -773,42 +813,105 @@ func sourceOnPeerRestarted(s SourceState, p Policy) (SourceTransition, bool) {
 // sourceOnRestarted handles Restarted, alike under every policy.
 func sourceOnRestarted(s SourceState, _ Policy) (SourceTransition, bool) {
 	switch s {
-	case SourceStateIdle, SourceStatePrimed, SourceStateAwaitingDestination, SourceStateComputing, SourceStatePinned, SourceStateSending:
-		// row 40: a restart forgets the attempt; the worker's pool and registrations die with the process
-		return SourceTransition{To: SourceStateForgotten, Row: 40}, true
+	case SourceStateIdle, SourceStatePrimed, SourceStateAwaitingDestination, SourceStateComputing, SourceStatePinned, SourceStateSending, SourceStatePushed, SourceStateStopping, SourceStateReleasing, SourceStateAborting:
+		// row 56: a restart forgets the attempt; the worker's pool and registrations die with the process
+		return SourceTransition{To: SourceStateForgotten, Row: 56}, true
 	}
 	return SourceTransition{}, false
 }
 
 // sourceOnTransferTimeout handles TransferTimeout.
 func sourceOnTransferTimeout(s SourceState, p Policy) (SourceTransition, bool) {
+	switch s {
+	case SourceStateStopping, SourceStateReleasing, SourceStateAborting:
+		// row 51: no transfer deadline is armed here; a stale one changes nothing
+		return SourceTransition{To: s, Row: 51}, true
+	}
+	// The rows below hold under some policies only.
 	switch p {
 	case SourceFirst:
 		switch s {
 		case SourceStateIdle, SourceStateComputing, SourceStatePinned:
-			// row 38: a source-first source runs no transfer; the reader's deadline is its lease
-			return SourceTransition{To: s, Row: 38}, true
+			// row 44: a source-first source runs no transfer; the reader's deadline is its lease
+			return SourceTransition{To: s, Row: 44}, true
 		}
 	case DestinationFirst:
 		switch s {
 		case SourceStateSending:
-			// row 37: the push hung: fence so the stalled writes fail, then reclaim on this worker's own deadline
+			// row 43: the push hung: fence so the stalled writes fail, then reclaim on this worker's own deadline
 			return SourceTransition{
-				To: SourceStateAborted,
-				Actions: SourceActions{n: 6, a: [MaxSourceActions]SourceAction{
+				To: SourceStateAborting,
+				Actions: SourceActions{n: 4, a: [MaxSourceActions]SourceAction{
 					SourceActionFenceSource,
 					SourceActionDisarmLease,
 					SourceActionReleaseSource,
 					SourceActionSendCancelled,
-					SourceActionReportSourceAborted,
-					SourceActionComplete,
 				}},
-				Row: 37,
+				Row: 43,
 			}, true
-		case SourceStateIdle, SourceStatePrimed, SourceStateAwaitingDestination, SourceStateComputing:
-			// row 39: no push runs yet; a stale deadline changes nothing
-			return SourceTransition{To: s, Row: 39}, true
+		case SourceStateIdle, SourceStatePrimed, SourceStateAwaitingDestination, SourceStateComputing, SourceStatePushed:
+			// row 45: no push runs (yet, or any more); a stale deadline changes nothing
+			return SourceTransition{To: s, Row: 45}, true
 		}
+	}
+	return SourceTransition{}, false
+}
+
+// sourceOnReleaseApplied handles ReleaseApplied, alike under every policy.
+func sourceOnReleaseApplied(s SourceState, _ Policy) (SourceTransition, bool) {
+	switch s {
+	case SourceStateReleasing:
+		// row 18: RouterCleanup: request ownership ends at the release itself, not when it was asked for; the released blocks stay cached and are advertised
+		return SourceTransition{
+			To: SourceStateReleased,
+			Actions: SourceActions{n: 3, a: [MaxSourceActions]SourceAction{
+				SourceActionPublishCached,
+				SourceActionReportSourceReleased,
+				SourceActionComplete,
+			}},
+			Row: 18,
+		}, true
+	case SourceStateAborting:
+		// row 20: InFlightAccounting: the request leaves this worker once the core has returned its blocks
+		return SourceTransition{
+			To: SourceStateAborted,
+			Actions: SourceActions{n: 2, a: [MaxSourceActions]SourceAction{
+				SourceActionReportSourceAborted,
+				SourceActionComplete,
+			}},
+			Row: 20,
+		}, true
+	}
+	return SourceTransition{}, false
+}
+
+// sourceOnCancelApplied handles CancelApplied, alike under every policy.
+func sourceOnCancelApplied(s SourceState, _ Policy) (SourceTransition, bool) {
+	switch s {
+	case SourceStateStopping:
+		// row 36: the core stopped the prefill and freed its blocks: only now does the request leave this worker
+		return SourceTransition{
+			To: SourceStateAborted,
+			Actions: SourceActions{n: 2, a: [MaxSourceActions]SourceAction{
+				SourceActionReportSourceAborted,
+				SourceActionComplete,
+			}},
+			Row: 36,
+		}, true
+	}
+	return SourceTransition{}, false
+}
+
+// sourceOnCancelNoOp handles CancelNoOp, alike under every policy.
+func sourceOnCancelNoOp(s SourceState, _ Policy) (SourceTransition, bool) {
+	switch s {
+	case SourceStateStopping:
+		// row 38: the cancel stopped nothing: the prefill had finished and its blocks are held, so release them (no reader was ever registered)
+		return SourceTransition{
+			To:      SourceStateAborting,
+			Actions: SourceActions{n: 1, a: [MaxSourceActions]SourceAction{SourceActionReleaseSource}},
+			Row:     38,
+		}, true
 	}
 	return SourceTransition{}, false
 }
@@ -820,9 +923,13 @@ func _() {
 	_ = x[SourceStateComputing-3]
 	_ = x[SourceStatePinned-4]
 	_ = x[SourceStateSending-5]
-	_ = x[SourceStateReleased-6]
-	_ = x[SourceStateAborted-7]
-	_ = x[SourceStateForgotten-8]
+	_ = x[SourceStatePushed-6]
+	_ = x[SourceStateStopping-7]
+	_ = x[SourceStateReleasing-8]
+	_ = x[SourceStateAborting-9]
+	_ = x[SourceStateReleased-10]
+	_ = x[SourceStateAborted-11]
+	_ = x[SourceStateForgotten-12]
 	_ = x[SourceEventRequestArrived-0]
 	_ = x[SourceEventDestinationReserved-1]
 	_ = x[SourceEventPrefillPinned-2]
@@ -839,6 +946,10 @@ func _() {
 	_ = x[SourceEventRestarted-13]
 	_ = x[SourceEventDeferred-14]
 	_ = x[SourceEventTransferTimeout-15]
+	_ = x[SourceEventReleaseApplied-16]
+	_ = x[SourceEventReleaseNoOp-17]
+	_ = x[SourceEventCancelApplied-18]
+	_ = x[SourceEventCancelNoOp-19]
 	_ = x[SourceActionAcceptRequest-0]
 	_ = x[SourceActionStartPrefill-1]
 	_ = x[SourceActionStopPrefill-2]

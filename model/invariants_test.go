@@ -510,7 +510,7 @@ func firings(decodeFirst bool) []firing {
 			// The command path: the reads completed and the activation was
 			// asked for, but the scheduler core has not applied it yet.
 			h := sf(t)
-			h.clean(route, accept, computed, routed, reserved, pulling, received, func(tx *Tx) { tx.QueueActivation(0, DestinationSide) })
+			h.clean(route, accept, computed, routed, reserved, pulling, received, func(tx *Tx) { tx.QueueCommand(0, DestinationSide, DestinationSide, CmdActivate, CauseOther) })
 			h.expect(func(tx *Tx) { tx.ReleaseSource(0, SourceSide, CauseReaderAck) }, NameReleaseNeedsReaderAck)
 			return h
 		}},

@@ -430,7 +430,7 @@ func (tx *Tx) ReleaseSource(h int, side Side, cause Cause) {
 		tx.end(h, ResSourceLease, SourceSide)
 		return
 	}
-	tx.J.add(Effect{Kind: EffPinEnd, H: int8(h), Reg: x.SrcReg, Xfer: x.Xfer, Cause: cause, B: x.ActivatePending})
+	tx.J.add(Effect{Kind: EffPinEnd, H: int8(h), Reg: x.SrcReg, Xfer: x.Xfer, Cause: cause, B: x.Cmds[DestinationSide].Has(CmdActivate)})
 	if x.SrcReg == RegValid && x.Xfer == XferRunning {
 		x.Tainted = true
 	}
@@ -733,28 +733,6 @@ func (tx *Tx) ActivateDestination(h int, side Side) {
 	tx.activate(h)
 }
 
-// QueueActivation is the activation command reaching the decode worker's
-// scheduler core, which applies it later, in its own task (the command
-// path): until then nothing changes in the worker's memory.
-func (tx *Tx) QueueActivation(h int, side Side) {
-	if tx.command(h, side, DestinationSide) {
-		tx.h(h).ActivatePending = true
-	}
-}
-
-// ApplyActivation is the scheduler core applying a queued activation
-// command. It reports whether the command took effect (applied); it does
-// nothing (a no-op) when the reservation it names has ended.
-func (tx *Tx) ApplyActivation(h int) (applied bool) {
-	x := tx.h(h)
-	x.ActivatePending = false
-	if x.Dst != DstReserved {
-		return false
-	}
-	tx.activate(h)
-	return true
-}
-
 // activate turns the reserved pages into active ones.
 func (tx *Tx) activate(h int) {
 	x := tx.h(h)
@@ -965,6 +943,8 @@ func (tx *Tx) restartSource(h int) {
 		x.Compute = ComputeNone
 	}
 	x.Src = SrcNone
+	x.Cmds[SourceSide] = CmdQueue{} // the scheduler core's queue dies with the process
+	x.Slow[SourceSide] = false
 	tx.unindex(h, SourceSide)
 	x.SrcKept = false
 	x.InFlight[SourceSide] = false
@@ -984,7 +964,8 @@ func (tx *Tx) restartSource(h int) {
 
 func (tx *Tx) restartDestination(h int) {
 	x := tx.h(h)
-	x.ActivatePending = false // the scheduler core's queue dies with the process
+	x.Cmds[DestinationSide] = CmdQueue{} // the scheduler core's queue dies with the process
+	x.Slow[DestinationSide] = false
 	if x.DstReg == RegValid {
 		x.DstReg = RegFenced
 	}

@@ -160,6 +160,19 @@ type opCase struct {
 	op    func(*Tx)
 	eff   []Effect
 	diff  string
+	// answer, for an ApplyCommand op: the command the core applied and
+	// its answer ("release applied", "cancel no-op").
+	answer string
+}
+
+// applied is what ApplyCommand returned in the op of an opCase.
+var applied string
+
+func applyCmd(side Side) func(*Tx) {
+	return func(tx *Tx) {
+		c, ok := tx.ApplyCommand(0, side)
+		applied = c.String() + map[bool]string{true: " applied", false: " no-op"}[ok]
+	}
 }
 
 func opCases() []opCase {
@@ -389,16 +402,60 @@ func opCases() []opCase {
 			diff: "h0.Activated=true h0.Dst=active h0.DstReg=closed h0.Running=true h0.Life[destination_reservation]=ended wD.Reserved-2 wD.Active+2 wD.SlotsUsed+1"},
 		// The command path: the activation is queued at the decode worker's
 		// scheduler core, and takes effect only when the core applies it.
-		{name: "QueueActivation", setup: upTo(0, stReceived), op: func(tx *Tx) { tx.QueueActivation(0, dst) },
-			diff: "h0.ActivatePending=true"},
-		{name: "ApplyActivation/applied", setup: upTo(0, stReceived, func(tx *Tx) { tx.QueueActivation(0, dst) }),
-			op:   func(tx *Tx) { tx.ApplyActivation(0) },
+		{name: "QueueCommand/activate", setup: upTo(0, stReceived), op: func(tx *Tx) { tx.QueueCommand(0, dst, dst, CmdActivate, CauseOther) },
+			diff: "h0.Cmds[destination]=[activate]"},
+		{name: "QueueCommand/activate-from-source", setup: upTo(0, stReceived), op: func(tx *Tx) { tx.QueueCommand(0, src, dst, CmdActivate, CauseOther) },
+			eff: []Effect{{Kind: EffRoleMismatch, Side: src}}},
+		{name: "QueueCommand/again", setup: upTo(0, stPinned, func(tx *Tx) { tx.QueueCommand(0, src, src, CmdRelease, CauseReaderAck) }),
+			// The core keys its commands by handoff: the same command
+			// queued again is that command.
+			op: func(tx *Tx) { tx.QueueCommand(0, src, src, CmdRelease, CauseAbort) }},
+		{name: "ApplyCommand/activate", setup: upTo(0, stReceived, func(tx *Tx) { tx.QueueCommand(0, dst, dst, CmdActivate, CauseOther) }),
+			op: applyCmd(dst), answer: "activate applied",
 			eff:  []Effect{{Kind: EffActivate, Xfer: XferDone, B: true}, held(0, dst, ResDestReservation)},
-			diff: "h0.ActivatePending=false h0.Activated=true h0.Dst=active h0.DstReg=closed h0.Running=true h0.Life[destination_reservation]=ended wD.Reserved-2 wD.Active+2 wD.SlotsUsed+1"},
-		{name: "ApplyActivation/no-op", setup: upTo(0, stReceived, func(tx *Tx) { tx.QueueActivation(0, dst) }, func(tx *Tx) { tx.ReleaseDestination(0, dst, CauseAbort) }),
+			diff: "h0.Cmds[destination]=[] h0.Activated=true h0.Dst=active h0.DstReg=closed h0.Running=true h0.Life[destination_reservation]=ended wD.Reserved-2 wD.Active+2 wD.SlotsUsed+1"},
+		{name: "ApplyCommand/activate-no-op", setup: upTo(0, stReceived, func(tx *Tx) { tx.QueueCommand(0, dst, dst, CmdActivate, CauseOther) }, func(tx *Tx) { tx.ReleaseDestination(0, dst, CauseAbort) }),
 			// The reservation ended before the core applied the command.
-			op:   func(tx *Tx) { tx.ApplyActivation(0) },
-			diff: "h0.ActivatePending=false"},
+			op: applyCmd(dst), answer: "activate no-op",
+			diff: "h0.Cmds[destination]=[]"},
+		// A release applies at the core with the cause it was sent with,
+		// whatever happened in between; the pin holds until then.
+		{name: "ApplyCommand/release-source", setup: upTo(0, stPinned, func(tx *Tx) { tx.QueueCommand(0, src, src, CmdRelease, CauseExpiry) }),
+			op: applyCmd(src), answer: "release applied",
+			eff:  []Effect{{Kind: EffPinEnd, Reg: RegValid, Cause: CauseExpiry}, held(0, src, ResSourceLease)},
+			diff: "h0.Cmds[source]=[] h0.Src=none h0.SrcReg=closed h0.SrcKept=true h0.Life[source_lease]=ended wP.Pinned-3 wP.Kept+3"},
+		{name: "ApplyCommand/release-source-twice", setup: upTo(0, stPinned, released, func(tx *Tx) { tx.QueueCommand(0, src, src, CmdRelease, CauseAbort) }),
+			// The pin already ended: the core finds nothing and says so,
+			// and nothing ends twice.
+			op: applyCmd(src), answer: "release no-op",
+			diff: "h0.Cmds[source]=[]"},
+		{name: "ApplyCommand/release-destination", setup: upTo(0, stReserved, func(tx *Tx) { tx.QueueCommand(0, dst, dst, CmdRelease, CauseAbort) }),
+			op: applyCmd(dst), answer: "release applied",
+			eff:  []Effect{{Kind: EffPagesFreed, Reg: RegValid, Cause: CauseAbort}, held(0, dst, ResDestReservation)},
+			diff: "h0.Cmds[destination]=[] h0.Dst=none h0.DstReg=closed h0.Life[destination_reservation]=ended wD.Reserved-2 wD.Free+2 wD.Active-1 wD.Prefix+1"},
+		{name: "ApplyCommand/cancel-prefill", setup: upTo(0, stComputing, func(tx *Tx) { tx.QueueCommand(0, src, src, CmdCancel, CauseAbort) }),
+			op: applyCmd(src), answer: "cancel applied",
+			eff:  []Effect{held(0, src, ResCompute)},
+			diff: "h0.Cmds[source]=[] h0.Compute=none h0.Src=none h0.Life[compute]=ended wP.Active-3 wP.Free+3"},
+		{name: "ApplyCommand/cancel-after-compute", setup: upTo(0, stComputing, func(tx *Tx) { tx.QueueCommand(0, src, src, CmdCancel, CauseAbort) }, path(0)[stPinned-1]),
+			// Compute finished and the blocks are held before the core
+			// reached the cancel: it stops nothing, and the role must
+			// release what is held.
+			op: applyCmd(src), answer: "cancel no-op",
+			diff: "h0.Cmds[source]=[]"},
+		{name: "ApplyCommand/withdraw", setup: upTo(0, stDecodeRouted, func(tx *Tx) { tx.QueueCommand(0, dst, dst, CmdCancel, CauseAbort) }),
+			op: applyCmd(dst), answer: "cancel applied",
+			diff: "h0.Cmds[destination]=[] h0.Pending=false"},
+		{name: "ApplyCommand/withdraw-after-reserve", setup: upTo(0, stDecodeRouted, func(tx *Tx) { tx.QueueCommand(0, dst, dst, CmdCancel, CauseAbort) }, func(tx *Tx) { tx.Reserve(0) }),
+			// The core reserved before it reached the withdrawal: the
+			// reservation stays, and the role must release it.
+			op: applyCmd(dst), answer: "cancel no-op",
+			diff: "h0.Cmds[destination]=[]"},
+		{name: "ApplyCommand/oldest-first", setup: upTo(0, stComputing, func(tx *Tx) { tx.QueueCommand(0, src, src, CmdCancel, CauseAbort) }, path(0)[stPinned-1], func(tx *Tx) {
+			tx.QueueCommand(0, src, src, CmdRelease, CauseAbort)
+		}),
+			op: applyCmd(src), answer: "cancel no-op",
+			diff: "h0.Cmds[source]=[release(abort)]"},
 		{name: "ActivateDestination/sglang", cfg: sglang1, setup: upTo(0, stReceived), op: activate,
 			eff:  []Effect{{Kind: EffActivate, Xfer: XferDone, B: true}, held(0, dst, ResDestReservation)},
 			diff: "h0.Activated=true h0.Dst=active h0.DstReg=closed h0.Life[destination_reservation]=ended wD.Reserved-2 wD.Active+2"},
@@ -491,9 +548,9 @@ func opCases() []opCase {
 			diff: "h0.SrcKept=false h0.SrcIndexed=false wP.Gen+1 wP.Kept-3 wP.Free+3 wP.StoredBlocks-3"},
 		// An activation command still queued in the scheduler core dies
 		// with the process.
-		{name: "Restart/decode-reserved", cfg: sglang1, setup: upTo(0, stReserved, armAll, func(tx *Tx) { tx.ClientCancel(0); tx.QueueActivation(0, dst) }), op: restartDecode,
+		{name: "Restart/decode-reserved", cfg: sglang1, setup: upTo(0, stReserved, armAll, func(tx *Tx) { tx.ClientCancel(0); tx.QueueCommand(0, dst, dst, CmdActivate, CauseOther) }), op: restartDecode,
 			eff: []Effect{held(0, dst, ResDestReservation), held(0, dst, ResDecodeBooking)},
-			diff: "h0.ActivatePending=false h0.DstReg=fenced h0.Dst=none h0.Running=false h0.InFlight[destination]=false h0.CancelPending[destination]=false h0.Timers=19 " +
+			diff: "h0.Cmds[destination]=[] h0.DstReg=fenced h0.Dst=none h0.Running=false h0.InFlight[destination]=false h0.CancelPending[destination]=false h0.Timers=19 " +
 				"h0.Life[destination_reservation]=ended h0.Life[decode_booking]=ended h0.Outcome[destination]=forgotten h0.PeerGone[source]=true h0.PrefixGone=BITD " +
 				"wD.Gen+1 wD.Free+3 wD.Active-1 wD.Reserved-2 wD.SlotsUsed-1 wD.HeadroomUsed-512 wD.InFlight-1 wD.BookedBlocks-3"},
 		{name: "Restart/decode-active", setup: upTo(0, stActivated), op: restartDecode,
@@ -614,7 +671,11 @@ func TestOps_EffectsAndChanges(t *testing.T) {
 					w := prepared(t, tc.cfg, order.decodeFirst, tc.setup)
 					before := w
 					tx := Tx{W: &w}
+					applied = ""
 					tc.op(&tx)
+					if applied != tc.answer {
+						t.Errorf("answer: got %q, want %q", applied, tc.answer)
+					}
 					if got := tx.J.Effects(); !slices.Equal(got, tc.eff) {
 						t.Errorf("effects:\n got %+v\nwant %+v", got, tc.eff)
 					}

@@ -60,7 +60,8 @@ func (w *World) PackHandoff(h int, extra uint64) [HandoffWords]uint64 {
 		b2u(x.PeerGone[0])<<62 | b2u(x.PeerGone[1])<<63
 	w1 := uint64(x.Outcome[0]) | uint64(x.Outcome[1])<<2 | packChannel(&x.Ch[0])<<4 | packChannel(&x.Ch[1])<<19 |
 		b2u(x.Acked)<<34 | b2u(x.Activated)<<35 | b2u(x.Hung)<<36 | uint64(x.Timers>>4)<<37 |
-		b2u(x.SrcKept)<<39 | b2u(x.DstKept)<<40 | b2u(x.SrcIndexed)<<41 | b2u(x.ActivatePending)<<42
+		b2u(x.SrcKept)<<39 | b2u(x.DstKept)<<40 | b2u(x.SrcIndexed)<<41 |
+		packCmds(&x.Cmds[0])<<42 | packCmds(&x.Cmds[1])<<51 | b2u(x.Slow[0])<<60 | b2u(x.Slow[1])<<61
 	return [HandoffWords]uint64{w0, w1}
 }
 
@@ -117,7 +118,9 @@ func unpackHandoff(x *Handoff, words [HandoffWords]uint64) uint64 {
 	x.Acked, x.Activated, x.Hung = w1>>34&1 == 1, w1>>35&1 == 1, w1>>36&1 == 1
 	x.Timers |= uint8(w1>>37&3) << 4
 	x.SrcKept, x.DstKept, x.SrcIndexed = w1>>39&1 == 1, w1>>40&1 == 1, w1>>41&1 == 1
-	x.ActivatePending = w1>>42&1 == 1
+	unpackCmds(&x.Cmds[0], w1>>42)
+	unpackCmds(&x.Cmds[1], w1>>51)
+	x.Slow[0], x.Slow[1] = w1>>60&1 == 1, w1>>61&1 == 1
 	return w0 & (1<<ExtraBits - 1)
 }
 

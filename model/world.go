@@ -240,9 +240,12 @@ type Handoff struct {
 	// failed, only once a registration it uses is no longer valid.
 	Hung   bool
 	Runner Side // who runs the transfer: destination pulls, source pushes
-	// ActivatePending: an activation command waits in the decode worker's
-	// scheduler core (the command path); it takes effect when applied.
-	ActivatePending bool
+	// Cmds: the commands waiting in each side's scheduler core (the
+	// command path); each takes effect when the core applies it.
+	Cmds [2]CmdQueue
+	// Slow: the side's scheduler core fell behind (the delay fault): the
+	// commands it gets for the handoff wait until it applies them.
+	Slow [2]bool
 
 	// What physically happened, for OutcomeTruthful: the source's pin
 	// ended on the reader's acknowledgement (Acked), and the destination
@@ -372,7 +375,7 @@ func (w *World) Drained() bool {
 		x := &w.H[h]
 		// An armed timer is held too: a deadline left behind fires later,
 		// on whatever then carries the attempt's name.
-		if x.Src != SrcNone || x.Dst != DstNone || x.Pending || x.ActivatePending || x.ComputeLoad || x.Timers != 0 ||
+		if x.Src != SrcNone || x.Dst != DstNone || x.Pending || x.Cmds[0].Len() != 0 || x.Cmds[1].Len() != 0 || x.ComputeLoad || x.Timers != 0 ||
 			x.InFlight[0] || x.InFlight[1] || x.Compute == ComputeQueued || x.Compute == ComputeRunning || x.Xfer == XferRunning {
 			return false
 		}

@@ -36,6 +36,18 @@ var LaterEvents = []LaterEvent{
 	// row that asks to, and gets no answer.
 	{Destination, "ActivationApplied"},
 	{Destination, "ActivationNoOp"},
+	// ReleaseApplied, ReleaseNoOp, CancelApplied, CancelNoOp: the
+	// scheduler core's answers to the release and cancel commands. A file
+	// written before them releases and cancels in the row that asks to,
+	// and gets no answer.
+	{Source, "ReleaseApplied"},
+	{Source, "ReleaseNoOp"},
+	{Source, "CancelApplied"},
+	{Source, "CancelNoOp"},
+	{Destination, "ReleaseApplied"},
+	{Destination, "ReleaseNoOp"},
+	{Destination, "CancelApplied"},
+	{Destination, "CancelNoOp"},
 }
 
 // MayBeAbsent reports whether a spec file may leave a role's built-in

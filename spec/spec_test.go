@@ -74,7 +74,7 @@ func TestValidate_ReportsEveryProblem(t *testing.T) {
 			fmt.Sprintf("Idle × DestinationReserved under destination-first is also claimed by row %d", owner+1)),
 		prob(Source, unknownEvent, row(Source, unknownEvent, "AwaitingDestination × Teleport"),
 			`unknown event "Teleport"`),
-		prob(Source, terminal, row(Source, terminal, "Idle+6 × Restarted"),
+		prob(Source, terminal, row(Source, terminal, "Idle+10 × Restarted"),
 			`from-state "Released" is terminal: a restart forgets a finished record without a step, so this row would never fire`),
 		prob(Destination, unknownAction, row(Destination, unknownAction, "Reserving × DestinationReserved"),
 			`unknown action "StartPush" (not in the destination vocabulary)`),

@@ -44,7 +44,7 @@ var specVerdicts = []specVerdict{
 	{file: "../../testdata/variants/release-on-heartbeat.json", config: small, want: []verdict{
 		{"vllm", "SourcePinnedUntilRead", 6, 21, 47}, {"sglang", "", 0, 638, 1379}, {"trtllm", "SourcePinnedUntilRead", 6, 21, 46}}},
 	{file: "../../testdata/variants/rearm-reservation.json", config: mutCfg, runs: "sglang", want: []verdict{
-		{"sglang", "EventuallyDrained", 7, 32387, 112240}}},
+		{"sglang", "EventuallyDrained", 7, 34427, 118641}}},
 	// The designs the lifecycle replaces, and the OutcomeTruthful blind spots.
 	{file: "../../testdata/variants/bootstrap-as-readiness.json", config: small, want: []verdict{
 		{"vllm", "", 0, 563, 1154}, {"sglang", "DestinationFirstGate", 4, 13, 40}, {"trtllm", "", 0, 137, 275}}},
@@ -69,7 +69,16 @@ var specVerdicts = []specVerdict{
 	// Reader completion before the activation was applied: only the
 	// command path (commands.json) opens that gap.
 	{file: "../../testdata/variants/release-before-activation.json", config: "../../testdata/configs/commands.json", want: []verdict{
-		{"vllm", "ReleaseNeedsReaderAck", 7, 41, 101}, {"sglang", "", 0, 650, 1405}, {"trtllm", "", 0, 137, 275}}},
+		{"vllm", "ReleaseNeedsReaderAck", 7, 220, 964}, {"sglang", "", 0, 52232, 188493}, {"trtllm", "", 0, 7352, 25545}, {"trtllm-destination-first", "", 0, 3387, 10364}}},
+	// The other gaps of the command path (commands.json): ownership
+	// reported when the release is sent, not applied; a no-op answer to a
+	// cancel or a withdrawal taken for success.
+	{file: "../../testdata/variants/report-before-release-applied.json", config: "../../testdata/configs/commands.json", want: []verdict{
+		{"vllm", "RouterCleanup", 8, 997, 5916}, {"sglang", "", 0, 454929, 2280151}, {"trtllm", "", 0, 46456, 241988}, {"trtllm-destination-first", "", 0, 11895, 49268}}},
+	{file: "../../testdata/variants/cancel-noop-leaks-held-source.json", config: "../../testdata/configs/commands.json", want: []verdict{
+		{"vllm", "RouterCleanup", 5, 43, 205}, {"sglang", "RouterCleanup", 8, 3533, 21017}, {"trtllm", "RouterCleanup", 5, 43, 205}, {"trtllm-destination-first", "", 0, 11895, 49268}}},
+	{file: "../../testdata/variants/withdraw-noop-leaks-reservation.json", config: "../../testdata/configs/commands.json", want: []verdict{
+		{"vllm", "InFlightAccounting", 7, 344, 2030}, {"sglang", "InFlightAccounting", 5, 106, 594}, {"trtllm", "", 0, 38866, 198066}, {"trtllm-destination-first", "", 0, 9925, 39922}}},
 	// A late cancel or abort, written with a non-terminal stand-in for Done.
 	{file: "../../testdata/variants/late-cancel-standin.json", config: small, want: []verdict{
 		{"vllm", "ExactlyOnceRelease", 9, 152, 401}, {"sglang", "ExactlyOnceRelease", 11, 495, 1155}, {"trtllm", "", 0, 137, 275}}},

@@ -138,7 +138,7 @@ func TestCLI_InterruptedExitsThreeAndListsWhatDidNotRun(t *testing.T) {
 		t.Fatalf("walks interrupted: exit %d\n%s", code, out)
 	}
 	code, out, _ = runCLIContext(done, "mutate", "--operators", "swap-actions")
-	if code != exitInterrupted || !strings.Contains(out, "interrupted: 12 of 12 mutants not checked") {
+	if code != exitInterrupted || !strings.Contains(out, "interrupted: 13 of 13 mutants not checked") {
 		t.Fatalf("mutate interrupted: exit %d\n%s", code, out)
 	}
 }

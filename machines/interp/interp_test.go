@@ -243,8 +243,10 @@ func TestInterp_ReadsTheSpec(t *testing.T) {
 			want: []cell{
 				{src, sf, "Pinned", "LeaseExpired"},
 				{src, sf, "Sending", "LeaseExpired"},
+				{src, sf, "Pushed", "LeaseExpired"},
 				{src, df, "Pinned", "LeaseExpired"},
 				{src, df, "Sending", "LeaseExpired"},
+				{src, df, "Pushed", "LeaseExpired"},
 			},
 		},
 		{
