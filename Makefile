@@ -31,9 +31,11 @@ generate:
 	$(GO) generate ./...
 
 # The main job: explore the embedded default configuration (both policies,
-# every fault kind, liveness included).
+# every fault kind, liveness included), then every scheduler command on
+# the command path, on one handoff (testdata/configs/commands.json).
 check:
 	$(GO) run ./cmd/handoffcheck check --stats
+	$(GO) run ./cmd/handoffcheck check --stats --config testdata/configs/commands.json
 
 # Everything CI runs: unit, golden, scenario and parity tests, the seed
 # corpora of every fuzz target, mutation score, and the freshness of

@@ -38,6 +38,10 @@ type Checker struct {
 	// atOnce: some command of the side is applied at once, so the delay
 	// fault can hold it back.
 	atOnce [2]bool
+	// delayAnywhere offers the delay fault wherever a side's core keeps up
+	// and its record is live, not only just before a command: the
+	// unreduced search, which tests compare the reduced one with.
+	delayAnywhere bool
 }
 
 // New prepares a run of a configuration with a protocol.

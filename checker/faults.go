@@ -310,6 +310,13 @@ func (c *Checker) faults(s *State, ms *moveSet) {
 // core keeps up (not slow, nothing queued for the handoff).
 func (c *Checker) delays(s *State, ms *moveSet) {
 	var want [model.MaxHandoffs][2]bool
+	if c.delayAnywhere {
+		for h := 0; h < c.nH; h++ {
+			for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+				want[h][sd] = c.atOnce[sd] && s.W.H[h].Worker(sd) >= 0 && !c.terminal(s, roleOf(sd), h)
+			}
+		}
+	}
 	for i := 0; i < ms.n; i++ {
 		r, h, ev, ok := c.firedBy(s, ms.m[i])
 		if !ok {

@@ -451,6 +451,13 @@ func opCases() []opCase {
 			// reservation stays, and the role must release it.
 			op: applyCmd(dst), answer: "cancel no-op",
 			diff: "h0.Cmds[destination]=[]"},
+		// The delay fault: a core falls behind for a handoff, and keeps up
+		// again once it applied what waited.
+		{name: "Delay", setup: upTo(0, stPinned), op: func(tx *Tx) { tx.Delay(0, src) }, diff: "h0.Slow[source]=true"},
+		{name: "ApplyCommand/catches-up", setup: upTo(0, stPinned, func(tx *Tx) { tx.Delay(0, src); tx.QueueCommand(0, src, src, CmdRelease, CauseAbort) }),
+			op: applyCmd(src), answer: "release applied",
+			eff:  []Effect{{Kind: EffPinEnd, Reg: RegValid, Cause: CauseAbort}, held(0, src, ResSourceLease)},
+			diff: "h0.Cmds[source]=[] h0.Slow[source]=false h0.Src=none h0.SrcReg=closed h0.SrcKept=true h0.Life[source_lease]=ended wP.Pinned-3 wP.Kept+3"},
 		{name: "ApplyCommand/oldest-first", setup: upTo(0, stComputing, func(tx *Tx) { tx.QueueCommand(0, src, src, CmdCancel, CauseAbort) }, path(0)[stPinned-1], func(tx *Tx) {
 			tx.QueueCommand(0, src, src, CmdRelease, CauseAbort)
 		}),
@@ -539,6 +546,13 @@ func opCases() []opCase {
 				"h0.Outcome[source]=forgotten h0.SourceFailed=true " +
 				"h1.Compute=none h1.Life[compute]=ended h1.Life[prefill_booking]=ended h1.ComputeLoad=false h1.Outcome[source]=forgotten h1.SourceFailed=true " +
 				"wP.Gen+1 wP.Active-3 wP.Free+3 wP.InFlight-1 wP.Owned-2 wP.PrefillTokens-96"},
+		// A release still queued in the prefill worker's core dies with
+		// the process, and the core starts out keeping up.
+		{name: "Restart/prefill-queued-release", setup: upTo(0, stPinned, func(tx *Tx) { tx.Delay(0, src); tx.QueueCommand(0, src, src, CmdRelease, CauseReaderAck) }),
+			op:  restartPrefill,
+			eff: []Effect{{Kind: EffPinEnd, Reg: RegFenced, Cause: CauseAbort}, held(0, src, ResSourceLease), {Kind: EffOwnershipEnd}, held(0, src, ResPrefillBooking)},
+			diff: "h0.Cmds[source]=[] h0.Slow[source]=false h0.SrcReg=fenced h0.Src=none h0.Life[source_lease]=ended h0.Life[prefill_booking]=ended h0.InFlight[source]=false " +
+				"h0.Outcome[source]=forgotten h0.SourceFailed=true wP.Gen+1 wP.Pinned-3 wP.Free+3 wP.InFlight-1 wP.Owned-1"},
 		{name: "Restart/prefill-after-outcome", setup: upTo(0, stPinned, released, func(tx *Tx) { tx.ReportSourceOutcome(0, src, false); tx.Complete(0, src) }),
 			op:   restartPrefill,
 			diff: "h0.SrcKept=false wP.Gen+1 wP.Kept-3 wP.Free+3"},

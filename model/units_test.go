@@ -66,6 +66,44 @@ func TestPack_ChannelsRoundTrip(t *testing.T) {
 	}
 }
 
+// A handoff's command queues and slow cores survive packing, each side's
+// apart from the other's and from the fields beside them: every order of
+// kinds a queue can hold, with every release cause.
+func TestPack_CommandsRoundTrip(t *testing.T) {
+	orders := [][]Cmd{{}}
+	for _, a := range []Cmd{CmdActivate, CmdRelease, CmdCancel} {
+		orders = append(orders, []Cmd{a})
+		for _, b := range []Cmd{CmdActivate, CmdRelease, CmdCancel} {
+			if b == a {
+				continue
+			}
+			orders = append(orders, []Cmd{a, b})
+			orders = append(orders, []Cmd{a, b, CmdActivate + CmdRelease + CmdCancel - a - b})
+		}
+	}
+	for i, o := range orders {
+		for cause := CauseOther; cause <= CauseDecodeDone; cause++ {
+			var x Handoff
+			x.Prefill, x.Decode = -1, -1
+			x.SrcIndexed = true
+			for _, c := range o {
+				x.Cmds[SourceSide].push(c, cause)
+			}
+			for _, c := range orders[(i+1)%len(orders)] {
+				x.Cmds[DestinationSide].push(c, CauseAbort)
+			}
+			x.Slow = [2]bool{i%2 == 0, i%3 == 0}
+			var w World
+			w.H[0] = x
+			var back Handoff
+			unpackHandoff(&back, w.PackHandoff(0, 0))
+			if back.Cmds != x.Cmds || back.Slow != x.Slow || !back.SrcIndexed {
+				t.Fatalf("queues %v slow %v came back as %v slow %v", x.Cmds, x.Slow, back.Cmds, back.Slow)
+			}
+		}
+	}
+}
+
 // The start-up checks of the registries refuse an entry without a name or
 // meaning, an invariant whose halves do not match its kind, and an engine
 // that reserves without page alignment; every shipped entry passes.

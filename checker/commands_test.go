@@ -1,0 +1,199 @@
+package checker
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+// The delay fault is offered only just before a move that sends a command
+// the core would apply at once. That loses nothing: on every shipped
+// variant and the built-in tables, on delay.json, the reduced search and
+// the search that offers the delay wherever a core keeps up give the same
+// verdict, the reduced one from no more states.
+func TestDelay_ReductionKeepsVerdicts(t *testing.T) {
+	cfg := loadConfigFile(t, "../testdata/configs/delay.json")
+	files, err := filepath.Glob("../testdata/variants/*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := map[string]*spec.Spec{"built-in": spec.Default()}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := spec.Parse(f, data)
+		if err != nil {
+			continue // broken-vocabulary.json is refused on purpose
+		}
+		specs[filepath.Base(f)] = s
+	}
+	reduced, anywhere := 0, 0
+	caught := 0
+	for name, s := range specs {
+		p := interpreted(t, s)
+		for _, run := range cfg.Runs {
+			explore := func(everywhere bool) *Result {
+				c := checkerFor(t, p, cfg, run.Name)
+				c.delayAnywhere = everywhere
+				r := c.Explore(context.Background(), Limits{Workers: 1}, nil)
+				if !r.Complete && r.Violation == nil {
+					t.Fatalf("%s %s: incomplete", name, run.Name)
+				}
+				return r
+			}
+			a, b := explore(false), explore(true)
+			va, vb := "", ""
+			if a.Violation != nil {
+				va = a.Violation.Violation.Invariant
+			}
+			if b.Violation != nil {
+				vb = b.Violation.Violation.Invariant
+			}
+			if va != vb {
+				t.Errorf("%s %s: reduced delay finds %q, unreduced %q", name, run.Name, va, vb)
+			}
+			if va == "" {
+				if a.Stats.States > b.Stats.States {
+					t.Errorf("%s %s: reduced delay explores %d states, unreduced %d", name, run.Name, a.Stats.States, b.Stats.States)
+				}
+				reduced += a.Stats.States
+				anywhere += b.Stats.States
+			} else {
+				caught++
+			}
+		}
+	}
+	if caught == 0 || reduced == 0 {
+		t.Fatalf("nothing compared: %d violations, %d states", caught, reduced)
+	}
+	t.Logf("passing runs: %d states with the delay reduced, %d offered anywhere; %d runs violated alike", reduced, anywhere, caught)
+}
+
+// Without the delay fault and with the command path off, every command is
+// applied in the step that sends it: no apply move ever exists, and the
+// built-in tables' intermediate states are passed through within a step.
+// With the command path on for a kind, a queued command of that kind is
+// applied only by its core's own move.
+func TestCommands_AtOnceOrQueued(t *testing.T) {
+	cfg := loadConfigFile(t, "../testdata/configs/small.json")
+	for _, run := range []string{"vllm", "sglang"} {
+		c := checkerFor(t, Generated(), cfg, run)
+		eachState(t, c, func(s *State) bool {
+			for _, m := range c.Moves(s) {
+				if m.Kind == MvApply || m.Kind == MvDelay {
+					t.Fatalf("%s: %s offered with every command at once:\n%s", run, m, strings.Join(c.DescribeState(s), "\n"))
+				}
+			}
+			for h := range s.W.H[:len(cfg.World.Handoffs)] {
+				for _, st := range []string{"Stopping", "Releasing", "Aborting", "Withdrawing"} {
+					for _, r := range spec.Roles {
+						if i := c.proto.StateIndex(r, st); i >= 0 && s.Role(r, h) == uint8(i) {
+							t.Fatalf("%s: handoff %d rests in %s %s with every command at once", run, h, r, st)
+						}
+					}
+				}
+			}
+			return false
+		})
+	}
+	cfg.Commands = Commands(1 << model.CmdRelease)
+	seen := map[string]bool{}
+	for _, run := range []string{"vllm", "sglang"} {
+		c := checkerFor(t, Generated(), cfg, run)
+		eachState(t, c, func(s *State) bool {
+			for _, m := range c.Moves(s) {
+				if m.Kind != MvApply {
+					continue
+				}
+				q := s.W.H[m.H].Cmds[m.Arg]
+				if q.Q[0] != model.CmdRelease {
+					t.Fatalf("%s: %s applies %s, but only release is queued", run, m, q)
+				}
+				seen[run+" "+model.Side(m.Arg).String()] = true
+			}
+			return false
+		})
+	}
+	for _, want := range []string{"vllm source", "vllm destination", "sglang source", "sglang destination"} {
+		if !seen[want] {
+			t.Errorf("no queued release applied at the %s core; saw %v", want, seen)
+		}
+	}
+}
+
+// A spec file that does not declare a command's answers (written before
+// they existed) keeps the command's old meaning even with the command
+// path on: it acts in its row, and no core ever holds it.
+func TestCommands_OldFilesActInTheirRow(t *testing.T) {
+	data, err := os.ReadFile("../testdata/specs/handoff-before-deferred.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := spec.Parse("handoff-before-deferred.json", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := loadConfigFile(t, "../testdata/configs/commands.json")
+	c := checkerFor(t, interpreted(t, s), cfg, "sglang")
+	if got := c.cmds; got != [2][model.NumCmds]cmdMode{} {
+		t.Fatalf("modes %v, want every command direct", got)
+	}
+	n := 0
+	eachState(t, c, func(st *State) bool {
+		n++
+		for _, m := range c.Moves(st) {
+			if m.Kind == MvApply || m.Kind == MvDelay {
+				t.Fatalf("%s offered for a file without answers", m)
+			}
+		}
+		return n > 20000
+	})
+}
+
+// The configuration's "commands" takes true, false or a list of kinds,
+// and refuses anything else at its line.
+func TestParseCommands(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		want Commands
+		err  string
+	}{
+		{`true`, AllCommands, ""},
+		{`false`, 0, ""},
+		{`[]`, 0, ""},
+		{`["activate"]`, 1 << model.CmdActivate, ""},
+		{`["release", "cancel"]`, 1<<model.CmdRelease | 1<<model.CmdCancel, ""},
+		{`["activate", "activate"]`, 0, `commands lists "activate" twice`},
+		{`["teleport"]`, 0, `"teleport" is not a command kind`},
+		{`"all"`, 0, `commands is true, false or a list of "activate", "release", "cancel", not "all"`},
+		{`3`, 0, "not 3"},
+	} {
+		got, err := ParseCommands(json.RawMessage(tc.raw))
+		switch {
+		case tc.err == "" && (err != nil || got != tc.want):
+			t.Errorf("%s: %v, %v; want %v", tc.raw, got, err, tc.want)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: error %v, want %q", tc.raw, err, tc.err)
+		}
+	}
+	if got := AllCommands.String(); got != "activate,release,cancel" {
+		t.Errorf("AllCommands is %q", got)
+	}
+	_, err := ParseConfig("c.json", []byte(`{"schema": "handoffcheck.config/v1",
+  "runs": [{"name": "vllm", "policy": "source-first", "engine": "vllm"}],
+  "workers": [{"role": "prefill", "capacity_blocks": 8}, {"role": "decode", "capacity_blocks": 8, "slots": 2, "headroom_tokens": 1024}],
+  "handoffs": [{"prompt_tokens": 48, "headroom_tokens": 512}],
+  "transfer": {"bytes_per_token": 131072, "block_size_tokens": 16},
+  "commands": ["later"]}`))
+	if err == nil || !strings.Contains(err.Error(), `c.json:6: `) || !strings.Contains(err.Error(), `"later" is not a command kind`) {
+		t.Errorf("bad commands: %v", err)
+	}
+}
