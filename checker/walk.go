@@ -263,6 +263,11 @@ func (c *Checker) walkOnce(w walkSpec) walkRun {
 	out := walkRun{ran: true, cov: newCoverage(c.proto.spec)}
 	var allowed [numMoveKinds]bool
 	for _, k := range faultKinds {
+		// A kind the run gives no budget is never committed: a swarm
+		// walk does not spend a draw on it, nor name it.
+		if f, _ := k.Spends(); !c.budget.Has(f) {
+			continue
+		}
 		if !swarm || rng.IntN(2) == 0 {
 			allowed[k] = true
 			out.allowed = append(out.allowed, k.String())
