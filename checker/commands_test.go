@@ -74,6 +74,9 @@ func TestDelay_ReductionKeepsVerdicts(t *testing.T) {
 	if caught == 0 || reduced == 0 {
 		t.Fatalf("nothing compared: %d violations, %d states", caught, reduced)
 	}
+	if anywhere <= reduced {
+		t.Fatalf("offering the delay anywhere explores %d states, the reduced search %d: the comparison compared nothing", anywhere, reduced)
+	}
 	t.Logf("passing runs: %d states with the delay reduced, %d offered anywhere; %d runs violated alike", reduced, anywhere, caught)
 }
 
@@ -195,5 +198,62 @@ func TestParseCommands(t *testing.T) {
   "commands": ["later"]}`))
 	if err == nil || !strings.Contains(err.Error(), `c.json:6: `) || !strings.Contains(err.Error(), `"later" is not a command kind`) {
 		t.Errorf("bad commands: %v", err)
+	}
+}
+
+// The delay reduction asks firedBy which row an enabled move would fire,
+// so firedBy must say exactly what the step does: on every state of a
+// bounded search with every fault kind, each enabled move's first firing
+// is the (role, handoff, event) firedBy names, and a move it says fires
+// nothing fires no row that acts (a restart fires Restarted rows, which
+// cannot act).
+func TestDelay_FiredByMatchesTheStep(t *testing.T) {
+	cfg := loadConfigFile(t, "mutation.json")
+	cfg.Budget[Hang], cfg.Budget[Evict] = 1, 1
+	kinds := map[MoveKind]int{}
+	for _, run := range []string{"vllm", "sglang"} {
+		c := checkerFor(t, Generated(), cfg, run)
+		n := 0
+		eachState(t, c, func(s *State) bool {
+			n++
+			var ms moveSet
+			c.moves(s, &ms)
+			for i := 0; i < ms.n; i++ {
+				m := ms.m[i]
+				next := *s
+				var log []Firing
+				cov := newCoverage(c.proto.spec)
+				cov.Log = &log
+				tx := model.Tx{W: &next.W}
+				c.apply(&next, &tx, m, cov, ms.stuck)
+				r, h, ev, ok := c.firedBy(s, m)
+				switch {
+				case ok && !c.can(s, r, h, ev):
+					// The record has no row for it (a cancel reaching a
+					// finished side): nothing fires.
+					if len(log) != 0 {
+						t.Fatalf("%s: %s: no row for %s, yet the step fired %+v", run, m, EventName(r, ev), log)
+					}
+				case ok && (len(log) == 0 || log[0].Role != r || log[0].Handoff != h || log[0].Event != ev):
+					t.Fatalf("%s: %s: firedBy says %s h%d %s, the step fired %+v", run, m, r, h, EventName(r, ev), log)
+				case !ok:
+					for _, f := range log {
+						if len(f.Actions) > 0 {
+							t.Fatalf("%s: %s: firedBy says it fires nothing, the step fired %+v", run, m, f)
+						}
+					}
+				}
+				if ok {
+					kinds[m.Kind]++
+				}
+			}
+			return n > 30000
+		})
+	}
+	for _, k := range []MoveKind{MvDeliverRequest, MvRouteDecode, MvReserve, MvCompute, MvTransfer, MvFailTransfer,
+		MvDeliver, MvDuplicate, MvTimer, MvDecodeFinish, MvDeliverCancel, MvPeerRestarted, MvAbort, MvApply} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s move compared", k)
+		}
 	}
 }
