@@ -210,9 +210,22 @@ func TestParseCommands(t *testing.T) {
 func TestDelay_FiredByMatchesTheStep(t *testing.T) {
 	cfg := loadConfigFile(t, "mutation.json")
 	cfg.Budget[Hang], cfg.Budget[Evict] = 1, 1
+	// A variant with deferred steps, so that a deferred move fires a row.
+	data, err := os.ReadFile("../testdata/variants/deferred-free-during-pull.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deferred, err := spec.Parse("deferred-free-during-pull.json", data)
+	if err != nil {
+		t.Fatal(err)
+	}
 	kinds := map[MoveKind]int{}
-	for _, run := range []string{"vllm", "sglang"} {
-		c := checkerFor(t, Generated(), cfg, run)
+	for _, tc := range []struct {
+		run string
+		p   *Protocol
+	}{{"vllm", Generated()}, {"sglang", Generated()}, {"trtllm", Generated()}, {"vllm", interpreted(t, deferred)}} {
+		run := tc.run
+		c := checkerFor(t, tc.p, cfg, run)
 		n := 0
 		eachState(t, c, func(s *State) bool {
 			n++
@@ -250,8 +263,8 @@ func TestDelay_FiredByMatchesTheStep(t *testing.T) {
 			return n > 30000
 		})
 	}
-	for _, k := range []MoveKind{MvDeliverRequest, MvRouteDecode, MvReserve, MvCompute, MvTransfer, MvFailTransfer,
-		MvDeliver, MvDuplicate, MvTimer, MvDecodeFinish, MvDeliverCancel, MvPeerRestarted, MvAbort, MvApply} {
+	for _, k := range []MoveKind{MvDeliverRequest, MvRouteDecode, MvReserve, MvRefuse, MvCompute, MvTransfer, MvFailTransfer,
+		MvDeliver, MvDuplicate, MvTimer, MvDecodeFinish, MvDeliverCancel, MvPeerRestarted, MvDeferred, MvAbort, MvApply} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s move compared", k)
 		}
