@@ -156,7 +156,7 @@ func (c *Checker) fire(s *State, tx *model.Tx, cov *Coverage, r spec.Role, h int
 	side := sideOf(r)
 	cause := causeOf(r, ev)
 	// A command the core applies at once is answered after the row.
-	var answers [MaxActions]uint8
+	var answered [MaxActions]uint8
 	n := 0
 	for i := 0; i < int(t.N); i++ {
 		a := t.Acts[i]
@@ -171,11 +171,11 @@ func (c *Checker) fire(s *State, tx *model.Tx, cov *Coverage, r spec.Role, h int
 			continue
 		}
 		if applied, ok := tx.RunCommand(h, side, ck.side, ck.cmd, cause); ok {
-			answers[n] = answer(ck.side, ck.cmd, applied)
+			answered[n] = answer(ck.side, ck.cmd, applied)
 			n++
 		}
 	}
-	for _, ev := range answers[:n] {
+	for _, ev := range answered[:n] {
 		c.fire(s, tx, cov, r, h, ev)
 	}
 	return true

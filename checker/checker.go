@@ -16,8 +16,6 @@ type Options struct {
 	Renewal bool
 	// Symmetry keeps one state per orbit of interchangeable handoffs and workers.
 	Symmetry bool
-	// Commands is the command path (Config.Commands).
-	Commands Commands
 }
 
 // Checker composes a protocol (the role machines), the model's world and
@@ -56,7 +54,7 @@ func New(p *Protocol, cfg *Config, run Run) (*Checker, error) {
 	}
 	c := &Checker{
 		proto: p, run: run, policy: run.Policy, world: &w, budget: cfg.Budget.pack(),
-		opts: Options{Renewal: cfg.Renewal, Symmetry: cfg.Symmetry, Commands: cfg.Commands},
+		opts: Options{Renewal: cfg.Renewal, Symmetry: cfg.Symmetry},
 		nH:   w.NumHandoffs(), nW: w.NumWorkers(),
 		prefill: w.PrefillWorkers(), decode: w.DecodeWorkers(),
 	}

@@ -118,17 +118,21 @@ var commandOf = func() (m [NumActions]int8) {
 	return m
 }()
 
+// answers is, per side, command kind and applied, the event with which
+// the side's core answers (commandKinds).
+var answers = func() (a [2][model.NumCmds][2]uint8) {
+	for _, k := range commandKinds {
+		a[k.side][k.cmd] = [2]uint8{k.noEv, k.appliedEv}
+	}
+	return a
+}()
+
 // answer is the event with which side's core answers a command.
 func answer(side model.Side, c model.Cmd, applied bool) uint8 {
-	for i := range commandKinds {
-		if k := &commandKinds[i]; k.side == side && k.cmd == c {
-			if applied {
-				return k.appliedEv
-			}
-			return k.noEv
-		}
+	if applied {
+		return answers[side][c][1]
 	}
-	panic("checker: no command " + c.String() + " at the " + side.String())
+	return answers[side][c][0]
 }
 
 // cmdMode is how a command takes effect in a run.
