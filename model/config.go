@@ -178,8 +178,16 @@ type Config struct {
 	// Exactly one of Linear and Grouped prices the transfers.
 	Linear  *LinearProfile
 	Grouped *GroupedProfile
+	// Unbounded lifts the limits that packing a world into a key needs
+	// (MaxCapacityBlocks, MaxSlots): a world that is only simulated,
+	// never explored, may be as large as a real worker. Counters must
+	// still fit their types (MaxSimCapacityBlocks, MaxSimSlots).
+	Unbounded bool
 
 	d derived
+	// outside is what requests outside the world hold on each worker
+	// (SetOutside): zero for an explored world.
+	outside [MaxWorkers]holdings
 }
 
 // derived holds what Prepare computes once, so that the hot path never
@@ -246,13 +254,17 @@ func (c *Config) Prepare() error {
 		}
 		// A limit that is itself wrong is reported alone: the background
 		// load is judged only against a valid capacity and slot count.
-		capacityOK := w.Capacity > 0 && w.Capacity <= MaxCapacityBlocks
-		if !capacityOK {
-			bad("worker %d: capacity_blocks %d, want 1 to %d", i, int64(w.Capacity), int64(MaxCapacityBlocks))
+		maxCap, maxSlots := MaxCapacityBlocks, MaxSlots
+		if c.Unbounded {
+			maxCap, maxSlots = MaxSimCapacityBlocks, MaxSimSlots
 		}
-		slotsOK := w.Role != DecodeWorker || (w.Slots > 0 && w.Slots <= MaxSlots)
+		capacityOK := w.Capacity > 0 && w.Capacity <= maxCap
+		if !capacityOK {
+			bad("worker %d: capacity_blocks %d, want 1 to %d", i, int64(w.Capacity), int64(maxCap))
+		}
+		slotsOK := w.Role != DecodeWorker || (w.Slots > 0 && w.Slots <= maxSlots)
 		if !slotsOK {
-			bad("worker %d: slots %d, want 1 to %d", i, w.Slots, MaxSlots)
+			bad("worker %d: slots %d, want 1 to %d", i, w.Slots, maxSlots)
 		}
 		switch {
 		case w.BackgroundBlocks < 0 || w.BackgroundSlots < 0:
@@ -261,8 +273,8 @@ func (c *Config) Prepare() error {
 			bad("worker %d: background_blocks %d, more than its capacity of %d blocks", i, int64(w.BackgroundBlocks), int64(w.Capacity))
 		case w.Role == DecodeWorker && slotsOK && w.BackgroundSlots > w.Slots:
 			bad("worker %d: background_slots %d, more than its %d slots", i, w.BackgroundSlots, w.Slots)
-		case w.BackgroundSlots > MaxSlots:
-			bad("worker %d: background_slots %d, want 0 to %d", i, w.BackgroundSlots, MaxSlots)
+		case w.BackgroundSlots > maxSlots:
+			bad("worker %d: background_slots %d, want 0 to %d", i, w.BackgroundSlots, maxSlots)
 		}
 		if w.Headroom < 0 {
 			bad("worker %d: headroom_tokens %d, want 0 or more", i, int64(w.Headroom))

@@ -547,87 +547,96 @@ func StepViolations(w *World, j *Journal) []*Violation {
 // handoffs alone, to compare with the worker's own counters.
 type holdings struct {
 	active, pinned, reserved, prefix, kept Blocks
-	slots                                  int8
+	slots                                  int16
 	headroom                               Tokens
-	inFlight, owned                        int8
+	inFlight, owned                        int16
 	prefillTokens                          Tokens
 	booked, stored                         Blocks
 }
 
-// holdingsAll computes what the handoffs hold on every worker, in one pass.
+// holdingsAll computes what the handoffs hold on every worker, in one
+// pass, on top of what the configuration says is held outside the world
+// (Config.SetOutside) and the background load.
 func (w *World) holdingsAll() (hs [MaxWorkers]holdings) {
 	c := w.cfg
 	nW := w.NumWorkers()
 	headroom := c.Engine.Traits().HeadroomAtReservation
 	for k := 0; k < nW; k++ {
-		hs[k].active = w.W[k].Background
-		hs[k].slots = w.W[k].BackgroundSlot
+		hs[k] = c.outside[k]
+		hs[k].active += w.W[k].Background
+		hs[k].slots += w.W[k].BackgroundSlot
 	}
 	for h := 0; h < w.NumHandoffs(); h++ {
-		x := &w.H[h]
-		q := &c.d.source[h]
-		if x.Prefill >= 0 {
-			s := &hs[x.Prefill]
-			switch x.Src {
-			case SrcActive:
-				s.active += q.ComputeBlocks
-			case SrcPinned:
-				s.pinned += q.PinnedBlocks
-			}
-			if x.SrcKept {
-				s.kept += q.PinnedBlocks
-			}
-			if x.SrcIndexed {
-				s.stored += q.PinnedBlocks
-			}
-			if x.InFlight[SourceSide] {
-				s.inFlight++
-			}
-			if x.Life[ResPrefillBooking] == Held {
-				s.owned++
-			}
-			if x.ComputeLoad {
-				s.prefillTokens += q.TransferredTokens
-			}
-		}
-		for i := 0; i < c.d.nDecode; i++ {
-			k := c.d.decode[i]
-			lk := w.locked(h, k)
-			if int(x.Decode) == k && x.Dst != DstNone {
-				hs[k].active += lk
-				if x.Dst == DstReserved {
-					hs[k].reserved += w.reserve(h, k)
-				} else {
-					hs[k].active += w.reserve(h, k)
-				}
-			} else {
-				hs[k].prefix += lk
-			}
-		}
-		if x.Decode >= 0 {
-			k := int(x.Decode)
-			s := &hs[k]
-			if x.Running {
-				s.slots++
-			}
-			if headroom && x.Dst != DstNone {
-				s.headroom += c.Handoffs[h].HeadroomTokens
-			}
-			if x.InFlight[DestinationSide] {
-				s.inFlight++
-			}
-			if x.Life[ResDecodeBooking] == Held {
-				s.booked += c.d.estimate[h]
-			}
-			if x.Published {
-				s.stored += w.reserve(h, k)
-			}
-			if x.DstKept {
-				s.kept += w.reserve(h, k)
-			}
-		}
+		w.addHoldings(&hs, h, headroom)
 	}
 	return hs
+}
+
+// addHoldings adds what handoff h holds on every worker to hs.
+func (w *World) addHoldings(hs *[MaxWorkers]holdings, h int, headroom bool) {
+	c := w.cfg
+	x := &w.H[h]
+	q := &c.d.source[h]
+	if x.Prefill >= 0 {
+		s := &hs[x.Prefill]
+		switch x.Src {
+		case SrcActive:
+			s.active += q.ComputeBlocks
+		case SrcPinned:
+			s.pinned += q.PinnedBlocks
+		}
+		if x.SrcKept {
+			s.kept += q.PinnedBlocks
+		}
+		if x.SrcIndexed {
+			s.stored += q.PinnedBlocks
+		}
+		if x.InFlight[SourceSide] {
+			s.inFlight++
+		}
+		if x.Life[ResPrefillBooking] == Held {
+			s.owned++
+		}
+		if x.ComputeLoad {
+			s.prefillTokens += q.TransferredTokens
+		}
+	}
+	for i := 0; i < c.d.nDecode; i++ {
+		k := c.d.decode[i]
+		lk := w.locked(h, k)
+		if int(x.Decode) == k && x.Dst != DstNone {
+			hs[k].active += lk
+			if x.Dst == DstReserved {
+				hs[k].reserved += w.reserve(h, k)
+			} else {
+				hs[k].active += w.reserve(h, k)
+			}
+		} else {
+			hs[k].prefix += lk
+		}
+	}
+	if x.Decode >= 0 {
+		k := int(x.Decode)
+		s := &hs[k]
+		if x.Running {
+			s.slots++
+		}
+		if headroom && x.Dst != DstNone {
+			s.headroom += c.Handoffs[h].HeadroomTokens
+		}
+		if x.InFlight[DestinationSide] {
+			s.inFlight++
+		}
+		if x.Life[ResDecodeBooking] == Held {
+			s.booked += c.d.estimate[h]
+		}
+		if x.Published {
+			s.stored += w.reserve(h, k)
+		}
+		if x.DstKept {
+			s.kept += w.reserve(h, k)
+		}
+	}
 }
 
 type allHoldings = [MaxWorkers]holdings

@@ -11,3 +11,12 @@ const (
 	// MaxSlots bounds a decode worker's slots and background_slots: 15.
 	MaxSlots = 15
 )
+
+// Limits of one worker of a simulated world (Config.Unbounded), which is
+// never packed: only the counters' types bound it.
+const (
+	// MaxSimCapacityBlocks bounds a simulated worker's capacity_blocks.
+	MaxSimCapacityBlocks Blocks = 1 << 28
+	// MaxSimSlots bounds a simulated decode worker's slots (int16 counters).
+	MaxSimSlots = 1 << 14
+)

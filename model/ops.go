@@ -889,8 +889,8 @@ func (tx *Tx) OccupyBackground(w int) {
 	wc := &tx.W.cfg.Workers[w]
 	tx.alloc(w, wc.BackgroundBlocks, &k.Active)
 	k.Background = wc.BackgroundBlocks
-	k.SlotsUsed += int8(wc.BackgroundSlots)
-	k.BackgroundSlot = int8(wc.BackgroundSlots)
+	k.SlotsUsed += int16(wc.BackgroundSlots)
+	k.BackgroundSlot = int16(wc.BackgroundSlots)
 }
 
 // ---- Restart ----

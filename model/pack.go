@@ -146,7 +146,7 @@ func Unpack(c *Config, handoffs [][HandoffWords]uint64, workers []uint64, extra 
 		wk.Gen = Generation(v)
 		wk.Cached = Blocks(uint8(v >> 8))
 		wk.Background = Blocks(uint8(v >> 16))
-		wk.BackgroundSlot = int8(uint8(v >> 24))
+		wk.BackgroundSlot = int16(uint8(v >> 24))
 	}
 	w.Recount()
 	return w

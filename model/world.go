@@ -292,16 +292,17 @@ type Worker struct {
 	// category cached.
 	Free, Cached, Kept, Prefix, Active, Pinned, Reserved Blocks
 	// Admission limits, never counted as blocks.
-	SlotsUsed    int8
+	SlotsUsed    int16
 	HeadroomUsed Tokens
 	// Background requests occupying capacity.
 	Background     Blocks
-	BackgroundSlot int8
-	// In-flight requests owned by the worker.
-	InFlight int8
+	BackgroundSlot int16
+	// In-flight requests owned by the worker. The counters are wide
+	// enough for a simulated worker with hundreds of requests.
+	InFlight int16
 	// Router ledgers: prefill compute load and ownership, decode booking.
 	PrefillTokens Tokens
-	Owned         int8
+	Owned         int16
 	BookedBlocks  Blocks
 	// KV index: blocks of handoffs on this worker published as Stored and
 	// not yet Removed.
@@ -334,9 +335,9 @@ func NewWorld(c *Config) World {
 		k.Prefix = c.d.initCache[i]
 		if wc.BackgroundAtStart {
 			k.Background = wc.BackgroundBlocks
-			k.BackgroundSlot = int8(wc.BackgroundSlots)
+			k.BackgroundSlot = int16(wc.BackgroundSlots)
 			k.Active = wc.BackgroundBlocks
-			k.SlotsUsed = int8(wc.BackgroundSlots)
+			k.SlotsUsed = int16(wc.BackgroundSlots)
 		}
 		k.Free = wc.Capacity - k.Prefix - k.Active
 	}
@@ -372,17 +373,10 @@ func (w *World) reserve(h, d int) Blocks {
 // any handoff: every pool is back to cache or free, every ledger at zero.
 func (w *World) Drained() bool {
 	for h := 0; h < w.NumHandoffs(); h++ {
-		x := &w.H[h]
 		// An armed timer is held too: a deadline left behind fires later,
 		// on whatever then carries the attempt's name.
-		if x.Src != SrcNone || x.Dst != DstNone || x.Pending || x.Cmds[0].Len() != 0 || x.Cmds[1].Len() != 0 || x.ComputeLoad || x.Timers != 0 ||
-			x.InFlight[0] || x.InFlight[1] || x.Compute == ComputeQueued || x.Compute == ComputeRunning || x.Xfer == XferRunning {
+		if !w.HandoffDrained(h) {
 			return false
-		}
-		for _, l := range x.Life {
-			if l == Held {
-				return false
-			}
 		}
 	}
 	for i := 0; i < w.NumWorkers(); i++ {
