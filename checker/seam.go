@@ -1,0 +1,46 @@
+package checker
+
+import (
+	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+// The seam: what a driver that runs the composed system on its own
+// schedule (the simulator, on a virtual clock) needs beyond the
+// explorer's Initial, Moves, Step and CheckState. A driver chooses which
+// enabled move happens when; the protocol, the physics and the invariants
+// stay here, written once.
+
+// NewCoverage counts row firings of a spec's tables; set Log to record
+// every firing with its actions.
+func NewCoverage(s *spec.Spec) *Coverage { return newCoverage(s) }
+
+// Apply performs a move without asking whether the state enables it and
+// judges the step invariants. A driver uses it for what the environment
+// does on its own schedule whatever the protocol's state: a worker
+// restarting, a cache evicting the blocks a finished side keeps. The
+// state's budget must have room for a fault move (Budget refills it).
+func (c *Checker) Apply(s *State, m Move, cov *Coverage) (model.Journal, *model.Violation) {
+	before := *s
+	tx := model.Tx{W: &s.W}
+	c.apply(s, &tx, m, cov, true)
+	return tx.J, c.judgeStep(&before, s, &tx.J, m)
+}
+
+// Terminal reports whether a role record has finished: its side reported
+// its terminal outcome.
+func (c *Checker) Terminal(s *State, r spec.Role, h int) bool { return c.terminal(s, r, h) }
+
+// Finished reports whether every record of a handoff that was placed is
+// terminal.
+func (c *Checker) Finished(s *State, h int) bool { return c.finished(s, h) }
+
+// Budget is the run's full fault budget: a driver that schedules faults
+// itself refills a state with it before each step, so that every fault
+// and reordering it chooses is enabled.
+func (c *Checker) Budget() Remaining { return c.budget }
+
+// Firing names the row a firing fired, for histories.
+func (c *Checker) FiringText(f Firing) string {
+	return c.proto.StateName(f.Role, f.From) + " --" + EventName(f.Role, f.Event) + "--> " + c.proto.StateName(f.Role, f.To)
+}
