@@ -1,0 +1,152 @@
+package faultplan
+
+import (
+	"encoding/json"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const schemaFile = "../../../docs/faults.schema.json"
+
+type schemaDef struct {
+	Properties           map[string]json.RawMessage `json:"properties"`
+	Required             []string                   `json:"required"`
+	AdditionalProperties *bool                      `json:"additionalProperties"`
+	AllOf                []struct {
+		If struct {
+			Properties struct {
+				Kind struct {
+					Const string `json:"const"`
+				} `json:"kind"`
+			} `json:"properties"`
+		} `json:"if"`
+		Then struct {
+			Required   []string        `json:"required"`
+			Properties map[string]bool `json:"properties"`
+		} `json:"then"`
+	} `json:"allOf"`
+}
+
+func readSchema(t *testing.T) map[string]schemaDef {
+	t.Helper()
+	data, err := os.ReadFile(schemaFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Schema string               `json:"$schema"`
+		Defs   map[string]schemaDef `json:"$defs"`
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		t.Fatalf("%s: %v", schemaFile, err)
+	}
+	if s.Schema != "https://json-schema.org/draft/2020-12/schema" {
+		t.Errorf("%s: $schema %q, want draft 2020-12", schemaFile, s.Schema)
+	}
+	return s.Defs
+}
+
+// jsonFields lists the JSON names of a struct's fields, and those of
+// them without omitempty (required).
+func jsonFields(v any) (names, required []string) {
+	rt := reflect.TypeOf(v)
+	for i := range rt.NumField() {
+		name, opts, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		names = append(names, name)
+		if !strings.Contains(opts, "omitempty") {
+			required = append(required, name)
+		}
+	}
+	slices.Sort(names)
+	slices.Sort(required)
+	return names, required
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestSchema_MatchesParser: the schema names the fields the parser reads,
+// requires what it requires of every fault, lists the schedulable kinds,
+// and for each kind requires and forbids what the table rules say.
+func TestSchema_MatchesParser(t *testing.T) {
+	defs := readSchema(t)
+	for _, tc := range []struct {
+		def string
+		v   any
+	}{{"header", headerLine{}}, {"fault", faultLine{}}} {
+		d := defs[tc.def]
+		names, required := jsonFields(tc.v)
+		if got := keys(d.Properties); !slices.Equal(got, names) {
+			t.Errorf("$defs/%s properties %v, the parser reads %v", tc.def, got, names)
+		}
+		if got := slices.Sorted(slices.Values(d.Required)); !slices.Equal(got, required) {
+			t.Errorf("$defs/%s requires %v, the parser requires %v", tc.def, got, required)
+		}
+		if d.AdditionalProperties == nil || *d.AdditionalProperties {
+			t.Errorf("$defs/%s allows other properties; the parser refuses them", tc.def)
+		}
+	}
+	var kind struct {
+		Enum []string `json:"enum"`
+	}
+	if err := json.Unmarshal(defs["fault"].Properties["kind"], &kind); err != nil || !slices.Equal(kind.Enum, Kinds()) {
+		t.Errorf("$defs/fault kind enum %v (%v), want %v", kind.Enum, err, Kinds())
+	}
+	var format struct {
+		Const string `json:"const"`
+	}
+	if err := json.Unmarshal(defs["header"].Properties["format"], &format); err != nil || format.Const != FormatV1 {
+		t.Errorf("$defs/header format const %q, want %q", format.Const, FormatV1)
+	}
+	for _, side := range []string{"to", "side"} {
+		var e struct {
+			Enum []string `json:"enum"`
+		}
+		if err := json.Unmarshal(defs["fault"].Properties[side], &e); err != nil || !slices.Equal(e.Enum, []string{"source", "destination"}) {
+			t.Errorf("$defs/fault %s enum %v", side, e.Enum)
+		}
+	}
+	rulesByKind := map[string]bool{}
+	for _, c := range defs["fault"].AllOf {
+		k := c.If.Properties.Kind.Const
+		r, ok := ruleOf(k)
+		if !ok {
+			t.Errorf("the schema has a rule for %q, which is not schedulable", k)
+			continue
+		}
+		rulesByKind[k] = true
+		var req, forb []string
+		for _, f := range r.fields() {
+			switch f.need {
+			case required:
+				req = append(req, f.name)
+			case forbidden:
+				forb = append(forb, f.name)
+			}
+		}
+		if got := slices.Sorted(slices.Values(c.Then.Required)); !slices.Equal(got, slices.Sorted(slices.Values(req))) {
+			t.Errorf("schema: %s requires %v; the table: %v", k, got, req)
+		}
+		var gotForb []string
+		for name, allowed := range c.Then.Properties {
+			if !allowed {
+				gotForb = append(gotForb, name)
+			}
+		}
+		if slices.Sort(gotForb); !slices.Equal(gotForb, slices.Sorted(slices.Values(forb))) {
+			t.Errorf("schema: %s forbids %v; the table: %v", k, gotForb, forb)
+		}
+	}
+	if len(rulesByKind) != len(rules) {
+		t.Errorf("the schema has rules for %v, want one for each of %v", keys(rulesByKind), Kinds())
+	}
+}
