@@ -1,0 +1,28 @@
+package sim
+
+import (
+	"errors"
+	"testing"
+)
+
+// FuzzParseSimConfig: a simulation configuration is refused with a
+// file:line error wrapping ErrConfig, never a panic, whatever the bytes.
+func FuzzParseSimConfig(f *testing.F) {
+	f.Add(DefaultConfigJSON())
+	f.Add([]byte(`{"schema":"handoffcheck.sim/v1"}`))
+	f.Add([]byte(`{"schema":"handoffcheck.sim/v1","policy":"disabled","engine":"sglang","decode":{"workers":-1}}`))
+	f.Add([]byte(`{"schema":"handoffcheck.sim/v1","timers":{"lease_ms":-5},"commands":["bogus"]}`))
+	f.Add([]byte(`[1,2`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ParseConfig("fuzz.json", data)
+		if err != nil {
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("error does not wrap ErrConfig: %v", err)
+			}
+			return
+		}
+		if c.NumWorkers() < 2 || c.Prefill.TokensPerSec <= 0 || c.Decode.PerTokenUS <= 0 {
+			t.Fatalf("accepted a configuration that cannot run: %+v", c)
+		}
+	})
+}

@@ -1,0 +1,188 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+// NameBoundedReclaim and NameStrandedBlockSeconds are the timed properties
+// of docs/lifecycle.md section 4, judged on every simulated run.
+const (
+	NameBoundedReclaim       = "BoundedReclaim"
+	NameStrandedBlockSeconds = "StrandedBlockSeconds"
+)
+
+// obligation is what BoundedReclaim asks of a side once its peer reached
+// its terminal outcome: to return what it holds for the attempt by a
+// deadline.
+type obligation struct {
+	since    int64 // the peer's terminal outcome
+	deadline int64
+	ver      uint32
+	excused  bool // the telling fact was lost, or its sender restarted
+	slow     bool // the side's core fell behind
+}
+
+// holds is what BoundedReclaim asks a side to return: the source its
+// compute blocks and pin; the destination its reservation or its queued
+// request for one. An activated destination decodes on: that is not the
+// attempt's to return.
+func holds(x *model.Handoff, sd model.Side) (bool, string) {
+	if sd == model.SourceSide {
+		switch {
+		case x.Src == model.SrcPinned:
+			return true, "its pinned source blocks"
+		case x.Src == model.SrcActive || x.Compute == model.ComputeQueued || x.Compute == model.ComputeRunning:
+			return true, "its prefill compute"
+		}
+		return false, ""
+	}
+	switch {
+	case x.Dst == model.DstReserved:
+		return true, "its destination reservation"
+	case x.Pending:
+		return true, "its queued reservation request"
+	}
+	return false, ""
+}
+
+// owe opens BoundedReclaim's obligation on the peer of a side that just
+// reached its terminal outcome, if the peer holds something.
+func (s *Sim) owe(r *request, sd model.Side) {
+	peer := sd.Other()
+	x := &r.st.W.H[0]
+	if x.Worker(peer) < 0 || r.owed[peer] != nil {
+		return
+	}
+	if ok, _ := holds(x, peer); !ok {
+		return
+	}
+	o := &obligation{since: s.now, deadline: s.now + s.reclaimBound()}
+	r.owed[peer] = o
+	s.push(&event{at: o.deadline, kind: evReclaim, r: r, side: peer, ver: o.ver})
+}
+
+// reclaimBound is how long BoundedReclaim gives a side: the fact's
+// delivery, its scheduler core applying the release, and the grace.
+func (s *Sim) reclaimBound() int64 { return s.maxDelivery() + 2*s.cfg.CommandUS + s.cfg.GraceUS }
+
+// settleObligations closes the obligations whose side returned everything.
+func (s *Sim) settleObligations(r *request) {
+	x := &r.st.W.H[0]
+	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+		o := r.owed[sd]
+		if o == nil {
+			continue
+		}
+		if ok, _ := holds(x, sd); !ok || r.retired {
+			s.stats.reclaimed(s.now - o.since)
+			r.owed[sd] = nil
+		}
+	}
+}
+
+// checkReclaim judges an obligation at its deadline. When the fact that
+// would have told the side was lost, or the peer's process restarted, the
+// side may wait for its own deadline: the obligation moves there. A side
+// with no deadline armed would hold its blocks for good.
+func (s *Sim) checkReclaim(r *request, sd model.Side, ver uint32) {
+	o := r.owed[sd]
+	if r.retired || o == nil || o.ver != ver {
+		return
+	}
+	x := &r.st.W.H[0]
+	ok, what := holds(x, sd)
+	if !ok {
+		s.settleObligations(r)
+		return
+	}
+	peer := sd.Other()
+	if !o.slow && x.Slow[sd] {
+		// The side's scheduler core fell behind (the delay fault): its
+		// commands take the slow core's time.
+		o.slow = true
+		o.ver++
+		o.deadline += s.cfg.SlowCoreUS
+		s.push(&event{at: o.deadline, kind: evReclaim, r: r, side: sd, ver: o.ver})
+		return
+	}
+	if !o.excused && (r.lost[sd] || x.Outcome[peer] == model.OutcomeForgotten) {
+		o.excused = true
+		own := int64(-1)
+		if x.Outcome[peer] == model.OutcomeForgotten {
+			// A restart is told by the side's own health checks.
+			own = o.since + s.cfg.HealthCheckUS
+		}
+		for t := model.Timer(0); t < model.NumTimers; t++ {
+			if t.Side() == sd && r.timerAt[t] >= 0 && t != model.TimerHeartbeat {
+				own = max(own, r.timerAt[t])
+			}
+		}
+		if own >= 0 {
+			o.ver++
+			o.deadline = max(o.deadline, own+s.reclaimBound())
+			s.push(&event{at: o.deadline, kind: evReclaim, r: r, side: sd, ver: o.ver})
+			return
+		}
+	}
+	why := fmt.Sprintf("the %s ended %s at %s", peer, x.Outcome[peer], fmtMS(o.since))
+	bound := "the delivery latency and the grace"
+	if o.excused {
+		bound = "its own deadline"
+		if r.lost[sd] {
+			why += " and the fact that would tell the " + sd.String() + " was lost"
+		} else {
+			why += " and its process restarted"
+		}
+	}
+	s.fail(r, NameBoundedReclaim, fmt.Sprintf("%s, yet the %s (worker %d) still holds %s %s later, beyond %s (%s)",
+		why, sd, x.Worker(sd), what, fmtDur(s.now-o.since), bound, fmtDur(o.deadline-o.since)))
+}
+
+func fmtDur(d int64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", float64(d)/1000), "0"), ".") + " ms"
+}
+
+// strand keeps the stranded blocks of a request current: the blocks it
+// pins or reserves once the attempt can no longer succeed.
+func (s *Sim) strand(r *request) {
+	var now [2]model.Blocks
+	if r.doomedAt >= 0 {
+		now[0] = r.hold[0].Pinned()
+		now[1] = r.hold[1].Reserved()
+	}
+	for k := 0; k < 2; k++ {
+		w := r.p
+		if k == 1 {
+			w = r.d
+		}
+		if w >= 0 && now[k] != r.stranded[k] {
+			s.stats.strand(s, w, now[k]-r.stranded[k])
+		}
+		r.stranded[k] = now[k]
+	}
+}
+
+// timerOfAction is the timer an action arms, renews or disarms.
+func timerOfAction(role spec.Role, a checker.Action) (model.Timer, bool) {
+	switch a.String() {
+	case "ArmLease", "RenewLease", "DisarmLease":
+		return model.TimerLease, true
+	case "ArmBootstrap", "DisarmBootstrap":
+		return model.TimerBootstrap, true
+	case "ArmHeartbeat", "DisarmHeartbeat":
+		return model.TimerHeartbeat, true
+	case "ArmReservationTimer", "DisarmReservationTimer":
+		return model.TimerReservation, true
+	case "ArmTransferDeadline", "DisarmTransferDeadline":
+		if role == spec.Source {
+			return model.TimerPush, true
+		}
+		return model.TimerPull, true
+	}
+	return 0, false
+}

@@ -1,0 +1,253 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// Scenario is a named scenario of docs/lifecycle.md section 5 on the
+// clock: a cluster, a workload and a fault plan, for either policy.
+type Scenario struct {
+	Name    string
+	Meaning string
+	// FaultFree: no fault and no cancel, so every handoff must succeed
+	// (FaultFreeCompletion is judged).
+	FaultFree bool
+	build     func(c *Config) ([]Request, []Fault)
+	tune      func(c *Config)
+}
+
+// Setup is a scenario's configuration, workload and faults under a
+// policy: source-first runs on vLLM, destination-first on SGLang, as the
+// engines do.
+func (sc *Scenario) Setup(policy string) (*Config, []Request, []Fault, error) {
+	c := DefaultConfig()
+	switch policy {
+	case "source-first":
+		c.Engine = model.VLLM
+	case "destination-first":
+		c.Engine = model.SGLang
+	default:
+		return nil, nil, nil, fmt.Errorf("%w: scenario %s runs under source-first or destination-first, not %q", ErrConfig, sc.Name, policy)
+	}
+	p, err := parsePolicy(policy)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c.Policy, c.policy = policy, p
+	if sc.tune != nil {
+		sc.tune(c)
+	}
+	reqs, faults := sc.build(c)
+	return c, reqs, faults, nil
+}
+
+// Scenarios lists the scenarios the simulator runs by name, in
+// docs/lifecycle.md section 5 order. (live-replay-parity compares two
+// adapters; it is not one run.)
+var Scenarios = []Scenario{
+	{Name: "stranded-source", FaultFree: true,
+		Meaning: "decode capacity is full while 4K-token prefills keep finishing: source-first pins them on prefill until decode frees pages; destination-first keeps prefill waiting instead",
+		tune: func(c *Config) {
+			c.Prefill.Workers, c.Decode.Workers = 1, 1
+			c.Decode.CapacityBlocks = 1100 // four 4K-token prompts of 256 blocks
+			c.Decode.Slots = 4
+			c.Decode.HeadroomTokens = 4 * 512
+		},
+		build: func(c *Config) ([]Request, []Fault) {
+			return evenly(24, 0, 120_000, 4096, 120, "", 0), nil
+		}},
+	{Name: "destination-gate", FaultFree: true,
+		Meaning: "destination-first with decode full: prefill does not dispatch until decode reserves its slot, prefix snapshot, delta pages and headroom; zero, partial and full prefix hits",
+		tune: func(c *Config) {
+			c.Prefill.Workers, c.Decode.Workers = 1, 2
+			c.Decode.Slots = 3
+		},
+		build: func(c *Config) ([]Request, []Fault) {
+			var rs []Request
+			for i := 0; i < 18; i++ {
+				r := Request{Index: i, ArrivalUS: int64(i) * 60_000, PromptTokens: 2048, OutputTokens: 60, CancelUS: -1}
+				switch i % 3 {
+				case 1:
+					r.PrefixGroup, r.PrefixTokens = "partial", 1024
+				case 2:
+					r.PrefixGroup, r.PrefixTokens = "full", 2048
+				}
+				rs = append(rs, r)
+			}
+			return rs, nil
+		}},
+	{Name: "router-engine-parity", FaultFree: true,
+		Meaning: "selection-time decode bookings, reservations, activations and releases stay aligned under load on four decode workers",
+		tune: func(c *Config) {
+			c.Prefill.Workers, c.Decode.Workers = 2, 4
+			c.DecodeRouter = PowerOfTwo
+		},
+		build: func(c *Config) ([]Request, []Fault) {
+			return evenly(60, 0, 25_000, 1536, 40, "g", 512), nil
+		}},
+	{Name: "no-false-overlap", FaultFree: true,
+		Meaning: "a reservation publishes nothing before receive completion, with transfers slowed so reservations wait long",
+		tune:    func(c *Config) { c.BandwidthGbps = 0.5 },
+		build: func(c *Config) ([]Request, []Fault) {
+			return evenly(12, 0, 80_000, 2048, 30, "", 0), nil
+		}},
+	{Name: "failure-matrix",
+		Meaning: "cancel, lose a fact, or restart an owner at every phase: before decode routing, after booking, after reservation, while pinned, after receive completion, and during transfer",
+		build: func(c *Config) ([]Request, []Fault) {
+			rs := evenly(40, 0, 50_000, 2048, 40, "", 0)
+			var fs []Fault
+			at := func(i int, us int64) int64 { return rs[i].ArrivalUS + us }
+			// Cancels at successive phases of one request each.
+			for j, us := range []int64{0, 300, 800, 20_000, 60_000, 110_000, 130_000, 200_000} {
+				fs = append(fs, Fault{AtUS: at(j, us), Kind: "cancel", Request: j, Worker: -1})
+			}
+			// Lost facts of every kind, each side.
+			for j, msg := range []string{"DestinationReserved", "ReaderCompleted", "LeaseRenewed", "Cancelled", "ReceiveCompleted"} {
+				fs = append(fs, Fault{AtUS: at(10+j, 0), Kind: "loss", Request: 10 + j, Worker: -1, Msg: msg})
+			}
+			fs = append(fs,
+				Fault{AtUS: at(16, 0), Kind: "hang", Request: 16, Worker: -1},
+				Fault{AtUS: at(17, 0), Kind: "transfer_failure", Request: 17, Worker: -1},
+				Fault{AtUS: at(18, 5_000), Kind: "abort", Request: 18, Worker: -1, Side: "source"},
+				Fault{AtUS: at(19, 5_000), Kind: "abort", Request: 19, Worker: -1, Side: "destination"},
+				Fault{AtUS: at(20, 0), Kind: "delay", Request: 20, Worker: -1, Side: "destination"},
+			)
+			// Restarts of a decode and of a prefill worker mid-run.
+			fs = append(fs, Fault{AtUS: at(24, 90_000), Kind: "restart", Request: -1, Worker: c.Prefill.Workers},
+				Fault{AtUS: at(30, 30_000), Kind: "restart", Request: -1, Worker: 0})
+			sortFaults(fs)
+			return rs, fs
+		}},
+	{Name: "duplicate-stale-late",
+		Meaning: "duplicated and late facts, and facts to an older incarnation: cleanup is idempotent and nothing is resurrected",
+		build: func(c *Config) ([]Request, []Fault) {
+			rs := evenly(30, 0, 40_000, 1024, 30, "", 0)
+			var fs []Fault
+			for j := 0; j < 12; j++ {
+				to := []string{"source", "destination"}[j%2]
+				fs = append(fs, Fault{AtUS: rs[j].ArrivalUS, Kind: "duplicate", Request: j, Worker: -1, To: to})
+			}
+			for j := 12; j < 16; j++ {
+				fs = append(fs, Fault{AtUS: rs[j].ArrivalUS, Kind: "delay", Request: j, Worker: -1, Side: "destination"})
+			}
+			fs = append(fs, Fault{AtUS: rs[20].ArrivalUS + 100_000, Kind: "restart", Request: -1, Worker: c.Prefill.Workers + 1})
+			sortFaults(fs)
+			return rs, fs
+		}},
+	{Name: "fault-sweep",
+		Meaning: "every schedulable fault at offsets from 0 to 400 ms after arrival, one request each, so that each strikes in every phase of a handoff",
+		tune: func(c *Config) {
+			c.Prefill.Workers, c.Decode.Workers = 2, 2
+			c.PrefillRouter, c.DecodeRouter = RoundRobin, RoundRobin
+		},
+		build: func(c *Config) ([]Request, []Fault) {
+			offsets := []int64{0, 300, 700, 1_500, 5_000, 20_000, 60_000, 103_000, 110_000, 118_000, 150_000, 400_000}
+			type kind struct{ kind, to, side, msg string }
+			kinds := []kind{
+				{kind: "cancel"}, {kind: "abort", side: "source"}, {kind: "abort", side: "destination"},
+				{kind: "loss", to: "source"}, {kind: "loss", to: "destination"},
+				{kind: "duplicate", to: "source"}, {kind: "duplicate", to: "destination"},
+				{kind: "hang"}, {kind: "transfer_failure"}, {kind: "delay", side: "source"}, {kind: "delay", side: "destination"},
+			}
+			var rs []Request
+			var fs []Fault
+			i := 0
+			for _, k := range kinds {
+				for _, off := range offsets {
+					r := Request{Index: i, ArrivalUS: int64(i) * 500_000, PromptTokens: 2048, OutputTokens: 40, CancelUS: -1}
+					rs = append(rs, r)
+					fs = append(fs, Fault{AtUS: r.ArrivalUS + off, Kind: k.kind, Request: i, Worker: -1, To: k.to, Side: k.side, Msg: k.msg})
+					i++
+				}
+			}
+			// Restarts of the prefill and the decode worker a request
+			// uses, at each offset (round-robin routers put request i on
+			// prefill worker i%2 and decode worker i%2).
+			for _, w := range []int{0, c.Prefill.Workers} {
+				for _, off := range offsets {
+					r := Request{Index: i, ArrivalUS: int64(i) * 500_000, PromptTokens: 2048, OutputTokens: 40, CancelUS: -1}
+					rs = append(rs, r)
+					fs = append(fs, Fault{AtUS: r.ArrivalUS + off, Kind: "restart", Request: -1, Worker: w + i%2})
+					i++
+				}
+			}
+			sortFaults(fs)
+			return rs, fs
+		}},
+	{Name: "long-wait", FaultFree: true,
+		Meaning: "no fault, decode full for longer than a lease: heartbeats keep every source lease alive, and every handoff succeeds",
+		tune: func(c *Config) {
+			c.Prefill.Workers, c.Decode.Workers = 1, 1
+			c.Decode.CapacityBlocks = 300
+			c.Decode.Slots = 1
+			c.Timers.LeaseUS = 2_000_000
+			c.Timers.HeartbeatUS = 500_000
+			c.HealthCheckUS = 1_000_000
+		},
+		build: func(c *Config) ([]Request, []Fault) {
+			return evenly(4, 0, 10_000, 4096, 200, "", 0), nil
+		}},
+	{Name: "router-modes", FaultFree: true,
+		Meaning: "the decode worker chosen at random: the lifecycle holds whichever worker the router picks",
+		tune: func(c *Config) {
+			c.Decode.Workers = 3
+			c.DecodeRouter = Random
+			c.PrefillRouter = RoundRobin
+		},
+		build: func(c *Config) ([]Request, []Fault) {
+			return evenly(45, 0, 30_000, 1024, 50, "g", 256), nil
+		}},
+}
+
+// LookupScenario finds a scenario by name.
+func LookupScenario(name string) (*Scenario, error) {
+	for i := range Scenarios {
+		if Scenarios[i].Name == name {
+			return &Scenarios[i], nil
+		}
+	}
+	names := make([]string, len(Scenarios))
+	for i := range Scenarios {
+		names[i] = Scenarios[i].Name
+	}
+	return nil, fmt.Errorf("%w: no scenario %q (scenarios: %s)", ErrConfig, name, strings.Join(names, ", "))
+}
+
+// evenly is n requests gapUS apart from startUS, all alike.
+func evenly(n int, startUS, gapUS int64, prompt, output model.Tokens, group string, prefix model.Tokens) []Request {
+	rs := make([]Request, n)
+	for i := range rs {
+		rs[i] = Request{Index: i, ArrivalUS: startUS + int64(i)*gapUS, PromptTokens: prompt, OutputTokens: output, CancelUS: -1}
+		if group != "" {
+			rs[i].PrefixGroup, rs[i].PrefixTokens = group, prefix
+		}
+	}
+	return rs
+}
+
+func sortFaults(fs []Fault) {
+	for i := 1; i < len(fs); i++ {
+		for j := i; j > 0 && fs[j].AtUS < fs[j-1].AtUS; j-- {
+			fs[j], fs[j-1] = fs[j-1], fs[j]
+		}
+	}
+}
+
+// SliceSource streams a workload held in memory.
+type SliceSource struct {
+	Reqs []Request
+	i    int
+}
+
+// Next returns the next request, or io.EOF.
+func (s *SliceSource) Next() (Request, error) {
+	if s.i == len(s.Reqs) {
+		return Request{}, io.EOF
+	}
+	s.i++
+	return s.Reqs[s.i-1], nil
+}

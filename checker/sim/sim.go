@@ -1,0 +1,1335 @@
+// Package sim runs the verified role machines and the model's world on a
+// virtual clock: a workload of requests arrives, routers choose workers,
+// prefill computes at a rate, transfers take their priced bytes over a
+// bandwidth, facts take a latency, timers fire at their deadlines, and
+// faults strike when a fault plan says. Every step is a move of the
+// composed system (checker.Checker.Step), judged by every invariant of
+// the model; the simulator only decides which enabled move happens when.
+//
+// A cluster has more requests than a world has handoffs, so each request
+// is stepped in a world of its own with its two workers, whose counters
+// are the whole workers' and whose outside holdings are what the other
+// requests hold there (model.Config.SetOutside): every state invariant
+// still compares a worker's counters with everything held on it.
+package sim
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+// Request is one request of a workload, its times in microseconds.
+type Request struct {
+	Index        int
+	ID           string
+	ArrivalUS    int64
+	PromptTokens model.Tokens
+	OutputTokens model.Tokens
+	PrefixGroup  string
+	PrefixTokens model.Tokens
+	// CancelUS is when the client cancels, or -1.
+	CancelUS int64
+}
+
+// Source streams a workload's requests in arrival order; Next returns
+// io.EOF after the last.
+type Source interface {
+	Next() (Request, error)
+}
+
+// Fault is one scheduled fault of a fault plan (its kinds are the
+// checker's fault configuration names).
+type Fault struct {
+	Line     int
+	AtUS     int64
+	Kind     string
+	Request  int // -1 when the kind names a worker
+	Worker   int // -1 when the kind names a request
+	To, Side string
+	Msg      string
+}
+
+// ErrInput is wrapped by a workload request or fault the configuration
+// cannot run (a prompt larger than a worker, a worker that does not exist).
+var ErrInput = errors.New("sim: input does not fit the configuration")
+
+// Violation is an invariant broken during a run: which, when, the handoff
+// and its history.
+type Violation struct {
+	Invariant string
+	AtUS      int64
+	Request   int
+	Detail    string
+	History   []string
+}
+
+func (v *Violation) Error() string {
+	return fmt.Sprintf("%s violated at %s on request %d: %s", v.Invariant, fmtMS(v.AtUS), v.Request, v.Detail)
+}
+
+func fmtMS(t int64) string { return fmt.Sprintf("%.3fms", float64(t)/1000) }
+
+// Sim is one simulation run.
+type Sim struct {
+	cfg    *Config
+	chk    *checker.Checker
+	proto  *checker.Protocol
+	policy spec.Policy
+	rng    *rand.Rand
+	now    int64
+	q      eventQueue
+	seq    uint64
+
+	workers []model.Worker
+	sums    []model.Holdings
+	busy    []int64 // a prefill worker computes until then
+	cache   []prefixCache
+	nextP   int
+	nextD   int
+	waiters [][]*request
+	dirty   []bool
+	seen    []capacity // what each worker's waiters were last offered
+
+	src         Source
+	arrivals    int
+	lastArrival int64
+	faultFree   bool
+	active      map[int]*request
+	marks       map[int]*marks
+	cov         *checker.Coverage
+	log         []checker.Firing
+
+	stats     *stats
+	tl        *recorder
+	violation *Violation
+	inputErr  error
+}
+
+// Options are the inputs of a run beside the configuration.
+type Options struct {
+	Faults []Fault
+	// Timeline records what --out writes (samples and phases); nil
+	// records nothing but the summary.
+	Timeline *Recorder
+	// Protocol runs another pair of tables than the generated machines
+	// (a variant or a mutant).
+	Protocol *checker.Protocol
+	// Progress is called every so many events.
+	Progress func(Progress)
+	// DisabledSteps, when set, receives every step of a disabled run.
+	DisabledSteps *[]Step
+	// FaultFree judges FaultFreeCompletion: the run has no fault and no
+	// cancel, so every handoff must succeed on both sides.
+	FaultFree bool
+}
+
+// Progress is what a long run reports.
+type Progress struct {
+	NowUS              int64
+	Arrived, Completed int
+	Events             uint64
+}
+
+// Run simulates a workload on a configuration.
+func Run(ctx context.Context, cfg *Config, src Source, opt Options) (*Result, error) {
+	if cfg.Policy == Disabled {
+		return runDisabled(ctx, cfg, src, opt)
+	}
+	s, err := newSim(cfg, src, opt)
+	if err != nil {
+		return nil, err
+	}
+	return s.run(ctx, opt)
+}
+
+func newSim(cfg *Config, src Source, opt Options) (*Sim, error) {
+	p := opt.Protocol
+	if p == nil {
+		p = checker.Generated()
+	}
+	tmpl := cfg.window(Request{PromptTokens: 1, OutputTokens: 1, CancelUS: -1}, 0, cfg.Prefill.Workers, 0)
+	budget := checker.Budget{}
+	for f := range budget {
+		budget[f] = checker.MaxBudget
+	}
+	chk, err := checker.New(p, &checker.Config{World: *tmpl, Budget: budget, Renewal: cfg.Renewal, Commands: cfg.Commands},
+		checker.Run{Name: "simulate", Policy: cfg.policy, Engine: cfg.Engine})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	n := cfg.NumWorkers()
+	s := &Sim{
+		cfg: cfg, chk: chk, proto: p, policy: cfg.policy,
+		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x68616e646f6666)),
+		workers: make([]model.Worker, n), sums: make([]model.Holdings, n), busy: make([]int64, n),
+		cache: make([]prefixCache, n), waiters: make([][]*request, n), dirty: make([]bool, n), seen: make([]capacity, n),
+		src: src, active: map[int]*request{}, marks: map[int]*marks{},
+		cov: checker.NewCoverage(p.Spec()),
+	}
+	s.cov.Log = &s.log
+	for w := range s.workers {
+		s.workers[w].Free = cfg.Capacity(w)
+	}
+	s.stats = newStats(cfg, n)
+	s.faultFree = opt.FaultFree
+	if opt.Timeline != nil {
+		s.tl = &opt.Timeline.r
+		s.tl.start(s)
+	}
+	for i, f := range opt.Faults {
+		if err := s.checkFault(f); err != nil {
+			return nil, err
+		}
+		s.push(&event{at: f.AtUS, kind: evFault, fault: &opt.Faults[i]})
+	}
+	return s, nil
+}
+
+// window is the configuration of one request's world: the request as its
+// only handoff, prefill worker p as world worker 0 and a decode worker as
+// world worker 1, with the prefix hit the request finds there.
+func (c *Config) window(r Request, p, d int, hit model.Tokens) *model.Config {
+	wc := &model.Config{
+		Policy: c.policy, Engine: c.Engine, Unbounded: true,
+		Workers: []model.WorkerConfig{
+			{Role: model.PrefillWorker, Capacity: c.Prefill.CapacityBlocks},
+			{Role: model.DecodeWorker, Capacity: c.Decode.CapacityBlocks, Slots: c.Decode.Slots, Headroom: c.Decode.HeadroomTokens, PrefixHit: []model.Tokens{hit}},
+		},
+		Handoffs: []model.HandoffConfig{{PromptTokens: r.PromptTokens, HeadroomTokens: c.HeadroomTokens}},
+		Linear:   &model.LinearProfile{BytesPerToken: c.Transfer.BytesPerToken, BlockSize: c.Transfer.BlockSize},
+	}
+	return wc
+}
+
+// request is one request in flight: its world (the handoff and a window
+// onto its two workers), where it runs, what is scheduled for it, and what
+// the timed properties follow.
+type request struct {
+	Request
+	cfg   *model.Config
+	st    checker.State
+	p, d  int
+	fresh model.Worker // world worker 1 before decode is routed
+	hold  [2]model.Holdings
+
+	sched    []checker.Move // protocol moves with an event pending
+	timerVer [model.NumTimers]uint32
+	timerAt  [model.NumTimers]int64
+	timerEv  [model.NumTimers]*event // the deadline's event while queued
+	waiting  [2]bool                 // waits for capacity on its prefill (0) or decode (1) worker
+	listed   [2]bool                 // is in that worker's list of waiters
+
+	outcomeAt [2]int64
+	doomedAt  int64
+	stranded  [2]model.Blocks
+	lost      [2]bool // a fact to the side was lost
+	owed      [2]*obligation
+	phases    phaseClock
+	history   history
+	firstTok  int64
+	xferStart int64
+	xferEnd   int64
+	trans     []Transition
+	m         marks
+	retired   bool
+}
+
+// marks are the faults a plan holds for a request until they can strike.
+type marks struct {
+	lose, dup         [2]int
+	loseMsg, dupMsg   [2]string
+	hang, failXfer    bool
+	cancel            bool
+	delay             [2]bool
+	abort, evict      [2]bool
+	loseAny, dupAny   int
+	loseAnyM, dupAnyM string
+}
+
+// left counts the faults the plan held for a request that never struck.
+func (m *marks) left() int {
+	n := m.loseAny + m.dupAny + m.lose[0] + m.lose[1] + m.dup[0] + m.dup[1]
+	for _, b := range []bool{m.hang, m.failXfer, m.cancel, m.delay[0], m.delay[1], m.abort[0], m.abort[1], m.evict[0], m.evict[1]} {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+// history is the last historyCap things that happened to a request, kept
+// as data and written out only when a violation needs them.
+type history struct {
+	e    [historyCap]histEntry
+	n, i int // entries kept, next slot
+}
+
+const historyCap = 64
+
+type histKind uint8
+
+const (
+	hArrive histKind = iota
+	hMove
+	hFiring
+	hRestart
+	hTimerIgnored
+)
+
+type histEntry struct {
+	at   int64
+	kind histKind
+	m    checker.Move
+	f    checker.Firing
+	w    int // the worker a route chose or that restarted
+}
+
+func (h *history) add(e histEntry) {
+	h.e[h.i] = e
+	h.i = (h.i + 1) % historyCap
+	h.n = min(h.n+1, historyCap)
+}
+
+// lines writes the history out, oldest first.
+func (s *Sim) lines(r *request) []string {
+	h := &r.history
+	out := make([]string, 0, h.n)
+	for j := 0; j < h.n; j++ {
+		e := &h.e[(h.i-h.n+j+historyCap)%historyCap]
+		var text string
+		switch e.kind {
+		case hArrive:
+			text = fmt.Sprintf("arrives: %d prompt tokens, %d output tokens", r.PromptTokens, r.OutputTokens)
+		case hMove:
+			switch e.m.Kind {
+			case checker.MvRoutePrefill:
+				text = fmt.Sprintf("route-prefill to worker %d", e.w)
+			case checker.MvRouteDecode:
+				text = fmt.Sprintf("route-decode to worker %d", e.w)
+			default:
+				text = e.m.String()
+			}
+		case hFiring:
+			text = fmt.Sprintf("  %s row %d: %s", e.f.Role, e.f.Row, s.chk.FiringText(e.f))
+		case hRestart:
+			text = fmt.Sprintf("restart of worker %d", e.w)
+		case hTimerIgnored:
+			text = fmt.Sprintf("timer %s fires but the %s takes no step", model.Timer(e.m.Arg), model.Timer(e.m.Arg).Side())
+		}
+		out = append(out, fmtMS(e.at)+" "+text)
+	}
+	return out
+}
+
+// noteFirings records the rows a step fired.
+func (s *Sim) noteFirings(r *request) {
+	for _, f := range s.log {
+		f.Actions = nil
+		r.history.add(histEntry{at: s.now, kind: hFiring, f: f})
+		if s.tl != nil {
+			s.tl.transition(r, s.now, f, s.chk)
+		}
+	}
+}
+
+// ---- Events ----
+
+type evKind uint8
+
+const (
+	evArrival evKind = iota
+	evMove
+	evTimer
+	evFault
+	evCancel
+	evReclaim
+	evSample
+)
+
+type event struct {
+	at    int64
+	seq   uint64
+	idx   int // its place in the queue, -1 once taken
+	kind  evKind
+	r     *request
+	m     checker.Move
+	timer model.Timer
+	ver   uint32
+	side  model.Side
+	fault *Fault
+}
+
+type eventQueue []*event
+
+func (q eventQueue) Len() int { return len(q) }
+func (q eventQueue) Less(i, j int) bool {
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
+	}
+	return q[i].seq < q[j].seq
+}
+func (q eventQueue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].idx, q[j].idx = i, j
+}
+func (q *eventQueue) Push(x any) {
+	e := x.(*event)
+	e.idx = len(*q)
+	*q = append(*q, e)
+}
+func (q *eventQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	e.idx = -1
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	return e
+}
+
+func (s *Sim) push(e *event) {
+	s.seq++
+	e.seq = s.seq
+	heap.Push(&s.q, e)
+}
+
+// jitter is a fact's delivery delay: the latency plus a seeded draw.
+func (s *Sim) jitter() int64 {
+	d := s.cfg.LatencyUS
+	if s.cfg.JitterUS > 0 {
+		d += s.rng.Int64N(s.cfg.JitterUS)
+	}
+	return d
+}
+
+// maxDelivery is the longest a fact takes: BoundedReclaim's latency.
+func (s *Sim) maxDelivery() int64 { return s.cfg.LatencyUS + s.cfg.JitterUS }
+
+// ---- The run ----
+
+func (s *Sim) run(ctx context.Context, opt Options) (*Result, error) {
+	if err := s.nextArrival(); err != nil {
+		return nil, err
+	}
+	if s.tl != nil {
+		s.push(&event{at: 0, kind: evSample})
+	}
+	var events uint64
+	for s.q.Len() > 0 && s.violation == nil {
+		e := heap.Pop(&s.q).(*event)
+		if e.r != nil {
+			if s.stale(e) {
+				// A deadline disarmed, an obligation met or a move of a
+				// retired request: it neither happens nor moves the clock.
+				s.maybeRetire(e.r)
+				continue
+			}
+		}
+		s.advance(e.at)
+		events++
+		if s.now > s.lastArrival+drainHorizonUS || events > uint64(eventsPerRequest*(s.arrivals+1)) {
+			s.stuck()
+			break
+		}
+		if events&0xffff == 0 {
+			if err := ctx.Err(); err != nil {
+				return s.result(events, true), nil
+			}
+			if opt.Progress != nil {
+				opt.Progress(Progress{NowUS: s.now, Arrived: s.arrivals, Completed: s.stats.completed, Events: events})
+			}
+		}
+		switch e.kind {
+		case evArrival:
+			s.arrive(e.r)
+			if err := s.nextArrival(); err != nil {
+				return nil, err
+			}
+		case evMove:
+			s.fireMove(e)
+		case evTimer:
+			s.fireTimer(e)
+		case evFault:
+			s.strike(e.fault)
+		case evCancel:
+			s.clientCancel(e.r)
+		case evReclaim:
+			s.checkReclaim(e.r, e.side, e.ver)
+		case evSample:
+			s.tl.sample(s)
+			if s.q.Len() > 0 {
+				s.push(&event{at: s.now + s.tl.period, kind: evSample})
+			}
+		}
+		if s.inputErr != nil {
+			return nil, s.inputErr
+		}
+		if s.violation == nil {
+			s.settle()
+		}
+		if e.r != nil && s.violation == nil {
+			s.maybeRetire(e.r)
+		}
+	}
+	if s.violation == nil {
+		s.finish()
+	}
+	return s.result(events, false), nil
+}
+
+// A run that neither drains nor ends is stopped: an hour of virtual time
+// after the last arrival, or after so many events per request. A
+// protocol that keeps a request busy for ever (a heartbeat that never
+// stops, a no-op answered by another) breaks EventuallyDrained.
+const (
+	drainHorizonUS   = 3600 * 1_000_000
+	eventsPerRequest = 20_000
+)
+
+// stuck reports the oldest request still in flight.
+func (s *Sim) stuck() {
+	rs := s.sortedActive()
+	if len(rs) == 0 {
+		return
+	}
+	s.fail(rs[0], model.NameEventuallyDrained, fmt.Sprintf("the request is still in flight %s after the last arrival, %d requests with it: "+
+		"the protocol keeps it busy without ever draining it", fmtDur(s.now-s.lastArrival), len(rs)-1)+": "+rs[0].st.W.DescribeHeld())
+}
+
+// stale reports whether an event no longer means anything.
+func (s *Sim) stale(e *event) bool {
+	r := e.r
+	switch {
+	case r.retired:
+		return true
+	case e.kind == evTimer:
+		return e.ver != r.timerVer[e.timer]
+	case e.kind == evReclaim:
+		return r.owed[e.side] == nil || r.owed[e.side].ver != e.ver
+	}
+	return false
+}
+
+// nextArrival reads the next request of the workload and schedules it.
+func (s *Sim) nextArrival() error {
+	req, err := s.src.Next()
+	if err == io.EOF {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if req.ArrivalUS < s.now {
+		return fmt.Errorf("%w: request %d arrives at %s, before %s", ErrInput, req.Index, fmtMS(req.ArrivalUS), fmtMS(s.now))
+	}
+	cfg := s.cfg.window(req, 0, 0, 0)
+	if err := cfg.Prepare(); err != nil {
+		return fmt.Errorf("%w: request %d: %v", ErrInput, req.Index, err)
+	}
+	r := &request{Request: req, cfg: cfg, p: -1, d: -1, doomedAt: -1, firstTok: -1}
+	r.outcomeAt = [2]int64{-1, -1}
+	for t := range r.timerAt {
+		r.timerAt[t] = -1
+	}
+	s.push(&event{at: req.ArrivalUS, kind: evArrival, r: r})
+	s.lastArrival = req.ArrivalUS
+	return nil
+}
+
+// arrive places a request: the prefill router chooses its worker and the
+// request's world is made.
+func (s *Sim) arrive(r *request) {
+	s.arrivals++
+	s.stats.arrived++
+	p := s.choose(s.cfg.PrefillRouter, 0, s.cfg.Prefill.Workers, &s.nextP, s.prefillLoad, nil)
+	r.p = p
+	r.st = s.chk.Initial()
+	r.st.W = model.NewWorld(r.cfg)
+	r.fresh = r.st.W.W[1]
+	s.active[r.Index] = r
+	if m, ok := s.marks[r.Index]; ok {
+		r.m = *m
+		delete(s.marks, r.Index)
+	}
+	if r.CancelUS >= 0 {
+		s.push(&event{at: r.CancelUS, kind: evCancel, r: r})
+	}
+	r.history.add(histEntry{at: s.now, kind: hArrive})
+	s.do(r, checker.Move{Kind: checker.MvRoutePrefill, H: 0, Arg: 0}, false)
+}
+
+// project refreshes a request's world from the cluster: its workers'
+// counters, and what the other requests hold on them.
+func (s *Sim) project(r *request) {
+	r.st.W.W[0] = s.workers[r.p]
+	r.cfg.SetOutside(0, s.sums[r.p].Minus(r.hold[0]))
+	if r.d >= 0 {
+		r.st.W.W[1] = s.workers[r.d]
+		r.cfg.SetOutside(1, s.sums[r.d].Minus(r.hold[1]))
+	} else {
+		r.st.W.W[1] = r.fresh
+		r.cfg.SetOutside(1, model.Holdings{})
+	}
+	r.st.B = s.chk.Budget()
+}
+
+// writeBack stores a request's world into the cluster after a step.
+func (s *Sim) writeBack(r *request) {
+	hs := r.st.W.HandoffHoldings(0)
+	s.setWorker(r.p, r.st.W.W[0], s.sums[r.p].Minus(r.hold[0]).Plus(hs[0]))
+	if r.d >= 0 {
+		s.setWorker(r.d, r.st.W.W[1], s.sums[r.d].Minus(r.hold[1]).Plus(hs[1]))
+	} else {
+		r.fresh = r.st.W.W[1]
+	}
+	r.hold[0], r.hold[1] = hs[0], hs[1]
+}
+
+func (s *Sim) setWorker(w int, k model.Worker, sum model.Holdings) {
+	if s.workers[w] != k {
+		s.stats.change(s, w, &s.workers[w], &k)
+		s.workers[w] = k
+		s.dirty[w] = true
+	}
+	s.sums[w] = sum
+}
+
+// do takes one move of a request's world: Step (which refuses a move the
+// state does not enable) or, forced, Apply. It judges the step and state
+// invariants, writes the world back, and reacts. It reports whether the
+// move happened.
+func (s *Sim) do(r *request, m checker.Move, force bool) bool {
+	s.project(r)
+	before := r.st
+	s.log = s.log[:0]
+	var v *model.Violation
+	if force {
+		_, v = s.chk.Apply(&r.st, m, s.cov)
+	} else {
+		var err error
+		if _, v, err = s.chk.Step(&r.st, m, s.cov); err != nil {
+			return false
+		}
+	}
+	if v == nil {
+		v = s.chk.CheckState(&r.st)
+	}
+	s.writeBack(r)
+	w := r.p
+	if m.Kind == checker.MvRouteDecode {
+		w = r.d
+	}
+	r.history.add(histEntry{at: s.now, kind: hMove, m: m, w: w})
+	s.noteFirings(r)
+	if v != nil {
+		s.fail(r, v.Invariant, v.Detail)
+		return true
+	}
+	s.react(r, &before, m)
+	return true
+}
+
+func (s *Sim) fail(r *request, inv, detail string) {
+	if s.violation != nil {
+		return
+	}
+	idx := -1
+	var hist []string
+	if r != nil {
+		idx = r.Index
+		hist = s.lines(r)
+	}
+	s.violation = &Violation{Invariant: inv, AtUS: s.now, Request: idx, Detail: detail, History: hist}
+}
+
+// react follows a step: timers armed, renewed or disarmed by the rows
+// that fired, outcomes and the obligations they create, the blocks of an
+// attempt that can no longer succeed, blocks a finished side keeps, the
+// faults waiting for the request, and the moves the step enabled.
+func (s *Sim) react(r *request, before *checker.State, m checker.Move) {
+	x, b := &r.st.W.H[0], &before.W.H[0]
+	s.timers(r, b, m)
+	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+		if b.Outcome[sd] == model.OutcomeNone && x.Outcome[sd] != model.OutcomeNone {
+			r.outcomeAt[sd] = s.now
+			s.owe(r, sd)
+		}
+	}
+	if s.tl != nil {
+		s.tl.phases(r, s.now)
+	}
+	if r.doomedAt < 0 && (x.Cancelled || x.Xfer == model.XferFailed || failed(x.Outcome[0]) || failed(x.Outcome[1])) {
+		r.doomedAt = s.now
+	}
+	s.strand(r)
+	s.settleObligations(r)
+	if b.Xfer != model.XferRunning && x.Xfer == model.XferRunning {
+		r.xferStart = s.now
+	}
+	if b.Xfer == model.XferRunning && x.Xfer.Finished() {
+		r.xferEnd = s.now
+	}
+	if r.firstTok < 0 && x.Dst == model.DstActive && x.Running {
+		r.firstTok = s.now + s.cfg.Decode.PerTokenUS
+	}
+	// The cache evicts what a finished side keeps: a request outside a
+	// world cannot evict it later (docs: the simulator's cache model).
+	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+		if s.violation == nil && r.st.W.H[0].Worker(sd) >= 0 && s.chk.Terminal(&r.st, roleOf(sd), 0) && keeps(&r.st.W.H[0], sd) {
+			s.do(r, checker.Move{Kind: checker.MvEvict, H: 0, Arg: int8(sd)}, true)
+		}
+	}
+	if s.violation != nil {
+		return
+	}
+	x = &r.st.W.H[0]
+	if r.m.hang && x.Xfer == model.XferRunning && !x.Hung {
+		r.m.hang = false
+		if s.do(r, checker.Move{Kind: checker.MvHang, H: 0}, false) {
+			return
+		}
+	}
+	s.schedule(r)
+}
+
+func failed(o model.Outcome) bool { return o == model.OutcomeFailed || o == model.OutcomeForgotten }
+
+func keeps(x *model.Handoff, sd model.Side) bool {
+	if sd == model.SourceSide {
+		return x.SrcKept
+	}
+	return x.DstKept
+}
+
+func roleOf(sd model.Side) spec.Role {
+	if sd == model.SourceSide {
+		return spec.Source
+	}
+	return spec.Destination
+}
+
+// marked makes a fault the plan holds for a request strike, at the first
+// moment the world enables it: a delay just before a command, an abort
+// or eviction where the side has a row or blocks for it. It reports
+// whether one struck (the step already scheduled what follows).
+func (s *Sim) marked(r *request, moves []checker.Move) bool {
+	mk := &r.m
+	for _, m := range moves {
+		var flag *bool
+		switch {
+		case m.Kind == checker.MvCancel:
+			flag = &mk.cancel
+		case m.Kind == checker.MvDelay:
+			flag = &mk.delay[m.Arg]
+		case m.Kind == checker.MvAbort:
+			flag = &mk.abort[m.Arg]
+		case m.Kind == checker.MvEvict:
+			flag = &mk.evict[m.Arg]
+		}
+		if flag != nil && *flag {
+			*flag = false
+			if m.Kind == checker.MvCancel {
+				s.stats.cancelled++
+			}
+			s.stats.faults++
+			s.do(r, m, false)
+			return true
+		}
+	}
+	return false
+}
+
+// schedule gives every enabled protocol move of a request that has no
+// event yet one, at the time it takes; a delay the plan holds strikes
+// first, where the checker offers it.
+func (s *Sim) schedule(r *request) {
+	s.project(r)
+	moves := s.chk.Moves(&r.st)
+	if s.marked(r, moves) {
+		return
+	}
+	waitP, waitD := false, false
+	x := &r.st.W.H[0]
+	for _, m := range moves {
+		if _, fault := m.Kind.Spends(); fault || m.Kind == checker.MvTimer || m.Kind == checker.MvRoutePrefill {
+			continue
+		}
+		if slices.Contains(r.sched, m) {
+			continue
+		}
+		r.sched = append(r.sched, m)
+		s.push(&event{at: s.now + s.delay(r, m), kind: evMove, r: r, m: m})
+	}
+	// What waits for capacity is offered again when its worker frees some.
+	waitP = x.Compute == model.ComputeQueued && !slices.ContainsFunc(r.sched, func(m checker.Move) bool { return m.Kind == checker.MvAdmit })
+	waitD = (x.Pending || (x.Dst == model.DstActive && !x.Running)) && r.d >= 0 &&
+		!slices.ContainsFunc(r.sched, func(m checker.Move) bool {
+			return m.Kind == checker.MvReserve || m.Kind == checker.MvRefuse || m.Kind == checker.MvPromote
+		})
+	s.wait(r, 0, waitP)
+	s.wait(r, 1, waitD)
+}
+
+func (s *Sim) wait(r *request, k int, on bool) {
+	w := r.p
+	if k == 1 {
+		w = r.d
+	}
+	if w < 0 {
+		return
+	}
+	r.waiting[k] = on
+	if on && !r.listed[k] {
+		r.listed[k] = true
+		s.waiters[w] = append(s.waiters[w], r)
+	}
+}
+
+// capacity is what a waiter needs more of.
+type capacity struct {
+	room            model.Blocks
+	slots, headroom int64
+}
+
+func (s *Sim) capacityOf(w int) capacity {
+	k := &s.workers[w]
+	return capacity{room: k.Free + k.Cached + k.Kept, slots: -int64(k.SlotsUsed), headroom: -int64(k.HeadroomUsed)}
+}
+
+// settle offers the waiters of every worker whose capacity grew, oldest
+// first, what they wait for.
+func (s *Sim) settle() {
+	for w := range s.dirty {
+		if !s.dirty[w] {
+			continue
+		}
+		s.dirty[w] = false
+		c := s.capacityOf(w)
+		old := s.seen[w]
+		s.seen[w] = c
+		if c.room <= old.room && c.slots <= old.slots && c.headroom <= old.headroom {
+			continue
+		}
+		// Offer each waiter what it waits for, oldest first. A waiter
+		// that stops waiting leaves the list; one that starts waiting
+		// while the list is offered joins its end.
+		ws := s.waiters[w]
+		s.waiters[w] = nil
+		for _, r := range ws {
+			k := 0
+			if r.d == w {
+				k = 1
+			}
+			r.listed[k] = false
+		}
+		var keep []*request
+		for _, r := range ws {
+			k := 0
+			if r.d == w {
+				k = 1
+			}
+			if r.retired || !r.waiting[k] {
+				continue
+			}
+			s.schedule(r)
+			if s.violation != nil {
+				return
+			}
+			if r.waiting[k] && !r.listed[k] {
+				r.listed[k] = true
+				keep = append(keep, r)
+			}
+		}
+		s.waiters[w] = append(keep, s.waiters[w]...)
+	}
+}
+
+// delay is how long an enabled move takes to happen.
+func (s *Sim) delay(r *request, m checker.Move) int64 {
+	x := &r.st.W.H[0]
+	switch m.Kind {
+	case checker.MvDeliverRequest, checker.MvDeliver, checker.MvDeliverCancel, checker.MvRouteDecode:
+		return s.jitter()
+	case checker.MvReserve, checker.MvRefuse, checker.MvDeferred:
+		return s.cfg.CommandUS
+	case checker.MvApply:
+		if x.Slow[m.Arg] {
+			return s.cfg.SlowCoreUS
+		}
+		return s.cfg.CommandUS
+	case checker.MvCompute:
+		q := r.cfg.SourceQuote(0)
+		start := max(s.now, s.busy[r.p])
+		end := start + int64(float64(q.TransferredTokens)*1e6/s.cfg.Prefill.TokensPerSec)
+		s.busy[r.p] = end
+		return end - s.now
+	case checker.MvTransfer:
+		if r.m.failXfer || !transferWouldSucceed(x) {
+			return s.jitter()
+		}
+		q := r.cfg.DestQuote(0, 1, x.PrefixGone&2 != 0)
+		return s.jitter() + int64(q.TransferMillis(s.cfg.BandwidthGbps)*1000)
+	case checker.MvDecodeFinish:
+		return int64(r.OutputTokens) * s.cfg.Decode.PerTokenUS
+	case checker.MvPeerRestarted:
+		return s.cfg.HealthCheckUS
+	}
+	return 0
+}
+
+func transferWouldSucceed(x *model.Handoff) bool {
+	return x.SrcReg == model.RegValid && x.DstReg == model.RegValid
+}
+
+// fireMove takes a scheduled protocol move, if the world still enables
+// it; a fault the plan holds for it strikes instead.
+func (s *Sim) fireMove(e *event) {
+	r := e.r
+	if i := slices.Index(r.sched, e.m); i >= 0 {
+		r.sched = slices.Delete(r.sched, i, i+1)
+	}
+	if r.retired {
+		return
+	}
+	m := e.m
+	switch m.Kind {
+	case checker.MvRouteDecode:
+		s.routeDecode(r)
+		return
+	case checker.MvDeliver:
+		to := model.Side(m.Arg)
+		if s.takeMark(&r.m.lose[to], &r.m.loseMsg[to], &r.m.loseAny, &r.m.loseAnyM, m.Msg) {
+			if s.do(r, checker.Move{Kind: checker.MvLose, H: 0, Arg: m.Arg, Msg: m.Msg}, false) {
+				r.lost[to] = true
+				s.stats.faults++
+			}
+			return
+		}
+		if s.takeMark(&r.m.dup[to], &r.m.dupMsg[to], &r.m.dupAny, &r.m.dupAnyM, m.Msg) {
+			if s.do(r, checker.Move{Kind: checker.MvDuplicate, H: 0, Arg: m.Arg, Msg: m.Msg}, false) {
+				s.stats.faults++
+			}
+			return
+		}
+	case checker.MvTransfer:
+		if r.m.failXfer {
+			r.m.failXfer = false
+			if s.do(r, checker.Move{Kind: checker.MvFailTransfer, H: 0}, false) {
+				s.stats.faults++
+				return
+			}
+		}
+	}
+	if !s.do(r, m, false) {
+		// No longer enabled: what enables it again schedules it again.
+		s.schedule(r)
+	}
+}
+
+func (s *Sim) takeMark(n *int, msg *string, any *int, anyMsg *string, m model.Msg) bool {
+	if *n > 0 && (*msg == "" || *msg == m.String()) {
+		*n--
+		return true
+	}
+	if *any > 0 && (*anyMsg == "" || *anyMsg == m.String()) {
+		*any--
+		return true
+	}
+	return false
+}
+
+// routeDecode is the decode router choosing a worker: the request's world
+// is priced for it (its prefix hit there), and the prefix blocks the
+// worker caches for the request's group are counted as the request's.
+func (s *Sim) routeDecode(r *request) {
+	s.project(r)
+	if !slices.ContainsFunc(s.chk.Moves(&r.st), func(m checker.Move) bool { return m.Kind == checker.MvRouteDecode }) {
+		// Cancelled, or the source failed, meanwhile: no route.
+		s.schedule(r)
+		return
+	}
+	lo, hi := s.cfg.Prefill.Workers, s.cfg.NumWorkers()
+	var cached func(int) bool
+	if r.PrefixGroup != "" && r.PrefixTokens > 0 {
+		cached = func(w int) bool { return s.cache[w].has(r.PrefixGroup) }
+	}
+	d := s.choose(s.cfg.DecodeRouter, lo, hi, &s.nextD, s.decodeLoad, cached)
+	hit := model.Tokens(0)
+	if cached != nil && cached(d) {
+		hit = r.PrefixTokens
+	}
+	cfg := s.cfg.window(r.Request, 0, 0, hit)
+	if err := cfg.Prepare(); err != nil {
+		s.inputErr = fmt.Errorf("%w: request %d: %v", ErrInput, r.Index, err)
+		return
+	}
+	// The prefix the worker caches becomes the request's cached prefix
+	// (the model's category of lockable prefix blocks), taken from the
+	// worker's anonymous cache; without room there is no hit.
+	lk := cfg.DestQuote(0, 1, false).LockedBlocks
+	k := s.workers[d]
+	if lk > k.Cached {
+		hit, lk = 0, 0
+		cfg = s.cfg.window(r.Request, 0, 0, 0)
+		if err := cfg.Prepare(); err != nil {
+			s.inputErr = fmt.Errorf("%w: request %d: %v", ErrInput, r.Index, err)
+			return
+		}
+	}
+	cfg.SetOutside(0, model.Holdings{})
+	r.cfg = cfg
+	r.st.W.Rebind(cfg)
+	k.Cached -= lk
+	k.Prefix += lk
+	r.d = d
+	r.st.W.W[1] = k
+	hs := r.st.W.HandoffHoldings(0)
+	s.setWorker(d, k, s.sums[d].Plus(hs[1]))
+	r.hold[1] = hs[1]
+	s.stats.hits(hit)
+	if !s.do(r, checker.Move{Kind: checker.MvRouteDecode, H: 0, Arg: 1}, false) {
+		s.fail(r, "RouteDecode", "the decode router chose a worker but the world did not take the route")
+	}
+}
+
+// ---- Timers ----
+
+// timers schedules the deadlines the step armed or renewed and forgets
+// the ones it disarmed. A heartbeat that fired and stays armed fires again
+// a period later.
+func (s *Sim) timers(r *request, b *model.Handoff, m checker.Move) {
+	x := &r.st.W.H[0]
+	var touched [model.NumTimers]bool
+	for _, f := range s.log {
+		for _, a := range f.Actions {
+			if t, ok := timerOfAction(f.Role, a); ok {
+				touched[t] = true
+			}
+		}
+	}
+	for t := model.Timer(0); t < model.NumTimers; t++ {
+		fired := m.Kind == checker.MvTimer && model.Timer(m.Arg) == t
+		switch {
+		case !x.Armed(t):
+			if r.timerAt[t] >= 0 {
+				r.timerVer[t]++
+				r.timerAt[t] = -1
+				if e := r.timerEv[t]; e != nil && e.idx >= 0 {
+					heap.Remove(&s.q, e.idx)
+				}
+				r.timerEv[t] = nil
+			}
+		case !b.Armed(t) || touched[t] || fired || r.timerAt[t] < 0:
+			// A deadline moved is its queued event moved: the queue holds
+			// only deadlines that may still fire.
+			r.timerVer[t]++
+			r.timerAt[t] = s.now + s.cfg.Timers.of(t)
+			if e := r.timerEv[t]; e != nil && e.idx >= 0 {
+				s.seq++
+				e.at, e.seq, e.ver = r.timerAt[t], s.seq, r.timerVer[t]
+				heap.Fix(&s.q, e.idx)
+			} else {
+				e := &event{at: r.timerAt[t], kind: evTimer, r: r, timer: t, ver: r.timerVer[t]}
+				r.timerEv[t] = e
+				s.push(e)
+			}
+		}
+	}
+}
+
+func (s *Sim) fireTimer(e *event) {
+	r := e.r
+	if r.retired || e.ver != r.timerVer[e.timer] {
+		return
+	}
+	r.timerAt[e.timer] = -1
+	if !s.do(r, checker.Move{Kind: checker.MvTimer, H: 0, Arg: int8(e.timer)}, false) {
+		// The record takes no timer here (terminal, or no row): the
+		// deadline stays armed and nothing will end it.
+		r.history.add(histEntry{at: s.now, kind: hTimerIgnored, m: checker.Move{Kind: checker.MvTimer, Arg: int8(e.timer)}})
+	}
+}
+
+// ---- Faults ----
+
+func (s *Sim) checkFault(f Fault) error {
+	if f.Worker >= s.cfg.NumWorkers() {
+		return fmt.Errorf("%w: fault at line %d names worker %d; the configuration has %d", ErrInput, f.Line, f.Worker, s.cfg.NumWorkers())
+	}
+	return nil
+}
+
+func sideIndex(name string) (model.Side, bool) {
+	switch name {
+	case "source":
+		return model.SourceSide, true
+	case "destination":
+		return model.DestinationSide, true
+	}
+	return 0, false
+}
+
+// strike makes a planned fault happen, or leaves a mark on the request
+// for the next moment it can.
+func (s *Sim) strike(f *Fault) {
+	if f.Kind == "restart" {
+		s.restart(f.Worker)
+		s.stats.faults++
+		return
+	}
+	r, ok := s.active[f.Request]
+	var mk *marks
+	if ok {
+		mk = &r.m
+	} else {
+		if f.Request < s.arrivals {
+			s.stats.faultsMissed++
+			return // finished already
+		}
+		m := s.marks[f.Request]
+		if m == nil {
+			m = &marks{}
+			s.marks[f.Request] = m
+		}
+		mk = m
+	}
+	sd, hasSide := sideIndex(f.Side)
+	to, hasTo := sideIndex(f.To)
+	switch f.Kind {
+	case "loss":
+		if hasTo {
+			mk.lose[to]++
+			mk.loseMsg[to] = f.Msg
+		} else {
+			mk.loseAny++
+			mk.loseAnyM = f.Msg
+		}
+	case "duplicate":
+		if hasTo {
+			mk.dup[to]++
+			mk.dupMsg[to] = f.Msg
+		} else {
+			mk.dupAny++
+			mk.dupAnyM = f.Msg
+		}
+	case "hang":
+		mk.hang = true
+	case "transfer_failure":
+		mk.failXfer = true
+	case "delay":
+		if hasSide {
+			mk.delay[sd] = true
+		}
+	case "cancel":
+		mk.cancel = true
+	case "abort":
+		if hasSide {
+			mk.abort[sd] = true
+		}
+	case "evict":
+		if hasSide {
+			mk.evict[sd] = true
+		}
+	}
+	if ok {
+		s.schedule(r)
+	}
+}
+
+// clientCancel is the client cancelling: the frontend cancels the request
+// streams that exist.
+func (s *Sim) clientCancel(r *request) {
+	if r.retired {
+		return
+	}
+	if s.do(r, checker.Move{Kind: checker.MvCancel, H: 0}, false) {
+		s.stats.cancelled++
+	}
+}
+
+// restart is a worker's process restarting: every request with a record
+// there takes the restart in its world, then the worker's counters start
+// afresh (a world's restart resets the whole worker, which the other
+// requests share, so the worker is written once, after all of them).
+func (s *Sim) restart(w int) {
+	var hit []*request
+	for _, r := range s.sortedActive() {
+		if r.p == w || r.d == w {
+			hit = append(hit, r)
+		}
+	}
+	befores := make([]checker.State, len(hit))
+	for i, r := range hit {
+		k := 0
+		if r.d == w {
+			k = 1
+		}
+		s.project(r)
+		befores[i] = r.st
+		s.log = s.log[:0]
+		_, v := s.chk.Apply(&r.st, checker.Move{Kind: checker.MvRestart, H: -1, Arg: int8(k)}, s.cov)
+		r.history.add(histEntry{at: s.now, kind: hRestart, w: w})
+		s.noteFirings(r)
+		if v != nil {
+			s.fail(r, v.Invariant, v.Detail)
+			return
+		}
+		hs := r.st.W.HandoffHoldings(0)
+		s.sums[w] = s.sums[w].Minus(r.hold[k]).Plus(hs[k])
+		o := 1 - k
+		ow := r.p
+		if o == 1 {
+			ow = r.d
+		}
+		if ow >= 0 {
+			s.setWorker(ow, r.st.W.W[o], s.sums[ow].Minus(r.hold[o]).Plus(hs[o]))
+		} else {
+			r.fresh = r.st.W.W[1]
+		}
+		r.hold = [2]model.Holdings{hs[0], hs[1]}
+	}
+	k := model.Worker{Gen: s.workers[w].Gen + 1, Free: s.cfg.Capacity(w)}
+	s.setWorker(w, k, s.sums[w])
+	s.cache[w] = prefixCache{}
+	s.busy[w] = s.now
+	for i, r := range hit {
+		s.project(r)
+		if v := s.chk.CheckState(&r.st); v != nil {
+			s.fail(r, v.Invariant, v.Detail)
+			return
+		}
+		s.react(r, &befores[i], checker.Move{Kind: checker.MvRestart, H: -1})
+		if s.violation != nil {
+			return
+		}
+	}
+	for _, r := range hit {
+		s.maybeRetire(r)
+	}
+}
+
+func (s *Sim) sortedActive() []*request {
+	out := make([]*request, 0, len(s.active))
+	for _, r := range s.active {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b *request) int { return a.Index - b.Index })
+	return out
+}
+
+// ---- Retirement ----
+
+// busy reports whether something is still to happen for a request: a
+// scheduled move, a deadline, an open obligation, a wait for capacity.
+func (r *request) busy() bool {
+	if len(r.sched) > 0 || r.waiting[0] || r.waiting[1] || r.owed[0] != nil || r.owed[1] != nil || r.p < 0 {
+		return true
+	}
+	for _, t := range r.timerAt {
+		if t >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// maybeRetire ends a request whose every record finished and that holds
+// nothing: its prefix returns to the decode worker's cache. A request
+// for which nothing is scheduled any more, that waits for no capacity,
+// and that still holds something is stranded: Quiescence.
+func (s *Sim) maybeRetire(r *request) {
+	if r.retired || r.busy() {
+		return
+	}
+	if s.chk.Finished(&r.st, 0) && r.st.W.HandoffDrained(0) {
+		s.retire(r)
+		return
+	}
+	s.fail(r, model.NameQuiescence, "nothing can happen for the request any more, yet it is not finished and drained: "+r.st.W.DescribeHeld())
+}
+
+func (s *Sim) retire(r *request) {
+	r.retired = true
+	delete(s.active, r.Index)
+	for sd := range r.owed {
+		if r.owed[sd] != nil {
+			s.settleObligations(r)
+		}
+	}
+	if r.d >= 0 {
+		k := s.workers[r.d]
+		lk := r.hold[1].Prefix()
+		k.Prefix -= lk
+		k.Cached += lk
+		s.setWorker(r.d, k, s.sums[r.d].Minus(r.hold[1]))
+		if r.PrefixGroup != "" && r.PrefixTokens > 0 && r.st.W.H[0].Activated {
+			// The request's prompt prefix stays in the worker's cache,
+			// as blocks any allocation may evict, for the next request
+			// of its group.
+			want := model.WholeBlocks(r.PrefixTokens, s.cfg.Transfer.BlockSize) - lk
+			k := s.workers[r.d]
+			if n := min(max(want, 0), k.Free); n > 0 {
+				k.Free -= n
+				k.Cached += n
+				s.setWorker(r.d, k, s.sums[r.d])
+			}
+			s.cache[r.d].add(r.PrefixGroup)
+		}
+	}
+	if !r.hold[0].Zero() {
+		s.fail(r, model.NameQuiescence, "the request retired holding something on its prefill worker")
+	}
+	s.stats.faultsMissed += r.m.left()
+	if x := &r.st.W.H[0]; s.faultFree && !s.cfg.Engine.Traits().ExemptFromFaultFreeCompletion() &&
+		(x.Outcome[0] != model.OutcomeOK || x.Outcome[1] != model.OutcomeOK) {
+		s.fail(r, model.NameFaultFreeCompletion, fmt.Sprintf("no fault happened, yet the source ended %s and the destination %s", x.Outcome[0], x.Outcome[1]))
+		return
+	}
+	s.stats.retire(s, r)
+	if s.tl != nil {
+		s.tl.retire(r, s.now)
+	}
+}
+
+// finish judges what is left when nothing more is scheduled: every
+// request still in flight is stranded.
+func (s *Sim) finish() {
+	for _, r := range s.sortedActive() {
+		s.maybeRetire(r)
+		if s.violation != nil {
+			return
+		}
+	}
+	if len(s.active) > 0 {
+		r := s.sortedActive()[0]
+		s.fail(r, model.NameQuiescence, "the run ended with the request waiting for capacity that never came: "+r.st.W.DescribeHeld())
+	}
+}
+
+// ---- Prefix caches ----
+
+// prefixCache is the prefix groups a decode worker caches, at most
+// prefixCacheCap, the oldest forgotten first.
+type prefixCache struct{ groups []string }
+
+const prefixCacheCap = 256
+
+func (c *prefixCache) has(g string) bool { return slices.Contains(c.groups, g) }
+
+func (c *prefixCache) add(g string) {
+	if i := slices.Index(c.groups, g); i >= 0 {
+		c.groups = slices.Delete(c.groups, i, i+1)
+	}
+	if len(c.groups) == prefixCacheCap {
+		c.groups = c.groups[1:]
+	}
+	c.groups = append(c.groups, g)
+}

@@ -1,0 +1,157 @@
+package sim
+
+import (
+	"context"
+	"io"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// sliceSource is a workload held in memory.
+type sliceSource struct {
+	reqs []Request
+	i    int
+}
+
+func (s *sliceSource) Next() (Request, error) {
+	if s.i == len(s.reqs) {
+		return Request{}, io.EOF
+	}
+	s.i++
+	return s.reqs[s.i-1], nil
+}
+
+// steady is n requests every gapUS, prompts cycling through a few lengths.
+func steady(n int, gapUS int64) *sliceSource {
+	src := &sliceSource{}
+	for i := 0; i < n; i++ {
+		src.reqs = append(src.reqs, Request{Index: i, ArrivalUS: int64(i) * gapUS, PromptTokens: model.Tokens(256 + 512*(i%4)),
+			OutputTokens: model.Tokens(16 + 8*(i%5)), PrefixGroup: []string{"a", "b", ""}[i%3], PrefixTokens: model.Tokens(128 * (i % 3 % 2)), CancelUS: -1})
+		if src.reqs[i].PrefixGroup == "" {
+			src.reqs[i].PrefixTokens = 0
+		}
+	}
+	return src
+}
+
+func TestRun_DefaultConfigDrains(t *testing.T) {
+	for _, pol := range []string{"source-first", "destination-first"} {
+		t.Run(pol, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Policy = pol
+			cfg.policy, _ = parsePolicy(pol)
+			if pol == "destination-first" {
+				cfg.Engine = model.SGLang
+			}
+			res, err := Run(context.Background(), cfg, steady(200, 20_000), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Violation != nil {
+				t.Fatalf("%v\n%s", res.Violation, joinHistory(res.Violation.History))
+			}
+			if res.Summary.Succeeded != 200 {
+				t.Fatalf("succeeded %d of 200: %+v", res.Summary.Succeeded, res.Summary)
+			}
+			t.Logf("%+v", res.Summary)
+		})
+	}
+}
+
+func joinHistory(h []string) string {
+	out := ""
+	for _, l := range h {
+		out += l + "\n"
+	}
+	return out
+}
+
+// run runs a workload with faults on the default configuration of a policy.
+func runWith(t *testing.T, pol string, src Source, faults []Fault) *Result {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Policy = pol
+	cfg.policy, _ = parsePolicy(pol)
+	if pol == "destination-first" {
+		cfg.Engine = model.SGLang
+	}
+	res, err := Run(context.Background(), cfg, src, Options{Faults: faults})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestRun_FaultsKeepInvariants(t *testing.T) {
+	kinds := []Fault{
+		{AtUS: 0, Kind: "loss", Request: 3, Worker: -1, To: "source"},
+		{AtUS: 0, Kind: "loss", Request: 4, Worker: -1, To: "destination"},
+		{AtUS: 0, Kind: "duplicate", Request: 5, Worker: -1},
+		{AtUS: 0, Kind: "hang", Request: 6, Worker: -1},
+		{AtUS: 0, Kind: "transfer_failure", Request: 7, Worker: -1},
+		{AtUS: 0, Kind: "delay", Request: 8, Worker: -1, Side: "destination"},
+		{AtUS: 200_000, Kind: "cancel", Request: 9, Worker: -1},
+		{AtUS: 250_000, Kind: "abort", Request: 10, Worker: -1, Side: "source"},
+		{AtUS: 400_000, Kind: "restart", Request: -1, Worker: 2},
+		{AtUS: 900_000, Kind: "restart", Request: -1, Worker: 0},
+	}
+	for _, pol := range []string{"source-first", "destination-first"} {
+		t.Run(pol, func(t *testing.T) {
+			res := runWith(t, pol, steady(60, 30_000), kinds)
+			if res.Violation != nil {
+				t.Fatalf("%v\n%s", res.Violation, joinHistory(res.Violation.History))
+			}
+			t.Logf("%+v", res.Summary)
+		})
+	}
+}
+
+// randomWorkload is n requests with seeded arrivals, lengths and cancels.
+func randomWorkload(seed uint64, n int, meanGapUS int64, cancelShare float64) []Request {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	var out []Request
+	t := int64(0)
+	for i := 0; i < n; i++ {
+		t += rng.Int64N(2 * meanGapUS)
+		r := Request{Index: i, ArrivalUS: t, PromptTokens: model.Tokens(32 + rng.IntN(4000)), OutputTokens: model.Tokens(1 + rng.IntN(200)), CancelUS: -1}
+		if g := rng.IntN(6); g < 3 {
+			r.PrefixGroup = string(rune('a' + g))
+			r.PrefixTokens = min(r.PromptTokens, model.Tokens(256*(g+1)))
+		}
+		if rng.Float64() < cancelShare {
+			r.CancelUS = t + rng.Int64N(500_000)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestScenarios_PassOnTheClock runs every named scenario under both
+// policies with the generated machines: every invariant holds on every
+// step, and BoundedReclaim holds, faults included.
+func TestScenarios_PassOnTheClock(t *testing.T) {
+	for _, sc := range Scenarios {
+		for _, run := range timedRuns {
+			cfg, reqs, faults, err := sc.Setup(run.policy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Engine = run.engine
+			pol := run.policy + "/" + run.engine.String()
+			res, err := Run(context.Background(), cfg, &SliceSource{Reqs: reqs}, Options{Faults: faults, FaultFree: sc.FaultFree})
+			if err != nil {
+				t.Fatalf("%s %s: %v", sc.Name, pol, err)
+			}
+			if res.Violation != nil {
+				t.Fatalf("%s %s: %v\n%s", sc.Name, pol, res.Violation, joinHistory(res.Violation.History))
+			}
+			s := res.Summary
+			if s.Succeeded+s.Failed+s.Cancelled != len(reqs) {
+				t.Fatalf("%s %s: %d requests accounted of %d", sc.Name, pol, s.Succeeded+s.Failed+s.Cancelled, len(reqs))
+			}
+			t.Logf("%-22s %-17s ok=%d failed=%d cancelled=%d faults=%d/%d stranded=%.1f block-s reclaim-max=%.1fms", sc.Name, pol, s.Succeeded, s.Failed, s.Cancelled, s.FaultsStruck, s.FaultsStruck+s.FaultsMissed, s.StrandedBlockSeconds, s.ReclaimMaxMS)
+		}
+	}
+}

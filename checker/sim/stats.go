@@ -1,0 +1,296 @@
+package sim
+
+import (
+	"math"
+	"slices"
+
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// Result is what a run measured, and the violation that stopped it.
+type Result struct {
+	Summary   Summary
+	Violation *Violation
+	// Interrupted: the context was cancelled before the workload ended.
+	Interrupted bool
+}
+
+// Summary is the figures of a run (docs: simulate's summary). Times are
+// milliseconds of virtual time; percentiles are within 1%.
+type Summary struct {
+	Policy string `json:"policy"`
+	Engine string `json:"engine"`
+	Seed   uint64 `json:"seed"`
+
+	Requests  int `json:"requests"`
+	Succeeded int `json:"succeeded"` // both sides ended in success
+	Failed    int `json:"failed"`    // some side ended in failure, without a client cancel
+	Cancelled int `json:"cancelled"` // the client cancelled
+	// FaultsStruck and FaultsMissed count planned faults that happened and
+	// those that found nothing to strike (the request had finished).
+	FaultsStruck int `json:"faults_struck"`
+	FaultsMissed int `json:"faults_missed"`
+
+	MakespanMS       float64 `json:"makespan_ms"`
+	ThroughputRPS    float64 `json:"throughput_rps"`
+	OutputTokensPerS float64 `json:"output_tokens_per_s"`
+	TTFT             Pcts    `json:"ttft_ms"`
+	E2E              Pcts    `json:"e2e_ms"`
+
+	Transfers        int     `json:"transfers"`
+	TransfersFailed  int     `json:"transfers_failed"`
+	TransferBytes    int64   `json:"transfer_bytes"`
+	TransferMeanMS   float64 `json:"transfer_mean_ms"`
+	PrefixHitTokens  int64   `json:"prefix_hit_tokens"`
+	ReclaimObligated int     `json:"reclaim_obligations"`
+	ReclaimMaxMS     float64 `json:"reclaim_max_ms"`
+
+	StrandedBlockSeconds float64         `json:"stranded_block_seconds"`
+	Workers              []WorkerSummary `json:"workers"`
+	Events               uint64          `json:"events"`
+}
+
+// Pcts is a latency distribution.
+type Pcts struct {
+	N   int     `json:"n"`
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P99 float64 `json:"p99"`
+}
+
+// WorkerSummary is one worker's figures: peak and time-weighted mean of
+// each block category and counter, and its stranded block-seconds.
+type WorkerSummary struct {
+	Worker               int                 `json:"worker"`
+	Role                 string              `json:"role"`
+	Capacity             int64               `json:"capacity_blocks"`
+	Series               map[string]PeakMean `json:"series"`
+	StrandedBlockSeconds float64             `json:"stranded_block_seconds"`
+}
+
+// PeakMean is a counter's peak and its mean over the run's time.
+type PeakMean struct {
+	Peak float64 `json:"peak"`
+	Mean float64 `json:"mean"`
+}
+
+// Series names a worker's counters, in the order samples and summaries
+// list them.
+var Series = []string{"free", "cached", "active", "pinned", "reserved", "compute_load_tokens", "in_flight", "slots", "headroom_tokens"}
+
+const numSeries = 9
+
+func values(k *model.Worker) [numSeries]float64 {
+	return [numSeries]float64{
+		float64(k.Free), float64(k.Cached + k.Kept + k.Prefix), float64(k.Active), float64(k.Pinned), float64(k.Reserved),
+		float64(k.PrefillTokens), float64(k.InFlight), float64(k.SlotsUsed), float64(k.HeadroomUsed),
+	}
+}
+
+type workerStats struct {
+	last     int64
+	integral [numSeries]float64
+	peak     [numSeries]float64
+	stranded model.Blocks
+	strandBS float64 // block-microseconds
+}
+
+type stats struct {
+	workers                                   []workerStats
+	arrived, completed, failed, cancelledReqs int
+	cancelled, faults, faultsMissed           int
+	ttft, e2e                                 histogram
+	outputTokens                              int64
+	transfers, transfersFailed                int
+	transferBytes                             int64
+	transferUS                                int64
+	hitTokens                                 int64
+	obligated                                 int
+	reclaimMax                                int64
+	lastDone                                  int64
+}
+
+func newStats(cfg *Config, n int) *stats {
+	st := &stats{workers: make([]workerStats, n)}
+	for w := range st.workers {
+		st.workers[w].peak[0] = float64(cfg.Capacity(w))
+	}
+	return st
+}
+
+// flush integrates a worker's counters up to now.
+func (st *stats) flush(w int, k *model.Worker, now int64) {
+	ws := &st.workers[w]
+	dt := float64(now - ws.last)
+	if dt > 0 {
+		v := values(k)
+		for i := range v {
+			ws.integral[i] += v[i] * dt
+		}
+		ws.strandBS += float64(ws.stranded) * dt
+	}
+	ws.last = now
+}
+
+// change records a worker's counters changing at the current time.
+func (st *stats) change(s *Sim, w int, old, k *model.Worker) {
+	st.flush(w, old, s.now)
+	v := values(k)
+	ws := &st.workers[w]
+	for i := range v {
+		ws.peak[i] = max(ws.peak[i], v[i])
+	}
+}
+
+func (st *stats) strand(s *Sim, w int, delta model.Blocks) {
+	st.flush(w, &s.workers[w], s.now)
+	st.workers[w].stranded += delta
+}
+
+func (st *stats) hits(t model.Tokens) { st.hitTokens += int64(t) }
+
+func (st *stats) reclaimed(d int64) {
+	st.obligated++
+	st.reclaimMax = max(st.reclaimMax, d)
+}
+
+// retire records a finished request.
+func (st *stats) retire(s *Sim, r *request) {
+	x := &r.st.W.H[0]
+	switch {
+	case x.Outcome[0] == model.OutcomeOK && x.Outcome[1] == model.OutcomeOK:
+		st.completed++
+		st.e2e.add(r.outcomeAt[1] - r.ArrivalUS)
+		st.outputTokens += int64(r.OutputTokens)
+	case x.Cancelled:
+		st.cancelledReqs++
+	default:
+		st.failed++
+	}
+	if r.firstTok >= 0 && x.Activated {
+		st.ttft.add(r.firstTok - r.ArrivalUS)
+	}
+	switch x.Xfer {
+	case model.XferDone:
+		st.transfers++
+		st.transferBytes += int64(r.cfg.DestQuote(0, 1, x.PrefixGone&2 != 0).PayloadBytes)
+		st.transferUS += r.xferEnd - r.xferStart
+	case model.XferFailed:
+		st.transfersFailed++
+	}
+	st.lastDone = max(st.lastDone, s.now)
+}
+
+func (s *Sim) advance(t int64) {
+	if t > s.now {
+		s.now = t
+	}
+}
+
+func (s *Sim) result(events uint64, interrupted bool) *Result {
+	st := s.stats
+	end := max(st.lastDone, s.now)
+	if !interrupted && s.violation == nil {
+		end = st.lastDone
+	}
+	for w := range s.workers {
+		st.flush(w, &s.workers[w], end)
+	}
+	sum := Summary{
+		Policy: s.cfg.Policy, Engine: s.cfg.Engine.String(), Seed: s.cfg.Seed,
+		Requests: st.arrived, Succeeded: st.completed, Failed: st.failed, Cancelled: st.cancelledReqs,
+		FaultsStruck: st.faults, FaultsMissed: st.faultsMissed,
+		MakespanMS: ms(end), TTFT: st.ttft.pcts(), E2E: st.e2e.pcts(),
+		Transfers: st.transfers, TransfersFailed: st.transfersFailed, TransferBytes: st.transferBytes,
+		PrefixHitTokens: st.hitTokens, ReclaimObligated: st.obligated, ReclaimMaxMS: ms(st.reclaimMax),
+		Events: events,
+	}
+	if end > 0 {
+		sum.ThroughputRPS = round3(float64(st.completed) / (float64(end) / 1e6))
+		sum.OutputTokensPerS = round3(float64(st.outputTokens) / (float64(end) / 1e6))
+	}
+	if st.transfers > 0 {
+		sum.TransferMeanMS = round3(float64(st.transferUS) / float64(st.transfers) / 1000)
+	}
+	for w := range s.workers {
+		ws := &st.workers[w]
+		wsum := WorkerSummary{Worker: w, Role: s.cfg.Role(w).String(), Capacity: int64(s.cfg.Capacity(w)), Series: map[string]PeakMean{},
+			StrandedBlockSeconds: round3(ws.strandBS / 1e6)}
+		for i, name := range Series {
+			mean := 0.0
+			if end > 0 {
+				mean = ws.integral[i] / float64(end)
+			}
+			wsum.Series[name] = PeakMean{Peak: ws.peak[i], Mean: round3(mean)}
+		}
+		sum.StrandedBlockSeconds += ws.strandBS / 1e6
+		sum.Workers = append(sum.Workers, wsum)
+	}
+	sum.StrandedBlockSeconds = round3(sum.StrandedBlockSeconds)
+	res := &Result{Summary: sum, Violation: s.violation, Interrupted: interrupted}
+	if s.tl != nil {
+		s.tl.finish(s, res)
+	}
+	return res
+}
+
+func ms(us int64) float64 { return round3(float64(us) / 1000) }
+
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+// histogram counts latencies in buckets 1% wide, so percentiles need
+// memory that does not grow with the workload.
+type histogram struct {
+	n       int
+	buckets map[int]int
+}
+
+const bucketBase = 1.01
+
+func bucketOf(us int64) int {
+	if us < 1 {
+		return 0
+	}
+	return 1 + int(math.Floor(math.Log(float64(us))/math.Log(bucketBase)))
+}
+
+// upper is the largest latency of a bucket, in microseconds.
+func upper(b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return math.Pow(bucketBase, float64(b))
+}
+
+func (h *histogram) add(us int64) {
+	if h.buckets == nil {
+		h.buckets = map[int]int{}
+	}
+	h.buckets[bucketOf(us)]++
+	h.n++
+}
+
+func (h *histogram) pcts() Pcts {
+	p := Pcts{N: h.n}
+	if h.n == 0 {
+		return p
+	}
+	keys := make([]int, 0, len(h.buckets))
+	for k := range h.buckets {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	at := func(q float64) float64 {
+		rank := int(math.Ceil(q * float64(h.n)))
+		seen := 0
+		for _, k := range keys {
+			seen += h.buckets[k]
+			if seen >= rank {
+				return round3(upper(k) / 1000)
+			}
+		}
+		return round3(upper(keys[len(keys)-1]) / 1000)
+	}
+	p.P50, p.P90, p.P99 = at(0.5), at(0.9), at(0.99)
+	return p
+}
