@@ -15,9 +15,12 @@ FUZZ_TARGETS = \
 	./checker:FuzzParseConfig \
 	./checker:FuzzParseMove \
 	./checker:FuzzParseTrace \
+	./checker/sim/workload:FuzzParseWorkload \
+	./checker/sim/faultplan:FuzzParseFaultPlan \
+	./checker/sim:FuzzParseSimConfig \
 	./fuzz:FuzzStep
 
-.PHONY: all generate check test fresh fuzz fuzz-seeds bench lint install mutate-code
+.PHONY: all generate check test fresh fuzz fuzz-seeds bench lint install mutate-code chromium
 
 all: test
 
@@ -84,3 +87,14 @@ lint:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt would change:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
+
+# Install Chromium (and the Liberation fonts the report names) from
+# Debian's packages, for the headless-browser test of the simulation report
+# (TestReport_RendersInChromium in checker/sim/plot; it skips without a
+# browser). Not part of test. Runs apt-get through sudo unless root.
+chromium:
+	@if command -v chromium >/dev/null 2>&1; then chromium --version; exit 0; fi; \
+	SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	$$SUDO apt-get update && \
+	$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium fonts-liberation && \
+	chromium --version

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
@@ -33,6 +36,7 @@ func cmdMutate(c *command, e *env, args []string) int {
 	liveness := fs.Bool("liveness", true, "also kill mutants that break EventuallyDrained")
 	workers := fs.Int("workers", 0, "mutants checked at once (0: all cores)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	timed := fs.Bool("timed", false, "run every surviving mutant through the simulator's fault scenarios and kill those that break an invariant or a timed property on the clock")
 	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
 		return code
 	}
@@ -70,17 +74,100 @@ func cmdMutate(c *command, e *env, args []string) int {
 		}
 	}
 	results := checker.Mutate(e.ctx, lc.cfg, mutants, checker.Limits{MaxStates: *maxStates, Liveness: *liveness}, *workers, progress)
-	if *asJSON {
-		data, err := checker.MutationJSON(results)
+	if checker.MutationInterrupted(results) || !*timed {
+		if *asJSON {
+			data, err := checker.MutationJSON(results)
+			if err != nil {
+				return c.bad(e, "%v", err)
+			}
+			fmt.Fprintln(e.stdout, string(data))
+		} else {
+			fmt.Fprint(e.stdout, checker.MutationSummary(results))
+		}
+		if checker.MutationInterrupted(results) {
+			return exitInterrupted
+		}
+		return exitOK
+	}
+	return mutateTimed(c, e, results, *workers, *asJSON)
+}
+
+// mutateTimed runs the untimed survivors on the clock and reports the
+// combined score.
+func mutateTimed(c *command, e *env, results []checker.MutantResult, workers int, asJSON bool) int {
+	var survivors []spec.Mutant
+	for _, r := range results {
+		if r.Checked && !r.Killed && !r.Bounded {
+			survivors = append(survivors, r.Mutant)
+		}
+	}
+	if workers == 0 {
+		workers = runtime.NumCPU()
+	}
+	timed, err := sim.MutateTimed(e.ctx, survivors, workers)
+	if err != nil && e.ctx.Err() == nil {
+		return c.bad(e, "%v", err)
+	}
+	if e.ctx.Err() != nil {
+		fmt.Fprint(e.stdout, checker.MutationSummary(results))
+		fmt.Fprintln(e.stdout, "interrupted: the timed runs did not finish")
+		return exitInterrupted
+	}
+	untimed, checked := 0, 0
+	for _, r := range results {
+		if r.Checked {
+			checked++
+		}
+		if r.Killed {
+			untimed++
+		}
+	}
+	onClock := 0
+	for _, t := range timed {
+		if t.Killed {
+			onClock++
+		}
+	}
+	if asJSON {
+		type jt struct {
+			Mutant    string `json:"mutant"`
+			Killed    bool   `json:"killed"`
+			Scenario  string `json:"scenario,omitempty"`
+			Policy    string `json:"policy,omitempty"`
+			Invariant string `json:"invariant,omitempty"`
+			Detail    string `json:"detail,omitempty"`
+		}
+		out := struct {
+			Checked       int  `json:"checked"`
+			KilledUntimed int  `json:"killed_untimed"`
+			KilledTimed   int  `json:"killed_timed"`
+			Survivors     []jt `json:"timed"`
+		}{Checked: checked, KilledUntimed: untimed, KilledTimed: onClock}
+		for _, t := range timed {
+			out.Survivors = append(out.Survivors, jt{t.Mutant.Name, t.Killed, t.Scenario, t.Policy, t.Invariant, t.Detail})
+		}
+		data, err := json.MarshalIndent(out, "", "  ")
 		if err != nil {
 			return c.bad(e, "%v", err)
 		}
 		fmt.Fprintln(e.stdout, string(data))
-	} else {
-		fmt.Fprint(e.stdout, checker.MutationSummary(results))
+		return exitOK
 	}
-	if checker.MutationInterrupted(results) {
-		return exitInterrupted
+	fmt.Fprint(e.stdout, checker.MutationSummary(results))
+	fmt.Fprintf(e.stdout, "on the clock (%s, both policies): %d of %d survivors killed\n", strings.Join(sim.TimedScenarios, ", "), onClock, len(timed))
+	for _, t := range timed {
+		if t.Killed {
+			fmt.Fprintf(e.stdout, "  killed %s: %s under %s breaks %s\n", t.Mutant.Name, t.Scenario, t.Policy, t.Invariant)
+		}
+	}
+	fmt.Fprintf(e.stdout, "combined score: %d/%d mutants killed (%.1f%%)\n", untimed+onClock, checked, 100*float64(untimed+onClock)/float64(max(checked, 1)))
+	if left := len(timed) - onClock; left > 0 {
+		fmt.Fprintf(e.stdout, "survivors on the clock too (%d):\n", left)
+		for _, t := range timed {
+			if !t.Killed {
+				fmt.Fprintf(e.stdout, "  %s\n", t.Mutant.Name)
+			}
+		}
 	}
 	return exitOK
 }

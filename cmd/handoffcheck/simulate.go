@@ -1,0 +1,473 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/handoffcheck/handoffcheck/checker/sim"
+	"github.com/handoffcheck/handoffcheck/checker/sim/faultplan"
+	"github.com/handoffcheck/handoffcheck/checker/sim/plot"
+	"github.com/handoffcheck/handoffcheck/checker/sim/workload"
+	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
+)
+
+var simulateCommand = &command{
+	name:    "simulate",
+	args:    "[--config FILE] [--workload FILE] [--faults FILE | --faults-seed N] [flags]",
+	summary: "run the verified machines on a virtual clock over a workload and judge every step and the timed properties",
+	detail: "Without --config and --workload it runs the embedded default configuration and workload.\n" +
+		"Every step is a move of the composed system, judged by every invariant; BoundedReclaim is\n" +
+		"judged on the clock and stranded block-seconds are measured. --out DIR writes timeline.json,\n" +
+		"plots (SVG and PNG) and report.html; --compare runs the workload under both policies\n" +
+		"(source-first on vLLM, destination-first on SGLang) and plots them side by side.",
+	exits: []exitDoc{
+		{exitOK, "the run ended with every invariant holding"},
+		{exitViolation, "an invariant or a timed property broke: the report names it and shows the request's history"},
+		{exitUsage, "bad usage or bad input (configuration, workload or fault plan: file:line and what was expected)"},
+		{exitInterrupted, ""},
+	},
+	run: cmdSimulate,
+}
+
+var timelineCommand = &command{
+	name:    "timeline",
+	args:    "--scenario NAME --out DIR [--compare] [--policy P]",
+	summary: "simulate a named scenario and write its timeline, plots and report",
+	exits: []exitDoc{
+		{exitOK, "the scenario ran with every invariant holding and its files were written"},
+		{exitViolation, "an invariant or a timed property broke"},
+		{exitUsage, ""},
+		{exitInterrupted, ""},
+	},
+	run: cmdTimeline,
+}
+
+func init() {
+	registerCommand(simulateCommand)
+	registerCommand(timelineCommand)
+}
+
+// simInputs is one run's inputs: configuration, a way to open the
+// workload afresh (--compare reads it twice), and the faults.
+type simInputs struct {
+	cfg      *sim.Config
+	open     func() (sim.Source, error)
+	faults   []sim.Fault
+	faultFre bool
+}
+
+func cmdSimulate(c *command, e *env, args []string) int {
+	fs := c.flags()
+	configFile := fs.String("config", "", "simulation configuration (JSON, schema handoffcheck.sim/v1; default: the embedded one)")
+	workloadFile := fs.String("workload", "", "workload (JSON Lines, handoffcheck.workload/v1; default: the embedded one)")
+	faultsFile := fs.String("faults", "", "fault plan (JSON Lines, handoffcheck.faults/v1)")
+	faultsSeed := fs.Uint64("faults-seed", 0, "draw a fault plan with this seed (0: none); exclusive with --faults")
+	faultsCount := fs.Int("faults-count", 20, "with --faults-seed: how many faults to draw")
+	faultsKinds := fs.String("faults-kinds", strings.Join(faultplan.Kinds(), ","), "with --faults-seed: the kinds to draw from")
+	policy := fs.String("policy", "", "override the configuration's policy: source-first, destination-first or disabled")
+	engine := fs.String("engine", "", "override the configuration's engine: "+strings.Join(model.EngineNames(), ", "))
+	seed := fs.Uint64("seed", 0, "override the configuration's seed (latency jitter, random routers)")
+	out := fs.String("out", "", "write timeline.json, plots and report.html into this directory")
+	compare := fs.Bool("compare", false, "run under both policies and plot them side by side (needs --out)")
+	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
+	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
+		return code
+	}
+	set := setFlags(fs)
+	if set["faults"] && set["faults-seed"] {
+		return c.bad(e, "--faults and --faults-seed are exclusive")
+	}
+	if (set["faults-count"] || set["faults-kinds"]) && !set["faults-seed"] {
+		return c.bad(e, "--faults-count and --faults-kinds need --faults-seed")
+	}
+	if *compare && *out == "" {
+		return c.bad(e, "--compare needs --out DIR (it writes side-by-side plots)")
+	}
+	if *compare && set["policy"] {
+		return c.bad(e, "--compare runs both policies; --policy would be ignored")
+	}
+	cfg, err := loadSimConfig(*configFile)
+	if err != nil {
+		return c.bad(e, "%v", err)
+	}
+	if err := overrideSim(cfg, *policy, *engine, set["seed"], *seed); err != nil {
+		return c.bad(e, "%v", err)
+	}
+	in := simInputs{cfg: cfg}
+	in.open = func() (sim.Source, error) { return openWorkload(*workloadFile) }
+	// Read the workload once up front so that a bad file is refused
+	// before anything runs, and count its requests for a drawn plan.
+	n, err := countWorkload(in.open)
+	if err != nil {
+		return c.bad(e, "%v", err)
+	}
+	switch {
+	case set["faults"]:
+		in.faults, err = loadFaults(*faultsFile)
+	case set["faults-seed"]:
+		in.faults, err = drawFaults(*faultsSeed, *faultsCount, strings.Split(*faultsKinds, ","), n, cfg)
+	}
+	if err != nil {
+		return c.bad(e, "%v", err)
+	}
+	return runSimulation(c, e, in, *out, *compare, *asJSON)
+}
+
+func cmdTimeline(c *command, e *env, args []string) int {
+	fs := c.flags()
+	scenario := fs.String("scenario", "", "the scenario: "+scenarioNames())
+	out := fs.String("out", "", "directory for timeline.json, plots and report.html")
+	compare := fs.Bool("compare", false, "run under both policies and plot them side by side")
+	policy := fs.String("policy", "source-first", "the policy when not --compare: source-first or destination-first")
+	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
+	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
+		return code
+	}
+	if *scenario == "" || *out == "" {
+		return c.bad(e, "want --scenario NAME and --out DIR")
+	}
+	if *compare && setFlags(fs)["policy"] {
+		return c.bad(e, "--compare runs both policies; --policy would be ignored")
+	}
+	sc, err := sim.LookupScenario(*scenario)
+	if err != nil {
+		return c.bad(e, "%v", err)
+	}
+	cfg, reqs, faults, err := sc.Setup(*policy)
+	if err != nil {
+		return c.bad(e, "%v", err)
+	}
+	in := simInputs{cfg: cfg, faults: faults, faultFre: sc.FaultFree,
+		open: func() (sim.Source, error) { return &sim.SliceSource{Reqs: reqs}, nil }}
+	if *compare {
+		in.open = nil
+		in.cfg = nil
+		return runScenarioCompare(c, e, sc, *out, *asJSON)
+	}
+	return runSimulation(c, e, in, *out, false, *asJSON)
+}
+
+func scenarioNames() string {
+	var names []string
+	for _, sc := range sim.Scenarios {
+		names = append(names, sc.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// runSimulation runs one configuration (or both policies with compare),
+// prints the report and writes the files.
+func runSimulation(c *command, e *env, in simInputs, out string, compare, asJSON bool) int {
+	if !compare {
+		res, tl, code := simulateOnce(c, e, in, out)
+		if res == nil {
+			return code
+		}
+		if out != "" && code == exitOK || out != "" && code == exitViolation {
+			if _, err := plot.WriteDir(tl, out); err != nil {
+				return c.bad(e, "writing plots: %v", err)
+			}
+		}
+		printSim(e, []*sim.Result{res}, asJSON)
+		return code
+	}
+	var results []*sim.Result
+	var tls []*sim.Timeline
+	worst := exitOK
+	for _, pol := range []string{"source-first", "destination-first"} {
+		cfg := *in.cfg
+		if err := overrideSim(&cfg, pol, engineFor(pol), false, 0); err != nil {
+			return c.bad(e, "%v", err)
+		}
+		run := in
+		run.cfg = &cfg
+		res, tl, code := simulateOnce(c, e, run, filepath.Join(out, pol))
+		if res == nil {
+			return code
+		}
+		results, tls = append(results, res), append(tls, tl)
+		worst = max(worst, code)
+	}
+	return finishCompare(c, e, results, tls, out, asJSON, worst)
+}
+
+func runScenarioCompare(c *command, e *env, sc *sim.Scenario, out string, asJSON bool) int {
+	var results []*sim.Result
+	var tls []*sim.Timeline
+	worst := exitOK
+	for _, pol := range []string{"source-first", "destination-first"} {
+		cfg, reqs, faults, err := sc.Setup(pol)
+		if err != nil {
+			return c.bad(e, "%v", err)
+		}
+		in := simInputs{cfg: cfg, faults: faults, faultFre: sc.FaultFree,
+			open: func() (sim.Source, error) { return &sim.SliceSource{Reqs: reqs}, nil }}
+		res, tl, code := simulateOnce(c, e, in, filepath.Join(out, pol))
+		if res == nil {
+			return code
+		}
+		results, tls = append(results, res), append(tls, tl)
+		worst = max(worst, code)
+	}
+	return finishCompare(c, e, results, tls, out, asJSON, worst)
+}
+
+func finishCompare(c *command, e *env, results []*sim.Result, tls []*sim.Timeline, out string, asJSON bool, code int) int {
+	for i, tl := range tls {
+		if _, err := plot.WriteDir(tl, filepath.Join(out, results[i].Summary.Policy)); err != nil {
+			return c.bad(e, "writing plots: %v", err)
+		}
+	}
+	if _, err := plot.WriteCompare(tls[0], tls[1], out); err != nil {
+		return c.bad(e, "writing plots: %v", err)
+	}
+	printSim(e, results, asJSON)
+	return code
+}
+
+func engineFor(policy string) string {
+	if policy == "destination-first" {
+		return "sglang"
+	}
+	return "vllm"
+}
+
+// simulateOnce runs one simulation and writes its timeline.json into dir
+// (when given). It returns nil and an exit code when the run could not be
+// made.
+func simulateOnce(c *command, e *env, in simInputs, dir string) (*sim.Result, *sim.Timeline, int) {
+	src, err := in.open()
+	if err != nil {
+		return nil, nil, c.bad(e, "%v", err)
+	}
+	var tlFile *os.File
+	var rec *sim.Recorder
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, nil, c.bad(e, "%v", err)
+		}
+		if tlFile, err = os.Create(filepath.Join(dir, "timeline.json")); err != nil {
+			return nil, nil, c.bad(e, "%v", err)
+		}
+		defer tlFile.Close()
+		rec = sim.NewRecorder(tlFile)
+	}
+	opt := sim.Options{Faults: in.faults, Timeline: rec, FaultFree: in.faultFre}
+	start := time.Now()
+	if f, ok := e.stderr.(*os.File); ok && isTerminal(f) {
+		opt.Progress = func(p sim.Progress) {
+			if time.Since(start) > time.Second {
+				fmt.Fprintf(e.stderr, "\r%s virtual, %d requests arrived, %d done, %d events", fmtVirtual(p.NowUS), p.Arrived, p.Completed, p.Events)
+			}
+		}
+	}
+	res, err := sim.Run(e.ctx, in.cfg, src, opt)
+	if opt.Progress != nil && time.Since(start) > time.Second {
+		fmt.Fprintln(e.stderr)
+	}
+	if err != nil {
+		return nil, nil, c.bad(e, "%v", err)
+	}
+	var tl *sim.Timeline
+	if rec != nil {
+		if err := rec.Err(); err != nil {
+			return nil, nil, c.bad(e, "writing %s: %v", filepath.Join(dir, "timeline.json"), err)
+		}
+		tl = rec.Timeline()
+	}
+	switch {
+	case res.Violation != nil:
+		return res, tl, exitViolation
+	case res.Interrupted || errors.Is(e.ctx.Err(), context.Canceled):
+		return res, tl, exitInterrupted
+	}
+	return res, tl, exitOK
+}
+
+func fmtVirtual(us int64) string { return fmt.Sprintf("%.3fs", float64(us)/1e6) }
+
+func loadSimConfig(file string) (*sim.Config, error) {
+	if file == "" {
+		return sim.DefaultConfig(), nil
+	}
+	data, err := jsonfile.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return sim.ParseConfig(file, data)
+}
+
+// overrideSim applies the command line's policy, engine and seed.
+func overrideSim(cfg *sim.Config, policy, engine string, setSeed bool, seed uint64) error {
+	if policy != "" {
+		if err := cfg.SetPolicy(policy); err != nil {
+			return err
+		}
+	}
+	if engine != "" {
+		e, err := model.ParseEngine(engine)
+		if err != nil {
+			return fmt.Errorf("--engine: %v", err)
+		}
+		cfg.Engine = e
+	}
+	if setSeed {
+		cfg.Seed = seed
+	}
+	return nil
+}
+
+// workloadSource adapts a workload reader to the simulator.
+type workloadSource struct{ r *workload.Reader }
+
+func (w workloadSource) Next() (sim.Request, error) {
+	q, err := w.r.Next()
+	if err != nil {
+		return sim.Request{}, err
+	}
+	r := sim.Request{Index: q.Index, ID: q.ID, ArrivalUS: q.ArrivalUS, PromptTokens: model.Tokens(q.PromptTokens),
+		OutputTokens: model.Tokens(q.OutputTokens), PrefixGroup: q.PrefixGroup, PrefixTokens: model.Tokens(q.PrefixTokens), CancelUS: -1}
+	if q.HasCancel {
+		r.CancelUS = q.CancelUS
+	}
+	return r, nil
+}
+
+func openWorkload(file string) (sim.Source, error) {
+	if file == "" {
+		return workloadSource{workload.Default()}, nil
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	// The file stays open for the run: the process ends with it.
+	r, err := workload.NewReader(f, file)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return workloadSource{r}, nil
+}
+
+// countWorkload reads a workload through, refusing it at its first bad
+// line, and counts its requests.
+func countWorkload(open func() (sim.Source, error)) (int, error) {
+	src, err := open()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for {
+		_, err := src.Next()
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		n++
+	}
+}
+
+func loadFaults(file string) ([]sim.Fault, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	p, err := faultplan.Parse(bytes.NewReader(data), file)
+	if err != nil {
+		return nil, err
+	}
+	return toSimFaults(p), nil
+}
+
+func drawFaults(seed uint64, n int, kinds []string, requests int, cfg *sim.Config) ([]sim.Fault, error) {
+	p, err := faultplan.Draw(seed, n, requests, cfg.NumWorkers(), kinds, max(1, lastArrivalHint(requests)))
+	if err != nil {
+		return nil, fmt.Errorf("--faults-seed: %w", err)
+	}
+	return toSimFaults(p), nil
+}
+
+// lastArrivalHint is the horizon drawn faults spread over: a request
+// every 25 ms, as the default workload roughly has.
+func lastArrivalHint(requests int) int64 { return int64(requests) * 25_000 }
+
+func toSimFaults(p *faultplan.Plan) []sim.Fault {
+	out := make([]sim.Fault, len(p.Faults))
+	for i, f := range p.Faults {
+		out[i] = sim.Fault{Line: f.Line, AtUS: f.AtUS, Kind: f.Kind, Request: f.Request, Worker: f.Worker, To: f.To, Side: f.Side, Msg: f.Msg}
+	}
+	return out
+}
+
+// printSim prints the summaries (one per run) and any violation.
+func printSim(e *env, results []*sim.Result, asJSON bool) {
+	if asJSON {
+		type jr struct {
+			Summary     sim.Summary    `json:"summary"`
+			Violation   *sim.Violation `json:"violation,omitempty"`
+			Interrupted bool           `json:"interrupted,omitempty"`
+		}
+		var out any
+		if len(results) == 1 {
+			out = jr{results[0].Summary, results[0].Violation, results[0].Interrupted}
+		} else {
+			var all []jr
+			for _, r := range results {
+				all = append(all, jr{r.Summary, r.Violation, r.Interrupted})
+			}
+			out = struct {
+				Runs []jr `json:"runs"`
+			}{all}
+		}
+		b, _ := json.MarshalIndent(out, "", "  ")
+		fmt.Fprintln(e.stdout, string(b))
+		return
+	}
+	for i, r := range results {
+		if i > 0 {
+			fmt.Fprintln(e.stdout)
+		}
+		writeSummary(e.stdout, r)
+	}
+}
+
+func writeSummary(w io.Writer, r *sim.Result) {
+	s := &r.Summary
+	fmt.Fprintf(w, "simulate: %s on %s, seed %d: %d requests in %.3f s of virtual time (%d events)\n", s.Policy, s.Engine, s.Seed, s.Requests, s.MakespanMS/1000, s.Events)
+	fmt.Fprintf(w, "  handoffs: %d succeeded, %d failed, %d cancelled; faults: %d struck, %d found nothing to strike\n", s.Succeeded, s.Failed, s.Cancelled, s.FaultsStruck, s.FaultsMissed)
+	fmt.Fprintf(w, "  TTFT ms:  p50 %.1f  p90 %.1f  p99 %.1f\n", s.TTFT.P50, s.TTFT.P90, s.TTFT.P99)
+	fmt.Fprintf(w, "  E2E ms:   p50 %.1f  p90 %.1f  p99 %.1f\n", s.E2E.P50, s.E2E.P90, s.E2E.P99)
+	fmt.Fprintf(w, "  throughput: %.2f requests/s, %.1f output tokens/s\n", s.ThroughputRPS, s.OutputTokensPerS)
+	fmt.Fprintf(w, "  transfers: %d done (%.1f MB, mean %.2f ms), %d failed; prefix hits %d tokens\n", s.Transfers, float64(s.TransferBytes)/1e6, s.TransferMeanMS, s.TransfersFailed, s.PrefixHitTokens)
+	fmt.Fprintf(w, "  BoundedReclaim: %d obligations met, longest %.1f ms; stranded %.1f block-seconds\n", s.ReclaimObligated, s.ReclaimMaxMS, s.StrandedBlockSeconds)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "  worker\trole\tpinned peak/mean\treserved peak/mean\tactive peak/mean\tin-flight peak\tstranded block-s\t")
+	for _, ws := range s.Workers {
+		pm := func(k string) string { return fmt.Sprintf("%.0f/%.1f", ws.Series[k].Peak, ws.Series[k].Mean) }
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%.0f\t%.1f\t\n", ws.Worker, ws.Role, pm("pinned"), pm("reserved"), pm("active"), ws.Series["in_flight"].Peak, ws.StrandedBlockSeconds)
+	}
+	tw.Flush()
+	if v := r.Violation; v != nil {
+		fmt.Fprintf(w, "VIOLATION %s at %.3f ms, request %d: %s\n", v.Invariant, float64(v.AtUS)/1000, v.Request, v.Detail)
+		fmt.Fprintln(w, "history of the request:")
+		for _, l := range v.History {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
+	if r.Interrupted {
+		fmt.Fprintln(w, "interrupted: the figures cover the virtual time simulated so far")
+	}
+}
