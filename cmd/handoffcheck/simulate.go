@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/checker/sim/faultplan"
 	"github.com/handoffcheck/handoffcheck/checker/sim/plot"
@@ -23,7 +24,7 @@ import (
 
 var simulateCommand = &command{
 	name:    "simulate",
-	args:    "[--config FILE] [--workload FILE] [--faults FILE | --faults-seed N] [flags]",
+	args:    "[--config FILE] [--workload FILE] [--faults FILE | --faults-seed N] [--spec FILE] [flags]",
 	summary: "run the verified machines on a virtual clock over a workload and judge every step and the timed properties",
 	detail: "Without --config and --workload it runs the embedded default configuration and workload.\n" +
 		"Every step is a move of the composed system, judged by every invariant; BoundedReclaim is\n" +
@@ -64,6 +65,7 @@ type simInputs struct {
 	open     func() (sim.Source, error)
 	faults   []sim.Fault
 	faultFre bool
+	proto    *checker.Protocol
 }
 
 func cmdSimulate(c *command, e *env, args []string) int {
@@ -80,6 +82,7 @@ func cmdSimulate(c *command, e *env, args []string) int {
 	out := fs.String("out", "", "write timeline.json, plots and report.html into this directory")
 	compare := fs.Bool("compare", false, "run under both policies and plot them side by side (needs --out)")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
+	specFile := fs.String("spec", "", "run a spec file's tables (a variant) instead of the generated machines")
 	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
 		return code
 	}
@@ -104,6 +107,13 @@ func cmdSimulate(c *command, e *env, args []string) int {
 		return c.bad(e, "%v", err)
 	}
 	in := simInputs{cfg: cfg}
+	if *specFile != "" {
+		p, _, err := loadProtocol(*specFile)
+		if err != nil {
+			return c.bad(e, "%v", err)
+		}
+		in.proto = p
+	}
 	in.open = func() (sim.Source, error) { return openWorkload(*workloadFile) }
 	// Read the workload once up front so that a bad file is refused
 	// before anything runs, and count its requests for a drawn plan.
@@ -262,7 +272,7 @@ func simulateOnce(c *command, e *env, in simInputs, dir string) (*sim.Result, *s
 		defer tlFile.Close()
 		rec = sim.NewRecorder(tlFile)
 	}
-	opt := sim.Options{Faults: in.faults, Timeline: rec, FaultFree: in.faultFre}
+	opt := sim.Options{Faults: in.faults, Timeline: rec, FaultFree: in.faultFre, Protocol: in.proto}
 	start := time.Now()
 	if f, ok := e.stderr.(*os.File); ok && isTerminal(f) {
 		opt.Progress = func(p sim.Progress) {

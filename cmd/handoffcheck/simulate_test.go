@@ -1,0 +1,133 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const (
+	strandedConfig   = "../../testdata/sim/stranded.json"
+	strandedWorkload = "../../testdata/sim/stranded.jsonl"
+	abortPlan        = "../../testdata/sim/abort-waiting-decode.jsonl"
+	silentWithdrawal = "../../testdata/sim/silent-withdrawal.json"
+)
+
+// TestSimulate_DefaultRunsAndRepeats: with no arguments simulate runs the
+// embedded configuration and workload, passes, and prints the same bytes
+// twice; --json is one object with the same figures.
+func TestSimulate_DefaultRunsAndRepeats(t *testing.T) {
+	code, a, errOut := runCLI(t, "simulate")
+	if code != exitOK || errOut != "" {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	if !strings.Contains(a, "200 requests") || !strings.Contains(a, "BoundedReclaim:") {
+		t.Fatalf("summary lacks its figures:\n%s", a)
+	}
+	_, b, _ := runCLI(t, "simulate")
+	if a != b {
+		t.Fatal("two runs of simulate print different summaries")
+	}
+	code, js, _ := runCLI(t, "simulate", "--json")
+	var out struct {
+		Summary struct {
+			Requests  int `json:"requests"`
+			Succeeded int `json:"succeeded"`
+			Cancelled int `json:"cancelled"`
+		} `json:"summary"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(js), &out) != nil || out.Summary.Requests != 200 || out.Summary.Succeeded+out.Summary.Cancelled != 200 {
+		t.Fatalf("--json: exit %d, %+v\n%s", code, out, js)
+	}
+}
+
+// TestSimulate_TimedViolation: a variant the untimed checker passes (the
+// destination withdraws without telling the source) breaks BoundedReclaim
+// on the clock, with exit 1 and the request's history; the built-in tables
+// pass the same run.
+func TestSimulate_TimedViolation(t *testing.T) {
+	args := []string{"simulate", "--config", strandedConfig, "--workload", strandedWorkload, "--faults", abortPlan}
+	if code, out, errOut := runCLI(t, args...); code != exitOK {
+		t.Fatalf("built-in tables: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ := runCLI(t, append(args, "--spec", silentWithdrawal)...)
+	if code != exitViolation || !strings.Contains(out, "VIOLATION BoundedReclaim") || !strings.Contains(out, "destination row 33: Reserving --LocalAbort--> Withdrawing") {
+		t.Fatalf("variant: exit %d\n%s", code, out)
+	}
+	if code, _, _ := runCLI(t, "check", "--spec", silentWithdrawal, "--config", "../../testdata/configs/commands.json"); code != exitOK {
+		t.Fatalf("the untimed checker rejects the variant too (exit %d): it no longer shows what only the clock sees", code)
+	}
+}
+
+// TestSimulate_BadInput: malformed inputs and flags exit 2 naming the
+// file and line.
+func TestSimulate_BadInput(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	badWorkload := write("w.jsonl", "{\"format\":\"handoffcheck.workload/v1\"}\n{\"arrival_ms\":1,\"prompt_tokens\":0,\"output_tokens\":1}\n")
+	badPlan := write("f.jsonl", "{\"format\":\"handoffcheck.faults/v1\"}\n{\"at_ms\":1,\"kind\":\"reorder\",\"request\":1}\n")
+	badConfig := write("c.json", "{\"schema\":\"handoffcheck.sim/v1\",\n\"policy\":\"sideways\"}\n")
+	hugePrompt := write("h.jsonl", "{\"format\":\"handoffcheck.workload/v1\"}\n{\"arrival_ms\":1,\"prompt_tokens\":1000000,\"output_tokens\":1}\n")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--workload", badWorkload}, "w.jsonl:2:"},
+		{[]string{"--faults", badPlan}, "f.jsonl:2:"},
+		{[]string{"--config", badConfig}, "c.json:2:"},
+		{[]string{"--workload", hugePrompt}, "request 0"},
+		{[]string{"--compare"}, "--compare needs --out"},
+		{[]string{"--faults", badPlan, "--faults-seed", "3"}, "exclusive"},
+		{[]string{"--faults-count", "3"}, "need --faults-seed"},
+		{[]string{"--policy", "sideways"}, "policy"},
+		{[]string{"--spec", "nonexistent.json"}, "nonexistent.json"},
+	} {
+		code, _, errOut := runCLI(t, append([]string{"simulate"}, tc.args...)...)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q, want exit 2 naming %q", tc.args, code, errOut, tc.want)
+		}
+	}
+}
+
+// TestTimeline_StrandedSourceCompare writes both policies' timelines,
+// plots and reports, and the side-by-side plots.
+func TestTimeline_StrandedSourceCompare(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errOut := runCLI(t, "timeline", "--scenario", "stranded-source", "--compare", "--out", dir)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, f := range []string{"compare-blocks.png", "compare-blocks.svg", "compare-phases.png", "report.html",
+		"source-first/timeline.json", "source-first/blocks.png", "destination-first/timeline.json", "destination-first/phases.svg"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+	if !strings.Contains(out, "source-first on vllm") || !strings.Contains(out, "destination-first on sglang") {
+		t.Fatalf("want both runs' summaries:\n%s", out)
+	}
+	if code, _, errOut := runCLI(t, "timeline", "--scenario", "nonesuch", "--out", dir); code != exitUsage || !strings.Contains(errOut, "stranded-source") {
+		t.Fatalf("unknown scenario: exit %d, %s", code, errOut)
+	}
+}
+
+// TestSimulate_FaultsSeedDeterministic: a drawn fault plan is the same
+// for the same seed, and the run repeats byte for byte.
+func TestSimulate_FaultsSeedDeterministic(t *testing.T) {
+	a1, a, e1 := runCLI(t, "simulate", "--faults-seed", "3", "--faults-count", "40", "--json")
+	_, b, _ := runCLI(t, "simulate", "--faults-seed", "3", "--faults-count", "40", "--json")
+	if a1 != exitOK || a != b {
+		t.Fatalf("exit %d (%s), or two runs differ", a1, e1)
+	}
+	if !strings.Contains(a, `"faults_struck"`) || strings.Contains(a, `"faults_struck": 0,`) {
+		t.Fatalf("no drawn fault struck:\n%s", a)
+	}
+}
