@@ -139,13 +139,16 @@ var Scenarios = []Scenario{
 			return rs, fs
 		}},
 	{Name: "fault-sweep",
-		Meaning: "every schedulable fault at offsets from 0 to 400 ms after arrival, one request each, so that each strikes in every phase of a handoff",
+		Meaning: "every schedulable fault at offsets from 0 to 900 ms after arrival, one request each, so that each strikes in every phase of a handoff",
 		tune: func(c *Config) {
 			c.Prefill.Workers, c.Decode.Workers = 2, 2
 			c.PrefillRouter, c.DecodeRouter = RoundRobin, RoundRobin
+			// A 2,048-token prefill computes for 102.4 ms; its transfer
+			// then takes about 11 ms: the offsets below fall in each phase.
+			c.Prefill.TokensPerSec = 20_000
 		},
 		build: func(c *Config) ([]Request, []Fault) {
-			offsets := []int64{0, 300, 700, 1_500, 5_000, 20_000, 60_000, 103_000, 110_000, 118_000, 150_000, 400_000}
+			offsets := []int64{0, 300, 700, 1_500, 5_000, 20_000, 60_000, 103_000, 104_500, 107_000, 110_000, 112_500, 116_000, 118_000, 150_000, 400_000, 900_000}
 			type kind struct{ kind, to, side, msg string }
 			kinds := []kind{
 				{kind: "cancel"}, {kind: "abort", side: "source"}, {kind: "abort", side: "destination"},
@@ -158,7 +161,7 @@ var Scenarios = []Scenario{
 			i := 0
 			for _, k := range kinds {
 				for _, off := range offsets {
-					r := Request{Index: i, ArrivalUS: int64(i) * 500_000, PromptTokens: 2048, OutputTokens: 40, CancelUS: -1}
+					r := Request{Index: i, ArrivalUS: int64(i) * 1_500_000, PromptTokens: 2048, OutputTokens: 40, CancelUS: -1}
 					rs = append(rs, r)
 					fs = append(fs, Fault{AtUS: r.ArrivalUS + off, Kind: k.kind, Request: i, Worker: -1, To: k.to, Side: k.side, Msg: k.msg})
 					i++
@@ -169,7 +172,7 @@ var Scenarios = []Scenario{
 			// prefill worker i%2 and decode worker i%2).
 			for _, w := range []int{0, c.Prefill.Workers} {
 				for _, off := range offsets {
-					r := Request{Index: i, ArrivalUS: int64(i) * 500_000, PromptTokens: 2048, OutputTokens: 40, CancelUS: -1}
+					r := Request{Index: i, ArrivalUS: int64(i) * 1_500_000, PromptTokens: 2048, OutputTokens: 40, CancelUS: -1}
 					rs = append(rs, r)
 					fs = append(fs, Fault{AtUS: r.ArrivalUS + off, Kind: "restart", Request: -1, Worker: w + i%2})
 					i++

@@ -225,6 +225,7 @@ type request struct {
 	timerVer [model.NumTimers]uint32
 	timerAt  [model.NumTimers]int64
 	timerEv  [model.NumTimers]*event // the deadline's event while queued
+	overdue  [model.NumTimers]bool   // the deadline passed while its record had no row for it
 	waiting  [2]bool                 // waits for capacity on its prefill (0) or decode (1) worker
 	listed   [2]bool                 // is in that worker's list of waiters
 
@@ -759,7 +760,20 @@ func (s *Sim) schedule(r *request) {
 	waitP, waitD := false, false
 	x := &r.st.W.H[0]
 	for _, m := range moves {
-		if _, fault := m.Kind.Spends(); fault || m.Kind == checker.MvTimer || m.Kind == checker.MvRoutePrefill {
+		if m.Kind == checker.MvTimer {
+			// A deadline that passed while its record had no row for it
+			// fires as soon as the record takes it.
+			if t := model.Timer(m.Arg); r.timerAt[t] < 0 && r.overdue[t] {
+				r.overdue[t] = false
+				r.timerVer[t]++
+				r.timerAt[t] = s.now
+				e := &event{at: s.now, kind: evTimer, r: r, timer: t, ver: r.timerVer[t]}
+				r.timerEv[t] = e
+				s.push(e)
+			}
+			continue
+		}
+		if _, fault := m.Kind.Spends(); fault || m.Kind == checker.MvRoutePrefill {
 			continue
 		}
 		if slices.Contains(r.sched, m) {
@@ -1019,6 +1033,7 @@ func (s *Sim) timers(r *request, b *model.Handoff, m checker.Move) {
 		fired := m.Kind == checker.MvTimer && model.Timer(m.Arg) == t
 		switch {
 		case !x.Armed(t):
+			r.overdue[t] = false
 			if r.timerAt[t] >= 0 {
 				r.timerVer[t]++
 				r.timerAt[t] = -1
@@ -1052,8 +1067,11 @@ func (s *Sim) fireTimer(e *event) {
 	}
 	r.timerAt[e.timer] = -1
 	if !s.do(r, checker.Move{Kind: checker.MvTimer, H: 0, Arg: int8(e.timer)}, false) {
-		// The record takes no timer here (terminal, or no row): the
-		// deadline stays armed and nothing will end it.
+		// The record takes no timer in its state: the deadline stays
+		// armed and overdue, and fires when a later state takes it. A
+		// record that never does (a terminal one) keeps it for good,
+		// and Quiescence says so.
+		r.overdue[e.timer] = true
 		r.history.add(histEntry{at: s.now, kind: hTimerIgnored, m: checker.Move{Kind: checker.MvTimer, Arg: int8(e.timer)}})
 	}
 }

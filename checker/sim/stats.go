@@ -11,6 +11,9 @@ import (
 type Result struct {
 	Summary   Summary
 	Violation *Violation
+	// Rows counts, per role, how often each row of the tables fired
+	// (index 1 is row 1).
+	Rows [2][]uint64
 	// Interrupted: the context was cancelled before the workload ended.
 	Interrupted bool
 }
@@ -228,6 +231,9 @@ func (s *Sim) result(events uint64, interrupted bool) *Result {
 	}
 	sum.StrandedBlockSeconds = round3(sum.StrandedBlockSeconds)
 	res := &Result{Summary: sum, Violation: s.violation, Interrupted: interrupted}
+	if s.cov != nil {
+		res.Rows = s.cov.Rows
+	}
 	if s.tl != nil {
 		s.tl.finish(s, res)
 	}

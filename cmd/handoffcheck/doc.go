@@ -8,6 +8,9 @@
 //	handoffcheck validate  check a spec variant file
 //	handoffcheck mutate    measure how many broken tables the checker catches
 //	handoffcheck price     price the bytes a handoff transfer moves
+//	handoffcheck simulate  run the machines on a virtual clock over a workload, with timed properties
+//	handoffcheck timeline  simulate a named scenario and write its timeline, plots and report
+//	handoffcheck workload  generate or check request workloads
 //
 // Exit codes, the same for every command (docs/cli.md): 0 nothing
 // violated, 1 an invariant is violated, 2 bad usage or bad input, 3

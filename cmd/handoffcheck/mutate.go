@@ -154,7 +154,7 @@ func mutateTimed(c *command, e *env, results []checker.MutantResult, workers int
 		return exitOK
 	}
 	fmt.Fprint(e.stdout, checker.MutationSummary(results))
-	fmt.Fprintf(e.stdout, "on the clock (%s, both policies): %d of %d survivors killed\n", strings.Join(sim.TimedScenarios, ", "), onClock, len(timed))
+	fmt.Fprintf(e.stdout, "on the clock (%s; the checker's four runs): %d of %d survivors killed\n", strings.Join(sim.TimedScenarios, ", "), onClock, len(timed))
 	for _, t := range timed {
 		if t.Killed {
 			fmt.Fprintf(e.stdout, "  killed %s: %s under %s breaks %s\n", t.Mutant.Name, t.Scenario, t.Policy, t.Invariant)
