@@ -76,6 +76,9 @@ type Config struct {
 	Renewal bool
 	// SampleUS is the timeline's sampling period.
 	SampleUS int64
+	// MaxRetries is how many more attempts the frontend makes at a
+	// request whose handoff failed (not one the client cancelled).
+	MaxRetries int
 }
 
 // PrefillPool is the prefill workers: how many, their pools and speed.
@@ -161,6 +164,7 @@ type fileConfig struct {
 	Commands      json.RawMessage                  `json:"commands"`
 	Renewal       *bool                            `json:"renewal"`
 	SampleMs      *float64                         `json:"sample_ms"`
+	MaxRetries    int                              `json:"max_retries"`
 }
 
 // Engine defaults (docs/lifecycle.md section 8): vLLM's lease is 30 s with
@@ -293,6 +297,8 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	} else {
 		c.Commands = checker.Commands(1 << model.CmdActivate)
 	}
+	within("max_retries", int64(f.MaxRetries), 0, 10, "max_retries")
+	c.MaxRetries = f.MaxRetries
 	c.Renewal = true
 	if f.Renewal != nil {
 		c.Renewal = *f.Renewal

@@ -21,6 +21,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/model"
@@ -49,6 +50,7 @@ type Source interface {
 // Fault is one scheduled fault of a fault plan (its kinds are the
 // checker's fault configuration names).
 type Fault struct {
+	File     string // the plan it came from, for errors
 	Line     int
 	AtUS     int64
 	Kind     string
@@ -237,6 +239,10 @@ type request struct {
 	phases    phaseClock
 	history   history
 	firstTok  int64
+	// attempt numbers the frontend's attempts at the request (0: the
+	// first); since is when the client sent it, for latencies.
+	attempt   int
+	since     int64
 	xferStart int64
 	xferEnd   int64
 	trans     []Transition
@@ -535,7 +541,7 @@ func (s *Sim) nextArrival() error {
 	if err := cfg.Prepare(); err != nil {
 		return fmt.Errorf("%w: request %d: %v", ErrInput, req.Index, err)
 	}
-	r := &request{Request: req, cfg: cfg, p: -1, d: -1, doomedAt: -1, firstTok: -1}
+	r := &request{Request: req, cfg: cfg, p: -1, d: -1, doomedAt: -1, firstTok: -1, since: req.ArrivalUS}
 	r.outcomeAt = [2]int64{-1, -1}
 	for t := range r.timerAt {
 		r.timerAt[t] = -1
@@ -548,8 +554,12 @@ func (s *Sim) nextArrival() error {
 // arrive places a request: the prefill router chooses its worker and the
 // request's world is made.
 func (s *Sim) arrive(r *request) {
-	s.arrivals++
-	s.stats.arrived++
+	if r.attempt == 0 {
+		s.arrivals++
+		s.stats.arrived++
+	} else {
+		s.stats.retried++
+	}
 	p := s.choose(s.cfg.PrefillRouter, 0, s.cfg.Prefill.Workers, &s.nextP, s.prefillLoad, nil)
 	r.p = p
 	r.st = s.chk.Initial()
@@ -561,7 +571,7 @@ func (s *Sim) arrive(r *request) {
 		delete(s.marks, r.Index)
 	}
 	if r.CancelUS >= 0 {
-		s.push(&event{at: r.CancelUS, kind: evCancel, r: r})
+		s.push(&event{at: max(r.CancelUS, s.now), kind: evCancel, r: r})
 	}
 	r.history.add(histEntry{at: s.now, kind: hArrive})
 	s.do(r, checker.Move{Kind: checker.MvRoutePrefill, H: 0, Arg: 0}, false)
@@ -695,8 +705,10 @@ func (s *Sim) react(r *request, before *checker.State, m checker.Move) {
 	if r.m.hang && x.Xfer == model.XferRunning && !x.Hung {
 		r.m.hang = false
 		if s.do(r, checker.Move{Kind: checker.MvHang, H: 0}, false) {
+			s.stats.faults++
 			return
 		}
+		s.stats.faultsMissed++
 	}
 	s.schedule(r)
 }
@@ -757,7 +769,6 @@ func (s *Sim) schedule(r *request) {
 	if s.marked(r, moves) {
 		return
 	}
-	waitP, waitD := false, false
 	x := &r.st.W.H[0]
 	for _, m := range moves {
 		if m.Kind == checker.MvTimer {
@@ -783,8 +794,8 @@ func (s *Sim) schedule(r *request) {
 		s.push(&event{at: s.now + s.delay(r, m), kind: evMove, r: r, m: m})
 	}
 	// What waits for capacity is offered again when its worker frees some.
-	waitP = x.Compute == model.ComputeQueued && !slices.ContainsFunc(r.sched, func(m checker.Move) bool { return m.Kind == checker.MvAdmit })
-	waitD = (x.Pending || (x.Dst == model.DstActive && !x.Running)) && r.d >= 0 &&
+	waitP := x.Compute == model.ComputeQueued && !slices.ContainsFunc(r.sched, func(m checker.Move) bool { return m.Kind == checker.MvAdmit })
+	waitD := (x.Pending || (x.Dst == model.DstActive && !x.Running)) && r.d >= 0 &&
 		!slices.ContainsFunc(r.sched, func(m checker.Move) bool {
 			return m.Kind == checker.MvReserve || m.Kind == checker.MvRefuse || m.Kind == checker.MvPromote
 		})
@@ -1078,9 +1089,22 @@ func (s *Sim) fireTimer(e *event) {
 
 // ---- Faults ----
 
+// checkFault refuses a planned fault the configuration cannot run: a
+// worker it does not have, a fact the model does not know.
 func (s *Sim) checkFault(f Fault) error {
 	if f.Worker >= s.cfg.NumWorkers() {
-		return fmt.Errorf("%w: fault at line %d names worker %d; the configuration has %d", ErrInput, f.Line, f.Worker, s.cfg.NumWorkers())
+		return fmt.Errorf("%s:%d: %w: worker %d, but the configuration has workers 0 to %d", f.File, f.Line, ErrInput, f.Worker, s.cfg.NumWorkers()-1)
+	}
+	if f.Msg != "" {
+		known := false
+		var names []string
+		for m := model.Msg(1); m < model.NumMsgs; m++ {
+			names = append(names, m.String())
+			known = known || m.String() == f.Msg
+		}
+		if !known {
+			return fmt.Errorf("%s:%d: %w: msg %q, want one of %s", f.File, f.Line, ErrInput, f.Msg, strings.Join(names, ", "))
+		}
 	}
 	return nil
 }
@@ -1311,10 +1335,34 @@ func (s *Sim) retire(r *request) {
 		s.fail(r, model.NameFaultFreeCompletion, fmt.Sprintf("no fault happened, yet the source ended %s and the destination %s", x.Outcome[0], x.Outcome[1]))
 		return
 	}
-	s.stats.retire(s, r)
+	s.stats.transfer(r)
 	if s.tl != nil {
 		s.tl.retire(r, s.now)
 	}
+	if x := &r.st.W.H[0]; !x.Cancelled && (x.Outcome[0] != model.OutcomeOK || x.Outcome[1] != model.OutcomeOK) &&
+		r.attempt < s.cfg.MaxRetries && (r.CancelUS < 0 || r.CancelUS > s.now) {
+		s.retry(r)
+		return
+	}
+	s.stats.retire(s, r)
+}
+
+// retry is the frontend trying a failed request again, as a new attempt
+// with a handoff of its own, a latency later.
+func (s *Sim) retry(r *request) {
+	cfg := s.cfg.window(r.Request, 0, 0, 0)
+	if err := cfg.Prepare(); err != nil {
+		s.inputErr = fmt.Errorf("%w: request %d: %v", ErrInput, r.Index, err)
+		return
+	}
+	req := r.Request
+	req.ArrivalUS = s.now + s.jitter()
+	n := &request{Request: req, cfg: cfg, p: -1, d: -1, doomedAt: -1, firstTok: -1, attempt: r.attempt + 1, since: r.since}
+	n.outcomeAt = [2]int64{-1, -1}
+	for t := range n.timerAt {
+		n.timerAt[t] = -1
+	}
+	s.push(&event{at: req.ArrivalUS, kind: evArrival, r: n})
 }
 
 // finish judges what is left when nothing more is scheduled: every

@@ -207,3 +207,34 @@ func TestScenarios_RowsOnTheClock(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestRetries_FailedRequestsTryAgain: with max_retries the frontend tries
+// a failed request again as a new attempt; every request is counted once,
+// by its last attempt, and fewer fail.
+func TestRetries_FailedRequestsTryAgain(t *testing.T) {
+	sc, _ := LookupScenario("failure-matrix")
+	var failed [2]int
+	for i, retries := range []int{0, 2} {
+		cfg, reqs, faults, err := sc.Setup("source-first")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.MaxRetries = retries
+		res, err := Run(context.Background(), cfg, &SliceSource{Reqs: reqs}, Options{Faults: faults})
+		if err != nil || res.Violation != nil {
+			t.Fatalf("retries %d: %v %v", retries, err, res.Violation)
+		}
+		s := res.Summary
+		if s.Succeeded+s.Failed+s.Cancelled != len(reqs) {
+			t.Fatalf("retries %d: %d+%d+%d requests accounted of %d", retries, s.Succeeded, s.Failed, s.Cancelled, len(reqs))
+		}
+		if (retries == 0) != (s.Retried == 0) {
+			t.Fatalf("retries %d: %d retried", retries, s.Retried)
+		}
+		failed[i] = s.Failed
+		t.Logf("max_retries %d: %d succeeded, %d failed, %d retried", retries, s.Succeeded, s.Failed, s.Retried)
+	}
+	if failed[1] >= failed[0] {
+		t.Fatalf("retrying did not save a failed request: %d failed without, %d with", failed[0], failed[1])
+	}
+}

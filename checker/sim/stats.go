@@ -29,6 +29,9 @@ type Summary struct {
 	Succeeded int `json:"succeeded"` // both sides ended in success
 	Failed    int `json:"failed"`    // some side ended in failure, without a client cancel
 	Cancelled int `json:"cancelled"` // the client cancelled
+	// Retried counts the frontend's further attempts at failed requests
+	// (max_retries).
+	Retried int `json:"retried"`
 	// FaultsStruck and FaultsMissed count planned faults that happened and
 	// those that found nothing to strike (the request had finished).
 	FaultsStruck int `json:"faults_struck"`
@@ -101,6 +104,7 @@ type workerStats struct {
 type stats struct {
 	workers                                   []workerStats
 	arrived, completed, failed, cancelledReqs int
+	retried                                   int
 	cancelled, faults, faultsMissed           int
 	ttft, e2e                                 histogram
 	outputTokens                              int64
@@ -157,13 +161,13 @@ func (st *stats) reclaimed(d int64) {
 	st.reclaimMax = max(st.reclaimMax, d)
 }
 
-// retire records a finished request.
+// retire records a request's final attempt.
 func (st *stats) retire(s *Sim, r *request) {
 	x := &r.st.W.H[0]
 	switch {
 	case x.Outcome[0] == model.OutcomeOK && x.Outcome[1] == model.OutcomeOK:
 		st.completed++
-		st.e2e.add(r.outcomeAt[1] - r.ArrivalUS)
+		st.e2e.add(r.outcomeAt[1] - r.since)
 		st.outputTokens += int64(r.OutputTokens)
 	case x.Cancelled:
 		st.cancelledReqs++
@@ -171,8 +175,14 @@ func (st *stats) retire(s *Sim, r *request) {
 		st.failed++
 	}
 	if r.firstTok >= 0 && x.Activated {
-		st.ttft.add(r.firstTok - r.ArrivalUS)
+		st.ttft.add(r.firstTok - r.since)
 	}
+	st.lastDone = max(st.lastDone, s.now)
+}
+
+// transfer records an attempt's transfer.
+func (st *stats) transfer(r *request) {
+	x := &r.st.W.H[0]
 	switch x.Xfer {
 	case model.XferDone:
 		st.transfers++
@@ -181,7 +191,6 @@ func (st *stats) retire(s *Sim, r *request) {
 	case model.XferFailed:
 		st.transfersFailed++
 	}
-	st.lastDone = max(st.lastDone, s.now)
 }
 
 func (s *Sim) advance(t int64) {
@@ -201,7 +210,7 @@ func (s *Sim) result(events uint64, interrupted bool) *Result {
 	}
 	sum := Summary{
 		Policy: s.cfg.Policy, Engine: s.cfg.Engine.String(), Seed: s.cfg.Seed,
-		Requests: st.arrived, Succeeded: st.completed, Failed: st.failed, Cancelled: st.cancelledReqs,
+		Requests: st.arrived, Succeeded: st.completed, Failed: st.failed, Cancelled: st.cancelledReqs, Retried: st.retried,
 		FaultsStruck: st.faults, FaultsMissed: st.faultsMissed,
 		MakespanMS: ms(end), TTFT: st.ttft.pcts(), E2E: st.e2e.pcts(),
 		Transfers: st.transfers, TransfersFailed: st.transfersFailed, TransferBytes: st.transferBytes,

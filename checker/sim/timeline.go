@@ -67,6 +67,7 @@ type HandoffTimeline struct {
 	Request     int          `json:"request"`
 	ID          string       `json:"id,omitempty"`
 	Attempt     string       `json:"attempt"`
+	Try         int          `json:"try,omitempty"` // 0 for the first attempt, then each retry
 	Prefill     int          `json:"prefill"`
 	Decode      int          `json:"decode"`
 	ArrivalMS   float64      `json:"arrival_ms"`
@@ -241,7 +242,8 @@ func (rc *recorder) retire(r *request, at int64) {
 	})
 	h := HandoffTimeline{
 		Request: r.Index, ID: r.ID,
-		Attempt: uuid.NewSHA1(attemptNamespace, fmt.Appendf(nil, "seed-%d/request-%d", rc.seed, r.Index)).String(),
+		Attempt: uuid.NewSHA1(attemptNamespace, fmt.Appendf(nil, "seed-%d/request-%d/attempt-%d", rc.seed, r.Index, r.attempt)).String(),
+		Try:     r.attempt,
 		Prefill: r.p, Decode: r.d, ArrivalMS: ms(r.ArrivalUS),
 		Source: x.Outcome[0].String(), Destination: x.Outcome[1].String(),
 		Phases: ph, Transitions: r.trans,
@@ -249,7 +251,7 @@ func (rc *recorder) retire(r *request, at int64) {
 	if ph == nil {
 		h.Phases = []Phase{}
 	}
-	if r.Index < PlotHandoffs {
+	if r.Index < PlotHandoffs && r.attempt == 0 {
 		rc.tl.Handoffs = append(rc.tl.Handoffs, h)
 	}
 	if rc.w != nil && rc.err == nil {

@@ -399,7 +399,7 @@ func loadFaults(file string) ([]sim.Fault, error) {
 	if err != nil {
 		return nil, err
 	}
-	return toSimFaults(p), nil
+	return toSimFaults(p, file), nil
 }
 
 func drawFaults(seed uint64, n int, kinds []string, requests int, cfg *sim.Config) ([]sim.Fault, error) {
@@ -407,17 +407,17 @@ func drawFaults(seed uint64, n int, kinds []string, requests int, cfg *sim.Confi
 	if err != nil {
 		return nil, fmt.Errorf("--faults-seed: %w", err)
 	}
-	return toSimFaults(p), nil
+	return toSimFaults(p, "--faults-seed"), nil
 }
 
 // lastArrivalHint is the horizon drawn faults spread over: a request
 // every 25 ms, as the default workload roughly has.
 func lastArrivalHint(requests int) int64 { return int64(requests) * 25_000 }
 
-func toSimFaults(p *faultplan.Plan) []sim.Fault {
+func toSimFaults(p *faultplan.Plan, file string) []sim.Fault {
 	out := make([]sim.Fault, len(p.Faults))
 	for i, f := range p.Faults {
-		out[i] = sim.Fault{Line: f.Line, AtUS: f.AtUS, Kind: f.Kind, Request: f.Request, Worker: f.Worker, To: f.To, Side: f.Side, Msg: f.Msg}
+		out[i] = sim.Fault{File: file, Line: f.Line, AtUS: f.AtUS, Kind: f.Kind, Request: f.Request, Worker: f.Worker, To: f.To, Side: f.Side, Msg: f.Msg}
 	}
 	return out
 }
@@ -457,7 +457,7 @@ func printSim(e *env, results []*sim.Result, asJSON bool) {
 func writeSummary(w io.Writer, r *sim.Result) {
 	s := &r.Summary
 	fmt.Fprintf(w, "simulate: %s on %s, seed %d: %d requests in %.3f s of virtual time (%d events)\n", s.Policy, s.Engine, s.Seed, s.Requests, s.MakespanMS/1000, s.Events)
-	fmt.Fprintf(w, "  handoffs: %d succeeded, %d failed, %d cancelled; faults: %d struck, %d found nothing to strike\n", s.Succeeded, s.Failed, s.Cancelled, s.FaultsStruck, s.FaultsMissed)
+	fmt.Fprintf(w, "  requests: %d succeeded, %d failed, %d cancelled, %d retries; faults: %d struck, %d found nothing to strike\n", s.Succeeded, s.Failed, s.Cancelled, s.Retried, s.FaultsStruck, s.FaultsMissed)
 	fmt.Fprintf(w, "  TTFT ms:  p50 %.1f  p90 %.1f  p99 %.1f\n", s.TTFT.P50, s.TTFT.P90, s.TTFT.P99)
 	fmt.Fprintf(w, "  E2E ms:   p50 %.1f  p90 %.1f  p99 %.1f\n", s.E2E.P50, s.E2E.P90, s.E2E.P99)
 	fmt.Fprintf(w, "  throughput: %.2f requests/s, %.1f output tokens/s\n", s.ThroughputRPS, s.OutputTokensPerS)

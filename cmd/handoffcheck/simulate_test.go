@@ -75,6 +75,8 @@ func TestSimulate_BadInput(t *testing.T) {
 	badWorkload := write("w.jsonl", "{\"format\":\"handoffcheck.workload/v1\"}\n{\"arrival_ms\":1,\"prompt_tokens\":0,\"output_tokens\":1}\n")
 	badPlan := write("f.jsonl", "{\"format\":\"handoffcheck.faults/v1\"}\n{\"at_ms\":1,\"kind\":\"reorder\",\"request\":1}\n")
 	badConfig := write("c.json", "{\"schema\":\"handoffcheck.sim/v1\",\n\"policy\":\"sideways\"}\n")
+	farWorker := write("w9.jsonl", "{\"format\":\"handoffcheck.faults/v1\"}\n{\"at_ms\":1,\"kind\":\"restart\",\"worker\":9}\n")
+	badMsg := write("m.jsonl", "{\"format\":\"handoffcheck.faults/v1\"}\n{\"at_ms\":1,\"kind\":\"loss\",\"request\":1,\"msg\":\"Hello\"}\n")
 	hugePrompt := write("h.jsonl", "{\"format\":\"handoffcheck.workload/v1\"}\n{\"arrival_ms\":1,\"prompt_tokens\":1000000,\"output_tokens\":1}\n")
 	for _, tc := range []struct {
 		args []string
@@ -84,6 +86,8 @@ func TestSimulate_BadInput(t *testing.T) {
 		{[]string{"--faults", badPlan}, "f.jsonl:2:"},
 		{[]string{"--config", badConfig}, "c.json:2:"},
 		{[]string{"--workload", hugePrompt}, "request 0"},
+		{[]string{"--faults", farWorker}, "w9.jsonl:2:"},
+		{[]string{"--faults", badMsg}, "m.jsonl:2:"},
 		{[]string{"--compare"}, "--compare needs --out"},
 		{[]string{"--faults", badPlan, "--faults-seed", "3"}, "exclusive"},
 		{[]string{"--faults-count", "3"}, "need --faults-seed"},
