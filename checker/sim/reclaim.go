@@ -27,10 +27,12 @@ type obligation struct {
 	slow     bool // the side's core fell behind
 }
 
-// holds is what BoundedReclaim asks a side to return: the source its
-// compute blocks and pin; the destination its reservation or its queued
-// request for one. An activated destination decodes on: that is not the
-// attempt's to return.
+// holds is what BoundedReclaim asks a side to return: everything it
+// holds for the attempt. The source: its compute, its pin, its router's
+// booking and its in-flight count. The destination, until it activated:
+// its reservation or its queued request for one, its router's booking and
+// its in-flight count. An activated destination decodes on: what it then
+// holds is the request's, not the handoff's.
 func holds(x *model.Handoff, sd model.Side) (bool, string) {
 	if sd == model.SourceSide {
 		switch {
@@ -38,14 +40,24 @@ func holds(x *model.Handoff, sd model.Side) (bool, string) {
 			return true, "its pinned source blocks"
 		case x.Src == model.SrcActive || x.Compute == model.ComputeQueued || x.Compute == model.ComputeRunning:
 			return true, "its prefill compute"
+		case x.Life[model.ResPrefillBooking] == model.Held:
+			return true, "its prefill router booking"
+		case x.InFlight[model.SourceSide]:
+			return true, "the request, counted in flight"
 		}
 		return false, ""
 	}
 	switch {
+	case x.Dst == model.DstActive || x.Activated:
+		return false, ""
 	case x.Dst == model.DstReserved:
 		return true, "its destination reservation"
 	case x.Pending:
 		return true, "its queued reservation request"
+	case x.Life[model.ResDecodeBooking] == model.Held:
+		return true, "its decode router booking"
+	case x.InFlight[model.DestinationSide]:
+		return true, "the request, counted in flight"
 	}
 	return false, ""
 }

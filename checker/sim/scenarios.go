@@ -139,7 +139,7 @@ var Scenarios = []Scenario{
 			return rs, fs
 		}},
 	{Name: "fault-sweep",
-		Meaning: "every schedulable fault at offsets from 0 to 900 ms after arrival, one request each, so that each strikes in every phase of a handoff",
+		Meaning: "every schedulable fault but restarts at offsets from 0 to 900 ms after arrival, one request each, so that each strikes in every phase of a handoff",
 		tune: func(c *Config) {
 			c.Prefill.Workers, c.Decode.Workers = 2, 2
 			c.PrefillRouter, c.DecodeRouter = RoundRobin, RoundRobin
@@ -148,7 +148,6 @@ var Scenarios = []Scenario{
 			c.Prefill.TokensPerSec = 20_000
 		},
 		build: func(c *Config) ([]Request, []Fault) {
-			offsets := []int64{0, 300, 700, 1_500, 5_000, 20_000, 60_000, 103_000, 104_500, 107_000, 110_000, 112_500, 116_000, 118_000, 150_000, 400_000, 900_000}
 			type kind struct{ kind, to, side, msg string }
 			kinds := []kind{
 				{kind: "cancel"}, {kind: "abort", side: "source"}, {kind: "abort", side: "destination"},
@@ -160,25 +159,37 @@ var Scenarios = []Scenario{
 			var fs []Fault
 			i := 0
 			for _, k := range kinds {
-				for _, off := range offsets {
+				for _, off := range sweepOffsets {
 					r := Request{Index: i, ArrivalUS: int64(i) * 1_500_000, PromptTokens: 2048, OutputTokens: 40, CancelUS: -1}
 					rs = append(rs, r)
 					fs = append(fs, Fault{AtUS: r.ArrivalUS + off, Kind: k.kind, Request: i, Worker: -1, To: k.to, Side: k.side, Msg: k.msg})
 					i++
 				}
 			}
-			// Restarts of the prefill and the decode worker a request
-			// uses, at each offset (round-robin routers put request i on
-			// prefill worker i%2 and decode worker i%2).
+			sortFaults(fs)
+			return rs, fs
+		}},
+	{Name: "restart-sweep",
+		Meaning: "a restart of the prefill or the decode worker a request uses, at offsets from 0 to 900 ms after its arrival, one request each",
+		tune: func(c *Config) {
+			c.Prefill.Workers, c.Decode.Workers = 2, 2
+			c.PrefillRouter, c.DecodeRouter = RoundRobin, RoundRobin
+			c.Prefill.TokensPerSec = 20_000
+		},
+		build: func(c *Config) ([]Request, []Fault) {
+			var rs []Request
+			var fs []Fault
+			i := 0
+			// Round-robin routers put request i on prefill worker i%2 and
+			// decode worker i%2.
 			for _, w := range []int{0, c.Prefill.Workers} {
-				for _, off := range offsets {
+				for _, off := range sweepOffsets {
 					r := Request{Index: i, ArrivalUS: int64(i) * 1_500_000, PromptTokens: 2048, OutputTokens: 40, CancelUS: -1}
 					rs = append(rs, r)
 					fs = append(fs, Fault{AtUS: r.ArrivalUS + off, Kind: "restart", Request: -1, Worker: w + i%2})
 					i++
 				}
 			}
-			sortFaults(fs)
 			return rs, fs
 		}},
 	{Name: "long-wait", FaultFree: true,
@@ -205,6 +216,12 @@ var Scenarios = []Scenario{
 			return evenly(45, 0, 30_000, 1024, 50, "g", 256), nil
 		}},
 }
+
+// sweepOffsets are the times after a request's arrival at which the sweep
+// scenarios strike: during routing, the prefill, the transfer (a
+// 2,048-token prefill at 20,000 tokens per second ends at 102.4 ms and
+// its transfer takes about 11 ms) and the decode.
+var sweepOffsets = []int64{0, 300, 700, 1_500, 5_000, 20_000, 60_000, 103_000, 104_500, 107_000, 110_000, 112_500, 116_000, 118_000, 150_000, 400_000, 900_000}
 
 // LookupScenario finds a scenario by name.
 func LookupScenario(name string) (*Scenario, error) {
