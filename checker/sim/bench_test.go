@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"flag"
 	"io"
 	"math/rand/v2"
 	"testing"
@@ -52,7 +53,9 @@ func benchConfig() *Config {
 // benchGapUS is the mean gap between arrivals of the benchmark workload.
 const benchGapUS = 3000
 
-var benchN = 100_000
+// benchN is the benchmark workload's length: -requests N runs another,
+// to show that memory does not grow with it.
+var benchN = flag.Int("requests", 100_000, "requests in BenchmarkSimulate_100k's workload")
 
 // BenchmarkSimulate_100k runs 100,000 requests on 8 prefill and 8 decode
 // workers and reports events per second.
@@ -67,7 +70,7 @@ func BenchmarkSimulate_100k(b *testing.B) {
 				if pol == "destination-first" {
 					cfg.Engine = model.SGLang
 				}
-				res, err := Run(context.Background(), cfg, newStream(1, benchN, benchGapUS), Options{})
+				res, err := Run(context.Background(), cfg, newStream(1, *benchN, benchGapUS), Options{})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -135,3 +135,33 @@ func TestSimulate_FaultsSeedDeterministic(t *testing.T) {
 		t.Fatalf("no drawn fault struck:\n%s", a)
 	}
 }
+
+// TestDocsImages_Fresh: the plots the README shows are what
+// `timeline --scenario stranded-source --compare` draws today. Rewrite
+// with: go test ./cmd/handoffcheck -run TestDocsImages_Fresh -rewrite
+func TestDocsImages_Fresh(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := runCLI(t, "timeline", "--scenario", "stranded-source", "--compare", "--out", dir); code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for from, to := range map[string]string{"compare-blocks.png": "stranded-source-blocks.png", "compare-phases.png": "stranded-source-phases.png"} {
+		got, err := os.ReadFile(filepath.Join(dir, from))
+		if err != nil {
+			t.Fatal(err)
+		}
+		committed := filepath.Join("..", "..", "docs", "img", to)
+		if *rewrite {
+			if err := os.WriteFile(committed, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(committed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("docs/img/%s is stale: the timeline draws another picture today (rewrite with -rewrite)", to)
+		}
+	}
+}
