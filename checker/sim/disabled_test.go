@@ -140,7 +140,7 @@ func TestDisabledModeUnchanged(t *testing.T) {
 	}
 	var wls []wl
 	for i, gap := range []int64{1_000, 5_000, 20_000, 50_000, 200_000} {
-		wls = append(wls, wl{name: "steady", reqs: steady(150+40*i, gap).reqs})
+		wls = append(wls, wl{name: "steady", reqs: steady(150+40*i, gap).Reqs})
 	}
 	for i, seed := range []uint64{1, 2, 3, 4, 5, 6} {
 		wls = append(wls, wl{name: "random", reqs: randomWorkload(seed, 200, int64(2_000+3_000*i), 0.1*float64(i%3))})
@@ -153,7 +153,7 @@ func TestDisabledModeUnchanged(t *testing.T) {
 			cfg.DecodeRouter = rr
 			cfg.Decode.Slots = 8
 			var got []Step
-			res, err := Run(context.Background(), cfg, &sliceSource{reqs: w.reqs}, Options{DisabledSteps: &got})
+			res, err := Run(context.Background(), cfg, &SliceSource{Reqs: w.reqs}, Options{DisabledSteps: &got})
 			if err != nil {
 				t.Fatal(err)
 			}

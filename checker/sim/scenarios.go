@@ -140,13 +140,7 @@ var Scenarios = []Scenario{
 		}},
 	{Name: "fault-sweep",
 		Meaning: "every schedulable fault but restarts at offsets from 0 to 900 ms after arrival, one request each, so that each strikes in every phase of a handoff",
-		tune: func(c *Config) {
-			c.Prefill.Workers, c.Decode.Workers = 2, 2
-			c.PrefillRouter, c.DecodeRouter = RoundRobin, RoundRobin
-			// A 2,048-token prefill computes for 102.4 ms; its transfer
-			// then takes about 11 ms: the offsets below fall in each phase.
-			c.Prefill.TokensPerSec = 20_000
-		},
+		tune:    sweepCluster,
 		build: func(c *Config) ([]Request, []Fault) {
 			type kind struct{ kind, to, side, msg string }
 			kinds := []kind{
@@ -160,7 +154,7 @@ var Scenarios = []Scenario{
 			i := 0
 			for _, k := range kinds {
 				for _, off := range sweepOffsets {
-					r := Request{Index: i, ArrivalUS: int64(i) * 1_500_000, PromptTokens: 2048, OutputTokens: 40, CancelUS: -1}
+					r := sweepRequest(i)
 					rs = append(rs, r)
 					fs = append(fs, Fault{AtUS: r.ArrivalUS + off, Kind: k.kind, Request: i, Worker: -1, To: k.to, Side: k.side, Msg: k.msg})
 					i++
@@ -171,11 +165,7 @@ var Scenarios = []Scenario{
 		}},
 	{Name: "restart-sweep",
 		Meaning: "a restart of the prefill or the decode worker a request uses, at offsets from 0 to 900 ms after its arrival, one request each",
-		tune: func(c *Config) {
-			c.Prefill.Workers, c.Decode.Workers = 2, 2
-			c.PrefillRouter, c.DecodeRouter = RoundRobin, RoundRobin
-			c.Prefill.TokensPerSec = 20_000
-		},
+		tune:    sweepCluster,
 		build: func(c *Config) ([]Request, []Fault) {
 			var rs []Request
 			var fs []Fault
@@ -184,7 +174,7 @@ var Scenarios = []Scenario{
 			// decode worker i%2.
 			for _, w := range []int{0, c.Prefill.Workers} {
 				for _, off := range sweepOffsets {
-					r := Request{Index: i, ArrivalUS: int64(i) * 1_500_000, PromptTokens: 2048, OutputTokens: 40, CancelUS: -1}
+					r := sweepRequest(i)
 					rs = append(rs, r)
 					fs = append(fs, Fault{AtUS: r.ArrivalUS + off, Kind: "restart", Request: -1, Worker: w + i%2})
 					i++
@@ -222,6 +212,21 @@ var Scenarios = []Scenario{
 // 2,048-token prefill at 20,000 tokens per second ends at 102.4 ms and
 // its transfer takes about 11 ms) and the decode.
 var sweepOffsets = []int64{0, 300, 700, 1_500, 5_000, 20_000, 60_000, 103_000, 104_500, 107_000, 110_000, 112_500, 116_000, 118_000, 150_000, 400_000, 900_000}
+
+// sweepCluster is the sweep scenarios' cluster: two workers of each role
+// taken in turn, and a prefill slow enough that each phase of a handoff
+// lasts long enough for an offset to fall in it.
+func sweepCluster(c *Config) {
+	c.Prefill.Workers, c.Decode.Workers = 2, 2
+	c.PrefillRouter, c.DecodeRouter = RoundRobin, RoundRobin
+	c.Prefill.TokensPerSec = 20_000
+}
+
+// sweepRequest is the sweep scenarios' request i: alone on the cluster,
+// 1.5 s after the one before.
+func sweepRequest(i int) Request {
+	return Request{Index: i, ArrivalUS: int64(i) * 1_500_000, PromptTokens: 2048, OutputTokens: 40, CancelUS: -1}
+}
 
 // LookupScenario finds a scenario by name.
 func LookupScenario(name string) (*Scenario, error) {

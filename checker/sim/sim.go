@@ -252,19 +252,49 @@ type request struct {
 
 // marks are the faults a plan holds for a request until they can strike.
 type marks struct {
-	lose, dup         [2]int
-	loseMsg, dupMsg   [2]string
-	hang, failXfer    bool
-	cancel            bool
-	delay             [2]bool
-	abort, evict      [2]bool
-	loseAny, dupAny   int
-	loseAnyM, dupAnyM string
+	lose, dup      factMark
+	hang, failXfer bool
+	cancel         bool
+	delay          [2]bool
+	abort, evict   [2]bool
+}
+
+// factMark is how many of the next facts to each side (or to either) a
+// plan loses or duplicates, and which fact it names ("" for any).
+type factMark struct {
+	n      [2]int
+	msg    [2]string
+	any    int
+	anyMsg string
+}
+
+func (f *factMark) add(to model.Side, hasTo bool, msg string) {
+	if hasTo {
+		f.n[to]++
+		f.msg[to] = msg
+		return
+	}
+	f.any++
+	f.anyMsg = msg
+}
+
+// take reports whether the fact m, going to side to, is one the mark
+// strikes, and spends the mark if so.
+func (f *factMark) take(to model.Side, m model.Msg) bool {
+	if f.n[to] > 0 && (f.msg[to] == "" || f.msg[to] == m.String()) {
+		f.n[to]--
+		return true
+	}
+	if f.any > 0 && (f.anyMsg == "" || f.anyMsg == m.String()) {
+		f.any--
+		return true
+	}
+	return false
 }
 
 // left counts the faults the plan held for a request that never struck.
 func (m *marks) left() int {
-	n := m.loseAny + m.dupAny + m.lose[0] + m.lose[1] + m.dup[0] + m.dup[1]
+	n := m.lose.any + m.dup.any + m.lose.n[0] + m.lose.n[1] + m.dup.n[0] + m.dup.n[1]
 	for _, b := range []bool{m.hang, m.failXfer, m.cancel, m.delay[0], m.delay[1], m.abort[0], m.abort[1], m.evict[0], m.evict[1]} {
 		if b {
 			n++
@@ -931,14 +961,14 @@ func (s *Sim) fireMove(e *event) {
 		return
 	case checker.MvDeliver:
 		to := model.Side(m.Arg)
-		if s.takeMark(&r.m.lose[to], &r.m.loseMsg[to], &r.m.loseAny, &r.m.loseAnyM, m.Msg) {
+		if r.m.lose.take(to, m.Msg) {
 			if s.do(r, checker.Move{Kind: checker.MvLose, H: 0, Arg: m.Arg, Msg: m.Msg}, false) {
 				r.lost[to] = true
 				s.stats.faults++
 			}
 			return
 		}
-		if s.takeMark(&r.m.dup[to], &r.m.dupMsg[to], &r.m.dupAny, &r.m.dupAnyM, m.Msg) {
+		if r.m.dup.take(to, m.Msg) {
 			if s.do(r, checker.Move{Kind: checker.MvDuplicate, H: 0, Arg: m.Arg, Msg: m.Msg}, false) {
 				s.stats.faults++
 			}
@@ -957,18 +987,6 @@ func (s *Sim) fireMove(e *event) {
 		// No longer enabled: what enables it again schedules it again.
 		s.schedule(r)
 	}
-}
-
-func (s *Sim) takeMark(n *int, msg *string, any *int, anyMsg *string, m model.Msg) bool {
-	if *n > 0 && (*msg == "" || *msg == m.String()) {
-		*n--
-		return true
-	}
-	if *any > 0 && (*anyMsg == "" || *anyMsg == m.String()) {
-		*any--
-		return true
-	}
-	return false
 }
 
 // routeDecode is the decode router choosing a worker: the request's world
@@ -1147,21 +1165,9 @@ func (s *Sim) strike(f *Fault) {
 	to, hasTo := sideIndex(f.To)
 	switch f.Kind {
 	case "loss":
-		if hasTo {
-			mk.lose[to]++
-			mk.loseMsg[to] = f.Msg
-		} else {
-			mk.loseAny++
-			mk.loseAnyM = f.Msg
-		}
+		mk.lose.add(to, hasTo, f.Msg)
 	case "duplicate":
-		if hasTo {
-			mk.dup[to]++
-			mk.dupMsg[to] = f.Msg
-		} else {
-			mk.dupAny++
-			mk.dupAnyM = f.Msg
-		}
+		mk.dup.add(to, hasTo, f.Msg)
 	case "hang":
 		mk.hang = true
 	case "transfer_failure":

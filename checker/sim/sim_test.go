@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"io"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -10,28 +9,14 @@ import (
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
-// sliceSource is a workload held in memory.
-type sliceSource struct {
-	reqs []Request
-	i    int
-}
-
-func (s *sliceSource) Next() (Request, error) {
-	if s.i == len(s.reqs) {
-		return Request{}, io.EOF
-	}
-	s.i++
-	return s.reqs[s.i-1], nil
-}
-
 // steady is n requests every gapUS, prompts cycling through a few lengths.
-func steady(n int, gapUS int64) *sliceSource {
-	src := &sliceSource{}
+func steady(n int, gapUS int64) *SliceSource {
+	src := &SliceSource{}
 	for i := 0; i < n; i++ {
-		src.reqs = append(src.reqs, Request{Index: i, ArrivalUS: int64(i) * gapUS, PromptTokens: model.Tokens(256 + 512*(i%4)),
+		src.Reqs = append(src.Reqs, Request{Index: i, ArrivalUS: int64(i) * gapUS, PromptTokens: model.Tokens(256 + 512*(i%4)),
 			OutputTokens: model.Tokens(16 + 8*(i%5)), PrefixGroup: []string{"a", "b", ""}[i%3], PrefixTokens: model.Tokens(128 * (i % 3 % 2)), CancelUS: -1})
-		if src.reqs[i].PrefixGroup == "" {
-			src.reqs[i].PrefixTokens = 0
+		if src.Reqs[i].PrefixGroup == "" {
+			src.Reqs[i].PrefixTokens = 0
 		}
 	}
 	return src
@@ -129,10 +114,13 @@ func randomWorkload(seed uint64, n int, meanGapUS int64, cancelShare float64) []
 	return out
 }
 
-// TestScenarios_PassOnTheClock runs every named scenario under both
-// policies with the generated machines: every invariant holds on every
-// step, and BoundedReclaim holds, faults included.
+// TestScenarios_PassOnTheClock runs every named scenario under the
+// checker's four runs with the generated machines: every invariant holds
+// on every step, and BoundedReclaim holds, faults included. It also
+// measures how many rows of the built-in tables the scenario set fires on
+// the clock, and lists those it never fires.
 func TestScenarios_PassOnTheClock(t *testing.T) {
+	var fired [2][]uint64
 	for _, sc := range Scenarios {
 		for _, run := range timedRuns {
 			cfg, reqs, faults, err := sc.Setup(run.policy)
@@ -153,26 +141,6 @@ func TestScenarios_PassOnTheClock(t *testing.T) {
 				t.Fatalf("%s %s: %d requests accounted of %d", sc.Name, pol, s.Succeeded+s.Failed+s.Cancelled, len(reqs))
 			}
 			t.Logf("%-22s %-17s ok=%d failed=%d cancelled=%d faults=%d/%d stranded=%.1f block-s reclaim-max=%.1fms", sc.Name, pol, s.Succeeded, s.Failed, s.Cancelled, s.FaultsStruck, s.FaultsStruck+s.FaultsMissed, s.StrandedBlockSeconds, s.ReclaimMaxMS)
-		}
-	}
-}
-
-// TestScenarios_RowsOnTheClock measures how many rows of the built-in
-// tables the scenario set fires on the clock, under the checker's four
-// runs, and lists those it never fires.
-func TestScenarios_RowsOnTheClock(t *testing.T) {
-	var fired [2][]uint64
-	for _, sc := range Scenarios {
-		for _, run := range timedRuns {
-			cfg, reqs, faults, err := sc.Setup(run.policy)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg.Engine = run.engine
-			res, err := Run(context.Background(), cfg, &SliceSource{Reqs: reqs}, Options{Faults: faults, FaultFree: sc.FaultFree})
-			if err != nil || res.Violation != nil {
-				t.Fatalf("%s %s: %v %v", sc.Name, run.policy, err, res.Violation)
-			}
 			for r := range fired {
 				if fired[r] == nil {
 					fired[r] = make([]uint64, len(res.Rows[r]))

@@ -153,17 +153,15 @@ func cmdTimeline(c *command, e *env, args []string) int {
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
+	if *compare {
+		return runScenarioCompare(c, e, sc, *out, *asJSON)
+	}
 	cfg, reqs, faults, err := sc.Setup(*policy)
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
 	in := simInputs{cfg: cfg, faults: faults, faultFre: sc.FaultFree,
 		open: func() (sim.Source, error) { return &sim.SliceSource{Reqs: reqs}, nil }}
-	if *compare {
-		in.open = nil
-		in.cfg = nil
-		return runScenarioCompare(c, e, sc, *out, *asJSON)
-	}
 	return runSimulation(c, e, in, *out, false, *asJSON)
 }
 
@@ -183,7 +181,7 @@ func runSimulation(c *command, e *env, in simInputs, out string, compare, asJSON
 		if res == nil {
 			return code
 		}
-		if out != "" && code == exitOK || out != "" && code == exitViolation {
+		if out != "" {
 			if _, err := plot.WriteDir(tl, out); err != nil {
 				return c.bad(e, "writing plots: %v", err)
 			}
@@ -191,37 +189,36 @@ func runSimulation(c *command, e *env, in simInputs, out string, compare, asJSON
 		printSim(e, []*sim.Result{res}, asJSON)
 		return code
 	}
-	var results []*sim.Result
-	var tls []*sim.Timeline
-	worst := exitOK
-	for _, pol := range []string{"source-first", "destination-first"} {
+	return runCompare(c, e, out, asJSON, func(pol string) (simInputs, error) {
 		cfg := *in.cfg
 		if err := overrideSim(&cfg, pol, engineFor(pol), false, 0); err != nil {
-			return c.bad(e, "%v", err)
+			return simInputs{}, err
 		}
 		run := in
 		run.cfg = &cfg
-		res, tl, code := simulateOnce(c, e, run, filepath.Join(out, pol))
-		if res == nil {
-			return code
-		}
-		results, tls = append(results, res), append(tls, tl)
-		worst = max(worst, code)
-	}
-	return finishCompare(c, e, results, tls, out, asJSON, worst)
+		return run, nil
+	})
 }
 
 func runScenarioCompare(c *command, e *env, sc *sim.Scenario, out string, asJSON bool) int {
+	return runCompare(c, e, out, asJSON, func(pol string) (simInputs, error) {
+		cfg, reqs, faults, err := sc.Setup(pol)
+		return simInputs{cfg: cfg, faults: faults, faultFre: sc.FaultFree,
+			open: func() (sim.Source, error) { return &sim.SliceSource{Reqs: reqs}, nil }}, err
+	})
+}
+
+// runCompare runs the inputs each policy gives, each into its own
+// directory, then plots them side by side.
+func runCompare(c *command, e *env, out string, asJSON bool, inputs func(policy string) (simInputs, error)) int {
 	var results []*sim.Result
 	var tls []*sim.Timeline
 	worst := exitOK
 	for _, pol := range []string{"source-first", "destination-first"} {
-		cfg, reqs, faults, err := sc.Setup(pol)
+		in, err := inputs(pol)
 		if err != nil {
 			return c.bad(e, "%v", err)
 		}
-		in := simInputs{cfg: cfg, faults: faults, faultFre: sc.FaultFree,
-			open: func() (sim.Source, error) { return &sim.SliceSource{Reqs: reqs}, nil }}
 		res, tl, code := simulateOnce(c, e, in, filepath.Join(out, pol))
 		if res == nil {
 			return code

@@ -143,11 +143,8 @@ func blockPanel(ws *sim.WorkerSeries, ta timeAxis, lo, hi float64) *gplot.Plot {
 // line, and notes in its corner the peak pinned, reserved and stranded
 // counts, which a capacity-sized axis can make too thin to read.
 func Blocks(tl *sim.Timeline) (*Figure, error) {
-	if err := checkTimeline(tl); err != nil {
+	if err := checkWorkers(tl); err != nil {
 		return nil, err
-	}
-	if len(tl.Workers) == 0 {
-		return nil, ErrNoWorkers
 	}
 	lo, hi := sampleSpan(tl)
 	ta := newTimeAxis(hi - lo)
@@ -161,27 +158,15 @@ func Blocks(tl *sim.Timeline) (*Figure, error) {
 	for i := range tl.Workers {
 		panels[i/cols][i%cols] = blockPanel(&tl.Workers[i], ta, lo, hi)
 	}
-	key := blocksKey()
-	w := 11 * vg.Inch
-	hh := headerHeight(key, w)
-	title := "KV blocks per worker: " + label(tl)
-	return &Figure{
-		Name: "blocks", Title: title, Width: w, Height: hh + vg.Length(rows)*2.5*vg.Inch,
-		draw: func(c draw.Canvas) { grid(drawHeader(c, title, key), panels) },
-	}, nil
+	return gridFigure("blocks", "KV blocks per worker: "+label(tl), blocksKey(), 11*vg.Inch, vg.Length(rows)*2.5*vg.Inch, panels), nil
 }
 
 // CompareBlocks puts two runs' block charts side by side, a's workers in
 // the left column and b's in the right, one row per worker, on one time
 // axis so the same moment lines up across the columns.
 func CompareBlocks(a, b *sim.Timeline) (*Figure, error) {
-	for _, tl := range []*sim.Timeline{a, b} {
-		if err := checkTimeline(tl); err != nil {
-			return nil, err
-		}
-		if len(tl.Workers) == 0 {
-			return nil, ErrNoWorkers
-		}
+	if err := checkWorkers(a, b); err != nil {
+		return nil, err
 	}
 	lo, hi := sampleSpan(a, b)
 	ta := newTimeAxis(hi - lo)

@@ -126,11 +126,8 @@ func loadPanels(ws *sim.WorkerSeries, ta timeAxis, lo, hi, tokTop, reqTop float6
 // headroom in use); below, its in-flight requests and, on decode workers,
 // the slots used against the slot limit.
 func Load(tl *sim.Timeline) (*Figure, error) {
-	if err := checkTimeline(tl); err != nil {
+	if err := checkWorkers(tl); err != nil {
 		return nil, err
-	}
-	if len(tl.Workers) == 0 {
-		return nil, ErrNoWorkers
 	}
 	lo, hi := sampleSpan(tl)
 	ta := newTimeAxis(hi - lo)
@@ -151,25 +148,14 @@ func Load(tl *sim.Timeline) (*Figure, error) {
 		r := 2 * (i / cols)
 		panels[r][i%cols], panels[r+1][i%cols] = top, bottom
 	}
-	w := 11 * vg.Inch
-	hh := headerHeight(loadKey, w)
-	title := "Load per worker: " + label(tl)
-	return &Figure{
-		Name: "load", Title: title, Width: w, Height: hh + vg.Length(rows)*1.6*vg.Inch,
-		draw: func(c draw.Canvas) { grid(drawHeader(c, title, loadKey), panels) },
-	}, nil
+	return gridFigure("load", "Load per worker: "+label(tl), loadKey, 11*vg.Inch, vg.Length(rows)*1.6*vg.Inch, panels), nil
 }
 
 // CompareLoad puts two runs' load panels side by side, a on the left and
 // b on the right, each worker's panels on one scale across the columns.
 func CompareLoad(a, b *sim.Timeline) (*Figure, error) {
-	for _, tl := range []*sim.Timeline{a, b} {
-		if err := checkTimeline(tl); err != nil {
-			return nil, err
-		}
-		if len(tl.Workers) == 0 {
-			return nil, ErrNoWorkers
-		}
+	if err := checkWorkers(a, b); err != nil {
+		return nil, err
 	}
 	lo, hi := sampleSpan(a, b)
 	ta := newTimeAxis(hi - lo)

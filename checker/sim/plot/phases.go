@@ -304,14 +304,7 @@ func Phases(tl *sim.Timeline) (*Figure, error) {
 		panels[0][0].Title.Text = "whole span"
 		panels[0] = append(panels[0], ganttPanel(tl, reqs, zta, lo, z, zoomTitle(zta, lo, z)))
 	}
-	key := phaseKey()
-	w := 11 * vg.Inch
-	hh := headerHeight(key, w)
-	title := "Handoff phases, first " + strconv.Itoa(len(tl.Handoffs)) + " requests: " + label(tl)
-	return &Figure{
-		Name: "phases", Title: title, Width: w, Height: hh + phasesHeight(len(reqs)),
-		draw: func(c draw.Canvas) { grid(drawHeader(c, title, key), panels) },
-	}, nil
+	return gridFigure("phases", "Handoff phases, first "+strconv.Itoa(len(tl.Handoffs))+" requests: "+label(tl), phaseKey(), 11*vg.Inch, phasesHeight(len(reqs)), panels), nil
 }
 
 // ComparePhases puts two runs' phase charts side by side, a on the left
@@ -332,12 +325,5 @@ func ComparePhases(a, b *sim.Timeline) (*Figure, error) {
 		zt := zoomTitle(zta, lo, z)
 		panels = append(panels, []*gplot.Plot{ganttPanel(a, reqs, zta, lo, z, label(a)+", "+zt), ganttPanel(b, reqs, zta, lo, z, label(b)+", "+zt)})
 	}
-	key := phaseKey()
-	w := 12 * vg.Inch
-	hh := headerHeight(key, w)
-	title := "Handoff phases: " + label(a) + " vs " + label(b)
-	return &Figure{
-		Name: "compare-phases", Title: title, Width: w, Height: hh + vg.Length(len(panels))*phasesHeight(len(reqs)),
-		draw: func(c draw.Canvas) { grid(drawHeader(c, title, key), panels) },
-	}, nil
+	return gridFigure("compare-phases", "Handoff phases: "+label(a)+" vs "+label(b), phaseKey(), 12*vg.Inch, vg.Length(len(panels))*phasesHeight(len(reqs)), panels), nil
 }

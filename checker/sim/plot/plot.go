@@ -296,6 +296,15 @@ func columnTitles(c draw.Canvas, titles []string) draw.Canvas {
 
 // grid lays panels out with gonum's Align, so every panel's data area has
 // the same size and the axes line up; nil panels leave their cell empty.
+// gridFigure is a figure of panels in a grid under a header: its title
+// and key. height is the panels' height.
+func gridFigure(name, title string, key []keyItem, w vg.Length, height vg.Length, panels [][]*gplot.Plot) *Figure {
+	return &Figure{
+		Name: name, Title: title, Width: w, Height: headerHeight(key, w) + height,
+		draw: func(c draw.Canvas) { grid(drawHeader(c, title, key), panels) },
+	}
+}
+
 func grid(c draw.Canvas, panels [][]*gplot.Plot) {
 	rows := len(panels)
 	if rows == 0 {
@@ -342,6 +351,20 @@ func workerTitle(ws *sim.WorkerSeries) string {
 
 // checkTimeline refuses what the charts cannot place: a nil timeline and
 // times or counts that are not finite numbers.
+// checkWorkers refuses timelines a worker chart cannot draw: broken ones,
+// or ones without workers.
+func checkWorkers(tls ...*sim.Timeline) error {
+	for _, tl := range tls {
+		if err := checkTimeline(tl); err != nil {
+			return err
+		}
+		if len(tl.Workers) == 0 {
+			return ErrNoWorkers
+		}
+	}
+	return nil
+}
+
 func checkTimeline(tl *sim.Timeline) error {
 	if tl == nil {
 		return errors.New("plot: nil timeline")
