@@ -195,6 +195,59 @@ var Scenarios = []Scenario{
 		build: func(c *Config) ([]Request, []Fault) {
 			return evenly(4, 0, 10_000, 4096, 200, "", 0), nil
 		}},
+	{Name: "slow-transfer", FaultFree: true,
+		Meaning: "no fault, a pull that takes longer than the source's lease: heartbeats keep the lease alive while it runs",
+		tune: func(c *Config) {
+			c.Prefill.Workers, c.Decode.Workers = 1, 1
+			c.BandwidthGbps = 0.1 // 268 MB take 2.7 s
+			if c.Policy == "source-first" {
+				// Under destination-first nothing renews the pushing
+				// source's lease: a push longer than the lease fails,
+				// so there the lease keeps its default.
+				c.Timers.LeaseUS = 1_000_000
+				c.Timers.HeartbeatUS = 250_000
+			}
+		},
+		build: func(c *Config) ([]Request, []Fault) {
+			return evenly(3, 0, 5_000_000, 2048, 20, "", 0), nil
+		}},
+	{Name: "waiting-faults",
+		Meaning: "decode full, so that destinations wait long for capacity (and, destination-first, sources for a reservation), while each request takes one fault: aborts, lost and duplicated facts, cancels, at offsets into the wait",
+		tune: func(c *Config) {
+			c.Prefill.Workers, c.Decode.Workers = 1, 1
+			c.Decode.CapacityBlocks = 600 // two 4K-token prompts
+			c.Decode.Slots = 2
+			c.Decode.HeadroomTokens = 2 * 512
+		},
+		build: func(c *Config) ([]Request, []Fault) {
+			type kind struct{ kind, to, side string }
+			kinds := []kind{
+				{kind: "abort", side: "source"}, {kind: "abort", side: "destination"}, {kind: "cancel"},
+				{kind: "loss", to: "source"}, {kind: "loss", to: "destination"}, {kind: "duplicate", to: "source"},
+			}
+			offsets := []int64{500, 50_000, 400_000, 1_500_000, 3_000_000}
+			var rs []Request
+			var fs []Fault
+			i := 0
+			for _, k := range kinds {
+				if k.kind == "loss" && k.to == "destination" && c.Policy == "destination-first" {
+					// Under destination-first a queued reservation request
+					// has no deadline of its own: with the source's
+					// Cancelled lost it waits for capacity, then for the
+					// reservation's deadline, and BoundedReclaim fails
+					// (TestKnownGap_QueuedReservationHasNoDeadline).
+					continue
+				}
+				for _, off := range offsets {
+					r := Request{Index: i, ArrivalUS: int64(i) * 150_000, PromptTokens: 4096, OutputTokens: 100, CancelUS: -1}
+					rs = append(rs, r)
+					fs = append(fs, Fault{AtUS: r.ArrivalUS + off, Kind: k.kind, Request: i, Worker: -1, To: k.to, Side: k.side})
+					i++
+				}
+			}
+			sortFaults(fs)
+			return rs, fs
+		}},
 	{Name: "router-modes", FaultFree: true,
 		Meaning: "the decode worker chosen at random: the lifecycle holds whichever worker the router picks",
 		tune: func(c *Config) {
@@ -211,7 +264,8 @@ var Scenarios = []Scenario{
 // scenarios strike: during routing, the prefill, the transfer (a
 // 2,048-token prefill at 20,000 tokens per second ends at 102.4 ms and
 // its transfer takes about 11 ms) and the decode.
-var sweepOffsets = []int64{0, 300, 700, 1_500, 5_000, 20_000, 60_000, 103_000, 104_500, 107_000, 110_000, 112_500, 116_000, 118_000, 150_000, 400_000, 900_000}
+var sweepOffsets = []int64{0, 300, 700, 1_500, 5_000, 20_000, 60_000, 103_000, 104_500, 107_000, 110_000, 112_500,
+	113_000, 113_300, 113_600, 113_900, 114_200, 116_000, 118_000, 150_000, 400_000, 900_000}
 
 // sweepCluster is the sweep scenarios' cluster: two workers of each role
 // taken in turn, and a prefill slow enough that each phase of a handoff
