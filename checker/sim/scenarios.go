@@ -229,16 +229,19 @@ var Scenarios = []Scenario{
 			var rs []Request
 			var fs []Fault
 			i := 0
-			for _, k := range kinds {
-				if k.kind == "loss" && k.to == "destination" && c.Policy == "destination-first" {
-					// Under destination-first a queued reservation request
-					// has no deadline of its own: with the source's
-					// Cancelled lost it waits for capacity, then for the
-					// reservation's deadline, and BoundedReclaim fails
-					// (TestKnownGap_QueuedReservationHasNoDeadline).
-					continue
-				}
-				for _, off := range offsets {
+			// Offsets outside, kinds inside: every kind strikes requests
+			// early and late in the queue, so some wait long.
+			for _, off := range offsets {
+				for _, k := range kinds {
+					if k.kind == "loss" && k.to == "destination" && c.Policy == "destination-first" {
+						// Under destination-first a queued reservation
+						// request has no deadline of its own: with the
+						// source's Cancelled lost it waits for capacity,
+						// then for the reservation's deadline, and
+						// BoundedReclaim fails
+						// (TestKnownGap_QueuedReservationHasNoDeadline).
+						continue
+					}
 					r := Request{Index: i, ArrivalUS: int64(i) * 150_000, PromptTokens: 4096, OutputTokens: 100, CancelUS: -1}
 					rs = append(rs, r)
 					fs = append(fs, Fault{AtUS: r.ArrivalUS + off, Kind: k.kind, Request: i, Worker: -1, To: k.to, Side: k.side})
@@ -265,7 +268,7 @@ var Scenarios = []Scenario{
 // 2,048-token prefill at 20,000 tokens per second ends at 102.4 ms and
 // its transfer takes about 11 ms) and the decode.
 var sweepOffsets = []int64{0, 300, 700, 1_500, 5_000, 20_000, 60_000, 103_000, 104_500, 107_000, 110_000, 112_500,
-	113_000, 113_300, 113_600, 113_900, 114_200, 116_000, 118_000, 150_000, 400_000, 900_000}
+	113_000, 113_300, 113_600, 113_900, 114_200, 114_500, 114_800, 115_100, 115_400, 115_700, 116_000, 118_000, 150_000, 400_000, 900_000}
 
 // sweepCluster is the sweep scenarios' cluster: two workers of each role
 // taken in turn, and a prefill slow enough that each phase of a handoff
