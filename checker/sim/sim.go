@@ -67,11 +67,11 @@ var ErrInput = errors.New("sim: input does not fit the configuration")
 // Violation is an invariant broken during a run: which, when, the handoff
 // and its history.
 type Violation struct {
-	Invariant string
-	AtUS      int64
-	Request   int
-	Detail    string
-	History   []string
+	Invariant string   `json:"invariant"`
+	AtUS      int64    `json:"at_us"`
+	Request   int      `json:"request"`
+	Detail    string   `json:"detail"`
+	History   []string `json:"history"`
 }
 
 func (v *Violation) Error() string {

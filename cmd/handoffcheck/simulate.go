@@ -117,7 +117,7 @@ func cmdSimulate(c *command, e *env, args []string) int {
 	in.open = func() (sim.Source, error) { return openWorkload(*workloadFile) }
 	// Read the workload once up front so that a bad file is refused
 	// before anything runs, and count its requests for a drawn plan.
-	n, err := countWorkload(in.open)
+	n, lastUS, err := countWorkload(in.open)
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
@@ -125,7 +125,7 @@ func cmdSimulate(c *command, e *env, args []string) int {
 	case set["faults"]:
 		in.faults, err = loadFaults(*faultsFile)
 	case set["faults-seed"]:
-		in.faults, err = drawFaults(*faultsSeed, *faultsCount, strings.Split(*faultsKinds, ","), n, cfg)
+		in.faults, err = drawFaults(*faultsSeed, *faultsCount, strings.Split(*faultsKinds, ","), n, lastUS, cfg)
 	}
 	if err != nil {
 		return c.bad(e, "%v", err)
@@ -368,22 +368,22 @@ func openWorkload(file string) (sim.Source, error) {
 }
 
 // countWorkload reads a workload through, refusing it at its first bad
-// line, and counts its requests.
-func countWorkload(open func() (sim.Source, error)) (int, error) {
+// line, and counts its requests and finds its last arrival.
+func countWorkload(open func() (sim.Source, error)) (int, int64, error) {
 	src, err := open()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	n := 0
+	n, last := 0, int64(0)
 	for {
-		_, err := src.Next()
+		r, err := src.Next()
 		if err == io.EOF {
-			return n, nil
+			return n, last, nil
 		}
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		n++
+		n, last = n+1, r.ArrivalUS
 	}
 }
 
@@ -399,17 +399,15 @@ func loadFaults(file string) ([]sim.Fault, error) {
 	return toSimFaults(p, file), nil
 }
 
-func drawFaults(seed uint64, n int, kinds []string, requests int, cfg *sim.Config) ([]sim.Fault, error) {
-	p, err := faultplan.Draw(seed, n, requests, cfg.NumWorkers(), kinds, max(1, lastArrivalHint(requests)))
+// drawFaults draws a plan whose faults fall within the workload's
+// arrivals (at least one second of them).
+func drawFaults(seed uint64, n int, kinds []string, requests int, lastUS int64, cfg *sim.Config) ([]sim.Fault, error) {
+	p, err := faultplan.Draw(seed, n, requests, cfg.NumWorkers(), kinds, max(lastUS, 1_000_000))
 	if err != nil {
 		return nil, fmt.Errorf("--faults-seed: %w", err)
 	}
 	return toSimFaults(p, "--faults-seed"), nil
 }
-
-// lastArrivalHint is the horizon drawn faults spread over: a request
-// every 25 ms, as the default workload roughly has.
-func lastArrivalHint(requests int) int64 { return int64(requests) * 25_000 }
 
 func toSimFaults(p *faultplan.Plan, file string) []sim.Fault {
 	out := make([]sim.Fault, len(p.Faults))
