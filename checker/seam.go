@@ -40,7 +40,7 @@ func (c *Checker) Finished(s *State, h int) bool { return c.finished(s, h) }
 // and reordering it chooses is enabled.
 func (c *Checker) Budget() Remaining { return c.budget }
 
-// Firing names the row a firing fired, for histories.
+// FiringText names a firing by its states and event, for histories.
 func (c *Checker) FiringText(f Firing) string {
 	return c.proto.StateName(f.Role, f.From) + " --" + EventName(f.Role, f.Event) + "--> " + c.proto.StateName(f.Role, f.To)
 }
