@@ -141,6 +141,18 @@ func TestScenarios_PassOnTheClock(t *testing.T) {
 				t.Fatalf("%s %s: %d requests accounted of %d", sc.Name, pol, s.Succeeded+s.Failed+s.Cancelled, len(reqs))
 			}
 			t.Logf("%-22s %-17s ok=%d failed=%d cancelled=%d faults=%d/%d stranded=%.1f block-s reclaim-max=%.1fms", sc.Name, pol, s.Succeeded, s.Failed, s.Cancelled, s.FaultsStruck, s.FaultsStruck+s.FaultsMissed, s.StrandedBlockSeconds, s.ReclaimMaxMS)
+			// The measured figures measure: nothing is stranded where no
+			// fault strikes and every handoff can succeed; faults strand
+			// blocks and strike; shared prefixes hit.
+			reserves := run.engine.Traits().CanReserve
+			switch {
+			case sc.FaultFree && reserves && s.StrandedBlockSeconds != 0:
+				t.Errorf("%s %s: %.1f stranded block-seconds without a fault", sc.Name, pol, s.StrandedBlockSeconds)
+			case sc.Name == "failure-matrix" && reserves && (s.StrandedBlockSeconds == 0 || s.FaultsStruck == 0):
+				t.Errorf("%s %s: faults struck %d, stranded %.1f block-seconds: want both above 0", sc.Name, pol, s.FaultsStruck, s.StrandedBlockSeconds)
+			case sc.Name == "router-engine-parity" && reserves && s.PrefixHitTokens == 0:
+				t.Errorf("%s %s: a shared prefix never hit", sc.Name, pol)
+			}
 			for r := range fired {
 				if fired[r] == nil {
 					fired[r] = make([]uint64, len(res.Rows[r]))

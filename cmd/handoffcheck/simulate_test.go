@@ -38,7 +38,7 @@ func TestSimulate_DefaultRunsAndRepeats(t *testing.T) {
 			Cancelled int `json:"cancelled"`
 		} `json:"summary"`
 	}
-	if code != exitOK || json.Unmarshal([]byte(js), &out) != nil || out.Summary.Requests != 200 || out.Summary.Succeeded+out.Summary.Cancelled != 200 {
+	if code != exitOK || json.Unmarshal([]byte(js), &out) != nil || out.Summary.Requests != 200 || out.Summary.Succeeded+out.Summary.Cancelled != 200 || out.Summary.Cancelled == 0 {
 		t.Fatalf("--json: exit %d, %+v\n%s", code, out, js)
 	}
 }
