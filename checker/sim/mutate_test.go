@@ -56,6 +56,8 @@ func TestMutateTimed_Survivors(t *testing.T) {
 	for _, r := range res {
 		if r.Killed {
 			fmt.Fprintf(&b, "killed %s: %s, %s, %s\n", r.Mutant.Name, r.Scenario, r.Policy, r.Invariant)
+			// With -v: why, for whoever judges a kill.
+			t.Logf("%s: %s", r.Mutant.Name, r.Detail)
 		}
 	}
 	for _, r := range res {

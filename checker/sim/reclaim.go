@@ -5,15 +5,18 @@ import (
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/machines"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
 // NameBoundedReclaim and NameStrandedBlockSeconds are the timed properties
-// of docs/lifecycle.md section 4, judged on every simulated run.
+// of docs/lifecycle.md section 4, judged on every simulated run;
+// NameBoundedGiveUp is the simulator's own, beyond the contract's list.
 const (
 	NameBoundedReclaim       = "BoundedReclaim"
 	NameStrandedBlockSeconds = "StrandedBlockSeconds"
+	NameBoundedGiveUp        = "BoundedGiveUp"
 )
 
 // obligation is what BoundedReclaim asks of a side once its peer reached
@@ -25,6 +28,7 @@ type obligation struct {
 	ver      uint32
 	excused  bool // the telling fact was lost, or its sender restarted
 	slow     bool // the side's core fell behind
+	why      string
 }
 
 // holds is what BoundedReclaim asks a side to return: everything it
@@ -34,6 +38,16 @@ type obligation struct {
 // its in-flight count. An activated destination decodes on: what it then
 // holds is the request's, not the handoff's.
 func holds(x *model.Handoff, sd model.Side) (bool, string) {
+	return holding(x, sd, false)
+}
+
+// holdsAny is what BoundedGiveUp asks a side to return: everything it
+// holds for the request, an activated destination's decode included.
+func holdsAny(x *model.Handoff, sd model.Side) (bool, string) {
+	return holding(x, sd, true)
+}
+
+func holding(x *model.Handoff, sd model.Side, decode bool) (bool, string) {
 	if sd == model.SourceSide {
 		switch {
 		case x.Src == model.SrcPinned:
@@ -48,7 +62,11 @@ func holds(x *model.Handoff, sd model.Side) (bool, string) {
 		return false, ""
 	}
 	switch {
-	case x.Dst == model.DstActive || x.Activated:
+	case decode && x.Dst == model.DstActive:
+		return true, "its active decode blocks"
+	case decode && x.Running:
+		return true, "its decode slot"
+	case !decode && (x.Dst == model.DstActive || x.Activated):
 		return false, ""
 	case x.Dst == model.DstReserved:
 		return true, "its destination reservation"
@@ -141,6 +159,15 @@ func (s *Sim) checkReclaim(r *request, sd model.Side, ver uint32) {
 			return
 		}
 	}
+	if o.excused && sd == model.SourceSide && (x.Compute == model.ComputeQueued || x.Compute == model.ComputeRunning) {
+		// A prefill under way ends by itself, and the source, untold,
+		// learns at its first step after it (destination-first: the
+		// push into the fenced reservation fails).
+		o.ver++
+		o.deadline = s.now + s.reclaimBound()
+		s.push(&event{at: o.deadline, kind: evReclaim, r: r, side: sd, ver: o.ver})
+		return
+	}
 	why := fmt.Sprintf("the %s ended %s at %s", peer, x.Outcome[peer], fmtMS(o.since))
 	bound := "the delivery latency and the grace"
 	if o.excused {
@@ -153,6 +180,108 @@ func (s *Sim) checkReclaim(r *request, sd model.Side, ver uint32) {
 	}
 	s.fail(r, NameBoundedReclaim, fmt.Sprintf("%s, yet the %s (worker %d) still holds %s %s later, beyond %s (%s)",
 		why, sd, x.Worker(sd), what, fmtDur(s.now-o.since), bound, fmtDur(o.deadline-o.since)))
+}
+
+// givesUp reports whether a row took an event by which its own side learns
+// the attempt is over: the client's cancel reaching it, its own abort,
+// the failure of the transfer it runs, or one of its own deadlines (a
+// heartbeat is not one). The row may ignore the event; BoundedGiveUp
+// then judges what the side keeps holding.
+func givesUp(f *checker.Firing) bool {
+	if f.Role == spec.Source {
+		switch machines.SourceEvent(f.Event) {
+		case machines.SourceEventClientCancelled, machines.SourceEventLocalAbort, machines.SourceEventTransferFailed,
+			machines.SourceEventLeaseExpired, machines.SourceEventBootstrapExpired, machines.SourceEventTransferTimeout:
+			return true
+		}
+		return false
+	}
+	switch machines.DestinationEvent(f.Event) {
+	case machines.DestinationEventClientCancelled, machines.DestinationEventLocalAbort, machines.DestinationEventTransferFailed,
+		machines.DestinationEventReservationExpired, machines.DestinationEventTransferTimeout:
+		return true
+	}
+	return false
+}
+
+// giveUp opens BoundedGiveUp's obligation on a side whose row just took
+// an event that gives the attempt up, if the side holds something.
+func (s *Sim) giveUp(r *request) {
+	x := &r.st.W.H[0]
+	for i := range s.log {
+		f := &s.log[i]
+		sd := model.SourceSide
+		if f.Role == spec.Destination {
+			sd = model.DestinationSide
+		}
+		if r.gaveUp[sd] != nil || !givesUp(f) {
+			continue
+		}
+		if ok, _ := holdsAny(x, sd); !ok {
+			continue
+		}
+		o := &obligation{since: s.now, deadline: s.now + s.reclaimBound(), why: checker.EventName(f.Role, f.Event)}
+		r.gaveUp[sd] = o
+		s.push(&event{at: o.deadline, kind: evGiveUp, r: r, side: sd, ver: o.ver})
+	}
+}
+
+// settleGiveUps closes the BoundedGiveUp obligations whose side returned
+// everything.
+func (s *Sim) settleGiveUps(r *request) {
+	x := &r.st.W.H[0]
+	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+		if r.gaveUp[sd] == nil {
+			continue
+		}
+		if ok, _ := holdsAny(x, sd); !ok || r.retired {
+			s.stats.gaveUpIn(s.now - r.gaveUp[sd].since)
+			r.gaveUp[sd] = nil
+		}
+	}
+}
+
+// checkGiveUp judges a BoundedGiveUp obligation at its deadline. A side
+// whose scheduler core fell behind gets the slow core's time. A
+// destination whose pages a transfer may still write waits for the writes
+// to stop (DestinationHeldWhileWritten): for a transfer that runs, until
+// it ends; for one that hung, until its own transfer deadline.
+func (s *Sim) checkGiveUp(r *request, sd model.Side, ver uint32) {
+	o := r.gaveUp[sd]
+	if r.retired || o == nil || o.ver != ver {
+		return
+	}
+	x := &r.st.W.H[0]
+	ok, what := holdsAny(x, sd)
+	if !ok {
+		s.settleGiveUps(r)
+		return
+	}
+	later := func(at int64) {
+		o.ver++
+		o.deadline = at
+		s.push(&event{at: o.deadline, kind: evGiveUp, r: r, side: sd, ver: o.ver})
+	}
+	if !o.slow && x.Slow[sd] {
+		o.slow = true
+		later(o.deadline + s.cfg.SlowCoreUS)
+		return
+	}
+	bound := "the delivery latency, its core applying the command and the grace"
+	if sd == model.DestinationSide && x.Xfer == model.XferRunning {
+		if !x.Hung {
+			later(s.now + s.reclaimBound())
+			return
+		}
+		if at := r.timerAt[model.TimerPull]; at >= 0 && !o.excused {
+			o.excused = true
+			later(max(o.deadline, at+s.reclaimBound()))
+			return
+		}
+		bound = "the delivery latency, its core applying the command and the grace (the transfer hung, and no deadline of its own is left to wait for)"
+	}
+	s.fail(r, NameBoundedGiveUp, fmt.Sprintf("the %s (worker %d) gave the attempt up at %s (%s), yet still holds %s %s later, beyond %s (%s)",
+		sd, x.Worker(sd), fmtMS(o.since), o.why, what, fmtDur(s.now-o.since), bound, fmtDur(o.deadline-o.since)))
 }
 
 func fmtDur(d int64) string {

@@ -163,6 +163,51 @@ var Scenarios = []Scenario{
 			sortFaults(fs)
 			return rs, fs
 		}},
+	{Name: "deadline-sweep",
+		Meaning: "deadlines shorter than the lease, so that each fires first: a transfer that hangs, alone, with the destination aborting, and with the fact that would tell the source lost too; a failed transfer after the destination aborted; and, destination-first, prompts whose prefill outlasts the reservation; at the sweep's offsets",
+		tune: func(c *Config) {
+			sweepCluster(c)
+			// A 2,048-token handoff computes for 102.4 ms and moves in
+			// about 11 ms: a hung transfer passes its deadline at about
+			// 400 ms, before a destination-first reservation (armed at
+			// routing) expires at 500 ms, and long before the lease.
+			c.Timers.TransferDeadlineUS = 300_000
+			c.Timers.ReservationUS = 500_000
+		},
+		build: func(c *Config) ([]Request, []Fault) {
+			type fault struct{ kind, to, side string }
+			plans := [][]fault{
+				{{kind: "hang"}},
+				{{kind: "hang"}, {kind: "abort", side: "destination"}},
+				{{kind: "hang"}, {kind: "abort", side: "destination"}, {kind: "loss", to: "source"}},
+				{{kind: "transfer_failure"}, {kind: "abort", side: "destination"}},
+			}
+			var rs []Request
+			var fs []Fault
+			i := 0
+			for _, plan := range plans {
+				for _, off := range sweepOffsets {
+					r := sweepRequest(i)
+					rs = append(rs, r)
+					for _, f := range plan {
+						fs = append(fs, Fault{AtUS: r.ArrivalUS + off, Kind: f.kind, Request: i, Worker: -1, To: f.to, Side: f.side})
+					}
+					i++
+				}
+			}
+			if c.Policy == "destination-first" {
+				// 16,384 tokens compute for 819 ms: the reservation made
+				// for them expires while the prefill runs.
+				for k := 0; k < 3; k++ {
+					r := sweepRequest(i)
+					r.PromptTokens = 16_384
+					rs = append(rs, r)
+					i++
+				}
+			}
+			sortFaults(fs)
+			return rs, fs
+		}},
 	{Name: "restart-sweep",
 		Meaning: "a restart of the prefill or the decode worker a request uses, at offsets from 0 to 900 ms after its arrival, one request each",
 		tune:    sweepCluster,
@@ -212,7 +257,7 @@ var Scenarios = []Scenario{
 			return evenly(3, 0, 5_000_000, 2048, 20, "", 0), nil
 		}},
 	{Name: "waiting-faults",
-		Meaning: "decode full, so that destinations wait long for capacity (and, destination-first, sources for a reservation), while each request takes one fault: aborts, lost and duplicated facts, cancels, at offsets into the wait",
+		Meaning: "decode full, so that destinations wait long for capacity (and, destination-first, sources for a reservation), while each request takes one fault: aborts, lost and duplicated facts, cancels, at offsets into the wait; and the prefill worker restarts while they wait",
 		tune: func(c *Config) {
 			c.Prefill.Workers, c.Decode.Workers = 1, 1
 			c.Decode.CapacityBlocks = 600 // two 4K-token prompts
@@ -248,6 +293,10 @@ var Scenarios = []Scenario{
 					i++
 				}
 			}
+			// The prefill worker restarts while destinations queue for
+			// capacity: they learn it from their health checks, with no
+			// deadline of their own to wait for.
+			fs = append(fs, Fault{AtUS: 2_200_000, Kind: "restart", Request: -1, Worker: 0})
 			sortFaults(fs)
 			return rs, fs
 		}},

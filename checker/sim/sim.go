@@ -236,6 +236,7 @@ type request struct {
 	stranded  [2]model.Blocks
 	lost      [2]bool // a fact to the side was lost
 	owed      [2]*obligation
+	gaveUp    [2]*obligation // BoundedGiveUp's
 	phases    phaseClock
 	history   history
 	firstTok  int64
@@ -389,6 +390,7 @@ const (
 	evFault
 	evCancel
 	evReclaim
+	evGiveUp
 	evSample
 )
 
@@ -500,6 +502,8 @@ func (s *Sim) run(ctx context.Context, opt Options) (*Result, error) {
 			s.clientCancel(e.r)
 		case evReclaim:
 			s.checkReclaim(e.r, e.side, e.ver)
+		case evGiveUp:
+			s.checkGiveUp(e.r, e.side, e.ver)
 		case evSample:
 			s.tl.sample(s)
 			if s.q.Len() > 0 {
@@ -551,6 +555,8 @@ func (s *Sim) stale(e *event) bool {
 		return e.ver != r.timerVer[e.timer]
 	case e.kind == evReclaim:
 		return r.owed[e.side] == nil || r.owed[e.side].ver != e.ver
+	case e.kind == evGiveUp:
+		return r.gaveUp[e.side] == nil || r.gaveUp[e.side].ver != e.ver
 	}
 	return false
 }
@@ -710,8 +716,10 @@ func (s *Sim) react(r *request, before *checker.State, m checker.Move) {
 	if r.doomedAt < 0 && (x.Cancelled || x.Xfer == model.XferFailed || failed(x.Outcome[0]) || failed(x.Outcome[1])) {
 		r.doomedAt = s.now
 	}
+	s.giveUp(r)
 	s.strand(r)
 	s.settleObligations(r)
+	s.settleGiveUps(r)
 	if b.Xfer != model.XferRunning && x.Xfer == model.XferRunning {
 		r.xferStart = s.now
 	}
@@ -732,12 +740,17 @@ func (s *Sim) react(r *request, before *checker.State, m checker.Move) {
 		return
 	}
 	x = &r.st.W.H[0]
+	// A hang strikes once the transfer is all the request waits on (where
+	// the checker offers it); until then, or until the transfer ends, the
+	// mark waits.
 	if r.m.hang && x.Xfer == model.XferRunning && !x.Hung {
-		r.m.hang = false
 		if s.do(r, checker.Move{Kind: checker.MvHang, H: 0}, false) {
+			r.m.hang = false
 			s.stats.faults++
 			return
 		}
+	} else if r.m.hang && x.Xfer.Finished() {
+		r.m.hang = false
 		s.stats.faultsMissed++
 	}
 	s.schedule(r)

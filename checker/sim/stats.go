@@ -50,6 +50,8 @@ type Summary struct {
 	PrefixHitTokens  int64   `json:"prefix_hit_tokens"`
 	ReclaimObligated int     `json:"reclaim_obligations"`
 	ReclaimMaxMS     float64 `json:"reclaim_max_ms"`
+	GiveUpObligated  int     `json:"give_up_obligations"`
+	GiveUpMaxMS      float64 `json:"give_up_max_ms"`
 
 	StrandedBlockSeconds float64         `json:"stranded_block_seconds"`
 	Workers              []WorkerSummary `json:"workers"`
@@ -114,6 +116,8 @@ type stats struct {
 	hitTokens                                 int64
 	obligated                                 int
 	reclaimMax                                int64
+	gaveUp                                    int
+	giveUpMax                                 int64
 	lastDone                                  int64
 }
 
@@ -159,6 +163,11 @@ func (st *stats) hits(t model.Tokens) { st.hitTokens += int64(t) }
 func (st *stats) reclaimed(d int64) {
 	st.obligated++
 	st.reclaimMax = max(st.reclaimMax, d)
+}
+
+func (st *stats) gaveUpIn(d int64) {
+	st.gaveUp++
+	st.giveUpMax = max(st.giveUpMax, d)
 }
 
 // retire records a request's final attempt.
@@ -215,6 +224,7 @@ func (s *Sim) result(events uint64, interrupted bool) *Result {
 		MakespanMS: ms(end), TTFT: st.ttft.pcts(), E2E: st.e2e.pcts(),
 		Transfers: st.transfers, TransfersFailed: st.transfersFailed, TransferBytes: st.transferBytes,
 		PrefixHitTokens: st.hitTokens, ReclaimObligated: st.obligated, ReclaimMaxMS: ms(st.reclaimMax),
+		GiveUpObligated: st.gaveUp, GiveUpMaxMS: ms(st.giveUpMax),
 		Events: events,
 	}
 	if end > 0 {

@@ -146,6 +146,8 @@ func summaryRows(tls []*sim.Timeline) []tableRow {
 		{"prefix hit tokens", func(s *sim.Summary) string { return strconv.FormatInt(s.PrefixHitTokens, 10) }},
 		{"reclaim obligations", func(s *sim.Summary) string { return itoa(s.ReclaimObligated) }},
 		{"reclaim max (ms)", func(s *sim.Summary) string { return num(s.ReclaimMaxMS) }},
+		{"give-up obligations", func(s *sim.Summary) string { return itoa(s.GiveUpObligated) }},
+		{"give-up max (ms)", func(s *sim.Summary) string { return num(s.GiveUpMaxMS) }},
 		{"stranded block-seconds, total", func(s *sim.Summary) string { return num(s.StrandedBlockSeconds) }},
 	}
 	nw := 0
