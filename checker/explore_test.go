@@ -68,12 +68,12 @@ func TestExplore_PinnedCounts(t *testing.T) {
 		depth       int
 	}{
 		{smallConfig, "vllm", true, 563, 1154, 15},
-		{smallConfig, "sglang", true, 906, 2011, 16},
+		{smallConfig, "sglang", true, 897, 2000, 16},
 		{smallConfig, "trtllm", true, 137, 275, 10},
 		{twoByTwo, "vllm", true, 11358, 35209, 20},
-		{twoByTwo, "sglang", true, 31345, 94966, 24},
+		{twoByTwo, "sglang", true, 33126, 100640, 24},
 		{twoByTwo, "vllm", false, 44949, 139455, 20},
-		{twoByTwo, "sglang", false, 124911, 378498, 24},
+		{twoByTwo, "sglang", false, 132019, 401162, 24},
 	}
 	for _, tc := range cases {
 		cfg := mustConfig(t, tc.config)

@@ -65,8 +65,8 @@ func violationsAtFirstFailingDepth(t testing.TB, c *Checker) []levelViolation {
 
 // When several states of a level break invariants, the checker reports the
 // first in breadth-first order: by the state it is found from, and only
-// then by the move. Here (a source that, cancelled while it awaits its
-// destination, aborts without completing) the failing level holds
+// then by the move. Here (a source that, cancelled while pinned, releases
+// its blocks without fencing its registration first) the failing level holds
 // violations whose move indices do not grow with their states: a later
 // state fails by an earlier move, or by being quiescent. Ordering by move
 // first, or letting whichever worker finishes first win, would report
@@ -74,10 +74,10 @@ func violationsAtFirstFailingDepth(t testing.TB, c *Checker) []levelViolation {
 // for one worker and for two.
 func TestExplore_FirstOfSeveralViolationsInALevel(t *testing.T) {
 	s := spec.Default()
-	override(t, s, spec.Source, "AwaitingDestination", "Cancelled", spec.DestinationFirst, "Aborted",
-		"DisarmBootstrap", "ReportSourceAborted")
+	override(t, s, spec.Source, "Pinned", "Cancelled", spec.SourceFirst, "Aborting",
+		"DisarmTransferDeadline", "DisarmLease", "ReleaseSource")
 	cfg := mustConfig(t, smallConfig)
-	c, err := New(interpreted(t, s), cfg, runNamed(t, cfg, "sglang"))
+	c, err := New(interpreted(t, s), cfg, runNamed(t, cfg, "vllm"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -261,8 +261,8 @@ func shapesPeerNotices(t testing.TB, c *Checker, s *State) int {
 func TestShapes_DecodeFirstIsARelabelling(t *testing.T) {
 	one := []string{shH}
 	type want map[string]shapesCounts // by run
-	twoWorkers := want{"vllm": {1446, 3919, 13, 119}, "sglang": {1778, 4503, 15, 159}}
-	threeWorkers := want{"vllm": {2863, 7806, 13, 223}, "sglang": {3534, 8982, 15, 307}}
+	twoWorkers := want{"vllm": {1446, 3919, 13, 119}, "sglang": {1852, 4675, 15, 168}}
+	threeWorkers := want{"vllm": {2863, 7806, 13, 223}, "sglang": {3682, 9326, 15, 325}}
 	cases := []struct {
 		name string
 		cfg  *Config
@@ -279,10 +279,10 @@ func TestShapes_DecodeFirstIsARelabelling(t *testing.T) {
 		// two under destination-first) has one more: the router may pick
 		// either worker, two moves that reach one state up to symmetry.
 		{"decode,decode,prefill interchangeable", mustConfig(t, shapesJSON([]string{shD, shD, shP}, one, shFaults)),
-			want{"vllm": {1446, 3920, 13, 119}, "sglang": {1778, 4505, 15, 159}}},
+			want{"vllm": {1446, 3920, 13, 119}, "sglang": {1852, 4677, 15, 168}}},
 		// Two handoffs on one worker of each role: a restart hits both.
 		{"decode,prefill two handoffs", mustConfig(t, shapesJSON([]string{shD, shP}, []string{shH, shH}, `"restart": 1, "cancel": 1`)),
-			want{"vllm": {8618, 24563, 21, 314}, "sglang": {29036, 86548, 25, 670}}},
+			want{"vllm": {8618, 24563, 21, 314}, "sglang": {28955, 86353, 25, 670}}},
 	}
 	for _, tc := range cases {
 		if tc.cfg.World.Workers[0].Role != model.DecodeWorker {
@@ -578,7 +578,7 @@ func TestShapes_MaximalShape(t *testing.T) {
 
 	// A bounded search stops after a whole level, so its counts do not
 	// depend on the order of the moves.
-	bounded := map[string]shapesCounts{"vllm": {16891, 43497, 6, 5}, "sglang": {17790, 44567, 5, 0}}
+	bounded := map[string]shapesCounts{"vllm": {16891, 43497, 6, 5}, "sglang": {19398, 47999, 5, 0}}
 	for _, run := range cfg.Runs {
 		c := shapesNew(t, cfg, run.Name, true)
 		// Bounded breadth-first search with every fault: the shallow
@@ -687,7 +687,7 @@ func TestShapes_InterchangeableWorkersAlone(t *testing.T) {
 		on, off shapesCounts
 	}{
 		{"vllm", shapesCounts{27620, 81177, 21, 859}, shapesCounts{55025, 161959, 21, 1667}},
-		{"sglang", shapesCounts{95848, 289748, 25, 2082}, shapesCounts{191601, 579260, 25, 4144}},
+		{"sglang", shapesCounts{95534, 288990, 25, 2082}, shapesCounts{190973, 577744, 25, 4144}},
 	} {
 		t.Run(tc.run, func(t *testing.T) { shapesSymmetry(t, cfg, tc.run, tc.on, tc.off) })
 	}
@@ -708,7 +708,7 @@ func TestShapes_InterchangeableHandoffsAlone(t *testing.T) {
 		on, off shapesCounts
 	}{
 		{"vllm", shapesCounts{27882, 82299, 21, 843}, shapesCounts{55697, 164390, 21, 1667}},
-		{"sglang", shapesCounts{87969, 262800, 25, 2007}, shapesCounts{175838, 525249, 25, 3988}},
+		{"sglang", shapesCounts{87655, 262042, 25, 2007}, shapesCounts{175210, 523733, 25, 3988}},
 	} {
 		t.Run(tc.run, func(t *testing.T) { shapesSymmetry(t, cfg, tc.run, tc.on, tc.off) })
 	}

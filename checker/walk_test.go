@@ -69,9 +69,9 @@ func TestWalk_ReportFigures(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
 	runs := []Run{runNamed(t, cfg, "vllm"), runNamed(t, cfg, "sglang")}
 	pinned := map[Schedule]map[string][2]int64{
-		ScheduleUniform:   {"vllm": {146, 40}, "sglang": {170, 76}},
-		SchedulePositions: {"vllm": {321, 91}, "sglang": {385, 132}},
-		SchedulePCT:       {"vllm": {354, 113}, "sglang": {408, 141}},
+		ScheduleUniform:   {"vllm": {146, 40}, "sglang": {162, 68}},
+		SchedulePositions: {"vllm": {321, 91}, "sglang": {377, 129}},
+		SchedulePCT:       {"vllm": {354, 113}, "sglang": {401, 131}},
 	}
 	for _, sched := range []Schedule{ScheduleUniform, SchedulePositions, SchedulePCT} {
 		t.Run(sched.String(), func(t *testing.T) {

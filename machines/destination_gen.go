@@ -241,7 +241,7 @@ type DestinationTransition struct {
 }
 
 // NumDestinationRows is the number of rows in the destination table.
-const NumDestinationRows = 68
+const NumDestinationRows = 70
 
 // Step applies an event under a policy. It is pure: it returns the next
 // state and the actions as data, or a *StepError when the event has no row
@@ -325,12 +325,13 @@ func destinationOnDestinationRouted(s DestinationState, p Policy) (DestinationTr
 	case DestinationFirst:
 		switch s {
 		case DestinationStateIdle:
-			// row 2: reserve before anything is computed
+			// row 2: reserve before anything is computed; the deadline bounds the wait for capacity, so that a destination whose source gave up untold does not wait for ever
 			return DestinationTransition{
 				To: DestinationStateReserving,
-				Actions: DestinationActions{n: 2, a: [MaxDestinationActions]DestinationAction{
+				Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
 					DestinationActionAcceptRequest,
 					DestinationActionRequestReservation,
+					DestinationActionArmReservationTimer,
 				}},
 				Row: 2,
 			}, true
@@ -410,7 +411,8 @@ func destinationOnReservationRefused(s DestinationState, p Policy) (DestinationT
 			// row 6: an engine without destination reservation fails cleanly with a terminal outcome
 			return DestinationTransition{
 				To: DestinationStateAborted,
-				Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
+				Actions: DestinationActions{n: 4, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionDisarmReservationTimer,
 					DestinationActionSendCancelled,
 					DestinationActionReportDecodeFailed,
 					DestinationActionComplete,
@@ -566,7 +568,7 @@ func destinationOnHeartbeatDue(s DestinationState, p Policy) (DestinationTransit
 // destinationOnReservationExpired handles ReservationExpired.
 func destinationOnReservationExpired(s DestinationState, p Policy) (DestinationTransition, bool) {
 	switch s {
-	case DestinationStateIdle, DestinationStateReserving, DestinationStateReceiving, DestinationStateDraining, DestinationStateActive:
+	case DestinationStateIdle, DestinationStateReceiving, DestinationStateDraining, DestinationStateActive:
 		// row 45: no reservation deadline is armed here
 		return DestinationTransition{To: s, Row: 45}, true
 	case DestinationStateActivating:
@@ -578,6 +580,12 @@ func destinationOnReservationExpired(s DestinationState, p Policy) (DestinationT
 	}
 	// The rows below hold under some policies only.
 	switch p {
+	case SourceFirst:
+		switch s {
+		case DestinationStateReserving:
+			// row 69: a source-first destination arms no reservation deadline: the source's lease bounds the wait
+			return DestinationTransition{To: s, Row: 69}, true
+		}
 	case DestinationFirst:
 		switch s {
 		case DestinationStateReserved:
@@ -590,6 +598,16 @@ func destinationOnReservationExpired(s DestinationState, p Policy) (DestinationT
 					DestinationActionSendCancelled,
 				}},
 				Row: 18,
+			}, true
+		case DestinationStateReserving:
+			// row 70: no capacity came in time: take the request back from the core and tell the source, which then need not wait for its bootstrap deadline
+			return DestinationTransition{
+				To: DestinationStateWithdrawing,
+				Actions: DestinationActions{n: 2, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionWithdrawReservation,
+					DestinationActionSendCancelled,
+				}},
+				Row: 70,
 			}, true
 		}
 	}
@@ -665,9 +683,12 @@ func destinationOnCancelled(s DestinationState, p Policy) (DestinationTransition
 		case DestinationStateReserving:
 			// row 28: the source gave up before the reservation; nothing is held
 			return DestinationTransition{
-				To:      DestinationStateWithdrawing,
-				Actions: DestinationActions{n: 1, a: [MaxDestinationActions]DestinationAction{DestinationActionWithdrawReservation}},
-				Row:     28,
+				To: DestinationStateWithdrawing,
+				Actions: DestinationActions{n: 2, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionWithdrawReservation,
+					DestinationActionDisarmReservationTimer,
+				}},
+				Row: 28,
 			}, true
 		}
 	}
@@ -739,8 +760,9 @@ func destinationOnClientCancelled(s DestinationState, p Policy) (DestinationTran
 			// row 32: cancel while waiting for capacity; nothing is held
 			return DestinationTransition{
 				To: DestinationStateWithdrawing,
-				Actions: DestinationActions{n: 2, a: [MaxDestinationActions]DestinationAction{
+				Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
 					DestinationActionWithdrawReservation,
+					DestinationActionDisarmReservationTimer,
 					DestinationActionSendCancelled,
 				}},
 				Row: 32,
@@ -812,8 +834,9 @@ func destinationOnLocalAbort(s DestinationState, p Policy) (DestinationTransitio
 			// row 34: abort while waiting for capacity; nothing is held
 			return DestinationTransition{
 				To: DestinationStateWithdrawing,
-				Actions: DestinationActions{n: 2, a: [MaxDestinationActions]DestinationAction{
+				Actions: DestinationActions{n: 3, a: [MaxDestinationActions]DestinationAction{
 					DestinationActionWithdrawReservation,
+					DestinationActionDisarmReservationTimer,
 					DestinationActionSendCancelled,
 				}},
 				Row: 34,
@@ -874,9 +897,12 @@ func destinationOnPeerRestarted(s DestinationState, p Policy) (DestinationTransi
 		case DestinationStateReserving:
 			// row 30: the prefill will never run
 			return DestinationTransition{
-				To:      DestinationStateWithdrawing,
-				Actions: DestinationActions{n: 1, a: [MaxDestinationActions]DestinationAction{DestinationActionWithdrawReservation}},
-				Row:     30,
+				To: DestinationStateWithdrawing,
+				Actions: DestinationActions{n: 2, a: [MaxDestinationActions]DestinationAction{
+					DestinationActionWithdrawReservation,
+					DestinationActionDisarmReservationTimer,
+				}},
+				Row: 30,
 			}, true
 		}
 	}

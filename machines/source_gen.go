@@ -15,6 +15,8 @@ const (
 	SourceStateIdle SourceState = iota
 	// SourceStatePrimed: destination-first: the destination's reservation arrived before the request.
 	SourceStatePrimed
+	// SourceStateAbandoned: destination-first: the destination gave the handoff up before the request arrived; the request is refused when it comes.
+	SourceStateAbandoned
 	// SourceStateAwaitingDestination: destination-first: request accepted, prefill gated until the destination reserves.
 	SourceStateAwaitingDestination
 	// SourceStateComputing: prefill dispatched: compute blocks are active and count as compute load.
@@ -40,12 +42,12 @@ const (
 )
 
 // NumSourceStates is the number of source states.
-const NumSourceStates = 13
+const NumSourceStates = 14
 
 // SourceInitial is the state every source machine starts in.
 const SourceInitial = SourceStateIdle
 
-var sourceStateNames = [...]string{"Idle", "Primed", "AwaitingDestination", "Computing", "Pinned", "Sending", "Pushed", "Stopping", "Releasing", "Aborting", "Released", "Aborted", "Forgotten"}
+var sourceStateNames = [...]string{"Idle", "Primed", "Abandoned", "AwaitingDestination", "Computing", "Pinned", "Sending", "Pushed", "Stopping", "Releasing", "Aborting", "Released", "Aborted", "Forgotten"}
 
 // String returns the name, as written in the spec.
 func (x SourceState) String() string {
@@ -55,7 +57,7 @@ func (x SourceState) String() string {
 	return "SourceState(" + strconv.Itoa(int(x)) + ")"
 }
 
-var sourceTerminal = [NumSourceStates]bool{false, false, false, false, false, false, false, false, false, false, true, true, true}
+var sourceTerminal = [NumSourceStates]bool{false, false, false, false, false, false, false, false, false, false, false, true, true, true}
 
 // Terminal reports whether the state takes no more events.
 func (s SourceState) Terminal() bool {
@@ -237,7 +239,7 @@ type SourceTransition struct {
 }
 
 // NumSourceRows is the number of rows in the source table.
-const NumSourceRows = 56
+const NumSourceRows = 67
 
 // Step applies an event under a policy. It is pure: it returns the next
 // state and the actions as data, or a *StepError when the event has no row
@@ -337,6 +339,17 @@ func sourceOnRequestArrived(s SourceState, p Policy) (SourceTransition, bool) {
 				}},
 				Row: 3,
 			}, true
+		case SourceStateAbandoned:
+			// row 58: the destination already gave up: fail the request at once, holding nothing
+			return SourceTransition{
+				To: SourceStateAborted,
+				Actions: SourceActions{n: 3, a: [MaxSourceActions]SourceAction{
+					SourceActionAcceptRequest,
+					SourceActionReportSourceAborted,
+					SourceActionComplete,
+				}},
+				Row: 58,
+			}, true
 		}
 	}
 	return SourceTransition{}, false
@@ -375,6 +388,9 @@ func sourceOnDestinationReserved(s SourceState, p Policy) (SourceTransition, boo
 				}},
 				Row: 7,
 			}, true
+		case SourceStateAbandoned:
+			// row 59: a late or duplicated reservation of a destination that gave up opens nothing
+			return SourceTransition{To: s, Row: 59}, true
 		}
 	}
 	return SourceTransition{}, false
@@ -515,6 +531,9 @@ func sourceOnReaderCompleted(s SourceState, p Policy) (SourceTransition, bool) {
 				}},
 				Row: 17,
 			}, true
+		case SourceStateAbandoned:
+			// row 60: nothing was read here
+			return SourceTransition{To: s, Row: 60}, true
 		}
 	}
 	return SourceTransition{}, false
@@ -542,12 +561,18 @@ func sourceOnLeaseRenewed(s SourceState, p Policy) (SourceTransition, bool) {
 				Row:     22,
 			}, true
 		}
+	case DestinationFirst:
+		switch s {
+		case SourceStateAbandoned:
+			// row 61: no lease to renew here
+			return SourceTransition{To: s, Row: 61}, true
+		}
 	}
 	return SourceTransition{}, false
 }
 
-// sourceOnLeaseExpired handles LeaseExpired, alike under every policy.
-func sourceOnLeaseExpired(s SourceState, _ Policy) (SourceTransition, bool) {
+// sourceOnLeaseExpired handles LeaseExpired.
+func sourceOnLeaseExpired(s SourceState, p Policy) (SourceTransition, bool) {
 	switch s {
 	case SourceStatePinned, SourceStateSending, SourceStatePushed:
 		// row 24: the owner reclaims on its own deadline: fence before free, no final peer message needed
@@ -567,6 +592,15 @@ func sourceOnLeaseExpired(s SourceState, _ Policy) (SourceTransition, bool) {
 	case SourceStateStopping, SourceStateReleasing, SourceStateAborting:
 		// row 49: the lease was stopped; a stale timer changes nothing
 		return SourceTransition{To: s, Row: 49}, true
+	}
+	// The rows below hold under some policies only.
+	switch p {
+	case DestinationFirst:
+		switch s {
+		case SourceStateAbandoned:
+			// row 64: no lease is armed before the request arrives
+			return SourceTransition{To: s, Row: 64}, true
+		}
 	}
 	return SourceTransition{}, false
 }
@@ -596,6 +630,9 @@ func sourceOnBootstrapExpired(s SourceState, p Policy) (SourceTransition, bool) 
 				}},
 				Row: 26,
 			}, true
+		case SourceStateAbandoned:
+			// row 65: the bootstrap deadline is armed only when the request arrives
+			return SourceTransition{To: s, Row: 65}, true
 		}
 	}
 	return SourceTransition{}, false
@@ -604,9 +641,6 @@ func sourceOnBootstrapExpired(s SourceState, p Policy) (SourceTransition, bool) 
 // sourceOnCancelled handles Cancelled.
 func sourceOnCancelled(s SourceState, p Policy) (SourceTransition, bool) {
 	switch s {
-	case SourceStateIdle:
-		// row 10: nothing is held yet; the bootstrap deadline covers a request that then arrives
-		return SourceTransition{To: s, Row: 10}, true
 	case SourceStateComputing:
 		// row 32: the destination is gone; computing on would only strand the KV
 		return SourceTransition{
@@ -632,11 +666,17 @@ func sourceOnCancelled(s SourceState, p Policy) (SourceTransition, bool) {
 	}
 	// The rows below hold under some policies only.
 	switch p {
+	case SourceFirst:
+		switch s {
+		case SourceStateIdle:
+			// row 10: a source-first destination exists only after the pin: nothing is held, and nothing is to come
+			return SourceTransition{To: s, Row: 10}, true
+		}
 	case DestinationFirst:
 		switch s {
 		case SourceStatePrimed:
-			// row 8: the remembered reservation is gone; wait again for the request
-			return SourceTransition{To: SourceStateIdle, Row: 8}, true
+			// row 8: the remembered reservation is gone and the destination gave up: refuse the request when it comes, rather than hold it until the bootstrap deadline
+			return SourceTransition{To: SourceStateAbandoned, Row: 8}, true
 		case SourceStateAwaitingDestination:
 			// row 28: the destination gave up before prefill; nothing is held
 			return SourceTransition{
@@ -648,6 +688,12 @@ func sourceOnCancelled(s SourceState, p Policy) (SourceTransition, bool) {
 				}},
 				Row: 28,
 			}, true
+		case SourceStateIdle:
+			// row 57: the Cancelled overtook the request: remember it, so that the request is refused when it comes rather than held until the bootstrap deadline
+			return SourceTransition{To: SourceStateAbandoned, Row: 57}, true
+		case SourceStateAbandoned:
+			// row 62: the destination's give-up is already known
+			return SourceTransition{To: s, Row: 62}, true
 		}
 	}
 	return SourceTransition{}, false
@@ -805,17 +851,29 @@ func sourceOnPeerRestarted(s SourceState, p Policy) (SourceTransition, bool) {
 				Actions: SourceActions{n: 1, a: [MaxSourceActions]SourceAction{SourceActionStopPrefill}},
 				Row:     33,
 			}, true
+		case SourceStateAbandoned:
+			// row 63: the destination already gave up
+			return SourceTransition{To: s, Row: 63}, true
 		}
 	}
 	return SourceTransition{}, false
 }
 
-// sourceOnRestarted handles Restarted, alike under every policy.
-func sourceOnRestarted(s SourceState, _ Policy) (SourceTransition, bool) {
+// sourceOnRestarted handles Restarted.
+func sourceOnRestarted(s SourceState, p Policy) (SourceTransition, bool) {
 	switch s {
 	case SourceStateIdle, SourceStatePrimed, SourceStateAwaitingDestination, SourceStateComputing, SourceStatePinned, SourceStateSending, SourceStatePushed, SourceStateStopping, SourceStateReleasing, SourceStateAborting:
 		// row 56: a restart forgets the attempt; the worker's pool and registrations die with the process
 		return SourceTransition{To: SourceStateForgotten, Row: 56}, true
+	}
+	// The rows below hold under some policies only.
+	switch p {
+	case DestinationFirst:
+		switch s {
+		case SourceStateAbandoned:
+			// row 67: a restart forgets the attempt; nothing was held
+			return SourceTransition{To: SourceStateForgotten, Row: 67}, true
+		}
 	}
 	return SourceTransition{}, false
 }
@@ -852,6 +910,9 @@ func sourceOnTransferTimeout(s SourceState, p Policy) (SourceTransition, bool) {
 		case SourceStateIdle, SourceStatePrimed, SourceStateAwaitingDestination, SourceStateComputing, SourceStatePushed:
 			// row 45: no push runs (yet, or any more); a stale deadline changes nothing
 			return SourceTransition{To: s, Row: 45}, true
+		case SourceStateAbandoned:
+			// row 66: no push runs here
+			return SourceTransition{To: s, Row: 66}, true
 		}
 	}
 	return SourceTransition{}, false
@@ -919,17 +980,18 @@ func _() {
 	var x [1]struct{}
 	_ = x[SourceStateIdle-0]
 	_ = x[SourceStatePrimed-1]
-	_ = x[SourceStateAwaitingDestination-2]
-	_ = x[SourceStateComputing-3]
-	_ = x[SourceStatePinned-4]
-	_ = x[SourceStateSending-5]
-	_ = x[SourceStatePushed-6]
-	_ = x[SourceStateStopping-7]
-	_ = x[SourceStateReleasing-8]
-	_ = x[SourceStateAborting-9]
-	_ = x[SourceStateReleased-10]
-	_ = x[SourceStateAborted-11]
-	_ = x[SourceStateForgotten-12]
+	_ = x[SourceStateAbandoned-2]
+	_ = x[SourceStateAwaitingDestination-3]
+	_ = x[SourceStateComputing-4]
+	_ = x[SourceStatePinned-5]
+	_ = x[SourceStateSending-6]
+	_ = x[SourceStatePushed-7]
+	_ = x[SourceStateStopping-8]
+	_ = x[SourceStateReleasing-9]
+	_ = x[SourceStateAborting-10]
+	_ = x[SourceStateReleased-11]
+	_ = x[SourceStateAborted-12]
+	_ = x[SourceStateForgotten-13]
 	_ = x[SourceEventRequestArrived-0]
 	_ = x[SourceEventDestinationReserved-1]
 	_ = x[SourceEventPrefillPinned-2]

@@ -184,8 +184,8 @@ func (s *Sim) checkReclaim(r *request, sd model.Side, ver uint32) {
 
 // givesUp reports whether a row took an event by which its own side learns
 // the attempt is over: the client's cancel reaching it, its own abort,
-// the failure of the transfer it runs, or one of its own deadlines (a
-// heartbeat is not one). The row may ignore the event; BoundedGiveUp
+// the failure of the transfer it runs, its core refusing to reserve, or
+// one of its own deadlines (a heartbeat is not one). The row may ignore the event; BoundedGiveUp
 // then judges what the side keeps holding.
 func givesUp(f *checker.Firing) bool {
 	if f.Role == spec.Source {
@@ -198,6 +198,7 @@ func givesUp(f *checker.Firing) bool {
 	}
 	switch machines.DestinationEvent(f.Event) {
 	case machines.DestinationEventClientCancelled, machines.DestinationEventLocalAbort, machines.DestinationEventTransferFailed,
+		machines.DestinationEventReservationRefused,
 		machines.DestinationEventReservationExpired, machines.DestinationEventTransferTimeout:
 		return true
 	}

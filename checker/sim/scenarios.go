@@ -208,6 +208,29 @@ var Scenarios = []Scenario{
 			sortFaults(fs)
 			return rs, fs
 		}},
+	{Name: "reorder-sweep",
+		Meaning: "facts that overtake one another (a 0.1 ms latency with 4 ms of jitter), while each request takes one fault in its first milliseconds: the destination aborts, the client cancels, a fact to the source is lost or duplicated; destination-first, a Cancelled may reach the source before its request",
+		tune: func(c *Config) {
+			sweepCluster(c)
+			c.LatencyUS, c.JitterUS = 100, 4_000
+		},
+		build: func(c *Config) ([]Request, []Fault) {
+			type kind struct{ kind, to, side string }
+			kinds := []kind{{kind: "abort", side: "destination"}, {kind: "cancel"}, {kind: "loss", to: "source"}, {kind: "duplicate", to: "source"}}
+			var rs []Request
+			var fs []Fault
+			i := 0
+			for _, k := range kinds {
+				for off := int64(0); off <= 4_000; off += 100 {
+					r := sweepRequest(i)
+					rs = append(rs, r)
+					fs = append(fs, Fault{AtUS: r.ArrivalUS + off, Kind: k.kind, Request: i, Worker: -1, To: k.to, Side: k.side})
+					i++
+				}
+			}
+			sortFaults(fs)
+			return rs, fs
+		}},
 	{Name: "restart-sweep",
 		Meaning: "a restart of the prefill or the decode worker a request uses, at offsets from 0 to 900 ms after its arrival, one request each",
 		tune:    sweepCluster,
@@ -258,48 +281,14 @@ var Scenarios = []Scenario{
 		}},
 	{Name: "waiting-faults",
 		Meaning: "decode full, so that destinations wait long for capacity (and, destination-first, sources for a reservation), while each request takes one fault: aborts, lost and duplicated facts, cancels, at offsets into the wait; and the prefill worker restarts while they wait",
+		tune:    waitingCluster, build: waitingFaults},
+	{Name: "waiting-deadline",
+		Meaning: "waiting-faults with a 20 s reservation deadline: destination-first, a request queued for capacity longer than that gives up on it, and its source must hear so",
 		tune: func(c *Config) {
-			c.Prefill.Workers, c.Decode.Workers = 1, 1
-			c.Decode.CapacityBlocks = 600 // two 4K-token prompts
-			c.Decode.Slots = 2
-			c.Decode.HeadroomTokens = 2 * 512
+			waitingCluster(c)
+			c.Timers.ReservationUS = 20_000_000
 		},
-		build: func(c *Config) ([]Request, []Fault) {
-			type kind struct{ kind, to, side string }
-			kinds := []kind{
-				{kind: "abort", side: "source"}, {kind: "abort", side: "destination"}, {kind: "cancel"},
-				{kind: "loss", to: "source"}, {kind: "loss", to: "destination"}, {kind: "duplicate", to: "source"},
-			}
-			offsets := []int64{500, 50_000, 400_000, 1_500_000, 3_000_000}
-			var rs []Request
-			var fs []Fault
-			i := 0
-			// Offsets outside, kinds inside: every kind strikes requests
-			// early and late in the queue, so some wait long.
-			for _, off := range offsets {
-				for _, k := range kinds {
-					if k.kind == "loss" && k.to == "destination" && c.Policy == "destination-first" {
-						// Under destination-first a queued reservation
-						// request has no deadline of its own: with the
-						// source's Cancelled lost it waits for capacity,
-						// then for the reservation's deadline, and
-						// BoundedReclaim fails
-						// (TestKnownGap_QueuedReservationHasNoDeadline).
-						continue
-					}
-					r := Request{Index: i, ArrivalUS: int64(i) * 150_000, PromptTokens: 4096, OutputTokens: 100, CancelUS: -1}
-					rs = append(rs, r)
-					fs = append(fs, Fault{AtUS: r.ArrivalUS + off, Kind: k.kind, Request: i, Worker: -1, To: k.to, Side: k.side})
-					i++
-				}
-			}
-			// The prefill worker restarts while destinations queue for
-			// capacity: they learn it from their health checks, with no
-			// deadline of their own to wait for.
-			fs = append(fs, Fault{AtUS: 2_200_000, Kind: "restart", Request: -1, Worker: 0})
-			sortFaults(fs)
-			return rs, fs
-		}},
+		build: waitingFaults},
 	{Name: "router-modes", FaultFree: true,
 		Meaning: "the decode worker chosen at random: the lifecycle holds whichever worker the router picks",
 		tune: func(c *Config) {
@@ -381,4 +370,42 @@ func (s *SliceSource) Next() (Request, error) {
 	}
 	s.i++
 	return s.Reqs[s.i-1], nil
+}
+
+// waitingCluster is the waiting scenarios' cluster: one worker of each
+// role, decode full.
+func waitingCluster(c *Config) {
+	c.Prefill.Workers, c.Decode.Workers = 1, 1
+	c.Decode.CapacityBlocks = 600 // two 4K-token prompts
+	c.Decode.Slots = 2
+	c.Decode.HeadroomTokens = 2 * 512
+}
+
+// waitingFaults is the waiting scenarios' workload and faults.
+func waitingFaults(c *Config) ([]Request, []Fault) {
+	type kind struct{ kind, to, side string }
+	kinds := []kind{
+		{kind: "abort", side: "source"}, {kind: "abort", side: "destination"}, {kind: "cancel"},
+		{kind: "loss", to: "source"}, {kind: "loss", to: "destination"}, {kind: "duplicate", to: "source"},
+	}
+	offsets := []int64{500, 50_000, 400_000, 1_500_000, 3_000_000}
+	var rs []Request
+	var fs []Fault
+	i := 0
+	// Offsets outside, kinds inside: every kind strikes requests early
+	// and late in the queue, so some wait long.
+	for _, off := range offsets {
+		for _, k := range kinds {
+			r := Request{Index: i, ArrivalUS: int64(i) * 150_000, PromptTokens: 4096, OutputTokens: 100, CancelUS: -1}
+			rs = append(rs, r)
+			fs = append(fs, Fault{AtUS: r.ArrivalUS + off, Kind: k.kind, Request: i, Worker: -1, To: k.to, Side: k.side})
+			i++
+		}
+	}
+	// The prefill worker restarts while destinations queue for capacity:
+	// they learn it from their health checks, with no deadline of their
+	// own to wait for.
+	fs = append(fs, Fault{AtUS: 2_200_000, Kind: "restart", Request: -1, Worker: 0})
+	sortFaults(fs)
+	return rs, fs
 }

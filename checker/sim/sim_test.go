@@ -6,7 +6,10 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/machines/interp"
 	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
 )
 
 // steady is n requests every gapUS, prompts cycling through a few lengths.
@@ -219,15 +222,14 @@ func TestRetries_FailedRequestsTryAgain(t *testing.T) {
 	}
 }
 
-// TestKnownGap_QueuedReservationHasNoDeadline pins a gap the clock shows
-// in the built-in tables: under destination-first the destination arms its
-// reservation deadline only once it reserved, so a queued request for a
-// reservation has none. When the source gives up and its Cancelled is
-// lost, the destination keeps its queued request while decode stays full,
-// and BoundedReclaim fails. This test fails once the tables give the
-// queued request a deadline: then drop it and the exclusion in
-// waiting-faults.
-func TestKnownGap_QueuedReservationHasNoDeadline(t *testing.T) {
+// TestQueuedReservationHasADeadline: under destination-first the
+// destination arms its reservation deadline when it is routed, so a
+// request for a reservation queued while decode stays full has one too.
+// When the source gives up and its Cancelled is lost, the destination takes
+// its queued request back on that deadline (destination row 70), which
+// BoundedReclaim allows; without the deadline it would keep the request
+// for as long as decode stays full.
+func TestQueuedReservationHasADeadline(t *testing.T) {
 	sc, _ := LookupScenario("waiting-faults")
 	cfg, _, _, err := sc.Setup("destination-first")
 	if err != nil {
@@ -242,8 +244,58 @@ func TestKnownGap_QueuedReservationHasNoDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Violation == nil || res.Violation.Invariant != NameBoundedReclaim || res.Violation.Request != 3 {
-		t.Fatalf("want BoundedReclaim on request 3 (the gap is still there), got %v", res.Violation)
+	if res.Violation != nil {
+		t.Fatalf("%v\n%s", res.Violation, joinHistory(res.Violation.History))
+	}
+	if n := res.Rows[1][70]; n == 0 {
+		t.Fatalf("destination row 70 (Reserving × ReservationExpired) never fired")
+	}
+	if s := res.Summary; s.Failed == 0 || s.Succeeded+s.Failed+s.Cancelled != len(reqs) {
+		t.Fatalf("%d succeeded, %d failed, %d cancelled of %d: want the queued requests failed and every request accounted", s.Succeeded, s.Failed, s.Cancelled, len(reqs))
+	}
+}
+
+// TestCancelledBeforeItsRequest: under destination-first the destination
+// may give up before the request reaches the source, and with facts that
+// overtake one another its Cancelled may arrive first. The source then
+// remembers it (source row 57) and refuses the request when it comes (row
+// 58), at once; forgetting it, the source would hold the request until its
+// bootstrap deadline, and BoundedReclaim would fail.
+func TestCancelledBeforeItsRequest(t *testing.T) {
+	sc, _ := LookupScenario("reorder-sweep")
+	cfg, reqs, faults, err := sc.Setup("destination-first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), cfg, &SliceSource{Reqs: reqs}, Options{Faults: faults})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Violation != nil {
+		t.Fatalf("%v\n%s", res.Violation, joinHistory(res.Violation.History))
+	}
+	if res.Rows[0][57] == 0 || res.Rows[0][58] == 0 {
+		t.Fatalf("source rows 57 and 58 fired %d and %d times: the scenario no longer has a Cancelled overtake its request", res.Rows[0][57], res.Rows[0][58])
+	}
+	// The same run with the old row (Idle × Cancelled ignored) fails.
+	old := spec.Default()
+	tb := old.Table(spec.Source)
+	i := tb.Lookup(spec.DestinationFirst, "Idle", "Cancelled")
+	tb.Rows[i].To, tb.Rows[i].Actions = "", nil
+	it, err := interp.New(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := checker.FromStepper("forgets an early Cancelled", old, it)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = Run(context.Background(), cfg, &SliceSource{Reqs: reqs}, Options{Faults: faults, Protocol: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Violation == nil || res.Violation.Invariant != NameBoundedReclaim {
+		t.Fatalf("a source that forgets an early Cancelled: want BoundedReclaim, got %v", res.Violation)
 	}
 	t.Log(res.Violation)
 }

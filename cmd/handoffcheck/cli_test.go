@@ -58,7 +58,7 @@ func TestCLI_CheckJSON(t *testing.T) {
 		t.Fatalf("not one JSON object: %v\n%s", err, out)
 	}
 	if rep.Verdict != "pass" || len(rep.Runs) != 1 || rep.Runs[0].Name != "sglang" || !rep.Runs[0].Complete ||
-		rep.Runs[0].States != 906 || len(rep.Runs[0].Coverage) != 2 || rep.Runs[0].Coverage[0].Fired == 0 {
+		rep.Runs[0].States != 897 || len(rep.Runs[0].Coverage) != 2 || rep.Runs[0].Coverage[0].Fired == 0 {
 		t.Fatalf("report: %+v", rep)
 	}
 }
