@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,9 +61,21 @@ func TestMutateTimed_Survivors(t *testing.T) {
 			t.Logf("%s: %s", r.Mutant.Name, r.Detail)
 		}
 	}
+	reasons := 0
 	for _, r := range res {
 		if !r.Killed {
 			fmt.Fprintf(&b, "survives %s\n", r.Mutant.Name)
+			if Equivalent[r.Mutant.Name] == "" {
+				t.Errorf("%s survives the clock, and Equivalent gives no reason why", r.Mutant.Name)
+			}
+			reasons++
+		}
+	}
+	if reasons != len(Equivalent) {
+		for name := range Equivalent {
+			if !slices.ContainsFunc(res, func(r TimedResult) bool { return !r.Killed && r.Mutant.Name == name }) {
+				t.Errorf("Equivalent gives a reason for %s, which does not survive the clock", name)
+			}
 		}
 	}
 	golden := filepath.Join("..", "..", "testdata", "goldens", "mutation-timed.txt")

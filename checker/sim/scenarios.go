@@ -231,6 +231,35 @@ var Scenarios = []Scenario{
 			sortFaults(fs)
 			return rs, fs
 		}},
+	{Name: "late-sweep",
+		Meaning: "late and duplicated facts: each request has a fact duplicated while a scheduler core falls behind, so that the copy, or a fact that crossed a command, finds the record in the middle of ending; at the sweep's offsets",
+		tune:    sweepCluster,
+		build: func(c *Config) ([]Request, []Fault) {
+			type fault struct{ kind, to, side string }
+			plans := [][]fault{
+				{{kind: "duplicate", to: "source"}, {kind: "delay", side: "source"}},
+				{{kind: "duplicate", to: "destination"}, {kind: "delay", side: "destination"}},
+				{{kind: "duplicate", to: "source"}, {kind: "delay", side: "destination"}},
+				{{kind: "duplicate", to: "destination"}, {kind: "delay", side: "source"}},
+				{{kind: "cancel"}, {kind: "delay", side: "source"}},
+				{{kind: "cancel"}, {kind: "delay", side: "destination"}},
+			}
+			var rs []Request
+			var fs []Fault
+			i := 0
+			for _, plan := range plans {
+				for _, off := range sweepOffsets {
+					r := sweepRequest(i)
+					rs = append(rs, r)
+					for _, f := range plan {
+						fs = append(fs, Fault{AtUS: r.ArrivalUS + off, Kind: f.kind, Request: i, Worker: -1, To: f.to, Side: f.side})
+					}
+					i++
+				}
+			}
+			sortFaults(fs)
+			return rs, fs
+		}},
 	{Name: "restart-sweep",
 		Meaning: "a restart of the prefill or the decode worker a request uses, at offsets from 0 to 900 ms after its arrival, one request each",
 		tune:    sweepCluster,

@@ -181,11 +181,14 @@ func TestScenarios_PassOnTheClock(t *testing.T) {
 	}
 	t.Logf("rows fired on the clock: %d of %d", hit, total)
 	t.Logf("never fired: %v", never)
-	// A floor, not a goal: the rows the clock does not reach yet are the
-	// interleavings a latency makes rare (a reservation that arrives
-	// before its request, a command answered no-op after a race).
-	if hit < 65 {
-		t.Fatalf("the scenario set fires %d of %d rows on the clock, fewer than the 65 it fired when this test was written", hit, total)
+	// A floor, not a goal. The rows the clock does not reach are, for the
+	// most part, a timer that fires after it was stopped (the clock stops
+	// a timer in the same instant, so it never fires stale), a health
+	// check that would have to outrun a request's delivery, and facts a
+	// policy never sends at that point (a reservation to a source-first
+	// source).
+	if hit < 86 {
+		t.Fatalf("the scenario set fires %d of %d rows on the clock, fewer than the 86 it fired when this test was written", hit, total)
 	}
 }
 

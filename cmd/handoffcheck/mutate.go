@@ -136,6 +136,7 @@ func mutateTimed(c *command, e *env, results []checker.MutantResult, workers int
 			Policy    string `json:"policy,omitempty"`
 			Invariant string `json:"invariant,omitempty"`
 			Detail    string `json:"detail,omitempty"`
+			Reason    string `json:"reason,omitempty"`
 		}
 		out := struct {
 			Checked       int  `json:"checked"`
@@ -144,7 +145,11 @@ func mutateTimed(c *command, e *env, results []checker.MutantResult, workers int
 			Survivors     []jt `json:"timed"`
 		}{Checked: checked, KilledUntimed: untimed, KilledTimed: onClock}
 		for _, t := range timed {
-			out.Survivors = append(out.Survivors, jt{t.Mutant.Name, t.Killed, t.Scenario, t.Policy, t.Invariant, t.Detail})
+			j := jt{t.Mutant.Name, t.Killed, t.Scenario, t.Policy, t.Invariant, t.Detail, ""}
+			if !t.Killed {
+				j.Reason = sim.Equivalent[t.Mutant.Name]
+			}
+			out.Survivors = append(out.Survivors, j)
 		}
 		data, err := json.MarshalIndent(out, "", "  ")
 		if err != nil {
@@ -165,7 +170,11 @@ func mutateTimed(c *command, e *env, results []checker.MutantResult, workers int
 		fmt.Fprintf(e.stdout, "survivors on the clock too (%d):\n", left)
 		for _, t := range timed {
 			if !t.Killed {
-				fmt.Fprintf(e.stdout, "  %s\n", t.Mutant.Name)
+				why := sim.Equivalent[t.Mutant.Name]
+				if why == "" {
+					why = "no reason given yet"
+				}
+				fmt.Fprintf(e.stdout, "  %s: %s\n", t.Mutant.Name, why)
 			}
 		}
 	}

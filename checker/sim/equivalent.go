@@ -1,0 +1,59 @@
+package sim
+
+// Why a mutant of the built-in tables survives both the checker and the
+// clock. TestMutateTimed_Survivors fails when a survivor has no reason
+// here, or a reason names a mutant that no longer survives, so the list
+// stays the list `mutate --timed` prints.
+const (
+	whyClientCancel = "equivalent: the frontend cancels both request streams, and a side not yet routed is never routed, so the peer hears the client's cancel itself; this copy of it changes nothing"
+	whyPeerRestart  = "equivalent under BoundedReclaim: after the peer's restart the side may wait for its own deadline, and it does (its bootstrap deadline, reservation deadline or lease); the row only ends the wait sooner"
+	whyPushFails    = "equivalent under BoundedReclaim: untold of the destination's restart, the source computes on, and its push into the dead destination fails as soon as the prefill ends, well within the health check that would have told it"
+	whyFencedPull   = "equivalent: the source fences its registration before it tells (or its restart voids it), so the pull fails and the destination reclaims on that failure (row 9 or 11) within the bound"
+	whyFenceEnds    = "equivalent: the row's own actions fence and free the pages, so the fenced pull fails at once and the failure's row ends the record"
+	whyDrainedAck   = "equivalent: a draining destination has already told the source it gave up, or the source gave up or restarted itself, so the reader's acknowledgement adds nothing (with that Cancelled lost, the source may wait for its lease)"
+	whySuccessName  = "equivalent: Done and Stopped are both success terminals, reached with the same actions; only the final state's name differs"
+	whyOneStep      = "equivalent: both actions take effect in the one step the row is; their order inside it cannot be observed"
+	whyIndex        = "equivalent for every stated property: only the KV index's advertisement of the released blocks is lost; IndexMatchesCache forbids advertising what a worker does not hold, not the reverse, and the simulator's routers read the decode workers' caches"
+	whyPushDeadline = "equivalent for every stated property: another deadline still ends a hung push (the destination's reservation deadline fences it, or the source's lease runs out); the push deadline only ends it sooner, and no property bounds how soon"
+	whyRearm        = "not told apart: the deadline armed at routing still bounds the wait, and re-arming it when the reservation lands only gives the push a full period after a long queue; a fault-free run that queues for nearly a whole deadline would fail the mutant, and no scenario queues that close to it"
+	whyPrimed       = "not reached: a source hears of a restart from its health check (10 s by default), long after its request arrived, so it is never still Primed; were it, BoundedReclaim would let it wait for its bootstrap deadline"
+	whyQueued       = "not reached: a source-first destination queued for capacity learns of its source's restart from its health check or, once capacity comes, from its pull failing at once on the dead registration; in the scenarios capacity comes first, and were it to come later than the health check, BoundedReclaim would fail the mutant"
+)
+
+// Equivalent gives, for each mutant of the built-in tables that survives
+// the checker and the clock, the reason: equivalent (no stated property
+// can tell it from the table), or not reached or not told apart by the
+// scenario set, with what would.
+var Equivalent = map[string]string{
+	"source row 9 ignore PeerRestarted":                        whyPrimed,
+	"source row 9 retarget to Primed":                          whyPrimed,
+	"source row 9 retarget to Abandoned":                       whyPrimed,
+	"source row 14 drop-action ArmTransferDeadline":            whyPushDeadline,
+	"source row 18 drop-action PublishCached":                  whyIndex,
+	"source row 29 ignore PeerRestarted":                       whyPeerRestart,
+	"source row 30 drop-action SendCancelled":                  whyClientCancel,
+	"source row 33 ignore PeerRestarted":                       whyPushFails,
+	"source row 34 drop-action SendCancelled":                  whyClientCancel,
+	"source row 37 swap-actions PinSource<->ReportComputeDone": whyOneStep,
+	"source row 40 ignore PeerRestarted":                       whyPeerRestart,
+	"source row 41 drop-action SendCancelled":                  whyClientCancel,
+	"destination row 4 drop-action ArmReservationTimer":        whyRearm,
+	"destination row 10 drop-action SendReaderCompleted":       whyDrainedAck,
+	"destination row 12 ignore Cancelled":                      whyFencedPull,
+	"destination row 12 retarget to Receiving":                 whyFencedPull,
+	"destination row 13 ignore PeerRestarted":                  whyFencedPull,
+	"destination row 13 retarget to Receiving":                 whyFencedPull,
+	"destination row 14 drop-action SendCancelled":             whyClientCancel,
+	"destination row 20 ignore PeerRestarted":                  whyPeerRestart,
+	"destination row 21 drop-action SendCancelled":             whyClientCancel,
+	"destination row 29 ignore PeerRestarted":                  whyQueued,
+	"destination row 31 drop-action SendCancelled":             whyClientCancel,
+	"destination row 32 drop-action SendCancelled":             whyClientCancel,
+	"destination row 39 retarget to Stopped":                   whySuccessName,
+	"destination row 40 retarget to Done":                      whySuccessName,
+	"destination row 41 retarget to Done":                      whySuccessName,
+	"destination row 50 retarget to Receiving":                 whyFenceEnds,
+	"destination row 50 retarget to Draining":                  whyFenceEnds,
+	"destination row 51 retarget to Receiving":                 whyFenceEnds,
+	"destination row 51 retarget to Draining":                  whyFenceEnds,
+}
