@@ -20,15 +20,18 @@ const (
 )
 
 // obligation is what BoundedReclaim asks of a side once its peer reached
-// its terminal outcome: to return what it holds for the attempt by a
-// deadline.
+// its terminal outcome, and BoundedGiveUp once the side itself learned the
+// attempt is over: to return what it holds by a deadline.
 type obligation struct {
-	since    int64 // the peer's terminal outcome
+	since    int64 // the peer's terminal outcome, or the side's give-up
 	deadline int64
 	ver      uint32
-	excused  bool // the telling fact was lost, or its sender restarted
-	slow     bool // the side's core fell behind
-	why      string
+	// excused: for BoundedReclaim, the telling fact was lost or its sender
+	// restarted; for BoundedGiveUp, the side waits for its hung
+	// transfer's deadline.
+	excused bool
+	slow    bool   // the side's core fell behind
+	why     string // the event the side gave up on (BoundedGiveUp)
 }
 
 // holds is what BoundedReclaim asks a side to return: everything it
@@ -183,10 +186,10 @@ func (s *Sim) checkReclaim(r *request, sd model.Side, ver uint32) {
 }
 
 // givesUp reports whether a row took an event by which its own side learns
-// the attempt is over: the client's cancel reaching it, its own abort,
-// the failure of the transfer it runs, its core refusing to reserve, or
-// one of its own deadlines (a heartbeat is not one). The row may ignore the event; BoundedGiveUp
-// then judges what the side keeps holding.
+// the attempt is over: the client's cancel reaching it, its own abort, the
+// failure of the transfer it runs, its core refusing to reserve, or one of
+// its own deadlines (a heartbeat is not one). The row may ignore the
+// event; BoundedGiveUp then judges what the side keeps holding.
 func givesUp(f *checker.Firing) bool {
 	if f.Role == spec.Source {
 		switch machines.SourceEvent(f.Event) {
@@ -269,6 +272,9 @@ func (s *Sim) checkGiveUp(r *request, sd model.Side, ver uint32) {
 		return
 	}
 	bound := "the delivery latency, its core applying the command and the grace"
+	if o.excused {
+		bound = "its hung transfer's deadline and then " + bound
+	}
 	if sd == model.DestinationSide && x.Xfer == model.XferRunning {
 		if !x.Hung {
 			later(s.now + s.reclaimBound())
@@ -279,7 +285,9 @@ func (s *Sim) checkGiveUp(r *request, sd model.Side, ver uint32) {
 			later(max(o.deadline, at+s.reclaimBound()))
 			return
 		}
-		bound = "the delivery latency, its core applying the command and the grace (the transfer hung, and no deadline of its own is left to wait for)"
+		if !o.excused {
+			bound += " (the transfer hung, and no deadline of its own is left to wait for)"
+		}
 	}
 	s.fail(r, NameBoundedGiveUp, fmt.Sprintf("the %s (worker %d) gave the attempt up at %s (%s), yet still holds %s %s later, beyond %s (%s)",
 		sd, x.Worker(sd), fmtMS(o.since), o.why, what, fmtDur(s.now-o.since), bound, fmtDur(o.deadline-o.since)))
