@@ -138,9 +138,7 @@ func (s *Sim) checkReclaim(r *request, sd model.Side, ver uint32) {
 		// The side's scheduler core fell behind (the delay fault): its
 		// commands take the slow core's time.
 		o.slow = true
-		o.ver++
-		o.deadline += s.cfg.SlowCoreUS
-		s.push(&event{at: o.deadline, kind: evReclaim, r: r, side: sd, ver: o.ver})
+		s.recheck(r, sd, o, evReclaim, o.deadline+s.cfg.SlowCoreUS)
 		return
 	}
 	if !o.excused && (r.lost[sd] || x.Outcome[peer] == model.OutcomeForgotten) {
@@ -156,9 +154,7 @@ func (s *Sim) checkReclaim(r *request, sd model.Side, ver uint32) {
 			}
 		}
 		if own >= 0 {
-			o.ver++
-			o.deadline = max(o.deadline, own+s.reclaimBound())
-			s.push(&event{at: o.deadline, kind: evReclaim, r: r, side: sd, ver: o.ver})
+			s.recheck(r, sd, o, evReclaim, max(o.deadline, own+s.reclaimBound()))
 			return
 		}
 	}
@@ -166,9 +162,7 @@ func (s *Sim) checkReclaim(r *request, sd model.Side, ver uint32) {
 		// A prefill under way ends by itself, and the source, untold,
 		// learns at its first step after it (destination-first: the
 		// push into the fenced reservation fails).
-		o.ver++
-		o.deadline = s.now + s.reclaimBound()
-		s.push(&event{at: o.deadline, kind: evReclaim, r: r, side: sd, ver: o.ver})
+		s.recheck(r, sd, o, evReclaim, s.now+s.reclaimBound())
 		return
 	}
 	why := fmt.Sprintf("the %s ended %s at %s", peer, x.Outcome[peer], fmtMS(o.since))
@@ -261,11 +255,7 @@ func (s *Sim) checkGiveUp(r *request, sd model.Side, ver uint32) {
 		s.settleGiveUps(r)
 		return
 	}
-	later := func(at int64) {
-		o.ver++
-		o.deadline = at
-		s.push(&event{at: o.deadline, kind: evGiveUp, r: r, side: sd, ver: o.ver})
-	}
+	later := func(at int64) { s.recheck(r, sd, o, evGiveUp, at) }
 	if !o.slow && x.Slow[sd] {
 		o.slow = true
 		later(o.deadline + s.cfg.SlowCoreUS)
@@ -291,6 +281,14 @@ func (s *Sim) checkGiveUp(r *request, sd model.Side, ver uint32) {
 	}
 	s.fail(r, NameBoundedGiveUp, fmt.Sprintf("the %s (worker %d) gave the attempt up at %s (%s), yet still holds %s %s later, beyond %s (%s)",
 		sd, x.Worker(sd), fmtMS(o.since), o.why, what, fmtDur(s.now-o.since), bound, fmtDur(o.deadline-o.since)))
+}
+
+// recheck moves an obligation's deadline to at: the event queued for the
+// old one goes stale.
+func (s *Sim) recheck(r *request, sd model.Side, o *obligation, kind evKind, at int64) {
+	o.ver++
+	o.deadline = at
+	s.push(&event{at: at, kind: kind, r: r, side: sd, ver: o.ver})
 }
 
 func fmtDur(d int64) string {

@@ -142,26 +142,12 @@ var Scenarios = []Scenario{
 		Meaning: "every schedulable fault but restarts at offsets from 0 to 900 ms after arrival, one request each, so that each strikes in every phase of a handoff",
 		tune:    sweepCluster,
 		build: func(c *Config) ([]Request, []Fault) {
-			type kind struct{ kind, to, side, msg string }
-			kinds := []kind{
-				{kind: "cancel"}, {kind: "abort", side: "source"}, {kind: "abort", side: "destination"},
-				{kind: "loss", to: "source"}, {kind: "loss", to: "destination"},
-				{kind: "duplicate", to: "source"}, {kind: "duplicate", to: "destination"},
-				{kind: "hang"}, {kind: "transfer_failure"}, {kind: "delay", side: "source"}, {kind: "delay", side: "destination"},
-			}
-			var rs []Request
-			var fs []Fault
-			i := 0
-			for _, k := range kinds {
-				for _, off := range sweepOffsets {
-					r := sweepRequest(i)
-					rs = append(rs, r)
-					fs = append(fs, Fault{AtUS: r.ArrivalUS + off, Kind: k.kind, Request: i, Worker: -1, To: k.to, Side: k.side, Msg: k.msg})
-					i++
-				}
-			}
-			sortFaults(fs)
-			return rs, fs
+			return sweep([][]planFault{
+				{{kind: "cancel"}}, {{kind: "abort", side: "source"}}, {{kind: "abort", side: "destination"}},
+				{{kind: "loss", to: "source"}}, {{kind: "loss", to: "destination"}},
+				{{kind: "duplicate", to: "source"}}, {{kind: "duplicate", to: "destination"}},
+				{{kind: "hang"}}, {{kind: "transfer_failure"}}, {{kind: "delay", side: "source"}}, {{kind: "delay", side: "destination"}},
+			})
 		}},
 	{Name: "deadline-sweep",
 		Meaning: "deadlines shorter than the lease, so that each fires first: a transfer that hangs, alone, with the destination aborting, and with the fact that would tell the source lost too; a failed transfer after the destination aborted; and, destination-first, prompts whose prefill outlasts the reservation; at the sweep's offsets",
@@ -175,37 +161,21 @@ var Scenarios = []Scenario{
 			c.Timers.ReservationUS = 500_000
 		},
 		build: func(c *Config) ([]Request, []Fault) {
-			type fault struct{ kind, to, side string }
-			plans := [][]fault{
+			rs, fs := sweep([][]planFault{
 				{{kind: "hang"}},
 				{{kind: "hang"}, {kind: "abort", side: "destination"}},
 				{{kind: "hang"}, {kind: "abort", side: "destination"}, {kind: "loss", to: "source"}},
 				{{kind: "transfer_failure"}, {kind: "abort", side: "destination"}},
-			}
-			var rs []Request
-			var fs []Fault
-			i := 0
-			for _, plan := range plans {
-				for _, off := range sweepOffsets {
-					r := sweepRequest(i)
-					rs = append(rs, r)
-					for _, f := range plan {
-						fs = append(fs, Fault{AtUS: r.ArrivalUS + off, Kind: f.kind, Request: i, Worker: -1, To: f.to, Side: f.side})
-					}
-					i++
-				}
-			}
+			})
 			if c.Policy == "destination-first" {
 				// 16,384 tokens compute for 819 ms: the reservation made
 				// for them expires while the prefill runs.
 				for k := 0; k < 3; k++ {
-					r := sweepRequest(i)
+					r := sweepRequest(len(rs))
 					r.PromptTokens = 16_384
 					rs = append(rs, r)
-					i++
 				}
 			}
-			sortFaults(fs)
 			return rs, fs
 		}},
 	{Name: "reorder-sweep",
@@ -235,30 +205,14 @@ var Scenarios = []Scenario{
 		Meaning: "late and duplicated facts: each request has a fact duplicated while a scheduler core falls behind, so that the copy, or a fact that crossed a command, finds the record in the middle of ending; at the sweep's offsets",
 		tune:    sweepCluster,
 		build: func(c *Config) ([]Request, []Fault) {
-			type fault struct{ kind, to, side string }
-			plans := [][]fault{
+			return sweep([][]planFault{
 				{{kind: "duplicate", to: "source"}, {kind: "delay", side: "source"}},
 				{{kind: "duplicate", to: "destination"}, {kind: "delay", side: "destination"}},
 				{{kind: "duplicate", to: "source"}, {kind: "delay", side: "destination"}},
 				{{kind: "duplicate", to: "destination"}, {kind: "delay", side: "source"}},
 				{{kind: "cancel"}, {kind: "delay", side: "source"}},
 				{{kind: "cancel"}, {kind: "delay", side: "destination"}},
-			}
-			var rs []Request
-			var fs []Fault
-			i := 0
-			for _, plan := range plans {
-				for _, off := range sweepOffsets {
-					r := sweepRequest(i)
-					rs = append(rs, r)
-					for _, f := range plan {
-						fs = append(fs, Fault{AtUS: r.ArrivalUS + off, Kind: f.kind, Request: i, Worker: -1, To: f.to, Side: f.side})
-					}
-					i++
-				}
-			}
-			sortFaults(fs)
-			return rs, fs
+			})
 		}},
 	{Name: "restart-sweep",
 		Meaning: "a restart of the prefill or the decode worker a request uses, at offsets from 0 to 900 ms after its arrival, one request each",
@@ -344,6 +298,27 @@ func sweepCluster(c *Config) {
 	c.Prefill.Workers, c.Decode.Workers = 2, 2
 	c.PrefillRouter, c.DecodeRouter = RoundRobin, RoundRobin
 	c.Prefill.TokensPerSec = 20_000
+}
+
+// planFault is one fault of a sweep's plan.
+type planFault struct{ kind, to, side, msg string }
+
+// sweep gives each plan one request per offset of sweepOffsets, with the
+// plan's faults all planned at that offset after the request's arrival.
+func sweep(plans [][]planFault) ([]Request, []Fault) {
+	var rs []Request
+	var fs []Fault
+	for _, plan := range plans {
+		for _, off := range sweepOffsets {
+			r := sweepRequest(len(rs))
+			rs = append(rs, r)
+			for _, f := range plan {
+				fs = append(fs, Fault{AtUS: r.ArrivalUS + off, Kind: f.kind, Request: r.Index, Worker: -1, To: f.to, Side: f.side, Msg: f.msg})
+			}
+		}
+	}
+	sortFaults(fs)
+	return rs, fs
 }
 
 // sweepRequest is the sweep scenarios' request i: alone on the cluster,
