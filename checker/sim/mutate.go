@@ -20,7 +20,7 @@ import (
 
 // TimedScenarios are the fault scenarios mutate --timed runs each
 // surviving mutant through.
-var TimedScenarios = []string{"fault-sweep", "deadline-sweep", "reorder-sweep", "late-sweep", "restart-sweep", "waiting-faults", "waiting-deadline", "long-wait", "slow-transfer", "failure-matrix", "duplicate-stale-late", "stranded-source", "destination-gate"}
+var TimedScenarios = []string{"fault-sweep", "deadline-sweep", "reorder-sweep", "late-sweep", "restart-sweep", "waiting-faults", "waiting-deadline", "long-wait", "slow-transfer", "failure-matrix", "duplicate-stale-late", "stranded-source", "destination-gate", "queue-then-push"}
 
 // timedRuns are the policy and engine pairs each scenario runs under:
 // the checker's four runs.

@@ -266,12 +266,27 @@ var Scenarios = []Scenario{
 		Meaning: "decode full, so that destinations wait long for capacity (and, destination-first, sources for a reservation), while each request takes one fault: aborts, lost and duplicated facts, cancels, at offsets into the wait; and the prefill worker restarts while they wait",
 		tune:    waitingCluster, build: waitingFaults},
 	{Name: "waiting-deadline",
-		Meaning: "waiting-faults with a 20 s reservation deadline: destination-first, a request queued for capacity longer than that gives up on it, and its source must hear so",
+		Meaning: "waiting-faults with a 20 s reservation deadline and health checks every 200 ms: destination-first, a request queued for capacity longer than the deadline gives up on it, and its source must hear so; a destination queued when its source restarts hears of it before capacity comes",
 		tune: func(c *Config) {
 			waitingCluster(c)
 			c.Timers.ReservationUS = 20_000_000
+			c.HealthCheckUS = 200_000
 		},
 		build: waitingFaults},
+	{Name: "queue-then-push", FaultFree: true,
+		Meaning: "no fault, destination-first: the second of two long prompts queues for capacity for most of its reservation deadline; the deadline starts again when the reservation lands, so its prefill and push still have the whole period, and both succeed",
+		tune: func(c *Config) {
+			c.Prefill.Workers, c.Decode.Workers = 1, 1
+			c.Decode.Slots = 1
+			// The first request holds the slot for about 1.75 s (546 ms
+			// of prefill, a 200 ms push, 1 s of decode); the second then
+			// needs about 0.7 s more to activate: 2.45 s after it was
+			// routed.
+			c.Timers.ReservationUS = 2_100_000
+		},
+		build: func(c *Config) ([]Request, []Fault) {
+			return evenly(2, 0, 1_000, 32_768, 50, "", 0), nil
+		}},
 	{Name: "router-modes", FaultFree: true,
 		Meaning: "the decode worker chosen at random: the lifecycle holds whichever worker the router picks",
 		tune: func(c *Config) {
