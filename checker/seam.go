@@ -44,3 +44,11 @@ func (c *Checker) Budget() Remaining { return c.budget }
 func (c *Checker) FiringText(f Firing) string {
 	return c.proto.StateName(f.Role, f.From) + " --" + EventName(f.Role, f.Event) + "--> " + c.proto.StateName(f.Role, f.To)
 }
+
+// MovesInto appends the moves a state enables to buf: Moves without an
+// allocation, for drivers that ask it for every state they judge.
+func (c *Checker) MovesInto(s *State, buf []Move) []Move {
+	var ms moveSet
+	c.moves(s, &ms)
+	return append(buf, ms.m[:ms.n]...)
+}

@@ -24,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -112,6 +113,8 @@ type Sim struct {
 
 	stats     *stats
 	tl        *recorder
+	olog      *obslog.Writer
+	labels    []obslog.Label
 	violation *Violation
 	inputErr  error
 }
@@ -132,6 +135,10 @@ type Options struct {
 	// FaultFree judges FaultFreeCompletion: the run has no fault and no
 	// cancel, so every handoff must succeed on both sides.
 	FaultFree bool
+	// Log, when set, receives the observation log of the run: every fact
+	// a process logs, as Observe makes it observable (Config.LogHeader
+	// makes its header).
+	Log *obslog.Writer
 }
 
 // Progress is what a long run reports.
@@ -183,6 +190,7 @@ func newSim(cfg *Config, src Source, opt Options) (*Sim, error) {
 	}
 	s.stats = newStats(cfg, n)
 	s.faultFree = opt.FaultFree
+	s.olog = opt.Log
 	if opt.Timeline != nil {
 		s.tl = &opt.Timeline.r
 		s.tl.start(s)
@@ -246,6 +254,7 @@ type request struct {
 	since     int64
 	xferStart int64
 	xferEnd   int64
+	hit       model.Tokens // the prefix the decode worker had cached
 	trans     []Transition
 	m         marks
 	retired   bool
@@ -670,6 +679,9 @@ func (s *Sim) do(r *request, m checker.Move, force bool) bool {
 		v = s.chk.CheckState(&r.st)
 	}
 	s.writeBack(r)
+	if s.olog != nil {
+		s.observe(r, &before, m)
+	}
 	w := r.p
 	if m.Kind == checker.MvRouteDecode {
 		w = r.d
@@ -1051,6 +1063,7 @@ func (s *Sim) routeDecode(r *request) {
 	s.setWorker(d, k, s.sums[d].Plus(hs[1]))
 	r.hold[1] = hs[1]
 	s.stats.hits(hit)
+	r.hit = hit
 	if !s.do(r, checker.Move{Kind: checker.MvRouteDecode, H: 0, Arg: 1}, false) {
 		s.fail(r, "RouteDecode", "the decode router chose a worker but the world did not take the route")
 	}
@@ -1259,6 +1272,10 @@ func (s *Sim) restart(w int) {
 	}
 	k := model.Worker{Gen: s.workers[w].Gen + 1, Free: s.cfg.Capacity(w)}
 	s.setWorker(w, k, s.sums[w])
+	if s.olog != nil {
+		f := obslog.Fact{Proc: w + 1, Gen: int64(k.Gen), Kind: obslog.WorkerRestarted, TUS: s.now, To: -1}
+		s.olog.Write(&f)
+	}
 	s.cache[w] = prefixCache{}
 	s.busy[w] = s.now
 	for i, r := range hit {

@@ -1,0 +1,892 @@
+package conform
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/sim"
+	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+// maxSlots bounds the processes that log facts of one attempt: its two
+// workers and the routers.
+const maxSlots = 6
+
+// maxOwed bounds the facts one step makes observable that are still to
+// be matched.
+const maxOwed = 8
+
+type judge struct {
+	h     *obslog.Header
+	cfg   *sim.Config
+	chk   *checker.Checker
+	bound int
+	maxF  int
+	open  bool
+
+	procs   []procState
+	routers []int // the router processes
+	att     map[string]*attempt
+	seq     int // attempts made, for their order
+	rep     Report
+
+	moves   []checker.Move
+	firings []checker.Firing
+	cov     *checker.Coverage
+	labels  []obslog.Label
+}
+
+type procState struct {
+	gen  int64
+	seen bool
+	// where the current generation began, for stale facts
+	since string
+}
+
+type slot struct {
+	proc  int
+	facts []*obslog.Fact
+}
+
+type attempt struct {
+	id      string
+	seq     int
+	p, d    int
+	prompt  int64
+	hit     int64
+	wcfg    *model.Config
+	slots   []slot
+	waiting []*node
+	seen    map[nodeKey]struct{}
+	level   int
+	cut     bool // the step bound cut the search at this level
+	everCut bool
+	fcut    bool // a fault was refused at this level
+	last    *obslog.Fact
+	broken  *model.Violation // a step an explanation would need broke this
+}
+
+type node struct {
+	st       checker.State
+	pos      [maxSlots]uint16
+	owed     [maxOwed]obslog.Label
+	owedN    uint8
+	silent   uint8
+	faults   uint8
+	consumed uint16
+	// hungry: the node may explain a fact not read yet.
+	hungry bool
+	parent *node
+	fact   *obslog.Fact // the fact this node explained, or nil
+	move   checker.Move // the unlogged step that made this node
+}
+
+type nodeKey struct {
+	k     checker.Key
+	pos   [maxSlots]uint16
+	owed  [maxOwed]obslog.Label
+	owedN uint8
+	// faults count toward a bound, so two paths with different counts
+	// may go different ways.
+	faults uint8
+}
+
+func (n *node) key(c *checker.Checker) nodeKey {
+	return nodeKey{k: c.Key(&n.st), pos: n.pos, owed: n.owed, owedN: n.owedN, faults: n.faults}
+}
+
+func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
+	cfg := opt.Config
+	if cfg == nil && h.Config != nil {
+		c, err := sim.ParseConfig(file+" (header config)", h.Config)
+		if err != nil {
+			return nil, fmt.Errorf("%s:1: %w: the header's configuration: %v", file, ErrInput, err)
+		}
+		cfg = c
+	}
+	if cfg == nil {
+		cfg = sim.DefaultConfig()
+	}
+	c := *cfg
+	if err := c.SetPolicy(h.Policy.String()); err != nil {
+		return nil, fmt.Errorf("%s:1: %w: %v", file, ErrInput, err)
+	}
+	c.Engine = h.Engine
+	p := opt.Protocol
+	if p == nil {
+		p = checker.Generated()
+	}
+	budget := checker.Budget{}
+	for f := range budget {
+		budget[f] = checker.MaxBudget
+	}
+	chk, err := checker.New(p, &checker.Config{World: *c.AttemptWorld(1, 0), Budget: budget, Renewal: c.Renewal, Commands: c.Commands},
+		checker.Run{Name: "conform", Policy: h.Policy, Engine: h.Engine})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInput, err)
+	}
+	j := &judge{h: h, cfg: &c, chk: chk, bound: opt.Bound, maxF: opt.MaxFaults, open: opt.Open,
+		procs: make([]procState, len(h.Processes)), att: map[string]*attempt{}, cov: checker.NewCoverage(p.Spec())}
+	if j.bound <= 0 {
+		j.bound = DefaultBound
+	}
+	if j.bound > 250 {
+		j.bound = 250
+	}
+	switch {
+	case j.maxF < 0:
+		j.maxF = 0
+	case j.maxF == 0:
+		j.maxF = DefaultMaxFaults
+	}
+	j.cov.Log = &j.firings
+	for i, pr := range h.Processes {
+		if pr.Role == obslog.RoleRouter {
+			j.routers = append(j.routers, i)
+		}
+	}
+	j.rep = Report{Verdict: Explained, Policy: h.Policy.String(), Engine: h.Engine.String(), Bound: j.bound, MaxFaults: j.maxF}
+	return j, nil
+}
+
+func (j *judge) report() *Report {
+	r := j.rep
+	return &r
+}
+
+// fact takes one fact of the logs.
+func (j *judge) fact(f *obslog.Fact) error {
+	j.rep.Facts++
+	ps := &j.procs[f.Proc]
+	name := j.h.Processes[f.Proc].Name
+	if f.Kind == obslog.WorkerRestarted {
+		if ps.seen && f.Gen <= ps.gen {
+			return fmt.Errorf("%s: %w: worker_restarted to generation %d, but %s is already at generation %d; a restart starts a newer generation", f.Where(), ErrInput, f.Gen, name, ps.gen)
+		}
+		ps.gen, ps.seen, ps.since = f.Gen, true, f.Where()
+		j.rep.Restarts++
+		for _, a := range j.sortedOpen() {
+			if a.p == f.Proc || a.d == f.Proc {
+				if !j.add(a, f) {
+					return nil
+				}
+			}
+		}
+		return nil
+	}
+	switch {
+	case !ps.seen:
+		ps.gen, ps.seen, ps.since = f.Gen, true, f.Where()
+	case f.Gen < ps.gen:
+		j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: f.Attempt, Fact: Describe(j.h, f), Invariant: model.NameAttemptIsolation,
+			Detail: fmt.Sprintf("%s logs a fact as generation %d, but its generation %d began at %s: an earlier incarnation of a restarted worker acted after the restart", name, f.Gen, ps.gen, ps.since)})
+		return nil
+	case f.Gen > ps.gen:
+		return fmt.Errorf("%s: %w: generation %d of %s, but it is at generation %d and no worker_restarted line moved it", f.Where(), ErrInput, f.Gen, name, ps.gen)
+	}
+	a := j.att[f.Attempt]
+	if a == nil {
+		j.seq++
+		a = &attempt{id: f.Attempt, seq: j.seq, p: -1, d: -1}
+		j.att[f.Attempt] = a
+		j.rep.Attempts++
+		j.rep.PeakOpen = max(j.rep.PeakOpen, len(j.att))
+	}
+	if why := j.bind(a, f); why != "" {
+		j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: f.Attempt, Fact: Describe(j.h, f), Invariant: model.NameAttemptIsolation, Detail: why})
+		return nil
+	}
+	j.add(a, f)
+	return nil
+}
+
+// bind learns where an attempt runs from a fact: the worker a router
+// chose, the worker that logs it, and the attempt's size.
+func (j *judge) bind(a *attempt, f *obslog.Fact) string {
+	pr := j.h.Processes
+	set := func(at *int, p int, what string) string {
+		if *at >= 0 && *at != p {
+			return fmt.Sprintf("the attempt's %s worker is %s, and %s logs it too: one attempt has one worker on each side", what, pr[*at].Name, pr[p].Name)
+		}
+		*at = p
+		return ""
+	}
+	if f.Kind == obslog.Routed {
+		at, what := &a.p, "prefill"
+		if f.Stage == model.DestinationSide {
+			at, what = &a.d, "decode"
+			if f.PrefixHitTokens != a.hit {
+				a.hit = f.PrefixHitTokens
+				if a.wcfg != nil {
+					a.wcfg = nil // rebuilt below with the hit
+				}
+			}
+		}
+		if why := set(at, f.To, what); why != "" {
+			return why
+		}
+	}
+	switch pr[f.Proc].Role {
+	case obslog.RolePrefill:
+		if why := set(&a.p, f.Proc, "prefill"); why != "" {
+			return why
+		}
+	case obslog.RoleDecode:
+		if why := set(&a.d, f.Proc, "decode"); why != "" {
+			return why
+		}
+	}
+	if f.PromptTokens > 0 {
+		if a.prompt > 0 && a.prompt != f.PromptTokens {
+			return fmt.Sprintf("prompt_tokens %d, but an earlier fact of the attempt gave %d", f.PromptTokens, a.prompt)
+		}
+		a.prompt = f.PromptTokens
+	}
+	return ""
+}
+
+// add gives an attempt one more fact and advances its search. It reports
+// false when the attempt was rejected.
+func (j *judge) add(a *attempt, f *obslog.Fact) bool {
+	s := -1
+	for i := range a.slots {
+		if a.slots[i].proc == f.Proc {
+			s = i
+		}
+	}
+	if s < 0 {
+		if len(a.slots) == maxSlots {
+			j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f), Invariant: model.NameAttemptIsolation,
+				Detail: fmt.Sprintf("more than %d processes log facts of one attempt", maxSlots)})
+			return false
+		}
+		a.slots = append(a.slots, slot{proc: f.Proc})
+		s = len(a.slots) - 1
+	}
+	idx := len(a.slots[s].facts)
+	a.slots[s].facts = append(a.slots[s].facts, f)
+	a.last = f
+	if a.wcfg == nil {
+		if a.prompt == 0 {
+			return true // sized later: the facts wait
+		}
+		return j.restart(a)
+	}
+	var prev []*node
+	keep := a.waiting[:0:0]
+	for _, n := range a.waiting {
+		if int(n.pos[s]) == idx {
+			prev = append(prev, n)
+		} else {
+			keep = append(keep, n)
+		}
+	}
+	a.waiting = keep
+	var work []*node
+	for _, n := range prev {
+		work = j.expand(a, n, work)
+	}
+	j.drain(a, work)
+	return j.settle(a, prev)
+}
+
+// restart (re)builds an attempt's world and searches it from the start
+// with every fact so far.
+func (j *judge) restart(a *attempt) bool {
+	cfg := j.cfg.AttemptWorld(model.Tokens(a.prompt), model.Tokens(a.hit))
+	if err := cfg.Prepare(); err != nil {
+		f := a.last
+		j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f),
+			Detail: fmt.Sprintf("the attempt (%d prompt tokens) does not fit the configuration: %v", a.prompt, err)})
+		return false
+	}
+	a.wcfg = cfg
+	return j.replay(a, nil)
+}
+
+func (j *judge) replay(a *attempt, prev []*node) bool {
+	a.seen = map[nodeKey]struct{}{}
+	a.waiting = nil
+	a.cut, a.fcut = false, false
+	st := j.chk.Initial()
+	st.W = model.NewWorld(a.wcfg)
+	st.B = j.chk.Budget()
+	root := &node{st: st}
+	a.seen[root.key(j.chk)] = struct{}{}
+	j.drain(a, []*node{root})
+	return j.settle(a, prev)
+}
+
+// drain expands nodes until none is left to expand.
+func (j *judge) drain(a *attempt, work []*node) {
+	for len(work) > 0 {
+		n := work[len(work)-1]
+		work = work[:len(work)-1]
+		work = j.expand(a, n, work)
+	}
+}
+
+// settle looks at an attempt after its search advanced: retired when it
+// finished, searched again with more unlogged faults, or rejected.
+func (j *judge) settle(a *attempt, prev []*node) bool {
+	if len(a.waiting) == 0 {
+		if a.fcut && a.level < j.maxF {
+			a.level++
+			return j.replay(a, prev)
+		}
+		j.dead(a, prev)
+		return false
+	}
+	// An attempt is over when some explanation finished it and none
+	// could explain a fact still to come: its memory goes.
+	var fin *node
+	for _, n := range a.waiting {
+		if !j.caughtUp(a, n) {
+			continue
+		}
+		if n.hungry {
+			return true
+		}
+		if fin == nil && n.owedN == 0 && j.done(n) {
+			fin = n
+		}
+	}
+	if fin != nil {
+		j.retire(a, fin)
+	}
+	return true
+}
+
+// done reports whether a node's attempt finished and returned everything.
+func (j *judge) done(n *node) bool {
+	return j.chk.Finished(&n.st, 0) && n.st.W.HandoffDrained(0)
+}
+
+func (j *judge) caughtUp(a *attempt, n *node) bool {
+	for s := range a.slots {
+		if int(n.pos[s]) < len(a.slots[s].facts) {
+			return false
+		}
+	}
+	return true
+}
+
+func (j *judge) retire(a *attempt, n *node) {
+	j.account(a, n)
+	delete(j.att, a.id)
+}
+
+// account adds an explanation's figures to the report.
+func (j *judge) account(a *attempt, n *node) {
+	if a.everCut || a.cut {
+		j.rep.BoundReached++
+	}
+	if a.level > 0 {
+		j.rep.Escalated++
+	}
+	gap := 0
+	for x := n; x != nil && x.parent != nil; x = x.parent {
+		if x.fact != nil {
+			gap = 0
+			continue
+		}
+		j.rep.Unlogged++
+		if x.move.Kind.Fault() {
+			j.rep.FaultsUsed++
+		}
+		gap++
+		j.rep.LongestGap = max(j.rep.LongestGap, gap)
+	}
+}
+
+func (j *judge) push(a *attempt, n *node, work []*node) []*node {
+	k := n.key(j.chk)
+	if _, ok := a.seen[k]; ok {
+		return work
+	}
+	a.seen[k] = struct{}{}
+	return append(work, n)
+}
+
+func (j *judge) child(n *node) *node {
+	c := *n
+	c.parent = n
+	c.fact = nil
+	c.move = checker.Move{}
+	return &c
+}
+
+// mustLog reports whether some process that would log a label records
+// its kind: a fact that happens without its line cannot explain a log
+// that records it.
+func (j *judge) mustLog(a *attempt, l *obslog.Label) bool {
+	pr := j.h.Processes
+	switch l.By {
+	case obslog.ByRouter:
+		for _, p := range j.routers {
+			if pr[p].Records.Has(l.Kind) {
+				return true
+			}
+		}
+		return false
+	case obslog.BySource:
+		if a.p >= 0 {
+			return pr[a.p].Records.Has(l.Kind)
+		}
+		return j.allOfRole(obslog.RolePrefill, l.Kind)
+	default:
+		if a.d >= 0 {
+			return pr[a.d].Records.Has(l.Kind)
+		}
+		return j.allOfRole(obslog.RoleDecode, l.Kind)
+	}
+}
+
+func (j *judge) allOfRole(r obslog.Role, k obslog.Kind) bool {
+	for _, p := range j.h.Processes {
+		if p.Role == r && !p.Records.Has(k) {
+			return false
+		}
+	}
+	return true
+}
+
+// logger is the process that logs a side's label, or -1 while unknown.
+func (j *judge) logger(a *attempt, l *obslog.Label) int {
+	if l.By == obslog.BySource {
+		return a.p
+	}
+	return a.d
+}
+
+// consume tries to explain the head facts of the slots by label l. It
+// returns the children and whether some process that would log l has no
+// fact to match yet (the node then waits for one).
+func (j *judge) consume(a *attempt, n *node, l *obslog.Label, make func(s int, f *obslog.Fact)) (waits bool) {
+	try := func(p int) {
+		s := -1
+		for i := range a.slots {
+			if a.slots[i].proc == p {
+				s = i
+			}
+		}
+		if s < 0 || int(n.pos[s]) >= len(a.slots[s].facts) {
+			waits = true
+			return
+		}
+		if f := a.slots[s].facts[n.pos[s]]; matches(f, l) {
+			make(s, f)
+		}
+	}
+	if l.By == obslog.ByRouter {
+		for _, p := range j.routers {
+			if j.h.Processes[p].Records.Has(l.Kind) {
+				try(p)
+			}
+		}
+		return waits
+	}
+	p := j.logger(a, l)
+	if p < 0 {
+		return true
+	}
+	try(p)
+	return waits
+}
+
+func matches(f *obslog.Fact, l *obslog.Label) bool {
+	if f.Kind != l.Kind {
+		return false
+	}
+	if f.Kind == obslog.Routed && f.Stage != l.Stage {
+		return false
+	}
+	for _, g := range obslog.Kinds[f.Kind].Figures {
+		if !f.HasFigure(g) {
+			continue
+		}
+		switch g {
+		case obslog.FigStage:
+		case obslog.FigOutcome:
+			if f.Outcome != l.Outcome {
+				return false
+			}
+		case obslog.FigTimer:
+			if f.Timer != l.Timer {
+				return false
+			}
+		default:
+			if figure(f, g) != labelFigure(l, g) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// expand takes every way a node can go on: explain an owed fact, or take
+// a step (a restart a log names, or an enabled move), logged or not. A
+// node that may explain a fact not read yet waits for it; so does one
+// that explained every fact read, for the end of the logs.
+func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
+	caught := j.caughtUp(a, n)
+	waits := false
+	if n.owedN > 0 {
+		for i := 0; i < int(n.owedN); i++ {
+			l := n.owed[i]
+			if j.consume(a, n, &l, func(s int, f *obslog.Fact) {
+				c := j.child(n)
+				c.pos[s]++
+				c.consumed++
+				c.fact = f
+				c.owed[i] = c.owed[c.owedN-1]
+				c.owed[c.owedN-1] = obslog.Label{}
+				c.owedN--
+				c.silent = 0
+				work = j.push(a, c, work)
+			}) {
+				waits = true
+			}
+		}
+		if waits {
+			n.hungry = true
+			a.waiting = append(a.waiting, n)
+		}
+		return work
+	}
+	for s := range a.slots {
+		if int(n.pos[s]) < len(a.slots[s].facts) {
+			if f := a.slots[s].facts[n.pos[s]]; f.Kind == obslog.WorkerRestarted {
+				k := int8(0)
+				if a.slots[s].proc == a.d {
+					k = 1
+				}
+				c := j.child(n)
+				c.st.B = j.chk.Budget()
+				j.firings = j.firings[:0]
+				_, v := j.chk.Apply(&c.st, checker.Move{Kind: checker.MvRestart, H: -1, Arg: k}, j.cov)
+				if v == nil {
+					v = j.chk.CheckState(&c.st)
+				}
+				if v != nil {
+					a.broken = v
+					continue
+				}
+				c.pos[s]++
+				c.consumed++
+				c.fact = f
+				c.silent = 0
+				work = j.push(a, c, work)
+			}
+		}
+	}
+	st := n.st
+	st.B = j.chk.Budget()
+	j.moves = j.chk.MovesInto(&st, j.moves[:0])
+	// A cache evicts what a finished side keeps whenever it wants room;
+	// the explorer leaves that out (nothing of the protocol follows), a
+	// log may say it happened.
+	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+		tx := model.Tx{W: &st.W}
+		if st.W.H[0].Worker(sd) >= 0 && j.chk.Terminal(&st, roleOf(sd), 0) && tx.CanEvict(0, sd) {
+			j.moves = append(j.moves, checker.Move{Kind: checker.MvEvict, H: 0, Arg: int8(sd)})
+		}
+	}
+	moves := slices.Clone(j.moves)
+	for _, m := range moves {
+		switch m.Kind {
+		case checker.MvRestart, checker.MvOccupy, checker.MvFreeBackground:
+			continue // the logs say when a worker restarts; other requests' load is outside the attempt
+		}
+		// A cache evicting is no fault: caches do it all the time.
+		fault := m.Kind.Fault() && m.Kind != checker.MvEvict
+		next := st
+		j.firings = j.firings[:0]
+		_, v := j.chk.Apply(&next, m, j.cov)
+		if v == nil {
+			v = j.chk.CheckState(&next)
+		}
+		if v != nil {
+			a.broken = v
+			continue
+		}
+		j.labels = obslog.Observe(j.labels[:0], 0, &st, &next, m, j.firings)
+		var must [maxOwed]obslog.Label
+		mn := 0
+		for i := range j.labels {
+			if j.mustLog(a, &j.labels[i]) && mn < maxOwed {
+				must[mn] = j.labels[i]
+				mn++
+			}
+		}
+		if mn == 0 {
+			if fault && int(n.faults) >= a.level {
+				a.fcut = true
+				continue
+			}
+			if int(n.silent) >= j.bound {
+				a.cut, a.everCut = true, true
+				continue
+			}
+			c := j.child(n)
+			c.st = next
+			c.move = m
+			c.silent++
+			if fault {
+				c.faults++
+			}
+			work = j.push(a, c, work)
+			continue
+		}
+		for i := 0; i < mn; i++ {
+			l := must[i]
+			if j.consume(a, n, &l, func(s int, f *obslog.Fact) {
+				c := j.child(n)
+				c.st = next
+				c.move = m
+				c.pos[s]++
+				c.consumed++
+				c.fact = f
+				c.silent = 0
+				c.owed = must
+				c.owed[i] = c.owed[mn-1]
+				c.owed[mn-1] = obslog.Label{}
+				c.owedN = uint8(mn - 1)
+				work = j.push(a, c, work)
+			}) {
+				waits = true
+			}
+		}
+	}
+	if waits || caught {
+		n.hungry = waits
+		a.waiting = append(a.waiting, n)
+	}
+	return work
+}
+
+func roleOf(sd model.Side) spec.Role {
+	if sd == model.SourceSide {
+		return spec.Source
+	}
+	return spec.Destination
+}
+
+func (j *judge) sortedOpen() []*attempt {
+	out := make([]*attempt, 0, len(j.att))
+	for _, a := range j.att {
+		out = append(out, a)
+	}
+	sort.Slice(out, func(x, y int) bool { return out[x].seq < out[y].seq })
+	return out
+}
+
+func (j *judge) reject(r *Rejection) {
+	if j.rep.Rejection != nil {
+		return
+	}
+	r.Prefix = j.rep.Facts - 1
+	j.rep.Rejection = r
+	j.rep.Verdict = Rejected
+}
+
+// end judges what is open when the logs end.
+func (j *judge) end() {
+	for _, a := range j.sortedOpen() {
+		if a.wcfg == nil {
+			f := a.last
+			j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f),
+				Detail: "no fact of the attempt gives its prompt_tokens, so it cannot be sized (the prefill router's routed fact should carry them)"})
+			return
+		}
+		for {
+			if _, open := j.att[a.id]; !open {
+				break // a search with more unlogged faults finished it
+			}
+			if best := j.ended(a); best != nil {
+				j.account(a, best)
+				break
+			}
+			// Unlogged faults may be what ended it (a cancel or a lost
+			// fact that no line records).
+			if a.fcut && a.level < j.maxF {
+				a.level++
+				if !j.replay(a, nil) {
+					return
+				}
+				continue
+			}
+			j.unfinished(a)
+			return
+		}
+	}
+}
+
+// ended is an explanation of all of an attempt's facts that finished it
+// (or any, with Open).
+func (j *judge) ended(a *attempt) *node {
+	for _, n := range a.waiting {
+		if j.caughtUp(a, n) && n.owedN == 0 && (j.open || j.done(n)) {
+			return n
+		}
+	}
+	return nil
+}
+
+// unfinished rejects an attempt the logs leave holding something or owing
+// a fact.
+func (j *judge) unfinished(a *attempt) {
+	f := a.last
+	r := &Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f)}
+	var owing, caught *node
+	for _, n := range a.waiting {
+		if !j.caughtUp(a, n) {
+			continue
+		}
+		if n.owedN > 0 && (owing == nil || n.consumed > owing.consumed) {
+			owing = n
+		}
+		if n.owedN == 0 && caught == nil {
+			caught = n
+		}
+	}
+	switch {
+	case caught != nil:
+		r.Invariant = model.NameQuiescence
+		r.Detail = "the logs end with the attempt unfinished: " + caught.st.W.DescribeHeld()
+		r.Explained = j.history(caught)
+		r.Allowed = j.allowed(a, []*node{caught})
+	case owing != nil:
+		var names []string
+		release := false
+		for _, l := range owing.owed[:owing.owedN] {
+			names = append(names, l.String())
+			switch l.Kind {
+			case obslog.SourceReleased, obslog.ReservationReleased, obslog.DecodeReleased, obslog.PrefillStopped:
+				release = true
+			}
+		}
+		if release {
+			r.Invariant = model.NameQuiescence
+		}
+		r.Detail = "the step that explains the attempt's last fact also does " + strings.Join(names, ", ") +
+			", and no line says so before the logs end: " + owing.st.W.DescribeHeld()
+		r.Explained = j.history(owing)
+	default:
+		r.Detail = "the logs end in the middle of the attempt"
+	}
+	j.reject(r)
+	j.rep.Verdict = Rejected
+}
+
+// dead reports an attempt no behavior explains any more.
+func (j *judge) dead(a *attempt, prev []*node) {
+	f := a.last
+	r := &Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f)}
+	if a.everCut || a.cut {
+		r.Detail = fmt.Sprintf("no explanation within %d unlogged steps between facts and %d unlogged faults; a longer search (--bound) may find one", j.bound, j.maxF)
+		j.reject(r)
+		j.rep.Verdict = Inconclusive
+		return
+	}
+	// The facts before this one were explained by the nodes that waited
+	// for it: what would its physical effect do there?
+	var best *node
+	for _, n := range prev {
+		if best == nil || n.consumed > best.consumed || (n.consumed == best.consumed && n.owedN < best.owedN) {
+			best = n
+		}
+	}
+	if best != nil {
+		r.Explained = j.history(best)
+	}
+	for _, n := range prev {
+		if n.owedN != 0 {
+			continue
+		}
+		if v := j.physical(a, n, f); v != nil {
+			r.Invariant, r.Detail = v.Invariant, v.Detail
+			break
+		}
+	}
+	r.Allowed = j.allowed(a, prev)
+	if r.Detail == "" {
+		switch {
+		case best != nil && best.owedN > 0:
+			var names []string
+			for _, l := range best.owed[:best.owedN] {
+				names = append(names, l.String())
+			}
+			r.Detail = "the step that explains the attempt's previous fact also does " + strings.Join(names, ", ") + ", and the next line of that process says otherwise"
+		case len(prev) == 0:
+			r.Detail = "no behavior of the tables begins the attempt with this fact"
+		default:
+			r.Detail = "the tables allow no step here that this fact describes"
+		}
+		if a.broken != nil {
+			r.Detail += fmt.Sprintf(" (the one step that comes close breaks %s: %s)", a.broken.Invariant, a.broken.Detail)
+		}
+	}
+	j.reject(r)
+}
+
+// history is an explanation's facts and unlogged steps, oldest first.
+func (j *judge) history(n *node) []string {
+	var out []string
+	for x := n; x != nil && x.parent != nil; x = x.parent {
+		switch {
+		case x.fact != nil && x.move.Kind != 0:
+			out = append(out, fmt.Sprintf("%s %s (step %s)", x.fact.Where(), Describe(j.h, x.fact), x.move))
+		case x.fact != nil:
+			out = append(out, fmt.Sprintf("%s %s", x.fact.Where(), Describe(j.h, x.fact)))
+		default:
+			out = append(out, "unlogged: "+x.move.String())
+		}
+	}
+	slices.Reverse(out)
+	return out
+}
+
+// allowed lists what the nodes could have logged next.
+func (j *judge) allowed(a *attempt, ns []*node) []string {
+	set := map[string]bool{}
+	for i, n := range ns {
+		if i == 16 {
+			break
+		}
+		for _, l := range n.owed[:n.owedN] {
+			set[l.String()] = true
+		}
+		if n.owedN > 0 {
+			continue
+		}
+		st := n.st
+		st.B = j.chk.Budget()
+		for _, m := range j.chk.MovesInto(&st, nil) {
+			if m.Kind == checker.MvRestart || m.Kind == checker.MvOccupy || m.Kind == checker.MvFreeBackground {
+				continue
+			}
+			next := st
+			j.firings = j.firings[:0]
+			if _, v := j.chk.Apply(&next, m, j.cov); v != nil {
+				continue
+			}
+			for _, l := range obslog.Observe(nil, 0, &st, &next, m, j.firings) {
+				if j.mustLog(a, &l) {
+					set[l.String()] = true
+				}
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for s := range set {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,87 @@
+package conform
+
+import (
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// physics gives a fact the model's own operation, where it has one: what
+// the worker physically did when it logged the fact, whatever its tables
+// say. When no behavior of the tables explains a fact, the judge performs
+// this operation in the states that explained the facts before it and
+// names the invariant it breaks there; a fact the physics allows and the
+// tables refuse is a protocol deviation, reported with what the tables
+// allowed instead.
+var physics = [obslog.NumKinds]func(tx *model.Tx, sd model.Side, f *obslog.Fact){
+	obslog.RequestAccepted:   func(tx *model.Tx, sd model.Side, _ *obslog.Fact) { tx.AcceptRequest(0, sd) },
+	obslog.PrefillDispatched: func(tx *model.Tx, sd model.Side, _ *obslog.Fact) { tx.StartPrefill(0, sd) },
+	obslog.Reserved: func(tx *model.Tx, sd model.Side, _ *obslog.Fact) {
+		if !tx.W.H[0].Pending {
+			tx.RequestReservation(0, sd)
+		}
+		tx.Reserve(0)
+	},
+	obslog.Registered: func(tx *model.Tx, sd model.Side, _ *obslog.Fact) {
+		if sd == model.SourceSide {
+			tx.RegisterSource(0, sd)
+		} else {
+			tx.RegisterDestination(0, sd)
+		}
+	},
+	obslog.Pinned:          func(tx *model.Tx, sd model.Side, _ *obslog.Fact) { tx.PinSource(0, sd) },
+	obslog.TransferStarted: func(tx *model.Tx, sd model.Side, _ *obslog.Fact) { tx.StartTransfer(0, sd, sd) },
+	obslog.TransferDone:    func(tx *model.Tx, _ model.Side, _ *obslog.Fact) { tx.CompleteTransfer(0) },
+	obslog.TransferFailed:  func(tx *model.Tx, _ model.Side, _ *obslog.Fact) { tx.FailTransfer(0) },
+	obslog.Activated:       func(tx *model.Tx, sd model.Side, _ *obslog.Fact) { tx.ActivateDestination(0, sd) },
+	obslog.Stored: func(tx *model.Tx, sd model.Side, _ *obslog.Fact) {
+		if sd == model.SourceSide {
+			tx.PublishCached(0, sd)
+		} else {
+			tx.PublishStored(0, sd)
+		}
+	},
+	obslog.PrefillStopped: func(tx *model.Tx, sd model.Side, _ *obslog.Fact) { tx.StopPrefill(0, sd) },
+	// A source logs its release as the end of the reads: the cause it
+	// claims is the reader's acknowledgement.
+	obslog.SourceReleased:      func(tx *model.Tx, sd model.Side, _ *obslog.Fact) { tx.ReleaseSource(0, sd, model.CauseReaderAck) },
+	obslog.ReservationReleased: func(tx *model.Tx, sd model.Side, _ *obslog.Fact) { tx.ReleaseDestination(0, sd, model.CauseAbort) },
+	obslog.DecodeReleased:      func(tx *model.Tx, sd model.Side, _ *obslog.Fact) { tx.ReleaseActive(0, sd) },
+	obslog.OutcomeReported: func(tx *model.Tx, sd model.Side, f *obslog.Fact) {
+		ok := f.Outcome == model.OutcomeOK
+		if sd == model.SourceSide {
+			tx.ReportSourceOutcome(0, sd, ok)
+		} else {
+			tx.ReportDecodeOutcome(0, sd, ok)
+		}
+	},
+}
+
+// physical performs a fact's operation in a node's world and judges the
+// step and the state; nil when it breaks nothing or has no operation.
+func (j *judge) physical(a *attempt, n *node, f *obslog.Fact) (v *model.Violation) {
+	op := physics[f.Kind]
+	if op == nil {
+		return nil
+	}
+	sd := model.SourceSide
+	if j.h.Processes[f.Proc].Role == obslog.RoleDecode {
+		sd = model.DestinationSide
+	}
+	st := n.st
+	if st.W.H[0].Worker(sd) < 0 {
+		return nil
+	}
+	defer func() {
+		// An operation the model refuses outright in this state (it
+		// guards its own preconditions) names no invariant.
+		if recover() != nil {
+			v = nil
+		}
+	}()
+	tx := model.Tx{W: &st.W}
+	op(&tx, sd, f)
+	if v = model.CheckStep(&st.W, &tx.J); v != nil {
+		return v
+	}
+	return j.chk.CheckState(&st)
+}

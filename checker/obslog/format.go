@@ -1,0 +1,496 @@
+package obslog
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
+	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
+)
+
+// SchemaV1 names the format.
+const SchemaV1 = "handoffcheck.log/v1"
+
+// ErrLog is wrapped by every refusal of a log.
+var ErrLog = errors.New("malformed observation log")
+
+// MaxLineBytes bounds one line: the header may carry a configuration.
+const MaxLineBytes = 256 << 10
+
+// MaxProcesses bounds the processes a header names.
+const MaxProcesses = 256
+
+// Role is a process's role.
+type Role uint8
+
+const (
+	RoleRouter Role = iota
+	RolePrefill
+	RoleDecode
+)
+
+var roleNames = [...]string{"router", "prefill", "decode"}
+
+func (r Role) String() string { return roleNames[r] }
+
+// Process is one process a header names.
+type Process struct {
+	Name string
+	Role Role
+	// Records is the kinds the process logs; a fact of another kind
+	// happens without a line (partial observability).
+	Records KindSet
+}
+
+// Header is a log's first line.
+type Header struct {
+	Policy    spec.Policy
+	Engine    model.Engine
+	Processes []Process
+	// Config is the cluster's configuration (a handoffcheck.sim/v1
+	// object), or nil.
+	Config json.RawMessage
+}
+
+// Process finds a process by name.
+func (h *Header) Process(name string) (int, bool) {
+	for i := range h.Processes {
+		if h.Processes[i].Name == name {
+			return i, true
+		}
+	}
+	return -1, false
+}
+
+// Fact is one observed fact: a line after the header.
+type Fact struct {
+	File string
+	Line int
+
+	Proc    int // index in the header's processes
+	Gen     int64
+	Attempt string
+	Kind    Kind
+	// TUS is the process's own time stamp in microseconds, or -1.
+	TUS int64
+	// Routed: the stage (SourceSide: prefill) and the worker chosen.
+	Stage model.Side
+	To    int
+	// Figures, present when Has says so.
+	Has                                   uint16 // bit per Figure
+	Blocks, Pages, Slot, Headroom, Tokens int64
+	Outcome                               model.Outcome
+	Timer                                 model.Timer
+	// PromptTokens and PrefixHitTokens size the attempt (0: not given).
+	PromptTokens, PrefixHitTokens int64
+}
+
+// HasFigure reports whether the line gives a figure.
+func (f *Fact) HasFigure(g Figure) bool { return f.Has&(1<<g) != 0 }
+
+// Where is "file:line".
+func (f *Fact) Where() string { return fmt.Sprintf("%s:%d", f.File, f.Line) }
+
+type headerLine struct {
+	Schema    *string         `json:"schema"`
+	Policy    string          `json:"policy"`
+	Engine    string          `json:"engine"`
+	Processes []processLine   `json:"processes"`
+	Records   []string        `json:"records"`
+	Config    json.RawMessage `json:"config"`
+}
+
+type processLine struct {
+	Name    string    `json:"name"`
+	Role    string    `json:"role"`
+	Records *[]string `json:"records"`
+}
+
+type factLine struct {
+	Proc            *string `json:"proc"`
+	Gen             *int64  `json:"gen"`
+	Attempt         *string `json:"attempt"`
+	Kind            *string `json:"kind"`
+	TUS             *int64  `json:"t_us"`
+	Stage           *string `json:"stage"`
+	To              *string `json:"to"`
+	Blocks          *int64  `json:"blocks"`
+	Pages           *int64  `json:"pages"`
+	Slot            *int64  `json:"slot"`
+	Headroom        *int64  `json:"headroom"`
+	Tokens          *int64  `json:"tokens"`
+	Outcome         *string `json:"outcome"`
+	Timer           *string `json:"timer"`
+	PromptTokens    *int64  `json:"prompt_tokens"`
+	PrefixHitTokens *int64  `json:"prefix_hit_tokens"`
+}
+
+// Reader reads a log one fact at a time, holding one line.
+type Reader struct {
+	name   string
+	br     *bufio.Reader
+	line   int
+	header Header
+	err    error
+}
+
+// NewReader reads the header of the log r; name is the file its errors give.
+func NewReader(r io.Reader, name string) (*Reader, error) {
+	rd := &Reader{name: name, br: bufio.NewReaderSize(r, 64<<10)}
+	text, err := rd.scan()
+	if err == io.EOF {
+		return nil, rd.fail(1, "empty log, want a header line {\"schema\": %q, ...}", SchemaV1)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var h headerLine
+	if err := decodeLine(text, &h); err != nil {
+		return nil, rd.fail(rd.line, "header: %s; want {\"schema\": %q, \"policy\": ..., \"engine\": ..., \"processes\": [...]} first", err, SchemaV1)
+	}
+	if _, err := jsonfile.ScanAt(name, rd.line, text, ErrLog); err != nil {
+		return nil, err
+	}
+	if err := rd.parseHeader(&h); err != nil {
+		return nil, err
+	}
+	return rd, nil
+}
+
+// Header is the log's header.
+func (r *Reader) Header() *Header { return &r.header }
+
+// Name is the file the reader reads.
+func (r *Reader) Name() string { return r.name }
+
+func (r *Reader) fail(line int, format string, args ...any) error {
+	return fmt.Errorf("%s:%d: %w: %s", r.name, line, ErrLog, fmt.Sprintf(format, args...))
+}
+
+// scan reads the next line without its newline. A line that does not end
+// in a newline was cut short: the log is truncated there.
+func (r *Reader) scan() ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, err := r.br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			buf = append(buf, chunk...)
+			if len(buf) > MaxLineBytes {
+				return nil, r.fail(r.line+1, "the line is longer than %d KiB, the most a log line may hold", MaxLineBytes>>10)
+			}
+			continue
+		}
+		if buf != nil {
+			buf = append(buf, chunk...)
+			chunk = buf
+		}
+		if err == io.EOF {
+			if len(chunk) == 0 {
+				return nil, io.EOF
+			}
+			return nil, r.fail(r.line+1, "the line ends without a newline: the log was cut short in the middle of this line")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w: %w", r.name, r.line+1, ErrLog, err)
+		}
+		r.line++
+		if len(chunk) > MaxLineBytes+1 {
+			return nil, r.fail(r.line, "the line is longer than %d KiB, the most a log line may hold", MaxLineBytes>>10)
+		}
+		text := bytes.TrimRight(chunk, "\r\n")
+		if len(bytes.TrimSpace(text)) == 0 {
+			return nil, r.fail(r.line, "blank line; want one JSON object per line, without blank lines")
+		}
+		return text, nil
+	}
+}
+
+func (r *Reader) parseHeader(l *headerLine) error {
+	h := &r.header
+	if l.Schema == nil {
+		return r.fail(r.line, "the header has no schema; want {\"schema\": %q} on the first line", SchemaV1)
+	}
+	if *l.Schema != SchemaV1 {
+		return r.fail(r.line, "schema %q, want %q", *l.Schema, SchemaV1)
+	}
+	p, err := spec.ParsePolicy(l.Policy)
+	if err != nil {
+		return r.fail(r.line, "header: policy %q, want source-first or destination-first", l.Policy)
+	}
+	h.Policy = p
+	if h.Engine, err = model.ParseEngine(l.Engine); err != nil {
+		return r.fail(r.line, "header: %s", err)
+	}
+	def := All
+	if l.Records != nil {
+		if def, err = parseRecords(l.Records); err != nil {
+			return r.fail(r.line, "header: records: %s", err)
+		}
+	}
+	if len(l.Processes) == 0 {
+		return r.fail(r.line, "header: no processes; want \"processes\": [{\"name\": \"prefill-0\", \"role\": \"prefill\"}, ...]")
+	}
+	if len(l.Processes) > MaxProcesses {
+		return r.fail(r.line, "header: %d processes, at most %d", len(l.Processes), MaxProcesses)
+	}
+	var roles [3]int
+	for i, pl := range l.Processes {
+		if pl.Name == "" {
+			return r.fail(r.line, "header: process %d has no name", i+1)
+		}
+		if _, dup := h.Process(pl.Name); dup {
+			return r.fail(r.line, "header: process %q named twice", pl.Name)
+		}
+		ri := slices.Index(roleNames[:], pl.Role)
+		if ri < 0 {
+			return r.fail(r.line, "header: process %q: role %q, want router, prefill or decode", pl.Name, pl.Role)
+		}
+		proc := Process{Name: pl.Name, Role: Role(ri), Records: def}
+		if pl.Records != nil {
+			if proc.Records, err = parseRecords(*pl.Records); err != nil {
+				return r.fail(r.line, "header: process %q: records: %s", pl.Name, err)
+			}
+		}
+		roles[ri]++
+		h.Processes = append(h.Processes, proc)
+	}
+	if roles[RolePrefill] == 0 || roles[RoleDecode] == 0 {
+		return r.fail(r.line, "header: the processes need at least one prefill and one decode worker")
+	}
+	if len(l.Config) > 0 && string(l.Config) != "null" {
+		h.Config = l.Config
+	}
+	return nil
+}
+
+// ParseRecords reads a list of kinds: "all", "milestones" (with
+// worker_restarted), or kind names.
+func ParseRecords(names []string) (KindSet, error) { return parseRecords(names) }
+
+func parseRecords(names []string) (KindSet, error) {
+	if len(names) == 1 && names[0] == "all" {
+		return All, nil
+	}
+	if len(names) == 1 && names[0] == "milestones" {
+		return Of(Milestones()...) | Of(WorkerRestarted), nil
+	}
+	var s KindSet
+	for _, n := range names {
+		k, ok := KindNamed(n)
+		if !ok {
+			return 0, fmt.Errorf("%q is not a kind; want \"all\", \"milestones\" or kinds among %s", n, strings.Join(KindNames(), ", "))
+		}
+		s |= Of(k)
+	}
+	return s, nil
+}
+
+// Next reads the next fact. It returns io.EOF after the last, and after an
+// error returns that error again.
+func (r *Reader) Next() (Fact, error) {
+	if r.err != nil {
+		return Fact{}, r.err
+	}
+	f, err := r.next()
+	if err != nil {
+		r.err = err
+	}
+	return f, err
+}
+
+func (r *Reader) next() (Fact, error) {
+	text, err := r.scan()
+	if err != nil {
+		return Fact{}, err
+	}
+	var l factLine
+	if err := decodeLine(text, &l); err != nil {
+		return Fact{}, r.fail(r.line, "%s; want a fact such as %s", err, factExample)
+	}
+	f := Fact{File: r.name, Line: r.line, TUS: -1, To: -1}
+	if why := r.fact(&l, &f); why != "" {
+		return Fact{}, r.fail(r.line, "%s", why)
+	}
+	return f, nil
+}
+
+const factExample = `{"proc": "decode-0", "gen": 0, "attempt": "a1", "kind": "reserved", "pages": 12, "slot": 1, "headroom": 512}`
+
+// fact checks a line's fields against its kind.
+func (r *Reader) fact(l *factLine, f *Fact) string {
+	h := &r.header
+	if l.Kind == nil {
+		return "no kind; want \"kind\": one of " + strings.Join(KindNames(), ", ")
+	}
+	k, ok := KindNamed(*l.Kind)
+	if !ok {
+		return fmt.Sprintf("kind %q, want one of %s", *l.Kind, strings.Join(KindNames(), ", "))
+	}
+	f.Kind = k
+	if l.Proc == nil {
+		return "no proc; want \"proc\": the name of the process that logged the fact, as the header names it"
+	}
+	p, ok := h.Process(*l.Proc)
+	if !ok {
+		return fmt.Sprintf("proc %q is not a process of the header", *l.Proc)
+	}
+	f.Proc = p
+	if l.Gen == nil || *l.Gen < 0 || *l.Gen > 1<<31 {
+		return "gen: want the process generation, an integer from 0"
+	}
+	f.Gen = *l.Gen
+	role := h.Processes[p].Role
+	switch Kinds[k].Who {
+	case ByRouter:
+		if role != RoleRouter {
+			return fmt.Sprintf("%s is logged by a router, and %q is a %s worker", k, *l.Proc, role)
+		}
+	case BySource:
+		if role != RolePrefill {
+			return fmt.Sprintf("%s is logged by the prefill worker, and %q is a %s", k, *l.Proc, role)
+		}
+	case ByDestination:
+		if role != RoleDecode {
+			return fmt.Sprintf("%s is logged by the decode worker, and %q is a %s", k, *l.Proc, role)
+		}
+	case BySide:
+		if role == RoleRouter {
+			return fmt.Sprintf("%s is logged by a worker, and %q is a router", k, *l.Proc)
+		}
+	}
+	if k == WorkerRestarted {
+		if l.Attempt != nil {
+			return "worker_restarted names no attempt: the whole process restarted"
+		}
+	} else if l.Attempt == nil || *l.Attempt == "" || len(*l.Attempt) > 256 {
+		return "attempt: want the handoff attempt id, a non-empty string of at most 256 bytes"
+	} else {
+		f.Attempt = *l.Attempt
+	}
+	if l.TUS != nil {
+		if *l.TUS < 0 {
+			return "t_us: want a time in microseconds from 0"
+		}
+		f.TUS = *l.TUS
+	}
+	figs := Kinds[k].Figures
+	allowed := func(g Figure) bool { return slices.Contains(figs, g) }
+	num := func(g Figure, v *int64, dst *int64) string {
+		if v == nil {
+			return ""
+		}
+		if !allowed(g) {
+			return fmt.Sprintf("%s carries no %s", k, g)
+		}
+		if *v < 0 || *v > 1<<40 {
+			return fmt.Sprintf("%s %d: want a count from 0", g, *v)
+		}
+		*dst = *v
+		f.Has |= 1 << g
+		return ""
+	}
+	for _, e := range []string{
+		num(FigBlocks, l.Blocks, &f.Blocks), num(FigPages, l.Pages, &f.Pages), num(FigSlot, l.Slot, &f.Slot),
+		num(FigHeadroom, l.Headroom, &f.Headroom), num(FigTokens, l.Tokens, &f.Tokens),
+	} {
+		if e != "" {
+			return e
+		}
+	}
+	if k == Routed {
+		if l.Stage == nil || (*l.Stage != "prefill" && *l.Stage != "decode") {
+			return "routed needs \"stage\": \"prefill\" or \"decode\""
+		}
+		if *l.Stage == "decode" {
+			f.Stage = model.DestinationSide
+		}
+		if l.To == nil {
+			return "routed needs \"to\": the worker the router chose"
+		}
+		to, ok := h.Process(*l.To)
+		want := RolePrefill
+		if f.Stage == model.DestinationSide {
+			want = RoleDecode
+		}
+		if !ok || h.Processes[to].Role != want {
+			return fmt.Sprintf("to %q is not a %s worker of the header", *l.To, want)
+		}
+		f.To = to
+		f.Has |= 1 << FigStage
+	} else if l.Stage != nil || l.To != nil {
+		return fmt.Sprintf("%s carries no stage or to", k)
+	}
+	if l.Outcome != nil {
+		if k != OutcomeReported {
+			return fmt.Sprintf("%s carries no outcome", k)
+		}
+		switch *l.Outcome {
+		case "ok":
+			f.Outcome = model.OutcomeOK
+		case "failed":
+			f.Outcome = model.OutcomeFailed
+		default:
+			return fmt.Sprintf("outcome %q, want ok or failed", *l.Outcome)
+		}
+		f.Has |= 1 << FigOutcome
+	} else if k == OutcomeReported {
+		return "outcome_reported needs \"outcome\": \"ok\" or \"failed\""
+	}
+	if l.Timer != nil {
+		if k != DeadlineExpired {
+			return fmt.Sprintf("%s carries no timer", k)
+		}
+		t := model.Timer(0)
+		for t < model.NumTimers && t.String() != *l.Timer {
+			t++
+		}
+		if t == model.NumTimers || t == model.TimerLease || t == model.TimerReservation || t == model.TimerHeartbeat {
+			return fmt.Sprintf("timer %q, want bootstrap, push-deadline or pull-deadline (lease_expired and reservation_expired are kinds of their own)", *l.Timer)
+		}
+		f.Timer = t
+		f.Has |= 1 << FigTimer
+	}
+	if l.PromptTokens != nil {
+		if k == WorkerRestarted || *l.PromptTokens < 1 || *l.PromptTokens > 1<<30 {
+			return "prompt_tokens: want the attempt's prompt length, from 1 token, on a fact of the attempt"
+		}
+		f.PromptTokens = *l.PromptTokens
+	}
+	if l.PrefixHitTokens != nil {
+		if k != Routed || f.Stage != model.DestinationSide || *l.PrefixHitTokens < 0 || *l.PrefixHitTokens > 1<<30 {
+			return "prefix_hit_tokens: want the tokens of the prompt the chosen decode worker caches, on a routed fact of stage decode"
+		}
+		f.PrefixHitTokens = *l.PrefixHitTokens
+	}
+	return ""
+}
+
+// decodeLine decodes one line into v, refusing unknown fields and
+// anything after the object.
+func decodeLine(text []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return fmt.Errorf("malformed JSON: %s", jsonfile.Clean(err))
+		}
+		return errors.New(jsonfile.Clean(err))
+	}
+	if rest := bytes.TrimSpace(text[dec.InputOffset():]); len(rest) > 0 {
+		s := string(rest)
+		if len(s) > 40 {
+			s = s[:40] + "..."
+		}
+		return fmt.Errorf("%s after the JSON object", strconv.Quote(s))
+	}
+	return nil
+}

@@ -1,0 +1,248 @@
+package obslog
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+// Label is one fact a step makes observable: its kind, the process that
+// logs it (a router, or one side's worker) and its figures. Figures a
+// kind does not carry are zero.
+type Label struct {
+	Kind Kind
+	By   Who // ByRouter, BySource or ByDestination
+	// Stage is the router stage of Routed: SourceSide for the prefill
+	// router, DestinationSide for the decode router.
+	Stage                                 model.Side
+	Blocks, Pages, Slot, Headroom, Tokens int64
+	Outcome                               model.Outcome
+	Timer                                 model.Timer
+}
+
+func (l Label) String() string {
+	var b strings.Builder
+	b.WriteString(l.Kind.String())
+	switch l.By {
+	case BySource:
+		b.WriteString(" by the prefill worker")
+	case ByDestination:
+		b.WriteString(" by the decode worker")
+	default:
+		b.WriteString(" by a router")
+	}
+	for _, f := range Kinds[l.Kind].Figures {
+		switch f {
+		case FigStage:
+			fmt.Fprintf(&b, " stage=%s", stageName(l.Stage))
+		case FigOutcome:
+			fmt.Fprintf(&b, " outcome=%s", l.Outcome)
+		case FigTimer:
+			fmt.Fprintf(&b, " timer=%s", l.Timer)
+		default:
+			if v := l.figure(f); v != 0 || l.Kind != Routed {
+				fmt.Fprintf(&b, " %s=%d", f, v)
+			}
+		}
+	}
+	return b.String()
+}
+
+func (l Label) figure(f Figure) int64 {
+	switch f {
+	case FigBlocks:
+		return l.Blocks
+	case FigPages:
+		return l.Pages
+	case FigSlot:
+		return l.Slot
+	case FigHeadroom:
+		return l.Headroom
+	case FigTokens:
+		return l.Tokens
+	}
+	return 0
+}
+
+func stageName(s model.Side) string {
+	if s == model.SourceSide {
+		return "prefill"
+	}
+	return "decode"
+}
+
+func bySide(s model.Side) Who {
+	if s == model.SourceSide {
+		return BySource
+	}
+	return ByDestination
+}
+
+// Observe lists, in vocabulary order, the facts that a step of handoff h
+// from before to after by move m, firing the rows fs, makes observable.
+// It reads only the physical world and the rows that fired: which
+// protocol state a side is in is never observable, what it does is.
+// Steps of a worker's restart are not observed: the restarted process
+// logs only worker_restarted, and what the restart takes from the attempt
+// follows from it.
+func Observe(out []Label, h int, before, after *checker.State, m checker.Move, fs []checker.Firing) []Label {
+	if m.Kind == checker.MvRestart {
+		return out
+	}
+	b, a := &before.W.H[h], &after.W.H[h]
+	bw, aw := &before.W.W, &after.W.W
+	var evs [2][NumKinds]bool // event-driven kinds, per side
+	for _, f := range fs {
+		if f.Handoff != h || (f.From == f.To && len(f.Actions) == 0) {
+			continue // an ignore row changes nothing anyone would log
+		}
+		sd := model.SourceSide
+		if f.Role == spec.Destination {
+			sd = model.DestinationSide
+		}
+		switch name := checker.EventName(f.Role, f.Event); name {
+		case "Cancelled", "ClientCancelled":
+			evs[sd][Cancelled] = true
+		case "LocalAbort":
+			evs[sd][Aborted] = true
+		case "LeaseRenewed":
+			evs[sd][LeaseRenewed] = true
+		case "LeaseExpired":
+			evs[sd][LeaseExpired] = true
+		case "ReservationExpired":
+			evs[sd][ReservationExpired] = true
+		case "BootstrapExpired", "TransferTimeout":
+			evs[sd][DeadlineExpired] = true
+		case "ReaderCompleted":
+			evs[sd][ReaderCompleted] = true
+		case "ReceiveCompleted":
+			evs[sd][ReceiveCompleted] = true
+		case "TransferDone":
+			if sd == model.DestinationSide {
+				evs[sd][ReceiveCompleted] = true
+			}
+		case "DecodeFinished":
+			evs[sd][DecodeFinished] = true
+		}
+	}
+	delta := func(sd model.Side, get func(*model.Worker) int64) int64 {
+		w := a.Worker(sd)
+		if w < 0 {
+			w = b.Worker(sd)
+		}
+		if w < 0 {
+			return 0
+		}
+		return get(&aw[w]) - get(&bw[w])
+	}
+	add := func(l Label) { out = append(out, l) }
+	for k := Kind(1); k < NumKinds; k++ {
+		for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+			by := bySide(sd)
+			switch k {
+			case Routed:
+				if sd == model.SourceSide && b.Prefill < 0 && a.Prefill >= 0 {
+					add(Label{Kind: k, By: ByRouter, Stage: sd, Tokens: delta(sd, func(w *model.Worker) int64 { return int64(w.PrefillTokens) })})
+				}
+				if sd == model.DestinationSide && b.Decode < 0 && a.Decode >= 0 {
+					add(Label{Kind: k, By: ByRouter, Stage: sd, Blocks: delta(sd, func(w *model.Worker) int64 { return int64(w.BookedBlocks) })})
+				}
+			case ClientCancelled:
+				if sd == model.SourceSide && !b.Cancelled && a.Cancelled {
+					add(Label{Kind: k, By: ByRouter})
+				}
+			case RequestAccepted:
+				if !b.Accepted[sd] && a.Accepted[sd] {
+					add(Label{Kind: k, By: by})
+				}
+			case PrefillDispatched:
+				if sd == model.SourceSide && b.Compute == model.ComputeNone && a.Compute != model.ComputeNone {
+					add(Label{Kind: k, By: by})
+				}
+			case Cancelled, Aborted, LeaseRenewed, LeaseExpired, ReservationExpired, ReaderCompleted, ReceiveCompleted, DecodeFinished:
+				if evs[sd][k] {
+					add(Label{Kind: k, By: by})
+				}
+			case DeadlineExpired:
+				if evs[sd][k] && m.Kind == checker.MvTimer {
+					add(Label{Kind: k, By: by, Timer: model.Timer(m.Arg)})
+				}
+			case Reserved:
+				if sd == model.DestinationSide && b.Dst == model.DstNone && a.Dst == model.DstReserved {
+					add(Label{Kind: k, By: by,
+						Pages:    delta(sd, func(w *model.Worker) int64 { return int64(w.Reserved) }),
+						Slot:     delta(sd, func(w *model.Worker) int64 { return int64(w.SlotsUsed) }),
+						Headroom: delta(sd, func(w *model.Worker) int64 { return int64(w.HeadroomUsed) })})
+				}
+			case Registered:
+				if reg(b, sd) == model.RegNone && reg(a, sd) == model.RegValid {
+					add(Label{Kind: k, By: by})
+				}
+			case Pinned:
+				if sd == model.SourceSide && b.Src != model.SrcPinned && a.Src == model.SrcPinned {
+					add(Label{Kind: k, By: by, Blocks: delta(sd, func(w *model.Worker) int64 { return int64(w.Pinned) })})
+				}
+			case TransferStarted:
+				if b.Xfer == model.XferNone && a.Xfer != model.XferNone && a.Runner == sd {
+					add(Label{Kind: k, By: by})
+				}
+			case TransferDone:
+				if b.Xfer != model.XferDone && a.Xfer == model.XferDone && a.Runner == sd {
+					add(Label{Kind: k, By: by})
+				}
+			case TransferFailed:
+				if b.Xfer != model.XferFailed && a.Xfer == model.XferFailed && a.Runner == sd {
+					add(Label{Kind: k, By: by})
+				}
+			case Activated:
+				if sd == model.DestinationSide && b.Dst != model.DstActive && a.Dst == model.DstActive {
+					add(Label{Kind: k, By: by})
+				}
+			case Stored, Removed:
+				bi, ai := indexed(b, sd), indexed(a, sd)
+				if bi != ai && ai == (k == Stored) {
+					n := delta(sd, func(w *model.Worker) int64 { return int64(w.StoredBlocks) })
+					add(Label{Kind: k, By: by, Blocks: max(n, -n)})
+				}
+			case PrefillStopped:
+				if sd == model.SourceSide && b.Src == model.SrcActive && a.Src == model.SrcNone {
+					add(Label{Kind: k, By: by, Blocks: -delta(sd, func(w *model.Worker) int64 { return int64(w.Active) })})
+				}
+			case SourceReleased:
+				if sd == model.SourceSide && b.Src == model.SrcPinned && a.Src != model.SrcPinned {
+					add(Label{Kind: k, By: by, Blocks: -delta(sd, func(w *model.Worker) int64 { return int64(w.Pinned) })})
+				}
+			case ReservationReleased:
+				if sd == model.DestinationSide && b.Dst == model.DstReserved && a.Dst == model.DstNone {
+					add(Label{Kind: k, By: by, Pages: -delta(sd, func(w *model.Worker) int64 { return int64(w.Reserved) })})
+				}
+			case DecodeReleased:
+				if sd == model.DestinationSide && b.Dst == model.DstActive && a.Dst == model.DstNone {
+					add(Label{Kind: k, By: by, Blocks: -delta(sd, func(w *model.Worker) int64 { return int64(w.Active) })})
+				}
+			case OutcomeReported:
+				if b.Outcome[sd] == model.OutcomeNone && a.Outcome[sd] != model.OutcomeNone {
+					add(Label{Kind: k, By: by, Outcome: a.Outcome[sd]})
+				}
+			}
+		}
+	}
+	return out
+}
+
+func reg(x *model.Handoff, sd model.Side) model.Reg {
+	if sd == model.SourceSide {
+		return x.SrcReg
+	}
+	return x.DstReg
+}
+
+func indexed(x *model.Handoff, sd model.Side) bool {
+	if sd == model.SourceSide {
+		return x.SrcIndexed
+	}
+	return x.Published
+}

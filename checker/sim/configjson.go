@@ -1,0 +1,53 @@
+package sim
+
+import (
+	"encoding/json"
+
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// AttemptWorld is the world configuration of one attempt seen on its own:
+// the attempt as the only handoff, its prefill worker as world worker 0
+// and its decode worker, where the prompt finds hit tokens cached, as
+// world worker 1. The conformance judge steps each attempt of a log in
+// one (the simulator steps its requests in the same windows).
+func (c *Config) AttemptWorld(prompt, hit model.Tokens) *model.Config {
+	return c.window(Request{PromptTokens: prompt, OutputTokens: 1, CancelUS: -1}, 0, 0, hit)
+}
+
+// JSON is the configuration in its file form (schema handoffcheck.sim/v1):
+// ParseConfig reads it back to the same configuration.
+func (c *Config) JSON() []byte {
+	var f fileConfig
+	ms := func(us int64) float64 { return float64(us) / 1000 }
+	pms := func(us int64) *float64 { v := ms(us); return &v }
+	f.Schema, f.Policy, f.Engine, f.Seed = ConfigSchemaV1, c.Policy, c.Engine.String(), c.Seed
+	f.Prefill.Workers, f.Prefill.CapacityBlocks, f.Prefill.TokensPerSec = c.Prefill.Workers, int64(c.Prefill.CapacityBlocks), c.Prefill.TokensPerSec
+	f.Decode.Workers, f.Decode.CapacityBlocks, f.Decode.Slots = c.Decode.Workers, int64(c.Decode.CapacityBlocks), c.Decode.Slots
+	f.Decode.HeadroomTokens, f.Decode.MsPerOutputToken = int64(c.Decode.HeadroomTokens), ms(c.Decode.PerTokenUS)
+	f.Transfer.BytesPerToken, f.Transfer.BlockSizeTokens, f.Transfer.BandwidthGbps = int64(c.Transfer.BytesPerToken), int64(c.Transfer.BlockSize), c.BandwidthGbps
+	hr := int64(c.HeadroomTokens)
+	f.HeadroomTokensPerRequest = &hr
+	f.Network.LatencyMs, f.Network.JitterMs = ms(c.LatencyUS), ms(c.JitterUS)
+	f.Timers.LeaseMs, f.Timers.HeartbeatMs, f.Timers.BootstrapMs = pms(c.Timers.LeaseUS), pms(c.Timers.HeartbeatUS), pms(c.Timers.BootstrapUS)
+	f.Timers.ReservationMs, f.Timers.TransferDeadlineMs = pms(c.Timers.ReservationUS), pms(c.Timers.TransferDeadlineUS)
+	f.HealthCheckMs, f.CommandMs, f.SlowCoreMs, f.GraceMs, f.SampleMs = pms(c.HealthCheckUS), pms(c.CommandUS), pms(c.SlowCoreUS), pms(c.GraceUS), pms(c.SampleUS)
+	f.Routers.Prefill, f.Routers.Decode = routerNames[c.PrefillRouter], routerNames[c.DecodeRouter]
+	var names []string
+	for k := model.CmdNone + 1; k < model.NumCmds; k++ {
+		if c.Commands.Has(k) {
+			names = append(names, k.String())
+		}
+	}
+	if names == nil {
+		names = []string{}
+	}
+	f.Commands, _ = json.Marshal(names)
+	f.Renewal = &c.Renewal
+	f.MaxRetries = c.MaxRetries
+	b, err := json.Marshal(f)
+	if err != nil {
+		panic("sim: a configuration does not marshal: " + err.Error())
+	}
+	return b
+}
