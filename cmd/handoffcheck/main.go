@@ -25,6 +25,9 @@ const (
 	// exitInterrupted: stopped by an interrupt (Ctrl-C) before it finished;
 	// the report printed covers what ran and lists what did not.
 	exitInterrupted = 3
+	// exitInconclusive: a conformance search was cut by its bound before
+	// it could explain a fact or prove that nothing does.
+	exitInconclusive = 4
 )
 
 // exitText says what each exit code means, for help texts.
@@ -33,6 +36,7 @@ var exitText = map[int]string{
 	exitViolation:   "an invariant is violated",
 	exitUsage:       "bad usage or bad input; nothing was judged",
 	exitInterrupted: "interrupted (Ctrl-C): the report covers what ran and lists what did not",
+	exitInconclusive: "inconclusive: the search's bound cut it before a verdict",
 }
 
 // env is what a command runs with: where to write, and a context that an

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/checker/sim/faultplan"
 	"github.com/handoffcheck/handoffcheck/checker/sim/plot"
@@ -66,6 +67,10 @@ type simInputs struct {
 	faults   []sim.Fault
 	faultFre bool
 	proto    *checker.Protocol
+	// log is where the run's observation log goes ("": with --out, into
+	// DIR/log.jsonl; else nowhere); records the kinds it keeps.
+	log     string
+	records obslog.KindSet
 }
 
 func cmdSimulate(c *command, e *env, args []string) int {
@@ -83,10 +88,19 @@ func cmdSimulate(c *command, e *env, args []string) int {
 	compare := fs.Bool("compare", false, "run under both policies and plot them side by side (needs --out)")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
 	specFile := fs.String("spec", "", "run a spec file's tables (a variant) instead of the generated machines")
+	logFile := fs.String("log", "", "write the run's observation log (handoffcheck.log/v1) to this file (with --out: DIR/log.jsonl by default)")
+	logRecords := fs.String("log-records", "all", "the kinds the log keeps: all, milestones, or a comma-separated list of kinds")
 	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
 		return code
 	}
 	set := setFlags(fs)
+	records, err := obslog.ParseRecords(strings.Split(*logRecords, ","))
+	if err != nil {
+		return c.bad(e, "--log-records: %v", err)
+	}
+	if *compare && *logFile != "" {
+		return c.bad(e, "--compare writes a log per policy into DIR/POLICY/log.jsonl; --log would be ambiguous")
+	}
 	if set["faults"] && set["faults-seed"] {
 		return c.bad(e, "--faults and --faults-seed are exclusive")
 	}
@@ -106,7 +120,7 @@ func cmdSimulate(c *command, e *env, args []string) int {
 	if err := overrideSim(cfg, *policy, *engine, set["seed"], *seed); err != nil {
 		return c.bad(e, "%v", err)
 	}
-	in := simInputs{cfg: cfg}
+	in := simInputs{cfg: cfg, log: *logFile, records: records}
 	if *specFile != "" {
 		p, _, err := loadProtocol(*specFile)
 		if err != nil {
@@ -160,7 +174,7 @@ func cmdTimeline(c *command, e *env, args []string) int {
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
-	in := simInputs{cfg: cfg, faults: faults, faultFre: sc.FaultFree,
+	in := simInputs{cfg: cfg, faults: faults, faultFre: sc.FaultFree, records: obslog.All,
 		open: func() (sim.Source, error) { return &sim.SliceSource{Reqs: reqs}, nil }}
 	return runSimulation(c, e, in, *out, false, *asJSON)
 }
@@ -203,7 +217,7 @@ func runSimulation(c *command, e *env, in simInputs, out string, compare, asJSON
 func runScenarioCompare(c *command, e *env, sc *sim.Scenario, out string, asJSON bool) int {
 	return runCompare(c, e, out, asJSON, func(pol string) (simInputs, error) {
 		cfg, reqs, faults, err := sc.Setup(pol)
-		return simInputs{cfg: cfg, faults: faults, faultFre: sc.FaultFree,
+		return simInputs{cfg: cfg, faults: faults, faultFre: sc.FaultFree, records: obslog.All,
 			open: func() (sim.Source, error) { return &sim.SliceSource{Reqs: reqs}, nil }}, err
 	})
 }
@@ -270,6 +284,29 @@ func simulateOnce(c *command, e *env, in simInputs, dir string) (*sim.Result, *s
 		rec = sim.NewRecorder(tlFile)
 	}
 	opt := sim.Options{Faults: in.faults, Timeline: rec, FaultFree: in.faultFre, Protocol: in.proto}
+	logPath := in.log
+	if logPath == "" && dir != "" {
+		logPath = filepath.Join(dir, "log.jsonl")
+	}
+	if logPath != "" {
+		lf, err := os.Create(logPath)
+		if err != nil {
+			return nil, nil, c.bad(e, "%v", err)
+		}
+		defer lf.Close()
+		records := in.records
+		if records == 0 {
+			records = obslog.All
+		}
+		if opt.Log, err = obslog.NewWriter(lf, in.cfg.LogHeader(records)); err != nil {
+			return nil, nil, c.bad(e, "%v", err)
+		}
+		defer func() {
+			if err := opt.Log.Flush(); err != nil {
+				fmt.Fprintf(e.stderr, "handoffcheck simulate: writing %s: %v\n", logPath, err)
+			}
+		}()
+	}
 	start := time.Now()
 	if f, ok := e.stderr.(*os.File); ok && isTerminal(f) {
 		opt.Progress = func(p sim.Progress) {
