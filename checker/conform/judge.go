@@ -69,7 +69,13 @@ type attempt struct {
 	fcut    bool // a fault was refused at this level
 	last    *obslog.Fact
 	broken  *model.Violation // a step an explanation would need broke this
+	// furthest is the explanations that explained the most facts, for
+	// the report when none goes further.
+	furthest []*node
 }
+
+// maxFurthest bounds the furthest explanations kept for a report.
+const maxFurthest = 64
 
 type node struct {
 	st       checker.State
@@ -162,6 +168,7 @@ func (j *judge) report() *Report {
 // fact takes one fact of the logs.
 func (j *judge) fact(f *obslog.Fact) error {
 	j.rep.Facts++
+	f.Seq = j.rep.Facts
 	ps := &j.procs[f.Proc]
 	name := j.h.Processes[f.Proc].Name
 	if f.Kind == obslog.WorkerRestarted {
@@ -499,6 +506,19 @@ func (j *judge) consume(a *attempt, n *node, l *obslog.Label, make func(s int, f
 	return waits
 }
 
+// firstOfItsProcess reports whether label i is the first of ls that its
+// process logs: the facts one step makes observable to one process come
+// in the vocabulary's order (a receipt before what it causes, a release
+// before the outcome reported on it).
+func firstOfItsProcess(ls []obslog.Label, i int) bool {
+	for k := 0; k < i; k++ {
+		if ls[k].By == ls[i].By {
+			return false
+		}
+	}
+	return true
+}
+
 func matches(f *obslog.Fact, l *obslog.Label) bool {
 	if f.Kind != l.Kind {
 		return false
@@ -534,17 +554,25 @@ func matches(f *obslog.Fact, l *obslog.Label) bool {
 // node that may explain a fact not read yet waits for it; so does one
 // that explained every fact read, for the end of the logs.
 func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
+	if len(a.furthest) == 0 || n.consumed > a.furthest[0].consumed {
+		a.furthest = append(a.furthest[:0], n)
+	} else if n.consumed == a.furthest[0].consumed && len(a.furthest) < maxFurthest {
+		a.furthest = append(a.furthest, n)
+	}
 	caught := j.caughtUp(a, n)
 	waits := false
 	if n.owedN > 0 {
 		for i := 0; i < int(n.owedN); i++ {
 			l := n.owed[i]
+			if !firstOfItsProcess(n.owed[:n.owedN], i) {
+				continue
+			}
 			if j.consume(a, n, &l, func(s int, f *obslog.Fact) {
 				c := j.child(n)
 				c.pos[s]++
 				c.consumed++
 				c.fact = f
-				c.owed[i] = c.owed[c.owedN-1]
+				copy(c.owed[i:], c.owed[i+1:c.owedN])
 				c.owed[c.owedN-1] = obslog.Label{}
 				c.owedN--
 				c.silent = 0
@@ -645,6 +673,9 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 		}
 		for i := 0; i < mn; i++ {
 			l := must[i]
+			if !firstOfItsProcess(must[:mn], i) {
+				continue
+			}
 			if j.consume(a, n, &l, func(s int, f *obslog.Fact) {
 				c := j.child(n)
 				c.st = next
@@ -654,7 +685,7 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 				c.fact = f
 				c.silent = 0
 				c.owed = must
-				c.owed[i] = c.owed[mn-1]
+				copy(c.owed[i:], c.owed[i+1:mn])
 				c.owed[mn-1] = obslog.Label{}
 				c.owedN = uint8(mn - 1)
 				work = j.push(a, c, work)
@@ -738,55 +769,59 @@ func (j *judge) ended(a *attempt) *node {
 	return nil
 }
 
-// unfinished rejects an attempt the logs leave holding something or owing
-// a fact.
+// unfinished rejects an attempt the logs leave holding something, owing
+// a fact, or with a fact no explanation reached.
 func (j *judge) unfinished(a *attempt) {
-	f := a.last
-	r := &Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f)}
-	var owing, caught *node
+	var caught *node
 	for _, n := range a.waiting {
-		if !j.caughtUp(a, n) {
-			continue
-		}
-		if n.owedN > 0 && (owing == nil || n.consumed > owing.consumed) {
-			owing = n
-		}
-		if n.owedN == 0 && caught == nil {
+		if j.caughtUp(a, n) && n.owedN == 0 {
 			caught = n
+			break
 		}
 	}
-	switch {
-	case caught != nil:
-		r.Invariant = model.NameQuiescence
-		r.Detail = "the logs end with the attempt unfinished: " + caught.st.W.DescribeHeld()
-		r.Explained = j.history(caught)
-		r.Allowed = j.allowed(a, []*node{caught})
-	case owing != nil:
-		var names []string
-		release := false
-		for _, l := range owing.owed[:owing.owedN] {
-			names = append(names, l.String())
-			switch l.Kind {
-			case obslog.SourceReleased, obslog.ReservationReleased, obslog.DecodeReleased, obslog.PrefillStopped:
-				release = true
-			}
-		}
-		if release {
-			r.Invariant = model.NameQuiescence
-		}
-		r.Detail = "the step that explains the attempt's last fact also does " + strings.Join(names, ", ") +
-			", and no line says so before the logs end: " + owing.st.W.DescribeHeld()
-		r.Explained = j.history(owing)
-	default:
-		r.Detail = "the logs end in the middle of the attempt"
+	if caught == nil {
+		j.dead(a, a.waiting)
+		return
 	}
-	j.reject(r)
-	j.rep.Verdict = Rejected
+	f := a.last
+	j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f), Invariant: model.NameQuiescence,
+		Detail: "the logs end with the attempt unfinished: " + caught.st.W.DescribeHeld(), Explained: j.history(caught), Allowed: j.allowed(a, []*node{caught})})
 }
 
-// dead reports an attempt no behavior explains any more.
-func (j *judge) dead(a *attempt, prev []*node) {
+// blocked is the first fact (in reading order) a node has not explained,
+// and its slot; nil when it explained every fact read.
+func (j *judge) blocked(a *attempt, n *node) (*obslog.Fact, int) {
+	var f *obslog.Fact
+	slot := -1
+	for s := range a.slots {
+		if p := int(n.pos[s]); p < len(a.slots[s].facts) {
+			if g := a.slots[s].facts[p]; f == nil || g.Seq < f.Seq {
+				f, slot = g, s
+			}
+		}
+	}
+	return f, slot
+}
+
+// dead rejects an attempt no explanation can carry further. The fact
+// blamed is the first one the furthest explanations could not explain;
+// the invariant named is the one its physical effect breaks in every
+// explanation that reached it, if it breaks one in each.
+func (j *judge) dead(a *attempt, ns []*node) {
+	ns = append(slices.Clone(ns), a.furthest...)
+	var best *node
+	for _, n := range ns {
+		if best == nil || n.consumed > best.consumed || (n.consumed == best.consumed && n.owedN < best.owedN) {
+			best = n
+		}
+	}
 	f := a.last
+	slot := -1
+	if best != nil {
+		if g, s := j.blocked(a, best); g != nil {
+			f, slot = g, s
+		}
+	}
 	r := &Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f)}
 	if a.everCut || a.cut {
 		r.Detail = fmt.Sprintf("no explanation within %d unlogged steps between facts and %d unlogged faults; a longer search (--bound) may find one", j.bound, j.maxF)
@@ -794,45 +829,79 @@ func (j *judge) dead(a *attempt, prev []*node) {
 		j.rep.Verdict = Inconclusive
 		return
 	}
-	// The facts before this one were explained by the nodes that waited
-	// for it: what would its physical effect do there?
-	var best *node
-	for _, n := range prev {
-		if best == nil || n.consumed > best.consumed || (n.consumed == best.consumed && n.owedN < best.owedN) {
-			best = n
+	var at []*node // the explanations that reached the fact
+	for _, n := range ns {
+		if slot >= 0 && n.consumed == best.consumed && n.pos[slot] == best.pos[slot] && !slices.Contains(at, n) {
+			at = append(at, n)
 		}
 	}
 	if best != nil {
 		r.Explained = j.history(best)
 	}
-	for _, n := range prev {
-		if n.owedN != 0 {
-			continue
+	r.Allowed = j.allowed(a, at)
+	var first *model.Violation
+	all := len(at) > 0
+	for _, n := range at {
+		v := j.skipped(a, n, f)
+		if v == nil {
+			v = j.physical(a, n, f)
 		}
-		if v := j.physical(a, n, f); v != nil {
-			r.Invariant, r.Detail = v.Invariant, v.Detail
+		if v == nil {
+			all = false
 			break
 		}
+		if first == nil || n == best {
+			first = v
+		}
 	}
-	r.Allowed = j.allowed(a, prev)
-	if r.Detail == "" {
-		switch {
-		case best != nil && best.owedN > 0:
-			var names []string
-			for _, l := range best.owed[:best.owedN] {
-				names = append(names, l.String())
-			}
-			r.Detail = "the step that explains the attempt's previous fact also does " + strings.Join(names, ", ") + ", and the next line of that process says otherwise"
-		case len(prev) == 0:
-			r.Detail = "no behavior of the tables begins the attempt with this fact"
-		default:
-			r.Detail = "the tables allow no step here that this fact describes"
+	switch {
+	case all && first != nil:
+		r.Invariant, r.Detail = first.Invariant, first.Detail
+	case best != nil && best.owedN > 0:
+		var names []string
+		for _, l := range best.owed[:best.owedN] {
+			names = append(names, l.String())
 		}
-		if a.broken != nil {
-			r.Detail += fmt.Sprintf(" (the one step that comes close breaks %s: %s)", a.broken.Invariant, a.broken.Detail)
-		}
+		r.Detail = "the step that explains the attempt's previous fact also does " + strings.Join(names, ", ") + " first, and this fact says otherwise"
+	case len(at) == 0:
+		r.Detail = "no behavior of the tables begins the attempt with this fact"
+	default:
+		r.Detail = "the tables allow no step here that this fact describes"
+	}
+	if r.Invariant == "" && a.broken != nil {
+		r.Detail += fmt.Sprintf(" (a step that would explain it breaks %s: %s)", a.broken.Invariant, a.broken.Detail)
 	}
 	j.reject(r)
+}
+
+// skipped judges a fact that comes where an explanation owes its process
+// a release: the step that explains the facts before it returns blocks
+// the process never said it returned.
+func (j *judge) skipped(a *attempt, n *node, f *obslog.Fact) *model.Violation {
+	for _, l := range n.owed[:n.owedN] {
+		if l.By == obslog.ByRouter || j.logger(a, &l) != f.Proc {
+			continue
+		}
+		var what string
+		switch l.Kind {
+		case obslog.SourceReleased:
+			what = fmt.Sprintf("%d pinned blocks", l.Blocks)
+		case obslog.ReservationReleased:
+			what = fmt.Sprintf("%d reserved pages", l.Pages)
+		case obslog.DecodeReleased:
+			what = fmt.Sprintf("%d active blocks", l.Blocks)
+		case obslog.PrefillStopped:
+			what = fmt.Sprintf("%d compute blocks", l.Blocks)
+		default:
+			return nil
+		}
+		if l.Kind == f.Kind {
+			return nil
+		}
+		return &model.Violation{Invariant: model.NameQuiescence, Handoff: 0, Worker: -1,
+			Detail: fmt.Sprintf("%s logs %s without returning its %s: every behavior of the tables that explains its facts so far returns them first, and it never says it did", j.h.Processes[f.Proc].Name, f.Kind, what)}
+	}
+	return nil
 }
 
 // history is an explanation's facts and unlogged steps, oldest first.

@@ -1,6 +1,8 @@
 package conform
 
 import (
+	"fmt"
+
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/model"
 )
@@ -41,9 +43,9 @@ var physics = [obslog.NumKinds]func(tx *model.Tx, sd model.Side, f *obslog.Fact)
 		}
 	},
 	obslog.PrefillStopped: func(tx *model.Tx, sd model.Side, _ *obslog.Fact) { tx.StopPrefill(0, sd) },
-	// A source logs its release as the end of the reads: the cause it
-	// claims is the reader's acknowledgement.
-	obslog.SourceReleased:      func(tx *model.Tx, sd model.Side, _ *obslog.Fact) { tx.ReleaseSource(0, sd, model.CauseReaderAck) },
+	// The cause of a release is what the source had learned by then, as
+	// its own log says (releaseCause).
+	obslog.SourceReleased:      func(tx *model.Tx, sd model.Side, f *obslog.Fact) { tx.ReleaseSource(0, sd, model.Cause(f.Timer)) },
 	obslog.ReservationReleased: func(tx *model.Tx, sd model.Side, _ *obslog.Fact) { tx.ReleaseDestination(0, sd, model.CauseAbort) },
 	obslog.DecodeReleased:      func(tx *model.Tx, sd model.Side, _ *obslog.Fact) { tx.ReleaseActive(0, sd) },
 	obslog.OutcomeReported: func(tx *model.Tx, sd model.Side, f *obslog.Fact) {
@@ -67,6 +69,17 @@ func (j *judge) physical(a *attempt, n *node, f *obslog.Fact) (v *model.Violatio
 	if j.h.Processes[f.Proc].Role == obslog.RoleDecode {
 		sd = model.DestinationSide
 	}
+	// A fact that gives its own version of one the explanation owes (an
+	// outcome other than the tables') stands instead of the step that
+	// owes it: judge it where that step had not happened.
+	for _, l := range n.owed[:n.owedN] {
+		if l.Kind == f.Kind && l.By != obslog.ByRouter && j.logger(a, &l) == f.Proc {
+			for n.owedN > 0 && n.parent != nil {
+				n = n.parent
+			}
+			break
+		}
+	}
 	st := n.st
 	if st.W.H[0].Worker(sd) < 0 {
 		return nil
@@ -79,9 +92,59 @@ func (j *judge) physical(a *attempt, n *node, f *obslog.Fact) (v *model.Violatio
 		}
 	}()
 	tx := model.Tx{W: &st.W}
+	if f.Kind == obslog.SourceReleased {
+		g := *f
+		g.Timer = model.Timer(j.releaseCause(a, n, f.Proc))
+		f = &g
+	}
 	op(&tx, sd, f)
 	if v = model.CheckStep(&st.W, &tx.J); v != nil {
 		return v
 	}
-	return j.chk.CheckState(&st)
+	if v = j.chk.CheckState(&st); v != nil {
+		return v
+	}
+	if f.Kind == obslog.OutcomeReported {
+		// A side that reported its terminal outcome takes no more steps:
+		// what it still holds is never returned.
+		x := &st.W.H[0]
+		held := ""
+		switch {
+		case sd == model.SourceSide && x.Src == model.SrcPinned:
+			held = "its pinned blocks"
+		case sd == model.SourceSide && x.Src == model.SrcActive:
+			held = "its compute blocks"
+		case sd == model.DestinationSide && x.Dst == model.DstReserved:
+			held = "its reserved pages"
+		case sd == model.DestinationSide && x.Dst == model.DstActive:
+			held = "its active blocks"
+		}
+		if held != "" {
+			return &model.Violation{Invariant: model.NameQuiescence, Handoff: 0, Worker: -1,
+				Detail: fmt.Sprintf("%s reports its terminal outcome while it still holds %s: a finished side takes no more steps, so they are never returned", j.h.Processes[f.Proc].Name, held)}
+		}
+	}
+	return nil
+}
+
+// releaseCause is why a source may say it released: what its own facts
+// before the release (those the node explained) say it learned.
+func (j *judge) releaseCause(a *attempt, n *node, proc int) model.Cause {
+	cause := model.CauseOther
+	for s := range a.slots {
+		if a.slots[s].proc != proc {
+			continue
+		}
+		for _, f := range a.slots[s].facts[:n.pos[s]] {
+			switch f.Kind {
+			case obslog.ReaderCompleted, obslog.TransferDone:
+				cause = model.CauseReaderAck
+			case obslog.Cancelled, obslog.Aborted, obslog.TransferFailed:
+				cause = model.CauseAbort
+			case obslog.LeaseExpired, obslog.DeadlineExpired:
+				cause = model.CauseExpiry
+			}
+		}
+	}
+	return cause
 }

@@ -74,6 +74,8 @@ func (h *Header) Process(name string) (int, bool) {
 type Fact struct {
 	File string
 	Line int
+	// Seq is the order a reader of several logs took the fact in.
+	Seq int
 
 	Proc    int // index in the header's processes
 	Gen     int64

@@ -17,7 +17,10 @@ import (
 // Kind is the kind of one observed fact.
 type Kind uint8
 
-// The kinds, in the order Observe lists the facts of one step.
+// The kinds, in the order Observe lists the facts of one step, which is
+// the order a process logs the facts of one step in: what it learned
+// first (a receipt, a deadline, a transfer's end), then what it took,
+// then what it let go, then what it published, then its outcome.
 const (
 	_ Kind = iota
 	Routed
@@ -30,21 +33,21 @@ const (
 	LeaseExpired
 	ReservationExpired
 	DeadlineExpired
-	Reserved
-	Registered
-	Pinned
-	TransferStarted
 	TransferDone
 	TransferFailed
 	ReceiveCompleted
 	ReaderCompleted
-	Activated
-	Stored
 	DecodeFinished
+	Reserved
+	Registered
+	Pinned
+	TransferStarted
+	Activated
 	PrefillStopped
 	SourceReleased
 	ReservationReleased
 	DecodeReleased
+	Stored
 	Removed
 	OutcomeReported
 	WorkerRestarted

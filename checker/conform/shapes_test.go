@@ -1,0 +1,256 @@
+package conform
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/sim"
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// logLines is a log read back: its raw lines (the header first) and the
+// fact of each line after it.
+type logLines struct {
+	h     *obslog.Header
+	lines []string
+	facts []obslog.Fact // facts[i] is lines[i+1]
+}
+
+func readLog(t testing.TB, data []byte) *logLines {
+	t.Helper()
+	r, err := obslog.NewReader(bytes.NewReader(data), "log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &logLines{h: r.Header(), lines: strings.SplitAfter(string(data), "\n")}
+	l.lines = l.lines[:len(l.lines)-1] // the empty string after the last newline
+	for {
+		f, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.facts = append(l.facts, f)
+	}
+	return l
+}
+
+func (l *logLines) encode(f obslog.Fact) string {
+	var b bytes.Buffer
+	w, _ := obslog.NewWriter(&b, l.h)
+	w.Write(&f)
+	w.Flush()
+	s := b.String()
+	return s[strings.IndexByte(s, '\n')+1:]
+}
+
+func (l *logLines) bytes(lines []string) []byte { return []byte(strings.Join(lines, "")) }
+
+// find is the index in facts of the first fact of attempt a by process p
+// of kind k after index from, or -1.
+func (l *logLines) find(from int, a string, p int, k obslog.Kind) int {
+	for i := from + 1; i < len(l.facts); i++ {
+		f := &l.facts[i]
+		if f.Attempt == a && (p < 0 || f.Proc == p) && f.Kind == k {
+			return i
+		}
+	}
+	return -1
+}
+
+func (l *logLines) role(f *obslog.Fact) obslog.Role { return l.h.Processes[f.Proc].Role }
+
+// A shape is one way a system goes wrong, written into a valid log by
+// changing one line: mutate returns the changed lines and the line (1-based,
+// in the changed log) the judge must reject, or ok false when the log has
+// no place for it.
+type shape struct {
+	name      string
+	invariant string
+	mutate    func(l *logLines) (lines []string, line int, ok bool)
+}
+
+// move takes line from (a fact index) out and puts it before fact index
+// to; it returns the new lines and the moved line's number.
+func move(l *logLines, from, to int) ([]string, int) {
+	out := append([]string(nil), l.lines[:to+1]...)
+	out = append(out, l.lines[from+1])
+	out = append(out, l.lines[to+1:from+1]...)
+	out = append(out, l.lines[from+2:]...)
+	return out, to + 2
+}
+
+var shapes = []shape{
+	{"source released before the reader completed", model.NameReleaseNeedsReaderAck, func(l *logLines) ([]string, int, bool) {
+		for i := range l.facts {
+			f := &l.facts[i]
+			if f.Kind != obslog.ReaderCompleted {
+				continue
+			}
+			if k := l.find(i, f.Attempt, f.Proc, obslog.SourceReleased); k > 0 {
+				out, line := move(l, k, i)
+				return out, line, true
+			}
+		}
+		return nil, 0, false
+	}},
+	{"Stored before activation", model.NameNoStoredBeforeActivation, func(l *logLines) ([]string, int, bool) {
+		for i := range l.facts {
+			f := &l.facts[i]
+			if f.Kind != obslog.Activated {
+				continue
+			}
+			if k := l.find(i, f.Attempt, f.Proc, obslog.Stored); k > 0 {
+				out, line := move(l, k, i)
+				return out, line, true
+			}
+		}
+		return nil, 0, false
+	}},
+	{"a reservation released twice", model.NameExactlyOnceRelease, func(l *logLines) ([]string, int, bool) {
+		for i := range l.facts {
+			if l.facts[i].Kind == obslog.ReservationReleased {
+				out := append([]string(nil), l.lines[:i+2]...)
+				out = append(out, l.lines[i+1])
+				out = append(out, l.lines[i+2:]...)
+				return out, i + 3, true
+			}
+		}
+		return nil, 0, false
+	}},
+	{"prefill dispatched before the destination reserved", model.NameDestinationFirstGate, func(l *logLines) ([]string, int, bool) {
+		if l.h.Policy.String() != "destination-first" {
+			return nil, 0, false
+		}
+		for i := range l.facts {
+			f := &l.facts[i]
+			if f.Kind != obslog.RequestAccepted || l.role(f) != obslog.RolePrefill {
+				continue
+			}
+			if l.find(-1, f.Attempt, -1, obslog.Reserved) >= 0 || l.find(-1, f.Attempt, -1, obslog.PrefillDispatched) >= 0 {
+				continue
+			}
+			d := *f
+			d.Kind = obslog.PrefillDispatched
+			out := append([]string(nil), l.lines[:i+2]...)
+			out = append(out, l.encode(d))
+			out = append(out, l.lines[i+2:]...)
+			return out, i + 3, true
+		}
+		return nil, 0, false
+	}},
+	{"a stale fact from an old generation", model.NameAttemptIsolation, func(l *logLines) ([]string, int, bool) {
+		for i := range l.facts {
+			r := &l.facts[i]
+			if r.Kind != obslog.WorkerRestarted {
+				continue
+			}
+			for k := i + 1; k < len(l.facts); k++ {
+				if f := l.facts[k]; f.Proc == r.Proc && f.Kind != obslog.WorkerRestarted {
+					f.Gen = r.Gen - 1
+					out := append([]string(nil), l.lines...)
+					out[k+1] = l.encode(f)
+					return out, k + 2, true
+				}
+			}
+		}
+		return nil, 0, false
+	}},
+	{"success reported for a failed transfer", model.NameOutcomeTruthful, func(l *logLines) ([]string, int, bool) {
+		for i := range l.facts {
+			f := &l.facts[i]
+			if f.Kind != obslog.TransferFailed {
+				continue
+			}
+			for k := i + 1; k < len(l.facts); k++ {
+				if o := l.facts[k]; o.Attempt == f.Attempt && o.Kind == obslog.OutcomeReported && l.role(&o) == obslog.RoleDecode && o.Outcome == model.OutcomeFailed {
+					o.Outcome = model.OutcomeOK
+					out := append([]string(nil), l.lines...)
+					out[k+1] = l.encode(o)
+					return out, k + 2, true
+				}
+			}
+		}
+		return nil, 0, false
+	}},
+	{"pages never returned after a failed transfer", model.NameQuiescence, func(l *logLines) ([]string, int, bool) {
+		for i := range l.facts {
+			f := &l.facts[i]
+			if f.Kind != obslog.TransferFailed {
+				continue
+			}
+			k := l.find(i, f.Attempt, -1, obslog.ReservationReleased)
+			if k < 0 {
+				continue
+			}
+			// Rejected at the decode worker's next fact of the attempt
+			// (it goes on as though it had returned them), or at the
+			// attempt's last fact when there is none.
+			next, last := -1, -1
+			for x := range l.facts {
+				if x != k && l.facts[x].Attempt == f.Attempt {
+					last = x
+					if next < 0 && x > k && l.facts[x].Proc == l.facts[k].Proc {
+						next = x
+					}
+				}
+			}
+			if next < 0 {
+				next = last
+			}
+			out := append([]string(nil), l.lines[:k+1]...)
+			out = append(out, l.lines[k+2:]...)
+			line := next + 2
+			if next > k {
+				line--
+			}
+			return out, line, true
+		}
+		return nil, 0, false
+	}},
+}
+
+// Each invalid shape, written into every scenario log that has a place
+// for it, is rejected at the changed line (or, for what is never
+// returned, at the attempt's last line) with its invariant.
+func TestInvalidShapesRejected(t *testing.T) {
+	applied := make([]int, len(shapes))
+	for i := range sim.Scenarios {
+		sc := &sim.Scenarios[i]
+		for _, pol := range []string{"source-first", "destination-first"} {
+			data := simLog(t, sc, pol, obslog.All)
+			l := readLog(t, data)
+			for si, sh := range shapes {
+				lines, line, ok := sh.mutate(l)
+				if !ok {
+					continue
+				}
+				applied[si]++
+				name := fmt.Sprintf("%s/%s", sc.Name, pol)
+				rep := judgeBytes(t, name, l.bytes(lines), Options{})
+				x := rep.Rejection
+				want := sh.invariant
+				if sh.name == "source released before the reader completed" && pol == "destination-first" {
+					// A pushing source sees its own writes end: the physics
+					// allows the release, the tables wait for activation.
+					want = ""
+				}
+				if rep.Verdict != Rejected || x == nil || x.Line != line || x.Invariant != want {
+					t.Errorf("%s: %s: want rejected at line %d with %q, got %s %+v", name, sh.name, line, want, rep.Verdict, x)
+				}
+			}
+		}
+	}
+	for si, n := range applied {
+		if n == 0 {
+			t.Errorf("%s: no scenario log has a place for it", shapes[si].name)
+		}
+		t.Logf("%s: written into %d logs", shapes[si].name, n)
+	}
+}
