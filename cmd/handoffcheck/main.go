@@ -32,10 +32,10 @@ const (
 
 // exitText says what each exit code means, for help texts.
 var exitText = map[int]string{
-	exitOK:          "success: nothing violated",
-	exitViolation:   "an invariant is violated",
-	exitUsage:       "bad usage or bad input; nothing was judged",
-	exitInterrupted: "interrupted (Ctrl-C): the report covers what ran and lists what did not",
+	exitOK:           "success: nothing violated",
+	exitViolation:    "an invariant is violated",
+	exitUsage:        "bad usage or bad input; nothing was judged",
+	exitInterrupted:  "interrupted (Ctrl-C): the report covers what ran and lists what did not",
 	exitInconclusive: "inconclusive: the search's bound cut it before a verdict",
 }
 
