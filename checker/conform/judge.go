@@ -62,8 +62,13 @@ type attempt struct {
 	wcfg    *model.Config
 	slots   []slot
 	waiting []*node
-	seen    map[nodeKey]struct{}
+	seen    map[uint64]struct{}
 	level   int
+	// full: the attempt is searched over every interleaving of its
+	// processes' facts. Until an attempt needs it, it is searched in the
+	// order the facts were read, which respects each process's order: an
+	// explanation found so is one of the full search's, found faster.
+	full    bool
 	cut     bool // the step bound cut the search at this level
 	everCut bool
 	fcut    bool // a fault was refused at this level
@@ -78,7 +83,10 @@ type attempt struct {
 const maxFurthest = 64
 
 type node struct {
-	st       checker.State
+	// st is the world and the machines; nodes that differ only in what
+	// they explained share it. stKey is its hash.
+	st       *checker.State
+	stKey    uint64
 	pos      [maxSlots]uint16
 	owed     [maxOwed]obslog.Label
 	owedN    uint8
@@ -90,20 +98,69 @@ type node struct {
 	parent *node
 	fact   *obslog.Fact // the fact this node explained, or nil
 	move   checker.Move // the unlogged step that made this node
+	// succ is, once the node was expanded, its logged steps: a node
+	// expanded again (a fact it may explain arrived) matches the fact
+	// against them without stepping the world again.
+	succ     []succ
+	expanded bool
 }
 
-type nodeKey struct {
-	k     checker.Key
-	pos   [maxSlots]uint16
-	owed  [maxOwed]obslog.Label
-	owedN uint8
-	// faults count toward a bound, so two paths with different counts
-	// may go different ways.
-	faults uint8
+// succ is a logged step of a node: the move and what it makes observable.
+type succ struct {
+	m    checker.Move
+	must [maxOwed]obslog.Label
+	mn   uint8
+	// lazy: must holds only the step's first fact, known without taking
+	// it; the step is taken when a fact of that kind arrives.
+	lazy bool
 }
 
-func (n *node) key(c *checker.Checker) nodeKey {
-	return nodeKey{k: c.Key(&n.st), pos: n.pos, owed: n.owed, owedN: n.owedN, faults: n.faults}
+// key is a node's identity for the search: its state, what it explained
+// and owes, and the faults it used (they count toward a bound, so two
+// paths with different counts may go different ways), hashed with a fixed
+// hash (the same on every run: the search's course, and so its report,
+// never depends on the process).
+func (n *node) key() uint64 {
+	h := n.stKey
+	for _, p := range n.pos {
+		h = mix(h, uint64(p))
+	}
+	h = mix(h, uint64(n.owedN)|uint64(n.faults)<<8)
+	for _, l := range n.owed[:n.owedN] {
+		h = mix(h, uint64(l.Kind)|uint64(l.By)<<8|uint64(l.Stage)<<16|uint64(l.Outcome)<<24|uint64(l.Timer)<<32)
+		h = mix(h, uint64(l.Blocks))
+		h = mix(h, uint64(l.Pages))
+		h = mix(h, uint64(l.Slot))
+		h = mix(h, uint64(l.Headroom))
+		h = mix(h, uint64(l.Tokens))
+	}
+	return h
+}
+
+func mix(h, v uint64) uint64 {
+	h ^= v
+	h *= 0x9e3779b97f4a7c15
+	return h ^ h>>29
+}
+
+// stateKey hashes a state's canonical packing.
+func (j *judge) stateKey(st *checker.State) uint64 {
+	h := uint64(0x68616e646f666663)
+	for _, w := range j.chk.Key(st) {
+		h = mix(h, w)
+	}
+	return h
+}
+
+// setState gives a node a new state, judged by the state invariants: a
+// state that breaks one explains nothing.
+func (j *judge) setState(a *attempt, n *node, st *checker.State) bool {
+	if v := j.chk.CheckState(st); v != nil {
+		a.broken = v
+		return false
+	}
+	n.st, n.stKey = st, j.stateKey(st)
+	return true
 }
 
 func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
@@ -317,14 +374,14 @@ func (j *judge) restart(a *attempt) bool {
 }
 
 func (j *judge) replay(a *attempt, prev []*node) bool {
-	a.seen = map[nodeKey]struct{}{}
+	a.seen = map[uint64]struct{}{}
 	a.waiting = nil
 	a.cut, a.fcut = false, false
 	st := j.chk.Initial()
 	st.W = model.NewWorld(a.wcfg)
 	st.B = j.chk.Budget()
-	root := &node{st: st}
-	a.seen[root.key(j.chk)] = struct{}{}
+	root := &node{st: &st, stKey: j.stateKey(&st)}
+	a.seen[root.key()] = struct{}{}
 	j.drain(a, []*node{root})
 	return j.settle(a, prev)
 }
@@ -342,6 +399,10 @@ func (j *judge) drain(a *attempt, work []*node) {
 // finished, searched again with more unlogged faults, or rejected.
 func (j *judge) settle(a *attempt, prev []*node) bool {
 	if len(a.waiting) == 0 {
+		if !a.full {
+			a.full = true
+			return j.replay(a, prev)
+		}
 		if a.fcut && a.level < j.maxF {
 			a.level++
 			return j.replay(a, prev)
@@ -371,7 +432,7 @@ func (j *judge) settle(a *attempt, prev []*node) bool {
 
 // done reports whether a node's attempt finished and returned everything.
 func (j *judge) done(n *node) bool {
-	return j.chk.Finished(&n.st, 0) && n.st.W.HandoffDrained(0)
+	return j.chk.Finished(n.st, 0) && n.st.W.HandoffDrained(0)
 }
 
 func (j *judge) caughtUp(a *attempt, n *node) bool {
@@ -412,7 +473,7 @@ func (j *judge) account(a *attempt, n *node) {
 }
 
 func (j *judge) push(a *attempt, n *node, work []*node) []*node {
-	k := n.key(j.chk)
+	k := n.key()
 	if _, ok := a.seen[k]; ok {
 		return work
 	}
@@ -425,6 +486,9 @@ func (j *judge) child(n *node) *node {
 	c.parent = n
 	c.fact = nil
 	c.move = checker.Move{}
+	c.succ = nil
+	c.expanded = false
+	c.hungry = false
 	return &c
 }
 
@@ -553,6 +617,7 @@ func matches(f *obslog.Fact, l *obslog.Label) bool {
 // a step (a restart a log names, or an enabled move), logged or not. A
 // node that may explain a fact not read yet waits for it; so does one
 // that explained every fact read, for the end of the logs.
+
 func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 	if len(a.furthest) == 0 || n.consumed > a.furthest[0].consumed {
 		a.furthest = append(a.furthest[:0], n)
@@ -581,8 +646,8 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 				waits = true
 			}
 		}
-		if waits {
-			n.hungry = true
+		if caught || (waits && a.full) {
+			n.hungry = waits
 			a.waiting = append(a.waiting, n)
 		}
 		return work
@@ -595,14 +660,14 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 					k = 1
 				}
 				c := j.child(n)
-				c.st.B = j.chk.Budget()
+				ns := *n.st
+				ns.B = j.chk.Budget()
 				j.firings = j.firings[:0]
-				_, v := j.chk.Apply(&c.st, checker.Move{Kind: checker.MvRestart, H: -1, Arg: k}, j.cov)
-				if v == nil {
-					v = j.chk.CheckState(&c.st)
-				}
-				if v != nil {
+				if _, v := j.chk.Apply(&ns, checker.Move{Kind: checker.MvRestart, H: -1, Arg: k}, j.cov); v != nil {
 					a.broken = v
+					continue
+				}
+				if !j.setState(a, c, &ns) {
 					continue
 				}
 				c.pos[s]++
@@ -613,7 +678,73 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 			}
 		}
 	}
-	st := n.st
+	if !n.expanded {
+		n.expanded = true
+		work = j.steps(a, n, work)
+	}
+	for k := range n.succ {
+		sc := &n.succ[k]
+		if sc.lazy {
+			if !j.mayConsume(a, n, &sc.must[0]) {
+				continue
+			}
+			j.resolve(a, n, sc)
+		}
+		var next *checker.State
+		var nextKey uint64
+		for i := 0; i < int(sc.mn); i++ {
+			l := sc.must[i]
+			if !firstOfItsProcess(sc.must[:sc.mn], i) {
+				continue
+			}
+			if j.consume(a, n, &l, func(s int, f *obslog.Fact) {
+				if next == nil {
+					next = j.step(n, sc.m)
+					if v := j.chk.CheckState(next); v != nil {
+						a.broken = v
+						sc.mn = 0 // explains nothing
+						return
+					}
+					nextKey = j.stateKey(next)
+				}
+				if sc.mn == 0 {
+					return
+				}
+				c := j.child(n)
+				c.st, c.stKey = next, nextKey
+				c.move = sc.m
+				c.pos[s]++
+				c.consumed++
+				c.fact = f
+				c.silent = 0
+				c.owed = sc.must
+				copy(c.owed[i:], c.owed[i+1:sc.mn])
+				c.owed[sc.mn-1] = obslog.Label{}
+				c.owedN = sc.mn - 1
+				work = j.push(a, c, work)
+			}) {
+				waits = true
+			}
+		}
+	}
+	if caught || (waits && a.full) {
+		n.hungry = waits
+		a.waiting = append(a.waiting, n)
+	}
+	return work
+}
+
+func roleOf(sd model.Side) spec.Role {
+	if sd == model.SourceSide {
+		return spec.Source
+	}
+	return spec.Destination
+}
+
+// steps takes a node's enabled moves once: the unlogged ones make
+// children now, the logged ones are kept for the facts that explain them.
+func (j *judge) steps(a *attempt, n *node, work []*node) []*node {
+	st := *n.st
 	st.B = j.chk.Budget()
 	j.moves = j.chk.MovesInto(&st, j.moves[:0])
 	// A cache evicts what a finished side keeps whenever it wants room;
@@ -630,82 +761,139 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 		switch m.Kind {
 		case checker.MvRestart, checker.MvOccupy, checker.MvFreeBackground:
 			continue // the logs say when a worker restarts; other requests' load is outside the attempt
+		case checker.MvLose, checker.MvDelay, checker.MvHang, checker.MvNoShow:
+			// Never logged: a fault the level may not allow yet.
+			if int(n.faults) >= a.level {
+				a.fcut = true
+				continue
+			}
+		case checker.MvCancel, checker.MvAbort:
+			// Their first fact is known without taking them; most nodes
+			// never see it, so the step waits for it.
+			l := obslog.Label{Kind: obslog.ClientCancelled, By: obslog.ByRouter}
+			if m.Kind == checker.MvAbort {
+				l = obslog.Label{Kind: obslog.Aborted, By: obslog.BySource}
+				if model.Side(m.Arg) == model.DestinationSide {
+					l.By = obslog.ByDestination
+				}
+			}
+			if j.mustLog(a, &l) {
+				sc := succ{m: m, mn: 1, lazy: true}
+				sc.must[0] = l
+				n.succ = append(n.succ, sc)
+				continue
+			}
 		}
 		// A cache evicting is no fault: caches do it all the time.
 		fault := m.Kind.Fault() && m.Kind != checker.MvEvict
 		next := st
 		j.firings = j.firings[:0]
 		_, v := j.chk.Apply(&next, m, j.cov)
-		if v == nil {
-			v = j.chk.CheckState(&next)
-		}
 		if v != nil {
 			a.broken = v
 			continue
 		}
-		j.labels = obslog.Observe(j.labels[:0], 0, &st, &next, m, j.firings)
-		var must [maxOwed]obslog.Label
-		mn := 0
-		for i := range j.labels {
-			if j.mustLog(a, &j.labels[i]) && mn < maxOwed {
-				must[mn] = j.labels[i]
-				mn++
-			}
-		}
-		if mn == 0 {
-			if fault && int(n.faults) >= a.level {
-				a.fcut = true
-				continue
-			}
-			if int(n.silent) >= j.bound {
-				a.cut, a.everCut = true, true
-				continue
-			}
-			c := j.child(n)
-			c.st = next
-			c.move = m
-			c.silent++
-			if fault {
-				c.faults++
-			}
-			work = j.push(a, c, work)
+		if (m.Kind == checker.MvDeliver || m.Kind == checker.MvDuplicate) && ignored(j.firings) {
+			// A fact no row acts on (a late one, a duplicate, one at a
+			// side that finished) only leaves the channel. Leaving it
+			// there instead explains every log the delivery would (a fact
+			// in flight need never arrive), so the search skips it.
 			continue
 		}
-		for i := 0; i < mn; i++ {
-			l := must[i]
-			if !firstOfItsProcess(must[:mn], i) {
-				continue
-			}
-			if j.consume(a, n, &l, func(s int, f *obslog.Fact) {
-				c := j.child(n)
-				c.st = next
-				c.move = m
-				c.pos[s]++
-				c.consumed++
-				c.fact = f
-				c.silent = 0
-				c.owed = must
-				copy(c.owed[i:], c.owed[i+1:mn])
-				c.owed[mn-1] = obslog.Label{}
-				c.owedN = uint8(mn - 1)
-				work = j.push(a, c, work)
-			}) {
-				waits = true
+		j.labels = obslog.Observe(j.labels[:0], 0, &st, &next, m, j.firings)
+		sc := succ{m: m}
+		for i := range j.labels {
+			if j.mustLog(a, &j.labels[i]) && sc.mn < maxOwed {
+				sc.must[sc.mn] = j.labels[i]
+				sc.mn++
 			}
 		}
-	}
-	if waits || caught {
-		n.hungry = waits
-		a.waiting = append(a.waiting, n)
+		if sc.mn > 0 {
+			n.succ = append(n.succ, sc)
+			continue
+		}
+		if fault && int(n.faults) >= a.level {
+			a.fcut = true
+			continue
+		}
+		if int(n.silent) >= j.bound {
+			a.cut, a.everCut = true, true
+			continue
+		}
+		c := j.child(n)
+		ns := next
+		if !j.setState(a, c, &ns) {
+			continue
+		}
+		c.move = m
+		c.silent++
+		if fault {
+			c.faults++
+		}
+		work = j.push(a, c, work)
 	}
 	return work
 }
 
-func roleOf(sd model.Side) spec.Role {
-	if sd == model.SourceSide {
-		return spec.Source
+// mayConsume reports whether a head fact of the process that logs l is
+// of l's kind.
+func (j *judge) mayConsume(a *attempt, n *node, l *obslog.Label) bool {
+	for s := range a.slots {
+		p := int(n.pos[s])
+		if p >= len(a.slots[s].facts) {
+			continue
+		}
+		f := a.slots[s].facts[p]
+		if f.Kind != l.Kind {
+			continue
+		}
+		if l.By == obslog.ByRouter && j.h.Processes[f.Proc].Role == obslog.RoleRouter || l.By != obslog.ByRouter && f.Proc == j.logger(a, l) {
+			return true
+		}
 	}
-	return spec.Destination
+	return false
+}
+
+// resolve takes a lazy step: what it makes observable replaces its first
+// fact. A step that breaks an invariant or turns out to make nothing
+// observable explains no fact.
+func (j *judge) resolve(a *attempt, n *node, sc *succ) {
+	sc.lazy = false
+	next := *n.st
+	next.B = j.chk.Budget()
+	j.firings = j.firings[:0]
+	_, v := j.chk.Apply(&next, sc.m, j.cov)
+	sc.mn = 0
+	if v != nil {
+		a.broken = v
+		return
+	}
+	j.labels = obslog.Observe(j.labels[:0], 0, n.st, &next, sc.m, j.firings)
+	for i := range j.labels {
+		if j.mustLog(a, &j.labels[i]) && sc.mn < maxOwed {
+			sc.must[sc.mn] = j.labels[i]
+			sc.mn++
+		}
+	}
+}
+
+// ignored reports whether the rows that fired (if any) did nothing.
+func ignored(fs []checker.Firing) bool {
+	for _, f := range fs {
+		if f.From != f.To || len(f.Actions) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// step is the state a node's move leads to.
+func (j *judge) step(n *node, m checker.Move) *checker.State {
+	next := *n.st
+	next.B = j.chk.Budget()
+	j.firings = j.firings[:0]
+	j.chk.Apply(&next, m, j.cov)
+	return &next
 }
 
 func (j *judge) sortedOpen() []*attempt {
@@ -742,6 +930,13 @@ func (j *judge) end() {
 			if best := j.ended(a); best != nil {
 				j.account(a, best)
 				break
+			}
+			if !a.full {
+				a.full = true
+				if !j.replay(a, nil) {
+					return
+				}
+				continue
 			}
 			// Unlogged faults may be what ended it (a cancel or a lost
 			// fact that no line records).
@@ -934,7 +1129,7 @@ func (j *judge) allowed(a *attempt, ns []*node) []string {
 		if n.owedN > 0 {
 			continue
 		}
-		st := n.st
+		st := *n.st
 		st.B = j.chk.Budget()
 		for _, m := range j.chk.MovesInto(&st, nil) {
 			if m.Kind == checker.MvRestart || m.Kind == checker.MvOccupy || m.Kind == checker.MvFreeBackground {

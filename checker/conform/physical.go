@@ -80,7 +80,7 @@ func (j *judge) physical(a *attempt, n *node, f *obslog.Fact) (v *model.Violatio
 			break
 		}
 	}
-	st := n.st
+	st := *n.st
 	if st.W.H[0].Worker(sd) < 0 {
 		return nil
 	}
