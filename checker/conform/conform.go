@@ -224,34 +224,6 @@ func stageName(s model.Side) string {
 	return "decode"
 }
 
-func figure(f *obslog.Fact, g obslog.Figure) int64 {
-	switch g {
-	case obslog.FigBlocks:
-		return f.Blocks
-	case obslog.FigPages:
-		return f.Pages
-	case obslog.FigSlot:
-		return f.Slot
-	case obslog.FigHeadroom:
-		return f.Headroom
-	case obslog.FigTokens:
-		return f.Tokens
-	}
-	return 0
-}
+func figure(f *obslog.Fact, g obslog.Figure) int64 { return f.Figure(g) }
 
-func labelFigure(l *obslog.Label, g obslog.Figure) int64 {
-	switch g {
-	case obslog.FigBlocks:
-		return l.Blocks
-	case obslog.FigPages:
-		return l.Pages
-	case obslog.FigSlot:
-		return l.Slot
-	case obslog.FigHeadroom:
-		return l.Headroom
-	case obslog.FigTokens:
-		return l.Tokens
-	}
-	return 0
-}
+func labelFigure(l *obslog.Label, g obslog.Figure) int64 { return l.Figure(g) }

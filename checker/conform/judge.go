@@ -65,10 +65,14 @@ type attempt struct {
 	seen    map[uint64]struct{}
 	level   int
 	// full: the attempt is searched over every interleaving of its
-	// processes' facts. Until an attempt needs it, it is searched in the
-	// order the facts were read, which respects each process's order: an
-	// explanation found so is one of the full search's, found faster.
+	// processes' facts. Until an attempt needs it, one explanation is
+	// followed in the order the facts were read, which respects each
+	// process's order (cur is where it is): an explanation found so is
+	// one of the full search's, found faster. When it cannot explain a
+	// fact, the attempt is searched in full from its first fact, and only
+	// the full search rejects.
 	full    bool
+	cur     *node
 	cut     bool // the step bound cut the search at this level
 	everCut bool
 	fcut    bool // a fault was refused at this level
@@ -102,16 +106,19 @@ type node struct {
 	// expanded again (a fact it may explain arrived) matches the fact
 	// against them without stepping the world again.
 	succ     []succ
+	labels   []obslog.Label
 	expanded bool
 }
 
 // succ is a logged step of a node: the move and what it makes observable.
 type succ struct {
-	m    checker.Move
-	must [maxOwed]obslog.Label
-	mn   uint8
-	// lazy: must holds only the step's first fact, known without taking
-	// it; the step is taken when a fact of that kind arrives.
+	m checker.Move
+	// off and mn locate what the step makes observable in the node's
+	// labels.
+	off uint16
+	mn  uint8
+	// lazy: the labels hold only the step's first fact, known without
+	// taking it; the step is taken when a fact of that kind arrives.
 	lazy bool
 }
 
@@ -341,6 +348,15 @@ func (j *judge) add(a *attempt, f *obslog.Fact) bool {
 		}
 		return j.restart(a)
 	}
+	if !a.full {
+		if j.greedy(a, f, s) {
+			j.greedyDone(a)
+			return true
+		}
+		a.full = true
+		a.cur = nil
+		return j.replay(a, nil)
+	}
 	var prev []*node
 	keep := a.waiting[:0:0]
 	for _, n := range a.waiting {
@@ -370,7 +386,235 @@ func (j *judge) restart(a *attempt) bool {
 		return false
 	}
 	a.wcfg = cfg
+	if !a.full {
+		a.cur = j.root(a)
+		var all []*obslog.Fact
+		for _, sl := range a.slots {
+			all = append(all, sl.facts...)
+		}
+		sort.Slice(all, func(x, y int) bool { return all[x].Seq < all[y].Seq })
+		ok := true
+		for _, f := range all {
+			s := slices.IndexFunc(a.slots, func(sl slot) bool { return sl.proc == f.Proc })
+			if !j.greedy(a, f, s) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			j.greedyDone(a)
+			return true
+		}
+		a.full, a.cur = true, nil
+	}
 	return j.replay(a, nil)
+}
+
+func (j *judge) root(a *attempt) *node {
+	st := j.chk.Initial()
+	st.W = model.NewWorld(a.wcfg)
+	st.B = j.chk.Budget()
+	return &node{st: &st, stKey: j.stateKey(&st)}
+}
+
+// greedy explains the next fact from the attempt's current explanation:
+// by a fact the explanation owes, by a restart the logs name, or by the
+// first step, after as few unlogged steps as can be (none of them a
+// fault), that makes it observable first of its process.
+func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
+	n := a.cur
+	if n.owedN > 0 {
+		for i := 0; i < int(n.owedN); i++ {
+			l := &n.owed[i]
+			if !firstOfItsProcess(n.owed[:n.owedN], i) || !j.logsIt(a, l, f) || !matches(f, l) {
+				continue
+			}
+			c := j.child(n)
+			c.pos[s]++
+			c.consumed++
+			c.fact = f
+			copy(c.owed[i:], c.owed[i+1:c.owedN])
+			c.owed[c.owedN-1] = obslog.Label{}
+			c.owedN--
+			a.cur = c
+			return true
+		}
+		return false
+	}
+	if f.Kind == obslog.WorkerRestarted {
+		k := int8(0)
+		if f.Proc == a.d {
+			k = 1
+		}
+		c := j.child(n)
+		ns := *n.st
+		ns.B = j.chk.Budget()
+		j.firings = j.firings[:0]
+		if _, v := j.chk.Apply(&ns, checker.Move{Kind: checker.MvRestart, H: -1, Arg: k}, j.cov); v != nil || !j.setState(a, c, &ns) {
+			return false
+		}
+		c.pos[s]++
+		c.consumed++
+		c.fact = f
+		a.cur = c
+		return true
+	}
+	frontier := []*node{n}
+	var seen map[uint64]bool
+	for depth := 0; len(frontier) > 0; depth++ {
+		var next []*node
+		for _, x := range frontier {
+			if c := j.explainStep(a, x, f, s, depth < j.bound, &next); c != nil {
+				a.cur = c
+				return true
+			}
+		}
+		frontier, seen = fresh(next, seen)
+	}
+	return false
+}
+
+// fresh keeps the nodes of a breadth-first frontier whose states were not
+// seen before.
+func fresh(ns []*node, seen map[uint64]bool) ([]*node, map[uint64]bool) {
+	if len(ns) == 0 {
+		return nil, seen
+	}
+	if seen == nil {
+		seen = map[uint64]bool{}
+	}
+	out := ns[:0]
+	for _, n := range ns {
+		if !seen[n.stKey] {
+			seen[n.stKey] = true
+			out = append(out, n)
+		}
+	}
+	return out, seen
+}
+
+// logsIt reports whether fact f is the process that logs label l.
+func (j *judge) logsIt(a *attempt, l *obslog.Label, f *obslog.Fact) bool {
+	if l.By == obslog.ByRouter {
+		return j.h.Processes[f.Proc].Role == obslog.RoleRouter
+	}
+	return j.logger(a, l) == f.Proc
+}
+
+// explainStep tries each move of x: the first whose first fact for f's
+// process is f makes the child returned; unlogged ones (no faults) are
+// added to silent when more may be taken.
+func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more bool, silent *[]*node) *node {
+	st := *x.st
+	st.B = j.chk.Budget()
+	j.moves = j.chk.MovesInto(&st, j.moves[:0])
+	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+		tx := model.Tx{W: &st.W}
+		if st.W.H[0].Worker(sd) >= 0 && j.chk.Terminal(&st, roleOf(sd), 0) && tx.CanEvict(0, sd) {
+			j.moves = append(j.moves, checker.Move{Kind: checker.MvEvict, H: 0, Arg: int8(sd)})
+		}
+	}
+	moves := slices.Clone(j.moves)
+	for _, m := range moves {
+		switch m.Kind {
+		case checker.MvRestart, checker.MvOccupy, checker.MvFreeBackground,
+			checker.MvLose, checker.MvDelay, checker.MvHang, checker.MvNoShow, checker.MvDuplicate:
+			continue
+		case checker.MvCancel:
+			if f.Kind != obslog.ClientCancelled {
+				continue
+			}
+		case checker.MvAbort:
+			if f.Kind != obslog.Aborted {
+				continue
+			}
+		}
+		next := st
+		j.firings = j.firings[:0]
+		if _, v := j.chk.Apply(&next, m, j.cov); v != nil {
+			continue
+		}
+		if (m.Kind == checker.MvDeliver) && ignored(j.firings) {
+			continue
+		}
+		j.labels = obslog.Observe(j.labels[:0], 0, &st, &next, m, j.firings)
+		var must [maxOwed]obslog.Label
+		mn := 0
+		for i := range j.labels {
+			if j.mustLog(a, &j.labels[i]) && mn < maxOwed {
+				must[mn] = j.labels[i]
+				mn++
+			}
+		}
+		if mn == 0 {
+			if more && !(m.Kind.Fault() && m.Kind != checker.MvEvict) {
+				c := j.child(x)
+				ns := next
+				if j.setState(a, c, &ns) {
+					c.move = m
+					c.silent++
+					*silent = append(*silent, c)
+				}
+			}
+			continue
+		}
+		for i := 0; i < mn; i++ {
+			if !firstOfItsProcess(must[:mn], i) || !j.logsIt(a, &must[i], f) || !matches(f, &must[i]) {
+				continue
+			}
+			c := j.child(x)
+			ns := next
+			if !j.setState(a, c, &ns) {
+				return nil
+			}
+			c.move = m
+			c.pos[s]++
+			c.consumed++
+			c.fact = f
+			c.silent = 0
+			copy(c.owed[:], must[:i])
+			copy(c.owed[i:], must[i+1:mn])
+			c.owedN = uint8(mn - 1)
+			return c
+		}
+	}
+	return nil
+}
+
+// greedyDone forgets an attempt its explanation finished, when no
+// process could log anything more about it.
+func (j *judge) greedyDone(a *attempt) {
+	n := a.cur
+	if n.owedN != 0 || !j.done(n) {
+		return
+	}
+	x := &n.st.W.H[0]
+	if (x.SrcIndexed && j.h.Processes[a.p].Records.Has(obslog.Removed)) || (x.Published && a.d >= 0 && j.h.Processes[a.d].Records.Has(obslog.Removed)) {
+		return // a Removed may still come
+	}
+	j.retire(a, n)
+}
+
+// greedyEnd is the explanation that ends an attempt followed greedily:
+// its own, or one it reaches by unlogged steps.
+func (j *judge) greedyEnd(a *attempt) *node {
+	n := a.cur
+	if n.owedN != 0 {
+		return nil
+	}
+	frontier := []*node{n}
+	var seen map[uint64]bool
+	for depth := 0; len(frontier) > 0 && depth <= j.bound; depth++ {
+		var next []*node
+		for _, x := range frontier {
+			if j.open || j.done(x) {
+				return x
+			}
+			j.explainStep(a, x, &obslog.Fact{Kind: 0}, 0, depth < j.bound, &next)
+		}
+		frontier, seen = fresh(next, seen)
+	}
+	return nil
 }
 
 func (j *judge) replay(a *attempt, prev []*node) bool {
@@ -487,6 +731,7 @@ func (j *judge) child(n *node) *node {
 	c.fact = nil
 	c.move = checker.Move{}
 	c.succ = nil
+	c.labels = nil
 	c.expanded = false
 	c.hungry = false
 	return &c
@@ -685,16 +930,17 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 	for k := range n.succ {
 		sc := &n.succ[k]
 		if sc.lazy {
-			if !j.mayConsume(a, n, &sc.must[0]) {
+			if !j.mayConsume(a, n, &n.labels[sc.off]) {
 				continue
 			}
 			j.resolve(a, n, sc)
 		}
 		var next *checker.State
 		var nextKey uint64
+		must := n.labels[sc.off : int(sc.off)+int(sc.mn)]
 		for i := 0; i < int(sc.mn); i++ {
-			l := sc.must[i]
-			if !firstOfItsProcess(sc.must[:sc.mn], i) {
+			l := must[i]
+			if !firstOfItsProcess(must, i) {
 				continue
 			}
 			if j.consume(a, n, &l, func(s int, f *obslog.Fact) {
@@ -717,9 +963,9 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 				c.consumed++
 				c.fact = f
 				c.silent = 0
-				c.owed = sc.must
-				copy(c.owed[i:], c.owed[i+1:sc.mn])
-				c.owed[sc.mn-1] = obslog.Label{}
+				c.owed = [maxOwed]obslog.Label{}
+				copy(c.owed[:], must[:i])
+				copy(c.owed[i:], must[i+1:])
 				c.owedN = sc.mn - 1
 				work = j.push(a, c, work)
 			}) {
@@ -778,9 +1024,8 @@ func (j *judge) steps(a *attempt, n *node, work []*node) []*node {
 				}
 			}
 			if j.mustLog(a, &l) {
-				sc := succ{m: m, mn: 1, lazy: true}
-				sc.must[0] = l
-				n.succ = append(n.succ, sc)
+				n.succ = append(n.succ, succ{m: m, off: uint16(len(n.labels)), mn: 1, lazy: true})
+				n.labels = append(n.labels, l)
 				continue
 			}
 		}
@@ -801,10 +1046,10 @@ func (j *judge) steps(a *attempt, n *node, work []*node) []*node {
 			continue
 		}
 		j.labels = obslog.Observe(j.labels[:0], 0, &st, &next, m, j.firings)
-		sc := succ{m: m}
+		sc := succ{m: m, off: uint16(len(n.labels))}
 		for i := range j.labels {
 			if j.mustLog(a, &j.labels[i]) && sc.mn < maxOwed {
-				sc.must[sc.mn] = j.labels[i]
+				n.labels = append(n.labels, j.labels[i])
 				sc.mn++
 			}
 		}
@@ -869,9 +1114,10 @@ func (j *judge) resolve(a *attempt, n *node, sc *succ) {
 		return
 	}
 	j.labels = obslog.Observe(j.labels[:0], 0, n.st, &next, sc.m, j.firings)
+	sc.off = uint16(len(n.labels))
 	for i := range j.labels {
 		if j.mustLog(a, &j.labels[i]) && sc.mn < maxOwed {
-			sc.must[sc.mn] = j.labels[i]
+			n.labels = append(n.labels, j.labels[i])
 			sc.mn++
 		}
 	}
@@ -926,6 +1172,17 @@ func (j *judge) end() {
 		for {
 			if _, open := j.att[a.id]; !open {
 				break // a search with more unlogged faults finished it
+			}
+			if !a.full {
+				if best := j.greedyEnd(a); best != nil {
+					j.account(a, best)
+					break
+				}
+				a.full, a.cur = true, nil
+				if !j.replay(a, nil) {
+					return
+				}
+				continue
 			}
 			if best := j.ended(a); best != nil {
 				j.account(a, best)

@@ -17,8 +17,10 @@ type Label struct {
 	By   Who // ByRouter, BySource or ByDestination
 	// Stage is the router stage of Routed: SourceSide for the prefill
 	// router, DestinationSide for the decode router.
-	Stage                                 model.Side
-	Blocks, Pages, Slot, Headroom, Tokens int64
+	Stage model.Side
+	// The figures: 32 bits hold any a worker has, and keep small the
+	// labels an explanation owes.
+	Blocks, Pages, Slot, Headroom, Tokens int32
 	Outcome                               model.Outcome
 	Timer                                 model.Timer
 }
@@ -54,15 +56,15 @@ func (l Label) String() string {
 func (l Label) figure(f Figure) int64 {
 	switch f {
 	case FigBlocks:
-		return l.Blocks
+		return int64(l.Blocks)
 	case FigPages:
-		return l.Pages
+		return int64(l.Pages)
 	case FigSlot:
-		return l.Slot
+		return int64(l.Slot)
 	case FigHeadroom:
-		return l.Headroom
+		return int64(l.Headroom)
 	case FigTokens:
-		return l.Tokens
+		return int64(l.Tokens)
 	}
 	return 0
 }
@@ -128,7 +130,7 @@ func Observe(out []Label, h int, before, after *checker.State, m checker.Move, f
 			evs[sd][DecodeFinished] = true
 		}
 	}
-	delta := func(sd model.Side, get func(*model.Worker) int64) int64 {
+	delta := func(sd model.Side, get func(*model.Worker) int64) int32 {
 		w := a.Worker(sd)
 		if w < 0 {
 			w = b.Worker(sd)
@@ -136,7 +138,7 @@ func Observe(out []Label, h int, before, after *checker.State, m checker.Move, f
 		if w < 0 {
 			return 0
 		}
-		return get(&aw[w]) - get(&bw[w])
+		return int32(get(&aw[w]) - get(&bw[w]))
 	}
 	add := func(l Label) { out = append(out, l) }
 	for k := Kind(1); k < NumKinds; k++ {

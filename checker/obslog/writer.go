@@ -111,7 +111,7 @@ func (w *Writer) Write(f *Fact) error {
 			b = append(b, `,"`...)
 			b = append(b, figureKeys[g]...)
 			b = append(b, `":`...)
-			b = strconv.AppendInt(b, (&Label{Blocks: f.Blocks, Pages: f.Pages, Slot: f.Slot, Headroom: f.Headroom, Tokens: f.Tokens}).figure(g), 10)
+			b = strconv.AppendInt(b, f.figure(g), 10)
 		}
 	}
 	if f.PromptTokens > 0 {
@@ -157,7 +157,7 @@ func appendString(b []byte, s string) []byte {
 // attempt.
 func FactOf(l *Label, proc int, gen int64, attempt string, tus int64) Fact {
 	f := Fact{Proc: proc, Gen: gen, Attempt: attempt, Kind: l.Kind, TUS: tus, Stage: l.Stage, To: -1,
-		Blocks: l.Blocks, Pages: l.Pages, Slot: l.Slot, Headroom: l.Headroom, Tokens: l.Tokens, Outcome: l.Outcome, Timer: l.Timer}
+		Blocks: int64(l.Blocks), Pages: int64(l.Pages), Slot: int64(l.Slot), Headroom: int64(l.Headroom), Tokens: int64(l.Tokens), Outcome: l.Outcome, Timer: l.Timer}
 	for _, g := range Kinds[l.Kind].Figures {
 		f.Has |= 1 << g
 	}
@@ -171,3 +171,25 @@ func FactOf(l *Label, proc int, gen int64, attempt string, tus int64) Fact {
 	}
 	return f
 }
+
+func (f *Fact) figure(g Figure) int64 {
+	switch g {
+	case FigBlocks:
+		return f.Blocks
+	case FigPages:
+		return f.Pages
+	case FigSlot:
+		return f.Slot
+	case FigHeadroom:
+		return f.Headroom
+	case FigTokens:
+		return f.Tokens
+	}
+	return 0
+}
+
+// Figure is a numeric figure of the fact (0 when it has none).
+func (f *Fact) Figure(g Figure) int64 { return f.figure(g) }
+
+// Figure is a numeric figure of the label (0 when it has none).
+func (l *Label) Figure(g Figure) int64 { return l.figure(g) }
