@@ -42,8 +42,9 @@ type judge struct {
 }
 
 type procState struct {
-	gen  int64
-	seen bool
+	gen     int64
+	seen    bool
+	restart *obslog.Fact // its last restart
 	// where the current generation began, for stale facts
 	since string
 }
@@ -240,9 +241,15 @@ func (j *judge) fact(f *obslog.Fact) error {
 			return fmt.Errorf("%s: %w: worker_restarted to generation %d, but %s is already at generation %d; a restart starts a newer generation", f.Where(), ErrInput, f.Gen, name, ps.gen)
 		}
 		ps.gen, ps.seen, ps.since = f.Gen, true, f.Where()
+		ps.restart = f
 		j.rep.Restarts++
+		// The restart reaches the attempts the worker had logged facts
+		// of: only its own order says what it held when it restarted (a
+		// router's line, read from another log, says nothing of when).
+		// An attempt routed to it that it never logs was lost in a
+		// restart; end gives it one.
 		for _, a := range j.sortedOpen() {
-			if a.p == f.Proc || a.d == f.Proc {
+			if (a.p == f.Proc || a.d == f.Proc) && j.logged(a, f.Proc) {
 				if !j.add(a, f) {
 					return nil
 				}
@@ -274,6 +281,23 @@ func (j *judge) fact(f *obslog.Fact) error {
 	}
 	j.add(a, f)
 	return nil
+}
+
+// logged reports whether process p logged a fact of the attempt.
+func (j *judge) logged(a *attempt, p int) bool {
+	for _, sl := range a.slots {
+		if sl.proc == p {
+			return len(sl.facts) > 0
+		}
+	}
+	return false
+}
+
+func (j *judge) procRestart(p int) *obslog.Fact {
+	if p < 0 {
+		return nil
+	}
+	return j.procs[p].restart
 }
 
 // bind learns where an attempt runs from a fact: the worker a router
@@ -931,6 +955,9 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 		sc := &n.succ[k]
 		if sc.lazy {
 			if !j.mayConsume(a, n, &n.labels[sc.off]) {
+				if j.awaits(a, n, &n.labels[sc.off]) {
+					waits = true
+				}
 				continue
 			}
 			j.resolve(a, n, sc)
@@ -1099,6 +1126,12 @@ func (j *judge) mayConsume(a *attempt, n *node, l *obslog.Label) bool {
 	return false
 }
 
+// awaits reports whether a process that would log l has no fact left to
+// match yet: one may still come.
+func (j *judge) awaits(a *attempt, n *node, l *obslog.Label) bool {
+	return j.consume(a, n, l, func(int, *obslog.Fact) {})
+}
+
 // resolve takes a lazy step: what it makes observable replaces its first
 // fact. A step that breaks an invariant or turns out to make nothing
 // observable explains no fact.
@@ -1163,6 +1196,17 @@ func (j *judge) reject(r *Rejection) {
 // end judges what is open when the logs end.
 func (j *judge) end() {
 	for _, a := range j.sortedOpen() {
+		for _, p := range []int{a.p, a.d} {
+			if r := j.procRestart(p); r != nil && !j.logged(a, p) && j.rep.Rejection == nil {
+				j.add(a, r)
+			}
+		}
+		if j.rep.Rejection != nil {
+			return
+		}
+		if _, open := j.att[a.id]; !open {
+			continue
+		}
 		if a.wcfg == nil {
 			f := a.last
 			j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f),
@@ -1267,13 +1311,46 @@ func (j *judge) dead(a *attempt, ns []*node) {
 			best = n
 		}
 	}
-	f := a.last
-	slot := -1
+	// Blame the first fact (in reading order) the furthest explanations
+	// cannot take; but a fact whose physical effect breaks an invariant in
+	// every one of them is the cause, the others wait on it, so it is
+	// blamed first whatever order the logs were read in.
+	f, slot := a.last, -1
+	var first *model.Violation
+	var at []*node
 	if best != nil {
-		if g, s := j.blocked(a, best); g != nil {
-			f, slot = g, s
+		type cand struct {
+			f    *obslog.Fact
+			slot int
+			at   []*node
+			v    *model.Violation
+		}
+		var cs []cand
+		for s := range a.slots {
+			p := int(best.pos[s])
+			if p >= len(a.slots[s].facts) {
+				continue
+			}
+			c := cand{f: a.slots[s].facts[p], slot: s}
+			for _, n := range ns {
+				if n.consumed == best.consumed && n.pos[s] == best.pos[s] && !slices.Contains(c.at, n) {
+					c.at = append(c.at, n)
+				}
+			}
+			c.v = j.breaksInAll(a, c.at, best, c.f)
+			cs = append(cs, c)
+		}
+		sort.Slice(cs, func(x, y int) bool {
+			if (cs[x].v != nil) != (cs[y].v != nil) {
+				return cs[x].v != nil
+			}
+			return cs[x].f.Seq < cs[y].f.Seq
+		})
+		if len(cs) > 0 {
+			f, slot, at, first = cs[0].f, cs[0].slot, cs[0].at, cs[0].v
 		}
 	}
+	_ = slot
 	r := &Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f)}
 	if a.everCut || a.cut {
 		r.Detail = fmt.Sprintf("no explanation within %d unlogged steps between facts and %d unlogged faults; a longer search (--bound) may find one", j.bound, j.maxF)
@@ -1281,31 +1358,11 @@ func (j *judge) dead(a *attempt, ns []*node) {
 		j.rep.Verdict = Inconclusive
 		return
 	}
-	var at []*node // the explanations that reached the fact
-	for _, n := range ns {
-		if slot >= 0 && n.consumed == best.consumed && n.pos[slot] == best.pos[slot] && !slices.Contains(at, n) {
-			at = append(at, n)
-		}
-	}
 	if best != nil {
 		r.Explained = j.history(best)
 	}
 	r.Allowed = j.allowed(a, at)
-	var first *model.Violation
-	all := len(at) > 0
-	for _, n := range at {
-		v := j.skipped(a, n, f)
-		if v == nil {
-			v = j.physical(a, n, f)
-		}
-		if v == nil {
-			all = false
-			break
-		}
-		if first == nil || n == best {
-			first = v
-		}
-	}
+	all := first != nil
 	switch {
 	case all && first != nil:
 		r.Invariant, r.Detail = first.Invariant, first.Detail
@@ -1324,6 +1381,26 @@ func (j *judge) dead(a *attempt, ns []*node) {
 		r.Detail += fmt.Sprintf(" (a step that would explain it breaks %s: %s)", a.broken.Invariant, a.broken.Detail)
 	}
 	j.reject(r)
+}
+
+// breaksInAll is the invariant a fact's physical effect breaks in every
+// explanation that reached it (the best one's, when they differ), or nil
+// when one of them allows it.
+func (j *judge) breaksInAll(a *attempt, at []*node, best *node, f *obslog.Fact) *model.Violation {
+	var first *model.Violation
+	for _, n := range at {
+		v := j.skipped(a, n, f)
+		if v == nil {
+			v = j.physical(a, n, f)
+		}
+		if v == nil {
+			return nil
+		}
+		if first == nil || n == best {
+			first = v
+		}
+	}
+	return first
 }
 
 // skipped judges a fact that comes where an explanation owes its process

@@ -254,3 +254,84 @@ func TestInvalidShapesRejected(t *testing.T) {
 		t.Logf("%s: written into %d logs", shapes[si].name, n)
 	}
 }
+
+// split writes a log as one log per process (each with the header), in
+// the order given by perm: only each process's own order is kept.
+func split(l *logLines, lines []string) [][]byte {
+	per := map[string][]string{}
+	var order []string
+	for _, ln := range lines[1:] {
+		f, err := readOne(l.h, ln)
+		name := "?"
+		if err == nil {
+			name = l.h.Processes[f.Proc].Name
+		}
+		if _, ok := per[name]; !ok {
+			order = append(order, name)
+		}
+		per[name] = append(per[name], ln)
+	}
+	var out [][]byte
+	// The processes' logs go in reverse order of first appearance, so
+	// that reading them side by side is as far from the single log's
+	// order as it can be.
+	for i := len(order) - 1; i >= 0; i-- {
+		out = append(out, []byte(lines[0]+strings.Join(per[order[i]], "")))
+	}
+	return out
+}
+
+func readOne(h *obslog.Header, line string) (obslog.Fact, error) {
+	var b bytes.Buffer
+	w, _ := obslog.NewWriter(&b, h)
+	w.Flush()
+	r, err := obslog.NewReader(strings.NewReader(b.String()+line), "x")
+	if err != nil {
+		return obslog.Fact{}, err
+	}
+	return r.Next()
+}
+
+func judgeSplit(t testing.TB, name string, logs [][]byte) *Report {
+	t.Helper()
+	var in []Input
+	for i, b := range logs {
+		in = append(in, Input{Name: fmt.Sprintf("%s.%d", name, i), R: bytes.NewReader(b)})
+	}
+	rep, err := Judge(in, Options{})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return rep
+}
+
+// The verdict does not depend on how many logs the facts come in, as
+// long as each process's order is kept: every scenario log, valid and
+// with each invalid shape written into it, split one log per process.
+func TestVerdictIndependentOfSplit(t *testing.T) {
+	for i := range sim.Scenarios {
+		sc := &sim.Scenarios[i]
+		for _, pol := range []string{"source-first", "destination-first"} {
+			name := sc.Name + "/" + pol
+			data := simLog(t, sc, pol, obslog.All)
+			l := readLog(t, data)
+			if rep := judgeSplit(t, name, split(l, l.lines)); rep.Verdict != Explained {
+				t.Errorf("%s split per process: %s %+v", name, rep.Verdict, rep.Rejection)
+			}
+			for _, sh := range shapes {
+				lines, _, ok := sh.mutate(l)
+				if !ok {
+					continue
+				}
+				whole := judgeBytes(t, name, l.bytes(lines), Options{})
+				parts := judgeSplit(t, name, split(l, lines))
+				if whole.Verdict != parts.Verdict {
+					t.Errorf("%s, %s: one log: %s, one per process: %s %+v", name, sh.name, whole.Verdict, parts.Verdict, parts.Rejection)
+				} else if whole.Rejection.Invariant != parts.Rejection.Invariant {
+					t.Errorf("%s, %s: one log breaks %q at %d, one per process %q at %s:%d (%s)", name, sh.name, whole.Rejection.Invariant, whole.Rejection.Line,
+						parts.Rejection.Invariant, parts.Rejection.File, parts.Rejection.Line, parts.Rejection.Detail)
+				}
+			}
+		}
+	}
+}
