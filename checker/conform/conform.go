@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker"
@@ -146,24 +145,61 @@ func Judge(in []Input, opt Options) (*Report, error) {
 	for _, r := range rds {
 		j.rep.Files = append(j.rep.Files, r.Name())
 	}
-	// Read the logs side by side, a line of each in turn: only each
-	// process's own order counts, so any reading order gives the same
-	// verdict, and this one keeps the attempts open few.
-	live := slices.Clone(rds)
-	for len(live) > 0 && j.rep.Rejection == nil {
-		for i := 0; i < len(live) && j.rep.Rejection == nil; i++ {
-			f, err := live[i].Next()
-			if err == io.EOF {
-				live = slices.Delete(live, i, i+1)
-				i--
+	// Read the logs side by side. Only each process's own order counts,
+	// so any reading order gives the same verdict; the order only decides
+	// how fast it comes. Facts are read in the order of their time stamps
+	// while every log's next fact has one (clocks that disagree cost time,
+	// not correctness), a line of each log in turn otherwise: read close
+	// to the order things happened, most attempts are explained by the
+	// first explanation the judge follows, and few are open at once.
+	type head struct {
+		r  *obslog.Reader
+		f  obslog.Fact
+		ok bool
+	}
+	heads := make([]head, len(rds))
+	for i, r := range rds {
+		heads[i].r = r
+	}
+	turn := 0
+	for j.rep.Rejection == nil {
+		stamped, live := true, 0
+		for i := range heads {
+			h := &heads[i]
+			if h.r != nil && !h.ok {
+				f, err := h.r.Next()
+				if err == io.EOF {
+					h.r = nil
+					continue
+				}
+				if err != nil {
+					return nil, err
+				}
+				h.f, h.ok = f, true
+			}
+			if h.ok {
+				live++
+				stamped = stamped && h.f.TUS >= 0
+			}
+		}
+		if live == 0 {
+			break
+		}
+		pick := -1
+		for k := 0; k < len(heads); k++ {
+			i := (turn + k) % len(heads)
+			if !heads[i].ok {
 				continue
 			}
-			if err != nil {
-				return nil, err
+			if pick < 0 || (stamped && heads[i].f.TUS < heads[pick].f.TUS) {
+				pick = i
 			}
-			if err := j.fact(&f); err != nil {
-				return nil, err
-			}
+		}
+		turn = pick + 1
+		f := heads[pick].f
+		heads[pick].ok = false
+		if err := j.fact(&f); err != nil {
+			return nil, err
 		}
 	}
 	if j.rep.Rejection == nil {

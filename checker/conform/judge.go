@@ -447,23 +447,24 @@ func (j *judge) root(a *attempt) *node {
 // fault), that makes it observable first of its process.
 func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 	n := a.cur
-	if n.owedN > 0 {
-		for i := 0; i < int(n.owedN); i++ {
-			l := &n.owed[i]
-			if !firstOfItsProcess(n.owed[:n.owedN], i) || !j.logsIt(a, l, f) || !matches(f, l) {
-				continue
-			}
-			c := j.child(n)
-			c.pos[s]++
-			c.consumed++
-			c.fact = f
-			copy(c.owed[i:], c.owed[i+1:c.owedN])
-			c.owed[c.owedN-1] = obslog.Label{}
-			c.owedN--
-			a.cur = c
-			return true
+	for i := 0; i < int(n.owedN); i++ {
+		l := &n.owed[i]
+		if !j.logsIt(a, l, f) {
+			continue
 		}
-		return false
+		// The process owes facts of earlier steps: this is the next.
+		if !firstOfItsProcess(n.owed[:n.owedN], i) || !matches(f, l) {
+			return false
+		}
+		c := j.child(n)
+		c.pos[s]++
+		c.consumed++
+		c.fact = f
+		copy(c.owed[i:], c.owed[i+1:c.owedN])
+		c.owed[c.owedN-1] = obslog.Label{}
+		c.owedN--
+		a.cur = c
+		return true
 	}
 	if f.Kind == obslog.WorkerRestarted {
 		k := int8(0)
@@ -586,6 +587,10 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 			if !firstOfItsProcess(must[:mn], i) || !j.logsIt(a, &must[i], f) || !matches(f, &must[i]) {
 				continue
 			}
+			owed, on, ok := carry(x, must[:mn], i)
+			if !ok {
+				continue
+			}
 			c := j.child(x)
 			ns := next
 			if !j.setState(a, c, &ns) {
@@ -596,9 +601,7 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 			c.consumed++
 			c.fact = f
 			c.silent = 0
-			copy(c.owed[:], must[:i])
-			copy(c.owed[i:], must[i+1:mn])
-			c.owedN = uint8(mn - 1)
+			c.owed, c.owedN = owed, on
 			return c
 		}
 	}
@@ -839,6 +842,41 @@ func (j *judge) consume(a *attempt, n *node, l *obslog.Label, make func(s int, f
 	return waits
 }
 
+// carry is what a node owes after a step that makes must observable and
+// whose fact i it explains: what it owed before, then the step's other
+// facts. A process's facts come in that order, so the fact explained
+// must be its process's first: ok is false when the process still owes
+// earlier ones (or when too many are owed).
+func carry(n *node, must []obslog.Label, i int) (owed [maxOwed]obslog.Label, on uint8, ok bool) {
+	for _, l := range n.owed[:n.owedN] {
+		if l.By == must[i].By {
+			return owed, 0, false
+		}
+	}
+	if int(n.owedN)+len(must)-1 > maxOwed {
+		return owed, 0, false
+	}
+	copy(owed[:], n.owed[:n.owedN])
+	k := int(n.owedN)
+	for x := range must {
+		if x != i {
+			owed[k] = must[x]
+			k++
+		}
+	}
+	return owed, uint8(k), true
+}
+
+// owes reports whether a node owes process p a fact.
+func (j *judge) owes(a *attempt, n *node, p int) bool {
+	for _, l := range n.owed[:n.owedN] {
+		if l.By != obslog.ByRouter && j.logger(a, &l) == p {
+			return true
+		}
+	}
+	return false
+}
+
 // firstOfItsProcess reports whether label i is the first of ls that its
 // process logs: the facts one step makes observable to one process come
 // in the vocabulary's order (a receipt before what it causes, a release
@@ -895,35 +933,28 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 	}
 	caught := j.caughtUp(a, n)
 	waits := false
-	if n.owedN > 0 {
-		for i := 0; i < int(n.owedN); i++ {
-			l := n.owed[i]
-			if !firstOfItsProcess(n.owed[:n.owedN], i) {
-				continue
-			}
-			if j.consume(a, n, &l, func(s int, f *obslog.Fact) {
-				c := j.child(n)
-				c.pos[s]++
-				c.consumed++
-				c.fact = f
-				copy(c.owed[i:], c.owed[i+1:c.owedN])
-				c.owed[c.owedN-1] = obslog.Label{}
-				c.owedN--
-				c.silent = 0
-				work = j.push(a, c, work)
-			}) {
-				waits = true
-			}
+	for i := 0; i < int(n.owedN); i++ {
+		l := n.owed[i]
+		if !firstOfItsProcess(n.owed[:n.owedN], i) {
+			continue
 		}
-		if caught || (waits && a.full) {
-			n.hungry = waits
-			a.waiting = append(a.waiting, n)
+		if j.consume(a, n, &l, func(s int, f *obslog.Fact) {
+			c := j.child(n)
+			c.pos[s]++
+			c.consumed++
+			c.fact = f
+			copy(c.owed[i:], c.owed[i+1:c.owedN])
+			c.owed[c.owedN-1] = obslog.Label{}
+			c.owedN--
+			c.silent = 0
+			work = j.push(a, c, work)
+		}) {
+			waits = true
 		}
-		return work
 	}
 	for s := range a.slots {
 		if int(n.pos[s]) < len(a.slots[s].facts) {
-			if f := a.slots[s].facts[n.pos[s]]; f.Kind == obslog.WorkerRestarted {
+			if f := a.slots[s].facts[n.pos[s]]; f.Kind == obslog.WorkerRestarted && !j.owes(a, n, f.Proc) {
 				k := int8(0)
 				if a.slots[s].proc == a.d {
 					k = 1
@@ -970,6 +1001,10 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 			if !firstOfItsProcess(must, i) {
 				continue
 			}
+			owed, on, ok := carry(n, must, i)
+			if !ok {
+				continue
+			}
 			if j.consume(a, n, &l, func(s int, f *obslog.Fact) {
 				if next == nil {
 					next = j.step(n, sc.m)
@@ -990,10 +1025,7 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 				c.consumed++
 				c.fact = f
 				c.silent = 0
-				c.owed = [maxOwed]obslog.Label{}
-				copy(c.owed[:], must[:i])
-				copy(c.owed[i:], must[i+1:])
-				c.owedN = sc.mn - 1
+				c.owed, c.owedN = owed, on
 				work = j.push(a, c, work)
 			}) {
 				waits = true

@@ -2,6 +2,7 @@ package conform
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/model"
@@ -74,7 +75,8 @@ func (j *judge) physical(a *attempt, n *node, f *obslog.Fact) (v *model.Violatio
 	// owes it: judge it where that step had not happened.
 	for _, l := range n.owed[:n.owedN] {
 		if l.Kind == f.Kind && l.By != obslog.ByRouter && j.logger(a, &l) == f.Proc {
-			for n.owedN > 0 && n.parent != nil {
+			// Back to before the step that owes it.
+			for n.parent != nil && slices.Contains(n.owed[:n.owedN], l) {
 				n = n.parent
 			}
 			break
