@@ -18,6 +18,8 @@ FUZZ_TARGETS = \
 	./checker/sim/workload:FuzzParseWorkload \
 	./checker/sim/faultplan:FuzzParseFaultPlan \
 	./checker/sim:FuzzParseSimConfig \
+	./checker/obslog:FuzzParseLog \
+	./checker/conform:FuzzConform \
 	./fuzz:FuzzStep
 
 .PHONY: all generate check test fresh fuzz fuzz-seeds bench lint install mutate-code chromium

@@ -23,9 +23,17 @@ type logLines struct {
 
 func readLog(t testing.TB, data []byte) *logLines {
 	t.Helper()
-	r, err := obslog.NewReader(bytes.NewReader(data), "log")
+	l, err := readLogData(data)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return l
+}
+
+func readLogData(data []byte) (*logLines, error) {
+	r, err := obslog.NewReader(bytes.NewReader(data), "log")
+	if err != nil {
+		return nil, err
 	}
 	l := &logLines{h: r.Header(), lines: strings.SplitAfter(string(data), "\n")}
 	l.lines = l.lines[:len(l.lines)-1] // the empty string after the last newline
@@ -35,11 +43,11 @@ func readLog(t testing.TB, data []byte) *logLines {
 			break
 		}
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		l.facts = append(l.facts, f)
 	}
-	return l
+	return l, nil
 }
 
 func (l *logLines) encode(f obslog.Fact) string {
