@@ -22,7 +22,7 @@ FUZZ_TARGETS = \
 	./checker/conform:FuzzConform \
 	./fuzz:FuzzStep
 
-.PHONY: all generate check test fresh fuzz fuzz-seeds bench lint install mutate-code chromium
+.PHONY: all generate check test fresh fuzz fuzz-seeds bench lint install mutate-code chromium examples
 
 all: test
 
@@ -84,6 +84,20 @@ mutate-code:
 
 bench:
 	$(GO) test ./checker -run '^$$' -bench . -benchtime $(BENCHTIME)
+	$(GO) test ./checker/conform -run '^$$' -bench . -benchtime $(BENCHTIME) -cpu 1
+
+# The example observation logs of testdata/logs: the valid ones as simulate
+# writes them for testdata/logs/{config.json,workload.jsonl,faults.jsonl},
+# the invalid ones as the valid ones with one line changed to each shape
+# (tests fail when they are stale).
+examples:
+	@set -e; for p in source-first:vllm destination-first:sglang; do \
+		pol=$${p%%:*}; eng=$${p##*:}; for r in complete:all milestones:milestones; do \
+			name=$${r%%:*}; rec=$${r##*:}; \
+			$(GO) run ./cmd/handoffcheck simulate --config testdata/logs/config.json --workload testdata/logs/workload.jsonl \
+				--faults testdata/logs/faults.jsonl --policy $$pol --engine $$eng --log-records $$rec --log testdata/logs/valid/$$pol-$$name.jsonl >/dev/null; \
+		done; done
+	$(GO) test ./checker/conform -run '^TestInvalidExamplesFresh$$' -rewrite -count=1
 
 lint:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt would change:"; gofmt -l .; exit 1; }
