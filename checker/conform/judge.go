@@ -100,6 +100,9 @@ type node struct {
 	consumed uint16
 	// hungry: the node may explain a fact not read yet.
 	hungry bool
+	// depth is the steps and facts from the attempt's start: of two
+	// explanations of as many facts, a report shows the shorter.
+	depth uint16
 	parent *node
 	fact   *obslog.Fact // the fact this node explained, or nil
 	move   checker.Move // the unlogged step that made this node
@@ -755,6 +758,7 @@ func (j *judge) push(a *attempt, n *node, work []*node) []*node {
 func (j *judge) child(n *node) *node {
 	c := *n
 	c.parent = n
+	c.depth++
 	c.fact = nil
 	c.move = checker.Move{}
 	c.succ = nil
@@ -1339,7 +1343,7 @@ func (j *judge) dead(a *attempt, ns []*node) {
 	ns = append(slices.Clone(ns), a.furthest...)
 	var best *node
 	for _, n := range ns {
-		if best == nil || n.consumed > best.consumed || (n.consumed == best.consumed && n.owedN < best.owedN) {
+		if best == nil || better(n, best) {
 			best = n
 		}
 	}
@@ -1413,6 +1417,20 @@ func (j *judge) dead(a *attempt, ns []*node) {
 		r.Detail += fmt.Sprintf(" (a step that would explain it breaks %s: %s)", a.broken.Invariant, a.broken.Detail)
 	}
 	j.reject(r)
+}
+
+// better orders explanations for a report: more facts explained, then
+// fewer owed, fewer unlogged faults, fewer steps.
+func better(x, y *node) bool {
+	switch {
+	case x.consumed != y.consumed:
+		return x.consumed > y.consumed
+	case x.owedN != y.owedN:
+		return x.owedN < y.owedN
+	case x.faults != y.faults:
+		return x.faults < y.faults
+	}
+	return x.depth < y.depth
 }
 
 // breaksInAll is the invariant a fact's physical effect breaks in every
@@ -1489,11 +1507,12 @@ func (j *judge) allowed(a *attempt, ns []*node) []string {
 		if i == 16 {
 			break
 		}
-		for _, l := range n.owed[:n.owedN] {
-			set[l.String()] = true
-		}
-		if n.owedN > 0 {
-			continue
+		// What each process may log next: the first fact it owes, or
+		// else the first fact of its own in a step.
+		for k, l := range n.owed[:n.owedN] {
+			if firstOfItsProcess(n.owed[:n.owedN], k) {
+				set[l.String()] = true
+			}
 		}
 		st := *n.st
 		st.B = j.chk.Budget()
@@ -1506,8 +1525,14 @@ func (j *judge) allowed(a *attempt, ns []*node) []string {
 			if _, v := j.chk.Apply(&next, m, j.cov); v != nil {
 				continue
 			}
+			var must []obslog.Label
 			for _, l := range obslog.Observe(nil, 0, &st, &next, m, j.firings) {
 				if j.mustLog(a, &l) {
+					must = append(must, l)
+				}
+			}
+			for k, l := range must {
+				if firstOfItsProcess(must, k) && (l.By == obslog.ByRouter || !j.owes(a, n, j.logger(a, &l))) {
 					set[l.String()] = true
 				}
 			}
