@@ -20,6 +20,7 @@ FUZZ_TARGETS = \
 	./checker/sim:FuzzParseSimConfig \
 	./checker/obslog:FuzzParseLog \
 	./checker/conform:FuzzConform \
+	./checker/conform/mocker:FuzzConvertMocker \
 	./fuzz:FuzzStep
 
 .PHONY: all generate check test fresh fuzz fuzz-seeds bench lint install mutate-code chromium examples

@@ -65,6 +65,9 @@ type Options struct {
 type Input struct {
 	Name string
 	R    io.Reader
+	// LineOf, when set, maps the log's lines to the lines of the file
+	// it was converted from (an adapter's), for the report.
+	LineOf func(int) int
 }
 
 // Report is a judgement.
@@ -153,13 +156,14 @@ func Judge(in []Input, opt Options) (*Report, error) {
 	// to the order things happened, most attempts are explained by the
 	// first explanation the judge follows, and few are open at once.
 	type head struct {
-		r  *obslog.Reader
-		f  obslog.Fact
-		ok bool
+		r      *obslog.Reader
+		f      obslog.Fact
+		ok     bool
+		lineOf func(int) int
 	}
 	heads := make([]head, len(rds))
 	for i, r := range rds {
-		heads[i].r = r
+		heads[i].r, heads[i].lineOf = r, in[i].LineOf
 	}
 	turn := 0
 	for j.rep.Rejection == nil {
@@ -174,6 +178,9 @@ func Judge(in []Input, opt Options) (*Report, error) {
 				}
 				if err != nil {
 					return nil, err
+				}
+				if h.lineOf != nil {
+					f.Line = h.lineOf(f.Line)
 				}
 				h.f, h.ok = f, true
 			}

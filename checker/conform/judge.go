@@ -102,7 +102,7 @@ type node struct {
 	hungry bool
 	// depth is the steps and facts from the attempt's start: of two
 	// explanations of as many facts, a report shows the shorter.
-	depth uint16
+	depth  uint16
 	parent *node
 	fact   *obslog.Fact // the fact this node explained, or nil
 	move   checker.Move // the unlogged step that made this node

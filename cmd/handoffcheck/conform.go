@@ -2,26 +2,26 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker/conform"
-	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/conform/mocker"
 )
 
 var conformCommand = &command{
 	name:    "conform",
-	args:    "[--spec FILE] [--config FILE] [--bound N] [--max-faults N] [--open] [--json] LOG...",
+	args:    "[--from handoffcheck|mocker] [--spec FILE] [--config FILE] [--bound N] [--max-faults N] [--open] [--json] LOG...",
 	summary: "judge a running system's observation logs against the spec and the model",
 	detail: "Takes one log, or one per process (handoffcheck.log/v1, docs/conform.md), and decides\n" +
 		"whether a behavior of the tables in the model explains every fact, with every invariant\n" +
 		"holding along it. Only each process's own order counts: the judge searches the\n" +
 		"interleavings between processes. Unlogged steps (kinds a process does not record) are\n" +
 		"searched, at most --bound between two explained facts of an attempt, and unlogged\n" +
-		"faults at most --max-faults per attempt.",
+		"faults at most --max-faults per attempt. --from mocker reads logs shaped like the dynamo\n" +
+		"mocker's offline replay bookkeeping (docs/conform.md) and judges what they mean.",
 	exits: []exitDoc{
 		{exitOK, "every fact is explained, and every attempt finished and returned everything (or --open)"},
 		{exitViolation, "a fact no behavior explains: the report names it (file:line), the invariant it breaks or what the tables allowed instead, and the attempt's explained prefix"},
@@ -41,8 +41,12 @@ func cmdConform(c *command, e *env, args []string) int {
 	maxFaults := fs.Int("max-faults", conform.DefaultMaxFaults, "the most unlogged faults (lost or duplicated facts, hangs, slow cores) in one attempt")
 	open := fs.Bool("open", false, "accept attempts still in flight when the logs end (a log cut from a running system)")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
+	from := fs.String("from", "handoffcheck", "the logs' format: handoffcheck (handoffcheck.log/v1) or mocker (the dynamo mocker's offline replay bookkeeping)")
 	if code, ok := c.parse(e, fs, args, 1, -1); !ok {
 		return code
+	}
+	if *from != "handoffcheck" && *from != "mocker" {
+		return c.bad(e, "--from %q, want handoffcheck or mocker", *from)
 	}
 	if *bound < 1 || *bound > 250 {
 		return c.bad(e, "--bound %d, want 1 to 250", *bound)
@@ -69,26 +73,59 @@ func cmdConform(c *command, e *env, args []string) int {
 		opt.Config = cfg
 	}
 	var in []conform.Input
+	var conv []*converted
 	for _, name := range fs.Args() {
 		f, err := os.Open(name)
 		if err != nil {
 			return c.bad(e, "%v", err)
 		}
 		defer f.Close()
+		if *from == "mocker" {
+			cv := convertMocker(f, name)
+			conv = append(conv, cv)
+			in = append(in, conform.Input{Name: name, R: cv.r, LineOf: cv.lines.Of})
+			continue
+		}
 		in = append(in, conform.Input{Name: name, R: f})
 	}
 	rep, err := conform.Judge(in, opt)
-	if err != nil {
-		if errors.Is(err, obslog.ErrLog) || errors.Is(err, conform.ErrInput) {
-			return c.bad(e, "%v", err)
+	for _, cv := range conv {
+		cv.r.Close()
+		<-cv.done
+		if cv.err != nil {
+			// The bookkeeping log's own error names its line.
+			return c.bad(e, "%v", cv.err)
 		}
+	}
+	if err != nil {
 		return c.bad(e, "%v", err)
 	}
+	var mocked *mocker.Result
+	for _, cv := range conv {
+		if mocked == nil {
+			mocked = &mocker.Result{}
+		}
+		mocked.Handoffs += cv.res.Handoffs
+		mocked.Divergences = append(mocked.Divergences, cv.res.Divergences...)
+	}
 	if *asJSON {
-		b, _ := json.MarshalIndent(rep, "", "  ")
+		out := struct {
+			*conform.Report
+			Mocker *mockerJSON `json:"mocker,omitempty"`
+		}{Report: rep}
+		if mocked != nil {
+			out.Mocker = &mockerJSON{Handoffs: mocked.Handoffs, InFlightDivergences: len(mocked.Divergences)}
+			for _, d := range mocked.Divergences {
+				out.Mocker.Divergences = append(out.Mocker.Divergences, divergenceJSON{Line: d.Line, Worker: d.Worker, Mocker: d.Mocker, Contract: d.Count})
+			}
+		}
+		b, _ := json.MarshalIndent(out, "", "  ")
 		fmt.Fprintf(e.stdout, "%s\n", b)
 	} else {
 		printConform(e.stdout, rep)
+		if mocked != nil {
+			printMocker(e.stdout, mocked)
+		}
 	}
 	switch rep.Verdict {
 	case conform.Rejected:
@@ -97,6 +134,55 @@ func cmdConform(c *command, e *env, args []string) int {
 		return exitInconclusive
 	}
 	return exitOK
+}
+
+type mockerJSON struct {
+	Handoffs            int              `json:"handoffs"`
+	InFlightDivergences int              `json:"in_flight_divergences"`
+	Divergences         []divergenceJSON `json:"divergences,omitempty"`
+}
+
+type divergenceJSON struct {
+	Line     int    `json:"line"`
+	Worker   string `json:"worker"`
+	Mocker   int    `json:"mocker_in_flight"`
+	Contract int    `json:"contract_in_flight"`
+}
+
+// converted is a mocker log being converted, streamed to the judge.
+type converted struct {
+	r     *io.PipeReader
+	lines *mocker.Lines
+	done  chan struct{}
+	res   *mocker.Result
+	err   error
+}
+
+func convertMocker(f io.Reader, name string) *converted {
+	pr, pw := io.Pipe()
+	cv := &converted{r: pr, lines: &mocker.Lines{}, done: make(chan struct{}), res: &mocker.Result{}}
+	go func() {
+		defer close(cv.done)
+		res, err := mocker.Convert(f, name, pw, cv.lines)
+		if err != nil {
+			cv.err = err
+			pw.CloseWithError(err)
+			return
+		}
+		cv.res = res
+		pw.Close()
+	}()
+	return cv
+}
+
+func printMocker(w io.Writer, m *mocker.Result) {
+	fmt.Fprintf(w, "mocker bookkeeping: %d handoffs; its in-flight counts differ from the contract's at %d events", m.Handoffs, len(m.Divergences))
+	if len(m.Divergences) == 0 {
+		fmt.Fprintln(w)
+		return
+	}
+	d := m.Divergences[0]
+	fmt.Fprintf(w, " (the mocker counts a prefill out when its pass completes, the contract while its source is held; first at line %d: %s, mocker %d, contract %d)\n", d.Line, d.Worker, d.Mocker, d.Count)
 }
 
 func printConform(w io.Writer, r *conform.Report) {

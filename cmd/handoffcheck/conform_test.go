@@ -95,3 +95,22 @@ func TestConform_Exits(t *testing.T) {
 		}
 	}
 }
+
+// TestConform_Mocker: --from mocker judges the mocker's bookkeeping and
+// reports where its in-flight counts differ from the contract's; a
+// rejection names the line of the mocker's log.
+func TestConform_Mocker(t *testing.T) {
+	code, out, errOut := runCLI(t, "conform", "--from", "mocker", filepath.Join(logsDir, "mocker", "source-first.jsonl"))
+	if code != exitOK || !strings.Contains(out, "verdict: explained") || !strings.Contains(out, "mocker bookkeeping: 2 handoffs; its in-flight counts differ from the contract's at 2 events") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	bad := filepath.Join(logsDir, "mocker", "invalid-release-before-prefill-done.jsonl")
+	code, out, _ = runCLI(t, "conform", "--from", "mocker", bad)
+	if code != exitViolation || !strings.Contains(out, "rejected at "+bad+":8") || !strings.Contains(out, "invariant: ExactlyOnceRelease") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	code, _, errOut = runCLI(t, "conform", "--from", "mocker", filepath.Join(logsDir, "valid", "source-first-complete.jsonl"))
+	if code != exitUsage || !strings.Contains(errOut, "source-first-complete.jsonl:1: ") {
+		t.Fatalf("a handoffcheck log read as a mocker's: exit %d: %s", code, errOut)
+	}
+}

@@ -1,0 +1,577 @@
+// Package mocker reads logs shaped like the offline replay bookkeeping of
+// the dynamo mocker (its DisaggRequestState phases, the scheduler commands
+// its OfflineWorkerState applies with their results, its engine passes and
+// their completed requests, its KV events) and writes them as an
+// observation log (package checker/obslog) that conform judges. It adds no
+// semantics: each bookkeeping event becomes the facts it means in the
+// contract's vocabulary (docs/conform.md, "The dynamo mocker"), and the
+// kinds the mocker cannot show are declared unrecorded, for the judge to
+// search.
+//
+// One difference of accounting matters, and the mapping settles it: the
+// mocker counts a prefill out of its worker's in-flight requests when the
+// engine pass that computed it completes, while the held source keeps the
+// worker from draining until ReleaseSource; the contract counts a held
+// source in flight until it is released. A pass completion is therefore
+// read as the pin (prefill done, blocks held), not as the end of the
+// request on the worker; the release is. The mocker's own in-flight
+// figures are carried through and compared with the contract's count
+// (Convert's Divergences).
+package mocker
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
+	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
+)
+
+// FormatV1 names the bookkeeping log format in its header.
+const FormatV1 = "dynamo.mocker.offline-replay/v1"
+
+// ErrMocker is wrapped by every refusal of a bookkeeping log.
+var ErrMocker = errors.New("malformed mocker replay log")
+
+// The router processes of a converted log.
+const (
+	prefillRouter = 0
+	decodeRouter  = 1
+)
+
+// Records is what a converted log records: the kinds the mocker's
+// bookkeeping shows. The others (registrations, the transfer's start and
+// end, receipts, leases, deadlines) happen without a line.
+var Records = obslog.Of(obslog.Routed, obslog.RequestAccepted, obslog.PrefillDispatched, obslog.Pinned, obslog.Reserved,
+	obslog.Activated, obslog.SourceReleased, obslog.PrefillStopped, obslog.ReservationReleased, obslog.DecodeFinished,
+	obslog.DecodeReleased, obslog.Cancelled, obslog.OutcomeReported, obslog.Stored, obslog.Removed)
+
+type header struct {
+	Format         string          `json:"format"`
+	Order          string          `json:"order"`
+	Engine         string          `json:"engine"`
+	PrefillWorkers int             `json:"prefill_workers"`
+	DecodeWorkers  int             `json:"decode_workers"`
+	Config         json.RawMessage `json:"config"`
+}
+
+type event struct {
+	TMS          *float64 `json:"t_ms"`
+	Event        string   `json:"event"`
+	Handoff      string   `json:"handoff"`
+	Worker       *int     `json:"worker"`
+	Role         string   `json:"role"`
+	Command      string   `json:"command"`
+	Result       string   `json:"result"`
+	Reserved     *bool    `json:"reserved"`
+	Completed    []string `json:"completed"`
+	InFlight     *int     `json:"in_flight"`
+	InputTokens  int      `json:"input_tokens"`
+	OutputTokens int      `json:"output_tokens"`
+	Phase        string   `json:"phase"`
+	Kind         string   `json:"kind"`
+	Blocks       *int64   `json:"blocks"`
+	// KVEvents are the KV events a command's or a pass's effects drained
+	// (SchedulerCommandEffects.kv_events): part of the same step.
+	KVEvents []kvEvent `json:"kv_events"`
+}
+
+type kvEvent struct {
+	Kind   string `json:"kind"`
+	Blocks *int64 `json:"blocks"`
+}
+
+// Divergence is a place where the mocker's in-flight count of a worker
+// differs from the contract's: a held source it no longer counts.
+type Divergence struct {
+	Line          int
+	Worker        string
+	Mocker, Count int
+}
+
+// Result is what a conversion saw beside the facts it wrote.
+type Result struct {
+	Handoffs    int
+	Divergences []Divergence
+}
+
+// handoff is one handoff as the conversion follows it.
+type handoff struct {
+	prompt  int64
+	p, d    int // process indices, -1 before routing
+	pinned  bool
+	reserve bool // the destination reserved
+	active  bool // the destination activated
+	srcDone bool // the source returned what it held
+	dstDone bool
+}
+
+type converter struct {
+	name string
+	h    obslog.Header
+	w    *obslog.Writer
+	// step is the facts of the event being converted: written together,
+	// in the vocabulary's order, which is the order a process logs one
+	// step's facts in.
+	step []obslog.Fact
+	// lines maps the lines written to the lines read: LineOf.
+	lines *Lines
+	hs    map[string]*handoff
+	// held counts, per worker process, the handoffs the contract has in
+	// flight there.
+	held []int
+	res  Result
+	line int
+	tus  int64
+}
+
+// Lines maps the lines of a converted log to the lines of the
+// bookkeeping log they come from, so that a verdict names the line the
+// mocker wrote. It may be read while the conversion writes.
+type Lines struct {
+	mu sync.Mutex
+	of []int32 // of[i] is the line read for line i+2 written
+}
+
+func (l *Lines) add(line int) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	l.of = append(l.of, int32(line))
+	l.mu.Unlock()
+}
+
+// Of is the line read for a line written (the header is line 1 of both).
+func (l *Lines) Of(written int) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if i := written - 2; i >= 0 && i < len(l.of) {
+		return int(l.of[i])
+	}
+	return written
+}
+
+// Convert reads a bookkeeping log and writes it as an observation log;
+// lines, when not nil, learns where each line written comes from.
+func Convert(r io.Reader, name string, out io.Writer, lines *Lines) (*Result, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), obslog.MaxLineBytes+2)
+	c := &converter{name: name, hs: map[string]*handoff{}, lines: lines}
+	first := true
+	for sc.Scan() {
+		c.line++
+		text := sc.Bytes()
+		if len(bytes.TrimSpace(text)) == 0 {
+			return nil, c.fail("blank line; want one JSON object per line")
+		}
+		if first {
+			first = false
+			if err := c.header(text, out); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		var e event
+		if err := decode(text, &e); err != nil {
+			return nil, c.fail("%s; want an event such as %s", err, eventExample)
+		}
+		if _, err := jsonfile.ScanAt(name, c.line, text, ErrMocker); err != nil {
+			return nil, err
+		}
+		if err := c.event(&e); err != nil {
+			return nil, err
+		}
+		if err := c.flush(); err != nil {
+			return nil, err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, c.failAt(c.line+1, "the line is longer than %d KiB", obslog.MaxLineBytes>>10)
+		}
+		return nil, c.failAt(c.line+1, "%v", err)
+	}
+	if first {
+		return nil, c.failAt(1, "empty log, want a header {\"format\": %q, ...}", FormatV1)
+	}
+	if err := c.w.Flush(); err != nil {
+		return nil, err
+	}
+	c.res.Handoffs = len(c.hs)
+	return &c.res, nil
+}
+
+const eventExample = `{"t_ms": 1.5, "event": "command", "role": "prefill", "worker": 0, "command": "SubmitHandoffPrefill", "handoff": "h1", "result": "Submitted", "in_flight": 1}`
+
+func (c *converter) fail(format string, args ...any) error { return c.failAt(c.line, format, args...) }
+
+func (c *converter) failAt(line int, format string, args ...any) error {
+	return fmt.Errorf("%s:%d: %w: %s", c.name, line, ErrMocker, fmt.Sprintf(format, args...))
+}
+
+func decode(text []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return errors.New(jsonfile.Clean(err))
+	}
+	if dec.More() {
+		return errors.New("text after the JSON object")
+	}
+	return nil
+}
+
+func (c *converter) header(text []byte, out io.Writer) error {
+	var h header
+	if err := decode(text, &h); err != nil {
+		return c.fail("header: %s; want {\"format\": %q, \"order\": \"SourceFirst\", \"engine\": \"vllm\", \"prefill_workers\": 1, \"decode_workers\": 1}", err, FormatV1)
+	}
+	if h.Format != FormatV1 {
+		return c.fail("format %q, want %q", h.Format, FormatV1)
+	}
+	switch h.Order {
+	case "SourceFirst":
+		c.h.Policy = spec.SourceFirst
+	case "DestinationFirst":
+		c.h.Policy = spec.DestinationFirst
+	default:
+		return c.fail("order %q, want SourceFirst or DestinationFirst (the mocker's HandoffOrder)", h.Order)
+	}
+	e, err := model.ParseEngine(h.Engine)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	c.h.Engine = e
+	if h.PrefillWorkers < 1 || h.PrefillWorkers > 64 || h.DecodeWorkers < 1 || h.DecodeWorkers > 64 {
+		return c.fail("prefill_workers %d and decode_workers %d, want 1 to 64 each", h.PrefillWorkers, h.DecodeWorkers)
+	}
+	// The mocker's two routers choose independently (under
+	// destination-first the decode router chooses first): two processes,
+	// each with its own order.
+	c.h.Processes = append(c.h.Processes, obslog.Process{Name: "prefill-router", Role: obslog.RoleRouter, Records: Records},
+		obslog.Process{Name: "decode-router", Role: obslog.RoleRouter, Records: Records})
+	for i := 0; i < h.PrefillWorkers; i++ {
+		c.h.Processes = append(c.h.Processes, obslog.Process{Name: fmt.Sprintf("prefill-%d", i), Role: obslog.RolePrefill, Records: Records})
+	}
+	for i := 0; i < h.DecodeWorkers; i++ {
+		c.h.Processes = append(c.h.Processes, obslog.Process{Name: fmt.Sprintf("decode-%d", i), Role: obslog.RoleDecode, Records: Records})
+	}
+	if len(h.Config) > 0 {
+		c.h.Config = h.Config
+	}
+	c.held = make([]int, len(c.h.Processes))
+	c.w, err = obslog.NewWriter(out, &c.h)
+	return err
+}
+
+// proc is the process of a worker, by role and index.
+func (c *converter) proc(e *event) (int, error) {
+	if e.Worker == nil || (e.Role != "prefill" && e.Role != "decode") {
+		return 0, c.fail("%s needs \"role\": \"prefill\" or \"decode\" and \"worker\": its index", e.Event)
+	}
+	name := fmt.Sprintf("%s-%d", e.Role, *e.Worker)
+	i := slices.IndexFunc(c.h.Processes, func(p obslog.Process) bool { return p.Name == name })
+	if i < 0 {
+		return 0, c.fail("no %s worker %d in the header", e.Role, *e.Worker)
+	}
+	return i, nil
+}
+
+func (c *converter) handoff(e *event) (*handoff, error) {
+	if e.Handoff == "" {
+		return nil, c.fail("%s needs \"handoff\": the handoff id", e.Event)
+	}
+	h := c.hs[e.Handoff]
+	if h == nil {
+		return nil, c.fail("handoff %q has no request event before it", e.Handoff)
+	}
+	return h, nil
+}
+
+// emit adds one fact of a handoff by a process to the step.
+func (c *converter) emit(id string, proc int, k obslog.Kind, set func(*obslog.Fact)) error {
+	f := obslog.Fact{Proc: proc, Attempt: id, Kind: k, TUS: c.tus, To: -1}
+	if set != nil {
+		set(&f)
+	}
+	c.step = append(c.step, f)
+	return nil
+}
+
+// flush writes the step's facts, each process's in the vocabulary's
+// order.
+func (c *converter) flush() error {
+	slices.SortStableFunc(c.step, func(x, y obslog.Fact) int {
+		if x.Proc != y.Proc {
+			return 0
+		}
+		return int(x.Kind) - int(y.Kind)
+	})
+	for i := range c.step {
+		if err := c.w.Write(&c.step[i]); err != nil {
+			return err
+		}
+		c.lines.add(c.line)
+	}
+	c.step = c.step[:0]
+	return nil
+}
+
+// kvEvents adds the KV events of a step.
+func (c *converter) kvEvents(id string, proc int, evs []kvEvent) error {
+	for _, kv := range evs {
+		k := map[string]obslog.Kind{"stored": obslog.Stored, "removed": obslog.Removed}[kv.Kind]
+		if k == 0 {
+			return c.fail("kv event kind %q, want stored or removed", kv.Kind)
+		}
+		c.emit(id, proc, k, func(f *obslog.Fact) {
+			if kv.Blocks != nil && *kv.Blocks >= 0 {
+				f.Blocks, f.Has = *kv.Blocks, 1<<obslog.FigBlocks
+			}
+		})
+	}
+	return nil
+}
+
+func (c *converter) event(e *event) error {
+	c.tus = -1
+	if e.TMS != nil {
+		if *e.TMS < 0 {
+			return c.fail("t_ms %v, want a time from 0", *e.TMS)
+		}
+		c.tus = int64(*e.TMS * 1000)
+	}
+	switch e.Event {
+	case "request":
+		if e.Handoff == "" || c.hs[e.Handoff] != nil {
+			return c.fail("request needs a new \"handoff\" id")
+		}
+		if e.InputTokens < 1 {
+			return c.fail("request needs \"input_tokens\" from 1")
+		}
+		c.hs[e.Handoff] = &handoff{prompt: int64(e.InputTokens), p: -1, d: -1}
+		return nil
+	case "command":
+		return c.command(e)
+	case "pass":
+		return c.pass(e)
+	case "lifecycle":
+		return c.lifecycle(e)
+	case "kv":
+		return c.kv(e)
+	case "phase":
+		// The request's phases restate what the commands and passes
+		// say; they carry no fact of their own.
+		if _, err := c.handoff(e); err != nil {
+			return err
+		}
+		return nil
+	}
+	return c.fail("event %q, want request, command, pass, lifecycle, kv or phase", e.Event)
+}
+
+func (c *converter) command(e *event) error {
+	p, err := c.proc(e)
+	if err != nil {
+		return err
+	}
+	h, err := c.handoff(e)
+	if err != nil {
+		return err
+	}
+	id := e.Handoff
+	want := map[string][]string{
+		"SubmitHandoffPrefill": {"Submitted"},
+		"ReserveDestination":   {"DestinationAccepted"},
+		"CancelSource":         {"Applied", "Noop"},
+		"CancelDestination":    {"Applied", "Noop"},
+		"ReleaseSource":        {"Applied", "Noop"},
+		"ActivateDestination":  {"Applied", "Noop"},
+	}
+	results, ok := want[e.Command]
+	if !ok {
+		return c.fail("command %q, want one of SubmitHandoffPrefill, ReserveDestination, CancelSource, CancelDestination, ReleaseSource, ActivateDestination", e.Command)
+	}
+	if !slices.Contains(results, e.Result) {
+		return c.fail("%s answered %q, want %s", e.Command, e.Result, strings.Join(results, " or "))
+	}
+	role := c.h.Processes[p].Role
+	if (strings.HasSuffix(e.Command, "Source") || e.Command == "SubmitHandoffPrefill") != (role == obslog.RolePrefill) {
+		return c.fail("%s goes to a %s worker, not to %s", e.Command, map[bool]string{true: "prefill", false: "decode"}[role != obslog.RolePrefill], c.h.Processes[p].Name)
+	}
+	failed := func(f *obslog.Fact) { f.Outcome, f.Has = model.OutcomeFailed, f.Has|1<<obslog.FigOutcome }
+	ok2 := func(f *obslog.Fact) { f.Outcome, f.Has = model.OutcomeOK, f.Has|1<<obslog.FigOutcome }
+	var emitErr error
+	do := func(proc int, k obslog.Kind, set func(*obslog.Fact)) {
+		if emitErr == nil {
+			emitErr = c.emit(id, proc, k, set)
+		}
+	}
+	switch e.Command {
+	case "SubmitHandoffPrefill":
+		h.p = p
+		do(0, obslog.Routed, func(f *obslog.Fact) {
+			f.Stage, f.To, f.PromptTokens, f.Has = model.SourceSide, p, h.prompt, 1<<obslog.FigStage
+		})
+		do(p, obslog.RequestAccepted, nil)
+		do(p, obslog.PrefillDispatched, nil)
+		c.held[p]++
+	case "ReserveDestination":
+		h.d = p
+		do(decodeRouter, obslog.Routed, func(f *obslog.Fact) {
+			f.Stage, f.To, f.Has = model.DestinationSide, p, 1<<obslog.FigStage
+			if h.p < 0 {
+				f.PromptTokens = h.prompt
+			}
+		})
+		do(p, obslog.RequestAccepted, nil)
+		if e.Reserved == nil || *e.Reserved {
+			h.reserve = true
+			do(p, obslog.Reserved, nil)
+		}
+		c.held[p]++
+	case "CancelSource":
+		if e.Result == "Applied" && !h.srcDone {
+			do(p, obslog.Cancelled, nil)
+			if h.pinned {
+				do(p, obslog.SourceReleased, nil)
+			} else {
+				do(p, obslog.PrefillStopped, nil)
+			}
+			do(p, obslog.OutcomeReported, failed)
+			h.srcDone = true
+			c.held[p]--
+		}
+	case "CancelDestination":
+		if e.Result == "Applied" && !h.dstDone {
+			do(p, obslog.Cancelled, nil)
+			switch {
+			case h.active:
+				do(p, obslog.DecodeReleased, nil)
+				do(p, obslog.OutcomeReported, ok2) // it activated: the handoff itself succeeded
+			case h.reserve:
+				do(p, obslog.ReservationReleased, nil)
+				do(p, obslog.OutcomeReported, failed)
+			default:
+				do(p, obslog.OutcomeReported, failed)
+			}
+			h.dstDone = true
+			c.held[p]--
+		}
+	case "ReleaseSource":
+		if e.Result == "Applied" && !h.srcDone {
+			do(p, obslog.SourceReleased, nil)
+			do(p, obslog.OutcomeReported, ok2)
+			h.srcDone = true
+			c.held[p]--
+		}
+	case "ActivateDestination":
+		if e.Result == "Applied" {
+			h.active = true
+			do(p, obslog.Activated, nil)
+		}
+	}
+	if emitErr != nil {
+		return emitErr
+	}
+	if err := c.kvEvents(id, p, e.KVEvents); err != nil {
+		return err
+	}
+	return c.inFlight(e, p)
+}
+
+// inFlight compares the mocker's in-flight count of a worker, where the
+// event gives it, with the contract's.
+func (c *converter) inFlight(e *event, p int) error {
+	if e.InFlight == nil {
+		return nil
+	}
+	if *e.InFlight < 0 {
+		return c.fail("in_flight %d, want a count from 0", *e.InFlight)
+	}
+	if *e.InFlight != c.held[p] {
+		c.res.Divergences = append(c.res.Divergences, Divergence{Line: c.line, Worker: c.h.Processes[p].Name, Mocker: *e.InFlight, Count: c.held[p]})
+	}
+	return nil
+}
+
+// pass is an engine pass: a prefill worker's completed handoffs are
+// pinned, a decode worker's decoded.
+func (c *converter) pass(e *event) error {
+	p, err := c.proc(e)
+	if err != nil {
+		return err
+	}
+	for _, id := range e.Completed {
+		h := c.hs[id]
+		if h == nil {
+			return c.fail("pass completes handoff %q, which has no request event", id)
+		}
+		if c.h.Processes[p].Role == obslog.RolePrefill {
+			h.pinned = true
+			if err := c.emit(id, p, obslog.Pinned, nil); err != nil {
+				return err
+			}
+			continue
+		}
+		for _, k := range []obslog.Kind{obslog.DecodeFinished, obslog.DecodeReleased} {
+			if err := c.emit(id, p, k, nil); err != nil {
+				return err
+			}
+		}
+		if err := c.emit(id, p, obslog.OutcomeReported, func(f *obslog.Fact) { f.Outcome, f.Has = model.OutcomeOK, 1<<obslog.FigOutcome }); err != nil {
+			return err
+		}
+		h.dstDone = true
+		c.held[p]--
+	}
+	if len(e.KVEvents) > 0 {
+		if len(e.Completed) != 1 {
+			return c.fail("a pass's kv_events belong to one completed handoff; this pass completes %d", len(e.Completed))
+		}
+		if err := c.kvEvents(e.Completed[0], p, e.KVEvents); err != nil {
+			return err
+		}
+	}
+	return c.inFlight(e, p)
+}
+
+// lifecycle is a scheduler lifecycle event: a pending destination that
+// reserved when capacity came back.
+func (c *converter) lifecycle(e *event) error {
+	p, err := c.proc(e)
+	if err != nil {
+		return err
+	}
+	h, err := c.handoff(e)
+	if err != nil {
+		return err
+	}
+	if e.Kind != "DestinationReserved" {
+		return c.fail("lifecycle kind %q, want DestinationReserved", e.Kind)
+	}
+	h.reserve = true
+	return c.emit(e.Handoff, p, obslog.Reserved, nil)
+}
+
+// kv is a KV event the worker published for a handoff's blocks.
+func (c *converter) kv(e *event) error {
+	p, err := c.proc(e)
+	if err != nil {
+		return err
+	}
+	if _, err := c.handoff(e); err != nil {
+		return err
+	}
+	return c.kvEvents(e.Handoff, p, []kvEvent{{Kind: e.Kind, Blocks: e.Blocks}})
+}
