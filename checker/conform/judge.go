@@ -1390,6 +1390,7 @@ func (j *judge) dead(a *attempt, ns []*node) {
 	r := &Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f)}
 	if a.everCut || a.cut {
 		r.Detail = fmt.Sprintf("no explanation within %d unlogged steps between facts and %d unlogged faults; a longer search (--bound) may find one", j.bound, j.maxF)
+		j.rep.BoundReached++
 		j.reject(r)
 		j.rep.Verdict = Inconclusive
 		return
