@@ -1320,21 +1320,6 @@ func (j *judge) unfinished(a *attempt) {
 		Detail: "the logs end with the attempt unfinished: " + caught.st.W.DescribeHeld(), Explained: j.history(caught), Allowed: j.allowed(a, []*node{caught})})
 }
 
-// blocked is the first fact (in reading order) a node has not explained,
-// and its slot; nil when it explained every fact read.
-func (j *judge) blocked(a *attempt, n *node) (*obslog.Fact, int) {
-	var f *obslog.Fact
-	slot := -1
-	for s := range a.slots {
-		if p := int(n.pos[s]); p < len(a.slots[s].facts) {
-			if g := a.slots[s].facts[p]; f == nil || g.Seq < f.Seq {
-				f, slot = g, s
-			}
-		}
-	}
-	return f, slot
-}
-
 // dead rejects an attempt no explanation can carry further. The fact
 // blamed is the first one the furthest explanations could not explain;
 // the invariant named is the one its physical effect breaks in every
@@ -1351,15 +1336,14 @@ func (j *judge) dead(a *attempt, ns []*node) {
 	// cannot take; but a fact whose physical effect breaks an invariant in
 	// every one of them is the cause, the others wait on it, so it is
 	// blamed first whatever order the logs were read in.
-	f, slot := a.last, -1
+	f := a.last
 	var first *model.Violation
 	var at []*node
 	if best != nil {
 		type cand struct {
-			f    *obslog.Fact
-			slot int
-			at   []*node
-			v    *model.Violation
+			f  *obslog.Fact
+			at []*node
+			v  *model.Violation
 		}
 		var cs []cand
 		for s := range a.slots {
@@ -1367,7 +1351,7 @@ func (j *judge) dead(a *attempt, ns []*node) {
 			if p >= len(a.slots[s].facts) {
 				continue
 			}
-			c := cand{f: a.slots[s].facts[p], slot: s}
+			c := cand{f: a.slots[s].facts[p]}
 			for _, n := range ns {
 				if n.consumed == best.consumed && n.pos[s] == best.pos[s] && !slices.Contains(c.at, n) {
 					c.at = append(c.at, n)
@@ -1383,10 +1367,9 @@ func (j *judge) dead(a *attempt, ns []*node) {
 			return cs[x].f.Seq < cs[y].f.Seq
 		})
 		if len(cs) > 0 {
-			f, slot, at, first = cs[0].f, cs[0].slot, cs[0].at, cs[0].v
+			f, at, first = cs[0].f, cs[0].at, cs[0].v
 		}
 	}
-	_ = slot
 	r := &Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f)}
 	if a.everCut || a.cut {
 		r.Detail = fmt.Sprintf("no explanation within %d unlogged steps between facts and %d unlogged faults; a longer search (--bound) may find one", j.bound, j.maxF)
