@@ -533,20 +533,10 @@ func (j *judge) logsIt(a *attempt, l *obslog.Label, f *obslog.Fact) bool {
 // process is f makes the child returned; unlogged ones (no faults) are
 // added to silent when more may be taken.
 func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more bool, silent *[]*node) *node {
-	st := *x.st
-	st.B = j.chk.Budget()
-	j.moves = j.chk.MovesInto(&st, j.moves[:0])
-	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
-		tx := model.Tx{W: &st.W}
-		if st.W.H[0].Worker(sd) >= 0 && j.chk.Terminal(&st, roleOf(sd), 0) && tx.CanEvict(0, sd) {
-			j.moves = append(j.moves, checker.Move{Kind: checker.MvEvict, H: 0, Arg: int8(sd)})
-		}
-	}
-	moves := slices.Clone(j.moves)
+	st, moves := j.movesOf(x)
 	for _, m := range moves {
 		switch m.Kind {
-		case checker.MvRestart, checker.MvOccupy, checker.MvFreeBackground,
-			checker.MvLose, checker.MvDelay, checker.MvHang, checker.MvNoShow, checker.MvDuplicate:
+		case checker.MvLose, checker.MvDelay, checker.MvHang, checker.MvNoShow, checker.MvDuplicate:
 			continue
 		case checker.MvCancel:
 			if f.Kind != obslog.ClientCancelled {
@@ -1050,26 +1040,39 @@ func roleOf(sd model.Side) spec.Role {
 	return spec.Destination
 }
 
-// steps takes a node's enabled moves once: the unlogged ones make
-// children now, the logged ones are kept for the facts that explain them.
-func (j *judge) steps(a *attempt, n *node, work []*node) []*node {
+// movesOf is a node's state, its budget full, and the moves of the
+// attempt it enables. A worker's restart is left out (the logs say when
+// one happens) and so is other requests' load (outside the attempt); a
+// cache evicting what a finished side keeps is added: the explorer leaves
+// it out, since nothing of the protocol follows, but a log may say it
+// happened.
+func (j *judge) movesOf(n *node) (checker.State, []checker.Move) {
 	st := *n.st
 	st.B = j.chk.Budget()
 	j.moves = j.chk.MovesInto(&st, j.moves[:0])
-	// A cache evicts what a finished side keeps whenever it wants room;
-	// the explorer leaves that out (nothing of the protocol follows), a
-	// log may say it happened.
 	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 		tx := model.Tx{W: &st.W}
 		if st.W.H[0].Worker(sd) >= 0 && j.chk.Terminal(&st, roleOf(sd), 0) && tx.CanEvict(0, sd) {
 			j.moves = append(j.moves, checker.Move{Kind: checker.MvEvict, H: 0, Arg: int8(sd)})
 		}
 	}
-	moves := slices.Clone(j.moves)
-	for _, m := range moves {
+	moves := make([]checker.Move, 0, len(j.moves))
+	for _, m := range j.moves {
 		switch m.Kind {
 		case checker.MvRestart, checker.MvOccupy, checker.MvFreeBackground:
-			continue // the logs say when a worker restarts; other requests' load is outside the attempt
+		default:
+			moves = append(moves, m)
+		}
+	}
+	return st, moves
+}
+
+// steps takes a node's enabled moves once: the unlogged ones make
+// children now, the logged ones are kept for the facts that explain them.
+func (j *judge) steps(a *attempt, n *node, work []*node) []*node {
+	st, moves := j.movesOf(n)
+	for _, m := range moves {
+		switch m.Kind {
 		case checker.MvLose, checker.MvDelay, checker.MvHang, checker.MvNoShow:
 			// Never logged: a fault the level may not allow yet.
 			if int(n.faults) >= a.level {
@@ -1498,12 +1501,8 @@ func (j *judge) allowed(a *attempt, ns []*node) []string {
 				set[l.String()] = true
 			}
 		}
-		st := *n.st
-		st.B = j.chk.Budget()
-		for _, m := range j.chk.MovesInto(&st, nil) {
-			if m.Kind == checker.MvRestart || m.Kind == checker.MvOccupy || m.Kind == checker.MvFreeBackground {
-				continue
-			}
+		st, moves := j.movesOf(n)
+		for _, m := range moves {
 			next := st
 			j.firings = j.firings[:0]
 			if _, v := j.chk.Apply(&next, m, j.cov); v != nil {

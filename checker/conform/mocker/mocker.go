@@ -380,12 +380,18 @@ func (c *converter) event(e *event) error {
 	return c.fail("event %q, want request, command, pass, lifecycle, kv or phase", e.Event)
 }
 
-func (c *converter) command(e *event) error {
+// procAndHandoff is the worker and the handoff an event names.
+func (c *converter) procAndHandoff(e *event) (int, *handoff, error) {
 	p, err := c.proc(e)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	h, err := c.handoff(e)
+	return p, h, err
+}
+
+func (c *converter) command(e *event) error {
+	p, h, err := c.procAndHandoff(e)
 	if err != nil {
 		return err
 	}
@@ -549,11 +555,7 @@ func (c *converter) pass(e *event) error {
 // lifecycle is a scheduler lifecycle event: a pending destination that
 // reserved when capacity came back.
 func (c *converter) lifecycle(e *event) error {
-	p, err := c.proc(e)
-	if err != nil {
-		return err
-	}
-	h, err := c.handoff(e)
+	p, h, err := c.procAndHandoff(e)
 	if err != nil {
 		return err
 	}
@@ -566,11 +568,8 @@ func (c *converter) lifecycle(e *event) error {
 
 // kv is a KV event the worker published for a handoff's blocks.
 func (c *converter) kv(e *event) error {
-	p, err := c.proc(e)
+	p, _, err := c.procAndHandoff(e)
 	if err != nil {
-		return err
-	}
-	if _, err := c.handoff(e); err != nil {
 		return err
 	}
 	return c.kvEvents(e.Handoff, p, []kvEvent{{Kind: e.Kind, Blocks: e.Blocks}})
