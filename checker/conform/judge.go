@@ -21,6 +21,10 @@ const maxSlots = 6
 // be matched.
 const maxOwed = 8
 
+// maxFacts bounds the facts one process logs of one attempt (a node
+// counts them in 16 bits).
+const maxFacts = 1<<16 - 1
+
 type judge struct {
 	h     *obslog.Header
 	cfg   *sim.Config
@@ -97,7 +101,7 @@ type node struct {
 	owedN    uint8
 	silent   uint8
 	faults   uint8
-	consumed uint16
+	consumed uint32
 	// hungry: the node may explain a fact not read yet.
 	hungry bool
 	// depth is the steps and facts from the attempt's start: of two
@@ -105,7 +109,7 @@ type node struct {
 	depth  uint16
 	parent *node
 	fact   *obslog.Fact // the fact this node explained, or nil
-	move   checker.Move // the unlogged step that made this node
+	move   checker.Move // the step that made this node (none: a fact owed)
 	// succ is, once the node was expanded, its logged steps: a node
 	// expanded again (a fact it may explain arrived) matches the fact
 	// against them without stepping the world again.
@@ -367,6 +371,11 @@ func (j *judge) add(a *attempt, f *obslog.Fact) bool {
 		s = len(a.slots) - 1
 	}
 	idx := len(a.slots[s].facts)
+	if idx == maxFacts {
+		j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f),
+			Detail: fmt.Sprintf("more than %d facts of one attempt from one process: no behavior of the tables logs that many", maxFacts)})
+		return false
+	}
 	a.slots[s].facts = append(a.slots[s].facts, f)
 	a.last = f
 	if a.wcfg == nil {
@@ -748,7 +757,9 @@ func (j *judge) push(a *attempt, n *node, work []*node) []*node {
 func (j *judge) child(n *node) *node {
 	c := *n
 	c.parent = n
-	c.depth++
+	if c.depth < maxFacts {
+		c.depth++
+	}
 	c.fact = nil
 	c.move = checker.Move{}
 	c.succ = nil
