@@ -468,14 +468,7 @@ func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 		if !firstOfItsProcess(n.owed[:n.owedN], i) || !matches(f, l) {
 			return false
 		}
-		c := j.child(n)
-		c.pos[s]++
-		c.consumed++
-		c.fact = f
-		copy(c.owed[i:], c.owed[i+1:c.owedN])
-		c.owed[c.owedN-1] = obslog.Label{}
-		c.owedN--
-		a.cur = c
+		a.cur = j.payOwed(n, i, s, f)
 		return true
 	}
 	if f.Kind == obslog.WorkerRestarted {
@@ -847,6 +840,20 @@ func (j *judge) consume(a *attempt, n *node, l *obslog.Label, make func(s int, f
 	return waits
 }
 
+// payOwed is the node that explains fact f, of slot s, by the label n
+// owes at i.
+func (j *judge) payOwed(n *node, i, s int, f *obslog.Fact) *node {
+	c := j.child(n)
+	c.pos[s]++
+	c.consumed++
+	c.fact = f
+	copy(c.owed[i:], c.owed[i+1:c.owedN])
+	c.owed[c.owedN-1] = obslog.Label{}
+	c.owedN--
+	c.silent = 0
+	return c
+}
+
 // carry is what a node owes after a step that makes must observable and
 // whose fact i it explains: what it owed before, then the step's other
 // facts. A process's facts come in that order, so the fact explained
@@ -944,15 +951,7 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 			continue
 		}
 		if j.consume(a, n, &l, func(s int, f *obslog.Fact) {
-			c := j.child(n)
-			c.pos[s]++
-			c.consumed++
-			c.fact = f
-			copy(c.owed[i:], c.owed[i+1:c.owedN])
-			c.owed[c.owedN-1] = obslog.Label{}
-			c.owedN--
-			c.silent = 0
-			work = j.push(a, c, work)
+			work = j.push(a, j.payOwed(n, i, s, f), work)
 		}) {
 			waits = true
 		}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/model"
@@ -486,22 +485,4 @@ func (r *Reader) fact(l *factLine, f *Fact) string {
 
 // decodeLine decodes one line into v, refusing unknown fields and
 // anything after the object.
-func decodeLine(text []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(text))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return fmt.Errorf("malformed JSON: %s", jsonfile.Clean(err))
-		}
-		return errors.New(jsonfile.Clean(err))
-	}
-	if rest := bytes.TrimSpace(text[dec.InputOffset():]); len(rest) > 0 {
-		s := string(rest)
-		if len(s) > 40 {
-			s = s[:40] + "..."
-		}
-		return fmt.Errorf("%s after the JSON object", strconv.Quote(s))
-	}
-	return nil
-}
+func decodeLine(text []byte, v any) error { return jsonfile.DecodeLine(text, v) }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -115,4 +116,27 @@ func JSONType(t reflect.Type) string {
 		return "an object"
 	}
 	return "a value"
+}
+
+// DecodeLine decodes one line of a JSON Lines file into v, refusing
+// unknown fields and anything after the object. Its error is the problem
+// alone, without the file and line, which the reader adds.
+func DecodeLine(text []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return fmt.Errorf("malformed JSON: %s", Clean(err))
+		}
+		return errors.New(Clean(err))
+	}
+	if rest := bytes.TrimSpace(text[dec.InputOffset():]); len(rest) > 0 {
+		s := string(rest)
+		if len(s) > 40 {
+			s = s[:40] + "..."
+		}
+		return fmt.Errorf("%s after the JSON object", strconv.Quote(s))
+	}
+	return nil
 }

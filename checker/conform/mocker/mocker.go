@@ -219,17 +219,7 @@ func (c *converter) failAt(line int, format string, args ...any) error {
 	return fmt.Errorf("%s:%d: %w: %s", c.name, line, ErrMocker, fmt.Sprintf(format, args...))
 }
 
-func decode(text []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(text))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return errors.New(jsonfile.Clean(err))
-	}
-	if dec.More() {
-		return errors.New("text after the JSON object")
-	}
-	return nil
-}
+func decode(text []byte, v any) error { return jsonfile.DecodeLine(text, v) }
 
 func (c *converter) header(text []byte, out io.Writer) error {
 	var h header

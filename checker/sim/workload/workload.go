@@ -276,23 +276,8 @@ func (r *Reader) parseHeader(l *headerLine) (Header, error) {
 }
 
 // decodeLine decodes one line into v, refusing unknown fields and
-// anything after the object. Its error is the problem alone, without the
-// file and line.
-func decodeLine(text []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(text))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return fmt.Errorf("malformed JSON: %s", jsonfile.Clean(err))
-		}
-		return errors.New(jsonfile.Clean(err))
-	}
-	if rest := bytes.TrimSpace(text[dec.InputOffset():]); len(rest) > 0 {
-		return fmt.Errorf("%s after the JSON object", strconv.Quote(shown(rest)))
-	}
-	return nil
-}
+// anything after the object.
+func decodeLine(text []byte, v any) error { return jsonfile.DecodeLine(text, v) }
 
 // checkRequest says what is wrong with a request whose fields have their
 // types, or "" when nothing is; after says whether a request came before
