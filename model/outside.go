@@ -44,6 +44,10 @@ func (a Holdings) Pinned() Blocks { return a.h.pinned }
 // Reserved is the reserved_destination blocks held.
 func (a Holdings) Reserved() Blocks { return a.h.reserved }
 
+// Used is the blocks held that no cache may evict: active, pinned_source
+// and reserved_destination (kv_used).
+func (a Holdings) Used() Blocks { return a.h.active + a.h.pinned + a.h.reserved }
+
 // HandoffHoldings is what handoff h holds on each worker of the world,
 // without background load or outside holdings.
 func (w *World) HandoffHoldings(h int) (out [MaxWorkers]Holdings) {

@@ -39,6 +39,8 @@ type judge struct {
 	seq     int // attempts made, for their order
 	rep     Report
 
+	ledgers []ledger
+
 	moves   []checker.Move
 	firings []checker.Firing
 	cov     *checker.Coverage
@@ -86,6 +88,8 @@ type attempt struct {
 	// furthest is the explanations that explained the most facts, for
 	// the report when none goes further.
 	furthest []*node
+	// held is what the attempt counts in its workers' ledgers.
+	held [2]model.Holdings
 }
 
 // maxFurthest bounds the furthest explanations kept for a report.
@@ -229,6 +233,7 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 		}
 	}
 	j.rep = Report{Verdict: Explained, Policy: h.Policy.String(), Engine: h.Engine.String(), Bound: j.bound, MaxFaults: j.maxF}
+	j.initLedgers(opt.Config != nil || h.Config != nil)
 	return j, nil
 }
 
@@ -386,11 +391,17 @@ func (j *judge) add(a *attempt, f *obslog.Fact) bool {
 	}
 	if !a.full {
 		if j.greedy(a, f, s) {
+			if v := j.recount(a, a.cur); v != nil {
+				j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f), Invariant: v.Invariant,
+					Detail: v.Detail, Explained: j.history(a.cur)})
+				return false
+			}
 			j.greedyDone(a)
 			return true
 		}
 		a.full = true
 		a.cur = nil
+		j.recount(a, nil)
 		return j.replay(a, nil)
 	}
 	var prev []*node
@@ -712,6 +723,7 @@ func (j *judge) caughtUp(a *attempt, n *node) bool {
 
 func (j *judge) retire(a *attempt, n *node) {
 	j.account(a, n)
+	j.recount(a, nil)
 	delete(j.att, a.id)
 }
 
