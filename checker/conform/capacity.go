@@ -31,8 +31,6 @@ type ledger struct {
 	// ledger kind.
 	judged   bool
 	capacity model.Blocks
-	slots    int
-	headroom model.Tokens
 	worker   string
 }
 
