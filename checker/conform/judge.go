@@ -449,6 +449,12 @@ func (j *judge) restart(a *attempt) bool {
 			}
 		}
 		if ok {
+			if v := j.recount(a, a.cur); v != nil {
+				f := a.last
+				j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f), Invariant: v.Invariant,
+					Detail: v.Detail, Explained: j.history(a.cur)})
+				return false
+			}
 			j.greedyDone(a)
 			return true
 		}
