@@ -391,9 +391,7 @@ func (j *judge) add(a *attempt, f *obslog.Fact) bool {
 	}
 	if !a.full {
 		if j.greedy(a, f, s) {
-			if v := j.recount(a, a.cur); v != nil {
-				j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f), Invariant: v.Invariant,
-					Detail: v.Detail, Explained: j.history(a.cur)})
+			if !j.counted(a) {
 				return false
 			}
 			j.greedyDone(a)
@@ -449,10 +447,7 @@ func (j *judge) restart(a *attempt) bool {
 			}
 		}
 		if ok {
-			if v := j.recount(a, a.cur); v != nil {
-				f := a.last
-				j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f), Invariant: v.Invariant,
-					Detail: v.Detail, Explained: j.history(a.cur)})
+			if !j.counted(a) {
 				return false
 			}
 			j.greedyDone(a)
@@ -618,6 +613,20 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 		}
 	}
 	return nil
+}
+
+// counted moves a greedily followed attempt's share of its workers'
+// ledgers to its explanation; false when that breaks CapacityRespected,
+// rejected at the attempt's last fact.
+func (j *judge) counted(a *attempt) bool {
+	v := j.recount(a, a.cur)
+	if v == nil {
+		return true
+	}
+	f := a.last
+	j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f), Invariant: v.Invariant,
+		Detail: v.Detail, Explained: j.history(a.cur)})
+	return false
 }
 
 // greedyDone forgets an attempt its explanation finished, when no
