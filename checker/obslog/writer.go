@@ -38,6 +38,13 @@ func NewWriter(w io.Writer, h *Header) (*Writer, error) {
 	return wr, nil
 }
 
+// AppendWriter writes facts to w without a header: w continues a log
+// whose header is already written (a live worker's log, which the run
+// starts and each generation of the worker's process continues).
+func AppendWriter(w io.Writer, h *Header) *Writer {
+	return &Writer{w: bufio.NewWriterSize(w, 64<<10), h: *h}
+}
+
 func recordNames(s KindSet) []string {
 	if s == Of(Milestones()...)|Of(WorkerRestarted) {
 		return []string{"milestones"}

@@ -3,7 +3,9 @@ package sim
 import (
 	"encoding/json"
 
+	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
 )
 
 // AttemptWorld is the world configuration of one attempt seen on its own:
@@ -51,3 +53,30 @@ func (c *Config) JSON() []byte {
 	}
 	return b
 }
+
+// The durations of the cluster, in microseconds, shared by every adapter
+// that runs the machines on a clock (the simulator's virtual one, the
+// live run's scaled wall clock).
+
+// TimerUS is how long a model timer runs once armed.
+func (c *Config) TimerUS(t model.Timer) int64 { return c.Timers.of(t) }
+
+// ComputeUS is how long a prefill worker computes an attempt of world
+// wc, alone.
+func (c *Config) ComputeUS(wc *model.Config) int64 {
+	q := wc.SourceQuote(0)
+	return int64(float64(q.TransferredTokens) * 1e6 / c.Prefill.TokensPerSec)
+}
+
+// TransferUS is how long the transfer of an attempt of world wc takes
+// over the bandwidth, its network latency apart.
+func (c *Config) TransferUS(wc *model.Config, prefixGone bool) int64 {
+	q := wc.DestQuote(0, 1, prefixGone)
+	return int64(q.TransferMillis(c.BandwidthGbps) * 1000)
+}
+
+// DecodeUS is how long decode takes to produce n output tokens.
+func (c *Config) DecodeUS(n model.Tokens) int64 { return int64(n) * c.Decode.PerTokenUS }
+
+// TimerOfAction is the timer an action of a role arms, renews or disarms.
+func TimerOfAction(role spec.Role, a checker.Action) (model.Timer, bool) { return timerOfAction(role, a) }

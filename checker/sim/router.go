@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math/rand/v2"
 	"strings"
 )
 
@@ -61,6 +62,14 @@ func (s *Sim) decodeLoad(w int) int64 {
 // choose applies a policy to the candidate workers lo..hi-1. cached, when
 // set, says which workers cache the request's prefix (KVAware).
 func (s *Sim) choose(pol Router, lo, hi int, next *int, load func(int) int64, cached func(int) bool) int {
+	return Choose(pol, lo, hi, next, s.rng, load, cached)
+}
+
+// Choose applies a router policy to the candidate workers lo..hi-1 with
+// the given loads: the one selection rule of every adapter. next is the
+// round-robin cursor, rng the run's seeded draws; cached, when set, says
+// which workers cache the request's prefix (KVAware).
+func Choose(pol Router, lo, hi int, next *int, rng *rand.Rand, load func(int) int64, cached func(int) bool) int {
 	n := hi - lo
 	least := func(ok func(int) bool) int {
 		best := -1
@@ -80,9 +89,9 @@ func (s *Sim) choose(pol Router, lo, hi int, next *int, load func(int) int64, ca
 		*next++
 		return w
 	case Random:
-		return lo + s.rng.IntN(n)
+		return lo + rng.IntN(n)
 	case PowerOfTwo:
-		a, b := lo+s.rng.IntN(n), lo+s.rng.IntN(n)
+		a, b := lo+rng.IntN(n), lo+rng.IntN(n)
 		if load(b) < load(a) {
 			return b
 		}

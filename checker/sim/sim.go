@@ -165,15 +165,9 @@ func newSim(cfg *Config, src Source, opt Options) (*Sim, error) {
 	if p == nil {
 		p = checker.Generated()
 	}
-	tmpl := cfg.window(Request{PromptTokens: 1, OutputTokens: 1, CancelUS: -1}, 0, cfg.Prefill.Workers, 0)
-	budget := checker.Budget{}
-	for f := range budget {
-		budget[f] = checker.MaxBudget
-	}
-	chk, err := checker.New(p, &checker.Config{World: *tmpl, Budget: budget, Renewal: cfg.Renewal, Commands: cfg.Commands},
-		checker.Run{Name: "simulate", Policy: cfg.policy, Engine: cfg.Engine})
+	chk, err := cfg.Checker(p)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		return nil, err
 	}
 	n := cfg.NumWorkers()
 	s := &Sim{
@@ -202,6 +196,23 @@ func newSim(cfg *Config, src Source, opt Options) (*Sim, error) {
 		s.push(&event{at: f.AtUS, kind: evFault, fault: &opt.Faults[i]})
 	}
 	return s, nil
+}
+
+// Checker is the composed system that steps the attempts' windows of a
+// run of the configuration: the tables of p, every fault enabled so that
+// an adapter may take any fault its plan or its world brings.
+func (c *Config) Checker(p *checker.Protocol) (*checker.Checker, error) {
+	tmpl := c.window(Request{PromptTokens: 1, OutputTokens: 1, CancelUS: -1}, 0, c.Prefill.Workers, 0)
+	budget := checker.Budget{}
+	for f := range budget {
+		budget[f] = checker.MaxBudget
+	}
+	chk, err := checker.New(p, &checker.Config{World: *tmpl, Budget: budget, Renewal: c.Renewal, Commands: c.Commands},
+		checker.Run{Name: "simulate", Policy: c.policy, Engine: c.Engine})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	return chk, nil
 }
 
 // window is the configuration of one request's world: the request as its
@@ -946,19 +957,17 @@ func (s *Sim) delay(r *request, m checker.Move) int64 {
 		}
 		return s.cfg.CommandUS
 	case checker.MvCompute:
-		q := r.cfg.SourceQuote(0)
 		start := max(s.now, s.busy[r.p])
-		end := start + int64(float64(q.TransferredTokens)*1e6/s.cfg.Prefill.TokensPerSec)
+		end := start + s.cfg.ComputeUS(r.cfg)
 		s.busy[r.p] = end
 		return end - s.now
 	case checker.MvTransfer:
 		if r.m.failXfer || !transferWouldSucceed(x) {
 			return s.jitter()
 		}
-		q := r.cfg.DestQuote(0, 1, x.PrefixGone&2 != 0)
-		return s.jitter() + int64(q.TransferMillis(s.cfg.BandwidthGbps)*1000)
+		return s.jitter() + s.cfg.TransferUS(r.cfg, x.PrefixGone&2 != 0)
 	case checker.MvDecodeFinish:
-		return int64(r.OutputTokens) * s.cfg.Decode.PerTokenUS
+		return s.cfg.DecodeUS(r.OutputTokens)
 	case checker.MvPeerRestarted:
 		return s.cfg.HealthCheckUS
 	}

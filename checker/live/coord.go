@@ -1,0 +1,1014 @@
+package live
+
+import (
+	"bufio"
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/sim"
+	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+// Options are a live run's inputs.
+type Options struct {
+	Config   *sim.Config
+	Workload sim.Source
+	// Faults is the plan, the simulator's: marks on requests strike at
+	// their phase; a restart of a worker strikes at its time (scaled), a
+	// restart "after" a fact strikes when the worker logs it.
+	Faults []sim.Fault
+	// Proxy, when Seed is set, also drops, duplicates and delays the facts
+	// the workers send each other at random.
+	Proxy ProxyFaults
+	// Scale: a configured duration lasts Scale times as long on the wall
+	// clock (0.001: a 30 s lease lasts 30 ms); arrivals too.
+	Scale float64
+	// Dir receives the run's logs (one per process) and configuration.
+	Dir   string
+	Spawn Spawner
+	// SpecFile, when set, is a spec the workers load instead of the
+	// generated machines (they run it with the table interpreter).
+	SpecFile string
+	Protocol *checker.Protocol
+	// Errors receives what the coordinator refuses (nil: stderr).
+	Errors io.Writer
+	// DrainTimeout bounds the wait for the workers' ledgers once every
+	// attempt finished (0: 10 s).
+	DrainTimeout time.Duration
+}
+
+// ProxyFaults are the proxy's random faults: of the facts it relays,
+// Rate of them are hit, each by one of drop, duplicate or delay (which
+// reorders), drawn with the seed.
+type ProxyFaults struct {
+	Seed uint64
+	Rate float64
+	// MaxDelayUS bounds a delay, in configured microseconds (scaled).
+	MaxDelayUS int64
+}
+
+// Spawner starts and kills worker processes.
+type Spawner interface {
+	// Start starts worker w's process of generation gen, which dials addr.
+	Start(ctx context.Context, a WorkerArgs) (Proc, error)
+}
+
+// WorkerArgs is what a worker process is started with.
+type WorkerArgs struct {
+	Coordinator string
+	Worker      int
+	Gen         int64
+	ConfigFile  string
+	SpecFile    string
+	LogFile     string
+	Scale       float64
+	Epoch       time.Time
+}
+
+// Proc is a started worker process.
+type Proc interface {
+	// Kill kills it at once (SIGKILL for a process).
+	Kill() error
+	// Wait waits for it to end.
+	Wait() error
+}
+
+// coord is the coordinator: the frontend, both routers and the proxy.
+type coord struct {
+	opt    Options
+	cfg    *sim.Config
+	chk    *checker.Checker
+	ctx    context.Context
+	epoch  time.Time
+	ln     net.Listener
+	in     chan inbound
+	ws     []*cworker
+	wk     []model.Worker // the routers' ledgers of each worker
+	atts   map[string]*catt
+	order  []*catt
+	q      cqueue
+	seq    uint64
+	rng    *rand.Rand
+	nextP  int
+	nextD  int
+	cov    *checker.Coverage
+	fires  []checker.Firing
+	lbls   []obslog.Label
+	log    *obslog.Writer
+	logF   *os.File
+	header *obslog.Header
+	files  []string
+	errs   io.Writer
+
+	arrived, finished int
+	moreArrivals      bool
+	next              *sim.Request
+	marks             map[int]*marks
+	after             []sim.Fault // restarts that wait for a logged fact
+	rep               Report
+	lat               []float64
+	start, end        time.Time
+	draining          bool
+	drainStart        time.Time
+	ledgers           int
+}
+
+type cworker struct {
+	w      int
+	gen    int64
+	conn   *wconn
+	proc   Proc
+	ledger *Ledger
+	logf   string
+}
+
+type wconn struct {
+	c   net.Conn
+	out *bufio.Writer
+	w   int // -1 until its hello
+	bad bool
+}
+
+type inbound struct {
+	c   *wconn
+	f   Frame
+	err error // the connection ended
+}
+
+// catt is an attempt as the frontend and routers know it.
+type catt struct {
+	name    string
+	req     sim.Request
+	cfg     *model.Config
+	st      checker.State
+	p, d    int
+	pGen    int64
+	dGen    int64
+	arrive  time.Time
+	done    bool
+	outcome [2]model.Outcome
+	m       marks
+}
+
+// marks are the planned faults of a request that the coordinator makes
+// strike (the proxy's loss and duplicate, the client's cancel) or hands
+// to the workers.
+type marks struct {
+	lose, dup factMark
+	cancel    bool
+	worker    []Frame // KMark frames, with the side they go to in To
+}
+
+type factMark struct {
+	n      [2]int
+	msg    [2]string
+	any    int
+	anyMsg string
+}
+
+func (f *factMark) add(to model.Side, hasTo bool, msg string) {
+	if hasTo {
+		f.n[to]++
+		f.msg[to] = msg
+		return
+	}
+	f.any++
+	f.anyMsg = msg
+}
+
+func (f *factMark) take(to model.Side, m string) bool {
+	if f.n[to] > 0 && (f.msg[to] == "" || f.msg[to] == m) {
+		f.n[to]--
+		return true
+	}
+	if f.any > 0 && (f.anyMsg == "" || f.anyMsg == m) {
+		f.any--
+		return true
+	}
+	return false
+}
+
+// Run runs a live run to its end and reports it.
+func Run(ctx context.Context, opt Options) (*Report, error) {
+	c, err := newCoord(ctx, opt)
+	if err != nil {
+		return nil, err
+	}
+	defer c.shutdown()
+	if err := c.run(); err != nil {
+		return nil, err
+	}
+	return &c.rep, nil
+}
+
+func newCoord(ctx context.Context, opt Options) (*coord, error) {
+	if opt.Scale <= 0 {
+		return nil, fmt.Errorf("live: time scale %g, want more than 0", opt.Scale)
+	}
+	if opt.Config.Policy == sim.Disabled {
+		return nil, fmt.Errorf("live: policy %q runs no handoff; a live run needs source-first or destination-first", sim.Disabled)
+	}
+	if opt.Config.MaxRetries > 0 {
+		return nil, fmt.Errorf("live: max_retries %d: a live run makes one attempt per request", opt.Config.MaxRetries)
+	}
+	p := opt.Protocol
+	if p == nil {
+		p = checker.Generated()
+	}
+	chk, err := opt.Config.Checker(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opt.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	c := &coord{opt: opt, cfg: opt.Config, chk: chk, ctx: ctx, in: make(chan inbound, 4096),
+		atts: map[string]*catt{}, marks: map[int]*marks{}, errs: opt.Errors,
+		rng: rand.New(rand.NewPCG(opt.Config.Seed, 0x6c697665)), cov: checker.NewCoverage(p.Spec())}
+	if c.errs == nil {
+		c.errs = os.Stderr
+	}
+	c.cov.Log = &c.fires
+	n := c.cfg.NumWorkers()
+	c.wk = make([]model.Worker, n)
+	if err := c.plan(); err != nil {
+		return nil, err
+	}
+	cfgFile := filepath.Join(opt.Dir, "config.json")
+	if err := os.WriteFile(cfgFile, c.cfg.JSON(), 0o644); err != nil {
+		return nil, err
+	}
+	// One log per process, each with the run's header: conform reads
+	// them together.
+	c.header = c.cfg.LogHeader(obslog.All)
+	for i, p := range c.header.Processes {
+		name := filepath.Join(opt.Dir, p.Name+".jsonl")
+		f, err := os.Create(name)
+		if err != nil {
+			return nil, err
+		}
+		hw, err := obslog.NewWriter(f, c.header)
+		if err == nil {
+			err = hw.Flush()
+		}
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		c.files = append(c.files, name)
+		if i == 0 {
+			c.logF, c.log = f, hw
+		} else {
+			f.Close()
+		}
+	}
+	c.ln, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	c.epoch = time.Now()
+	c.ws = make([]*cworker, n)
+	for w := range c.ws {
+		c.ws[w] = &cworker{w: w, logf: c.files[w+1]}
+	}
+	go c.accept()
+	for w := range c.ws {
+		if err := c.spawn(w); err != nil {
+			return nil, err
+		}
+	}
+	c.rep.Config = cfgFile
+	c.rep.Logs = c.files
+	return c, nil
+}
+
+// plan turns the fault plan into marks and timed restarts.
+func (c *coord) plan() error {
+	for _, f := range c.opt.Faults {
+		switch f.Kind {
+		case "restart":
+			if f.Worker >= c.cfg.NumWorkers() {
+				return fmt.Errorf("%s:%d: %w: worker %d, the configuration has workers 0 to %d", f.File, f.Line, sim.ErrInput, f.Worker, c.cfg.NumWorkers()-1)
+			}
+			c.push(&cevent{at: c.epochLater(f.AtUS), kind: cRestart, w: f.Worker})
+			continue
+		case "after":
+			c.after = append(c.after, f)
+		}
+		if f.Request < 0 {
+			continue
+		}
+		m := c.marks[f.Request]
+		if m == nil {
+			m = &marks{}
+			c.marks[f.Request] = m
+		}
+		to, hasTo := sideNamed(f.To)
+		switch f.Kind {
+		case "loss":
+			m.lose.add(to, hasTo, f.Msg)
+		case "duplicate":
+			m.dup.add(to, hasTo, f.Msg)
+		case "cancel":
+			m.cancel = true
+		case "hang", "transfer_failure":
+			m.worker = append(m.worker, Frame{Kind: KMark, Fault: f.Kind, To: "source"}, Frame{Kind: KMark, Fault: f.Kind, To: "destination"})
+		case "abort", "delay", "evict":
+			if _, ok := sideNamed(f.Side); ok {
+				m.worker = append(m.worker, Frame{Kind: KMark, Fault: f.Kind, To: f.Side})
+			}
+		case "after":
+			m.worker = append(m.worker, Frame{Kind: KMark, Fault: f.Msg, To: f.Side})
+		default:
+			return fmt.Errorf("%s:%d: %w: fault kind %q: a live run strikes loss, duplicate, cancel, hang, transfer_failure, abort, delay, evict and restart", f.File, f.Line, sim.ErrInput, f.Kind)
+		}
+	}
+	return nil
+}
+
+func (c *coord) epochLater(us int64) time.Time { return c.epoch.Add(c.dur(us)) }
+
+func (c *coord) dur(us int64) time.Duration { return time.Duration(float64(us) * c.opt.Scale * 1000) }
+
+func (c *coord) now() int64 { return time.Since(c.epoch).Microseconds() }
+
+func (c *coord) accept() {
+	for {
+		conn, err := c.ln.Accept()
+		if err != nil {
+			return
+		}
+		wc := &wconn{c: conn, out: bufio.NewWriterSize(conn, 64<<10), w: -1}
+		go c.read(wc)
+	}
+}
+
+// read forwards a connection's frames; a frame it cannot read closes the
+// connection, and nothing else is lost.
+func (c *coord) read(wc *wconn) {
+	r := bufio.NewReaderSize(wc.c, 64<<10)
+	var buf []byte
+	for {
+		var f Frame
+		var err error
+		f, buf, err = ReadFrame(r, buf)
+		if err != nil {
+			c.in <- inbound{c: wc, err: err}
+			return
+		}
+		c.in <- inbound{c: wc, f: f}
+	}
+}
+
+func (c *coord) spawn(w int) error {
+	cw := c.ws[w]
+	p, err := c.opt.Spawn.Start(c.ctx, WorkerArgs{Coordinator: c.ln.Addr().String(), Worker: w, Gen: cw.gen,
+		ConfigFile: filepath.Join(c.opt.Dir, "config.json"), SpecFile: c.opt.SpecFile, LogFile: cw.logf, Scale: c.opt.Scale, Epoch: c.epoch})
+	if err != nil {
+		return fmt.Errorf("live: starting worker %d: %w", w, err)
+	}
+	cw.proc = p
+	return nil
+}
+
+func (c *coord) shutdown() {
+	if c.ln != nil {
+		c.ln.Close()
+	}
+	for _, cw := range c.ws {
+		if cw == nil {
+			continue
+		}
+		if cw.conn != nil {
+			cw.conn.c.Close()
+		}
+	}
+	// Workers end when their connection does; one that does not is
+	// killed, so that no process outlives the run.
+	done := make(chan struct{})
+	go func() {
+		for _, cw := range c.ws {
+			if cw != nil && cw.proc != nil {
+				cw.proc.Wait()
+			}
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+		for _, cw := range c.ws {
+			if cw != nil && cw.proc != nil {
+				cw.proc.Kill()
+			}
+		}
+		<-done
+	}
+	if c.logF != nil {
+		c.log.Flush()
+		c.logF.Close()
+	}
+}
+
+// ---- the loop ----
+
+func (c *coord) run() error {
+	if err := c.readArrival(); err != nil {
+		return err
+	}
+	// Wait for every worker's hello before the first request.
+	deadline := time.After(30 * time.Second)
+	for c.up() < len(c.ws) {
+		select {
+		case ib := <-c.in:
+			c.inbound(ib)
+		case <-deadline:
+			return fmt.Errorf("live: %d of %d workers did not connect within 30 s", len(c.ws)-c.up(), len(c.ws))
+		case <-c.ctx.Done():
+			c.rep.Interrupted = true
+			return nil
+		}
+	}
+	c.start = time.Now()
+	c.epoch = c.start // arrivals count from here
+	c.scheduleArrival()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		if c.q.Len() > 0 {
+			timer.Reset(time.Until(c.q[0].at))
+		} else {
+			timer.Reset(100 * time.Millisecond)
+		}
+		select {
+		case ib := <-c.in:
+			c.inbound(ib)
+		drain:
+			for i := 0; i < 512; i++ {
+				select {
+				case ib := <-c.in:
+					c.inbound(ib)
+				default:
+					break drain
+				}
+			}
+		case <-timer.C:
+		case <-c.ctx.Done():
+			c.rep.Interrupted = true
+			c.flush()
+			c.report()
+			return nil
+		}
+		if err := c.runDue(); err != nil {
+			return err
+		}
+		c.flush()
+		if !c.moreArrivals && c.finished == c.arrived && !c.draining {
+			c.end = time.Now()
+			c.draining = true
+			c.drainStart = time.Now()
+			for _, cw := range c.ws {
+				c.sendTo(cw.w, &Frame{Kind: KDrain})
+			}
+			c.flush()
+		}
+		if c.draining {
+			if c.ledgers == len(c.ws) {
+				c.report()
+				return nil
+			}
+			limit := c.opt.DrainTimeout
+			if limit == 0 {
+				limit = 10 * time.Second
+			}
+			if time.Since(c.drainStart) > limit {
+				c.report()
+				return nil
+			}
+		}
+	}
+}
+
+func (c *coord) up() int {
+	n := 0
+	for _, cw := range c.ws {
+		if cw.conn != nil {
+			n++
+		}
+	}
+	return n
+}
+
+func (c *coord) flush() {
+	for _, cw := range c.ws {
+		if cw.conn != nil && !cw.conn.bad {
+			if err := cw.conn.out.Flush(); err != nil {
+				cw.conn.bad = true
+			}
+		}
+	}
+	c.log.Flush()
+}
+
+func (c *coord) sendTo(w int, f *Frame) bool {
+	cw := c.ws[w]
+	if cw.conn == nil || cw.conn.bad {
+		return false // the worker is down: the frame is lost with it
+	}
+	b, err := AppendFrame(nil, f)
+	if err != nil {
+		fmt.Fprintf(c.errs, "coordinator: %v\n", err)
+		return false
+	}
+	cw.conn.out.Write(b)
+	return true
+}
+
+func (c *coord) inbound(ib inbound) {
+	wc := ib.c
+	if ib.err != nil {
+		if errors.Is(ib.err, ErrFrame) {
+			fmt.Fprintf(c.errs, "coordinator: closing a connection of worker %d: %v\n", wc.w, ib.err)
+		}
+		wc.c.Close()
+		if wc.w >= 0 && c.ws[wc.w].conn == wc {
+			c.ws[wc.w].conn = nil
+			if !c.draining && c.ctx.Err() == nil && !errors.Is(ib.err, ErrFrame) {
+				// The process died on its own: it restarts as a new
+				// generation, as a killed one does.
+				c.restart(wc.w, false)
+			}
+		}
+		return
+	}
+	f := &ib.f
+	if wc.w < 0 {
+		if f.Kind != KHello || f.Index < 0 || f.Index >= len(c.ws) || f.Gen != c.ws[f.Index].gen {
+			fmt.Fprintf(c.errs, "coordinator: closing a connection that did not start with the hello of a current worker\n")
+			wc.c.Close()
+			return
+		}
+		wc.w = f.Index
+		c.ws[f.Index].conn = wc
+		return
+	}
+	if f.Gen != c.ws[wc.w].gen {
+		return // an old generation's frame changes nothing
+	}
+	switch f.Kind {
+	case KFact, KProbe, KProbeReply:
+		c.relay(wc.w, f)
+	case KAnnounce:
+		if a := c.atts[f.Attempt]; a != nil && a.p == wc.w && !a.done {
+			a.st.W.H[0].Announced = true
+			c.routeDecode(a)
+		}
+	case KOutcome:
+		c.outcome(wc.w, f)
+	case KTrigger:
+		c.restart(wc.w, true)
+	case KLedger:
+		if c.ws[wc.w].ledger == nil {
+			c.ledgers++
+		}
+		c.ws[wc.w].ledger = f.Ledger
+	}
+}
+
+// ---- the frontend and routers ----
+
+func (c *coord) readArrival() error {
+	r, err := c.opt.Workload.Next()
+	if err == io.EOF {
+		c.moreArrivals = false
+		c.next = nil
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	c.moreArrivals = true
+	c.next = &r
+	return nil
+}
+
+func (c *coord) scheduleArrival() {
+	if c.next != nil {
+		c.push(&cevent{at: c.epochLater(c.next.ArrivalUS), kind: cArrive})
+	}
+}
+
+func (c *coord) project(a *catt) {
+	a.st.W.W[0] = c.wk[a.p]
+	if a.d >= 0 {
+		a.st.W.W[1] = c.wk[a.d]
+	}
+	a.st.B = c.chk.Budget()
+}
+
+func (c *coord) writeBack(a *catt) {
+	c.wk[a.p] = a.st.W.W[0]
+	if a.d >= 0 {
+		c.wk[a.d] = a.st.W.W[1]
+	}
+}
+
+// step takes a router's move in the attempt's window and logs it.
+func (c *coord) step(a *catt, m checker.Move, force bool) bool {
+	c.project(a)
+	before := a.st
+	c.fires = c.fires[:0]
+	if force {
+		c.chk.Apply(&a.st, m, c.cov)
+	} else if _, _, err := c.chk.Step(&a.st, m, c.cov); err != nil {
+		return false
+	}
+	c.writeBack(a)
+	c.lbls = obslog.Observe(c.lbls[:0], 0, &before, &a.st, m, c.fires)
+	for i := range c.lbls {
+		l := &c.lbls[i]
+		if l.By != obslog.ByRouter {
+			continue
+		}
+		f := obslog.FactOf(l, 0, 0, a.name, c.now())
+		if l.Kind == obslog.Routed {
+			if l.Stage == model.SourceSide {
+				f.To, f.PromptTokens = a.p+1, int64(a.req.PromptTokens)
+			} else {
+				f.To = a.d + 1
+			}
+		}
+		c.log.Write(&f)
+	}
+	return true
+}
+
+func (c *coord) arrive() error {
+	r := *c.next
+	if err := c.readArrival(); err != nil {
+		return err
+	}
+	c.scheduleArrival()
+	c.arrived++
+	wc := c.cfg.AttemptWorld(r.PromptTokens, 0)
+	if err := wc.Prepare(); err != nil {
+		return fmt.Errorf("%w: request %d: %v", sim.ErrInput, r.Index, err)
+	}
+	a := &catt{name: sim.AttemptName(&r, 0), req: r, cfg: wc, p: -1, d: -1, arrive: time.Now()}
+	if m := c.marks[r.Index]; m != nil {
+		a.m = *m
+		delete(c.marks, r.Index)
+	}
+	a.st = c.chk.Initial()
+	a.st.W = model.NewWorld(wc)
+	c.atts[a.name] = a
+	c.order = append(c.order, a)
+	a.p = sim.Choose(c.cfg.PrefillRouter, 0, c.cfg.Prefill.Workers, &c.nextP, c.rng, c.prefillLoad, nil)
+	a.pGen = c.ws[a.p].gen
+	c.step(a, checker.Move{Kind: checker.MvRoutePrefill, H: 0, Arg: 0}, false)
+	c.sendTo(a.p, &Frame{Kind: KRoute, Attempt: a.name, Stage: "prefill", Request: c.info(a)})
+	c.sendMarks(a, model.SourceSide)
+	if r.CancelUS >= 0 {
+		c.push(&cevent{at: c.epochLater(r.CancelUS), kind: cCancel, a: a})
+	}
+	if a.m.cancel {
+		a.m.cancel = false
+		c.cancel(a)
+	}
+	c.routeDecode(a)
+	return nil
+}
+
+func (c *coord) info(a *catt) *RequestInfo {
+	return &RequestInfo{Index: a.req.Index, PromptTokens: int64(a.req.PromptTokens), OutputTokens: int64(a.req.OutputTokens)}
+}
+
+func (c *coord) sendMarks(a *catt, sd model.Side) {
+	for _, m := range a.m.worker {
+		if m.To == sideNames[sd] {
+			f := m
+			f.Attempt, f.To = a.name, ""
+			c.sendTo(a.worker(sd), &f)
+		}
+	}
+}
+
+func (a *catt) worker(sd model.Side) int {
+	if sd == model.SourceSide {
+		return a.p
+	}
+	return a.d
+}
+
+func (c *coord) prefillLoad(w int) int64 {
+	k := &c.wk[w]
+	return int64(k.PrefillTokens)<<16 + int64(k.Owned)
+}
+
+func (c *coord) decodeLoad(w int) int64 { return int64(c.wk[w].BookedBlocks) }
+
+// routeDecode routes the attempt's decode where the frontend would now:
+// source-first once the source announced, destination-first at once.
+func (c *coord) routeDecode(a *catt) {
+	x := &a.st.W.H[0]
+	if a.d >= 0 || x.Cancelled || x.SourceFailed || (c.cfg.SpecPolicy() == spec.SourceFirst && !x.Announced) {
+		return
+	}
+	d := sim.Choose(c.cfg.DecodeRouter, c.cfg.Prefill.Workers, c.cfg.NumWorkers(), &c.nextD, c.rng, c.decodeLoad, nil)
+	a.d = d
+	a.dGen = c.ws[d].gen
+	if !c.step(a, checker.Move{Kind: checker.MvRouteDecode, H: 0, Arg: 1}, false) {
+		a.d = -1
+		return
+	}
+	c.sendTo(d, &Frame{Kind: KRoute, Attempt: a.name, Stage: "decode", Request: c.info(a), PeerGen: a.pGen})
+	c.sendMarks(a, model.DestinationSide)
+}
+
+func (c *coord) cancel(a *catt) {
+	if a.done || !c.step(a, checker.Move{Kind: checker.MvCancel, H: 0}, false) {
+		return
+	}
+	c.rep.Cancelled++
+	x := &a.st.W.H[0]
+	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+		if x.CancelPending[sd] {
+			x.CancelPending[sd] = false
+			c.sendTo(a.worker(sd), &Frame{Kind: KCancel, Attempt: a.name})
+		}
+	}
+}
+
+// outcome is a side's terminal outcome on its request stream: the
+// router's booking ends.
+func (c *coord) outcome(w int, f *Frame) {
+	a := c.atts[f.Attempt]
+	sd, ok := sideNamed(f.Side)
+	if a == nil || !ok || a.worker(sd) != w || a.outcome[sd] != model.OutcomeNone {
+		return
+	}
+	okOut := f.Outcome == model.OutcomeOK.String()
+	c.project(a)
+	tx := model.Tx{W: &a.st.W}
+	if sd == model.SourceSide {
+		tx.ReportSourceOutcome(0, sd, okOut)
+	} else {
+		tx.ReportDecodeOutcome(0, sd, okOut)
+	}
+	c.writeBack(a)
+	a.outcome[sd] = a.st.W.H[0].Outcome[sd]
+	c.maybeFinish(a)
+}
+
+func (c *coord) maybeFinish(a *catt) {
+	if a.done {
+		return
+	}
+	x := &a.st.W.H[0]
+	srcDone := x.Outcome[model.SourceSide] != model.OutcomeNone
+	dstDone := x.Outcome[model.DestinationSide] != model.OutcomeNone
+	if !srcDone || (a.d >= 0 && !dstDone) {
+		return
+	}
+	if a.d < 0 && !x.SourceFailed && !x.Cancelled {
+		return // decode not routed yet
+	}
+	a.done = true
+	c.finished++
+	delete(c.atts, a.name)
+	if x.Outcome[0] == model.OutcomeOK && x.Outcome[1] == model.OutcomeOK {
+		c.rep.Succeeded++
+		c.lat = append(c.lat, float64(time.Since(a.arrive).Microseconds())/1000)
+	} else if !x.Cancelled {
+		c.rep.Failed++
+	}
+}
+
+// ---- the proxy ----
+
+// relay takes a frame between the workers of an attempt through the
+// proxy: the plan's loss and duplicate for the request, then the seeded
+// faults.
+func (c *coord) relay(from int, f *Frame) {
+	a := c.atts[f.Attempt]
+	to, ok := sideNamed(f.To)
+	if a == nil || !ok {
+		return // the attempt ended for the frontend; late frames go nowhere
+	}
+	dst := a.worker(to)
+	if dst < 0 || a.worker(to.Other()) != from {
+		return
+	}
+	copies := 1
+	if f.Kind == KFact {
+		switch {
+		case a.m.lose.take(to, f.Msg):
+			c.rep.Proxy.Dropped++
+			return
+		case a.m.dup.take(to, f.Msg):
+			c.rep.Proxy.Duplicated++
+			copies = 2
+		}
+		if p := &c.opt.Proxy; p.Seed != 0 && c.rng.Float64() < p.Rate {
+			switch c.rng.IntN(3) {
+			case 0:
+				c.rep.Proxy.Dropped++
+				return
+			case 1:
+				c.rep.Proxy.Duplicated++
+				copies = 2
+			case 2:
+				c.rep.Proxy.Delayed++
+				g := *f
+				c.push(&cevent{at: time.Now().Add(c.dur(c.rng.Int64N(max(p.MaxDelayUS, 1)))), kind: cRelay, w: dst, f: &g})
+				return
+			}
+		}
+	}
+	for range copies {
+		c.sendTo(dst, f)
+	}
+}
+
+// ---- restarts ----
+
+// restart is worker w's process ending (killed by the plan, or on its
+// own): every attempt it had takes the restart in the routers' windows,
+// the routers' bookings there end, and a health check tells each peer.
+func (c *coord) restart(w int, kill bool) {
+	cw := c.ws[w]
+	if cw.proc != nil {
+		cw.proc.Kill()
+		cw.proc.Wait()
+	}
+	if cw.conn != nil {
+		cw.conn.c.Close()
+		cw.conn = nil
+	}
+	cw.gen++
+	c.rep.Restarts++
+	for _, a := range c.order {
+		if a.done || (a.p != w && a.d != w) {
+			continue
+		}
+		k := int8(0)
+		if a.d == w {
+			k = 1
+		}
+		c.project(a)
+		before := a.st.W.H[0]
+		c.chk.Apply(&a.st, checker.Move{Kind: checker.MvRestart, H: -1, Arg: k}, c.cov)
+		// The restart resets the worker in the window; the routers keep
+		// their ledgers of it (minus this attempt's bookings).
+		kw := a.st.W.W[k]
+		c.project(a)
+		a.st.W.W[k].Owned, a.st.W.W[k].PrefillTokens, a.st.W.W[k].BookedBlocks = kw.Owned, kw.PrefillTokens, kw.BookedBlocks
+		a.st.W.W[k].StoredBlocks = 0
+		c.writeBack(a)
+		x := &a.st.W.H[0]
+		sd := model.Side(k)
+		if before.Outcome[sd] == model.OutcomeNone {
+			a.outcome[sd] = model.OutcomeForgotten
+		}
+		if x.PeerGone[sd.Other()] {
+			peer := a.worker(sd.Other())
+			c.push(&cevent{at: time.Now().Add(c.dur(c.cfg.HealthCheckUS)), kind: cPeerRestarted, a: a, w: peer, gen: cw.gen})
+		}
+		c.maybeFinish(a)
+	}
+	c.order = slices.DeleteFunc(c.order, func(a *catt) bool { return a.done })
+	if err := c.spawn(w); err != nil {
+		fmt.Fprintf(c.errs, "coordinator: %v\n", err)
+	}
+	_ = kill
+}
+
+// ---- the event queue ----
+
+type ckind uint8
+
+const (
+	cArrive ckind = iota
+	cCancel
+	cRelay
+	cPeerRestarted
+	cRestart
+)
+
+type cevent struct {
+	at   time.Time
+	seq  uint64
+	kind ckind
+	a    *catt
+	w    int
+	gen  int64
+	f    *Frame
+}
+
+type cqueue []*cevent
+
+func (q cqueue) Len() int { return len(q) }
+func (q cqueue) Less(i, j int) bool {
+	if !q[i].at.Equal(q[j].at) {
+		return q[i].at.Before(q[j].at)
+	}
+	return q[i].seq < q[j].seq
+}
+func (q cqueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *cqueue) Push(x any)   { *q = append(*q, x.(*cevent)) }
+func (q *cqueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	return e
+}
+
+func (c *coord) push(e *cevent) {
+	c.seq++
+	e.seq = c.seq
+	heap.Push(&c.q, e)
+}
+
+func (c *coord) runDue() error {
+	now := time.Now()
+	for c.q.Len() > 0 && !c.q[0].at.After(now) {
+		e := heap.Pop(&c.q).(*cevent)
+		switch e.kind {
+		case cArrive:
+			if err := c.arrive(); err != nil {
+				return err
+			}
+		case cCancel:
+			c.cancel(e.a)
+		case cRelay:
+			c.sendTo(e.w, e.f)
+		case cPeerRestarted:
+			if !e.a.done && e.w >= 0 {
+				c.sendTo(e.w, &Frame{Kind: KPeerRestarted, Attempt: e.a.name, Gen: e.gen})
+			}
+		case cRestart:
+			c.restart(e.w, true)
+		}
+	}
+	return nil
+}
+
+// ---- the report ----
+
+func (c *coord) report() {
+	r := &c.rep
+	r.Policy, r.Engine = c.cfg.Policy, c.cfg.Engine.String()
+	r.Requests = c.arrived
+	r.Finished = c.finished
+	if !c.start.IsZero() {
+		end := c.end
+		if end.IsZero() {
+			end = time.Now()
+		}
+		r.ElapsedMS = float64(end.Sub(c.start).Microseconds()) / 1000
+		if r.ElapsedMS > 0 {
+			r.Throughput = float64(c.finished) / (r.ElapsedMS / 1000)
+		}
+	}
+	sort.Float64s(c.lat)
+	r.LatencyMS = pcts(c.lat)
+	for _, cw := range c.ws {
+		if cw.ledger == nil {
+			r.Leaks = append(r.Leaks, fmt.Sprintf("worker %d (gen %d) sent no ledger", cw.w, cw.gen))
+			continue
+		}
+		r.Workers = append(r.Workers, *cw.ledger)
+		if h := cw.ledger.Held(); h != "" {
+			r.Leaks = append(r.Leaks, fmt.Sprintf("worker %d holds %s", cw.w, h))
+		}
+		for _, f := range cw.ledger.Findings {
+			r.Findings = append(r.Findings, fmt.Sprintf("worker %d: %s", cw.w, f))
+		}
+	}
+	for w := range c.wk {
+		k := &c.wk[w]
+		rl := RouterLedger{Worker: w, Owned: int64(k.Owned), PrefillTokens: int64(k.PrefillTokens), Booked: int64(k.BookedBlocks)}
+		r.Routers = append(r.Routers, rl)
+		if rl.Owned != 0 || rl.PrefillTokens != 0 || rl.Booked != 0 {
+			r.Leaks = append(r.Leaks, fmt.Sprintf("the routers still book on worker %d: owned %d, prefill_tokens %d, booked %d", w, rl.Owned, rl.PrefillTokens, rl.Booked))
+		}
+	}
+	if open := c.arrived - c.finished; open > 0 {
+		r.Leaks = append(r.Leaks, fmt.Sprintf("%d attempts never finished for the frontend", open))
+	}
+	r.Clean = len(r.Leaks) == 0 && !r.Interrupted
+}

@@ -1,0 +1,88 @@
+package live
+
+import (
+	"context"
+	"io"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/handoffcheck/handoffcheck/checker/sim"
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// TestMain lets the test binary serve as a worker process: the live
+// tests that kill workers start it again with the worker's flags.
+func TestMain(m *testing.M) {
+	if os.Getenv("HANDOFFCHECK_LIVE_WORKER") == "1" {
+		a, err := ParseWorkerArgs(os.Args[1:])
+		if err == nil {
+			err = RunWorkerArgs(context.Background(), a, nil, os.Stderr)
+		}
+		if err != nil {
+			os.Stderr.WriteString("worker: " + err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func execSpawner() Spawner {
+	return &ExecSpawner{Path: os.Args[0], Env: []string{"HANDOFFCHECK_LIVE_WORKER=1"}}
+}
+
+type slice struct {
+	rs []sim.Request
+	i  int
+}
+
+func (s *slice) Next() (sim.Request, error) {
+	if s.i == len(s.rs) {
+		return sim.Request{}, io.EOF
+	}
+	s.i++
+	return s.rs[s.i-1], nil
+}
+
+// spaced is n requests far enough apart that each ends before the next.
+func spaced(n int, gapUS int64) []sim.Request {
+	out := make([]sim.Request, n)
+	for i := range out {
+		out[i] = sim.Request{Index: i, ArrivalUS: int64(i) * gapUS, PromptTokens: 512, OutputTokens: 4, CancelUS: -1}
+	}
+	return out
+}
+
+func TestLiveSmoke(t *testing.T) {
+	for _, policy := range []string{"source-first", "destination-first"} {
+		t.Run(policy, func(t *testing.T) {
+			cfg := sim.DefaultConfig()
+			if policy == "destination-first" {
+				cfg.Engine = model.SGLang
+			}
+			if err := cfg.SetPolicy(policy); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			rep, err := Run(ctx, Options{Config: cfg, Workload: &slice{rs: spaced(20, 200_000)}, Scale: 0.01, Dir: dirFor(t), Spawn: &GoSpawner{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep.Write(os.Stderr)
+			if !rep.Clean || rep.Succeeded != 20 {
+				t.Fatalf("want 20 clean successes")
+			}
+		})
+	}
+}
+
+func dirFor(t *testing.T) string {
+	if d := os.Getenv("LIVE_KEEP"); d != "" {
+		d = d + "/" + t.Name()
+		os.MkdirAll(d, 0o755)
+		return d
+	}
+	return t.TempDir()
+}

@@ -1,0 +1,106 @@
+package live
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+)
+
+// Report is what a live run measured and what every process held at its
+// end.
+type Report struct {
+	Policy string `json:"policy"`
+	Engine string `json:"engine"`
+	// Requests arrived; Finished of them ended for the frontend (both
+	// sides' outcomes known, or a side forgotten by a restart).
+	Requests  int `json:"requests"`
+	Finished  int `json:"finished"`
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	Cancelled int `json:"cancelled"`
+	Restarts  int `json:"restarts"`
+	// ElapsedMS is wall-clock time from the first arrival to the last
+	// attempt's end; Throughput is finished handoffs per second of it.
+	ElapsedMS  float64 `json:"elapsed_ms"`
+	Throughput float64 `json:"handoffs_per_s"`
+	// LatencyMS is the wall-clock time from a request's arrival to both
+	// sides' success, over the requests that succeeded.
+	LatencyMS Pcts       `json:"latency_ms"`
+	Proxy     ProxyCount `json:"proxy"`
+	// Workers is each worker's ledger at the end, Routers the routers'
+	// ledgers of each worker.
+	Workers []Ledger       `json:"workers"`
+	Routers []RouterLedger `json:"routers"`
+	// Leaks lists what is still held anywhere; Clean is true when nothing
+	// is and the run was not interrupted.
+	Leaks []string `json:"leaks"`
+	Clean bool     `json:"clean"`
+	// Findings are invariants a worker's own window broke.
+	Findings    []string `json:"findings,omitempty"`
+	Interrupted bool     `json:"interrupted"`
+	Config      string   `json:"config"`
+	Logs        []string `json:"logs"`
+}
+
+// ProxyCount is what the proxy did to the facts it relayed.
+type ProxyCount struct {
+	Dropped    int `json:"dropped"`
+	Duplicated int `json:"duplicated"`
+	Delayed    int `json:"delayed"`
+}
+
+// RouterLedger is what the routers book on one worker.
+type RouterLedger struct {
+	Worker        int   `json:"worker"`
+	Owned         int64 `json:"owned"`
+	PrefillTokens int64 `json:"prefill_tokens"`
+	Booked        int64 `json:"booked"`
+}
+
+// Pcts are latency percentiles in milliseconds.
+type Pcts struct {
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+func pcts(sorted []float64) Pcts {
+	if len(sorted) == 0 {
+		return Pcts{}
+	}
+	at := func(q float64) float64 {
+		i := int(math.Ceil(q*float64(len(sorted)))) - 1
+		return sorted[max(0, min(i, len(sorted)-1))]
+	}
+	return Pcts{P50: at(0.5), P90: at(0.9), P99: at(0.99), Max: sorted[len(sorted)-1]}
+}
+
+// Write prints the report for people.
+func (r *Report) Write(w io.Writer) {
+	fmt.Fprintf(w, "live run: %s on %s, %d requests: %d succeeded, %d failed, %d cancelled; %d restarts\n",
+		r.Policy, r.Engine, r.Requests, r.Succeeded, r.Failed, r.Cancelled, r.Restarts)
+	fmt.Fprintf(w, "  %.0f handoffs/s over %.1f ms; latency p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms\n",
+		r.Throughput, r.ElapsedMS, r.LatencyMS.P50, r.LatencyMS.P90, r.LatencyMS.P99, r.LatencyMS.Max)
+	fmt.Fprintf(w, "  proxy: %d dropped, %d duplicated, %d delayed\n", r.Proxy.Dropped, r.Proxy.Duplicated, r.Proxy.Delayed)
+	for _, l := range r.Workers {
+		held := l.Held()
+		if held == "" {
+			held = "nothing held"
+		}
+		fmt.Fprintf(w, "  %s worker %d gen %d: %d attempts, %d frames refused; %s\n", l.Role, l.Worker, l.Gen, l.Attempts, l.Refused, held)
+	}
+	if r.Interrupted {
+		fmt.Fprintln(w, "  interrupted")
+	}
+	if len(r.Leaks) == 0 {
+		fmt.Fprintln(w, "  leak check: nothing held on any worker or router")
+	} else {
+		fmt.Fprintf(w, "  leak check FAILED: %s\n", strings.Join(r.Leaks, "; "))
+	}
+	for _, f := range r.Findings {
+		fmt.Fprintf(w, "  finding: %s\n", f)
+	}
+	fmt.Fprintf(w, "  logs: %s\n", strings.Join(r.Logs, " "))
+}

@@ -1,0 +1,914 @@
+package live
+
+import (
+	"bufio"
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/sim"
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// WorkerOptions start one worker process.
+type WorkerOptions struct {
+	// Coordinator is the coordinator's address on 127.0.0.1.
+	Coordinator string
+	// Side is the worker's role: SourceSide for a prefill worker.
+	Side model.Side
+	// Worker is the cluster worker index (prefill workers first).
+	Worker int
+	Gen    int64
+	Config *sim.Config
+	// Protocol runs other tables than the generated machines.
+	Protocol *checker.Protocol
+	// Log receives the worker's facts, appended to a log whose header
+	// names the run's processes (Header); nil logs nothing.
+	Log    io.Writer
+	Header *obslog.Header
+	// Scale turns the configuration's durations into wall-clock time:
+	// real = configured × Scale.
+	Scale float64
+	// Epoch is the run's time zero, for the log's t_us.
+	Epoch time.Time
+	// Errors receives what the worker refuses or finds (a frame it
+	// cannot read, a fact of an old generation); nil is stderr.
+	Errors io.Writer
+}
+
+// Ledger is what a worker holds when asked: its worker's counters (the
+// physical categories, admission, in-flight requests, and the router
+// ledgers it mirrors), the attempts it still holds, and what it refused.
+type Ledger struct {
+	Role          string   `json:"role"`
+	Worker        int      `json:"worker"`
+	Gen           int64    `json:"gen"`
+	Free          int64    `json:"free"`
+	Cached        int64    `json:"cached"`
+	Kept          int64    `json:"kept"`
+	Active        int64    `json:"active"`
+	Pinned        int64    `json:"pinned"`
+	Reserved      int64    `json:"reserved"`
+	Slots         int64    `json:"slots"`
+	Headroom      int64    `json:"headroom"`
+	InFlight      int64    `json:"in_flight"`
+	Owned         int64    `json:"owned"`
+	PrefillTokens int64    `json:"prefill_tokens"`
+	Booked        int64    `json:"booked"`
+	Stored        int64    `json:"stored"`
+	Open          int      `json:"open"`
+	Attempts      int      `json:"attempts"`
+	Refused       int      `json:"refused"`
+	Findings      []string `json:"findings,omitempty"`
+}
+
+// Held lists what the ledger still holds, "" when nothing: blocks in use
+// (active, pinned, reserved), slots, headroom, bookings and requests in
+// flight, and attempts not yet finished.
+func (l *Ledger) Held() string {
+	var s []string
+	add := func(name string, v int64) {
+		if v != 0 {
+			s = append(s, fmt.Sprintf("%s %d", name, v))
+		}
+	}
+	add("active", l.Active)
+	add("pinned", l.Pinned)
+	add("reserved", l.Reserved)
+	add("slots", l.Slots)
+	add("headroom", l.Headroom)
+	add("in_flight", l.InFlight)
+	add("owned", l.Owned)
+	add("prefill_tokens", l.PrefillTokens)
+	add("booked", l.Booked)
+	add("stored", l.Stored)
+	add("open attempts", int64(l.Open))
+	if len(s) == 0 {
+		return ""
+	}
+	return fmt.Sprint(s)
+}
+
+// worker is one worker process's state: its own worker's counters, what
+// its attempts hold together, and a window world per attempt in which it
+// takes its own moves.
+type worker struct {
+	opt   WorkerOptions
+	cfg   *sim.Config
+	chk   *checker.Checker
+	mine  model.Side // the world worker of the attempts' windows it is
+	who   owner
+	k     model.Worker
+	sum   model.Holdings
+	atts  map[string]*attempt
+	wait  []*attempt // attempts waiting for capacity, oldest first
+	q     wqueue
+	seq   uint64
+	busy  time.Time // a prefill worker computes one prefill at a time
+	cov   *checker.Coverage
+	fires []checker.Firing
+	lbls  []obslog.Label
+	log   *obslog.Writer
+	proc  int
+	out   *bufio.Writer
+	errs  io.Writer
+	// counts
+	hosted, refused int
+	findings        []string
+	frozen          bool
+	draining        bool
+}
+
+// attempt is one attempt as the worker knows it.
+type attempt struct {
+	name    string
+	req     RequestInfo
+	cfg     *model.Config
+	st      checker.State
+	hold    model.Holdings
+	peerGen int64 // -1 until known
+	sched   []checker.Move
+	timerV  [model.NumTimers]uint32
+	timerOn [model.NumTimers]bool
+	overdue [model.NumTimers]bool
+	waiting bool
+	// The transfer this worker runs: the probe's answer and when the
+	// bytes are through.
+	xferV    uint32
+	replied  bool
+	xferDue  bool
+	hangMark bool
+	failMark bool
+	abort    bool
+	delay    bool
+	evict    bool
+	trigger  string // the log kind a planned restart waits for
+	gone     bool
+}
+
+// RunWorker runs a worker until the coordinator drains it, its context
+// ends, or its connection cannot be made again.
+func RunWorker(ctx context.Context, opt WorkerOptions) error {
+	p := opt.Protocol
+	if p == nil {
+		p = checker.Generated()
+	}
+	chk, err := opt.Config.Checker(p)
+	if err != nil {
+		return err
+	}
+	w := &worker{opt: opt, cfg: opt.Config, chk: chk, mine: opt.Side, who: sideOwner(opt.Side),
+		atts: map[string]*attempt{}, cov: checker.NewCoverage(p.Spec()), errs: opt.Errors}
+	if w.errs == nil {
+		w.errs = os.Stderr
+	}
+	w.cov.Log = &w.fires
+	w.k = model.Worker{Gen: model.Generation(opt.Gen), Free: opt.Config.Capacity(opt.Worker)}
+	if opt.Log != nil {
+		w.log = obslog.AppendWriter(opt.Log, opt.Header)
+		w.proc = opt.Worker + 1
+		if opt.Gen > 0 {
+			f := obslog.Fact{Proc: w.proc, Gen: opt.Gen, Kind: obslog.WorkerRestarted, TUS: w.now(), To: -1}
+			w.log.Write(&f)
+			w.log.Flush()
+		}
+	}
+	conn, err := net.Dial("tcp", opt.Coordinator)
+	if err != nil {
+		return fmt.Errorf("live: worker %d: %w", opt.Worker, err)
+	}
+	defer conn.Close()
+	go func() {
+		<-ctx.Done()
+		conn.Close()
+	}()
+	w.out = bufio.NewWriterSize(conn, 64<<10)
+	w.send(&Frame{Kind: KHello, Role: sideNames[opt.Side], Index: opt.Worker, Gen: opt.Gen})
+	w.out.Flush()
+	in := make(chan Frame, 1024)
+	rerr := make(chan error, 1)
+	go func() {
+		r := bufio.NewReaderSize(conn, 64<<10)
+		var buf []byte
+		for {
+			var f Frame
+			var err error
+			f, buf, err = ReadFrame(r, buf)
+			if err != nil {
+				rerr <- err
+				close(in)
+				return
+			}
+			in <- f
+		}
+	}()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		if w.q.Len() > 0 && !w.frozen {
+			timer.Reset(time.Until(w.q[0].at))
+		} else {
+			timer.Reset(time.Hour)
+		}
+		select {
+		case f, ok := <-in:
+			if !ok {
+				err := <-rerr
+				if errors.Is(err, ErrFrame) {
+					fmt.Fprintf(w.errs, "worker %d: closing the connection: %v\n", opt.Worker, err)
+				}
+				if w.log != nil {
+					w.log.Flush()
+				}
+				if ctx.Err() != nil || w.draining || err == io.EOF || errors.Is(err, net.ErrClosed) {
+					return nil
+				}
+				return fmt.Errorf("live: worker %d: %w", opt.Worker, err)
+			}
+			if !w.frozen {
+				w.frame(&f)
+			}
+		drain:
+			for i := 0; i < 256 && !w.frozen; i++ {
+				select {
+				case f, ok := <-in:
+					if !ok {
+						break drain
+					}
+					w.frame(&f)
+				default:
+					break drain
+				}
+			}
+		case <-timer.C:
+		case <-ctx.Done():
+			return nil
+		}
+		w.runDue()
+		if w.draining && len(w.atts) == 0 {
+			w.sendLedger()
+			w.draining = false
+		}
+		if w.log != nil {
+			w.log.Flush()
+		}
+		if err := w.out.Flush(); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("live: worker %d: %w", opt.Worker, err)
+		}
+	}
+}
+
+func (w *worker) now() int64 { return time.Since(w.opt.Epoch).Microseconds() }
+
+// dur is a configured duration on the wall clock.
+func (w *worker) dur(us int64) time.Duration {
+	return time.Duration(float64(us) * w.opt.Scale * 1000)
+}
+
+func (w *worker) send(f *Frame) {
+	f.Gen = w.opt.Gen
+	b, err := AppendFrame(nil, f)
+	if err != nil {
+		w.finding("cannot send %s: %v", f.Kind, err)
+		return
+	}
+	w.out.Write(b)
+}
+
+func (w *worker) finding(format string, args ...any) {
+	s := fmt.Sprintf(format, args...)
+	if len(w.findings) < 32 {
+		w.findings = append(w.findings, s)
+	}
+	fmt.Fprintf(w.errs, "worker %d gen %d: %s\n", w.opt.Worker, w.opt.Gen, s)
+}
+
+func (w *worker) refuse(f *Frame, why string) {
+	w.refused++
+	_ = f
+	_ = why
+}
+
+// ---- frames ----
+
+func (w *worker) frame(f *Frame) {
+	if f.Kind == KDrain {
+		w.draining = true
+		return
+	}
+	if f.Kind == KRoute {
+		w.route(f)
+		return
+	}
+	a := w.atts[f.Attempt]
+	if a == nil {
+		// An attempt this process never had, or forgot: nothing changes.
+		if f.Kind == KProbe {
+			w.send(&Frame{Kind: KProbeReply, Attempt: f.Attempt, To: sideNames[w.mine.Other()], PeerGen: f.Gen, Reg: model.RegClosed.String(), Hold: "none"})
+		}
+		w.refuse(f, "unknown attempt")
+		return
+	}
+	// A frame from an older generation of the peer, or to an older
+	// generation of this worker, changes nothing.
+	if f.Kind == KFact || f.Kind == KProbe || f.Kind == KProbeReply {
+		if f.PeerGen != 0 && f.PeerGen != w.opt.Gen {
+			w.refuse(f, "to an old generation")
+			return
+		}
+		switch {
+		case a.peerGen < 0:
+			a.peerGen = f.Gen
+		case f.Gen < a.peerGen:
+			w.refuse(f, "from an old generation")
+			return
+		}
+	}
+	switch f.Kind {
+	case KFact:
+		w.fact(a, f)
+	case KCancel:
+		w.cancel(a)
+	case KProbe:
+		w.probe(a, f)
+	case KProbeReply:
+		w.probeReply(a, f)
+	case KPeerRestarted:
+		w.peerRestarted(a, f)
+	case KMark:
+		w.mark(a, f)
+	default:
+		w.refuse(f, "not a frame for a worker")
+	}
+}
+
+func (w *worker) route(f *Frame) {
+	want := "prefill"
+	if w.mine == model.DestinationSide {
+		want = "decode"
+	}
+	if f.Stage != want || w.atts[f.Attempt] != nil {
+		w.refuse(f, "a route this worker does not take")
+		return
+	}
+	r := f.Request
+	wc := w.cfg.AttemptWorld(model.Tokens(r.PromptTokens), 0)
+	if err := wc.Prepare(); err != nil {
+		w.finding("attempt %s: %v", f.Attempt, err)
+		return
+	}
+	a := &attempt{name: f.Attempt, req: *r, cfg: wc, peerGen: -1}
+	if f.PeerGen > 0 {
+		a.peerGen = f.PeerGen
+	}
+	a.st = w.chk.Initial()
+	a.st.W = model.NewWorld(wc)
+	w.atts[f.Attempt] = a
+	w.hosted++
+	if w.mine == model.SourceSide {
+		w.do(a, checker.Move{Kind: checker.MvRoutePrefill, H: 0, Arg: 0}, false)
+		return
+	}
+	// The decode router's choice reaches the destination: the source is
+	// world worker 0 of its window, placed already.
+	a.st.W.H[0].Prefill = 0
+	a.st.W.H[0].RequestDelivered = true
+	w.do(a, checker.Move{Kind: checker.MvRouteDecode, H: 0, Arg: 1}, true)
+}
+
+func (w *worker) fact(a *attempt, f *Frame) {
+	m, ok := msgNamed(f.Msg)
+	to, ok2 := sideNamed(f.To)
+	if !ok || !ok2 || to != w.mine {
+		w.refuse(f, "a fact this worker does not take")
+		return
+	}
+	x := &a.st.W.H[0]
+	if w.mine == model.SourceSide && x.Decode < 0 {
+		x.Decode = 1
+	}
+	// Each fact that arrives is delivered as it arrives: a duplicate that
+	// arrives after its twin was taken is taken again.
+	x.Ch[to].Send(m)
+	w.do(a, checker.Move{Kind: checker.MvDeliver, H: 0, Arg: int8(to), Msg: m}, false)
+}
+
+func (w *worker) cancel(a *attempt) {
+	x := &a.st.W.H[0]
+	x.Cancelled = true
+	x.CancelPending[w.mine] = true
+	w.settle(a, nil, checker.Move{})
+}
+
+func (w *worker) probe(a *attempt, f *Frame) {
+	x := &a.st.W.H[0]
+	rep := &Frame{Kind: KProbeReply, Attempt: a.name, To: sideNames[w.mine.Other()], PeerGen: f.Gen}
+	if w.mine == model.SourceSide {
+		rep.Reg, rep.Hold = x.SrcReg.String(), x.Src.String()
+	} else {
+		rep.Reg, rep.Hold = x.DstReg.String(), x.Dst.String()
+	}
+	w.send(rep)
+}
+
+func (w *worker) probeReply(a *attempt, f *Frame) {
+	x := &a.st.W.H[0]
+	reg, ok := regNamed(f.Reg)
+	if !ok || x.Xfer != model.XferRunning || x.Runner != w.mine {
+		w.refuse(f, "a probe reply for no transfer of this worker")
+		return
+	}
+	if w.mine == model.DestinationSide {
+		h, ok := srcHoldNamed(f.Hold)
+		if !ok && f.Hold != "none" {
+			w.refuse(f, "bad hold")
+			return
+		}
+		x.SrcReg, x.Src = reg, h
+	} else {
+		h, ok := dstHoldNamed(f.Hold)
+		if !ok && f.Hold != "none" {
+			w.refuse(f, "bad hold")
+			return
+		}
+		x.DstReg, x.Dst = reg, h
+	}
+	a.replied = true
+	w.maybeEndTransfer(a)
+}
+
+func (w *worker) peerRestarted(a *attempt, f *Frame) {
+	x := &a.st.W.H[0]
+	peer := w.mine.Other()
+	if w.mine == model.SourceSide && x.Decode < 0 {
+		x.Decode = 1
+	}
+	a.peerGen = f.Gen
+	before := a.st
+	w.project(a)
+	w.fires = w.fires[:0]
+	// The peer's restart, in this worker's window: its record forgotten,
+	// this side told by the health check (PeerGone).
+	w.chk.Apply(&a.st, checker.Move{Kind: checker.MvRestart, H: -1, Arg: int8(peer)}, w.cov)
+	a.st.W.W[peer] = before.W.W[peer]
+	w.writeBack(a)
+	w.settle(a, &before, checker.Move{Kind: checker.MvRestart, H: -1})
+}
+
+func (w *worker) mark(a *attempt, f *Frame) {
+	switch f.Fault {
+	case "hang":
+		a.hangMark = true
+	case "transfer_failure":
+		a.failMark = true
+	case "abort":
+		a.abort = true
+	case "delay":
+		a.delay = true
+	case "evict":
+		a.evict = true
+	default:
+		if k, ok := obslog.KindNamed(f.Fault); ok {
+			a.trigger = obslog.Kinds[k].Name
+			return
+		}
+		w.refuse(f, "an unknown fault")
+		return
+	}
+	w.settle(a, nil, checker.Move{})
+}
+
+// ---- steps ----
+
+// project puts the worker's counters and what its other attempts hold
+// into an attempt's window.
+func (w *worker) project(a *attempt) {
+	a.st.W.W[w.mine] = w.k
+	a.cfg.SetOutside(int(w.mine), w.sum.Minus(a.hold))
+	a.st.B = w.chk.Budget()
+}
+
+func (w *worker) writeBack(a *attempt) {
+	hs := a.st.W.HandoffHoldings(0)
+	w.sum = w.sum.Minus(a.hold).Plus(hs[w.mine])
+	a.hold = hs[w.mine]
+	old := w.k
+	w.k = a.st.W.W[w.mine]
+	if room(&w.k) > room(&old) || w.k.SlotsUsed < old.SlotsUsed || w.k.HeadroomUsed < old.HeadroomUsed {
+		w.offer()
+	}
+}
+
+func room(k *model.Worker) model.Blocks { return k.Free + k.Cached + k.Kept }
+
+// do takes one move of an attempt (Step, or forced Apply for a move whose
+// preconditions live in another process), logs it and settles.
+func (w *worker) do(a *attempt, m checker.Move, force bool) bool {
+	w.project(a)
+	before := a.st
+	w.fires = w.fires[:0]
+	// The window's step invariants are not judged here: the window holds
+	// the peer's side only as this worker last heard of it, and an
+	// invariant across both sides is the conformance judge's to decide,
+	// from every process's log.
+	if force {
+		w.chk.Apply(&a.st, m, w.cov)
+	} else if _, _, err := w.chk.Step(&a.st, m, w.cov); err != nil {
+		return false
+	}
+	w.writeBack(a)
+	w.settle(a, &before, m)
+	return true
+}
+
+// settle follows a step: what it logged, sent, armed; what now waits.
+func (w *worker) settle(a *attempt, before *checker.State, m checker.Move) {
+	x := &a.st.W.H[0]
+	if before != nil {
+		b := &before.W.H[0]
+		w.observe(a, before, m)
+		peer := w.mine.Other()
+		for x.Ch[peer].N > 0 {
+			msg := x.Ch[peer].Take(0)
+			w.send(&Frame{Kind: KFact, Attempt: a.name, To: sideNames[peer], Msg: msg.String(), PeerGen: max(a.peerGen, 0)})
+		}
+		if !b.Announced && x.Announced && w.mine == model.SourceSide {
+			w.send(&Frame{Kind: KAnnounce, Attempt: a.name})
+		}
+		if b.Outcome[w.mine] == model.OutcomeNone && x.Outcome[w.mine] != model.OutcomeNone {
+			w.send(&Frame{Kind: KOutcome, Attempt: a.name, Side: sideNames[w.mine], Outcome: x.Outcome[w.mine].String()})
+		}
+		w.timers(a, b, m)
+		if b.Xfer != model.XferRunning && x.Xfer == model.XferRunning && x.Runner == w.mine {
+			w.startTransfer(a)
+		}
+		if a.trigger != "" && w.triggered(a) {
+			return
+		}
+	}
+	// The cache evicts what a finished side keeps.
+	if w.chk.Terminal(&a.st, roleOf(w.mine), 0) && keeps(x, w.mine) {
+		w.do(a, checker.Move{Kind: checker.MvEvict, H: 0, Arg: int8(w.mine)}, true)
+		return
+	}
+	if w.frozen || a.gone {
+		return
+	}
+	w.schedule(a)
+	w.maybeRetire(a)
+}
+
+func keeps(x *model.Handoff, sd model.Side) bool {
+	if sd == model.SourceSide {
+		return x.SrcKept
+	}
+	return x.DstKept
+}
+
+func (w *worker) observe(a *attempt, before *checker.State, m checker.Move) {
+	if w.log == nil && a.trigger == "" {
+		return
+	}
+	w.lbls = obslog.Observe(w.lbls[:0], 0, before, &a.st, m, w.fires)
+	by := obslog.BySource
+	if w.mine == model.DestinationSide {
+		by = obslog.ByDestination
+	}
+	t := w.now()
+	for i := range w.lbls {
+		l := &w.lbls[i]
+		if l.By != by {
+			continue
+		}
+		if a.trigger != "" && obslog.Kinds[l.Kind].Name == a.trigger {
+			a.trigger = "!" + a.trigger
+		}
+		if w.log != nil {
+			f := obslog.FactOf(l, w.proc, w.opt.Gen, a.name, t)
+			w.log.Write(&f)
+		}
+	}
+}
+
+// triggered: the fact a planned restart waits for was logged. The worker
+// tells the coordinator and takes no further step: the restart strikes
+// at that phase, whatever the clock says.
+func (w *worker) triggered(a *attempt) bool {
+	if a.trigger[0] != '!' {
+		return false
+	}
+	a.trigger = ""
+	w.send(&Frame{Kind: KTrigger, Attempt: a.name})
+	w.frozen = true
+	return true
+}
+
+// schedule gives each enabled move the worker owns an event, at the
+// time it takes; marks strike where the world first offers them.
+func (w *worker) schedule(a *attempt) {
+	w.project(a)
+	moves := w.chk.MovesInto(&a.st, nil)
+	x := &a.st.W.H[0]
+	for _, m := range moves {
+		var flag *bool
+		switch {
+		case m.Kind == checker.MvAbort && model.Side(m.Arg) == w.mine:
+			flag = &a.abort
+		case m.Kind == checker.MvDelay && model.Side(m.Arg) == w.mine:
+			flag = &a.delay
+		case m.Kind == checker.MvEvict && model.Side(m.Arg) == w.mine:
+			flag = &a.evict
+		}
+		if flag != nil && *flag {
+			*flag = false
+			w.do(a, m, false)
+			return
+		}
+	}
+	if a.hangMark && x.Xfer == model.XferRunning && x.Runner == w.mine && !x.Hung {
+		if w.do(a, checker.Move{Kind: checker.MvHang, H: 0}, false) {
+			a.hangMark = false
+			return
+		}
+	}
+	waiting := false
+	for _, m := range moves {
+		if ownerOf(m, x) != w.who || m.Kind == checker.MvTimer || m.Kind == checker.MvTransfer {
+			continue
+		}
+		if slices.Contains(a.sched, m) {
+			continue
+		}
+		a.sched = append(a.sched, m)
+		w.push(&wevent{at: time.Now().Add(w.delay(a, m)), kind: wMove, a: a, m: m})
+	}
+	if w.mine == model.SourceSide {
+		waiting = x.Compute == model.ComputeQueued
+	} else {
+		waiting = x.Pending || (x.Dst == model.DstActive && !x.Running)
+	}
+	waiting = waiting && !slices.ContainsFunc(a.sched, func(m checker.Move) bool {
+		return m.Kind == checker.MvAdmit || m.Kind == checker.MvReserve || m.Kind == checker.MvRefuse || m.Kind == checker.MvPromote
+	})
+	if waiting && !a.waiting {
+		w.wait = append(w.wait, a)
+	}
+	a.waiting = waiting
+	if x.Xfer == model.XferRunning && x.Runner == w.mine {
+		w.maybeEndTransfer(a)
+	}
+}
+
+// offer schedules again the attempts that wait for capacity, oldest first.
+func (w *worker) offer() {
+	ws := w.wait
+	w.wait = nil
+	for _, a := range ws {
+		if a.gone || !a.waiting {
+			continue
+		}
+		a.waiting = false
+		w.push(&wevent{at: time.Now(), kind: wOffer, a: a})
+	}
+}
+
+// delay is how long an owned move takes: the configuration's durations,
+// scaled; a fact, a cancel or a route takes the real network's time
+// before it arrives, so none here.
+func (w *worker) delay(a *attempt, m checker.Move) time.Duration {
+	x := &a.st.W.H[0]
+	switch m.Kind {
+	case checker.MvReserve, checker.MvRefuse, checker.MvDeferred:
+		return w.dur(w.cfg.CommandUS)
+	case checker.MvApply:
+		if x.Slow[m.Arg] {
+			return w.dur(w.cfg.SlowCoreUS)
+		}
+		return w.dur(w.cfg.CommandUS)
+	case checker.MvCompute:
+		now := time.Now()
+		start := now
+		if w.busy.After(now) {
+			start = w.busy
+		}
+		end := start.Add(w.dur(w.cfg.ComputeUS(a.cfg)))
+		w.busy = end
+		return end.Sub(now)
+	case checker.MvDecodeFinish:
+		return w.dur(w.cfg.DecodeUS(model.Tokens(a.req.OutputTokens)))
+	}
+	return 0
+}
+
+// ---- the transfer this worker runs ----
+
+// startTransfer probes the peer's registration (a read for a pull, a
+// write for a push) and gives the bytes their time.
+func (w *worker) startTransfer(a *attempt) {
+	a.xferV++
+	a.replied, a.xferDue = false, false
+	w.send(&Frame{Kind: KProbe, Attempt: a.name, To: sideNames[w.mine.Other()], PeerGen: max(a.peerGen, 0)})
+	d := w.dur(w.cfg.TransferUS(a.cfg, a.st.W.H[0].PrefixGone&2 != 0))
+	if a.failMark {
+		d = 0
+	}
+	w.push(&wevent{at: time.Now().Add(d), kind: wXfer, a: a, ver: a.xferV})
+}
+
+// maybeEndTransfer ends the transfer once its bytes had their time and
+// the probe answered (or, hung, once a registration is no longer valid).
+func (w *worker) maybeEndTransfer(a *attempt) {
+	x := &a.st.W.H[0]
+	if x.Xfer != model.XferRunning || x.Runner != w.mine {
+		return
+	}
+	if a.failMark && a.xferDue {
+		a.failMark = false
+		if w.do(a, checker.Move{Kind: checker.MvFailTransfer, H: 0}, false) {
+			return
+		}
+	}
+	if !a.replied || !a.xferDue {
+		return
+	}
+	w.do(a, checker.Move{Kind: checker.MvTransfer, H: 0}, false)
+}
+
+// ---- timers ----
+
+// timers arms, moves and forgets the deadlines of the worker's side as
+// the rows that fired say (the simulator's rule, on the wall clock).
+func (w *worker) timers(a *attempt, b *model.Handoff, m checker.Move) {
+	x := &a.st.W.H[0]
+	var touched [model.NumTimers]bool
+	for _, f := range w.fires {
+		for _, act := range f.Actions {
+			if t, ok := sim.TimerOfAction(f.Role, act); ok {
+				touched[t] = true
+			}
+		}
+	}
+	for t := model.Timer(0); t < model.NumTimers; t++ {
+		if t.Side() != w.mine {
+			continue
+		}
+		fired := m.Kind == checker.MvTimer && model.Timer(m.Arg) == t
+		switch {
+		case !x.Armed(t):
+			a.overdue[t] = false
+			if a.timerOn[t] {
+				a.timerV[t]++
+				a.timerOn[t] = false
+			}
+		case !b.Armed(t) || touched[t] || fired || !a.timerOn[t]:
+			a.timerV[t]++
+			a.timerOn[t] = true
+			w.push(&wevent{at: time.Now().Add(w.dur(w.cfg.TimerUS(t))), kind: wTimer, a: a, timer: t, ver: a.timerV[t]})
+		}
+	}
+	// A deadline that passed while its record had no row for it fires as
+	// soon as the record takes it.
+	for t := model.Timer(0); t < model.NumTimers; t++ {
+		if a.overdue[t] && !a.timerOn[t] && x.Armed(t) {
+			a.overdue[t] = false
+			a.timerV[t]++
+			a.timerOn[t] = true
+			w.push(&wevent{at: time.Now(), kind: wTimer, a: a, timer: t, ver: a.timerV[t]})
+		}
+	}
+}
+
+// ---- retirement and the ledger ----
+
+// maybeRetire forgets an attempt whose side finished and holds nothing,
+// with nothing scheduled. No tombstone stays: a late frame for it finds
+// no attempt and changes nothing.
+func (w *worker) maybeRetire(a *attempt) {
+	if a.gone || len(a.sched) > 0 || a.waiting || !w.chk.Terminal(&a.st, roleOf(w.mine), 0) || !a.hold.Zero() {
+		return
+	}
+	for t := range a.timerOn {
+		if a.timerOn[t] {
+			return
+		}
+	}
+	if x := &a.st.W.H[0]; x.Xfer == model.XferRunning && x.Runner == w.mine {
+		return
+	}
+	a.gone = true
+	delete(w.atts, a.name)
+}
+
+func (w *worker) sendLedger() {
+	k := &w.k
+	l := &Ledger{Role: sideNames[w.mine], Worker: w.opt.Worker, Gen: w.opt.Gen,
+		Free: int64(k.Free), Cached: int64(k.Cached), Kept: int64(k.Kept), Active: int64(k.Active), Pinned: int64(k.Pinned),
+		Reserved: int64(k.Reserved), Slots: int64(k.SlotsUsed), Headroom: int64(k.HeadroomUsed), InFlight: int64(k.InFlight),
+		Owned: int64(k.Owned), PrefillTokens: int64(k.PrefillTokens), Booked: int64(k.BookedBlocks), Stored: int64(k.StoredBlocks),
+		Open: len(w.atts), Attempts: w.hosted, Refused: w.refused, Findings: w.findings}
+	w.send(&Frame{Kind: KLedger, Ledger: l})
+}
+
+// ---- the event queue ----
+
+type wkind uint8
+
+const (
+	wMove wkind = iota
+	wTimer
+	wXfer
+	wOffer
+)
+
+type wevent struct {
+	at    time.Time
+	seq   uint64
+	kind  wkind
+	a     *attempt
+	m     checker.Move
+	timer model.Timer
+	ver   uint32
+}
+
+type wqueue []*wevent
+
+func (q wqueue) Len() int { return len(q) }
+func (q wqueue) Less(i, j int) bool {
+	if !q[i].at.Equal(q[j].at) {
+		return q[i].at.Before(q[j].at)
+	}
+	return q[i].seq < q[j].seq
+}
+func (q wqueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *wqueue) Push(x any)   { *q = append(*q, x.(*wevent)) }
+func (q *wqueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	return e
+}
+
+func (w *worker) push(e *wevent) {
+	w.seq++
+	e.seq = w.seq
+	heap.Push(&w.q, e)
+}
+
+// runDue takes every event whose time came.
+func (w *worker) runDue() {
+	now := time.Now()
+	for w.q.Len() > 0 && !w.frozen && !w.q[0].at.After(now) {
+		e := heap.Pop(&w.q).(*wevent)
+		a := e.a
+		if a.gone {
+			continue
+		}
+		switch e.kind {
+		case wMove:
+			if i := slices.Index(a.sched, e.m); i >= 0 {
+				a.sched = slices.Delete(a.sched, i, i+1)
+			}
+			if !w.do(a, e.m, false) {
+				w.schedule(a)
+				w.maybeRetire(a)
+			}
+		case wTimer:
+			if e.ver != a.timerV[e.timer] {
+				continue
+			}
+			a.timerOn[e.timer] = false
+			if !w.do(a, checker.Move{Kind: checker.MvTimer, H: 0, Arg: int8(e.timer)}, false) {
+				a.overdue[e.timer] = true
+				w.maybeRetire(a)
+			}
+		case wXfer:
+			if e.ver != a.xferV {
+				continue
+			}
+			a.xferDue = true
+			w.maybeEndTransfer(a)
+			if x := &a.st.W.H[0]; x.Xfer == model.XferRunning && x.Hung {
+				// A hung transfer asks again: it fails once a
+				// registration it uses is no longer valid.
+				a.replied = false
+				w.send(&Frame{Kind: KProbe, Attempt: a.name, To: sideNames[w.mine.Other()], PeerGen: max(a.peerGen, 0)})
+				w.push(&wevent{at: time.Now().Add(w.dur(w.cfg.HealthCheckUS)), kind: wXfer, a: a, ver: a.xferV})
+			}
+		case wOffer:
+			w.schedule(a)
+			w.maybeRetire(a)
+		}
+	}
+}
