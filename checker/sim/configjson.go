@@ -79,4 +79,6 @@ func (c *Config) TransferUS(wc *model.Config, prefixGone bool) int64 {
 func (c *Config) DecodeUS(n model.Tokens) int64 { return int64(n) * c.Decode.PerTokenUS }
 
 // TimerOfAction is the timer an action of a role arms, renews or disarms.
-func TimerOfAction(role spec.Role, a checker.Action) (model.Timer, bool) { return timerOfAction(role, a) }
+func TimerOfAction(role spec.Role, a checker.Action) (model.Timer, bool) {
+	return timerOfAction(role, a)
+}
