@@ -117,7 +117,7 @@ type coord struct {
 	moreArrivals      bool
 	next              *sim.Request
 	marks             map[int]*marks
-	after             []sim.Fault // restarts that wait for a logged fact
+	timed             []sim.Fault // restarts of workers at their times
 	rep               Report
 	lat               []float64
 	start, end        time.Time
@@ -133,6 +133,10 @@ type cworker struct {
 	proc   Proc
 	ledger *Ledger
 	logf   string
+	// pending holds the frames for a generation that is starting: they
+	// go out once it says hello.
+	pending  [][]byte
+	starting bool
 }
 
 type wconn struct {
@@ -298,15 +302,12 @@ func newCoord(ctx context.Context, opt Options) (*coord, error) {
 // plan turns the fault plan into marks and timed restarts.
 func (c *coord) plan() error {
 	for _, f := range c.opt.Faults {
-		switch f.Kind {
-		case "restart":
+		if f.Kind == "restart" && f.Request < 0 {
 			if f.Worker >= c.cfg.NumWorkers() {
 				return fmt.Errorf("%s:%d: %w: worker %d, the configuration has workers 0 to %d", f.File, f.Line, sim.ErrInput, f.Worker, c.cfg.NumWorkers()-1)
 			}
-			c.push(&cevent{at: c.epochLater(f.AtUS), kind: cRestart, w: f.Worker})
+			c.timed = append(c.timed, f)
 			continue
-		case "after":
-			c.after = append(c.after, f)
 		}
 		if f.Request < 0 {
 			continue
@@ -330,8 +331,13 @@ func (c *coord) plan() error {
 			if _, ok := sideNamed(f.Side); ok {
 				m.worker = append(m.worker, Frame{Kind: KMark, Fault: f.Kind, To: f.Side})
 			}
-		case "after":
-			m.worker = append(m.worker, Frame{Kind: KMark, Fault: f.Msg, To: f.Side})
+		case "restart":
+			// Aimed at a phase: the side's worker stops when it logs
+			// the fact, and the coordinator kills it then.
+			if !slices.Contains(obslog.AttemptKindNames(), f.After) {
+				return fmt.Errorf("%s:%d: %w: after %q, want a kind a worker logs for a request", f.File, f.Line, sim.ErrInput, f.After)
+			}
+			m.worker = append(m.worker, Frame{Kind: KMark, Fault: f.After, To: f.Side})
 		default:
 			return fmt.Errorf("%s:%d: %w: fault kind %q: a live run strikes loss, duplicate, cancel, hang, transfer_failure, abort, delay, evict and restart", f.File, f.Line, sim.ErrInput, f.Kind)
 		}
@@ -443,8 +449,11 @@ func (c *coord) run() error {
 		}
 	}
 	c.start = time.Now()
-	c.epoch = c.start // arrivals count from here
+	c.epoch = c.start // arrivals and timed restarts count from here
 	c.scheduleArrival()
+	for _, f := range c.timed {
+		c.push(&cevent{at: c.epochLater(f.AtUS), kind: cRestart, w: f.Worker})
+	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -525,13 +534,17 @@ func (c *coord) flush() {
 
 func (c *coord) sendTo(w int, f *Frame) bool {
 	cw := c.ws[w]
-	if cw.conn == nil || cw.conn.bad {
-		return false // the worker is down: the frame is lost with it
-	}
 	b, err := AppendFrame(nil, f)
 	if err != nil {
 		fmt.Fprintf(c.errs, "coordinator: %v\n", err)
 		return false
+	}
+	if cw.starting {
+		cw.pending = append(cw.pending, b)
+		return true
+	}
+	if cw.conn == nil || cw.conn.bad {
+		return false // the worker is down: the frame is lost with it
 	}
 	cw.conn.out.Write(b)
 	return true
@@ -562,7 +575,13 @@ func (c *coord) inbound(ib inbound) {
 			return
 		}
 		wc.w = f.Index
-		c.ws[f.Index].conn = wc
+		cw := c.ws[f.Index]
+		cw.conn = wc
+		cw.starting = false
+		for _, b := range cw.pending {
+			wc.out.Write(b)
+		}
+		cw.pending = nil
 		return
 	}
 	if f.Gen != c.ws[wc.w].gen {
@@ -574,12 +593,15 @@ func (c *coord) inbound(ib inbound) {
 	case KAnnounce:
 		if a := c.atts[f.Attempt]; a != nil && a.p == wc.w && !a.done {
 			a.st.W.H[0].Announced = true
-			c.routeDecode(a)
+			c.laterRouteDecode(a)
 		}
 	case KOutcome:
 		c.outcome(wc.w, f)
 	case KTrigger:
+		c.rep.FaultsStruck++
 		c.restart(wc.w, true)
+	case KStruck:
+		c.rep.FaultsStruck++
 	case KLedger:
 		if c.ws[wc.w].ledger == nil {
 			c.ledgers++
@@ -686,10 +708,17 @@ func (c *coord) arrive() error {
 	}
 	if a.m.cancel {
 		a.m.cancel = false
+		c.rep.FaultsStruck++
 		c.cancel(a)
 	}
-	c.routeDecode(a)
+	c.laterRouteDecode(a)
 	return nil
+}
+
+// laterRouteDecode routes decode a network latency from now, as the
+// simulator does: the frontend's hop to the decode router.
+func (c *coord) laterRouteDecode(a *catt) {
+	c.push(&cevent{at: time.Now().Add(c.dur(c.cfg.LatencyUS)), kind: cRouteDecode, a: a})
 }
 
 func (c *coord) info(a *catt) *RequestInfo {
@@ -817,9 +846,11 @@ func (c *coord) relay(from int, f *Frame) {
 		switch {
 		case a.m.lose.take(to, f.Msg):
 			c.rep.Proxy.Dropped++
+			c.rep.FaultsStruck++
 			return
 		case a.m.dup.take(to, f.Msg):
 			c.rep.Proxy.Duplicated++
+			c.rep.FaultsStruck++
 			copies = 2
 		}
 		if p := &c.opt.Proxy; p.Seed != 0 && c.rng.Float64() < p.Rate {
@@ -859,6 +890,7 @@ func (c *coord) restart(w int, kill bool) {
 		cw.conn = nil
 	}
 	cw.gen++
+	cw.starting = true
 	c.rep.Restarts++
 	for _, a := range c.order {
 		if a.done || (a.p != w && a.d != w) {
@@ -906,6 +938,7 @@ const (
 	cRelay
 	cPeerRestarted
 	cRestart
+	cRouteDecode
 )
 
 type cevent struct {
@@ -961,7 +994,12 @@ func (c *coord) runDue() error {
 				c.sendTo(e.w, &Frame{Kind: KPeerRestarted, Attempt: e.a.name, Gen: e.gen})
 			}
 		case cRestart:
+			c.rep.FaultsStruck++
 			c.restart(e.w, true)
+		case cRouteDecode:
+			if !e.a.done {
+				c.routeDecode(e.a)
+			}
 		}
 	}
 	return nil

@@ -75,6 +75,9 @@ const (
 	KDrain
 	// KLedger: W→C: the worker's ledgers.
 	KLedger
+	// KStruck: W→C: a planned fault the worker held for an attempt
+	// struck (for the report's count).
+	KStruck
 	numKinds
 )
 
@@ -97,6 +100,7 @@ var frameKinds = [numKinds]struct {
 	KTrigger:       {"trigger", []string{"attempt"}},
 	KDrain:         {"drain", nil},
 	KLedger:        {"ledger", []string{"ledger"}},
+	KStruck:        {"struck", []string{"attempt", "fault"}},
 }
 
 func (k Kind) String() string {

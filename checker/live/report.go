@@ -20,6 +20,9 @@ type Report struct {
 	Failed    int `json:"failed"`
 	Cancelled int `json:"cancelled"`
 	Restarts  int `json:"restarts"`
+	// FaultsStruck counts the plan's faults that struck (the proxy's
+	// random ones are counted in Proxy).
+	FaultsStruck int `json:"faults_struck"`
 	// ElapsedMS is wall-clock time from the first arrival to the last
 	// attempt's end; Throughput is finished handoffs per second of it.
 	ElapsedMS  float64 `json:"elapsed_ms"`
@@ -83,7 +86,7 @@ func (r *Report) Write(w io.Writer) {
 		r.Policy, r.Engine, r.Requests, r.Succeeded, r.Failed, r.Cancelled, r.Restarts)
 	fmt.Fprintf(w, "  %.0f handoffs/s over %.1f ms; latency p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms\n",
 		r.Throughput, r.ElapsedMS, r.LatencyMS.P50, r.LatencyMS.P90, r.LatencyMS.P99, r.LatencyMS.Max)
-	fmt.Fprintf(w, "  proxy: %d dropped, %d duplicated, %d delayed\n", r.Proxy.Dropped, r.Proxy.Duplicated, r.Proxy.Delayed)
+	fmt.Fprintf(w, "  faults: %d of the plan struck; proxy: %d dropped, %d duplicated, %d delayed\n", r.FaultsStruck, r.Proxy.Dropped, r.Proxy.Duplicated, r.Proxy.Delayed)
 	for _, l := range r.Workers {
 		held := l.Held()
 		if held == "" {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/handoffcheck/handoffcheck/checker"
@@ -394,14 +395,21 @@ func (w *worker) fact(a *attempt, f *Frame) {
 		w.refuse(f, "a fact this worker does not take")
 		return
 	}
+	// Each fact that arrives is taken a configured latency later, on its
+	// own: a duplicate is taken twice.
+	w.push(&wevent{at: time.Now().Add(w.dur(w.cfg.LatencyUS)), kind: wDeliver, a: a, m: checker.Move{Kind: checker.MvDeliver, H: 0, Arg: int8(to), Msg: m}})
+}
+
+func (w *worker) deliver(a *attempt, m checker.Move) {
 	x := &a.st.W.H[0]
 	if w.mine == model.SourceSide && x.Decode < 0 {
 		x.Decode = 1
 	}
-	// Each fact that arrives is delivered as it arrives: a duplicate that
-	// arrives after its twin was taken is taken again.
-	x.Ch[to].Send(m)
-	w.do(a, checker.Move{Kind: checker.MvDeliver, H: 0, Arg: int8(to), Msg: m}, false)
+	x.Ch[w.mine].Send(m.Msg)
+	if !w.do(a, m, false) {
+		x.Ch[w.mine] = model.Channel{}
+		w.maybeRetire(a)
+	}
 }
 
 func (w *worker) cancel(a *attempt) {
@@ -489,6 +497,11 @@ func (w *worker) mark(a *attempt, f *Frame) {
 	w.settle(a, nil, checker.Move{})
 }
 
+// struck tells the coordinator a planned fault struck.
+func (w *worker) struck(a *attempt, fault string) {
+	w.send(&Frame{Kind: KStruck, Attempt: a.name, Fault: fault})
+}
+
 // ---- steps ----
 
 // project puts the worker's counters and what its other attempts hold
@@ -553,9 +566,6 @@ func (w *worker) settle(a *attempt, before *checker.State, m checker.Move) {
 		if b.Xfer != model.XferRunning && x.Xfer == model.XferRunning && x.Runner == w.mine {
 			w.startTransfer(a)
 		}
-		if a.trigger != "" && w.triggered(a) {
-			return
-		}
 	}
 	// The cache evicts what a finished side keeps.
 	if w.chk.Terminal(&a.st, roleOf(w.mine), 0) && keeps(x, w.mine) {
@@ -567,6 +577,9 @@ func (w *worker) settle(a *attempt, before *checker.State, m checker.Move) {
 	}
 	w.schedule(a)
 	w.maybeRetire(a)
+	if strings.HasPrefix(a.trigger, "!") {
+		w.triggered(a)
+	}
 }
 
 func keeps(x *model.Handoff, sd model.Side) bool {
@@ -591,7 +604,7 @@ func (w *worker) observe(a *attempt, before *checker.State, m checker.Move) {
 		if l.By != by {
 			continue
 		}
-		if a.trigger != "" && obslog.Kinds[l.Kind].Name == a.trigger {
+		if a.trigger != "" && a.trigger[0] != '!' && obslog.Kinds[l.Kind].Name == a.trigger {
 			a.trigger = "!" + a.trigger
 		}
 		if w.log != nil {
@@ -604,14 +617,10 @@ func (w *worker) observe(a *attempt, before *checker.State, m checker.Move) {
 // triggered: the fact a planned restart waits for was logged. The worker
 // tells the coordinator and takes no further step: the restart strikes
 // at that phase, whatever the clock says.
-func (w *worker) triggered(a *attempt) bool {
-	if a.trigger[0] != '!' {
-		return false
-	}
+func (w *worker) triggered(a *attempt) {
 	a.trigger = ""
 	w.send(&Frame{Kind: KTrigger, Attempt: a.name})
 	w.frozen = true
-	return true
 }
 
 // schedule gives each enabled move the worker owns an event, at the
@@ -632,15 +641,18 @@ func (w *worker) schedule(a *attempt) {
 		}
 		if flag != nil && *flag {
 			*flag = false
+			w.struck(a, m.Kind.String())
 			w.do(a, m, false)
 			return
 		}
 	}
 	if a.hangMark && x.Xfer == model.XferRunning && x.Runner == w.mine && !x.Hung {
-		if w.do(a, checker.Move{Kind: checker.MvHang, H: 0}, false) {
-			a.hangMark = false
-			return
-		}
+		// The runner's transfer hangs: from now on it ends only by
+		// failing, once a registration it uses is no longer valid.
+		a.hangMark = false
+		w.struck(a, "hang")
+		w.do(a, checker.Move{Kind: checker.MvHang, H: 0}, true)
+		return
 	}
 	waiting := false
 	for _, m := range moves {
@@ -689,6 +701,11 @@ func (w *worker) offer() {
 func (w *worker) delay(a *attempt, m checker.Move) time.Duration {
 	x := &a.st.W.H[0]
 	switch m.Kind {
+	case checker.MvDeliverRequest, checker.MvDeliverCancel:
+		// The network's own time has passed already; the configured
+		// latency is added, as every adapter does, so that the clocks
+		// agree on what comes first.
+		return w.dur(w.cfg.LatencyUS)
 	case checker.MvReserve, checker.MvRefuse, checker.MvDeferred:
 		return w.dur(w.cfg.CommandUS)
 	case checker.MvApply:
@@ -736,6 +753,7 @@ func (w *worker) maybeEndTransfer(a *attempt) {
 	if a.failMark && a.xferDue {
 		a.failMark = false
 		if w.do(a, checker.Move{Kind: checker.MvFailTransfer, H: 0}, false) {
+			w.struck(a, "transfer_failure")
 			return
 		}
 	}
@@ -829,6 +847,7 @@ const (
 	wTimer
 	wXfer
 	wOffer
+	wDeliver
 )
 
 type wevent struct {
@@ -909,6 +928,8 @@ func (w *worker) runDue() {
 		case wOffer:
 			w.schedule(a)
 			w.maybeRetire(a)
+		case wDeliver:
+			w.deliver(a, e.m)
 		}
 	}
 }

@@ -180,6 +180,18 @@ func KindNamed(name string) (Kind, bool) {
 	return 0, false
 }
 
+// AttemptKindNames lists, in order, the kinds a worker logs about an
+// attempt: what a phase of a handoff can be named by.
+func AttemptKindNames() []string {
+	var out []string
+	for k := Kind(1); k < NumKinds; k++ {
+		if Kinds[k].Who != ByRouter && k != WorkerRestarted {
+			out = append(out, Kinds[k].Name)
+		}
+	}
+	return out
+}
+
 // KindNames lists the kinds' names in order.
 func KindNames() []string {
 	out := make([]string, 0, NumKinds-1)

@@ -140,7 +140,15 @@ func Observe(out []Label, h int, before, after *checker.State, m checker.Move, f
 		}
 		return int32(get(&aw[w]) - get(&bw[w]))
 	}
-	add := func(l Label) { out = append(out, l) }
+	add := func(l Label) {
+		// A side whose process restarted forgot the attempt: the new
+		// process logs nothing more of it (a transfer that ends later
+		// ends unobserved by it).
+		if l.By != ByRouter && b.Outcome[sideOf(l.By)] == model.OutcomeForgotten {
+			return
+		}
+		out = append(out, l)
+	}
 	for k := Kind(1); k < NumKinds; k++ {
 		for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 			by := bySide(sd)
@@ -233,6 +241,13 @@ func Observe(out []Label, h int, before, after *checker.State, m checker.Move, f
 		}
 	}
 	return out
+}
+
+func sideOf(by Who) model.Side {
+	if by == BySource {
+		return model.SourceSide
+	}
+	return model.DestinationSide
 }
 
 func reg(x *model.Handoff, sd model.Side) model.Reg {

@@ -59,6 +59,9 @@ type Fault struct {
 	Worker   int // -1 when the kind names a request
 	To, Side string
 	Msg      string
+	// After, for a restart aimed at a request's side: the log kind after
+	// which that side's worker restarts.
+	After string
 }
 
 // ErrInput is wrapped by a workload request or fault the configuration
@@ -278,6 +281,9 @@ type marks struct {
 	cancel         bool
 	delay          [2]bool
 	abort, evict   [2]bool
+	// restartAfter is, per side, the log kind after which that side's
+	// worker restarts ("" for none).
+	restartAfter [2]string
 }
 
 // factMark is how many of the next facts to each side (or to either) a
@@ -316,7 +322,8 @@ func (f *factMark) take(to model.Side, m model.Msg) bool {
 // left counts the faults the plan held for a request that never struck.
 func (m *marks) left() int {
 	n := m.lose.any + m.dup.any + m.lose.n[0] + m.lose.n[1] + m.dup.n[0] + m.dup.n[1]
-	for _, b := range []bool{m.hang, m.failXfer, m.cancel, m.delay[0], m.delay[1], m.abort[0], m.abort[1], m.evict[0], m.evict[1]} {
+	for _, b := range []bool{m.hang, m.failXfer, m.cancel, m.delay[0], m.delay[1], m.abort[0], m.abort[1], m.evict[0], m.evict[1],
+		m.restartAfter[0] != "", m.restartAfter[1] != ""} {
 		if b {
 			n++
 		}
@@ -693,6 +700,7 @@ func (s *Sim) do(r *request, m checker.Move, force bool) bool {
 	if s.olog != nil {
 		s.observe(r, &before, m)
 	}
+	trigger := s.restartTrigger(r, &before, m)
 	w := r.p
 	if m.Kind == checker.MvRouteDecode {
 		w = r.d
@@ -704,7 +712,39 @@ func (s *Sim) do(r *request, m checker.Move, force bool) bool {
 		return true
 	}
 	s.react(r, &before, m)
+	if trigger >= 0 && s.violation == nil {
+		// The side logged the fact a planned restart waits for: its
+		// worker restarts now, at that phase of the handoff.
+		r.m.restartAfter[trigger] = ""
+		w := r.p
+		if trigger == int(model.DestinationSide) {
+			w = r.d
+		}
+		s.restart(w)
+		s.stats.faults++
+	}
 	return true
+}
+
+// restartTrigger is the side whose planned restart the step triggers (it
+// logged the fact the restart waits for), or -1.
+func (s *Sim) restartTrigger(r *request, before *checker.State, m checker.Move) int {
+	if r.m.restartAfter[0] == "" && r.m.restartAfter[1] == "" {
+		return -1
+	}
+	s.labels = obslog.Observe(s.labels[:0], 0, before, &r.st, m, s.log)
+	for _, l := range s.labels {
+		for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+			by := obslog.BySource
+			if sd == model.DestinationSide {
+				by = obslog.ByDestination
+			}
+			if l.By == by && r.m.restartAfter[sd] == obslog.Kinds[l.Kind].Name {
+				return int(sd)
+			}
+		}
+	}
+	return -1
 }
 
 func (s *Sim) fail(r *request, inv, detail string) {
@@ -1148,6 +1188,14 @@ func (s *Sim) checkFault(f Fault) error {
 	if f.Worker >= s.cfg.NumWorkers() {
 		return fmt.Errorf("%s:%d: %w: worker %d, but the configuration has workers 0 to %d", f.File, f.Line, ErrInput, f.Worker, s.cfg.NumWorkers()-1)
 	}
+	if f.Kind == "restart" && f.Request >= 0 {
+		if !slices.Contains(obslog.AttemptKindNames(), f.After) {
+			return fmt.Errorf("%s:%d: %w: after %q, want a kind of the observation log a worker logs for a request: %s", f.File, f.Line, ErrInput, f.After, strings.Join(obslog.AttemptKindNames(), ", "))
+		}
+		if _, ok := sideIndex(f.Side); !ok {
+			return fmt.Errorf("%s:%d: %w: side %q, want source or destination", f.File, f.Line, ErrInput, f.Side)
+		}
+	}
 	if f.Msg != "" {
 		known := false
 		var names []string
@@ -1175,7 +1223,7 @@ func sideIndex(name string) (model.Side, bool) {
 // strike makes a planned fault happen, or leaves a mark on the request
 // for the next moment it can.
 func (s *Sim) strike(f *Fault) {
-	if f.Kind == "restart" {
+	if f.Kind == "restart" && f.Request < 0 {
 		s.restart(f.Worker)
 		s.stats.faults++
 		return
@@ -1220,6 +1268,10 @@ func (s *Sim) strike(f *Fault) {
 	case "evict":
 		if hasSide {
 			mk.evict[sd] = true
+		}
+	case "restart":
+		if hasSide {
+			mk.restartAfter[sd] = f.After
 		}
 	}
 	if ok {

@@ -9,6 +9,7 @@
 //	{"at_ms":0,"kind":"hang","request":4}
 //	{"at_ms":120,"kind":"loss","request":3,"to":"destination","msg":"ReceiveCompleted"}
 //	{"at_ms":300,"kind":"restart","worker":2}
+//	{"at_ms":0,"kind":"restart","request":5,"side":"destination","after":"transfer_started"}
 //
 // Faults come in time order (at_ms never decreases). A fault acts on the
 // first occasion at or after its time: "loss" loses the next fact sent to
@@ -18,7 +19,11 @@
 // "delay" makes the side's scheduler core fall behind for the request,
 // "evict" evicts what the side keeps cached for it, "abort" has the side
 // abort the request on its own, "cancel" has the client cancel it, and
-// "restart" restarts the worker. The kinds are the fault configuration
+// "restart" restarts the worker, or, given a request, a side and a fact
+// "after" (a kind of the observation log), restarts the worker of the
+// request's side right after it logs that fact for the request: a restart
+// aimed at a phase of a handoff, which every adapter strikes at the same
+// point whatever its clock. The kinds are the fault configuration
 // keys of the checker (checker.FaultKinds); which fields each kind takes
 // is the table rules. The kinds a plan cannot schedule are refused with
 // the reason: reorder, early_timer, no_show and background_load happen in
@@ -94,6 +99,9 @@ type Fault struct {
 	// behind or has its blocks evicted; Msg restricts a lost or
 	// duplicated fact to one name ("" for any).
 	To, Side, Msg string
+	// After is the fact (an observation log kind) after which a restart
+	// aimed at a request's side strikes, "" for a restart of a worker.
+	After string
 }
 
 // need says whether a kind takes a field.
@@ -107,8 +115,10 @@ const (
 
 // rule is what one schedulable kind takes.
 type rule struct {
-	kind                           string
-	request, worker, to, side, msg need
+	kind                                  string
+	request, worker, to, side, msg, after need
+	// alt is another form of the kind's fields, nil for none.
+	alt *rule
 }
 
 // rules lists the kinds a plan may schedule, keyed by the checker's fault
@@ -121,7 +131,7 @@ var rules = []rule{
 	{kind: "cancel", request: required},
 	{kind: "abort", request: required, side: required},
 	{kind: "transfer_failure", request: required},
-	{kind: "restart", worker: required},
+	{kind: "restart", worker: required, alt: &rule{kind: "restart", request: required, side: required, after: required}},
 	{kind: "hang", request: required},
 	{kind: "evict", request: required, side: required},
 	{kind: "delay", request: required, side: required},
@@ -167,8 +177,13 @@ func unknownKind(kind string) string {
 	return fmt.Sprintf("kind %q is not a fault kind a plan may schedule; want one of %s", kind, strings.Join(Kinds(), ", "))
 }
 
-// takes lists, for messages, the fields a kind takes.
+// takes lists, for messages, the fields a kind takes (each form).
 func (r *rule) takes() string {
+	if r.alt != nil {
+		a, b := *r, *r.alt
+		a.alt = nil
+		return a.takes() + "; or " + b.takes()
+	}
 	fields := []string{"at_ms", "kind"}
 	for _, f := range r.fields() {
 		switch f.need {
@@ -189,7 +204,26 @@ type ruleField struct {
 // fields lists a kind's needs of every field but at_ms and kind, in
 // canonical order.
 func (r *rule) fields() []ruleField {
-	return []ruleField{{"request", r.request}, {"worker", r.worker}, {"to", r.to}, {"side", r.side}, {"msg", r.msg}}
+	return []ruleField{{"request", r.request}, {"worker", r.worker}, {"to", r.to}, {"side", r.side}, {"msg", r.msg}, {"after", r.after}}
+}
+
+// form is the form of a kind's rule that the given fields fit best: the
+// one with the fewest required fields missing and forbidden ones given
+// (the first of equals), whose refusal is then the one to report.
+func (r *rule) form(given func(string) bool) *rule {
+	best, bestMiss := r, -1
+	for f := r; f != nil; f = f.alt {
+		miss := 0
+		for _, field := range f.fields() {
+			if given(field.name) != (field.need == required) && field.need != optional {
+				miss++
+			}
+		}
+		if bestMiss < 0 || miss < bestMiss {
+			best, bestMiss = f, miss
+		}
+	}
+	return best
 }
 
 // faultLine is the JSON of a fault line. Every field is raw so that each
@@ -202,6 +236,7 @@ type faultLine struct {
 	To      json.RawMessage `json:"to,omitempty"`
 	Side    json.RawMessage `json:"side,omitempty"`
 	Msg     json.RawMessage `json:"msg,omitempty"`
+	After   json.RawMessage `json:"after,omitempty"`
 }
 
 type headerLine struct {
@@ -340,14 +375,16 @@ func (p *parser) fault(text []byte) (Fault, error) {
 		return f, p.fail("%s: at_ms %s", kind, why)
 	}
 	f.AtUS = at
-	raws := map[string]json.RawMessage{"request": l.Request, "worker": l.Worker, "to": l.To, "side": l.Side, "msg": l.Msg}
+	raws := map[string]json.RawMessage{"request": l.Request, "worker": l.Worker, "to": l.To, "side": l.Side, "msg": l.Msg, "after": l.After}
+	all := r
+	r = r.form(func(name string) bool { return raws[name] != nil })
 	for _, field := range r.fields() {
 		raw := raws[field.name]
 		switch {
 		case raw == nil && field.need == required:
-			return f, p.fail("%s needs %s (%s takes %s)", kind, field.name, kind, r.takes())
+			return f, p.fail("%s needs %s (%s takes %s)", kind, field.name, kind, all.takes())
 		case raw != nil && field.need == forbidden:
-			return f, p.fail("%s does not take %s (%s takes %s)", kind, field.name, kind, r.takes())
+			return f, p.fail("%s does not take %s (%s takes %s)", kind, field.name, kind, all.takes())
 		case raw == nil:
 			continue
 		}
@@ -363,6 +400,8 @@ func (p *parser) fault(text []byte) (Fault, error) {
 			f.Side, why = side(raw)
 		case "msg":
 			f.Msg, why = msg(raw)
+		case "after":
+			f.After, why = msg(raw)
 		}
 		if why != "" {
 			return f, p.fail("%s: %s %s", kind, field.name, why)
@@ -454,13 +493,15 @@ func check(f *Fault) string {
 	if f.AtUS < 0 || f.AtUS > workload.MaxMicros {
 		return fmt.Sprintf("at_ms %s, want 0 to %d", workload.FormatMillis(f.AtUS), workload.MaxMillis)
 	}
-	given := map[string]bool{"request": f.Request != -1, "worker": f.Worker != -1, "to": f.To != "", "side": f.Side != "", "msg": f.Msg != ""}
+	given := map[string]bool{"request": f.Request != -1, "worker": f.Worker != -1, "to": f.To != "", "side": f.Side != "", "msg": f.Msg != "", "after": f.After != ""}
+	all := r
+	r = r.form(func(name string) bool { return given[name] })
 	for _, field := range r.fields() {
 		switch {
 		case !given[field.name] && field.need == required:
-			return fmt.Sprintf("%s needs %s (%s takes %s)", f.Kind, field.name, f.Kind, r.takes())
+			return fmt.Sprintf("%s needs %s (%s takes %s)", f.Kind, field.name, f.Kind, all.takes())
 		case given[field.name] && field.need == forbidden:
-			return fmt.Sprintf("%s does not take %s (%s takes %s; a field it does not take is -1 or empty)", f.Kind, field.name, f.Kind, r.takes())
+			return fmt.Sprintf("%s does not take %s (%s takes %s; a field it does not take is -1 or empty)", f.Kind, field.name, f.Kind, all.takes())
 		}
 	}
 	isSide := func(s string) bool { return s == "" || s == "source" || s == "destination" }
@@ -477,13 +518,17 @@ func check(f *Fault) string {
 		return fmt.Sprintf("msg of %d bytes, want at most %d", len(f.Msg), MaxMsgBytes)
 	case !utf8.ValidString(f.Msg):
 		return "msg is not valid UTF-8"
+	case len(f.After) > MaxMsgBytes:
+		return fmt.Sprintf("after of %d bytes, want at most %d", len(f.After), MaxMsgBytes)
+	case !utf8.ValidString(f.After):
+		return "after is not valid UTF-8"
 	}
 	return ""
 }
 
 // Write writes a plan in canonical form: the header, then one line per
 // fault with its fields in a fixed order (at_ms, kind, request, worker,
-// to, side, msg), times as the shortest decimal of milliseconds. Fault i
+// to, side, msg, after), times as the shortest decimal of milliseconds. Fault i
 // goes on line i+2; Line is ignored. A plan Parse would refuse is refused
 // before anything is written.
 func Write(w io.Writer, p *Plan) error {
@@ -514,7 +559,7 @@ func Write(w io.Writer, p *Plan) error {
 			b = append(b, `,"worker":`...)
 			b = strconv.AppendInt(b, int64(f.Worker), 10)
 		}
-		for _, kv := range [][2]string{{"to", f.To}, {"side", f.Side}, {"msg", f.Msg}} {
+		for _, kv := range [][2]string{{"to", f.To}, {"side", f.Side}, {"msg", f.Msg}, {"after", f.After}} {
 			if kv[1] != "" {
 				b = append(b, `,"`+kv[0]+`":`...)
 				b = appendString(b, kv[1])

@@ -26,6 +26,7 @@ const example = `{"format":"handoffcheck.faults/v1"}
 {"at_ms":120.0004,"kind":"duplicate","request":3,"to":"source","msg":"ReceiveCompleted"}
 {"at_ms": 120.5, "kind": "loss", "request": 2147483647, "msg": "ReaderCompleted"}
 {"at_ms":300,"kind":"restart","worker":2}
+{"at_ms":300,"after":"transfer_started","side":"destination","kind":"restart","request":5}
 `
 
 const exampleCanonical = `{"format":"handoffcheck.faults/v1"}
@@ -39,6 +40,7 @@ const exampleCanonical = `{"format":"handoffcheck.faults/v1"}
 {"at_ms":120,"kind":"duplicate","request":3,"to":"source","msg":"ReceiveCompleted"}
 {"at_ms":120.5,"kind":"loss","request":2147483647,"msg":"ReaderCompleted"}
 {"at_ms":300,"kind":"restart","worker":2}
+{"at_ms":300,"kind":"restart","request":5,"side":"destination","after":"transfer_started"}
 `
 
 func parse(data string) (*Plan, error) { return Parse(strings.NewReader(data), "p.jsonl") }
@@ -59,6 +61,7 @@ func TestParse_Example(t *testing.T) {
 		{Line: 9, AtUS: 120000, Kind: "duplicate", Request: 3, Worker: -1, To: "source", Msg: "ReceiveCompleted"},
 		{Line: 10, AtUS: 120500, Kind: "loss", Request: MaxIndex, Worker: -1, Msg: "ReaderCompleted"},
 		{Line: 11, AtUS: 300000, Kind: "restart", Request: -1, Worker: 2},
+		{Line: 12, AtUS: 300000, Kind: "restart", Request: 5, Worker: -1, Side: "destination", After: "transfer_started"},
 	}
 	if d := cmp.Diff(want, p.Faults); d != "" {
 		t.Fatalf("faults (-want +got):\n%s", d)
@@ -118,7 +121,10 @@ func TestParse_Refusals(t *testing.T) {
 		{"time null", header + `{"at_ms":null,"kind":"hang","request":4}`, `p.jsonl:2: faultplan: bad fault plan: hang: at_ms null, want a number of milliseconds`},
 		{"out of order", header + `{"at_ms":5,"kind":"hang","request":4}` + "\n" + `{"at_ms":4.5,"kind":"hang","request":3}`, `p.jsonl:3: faultplan: bad fault plan: at_ms 4.5 is before the previous fault's at_ms 5; want faults in time order`},
 		{"missing request", header + `{"at_ms":0,"kind":"loss","to":"source"}`, `p.jsonl:2: faultplan: bad fault plan: loss needs request (loss takes at_ms, kind, request, to (optional), msg (optional))`},
-		{"missing worker", header + `{"at_ms":0,"kind":"restart"}`, `p.jsonl:2: faultplan: bad fault plan: restart needs worker (restart takes at_ms, kind, worker)`},
+		{"restart of both forms", header + `{"at_ms":0,"kind":"restart","worker":1,"request":1,"side":"source","after":"pinned"}`, `p.jsonl:2: faultplan: bad fault plan: restart does not take worker (restart takes at_ms, kind, worker; or at_ms, kind, request, side, after)`},
+		{"after without side", header + `{"at_ms":0,"kind":"restart","request":1,"after":"pinned"}`, `p.jsonl:2: faultplan: bad fault plan: restart needs side (restart takes at_ms, kind, worker; or at_ms, kind, request, side, after)`},
+		{"after on a loss", header + `{"at_ms":0,"kind":"loss","request":1,"after":"pinned"}`, `p.jsonl:2: faultplan: bad fault plan: loss does not take after`},
+		{"missing worker", header + `{"at_ms":0,"kind":"restart"}`, `p.jsonl:2: faultplan: bad fault plan: restart needs worker (restart takes at_ms, kind, worker; or at_ms, kind, request, side, after)`},
 		{"missing side", header + `{"at_ms":0,"kind":"abort","request":1}`, `p.jsonl:2: faultplan: bad fault plan: abort needs side (abort takes at_ms, kind, request, side)`},
 		{"extra worker", header + `{"at_ms":0,"kind":"hang","request":1,"worker":0}`, `p.jsonl:2: faultplan: bad fault plan: hang does not take worker (hang takes at_ms, kind, request)`},
 		{"extra request", header + `{"at_ms":0,"kind":"restart","worker":0,"request":1}`, `p.jsonl:2: faultplan: bad fault plan: restart does not take request`},

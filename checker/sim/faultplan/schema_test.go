@@ -26,6 +26,10 @@ type schemaDef struct {
 		Then struct {
 			Required   []string        `json:"required"`
 			Properties map[string]bool `json:"properties"`
+			OneOf      []struct {
+				Required   []string        `json:"required"`
+				Properties map[string]bool `json:"properties"`
+			} `json:"oneOf"`
 		} `json:"then"`
 	} `json:"allOf"`
 }
@@ -124,26 +128,70 @@ func TestSchema_MatchesParser(t *testing.T) {
 			continue
 		}
 		rulesByKind[k] = true
-		var req, forb []string
-		for _, f := range r.fields() {
-			switch f.need {
-			case required:
-				req = append(req, f.name)
-			case forbidden:
-				forb = append(forb, f.name)
+		// The then-clause holds what every form of the kind requires and
+		// forbids; a kind of several forms lists each in oneOf, with what
+		// it adds.
+		var forms []*rule
+		for f := r; f != nil; f = f.alt {
+			forms = append(forms, f)
+		}
+		needs := func(f *rule, n need) []string {
+			var out []string
+			for _, field := range f.fields() {
+				if field.need == n {
+					out = append(out, field.name)
+				}
 			}
+			return out
 		}
-		if got := slices.Sorted(slices.Values(c.Then.Required)); !slices.Equal(got, slices.Sorted(slices.Values(req))) {
-			t.Errorf("schema: %s requires %v; the table: %v", k, got, req)
-		}
-		var gotForb []string
-		for name, allowed := range c.Then.Properties {
-			if !allowed {
-				gotForb = append(gotForb, name)
+		common := func(n need) []string {
+			var out []string
+			for _, name := range needs(forms[0], n) {
+				all := true
+				for _, f := range forms[1:] {
+					all = all && slices.Contains(needs(f, n), name)
+				}
+				if all {
+					out = append(out, name)
+				}
 			}
+			return slices.Sorted(slices.Values(out))
 		}
-		if slices.Sort(gotForb); !slices.Equal(gotForb, slices.Sorted(slices.Values(forb))) {
-			t.Errorf("schema: %s forbids %v; the table: %v", k, gotForb, forb)
+		forbids := func(props map[string]bool) []string {
+			var out []string
+			for name, allowed := range props {
+				if !allowed {
+					out = append(out, name)
+				}
+			}
+			return slices.Sorted(slices.Values(out))
+		}
+		if got := slices.Sorted(slices.Values(c.Then.Required)); !slices.Equal(got, common(required)) {
+			t.Errorf("schema: %s requires %v; the table: %v", k, got, common(required))
+		}
+		if got := forbids(c.Then.Properties); !slices.Equal(got, common(forbidden)) {
+			t.Errorf("schema: %s forbids %v; the table: %v", k, got, common(forbidden))
+		}
+		if len(forms) == 1 {
+			if len(c.Then.OneOf) > 0 {
+				t.Errorf("schema: %s has forms; the table has one", k)
+			}
+			continue
+		}
+		if len(c.Then.OneOf) != len(forms) {
+			t.Errorf("schema: %s has %d forms; the table %d", k, len(c.Then.OneOf), len(forms))
+			continue
+		}
+		for i, f := range forms {
+			o := c.Then.OneOf[i]
+			want := slices.Sorted(slices.Values(needs(f, required)))
+			if got := slices.Sorted(slices.Values(append(o.Required, c.Then.Required...))); !slices.Equal(got, want) {
+				t.Errorf("schema: %s form %d requires %v; the table: %v", k, i, got, want)
+			}
+			wantF := slices.Sorted(slices.Values(needs(f, forbidden)))
+			if got := slices.Sorted(slices.Values(append(forbids(o.Properties), common(forbidden)...))); !slices.Equal(got, wantF) {
+				t.Errorf("schema: %s form %d forbids %v; the table: %v", k, i, got, wantF)
+			}
 		}
 	}
 	if len(rulesByKind) != len(rules) {
