@@ -183,6 +183,12 @@ type Config struct {
 	// never explored, may be as large as a real worker. Counters must
 	// still fit their types (MaxSimCapacityBlocks, MaxSimSlots).
 	Unbounded bool
+	// DeferAdmission makes a prefill's admission a step of its own: a
+	// dispatched prefill always queues, and the scheduler admits it later
+	// (checker move admit). A judge of logs sets it, since no fact says
+	// whether a worker queued a prefill for room; a world that is
+	// explored or simulated admits at dispatch when it can.
+	DeferAdmission bool
 
 	d derived
 	// outside is what requests outside the world hold on each worker

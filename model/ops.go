@@ -318,7 +318,9 @@ func (tx *Tx) StartPrefill(h int, side Side) {
 	}
 	tx.begin(h, ResCompute, SourceSide)
 	x.Compute = ComputeQueued
-	tx.AdmitPrefill(h)
+	if !tx.W.cfg.DeferAdmission {
+		tx.AdmitPrefill(h)
+	}
 }
 
 // CanAdmitPrefill reports whether a queued prefill fits in the pool now.

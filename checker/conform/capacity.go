@@ -57,7 +57,16 @@ func (j *judge) initLedgers(explicit bool) {
 func (j *judge) recount(a *attempt, n *node) *model.Violation {
 	var now [2]model.Holdings
 	if n != nil {
-		hs := n.st.W.HandoffHoldings(0)
+		w := &n.st.W
+		if w.H[0].Src == model.SrcActive {
+			// A prefill's compute blocks are taken when the scheduler
+			// admits it, which no fact says (the explanation admits it
+			// in an unlogged step): they are not counted.
+			cp := *w
+			cp.H[0].Src = model.SrcNone
+			w = &cp
+		}
+		hs := w.HandoffHoldings(0)
 		now = [2]model.Holdings{hs[0], hs[1]}
 	}
 	var v *model.Violation

@@ -424,6 +424,8 @@ func (j *judge) add(a *attempt, f *obslog.Fact) bool {
 // with every fact so far.
 func (j *judge) restart(a *attempt) bool {
 	cfg := j.cfg.AttemptWorld(model.Tokens(a.prompt), model.Tokens(a.hit))
+	// The worker may have queued the prefill for room: no fact says.
+	cfg.DeferAdmission = true
 	if err := cfg.Prepare(); err != nil {
 		f := a.last
 		j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f),

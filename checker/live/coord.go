@@ -122,6 +122,7 @@ type coord struct {
 	lat               []float64
 	start, end        time.Time
 	draining          bool
+	forced            bool
 	drainStart        time.Time
 	ledgers           int
 }
@@ -504,6 +505,18 @@ func (c *coord) run() error {
 				limit = 10 * time.Second
 			}
 			if time.Since(c.drainStart) > limit {
+				if !c.forced {
+					// Ask once more, for the ledgers as they are.
+					c.forced = true
+					c.drainStart = time.Now()
+					for _, cw := range c.ws {
+						if cw.ledger == nil {
+							c.sendTo(cw.w, &Frame{Kind: KDrain, Outcome: "now"})
+						}
+					}
+					c.flush()
+					continue
+				}
 				c.report()
 				return nil
 			}

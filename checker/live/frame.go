@@ -165,10 +165,10 @@ func AppendFrame(b []byte, f *Frame) ([]byte, error) {
 func ReadFrame(r io.Reader, buf []byte) (Frame, []byte, error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		if err == io.EOF {
-			return Frame{}, buf, io.EOF
+		if err == io.ErrUnexpectedEOF {
+			return Frame{}, buf, fmt.Errorf("%w: cut short in its length", ErrFrame)
 		}
-		return Frame{}, buf, fmt.Errorf("%w: cut short in its length: %v", ErrFrame, err)
+		return Frame{}, buf, err // the end, or the connection broke
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
 	if n < 2 || n > MaxFrame {
@@ -178,8 +178,11 @@ func ReadFrame(r io.Reader, buf []byte) (Frame, []byte, error) {
 		buf = make([]byte, n)
 	}
 	buf = buf[:n]
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return Frame{}, buf, fmt.Errorf("%w: cut short: %d bytes announced: %v", ErrFrame, n, err)
+	if k, err := io.ReadFull(r, buf); err != nil {
+		if err == io.ErrUnexpectedEOF || err == io.EOF {
+			return Frame{}, buf, fmt.Errorf("%w: cut short: %d bytes announced, %d came", ErrFrame, n, k)
+		}
+		return Frame{}, buf, err
 	}
 	f, err := DecodeFrame(buf)
 	return f, buf, err

@@ -93,6 +93,9 @@ func (r *Report) Write(w io.Writer) {
 			held = "nothing held"
 		}
 		fmt.Fprintf(w, "  %s worker %d gen %d: %d attempts, %d frames refused; %s\n", l.Role, l.Worker, l.Gen, l.Attempts, l.Refused, held)
+		for _, a := range l.OpenAttempts {
+			fmt.Fprintf(w, "    open: %s\n", a)
+		}
 	}
 	if r.Interrupted {
 		fmt.Fprintln(w, "  interrupted")

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -30,39 +31,51 @@ func (a WorkerArgs) Flags() []string {
 	return out
 }
 
+// WorkerFlags defines a worker's flags on fs; after fs parsed, the
+// returned function checks them and gives the worker's arguments.
+func WorkerFlags(fs *flag.FlagSet) func() (WorkerArgs, error) {
+	var a WorkerArgs
+	var epoch int64
+	fs.StringVar(&a.Coordinator, "coordinator", "", "the coordinator's address (127.0.0.1:PORT)")
+	fs.IntVar(&a.Worker, "worker", -1, "the cluster worker index (prefill workers first)")
+	fs.Int64Var(&a.Gen, "gen", 0, "the process's generation")
+	fs.StringVar(&a.ConfigFile, "config", "", "the run's configuration (handoffcheck.sim/v1)")
+	fs.StringVar(&a.SpecFile, "spec", "", "a spec file to run instead of the generated machines")
+	fs.StringVar(&a.LogFile, "log", "", "the log to append the worker's facts to")
+	fs.Float64Var(&a.Scale, "time-scale", 1, "wall-clock time per configured time")
+	fs.Int64Var(&epoch, "epoch", 0, "the run's time zero, Unix nanoseconds")
+	return func() (WorkerArgs, error) {
+		switch {
+		case fs.NArg() > 0:
+			return a, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		case a.Coordinator == "":
+			return a, errors.New("--coordinator is required")
+		case a.Worker < 0:
+			return a, errors.New("--worker is required")
+		case a.ConfigFile == "":
+			return a, errors.New("--config is required")
+		case a.Scale <= 0:
+			return a, fmt.Errorf("--time-scale %g, want more than 0", a.Scale)
+		case a.Gen < 0:
+			return a, fmt.Errorf("--gen %d, want 0 or more", a.Gen)
+		}
+		if host, _, err := net.SplitHostPort(a.Coordinator); err != nil || host != "127.0.0.1" {
+			return a, fmt.Errorf("--coordinator %q, want 127.0.0.1:PORT: a live run stays on loopback", a.Coordinator)
+		}
+		a.Epoch = time.Unix(0, epoch)
+		return a, nil
+	}
+}
+
 // ParseWorkerArgs reads a worker's command line.
 func ParseWorkerArgs(args []string) (WorkerArgs, error) {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	var a WorkerArgs
-	var epoch int64
-	fs.StringVar(&a.Coordinator, "coordinator", "", "the coordinator's address (127.0.0.1:PORT)")
-	fs.IntVar(&a.Worker, "worker", -1, "the cluster worker index")
-	fs.Int64Var(&a.Gen, "gen", 0, "the process's generation")
-	fs.StringVar(&a.ConfigFile, "config", "", "the run's configuration")
-	fs.StringVar(&a.SpecFile, "spec", "", "a spec file to run instead of the generated machines")
-	fs.StringVar(&a.LogFile, "log", "", "the log to append facts to")
-	fs.Float64Var(&a.Scale, "time-scale", 1, "wall-clock time per configured time")
-	fs.Int64Var(&epoch, "epoch", 0, "the run's time zero, Unix nanoseconds")
+	finish := WorkerFlags(fs)
 	if err := fs.Parse(args); err != nil {
-		return a, err
+		return WorkerArgs{}, err
 	}
-	switch {
-	case fs.NArg() > 0:
-		return a, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	case a.Coordinator == "":
-		return a, errors.New("--coordinator is required")
-	case a.Worker < 0:
-		return a, errors.New("--worker is required")
-	case a.ConfigFile == "":
-		return a, errors.New("--config is required")
-	case a.Scale <= 0:
-		return a, fmt.Errorf("--time-scale %g, want more than 0", a.Scale)
-	case a.Gen < 0:
-		return a, fmt.Errorf("--gen %d, want 0 or more", a.Gen)
-	}
-	a.Epoch = time.Unix(0, epoch)
-	return a, nil
+	return finish()
 }
 
 // RunWorkerArgs runs a worker process from its command line's values.

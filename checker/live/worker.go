@@ -66,6 +66,9 @@ type Ledger struct {
 	Booked        int64    `json:"booked"`
 	Stored        int64    `json:"stored"`
 	Open          int      `json:"open"`
+	// OpenAttempts describes the first of the attempts still held: the
+	// side's state, what it holds, its deadlines.
+	OpenAttempts []string `json:"open_attempts,omitempty"`
 	Attempts      int      `json:"attempts"`
 	Refused       int      `json:"refused"`
 	Findings      []string `json:"findings,omitempty"`
@@ -306,6 +309,10 @@ func (w *worker) refuse(f *Frame, why string) {
 func (w *worker) frame(f *Frame) {
 	if f.Kind == KDrain {
 		w.draining = true
+		if f.Outcome == "now" {
+			// The coordinator waited long enough: the ledgers as they are.
+			w.sendLedger()
+		}
 		return
 	}
 	if f.Kind == KRoute {
@@ -835,6 +842,23 @@ func (w *worker) sendLedger() {
 		Reserved: int64(k.Reserved), Slots: int64(k.SlotsUsed), Headroom: int64(k.HeadroomUsed), InFlight: int64(k.InFlight),
 		Owned: int64(k.Owned), PrefillTokens: int64(k.PrefillTokens), Booked: int64(k.BookedBlocks), Stored: int64(k.StoredBlocks),
 		Open: len(w.atts), Attempts: w.hosted, Refused: w.refused, Findings: w.findings}
+	names := make([]string, 0, len(w.atts))
+	for name := range w.atts {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names[:min(len(names), 8)] {
+		a := w.atts[name]
+		var timers []string
+		for t := range a.timerOn {
+			if a.timerOn[t] {
+				timers = append(timers, model.Timer(t).String())
+			}
+		}
+		x := &a.st.W.H[0]
+		l.OpenAttempts = append(l.OpenAttempts, fmt.Sprintf("%s: %s; xfer %s; %s; deadlines %v; scheduled %v; waiting %v",
+			name, w.chk.Protocol().StateName(roleOf(w.mine), a.st.Role(roleOf(w.mine), 0)), x.Xfer, a.st.W.DescribeHeld(), timers, a.sched, a.waiting))
+	}
 	w.send(&Frame{Kind: KLedger, Ledger: l})
 }
 

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // Exit codes, the same for every command (docs/cli.md). A command lists
@@ -67,9 +68,9 @@ var commands = map[string]*command{}
 func registerCommand(c *command) { commands[c.name] = c }
 
 func main() {
-	// The first interrupt cancels the context: the command stops, prints
+	// The first interrupt (SIGINT or SIGTERM) cancels the context: the command stops, prints
 	// what it has and exits 3. A second one ends the process at once.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-ctx.Done()
 		stop()

@@ -1,0 +1,72 @@
+package live
+
+import (
+	"context"
+	"io"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/handoffcheck/handoffcheck/checker/conform"
+	"github.com/handoffcheck/handoffcheck/checker/sim"
+)
+
+// judge runs conform on a live run's logs and wants them explained.
+func judge(t *testing.T, rep *Report) {
+	t.Helper()
+	var in []conform.Input
+	for _, name := range rep.Logs {
+		f, err := os.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		in = append(in, conform.Input{Name: name, R: f})
+	}
+	cr, err := conform.Judge(in, conform.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cr.Verdict != conform.Explained {
+		t.Fatalf("conform: %s: %+v", cr.Verdict, cr)
+	}
+	if cr.Attempts != rep.Requests {
+		t.Errorf("conform judged %d attempts, the run had %d", cr.Attempts, rep.Requests)
+	}
+}
+
+// TestLiveKillRestart: real worker processes; a decode worker is killed
+// with SIGKILL in the middle of the run and starts again as a new
+// generation; the run ends with nothing held and its logs conform.
+func TestLiveKillRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	for _, policy := range []string{"source-first", "destination-first"} {
+		t.Run(policy, func(t *testing.T) {
+			cfg := parityConfig(t, policy)
+			cfg.LatencyUS = 500
+			reqs := spaced(200, 50_000)
+			// Half-way, with handoffs in flight on every worker.
+			faults := []sim.Fault{{Kind: "restart", AtUS: 100 * 50_000, Worker: cfg.Prefill.Workers, Request: -1}}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			rep, err := Run(ctx, Options{Config: cfg, Workload: &slice{rs: reqs}, Faults: faults, Scale: 0.01, Dir: dirFor(t),
+				Spawn: execSpawner(), Errors: io.Discard})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep.Write(os.Stderr)
+			if rep.Restarts != 1 || rep.Finished != len(reqs) {
+				t.Fatalf("want 1 restart and %d finished requests", len(reqs))
+			}
+			if rep.Failed == 0 {
+				t.Errorf("the restart failed no handoff: it struck between handoffs")
+			}
+			if !rep.Clean {
+				t.Fatalf("leaks: %v", rep.Leaks)
+			}
+			judge(t, rep)
+		})
+	}
+}

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/conform"
+	"github.com/handoffcheck/handoffcheck/checker/live"
+	"github.com/handoffcheck/handoffcheck/checker/sim"
+	"github.com/handoffcheck/handoffcheck/checker/sim/faultplan"
+	"github.com/handoffcheck/handoffcheck/checker/sim/workload"
+)
+
+var liveCommand = &command{
+	name:    "live",
+	args:    "[--config FILE] [--workload FILE] [--faults FILE] [--proxy-seed N] [--time-scale X] [--out DIR] [--spec FILE] [--no-conform] [--json]",
+	summary: "run the machines as real processes over loopback TCP, with real faults, and report what every worker held at the end",
+	detail: "Starts a coordinator (the frontend, both routers and a fault proxy) in this process and one\n" +
+		"process per worker (this binary's worker command), which talk over TCP on 127.0.0.1 in the\n" +
+		"frame format of docs/live.md. Each worker runs the generated machines and keeps its ledgers\n" +
+		"with the model's operations; timers run on the wall clock, every configured duration times\n" +
+		"--time-scale. The fault plan is the simulator's (docs/faults.md): marks on a request strike\n" +
+		"at their phase, a restart of a worker at its time (the process is killed with SIGKILL and\n" +
+		"started again as a new generation). --proxy-seed adds random drops, duplicates and delays of\n" +
+		"the facts the workers send each other. Every process writes its observation log into --out\n" +
+		"(default: a new temporary directory), and the run's logs are judged by conform unless\n" +
+		"--no-conform. Without --workload it runs the embedded default: 1,000 requests with a kill\n" +
+		"and a restart, a lost, a duplicated and a hung fact, and more (checker/live/default).",
+	exits: []exitDoc{
+		{exitOK, "every request finished, every worker and router holds nothing, and the logs conform"},
+		{exitViolation, "something is still held somewhere, or the logs do not conform"},
+		{exitUsage, ""},
+		{exitInterrupted, "interrupted (SIGINT or SIGTERM): every process was stopped, and the report says what was held"},
+		{exitInconclusive, "conform's search was cut by its bound"},
+	},
+	run: cmdLive,
+}
+
+var workerCommand = &command{
+	name:    "worker",
+	args:    "--coordinator ADDR --worker N --gen G --config FILE [--log FILE] [--time-scale X] [--epoch NS] [--spec FILE]",
+	summary: "run one worker process of a live run (live starts these itself)",
+	exits: []exitDoc{
+		{exitOK, "the coordinator drained the worker or closed its connection"},
+		{exitUsage, ""},
+	},
+	run: cmdWorker,
+}
+
+func init() {
+	registerCommand(liveCommand)
+	registerCommand(workerCommand)
+}
+
+func cmdLive(c *command, e *env, args []string) int {
+	fs := c.flags()
+	configFile := fs.String("config", "", "cluster configuration (handoffcheck.sim/v1; default: the simulator's embedded one)")
+	workloadFile := fs.String("workload", "", "workload (handoffcheck.workload/v1; default: the embedded live workload)")
+	faultsFile := fs.String("faults", "", "fault plan (handoffcheck.faults/v1; default: the embedded plan when --workload is not given, else none)")
+	proxySeed := fs.Uint64("proxy-seed", 0, "the proxy also drops, duplicates or delays facts at random with this seed (0: only the plan's)")
+	proxyRate := fs.Float64("proxy-rate", 0.05, "with --proxy-seed: the fraction of facts it hits")
+	proxyDelay := fs.Float64("proxy-max-delay-ms", 50, "with --proxy-seed: the longest delay, in configured milliseconds")
+	scale := fs.Float64("time-scale", 0.01, "wall-clock time per configured time (0.001: a 30 s lease lasts 30 ms)")
+	out := fs.String("out", "", "directory for the run's configuration and logs (default: a new temporary directory)")
+	specFile := fs.String("spec", "", "run a spec file's tables (a variant) in every worker instead of the generated machines")
+	noConform := fs.Bool("no-conform", false, "do not judge the run's logs")
+	asJSON := fs.Bool("json", false, "print the report as one JSON object")
+	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
+		return code
+	}
+	set := setFlags(fs)
+	if *scale <= 0 || *scale > 1000 {
+		return c.bad(e, "--time-scale %g, want more than 0 and at most 1000", *scale)
+	}
+	if (set["proxy-rate"] || set["proxy-max-delay-ms"]) && !set["proxy-seed"] {
+		return c.bad(e, "--proxy-rate and --proxy-max-delay-ms need --proxy-seed")
+	}
+	if *proxyRate < 0 || *proxyRate > 1 {
+		return c.bad(e, "--proxy-rate %g, want 0 to 1", *proxyRate)
+	}
+	if *proxyDelay < 0 || *proxyDelay > 60_000 {
+		return c.bad(e, "--proxy-max-delay-ms %g, want 0 to 60000", *proxyDelay)
+	}
+	cfg, err := loadSimConfig(*configFile)
+	if err != nil {
+		return c.bad(e, "%v", err)
+	}
+	var src sim.Source
+	var faults []sim.Fault
+	if *workloadFile == "" {
+		r, err := workload.NewReader(bytes.NewReader(live.DefaultWorkload()), "checker/live/default/workload.jsonl")
+		if err != nil {
+			return c.bad(e, "%v", err)
+		}
+		src = workloadSource{r}
+		if !set["faults"] {
+			p, err := faultplan.Parse(bytes.NewReader(live.DefaultFaults()), "checker/live/default/faults.jsonl")
+			if err != nil {
+				return c.bad(e, "%v", err)
+			}
+			faults = toSimFaults(p, "checker/live/default/faults.jsonl")
+		}
+	} else {
+		if _, _, err := countWorkload(func() (sim.Source, error) { return openWorkload(*workloadFile) }); err != nil {
+			return c.bad(e, "%v", err)
+		}
+		if src, err = openWorkload(*workloadFile); err != nil {
+			return c.bad(e, "%v", err)
+		}
+	}
+	if set["faults"] {
+		if faults, err = loadFaults(*faultsFile); err != nil {
+			return c.bad(e, "%v", err)
+		}
+	}
+	var proto *checker.Protocol
+	spec := ""
+	if *specFile != "" {
+		if proto, _, err = loadProtocol(*specFile); err != nil {
+			return c.bad(e, "%v", err)
+		}
+		if spec, err = filepath.Abs(*specFile); err != nil {
+			return c.bad(e, "%v", err)
+		}
+	}
+	dir := *out
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "handoffcheck-live-"); err != nil {
+			return c.bad(e, "%v", err)
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return c.bad(e, "cannot find this binary to start workers: %v", err)
+	}
+	opt := live.Options{Config: cfg, Workload: src, Faults: faults, Scale: *scale, Dir: dir, SpecFile: spec, Protocol: proto,
+		Spawn: &live.ExecSpawner{Path: self, Args: []string{"worker"}, Stderr: e.stderr}, Errors: e.stderr}
+	if set["proxy-seed"] {
+		opt.Proxy = live.ProxyFaults{Seed: *proxySeed, Rate: *proxyRate, MaxDelayUS: int64(*proxyDelay * 1000)}
+	}
+	rep, err := live.Run(e.ctx, opt)
+	if err != nil {
+		return c.bad(e, "%v", err)
+	}
+	var verdict *conform.Report
+	if !*noConform && !rep.Interrupted {
+		var in []conform.Input
+		var files []*os.File
+		for _, name := range rep.Logs {
+			f, err := os.Open(name)
+			if err != nil {
+				return c.bad(e, "%v", err)
+			}
+			files = append(files, f)
+			in = append(in, conform.Input{Name: name, R: f})
+		}
+		verdict, err = conform.Judge(in, conform.Options{})
+		for _, f := range files {
+			f.Close()
+		}
+		if err != nil {
+			// A log a worker wrote that the reader refuses is a defect of
+			// the run, not of the user's input.
+			fmt.Fprintf(e.stderr, "handoffcheck live: the run's logs do not read: %v\n", err)
+			return exitViolation
+		}
+	}
+	if *asJSON {
+		o := struct {
+			*live.Report
+			Conform *conform.Report `json:"conform,omitempty"`
+		}{rep, verdict}
+		b, _ := json.MarshalIndent(o, "", "  ")
+		fmt.Fprintf(e.stdout, "%s\n", b)
+	} else {
+		rep.Write(e.stdout)
+		if verdict != nil {
+			printConform(e.stdout, verdict)
+		}
+	}
+	switch {
+	case rep.Interrupted:
+		return exitInterrupted
+	case !rep.Clean || len(rep.Findings) > 0:
+		return exitViolation
+	case verdict != nil && verdict.Verdict == conform.Rejected:
+		return exitViolation
+	case verdict != nil && verdict.Verdict == conform.Inconclusive:
+		return exitInconclusive
+	}
+	return exitOK
+}
+
+func cmdWorker(c *command, e *env, args []string) int {
+	fs := c.flags()
+	finish := live.WorkerFlags(fs)
+	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
+		return code
+	}
+	a, err := finish()
+	if err != nil {
+		return c.bad(e, "%v", err)
+	}
+	var proto *checker.Protocol
+	if a.SpecFile != "" {
+		if proto, _, err = loadProtocol(a.SpecFile); err != nil {
+			return c.bad(e, "%v", err)
+		}
+	}
+	if err := live.RunWorkerArgs(e.ctx, a, proto, e.stderr); err != nil {
+		fmt.Fprintf(e.stderr, "handoffcheck worker %d: %v\n", a.Worker, err)
+		return exitViolation
+	}
+	return exitOK
+}
