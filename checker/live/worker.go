@@ -49,29 +49,29 @@ type WorkerOptions struct {
 // physical categories, admission, in-flight requests, and the router
 // ledgers it mirrors), the attempts it still holds, and what it refused.
 type Ledger struct {
-	Role          string   `json:"role"`
-	Worker        int      `json:"worker"`
-	Gen           int64    `json:"gen"`
-	Free          int64    `json:"free"`
-	Cached        int64    `json:"cached"`
-	Kept          int64    `json:"kept"`
-	Active        int64    `json:"active"`
-	Pinned        int64    `json:"pinned"`
-	Reserved      int64    `json:"reserved"`
-	Slots         int64    `json:"slots"`
-	Headroom      int64    `json:"headroom"`
-	InFlight      int64    `json:"in_flight"`
-	Owned         int64    `json:"owned"`
-	PrefillTokens int64    `json:"prefill_tokens"`
-	Booked        int64    `json:"booked"`
-	Stored        int64    `json:"stored"`
-	Open          int      `json:"open"`
+	Role          string `json:"role"`
+	Worker        int    `json:"worker"`
+	Gen           int64  `json:"gen"`
+	Free          int64  `json:"free"`
+	Cached        int64  `json:"cached"`
+	Kept          int64  `json:"kept"`
+	Active        int64  `json:"active"`
+	Pinned        int64  `json:"pinned"`
+	Reserved      int64  `json:"reserved"`
+	Slots         int64  `json:"slots"`
+	Headroom      int64  `json:"headroom"`
+	InFlight      int64  `json:"in_flight"`
+	Owned         int64  `json:"owned"`
+	PrefillTokens int64  `json:"prefill_tokens"`
+	Booked        int64  `json:"booked"`
+	Stored        int64  `json:"stored"`
+	Open          int    `json:"open"`
 	// OpenAttempts describes the first of the attempts still held: the
 	// side's state, what it holds, its deadlines.
 	OpenAttempts []string `json:"open_attempts,omitempty"`
-	Attempts      int      `json:"attempts"`
-	Refused       int      `json:"refused"`
-	Findings      []string `json:"findings,omitempty"`
+	Attempts     int      `json:"attempts"`
+	Refused      int      `json:"refused"`
+	Findings     []string `json:"findings,omitempty"`
 }
 
 // Held lists what the ledger still holds, "" when nothing: blocks in use
