@@ -48,6 +48,9 @@ type Options struct {
 	// DrainTimeout bounds the wait for the workers' ledgers once every
 	// attempt finished (0: 10 s).
 	DrainTimeout time.Duration
+	// Listening, when set, is told the coordinator's address once it
+	// listens (tests connect to it).
+	Listening func(addr string)
 }
 
 // ProxyFaults are the proxy's random faults: of the facts it relays,
@@ -283,6 +286,9 @@ func newCoord(ctx context.Context, opt Options) (*coord, error) {
 	c.ln, err = net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
+	}
+	if opt.Listening != nil {
+		opt.Listening(c.ln.Addr().String())
 	}
 	c.epoch = time.Now()
 	c.ws = make([]*cworker, n)

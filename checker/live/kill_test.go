@@ -70,3 +70,30 @@ func TestLiveKillRestart(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveProxyFaults: the proxy drops, duplicates and delays facts at
+// random; every owner reclaims on its own deadline, nothing is left held,
+// and the logs conform.
+func TestLiveProxyFaults(t *testing.T) {
+	for _, policy := range []string{"source-first", "destination-first"} {
+		t.Run(policy, func(t *testing.T) {
+			cfg := parityConfig(t, policy)
+			cfg.LatencyUS = 500
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			rep, err := Run(ctx, Options{Config: cfg, Workload: &slice{rs: spaced(300, 20_000)}, Scale: parityScale, Dir: dirFor(t),
+				Proxy: ProxyFaults{Seed: 7, Rate: 0.05, MaxDelayUS: 300_000}, Spawn: &GoSpawner{Errors: io.Discard}, Errors: io.Discard})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := rep.Proxy
+			if p.Dropped == 0 || p.Duplicated == 0 || p.Delayed == 0 {
+				t.Fatalf("the proxy did not fault every way: %+v", p)
+			}
+			if !rep.Clean || rep.Finished != 300 {
+				t.Fatalf("%d finished; leaks: %v", rep.Finished, rep.Leaks)
+			}
+			judge(t, rep)
+		})
+	}
+}

@@ -158,16 +158,15 @@ type attempt struct {
 	gone     bool
 }
 
-// RunWorker runs a worker until the coordinator drains it, its context
-// ends, or its connection cannot be made again.
-func RunWorker(ctx context.Context, opt WorkerOptions) error {
+// newWorker makes a worker's state, its log begun.
+func newWorker(opt WorkerOptions) (*worker, error) {
 	p := opt.Protocol
 	if p == nil {
 		p = checker.Generated()
 	}
 	chk, err := opt.Config.Checker(p)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	w := &worker{opt: opt, cfg: opt.Config, chk: chk, mine: opt.Side, who: sideOwner(opt.Side),
 		atts: map[string]*attempt{}, cov: checker.NewCoverage(p.Spec()), errs: opt.Errors}
@@ -184,6 +183,17 @@ func RunWorker(ctx context.Context, opt WorkerOptions) error {
 			w.log.Write(&f)
 			w.log.Flush()
 		}
+	}
+	w.out = bufio.NewWriter(io.Discard)
+	return w, nil
+}
+
+// RunWorker runs a worker until the coordinator drains it, its context
+// ends, or its connection breaks.
+func RunWorker(ctx context.Context, opt WorkerOptions) error {
+	w, err := newWorker(opt)
+	if err != nil {
+		return err
 	}
 	conn, err := net.Dial("tcp", opt.Coordinator)
 	if err != nil {

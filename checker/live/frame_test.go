@@ -1,0 +1,134 @@
+package live
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func encode(t testing.TB, f *Frame) []byte {
+	b, err := AppendFrame(nil, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// raw is a frame of the given version, kind and body, its length right.
+func raw(version, kind byte, body string) []byte {
+	b := binary.BigEndian.AppendUint32(nil, uint32(2+len(body)))
+	return append(append(b, version, kind), body...)
+}
+
+func TestFrame_RoundTrip(t *testing.T) {
+	frames := []Frame{
+		{Kind: KHello, Role: "source", Index: 1, Gen: 2},
+		{Kind: KRoute, Attempt: "r7", Stage: "decode", PeerGen: 3, Request: &RequestInfo{Index: 7, PromptTokens: 512, OutputTokens: 4}},
+		{Kind: KFact, Attempt: "r7/1", To: "source", Msg: "ReaderCompleted", Gen: 1},
+		{Kind: KProbeReply, Attempt: "r7", To: "destination", Reg: "valid", Hold: "pinned"},
+		{Kind: KLedger, Ledger: &Ledger{Role: "destination", Worker: 3, Free: 4096, OpenAttempts: []string{"r1: x"}}},
+		{Kind: KDrain},
+	}
+	var stream []byte
+	for i := range frames {
+		stream = append(stream, encode(t, &frames[i])...)
+	}
+	r := bufio.NewReader(bytes.NewReader(stream))
+	var buf []byte
+	for i := range frames {
+		var got Frame
+		var err error
+		got, buf, err = ReadFrame(r, buf)
+		if err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		if d := cmp.Diff(frames[i], got); d != "" {
+			t.Fatalf("frame %d (-sent +read):\n%s", i, d)
+		}
+	}
+	if _, _, err := ReadFrame(r, buf); err != io.EOF {
+		t.Fatalf("after the last frame: %v, want io.EOF", err)
+	}
+}
+
+// TestFrame_Refused: every malformed, oversized, truncated or foreign
+// frame is refused with ErrFrame and what is wrong.
+func TestFrame_Refused(t *testing.T) {
+	good := encode(t, &Frame{Kind: KCancel, Attempt: "r1"})
+	huge := binary.BigEndian.AppendUint32(nil, MaxFrame+1)
+	for _, tc := range []struct {
+		name, want string
+		in         []byte
+	}{
+		{"cut in its length", "cut short in its length", good[:3]},
+		{"cut in its body", "cut short: 18 bytes announced, 10 came", good[:14]},
+		{"oversized", "length 65537, want 2 to 65536", append(huge, 1, 4)},
+		{"too short", "length 1, want 2", []byte{0, 0, 0, 1, 1}},
+		{"other version", "version 2, this reader reads version 1", raw(2, byte(KCancel), `{"attempt":"r1"}`)},
+		{"unknown kind", "kind 99", raw(1, 99, `{}`)},
+		{"kind zero", "kind 0", raw(1, 0, `{}`)},
+		{"not JSON", "cancel body", raw(1, byte(KCancel), `{"attempt":`)},
+		{"unknown field", `unknown field "extra"`, raw(1, byte(KCancel), `{"attempt":"r1","extra":1}`)},
+		{"missing field", `cancel frame without "attempt"`, raw(1, byte(KCancel), `{}`)},
+		{"trailing bytes", "bytes after the object", raw(1, byte(KCancel), `{"attempt":"r1"} {}`)},
+		{"negative generation", "negative generation", raw(1, byte(KCancel), `{"attempt":"r1","gen":-1}`)},
+		{"bad request", "request out of range", raw(1, byte(KRoute), `{"attempt":"r1","stage":"prefill","request":{"index":0,"try":0,"prompt_tokens":0,"output_tokens":1}}`)},
+		{"long attempt", "attempt id of 300 bytes", raw(1, byte(KCancel), `{"attempt":"`+strings.Repeat("a", 300)+`"}`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := ReadFrame(bytes.NewReader(tc.in), nil)
+			if !errors.Is(err, ErrFrame) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want ErrFrame saying %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := AppendFrame(nil, &Frame{Kind: KCancel, Attempt: strings.Repeat("a", MaxFrame)}); !errors.Is(err, ErrFrame) {
+		t.Errorf("an oversized frame was written: %v", err)
+	}
+}
+
+// FuzzDecodeFrame: no input makes the decoder panic, every refusal wraps
+// ErrFrame, and a frame it reads is written back to the same frame.
+func FuzzDecodeFrame(f *testing.F) {
+	for _, fr := range []Frame{
+		{Kind: KHello, Role: "source", Index: 1},
+		{Kind: KRoute, Attempt: "r7", Stage: "decode", Request: &RequestInfo{Index: 7, PromptTokens: 512, OutputTokens: 4}},
+		{Kind: KFact, Attempt: "r7", To: "source", Msg: "ReaderCompleted", Gen: 1, PeerGen: 2},
+		{Kind: KLedger, Ledger: &Ledger{Role: "source", Findings: []string{"x"}}},
+	} {
+		b, _ := AppendFrame(nil, &fr)
+		f.Add(b[4:])
+	}
+	f.Add([]byte{1, 3, '{', '}'})
+	f.Add([]byte{1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fr, err := DecodeFrame(b)
+		if err != nil {
+			if !errors.Is(err, ErrFrame) {
+				t.Fatalf("a refusal that is not ErrFrame: %v", err)
+			}
+			return
+		}
+		enc, err := AppendFrame(nil, &fr)
+		if err != nil {
+			t.Fatalf("a frame read cannot be written: %v", err)
+		}
+		back, err := DecodeFrame(enc[4:])
+		if err != nil {
+			t.Fatalf("a frame written does not read: %v", err)
+		}
+		if d := cmp.Diff(fr, back); d != "" {
+			t.Fatalf("round trip (-read +reread):\n%s", d)
+		}
+		// The stream reader agrees with the decoder.
+		if _, _, err := ReadFrame(bytes.NewReader(enc), nil); err != nil {
+			t.Fatalf("ReadFrame: %v", err)
+		}
+	})
+}
