@@ -483,9 +483,7 @@ func (c *coord) run() error {
 			}
 		case <-timer.C:
 		case <-c.ctx.Done():
-			c.rep.Interrupted = true
-			c.flush()
-			c.report()
+			c.interrupted()
 			return nil
 		}
 		if err := c.runDue(); err != nil {
@@ -528,6 +526,34 @@ func (c *coord) run() error {
 			}
 		}
 	}
+}
+
+// interrupted stops the run: each worker is asked for its ledgers as
+// they are, for a second at most, and the report says what was held.
+func (c *coord) interrupted() {
+	c.rep.Interrupted = true
+	if c.end.IsZero() {
+		c.end = time.Now()
+	}
+	for _, cw := range c.ws {
+		if cw.ledger == nil {
+			c.sendTo(cw.w, &Frame{Kind: KDrain, Outcome: "now"})
+		}
+	}
+	c.flush()
+	deadline := time.After(time.Second)
+	for c.ledgers < len(c.ws) {
+		select {
+		case ib := <-c.in:
+			if ib.err == nil && ib.f.Kind == KLedger {
+				c.inbound(ib)
+			}
+		case <-deadline:
+			c.report()
+			return
+		}
+	}
+	c.report()
 }
 
 func (c *coord) up() int {

@@ -98,9 +98,8 @@ func (r *Report) Write(w io.Writer) {
 		}
 	}
 	if r.Interrupted {
-		fmt.Fprintln(w, "  interrupted")
-	}
-	if len(r.Leaks) == 0 {
+		fmt.Fprintf(w, "  interrupted: held when it stopped: %s\n", strings.Join(r.Leaks, "; "))
+	} else if len(r.Leaks) == 0 {
 		fmt.Fprintln(w, "  leak check: nothing held on any worker or router")
 	} else {
 		fmt.Fprintf(w, "  leak check FAILED: %s\n", strings.Join(r.Leaks, "; "))

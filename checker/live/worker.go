@@ -865,11 +865,28 @@ func (w *worker) sendLedger() {
 				timers = append(timers, model.Timer(t).String())
 			}
 		}
-		x := &a.st.W.H[0]
-		l.OpenAttempts = append(l.OpenAttempts, fmt.Sprintf("%s: %s; xfer %s; %s; deadlines %v; scheduled %v; waiting %v",
-			name, w.chk.Protocol().StateName(roleOf(w.mine), a.st.Role(roleOf(w.mine), 0)), x.Xfer, a.st.W.DescribeHeld(), timers, a.sched, a.waiting))
+		l.OpenAttempts = append(l.OpenAttempts, fmt.Sprintf("%s: state %s; %s; deadlines %v; scheduled %v; waiting for room %v",
+			name, w.chk.Protocol().StateName(roleOf(w.mine), a.st.Role(roleOf(w.mine), 0)), ownHeld(&a.st.W.H[0], w.mine), timers, a.sched, a.waiting))
 	}
 	w.send(&Frame{Kind: KLedger, Ledger: l})
+}
+
+// ownHeld says what a side holds for an attempt, in its own window.
+func ownHeld(x *model.Handoff, sd model.Side) string {
+	var parts []string
+	if sd == model.SourceSide {
+		parts = append(parts, "compute "+x.Compute.String(), "blocks "+x.Src.String(), "registration "+x.SrcReg.String())
+		for _, r := range []model.Res{model.ResCompute, model.ResSourceLease, model.ResPrefillBooking} {
+			parts = append(parts, r.String()+" "+x.Life[r].String())
+		}
+	} else {
+		parts = append(parts, "pages "+x.Dst.String(), "registration "+x.DstReg.String(), fmt.Sprintf("pending %v, running %v", x.Pending, x.Running))
+		for _, r := range []model.Res{model.ResDestReservation, model.ResDecodeBooking} {
+			parts = append(parts, r.String()+" "+x.Life[r].String())
+		}
+	}
+	parts = append(parts, fmt.Sprintf("in flight %v, transfer %s", x.InFlight[sd], x.Xfer))
+	return strings.Join(parts, ", ")
 }
 
 // ---- the event queue ----

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary serve as the worker processes that
+// `live` starts (it starts its own binary with "worker").
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "worker" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func liveWorkload(t *testing.T, n int, rate string) string {
+	t.Helper()
+	w := filepath.Join(t.TempDir(), "w.jsonl")
+	if code, _, errOut := runCLI(t, "workload", "gen", "--requests", strings.TrimSpace(itoa(n)), "--rate", rate, "--prefix-groups", "0",
+		"--cancel-fraction", "0", "--out", w); code != exitOK {
+		t.Fatalf("workload gen: %s", errOut)
+	}
+	return w
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestCLI_LiveJSON(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	w := liveWorkload(t, 40, "200")
+	out := t.TempDir()
+	code, stdout, errOut := runCLI(t, "live", "--workload", w, "--out", out, "--time-scale", "0.01", "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s\n%s", code, errOut, stdout)
+	}
+	var rep struct {
+		Requests  int      `json:"requests"`
+		Succeeded int      `json:"succeeded"`
+		Clean     bool     `json:"clean"`
+		Logs      []string `json:"logs"`
+		Workers   []struct {
+			Role string `json:"role"`
+		} `json:"workers"`
+		Conform struct {
+			Verdict string `json:"verdict"`
+		} `json:"conform"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	if rep.Requests != 40 || rep.Succeeded != 40 || !rep.Clean || rep.Conform.Verdict != "explained" || len(rep.Workers) != 4 || len(rep.Logs) != 5 {
+		t.Fatalf("report: %+v", rep)
+	}
+}
+
+func TestCLI_LiveBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"live", "--time-scale", "0"}, "--time-scale 0"},
+		{[]string{"live", "--proxy-rate", "0.5"}, "need --proxy-seed"},
+		{[]string{"live", "--workload", "/nonexistent"}, "/nonexistent"},
+		{[]string{"worker", "--coordinator", "10.0.0.1:9", "--worker", "0", "--config", "x"}, "127.0.0.1:PORT"},
+		{[]string{"worker", "--worker", "0"}, "--coordinator is required"},
+	} {
+		code, _, errOut := runCLI(t, tc.args...)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q, want 2 and %q", tc.args, code, errOut, tc.want)
+		}
+	}
+}
+
+// TestCLI_LiveInterrupted: an interrupt stops the run, exit 3, and no
+// worker process outlives it.
+func TestCLI_LiveInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	w := liveWorkload(t, 2000, "20")
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	defer cancel()
+	code, stdout, errOut := runCLIContext(ctx, "live", "--workload", w, "--out", out, "--time-scale", "0.01")
+	if code != exitInterrupted || !strings.Contains(stdout, "interrupted") {
+		t.Fatalf("exit %d: %s\n%s", code, errOut, stdout)
+	}
+	if pids := workersOf(t, out); len(pids) > 0 {
+		t.Fatalf("worker processes outlived the run: %v", pids)
+	}
+}
+
+// workersOf lists the processes whose command line names the run's
+// directory (every worker's does: its log is there).
+func workersOf(t *testing.T, dir string) []string {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc to look for processes in")
+	}
+	var out []string
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), dir) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
