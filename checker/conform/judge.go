@@ -305,6 +305,22 @@ func (j *judge) logged(a *attempt, p int) bool {
 	return false
 }
 
+// attachSilent gives an attempt that nothing explains the restart of a
+// worker it was routed to and that never logged it: the route may have
+// reached the worker just before it died, and what its peer did after
+// may follow from that restart (which end gives such an attempt anyway).
+// It reports whether it attached one.
+func (j *judge) attachSilent(a *attempt) bool {
+	for _, p := range []int{a.p, a.d} {
+		if r := j.procRestart(p); r != nil && !j.logged(a, p) && len(a.slots) < maxSlots {
+			a.slots = append(a.slots, slot{proc: p, facts: []*obslog.Fact{r}})
+			a.full = true
+			return true
+		}
+	}
+	return false
+}
+
 func (j *judge) procRestart(p int) *obslog.Fact {
 	if p < 0 {
 		return nil
@@ -473,7 +489,7 @@ func (j *judge) root(a *attempt) *node {
 // fault), that makes it observable first of its process.
 func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 	n := a.cur
-	for i := 0; i < int(n.owedN); i++ {
+	for i := 0; i < int(n.owedN) && f.Kind != obslog.WorkerRestarted; i++ {
 		l := &n.owed[i]
 		if !j.logsIt(a, l, f) {
 			continue
@@ -497,6 +513,7 @@ func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 		if _, v := j.chk.Apply(&ns, checker.Move{Kind: checker.MvRestart, H: -1, Arg: k}, j.cov); v != nil || !j.setState(a, c, &ns) {
 			return false
 		}
+		j.forgive(a, c, f.Proc)
 		c.pos[s]++
 		c.consumed++
 		c.fact = f
@@ -700,6 +717,9 @@ func (j *judge) settle(a *attempt, prev []*node) bool {
 		if a.fcut && a.level < j.maxF {
 			a.level++
 			return j.replay(a, prev)
+		}
+		if j.attachSilent(a) {
+			return j.replay(a, nil)
 		}
 		j.dead(a, prev)
 		return false
@@ -908,6 +928,24 @@ func carry(n *node, must []obslog.Label, i int) (owed [maxOwed]obslog.Label, on 
 	return owed, uint8(k), true
 }
 
+// forgive drops the facts a node owes process p, which restarted: a
+// process may die after a step and before it logs what the step did (a
+// route that reached it as it died, a line it had not written), and the
+// new process logs nothing of the old one's attempts.
+func (j *judge) forgive(a *attempt, n *node, p int) {
+	k := 0
+	for _, l := range n.owed[:n.owedN] {
+		if l.By == obslog.ByRouter || j.logger(a, &l) != p {
+			n.owed[k] = l
+			k++
+		}
+	}
+	for i := k; i < int(n.owedN); i++ {
+		n.owed[i] = obslog.Label{}
+	}
+	n.owedN = uint8(k)
+}
+
 // owes reports whether a node owes process p a fact.
 func (j *judge) owes(a *attempt, n *node, p int) bool {
 	for _, l := range n.owed[:n.owedN] {
@@ -987,7 +1025,7 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 	}
 	for s := range a.slots {
 		if int(n.pos[s]) < len(a.slots[s].facts) {
-			if f := a.slots[s].facts[n.pos[s]]; f.Kind == obslog.WorkerRestarted && !j.owes(a, n, f.Proc) {
+			if f := a.slots[s].facts[n.pos[s]]; f.Kind == obslog.WorkerRestarted {
 				k := int8(0)
 				if a.slots[s].proc == a.d {
 					k = 1
@@ -1003,6 +1041,7 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 				if !j.setState(a, c, &ns) {
 					continue
 				}
+				j.forgive(a, c, f.Proc)
 				c.pos[s]++
 				c.consumed++
 				c.fact = f

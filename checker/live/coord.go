@@ -352,7 +352,7 @@ func (c *coord) plan() error {
 	return nil
 }
 
-func (c *coord) epochLater(us int64) time.Time { return c.epoch.Add(c.dur(us)) }
+func (c *coord) fromStart(us int64) time.Time { return c.start.Add(c.dur(us)) }
 
 func (c *coord) dur(us int64) time.Duration { return time.Duration(float64(us) * c.opt.Scale * 1000) }
 
@@ -455,11 +455,12 @@ func (c *coord) run() error {
 			return nil
 		}
 	}
+	// Arrivals and timed restarts count from the first arrival; the logs'
+	// t_us from the epoch every process was given.
 	c.start = time.Now()
-	c.epoch = c.start // arrivals and timed restarts count from here
 	c.scheduleArrival()
 	for _, f := range c.timed {
-		c.push(&cevent{at: c.epochLater(f.AtUS), kind: cRestart, w: f.Worker})
+		c.push(&cevent{at: c.fromStart(f.AtUS), kind: cRestart, w: f.Worker})
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -674,7 +675,7 @@ func (c *coord) readArrival() error {
 
 func (c *coord) scheduleArrival() {
 	if c.next != nil {
-		c.push(&cevent{at: c.epochLater(c.next.ArrivalUS), kind: cArrive})
+		c.push(&cevent{at: c.fromStart(c.next.ArrivalUS), kind: cArrive})
 	}
 }
 
@@ -749,7 +750,7 @@ func (c *coord) arrive() error {
 	c.sendTo(a.p, &Frame{Kind: KRoute, Attempt: a.name, Stage: "prefill", Request: c.info(a)})
 	c.sendMarks(a, model.SourceSide)
 	if r.CancelUS >= 0 {
-		c.push(&cevent{at: c.epochLater(r.CancelUS), kind: cCancel, a: a})
+		c.push(&cevent{at: c.fromStart(r.CancelUS), kind: cCancel, a: a})
 	}
 	if a.m.cancel {
 		a.m.cancel = false

@@ -28,6 +28,9 @@ func judge(t *testing.T, rep *Report) {
 		t.Fatal(err)
 	}
 	if cr.Verdict != conform.Explained {
+		if x := cr.Rejection; x != nil {
+			t.Fatalf("conform: %s at %s:%d: %s: %s %s\n%v\n%v", cr.Verdict, x.File, x.Line, x.Fact, x.Invariant, x.Detail, x.Allowed, x.Explained)
+		}
 		t.Fatalf("conform: %s: %+v", cr.Verdict, cr)
 	}
 	if cr.Attempts != rep.Requests {
@@ -56,7 +59,6 @@ func TestLiveKillRestart(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep.Write(os.Stderr)
 			if rep.Restarts != 1 || rep.Finished != len(reqs) {
 				t.Fatalf("want 1 restart and %d finished requests", len(reqs))
 			}
@@ -64,6 +66,7 @@ func TestLiveKillRestart(t *testing.T) {
 				t.Errorf("the restart failed no handoff: it struck between handoffs")
 			}
 			if !rep.Clean {
+				rep.Write(os.Stderr)
 				t.Fatalf("leaks: %v", rep.Leaks)
 			}
 			judge(t, rep)

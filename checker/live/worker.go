@@ -774,10 +774,15 @@ func (w *worker) maybeEndTransfer(a *attempt) {
 			return
 		}
 	}
-	if !a.replied || !a.xferDue {
-		return
+	own := x.SrcReg
+	if w.mine == model.DestinationSide {
+		own = x.DstReg
 	}
-	w.do(a, checker.Move{Kind: checker.MvTransfer, H: 0}, false)
+	// Through a registration of its own that is no longer valid the
+	// transfer fails at once, whatever the peer answers.
+	if own != model.RegValid || (a.replied && a.xferDue) {
+		w.do(a, checker.Move{Kind: checker.MvTransfer, H: 0}, false)
+	}
 }
 
 // ---- timers ----
@@ -969,10 +974,14 @@ func (w *worker) runDue() {
 			}
 			a.xferDue = true
 			w.maybeEndTransfer(a)
-			if x := &a.st.W.H[0]; x.Xfer == model.XferRunning && x.Hung {
-				// A hung transfer asks again: it fails once a
-				// registration it uses is no longer valid.
-				a.replied = false
+			if x := &a.st.W.H[0]; x.Xfer == model.XferRunning && x.Runner == w.mine {
+				// Hung, or the peer has not answered (its process may
+				// have died with the probe): ask again a health check
+				// later. A hung transfer fails once a registration it
+				// uses is no longer valid.
+				if x.Hung {
+					a.replied = false
+				}
 				w.send(&Frame{Kind: KProbe, Attempt: a.name, To: sideNames[w.mine.Other()], PeerGen: max(a.peerGen, 0)})
 				w.push(&wevent{at: time.Now().Add(w.dur(w.cfg.HealthCheckUS)), kind: wXfer, a: a, ver: a.xferV})
 			}
