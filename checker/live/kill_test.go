@@ -50,8 +50,13 @@ func TestLiveKillRestart(t *testing.T) {
 			cfg := parityConfig(t, policy)
 			cfg.LatencyUS = 500
 			reqs := spaced(200, 50_000)
-			// Half-way, with handoffs in flight on every worker.
-			faults := []sim.Fault{{Kind: "restart", AtUS: 100 * 50_000, Worker: cfg.Prefill.Workers, Request: -1}}
+			// Half-way, in the middle of request 100's transfer, with
+			// other handoffs in flight.
+			side := "destination"
+			if policy == "destination-first" {
+				side = "source"
+			}
+			faults := []sim.Fault{{Kind: "restart", Request: 100, Worker: -1, Side: side, After: "transfer_started"}}
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			rep, err := Run(ctx, Options{Config: cfg, Workload: &slice{rs: reqs}, Faults: faults, Scale: 0.01, Dir: dirFor(t),
@@ -62,8 +67,8 @@ func TestLiveKillRestart(t *testing.T) {
 			if rep.Restarts != 1 || rep.Finished != len(reqs) {
 				t.Fatalf("want 1 restart and %d finished requests", len(reqs))
 			}
-			if rep.Failed == 0 {
-				t.Errorf("the restart failed no handoff: it struck between handoffs")
+			if rep.Failed == 0 || rep.FaultsStruck != 1 {
+				t.Errorf("the restart struck %d times and failed %d handoffs", rep.FaultsStruck, rep.Failed)
 			}
 			if !rep.Clean {
 				rep.Write(os.Stderr)

@@ -15,9 +15,9 @@ import (
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
-// parityConfig is the default cluster with short deadlines and no
-// jitter: a fact's latency is then the network's in both adapters, and
-// the deadlines, scaled, still dwarf a loaded machine's scheduling noise.
+// parityConfig is the default cluster with short deadlines far apart
+// and no jitter: scaled, the deadlines and the gaps between them still
+// dwarf a loaded machine's scheduling noise (tens of milliseconds).
 func parityConfig(t testing.TB, policy string) *sim.Config {
 	cfg := sim.DefaultConfig()
 	if policy == "destination-first" {
@@ -31,16 +31,17 @@ func parityConfig(t testing.TB, policy string) *sim.Config {
 	// worker reports at once reaches the frontend before a hop it started
 	// ends, in both adapters.
 	cfg.LatencyUS, cfg.JitterUS = 200_000, 0
-	cfg.Timers = sim.Timers{LeaseUS: 2_000_000, HeartbeatUS: 500_000, BootstrapUS: 3_000_000, ReservationUS: 3_000_000, TransferDeadlineUS: 2_000_000}
+	cfg.Timers = sim.Timers{LeaseUS: 4_000_000, HeartbeatUS: 1_000_000, BootstrapUS: 6_000_000, ReservationUS: 9_000_000, TransferDeadlineUS: 3_000_000}
 	cfg.HealthCheckUS = 1_000_000
 	return cfg
 }
 
-// parityScale runs a configured second in 10 ms.
-const parityScale = 0.01
+// parityScale runs a configured second in 50 ms.
+const parityScale = 0.05
 
-// parityWorkload is one workload of the parity test: three requests far
-// apart, the plan's faults aimed at request 1 by phase.
+// parityWorkload is one workload of the parity test: two requests, the
+// second after the first ended, the plan's faults aimed at request 1 by
+// phase.
 type parityWorkload struct {
 	name   string
 	faults func(policy string) []sim.Fault
@@ -105,7 +106,7 @@ var parityWorkloads = []parityWorkload{
 }
 
 func parityRequests() []sim.Request {
-	return spaced(3, 10_000_000)
+	return spaced(2, 2_500_000)
 }
 
 // simTransitions runs the workload through the simulator.
