@@ -2,8 +2,10 @@ package live
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"testing"
 	"time"
 
@@ -16,9 +18,19 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv("HANDOFFCHECK_LIVE_WORKER") == "1" {
 		a, err := ParseWorkerArgs(os.Args[1:])
+		// HANDOFFCHECK_LIVE_PROFILE=DIR: each worker writes its CPU
+		// profile there (the benchmark's "where the time goes").
+		if dir := os.Getenv("HANDOFFCHECK_LIVE_PROFILE"); dir != "" && err == nil {
+			f, perr := os.Create(fmt.Sprintf("%s/worker-%d-gen%d-pid%d.pprof", dir, a.Worker, a.Gen, os.Getpid()))
+			if perr == nil {
+				pprof.StartCPUProfile(f)
+				defer pprof.StopCPUProfile()
+			}
+		}
 		if err == nil {
 			err = RunWorkerArgs(context.Background(), a, nil, os.Stderr)
 		}
+		pprof.StopCPUProfile()
 		if err != nil {
 			os.Stderr.WriteString("worker: " + err.Error() + "\n")
 			os.Exit(1)
