@@ -21,9 +21,10 @@ FUZZ_TARGETS = \
 	./checker/obslog:FuzzParseLog \
 	./checker/conform:FuzzConform \
 	./checker/conform/mocker:FuzzConvertMocker \
+	./checker/live:FuzzDecodeFrame \
 	./fuzz:FuzzStep
 
-.PHONY: all generate check test fresh fuzz fuzz-seeds bench lint install mutate-code chromium examples
+.PHONY: all generate check test fresh fuzz fuzz-seeds bench lint install mutate-code chromium examples live
 
 all: test
 
@@ -62,6 +63,13 @@ fresh:
 		fi; \
 	done; rm -rf "$$tmp"
 
+# The machines as real processes: the embedded default live run (1,000
+# requests, a worker killed with SIGKILL and restarted, aimed faults), its
+# logs judged by conform; then the throughput benchmark on 2+2 workers.
+live:
+	$(GO) run ./cmd/handoffcheck live
+	$(GO) test ./checker/live -run '^$$' -bench BenchmarkLiveThroughput -benchtime 3x
+
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
@@ -86,6 +94,7 @@ mutate-code:
 bench:
 	$(GO) test ./checker -run '^$$' -bench . -benchtime $(BENCHTIME)
 	$(GO) test ./checker/conform -run '^$$' -bench . -benchtime $(BENCHTIME) -cpu 1
+	$(GO) test ./checker/live -run '^$$' -bench . -benchtime $(BENCHTIME)
 
 # The example observation logs of testdata/logs: the valid ones as simulate
 # writes them for testdata/logs/{config.json,workload.jsonl,faults.jsonl},
