@@ -104,7 +104,8 @@ type coord struct {
 	order  []*catt
 	q      cqueue
 	seq    uint64
-	rng    *rand.Rand
+	rng    *rand.Rand // the routers\' draws
+	prng   *rand.Rand // the proxy\'s
 	nextP  int
 	nextD  int
 	cov    *checker.Coverage
@@ -245,7 +246,8 @@ func newCoord(ctx context.Context, opt Options) (*coord, error) {
 	}
 	c := &coord{opt: opt, cfg: opt.Config, chk: chk, ctx: ctx, in: make(chan inbound, 4096),
 		atts: map[string]*catt{}, marks: map[int]*marks{}, errs: opt.Errors,
-		rng: rand.New(rand.NewPCG(opt.Config.Seed, 0x6c697665)), cov: checker.NewCoverage(p.Spec())}
+		rng: rand.New(rand.NewPCG(opt.Config.Seed, 0x6c697665)), prng: rand.New(rand.NewPCG(opt.Proxy.Seed, 0x70726f7879)),
+		cov: checker.NewCoverage(p.Spec())}
 	if c.errs == nil {
 		c.errs = os.Stderr
 	}
@@ -608,7 +610,7 @@ func (c *coord) inbound(ib inbound) {
 			if !c.draining && c.ctx.Err() == nil && !errors.Is(ib.err, ErrFrame) {
 				// The process died on its own: it restarts as a new
 				// generation, as a killed one does.
-				c.restart(wc.w, false)
+				c.restart(wc.w)
 			}
 		}
 		return
@@ -645,7 +647,7 @@ func (c *coord) inbound(ib inbound) {
 		c.outcome(wc.w, f)
 	case KTrigger:
 		c.rep.FaultsStruck++
-		c.restart(wc.w, true)
+		c.restart(wc.w)
 	case KStruck:
 		c.rep.FaultsStruck++
 	case KLedger:
@@ -899,8 +901,8 @@ func (c *coord) relay(from int, f *Frame) {
 			c.rep.FaultsStruck++
 			copies = 2
 		}
-		if p := &c.opt.Proxy; p.Seed != 0 && c.rng.Float64() < p.Rate {
-			switch c.rng.IntN(3) {
+		if p := &c.opt.Proxy; p.Seed != 0 && c.prng.Float64() < p.Rate {
+			switch c.prng.IntN(3) {
 			case 0:
 				c.rep.Proxy.Dropped++
 				return
@@ -910,7 +912,7 @@ func (c *coord) relay(from int, f *Frame) {
 			case 2:
 				c.rep.Proxy.Delayed++
 				g := *f
-				c.push(&cevent{at: time.Now().Add(c.dur(c.rng.Int64N(max(p.MaxDelayUS, 1)))), kind: cRelay, w: dst, f: &g})
+				c.push(&cevent{at: time.Now().Add(c.dur(c.prng.Int64N(max(p.MaxDelayUS, 1)))), kind: cRelay, w: dst, f: &g})
 				return
 			}
 		}
@@ -925,7 +927,7 @@ func (c *coord) relay(from int, f *Frame) {
 // restart is worker w's process ending (killed by the plan, or on its
 // own): every attempt it had takes the restart in the routers' windows,
 // the routers' bookings there end, and a health check tells each peer.
-func (c *coord) restart(w int, kill bool) {
+func (c *coord) restart(w int) {
 	cw := c.ws[w]
 	if cw.proc != nil {
 		cw.proc.Kill()
@@ -971,7 +973,6 @@ func (c *coord) restart(w int, kill bool) {
 	if err := c.spawn(w); err != nil {
 		fmt.Fprintf(c.errs, "coordinator: %v\n", err)
 	}
-	_ = kill
 }
 
 // ---- the event queue ----
@@ -1041,7 +1042,7 @@ func (c *coord) runDue() error {
 			}
 		case cRestart:
 			c.rep.FaultsStruck++
-			c.restart(e.w, true)
+			c.restart(e.w)
 		case cRouteDecode:
 			if !e.a.done {
 				c.routeDecode(e.a)

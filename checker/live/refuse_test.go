@@ -46,8 +46,8 @@ func TestWorker_StaleFramesChangeNothing(t *testing.T) {
 	if len(w.atts) != 1 || a.st != before || w.q.Len() != events {
 		t.Fatalf("stale frames changed the worker: %d attempts, state changed %v, %d events (was %d)", len(w.atts), a.st != before, w.q.Len(), events)
 	}
-	if w.refused != 8 {
-		t.Errorf("%d frames refused, want 8", w.refused)
+	if w.refused != 8 || w.refusedWhy["unknown attempt"] != 2 || w.refusedWhy["from an old generation"] != 2 {
+		t.Errorf("%d frames refused (%v), want 8: 2 of an unknown attempt, 2 from an old generation", w.refused, w.refusedWhy)
 	}
 	// A current fact is taken.
 	w.frame(&Frame{Kind: KFact, Attempt: "r0", To: "source", Msg: "ReaderCompleted", Gen: 2, PeerGen: 1})

@@ -3,7 +3,9 @@ package live
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -92,7 +94,15 @@ func (r *Report) Write(w io.Writer) {
 		if held == "" {
 			held = "nothing held"
 		}
-		fmt.Fprintf(w, "  %s worker %d gen %d: %d attempts, %d frames refused; %s\n", l.Role, l.Worker, l.Gen, l.Attempts, l.Refused, held)
+		refused := fmt.Sprintf("%d frames refused", l.Refused)
+		if len(l.RefusedWhy) > 0 {
+			var why []string
+			for _, k := range slices.Sorted(maps.Keys(l.RefusedWhy)) {
+				why = append(why, fmt.Sprintf("%s %d", k, l.RefusedWhy[k]))
+			}
+			refused += " (" + strings.Join(why, ", ") + ")"
+		}
+		fmt.Fprintf(w, "  %s worker %d gen %d: %d attempts, %s; %s\n", l.Role, l.Worker, l.Gen, l.Attempts, refused, held)
 		for _, a := range l.OpenAttempts {
 			fmt.Fprintf(w, "    open: %s\n", a)
 		}

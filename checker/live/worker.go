@@ -71,7 +71,9 @@ type Ledger struct {
 	OpenAttempts []string `json:"open_attempts,omitempty"`
 	Attempts     int      `json:"attempts"`
 	Refused      int      `json:"refused"`
-	Findings     []string `json:"findings,omitempty"`
+	// RefusedWhy counts the refused frames by why.
+	RefusedWhy map[string]int `json:"refused_why,omitempty"`
+	Findings   []string       `json:"findings,omitempty"`
 }
 
 // Held lists what the ledger still holds, "" when nothing: blocks in use
@@ -126,6 +128,7 @@ type worker struct {
 	errs  io.Writer
 	// counts
 	hosted, refused int
+	refusedWhy      map[string]int
 	findings        []string
 	frozen          bool
 	draining        bool
@@ -308,10 +311,13 @@ func (w *worker) finding(format string, args ...any) {
 	fmt.Fprintf(w.errs, "worker %d gen %d: %s\n", w.opt.Worker, w.opt.Gen, s)
 }
 
-func (w *worker) refuse(f *Frame, why string) {
+// refuse counts a frame that changes nothing, by why.
+func (w *worker) refuse(why string) {
 	w.refused++
-	_ = f
-	_ = why
+	if w.refusedWhy == nil {
+		w.refusedWhy = map[string]int{}
+	}
+	w.refusedWhy[why]++
 }
 
 // ---- frames ----
@@ -335,21 +341,21 @@ func (w *worker) frame(f *Frame) {
 		if f.Kind == KProbe {
 			w.send(&Frame{Kind: KProbeReply, Attempt: f.Attempt, To: sideNames[w.mine.Other()], PeerGen: f.Gen, Reg: model.RegClosed.String(), Hold: "none"})
 		}
-		w.refuse(f, "unknown attempt")
+		w.refuse("unknown attempt")
 		return
 	}
 	// A frame from an older generation of the peer, or to an older
 	// generation of this worker, changes nothing.
 	if f.Kind == KFact || f.Kind == KProbe || f.Kind == KProbeReply {
 		if f.PeerGen != 0 && f.PeerGen != w.opt.Gen {
-			w.refuse(f, "to an old generation")
+			w.refuse("to an old generation")
 			return
 		}
 		switch {
 		case a.peerGen < 0:
 			a.peerGen = f.Gen
 		case f.Gen < a.peerGen:
-			w.refuse(f, "from an old generation")
+			w.refuse("from an old generation")
 			return
 		}
 	}
@@ -367,7 +373,7 @@ func (w *worker) frame(f *Frame) {
 	case KMark:
 		w.mark(a, f)
 	default:
-		w.refuse(f, "not a frame for a worker")
+		w.refuse("not a frame for a worker")
 	}
 }
 
@@ -377,7 +383,7 @@ func (w *worker) route(f *Frame) {
 		want = "decode"
 	}
 	if f.Stage != want || w.atts[f.Attempt] != nil {
-		w.refuse(f, "a route this worker does not take")
+		w.refuse("a route this worker does not take")
 		return
 	}
 	r := f.Request
@@ -409,7 +415,7 @@ func (w *worker) fact(a *attempt, f *Frame) {
 	m, ok := msgNamed(f.Msg)
 	to, ok2 := sideNamed(f.To)
 	if !ok || !ok2 || to != w.mine {
-		w.refuse(f, "a fact this worker does not take")
+		w.refuse("a fact this worker does not take")
 		return
 	}
 	// Each fact that arrives is taken a configured latency later, on its
@@ -451,20 +457,20 @@ func (w *worker) probeReply(a *attempt, f *Frame) {
 	x := &a.st.W.H[0]
 	reg, ok := regNamed(f.Reg)
 	if !ok || x.Xfer != model.XferRunning || x.Runner != w.mine {
-		w.refuse(f, "a probe reply for no transfer of this worker")
+		w.refuse("a probe reply for no transfer of this worker")
 		return
 	}
 	if w.mine == model.DestinationSide {
 		h, ok := srcHoldNamed(f.Hold)
 		if !ok && f.Hold != "none" {
-			w.refuse(f, "bad hold")
+			w.refuse("bad hold")
 			return
 		}
 		x.SrcReg, x.Src = reg, h
 	} else {
 		h, ok := dstHoldNamed(f.Hold)
 		if !ok && f.Hold != "none" {
-			w.refuse(f, "bad hold")
+			w.refuse("bad hold")
 			return
 		}
 		x.DstReg, x.Dst = reg, h
@@ -508,7 +514,7 @@ func (w *worker) mark(a *attempt, f *Frame) {
 			a.trigger = obslog.Kinds[k].Name
 			return
 		}
-		w.refuse(f, "an unknown fault")
+		w.refuse("an unknown fault")
 		return
 	}
 	w.settle(a, nil, checker.Move{})
@@ -856,7 +862,7 @@ func (w *worker) sendLedger() {
 		Free: int64(k.Free), Cached: int64(k.Cached), Kept: int64(k.Kept), Active: int64(k.Active), Pinned: int64(k.Pinned),
 		Reserved: int64(k.Reserved), Slots: int64(k.SlotsUsed), Headroom: int64(k.HeadroomUsed), InFlight: int64(k.InFlight),
 		Owned: int64(k.Owned), PrefillTokens: int64(k.PrefillTokens), Booked: int64(k.BookedBlocks), Stored: int64(k.StoredBlocks),
-		Open: len(w.atts), Attempts: w.hosted, Refused: w.refused, Findings: w.findings}
+		Open: len(w.atts), Attempts: w.hosted, Refused: w.refused, RefusedWhy: w.refusedWhy, Findings: w.findings}
 	names := make([]string, 0, len(w.atts))
 	for name := range w.atts {
 		names = append(names, name)
