@@ -2,7 +2,6 @@ package live
 
 import (
 	"bufio"
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -102,8 +101,7 @@ type coord struct {
 	wk     []model.Worker // the routers' ledgers of each worker
 	atts   map[string]*catt
 	order  []*catt
-	q      cqueue
-	seq    uint64
+	q      queue[*cevent]
 	rng    *rand.Rand // the routers\' draws
 	prng   *rand.Rand // the proxy\'s
 	nextP  int
@@ -176,38 +174,9 @@ type catt struct {
 // strike (the proxy's loss and duplicate, the client's cancel) or hands
 // to the workers.
 type marks struct {
-	lose, dup factMark
+	lose, dup sim.FactMark
 	cancel    bool
 	worker    []Frame // KMark frames, with the side they go to in To
-}
-
-type factMark struct {
-	n      [2]int
-	msg    [2]string
-	any    int
-	anyMsg string
-}
-
-func (f *factMark) add(to model.Side, hasTo bool, msg string) {
-	if hasTo {
-		f.n[to]++
-		f.msg[to] = msg
-		return
-	}
-	f.any++
-	f.anyMsg = msg
-}
-
-func (f *factMark) take(to model.Side, m string) bool {
-	if f.n[to] > 0 && (f.msg[to] == "" || f.msg[to] == m) {
-		f.n[to]--
-		return true
-	}
-	if f.any > 0 && (f.anyMsg == "" || f.anyMsg == m) {
-		f.any--
-		return true
-	}
-	return false
 }
 
 // Run runs a live run to its end and reports it.
@@ -326,18 +295,18 @@ func (c *coord) plan() error {
 			m = &marks{}
 			c.marks[f.Request] = m
 		}
-		to, hasTo := sideNamed(f.To)
+		to, hasTo := sim.SideNamed(f.To)
 		switch f.Kind {
 		case "loss":
-			m.lose.add(to, hasTo, f.Msg)
+			m.lose.Add(to, hasTo, f.Msg)
 		case "duplicate":
-			m.dup.add(to, hasTo, f.Msg)
+			m.dup.Add(to, hasTo, f.Msg)
 		case "cancel":
 			m.cancel = true
 		case "hang", "transfer_failure":
 			m.worker = append(m.worker, Frame{Kind: KMark, Fault: f.Kind, To: "source"}, Frame{Kind: KMark, Fault: f.Kind, To: "destination"})
 		case "abort", "delay", "evict":
-			if _, ok := sideNamed(f.Side); ok {
+			if _, ok := sim.SideNamed(f.Side); ok {
 				m.worker = append(m.worker, Frame{Kind: KMark, Fault: f.Kind, To: f.Side})
 			}
 		case "restart":
@@ -468,7 +437,7 @@ func (c *coord) run() error {
 	defer timer.Stop()
 	for {
 		if c.q.Len() > 0 {
-			timer.Reset(time.Until(c.q[0].at))
+			timer.Reset(time.Until(c.q.peek().at))
 		} else {
 			timer.Reset(100 * time.Millisecond)
 		}
@@ -833,7 +802,7 @@ func (c *coord) cancel(a *catt) {
 // router's booking ends.
 func (c *coord) outcome(w int, f *Frame) {
 	a := c.atts[f.Attempt]
-	sd, ok := sideNamed(f.Side)
+	sd, ok := sim.SideNamed(f.Side)
 	if a == nil || !ok || a.worker(sd) != w || a.outcome[sd] != model.OutcomeNone {
 		return
 	}
@@ -881,7 +850,7 @@ func (c *coord) maybeFinish(a *catt) {
 // faults.
 func (c *coord) relay(from int, f *Frame) {
 	a := c.atts[f.Attempt]
-	to, ok := sideNamed(f.To)
+	to, ok := sim.SideNamed(f.To)
 	if a == nil || !ok {
 		return // the attempt ended for the frontend; late frames go nowhere
 	}
@@ -890,13 +859,13 @@ func (c *coord) relay(from int, f *Frame) {
 		return
 	}
 	copies := 1
-	if f.Kind == KFact {
+	if msg, ok := msgNamed(f.Msg); ok && f.Kind == KFact {
 		switch {
-		case a.m.lose.take(to, f.Msg):
+		case a.m.lose.Take(to, msg):
 			c.rep.Proxy.Dropped++
 			c.rep.FaultsStruck++
 			return
-		case a.m.dup.take(to, f.Msg):
+		case a.m.dup.Take(to, msg):
 			c.rep.Proxy.Duplicated++
 			c.rep.FaultsStruck++
 			copies = 2
@@ -998,35 +967,17 @@ type cevent struct {
 	f    *Frame
 }
 
-type cqueue []*cevent
-
-func (q cqueue) Len() int { return len(q) }
-func (q cqueue) Less(i, j int) bool {
-	if !q[i].at.Equal(q[j].at) {
-		return q[i].at.Before(q[j].at)
-	}
-	return q[i].seq < q[j].seq
-}
-func (q cqueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *cqueue) Push(x any)   { *q = append(*q, x.(*cevent)) }
-func (q *cqueue) Pop() any {
-	old := *q
-	e := old[len(old)-1]
-	old[len(old)-1] = nil
-	*q = old[:len(old)-1]
-	return e
-}
+func (e *cevent) due() (time.Time, uint64) { return e.at, e.seq }
 
 func (c *coord) push(e *cevent) {
-	c.seq++
-	e.seq = c.seq
-	heap.Push(&c.q, e)
+	e.seq = c.q.next()
+	c.q.push(e)
 }
 
 func (c *coord) runDue() error {
 	now := time.Now()
-	for c.q.Len() > 0 && !c.q[0].at.After(now) {
-		e := heap.Pop(&c.q).(*cevent)
+	for c.q.Len() > 0 && !c.q.peek().at.After(now) {
+		e := c.q.pop()
 		switch e.kind {
 		case cArrive:
 			if err := c.arrive(); err != nil {

@@ -58,16 +58,6 @@ func roleOf(s model.Side) spec.Role {
 
 var sideNames = [2]string{"source", "destination"}
 
-func sideNamed(name string) (model.Side, bool) {
-	switch name {
-	case "source":
-		return model.SourceSide, true
-	case "destination":
-		return model.DestinationSide, true
-	}
-	return 0, false
-}
-
 func msgNamed(name string) (model.Msg, bool) {
 	for m := model.Msg(1); m < model.NumMsgs; m++ {
 		if m.String() == name {

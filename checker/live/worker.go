@@ -2,7 +2,6 @@ package live
 
 import (
 	"bufio"
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -116,8 +115,7 @@ type worker struct {
 	sum   model.Holdings
 	atts  map[string]*attempt
 	wait  []*attempt // attempts waiting for capacity, oldest first
-	q     wqueue
-	seq   uint64
+	q     queue[*wevent]
 	busy  time.Time // a prefill worker computes one prefill at a time
 	cov   *checker.Coverage
 	fires []checker.Firing
@@ -231,7 +229,7 @@ func RunWorker(ctx context.Context, opt WorkerOptions) error {
 	defer timer.Stop()
 	for {
 		if w.q.Len() > 0 && !w.frozen {
-			timer.Reset(time.Until(w.q[0].at))
+			timer.Reset(time.Until(w.q.peek().at))
 		} else {
 			timer.Reset(time.Hour)
 		}
@@ -413,7 +411,7 @@ func (w *worker) route(f *Frame) {
 
 func (w *worker) fact(a *attempt, f *Frame) {
 	m, ok := msgNamed(f.Msg)
-	to, ok2 := sideNamed(f.To)
+	to, ok2 := sim.SideNamed(f.To)
 	if !ok || !ok2 || to != w.mine {
 		w.refuse("a fact this worker does not take")
 		return
@@ -922,36 +920,18 @@ type wevent struct {
 	ver   uint32
 }
 
-type wqueue []*wevent
-
-func (q wqueue) Len() int { return len(q) }
-func (q wqueue) Less(i, j int) bool {
-	if !q[i].at.Equal(q[j].at) {
-		return q[i].at.Before(q[j].at)
-	}
-	return q[i].seq < q[j].seq
-}
-func (q wqueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *wqueue) Push(x any)   { *q = append(*q, x.(*wevent)) }
-func (q *wqueue) Pop() any {
-	old := *q
-	e := old[len(old)-1]
-	old[len(old)-1] = nil
-	*q = old[:len(old)-1]
-	return e
-}
+func (e *wevent) due() (time.Time, uint64) { return e.at, e.seq }
 
 func (w *worker) push(e *wevent) {
-	w.seq++
-	e.seq = w.seq
-	heap.Push(&w.q, e)
+	e.seq = w.q.next()
+	w.q.push(e)
 }
 
 // runDue takes every event whose time came.
 func (w *worker) runDue() {
 	now := time.Now()
-	for w.q.Len() > 0 && !w.frozen && !w.q[0].at.After(now) {
-		e := heap.Pop(&w.q).(*wevent)
+	for w.q.Len() > 0 && !w.frozen && !w.q.peek().at.After(now) {
+		e := w.q.pop()
 		a := e.a
 		if a.gone {
 			continue

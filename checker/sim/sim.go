@@ -276,7 +276,7 @@ type request struct {
 
 // marks are the faults a plan holds for a request until they can strike.
 type marks struct {
-	lose, dup      factMark
+	lose, dup      FactMark
 	hang, failXfer bool
 	cancel         bool
 	delay          [2]bool
@@ -286,16 +286,19 @@ type marks struct {
 	restartAfter [2]string
 }
 
-// factMark is how many of the next facts to each side (or to either) a
-// plan loses or duplicates, and which fact it names ("" for any).
-type factMark struct {
+// FactMark is how many of the next facts to each side (or to either) a
+// plan loses or duplicates, and which fact it names ("" for any): the
+// rule by which every adapter strikes a planned loss or duplicate.
+type FactMark struct {
 	n      [2]int
 	msg    [2]string
 	any    int
 	anyMsg string
 }
 
-func (f *factMark) add(to model.Side, hasTo bool, msg string) {
+// Add marks one more fact: to side to (either when hasTo is false),
+// named msg ("" for any).
+func (f *FactMark) Add(to model.Side, hasTo bool, msg string) {
 	if hasTo {
 		f.n[to]++
 		f.msg[to] = msg
@@ -305,9 +308,9 @@ func (f *factMark) add(to model.Side, hasTo bool, msg string) {
 	f.anyMsg = msg
 }
 
-// take reports whether the fact m, going to side to, is one the mark
+// Take reports whether the fact m, going to side to, is one the mark
 // strikes, and spends the mark if so.
-func (f *factMark) take(to model.Side, m model.Msg) bool {
+func (f *FactMark) Take(to model.Side, m model.Msg) bool {
 	if f.n[to] > 0 && (f.msg[to] == "" || f.msg[to] == m.String()) {
 		f.n[to]--
 		return true
@@ -1035,14 +1038,14 @@ func (s *Sim) fireMove(e *event) {
 		return
 	case checker.MvDeliver:
 		to := model.Side(m.Arg)
-		if r.m.lose.take(to, m.Msg) {
+		if r.m.lose.Take(to, m.Msg) {
 			if s.do(r, checker.Move{Kind: checker.MvLose, H: 0, Arg: m.Arg, Msg: m.Msg}, false) {
 				r.lost[to] = true
 				s.stats.faults++
 			}
 			return
 		}
-		if r.m.dup.take(to, m.Msg) {
+		if r.m.dup.Take(to, m.Msg) {
 			if s.do(r, checker.Move{Kind: checker.MvDuplicate, H: 0, Arg: m.Arg, Msg: m.Msg}, false) {
 				s.stats.faults++
 			}
@@ -1192,7 +1195,7 @@ func (s *Sim) checkFault(f Fault) error {
 		if !slices.Contains(obslog.AttemptKindNames(), f.After) {
 			return fmt.Errorf("%s:%d: %w: after %q, want a kind of the observation log a worker logs for a request: %s", f.File, f.Line, ErrInput, f.After, strings.Join(obslog.AttemptKindNames(), ", "))
 		}
-		if _, ok := sideIndex(f.Side); !ok {
+		if _, ok := SideNamed(f.Side); !ok {
 			return fmt.Errorf("%s:%d: %w: side %q, want source or destination", f.File, f.Line, ErrInput, f.Side)
 		}
 	}
@@ -1210,7 +1213,8 @@ func (s *Sim) checkFault(f Fault) error {
 	return nil
 }
 
-func sideIndex(name string) (model.Side, bool) {
+// SideNamed reads a side's name in a fault plan: source or destination.
+func SideNamed(name string) (model.Side, bool) {
 	switch name {
 	case "source":
 		return model.SourceSide, true
@@ -1244,13 +1248,13 @@ func (s *Sim) strike(f *Fault) {
 		}
 		mk = m
 	}
-	sd, hasSide := sideIndex(f.Side)
-	to, hasTo := sideIndex(f.To)
+	sd, hasSide := SideNamed(f.Side)
+	to, hasTo := SideNamed(f.To)
 	switch f.Kind {
 	case "loss":
-		mk.lose.add(to, hasTo, f.Msg)
+		mk.lose.Add(to, hasTo, f.Msg)
 	case "duplicate":
-		mk.dup.add(to, hasTo, f.Msg)
+		mk.dup.Add(to, hasTo, f.Msg)
 	case "hang":
 		mk.hang = true
 	case "transfer_failure":
