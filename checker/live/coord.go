@@ -90,9 +90,9 @@ type Proc interface {
 
 // coord is the coordinator: the frontend, both routers and the proxy.
 type coord struct {
-	opt    Options
-	cfg    *sim.Config
-	chk    *checker.Checker
+	opt Options
+	cfg *sim.Config
+	*stepper
 	ctx    context.Context
 	epoch  time.Time
 	ln     net.Listener
@@ -106,9 +106,6 @@ type coord struct {
 	prng   *rand.Rand // the proxy\'s
 	nextP  int
 	nextD  int
-	cov    *checker.Coverage
-	fires  []checker.Firing
-	lbls   []obslog.Label
 	log    *obslog.Writer
 	logF   *os.File
 	header *obslog.Header
@@ -206,21 +203,19 @@ func newCoord(ctx context.Context, opt Options) (*coord, error) {
 	if p == nil {
 		p = checker.Generated()
 	}
-	chk, err := opt.Config.Checker(p)
+	st, err := newStepper(p, opt.Config)
 	if err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(opt.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	c := &coord{opt: opt, cfg: opt.Config, chk: chk, ctx: ctx, in: make(chan inbound, 4096),
+	c := &coord{opt: opt, cfg: opt.Config, stepper: st, ctx: ctx, in: make(chan inbound, 4096),
 		atts: map[string]*catt{}, marks: map[int]*marks{}, errs: opt.Errors,
-		rng: rand.New(rand.NewPCG(opt.Config.Seed, 0x6c697665)), prng: rand.New(rand.NewPCG(opt.Proxy.Seed, 0x70726f7879)),
-		cov: checker.NewCoverage(p.Spec())}
+		rng: rand.New(rand.NewPCG(opt.Config.Seed, 0x6c697665)), prng: rand.New(rand.NewPCG(opt.Proxy.Seed, 0x70726f7879))}
 	if c.errs == nil {
 		c.errs = os.Stderr
 	}
-	c.cov.Log = &c.fires
 	n := c.cfg.NumWorkers()
 	c.wk = make([]model.Worker, n)
 	if err := c.plan(); err != nil {
@@ -669,19 +664,13 @@ func (c *coord) writeBack(a *catt) {
 func (c *coord) step(a *catt, m checker.Move, force bool) bool {
 	c.project(a)
 	before := a.st
-	c.fires = c.fires[:0]
-	if force {
-		c.chk.Apply(&a.st, m, c.cov)
-	} else if _, _, err := c.chk.Step(&a.st, m, c.cov); err != nil {
+	if !c.take(&a.st, m, force) {
 		return false
 	}
 	c.writeBack(a)
-	c.lbls = obslog.Observe(c.lbls[:0], 0, &before, &a.st, m, c.fires)
-	for i := range c.lbls {
-		l := &c.lbls[i]
-		if l.By != obslog.ByRouter {
-			continue
-		}
+	ls := c.observed(&before, &a.st, m, obslog.ByRouter)
+	for i := range ls {
+		l := &ls[i]
 		f := obslog.FactOf(l, 0, 0, a.name, c.now())
 		if l.Kind == obslog.Routed {
 			if l.Stage == model.SourceSide {
@@ -919,7 +908,7 @@ func (c *coord) restart(w int) {
 		}
 		c.project(a)
 		before := a.st.W.H[0]
-		c.chk.Apply(&a.st, checker.Move{Kind: checker.MvRestart, H: -1, Arg: k}, c.cov)
+		c.take(&a.st, checker.Move{Kind: checker.MvRestart, H: -1, Arg: k}, true)
 		// The restart resets the worker in the window; the routers keep
 		// their ledgers of it (minus this attempt's bookings).
 		kw := a.st.W.W[k]

@@ -2,6 +2,8 @@ package live
 
 import (
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -92,4 +94,53 @@ func dstHoldNamed(name string) (model.DstHold, bool) {
 		}
 	}
 	return 0, false
+}
+
+// stepper takes the moves of attempts' windows: the composed system, the
+// rows that fired in the last step, and the facts a step made observable.
+type stepper struct {
+	chk   *checker.Checker
+	cov   *checker.Coverage
+	fires []checker.Firing
+	lbls  []obslog.Label
+}
+
+func newStepper(p *checker.Protocol, cfg *sim.Config) (*stepper, error) {
+	chk, err := cfg.Checker(p)
+	if err != nil {
+		return nil, err
+	}
+	s := &stepper{chk: chk, cov: checker.NewCoverage(p.Spec())}
+	s.cov.Log = &s.fires
+	return s, nil
+}
+
+// take takes a move of a window: Step, which refuses a move the window
+// does not enable, or, forced, Apply, for a move whose preconditions
+// live in another process. The window's step invariants are not judged:
+// it holds the peer's side only as this process last heard of it, and an
+// invariant across both sides is the conformance judge's to decide, from
+// every process's log. It reports whether the move was taken.
+func (s *stepper) take(st *checker.State, m checker.Move, force bool) bool {
+	s.fires = s.fires[:0]
+	if force {
+		s.chk.Apply(st, m, s.cov)
+		return true
+	}
+	_, _, err := s.chk.Step(st, m, s.cov)
+	return err == nil
+}
+
+// observed is the facts the last step made observable to the process
+// that logs as by.
+func (s *stepper) observed(before, after *checker.State, m checker.Move, by obslog.Who) []obslog.Label {
+	s.lbls = obslog.Observe(s.lbls[:0], 0, before, after, m, s.fires)
+	k := 0
+	for _, l := range s.lbls {
+		if l.By == by {
+			s.lbls[k] = l
+			k++
+		}
+	}
+	return s.lbls[:k]
 }

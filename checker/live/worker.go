@@ -106,24 +106,21 @@ func (l *Ledger) Held() string {
 // its attempts hold together, and a window world per attempt in which it
 // takes its own moves.
 type worker struct {
-	opt   WorkerOptions
-	cfg   *sim.Config
-	chk   *checker.Checker
-	mine  model.Side // the world worker of the attempts' windows it is
-	who   owner
-	k     model.Worker
-	sum   model.Holdings
-	atts  map[string]*attempt
-	wait  []*attempt // attempts waiting for capacity, oldest first
-	q     queue[*wevent]
-	busy  time.Time // a prefill worker computes one prefill at a time
-	cov   *checker.Coverage
-	fires []checker.Firing
-	lbls  []obslog.Label
-	log   *obslog.Writer
-	proc  int
-	out   *bufio.Writer
-	errs  io.Writer
+	opt WorkerOptions
+	cfg *sim.Config
+	*stepper
+	mine model.Side // the world worker of the attempts' windows it is
+	who  owner
+	k    model.Worker
+	sum  model.Holdings
+	atts map[string]*attempt
+	wait []*attempt // attempts waiting for capacity, oldest first
+	q    queue[*wevent]
+	busy time.Time // a prefill worker computes one prefill at a time
+	log  *obslog.Writer
+	proc int
+	out  *bufio.Writer
+	errs io.Writer
 	// counts
 	hosted, refused int
 	refusedWhy      map[string]int
@@ -165,16 +162,15 @@ func newWorker(opt WorkerOptions) (*worker, error) {
 	if p == nil {
 		p = checker.Generated()
 	}
-	chk, err := opt.Config.Checker(p)
+	st, err := newStepper(p, opt.Config)
 	if err != nil {
 		return nil, err
 	}
-	w := &worker{opt: opt, cfg: opt.Config, chk: chk, mine: opt.Side, who: sideOwner(opt.Side),
-		atts: map[string]*attempt{}, cov: checker.NewCoverage(p.Spec()), errs: opt.Errors}
+	w := &worker{opt: opt, cfg: opt.Config, stepper: st, mine: opt.Side, who: sideOwner(opt.Side),
+		atts: map[string]*attempt{}, errs: opt.Errors}
 	if w.errs == nil {
 		w.errs = os.Stderr
 	}
-	w.cov.Log = &w.fires
 	w.k = model.Worker{Gen: model.Generation(opt.Gen), Free: opt.Config.Capacity(opt.Worker)}
 	if opt.Log != nil {
 		w.log = obslog.AppendWriter(opt.Log, opt.Header)
@@ -486,10 +482,9 @@ func (w *worker) peerRestarted(a *attempt, f *Frame) {
 	a.peerGen = f.Gen
 	before := a.st
 	w.project(a)
-	w.fires = w.fires[:0]
 	// The peer's restart, in this worker's window: its record forgotten,
 	// this side told by the health check (PeerGone).
-	w.chk.Apply(&a.st, checker.Move{Kind: checker.MvRestart, H: -1, Arg: int8(peer)}, w.cov)
+	w.take(&a.st, checker.Move{Kind: checker.MvRestart, H: -1, Arg: int8(peer)}, true)
 	a.st.W.W[peer] = before.W.W[peer]
 	w.writeBack(a)
 	w.settle(a, &before, checker.Move{Kind: checker.MvRestart, H: -1})
@@ -551,14 +546,7 @@ func room(k *model.Worker) model.Blocks { return k.Free + k.Cached + k.Kept }
 func (w *worker) do(a *attempt, m checker.Move, force bool) bool {
 	w.project(a)
 	before := a.st
-	w.fires = w.fires[:0]
-	// The window's step invariants are not judged here: the window holds
-	// the peer's side only as this worker last heard of it, and an
-	// invariant across both sides is the conformance judge's to decide,
-	// from every process's log.
-	if force {
-		w.chk.Apply(&a.st, m, w.cov)
-	} else if _, _, err := w.chk.Step(&a.st, m, w.cov); err != nil {
+	if !w.take(&a.st, m, force) {
 		return false
 	}
 	w.writeBack(a)
@@ -614,17 +602,14 @@ func (w *worker) observe(a *attempt, before *checker.State, m checker.Move) {
 	if w.log == nil && a.trigger == "" {
 		return
 	}
-	w.lbls = obslog.Observe(w.lbls[:0], 0, before, &a.st, m, w.fires)
 	by := obslog.BySource
 	if w.mine == model.DestinationSide {
 		by = obslog.ByDestination
 	}
 	t := w.now()
-	for i := range w.lbls {
-		l := &w.lbls[i]
-		if l.By != by {
-			continue
-		}
+	ls := w.observed(before, &a.st, m, by)
+	for i := range ls {
+		l := &ls[i]
 		if a.trigger != "" && a.trigger[0] != '!' && obslog.Kinds[l.Kind].Name == a.trigger {
 			a.trigger = "!" + a.trigger
 		}
