@@ -66,6 +66,8 @@ func spaced(n int, gapUS int64) []sim.Request {
 	return out
 }
 
+// TestLiveSmoke: without faults, every handoff succeeds, nothing is held
+// and the logs conform.
 func TestLiveSmoke(t *testing.T) {
 	for _, policy := range []string{"source-first", "destination-first"} {
 		t.Run(policy, func(t *testing.T) {
@@ -82,10 +84,11 @@ func TestLiveSmoke(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep.Write(os.Stderr)
 			if !rep.Clean || rep.Succeeded != 20 {
+				rep.Write(os.Stderr)
 				t.Fatalf("want 20 clean successes")
 			}
+			judge(t, rep)
 		})
 	}
 }

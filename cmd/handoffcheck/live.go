@@ -158,7 +158,8 @@ func cmdLive(c *command, e *env, args []string) int {
 			files = append(files, f)
 			in = append(in, conform.Input{Name: name, R: f})
 		}
-		verdict, err = conform.Judge(in, conform.Options{})
+		// The logs are judged against the tables the workers ran.
+		verdict, err = conform.Judge(in, conform.Options{Protocol: proto})
 		for _, f := range files {
 			f.Close()
 		}

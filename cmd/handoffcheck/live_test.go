@@ -114,3 +114,16 @@ func workersOf(t *testing.T, dir string) []string {
 	}
 	return out
 }
+
+// TestCLI_LiveBrokenVariant: workers that run a broken variant's tables
+// write logs the judge rejects, naming the invariant the run broke.
+func TestCLI_LiveBrokenVariant(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	w := liveWorkload(t, 10, "100")
+	code, stdout, errOut := runCLI(t, "live", "--workload", w, "--out", t.TempDir(), "--spec", "../../testdata/variants/decode-without-reservation.json")
+	if code != exitViolation || !strings.Contains(stdout, "verdict: rejected") || !strings.Contains(stdout, "TransferNeedsReservation") {
+		t.Fatalf("exit %d: %s\n%s", code, errOut, stdout)
+	}
+}
