@@ -417,7 +417,7 @@ func (c *coord) run() error {
 		case <-deadline:
 			return fmt.Errorf("live: %d of %d workers did not connect within 30 s", len(c.ws)-c.up(), len(c.ws))
 		case <-c.ctx.Done():
-			c.rep.Interrupted = true
+			c.interrupted()
 			return nil
 		}
 	}
