@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/conform"
@@ -13,11 +14,12 @@ import (
 	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/checker/sim/faultplan"
 	"github.com/handoffcheck/handoffcheck/checker/sim/workload"
+	"github.com/handoffcheck/handoffcheck/model"
 )
 
 var liveCommand = &command{
 	name:    "live",
-	args:    "[--config FILE] [--workload FILE] [--faults FILE] [--proxy-seed N] [--time-scale X] [--out DIR] [--spec FILE] [--no-conform] [--json]",
+	args:    "[--config FILE] [--policy P] [--engine E] [--workload FILE] [--faults FILE] [--proxy-seed N] [--time-scale X] [--out DIR] [--spec FILE] [--no-conform] [--json]",
 	summary: "run the machines as real processes over loopback TCP, with real faults, and report what every worker held at the end",
 	detail: "Starts a coordinator (the frontend, both routers and a fault proxy) in this process and one\n" +
 		"process per worker (this binary's worker command), which talk over TCP on 127.0.0.1 in the\n" +
@@ -68,6 +70,8 @@ func cmdLive(c *command, e *env, args []string) int {
 	out := fs.String("out", "", "directory for the run's configuration and logs (default: a new temporary directory)")
 	specFile := fs.String("spec", "", "run a spec file's tables (a variant) in every worker instead of the generated machines")
 	noConform := fs.Bool("no-conform", false, "do not judge the run's logs")
+	policy := fs.String("policy", "", "override the configuration's policy: source-first or destination-first")
+	engine := fs.String("engine", "", "override the configuration's engine: "+strings.Join(model.EngineNames(), ", "))
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
 	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
 		return code
@@ -87,6 +91,9 @@ func cmdLive(c *command, e *env, args []string) int {
 	}
 	cfg, err := loadSimConfig(*configFile)
 	if err != nil {
+		return c.bad(e, "%v", err)
+	}
+	if err := overrideSim(cfg, *policy, *engine, false, 0); err != nil {
 		return c.bad(e, "%v", err)
 	}
 	var src sim.Source
