@@ -97,6 +97,7 @@ type coord struct {
 	epoch  time.Time
 	ln     net.Listener
 	in     chan inbound
+	done   chan struct{} // closed when the run ends: readers stop
 	ws     []*cworker
 	wk     []model.Worker // the routers' ledgers of each worker
 	atts   map[string]*catt
@@ -179,10 +180,13 @@ type marks struct {
 // Run runs a live run to its end and reports it.
 func Run(ctx context.Context, opt Options) (*Report, error) {
 	c, err := newCoord(ctx, opt)
+	if c != nil {
+		// What started is stopped, whatever happens next.
+		defer c.shutdown()
+	}
 	if err != nil {
 		return nil, err
 	}
-	defer c.shutdown()
 	if err := c.run(); err != nil {
 		return nil, err
 	}
@@ -210,7 +214,7 @@ func newCoord(ctx context.Context, opt Options) (*coord, error) {
 	if err := os.MkdirAll(opt.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	c := &coord{opt: opt, cfg: opt.Config, stepper: st, ctx: ctx, in: make(chan inbound, 4096),
+	c := &coord{opt: opt, cfg: opt.Config, stepper: st, ctx: ctx, in: make(chan inbound, 4096), done: make(chan struct{}),
 		atts: map[string]*catt{}, marks: map[int]*marks{}, errs: opt.Errors,
 		rng: rand.New(rand.NewPCG(opt.Config.Seed, 0x6c697665)), prng: rand.New(rand.NewPCG(opt.Proxy.Seed, 0x70726f7879))}
 	if c.errs == nil {
@@ -264,7 +268,7 @@ func newCoord(ctx context.Context, opt Options) (*coord, error) {
 	go c.accept()
 	for w := range c.ws {
 		if err := c.spawn(w); err != nil {
-			return nil, err
+			return c, err
 		}
 	}
 	c.rep.Config = cfgFile
@@ -344,11 +348,15 @@ func (c *coord) read(wc *wconn) {
 		var f Frame
 		var err error
 		f, buf, err = ReadFrame(r, buf)
-		if err != nil {
-			c.in <- inbound{c: wc, err: err}
+		ib := inbound{c: wc, f: f, err: err}
+		select {
+		case c.in <- ib:
+		case <-c.done:
 			return
 		}
-		c.in <- inbound{c: wc, f: f}
+		if err != nil {
+			return
+		}
 	}
 }
 
@@ -364,6 +372,7 @@ func (c *coord) spawn(w int) error {
 }
 
 func (c *coord) shutdown() {
+	close(c.done)
 	if c.ln != nil {
 		c.ln.Close()
 	}

@@ -206,6 +206,8 @@ func RunWorker(ctx context.Context, opt WorkerOptions) error {
 	w.out.Flush()
 	in := make(chan Frame, 1024)
 	rerr := make(chan error, 1)
+	done := make(chan struct{})
+	defer close(done)
 	go func() {
 		r := bufio.NewReaderSize(conn, 64<<10)
 		var buf []byte
@@ -218,7 +220,11 @@ func RunWorker(ctx context.Context, opt WorkerOptions) error {
 				close(in)
 				return
 			}
-			in <- f
+			select {
+			case in <- f:
+			case <-done:
+				return
+			}
 		}
 	}()
 	timer := time.NewTimer(time.Hour)
