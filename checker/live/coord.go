@@ -203,11 +203,7 @@ func newCoord(ctx context.Context, opt Options) (*coord, error) {
 	if opt.Config.MaxRetries > 0 {
 		return nil, fmt.Errorf("live: max_retries %d: a live run makes one attempt per request", opt.Config.MaxRetries)
 	}
-	p := opt.Protocol
-	if p == nil {
-		p = checker.Generated()
-	}
-	st, err := newStepper(p, opt.Config)
+	st, err := newStepper(opt.Protocol, opt.Config)
 	if err != nil {
 		return nil, err
 	}

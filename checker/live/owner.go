@@ -105,7 +105,12 @@ type stepper struct {
 	lbls  []obslog.Label
 }
 
+// newStepper steps windows of cfg with p's tables (nil: the generated
+// machines).
 func newStepper(p *checker.Protocol, cfg *sim.Config) (*stepper, error) {
+	if p == nil {
+		p = checker.Generated()
+	}
 	chk, err := cfg.Checker(p)
 	if err != nil {
 		return nil, err

@@ -158,11 +158,7 @@ type attempt struct {
 
 // newWorker makes a worker's state, its log begun.
 func newWorker(opt WorkerOptions) (*worker, error) {
-	p := opt.Protocol
-	if p == nil {
-		p = checker.Generated()
-	}
-	st, err := newStepper(p, opt.Config)
+	st, err := newStepper(opt.Protocol, opt.Config)
 	if err != nil {
 		return nil, err
 	}
