@@ -124,6 +124,7 @@ type worker struct {
 	// counts
 	hosted, refused int
 	refusedWhy      map[string]int
+	moves           []checker.Move // schedule's buffer
 	findings        []string
 	frozen          bool
 	draining        bool
@@ -635,7 +636,10 @@ func (w *worker) triggered(a *attempt) {
 // time it takes; marks strike where the world first offers them.
 func (w *worker) schedule(a *attempt) {
 	w.project(a)
-	moves := w.chk.MovesInto(&a.st, nil)
+	// One buffer serves every call: each path below that steps (and so
+	// may schedule again) returns at once, without reading moves after.
+	w.moves = w.chk.MovesInto(&a.st, w.moves[:0])
+	moves := w.moves
 	x := &a.st.W.H[0]
 	for _, m := range moves {
 		var flag *bool

@@ -93,6 +93,11 @@ func TestCLI_LiveInterrupted(t *testing.T) {
 	if code != exitInterrupted || !strings.Contains(stdout, "interrupted") {
 		t.Fatalf("exit %d: %s\n%s", code, errOut, stdout)
 	}
+	// The run was under way: its workers had connected and requests
+	// were routed before the interrupt.
+	if b, err := os.ReadFile(filepath.Join(out, "router.jsonl")); err != nil || !strings.Contains(string(b), `"kind":"routed"`) {
+		t.Fatalf("the run was interrupted before any request was routed (%v)", err)
+	}
 	if pids := workersOf(t, out); len(pids) > 0 {
 		t.Fatalf("worker processes outlived the run: %v", pids)
 	}
