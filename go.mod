@@ -9,6 +9,7 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/looplab/fsm v1.0.3
 	golang.org/x/image v0.30.0
+	golang.org/x/sys v0.50.0
 	gonum.org/v1/plot v0.17.0
 	pgregory.net/rapid v1.3.0
 )

@@ -126,6 +126,13 @@ func newCoverage(s *spec.Spec) *Coverage {
 	return &Coverage{Rows: [2][]uint64{make([]uint64, len(s.Source.Rows)+1), make([]uint64, len(s.Destination.Rows)+1)}}
 }
 
+// reset sets every count back to zero.
+func (c *Coverage) reset() {
+	for r := range c.Rows {
+		clear(c.Rows[r])
+	}
+}
+
 func (c *Coverage) add(o *Coverage) {
 	for r := range c.Rows {
 		for i, n := range o.Rows[r] {

@@ -63,3 +63,23 @@ func BenchmarkSymmetry_ThreeHandoffs(b *testing.B) {
 		b.ReportMetric(float64(without.Stats.States), "states-without")
 	}
 }
+
+// BenchmarkVLLM_OneCore explores the default's vllm run, safety only, on
+// one worker: the figure the memory and speed goals are stated against.
+func BenchmarkVLLM_OneCore(b *testing.B) {
+	cfg := DefaultConfig()
+	c, err := New(Generated(), cfg, cfg.Runs[0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	var states int64
+	for i := 0; i < b.N; i++ {
+		r := c.Explore(context.Background(), Limits{Workers: 1}, nil)
+		if !r.Complete || r.Violation != nil {
+			b.Fatalf("complete=%v violation=%v", r.Complete, r.Violation)
+		}
+		states += int64(r.Stats.States)
+	}
+	b.ReportMetric(float64(states)/b.Elapsed().Seconds(), "states/s")
+}

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -28,6 +29,9 @@ type Limits struct {
 	Exact bool
 	// Liveness records the state graph and checks EventuallyDrained.
 	Liveness bool
+	// SpillDir is where large frontiers and trace links go (see spill.go);
+	// "" is the system's temporary directory.
+	SpillDir string
 }
 
 // Stats are the measurements of an exploration.
@@ -39,8 +43,10 @@ type Stats struct {
 	// StoreBytes is the visited set's memory; FingerprintBytes the part
 	// taken by the 64-bit fingerprints alone.
 	StoreBytes, FingerprintBytes int64
-	// TraceBytes is the parent links kept to rebuild counterexamples.
-	TraceBytes int64
+	// TraceBytes is the parent links kept in memory to rebuild
+	// counterexamples; SpilledBytes what went to files (frontiers and
+	// links, see spill.go).
+	TraceBytes, SpilledBytes int64
 	// GraphBytes is the transition graph kept for liveness.
 	GraphBytes int64
 	// PeakHeap is the largest growth of the Go heap over what it held when
@@ -55,6 +61,16 @@ type Stats struct {
 
 // StatesPerSecond is distinct states per second.
 func (s Stats) StatesPerSecond() float64 { return rate(float64(s.States), s.Elapsed) }
+
+// ResidentPerState is the run's peak resident memory over its distinct
+// states (0 when either is unknown): the whole process's memory, not only
+// the visited set's.
+func (s Stats) ResidentPerState() float64 {
+	if s.States == 0 {
+		return 0
+	}
+	return float64(s.PeakResident) / float64(s.States)
+}
 
 // TransitionsPerSecond is transitions per second.
 func (s Stats) TransitionsPerSecond() float64 { return rate(float64(s.Transitions), s.Elapsed) }
@@ -83,13 +99,6 @@ type found struct {
 	pid  uint32
 	move int
 	// new is set when the violation is a state invariant of a successor.
-}
-
-func (f *found) before(g *found) bool {
-	if f.pid != g.pid {
-		return f.pid < g.pid
-	}
-	return f.move < g.move
 }
 
 // candidate is a successor not seen in earlier levels.
@@ -121,12 +130,17 @@ type graph struct {
 
 // exploration holds the state of one BFS.
 type exploration struct {
-	c        *Checker
-	lim      Limits
-	words    int
-	st       *store
-	parent   []uint32
-	via      []uint8
+	c     *Checker
+	lim   Limits
+	words int
+	st    *store
+	links linkLog
+	spill spillDir
+	// recent is each worker's cache of fingerprints it has lately seen
+	// known or made a candidate of (see recentSet).
+	recent []recentSet
+	// diskErr is a failure of the spill files, which stops the run.
+	diskErr  error
 	g        *graph
 	cov      *Coverage
 	stats    Stats
@@ -178,7 +192,17 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 	e := &exploration{c: c, lim: lim, words: 1 + c.nW + model.HandoffWords*c.nH, cov: newCoverage(c.proto.spec)}
 	e.heapStart = readHeap()
 	e.st = newStore(lim.Exact, e.words, lim.Liveness)
+	e.spill.parent = lim.SpillDir
+	e.links.dir = &e.spill
+	defer func() {
+		// Everything the run held outside the Go heap goes back now: the
+		// result keeps none of it.
+		e.st.free()
+		e.links.close()
+		e.spill.remove()
+	}()
 	e.stats.Workers = workers
+	e.recent = make([]recentSet, workers)
 	if lim.Liveness {
 		e.g = &graph{}
 	}
@@ -209,16 +233,21 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 	if v := c.CheckState(&init); v != nil {
 		e.viol = &found{v: v, pid: 0, move: -1}
 	}
-	frontier := slices.Clone(k[:e.words])
+	frontier := newKeyQueue(e.words, &e.spill)
+	frontier.push(k[:e.words])
+	defer func() { frontier.close() }()
 	levelStart := uint32(0)
 	lastReport := time.Now()
 	stopped := func() string {
-		if overMemory.Load() {
+		switch {
+		case e.diskErr != nil:
+			return StopDisk
+		case overMemory.Load():
 			return StopMaxMemory
 		}
 		return StopInterrupted
 	}
-	for depth := 0; len(frontier) > 0 && e.viol == nil; depth++ {
+	for depth := 0; frontier.n > 0 && e.viol == nil; depth++ {
 		if lim.MaxDepth > 0 && depth >= lim.MaxDepth {
 			e.cut, e.stopWhy = true, StopMaxDepth
 			break
@@ -227,39 +256,47 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 			e.cut, e.stopWhy = true, stopped()
 			break
 		}
-		if lim.MaxMemory > 0 && e.levelWouldPass(len(frontier)/e.words, lim.MaxMemory) {
+		if lim.MaxMemory > 0 && e.levelWouldPass(frontier.n, lim.MaxMemory) {
 			stopForMemory()
 			e.cut, e.stopWhy = true, stopped()
 			break
 		}
-		next, interrupted := e.level(ctx, frontier, levelStart, workers)
+		next := newKeyQueue(e.words, &e.spill)
+		mark := e.mark()
+		interrupted := e.level(ctx, frontier, next, levelStart, workers)
 		if interrupted {
+			// The level's committed batches are dropped: the figures are
+			// those of the levels the run completed.
+			e.rollback(mark)
+			next.close()
 			e.cut, e.stopWhy = true, stopped()
 			break
 		}
-		levelStart += uint32(len(frontier) / e.words)
+		levelStart += uint32(frontier.n)
+		frontier.close()
 		frontier = next
-		if len(next) > 0 {
+		if next.n > 0 {
 			e.stats.Depth = depth + 1
 		}
 		if progress != nil && time.Since(lastReport) >= progressEvery {
 			lastReport = time.Now()
-			progress(Progress{Run: c.run.Name, States: len(e.parent), Transitions: e.stats.Transitions, Depth: depth + 1,
-				Queue: len(next) / e.words, Elapsed: time.Since(start)})
+			progress(Progress{Run: c.run.Name, States: e.links.n, Transitions: e.stats.Transitions, Depth: depth + 1,
+				Queue: next.n, Elapsed: time.Since(start)})
 		}
 		e.sampleHeap()
-		if e.viol == nil && len(next) > 0 {
-			if lim.MaxStates > 0 && len(e.parent) >= lim.MaxStates {
+		if e.viol == nil && next.n > 0 {
+			if lim.MaxStates > 0 && e.links.n >= lim.MaxStates {
 				e.cut, e.stopWhy = true, StopMaxStates
 				break
 			}
 		}
 	}
-	e.stats.States = len(e.parent)
+	e.stats.States = e.links.n
 	e.stats.Elapsed = time.Since(start)
-	e.stats.StoreBytes = e.st.bytes(len(e.parent))
+	e.stats.StoreBytes = e.st.bytes(e.links.n)
 	e.stats.FingerprintBytes = e.st.fingerprintBytes()
-	e.stats.TraceBytes = int64(len(e.parent))*4 + int64(len(e.via))
+	e.stats.TraceBytes = int64(len(e.links.buf))
+	e.stats.SpilledBytes = e.spill.written
 	if e.g != nil {
 		e.stats.GraphBytes = int64(len(e.g.from))*8 + int64(len(e.g.drained))
 	}
@@ -269,6 +306,9 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 	if e.cut {
 		r.StopReason = e.stopWhy
 		r.StopDetail = stopDetail(e.stopWhy, lim, r.Stats)
+		if e.stopWhy == StopDisk {
+			r.StopDetail += ": " + e.diskErr.Error()
+		}
 	}
 	if !lim.Exact {
 		n := float64(r.Stats.States)
@@ -306,6 +346,7 @@ const (
 	StopMaxDepth    = "max-depth"
 	StopMaxMemory   = "max-memory"
 	StopInterrupted = "interrupted"
+	StopDisk        = "disk"
 )
 
 // stopDetail says a stop reason as a sentence.
@@ -319,6 +360,8 @@ func stopDetail(code string, lim Limits, s Stats) string {
 		return fmt.Sprintf("stopped before resident memory passed the bound of %s (--max-memory)", FormatBytes(lim.MaxMemory))
 	case StopInterrupted:
 		return "interrupted before the exploration completed"
+	case StopDisk:
+		return "stopped: the files that hold large frontiers and trace links failed"
 	}
 	return code
 }
@@ -349,15 +392,24 @@ func (e *exploration) levelWouldPass(n int, bound int64) bool {
 // checks the readings it needs; the watcher reads the real figure.
 var readResident = residentBytes
 
-// levelNeed estimates what expanding a level of n states allocates: per
-// frontier state, about two new keys and candidates, a key of the next
-// frontier and five graph edges; and the store may grow by half.
+// levelNeed estimates what expanding a level of n states allocates: the
+// batch buffers (see level), the next frontier's part in memory (at most
+// spillLimit: it moves to a file when larger), five graph edges per state
+// when the graph is kept, and half the store again, which may grow by that
+// much.
 func (e *exploration) levelNeed(n int) int64 {
-	need := int64(n) * int64(2*e.words*8+2*int(unsafe.Sizeof(candidate{}))+e.words*8)
+	need := e.batchNeed() + min(int64(n)*int64(e.words*8), int64(spillLimit))
 	if e.g != nil {
 		need += int64(n) * 5 * int64(unsafe.Sizeof(edge{})+8)
 	}
-	return need + e.st.bytes(len(e.parent))/2
+	return need + e.st.bytes(e.links.n)/2
+}
+
+// batchNeed is what one batch's buffers take: its frontier keys, and per
+// state two successor keys and two candidates.
+func (e *exploration) batchNeed() int64 {
+	per := int64(batchPerWorker * max(len(e.recent), 1))
+	return per*int64(e.words*8) + per*int64(2*e.words*8+2*int(unsafe.Sizeof(candidate{}))) + int64(len(e.recent))*recentSize*8
 }
 
 // livenessWouldPass reports whether judging EventuallyDrained could take
@@ -370,7 +422,7 @@ func (e *exploration) livenessWouldPass(bound int64) bool {
 // graph (an offset per state and a source per edge, 4 bytes each) and a
 // flag per state.
 func (e *exploration) livenessNeed() int64 {
-	n, m := int64(len(e.parent)), int64(len(e.g.from))
+	n, m := int64(e.links.n), int64(len(e.g.from))
 	return 4*(n+1) + 4*m + 4*n + n
 }
 
@@ -436,14 +488,45 @@ func (e *exploration) insertRoot(fp uint64, k *Key, drained bool) {
 	} else {
 		e.st.fp[sh].insert(fp)
 	}
-	e.parent = append(e.parent, 0)
-	e.via = append(e.via, 0)
+	e.links.append(0, 0)
 	if e.g != nil {
 		e.g.drained = append(e.g.drained, drained)
 	}
 }
 
-// workerOut is what one worker produced from its chunk of a level.
+// levelMark is what a level adds to, taken before it: an interrupted
+// level is dropped whole.
+type levelMark struct {
+	states      int
+	transitions int64
+	deadEnds    int
+	rows        [2][]uint64
+	edges       int
+}
+
+func (e *exploration) mark() levelMark {
+	m := levelMark{states: e.links.n, transitions: e.stats.Transitions, deadEnds: e.deadEnds}
+	for r := range m.rows {
+		m.rows[r] = slices.Clone(e.cov.Rows[r])
+	}
+	if e.g != nil {
+		m.edges = len(e.g.from)
+	}
+	return m
+}
+
+// rollback forgets what was added since m, except the visited set: the
+// run stops, and the set is not reported state by state.
+func (e *exploration) rollback(m levelMark) {
+	e.links.truncate(m.states)
+	e.stats.Transitions, e.deadEnds = m.transitions, m.deadEnds
+	e.cov.Rows = m.rows
+	if e.g != nil {
+		e.g.from, e.g.to, e.g.drained = e.g.from[:m.edges], e.g.to[:m.edges], e.g.drained[:m.states]
+	}
+}
+
+// workerOut is what one worker produced from its chunk of a batch.
 type workerOut struct {
 	keys        []uint64
 	cands       []candidate
@@ -455,78 +538,117 @@ type workerOut struct {
 	cov         *Coverage
 }
 
-// level expands one BFS level: phase A expands chunks of the frontier in
-// parallel against the visited set of earlier levels; phase B inserts the
+// batchPerWorker is how many frontier states each worker expands between
+// two commits. A level is expanded in batches read in order from the
+// frontier, so that what a level buffers does not grow with the level; a
+// batch small enough that its table probes are still in cache when it is
+// committed makes the commit's second probe of each new state cheap.
+const batchPerWorker = 1024
+
+// level expands one BFS level batch by batch. For each batch, phase A
+// expands chunks of it in parallel against the visited set (which holds
+// earlier levels and this level's earlier batches); phase B inserts the
 // new candidates shard by shard in parallel, each shard in (parent, move)
-// order; ids are then given in (parent, move) order. Every choice is fixed
-// by the order of the frontier, so results do not depend on scheduling.
-func (e *exploration) level(ctx context.Context, frontier []uint64, levelStart uint32, workers int) ([]uint64, bool) {
-	n := len(frontier) / e.words
-	chunks := min(n, workers*8)
-	if chunks == 0 {
-		return nil, false
-	}
-	outs := make([]workerOut, chunks)
-	var wg sync.WaitGroup
-	next := make(chan int, chunks)
-	for i := 0; i < chunks; i++ {
-		next <- i
-	}
-	close(next)
-	// Each worker remembers what it already made a candidate of in this
-	// level, so that a state reached many times in one level is checked,
-	// buffered and inserted once per worker, not once per reach.
-	seen := make([]levelSet, min(workers, chunks))
-	for w := range seen {
-		seen[w] = newLevelSet(e.st.exact)
-	}
-	for w := 0; w < min(workers, chunks); w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for ci := range next {
-				if ctx.Err() != nil {
-					continue
-				}
-				lo, hi := ci*n/chunks, (ci+1)*n/chunks
-				outs[ci] = e.expand(ctx, frontier, levelStart, lo, hi, &seen[w])
+// order, and gives ids in (parent, move) order. Every choice is fixed by
+// the order of the frontier, so results do not depend on scheduling. It
+// reports whether the level was interrupted (a stop, or a spill file that
+// failed).
+func (e *exploration) level(ctx context.Context, frontier, next *keyQueue, levelStart uint32, workers int) bool {
+	rd := frontier.reader()
+	per := batchPerWorker * workers
+	buf := make([]uint64, per*e.words)
+	outs := make([]workerOut, workers*4)
+	for done := 0; ; {
+		n := rd.read(buf, per)
+		if rd.err != nil {
+			e.diskErr = rd.err
+			return true
+		}
+		if n == 0 {
+			return false
+		}
+		chunks := min(n, len(outs))
+		if workers == 1 {
+			chunks = 1
+			e.expand(ctx, buf, levelStart+uint32(done), 0, n, 0, &outs[0])
+		} else {
+			work := make(chan int, chunks)
+			for i := 0; i < chunks; i++ {
+				work <- i
 			}
-		}(w)
-	}
-	wg.Wait()
-	if ctx.Err() != nil {
-		return nil, true
-	}
-	// The first violation in frontier order is the one to report: it lies
-	// on a shortest path and does not depend on scheduling.
-	for i := range outs {
-		if outs[i].viol != nil {
-			if e.viol == nil || outs[i].viol.before(e.viol) {
-				e.viol = outs[i].viol
+			close(work)
+			var wg sync.WaitGroup
+			for w := 0; w < min(workers, chunks); w++ {
+				wg.Add(1)
+				go func(w int) {
+					defer wg.Done()
+					for ci := range work {
+						if ctx.Err() != nil {
+							continue
+						}
+						lo, hi := ci*n/chunks, (ci+1)*n/chunks
+						e.expand(ctx, buf, levelStart+uint32(done), lo, hi, w, &outs[ci])
+					}
+				}(w)
+			}
+			wg.Wait()
+		}
+		if ctx.Err() != nil {
+			return true
+		}
+		batch := outs[:chunks]
+		// The first violation in frontier order is the one to report: it
+		// lies on a shortest path and does not depend on scheduling. The
+		// batches before this one held none, and chunks are in frontier
+		// order. A chunk stops after the state its violation was found
+		// from, so the figures of the chunks up to the first violating
+		// one count every state up to that one in frontier order, and no
+		// other: the same figures for any number of workers.
+		for i := range batch {
+			if batch[i].viol != nil {
+				e.viol = batch[i].viol
+				batch = batch[:i+1]
+				break
 			}
 		}
+		for i := range batch {
+			e.stats.Transitions += batch[i].transitions
+			e.deadEnds += batch[i].deadEnds
+			e.cov.add(batch[i].cov)
+		}
+		if e.viol != nil {
+			return false
+		}
+		e.commit(batch, workers, next)
+		if next.err != nil || e.links.err != nil {
+			e.diskErr = errors.Join(next.err, e.links.err)
+			return true
+		}
+		done += n
 	}
-	for i := range outs {
-		e.stats.Transitions += outs[i].transitions
-		e.deadEnds += outs[i].deadEnds
-		e.cov.add(outs[i].cov)
-	}
-	if e.viol != nil {
-		return nil, false
-	}
-	return e.commit(outs, workers), false
 }
 
-// expand is phase A for frontier states lo..hi.
-func (e *exploration) expand(ctx context.Context, frontier []uint64, levelStart uint32, lo, hi int, seen *levelSet) workerOut {
+// expand is phase A for the batch's states lo..hi, whose first has id
+// batchStart, on worker w. It fills out, reusing its buffers.
+func (e *exploration) expand(ctx context.Context, batch []uint64, batchStart uint32, lo, hi, w int, out *workerOut) {
 	c := e.c
-	// Most levels produce about one or two new candidates per state; size
-	// the buffers for that so that appends rarely copy.
-	out := workerOut{cov: newCoverage(c.proto.spec)}
-	out.keys = make([]uint64, 0, 2*(hi-lo)*e.words)
-	out.cands = make([]candidate, 0, 2*(hi-lo))
-	if e.g != nil {
-		out.edges = make([]edge, 0, 5*(hi-lo))
+	// Most states produce about one or two new candidates; size the
+	// buffers for that so that appends rarely copy.
+	out.keys = slices.Grow(out.keys[:0], 2*(hi-lo)*e.words)
+	out.cands = slices.Grow(out.cands[:0], 2*(hi-lo))
+	out.edges, out.edgeKeys = out.edges[:0], out.edgeKeys[:0]
+	out.transitions, out.deadEnds, out.viol = 0, 0, nil
+	if out.cov == nil {
+		out.cov = newCoverage(c.proto.spec)
+	} else {
+		out.cov.reset()
+	}
+	recent := &e.recent[w]
+	var seen map[Key]struct{}
+	if e.st.exact {
+		// Exact mode cannot trust a fingerprint: it remembers the keys it
+		// made candidates of in this chunk instead.
+		seen = map[Key]struct{}{}
 	}
 	var ms moveSet
 	var k Key
@@ -543,13 +665,14 @@ func (e *exploration) expand(ctx context.Context, frontier []uint64, levelStart 
 	var idx [len(ms.m)]int
 	var ids [len(ms.m)]uint32
 	var known [len(ms.m)]bool
+	var cached [len(ms.m)]bool
 	for i := lo; i < hi; i++ {
 		if i&255 == 0 && ctx.Err() != nil {
 			// Stopped (interrupt or memory bound): the level is dropped.
 			break
 		}
-		pid := levelStart + uint32(i)
-		copy(k[:e.words], frontier[i*e.words:(i+1)*e.words])
+		pid := batchStart + uint32(i)
+		copy(k[:e.words], batch[i*e.words:(i+1)*e.words])
 		s := c.unpack(&k)
 		protocol := c.moves(&s, &ms)
 		if protocol == 0 {
@@ -577,7 +700,10 @@ func (e *exploration) expand(ctx context.Context, frontier []uint64, levelStart 
 			n++
 		}
 		for j := 0; j < n; j++ {
-			ids[j], known[j] = e.st.lookup(succ[j].fp, &succ[j].key)
+			cached[j] = seen == nil && recent.has(succ[j].fp)
+			if !cached[j] {
+				ids[j], known[j] = e.st.lookup(succ[j].fp, &succ[j].key)
+			}
 		}
 		for j := 0; j < n; j++ {
 			sc := &succ[j]
@@ -585,20 +711,31 @@ func (e *exploration) expand(ctx context.Context, frontier []uint64, levelStart 
 			// own: the environment may stop faulting for good, so a way to
 			// a drained state must not need a fault or an early timer.
 			own := e.g != nil && idx[j] < protocol && !(ms.m[idx[j]].Kind == MvTimer && !ms.stuck)
+			if cached[j] {
+				// Known, or a candidate at an earlier (parent, move) in
+				// this level, which the level keeps anyway; its id is
+				// found once the batch is committed.
+				if own {
+					out.edges = append(out.edges, e.newEdge(out, pid, sc.fp, &sc.key))
+				}
+				continue
+			}
 			if known[j] {
+				if seen == nil {
+					recent.add(sc.fp)
+				}
 				if own {
 					out.edges = append(out.edges, edge{from: pid, to: ids[j], key: -1})
 				}
 				continue
 			}
-			// A state reached twice in this level by this worker is a
-			// candidate once: its first reach is the smallest (parent,
-			// move), the one the level keeps anyway.
-			if seen.has(sc.fp, &sc.key) {
-				if own {
-					out.edges = append(out.edges, e.newEdge(&out, pid, sc.fp, &sc.key))
+			if seen != nil {
+				if _, ok := seen[sc.key]; ok {
+					if own {
+						out.edges = append(out.edges, e.newEdge(out, pid, sc.fp, &sc.key))
+					}
+					continue
 				}
-				continue
 			}
 			if v := c.CheckState(&sc.t); v != nil {
 				if out.viol == nil || (out.viol.pid == pid && idx[j] < out.viol.move) {
@@ -607,12 +744,16 @@ func (e *exploration) expand(ctx context.Context, frontier []uint64, levelStart 
 				continue
 			}
 			cd := candidate{fp: sc.fp, pid: pid, move: uint8(idx[j]), off: len(out.keys)}
-			seen.add(sc.fp, &sc.key)
+			if seen != nil {
+				seen[sc.key] = struct{}{}
+			} else {
+				recent.add(sc.fp)
+			}
 			if e.g != nil {
 				cd.drained = c.Drained(&sc.t)
 			}
 			if own {
-				out.edges = append(out.edges, e.newEdge(&out, pid, sc.fp, &sc.key))
+				out.edges = append(out.edges, e.newEdge(out, pid, sc.fp, &sc.key))
 			}
 			out.keys = append(out.keys, sc.key[:e.words]...)
 			out.cands = append(out.cands, cd)
@@ -622,50 +763,39 @@ func (e *exploration) expand(ctx context.Context, frontier []uint64, levelStart 
 			break
 		}
 	}
-	return out
 }
 
-// commit is phase B: insert the level's candidates and give ids to the new ones.
-func (e *exploration) commit(outs []workerOut, workers int) []uint64 {
-	// Route every candidate to its shard, keeping (parent, move) order:
-	// chunks are in frontier order and candidates in each are in order.
+// commit is phase B: insert the batch's candidates, give ids to the new
+// ones, record their trace links and push them on the next frontier.
+func (e *exploration) commit(outs []workerOut, workers int, next *keyQueue) {
 	type ref struct{ w, i int }
 	var byShard [numShards][]ref
-	for w := range outs {
-		for i := range outs[w].cands {
-			sh := shardOf(outs[w].cands[i].fp)
-			byShard[sh] = append(byShard[sh], ref{w, i})
-		}
-	}
-	// Insert, shard by shard in parallel; within a shard the first
-	// candidate in (parent, move) order wins.
-	parallel(workers, numShards, func(sh int) {
-		for _, r := range byShard[sh] {
-			cd := &outs[r.w].cands[r.i]
-			if e.st.exact {
-				var k Key
-				copy(k[:e.words], outs[r.w].keys[cd.off:cd.off+e.words])
-				if _, ok := e.st.keys[sh][k]; !ok {
-					e.st.keys[sh][k] = ^uint32(0)
-					cd.isNew = true
-				}
-			} else {
-				_, cd.isNew = e.st.fp[sh].insert(cd.fp)
+	if workers == 1 {
+		// One worker inserts in (parent, move) order directly.
+		for w := range outs {
+			for i := range outs[w].cands {
+				e.insert(&outs[w], &outs[w].cands[i])
 			}
 		}
-	})
+	} else {
+		// Route every candidate to its shard, keeping (parent, move)
+		// order: chunks are in frontier order and candidates in each are
+		// in order. Insert shard by shard in parallel; within a shard the
+		// first candidate in (parent, move) order wins.
+		for w := range outs {
+			for i := range outs[w].cands {
+				sh := shardOf(outs[w].cands[i].fp)
+				byShard[sh] = append(byShard[sh], ref{w, i})
+			}
+		}
+		parallel(workers, numShards, func(sh int) {
+			for _, r := range byShard[sh] {
+				e.insert(&outs[r.w], &outs[r.w].cands[r.i])
+			}
+		})
+	}
 	// Ids in (parent, move) order: the order of the chunks and of the
 	// candidates within them.
-	fresh := 0
-	for w := range outs {
-		for i := range outs[w].cands {
-			if cd := &outs[w].cands[i]; cd.isNew {
-				cd.id = uint32(len(e.parent) + fresh)
-				fresh++
-			}
-		}
-	}
-	next := make([]uint64, 0, fresh*e.words)
 	for w := range outs {
 		o := &outs[w]
 		for i := range o.cands {
@@ -673,47 +803,45 @@ func (e *exploration) commit(outs []workerOut, workers int) []uint64 {
 			if !cd.isNew {
 				continue
 			}
-			e.parent = append(e.parent, cd.pid)
-			e.via = append(e.via, cd.move)
+			cd.id = uint32(e.links.n)
+			e.links.append(cd.pid, cd.move)
 			if e.g != nil {
 				e.g.drained = append(e.g.drained, cd.drained)
 			}
-			next = append(next, o.keys[cd.off:cd.off+e.words]...)
+			next.push(o.keys[cd.off : cd.off+e.words])
 		}
 	}
 	if e.g == nil && !e.st.exact {
-		return next
+		return
 	}
-	// Record the ids in the store, shard by shard in parallel: no shard
-	// grows any more this level, so slots found now stay put.
-	parallel(workers, numShards, func(sh int) {
-		for _, r := range byShard[sh] {
-			cd := &outs[r.w].cands[r.i]
+	// Record the ids in the store: no shard grows any more in this batch,
+	// so slots found now stay put.
+	for w := range outs {
+		o := &outs[w]
+		for i := range o.cands {
+			cd := &o.cands[i]
 			if !cd.isNew {
 				continue
 			}
+			sh := shardOf(cd.fp)
 			if e.st.exact {
 				var k Key
-				copy(k[:e.words], outs[r.w].keys[cd.off:cd.off+e.words])
+				copy(k[:e.words], o.keys[cd.off:cd.off+e.words])
 				e.st.keys[sh][k] = cd.id
 			} else {
 				slot, _ := e.st.fp[sh].find(cd.fp)
 				e.st.fp[sh].ids[slot] = cd.id
 			}
 		}
-	})
-	if e.g == nil {
-		return next
 	}
-	// Resolve the edges of each chunk in parallel, then append them in
-	// chunk order so that the graph stays ordered by source state.
-	froms := make([][]uint32, len(outs))
-	tos := make([][]uint32, len(outs))
-	parallel(workers, len(outs), func(w int) {
+	if e.g == nil {
+		return
+	}
+	// Resolve the edges of each chunk, in chunk order, so that the graph
+	// stays ordered by source state.
+	for w := range outs {
 		o := &outs[w]
-		froms[w] = make([]uint32, len(o.edges))
-		tos[w] = make([]uint32, len(o.edges))
-		for i, ed := range o.edges {
+		for _, ed := range o.edges {
 			to := ed.to
 			if ed.fp != 0 {
 				var k *Key
@@ -722,14 +850,26 @@ func (e *exploration) commit(outs []workerOut, workers int) []uint64 {
 				}
 				to, _ = e.st.lookup(ed.fp, k)
 			}
-			froms[w][i], tos[w][i] = ed.from, to
+			e.g.from = append(e.g.from, ed.from)
+			e.g.to = append(e.g.to, to)
 		}
-	})
-	for w := range outs {
-		e.g.from = append(e.g.from, froms[w]...)
-		e.g.to = append(e.g.to, tos[w]...)
 	}
-	return next
+}
+
+// insert adds a candidate to the visited set and marks whether it was new.
+func (e *exploration) insert(o *workerOut, cd *candidate) {
+	sh := shardOf(cd.fp)
+	if e.st.exact {
+		var k Key
+		copy(k[:e.words], o.keys[cd.off:cd.off+e.words])
+		cd.isNew = false
+		if _, ok := e.st.keys[sh][k]; !ok {
+			e.st.keys[sh][k] = ^uint32(0)
+			cd.isNew = true
+		}
+		return
+	}
+	_, cd.isNew = e.st.fp[sh].insert(cd.fp)
 }
 
 // parallel runs f(0..n-1) on up to workers goroutines.
@@ -752,7 +892,8 @@ func parallel(workers, n int, f func(int)) {
 	wg.Wait()
 }
 
-// newEdge records a transition to a state first reached in this level.
+// newEdge records a transition to a state whose id is known only once the
+// batch is committed.
 func (e *exploration) newEdge(out *workerOut, from uint32, fp uint64, k *Key) edge {
 	ed := edge{from: from, fp: fp}
 	if e.st.exact {
@@ -762,32 +903,27 @@ func (e *exploration) newEdge(out *workerOut, from uint32, fp uint64, k *Key) ed
 	return ed
 }
 
-// levelSet is what one worker made a candidate of in the current level.
-type levelSet struct {
-	fps  fpTable
-	keys map[Key]struct{}
+// recentSize is the number of fingerprints in a worker's recentSet: 256
+// KiB, which stays in a core's own cache.
+const recentSize = 1 << 15
+
+// recentSet is a direct-mapped cache of fingerprints a worker has lately
+// found in the visited set or made candidates of. Most successors are
+// reached again soon (the two orders of two independent moves meet in a
+// state reached from two siblings, which sit next to each other in the
+// frontier), so most duplicates are told here without a probe of the
+// large table. A fingerprint is only ever in the cache if it is in the
+// visited set or is a candidate of this level at an earlier (parent, move),
+// which the level keeps: a hit is always a duplicate.
+type recentSet struct{ fps []uint64 }
+
+func (r *recentSet) has(fp uint64) bool {
+	return r.fps != nil && r.fps[fp&(recentSize-1)] == fp
 }
 
-func newLevelSet(exact bool) levelSet {
-	if exact {
-		return levelSet{keys: map[Key]struct{}{}}
+func (r *recentSet) add(fp uint64) {
+	if r.fps == nil {
+		r.fps = make([]uint64, recentSize)
 	}
-	return levelSet{}
-}
-
-func (l *levelSet) has(fp uint64, k *Key) bool {
-	if l.keys != nil {
-		_, ok := l.keys[*k]
-		return ok
-	}
-	_, ok := l.fps.lookup(fp)
-	return ok
-}
-
-func (l *levelSet) add(fp uint64, k *Key) {
-	if l.keys != nil {
-		l.keys[*k] = struct{}{}
-		return
-	}
-	l.fps.insert(fp)
+	r.fps[fp&(recentSize-1)] = fp
 }

@@ -61,7 +61,7 @@ func EventuallyDrained(n int, from, to []uint32, drained []bool) []uint32 {
 // checkLiveness runs EventuallyDrained on the explored graph and, on a
 // violation, rebuilds the path into the trap and a cycle inside it.
 func (e *exploration) checkLiveness() *Counterexample {
-	n := len(e.parent)
+	n := e.links.n
 	trapped := EventuallyDrained(n, e.g.from, e.g.to, e.g.drained)
 	if len(trapped) == 0 {
 		return nil

@@ -84,7 +84,7 @@ func TestExplore_LivenessNeedsRoomForTheReverseGraph(t *testing.T) {
 	if residentBytes() == 0 {
 		t.Skip("this system does not report resident memory")
 	}
-	e := &exploration{parent: make([]uint32, 1<<20), g: &graph{from: make([]uint32, 5<<20)}}
+	e := &exploration{links: linkLog{n: 1 << 20}, g: &graph{from: make([]uint32, 5<<20)}}
 	need := int64(4*(1<<20+1) + 4*(5<<20) + 4*(1<<20) + 1<<20) // about 29 MiB
 	rss := int64(residentBytes())
 	// The smallest bound whose threshold passes a given level.
@@ -242,7 +242,7 @@ func TestMemory_LevelNeedsRoomForEachPart(t *testing.T) {
 		}
 		return b
 	}
-	perState := int64(2*words*8 + 2*unsafe.Sizeof(candidate{}) + words*8)
+	perState := int64(words * 8)
 	perEdges := int64(5 * (unsafe.Sizeof(edge{}) + 8))
 	// A store of 64 MiB of fingerprint slots, never touched: it costs
 	// address space, not resident memory.
@@ -255,12 +255,13 @@ func TestMemory_LevelNeedsRoomForEachPart(t *testing.T) {
 		graph bool
 		need  int64
 	}{
-		{"frontier", 1 << 17, newStore(false, words, false), false, (1 << 17) * perState},
-		{"graph", 1 << 17, newStore(false, words, false), true, (1 << 17) * (perState + perEdges)},
+		{"frontier", 1 << 17, newStore(false, words, false), false, min((1<<17)*perState, int64(spillLimit))},
+		{"graph", 1 << 17, newStore(false, words, false), true, (1 << 17) * perEdges},
 		{"store", 0, big, false, 32 << 20},
 	}
 	for _, tc := range cases {
 		e := &exploration{words: words, st: tc.store}
+		tc.need += e.batchNeed()
 		if tc.graph {
 			e.g = &graph{}
 		}
@@ -377,14 +378,15 @@ func TestExplore_PeakHeapIsTheLargestGrowth(t *testing.T) {
 }
 
 // The estimates the bound is judged by, to the byte. A level of n states
-// needs, per state, two keys of 8 bytes a word, two candidates and a key of
-// the next frontier; with the liveness graph, five edges and their 8-byte
-// resolved ids; and half the store again. Judging EventuallyDrained needs
-// an offset per state and one more, a source per edge and an entry per
-// state, 4 bytes each, and a flag per state.
+// needs one batch's buffers (per frontier state of the batch: its key, two
+// successor keys and two candidates; and each worker's cache of recent
+// fingerprints), the next frontier's part in memory (8 bytes a word of each
+// state, at most spillLimit), with the liveness graph five edges and their
+// 8-byte resolved ids per state, and half the store again. Judging
+// EventuallyDrained needs an offset per state and one more, a source per
+// edge and an entry per state, 4 bytes each, and a flag per state.
 func TestMemory_EstimatesToTheByte(t *testing.T) {
 	const words, n = 8, 1000
-	perState := int64(2*words*8 + 2*unsafe.Sizeof(candidate{}) + words*8)
 	perEdges := int64(5 * (unsafe.Sizeof(edge{}) + 8))
 	st := newStore(false, words, false)
 	st.fp[0].fps = make([]uint64, 1<<10)
@@ -392,15 +394,22 @@ func TestMemory_EstimatesToTheByte(t *testing.T) {
 	if half < 4<<10 {
 		t.Fatalf("a store of 1024 slots counts %d bytes", st.bytes(0))
 	}
-	e := &exploration{words: words, st: st}
-	if got, want := e.levelNeed(n), n*perState+half; got != want {
+	e := &exploration{words: words, st: st, recent: make([]recentSet, 2)}
+	batch := int64(2*batchPerWorker)*(3*words*8+2*int64(unsafe.Sizeof(candidate{}))) + 2*recentSize*8
+	if got, want := e.batchNeed(), batch; got != want {
+		t.Errorf("a batch on two workers needs %d bytes, want %d", got, want)
+	}
+	if got, want := e.levelNeed(n), batch+n*words*8+half; got != want {
 		t.Errorf("a level of %d states without the graph needs %d bytes, want %d", n, got, want)
 	}
+	if got, want := e.levelNeed(1<<30), batch+int64(spillLimit)+half; got != want {
+		t.Errorf("a level of 2^30 states needs %d bytes, want %d: its frontier goes to a file past %d bytes", got, want, spillLimit)
+	}
 	e.g = &graph{}
-	if got, want := e.levelNeed(n), n*(perState+perEdges)+half; got != want {
+	if got, want := e.levelNeed(n), batch+n*words*8+n*perEdges+half; got != want {
 		t.Errorf("a level of %d states with the graph needs %d bytes, want %d", n, got, want)
 	}
-	e = &exploration{parent: make([]uint32, 10), g: &graph{from: make([]uint32, 7)}}
+	e = &exploration{links: linkLog{n: 10}, g: &graph{from: make([]uint32, 7)}}
 	if got, want := e.livenessNeed(), int64(4*11+4*7+4*10+10); got != want {
 		t.Errorf("judging 10 states and 7 edges needs %d bytes, want %d", got, want)
 	}

@@ -242,7 +242,14 @@ func (r *Report) Text(opt TextOptions) string {
 			}
 			fmt.Fprintf(&b, "  store (%s): %s bytes/state (fingerprints alone %s), trace links %s bytes/state, liveness graph %s bytes/state\n",
 				mode, per(s.StoreBytes), per(s.FingerprintBytes), per(s.TraceBytes), per(s.GraphBytes))
-			fmt.Fprintf(&b, "  peak heap %s (this run's own), peak resident memory %s\n", FormatBytes(int64(s.PeakHeap)), residentText(s.PeakResident))
+			fmt.Fprintf(&b, "  peak heap %s (this run's own), peak resident memory %s", FormatBytes(int64(s.PeakHeap)), residentText(s.PeakResident))
+			if s.PeakResident > 0 && s.States > 0 {
+				fmt.Fprintf(&b, " (%.1f bytes/state)", s.ResidentPerState())
+			}
+			b.WriteString("\n")
+			if s.SpilledBytes > 0 {
+				fmt.Fprintf(&b, "  frontiers and trace links spilled to files: %s written\n", FormatBytes(s.SpilledBytes))
+			}
 		}
 		if x.Exact {
 			b.WriteString("  states stored as exact keys: no fingerprint collisions\n")
@@ -407,7 +414,10 @@ type jsonTiming struct {
 	Workers      int     `json:"workers"`
 	PeakHeap     uint64  `json:"peak_heap_bytes"`
 	PeakResident uint64  `json:"peak_resident_bytes"`
-	Speedup      float64 `json:"speedup_over_one_worker,omitempty"`
+	// ResidentPerState is the peak resident memory over distinct states.
+	ResidentPerState float64 `json:"resident_bytes_per_state"`
+	SpilledBytes     int64   `json:"spilled_bytes"`
+	Speedup          float64 `json:"speedup_over_one_worker,omitempty"`
 }
 
 type jsonCoverage struct {
@@ -459,7 +469,8 @@ func (r *Report) JSON(opt TextOptions) ([]byte, error) {
 			Symmetry: x.Symmetry, Exact: x.Exact, Liveness: x.Liveness, Collision: x.CollisionProbability}
 		if !opt.NoTiming {
 			jr.jsonTiming = &jsonTiming{ElapsedMS: float64(s.Elapsed.Microseconds()) / 1e3, StatesPerS: s.StatesPerSecond(),
-				TransPerS: s.TransitionsPerSecond(), Workers: s.Workers, PeakHeap: s.PeakHeap, PeakResident: s.PeakResident, Speedup: r.speedup(i)}
+				TransPerS: s.TransitionsPerSecond(), Workers: s.Workers, PeakHeap: s.PeakHeap, PeakResident: s.PeakResident,
+				ResidentPerState: s.ResidentPerState(), SpilledBytes: s.SpilledBytes, Speedup: r.speedup(i)}
 		}
 		if !x.Complete && x.Violation == nil {
 			out.Verdict = "incomplete"

@@ -304,6 +304,8 @@ type jsonFigures struct {
 		Workers     *int     `json:"workers"`
 		PeakHeap    *uint64  `json:"peak_heap_bytes"`
 		PeakRes     *uint64  `json:"peak_resident_bytes"`
+		ResPerState *float64 `json:"resident_bytes_per_state"`
+		Spilled     *int64   `json:"spilled_bytes"`
 		Symmetry    bool     `json:"symmetry"`
 		Exact       bool     `json:"exact"`
 		Liveness    bool     `json:"liveness_checked"`
@@ -438,7 +440,14 @@ func TestReport_TextAndJSONCarryTheSameFigures(t *testing.T) {
 			header, commas(int64(jr.States)), commas(jr.Transitions), jr.Depth, commas(int64(jr.Quiescent))))
 		wantLine(t, text, fmt.Sprintf("  store (fingerprints): %.1f bytes/state (fingerprints alone %.1f), trace links 5.0 bytes/state, liveness graph %.1f bytes/state\n",
 			jr.StoreBPS, jr.FPBPS, float64(s.GraphBytes)/float64(s.States)))
-		wantLine(t, text, fmt.Sprintf("  peak heap %s (this run's own), peak resident memory %s\n", FormatBytes(int64(*jr.PeakHeap)), residentText(*jr.PeakRes)))
+		perState := ""
+		if *jr.PeakRes > 0 {
+			perState = fmt.Sprintf(" (%.1f bytes/state)", float64(*jr.PeakRes)/float64(jr.States))
+		}
+		if jr.ResPerState == nil || *jr.ResPerState != s.ResidentPerState() || jr.Spilled == nil || *jr.Spilled != 0 {
+			t.Errorf("run %s: JSON resident bytes/state %v, spilled %v; want %g and nothing spilled", x.Run.Name, jr.ResPerState, jr.Spilled, s.ResidentPerState())
+		}
+		wantLine(t, text, fmt.Sprintf("  peak heap %s (this run's own), peak resident memory %s%s\n", FormatBytes(int64(*jr.PeakHeap)), residentText(*jr.PeakRes), perState))
 		wantLine(t, text, fmt.Sprintf("  64-bit fingerprints: probability that two states collided ≤ %.1e\n", jr.Collision))
 	}
 	// Figures of small.json pinned as the text shows them: the thousands
@@ -1056,10 +1065,10 @@ func TestExplore_InterruptedWithinALevel(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := exploreRef(t, c, 0)
-	// One worker looks at the context before each level, before each
-	// chunk of it, every 256 states and once the chunks are done: after
-	// one look the first level is under way, after forty a later one.
-	for _, looks := range []int32{1, 40} {
+	// One worker looks at the context before each level, every 256
+	// states of a batch and once each batch is expanded: after one look
+	// the first level is under way, after twenty a later one.
+	for _, looks := range []int32{1, 20} {
 		ctx := &lateCancel{Context: context.Background()}
 		ctx.n.Store(looks)
 		r := c.Explore(ctx, Limits{Workers: 1}, nil)

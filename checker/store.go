@@ -19,14 +19,24 @@ type fpTable struct {
 	fps     []uint64
 	ids     []uint32 // nil unless the store keeps ids (for the liveness graph)
 	withIDs bool
-	n       int
+	// mapped tables take their slots from mapWords where it can (see
+	// offheap_unix.go) and must be freed; onMap says the slots came from it.
+	mapped, onMap bool
+	n             int
 }
 
 const maxLoadNum, maxLoadDen = 4, 5 // 0.8
 
 func (t *fpTable) init(capacity int) {
 	capacity = max(capacity, 16)
-	t.fps = make([]uint64, capacity)
+	t.fps, t.onMap = nil, false
+	if t.mapped {
+		t.fps = mapWords(capacity)
+		t.onMap = t.fps != nil
+	}
+	if t.fps == nil {
+		t.fps = make([]uint64, capacity)
+	}
 	if t.withIDs {
 		t.ids = make([]uint32, capacity)
 	}
@@ -93,7 +103,7 @@ func (t *fpTable) insert(fp uint64) (int, bool) {
 }
 
 func (t *fpTable) grow() {
-	old, oldIDs := t.fps, t.ids
+	old, oldIDs, oldOnMap := t.fps, t.ids, t.onMap
 	t.init(len(old) + len(old)/2)
 	for j, fp := range old {
 		if fp == 0 {
@@ -106,6 +116,18 @@ func (t *fpTable) grow() {
 		}
 		t.n++
 	}
+	if oldOnMap {
+		unmapWords(old)
+	}
+}
+
+// free returns a mapped table's slots to the system; the table is empty
+// afterwards.
+func (t *fpTable) free() {
+	if t.onMap {
+		unmapWords(t.fps)
+	}
+	*t = fpTable{withIDs: t.withIDs, mapped: t.mapped}
 }
 
 func (t *fpTable) bytes() int64 { return int64(len(t.fps))*8 + int64(len(t.ids))*4 }
@@ -125,6 +147,7 @@ func newStore(exact bool, words int, ids bool) *store {
 	s := &store{exact: exact, words: words}
 	for i := range s.fp {
 		s.fp[i].withIDs = ids
+		s.fp[i].mapped = true
 	}
 	if exact {
 		for i := range s.keys {
@@ -132,6 +155,13 @@ func newStore(exact bool, words int, ids bool) *store {
 		}
 	}
 	return s
+}
+
+// free returns the store's tables to the system.
+func (s *store) free() {
+	for i := range s.fp {
+		s.fp[i].free()
+	}
 }
 
 // lookup finds a state's id by fingerprint (and key, in exact mode).

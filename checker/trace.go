@@ -58,7 +58,7 @@ func (e *exploration) pathTo(id uint32) []uint32 {
 		if id == 0 {
 			break
 		}
-		id = e.parent[id]
+		id, _ = e.links.get(id)
 	}
 	for i, j := 0, len(p)-1; i < j; i, j = i+1, j-1 {
 		p[i], p[j] = p[j], p[i]
@@ -77,7 +77,8 @@ func (e *exploration) keysAlong(path []uint32) []Key {
 		c.moves(&s, &ms)
 		t := s
 		tx := model.Tx{W: &t.W}
-		c.apply(&t, &tx, ms.m[e.via[id]], nil, ms.stuck)
+		_, via := e.links.get(id)
+		c.apply(&t, &tx, ms.m[via], nil, ms.stuck)
 		var k Key
 		c.canonical(&t, &k)
 		keys = append(keys, k)

@@ -33,6 +33,7 @@ var machineMemory = checker.MachineMemory
 
 type checkFlags struct {
 	config, specFile, policy, runs, maxMemory, progress, traceOut, sched  string
+	spillDir                                                              string
 	asJSON, stats, speedup, exact, liveness, swarm, mermaid, timing, full bool
 	maxStates, maxDepth, workers, walks, steps                            int
 	seed                                                                  uint64
@@ -53,6 +54,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 	fs.IntVar(&f.maxStates, "max-states", 0, "stop after the BFS level that reaches this many distinct states (0: no bound)")
 	fs.IntVar(&f.maxDepth, "max-depth", 0, "do not explore deeper than this (0: no bound)")
 	fs.StringVar(&f.maxMemory, "max-memory", "auto", fmt.Sprintf("stop before the process's resident memory passes this, e.g. 2GiB or 500MB; 0: no bound; auto: three quarters of this machine's memory (%s)", checker.FormatBytes(checker.DefaultMaxMemory(mem))))
+	fs.StringVar(&f.spillDir, "spill-dir", "", "exhaustive mode: where large frontiers and trace links go as files while the run lasts (default: the system's temporary directory)")
 	fs.IntVar(&f.workers, "workers", 0, "goroutines that expand states or run walks (0: all cores)")
 	fs.BoolVar(&f.exact, "exact", false, "store full states instead of 64-bit fingerprints (no collisions, more memory)")
 	fs.BoolVar(&f.liveness, "liveness", true, "check EventuallyDrained on the explored graph")
@@ -145,7 +147,8 @@ func cmdCheck(c *command, e *env, args []string) int {
 				p.Run, p.Transitions, p.States, p.Depth, p.Queue, float64(p.States)/p.Elapsed.Seconds())
 		}
 	}
-	lim := checker.Limits{MaxStates: f.maxStates, MaxDepth: f.maxDepth, MaxMemory: maxMem, Workers: f.workers, Exact: f.exact, Liveness: f.liveness}
+	lim := checker.Limits{MaxStates: f.maxStates, MaxDepth: f.maxDepth, MaxMemory: maxMem, Workers: f.workers, Exact: f.exact, Liveness: f.liveness,
+		SpillDir: f.spillDir}
 	rep, err := checker.Check(e.ctx, proto, lc.cfg, runs, lim, progress)
 	if err != nil {
 		return c.bad(e, "%v", err)
@@ -212,7 +215,7 @@ func verdictCode(violated, interrupted bool) int {
 // checkConflicts refuses flags that would be ignored or contradict each
 // other: every flag given is honoured or refused, never dropped.
 func checkConflicts(f *checkFlags, set map[string]bool) error {
-	exhaustiveOnly := []string{"max-states", "max-depth", "max-memory", "exact", "liveness", "speedup", "progress"}
+	exhaustiveOnly := []string{"max-states", "max-depth", "max-memory", "exact", "liveness", "speedup", "progress", "spill-dir"}
 	walkOnly := []string{"steps", "seed", "swarm", "schedule"}
 	if f.walks > 0 {
 		for _, n := range exhaustiveOnly {

@@ -40,57 +40,57 @@ type specVerdict struct {
 // Stopped, a success state).
 var specVerdicts = []specVerdict{
 	{file: "../../testdata/specs/handoff-before-deferred.json", config: small, want: []verdict{
-		{"vllm", "OutcomeTruthful", 8, 74, 189}, {"sglang", "OutcomeTruthful", 10, 374, 897}, {"trtllm", "", 0, 137, 275}}},
+		{"vllm", "OutcomeTruthful", 8, 74, 114}, {"sglang", "OutcomeTruthful", 10, 374, 656}, {"trtllm", "", 0, 137, 275}}},
 	{file: "../../testdata/variants/release-on-heartbeat.json", config: small, want: []verdict{
-		{"vllm", "SourcePinnedUntilRead", 6, 21, 47}, {"sglang", "", 0, 638, 1379}, {"trtllm", "SourcePinnedUntilRead", 6, 21, 46}}},
+		{"vllm", "SourcePinnedUntilRead", 6, 21, 35}, {"sglang", "", 0, 638, 1379}, {"trtllm", "SourcePinnedUntilRead", 6, 21, 34}}},
 	{file: "../../testdata/variants/rearm-reservation.json", config: mutCfg, runs: "sglang", want: []verdict{
 		{"sglang", "EventuallyDrained", 7, 34427, 118641}}},
 	// The designs the lifecycle replaces, and the OutcomeTruthful blind spots.
 	{file: "../../testdata/variants/bootstrap-as-readiness.json", config: small, want: []verdict{
-		{"vllm", "", 0, 563, 1154}, {"sglang", "DestinationFirstGate", 4, 13, 40}, {"trtllm", "", 0, 137, 275}}},
+		{"vllm", "", 0, 563, 1154}, {"sglang", "DestinationFirstGate", 4, 13, 19}, {"trtllm", "", 0, 137, 275}}},
 	{file: "../../testdata/variants/decode-without-reservation.json", config: small, want: []verdict{
-		{"vllm", "TransferNeedsReservation", 4, 7, 12}, {"sglang", "", 0, 638, 1379}, {"trtllm", "TransferNeedsReservation", 4, 7, 12}}},
+		{"vllm", "TransferNeedsReservation", 4, 7, 10}, {"sglang", "", 0, 638, 1379}, {"trtllm", "TransferNeedsReservation", 4, 7, 10}}},
 	{file: "../../testdata/variants/expired-lease-reports-release.json", config: small, want: []verdict{
-		{"vllm", "OutcomeTruthful", 4, 7, 12}, {"sglang", "OutcomeTruthful", 7, 93, 254}, {"trtllm", "OutcomeTruthful", 4, 7, 12}}},
+		{"vllm", "OutcomeTruthful", 4, 7, 10}, {"sglang", "OutcomeTruthful", 7, 93, 144}, {"trtllm", "OutcomeTruthful", 4, 7, 10}}},
 	{file: "../../testdata/variants/ownership-at-terminal-token.json", config: small, want: []verdict{
-		{"vllm", "RouterCleanup", 3, 5, 7}, {"sglang", "", 0, 638, 1379}, {"trtllm", "RouterCleanup", 3, 5, 7}}},
+		{"vllm", "RouterCleanup", 3, 5, 6}, {"sglang", "", 0, 638, 1379}, {"trtllm", "RouterCleanup", 3, 5, 6}}},
 	{file: "../../testdata/variants/pull-failed-reports-success.json", config: small, want: []verdict{
-		{"vllm", "OutcomeTruthful", 7, 41, 101}, {"sglang", "", 0, 638, 1379}, {"trtllm", "", 0, 137, 275}}},
+		{"vllm", "OutcomeTruthful", 7, 41, 56}, {"sglang", "", 0, 638, 1379}, {"trtllm", "", 0, 137, 275}}},
 	{file: "../../testdata/variants/release-on-scheduler-finish.json", config: small, want: []verdict{
-		{"vllm", "SourcePinnedUntilRead", 3, 5, 7}, {"sglang", "", 0, 638, 1379}, {"trtllm", "SourcePinnedUntilRead", 3, 5, 7}}},
+		{"vllm", "SourcePinnedUntilRead", 3, 5, 6}, {"sglang", "", 0, 638, 1379}, {"trtllm", "SourcePinnedUntilRead", 3, 5, 6}}},
 	// An index that advertises what the cache does not hold.
 	{file: "../../testdata/variants/publish-before-compute.json", config: small, want: []verdict{
 		{"vllm", "IndexMatchesCache", 2, 3, 4}, {"sglang", "", 0, 638, 1379}, {"trtllm", "IndexMatchesCache", 2, 3, 4}}},
 	// Deadlines that reclaim without fencing: only a hung transfer shows them.
 	{file: "../../testdata/variants/push-deadline-without-fence.json", config: "../../testdata/configs/hang.json", want: []verdict{
-		{"vllm", "", 0, 306, 699}, {"sglang", "SourcePinnedUntilRead", 8, 68, 152}, {"trtllm", "", 0, 43, 73}}},
+		{"vllm", "", 0, 306, 699}, {"sglang", "SourcePinnedUntilRead", 8, 68, 114}, {"trtllm", "", 0, 43, 73}}},
 	{file: "../../testdata/variants/pull-deadline-without-fence.json", config: "../../testdata/configs/hang.json", want: []verdict{
-		{"vllm", "DestinationHeldWhileWritten", 7, 22, 42}, {"sglang", "", 0, 273, 586}, {"trtllm", "", 0, 43, 73}}},
+		{"vllm", "DestinationHeldWhileWritten", 7, 22, 35}, {"sglang", "", 0, 273, 586}, {"trtllm", "", 0, 43, 73}}},
 	// Reader completion before the activation was applied: only the
 	// command path (commands.json) opens that gap.
 	{file: "../../testdata/variants/release-before-activation.json", config: "../../testdata/configs/commands.json", want: []verdict{
-		{"vllm", "ReleaseNeedsReaderAck", 7, 220, 964}, {"sglang", "", 0, 52232, 188493}, {"trtllm", "", 0, 7352, 25545}, {"trtllm-destination-first", "", 0, 3387, 10364}}},
+		{"vllm", "ReleaseNeedsReaderAck", 7, 220, 381}, {"sglang", "", 0, 52232, 188493}, {"trtllm", "", 0, 7352, 25545}, {"trtllm-destination-first", "", 0, 3387, 10364}}},
 	// The other gaps of the command path (commands.json): ownership
 	// reported when the release is sent, not applied; a no-op answer to a
 	// cancel or a withdrawal taken for success.
 	{file: "../../testdata/variants/report-before-release-applied.json", config: "../../testdata/configs/commands.json", want: []verdict{
-		{"vllm", "RouterCleanup", 8, 997, 5916}, {"sglang", "", 0, 454929, 2280151}, {"trtllm", "", 0, 46456, 241988}, {"trtllm-destination-first", "", 0, 11895, 49268}}},
+		{"vllm", "RouterCleanup", 8, 997, 2094}, {"sglang", "", 0, 454929, 2280151}, {"trtllm", "", 0, 46456, 241988}, {"trtllm-destination-first", "", 0, 11895, 49268}}},
 	{file: "../../testdata/variants/cancel-noop-leaks-held-source.json", config: "../../testdata/configs/commands.json", want: []verdict{
-		{"vllm", "RouterCleanup", 5, 43, 205}, {"sglang", "RouterCleanup", 8, 3533, 21017}, {"trtllm", "RouterCleanup", 5, 43, 205}, {"trtllm-destination-first", "", 0, 11895, 49268}}},
+		{"vllm", "RouterCleanup", 5, 43, 159}, {"sglang", "RouterCleanup", 8, 3533, 8067}, {"trtllm", "RouterCleanup", 5, 43, 159}, {"trtllm-destination-first", "", 0, 11895, 49268}}},
 	{file: "../../testdata/variants/withdraw-noop-leaks-reservation.json", config: "../../testdata/configs/commands.json", want: []verdict{
-		{"vllm", "InFlightAccounting", 7, 344, 2030}, {"sglang", "InFlightAccounting", 5, 106, 594}, {"trtllm", "", 0, 38866, 198066}, {"trtllm-destination-first", "", 0, 9925, 39922}}},
+		{"vllm", "InFlightAccounting", 7, 344, 1170}, {"sglang", "InFlightAccounting", 5, 106, 484}, {"trtllm", "", 0, 38866, 198066}, {"trtllm-destination-first", "", 0, 9925, 39922}}},
 	// A late cancel or abort, written with a non-terminal stand-in for Done.
 	{file: "../../testdata/variants/late-cancel-standin.json", config: small, want: []verdict{
-		{"vllm", "ExactlyOnceRelease", 9, 152, 401}, {"sglang", "ExactlyOnceRelease", 11, 495, 1155}, {"trtllm", "", 0, 137, 275}}},
+		{"vllm", "ExactlyOnceRelease", 9, 152, 231}, {"sglang", "ExactlyOnceRelease", 11, 495, 928}, {"trtllm", "", 0, 137, 275}}},
 	// Written with rows from terminal states and a deferred step.
 	{file: "../../testdata/variants/late-cancel-finalizes-twice.json", config: small, want: []verdict{
-		{"vllm", "ExactlyOnceRelease", 9, 151, 385}, {"sglang", "", 0, 638, 1379}, {"trtllm", "", 0, 137, 275}}},
+		{"vllm", "ExactlyOnceRelease", 9, 151, 220}, {"sglang", "", 0, 638, 1379}, {"trtllm", "", 0, 137, 275}}},
 	{file: "../../testdata/variants/late-peer-cancel-fails-done.json", config: small, want: []verdict{
-		{"vllm", "AttemptIsolation", 9, 151, 401}, {"sglang", "", 0, 638, 1379}, {"trtllm", "", 0, 137, 275}}},
+		{"vllm", "AttemptIsolation", 9, 151, 215}, {"sglang", "", 0, 638, 1379}, {"trtllm", "", 0, 137, 275}}},
 	{file: "../../testdata/variants/prefill-after-early-outcome.json", config: small, want: []verdict{
-		{"vllm", "", 0, 563, 1154}, {"sglang", "ExactlyOnceRelease", 6, 49, 136}, {"trtllm", "", 0, 137, 275}}},
+		{"vllm", "", 0, 563, 1154}, {"sglang", "ExactlyOnceRelease", 6, 49, 74}, {"trtllm", "", 0, 137, 275}}},
 	{file: "../../testdata/variants/deferred-free-during-pull.json", config: small, want: []verdict{
-		{"vllm", "DestinationHeldWhileWritten", 8, 79, 211}, {"sglang", "", 0, 638, 1379}, {"trtllm", "", 0, 137, 275}}},
+		{"vllm", "DestinationHeldWhileWritten", 8, 79, 171}, {"sglang", "", 0, 638, 1379}, {"trtllm", "", 0, 137, 275}}},
 	{file: "../../testdata/variants/broken-vocabulary.json", refused: []string{
 		`broken-vocabulary.json:49: source table: state "Orphan" is refused: no row leads to it from the initial state Idle under any policy (remove it, or add the row that reaches it)`,
 		`broken-vocabulary.json:1104: destination row 1 (Idle × DestinationRouted): unknown action "NoSuchAction" (not in the destination vocabulary)`}},

@@ -1,0 +1,280 @@
+package checker
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+)
+
+// A breadth-first search keeps two things besides its visited set: the
+// frontier (each level's new states, written once in order and read once
+// in order) and the trace links (each state's parent and move, appended in
+// id order and read back only to rebuild a counterexample). Neither needs
+// random access while the search runs, so both are kept in memory while
+// small and moved to files in a spill directory when large: resident
+// memory then holds the fingerprints and little else.
+
+// spillLimit is how many bytes a frontier queue or the trace links keep in
+// memory before moving to a file. A variable so that tests can make small
+// runs spill.
+var spillLimit = 8 << 20
+
+// spillDir makes, on first use, a private directory for a run's files.
+type spillDir struct {
+	parent string // where to make it; "" is the system's temporary directory
+	dir    string
+	// written counts the bytes written to the directory's files.
+	written int64
+}
+
+func (d *spillDir) create(pattern string) (*os.File, error) {
+	if d.dir == "" {
+		dir, err := os.MkdirTemp(d.parent, "handoffcheck-spill-")
+		if err != nil {
+			return nil, fmt.Errorf("making the spill directory: %w", err)
+		}
+		d.dir = dir
+	}
+	f, err := os.CreateTemp(d.dir, pattern)
+	if err != nil {
+		return nil, fmt.Errorf("making a spill file: %w", err)
+	}
+	return f, nil
+}
+
+// remove deletes the directory and everything in it.
+func (d *spillDir) remove() {
+	if d.dir != "" {
+		_ = os.RemoveAll(d.dir)
+		d.dir = ""
+	}
+}
+
+// maxKeyBytes bounds one encoded key.
+const maxKeyBytes = KeyWords * binary.MaxVarintLen64
+
+// keyQueue is a frontier: keys pushed in order, read back once in order.
+// Each key is stored as the varints of its words XORed with the previous
+// key's: consecutive states are mostly siblings, which differ in a few
+// fields, so most words encode in one byte.
+type keyQueue struct {
+	words int
+	n     int // keys pushed
+	prev  Key
+	buf   []byte // the encoded keys while in memory
+	dir   *spillDir
+	f     *os.File
+	wbuf  []byte // what is waiting to be written to f
+	err   error
+}
+
+func newKeyQueue(words int, dir *spillDir) *keyQueue {
+	return &keyQueue{words: words, dir: dir}
+}
+
+// push appends a key (its first words words).
+func (q *keyQueue) push(k []uint64) {
+	var tmp [maxKeyBytes]byte
+	m := 0
+	for i := 0; i < q.words; i++ {
+		m += binary.PutUvarint(tmp[m:], k[i]^q.prev[i])
+		q.prev[i] = k[i]
+	}
+	q.n++
+	if q.f == nil {
+		q.buf = append(q.buf, tmp[:m]...)
+		if len(q.buf) > spillLimit && q.err == nil {
+			q.spill()
+		}
+		return
+	}
+	q.wbuf = append(q.wbuf, tmp[:m]...)
+	if len(q.wbuf) >= 1<<20 {
+		q.flush()
+	}
+}
+
+// spill moves the queue to a file.
+func (q *keyQueue) spill() {
+	f, err := q.dir.create("frontier-*")
+	if err != nil {
+		q.err = err
+		return
+	}
+	q.f, q.wbuf, q.buf = f, q.buf, nil
+	q.flush()
+	q.wbuf = make([]byte, 0, 1<<20+maxKeyBytes)
+}
+
+func (q *keyQueue) flush() {
+	if q.f == nil || len(q.wbuf) == 0 || q.err != nil {
+		q.wbuf = q.wbuf[:0]
+		return
+	}
+	n, err := q.f.Write(q.wbuf)
+	q.dir.written += int64(n)
+	if err != nil {
+		q.err = fmt.Errorf("writing the frontier to %s: %w", q.f.Name(), err)
+	}
+	q.wbuf = q.wbuf[:0]
+}
+
+// close drops the queue and its file.
+func (q *keyQueue) close() {
+	if q.f != nil {
+		name := q.f.Name()
+		_ = q.f.Close()
+		_ = os.Remove(name)
+		q.f = nil
+	}
+	q.buf, q.wbuf = nil, nil
+}
+
+// keyReader reads a queue's keys back in order.
+type keyReader struct {
+	q    *keyQueue
+	left int // keys not yet read
+	prev Key
+	src  []byte // a window of the encoded keys
+	pos  int
+	eof  bool
+	err  error
+}
+
+// reader starts reading the queue from its first key. The queue must not
+// be pushed to afterwards.
+func (q *keyQueue) reader() *keyReader {
+	r := &keyReader{q: q, left: q.n}
+	if q.f == nil {
+		r.src, r.eof = q.buf, true
+		return r
+	}
+	q.flush()
+	if q.err != nil {
+		r.err = q.err
+		return r
+	}
+	if _, err := q.f.Seek(0, io.SeekStart); err != nil {
+		r.err = fmt.Errorf("reading the frontier back from %s: %w", q.f.Name(), err)
+	}
+	r.src = make([]byte, 0, 1<<20)
+	return r
+}
+
+// fill keeps at least one whole encoded key in the window.
+func (r *keyReader) fill() {
+	if r.eof || len(r.src)-r.pos >= maxKeyBytes {
+		return
+	}
+	rest := copy(r.src[:cap(r.src)], r.src[r.pos:])
+	r.src, r.pos = r.src[:rest], 0
+	for len(r.src) < maxKeyBytes && !r.eof {
+		n, err := r.q.f.Read(r.src[len(r.src):cap(r.src)])
+		r.src = r.src[:len(r.src)+n]
+		if err == io.EOF {
+			r.eof = true
+		} else if err != nil {
+			r.err = fmt.Errorf("reading the frontier back from %s: %w", r.q.f.Name(), err)
+			r.eof = true
+		}
+	}
+}
+
+// read decodes up to max keys into dst and returns how many it decoded.
+func (r *keyReader) read(dst []uint64, max int) int {
+	w := r.q.words
+	n := 0
+	for n < max && r.left > 0 && r.err == nil {
+		r.fill()
+		for i := 0; i < w; i++ {
+			v, m := binary.Uvarint(r.src[r.pos:])
+			if m <= 0 {
+				r.err = fmt.Errorf("the frontier file %s is cut short", r.q.f.Name())
+				return n
+			}
+			r.pos += m
+			r.prev[i] ^= v
+			dst[n*w+i] = r.prev[i]
+		}
+		n++
+		r.left--
+	}
+	return n
+}
+
+// linkLog is the trace links: for each state id, its parent's id and the
+// index of the move that first reached it, 5 bytes a state. Records are
+// kept in memory in blocks and each full block is appended to a file.
+type linkLog struct {
+	n    int    // ids recorded
+	base int    // ids below base are in the file
+	buf  []byte // records base..n-1
+	dir  *spillDir
+	f    *os.File
+	err  error
+}
+
+const linkBytes = 5
+
+func (l *linkLog) append(parent uint32, via uint8) {
+	l.buf = binary.LittleEndian.AppendUint32(l.buf, parent)
+	l.buf = append(l.buf, via)
+	l.n++
+	if len(l.buf) >= spillLimit && l.err == nil {
+		l.spill()
+	}
+}
+
+// spill appends the block in memory to the file.
+func (l *linkLog) spill() {
+	if l.f == nil {
+		f, err := l.dir.create("links-*")
+		if err != nil {
+			l.err = err
+			return
+		}
+		l.f = f
+	}
+	n, err := l.f.WriteAt(l.buf, int64(l.base)*linkBytes)
+	l.dir.written += int64(n)
+	if err != nil {
+		l.err = fmt.Errorf("writing the trace links to %s: %w", l.f.Name(), err)
+		return
+	}
+	l.base += len(l.buf) / linkBytes
+	l.buf = l.buf[:0]
+}
+
+// get returns the parent and move of a state id. Reading back a file this
+// run wrote cannot fail short of a broken disk, which no trace survives.
+func (l *linkLog) get(id uint32) (uint32, uint8) {
+	var rec [linkBytes]byte
+	if int(id) >= l.base {
+		copy(rec[:], l.buf[(int(id)-l.base)*linkBytes:])
+	} else if _, err := l.f.ReadAt(rec[:], int64(id)*linkBytes); err != nil {
+		panic(fmt.Sprintf("checker: reading the trace links back from %s: %v", l.f.Name(), err))
+	}
+	return binary.LittleEndian.Uint32(rec[:]), rec[4]
+}
+
+// truncate forgets the ids from n on. Records already in the file stay
+// there, to be written over.
+func (l *linkLog) truncate(n int) {
+	if n >= l.base {
+		l.buf = l.buf[:(n-l.base)*linkBytes]
+	} else {
+		l.buf, l.base = l.buf[:0], n
+	}
+	l.n = n
+}
+
+func (l *linkLog) close() {
+	if l.f != nil {
+		name := l.f.Name()
+		_ = l.f.Close()
+		_ = os.Remove(name)
+		l.f = nil
+	}
+	l.buf = nil
+}

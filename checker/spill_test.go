@@ -1,0 +1,181 @@
+package checker
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// withSpillLimit makes every frontier and the trace links past n bytes
+// move to files for the rest of the test.
+func withSpillLimit(t *testing.T, n int) {
+	t.Helper()
+	old := spillLimit
+	spillLimit = n
+	t.Cleanup(func() { spillLimit = old })
+}
+
+// Keys pushed on a queue come back in order, whether the queue stayed in
+// memory or moved to a file part of the way through; the file is gone
+// once the queue is closed.
+func TestSpill_QueueGivesBackWhatWasPushed(t *testing.T) {
+	const words = 9
+	rng := rand.New(rand.NewPCG(1, 2))
+	var keys [][]uint64
+	for i := 0; i < 5000; i++ {
+		k := make([]uint64, words)
+		for j := range k {
+			// Mostly small fields, now and then a full word.
+			k[j] = rng.Uint64() >> (rng.IntN(64))
+		}
+		keys = append(keys, k)
+	}
+	for _, limit := range []int{1 << 30, 1000, 1} {
+		withSpillLimit(t, limit)
+		dir := &spillDir{parent: t.TempDir()}
+		q := newKeyQueue(words, dir)
+		for _, k := range keys {
+			q.push(k)
+		}
+		if spilled := q.f != nil; spilled != (limit < 1<<30) {
+			t.Fatalf("limit %d: spilled=%v", limit, spilled)
+		}
+		r := q.reader()
+		var got [][]uint64
+		buf := make([]uint64, 7*words)
+		for {
+			n := r.read(buf, 7)
+			if r.err != nil {
+				t.Fatalf("limit %d: %v", limit, r.err)
+			}
+			if n == 0 {
+				break
+			}
+			for i := 0; i < n; i++ {
+				got = append(got, append([]uint64(nil), buf[i*words:(i+1)*words]...))
+			}
+		}
+		if diff := cmp.Diff(keys, got); diff != "" {
+			t.Fatalf("limit %d: keys read back differ (-pushed +read):\n%s", limit, diff)
+		}
+		q.close()
+		dir.remove()
+		if entries, _ := os.ReadDir(filepath.Dir(dir.parent)); dir.dir != "" || len(entries) == 0 {
+			t.Fatalf("limit %d: the spill directory was not removed", limit)
+		}
+	}
+}
+
+// The trace links give back each id's parent and move, from memory or
+// from the file, and a truncated log takes appends where it was cut.
+func TestSpill_LinksGiveBackWhatWasAppended(t *testing.T) {
+	withSpillLimit(t, 64)
+	l := linkLog{dir: &spillDir{parent: t.TempDir()}}
+	defer l.dir.remove()
+	defer l.close()
+	for i := 0; i < 1000; i++ {
+		l.append(uint32(i*7), uint8(i))
+	}
+	if l.base == 0 || l.err != nil {
+		t.Fatalf("1000 links past a 64-byte limit: %d in the file, error %v", l.base, l.err)
+	}
+	for i := 0; i < 1000; i++ {
+		if p, v := l.get(uint32(i)); p != uint32(i*7) || v != uint8(i) {
+			t.Fatalf("id %d: parent %d move %d", i, p, v)
+		}
+	}
+	l.truncate(500)
+	for i := 500; i < 600; i++ {
+		l.append(uint32(i), 1)
+	}
+	for i := 0; i < 600; i++ {
+		want := uint32(i * 7)
+		if i >= 500 {
+			want = uint32(i)
+		}
+		if p, _ := l.get(uint32(i)); p != want || l.n != 600 {
+			t.Fatalf("after truncating to 500: id %d has parent %d, want %d (%d ids)", i, p, want, l.n)
+		}
+	}
+}
+
+// A run whose frontiers and trace links go to files explores the same
+// states in the same order as one that keeps them in memory: the same
+// figures, coverage and shortest trace, on any number of workers; and it
+// leaves nothing behind in its spill directory.
+func TestSpill_SameRunOnFiles(t *testing.T) {
+	cfg := loadConfigFile(t, "../testdata/configs/small.json")
+	broken := variantChecker(t, "late-cancel-finalizes-twice.json", "vllm", Budget{Duplicate: 1, Cancel: 1, EarlyTimer: 1})
+	memoryLimit := spillLimit
+	withSpillLimit(t, memoryLimit)
+	type outcome struct {
+		States, Depth, DeadEnds int
+		Transitions             int64
+		Complete                bool
+		Rows                    [2][]uint64
+		Trace                   string
+	}
+	sum := func(r *Result, c *Checker) outcome {
+		o := outcome{States: r.Stats.States, Depth: r.Stats.Depth, DeadEnds: r.DeadEnds, Transitions: r.Stats.Transitions,
+			Complete: r.Complete, Rows: r.Coverage.Rows}
+		if r.Violation != nil {
+			o.Trace = c.FormatCounterexampleFull(r.Violation, true)
+		}
+		return o
+	}
+	for _, tc := range []struct {
+		name     string
+		c        *Checker
+		liveness bool
+	}{
+		{"sglang", checkerFor(t, Generated(), cfg, "sglang"), false},
+		{"vllm with liveness", checkerFor(t, Generated(), cfg, "vllm"), true},
+		{"a broken table", broken, false},
+	} {
+		// A run stopped by a violation counts the transitions of the
+		// batches its workers expanded, which depend on how many there
+		// were: each is compared with the same number in memory.
+		for _, workers := range []int{1, 2} {
+			spillLimit = memoryLimit
+			ref := tc.c.Explore(context.Background(), Limits{Workers: workers, Liveness: tc.liveness}, nil)
+			if ref.Stats.SpilledBytes != 0 {
+				t.Fatalf("%s: a small run spilled %d bytes", tc.name, ref.Stats.SpilledBytes)
+			}
+			spillLimit = 32
+			dir := t.TempDir()
+			r := tc.c.Explore(context.Background(), Limits{Workers: workers, Liveness: tc.liveness, SpillDir: dir}, nil)
+			if diff := cmp.Diff(sum(ref, tc.c), sum(r, tc.c)); diff != "" {
+				t.Errorf("%s on %d workers, spilled: differs (-in memory +on files):\n%s", tc.name, workers, diff)
+			}
+			if r.Stats.SpilledBytes == 0 || r.Stats.TraceBytes >= int64(ref.Stats.States)*linkBytes {
+				t.Errorf("%s on %d workers: spilled %d bytes, %d bytes of links left in memory", tc.name, workers, r.Stats.SpilledBytes, r.Stats.TraceBytes)
+			}
+			if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+				t.Errorf("%s on %d workers: the spill directory holds %d entries after the run (%v)", tc.name, workers, len(entries), err)
+			}
+		}
+	}
+}
+
+// A spill directory that cannot be made stops the run, saying so.
+func TestSpill_BrokenDirectoryStopsTheRun(t *testing.T) {
+	withSpillLimit(t, 32)
+	cfg := loadConfigFile(t, "../testdata/configs/small.json")
+	c := checkerFor(t, Generated(), cfg, "sglang")
+	file := filepath.Join(t.TempDir(), "not-a-directory")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := c.Explore(context.Background(), Limits{Workers: 1, SpillDir: file}, nil)
+	if r.Complete || r.StopReason != StopDisk || r.Violation != nil {
+		t.Fatalf("complete=%v stop=%q violation=%v", r.Complete, r.StopReason, r.Violation)
+	}
+	want := "stopped: the files that hold large frontiers and trace links failed: making the spill directory: "
+	if len(r.StopDetail) < len(want) || r.StopDetail[:len(want)] != want {
+		t.Errorf("detail %q, want it to start %q", r.StopDetail, want)
+	}
+}
