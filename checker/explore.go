@@ -32,6 +32,10 @@ type Limits struct {
 	// SpillDir is where large frontiers and trace links go (see spill.go);
 	// "" is the system's temporary directory.
 	SpillDir string
+	// Bitstate, when above zero, is the size in bytes of a bit array that
+	// replaces the visited set (see bitstate.go). It keeps no ids and no
+	// keys, so it turns Liveness and Exact off.
+	Bitstate int64
 }
 
 // Stats are the measurements of an exploration.
@@ -175,6 +179,8 @@ type Result struct {
 	// CollisionProbability estimates the chance that two distinct states
 	// shared a fingerprint (0 in exact mode).
 	CollisionProbability float64
+	// Bitstate is set when the visited set was a bit array.
+	Bitstate *Bitstate
 }
 
 // Explore runs a breadth-first exploration of every interleaving of the
@@ -191,7 +197,13 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 	}
 	e := &exploration{c: c, lim: lim, words: 1 + c.nW + model.HandoffWords*c.nH, cov: newCoverage(c.proto.spec)}
 	e.heapStart = readHeap()
-	e.st = newStore(lim.Exact, e.words, lim.Liveness)
+	if lim.Bitstate > 0 {
+		lim.Liveness, lim.Exact = false, false
+		e.lim = lim
+		e.st = newBitStore(e.words, lim.Bitstate)
+	} else {
+		e.st = newStore(lim.Exact, e.words, lim.Liveness)
+	}
 	e.spill.parent = lim.SpillDir
 	e.links.dir = &e.spill
 	defer func() {
@@ -314,6 +326,9 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 		n := float64(r.Stats.States)
 		r.CollisionProbability = n * n / 2 / 18446744073709551616.0
 	}
+	if e.st.bitstate {
+		r.Bitstate = e.st.bitstateReport(r.Stats.States)
+	}
 	if e.viol != nil {
 		r.Violation = e.counterexample(e.viol)
 		r.Complete = false
@@ -402,6 +417,10 @@ func (e *exploration) levelNeed(n int) int64 {
 	if e.g != nil {
 		need += int64(n) * 5 * int64(unsafe.Sizeof(edge{})+8)
 	}
+	if e.st.bitstate {
+		// A bit array never grows.
+		return need
+	}
 	return need + e.st.bytes(e.links.n)/2
 }
 
@@ -482,11 +501,10 @@ func (e *exploration) sampleHeap() {
 }
 
 func (e *exploration) insertRoot(fp uint64, k *Key, drained bool) {
-	sh := shardOf(fp)
 	if e.st.exact {
-		e.st.keys[sh][*k] = 0
+		e.st.keys[shardOf(fp)][*k] = 0
 	} else {
-		e.st.fp[sh].insert(fp)
+		e.st.insertFP(fp)
 	}
 	e.links.append(0, 0)
 	if e.g != nil {
@@ -869,7 +887,7 @@ func (e *exploration) insert(o *workerOut, cd *candidate) {
 		}
 		return
 	}
-	_, cd.isNew = e.st.fp[sh].insert(cd.fp)
+	cd.isNew = e.st.insertFP(cd.fp)
 }
 
 // parallel runs f(0..n-1) on up to workers goroutines.

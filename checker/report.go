@@ -216,6 +216,8 @@ func (r *Report) Text(opt TextOptions) string {
 			verdict = "VIOLATION " + x.Violation.Violation.Invariant
 		case !x.Complete:
 			verdict = "incomplete (" + x.StopDetail + "), no violation found"
+		case x.Bitstate != nil:
+			verdict = fmt.Sprintf("bitstate search done (estimated coverage %.2f%%), no violation found", 100*x.Bitstate.Coverage)
 		}
 		fmt.Fprintf(&b, "run %s (%s, engine %s): %s\n", x.Run.Name, x.Run.Policy, x.Run.Engine, verdict)
 		s := x.Stats
@@ -231,8 +233,11 @@ func (r *Report) Text(opt TextOptions) string {
 			}
 			b.WriteString("\n")
 			mode := "fingerprints"
-			if x.Exact {
+			switch {
+			case x.Exact:
 				mode = "exact keys"
+			case x.Bitstate != nil:
+				mode = "bits"
 			}
 			per := func(n int64) string {
 				if s.States == 0 {
@@ -251,9 +256,17 @@ func (r *Report) Text(opt TextOptions) string {
 				fmt.Fprintf(&b, "  frontiers and trace links spilled to files: %s written\n", FormatBytes(s.SpilledBytes))
 			}
 		}
-		if x.Exact {
+		switch {
+		case x.Bitstate != nil:
+			bs := x.Bitstate
+			fmt.Fprintf(&b, "  bitstate: %s of bits, %d per state, %.1f%% set; estimated coverage %.2f%% (a new state is taken for a visited one with probability %.1e at the end)\n",
+				FormatBytes(bs.Bytes), bs.Hashes, 100*bs.Fill, 100*bs.Coverage, bs.Omission)
+			if bs.Fill > 0.5 {
+				b.WriteString("  the bit array is over half full: states it omitted hide their successors, so the estimate is high; give --bitstate more\n")
+			}
+		case x.Exact:
 			b.WriteString("  states stored as exact keys: no fingerprint collisions\n")
-		} else {
+		default:
 			fmt.Fprintf(&b, "  64-bit fingerprints: probability that two states collided ≤ %.1e\n", x.CollisionProbability)
 		}
 		if x.Symmetry {
@@ -280,6 +293,10 @@ func (r *Report) Text(opt TextOptions) string {
 	}
 	for _, pc := range r.PolicyCoverage() {
 		fmt.Fprintf(&b, "coverage under %s (runs %s): %s rows %d/%d fired", pc.Policy, strings.Join(pc.Runs, ", "), pc.Role, pc.Fired, pc.Total)
+		if pc.Bitstate {
+			b.WriteString(" (partial: a bitstate search may miss states, so rows that never fired are not findings)\n")
+			continue
+		}
 		if pc.Partial {
 			b.WriteString(" (partial: an exploration stopped early, so rows that never fired are not findings)\n")
 			continue
@@ -321,8 +338,9 @@ func residentText(n uint64) string {
 type PolicyRowCoverage struct {
 	Policy spec.Policy
 	Runs   []string
-	// Partial is set when a run of the policy did not complete.
-	Partial bool
+	// Partial is set when a run of the policy did not complete or was a
+	// bitstate search; Bitstate when only the latter.
+	Partial, Bitstate bool
 	RoleCoverage
 }
 
@@ -334,12 +352,13 @@ func (r *Report) PolicyCoverage() []PolicyRowCoverage {
 		var runs []string
 		var merged *Coverage
 		var sp *spec.Spec
-		partial := false
+		partial, bitstate := false, false
 		for i, x := range r.Runs {
 			if x.Run.Policy != pol || x.Coverage == nil {
 				continue
 			}
 			partial = partial || !x.Complete
+			bitstate = bitstate || x.Bitstate != nil
 			runs = append(runs, x.Run.Name)
 			sp = r.checkers[i].proto.spec
 			if merged == nil {
@@ -352,7 +371,7 @@ func (r *Report) PolicyCoverage() []PolicyRowCoverage {
 		}
 		res := &Result{Run: Run{Policy: pol}, Coverage: merged}
 		for _, rc := range res.RowCoverage(sp) {
-			out = append(out, PolicyRowCoverage{Policy: pol, Runs: runs, Partial: partial, RoleCoverage: rc})
+			out = append(out, PolicyRowCoverage{Policy: pol, Runs: runs, Partial: partial || bitstate, Bitstate: bitstate && !partial, RoleCoverage: rc})
 		}
 	}
 	return out
@@ -401,6 +420,7 @@ type jsonRun struct {
 	Exact     bool           `json:"exact"`
 	Liveness  bool           `json:"liveness_checked"`
 	Collision float64        `json:"collision_probability"`
+	Bitstate  *jsonBitstate  `json:"bitstate,omitempty"`
 	Coverage  []jsonCoverage `json:"coverage"`
 	Violation *jsonViolation `json:"violation,omitempty"`
 }
@@ -418,6 +438,14 @@ type jsonTiming struct {
 	ResidentPerState float64 `json:"resident_bytes_per_state"`
 	SpilledBytes     int64   `json:"spilled_bytes"`
 	Speedup          float64 `json:"speedup_over_one_worker,omitempty"`
+}
+
+type jsonBitstate struct {
+	Bytes    int64   `json:"bytes"`
+	Hashes   int     `json:"hashes"`
+	Fill     float64 `json:"bits_set_fraction"`
+	Omission float64 `json:"omission_probability"`
+	Coverage float64 `json:"estimated_coverage"`
 }
 
 type jsonCoverage struct {
@@ -467,6 +495,9 @@ func (r *Report) JSON(opt TextOptions) ([]byte, error) {
 			StopReason: x.StopReason, StopDetail: x.StopDetail, States: s.States, Transitions: s.Transitions, Depth: s.Depth, Quiescent: x.DeadEnds,
 			StoreBPS: per(s.StoreBytes), FPBPS: per(s.FingerprintBytes),
 			Symmetry: x.Symmetry, Exact: x.Exact, Liveness: x.Liveness, Collision: x.CollisionProbability}
+		if bs := x.Bitstate; bs != nil {
+			jr.Bitstate = &jsonBitstate{Bytes: bs.Bytes, Hashes: bs.Hashes, Fill: bs.Fill, Omission: bs.Omission, Coverage: bs.Coverage}
+		}
 		if !opt.NoTiming {
 			jr.jsonTiming = &jsonTiming{ElapsedMS: float64(s.Elapsed.Microseconds()) / 1e3, StatesPerS: s.StatesPerSecond(),
 				TransPerS: s.TransitionsPerSecond(), Workers: s.Workers, PeakHeap: s.PeakHeap, PeakResident: s.PeakResident,

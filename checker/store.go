@@ -132,12 +132,21 @@ func (t *fpTable) free() {
 
 func (t *fpTable) bytes() int64 { return int64(len(t.fps))*8 + int64(len(t.ids))*4 }
 
-// store is the visited set: fingerprints, or full keys in exact mode.
+// store is the visited set: fingerprints, full keys in exact mode, or
+// bits in bitstate mode (see bitstate.go).
 type store struct {
 	exact bool
 	words int
 	fp    [numShards]fpTable
 	keys  [numShards]map[Key]uint32
+	// bitstate is set when the store keeps bits, in bits.
+	bitstate bool
+	bits     [numShards]bitSet
+}
+
+// newBitStore makes a bitstate visited set of size bytes.
+func newBitStore(words int, size int64) *store {
+	return &store{words: words, bitstate: true, bits: newBitSets(size)}
 }
 
 // newStore makes a visited set. ids are kept only when asked for: the
@@ -162,16 +171,35 @@ func (s *store) free() {
 	for i := range s.fp {
 		s.fp[i].free()
 	}
+	for i := range s.bits {
+		if s.bits[i].onMap {
+			unmapWords(s.bits[i].words)
+		}
+		s.bits[i] = bitSet{}
+	}
 }
 
 // lookup finds a state's id by fingerprint (and key, in exact mode).
 func (s *store) lookup(fp uint64, k *Key) (uint32, bool) {
 	sh := shardOf(fp)
-	if s.exact {
+	switch {
+	case s.exact:
 		id, ok := s.keys[sh][*k]
 		return id, ok
+	case s.bitstate:
+		return 0, s.bits[sh].has(fp)
 	}
 	return s.fp[sh].lookup(fp)
+}
+
+// insertFP adds a fingerprint (or its bits) and reports whether it was new.
+func (s *store) insertFP(fp uint64) bool {
+	sh := shardOf(fp)
+	if s.bitstate {
+		return s.bits[sh].insert(fp)
+	}
+	_, fresh := s.fp[sh].insert(fp)
+	return fresh
 }
 
 // fingerprintBytes is the memory of the fingerprint slots alone.
@@ -192,6 +220,9 @@ func (s *store) bytes(states int) int64 {
 	var n int64
 	for i := range s.fp {
 		n += s.fp[i].bytes()
+	}
+	for i := range s.bits {
+		n += int64(len(s.bits[i].words)) * 8
 	}
 	return n
 }

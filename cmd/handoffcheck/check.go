@@ -33,7 +33,7 @@ var machineMemory = checker.MachineMemory
 
 type checkFlags struct {
 	config, specFile, policy, runs, maxMemory, progress, traceOut, sched  string
-	spillDir                                                              string
+	spillDir, bitstate                                                    string
 	asJSON, stats, speedup, exact, liveness, swarm, mermaid, timing, full bool
 	maxStates, maxDepth, workers, walks, steps                            int
 	seed                                                                  uint64
@@ -55,6 +55,8 @@ func cmdCheck(c *command, e *env, args []string) int {
 	fs.IntVar(&f.maxDepth, "max-depth", 0, "do not explore deeper than this (0: no bound)")
 	fs.StringVar(&f.maxMemory, "max-memory", "auto", fmt.Sprintf("stop before the process's resident memory passes this, e.g. 2GiB or 500MB; 0: no bound; auto: three quarters of this machine's memory (%s)", checker.FormatBytes(checker.DefaultMaxMemory(mem))))
 	fs.StringVar(&f.spillDir, "spill-dir", "", "exhaustive mode: where large frontiers and trace links go as files while the run lasts (default: the system's temporary directory)")
+	fs.StringVar(&f.bitstate, "bitstate", "", "exhaustive mode: keep a bit array of this size (e.g. 1GiB) instead of fingerprints: a few bits per state, far more states\n"+
+		"in the same memory, some missed (the report estimates the coverage); no liveness")
 	fs.IntVar(&f.workers, "workers", 0, "goroutines that expand states or run walks (0: all cores)")
 	fs.BoolVar(&f.exact, "exact", false, "store full states instead of 64-bit fingerprints (no collisions, more memory)")
 	fs.BoolVar(&f.liveness, "liveness", true, "check EventuallyDrained on the explored graph")
@@ -78,6 +80,15 @@ func cmdCheck(c *command, e *env, args []string) int {
 	maxMem, err := parseMaxMemory(f.maxMemory, mem)
 	if err != nil {
 		return c.bad(e, "--max-memory %q: %v", f.maxMemory, err)
+	}
+	var bitBytes int64
+	if f.bitstate != "" {
+		if bitBytes, err = parseBytes(f.bitstate); err != nil || bitBytes < 512 {
+			return c.bad(e, "--bitstate %q: want a size of at least 512B, such as 256MiB or 4GiB", f.bitstate)
+		}
+		// A bit array keeps no graph: liveness is off unless asked for,
+		// and asking for it is refused (checkConflicts).
+		f.liveness = false
 	}
 	if f.maxStates < 0 || f.maxDepth < 0 || f.workers < 0 || f.walks < 0 || f.steps <= 0 {
 		return c.bad(e, "--max-states, --max-depth, --workers and --walks must not be negative, --steps must be positive")
@@ -148,7 +159,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 		}
 	}
 	lim := checker.Limits{MaxStates: f.maxStates, MaxDepth: f.maxDepth, MaxMemory: maxMem, Workers: f.workers, Exact: f.exact, Liveness: f.liveness,
-		SpillDir: f.spillDir}
+		SpillDir: f.spillDir, Bitstate: bitBytes}
 	rep, err := checker.Check(e.ctx, proto, lc.cfg, runs, lim, progress)
 	if err != nil {
 		return c.bad(e, "%v", err)
@@ -215,7 +226,7 @@ func verdictCode(violated, interrupted bool) int {
 // checkConflicts refuses flags that would be ignored or contradict each
 // other: every flag given is honoured or refused, never dropped.
 func checkConflicts(f *checkFlags, set map[string]bool) error {
-	exhaustiveOnly := []string{"max-states", "max-depth", "max-memory", "exact", "liveness", "speedup", "progress", "spill-dir"}
+	exhaustiveOnly := []string{"max-states", "max-depth", "max-memory", "exact", "liveness", "speedup", "progress", "spill-dir", "bitstate"}
 	walkOnly := []string{"steps", "seed", "swarm", "schedule"}
 	if f.walks > 0 {
 		for _, n := range exhaustiveOnly {
@@ -229,6 +240,9 @@ func checkConflicts(f *checkFlags, set map[string]bool) error {
 				return fmt.Errorf("--%s applies to random walks: give --walks N", n)
 			}
 		}
+	}
+	if f.bitstate != "" && (f.exact || set["liveness"]) {
+		return fmt.Errorf("--bitstate keeps bits, not states: it takes neither --exact nor --liveness (EventuallyDrained needs the graph of a fingerprint search)")
 	}
 	if f.speedup && !f.stats && !f.asJSON {
 		return fmt.Errorf("--speedup is reported with --stats or --json: give one of them")

@@ -131,6 +131,11 @@ func TestCLI_BadInput(t *testing.T) {
 		{[]string{"check", "--config", bad}, bad + ":3:"},
 		{[]string{"check", "--config", filepath.Join(dir, "missing.json")}, "no such file"},
 		{[]string{"check", "--max-memory", "lots"}, "--max-memory"},
+		{[]string{"check", "--bitstate", "lots"}, "--bitstate \"lots\": want a size of at least 512B"},
+		{[]string{"check", "--bitstate", "100B"}, "--bitstate \"100B\""},
+		{[]string{"check", "--bitstate", "1MiB", "--exact"}, "--bitstate keeps bits, not states"},
+		{[]string{"check", "--bitstate", "1MiB", "--liveness"}, "--bitstate keeps bits, not states"},
+		{[]string{"check", "--bitstate", "1MiB", "--walks", "3"}, "--bitstate applies to exhaustive search"},
 		{[]string{"check", "--run", "nope"}, "--run \"nope\""},
 		{[]string{"check", "--steps", "0", "--walks", "1"}, "--steps"},
 		{[]string{"check", "extra"}, "unexpected argument"},
@@ -144,6 +149,35 @@ func TestCLI_BadInput(t *testing.T) {
 		if code != exitUsage || out != "" || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.args, code, out, errOut, tc.want)
 		}
+	}
+}
+
+// --bitstate: the JSON report carries the bit array's figures, the run
+// judges no liveness, and its verdict line says it was a bitstate search.
+func TestCLI_Bitstate(t *testing.T) {
+	code, out, errOut := runCLI(t, "check", "--config", small, "--run", "vllm", "--bitstate", "64KiB", "--json", "--timing=false")
+	var rep struct {
+		Runs []struct {
+			States   int  `json:"states"`
+			Liveness bool `json:"liveness_checked"`
+			Bitstate *struct {
+				Bytes    int64   `json:"bytes"`
+				Hashes   int     `json:"hashes"`
+				Fill     float64 `json:"bits_set_fraction"`
+				Coverage float64 `json:"estimated_coverage"`
+			} `json:"bitstate"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); code != exitOK || err != nil || len(rep.Runs) != 1 {
+		t.Fatalf("exit %d, %v:\n%s%s", code, err, out, errOut)
+	}
+	r := rep.Runs[0]
+	if r.Liveness || r.Bitstate == nil || r.Bitstate.Bytes != 64<<10 || r.Bitstate.Hashes != 3 || r.Bitstate.Fill <= 0 || r.Bitstate.Coverage <= 0.99 || r.States != 563 {
+		t.Fatalf("%+v, bitstate %+v", r, r.Bitstate)
+	}
+	_, out, _ = runCLI(t, "check", "--config", small, "--run", "vllm", "--bitstate", "64KiB", "--timing=false")
+	if !strings.HasPrefix(out, "run vllm (source-first, engine vllm): bitstate search done (estimated coverage ") || !strings.Contains(out, "\n  bitstate: 64.0 KiB of bits, 3 per state, ") {
+		t.Fatalf("text report:\n%s", out)
 	}
 }
 
