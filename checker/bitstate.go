@@ -20,7 +20,7 @@ const bitHashes = 3
 // bitSet is one shard's region of the bit array.
 type bitSet struct {
 	words []uint64
-	onMap bool // the words came from mapWords
+	onMap bool  // the words came from mapWords
 	set   int64 // bits set, for the fill ratio
 	// missed sums, over the states found new, the chance that a state
 	// arriving at that fill was wrongly taken as visited, p/(1-p): the
