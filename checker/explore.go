@@ -36,6 +36,12 @@ type Limits struct {
 	// replaces the visited set (see bitstate.go). It keeps no ids and no
 	// keys, so it turns Liveness and Exact off.
 	Bitstate int64
+	// Checkpoint, when set, is a directory where the search's state is
+	// written every CheckpointEvery (at the next batch boundary), when it
+	// is stopped, and when it completes; Resume is a directory to
+	// continue from (see checkpoint.go). Both need Liveness and Exact off.
+	Checkpoint, Resume string
+	CheckpointEvery    time.Duration
 }
 
 // Stats are the measurements of an exploration.
@@ -65,6 +71,9 @@ type Stats struct {
 
 // StatesPerSecond is distinct states per second.
 func (s Stats) StatesPerSecond() float64 { return rate(float64(s.States), s.Elapsed) }
+
+// elapsed is the time spent on the run, before a resume included.
+func (e *exploration) elapsed() time.Duration { return e.before + time.Since(e.start) }
 
 // ResidentPerState is the run's peak resident memory over its distinct
 // states (0 when either is unknown): the whole process's memory, not only
@@ -143,8 +152,19 @@ type exploration struct {
 	// recent is each worker's cache of fingerprints it has lately seen
 	// known or made a candidate of (see recentSet).
 	recent []recentSet
-	// diskErr is a failure of the spill files, which stops the run.
-	diskErr  error
+	// diskErr is a failure of the spill files or checkpoints, which
+	// stops the run.
+	diskErr error
+	// ckpt writes checkpoints; identity names the search in them.
+	ckpt     *checkpointer
+	identity string
+	// levelDone counts the frontier states of the level under way that
+	// were expanded and committed.
+	levelDone int
+	// start is when this process began the run; before is the time
+	// spent on it before a resume.
+	start    time.Time
+	before   time.Duration
 	g        *graph
 	cov      *Coverage
 	stats    Stats
@@ -181,6 +201,10 @@ type Result struct {
 	CollisionProbability float64
 	// Bitstate is set when the visited set was a bit array.
 	Bitstate *Bitstate
+	// Checkpoints counts the checkpoints written; Resumed says the run
+	// continued from one.
+	Checkpoints int
+	Resumed     bool
 }
 
 // Explore runs a breadth-first exploration of every interleaving of the
@@ -195,7 +219,7 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	e := &exploration{c: c, lim: lim, words: 1 + c.nW + model.HandoffWords*c.nH, cov: newCoverage(c.proto.spec)}
+	e := &exploration{c: c, lim: lim, words: 1 + c.nW + model.HandoffWords*c.nH, cov: newCoverage(c.proto.spec), start: start}
 	e.heapStart = readHeap()
 	if lim.Bitstate > 0 {
 		lim.Liveness, lim.Exact = false, false
@@ -249,6 +273,35 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 	frontier.push(k[:e.words])
 	defer func() { frontier.close() }()
 	levelStart := uint32(0)
+	startDepth, skip := 0, 0
+	var resumedNext *keyQueue
+	resumedRun := false
+	if lim.Checkpoint != "" || lim.Resume != "" {
+		e.identity = c.identity(e.words, lim.Bitstate)
+		if err := checkpointLimits(lim); err != nil {
+			e.diskErr = err
+		}
+	}
+	if lim.Checkpoint != "" && e.diskErr == nil {
+		e.ckpt = &checkpointer{dir: CheckpointDir(lim.Checkpoint, c.run), every: lim.CheckpointEvery, last: time.Now()}
+	}
+	if lim.Resume != "" && e.diskErr == nil {
+		res, ok, err := e.restore(CheckpointDir(lim.Resume, c.run))
+		switch {
+		case err != nil:
+			e.diskErr = err
+		case ok:
+			frontier.close()
+			frontier, resumedNext = res.frontier, res.next
+			levelStart, startDepth, skip = res.levelStart, res.depth, res.done
+			e.stats.Depth, e.before, resumedRun = res.depth, res.elapsed, true
+		}
+	}
+	if e.diskErr != nil {
+		// Nothing is explored: the run stops at once, saying why.
+		e.cut, e.stopWhy = true, StopDisk
+		frontier.n = 0
+	}
 	lastReport := time.Now()
 	stopped := func() string {
 		switch {
@@ -259,26 +312,60 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 		}
 		return StopInterrupted
 	}
-	for depth := 0; frontier.n > 0 && e.viol == nil; depth++ {
+	// stopBefore saves a checkpoint of a run stopped before a level (or
+	// before the rest of the level it resumed in).
+	stopBefore := func(depth int) {
+		if e.ckpt == nil || e.diskErr != nil {
+			return
+		}
+		next := resumedNext
+		if next == nil {
+			next = newKeyQueue(e.words, &e.spill)
+			defer next.close()
+		}
+		e.save(frontier, next, depth, levelStart, skip, false)
+		if e.ckpt.err != nil {
+			e.diskErr = e.ckpt.err
+			e.stopWhy = StopDisk
+		}
+	}
+	for depth := startDepth; frontier.n > 0 && e.viol == nil; depth++ {
 		if lim.MaxDepth > 0 && depth >= lim.MaxDepth {
 			e.cut, e.stopWhy = true, StopMaxDepth
+			stopBefore(depth)
 			break
 		}
 		if err := ctx.Err(); err != nil {
 			e.cut, e.stopWhy = true, stopped()
+			stopBefore(depth)
 			break
 		}
 		if lim.MaxMemory > 0 && e.levelWouldPass(frontier.n, lim.MaxMemory) {
 			stopForMemory()
 			e.cut, e.stopWhy = true, stopped()
+			stopBefore(depth)
 			break
 		}
-		next := newKeyQueue(e.words, &e.spill)
+		next := resumedNext
+		if next == nil {
+			next = newKeyQueue(e.words, &e.spill)
+		}
+		resumedNext = nil
 		mark := e.mark()
-		interrupted := e.level(ctx, frontier, next, levelStart, workers)
+		interrupted := e.level(ctx, frontier, next, levelStart, workers, skip, depth)
+		skip = 0
 		if interrupted {
+			if e.ckpt != nil && e.diskErr == nil {
+				// The batches committed so far are a consistent state: a
+				// resumed run goes on from the next one.
+				e.save(frontier, next, depth, levelStart, e.levelDone, false)
+				if e.ckpt.err != nil {
+					e.diskErr = e.ckpt.err
+				}
+			}
 			// The level's committed batches are dropped: the figures are
-			// those of the levels the run completed.
+			// those of the levels the run completed (or, resumed within
+			// a level, of the point it resumed from).
 			e.rollback(mark)
 			next.close()
 			e.cut, e.stopWhy = true, stopped()
@@ -299,12 +386,24 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 		if e.viol == nil && next.n > 0 {
 			if lim.MaxStates > 0 && e.links.n >= lim.MaxStates {
 				e.cut, e.stopWhy = true, StopMaxStates
+				stopBefore(depth + 1)
 				break
 			}
 		}
 	}
+	if e.ckpt != nil && !e.cut && e.viol == nil && e.diskErr == nil {
+		// A completed search leaves a checkpoint that resumes to its end
+		// at once.
+		empty := newKeyQueue(e.words, &e.spill)
+		e.save(frontier, empty, e.stats.Depth, levelStart, 0, true)
+		empty.close()
+		if e.ckpt.err != nil {
+			e.diskErr = e.ckpt.err
+			e.cut, e.stopWhy = true, StopDisk
+		}
+	}
 	e.stats.States = e.links.n
-	e.stats.Elapsed = time.Since(start)
+	e.stats.Elapsed = e.elapsed()
 	e.stats.StoreBytes = e.st.bytes(e.links.n)
 	e.stats.FingerprintBytes = e.st.fingerprintBytes()
 	e.stats.TraceBytes = int64(len(e.links.buf))
@@ -313,7 +412,7 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 		e.stats.GraphBytes = int64(len(e.g.from))*8 + int64(len(e.g.drained))
 	}
 	e.sampleHeap()
-	r := &Result{Run: c.run, Stats: e.stats, Coverage: e.cov, DeadEnds: e.deadEnds,
+	r := &Result{Run: c.run, Stats: e.stats, Coverage: e.cov, DeadEnds: e.deadEnds, Resumed: resumedRun,
 		Symmetry: c.sym.any(), Exact: lim.Exact, Complete: !e.cut && e.viol == nil}
 	if e.cut {
 		r.StopReason = e.stopWhy
@@ -328,6 +427,9 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 	}
 	if e.st.bitstate {
 		r.Bitstate = e.st.bitstateReport(r.Stats.States)
+	}
+	if e.ckpt != nil {
+		r.Checkpoints = e.ckpt.written
 	}
 	if e.viol != nil {
 		r.Violation = e.counterexample(e.viol)
@@ -376,7 +478,7 @@ func stopDetail(code string, lim Limits, s Stats) string {
 	case StopInterrupted:
 		return "interrupted before the exploration completed"
 	case StopDisk:
-		return "stopped: the files that hold large frontiers and trace links failed"
+		return "stopped: a file the search keeps on disk failed"
 	}
 	return code
 }
@@ -571,12 +673,16 @@ const batchPerWorker = 1024
 // the order of the frontier, so results do not depend on scheduling. It
 // reports whether the level was interrupted (a stop, or a spill file that
 // failed).
-func (e *exploration) level(ctx context.Context, frontier, next *keyQueue, levelStart uint32, workers int) bool {
+func (e *exploration) level(ctx context.Context, frontier, next *keyQueue, levelStart uint32, workers, skip, depth int) bool {
 	rd := frontier.reader()
 	per := batchPerWorker * workers
 	buf := make([]uint64, per*e.words)
 	outs := make([]workerOut, workers*4)
-	for done := 0; ; {
+	// Resumed within the level: the states before skip were expanded
+	// and committed before the checkpoint.
+	rd.skip(skip, buf)
+	e.levelDone = skip
+	for done := skip; ; {
 		n := rd.read(buf, per)
 		if rd.err != nil {
 			e.diskErr = rd.err
@@ -643,6 +749,14 @@ func (e *exploration) level(ctx context.Context, frontier, next *keyQueue, level
 			return true
 		}
 		done += n
+		e.levelDone = done
+		if e.ckpt != nil && e.ckpt.due() {
+			e.save(frontier, next, depth, levelStart, done, false)
+			if e.ckpt.err != nil {
+				e.diskErr = e.ckpt.err
+				return true
+			}
+		}
 	}
 }
 

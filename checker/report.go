@@ -78,6 +78,19 @@ func Check(ctx context.Context, p *Protocol, cfg *Config, runs []Run, lim Limits
 	if lim.Liveness {
 		rep.Invariants = append(rep.Invariants, model.NameEventuallyDrained)
 	}
+	if lim.Resume != "" {
+		// A checkpoint that cannot be resumed is refused before any run
+		// starts.
+		for _, run := range runs {
+			c, err := New(p, cfg, run)
+			if err != nil {
+				return nil, err
+			}
+			if err := c.CanResume(lim.Resume, lim); err != nil {
+				return nil, err
+			}
+		}
+	}
 	notRun, err := eachRun(ctx, p, cfg, runs, func(c *Checker) {
 		// Earlier runs' garbage is collected first, so that this run's
 		// memory figures and its memory bound are about this run.
@@ -225,6 +238,15 @@ func (r *Report) Text(opt TextOptions) string {
 			commas(int64(s.States)), commas(s.Transitions), s.Depth, commas(int64(x.DeadEnds)))
 		if !opt.NoTiming {
 			fmt.Fprintf(&b, "  elapsed %s, %s states/s\n", s.Elapsed.Round(1e6), commas(int64(s.StatesPerSecond())))
+			// How the run was carried out, not what it found: with the
+			// measured figures, so that a resumed run's report is the
+			// uninterrupted one's without them.
+			if x.Resumed {
+				b.WriteString("  resumed from a checkpoint\n")
+			}
+			if x.Checkpoints > 0 {
+				fmt.Fprintf(&b, "  checkpoints written: %d\n", x.Checkpoints)
+			}
 		}
 		if stats {
 			fmt.Fprintf(&b, "  %s transitions/s, %d workers", commas(int64(s.TransitionsPerSecond())), s.Workers)
@@ -437,6 +459,8 @@ type jsonTiming struct {
 	// ResidentPerState is the peak resident memory over distinct states.
 	ResidentPerState float64 `json:"resident_bytes_per_state"`
 	SpilledBytes     int64   `json:"spilled_bytes"`
+	Resumed          bool    `json:"resumed,omitempty"`
+	Checkpoints      int     `json:"checkpoints_written,omitempty"`
 	Speedup          float64 `json:"speedup_over_one_worker,omitempty"`
 }
 
@@ -501,7 +525,7 @@ func (r *Report) JSON(opt TextOptions) ([]byte, error) {
 		if !opt.NoTiming {
 			jr.jsonTiming = &jsonTiming{ElapsedMS: float64(s.Elapsed.Microseconds()) / 1e3, StatesPerS: s.StatesPerSecond(),
 				TransPerS: s.TransitionsPerSecond(), Workers: s.Workers, PeakHeap: s.PeakHeap, PeakResident: s.PeakResident,
-				ResidentPerState: s.ResidentPerState(), SpilledBytes: s.SpilledBytes, Speedup: r.speedup(i)}
+				ResidentPerState: s.ResidentPerState(), SpilledBytes: s.SpilledBytes, Resumed: x.Resumed, Checkpoints: x.Checkpoints, Speedup: r.speedup(i)}
 		}
 		if !x.Complete && x.Violation == nil {
 			out.Verdict = "incomplete"

@@ -66,6 +66,7 @@ type keyQueue struct {
 	dir   *spillDir
 	f     *os.File
 	wbuf  []byte // what is waiting to be written to f
+	size  int64  // bytes written to f
 	err   error
 }
 
@@ -114,10 +115,58 @@ func (q *keyQueue) flush() {
 	}
 	n, err := q.f.Write(q.wbuf)
 	q.dir.written += int64(n)
+	q.size += int64(n)
 	if err != nil {
 		q.err = fmt.Errorf("writing the frontier to %s: %w", q.f.Name(), err)
 	}
 	q.wbuf = q.wbuf[:0]
+}
+
+// writeTo writes the queue's encoded keys (for a checkpoint). It does not
+// move a reader of the queue.
+func (q *keyQueue) writeTo(w io.Writer) error {
+	if q.f == nil {
+		_, err := w.Write(q.buf)
+		return err
+	}
+	q.flush()
+	if q.err != nil {
+		return q.err
+	}
+	_, err := io.Copy(w, io.NewSectionReader(q.f, 0, q.size))
+	return err
+}
+
+// readKeyQueue makes a queue of n keys from what writeTo wrote; prev is
+// the last key pushed, from which the next key pushed is encoded.
+func readKeyQueue(words int, dir *spillDir, r io.Reader, n int, prev Key) (*keyQueue, error) {
+	q := newKeyQueue(words, dir)
+	buf := make([]byte, 1<<20)
+	for {
+		m, err := io.ReadFull(r, buf)
+		if m > 0 {
+			if q.f == nil {
+				q.buf = append(q.buf, buf[:m]...)
+				if len(q.buf) > spillLimit {
+					q.spill()
+				}
+			} else {
+				q.wbuf = append(q.wbuf, buf[:m]...)
+				q.flush()
+			}
+			if q.err != nil {
+				return q, q.err
+			}
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return q, err
+		}
+	}
+	q.n, q.prev = n, prev
+	return q, nil
 }
 
 // close drops the queue and its file.
@@ -178,6 +227,17 @@ func (r *keyReader) fill() {
 			r.err = fmt.Errorf("reading the frontier back from %s: %w", r.q.f.Name(), err)
 			r.eof = true
 		}
+	}
+}
+
+// skip reads past the first n keys.
+func (r *keyReader) skip(n int, scratch []uint64) {
+	for n > 0 && r.err == nil {
+		got := r.read(scratch, min(n, len(scratch)/r.q.words))
+		if got == 0 {
+			return
+		}
+		n -= got
 	}
 }
 
@@ -256,6 +316,40 @@ func (l *linkLog) get(id uint32) (uint32, uint8) {
 		panic(fmt.Sprintf("checker: reading the trace links back from %s: %v", l.f.Name(), err))
 	}
 	return binary.LittleEndian.Uint32(rec[:]), rec[4]
+}
+
+// writeTo writes every record, in id order (for a checkpoint).
+func (l *linkLog) writeTo(w io.Writer) error {
+	if l.base > 0 {
+		if _, err := io.Copy(w, io.NewSectionReader(l.f, 0, int64(l.base)*linkBytes)); err != nil {
+			return err
+		}
+	}
+	_, err := w.Write(l.buf)
+	return err
+}
+
+// readFrom replaces the log with n records read from r.
+func (l *linkLog) readFrom(r io.Reader, n int) error {
+	l.close()
+	l.n, l.base, l.buf = 0, 0, nil
+	buf := make([]byte, max(spillLimit/linkBytes, 1)*linkBytes)
+	for left := n; left > 0; {
+		chunk := buf[:min(left*linkBytes, len(buf))]
+		if _, err := io.ReadFull(r, chunk); err != nil {
+			return err
+		}
+		l.buf = append(l.buf, chunk...)
+		l.n += len(chunk) / linkBytes
+		left -= len(chunk) / linkBytes
+		if len(l.buf) >= spillLimit {
+			l.spill()
+			if l.err != nil {
+				return l.err
+			}
+		}
+	}
+	return nil
 }
 
 // truncate forgets the ids from n on. Records already in the file stay

@@ -174,7 +174,7 @@ func TestSpill_BrokenDirectoryStopsTheRun(t *testing.T) {
 	if r.Complete || r.StopReason != StopDisk || r.Violation != nil {
 		t.Fatalf("complete=%v stop=%q violation=%v", r.Complete, r.StopReason, r.Violation)
 	}
-	want := "stopped: the files that hold large frontiers and trace links failed: making the spill directory: "
+	want := "stopped: a file the search keeps on disk failed: making the spill directory: "
 	if len(r.StopDetail) < len(want) || r.StopDetail[:len(want)] != want {
 		t.Errorf("detail %q, want it to start %q", r.StopDetail, want)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/handoffcheck/handoffcheck/checker"
 )
@@ -33,7 +34,8 @@ var machineMemory = checker.MachineMemory
 
 type checkFlags struct {
 	config, specFile, policy, runs, maxMemory, progress, traceOut, sched  string
-	spillDir, bitstate                                                    string
+	spillDir, bitstate, checkpoint, resume                                string
+	checkpointEvery                                                       time.Duration
 	asJSON, stats, speedup, exact, liveness, swarm, mermaid, timing, full bool
 	maxStates, maxDepth, workers, walks, steps                            int
 	seed                                                                  uint64
@@ -57,6 +59,10 @@ func cmdCheck(c *command, e *env, args []string) int {
 	fs.StringVar(&f.spillDir, "spill-dir", "", "exhaustive mode: where large frontiers and trace links go as files while the run lasts (default: the system's temporary directory)")
 	fs.StringVar(&f.bitstate, "bitstate", "", "exhaustive mode: keep a bit array of this size (e.g. 1GiB) instead of fingerprints: a few bits per state, far more states\n"+
 		"in the same memory, some missed (the report estimates the coverage); no liveness")
+	fs.StringVar(&f.checkpoint, "checkpoint", "", "exhaustive mode: write the search's state to this directory every --checkpoint-every, on Ctrl-C and at the end\n"+
+		"(safety only: no liveness, no --exact)")
+	fs.DurationVar(&f.checkpointEvery, "checkpoint-every", 10*time.Minute, "with --checkpoint: how often to write one")
+	fs.StringVar(&f.resume, "resume", "", "exhaustive mode: continue each run from its checkpoint in this directory (a run without one starts afresh)")
 	fs.IntVar(&f.workers, "workers", 0, "goroutines that expand states or run walks (0: all cores)")
 	fs.BoolVar(&f.exact, "exact", false, "store full states instead of 64-bit fingerprints (no collisions, more memory)")
 	fs.BoolVar(&f.liveness, "liveness", true, "check EventuallyDrained on the explored graph")
@@ -80,6 +86,11 @@ func cmdCheck(c *command, e *env, args []string) int {
 	maxMem, err := parseMaxMemory(f.maxMemory, mem)
 	if err != nil {
 		return c.bad(e, "--max-memory %q: %v", f.maxMemory, err)
+	}
+	if f.checkpoint != "" || f.resume != "" {
+		// A checkpoint keeps no graph: liveness is off unless asked
+		// for, and asking for it is refused (checkConflicts).
+		f.liveness = false
 	}
 	var bitBytes int64
 	if f.bitstate != "" {
@@ -159,7 +170,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 		}
 	}
 	lim := checker.Limits{MaxStates: f.maxStates, MaxDepth: f.maxDepth, MaxMemory: maxMem, Workers: f.workers, Exact: f.exact, Liveness: f.liveness,
-		SpillDir: f.spillDir, Bitstate: bitBytes}
+		SpillDir: f.spillDir, Bitstate: bitBytes, Checkpoint: f.checkpoint, CheckpointEvery: f.checkpointEvery, Resume: f.resume}
 	rep, err := checker.Check(e.ctx, proto, lc.cfg, runs, lim, progress)
 	if err != nil {
 		return c.bad(e, "%v", err)
@@ -226,7 +237,8 @@ func verdictCode(violated, interrupted bool) int {
 // checkConflicts refuses flags that would be ignored or contradict each
 // other: every flag given is honoured or refused, never dropped.
 func checkConflicts(f *checkFlags, set map[string]bool) error {
-	exhaustiveOnly := []string{"max-states", "max-depth", "max-memory", "exact", "liveness", "speedup", "progress", "spill-dir", "bitstate"}
+	exhaustiveOnly := []string{"max-states", "max-depth", "max-memory", "exact", "liveness", "speedup", "progress", "spill-dir", "bitstate",
+		"checkpoint", "checkpoint-every", "resume"}
 	walkOnly := []string{"steps", "seed", "swarm", "schedule"}
 	if f.walks > 0 {
 		for _, n := range exhaustiveOnly {
@@ -243,6 +255,12 @@ func checkConflicts(f *checkFlags, set map[string]bool) error {
 	}
 	if f.bitstate != "" && (f.exact || set["liveness"]) {
 		return fmt.Errorf("--bitstate keeps bits, not states: it takes neither --exact nor --liveness (EventuallyDrained needs the graph of a fingerprint search)")
+	}
+	if (f.checkpoint != "" || f.resume != "") && (f.exact || set["liveness"]) {
+		return fmt.Errorf("--checkpoint and --resume keep fingerprints or bits and no liveness graph: they take neither --exact nor --liveness")
+	}
+	if set["checkpoint-every"] && (f.checkpoint == "" || f.checkpointEvery <= 0) {
+		return fmt.Errorf("--checkpoint-every needs --checkpoint and a positive duration such as 10m")
 	}
 	if f.speedup && !f.stats && !f.asJSON {
 		return fmt.Errorf("--speedup is reported with --stats or --json: give one of them")

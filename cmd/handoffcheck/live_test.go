@@ -13,7 +13,9 @@ import (
 // TestMain lets the test binary serve as the worker processes that
 // `live` starts (it starts its own binary with "worker").
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "worker" {
+	// The test binary is the command when asked: a worker process of
+	// live, or the CLI that a test runs as a process to kill.
+	if len(os.Args) > 1 && (os.Args[1] == "worker" || os.Getenv("HANDOFFCHECK_CLI") == "1") {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())

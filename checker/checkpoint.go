@@ -1,0 +1,395 @@
+package checker
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc64"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+	"unsafe"
+
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// A checkpoint is the whole state of a breadth-first search between two
+// batches: the visited set, the trace links, the frontier being expanded
+// and how far, the part of the next frontier made so far, and every count.
+// A search resumed from it expands the same states in the same order as
+// one never stopped, so it reaches the same verdict, counts and traces.
+// The liveness graph is not kept: a checkpointed search checks safety
+// only (the stated restriction; see docs/cli.md).
+//
+// A checkpoint directory holds one subdirectory per run, and in it the
+// checkpoint in current/. A new one is written beside it and renamed into
+// place, so that a process killed while writing leaves the last one whole.
+
+const checkpointSchema = "handoffcheck.checkpoint/v1"
+
+// ErrCheckpoint is a checkpoint that cannot be resumed.
+var ErrCheckpoint = errors.New("checkpoint")
+
+// checkpointMeta is checkpoint.json: everything but the large arrays.
+type checkpointMeta struct {
+	Schema   string `json:"schema"`
+	Identity string `json:"identity"`
+	Run      string `json:"run"`
+	// Finished is set on the checkpoint of a search that completed.
+	Finished    bool        `json:"finished"`
+	Depth       int         `json:"depth"`
+	LevelStart  uint32      `json:"level_start"`
+	Done        int         `json:"done"`
+	Frontier    int         `json:"frontier"`
+	Next        int         `json:"next"`
+	NextPrev    []uint64    `json:"next_prev"`
+	States      int         `json:"states"`
+	Transitions int64       `json:"transitions"`
+	DeadEnds    int         `json:"dead_ends"`
+	Rows        [2][]uint64 `json:"rows"`
+	ElapsedNS   int64       `json:"elapsed_ns"`
+	Bitstate    bool        `json:"bitstate"`
+	Shards      []shardMeta `json:"shards"`
+	// CRC holds each file's CRC-64 (ECMA).
+	CRC map[string]uint64 `json:"crc"`
+}
+
+type shardMeta struct {
+	Words  int     `json:"words"`
+	N      int     `json:"n"`
+	Set    int64   `json:"set,omitempty"`
+	Missed float64 `json:"missed,omitempty"`
+}
+
+// identity names what a checkpoint is a search of: the run, the
+// protocol's tables, the world, the budget and the state layout. A
+// checkpoint resumes only the same search.
+func (c *Checker) identity(words int, bitstate int64) string {
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	_ = enc.Encode(c.run)
+	_ = enc.Encode(c.proto.Name())
+	_ = enc.Encode(c.proto.spec)
+	_ = enc.Encode(c.world)
+	_ = enc.Encode(c.budget)
+	_ = enc.Encode(c.opts)
+	_ = enc.Encode(c.sym.perms)
+	_ = enc.Encode(c.sym.classes)
+	fmt.Fprintf(h, "%d %d %d", words, bitstate, unsafe.Sizeof(uintptr(0)))
+	init := c.Initial()
+	var k Key
+	c.canonical(&init, &k)
+	fmt.Fprintf(h, "%x", fingerprint(&k, words))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// CheckpointDir is where a run's checkpoints go under a checkpoint
+// directory.
+func CheckpointDir(dir string, run Run) string { return filepath.Join(dir, run.Name) }
+
+// readMeta reads a run's checkpoint.json; ok is false when the run has
+// none (it never started before the process stopped).
+func readMeta(runDir string) (checkpointMeta, string, bool, error) {
+	var m checkpointMeta
+	cur := filepath.Join(runDir, "current")
+	if _, err := os.Stat(cur); err != nil {
+		// Killed between the two renames: the previous one is whole.
+		if _, err2 := os.Stat(filepath.Join(runDir, "previous")); err2 == nil {
+			cur = filepath.Join(runDir, "previous")
+		} else {
+			return m, "", false, nil
+		}
+	}
+	path := filepath.Join(cur, "checkpoint.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return m, "", false, fmt.Errorf("%w: %v", ErrCheckpoint, err)
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return m, "", false, fmt.Errorf("%w: %s: %v", ErrCheckpoint, path, err)
+	}
+	if m.Schema != checkpointSchema {
+		return m, "", false, fmt.Errorf("%w: %s: schema %q, want %q", ErrCheckpoint, path, m.Schema, checkpointSchema)
+	}
+	return m, cur, true, nil
+}
+
+// CanResume reports whether a run can resume from a checkpoint directory
+// with these limits: nil when the run has a checkpoint of the same search,
+// or none at all (it then starts from the beginning).
+func (c *Checker) CanResume(dir string, lim Limits) error {
+	if err := checkpointLimits(lim); err != nil {
+		return err
+	}
+	m, cur, ok, err := readMeta(CheckpointDir(dir, c.run))
+	if err != nil || !ok {
+		return err
+	}
+	words := 1 + c.nW + model.HandoffWords*c.nH
+	if m.Identity != c.identity(words, lim.Bitstate) {
+		return fmt.Errorf("%w: %s is a checkpoint of another search (the configuration, tables, run or --bitstate differ)", ErrCheckpoint, cur)
+	}
+	// Every file is read once here, so that a damaged checkpoint is
+	// refused before any run starts rather than stopping its run.
+	for _, name := range []string{"store.bin", "links.bin", "frontier.bin", "next.bin"} {
+		f, err := os.Open(filepath.Join(cur, name))
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrCheckpoint, err)
+		}
+		crc := crc64.New(crc64.MakeTable(crc64.ECMA))
+		_, err = io.Copy(crc, bufio.NewReaderSize(f, 1<<20))
+		f.Close()
+		if want, ok := m.CRC[name]; err != nil || !ok || crc.Sum64() != want {
+			return fmt.Errorf("%w: %s is damaged (its checksum differs from checkpoint.json's)", ErrCheckpoint, filepath.Join(cur, name))
+		}
+	}
+	return nil
+}
+
+// checkpointLimits refuses what a checkpoint does not keep.
+func checkpointLimits(lim Limits) error {
+	if lim.Liveness || lim.Exact {
+		return fmt.Errorf("%w: checkpoints keep fingerprints or bits and no liveness graph: give --liveness=false, without --exact", ErrCheckpoint)
+	}
+	return nil
+}
+
+// checkpointer writes a run's checkpoints.
+type checkpointer struct {
+	dir     string // the run's directory
+	every   time.Duration
+	last    time.Time
+	written int
+	err     error
+}
+
+func (p *checkpointer) due() bool { return p.every > 0 && time.Since(p.last) >= p.every }
+
+// save writes a checkpoint of the search after done states of the
+// frontier were expanded and committed into next.
+func (e *exploration) save(frontier, next *keyQueue, depth int, levelStart uint32, done int, finished bool) {
+	p := e.ckpt
+	p.last = time.Now()
+	if p.err != nil {
+		return
+	}
+	if err := e.writeCheckpoint(frontier, next, depth, levelStart, done, finished); err != nil {
+		p.err = fmt.Errorf("writing a checkpoint to %s: %w", p.dir, err)
+		return
+	}
+	p.written++
+}
+
+func (e *exploration) writeCheckpoint(frontier, next *keyQueue, depth int, levelStart uint32, done int, finished bool) error {
+	p := e.ckpt
+	if err := os.MkdirAll(p.dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(p.dir, ".writing-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	m := checkpointMeta{Schema: checkpointSchema, Identity: e.identity, Run: e.c.run.Name, Finished: finished,
+		Depth: depth, LevelStart: levelStart, Done: done, Frontier: frontier.n, Next: next.n, NextPrev: append([]uint64(nil), next.prev[:e.words]...),
+		States: e.links.n, Transitions: e.stats.Transitions, DeadEnds: e.deadEnds, Rows: e.cov.Rows,
+		ElapsedNS: int64(e.elapsed()), Bitstate: e.st.bitstate, CRC: map[string]uint64{}}
+	write := func(name string, fill func(w io.Writer) error) error {
+		f, err := os.Create(filepath.Join(tmp, name))
+		if err != nil {
+			return err
+		}
+		crc := crc64.New(crc64.MakeTable(crc64.ECMA))
+		bw := bufio.NewWriterSize(io.MultiWriter(f, crc), 1<<20)
+		err = fill(bw)
+		if err == nil {
+			err = bw.Flush()
+		}
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		m.CRC[name] = crc.Sum64()
+		return err
+	}
+	err = write("store.bin", func(w io.Writer) error {
+		for i := range e.st.fp {
+			var words []uint64
+			if e.st.bitstate {
+				b := &e.st.bits[i]
+				words = b.words
+				m.Shards = append(m.Shards, shardMeta{Words: len(words), Set: b.set, Missed: b.missed})
+			} else {
+				t := &e.st.fp[i]
+				words = t.fps
+				m.Shards = append(m.Shards, shardMeta{Words: len(words), N: t.n})
+			}
+			if _, err := w.Write(wordBytes(words)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = write("links.bin", e.links.writeTo)
+	}
+	if err == nil {
+		err = write("frontier.bin", frontier.writeTo)
+	}
+	if err == nil {
+		err = write("next.bin", next.writeTo)
+	}
+	if err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "checkpoint.json"), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	cur, prev := filepath.Join(p.dir, "current"), filepath.Join(p.dir, "previous")
+	_ = os.RemoveAll(prev)
+	if _, err := os.Stat(cur); err == nil {
+		if err := os.Rename(cur, prev); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(tmp, cur); err != nil {
+		return err
+	}
+	return os.RemoveAll(prev)
+}
+
+// wordBytes views words as bytes (the machine's byte order: a checkpoint
+// resumes on the kind of machine that wrote it, which identity checks by
+// word size).
+func wordBytes(w []uint64) []byte {
+	if len(w) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w))), len(w)*8)
+}
+
+// resumed is what restoring a checkpoint gives the search loop.
+type resumed struct {
+	frontier, next *keyQueue
+	depth          int
+	levelStart     uint32
+	done           int
+	finished       bool
+	elapsed        time.Duration
+}
+
+// restore loads a run's checkpoint into a fresh exploration.
+func (e *exploration) restore(runDir string) (*resumed, bool, error) {
+	m, cur, ok, err := readMeta(runDir)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	if m.Identity != e.identity {
+		return nil, false, fmt.Errorf("%w: %s is a checkpoint of another search", ErrCheckpoint, cur)
+	}
+	open := func(name string) (io.Reader, func() error, error) {
+		f, err := os.Open(filepath.Join(cur, name))
+		if err != nil {
+			return nil, nil, err
+		}
+		crc := crc64.New(crc64.MakeTable(crc64.ECMA))
+		r := io.TeeReader(bufio.NewReaderSize(f, 1<<20), crc)
+		check := func() error {
+			// Whatever the reader left is read too: the sum covers the file.
+			_, _ = io.Copy(io.Discard, r)
+			f.Close()
+			if crc.Sum64() != m.CRC[name] {
+				return fmt.Errorf("%w: %s is damaged (its checksum differs)", ErrCheckpoint, filepath.Join(cur, name))
+			}
+			return nil
+		}
+		return r, check, nil
+	}
+	r, check, err := open("store.bin")
+	if err != nil {
+		return nil, false, err
+	}
+	if len(m.Shards) != numShards || m.Bitstate != e.st.bitstate {
+		return nil, false, fmt.Errorf("%w: %s: %d shards, bitstate %v", ErrCheckpoint, cur, len(m.Shards), m.Bitstate)
+	}
+	for i, sh := range m.Shards {
+		var words []uint64
+		if e.st.bitstate {
+			b := &e.st.bits[i]
+			if b.onMap {
+				unmapWords(b.words)
+			}
+			b.words = mapWords(sh.Words)
+			b.onMap = b.words != nil
+			if b.words == nil {
+				b.words = make([]uint64, sh.Words)
+			}
+			b.set, b.missed = sh.Set, sh.Missed
+			words = b.words
+		} else {
+			t := &e.st.fp[i]
+			t.free()
+			if sh.Words > 0 {
+				t.init(sh.Words)
+			}
+			t.n = sh.N
+			words = t.fps
+		}
+		if _, err := io.ReadFull(r, wordBytes(words)); err != nil {
+			return nil, false, fmt.Errorf("%w: %s: %v", ErrCheckpoint, filepath.Join(cur, "store.bin"), err)
+		}
+	}
+	if err := check(); err != nil {
+		return nil, false, err
+	}
+	if r, check, err = open("links.bin"); err != nil {
+		return nil, false, err
+	}
+	if err := e.links.readFrom(r, m.States); err != nil {
+		return nil, false, fmt.Errorf("%w: %s: %v", ErrCheckpoint, filepath.Join(cur, "links.bin"), err)
+	}
+	if err := check(); err != nil {
+		return nil, false, err
+	}
+	res := &resumed{depth: m.Depth, levelStart: m.LevelStart, done: m.Done, finished: m.Finished, elapsed: time.Duration(m.ElapsedNS)}
+	var zero Key
+	for _, q := range []struct {
+		name string
+		n    int
+		prev []uint64
+		dst  **keyQueue
+	}{{"frontier.bin", m.Frontier, nil, &res.frontier}, {"next.bin", m.Next, m.NextPrev, &res.next}} {
+		if r, check, err = open(q.name); err != nil {
+			return nil, false, err
+		}
+		prev := zero
+		copy(prev[:], q.prev)
+		kq, err := readKeyQueue(e.words, &e.spill, r, q.n, prev)
+		if err != nil {
+			return nil, false, fmt.Errorf("%w: %s: %v", ErrCheckpoint, filepath.Join(cur, q.name), err)
+		}
+		if err := check(); err != nil {
+			kq.close()
+			return nil, false, err
+		}
+		*q.dst = kq
+	}
+	e.stats.Transitions, e.deadEnds = m.Transitions, m.DeadEnds
+	for r := range e.cov.Rows {
+		if len(m.Rows[r]) != len(e.cov.Rows[r]) {
+			return nil, false, fmt.Errorf("%w: %s: row counts of another table", ErrCheckpoint, cur)
+		}
+		copy(e.cov.Rows[r], m.Rows[r])
+	}
+	return res, true, nil
+}
