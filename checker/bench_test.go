@@ -66,7 +66,15 @@ func BenchmarkSymmetry_ThreeHandoffs(b *testing.B) {
 
 // BenchmarkVLLM_OneCore explores the default's vllm run, safety only, on
 // one worker: the figure the memory and speed goals are stated against.
-func BenchmarkVLLM_OneCore(b *testing.B) {
+func BenchmarkVLLM_OneCore(b *testing.B) { benchVLLM(b, Limits{Workers: 1}) }
+
+// BenchmarkVLLM_OneCoreOnDisk is the same search with its fingerprints
+// moved to disk at 10 million states (about a third of the way, where a
+// bound of about 150 MiB would move them): the slowdown of the
+// disk-backed visited set.
+func BenchmarkVLLM_OneCoreOnDisk(b *testing.B) { benchVLLM(b, Limits{Workers: 1, DiskAfter: 10_000_000}) }
+
+func benchVLLM(b *testing.B, lim Limits) {
 	cfg := DefaultConfig()
 	c, err := New(Generated(), cfg, cfg.Runs[0])
 	if err != nil {
@@ -75,11 +83,12 @@ func BenchmarkVLLM_OneCore(b *testing.B) {
 	b.ResetTimer()
 	var states int64
 	for i := 0; i < b.N; i++ {
-		r := c.Explore(context.Background(), Limits{Workers: 1}, nil)
+		r := c.Explore(context.Background(), lim, nil)
 		if !r.Complete || r.Violation != nil {
 			b.Fatalf("complete=%v violation=%v", r.Complete, r.Violation)
 		}
 		states += int64(r.Stats.States)
+		b.ReportMetric(float64(r.Stats.DiskMerges), "merges")
 	}
 	b.ReportMetric(float64(states)/b.Elapsed().Seconds(), "states/s")
 }

@@ -164,6 +164,7 @@ type checkpointer struct {
 	every   time.Duration
 	last    time.Time
 	written int
+	skipped bool // a checkpoint was due once the fingerprints were on disk
 	err     error
 }
 
@@ -175,6 +176,13 @@ func (e *exploration) save(frontier, next *keyQueue, depth int, levelStart uint3
 	p := e.ckpt
 	p.last = time.Now()
 	if p.err != nil {
+		return
+	}
+	if e.disk != nil {
+		// A checkpoint does not keep the fingerprint file and the window
+		// (the stated restriction): none is written once they are on
+		// disk, and the report says so.
+		p.skipped = true
 		return
 	}
 	if err := e.writeCheckpoint(frontier, next, depth, levelStart, done, finished); err != nil {
@@ -362,7 +370,6 @@ func (e *exploration) restore(runDir string) (*resumed, bool, error) {
 		return nil, false, err
 	}
 	res := &resumed{depth: m.Depth, levelStart: m.LevelStart, done: m.Done, finished: m.Finished, elapsed: time.Duration(m.ElapsedNS)}
-	var zero Key
 	for _, q := range []struct {
 		name string
 		n    int
@@ -372,9 +379,7 @@ func (e *exploration) restore(runDir string) (*resumed, bool, error) {
 		if r, check, err = open(q.name); err != nil {
 			return nil, false, err
 		}
-		prev := zero
-		copy(prev[:], q.prev)
-		kq, err := readKeyQueue(e.words, &e.spill, r, q.n, prev)
+		kq, err := readKeyQueue(e.words, &e.spill, r, q.n, q.prev)
 		if err != nil {
 			return nil, false, fmt.Errorf("%w: %s: %v", ErrCheckpoint, filepath.Join(cur, q.name), err)
 		}

@@ -42,6 +42,10 @@ type Limits struct {
 	// continue from (see checkpoint.go). Both need Liveness and Exact off.
 	Checkpoint, Resume string
 	CheckpointEvery    time.Duration
+	// DiskAfter moves the fingerprints to disk once this many states are
+	// known, whatever the memory (0: only when --max-memory would be
+	// reached): to test and to measure the disk-backed search.
+	DiskAfter int
 }
 
 // Stats are the measurements of an exploration.
@@ -54,9 +58,12 @@ type Stats struct {
 	// taken by the 64-bit fingerprints alone.
 	StoreBytes, FingerprintBytes int64
 	// TraceBytes is the parent links kept in memory to rebuild
-	// counterexamples; SpilledBytes what went to files (frontiers and
-	// links, see spill.go).
+	// counterexamples; SpilledBytes what went to files (frontiers,
+	// links and fingerprints, see spill.go and diskset.go).
 	TraceBytes, SpilledBytes int64
+	// DiskAt is how many states were known when the fingerprints moved
+	// to disk (0: they never did); DiskMerges counts the merges since.
+	DiskAt, DiskMerges int
 	// GraphBytes is the transition graph kept for liveness.
 	GraphBytes int64
 	// PeakHeap is the largest growth of the Go heap over what it held when
@@ -71,6 +78,26 @@ type Stats struct {
 
 // StatesPerSecond is distinct states per second.
 func (s Stats) StatesPerSecond() float64 { return rate(float64(s.States), s.Elapsed) }
+
+// diskable reports whether the search can move its fingerprints to disk:
+// a fingerprint search keeping no ids (no liveness graph).
+func (e *exploration) diskable() bool {
+	return !e.st.exact && !e.st.bitstate && e.g == nil
+}
+
+// goToDisk moves the fingerprints to disk. The table stops growing and
+// becomes the window: it takes up to 0.7 of its slots' 0.8 load, so that
+// no shard, each loaded near the average, grows.
+func (e *exploration) goToDisk() error {
+	slots := 0
+	for i := range e.st.fp {
+		slots += len(e.st.fp[i].fps)
+	}
+	e.stats.DiskAt = e.links.n
+	err := e.toDisk(slots * 7 / 10 * 4 / 5)
+	e.onDisk.Store(err == nil)
+	return err
+}
 
 // elapsed is the time spent on the run, before a resume included.
 func (e *exploration) elapsed() time.Duration { return e.before + time.Since(e.start) }
@@ -155,6 +182,13 @@ type exploration struct {
 	// diskErr is a failure of the spill files or checkpoints, which
 	// stops the run.
 	diskErr error
+	// disk is set once the fingerprints moved to disk (diskset.go);
+	// unchecked then queues the candidates new to the window. wantDisk
+	// asks for the move from the memory watcher.
+	disk      *diskSet
+	unchecked *keyQueue
+	wantDisk  atomic.Bool
+	onDisk    atomic.Bool
 	// ckpt writes checkpoints; identity names the search in them.
 	ckpt     *checkpointer
 	identity string
@@ -205,6 +239,9 @@ type Result struct {
 	// continued from one.
 	Checkpoints int
 	Resumed     bool
+	// CheckpointsStopped says checkpoints were due after the fingerprints
+	// moved to disk, where none is written.
+	CheckpointsStopped bool
 }
 
 // Explore runs a breadth-first exploration of every interleaving of the
@@ -258,7 +295,21 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 		done := make(chan struct{})
 		defer func() { close(done); cancel() }()
 		stopForMemory = func() { overMemory.Store(true); cancel() }
-		go watchMemory(lim.MaxMemory, done, stopForMemory)
+		canDisk := e.diskable()
+		go watchMemory(lim.MaxMemory, done, func(rss int64) bool {
+			// A search that can move its fingerprints to disk does so
+			// at its next batch, and the watcher goes on watching: its
+			// table stops growing there but keeps what it holds, so only
+			// the bound itself (less a twentieth) stops it then. One that
+			// cannot stops at the threshold.
+			if canDisk {
+				if !e.wantDisk.Swap(true) || !e.onDisk.Load() || rss < lim.MaxMemory-lim.MaxMemory/20 {
+					return false
+				}
+			}
+			stopForMemory()
+			return true
+		})
 	}
 	init := c.Initial()
 	var k Key
@@ -340,7 +391,19 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 			stopBefore(depth)
 			break
 		}
-		if lim.MaxMemory > 0 && e.levelWouldPass(frontier.n, lim.MaxMemory) {
+		// A level that would not fit under the bound moves a search
+		// that can go to disk there (its table stops growing), and is
+		// judged again; one that cannot, or still does not fit, stops.
+		pass := lim.MaxMemory > 0 && e.levelWouldPass(frontier.n, lim.MaxMemory)
+		if (pass || e.wantDisk.Load()) && e.disk == nil && e.diskable() {
+			if err := e.goToDisk(); err != nil {
+				e.diskErr = err
+				e.cut, e.stopWhy = true, StopDisk
+				break
+			}
+			pass = pass && e.levelWouldPass(frontier.n, lim.MaxMemory)
+		}
+		if pass {
 			stopForMemory()
 			e.cut, e.stopWhy = true, stopped()
 			stopBefore(depth)
@@ -404,6 +467,10 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 	}
 	e.stats.States = e.links.n
 	e.stats.Elapsed = e.elapsed()
+	if e.disk != nil {
+		e.stats.DiskMerges = e.disk.merges - 1
+		e.unchecked.close()
+	}
 	e.stats.StoreBytes = e.st.bytes(e.links.n)
 	e.stats.FingerprintBytes = e.st.fingerprintBytes()
 	e.stats.TraceBytes = int64(len(e.links.buf))
@@ -429,7 +496,7 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 		r.Bitstate = e.st.bitstateReport(r.Stats.States)
 	}
 	if e.ckpt != nil {
-		r.Checkpoints = e.ckpt.written
+		r.Checkpoints, r.CheckpointsStopped = e.ckpt.written, e.ckpt.skipped
 	}
 	if e.viol != nil {
 		r.Violation = e.counterexample(e.viol)
@@ -519,8 +586,9 @@ func (e *exploration) levelNeed(n int) int64 {
 	if e.g != nil {
 		need += int64(n) * 5 * int64(unsafe.Sizeof(edge{})+8)
 	}
-	if e.st.bitstate {
-		// A bit array never grows.
+	if e.st.bitstate || e.disk != nil {
+		// A bit array never grows, nor does the window of a search on
+		// disk.
 		return need
 	}
 	return need + e.st.bytes(e.links.n)/2
@@ -561,9 +629,10 @@ func memoryThreshold(bound int64) int64 {
 	return bound - max(bound/10, min(64<<20, bound/2))
 }
 
-// watchMemory calls stop once resident memory passes memoryThreshold. It
-// returns when done is closed.
-func watchMemory(bound int64, done <-chan struct{}, stop func()) {
+// watchMemory calls stop whenever resident memory is past memoryThreshold,
+// until stop says it stopped the run. It returns then or when done is
+// closed.
+func watchMemory(bound int64, done <-chan struct{}, stop func(resident int64) bool) {
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -571,9 +640,10 @@ func watchMemory(bound int64, done <-chan struct{}, stop func()) {
 		case <-done:
 			return
 		case <-t.C:
-			if passes(int64(residentBytes()), 0, bound) {
-				stop()
-				return
+			if rss := int64(residentBytes()); passes(rss, 0, bound) {
+				if stop(rss) {
+					return
+				}
 			}
 		}
 	}
@@ -689,6 +759,14 @@ func (e *exploration) level(ctx context.Context, frontier, next *keyQueue, level
 			return true
 		}
 		if n == 0 {
+			if e.disk != nil {
+				// The level's last window is merged: its new states are
+				// the next frontier's last.
+				if err := e.flush(next); err != nil {
+					e.diskErr = err
+					return true
+				}
+			}
 			return false
 		}
 		chunks := min(n, len(outs))
@@ -750,6 +828,21 @@ func (e *exploration) level(ctx context.Context, frontier, next *keyQueue, level
 		}
 		done += n
 		e.levelDone = done
+		if e.disk != nil && e.st.windowSize() >= e.disk.window {
+			if err := e.flush(next); err != nil {
+				e.diskErr = err
+				return true
+			}
+		}
+		if lim := e.lim.DiskAfter; lim > 0 && e.links.n >= lim && e.diskable() {
+			e.wantDisk.Store(true)
+		}
+		if e.wantDisk.Load() && e.disk == nil {
+			if err := e.goToDisk(); err != nil {
+				e.diskErr = err
+				return true
+			}
+		}
 		if e.ckpt != nil && e.ckpt.due() {
 			e.save(frontier, next, depth, levelStart, done, false)
 			if e.ckpt.err != nil {
@@ -925,6 +1018,19 @@ func (e *exploration) commit(outs []workerOut, workers int, next *keyQueue) {
 				e.insert(&outs[r.w], &outs[r.w].cands[r.i])
 			}
 		})
+	}
+	if e.disk != nil {
+		// New to the window only: whether new at all is known once the
+		// window is merged with the file (flush).
+		for w := range outs {
+			o := &outs[w]
+			for i := range o.cands {
+				if cd := &o.cands[i]; cd.isNew {
+					e.queueUnchecked(cd, o.keys[cd.off:cd.off+e.words])
+				}
+			}
+		}
+		return
 	}
 	// Ids in (parent, move) order: the order of the chunks and of the
 	// candidates within them.

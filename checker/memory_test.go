@@ -287,14 +287,14 @@ func TestMemory_WatcherStopsPastTheThreshold(t *testing.T) {
 	stops := 0
 	// A bound of one byte is passed at once: the watcher stops the run at
 	// its first look and returns by itself (done stays open).
-	watchMemory(1, done, func() { stops++ })
+	watchMemory(1, done, func(int64) bool { stops++; return true })
 	if stops != 1 {
 		t.Fatalf("past the threshold, the watcher stopped the run %d times, want once", stops)
 	}
 	var far atomic.Int32
 	returned := make(chan struct{})
 	go func() {
-		watchMemory(1<<62, done, func() { far.Add(1) })
+		watchMemory(1<<62, done, func(int64) bool { far.Add(1); return true })
 		close(returned)
 	}()
 	// Let it look a few times (it looks every 5 ms); whether it looked or

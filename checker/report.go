@@ -247,6 +247,13 @@ func (r *Report) Text(opt TextOptions) string {
 			if x.Checkpoints > 0 {
 				fmt.Fprintf(&b, "  checkpoints written: %d\n", x.Checkpoints)
 			}
+			if x.CheckpointsStopped {
+				b.WriteString("  no checkpoint was written once the fingerprints were on disk: a checkpoint does not keep them\n")
+			}
+			if s.DiskAt > 0 {
+				fmt.Fprintf(&b, "  fingerprints moved to disk at %s states (--max-memory); %d merges of the window with the file since\n",
+					commas(int64(s.DiskAt)), s.DiskMerges)
+			}
 		}
 		if stats {
 			fmt.Fprintf(&b, "  %s transitions/s, %d workers", commas(int64(s.TransitionsPerSecond())), s.Workers)
@@ -461,6 +468,8 @@ type jsonTiming struct {
 	SpilledBytes     int64   `json:"spilled_bytes"`
 	Resumed          bool    `json:"resumed,omitempty"`
 	Checkpoints      int     `json:"checkpoints_written,omitempty"`
+	DiskAt           int     `json:"fingerprints_to_disk_at,omitempty"`
+	DiskMerges       int     `json:"disk_merges,omitempty"`
 	Speedup          float64 `json:"speedup_over_one_worker,omitempty"`
 }
 
@@ -525,7 +534,8 @@ func (r *Report) JSON(opt TextOptions) ([]byte, error) {
 		if !opt.NoTiming {
 			jr.jsonTiming = &jsonTiming{ElapsedMS: float64(s.Elapsed.Microseconds()) / 1e3, StatesPerS: s.StatesPerSecond(),
 				TransPerS: s.TransitionsPerSecond(), Workers: s.Workers, PeakHeap: s.PeakHeap, PeakResident: s.PeakResident,
-				ResidentPerState: s.ResidentPerState(), SpilledBytes: s.SpilledBytes, Resumed: x.Resumed, Checkpoints: x.Checkpoints, Speedup: r.speedup(i)}
+				ResidentPerState: s.ResidentPerState(), SpilledBytes: s.SpilledBytes, Resumed: x.Resumed, Checkpoints: x.Checkpoints,
+				DiskAt: s.DiskAt, DiskMerges: s.DiskMerges, Speedup: r.speedup(i)}
 		}
 		if !x.Complete && x.Violation == nil {
 			out.Verdict = "incomplete"

@@ -51,8 +51,12 @@ func (d *spillDir) remove() {
 	}
 }
 
-// maxKeyBytes bounds one encoded key.
-const maxKeyBytes = KeyWords * binary.MaxVarintLen64
+// maxQueueWords bounds the words of a queue's records: a key, or a key
+// with a fingerprint and a parent (the unchecked queue, diskset.go).
+const maxQueueWords = KeyWords + 2
+
+// maxKeyBytes bounds one encoded record.
+const maxKeyBytes = maxQueueWords * binary.MaxVarintLen64
 
 // keyQueue is a frontier: keys pushed in order, read back once in order.
 // Each key is stored as the varints of its words XORed with the previous
@@ -61,7 +65,7 @@ const maxKeyBytes = KeyWords * binary.MaxVarintLen64
 type keyQueue struct {
 	words int
 	n     int // keys pushed
-	prev  Key
+	prev  [maxQueueWords]uint64
 	buf   []byte // the encoded keys while in memory
 	dir   *spillDir
 	f     *os.File
@@ -139,7 +143,7 @@ func (q *keyQueue) writeTo(w io.Writer) error {
 
 // readKeyQueue makes a queue of n keys from what writeTo wrote; prev is
 // the last key pushed, from which the next key pushed is encoded.
-func readKeyQueue(words int, dir *spillDir, r io.Reader, n int, prev Key) (*keyQueue, error) {
+func readKeyQueue(words int, dir *spillDir, r io.Reader, n int, prev []uint64) (*keyQueue, error) {
 	q := newKeyQueue(words, dir)
 	buf := make([]byte, 1<<20)
 	for {
@@ -165,7 +169,8 @@ func readKeyQueue(words int, dir *spillDir, r io.Reader, n int, prev Key) (*keyQ
 			return q, err
 		}
 	}
-	q.n, q.prev = n, prev
+	q.n = n
+	copy(q.prev[:], prev)
 	return q, nil
 }
 
@@ -184,7 +189,7 @@ func (q *keyQueue) close() {
 type keyReader struct {
 	q    *keyQueue
 	left int // keys not yet read
-	prev Key
+	prev [maxQueueWords]uint64
 	src  []byte // a window of the encoded keys
 	pos  int
 	eof  bool

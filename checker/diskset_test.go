@@ -1,0 +1,152 @@
+package checker
+
+import (
+	"context"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// A search whose fingerprints move to disk part of the way through (at
+// once, or after some levels, with a window that fills many times a
+// level) finds the same states in the same order as one in memory: the
+// same counts, coverage and shortest trace, on any number of workers.
+func TestDisk_SameSearchOnDisk(t *testing.T) {
+	cfg := loadConfigFile(t, "../testdata/configs/commands.json")
+	broken := variantChecker(t, "late-cancel-finalizes-twice.json", "vllm", Budget{Duplicate: 1, Cancel: 1, EarlyTimer: 1})
+	type outcome struct {
+		States, Depth, DeadEnds int
+		Transitions             int64
+		Complete                bool
+		Rows                    [2][]uint64
+		Trace                   string
+	}
+	sum := func(r *Result, c *Checker) outcome {
+		o := outcome{States: r.Stats.States, Depth: r.Stats.Depth, DeadEnds: r.DeadEnds, Transitions: r.Stats.Transitions,
+			Complete: r.Complete, Rows: r.Coverage.Rows}
+		if r.Violation != nil {
+			o.Trace = c.FormatCounterexampleFull(r.Violation, true)
+		}
+		return o
+	}
+	t.Cleanup(func() { testWindow = 0 })
+	for _, tc := range []struct {
+		name   string
+		c      *Checker
+		after  int
+		window int
+	}{
+		{"trtllm from the start", checkerFor(t, Generated(), cfg, "trtllm"), 1, 0},
+		{"trtllm-destination-first after 2,000 states, a window of 100", checkerFor(t, Generated(), cfg, "trtllm-destination-first"), 2000, 100},
+		{"a broken table", broken, 5, 8},
+	} {
+		testWindow = tc.window
+		for _, workers := range []int{1, 2} {
+			ref := tc.c.Explore(context.Background(), Limits{Workers: workers}, nil)
+			dir := t.TempDir()
+			r := tc.c.Explore(context.Background(), Limits{Workers: workers, DiskAfter: tc.after, SpillDir: dir}, nil)
+			if diff := cmp.Diff(sum(ref, tc.c), sum(r, tc.c)); diff != "" {
+				t.Errorf("%s on %d workers: differs on disk (-in memory +on disk):\n%s", tc.name, workers, diff)
+			}
+			// A merge at the end of each level after the one it moved
+			// in, and more where the window fills within levels.
+			levels := r.Stats.Depth - depthAt(t, tc.c, workers, r.Stats.DiskAt)
+			if r.Stats.DiskAt < max(tc.after, 1) || (ref.Violation == nil && (r.Stats.DiskMerges < levels-1 || tc.window > 0 && r.Stats.DiskMerges <= levels)) {
+				t.Errorf("%s on %d workers: moved to disk at %d states, %d merges over %d levels", tc.name, workers, r.Stats.DiskAt, r.Stats.DiskMerges, r.Stats.Depth)
+			}
+			if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+				t.Errorf("%s: the spill directory holds %d entries after the run (%v)", tc.name, len(entries), err)
+			}
+		}
+	}
+}
+
+// depthAt is the depth of the level whose batch reached n states.
+func depthAt(t *testing.T, c *Checker, workers, n int) int {
+	t.Helper()
+	for d := 1; ; d++ {
+		r := c.Explore(context.Background(), Limits{Workers: workers, MaxDepth: d}, nil)
+		if r.Stats.States >= n || r.Complete {
+			return d - 1
+		}
+	}
+}
+
+// A merge writes the union of the file and the window, sorted and
+// without repeats, and marks the window's fingerprints the file held.
+func TestDisk_MergeMarksWhatTheFileHeld(t *testing.T) {
+	d := &diskSet{dir: &spillDir{parent: t.TempDir()}}
+	defer d.dir.remove()
+	shards := func(fps ...uint64) [][]uint64 {
+		out := make([][]uint64, numShards)
+		slices.Sort(fps)
+		for _, fp := range fps {
+			out[shardOf(fp)] = append(out[shardOf(fp)], fp)
+		}
+		return out
+	}
+	const hi = uint64(1) << 63
+	if err := d.merge(shards(5, 9, hi|3), nil); err != nil {
+		t.Fatal(err)
+	}
+	win := shards(1, 5, 7, hi|3, hi|4)
+	old := make([][]bool, numShards)
+	for i := range old {
+		old[i] = make([]bool, len(win[i]))
+	}
+	if err := d.merge(win, old); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(d.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []uint64
+	for i := 0; i+8 <= len(data); i += 8 {
+		var v uint64
+		for b := 7; b >= 0; b-- {
+			v = v<<8 | uint64(data[i+b])
+		}
+		got = append(got, v)
+	}
+	if want := []uint64{1, 5, 7, 9, hi | 3, hi | 4}; !slices.Equal(got, want) || d.n != 6 {
+		t.Fatalf("file %v (%d), want %v", got, d.n, want)
+	}
+	if !slices.Equal(old[0], []bool{false, true, false}) || !slices.Equal(old[numShards/2], []bool{true, false}) {
+		t.Fatalf("marks %v %v", old[0], old[numShards/2])
+	}
+}
+
+// The memory bound moves the fingerprints to disk rather than stopping a
+// search that can go there: a level that would not fit under the bound
+// is explored on disk, and the run completes with the counts of a run in
+// memory. A search that cannot (one keeping the liveness graph) stops.
+func TestDisk_TheBoundMovesTheSearchToDisk(t *testing.T) {
+	cfg := loadConfigFile(t, "../testdata/configs/commands.json")
+	c := checkerFor(t, Generated(), cfg, "trtllm")
+	ref := c.Explore(context.Background(), Limits{Workers: 2}, nil)
+	const bound = 1 << 40
+	old := readResident
+	t.Cleanup(func() { readResident = old })
+	looks := 0
+	// Resident memory reads as the bound once, before the sixth level.
+	readResident = func() uint64 {
+		looks++
+		if looks == 6 {
+			return bound
+		}
+		return 0
+	}
+	r := c.Explore(context.Background(), Limits{Workers: 2, MaxMemory: bound}, nil)
+	if !r.Complete || r.Stats.States != ref.Stats.States || r.Stats.Transitions != ref.Stats.Transitions || r.Stats.DiskAt == 0 {
+		t.Fatalf("complete=%v (%s), %d states and %d transitions, moved to disk at %d; in memory: %d and %d",
+			r.Complete, r.StopDetail, r.Stats.States, r.Stats.Transitions, r.Stats.DiskAt, ref.Stats.States, ref.Stats.Transitions)
+	}
+	looks = 0
+	r = c.Explore(context.Background(), Limits{Workers: 2, MaxMemory: bound, Liveness: true}, nil)
+	if r.Complete || r.StopReason != StopMaxMemory || r.Stats.DiskAt != 0 {
+		t.Fatalf("with the liveness graph: complete=%v stop=%q, moved to disk at %d", r.Complete, r.StopReason, r.Stats.DiskAt)
+	}
+}
