@@ -72,7 +72,9 @@ func BenchmarkVLLM_OneCore(b *testing.B) { benchVLLM(b, Limits{Workers: 1}) }
 // moved to disk at 10 million states (about a third of the way, where a
 // bound of about 150 MiB would move them): the slowdown of the
 // disk-backed visited set.
-func BenchmarkVLLM_OneCoreOnDisk(b *testing.B) { benchVLLM(b, Limits{Workers: 1, DiskAfter: 10_000_000}) }
+func BenchmarkVLLM_OneCoreOnDisk(b *testing.B) {
+	benchVLLM(b, Limits{Workers: 1, DiskAfter: 10_000_000})
+}
 
 func benchVLLM(b *testing.B, lim Limits) {
 	cfg := DefaultConfig()
