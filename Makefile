@@ -15,6 +15,7 @@ FUZZ_TARGETS = \
 	./checker:FuzzParseConfig \
 	./checker:FuzzParseMove \
 	./checker:FuzzParseTrace \
+	./checker:FuzzMergeWalks \
 	./checker/sim/workload:FuzzParseWorkload \
 	./checker/sim/faultplan:FuzzParseFaultPlan \
 	./checker/sim:FuzzParseSimConfig \

@@ -1,6 +1,9 @@
 package checker
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,5 +58,48 @@ func FuzzParseMove(f *testing.F) {
 		if err != nil || back != m {
 			t.Fatalf("%q parsed to %v, which prints as %q and parses back to %v (%v)", s, m, m.String(), back, err)
 		}
+	})
+}
+
+// FuzzMergeWalks: shard reports never panic merge; a refusal is ErrMerge
+// (naming the file where it is about one), and an accepted pair merges to
+// a report that renders and reads back as one.
+func FuzzMergeWalks(f *testing.F) {
+	cfg, err := ParseConfig("small.json", []byte(smallConfig))
+	if err != nil {
+		f.Fatal(err)
+	}
+	var seeds [][]byte
+	for k := 0; k < 2; k++ {
+		rep, err := CheckWalks(context.Background(), Generated(), cfg, cfg.Runs[:1], WalkOptions{Seed: 1, Walks: 6, Steps: 30, Shard: k, Shards: 2})
+		if err != nil {
+			f.Fatal(err)
+		}
+		data, err := rep.JSON(TextOptions{NoTiming: true})
+		if err != nil {
+			f.Fatal(err)
+		}
+		seeds = append(seeds, data)
+	}
+	f.Add(seeds[0], seeds[1])
+	f.Add(seeds[1], seeds[1])
+	f.Add([]byte(`{"shard": {"index": 0, "count": 1, "walks_total": 3}, "runs": []}`), []byte(`{`))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		m, err := MergeWalks([]ShardReport{{File: "a.json", Data: a}, {File: "b.json", Data: b}})
+		if err != nil {
+			if !errors.Is(err, ErrMerge) {
+				t.Fatalf("a refusal that is not ErrMerge: %v", err)
+			}
+			return
+		}
+		out, err := m.JSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back jsonWalkReport
+		if err := json.Unmarshal(out, &back); err != nil || back.Shard == nil || !back.Shard.Merged {
+			t.Fatalf("the merged report does not read back: %v\n%s", err, out)
+		}
+		_ = m.Text()
 	})
 }

@@ -25,6 +25,17 @@ type WalkOptions struct {
 	// the default, SchedulePositions.
 	Schedule Schedule
 	Workers  int
+	// Shards, when above zero, splits the Walks walks into that many
+	// shards of consecutive walks; this search runs shard Shard of them
+	// (see ShardRange). Walk i keeps seed Seed+i, so the shards together
+	// are the one search, and merged reports find its first failure.
+	Shard, Shards int
+}
+
+// ShardRange is the walks [lo, hi) of shard k of n over walks walks:
+// consecutive ranges, as even as can be, in shard order.
+func ShardRange(walks, k, n int) (lo, hi int) {
+	return k * walks / n, (k + 1) * walks / n
 }
 
 // WalkResult is the outcome of randomized exploration of one run.
@@ -37,6 +48,9 @@ type WalkResult struct {
 	Elapsed  time.Duration
 	// Failing is the index of the first failing walk, or -1.
 	Failing int
+	// FirstWalk is the index of a shard's first walk (0 unsharded); Walks
+	// and Failing count from walk 0 of the whole search.
+	FirstWalk int
 	// Seed reproduces the failing walk alone with --walks 1.
 	Seed uint64
 	// Faults are the fault kinds the failing walk could use (swarm).
@@ -150,6 +164,23 @@ type walkRun struct {
 // failing walk (by index, so the result does not depend on scheduling) is
 // shrunk to a short trace that still fails the same invariant.
 func (c *Checker) Walk(ctx context.Context, opts WalkOptions) *WalkResult {
+	lo := 0
+	if opts.Shards > 0 {
+		var hi int
+		lo, hi = ShardRange(opts.Walks, opts.Shard, opts.Shards)
+		opts.Seed += uint64(lo)
+		opts.Walks = hi - lo
+	}
+	res := c.walkRange(ctx, opts)
+	res.FirstWalk = lo
+	if res.Failing >= 0 {
+		res.Failing += lo
+	}
+	return res
+}
+
+// walkRange runs walks 0..opts.Walks-1 of opts.Seed.
+func (c *Checker) walkRange(ctx context.Context, opts WalkOptions) *WalkResult {
 	start := time.Now()
 	workers := opts.Workers
 	if workers <= 0 {

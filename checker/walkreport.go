@@ -75,13 +75,18 @@ func (r *WalkReport) Text(opt TextOptions) string {
 		} else if x.Interrupted {
 			verdict = "interrupted, no violation found"
 		}
-		fmt.Fprintf(&b, "run %s (%s, engine %s): %d %s of up to %d moves (seed %d, schedule %s): %s\n",
-			x.Run.Name, x.Run.Policy, x.Run.Engine, r.Opts.Walks, r.mode(), r.Opts.Steps, r.Opts.Seed, r.Opts.Schedule, verdict)
+		walks, shard := r.Opts.Walks, ""
+		if r.Opts.Shards > 0 {
+			lo, hi := ShardRange(r.Opts.Walks, r.Opts.Shard, r.Opts.Shards)
+			walks, shard = hi-lo, fmt.Sprintf("shard %d of %d: walks %d-%d of %d, ", r.Opts.Shard, r.Opts.Shards, lo, hi-1, r.Opts.Walks)
+		}
+		fmt.Fprintf(&b, "run %s (%s, engine %s): %d %s of up to %d moves (%sseed %d, schedule %s): %s\n",
+			x.Run.Name, x.Run.Policy, x.Run.Engine, walks, r.mode(), r.Opts.Steps, shard, r.Opts.Seed, r.Opts.Schedule, verdict)
 		fmt.Fprintf(&b, "  %s moves, %s distinct states visited", commas(x.Moves), commas(int64(x.Distinct)))
-		if x.Walks < r.Opts.Walks {
+		if x.Walks < walks {
 			// Walks after the first failure (or the interrupt) are not
 			// counted: which of them ran depends on scheduling.
-			fmt.Fprintf(&b, " in walks 0-%d", x.Walks-1)
+			fmt.Fprintf(&b, " in walks %d-%d", x.FirstWalk, x.FirstWalk+x.Walks-1)
 		}
 		if !opt.NoTiming {
 			fmt.Fprintf(&b, ", elapsed %s", x.Elapsed.Round(1e6))
@@ -194,6 +199,31 @@ type jsonWalk struct {
 	Ends          map[string]int       `json:"walk_ends"`
 	MoveKinds     map[string]int64     `json:"move_kinds"`
 	Committed     map[string]int64     `json:"faults_committed"`
+	// FirstWalk and LengthCounts (walks by length) are given by a shard,
+	// for merge: a median is not made of medians.
+	FirstWalk    int   `json:"first_walk,omitempty"`
+	LengthCounts []int `json:"walk_length_counts,omitempty"`
+}
+
+// jsonWalkReport is a walk report as JSON, and what merge reads.
+type jsonWalkReport struct {
+	Mode     string     `json:"mode"`
+	Schedule string     `json:"schedule"`
+	Verdict  string     `json:"verdict"`
+	Steps    int        `json:"steps"`
+	Seed     uint64     `json:"seed"`
+	Shard    *jsonShard `json:"shard,omitempty"`
+	Runs     []jsonWalk `json:"runs"`
+	NotRun   []string   `json:"not_run,omitempty"`
+}
+
+// jsonShard says which part of a search a report covers: shard Index of
+// Count over Walks walks, or, merged, every shard (Merged).
+type jsonShard struct {
+	Index  int  `json:"index"`
+	Count  int  `json:"count"`
+	Walks  int  `json:"walks_total"`
+	Merged bool `json:"merged,omitempty"`
 }
 
 type jsonScheduledFault struct {
@@ -211,15 +241,10 @@ type jsonLengths struct {
 // JSON renders the report as one object. With opt.NoTiming it leaves out
 // the elapsed times.
 func (r *WalkReport) JSON(opt TextOptions) ([]byte, error) {
-	out := struct {
-		Mode     string     `json:"mode"`
-		Schedule string     `json:"schedule"`
-		Verdict  string     `json:"verdict"`
-		Steps    int        `json:"steps"`
-		Seed     uint64     `json:"seed"`
-		Runs     []jsonWalk `json:"runs"`
-		NotRun   []string   `json:"not_run,omitempty"`
-	}{Mode: "walks", Schedule: r.Opts.Schedule.String(), Verdict: "pass", Steps: r.Opts.Steps, Seed: r.Opts.Seed, Runs: []jsonWalk{}}
+	out := jsonWalkReport{Mode: "walks", Schedule: r.Opts.Schedule.String(), Verdict: "pass", Steps: r.Opts.Steps, Seed: r.Opts.Seed, Runs: []jsonWalk{}}
+	if r.Opts.Shards > 0 {
+		out.Shard = &jsonShard{Index: r.Opts.Shard, Count: r.Opts.Shards, Walks: r.Opts.Walks}
+	}
 	if r.Opts.Swarm {
 		out.Mode = "swarm"
 	}
@@ -247,6 +272,13 @@ func (r *WalkReport) JSON(opt TextOptions) ([]byte, error) {
 			jw.Coverage = append(jw.Coverage, jsonCoverage{Role: rc.Role.String(), Fired: rc.Fired, Total: rc.Total, Dead: dead})
 		}
 		jw.Lengths = jsonLengths(st.LengthSummary())
+		if r.Opts.Shards > 0 {
+			jw.FirstWalk = x.FirstWalk
+			jw.LengthCounts = make([]int, r.Opts.Steps+1)
+			for _, n := range st.Lengths {
+				jw.LengthCounts[min(n, r.Opts.Steps)]++
+			}
+		}
 		jw.Ends = map[string]int{}
 		for e, n := range st.Ended {
 			jw.Ends[WalkEnd(e).String()] = n

@@ -34,7 +34,7 @@ var machineMemory = checker.MachineMemory
 
 type checkFlags struct {
 	config, specFile, policy, runs, maxMemory, progress, traceOut, sched  string
-	spillDir, bitstate, checkpoint, resume                                string
+	spillDir, bitstate, checkpoint, resume, shard, out                    string
 	checkpointEvery                                                       time.Duration
 	asJSON, stats, speedup, exact, liveness, swarm, mermaid, timing, full bool
 	maxStates, maxDepth, workers, walks, steps                            int
@@ -69,6 +69,8 @@ func cmdCheck(c *command, e *env, args []string) int {
 	fs.IntVar(&f.walks, "walks", 0, "randomized mode: run this many seeded random walks per run instead of exhaustive search")
 	fs.IntVar(&f.steps, "steps", 200, "randomized mode: most moves per walk")
 	fs.Uint64Var(&f.seed, "seed", 1, "randomized mode: seed; walk i uses seed+i")
+	fs.StringVar(&f.shard, "shard", "", "randomized mode: run shard K/M of the walks, walks [K*N/M, (K+1)*N/M) with their own seeds; 'handoffcheck merge'\n"+
+		"makes one report of every shard's --json")
 	fs.BoolVar(&f.swarm, "swarm", false, "randomized mode: give each walk a random subset of fault kinds")
 	fs.StringVar(&f.sched, "schedule", checker.SchedulePositions.String(), "randomized mode: when walks commit faults: positions (each fault offered from its own step, drawn over\n"+
 		"one and a half times a fault-free walk's length), uniform (faults drawn like any enabled move) or pct\n"+
@@ -76,6 +78,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 	fs.BoolVar(&f.mermaid, "mermaid", false, "also print each counterexample as a Mermaid sequenceDiagram")
 	fs.BoolVar(&f.full, "full-states", false, "print every resource after each step of a counterexample, not only what changed")
 	fs.StringVar(&f.progress, "progress", "auto", "exhaustive mode: progress on stderr every few seconds: auto (only on a terminal), always or never")
+	fs.StringVar(&f.out, "out", "", "write the report to this file instead of standard output")
 	fs.StringVar(&f.traceOut, "trace-out", "", "write the first counterexample as a trace file (JSON Lines) for 'handoffcheck replay'")
 	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
 		return code
@@ -106,6 +109,23 @@ func cmdCheck(c *command, e *env, args []string) int {
 	}
 	if f.progress != "auto" && f.progress != "always" && f.progress != "never" {
 		return c.bad(e, "--progress %q: want auto, always or never", f.progress)
+	}
+	shard, shards := 0, 0
+	if f.shard != "" {
+		if _, err := fmt.Sscanf(f.shard, "%d/%d", &shard, &shards); err != nil || shards < 1 || shard < 0 || shard >= shards ||
+			f.shard != fmt.Sprintf("%d/%d", shard, shards) {
+			return c.bad(e, "--shard %q: want K/M with 0 <= K < M, such as 0/8", f.shard)
+		}
+	}
+	if f.out != "" {
+		file, err := os.Create(f.out)
+		if err != nil {
+			return c.bad(e, "--out: %v", err)
+		}
+		defer file.Close()
+		redirected := *e
+		redirected.stdout = file
+		e = &redirected
 	}
 	sched, err := checker.ParseSchedule(f.sched)
 	if err != nil {
@@ -145,7 +165,8 @@ func cmdCheck(c *command, e *env, args []string) int {
 	}
 	if f.walks > 0 {
 		rep, err := checker.CheckWalks(e.ctx, proto, lc.cfg, runs,
-			checker.WalkOptions{Seed: f.seed, Walks: f.walks, Steps: f.steps, Swarm: f.swarm, Schedule: sched, Workers: f.workers})
+			checker.WalkOptions{Seed: f.seed, Walks: f.walks, Steps: f.steps, Swarm: f.swarm, Schedule: sched, Workers: f.workers,
+				Shard: shard, Shards: shards})
 		if err != nil {
 			return c.bad(e, "%v", err)
 		}
@@ -239,7 +260,7 @@ func verdictCode(violated, interrupted bool) int {
 func checkConflicts(f *checkFlags, set map[string]bool) error {
 	exhaustiveOnly := []string{"max-states", "max-depth", "max-memory", "exact", "liveness", "speedup", "progress", "spill-dir", "bitstate",
 		"checkpoint", "checkpoint-every", "resume"}
-	walkOnly := []string{"steps", "seed", "swarm", "schedule"}
+	walkOnly := []string{"steps", "seed", "swarm", "schedule", "shard"}
 	if f.walks > 0 {
 		for _, n := range exhaustiveOnly {
 			if set[n] {
