@@ -16,21 +16,6 @@ import (
 func TestDisk_SameSearchOnDisk(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/commands.json")
 	broken := variantChecker(t, "late-cancel-finalizes-twice.json", "vllm", Budget{Duplicate: 1, Cancel: 1, EarlyTimer: 1})
-	type outcome struct {
-		States, Depth, DeadEnds int
-		Transitions             int64
-		Complete                bool
-		Rows                    [2][]uint64
-		Trace                   string
-	}
-	sum := func(r *Result, c *Checker) outcome {
-		o := outcome{States: r.Stats.States, Depth: r.Stats.Depth, DeadEnds: r.DeadEnds, Transitions: r.Stats.Transitions,
-			Complete: r.Complete, Rows: r.Coverage.Rows}
-		if r.Violation != nil {
-			o.Trace = c.FormatCounterexampleFull(r.Violation, true)
-		}
-		return o
-	}
 	t.Cleanup(func() { testWindow = 0 })
 	for _, tc := range []struct {
 		name   string
@@ -47,7 +32,7 @@ func TestDisk_SameSearchOnDisk(t *testing.T) {
 			ref := tc.c.Explore(context.Background(), Limits{Workers: workers}, nil)
 			dir := t.TempDir()
 			r := tc.c.Explore(context.Background(), Limits{Workers: workers, DiskAfter: tc.after, SpillDir: dir}, nil)
-			if diff := cmp.Diff(sum(ref, tc.c), sum(r, tc.c)); diff != "" {
+			if diff := cmp.Diff(outcomeOf(ref, tc.c), outcomeOf(r, tc.c)); diff != "" {
 				t.Errorf("%s on %d workers: differs on disk (-in memory +on disk):\n%s", tc.name, workers, diff)
 			}
 			// A merge at the end of each level after the one it moved

@@ -774,26 +774,12 @@ func (e *exploration) level(ctx context.Context, frontier, next *keyQueue, level
 			chunks = 1
 			e.expand(ctx, buf, levelStart+uint32(done), 0, n, 0, &outs[0])
 		} else {
-			work := make(chan int, chunks)
-			for i := 0; i < chunks; i++ {
-				work <- i
-			}
-			close(work)
-			var wg sync.WaitGroup
-			for w := 0; w < min(workers, chunks); w++ {
-				wg.Add(1)
-				go func(w int) {
-					defer wg.Done()
-					for ci := range work {
-						if ctx.Err() != nil {
-							continue
-						}
-						lo, hi := ci*n/chunks, (ci+1)*n/chunks
-						e.expand(ctx, buf, levelStart+uint32(done), lo, hi, w, &outs[ci])
-					}
-				}(w)
-			}
-			wg.Wait()
+			parallelOn(workers, chunks, func(w, ci int) {
+				if ctx.Err() == nil {
+					lo, hi := ci*n/chunks, (ci+1)*n/chunks
+					e.expand(ctx, buf, levelStart+uint32(done), lo, hi, w, &outs[ci])
+				}
+			})
 		}
 		if ctx.Err() != nil {
 			return true
@@ -1112,6 +1098,12 @@ func (e *exploration) insert(o *workerOut, cd *candidate) {
 
 // parallel runs f(0..n-1) on up to workers goroutines.
 func parallel(workers, n int, f func(int)) {
+	parallelOn(workers, n, func(_, i int) { f(i) })
+}
+
+// parallelOn runs f(w, 0..n-1) on up to workers goroutines, w naming the
+// goroutine (0..workers-1), in increasing i on each.
+func parallelOn(workers, n int, f func(w, i int)) {
 	next := make(chan int, n)
 	for i := 0; i < n; i++ {
 		next <- i
@@ -1120,12 +1112,12 @@ func parallel(workers, n int, f func(int)) {
 	var wg sync.WaitGroup
 	for w := 0; w < min(workers, n); w++ {
 		wg.Add(1)
-		go func() {
+		go func(w int) {
 			defer wg.Done()
 			for i := range next {
-				f(i)
+				f(w, i)
 			}
-		}()
+		}(w)
 	}
 	wg.Wait()
 }

@@ -103,6 +103,25 @@ func TestSpill_LinksGiveBackWhatWasAppended(t *testing.T) {
 	}
 }
 
+// outcome is what two ways of making one search must agree on: its
+// figures, coverage and shortest trace.
+type outcome struct {
+	States, Depth, DeadEnds int
+	Transitions             int64
+	Complete                bool
+	Rows                    [2][]uint64
+	Trace                   string
+}
+
+func outcomeOf(r *Result, c *Checker) outcome {
+	o := outcome{States: r.Stats.States, Depth: r.Stats.Depth, DeadEnds: r.DeadEnds, Transitions: r.Stats.Transitions,
+		Complete: r.Complete, Rows: r.Coverage.Rows}
+	if r.Violation != nil {
+		o.Trace = c.FormatCounterexampleFull(r.Violation, true)
+	}
+	return o
+}
+
 // A run whose frontiers and trace links go to files explores the same
 // states in the same order as one that keeps them in memory: the same
 // figures, coverage and shortest trace, on any number of workers; and it
@@ -112,21 +131,6 @@ func TestSpill_SameRunOnFiles(t *testing.T) {
 	broken := variantChecker(t, "late-cancel-finalizes-twice.json", "vllm", Budget{Duplicate: 1, Cancel: 1, EarlyTimer: 1})
 	memoryLimit := spillLimit
 	withSpillLimit(t, memoryLimit)
-	type outcome struct {
-		States, Depth, DeadEnds int
-		Transitions             int64
-		Complete                bool
-		Rows                    [2][]uint64
-		Trace                   string
-	}
-	sum := func(r *Result, c *Checker) outcome {
-		o := outcome{States: r.Stats.States, Depth: r.Stats.Depth, DeadEnds: r.DeadEnds, Transitions: r.Stats.Transitions,
-			Complete: r.Complete, Rows: r.Coverage.Rows}
-		if r.Violation != nil {
-			o.Trace = c.FormatCounterexampleFull(r.Violation, true)
-		}
-		return o
-	}
 	for _, tc := range []struct {
 		name     string
 		c        *Checker
@@ -148,7 +152,7 @@ func TestSpill_SameRunOnFiles(t *testing.T) {
 			spillLimit = 32
 			dir := t.TempDir()
 			r := tc.c.Explore(context.Background(), Limits{Workers: workers, Liveness: tc.liveness, SpillDir: dir}, nil)
-			if diff := cmp.Diff(sum(ref, tc.c), sum(r, tc.c)); diff != "" {
+			if diff := cmp.Diff(outcomeOf(ref, tc.c), outcomeOf(r, tc.c)); diff != "" {
 				t.Errorf("%s on %d workers, spilled: differs (-in memory +on files):\n%s", tc.name, workers, diff)
 			}
 			if r.Stats.SpilledBytes == 0 || r.Stats.TraceBytes >= int64(ref.Stats.States)*linkBytes {
