@@ -25,7 +25,7 @@ FUZZ_TARGETS = \
 	./checker/live:FuzzDecodeFrame \
 	./fuzz:FuzzStep
 
-.PHONY: all generate check test fresh fuzz fuzz-seeds bench lint install mutate-code chromium examples live
+.PHONY: all generate check test fresh fuzz fuzz-seeds bench lint install mutate-code chromium examples live scale
 
 all: test
 
@@ -44,6 +44,11 @@ generate:
 check:
 	$(GO) run ./cmd/handoffcheck check --stats
 	$(GO) run ./cmd/handoffcheck check --stats --config testdata/configs/commands.json
+
+# The disk-backed search (docs/scale.md): a configuration whose visited
+# set outgrows a 4 GiB bound, which moves it to disk and completes.
+scale:
+	$(GO) run ./cmd/handoffcheck check --config testdata/configs/scale.json --liveness=false --max-memory 4GiB --stats --progress always
 
 # Everything CI runs: unit, golden, scenario and parity tests, the seed
 # corpora of every fuzz target, mutation score, and the freshness of

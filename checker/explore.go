@@ -141,7 +141,8 @@ type found struct {
 	// new is set when the violation is a state invariant of a successor.
 }
 
-// candidate is a successor not seen in earlier levels.
+// candidate is a successor that was not in the visited set when looked up
+// (nor in its worker's cache): the commit finds whether it is new.
 type candidate struct {
 	fp      uint64
 	pid     uint32
@@ -154,7 +155,7 @@ type candidate struct {
 
 // edge is one transition for the liveness graph. Its target is either
 // known (to) or a state first reached in this level, found again by its
-// fingerprint (and, in exact mode, its key) once the level is committed.
+// fingerprint (and, in exact mode, its key) once its batch is committed.
 type edge struct {
 	from uint32
 	to   uint32

@@ -282,7 +282,7 @@ func (r *Report) Text(opt TextOptions) string {
 			}
 			b.WriteString("\n")
 			if s.SpilledBytes > 0 {
-				fmt.Fprintf(&b, "  frontiers and trace links spilled to files: %s written\n", FormatBytes(s.SpilledBytes))
+				fmt.Fprintf(&b, "  frontiers, trace links and fingerprints written to files: %s\n", FormatBytes(s.SpilledBytes))
 			}
 		}
 		switch {
