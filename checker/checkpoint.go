@@ -79,7 +79,10 @@ func (c *Checker) identity(words int, bitstate int64) string {
 	_ = enc.Encode(c.opts)
 	_ = enc.Encode(c.sym.perms)
 	_ = enc.Encode(c.sym.classes)
-	fmt.Fprintf(h, "%d %d %d", words, bitstate, unsafe.Sizeof(uintptr(0)))
+	// The tables are written as they lie in memory: the word size and
+	// byte order of the machine are part of what a checkpoint is.
+	one := uint16(1)
+	fmt.Fprintf(h, "%d %d %d %d", words, bitstate, unsafe.Sizeof(uintptr(0)), *(*byte)(unsafe.Pointer(&one)))
 	init := c.Initial()
 	var k Key
 	c.canonical(&init, &k)
@@ -278,7 +281,7 @@ func (e *exploration) writeCheckpoint(frontier, next *keyQueue, depth int, level
 
 // wordBytes views words as bytes (the machine's byte order: a checkpoint
 // resumes on the kind of machine that wrote it, which identity checks by
-// word size).
+// word size and byte order).
 func wordBytes(w []uint64) []byte {
 	if len(w) == 0 {
 		return nil

@@ -196,6 +196,8 @@ type exploration struct {
 	// levelDone counts the frontier states of the level under way that
 	// were expanded and committed.
 	levelDone int
+	// byShard routes a batch's candidates to their shards (commit).
+	byShard [numShards][]candRef
 	// start is when this process began the run; before is the time
 	// spent on it before a resume.
 	start    time.Time
@@ -980,8 +982,12 @@ func (e *exploration) expand(ctx context.Context, batch []uint64, batchStart uin
 // commit is phase B: insert the batch's candidates, give ids to the new
 // ones, record their trace links and push them on the next frontier.
 func (e *exploration) commit(outs []workerOut, workers int, next *keyQueue) {
-	type ref struct{ w, i int }
-	var byShard [numShards][]ref
+	// The routing lists are kept from batch to batch: a batch is small
+	// and there are many.
+	byShard := &e.byShard
+	for sh := range byShard {
+		byShard[sh] = byShard[sh][:0]
+	}
 	if workers == 1 {
 		// One worker inserts in (parent, move) order directly.
 		for w := range outs {
@@ -997,7 +1003,7 @@ func (e *exploration) commit(outs []workerOut, workers int, next *keyQueue) {
 		for w := range outs {
 			for i := range outs[w].cands {
 				sh := shardOf(outs[w].cands[i].fp)
-				byShard[sh] = append(byShard[sh], ref{w, i})
+				byShard[sh] = append(byShard[sh], candRef{w, i})
 			}
 		}
 		parallel(workers, numShards, func(sh int) {
@@ -1080,6 +1086,9 @@ func (e *exploration) commit(outs []workerOut, workers int, next *keyQueue) {
 		}
 	}
 }
+
+// candRef is a candidate by its chunk and place in the chunk.
+type candRef struct{ w, i int }
 
 // insert adds a candidate to the visited set and marks whether it was new.
 func (e *exploration) insert(o *workerOut, cd *candidate) {
