@@ -25,7 +25,7 @@ FUZZ_TARGETS = \
 	./checker/live:FuzzDecodeFrame \
 	./fuzz:FuzzStep
 
-.PHONY: all generate check test fresh fuzz fuzz-seeds bench lint install mutate-code chromium examples live scale
+.PHONY: all generate check test fresh fuzz fuzz-seeds bench lint install mutate-code chromium examples live scale por-check
 
 all: test
 
@@ -49,6 +49,13 @@ check:
 # set outgrows a 4 GiB bound, which moves it to disk and completes.
 scale:
 	$(GO) run ./cmd/handoffcheck check --config testdata/configs/scale.json --liveness=false --max-memory 4GiB --stats --progress always
+
+# Partial-order reduction against the search without it (docs/scale.md):
+# every configuration in testdata, the largest included (hours), every
+# shipped variant and every mutant: the same verdicts, quiescent states,
+# row coverage and traces.
+por-check:
+	HANDOFFCHECK_POR_ALL=1 $(GO) test -count=1 -timeout 0 -v ./checker -run 'TestPOR_'
 
 # Everything CI runs: unit, golden, scenario and parity tests, the seed
 # corpora of every fuzz target, mutation score, and the freshness of

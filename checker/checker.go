@@ -40,6 +40,11 @@ type Checker struct {
 	// and its record is live, not only just before a command: the
 	// unreduced search, which tests compare the reduced one with.
 	delayAnywhere bool
+	// ranks orders each role's states for partial-order reduction, and
+	// sharedAfterEnd says a role's table has a row from a terminal state
+	// that touches more than the handoff's record (por.go).
+	ranks          [2][]uint8
+	sharedAfterEnd [2]bool
 }
 
 // New prepares a run of a configuration with a protocol.
@@ -60,6 +65,8 @@ func New(p *Protocol, cfg *Config, run Run) (*Checker, error) {
 	}
 	c.sym = newSymmetry(&w, cfg.Symmetry, cfg.Symmetry)
 	c.cmds = commandModes(p, cfg.Commands)
+	c.ranks = porRanks(p, run.Policy)
+	c.sharedAfterEnd = sharedAfterEnd(p, run.Policy)
 	for sd := range c.cmds {
 		for _, m := range c.cmds[sd] {
 			c.atOnce[sd] = c.atOnce[sd] || m == cmdAtOnce

@@ -50,6 +50,8 @@ type checkpointMeta struct {
 	States      int         `json:"states"`
 	Transitions int64       `json:"transitions"`
 	DeadEnds    int         `json:"dead_ends"`
+	Reduced     int         `json:"reduced,omitempty"`
+	Pruned      int64       `json:"pruned,omitempty"`
 	Rows        [2][]uint64 `json:"rows"`
 	ElapsedNS   int64       `json:"elapsed_ns"`
 	Bitstate    bool        `json:"bitstate"`
@@ -66,9 +68,9 @@ type shardMeta struct {
 }
 
 // identity names what a checkpoint is a search of: the run, the
-// protocol's tables, the world, the budget and the state layout. A
-// checkpoint resumes only the same search.
-func (c *Checker) identity(words int, bitstate int64) string {
+// protocol's tables, the world, the budget, the state layout and whether
+// the search is reduced. A checkpoint resumes only the same search.
+func (c *Checker) identity(words int, bitstate int64, reduce bool) string {
 	h := sha256.New()
 	enc := json.NewEncoder(h)
 	_ = enc.Encode(c.run)
@@ -82,7 +84,7 @@ func (c *Checker) identity(words int, bitstate int64) string {
 	// The tables are written as they lie in memory: the word size and
 	// byte order of the machine are part of what a checkpoint is.
 	one := uint16(1)
-	fmt.Fprintf(h, "%d %d %d %d", words, bitstate, unsafe.Sizeof(uintptr(0)), *(*byte)(unsafe.Pointer(&one)))
+	fmt.Fprintf(h, "%d %d %d %d %t", words, bitstate, unsafe.Sizeof(uintptr(0)), *(*byte)(unsafe.Pointer(&one)), reduce)
 	init := c.Initial()
 	var k Key
 	c.canonical(&init, &k)
@@ -133,8 +135,8 @@ func (c *Checker) CanResume(dir string, lim Limits) error {
 		return err
 	}
 	words := 1 + c.nW + model.HandoffWords*c.nH
-	if m.Identity != c.identity(words, lim.Bitstate) {
-		return fmt.Errorf("%w: %s is a checkpoint of another search (the configuration, tables, run or --bitstate differ)", ErrCheckpoint, cur)
+	if m.Identity != c.identity(words, lim.Bitstate, lim.Reduce) {
+		return fmt.Errorf("%w: %s is a checkpoint of another search (the configuration, tables, run, --bitstate or --por differ)", ErrCheckpoint, cur)
 	}
 	// Every file is read once here, so that a damaged checkpoint is
 	// refused before any run starts rather than stopping its run.
@@ -208,6 +210,7 @@ func (e *exploration) writeCheckpoint(frontier, next *keyQueue, depth int, level
 	m := checkpointMeta{Schema: checkpointSchema, Identity: e.identity, Run: e.c.run.Name, Finished: finished,
 		Depth: depth, LevelStart: levelStart, Done: done, Frontier: frontier.n, Next: next.n, NextPrev: append([]uint64(nil), next.prev[:e.words]...),
 		States: e.links.n, Transitions: e.stats.Transitions, DeadEnds: e.deadEnds, Rows: e.cov.Rows,
+		Reduced: e.stats.Reduced, Pruned: e.stats.Pruned,
 		ElapsedNS: int64(e.elapsed()), Bitstate: e.st.bitstate, CRC: map[string]uint64{}}
 	write := func(name string, fill func(w io.Writer) error) error {
 		f, err := os.Create(filepath.Join(tmp, name))
@@ -393,6 +396,7 @@ func (e *exploration) restore(runDir string) (*resumed, bool, error) {
 		*q.dst = kq
 	}
 	e.stats.Transitions, e.deadEnds = m.Transitions, m.DeadEnds
+	e.stats.Reduced, e.stats.Pruned = m.Reduced, m.Pruned
 	for r := range e.cov.Rows {
 		if len(m.Rows[r]) != len(e.cov.Rows[r]) {
 			return nil, false, fmt.Errorf("%w: %s: row counts of another table", ErrCheckpoint, cur)

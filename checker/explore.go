@@ -46,6 +46,11 @@ type Limits struct {
 	// known, whatever the memory (0: only when --max-memory would be
 	// reached): to test and to measure the disk-backed search.
 	DiskAfter int
+	// Reduce turns partial-order reduction on (por.go): where one
+	// handoff's moves touch nothing shared, only they are taken. It
+	// keeps every safety verdict and quiescent state, not the liveness
+	// graph: with Liveness it is off.
+	Reduce bool
 }
 
 // Stats are the measurements of an exploration.
@@ -66,6 +71,14 @@ type Stats struct {
 	DiskAt, DiskMerges int
 	// GraphBytes is the transition graph kept for liveness.
 	GraphBytes int64
+	// Reduced counts the states expanded by one handoff's moves alone
+	// (partial-order reduction), Pruned the moves not taken there.
+	Reduced int
+	Pruned  int64
+	// ConfirmStates is how many states the search without reduction
+	// explored to find the shortest trace to a violation the reduced
+	// search found (0: none was needed).
+	ConfirmStates int
 	// PeakHeap is the largest growth of the Go heap over what it held when
 	// the run started: the run's own data, not earlier runs'.
 	PeakHeap uint64
@@ -200,9 +213,11 @@ type exploration struct {
 	byShard [numShards][]candRef
 	// start is when this process began the run; before is the time
 	// spent on it before a resume.
-	start    time.Time
-	before   time.Duration
-	g        *graph
+	start  time.Time
+	before time.Duration
+	g      *graph
+	// por: partial-order reduction is on (Limits.Reduce, no liveness).
+	por      bool
 	cov      *Coverage
 	stats    Stats
 	deadEnds int
@@ -245,6 +260,9 @@ type Result struct {
 	// CheckpointsStopped says checkpoints were due after the fingerprints
 	// moved to disk, where none is written.
 	CheckpointsStopped bool
+	// Reduction says partial-order reduction was on (Stats.Reduced and
+	// Stats.Pruned say how much it took away).
+	Reduction bool
 }
 
 // Explore runs a breadth-first exploration of every interleaving of the
@@ -254,6 +272,14 @@ type Result struct {
 // and rebuilds the shortest trace to it. Results are deterministic for any
 // number of workers.
 func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progress)) *Result {
+	r := c.explore(ctx, lim, progress)
+	if r.Reduction && r.Violation != nil && ctx.Err() == nil {
+		c.confirmShortest(ctx, lim, r)
+	}
+	return r
+}
+
+func (c *Checker) explore(ctx context.Context, lim Limits, progress func(Progress)) *Result {
 	start := time.Now()
 	workers := lim.Workers
 	if workers <= 0 {
@@ -282,6 +308,7 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 	if lim.Liveness {
 		e.g = &graph{}
 	}
+	e.por = lim.Reduce && e.g == nil
 	var overMemory atomic.Bool
 	// stopForMemory stops the run for its memory bound. Both checks, the
 	// watcher's and the one before each level, stop through it, so that
@@ -331,7 +358,7 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 	var resumedNext *keyQueue
 	resumedRun := false
 	if lim.Checkpoint != "" || lim.Resume != "" {
-		e.identity = c.identity(e.words, lim.Bitstate)
+		e.identity = c.identity(e.words, lim.Bitstate, e.por)
 		if err := checkpointLimits(lim); err != nil {
 			e.diskErr = err
 		}
@@ -482,7 +509,7 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 		e.stats.GraphBytes = int64(len(e.g.from))*8 + int64(len(e.g.drained))
 	}
 	e.sampleHeap()
-	r := &Result{Run: c.run, Stats: e.stats, Coverage: e.cov, DeadEnds: e.deadEnds, Resumed: resumedRun,
+	r := &Result{Run: c.run, Stats: e.stats, Coverage: e.cov, DeadEnds: e.deadEnds, Resumed: resumedRun, Reduction: e.por,
 		Symmetry: c.sym.any(), Exact: lim.Exact, Complete: !e.cut && e.viol == nil}
 	if e.cut {
 		r.StopReason = e.stopWhy
@@ -503,6 +530,9 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 	}
 	if e.viol != nil {
 		r.Violation = e.counterexample(e.viol)
+		if e.por {
+			r.Violation = c.shortenReduced(r.Violation)
+		}
 		r.Complete = false
 	} else if lim.Liveness && !e.cut && lim.MaxMemory > 0 && e.livenessWouldPass(lim.MaxMemory) {
 		// The graph is complete, but judging it needs a reverse copy of
@@ -693,12 +723,14 @@ type levelMark struct {
 	states      int
 	transitions int64
 	deadEnds    int
+	reduced     int
+	pruned      int64
 	rows        [2][]uint64
 	edges       int
 }
 
 func (e *exploration) mark() levelMark {
-	m := levelMark{states: e.links.n, transitions: e.stats.Transitions, deadEnds: e.deadEnds}
+	m := levelMark{states: e.links.n, transitions: e.stats.Transitions, deadEnds: e.deadEnds, reduced: e.stats.Reduced, pruned: e.stats.Pruned}
 	for r := range m.rows {
 		m.rows[r] = slices.Clone(e.cov.Rows[r])
 	}
@@ -713,6 +745,7 @@ func (e *exploration) mark() levelMark {
 func (e *exploration) rollback(m levelMark) {
 	e.links.truncate(m.states)
 	e.stats.Transitions, e.deadEnds = m.transitions, m.deadEnds
+	e.stats.Reduced, e.stats.Pruned = m.reduced, m.pruned
 	e.cov.Rows = m.rows
 	if e.g != nil {
 		e.g.from, e.g.to, e.g.drained = e.g.from[:m.edges], e.g.to[:m.edges], e.g.drained[:m.states]
@@ -727,6 +760,8 @@ type workerOut struct {
 	edgeKeys    []Key // exact mode: the keys of edge targets new in this level
 	transitions int64
 	deadEnds    int
+	reduced     int
+	pruned      int64
 	viol        *found
 	cov         *Coverage
 }
@@ -805,6 +840,8 @@ func (e *exploration) level(ctx context.Context, frontier, next *keyQueue, level
 		for i := range batch {
 			e.stats.Transitions += batch[i].transitions
 			e.deadEnds += batch[i].deadEnds
+			e.stats.Reduced += batch[i].reduced
+			e.stats.Pruned += batch[i].pruned
 			e.cov.add(batch[i].cov)
 		}
 		if e.viol != nil {
@@ -852,6 +889,7 @@ func (e *exploration) expand(ctx context.Context, batch []uint64, batchStart uin
 	out.cands = slices.Grow(out.cands[:0], 2*(hi-lo))
 	out.edges, out.edgeKeys = out.edges[:0], out.edgeKeys[:0]
 	out.transitions, out.deadEnds, out.viol = 0, 0, nil
+	out.reduced, out.pruned = 0, 0
 	if out.cov == nil {
 		out.cov = newCoverage(c.proto.spec)
 	} else {
@@ -895,8 +933,19 @@ func (e *exploration) expand(ctx context.Context, batch []uint64, batchStart uin
 				out.viol = &found{v: v, pid: pid, move: -1}
 			}
 		}
+		amp := -1
+		if e.por {
+			if amp = c.ample(&s, &ms); amp >= 0 {
+				out.reduced++
+			}
+		}
 		n := 0
 		for mi := 0; mi < ms.n; mi++ {
+			if amp >= 0 && int(ms.m[mi].H) != amp {
+				// Taken from the successors instead (por.go).
+				out.pruned++
+				continue
+			}
 			sc := &succ[n]
 			sc.t = s
 			tx.W, tx.J.N = &sc.t.W, 0

@@ -236,6 +236,14 @@ func (r *Report) Text(opt TextOptions) string {
 		s := x.Stats
 		fmt.Fprintf(&b, "  %s distinct states, %s transitions, depth %d, %s quiescent states checked\n",
 			commas(int64(s.States)), commas(s.Transitions), s.Depth, commas(int64(x.DeadEnds)))
+		if x.Reduction {
+			fmt.Fprintf(&b, "  partial-order reduction: %s states took one handoff's moves alone, %s moves left to their successors\n",
+				commas(int64(s.Reduced)), commas(s.Pruned))
+			if s.ConfirmStates > 0 {
+				fmt.Fprintf(&b, "  the trace is the full search's: it re-ran without reduction to the violation's depth (%s states)\n",
+					commas(int64(s.ConfirmStates)))
+			}
+		}
 		if !opt.NoTiming {
 			fmt.Fprintf(&b, "  elapsed %s, %s states/s\n", s.Elapsed.Round(1e6), commas(int64(s.StatesPerSecond())))
 			// How the run was carried out, not what it found: with the
@@ -450,8 +458,17 @@ type jsonRun struct {
 	Liveness  bool           `json:"liveness_checked"`
 	Collision float64        `json:"collision_probability"`
 	Bitstate  *jsonBitstate  `json:"bitstate,omitempty"`
+	Reduction *jsonReduction `json:"reduction,omitempty"`
 	Coverage  []jsonCoverage `json:"coverage"`
 	Violation *jsonViolation `json:"violation,omitempty"`
+}
+
+// jsonReduction is what partial-order reduction took away (present only
+// when it was on).
+type jsonReduction struct {
+	ReducedStates int   `json:"reduced_states"`
+	PrunedMoves   int64 `json:"pruned_moves"`
+	ConfirmStates int   `json:"confirm_states"`
 }
 
 // jsonTiming holds the measured figures of a run, left out with
@@ -528,6 +545,9 @@ func (r *Report) JSON(opt TextOptions) ([]byte, error) {
 			StopReason: x.StopReason, StopDetail: x.StopDetail, States: s.States, Transitions: s.Transitions, Depth: s.Depth, Quiescent: x.DeadEnds,
 			StoreBPS: per(s.StoreBytes), FPBPS: per(s.FingerprintBytes),
 			Symmetry: x.Symmetry, Exact: x.Exact, Liveness: x.Liveness, Collision: x.CollisionProbability}
+		if x.Reduction {
+			jr.Reduction = &jsonReduction{ReducedStates: s.Reduced, PrunedMoves: s.Pruned, ConfirmStates: s.ConfirmStates}
+		}
 		if bs := x.Bitstate; bs != nil {
 			jr.Bitstate = &jsonBitstate{Bytes: bs.Bytes, Hashes: bs.Hashes, Fill: bs.Fill, Omission: bs.Omission, Coverage: bs.Coverage}
 		}

@@ -33,12 +33,12 @@ func init() { registerCommand(checkCommand) }
 var machineMemory = checker.MachineMemory
 
 type checkFlags struct {
-	config, specFile, policy, runs, maxMemory, progress, traceOut, sched  string
-	spillDir, bitstate, checkpoint, resume, shard, out                    string
-	checkpointEvery                                                       time.Duration
-	asJSON, stats, speedup, exact, liveness, swarm, mermaid, timing, full bool
-	maxStates, maxDepth, workers, walks, steps                            int
-	seed                                                                  uint64
+	config, specFile, policy, runs, maxMemory, progress, traceOut, sched       string
+	spillDir, bitstate, checkpoint, resume, shard, out                         string
+	checkpointEvery                                                            time.Duration
+	asJSON, stats, speedup, exact, liveness, swarm, mermaid, timing, full, por bool
+	maxStates, maxDepth, workers, walks, steps                                 int
+	seed                                                                       uint64
 }
 
 func cmdCheck(c *command, e *env, args []string) int {
@@ -66,6 +66,8 @@ func cmdCheck(c *command, e *env, args []string) int {
 	fs.IntVar(&f.workers, "workers", 0, "goroutines that expand states or run walks (0: all cores)")
 	fs.BoolVar(&f.exact, "exact", false, "store full states instead of 64-bit fingerprints (no collisions, more memory)")
 	fs.BoolVar(&f.liveness, "liveness", true, "check EventuallyDrained on the explored graph")
+	fs.BoolVar(&f.por, "por", true, "exhaustive mode, safety-only searches (--liveness=false): partial-order reduction: where one handoff's moves touch\n"+
+		"nothing shared, take only them: the same verdicts, quiescent states and traces from fewer states (--por=false: every ordering)")
 	fs.IntVar(&f.walks, "walks", 0, "randomized mode: run this many seeded random walks per run instead of exhaustive search")
 	fs.IntVar(&f.steps, "steps", 200, "randomized mode: most moves per walk")
 	fs.Uint64Var(&f.seed, "seed", 1, "randomized mode: seed; walk i uses seed+i")
@@ -190,7 +192,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 				p.Run, p.Transitions, p.States, p.Depth, p.Queue, float64(p.States)/p.Elapsed.Seconds())
 		}
 	}
-	lim := checker.Limits{MaxStates: f.maxStates, MaxDepth: f.maxDepth, MaxMemory: maxMem, Workers: f.workers, Exact: f.exact, Liveness: f.liveness,
+	lim := checker.Limits{MaxStates: f.maxStates, MaxDepth: f.maxDepth, MaxMemory: maxMem, Workers: f.workers, Exact: f.exact, Liveness: f.liveness, Reduce: f.por && !f.liveness,
 		SpillDir: f.spillDir, Bitstate: bitBytes, Checkpoint: f.checkpoint, CheckpointEvery: f.checkpointEvery, Resume: f.resume}
 	rep, err := checker.Check(e.ctx, proto, lc.cfg, runs, lim, progress)
 	if err != nil {
@@ -259,7 +261,7 @@ func verdictCode(violated, interrupted bool) int {
 // other: every flag given is honoured or refused, never dropped.
 func checkConflicts(f *checkFlags, set map[string]bool) error {
 	exhaustiveOnly := []string{"max-states", "max-depth", "max-memory", "exact", "liveness", "speedup", "progress", "spill-dir", "bitstate",
-		"checkpoint", "checkpoint-every", "resume"}
+		"checkpoint", "checkpoint-every", "resume", "por"}
 	walkOnly := []string{"steps", "seed", "swarm", "schedule", "shard"}
 	if f.walks > 0 {
 		for _, n := range exhaustiveOnly {
@@ -279,6 +281,9 @@ func checkConflicts(f *checkFlags, set map[string]bool) error {
 	}
 	if (f.checkpoint != "" || f.resume != "") && (f.exact || set["liveness"]) {
 		return fmt.Errorf("--checkpoint and --resume keep fingerprints or bits and no liveness graph: they take neither --exact nor --liveness")
+	}
+	if set["por"] && f.por && f.liveness {
+		return fmt.Errorf("--por keeps the safety verdicts, not the graph EventuallyDrained is judged on: give --liveness=false with it")
 	}
 	if set["checkpoint-every"] && (f.checkpoint == "" || f.checkpointEvery <= 0) {
 		return fmt.Errorf("--checkpoint-every needs --checkpoint and a positive duration such as 10m")

@@ -34,6 +34,7 @@ func cmdMutate(c *command, e *env, args []string) int {
 	ops := fs.String("operators", "drop-action,swap-actions,ignore,retarget", "mutation operators, comma-separated, each once")
 	maxStates := fs.Int("max-states", 2000000, "per run, stop an exploration after the level that reaches this many states")
 	liveness := fs.Bool("liveness", true, "also kill mutants that break EventuallyDrained")
+	por := fs.Bool("por", true, "with --liveness=false: partial-order reduction in each mutant's search (the same kills and traces, fewer states)")
 	workers := fs.Int("workers", 0, "mutants checked at once (0: all cores)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	timed := fs.Bool("timed", false, "run every surviving mutant through the simulator's fault scenarios and kill those that break an invariant or a timed property on the clock")
@@ -73,7 +74,7 @@ func cmdMutate(c *command, e *env, args []string) int {
 			}
 		}
 	}
-	results := checker.Mutate(e.ctx, lc.cfg, mutants, checker.Limits{MaxStates: *maxStates, Liveness: *liveness}, *workers, progress)
+	results := checker.Mutate(e.ctx, lc.cfg, mutants, checker.Limits{MaxStates: *maxStates, Liveness: *liveness, Reduce: *por && !*liveness}, *workers, progress)
 	if checker.MutationInterrupted(results) || !*timed {
 		if *asJSON {
 			data, err := checker.MutationJSON(results)

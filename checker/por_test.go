@@ -1,0 +1,340 @@
+package checker
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+// porPair explores a run with and without partial-order reduction and
+// checks what the reduction promises: the same verdict (the same
+// invariant, when one breaks), every quiescent state kept, no more
+// states, and a counterexample no longer than the full search's.
+func porPair(t *testing.T, c *Checker, what string, workers int) (full, reduced *Result) {
+	t.Helper()
+	full = c.Explore(context.Background(), Limits{Workers: workers}, nil)
+	reduced = c.Explore(context.Background(), Limits{Workers: workers, Reduce: true}, nil)
+	t.Logf("%s: %d states, %d transitions without reduction; %d states, %d transitions with it",
+		what, full.Stats.States, full.Stats.Transitions, reduced.Stats.States, reduced.Stats.Transitions)
+	name := func(r *Result) string {
+		if r.Violation == nil {
+			return "no violation"
+		}
+		return r.Violation.Violation.Invariant
+	}
+	switch {
+	case !full.Complete && full.Violation == nil:
+		t.Fatalf("%s: the full search did not finish: %s", what, full.StopDetail)
+	case name(full) != name(reduced):
+		t.Errorf("%s: %s without reduction, %s with it", what, name(full), name(reduced))
+	case full.Violation == nil && full.DeadEnds != reduced.DeadEnds:
+		t.Errorf("%s: %d quiescent states without reduction, %d with it", what, full.DeadEnds, reduced.DeadEnds)
+	case full.Violation == nil && reduced.Stats.States > full.Stats.States:
+		t.Errorf("%s: %d states reduced, %d full", what, reduced.Stats.States, full.Stats.States)
+	case full.Violation != nil && len(reduced.Violation.Steps) > len(full.Violation.Steps):
+		t.Errorf("%s: a trace of %d steps with reduction, %d without:\n%s", what,
+			len(reduced.Violation.Steps), len(full.Violation.Steps), c.FormatCounterexample(reduced.Violation))
+	}
+	if !reduced.Reduction || full.Reduction {
+		t.Errorf("%s: Reduction reported %v and %v", what, full.Reduction, reduced.Reduction)
+	}
+	if full.Violation == nil {
+		// A row fires in the reduced search exactly when it fires in the
+		// full one: the coverage findings are the same.
+		for r := range full.Coverage.Rows {
+			for i, n := range full.Coverage.Rows[r] {
+				if (n > 0) != (reduced.Coverage.Rows[r][i] > 0) {
+					t.Errorf("%s: %s row %d fired %d times without reduction, %d with it", what, spec.Role(r), i, n, reduced.Coverage.Rows[r][i])
+				}
+			}
+		}
+	}
+	return full, reduced
+}
+
+func testdataConfig(t *testing.T, name string) *Config {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "configs", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ParseConfig(name, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// Every configuration in testdata, every run: the same verdict and the
+// same quiescent states with reduction as without. The three largest are
+// left to make por-check (minutes to hours each, on every core);
+// two-handoffs.json is where the reduction has room, and it must take
+// something away there.
+func TestPOR_SameVerdictsOnEveryConfiguration(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "testdata", "configs", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatal("no configurations", err)
+	}
+	for _, f := range files {
+		name := filepath.Base(f)
+		workers := 1
+		switch name {
+		case "max-shape.json", "scale.json", "three-handoffs.json":
+			if os.Getenv("HANDOFFCHECK_POR_ALL") == "" {
+				continue
+			}
+			workers = 0
+		case "broken.json":
+			// Refused, by design: no verdict to compare.
+			continue
+		}
+		cfg := testdataConfig(t, name)
+		for _, run := range cfg.Runs {
+			c := checkerFor(t, Generated(), cfg, run.Name)
+			full, reduced := porPair(t, c, name+" "+run.Name, workers)
+			if name == "two-handoffs.json" && (reduced.Stats.Reduced == 0 || reduced.Stats.States >= full.Stats.States) {
+				t.Errorf("%s %s: the reduction took nothing away: %d states of %d", name, run.Name, reduced.Stats.States, full.Stats.States)
+			}
+		}
+	}
+}
+
+// Every shipped variant, on the two-handoff configuration: broken or
+// not, the same verdict with reduction as without, and no longer a trace.
+func TestPOR_SameVerdictsOnEveryVariant(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "testdata", "variants", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatal("no variants", err)
+	}
+	cfg := testdataConfig(t, "two-handoffs.json")
+	broken := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := spec.Parse(f, data)
+		if err != nil {
+			// A variant that is refused (broken-vocabulary.json) has
+			// no verdict to compare.
+			continue
+		}
+		p := interpreted(t, s)
+		for _, run := range []string{"vllm", "sglang"} {
+			full, _ := porPair(t, checkerFor(t, p, cfg, run), filepath.Base(f)+" "+run, 1)
+			if full.Violation != nil {
+				broken++
+			}
+		}
+	}
+	if broken < 10 {
+		t.Errorf("only %d variant runs break an invariant: the comparison has no teeth", broken)
+	}
+}
+
+// Every mutant of the built-in tables, on the two-handoff configuration,
+// safety only: killed with reduction exactly when killed without it,
+// with a trace no longer. The first invariant found may differ: the
+// reduced search meets the violations in another order (each one it
+// finds is a state or step of the full search too). make test checks
+// every eighth mutant; make por-check (HANDOFFCHECK_POR_ALL=1) all.
+func TestPOR_MutantsCaughtEitherWay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("checks mutants twice")
+	}
+	cfg := testdataConfig(t, "two-handoffs.json")
+	cfg.Runs = cfg.Runs[:2]
+	all := spec.Mutants(spec.Default(), spec.Operators)
+	mutants := all
+	if os.Getenv("HANDOFFCHECK_POR_ALL") == "" {
+		mutants = nil
+		for i := 0; i < len(all); i += 8 {
+			mutants = append(mutants, all[i])
+		}
+	}
+	full := Mutate(context.Background(), cfg, mutants, Limits{}, 0, nil)
+	reduced := Mutate(context.Background(), cfg, mutants, Limits{Reduce: true}, 0, nil)
+	killed, other := 0, 0
+	for i := range full {
+		f, r := full[i], reduced[i]
+		if f.Killed {
+			killed++
+		}
+		switch {
+		case f.Killed != r.Killed:
+			t.Errorf("%s: killed %v (%s) without reduction, %v (%s) with it", f.Mutant.Name, f.Killed, f.Invariant, r.Killed, r.Invariant)
+		case r.Steps > f.Steps:
+			t.Errorf("%s: a trace of %d steps with reduction, %d without", f.Mutant.Name, r.Steps, f.Steps)
+		case f.Invariant != r.Invariant:
+			other++
+			t.Logf("%s: %s first without reduction (%d steps), %s with it (%d steps)", f.Mutant.Name, f.Invariant, f.Steps, r.Invariant, r.Steps)
+		}
+	}
+	t.Logf("%d of %d mutants killed either way; %d first by another invariant with reduction", killed, len(mutants), other)
+	if killed < len(mutants)/2 {
+		t.Errorf("only %d of %d mutants killed: the comparison has no teeth", killed, len(mutants))
+	}
+}
+
+// porSample is the states of a breadth-first search of a run, up to n.
+func porSample(c *Checker, n int) []State {
+	s0 := c.Initial()
+	var k Key
+	c.canonical(&s0, &k)
+	seen := map[Key]bool{k: true}
+	out := []State{s0}
+	for i := 0; i < len(out) && len(out) < n; i++ {
+		for _, m := range c.Moves(&out[i]) {
+			t := out[i]
+			if _, _, err := c.Step(&t, m, nil); err != nil {
+				continue
+			}
+			c.canonical(&t, &k)
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// porMeasure is the progress measure of por.go's C3 for one handoff: the
+// ranks of its two records, and what is left for it to consume.
+func (c *Checker) porMeasure(s *State, h int) (rank, left int) {
+	x := &s.W.H[h]
+	rank = int(c.ranks[spec.Source][s.Src[h]]) + int(c.ranks[spec.Destination][s.Dst[h]])
+	b := func(v bool) int {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+		left += int(x.Ch[sd].N) + b(x.CancelPending[sd]) + b(x.PeerGone[sd]) + x.Cmds[sd].Len()
+	}
+	left += b(x.Xfer == model.XferRunning) + b(x.Pending) + b(x.Dst == model.DstActive && !x.Running)
+	switch x.Compute {
+	case model.ComputeQueued:
+		left += 2
+	case model.ComputeRunning:
+		left++
+	}
+	switch {
+	case x.Prefill < 0:
+		left += 2
+	case !x.RequestDelivered:
+		left++
+	}
+	left += b(x.Decode < 0)
+	return rank, left
+}
+
+// The footprints por.go relies on hold on real states of every run of
+// the two-handoff configuration and the commands configuration: a move
+// the reduction may take writes nothing outside its handoff's record
+// (and, when it says so, its workers), spends no budget, and raises the
+// progress measure; and every action listed as local writes only its
+// handoff's record and reads nothing else.
+func TestPOR_FootprintsHold(t *testing.T) {
+	checked := 0
+	for _, file := range []string{"two-handoffs.json", "headroom-binds.json"} {
+		cfg := testdataConfig(t, file)
+		for _, run := range cfg.Runs {
+			c := checkerFor(t, Generated(), cfg, run.Name)
+			states := porSample(c, 4000)
+			for i := range states {
+				s := &states[i]
+				var ms moveSet
+				c.moves(s, &ms)
+				for j := 0; j < ms.n; j++ {
+					m := ms.m[j]
+					if m.H < 0 {
+						continue
+					}
+					ok, shared := c.reducible(s, m)
+					if !ok {
+						continue
+					}
+					checked++
+					h := int(m.H)
+					after := *s
+					tx := model.Tx{W: &after.W}
+					c.apply(&after, &tx, m, nil, ms.stuck)
+					if after.B != s.B {
+						t.Fatalf("%s %s: %s spent budget", file, run.Name, m)
+					}
+					x := &s.W.H[h]
+					for w := 0; w < c.nW; w++ {
+						mine := shared && (int(x.Prefill) == w || int(x.Decode) == w ||
+							(m.Kind == MvRoutePrefill || m.Kind == MvRouteDecode) && int(m.Arg) == w)
+						if !mine && after.W.W[w] != s.W.W[w] {
+							t.Fatalf("%s %s: %s changed worker %d", file, run.Name, m, w)
+						}
+					}
+					for h2 := 0; h2 < c.nH; h2++ {
+						if h2 == h {
+							continue
+						}
+						want := s.W.H[h2]
+						got := after.W.H[h2]
+						// An allocation may evict another handoff's kept blocks.
+						got.SrcKept, got.DstKept, got.SrcIndexed, got.Published = want.SrcKept, want.DstKept, want.SrcIndexed, want.Published
+						if got != want || after.Src[h2] != s.Src[h2] || after.Dst[h2] != s.Dst[h2] {
+							t.Fatalf("%s %s: %s changed handoff %d", file, run.Name, m, h2)
+						}
+					}
+					r0, l0 := c.porMeasure(s, h)
+					r1, l1 := c.porMeasure(&after, h)
+					if r1 < r0 || r1 == r0 && l1 >= l0 {
+						t.Fatalf("%s %s: %s does not raise the measure: rank %d->%d, left %d->%d", file, run.Name, m, r0, r1, l0, l1)
+					}
+				}
+				porCheckActions(t, c, states, i)
+			}
+		}
+	}
+	if checked < 1000 {
+		t.Fatalf("only %d reducible moves seen", checked)
+	}
+}
+
+// porCheckActions applies every local action to one sample state, for
+// each handoff, and to the same handoff record set into another sample
+// state: the action writes only that record, and writes it the same way.
+func porCheckActions(t *testing.T, c *Checker, states []State, i int) {
+	t.Helper()
+	s := &states[i]
+	other := &states[(i*7+3)%len(states)]
+	for a := Action(0); a < NumActions; a++ {
+		if !actionFootprints[a].local() {
+			continue
+		}
+		side := model.SourceSide
+		if a >= aDstAcceptRequest {
+			side = model.DestinationSide
+		}
+		for h := 0; h < c.nH; h++ {
+			after := *s
+			apply(&model.Tx{W: &after.W}, side, h, a, model.CauseAbort)
+			if after.W.W != s.W.W {
+				t.Fatalf("%s changed a worker", a)
+			}
+			for h2 := 0; h2 < c.nH; h2++ {
+				if h2 != h && after.W.H[h2] != s.W.H[h2] {
+					t.Fatalf("%s of handoff %d changed handoff %d", a, h, h2)
+				}
+			}
+			elsewhere := *other
+			elsewhere.W.H[h] = s.W.H[h]
+			apply(&model.Tx{W: &elsewhere.W}, side, h, a, model.CauseAbort)
+			if elsewhere.W.H[h] != after.W.H[h] {
+				t.Fatalf("%s of handoff %d read more than the handoff's record", a, h)
+			}
+		}
+	}
+}
