@@ -44,10 +44,12 @@ type diskSet struct {
 	window int
 }
 
-// toDisk moves the in-memory fingerprints to a sorted file and keeps the
-// table as the window, of at most window fingerprints.
-func (e *exploration) toDisk(window int) error {
-	d := &diskSet{dir: &e.spill, window: max(window, 1<<16)}
+// toDisk moves the in-memory fingerprints to a sorted file and makes the
+// table a window of shardSlots slots per shard (a window of at least
+// 65,536 fingerprints).
+func (e *exploration) toDisk(shardSlots int) error {
+	shardSlots = max(shardSlots, 2048)
+	d := &diskSet{dir: &e.spill, window: shardSlots * numShards * 7 / 10 * maxLoadNum / maxLoadDen}
 	if testWindow > 0 {
 		d.window = testWindow
 	}
@@ -55,7 +57,13 @@ func (e *exploration) toDisk(window int) error {
 	if err := d.merge(sorted, nil); err != nil {
 		return err
 	}
-	e.st.clearShards()
+	// Every fingerprint is on file: the tables go back to the system and
+	// the window's shards take their place.
+	for i := range e.st.fp {
+		t := &e.st.fp[i]
+		t.free()
+		t.init(shardSlots)
+	}
 	e.disk = d
 	if e.unchecked == nil {
 		e.unchecked = newKeyQueue(e.words+2, &e.spill)

@@ -98,16 +98,23 @@ func (e *exploration) diskable() bool {
 	return !e.st.exact && !e.st.bitstate && e.g == nil
 }
 
-// goToDisk moves the fingerprints to disk. The table stops growing and
-// becomes the window: it takes up to 0.7 of its slots' 0.8 load, so that
-// no shard, each loaded near the average, grows.
+// goToDisk moves the fingerprints to disk. The table, written to the
+// file, gives its memory back and a window takes its place: a quarter of
+// the memory bound at most, so that the window, the level's buffers and
+// the merges' reads stay well under the bound the move was made for (a
+// window as large as the table was, kept, left the run a twentieth of
+// the bound to grow in). The window takes up to 0.7 of its slots' 0.8
+// load, so that no shard, each loaded near the average, grows.
 func (e *exploration) goToDisk() error {
 	slots := 0
 	for i := range e.st.fp {
 		slots += len(e.st.fp[i].fps)
 	}
+	if b := e.lim.MaxMemory; b > 0 {
+		slots = min(slots, int(b/4/8))
+	}
 	e.stats.DiskAt = e.links.n
-	err := e.toDisk(slots * 7 / 10 * 4 / 5)
+	err := e.toDisk(slots / numShards)
 	e.onDisk.Store(err == nil)
 	return err
 }
