@@ -58,15 +58,7 @@ func porPair(t *testing.T, c *Checker, what string, workers int) (full, reduced 
 
 func testdataConfig(t *testing.T, name string) *Config {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "testdata", "configs", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := ParseConfig(name, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return loadConfigFile(t, filepath.Join("..", "testdata", "configs", name))
 }
 
 // Every configuration in testdata, every run: the same verdict and the
@@ -106,26 +98,12 @@ func TestPOR_SameVerdictsOnEveryConfiguration(t *testing.T) {
 // Every shipped variant, on the two-handoff configuration: broken or
 // not, the same verdict with reduction as without, and no longer a trace.
 func TestPOR_SameVerdictsOnEveryVariant(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "testdata", "variants", "*.json"))
-	if err != nil || len(files) == 0 {
-		t.Fatal("no variants", err)
-	}
 	cfg := testdataConfig(t, "two-handoffs.json")
 	broken := 0
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := spec.Parse(f, data)
-		if err != nil {
-			// A variant that is refused (broken-vocabulary.json) has
-			// no verdict to compare.
-			continue
-		}
+	for name, s := range shippedVariants(t) {
 		p := interpreted(t, s)
 		for _, run := range []string{"vllm", "sglang"} {
-			full, _ := porPair(t, checkerFor(t, p, cfg, run), filepath.Base(f)+" "+run, 1)
+			full, _ := porPair(t, checkerFor(t, p, cfg, run), name+" "+run, 1)
 			if full.Violation != nil {
 				broken++
 			}
