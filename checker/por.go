@@ -258,9 +258,11 @@ func (c *Checker) ample(s *State, ms *moveSet) int {
 // persistent set of s (the comment at the top of this file).
 func (c *Checker) ampleCandidate(s *State, ms *moveSet, h int) bool {
 	x := &s.W.H[h]
-	if s.B.Has(Hang) && x.Xfer == model.XferRunning && !x.Hung {
-		// The hang is offered once the system waits on transfers alone,
-		// which other handoffs' moves decide.
+	if s.B.Has(Hang) && x.Xfer == model.XferRunning {
+		// A hang is offered where the system waits on transfers alone.
+		// Other handoffs' moves decide whether it does, so h's own hang
+		// could come; and h's transfer ending may end the wait, taking
+		// another handoff's hang away.
 		return false
 	}
 	// Reserve, refuse, admit and promote wait on a worker's capacity:
