@@ -95,10 +95,26 @@ func TestPOR_SameVerdictsOnEveryConfiguration(t *testing.T) {
 	}
 }
 
+// porConfigs are the configurations the variants and mutants are
+// compared on: two handoffs with the small configuration's faults, and
+// with make por-check also with every fault kind but restart (which
+// turns the reduction off).
+func porConfigs() []string {
+	if os.Getenv("HANDOFFCHECK_POR_ALL") != "" {
+		return []string{"two-handoffs.json", "two-handoffs-faults.json"}
+	}
+	return []string{"two-handoffs.json"}
+}
+
 // Every shipped variant, on the two-handoff configuration: broken or
 // not, the same verdict with reduction as without, and no longer a trace.
 func TestPOR_SameVerdictsOnEveryVariant(t *testing.T) {
-	cfg := testdataConfig(t, "two-handoffs.json")
+	for _, file := range porConfigs() {
+		porVariants(t, testdataConfig(t, file))
+	}
+}
+
+func porVariants(t *testing.T, cfg *Config) {
 	broken := 0
 	for name, s := range shippedVariants(t) {
 		p := interpreted(t, s)
@@ -124,8 +140,14 @@ func TestPOR_MutantsCaughtEitherWay(t *testing.T) {
 	if testing.Short() {
 		t.Skip("checks mutants twice")
 	}
-	cfg := testdataConfig(t, "two-handoffs.json")
-	cfg.Runs = cfg.Runs[:2]
+	for _, file := range porConfigs() {
+		cfg := testdataConfig(t, file)
+		cfg.Runs = cfg.Runs[:2]
+		porMutants(t, cfg)
+	}
+}
+
+func porMutants(t *testing.T, cfg *Config) {
 	all := spec.Mutants(spec.Default(), spec.Operators)
 	mutants := all
 	if os.Getenv("HANDOFFCHECK_POR_ALL") == "" {
