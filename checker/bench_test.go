@@ -76,6 +76,11 @@ func BenchmarkVLLM_OneCoreOnDisk(b *testing.B) {
 	benchVLLM(b, Limits{Workers: 1, DiskAfter: 10_000_000})
 }
 
+// BenchmarkVLLM_OneCoreReduced is the same search with partial-order
+// reduction: compare its time per run (ns/op) with BenchmarkVLLM_OneCore's,
+// since it has fewer states to count.
+func BenchmarkVLLM_OneCoreReduced(b *testing.B) { benchVLLM(b, Limits{Workers: 1, Reduce: true}) }
+
 func benchVLLM(b *testing.B, lim Limits) {
 	cfg := DefaultConfig()
 	c, err := New(Generated(), cfg, cfg.Runs[0])
