@@ -113,7 +113,7 @@ var actionFootprints = func() (m [NumActions]footprint) {
 	return m
 }()
 
-// moveFootprint is, per move kind, the footprint of the move's own
+// moveFootprints is, per move kind, the footprint of the move's own
 // physics (before the rows it fires), and whether it consumes something
 // in the progress measure (C3 above). Kinds not listed (timers, faults,
 // the environment's worker moves) are never reduced.
