@@ -9,49 +9,56 @@ import (
 
 // Partial-order reduction (docs/scale.md, "Partial-order reduction").
 //
-// Moves of one handoff that touch nothing but that handoff's own record
-// (its role machines, channels, timers, registrations and transfer)
-// commute with every move of every other handoff and of the environment,
-// as long as nothing else can write that record or change which of its
-// moves are enabled. Where some handoff h has only such moves enabled,
-// the explorer takes h's moves alone from the state: a persistent
-// (ample) set. The other moves are taken from the successors, in the
-// order that reaches the same states.
+// Moves of one handoff h that touch nothing but h's own record (its role
+// machines, channels, timers, registrations and transfer) and workers
+// that no other move can reach commute with every other move, as long as
+// nothing else can write that record or change which of h's moves are
+// enabled. Where h has only such moves enabled, the explorer takes h's
+// moves alone from the state: a persistent (ample) set. The other moves
+// are taken from the successors, in the order that reaches the same
+// states.
 //
 // Why this keeps every verdict of a safety-only search:
 //
-//   - C0: the set is never empty, and a state whose moves are all
-//     protocol moves of one handoff gains nothing and is expanded fully.
-//   - C1 (persistence): other handoffs' moves cannot write h's record,
-//     but for two model operations: a restart, excluded while the
-//     budget has one, and an allocation that evicts the blocks h keeps
-//     in a cache. That eviction only clears h's kept and advertised
-//     flags, which none of the set's moves reads or writes (nor their
-//     guards), so it commutes with them; and clearing them makes no
-//     invariant of h false (the index then advertises nothing of h, and
-//     nothing demands a kept block). Other moves cannot enable a
-//     move of h either: every move of h whose guard reads
-//     shared state (reserve, refuse, admit, promote, hang, and timers
-//     through the early-timer budget or a stuck system) is excluded by
-//     h's own record. So on every path from the state, the first move of
-//     h is one of the set, and it commutes to the front.
-//   - C2 (invisibility): the moves change no worker, no ledger and no
-//     holding of h, so every conjunct of a state invariant about a worker
-//     keeps its value; conjuncts about h read h's record alone, which
-//     nothing else writes (but for the eviction above), so one violated
-//     after other moves was violated before them. Step invariants read a step's own handoff:
-//     the same step judges the same way from a state that differs only
-//     in h's record. A fault budget is never spent by the set's moves.
-//   - C3 (no ignoring): every move the set takes raises a measure that
-//     no such move lowers: a role state moves to a later strongly
-//     connected component of its table, or, staying in one, the move
-//     consumes a fact, a cancel, a restart notice or a running transfer
-//     and produces none. So no cycle consists of reduced states alone,
-//     and BFS cannot postpone another handoff's moves forever.
+//   - C0: the set is never empty, and a state whose moves are all one
+//     handoff's gains nothing and is expanded fully.
+//   - C1 (persistence): other moves cannot write h's record or h's
+//     workers (exclusive), but for two model operations: a restart,
+//     excluded while the budget has one, and an allocation that evicts
+//     the blocks h keeps in another worker's cache. That eviction only
+//     clears h's kept and advertised flags, which none of the set's
+//     moves or guards reads, so it commutes with them; and clearing them
+//     makes no invariant of h false. Other moves cannot enable a move of
+//     h either: every move of h whose guard reads shared state (reserve,
+//     refuse, admit and promote wait on an exclusive worker; a hang is
+//     excluded while h's transfer runs; timers need the early-timer
+//     budget, which makes them budget moves, or a stuck system, which the
+//     set's moves keep from happening) is decided by h's record. So on
+//     every path from the state, the first move of h is one of the set,
+//     and it commutes to the front. One effect differs by order: another
+//     handoff's early timer spends the budget if it fires before the set
+//     and may fire free after it (the system then stuck). The state
+//     reached with more budget left can take every move of the other
+//     and reaches the same worlds, so nothing is lost.
+//   - C2 (invisibility): the moves change only h's record and h's
+//     exclusive workers, so every conjunct of a state invariant about
+//     another worker or handoff keeps its value; conjuncts about h or
+//     its workers read only what other moves leave alone, so one violated
+//     after other moves was violated before them. Step invariants read a
+//     step's own handoff: the same step judges the same way from a state
+//     that differs elsewhere. No budget is spent by the set's moves.
+//   - C3 (no ignoring): every move the set takes raises a measure that no
+//     such move lowers: a role state moves to a later strongly connected
+//     component of its table, or, staying in one, the move consumes
+//     something (a fact, a cancel, a restart notice, a running transfer, a
+//     queued request, a routing, a queued command) and produces nothing.
+//     So no cycle consists of reduced states alone, and BFS cannot put
+//     another handoff's moves off for ever.
 //
-// Quiescent states are kept: a quiescent state has no move of h left,
-// so the path to it takes one of the set first. Liveness (EventuallyDrained)
-// needs more than this and turns the reduction off.
+// Quiescent states are kept: a quiescent state has no move of h left, so
+// the path to it takes one of the set first. A violation's trace is the
+// full search's (confirmShortest). Liveness (EventuallyDrained) needs
+// the whole graph and turns the reduction off.
 
 // footprint says what an action of a role row touches.
 type footprint uint8
