@@ -135,3 +135,34 @@ func TestDisk_TheBoundMovesTheSearchToDisk(t *testing.T) {
 		t.Fatalf("with the liveness graph: complete=%v stop=%q, moved to disk at %d", r.Complete, r.StopReason, r.Stats.DiskAt)
 	}
 }
+
+// Moving to disk writes every fingerprint to the file and leaves a window
+// of a quarter of the memory bound at most, not the table it had: a
+// window as large as the table left a 4 GiB run a twentieth of the bound
+// to grow in, and it stopped there.
+func TestDisk_TheMoveGivesTheTableBack(t *testing.T) {
+	const n = 1 << 20
+	const bound = 8 << 20 // a window of 262,144 slots at most
+	e := &exploration{lim: Limits{MaxMemory: bound}, words: 2, st: newStore(false, 2, false), spill: spillDir{parent: t.TempDir()}}
+	defer e.spill.remove()
+	defer e.st.free()
+	for i := uint64(1); i <= n; i++ {
+		e.st.insertFP(i * 0x9E3779B97F4A7C15)
+	}
+	before := e.st.fingerprintBytes()
+	if err := e.goToDisk(); err != nil {
+		t.Fatal(err)
+	}
+	after := e.st.fingerprintBytes()
+	if before <= bound/4 || after > bound/4 || e.st.windowSize() != 0 {
+		t.Fatalf("table %d bytes before the move, %d after (bound %d), window holds %d", before, after, bound, e.st.windowSize())
+	}
+	if e.disk.n != n || e.disk.window > bound/4/8 {
+		t.Fatalf("%d fingerprints on file, want %d; window of %d", e.disk.n, n, e.disk.window)
+	}
+	for i := uint64(1); i <= n; i += 4099 {
+		if _, ok := e.st.lookup(i*0x9E3779B97F4A7C15, nil); ok {
+			t.Fatalf("fingerprint %d still in the window", i)
+		}
+	}
+}

@@ -365,7 +365,7 @@ func (c *Checker) reducible(s *State, m Move) (ok, shared bool) {
 		// A terminal record that takes nothing: the move only consumes.
 		return mf.consumes, shared
 	}
-	rowOK, rowShared, quiet := c.rowsReducible(r, from, ev, 0)
+	rowOK, rowShared, quiet := c.rowsReducible(r, t, 0)
 	if !rowOK {
 		return false, false
 	}
@@ -375,15 +375,11 @@ func (c *Checker) reducible(s *State, m Move) (ok, shared bool) {
 	return mf.consumes && quiet, shared || rowShared
 }
 
-// rowsReducible follows the row an event fires and, for a command the
+// rowsReducible judges a row and, for a command the
 // core applies at once, the rows of both its answers: whether every
 // action is in actionFootprints, whether one touches a worker, and
 // whether all are quiet.
-func (c *Checker) rowsReducible(r spec.Role, state, ev uint8, depth int) (ok, shared, quiet bool) {
-	t, fires := c.proto.Step(r, c.policy, state, ev)
-	if !fires {
-		return true, false, true
-	}
+func (c *Checker) rowsReducible(r spec.Role, t *Transition, depth int) (ok, shared, quiet bool) {
 	if depth > 2 {
 		return false, false, false
 	}
@@ -408,7 +404,11 @@ func (c *Checker) rowsReducible(r spec.Role, state, ev uint8, depth int) (ok, sh
 		}
 		ck := &commandKinds[k]
 		for _, applied := range []bool{false, true} {
-			aok, ash, aq := c.rowsReducible(r, t.To, answer(ck.side, ck.cmd, applied), depth+1)
+			at, fires := c.proto.Step(r, c.policy, t.To, answer(ck.side, ck.cmd, applied))
+			if !fires {
+				continue
+			}
+			aok, ash, aq := c.rowsReducible(r, at, depth+1)
 			if !aok {
 				return false, false, false
 			}
