@@ -178,6 +178,12 @@ type Config struct {
 	// Exactly one of Linear and Grouped prices the transfers.
 	Linear  *LinearProfile
 	Grouped *GroupedProfile
+	// DecodeLinear or DecodeGrouped gives the decode role a profile of its
+	// own (at most one; with neither, the decode role shares the prefill
+	// role's). The pair must be able to hand off (Topology.Check), and a
+	// destination's quotes are priced by the decode role's profile.
+	DecodeLinear  *LinearProfile
+	DecodeGrouped *GroupedProfile
 	// Unbounded lifts the limits that packing a world into a key needs
 	// (MaxCapacityBlocks, MaxSlots): a world that is only simulated,
 	// never explored, may be as large as a real worker. Counters must
@@ -239,6 +245,21 @@ func (c *Config) Prepare() error {
 	}
 	if c.Linear != nil && (c.Linear.BytesPerToken <= 0 || c.Linear.BlockSize <= 0) {
 		bad("transfer: a linear profile needs bytes_per_token and block_size_tokens > 0")
+	}
+	switch {
+	case c.DecodeLinear != nil && c.DecodeGrouped != nil:
+		bad("transfer: the decode role takes one profile, linear or grouped, not both")
+	case c.DecodeGrouped != nil:
+		if err := c.DecodeGrouped.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	case c.DecodeLinear != nil && (c.DecodeLinear.BytesPerToken <= 0 || c.DecodeLinear.BlockSize <= 0):
+		bad("transfer: the decode role's linear profile needs bytes_per_token and block_size_tokens > 0")
+	}
+	if len(errs) == 0 && (c.Linear == nil) != (c.Grouped == nil) {
+		if err := c.topology().Check(); err != nil {
+			bad("transfer: %s", strings.TrimPrefix(err.Error(), ErrProfile.Error()+": "))
+		}
 	}
 	if !c.Engine.Known() {
 		bad("engine: unknown engine %d", c.Engine)
@@ -331,12 +352,16 @@ func (c *Config) Prepare() error {
 			if h < len(c.Workers[w].PrefixHit) {
 				hit = c.Workers[w].PrefixHit[h]
 			}
-			hq, err := c.price(hc.PromptTokens, hit)
+			hq, err := c.priceDest(hc.PromptTokens, hit)
 			if err != nil {
 				return fmt.Errorf("%w: handoff %d: %s", ErrConfig, h, strings.TrimPrefix(err.Error(), ErrProfile.Error()+": "))
 			}
 			d.dest[h][w] = hq
-			d.coldDest[h][w] = q
+			cold, err := c.priceDest(hc.PromptTokens, 0)
+			if err != nil {
+				return fmt.Errorf("%w: handoff %d: %s", ErrConfig, h, strings.TrimPrefix(err.Error(), ErrProfile.Error()+": "))
+			}
+			d.coldDest[h][w] = cold
 			d.locked[h][w] = hq.LockedBlocks
 			d.initCache[w] += d.locked[h][w]
 		}
@@ -378,6 +403,28 @@ func (c *Config) price(n, hit Tokens) (Quote, error) {
 		return c.Grouped.Price(n, hit)
 	}
 	return c.Linear.Price(n, hit)
+}
+
+// priceDest prices a handoff as the decode role sees it: by its own
+// profile when it has one.
+func (c *Config) priceDest(n, hit Tokens) (Quote, error) {
+	switch {
+	case c.DecodeGrouped != nil:
+		return c.DecodeGrouped.Price(n, hit)
+	case c.DecodeLinear != nil:
+		return c.DecodeLinear.Price(n, hit)
+	}
+	return c.price(n, hit)
+}
+
+// topology is the pair of profiles, the decode role's defaulting to the
+// prefill role's.
+func (c *Config) topology() Topology {
+	t := Topology{PrefillLinear: c.Linear, PrefillGrouped: c.Grouped, DecodeLinear: c.DecodeLinear, DecodeGrouped: c.DecodeGrouped}
+	if t.DecodeLinear == nil && t.DecodeGrouped == nil {
+		t.DecodeLinear, t.DecodeGrouped = t.PrefillLinear, t.PrefillGrouped
+	}
+	return t
 }
 
 // NumHandoffs is the number of handoffs.

@@ -15,6 +15,9 @@ import (
 //
 //	{"vllm_version": "0.31.0", "groups": [{"name": "attn", "kind": "full_attention",
 //	  "block_size_tokens": 16, "transfer_bytes_per_block": 65536, "prefix_cacheable": true}]}
+//
+// A Mamba-type state group (kind state, prefix_cacheable true) of a vLLM
+// 0.32.0 profile may add "checkpoint_blocks": true.
 type GroupsFile struct {
 	VLLMVersion string      `json:"vllm_version"`
 	Groups      []GroupFile `json:"groups"`
@@ -28,6 +31,9 @@ type GroupFile struct {
 	Window                Tokens `json:"window_tokens"`
 	TransferBytesPerBlock *Bytes `json:"transfer_bytes_per_block"`
 	PrefixCacheable       *bool  `json:"prefix_cacheable"`
+	// CheckpointBlocks marks a Mamba-type state group that takes a
+	// checkpoint block (vLLM 0.32.0 only).
+	CheckpointBlocks bool `json:"checkpoint_blocks"`
 }
 
 // Profile turns the file into a validated profile of a role ("prefill" or
@@ -45,7 +51,7 @@ func (g *GroupsFile) Profile(role string) (*GroupedProfile, error) {
 			errs = append(errs, fmt.Errorf("%w: %s profile: group %q: kind %q is not full_attention, sliding_window or state", ErrProfile, role, name, fg.Kind))
 		}
 		p.Groups = append(p.Groups, Group{Name: fg.Name, Kind: k, BlockSize: fg.BlockSize, Window: fg.Window,
-			TransferBytesPerBlock: fg.TransferBytesPerBlock, PrefixCacheable: fg.PrefixCacheable})
+			TransferBytesPerBlock: fg.TransferBytesPerBlock, PrefixCacheable: fg.PrefixCacheable, CheckpointBlocks: fg.CheckpointBlocks})
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -99,18 +105,27 @@ func GroupsLine(pos *jsonfile.Positions, at []any, groups []GroupFile, msg strin
 	if strings.Contains(msg, "declared twice") {
 		slices.Reverse(order) // the second declaration is the one at fault
 	}
-	for _, i := range order {
-		fg := groups[i]
-		if fg.Name == "" {
-			n := fmt.Sprintf("#%d", i+1)
-			if strings.Contains(msg, "group "+n+":") || strings.Contains(msg, fmt.Sprintf("group %q", n)) {
-				return pos.Line(path("groups", i)...)
+	// A message is about the group it opens with ("group X: ..."); one
+	// that names another group too ("marked on group Y") is still X's.
+	for _, subject := range []bool{true, false} {
+		for _, i := range order {
+			fg := groups[i]
+			if fg.Name == "" {
+				n := fmt.Sprintf("#%d", i+1)
+				if strings.Contains(msg, "group "+n+":") || strings.Contains(msg, fmt.Sprintf("group %q:", n)) ||
+					(!subject && strings.Contains(msg, fmt.Sprintf("group %q", n))) {
+					return pos.Line(path("groups", i)...)
+				}
+				continue
 			}
-			continue
-		}
-		if strings.Contains(msg, fmt.Sprintf("group %q", fg.Name)) {
-			// The name's line says which group it is.
-			return pos.Line(path("groups", i, "name")...)
+			named := fmt.Sprintf("group %q", fg.Name)
+			if subject {
+				named += ":"
+			}
+			if strings.Contains(msg, named) {
+				// The name's line says which group it is.
+				return pos.Line(path("groups", i, "name")...)
+			}
 		}
 	}
 	if strings.Contains(msg, "cache groups") {

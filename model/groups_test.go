@@ -24,6 +24,16 @@ func TestParseGroups_Testdata(t *testing.T) {
 		{"glm-hybrid.json", "prefill", ""},
 		{"glm-hybrid.json", "decode", ""},
 		{"llama-full-attention.json", "prefill", ""},
+		{"glm-flash-checkpoints.json", "prefill", ""},
+		{"glm-flash-0.31.json", "decode", ""},
+		{"window-32.json", "prefill", ""},
+		{"broken-checkpoints-on-0.31.json", "prefill",
+			`broken-checkpoints-on-0.31.json:12: model: bad transfer profile: prefill profile: group "mamba_0": checkpoint_blocks needs vllm_version 0.32.0: vLLM 0.31.0 keeps only the running state of a Mamba-type group and takes no checkpoint blocks`},
+		// The message names both groups; its line is the unmarked one's.
+		{"broken-checkpoints-partial.json", "decode",
+			`broken-checkpoints-partial.json:28: model: bad transfer profile: decode profile: group "mamba_2": checkpoint_blocks is marked on group "mamba_0" but not here: vLLM 0.32.0 takes checkpoint blocks in every Mamba-type state group or in none`},
+		{"broken-checkpoints-on-ring.json", "prefill",
+			`broken-checkpoints-on-ring.json:44: model: bad transfer profile: prefill profile: group "tail_ring": checkpoint_blocks applies to a Mamba-type state group only (kind state, prefix_cacheable true): no other group takes checkpoint blocks`},
 		{"broken-missing-transfer-bytes.json", "prefill",
 			`broken-missing-transfer-bytes.json:12: model: bad transfer profile: prefill profile: group "swa": transfer_bytes_per_block is missing`},
 		{"broken-missing-prefix-cacheable.json", "decode",
@@ -192,6 +202,9 @@ func FuzzParseGroups(f *testing.F) {
 		}
 		if q.PinnedBlocks > q.ComputeBlocks || q.FullHit {
 			t.Fatalf("quote without a hit: pinned %d of %d computed, full hit %v", q.PinnedBlocks, q.ComputeBlocks, q.FullHit)
+		}
+		if q.OfferedBlocks < q.ReservedBlocks || q.ComputeBlocks-q.PinnedBlocks < q.CheckpointBlocks {
+			t.Fatalf("offers %d of the %d it moves, frees %d of its %d checkpoint blocks", q.OfferedBlocks, q.ReservedBlocks, q.ComputeBlocks-q.PinnedBlocks, q.CheckpointBlocks)
 		}
 	})
 }

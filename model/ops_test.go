@@ -96,6 +96,19 @@ var (
 			{Name: "window", Kind: SlidingWindow, BlockSize: 16, Window: 16, TransferBytesPerBlock: &b, PrefixCacheable: &yes},
 		}}
 	})
+	// checkpointed1: a vLLM 0.32.0 profile whose Mamba-type group takes a
+	// checkpoint block. The 48-token prompt backs off to T = 47: full
+	// attention ceil(47/16) = 3 blocks, the Mamba group its running block
+	// and its checkpoint block: computes 5, pins 4, and the checkpoint
+	// block goes to the cache at completion.
+	checkpointed1 = conf(spec.SourceFirst, VLLM, 1, 2, func(c *Config) {
+		b, yes := Bytes(1000), true
+		c.Linear = nil
+		c.Grouped = &GroupedProfile{Role: "prefill", VLLMVersion: "0.32.0", Groups: []Group{
+			{Name: "full", Kind: FullAttention, BlockSize: 16, TransferBytesPerBlock: &b, PrefixCacheable: &yes},
+			{Name: "mamba", Kind: StateGroup, BlockSize: 16, TransferBytesPerBlock: &b, PrefixCacheable: &yes, CheckpointBlocks: true},
+		}}
+	})
 )
 
 // changes lists what differs between two worlds: per worker the counters
@@ -277,6 +290,9 @@ func opCases() []opCase {
 		{name: "PinSource/window", cfg: windowed1, setup: upTo(0, stComputing, func(tx *Tx) { tx.FinishCompute(0) }), op: func(tx *Tx) { tx.PinSource(0, src) },
 			eff:  []Effect{held(0, src, ResCompute), begin(0, src, ResSourceLease)},
 			diff: "h0.Src=pinned h0.Life[compute]=ended h0.Life[source_lease]=held wP.Active-6 wP.Pinned+4 wP.Cached+2"},
+		{name: "PinSource/checkpoint", cfg: checkpointed1, setup: upTo(0, stComputing, func(tx *Tx) { tx.FinishCompute(0) }), op: func(tx *Tx) { tx.PinSource(0, src) },
+			eff:  []Effect{held(0, src, ResCompute), begin(0, src, ResSourceLease)},
+			diff: "h0.Src=pinned h0.Life[compute]=ended h0.Life[source_lease]=held wP.Active-5 wP.Pinned+4 wP.Cached+1"},
 		{name: "PinSource/early", setup: upTo(0, stComputing), op: func(tx *Tx) { tx.PinSource(0, src) },
 			eff: []Effect{{Kind: EffPinEarly}}},
 		{name: "PinSource/twice", setup: upTo(0, stPinned), op: func(tx *Tx) { tx.PinSource(0, src) },

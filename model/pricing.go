@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strings"
 )
 
 // ErrProfile is wrapped by every refusal of a pricing profile.
@@ -70,6 +71,16 @@ type Group struct {
 	Window                Tokens // sliding_window only
 	TransferBytesPerBlock *Bytes
 	PrefixCacheable       *bool
+	// CheckpointBlocks marks a Mamba-type state group whose prefill takes a
+	// checkpoint block when it reaches the end of the prompt (vLLM 0.32.0
+	// with Mamba prefix caching): computed and cached, never moved.
+	CheckpointBlocks bool
+}
+
+// Mamba is whether g is a Mamba-type running state: a prefix-cacheable
+// state group (a ring's one block is a state group that is not).
+func (g *Group) Mamba() bool {
+	return g.Kind == StateGroup && g.PrefixCacheable != nil && *g.PrefixCacheable
 }
 
 // GroupedProfile is the cache layout of a hybrid-attention model on one role.
@@ -109,6 +120,7 @@ func (p *GroupedProfile) Validate() error {
 	}
 	var fullBS Tokens
 	seen := map[string]bool{}
+	marked, unmarked := "", "" // a Mamba-type group with and without the checkpoint marker
 	for i, g := range p.Groups {
 		name := g.Name
 		if name == "" {
@@ -140,6 +152,16 @@ func (p *GroupedProfile) Validate() error {
 		if g.PrefixCacheable == nil {
 			bad("group %q: prefix_cacheable is missing", name)
 		}
+		switch {
+		case g.CheckpointBlocks && !g.Mamba():
+			bad("group %q: checkpoint_blocks applies to a Mamba-type state group only (kind state, prefix_cacheable true): no other group takes checkpoint blocks", name)
+		case g.CheckpointBlocks && p.VLLMVersion == "0.31.0":
+			bad("group %q: checkpoint_blocks needs vllm_version 0.32.0: vLLM 0.31.0 keeps only the running state of a Mamba-type group and takes no checkpoint blocks", name)
+		case g.CheckpointBlocks && marked == "":
+			marked = name
+		case g.Mamba() && !g.CheckpointBlocks && unmarked == "":
+			unmarked = name
+		}
 		if g.Kind == FullAttention && g.BlockSize > 0 {
 			if fullBS == 0 {
 				fullBS = g.BlockSize
@@ -148,33 +170,131 @@ func (p *GroupedProfile) Validate() error {
 			}
 		}
 	}
+	if marked != "" && unmarked != "" {
+		// One setting of the engine (its Mamba cache mode) decides it for
+		// every Mamba-type group at once.
+		bad("group %q: checkpoint_blocks is marked on group %q but not here: vLLM 0.32.0 takes checkpoint blocks in every Mamba-type state group or in none", unmarked, marked)
+	}
 	return errors.Join(errs...)
 }
 
 // SameGroups refuses a disaggregated pair whose roles have different cache
 // groups: a grouped rank counts the handoff in blocks, so both sides must
-// agree on what a block is.
+// agree on what a block is and what it moves. The message names both roles
+// and the first difference. The checkpoint marker is not compared: it is
+// what one role's engine computes and caches, and a checkpoint block never
+// moves.
 func SameGroups(prefill, decode *GroupedProfile) error {
-	if !slices.EqualFunc(prefill.Groups, decode.Groups, groupEqual) {
-		return fmt.Errorf("%w: prefill and decode profiles have different cache groups", ErrProfile)
+	diff := groupsDiff(prefill.Groups, decode.Groups)
+	if diff == "" {
+		return nil
+	}
+	return fmt.Errorf("%w: the %s and %s profiles have different cache groups: %s; a grouped rank counts a handoff in blocks, so both roles need the same groups",
+		ErrProfile, prefill.roleName(), decode.roleNameOr("decode"), diff)
+}
+
+// groupsDiff describes the first difference between two lists of cache
+// groups, prefill's first, or is empty when they agree.
+func groupsDiff(a, b []Group) string {
+	names := func(gs []Group) string {
+		var s []string
+		for _, g := range gs {
+			s = append(s, g.Name)
+		}
+		return strings.Join(s, ", ")
+	}
+	if len(a) != len(b) {
+		return fmt.Sprintf("%d groups (%s) on the prefill role, %d (%s) on the decode role", len(a), names(a), len(b), names(b))
+	}
+	opt := func(b *Bytes) string {
+		if b == nil {
+			return "missing"
+		}
+		return fmt.Sprint(int64(*b))
+	}
+	flag := func(v *bool) string {
+		if v == nil {
+			return "missing"
+		}
+		return fmt.Sprint(*v)
+	}
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.Name != y.Name {
+			return fmt.Sprintf("group %d is %q on the prefill role, %q on the decode role", i+1, x.Name, y.Name)
+		}
+		for _, f := range []struct{ field, p, d string }{
+			{"kind", x.Kind.String(), y.Kind.String()},
+			{"block_size_tokens", fmt.Sprint(int64(x.BlockSize)), fmt.Sprint(int64(y.BlockSize))},
+			{"window_tokens", fmt.Sprint(int64(x.Window)), fmt.Sprint(int64(y.Window))},
+			{"transfer_bytes_per_block", opt(x.TransferBytesPerBlock), opt(y.TransferBytesPerBlock)},
+			{"prefix_cacheable", flag(x.PrefixCacheable), flag(y.PrefixCacheable)},
+		} {
+			if f.p != f.d {
+				return fmt.Sprintf("group %q: %s %s on the prefill role, %s on the decode role", x.Name, f.field, f.p, f.d)
+			}
+		}
+	}
+	return ""
+}
+
+// Topology is the transfer profile of each role of a disaggregated pair:
+// exactly one of Linear and Grouped per role.
+type Topology struct {
+	PrefillLinear  *LinearProfile
+	PrefillGrouped *GroupedProfile
+	DecodeLinear   *LinearProfile
+	DecodeGrouped  *GroupedProfile
+}
+
+// Check refuses a pair that cannot hand off: a grouped role next to a
+// linear one (a grouped rank counts a handoff in full-attention blocks, a
+// linear rank in tokens), two grouped roles with different cache groups,
+// or two linear roles that disagree on bytes per token or page size.
+func (t Topology) Check() error {
+	pg, dg := t.PrefillGrouped != nil, t.DecodeGrouped != nil
+	kind := func(g bool) string {
+		if g {
+			return "grouped"
+		}
+		return "linear"
+	}
+	switch {
+	case pg != dg:
+		return fmt.Errorf("%w: the prefill role's profile is %s and the decode role's is %s: a grouped rank counts a handoff in full-attention blocks and a linear rank in tokens, so the two roles cannot hand off to each other",
+			ErrProfile, kind(pg), kind(dg))
+	case pg:
+		return SameGroups(t.PrefillGrouped, t.DecodeGrouped)
+	case t.PrefillLinear != nil && t.DecodeLinear != nil && *t.PrefillLinear != *t.DecodeLinear:
+		p, d := t.PrefillLinear, t.DecodeLinear
+		return fmt.Errorf("%w: the prefill role's linear profile (%d bytes per token, %d-token pages) and the decode role's (%d bytes per token, %d-token pages) differ: both roles must agree on what a token moves and on the page a hit is counted in",
+			ErrProfile, int64(p.BytesPerToken), int64(p.BlockSize), int64(d.BytesPerToken), int64(d.BlockSize))
 	}
 	return nil
 }
 
-func groupEqual(a, b Group) bool {
-	eqB := (a.TransferBytesPerBlock == nil) == (b.TransferBytesPerBlock == nil) &&
-		(a.TransferBytesPerBlock == nil || *a.TransferBytesPerBlock == *b.TransferBytesPerBlock)
-	eqP := (a.PrefixCacheable == nil) == (b.PrefixCacheable == nil) &&
-		(a.PrefixCacheable == nil || *a.PrefixCacheable == *b.PrefixCacheable)
-	return a.Name == b.Name && a.Kind == b.Kind && a.BlockSize == b.BlockSize && a.Window == b.Window && eqB && eqP
-}
-
-// GroupQuote is what one cache group moves.
+// GroupQuote is what one cache group computes, keeps, offers and moves.
 type GroupQuote struct {
-	Name   string
-	Kind   GroupKind
+	Name string
+	Kind GroupKind
+	// Blocks are the blocks that move (the destination reserves them).
 	Blocks Blocks
 	Bytes  Bytes
+	// Computed is the group's footprint on the source while prefill runs,
+	// its checkpoint block included.
+	Computed Blocks
+	// Checkpoint is the checkpoint block a Mamba-type group takes on vLLM
+	// 0.32.0 when marked: computed, freed to the cache at completion,
+	// never moved.
+	Checkpoint Blocks
+	// Kept is what the source keeps pinned at completion; the rest of
+	// Computed is freed to the cache.
+	Kept Blocks
+	// Offered is what the prefill offers the decode side: a window group's
+	// clip of its last ceil(W/B)+1 blocks, which the decode side trims to
+	// the Blocks inside the window; every computed block of a full-attention
+	// group (the decode side reads those it lacks); a state group's one.
+	Offered Blocks
 }
 
 // Quote is the price of one handoff: what the prefill computes, what the
@@ -204,8 +324,16 @@ type Quote struct {
 	// ComputeBlocks is the source's footprint while computing.
 	ComputeBlocks Blocks
 	// PinnedBlocks is what the source keeps pinned at completion: only the
-	// blocks that will move (window groups drop blocks below the window).
+	// blocks that will move (window groups drop blocks below the window,
+	// Mamba-type groups their checkpoint blocks).
 	PinnedBlocks Blocks
+	// CheckpointBlocks are the checkpoint blocks of the Mamba-type groups
+	// (vLLM 0.32.0, marked profiles): part of ComputeBlocks, freed to the
+	// cache at completion with the blocks below a window, never moved.
+	CheckpointBlocks Blocks
+	// OfferedBlocks is what the prefill offers the decode side, summed
+	// over the groups; the decode side trims it to ReservedBlocks.
+	OfferedBlocks Blocks
 }
 
 // TransferMillis is the transfer time at a bandwidth of gbps GB/s
@@ -243,7 +371,8 @@ func (p LinearProfile) Price(n, hit Tokens) (Quote, error) {
 	q.PayloadBytes = payload
 	q.ComputeBlocks = total
 	q.PinnedBlocks = total
-	q.Groups = []GroupQuote{{Name: "linear", Blocks: q.ReservedBlocks, Bytes: q.PayloadBytes}}
+	q.OfferedBlocks = total
+	q.Groups = []GroupQuote{{Name: "linear", Blocks: q.ReservedBlocks, Bytes: q.PayloadBytes, Computed: total, Kept: total, Offered: total}}
 	return q, nil
 }
 
@@ -300,21 +429,29 @@ func (p *GroupedProfile) Price(n, hit Tokens) (Quote, error) {
 	}
 	// Totals over the groups are summed in 64 bits and checked, so that a
 	// huge prompt is refused instead of wrapping around.
-	var reserved, computed, pinnedAll, locked int64
+	var reserved, computed, pinnedAll, locked, checkpoints, offered int64
 	for _, g := range p.Groups {
-		var move, compute, pinned Blocks
+		var move, compute, pinned, checkpoint, offer Blocks
 		switch g.Kind {
 		case FullAttention:
 			compute = BlocksFor(t, g.BlockSize)
-			pinned = compute
+			pinned, offer = compute, compute
 			move = compute - q.HitBlocks
 			locked += int64(q.HitBlocks)
 		case SlidingWindow:
 			compute = BlocksFor(t, g.BlockSize)
 			pinned = windowBlocks(t, g.BlockSize, g.Window)
 			move = pinned
+			// The prefill clips the group to its last ceil(W/B)+1 blocks:
+			// enough for any window's placement, so the decode side can
+			// always trim the clip to the blocks inside the window.
+			offer = Blocks(min(int64(compute), ceilDiv(int64(g.Window), int64(g.BlockSize))+1))
 		case StateGroup:
-			compute, pinned, move = 1, 1, 1
+			compute, pinned, move, offer = 1, 1, 1, 1
+			if g.CheckpointBlocks {
+				checkpoint = 1
+				compute++
+			}
 		}
 		if q.FullHit {
 			move = 0
@@ -324,7 +461,8 @@ func (p *GroupedProfile) Price(n, hit Tokens) (Quote, error) {
 			return Quote{}, fmt.Errorf("%w: %s profile: group %q: %d blocks × %d bytes per block overflow the byte count (more than %d bytes)",
 				ErrProfile, p.roleName(), g.Name, int64(move), int64(*g.TransferBytesPerBlock), int64(math.MaxInt64))
 		}
-		gq := GroupQuote{Name: g.Name, Kind: g.Kind, Blocks: move, Bytes: bytes}
+		gq := GroupQuote{Name: g.Name, Kind: g.Kind, Blocks: move, Bytes: bytes,
+			Computed: compute, Checkpoint: checkpoint, Kept: pinned, Offered: offer}
 		q.Groups = append(q.Groups, gq)
 		if q.PayloadBytes, ok = addBytes(q.PayloadBytes, gq.Bytes); !ok {
 			return Quote{}, fmt.Errorf("%w: %s profile: the payload of %d tokens overflows the byte count (more than %d bytes)",
@@ -333,6 +471,8 @@ func (p *GroupedProfile) Price(n, hit Tokens) (Quote, error) {
 		reserved += int64(move)
 		computed += int64(compute)
 		pinnedAll += int64(pinned)
+		checkpoints += int64(checkpoint)
+		offered += int64(offer)
 	}
 	for _, c := range []struct {
 		sum  int64
@@ -341,6 +481,7 @@ func (p *GroupedProfile) Price(n, hit Tokens) (Quote, error) {
 	}{
 		{reserved, &q.ReservedBlocks, "reserved"}, {computed, &q.ComputeBlocks, "computed"},
 		{pinnedAll, &q.PinnedBlocks, "pinned"}, {locked, &q.LockedBlocks, "locked"},
+		{checkpoints, &q.CheckpointBlocks, "checkpoint"}, {offered, &q.OfferedBlocks, "offered"},
 	} {
 		if c.sum > math.MaxInt32 {
 			return Quote{}, fmt.Errorf("%w: %s profile: %d tokens make %d %s blocks, more than a block count holds (%d)",
@@ -351,9 +492,11 @@ func (p *GroupedProfile) Price(n, hit Tokens) (Quote, error) {
 	return q, nil
 }
 
-func (p *GroupedProfile) roleName() string {
+func (p *GroupedProfile) roleName() string { return p.roleNameOr("prefill") }
+
+func (p *GroupedProfile) roleNameOr(role string) string {
 	if p.Role == "" {
-		return "prefill"
+		return role
 	}
 	return p.Role
 }

@@ -73,12 +73,14 @@ func TestPrice_FullAttention(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := mustPrice(t, p, tc.n, 0)
-			// bytes = blocks * 1000; every block moves, is reserved, computed and pinned.
+			// bytes = blocks * 1000; every block moves, is reserved, computed,
+			// pinned and offered (the decode side reads the ones it lacks).
 			b := model.Bytes(tc.blocks) * 1000
 			want := model.Quote{
 				PromptTokens: tc.n, TransferredTokens: tc.n,
-				Groups:       []model.GroupQuote{{Name: "attn", Kind: model.FullAttention, Blocks: tc.blocks, Bytes: b}},
-				PayloadBytes: b, ReservedBlocks: tc.blocks, ComputeBlocks: tc.blocks, PinnedBlocks: tc.blocks,
+				Groups: []model.GroupQuote{{Name: "attn", Kind: model.FullAttention, Blocks: tc.blocks, Bytes: b,
+					Computed: tc.blocks, Kept: tc.blocks, Offered: tc.blocks}},
+				PayloadBytes: b, ReservedBlocks: tc.blocks, ComputeBlocks: tc.blocks, PinnedBlocks: tc.blocks, OfferedBlocks: tc.blocks,
 			}
 			if d := cmp.Diff(want, got); d != "" {
 				t.Errorf("quote (-want +got):\n%s", d)
@@ -90,48 +92,57 @@ func TestPrice_FullAttention(t *testing.T) {
 func TestPrice_SlidingWindow(t *testing.T) {
 	// One window group alone, 100 bytes per block, no state group: T = N.
 	// compute is ceil(T/B): the footprint while prefill runs; moved is the
-	// window rule, and the source keeps only the moved blocks pinned.
+	// window rule, and the source keeps only the moved blocks pinned. The
+	// prefill offers its last ceil(W/B) + 1 blocks (at most all it computed),
+	// and the decode side trims them to the moved ones.
 	for _, tc := range []struct {
-		name           string
-		n, bs, w       model.Tokens
-		moved, compute model.Blocks
+		name                    string
+		n, bs, w                model.Tokens
+		moved, compute, offered model.Blocks
 	}{
 		// The PR's own boundary: a 1,024-token prefill on a 32-token window keeps
 		// 2 of its 64 window blocks: ceil(1024/16) = 64, floor((1024-32+1)/16) =
-		// floor(993/16) = 62, 64 - 62 = 2.
-		{"pr_example_1024_tokens_window_32", 1024, 16, 32, 2, 64},
+		// floor(993/16) = 62, 64 - 62 = 2. It offers ceil(32/16) + 1 = 3.
+		{"pr_example_1024_tokens_window_32", 1024, 16, 32, 2, 64, 3},
 		// The window of the next token (position 48) is positions 32..48 and
 		// starts exactly on block 2's first slot: ceil(48/16) = 3,
-		// floor((48-17+1)/16) = floor(32/16) = 2, 3 - 2 = 1.
-		{"window_starts_on_block_boundary", 48, 16, 17, 1, 3},
+		// floor((48-17+1)/16) = floor(32/16) = 2, 3 - 2 = 1. Offered
+		// ceil(17/16) + 1 = 3 of the 3 computed.
+		{"window_starts_on_block_boundary", 48, 16, 17, 1, 3, 3},
 		// One token wider reaches position 31, the last slot of block 1:
-		// floor((48-18+1)/16) = floor(31/16) = 1, 3 - 1 = 2.
-		{"window_starts_one_before_boundary", 48, 16, 18, 2, 3},
+		// floor((48-18+1)/16) = floor(31/16) = 1, 3 - 1 = 2. Offered
+		// ceil(18/16) + 1 = 3.
+		{"window_starts_one_before_boundary", 48, 16, 18, 2, 3, 3},
 		// T - W + 1 = 1023 - 32 + 1 = 992 = 62*16 lies on a boundary:
-		// ceil(1023/16) = 64 (63*16 = 1008 < 1023), 64 - 62 = 2.
-		{"window_start_on_boundary_partial_last_block", 1023, 16, 32, 2, 64},
+		// ceil(1023/16) = 64 (63*16 = 1008 < 1023), 64 - 62 = 2. Offered 3.
+		{"window_start_on_boundary_partial_last_block", 1023, 16, 32, 2, 64, 3},
 		// The window covers everything: ceil(100/16) = 7, floor((100-4096+1)/16)
 		// = floor(-3995/16) = -250 (-250*16 = -4000), 7 + 250 = 257, clamped to 7.
-		{"window_covers_everything", 100, 16, 4096, 7, 7},
+		// The clip ceil(4096/16) + 1 = 257 is more than the 7 computed: 7.
+		{"window_covers_everything", 100, 16, 4096, 7, 7, 7},
 		// W = T + 1 reaches exactly the first token: floor(0/16) = 0, 2 - 0 = 2.
-		{"window_reaches_first_token", 32, 16, 33, 2, 2},
+		// Clip ceil(33/16) + 1 = 4, at most the 2 computed.
+		{"window_reaches_first_token", 32, 16, 33, 2, 2, 2},
 		// A window of the next token alone holds no transferred token on a
 		// boundary: floor((32-1+1)/16) = 2, ceil(32/16) - 2 = 0, the lower clamp.
-		{"window_of_next_token_only", 32, 16, 1, 0, 2},
+		// The prefill still offers ceil(1/16) + 1 = 2; the decode side keeps none.
+		{"window_of_next_token_only", 32, 16, 1, 0, 2, 2},
 		// The same window with a partly filled last block: ceil(33/16) = 3,
-		// floor(33/16) = 2, 3 - 2 = 1.
-		{"window_of_next_token_partial_block", 33, 16, 1, 1, 3},
+		// floor(33/16) = 2, 3 - 2 = 1. Offered 2 of the 3 computed.
+		{"window_of_next_token_partial_block", 33, 16, 1, 1, 3, 2},
 		// A group with its own block size: ceil(1000/64) = 16 (15*64 = 960),
 		// floor((1000-256+1)/64) = floor(745/64) = 11 (11*64 = 704), 16 - 11 = 5.
-		{"window_block_size_64", 1000, 64, 256, 5, 16},
+		// Offered ceil(256/64) + 1 = 5: here the clip is exactly the window.
+		{"window_block_size_64", 1000, 64, 256, 5, 16, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := mustPrice(t, profile(windowGroup("swa", tc.bs, tc.w, 100)), tc.n, 0)
 			b := model.Bytes(tc.moved) * 100
 			want := model.Quote{
 				PromptTokens: tc.n, TransferredTokens: tc.n,
-				Groups:       []model.GroupQuote{{Name: "swa", Kind: model.SlidingWindow, Blocks: tc.moved, Bytes: b}},
-				PayloadBytes: b, ReservedBlocks: tc.moved, ComputeBlocks: tc.compute, PinnedBlocks: tc.moved,
+				Groups: []model.GroupQuote{{Name: "swa", Kind: model.SlidingWindow, Blocks: tc.moved, Bytes: b,
+					Computed: tc.compute, Kept: tc.moved, Offered: tc.offered}},
+				PayloadBytes: b, ReservedBlocks: tc.moved, ComputeBlocks: tc.compute, PinnedBlocks: tc.moved, OfferedBlocks: tc.offered,
 			}
 			if d := cmp.Diff(want, got); d != "" {
 				t.Errorf("quote (-want +got):\n%s", d)
@@ -155,8 +166,8 @@ func TestPrice_StateGroup(t *testing.T) {
 			n:    5000,
 			want: model.Quote{
 				PromptTokens: 5000, TransferredTokens: 5000,
-				Groups:       []model.GroupQuote{{Name: "ring", Kind: model.StateGroup, Blocks: 1, Bytes: 5000}},
-				PayloadBytes: 5000, ReservedBlocks: 1, ComputeBlocks: 1, PinnedBlocks: 1,
+				Groups:       []model.GroupQuote{{Name: "ring", Kind: model.StateGroup, Blocks: 1, Bytes: 5000, Computed: 1, Kept: 1, Offered: 1}},
+				PayloadBytes: 5000, ReservedBlocks: 1, ComputeBlocks: 1, PinnedBlocks: 1, OfferedBlocks: 1,
 			},
 		},
 		{
@@ -169,10 +180,10 @@ func TestPrice_StateGroup(t *testing.T) {
 			want: model.Quote{
 				PromptTokens: 1025, TransferredTokens: 1025,
 				Groups: []model.GroupQuote{
-					{Name: "attn", Kind: model.FullAttention, Blocks: 65, Bytes: 65000},
-					{Name: "ring", Kind: model.StateGroup, Blocks: 1, Bytes: 5000},
+					{Name: "attn", Kind: model.FullAttention, Blocks: 65, Bytes: 65000, Computed: 65, Kept: 65, Offered: 65},
+					{Name: "ring", Kind: model.StateGroup, Blocks: 1, Bytes: 5000, Computed: 1, Kept: 1, Offered: 1},
 				},
-				PayloadBytes: 70000, ReservedBlocks: 66, ComputeBlocks: 66, PinnedBlocks: 66,
+				PayloadBytes: 70000, ReservedBlocks: 66, ComputeBlocks: 66, PinnedBlocks: 66, OfferedBlocks: 66,
 			},
 		},
 		{
@@ -185,10 +196,10 @@ func TestPrice_StateGroup(t *testing.T) {
 			want: model.Quote{
 				PromptTokens: 1025, TransferredTokens: 1024,
 				Groups: []model.GroupQuote{
-					{Name: "attn", Kind: model.FullAttention, Blocks: 64, Bytes: 64000},
-					{Name: "mamba", Kind: model.StateGroup, Blocks: 1, Bytes: 7000},
+					{Name: "attn", Kind: model.FullAttention, Blocks: 64, Bytes: 64000, Computed: 64, Kept: 64, Offered: 64},
+					{Name: "mamba", Kind: model.StateGroup, Blocks: 1, Bytes: 7000, Computed: 1, Kept: 1, Offered: 1},
 				},
-				PayloadBytes: 71000, ReservedBlocks: 65, ComputeBlocks: 65, PinnedBlocks: 65,
+				PayloadBytes: 71000, ReservedBlocks: 65, ComputeBlocks: 65, PinnedBlocks: 65, OfferedBlocks: 65,
 			},
 		},
 	} {
@@ -258,15 +269,17 @@ func hybrid() *model.GroupedProfile {
 //
 // compute = 63 + 63 + 1 = 127, pinned = 63 + 5 + 1 = 69, neither depends on
 // the hit; locked = hb (one full-attention group); a full hit moves nothing.
+// Offered, also whatever the hit: attn its 63, swa the clip ceil(64/16) + 1
+// = 5, mamba 1: 69.
 func hybridQuote(hb model.Blocks, fh bool) model.Quote {
 	attn, swa, mamba := 63-hb, model.Blocks(5), model.Blocks(1)
 	if fh {
 		attn, swa, mamba = 0, 0, 0
 	}
 	g := []model.GroupQuote{
-		{Name: "attn", Kind: model.FullAttention, Blocks: attn, Bytes: model.Bytes(attn) * 4096},
-		{Name: "swa", Kind: model.SlidingWindow, Blocks: swa, Bytes: model.Bytes(swa) * 2048},
-		{Name: "mamba", Kind: model.StateGroup, Blocks: mamba, Bytes: model.Bytes(mamba) * 65536},
+		{Name: "attn", Kind: model.FullAttention, Blocks: attn, Bytes: model.Bytes(attn) * 4096, Computed: 63, Kept: 63, Offered: 63},
+		{Name: "swa", Kind: model.SlidingWindow, Blocks: swa, Bytes: model.Bytes(swa) * 2048, Computed: 63, Kept: 5, Offered: 5},
+		{Name: "mamba", Kind: model.StateGroup, Blocks: mamba, Bytes: model.Bytes(mamba) * 65536, Computed: 1, Kept: 1, Offered: 1},
 	}
 	return model.Quote{
 		PromptTokens: 1001, TransferredTokens: 1000,
@@ -274,7 +287,7 @@ func hybridQuote(hb model.Blocks, fh bool) model.Quote {
 		Groups:         g,
 		PayloadBytes:   g[0].Bytes + g[1].Bytes + g[2].Bytes,
 		ReservedBlocks: attn + swa + mamba, LockedBlocks: hb,
-		ComputeBlocks: 127, PinnedBlocks: 69,
+		ComputeBlocks: 127, PinnedBlocks: 69, OfferedBlocks: 69,
 	}
 }
 
@@ -326,10 +339,10 @@ func TestPrice_HitLocksEveryFullAttentionGroup(t *testing.T) {
 	want := model.Quote{
 		PromptTokens: 100, TransferredTokens: 100, HitBlocks: 2, HitTokens: 32,
 		Groups: []model.GroupQuote{
-			{Name: "attn_a", Kind: model.FullAttention, Blocks: 5, Bytes: 5000},
-			{Name: "attn_b", Kind: model.FullAttention, Blocks: 5, Bytes: 15000},
+			{Name: "attn_a", Kind: model.FullAttention, Blocks: 5, Bytes: 5000, Computed: 7, Kept: 7, Offered: 7},
+			{Name: "attn_b", Kind: model.FullAttention, Blocks: 5, Bytes: 15000, Computed: 7, Kept: 7, Offered: 7},
 		},
-		PayloadBytes: 20000, ReservedBlocks: 10, LockedBlocks: 4, ComputeBlocks: 14, PinnedBlocks: 14,
+		PayloadBytes: 20000, ReservedBlocks: 10, LockedBlocks: 4, ComputeBlocks: 14, PinnedBlocks: 14, OfferedBlocks: 14,
 	}
 	if d := cmp.Diff(want, mustPrice(t, p, 100, 40)); d != "" {
 		t.Errorf("quote (-want +got):\n%s", d)
@@ -345,9 +358,9 @@ func TestPrice_Linear(t *testing.T) {
 		return model.Quote{
 			PromptTokens: 100, TransferredTokens: 100, HitBlocks: hb, HitTokens: model.Tokens(hb) * 16,
 			MovedTokens: moved, FullHit: fh,
-			Groups:       []model.GroupQuote{{Name: "linear", Blocks: 7 - hb, Bytes: model.Bytes(moved) * 1000}},
+			Groups:       []model.GroupQuote{{Name: "linear", Blocks: 7 - hb, Bytes: model.Bytes(moved) * 1000, Computed: 7, Kept: 7, Offered: 7}},
 			PayloadBytes: model.Bytes(moved) * 1000, ReservedBlocks: 7 - hb, LockedBlocks: hb,
-			ComputeBlocks: 7, PinnedBlocks: 7,
+			ComputeBlocks: 7, PinnedBlocks: 7, OfferedBlocks: 7,
 		}
 	}
 	for _, tc := range []struct {
@@ -610,6 +623,12 @@ func drawProfile(t *rapid.T) *model.GroupedProfile {
 		}
 		p.Groups = append(p.Groups, g)
 	}
+	// vLLM 0.32.0 may checkpoint its Mamba-type groups: all of them or none.
+	if p.VLLMVersion == "0.32.0" && rapid.Bool().Draw(t, "checkpoints") {
+		for i := range p.Groups {
+			p.Groups[i].CheckpointBlocks = p.Groups[i].Mamba()
+		}
+	}
 	return p
 }
 
@@ -699,6 +718,31 @@ func TestPrice_Properties(t *testing.T) {
 			}
 			if q.FullHit && (q.PayloadBytes != 0 || q.ReservedBlocks != 0) {
 				t.Fatalf("full hit moves %d bytes into %d blocks, want nothing", q.PayloadBytes, q.ReservedBlocks)
+			}
+			var checkpoints, offered model.Blocks
+			for i, g := range q.Groups {
+				// The decode side trims what it is offered: it can never
+				// need a block the prefill did not offer, nor one the
+				// source did not keep.
+				if g.Offered < g.Blocks || g.Kept < g.Blocks {
+					t.Fatalf("group %s (%s) moves %d blocks, offered %d, kept %d", g.Name, g.Kind, g.Blocks, g.Offered, g.Kept)
+				}
+				// A checkpoint block is computed and freed, never kept.
+				if g.Computed-g.Kept < g.Checkpoint {
+					t.Fatalf("group %s computes %d, keeps %d: its %d checkpoint blocks are not all freed", g.Name, g.Computed, g.Kept, g.Checkpoint)
+				}
+				if want := model.Blocks(0); p.Groups[i].CheckpointBlocks {
+					if want = 1; g.Checkpoint != want {
+						t.Fatalf("marked group %s takes %d checkpoint blocks, want 1", g.Name, g.Checkpoint)
+					}
+				} else if g.Checkpoint != want {
+					t.Fatalf("unmarked group %s takes %d checkpoint blocks", g.Name, g.Checkpoint)
+				}
+				checkpoints += g.Checkpoint
+				offered += g.Offered
+			}
+			if q.CheckpointBlocks != checkpoints || q.OfferedBlocks != offered {
+				t.Fatalf("quote has %d checkpoint and %d offered blocks, its groups %d and %d", q.CheckpointBlocks, q.OfferedBlocks, checkpoints, offered)
 			}
 		}
 		// More hit never moves more.
