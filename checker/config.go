@@ -108,6 +108,16 @@ type fileTransfer struct {
 	BytesPerToken model.Bytes       `json:"bytes_per_token"`
 	BlockSize     model.Tokens      `json:"block_size_tokens"`
 	Groups        *model.GroupsFile `json:"groups"`
+	// Decode gives the decode role a profile of its own, in the same form;
+	// without it both roles share this one.
+	Decode *fileDecodeTransfer `json:"decode"`
+}
+
+// fileDecodeTransfer is the decode role's own profile.
+type fileDecodeTransfer struct {
+	BytesPerToken model.Bytes       `json:"bytes_per_token"`
+	BlockSize     model.Tokens      `json:"block_size_tokens"`
+	Groups        *model.GroupsFile `json:"groups"`
 }
 
 // ParseConfig reads a configuration from its JSON form. Errors name the
@@ -229,6 +239,25 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	default:
 		c.World.Linear = &model.LinearProfile{BytesPerToken: f.Transfer.BytesPerToken, BlockSize: f.Transfer.BlockSize}
 	}
+	if d := f.Transfer.Decode; d != nil {
+		switch {
+		case d.Groups != nil && (d.BytesPerToken != 0 || d.BlockSize != 0):
+			badAt(pos.Line("transfer", "decode"), "transfer decode takes either groups or bytes_per_token with block_size_tokens, not both")
+			worldOK = false
+		case d.Groups != nil:
+			g, err := d.Groups.Profile("decode")
+			if err != nil {
+				worldOK = false
+				for _, msg := range strings.Split(err.Error(), "\n") {
+					msg = strings.TrimPrefix(msg, model.ErrProfile.Error()+": ")
+					badAt(model.GroupsLine(pos, []any{"transfer", "decode", "groups"}, d.Groups.Groups, msg), "transfer decode groups: %s", msg)
+				}
+			}
+			c.World.DecodeGrouped = g
+		default:
+			c.World.DecodeLinear = &model.LinearProfile{BytesPerToken: d.BytesPerToken, BlockSize: d.BlockSize}
+		}
+	}
 	for _, k := range sortedKeys(f.Faults) {
 		if err := c.Budget.Set(k, f.Faults[k]); err != nil {
 			bad(k, "%v", err)
@@ -343,7 +372,12 @@ func worldLine(pos *jsonfile.Positions, msg string) int {
 	}
 	subject, _, _ := strings.Cut(msg, ":")
 	switch subject {
-	case "workers", "handoffs", "transfer":
+	case "transfer":
+		if strings.Contains(msg, "decode role") {
+			return pos.Line("transfer", "decode") // the transfer line itself when decode shares it
+		}
+		return pos.Line(subject)
+	case "workers", "handoffs":
 		return pos.Line(subject)
 	}
 	return pos.Line("runs")

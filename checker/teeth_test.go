@@ -797,3 +797,76 @@ func TestMutate_ProgressAndStates(t *testing.T) {
 		}
 	}
 }
+
+// Two roles, one topology: the decode role's own profile in a
+// configuration is checked against the prefill role's, and a pair that
+// cannot hand off is refused at the line of transfer.decode with a
+// message that names both roles.
+func TestParseConfig_DecodeProfile(t *testing.T) {
+	data, err := os.ReadFile("../testdata/configs/grouped-pair.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ParseConfig("grouped-pair.json", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := c.World
+	if err := w.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	if w.DecodeGrouped == nil || w.DecodeGrouped.VLLMVersion != "0.31.0" || w.DecodeGrouped.Role != "decode" {
+		t.Fatalf("decode profile %+v, want the 0.31.0 decode role's", w.DecodeGrouped)
+	}
+	// The source's quote is the 0.32.0 prefill's, checkpoints and all
+	// (docs/lifecycle.md section 6): 13 computed, 4 checkpoint, 9 pinned.
+	if q := w.SourceQuote(0); q.ComputeBlocks != 13 || q.CheckpointBlocks != 4 || q.PinnedBlocks != 9 {
+		t.Errorf("source quote computes %d (%d checkpoint), pins %d; want 13 (4), 9", q.ComputeBlocks, q.CheckpointBlocks, q.PinnedBlocks)
+	}
+	// The destination's is the decode role's: the 4096-token hit locks
+	// floor(4096/2048) = 2 attn blocks and reserves 2 + 4 + 1 = 7.
+	if q := w.DestQuote(0, 1, false); q.ReservedBlocks != 7 || q.LockedBlocks != 2 || q.CheckpointBlocks != 0 {
+		t.Errorf("destination quote reserves %d, locks %d, %d checkpoint; want 7, 2, 0 (the decode role's 0.31.0 profile)", q.ReservedBlocks, q.LockedBlocks, q.CheckpointBlocks)
+	}
+
+	glm, err := os.ReadFile("../testdata/groups/glm-hybrid.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wide, err := os.ReadFile("../testdata/groups/glm-hybrid-window-256.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	linear := `"bytes_per_token": 131072, "block_size_tokens": 16`
+	for _, tc := range []struct {
+		name, transfer, want string
+	}{
+		{"grouped_prefill_linear_decode", `{"groups": ` + string(glm) + `, "decode": {` + linear + `}}`,
+			"transfer: the prefill role's profile is grouped and the decode role's is linear: a grouped rank counts a handoff in full-attention blocks and a linear rank in tokens, so the two roles cannot hand off to each other"},
+		{"linear_prefill_grouped_decode", `{` + linear + `, "decode": {"groups": ` + string(glm) + `}}`,
+			"transfer: the prefill role's profile is linear and the decode role's is grouped: a grouped rank counts a handoff in full-attention blocks and a linear rank in tokens, so the two roles cannot hand off to each other"},
+		{"different_groups", `{"groups": ` + string(glm) + `, "decode": {"groups": ` + string(wide) + `}}`,
+			`transfer: the prefill and decode profiles have different cache groups: group "swa": window_tokens 128 on the prefill role, 256 on the decode role; a grouped rank counts a handoff in blocks, so both roles need the same groups`},
+		{"different_linear", `{` + linear + `, "decode": {"bytes_per_token": 65536, "block_size_tokens": 16}}`,
+			"transfer: the prefill role's linear profile (131072 bytes per token, 16-token pages) and the decode role's (65536 bytes per token, 16-token pages) differ: both roles must agree on what a token moves and on the page a hit is counted in"},
+		{"decode_both_forms", `{` + linear + `, "decode": {"bytes_per_token": 1, "block_size_tokens": 16, "groups": ` + string(glm) + `}}`,
+			"transfer decode takes either groups or bytes_per_token with block_size_tokens, not both"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			js := strings.Replace(smallConfig, `"transfer": {"bytes_per_token": 131072, "block_size_tokens": 16}`, `"transfer":
+ `+tc.transfer, 1)
+			_, err := ParseConfig("pair.json", []byte(js))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			lines := strings.Split(err.Error(), "\n")[1:]
+			// transfer.decode opens on the line after "transfer": the 13th
+			// or later of smallConfig, whatever the profiles' own lines.
+			line := strings.Count(js[:strings.Index(js, `"decode": {`)], "\n") + 1
+			want := fmt.Sprintf("pair.json:%d: %s", line, tc.want)
+			if len(lines) != 1 || lines[0] != want {
+				t.Errorf("got:\n%s\nwant the one problem:\n%s", strings.Join(lines, "\n"), want)
+			}
+		})
+	}
+}
