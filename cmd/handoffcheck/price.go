@@ -14,7 +14,7 @@ import (
 
 var priceCommand = &command{
 	name:    "price",
-	args:    "--groups FILE | --bytes-per-token B, --prompt-tokens N [flags]",
+	args:    "--groups FILE | --bytes-per-token B, --prompt-tokens N [--decode-groups FILE] [flags]",
 	summary: "price the bytes a handoff transfer moves",
 	exits:   []exitDoc{{exitOK, "the quote was printed"}, {exitUsage, ""}},
 	run:     cmdPrice,
@@ -40,16 +40,34 @@ type priceJSON struct {
 	ReservedBlocks     int64            `json:"reserved_blocks"`
 	LockedBlocks       int64            `json:"locked_blocks"`
 	ComputeBlocks      int64            `json:"compute_blocks"`
+	CheckpointBlocks   int64            `json:"checkpoint_blocks"`
 	PinnedBlocks       int64            `json:"pinned_blocks"`
+	FreedBlocks        int64            `json:"freed_blocks"`
+	OfferedBlocks      int64            `json:"offered_blocks"`
+	Decode             *priceDecodeJSON `json:"decode,omitempty"`
 	BandwidthGbps      *float64         `json:"bandwidth_gbps,omitempty"`
 	TransferMs         *float64         `json:"transfer_ms,omitempty"`
 }
 
+// priceGroupJSON is one group's line: blocks (moved) and bytes as before,
+// then the source's side of it.
 type priceGroupJSON struct {
-	Name   string `json:"name"`
-	Kind   string `json:"kind"`
-	Blocks int64  `json:"blocks"`
-	Bytes  int64  `json:"bytes"`
+	Name             string `json:"name"`
+	Kind             string `json:"kind"`
+	Blocks           int64  `json:"blocks"`
+	Bytes            int64  `json:"bytes"`
+	ComputedBlocks   int64  `json:"computed_blocks"`
+	CheckpointBlocks int64  `json:"checkpoint_blocks"`
+	KeptBlocks       int64  `json:"kept_blocks"`
+	OfferedBlocks    int64  `json:"offered_blocks"`
+}
+
+// priceDecodeJSON is the decode role's own profile, given with
+// --decode-groups and checked against the prefill role's.
+type priceDecodeJSON struct {
+	Profile     string `json:"profile"`
+	File        string `json:"file"`
+	VLLMVersion string `json:"vllm_version"`
 }
 
 func cmdPrice(c *command, e *env, args []string) int {
@@ -60,7 +78,8 @@ func cmdPrice(c *command, e *env, args []string) int {
 	prompt := fs.Int64("prompt-tokens", 0, "tokens of the prompt (> 0)")
 	hit := fs.Int64("hit-tokens", 0, "tokens of the prompt the destination's prefix cache already holds")
 	gbps := fs.Float64("bandwidth-gbps", 0, "transfer bandwidth in GB/s (1 GB/s = 1e9 bytes/s); prints the transfer time")
-	role := fs.String("role", "prefill", "role the groups file describes: prefill or decode")
+	role := fs.String("role", "prefill", "rank the groups file describes: prefill, decode or aggregated (which takes no handoff)")
+	decodeGroups := fs.String("decode-groups", "", "the decode role's own grouped profile (JSON): checked against the prefill role's, and prices the destination")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
 	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
 		return code
@@ -80,9 +99,14 @@ func cmdPrice(c *command, e *env, args []string) int {
 		return fail("--block-size applies to --bytes-per-token; a groups file gives each group's block size")
 	case !grouped && set["role"]:
 		return fail("--role applies to --groups only")
+	case set["decode-groups"] && *decodeGroups == "":
+		return fail("--decode-groups needs a file name")
+	case set["decode-groups"] && set["role"] && *role != "prefill":
+		return fail("--role %s with --decode-groups: --groups then describes the prefill role and --decode-groups the decode role", *role)
 	}
-	if *role != "prefill" && *role != "decode" {
-		return fail("--role %q: want prefill or decode", *role)
+	rank, ok := model.ParseRank(*role)
+	if !ok {
+		return fail("--role %q: want prefill, decode or aggregated", *role)
 	}
 	if *prompt <= 0 || *prompt > math.MaxInt32 {
 		return fail("--prompt-tokens %d: want a count between 1 and %d", *prompt, math.MaxInt32)
@@ -109,23 +133,55 @@ func cmdPrice(c *command, e *env, args []string) int {
 	var q model.Quote
 	var err error
 	n, h := model.Tokens(*prompt), model.Tokens(*hit)
+	var topo model.Topology
 	if grouped {
-		data, rerr := jsonfile.ReadFile(*groupsFile)
-		if rerr != nil {
-			return fail("%v", rerr)
+		p, code, ok := readGroups(c, e, *groupsFile, *role)
+		if !ok {
+			return code
 		}
-		p, perr := model.ParseGroups(*groupsFile, data, *role)
-		if perr != nil {
-			return fail("%v", perr)
+		// A rank takes part in a handoff from its first command on: a
+		// decode rank's reservation, otherwise the prefill's submission.
+		// A rank that refuses it (an aggregated grouped rank) has no
+		// handoff to price.
+		first := model.SubmitHandoffPrefill
+		if rank == model.DecodeRank {
+			first = model.ReserveDestination
+		}
+		if err := rank.Accept(first, true); err != nil {
+			return fail("%s: %v", *groupsFile, err)
 		}
 		out.Profile, out.Role, out.VLLMVersion = "grouped", p.Role, p.VLLMVersion
+		topo.PrefillGrouped = p
 		q, err = p.Price(n, h)
 	} else {
 		lp := model.LinearProfile{BytesPerToken: model.Bytes(*bytesPerToken), BlockSize: model.Tokens(*blockSize)}
+		topo.PrefillLinear = &lp
 		q, err = lp.Price(n, h)
 	}
 	if err != nil {
 		return fail("%v", err)
+	}
+	if set["decode-groups"] {
+		d, code, ok := readGroups(c, e, *decodeGroups, "decode")
+		if !ok {
+			return code
+		}
+		topo.DecodeGrouped = d
+		prefillName := fmt.Sprintf("linear profile (--bytes-per-token %d)", *bytesPerToken)
+		if grouped {
+			prefillName = *groupsFile
+		}
+		if err := topo.Check(); err != nil {
+			return fail("prefill %s, decode %s: %v", prefillName, *decodeGroups, err)
+		}
+		// The destination's side comes from the decode role's profile:
+		// the same groups, so the same blocks move.
+		dq, err := d.Price(n, h)
+		if err != nil {
+			return fail("%v", err)
+		}
+		q.ReservedBlocks, q.LockedBlocks = dq.ReservedBlocks, dq.LockedBlocks
+		out.Decode = &priceDecodeJSON{Profile: "grouped", File: *decodeGroups, VLLMVersion: d.VLLMVersion}
 	}
 
 	out.PromptTokens = int64(q.PromptTokens)
@@ -139,13 +195,17 @@ func cmdPrice(c *command, e *env, args []string) int {
 	}
 	out.Groups = make([]priceGroupJSON, 0, len(q.Groups))
 	for _, g := range q.Groups {
-		out.Groups = append(out.Groups, priceGroupJSON{Name: g.Name, Kind: kindName(g.Kind), Blocks: int64(g.Blocks), Bytes: int64(g.Bytes)})
+		out.Groups = append(out.Groups, priceGroupJSON{Name: g.Name, Kind: kindName(g.Kind), Blocks: int64(g.Blocks), Bytes: int64(g.Bytes),
+			ComputedBlocks: int64(g.Computed), CheckpointBlocks: int64(g.Checkpoint), KeptBlocks: int64(g.Kept), OfferedBlocks: int64(g.Offered)})
 	}
 	out.PayloadBytes = int64(q.PayloadBytes)
 	out.ReservedBlocks = int64(q.ReservedBlocks)
 	out.LockedBlocks = int64(q.LockedBlocks)
 	out.ComputeBlocks = int64(q.ComputeBlocks)
+	out.CheckpointBlocks = int64(q.CheckpointBlocks)
 	out.PinnedBlocks = int64(q.PinnedBlocks)
+	out.FreedBlocks = int64(q.ComputeBlocks - q.PinnedBlocks)
+	out.OfferedBlocks = int64(q.OfferedBlocks)
 	if set["bandwidth-gbps"] {
 		ms := q.TransferMillis(*gbps)
 		out.BandwidthGbps, out.TransferMs = gbps, &ms
@@ -163,6 +223,19 @@ func cmdPrice(c *command, e *env, args []string) int {
 	return exitOK
 }
 
+// readGroups reads and validates one role's groups file.
+func readGroups(c *command, e *env, file, role string) (*model.GroupedProfile, int, bool) {
+	data, err := jsonfile.ReadFile(file)
+	if err != nil {
+		return nil, c.bad(e, "%v", err), false
+	}
+	p, err := model.ParseGroups(file, data, role)
+	if err != nil {
+		return nil, c.bad(e, "%v", err), false
+	}
+	return p, exitOK, true
+}
+
 // kindName names a group's kind for output; the single group of a linear
 // quote has no grouped kind.
 func kindName(k model.GroupKind) string {
@@ -177,6 +250,9 @@ func writePriceText(w io.Writer, file string, o priceJSON) {
 		fmt.Fprintf(w, "profile:      %s (%s, vllm %s)\n", file, o.Role, o.VLLMVersion)
 	} else {
 		fmt.Fprintf(w, "profile:      linear\n")
+	}
+	if o.Decode != nil {
+		fmt.Fprintf(w, "decode:       %s (decode, vllm %s): the same cache groups\n", o.Decode.File, o.Decode.VLLMVersion)
 	}
 	fmt.Fprintf(w, "prompt:       %d tokens\n", o.PromptTokens)
 	switch short := o.PromptTokens - o.TransferredTokens; {
@@ -200,14 +276,22 @@ func writePriceText(w io.Writer, file string, o priceJSON) {
 		fmt.Fprintf(w, "moved:        %d tokens\n", *o.MovedTokens)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  group\tkind\tblocks\tbytes")
+	fmt.Fprintln(tw, "  group\tkind\tcomputed\tcheckpoint\tkept\toffered\tmoved\tbytes")
 	for _, g := range o.Groups {
-		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\n", g.Name, g.Kind, g.Blocks, g.Bytes)
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", g.Name, g.Kind, g.ComputedBlocks, g.CheckpointBlocks, g.KeptBlocks, g.OfferedBlocks, g.Blocks, g.Bytes)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "payload:      %d bytes\n", o.PayloadBytes)
+	fmt.Fprintf(w, "source:       computes %d blocks", o.ComputeBlocks)
+	if o.CheckpointBlocks > 0 {
+		fmt.Fprintf(w, " (%d of them checkpoint blocks)", o.CheckpointBlocks)
+	}
+	if o.FreedBlocks == 0 {
+		fmt.Fprintf(w, " and keeps them all pinned; offers %d\n", o.OfferedBlocks)
+	} else {
+		fmt.Fprintf(w, "; at completion frees %d to the prefix cache and keeps %d pinned; offers %d\n", o.FreedBlocks, o.PinnedBlocks, o.OfferedBlocks)
+	}
 	fmt.Fprintf(w, "destination:  reserves %d blocks, locks %d cached blocks\n", o.ReservedBlocks, o.LockedBlocks)
-	fmt.Fprintf(w, "source:       computes %d blocks, keeps %d pinned\n", o.ComputeBlocks, o.PinnedBlocks)
 	if o.TransferMs != nil {
 		fmt.Fprintf(w, "transfer:     %s ms at %s GB/s\n",
 			strconv.FormatFloat(*o.TransferMs, 'f', -1, 64), strconv.FormatFloat(*o.BandwidthGbps, 'f', -1, 64))

@@ -51,29 +51,52 @@ type priceResult struct {
 	ReservedBlocks     int64    `json:"reserved_blocks"`
 	LockedBlocks       int64    `json:"locked_blocks"`
 	ComputeBlocks      int64    `json:"compute_blocks"`
+	CheckpointBlocks   int64    `json:"checkpoint_blocks"`
 	PinnedBlocks       int64    `json:"pinned_blocks"`
+	FreedBlocks        int64    `json:"freed_blocks"`
+	OfferedBlocks      int64    `json:"offered_blocks"`
+	Decode             *decode  `json:"decode"`
 	BandwidthGbps      *float64 `json:"bandwidth_gbps"`
 	TransferMs         *float64 `json:"transfer_ms"`
 }
 
 type group struct {
-	Name   string `json:"name"`
-	Kind   string `json:"kind"`
-	Blocks int64  `json:"blocks"`
-	Bytes  int64  `json:"bytes"`
+	Name       string `json:"name"`
+	Kind       string `json:"kind"`
+	Blocks     int64  `json:"blocks"`
+	Bytes      int64  `json:"bytes"`
+	Computed   int64  `json:"computed_blocks"`
+	Checkpoint int64  `json:"checkpoint_blocks"`
+	Kept       int64  `json:"kept_blocks"`
+	Offered    int64  `json:"offered_blocks"`
+}
+
+type decode struct {
+	Profile     string `json:"profile"`
+	File        string `json:"file"`
+	VLLMVersion string `json:"vllm_version"`
 }
 
 func ptr[T any](v T) *T { return &v }
 
-// glmGroups is the glm-hybrid fixture's group list for the given blocks.
-func glmGroups(attn, swa, mamba, ring int64) []group {
+// glmSource is the glm-hybrid fixture's source side: the blocks attn and
+// swa compute, and swa's kept blocks and clip (the state groups compute,
+// keep and offer their one block; attn keeps and offers all it computes).
+type glmSource struct{ attn, swa, swaKept, swaOffered int64 }
+
+// glmGroups is the glm-hybrid fixture's group list for the given moved
+// blocks and source side.
+func glmGroups(attn, swa, mamba, ring int64, src glmSource) []group {
 	return []group{
-		{"attn", "full_attention", attn, attn * 196608},
-		{"swa", "sliding_window", swa, swa * 393216},
-		{"mamba", "state", mamba, mamba * 2621440},
-		{"tail_ring", "state", ring, ring * 65536},
+		{"attn", "full_attention", attn, attn * 196608, src.attn, 0, src.attn, src.attn},
+		{"swa", "sliding_window", swa, swa * 393216, src.swa, 0, src.swaKept, src.swaOffered},
+		{"mamba", "state", mamba, mamba * 2621440, 1, 0, 1, 1},
+		{"tail_ring", "state", ring, ring * 65536, 1, 0, 1, 1},
 	}
 }
+
+// glm999 is the source side of T = 999 (see glm_hybrid_no_hit).
+var glm999 = glmSource{attn: 63, swa: 63, swaKept: 9, swaOffered: 9}
 
 func TestCmdPrice_JSON(t *testing.T) {
 	for _, tc := range []struct {
@@ -88,15 +111,17 @@ func TestCmdPrice_JSON(t *testing.T) {
 			//   mamba 1                                       2621440
 			//   ring  1                                       65536
 			// payload 12386304 + 3538944 + 2621440 + 65536 = 18612224;
-			// reserved = pinned = 63 + 9 + 1 + 1 = 74; compute 63 + 63 + 1 + 1 = 128;
-			// 18612224 B / 25e9 B/s = 0.74448896 ms.
+			// reserved = pinned = 63 + 9 + 1 + 1 = 74; compute 63 + 63 + 1 + 1 = 128,
+			// so 128 - 74 = 54 blocks (swa's below the window) are freed at
+			// completion; swa offers its clip of ceil(128/16) + 1 = 9 blocks, so
+			// offered = 63 + 9 + 1 + 1 = 74; 18612224 B / 25e9 B/s = 0.74448896 ms.
 			name: "glm_hybrid_no_hit",
 			args: []string{"--groups", groupsFile("glm-hybrid.json"), "--prompt-tokens", "1000", "--bandwidth-gbps", "25", "--json"},
 			want: priceResult{
 				Profile: "grouped", Role: "prefill", VLLMVersion: "0.32.0",
 				PromptTokens: 1000, TransferredTokens: 999,
-				Groups:       glmGroups(63, 9, 1, 1),
-				PayloadBytes: 18612224, ReservedBlocks: 74, ComputeBlocks: 128, PinnedBlocks: 74,
+				Groups:       glmGroups(63, 9, 1, 1, glm999),
+				PayloadBytes: 18612224, ReservedBlocks: 74, ComputeBlocks: 128, PinnedBlocks: 74, FreedBlocks: 54, OfferedBlocks: 74,
 				BandwidthGbps: ptr(25.0), TransferMs: ptr(0.74448896),
 			},
 		},
@@ -110,8 +135,8 @@ func TestCmdPrice_JSON(t *testing.T) {
 			want: priceResult{
 				Profile: "grouped", Role: "prefill", VLLMVersion: "0.32.0",
 				PromptTokens: 1000, TransferredTokens: 999, RequestedHitTokens: 500, HitTokens: 496, HitBlocks: 31,
-				Groups:       glmGroups(32, 9, 1, 1),
-				PayloadBytes: 12517376, ReservedBlocks: 43, LockedBlocks: 31, ComputeBlocks: 128, PinnedBlocks: 74,
+				Groups:       glmGroups(32, 9, 1, 1, glm999),
+				PayloadBytes: 12517376, ReservedBlocks: 43, LockedBlocks: 31, ComputeBlocks: 128, PinnedBlocks: 74, FreedBlocks: 54, OfferedBlocks: 74,
 			},
 		},
 		{
@@ -124,36 +149,38 @@ func TestCmdPrice_JSON(t *testing.T) {
 			want: priceResult{
 				Profile: "grouped", Role: "prefill", VLLMVersion: "0.32.0",
 				PromptTokens: 1000, TransferredTokens: 999, RequestedHitTokens: 1000, HitTokens: 992, HitBlocks: 62,
-				Groups:       glmGroups(1, 9, 1, 1),
-				PayloadBytes: 6422528, ReservedBlocks: 12, LockedBlocks: 62, ComputeBlocks: 128, PinnedBlocks: 74,
+				Groups:       glmGroups(1, 9, 1, 1, glm999),
+				PayloadBytes: 6422528, ReservedBlocks: 12, LockedBlocks: 62, ComputeBlocks: 128, PinnedBlocks: 74, FreedBlocks: 54, OfferedBlocks: 74,
 			},
 		},
 		{
 			// Full hit: N = 1025, T = 1024, ceil(1024/16) = 64 blocks and
 			// floor(1025/16) = 64 hit: nothing moves at all, payload 0, so the
 			// transfer takes 0 ms. The source still computes attn 64 + swa 64 +
-			// 1 + 1 = 130 and pins 64 + (64 - floor(897/16) = 64 - 56 = 8) + 1 + 1 = 74.
+			// 1 + 1 = 130 and pins 64 + (64 - floor(897/16) = 64 - 56 = 8) + 1 + 1 = 74,
+			// freeing 56; it offers 64 + 9 + 1 + 1 = 75.
 			name: "glm_hybrid_full_hit",
 			args: []string{"--groups", groupsFile("glm-hybrid.json"), "--role", "decode", "--prompt-tokens", "1025", "--hit-tokens", "1025", "--bandwidth-gbps", "25", "--json"},
 			want: priceResult{
 				Profile: "grouped", Role: "decode", VLLMVersion: "0.32.0",
 				PromptTokens: 1025, TransferredTokens: 1024, RequestedHitTokens: 1025, HitTokens: 1024, HitBlocks: 64, FullHit: true,
-				Groups:       glmGroups(0, 0, 0, 0),
-				PayloadBytes: 0, ReservedBlocks: 0, LockedBlocks: 64, ComputeBlocks: 130, PinnedBlocks: 74,
+				Groups:       glmGroups(0, 0, 0, 0, glmSource{attn: 64, swa: 64, swaKept: 8, swaOffered: 9}),
+				PayloadBytes: 0, ReservedBlocks: 0, LockedBlocks: 64, ComputeBlocks: 130, PinnedBlocks: 74, FreedBlocks: 56, OfferedBlocks: 75,
 				BandwidthGbps: ptr(25.0), TransferMs: ptr(0.0),
 			},
 		},
 		{
 			// N = 1 keeps its token despite the backoff: T = 1. attn ceil(1/16) = 1;
 			// swa ceil(1/16) - floor((1-128+1)/16) = 1 - (-8) = 9, clamped to 1;
-			// payload 196608 + 393216 + 2621440 + 65536 = 3276800; 4 blocks.
+			// payload 196608 + 393216 + 2621440 + 65536 = 3276800; 4 blocks. The
+			// clip of 9 is cut to the 1 block computed; nothing is freed.
 			name: "glm_hybrid_one_token",
 			args: []string{"--groups", groupsFile("glm-hybrid.json"), "--prompt-tokens", "1", "--json"},
 			want: priceResult{
 				Profile: "grouped", Role: "prefill", VLLMVersion: "0.32.0",
 				PromptTokens: 1, TransferredTokens: 1,
-				Groups:       glmGroups(1, 1, 1, 1),
-				PayloadBytes: 3276800, ReservedBlocks: 4, ComputeBlocks: 4, PinnedBlocks: 4,
+				Groups:       glmGroups(1, 1, 1, 1, glmSource{attn: 1, swa: 1, swaKept: 1, swaOffered: 1}),
+				PayloadBytes: 3276800, ReservedBlocks: 4, ComputeBlocks: 4, PinnedBlocks: 4, OfferedBlocks: 4,
 			},
 		},
 		{
@@ -165,8 +192,8 @@ func TestCmdPrice_JSON(t *testing.T) {
 			want: priceResult{
 				Profile: "grouped", Role: "prefill", VLLMVersion: "0.31.0",
 				PromptTokens: 1000, TransferredTokens: 1000,
-				Groups:       []group{{"attn", "full_attention", 63, 132120576}},
-				PayloadBytes: 132120576, ReservedBlocks: 63, ComputeBlocks: 63, PinnedBlocks: 63,
+				Groups:       []group{{"attn", "full_attention", 63, 132120576, 63, 0, 63, 63}},
+				PayloadBytes: 132120576, ReservedBlocks: 63, ComputeBlocks: 63, PinnedBlocks: 63, OfferedBlocks: 63,
 				BandwidthGbps: ptr(50.0), TransferMs: ptr(2.64241152),
 			},
 		},
@@ -179,8 +206,8 @@ func TestCmdPrice_JSON(t *testing.T) {
 			want: priceResult{
 				Profile:      "linear",
 				PromptTokens: 100, TransferredTokens: 100, RequestedHitTokens: 40, HitTokens: 32, HitBlocks: 2, MovedTokens: ptr[int64](68),
-				Groups:       []group{{"linear", "linear", 5, 8912896}},
-				PayloadBytes: 8912896, ReservedBlocks: 5, LockedBlocks: 2, ComputeBlocks: 7, PinnedBlocks: 7,
+				Groups:       []group{{"linear", "linear", 5, 8912896, 7, 0, 7, 7}},
+				PayloadBytes: 8912896, ReservedBlocks: 5, LockedBlocks: 2, ComputeBlocks: 7, PinnedBlocks: 7, OfferedBlocks: 7,
 				BandwidthGbps: ptr(1.0), TransferMs: ptr(8.912896),
 			},
 		},
@@ -193,8 +220,8 @@ func TestCmdPrice_JSON(t *testing.T) {
 			want: priceResult{
 				Profile:      "linear",
 				PromptTokens: 100, TransferredTokens: 100, RequestedHitTokens: 60, HitTokens: 32, HitBlocks: 1, MovedTokens: ptr[int64](68),
-				Groups:       []group{{"linear", "linear", 3, 8912896}},
-				PayloadBytes: 8912896, ReservedBlocks: 3, LockedBlocks: 1, ComputeBlocks: 4, PinnedBlocks: 4,
+				Groups:       []group{{"linear", "linear", 3, 8912896, 4, 0, 4, 4}},
+				PayloadBytes: 8912896, ReservedBlocks: 3, LockedBlocks: 1, ComputeBlocks: 4, PinnedBlocks: 4, OfferedBlocks: 4,
 			},
 		},
 		{
@@ -204,8 +231,73 @@ func TestCmdPrice_JSON(t *testing.T) {
 			want: priceResult{
 				Profile:      "linear",
 				PromptTokens: 100, TransferredTokens: 100, MovedTokens: ptr[int64](100),
-				Groups:       []group{{"linear", "linear", 7, 13107200}},
-				PayloadBytes: 13107200, ReservedBlocks: 7, ComputeBlocks: 7, PinnedBlocks: 7,
+				Groups:       []group{{"linear", "linear", 7, 13107200, 7, 0, 7, 7}},
+				PayloadBytes: 13107200, ReservedBlocks: 7, ComputeBlocks: 7, PinnedBlocks: 7, OfferedBlocks: 7,
+			},
+		},
+		{
+			// The pull request's checkpoint example (model's
+			// TestPrice_CheckpointBlocksPRExample derives it): N = 8192,
+			// T = 8191; attn ceil(8191/2048) = 4; each of the four marked
+			// Mamba-type groups computes its running block and a checkpoint
+			// block and keeps the running one; the ring 1. Computes
+			// 4 + 8 + 1 = 13, frees the 4 checkpoint blocks, keeps 9.
+			name: "checkpoint_blocks_pr_example",
+			args: []string{"--groups", groupsFile("glm-flash-checkpoints.json"), "--prompt-tokens", "8192", "--json"},
+			want: priceResult{
+				Profile: "grouped", Role: "prefill", VLLMVersion: "0.32.0",
+				PromptTokens: 8192, TransferredTokens: 8191,
+				Groups: []group{
+					{"attn", "full_attention", 4, 100663296, 4, 0, 4, 4},
+					{"mamba_0", "state", 1, 2621440, 2, 1, 1, 1},
+					{"mamba_1", "state", 1, 2621440, 2, 1, 1, 1},
+					{"mamba_2", "state", 1, 2621440, 2, 1, 1, 1},
+					{"mamba_3", "state", 1, 2621440, 2, 1, 1, 1},
+					{"tail_ring", "state", 1, 65536, 1, 0, 1, 1},
+				},
+				PayloadBytes: 111214592, ReservedBlocks: 9, ComputeBlocks: 13, CheckpointBlocks: 4, PinnedBlocks: 9, FreedBlocks: 4, OfferedBlocks: 9,
+			},
+		},
+		{
+			// The pull request's window example (TestPrice_WindowClipPRExample):
+			// T = N = 1024; swa computes 64, offers ceil(32/16) + 1 = 3 and keeps
+			// and moves 64 - floor(993/16) = 2: it frees 62 of its 64 blocks.
+			name: "window_clip_pr_example",
+			args: []string{"--groups", groupsFile("window-32.json"), "--prompt-tokens", "1024", "--json"},
+			want: priceResult{
+				Profile: "grouped", Role: "prefill", VLLMVersion: "0.31.0",
+				PromptTokens: 1024, TransferredTokens: 1024,
+				Groups: []group{
+					{"attn", "full_attention", 64, 12582912, 64, 0, 64, 64},
+					{"swa", "sliding_window", 2, 786432, 64, 0, 2, 3},
+					{"tail_ring", "state", 1, 65536, 1, 0, 1, 1},
+				},
+				PayloadBytes: 13434880, ReservedBlocks: 67, ComputeBlocks: 129, PinnedBlocks: 67, FreedBlocks: 62, OfferedBlocks: 68,
+			},
+		},
+		{
+			// A pair: the 0.32.0 prefill that checkpoints next to a 0.31.0 decode
+			// with the same groups. A hit of 4096 tokens is floor(4096/2048) = 2
+			// attn blocks, which the decode side locks; attn moves 4 - 2 = 2:
+			// 2*25165824 + 4*2621440 + 65536 = 50331648 + 10485760 + 65536 =
+			// 60882944 B into 2 + 4 + 1 = 7 blocks. The source side is the
+			// prefill's own: 13 computed, 4 of them checkpoint blocks.
+			name: "pair_checkpoints_prefill_0_31_decode",
+			args: []string{"--groups", groupsFile("glm-flash-checkpoints.json"), "--decode-groups", groupsFile("glm-flash-0.31.json"),
+				"--prompt-tokens", "8192", "--hit-tokens", "4096", "--json"},
+			want: priceResult{
+				Profile: "grouped", Role: "prefill", VLLMVersion: "0.32.0",
+				PromptTokens: 8192, TransferredTokens: 8191, RequestedHitTokens: 4096, HitTokens: 4096, HitBlocks: 2,
+				Groups: []group{
+					{"attn", "full_attention", 2, 50331648, 4, 0, 4, 4},
+					{"mamba_0", "state", 1, 2621440, 2, 1, 1, 1},
+					{"mamba_1", "state", 1, 2621440, 2, 1, 1, 1},
+					{"mamba_2", "state", 1, 2621440, 2, 1, 1, 1},
+					{"mamba_3", "state", 1, 2621440, 2, 1, 1, 1},
+					{"tail_ring", "state", 1, 65536, 1, 0, 1, 1},
+				},
+				PayloadBytes: 60882944, ReservedBlocks: 7, LockedBlocks: 2, ComputeBlocks: 13, CheckpointBlocks: 4, PinnedBlocks: 9, FreedBlocks: 4, OfferedBlocks: 9,
+				Decode: &decode{Profile: "grouped", File: groupsFile("glm-flash-0.31.json"), VLLMVersion: "0.31.0"},
 			},
 		},
 	} {
@@ -247,14 +339,14 @@ func TestCmdPrice_Text(t *testing.T) {
 prompt:       1000 tokens
 transferred:  999 tokens (decode computes the last prompt token)
 hit:          0 tokens asked, 0 whole full-attention blocks reused (0 tokens)
-  group      kind            blocks  bytes
-  attn       full_attention  63      12386304
-  swa        sliding_window  9       3538944
-  mamba      state           1       2621440
-  tail_ring  state           1       65536
+  group      kind            computed  checkpoint  kept  offered  moved  bytes
+  attn       full_attention  63        0           63    63       63     12386304
+  swa        sliding_window  63        0           9     9        9      3538944
+  mamba      state           1         0           1     1        1      2621440
+  tail_ring  state           1         0           1     1        1      65536
 payload:      18612224 bytes
+source:       computes 128 blocks; at completion frees 54 to the prefix cache and keeps 74 pinned; offers 74
 destination:  reserves 74 blocks, locks 0 cached blocks
-source:       computes 128 blocks, keeps 74 pinned
 transfer:     0.74448896 ms at 25 GB/s
 `
 	if d := cmp.Diff(want, stdout); d != "" {
@@ -278,7 +370,7 @@ func TestCmdPrice_TextHitsAndLinear(t *testing.T) {
 			args: []string{"--groups", groupsFile("glm-hybrid.json"), "--prompt-tokens", "1025", "--hit-tokens", "1025"},
 			want: []string{
 				"hit:          1025 tokens asked, 64 whole full-attention blocks reused (1024 tokens); full hit, nothing moves\n",
-				"  attn       full_attention  0       0\n",
+				"  attn       full_attention  64        0           64    64       0      0\n",
 				"payload:      0 bytes\n",
 			},
 			not: []string{"transfer:"},
@@ -291,6 +383,26 @@ func TestCmdPrice_TextHitsAndLinear(t *testing.T) {
 			not:  []string{"decode computes"},
 		},
 		{
+			// See checkpoint_blocks_pr_example.
+			name: "checkpoints",
+			args: []string{"--groups", groupsFile("glm-flash-checkpoints.json"), "--prompt-tokens", "8192"},
+			want: []string{
+				"  mamba_0    state           2         1           1     1        1      2621440\n",
+				"source:       computes 13 blocks (4 of them checkpoint blocks); at completion frees 4 to the prefix cache and keeps 9 pinned; offers 9\n",
+				"destination:  reserves 9 blocks, locks 0 cached blocks\n",
+			},
+			not: []string{"decode:"},
+		},
+		{
+			// See pair_checkpoints_prefill_0_31_decode.
+			name: "pair",
+			args: []string{"--groups", groupsFile("glm-flash-checkpoints.json"), "--decode-groups", groupsFile("glm-flash-0.31.json"), "--prompt-tokens", "8192", "--hit-tokens", "4096"},
+			want: []string{
+				"decode:       " + groupsFile("glm-flash-0.31.json") + " (decode, vllm 0.31.0): the same cache groups\n",
+				"destination:  reserves 7 blocks, locks 2 cached blocks\n",
+			},
+		},
+		{
 			// See linear_partial_hit.
 			name: "linear",
 			args: []string{"--bytes-per-token", "131072", "--prompt-tokens", "100", "--hit-tokens", "40", "--bandwidth-gbps", "1"},
@@ -299,6 +411,7 @@ func TestCmdPrice_TextHitsAndLinear(t *testing.T) {
 				"hit:          40 tokens asked, 2 whole pages reused (32 tokens)\n",
 				"moved:        68 tokens\n",
 				"payload:      8912896 bytes\n",
+				"source:       computes 7 blocks and keeps them all pinned; offers 7\n",
 				"transfer:     8.912896 ms at 1 GB/s\n",
 			},
 		},
@@ -373,7 +486,27 @@ func TestCmdPrice_Refusals(t *testing.T) {
 		{"infinite_bandwidth", []string{"--groups", glm, "--prompt-tokens", "10", "--bandwidth-gbps", "+Inf"},
 			[]string{"--bandwidth-gbps +Inf"}},
 		{"unknown_role", []string{"--groups", glm, "--prompt-tokens", "10", "--role", "router"},
-			[]string{`--role "router": want prefill or decode`}},
+			[]string{`--role "router": want prefill, decode or aggregated`}},
+		// An aggregated grouped rank takes no handoff command, so it has
+		// no handoff to price; the message says why.
+		{"aggregated_grouped_rank", []string{"--groups", glm, "--prompt-tokens", "10", "--role", "aggregated"},
+			[]string{glm + ": model: handoff command refused: an aggregated grouped rank refuses SubmitHandoffPrefill: it has no transfer rules"}},
+		// Two roles, one topology: both roles named, and both files.
+		{"pair_different_groups", []string{"--groups", groupsFile("glm-flash-checkpoints.json"), "--decode-groups", glm, "--prompt-tokens", "10"},
+			[]string{"prefill " + groupsFile("glm-flash-checkpoints.json") + ", decode " + glm + ": model: bad transfer profile: the prefill and decode profiles have different cache groups: 6 groups (attn, mamba_0, mamba_1, mamba_2, mamba_3, tail_ring) on the prefill role, 4 (attn, swa, mamba, tail_ring) on the decode role"}},
+		{"pair_different_window", []string{"--groups", glm, "--decode-groups", groupsFile("glm-hybrid-window-256.json"), "--prompt-tokens", "10"},
+			[]string{`different cache groups: group "swa": window_tokens 128 on the prefill role, 256 on the decode role`}},
+		{"pair_linear_prefill_grouped_decode", []string{"--bytes-per-token", "131072", "--decode-groups", glm, "--prompt-tokens", "10"},
+			[]string{"prefill linear profile (--bytes-per-token 131072), decode " + glm + ": model: bad transfer profile: the prefill role's profile is linear and the decode role's is grouped: a grouped rank counts a handoff in full-attention blocks and a linear rank in tokens"}},
+		{"pair_bad_decode_file", []string{"--groups", glm, "--decode-groups", groupsFile("broken-missing-prefix-cacheable.json"), "--prompt-tokens", "10"},
+			[]string{`broken-missing-prefix-cacheable.json:12: model: bad transfer profile: decode profile: group "mamba": prefix_cacheable is missing`}},
+		{"pair_with_decode_role", []string{"--groups", glm, "--decode-groups", glm, "--role", "decode", "--prompt-tokens", "10"},
+			[]string{"--role decode with --decode-groups: --groups then describes the prefill role"}},
+		{"pair_empty_decode_name", []string{"--groups", glm, "--decode-groups", "", "--prompt-tokens", "10"},
+			[]string{"--decode-groups needs a file name"}},
+		// The checkpoint marker: refused on 0.31.0, saying why.
+		{"checkpoints_on_0_31", []string{"--groups", groupsFile("broken-checkpoints-on-0.31.json"), "--prompt-tokens", "10"},
+			[]string{`broken-checkpoints-on-0.31.json:12: model: bad transfer profile: prefill profile: group "mamba_0": checkpoint_blocks needs vllm_version 0.32.0: vLLM 0.31.0 keeps only the running state of a Mamba-type group and takes no checkpoint blocks`}},
 		{"role_with_linear", []string{"--bytes-per-token", "1000", "--prompt-tokens", "10", "--role", "decode"},
 			[]string{"--role applies to --groups only"}},
 		{"block_size_with_groups", []string{"--groups", glm, "--prompt-tokens", "10", "--block-size", "32"},
