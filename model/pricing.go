@@ -189,8 +189,8 @@ func SameGroups(prefill, decode *GroupedProfile) error {
 	if diff == "" {
 		return nil
 	}
-	return fmt.Errorf("%w: the %s and %s profiles have different cache groups: %s; a grouped rank counts a handoff in blocks, so both roles need the same groups",
-		ErrProfile, prefill.roleName(), decode.roleNameOr("decode"), diff)
+	return fmt.Errorf("%w: the prefill and decode profiles have different cache groups: %s; a grouped rank counts a handoff in blocks, so both roles need the same groups",
+		ErrProfile, diff)
 }
 
 // groupsDiff describes the first difference between two lists of cache
@@ -492,11 +492,9 @@ func (p *GroupedProfile) Price(n, hit Tokens) (Quote, error) {
 	return q, nil
 }
 
-func (p *GroupedProfile) roleName() string { return p.roleNameOr("prefill") }
-
-func (p *GroupedProfile) roleNameOr(role string) string {
+func (p *GroupedProfile) roleName() string {
 	if p.Role == "" {
-		return role
+		return "prefill"
 	}
 	return p.Role
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -565,5 +566,49 @@ func TestCmdPrice_Help(t *testing.T) {
 	run([]string{"help"}, &out, &errb)
 	if !regexp.MustCompile(`(?m)^  price +price the bytes a handoff transfer moves$`).MatchString(out.String()) {
 		t.Errorf("price is not in the command list:\n%s", out.String())
+	}
+}
+
+// Every price example the README shows is what the command prints today:
+// the README is part of the product, and its pricing figures are read as
+// the rules' worked examples.
+func TestCmdPrice_READMEExamples(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(filepath.Join("..", ".."))
+	type example struct {
+		args []string
+		want string
+	}
+	var examples []example
+	var cur *example
+	inBlock := false
+	for _, line := range strings.Split(string(data), "\n") {
+		switch {
+		case strings.HasPrefix(line, "```"):
+			inBlock = !inBlock
+			cur = nil
+		case !inBlock:
+		case strings.HasPrefix(line, "$ "):
+			cur = nil
+			if rest, ok := strings.CutPrefix(line, "$ handoffcheck price "); ok {
+				examples = append(examples, example{args: strings.Fields(rest)})
+				cur = &examples[len(examples)-1]
+			}
+		case cur != nil:
+			cur.want += line + "\n"
+		}
+	}
+	if len(examples) < 10 {
+		t.Fatalf("found %d price examples in the README, want the section's 10 or more", len(examples))
+	}
+	for _, ex := range examples {
+		var out, errb bytes.Buffer
+		run(append([]string{"price"}, ex.args...), &out, &errb)
+		if d := cmp.Diff(ex.want, out.String()+errb.String()); d != "" {
+			t.Errorf("README: handoffcheck price %s (-README +today):\n%s", strings.Join(ex.args, " "), d)
+		}
 	}
 }
