@@ -96,6 +96,18 @@ func glmGroups(attn, swa, mamba, ring int64, src glmSource) []group {
 	}
 }
 
+// flashGroups is the glm-flash-checkpoints fixture's group list at
+// T = 8191 when attn moves attn of its 4 blocks (25165824 B each): every
+// Mamba-type group computes its running block and its checkpoint block,
+// keeps, offers and moves the running one; the ring its one block.
+func flashGroups(attn int64) []group {
+	gs := []group{{"attn", "full_attention", attn, attn * 25165824, 4, 0, 4, 4}}
+	for _, m := range []string{"mamba_0", "mamba_1", "mamba_2", "mamba_3"} {
+		gs = append(gs, group{m, "state", 1, 2621440, 2, 1, 1, 1})
+	}
+	return append(gs, group{"tail_ring", "state", 1, 65536, 1, 0, 1, 1})
+}
+
 // glm999 is the source side of T = 999 (see glm_hybrid_no_hit).
 var glm999 = glmSource{attn: 63, swa: 63, swaKept: 9, swaOffered: 9}
 
@@ -248,14 +260,7 @@ func TestCmdPrice_JSON(t *testing.T) {
 			want: priceResult{
 				Profile: "grouped", Role: "prefill", VLLMVersion: "0.32.0",
 				PromptTokens: 8192, TransferredTokens: 8191,
-				Groups: []group{
-					{"attn", "full_attention", 4, 100663296, 4, 0, 4, 4},
-					{"mamba_0", "state", 1, 2621440, 2, 1, 1, 1},
-					{"mamba_1", "state", 1, 2621440, 2, 1, 1, 1},
-					{"mamba_2", "state", 1, 2621440, 2, 1, 1, 1},
-					{"mamba_3", "state", 1, 2621440, 2, 1, 1, 1},
-					{"tail_ring", "state", 1, 65536, 1, 0, 1, 1},
-				},
+				Groups:       flashGroups(4),
 				PayloadBytes: 111214592, ReservedBlocks: 9, ComputeBlocks: 13, CheckpointBlocks: 4, PinnedBlocks: 9, FreedBlocks: 4, OfferedBlocks: 9,
 			},
 		},
@@ -289,14 +294,7 @@ func TestCmdPrice_JSON(t *testing.T) {
 			want: priceResult{
 				Profile: "grouped", Role: "prefill", VLLMVersion: "0.32.0",
 				PromptTokens: 8192, TransferredTokens: 8191, RequestedHitTokens: 4096, HitTokens: 4096, HitBlocks: 2,
-				Groups: []group{
-					{"attn", "full_attention", 2, 50331648, 4, 0, 4, 4},
-					{"mamba_0", "state", 1, 2621440, 2, 1, 1, 1},
-					{"mamba_1", "state", 1, 2621440, 2, 1, 1, 1},
-					{"mamba_2", "state", 1, 2621440, 2, 1, 1, 1},
-					{"mamba_3", "state", 1, 2621440, 2, 1, 1, 1},
-					{"tail_ring", "state", 1, 65536, 1, 0, 1, 1},
-				},
+				Groups:       flashGroups(2),
 				PayloadBytes: 60882944, ReservedBlocks: 7, LockedBlocks: 2, ComputeBlocks: 13, CheckpointBlocks: 4, PinnedBlocks: 9, FreedBlocks: 4, OfferedBlocks: 9,
 				Decode: &decode{Profile: "grouped", File: groupsFile("glm-flash-0.31.json"), VLLMVersion: "0.31.0"},
 			},
