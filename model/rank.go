@@ -1,6 +1,9 @@
 package model
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Rank is how an engine rank serves: one role of a disaggregated pair, or
 // both roles in one process (aggregated), as vLLM runs a rank without a KV
@@ -84,7 +87,7 @@ func (c HandoffCommand) Side() Side {
 }
 
 // ErrRefused is wrapped by every refusal of a handoff command by a rank.
-var ErrRefused = fmt.Errorf("model: handoff command refused")
+var ErrRefused = errors.New("model: handoff command refused")
 
 // Accept says whether a rank whose cache is grouped (or linear) takes a
 // handoff command, and why not when it does not:
@@ -103,7 +106,11 @@ func (r Rank) Accept(c HandoffCommand, grouped bool) error {
 	}
 	switch r {
 	case PrefillRank, DecodeRank:
-		if want := map[Rank]Side{PrefillRank: SourceSide, DecodeRank: DestinationSide}[r]; c.Side() != want {
+		want := SourceSide
+		if r == DecodeRank {
+			want = DestinationSide
+		}
+		if c.Side() != want {
 			return fmt.Errorf("%w: a %s rank refuses %s: it is a %s command, and a %s rank serves only the %s role",
 				ErrRefused, r, c, c.Side(), r, want)
 		}
