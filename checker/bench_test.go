@@ -68,6 +68,10 @@ func BenchmarkSymmetry_ThreeHandoffs(b *testing.B) {
 // one worker: the figure the memory and speed goals are stated against.
 func BenchmarkVLLM_OneCore(b *testing.B) { benchVLLM(b, Limits{Workers: 1}) }
 
+// BenchmarkVLLM_TwoCores is the same search on two workers: with
+// BenchmarkVLLM_OneCore, how the explorer scales.
+func BenchmarkVLLM_TwoCores(b *testing.B) { benchVLLM(b, Limits{Workers: 2}) }
+
 // BenchmarkVLLM_OneCoreOnDisk is the same search with its fingerprints
 // moved to disk at 10 million states (about a third of the way, where a
 // bound of about 150 MiB would move them): the slowdown of the

@@ -671,22 +671,37 @@ func memoryThreshold(bound int64) int64 {
 
 // watchMemory calls stop whenever resident memory is past memoryThreshold,
 // until stop says it stopped the run. It returns then or when done is
-// closed.
+// closed. It looks again sooner the nearer memory is to the threshold:
+// each look takes a core from the workers for a moment (see
+// residentSampleEvery), and far below the bound a look every 5 ms only
+// costs the run its rate.
 func watchMemory(bound int64, done <-chan struct{}, stop func(resident int64) bool) {
-	t := time.NewTicker(5 * time.Millisecond)
-	defer t.Stop()
 	for {
+		rss := int64(residentBytes())
+		if passes(rss, 0, bound) {
+			if stop(rss) {
+				return
+			}
+		}
 		select {
 		case <-done:
 			return
-		case <-t.C:
-			if rss := int64(residentBytes()); passes(rss, 0, bound) {
-				if stop(rss) {
-					return
-				}
-			}
+		case <-time.After(watchAgain(memoryThreshold(bound) - rss)):
 		}
 	}
+}
+
+// residentGrowth is a rate resident memory does not pass while a run
+// explores: several times what writing a new table or filling a batch's
+// buffers reaches on one core (about 1 to 2 GB/s).
+const residentGrowth = 8 << 30 // bytes per second
+
+// watchAgain is how long the watcher may wait with gap bytes left below
+// the threshold: the time resident memory takes to grow by gap at
+// residentGrowth, between 5 ms and a quarter of a second.
+func watchAgain(gap int64) time.Duration {
+	d := time.Duration(float64(max(gap, 0)) / residentGrowth * float64(time.Second))
+	return min(max(d, 5*time.Millisecond), 250*time.Millisecond)
 }
 
 // readHeap reads the live heap for PeakHeap. It is a variable so that a

@@ -297,8 +297,8 @@ func TestMemory_WatcherStopsPastTheThreshold(t *testing.T) {
 		watchMemory(1<<62, done, func(int64) bool { far.Add(1); return true })
 		close(returned)
 	}()
-	// Let it look a few times (it looks every 5 ms); whether it looked or
-	// not, it must not have stopped the run.
+	// Let it look (far below the threshold it looks every quarter of a
+	// second, and once at once); it must not have stopped the run.
 	time.Sleep(30 * time.Millisecond)
 	close(done)
 	<-returned
@@ -434,5 +434,65 @@ func TestMemory_PassesAtTheThreshold(t *testing.T) {
 		if got := passes(tc.resident, tc.need, bound); got != tc.want {
 			t.Errorf("resident %d + need %d against a threshold of %d: passes=%v, want %v", tc.resident, tc.need, th, got, tc.want)
 		}
+	}
+}
+
+// The watcher looks again sooner the nearer resident memory is to the
+// threshold, at least every quarter of a second and never more often than
+// every 5 ms; and at residentGrowth, memory cannot cross the gap it leaves
+// before the next look.
+func TestMemory_WatcherLooksSoonerNearTheBound(t *testing.T) {
+	cases := []struct {
+		gap  int64
+		want time.Duration
+	}{
+		{-1 << 20, 5 * time.Millisecond}, // past the threshold
+		{0, 5 * time.Millisecond},
+		{16 << 20, 5 * time.Millisecond},     // 1.95 ms at 8 GiB/s
+		{256 << 20, 31250 * time.Microsecond}, // a thirty-second of 8 GiB
+		{1 << 30, 125 * time.Millisecond},
+		{4 << 30, 250 * time.Millisecond},
+		{1 << 40, 250 * time.Millisecond},
+	}
+	for _, tc := range cases {
+		got := watchAgain(tc.gap)
+		if got != tc.want {
+			t.Errorf("watchAgain(%d) = %v, want %v", tc.gap, got, tc.want)
+		}
+		if grown := int64(got.Seconds() * residentGrowth); tc.gap > 0 && got > 5*time.Millisecond && grown > tc.gap {
+			t.Errorf("watchAgain(%d) = %v: memory may grow %d bytes before the next look", tc.gap, got, grown)
+		}
+	}
+}
+
+// A run's peak resident memory includes a peak shorter than the sampler's
+// period, when the run raises the process's high-water mark: here a
+// region mapped, touched and unmapped between two looks.
+func TestMemory_SamplerSeesAShortPeak(t *testing.T) {
+	if residentBytes() == 0 || peakResidentBytes() == 0 {
+		t.Skip("this system does not report resident memory or its high-water mark")
+	}
+	rss, hwm := residentBytes(), peakResidentBytes()
+	// Enough to raise the high-water mark by 64 MiB.
+	n := (hwm - rss + 64<<20) / 8
+	if n*8 > 2<<30 {
+		t.Skipf("the process's high-water mark is %s above its resident memory", FormatBytes(int64(hwm-rss)))
+	}
+	r := sampleResident()
+	words := mapWords(int(n))
+	if words == nil {
+		t.Skip("cannot map the region")
+	}
+	for i := 0; i < len(words); i += 512 {
+		words[i] = 1
+	}
+	unmapWords(words)
+	peak := r.stop()
+	if r.samples.Load() > 0 {
+		t.Logf("the sampler looked %d times", r.samples.Load())
+	}
+	if want := rss + n*8; peak < want {
+		t.Fatalf("peak %s, want at least %s (resident %s and the region's %s)",
+			FormatBytes(int64(peak)), FormatBytes(int64(want)), FormatBytes(int64(rss)), FormatBytes(int64(n*8)))
 	}
 }
