@@ -448,7 +448,7 @@ func TestMemory_WatcherLooksSoonerNearTheBound(t *testing.T) {
 	}{
 		{-1 << 20, 5 * time.Millisecond}, // past the threshold
 		{0, 5 * time.Millisecond},
-		{16 << 20, 5 * time.Millisecond},     // 1.95 ms at 8 GiB/s
+		{16 << 20, 5 * time.Millisecond},      // 1.95 ms at 8 GiB/s
 		{256 << 20, 31250 * time.Microsecond}, // a thirty-second of 8 GiB
 		{1 << 30, 125 * time.Millisecond},
 		{4 << 30, 250 * time.Millisecond},
