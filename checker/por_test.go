@@ -62,8 +62,12 @@ func testdataConfig(t *testing.T, name string) *Config {
 }
 
 // Every configuration in testdata, every run: the same verdict and the
-// same quiescent states with reduction as without. The three largest are
-// left to make por-check (minutes to hours each, on every core);
+// same quiescent states with reduction as without. Two of the largest are
+// left to make por-check (minutes to an hour each, on every core);
+// max-shape.json has no verdict of a whole search to compare: its full
+// search does not finish on one machine (its vllm run has 31 million
+// states at depth 12, each level three times the last), and it is checked
+// by bounded search and walks instead (TestShapes_MaximalShape).
 // two-handoffs.json is where the reduction has room, and it must take
 // something away there.
 func TestPOR_SameVerdictsOnEveryConfiguration(t *testing.T) {
@@ -75,7 +79,9 @@ func TestPOR_SameVerdictsOnEveryConfiguration(t *testing.T) {
 		name := filepath.Base(f)
 		workers := 1
 		switch name {
-		case "max-shape.json", "scale.json", "three-handoffs.json":
+		case "max-shape.json":
+			continue
+		case "scale.json", "three-handoffs.json":
 			if os.Getenv("HANDOFFCHECK_POR_ALL") == "" {
 				continue
 			}
