@@ -23,7 +23,9 @@ import (
 // A search resumed from it expands the same states in the same order as
 // one never stopped, so it reaches the same verdict, counts and traces.
 // The liveness graph is not kept: a checkpointed search checks safety
-// only (the stated restriction; see docs/cli.md).
+// only (the stated restriction; see docs/cli.md). Once the fingerprints
+// are on disk, a checkpoint first merges the window into the file, so
+// that the file alone is the visited set, and keeps the file.
 //
 // A checkpoint directory holds one subdirectory per run, and in it the
 // checkpoint in current/. A new one is written beside it and renamed into
@@ -56,6 +58,9 @@ type checkpointMeta struct {
 	ElapsedNS   int64       `json:"elapsed_ns"`
 	Bitstate    bool        `json:"bitstate"`
 	Shards      []shardMeta `json:"shards"`
+	// Disk is set once the fingerprints are on disk: store.bin is then
+	// empty and fingerprints.bin is the visited set.
+	Disk *diskMeta `json:"disk,omitempty"`
 	// CRC holds each file's CRC-64 (ECMA).
 	CRC map[string]uint64 `json:"crc"`
 }
@@ -65,6 +70,14 @@ type shardMeta struct {
 	N      int     `json:"n"`
 	Set    int64   `json:"set,omitempty"`
 	Missed float64 `json:"missed,omitempty"`
+}
+
+// diskMeta is the fingerprint file's part of a checkpoint.
+type diskMeta struct {
+	Fingerprints int64 `json:"fingerprints"`
+	Merges       int   `json:"merges"`
+	Window       int   `json:"window"`
+	At           int   `json:"at"`
 }
 
 // identity names what a checkpoint is a search of: the run, the
@@ -140,7 +153,11 @@ func (c *Checker) CanResume(dir string, lim Limits) error {
 	}
 	// Every file is read once here, so that a damaged checkpoint is
 	// refused before any run starts rather than stopping its run.
-	for _, name := range []string{"store.bin", "links.bin", "frontier.bin", "next.bin"} {
+	files := []string{"store.bin", "links.bin", "frontier.bin", "next.bin"}
+	if m.Disk != nil {
+		files = append(files, "fingerprints.bin")
+	}
+	for _, name := range files {
 		f, err := os.Open(filepath.Join(cur, name))
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrCheckpoint, err)
@@ -169,7 +186,6 @@ type checkpointer struct {
 	every   time.Duration
 	last    time.Time
 	written int
-	skipped bool // a checkpoint was due once the fingerprints were on disk
 	err     error
 }
 
@@ -184,11 +200,14 @@ func (e *exploration) save(frontier, next *keyQueue, depth int, levelStart uint3
 		return
 	}
 	if e.disk != nil {
-		// A checkpoint does not keep the fingerprint file and the window
-		// (the stated restriction): none is written once they are on
-		// disk, and the report says so.
-		p.skipped = true
-		return
+		// The window's fingerprints go to the file first, with the
+		// states they made new onto next, so that the file alone is the
+		// visited set: the window is not kept. A merge more than an
+		// uninterrupted run makes, and nothing else changes.
+		if err := e.flush(next); err != nil {
+			p.err = fmt.Errorf("writing a checkpoint to %s: %w", p.dir, err)
+			return
+		}
 	}
 	if err := e.writeCheckpoint(frontier, next, depth, levelStart, done, finished); err != nil {
 		p.err = fmt.Errorf("writing a checkpoint to %s: %w", p.dir, err)
@@ -243,6 +262,10 @@ func (e *exploration) writeCheckpoint(frontier, next *keyQueue, depth int, level
 				t := &e.st.fp[i]
 				words = t.fps
 				m.Shards = append(m.Shards, shardMeta{Words: len(words), N: t.n})
+				if e.disk != nil {
+					// The window is empty (merged above): its size only.
+					words = nil
+				}
 			}
 			if _, err := w.Write(wordBytes(words)); err != nil {
 				return err
@@ -250,6 +273,11 @@ func (e *exploration) writeCheckpoint(frontier, next *keyQueue, depth int, level
 		}
 		return nil
 	})
+	if err == nil && e.disk != nil {
+		d := e.disk
+		m.Disk = &diskMeta{Fingerprints: d.n, Merges: d.merges, Window: d.window, At: e.stats.DiskAt}
+		err = write("fingerprints.bin", func(w io.Writer) error { return copyFile(w, d.path) })
+	}
 	if err == nil {
 		err = write("links.bin", e.links.writeTo)
 	}
@@ -280,6 +308,17 @@ func (e *exploration) writeCheckpoint(frontier, next *keyQueue, depth int, level
 		return err
 	}
 	return os.RemoveAll(prev)
+}
+
+// copyFile writes the file at path to w.
+func copyFile(w io.Writer, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(w, f)
+	return err
 }
 
 // wordBytes views words as bytes (the machine's byte order: a checkpoint
@@ -358,6 +397,10 @@ func (e *exploration) restore(runDir string) (*resumed, bool, error) {
 			}
 			t.n = sh.N
 			words = t.fps
+			if m.Disk != nil {
+				// An empty window: nothing on file.
+				words = nil
+			}
 		}
 		if _, err := io.ReadFull(r, wordBytes(words)); err != nil {
 			return nil, false, fmt.Errorf("%w: %s: %v", ErrCheckpoint, filepath.Join(cur, "store.bin"), err)
@@ -374,6 +417,11 @@ func (e *exploration) restore(runDir string) (*resumed, bool, error) {
 	}
 	if err := check(); err != nil {
 		return nil, false, err
+	}
+	if m.Disk != nil {
+		if err := e.restoreDisk(m.Disk, cur, open); err != nil {
+			return nil, false, err
+		}
 	}
 	res := &resumed{depth: m.Depth, levelStart: m.LevelStart, done: m.Done, finished: m.Finished, elapsed: time.Duration(m.ElapsedNS)}
 	for _, q := range []struct {
@@ -404,4 +452,41 @@ func (e *exploration) restore(runDir string) (*resumed, bool, error) {
 		copy(e.cov.Rows[r], m.Rows[r])
 	}
 	return res, true, nil
+}
+
+// restoreDisk puts a checkpoint's fingerprint file in the spill directory
+// (the search replaces its file at every merge, and the checkpoint's must
+// stay) and makes the search one on disk with an empty window.
+func (e *exploration) restoreDisk(dm *diskMeta, cur string, open func(string) (io.Reader, func() error, error)) error {
+	r, check, err := open("fingerprints.bin")
+	if err != nil {
+		return err
+	}
+	f, err := e.spill.create("fingerprints-*")
+	if err != nil {
+		return err
+	}
+	n, err := io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && n != dm.Fingerprints*8 {
+		err = fmt.Errorf("%w: %s holds %d bytes, checkpoint.json says %d fingerprints", ErrCheckpoint, filepath.Join(cur, "fingerprints.bin"), n, dm.Fingerprints)
+	}
+	if err == nil {
+		err = check()
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	e.disk = &diskSet{dir: &e.spill, path: f.Name(), n: dm.Fingerprints, merges: dm.Merges, window: dm.Window}
+	if testWindow > 0 {
+		e.disk.window = testWindow
+	}
+	e.unchecked = newKeyQueue(e.words+2, &e.spill)
+	e.stats.DiskAt = dm.At
+	e.wantDisk.Store(true)
+	e.onDisk.Store(true)
+	return nil
 }

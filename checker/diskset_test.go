@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -165,4 +166,74 @@ func TestDisk_TheMoveGivesTheTableBack(t *testing.T) {
 			t.Fatalf("fingerprint %d still in the window", i)
 		}
 	}
+}
+
+// A search on disk writes checkpoints too, and one resumed from any of
+// them (between two levels, or within a level whose window held
+// fingerprints not yet merged) reaches the uninterrupted search's states,
+// counts, coverage and trace, on another number of workers.
+func TestDisk_CheckpointAndResumeOnDisk(t *testing.T) {
+	cfg := loadConfigFile(t, "../testdata/configs/commands.json")
+	c := checkerFor(t, Generated(), cfg, "sglang")
+	t.Cleanup(func() { testWindow = 0 })
+	// A window larger than what a batch adds: a checkpoint within a level
+	// finds fingerprints in it not yet merged.
+	testWindow = 50000
+	ref := c.Explore(context.Background(), Limits{Workers: 1}, nil)
+	if !ref.Complete || ref.Stats.States < 20000 {
+		t.Fatalf("the reference search: complete=%v, %d states", ref.Complete, ref.Stats.States)
+	}
+	resume := func(what, dir string) {
+		t.Helper()
+		m, _, ok, err := readMeta(CheckpointDir(dir, c.Run()))
+		if err != nil || !ok || m.Disk == nil || m.Finished {
+			t.Fatalf("%s: the checkpoint is not one of an unfinished search on disk: %+v %v", what, m.Disk, err)
+		}
+		if err := c.CanResume(dir, Limits{}); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		r := c.Explore(context.Background(), Limits{Workers: 2, Resume: dir, SpillDir: t.TempDir()}, nil)
+		if !r.Resumed || r.Stats.DiskAt != m.Disk.At || r.Stats.DiskMerges <= m.Disk.Merges-1 {
+			t.Errorf("%s: resumed=%v, on disk at %d (the checkpoint's %d), %d merges (%d before)", what, r.Resumed, r.Stats.DiskAt, m.Disk.At, r.Stats.DiskMerges, m.Disk.Merges-1)
+		}
+		if diff := cmp.Diff(outcomeOf(ref, c), outcomeOf(r, c)); diff != "" {
+			t.Errorf("%s: the resumed search differs (-uninterrupted +resumed):\n%s", what, diff)
+		}
+	}
+
+	// Between two levels: stopped by a depth bound after the move.
+	dir := t.TempDir()
+	r := c.Explore(context.Background(), Limits{Workers: 1, DiskAfter: 2000, Checkpoint: dir, MaxDepth: ref.Stats.Depth / 2}, nil)
+	if r.StopReason != StopMaxDepth || r.Stats.DiskAt == 0 || r.Checkpoints != 1 {
+		t.Fatalf("stopped for %q, on disk at %d, %d checkpoints", r.StopReason, r.Stats.DiskAt, r.Checkpoints)
+	}
+	resume("between levels", dir)
+
+	// Within a level: a checkpoint after every batch, and the run stopped
+	// once one of them is on disk part of the way through a level, past
+	// the move (a checkpoint there merges the window's fingerprints of
+	// the batches since the last one: its third merge at least).
+	dir = t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stopped := make(chan *Result)
+	go func() {
+		stopped <- c.Explore(ctx, Limits{Workers: 1, DiskAfter: 2000, Checkpoint: dir, CheckpointEvery: time.Nanosecond}, nil)
+	}()
+	for {
+		m, _, ok, _ := readMeta(CheckpointDir(dir, c.Run()))
+		if ok && m.Disk != nil && m.Disk.Merges >= 3 && m.Done > 0 && !m.Finished {
+			cancel()
+			break
+		}
+		select {
+		case r := <-stopped:
+			t.Fatalf("the run ended (complete=%v) before a checkpoint within a level on disk", r.Complete)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if r := <-stopped; r.StopReason != StopInterrupted || r.Checkpoints < 2 {
+		t.Fatalf("stopped for %q with %d checkpoints", r.StopReason, r.Checkpoints)
+	}
+	resume("within a level", dir)
 }

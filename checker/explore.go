@@ -264,9 +264,6 @@ type Result struct {
 	// continued from one.
 	Checkpoints int
 	Resumed     bool
-	// CheckpointsStopped says checkpoints were due after the fingerprints
-	// moved to disk, where none is written.
-	CheckpointsStopped bool
 	// Reduction says partial-order reduction was on (Stats.Reduced and
 	// Stats.Pruned say how much it took away).
 	Reduction bool
@@ -533,7 +530,7 @@ func (c *Checker) explore(ctx context.Context, lim Limits, progress func(Progres
 		r.Bitstate = e.st.bitstateReport(r.Stats.States)
 	}
 	if e.ckpt != nil {
-		r.Checkpoints, r.CheckpointsStopped = e.ckpt.written, e.ckpt.skipped
+		r.Checkpoints = e.ckpt.written
 	}
 	if e.viol != nil {
 		r.Violation = e.counterexample(e.viol)

@@ -255,9 +255,6 @@ func (r *Report) Text(opt TextOptions) string {
 			if x.Checkpoints > 0 {
 				fmt.Fprintf(&b, "  checkpoints written: %d\n", x.Checkpoints)
 			}
-			if x.CheckpointsStopped {
-				b.WriteString("  no checkpoint was written once the fingerprints were on disk: a checkpoint does not keep them\n")
-			}
 			if s.DiskAt > 0 {
 				fmt.Fprintf(&b, "  fingerprints moved to disk at %s states (--max-memory); %d merges of the window with the file since\n",
 					commas(int64(s.DiskAt)), s.DiskMerges)
