@@ -276,10 +276,12 @@ func checkConflicts(f *checkFlags, set map[string]bool) error {
 			}
 		}
 	}
-	if f.bitstate != "" && (f.exact || set["liveness"]) {
+	// An explicit --liveness asks for the graph these searches do not
+	// keep; --liveness=false only says what they do anyway.
+	if f.bitstate != "" && (f.exact || f.liveness && set["liveness"]) {
 		return fmt.Errorf("--bitstate keeps bits, not states: it takes neither --exact nor --liveness (EventuallyDrained needs the graph of a fingerprint search)")
 	}
-	if (f.checkpoint != "" || f.resume != "") && (f.exact || set["liveness"]) {
+	if (f.checkpoint != "" || f.resume != "") && (f.exact || f.liveness && set["liveness"]) {
 		return fmt.Errorf("--checkpoint and --resume keep fingerprints or bits and no liveness graph: they take neither --exact nor --liveness")
 	}
 	if set["por"] && f.por && f.liveness {

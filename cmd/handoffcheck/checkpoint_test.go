@@ -114,7 +114,7 @@ func TestCLI_CheckpointOnInterrupt(t *testing.T) {
 	if m, ok := checkpointOf(dir, "sglang"); !ok || m["finished"] != false || !strings.Contains(out, "\n  checkpoints written: 1\n") {
 		t.Fatalf("no checkpoint of the interrupted run (%v):\n%s", m, out)
 	}
-	code, got, errOut := runCLI(t, append(args[:len(args)-3:len(args)-3], "--resume", dir, "--json", "--timing=false")...)
+	code, got, errOut := runCLI(t, append(args[:len(args)-2:len(args)-2], "--resume", dir, "--json", "--timing=false")...)
 	if code != exitOK {
 		t.Fatalf("resume: exit %d: %s", code, errOut)
 	}
@@ -149,6 +149,16 @@ func TestCLI_CheckpointRefusals(t *testing.T) {
 		code, out, errOut := runCLI(t, tc.args...)
 		if code != exitUsage || out != "" || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.args, code, out, errOut, tc.want)
+		}
+	}
+	// --liveness=false says what these searches do anyway: it is taken.
+	for _, args := range [][]string{
+		{"check", "--config", small, "--run", "vllm", "--resume", dir, "--liveness=false"},
+		{"check", "--config", small, "--run", "vllm", "--checkpoint", t.TempDir(), "--liveness=false"},
+		{"check", "--config", small, "--run", "vllm", "--bitstate", "1MiB", "--liveness=false"},
+	} {
+		if code, _, errOut := runCLI(t, args...); code != exitOK {
+			t.Errorf("%v: exit %d: %s", args, code, errOut)
 		}
 	}
 	links := filepath.Join(dir, "vllm", "current", "links.bin")
