@@ -78,11 +78,10 @@ func ProcessPeakResident() uint64 { return peakResidentBytes() }
 // old and new tables are both mapped, which a sampler may miss); when it
 // does not, the samples are.
 type residentSampler struct {
-	peak    atomic.Uint64
-	hwm     uint64 // the process's high-water mark when the run began
-	done    chan struct{}
-	wg      sync.WaitGroup
-	samples atomic.Int64
+	peak atomic.Uint64
+	hwm  uint64 // the process's high-water mark when the run began
+	done chan struct{}
+	wg   sync.WaitGroup
 }
 
 // residentSampleEvery is how often the sampler looks. Each look wakes a
@@ -104,7 +103,6 @@ func sampleResident() *residentSampler {
 			case <-r.done:
 				return
 			case <-t.C:
-				r.samples.Add(1)
 				if n := residentBytes(); n > r.peak.Load() {
 					r.peak.Store(n)
 				}
