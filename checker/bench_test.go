@@ -85,6 +85,13 @@ func BenchmarkVLLM_OneCoreOnDisk(b *testing.B) {
 // since it has fewer states to count.
 func BenchmarkVLLM_OneCoreReduced(b *testing.B) { benchVLLM(b, Limits{Workers: 1, Reduce: true}) }
 
+// BenchmarkVLLM_OneCoreSleep adds sleep sets to the reduction: compare
+// its ns/op and transitions with BenchmarkVLLM_OneCoreReduced's
+// (docs/scale.md, "Sleep sets").
+func BenchmarkVLLM_OneCoreSleep(b *testing.B) {
+	benchVLLM(b, Limits{Workers: 1, Reduce: true, Sleep: true})
+}
+
 func benchVLLM(b *testing.B, lim Limits) {
 	cfg := DefaultConfig()
 	c, err := New(Generated(), cfg, cfg.Runs[0])

@@ -144,7 +144,7 @@ func TestDisk_TheBoundMovesTheSearchToDisk(t *testing.T) {
 func TestDisk_TheMoveGivesTheTableBack(t *testing.T) {
 	const n = 1 << 20
 	const bound = 8 << 20 // a window of 262,144 slots at most
-	e := &exploration{lim: Limits{MaxMemory: bound}, words: 2, st: newStore(false, 2, false), spill: spillDir{parent: t.TempDir()}}
+	e := &exploration{lim: Limits{MaxMemory: bound}, words: 2, fwords: 2, st: newStore(false, 2, false, false), spill: spillDir{parent: t.TempDir()}}
 	defer e.spill.remove()
 	defer e.st.free()
 	for i := uint64(1); i <= n; i++ {

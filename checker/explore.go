@@ -51,6 +51,14 @@ type Limits struct {
 	// keeps every safety verdict and quiescent state, not the liveness
 	// graph: with Liveness it is off.
 	Reduce bool
+	// Sleep adds sleep sets to the reduction (sleep.go). They are off
+	// with Exact, Bitstate, Checkpoint and Resume, and a search that
+	// must move its fingerprints to disk (DiskAfter, or MaxMemory)
+	// starts again without them.
+	Sleep bool
+	// sleepAlone keeps sleep sets and drops persistent sets: a search
+	// that must then reach every state of the full one (tests).
+	sleepAlone bool
 }
 
 // Stats are the measurements of an exploration.
@@ -75,6 +83,10 @@ type Stats struct {
 	// (partial-order reduction), Pruned the moves not taken there.
 	Reduced int
 	Pruned  int64
+	// Slept counts the moves not taken because they were asleep (sleep
+	// sets), Woken the states expanded again for moves that woke up.
+	Slept int64
+	Woken int
 	// ConfirmStates is how many states the search without reduction
 	// explored to find the shortest trace to a violation the reduced
 	// search found (0: none was needed).
@@ -224,10 +236,21 @@ type exploration struct {
 	before time.Duration
 	g      *graph
 	// por: partial-order reduction is on (Limits.Reduce, no liveness).
-	por      bool
-	cov      *Coverage
-	stats    Stats
-	deadEnds int
+	por bool
+	// sleep interns the sleep sets, nil when they are off; fwords is a
+	// frontier entry's length: the key, and with sleep sets one word
+	// more (sleepFull, or the set a wake entry was expanded with).
+	sleep    *sleepSets
+	fwords   int
+	entryBuf []uint64
+	// woken counts the wake entries among the ids: states listed twice.
+	woken int
+	// sleepDropped says why the search stopped to start again without
+	// sleep sets ("" when it did not).
+	sleepDropped string
+	cov          *Coverage
+	stats        Stats
+	deadEnds     int
 	// states whose moves were cut by MaxDepth or a stop
 	cut     bool
 	stopWhy string
@@ -267,6 +290,10 @@ type Result struct {
 	// Reduction says partial-order reduction was on (Stats.Reduced and
 	// Stats.Pruned say how much it took away).
 	Reduction bool
+	// Sleep says sleep sets were on (Stats.Slept and Stats.Woken);
+	// SleepDropped says why a search started again without them.
+	Sleep        bool
+	SleepDropped string
 }
 
 // Explore runs a breadth-first exploration of every interleaving of the
@@ -283,7 +310,23 @@ func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progres
 	return r
 }
 
+// explore runs the search. One with sleep sets that had to move its
+// fingerprints to disk (where the sets are not kept) or met more sets
+// than it can name starts again without them: the report says so, and
+// its time includes the first attempt.
 func (c *Checker) explore(ctx context.Context, lim Limits, progress func(Progress)) *Result {
+	r, dropped := c.exploreOnce(ctx, lim, progress)
+	if dropped == "" || ctx.Err() != nil {
+		return r
+	}
+	lim.Sleep = false
+	r2, _ := c.exploreOnce(ctx, lim, progress)
+	r2.Stats.Elapsed += r.Stats.Elapsed
+	r2.SleepDropped = dropped
+	return r2
+}
+
+func (c *Checker) exploreOnce(ctx context.Context, lim Limits, progress func(Progress)) (*Result, string) {
 	start := time.Now()
 	workers := lim.Workers
 	if workers <= 0 {
@@ -294,9 +337,17 @@ func (c *Checker) explore(ctx context.Context, lim Limits, progress func(Progres
 	if lim.Bitstate > 0 {
 		lim.Liveness, lim.Exact = false, false
 		e.lim = lim
+	}
+	e.por = lim.Reduce && !lim.Liveness
+	if lim.Bitstate > 0 {
 		e.st = newBitStore(e.words, lim.Bitstate)
 	} else {
-		e.st = newStore(lim.Exact, e.words, lim.Liveness)
+		e.st = newStore(lim.Exact, e.words, lim.Liveness, e.sleepsOn(lim))
+	}
+	e.fwords = e.words
+	if e.sleepsOn(lim) {
+		e.sleep = newSleepSets()
+		e.fwords++
 	}
 	e.spill.parent = lim.SpillDir
 	e.links.dir = &e.spill
@@ -312,7 +363,6 @@ func (c *Checker) explore(ctx context.Context, lim Limits, progress func(Progres
 	if lim.Liveness {
 		e.g = &graph{}
 	}
-	e.por = lim.Reduce && e.g == nil
 	var overMemory atomic.Bool
 	// stopForMemory stops the run for its memory bound. Both checks, the
 	// watcher's and the one before each level, stop through it, so that
@@ -354,8 +404,8 @@ func (c *Checker) explore(ctx context.Context, lim Limits, progress func(Progres
 	if v := c.CheckState(&init); v != nil {
 		e.viol = &found{v: v, pid: 0, move: -1}
 	}
-	frontier := newKeyQueue(e.words, &e.spill)
-	frontier.push(k[:e.words])
+	frontier := newKeyQueue(e.fwords, &e.spill)
+	frontier.push(e.entry(k[:e.words], sleepFull))
 	defer func() { frontier.close() }()
 	levelStart := uint32(0)
 	startDepth, skip := 0, 0
@@ -405,7 +455,7 @@ func (c *Checker) explore(ctx context.Context, lim Limits, progress func(Progres
 		}
 		next := resumedNext
 		if next == nil {
-			next = newKeyQueue(e.words, &e.spill)
+			next = newKeyQueue(e.fwords, &e.spill)
 			defer next.close()
 		}
 		e.save(frontier, next, depth, levelStart, skip, false)
@@ -430,6 +480,11 @@ func (c *Checker) explore(ctx context.Context, lim Limits, progress func(Progres
 		// judged again; one that cannot, or still does not fit, stops.
 		pass := lim.MaxMemory > 0 && e.levelWouldPass(frontier.n, lim.MaxMemory)
 		if (pass || e.wantDisk.Load()) && e.disk == nil && e.diskable() {
+			if e.sleep != nil {
+				e.sleepDropped = sleepDroppedDisk
+				e.cut, e.stopWhy = true, StopInterrupted
+				break
+			}
 			if err := e.goToDisk(); err != nil {
 				e.diskErr = err
 				e.cut, e.stopWhy = true, StopDisk
@@ -445,7 +500,7 @@ func (c *Checker) explore(ctx context.Context, lim Limits, progress func(Progres
 		}
 		next := resumedNext
 		if next == nil {
-			next = newKeyQueue(e.words, &e.spill)
+			next = newKeyQueue(e.fwords, &e.spill)
 		}
 		resumedNext = nil
 		mark := e.mark()
@@ -476,12 +531,12 @@ func (c *Checker) explore(ctx context.Context, lim Limits, progress func(Progres
 		}
 		if progress != nil && time.Since(lastReport) >= progressEvery {
 			lastReport = time.Now()
-			progress(Progress{Run: c.run.Name, States: e.links.n, Transitions: e.stats.Transitions, Depth: depth + 1,
+			progress(Progress{Run: c.run.Name, States: e.states(), Transitions: e.stats.Transitions, Depth: depth + 1,
 				Queue: next.n, Elapsed: time.Since(start)})
 		}
 		e.sampleHeap()
 		if e.viol == nil && next.n > 0 {
-			if lim.MaxStates > 0 && e.links.n >= lim.MaxStates {
+			if lim.MaxStates > 0 && e.states() >= lim.MaxStates {
 				e.cut, e.stopWhy = true, StopMaxStates
 				stopBefore(depth + 1)
 				break
@@ -499,7 +554,8 @@ func (c *Checker) explore(ctx context.Context, lim Limits, progress func(Progres
 			e.cut, e.stopWhy = true, StopDisk
 		}
 	}
-	e.stats.States = e.links.n
+	e.stats.States = e.states()
+	e.stats.Woken = e.woken
 	e.stats.Elapsed = e.elapsed()
 	if e.disk != nil {
 		e.stats.DiskMerges = e.disk.merges - 1
@@ -513,7 +569,7 @@ func (c *Checker) explore(ctx context.Context, lim Limits, progress func(Progres
 		e.stats.GraphBytes = int64(len(e.g.from))*8 + int64(len(e.g.drained))
 	}
 	e.sampleHeap()
-	r := &Result{Run: c.run, Stats: e.stats, Coverage: e.cov, DeadEnds: e.deadEnds, Resumed: resumedRun, Reduction: e.por,
+	r := &Result{Run: c.run, Stats: e.stats, Coverage: e.cov, DeadEnds: e.deadEnds, Resumed: resumedRun, Reduction: e.por, Sleep: e.sleep != nil,
 		Symmetry: c.sym.any(), Exact: lim.Exact, Complete: !e.cut && e.viol == nil}
 	if e.cut {
 		r.StopReason = e.stopWhy
@@ -552,7 +608,7 @@ func (c *Checker) explore(ctx context.Context, lim Limits, progress func(Progres
 	} else if lim.Liveness {
 		r.StopDetail += "; EventuallyDrained not judged: the graph is incomplete"
 	}
-	return r
+	return r, e.sleepDropped
 }
 
 // progressEvery is how often Explore reports its progress, after the
@@ -619,7 +675,7 @@ var readResident = residentBytes
 // when the graph is kept, and half the store again, which may grow by that
 // much.
 func (e *exploration) levelNeed(n int) int64 {
-	need := e.batchNeed() + min(int64(n)*int64(e.words*8), int64(spillLimit))
+	need := e.batchNeed() + min(int64(n)*int64(e.fwords*8), int64(spillLimit))
 	if e.g != nil {
 		need += int64(n) * 5 * int64(unsafe.Sizeof(edge{})+8)
 	}
@@ -635,7 +691,7 @@ func (e *exploration) levelNeed(n int) int64 {
 // state two successor keys and two candidates.
 func (e *exploration) batchNeed() int64 {
 	per := int64(batchPerWorker * max(len(e.recent), 1))
-	return per*int64(e.words*8) + per*int64(2*e.words*8+2*int(unsafe.Sizeof(candidate{}))) + int64(len(e.recent))*recentSize*8
+	return per*int64(e.fwords*8) + per*int64(2*e.words*8+2*int(unsafe.Sizeof(candidate{}))) + int64(len(e.recent))*recentSize*8
 }
 
 // livenessWouldPass reports whether judging EventuallyDrained could take
@@ -729,6 +785,11 @@ func (e *exploration) insertRoot(fp uint64, k *Key, drained bool) {
 		e.st.keys[shardOf(fp)][*k] = 0
 	} else {
 		e.st.insertFP(fp)
+		if e.sleep != nil {
+			t := &e.st.fp[shardOf(fp)]
+			slot, _ := t.find(fp)
+			t.sleep[slot] = sleepPending
+		}
 	}
 	e.links.append(0, 0)
 	if e.g != nil {
@@ -744,12 +805,15 @@ type levelMark struct {
 	deadEnds    int
 	reduced     int
 	pruned      int64
+	slept       int64
+	woken       int
 	rows        [2][]uint64
 	edges       int
 }
 
 func (e *exploration) mark() levelMark {
-	m := levelMark{states: e.links.n, transitions: e.stats.Transitions, deadEnds: e.deadEnds, reduced: e.stats.Reduced, pruned: e.stats.Pruned}
+	m := levelMark{states: e.links.n, transitions: e.stats.Transitions, deadEnds: e.deadEnds, reduced: e.stats.Reduced, pruned: e.stats.Pruned,
+		slept: e.stats.Slept, woken: e.woken}
 	for r := range m.rows {
 		m.rows[r] = slices.Clone(e.cov.Rows[r])
 	}
@@ -765,6 +829,7 @@ func (e *exploration) rollback(m levelMark) {
 	e.links.truncate(m.states)
 	e.stats.Transitions, e.deadEnds = m.transitions, m.deadEnds
 	e.stats.Reduced, e.stats.Pruned = m.reduced, m.pruned
+	e.stats.Slept, e.woken = m.slept, m.woken
 	e.cov.Rows = m.rows
 	if e.g != nil {
 		e.g.from, e.g.to, e.g.drained = e.g.from[:m.edges], e.g.to[:m.edges], e.g.drained[:m.states]
@@ -783,6 +848,14 @@ type workerOut struct {
 	pruned      int64
 	viol        *found
 	cov         *Coverage
+	// With sleep sets: the table slots of the states expanded (shard in
+	// the high half), whose frontier wait ends at the commit; the known
+	// states reached with a set that does not hold theirs, and their keys.
+	slept     int64
+	candSleep []sleepSet // each candidate's set
+	expanded  []uint64
+	actions   []sleepAction
+	wakeKeys  []uint64
 }
 
 // batchPerWorker is how many frontier states each worker expands between
@@ -803,7 +876,7 @@ const batchPerWorker = 1024
 func (e *exploration) level(ctx context.Context, frontier, next *keyQueue, levelStart uint32, workers, skip, depth int) bool {
 	rd := frontier.reader()
 	per := batchPerWorker * workers
-	buf := make([]uint64, per*e.words)
+	buf := make([]uint64, per*e.fwords)
 	outs := make([]workerOut, workers*4)
 	// Resumed within the level: the states before skip were expanded
 	// and committed before the checkpoint.
@@ -861,6 +934,7 @@ func (e *exploration) level(ctx context.Context, frontier, next *keyQueue, level
 			e.deadEnds += batch[i].deadEnds
 			e.stats.Reduced += batch[i].reduced
 			e.stats.Pruned += batch[i].pruned
+			e.stats.Slept += batch[i].slept
 			e.cov.add(batch[i].cov)
 		}
 		if e.viol != nil {
@@ -869,6 +943,10 @@ func (e *exploration) level(ctx context.Context, frontier, next *keyQueue, level
 		e.commit(batch, workers, next)
 		if next.err != nil || e.links.err != nil {
 			e.diskErr = errors.Join(next.err, e.links.err)
+			return true
+		}
+		if e.sleep != nil && e.sleep.full {
+			e.sleepDropped = sleepDroppedFull
 			return true
 		}
 		done += n
@@ -883,6 +961,10 @@ func (e *exploration) level(ctx context.Context, frontier, next *keyQueue, level
 			e.wantDisk.Store(true)
 		}
 		if e.wantDisk.Load() && e.disk == nil {
+			if e.sleep != nil {
+				e.sleepDropped = sleepDroppedDisk
+				return true
+			}
 			if err := e.goToDisk(); err != nil {
 				e.diskErr = err
 				return true
@@ -908,7 +990,8 @@ func (e *exploration) expand(ctx context.Context, batch []uint64, batchStart uin
 	out.cands = slices.Grow(out.cands[:0], 2*(hi-lo))
 	out.edges, out.edgeKeys = out.edges[:0], out.edgeKeys[:0]
 	out.transitions, out.deadEnds, out.viol = 0, 0, nil
-	out.reduced, out.pruned = 0, 0
+	out.reduced, out.pruned, out.slept = 0, 0, 0
+	out.candSleep, out.expanded, out.actions, out.wakeKeys = out.candSleep[:0], out.expanded[:0], out.actions[:0], out.wakeKeys[:0]
 	if out.cov == nil {
 		out.cov = newCoverage(c.proto.spec)
 	} else {
@@ -937,24 +1020,45 @@ func (e *exploration) expand(ctx context.Context, batch []uint64, batchStart uin
 	var ids [len(ms.m)]uint32
 	var known [len(ms.m)]bool
 	var cached [len(ms.m)]bool
+	// Sleep sets: each move's slot and workers, the state's set, the
+	// moves taken so far, and each successor's set and table slot value.
+	var sm sleepMoves
+	var zs [len(ms.m)]sleepSet
+	var sv [len(ms.m)]uint16
+	fw := e.fwords
 	for i := lo; i < hi; i++ {
 		if i&255 == 0 && ctx.Err() != nil {
 			// Stopped (interrupt or memory bound): the level is dropped.
 			break
 		}
 		pid := batchStart + uint32(i)
-		copy(k[:e.words], batch[i*e.words:(i+1)*e.words])
+		copy(k[:e.words], batch[i*fw:i*fw+e.words])
 		s := c.unpack(&k)
 		protocol := c.moves(&s, &ms)
-		if protocol == 0 {
+		var z, woke, taken sleepSet
+		wake := false
+		if e.sleep != nil {
+			fp := fingerprint(&k, e.words)
+			sh := shardOf(fp)
+			slot, _ := e.st.fp[sh].find(fp)
+			z = e.sleep.get(e.st.fp[sh].sleep[slot])
+			out.expanded = append(out.expanded, uint64(sh)<<32|uint64(slot))
+			if extra := batch[i*fw+e.words]; extra != sleepFull {
+				// A wake entry: it takes only the moves that were asleep
+				// when it was expanded and are awake now.
+				wake, woke = true, e.sleep.get(uint16(extra))
+			}
+			c.sleepInfo(&s, &ms, &sm)
+		}
+		if protocol == 0 && !wake {
 			out.deadEnds++
 			if v := c.CheckQuiescence(&s); v != nil && out.viol == nil {
 				out.viol = &found{v: v, pid: pid, move: -1}
 			}
 		}
 		amp := -1
-		if e.por {
-			if amp = c.ample(&s, &ms); amp >= 0 {
+		if e.por && !e.lim.sleepAlone {
+			if amp = c.ample(&s, &ms); amp >= 0 && !wake {
 				out.reduced++
 			}
 		}
@@ -962,8 +1066,25 @@ func (e *exploration) expand(ctx context.Context, batch []uint64, batchStart uin
 		for mi := 0; mi < ms.n; mi++ {
 			if amp >= 0 && int(ms.m[mi].H) != amp {
 				// Taken from the successors instead (por.go).
-				out.pruned++
+				if !wake {
+					out.pruned++
+				}
 				continue
+			}
+			if e.sleep != nil {
+				sl := int(sm.slot[mi])
+				if sl >= 0 && z.has(sl) {
+					// Asleep: its successor is reached through a commuting
+					// order (sleep.go).
+					if !wake {
+						out.slept++
+					}
+					continue
+				}
+				if wake && (sl < 0 || !woke.has(sl)) {
+					// Taken when the state was first expanded.
+					continue
+				}
 			}
 			sc := &succ[n]
 			sc.t = s
@@ -978,13 +1099,26 @@ func (e *exploration) expand(ctx context.Context, batch []uint64, batchStart uin
 			}
 			c.canonical(&sc.t, &sc.key)
 			sc.fp = fingerprint(&sc.key, e.words)
+			if e.sleep != nil {
+				zs[n] = c.successorSleep(&s, &sc.t, &ms, &sm, mi, z, taken)
+				if sl := sm.slot[mi]; sl >= 0 {
+					taken.add(int(sl))
+				}
+			}
 			idx[n] = mi
 			n++
 		}
 		for j := 0; j < n; j++ {
-			cached[j] = seen == nil && recent.has(succ[j].fp)
-			if !cached[j] {
-				ids[j], known[j] = e.st.lookup(succ[j].fp, &succ[j].key)
+			switch {
+			case e.sleep != nil:
+				// No cache: a state met again may need its set cut.
+				cached[j] = false
+				sv[j], known[j] = e.st.fp[shardOf(succ[j].fp)].sleepOf(succ[j].fp)
+			default:
+				cached[j] = seen == nil && recent.has(succ[j].fp)
+				if !cached[j] {
+					ids[j], known[j] = e.st.lookup(succ[j].fp, &succ[j].key)
+				}
 			}
 		}
 		for j := 0; j < n; j++ {
@@ -1003,6 +1137,12 @@ func (e *exploration) expand(ctx context.Context, batch []uint64, batchStart uin
 				continue
 			}
 			if known[j] {
+				if e.sleep != nil && !e.sleep.get(sv[j]).within(zs[j]) {
+					// Its set must be cut, and if it was expanded, it
+					// must take the moves that wake up (commit).
+					out.actions = append(out.actions, sleepAction{fp: sc.fp, z: zs[j], pid: pid, move: uint8(idx[j])})
+					out.wakeKeys = append(out.wakeKeys, sc.key[:e.words]...)
+				}
 				if seen == nil {
 					recent.add(sc.fp)
 				}
@@ -1026,6 +1166,9 @@ func (e *exploration) expand(ctx context.Context, batch []uint64, batchStart uin
 				continue
 			}
 			cd := candidate{fp: sc.fp, pid: pid, move: uint8(idx[j]), off: len(out.keys)}
+			if e.sleep != nil {
+				out.candSleep = append(out.candSleep, zs[j])
+			}
 			if seen != nil {
 				seen[sc.key] = struct{}{}
 			} else {
@@ -1056,11 +1199,14 @@ func (e *exploration) commit(outs []workerOut, workers int, next *keyQueue) {
 	for sh := range byShard {
 		byShard[sh] = byShard[sh][:0]
 	}
+	if e.sleep != nil {
+		e.endWaits(outs)
+	}
 	if workers == 1 {
 		// One worker inserts in (parent, move) order directly.
 		for w := range outs {
 			for i := range outs[w].cands {
-				e.insert(&outs[w], &outs[w].cands[i])
+				e.insert(&outs[w], i)
 			}
 		}
 	} else {
@@ -1076,7 +1222,7 @@ func (e *exploration) commit(outs []workerOut, workers int, next *keyQueue) {
 		}
 		parallel(workers, numShards, func(sh int) {
 			for _, r := range byShard[sh] {
-				e.insert(&outs[r.w], &outs[r.w].cands[r.i])
+				e.insert(&outs[r.w], r.i)
 			}
 		})
 	}
@@ -1107,8 +1253,11 @@ func (e *exploration) commit(outs []workerOut, workers int, next *keyQueue) {
 			if e.g != nil {
 				e.g.drained = append(e.g.drained, cd.drained)
 			}
-			next.push(o.keys[cd.off : cd.off+e.words])
+			next.push(e.entry(o.keys[cd.off:cd.off+e.words], sleepFull))
 		}
+	}
+	if e.sleep != nil {
+		e.commitSleep(outs, next)
 	}
 	if e.g == nil && !e.st.exact {
 		return
@@ -1159,7 +1308,12 @@ func (e *exploration) commit(outs []workerOut, workers int, next *keyQueue) {
 type candRef struct{ w, i int }
 
 // insert adds a candidate to the visited set and marks whether it was new.
-func (e *exploration) insert(o *workerOut, cd *candidate) {
+func (e *exploration) insert(o *workerOut, i int) {
+	cd := &o.cands[i]
+	if e.sleep != nil {
+		e.insertSleep(cd, o.candSleep[i])
+		return
+	}
 	sh := shardOf(cd.fp)
 	if e.st.exact {
 		var k Key

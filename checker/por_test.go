@@ -10,14 +10,15 @@ import (
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
-// porPair explores a run with and without partial-order reduction and
+// porPairWith explores a run without partial-order reduction and with
+// the reduction lim asks for (persistent sets, or sleep sets too), and
 // checks what the reduction promises: the same verdict (the same
 // invariant, when one breaks), every quiescent state kept, no more
 // states, and a counterexample no longer than the full search's.
-func porPair(t *testing.T, c *Checker, what string, workers int) (full, reduced *Result) {
+func porPairWith(t *testing.T, c *Checker, what string, lim Limits) (full, reduced *Result) {
 	t.Helper()
-	full = c.Explore(context.Background(), Limits{Workers: workers}, nil)
-	reduced = c.Explore(context.Background(), Limits{Workers: workers, Reduce: true}, nil)
+	full = c.Explore(context.Background(), Limits{Workers: lim.Workers}, nil)
+	reduced = c.Explore(context.Background(), lim, nil)
 	t.Logf("%s: %d states, %d transitions without reduction; %d states, %d transitions with it",
 		what, full.Stats.States, full.Stats.Transitions, reduced.Stats.States, reduced.Stats.Transitions)
 	name := func(r *Result) string {
@@ -71,6 +72,12 @@ func testdataConfig(t *testing.T, name string) *Config {
 // two-handoffs.json is where the reduction has room, and it must take
 // something away there.
 func TestPOR_SameVerdictsOnEveryConfiguration(t *testing.T) {
+	porConfigurations(t, Limits{Reduce: true})
+}
+
+// porConfigurations compares, on every configuration the test above
+// names, the full search with one reduced by lim.
+func porConfigurations(t *testing.T, lim Limits) {
 	files, err := filepath.Glob(filepath.Join("..", "testdata", "configs", "*.json"))
 	if err != nil || len(files) == 0 {
 		t.Fatal("no configurations", err)
@@ -93,7 +100,9 @@ func TestPOR_SameVerdictsOnEveryConfiguration(t *testing.T) {
 		cfg := testdataConfig(t, name)
 		for _, run := range cfg.Runs {
 			c := checkerFor(t, Generated(), cfg, run.Name)
-			full, reduced := porPair(t, c, name+" "+run.Name, workers)
+			l := lim
+			l.Workers = workers
+			full, reduced := porPairWith(t, c, name+" "+run.Name, l)
 			if name == "two-handoffs.json" && (reduced.Stats.Reduced == 0 || reduced.Stats.States >= full.Stats.States) {
 				t.Errorf("%s %s: the reduction took nothing away: %d states of %d", name, run.Name, reduced.Stats.States, full.Stats.States)
 			}
@@ -116,16 +125,17 @@ func porConfigs() []string {
 // not, the same verdict with reduction as without, and no longer a trace.
 func TestPOR_SameVerdictsOnEveryVariant(t *testing.T) {
 	for _, file := range porConfigs() {
-		porVariants(t, testdataConfig(t, file))
+		porVariants(t, testdataConfig(t, file), Limits{Reduce: true})
 	}
 }
 
-func porVariants(t *testing.T, cfg *Config) {
+func porVariants(t *testing.T, cfg *Config, lim Limits) {
 	broken := 0
+	lim.Workers = 1
 	for name, s := range shippedVariants(t) {
 		p := interpreted(t, s)
 		for _, run := range []string{"vllm", "sglang"} {
-			full, _ := porPair(t, checkerFor(t, p, cfg, run), name+" "+run, 1)
+			full, _ := porPairWith(t, checkerFor(t, p, cfg, run), name+" "+run, lim)
 			if full.Violation != nil {
 				broken++
 			}
@@ -149,11 +159,11 @@ func TestPOR_MutantsCaughtEitherWay(t *testing.T) {
 	for _, file := range porConfigs() {
 		cfg := testdataConfig(t, file)
 		cfg.Runs = cfg.Runs[:2]
-		porMutants(t, cfg)
+		porMutants(t, cfg, Limits{Reduce: true})
 	}
 }
 
-func porMutants(t *testing.T, cfg *Config) {
+func porMutants(t *testing.T, cfg *Config, lim Limits) {
 	all := spec.Mutants(spec.Default(), spec.Operators)
 	mutants := all
 	if os.Getenv("HANDOFFCHECK_POR_ALL") == "" {
@@ -163,7 +173,7 @@ func porMutants(t *testing.T, cfg *Config) {
 		}
 	}
 	full := Mutate(context.Background(), cfg, mutants, Limits{}, 0, nil)
-	reduced := Mutate(context.Background(), cfg, mutants, Limits{Reduce: true}, 0, nil)
+	reduced := Mutate(context.Background(), cfg, mutants, lim, 0, nil)
 	killed, other := 0, 0
 	for i := range full {
 		f, r := full[i], reduced[i]

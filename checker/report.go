@@ -239,6 +239,13 @@ func (r *Report) Text(opt TextOptions) string {
 		if x.Reduction {
 			fmt.Fprintf(&b, "  partial-order reduction: %s states took one handoff's moves alone, %s moves left to their successors\n",
 				commas(int64(s.Reduced)), commas(s.Pruned))
+			if x.Sleep {
+				fmt.Fprintf(&b, "  sleep sets: %s moves asleep, %s states expanded again for moves that woke up\n",
+					commas(s.Slept), commas(int64(s.Woken)))
+			}
+			if x.SleepDropped != "" {
+				fmt.Fprintf(&b, "  sleep sets dropped: %s; the search started again without them\n", x.SleepDropped)
+			}
 			if s.ConfirmStates > 0 {
 				fmt.Fprintf(&b, "  the trace is the full search's: it re-ran without reduction to the violation's depth (%s states)\n",
 					commas(int64(s.ConfirmStates)))
@@ -466,6 +473,16 @@ type jsonReduction struct {
 	ReducedStates int   `json:"reduced_states"`
 	PrunedMoves   int64 `json:"pruned_moves"`
 	ConfirmStates int   `json:"confirm_states"`
+	// Sleep is present when sleep sets were on; SleepDropped says why a
+	// search started again without them.
+	Sleep        *jsonSleep `json:"sleep_sets,omitempty"`
+	SleepDropped string     `json:"sleep_dropped,omitempty"`
+}
+
+// jsonSleep is what sleep sets took away.
+type jsonSleep struct {
+	SleptMoves  int64 `json:"slept_moves"`
+	WokenStates int   `json:"woken_states"`
 }
 
 // jsonTiming holds the measured figures of a run, left out with
@@ -543,7 +560,10 @@ func (r *Report) JSON(opt TextOptions) ([]byte, error) {
 			StoreBPS: per(s.StoreBytes), FPBPS: per(s.FingerprintBytes),
 			Symmetry: x.Symmetry, Exact: x.Exact, Liveness: x.Liveness, Collision: x.CollisionProbability}
 		if x.Reduction {
-			jr.Reduction = &jsonReduction{ReducedStates: s.Reduced, PrunedMoves: s.Pruned, ConfirmStates: s.ConfirmStates}
+			jr.Reduction = &jsonReduction{ReducedStates: s.Reduced, PrunedMoves: s.Pruned, ConfirmStates: s.ConfirmStates, SleepDropped: x.SleepDropped}
+			if x.Sleep {
+				jr.Reduction.Sleep = &jsonSleep{SleptMoves: s.Slept, WokenStates: s.Woken}
+			}
 		}
 		if bs := x.Bitstate; bs != nil {
 			jr.Bitstate = &jsonBitstate{Bytes: bs.Bytes, Hashes: bs.Hashes, Fill: bs.Fill, Omission: bs.Omission, Coverage: bs.Coverage}

@@ -19,6 +19,10 @@ type fpTable struct {
 	fps     []uint64
 	ids     []uint32 // nil unless the store keeps ids (for the liveness graph)
 	withIDs bool
+	// sleep is each state's sleep set (an index into sleepSets) and
+	// whether it waits in a frontier (sleep.go); nil without sleep sets.
+	sleep     []uint16
+	withSleep bool
 	// mapped tables take their slots from mapWords where it can (see
 	// offheap_unix.go) and must be freed; onMap says the slots came from it.
 	mapped, onMap bool
@@ -39,6 +43,9 @@ func (t *fpTable) init(capacity int) {
 	}
 	if t.withIDs {
 		t.ids = make([]uint32, capacity)
+	}
+	if t.withSleep {
+		t.sleep = make([]uint16, capacity)
 	}
 	t.n = 0
 }
@@ -103,7 +110,7 @@ func (t *fpTable) insert(fp uint64) (int, bool) {
 }
 
 func (t *fpTable) grow() {
-	old, oldIDs, oldOnMap := t.fps, t.ids, t.onMap
+	old, oldIDs, oldSleep, oldOnMap := t.fps, t.ids, t.sleep, t.onMap
 	t.init(len(old) + len(old)/2)
 	for j, fp := range old {
 		if fp == 0 {
@@ -113,6 +120,9 @@ func (t *fpTable) grow() {
 		t.fps[i] = fp
 		if t.ids != nil {
 			t.ids[i] = oldIDs[j]
+		}
+		if t.sleep != nil {
+			t.sleep[i] = oldSleep[j]
 		}
 		t.n++
 	}
@@ -127,10 +137,24 @@ func (t *fpTable) free() {
 	if t.onMap {
 		unmapWords(t.fps)
 	}
-	*t = fpTable{withIDs: t.withIDs, mapped: t.mapped}
+	*t = fpTable{withIDs: t.withIDs, withSleep: t.withSleep, mapped: t.mapped}
 }
 
-func (t *fpTable) bytes() int64 { return int64(len(t.fps))*8 + int64(len(t.ids))*4 }
+func (t *fpTable) bytes() int64 {
+	return int64(len(t.fps))*8 + int64(len(t.ids))*4 + int64(len(t.sleep))*2
+}
+
+// sleepOf returns the sleep slot of fp, if present.
+func (t *fpTable) sleepOf(fp uint64) (uint16, bool) {
+	if t.fps == nil {
+		return 0, false
+	}
+	i, ok := t.find(fp)
+	if !ok {
+		return 0, false
+	}
+	return t.sleep[i], true
+}
 
 // store is the visited set: fingerprints, full keys in exact mode, or
 // bits in bitstate mode (see bitstate.go).
@@ -152,10 +176,11 @@ func newBitStore(words int, size int64) *store {
 // newStore makes a visited set. ids are kept only when asked for: the
 // liveness graph needs the id of every state a transition reaches, plain
 // safety checking needs only to know whether a state was seen.
-func newStore(exact bool, words int, ids bool) *store {
+func newStore(exact bool, words int, ids, sleep bool) *store {
 	s := &store{exact: exact, words: words}
 	for i := range s.fp {
 		s.fp[i].withIDs = ids
+		s.fp[i].withSleep = sleep
 		s.fp[i].mapped = true
 	}
 	if exact {

@@ -131,12 +131,16 @@ func permutations(xs []int) [][]int {
 
 // sortHandoffs sorts the two-word handoff records within each class of
 // interchangeable handoffs, in place.
-func (s *symmetry) sortHandoffs(k *Key, base, nH int) {
+func (s *symmetry) sortHandoffs(k *Key, base, nH int) { s.sortHandoffsNaming(k, base, nil) }
+
+// sortHandoffsNaming sorts the handoff records and, when pos is given,
+// moves it with them (pos[p]: which handoff is at position p), for
+// sleep sets' renaming. Insertion sort over each class: classes are tiny.
+func (s *symmetry) sortHandoffsNaming(k *Key, base int, pos *[model.MaxHandoffs]int8) {
 	for _, cl := range s.classes {
 		if len(cl) < 2 {
 			continue
 		}
-		// insertion sort over the class's positions; classes are tiny
 		for i := 1; i < len(cl); i++ {
 			for j := i; j > 0; j-- {
 				a, b := base+2*cl[j-1], base+2*cl[j]
@@ -145,6 +149,9 @@ func (s *symmetry) sortHandoffs(k *Key, base, nH int) {
 				}
 				k[a], k[b] = k[b], k[a]
 				k[a+1], k[b+1] = k[b+1], k[a+1]
+				if pos != nil {
+					pos[cl[j-1]], pos[cl[j]] = pos[cl[j]], pos[cl[j-1]]
+				}
 			}
 		}
 	}

@@ -1,0 +1,262 @@
+package checker
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// TestSleep_IndependentMovesCommute holds the independence that sleep
+// sets rest on to the model, on every state of small configurations (and
+// the first states of larger ones): for every two moves judged
+// independent, each is still enabled, under the same slot, after the
+// other, and both orders reach the same state.
+func TestSleep_IndependentMovesCommute(t *testing.T) {
+	pairs := 0
+	for _, tc := range []struct {
+		file   string
+		states int
+	}{{"two-handoffs.json", 1 << 30}, {"headroom-binds.json", 1 << 30}, {"three-handoffs.json", 20000}} {
+		cfg := testdataConfig(t, tc.file)
+		for _, run := range cfg.Runs {
+			c := checkerFor(t, Generated(), cfg, run.Name)
+			for _, s := range porSample(c, tc.states) {
+				var ms moveSet
+				var sm sleepMoves
+				c.moves(&s, &ms)
+				c.sleepInfo(&s, &ms, &sm)
+				for i := 0; i < ms.n; i++ {
+					for j := i + 1; j < ms.n; j++ {
+						if !sm.independent(&ms, i, j) {
+							continue
+						}
+						pairs++
+						a, b := ms.m[i], ms.m[j]
+						ab, okAB := sleepStep(c, &s, a, b)
+						ba, okBA := sleepStep(c, &s, b, a)
+						if !okAB || !okBA {
+							t.Fatalf("%s %s: %s and %s judged independent, but one disables the other (%v, %v) in\n%s",
+								tc.file, run.Name, a, b, okAB, okBA, strings.Join(c.DescribeState(&s), "\n"))
+						}
+						var kab, kba Key
+						c.canonical(&ab, &kab)
+						c.canonical(&ba, &kba)
+						if kab != kba {
+							t.Fatalf("%s %s: %s and %s judged independent, but the two orders differ from\n%s",
+								tc.file, run.Name, a, b, strings.Join(c.DescribeState(&s), "\n"))
+						}
+					}
+				}
+			}
+		}
+	}
+	if pairs < 10000 {
+		t.Fatalf("only %d independent pairs seen", pairs)
+	}
+	t.Logf("%d independent pairs commute", pairs)
+}
+
+// sleepStep takes a then b from s; ok is false when b, under its slot,
+// may no longer sleep or is not enabled after a.
+func sleepStep(c *Checker, s *State, a, b Move) (State, bool) {
+	t := *s
+	var ms moveSet
+	c.moves(&t, &ms)
+	tx := model.Tx{W: &t.W}
+	c.apply(&t, &tx, a, nil, ms.stuck)
+	c.moves(&t, &ms)
+	var sm sleepMoves
+	c.sleepInfo(&t, &ms, &sm)
+	for i := 0; i < ms.n; i++ {
+		if int(sm.slot[i]) == moveSlot(b) && ms.m[i] == b {
+			tx = model.Tx{W: &t.W}
+			c.apply(&t, &tx, b, nil, ms.stuck)
+			return t, true
+		}
+	}
+	return t, false
+}
+
+// TestSleep_NamingFollowsCanonical checks the renaming of sleep sets:
+// the moves of a state, renamed as canonical renames the state, are the
+// moves of its canonical form.
+func TestSleep_NamingFollowsCanonical(t *testing.T) {
+	renamed := 0
+	for _, file := range []string{"two-handoffs.json", "three-handoffs.json", "max-shape.json"} {
+		cfg := testdataConfig(t, file)
+		for _, run := range cfg.Runs {
+			c := checkerFor(t, Generated(), cfg, run.Name)
+			if !c.sym.any() {
+				continue
+			}
+			for _, s := range porSample(c, 3000) {
+				var k Key
+				c.canonical(&s, &k)
+				canon := c.unpack(&k)
+				hp, wp := c.canonicalNaming(&s)
+				var mine, theirs sleepSet
+				var ms moveSet
+				c.moves(&s, &ms)
+				for i := 0; i < ms.n; i++ {
+					if sl := moveSlot(ms.m[i]); sl >= 0 {
+						mine.add(sl)
+					}
+				}
+				c.moves(&canon, &ms)
+				for i := 0; i < ms.n; i++ {
+					if sl := moveSlot(ms.m[i]); sl >= 0 {
+						theirs.add(sl)
+					}
+				}
+				if got := mine.renamed(&hp, &wp, c.nH, c.nW); got != theirs {
+					t.Fatalf("%s %s: renamed slots %x, canonical state's %x", file, run.Name, got, theirs)
+				}
+				if mine != theirs {
+					renamed++
+				}
+			}
+		}
+	}
+	if renamed == 0 {
+		t.Fatal("no state was renamed: the test checks nothing")
+	}
+	t.Logf("%d states renamed", renamed)
+}
+
+// Sleep sets keep what the reduction promises (porPair): on every
+// configuration, every shipped variant and every eighth mutant, the same
+// verdicts as the full search.
+func TestSleep_SameVerdictsOnEveryConfiguration(t *testing.T) {
+	porConfigurations(t, Limits{Reduce: true, Sleep: true})
+}
+
+func TestSleep_SameVerdictsOnEveryVariant(t *testing.T) {
+	for _, file := range porConfigs() {
+		porVariants(t, testdataConfig(t, file), Limits{Reduce: true, Sleep: true})
+	}
+}
+
+func TestSleep_MutantsCaughtEitherWay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("checks mutants twice")
+	}
+	for _, file := range porConfigs() {
+		cfg := testdataConfig(t, file)
+		cfg.Runs = cfg.Runs[:2]
+		porMutants(t, cfg, Limits{Reduce: true, Sleep: true})
+	}
+}
+
+// On two handoffs, sleep sets put moves to sleep and wake states up,
+// take fewer transitions than persistent sets alone, and give the same
+// figures on one worker and on two.
+func TestSleep_TakesTransitionsAwayDeterministically(t *testing.T) {
+	cfg := testdataConfig(t, "two-handoffs.json")
+	woken := 0
+	for _, run := range cfg.Runs {
+		c := checkerFor(t, Generated(), cfg, run.Name)
+		ctx := context.Background()
+		plain := c.Explore(ctx, Limits{Workers: 1, Reduce: true}, nil)
+		one := c.Explore(ctx, Limits{Workers: 1, Reduce: true, Sleep: true}, nil)
+		two := c.Explore(ctx, Limits{Workers: 2, Reduce: true, Sleep: true}, nil)
+		if !one.Sleep || one.Stats.Slept == 0 || one.Stats.Transitions >= plain.Stats.Transitions {
+			t.Errorf("%s: sleep sets on %v, %d moves asleep, %d transitions against %d without them",
+				run.Name, one.Sleep, one.Stats.Slept, one.Stats.Transitions, plain.Stats.Transitions)
+		}
+		a, b := one.Stats, two.Stats
+		if a.States != b.States || a.Transitions != b.Transitions || a.Slept != b.Slept || a.Woken != b.Woken || one.DeadEnds != two.DeadEnds {
+			t.Errorf("%s: one worker %+v, two %+v", run.Name, a, b)
+		}
+		woken += a.Woken
+	}
+	if woken == 0 {
+		t.Error("no state was woken: the wake entries are not exercised")
+	}
+}
+
+// A violation found with sleep sets has the same trace on one worker as
+// on two, and the full search's.
+func TestSleep_SameTraceOnAnyWorkers(t *testing.T) {
+	cfg := testdataConfig(t, "two-handoffs.json")
+	found := 0
+	for name, s := range shippedVariants(t) {
+		p := interpreted(t, s)
+		c := checkerFor(t, p, cfg, "vllm")
+		ctx := context.Background()
+		full := c.Explore(ctx, Limits{Workers: 1}, nil)
+		one := c.Explore(ctx, Limits{Workers: 1, Reduce: true, Sleep: true}, nil)
+		two := c.Explore(ctx, Limits{Workers: 2, Reduce: true, Sleep: true}, nil)
+		if full.Violation == nil {
+			continue
+		}
+		found++
+		want := c.FormatCounterexample(full.Violation)
+		if one.Violation == nil || two.Violation == nil {
+			t.Fatalf("%s: violation lost with sleep sets", name)
+		}
+		if got := c.FormatCounterexample(one.Violation); got != want {
+			t.Errorf("%s: one worker's trace\n%s\nthe full search's\n%s", name, got, want)
+		}
+		if got := c.FormatCounterexample(two.Violation); got != want {
+			t.Errorf("%s: two workers' trace\n%s\nthe full search's\n%s", name, got, want)
+		}
+	}
+	if found == 0 {
+		t.Fatal("no variant breaks an invariant: the test checks nothing")
+	}
+}
+
+// A search with sleep sets that must move to disk, or that meets more
+// sets than it can name, starts again without them, says why, and gives
+// the figures of the search with persistent sets alone.
+func TestSleep_StartsAgainWithout(t *testing.T) {
+	cfg := testdataConfig(t, "two-handoffs.json")
+	c := checkerFor(t, Generated(), cfg, "vllm")
+	ctx := context.Background()
+	disk := c.Explore(ctx, Limits{Workers: 1, Reduce: true, Sleep: true, DiskAfter: 2000}, nil)
+	want := c.Explore(ctx, Limits{Workers: 1, Reduce: true, DiskAfter: 2000}, nil)
+	if disk.SleepDropped != sleepDroppedDisk || disk.Sleep || disk.Stats.DiskAt == 0 {
+		t.Errorf("disk: dropped %q, sleep %v, on disk at %d", disk.SleepDropped, disk.Sleep, disk.Stats.DiskAt)
+	}
+	if disk.Stats.States != want.Stats.States || disk.Stats.Transitions != want.Stats.Transitions || !disk.Complete {
+		t.Errorf("disk: %d states, %d transitions; without sleep sets %d, %d", disk.Stats.States, disk.Stats.Transitions,
+			want.Stats.States, want.Stats.Transitions)
+	}
+	old := sleepSetsNamed
+	sleepSetsNamed = 2
+	defer func() { sleepSetsNamed = old }()
+	full := c.Explore(ctx, Limits{Workers: 1, Reduce: true, Sleep: true}, nil)
+	plain := c.Explore(ctx, Limits{Workers: 1, Reduce: true}, nil)
+	if full.SleepDropped != sleepDroppedFull || full.Sleep || full.Stats.States != plain.Stats.States || !full.Complete {
+		t.Errorf("sets: dropped %q, sleep %v, %d states against %d", full.SleepDropped, full.Sleep, full.Stats.States, plain.Stats.States)
+	}
+}
+
+// Sleep sets alone (no persistent sets) cut transitions, never states:
+// the search must reach every state of the full search, the same count.
+// A state expanded before a path with a smaller set reached it must be
+// woken for that: without the wake entries, states are lost.
+func TestSleep_AloneReachEveryState(t *testing.T) {
+	woken := 0
+	for _, file := range []string{"two-handoffs.json", "two-handoffs-faults.json", "headroom-binds.json"} {
+		cfg := testdataConfig(t, file)
+		for _, run := range cfg.Runs {
+			c := checkerFor(t, Generated(), cfg, run.Name)
+			ctx := context.Background()
+			full := c.Explore(ctx, Limits{Workers: 1}, nil)
+			alone := c.Explore(ctx, Limits{Workers: 1, Reduce: true, Sleep: true, sleepAlone: true}, nil)
+			if alone.Stats.States != full.Stats.States || alone.DeadEnds != full.DeadEnds || !alone.Complete {
+				t.Errorf("%s %s: %d states and %d quiescent with sleep sets alone, %d and %d without",
+					file, run.Name, alone.Stats.States, alone.DeadEnds, full.Stats.States, full.DeadEnds)
+			}
+			t.Logf("%s %s: %d transitions with sleep sets alone, %d without; %d asleep, %d woken", file, run.Name,
+				alone.Stats.Transitions, full.Stats.Transitions, alone.Stats.Slept, alone.Stats.Woken)
+			woken += alone.Stats.Woken
+		}
+	}
+	if woken == 0 {
+		t.Error("no state was woken")
+	}
+}
