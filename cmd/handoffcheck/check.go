@@ -33,12 +33,12 @@ func init() { registerCommand(checkCommand) }
 var machineMemory = checker.MachineMemory
 
 type checkFlags struct {
-	config, specFile, policy, runs, maxMemory, progress, traceOut, sched       string
-	spillDir, bitstate, checkpoint, resume, shard, out                         string
-	checkpointEvery                                                            time.Duration
-	asJSON, stats, speedup, exact, liveness, swarm, mermaid, timing, full, por bool
-	maxStates, maxDepth, workers, walks, steps                                 int
-	seed                                                                       uint64
+	config, specFile, policy, runs, maxMemory, progress, traceOut, sched              string
+	spillDir, bitstate, checkpoint, resume, shard, out                                string
+	checkpointEvery                                                                   time.Duration
+	asJSON, stats, speedup, exact, liveness, swarm, mermaid, timing, full, por, sleep bool
+	maxStates, maxDepth, workers, walks, steps                                        int
+	seed                                                                              uint64
 }
 
 func cmdCheck(c *command, e *env, args []string) int {
@@ -68,6 +68,8 @@ func cmdCheck(c *command, e *env, args []string) int {
 	fs.BoolVar(&f.liveness, "liveness", true, "check EventuallyDrained on the explored graph")
 	fs.BoolVar(&f.por, "por", true, "exhaustive mode, safety-only searches (--liveness=false): partial-order reduction: where one handoff's moves touch\n"+
 		"nothing shared, take only them: the same verdicts, quiescent states and traces from fewer states (--por=false: every ordering)")
+	fs.BoolVar(&f.sleep, "sleep", false, "with the reduction: add sleep sets, which skip a move whose successor another order reaches. Slower on every\n"+
+		"shipped configuration (docs/scale.md); not with --exact, --bitstate, --checkpoint or --resume; a search that must move to disk starts again without them")
 	fs.IntVar(&f.walks, "walks", 0, "randomized mode: run this many seeded random walks per run instead of exhaustive search")
 	fs.IntVar(&f.steps, "steps", 200, "randomized mode: most moves per walk")
 	fs.Uint64Var(&f.seed, "seed", 1, "randomized mode: seed; walk i uses seed+i")
@@ -192,7 +194,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 				p.Run, p.Transitions, p.States, p.Depth, p.Queue, float64(p.States)/p.Elapsed.Seconds())
 		}
 	}
-	lim := checker.Limits{MaxStates: f.maxStates, MaxDepth: f.maxDepth, MaxMemory: maxMem, Workers: f.workers, Exact: f.exact, Liveness: f.liveness, Reduce: f.por && !f.liveness,
+	lim := checker.Limits{MaxStates: f.maxStates, MaxDepth: f.maxDepth, MaxMemory: maxMem, Workers: f.workers, Exact: f.exact, Liveness: f.liveness, Reduce: f.por && !f.liveness, Sleep: f.sleep,
 		SpillDir: f.spillDir, Bitstate: bitBytes, Checkpoint: f.checkpoint, CheckpointEvery: f.checkpointEvery, Resume: f.resume}
 	rep, err := checker.Check(e.ctx, proto, lc.cfg, runs, lim, progress)
 	if err != nil {
@@ -261,7 +263,7 @@ func verdictCode(violated, interrupted bool) int {
 // other: every flag given is honoured or refused, never dropped.
 func checkConflicts(f *checkFlags, set map[string]bool) error {
 	exhaustiveOnly := []string{"max-states", "max-depth", "max-memory", "exact", "liveness", "speedup", "progress", "spill-dir", "bitstate",
-		"checkpoint", "checkpoint-every", "resume", "por"}
+		"checkpoint", "checkpoint-every", "resume", "por", "sleep"}
 	walkOnly := []string{"steps", "seed", "swarm", "schedule", "shard"}
 	if f.walks > 0 {
 		for _, n := range exhaustiveOnly {
@@ -286,6 +288,12 @@ func checkConflicts(f *checkFlags, set map[string]bool) error {
 	}
 	if set["por"] && f.por && f.liveness {
 		return fmt.Errorf("--por keeps the safety verdicts, not the graph EventuallyDrained is judged on: give --liveness=false with it")
+	}
+	if f.sleep && (!f.por || f.liveness) {
+		return fmt.Errorf("--sleep adds sleep sets to the reduction: give --liveness=false, and not --por=false")
+	}
+	if f.sleep && (f.exact || f.bitstate != "" || f.checkpoint != "" || f.resume != "") {
+		return fmt.Errorf("--sleep keeps a sleep set beside each fingerprint in memory: it takes neither --exact, --bitstate, --checkpoint nor --resume")
 	}
 	if set["checkpoint-every"] && (f.checkpoint == "" || f.checkpointEvery <= 0) {
 		return fmt.Errorf("--checkpoint-every needs --checkpoint and a positive duration such as 10m")
