@@ -153,13 +153,19 @@ func porVariants(t *testing.T, cfg *Config, lim Limits) {
 // finds is a state or step of the full search too). make test checks
 // every eighth mutant; make por-check (HANDOFFCHECK_POR_ALL=1) all.
 func TestPOR_MutantsCaughtEitherWay(t *testing.T) {
+	porMutantsOnConfigs(t, Limits{Reduce: true})
+}
+
+// porMutantsOnConfigs compares the mutants on porConfigs' configurations,
+// their first two runs, with the reduction lim asks for.
+func porMutantsOnConfigs(t *testing.T, lim Limits) {
 	if testing.Short() {
 		t.Skip("checks mutants twice")
 	}
 	for _, file := range porConfigs() {
 		cfg := testdataConfig(t, file)
 		cfg.Runs = cfg.Runs[:2]
-		porMutants(t, cfg, Limits{Reduce: true})
+		porMutants(t, cfg, lim)
 	}
 }
 

@@ -72,12 +72,17 @@ func (t *fpTable) find(fp uint64) (int, bool) {
 	}
 }
 
-// lookup returns the id of fp, if present.
-func (t *fpTable) lookup(fp uint64) (uint32, bool) {
+// at returns the slot holding fp, if present.
+func (t *fpTable) at(fp uint64) (int, bool) {
 	if t.fps == nil {
 		return 0, false
 	}
-	i, ok := t.find(fp)
+	return t.find(fp)
+}
+
+// lookup returns the id of fp, if present.
+func (t *fpTable) lookup(fp uint64) (uint32, bool) {
+	i, ok := t.at(fp)
 	if !ok {
 		return 0, false
 	}
@@ -146,10 +151,7 @@ func (t *fpTable) bytes() int64 {
 
 // sleepOf returns the sleep slot of fp, if present.
 func (t *fpTable) sleepOf(fp uint64) (uint16, bool) {
-	if t.fps == nil {
-		return 0, false
-	}
-	i, ok := t.find(fp)
+	i, ok := t.at(fp)
 	if !ok {
 		return 0, false
 	}
