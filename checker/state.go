@@ -87,6 +87,12 @@ func (c *Checker) canonical(s *State, k *Key) {
 		for w := 0; w < c.nW; w++ {
 			cand[1+int(perm[w])] = plain[1+w]
 		}
+		if i > 0 && workersAfter(&cand, k, c.nW) {
+			// The worker words come before the handoffs' in the key: a
+			// renaming whose workers already sort after the best so far
+			// cannot give a smaller key, whatever its handoffs.
+			continue
+		}
 		for h := 0; h < c.nH; h++ {
 			ws := [model.HandoffWords]uint64{plain[base+2*h], plain[base+2*h+1]}
 			if i > 0 {
@@ -99,6 +105,17 @@ func (c *Checker) canonical(s *State, k *Key) {
 			*k = cand
 		}
 	}
+}
+
+// workersAfter reports whether a's worker words sort after b's (the
+// words before them are the same in both).
+func workersAfter(a, b *Key, nW int) bool {
+	for i := 1; i <= nW; i++ {
+		if a[i] != b[i] {
+			return a[i] > b[i]
+		}
+	}
+	return false
 }
 
 func less(a, b *Key) bool {
