@@ -84,41 +84,37 @@ func sleepStep(c *Checker, s *State, a, b Move) (State, bool) {
 // moves of its canonical form.
 func TestSleep_NamingFollowsCanonical(t *testing.T) {
 	renamed := 0
-	for _, file := range []string{"two-handoffs.json", "three-handoffs.json", "max-shape.json"} {
-		cfg := testdataConfig(t, file)
-		for _, run := range cfg.Runs {
-			c := checkerFor(t, Generated(), cfg, run.Name)
-			if !c.sym.any() {
-				continue
+	everyRun(t, []string{"two-handoffs.json", "three-handoffs.json", "max-shape.json"}, func(file, run string, c *Checker) {
+		if !c.sym.any() {
+			return
+		}
+		for _, s := range porSample(c, 3000) {
+			var k Key
+			c.canonical(&s, &k)
+			canon := c.unpack(&k)
+			hp, wp := c.canonicalNaming(&s)
+			var mine, theirs sleepSet
+			var ms moveSet
+			c.moves(&s, &ms)
+			for i := 0; i < ms.n; i++ {
+				if sl := moveSlot(ms.m[i]); sl >= 0 {
+					mine.add(sl)
+				}
 			}
-			for _, s := range porSample(c, 3000) {
-				var k Key
-				c.canonical(&s, &k)
-				canon := c.unpack(&k)
-				hp, wp := c.canonicalNaming(&s)
-				var mine, theirs sleepSet
-				var ms moveSet
-				c.moves(&s, &ms)
-				for i := 0; i < ms.n; i++ {
-					if sl := moveSlot(ms.m[i]); sl >= 0 {
-						mine.add(sl)
-					}
+			c.moves(&canon, &ms)
+			for i := 0; i < ms.n; i++ {
+				if sl := moveSlot(ms.m[i]); sl >= 0 {
+					theirs.add(sl)
 				}
-				c.moves(&canon, &ms)
-				for i := 0; i < ms.n; i++ {
-					if sl := moveSlot(ms.m[i]); sl >= 0 {
-						theirs.add(sl)
-					}
-				}
-				if got := mine.renamed(&hp, &wp, c.nH, c.nW); got != theirs {
-					t.Fatalf("%s %s: renamed slots %x, canonical state's %x", file, run.Name, got, theirs)
-				}
-				if mine != theirs {
-					renamed++
-				}
+			}
+			if got := mine.renamed(&hp, &wp, c.nH, c.nW); got != theirs {
+				t.Fatalf("%s %s: renamed slots %x, canonical state's %x", file, run, got, theirs)
+			}
+			if mine != theirs {
+				renamed++
 			}
 		}
-	}
+	})
 	if renamed == 0 {
 		t.Fatal("no state was renamed: the test checks nothing")
 	}
@@ -235,23 +231,30 @@ func TestSleep_StartsAgainWithout(t *testing.T) {
 // also requires some state to be woken, so that the wake entries run.
 func TestSleep_AloneReachEveryState(t *testing.T) {
 	woken := 0
-	for _, file := range []string{"two-handoffs.json", "two-handoffs-faults.json", "headroom-binds.json"} {
-		cfg := testdataConfig(t, file)
-		for _, run := range cfg.Runs {
-			c := checkerFor(t, Generated(), cfg, run.Name)
-			ctx := context.Background()
-			full := c.Explore(ctx, Limits{Workers: 1}, nil)
-			alone := c.Explore(ctx, Limits{Workers: 1, Reduce: true, Sleep: true, sleepAlone: true}, nil)
-			if alone.Stats.States != full.Stats.States || alone.DeadEnds != full.DeadEnds || !alone.Complete {
-				t.Errorf("%s %s: %d states and %d quiescent with sleep sets alone, %d and %d without",
-					file, run.Name, alone.Stats.States, alone.DeadEnds, full.Stats.States, full.DeadEnds)
-			}
-			t.Logf("%s %s: %d transitions with sleep sets alone, %d without; %d asleep, %d woken", file, run.Name,
-				alone.Stats.Transitions, full.Stats.Transitions, alone.Stats.Slept, alone.Stats.Woken)
-			woken += alone.Stats.Woken
+	everyRun(t, []string{"two-handoffs.json", "two-handoffs-faults.json", "headroom-binds.json"}, func(file, run string, c *Checker) {
+		ctx := context.Background()
+		full := c.Explore(ctx, Limits{Workers: 1}, nil)
+		alone := c.Explore(ctx, Limits{Workers: 1, Reduce: true, Sleep: true, sleepAlone: true}, nil)
+		if alone.Stats.States != full.Stats.States || alone.DeadEnds != full.DeadEnds || !alone.Complete {
+			t.Errorf("%s %s: %d states and %d quiescent with sleep sets alone, %d and %d without",
+				file, run, alone.Stats.States, alone.DeadEnds, full.Stats.States, full.DeadEnds)
 		}
-	}
+		t.Logf("%s %s: %d transitions with sleep sets alone, %d without; %d asleep, %d woken", file, run,
+			alone.Stats.Transitions, full.Stats.Transitions, alone.Stats.Slept, alone.Stats.Woken)
+		woken += alone.Stats.Woken
+	})
 	if woken == 0 {
 		t.Error("no state was woken")
+	}
+}
+
+// everyRun calls f with a checker for every run of each configuration.
+func everyRun(t *testing.T, files []string, f func(file, run string, c *Checker)) {
+	t.Helper()
+	for _, file := range files {
+		cfg := testdataConfig(t, file)
+		for _, run := range cfg.Runs {
+			f(file, run.Name, checkerFor(t, Generated(), cfg, run.Name))
+		}
 	}
 }

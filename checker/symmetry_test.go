@@ -11,42 +11,38 @@ import (
 // to the least key over every renaming computed in full.
 func TestCanonical_SkipsOnlyLargerRenamings(t *testing.T) {
 	checked := 0
-	for _, file := range []string{"two-handoffs.json", "max-shape.json", "three-handoffs.json"} {
-		cfg := testdataConfig(t, file)
-		for _, run := range cfg.Runs {
-			c := checkerFor(t, Generated(), cfg, run.Name)
-			if len(c.sym.perms) < 2 {
-				continue
-			}
-			for _, s := range porSample(c, 3000) {
-				var plain, want, got Key
-				c.pack(&s, &plain)
-				base := 1 + c.nW
-				for i := range c.sym.perms {
-					perm := &c.sym.perms[i]
-					var cand Key
-					cand[0] = plain[0]
-					for w := 0; w < c.nW; w++ {
-						cand[1+int(perm[w])] = plain[1+w]
-					}
-					for h := 0; h < c.nH; h++ {
-						ws := [model.HandoffWords]uint64{plain[base+2*h], plain[base+2*h+1]}
-						model.RemapHandoff(&ws, perm)
-						cand[base+2*h], cand[base+2*h+1] = ws[0], ws[1]
-					}
-					c.sym.sortHandoffs(&cand, base, c.nH)
-					if i == 0 || less(&cand, &want) {
-						want = cand
-					}
-				}
-				c.canonical(&s, &got)
-				if got != want {
-					t.Fatalf("%s %s: canonical %x, least renaming %x", file, run.Name, got, want)
-				}
-				checked++
-			}
+	everyRun(t, []string{"two-handoffs.json", "max-shape.json", "three-handoffs.json"}, func(file, run string, c *Checker) {
+		if len(c.sym.perms) < 2 {
+			return
 		}
-	}
+		for _, s := range porSample(c, 3000) {
+			var plain, want, got Key
+			c.pack(&s, &plain)
+			base := 1 + c.nW
+			for i := range c.sym.perms {
+				perm := &c.sym.perms[i]
+				var cand Key
+				cand[0] = plain[0]
+				for w := 0; w < c.nW; w++ {
+					cand[1+int(perm[w])] = plain[1+w]
+				}
+				for h := 0; h < c.nH; h++ {
+					ws := [model.HandoffWords]uint64{plain[base+2*h], plain[base+2*h+1]}
+					model.RemapHandoff(&ws, perm)
+					cand[base+2*h], cand[base+2*h+1] = ws[0], ws[1]
+				}
+				c.sym.sortHandoffs(&cand, base, c.nH)
+				if i == 0 || less(&cand, &want) {
+					want = cand
+				}
+			}
+			c.canonical(&s, &got)
+			if got != want {
+				t.Fatalf("%s %s: canonical %x, least renaming %x", file, run, got, want)
+			}
+			checked++
+		}
+	})
 	if checked == 0 {
 		t.Fatal("no configuration renames workers: the test checks nothing")
 	}
