@@ -712,8 +712,11 @@ func (c *coord) arrive() error {
 	a.p = sim.Choose(c.cfg.PrefillRouter, 0, c.cfg.Prefill.Workers, &c.nextP, c.rng, c.prefillLoad, nil)
 	a.pGen = c.ws[a.p].gen
 	c.step(a, checker.Move{Kind: checker.MvRoutePrefill, H: 0, Arg: 0}, false)
-	c.sendTo(a.p, &Frame{Kind: KRoute, Attempt: a.name, Stage: "prefill", Request: c.info(a)})
+	// The marks go first: the worker keeps them until the route comes,
+	// so that they strike where the world first offers them, however
+	// late the worker reads the frames after the route.
 	c.sendMarks(a, model.SourceSide)
+	c.sendTo(a.p, &Frame{Kind: KRoute, Attempt: a.name, Stage: "prefill", Request: c.info(a)})
 	if r.CancelUS >= 0 {
 		c.push(&cevent{at: c.fromStart(r.CancelUS), kind: cCancel, a: a})
 	}
@@ -774,8 +777,8 @@ func (c *coord) routeDecode(a *catt) {
 		a.d = -1
 		return
 	}
-	c.sendTo(d, &Frame{Kind: KRoute, Attempt: a.name, Stage: "decode", Request: c.info(a), PeerGen: a.pGen})
 	c.sendMarks(a, model.DestinationSide)
+	c.sendTo(d, &Frame{Kind: KRoute, Attempt: a.name, Stage: "decode", Request: c.info(a), PeerGen: a.pGen})
 }
 
 func (c *coord) cancel(a *catt) {

@@ -114,13 +114,15 @@ type worker struct {
 	k    model.Worker
 	sum  model.Holdings
 	atts map[string]*attempt
-	wait []*attempt // attempts waiting for capacity, oldest first
-	q    queue[*wevent]
-	busy time.Time // a prefill worker computes one prefill at a time
-	log  *obslog.Writer
-	proc int
-	out  *bufio.Writer
-	errs io.Writer
+	// early holds the marks that came before their attempt's route.
+	early map[string][]Frame
+	wait  []*attempt // attempts waiting for capacity, oldest first
+	q     queue[*wevent]
+	busy  time.Time // a prefill worker computes one prefill at a time
+	log   *obslog.Writer
+	proc  int
+	out   *bufio.Writer
+	errs  io.Writer
 	// counts
 	hosted, refused int
 	refusedWhy      map[string]int
@@ -164,7 +166,7 @@ func newWorker(opt WorkerOptions) (*worker, error) {
 		return nil, err
 	}
 	w := &worker{opt: opt, cfg: opt.Config, stepper: st, mine: opt.Side, who: sideOwner(opt.Side),
-		atts: map[string]*attempt{}, errs: opt.Errors}
+		atts: map[string]*attempt{}, early: map[string][]Frame{}, errs: opt.Errors}
 	if w.errs == nil {
 		w.errs = os.Stderr
 	}
@@ -333,6 +335,11 @@ func (w *worker) frame(f *Frame) {
 		return
 	}
 	a := w.atts[f.Attempt]
+	if a == nil && f.Kind == KMark {
+		// The coordinator sends an attempt's marks before its route.
+		w.early[f.Attempt] = append(w.early[f.Attempt], *f)
+		return
+	}
 	if a == nil {
 		// An attempt this process never had, or forgot: nothing changes.
 		if f.Kind == KProbe {
@@ -380,6 +387,7 @@ func (w *worker) route(f *Frame) {
 		want = "decode"
 	}
 	if f.Stage != want || w.atts[f.Attempt] != nil {
+		delete(w.early, f.Attempt)
 		w.refuse("a route this worker does not take")
 		return
 	}
@@ -397,6 +405,11 @@ func (w *worker) route(f *Frame) {
 	a.st.W = model.NewWorld(wc)
 	w.atts[f.Attempt] = a
 	w.hosted++
+	// Its marks came first: they are set before its first step.
+	for i := range w.early[f.Attempt] {
+		w.setMark(a, &w.early[f.Attempt][i])
+	}
+	delete(w.early, f.Attempt)
 	if w.mine == model.SourceSide {
 		w.do(a, checker.Move{Kind: checker.MvRoutePrefill, H: 0, Arg: 0}, false)
 		return
@@ -494,6 +507,14 @@ func (w *worker) peerRestarted(a *attempt, f *Frame) {
 }
 
 func (w *worker) mark(a *attempt, f *Frame) {
+	if w.setMark(a, f) {
+		w.settle(a, nil, checker.Move{})
+	}
+}
+
+// setMark records a planned fault on an attempt; false for an unknown
+// fault, refused.
+func (w *worker) setMark(a *attempt, f *Frame) bool {
 	switch f.Fault {
 	case "hang":
 		a.hangMark = true
@@ -506,14 +527,17 @@ func (w *worker) mark(a *attempt, f *Frame) {
 	case "evict":
 		a.evict = true
 	default:
-		if k, ok := obslog.KindNamed(f.Fault); ok {
-			a.trigger = obslog.Kinds[k].Name
-			return
+		k, ok := obslog.KindNamed(f.Fault)
+		if !ok {
+			w.refuse("an unknown fault")
+			return false
 		}
-		w.refuse("an unknown fault")
-		return
+		// A restart's phase: it strikes when the worker logs that fact,
+		// so nothing changes now.
+		a.trigger = obslog.Kinds[k].Name
+		return false
 	}
-	w.settle(a, nil, checker.Move{})
+	return true
 }
 
 // struck tells the coordinator a planned fault struck.
