@@ -234,49 +234,6 @@ func (sm *sleepMoves) independent(ms *moveSet, i, j int) bool {
 	return sm.slot[i] >= 0 && sm.slot[j] >= 0 && ms.m[i].H != ms.m[j].H && sm.ws[i]&sm.ws[j] == 0
 }
 
-// canonicalNaming is how canonical renames a state: handoff h goes to
-// position hp[h], worker w to wp[w]. The key is the same canonical's.
-func (c *Checker) canonicalNaming(s *State) (hp [model.MaxHandoffs]int8, wp [model.MaxWorkers]int8) {
-	for h := range hp {
-		hp[h] = int8(h)
-	}
-	for w := range wp {
-		wp[w] = int8(w)
-	}
-	if !c.sym.any() {
-		return hp, wp
-	}
-	var plain, best, cand Key
-	c.pack(s, &plain)
-	base := 1 + c.nW
-	var bestPos [model.MaxHandoffs]int8
-	for i := range c.sym.perms {
-		perm := &c.sym.perms[i]
-		cand[0] = plain[0]
-		for w := 0; w < c.nW; w++ {
-			cand[1+int(perm[w])] = plain[1+w]
-		}
-		var pos [model.MaxHandoffs]int8 // pos[p]: the handoff now at position p
-		for h := 0; h < c.nH; h++ {
-			ws := [model.HandoffWords]uint64{plain[base+2*h], plain[base+2*h+1]}
-			if i > 0 {
-				model.RemapHandoff(&ws, perm)
-			}
-			cand[base+2*h], cand[base+2*h+1] = ws[0], ws[1]
-			pos[h] = int8(h)
-		}
-		c.sym.sortHandoffsNaming(&cand, base, &pos)
-		if i == 0 || less(&cand, &best) {
-			best, bestPos = cand, pos
-			wp = *perm
-		}
-	}
-	for p := 0; p < c.nH; p++ {
-		hp[bestPos[p]] = int8(p)
-	}
-	return hp, wp
-}
-
 // sleepFull marks a frontier entry expanded for the first time (every
 // move of its set that is awake); any other value is a wake entry's
 // earlier set, by index.
@@ -337,8 +294,10 @@ func (c *Checker) successorSleep(s, t *State, ms *moveSet, sm *sleepMoves, mi in
 		}
 	}
 	if !out.empty() && c.sym.any() {
-		hp, wp := c.canonicalNaming(t)
-		out = out.renamed(&hp, &wp, c.nH, c.nW)
+		var k Key
+		var nm naming
+		c.canonicalize(t, &k, &nm)
+		out = out.renamed(&nm.hp, &nm.wp, c.nH, c.nW)
 	}
 	return out
 }

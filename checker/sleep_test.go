@@ -92,7 +92,12 @@ func TestSleep_NamingFollowsCanonical(t *testing.T) {
 			var k Key
 			c.canonical(&s, &k)
 			canon := c.unpack(&k)
-			hp, wp := c.canonicalNaming(&s)
+			var nm naming
+			var k2 Key
+			c.canonicalize(&s, &k2, &nm)
+			if k2 != k {
+				t.Fatalf("%s %s: canonicalize and canonical give different keys", file, run)
+			}
 			var mine, theirs sleepSet
 			var ms moveSet
 			c.moves(&s, &ms)
@@ -107,7 +112,7 @@ func TestSleep_NamingFollowsCanonical(t *testing.T) {
 					theirs.add(sl)
 				}
 			}
-			if got := mine.renamed(&hp, &wp, c.nH, c.nW); got != theirs {
+			if got := mine.renamed(&nm.hp, &nm.wp, c.nH, c.nW); got != theirs {
 				t.Fatalf("%s %s: renamed slots %x, canonical state's %x", file, run, got, theirs)
 			}
 			if mine != theirs {

@@ -69,14 +69,39 @@ func (c *Checker) pack(s *State, k *Key) {
 // renaming of interchangeable workers, each with its interchangeable
 // handoffs sorted: the least element of the orbit, so equal for all
 // renamings of one state.
-func (c *Checker) canonical(s *State, k *Key) {
+func (c *Checker) canonical(s *State, k *Key) { c.canonicalize(s, k, nil) }
+
+// naming is how canonical renames a state: handoff h goes to position
+// hp[h], worker w to wp[w] (sleep sets rename their moves with it).
+type naming struct {
+	hp [model.MaxHandoffs]int8
+	wp [model.MaxWorkers]int8
+}
+
+// canonicalize is canonical, and when nm is given it also says how the
+// state was renamed: the renaming of the key it writes.
+func (c *Checker) canonicalize(s *State, k *Key, nm *naming) {
 	c.pack(s, k)
+	// pos[p] is the handoff at position p, tracked only for nm.
+	var pos, bestPos [model.MaxHandoffs]int8
+	var posp *[model.MaxHandoffs]int8
+	if nm != nil {
+		for h := range pos {
+			pos[h] = int8(h)
+		}
+		for w := range nm.wp {
+			nm.wp[w] = int8(w)
+		}
+		posp = &pos
+	}
 	if !c.sym.any() {
+		nm.place(&pos)
 		return
 	}
 	base := 1 + c.nW
 	if len(c.sym.perms) == 1 {
-		c.sym.sortHandoffs(k, base, c.nH)
+		c.sym.sortHandoffsNaming(k, base, posp)
+		nm.place(&pos)
 		return
 	}
 	plain := *k
@@ -100,10 +125,29 @@ func (c *Checker) canonical(s *State, k *Key) {
 			}
 			cand[base+2*h], cand[base+2*h+1] = ws[0], ws[1]
 		}
-		c.sym.sortHandoffs(&cand, base, c.nH)
+		if nm != nil {
+			for h := range pos {
+				pos[h] = int8(h)
+			}
+		}
+		c.sym.sortHandoffsNaming(&cand, base, posp)
 		if i == 0 || less(&cand, k) {
 			*k = cand
+			if nm != nil {
+				bestPos, nm.wp = pos, *perm
+			}
 		}
+	}
+	nm.place(&bestPos)
+}
+
+// place sets hp from the handoff at each position; nothing without nm.
+func (nm *naming) place(pos *[model.MaxHandoffs]int8) {
+	if nm == nil {
+		return
+	}
+	for p := range pos {
+		nm.hp[pos[p]] = int8(p)
 	}
 }
 
