@@ -212,6 +212,8 @@ type exploration struct {
 	// recent is each worker's cache of fingerprints it has lately seen
 	// known or made a candidate of (see recentSet).
 	recent []recentSet
+	// succ is each worker's buffer of the successors of one state.
+	succ []*successors
 	// diskErr is a failure of the spill files or checkpoints, which
 	// stops the run.
 	diskErr error
@@ -360,6 +362,7 @@ func (c *Checker) exploreOnce(ctx context.Context, lim Limits, progress func(Pro
 	}()
 	e.stats.Workers = workers
 	e.recent = make([]recentSet, workers)
+	e.succ = make([]*successors, workers)
 	if lim.Liveness {
 		e.g = &graph{}
 	}
@@ -858,6 +861,13 @@ type workerOut struct {
 	wakeKeys  []uint64
 }
 
+// successors holds the successors of one state while they are looked up.
+type successors [maxMoves]struct {
+	key Key
+	fp  uint64
+	t   State
+}
+
 // batchPerWorker is how many frontier states each worker expands between
 // two commits. A level is expanded in batches read in order from the
 // frontier, so that what a level buffers does not grow with the level; a
@@ -1010,11 +1020,13 @@ func (e *exploration) expand(ctx context.Context, batch []uint64, batchStart uin
 	// tight loop: the lookups are independent random reads of a large
 	// table, and issuing them together lets the memory system overlap
 	// their cache misses.
-	var succ [len(ms.m)]struct {
-		key Key
-		fp  uint64
-		t   State
+	// The successors live in the worker's own buffer: too large for the
+	// stack, a new one per call would be garbage the size of a few hundred
+	// states for every batch.
+	if e.succ[w] == nil {
+		e.succ[w] = new(successors)
 	}
+	succ := e.succ[w]
 	var tx model.Tx
 	var idx [len(ms.m)]int
 	var ids [len(ms.m)]uint32

@@ -24,6 +24,10 @@ var spillLimit = 8 << 20
 type spillDir struct {
 	parent string // where to make it; "" is the system's temporary directory
 	dir    string
+	// spare is the buffer a closed queue leaves for the next one made: a
+	// level's frontier grows to the spill limit, and growing a new buffer
+	// to it for every level would copy it over and over.
+	spare []byte
 	// written counts the bytes written to the directory's files.
 	written int64
 }
@@ -75,7 +79,9 @@ type keyQueue struct {
 }
 
 func newKeyQueue(words int, dir *spillDir) *keyQueue {
-	return &keyQueue{words: words, dir: dir}
+	q := &keyQueue{words: words, dir: dir}
+	q.buf, dir.spare = dir.spare, nil
+	return q
 }
 
 // push appends a key (its first words words).
@@ -107,9 +113,10 @@ func (q *keyQueue) spill() {
 		q.err = err
 		return
 	}
+	// The buffer goes on as the write buffer: it is as large as it will
+	// ever need to be.
 	q.f, q.wbuf, q.buf = f, q.buf, nil
 	q.flush()
-	q.wbuf = make([]byte, 0, 1<<20+maxKeyBytes)
 }
 
 func (q *keyQueue) flush() {
@@ -181,6 +188,13 @@ func (q *keyQueue) close() {
 		_ = q.f.Close()
 		_ = os.Remove(name)
 		q.f = nil
+	}
+	b := q.buf
+	if cap(q.wbuf) > cap(b) {
+		b = q.wbuf
+	}
+	if cap(b) > cap(q.dir.spare) {
+		q.dir.spare = b[:0]
 	}
 	q.buf, q.wbuf = nil, nil
 }
