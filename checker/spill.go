@@ -47,6 +47,13 @@ func (d *spillDir) create(pattern string) (*os.File, error) {
 	return f, nil
 }
 
+// keep makes b the spare buffer if it is larger than the one kept.
+func (d *spillDir) keep(b []byte) {
+	if cap(b) > cap(d.spare) {
+		d.spare = b[:0]
+	}
+}
+
 // remove deletes the directory and everything in it.
 func (d *spillDir) remove() {
 	if d.dir != "" {
@@ -113,10 +120,12 @@ func (q *keyQueue) spill() {
 		q.err = err
 		return
 	}
-	// The buffer goes on as the write buffer: it is as large as it will
-	// ever need to be.
 	q.f, q.wbuf, q.buf = f, q.buf, nil
 	q.flush()
+	// The buffer, as large as the spill limit, waits for the next queue;
+	// writing needs less.
+	q.dir.keep(q.wbuf)
+	q.wbuf = make([]byte, 0, 1<<20+maxKeyBytes)
 }
 
 func (q *keyQueue) flush() {
@@ -189,13 +198,8 @@ func (q *keyQueue) close() {
 		_ = os.Remove(name)
 		q.f = nil
 	}
-	b := q.buf
-	if cap(q.wbuf) > cap(b) {
-		b = q.wbuf
-	}
-	if cap(b) > cap(q.dir.spare) {
-		q.dir.spare = b[:0]
-	}
+	q.dir.keep(q.buf)
+	q.dir.keep(q.wbuf)
 	q.buf, q.wbuf = nil, nil
 }
 
