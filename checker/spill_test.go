@@ -70,6 +70,71 @@ func TestSpill_QueueGivesBackWhatWasPushed(t *testing.T) {
 	}
 }
 
+// Queues made one after another in one directory, as a search makes its
+// levels, each give back what was pushed on them, although each takes the
+// buffer the one before left behind: the next level is pushed while the
+// frontier is read, and the frontier is closed before the next is made.
+func TestSpill_QueuesPassingTheirBufferOnGiveBackWhatWasPushed(t *testing.T) {
+	const words = 9
+	rng := rand.New(rand.NewPCG(3, 4))
+	level := func(n int) [][]uint64 {
+		var keys [][]uint64
+		for i := 0; i < n; i++ {
+			k := make([]uint64, words)
+			for j := range k {
+				k[j] = rng.Uint64() >> (rng.IntN(64))
+			}
+			keys = append(keys, k)
+		}
+		return keys
+	}
+	for _, limit := range []int{1 << 30, 1000} {
+		withSpillLimit(t, limit)
+		dir := &spillDir{parent: t.TempDir()}
+		want := level(3000)
+		frontier := newKeyQueue(words, dir)
+		for _, k := range want {
+			frontier.push(k)
+		}
+		if limit < 1<<30 && cap(dir.spare) < limit {
+			t.Fatalf("limit %d: a queue written out left no buffer of the limit's size (cap %d)", limit, cap(dir.spare))
+		}
+		for lv := 0; lv < 4; lv++ {
+			next := newKeyQueue(words, dir)
+			if lv > 0 && cap(next.buf) == 0 {
+				t.Fatalf("limit %d, level %d: the new queue did not take the buffer left behind", limit, lv)
+			}
+			nextKeys := level(2000 + 500*lv)
+			r := frontier.reader()
+			var got [][]uint64
+			buf := make([]uint64, 5*words)
+			for i := 0; ; i++ {
+				// Push the next level in between reads of this one.
+				if i < len(nextKeys) {
+					next.push(nextKeys[i])
+				}
+				n := r.read(buf, 5)
+				if r.err != nil {
+					t.Fatalf("limit %d, level %d: %v", limit, lv, r.err)
+				}
+				if n == 0 && i >= len(nextKeys) {
+					break
+				}
+				for j := 0; j < n; j++ {
+					got = append(got, append([]uint64(nil), buf[j*words:(j+1)*words]...))
+				}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("limit %d, level %d: keys read back differ (-pushed +read):\n%s", limit, lv, diff)
+			}
+			frontier.close()
+			frontier, want = next, nextKeys
+		}
+		frontier.close()
+		dir.remove()
+	}
+}
+
 // The trace links give back each id's parent and move, from memory or
 // from the file, and a truncated log takes appends where it was cut.
 func TestSpill_LinksGiveBackWhatWasAppended(t *testing.T) {
