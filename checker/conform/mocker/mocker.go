@@ -256,8 +256,11 @@ func (c *converter) header(text []byte, out io.Writer) error {
 	for i := 0; i < h.DecodeWorkers; i++ {
 		c.h.Processes = append(c.h.Processes, obslog.Process{Name: fmt.Sprintf("decode-%d", i), Role: obslog.RoleDecode, Records: Records})
 	}
-	if len(h.Config) > 0 {
+	if len(h.Config) > 0 && string(h.Config) != "null" {
 		c.h.Config = h.Config
+		if why := obslog.ConfigDisagrees(&c.h); why != "" {
+			return c.fail("%s", strings.Replace(why, "the header's", "the header's (order and engine)", 1))
+		}
 	}
 	c.held = make([]int, len(c.h.Processes))
 	c.w, err = obslog.NewWriter(out, &c.h)

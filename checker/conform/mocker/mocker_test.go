@@ -113,6 +113,8 @@ func TestMockerBadInput(t *testing.T) {
 		{head + `{"event":"request","handoff":"h","input_tokens":8}` + "\n" + `{"event":"command","role":"decode","worker":0,"command":"ReleaseSource","handoff":"h","result":"Applied"}` + "\n", "ReleaseSource goes to a prefill worker"},
 		{head + `{"event":"request","handoff":"h","input_tokens":8}` + "\n" + `{"event":"command","role":"prefill","worker":3,"command":"SubmitHandoffPrefill","handoff":"h","result":"Submitted"}` + "\n", "no prefill worker 3"},
 		{head + `{"event":"request","handoff":"h","input_tokens":8,"extra":1}` + "\n", "m.jsonl:2: "},
+		{strings.TrimSuffix(head, "}\n") + `,"config":{"schema":"handoffcheck.sim/v1","policy":"destination-first"}}` + "\n", `m.jsonl:1: malformed mocker replay log: the configuration's policy is "destination-first"`},
+		{strings.TrimSuffix(head, "}\n") + `,"config":{"schema":"handoffcheck.sim/v1","engine":"sglang"}}` + "\n", `the configuration's engine is "sglang"`},
 	} {
 		_, err := Convert(strings.NewReader(c.in), "m.jsonl", io.Discard, nil)
 		if err == nil || !errors.Is(err, ErrMocker) || !whereRe.MatchString(err.Error()) || !strings.Contains(err.Error(), c.want) {
