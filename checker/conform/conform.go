@@ -204,9 +204,10 @@ type merge struct {
 	shown  [][]bool
 	holder []int
 	// last[p] is the latest log a fact of process p was taken from, and
-	// lastAt where; first[p] is the first fact of p read, from any log.
+	// lastAt the fact (its place, for a refusal); first[p] is the first
+	// fact of p read, from any log.
 	last   []int
-	lastAt []string
+	lastAt []obslog.Fact
 	first  []*obslog.Fact
 	// ahead: a fact was taken from a log while an earlier one still being
 	// read might show its process later.
@@ -232,7 +233,7 @@ func (h *head) pending() int { return len(h.buf) - h.off }
 
 func newMerge(rds []*obslog.Reader, in []Input, procs int) *merge {
 	m := &merge{heads: make([]head, len(rds)), shown: make([][]bool, len(rds)), holder: make([]int, procs),
-		last: make([]int, procs), lastAt: make([]string, procs), first: make([]*obslog.Fact, procs)}
+		last: make([]int, procs), lastAt: make([]obslog.Fact, procs), first: make([]*obslog.Fact, procs)}
 	for i, r := range rds {
 		m.heads[i].r, m.heads[i].lineOf = r, in[i].LineOf
 		m.shown[i] = make([]bool, procs)
@@ -264,9 +265,15 @@ func (m *merge) read(i int) (bool, error) {
 		f.Line = h.lineOf(f.Line)
 	}
 	// Keep the facts not yet taken at the front: the buffer stays as
-	// long as the most ever read ahead, not as the log.
+	// long as the most ever read ahead, not as the log; and once the log
+	// is past where it is read ahead, only as long as what it holds.
 	if h.off > 0 && h.off >= len(h.buf)/2 {
-		h.buf, h.off = h.buf[:copy(h.buf, h.buf[h.off:])], 0
+		if n := h.pending(); h.read > lookahead && cap(h.buf) > 4*n+16 {
+			h.buf = append(make([]obslog.Fact, 0, 2*n+8), h.buf[h.off:]...)
+		} else {
+			h.buf = h.buf[:copy(h.buf, h.buf[h.off:])]
+		}
+		h.off = 0
 	}
 	h.buf = append(h.buf, f)
 	h.read++
@@ -278,7 +285,7 @@ func (m *merge) show(i int, f *obslog.Fact) error {
 	p := f.Proc
 	if m.last[p] > i {
 		return fmt.Errorf("%s: %w: %s logs here, but %s, its fact in a log given later, was taken already: the facts of a process split over several logs are read in the order the logs are given, and this log showed no fact of %s in its first %d facts; give each process's facts in one log (join a rotated log's files, in order)",
-			f.Where(), ErrInput, m.procName(p), m.lastAt[p], m.procName(p), lookahead)
+			f.Where(), ErrInput, m.procName(p), m.lastAt[p].Where(), m.procName(p), lookahead)
 	}
 	if m.shown[i][p] {
 		return nil
@@ -389,7 +396,7 @@ func (m *merge) next() (obslog.Fact, bool, error) {
 		for k := 0; k < pick && !m.ahead; k++ {
 			m.ahead = m.heads[k].r != nil
 		}
-		m.last[p], m.lastAt[p] = pick, f.Where()
+		m.last[p], m.lastAt[p] = pick, f
 		if m.done(pick) {
 			m.ended(pick)
 		}
