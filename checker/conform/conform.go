@@ -148,64 +148,24 @@ func Judge(in []Input, opt Options) (*Report, error) {
 	for _, r := range rds {
 		j.rep.Files = append(j.rep.Files, r.Name())
 	}
-	// Read the logs side by side. Only each process's own order counts,
-	// so any reading order gives the same verdict; the order only decides
-	// how fast it comes. Facts are read in the order of their time stamps
-	// while every log's next fact has one (clocks that disagree cost time,
-	// not correctness), a line of each log in turn otherwise: read close
-	// to the order things happened, most attempts are explained by the
-	// first explanation the judge follows, and few are open at once.
-	type head struct {
-		r      *obslog.Reader
-		f      obslog.Fact
-		ok     bool
-		lineOf func(int) int
-	}
-	heads := make([]head, len(rds))
-	for i, r := range rds {
-		heads[i].r, heads[i].lineOf = r, in[i].LineOf
-	}
-	turn := 0
+	m := newMerge(rds, in, len(h.Processes))
 	for j.rep.Rejection == nil {
-		stamped, live := true, 0
-		for i := range heads {
-			h := &heads[i]
-			if h.r != nil && !h.ok {
-				f, err := h.r.Next()
-				if err == io.EOF {
-					h.r = nil
-					continue
-				}
-				if err != nil {
-					return nil, err
-				}
-				if h.lineOf != nil {
-					f.Line = h.lineOf(f.Line)
-				}
-				h.f, h.ok = f, true
-			}
-			if h.ok {
-				live++
-				stamped = stamped && h.f.TUS >= 0
-			}
+		f, ok, err := m.next()
+		if err != nil {
+			return nil, err
 		}
-		if live == 0 {
+		if !ok {
 			break
 		}
-		pick := -1
-		for k := 0; k < len(heads); k++ {
-			i := (turn + k) % len(heads)
-			if !heads[i].ok {
-				continue
-			}
-			if pick < 0 || (stamped && heads[i].f.TUS < heads[pick].f.TUS) {
-				pick = i
-			}
-		}
-		turn = pick + 1
-		f := heads[pick].f
-		heads[pick].ok = false
 		if err := j.fact(&f); err != nil {
+			return nil, err
+		}
+	}
+	if j.rep.Rejection != nil {
+		// A verdict reached before the logs' end may rest on facts of a
+		// process read ahead of that process's own earlier ones; the rest
+		// of the logs says whether it did.
+		if err := m.drain(); err != nil {
 			return nil, err
 		}
 	}
@@ -213,6 +173,269 @@ func Judge(in []Input, opt Options) (*Report, error) {
 		j.end()
 	}
 	return j.report(), nil
+}
+
+// merge reads the logs side by side. Only each process's own order
+// counts, so any reading order that keeps it gives the same verdict; the
+// order only decides how fast it comes. Facts are read in the order of
+// their time stamps while every log's next fact has one (clocks that
+// disagree cost time, not correctness), a line of each log in turn
+// otherwise: read close to the order things happened, most attempts are
+// explained by the first explanation the judge follows, and few are open
+// at once.
+//
+// A process's facts may be split over several logs (a rotated log): they
+// are read in the order the logs are given. A log's fact of a process is
+// not taken while an earlier log that has shown that process has not
+// ended; before a fact of a process no earlier log has shown is taken,
+// each earlier log still being read is read ahead for one of that
+// process, within its first 1024 facts (what a log holds shows early: a
+// rotated log's files each hold every busy process within a few lines,
+// and a log of one process shows only it). A log that shows a process
+// only after a later log's facts of it were taken breaks the order: the
+// logs are refused, not judged. A log whose first fact of a process is
+// that process's first fact in an earlier log is the same log given
+// twice, refused too.
+type merge struct {
+	heads []head
+	turn  int
+	// shown[i][p]: log i has shown a fact of process p (taken or read
+	// ahead); holder[p] is the first log not yet ended that has.
+	shown  [][]bool
+	holder []int
+	// last[p] is the latest log a fact of process p was taken from, and
+	// lastAt the fact (its place, for a refusal); first[p] is the first
+	// fact of p read, from any log.
+	last   []int
+	lastAt []obslog.Fact
+	first  []*obslog.Fact
+	// ahead: a fact was taken from a log while an earlier one still being
+	// read might show its process later.
+	ahead bool
+}
+
+// lookahead is how far into a log the judge reads ahead, looking for a
+// process's fact before a later log's fact of that process is taken: at
+// most that many facts are held beside the attempts in flight, and only
+// at a log's start. A variable for the tests.
+var lookahead = 1024
+
+type head struct {
+	r *obslog.Reader
+	// buf[off:] are the facts read and not yet taken.
+	buf    []obslog.Fact
+	off    int
+	read   int // facts read from the log
+	lineOf func(int) int
+}
+
+func (h *head) pending() int { return len(h.buf) - h.off }
+
+func newMerge(rds []*obslog.Reader, in []Input, procs int) *merge {
+	m := &merge{heads: make([]head, len(rds)), shown: make([][]bool, len(rds)), holder: make([]int, procs),
+		last: make([]int, procs), lastAt: make([]obslog.Fact, procs), first: make([]*obslog.Fact, procs)}
+	for i, r := range rds {
+		m.heads[i].r, m.heads[i].lineOf = r, in[i].LineOf
+		m.shown[i] = make([]bool, procs)
+	}
+	for p := range m.holder {
+		m.holder[p], m.last[p] = -1, -1
+	}
+	return m
+}
+
+// read reads log i's next fact into its buffer; false at its end.
+func (m *merge) read(i int) (bool, error) {
+	h := &m.heads[i]
+	if h.r == nil {
+		return false, nil
+	}
+	f, err := h.r.Next()
+	if err == io.EOF {
+		h.r = nil
+		if h.pending() == 0 {
+			m.ended(i)
+		}
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if h.lineOf != nil {
+		f.Line = h.lineOf(f.Line)
+	}
+	// Keep the facts not yet taken at the front: the buffer stays as
+	// long as the most ever read ahead, not as the log; and once the log
+	// is past where it is read ahead, only as long as what it holds.
+	if h.off > 0 && h.off >= len(h.buf)/2 {
+		if n := h.pending(); h.read > lookahead && cap(h.buf) > 4*n+16 {
+			h.buf = append(make([]obslog.Fact, 0, 2*n+8), h.buf[h.off:]...)
+		} else {
+			h.buf = h.buf[:copy(h.buf, h.buf[h.off:])]
+		}
+		h.off = 0
+	}
+	h.buf = append(h.buf, f)
+	h.read++
+	return true, m.show(i, &h.buf[len(h.buf)-1])
+}
+
+// show notes that log i holds a fact of its process.
+func (m *merge) show(i int, f *obslog.Fact) error {
+	p := f.Proc
+	if m.last[p] > i {
+		return fmt.Errorf("%s: %w: %s logs here, but %s, its fact in a log given later, was taken already: the facts of a process split over several logs are read in the order the logs are given, and this log showed no fact of %s in its first %d facts; give each process's facts in one log (join a rotated log's files, in order)",
+			f.Where(), ErrInput, m.procName(p), m.lastAt[p].Where(), m.procName(p), lookahead)
+	}
+	if m.shown[i][p] {
+		return nil
+	}
+	m.shown[i][p] = true
+	if m.first[p] == nil {
+		g := *f
+		m.first[p] = &g
+	} else if sameFact(m.first[p], f) {
+		return fmt.Errorf("%s: %w: the first fact of %s here repeats its first fact at %s: the same log given twice, or two logs of one process that overlap (a process's facts continue in a later log, they do not repeat)",
+			f.Where(), ErrInput, m.procName(p), m.first[p].Where())
+	}
+	if m.holder[p] < 0 || i < m.holder[p] {
+		m.holder[p] = i
+	}
+	return nil
+}
+
+func (m *merge) procName(p int) string {
+	for _, h := range m.heads {
+		if h.r != nil {
+			return h.r.Header().Processes[p].Name
+		}
+	}
+	return fmt.Sprintf("process %d", p)
+}
+
+func (m *merge) done(i int) bool { return m.heads[i].r == nil && m.heads[i].pending() == 0 }
+
+// ended notes that log i has ended: the logs after it may go on with its
+// processes.
+func (m *merge) ended(i int) {
+	for p, h := range m.holder {
+		if h != i {
+			continue
+		}
+		m.holder[p] = -1
+		for k := i + 1; k < len(m.heads); k++ {
+			if m.shown[k][p] && !m.done(k) {
+				m.holder[p] = k
+				break
+			}
+		}
+	}
+}
+
+// lookAhead reads the logs before log i ahead, each until it shows
+// process p, ends, or has been read for lookahead facts.
+func (m *merge) lookAhead(i, p int) error {
+	for k := 0; k < i; k++ {
+		for !m.shown[k][p] && m.heads[k].read < lookahead {
+			if more, err := m.read(k); err != nil || !more {
+				if err != nil {
+					return err
+				}
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// next is the next fact to judge; false after the last.
+func (m *merge) next() (obslog.Fact, bool, error) {
+	for {
+		stamped, live := true, 0
+		for i := range m.heads {
+			h := &m.heads[i]
+			if h.pending() == 0 {
+				if _, err := m.read(i); err != nil {
+					return obslog.Fact{}, false, err
+				}
+			}
+			if h.pending() > 0 {
+				live++
+				stamped = stamped && h.buf[h.off].TUS >= 0
+			}
+		}
+		if live == 0 {
+			return obslog.Fact{}, false, nil
+		}
+		pick := -1
+		for k := 0; k < len(m.heads); k++ {
+			i := (m.turn + k) % len(m.heads)
+			h := &m.heads[i]
+			// An earlier log not yet ended that has shown the process
+			// holds its facts before this one's.
+			if h.pending() == 0 || m.holder[h.buf[h.off].Proc] < i {
+				continue
+			}
+			if pick < 0 || (stamped && h.buf[h.off].TUS < m.heads[pick].buf[m.heads[pick].off].TUS) {
+				pick = i
+			}
+		}
+		// The first log not yet ended is never held back: pick is set.
+		h := &m.heads[pick]
+		p := h.buf[h.off].Proc
+		if err := m.lookAhead(pick, p); err != nil {
+			return obslog.Fact{}, false, err
+		}
+		if m.holder[p] < pick {
+			// An earlier log showed the process on reading ahead.
+			continue
+		}
+		m.turn = pick + 1
+		f := h.buf[h.off]
+		h.off++
+		for k := 0; k < pick && !m.ahead; k++ {
+			m.ahead = m.heads[k].r != nil
+		}
+		m.last[p], m.lastAt[p] = pick, f
+		if m.done(pick) {
+			m.ended(pick)
+		}
+		return f, true, nil
+	}
+}
+
+// drain reads the rest of the logs, after a verdict reached before their
+// end, for a fact that breaks a process's order across the logs: the
+// verdict would rest on facts taken out of their order. A line the reader
+// refuses ends its log there (nothing after it was judged).
+func (m *merge) drain() error {
+	if !m.ahead {
+		return nil
+	}
+	for i := range m.heads {
+		h := &m.heads[i]
+		for h.r != nil {
+			f, err := h.r.Next()
+			if err != nil {
+				h.r = nil
+				break
+			}
+			if h.lineOf != nil {
+				f.Line = h.lineOf(f.Line)
+			}
+			if err := m.show(i, &f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// sameFact compares two facts, wherever they were read.
+func sameFact(a, b *obslog.Fact) bool {
+	x, y := *a, *b
+	x.File, x.Line, x.Seq, y.File, y.Line, y.Seq = "", 0, 0, "", 0, 0
+	return x == y
 }
 
 func sameHeader(a, b *obslog.Header) string {

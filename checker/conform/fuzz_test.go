@@ -24,6 +24,24 @@ func FuzzConform(f *testing.F) {
 		data, _ := os.ReadFile(p)
 		f.Add(data)
 	}
+	// A process's log rotated into two logs, the other processes in a
+	// third; and one log given twice.
+	one, _ := os.ReadFile(filepath.Join(logsDir, "valid", "one-attempt.jsonl"))
+	if lines := bytes.SplitAfter(one, []byte("\n")); len(lines) > 12 {
+		var pre, rest [][]byte
+		for _, l := range lines[1:] {
+			if bytes.Contains(l, []byte(`"proc":"prefill-0"`)) {
+				pre = append(pre, l)
+			} else {
+				rest = append(rest, l)
+			}
+		}
+		h := lines[0]
+		log := func(ls [][]byte) []byte { return append(bytes.Clone(h), bytes.Join(ls, nil)...) }
+		f.Add(bytes.Join([][]byte{log(rest), log(pre[:3]), log(pre[3:])}, []byte{0}))
+		f.Add(bytes.Join([][]byte{log(lines[1:12]), log(lines[12:])}, []byte{0}))
+		f.Add(bytes.Join([][]byte{one, one}, []byte{0}))
+	}
 	f.Add([]byte(""))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 32<<10 {

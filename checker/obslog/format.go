@@ -105,14 +105,35 @@ type headerLine struct {
 	Policy    string          `json:"policy"`
 	Engine    string          `json:"engine"`
 	Processes []processLine   `json:"processes"`
-	Records   []string        `json:"records"`
+	Records   *recordsLine    `json:"records"`
 	Config    json.RawMessage `json:"config"`
 }
 
 type processLine struct {
-	Name    string    `json:"name"`
-	Role    string    `json:"role"`
-	Records *[]string `json:"records"`
+	Name    string       `json:"name"`
+	Role    string       `json:"role"`
+	Records *recordsLine `json:"records"`
+}
+
+// recordsLine is a header's records: "all" or "milestones" as a string
+// (as docs/conform.md writes them), or a list of those or of kinds.
+type recordsLine []string
+
+func (r *recordsLine) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		if s != "all" && s != "milestones" {
+			return fmt.Errorf("records %q; want \"all\", \"milestones\" or a list of kinds", s)
+		}
+		*r = recordsLine{s}
+		return nil
+	}
+	var l []string
+	if err := json.Unmarshal(b, &l); err != nil {
+		return errors.New("records: want \"all\", \"milestones\" or a list of kinds")
+	}
+	*r = l
+	return nil
 }
 
 type factLine struct {
@@ -235,7 +256,7 @@ func (r *Reader) parseHeader(l *headerLine) error {
 	}
 	def := All
 	if l.Records != nil {
-		if def, err = parseRecords(l.Records); err != nil {
+		if def, err = parseRecords(*l.Records); err != nil {
 			return r.fail(r.line, "header: records: %s", err)
 		}
 	}
@@ -272,7 +293,41 @@ func (r *Reader) parseHeader(l *headerLine) error {
 	if len(l.Config) > 0 && string(l.Config) != "null" {
 		h.Config = l.Config
 	}
+	if why := ConfigDisagrees(h); why != "" {
+		return r.fail(r.line, "header: %s", why)
+	}
 	return nil
+}
+
+// ConfigDisagrees says how a header's configuration names another policy
+// or engine than the header itself, or "" when they agree (or the
+// configuration names neither). The header says what the log was written
+// under; a configuration that says otherwise is not the cluster that
+// wrote it, and judging with either would rest on a guess.
+func ConfigDisagrees(h *Header) string {
+	if h.Config == nil {
+		return ""
+	}
+	var c struct {
+		Policy *string `json:"policy"`
+		Engine *string `json:"engine"`
+	}
+	// A configuration that is not an object is refused where it is
+	// parsed in full; here only its policy and engine matter.
+	if json.Unmarshal(h.Config, &c) != nil {
+		return ""
+	}
+	if c.Policy != nil {
+		if p, err := spec.ParsePolicy(*c.Policy); err != nil || p != h.Policy {
+			return fmt.Sprintf("the configuration's policy is %q and the header's %q; want the policy the log was written under in both", *c.Policy, h.Policy)
+		}
+	}
+	if c.Engine != nil {
+		if e, err := model.ParseEngine(*c.Engine); err != nil || e != h.Engine {
+			return fmt.Sprintf("the configuration's engine is %q and the header's %q; want the engine the log was written under in both", *c.Engine, h.Engine)
+		}
+	}
+	return ""
 }
 
 // ParseRecords reads a list of kinds: "all", "milestones" (with

@@ -24,8 +24,11 @@ func schema() map[string]any {
 	for _, n := range KindNames() {
 		kinds = append(kinds, n)
 	}
-	records := map[string]any{"type": "array", "items": map[string]any{"enum": append([]any{"all", "milestones"}, kinds...)},
-		"description": "The kinds the process logs: \"all\" (the default), \"milestones\" (routed, reserved, pinned, activated, decode_finished, source_released, worker_restarted), or a list of kinds. A fact of another kind happens without a line."}
+	records := map[string]any{"anyOf": []any{
+		map[string]any{"enum": []any{"all", "milestones"}},
+		map[string]any{"type": "array", "items": map[string]any{"enum": append([]any{"all", "milestones"}, kinds...)}},
+	},
+		"description": "The kinds the process logs: \"all\" (the default), \"milestones\" (routed, reserved, pinned, activated, decode_finished, source_released, worker_restarted), either as a string or as a one-item list, or a list of kinds. A fact of another kind happens without a line."}
 	count := map[string]any{"type": "integer", "minimum": 0, "maximum": 1 << 40}
 	var rules []any
 	for k := Kind(1); k < NumKinds; k++ {
@@ -71,7 +74,7 @@ func schema() map[string]any {
 		"$schema": "https://json-schema.org/draft/2020-12/schema",
 		"title":   "handoffcheck observation log, format " + SchemaV1,
 		"description": "An observation log is a JSON Lines file (package checker/obslog, docs/conform.md): the first line is a header (#/$defs/header), every other line one observed fact (#/$defs/fact), in the order its process saw them. " +
-			"Each line validates against this schema. What a schema cannot say, the reader also refuses: blank lines, lines over 262144 bytes, a last line without its newline (the log was cut short), a key given twice, a proc or a routed fact's to that the header does not name, a fact of a kind its process's role does not log. Generated from the vocabulary by a test: do not edit.",
+			"Each line validates against this schema. What a schema cannot say, the reader also refuses: blank lines, lines over 262144 bytes, a last line without its newline (the log was cut short), a key given twice, a proc or a routed fact's to that the header does not name, a fact of a kind its process's role does not log, a config whose policy or engine is not the header's. Generated from the vocabulary by a test: do not edit.",
 		"anyOf": []any{map[string]any{"$ref": "#/$defs/header"}, map[string]any{"$ref": "#/$defs/fact"}},
 		"$defs": map[string]any{
 			"header": map[string]any{
@@ -88,7 +91,7 @@ func schema() map[string]any {
 							"records": records,
 						}, "required": []any{"name", "role"}, "additionalProperties": false}},
 					"records": records,
-					"config":  map[string]any{"type": "object", "description": "The cluster's configuration, a handoffcheck.sim/v1 object: block size, bytes per token, capacities, headroom, the command path. Without it the figures are judged against the embedded default configuration."},
+					"config":  map[string]any{"type": "object", "description": "The cluster's configuration, a handoffcheck.sim/v1 object: block size, bytes per token, capacities, headroom, the command path. Its policy and engine, where it names them, are the header's. Without it the figures are judged against the embedded default configuration."},
 				},
 				"required":             []any{"schema", "policy", "engine", "processes"},
 				"additionalProperties": false,

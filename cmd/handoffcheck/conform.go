@@ -74,12 +74,27 @@ func cmdConform(c *command, e *env, args []string) int {
 	}
 	var in []conform.Input
 	var conv []*converted
+	var opened []os.FileInfo
 	for _, name := range fs.Args() {
 		f, err := os.Open(name)
 		if err != nil {
 			return c.bad(e, "%v", err)
 		}
 		defer f.Close()
+		// The same file under two names (a repeated argument, a link)
+		// would be judged as two logs whose facts happen twice. The judge
+		// refuses a log whose content repeats another's; this names the
+		// cause when it is one file.
+		fi, err := f.Stat()
+		if err != nil {
+			return c.bad(e, "%v", err)
+		}
+		for k, o := range opened {
+			if os.SameFile(o, fi) {
+				return c.bad(e, "%s and %s are the same file: each log is given once", fs.Arg(k), name)
+			}
+		}
+		opened = append(opened, fi)
 		if *from == "mocker" {
 			cv := convertMocker(f, name)
 			conv = append(conv, cv)

@@ -256,8 +256,11 @@ func (c *converter) header(text []byte, out io.Writer) error {
 	for i := 0; i < h.DecodeWorkers; i++ {
 		c.h.Processes = append(c.h.Processes, obslog.Process{Name: fmt.Sprintf("decode-%d", i), Role: obslog.RoleDecode, Records: Records})
 	}
-	if len(h.Config) > 0 {
+	if len(h.Config) > 0 && string(h.Config) != "null" {
 		c.h.Config = h.Config
+		if why := obslog.ConfigDisagrees(&c.h); why != "" {
+			return c.fail("%s", strings.Replace(why, "the header's", "the header's (order and engine)", 1))
+		}
 	}
 	c.held = make([]int, len(c.h.Processes))
 	c.w, err = obslog.NewWriter(out, &c.h)
@@ -437,39 +440,42 @@ func (c *converter) command(e *event) error {
 		}
 		c.held[p]++
 	case "CancelSource":
-		if e.Result == "Applied" && !h.srcDone {
-			do(p, obslog.Cancelled, nil)
-			if h.pinned {
-				do(p, obslog.SourceReleased, nil)
-			} else {
-				do(p, obslog.PrefillStopped, nil)
-			}
-			do(p, obslog.OutcomeReported, failed)
-			h.srcDone = true
-			c.held[p]--
+		if e.Result != "Applied" {
+			break
 		}
+		if !h.srcDone {
+			do(p, obslog.Cancelled, nil)
+		}
+		if h.pinned {
+			do(p, obslog.SourceReleased, nil)
+		} else {
+			do(p, obslog.PrefillStopped, nil)
+		}
+		do(p, obslog.OutcomeReported, failed)
+		c.finish(h, p, &h.srcDone)
 	case "CancelDestination":
-		if e.Result == "Applied" && !h.dstDone {
-			do(p, obslog.Cancelled, nil)
-			switch {
-			case h.active:
-				do(p, obslog.DecodeReleased, nil)
-				do(p, obslog.OutcomeReported, ok2) // it activated: the handoff itself succeeded
-			case h.reserve:
-				do(p, obslog.ReservationReleased, nil)
-				do(p, obslog.OutcomeReported, failed)
-			default:
-				do(p, obslog.OutcomeReported, failed)
-			}
-			h.dstDone = true
-			c.held[p]--
+		if e.Result != "Applied" {
+			break
 		}
+		if !h.dstDone {
+			do(p, obslog.Cancelled, nil)
+		}
+		switch {
+		case h.active:
+			do(p, obslog.DecodeReleased, nil)
+			do(p, obslog.OutcomeReported, ok2) // it activated: the handoff itself succeeded
+		case h.reserve:
+			do(p, obslog.ReservationReleased, nil)
+			do(p, obslog.OutcomeReported, failed)
+		default:
+			do(p, obslog.OutcomeReported, failed)
+		}
+		c.finish(h, p, &h.dstDone)
 	case "ReleaseSource":
-		if e.Result == "Applied" && !h.srcDone {
+		if e.Result == "Applied" {
 			do(p, obslog.SourceReleased, nil)
 			do(p, obslog.OutcomeReported, ok2)
-			h.srcDone = true
-			c.held[p]--
+			c.finish(h, p, &h.srcDone)
 		}
 	case "ActivateDestination":
 		if e.Result == "Applied" {
@@ -484,6 +490,23 @@ func (c *converter) command(e *event) error {
 		return err
 	}
 	return c.inFlight(e, p)
+}
+
+// finish ends a side on its worker. A side the mocker finalizes again
+// (the late-cancel double finalize: a CancelDestination applied after the
+// decode pass completed, a ReleaseSource applied twice) releases what it
+// held and reports its outcome again; that second release and outcome are
+// written as the facts they are, for the judge to refuse
+// (ExactlyOnceRelease). The cancel itself is not: a finished side ignores
+// a cancel in the tables, and a row that ignores an event makes nothing
+// observable; what the mocker got wrong is the release. The contract
+// counts the side out of its worker's in-flight requests once.
+func (c *converter) finish(h *handoff, p int, done *bool) {
+	if *done {
+		return
+	}
+	*done = true
+	c.held[p]--
 }
 
 // inFlight compares the mocker's in-flight count of a worker, where the
@@ -528,8 +551,7 @@ func (c *converter) pass(e *event) error {
 		if err := c.emit(id, p, obslog.OutcomeReported, func(f *obslog.Fact) { f.Outcome, f.Has = model.OutcomeOK, 1<<obslog.FigOutcome }); err != nil {
 			return err
 		}
-		h.dstDone = true
-		c.held[p]--
+		c.finish(h, p, &h.dstDone)
 	}
 	if len(e.KVEvents) > 0 {
 		if len(e.Completed) != 1 {

@@ -65,6 +65,43 @@ func TestMockerReleaseBeforePin(t *testing.T) {
 	}
 }
 
+// A side the mocker finalizes a second time (the late-cancel double
+// finalize: CancelDestination applied after the decode pass completed; a
+// ReleaseSource applied twice) is rejected as ExactlyOnceRelease at the
+// line of the second finalize. Without the fix, the second Applied wrote
+// no fact and both logs were explained.
+func TestMockerDoubleFinalize(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		line int
+	}{
+		{"invalid-late-cancel-after-decode-done.jsonl", 9},
+		{"invalid-release-source-twice.jsonl", 8},
+	} {
+		rep, _ := judge(t, filepath.Join(dir, c.name))
+		x := rep.Rejection
+		if rep.Verdict != conform.Rejected || x.Line != c.line || x.Invariant != model.NameExactlyOnceRelease {
+			t.Errorf("%s: %s %+v, want rejected at line %d naming %s", c.name, rep.Verdict, x, c.line, model.NameExactlyOnceRelease)
+		}
+		// The same log without its last finalize conforms: the rejection
+		// is the double finalize's, not the rest's.
+		data, err := os.ReadFile(filepath.Join(dir, c.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.SplitAfter(string(data), "\n")
+		lines = append(lines[:c.line-1:c.line-1], lines[c.line:]...)
+		var out bytes.Buffer
+		if _, err := Convert(strings.NewReader(strings.Join(lines, "")), c.name, &out, nil); err != nil {
+			t.Fatal(err)
+		}
+		rep, err = conform.Judge([]conform.Input{{Name: c.name, R: &out}}, conform.Options{})
+		if err != nil || rep.Verdict != conform.Explained {
+			t.Errorf("%s without line %d: %v %+v, want explained", c.name, c.line, err, rep)
+		}
+	}
+}
+
 var whereRe = regexp.MustCompile(`^m\.jsonl:[0-9]+: `)
 
 func TestMockerBadInput(t *testing.T) {
@@ -76,6 +113,8 @@ func TestMockerBadInput(t *testing.T) {
 		{head + `{"event":"request","handoff":"h","input_tokens":8}` + "\n" + `{"event":"command","role":"decode","worker":0,"command":"ReleaseSource","handoff":"h","result":"Applied"}` + "\n", "ReleaseSource goes to a prefill worker"},
 		{head + `{"event":"request","handoff":"h","input_tokens":8}` + "\n" + `{"event":"command","role":"prefill","worker":3,"command":"SubmitHandoffPrefill","handoff":"h","result":"Submitted"}` + "\n", "no prefill worker 3"},
 		{head + `{"event":"request","handoff":"h","input_tokens":8,"extra":1}` + "\n", "m.jsonl:2: "},
+		{strings.TrimSuffix(head, "}\n") + `,"config":{"schema":"handoffcheck.sim/v1","policy":"destination-first"}}` + "\n", `m.jsonl:1: malformed mocker replay log: the configuration's policy is "destination-first"`},
+		{strings.TrimSuffix(head, "}\n") + `,"config":{"schema":"handoffcheck.sim/v1","engine":"sglang"}}` + "\n", `the configuration's engine is "sglang"`},
 	} {
 		_, err := Convert(strings.NewReader(c.in), "m.jsonl", io.Discard, nil)
 		if err == nil || !errors.Is(err, ErrMocker) || !whereRe.MatchString(err.Error()) || !strings.Contains(err.Error(), c.want) {
