@@ -120,6 +120,10 @@ type Sim struct {
 	labels    []obslog.Label
 	violation *Violation
 	inputErr  error
+	// watch, when set, sees every request after each of its steps: the
+	// tests judge by it the order waiters are served in, which no
+	// invariant states.
+	watch func(r *request)
 }
 
 // Options are the inputs of a run beside the configuration.
@@ -445,6 +449,13 @@ type event struct {
 	ver   uint32
 	side  model.Side
 	fault *Fault
+	// waiter: the move is a promote, which gives an activated request
+	// waiting for a decode slot the slot that freed. It is due the
+	// instant the slot freed and goes before every other event due
+	// then, so that an activation at that instant (which takes a free
+	// slot at once) cannot take it ahead of an older waiter: waiters
+	// are served first come.
+	waiter bool
 }
 
 type eventQueue []*event
@@ -453,6 +464,9 @@ func (q eventQueue) Len() int { return len(q) }
 func (q eventQueue) Less(i, j int) bool {
 	if q[i].at != q[j].at {
 		return q[i].at < q[j].at
+	}
+	if q[i].waiter != q[j].waiter {
+		return q[i].waiter
 	}
 	return q[i].seq < q[j].seq
 }
@@ -793,6 +807,9 @@ func (s *Sim) react(r *request, before *checker.State, m checker.Move) {
 	if s.tl != nil {
 		s.tl.phases(r, s.now)
 	}
+	if s.watch != nil {
+		s.watch(r)
+	}
 	if r.doomedAt < 0 && (x.Cancelled || x.Xfer == model.XferFailed || failed(x.Outcome[0]) || failed(x.Outcome[1])) {
 		r.doomedAt = s.now
 	}
@@ -918,7 +935,7 @@ func (s *Sim) schedule(r *request) {
 			s.book(r, m)
 			continue
 		}
-		s.push(&event{at: s.now + s.delay(r, m), kind: evMove, r: r, m: m})
+		s.push(&event{at: s.now + s.delay(r, m), kind: evMove, r: r, m: m, waiter: m.Kind == checker.MvPromote})
 	}
 	// What waits for capacity is offered again when its worker frees some.
 	waitP := x.Compute == model.ComputeQueued && !slices.ContainsFunc(r.sched, func(m checker.Move) bool { return m.Kind == checker.MvAdmit })
