@@ -272,17 +272,23 @@ func (d *disabledRun) unbook(r *dreq) {
 		return
 	}
 	ag.jobs = slices.Delete(ag.jobs, i, i+1)
+	if r.end <= d.s.now {
+		// It ended: the next starts now, as booked.
+		return
+	}
 	free := d.s.now
 	if i > 0 {
 		free = max(free, ag.jobs[i-1].end)
 	}
 	for _, k := range ag.jobs[i:] {
-		if k.start > free {
-			dur := k.end - k.start
-			k.start, k.end = free, free+dur
-			k.prefillVer++
-			heap.Push(&d.q, devent{at: k.end, prio: dPrefill, r: k, ver: k.prefillVer})
+		if k.start <= free {
+			// It starts as booked, and so do those behind it.
+			break
 		}
+		dur := k.end - k.start
+		k.start, k.end = free, free+dur
+		k.prefillVer++
+		heap.Push(&d.q, devent{at: k.end, prio: dPrefill, r: k, ver: k.prefillVer})
 		free = k.end
 	}
 }

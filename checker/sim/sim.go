@@ -1053,17 +1053,23 @@ func (s *Sim) unbook(r *request) {
 			r.sched = slices.Delete(r.sched, k, k+1)
 		}
 	}
+	if j.end <= s.now {
+		// It ended: the next starts now, as booked.
+		return
+	}
 	free := s.now
 	if i > 0 {
 		free = max(free, q[i-1].end)
 	}
 	for _, k := range q[i:] {
-		if k.start > free {
-			d := k.end - k.start
-			k.start, k.end = free, free+d
-			k.ev.at = k.end
-			heap.Fix(&s.q, k.ev.idx)
+		if k.start <= free {
+			// It starts as booked, and so do those behind it.
+			break
 		}
+		d := k.end - k.start
+		k.start, k.end = free, free+d
+		k.ev.at = k.end
+		heap.Fix(&s.q, k.ev.idx)
 		free = k.end
 	}
 }
