@@ -109,6 +109,10 @@ func (s *store) windowSize() int {
 	return n
 }
 
+// mergeBuffer is the size of a merge's read buffer and of its write
+// buffer.
+const mergeBuffer = 1 << 20
+
 // merge writes the union of the file and the sorted shards to a new file
 // and marks, in old (one per fingerprint of the shards, when not nil),
 // those the file already held.
@@ -117,7 +121,7 @@ func (d *diskSet) merge(shards [][]uint64, old [][]bool) error {
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriterSize(f, 1<<20)
+	w := bufio.NewWriterSize(f, mergeBuffer)
 	var rd *bufio.Reader
 	var in *os.File
 	if d.path != "" {
@@ -126,7 +130,7 @@ func (d *diskSet) merge(shards [][]uint64, old [][]bool) error {
 			return err
 		}
 		defer in.Close()
-		rd = bufio.NewReaderSize(in, 1<<20)
+		rd = bufio.NewReaderSize(in, mergeBuffer)
 	}
 	var buf [8]byte
 	next := func() (uint64, bool, error) {

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -256,6 +257,9 @@ type exploration struct {
 	// states whose moves were cut by MaxDepth or a stop
 	cut     bool
 	stopWhy string
+	// memStop is what the check that stopped the run for its memory
+	// bound read (nil: none did), for the report to say.
+	memStop atomic.Pointer[memReading]
 	viol    *found
 	rootKey Key
 	// heapStart is the live heap when the run started.
@@ -296,6 +300,9 @@ type Result struct {
 	// SleepDropped says why a search started again without them.
 	Sleep        bool
 	SleepDropped string
+	// stopResident is the resident memory the check that stopped the run
+	// for its bound read (0: none did); the run's peak is at least that.
+	stopResident uint64
 }
 
 // Explore runs a breadth-first exploration of every interleaving of the
@@ -389,11 +396,14 @@ func (c *Checker) exploreOnce(ctx context.Context, lim Limits, progress func(Pro
 			// table stops growing there but keeps what it holds, so only
 			// the bound itself (less a twentieth) stops it then. One that
 			// cannot stops at the threshold.
+			limit := memoryThreshold(lim.MaxMemory)
 			if canDisk {
-				if !e.wantDisk.Swap(true) || !e.onDisk.Load() || rss < lim.MaxMemory-lim.MaxMemory/20 {
+				limit = diskThreshold(lim.MaxMemory)
+				if !e.wantDisk.Swap(true) || !e.onDisk.Load() || rss < limit {
 					return false
 				}
 			}
+			e.memStop.Store(&memReading{resident: rss, limit: limit, bound: lim.MaxMemory, midLevel: true})
 			stopForMemory()
 			return true
 		})
@@ -577,6 +587,10 @@ func (c *Checker) exploreOnce(ctx context.Context, lim Limits, progress func(Pro
 	if e.cut {
 		r.StopReason = e.stopWhy
 		r.StopDetail = stopDetail(e.stopWhy, lim, r.Stats)
+		if m := e.memStop.Load(); m != nil && e.stopWhy == StopMaxMemory {
+			r.StopDetail += m.String()
+			r.stopResident = uint64(max(m.resident, 0))
+		}
 		if e.stopWhy == StopDisk {
 			r.StopDetail += ": " + e.diskErr.Error()
 		}
@@ -602,7 +616,8 @@ func (c *Checker) exploreOnce(ctx context.Context, lim Limits, progress func(Pro
 		// its edges that the bound does not leave room for.
 		r.Complete = false
 		r.StopReason = StopMaxMemory
-		r.StopDetail = stopDetail(StopMaxMemory, lim, r.Stats) + "; EventuallyDrained not judged: its reverse graph would not fit"
+		r.StopDetail = stopDetail(StopMaxMemory, lim, r.Stats) + e.memStop.Load().String() + "; EventuallyDrained not judged: its reverse graph would not fit"
+		r.stopResident = uint64(max(e.memStop.Load().resident, 0))
 	} else if lim.Liveness && !e.cut {
 		r.Liveness = true
 		if trap := e.checkLiveness(); trap != nil {
@@ -663,8 +678,51 @@ func FormatBytes(n int64) string {
 // resident memory past the bound. The watcher stops a level that grows past
 // the estimate, but the commit of a level cannot stop halfway, so a level
 // that cannot fit is not begun.
+//
+// A search whose fingerprints are on disk is judged against the bound
+// less a twentieth, as the watcher judges it: its window does not grow,
+// and what a level allocates besides is all in the estimate, so the
+// margin the threshold keeps for growth the estimate misses would stop
+// it at half a small bound.
 func (e *exploration) levelWouldPass(n int, bound int64) bool {
-	return passes(int64(readResident()), e.levelNeed(n), bound)
+	limit := memoryThreshold(bound)
+	if e.disk != nil {
+		limit = diskThreshold(bound)
+	}
+	m := memReading{resident: int64(readResident()), need: e.levelNeed(n), limit: limit, bound: bound}
+	if m.resident+m.need < limit {
+		return false
+	}
+	e.memStop.Store(&m)
+	return true
+}
+
+// memReading is what a check of the memory bound read when it stopped
+// the run: resident memory, what was about to be allocated (0 for the
+// watcher, which stops a level under way), and the figure they reached.
+type memReading struct {
+	resident, need, limit, bound int64
+	midLevel                     bool
+}
+
+// String says the reading for a stop's detail, so that the stop and the
+// peak resident memory the report gives can be read together.
+func (m *memReading) String() string {
+	if m == nil {
+		return ""
+	}
+	var b strings.Builder
+	if m.midLevel {
+		fmt.Fprintf(&b, ": %s resident within a level reached %s", FormatBytes(m.resident), FormatBytes(m.limit))
+	} else {
+		fmt.Fprintf(&b, ": %s resident and about %s more to allocate would reach %s", FormatBytes(m.resident), FormatBytes(m.need), FormatBytes(m.limit))
+	}
+	if m.limit == memoryThreshold(m.bound) && m.limit < diskThreshold(m.bound) {
+		// A search in memory keeps a margin for what a level allocates
+		// between two looks at resident memory: say where it stopped.
+		fmt.Fprintf(&b, ", the bound less the %s kept for what a level allocates between two looks", FormatBytes(m.bound-m.limit))
+	}
+	return b.String()
 }
 
 // readResident reads resident memory for the checks made before a level
@@ -682,12 +740,25 @@ func (e *exploration) levelNeed(n int) int64 {
 	if e.g != nil {
 		need += int64(n) * 5 * int64(unsafe.Sizeof(edge{})+8)
 	}
-	if e.st.bitstate || e.disk != nil {
-		// A bit array never grows, nor does the window of a search on
-		// disk.
+	if e.disk != nil {
+		// The window of a search on disk never grows. A merge of the
+		// window with the file reads and writes through two buffers and
+		// marks each of the window's fingerprints, and the candidates
+		// new to the window queue in memory up to spillLimit.
+		return need + e.mergeNeed()
+	}
+	if e.st.bitstate {
+		// A bit array never grows.
 		return need
 	}
 	return need + e.st.bytes(e.links.n)/2
+}
+
+// mergeNeed is what a search on disk allocates besides a level's
+// buffers: a merge's two file buffers and a flag per slot of the window,
+// and the part in memory of the queue of candidates new to the window.
+func (e *exploration) mergeNeed() int64 {
+	return 2*mergeBuffer + int64(e.disk.window) + int64(spillLimit)
 }
 
 // batchNeed is what one batch's buffers take: its frontier keys, and per
@@ -700,7 +771,12 @@ func (e *exploration) batchNeed() int64 {
 // livenessWouldPass reports whether judging EventuallyDrained could take
 // resident memory past the bound.
 func (e *exploration) livenessWouldPass(bound int64) bool {
-	return passes(int64(readResident()), e.livenessNeed(), bound)
+	m := memReading{resident: int64(readResident()), need: e.livenessNeed(), limit: memoryThreshold(bound), bound: bound}
+	if !passes(m.resident, m.need, bound) {
+		return false
+	}
+	e.memStop.Store(&m)
+	return true
 }
 
 // livenessNeed is what judging EventuallyDrained allocates: the reverse
@@ -717,6 +793,10 @@ func (e *exploration) livenessNeed() int64 {
 func passes(resident, need, bound int64) bool {
 	return resident+need >= memoryThreshold(bound)
 }
+
+// diskThreshold is where a search whose fingerprints are on disk stops:
+// a twentieth of the bound below it.
+func diskThreshold(bound int64) int64 { return bound - bound/20 }
 
 // memoryThreshold is where the watcher stops a level: a tenth of the
 // bound, and at least 64 MiB, below it. The margin is what a level may

@@ -97,7 +97,10 @@ func Check(ctx context.Context, p *Protocol, cfg *Config, runs []Run, lim Limits
 		settle()
 		rs := sampleResident()
 		r := c.Explore(ctx, lim, progress)
-		r.Stats.PeakResident = rs.stop()
+		// The reading that stopped a run for its bound was of the run's
+		// resident memory too: the peak the report gives is not below
+		// the figure its stop names.
+		r.Stats.PeakResident = max(rs.stop(), r.stopResident)
 		rep.Runs = append(rep.Runs, r)
 		rep.checkers = append(rep.checkers, c)
 	})
@@ -109,6 +112,9 @@ func Check(ctx context.Context, p *Protocol, cfg *Config, runs []Run, lim Limits
 		rep.Interrupted = rep.Interrupted || r.StopReason == StopInterrupted
 	}
 	rep.PeakResident = ProcessPeakResident()
+	for _, r := range rep.Runs {
+		rep.PeakResident = max(rep.PeakResident, r.Stats.PeakResident)
+	}
 	return rep, nil
 }
 

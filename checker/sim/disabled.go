@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/handoffcheck/handoffcheck/model"
 )
@@ -18,6 +19,9 @@ import (
 // and a slot are free, prefills (one prefill at a time per worker), then
 // decodes its output and frees everything. DisabledModeUnchanged compares
 // this with a plain aggregated reference written apart, event for event.
+// A worker computes one prefill at a time, first admitted first; a
+// request cancelled before its prefill ends gives the worker back at the
+// cancel, and the next prefill starts then.
 
 // Step names what happens to a request in the disabled mode.
 const (
@@ -45,6 +49,11 @@ type dreq struct {
 	done      bool
 	firstTok  int64
 	finishVer int
+	// start and end are when its prefill computes, while it is on its
+	// worker's compute queue; prefillVer versions its prefill event,
+	// which a cancel ahead of it moves.
+	start, end int64
+	prefillVer int
 }
 
 // devent is an event of a disabled run, ordered by time, then by kind
@@ -90,7 +99,7 @@ func (q *dqueue) Pop() any {
 type aggWorker struct {
 	free  model.Blocks
 	slots int
-	busy  int64
+	jobs  []*dreq // the prefills to compute, the one computing first
 	wait  []*dreq
 	k     model.Worker // the counters the summary and the timeline read
 }
@@ -171,9 +180,10 @@ func runDisabled(ctx context.Context, cfg *Config, src Source, opt Options) (*Re
 				return nil, err
 			}
 		case dPrefill:
-			if r.done {
+			if r.done || e.ver != r.prefillVer {
 				continue
 			}
+			d.unbook(r)
 			d.step(r, StepPrefill)
 			r.firstTok = s.now + cfg.Decode.PerTokenUS
 			heap.Push(&d.q, devent{at: s.now + int64(r.OutputTokens)*cfg.Decode.PerTokenUS, prio: dFinish, r: r, ver: r.finishVer})
@@ -241,10 +251,45 @@ func (d *disabledRun) admit(w int) {
 		r.admitted = true
 		d.set(w, func(k *model.Worker) { k.Active += r.blocks; k.SlotsUsed++ })
 		d.step(r, StepAdmit)
-		start := max(d.s.now, ag.busy)
-		end := start + int64(float64(r.PromptTokens)*1e6/d.s.cfg.Prefill.TokensPerSec)
-		ag.busy = end
-		heap.Push(&d.q, devent{at: end, prio: dPrefill, r: r})
+		r.start = d.s.now
+		if n := len(ag.jobs); n > 0 {
+			r.start = max(r.start, ag.jobs[n-1].end)
+		}
+		r.end = r.start + int64(float64(r.PromptTokens)*1e6/d.s.cfg.Prefill.TokensPerSec)
+		ag.jobs = append(ag.jobs, r)
+		heap.Push(&d.q, devent{at: r.end, prio: dPrefill, r: r, ver: r.prefillVer})
+	}
+}
+
+// unbook takes a request's prefill off its worker's compute queue, now:
+// its prefill ended, or the request was cancelled before it did. A
+// cancelled prefill gives the worker back at once: the prefills queued
+// behind it start as soon as the worker is free.
+func (d *disabledRun) unbook(r *dreq) {
+	ag := &d.ws[r.w]
+	i := slices.Index(ag.jobs, r)
+	if i < 0 {
+		return
+	}
+	ag.jobs = slices.Delete(ag.jobs, i, i+1)
+	if r.end <= d.s.now {
+		// It ended: the next starts now, as booked.
+		return
+	}
+	free := d.s.now
+	if i > 0 {
+		free = max(free, ag.jobs[i-1].end)
+	}
+	for _, k := range ag.jobs[i:] {
+		if k.start <= free {
+			// It starts as booked, and so do those behind it.
+			break
+		}
+		dur := k.end - k.start
+		k.start, k.end = free, free+dur
+		k.prefillVer++
+		heap.Push(&d.q, devent{at: k.end, prio: dPrefill, r: k, ver: k.prefillVer})
+		free = k.end
 	}
 }
 
@@ -254,6 +299,7 @@ func (d *disabledRun) end(r *dreq) {
 	r.done = true
 	ag := &d.ws[r.w]
 	if r.admitted {
+		d.unbook(r)
 		ag.free += r.blocks
 		ag.slots--
 		d.set(r.w, func(k *model.Worker) { k.Active -= r.blocks; k.SlotsUsed--; k.InFlight-- })

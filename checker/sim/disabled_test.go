@@ -12,7 +12,10 @@ import (
 // reference is a plain aggregated serving loop, written apart from the
 // simulator: requests go to the worker with the fewest requests (or in
 // turn), wait in arrival order for their prompt's blocks and a slot,
-// prefill one at a time per worker, decode, and free. At one instant,
+// prefill one at a time per worker in the order admitted, decode, and
+// free. A worker serves its prefill line: it computes the line's first
+// request, and a cancel takes a request out of the line, so a cancelled
+// prefill frees the worker for the next at once. At one instant,
 // finishes come first, then cancels, then prefill completions, then
 // arrivals; ties by request index.
 func reference(cfg *Config, reqs []Request, roundRobin bool) []Step {
@@ -27,7 +30,7 @@ func reference(cfg *Config, reqs []Request, roundRobin bool) []Step {
 	type worker struct {
 		free    model.Blocks
 		slots   int
-		busy    int64
+		line    []*req // admitted, prefill not done; the first computes
 		n       int
 		waiting []*req
 	}
@@ -50,6 +53,13 @@ func reference(cfg *Config, reqs []Request, roundRobin bool) []Step {
 	emit := func(r *req, kind string) {
 		out = append(out, Step{TUS: now, Request: r.Index, Worker: cfg.Prefill.Workers + r.w, Kind: kind})
 	}
+	// serve starts the first prefill of a worker's line if none computes.
+	serve := func(wk *worker) {
+		if len(wk.line) > 0 && wk.line[0].prefillAt == never {
+			r := wk.line[0]
+			r.prefillAt = now + int64(float64(r.PromptTokens)*1e6/cfg.Prefill.TokensPerSec)
+		}
+	}
 	admit := func(w int) {
 		wk := &ws[w]
 		for len(wk.waiting) > 0 {
@@ -62,9 +72,18 @@ func reference(cfg *Config, reqs []Request, roundRobin bool) []Step {
 			wk.slots++
 			r.admitted = true
 			emit(r, StepAdmit)
-			wk.busy = max(now, wk.busy) + int64(float64(r.PromptTokens)*1e6/cfg.Prefill.TokensPerSec)
-			r.prefillAt = wk.busy
+			wk.line = append(wk.line, r)
+			serve(wk)
 		}
+	}
+	leave := func(wk *worker, r *req) {
+		for i, q := range wk.line {
+			if q == r {
+				wk.line = append(wk.line[:i], wk.line[i+1:]...)
+				break
+			}
+		}
+		serve(wk)
 	}
 	release := func(r *req) {
 		r.done = true
@@ -72,6 +91,7 @@ func reference(cfg *Config, reqs []Request, roundRobin bool) []Step {
 		wk := &ws[r.w]
 		wk.n--
 		if r.admitted {
+			leave(wk, r)
 			wk.free += r.blocks
 			wk.slots--
 		} else {
@@ -109,6 +129,7 @@ func reference(cfg *Config, reqs []Request, roundRobin bool) []Step {
 			release(r)
 		case 2:
 			r.prefillAt = never
+			leave(&ws[r.w], r)
 			emit(r, StepPrefill)
 			r.endAt = now + int64(r.OutputTokens)*cfg.Decode.PerTokenUS
 		case 3:

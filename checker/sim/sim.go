@@ -97,7 +97,7 @@ type Sim struct {
 
 	workers []model.Worker
 	sums    []model.Holdings
-	busy    []int64 // a prefill worker computes until then
+	jobs    [][]*computeJob // each prefill worker's prefills, the one computing first
 	cache   []prefixCache
 	nextP   int
 	nextD   int
@@ -120,6 +120,10 @@ type Sim struct {
 	labels    []obslog.Label
 	violation *Violation
 	inputErr  error
+	// watch, when set, sees every request after each of its steps: the
+	// tests judge by it the order waiters are served in, which no
+	// invariant states.
+	watch func(r *request)
 }
 
 // Options are the inputs of a run beside the configuration.
@@ -176,7 +180,7 @@ func newSim(cfg *Config, src Source, opt Options) (*Sim, error) {
 	s := &Sim{
 		cfg: cfg, chk: chk, proto: p, policy: cfg.policy,
 		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x68616e646f6666)),
-		workers: make([]model.Worker, n), sums: make([]model.Holdings, n), busy: make([]int64, n),
+		workers: make([]model.Worker, n), sums: make([]model.Holdings, n), jobs: make([][]*computeJob, n),
 		cache: make([]prefixCache, n), waiters: make([][]*request, n), dirty: make([]bool, n), seen: make([]capacity, n),
 		src: src, active: map[int]*request{}, marks: map[int]*marks{},
 		cov: checker.NewCoverage(p.Spec()),
@@ -272,6 +276,16 @@ type request struct {
 	trans     []Transition
 	m         marks
 	retired   bool
+	job       *computeJob // its prefill on the worker's compute queue
+}
+
+// computeJob is a prefill a worker computes: a worker computes one at a
+// time, first booked first, from when it is admitted with its blocks
+// until its compute ends or stops. ev is its compute move, due at end.
+type computeJob struct {
+	r          *request
+	ev         *event
+	start, end int64
 }
 
 // marks are the faults a plan holds for a request until they can strike.
@@ -435,6 +449,13 @@ type event struct {
 	ver   uint32
 	side  model.Side
 	fault *Fault
+	// waiter: the move is a promote, which gives an activated request
+	// waiting for a decode slot the slot that freed. It is due the
+	// instant the slot freed and goes before every other event due
+	// then, so that an activation at that instant (which takes a free
+	// slot at once) cannot take it ahead of an older waiter: waiters
+	// are served first come.
+	waiter bool
 }
 
 type eventQueue []*event
@@ -443,6 +464,9 @@ func (q eventQueue) Len() int { return len(q) }
 func (q eventQueue) Less(i, j int) bool {
 	if q[i].at != q[j].at {
 		return q[i].at < q[j].at
+	}
+	if q[i].waiter != q[j].waiter {
+		return q[i].waiter
 	}
 	return q[i].seq < q[j].seq
 }
@@ -769,6 +793,10 @@ func (s *Sim) fail(r *request, inv, detail string) {
 // faults waiting for the request, and the moves the step enabled.
 func (s *Sim) react(r *request, before *checker.State, m checker.Move) {
 	x, b := &r.st.W.H[0], &before.W.H[0]
+	if r.job != nil && x.Compute != model.ComputeRunning {
+		// The prefill stopped before its compute ended.
+		s.unbook(r)
+	}
 	s.timers(r, b, m)
 	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 		if b.Outcome[sd] == model.OutcomeNone && x.Outcome[sd] != model.OutcomeNone {
@@ -778,6 +806,9 @@ func (s *Sim) react(r *request, before *checker.State, m checker.Move) {
 	}
 	if s.tl != nil {
 		s.tl.phases(r, s.now)
+	}
+	if s.watch != nil {
+		s.watch(r)
 	}
 	if r.doomedAt < 0 && (x.Cancelled || x.Xfer == model.XferFailed || failed(x.Outcome[0]) || failed(x.Outcome[1])) {
 		r.doomedAt = s.now
@@ -900,7 +931,11 @@ func (s *Sim) schedule(r *request) {
 			continue
 		}
 		r.sched = append(r.sched, m)
-		s.push(&event{at: s.now + s.delay(r, m), kind: evMove, r: r, m: m})
+		if m.Kind == checker.MvCompute {
+			s.book(r, m)
+			continue
+		}
+		s.push(&event{at: s.now + s.delay(r, m), kind: evMove, r: r, m: m, waiter: m.Kind == checker.MvPromote})
 	}
 	// What waits for capacity is offered again when its worker frees some.
 	waitP := x.Compute == model.ComputeQueued && !slices.ContainsFunc(r.sched, func(m checker.Move) bool { return m.Kind == checker.MvAdmit })
@@ -986,6 +1021,59 @@ func (s *Sim) settle() {
 	}
 }
 
+// book puts a request's prefill at the end of its worker's compute
+// queue: it computes when the ones before it have ended or stopped.
+func (s *Sim) book(r *request, m checker.Move) {
+	q := s.jobs[r.p]
+	start := s.now
+	if len(q) > 0 {
+		start = max(start, q[len(q)-1].end)
+	}
+	j := &computeJob{r: r, start: start, end: start + s.cfg.ComputeUS(r.cfg)}
+	j.ev = &event{at: j.end, kind: evMove, r: r, m: m}
+	r.job = j
+	s.jobs[r.p] = append(q, j)
+	s.push(j.ev)
+}
+
+// unbook takes a request's prefill off its worker's compute queue, now:
+// its compute ended, or stopped (a cancel, an abort, a restart). A stopped
+// compute gives its worker back at once: its move is dropped, and the
+// prefills queued behind it start as soon as the worker is free.
+func (s *Sim) unbook(r *request) {
+	j := r.job
+	r.job = nil
+	q := s.jobs[r.p]
+	i := slices.Index(q, j)
+	q = slices.Delete(q, i, i+1)
+	s.jobs[r.p] = q
+	if e := j.ev; e.idx >= 0 {
+		heap.Remove(&s.q, e.idx)
+		if k := slices.Index(r.sched, e.m); k >= 0 {
+			r.sched = slices.Delete(r.sched, k, k+1)
+		}
+	}
+	if j.end <= s.now {
+		// It ended: the next starts now, as booked.
+		return
+	}
+	free := s.now
+	if i > 0 {
+		free = max(free, q[i-1].end)
+	}
+	for _, k := range q[i:] {
+		if k.start <= free {
+			// It starts as booked, and so do those behind it.
+			break
+		}
+		d := k.end - k.start
+		k.start, k.end = free, free+d
+		k.ev.at = k.end
+		heap.Fix(&s.q, k.ev.idx)
+		free = k.end
+	}
+}
+
 // delay is how long an enabled move takes to happen.
 func (s *Sim) delay(r *request, m checker.Move) int64 {
 	x := &r.st.W.H[0]
@@ -999,11 +1087,6 @@ func (s *Sim) delay(r *request, m checker.Move) int64 {
 			return s.cfg.SlowCoreUS
 		}
 		return s.cfg.CommandUS
-	case checker.MvCompute:
-		start := max(s.now, s.busy[r.p])
-		end := start + s.cfg.ComputeUS(r.cfg)
-		s.busy[r.p] = end
-		return end - s.now
 	case checker.MvTransfer:
 		if r.m.failXfer || !transferWouldSucceed(x) {
 			return s.jitter()
@@ -1032,6 +1115,10 @@ func (s *Sim) fireMove(e *event) {
 		return
 	}
 	m := e.m
+	if r.job != nil && r.job.ev == e {
+		// The worker computed the prefill: it is free for the next.
+		s.unbook(r)
+	}
 	switch m.Kind {
 	case checker.MvRouteDecode:
 		s.routeDecode(r)
@@ -1342,7 +1429,6 @@ func (s *Sim) restart(w int) {
 		s.olog.Write(&f)
 	}
 	s.cache[w] = prefixCache{}
-	s.busy[w] = s.now
 	for i, r := range hit {
 		s.project(r)
 		if v := s.chk.CheckState(&r.st); v != nil {
