@@ -37,7 +37,14 @@ type judge struct {
 	routers []int // the router processes
 	att     map[string]*attempt
 	seq     int // attempts made, for their order
-	rep     Report
+	// gone is every attempt the judge forgot once an explanation
+	// finished it: attempt ids are never reused, so a fact about one
+	// after its end is judged against what it ended holding, whether or
+	// not its blocks were evicted since. lateHeld is the ids of those
+	// with a late fact held (lateFact), in the order they came.
+	gone     map[string]*finished
+	lateHeld []string
+	rep      Report
 
 	ledgers []ledger
 
@@ -90,6 +97,27 @@ type attempt struct {
 	furthest []*node
 	// held is what the attempt counts in its workers' ledgers.
 	held [2]model.Holdings
+}
+
+// finished is what the judge keeps of an attempt it forgot: little
+// enough that every attempt of a long log fits (ids are never reused, so
+// none may be forgotten entirely).
+type finished struct {
+	// p and d are its prefill and decode processes (-1: none).
+	p, d int16
+	// gen is the generations of p and d when it ended: only that
+	// incarnation may publish Removed for what it kept.
+	gen [2]int32
+	// removed is the blocks of the Removed each side may still publish
+	// for what the index advertises of its cached blocks (-1: nothing).
+	removed [2]int32
+	// file and line are where its last fact was, for reports.
+	file string
+	line int32
+	// held is a late fact that says nothing physical by itself (a
+	// cancel taken, a timer acted on), judged with the next late fact of
+	// its process or at the end of the logs.
+	held *obslog.Fact
 }
 
 // maxFurthest bounds the furthest explanations kept for a report.
@@ -213,7 +241,7 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInput, err)
 	}
 	j := &judge{h: h, cfg: &c, chk: chk, bound: opt.Bound, maxF: opt.MaxFaults, open: opt.Open,
-		procs: make([]procState, len(h.Processes)), att: map[string]*attempt{}, cov: checker.NewCoverage(p.Spec())}
+		procs: make([]procState, len(h.Processes)), att: map[string]*attempt{}, gone: map[string]*finished{}, cov: checker.NewCoverage(p.Spec())}
 	if j.bound <= 0 {
 		j.bound = DefaultBound
 	}
@@ -281,6 +309,10 @@ func (j *judge) fact(f *obslog.Fact) error {
 	}
 	a := j.att[f.Attempt]
 	if a == nil {
+		if e := j.gone[f.Attempt]; e != nil {
+			j.late(f, e)
+			return nil
+		}
 		j.seq++
 		a = &attempt{id: f.Attempt, seq: j.seq, p: -1, d: -1}
 		j.att[f.Attempt] = a
@@ -655,10 +687,9 @@ func (j *judge) greedyDone(a *attempt) {
 	if n.owedN != 0 || !j.done(n) {
 		return
 	}
-	x := &n.st.W.H[0]
-	if (x.SrcIndexed && j.h.Processes[a.p].Records.Has(obslog.Removed)) || (x.Published && a.d >= 0 && j.h.Processes[a.d].Records.Has(obslog.Removed)) {
-		return // a Removed may still come
-	}
+	// A Removed may still come for what its sides keep cached: the
+	// record of the finished attempt says which (retire), so the attempt
+	// goes now, not when its blocks are evicted, which may be never.
 	j.retire(a, n)
 }
 
@@ -674,7 +705,7 @@ func (j *judge) greedyEnd(a *attempt) *node {
 	for depth := 0; len(frontier) > 0 && depth <= j.bound; depth++ {
 		var next []*node
 		for _, x := range frontier {
-			if j.open || j.done(x) {
+			if j.open || j.doneAtEnd(x) {
 				return x
 			}
 			j.explainStep(a, x, &obslog.Fact{Kind: 0}, 0, depth < j.bound, &next)
@@ -731,10 +762,14 @@ func (j *judge) settle(a *attempt, prev []*node) bool {
 		if !j.caughtUp(a, n) {
 			continue
 		}
-		if n.hungry {
+		// A finished explanation waits only for the Removed of what its
+		// sides keep cached, which the record of the finished attempt
+		// judges (retire): it does not keep the attempt open.
+		over := n.owedN == 0 && j.done(n)
+		if n.hungry && !(over && j.onlyRemovals(n)) {
 			return true
 		}
-		if fin == nil && n.owedN == 0 && j.done(n) {
+		if fin == nil && over {
 			fin = n
 		}
 	}
@@ -744,9 +779,43 @@ func (j *judge) settle(a *attempt, prev []*node) bool {
 	return true
 }
 
+// onlyRemovals reports whether every logged step a node has is a cache's
+// eviction publishing Removed.
+func (j *judge) onlyRemovals(n *node) bool {
+	for _, sc := range n.succ {
+		if !sc.lazy && sc.mn == 0 {
+			continue // a step that explains nothing
+		}
+		if sc.lazy || sc.m.Kind != checker.MvEvict {
+			return false
+		}
+	}
+	return true
+}
+
 // done reports whether a node's attempt finished and returned everything.
+// While the logs go on, a transfer still running keeps the attempt open:
+// its end may yet be logged.
 func (j *judge) done(n *node) bool {
 	return j.chk.Finished(n.st, 0) && n.st.W.HandoffDrained(0)
+}
+
+// doneAtEnd reports whether a node's attempt is finished when the logs
+// end, as docs/conform.md defines it: both sides terminal, and no block,
+// page, slot, booking, timer or in-flight count held. A transfer that
+// never ended (hung) holds none of them once both sides released what it
+// read and wrote, so it does not keep the attempt unfinished.
+func (j *judge) doneAtEnd(n *node) bool {
+	if !j.chk.Finished(n.st, 0) {
+		return false
+	}
+	w := &n.st.W
+	if w.H[0].Xfer != model.XferRunning {
+		return w.HandoffDrained(0)
+	}
+	cp := *w
+	cp.H[0].Xfer = model.XferFailed
+	return cp.HandoffDrained(0)
 }
 
 func (j *judge) caughtUp(a *attempt, n *node) bool {
@@ -762,6 +831,123 @@ func (j *judge) retire(a *attempt, n *node) {
 	j.account(a, n)
 	j.recount(a, nil)
 	delete(j.att, a.id)
+	e := &finished{p: int16(a.p), d: int16(a.d), removed: j.stillRemoved(a, n), file: a.last.File, line: int32(a.last.Line)}
+	for k, p := range []int{a.p, a.d} {
+		if p >= 0 {
+			e.gen[k] = int32(j.procs[p].gen)
+		}
+	}
+	j.gone[a.id] = e
+}
+
+// stillRemoved is, for each side of a finished explanation, the blocks of
+// the Removed its process may still log (a cache evicting what the index
+// advertises), or -1.
+func (j *judge) stillRemoved(a *attempt, n *node) [2]int32 {
+	out := [2]int32{-1, -1}
+	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+		x := &n.st.W.H[0]
+		if x.Worker(sd) < 0 || !(sd == model.SourceSide && x.SrcIndexed || sd == model.DestinationSide && x.Published) {
+			continue
+		}
+		next := *n.st
+		next.B = j.chk.Budget()
+		j.firings = j.firings[:0]
+		m := checker.Move{Kind: checker.MvEvict, H: 0, Arg: int8(sd)}
+		if _, v := j.chk.Apply(&next, m, j.cov); v != nil {
+			continue
+		}
+		for _, l := range obslog.Observe(j.labels[:0], 0, n.st, &next, m, j.firings) {
+			if l.Kind == obslog.Removed && j.mustLog(a, &l) {
+				out[sd] = l.Blocks
+			}
+		}
+	}
+	return out
+}
+
+// late judges a fact about an attempt that an explanation finished, which
+// the judge forgot: the only facts a finished attempt may still log are
+// the Removed of the blocks its sides keep cached and the index
+// advertises. Anything else is judged by what it would physically do to
+// an attempt that had released everything: a release is a second one
+// (ExactlyOnceRelease), a Removed one of blocks the index does not
+// advertise (IndexMatchesCache), a fact of the attempt's work a second
+// attempt under the same id (AttemptIsolation). A fact that does nothing
+// physical by itself (a cancel taken, a timer acted on) is held until the
+// next late fact of its process, which says what it led to, or the end.
+func (j *judge) late(f *obslog.Fact, e *finished) {
+	sd := -1
+	switch {
+	case f.Proc == int(e.p):
+		sd = int(model.SourceSide)
+	case f.Proc == int(e.d):
+		sd = int(model.DestinationSide)
+	}
+	name := j.h.Processes[f.Proc].Name
+	end := fmt.Sprintf("%s:%d", e.file, e.line)
+	r := &Rejection{File: f.File, Line: f.Line, Attempt: f.Attempt, Fact: Describe(j.h, f), Allowed: j.lateAllowed(e)}
+	if f.Kind == obslog.Removed {
+		if sd >= 0 && e.removed[sd] >= 0 && int64(e.gen[sd]) == f.Gen && (!f.HasFigure(obslog.FigBlocks) || f.Blocks == int64(e.removed[sd])) {
+			e.removed[sd] = -1
+			return
+		}
+		r.Invariant = model.NameIndexMatchesCache
+		switch {
+		case sd >= 0 && e.removed[sd] >= 0 && int64(e.gen[sd]) == f.Gen:
+			r.Detail = fmt.Sprintf("%s publishes Removed for %d blocks of the attempt, and the index advertises %d of them: Removed is published for what was Stored", name, f.Blocks, e.removed[sd])
+		default:
+			r.Detail = fmt.Sprintf("%s publishes Removed for blocks of the attempt the index does not advertise: the attempt ended at %s, and %s had no Stored of it left (never stored, or already removed): nothing is Removed that was not Stored", name, end, name)
+		}
+		j.reject(r)
+		return
+	}
+	if e.held != nil && e.held.Proc != f.Proc {
+		j.rejectHeld(e)
+		return
+	}
+	switch f.Kind {
+	case obslog.SourceReleased, obslog.ReservationReleased, obslog.DecodeReleased, obslog.PrefillStopped:
+		r.Invariant = model.NameExactlyOnceRelease
+		r.Detail = fmt.Sprintf("%s logs %s for the attempt after its end at %s, where both sides had already released everything they held: a release happens exactly once", name, f.Kind, end)
+		if e.held != nil {
+			r.Detail += fmt.Sprintf(" (it follows %s at %s)", e.held.Kind, e.held.Where())
+		}
+	case obslog.OutcomeReported:
+		r.Detail = fmt.Sprintf("%s reports a terminal outcome for the attempt after its end at %s, where both sides had reported theirs: a finished side takes no more steps", name, end)
+	default:
+		if physics[f.Kind] == nil && f.Kind != obslog.Routed && e.held == nil && sd >= 0 {
+			e.held = f
+			j.lateHeld = append(j.lateHeld, f.Attempt)
+			return
+		}
+		if e.held != nil {
+			j.rejectHeld(e)
+			return
+		}
+		r.Invariant = model.NameAttemptIsolation
+		r.Detail = fmt.Sprintf("%s logs %s of attempt %s after its end at %s: attempt ids are never reused, so this is a second attempt under the same id", name, f.Kind, f.Attempt, end)
+	}
+	j.reject(r)
+}
+
+// rejectHeld rejects the late fact held for a finished attempt: nothing
+// it led to explains it.
+func (j *judge) rejectHeld(e *finished) {
+	f := e.held
+	j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: f.Attempt, Fact: Describe(j.h, f), Allowed: j.lateAllowed(e),
+		Detail: fmt.Sprintf("%s logs %s for the attempt after its end at %s: a finished side takes no more steps", j.h.Processes[f.Proc].Name, f.Kind, fmt.Sprintf("%s:%d", e.file, e.line))})
+}
+
+// lateAllowed is what a finished attempt's processes may still log.
+func (j *judge) lateAllowed(e *finished) []string {
+	var out []string
+	for sd, by := range []obslog.Who{obslog.BySource, obslog.ByDestination} {
+		if e.removed[sd] >= 0 {
+			out = append(out, obslog.Label{Kind: obslog.Removed, By: by, Blocks: e.removed[sd]}.String())
+		}
+	}
+	return out
 }
 
 // account adds an explanation's figures to the report.
@@ -1310,8 +1496,28 @@ func (j *judge) reject(r *Rejection) {
 	j.rep.Verdict = Rejected
 }
 
-// end judges what is open when the logs end.
-func (j *judge) end() {
+// end judges what is open when the logs end. It returns an error when
+// the logs do not say enough to judge an attempt (ErrInput).
+func (j *judge) end() error {
+	// An attempt none of whose facts gives its size cannot be judged: the
+	// log lacks what the judgement rests on, which no fact broke.
+	for _, a := range j.sortedOpen() {
+		if a.wcfg == nil {
+			f := a.last
+			for _, sl := range a.slots {
+				if len(sl.facts) > 0 && sl.facts[0].Seq < f.Seq {
+					f = sl.facts[0]
+				}
+			}
+			return fmt.Errorf("%s: %w: no fact of attempt %s gives its prompt_tokens (the prefill router's routed fact should carry them), so it cannot be sized", f.Where(), ErrInput, a.id)
+		}
+	}
+	for _, id := range j.lateHeld {
+		if e := j.gone[id]; e.held != nil {
+			j.rejectHeld(e)
+			return nil
+		}
+	}
 	for _, a := range j.sortedOpen() {
 		for _, p := range []int{a.p, a.d} {
 			if r := j.procRestart(p); r != nil && !j.logged(a, p) && j.rep.Rejection == nil {
@@ -1319,16 +1525,10 @@ func (j *judge) end() {
 			}
 		}
 		if j.rep.Rejection != nil {
-			return
+			return nil
 		}
 		if _, open := j.att[a.id]; !open {
 			continue
-		}
-		if a.wcfg == nil {
-			f := a.last
-			j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f),
-				Detail: "no fact of the attempt gives its prompt_tokens, so it cannot be sized (the prefill router's routed fact should carry them)"})
-			return
 		}
 		for {
 			if _, open := j.att[a.id]; !open {
@@ -1341,7 +1541,7 @@ func (j *judge) end() {
 				}
 				a.full, a.cur = true, nil
 				if !j.replay(a, nil) {
-					return
+					return nil
 				}
 				continue
 			}
@@ -1352,7 +1552,7 @@ func (j *judge) end() {
 			if !a.full {
 				a.full = true
 				if !j.replay(a, nil) {
-					return
+					return nil
 				}
 				continue
 			}
@@ -1361,21 +1561,22 @@ func (j *judge) end() {
 			if a.fcut && a.level < j.maxF {
 				a.level++
 				if !j.replay(a, nil) {
-					return
+					return nil
 				}
 				continue
 			}
 			j.unfinished(a)
-			return
+			return nil
 		}
 	}
+	return nil
 }
 
 // ended is an explanation of all of an attempt's facts that finished it
 // (or any, with Open).
 func (j *judge) ended(a *attempt) *node {
 	for _, n := range a.waiting {
-		if j.caughtUp(a, n) && n.owedN == 0 && (j.open || j.done(n)) {
+		if j.caughtUp(a, n) && n.owedN == 0 && (j.open || j.doneAtEnd(n)) {
 			return n
 		}
 	}
@@ -1398,7 +1599,30 @@ func (j *judge) unfinished(a *attempt) {
 	}
 	f := a.last
 	j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f), Invariant: model.NameQuiescence,
-		Detail: "the logs end with the attempt unfinished: " + caught.st.W.DescribeHeld(), Explained: j.history(caught), Allowed: j.allowed(a, []*node{caught})})
+		Detail: "the logs end with the attempt unfinished: " + j.unfinishedBy(a, caught), Explained: j.history(caught), Allowed: j.allowed(a, []*node{caught})})
+}
+
+// unfinishedBy says what keeps an explanation from the end of the logs:
+// what its attempt holds, or else the side whose machine did not finish.
+func (j *judge) unfinishedBy(a *attempt, n *node) string {
+	x := &n.st.W.H[0]
+	held := false
+	for s := model.SourceSide; s <= model.DestinationSide; s++ {
+		held = held || x.InFlight[s]
+	}
+	if held || x.Src != model.SrcNone || x.Dst != model.DstNone || x.Pending || x.Timers != 0 {
+		return n.st.W.DescribeHeld()
+	}
+	var parts []string
+	for sd, p := range []int{a.p, a.d} {
+		if p >= 0 && x.Worker(model.Side(sd)) >= 0 && !j.chk.Terminal(n.st, roleOf(model.Side(sd)), 0) {
+			parts = append(parts, fmt.Sprintf("%s never finished its side (no terminal outcome any behavior of the tables reaches from its facts)", j.h.Processes[p].Name))
+		}
+	}
+	if len(parts) == 0 {
+		return n.st.W.DescribeHeld()
+	}
+	return strings.Join(parts, "; ")
 }
 
 // dead rejects an attempt no explanation can carry further. The fact
@@ -1420,11 +1644,15 @@ func (j *judge) dead(a *attempt, ns []*node) {
 	f := a.last
 	var first *model.Violation
 	var at []*node
+	var figs string
 	if best != nil {
 		type cand struct {
 			f  *obslog.Fact
 			at []*node
 			v  *model.Violation
+			// figs says how the fact's figures differ from those of the
+			// same kind every explanation gives there.
+			figs string
 		}
 		var cs []cand
 		for s := range a.slots {
@@ -1438,8 +1666,27 @@ func (j *judge) dead(a *attempt, ns []*node) {
 					c.at = append(c.at, n)
 				}
 			}
-			c.v = j.breaksInAll(a, c.at, best, c.f)
+			// A fact of a kind the explanations log next, but with other
+			// figures, is wrong in its figures: its operation (which
+			// takes the attempt's own figures) is not the cause.
+			if c.figs = j.wrongFigures(a, c.at, c.f); c.figs == "" {
+				c.v = j.breaksInAll(a, c.at, best, c.f)
+			}
 			cs = append(cs, c)
+			// A fact that does nothing physical (a cancel taken, a timer
+			// acted on) may be refused only because what it led to is
+			// wrong: the process's next facts, up to its first physical
+			// one, are judged where it stands, and one that breaks an
+			// invariant there is the cause.
+			// A source's facts that say why it may release are not
+			// passed over: its release is judged on what it had learned.
+			for q := p; c.v == nil && q+1 < len(a.slots[s].facts) && j.nothingPhysical(a, a.slots[s].facts[q]); q++ {
+				g := a.slots[s].facts[q+1]
+				if v := j.breaksInAll(a, c.at, best, g); v != nil {
+					cs = append(cs, cand{f: g, at: c.at, v: v})
+					break
+				}
+			}
 		}
 		sort.Slice(cs, func(x, y int) bool {
 			if (cs[x].v != nil) != (cs[y].v != nil) {
@@ -1448,7 +1695,7 @@ func (j *judge) dead(a *attempt, ns []*node) {
 			return cs[x].f.Seq < cs[y].f.Seq
 		})
 		if len(cs) > 0 {
-			f, at, first = cs[0].f, cs[0].at, cs[0].v
+			f, at, first, figs = cs[0].f, cs[0].at, cs[0].v, cs[0].figs
 		}
 	}
 	r := &Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f)}
@@ -1467,12 +1714,10 @@ func (j *judge) dead(a *attempt, ns []*node) {
 	switch {
 	case all && first != nil:
 		r.Invariant, r.Detail = first.Invariant, first.Detail
+	case figs != "":
+		r.Detail = figs
 	case best != nil && best.owedN > 0:
-		var names []string
-		for _, l := range best.owed[:best.owedN] {
-			names = append(names, l.String())
-		}
-		r.Detail = "the step that explains the attempt's previous fact also does " + strings.Join(names, ", ") + " first, and this fact says otherwise"
+		r.Detail = j.outOfOrder(a, best, f)
 	case len(at) == 0:
 		r.Detail = "no behavior of the tables begins the attempt with this fact"
 	default:
@@ -1482,6 +1727,154 @@ func (j *judge) dead(a *attempt, ns []*node) {
 		r.Detail += fmt.Sprintf(" (a step that would explain it breaks %s: %s)", a.broken.Invariant, a.broken.Detail)
 	}
 	j.reject(r)
+}
+
+// outOfOrder says what an explanation owes when a fact comes instead:
+// the facts the step that explains an earlier one makes observable, which
+// each process logs in the vocabulary's order.
+func (j *judge) outOfOrder(a *attempt, n *node, f *obslog.Fact) string {
+	var names, mine []string
+	for _, l := range n.owed[:n.owedN] {
+		names = append(names, l.String())
+		if j.logsIt(a, &l, f) {
+			mine = append(mine, l.String())
+		}
+	}
+	// The fact whose step owes them: the last explained by a step.
+	var by *node
+	for x := n; x != nil && x.parent != nil && by == nil; x = x.parent {
+		if x.fact != nil && x.move.Kind != 0 {
+			by = x
+		}
+	}
+	step := "the attempt's previous fact"
+	if by != nil {
+		step = fmt.Sprintf("%s at %s (step %s)", by.fact.Kind, by.fact.Where(), by.move)
+	}
+	name := j.h.Processes[f.Proc].Name
+	if len(mine) > 0 {
+		return fmt.Sprintf("%s logs %s where it owes %s: the step that explains %s also makes it log %s, in this order, and %s never logged %s before this fact", name, f.Kind, mine[0], step, strings.Join(mine, ", "), name, mine[0])
+	}
+	return fmt.Sprintf("the step that explains %s also makes %s observable first, and %s logs %s instead", step, strings.Join(names, ", "), name, f.Kind)
+}
+
+// wrongFigures says how a fact's figures differ from those of the facts
+// of its kind its process may log next in every one of the explanations
+// ns, or "" when one of them logs it as it is, or none logs its kind.
+func (j *judge) wrongFigures(a *attempt, ns []*node, f *obslog.Fact) string {
+	if len(obslog.Kinds[f.Kind].Figures) == 0 || len(ns) == 0 {
+		return ""
+	}
+	var want []string
+	for i, n := range ns {
+		if i == 16 {
+			break
+		}
+		found := false
+		for _, l := range j.nextOf(a, n, f) {
+			if l.Kind != f.Kind || f.Kind == obslog.Routed && l.Stage != f.Stage {
+				continue
+			}
+			// An outcome or a cause the physics judges (the fact's own
+			// operation takes them): only counts and sizes are wrong here.
+			if matches(f, &l) || sameCounts(f, &l) {
+				return ""
+			}
+			found = true
+			if s := l.String(); !slices.Contains(want, s) {
+				want = append(want, s)
+			}
+		}
+		if !found {
+			return ""
+		}
+	}
+	sort.Strings(want)
+	d := Describe(j.h, f)
+	return fmt.Sprintf("%s logs %s, figures no behavior of the tables gives it here: every explanation of the facts before it logs %s", j.h.Processes[f.Proc].Name, d[strings.LastIndex(d, ": ")+2:], strings.Join(want, " or "))
+}
+
+// sameCounts reports whether a fact's counts and sizes (its figures other
+// than the outcome, the timer and the stage) are a label's.
+func sameCounts(f *obslog.Fact, l *obslog.Label) bool {
+	for _, g := range obslog.Kinds[f.Kind].Figures {
+		switch g {
+		case obslog.FigStage, obslog.FigOutcome, obslog.FigTimer:
+		default:
+			if f.HasFigure(g) && figure(f, g) != labelFigure(l, g) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// nextOf is what the process of fact f may log next in explanation n:
+// the first fact n owes it, or else the first of its facts in a step n
+// may take after unlogged steps of no fault (at most the bound).
+func (j *judge) nextOf(a *attempt, n *node, f *obslog.Fact) []obslog.Label {
+	var out []obslog.Label
+	for k, l := range n.owed[:n.owedN] {
+		if firstOfItsProcess(n.owed[:n.owedN], k) && j.logsIt(a, &l, f) {
+			return []obslog.Label{l}
+		}
+	}
+	frontier := []*node{n}
+	var seen map[uint64]bool
+	for depth := 0; len(frontier) > 0 && depth <= j.bound; depth++ {
+		var next []*node
+		for _, x := range frontier {
+			st, moves := j.movesOf(x)
+			for _, m := range moves {
+				if m.Kind.Fault() && m.Kind != checker.MvEvict {
+					continue
+				}
+				ns := st
+				j.firings = j.firings[:0]
+				if _, v := j.chk.Apply(&ns, m, j.cov); v != nil {
+					continue
+				}
+				var must []obslog.Label
+				for _, l := range obslog.Observe(nil, 0, &st, &ns, m, j.firings) {
+					if j.mustLog(a, &l) {
+						must = append(must, l)
+					}
+				}
+				if len(must) == 0 {
+					if depth < j.bound {
+						c := j.child(x)
+						c.st, c.stKey = &ns, j.stateKey(&ns)
+						next = append(next, c)
+					}
+					continue
+				}
+				for k, l := range must {
+					if firstOfItsProcess(must, k) && j.logsIt(a, &l, f) {
+						out = append(out, l)
+					}
+				}
+			}
+		}
+		frontier, seen = fresh(next, seen)
+	}
+	return out
+}
+
+// nothingPhysical reports whether a fact changes nothing the physics
+// judges: no operation of its own, and not what a source's release is
+// judged on (releaseCause).
+func (j *judge) nothingPhysical(a *attempt, f *obslog.Fact) bool {
+	if physics[f.Kind] != nil || f.Kind == obslog.Removed {
+		return false
+	}
+	if f.Proc != a.p {
+		return true
+	}
+	switch f.Kind {
+	case obslog.ReaderCompleted, obslog.TransferDone, obslog.Cancelled, obslog.Aborted, obslog.TransferFailed, obslog.LeaseExpired, obslog.DeadlineExpired:
+		return false
+	}
+	return true
 }
 
 // better orders explanations for a report: more facts explained, then

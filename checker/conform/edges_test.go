@@ -1,0 +1,170 @@
+package conform
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// The logs below are written by hand from docs/conform.md, as a user of
+// another system would, starting from the one-attempt example: a
+// source-first handoff whose 2048-token prompt pins 128 blocks, pulled by
+// the destination, both sides publishing Stored and, at the end, Removed.
+//
+// Its lines, 1-based as in the file: 1 header; 2 routed prefill;
+// 3-6 prefill accepted, dispatched, registered, pinned; 7 routed decode;
+// 8-15 decode accepted, reserved, registered, transfer started and done,
+// receive completed, activated, stored; 16-20 prefill reader completed,
+// source released, stored, outcome ok, removed; 21-24 decode finished,
+// released, outcome ok, removed.
+func oneAttempt(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile("../../testdata/logs/valid/one-attempt.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	return lines[:len(lines)-1]
+}
+
+// edit is the example's lines without those dropped (1-based), with more
+// appended.
+func edit(lines []string, drop []int, more ...string) []byte {
+	var b bytes.Buffer
+	for i, l := range lines {
+		skip := false
+		for _, d := range drop {
+			skip = skip || d == i+1
+		}
+		if !skip {
+			b.WriteString(l)
+		}
+	}
+	for _, m := range more {
+		b.WriteString(m + "\n")
+	}
+	return b.Bytes()
+}
+
+func fact(proc, kind, figs string) string {
+	if figs != "" {
+		figs = "," + figs
+	}
+	return fmt.Sprintf(`{"proc":%q,"gen":0,"attempt":"a0","kind":%q%s}`, proc, kind, figs)
+}
+
+func wantRejected(t *testing.T, name string, data []byte, line int, inv string) *Rejection {
+	t.Helper()
+	rep := judgeBytes(t, name, data, Options{})
+	r := rep.Rejection
+	if rep.Verdict != Rejected || r == nil || r.Line != line || r.Invariant != inv {
+		t.Fatalf("%s: want rejected at line %d naming %q, got %s %+v", name, line, inv, rep.Verdict, r)
+	}
+	return r
+}
+
+// A late fact about a finished attempt is judged the same whether its
+// blocks were evicted (Removed logged, the attempt done with) or are still
+// cached: attempt ids are never reused.
+func TestLateFactAfterEndJudgedAlike(t *testing.T) {
+	lines := oneAttempt(t)
+	// The late cancel the destination takes after it finished, with the
+	// second release and outcome it leads to (a double finalize).
+	lateCancel := []string{fact("decode-0", "cancelled", ""), fact("decode-0", "decode_released", `"blocks":128`), fact("decode-0", "outcome_reported", `"outcome":"ok"`)}
+	// The id used again for a new request.
+	reuse := []string{`{"proc":"router","gen":0,"attempt":"a0","kind":"routed","stage":"prefill","to":"prefill-0","tokens":2048,"prompt_tokens":2048}`,
+		fact("prefill-0", "request_accepted", "")}
+	for _, c := range []struct {
+		name string
+		more []string
+		at   int // the blamed line among the appended ones, 1-based
+		inv  string
+	}{
+		{"late cancel", lateCancel, 2, model.NameExactlyOnceRelease},
+		{"late release", lateCancel[1:], 1, model.NameExactlyOnceRelease},
+		{"reused id", reuse, 1, model.NameAttemptIsolation},
+	} {
+		evicted := edit(lines, nil, c.more...)
+		cached := edit(lines, []int{20, 24}, c.more...)
+		wantRejected(t, c.name+"/evicted", evicted, 24+c.at, c.inv)
+		wantRejected(t, c.name+"/cached", cached, 22+c.at, c.inv)
+	}
+}
+
+// An attempt no fact sizes is input the judge did not get: exit 2 (an
+// input error naming the attempt's first line), never a rejection of a
+// valid fact.
+func TestMissingPromptTokensIsBadInput(t *testing.T) {
+	lines := oneAttempt(t)
+	lines[1] = strings.Replace(lines[1], `"prompt_tokens":2048,`, "", 1)
+	_, err := Judge([]Input{{Name: "log", R: bytes.NewReader(edit(lines, nil))}}, Options{})
+	if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "log:2:") || !strings.Contains(err.Error(), "prompt_tokens") {
+		t.Fatalf("want an input error at log:2 about prompt_tokens, got %v", err)
+	}
+}
+
+// A Removed for blocks the index does not advertise (never stored, or
+// already removed) breaks IndexMatchesCache, whether the attempt is still
+// open or done with.
+func TestRemovedNeverStored(t *testing.T) {
+	lines := oneAttempt(t)
+	again := fact("prefill-0", "removed", `"blocks":128`)
+	open := append(append(append([]string{}, lines[:20]...), again+"\n"), lines[20:]...)
+	wantRejected(t, "open", edit(open, nil), 21, model.NameIndexMatchesCache)
+	wantRejected(t, "done", edit(lines, nil, again), 25, model.NameIndexMatchesCache)
+	// The destination failed before activation: it stored nothing.
+	failed := edit(lines[:11], nil,
+		fact("decode-0", "deadline_expired", `"timer":"pull-deadline"`),
+		fact("decode-0", "reservation_released", `"pages":128`),
+		fact("decode-0", "outcome_reported", `"outcome":"failed"`),
+		fact("decode-0", "removed", `"blocks":128`))
+	wantRejected(t, "never stored", failed, 15, model.NameIndexMatchesCache)
+}
+
+// A transfer that hangs (never ends) while both sides give up and return
+// everything ends the logs finished, as docs/conform.md defines the end:
+// both outcomes reported, nothing held.
+func TestHungTransferEndsExplained(t *testing.T) {
+	lines := oneAttempt(t)
+	data := edit(lines[:11], nil,
+		fact("decode-0", "deadline_expired", `"timer":"pull-deadline"`),
+		fact("decode-0", "reservation_released", `"pages":128`),
+		fact("decode-0", "outcome_reported", `"outcome":"failed"`),
+		fact("prefill-0", "cancelled", ""),
+		fact("prefill-0", "source_released", `"blocks":128`),
+		fact("prefill-0", "outcome_reported", `"outcome":"failed"`))
+	if rep := judgeBytes(t, "hung", data, Options{}); rep.Verdict != Explained {
+		t.Fatalf("want explained, got %s %+v", rep.Verdict, rep.Rejection)
+	}
+}
+
+// A rejection names the fact that broke and the condition that fails.
+func TestRejectionNamesTheCause(t *testing.T) {
+	lines := oneAttempt(t)
+	// The source's Stored (line 18) missing: the outcome after it is
+	// blamed for what it skipped, not as a release while pinned.
+	r := wantRejected(t, "missing stored", edit(lines, []int{18}), 18, "")
+	if !strings.Contains(r.Detail, "owes stored") {
+		t.Errorf("missing stored: %s", r.Detail)
+	}
+	// A pin of 100 blocks where the prompt pins 128: its figure.
+	pin := append([]string{}, lines...)
+	pin[5] = strings.Replace(pin[5], `"blocks":128`, `"blocks":100`, 1)
+	r = wantRejected(t, "wrong pin", edit(pin, nil), 6, "")
+	if !strings.Contains(r.Detail, "pinned blocks=100") || !strings.Contains(r.Detail, "blocks=128") || strings.Contains(r.Detail, "compute") {
+		t.Errorf("wrong pin: %s", r.Detail)
+	}
+	// Stored logged after receive_completed and before activated: before
+	// activation, not before receive completion.
+	st := append([]string{}, lines...)
+	st[13], st[14] = st[14], st[13]
+	r = wantRejected(t, "stored before activated", edit(st, nil), 14, model.NameNoStoredBeforeActivation)
+	if strings.Contains(r.Detail, "receive completion") || !strings.Contains(r.Detail, "activat") {
+		t.Errorf("stored before activated: %s", r.Detail)
+	}
+}
