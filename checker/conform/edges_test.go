@@ -88,6 +88,8 @@ func TestLateFactAfterEndJudgedAlike(t *testing.T) {
 		{"late cancel", lateCancel, 2, model.NameExactlyOnceRelease},
 		{"late release", lateCancel[1:], 1, model.NameExactlyOnceRelease},
 		{"reused id", reuse, 1, model.NameAttemptIsolation},
+		// A cancel alone, which a finished side takes no step on.
+		{"late cancel alone", lateCancel[:1], 1, ""},
 	} {
 		evicted := edit(lines, nil, c.more...)
 		cached := edit(lines, []int{20, 24}, c.more...)
@@ -166,5 +168,30 @@ func TestRejectionNamesTheCause(t *testing.T) {
 	r = wantRejected(t, "stored before activated", edit(st, nil), 14, model.NameNoStoredBeforeActivation)
 	if strings.Contains(r.Detail, "receive completion") || !strings.Contains(r.Detail, "activat") {
 		t.Errorf("stored before activated: %s", r.Detail)
+	}
+}
+
+// Memory follows the attempts in flight, not the log: attempts whose
+// blocks stay cached (no Removed ever logged) are done with once they
+// finish, and only a small record of each is kept.
+func TestFinishedAttemptsAreNotKeptOpen(t *testing.T) {
+	lines := oneAttempt(t)
+	var b bytes.Buffer
+	b.WriteString(lines[0])
+	const n = 200
+	for i := range n {
+		for k, l := range lines[1:] {
+			if k+2 == 20 || k+2 == 24 {
+				continue // the Removed lines: the blocks stay cached
+			}
+			b.WriteString(strings.Replace(l, `"attempt":"a0"`, fmt.Sprintf(`"attempt":"a%d"`, i), 1))
+		}
+	}
+	rep := judgeBytes(t, "cached", b.Bytes(), Options{})
+	if rep.Verdict != Explained || rep.Attempts != n {
+		t.Fatalf("want %d attempts explained, got %s %d %+v", n, rep.Verdict, rep.Attempts, rep.Rejection)
+	}
+	if rep.PeakOpen != 1 {
+		t.Errorf("%d attempts open at once, one after the other in the log: want 1", rep.PeakOpen)
 	}
 }

@@ -42,7 +42,9 @@ type judge struct {
 	// after its end is judged against what it ended holding, whether or
 	// not its blocks were evicted since. lateHeld is the ids of those
 	// with a late fact held (lateFact), in the order they came.
-	gone     map[string]*finished
+	gone map[string]finished
+	// held is the late fact held for a finished attempt (finished.held).
+	held     map[string]*obslog.Fact
 	lateHeld []string
 	rep      Report
 
@@ -100,8 +102,8 @@ type attempt struct {
 }
 
 // finished is what the judge keeps of an attempt it forgot: little
-// enough that every attempt of a long log fits (ids are never reused, so
-// none may be forgotten entirely).
+// enough (28 bytes beside its id) that every attempt of a long log fits:
+// ids are never reused, so none may be forgotten entirely.
 type finished struct {
 	// p and d are its prefill and decode processes (-1: none).
 	p, d int16
@@ -111,13 +113,10 @@ type finished struct {
 	// removed is the blocks of the Removed each side may still publish
 	// for what the index advertises of its cached blocks (-1: nothing).
 	removed [2]int32
-	// file and line are where its last fact was, for reports.
-	file string
+	// file (an index in the report's files) and line are where its last
+	// fact was, for reports.
 	line int32
-	// held is a late fact that says nothing physical by itself (a
-	// cancel taken, a timer acted on), judged with the next late fact of
-	// its process or at the end of the logs.
-	held *obslog.Fact
+	file uint16
 }
 
 // maxFurthest bounds the furthest explanations kept for a report.
@@ -241,7 +240,7 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInput, err)
 	}
 	j := &judge{h: h, cfg: &c, chk: chk, bound: opt.Bound, maxF: opt.MaxFaults, open: opt.Open,
-		procs: make([]procState, len(h.Processes)), att: map[string]*attempt{}, gone: map[string]*finished{}, cov: checker.NewCoverage(p.Spec())}
+		procs: make([]procState, len(h.Processes)), att: map[string]*attempt{}, gone: map[string]finished{}, held: map[string]*obslog.Fact{}, cov: checker.NewCoverage(p.Spec())}
 	if j.bound <= 0 {
 		j.bound = DefaultBound
 	}
@@ -309,8 +308,9 @@ func (j *judge) fact(f *obslog.Fact) error {
 	}
 	a := j.att[f.Attempt]
 	if a == nil {
-		if e := j.gone[f.Attempt]; e != nil {
-			j.late(f, e)
+		if e, ok := j.gone[f.Attempt]; ok {
+			j.late(f, &e)
+			j.gone[f.Attempt] = e
 			return nil
 		}
 		j.seq++
@@ -831,13 +831,15 @@ func (j *judge) retire(a *attempt, n *node) {
 	j.account(a, n)
 	j.recount(a, nil)
 	delete(j.att, a.id)
-	e := &finished{p: int16(a.p), d: int16(a.d), removed: j.stillRemoved(a, n), file: a.last.File, line: int32(a.last.Line)}
+	e := finished{p: int16(a.p), d: int16(a.d), removed: j.stillRemoved(a, n), line: int32(a.last.Line)}
+	e.file = uint16(max(0, slices.Index(j.rep.Files, a.last.File)))
 	for k, p := range []int{a.p, a.d} {
 		if p >= 0 {
 			e.gen[k] = int32(j.procs[p].gen)
 		}
 	}
-	j.gone[a.id] = e
+	// A copy of the id: the record must not keep what it was cut from.
+	j.gone[strings.Clone(a.id)] = e
 }
 
 // stillRemoved is, for each side of a finished explanation, the blocks of
@@ -885,7 +887,8 @@ func (j *judge) late(f *obslog.Fact, e *finished) {
 		sd = int(model.DestinationSide)
 	}
 	name := j.h.Processes[f.Proc].Name
-	end := fmt.Sprintf("%s:%d", e.file, e.line)
+	end := j.endOf(e)
+	held := j.held[f.Attempt]
 	r := &Rejection{File: f.File, Line: f.Line, Attempt: f.Attempt, Fact: Describe(j.h, f), Allowed: j.lateAllowed(e)}
 	if f.Kind == obslog.Removed {
 		if sd >= 0 && e.removed[sd] >= 0 && int64(e.gen[sd]) == f.Gen && (!f.HasFigure(obslog.FigBlocks) || f.Blocks == int64(e.removed[sd])) {
@@ -902,27 +905,27 @@ func (j *judge) late(f *obslog.Fact, e *finished) {
 		j.reject(r)
 		return
 	}
-	if e.held != nil && e.held.Proc != f.Proc {
-		j.rejectHeld(e)
+	if held != nil && held.Proc != f.Proc {
+		j.rejectHeld(f.Attempt, e)
 		return
 	}
 	switch f.Kind {
 	case obslog.SourceReleased, obslog.ReservationReleased, obslog.DecodeReleased, obslog.PrefillStopped:
 		r.Invariant = model.NameExactlyOnceRelease
 		r.Detail = fmt.Sprintf("%s logs %s for the attempt after its end at %s, where both sides had already released everything they held: a release happens exactly once", name, f.Kind, end)
-		if e.held != nil {
-			r.Detail += fmt.Sprintf(" (it follows %s at %s)", e.held.Kind, e.held.Where())
+		if held != nil {
+			r.Detail += fmt.Sprintf(" (it follows %s at %s)", held.Kind, held.Where())
 		}
 	case obslog.OutcomeReported:
 		r.Detail = fmt.Sprintf("%s reports a terminal outcome for the attempt after its end at %s, where both sides had reported theirs: a finished side takes no more steps", name, end)
 	default:
-		if physics[f.Kind] == nil && f.Kind != obslog.Routed && e.held == nil && sd >= 0 {
-			e.held = f
+		if physics[f.Kind] == nil && f.Kind != obslog.Routed && held == nil && sd >= 0 {
+			j.held[f.Attempt] = f
 			j.lateHeld = append(j.lateHeld, f.Attempt)
 			return
 		}
-		if e.held != nil {
-			j.rejectHeld(e)
+		if held != nil {
+			j.rejectHeld(f.Attempt, e)
 			return
 		}
 		r.Invariant = model.NameAttemptIsolation
@@ -933,10 +936,15 @@ func (j *judge) late(f *obslog.Fact, e *finished) {
 
 // rejectHeld rejects the late fact held for a finished attempt: nothing
 // it led to explains it.
-func (j *judge) rejectHeld(e *finished) {
-	f := e.held
+func (j *judge) rejectHeld(id string, e *finished) {
+	f := j.held[id]
 	j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: f.Attempt, Fact: Describe(j.h, f), Allowed: j.lateAllowed(e),
-		Detail: fmt.Sprintf("%s logs %s for the attempt after its end at %s: a finished side takes no more steps", j.h.Processes[f.Proc].Name, f.Kind, fmt.Sprintf("%s:%d", e.file, e.line))})
+		Detail: fmt.Sprintf("%s logs %s for the attempt after its end at %s: a finished side takes no more steps", j.h.Processes[f.Proc].Name, f.Kind, j.endOf(e))})
+}
+
+// endOf is where a finished attempt's last fact was.
+func (j *judge) endOf(e *finished) string {
+	return fmt.Sprintf("%s:%d", j.rep.Files[e.file], e.line)
 }
 
 // lateAllowed is what a finished attempt's processes may still log.
@@ -1513,8 +1521,8 @@ func (j *judge) end() error {
 		}
 	}
 	for _, id := range j.lateHeld {
-		if e := j.gone[id]; e.held != nil {
-			j.rejectHeld(e)
+		if e := j.gone[id]; j.held[id] != nil {
+			j.rejectHeld(id, &e)
 			return nil
 		}
 	}
