@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -193,5 +195,42 @@ func TestFinishedAttemptsAreNotKeptOpen(t *testing.T) {
 	}
 	if rep.PeakOpen != 1 {
 		t.Errorf("%d attempts open at once, one after the other in the log: want 1", rep.PeakOpen)
+	}
+}
+
+// The search's visited set tells nodes apart by their identity, not by a
+// 64-bit hash alone: two different states whose hashes collide are both
+// searched (a collision would otherwise drop an explanation silently).
+func TestVisitedSetConfirmsByKey(t *testing.T) {
+	r, err := obslog.NewReader(bytes.NewReader(edit(oneAttempt(t), nil)), "log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := newJudge(r.Header(), "log", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &attempt{id: "a0", p: 1, d: 2}
+	a.wcfg = j.cfg.AttemptWorld(2048, 0)
+	if err := a.wcfg.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	seen := reflect.ValueOf(&a.seen).Elem()
+	seen.Set(reflect.MakeMap(seen.Type()))
+	root := j.root(a)
+	other := j.child(root)
+	st := *root.st
+	st.W.H[0].Prefill = 0 // routed: another state
+	other.st = &st
+	other.stKey = root.stKey // whose hash collides with the root's
+	work := j.push(a, root, nil)
+	work = j.push(a, other, work)
+	if len(work) != 2 {
+		t.Fatalf("two different states with one hash: %d searched, want 2", len(work))
+	}
+	// The same state again is not searched twice.
+	again := j.child(root)
+	if work = j.push(a, again, work); len(work) != 2 {
+		t.Fatalf("the root's state again: %d searched, want 2", len(work))
 	}
 }

@@ -78,8 +78,11 @@ type attempt struct {
 	wcfg    *model.Config
 	slots   []slot
 	waiting []*node
-	seen    map[uint64]struct{}
-	level   int
+	// seen is the visited set of the full search: by a node's hash, the
+	// nodes with it, told apart by their identity (same), so that a
+	// collision of the hash never drops a node the search has not seen.
+	seen  map[uint64][]*node
+	level int
 	// full: the attempt is searched over every interleaving of its
 	// processes' facts. Until an attempt needs it, one explanation is
 	// followed in the order the facts were read, which respects each
@@ -553,7 +556,7 @@ func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 		return true
 	}
 	frontier := []*node{n}
-	var seen map[uint64]bool
+	var seen map[uint64][]*node
 	for depth := 0; len(frontier) > 0; depth++ {
 		var next []*node
 		for _, x := range frontier {
@@ -562,26 +565,30 @@ func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 				return true
 			}
 		}
-		frontier, seen = fresh(next, seen)
+		frontier, seen = j.fresh(next, seen)
 	}
 	return false
 }
 
 // fresh keeps the nodes of a breadth-first frontier whose states were not
 // seen before.
-func fresh(ns []*node, seen map[uint64]bool) ([]*node, map[uint64]bool) {
+func (j *judge) fresh(ns []*node, seen map[uint64][]*node) ([]*node, map[uint64][]*node) {
 	if len(ns) == 0 {
 		return nil, seen
 	}
 	if seen == nil {
-		seen = map[uint64]bool{}
+		seen = map[uint64][]*node{}
 	}
 	out := ns[:0]
+next:
 	for _, n := range ns {
-		if !seen[n.stKey] {
-			seen[n.stKey] = true
-			out = append(out, n)
+		for _, m := range seen[n.stKey] {
+			if sameState(j.chk, m.st, n.st) {
+				continue next
+			}
 		}
+		seen[n.stKey] = append(seen[n.stKey], n)
+		out = append(out, n)
 	}
 	return out, seen
 }
@@ -701,7 +708,7 @@ func (j *judge) greedyEnd(a *attempt) *node {
 		return nil
 	}
 	frontier := []*node{n}
-	var seen map[uint64]bool
+	var seen map[uint64][]*node
 	for depth := 0; len(frontier) > 0 && depth <= j.bound; depth++ {
 		var next []*node
 		for _, x := range frontier {
@@ -710,20 +717,20 @@ func (j *judge) greedyEnd(a *attempt) *node {
 			}
 			j.explainStep(a, x, &obslog.Fact{Kind: 0}, 0, depth < j.bound, &next)
 		}
-		frontier, seen = fresh(next, seen)
+		frontier, seen = j.fresh(next, seen)
 	}
 	return nil
 }
 
 func (j *judge) replay(a *attempt, prev []*node) bool {
-	a.seen = map[uint64]struct{}{}
+	a.seen = map[uint64][]*node{}
 	a.waiting = nil
 	a.cut, a.fcut = false, false
 	st := j.chk.Initial()
 	st.W = model.NewWorld(a.wcfg)
 	st.B = j.chk.Budget()
 	root := &node{st: &st, stKey: j.stateKey(&st)}
-	a.seen[root.key()] = struct{}{}
+	a.seen[root.key()] = []*node{root}
 	j.drain(a, []*node{root})
 	return j.settle(a, prev)
 }
@@ -983,11 +990,28 @@ func (j *judge) account(a *attempt, n *node) {
 
 func (j *judge) push(a *attempt, n *node, work []*node) []*node {
 	k := n.key()
-	if _, ok := a.seen[k]; ok {
-		return work
+	for _, m := range a.seen[k] {
+		if j.same(m, n) {
+			return work
+		}
 	}
-	a.seen[k] = struct{}{}
+	a.seen[k] = append(a.seen[k], n)
 	return append(work, n)
+}
+
+// same reports whether two nodes are one for the search: the same state
+// (by its canonical key), what they explained and owe, and faults used.
+func (j *judge) same(x, y *node) bool {
+	if x.pos != y.pos || x.owedN != y.owedN || x.owed != y.owed || x.faults != y.faults {
+		return false
+	}
+	return sameState(j.chk, x.st, y.st)
+}
+
+// sameState reports whether two states are one: equal, or with the same
+// canonical key.
+func sameState(c *checker.Checker, x, y *checker.State) bool {
+	return x == y || *x == *y || c.Key(x) == c.Key(y)
 }
 
 func (j *judge) child(n *node) *node {
@@ -1828,7 +1852,7 @@ func (j *judge) nextOf(a *attempt, n *node, f *obslog.Fact) []obslog.Label {
 		}
 	}
 	frontier := []*node{n}
-	var seen map[uint64]bool
+	var seen map[uint64][]*node
 	for depth := 0; len(frontier) > 0 && depth <= j.bound; depth++ {
 		var next []*node
 		for _, x := range frontier {
@@ -1863,7 +1887,7 @@ func (j *judge) nextOf(a *attempt, n *node, f *obslog.Fact) []obslog.Label {
 				}
 			}
 		}
-		frontier, seen = fresh(next, seen)
+		frontier, seen = j.fresh(next, seen)
 	}
 	return out
 }
