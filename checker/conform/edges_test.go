@@ -2,14 +2,17 @@ package conform
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -232,5 +235,87 @@ func TestVisitedSetConfirmsByKey(t *testing.T) {
 	again := j.child(root)
 	if work = j.push(a, again, work); len(work) != 2 {
 		t.Fatalf("the root's state again: %d searched, want 2", len(work))
+	}
+}
+
+// A log of milestones costs the judge about what the complete log of the
+// same run does (docs/conform.md gives the figures): between two
+// milestones the judge searches unlogged steps, and attempts of one size
+// go through the same states, so the search for a fact from a state is
+// done once for them all, not once per attempt. Work is counted in the
+// rows of the tables the judge fires (not in time, which depends on the
+// machine's load): ten times the attempts of one size fire at most one and
+// a half times the rows, under both policies, complete or milestones.
+func TestSearchDoneOncePerSize(t *testing.T) {
+	for _, pol := range []string{"source-first", "destination-first"} {
+		cfg := sim.DefaultConfig()
+		if err := cfg.SetPolicy(pol); err != nil {
+			t.Fatal(err)
+		}
+		if pol == "destination-first" {
+			cfg.Engine = model.SGLang
+		}
+		logOf := func(n int, records obslog.KindSet) []byte {
+			var reqs []sim.Request
+			for i := range n {
+				reqs = append(reqs, sim.Request{Index: i, ArrivalUS: int64(i) * 20_000, PromptTokens: 1024, OutputTokens: 40, CancelUS: -1})
+			}
+			var buf bytes.Buffer
+			w, err := obslog.NewWriter(&buf, cfg.LogHeader(records))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := sim.Run(context.Background(), cfg, &sim.SliceSource{Reqs: reqs}, sim.Options{Log: w})
+			if err != nil || res.Violation != nil {
+				t.Fatal(err, res.Violation)
+			}
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			return buf.Bytes()
+		}
+		fired := func(data []byte) float64 {
+			r, err := obslog.NewReader(bytes.NewReader(data), pol)
+			if err != nil {
+				t.Fatal(err)
+			}
+			j, err := newJudge(r.Header(), pol, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			j.rep.Files = []string{pol}
+			for j.rep.Rejection == nil {
+				f, err := r.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := j.fact(&f); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if j.rep.Rejection != nil {
+				t.Fatalf("%s: %+v", pol, j.rep.Rejection)
+			}
+			var n uint64
+			for _, rows := range j.cov.Rows {
+				for _, k := range rows {
+					n += k
+				}
+			}
+			return float64(n)
+		}
+		for _, rec := range []struct {
+			name string
+			set  obslog.KindSet
+		}{{"complete", obslog.All}, {"milestones", obslog.Of(obslog.Milestones()...) | obslog.Of(obslog.WorkerRestarted)}} {
+			few, many := fired(logOf(30, rec.set)), fired(logOf(300, rec.set))
+			t.Logf("%s %s: %.0f rows fired for 30 attempts, %.0f for 300", pol, rec.name, few, many)
+			if many > 1.5*few {
+				t.Errorf("%s %s: 300 attempts of one size fire %.1f times the rows 30 do, want at most 1.5", pol, rec.name, many/few)
+			}
+		}
 	}
 }

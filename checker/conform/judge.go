@@ -54,6 +54,14 @@ type judge struct {
 	firings []checker.Firing
 	cov     *checker.Coverage
 	labels  []obslog.Label
+	quiet   []quietStep
+
+	// worlds is the attempts' world configurations by prompt and prefix
+	// hit: attempts of one size share one, so their states compare equal
+	// and greedy's searches are remembered across them (memo).
+	worlds map[[2]int64]*model.Config
+	memo   map[uint64][]*greedyMemo
+	memoN  int
 }
 
 type procState struct {
@@ -243,7 +251,7 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInput, err)
 	}
 	j := &judge{h: h, cfg: &c, chk: chk, bound: opt.Bound, maxF: opt.MaxFaults, open: opt.Open,
-		procs: make([]procState, len(h.Processes)), att: map[string]*attempt{}, gone: map[string]finished{}, held: map[string]*obslog.Fact{}, cov: checker.NewCoverage(p.Spec())}
+		procs: make([]procState, len(h.Processes)), att: map[string]*attempt{}, gone: map[string]finished{}, held: map[string]*obslog.Fact{}, worlds: map[[2]int64]*model.Config{}, memo: map[uint64][]*greedyMemo{}, cov: checker.NewCoverage(p.Spec())}
 	if j.bound <= 0 {
 		j.bound = DefaultBound
 	}
@@ -474,14 +482,24 @@ func (j *judge) add(a *attempt, f *obslog.Fact) bool {
 // restart (re)builds an attempt's world and searches it from the start
 // with every fact so far.
 func (j *judge) restart(a *attempt) bool {
-	cfg := j.cfg.AttemptWorld(model.Tokens(a.prompt), model.Tokens(a.hit))
-	// The worker may have queued the prefill for room: no fact says.
-	cfg.DeferAdmission = true
-	if err := cfg.Prepare(); err != nil {
-		f := a.last
-		j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f),
-			Detail: fmt.Sprintf("the attempt (%d prompt tokens) does not fit the configuration: %v", a.prompt, err)})
-		return false
+	size := [2]int64{a.prompt, a.hit}
+	cfg := j.worlds[size]
+	if cfg == nil {
+		cfg = j.cfg.AttemptWorld(model.Tokens(a.prompt), model.Tokens(a.hit))
+		// The worker may have queued the prefill for room: no fact says.
+		cfg.DeferAdmission = true
+		if err := cfg.Prepare(); err != nil {
+			f := a.last
+			j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f),
+				Detail: fmt.Sprintf("the attempt (%d prompt tokens) does not fit the configuration: %v", a.prompt, err)})
+			return false
+		}
+		if len(j.worlds) == maxWorlds {
+			// Many sizes: few attempts share one, and each configuration
+			// is kilobytes; the attempts keep theirs.
+			clear(j.worlds)
+		}
+		j.worlds[size] = cfg
 	}
 	a.wcfg = cfg
 	if !a.full {
@@ -555,12 +573,36 @@ func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 		a.cur = c
 		return true
 	}
+	// Attempts of one size go through the same states: the search from
+	// a state for a fact is done once and replayed (greedyMemo).
+	mk := j.memoKey(a, n, f)
+	for _, e := range j.memo[mk.hash] {
+		if e.key == mk && *e.from == *n.st {
+			if e.steps == nil {
+				return false
+			}
+			a.cur = j.memoReplay(n, e, s, f)
+			return true
+		}
+	}
+	e := &greedyMemo{key: mk, from: n.st}
+	if j.memoN == maxMemo {
+		clear(j.memo)
+		j.memoN = 0
+	}
+	j.memo[mk.hash] = append(j.memo[mk.hash], e)
+	j.memoN++
 	frontier := []*node{n}
 	var seen map[uint64][]*node
 	for depth := 0; len(frontier) > 0; depth++ {
 		var next []*node
 		for _, x := range frontier {
 			if c := j.explainStep(a, x, f, s, depth < j.bound, &next); c != nil {
+				for y := c; y != n; y = y.parent {
+					e.steps = append(e.steps, memoStep{m: y.move, st: y.st, stKey: y.stKey})
+				}
+				slices.Reverse(e.steps)
+				e.owed, e.owedN = c.owed, c.owedN
 				a.cur = c
 				return true
 			}
@@ -568,6 +610,104 @@ func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 		frontier, seen = j.fresh(next, seen)
 	}
 	return false
+}
+
+// maxWorlds bounds the attempts' world configurations kept for attempts
+// to come.
+const maxWorlds = 64
+
+// maxMemo bounds the searches greedy remembers.
+const maxMemo = 1 << 9
+
+// greedyMemo is greedy's search from a state for a fact: the steps to
+// the node that explains it (nil: none does) and what that node owes.
+type greedyMemo struct {
+	key   memoKey
+	from  *checker.State
+	steps []memoStep
+	owed  [maxOwed]obslog.Label
+	owedN uint8
+}
+
+type memoStep struct {
+	m     checker.Move
+	st    *checker.State
+	stKey uint64
+}
+
+// memoKey is all that greedy's search reads beside the state: what the
+// node owes, the fact's kind and figures, which side logs it, and what
+// the attempt's processes record.
+type memoKey struct {
+	hash uint64
+	// size is the attempt's prompt and prefix hit: a state's hash leaves
+	// out its configuration.
+	size       [2]int64
+	owed       [maxOwed]obslog.Label
+	owedN      uint8
+	kind       obslog.Kind
+	stage      model.Side
+	has        uint32
+	figs       [8]int64
+	outcome    model.Outcome
+	timer      model.Timer
+	side       int8
+	recP, recD obslog.KindSet
+	p, d       bool
+}
+
+func (j *judge) memoKey(a *attempt, n *node, f *obslog.Fact) memoKey {
+	k := memoKey{size: [2]int64{a.prompt, a.hit}, owed: n.owed, owedN: n.owedN, kind: f.Kind, stage: f.Stage, outcome: f.Outcome, timer: f.Timer, side: 2, p: a.p >= 0, d: a.d >= 0}
+	for i, g := range obslog.Kinds[f.Kind].Figures {
+		if f.HasFigure(g) {
+			k.has |= 1 << i
+			k.figs[i] = figure(f, g)
+		}
+	}
+	switch {
+	case f.Proc == a.p:
+		k.side = 0
+	case f.Proc == a.d:
+		k.side = 1
+	case j.h.Processes[f.Proc].Role != obslog.RoleRouter:
+		k.side = 3
+	}
+	if a.p >= 0 {
+		k.recP = j.h.Processes[a.p].Records
+	}
+	if a.d >= 0 {
+		k.recD = j.h.Processes[a.d].Records
+	}
+	h := mix(mix(mix(n.stKey, uint64(k.size[0])), uint64(k.size[1])), uint64(k.kind)|uint64(k.side)<<8|uint64(k.has)<<16|uint64(k.owedN)<<48)
+	for _, v := range k.figs {
+		h = mix(h, uint64(v))
+	}
+	for _, l := range n.owed[:n.owedN] {
+		h = mix(h, uint64(l.Kind)|uint64(l.By)<<8|uint64(l.Blocks)<<16)
+	}
+	k.hash = h
+	return k
+}
+
+// memoReplay is the node a remembered search reaches from n: the same
+// nodes explainStep made, sharing their states.
+func (j *judge) memoReplay(n *node, e *greedyMemo, s int, f *obslog.Fact) *node {
+	x := n
+	for i, st := range e.steps {
+		c := j.child(x)
+		c.st, c.stKey, c.move = st.st, st.stKey, st.m
+		if i < len(e.steps)-1 {
+			c.silent++
+		} else {
+			c.pos[s]++
+			c.consumed++
+			c.fact = f
+			c.silent = 0
+			c.owed, c.owedN = e.owed, e.owedN
+		}
+		x = c
+	}
+	return x
 }
 
 // fresh keeps the nodes of a breadth-first frontier whose states were not
@@ -638,13 +778,9 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 		}
 		if mn == 0 {
 			if more && !(m.Kind.Fault() && m.Kind != checker.MvEvict) {
-				c := j.child(x)
-				ns := next
-				if j.setState(a, c, &ns) {
-					c.move = m
-					c.silent++
-					*silent = append(*silent, c)
-				}
+				// Made a node only if no move of x explains f: most
+				// facts are explained at once, and then these go.
+				j.quiet = append(j.quiet, quietStep{m: m, st: next})
 			}
 			continue
 		}
@@ -659,6 +795,7 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 			c := j.child(x)
 			ns := next
 			if !j.setState(a, c, &ns) {
+				j.flushQuiet(a, x, silent)
 				return nil
 			}
 			c.move = m
@@ -667,10 +804,34 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 			c.fact = f
 			c.silent = 0
 			c.owed, c.owedN = owed, on
+			j.quiet = j.quiet[:0]
 			return c
 		}
 	}
+	j.flushQuiet(a, x, silent)
 	return nil
+}
+
+// quietStep is an unlogged step explainStep found, not yet a node.
+type quietStep struct {
+	m  checker.Move
+	st checker.State
+}
+
+// flushQuiet makes the unlogged steps explainStep found of x nodes of the
+// next frontier, in the order found.
+func (j *judge) flushQuiet(a *attempt, x *node, silent *[]*node) {
+	for i := range j.quiet {
+		q := &j.quiet[i]
+		c := j.child(x)
+		ns := q.st
+		if j.setState(a, c, &ns) {
+			c.move = q.m
+			c.silent++
+			*silent = append(*silent, c)
+		}
+	}
+	j.quiet = j.quiet[:0]
 }
 
 // counted moves a greedily followed attempt's share of its workers'
