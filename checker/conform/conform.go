@@ -170,7 +170,9 @@ func Judge(in []Input, opt Options) (*Report, error) {
 		}
 	}
 	if j.rep.Rejection == nil {
-		j.end()
+		if err := j.end(); err != nil {
+			return nil, err
+		}
 	}
 	return j.report(), nil
 }

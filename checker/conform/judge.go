@@ -37,7 +37,16 @@ type judge struct {
 	routers []int // the router processes
 	att     map[string]*attempt
 	seq     int // attempts made, for their order
-	rep     Report
+	// gone is every attempt the judge forgot once an explanation
+	// finished it: attempt ids are never reused, so a fact about one
+	// after its end is judged against what it ended holding, whether or
+	// not its blocks were evicted since. lateHeld is the ids of those
+	// with a late fact held (lateFact), in the order they came.
+	gone map[string]finished
+	// held is the late fact held for a finished attempt (finished.held).
+	held     map[string]*obslog.Fact
+	lateHeld []string
+	rep      Report
 
 	ledgers []ledger
 
@@ -45,6 +54,14 @@ type judge struct {
 	firings []checker.Firing
 	cov     *checker.Coverage
 	labels  []obslog.Label
+	quiet   []quietStep
+
+	// worlds is the attempts' world configurations by prompt and prefix
+	// hit: attempts of one size share one, so their states compare equal
+	// and greedy's searches are remembered across them (memo).
+	worlds map[[2]int64]*model.Config
+	memo   map[uint64][]*greedyMemo
+	memoN  int
 }
 
 type procState struct {
@@ -69,8 +86,11 @@ type attempt struct {
 	wcfg    *model.Config
 	slots   []slot
 	waiting []*node
-	seen    map[uint64]struct{}
-	level   int
+	// seen is the visited set of the full search: by a node's hash, the
+	// nodes with it, told apart by their identity (same), so that a
+	// collision of the hash never drops a node the search has not seen.
+	seen  map[uint64][]*node
+	level int
 	// full: the attempt is searched over every interleaving of its
 	// processes' facts. Until an attempt needs it, one explanation is
 	// followed in the order the facts were read, which respects each
@@ -90,6 +110,24 @@ type attempt struct {
 	furthest []*node
 	// held is what the attempt counts in its workers' ledgers.
 	held [2]model.Holdings
+}
+
+// finished is what the judge keeps of an attempt it forgot: little
+// enough (28 bytes beside its id) that every attempt of a long log fits:
+// ids are never reused, so none may be forgotten entirely.
+type finished struct {
+	// p and d are its prefill and decode processes (-1: none).
+	p, d int16
+	// gen is the generations of p and d when it ended: only that
+	// incarnation may publish Removed for what it kept.
+	gen [2]int32
+	// removed is the blocks of the Removed each side may still publish
+	// for what the index advertises of its cached blocks (-1: nothing).
+	removed [2]int32
+	// file (an index in the report's files) and line are where its last
+	// fact was, for reports.
+	line int32
+	file uint16
 }
 
 // maxFurthest bounds the furthest explanations kept for a report.
@@ -213,7 +251,7 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInput, err)
 	}
 	j := &judge{h: h, cfg: &c, chk: chk, bound: opt.Bound, maxF: opt.MaxFaults, open: opt.Open,
-		procs: make([]procState, len(h.Processes)), att: map[string]*attempt{}, cov: checker.NewCoverage(p.Spec())}
+		procs: make([]procState, len(h.Processes)), att: map[string]*attempt{}, gone: map[string]finished{}, held: map[string]*obslog.Fact{}, worlds: map[[2]int64]*model.Config{}, memo: map[uint64][]*greedyMemo{}, cov: checker.NewCoverage(p.Spec())}
 	if j.bound <= 0 {
 		j.bound = DefaultBound
 	}
@@ -281,6 +319,11 @@ func (j *judge) fact(f *obslog.Fact) error {
 	}
 	a := j.att[f.Attempt]
 	if a == nil {
+		if e, ok := j.gone[f.Attempt]; ok {
+			j.late(f, &e)
+			j.gone[f.Attempt] = e
+			return nil
+		}
 		j.seq++
 		a = &attempt{id: f.Attempt, seq: j.seq, p: -1, d: -1}
 		j.att[f.Attempt] = a
@@ -439,14 +482,24 @@ func (j *judge) add(a *attempt, f *obslog.Fact) bool {
 // restart (re)builds an attempt's world and searches it from the start
 // with every fact so far.
 func (j *judge) restart(a *attempt) bool {
-	cfg := j.cfg.AttemptWorld(model.Tokens(a.prompt), model.Tokens(a.hit))
-	// The worker may have queued the prefill for room: no fact says.
-	cfg.DeferAdmission = true
-	if err := cfg.Prepare(); err != nil {
-		f := a.last
-		j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f),
-			Detail: fmt.Sprintf("the attempt (%d prompt tokens) does not fit the configuration: %v", a.prompt, err)})
-		return false
+	size := [2]int64{a.prompt, a.hit}
+	cfg := j.worlds[size]
+	if cfg == nil {
+		cfg = j.cfg.AttemptWorld(model.Tokens(a.prompt), model.Tokens(a.hit))
+		// The worker may have queued the prefill for room: no fact says.
+		cfg.DeferAdmission = true
+		if err := cfg.Prepare(); err != nil {
+			f := a.last
+			j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f),
+				Detail: fmt.Sprintf("the attempt (%d prompt tokens) does not fit the configuration: %v", a.prompt, err)})
+			return false
+		}
+		if len(j.worlds) == maxWorlds {
+			// Many sizes: few attempts share one, and each configuration
+			// is kilobytes; the attempts keep theirs.
+			clear(j.worlds)
+		}
+		j.worlds[size] = cfg
 	}
 	a.wcfg = cfg
 	if !a.full {
@@ -520,36 +573,162 @@ func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 		a.cur = c
 		return true
 	}
+	// Attempts of one size go through the same states: the search from
+	// a state for a fact is done once and replayed (greedyMemo).
+	mk := j.memoKey(a, n, f)
+	for _, e := range j.memo[mk.hash] {
+		if e.key == mk && *e.from == *n.st {
+			if e.steps == nil {
+				return false
+			}
+			a.cur = j.memoReplay(n, e, s, f)
+			return true
+		}
+	}
+	e := &greedyMemo{key: mk, from: n.st}
+	if j.memoN == maxMemo {
+		clear(j.memo)
+		j.memoN = 0
+	}
+	j.memo[mk.hash] = append(j.memo[mk.hash], e)
+	j.memoN++
 	frontier := []*node{n}
-	var seen map[uint64]bool
+	var seen map[uint64][]*node
 	for depth := 0; len(frontier) > 0; depth++ {
 		var next []*node
 		for _, x := range frontier {
 			if c := j.explainStep(a, x, f, s, depth < j.bound, &next); c != nil {
+				for y := c; y != n; y = y.parent {
+					e.steps = append(e.steps, memoStep{m: y.move, st: y.st, stKey: y.stKey})
+				}
+				slices.Reverse(e.steps)
+				e.owed, e.owedN = c.owed, c.owedN
 				a.cur = c
 				return true
 			}
 		}
-		frontier, seen = fresh(next, seen)
+		frontier, seen = j.fresh(next, seen)
 	}
 	return false
 }
 
+// maxWorlds bounds the attempts' world configurations kept for attempts
+// to come.
+const maxWorlds = 64
+
+// maxMemo bounds the searches greedy remembers.
+const maxMemo = 1 << 9
+
+// greedyMemo is greedy's search from a state for a fact: the steps to
+// the node that explains it (nil: none does) and what that node owes.
+type greedyMemo struct {
+	key   memoKey
+	from  *checker.State
+	steps []memoStep
+	owed  [maxOwed]obslog.Label
+	owedN uint8
+}
+
+type memoStep struct {
+	m     checker.Move
+	st    *checker.State
+	stKey uint64
+}
+
+// memoKey is all that greedy's search reads beside the state: what the
+// node owes, the fact's kind and figures, which side logs it, and what
+// the attempt's processes record.
+type memoKey struct {
+	hash uint64
+	// size is the attempt's prompt and prefix hit: a state's hash leaves
+	// out its configuration.
+	size       [2]int64
+	owed       [maxOwed]obslog.Label
+	owedN      uint8
+	kind       obslog.Kind
+	stage      model.Side
+	has        uint32
+	figs       [8]int64
+	outcome    model.Outcome
+	timer      model.Timer
+	side       int8
+	recP, recD obslog.KindSet
+	p, d       bool
+}
+
+func (j *judge) memoKey(a *attempt, n *node, f *obslog.Fact) memoKey {
+	k := memoKey{size: [2]int64{a.prompt, a.hit}, owed: n.owed, owedN: n.owedN, kind: f.Kind, stage: f.Stage, outcome: f.Outcome, timer: f.Timer, side: 2, p: a.p >= 0, d: a.d >= 0}
+	for i, g := range obslog.Kinds[f.Kind].Figures {
+		if f.HasFigure(g) {
+			k.has |= 1 << i
+			k.figs[i] = figure(f, g)
+		}
+	}
+	switch {
+	case f.Proc == a.p:
+		k.side = 0
+	case f.Proc == a.d:
+		k.side = 1
+	case j.h.Processes[f.Proc].Role != obslog.RoleRouter:
+		k.side = 3
+	}
+	if a.p >= 0 {
+		k.recP = j.h.Processes[a.p].Records
+	}
+	if a.d >= 0 {
+		k.recD = j.h.Processes[a.d].Records
+	}
+	h := mix(mix(mix(n.stKey, uint64(k.size[0])), uint64(k.size[1])), uint64(k.kind)|uint64(k.side)<<8|uint64(k.has)<<16|uint64(k.owedN)<<48)
+	for _, v := range k.figs {
+		h = mix(h, uint64(v))
+	}
+	for _, l := range n.owed[:n.owedN] {
+		h = mix(h, uint64(l.Kind)|uint64(l.By)<<8|uint64(l.Blocks)<<16)
+	}
+	k.hash = h
+	return k
+}
+
+// memoReplay is the node a remembered search reaches from n: the same
+// nodes explainStep made, sharing their states.
+func (j *judge) memoReplay(n *node, e *greedyMemo, s int, f *obslog.Fact) *node {
+	x := n
+	for i, st := range e.steps {
+		c := j.child(x)
+		c.st, c.stKey, c.move = st.st, st.stKey, st.m
+		if i < len(e.steps)-1 {
+			c.silent++
+		} else {
+			c.pos[s]++
+			c.consumed++
+			c.fact = f
+			c.silent = 0
+			c.owed, c.owedN = e.owed, e.owedN
+		}
+		x = c
+	}
+	return x
+}
+
 // fresh keeps the nodes of a breadth-first frontier whose states were not
 // seen before.
-func fresh(ns []*node, seen map[uint64]bool) ([]*node, map[uint64]bool) {
+func (j *judge) fresh(ns []*node, seen map[uint64][]*node) ([]*node, map[uint64][]*node) {
 	if len(ns) == 0 {
 		return nil, seen
 	}
 	if seen == nil {
-		seen = map[uint64]bool{}
+		seen = map[uint64][]*node{}
 	}
 	out := ns[:0]
+next:
 	for _, n := range ns {
-		if !seen[n.stKey] {
-			seen[n.stKey] = true
-			out = append(out, n)
+		for _, m := range seen[n.stKey] {
+			if sameState(j.chk, m.st, n.st) {
+				continue next
+			}
 		}
+		seen[n.stKey] = append(seen[n.stKey], n)
+		out = append(out, n)
 	}
 	return out, seen
 }
@@ -599,13 +778,9 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 		}
 		if mn == 0 {
 			if more && !(m.Kind.Fault() && m.Kind != checker.MvEvict) {
-				c := j.child(x)
-				ns := next
-				if j.setState(a, c, &ns) {
-					c.move = m
-					c.silent++
-					*silent = append(*silent, c)
-				}
+				// Made a node only if no move of x explains f: most
+				// facts are explained at once, and then these go.
+				j.quiet = append(j.quiet, quietStep{m: m, st: next})
 			}
 			continue
 		}
@@ -620,6 +795,7 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 			c := j.child(x)
 			ns := next
 			if !j.setState(a, c, &ns) {
+				j.flushQuiet(a, x, silent)
 				return nil
 			}
 			c.move = m
@@ -628,10 +804,34 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 			c.fact = f
 			c.silent = 0
 			c.owed, c.owedN = owed, on
+			j.quiet = j.quiet[:0]
 			return c
 		}
 	}
+	j.flushQuiet(a, x, silent)
 	return nil
+}
+
+// quietStep is an unlogged step explainStep found, not yet a node.
+type quietStep struct {
+	m  checker.Move
+	st checker.State
+}
+
+// flushQuiet makes the unlogged steps explainStep found of x nodes of the
+// next frontier, in the order found.
+func (j *judge) flushQuiet(a *attempt, x *node, silent *[]*node) {
+	for i := range j.quiet {
+		q := &j.quiet[i]
+		c := j.child(x)
+		ns := q.st
+		if j.setState(a, c, &ns) {
+			c.move = q.m
+			c.silent++
+			*silent = append(*silent, c)
+		}
+	}
+	j.quiet = j.quiet[:0]
 }
 
 // counted moves a greedily followed attempt's share of its workers'
@@ -655,10 +855,9 @@ func (j *judge) greedyDone(a *attempt) {
 	if n.owedN != 0 || !j.done(n) {
 		return
 	}
-	x := &n.st.W.H[0]
-	if (x.SrcIndexed && j.h.Processes[a.p].Records.Has(obslog.Removed)) || (x.Published && a.d >= 0 && j.h.Processes[a.d].Records.Has(obslog.Removed)) {
-		return // a Removed may still come
-	}
+	// A Removed may still come for what its sides keep cached: the
+	// record of the finished attempt says which (retire), so the attempt
+	// goes now, not when its blocks are evicted, which may be never.
 	j.retire(a, n)
 }
 
@@ -670,29 +869,29 @@ func (j *judge) greedyEnd(a *attempt) *node {
 		return nil
 	}
 	frontier := []*node{n}
-	var seen map[uint64]bool
+	var seen map[uint64][]*node
 	for depth := 0; len(frontier) > 0 && depth <= j.bound; depth++ {
 		var next []*node
 		for _, x := range frontier {
-			if j.open || j.done(x) {
+			if j.open || j.doneAtEnd(x) {
 				return x
 			}
 			j.explainStep(a, x, &obslog.Fact{Kind: 0}, 0, depth < j.bound, &next)
 		}
-		frontier, seen = fresh(next, seen)
+		frontier, seen = j.fresh(next, seen)
 	}
 	return nil
 }
 
 func (j *judge) replay(a *attempt, prev []*node) bool {
-	a.seen = map[uint64]struct{}{}
+	a.seen = map[uint64][]*node{}
 	a.waiting = nil
 	a.cut, a.fcut = false, false
 	st := j.chk.Initial()
 	st.W = model.NewWorld(a.wcfg)
 	st.B = j.chk.Budget()
 	root := &node{st: &st, stKey: j.stateKey(&st)}
-	a.seen[root.key()] = struct{}{}
+	a.seen[root.key()] = []*node{root}
 	j.drain(a, []*node{root})
 	return j.settle(a, prev)
 }
@@ -731,10 +930,14 @@ func (j *judge) settle(a *attempt, prev []*node) bool {
 		if !j.caughtUp(a, n) {
 			continue
 		}
-		if n.hungry {
+		// A finished explanation waits only for the Removed of what its
+		// sides keep cached, which the record of the finished attempt
+		// judges (retire): it does not keep the attempt open.
+		over := n.owedN == 0 && j.done(n)
+		if n.hungry && !(over && j.onlyRemovals(n)) {
 			return true
 		}
-		if fin == nil && n.owedN == 0 && j.done(n) {
+		if fin == nil && over {
 			fin = n
 		}
 	}
@@ -744,9 +947,43 @@ func (j *judge) settle(a *attempt, prev []*node) bool {
 	return true
 }
 
+// onlyRemovals reports whether every logged step a node has is a cache's
+// eviction publishing Removed.
+func (j *judge) onlyRemovals(n *node) bool {
+	for _, sc := range n.succ {
+		if !sc.lazy && sc.mn == 0 {
+			continue // a step that explains nothing
+		}
+		if sc.lazy || sc.m.Kind != checker.MvEvict {
+			return false
+		}
+	}
+	return true
+}
+
 // done reports whether a node's attempt finished and returned everything.
+// While the logs go on, a transfer still running keeps the attempt open:
+// its end may yet be logged.
 func (j *judge) done(n *node) bool {
 	return j.chk.Finished(n.st, 0) && n.st.W.HandoffDrained(0)
+}
+
+// doneAtEnd reports whether a node's attempt is finished when the logs
+// end, as docs/conform.md defines it: both sides terminal, and no block,
+// page, slot, booking, timer or in-flight count held. A transfer that
+// never ended (hung) holds none of them once both sides released what it
+// read and wrote, so it does not keep the attempt unfinished.
+func (j *judge) doneAtEnd(n *node) bool {
+	if !j.chk.Finished(n.st, 0) {
+		return false
+	}
+	w := &n.st.W
+	if w.H[0].Xfer != model.XferRunning {
+		return w.HandoffDrained(0)
+	}
+	cp := *w
+	cp.H[0].Xfer = model.XferFailed
+	return cp.HandoffDrained(0)
 }
 
 func (j *judge) caughtUp(a *attempt, n *node) bool {
@@ -762,6 +999,131 @@ func (j *judge) retire(a *attempt, n *node) {
 	j.account(a, n)
 	j.recount(a, nil)
 	delete(j.att, a.id)
+	e := finished{p: int16(a.p), d: int16(a.d), removed: j.stillRemoved(a, n), line: int32(a.last.Line)}
+	e.file = uint16(max(0, slices.Index(j.rep.Files, a.last.File)))
+	for k, p := range []int{a.p, a.d} {
+		if p >= 0 {
+			e.gen[k] = int32(j.procs[p].gen)
+		}
+	}
+	// A copy of the id: the record must not keep what it was cut from.
+	j.gone[strings.Clone(a.id)] = e
+}
+
+// stillRemoved is, for each side of a finished explanation, the blocks of
+// the Removed its process may still log (a cache evicting what the index
+// advertises), or -1.
+func (j *judge) stillRemoved(a *attempt, n *node) [2]int32 {
+	out := [2]int32{-1, -1}
+	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+		x := &n.st.W.H[0]
+		if x.Worker(sd) < 0 || !(sd == model.SourceSide && x.SrcIndexed || sd == model.DestinationSide && x.Published) {
+			continue
+		}
+		next := *n.st
+		next.B = j.chk.Budget()
+		j.firings = j.firings[:0]
+		m := checker.Move{Kind: checker.MvEvict, H: 0, Arg: int8(sd)}
+		if _, v := j.chk.Apply(&next, m, j.cov); v != nil {
+			continue
+		}
+		for _, l := range obslog.Observe(j.labels[:0], 0, n.st, &next, m, j.firings) {
+			if l.Kind == obslog.Removed && j.mustLog(a, &l) {
+				out[sd] = l.Blocks
+			}
+		}
+	}
+	return out
+}
+
+// late judges a fact about an attempt that an explanation finished, which
+// the judge forgot: the only facts a finished attempt may still log are
+// the Removed of the blocks its sides keep cached and the index
+// advertises. Anything else is judged by what it would physically do to
+// an attempt that had released everything: a release is a second one
+// (ExactlyOnceRelease), a Removed one of blocks the index does not
+// advertise (IndexMatchesCache), a fact of the attempt's work a second
+// attempt under the same id (AttemptIsolation). A fact that does nothing
+// physical by itself (a cancel taken, a timer acted on) is held until the
+// next late fact of its process, which says what it led to, or the end.
+func (j *judge) late(f *obslog.Fact, e *finished) {
+	sd := -1
+	switch {
+	case f.Proc == int(e.p):
+		sd = int(model.SourceSide)
+	case f.Proc == int(e.d):
+		sd = int(model.DestinationSide)
+	}
+	name := j.h.Processes[f.Proc].Name
+	end := j.endOf(e)
+	held := j.held[f.Attempt]
+	r := &Rejection{File: f.File, Line: f.Line, Attempt: f.Attempt, Fact: Describe(j.h, f), Allowed: j.lateAllowed(e)}
+	if f.Kind == obslog.Removed {
+		if sd >= 0 && e.removed[sd] >= 0 && int64(e.gen[sd]) == f.Gen && (!f.HasFigure(obslog.FigBlocks) || f.Blocks == int64(e.removed[sd])) {
+			e.removed[sd] = -1
+			return
+		}
+		r.Invariant = model.NameIndexMatchesCache
+		switch {
+		case sd >= 0 && e.removed[sd] >= 0 && int64(e.gen[sd]) == f.Gen:
+			r.Detail = fmt.Sprintf("%s publishes Removed for %d blocks of the attempt, and the index advertises %d of them: Removed is published for what was Stored", name, f.Blocks, e.removed[sd])
+		default:
+			r.Detail = fmt.Sprintf("%s publishes Removed for blocks of the attempt the index does not advertise: the attempt ended at %s, and %s had no Stored of it left (never stored, or already removed): nothing is Removed that was not Stored", name, end, name)
+		}
+		j.reject(r)
+		return
+	}
+	if held != nil && held.Proc != f.Proc {
+		j.rejectHeld(f.Attempt, e)
+		return
+	}
+	switch f.Kind {
+	case obslog.SourceReleased, obslog.ReservationReleased, obslog.DecodeReleased, obslog.PrefillStopped:
+		r.Invariant = model.NameExactlyOnceRelease
+		r.Detail = fmt.Sprintf("%s logs %s for the attempt after its end at %s, where both sides had already released everything they held: a release happens exactly once", name, f.Kind, end)
+		if held != nil {
+			r.Detail += fmt.Sprintf(" (it follows %s at %s)", held.Kind, held.Where())
+		}
+	case obslog.OutcomeReported:
+		r.Detail = fmt.Sprintf("%s reports a terminal outcome for the attempt after its end at %s, where both sides had reported theirs: a finished side takes no more steps", name, end)
+	default:
+		if physics[f.Kind] == nil && f.Kind != obslog.Routed && held == nil && sd >= 0 {
+			j.held[f.Attempt] = f
+			j.lateHeld = append(j.lateHeld, f.Attempt)
+			return
+		}
+		if held != nil {
+			j.rejectHeld(f.Attempt, e)
+			return
+		}
+		r.Invariant = model.NameAttemptIsolation
+		r.Detail = fmt.Sprintf("%s logs %s of attempt %s after its end at %s: attempt ids are never reused, so this is a second attempt under the same id", name, f.Kind, f.Attempt, end)
+	}
+	j.reject(r)
+}
+
+// rejectHeld rejects the late fact held for a finished attempt: nothing
+// it led to explains it.
+func (j *judge) rejectHeld(id string, e *finished) {
+	f := j.held[id]
+	j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: f.Attempt, Fact: Describe(j.h, f), Allowed: j.lateAllowed(e),
+		Detail: fmt.Sprintf("%s logs %s for the attempt after its end at %s: a finished side takes no more steps", j.h.Processes[f.Proc].Name, f.Kind, j.endOf(e))})
+}
+
+// endOf is where a finished attempt's last fact was.
+func (j *judge) endOf(e *finished) string {
+	return fmt.Sprintf("%s:%d", j.rep.Files[e.file], e.line)
+}
+
+// lateAllowed is what a finished attempt's processes may still log.
+func (j *judge) lateAllowed(e *finished) []string {
+	var out []string
+	for sd, by := range []obslog.Who{obslog.BySource, obslog.ByDestination} {
+		if e.removed[sd] >= 0 {
+			out = append(out, obslog.Label{Kind: obslog.Removed, By: by, Blocks: e.removed[sd]}.String())
+		}
+	}
+	return out
 }
 
 // account adds an explanation's figures to the report.
@@ -789,11 +1151,28 @@ func (j *judge) account(a *attempt, n *node) {
 
 func (j *judge) push(a *attempt, n *node, work []*node) []*node {
 	k := n.key()
-	if _, ok := a.seen[k]; ok {
-		return work
+	for _, m := range a.seen[k] {
+		if j.same(m, n) {
+			return work
+		}
 	}
-	a.seen[k] = struct{}{}
+	a.seen[k] = append(a.seen[k], n)
 	return append(work, n)
+}
+
+// same reports whether two nodes are one for the search: the same state
+// (by its canonical key), what they explained and owe, and faults used.
+func (j *judge) same(x, y *node) bool {
+	if x.pos != y.pos || x.owedN != y.owedN || x.owed != y.owed || x.faults != y.faults {
+		return false
+	}
+	return sameState(j.chk, x.st, y.st)
+}
+
+// sameState reports whether two states are one: equal, or with the same
+// canonical key.
+func sameState(c *checker.Checker, x, y *checker.State) bool {
+	return x == y || *x == *y || c.Key(x) == c.Key(y)
 }
 
 func (j *judge) child(n *node) *node {
@@ -1310,8 +1689,28 @@ func (j *judge) reject(r *Rejection) {
 	j.rep.Verdict = Rejected
 }
 
-// end judges what is open when the logs end.
-func (j *judge) end() {
+// end judges what is open when the logs end. It returns an error when
+// the logs do not say enough to judge an attempt (ErrInput).
+func (j *judge) end() error {
+	// An attempt none of whose facts gives its size cannot be judged: the
+	// log lacks what the judgement rests on, which no fact broke.
+	for _, a := range j.sortedOpen() {
+		if a.wcfg == nil {
+			f := a.last
+			for _, sl := range a.slots {
+				if len(sl.facts) > 0 && sl.facts[0].Seq < f.Seq {
+					f = sl.facts[0]
+				}
+			}
+			return fmt.Errorf("%s: %w: no fact of attempt %s gives its prompt_tokens (the prefill router's routed fact should carry them), so it cannot be sized", f.Where(), ErrInput, a.id)
+		}
+	}
+	for _, id := range j.lateHeld {
+		if e := j.gone[id]; j.held[id] != nil {
+			j.rejectHeld(id, &e)
+			return nil
+		}
+	}
 	for _, a := range j.sortedOpen() {
 		for _, p := range []int{a.p, a.d} {
 			if r := j.procRestart(p); r != nil && !j.logged(a, p) && j.rep.Rejection == nil {
@@ -1319,16 +1718,10 @@ func (j *judge) end() {
 			}
 		}
 		if j.rep.Rejection != nil {
-			return
+			return nil
 		}
 		if _, open := j.att[a.id]; !open {
 			continue
-		}
-		if a.wcfg == nil {
-			f := a.last
-			j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f),
-				Detail: "no fact of the attempt gives its prompt_tokens, so it cannot be sized (the prefill router's routed fact should carry them)"})
-			return
 		}
 		for {
 			if _, open := j.att[a.id]; !open {
@@ -1341,7 +1734,7 @@ func (j *judge) end() {
 				}
 				a.full, a.cur = true, nil
 				if !j.replay(a, nil) {
-					return
+					return nil
 				}
 				continue
 			}
@@ -1352,7 +1745,7 @@ func (j *judge) end() {
 			if !a.full {
 				a.full = true
 				if !j.replay(a, nil) {
-					return
+					return nil
 				}
 				continue
 			}
@@ -1361,21 +1754,22 @@ func (j *judge) end() {
 			if a.fcut && a.level < j.maxF {
 				a.level++
 				if !j.replay(a, nil) {
-					return
+					return nil
 				}
 				continue
 			}
 			j.unfinished(a)
-			return
+			return nil
 		}
 	}
+	return nil
 }
 
 // ended is an explanation of all of an attempt's facts that finished it
 // (or any, with Open).
 func (j *judge) ended(a *attempt) *node {
 	for _, n := range a.waiting {
-		if j.caughtUp(a, n) && n.owedN == 0 && (j.open || j.done(n)) {
+		if j.caughtUp(a, n) && n.owedN == 0 && (j.open || j.doneAtEnd(n)) {
 			return n
 		}
 	}
@@ -1398,7 +1792,30 @@ func (j *judge) unfinished(a *attempt) {
 	}
 	f := a.last
 	j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f), Invariant: model.NameQuiescence,
-		Detail: "the logs end with the attempt unfinished: " + caught.st.W.DescribeHeld(), Explained: j.history(caught), Allowed: j.allowed(a, []*node{caught})})
+		Detail: "the logs end with the attempt unfinished: " + j.unfinishedBy(a, caught), Explained: j.history(caught), Allowed: j.allowed(a, []*node{caught})})
+}
+
+// unfinishedBy says what keeps an explanation from the end of the logs:
+// what its attempt holds, or else the side whose machine did not finish.
+func (j *judge) unfinishedBy(a *attempt, n *node) string {
+	x := &n.st.W.H[0]
+	held := false
+	for s := model.SourceSide; s <= model.DestinationSide; s++ {
+		held = held || x.InFlight[s]
+	}
+	if held || x.Src != model.SrcNone || x.Dst != model.DstNone || x.Pending || x.Timers != 0 {
+		return n.st.W.DescribeHeld()
+	}
+	var parts []string
+	for sd, p := range []int{a.p, a.d} {
+		if p >= 0 && x.Worker(model.Side(sd)) >= 0 && !j.chk.Terminal(n.st, roleOf(model.Side(sd)), 0) {
+			parts = append(parts, fmt.Sprintf("%s never finished its side (no terminal outcome any behavior of the tables reaches from its facts)", j.h.Processes[p].Name))
+		}
+	}
+	if len(parts) == 0 {
+		return n.st.W.DescribeHeld()
+	}
+	return strings.Join(parts, "; ")
 }
 
 // dead rejects an attempt no explanation can carry further. The fact
@@ -1420,11 +1837,15 @@ func (j *judge) dead(a *attempt, ns []*node) {
 	f := a.last
 	var first *model.Violation
 	var at []*node
+	var figs string
 	if best != nil {
 		type cand struct {
 			f  *obslog.Fact
 			at []*node
 			v  *model.Violation
+			// figs says how the fact's figures differ from those of the
+			// same kind every explanation gives there.
+			figs string
 		}
 		var cs []cand
 		for s := range a.slots {
@@ -1438,8 +1859,27 @@ func (j *judge) dead(a *attempt, ns []*node) {
 					c.at = append(c.at, n)
 				}
 			}
-			c.v = j.breaksInAll(a, c.at, best, c.f)
+			// A fact of a kind the explanations log next, but with other
+			// figures, is wrong in its figures: its operation (which
+			// takes the attempt's own figures) is not the cause.
+			if c.figs = j.wrongFigures(a, c.at, c.f); c.figs == "" {
+				c.v = j.breaksInAll(a, c.at, best, c.f)
+			}
 			cs = append(cs, c)
+			// A fact that does nothing physical (a cancel taken, a timer
+			// acted on) may be refused only because what it led to is
+			// wrong: the process's next facts, up to its first physical
+			// one, are judged where it stands, and one that breaks an
+			// invariant there is the cause.
+			// A source's facts that say why it may release are not
+			// passed over: its release is judged on what it had learned.
+			for q := p; c.v == nil && q+1 < len(a.slots[s].facts) && j.nothingPhysical(a, a.slots[s].facts[q]); q++ {
+				g := a.slots[s].facts[q+1]
+				if v := j.breaksInAll(a, c.at, best, g); v != nil {
+					cs = append(cs, cand{f: g, at: c.at, v: v})
+					break
+				}
+			}
 		}
 		sort.Slice(cs, func(x, y int) bool {
 			if (cs[x].v != nil) != (cs[y].v != nil) {
@@ -1448,7 +1888,7 @@ func (j *judge) dead(a *attempt, ns []*node) {
 			return cs[x].f.Seq < cs[y].f.Seq
 		})
 		if len(cs) > 0 {
-			f, at, first = cs[0].f, cs[0].at, cs[0].v
+			f, at, first, figs = cs[0].f, cs[0].at, cs[0].v, cs[0].figs
 		}
 	}
 	r := &Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f)}
@@ -1467,12 +1907,10 @@ func (j *judge) dead(a *attempt, ns []*node) {
 	switch {
 	case all && first != nil:
 		r.Invariant, r.Detail = first.Invariant, first.Detail
+	case figs != "":
+		r.Detail = figs
 	case best != nil && best.owedN > 0:
-		var names []string
-		for _, l := range best.owed[:best.owedN] {
-			names = append(names, l.String())
-		}
-		r.Detail = "the step that explains the attempt's previous fact also does " + strings.Join(names, ", ") + " first, and this fact says otherwise"
+		r.Detail = j.outOfOrder(a, best, f)
 	case len(at) == 0:
 		r.Detail = "no behavior of the tables begins the attempt with this fact"
 	default:
@@ -1482,6 +1920,154 @@ func (j *judge) dead(a *attempt, ns []*node) {
 		r.Detail += fmt.Sprintf(" (a step that would explain it breaks %s: %s)", a.broken.Invariant, a.broken.Detail)
 	}
 	j.reject(r)
+}
+
+// outOfOrder says what an explanation owes when a fact comes instead:
+// the facts the step that explains an earlier one makes observable, which
+// each process logs in the vocabulary's order.
+func (j *judge) outOfOrder(a *attempt, n *node, f *obslog.Fact) string {
+	var names, mine []string
+	for _, l := range n.owed[:n.owedN] {
+		names = append(names, l.String())
+		if j.logsIt(a, &l, f) {
+			mine = append(mine, l.String())
+		}
+	}
+	// The fact whose step owes them: the last explained by a step.
+	var by *node
+	for x := n; x != nil && x.parent != nil && by == nil; x = x.parent {
+		if x.fact != nil && x.move.Kind != 0 {
+			by = x
+		}
+	}
+	step := "the attempt's previous fact"
+	if by != nil {
+		step = fmt.Sprintf("%s at %s (step %s)", by.fact.Kind, by.fact.Where(), by.move)
+	}
+	name := j.h.Processes[f.Proc].Name
+	if len(mine) > 0 {
+		return fmt.Sprintf("%s logs %s where it owes %s: the step that explains %s also makes it log %s, in this order, and %s never logged %s before this fact", name, f.Kind, mine[0], step, strings.Join(mine, ", "), name, mine[0])
+	}
+	return fmt.Sprintf("the step that explains %s also makes %s observable first, and %s logs %s instead", step, strings.Join(names, ", "), name, f.Kind)
+}
+
+// wrongFigures says how a fact's figures differ from those of the facts
+// of its kind its process may log next in every one of the explanations
+// ns, or "" when one of them logs it as it is, or none logs its kind.
+func (j *judge) wrongFigures(a *attempt, ns []*node, f *obslog.Fact) string {
+	if len(obslog.Kinds[f.Kind].Figures) == 0 || len(ns) == 0 {
+		return ""
+	}
+	var want []string
+	for i, n := range ns {
+		if i == 16 {
+			break
+		}
+		found := false
+		for _, l := range j.nextOf(a, n, f) {
+			if l.Kind != f.Kind || f.Kind == obslog.Routed && l.Stage != f.Stage {
+				continue
+			}
+			// An outcome or a cause the physics judges (the fact's own
+			// operation takes them): only counts and sizes are wrong here.
+			if matches(f, &l) || sameCounts(f, &l) {
+				return ""
+			}
+			found = true
+			if s := l.String(); !slices.Contains(want, s) {
+				want = append(want, s)
+			}
+		}
+		if !found {
+			return ""
+		}
+	}
+	sort.Strings(want)
+	d := Describe(j.h, f)
+	return fmt.Sprintf("%s logs %s, figures no behavior of the tables gives it here: every explanation of the facts before it logs %s", j.h.Processes[f.Proc].Name, d[strings.LastIndex(d, ": ")+2:], strings.Join(want, " or "))
+}
+
+// sameCounts reports whether a fact's counts and sizes (its figures other
+// than the outcome, the timer and the stage) are a label's.
+func sameCounts(f *obslog.Fact, l *obslog.Label) bool {
+	for _, g := range obslog.Kinds[f.Kind].Figures {
+		switch g {
+		case obslog.FigStage, obslog.FigOutcome, obslog.FigTimer:
+		default:
+			if f.HasFigure(g) && figure(f, g) != labelFigure(l, g) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// nextOf is what the process of fact f may log next in explanation n:
+// the first fact n owes it, or else the first of its facts in a step n
+// may take after unlogged steps of no fault (at most the bound).
+func (j *judge) nextOf(a *attempt, n *node, f *obslog.Fact) []obslog.Label {
+	var out []obslog.Label
+	for k, l := range n.owed[:n.owedN] {
+		if firstOfItsProcess(n.owed[:n.owedN], k) && j.logsIt(a, &l, f) {
+			return []obslog.Label{l}
+		}
+	}
+	frontier := []*node{n}
+	var seen map[uint64][]*node
+	for depth := 0; len(frontier) > 0 && depth <= j.bound; depth++ {
+		var next []*node
+		for _, x := range frontier {
+			st, moves := j.movesOf(x)
+			for _, m := range moves {
+				if m.Kind.Fault() && m.Kind != checker.MvEvict {
+					continue
+				}
+				ns := st
+				j.firings = j.firings[:0]
+				if _, v := j.chk.Apply(&ns, m, j.cov); v != nil {
+					continue
+				}
+				var must []obslog.Label
+				for _, l := range obslog.Observe(nil, 0, &st, &ns, m, j.firings) {
+					if j.mustLog(a, &l) {
+						must = append(must, l)
+					}
+				}
+				if len(must) == 0 {
+					if depth < j.bound {
+						c := j.child(x)
+						c.st, c.stKey = &ns, j.stateKey(&ns)
+						next = append(next, c)
+					}
+					continue
+				}
+				for k, l := range must {
+					if firstOfItsProcess(must, k) && j.logsIt(a, &l, f) {
+						out = append(out, l)
+					}
+				}
+			}
+		}
+		frontier, seen = j.fresh(next, seen)
+	}
+	return out
+}
+
+// nothingPhysical reports whether a fact changes nothing the physics
+// judges: no operation of its own, and not what a source's release is
+// judged on (releaseCause).
+func (j *judge) nothingPhysical(a *attempt, f *obslog.Fact) bool {
+	if physics[f.Kind] != nil || f.Kind == obslog.Removed {
+		return false
+	}
+	if f.Proc != a.p {
+		return true
+	}
+	switch f.Kind {
+	case obslog.ReaderCompleted, obslog.TransferDone, obslog.Cancelled, obslog.Aborted, obslog.TransferFailed, obslog.LeaseExpired, obslog.DeadlineExpired:
+		return false
+	}
+	return true
 }
 
 // better orders explanations for a report: more facts explained, then

@@ -63,16 +63,36 @@ var physics = [obslog.NumKinds]func(tx *model.Tx, sd model.Side, f *obslog.Fact)
 // step and the state; nil when it breaks nothing or has no operation.
 func (j *judge) physical(a *attempt, n *node, f *obslog.Fact) (v *model.Violation) {
 	op := physics[f.Kind]
-	if op == nil {
+	if op == nil && f.Kind != obslog.Removed {
 		return nil
 	}
 	sd := model.SourceSide
 	if j.h.Processes[f.Proc].Role == obslog.RoleDecode {
 		sd = model.DestinationSide
 	}
+	if f.Kind == obslog.Removed {
+		// Removed is published only for what the index advertises: the
+		// model's eviction never publishes it otherwise, so a Removed of
+		// blocks not advertised is judged here.
+		x := &n.st.W.H[0]
+		if x.Worker(sd) < 0 || sd == model.SourceSide && x.SrcIndexed || sd == model.DestinationSide && x.Published {
+			return nil
+		}
+		return &model.Violation{Invariant: model.NameIndexMatchesCache, Handoff: 0, Worker: -1,
+			Detail: fmt.Sprintf("%s publishes Removed for blocks of the attempt the index does not advertise (never stored, or already removed): nothing is Removed that was not Stored", j.h.Processes[f.Proc].Name)}
+	}
 	// A fact that gives its own version of one the explanation owes (an
 	// outcome other than the tables') stands instead of the step that
 	// owes it: judge it where that step had not happened.
+	// A fact that is the one owed, figures and all, is no other version:
+	// its effect is the step's, already in the node's state, and it only
+	// comes out of order (the process owes another fact first), which
+	// the report says; its operation is not performed twice.
+	for _, l := range n.owed[:n.owedN] {
+		if l.By != obslog.ByRouter && j.logger(a, &l) == f.Proc && matches(f, &l) {
+			return nil
+		}
+	}
 	for _, l := range n.owed[:n.owedN] {
 		if l.Kind == f.Kind && l.By != obslog.ByRouter && j.logger(a, &l) == f.Proc {
 			// Back to before the step that owes it.
@@ -99,8 +119,14 @@ func (j *judge) physical(a *attempt, n *node, f *obslog.Fact) (v *model.Violatio
 		g.Timer = model.Timer(j.releaseCause(a, n, f.Proc))
 		f = &g
 	}
+	before := st.W.H[0]
 	op(&tx, sd, f)
 	if v = model.CheckStep(&st.W, &tx.J); v != nil {
+		if v.Invariant == model.NameNoStoredBeforeActivation && sd == model.DestinationSide && before.Dst != model.DstActive {
+			// The model's check reads both conditions at once: say the
+			// one that fails here.
+			v.Detail = fmt.Sprintf("%s publishes Stored for pages it has not activated (the destination holds %s pages, the transfer is %s): a destination publishes Stored only after activation", j.h.Processes[f.Proc].Name, before.Dst, before.Xfer)
+		}
 		return v
 	}
 	if v = j.chk.CheckState(&st); v != nil {
