@@ -142,11 +142,29 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "run 'handoffcheck help <command>' for a command's flags and exit codes")
 }
 
+// stampRevision and stampModified are set at link time by make install
+// (-ldflags -X): the Go toolchain records the revision itself only when it
+// sees the checkout (not in a git worktree, whose .git is a file, nor with
+// GOFLAGS=-buildvcs=false), and a version line without it names nothing.
+var stampRevision, stampModified string
+
 // versionLine names the build: the module version when installed from a
 // tagged release, and the revision it was built from when known.
 func versionLine() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		bi = nil
+	}
+	return versionOf(bi, stampRevision, stampModified)
+}
+
+// versionOf is the version line of a build: the module version (a release
+// tag, or the pseudo-version the toolchain derives from the revision), and
+// the revision with "+modified" when the tree had uncommitted changes. The
+// toolchain's record comes first; the link-time stamp stands in for it.
+func versionOf(bi *debug.BuildInfo, stampRev, stampMod string) string {
 	v, rev, dirty := "devel", "", false
-	if bi, ok := debug.ReadBuildInfo(); ok {
+	if bi != nil {
 		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 			v = bi.Main.Version
 		}
@@ -159,17 +177,20 @@ func versionLine() string {
 			}
 		}
 	}
-	line := "handoffcheck " + v
-	if rev != "" {
-		if len(rev) > 12 {
-			rev = rev[:12]
-		}
-		if dirty {
-			rev += "+modified"
-		}
-		line += " (" + rev + ")"
+	if rev == "" && stampRev != "" {
+		rev, dirty = stampRev, stampMod == "true"
 	}
-	return line
+	line := "handoffcheck " + v
+	if rev == "" {
+		return line + " (revision unknown: built without version control information; 'make install' records it)"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if dirty {
+		rev += "+modified"
+	}
+	return line + " (" + rev + ")"
 }
 
 // flags makes a command's flag set. Its help goes to stdout (asked for),
