@@ -100,6 +100,11 @@ func cmdConform(c *command, e *env, args []string) int {
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
+	if rep.Facts == 0 && rep.Rejection == nil {
+		// Logs of headers alone judge nothing: that is no pass, as
+		// checking an empty selection of runs is none.
+		return c.bad(e, "%s: the logs hold no fact after their headers: nothing was judged; want the log lines of a run", strings.Join(fs.Args(), " "))
+	}
 	var mocked *mocker.Result
 	for _, cv := range conv {
 		if mocked == nil {

@@ -40,3 +40,31 @@ func TestWorkloadDuplicateIDRefused(t *testing.T) {
 		t.Fatalf("live: exit %d, stdout %q, stderr %q; want exit 2 saying %s", code, out, errOut, want)
 	}
 }
+
+// Runs that would judge nothing are refused with exit 2, as check refuses
+// an empty selection of runs: a log of its header alone, a workload
+// without a request (simulate and live), a time scale under which every
+// timer fires at once, and a fault aimed at a request the workload does
+// not have (it used to vanish as "found nothing to strike").
+func TestNothingJudgedIsNoPass(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/logs/valid/source-first-complete.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _, _ := strings.Cut(string(data), "\n")
+	log := writeFile(t, "header.jsonl", head+"\n")
+	wantRefused(t, []string{"conform", log}, "the logs hold no fact after their headers: nothing was judged")
+	empty := writeFile(t, "empty.jsonl", workloadHeader)
+	wantRefused(t, []string{"simulate", "--workload", empty}, empty+": the workload has no request")
+	wantRefused(t, []string{"live", "--workload", empty, "--no-conform"}, empty+": the workload has no request")
+	for _, scale := range []string{"1e-300", "0.0001"} {
+		wantRefused(t, []string{"live", "--time-scale", scale, "--no-conform"},
+			"--time-scale "+scale+": the configuration's shortest timer, heartbeat_ms 5000", "want at least 1 ms", "a --time-scale of at least 0.0002")
+	}
+	wantRefused(t, []string{"live", "--time-scale", "NaN"}, "--time-scale NaN, want more than 0")
+	w := "../../testdata/logs/workload.jsonl"
+	plan := writeFile(t, "faults.jsonl", `{"format":"handoffcheck.faults/v1"}`+"\n"+`{"at_ms":0,"kind":"cancel","request":1}`+"\n"+`{"at_ms":0,"kind":"hang","request":8}`+"\n")
+	want := plan + ":3: faultplan: bad fault plan: the fault aims at request 8, but the workload has 8 requests (0 to 7); want a request of the workload"
+	wantRefused(t, []string{"simulate", "--workload", w, "--faults", plan}, want)
+	wantRefused(t, []string{"live", "--workload", w, "--faults", plan, "--no-conform"}, want)
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/conform"
@@ -77,7 +78,7 @@ func cmdLive(c *command, e *env, args []string) int {
 		return code
 	}
 	set := setFlags(fs)
-	if *scale <= 0 || *scale > 1000 {
+	if !(*scale > 0) || *scale > 1000 {
 		return c.bad(e, "--time-scale %g, want more than 0 and at most 1000", *scale)
 	}
 	if (set["proxy-rate"] || set["proxy-max-delay-ms"]) && !set["proxy-seed"] {
@@ -96,14 +97,23 @@ func cmdLive(c *command, e *env, args []string) int {
 	if err := overrideSim(cfg, *policy, *engine, false, 0); err != nil {
 		return c.bad(e, "%v", err)
 	}
+	if err := checkTimeScale(cfg, *scale); err != nil {
+		return c.bad(e, "%v", err)
+	}
 	var src sim.Source
+	requests := 0
 	var faults []sim.Fault
 	if *workloadFile == "" {
-		r, err := workload.NewReader(bytes.NewReader(live.DefaultWorkload()), "checker/live/default/workload.jsonl")
-		if err != nil {
+		open := func() (sim.Source, error) {
+			r, err := workload.NewReader(bytes.NewReader(live.DefaultWorkload()), "checker/live/default/workload.jsonl")
+			return workloadSource{r}, err
+		}
+		if requests, _, err = countWorkload(open); err != nil {
 			return c.bad(e, "%v", err)
 		}
-		src = workloadSource{r}
+		if src, err = open(); err != nil {
+			return c.bad(e, "%v", err)
+		}
 		if !set["faults"] {
 			p, err := faultplan.Parse(bytes.NewReader(live.DefaultFaults()), "checker/live/default/faults.jsonl")
 			if err != nil {
@@ -112,8 +122,12 @@ func cmdLive(c *command, e *env, args []string) int {
 			faults = toSimFaults(p, "checker/live/default/faults.jsonl")
 		}
 	} else {
-		if _, _, err := countWorkload(func() (sim.Source, error) { return openWorkload(*workloadFile) }); err != nil {
+		if requests, _, err = countWorkload(func() (sim.Source, error) { return openWorkload(*workloadFile) }); err != nil {
 			return c.bad(e, "%v", err)
+		}
+		if requests == 0 {
+			// A run of no request judges nothing: it is no pass.
+			return c.bad(e, "%s", noRequests(*workloadFile))
 		}
 		if src, err = openWorkload(*workloadFile); err != nil {
 			return c.bad(e, "%v", err)
@@ -123,6 +137,9 @@ func cmdLive(c *command, e *env, args []string) int {
 		if faults, err = loadFaults(*faultsFile); err != nil {
 			return c.bad(e, "%v", err)
 		}
+	}
+	if err := checkFaultRequests(faults, requests); err != nil {
+		return c.bad(e, "%v", err)
 	}
 	var proto *checker.Protocol
 	spec := ""
@@ -201,6 +218,37 @@ func cmdLive(c *command, e *env, args []string) int {
 		return exitInconclusive
 	}
 	return exitOK
+}
+
+// minTimerWall is the shortest wall-clock time a live run's timers may
+// be scaled to. Below it, the delay of scheduling a process or a goroutine
+// (a millisecond or more on a loaded machine) is as long as the timer
+// itself: every deadline fires on arrival and nothing can succeed, so the
+// run would describe the machine, not the protocol.
+const minTimerWall = time.Millisecond
+
+// checkTimeScale refuses a --time-scale that scales the configuration's
+// shortest timer below minTimerWall.
+func checkTimeScale(cfg *sim.Config, scale float64) error {
+	t := cfg.Timers
+	timers := []struct {
+		key string
+		us  int64
+	}{{"lease_ms", t.LeaseUS}, {"heartbeat_ms", t.HeartbeatUS}, {"bootstrap_ms", t.BootstrapUS}, {"reservation_ms", t.ReservationUS},
+		{"transfer_deadline_ms", t.TransferDeadlineUS}, {"health_check_ms", cfg.HealthCheckUS}}
+	short := timers[0]
+	for _, x := range timers[1:] {
+		if x.us < short.us {
+			short = x
+		}
+	}
+	wallUS := float64(short.us) * scale
+	if wallUS >= float64(minTimerWall.Microseconds()) {
+		return nil
+	}
+	return fmt.Errorf("--time-scale %g: the configuration's shortest timer, %s %g, would last %.3g ms on the wall clock; "+
+		"want at least %g ms, below which scheduling delay alone fires every timer (a --time-scale of at least %.3g)",
+		scale, short.key, float64(short.us)/1000, wallUS/1000, float64(minTimerWall.Microseconds())/1000, float64(minTimerWall.Microseconds())/float64(short.us))
 }
 
 func cmdWorker(c *command, e *env, args []string) int {

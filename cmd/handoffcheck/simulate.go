@@ -135,9 +135,16 @@ func cmdSimulate(c *command, e *env, args []string) int {
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
+	if n == 0 {
+		// A run of no request judges nothing: it is no pass.
+		return c.bad(e, "%s", noRequests(*workloadFile))
+	}
 	switch {
 	case set["faults"]:
 		in.faults, err = loadFaults(*faultsFile)
+		if err == nil {
+			err = checkFaultRequests(in.faults, n)
+		}
 	case set["faults-seed"]:
 		in.faults, err = drawFaults(*faultsSeed, *faultsCount, strings.Split(*faultsKinds, ","), n, lastUS, cfg)
 	}
@@ -422,6 +429,25 @@ func countWorkload(open func() (sim.Source, error)) (int, int64, error) {
 		}
 		n, last = n+1, r.ArrivalUS
 	}
+}
+
+// noRequests refuses a workload without a request: a run of it would
+// judge nothing and pass.
+func noRequests(file string) string {
+	return fmt.Sprintf("%s: the workload has no request (a header alone): nothing would be judged; want at least one request line", file)
+}
+
+// checkFaultRequests refuses a fault aimed at a request the workload does
+// not have: it could never strike, and would only be counted as finding
+// nothing to strike.
+func checkFaultRequests(faults []sim.Fault, requests int) error {
+	for _, f := range faults {
+		if f.Request >= requests {
+			return fmt.Errorf("%s:%d: %w: the fault aims at request %d, but the workload has %s (0 to %d); want a request of the workload",
+				f.File, f.Line, faultplan.ErrFaultPlan, f.Request, countOf(requests, "request"), requests-1)
+		}
+	}
+	return nil
 }
 
 func loadFaults(file string) ([]sim.Fault, error) {
