@@ -155,11 +155,11 @@ func cmdCheck(c *command, e *env, args []string) int {
 	if err != nil {
 		return c.bad(e, "--schedule %q: want %s", f.sched, strings.Join(checker.ScheduleNames(), ", "))
 	}
-	lc, err := loadConfig(f.config, "default.json", checker.DefaultConfigJSON())
+	lc, err := loadConfig(e.ctx, f.config, "default.json", checker.DefaultConfigJSON())
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
-	proto, variant, err := loadProtocol(f.specFile)
+	proto, variant, err := loadProtocol(e.ctx, f.specFile)
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}

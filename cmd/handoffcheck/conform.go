@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker/conform"
@@ -59,14 +58,14 @@ func cmdConform(c *command, e *env, args []string) int {
 		opt.MaxFaults = -1
 	}
 	if *specFile != "" {
-		p, _, err := loadProtocol(*specFile)
+		p, _, err := loadProtocol(e.ctx, *specFile)
 		if err != nil {
 			return c.bad(e, "%v", err)
 		}
 		opt.Protocol = p
 	}
 	if *configFile != "" {
-		cfg, err := loadSimConfig(*configFile)
+		cfg, err := loadSimConfig(e.ctx, *configFile)
 		if err != nil {
 			return c.bad(e, "%v", err)
 		}
@@ -74,12 +73,14 @@ func cmdConform(c *command, e *env, args []string) int {
 	}
 	var in []conform.Input
 	var conv []*converted
+	var files []*inputFile
 	for _, name := range fs.Args() {
-		f, err := os.Open(name)
+		f, err := openInput(e.ctx, name)
 		if err != nil {
 			return c.bad(e, "%v", err)
 		}
 		defer f.Close()
+		files = append(files, f)
 		if *from == "mocker" {
 			cv := convertMocker(f, name)
 			conv = append(conv, cv)
@@ -89,6 +90,12 @@ func cmdConform(c *command, e *env, args []string) int {
 		in = append(in, conform.Input{Name: name, R: f})
 	}
 	rep, err := conform.Judge(in, opt)
+	if e.ctx.Err() != nil && (err != nil || rep.Verdict != conform.Rejected) {
+		// A signal stopped the reading: what was judged has no verdict.
+		// A rejection found before it stands, as check's violations do.
+		printConformInterrupted(e.stdout, files)
+		return exitInterrupted
+	}
 	for _, cv := range conv {
 		cv.r.Close()
 		<-cv.done
@@ -139,6 +146,16 @@ func cmdConform(c *command, e *env, args []string) int {
 		return exitInconclusive
 	}
 	return exitOK
+}
+
+// printConformInterrupted is the partial report of a judge stopped by a
+// signal: how far each log was read, and that no verdict was reached.
+func printConformInterrupted(w io.Writer, files []*inputFile) {
+	fmt.Fprintln(w, "conform: interrupted by a signal before a verdict; read so far:")
+	for _, f := range files {
+		fmt.Fprintf(w, "  %s: %d lines (%d bytes)\n", f.name, f.lines, f.bytes)
+	}
+	fmt.Fprintln(w, "verdict: none: the facts after these were not read, and the ones read were not all judged")
 }
 
 type mockerJSON struct {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -90,7 +91,7 @@ func cmdLive(c *command, e *env, args []string) int {
 	if *proxyDelay < 0 || *proxyDelay > 60_000 {
 		return c.bad(e, "--proxy-max-delay-ms %g, want 0 to 60000", *proxyDelay)
 	}
-	cfg, err := loadSimConfig(*configFile)
+	cfg, err := loadSimConfig(e.ctx, *configFile)
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
@@ -122,19 +123,20 @@ func cmdLive(c *command, e *env, args []string) int {
 			faults = toSimFaults(p, "checker/live/default/faults.jsonl")
 		}
 	} else {
-		if requests, _, err = countWorkload(func() (sim.Source, error) { return openWorkload(*workloadFile) }); err != nil {
+		if requests, _, err = countWorkload(func() (sim.Source, error) { return openWorkload(e.ctx, *workloadFile) }); err != nil {
 			return c.bad(e, "%v", err)
 		}
 		if requests == 0 {
 			// A run of no request judges nothing: it is no pass.
 			return c.bad(e, "%s", noRequests(*workloadFile))
 		}
-		if src, err = openWorkload(*workloadFile); err != nil {
+		// The run reads the file again; live.Run stops on the signal itself.
+		if src, err = openWorkload(context.Background(), *workloadFile); err != nil {
 			return c.bad(e, "%v", err)
 		}
 	}
 	if set["faults"] {
-		if faults, err = loadFaults(*faultsFile); err != nil {
+		if faults, err = loadFaults(e.ctx, *faultsFile); err != nil {
 			return c.bad(e, "%v", err)
 		}
 	}
@@ -144,7 +146,7 @@ func cmdLive(c *command, e *env, args []string) int {
 	var proto *checker.Protocol
 	spec := ""
 	if *specFile != "" {
-		if proto, _, err = loadProtocol(*specFile); err != nil {
+		if proto, _, err = loadProtocol(e.ctx, *specFile); err != nil {
 			return c.bad(e, "%v", err)
 		}
 		if spec, err = filepath.Abs(*specFile); err != nil {
@@ -173,9 +175,9 @@ func cmdLive(c *command, e *env, args []string) int {
 	var verdict *conform.Report
 	if !*noConform && !rep.Interrupted {
 		var in []conform.Input
-		var files []*os.File
+		var files []*inputFile
 		for _, name := range rep.Logs {
-			f, err := os.Open(name)
+			f, err := openInput(e.ctx, name)
 			if err != nil {
 				return c.bad(e, "%v", err)
 			}
@@ -186,6 +188,13 @@ func cmdLive(c *command, e *env, args []string) int {
 		verdict, err = conform.Judge(in, conform.Options{Protocol: proto})
 		for _, f := range files {
 			f.Close()
+		}
+		if e.ctx.Err() != nil && (err != nil || verdict.Verdict != conform.Rejected) {
+			// Stopped while judging: the run's report stands, the
+			// logs have no verdict.
+			rep.Write(e.stdout)
+			printConformInterrupted(e.stdout, files)
+			return exitInterrupted
 		}
 		if err != nil {
 			// A log a worker wrote that the reader refuses is a defect of
@@ -263,7 +272,7 @@ func cmdWorker(c *command, e *env, args []string) int {
 	}
 	var proto *checker.Protocol
 	if a.SpecFile != "" {
-		if proto, _, err = loadProtocol(a.SpecFile); err != nil {
+		if proto, _, err = loadProtocol(e.ctx, a.SpecFile); err != nil {
 			return c.bad(e, "%v", err)
 		}
 	}

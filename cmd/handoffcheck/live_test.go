@@ -16,7 +16,7 @@ func TestMain(m *testing.M) {
 	// The test binary is the command when asked: a worker process of
 	// live, or the CLI that a test runs as a process to kill.
 	if len(os.Args) > 1 && (os.Args[1] == "worker" || os.Getenv("HANDOFFCHECK_CLI") == "1") {
-		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+		os.Exit(runProcess(os.Args[1:]))
 	}
 	os.Exit(m.Run())
 }

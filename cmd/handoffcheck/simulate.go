@@ -20,7 +20,6 @@ import (
 	"github.com/handoffcheck/handoffcheck/checker/sim/plot"
 	"github.com/handoffcheck/handoffcheck/checker/sim/workload"
 	"github.com/handoffcheck/handoffcheck/model"
-	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
 )
 
 var simulateCommand = &command{
@@ -113,7 +112,7 @@ func cmdSimulate(c *command, e *env, args []string) int {
 	if *compare && set["policy"] {
 		return c.bad(e, "--compare runs both policies; --policy would be ignored")
 	}
-	cfg, err := loadSimConfig(*configFile)
+	cfg, err := loadSimConfig(e.ctx, *configFile)
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
@@ -122,16 +121,18 @@ func cmdSimulate(c *command, e *env, args []string) int {
 	}
 	in := simInputs{cfg: cfg, log: *logFile, records: records}
 	if *specFile != "" {
-		p, _, err := loadProtocol(*specFile)
+		p, _, err := loadProtocol(e.ctx, *specFile)
 		if err != nil {
 			return c.bad(e, "%v", err)
 		}
 		in.proto = p
 	}
-	in.open = func() (sim.Source, error) { return openWorkload(*workloadFile) }
+	// The run reads the workload as it goes and stops on a signal itself
+	// (sim.Run, with the figures so far); the reading up front stops at once.
+	in.open = func() (sim.Source, error) { return openWorkload(context.Background(), *workloadFile) }
 	// Read the workload once up front so that a bad file is refused
 	// before anything runs, and count its requests for a drawn plan.
-	n, lastUS, err := countWorkload(in.open)
+	n, lastUS, err := countWorkload(func() (sim.Source, error) { return openWorkload(e.ctx, *workloadFile) })
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
@@ -141,7 +142,7 @@ func cmdSimulate(c *command, e *env, args []string) int {
 	}
 	switch {
 	case set["faults"]:
-		in.faults, err = loadFaults(*faultsFile)
+		in.faults, err = loadFaults(e.ctx, *faultsFile)
 		if err == nil {
 			err = checkFaultRequests(in.faults, n)
 		}
@@ -347,11 +348,11 @@ func simulateOnce(c *command, e *env, in simInputs, dir string) (*sim.Result, *s
 
 func fmtVirtual(us int64) string { return fmt.Sprintf("%.3fs", float64(us)/1e6) }
 
-func loadSimConfig(file string) (*sim.Config, error) {
+func loadSimConfig(ctx context.Context, file string) (*sim.Config, error) {
 	if file == "" {
 		return sim.DefaultConfig(), nil
 	}
-	data, err := jsonfile.ReadFile(file)
+	data, err := readInput(ctx, file)
 	if err != nil {
 		return nil, err
 	}
@@ -394,11 +395,11 @@ func (w workloadSource) Next() (sim.Request, error) {
 	return r, nil
 }
 
-func openWorkload(file string) (sim.Source, error) {
+func openWorkload(ctx context.Context, file string) (sim.Source, error) {
 	if file == "" {
 		return workloadSource{workload.Default()}, nil
 	}
-	f, err := os.Open(file)
+	f, err := openInput(ctx, file)
 	if err != nil {
 		return nil, err
 	}
@@ -450,8 +451,8 @@ func checkFaultRequests(faults []sim.Fault, requests int) error {
 	return nil
 }
 
-func loadFaults(file string) ([]sim.Fault, error) {
-	data, err := os.ReadFile(file)
+func loadFaults(ctx context.Context, file string) ([]sim.Fault, error) {
+	data, err := readInput(ctx, file)
 	if err != nil {
 		return nil, err
 	}
