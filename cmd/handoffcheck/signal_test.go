@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // startCLI starts the command as a process of its own (the test binary
@@ -58,6 +59,11 @@ func openWriter(t *testing.T, p string) *os.File {
 // killed by the signal instead of exiting fails the test.
 func exitCode(t *testing.T, cmd *exec.Cmd) int {
 	t.Helper()
+	// A process that ignores the signal would wait for its input forever:
+	// after two minutes (a correct one takes milliseconds, loaded or not)
+	// it is killed, which fails the test below instead of hanging it.
+	ignored := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() })
+	defer ignored.Stop()
 	err := cmd.Wait()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
