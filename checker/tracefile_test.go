@@ -151,6 +151,8 @@ func FuzzParseTrace(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"schema": "handoffcheck.trace/v1"}`))
+	f.Add([]byte(`{"schema": "handoffcheck.trace/v1", "run": "vllm", "config": ` + strings.ReplaceAll(smallConfig, "\n", " ") + "}\n" +
+		`{"step": 1, "move": "route-prefill h=9 worker=0"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tr, err := ParseTrace("fuzz.jsonl", data)
 		if err != nil {
