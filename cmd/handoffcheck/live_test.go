@@ -18,7 +18,11 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && (os.Args[1] == "worker" || os.Getenv("HANDOFFCHECK_CLI") == "1") {
 		os.Exit(runProcess(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if builtPath != "" {
+		os.RemoveAll(filepath.Dir(builtPath))
+	}
+	os.Exit(code)
 }
 
 func liveWorkload(t *testing.T, n int, rate string) string {

@@ -3,21 +3,48 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// startCLI starts the command as a process of its own (the test binary
-// runs it through runProcess, as main does) with its output captured.
+var (
+	builtOnce sync.Once
+	builtPath string
+	builtErr  error
+)
+
+// binary builds the handoffcheck command once per test process: signals
+// are tried on the real binary, main and all.
+func binary(t *testing.T) string {
+	t.Helper()
+	builtOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "handoffcheck-signal-")
+		if err != nil {
+			builtErr = err
+			return
+		}
+		builtPath = filepath.Join(dir, "handoffcheck")
+		if out, err := exec.Command("go", "build", "-o", builtPath, ".").CombinedOutput(); err != nil {
+			builtErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if builtErr != nil {
+		t.Fatal(builtErr)
+	}
+	return builtPath
+}
+
+// startCLI starts the built binary with its output captured.
 func startCLI(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "HANDOFFCHECK_CLI=1")
+	cmd := exec.Command(binary(t), args...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Start(); err != nil {
