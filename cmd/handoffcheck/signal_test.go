@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -89,9 +90,13 @@ func exitCode(t *testing.T, cmd *exec.Cmd) int {
 	// A process that ignores the signal would wait for its input forever:
 	// after two minutes (a correct one takes milliseconds, loaded or not)
 	// it is killed, which fails the test below instead of hanging it.
-	ignored := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() })
+	var killed atomic.Bool
+	ignored := time.AfterFunc(2*time.Minute, func() { killed.Store(true); cmd.Process.Kill() })
 	defer ignored.Stop()
 	err := cmd.Wait()
+	if killed.Load() {
+		t.Fatalf("the process ignored the signal: still running two minutes later, killed")
+	}
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		t.Fatal(err)
