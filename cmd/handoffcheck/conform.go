@@ -90,9 +90,10 @@ func cmdConform(c *command, e *env, args []string) int {
 		in = append(in, conform.Input{Name: name, R: f})
 	}
 	rep, err := conform.Judge(in, opt)
-	if e.ctx.Err() != nil && (err != nil || rep.Verdict != conform.Rejected) {
-		// A signal stopped the reading: what was judged has no verdict.
-		// A rejection found before it stands, as check's violations do.
+	if err != nil && e.ctx.Err() != nil {
+		// A signal stopped the reading: what was read has no verdict.
+		// (One that came after the last read leaves the verdict whole:
+		// it is printed, and runContext makes the exit 3.)
 		printConformInterrupted(e.stdout, files)
 		return exitInterrupted
 	}

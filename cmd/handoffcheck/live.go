@@ -189,7 +189,7 @@ func cmdLive(c *command, e *env, args []string) int {
 		for _, f := range files {
 			f.Close()
 		}
-		if e.ctx.Err() != nil && (err != nil || verdict.Verdict != conform.Rejected) {
+		if err != nil && e.ctx.Err() != nil {
 			// Stopped while judging: the run's report stands, the
 			// logs have no verdict.
 			rep.Write(e.stdout)
