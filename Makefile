@@ -29,9 +29,13 @@ FUZZ_TARGETS = \
 
 all: test
 
-# Put the handoffcheck command in $(go env GOPATH)/bin.
+# Put the handoffcheck command in $(go env GOPATH)/bin. The revision is
+# stamped at link time as well: the toolchain records it only when it sees
+# the checkout (not in a git worktree, nor with GOFLAGS=-buildvcs=false).
+REVISION := $(shell git rev-parse HEAD 2>/dev/null)
+MODIFIED := $(shell test -n "$$(git status --porcelain --untracked-files=no 2>/dev/null)" && echo true || echo false)
 install:
-	$(GO) install ./cmd/handoffcheck
+	$(GO) install -ldflags "-X main.stampRevision=$(REVISION) -X main.stampModified=$(MODIFIED)" ./cmd/handoffcheck
 
 # Render the machines and their docs from the tables in spec/, and the
 # reference pages of docs/ from the registries.

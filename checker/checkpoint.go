@@ -63,6 +63,23 @@ type checkpointMeta struct {
 	Disk *diskMeta `json:"disk,omitempty"`
 	// CRC holds each file's CRC-64 (ECMA).
 	CRC map[string]uint64 `json:"crc"`
+	// Sum is the SHA-256 of checkpoint.json's content with Sum empty (the
+	// encoding metaSum gives). The CRCs cover the other files; a count
+	// or position edited here would resume another search silently.
+	Sum string `json:"sum"`
+}
+
+// metaSum is the hash Sum records: of m's encoding with Sum empty, so
+// that it covers every value, whatever the file's layout.
+func metaSum(m checkpointMeta) string {
+	m.Sum = ""
+	data, err := json.Marshal(m)
+	if err != nil {
+		// Every field is a number, string, bool, slice or map of them.
+		panic(err)
+	}
+	h := sha256.Sum256(data)
+	return hex.EncodeToString(h[:])
 }
 
 type shardMeta struct {
@@ -132,6 +149,9 @@ func readMeta(runDir string) (checkpointMeta, string, bool, error) {
 	}
 	if m.Schema != checkpointSchema {
 		return m, "", false, fmt.Errorf("%w: %s: schema %q, want %q", ErrCheckpoint, path, m.Schema, checkpointSchema)
+	}
+	if m.Sum == "" || m.Sum != metaSum(m) {
+		return m, "", false, fmt.Errorf("%w: %s was edited or damaged (its content hash differs from the one it records); want the file as check wrote it, or start afresh without --resume", ErrCheckpoint, path)
 	}
 	return m, cur, true, nil
 }
@@ -290,6 +310,7 @@ func (e *exploration) writeCheckpoint(frontier, next *keyQueue, depth int, level
 	if err != nil {
 		return err
 	}
+	m.Sum = metaSum(m)
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err

@@ -46,7 +46,8 @@ func FuzzParseConfig(f *testing.F) {
 // and every move it accepts prints back to itself.
 func FuzzParseMove(f *testing.F) {
 	for _, s := range []string{"route-prefill h=0 worker=0", "deliver h=1 to=source msg=ReaderCompleted",
-		"timer h=0 timer=lease", "abort h=0 side=destination", "deferred h=1 side=source", "restart worker=2", "bogus", "deliver h=0 to=x", ""} {
+		"timer h=0 timer=lease", "abort h=0 side=destination", "deferred h=1 side=source", "restart worker=2", "bogus", "deliver h=0 to=x", "",
+		"route-prefill h=9 worker=0", "route-prefill h=0 worker=70", "route-prefill h=x worker=0"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

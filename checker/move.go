@@ -197,6 +197,18 @@ func (m Move) String() string {
 	return b.String()
 }
 
+// numberError is a handoff or worker number ParseMove refuses: not a
+// number, or beyond what any configuration has. A reader that knows the
+// configuration says its own range instead (ParseTrace).
+type numberError struct {
+	key, val, what string
+	most           int
+}
+
+func (e *numberError) Error() string {
+	return fmt.Sprintf("%s=%s: want a %s number from 0 to %d (a configuration has at most %d %ss, numbered from 0)", e.key, e.val, e.what, e.most-1, e.most, e.what)
+}
+
 // ParseMove reads the String form of a move. It is the step syntax of
 // scenario files and trace files.
 func ParseMove(s string) (Move, error) {
@@ -225,9 +237,15 @@ func ParseMove(s string) (Move, error) {
 		seen[key] = true
 		switch key {
 		case "h", "worker":
+			// Said in the file's terms: which numbers a key takes, and
+			// why no larger one can name anything.
+			what, most := "handoff", model.MaxHandoffs
+			if key == "worker" {
+				what, most = "worker", model.MaxWorkers
+			}
 			n, err := strconv.Atoi(val)
-			if err != nil || n < 0 || n >= model.MaxWorkers {
-				return Move{}, fmt.Errorf("%s=%q is not a small non-negative number", key, val)
+			if err != nil || n < 0 || n >= most {
+				return Move{}, &numberError{key: key, val: val, what: what, most: most}
 			}
 			if key == "h" {
 				m.H = int8(n)

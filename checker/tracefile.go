@@ -173,6 +173,15 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 			return nil, bad(line, "step %d, want %d (steps count from 1 without gaps)", l.Step, len(tr.Moves)+1)
 		}
 		m, err := ParseMove(l.Move)
+		var ne *numberError
+		if errors.As(err, &ne) {
+			n := len(tr.Config.World.Handoffs)
+			if ne.key == "worker" {
+				n = len(tr.Config.World.Workers)
+			}
+			return nil, bad(line, "move %q: %s=%s: want a %s number of the configuration, which has %s (%s)",
+				l.Move, ne.key, ne.val, ne.what, plural(n, ne.what), indexRange(ne.key, n))
+		}
 		if err != nil {
 			return nil, bad(line, "move %q: %v", l.Move, err)
 		}

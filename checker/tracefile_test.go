@@ -151,6 +151,8 @@ func FuzzParseTrace(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"schema": "handoffcheck.trace/v1"}`))
+	f.Add([]byte(`{"schema": "handoffcheck.trace/v1", "run": "vllm", "config": ` + strings.ReplaceAll(smallConfig, "\n", " ") + "}\n" +
+		`{"step": 1, "move": "route-prefill h=9 worker=0"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tr, err := ParseTrace("fuzz.jsonl", data)
 		if err != nil {
@@ -193,6 +195,12 @@ func TestTrace_RefusesWhatTheConfigurationLacks(t *testing.T) {
 	for _, tc := range []struct{ name, text, want string }{
 		{"handoff", header + "\n{\"step\": 1, \"move\": \"route-prefill h=3 worker=0\"}",
 			`ce.jsonl:2: checker: bad trace: move "route-prefill h=3 worker=0": handoff 3 is out of range: the configuration has 1 handoff (h=0)`},
+		{"handoff beyond any configuration", header + "\n{\"step\": 1, \"move\": \"route-prefill h=9 worker=0\"}",
+			`ce.jsonl:2: checker: bad trace: move "route-prefill h=9 worker=0": h=9: want a handoff number of the configuration, which has 1 handoff (h=0)`},
+		{"handoff not a number", header + "\n{\"step\": 1, \"move\": \"route-prefill h=x worker=0\"}",
+			`ce.jsonl:2: checker: bad trace: move "route-prefill h=x worker=0": h=x: want a handoff number of the configuration, which has 1 handoff (h=0)`},
+		{"worker beyond any configuration", header + "\n{\"step\": 1, \"move\": \"route-prefill h=0 worker=70\"}",
+			`ce.jsonl:2: checker: bad trace: move "route-prefill h=0 worker=70": worker=70: want a worker number of the configuration, which has 2 workers (worker=0 to worker=1)`},
 		{"worker", header + "\n{\"step\": 1, \"move\": \"route-prefill h=0 worker=2\"}",
 			`ce.jsonl:2: checker: bad trace: move "route-prefill h=0 worker=2": worker 2 is out of range: the configuration has 2 workers (worker=0 to worker=1)`},
 		{"duplicate-key-in-step", header + "\n{\"step\": 1, \"move\": \"cancel h=0\", \"move\": \"cancel h=0\"}",

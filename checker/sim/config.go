@@ -198,6 +198,11 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	if dec.More() {
 		return nil, fmt.Errorf("%s:%d: %w: trailing data after the configuration object", file, jsonfile.Line(data, int(dec.InputOffset())), ErrConfig)
 	}
+	// encoding/json keeps the last of a key given twice: the first, which
+	// a reader of the file may be looking at, would be ignored.
+	if _, err := jsonfile.Scan(file, data, ErrConfig); err != nil {
+		return nil, err
+	}
 	var errs []error
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s:%d: %w: %s", file, jsonfile.LineOfKey(data, key, 0), ErrConfig, fmt.Sprintf(format, args...)))

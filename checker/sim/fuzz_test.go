@@ -13,6 +13,7 @@ func FuzzParseSimConfig(f *testing.F) {
 	f.Add([]byte(`{"schema":"handoffcheck.sim/v1","policy":"disabled","engine":"sglang","decode":{"workers":-1}}`))
 	f.Add([]byte(`{"schema":"handoffcheck.sim/v1","timers":{"lease_ms":-5},"commands":["bogus"]}`))
 	f.Add([]byte(`[1,2`))
+	f.Add([]byte(`{"schema":"handoffcheck.sim/v1","decode":{"workers":2,"workers":3}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := ParseConfig("fuzz.json", data)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -121,6 +122,25 @@ func cmdCheck(c *command, e *env, args []string) int {
 			return c.bad(e, "--shard %q: want K/M with 0 <= K < M, such as 0/8", f.shard)
 		}
 	}
+	// Every place the search writes to is tried before it starts: a
+	// trace file or checkpoint that cannot be written would otherwise be
+	// reported after the whole search, and a --resume that names no
+	// directory would silently start afresh.
+	if f.traceOut != "" {
+		if err := writable(f.traceOut); err != nil {
+			return c.bad(e, "--trace-out: %v", err)
+		}
+	}
+	if f.resume != "" {
+		if st, err := os.Stat(f.resume); err != nil || !st.IsDir() {
+			return c.bad(e, "--resume %s: not a directory; want the --checkpoint directory of an earlier run", f.resume)
+		}
+	}
+	if f.checkpoint != "" {
+		if err := os.MkdirAll(f.checkpoint, 0o755); err != nil {
+			return c.bad(e, "--checkpoint: %v", err)
+		}
+	}
 	if f.out != "" {
 		file, err := os.Create(f.out)
 		if err != nil {
@@ -135,11 +155,11 @@ func cmdCheck(c *command, e *env, args []string) int {
 	if err != nil {
 		return c.bad(e, "--schedule %q: want %s", f.sched, strings.Join(checker.ScheduleNames(), ", "))
 	}
-	lc, err := loadConfig(f.config, "default.json", checker.DefaultConfigJSON())
+	lc, err := loadConfig(e.ctx, f.config, "default.json", checker.DefaultConfigJSON())
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
-	proto, variant, err := loadProtocol(f.specFile)
+	proto, variant, err := loadProtocol(e.ctx, f.specFile)
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
@@ -379,6 +399,29 @@ func reproduceWalk(f *checkFlags, run checker.Run, seed uint64) string {
 		parts = append(parts, "--schedule "+f.sched)
 	}
 	return strings.Join(parts, " ")
+}
+
+// writable says why a file could not be written at path, without
+// changing it: its folder must exist and take a new file, and the path
+// must not be a directory.
+func writable(path string) error {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("%s is a directory; want a file name", path)
+	}
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("cannot write %s: folder %s does not exist", path, dir)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("cannot write %s: %s is not a folder", path, dir)
+	}
+	probe, err := os.CreateTemp(dir, ".handoffcheck-probe-*")
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %v", path, err)
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
 }
 
 func isTerminal(f *os.File) bool {

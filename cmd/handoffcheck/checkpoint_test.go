@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -171,5 +172,84 @@ func TestCLI_CheckpointRefusals(t *testing.T) {
 	code, out, errOut := runCLI(t, "check", "--config", small, "--run", "vllm", "--resume", dir)
 	if code != exitUsage || out != "" || !strings.Contains(errOut, "links.bin is damaged") {
 		t.Errorf("a damaged checkpoint: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// An edited checkpoint.json is refused with exit 2 before any run starts:
+// its counts and positions are covered by a content hash it records, as
+// the CRCs cover the other files. Without it, a changed count resumed to
+// another search's report with exit 0.
+func TestCLI_CheckpointEditedRefused(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, errOut := runCLI(t, "check", "--config", small, "--run", "vllm", "--checkpoint", dir); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	path := filepath.Join(dir, "vllm", "current", "checkpoint.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // fingerprints and CRCs are 64-bit: no float64 on the way
+	if err := dec.Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	// The same file laid out otherwise resumes: the hash is of the values.
+	again, _ := json.Marshal(m)
+	if err := os.WriteFile(path, again, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCLI(t, "check", "--config", small, "--run", "vllm", "--resume", dir); code != exitOK {
+		t.Fatalf("the checkpoint re-encoded: exit %d: %s", code, errOut)
+	}
+	n, _ := m["states"].(json.Number).Int64()
+	m["states"] = n - 1
+	edited, _ := json.Marshal(m)
+	if err := os.WriteFile(path, edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "check", "--config", small, "--run", "vllm", "--resume", dir)
+	if code != exitUsage || out != "" || !strings.Contains(errOut, path+" was edited or damaged") {
+		t.Fatalf("an edited checkpoint: exit %d, stdout %q, stderr %q; want exit 2 saying it was edited", code, out, errOut)
+	}
+}
+
+// --resume naming a regular file or nothing is refused: it used to start
+// every run afresh without a word. --checkpoint into a file, and
+// --trace-out into a folder that does not exist, are refused before the
+// search rather than after it.
+func TestCLI_CheckOutputsCheckedUpFront(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "plain")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"check", "--config", small, "--resume", file}, "--resume " + file + ": not a directory; want the --checkpoint directory of an earlier run"},
+		{[]string{"check", "--config", small, "--resume", filepath.Join(dir, "none")}, "not a directory"},
+		{[]string{"check", "--config", small, "--checkpoint", filepath.Join(file, "ck")}, "--checkpoint: "},
+		{[]string{"check", "--config", small, "--trace-out", filepath.Join(dir, "missing", "ce.jsonl")},
+			"--trace-out: cannot write " + filepath.Join(dir, "missing", "ce.jsonl") + ": folder " + filepath.Join(dir, "missing") + " does not exist"},
+		{[]string{"check", "--config", small, "--trace-out", dir}, "is a directory; want a file name"},
+	} {
+		code, out, errOut := runCLI(t, tc.args...)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.args, code, out, errOut, tc.want)
+		}
+	}
+	// A writable --trace-out is left as it was when there is nothing to write.
+	ce := filepath.Join(dir, "ce.jsonl")
+	if code, _, errOut := runCLI(t, "check", "--config", small, "--run", "vllm", "--trace-out", ce); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(ce); !os.IsNotExist(err) {
+		t.Errorf("--trace-out without a counterexample left a file: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".handoffcheck-probe-*")); len(left) > 0 {
+		t.Errorf("the writability probe was left behind: %v", left)
 	}
 }

@@ -59,14 +59,14 @@ func cmdConform(c *command, e *env, args []string) int {
 		opt.MaxFaults = -1
 	}
 	if *specFile != "" {
-		p, _, err := loadProtocol(*specFile)
+		p, _, err := loadProtocol(e.ctx, *specFile)
 		if err != nil {
 			return c.bad(e, "%v", err)
 		}
 		opt.Protocol = p
 	}
 	if *configFile != "" {
-		cfg, err := loadSimConfig(*configFile)
+		cfg, err := loadSimConfig(e.ctx, *configFile)
 		if err != nil {
 			return c.bad(e, "%v", err)
 		}
@@ -75,8 +75,9 @@ func cmdConform(c *command, e *env, args []string) int {
 	var in []conform.Input
 	var conv []*converted
 	var opened []os.FileInfo
+	var files []*inputFile
 	for _, name := range fs.Args() {
-		f, err := os.Open(name)
+		f, err := openInput(e.ctx, name)
 		if err != nil {
 			return c.bad(e, "%v", err)
 		}
@@ -85,7 +86,7 @@ func cmdConform(c *command, e *env, args []string) int {
 		// would be judged as two logs whose facts happen twice. The judge
 		// refuses a log whose content repeats another's; this names the
 		// cause when it is one file.
-		fi, err := f.Stat()
+		fi, err := f.f.Stat()
 		if err != nil {
 			return c.bad(e, "%v", err)
 		}
@@ -95,6 +96,7 @@ func cmdConform(c *command, e *env, args []string) int {
 			}
 		}
 		opened = append(opened, fi)
+		files = append(files, f)
 		if *from == "mocker" {
 			cv := convertMocker(f, name)
 			conv = append(conv, cv)
@@ -104,6 +106,13 @@ func cmdConform(c *command, e *env, args []string) int {
 		in = append(in, conform.Input{Name: name, R: f})
 	}
 	rep, err := conform.Judge(in, opt)
+	if err != nil && e.ctx.Err() != nil {
+		// A signal stopped the reading: what was read has no verdict.
+		// (One that came after the last read leaves the verdict whole:
+		// it is printed, and runContext makes the exit 3.)
+		printConformInterrupted(e.stdout, files)
+		return exitInterrupted
+	}
 	for _, cv := range conv {
 		cv.r.Close()
 		<-cv.done
@@ -114,6 +123,11 @@ func cmdConform(c *command, e *env, args []string) int {
 	}
 	if err != nil {
 		return c.bad(e, "%v", err)
+	}
+	if rep.Facts == 0 && rep.Rejection == nil {
+		// Logs of headers alone judge nothing: that is no pass, as
+		// checking an empty selection of runs is none.
+		return c.bad(e, "%s: the logs hold no fact after their headers: nothing was judged; want the log lines of a run", strings.Join(fs.Args(), " "))
 	}
 	var mocked *mocker.Result
 	for _, cv := range conv {
@@ -149,6 +163,16 @@ func cmdConform(c *command, e *env, args []string) int {
 		return exitInconclusive
 	}
 	return exitOK
+}
+
+// printConformInterrupted is the partial report of a judge stopped by a
+// signal: how far each log was read, and that no verdict was reached.
+func printConformInterrupted(w io.Writer, files []*inputFile) {
+	fmt.Fprintln(w, "conform: interrupted by a signal before a verdict; read so far:")
+	for _, f := range files {
+		fmt.Fprintf(w, "  %s: %d lines (%d bytes)\n", f.name, f.lines, f.bytes)
+	}
+	fmt.Fprintln(w, "verdict: none: the facts after these were not read, and the ones read were not all judged")
 }
 
 type mockerJSON struct {

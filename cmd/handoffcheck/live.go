@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/conform"
@@ -77,7 +79,7 @@ func cmdLive(c *command, e *env, args []string) int {
 		return code
 	}
 	set := setFlags(fs)
-	if *scale <= 0 || *scale > 1000 {
+	if !(*scale > 0) || *scale > 1000 {
 		return c.bad(e, "--time-scale %g, want more than 0 and at most 1000", *scale)
 	}
 	if (set["proxy-rate"] || set["proxy-max-delay-ms"]) && !set["proxy-seed"] {
@@ -89,21 +91,30 @@ func cmdLive(c *command, e *env, args []string) int {
 	if *proxyDelay < 0 || *proxyDelay > 60_000 {
 		return c.bad(e, "--proxy-max-delay-ms %g, want 0 to 60000", *proxyDelay)
 	}
-	cfg, err := loadSimConfig(*configFile)
+	cfg, err := loadSimConfig(e.ctx, *configFile)
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
 	if err := overrideSim(cfg, *policy, *engine, false, 0); err != nil {
 		return c.bad(e, "%v", err)
 	}
+	if err := checkTimeScale(cfg, *scale); err != nil {
+		return c.bad(e, "%v", err)
+	}
 	var src sim.Source
+	requests := 0
 	var faults []sim.Fault
 	if *workloadFile == "" {
-		r, err := workload.NewReader(bytes.NewReader(live.DefaultWorkload()), "checker/live/default/workload.jsonl")
-		if err != nil {
+		open := func() (sim.Source, error) {
+			r, err := workload.NewReader(bytes.NewReader(live.DefaultWorkload()), "checker/live/default/workload.jsonl")
+			return workloadSource{r}, err
+		}
+		if requests, _, err = countWorkload(open); err != nil {
 			return c.bad(e, "%v", err)
 		}
-		src = workloadSource{r}
+		if src, err = open(); err != nil {
+			return c.bad(e, "%v", err)
+		}
 		if !set["faults"] {
 			p, err := faultplan.Parse(bytes.NewReader(live.DefaultFaults()), "checker/live/default/faults.jsonl")
 			if err != nil {
@@ -112,22 +123,30 @@ func cmdLive(c *command, e *env, args []string) int {
 			faults = toSimFaults(p, "checker/live/default/faults.jsonl")
 		}
 	} else {
-		if _, _, err := countWorkload(func() (sim.Source, error) { return openWorkload(*workloadFile) }); err != nil {
+		if requests, _, err = countWorkload(func() (sim.Source, error) { return openWorkload(e.ctx, *workloadFile) }); err != nil {
 			return c.bad(e, "%v", err)
 		}
-		if src, err = openWorkload(*workloadFile); err != nil {
+		if requests == 0 {
+			// A run of no request judges nothing: it is no pass.
+			return c.bad(e, "%s", noRequests(*workloadFile))
+		}
+		// The run reads the file again; live.Run stops on the signal itself.
+		if src, err = openWorkload(context.Background(), *workloadFile); err != nil {
 			return c.bad(e, "%v", err)
 		}
 	}
 	if set["faults"] {
-		if faults, err = loadFaults(*faultsFile); err != nil {
+		if faults, err = loadFaults(e.ctx, *faultsFile); err != nil {
 			return c.bad(e, "%v", err)
 		}
+	}
+	if err := checkFaultRequests(faults, requests); err != nil {
+		return c.bad(e, "%v", err)
 	}
 	var proto *checker.Protocol
 	spec := ""
 	if *specFile != "" {
-		if proto, _, err = loadProtocol(*specFile); err != nil {
+		if proto, _, err = loadProtocol(e.ctx, *specFile); err != nil {
 			return c.bad(e, "%v", err)
 		}
 		if spec, err = filepath.Abs(*specFile); err != nil {
@@ -156,9 +175,9 @@ func cmdLive(c *command, e *env, args []string) int {
 	var verdict *conform.Report
 	if !*noConform && !rep.Interrupted {
 		var in []conform.Input
-		var files []*os.File
+		var files []*inputFile
 		for _, name := range rep.Logs {
-			f, err := os.Open(name)
+			f, err := openInput(e.ctx, name)
 			if err != nil {
 				return c.bad(e, "%v", err)
 			}
@@ -169,6 +188,13 @@ func cmdLive(c *command, e *env, args []string) int {
 		verdict, err = conform.Judge(in, conform.Options{Protocol: proto})
 		for _, f := range files {
 			f.Close()
+		}
+		if err != nil && e.ctx.Err() != nil {
+			// Stopped while judging: the run's report stands, the
+			// logs have no verdict.
+			rep.Write(e.stdout)
+			printConformInterrupted(e.stdout, files)
+			return exitInterrupted
 		}
 		if err != nil {
 			// A log a worker wrote that the reader refuses is a defect of
@@ -203,6 +229,37 @@ func cmdLive(c *command, e *env, args []string) int {
 	return exitOK
 }
 
+// minTimerWall is the shortest wall-clock time a live run's timers may
+// be scaled to. Below it, the delay of scheduling a process or a goroutine
+// (a millisecond or more on a loaded machine) is as long as the timer
+// itself: every deadline fires on arrival and nothing can succeed, so the
+// run would describe the machine, not the protocol.
+const minTimerWall = time.Millisecond
+
+// checkTimeScale refuses a --time-scale that scales the configuration's
+// shortest timer below minTimerWall.
+func checkTimeScale(cfg *sim.Config, scale float64) error {
+	t := cfg.Timers
+	timers := []struct {
+		key string
+		us  int64
+	}{{"lease_ms", t.LeaseUS}, {"heartbeat_ms", t.HeartbeatUS}, {"bootstrap_ms", t.BootstrapUS}, {"reservation_ms", t.ReservationUS},
+		{"transfer_deadline_ms", t.TransferDeadlineUS}, {"health_check_ms", cfg.HealthCheckUS}}
+	short := timers[0]
+	for _, x := range timers[1:] {
+		if x.us < short.us {
+			short = x
+		}
+	}
+	wallUS := float64(short.us) * scale
+	if wallUS >= float64(minTimerWall.Microseconds()) {
+		return nil
+	}
+	return fmt.Errorf("--time-scale %g: the configuration's shortest timer, %s %g, would last %.3g ms on the wall clock; "+
+		"want at least %g ms, below which scheduling delay alone fires every timer (a --time-scale of at least %.3g)",
+		scale, short.key, float64(short.us)/1000, wallUS/1000, float64(minTimerWall.Microseconds())/1000, float64(minTimerWall.Microseconds())/float64(short.us))
+}
+
 func cmdWorker(c *command, e *env, args []string) int {
 	fs := c.flags()
 	finish := live.WorkerFlags(fs)
@@ -215,7 +272,7 @@ func cmdWorker(c *command, e *env, args []string) int {
 	}
 	var proto *checker.Protocol
 	if a.SpecFile != "" {
-		if proto, _, err = loadProtocol(a.SpecFile); err != nil {
+		if proto, _, err = loadProtocol(e.ctx, a.SpecFile); err != nil {
 			return c.bad(e, "%v", err)
 		}
 	}

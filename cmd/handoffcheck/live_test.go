@@ -16,9 +16,13 @@ func TestMain(m *testing.M) {
 	// The test binary is the command when asked: a worker process of
 	// live, or the CLI that a test runs as a process to kill.
 	if len(os.Args) > 1 && (os.Args[1] == "worker" || os.Getenv("HANDOFFCHECK_CLI") == "1") {
-		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+		os.Exit(runProcess(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if builtPath != "" {
+		os.RemoveAll(filepath.Dir(builtPath))
+	}
+	os.Exit(code)
 }
 
 func liveWorkload(t *testing.T, n int, rate string) string {

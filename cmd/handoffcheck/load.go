@@ -1,13 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/machines/interp"
 	"github.com/handoffcheck/handoffcheck/spec"
-	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
 )
 
 // loadedConfig is a configuration and the bytes it was read from (trace
@@ -19,11 +19,11 @@ type loadedConfig struct {
 
 // loadConfig reads a configuration file, or returns the embedded one
 // (name and bytes) when path is empty.
-func loadConfig(path, embeddedName string, embedded []byte) (loadedConfig, error) {
+func loadConfig(ctx context.Context, path, embeddedName string, embedded []byte) (loadedConfig, error) {
 	data, file := embedded, embeddedName
 	if path != "" {
 		var err error
-		if data, err = jsonfile.ReadFile(path); err != nil {
+		if data, err = readInput(ctx, path); err != nil {
 			return loadedConfig{}, err
 		}
 		file = path
@@ -37,11 +37,11 @@ func loadConfig(path, embeddedName string, embedded []byte) (loadedConfig, error
 
 // loadProtocol returns the generated machines, or with a spec file the
 // variant it holds run through the table interpreter.
-func loadProtocol(specFile string) (*checker.Protocol, *spec.Spec, error) {
+func loadProtocol(ctx context.Context, specFile string) (*checker.Protocol, *spec.Spec, error) {
 	if specFile == "" {
 		return checker.Generated(), nil, nil
 	}
-	data, err := jsonfile.ReadFile(specFile)
+	data, err := readInput(ctx, specFile)
 	if err != nil {
 		return nil, nil, err
 	}

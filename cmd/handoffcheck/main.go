@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -65,17 +66,36 @@ type exitDoc struct {
 
 var commands = map[string]*command{}
 
-func registerCommand(c *command) { commands[c.name] = c }
+func registerCommand(c *command) {
+	if c.name != "worker" {
+		interruptible(c)
+	}
+	commands[c.name] = c
+}
 
-func main() {
-	// The first interrupt (SIGINT or SIGTERM) cancels the context: the command stops, prints
-	// what it has and exits 3. A second one ends the process at once.
+// interruptible lists exit 3 in a command's help: every command a user
+// runs stops on a signal with it (runContext, openInput), whether or not
+// the command lists the code itself.
+func interruptible(c *command) {
+	if !slices.ContainsFunc(c.exits, func(x exitDoc) bool { return x.code == exitInterrupted }) {
+		c.exits = append(c.exits, exitDoc{exitInterrupted, ""})
+		sort.SliceStable(c.exits, func(i, j int) bool { return c.exits[i].code < c.exits[j].code })
+	}
+}
+
+func main() { os.Exit(runProcess(os.Args[1:])) }
+
+// runProcess runs a command line as the process: the first interrupt
+// (SIGINT or SIGTERM) cancels the context every command runs with (its
+// computation and every input it reads: openInput), so the command stops,
+// prints what it has and exits 3. A second one ends the process at once.
+func runProcess(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-ctx.Done()
 		stop()
 	}()
-	os.Exit(runContext(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	return runContext(ctx, args, os.Stdout, os.Stderr)
 }
 
 // run runs a command line without an interrupt.
@@ -114,7 +134,16 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		usage(stderr)
 		return exitUsage
 	}
-	return c.run(c, e, args[1:])
+	code := c.run(c, e, args[1:])
+	// A command that finished as if nothing happened after a signal
+	// still exits 3: what it printed is what ran before the signal, and
+	// a script must not take it for a pass. A worker's exit is the
+	// coordinator's to read (live), not a user's.
+	if code == exitOK && ctx.Err() != nil && c != workerCommand {
+		fmt.Fprintf(stderr, "handoffcheck %s: interrupted by a signal: the output above is what ran before it\n", c.name)
+		return exitInterrupted
+	}
+	return code
 }
 
 func commandNames() []string {
@@ -142,11 +171,29 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "run 'handoffcheck help <command>' for a command's flags and exit codes")
 }
 
+// stampRevision and stampModified are set at link time by make install
+// (-ldflags -X): the Go toolchain records the revision itself only when it
+// sees the checkout (not in a git worktree, whose .git is a file, nor with
+// GOFLAGS=-buildvcs=false), and a version line without it names nothing.
+var stampRevision, stampModified string
+
 // versionLine names the build: the module version when installed from a
 // tagged release, and the revision it was built from when known.
 func versionLine() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		bi = nil
+	}
+	return versionOf(bi, stampRevision, stampModified)
+}
+
+// versionOf is the version line of a build: the module version (a release
+// tag, or the pseudo-version the toolchain derives from the revision), and
+// the revision with "+modified" when the tree had uncommitted changes. The
+// toolchain's record comes first; the link-time stamp stands in for it.
+func versionOf(bi *debug.BuildInfo, stampRev, stampMod string) string {
 	v, rev, dirty := "devel", "", false
-	if bi, ok := debug.ReadBuildInfo(); ok {
+	if bi != nil {
 		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 			v = bi.Main.Version
 		}
@@ -159,17 +206,20 @@ func versionLine() string {
 			}
 		}
 	}
-	line := "handoffcheck " + v
-	if rev != "" {
-		if len(rev) > 12 {
-			rev = rev[:12]
-		}
-		if dirty {
-			rev += "+modified"
-		}
-		line += " (" + rev + ")"
+	if rev == "" && stampRev != "" {
+		rev, dirty = stampRev, stampMod == "true"
 	}
-	return line
+	line := "handoffcheck " + v
+	if rev == "" {
+		return line + " (revision unknown: built without version control information; 'make install' records it)"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if dirty {
+		rev += "+modified"
+	}
+	return line + " (" + rev + ")"
 }
 
 // flags makes a command's flag set. Its help goes to stdout (asked for),
@@ -229,8 +279,14 @@ func (c *command) parse(e *env, fs *flag.FlagSet, args []string, minArgs, maxArg
 	return 0, true
 }
 
-// bad reports bad usage or bad input and returns its exit code.
+// bad reports bad usage or bad input and returns its exit code. After a
+// signal, what failed is most likely the reading the signal stopped: the
+// command was interrupted, and says so, with exit 3.
 func (c *command) bad(e *env, format string, a ...any) int {
+	if e.ctx.Err() != nil {
+		fmt.Fprintf(e.stderr, "handoffcheck %s: interrupted by a signal before anything was judged (%s)\n", c.name, fmt.Sprintf(format, a...))
+		return exitInterrupted
+	}
 	fmt.Fprintf(e.stderr, "handoffcheck %s: %s\n", c.name, fmt.Sprintf(format, a...))
 	return exitUsage
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/handoffcheck/handoffcheck/checker"
-	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
 )
 
 var mergeCommand = &command{
@@ -32,7 +31,7 @@ func cmdMerge(cmd *command, e *env, args []string) int {
 	}
 	var reports []checker.ShardReport
 	for _, file := range fs.Args() {
-		data, err := jsonfile.ReadFile(file)
+		data, err := readInput(e.ctx, file)
 		if err != nil {
 			return cmd.bad(e, "%v", err)
 		}

@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/handoffcheck/handoffcheck/model"
-	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
 )
 
 var priceCommand = &command{
@@ -225,7 +224,7 @@ func cmdPrice(c *command, e *env, args []string) int {
 
 // readGroups reads and validates one role's groups file.
 func readGroups(c *command, e *env, file, role string) (*model.GroupedProfile, int, bool) {
-	data, err := jsonfile.ReadFile(file)
+	data, err := readInput(e.ctx, file)
 	if err != nil {
 		return nil, c.bad(e, "%v", err), false
 	}

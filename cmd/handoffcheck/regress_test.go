@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -215,5 +216,28 @@ func TestCLI_HelpAndVersion(t *testing.T) {
 	}
 	if code, _, _ := runCLI(t); code != exitUsage {
 		t.Errorf("no arguments: exit %d, want 2", code)
+	}
+}
+
+// The version line names the module version and the revision from the
+// toolchain's record, the link-time stamp when there is none, and says so
+// when neither is known.
+func TestVersion_Line(t *testing.T) {
+	vcs := &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261203101110-2805b1defa9a"},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "2805b1defa9a9f60f9022e7818dc37f02c5dd6cc"}, {Key: "vcs.modified", Value: "true"}}}
+	for _, tc := range []struct {
+		bi             *debug.BuildInfo
+		stamp, stampMd string
+		want           string
+	}{
+		{vcs, "", "", "handoffcheck v0.0.0-20261203101110-2805b1defa9a (2805b1defa9a+modified)"},
+		{vcs, "ffffffffffffffff", "false", "handoffcheck v0.0.0-20261203101110-2805b1defa9a (2805b1defa9a+modified)"},
+		{&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "0123456789abcdef", "false", "handoffcheck devel (0123456789ab)"},
+		{&debug.BuildInfo{Main: debug.Module{Version: "v1.2.0"}}, "", "", "handoffcheck v1.2.0 (revision unknown: built without version control information; 'make install' records it)"},
+		{nil, "", "", "handoffcheck devel (revision unknown: built without version control information; 'make install' records it)"},
+	} {
+		if got := versionOf(tc.bi, tc.stamp, tc.stampMd); got != tc.want {
+			t.Errorf("got  %s\nwant %s", got, tc.want)
+		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker"
-	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
 )
 
 var replayCommand = &command{
@@ -33,7 +32,7 @@ func cmdReplay(cmd *command, e *env, args []string) int {
 	stdout := e.stdout
 	file := fs.Arg(0)
 	bad := func(format string, a ...any) int { return cmd.bad(e, format, a...) }
-	data, err := jsonfile.ReadFile(file)
+	data, err := readInput(e.ctx, file)
 	if err != nil {
 		return bad("%v", err)
 	}

@@ -20,7 +20,6 @@ import (
 	"github.com/handoffcheck/handoffcheck/checker/sim/plot"
 	"github.com/handoffcheck/handoffcheck/checker/sim/workload"
 	"github.com/handoffcheck/handoffcheck/model"
-	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
 )
 
 var simulateCommand = &command{
@@ -113,7 +112,7 @@ func cmdSimulate(c *command, e *env, args []string) int {
 	if *compare && set["policy"] {
 		return c.bad(e, "--compare runs both policies; --policy would be ignored")
 	}
-	cfg, err := loadSimConfig(*configFile)
+	cfg, err := loadSimConfig(e.ctx, *configFile)
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
@@ -122,22 +121,31 @@ func cmdSimulate(c *command, e *env, args []string) int {
 	}
 	in := simInputs{cfg: cfg, log: *logFile, records: records}
 	if *specFile != "" {
-		p, _, err := loadProtocol(*specFile)
+		p, _, err := loadProtocol(e.ctx, *specFile)
 		if err != nil {
 			return c.bad(e, "%v", err)
 		}
 		in.proto = p
 	}
-	in.open = func() (sim.Source, error) { return openWorkload(*workloadFile) }
+	// The run reads the workload as it goes and stops on a signal itself
+	// (sim.Run, with the figures so far); the reading up front stops at once.
+	in.open = func() (sim.Source, error) { return openWorkload(context.Background(), *workloadFile) }
 	// Read the workload once up front so that a bad file is refused
 	// before anything runs, and count its requests for a drawn plan.
-	n, lastUS, err := countWorkload(in.open)
+	n, lastUS, err := countWorkload(func() (sim.Source, error) { return openWorkload(e.ctx, *workloadFile) })
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
+	if n == 0 {
+		// A run of no request judges nothing: it is no pass.
+		return c.bad(e, "%s", noRequests(*workloadFile))
+	}
 	switch {
 	case set["faults"]:
-		in.faults, err = loadFaults(*faultsFile)
+		in.faults, err = loadFaults(e.ctx, *faultsFile)
+		if err == nil {
+			err = checkFaultRequests(in.faults, n)
+		}
 	case set["faults-seed"]:
 		in.faults, err = drawFaults(*faultsSeed, *faultsCount, strings.Split(*faultsKinds, ","), n, lastUS, cfg)
 	}
@@ -340,11 +348,11 @@ func simulateOnce(c *command, e *env, in simInputs, dir string) (*sim.Result, *s
 
 func fmtVirtual(us int64) string { return fmt.Sprintf("%.3fs", float64(us)/1e6) }
 
-func loadSimConfig(file string) (*sim.Config, error) {
+func loadSimConfig(ctx context.Context, file string) (*sim.Config, error) {
 	if file == "" {
 		return sim.DefaultConfig(), nil
 	}
-	data, err := jsonfile.ReadFile(file)
+	data, err := readInput(ctx, file)
 	if err != nil {
 		return nil, err
 	}
@@ -387,11 +395,11 @@ func (w workloadSource) Next() (sim.Request, error) {
 	return r, nil
 }
 
-func openWorkload(file string) (sim.Source, error) {
+func openWorkload(ctx context.Context, file string) (sim.Source, error) {
 	if file == "" {
 		return workloadSource{workload.Default()}, nil
 	}
-	f, err := os.Open(file)
+	f, err := openInput(ctx, file)
 	if err != nil {
 		return nil, err
 	}
@@ -424,8 +432,27 @@ func countWorkload(open func() (sim.Source, error)) (int, int64, error) {
 	}
 }
 
-func loadFaults(file string) ([]sim.Fault, error) {
-	data, err := os.ReadFile(file)
+// noRequests refuses a workload without a request: a run of it would
+// judge nothing and pass.
+func noRequests(file string) string {
+	return fmt.Sprintf("%s: the workload has no request (a header alone): nothing would be judged; want at least one request line", file)
+}
+
+// checkFaultRequests refuses a fault aimed at a request the workload does
+// not have: it could never strike, and would only be counted as finding
+// nothing to strike.
+func checkFaultRequests(faults []sim.Fault, requests int) error {
+	for _, f := range faults {
+		if f.Request >= requests {
+			return fmt.Errorf("%s:%d: %w: the fault aims at request %d, but the workload has %s (0 to %d); want a request of the workload",
+				f.File, f.Line, faultplan.ErrFaultPlan, f.Request, countOf(requests, "request"), requests-1)
+		}
+	}
+	return nil
+}
+
+func loadFaults(ctx context.Context, file string) ([]sim.Fault, error) {
+	data, err := readInput(ctx, file)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/handoffcheck/handoffcheck/spec"
-	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
 )
 
 var specCommand = &command{
@@ -50,7 +49,7 @@ func cmdValidate(c *command, e *env, args []string) int {
 		return c.bad(e, "want exactly one spec file, got %d arguments", fs.NArg())
 	}
 	file := fs.Arg(0)
-	data, err := jsonfile.ReadFile(file)
+	data, err := readInput(e.ctx, file)
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,7 +25,11 @@ var workloadCommand = &command{
 	run:   cmdWorkload,
 }
 
-func init() { registerCommand(workloadCommand) }
+func init() {
+	registerCommand(workloadCommand)
+	interruptible(workloadGenCommand)
+	interruptible(workloadCheckCommand)
+}
 
 var workloadGenCommand = &command{
 	name:    "workload gen",
@@ -241,7 +246,7 @@ func cmdWorkloadCheck(c *command, e *env, args []string) int {
 	}
 	code := exitOK
 	for _, file := range fs.Args() {
-		line, err := summarizeWorkload(file)
+		line, err := summarizeWorkload(e.ctx, file)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "handoffcheck %s: %v\n", c.name, err)
 			code = exitUsage
@@ -254,8 +259,8 @@ func cmdWorkloadCheck(c *command, e *env, args []string) int {
 
 // summarizeWorkload reads a workload file whole, one request at a time,
 // and says what it holds in one line.
-func summarizeWorkload(file string) (string, error) {
-	f, err := os.Open(file)
+func summarizeWorkload(ctx context.Context, file string) (string, error) {
+	f, err := openInput(ctx, file)
 	if err != nil {
 		return "", err
 	}

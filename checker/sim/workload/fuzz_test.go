@@ -26,6 +26,7 @@ func FuzzParseWorkload(f *testing.F) {
 	f.Add([]byte(header + `{"arrival_ms":1,"prompt_tokens":2,"prompt_tokens":2,"output_tokens":3}`))
 	f.Add([]byte(header + `{"arrival_ms":null,"prompt_tokens":2,"output_tokens":3}}`))
 	f.Add([]byte(header + "\n"))
+	f.Add([]byte(header + `{"arrival_ms":1,"prompt_tokens":2,"output_tokens":3,"id":"a"}` + "\n" + `{"arrival_ms":1,"prompt_tokens":2,"output_tokens":3,"id":"a"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, reqs, err := readAll("fuzz.jsonl", data)
 		if err != nil {

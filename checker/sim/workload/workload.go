@@ -133,6 +133,10 @@ type Reader struct {
 	n      int   // requests read
 	lastUS int64 // the arrival of the last request read
 	err    error // sticky: the first error, or io.EOF
+	// ids holds the line of every id read: an id names one request, and
+	// two requests under one name cannot be told apart in a log (live
+	// waits for the second forever; the simulator's log fails conform).
+	ids map[string]int
 }
 
 // NewReader reads and checks the header line of the workload r; name is
@@ -216,6 +220,15 @@ func (r *Reader) next() (Request, error) {
 	}
 	if why := checkRequest(&req, r.n > 0, r.lastUS); why != "" {
 		return Request{}, r.fail(r.line, "%s", why)
+	}
+	if req.ID != "" {
+		if first, dup := r.ids[req.ID]; dup {
+			return Request{}, r.fail(r.line, "id %q is already the id of the request on line %d; want each id once", req.ID, first)
+		}
+		if r.ids == nil {
+			r.ids = map[string]int{}
+		}
+		r.ids[req.ID] = r.line
 	}
 	return req, nil
 }
@@ -444,6 +457,9 @@ type Writer struct {
 	n      int   // requests written
 	lastUS int64 // the arrival of the last request written
 	buf    []byte
+	// ids holds the number of every request written with an id: the
+	// reader refuses an id given twice, so the writer never writes one.
+	ids map[string]int
 }
 
 // NewWriter checks h and writes it as the header line.
@@ -493,6 +509,9 @@ func (wr *Writer) Write(r Request) error {
 	if why := checkRequest(&r, wr.n > 0, wr.lastUS); why != "" {
 		return fmt.Errorf("%w: request %d: %s", ErrWorkload, wr.n, why)
 	}
+	if first, dup := wr.ids[r.ID]; dup && r.ID != "" {
+		return fmt.Errorf("%w: request %d: id %q is already the id of request %d; want each id once", ErrWorkload, wr.n, r.ID, first)
+	}
 	b := append(wr.buf[:0], `{"arrival_ms":`...)
 	b = append(b, FormatMillis(r.ArrivalUS)...)
 	b = append(b, `,"prompt_tokens":`...)
@@ -517,6 +536,12 @@ func (wr *Writer) Write(r Request) error {
 	wr.buf = b
 	if _, err := wr.w.Write(b); err != nil {
 		return err
+	}
+	if r.ID != "" {
+		if wr.ids == nil {
+			wr.ids = map[string]int{}
+		}
+		wr.ids[r.ID] = wr.n
 	}
 	wr.n++
 	wr.lastUS = r.ArrivalUS

@@ -183,6 +183,45 @@ func TestReader_Refusals(t *testing.T) {
 	}
 }
 
+// TestReader_DuplicateID: two requests under one id are refused at the
+// second, naming the first's line; the writer refuses to write them, so it
+// never writes what the reader refuses. Requests without an id stay
+// anonymous however many there are.
+func TestReader_DuplicateID(t *testing.T) {
+	r := func(ms int, id string) string {
+		l := `{"arrival_ms":` + itoaTest(ms) + `,"prompt_tokens":2,"output_tokens":3`
+		if id != "" {
+			l += `,"id":"` + id + `"`
+		}
+		return l + "}\n"
+	}
+	data := header + r(1, "a") + r(2, "") + r(3, "") + r(4, "b") + r(5, "a")
+	_, reqs, err := readAll("w.jsonl", []byte(data))
+	want := `w.jsonl:6: workload: bad workload: id "a" is already the id of the request on line 2; want each id once`
+	if err == nil || err.Error() != want || !errors.Is(err, ErrWorkload) {
+		t.Fatalf("got %v\nwant %s", err, want)
+	}
+	if len(reqs) != 4 {
+		t.Fatalf("read %d requests before the refusal, want 4", len(reqs))
+	}
+	var b bytes.Buffer
+	w, err := NewWriter(&b, Header{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range reqs {
+		if err := w.Write(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = w.Write(Request{ArrivalUS: 5000, PromptTokens: 2, OutputTokens: 3, ID: "b"})
+	if err == nil || !errors.Is(err, ErrWorkload) || !strings.Contains(err.Error(), `id "b" is already the id of request 3`) {
+		t.Fatalf("the writer wrote a second request with id b: %v", err)
+	}
+}
+
+func itoaTest(n int) string { return fmt.Sprint(n) }
+
 // TestReader_LineLimit: a line of MaxLineBytes is read, a longer one is
 // refused with its line, without reading it whole.
 func TestReader_LineLimit(t *testing.T) {
@@ -296,6 +335,7 @@ func genRequests(t *rapid.T) []Request {
 	var reqs []Request
 	var at int64
 	text := rapid.StringOfN(rapid.Rune(), 1, 30, MaxTextBytes)
+	ids := map[string]bool{}
 	for i := range n {
 		at += rapid.OneOf(rapid.Just(int64(0)), rapid.Int64Range(0, 5_000_000)).Draw(t, "gap")
 		at = min(at, MaxMicros)
@@ -317,7 +357,10 @@ func genRequests(t *rapid.T) []Request {
 			r.CancelUS = rapid.Int64Range(at, MaxMicros).Draw(t, "cancel")
 		}
 		if rapid.Bool().Draw(t, "named") {
-			r.ID = text.Draw(t, "id")
+			// An id names one request: one drawn again stays unused.
+			if id := text.Draw(t, "id"); !ids[id] {
+				r.ID, ids[id] = id, true
+			}
 		}
 		reqs = append(reqs, r)
 	}
