@@ -138,6 +138,13 @@ type cworker struct {
 	// go out once it says hello.
 	pending  [][]byte
 	starting bool
+	// stopping: the coordinator asked the process to stop (KStop) for a
+	// restart at a time, and kills it when it answers.
+	stopping bool
+	// routed counts the routes sent to the current generation; lastRoute
+	// is when the routers last sent this worker's role one.
+	routed  int
+	started time.Time
 }
 
 type wconn struct {
@@ -166,6 +173,13 @@ type catt struct {
 	done    bool
 	outcome [2]model.Outcome
 	m       marks
+	// A router's move waiting for the attempt's workers to be held
+	// (KHold): the moves, which side's answer is still awaited, and the
+	// generation each held worker had (-1: none held).
+	acts    []ckind
+	holding bool
+	wait    [2]bool
+	heldGen [2]int64
 }
 
 // marks are the planned faults of a request that the coordinator makes
@@ -617,6 +631,19 @@ func (c *coord) inbound(ib inbound) {
 	case KTrigger:
 		c.rep.FaultsStruck++
 		c.restart(wc.w)
+	case KStopped:
+		if c.ws[wc.w].stopping {
+			c.restart(wc.w)
+		}
+	case KHeld:
+		if a := c.atts[f.Attempt]; a != nil && a.holding {
+			for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+				if a.wait[sd] && a.worker(sd) == wc.w {
+					a.wait[sd] = false
+				}
+			}
+			c.maybeAct(a)
+		}
 	case KStruck:
 		c.rep.FaultsStruck++
 	case KLedger:
@@ -795,6 +822,75 @@ func (c *coord) cancel(a *catt) {
 	}
 }
 
+// act takes a router's move that depends on what the attempt's workers
+// report (routing its decode, the client's cancel) once every worker of
+// the attempt whose outcome is still unknown is held. In the model a
+// side's outcome reaches its router in the step that makes it, so the
+// routers never act on an attempt whose side already finished without
+// knowing it; here the report crosses a connection, and a router that
+// acted while it was on the way (a decode routed after its source
+// failed, a cancel after both sides finished) would log a move the
+// model cannot take. Held, a worker takes no step of the attempt, and
+// everything it sent before its answer was read first.
+func (c *coord) act(a *catt, k ckind) {
+	if a.done {
+		return
+	}
+	a.acts = append(a.acts, k)
+	if a.holding {
+		return
+	}
+	a.holding = true
+	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+		a.heldGen[sd], a.wait[sd] = -1, false
+		w := a.worker(sd)
+		if w < 0 || a.outcome[sd] != model.OutcomeNone {
+			continue
+		}
+		cw := c.ws[w]
+		if cw.gen != a.gen(sd) || !c.sendTo(w, &Frame{Kind: KHold, Attempt: a.name}) {
+			continue // that process is gone, and with it what it knew
+		}
+		a.heldGen[sd], a.wait[sd] = cw.gen, true
+	}
+	c.maybeAct(a)
+}
+
+// gen is the generation of the worker the attempt's side was routed to.
+func (a *catt) gen(sd model.Side) int64 {
+	if sd == model.SourceSide {
+		return a.pGen
+	}
+	return a.dGen
+}
+
+// maybeAct takes the attempt's waiting moves once no held worker's
+// answer is awaited, and releases the held workers.
+func (c *coord) maybeAct(a *catt) {
+	if !a.holding || a.wait[0] || a.wait[1] {
+		return
+	}
+	acts := a.acts
+	a.acts, a.holding = nil, false
+	for _, k := range acts {
+		if a.done {
+			break
+		}
+		switch k {
+		case cRouteDecode:
+			c.routeDecode(a)
+		case cCancel:
+			c.cancel(a)
+		}
+	}
+	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+		if g := a.heldGen[sd]; g >= 0 && c.ws[a.worker(sd)].gen == g {
+			c.sendTo(a.worker(sd), &Frame{Kind: KRelease, Attempt: a.name})
+		}
+		a.heldGen[sd] = -1
+	}
+}
+
 // outcome is a side's terminal outcome on its request stream: the
 // router's booking ends.
 func (c *coord) outcome(w int, f *Frame) {
@@ -890,11 +986,36 @@ func (c *coord) relay(from int, f *Frame) {
 
 // ---- restarts ----
 
+// stop begins a restart the plan times: the process is asked to take no
+// further step, and killed once it says so. The model's restart falls
+// between two steps of the worker, each step's reports reaching the
+// routers with it; a process killed while its last frames are still on
+// the wire would leave facts in its log (an outcome, a fact to its peer)
+// that no one heard, so the kill waits for everything it sent to be
+// read first. A process that does not answer within a second (or whose
+// connection is down) is killed as it is.
+func (c *coord) stop(w int) {
+	cw := c.ws[w]
+	if cw.stopping {
+		return
+	}
+	if cw.starting || cw.conn == nil || cw.conn.bad || !c.sendTo(w, &Frame{Kind: KStop}) {
+		c.restart(w)
+		return
+	}
+	cw.stopping = true
+	c.push(&cevent{at: time.Now().Add(time.Second), kind: cStopTimeout, w: w, gen: cw.gen})
+}
+
 // restart is worker w's process ending (killed by the plan, or on its
 // own): every attempt it had takes the restart in the routers' windows,
 // the routers' bookings there end, and a health check tells each peer.
+// Every frame the process sent before it stopped was read and acted on
+// already (it stopped on a trigger or a stop, or its connection ended),
+// so nothing it logged is lost to the routers.
 func (c *coord) restart(w int) {
 	cw := c.ws[w]
+	cw.stopping = false
 	if cw.proc != nil {
 		cw.proc.Kill()
 		cw.proc.Wait()
@@ -905,7 +1026,14 @@ func (c *coord) restart(w int) {
 	}
 	cw.gen++
 	cw.starting = true
+	cw.routed = 0
 	c.rep.Restarts++
+	// The restart enters the worker's log now, before any route to its
+	// next generation: a new process may take long to start on a busy
+	// machine, and a restart logged only then would come after routes
+	// the routers sent it (which the judge would take for routes lost in
+	// the restart). The old process is dead, so nothing else writes.
+	c.logRestart(cw)
 	for _, a := range c.order {
 		if a.done || (a.p != w && a.d != w) {
 			continue
@@ -934,9 +1062,30 @@ func (c *coord) restart(w int) {
 			c.push(&cevent{at: time.Now().Add(c.dur(c.cfg.HealthCheckUS)), kind: cPeerRestarted, a: a, w: peer, gen: cw.gen})
 		}
 		c.maybeFinish(a)
+		if a.holding && a.wait[sd] {
+			// The held process is gone: everything it sent was read.
+			a.wait[sd], a.heldGen[sd] = false, -1
+			c.maybeAct(a)
+		}
 	}
 	c.order = slices.DeleteFunc(c.order, func(a *catt) bool { return a.done })
 	if err := c.spawn(w); err != nil {
+		fmt.Fprintf(c.errs, "coordinator: %v\n", err)
+	}
+}
+
+// logRestart appends worker_restarted for cw's new generation to its log.
+func (c *coord) logRestart(cw *cworker) {
+	f, err := os.OpenFile(cw.logf, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		fmt.Fprintf(c.errs, "coordinator: %v\n", err)
+		return
+	}
+	defer f.Close()
+	lw := obslog.AppendWriter(f, c.header)
+	lf := obslog.Fact{Proc: cw.w + 1, Gen: cw.gen, Kind: obslog.WorkerRestarted, TUS: c.now(), To: -1}
+	lw.Write(&lf)
+	if err := lw.Flush(); err != nil {
 		fmt.Fprintf(c.errs, "coordinator: %v\n", err)
 	}
 }
@@ -952,6 +1101,7 @@ const (
 	cPeerRestarted
 	cRestart
 	cRouteDecode
+	cStopTimeout
 )
 
 type cevent struct {
@@ -981,7 +1131,7 @@ func (c *coord) runDue() error {
 				return err
 			}
 		case cCancel:
-			c.cancel(e.a)
+			c.act(e.a, cCancel)
 		case cRelay:
 			c.sendTo(e.w, e.f)
 		case cPeerRestarted:
@@ -990,11 +1140,15 @@ func (c *coord) runDue() error {
 			}
 		case cRestart:
 			c.rep.FaultsStruck++
-			c.restart(e.w)
-		case cRouteDecode:
-			if !e.a.done {
-				c.routeDecode(e.a)
+			c.stop(e.w)
+		case cStopTimeout:
+			if cw := c.ws[e.w]; cw.stopping && cw.gen == e.gen {
+				// The process did not answer: it is killed as it is, and
+				// what it sent but the coordinator did not read is lost.
+				c.restart(e.w)
 			}
+		case cRouteDecode:
+			c.act(e.a, cRouteDecode)
 		}
 	}
 	return nil

@@ -157,6 +157,11 @@ type attempt struct {
 	evict    bool
 	trigger  string // the log kind a planned restart waits for
 	gone     bool
+	// held: the coordinator holds the attempt (KHold) while a router
+	// acts on it; its events and frames wait until KRelease.
+	held   bool
+	heldEv []*wevent
+	heldFr []Frame
 }
 
 // newWorker makes a worker's state, its log begun.
@@ -173,12 +178,9 @@ func newWorker(opt WorkerOptions) (*worker, error) {
 	w.k = model.Worker{Gen: model.Generation(opt.Gen), Free: opt.Config.Capacity(opt.Worker)}
 	if opt.Log != nil {
 		w.log = obslog.AppendWriter(opt.Log, opt.Header)
+		// A later generation's worker_restarted line is the
+		// coordinator's: it writes it when it declares the restart.
 		w.proc = opt.Worker + 1
-		if opt.Gen > 0 {
-			f := obslog.Fact{Proc: w.proc, Gen: opt.Gen, Kind: obslog.WorkerRestarted, TUS: w.now(), To: -1}
-			w.log.Write(&f)
-			w.log.Flush()
-		}
 	}
 	w.out = bufio.NewWriter(io.Discard)
 	return w, nil
@@ -334,7 +336,33 @@ func (w *worker) frame(f *Frame) {
 		w.route(f)
 		return
 	}
+	if f.Kind == KStop {
+		// A restart at a time: no further step; what this process
+		// logged and sent so far is all it did.
+		w.frozen = true
+		w.send(&Frame{Kind: KStopped})
+		return
+	}
 	a := w.atts[f.Attempt]
+	switch {
+	case f.Kind == KHold:
+		// Everything this worker sent about the attempt is ahead of the
+		// answer on the connection.
+		if a != nil {
+			a.held = true
+		}
+		w.send(&Frame{Kind: KHeld, Attempt: f.Attempt})
+		return
+	case f.Kind == KRelease:
+		if a != nil && a.held {
+			w.release(a)
+		}
+		return
+	case a != nil && a.held && f.Kind != KProbe:
+		// A probe only reads; anything else steps, after the release.
+		a.heldFr = append(a.heldFr, *f)
+		return
+	}
 	if a == nil && f.Kind == KMark {
 		// The coordinator sends an attempt's marks before its route.
 		w.early[f.Attempt] = append(w.early[f.Attempt], *f)
@@ -378,6 +406,25 @@ func (w *worker) frame(f *Frame) {
 		w.mark(a, f)
 	default:
 		w.refuse("not a frame for a worker")
+	}
+}
+
+// release lets a held attempt step again: what came for it meanwhile is
+// taken in its order, events first (they were due earlier).
+func (w *worker) release(a *attempt) {
+	a.held = false
+	for _, e := range a.heldEv {
+		w.push(e)
+	}
+	a.heldEv = nil
+	fr := a.heldFr
+	a.heldFr = nil
+	for i := range fr {
+		if w.frozen || a.held {
+			a.heldFr = append(a.heldFr, fr[i:]...)
+			return
+		}
+		w.frame(&fr[i])
 	}
 }
 
@@ -949,6 +996,10 @@ func (w *worker) runDue() {
 		e := w.q.pop()
 		a := e.a
 		if a.gone {
+			continue
+		}
+		if a.held {
+			a.heldEv = append(a.heldEv, e)
 			continue
 		}
 		switch e.kind {
