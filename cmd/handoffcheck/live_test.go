@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -16,7 +18,9 @@ func TestMain(m *testing.M) {
 	// The test binary is the command when asked: a worker process of
 	// live, or the CLI that a test runs as a process to kill.
 	if len(os.Args) > 1 && (os.Args[1] == "worker" || os.Getenv("HANDOFFCHECK_CLI") == "1") {
-		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+		// As main does: signals reach the command as they would the
+		// binary.
+		os.Exit(runContext(interruptible(), os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }
@@ -132,5 +136,58 @@ func TestCLI_LiveBrokenVariant(t *testing.T) {
 	code, stdout, errOut := runCLI(t, "live", "--workload", w, "--out", t.TempDir(), "--spec", "../../testdata/variants/decode-without-reservation.json")
 	if code != exitViolation || !strings.Contains(stdout, "verdict: rejected") || !strings.Contains(stdout, "TransferNeedsReservation") {
 		t.Fatalf("exit %d: %s\n%s", code, errOut, stdout)
+	}
+}
+
+// TestCLI_LiveCtrlC: a Ctrl-C at a terminal sends SIGINT to the whole
+// foreground process group. The workers are in groups of their own, so
+// only the coordinator gets it: it collects every worker's ledgers,
+// reports what was held, exits 3, and leaves no process behind.
+func TestCLI_LiveCtrlC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	w := liveWorkload(t, 2000, "20")
+	out := t.TempDir()
+	cmd := exec.Command(os.Args[0], "live", "--workload", w, "--out", out, "--time-scale", "0.01", "--no-conform")
+	cmd.Env = append(os.Environ(), "HANDOFFCHECK_CLI=1")
+	// The run is the foreground group of a terminal: a group of its own,
+	// which the test signals as a terminal would.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pgid := cmd.Process.Pid
+	// Interrupt once requests are being routed: every worker is up.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if b, err := os.ReadFile(filepath.Join(out, "router.jsonl")); err == nil && strings.Count(string(b), `"kind":"routed"`) >= 20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			syscall.Kill(-pgid, syscall.SIGKILL)
+			cmd.Wait()
+			t.Fatalf("no request routed within a minute: %s", stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := syscall.Kill(-pgid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	code := -1
+	if cmd.ProcessState != nil {
+		code = cmd.ProcessState.ExitCode()
+	}
+	if code != exitInterrupted {
+		t.Fatalf("exit %d (%v), want %d\n%s\n%s", code, err, exitInterrupted, stdout.String(), stderr.String())
+	}
+	if s := stdout.String(); !strings.Contains(s, "interrupted") || strings.Contains(s, "sent no ledger") || strings.Count(s, " worker ") < 4 {
+		t.Fatalf("the report lacks a worker's ledgers:\n%s\n%s", s, stderr.String())
+	}
+	if pids := workersOf(t, out); len(pids) > 0 {
+		t.Fatalf("worker processes outlived the run: %v", pids)
 	}
 }

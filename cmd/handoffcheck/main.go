@@ -68,14 +68,19 @@ var commands = map[string]*command{}
 func registerCommand(c *command) { commands[c.name] = c }
 
 func main() {
-	// The first interrupt (SIGINT or SIGTERM) cancels the context: the command stops, prints
-	// what it has and exits 3. A second one ends the process at once.
+	os.Exit(runContext(interruptible(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// interruptible is the process's context: the first interrupt (SIGINT or
+// SIGTERM) cancels it, so that the command stops, prints what it has and
+// exits 3. A second one ends the process at once.
+func interruptible() context.Context {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-ctx.Done()
 		stop()
 	}()
-	os.Exit(runContext(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	return ctx
 }
 
 // run runs a command line without an interrupt.
