@@ -191,3 +191,21 @@ func TestCLI_LiveCtrlC(t *testing.T) {
 		t.Fatalf("worker processes outlived the run: %v", pids)
 	}
 }
+
+// TestCLI_LiveTinyTimeScale: at a thousandth of the configured time (a
+// 30 s lease lasts 30 ms) the default run's processes lag far behind the
+// clock, and their reports reach the coordinator late. The routers act
+// on an attempt only with its workers held, and a restart lands between
+// two steps of the worker, so the logs still conform.
+func TestCLI_LiveTinyTimeScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	code, stdout, errOut := runCLI(t, "live", "--time-scale", "0.001", "--out", t.TempDir())
+	if code != exitOK {
+		t.Fatalf("exit %d: %s\n%s", code, errOut, stdout)
+	}
+	if !strings.Contains(stdout, "verdict: explained") || !strings.Contains(stdout, "2 restarts") {
+		t.Fatalf("want the logs explained and both planned restarts:\n%s", stdout)
+	}
+}
