@@ -125,6 +125,8 @@ type coord struct {
 	forced            bool
 	drainStart        time.Time
 	ledgers           int
+	// lastRoute is when each stage (prefill, decode) was last routed.
+	lastRoute [2]time.Time
 }
 
 type cworker struct {
@@ -141,8 +143,8 @@ type cworker struct {
 	// stopping: the coordinator asked the process to stop (KStop) for a
 	// restart at a time, and kills it when it answers.
 	stopping bool
-	// routed counts the routes sent to the current generation; lastRoute
-	// is when the routers last sent this worker's role one.
+	// routed counts the routes sent to the current generation, which
+	// started (its restart declared) at started.
 	routed  int
 	started time.Time
 }
@@ -744,6 +746,7 @@ func (c *coord) arrive() error {
 	// late the worker reads the frames after the route.
 	c.sendMarks(a, model.SourceSide)
 	c.sendTo(a.p, &Frame{Kind: KRoute, Attempt: a.name, Stage: "prefill", Request: c.info(a)})
+	c.routedTo(a.p, model.SourceSide)
 	if r.CancelUS >= 0 {
 		c.push(&cevent{at: c.fromStart(r.CancelUS), kind: cCancel, a: a})
 	}
@@ -806,6 +809,44 @@ func (c *coord) routeDecode(a *catt) {
 	}
 	c.sendMarks(a, model.DestinationSide)
 	c.sendTo(d, &Frame{Kind: KRoute, Attempt: a.name, Stage: "decode", Request: c.info(a), PeerGen: a.pGen})
+	c.routedTo(d, model.DestinationSide)
+}
+
+func (c *coord) routedTo(w int, sd model.Side) {
+	c.ws[w].routed++
+	c.lastRoute[sd] = time.Now()
+}
+
+// noWork says why a worker's generation took no attempt: the run routed
+// nothing more to its stage after it started, or the router placed every
+// request elsewhere.
+func (c *coord) noWork(cw *cworker, l *Ledger) string {
+	if l.Attempts > 0 {
+		return ""
+	}
+	sd := model.SourceSide
+	stage := "prefill"
+	if cw.w >= c.cfg.Prefill.Workers {
+		sd, stage = model.DestinationSide, "decode"
+	}
+	ms := func(t time.Time) float64 { return float64(t.Sub(c.start).Microseconds()) / 1000 }
+	last := c.lastRoute[sd]
+	switch {
+	case cw.routed > 0:
+		return fmt.Sprintf("took no attempt: the %d routes sent to it reached no process of this generation", cw.routed)
+	case cw.gen > 0 && (last.IsZero() || !last.After(cw.started)):
+		if last.IsZero() {
+			return fmt.Sprintf("took no attempt: it started at %.1f ms and no request was routed to a %s worker in the run", ms(cw.started), stage)
+		}
+		why := fmt.Sprintf("took no attempt: it started at %.1f ms, after the last request was routed to a %s worker (%.1f ms)", ms(cw.started), stage, ms(last))
+		if l.Refused > 0 {
+			why += "; the frames it refused were about its earlier generation's attempts"
+		}
+		return why
+	case last.IsZero():
+		return fmt.Sprintf("took no attempt: no request was routed to a %s worker in the run", stage)
+	}
+	return fmt.Sprintf("took no attempt: the %s router placed every request on other workers", stage)
 }
 
 func (c *coord) cancel(a *catt) {
@@ -1026,7 +1067,7 @@ func (c *coord) restart(w int) {
 	}
 	cw.gen++
 	cw.starting = true
-	cw.routed = 0
+	cw.routed, cw.started = 0, time.Now()
 	c.rep.Restarts++
 	// The restart enters the worker's log now, before any route to its
 	// next generation: a new process may take long to start on a busy
@@ -1178,6 +1219,7 @@ func (c *coord) report() {
 			r.Leaks = append(r.Leaks, fmt.Sprintf("worker %d (gen %d) sent no ledger", cw.w, cw.gen))
 			continue
 		}
+		cw.ledger.NoWork = c.noWork(cw, cw.ledger)
 		r.Workers = append(r.Workers, *cw.ledger)
 		if h := cw.ledger.Held(); h != "" {
 			r.Leaks = append(r.Leaks, fmt.Sprintf("worker %d holds %s", cw.w, h))

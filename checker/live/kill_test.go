@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,4 +113,30 @@ func TestLiveProxyFaults(t *testing.T) {
 			judge(t, rep)
 		})
 	}
+}
+
+// TestLiveIdleGeneration: a prefill worker killed after the last request
+// was routed comes back as a generation that takes no attempt; the
+// report says why, not only that it refused frames.
+func TestLiveIdleGeneration(t *testing.T) {
+	cfg := parityConfig(t, "source-first")
+	cfg.Prefill.Workers = 1
+	reqs := spaced(3, 2_000_000)
+	faults := []sim.Fault{{Kind: "restart", Request: 2, Worker: -1, Side: "source", After: "pinned"}}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rep, err := Run(ctx, Options{Config: cfg, Workload: &slice{rs: reqs}, Faults: faults, Scale: parityScale, Dir: dirFor(t),
+		Spawn: &GoSpawner{Errors: io.Discard}, Errors: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	rep.Write(&b)
+	if rep.Restarts != 1 || !strings.Contains(b.String(), "source worker 0 gen 1: 0 attempts") {
+		t.Fatalf("want prefill worker 0 restarted, its new generation idle:\n%s", b.String())
+	}
+	if !strings.Contains(b.String(), "took no attempt: it started at") || !strings.Contains(b.String(), "after the last request was routed to a prefill worker") {
+		t.Fatalf("the report does not say why generation 1 took no attempt:\n%s", b.String())
+	}
+	judge(t, rep)
 }

@@ -103,6 +103,9 @@ func (r *Report) Write(w io.Writer) {
 			refused += " (" + strings.Join(why, ", ") + ")"
 		}
 		fmt.Fprintf(w, "  %s worker %d gen %d: %d attempts, %s; %s\n", l.Role, l.Worker, l.Gen, l.Attempts, refused, held)
+		if l.NoWork != "" {
+			fmt.Fprintf(w, "    %s\n", l.NoWork)
+		}
 		for _, a := range l.OpenAttempts {
 			fmt.Fprintf(w, "    open: %s\n", a)
 		}

@@ -73,6 +73,9 @@ type Ledger struct {
 	// RefusedWhy counts the refused frames by why.
 	RefusedWhy map[string]int `json:"refused_why,omitempty"`
 	Findings   []string       `json:"findings,omitempty"`
+	// NoWork, given by the coordinator when the worker took no attempt,
+	// says why.
+	NoWork string `json:"no_work,omitempty"`
 }
 
 // Held lists what the ledger still holds, "" when nothing: blocks in use
