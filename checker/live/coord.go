@@ -25,6 +25,9 @@ import (
 type Options struct {
 	Config   *sim.Config
 	Workload sim.Source
+	// Rewind, when set, gives the workload again from its start, for a
+	// run again at a larger time scale (see Run).
+	Rewind func() (sim.Source, error)
 	// Faults is the plan, the simulator's: marks on requests strike at
 	// their phase; a restart of a worker strikes at its time (scaled), a
 	// restart "after" a fact strikes when the worker logs it.
@@ -127,6 +130,7 @@ type coord struct {
 	ledgers           int
 	// lastRoute is when each stage (prefill, decode) was last routed.
 	lastRoute [2]time.Time
+	late      Lateness
 }
 
 type cworker struct {
@@ -138,7 +142,7 @@ type cworker struct {
 	logf   string
 	// pending holds the frames for a generation that is starting: they
 	// go out once it says hello.
-	pending  [][]byte
+	pending  []*Frame
 	starting bool
 	// stopping: the coordinator asked the process to stop (KStop) for a
 	// restart at a time, and kills it when it answers.
@@ -193,8 +197,38 @@ type marks struct {
 	worker    []Frame // KMark frames, with the side they go to in To
 }
 
-// Run runs a live run to its end and reports it.
+// maxScaleTries bounds how often Run runs again at twice the time scale.
+const maxScaleTries = 4
+
+// Run runs a live run to its end and reports it. A run whose processes
+// fell further behind the clock than its deadlines absorb (the report's
+// TooLate) is run again from the start at twice the time scale, when
+// opt.Rewind can give the workload again, up to maxScaleTries runs; the
+// report is the last run's, with the scales that were too late.
 func Run(ctx context.Context, opt Options) (*Report, error) {
+	var tried []float64
+	for try := 1; ; try++ {
+		rep, err := runOnce(ctx, opt)
+		if err != nil || rep.Interrupted || !rep.TooLate || opt.Rewind == nil || try == maxScaleTries || ctx.Err() != nil {
+			if rep != nil {
+				rep.ScalesTried = tried
+			}
+			return rep, err
+		}
+		errs := opt.Errors
+		if errs == nil {
+			errs = os.Stderr
+		}
+		fmt.Fprintf(errs, "live: %s; running again at time scale %g\n", rep.LateWhy, 2*opt.Scale)
+		tried = append(tried, opt.Scale)
+		if opt.Workload, err = opt.Rewind(); err != nil {
+			return nil, err
+		}
+		opt.Scale *= 2
+	}
+}
+
+func runOnce(ctx context.Context, opt Options) (*Report, error) {
 	c, err := newCoord(ctx, opt)
 	if c != nil {
 		// What started is stopped, whatever happens next.
@@ -567,13 +601,19 @@ func (c *coord) flush() {
 
 func (c *coord) sendTo(w int, f *Frame) bool {
 	cw := c.ws[w]
+	if f.SentUS == 0 {
+		f.SentUS = max(c.now(), 1)
+	}
 	b, err := AppendFrame(nil, f)
 	if err != nil {
 		fmt.Fprintf(c.errs, "coordinator: %v\n", err)
 		return false
 	}
 	if cw.starting {
-		cw.pending = append(cw.pending, b)
+		// Sent once the process is up, stamped then: a process's start
+		// is not lateness.
+		g := *f
+		cw.pending = append(cw.pending, &g)
 		return true
 	}
 	if cw.conn == nil || cw.conn.bad {
@@ -601,6 +641,9 @@ func (c *coord) inbound(ib inbound) {
 		return
 	}
 	f := &ib.f
+	if f.SentUS > 0 {
+		c.late.Frames.add(time.Duration(c.now()-f.SentUS) * time.Microsecond)
+	}
 	if wc.w < 0 {
 		if f.Kind != KHello || f.Index < 0 || f.Index >= len(c.ws) || f.Gen != c.ws[f.Index].gen {
 			fmt.Fprintf(c.errs, "coordinator: closing a connection that did not start with the hello of a current worker\n")
@@ -611,8 +654,11 @@ func (c *coord) inbound(ib inbound) {
 		cw := c.ws[f.Index]
 		cw.conn = wc
 		cw.starting = false
-		for _, b := range cw.pending {
-			wc.out.Write(b)
+		for _, g := range cw.pending {
+			g.SentUS = max(c.now(), 1)
+			if b, err := AppendFrame(nil, g); err == nil {
+				wc.out.Write(b)
+			}
 		}
 		cw.pending = nil
 		return
@@ -1115,6 +1161,21 @@ func (c *coord) restart(w int) {
 	}
 }
 
+// lateBudget is the lateness the run's deadlines absorb: a tenth of the
+// shortest of them (the timers and the health check) on the wall clock,
+// and which it is. A process that takes its events later than that moves
+// a deadline by a tenth of itself or more, enough to reorder it with
+// what the configuration puts around it.
+func (c *coord) lateBudget() (time.Duration, string) {
+	us, what := c.cfg.HealthCheckUS, "health check"
+	for t := model.Timer(0); t < model.NumTimers; t++ {
+		if d := c.cfg.TimerUS(t); d > 0 && d < us {
+			us, what = d, t.String()+" timer"
+		}
+	}
+	return c.dur(us) / 10, what
+}
+
 // logRestart appends worker_restarted for cw's new generation to its log.
 func (c *coord) logRestart(cw *cworker) {
 	f, err := os.OpenFile(cw.logf, os.O_WRONLY|os.O_APPEND, 0)
@@ -1166,6 +1227,7 @@ func (c *coord) runDue() error {
 	now := time.Now()
 	for c.q.Len() > 0 && !c.q.peek().at.After(now) {
 		e := c.q.pop()
+		c.late.Events.add(now.Sub(e.at))
 		switch e.kind {
 		case cArrive:
 			if err := c.arrive(); err != nil {
@@ -1174,6 +1236,8 @@ func (c *coord) runDue() error {
 		case cCancel:
 			c.act(e.a, cCancel)
 		case cRelay:
+			// The proxy's delay is the fault, not lateness.
+			e.f.SentUS = 0
 			c.sendTo(e.w, e.f)
 		case cPeerRestarted:
 			if !e.a.done && e.w >= 0 {
@@ -1234,6 +1298,26 @@ func (c *coord) report() {
 		r.Routers = append(r.Routers, rl)
 		if rl.Owned != 0 || rl.PrefillTokens != 0 || rl.Booked != 0 {
 			r.Leaks = append(r.Leaks, fmt.Sprintf("the routers still book on worker %d: owned %d, prefill_tokens %d, booked %d", w, rl.Owned, rl.PrefillTokens, rl.Booked))
+		}
+	}
+	r.Scale = c.opt.Scale
+	r.Lateness = Lateness{}
+	r.Lateness.merge(&c.late)
+	for _, cw := range c.ws {
+		if cw.ledger != nil && cw.ledger.Lateness != nil {
+			r.Lateness.merge(cw.ledger.Lateness)
+		}
+	}
+	budget, what := c.lateBudget()
+	r.LateBudgetUS = budget.Microseconds()
+	for _, lc := range []struct {
+		name string
+		c    *LateCount
+	}{{"events", &r.Lateness.Events}, {"frames", &r.Lateness.Frames}} {
+		if p := lc.c.QuantileUS(0.99); p > r.LateBudgetUS && !r.TooLate {
+			r.TooLate = true
+			r.LateWhy = fmt.Sprintf("at time scale %g the processes took 1 in 100 of their %s %.2f ms late or more (at most %.2f ms), past the %.2f ms the run's deadlines absorb (a tenth of the %s, %.0f ms on the wall clock): the outcome would describe the machine's load, not the workload",
+				c.opt.Scale, lc.name, float64(p)/1000, float64(lc.c.MaxUS)/1000, float64(r.LateBudgetUS)/1000, what, float64(budget.Microseconds())*10/1000)
 		}
 	}
 	if open := c.arrived - c.finished; open > 0 {

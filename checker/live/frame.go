@@ -152,6 +152,9 @@ type Frame struct {
 	Outcome string       `json:"outcome,omitempty"`
 	Fault   string       `json:"fault,omitempty"`
 	Ledger  *Ledger      `json:"ledger,omitempty"`
+	// SentUS is when the frame was sent, microseconds from the run's
+	// epoch (0: not said): the receiver counts how late it came.
+	SentUS int64 `json:"sent_us,omitempty"`
 }
 
 // RequestInfo is what a worker needs of a request: its index, its
@@ -283,6 +286,8 @@ func (f *Frame) check() error {
 	switch {
 	case f.Gen < 0 || f.PeerGen < 0:
 		return fmt.Errorf("negative generation")
+	case f.SentUS < 0:
+		return fmt.Errorf("negative sent_us")
 	case f.Index < 0:
 		return fmt.Errorf("negative index")
 	case len(f.Attempt) > 256:

@@ -68,7 +68,7 @@ func TestLiveKillRestart(t *testing.T) {
 			faults := []sim.Fault{{Kind: "restart", Request: 100, Worker: -1, Side: side, After: "transfer_started"}}
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			rep, err := Run(ctx, Options{Config: cfg, Workload: &slice{rs: reqs}, Faults: faults, Scale: 0.01, Dir: dirFor(t),
+			rep, err := Run(ctx, Options{Config: cfg, Workload: &slice{rs: reqs}, Rewind: again(reqs), Faults: faults, Scale: 0.01, Dir: dirFor(t),
 				Spawn: execSpawner(), Errors: io.Discard})
 			if err != nil {
 				t.Fatal(err)
@@ -98,7 +98,7 @@ func TestLiveProxyFaults(t *testing.T) {
 			cfg.LatencyUS = 500
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			rep, err := Run(ctx, Options{Config: cfg, Workload: &slice{rs: spaced(300, 20_000)}, Scale: parityScale, Dir: dirFor(t),
+			rep, err := Run(ctx, Options{Config: cfg, Workload: &slice{rs: spaced(300, 20_000)}, Rewind: again(spaced(300, 20_000)), Scale: parityScale, Dir: dirFor(t),
 				Proxy: ProxyFaults{Seed: 7, Rate: 0.05, MaxDelayUS: 300_000}, Spawn: &GoSpawner{Errors: io.Discard}, Errors: io.Discard})
 			if err != nil {
 				t.Fatal(err)
@@ -125,7 +125,7 @@ func TestLiveIdleGeneration(t *testing.T) {
 	faults := []sim.Fault{{Kind: "restart", Request: 2, Worker: -1, Side: "source", After: "pinned"}}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	rep, err := Run(ctx, Options{Config: cfg, Workload: &slice{rs: reqs}, Faults: faults, Scale: parityScale, Dir: dirFor(t),
+	rep, err := Run(ctx, Options{Config: cfg, Workload: &slice{rs: reqs}, Rewind: again(reqs), Faults: faults, Scale: parityScale, Dir: dirFor(t),
 		Spawn: &GoSpawner{Errors: io.Discard}, Errors: io.Discard})
 	if err != nil {
 		t.Fatal(err)

@@ -135,7 +135,7 @@ func liveTransitions(t *testing.T, cfg *sim.Config, faults []sim.Fault, spawn Sp
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	dir := dirFor(t)
-	rep, err := Run(ctx, Options{Config: cfg, Workload: &slice{rs: parityRequests()}, Faults: faults, Scale: parityScale, Dir: dir, Spawn: spawn, Errors: io.Discard})
+	rep, err := Run(ctx, Options{Config: cfg, Workload: &slice{rs: parityRequests()}, Rewind: again(parityRequests()), Faults: faults, Scale: parityScale, Dir: dir, Spawn: spawn, Errors: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,6 +76,8 @@ type Ledger struct {
 	// NoWork, given by the coordinator when the worker took no attempt,
 	// says why.
 	NoWork string `json:"no_work,omitempty"`
+	// Lateness is how late the worker took its events and frames.
+	Lateness *Lateness `json:"lateness,omitempty"`
 }
 
 // Held lists what the ledger still holds, "" when nothing: blocks in use
@@ -133,6 +135,7 @@ type worker struct {
 	findings        []string
 	frozen          bool
 	draining        bool
+	late            Lateness
 }
 
 // attempt is one attempt as the worker knows it.
@@ -299,6 +302,7 @@ func (w *worker) dur(us int64) time.Duration {
 
 func (w *worker) send(f *Frame) {
 	f.Gen = w.opt.Gen
+	f.SentUS = max(w.now(), 1)
 	b, err := AppendFrame(nil, f)
 	if err != nil {
 		w.finding("cannot send %s: %v", f.Kind, err)
@@ -327,6 +331,10 @@ func (w *worker) refuse(why string) {
 // ---- frames ----
 
 func (w *worker) frame(f *Frame) {
+	if f.SentUS > 0 {
+		w.late.Frames.add(time.Duration(w.now()-f.SentUS) * time.Microsecond)
+		f.SentUS = 0 // a held frame taken later is not counted twice
+	}
 	if f.Kind == KDrain {
 		w.draining = true
 		if f.Outcome == "now" {
@@ -925,7 +933,7 @@ func (w *worker) sendLedger() {
 		Free: int64(k.Free), Cached: int64(k.Cached), Kept: int64(k.Kept), Active: int64(k.Active), Pinned: int64(k.Pinned),
 		Reserved: int64(k.Reserved), Slots: int64(k.SlotsUsed), Headroom: int64(k.HeadroomUsed), InFlight: int64(k.InFlight),
 		Owned: int64(k.Owned), PrefillTokens: int64(k.PrefillTokens), Booked: int64(k.BookedBlocks), Stored: int64(k.StoredBlocks),
-		Open: len(w.atts), Attempts: w.hosted, Refused: w.refused, RefusedWhy: w.refusedWhy, Findings: w.findings}
+		Open: len(w.atts), Attempts: w.hosted, Refused: w.refused, RefusedWhy: w.refusedWhy, Findings: w.findings, Lateness: &w.late}
 	names := make([]string, 0, len(w.atts))
 	for name := range w.atts {
 		names = append(names, name)
@@ -1005,6 +1013,7 @@ func (w *worker) runDue() {
 			a.heldEv = append(a.heldEv, e)
 			continue
 		}
+		w.late.Events.add(now.Sub(e.at))
 		switch e.kind {
 		case wMove:
 			if i := slices.Index(a.sched, e.m); i >= 0 {

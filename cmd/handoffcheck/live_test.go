@@ -201,11 +201,38 @@ func TestCLI_LiveTinyTimeScale(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	code, stdout, errOut := runCLI(t, "live", "--time-scale", "0.001", "--out", t.TempDir())
-	if code != exitOK {
+	// One run at that scale, however late: its logs are judged.
+	code, stdout, errOut := runCLI(t, "live", "--time-scale", "0.001", "--adapt-scale=false", "--out", t.TempDir())
+	if code != exitOK && (code != exitInconclusive || !strings.Contains(stdout, "TOO LATE: at time scale 0.001")) {
 		t.Fatalf("exit %d: %s\n%s", code, errOut, stdout)
 	}
 	if !strings.Contains(stdout, "verdict: explained") || !strings.Contains(stdout, "2 restarts") {
 		t.Fatalf("want the logs explained and both planned restarts:\n%s", stdout)
+	}
+}
+
+// TestCLI_LiveTooLate: at a time scale where no machine keeps up (a
+// 5 s heartbeat lasts 5 µs), every process takes its events later than
+// the deadlines absorb. The run measures it, runs again at twice the
+// time scale up to four times, and then stops: exit 4, the report naming
+// the lateness and what the deadlines absorb, not a verdict on the
+// workload.
+func TestCLI_LiveTooLate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	w := liveWorkload(t, 40, "200")
+	code, stdout, errOut := runCLI(t, "live", "--workload", w, "--out", t.TempDir(), "--time-scale", "0.000001")
+	if code != exitInconclusive {
+		t.Fatalf("exit %d, want %d: %s\n%s", code, exitInconclusive, errOut, stdout)
+	}
+	for _, want := range []string{"time scale 8e-06; lateness: events p99", "run 1 at time scale 1e-06 was too late", "run 3 at time scale 4e-06 was too late",
+		"TOO LATE: at time scale 8e-06 the processes took 1 in 100 of their", "the run's deadlines absorb (a tenth of the heartbeat timer"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the report lacks %q:\n%s", want, stdout)
+		}
+	}
+	if n := strings.Count(errOut, "running again at time scale"); n != 3 {
+		t.Errorf("%d runs again, want 3:\n%s", n, errOut)
 	}
 }
