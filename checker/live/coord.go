@@ -151,6 +151,13 @@ type cworker struct {
 	// started (its restart declared) at started.
 	routed  int
 	started time.Time
+	// spare is the next generation's process, started ahead and idle
+	// until a restart makes it the worker (spareConn once it said
+	// hello): in the model a restarted worker is back at once, and a
+	// process that starts only at the restart would leave the requests
+	// routed to it meanwhile waiting for as long as starting takes.
+	spare     Proc
+	spareConn *wconn
 }
 
 type wconn struct {
@@ -316,6 +323,9 @@ func newCoord(ctx context.Context, opt Options) (*coord, error) {
 		if err := c.spawn(w); err != nil {
 			return c, err
 		}
+		if err := c.spawnSpare(w); err != nil {
+			return c, err
+		}
 	}
 	c.rep.Config = cfgFile
 	c.rep.Logs = c.files
@@ -406,6 +416,18 @@ func (c *coord) read(wc *wconn) {
 	}
 }
 
+// spawnSpare starts worker w's next generation, which waits idle.
+func (c *coord) spawnSpare(w int) error {
+	cw := c.ws[w]
+	p, err := c.opt.Spawn.Start(c.ctx, WorkerArgs{Coordinator: c.ln.Addr().String(), Worker: w, Gen: cw.gen + 1,
+		ConfigFile: filepath.Join(c.opt.Dir, "config.json"), SpecFile: c.opt.SpecFile, LogFile: cw.logf, Scale: c.opt.Scale, Epoch: c.epoch})
+	if err != nil {
+		return fmt.Errorf("live: starting worker %d: %w", w, err)
+	}
+	cw.spare = p
+	return nil
+}
+
 func (c *coord) spawn(w int) error {
 	cw := c.ws[w]
 	p, err := c.opt.Spawn.Start(c.ctx, WorkerArgs{Coordinator: c.ln.Addr().String(), Worker: w, Gen: cw.gen,
@@ -429,6 +451,9 @@ func (c *coord) shutdown() {
 		if cw.conn != nil {
 			cw.conn.c.Close()
 		}
+		if cw.spareConn != nil {
+			cw.spareConn.c.Close()
+		}
 	}
 	// Workers end when their connection does; one that does not is
 	// killed, so that no process outlives the run.
@@ -437,6 +462,9 @@ func (c *coord) shutdown() {
 		for _, cw := range c.ws {
 			if cw != nil && cw.proc != nil {
 				cw.proc.Wait()
+			}
+			if cw != nil && cw.spare != nil {
+				cw.spare.Wait()
 			}
 		}
 		close(done)
@@ -447,6 +475,9 @@ func (c *coord) shutdown() {
 		for _, cw := range c.ws {
 			if cw != nil && cw.proc != nil {
 				cw.proc.Kill()
+			}
+			if cw != nil && cw.spare != nil {
+				cw.spare.Kill()
 			}
 		}
 		<-done
@@ -578,10 +609,24 @@ func (c *coord) interrupted() {
 	c.report()
 }
 
+// connected makes wc the connection of cw's current generation, and
+// sends what waited for it.
+func (c *coord) connected(cw *cworker, wc *wconn) {
+	cw.conn = wc
+	cw.starting = false
+	for _, g := range cw.pending {
+		g.SentUS = max(c.now(), 1)
+		if b, err := AppendFrame(nil, g); err == nil {
+			wc.out.Write(b)
+		}
+	}
+	cw.pending = nil
+}
+
 func (c *coord) up() int {
 	n := 0
 	for _, cw := range c.ws {
-		if cw.conn != nil {
+		if cw.conn != nil && (cw.spare == nil || cw.spareConn != nil) {
 			n++
 		}
 	}
@@ -630,6 +675,14 @@ func (c *coord) inbound(ib inbound) {
 			fmt.Fprintf(c.errs, "coordinator: closing a connection of worker %d: %v\n", wc.w, ib.err)
 		}
 		wc.c.Close()
+		if wc.w >= 0 && c.ws[wc.w].spareConn == wc {
+			// The spare died idle: a restart starts a process then.
+			cw := c.ws[wc.w]
+			cw.spare.Kill()
+			cw.spare.Wait()
+			cw.spare, cw.spareConn = nil, nil
+			return
+		}
 		if wc.w >= 0 && c.ws[wc.w].conn == wc {
 			c.ws[wc.w].conn = nil
 			if !c.draining && c.ctx.Err() == nil && !errors.Is(ib.err, ErrFrame) {
@@ -645,22 +698,19 @@ func (c *coord) inbound(ib inbound) {
 		c.late.Frames.add(time.Duration(c.now()-f.SentUS) * time.Microsecond)
 	}
 	if wc.w < 0 {
+		if f.Kind == KHello && f.Index >= 0 && f.Index < len(c.ws) && f.Gen == c.ws[f.Index].gen+1 && c.ws[f.Index].spare != nil && c.ws[f.Index].spareConn == nil {
+			// The spare: idle until a restart makes it the worker.
+			wc.w = f.Index
+			c.ws[f.Index].spareConn = wc
+			return
+		}
 		if f.Kind != KHello || f.Index < 0 || f.Index >= len(c.ws) || f.Gen != c.ws[f.Index].gen {
 			fmt.Fprintf(c.errs, "coordinator: closing a connection that did not start with the hello of a current worker\n")
 			wc.c.Close()
 			return
 		}
 		wc.w = f.Index
-		cw := c.ws[f.Index]
-		cw.conn = wc
-		cw.starting = false
-		for _, g := range cw.pending {
-			g.SentUS = max(c.now(), 1)
-			if b, err := AppendFrame(nil, g); err == nil {
-				wc.out.Write(b)
-			}
-		}
-		cw.pending = nil
+		c.connected(c.ws[f.Index], wc)
 		return
 	}
 	if f.Gen != c.ws[wc.w].gen {
@@ -1156,7 +1206,21 @@ func (c *coord) restart(w int) {
 		}
 	}
 	c.order = slices.DeleteFunc(c.order, func(a *catt) bool { return a.done })
-	if err := c.spawn(w); err != nil {
+	// The spare takes over at once (its frames wait for its hello if it
+	// has not said it yet), and a new spare starts.
+	switch {
+	case cw.spare != nil:
+		cw.proc, cw.spare = cw.spare, nil
+		if wc := cw.spareConn; wc != nil {
+			cw.spareConn = nil
+			c.connected(cw, wc)
+		}
+	default:
+		if err := c.spawn(w); err != nil {
+			fmt.Fprintf(c.errs, "coordinator: %v\n", err)
+		}
+	}
+	if err := c.spawnSpare(w); err != nil {
 		fmt.Fprintf(c.errs, "coordinator: %v\n", err)
 	}
 }
