@@ -25,7 +25,7 @@ FUZZ_TARGETS = \
 	./checker/live:FuzzDecodeFrame \
 	./fuzz:FuzzStep
 
-.PHONY: all generate check test fresh fuzz fuzz-seeds bench lint install mutate-code chromium examples live scale por-check
+.PHONY: all generate check test fresh fuzz fuzz-seeds bench lint install mutate-code chromium examples live live-parity scale por-check
 
 all: test
 
@@ -89,6 +89,12 @@ fresh:
 live:
 	$(GO) run ./cmd/handoffcheck live
 	$(GO) test ./checker/live -run '^$$' -bench BenchmarkLiveThroughput -benchtime 3x
+
+# LiveReplayParity's long sweep: 23 workloads of 40 requests, each with a
+# restart aimed by phase, through real worker processes, under both
+# policies (minutes; not part of make test).
+live-parity:
+	HANDOFFCHECK_LIVE_PARITY=1 $(GO) test -count=1 -timeout 0 -v ./checker/live -run 'TestLiveReplayParityRestarts'
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -25,6 +25,9 @@ import (
 type Options struct {
 	Config   *sim.Config
 	Workload sim.Source
+	// Rewind, when set, gives the workload again from its start, for a
+	// run again at a larger time scale (see Run).
+	Rewind func() (sim.Source, error)
 	// Faults is the plan, the simulator's: marks on requests strike at
 	// their phase; a restart of a worker strikes at its time (scaled), a
 	// restart "after" a fact strikes when the worker logs it.
@@ -125,6 +128,9 @@ type coord struct {
 	forced            bool
 	drainStart        time.Time
 	ledgers           int
+	// lastRoute is when each stage (prefill, decode) was last routed.
+	lastRoute [2]time.Time
+	late      Lateness
 }
 
 type cworker struct {
@@ -136,8 +142,22 @@ type cworker struct {
 	logf   string
 	// pending holds the frames for a generation that is starting: they
 	// go out once it says hello.
-	pending  [][]byte
+	pending  []*Frame
 	starting bool
+	// stopping: the coordinator asked the process to stop (KStop) for a
+	// restart at a time, and kills it when it answers.
+	stopping bool
+	// routed counts the routes sent to the current generation, which
+	// started (its restart declared) at started.
+	routed  int
+	started time.Time
+	// spare is the next generation's process, started ahead and idle
+	// until a restart makes it the worker (spareConn once it said
+	// hello): in the model a restarted worker is back at once, and a
+	// process that starts only at the restart would leave the requests
+	// routed to it meanwhile waiting for as long as starting takes.
+	spare     Proc
+	spareConn *wconn
 }
 
 type wconn struct {
@@ -166,6 +186,13 @@ type catt struct {
 	done    bool
 	outcome [2]model.Outcome
 	m       marks
+	// A router's move waiting for the attempt's workers to be held
+	// (KHold): the moves, which side's answer is still awaited, and the
+	// generation each held worker had (-1: none held).
+	acts    []ckind
+	holding bool
+	wait    [2]bool
+	heldGen [2]int64
 }
 
 // marks are the planned faults of a request that the coordinator makes
@@ -177,8 +204,38 @@ type marks struct {
 	worker    []Frame // KMark frames, with the side they go to in To
 }
 
-// Run runs a live run to its end and reports it.
+// maxScaleTries bounds how often Run runs again at twice the time scale.
+const maxScaleTries = 4
+
+// Run runs a live run to its end and reports it. A run whose processes
+// fell further behind the clock than its deadlines absorb (the report's
+// TooLate) is run again from the start at twice the time scale, when
+// opt.Rewind can give the workload again, up to maxScaleTries runs; the
+// report is the last run's, with the scales that were too late.
 func Run(ctx context.Context, opt Options) (*Report, error) {
+	var tried []float64
+	for try := 1; ; try++ {
+		rep, err := runOnce(ctx, opt)
+		if err != nil || rep.Interrupted || !rep.TooLate || opt.Rewind == nil || try == maxScaleTries || ctx.Err() != nil {
+			if rep != nil {
+				rep.ScalesTried = tried
+			}
+			return rep, err
+		}
+		errs := opt.Errors
+		if errs == nil {
+			errs = os.Stderr
+		}
+		fmt.Fprintf(errs, "live: %s; running again at time scale %g\n", rep.LateWhy, 2*opt.Scale)
+		tried = append(tried, opt.Scale)
+		if opt.Workload, err = opt.Rewind(); err != nil {
+			return nil, err
+		}
+		opt.Scale *= 2
+	}
+}
+
+func runOnce(ctx context.Context, opt Options) (*Report, error) {
 	c, err := newCoord(ctx, opt)
 	if c != nil {
 		// What started is stopped, whatever happens next.
@@ -264,6 +321,9 @@ func newCoord(ctx context.Context, opt Options) (*coord, error) {
 	go c.accept()
 	for w := range c.ws {
 		if err := c.spawn(w); err != nil {
+			return c, err
+		}
+		if err := c.spawnSpare(w); err != nil {
 			return c, err
 		}
 	}
@@ -356,6 +416,18 @@ func (c *coord) read(wc *wconn) {
 	}
 }
 
+// spawnSpare starts worker w's next generation, which waits idle.
+func (c *coord) spawnSpare(w int) error {
+	cw := c.ws[w]
+	p, err := c.opt.Spawn.Start(c.ctx, WorkerArgs{Coordinator: c.ln.Addr().String(), Worker: w, Gen: cw.gen + 1,
+		ConfigFile: filepath.Join(c.opt.Dir, "config.json"), SpecFile: c.opt.SpecFile, LogFile: cw.logf, Scale: c.opt.Scale, Epoch: c.epoch})
+	if err != nil {
+		return fmt.Errorf("live: starting worker %d: %w", w, err)
+	}
+	cw.spare = p
+	return nil
+}
+
 func (c *coord) spawn(w int) error {
 	cw := c.ws[w]
 	p, err := c.opt.Spawn.Start(c.ctx, WorkerArgs{Coordinator: c.ln.Addr().String(), Worker: w, Gen: cw.gen,
@@ -379,6 +451,9 @@ func (c *coord) shutdown() {
 		if cw.conn != nil {
 			cw.conn.c.Close()
 		}
+		if cw.spareConn != nil {
+			cw.spareConn.c.Close()
+		}
 	}
 	// Workers end when their connection does; one that does not is
 	// killed, so that no process outlives the run.
@@ -387,6 +462,9 @@ func (c *coord) shutdown() {
 		for _, cw := range c.ws {
 			if cw != nil && cw.proc != nil {
 				cw.proc.Wait()
+			}
+			if cw != nil && cw.spare != nil {
+				cw.spare.Wait()
 			}
 		}
 		close(done)
@@ -397,6 +475,9 @@ func (c *coord) shutdown() {
 		for _, cw := range c.ws {
 			if cw != nil && cw.proc != nil {
 				cw.proc.Kill()
+			}
+			if cw != nil && cw.spare != nil {
+				cw.spare.Kill()
 			}
 		}
 		<-done
@@ -528,10 +609,24 @@ func (c *coord) interrupted() {
 	c.report()
 }
 
+// connected makes wc the connection of cw's current generation, and
+// sends what waited for it.
+func (c *coord) connected(cw *cworker, wc *wconn) {
+	cw.conn = wc
+	cw.starting = false
+	for _, g := range cw.pending {
+		g.SentUS = max(c.now(), 1)
+		if b, err := AppendFrame(nil, g); err == nil {
+			wc.out.Write(b)
+		}
+	}
+	cw.pending = nil
+}
+
 func (c *coord) up() int {
 	n := 0
 	for _, cw := range c.ws {
-		if cw.conn != nil {
+		if cw.conn != nil && (cw.spare == nil || cw.spareConn != nil) {
 			n++
 		}
 	}
@@ -551,13 +646,19 @@ func (c *coord) flush() {
 
 func (c *coord) sendTo(w int, f *Frame) bool {
 	cw := c.ws[w]
+	if f.SentUS == 0 {
+		f.SentUS = max(c.now(), 1)
+	}
 	b, err := AppendFrame(nil, f)
 	if err != nil {
 		fmt.Fprintf(c.errs, "coordinator: %v\n", err)
 		return false
 	}
 	if cw.starting {
-		cw.pending = append(cw.pending, b)
+		// Sent once the process is up, stamped then: a process's start
+		// is not lateness.
+		g := *f
+		cw.pending = append(cw.pending, &g)
 		return true
 	}
 	if cw.conn == nil || cw.conn.bad {
@@ -574,6 +675,14 @@ func (c *coord) inbound(ib inbound) {
 			fmt.Fprintf(c.errs, "coordinator: closing a connection of worker %d: %v\n", wc.w, ib.err)
 		}
 		wc.c.Close()
+		if wc.w >= 0 && c.ws[wc.w].spareConn == wc {
+			// The spare died idle: a restart starts a process then.
+			cw := c.ws[wc.w]
+			cw.spare.Kill()
+			cw.spare.Wait()
+			cw.spare, cw.spareConn = nil, nil
+			return
+		}
 		if wc.w >= 0 && c.ws[wc.w].conn == wc {
 			c.ws[wc.w].conn = nil
 			if !c.draining && c.ctx.Err() == nil && !errors.Is(ib.err, ErrFrame) {
@@ -585,20 +694,23 @@ func (c *coord) inbound(ib inbound) {
 		return
 	}
 	f := &ib.f
+	if f.SentUS > 0 {
+		c.late.Frames.add(time.Duration(c.now()-f.SentUS) * time.Microsecond)
+	}
 	if wc.w < 0 {
+		if f.Kind == KHello && f.Index >= 0 && f.Index < len(c.ws) && f.Gen == c.ws[f.Index].gen+1 && c.ws[f.Index].spare != nil && c.ws[f.Index].spareConn == nil {
+			// The spare: idle until a restart makes it the worker.
+			wc.w = f.Index
+			c.ws[f.Index].spareConn = wc
+			return
+		}
 		if f.Kind != KHello || f.Index < 0 || f.Index >= len(c.ws) || f.Gen != c.ws[f.Index].gen {
 			fmt.Fprintf(c.errs, "coordinator: closing a connection that did not start with the hello of a current worker\n")
 			wc.c.Close()
 			return
 		}
 		wc.w = f.Index
-		cw := c.ws[f.Index]
-		cw.conn = wc
-		cw.starting = false
-		for _, b := range cw.pending {
-			wc.out.Write(b)
-		}
-		cw.pending = nil
+		c.connected(c.ws[f.Index], wc)
 		return
 	}
 	if f.Gen != c.ws[wc.w].gen {
@@ -617,6 +729,19 @@ func (c *coord) inbound(ib inbound) {
 	case KTrigger:
 		c.rep.FaultsStruck++
 		c.restart(wc.w)
+	case KStopped:
+		if c.ws[wc.w].stopping {
+			c.restart(wc.w)
+		}
+	case KHeld:
+		if a := c.atts[f.Attempt]; a != nil && a.holding {
+			for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+				if a.wait[sd] && a.worker(sd) == wc.w {
+					a.wait[sd] = false
+				}
+			}
+			c.maybeAct(a)
+		}
 	case KStruck:
 		c.rep.FaultsStruck++
 	case KLedger:
@@ -717,6 +842,7 @@ func (c *coord) arrive() error {
 	// late the worker reads the frames after the route.
 	c.sendMarks(a, model.SourceSide)
 	c.sendTo(a.p, &Frame{Kind: KRoute, Attempt: a.name, Stage: "prefill", Request: c.info(a)})
+	c.routedTo(a.p, model.SourceSide)
 	if r.CancelUS >= 0 {
 		c.push(&cevent{at: c.fromStart(r.CancelUS), kind: cCancel, a: a})
 	}
@@ -779,6 +905,44 @@ func (c *coord) routeDecode(a *catt) {
 	}
 	c.sendMarks(a, model.DestinationSide)
 	c.sendTo(d, &Frame{Kind: KRoute, Attempt: a.name, Stage: "decode", Request: c.info(a), PeerGen: a.pGen})
+	c.routedTo(d, model.DestinationSide)
+}
+
+func (c *coord) routedTo(w int, sd model.Side) {
+	c.ws[w].routed++
+	c.lastRoute[sd] = time.Now()
+}
+
+// noWork says why a worker's generation took no attempt: the run routed
+// nothing more to its stage after it started, or the router placed every
+// request elsewhere.
+func (c *coord) noWork(cw *cworker, l *Ledger) string {
+	if l.Attempts > 0 {
+		return ""
+	}
+	sd := model.SourceSide
+	stage := "prefill"
+	if cw.w >= c.cfg.Prefill.Workers {
+		sd, stage = model.DestinationSide, "decode"
+	}
+	ms := func(t time.Time) float64 { return float64(t.Sub(c.start).Microseconds()) / 1000 }
+	last := c.lastRoute[sd]
+	switch {
+	case cw.routed > 0:
+		return fmt.Sprintf("took no attempt: the %d routes sent to it reached no process of this generation", cw.routed)
+	case cw.gen > 0 && (last.IsZero() || !last.After(cw.started)):
+		if last.IsZero() {
+			return fmt.Sprintf("took no attempt: it started at %.1f ms and no request was routed to a %s worker in the run", ms(cw.started), stage)
+		}
+		why := fmt.Sprintf("took no attempt: it started at %.1f ms, after the last request was routed to a %s worker (%.1f ms)", ms(cw.started), stage, ms(last))
+		if l.Refused > 0 {
+			why += "; the frames it refused were about its earlier generation's attempts"
+		}
+		return why
+	case last.IsZero():
+		return fmt.Sprintf("took no attempt: no request was routed to a %s worker in the run", stage)
+	}
+	return fmt.Sprintf("took no attempt: the %s router placed every request on other workers", stage)
 }
 
 func (c *coord) cancel(a *catt) {
@@ -792,6 +956,75 @@ func (c *coord) cancel(a *catt) {
 			x.CancelPending[sd] = false
 			c.sendTo(a.worker(sd), &Frame{Kind: KCancel, Attempt: a.name})
 		}
+	}
+}
+
+// act takes a router's move that depends on what the attempt's workers
+// report (routing its decode, the client's cancel) once every worker of
+// the attempt whose outcome is still unknown is held. In the model a
+// side's outcome reaches its router in the step that makes it, so the
+// routers never act on an attempt whose side already finished without
+// knowing it; here the report crosses a connection, and a router that
+// acted while it was on the way (a decode routed after its source
+// failed, a cancel after both sides finished) would log a move the
+// model cannot take. Held, a worker takes no step of the attempt, and
+// everything it sent before its answer was read first.
+func (c *coord) act(a *catt, k ckind) {
+	if a.done {
+		return
+	}
+	a.acts = append(a.acts, k)
+	if a.holding {
+		return
+	}
+	a.holding = true
+	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+		a.heldGen[sd], a.wait[sd] = -1, false
+		w := a.worker(sd)
+		if w < 0 || a.outcome[sd] != model.OutcomeNone {
+			continue
+		}
+		cw := c.ws[w]
+		if cw.gen != a.gen(sd) || !c.sendTo(w, &Frame{Kind: KHold, Attempt: a.name}) {
+			continue // that process is gone, and with it what it knew
+		}
+		a.heldGen[sd], a.wait[sd] = cw.gen, true
+	}
+	c.maybeAct(a)
+}
+
+// gen is the generation of the worker the attempt's side was routed to.
+func (a *catt) gen(sd model.Side) int64 {
+	if sd == model.SourceSide {
+		return a.pGen
+	}
+	return a.dGen
+}
+
+// maybeAct takes the attempt's waiting moves once no held worker's
+// answer is awaited, and releases the held workers.
+func (c *coord) maybeAct(a *catt) {
+	if !a.holding || a.wait[0] || a.wait[1] {
+		return
+	}
+	acts := a.acts
+	a.acts, a.holding = nil, false
+	for _, k := range acts {
+		if a.done {
+			break
+		}
+		switch k {
+		case cRouteDecode:
+			c.routeDecode(a)
+		case cCancel:
+			c.cancel(a)
+		}
+	}
+	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+		if g := a.heldGen[sd]; g >= 0 && c.ws[a.worker(sd)].gen == g {
+			c.sendTo(a.worker(sd), &Frame{Kind: KRelease, Attempt: a.name})
+		}
+		a.heldGen[sd] = -1
 	}
 }
 
@@ -890,11 +1123,36 @@ func (c *coord) relay(from int, f *Frame) {
 
 // ---- restarts ----
 
+// stop begins a restart the plan times: the process is asked to take no
+// further step, and killed once it says so. The model's restart falls
+// between two steps of the worker, each step's reports reaching the
+// routers with it; a process killed while its last frames are still on
+// the wire would leave facts in its log (an outcome, a fact to its peer)
+// that no one heard, so the kill waits for everything it sent to be
+// read first. A process that does not answer within a second (or whose
+// connection is down) is killed as it is.
+func (c *coord) stop(w int) {
+	cw := c.ws[w]
+	if cw.stopping {
+		return
+	}
+	if cw.starting || cw.conn == nil || cw.conn.bad || !c.sendTo(w, &Frame{Kind: KStop}) {
+		c.restart(w)
+		return
+	}
+	cw.stopping = true
+	c.push(&cevent{at: time.Now().Add(time.Second), kind: cStopTimeout, w: w, gen: cw.gen})
+}
+
 // restart is worker w's process ending (killed by the plan, or on its
 // own): every attempt it had takes the restart in the routers' windows,
 // the routers' bookings there end, and a health check tells each peer.
+// Every frame the process sent before it stopped was read and acted on
+// already (it stopped on a trigger or a stop, or its connection ended),
+// so nothing it logged is lost to the routers.
 func (c *coord) restart(w int) {
 	cw := c.ws[w]
+	cw.stopping = false
 	if cw.proc != nil {
 		cw.proc.Kill()
 		cw.proc.Wait()
@@ -905,7 +1163,14 @@ func (c *coord) restart(w int) {
 	}
 	cw.gen++
 	cw.starting = true
+	cw.routed, cw.started = 0, time.Now()
 	c.rep.Restarts++
+	// The restart enters the worker's log now, before any route to its
+	// next generation: a new process may take long to start on a busy
+	// machine, and a restart logged only then would come after routes
+	// the routers sent it (which the judge would take for routes lost in
+	// the restart). The old process is dead, so nothing else writes.
+	c.logRestart(cw)
 	for _, a := range c.order {
 		if a.done || (a.p != w && a.d != w) {
 			continue
@@ -934,9 +1199,59 @@ func (c *coord) restart(w int) {
 			c.push(&cevent{at: time.Now().Add(c.dur(c.cfg.HealthCheckUS)), kind: cPeerRestarted, a: a, w: peer, gen: cw.gen})
 		}
 		c.maybeFinish(a)
+		if a.holding && a.wait[sd] {
+			// The held process is gone: everything it sent was read.
+			a.wait[sd], a.heldGen[sd] = false, -1
+			c.maybeAct(a)
+		}
 	}
 	c.order = slices.DeleteFunc(c.order, func(a *catt) bool { return a.done })
-	if err := c.spawn(w); err != nil {
+	// The spare takes over at once (its frames wait for its hello if it
+	// has not said it yet), and a new spare starts.
+	switch {
+	case cw.spare != nil:
+		cw.proc, cw.spare = cw.spare, nil
+		if wc := cw.spareConn; wc != nil {
+			cw.spareConn = nil
+			c.connected(cw, wc)
+		}
+	default:
+		if err := c.spawn(w); err != nil {
+			fmt.Fprintf(c.errs, "coordinator: %v\n", err)
+		}
+	}
+	if err := c.spawnSpare(w); err != nil {
+		fmt.Fprintf(c.errs, "coordinator: %v\n", err)
+	}
+}
+
+// lateBudget is the lateness the run's deadlines absorb: a tenth of the
+// shortest of them (the timers and the health check) on the wall clock,
+// and which it is. A process that takes its events later than that moves
+// a deadline by a tenth of itself or more, enough to reorder it with
+// what the configuration puts around it.
+func (c *coord) lateBudget() (time.Duration, string) {
+	us, what := c.cfg.HealthCheckUS, "health check"
+	for t := model.Timer(0); t < model.NumTimers; t++ {
+		if d := c.cfg.TimerUS(t); d > 0 && d < us {
+			us, what = d, t.String()+" timer"
+		}
+	}
+	return c.dur(us) / 10, what
+}
+
+// logRestart appends worker_restarted for cw's new generation to its log.
+func (c *coord) logRestart(cw *cworker) {
+	f, err := os.OpenFile(cw.logf, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		fmt.Fprintf(c.errs, "coordinator: %v\n", err)
+		return
+	}
+	defer f.Close()
+	lw := obslog.AppendWriter(f, c.header)
+	lf := obslog.Fact{Proc: cw.w + 1, Gen: cw.gen, Kind: obslog.WorkerRestarted, TUS: c.now(), To: -1}
+	lw.Write(&lf)
+	if err := lw.Flush(); err != nil {
 		fmt.Fprintf(c.errs, "coordinator: %v\n", err)
 	}
 }
@@ -952,6 +1267,7 @@ const (
 	cPeerRestarted
 	cRestart
 	cRouteDecode
+	cStopTimeout
 )
 
 type cevent struct {
@@ -975,14 +1291,17 @@ func (c *coord) runDue() error {
 	now := time.Now()
 	for c.q.Len() > 0 && !c.q.peek().at.After(now) {
 		e := c.q.pop()
+		c.late.Events.add(now.Sub(e.at))
 		switch e.kind {
 		case cArrive:
 			if err := c.arrive(); err != nil {
 				return err
 			}
 		case cCancel:
-			c.cancel(e.a)
+			c.act(e.a, cCancel)
 		case cRelay:
+			// The proxy's delay is the fault, not lateness.
+			e.f.SentUS = 0
 			c.sendTo(e.w, e.f)
 		case cPeerRestarted:
 			if !e.a.done && e.w >= 0 {
@@ -990,11 +1309,15 @@ func (c *coord) runDue() error {
 			}
 		case cRestart:
 			c.rep.FaultsStruck++
-			c.restart(e.w)
-		case cRouteDecode:
-			if !e.a.done {
-				c.routeDecode(e.a)
+			c.stop(e.w)
+		case cStopTimeout:
+			if cw := c.ws[e.w]; cw.stopping && cw.gen == e.gen {
+				// The process did not answer: it is killed as it is, and
+				// what it sent but the coordinator did not read is lost.
+				c.restart(e.w)
 			}
+		case cRouteDecode:
+			c.act(e.a, cRouteDecode)
 		}
 	}
 	return nil
@@ -1024,6 +1347,7 @@ func (c *coord) report() {
 			r.Leaks = append(r.Leaks, fmt.Sprintf("worker %d (gen %d) sent no ledger", cw.w, cw.gen))
 			continue
 		}
+		cw.ledger.NoWork = c.noWork(cw, cw.ledger)
 		r.Workers = append(r.Workers, *cw.ledger)
 		if h := cw.ledger.Held(); h != "" {
 			r.Leaks = append(r.Leaks, fmt.Sprintf("worker %d holds %s", cw.w, h))
@@ -1038,6 +1362,26 @@ func (c *coord) report() {
 		r.Routers = append(r.Routers, rl)
 		if rl.Owned != 0 || rl.PrefillTokens != 0 || rl.Booked != 0 {
 			r.Leaks = append(r.Leaks, fmt.Sprintf("the routers still book on worker %d: owned %d, prefill_tokens %d, booked %d", w, rl.Owned, rl.PrefillTokens, rl.Booked))
+		}
+	}
+	r.Scale = c.opt.Scale
+	r.Lateness = Lateness{}
+	r.Lateness.merge(&c.late)
+	for _, cw := range c.ws {
+		if cw.ledger != nil && cw.ledger.Lateness != nil {
+			r.Lateness.merge(cw.ledger.Lateness)
+		}
+	}
+	budget, what := c.lateBudget()
+	r.LateBudgetUS = budget.Microseconds()
+	for _, lc := range []struct {
+		name string
+		c    *LateCount
+	}{{"events", &r.Lateness.Events}, {"frames", &r.Lateness.Frames}} {
+		if p := lc.c.QuantileUS(0.99); p > r.LateBudgetUS && !r.TooLate {
+			r.TooLate = true
+			r.LateWhy = fmt.Sprintf("at time scale %g the processes took 1 in 100 of their %s %.2f ms late or more (at most %.2f ms), past the %.2f ms the run's deadlines absorb (a tenth of the %s, %.0f ms on the wall clock): the outcome would describe the machine's load, not the workload",
+				c.opt.Scale, lc.name, float64(p)/1000, float64(lc.c.MaxUS)/1000, float64(r.LateBudgetUS)/1000, what, float64(budget.Microseconds())*10/1000)
 		}
 	}
 	if open := c.arrived - c.finished; open > 0 {

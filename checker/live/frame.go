@@ -78,6 +78,24 @@ const (
 	// KStruck: W→C: a planned fault the worker held for an attempt
 	// struck (for the report's count).
 	KStruck
+	// KStop: C→W: take no further step and say so (KStopped): the
+	// coordinator kills the process once every frame it sent before is
+	// read, so that a restart at a time lands between two of its steps.
+	KStop
+	// KStopped: W→C: the answer to KStop, the last frame the process
+	// sends.
+	KStopped
+	// KHold: C→W: take no step of the attempt until KRelease, and say
+	// so (KHeld). A router's move that depends on what a worker reports
+	// (routing decode, a client's cancel) waits for every worker of the
+	// attempt to be held, so that it acts on all they reported: the
+	// model's report reaches the router in the step that makes it.
+	KHold
+	// KHeld: W→C: the answer to KHold; every frame the worker sent about
+	// the attempt before it came first.
+	KHeld
+	// KRelease: C→W: the router's move is taken; the attempt steps again.
+	KRelease
 	numKinds
 )
 
@@ -101,6 +119,11 @@ var frameKinds = [numKinds]struct {
 	KDrain:         {"drain", nil},
 	KLedger:        {"ledger", []string{"ledger"}},
 	KStruck:        {"struck", []string{"attempt", "fault"}},
+	KStop:          {"stop", nil},
+	KStopped:       {"stopped", nil},
+	KHold:          {"hold", []string{"attempt"}},
+	KHeld:          {"held", []string{"attempt"}},
+	KRelease:       {"release", []string{"attempt"}},
 }
 
 func (k Kind) String() string {
@@ -129,6 +152,9 @@ type Frame struct {
 	Outcome string       `json:"outcome,omitempty"`
 	Fault   string       `json:"fault,omitempty"`
 	Ledger  *Ledger      `json:"ledger,omitempty"`
+	// SentUS is when the frame was sent, microseconds from the run's
+	// epoch (0: not said): the receiver counts how late it came.
+	SentUS int64 `json:"sent_us,omitempty"`
 }
 
 // RequestInfo is what a worker needs of a request: its index, its
@@ -260,6 +286,8 @@ func (f *Frame) check() error {
 	switch {
 	case f.Gen < 0 || f.PeerGen < 0:
 		return fmt.Errorf("negative generation")
+	case f.SentUS < 0:
+		return fmt.Errorf("negative sent_us")
 	case f.Index < 0:
 		return fmt.Errorf("negative index")
 	case len(f.Attempt) > 256:

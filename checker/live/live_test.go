@@ -57,6 +57,12 @@ func (s *slice) Next() (sim.Request, error) {
 	return s.rs[s.i-1], nil
 }
 
+// again gives a workload of rs afresh each time, for Options.Rewind: a
+// run too late for its deadlines runs again at a larger time scale.
+func again(rs []sim.Request) func() (sim.Source, error) {
+	return func() (sim.Source, error) { return &slice{rs: rs}, nil }
+}
+
 // spaced is n requests far enough apart that each ends before the next.
 func spaced(n int, gapUS int64) []sim.Request {
 	out := make([]sim.Request, n)
@@ -80,7 +86,7 @@ func TestLiveSmoke(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			rep, err := Run(ctx, Options{Config: cfg, Workload: &slice{rs: spaced(20, 200_000)}, Scale: 0.01, Dir: dirFor(t), Spawn: &GoSpawner{}})
+			rep, err := Run(ctx, Options{Config: cfg, Workload: &slice{rs: spaced(20, 200_000)}, Rewind: again(spaced(20, 200_000)), Scale: 0.01, Dir: dirFor(t), Spawn: &GoSpawner{}})
 			if err != nil {
 				t.Fatal(err)
 			}

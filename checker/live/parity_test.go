@@ -135,7 +135,7 @@ func liveTransitions(t *testing.T, cfg *sim.Config, faults []sim.Fault, spawn Sp
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	dir := dirFor(t)
-	rep, err := Run(ctx, Options{Config: cfg, Workload: &slice{rs: parityRequests()}, Faults: faults, Scale: parityScale, Dir: dir, Spawn: spawn, Errors: io.Discard})
+	rep, err := Run(ctx, Options{Config: cfg, Workload: &slice{rs: parityRequests()}, Rewind: again(parityRequests()), Faults: faults, Scale: parityScale, Dir: dir, Spawn: spawn, Errors: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,6 +176,13 @@ func TestLiveReplayParity(t *testing.T) {
 					t.Fatalf("the fault left request 1 as it is without faults: %v", want["r1"])
 				}
 				got, rep := liveTransitions(t, cfg, faults, &GoSpawner{Errors: io.Discard})
+				if rep.TooLate {
+					// Four runs up to eight times the time scale, all
+					// later than the deadlines absorb: the machine, not
+					// the protocol, decided what each handoff went
+					// through.
+					t.Skipf("the machine is too loaded to compare: %s", rep.LateWhy)
+				}
 				if d := cmp.Diff(want, got); d != "" {
 					t.Errorf("live differs from the simulator (-simulate +live):\n%s", d)
 				}

@@ -44,8 +44,20 @@ type Report struct {
 	// Findings are invariants a worker's own window broke.
 	Findings    []string `json:"findings,omitempty"`
 	Interrupted bool     `json:"interrupted"`
-	Config      string   `json:"config"`
-	Logs        []string `json:"logs"`
+	// Scale is the time scale the run ran at (Run adapts it to the
+	// machine: see TooLate); Lateness is how late every process took
+	// its events and frames, LateBudgetUS what the run's deadlines
+	// absorb. TooLate: the 99th percentile of either went past the
+	// budget, so the outcome would describe the machine's load, not the
+	// workload; LateWhy says so in words.
+	Scale        float64   `json:"time_scale"`
+	ScalesTried  []float64 `json:"time_scales_tried,omitempty"`
+	Lateness     Lateness  `json:"lateness"`
+	LateBudgetUS int64     `json:"late_budget_us"`
+	TooLate      bool      `json:"too_late"`
+	LateWhy      string    `json:"late_why,omitempty"`
+	Config       string    `json:"config"`
+	Logs         []string  `json:"logs"`
 }
 
 // ProxyCount is what the proxy did to the facts it relayed.
@@ -88,6 +100,14 @@ func (r *Report) Write(w io.Writer) {
 		r.Policy, r.Engine, r.Requests, r.Succeeded, r.Failed, r.Cancelled, r.Restarts)
 	fmt.Fprintf(w, "  %.0f handoffs/s over %.1f ms; latency p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms\n",
 		r.Throughput, r.ElapsedMS, r.LatencyMS.P50, r.LatencyMS.P90, r.LatencyMS.P99, r.LatencyMS.Max)
+	fmt.Fprintf(w, "  time scale %g; lateness: events %s, frames %s; the deadlines absorb %.2f ms\n",
+		r.Scale, r.Lateness.Events.String(), r.Lateness.Frames.String(), float64(r.LateBudgetUS)/1000)
+	for i, s := range r.ScalesTried {
+		fmt.Fprintf(w, "    run %d at time scale %g was too late and did not count\n", i+1, s)
+	}
+	if r.TooLate {
+		fmt.Fprintf(w, "  TOO LATE: %s\n", r.LateWhy)
+	}
 	fmt.Fprintf(w, "  faults: %d of the plan struck; proxy: %d dropped, %d duplicated, %d delayed\n", r.FaultsStruck, r.Proxy.Dropped, r.Proxy.Duplicated, r.Proxy.Delayed)
 	for _, l := range r.Workers {
 		held := l.Held()
@@ -103,6 +123,9 @@ func (r *Report) Write(w io.Writer) {
 			refused += " (" + strings.Join(why, ", ") + ")"
 		}
 		fmt.Fprintf(w, "  %s worker %d gen %d: %d attempts, %s; %s\n", l.Role, l.Worker, l.Gen, l.Attempts, refused, held)
+		if l.NoWork != "" {
+			fmt.Fprintf(w, "    %s\n", l.NoWork)
+		}
 		for _, a := range l.OpenAttempts {
 			fmt.Fprintf(w, "    open: %s\n", a)
 		}

@@ -73,6 +73,11 @@ type Ledger struct {
 	// RefusedWhy counts the refused frames by why.
 	RefusedWhy map[string]int `json:"refused_why,omitempty"`
 	Findings   []string       `json:"findings,omitempty"`
+	// NoWork, given by the coordinator when the worker took no attempt,
+	// says why.
+	NoWork string `json:"no_work,omitempty"`
+	// Lateness is how late the worker took its events and frames.
+	Lateness *Lateness `json:"lateness,omitempty"`
 }
 
 // Held lists what the ledger still holds, "" when nothing: blocks in use
@@ -130,6 +135,7 @@ type worker struct {
 	findings        []string
 	frozen          bool
 	draining        bool
+	late            Lateness
 }
 
 // attempt is one attempt as the worker knows it.
@@ -157,6 +163,11 @@ type attempt struct {
 	evict    bool
 	trigger  string // the log kind a planned restart waits for
 	gone     bool
+	// held: the coordinator holds the attempt (KHold) while a router
+	// acts on it; its events and frames wait until KRelease.
+	held   bool
+	heldEv []*wevent
+	heldFr []Frame
 }
 
 // newWorker makes a worker's state, its log begun.
@@ -173,12 +184,9 @@ func newWorker(opt WorkerOptions) (*worker, error) {
 	w.k = model.Worker{Gen: model.Generation(opt.Gen), Free: opt.Config.Capacity(opt.Worker)}
 	if opt.Log != nil {
 		w.log = obslog.AppendWriter(opt.Log, opt.Header)
+		// A later generation's worker_restarted line is the
+		// coordinator's: it writes it when it declares the restart.
 		w.proc = opt.Worker + 1
-		if opt.Gen > 0 {
-			f := obslog.Fact{Proc: w.proc, Gen: opt.Gen, Kind: obslog.WorkerRestarted, TUS: w.now(), To: -1}
-			w.log.Write(&f)
-			w.log.Flush()
-		}
 	}
 	w.out = bufio.NewWriter(io.Discard)
 	return w, nil
@@ -294,6 +302,7 @@ func (w *worker) dur(us int64) time.Duration {
 
 func (w *worker) send(f *Frame) {
 	f.Gen = w.opt.Gen
+	f.SentUS = max(w.now(), 1)
 	b, err := AppendFrame(nil, f)
 	if err != nil {
 		w.finding("cannot send %s: %v", f.Kind, err)
@@ -322,6 +331,10 @@ func (w *worker) refuse(why string) {
 // ---- frames ----
 
 func (w *worker) frame(f *Frame) {
+	if f.SentUS > 0 {
+		w.late.Frames.add(time.Duration(w.now()-f.SentUS) * time.Microsecond)
+		f.SentUS = 0 // a held frame taken later is not counted twice
+	}
 	if f.Kind == KDrain {
 		w.draining = true
 		if f.Outcome == "now" {
@@ -334,7 +347,33 @@ func (w *worker) frame(f *Frame) {
 		w.route(f)
 		return
 	}
+	if f.Kind == KStop {
+		// A restart at a time: no further step; what this process
+		// logged and sent so far is all it did.
+		w.frozen = true
+		w.send(&Frame{Kind: KStopped})
+		return
+	}
 	a := w.atts[f.Attempt]
+	switch {
+	case f.Kind == KHold:
+		// Everything this worker sent about the attempt is ahead of the
+		// answer on the connection.
+		if a != nil {
+			a.held = true
+		}
+		w.send(&Frame{Kind: KHeld, Attempt: f.Attempt})
+		return
+	case f.Kind == KRelease:
+		if a != nil && a.held {
+			w.release(a)
+		}
+		return
+	case a != nil && a.held && f.Kind != KProbe:
+		// A probe only reads; anything else steps, after the release.
+		a.heldFr = append(a.heldFr, *f)
+		return
+	}
 	if a == nil && f.Kind == KMark {
 		// The coordinator sends an attempt's marks before its route.
 		w.early[f.Attempt] = append(w.early[f.Attempt], *f)
@@ -378,6 +417,25 @@ func (w *worker) frame(f *Frame) {
 		w.mark(a, f)
 	default:
 		w.refuse("not a frame for a worker")
+	}
+}
+
+// release lets a held attempt step again: what came for it meanwhile is
+// taken in its order, events first (they were due earlier).
+func (w *worker) release(a *attempt) {
+	a.held = false
+	for _, e := range a.heldEv {
+		w.push(e)
+	}
+	a.heldEv = nil
+	fr := a.heldFr
+	a.heldFr = nil
+	for i := range fr {
+		if w.frozen || a.held {
+			a.heldFr = append(a.heldFr, fr[i:]...)
+			return
+		}
+		w.frame(&fr[i])
 	}
 }
 
@@ -875,7 +933,7 @@ func (w *worker) sendLedger() {
 		Free: int64(k.Free), Cached: int64(k.Cached), Kept: int64(k.Kept), Active: int64(k.Active), Pinned: int64(k.Pinned),
 		Reserved: int64(k.Reserved), Slots: int64(k.SlotsUsed), Headroom: int64(k.HeadroomUsed), InFlight: int64(k.InFlight),
 		Owned: int64(k.Owned), PrefillTokens: int64(k.PrefillTokens), Booked: int64(k.BookedBlocks), Stored: int64(k.StoredBlocks),
-		Open: len(w.atts), Attempts: w.hosted, Refused: w.refused, RefusedWhy: w.refusedWhy, Findings: w.findings}
+		Open: len(w.atts), Attempts: w.hosted, Refused: w.refused, RefusedWhy: w.refusedWhy, Findings: w.findings, Lateness: &w.late}
 	names := make([]string, 0, len(w.atts))
 	for name := range w.atts {
 		names = append(names, name)
@@ -951,6 +1009,11 @@ func (w *worker) runDue() {
 		if a.gone {
 			continue
 		}
+		if a.held {
+			a.heldEv = append(a.heldEv, e)
+			continue
+		}
+		w.late.Events.add(now.Sub(e.at))
 		switch e.kind {
 		case wMove:
 			if i := slices.Index(a.sched, e.m); i >= 0 {

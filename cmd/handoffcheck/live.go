@@ -21,7 +21,7 @@ import (
 
 var liveCommand = &command{
 	name:    "live",
-	args:    "[--config FILE] [--policy P] [--engine E] [--workload FILE] [--faults FILE] [--proxy-seed N] [--time-scale X] [--out DIR] [--spec FILE] [--no-conform] [--json]",
+	args:    "[--config FILE] [--policy P] [--engine E] [--workload FILE] [--faults FILE] [--proxy-seed N] [--time-scale X] [--adapt-scale=false] [--out DIR] [--spec FILE] [--no-conform] [--json]",
 	summary: "run the machines as real processes over loopback TCP, with real faults, and report what every worker held at the end",
 	detail: "Starts a coordinator (the frontend, both routers and a fault proxy) in this process and one\n" +
 		"process per worker (this binary's worker command), which talk over TCP on 127.0.0.1 in the\n" +
@@ -39,7 +39,7 @@ var liveCommand = &command{
 		{exitViolation, "something is still held somewhere, or the logs do not conform"},
 		{exitUsage, ""},
 		{exitInterrupted, "interrupted (SIGINT or SIGTERM): every process was stopped, and the report says what was held"},
-		{exitInconclusive, "conform's search was cut by its bound"},
+		{exitInconclusive, "conform's search was cut by its bound, or the processes fell further behind the clock than the run's deadlines absorb at every time scale tried (the report names the lateness)"},
 	},
 	run: cmdLive,
 }
@@ -72,6 +72,7 @@ func cmdLive(c *command, e *env, args []string) int {
 	out := fs.String("out", "", "directory for the run's configuration and logs (default: a new temporary directory)")
 	specFile := fs.String("spec", "", "run a spec file's tables (a variant) in every worker instead of the generated machines")
 	noConform := fs.Bool("no-conform", false, "do not judge the run's logs")
+	adapt := fs.Bool("adapt-scale", true, "run again at twice the time scale (up to 4 runs) when the processes fall further behind the clock than the deadlines absorb; false: one run, whose report says how late it was")
 	policy := fs.String("policy", "", "override the configuration's policy: source-first or destination-first")
 	engine := fs.String("engine", "", "override the configuration's engine: "+strings.Join(model.EngineNames(), ", "))
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
@@ -104,15 +105,19 @@ func cmdLive(c *command, e *env, args []string) int {
 	var src sim.Source
 	requests := 0
 	var faults []sim.Fault
+	var rewind func() (sim.Source, error)
 	if *workloadFile == "" {
-		open := func() (sim.Source, error) {
+		rewind = func() (sim.Source, error) {
 			r, err := workload.NewReader(bytes.NewReader(live.DefaultWorkload()), "checker/live/default/workload.jsonl")
-			return workloadSource{r}, err
+			if err != nil {
+				return nil, err
+			}
+			return workloadSource{r}, nil
 		}
-		if requests, _, err = countWorkload(open); err != nil {
+		if requests, _, err = countWorkload(rewind); err != nil {
 			return c.bad(e, "%v", err)
 		}
-		if src, err = open(); err != nil {
+		if src, err = rewind(); err != nil {
 			return c.bad(e, "%v", err)
 		}
 		if !set["faults"] {
@@ -134,6 +139,7 @@ func cmdLive(c *command, e *env, args []string) int {
 		if src, err = openWorkload(context.Background(), *workloadFile); err != nil {
 			return c.bad(e, "%v", err)
 		}
+		rewind = func() (sim.Source, error) { return openWorkload(context.Background(), *workloadFile) }
 	}
 	if set["faults"] {
 		if faults, err = loadFaults(e.ctx, *faultsFile); err != nil {
@@ -163,7 +169,10 @@ func cmdLive(c *command, e *env, args []string) int {
 	if err != nil {
 		return c.bad(e, "cannot find this binary to start workers: %v", err)
 	}
-	opt := live.Options{Config: cfg, Workload: src, Faults: faults, Scale: *scale, Dir: dir, SpecFile: spec, Protocol: proto,
+	if !*adapt {
+		rewind = nil
+	}
+	opt := live.Options{Config: cfg, Workload: src, Rewind: rewind, Faults: faults, Scale: *scale, Dir: dir, SpecFile: spec, Protocol: proto,
 		Spawn: &live.ExecSpawner{Path: self, Args: []string{"worker"}, Stderr: e.stderr}, Errors: e.stderr}
 	if set["proxy-seed"] {
 		opt.Proxy = live.ProxyFaults{Seed: *proxySeed, Rate: *proxyRate, MaxDelayUS: int64(*proxyDelay * 1000)}
@@ -223,6 +232,10 @@ func cmdLive(c *command, e *env, args []string) int {
 		return exitViolation
 	case verdict != nil && verdict.Verdict == conform.Rejected:
 		return exitViolation
+	case rep.TooLate:
+		// Nothing held and nothing broken, but the outcome says more
+		// about the machine's load than about the workload.
+		return exitInconclusive
 	case verdict != nil && verdict.Verdict == conform.Inconclusive:
 		return exitInconclusive
 	}
