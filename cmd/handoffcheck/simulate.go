@@ -119,6 +119,11 @@ func cmdSimulate(c *command, e *env, args []string) int {
 	if err := overrideSim(cfg, *policy, *engine, set["seed"], *seed); err != nil {
 		return c.bad(e, "%v", err)
 	}
+	if cfg.Policy == sim.Disabled && *logFile != "" {
+		// The observation log records handoff facts; with handoff disabled
+		// there are none, and a log of headers alone judges nothing.
+		return c.bad(e, "--log: the disabled policy makes no handoff, so there is no observation log to write; want source-first or destination-first")
+	}
 	in := simInputs{cfg: cfg, log: *logFile, records: records}
 	if *specFile != "" {
 		p, _, err := loadProtocol(e.ctx, *specFile)
@@ -293,7 +298,7 @@ func simulateOnce(c *command, e *env, in simInputs, dir string) (*sim.Result, *s
 	}
 	opt := sim.Options{Faults: in.faults, Timeline: rec, FaultFree: in.faultFre, Protocol: in.proto}
 	logPath := in.log
-	if logPath == "" && dir != "" {
+	if logPath == "" && dir != "" && in.cfg.Policy != sim.Disabled {
 		logPath = filepath.Join(dir, "log.jsonl")
 	}
 	if logPath != "" {

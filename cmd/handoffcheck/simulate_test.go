@@ -165,3 +165,25 @@ func TestDocsImages_Fresh(t *testing.T) {
 		}
 	}
 }
+
+// With handoff disabled there is no handoff fact to log: an explicit --log
+// is refused (a log of headers alone, whose header named a handoff policy,
+// was written before), and --out writes no log.
+func TestSimulate_DisabledWritesNoLog(t *testing.T) {
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "log.jsonl")
+	code, _, errOut := runCLI(t, "simulate", "--policy", "disabled", "--log", logPath)
+	if code != 2 || !strings.Contains(errOut, "--log: the disabled policy makes no handoff") {
+		t.Fatalf("simulate --policy disabled --log: exit %d, stderr %q; want 2 naming --log", code, errOut)
+	}
+	if _, err := os.Stat(logPath); !os.IsNotExist(err) {
+		t.Fatalf("refused run wrote %s (stat: %v)", logPath, err)
+	}
+	out := filepath.Join(dir, "out")
+	if code, _, errOut := runCLI(t, "simulate", "--policy", "disabled", "--out", out); code != 0 {
+		t.Fatalf("simulate --policy disabled --out: exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(out, "log.jsonl")); !os.IsNotExist(err) {
+		t.Fatalf("disabled run with --out wrote log.jsonl (stat: %v)", err)
+	}
+}
