@@ -78,19 +78,7 @@ func transitionsOf(t *testing.T, cfg *sim.Config, reqs []sim.Request, faults []s
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := map[string]io.Reader{}
-	for _, f := range rep.Logs {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		logs[f] = bytes.NewReader(b)
-	}
-	got, err := ReadTransitions(logs, rep.Logs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return want, rep, got
+	return want, rep, runTransitions(t, rep)
 }
 
 // TestLiveReplayParityRestarts: 23 workloads of 40 requests, each with

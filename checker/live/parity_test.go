@@ -139,6 +139,12 @@ func liveTransitions(t *testing.T, cfg *sim.Config, faults []sim.Fault, spawn Sp
 	if err != nil {
 		t.Fatal(err)
 	}
+	return runTransitions(t, rep), rep
+}
+
+// runTransitions reads the transitions of a live run's logs.
+func runTransitions(t *testing.T, rep *Report) Transitions {
+	t.Helper()
 	logs := map[string]io.Reader{}
 	for _, f := range rep.Logs {
 		b, err := os.ReadFile(f)
@@ -151,7 +157,7 @@ func liveTransitions(t *testing.T, cfg *sim.Config, faults []sim.Fault, spawn Sp
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tr, rep
+	return tr
 }
 
 // TestLiveReplayParity: the same workload and fault plan through the
