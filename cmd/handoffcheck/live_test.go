@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -16,6 +18,8 @@ func TestMain(m *testing.M) {
 	// The test binary is the command when asked: a worker process of
 	// live, or the CLI that a test runs as a process to kill.
 	if len(os.Args) > 1 && (os.Args[1] == "worker" || os.Getenv("HANDOFFCHECK_CLI") == "1") {
+		// As main does: signals reach the command as they would the
+		// binary.
 		os.Exit(runProcess(os.Args[1:]))
 	}
 	code := m.Run()
@@ -136,5 +140,105 @@ func TestCLI_LiveBrokenVariant(t *testing.T) {
 	code, stdout, errOut := runCLI(t, "live", "--workload", w, "--out", t.TempDir(), "--spec", "../../testdata/variants/decode-without-reservation.json")
 	if code != exitViolation || !strings.Contains(stdout, "verdict: rejected") || !strings.Contains(stdout, "TransferNeedsReservation") {
 		t.Fatalf("exit %d: %s\n%s", code, errOut, stdout)
+	}
+}
+
+// TestCLI_LiveCtrlC: a Ctrl-C at a terminal sends SIGINT to the whole
+// foreground process group. The workers are in groups of their own, so
+// only the coordinator gets it: it collects every worker's ledgers,
+// reports what was held, exits 3, and leaves no process behind.
+func TestCLI_LiveCtrlC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	w := liveWorkload(t, 2000, "20")
+	out := t.TempDir()
+	cmd := exec.Command(os.Args[0], "live", "--workload", w, "--out", out, "--time-scale", "0.01", "--no-conform")
+	cmd.Env = append(os.Environ(), "HANDOFFCHECK_CLI=1")
+	// The run is the foreground group of a terminal: a group of its own,
+	// which the test signals as a terminal would.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pgid := cmd.Process.Pid
+	// Interrupt once requests are being routed: every worker is up.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if b, err := os.ReadFile(filepath.Join(out, "router.jsonl")); err == nil && strings.Count(string(b), `"kind":"routed"`) >= 20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			syscall.Kill(-pgid, syscall.SIGKILL)
+			cmd.Wait()
+			t.Fatalf("no request routed within a minute: %s", stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := syscall.Kill(-pgid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	code := -1
+	if cmd.ProcessState != nil {
+		code = cmd.ProcessState.ExitCode()
+	}
+	if code != exitInterrupted {
+		t.Fatalf("exit %d (%v), want %d\n%s\n%s", code, err, exitInterrupted, stdout.String(), stderr.String())
+	}
+	if s := stdout.String(); !strings.Contains(s, "interrupted") || strings.Contains(s, "sent no ledger") || strings.Count(s, " worker ") < 4 {
+		t.Fatalf("the report lacks a worker's ledgers:\n%s\n%s", s, stderr.String())
+	}
+	if pids := workersOf(t, out); len(pids) > 0 {
+		t.Fatalf("worker processes outlived the run: %v", pids)
+	}
+}
+
+// TestCLI_LiveTinyTimeScale: at a thousandth of the configured time (a
+// 30 s lease lasts 30 ms) the default run's processes lag far behind the
+// clock, and their reports reach the coordinator late. The routers act
+// on an attempt only with its workers held, and a restart lands between
+// two steps of the worker, so the logs still conform.
+func TestCLI_LiveTinyTimeScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	// One run at that scale, however late: its logs are judged.
+	code, stdout, errOut := runCLI(t, "live", "--time-scale", "0.001", "--adapt-scale=false", "--out", t.TempDir())
+	if code != exitOK && (code != exitInconclusive || !strings.Contains(stdout, "TOO LATE: at time scale 0.001")) {
+		t.Fatalf("exit %d: %s\n%s", code, errOut, stdout)
+	}
+	if !strings.Contains(stdout, "verdict: explained") || !strings.Contains(stdout, "2 restarts") {
+		t.Fatalf("want the logs explained and both planned restarts:\n%s", stdout)
+	}
+}
+
+// TestCLI_LiveTooLate: at the least time scale live accepts (a 5 s
+// heartbeat lasts 1 ms, so the deadlines absorb 0.1 ms of lateness, and
+// 0.8 ms at eight times that scale, below a process's timer and
+// scheduling delay on any machine measured), every process takes its events later than
+// the deadlines absorb. The run measures it, runs again at twice the
+// time scale up to four times, and then stops: exit 4, the report naming
+// the lateness and what the deadlines absorb, not a verdict on the
+// workload.
+func TestCLI_LiveTooLate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	w := liveWorkload(t, 40, "200")
+	code, stdout, errOut := runCLI(t, "live", "--workload", w, "--out", t.TempDir(), "--time-scale", "0.0002")
+	if code != exitInconclusive {
+		t.Fatalf("exit %d, want %d: %s\n%s", code, exitInconclusive, errOut, stdout)
+	}
+	for _, want := range []string{"time scale 0.0016; lateness: events p99", "run 1 at time scale 0.0002 was too late", "run 3 at time scale 0.0008 was too late",
+		"TOO LATE: at time scale 0.0016 the processes took 1 in 100 of their", "the run's deadlines absorb (a tenth of the heartbeat timer"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the report lacks %q:\n%s", want, stdout)
+		}
+	}
+	if n := strings.Count(errOut, "running again at time scale"); n != 3 {
+		t.Errorf("%d runs again, want 3:\n%s", n, errOut)
 	}
 }
