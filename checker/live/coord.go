@@ -1063,6 +1063,14 @@ func (c *coord) maybeFinish(a *catt) {
 		return // decode not routed yet
 	}
 	a.done = true
+	if a.holding {
+		// The attempt ended while a router's move waited for its held
+		// workers' answers (an outcome that crossed the hold on the
+		// wire): the move is moot, but the workers stay held until told,
+		// and a later answer would find no attempt here to release them.
+		a.wait = [2]bool{}
+		c.maybeAct(a)
+	}
 	c.finished++
 	delete(c.atts, a.name)
 	if x.Outcome[0] == model.OutcomeOK && x.Outcome[1] == model.OutcomeOK {
