@@ -1,0 +1,71 @@
+package live
+
+import (
+	"io"
+	"testing"
+	"time"
+
+	"github.com/handoffcheck/handoffcheck/checker/sim"
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// TestCoord_EndWhileHeldReleasesWorkers: a router's move (the client's
+// cancel) holds both workers of an attempt, and both sides' outcomes,
+// sent before the workers read the hold, arrive before either answer.
+// The attempt ends there, and its workers must be told to go on: their
+// answers would find no attempt left to release them, and a worker kept
+// holding an attempt never lets its blocks go (the run's leak check
+// failed that way).
+func TestCoord_EndWhileHeldReleasesWorkers(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	st, err := newStepper(nil, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &coord{cfg: cfg, stepper: st, epoch: time.Now(), errs: io.Discard, atts: map[string]*catt{}}
+	c.wk = make([]model.Worker, cfg.NumWorkers())
+	// Workers that are starting keep what they are sent: the test reads
+	// the frames there instead of over a connection.
+	for w := range cfg.NumWorkers() {
+		c.ws = append(c.ws, &cworker{w: w, gen: 1, starting: true})
+	}
+	src, dst := 0, cfg.Prefill.Workers
+	wc := cfg.AttemptWorld(512, 0)
+	if err := wc.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	a := &catt{name: "r0", cfg: wc, p: src, d: dst, pGen: 1, dGen: 1, arrive: time.Now()}
+	a.st = c.chk.Initial()
+	a.st.W = model.NewWorld(a.cfg)
+	c.atts[a.name] = a
+
+	c.act(a, cCancel)
+	if !a.holding || !a.wait[model.SourceSide] || !a.wait[model.DestinationSide] {
+		t.Fatalf("the cancel did not wait on both held workers: holding %v, waiting %v", a.holding, a.wait)
+	}
+	// Both outcomes cross the holds on the wire.
+	x := &a.st.W.H[0]
+	x.Outcome[model.SourceSide] = model.OutcomeOK
+	x.Outcome[model.DestinationSide] = model.OutcomeOK
+	c.maybeFinish(a)
+	if !a.done || c.atts[a.name] != nil {
+		t.Fatal("the attempt did not end with both outcomes in")
+	}
+	for _, w := range []int{src, dst} {
+		var held, released bool
+		for _, f := range c.ws[w].pending {
+			held = held || f.Kind == KHold && f.Attempt == a.name
+			released = released || f.Kind == KRelease && f.Attempt == a.name
+		}
+		if !held || !released {
+			t.Errorf("worker %d: held %v, released %v; a held worker of an ended attempt must be released", w, held, released)
+		}
+	}
+	// The answers come late, for an attempt that is gone: nothing moves.
+	for _, w := range []int{src, dst} {
+		c.inbound(inbound{c: &wconn{w: w}, f: Frame{Kind: KHeld, Attempt: a.name}})
+	}
+	if c.rep.Cancelled != 0 {
+		t.Errorf("a cancel was taken after the attempt ended (%d)", c.rep.Cancelled)
+	}
+}
