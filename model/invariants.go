@@ -257,13 +257,13 @@ type Records struct {
 func TransferNeedsReservation(w *World, j *Journal) *Violation {
 	for _, e := range j.Effects() {
 		switch {
-		case e.Kind == EffTransferStart && !e.B:
+		case e.Kind == EffTransferStart && !e.EverReserved:
 			return violate(NameTransferNeedsReservation, int(e.H), -1, "transfer started before the destination reserved for the attempt")
 		case e.Kind == EffTransferStart && e.Reg == RegNone:
 			return violate(NameTransferNeedsReservation, int(e.H), -1, "transfer started with no destination registration to write through")
-		case e.Kind == EffTransferStart && e.Reg == RegValid && !e.A:
+		case e.Kind == EffTransferStart && e.Reg == RegValid && !e.PagesReserved:
 			return violate(NameTransferNeedsReservation, int(e.H), -1, "transfer started through a registration whose pages are not reserved for the attempt")
-		case e.Kind == EffWrite && !e.A:
+		case e.Kind == EffWrite && !e.PagesReserved:
 			return violate(NameTransferNeedsReservation, int(e.H), -1, "transfer wrote into pages not reserved for the attempt")
 		}
 	}
@@ -279,7 +279,7 @@ func SourcePinnedUntilRead(w *World, j *Journal) *Violation {
 		case e.Kind == EffPinEnd && e.Reg == RegValid && !e.Xfer.Finished():
 			return violate(NameSourcePinnedUntilRead, int(e.H), -1,
 				"pin released while its registration was still valid and the transfer %s: a read may find freed blocks", e.Xfer)
-		case e.Kind == EffRead && !e.A:
+		case e.Kind == EffRead && !e.SourcePinned:
 			return violate(NameSourcePinnedUntilRead, int(e.H), -1, "a read through a valid registration found the blocks no longer pinned")
 		}
 	}
@@ -294,11 +294,11 @@ func NoActivationFromInvalidKv(w *World, j *Journal) *Violation {
 			continue
 		}
 		switch {
-		case !e.B:
+		case !e.PagesReserved:
 			return violate(NameNoActivationFromInvalidKv, int(e.H), -1, "activated with no reserved pages")
 		case e.Xfer != XferDone:
 			return violate(NameNoActivationFromInvalidKv, int(e.H), -1, "activated while the transfer was %s", e.Xfer)
-		case e.A:
+		case e.Tainted:
 			return violate(NameNoActivationFromInvalidKv, int(e.H), -1, "activated from a transfer whose source blocks were released while it read")
 		}
 	}
@@ -336,9 +336,9 @@ func NoStoredBeforeActivation(w *World, j *Journal) *Violation {
 			continue
 		}
 		switch {
-		case e.B:
+		case e.AlreadyPublished:
 			return violate(NameNoStoredBeforeActivation, int(e.H), -1, "Stored published a second time")
-		case !e.A || e.Xfer != XferDone:
+		case !e.PagesActive || e.Xfer != XferDone:
 			return violate(NameNoStoredBeforeActivation, int(e.H), -1, "Stored published before receive completion (transfer %s)", e.Xfer)
 		}
 	}
@@ -351,7 +351,7 @@ func ComputeLoadIndependent(w *World, j *Journal) *Violation {
 	for _, e := range j.Effects() {
 		x := &w.H[e.H]
 		switch {
-		case e.Kind == EffLoadFall && e.A:
+		case e.Kind == EffLoadFall && e.LoadFallen:
 			return violate(NameComputeLoadIndependent, int(e.H), -1, "compute load fell twice")
 		case e.Kind == EffComputeDone && x.ComputeLoad:
 			return violate(NameComputeLoadIndependent, int(e.H), -1, "compute finished but the prefill router still counts its compute load")
@@ -373,7 +373,7 @@ func ReleaseNeedsReaderAck(w *World, j *Journal) *Violation {
 		switch {
 		case e.Cause == CauseReaderAck && e.Xfer != XferDone:
 			return violate(NameReleaseNeedsReaderAck, int(e.H), -1, "released on a reader acknowledgement while the reads had not completed (transfer %s)", e.Xfer)
-		case e.Cause == CauseReaderAck && e.B:
+		case e.Cause == CauseReaderAck && e.ActivationPending:
 			return violate(NameReleaseNeedsReaderAck, int(e.H), -1, "released on a reader acknowledgement while the destination's activation command was not yet applied")
 		case e.Cause != CauseReaderAck && e.Cause != CauseAbort && e.Cause != CauseExpiry:
 			return violate(NameReleaseNeedsReaderAck, int(e.H), -1, "pin released on %s, not on reader completion, abort or expiry", e.Cause)
@@ -396,7 +396,7 @@ func ExactlyOnceRelease(w *World, j *Journal) *Violation {
 			return violate(NameExactlyOnceRelease, int(e.H), -1, "%s began again after it ended", e.Res)
 		case e.Kind == EffBegin && e.Life == Held:
 			return violate(NameExactlyOnceRelease, int(e.H), -1, "%s began twice", e.Res)
-		case e.Kind == EffBegin && e.A:
+		case e.Kind == EffBegin && e.AfterOutcome:
 			return violate(NameExactlyOnceRelease, int(e.H), -1, "%s began after the %s reported its terminal outcome", e.Res, e.Side)
 		}
 	}
@@ -410,7 +410,7 @@ func DestinationFirstGate(w *World, j *Journal) *Violation {
 		return nil
 	}
 	for _, e := range j.Effects() {
-		if e.Kind == EffPrefillStart && !e.A {
+		if e.Kind == EffPrefillStart && !e.EverReserved {
 			return violate(NameDestinationFirstGate, int(e.H), -1, "prefill dispatched before the destination reserved")
 		}
 	}
@@ -432,7 +432,7 @@ func RoleCommands(w *World, j *Journal) *Violation {
 // release, not while the source is still pinned. (The state half is RouterCleanup.)
 func RouterCleanupStep(w *World, j *Journal) *Violation {
 	for _, e := range j.Effects() {
-		if e.Kind == EffOwnershipEnd && e.A {
+		if e.Kind == EffOwnershipEnd && e.SourcePinned {
 			return violate(NameRouterCleanup, int(e.H), -1, "prefill router freed request ownership while the source was still pinned")
 		}
 	}
@@ -444,9 +444,9 @@ func RouterCleanupStep(w *World, j *Journal) *Violation {
 func InFlightAccountingStep(w *World, j *Journal) *Violation {
 	for _, e := range j.Effects() {
 		switch {
-		case e.Kind == EffAccept && e.A:
+		case e.Kind == EffAccept && e.WasInFlight:
 			return violate(NameInFlightAccounting, int(e.H), -1, "%s counted the request in flight twice", e.Side)
-		case e.Kind == EffComplete && e.A:
+		case e.Kind == EffComplete && !e.WasInFlight:
 			return violate(NameInFlightAccounting, int(e.H), -1, "%s counted out a request that was not in flight", e.Side)
 		}
 	}
