@@ -215,7 +215,8 @@ func SameGroups(prefill, decode *GroupedProfile) error {
 	if diff == "" {
 		return nil
 	}
-	return profileProblem("the prefill and decode profiles have different cache groups: %s; a grouped rank counts a handoff in blocks, so both roles need the same groups", diff)
+	return profileProblem("the prefill and decode profiles have different cache groups: %s; a grouped rank counts a handoff in blocks, so both roles need the same groups",
+		diff)
 }
 
 // groupsDiff describes the first difference between two lists of cache
@@ -286,12 +287,14 @@ func (t Topology) Check() error {
 	}
 	switch {
 	case pg != dg:
-		return profileProblem("the prefill role's profile is %s and the decode role's is %s: a grouped rank counts a handoff in full-attention blocks and a linear rank in tokens, so the two roles cannot hand off to each other", kind(pg), kind(dg))
+		return profileProblem("the prefill role's profile is %s and the decode role's is %s: a grouped rank counts a handoff in full-attention blocks and a linear rank in tokens, so the two roles cannot hand off to each other",
+			kind(pg), kind(dg))
 	case pg:
 		return SameGroups(t.PrefillGrouped, t.DecodeGrouped)
 	case t.PrefillLinear != nil && t.DecodeLinear != nil && *t.PrefillLinear != *t.DecodeLinear:
 		p, d := t.PrefillLinear, t.DecodeLinear
-		return profileProblem("the prefill role's linear profile (%d bytes per token, %d-token pages) and the decode role's (%d bytes per token, %d-token pages) differ: both roles must agree on what a token moves and on the page a hit is counted in", int64(p.BytesPerToken), int64(p.BlockSize), int64(d.BytesPerToken), int64(d.BlockSize))
+		return profileProblem("the prefill role's linear profile (%d bytes per token, %d-token pages) and the decode role's (%d bytes per token, %d-token pages) differ: both roles must agree on what a token moves and on the page a hit is counted in",
+			int64(p.BytesPerToken), int64(p.BlockSize), int64(d.BytesPerToken), int64(d.BlockSize))
 	}
 	return nil
 }
@@ -388,7 +391,8 @@ func (p LinearProfile) Price(n, hit Tokens) (Quote, error) {
 	q.LockedBlocks = q.HitBlocks
 	payload, ok := mulBytes(int64(q.MovedTokens), p.BytesPerToken)
 	if !ok {
-		return Quote{}, profileProblem("linear profile: %d moved tokens × %d bytes per token overflow the byte count (more than %d bytes)", int64(q.MovedTokens), int64(p.BytesPerToken), int64(math.MaxInt64))
+		return Quote{}, profileProblem("linear profile: %d moved tokens × %d bytes per token overflow the byte count (more than %d bytes)",
+			int64(q.MovedTokens), int64(p.BytesPerToken), int64(math.MaxInt64))
 	}
 	q.PayloadBytes = payload
 	q.ComputeBlocks = total
@@ -480,13 +484,15 @@ func (p *GroupedProfile) Price(n, hit Tokens) (Quote, error) {
 		}
 		bytes, ok := mulBytes(int64(move), *g.TransferBytesPerBlock)
 		if !ok {
-			return Quote{}, profileProblem("%s profile: group %q: %d blocks × %d bytes per block overflow the byte count (more than %d bytes)", p.roleName(), g.Name, int64(move), int64(*g.TransferBytesPerBlock), int64(math.MaxInt64))
+			return Quote{}, profileProblem("%s profile: group %q: %d blocks × %d bytes per block overflow the byte count (more than %d bytes)",
+				p.roleName(), g.Name, int64(move), int64(*g.TransferBytesPerBlock), int64(math.MaxInt64))
 		}
 		gq := GroupQuote{Name: g.Name, Kind: g.Kind, Blocks: move, Bytes: bytes,
 			Computed: compute, Checkpoint: checkpoint, Kept: pinned, Offered: offer}
 		q.Groups = append(q.Groups, gq)
 		if q.PayloadBytes, ok = addBytes(q.PayloadBytes, gq.Bytes); !ok {
-			return Quote{}, profileProblem("%s profile: the payload of %d tokens overflows the byte count (more than %d bytes)", p.roleName(), int64(t), int64(math.MaxInt64))
+			return Quote{}, profileProblem("%s profile: the payload of %d tokens overflows the byte count (more than %d bytes)",
+				p.roleName(), int64(t), int64(math.MaxInt64))
 		}
 		reserved += int64(move)
 		computed += int64(compute)
@@ -504,7 +510,8 @@ func (p *GroupedProfile) Price(n, hit Tokens) (Quote, error) {
 		{checkpoints, &q.CheckpointBlocks, "checkpoint"}, {offered, &q.OfferedBlocks, "offered"},
 	} {
 		if c.sum > math.MaxInt32 {
-			return Quote{}, profileProblem("%s profile: %d tokens make %d %s blocks, more than a block count holds (%d)", p.roleName(), int64(t), c.sum, c.what, int64(math.MaxInt32))
+			return Quote{}, profileProblem("%s profile: %d tokens make %d %s blocks, more than a block count holds (%d)",
+				p.roleName(), int64(t), c.sum, c.what, int64(math.MaxInt32))
 		}
 		*c.dst = Blocks(c.sum)
 	}
