@@ -255,7 +255,8 @@ type Records struct {
 // reserved for the attempt and writes only through the registration made
 // for it, into pages reserved for it.
 func TransferNeedsReservation(w *World, j *Journal) *Violation {
-	for _, e := range j.Effects() {
+	for i := range j.Effects() {
+		e := &j.E[i]
 		switch {
 		case e.Kind == EffTransferStart && !e.EverReserved:
 			return violate(NameTransferNeedsReservation, int(e.H), -1, "transfer started before the destination reserved for the attempt")
@@ -274,7 +275,8 @@ func TransferNeedsReservation(w *World, j *Journal) *Violation {
 // finds the blocks held for the attempt; a pin ends only with its
 // registration fenced or closed while no read can still use it.
 func SourcePinnedUntilRead(w *World, j *Journal) *Violation {
-	for _, e := range j.Effects() {
+	for i := range j.Effects() {
+		e := &j.E[i]
 		switch {
 		case e.Kind == EffPinEnd && e.Reg == RegValid && !e.Xfer.Finished():
 			return violate(NameSourcePinnedUntilRead, int(e.H), -1,
@@ -289,7 +291,8 @@ func SourcePinnedUntilRead(w *World, j *Journal) *Violation {
 // NoActivationFromInvalidKv: the destination activates only from a
 // completed transfer whose source stayed pinned throughout.
 func NoActivationFromInvalidKv(w *World, j *Journal) *Violation {
-	for _, e := range j.Effects() {
+	for i := range j.Effects() {
+		e := &j.E[i]
 		if e.Kind != EffActivate || e.Xfer == XferFailed {
 			continue
 		}
@@ -308,7 +311,8 @@ func NoActivationFromInvalidKv(w *World, j *Journal) *Violation {
 // DestinationHeldWhileWritten: destination pages are never freed while a
 // transfer may still write into them.
 func DestinationHeldWhileWritten(w *World, j *Journal) *Violation {
-	for _, e := range j.Effects() {
+	for i := range j.Effects() {
+		e := &j.E[i]
 		if e.Kind == EffPagesFreed && e.Reg == RegValid && !e.Xfer.Finished() {
 			return violate(NameDestinationHeldWhileWritten, int(e.H), -1,
 				"reserved pages freed while their registration was valid and the transfer %s", e.Xfer)
@@ -320,7 +324,8 @@ func DestinationHeldWhileWritten(w *World, j *Journal) *Violation {
 // FailedTransferNeverActivates: a failed, timed-out or fenced transfer
 // never activates the destination.
 func FailedTransferNeverActivates(w *World, j *Journal) *Violation {
-	for _, e := range j.Effects() {
+	for i := range j.Effects() {
+		e := &j.E[i]
 		if e.Kind == EffActivate && e.Xfer == XferFailed {
 			return violate(NameFailedTransferNeverActivates, int(e.H), -1, "activated from a failed transfer")
 		}
@@ -331,7 +336,8 @@ func FailedTransferNeverActivates(w *World, j *Journal) *Violation {
 // NoStoredBeforeActivation: no Stored for a handoff's pages before its
 // receive completion; after it, the new blocks are stored once.
 func NoStoredBeforeActivation(w *World, j *Journal) *Violation {
-	for _, e := range j.Effects() {
+	for i := range j.Effects() {
+		e := &j.E[i]
 		if e.Kind != EffStored {
 			continue
 		}
@@ -348,7 +354,8 @@ func NoStoredBeforeActivation(w *World, j *Journal) *Violation {
 // ComputeLoadIndependent: prefill compute load falls at compute completion
 // while the pinned occupancy stays, and falls only once.
 func ComputeLoadIndependent(w *World, j *Journal) *Violation {
-	for _, e := range j.Effects() {
+	for i := range j.Effects() {
+		e := &j.E[i]
 		x := &w.H[e.H]
 		switch {
 		case e.Kind == EffLoadFall && e.LoadFallen:
@@ -366,7 +373,8 @@ func ComputeLoadIndependent(w *World, j *Journal) *Violation {
 // completion, abort/cancel, or lease expiry; activation alone never
 // releases it.
 func ReleaseNeedsReaderAck(w *World, j *Journal) *Violation {
-	for _, e := range j.Effects() {
+	for i := range j.Effects() {
+		e := &j.E[i]
 		if e.Kind != EffPinEnd {
 			continue
 		}
@@ -386,7 +394,8 @@ func ReleaseNeedsReaderAck(w *World, j *Journal) *Violation {
 // once, is never resurrected, and nothing begins after the attempt's
 // terminal outcome.
 func ExactlyOnceRelease(w *World, j *Journal) *Violation {
-	for _, e := range j.Effects() {
+	for i := range j.Effects() {
+		e := &j.E[i]
 		switch {
 		case e.Kind == EffEnd && e.Life == Never:
 			return violate(NameExactlyOnceRelease, int(e.H), -1, "%s released but it was never held", e.Res)
@@ -409,7 +418,8 @@ func DestinationFirstGate(w *World, j *Journal) *Violation {
 	if w.cfg.Policy != spec.DestinationFirst {
 		return nil
 	}
-	for _, e := range j.Effects() {
+	for i := range j.Effects() {
+		e := &j.E[i]
 		if e.Kind == EffPrefillStart && !e.EverReserved {
 			return violate(NameDestinationFirstGate, int(e.H), -1, "prefill dispatched before the destination reserved")
 		}
@@ -420,7 +430,8 @@ func DestinationFirstGate(w *World, j *Journal) *Violation {
 // RoleCommands: source commands reach only prefill workers and destination
 // commands only decode workers.
 func RoleCommands(w *World, j *Journal) *Violation {
-	for _, e := range j.Effects() {
+	for i := range j.Effects() {
+		e := &j.E[i]
 		if e.Kind == EffRoleMismatch {
 			return violate(NameRoleCommands, int(e.H), -1, "a %s-role machine issued a command of the other role", e.Side)
 		}
@@ -431,7 +442,8 @@ func RoleCommands(w *World, j *Journal) *Violation {
 // RouterCleanupStep: the prefill router frees request ownership at source
 // release, not while the source is still pinned. (The state half is RouterCleanup.)
 func RouterCleanupStep(w *World, j *Journal) *Violation {
-	for _, e := range j.Effects() {
+	for i := range j.Effects() {
+		e := &j.E[i]
 		if e.Kind == EffOwnershipEnd && e.SourcePinned {
 			return violate(NameRouterCleanup, int(e.H), -1, "prefill router freed request ownership while the source was still pinned")
 		}
@@ -442,7 +454,8 @@ func RouterCleanupStep(w *World, j *Journal) *Violation {
 // InFlightAccountingStep: up once on acceptance, down once on completion.
 // (The state half is InFlightAccounting.)
 func InFlightAccountingStep(w *World, j *Journal) *Violation {
-	for _, e := range j.Effects() {
+	for i := range j.Effects() {
+		e := &j.E[i]
 		switch {
 		case e.Kind == EffAccept && e.WasInFlight:
 			return violate(NameInFlightAccounting, int(e.H), -1, "%s counted the request in flight twice", e.Side)
@@ -456,7 +469,8 @@ func InFlightAccountingStep(w *World, j *Journal) *Violation {
 // AtomicPrefillPinStep: a pin only takes blocks whose compute finished.
 // (The state half is AtomicPrefillPin.)
 func AtomicPrefillPinStep(w *World, j *Journal) *Violation {
-	for _, e := range j.Effects() {
+	for i := range j.Effects() {
+		e := &j.E[i]
 		if e.Kind == EffPinEarly {
 			return violate(NameAtomicPrefillPin, int(e.H), -1, "pinned blocks whose compute had not finished")
 		}

@@ -116,7 +116,9 @@ type Effect struct {
 // MaxEffects bounds the effects of one step.
 const MaxEffects = 48
 
-// Journal is the effects of one step, in order.
+// Journal is the effects of one step, in order. The step invariants read
+// them in place (&j.E[i]) rather than by value: every step half scans
+// the journal on every transition the checker explores.
 type Journal struct {
 	N int
 	E [MaxEffects]Effect
