@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode"
 
@@ -141,18 +139,14 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	type problem struct {
-		line int
-		what string
+	// Every problem carries the path of the value it is about; the lines
+	// come from the paths alone, never from what a message says.
+	var errs []*jsonfile.Problem
+	add := func(path []any, format string, args ...any) {
+		errs = append(errs, jsonfile.Problemf(ErrConfig, path, format, args...))
 	}
-	var errs []problem
-	badAt := func(line int, format string, args ...any) {
-		errs = append(errs, problem{line, fmt.Sprintf(format, args...)})
-	}
-	// bad reports a problem of the fault budget named key.
-	bad := func(key, format string, args ...any) { badAt(pos.Line("faults", key), format, args...) }
 	if f.Schema != ConfigSchemaV1 {
-		badAt(pos.Line("schema"), "schema is %q, want %q", f.Schema, ConfigSchemaV1)
+		add([]any{"schema"}, "schema is %q, want %q", f.Schema, ConfigSchemaV1)
 	}
 	c := &Config{Renewal: true, Symmetry: true}
 	if f.Renewal != nil {
@@ -164,12 +158,12 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	if f.Commands != nil {
 		cmds, err := ParseCommands(f.Commands)
 		if err != nil {
-			badAt(pos.Line("commands"), "%v", err)
+			add([]any{"commands"}, "%v", err)
 		}
 		c.Commands = cmds
 	}
 	if len(f.Runs) == 0 {
-		badAt(pos.Line("runs"), "runs is empty, want at least one {name, policy, engine}")
+		add([]any{"runs"}, "runs is empty, want at least one {name, policy, engine}")
 	}
 	names := map[string]int{}
 	// usable lists the runs whose policy and engine are known; worldOK
@@ -181,19 +175,19 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 		run := RunLabel(i, r.Name)
 		p, perr := spec.ParsePolicy(r.Policy)
 		if perr != nil {
-			badAt(pos.Line("runs", i, "policy"), "%s: policy %q is not source-first or destination-first", run, r.Policy)
+			add([]any{"runs", i, "policy"}, "%s: policy %q is not source-first or destination-first", run, r.Policy)
 		}
 		e, eerr := model.ParseEngine(r.Engine)
 		if eerr != nil {
-			badAt(pos.Line("runs", i, "engine"), "%s: engine %q is not one of %s", run, r.Engine, strings.Join(model.EngineNames(), ", "))
+			add([]any{"runs", i, "engine"}, "%s: engine %q is not one of %s", run, r.Engine, strings.Join(model.EngineNames(), ", "))
 		}
 		if perr == nil && eerr == nil {
 			usable = append(usable, i)
 		}
 		if why := runNameProblem(r.Name); why != "" {
-			badAt(pos.Line("runs", i, "name"), "%s: %s", run, why)
+			add([]any{"runs", i, "name"}, "%s: %s", run, why)
 		} else if prev, dup := names[r.Name]; dup {
-			badAt(pos.Line("runs", i, "name"), "%s: name is also the name of run %d; --run selects runs by name, so names must be unique", run, prev)
+			add([]any{"runs", i, "name"}, "%s: name is also the name of run %d; --run selects runs by name, so names must be unique", run, prev)
 		} else {
 			names[r.Name] = i
 		}
@@ -214,7 +208,7 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 		case "decode":
 			wc.Role = model.DecodeWorker
 		default:
-			badAt(pos.Line("workers", i, "role"), "worker %d: role %q is not prefill or decode", i, w.Role)
+			add([]any{"workers", i, "role"}, "worker %d: role %q is not prefill or decode", i, w.Role)
 			worldOK = false
 		}
 		c.World.Workers = append(c.World.Workers, wc)
@@ -222,18 +216,26 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	for _, h := range f.Handoffs {
 		c.World.Handoffs = append(c.World.Handoffs, model.HandoffConfig{PromptTokens: h.PromptTokens, HeadroomTokens: h.HeadroomTokens})
 	}
+	// groupsProblems adds the problems of a groups object at path, whose
+	// paths are in the groups file's own form.
+	groupsProblems := func(err error, what string, path ...any) {
+		probs, ok := jsonfile.ProblemsOf(err)
+		if !ok {
+			add(path, "%s: %v", what, err)
+		}
+		for _, p := range probs {
+			add(p.Under(path...).Path, "%s: %s", what, p.Msg)
+		}
+	}
 	switch {
 	case f.Transfer.Groups != nil && (f.Transfer.BytesPerToken != 0 || f.Transfer.BlockSize != 0):
-		badAt(pos.Line("transfer"), "transfer takes either groups or bytes_per_token with block_size_tokens, not both")
+		add([]any{"transfer"}, "transfer takes either groups or bytes_per_token with block_size_tokens, not both")
 		worldOK = false
 	case f.Transfer.Groups != nil:
 		g, err := f.Transfer.Groups.Profile("prefill")
 		if err != nil {
 			worldOK = false
-			for _, msg := range strings.Split(err.Error(), "\n") {
-				msg = strings.TrimPrefix(msg, model.ErrProfile.Error()+": ")
-				badAt(model.GroupsLine(pos, []any{"transfer", "groups"}, f.Transfer.Groups.Groups, msg), "transfer groups: %s", msg)
-			}
+			groupsProblems(err, "transfer groups", "transfer", "groups")
 		}
 		c.World.Grouped = g
 	default:
@@ -242,16 +244,13 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	if d := f.Transfer.Decode; d != nil {
 		switch {
 		case d.Groups != nil && (d.BytesPerToken != 0 || d.BlockSize != 0):
-			badAt(pos.Line("transfer", "decode"), "transfer decode takes either groups or bytes_per_token with block_size_tokens, not both")
+			add([]any{"transfer", "decode"}, "transfer decode takes either groups or bytes_per_token with block_size_tokens, not both")
 			worldOK = false
 		case d.Groups != nil:
 			g, err := d.Groups.Profile("decode")
 			if err != nil {
 				worldOK = false
-				for _, msg := range strings.Split(err.Error(), "\n") {
-					msg = strings.TrimPrefix(msg, model.ErrProfile.Error()+": ")
-					badAt(model.GroupsLine(pos, []any{"transfer", "decode", "groups"}, d.Groups.Groups, msg), "transfer decode groups: %s", msg)
-				}
+				groupsProblems(err, "transfer decode groups", "transfer", "decode", "groups")
 			}
 			c.World.DecodeGrouped = g
 		default:
@@ -260,7 +259,7 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	}
 	for _, k := range sortedKeys(f.Faults) {
 		if err := c.Budget.Set(k, f.Faults[k]); err != nil {
-			bad(k, "%v", err)
+			add([]any{"faults", k}, "%v", err)
 		}
 	}
 	if worldOK {
@@ -268,8 +267,12 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 		// engine are part of the world. A problem every run has is
 		// reported once; one only some runs have names them. Without a
 		// usable run they run once, on the first policy and engine.
-		var order []string
-		runsOf := map[string][]int{}
+		type worldProblem struct {
+			p    *jsonfile.Problem
+			runs []int
+		}
+		var order []*worldProblem
+		byKey := map[string]*worldProblem{}
 		checked := usable
 		if len(checked) == 0 {
 			checked = []int{-1}
@@ -283,34 +286,64 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 			if err == nil {
 				continue
 			}
-			for _, e := range strings.Split(err.Error(), "\n") {
-				e = strings.TrimPrefix(e, model.ErrConfig.Error()+": ")
-				if _, seen := runsOf[e]; !seen {
-					order = append(order, e)
+			probs, ok := jsonfile.ProblemsOf(err)
+			if !ok {
+				probs = append(probs, &jsonfile.Problem{Msg: err.Error()})
+			}
+			for _, p := range probs {
+				// Two runs have the same problem when it is about the
+				// same value and says the same.
+				key := fmt.Sprintf("%q %s", p.Path, p.Msg)
+				wp := byKey[key]
+				if wp == nil {
+					wp = &worldProblem{p: p}
+					byKey[key] = wp
+					order = append(order, wp)
 				}
-				runsOf[e] = append(runsOf[e], i)
+				wp.runs = append(wp.runs, i)
 			}
 		}
-		for _, e := range order {
-			line := worldLine(pos, e)
-			if len(runsOf[e]) == len(checked) {
-				badAt(line, "%s", e)
+		for _, wp := range order {
+			if len(wp.runs) == len(checked) {
+				add(runPath(wp.p.Path, -1), "%s", wp.p.Msg)
 				continue
 			}
-			for _, i := range runsOf[e] {
-				badAt(line, "%s: %s", RunLabel(i, c.Runs[i].Name), e)
+			for _, i := range wp.runs {
+				add(runPath(wp.p.Path, i), "%s: %s", RunLabel(i, c.Runs[i].Name), wp.p.Msg)
 			}
 		}
 	}
 	if len(errs) > 0 {
-		slices.SortStableFunc(errs, func(a, b problem) int { return a.line - b.line })
-		var lines []string
-		for _, p := range errs {
-			lines = append(lines, fmt.Sprintf("%s:%d: %s", file, p.line, p.what))
+		type located struct {
+			line int
+			what string
 		}
-		return nil, fmt.Errorf("%w:\n%s", ErrConfig, strings.Join(lines, "\n"))
+		var lines []located
+		for _, p := range errs {
+			lines = append(lines, located{pos.Line(p.Path...), p.Msg})
+		}
+		slices.SortStableFunc(lines, func(a, b located) int { return a.line - b.line })
+		var text []string
+		for _, l := range lines {
+			text = append(text, fmt.Sprintf("%s:%d: %s", file, l.line, l.what))
+		}
+		return nil, fmt.Errorf("%w:\n%s", ErrConfig, strings.Join(text, "\n"))
 	}
 	return c, nil
+}
+
+// runPath is where a problem of the world's checks is in the
+// configuration file: the world's paths are the file's, except that the
+// policy and the engine are a run's (run i's, or the runs list for a
+// problem every run has).
+func runPath(path []any, i int) []any {
+	if len(path) == 0 || (path[0] != "engine" && path[0] != "policy") {
+		return path
+	}
+	if i < 0 {
+		return []any{"runs"}
+	}
+	return append([]any{"runs", i}, path...)
 }
 
 // RunLabel names a run in messages: its index, from 0 like workers and
@@ -329,58 +362,6 @@ func runNameProblem(name string) string {
 		return "name contains white space, which --run cannot select; want one word"
 	}
 	return ""
-}
-
-var (
-	subjectRE = regexp.MustCompile(`^(worker|handoff) (\d+): `)
-	hitRE     = regexp.MustCompile(`prefix hit .*for handoff (\d+)`)
-)
-
-// worldKeys are the keys of a worker or handoff object that the world's
-// messages can be about, by the words that name them, most specific first.
-var worldKeys = map[string][]struct{ words, key string }{
-	"worker": {
-		{"background_slots", "background_slots"}, {"background_blocks", "background_blocks"},
-		{"background load of", ""}, {"capacity_blocks", "capacity_blocks"}, {"capacity", "capacity_blocks"}, {"slots", "slots"},
-		{"headroom_tokens", "headroom_tokens"}, {"prefix hits for", "prefix_hit_tokens"},
-	},
-	"handoff": {{"prompt_tokens", "prompt_tokens"}, {"headroom_tokens", "headroom_tokens"}},
-}
-
-// worldLine is the line a message of the world's checks is about: the
-// worker or handoff it names (the key it names within that entry when
-// there is one), or the list or section it names.
-func worldLine(pos *jsonfile.Positions, msg string) int {
-	if m := subjectRE.FindStringSubmatch(msg); m != nil {
-		i, _ := strconv.Atoi(m[2])
-		list := m[1] + "s"
-		if m[1] == "worker" {
-			if h := hitRE.FindStringSubmatch(msg); h != nil {
-				n, _ := strconv.Atoi(h[1])
-				return pos.Line(list, i, "prefix_hit_tokens", n)
-			}
-		}
-		for _, k := range worldKeys[m[1]] {
-			if regexp.MustCompile(`\b` + regexp.QuoteMeta(k.words) + `\b`).MatchString(msg[len(m[0]):]) {
-				if k.key == "" {
-					break
-				}
-				return pos.Line(list, i, k.key)
-			}
-		}
-		return pos.Line(list, i)
-	}
-	subject, _, _ := strings.Cut(msg, ":")
-	switch subject {
-	case "transfer":
-		if strings.Contains(msg, "decode role") {
-			return pos.Line("transfer", "decode") // the transfer line itself when decode shares it
-		}
-		return pos.Line(subject)
-	case "workers", "handoffs":
-		return pos.Line(subject)
-	}
-	return pos.Line("runs")
 }
 
 func sortedKeys(m map[string]uint) []string { return slices.Sorted(maps.Keys(m)) }

@@ -3,6 +3,10 @@ package checker
 import (
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -196,5 +200,101 @@ func TestParseConfig_ReportsIndependentProblemsTogether(t *testing.T) {
 		if !strings.HasPrefix(got[i], want[i]) {
 			t.Errorf("problem %d:\n got %s\nwant %s", i, got[i], want[i])
 		}
+	}
+}
+
+// Each problem is reported at the value its path names: the repeat of a
+// group's name (not its first declaration), the group a problem is about
+// even when another group has the same name, the prefix hit past the
+// handoffs, the negative half of a background load. A reader that found
+// the line from the message's words put all of these elsewhere.
+func TestParseConfig_LinesFromPaths(t *testing.T) {
+	grouped := `"transfer": {"groups": {"vllm_version": "0.32.0", "groups": [
+    {"name": "attn", "kind": "full_attention", "block_size_tokens": 16, "transfer_bytes_per_block": 1, "prefix_cacheable": true},
+    {"name": "attn", "kind": "full_attention", "block_size_tokens": 16, "transfer_bytes_per_block": 1, "prefix_cacheable": true},
+    {"name": "attn", "kind": "full_attention", "block_size_tokens": 32, "transfer_bytes_per_block": 1, "prefix_cacheable": true}]}},`
+	for _, tc := range []struct {
+		name     string
+		old, new string
+		want     []string // whole error lines, in file order
+	}{
+		{"name-repeated", `"transfer": {"bytes_per_token": 131072, "block_size_tokens": 16},`, grouped, []string{
+			`c.json:22: transfer groups: prefill profile: group "attn": declared twice`,
+			`c.json:23: transfer groups: prefill profile: group "attn": declared twice`,
+			`c.json:23: transfer groups: prefill profile: group "attn": full-attention groups must share one block size (16 and 32)`,
+		}},
+		{"hit-past-the-handoffs", `"prefix_hit_tokens": [16]}`, `"prefix_hit_tokens": [16,
+       16]}`, []string{`c.json:15: worker 1: prefix hits for 2 handoffs, but there are 1`}},
+		{"negative-background-slots", `"slots": 2,`, `"slots": 2, "background_blocks": 1,
+     "background_slots": -1,`, []string{`c.json:13: worker 1: background load of 1 blocks and -1 slots, want neither negative`}},
+		// The decode role's profile is the one that cannot pair.
+		{"decode-profile-differs", `"transfer": {"bytes_per_token": 131072, "block_size_tokens": 16},`, `"transfer": {"bytes_per_token": 131072, "block_size_tokens": 16,
+    "decode": {"bytes_per_token": 65536, "block_size_tokens": 16}},`, []string{
+			`c.json:21: transfer: the prefill role's linear profile (131072 bytes per token, 16-token pages) and the decode role's (65536 bytes per token, 16-token pages) differ`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := parseRefused(t, editConfig(t, tc.old, tc.new))[1:]
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %d problems, want %d:\n%s", len(got), len(tc.want), strings.Join(got, "\n"))
+			}
+			for i := range got {
+				if !strings.HasPrefix(got[i], tc.want[i]) {
+					t.Errorf("problem %d:\n got %s\nwant %s", i, got[i], tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// No reader of a configuration or a groups file finds where a problem
+// belongs from its wording: none of the files that validate or locate
+// them matches a regular expression, or searches, splits or cuts an
+// error's text. A message can then be reworded without moving its line.
+// (spec/jsonfile's DecodeError still reads the unknown key from
+// encoding/json's own message, which carries no other form of it.)
+func TestParseConfig_NoLocationFromWording(t *testing.T) {
+	files := []string{"config.go", "tracefile.go",
+		"../model/config.go", "../model/groups.go", "../model/pricing.go",
+		"../spec/jsonfile/scan.go", "../spec/jsonfile/problem.go"}
+	for _, f := range files {
+		fset := token.NewFileSet()
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range file.Imports {
+			if imp.Path.Value == `"regexp"` {
+				t.Errorf("%s imports regexp", filepath.Base(f))
+			}
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if pkg, ok := sel.X.(*ast.Ident); !ok || pkg.Name != "strings" {
+				return true
+			}
+			readsError := false
+			for _, arg := range call.Args {
+				ast.Inspect(arg, func(n ast.Node) bool {
+					if c, ok := n.(*ast.CallExpr); ok {
+						if s, ok := c.Fun.(*ast.SelectorExpr); ok && s.Sel.Name == "Error" && len(c.Args) == 0 {
+							readsError = true
+						}
+					}
+					return !readsError
+				})
+			}
+			if readsError {
+				t.Errorf("%s: strings.%s reads an error's text", fset.Position(call.Pos()), sel.Sel.Name)
+			}
+			return true
+		})
 	}
 }

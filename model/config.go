@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/spec"
+	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
 )
 
 // ErrConfig is wrapped by every refusal of a world configuration.
@@ -220,49 +221,74 @@ type derived struct {
 
 // Prepare validates the configuration and prices every handoff on every
 // decode worker. It must be called before NewWorld.
+//
+// Its error joins one *jsonfile.Problem per defect, located in the
+// configuration file's form (checker's handoffcheck.config/v1): a worker's
+// key as ["workers", i, "capacity_blocks"], a handoff's as ["handoffs", h,
+// "prompt_tokens"], the lists as ["workers"] and ["handoffs"], the
+// transfer as ["transfer"] (["transfer", "decode"] for the decode role's
+// profile, ["transfer", "groups", ...] for a grouped one's values), and
+// the engine as ["engine"]. A reader places a problem by its path, never
+// by its wording.
 func (c *Config) Prepare() error {
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...)))
+	var errs []*jsonfile.Problem
+	bad := func(path []any, format string, args ...any) {
+		errs = append(errs, jsonfile.Problemf(ErrConfig, path, format, args...))
 	}
+	// under adds the problems of a profile, whose paths are in the groups
+	// file's form, at where that profile is in the configuration.
+	under := func(err error, prefix ...any) {
+		probs, ok := jsonfile.ProblemsOf(err)
+		if !ok {
+			bad(prefix, "%s", err)
+		}
+		for _, p := range probs {
+			errs = append(errs, p.Under(prefix...))
+		}
+	}
+	worker := func(i int, key ...any) []any { return append([]any{"workers", i}, key...) }
+	handoff := func(h int, key ...any) []any { return append([]any{"handoffs", h}, key...) }
+	transfer, decodeTransfer := []any{"transfer"}, []any{"transfer", "decode"}
 	// Every message opens with its subject ("worker 1", "handoff 0",
 	// "workers", "handoffs", "transfer"), numbered from 0 as reports name
-	// them, so that a configuration reader can point at the entry.
+	// them, so that a person reading it knows which entry it is about.
 	if len(c.Handoffs) == 0 || len(c.Handoffs) > MaxHandoffs {
-		bad("handoffs: %d given, want 1 to %d", len(c.Handoffs), MaxHandoffs)
+		bad([]any{"handoffs"}, "handoffs: %d given, want 1 to %d", len(c.Handoffs), MaxHandoffs)
 	}
 	workerCount := len(c.Workers) >= 2 && len(c.Workers) <= MaxWorkers
 	if !workerCount {
-		bad("workers: %d given, want 2 to %d (at least one prefill and one decode worker)", len(c.Workers), MaxWorkers)
+		bad([]any{"workers"}, "workers: %d given, want 2 to %d (at least one prefill and one decode worker)", len(c.Workers), MaxWorkers)
 	}
 	if (c.Linear == nil) == (c.Grouped == nil) {
-		bad("transfer: exactly one of a linear and a grouped transfer profile is needed")
+		bad(transfer, "transfer: exactly one of a linear and a grouped transfer profile is needed")
 	}
 	if c.Grouped != nil {
 		if err := c.Grouped.Validate(); err != nil {
-			errs = append(errs, err)
+			under(err, "transfer", "groups")
 		}
 	}
 	if c.Linear != nil && (c.Linear.BytesPerToken <= 0 || c.Linear.BlockSize <= 0) {
-		bad("transfer: a linear profile needs bytes_per_token and block_size_tokens > 0")
+		bad(transfer, "transfer: a linear profile needs bytes_per_token and block_size_tokens > 0")
 	}
 	switch {
 	case c.DecodeLinear != nil && c.DecodeGrouped != nil:
-		bad("transfer: the decode role takes one profile, linear or grouped, not both")
+		bad(decodeTransfer, "transfer: the decode role takes one profile, linear or grouped, not both")
 	case c.DecodeGrouped != nil:
 		if err := c.DecodeGrouped.Validate(); err != nil {
-			errs = append(errs, err)
+			under(err, "transfer", "decode", "groups")
 		}
 	case c.DecodeLinear != nil && (c.DecodeLinear.BytesPerToken <= 0 || c.DecodeLinear.BlockSize <= 0):
-		bad("transfer: the decode role's linear profile needs bytes_per_token and block_size_tokens > 0")
+		bad(decodeTransfer, "transfer: the decode role's linear profile needs bytes_per_token and block_size_tokens > 0")
 	}
 	if len(errs) == 0 && (c.Linear == nil) != (c.Grouped == nil) {
+		// A pair that cannot hand off is the decode role's profile's
+		// fault: with none, the decode role shares the prefill role's.
 		if err := c.topology().Check(); err != nil {
-			bad("transfer: %s", strings.TrimPrefix(err.Error(), ErrProfile.Error()+": "))
+			bad(decodeTransfer, "transfer: %s", detail(err))
 		}
 	}
 	if !c.Engine.Known() {
-		bad("engine: unknown engine %d", c.Engine)
+		bad([]any{"engine"}, "engine: unknown engine %d", c.Engine)
 	}
 	var d derived
 	for i, w := range c.Workers {
@@ -277,7 +303,7 @@ func (c *Config) Prepare() error {
 			d.decode[d.nDecode] = i
 			d.nDecode++
 		default:
-			bad("worker %d: unknown role %d", i, w.Role)
+			bad(worker(i, "role"), "worker %d: unknown role %d", i, w.Role)
 		}
 		// A limit that is itself wrong is reported alone: the background
 		// load is judged only against a valid capacity and slot count.
@@ -287,62 +313,73 @@ func (c *Config) Prepare() error {
 		}
 		capacityOK := w.Capacity > 0 && w.Capacity <= maxCap
 		if !capacityOK {
-			bad("worker %d: capacity_blocks %d, want 1 to %d", i, int64(w.Capacity), int64(maxCap))
+			bad(worker(i, "capacity_blocks"), "worker %d: capacity_blocks %d, want 1 to %d", i, int64(w.Capacity), int64(maxCap))
 		}
 		slotsOK := w.Role != DecodeWorker || (w.Slots > 0 && w.Slots <= maxSlots)
 		if !slotsOK {
-			bad("worker %d: slots %d, want 1 to %d", i, w.Slots, maxSlots)
+			bad(worker(i, "slots"), "worker %d: slots %d, want 1 to %d", i, w.Slots, maxSlots)
 		}
 		switch {
 		case w.BackgroundBlocks < 0 || w.BackgroundSlots < 0:
-			bad("worker %d: background load of %d blocks and %d slots, want neither negative", i, int64(w.BackgroundBlocks), w.BackgroundSlots)
+			negative := "background_blocks"
+			if w.BackgroundBlocks >= 0 {
+				negative = "background_slots"
+			}
+			bad(worker(i, negative), "worker %d: background load of %d blocks and %d slots, want neither negative", i, int64(w.BackgroundBlocks), w.BackgroundSlots)
 		case capacityOK && w.BackgroundBlocks > w.Capacity:
-			bad("worker %d: background_blocks %d, more than its capacity of %d blocks", i, int64(w.BackgroundBlocks), int64(w.Capacity))
+			bad(worker(i, "background_blocks"), "worker %d: background_blocks %d, more than its capacity of %d blocks", i, int64(w.BackgroundBlocks), int64(w.Capacity))
 		case w.Role == DecodeWorker && slotsOK && w.BackgroundSlots > w.Slots:
-			bad("worker %d: background_slots %d, more than its %d slots", i, w.BackgroundSlots, w.Slots)
+			bad(worker(i, "background_slots"), "worker %d: background_slots %d, more than its %d slots", i, w.BackgroundSlots, w.Slots)
 		case w.BackgroundSlots > maxSlots:
-			bad("worker %d: background_slots %d, want 0 to %d", i, w.BackgroundSlots, maxSlots)
+			bad(worker(i, "background_slots"), "worker %d: background_slots %d, want 0 to %d", i, w.BackgroundSlots, maxSlots)
 		}
 		if w.Headroom < 0 {
-			bad("worker %d: headroom_tokens %d, want 0 or more", i, int64(w.Headroom))
+			bad(worker(i, "headroom_tokens"), "worker %d: headroom_tokens %d, want 0 or more", i, int64(w.Headroom))
 		}
 		if len(w.PrefixHit) > len(c.Handoffs) {
-			bad("worker %d: prefix hits for %d handoffs, but there are %d", i, len(w.PrefixHit), len(c.Handoffs))
+			// The first entry past the handoffs is the one too many.
+			bad(worker(i, "prefix_hit_tokens", len(c.Handoffs)), "worker %d: prefix hits for %d handoffs, but there are %d", i, len(w.PrefixHit), len(c.Handoffs))
 		}
 		for h, hit := range w.PrefixHit {
+			at := worker(i, "prefix_hit_tokens", h)
 			switch {
 			case hit < 0:
-				bad("worker %d: prefix hit of %d tokens for handoff %d, want 0 or more", i, int64(hit), h)
+				bad(at, "worker %d: prefix hit of %d tokens for handoff %d, want 0 or more", i, int64(hit), h)
 			case hit > 0 && w.Role != DecodeWorker:
-				bad("worker %d: prefix hit for handoff %d on a prefill worker: prefix hits apply to decode workers only", i, h)
+				bad(at, "worker %d: prefix hit for handoff %d on a prefill worker: prefix hits apply to decode workers only", i, h)
 			case h < len(c.Handoffs) && c.Handoffs[h].PromptTokens > 0 && hit > c.Handoffs[h].PromptTokens:
 				// A cache holds at most the whole prompt; a larger hit
 				// would be priced as more reuse than the prompt has.
-				bad("worker %d: prefix hit of %d tokens for handoff %d, more than its prompt of %d tokens", i, int64(hit), h, int64(c.Handoffs[h].PromptTokens))
+				bad(at, "worker %d: prefix hit of %d tokens for handoff %d, more than its prompt of %d tokens", i, int64(hit), h, int64(c.Handoffs[h].PromptTokens))
 			}
 		}
 	}
 	if workerCount && (d.nPrefill == 0 || d.nDecode == 0) {
-		bad("workers: %d prefill and %d decode, want at least one of each", d.nPrefill, d.nDecode)
+		bad([]any{"workers"}, "workers: %d prefill and %d decode, want at least one of each", d.nPrefill, d.nDecode)
 	}
 	for h, hc := range c.Handoffs {
 		if h >= MaxHandoffs {
 			break
 		}
 		if hc.PromptTokens <= 0 {
-			bad("handoff %d: prompt_tokens %d, want at least 1", h, int64(hc.PromptTokens))
+			bad(handoff(h, "prompt_tokens"), "handoff %d: prompt_tokens %d, want at least 1", h, int64(hc.PromptTokens))
 		}
 		if hc.HeadroomTokens < 0 {
-			bad("handoff %d: headroom_tokens %d, want 0 or more", h, int64(hc.HeadroomTokens))
+			bad(handoff(h, "headroom_tokens"), "handoff %d: headroom_tokens %d, want 0 or more", h, int64(hc.HeadroomTokens))
 		}
 	}
 	if len(errs) > 0 {
-		return errors.Join(errs...)
+		return jsonfile.JoinProblems(errs)
+	}
+	// From here on the first problem stops the pricing: the rest would
+	// follow from it.
+	fail := func(path []any, format string, args ...any) error {
+		return jsonfile.Problemf(ErrConfig, path, format, args...)
 	}
 	for h, hc := range c.Handoffs {
 		q, err := c.price(hc.PromptTokens, 0)
 		if err != nil {
-			return fmt.Errorf("%w: handoff %d: %s", ErrConfig, h, strings.TrimPrefix(err.Error(), ErrProfile.Error()+": "))
+			return fail(handoff(h), "handoff %d: %s", h, detail(err))
 		}
 		d.source[h] = q
 		d.estimate[h] = q.ComputeBlocks
@@ -354,12 +391,12 @@ func (c *Config) Prepare() error {
 			}
 			hq, err := c.priceDest(hc.PromptTokens, hit)
 			if err != nil {
-				return fmt.Errorf("%w: handoff %d: %s", ErrConfig, h, strings.TrimPrefix(err.Error(), ErrProfile.Error()+": "))
+				return fail(handoff(h), "handoff %d: %s", h, detail(err))
 			}
 			d.dest[h][w] = hq
 			cold, err := c.priceDest(hc.PromptTokens, 0)
 			if err != nil {
-				return fmt.Errorf("%w: handoff %d: %s", ErrConfig, h, strings.TrimPrefix(err.Error(), ErrProfile.Error()+": "))
+				return fail(handoff(h), "handoff %d: %s", h, detail(err))
 			}
 			d.coldDest[h][w] = cold
 			d.locked[h][w] = hq.LockedBlocks
@@ -368,8 +405,8 @@ func (c *Config) Prepare() error {
 		for i := 0; i < d.nPrefill; i++ {
 			p := d.prefill[i]
 			if q.ComputeBlocks > c.Workers[p].Capacity {
-				return fmt.Errorf("%w: worker %d: handoff %d needs %d compute blocks, more than its capacity of %d",
-					ErrConfig, p, h, int64(q.ComputeBlocks), int64(c.Workers[p].Capacity))
+				return fail(worker(p, "capacity_blocks"), "worker %d: handoff %d needs %d compute blocks, more than its capacity of %d",
+					p, h, int64(q.ComputeBlocks), int64(c.Workers[p].Capacity))
 			}
 		}
 	}
@@ -383,19 +420,28 @@ func (c *Config) Prepare() error {
 			atStart, what = atStart+c.Workers[w].BackgroundBlocks, "prefix cache and background load at start"
 		}
 		if atStart > c.Workers[w].Capacity {
-			return fmt.Errorf("%w: worker %d: %s (%d blocks) exceed its capacity of %d",
-				ErrConfig, w, what, int64(atStart), int64(c.Workers[w].Capacity))
+			return fail(worker(w, "capacity_blocks"), "worker %d: %s (%d blocks) exceed its capacity of %d",
+				w, what, int64(atStart), int64(c.Workers[w].Capacity))
 		}
 		for h := range c.Handoffs {
 			if need := d.locked[h][w] + d.dest[h][w].ReservedBlocks; need > c.Workers[w].Capacity {
-				return fmt.Errorf("%w: worker %d: handoff %d needs %d blocks, more than its capacity of %d",
-					ErrConfig, w, h, int64(need), int64(c.Workers[w].Capacity))
+				return fail(worker(w, "capacity_blocks"), "worker %d: handoff %d needs %d blocks, more than its capacity of %d",
+					w, h, int64(need), int64(c.Workers[w].Capacity))
 			}
 		}
 	}
 	d.ok = true
 	c.d = d
 	return nil
+}
+
+// detail is what a refusal says without its sentinel, to be told as part
+// of another's message.
+func detail(err error) string {
+	if p, ok := err.(*jsonfile.Problem); ok {
+		return p.Msg
+	}
+	return err.Error()
 }
 
 func (c *Config) price(n, hit Tokens) (Quote, error) {

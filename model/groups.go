@@ -3,9 +3,7 @@ package model
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
@@ -37,10 +35,11 @@ type GroupFile struct {
 }
 
 // Profile turns the file into a validated profile of a role ("prefill" or
-// "decode"). Every refusal names the role and the group.
+// "decode"). Every refusal names the role and the group; the error joins
+// one *jsonfile.Problem per defect, whose path is in the file's form.
 func (g *GroupsFile) Profile(role string) (*GroupedProfile, error) {
 	p := &GroupedProfile{Role: role, VLLMVersion: g.VLLMVersion}
-	var errs []error
+	var errs []*jsonfile.Problem
 	for i, fg := range g.Groups {
 		k, ok := ParseGroupKind(fg.Kind)
 		if !ok {
@@ -48,13 +47,14 @@ func (g *GroupsFile) Profile(role string) (*GroupedProfile, error) {
 			if name == "" {
 				name = fmt.Sprintf("#%d", i+1)
 			}
-			errs = append(errs, fmt.Errorf("%w: %s profile: group %q: kind %q is not full_attention, sliding_window or state", ErrProfile, role, name, fg.Kind))
+			errs = append(errs, jsonfile.Problemf(ErrProfile, groupPath(i, fg.Name),
+				"%s profile: group %q: kind %q is not full_attention, sliding_window or state", role, name, fg.Kind))
 		}
 		p.Groups = append(p.Groups, Group{Name: fg.Name, Kind: k, BlockSize: fg.BlockSize, Window: fg.Window,
 			TransferBytesPerBlock: fg.TransferBytesPerBlock, PrefixCacheable: fg.PrefixCacheable, CheckpointBlocks: fg.CheckpointBlocks})
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, jsonfile.JoinProblems(errs)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -80,58 +80,19 @@ func ParseGroups(file string, data []byte, role string) (*GroupedProfile, error)
 	}
 	p, err := g.Profile(role)
 	if err != nil {
-		// Every problem gets the line of the group it names (or of the
-		// version), so that each line of the message points somewhere.
+		// Every problem gets the line of the value its path names, so that
+		// each line of the message points somewhere.
+		probs, ok := jsonfile.ProblemsOf(err)
+		if !ok {
+			return nil, fmt.Errorf("%s:1: %w", file, err)
+		}
 		var lines []string
-		for _, msg := range strings.Split(err.Error(), "\n") {
-			lines = append(lines, fmt.Sprintf("%s:%d: %s", file, GroupsLine(pos, nil, g.Groups, msg), msg))
+		for _, pr := range probs {
+			lines = append(lines, fmt.Sprintf("%s:%d: %s", file, pos.Line(pr.Path...), pr.Error()))
 		}
 		return nil, &profileError{msg: strings.Join(lines, "\n")}
 	}
 	return p, nil
-}
-
-// GroupsLine is the line a profile problem msg is about, in a document
-// whose positions are pos and where the groups-file object sits at path
-// at (nil for a file of its own): the group msg names (its name's line, or
-// the group's own for an unnamed one, "#N"), the groups list for a problem
-// of the list, else the vllm_version key.
-func GroupsLine(pos *jsonfile.Positions, at []any, groups []GroupFile, msg string) int {
-	path := func(rest ...any) []any { return append(slices.Clone(at), rest...) }
-	order := make([]int, len(groups))
-	for i := range order {
-		order[i] = i
-	}
-	if strings.Contains(msg, "declared twice") {
-		slices.Reverse(order) // the second declaration is the one at fault
-	}
-	// A message is about the group it opens with ("group X: ..."); one
-	// that names another group too ("marked on group Y") is still X's.
-	for _, subject := range []bool{true, false} {
-		for _, i := range order {
-			fg := groups[i]
-			if fg.Name == "" {
-				n := fmt.Sprintf("#%d", i+1)
-				if strings.Contains(msg, "group "+n+":") || strings.Contains(msg, fmt.Sprintf("group %q:", n)) ||
-					(!subject && strings.Contains(msg, fmt.Sprintf("group %q", n))) {
-					return pos.Line(path("groups", i)...)
-				}
-				continue
-			}
-			named := fmt.Sprintf("group %q", fg.Name)
-			if subject {
-				named += ":"
-			}
-			if strings.Contains(msg, named) {
-				// The name's line says which group it is.
-				return pos.Line(path("groups", i, "name")...)
-			}
-		}
-	}
-	if strings.Contains(msg, "cache groups") {
-		return pos.Line(path("groups")...)
-	}
-	return pos.Line(path("vllm_version")...)
 }
 
 // profileError is a refused groups file: every line names file:line.

@@ -124,6 +124,13 @@ func TestParseGroups_Errors(t *testing.T) {
 			`x.json:4: model: bad transfer profile: prefill profile: group #2: name is empty`},
 		{"name_declared_twice", "{\"vllm_version\": \"0.32.0\",\n \"groups\": [\n{\"name\": \"attn\", \"kind\": \"full_attention\", \"block_size_tokens\": 16, \"transfer_bytes_per_block\": 1, \"prefix_cacheable\": true},\n{\"name\": \"attn\", \"kind\": \"full_attention\", \"block_size_tokens\": 16, \"transfer_bytes_per_block\": 1, \"prefix_cacheable\": true}]}",
 			`x.json:4: model: bad transfer profile: prefill profile: group "attn": declared twice`},
+		// Each repeat of a name is at fault at its own line, and a
+		// problem of a group is at that group even when an earlier one
+		// has the same name.
+		{"name_declared_thrice", "{\"vllm_version\": \"0.32.0\",\n \"groups\": [\n{\"name\": \"attn\", \"kind\": \"full_attention\", \"block_size_tokens\": 16, \"transfer_bytes_per_block\": 1, \"prefix_cacheable\": true},\n{\"name\": \"attn\", \"kind\": \"full_attention\", \"block_size_tokens\": 16, \"transfer_bytes_per_block\": 1, \"prefix_cacheable\": true},\n{\"name\": \"attn\", \"kind\": \"full_attention\", \"block_size_tokens\": 16, \"transfer_bytes_per_block\": 1}]}",
+			"x.json:4: model: bad transfer profile: prefill profile: group \"attn\": declared twice\n" +
+				"x.json:5: model: bad transfer profile: prefill profile: group \"attn\": declared twice\n" +
+				"x.json:5: model: bad transfer profile: prefill profile: group \"attn\": prefix_cacheable is missing"},
 		{"trailing_data", "{}\n{}",
 			`x.json:2: model: bad transfer profile: trailing data after the groups object`},
 		{"not_an_object", `[]`,

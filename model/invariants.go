@@ -255,15 +255,16 @@ type Records struct {
 // reserved for the attempt and writes only through the registration made
 // for it, into pages reserved for it.
 func TransferNeedsReservation(w *World, j *Journal) *Violation {
-	for _, e := range j.Effects() {
+	for i := range j.Effects() {
+		e := &j.E[i]
 		switch {
-		case e.Kind == EffTransferStart && !e.B:
+		case e.Kind == EffTransferStart && !e.EverReserved:
 			return violate(NameTransferNeedsReservation, int(e.H), -1, "transfer started before the destination reserved for the attempt")
 		case e.Kind == EffTransferStart && e.Reg == RegNone:
 			return violate(NameTransferNeedsReservation, int(e.H), -1, "transfer started with no destination registration to write through")
-		case e.Kind == EffTransferStart && e.Reg == RegValid && !e.A:
+		case e.Kind == EffTransferStart && e.Reg == RegValid && !e.PagesReserved:
 			return violate(NameTransferNeedsReservation, int(e.H), -1, "transfer started through a registration whose pages are not reserved for the attempt")
-		case e.Kind == EffWrite && !e.A:
+		case e.Kind == EffWrite && !e.PagesReserved:
 			return violate(NameTransferNeedsReservation, int(e.H), -1, "transfer wrote into pages not reserved for the attempt")
 		}
 	}
@@ -274,12 +275,13 @@ func TransferNeedsReservation(w *World, j *Journal) *Violation {
 // finds the blocks held for the attempt; a pin ends only with its
 // registration fenced or closed while no read can still use it.
 func SourcePinnedUntilRead(w *World, j *Journal) *Violation {
-	for _, e := range j.Effects() {
+	for i := range j.Effects() {
+		e := &j.E[i]
 		switch {
 		case e.Kind == EffPinEnd && e.Reg == RegValid && !e.Xfer.Finished():
 			return violate(NameSourcePinnedUntilRead, int(e.H), -1,
 				"pin released while its registration was still valid and the transfer %s: a read may find freed blocks", e.Xfer)
-		case e.Kind == EffRead && !e.A:
+		case e.Kind == EffRead && !e.SourcePinned:
 			return violate(NameSourcePinnedUntilRead, int(e.H), -1, "a read through a valid registration found the blocks no longer pinned")
 		}
 	}
@@ -289,16 +291,17 @@ func SourcePinnedUntilRead(w *World, j *Journal) *Violation {
 // NoActivationFromInvalidKv: the destination activates only from a
 // completed transfer whose source stayed pinned throughout.
 func NoActivationFromInvalidKv(w *World, j *Journal) *Violation {
-	for _, e := range j.Effects() {
+	for i := range j.Effects() {
+		e := &j.E[i]
 		if e.Kind != EffActivate || e.Xfer == XferFailed {
 			continue
 		}
 		switch {
-		case !e.B:
+		case !e.PagesReserved:
 			return violate(NameNoActivationFromInvalidKv, int(e.H), -1, "activated with no reserved pages")
 		case e.Xfer != XferDone:
 			return violate(NameNoActivationFromInvalidKv, int(e.H), -1, "activated while the transfer was %s", e.Xfer)
-		case e.A:
+		case e.Tainted:
 			return violate(NameNoActivationFromInvalidKv, int(e.H), -1, "activated from a transfer whose source blocks were released while it read")
 		}
 	}
@@ -308,7 +311,8 @@ func NoActivationFromInvalidKv(w *World, j *Journal) *Violation {
 // DestinationHeldWhileWritten: destination pages are never freed while a
 // transfer may still write into them.
 func DestinationHeldWhileWritten(w *World, j *Journal) *Violation {
-	for _, e := range j.Effects() {
+	for i := range j.Effects() {
+		e := &j.E[i]
 		if e.Kind == EffPagesFreed && e.Reg == RegValid && !e.Xfer.Finished() {
 			return violate(NameDestinationHeldWhileWritten, int(e.H), -1,
 				"reserved pages freed while their registration was valid and the transfer %s", e.Xfer)
@@ -320,7 +324,8 @@ func DestinationHeldWhileWritten(w *World, j *Journal) *Violation {
 // FailedTransferNeverActivates: a failed, timed-out or fenced transfer
 // never activates the destination.
 func FailedTransferNeverActivates(w *World, j *Journal) *Violation {
-	for _, e := range j.Effects() {
+	for i := range j.Effects() {
+		e := &j.E[i]
 		if e.Kind == EffActivate && e.Xfer == XferFailed {
 			return violate(NameFailedTransferNeverActivates, int(e.H), -1, "activated from a failed transfer")
 		}
@@ -331,14 +336,15 @@ func FailedTransferNeverActivates(w *World, j *Journal) *Violation {
 // NoStoredBeforeActivation: no Stored for a handoff's pages before its
 // receive completion; after it, the new blocks are stored once.
 func NoStoredBeforeActivation(w *World, j *Journal) *Violation {
-	for _, e := range j.Effects() {
+	for i := range j.Effects() {
+		e := &j.E[i]
 		if e.Kind != EffStored {
 			continue
 		}
 		switch {
-		case e.B:
+		case e.AlreadyPublished:
 			return violate(NameNoStoredBeforeActivation, int(e.H), -1, "Stored published a second time")
-		case !e.A || e.Xfer != XferDone:
+		case !e.PagesActive || e.Xfer != XferDone:
 			return violate(NameNoStoredBeforeActivation, int(e.H), -1, "Stored published before receive completion (transfer %s)", e.Xfer)
 		}
 	}
@@ -348,10 +354,11 @@ func NoStoredBeforeActivation(w *World, j *Journal) *Violation {
 // ComputeLoadIndependent: prefill compute load falls at compute completion
 // while the pinned occupancy stays, and falls only once.
 func ComputeLoadIndependent(w *World, j *Journal) *Violation {
-	for _, e := range j.Effects() {
+	for i := range j.Effects() {
+		e := &j.E[i]
 		x := &w.H[e.H]
 		switch {
-		case e.Kind == EffLoadFall && e.A:
+		case e.Kind == EffLoadFall && e.LoadFallen:
 			return violate(NameComputeLoadIndependent, int(e.H), -1, "compute load fell twice")
 		case e.Kind == EffComputeDone && x.ComputeLoad:
 			return violate(NameComputeLoadIndependent, int(e.H), -1, "compute finished but the prefill router still counts its compute load")
@@ -366,14 +373,15 @@ func ComputeLoadIndependent(w *World, j *Journal) *Violation {
 // completion, abort/cancel, or lease expiry; activation alone never
 // releases it.
 func ReleaseNeedsReaderAck(w *World, j *Journal) *Violation {
-	for _, e := range j.Effects() {
+	for i := range j.Effects() {
+		e := &j.E[i]
 		if e.Kind != EffPinEnd {
 			continue
 		}
 		switch {
 		case e.Cause == CauseReaderAck && e.Xfer != XferDone:
 			return violate(NameReleaseNeedsReaderAck, int(e.H), -1, "released on a reader acknowledgement while the reads had not completed (transfer %s)", e.Xfer)
-		case e.Cause == CauseReaderAck && e.B:
+		case e.Cause == CauseReaderAck && e.ActivationPending:
 			return violate(NameReleaseNeedsReaderAck, int(e.H), -1, "released on a reader acknowledgement while the destination's activation command was not yet applied")
 		case e.Cause != CauseReaderAck && e.Cause != CauseAbort && e.Cause != CauseExpiry:
 			return violate(NameReleaseNeedsReaderAck, int(e.H), -1, "pin released on %s, not on reader completion, abort or expiry", e.Cause)
@@ -386,7 +394,8 @@ func ReleaseNeedsReaderAck(w *World, j *Journal) *Violation {
 // once, is never resurrected, and nothing begins after the attempt's
 // terminal outcome.
 func ExactlyOnceRelease(w *World, j *Journal) *Violation {
-	for _, e := range j.Effects() {
+	for i := range j.Effects() {
+		e := &j.E[i]
 		switch {
 		case e.Kind == EffEnd && e.Life == Never:
 			return violate(NameExactlyOnceRelease, int(e.H), -1, "%s released but it was never held", e.Res)
@@ -396,7 +405,7 @@ func ExactlyOnceRelease(w *World, j *Journal) *Violation {
 			return violate(NameExactlyOnceRelease, int(e.H), -1, "%s began again after it ended", e.Res)
 		case e.Kind == EffBegin && e.Life == Held:
 			return violate(NameExactlyOnceRelease, int(e.H), -1, "%s began twice", e.Res)
-		case e.Kind == EffBegin && e.A:
+		case e.Kind == EffBegin && e.AfterOutcome:
 			return violate(NameExactlyOnceRelease, int(e.H), -1, "%s began after the %s reported its terminal outcome", e.Res, e.Side)
 		}
 	}
@@ -409,8 +418,9 @@ func DestinationFirstGate(w *World, j *Journal) *Violation {
 	if w.cfg.Policy != spec.DestinationFirst {
 		return nil
 	}
-	for _, e := range j.Effects() {
-		if e.Kind == EffPrefillStart && !e.A {
+	for i := range j.Effects() {
+		e := &j.E[i]
+		if e.Kind == EffPrefillStart && !e.EverReserved {
 			return violate(NameDestinationFirstGate, int(e.H), -1, "prefill dispatched before the destination reserved")
 		}
 	}
@@ -420,7 +430,8 @@ func DestinationFirstGate(w *World, j *Journal) *Violation {
 // RoleCommands: source commands reach only prefill workers and destination
 // commands only decode workers.
 func RoleCommands(w *World, j *Journal) *Violation {
-	for _, e := range j.Effects() {
+	for i := range j.Effects() {
+		e := &j.E[i]
 		if e.Kind == EffRoleMismatch {
 			return violate(NameRoleCommands, int(e.H), -1, "a %s-role machine issued a command of the other role", e.Side)
 		}
@@ -431,8 +442,9 @@ func RoleCommands(w *World, j *Journal) *Violation {
 // RouterCleanupStep: the prefill router frees request ownership at source
 // release, not while the source is still pinned. (The state half is RouterCleanup.)
 func RouterCleanupStep(w *World, j *Journal) *Violation {
-	for _, e := range j.Effects() {
-		if e.Kind == EffOwnershipEnd && e.A {
+	for i := range j.Effects() {
+		e := &j.E[i]
+		if e.Kind == EffOwnershipEnd && e.SourcePinned {
 			return violate(NameRouterCleanup, int(e.H), -1, "prefill router freed request ownership while the source was still pinned")
 		}
 	}
@@ -442,11 +454,12 @@ func RouterCleanupStep(w *World, j *Journal) *Violation {
 // InFlightAccountingStep: up once on acceptance, down once on completion.
 // (The state half is InFlightAccounting.)
 func InFlightAccountingStep(w *World, j *Journal) *Violation {
-	for _, e := range j.Effects() {
+	for i := range j.Effects() {
+		e := &j.E[i]
 		switch {
-		case e.Kind == EffAccept && e.A:
+		case e.Kind == EffAccept && e.WasInFlight:
 			return violate(NameInFlightAccounting, int(e.H), -1, "%s counted the request in flight twice", e.Side)
-		case e.Kind == EffComplete && e.A:
+		case e.Kind == EffComplete && !e.WasInFlight:
 			return violate(NameInFlightAccounting, int(e.H), -1, "%s counted out a request that was not in flight", e.Side)
 		}
 	}
@@ -456,7 +469,8 @@ func InFlightAccountingStep(w *World, j *Journal) *Violation {
 // AtomicPrefillPinStep: a pin only takes blocks whose compute finished.
 // (The state half is AtomicPrefillPin.)
 func AtomicPrefillPinStep(w *World, j *Journal) *Violation {
-	for _, e := range j.Effects() {
+	for i := range j.Effects() {
+		e := &j.E[i]
 		if e.Kind == EffPinEarly {
 			return violate(NameAtomicPrefillPin, int(e.H), -1, "pinned blocks whose compute had not finished")
 		}

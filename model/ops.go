@@ -29,45 +29,43 @@ type EffectKind uint8
 
 const (
 	_ EffectKind = iota
-	// EffBegin: Res began; Life is its state before; A is set when the
-	// side already reported its terminal outcome.
+	// EffBegin: Res began; Life is its state before; AfterOutcome.
 	EffBegin
 	// EffEnd: Res ended; Life is its state before.
 	EffEnd
-	// EffAccept: Side counted the request in flight; A: it already was.
+	// EffAccept: Side counted the request in flight; WasInFlight.
 	EffAccept
-	// EffComplete: Side counted the request out; A: it was not in flight.
+	// EffComplete: Side counted the request out; WasInFlight.
 	EffComplete
-	// EffPrefillStart: prefill dispatched; A: the destination has reserved
-	// for the attempt (now or before).
+	// EffPrefillStart: prefill dispatched; EverReserved.
 	EffPrefillStart
 	// EffComputeDone: the scheduler finished the prefill.
 	EffComputeDone
-	// EffLoadFall: prefill compute load fell; A: it had already fallen.
+	// EffLoadFall: prefill compute load fell; LoadFallen.
 	EffLoadFall
-	// EffPinEnd: the source pin ended; Reg and Xfer at that moment, Cause.
+	// EffPinEnd: the source pin ended; Reg and Xfer at that moment, Cause,
+	// ActivationPending.
 	EffPinEnd
 	// EffPagesFreed: reserved destination pages were freed; Reg and Xfer.
 	EffPagesFreed
-	// EffTransferStart: Reg is the destination registration; A: the
-	// destination pages are reserved for the attempt now; B: the
-	// destination ever reserved for it.
+	// EffTransferStart: Reg is the destination registration;
+	// PagesReserved, EverReserved.
 	EffTransferStart
-	// EffRead: the transfer read through a valid source registration; A:
-	// the blocks were still pinned for the attempt.
+	// EffRead: the transfer read through a valid source registration;
+	// SourcePinned.
 	EffRead
 	// EffWrite: the transfer wrote through a valid destination
-	// registration; A: the pages were reserved for the attempt.
+	// registration; PagesReserved.
 	EffWrite
-	// EffActivate: the destination activated; Xfer; A: tainted source; B:
-	// pages were reserved.
+	// EffActivate: the destination activated; Xfer, Tainted,
+	// PagesReserved.
 	EffActivate
-	// EffStored: Stored published; Xfer; A: pages active; B: already published.
+	// EffStored: Stored published; Xfer, PagesActive, AlreadyPublished.
 	EffStored
 	// EffRoleMismatch: a Side command reached a worker of the other role.
 	EffRoleMismatch
-	// EffOwnershipEnd: the prefill router freed request ownership; A: the
-	// source was still pinned.
+	// EffOwnershipEnd: the prefill router freed request ownership;
+	// SourcePinned.
 	EffOwnershipEnd
 	// EffPinEarly: a pin of blocks whose compute had not finished.
 	EffPinEarly
@@ -76,7 +74,10 @@ const (
 	EffRemoved
 )
 
-// Effect is one physical fact of a step.
+// Effect is one physical fact of a step. Each field means one thing
+// whatever the kind: a kind records the fields its comment names and
+// leaves the others zero, so that an invariant reading a field cannot
+// mistake one kind's fact for another's.
 type Effect struct {
 	Kind  EffectKind
 	H     int8
@@ -86,13 +87,38 @@ type Effect struct {
 	Reg   Reg
 	Xfer  Xfer
 	Cause Cause
-	A, B  bool
+	// AfterOutcome: Side had already reported its terminal outcome to
+	// its router when Res began.
+	AfterOutcome bool
+	// WasInFlight: Side counted the request in flight before the step.
+	WasInFlight bool
+	// EverReserved: the destination has reserved for the attempt, now or
+	// before.
+	EverReserved bool
+	// PagesReserved: the destination pages are reserved for the attempt
+	// now (not yet active, not freed).
+	PagesReserved bool
+	// SourcePinned: the source blocks are still pinned for the attempt.
+	SourcePinned bool
+	// LoadFallen: the prefill compute load had already fallen.
+	LoadFallen bool
+	// ActivationPending: the destination's activation command was sent
+	// and not yet applied.
+	ActivationPending bool
+	// Tainted: the source blocks were released while the transfer read.
+	Tainted bool
+	// PagesActive: the destination pages hold the activated request.
+	PagesActive bool
+	// AlreadyPublished: Stored was published for the handoff before.
+	AlreadyPublished bool
 }
 
 // MaxEffects bounds the effects of one step.
 const MaxEffects = 48
 
-// Journal is the effects of one step, in order.
+// Journal is the effects of one step, in order. The step invariants read
+// them in place (&j.E[i]) rather than by value: every step half scans
+// the journal on every transition the checker explores.
 type Journal struct {
 	N int
 	E [MaxEffects]Effect
@@ -119,7 +145,7 @@ func (tx *Tx) h(h int) *Handoff { return &tx.W.H[h] }
 
 func (tx *Tx) begin(h int, r Res, side Side) {
 	x := tx.h(h)
-	tx.J.add(Effect{Kind: EffBegin, H: int8(h), Side: side, Res: r, Life: x.Life[r], A: x.Outcome[side] != OutcomeNone})
+	tx.J.add(Effect{Kind: EffBegin, H: int8(h), Side: side, Res: r, Life: x.Life[r], AfterOutcome: x.Outcome[side] != OutcomeNone})
 	x.Life[r] = Held
 }
 
@@ -283,7 +309,7 @@ func (tx *Tx) NoShow(h int) { tx.h(h).NoShow = true }
 func (tx *Tx) AcceptRequest(h int, side Side) {
 	x := tx.h(h)
 	w := x.Worker(side)
-	tx.J.add(Effect{Kind: EffAccept, H: int8(h), Side: side, A: x.InFlight[side]})
+	tx.J.add(Effect{Kind: EffAccept, H: int8(h), Side: side, WasInFlight: x.InFlight[side]})
 	if x.InFlight[side] || w < 0 {
 		return
 	}
@@ -296,7 +322,7 @@ func (tx *Tx) AcceptRequest(h int, side Side) {
 func (tx *Tx) Complete(h int, side Side) {
 	x := tx.h(h)
 	w := x.Worker(side)
-	tx.J.add(Effect{Kind: EffComplete, H: int8(h), Side: side, A: !x.InFlight[side]})
+	tx.J.add(Effect{Kind: EffComplete, H: int8(h), Side: side, WasInFlight: x.InFlight[side]})
 	if !x.InFlight[side] || w < 0 {
 		return
 	}
@@ -311,7 +337,7 @@ func (tx *Tx) StartPrefill(h int, side Side) {
 		return
 	}
 	x := tx.h(h)
-	tx.J.add(Effect{Kind: EffPrefillStart, H: int8(h), A: x.Life[ResDestReservation] != Never})
+	tx.J.add(Effect{Kind: EffPrefillStart, H: int8(h), EverReserved: x.Life[ResDestReservation] != Never})
 	if x.Compute != ComputeNone {
 		tx.J.add(Effect{Kind: EffBegin, H: int8(h), Side: SourceSide, Res: ResCompute, Life: Ended})
 		return
@@ -432,7 +458,7 @@ func (tx *Tx) ReleaseSource(h int, side Side, cause Cause) {
 		tx.end(h, ResSourceLease, SourceSide)
 		return
 	}
-	tx.J.add(Effect{Kind: EffPinEnd, H: int8(h), Reg: x.SrcReg, Xfer: x.Xfer, Cause: cause, B: x.Cmds[DestinationSide].Has(CmdActivate)})
+	tx.J.add(Effect{Kind: EffPinEnd, H: int8(h), Reg: x.SrcReg, Xfer: x.Xfer, Cause: cause, ActivationPending: x.Cmds[DestinationSide].Has(CmdActivate)})
 	if x.SrcReg == RegValid && x.Xfer == XferRunning {
 		x.Tainted = true
 	}
@@ -471,7 +497,7 @@ func (tx *Tx) ReportComputeDone(h int, side Side) {
 		return
 	}
 	x := tx.h(h)
-	tx.J.add(Effect{Kind: EffLoadFall, H: int8(h), A: !x.ComputeLoad})
+	tx.J.add(Effect{Kind: EffLoadFall, H: int8(h), LoadFallen: !x.ComputeLoad})
 	if x.ComputeLoad {
 		x.ComputeLoad = false
 		tx.W.W[x.Prefill].PrefillTokens -= tx.W.cfg.d.source[h].TransferredTokens
@@ -504,7 +530,7 @@ func (tx *Tx) ReportSourceOutcome(h int, side Side, ok bool) {
 
 func (tx *Tx) releasePrefillBooking(h int) {
 	x := tx.h(h)
-	tx.J.add(Effect{Kind: EffOwnershipEnd, H: int8(h), A: x.Src == SrcPinned})
+	tx.J.add(Effect{Kind: EffOwnershipEnd, H: int8(h), SourcePinned: x.Src == SrcPinned})
 	held := x.Life[ResPrefillBooking] == Held
 	tx.end(h, ResPrefillBooking, SourceSide)
 	k := &tx.W.W[x.Prefill]
@@ -529,7 +555,7 @@ func (tx *Tx) StartTransfer(h int, side, runner Side) {
 	if x.Xfer != XferNone {
 		return
 	}
-	tx.J.add(Effect{Kind: EffTransferStart, H: int8(h), Reg: x.DstReg, A: x.Dst == DstReserved, B: x.Life[ResDestReservation] != Never})
+	tx.J.add(Effect{Kind: EffTransferStart, H: int8(h), Reg: x.DstReg, PagesReserved: x.Dst == DstReserved, EverReserved: x.Life[ResDestReservation] != Never})
 	x.Xfer = XferRunning
 	x.Runner = runner
 }
@@ -550,10 +576,10 @@ func (tx *Tx) CompleteTransfer(h int) {
 		return
 	}
 	if x.SrcReg == RegValid {
-		tx.J.add(Effect{Kind: EffRead, H: int8(h), A: x.Src == SrcPinned})
+		tx.J.add(Effect{Kind: EffRead, H: int8(h), SourcePinned: x.Src == SrcPinned})
 	}
 	if x.DstReg == RegValid {
-		tx.J.add(Effect{Kind: EffWrite, H: int8(h), A: x.Dst == DstReserved})
+		tx.J.add(Effect{Kind: EffWrite, H: int8(h), PagesReserved: x.Dst == DstReserved})
 	}
 	if tx.TransferWouldSucceed(h) {
 		x.Xfer = XferDone
@@ -738,7 +764,7 @@ func (tx *Tx) ActivateDestination(h int, side Side) {
 // activate turns the reserved pages into active ones.
 func (tx *Tx) activate(h int) {
 	x := tx.h(h)
-	tx.J.add(Effect{Kind: EffActivate, H: int8(h), Xfer: x.Xfer, A: x.Tainted, B: x.Dst == DstReserved})
+	tx.J.add(Effect{Kind: EffActivate, H: int8(h), Xfer: x.Xfer, Tainted: x.Tainted, PagesReserved: x.Dst == DstReserved})
 	if x.Dst != DstReserved {
 		return
 	}
@@ -781,7 +807,7 @@ func (tx *Tx) PublishStored(h int, side Side) {
 		return
 	}
 	x := tx.h(h)
-	tx.J.add(Effect{Kind: EffStored, H: int8(h), Xfer: x.Xfer, A: x.Dst == DstActive, B: x.Published})
+	tx.J.add(Effect{Kind: EffStored, H: int8(h), Xfer: x.Xfer, PagesActive: x.Dst == DstActive, AlreadyPublished: x.Published})
 	if x.Published {
 		return
 	}

@@ -217,14 +217,14 @@ func opCases() []opCase {
 			eff:  []Effect{{Kind: EffAccept}},
 			diff: "h0.Accepted[source]=true h0.InFlight[source]=true wP.InFlight+1"},
 		{name: "AcceptRequest/twice", setup: upTo(0, stComputing), op: func(tx *Tx) { tx.AcceptRequest(0, src) },
-			eff: []Effect{{Kind: EffAccept, A: true}}},
+			eff: []Effect{{Kind: EffAccept, WasInFlight: true}}},
 		{name: "AcceptRequest/unrouted", setup: upTo(0, stRouted), op: func(tx *Tx) { tx.AcceptRequest(0, dst) },
 			eff: []Effect{{Kind: EffAccept, Side: dst}}},
 		{name: "Complete", setup: upTo(0, stDecodeRouted), op: func(tx *Tx) { tx.Complete(0, dst) },
-			eff:  []Effect{{Kind: EffComplete, Side: dst}},
+			eff:  []Effect{{Kind: EffComplete, Side: dst, WasInFlight: true}},
 			diff: "h0.InFlight[destination]=false wD.InFlight-1"},
 		{name: "Complete/not-in-flight", setup: upTo(0, stRouted), op: func(tx *Tx) { tx.Complete(0, src) },
-			eff: []Effect{{Kind: EffComplete, A: true}}},
+			eff: []Effect{{Kind: EffComplete}}},
 
 		// ---- Prefill compute ----
 		{name: "StartPrefill", setup: upTo(0, stRouted, func(tx *Tx) { tx.AcceptRequest(0, src) }), op: func(tx *Tx) { tx.StartPrefill(0, src) },
@@ -232,7 +232,7 @@ func opCases() []opCase {
 			diff: "h0.Compute=running h0.Src=active h0.Life[compute]=held wP.Free-3 wP.Active+3"},
 		{name: "StartPrefill/after-reservation", setup: upTo(0, stRouted, path(0)[stDecodeRouted-1], path(0)[stReserved-1]),
 			op:   func(tx *Tx) { tx.StartPrefill(0, src) },
-			eff:  []Effect{{Kind: EffPrefillStart, A: true}, begin(0, src, ResCompute)},
+			eff:  []Effect{{Kind: EffPrefillStart, EverReserved: true}, begin(0, src, ResCompute)},
 			diff: "h0.Compute=running h0.Src=active h0.Life[compute]=held wP.Free-3 wP.Active+3"},
 		{name: "StartPrefill/twice", setup: upTo(0, stComputing), op: func(tx *Tx) { tx.StartPrefill(0, src) },
 			eff: []Effect{{Kind: EffPrefillStart}, {Kind: EffBegin, Res: ResCompute, Life: Ended}}},
@@ -331,13 +331,13 @@ func opCases() []opCase {
 		{name: "ReportComputeDone", setup: upTo(0, stComputing, func(tx *Tx) { tx.FinishCompute(0) }), op: func(tx *Tx) { tx.ReportComputeDone(0, src) },
 			eff: []Effect{{Kind: EffLoadFall}}, diff: "h0.ComputeLoad=false wP.PrefillTokens-48"},
 		{name: "ReportComputeDone/twice", setup: upTo(0, stPinned), op: func(tx *Tx) { tx.ReportComputeDone(0, src) },
-			eff: []Effect{{Kind: EffLoadFall, A: true}}},
+			eff: []Effect{{Kind: EffLoadFall, LoadFallen: true}}},
 		{name: "AnnouncePinned", setup: upTo(0, stRouted), op: func(tx *Tx) { tx.AnnouncePinned(0, src) }, diff: "h0.Announced=true"},
 		{name: "ReportSourceOutcome/released", setup: upTo(0, stPinned, released), op: func(tx *Tx) { tx.ReportSourceOutcome(0, src, true) },
 			eff:  []Effect{{Kind: EffOwnershipEnd}, held(0, src, ResPrefillBooking)},
 			diff: "h0.Life[prefill_booking]=ended h0.Outcome[source]=ok wP.Owned-1"},
 		{name: "ReportSourceOutcome/pinned", setup: upTo(0, stPinned), op: func(tx *Tx) { tx.ReportSourceOutcome(0, src, true) },
-			eff:  []Effect{{Kind: EffOwnershipEnd, A: true}, held(0, src, ResPrefillBooking)},
+			eff:  []Effect{{Kind: EffOwnershipEnd, SourcePinned: true}, held(0, src, ResPrefillBooking)},
 			diff: "h0.Life[prefill_booking]=ended h0.Outcome[source]=ok wP.Owned-1"},
 		{name: "ReportSourceOutcome/failed-computing", setup: upTo(0, stComputing), op: func(tx *Tx) { tx.ReportSourceOutcome(0, src, false) },
 			eff:  []Effect{{Kind: EffOwnershipEnd}, held(0, src, ResPrefillBooking)},
@@ -348,21 +348,21 @@ func opCases() []opCase {
 
 		// ---- Transfer ----
 		{name: "StartTransfer/pull", setup: upTo(0, stReserved), op: func(tx *Tx) { tx.StartTransfer(0, dst, dst) },
-			eff:  []Effect{{Kind: EffTransferStart, Reg: RegValid, A: true, B: true}},
+			eff:  []Effect{{Kind: EffTransferStart, Reg: RegValid, PagesReserved: true, EverReserved: true}},
 			diff: "h0.Xfer=running h0.Runner=destination"},
 		{name: "StartTransfer/push", setup: upTo(0, stReserved), op: func(tx *Tx) { tx.StartTransfer(0, src, src) },
-			eff:  []Effect{{Kind: EffTransferStart, Reg: RegValid, A: true, B: true}},
+			eff:  []Effect{{Kind: EffTransferStart, Reg: RegValid, PagesReserved: true, EverReserved: true}},
 			diff: "h0.Xfer=running"},
 		{name: "StartTransfer/unreserved", setup: upTo(0, stDecodeRouted), op: func(tx *Tx) { tx.StartTransfer(0, dst, dst) },
 			eff:  []Effect{{Kind: EffTransferStart}},
 			diff: "h0.Xfer=running h0.Runner=destination"},
 		{name: "StartTransfer/again", setup: upTo(0, stPulling), op: func(tx *Tx) { tx.StartTransfer(0, src, src) }},
 		{name: "CompleteTransfer", setup: upTo(0, stPulling), op: func(tx *Tx) { tx.CompleteTransfer(0) },
-			eff: []Effect{{Kind: EffRead, A: true}, {Kind: EffWrite, A: true}}, diff: "h0.Xfer=done"},
+			eff: []Effect{{Kind: EffRead, SourcePinned: true}, {Kind: EffWrite, PagesReserved: true}}, diff: "h0.Xfer=done"},
 		{name: "CompleteTransfer/source-fenced", setup: upTo(0, stPulling, fenceSource), op: func(tx *Tx) { tx.CompleteTransfer(0) },
-			eff: []Effect{{Kind: EffWrite, A: true}}, diff: "h0.Xfer=failed"},
+			eff: []Effect{{Kind: EffWrite, PagesReserved: true}}, diff: "h0.Xfer=failed"},
 		{name: "CompleteTransfer/destination-fenced", setup: upTo(0, stPulling, fenceDestination), op: func(tx *Tx) { tx.CompleteTransfer(0) },
-			eff: []Effect{{Kind: EffRead, A: true}}, diff: "h0.Xfer=failed"},
+			eff: []Effect{{Kind: EffRead, SourcePinned: true}}, diff: "h0.Xfer=failed"},
 		{name: "CompleteTransfer/not-running", setup: upTo(0, stReserved), op: func(tx *Tx) { tx.CompleteTransfer(0) }},
 		{name: "FailTransfer", setup: upTo(0, stPulling), op: func(tx *Tx) { tx.FailTransfer(0) }, diff: "h0.Xfer=failed"},
 		{name: "FailTransfer/done", setup: upTo(0, stReceived), op: func(tx *Tx) { tx.FailTransfer(0) }},
@@ -372,7 +372,7 @@ func opCases() []opCase {
 		{name: "HangTransfer/not-running", setup: upTo(0, stReceived), op: func(tx *Tx) { tx.HangTransfer(0) }},
 		{name: "FailTransfer/hung", setup: upTo(0, stPulling, hang), op: func(tx *Tx) { tx.FailTransfer(0) }},
 		{name: "CompleteTransfer/hung-then-fenced", setup: upTo(0, stPulling, hang, fenceDestination), op: func(tx *Tx) { tx.CompleteTransfer(0) },
-			eff: []Effect{{Kind: EffRead, A: true}}, diff: "h0.Xfer=failed h0.Hung=false"},
+			eff: []Effect{{Kind: EffRead, SourcePinned: true}}, diff: "h0.Xfer=failed h0.Hung=false"},
 
 		// ---- Destination reservation ----
 		{name: "RequestReservation", setup: upTo(0, stPinned, func(tx *Tx) { tx.RouteDecode(0, dw(tx)) }), op: func(tx *Tx) { tx.RequestReservation(0, dst) },
@@ -414,7 +414,7 @@ func opCases() []opCase {
 
 		// ---- Activation, decode and Stored ----
 		{name: "ActivateDestination/vllm", setup: upTo(0, stReceived), op: activate,
-			eff:  []Effect{{Kind: EffActivate, Xfer: XferDone, B: true}, held(0, dst, ResDestReservation)},
+			eff:  []Effect{{Kind: EffActivate, Xfer: XferDone, PagesReserved: true}, held(0, dst, ResDestReservation)},
 			diff: "h0.Activated=true h0.Dst=active h0.DstReg=closed h0.Running=true h0.Life[destination_reservation]=ended wD.Reserved-2 wD.Active+2 wD.SlotsUsed+1"},
 		// The command path: the activation is queued at the decode worker's
 		// scheduler core, and takes effect only when the core applies it.
@@ -428,7 +428,7 @@ func opCases() []opCase {
 			op: func(tx *Tx) { tx.QueueCommand(0, src, src, CmdRelease, CauseAbort) }},
 		{name: "ApplyCommand/activate", setup: upTo(0, stReceived, func(tx *Tx) { tx.QueueCommand(0, dst, dst, CmdActivate, CauseOther) }),
 			op: applyCmd(dst), answer: "activate applied",
-			eff:  []Effect{{Kind: EffActivate, Xfer: XferDone, B: true}, held(0, dst, ResDestReservation)},
+			eff:  []Effect{{Kind: EffActivate, Xfer: XferDone, PagesReserved: true}, held(0, dst, ResDestReservation)},
 			diff: "h0.Cmds[destination]=[] h0.Activated=true h0.Dst=active h0.DstReg=closed h0.Running=true h0.Life[destination_reservation]=ended wD.Reserved-2 wD.Active+2 wD.SlotsUsed+1"},
 		{name: "ApplyCommand/activate-no-op", setup: upTo(0, stReceived, func(tx *Tx) { tx.QueueCommand(0, dst, dst, CmdActivate, CauseOther) }, func(tx *Tx) { tx.ReleaseDestination(0, dst, CauseAbort) }),
 			// The reservation ended before the core applied the command.
@@ -480,25 +480,25 @@ func opCases() []opCase {
 			op: applyCmd(src), answer: "cancel no-op",
 			diff: "h0.Cmds[source]=[release(abort)]"},
 		{name: "ActivateDestination/sglang", cfg: sglang1, setup: upTo(0, stReceived), op: activate,
-			eff:  []Effect{{Kind: EffActivate, Xfer: XferDone, B: true}, held(0, dst, ResDestReservation)},
+			eff:  []Effect{{Kind: EffActivate, Xfer: XferDone, PagesReserved: true}, held(0, dst, ResDestReservation)},
 			diff: "h0.Activated=true h0.Dst=active h0.DstReg=closed h0.Life[destination_reservation]=ended wD.Reserved-2 wD.Active+2"},
 		{name: "ActivateDestination/fenced-registration", setup: upTo(0, stReceived, fenceDestination), op: activate,
-			eff:  []Effect{{Kind: EffActivate, Xfer: XferDone, B: true}, held(0, dst, ResDestReservation)},
+			eff:  []Effect{{Kind: EffActivate, Xfer: XferDone, PagesReserved: true}, held(0, dst, ResDestReservation)},
 			diff: "h0.Activated=true h0.Dst=active h0.Running=true h0.Life[destination_reservation]=ended wD.Reserved-2 wD.Active+2 wD.SlotsUsed+1"},
 		{name: "ActivateDestination/tainted", setup: upTo(0, stPulling, func(tx *Tx) { tx.ReleaseSource(0, src, CauseAbort) }), op: activate,
-			eff:  []Effect{{Kind: EffActivate, Xfer: XferRunning, A: true, B: true}, held(0, dst, ResDestReservation)},
+			eff:  []Effect{{Kind: EffActivate, Xfer: XferRunning, Tainted: true, PagesReserved: true}, held(0, dst, ResDestReservation)},
 			diff: "h0.Dst=active h0.DstReg=closed h0.Running=true h0.Life[destination_reservation]=ended wD.Reserved-2 wD.Active+2 wD.SlotsUsed+1"},
 		{name: "ActivateDestination/transfer-running", setup: upTo(0, stPulling), op: activate,
 			// Pages reserved, nothing read yet: the activation is not one
 			// from a completed transfer, so it is not recorded as such.
-			eff:  []Effect{{Kind: EffActivate, Xfer: XferRunning, B: true}, held(0, dst, ResDestReservation)},
+			eff:  []Effect{{Kind: EffActivate, Xfer: XferRunning, PagesReserved: true}, held(0, dst, ResDestReservation)},
 			diff: "h0.Dst=active h0.DstReg=closed h0.Running=true h0.Life[destination_reservation]=ended wD.Reserved-2 wD.Active+2 wD.SlotsUsed+1"},
 		{name: "ActivateDestination/unreserved", setup: upTo(0, stDecodeRouted), op: activate,
 			eff: []Effect{{Kind: EffActivate}}},
 		{name: "ActivateDestination/no-free-slot", cfg: oneSlot2, setup: append(upTo(0, stActivated), path(1)[:stReceived]...),
 			// Handoff 0 holds the only slot: handoff 1 activates but waits to run.
 			op:   func(tx *Tx) { tx.ActivateDestination(1, dst) },
-			eff:  []Effect{{Kind: EffActivate, H: 1, Xfer: XferDone, B: true}, held(1, dst, ResDestReservation)},
+			eff:  []Effect{{Kind: EffActivate, H: 1, Xfer: XferDone, PagesReserved: true}, held(1, dst, ResDestReservation)},
 			diff: "h1.Activated=true h1.Dst=active h1.DstReg=closed h1.Life[destination_reservation]=ended wD.Reserved-2 wD.Active+2"},
 		{name: "Promote", cfg: oneSlot2, setup: append(upTo(0, stActivated), append(path(1)[:stActivated], func(tx *Tx) { tx.ReleaseActive(0, dst) })...),
 			op:   func(tx *Tx) { tx.Promote(1) },
@@ -506,9 +506,9 @@ func opCases() []opCase {
 		{name: "Promote/no-free-slot", cfg: oneSlot2, setup: append(upTo(0, stActivated), path(1)[:stActivated]...),
 			op: func(tx *Tx) { tx.Promote(1) }},
 		{name: "PublishStored", setup: upTo(0, stReceived, activate), op: publish,
-			eff: []Effect{{Kind: EffStored, Xfer: XferDone, A: true}}, diff: "h0.Published=true wD.StoredBlocks+2"},
+			eff: []Effect{{Kind: EffStored, Xfer: XferDone, PagesActive: true}}, diff: "h0.Published=true wD.StoredBlocks+2"},
 		{name: "PublishStored/twice", setup: upTo(0, stActivated), op: publish,
-			eff: []Effect{{Kind: EffStored, Xfer: XferDone, A: true, B: true}}},
+			eff: []Effect{{Kind: EffStored, Xfer: XferDone, PagesActive: true, AlreadyPublished: true}}},
 		{name: "PublishStored/reserved", setup: upTo(0, stPulling), op: publish,
 			eff: []Effect{{Kind: EffStored, Xfer: XferRunning}}, diff: "h0.Published=true wD.StoredBlocks+2"},
 		{name: "ReleaseActive/vllm", setup: upTo(0, stActivated), op: func(tx *Tx) { tx.ReleaseActive(0, dst) },
@@ -912,5 +912,63 @@ func TestOps_ReceiveAndLose(t *testing.T) {
 	}
 	if tx.J.N != 0 {
 		t.Fatalf("the transport recorded effects: %+v", tx.J.Effects())
+	}
+}
+
+// effectFlags is, for each boolean of an Effect, the kinds that record it:
+// one meaning per field (its comment in ops.go), whatever the kind, so
+// that an invariant reading a field reads the fact it names.
+var effectFlags = map[string][]EffectKind{
+	"AfterOutcome":      {EffBegin},
+	"WasInFlight":       {EffAccept, EffComplete},
+	"EverReserved":      {EffPrefillStart, EffTransferStart},
+	"PagesReserved":     {EffTransferStart, EffWrite, EffActivate},
+	"SourcePinned":      {EffOwnershipEnd, EffRead},
+	"LoadFallen":        {EffLoadFall},
+	"ActivationPending": {EffPinEnd},
+	"Tainted":           {EffActivate},
+	"PagesActive":       {EffStored},
+	"AlreadyPublished":  {EffStored},
+}
+
+// Every boolean of an Effect is a named fact listed above, and the
+// operations set it only on the kinds listed for it: a field that meant
+// one thing for one kind and another for the next (a generic A or B)
+// fails here.
+func TestEffect_EachFlagMeansOneThing(t *testing.T) {
+	typ := reflect.TypeFor[Effect]()
+	fields := map[string]bool{}
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		if f.Type.Kind() != reflect.Bool {
+			continue
+		}
+		fields[f.Name] = true
+		if _, ok := effectFlags[f.Name]; !ok {
+			t.Errorf("Effect.%s: a boolean with no listed meaning and kinds", f.Name)
+		}
+	}
+	for name := range effectFlags {
+		if !fields[name] {
+			t.Errorf("effectFlags lists %s, which is not a boolean of Effect", name)
+		}
+	}
+	for _, order := range orders {
+		for _, tc := range opCases() {
+			w := prepared(t, tc.cfg, order.decodeFirst, tc.setup)
+			tx := Tx{W: &w}
+			tc.op(&tx)
+			for _, e := range tx.J.Effects() {
+				v := reflect.ValueOf(e)
+				for name := range fields {
+					if !v.FieldByName(name).Bool() {
+						continue
+					}
+					if !slices.Contains(effectFlags[name], e.Kind) {
+						t.Errorf("%s/%s: effect kind %d sets %s, which only %v record", order.name, tc.name, e.Kind, name, effectFlags[name])
+					}
+				}
+			}
+		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+
+	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
 )
 
 // ErrProfile is wrapped by every refusal of a pricing profile.
@@ -99,83 +101,107 @@ type LinearProfile struct {
 }
 
 // Validate refuses a profile the vLLM 0.31.0/0.32.0 rules cannot price. Every
-// message names the role and, where it applies, the group.
+// message names the role and, where it applies, the group. The error joins
+// one *jsonfile.Problem per defect, located in the profile's file form
+// (GroupsFile): the group a problem is about (its name, or the group
+// itself when it has none), the groups list, or the version.
 func (p *GroupedProfile) Validate() error {
 	role := p.Role
 	if role == "" {
 		role = "prefill"
 	}
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: %s profile: %s", ErrProfile, role, fmt.Sprintf(format, args...)))
+	var errs []*jsonfile.Problem
+	bad := func(path []any, format string, args ...any) {
+		errs = append(errs, jsonfile.Problemf(ErrProfile, path, "%s profile: %s", role, fmt.Sprintf(format, args...)))
 	}
 	if !slices.Contains(VLLMVersions, p.VLLMVersion) {
-		bad("vllm_version %q has no transfer rules (want 0.31.0 or 0.32.0)", p.VLLMVersion)
+		bad([]any{"vllm_version"}, "vllm_version %q has no transfer rules (want 0.31.0 or 0.32.0)", p.VLLMVersion)
 	}
 	if len(p.Groups) == 0 {
-		bad("no cache groups")
+		bad([]any{"groups"}, "no cache groups")
 	}
 	if len(p.Groups) > MaxGroups {
-		bad("%d cache groups, at most %d are supported", len(p.Groups), MaxGroups)
+		bad([]any{"groups"}, "%d cache groups, at most %d are supported", len(p.Groups), MaxGroups)
 	}
 	var fullBS Tokens
 	seen := map[string]bool{}
-	marked, unmarked := "", "" // a Mamba-type group with and without the checkpoint marker
+	// The Mamba-type groups with and without the checkpoint marker: the
+	// first of each.
+	marked, unmarked, unmarkedAt := "", "", -1
 	for i, g := range p.Groups {
 		name := g.Name
+		at := groupPath(i, name)
 		if name == "" {
 			name = fmt.Sprintf("#%d", i+1)
-			bad("group %s: name is empty", name)
+			bad(at, "group %s: name is empty", name)
 		} else if seen[name] {
-			bad("group %q: declared twice", name)
+			// The repeat is at fault, not the first declaration.
+			bad(at, "group %q: declared twice", name)
 		}
 		seen[name] = true
 		switch g.Kind {
 		case FullAttention, SlidingWindow, StateGroup:
 		default:
-			bad("group %q: kind is not full_attention, sliding_window or state", name)
+			bad(at, "group %q: kind is not full_attention, sliding_window or state", name)
 		}
 		if g.BlockSize <= 0 {
-			bad("group %q: block_size_tokens must be positive, got %d", name, int64(g.BlockSize))
+			bad(at, "group %q: block_size_tokens must be positive, got %d", name, int64(g.BlockSize))
 		}
 		if g.Kind == SlidingWindow && g.Window <= 0 {
-			bad("group %q: sliding_window needs window_tokens > 0, got %d", name, int64(g.Window))
+			bad(at, "group %q: sliding_window needs window_tokens > 0, got %d", name, int64(g.Window))
 		}
 		if g.Kind != SlidingWindow && g.Window != 0 {
-			bad("group %q: window_tokens applies to sliding_window groups only", name)
+			bad(at, "group %q: window_tokens applies to sliding_window groups only", name)
 		}
 		if g.TransferBytesPerBlock == nil {
-			bad("group %q: transfer_bytes_per_block is missing", name)
+			bad(at, "group %q: transfer_bytes_per_block is missing", name)
 		} else if b := *g.TransferBytesPerBlock; b <= 0 || b > MaxTransferBytesPerBlock {
-			bad("group %q: transfer_bytes_per_block %d, want 1 to %d (1 TiB)", name, int64(b), int64(MaxTransferBytesPerBlock))
+			bad(at, "group %q: transfer_bytes_per_block %d, want 1 to %d (1 TiB)", name, int64(b), int64(MaxTransferBytesPerBlock))
 		}
 		if g.PrefixCacheable == nil {
-			bad("group %q: prefix_cacheable is missing", name)
+			bad(at, "group %q: prefix_cacheable is missing", name)
 		}
 		switch {
 		case g.CheckpointBlocks && !g.Mamba():
-			bad("group %q: checkpoint_blocks applies to a Mamba-type state group only (kind state, prefix_cacheable true): no other group takes checkpoint blocks", name)
+			bad(at, "group %q: checkpoint_blocks applies to a Mamba-type state group only (kind state, prefix_cacheable true): no other group takes checkpoint blocks", name)
 		case g.CheckpointBlocks && p.VLLMVersion == "0.31.0":
-			bad("group %q: checkpoint_blocks needs vllm_version 0.32.0: vLLM 0.31.0 keeps only the running state of a Mamba-type group and takes no checkpoint blocks", name)
+			bad(at, "group %q: checkpoint_blocks needs vllm_version 0.32.0: vLLM 0.31.0 keeps only the running state of a Mamba-type group and takes no checkpoint blocks", name)
 		case g.CheckpointBlocks && marked == "":
 			marked = name
 		case g.Mamba() && !g.CheckpointBlocks && unmarked == "":
-			unmarked = name
+			unmarked, unmarkedAt = name, i
 		}
 		if g.Kind == FullAttention && g.BlockSize > 0 {
 			if fullBS == 0 {
 				fullBS = g.BlockSize
 			} else if g.BlockSize != fullBS {
-				bad("group %q: full-attention groups must share one block size (%d and %d)", name, int64(fullBS), int64(g.BlockSize))
+				bad(at, "group %q: full-attention groups must share one block size (%d and %d)", name, int64(fullBS), int64(g.BlockSize))
 			}
 		}
 	}
 	if marked != "" && unmarked != "" {
 		// One setting of the engine (its Mamba cache mode) decides it for
-		// every Mamba-type group at once.
-		bad("group %q: checkpoint_blocks is marked on group %q but not here: vLLM 0.32.0 takes checkpoint blocks in every Mamba-type state group or in none", unmarked, marked)
+		// every Mamba-type group at once. The unmarked group is at fault:
+		// the marker is what the other group states.
+		bad(groupPath(unmarkedAt, p.Groups[unmarkedAt].Name), "group %q: checkpoint_blocks is marked on group %q but not here: vLLM 0.32.0 takes checkpoint blocks in every Mamba-type state group or in none", unmarked, marked)
 	}
-	return errors.Join(errs...)
+	return jsonfile.JoinProblems(errs)
+}
+
+// groupPath is where the i-th group is in a groups file: its name, which
+// says which group it is, or the group itself when it has none.
+func groupPath(i int, name string) []any {
+	if name == "" {
+		return []any{"groups", i}
+	}
+	return []any{"groups", i, "name"}
+}
+
+// profileProblem is a refusal of a profile that no value of its file is
+// at fault for alone (a pair of roles, a price): it is reported where the
+// profile is.
+func profileProblem(format string, args ...any) error {
+	return jsonfile.Problemf(ErrProfile, nil, format, args...)
 }
 
 // SameGroups refuses a disaggregated pair whose roles have different cache
@@ -189,8 +215,8 @@ func SameGroups(prefill, decode *GroupedProfile) error {
 	if diff == "" {
 		return nil
 	}
-	return fmt.Errorf("%w: the prefill and decode profiles have different cache groups: %s; a grouped rank counts a handoff in blocks, so both roles need the same groups",
-		ErrProfile, diff)
+	return profileProblem("the prefill and decode profiles have different cache groups: %s; a grouped rank counts a handoff in blocks, so both roles need the same groups",
+		diff)
 }
 
 // groupsDiff describes the first difference between two lists of cache
@@ -261,14 +287,14 @@ func (t Topology) Check() error {
 	}
 	switch {
 	case pg != dg:
-		return fmt.Errorf("%w: the prefill role's profile is %s and the decode role's is %s: a grouped rank counts a handoff in full-attention blocks and a linear rank in tokens, so the two roles cannot hand off to each other",
-			ErrProfile, kind(pg), kind(dg))
+		return profileProblem("the prefill role's profile is %s and the decode role's is %s: a grouped rank counts a handoff in full-attention blocks and a linear rank in tokens, so the two roles cannot hand off to each other",
+			kind(pg), kind(dg))
 	case pg:
 		return SameGroups(t.PrefillGrouped, t.DecodeGrouped)
 	case t.PrefillLinear != nil && t.DecodeLinear != nil && *t.PrefillLinear != *t.DecodeLinear:
 		p, d := t.PrefillLinear, t.DecodeLinear
-		return fmt.Errorf("%w: the prefill role's linear profile (%d bytes per token, %d-token pages) and the decode role's (%d bytes per token, %d-token pages) differ: both roles must agree on what a token moves and on the page a hit is counted in",
-			ErrProfile, int64(p.BytesPerToken), int64(p.BlockSize), int64(d.BytesPerToken), int64(d.BlockSize))
+		return profileProblem("the prefill role's linear profile (%d bytes per token, %d-token pages) and the decode role's (%d bytes per token, %d-token pages) differ: both roles must agree on what a token moves and on the page a hit is counted in",
+			int64(p.BytesPerToken), int64(p.BlockSize), int64(d.BytesPerToken), int64(d.BlockSize))
 	}
 	return nil
 }
@@ -350,10 +376,10 @@ func (q Quote) TransferMillis(gbps float64) float64 {
 // × bytes per token, where only the page-aligned missing part moves.
 func (p LinearProfile) Price(n, hit Tokens) (Quote, error) {
 	if p.BytesPerToken <= 0 || p.BlockSize <= 0 {
-		return Quote{}, fmt.Errorf("%w: linear profile needs bytes per token and block size > 0", ErrProfile)
+		return Quote{}, profileProblem("linear profile needs bytes per token and block size > 0")
 	}
 	if n < 0 || hit < 0 {
-		return Quote{}, fmt.Errorf("%w: negative token count", ErrProfile)
+		return Quote{}, profileProblem("negative token count")
 	}
 	q := Quote{PromptTokens: n, TransferredTokens: n}
 	total := BlocksFor(n, p.BlockSize)
@@ -365,8 +391,8 @@ func (p LinearProfile) Price(n, hit Tokens) (Quote, error) {
 	q.LockedBlocks = q.HitBlocks
 	payload, ok := mulBytes(int64(q.MovedTokens), p.BytesPerToken)
 	if !ok {
-		return Quote{}, fmt.Errorf("%w: linear profile: %d moved tokens × %d bytes per token overflow the byte count (more than %d bytes)",
-			ErrProfile, int64(q.MovedTokens), int64(p.BytesPerToken), int64(math.MaxInt64))
+		return Quote{}, profileProblem("linear profile: %d moved tokens × %d bytes per token overflow the byte count (more than %d bytes)",
+			int64(q.MovedTokens), int64(p.BytesPerToken), int64(math.MaxInt64))
 	}
 	q.PayloadBytes = payload
 	q.ComputeBlocks = total
@@ -414,7 +440,7 @@ func (p *GroupedProfile) Price(n, hit Tokens) (Quote, error) {
 		return Quote{}, err
 	}
 	if n < 0 || hit < 0 {
-		return Quote{}, fmt.Errorf("%w: negative token count", ErrProfile)
+		return Quote{}, profileProblem("negative token count")
 	}
 	t := n
 	if b := p.Backoff(); n > b {
@@ -458,15 +484,15 @@ func (p *GroupedProfile) Price(n, hit Tokens) (Quote, error) {
 		}
 		bytes, ok := mulBytes(int64(move), *g.TransferBytesPerBlock)
 		if !ok {
-			return Quote{}, fmt.Errorf("%w: %s profile: group %q: %d blocks × %d bytes per block overflow the byte count (more than %d bytes)",
-				ErrProfile, p.roleName(), g.Name, int64(move), int64(*g.TransferBytesPerBlock), int64(math.MaxInt64))
+			return Quote{}, profileProblem("%s profile: group %q: %d blocks × %d bytes per block overflow the byte count (more than %d bytes)",
+				p.roleName(), g.Name, int64(move), int64(*g.TransferBytesPerBlock), int64(math.MaxInt64))
 		}
 		gq := GroupQuote{Name: g.Name, Kind: g.Kind, Blocks: move, Bytes: bytes,
 			Computed: compute, Checkpoint: checkpoint, Kept: pinned, Offered: offer}
 		q.Groups = append(q.Groups, gq)
 		if q.PayloadBytes, ok = addBytes(q.PayloadBytes, gq.Bytes); !ok {
-			return Quote{}, fmt.Errorf("%w: %s profile: the payload of %d tokens overflows the byte count (more than %d bytes)",
-				ErrProfile, p.roleName(), int64(t), int64(math.MaxInt64))
+			return Quote{}, profileProblem("%s profile: the payload of %d tokens overflows the byte count (more than %d bytes)",
+				p.roleName(), int64(t), int64(math.MaxInt64))
 		}
 		reserved += int64(move)
 		computed += int64(compute)
@@ -484,8 +510,8 @@ func (p *GroupedProfile) Price(n, hit Tokens) (Quote, error) {
 		{checkpoints, &q.CheckpointBlocks, "checkpoint"}, {offered, &q.OfferedBlocks, "offered"},
 	} {
 		if c.sum > math.MaxInt32 {
-			return Quote{}, fmt.Errorf("%w: %s profile: %d tokens make %d %s blocks, more than a block count holds (%d)",
-				ErrProfile, p.roleName(), int64(t), c.sum, c.what, int64(math.MaxInt32))
+			return Quote{}, profileProblem("%s profile: %d tokens make %d %s blocks, more than a block count holds (%d)",
+				p.roleName(), int64(t), c.sum, c.what, int64(math.MaxInt32))
 		}
 		*c.dst = Blocks(c.sum)
 	}

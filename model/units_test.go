@@ -1,9 +1,13 @@
 package model
 
 import (
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
 )
 
 // The integer helpers under pricing and packing, at the edges where a
@@ -202,5 +206,64 @@ func TestPrepare_RefusesNegativeBackgroundAndExtraHits(t *testing.T) {
 		if err := c.Prepare(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// Every refusal of Prepare is a located problem whose path names the
+// value at fault in the configuration file's form, so that a reader
+// places it without reading its words.
+func TestPrepare_ProblemsNameTheirValue(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		spoil func(*Config)
+		path  []any
+		msg   string
+	}{
+		{"capacity", func(c *Config) { c.Workers[1].Capacity = 0 }, []any{"workers", 1, "capacity_blocks"}, "worker 1: capacity_blocks 0"},
+		{"slots", func(c *Config) { c.Workers[1].Slots = 0 }, []any{"workers", 1, "slots"}, "worker 1: slots 0"},
+		{"negative background blocks", func(c *Config) { c.Workers[1].BackgroundBlocks = -1 }, []any{"workers", 1, "background_blocks"}, "background load of -1 blocks"},
+		{"negative background slots", func(c *Config) { c.Workers[1].BackgroundSlots = -1 }, []any{"workers", 1, "background_slots"}, "background load of 0 blocks and -1 slots"},
+		{"background above slots", func(c *Config) { c.Workers[1].BackgroundSlots = 3 }, []any{"workers", 1, "background_slots"}, "background_slots 3, more than its 2 slots"},
+		{"headroom", func(c *Config) { c.Workers[1].Headroom = -1 }, []any{"workers", 1, "headroom_tokens"}, "headroom_tokens -1"},
+		{"extra hit", func(c *Config) { c.Workers[1].PrefixHit = []Tokens{16, 16, 16} }, []any{"workers", 1, "prefix_hit_tokens", 2}, "prefix hits for 3 handoffs"},
+		{"hit on prefill", func(c *Config) { c.Workers[0].PrefixHit = []Tokens{0, 16} }, []any{"workers", 0, "prefix_hit_tokens", 1}, "prefix hit for handoff 1 on a prefill worker"},
+		{"hit above prompt", func(c *Config) { c.Workers[1].PrefixHit = []Tokens{64} }, []any{"workers", 1, "prefix_hit_tokens", 0}, "more than its prompt of 48 tokens"},
+		{"prompt", func(c *Config) { c.Handoffs[1].PromptTokens = 0 }, []any{"handoffs", 1, "prompt_tokens"}, "handoff 1: prompt_tokens 0"},
+		{"handoff headroom", func(c *Config) { c.Handoffs[0].HeadroomTokens = -1 }, []any{"handoffs", 0, "headroom_tokens"}, "handoff 0: headroom_tokens -1"},
+		{"no handoffs", func(c *Config) { c.Handoffs = nil }, []any{"handoffs"}, "handoffs: 0 given"},
+		{"no decode worker", func(c *Config) { c.Workers[1].Role = PrefillWorker }, []any{"workers"}, "workers: 2 prefill and 0 decode"},
+		{"engine", func(c *Config) { c.Engine = NumEngines }, []any{"engine"}, "engine: unknown engine"},
+		{"no transfer", func(c *Config) { c.Linear = nil }, []any{"transfer"}, "transfer: exactly one of"},
+		{"decode profile differs", func(c *Config) { c.DecodeLinear = &LinearProfile{BytesPerToken: 512, BlockSize: 16} }, []any{"transfer", "decode"}, "transfer: the prefill role's linear profile"},
+		{"decode profile bad", func(c *Config) { c.DecodeLinear = &LinearProfile{} }, []any{"transfer", "decode"}, "the decode role's linear profile needs"},
+		{"grouped profile", func(c *Config) {
+			c.Linear, c.Grouped = nil, &GroupedProfile{VLLMVersion: "0.30.0", Groups: []Group{{Name: "attn", Kind: FullAttention, BlockSize: 16, TransferBytesPerBlock: new(Bytes(1)), PrefixCacheable: new(true)}}}
+		}, []any{"transfer", "groups", "vllm_version"}, `vllm_version "0.30.0" has no transfer rules`},
+		{"compute above capacity", func(c *Config) { c.Workers[0].Capacity = 2 }, []any{"workers", 0, "capacity_blocks"}, "worker 0: handoff 0 needs 3 compute blocks"},
+		{"prefix caches above capacity", func(c *Config) { c.Workers[1].PrefixHit = []Tokens{48, 48}; c.Workers[1].Capacity = 5 }, []any{"workers", 1, "capacity_blocks"}, "prefix cache (6 blocks) exceed"},
+		{"transfer overflows", func(c *Config) { c.Linear.BytesPerToken = math.MaxInt64 / 2 }, []any{"handoffs", 0}, "handoff 0: linear profile: 48 moved tokens"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Config{
+				Workers: []WorkerConfig{
+					{Role: PrefillWorker, Capacity: 12},
+					{Role: DecodeWorker, Capacity: 12, Slots: 2},
+				},
+				Handoffs: []HandoffConfig{{PromptTokens: 48}, {PromptTokens: 48}},
+				Linear:   &LinearProfile{BytesPerToken: 1024, BlockSize: 16},
+			}
+			tc.spoil(c)
+			err := c.Prepare()
+			probs, ok := jsonfile.ProblemsOf(err)
+			if err == nil || !ok || len(probs) != 1 {
+				t.Fatalf("got %v (%d located problems, all located %v), want one problem", err, len(probs), ok)
+			}
+			if p := probs[0]; !slices.Equal(p.Path, tc.path) || !strings.Contains(p.Msg, tc.msg) {
+				t.Errorf("got %v %q, want %v and a message containing %q", p.Path, p.Msg, tc.path, tc.msg)
+			}
+			if want := fmt.Sprintf("%s: %s", ErrConfig, probs[0].Msg); tc.name != "grouped profile" && err.Error() != want {
+				t.Errorf("text %q, want %q", err, want)
+			}
+		})
 	}
 }
