@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
-	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -27,7 +27,7 @@ const maxFacts = 1<<16 - 1
 
 type judge struct {
 	h     *obslog.Header
-	cfg   *sim.Config
+	cfg   *cluster.Config
 	chk   *checker.Checker
 	bound int
 	maxF  int
@@ -223,14 +223,14 @@ func (j *judge) setState(a *attempt, n *node, st *checker.State) bool {
 func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 	cfg := opt.Config
 	if cfg == nil && h.Config != nil {
-		c, err := sim.ParseConfig(file+" (header config)", h.Config)
+		c, err := cluster.ParseConfig(file+" (header config)", h.Config)
 		if err != nil {
 			return nil, fmt.Errorf("%s:1: %w: the header's configuration: %v", file, ErrInput, err)
 		}
 		cfg = c
 	}
 	if cfg == nil {
-		cfg = sim.DefaultConfig()
+		cfg = cluster.DefaultConfig()
 	}
 	c := *cfg
 	if err := c.SetPolicy(h.Policy.String()); err != nil {

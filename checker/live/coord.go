@@ -15,23 +15,23 @@ import (
 	"time"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
-	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
 // Options are a live run's inputs.
 type Options struct {
-	Config   *sim.Config
-	Workload sim.Source
+	Config   *cluster.Config
+	Workload cluster.Source
 	// Rewind, when set, gives the workload again from its start, for a
 	// run again at a larger time scale (see Run).
-	Rewind func() (sim.Source, error)
+	Rewind func() (cluster.Source, error)
 	// Faults is the plan, the simulator's: marks on requests strike at
 	// their phase; a restart of a worker strikes at its time (scaled), a
 	// restart "after" a fact strikes when the worker logs it.
-	Faults []sim.Fault
+	Faults []cluster.Fault
 	// Proxy, when Seed is set, also drops, duplicates and delays the facts
 	// the workers send each other at random.
 	Proxy ProxyFaults
@@ -94,7 +94,7 @@ type Proc interface {
 // coord is the coordinator: the frontend, both routers and the proxy.
 type coord struct {
 	opt Options
-	cfg *sim.Config
+	cfg *cluster.Config
 	*stepper
 	ctx    context.Context
 	epoch  time.Time
@@ -118,9 +118,9 @@ type coord struct {
 
 	arrived, finished int
 	moreArrivals      bool
-	next              *sim.Request
+	next              *cluster.Request
 	marks             map[int]*marks
-	timed             []sim.Fault // restarts of workers at their times
+	timed             []cluster.Fault // restarts of workers at their times
 	rep               Report
 	lat               []float64
 	start, end        time.Time
@@ -176,7 +176,7 @@ type inbound struct {
 // catt is an attempt as the frontend and routers know it.
 type catt struct {
 	name    string
-	req     sim.Request
+	req     cluster.Request
 	cfg     *model.Config
 	st      checker.State
 	p, d    int
@@ -199,7 +199,7 @@ type catt struct {
 // strike (the proxy's loss and duplicate, the client's cancel) or hands
 // to the workers.
 type marks struct {
-	lose, dup sim.FactMark
+	lose, dup cluster.FactMark
 	cancel    bool
 	worker    []Frame // KMark frames, with the side they go to in To
 }
@@ -254,8 +254,8 @@ func newCoord(ctx context.Context, opt Options) (*coord, error) {
 	if opt.Scale <= 0 {
 		return nil, fmt.Errorf("live: time scale %g, want more than 0", opt.Scale)
 	}
-	if opt.Config.Policy == sim.Disabled {
-		return nil, fmt.Errorf("live: policy %q runs no handoff; a live run needs source-first or destination-first", sim.Disabled)
+	if opt.Config.Policy == cluster.Disabled {
+		return nil, fmt.Errorf("live: policy %q runs no handoff; a live run needs source-first or destination-first", cluster.Disabled)
 	}
 	if opt.Config.MaxRetries > 0 {
 		return nil, fmt.Errorf("live: max_retries %d: a live run makes one attempt per request", opt.Config.MaxRetries)
@@ -337,7 +337,7 @@ func (c *coord) plan() error {
 	for _, f := range c.opt.Faults {
 		if f.Kind == "restart" && f.Request < 0 {
 			if f.Worker >= c.cfg.NumWorkers() {
-				return fmt.Errorf("%s:%d: %w: worker %d, the configuration has workers 0 to %d", f.File, f.Line, sim.ErrInput, f.Worker, c.cfg.NumWorkers()-1)
+				return fmt.Errorf("%s:%d: %w: worker %d, the configuration has workers 0 to %d", f.File, f.Line, cluster.ErrInput, f.Worker, c.cfg.NumWorkers()-1)
 			}
 			c.timed = append(c.timed, f)
 			continue
@@ -350,7 +350,7 @@ func (c *coord) plan() error {
 			m = &marks{}
 			c.marks[f.Request] = m
 		}
-		to, hasTo := sim.SideNamed(f.To)
+		to, hasTo := cluster.SideNamed(f.To)
 		switch f.Kind {
 		case "loss":
 			m.lose.Add(to, hasTo, f.Msg)
@@ -361,18 +361,18 @@ func (c *coord) plan() error {
 		case "hang", "transfer_failure":
 			m.worker = append(m.worker, Frame{Kind: KMark, Fault: f.Kind, To: "source"}, Frame{Kind: KMark, Fault: f.Kind, To: "destination"})
 		case "abort", "delay", "evict":
-			if _, ok := sim.SideNamed(f.Side); ok {
+			if _, ok := cluster.SideNamed(f.Side); ok {
 				m.worker = append(m.worker, Frame{Kind: KMark, Fault: f.Kind, To: f.Side})
 			}
 		case "restart":
 			// Aimed at a phase: the side's worker stops when it logs
 			// the fact, and the coordinator kills it then.
 			if !slices.Contains(obslog.AttemptKindNames(), f.After) {
-				return fmt.Errorf("%s:%d: %w: after %q, want a kind a worker logs for a request", f.File, f.Line, sim.ErrInput, f.After)
+				return fmt.Errorf("%s:%d: %w: after %q, want a kind a worker logs for a request", f.File, f.Line, cluster.ErrInput, f.After)
 			}
 			m.worker = append(m.worker, Frame{Kind: KMark, Fault: f.After, To: f.Side})
 		default:
-			return fmt.Errorf("%s:%d: %w: fault kind %q: a live run strikes loss, duplicate, cancel, hang, transfer_failure, abort, delay, evict and restart", f.File, f.Line, sim.ErrInput, f.Kind)
+			return fmt.Errorf("%s:%d: %w: fault kind %q: a live run strikes loss, duplicate, cancel, hang, transfer_failure, abort, delay, evict and restart", f.File, f.Line, cluster.ErrInput, f.Kind)
 		}
 	}
 	return nil
@@ -823,9 +823,9 @@ func (c *coord) arrive() error {
 	c.arrived++
 	wc := c.cfg.AttemptWorld(r.PromptTokens, 0)
 	if err := wc.Prepare(); err != nil {
-		return fmt.Errorf("%w: request %d: %v", sim.ErrInput, r.Index, err)
+		return fmt.Errorf("%w: request %d: %v", cluster.ErrInput, r.Index, err)
 	}
-	a := &catt{name: sim.AttemptName(&r, 0), req: r, cfg: wc, p: -1, d: -1, arrive: time.Now()}
+	a := &catt{name: cluster.AttemptName(&r, 0), req: r, cfg: wc, p: -1, d: -1, arrive: time.Now()}
 	if m := c.marks[r.Index]; m != nil {
 		a.m = *m
 		delete(c.marks, r.Index)
@@ -834,7 +834,7 @@ func (c *coord) arrive() error {
 	a.st.W = model.NewWorld(wc)
 	c.atts[a.name] = a
 	c.order = append(c.order, a)
-	a.p = sim.Choose(c.cfg.PrefillRouter, 0, c.cfg.Prefill.Workers, &c.nextP, c.rng, c.prefillLoad, nil)
+	a.p = cluster.Choose(c.cfg.PrefillRouter, 0, c.cfg.Prefill.Workers, &c.nextP, c.rng, c.prefillLoad, nil)
 	a.pGen = c.ws[a.p].gen
 	c.step(a, checker.Move{Kind: checker.MvRoutePrefill, H: 0, Arg: 0}, false)
 	// The marks go first: the worker keeps them until the route comes,
@@ -896,7 +896,7 @@ func (c *coord) routeDecode(a *catt) {
 	if a.d >= 0 || x.Cancelled || x.SourceFailed || (c.cfg.SpecPolicy() == spec.SourceFirst && !x.Announced) {
 		return
 	}
-	d := sim.Choose(c.cfg.DecodeRouter, c.cfg.Prefill.Workers, c.cfg.NumWorkers(), &c.nextD, c.rng, c.decodeLoad, nil)
+	d := cluster.Choose(c.cfg.DecodeRouter, c.cfg.Prefill.Workers, c.cfg.NumWorkers(), &c.nextD, c.rng, c.decodeLoad, nil)
 	a.d = d
 	a.dGen = c.ws[d].gen
 	if !c.step(a, checker.Move{Kind: checker.MvRouteDecode, H: 0, Arg: 1}, false) {
@@ -1032,7 +1032,7 @@ func (c *coord) maybeAct(a *catt) {
 // router's booking ends.
 func (c *coord) outcome(w int, f *Frame) {
 	a := c.atts[f.Attempt]
-	sd, ok := sim.SideNamed(f.Side)
+	sd, ok := cluster.SideNamed(f.Side)
 	if a == nil || !ok || a.worker(sd) != w || a.outcome[sd] != model.OutcomeNone {
 		return
 	}
@@ -1088,7 +1088,7 @@ func (c *coord) maybeFinish(a *catt) {
 // faults.
 func (c *coord) relay(from int, f *Frame) {
 	a := c.atts[f.Attempt]
-	to, ok := sim.SideNamed(f.To)
+	to, ok := cluster.SideNamed(f.To)
 	if a == nil || !ok {
 		return // the attempt ended for the frontend; late frames go nowhere
 	}

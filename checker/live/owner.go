@@ -2,8 +2,8 @@ package live
 
 import (
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
-	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -107,7 +107,7 @@ type stepper struct {
 
 // newStepper steps windows of cfg with p's tables (nil: the generated
 // machines).
-func newStepper(p *checker.Protocol, cfg *sim.Config) (*stepper, error) {
+func newStepper(p *checker.Protocol, cfg *cluster.Config) (*stepper, error) {
 	if p == nil {
 		p = checker.Generated()
 	}

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
-	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -27,7 +27,7 @@ type WorkerOptions struct {
 	// Worker is the cluster worker index (prefill workers first).
 	Worker int
 	Gen    int64
-	Config *sim.Config
+	Config *cluster.Config
 	// Protocol runs other tables than the generated machines.
 	Protocol *checker.Protocol
 	// Log receives the worker's facts, appended to a log whose header
@@ -112,7 +112,7 @@ func (l *Ledger) Held() string {
 // takes its own moves.
 type worker struct {
 	opt WorkerOptions
-	cfg *sim.Config
+	cfg *cluster.Config
 	*stepper
 	mine model.Side // the world worker of the attempts' windows it is
 	who  owner
@@ -481,7 +481,7 @@ func (w *worker) route(f *Frame) {
 
 func (w *worker) fact(a *attempt, f *Frame) {
 	m, ok := msgNamed(f.Msg)
-	to, ok2 := sim.SideNamed(f.To)
+	to, ok2 := cluster.SideNamed(f.To)
 	if !ok || !ok2 || to != w.mine {
 		w.refuse("a fact this worker does not take")
 		return
@@ -871,7 +871,7 @@ func (w *worker) timers(a *attempt, b *model.Handoff, m checker.Move) {
 	var touched [model.NumTimers]bool
 	for _, f := range w.fires {
 		for _, act := range f.Actions {
-			if t, ok := sim.TimerOfAction(f.Role, act); ok {
+			if t, ok := cluster.TimerOfAction(f.Role, act); ok {
 				touched[t] = true
 			}
 		}

@@ -314,23 +314,3 @@ func (s *Sim) strand(r *request) {
 		r.stranded[k] = now[k]
 	}
 }
-
-// timerOfAction is the timer an action arms, renews or disarms.
-func timerOfAction(role spec.Role, a checker.Action) (model.Timer, bool) {
-	switch a.String() {
-	case "ArmLease", "RenewLease", "DisarmLease":
-		return model.TimerLease, true
-	case "ArmBootstrap", "DisarmBootstrap":
-		return model.TimerBootstrap, true
-	case "ArmHeartbeat", "DisarmHeartbeat":
-		return model.TimerHeartbeat, true
-	case "ArmReservationTimer", "DisarmReservationTimer":
-		return model.TimerReservation, true
-	case "ArmTransferDeadline", "DisarmTransferDeadline":
-		if role == spec.Source {
-			return model.TimerPush, true
-		}
-		return model.TimerPull, true
-	}
-	return 0, false
-}

@@ -16,7 +16,6 @@ package sim
 import (
 	"container/heap"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -24,49 +23,11 @@ import (
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
-
-// Request is one request of a workload, its times in microseconds.
-type Request struct {
-	Index        int
-	ID           string
-	ArrivalUS    int64
-	PromptTokens model.Tokens
-	OutputTokens model.Tokens
-	PrefixGroup  string
-	PrefixTokens model.Tokens
-	// CancelUS is when the client cancels, or -1.
-	CancelUS int64
-}
-
-// Source streams a workload's requests in arrival order; Next returns
-// io.EOF after the last.
-type Source interface {
-	Next() (Request, error)
-}
-
-// Fault is one scheduled fault of a fault plan (its kinds are the
-// checker's fault configuration names).
-type Fault struct {
-	File     string // the plan it came from, for errors
-	Line     int
-	AtUS     int64
-	Kind     string
-	Request  int // -1 when the kind names a worker
-	Worker   int // -1 when the kind names a request
-	To, Side string
-	Msg      string
-	// After, for a restart aimed at a request's side: the log kind after
-	// which that side's worker restarts.
-	After string
-}
-
-// ErrInput is wrapped by a workload request or fault the configuration
-// cannot run (a prompt larger than a worker, a worker that does not exist).
-var ErrInput = errors.New("sim: input does not fit the configuration")
 
 // Violation is an invariant broken during a run: which, when, the handoff
 // and its history.
@@ -178,7 +139,7 @@ func newSim(cfg *Config, src Source, opt Options) (*Sim, error) {
 	}
 	n := cfg.NumWorkers()
 	s := &Sim{
-		cfg: cfg, chk: chk, proto: p, policy: cfg.policy,
+		cfg: cfg, chk: chk, proto: p, policy: cfg.SpecPolicy(),
 		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x68616e646f6666)),
 		workers: make([]model.Worker, n), sums: make([]model.Holdings, n), jobs: make([][]*computeJob, n),
 		cache: make([]prefixCache, n), waiters: make([][]*request, n), dirty: make([]bool, n), seen: make([]capacity, n),
@@ -203,39 +164,6 @@ func newSim(cfg *Config, src Source, opt Options) (*Sim, error) {
 		s.push(&event{at: f.AtUS, kind: evFault, fault: &opt.Faults[i]})
 	}
 	return s, nil
-}
-
-// Checker is the composed system that steps the attempts' windows of a
-// run of the configuration: the tables of p, every fault enabled so that
-// an adapter may take any fault its plan or its world brings.
-func (c *Config) Checker(p *checker.Protocol) (*checker.Checker, error) {
-	tmpl := c.window(Request{PromptTokens: 1, OutputTokens: 1, CancelUS: -1}, 0, c.Prefill.Workers, 0)
-	budget := checker.Budget{}
-	for f := range budget {
-		budget[f] = checker.MaxBudget
-	}
-	chk, err := checker.New(p, &checker.Config{World: *tmpl, Budget: budget, Renewal: c.Renewal, Commands: c.Commands},
-		checker.Run{Name: "simulate", Policy: c.policy, Engine: c.Engine})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
-	}
-	return chk, nil
-}
-
-// window is the configuration of one request's world: the request as its
-// only handoff, prefill worker p as world worker 0 and a decode worker as
-// world worker 1, with the prefix hit the request finds there.
-func (c *Config) window(r Request, p, d int, hit model.Tokens) *model.Config {
-	wc := &model.Config{
-		Policy: c.policy, Engine: c.Engine, Unbounded: true,
-		Workers: []model.WorkerConfig{
-			{Role: model.PrefillWorker, Capacity: c.Prefill.CapacityBlocks},
-			{Role: model.DecodeWorker, Capacity: c.Decode.CapacityBlocks, Slots: c.Decode.Slots, Headroom: c.Decode.HeadroomTokens, PrefixHit: []model.Tokens{hit}},
-		},
-		Handoffs: []model.HandoffConfig{{PromptTokens: r.PromptTokens, HeadroomTokens: c.HeadroomTokens}},
-		Linear:   &model.LinearProfile{BytesPerToken: c.Transfer.BytesPerToken, BlockSize: c.Transfer.BlockSize},
-	}
-	return wc
 }
 
 // request is one request in flight: its world (the handoff and a window
@@ -290,7 +218,7 @@ type computeJob struct {
 
 // marks are the faults a plan holds for a request until they can strike.
 type marks struct {
-	lose, dup      FactMark
+	lose, dup      cluster.FactMark
 	hang, failXfer bool
 	cancel         bool
 	delay          [2]bool
@@ -300,45 +228,9 @@ type marks struct {
 	restartAfter [2]string
 }
 
-// FactMark is how many of the next facts to each side (or to either) a
-// plan loses or duplicates, and which fact it names ("" for any): the
-// rule by which every adapter strikes a planned loss or duplicate.
-type FactMark struct {
-	n      [2]int
-	msg    [2]string
-	any    int
-	anyMsg string
-}
-
-// Add marks one more fact: to side to (either when hasTo is false),
-// named msg ("" for any).
-func (f *FactMark) Add(to model.Side, hasTo bool, msg string) {
-	if hasTo {
-		f.n[to]++
-		f.msg[to] = msg
-		return
-	}
-	f.any++
-	f.anyMsg = msg
-}
-
-// Take reports whether the fact m, going to side to, is one the mark
-// strikes, and spends the mark if so.
-func (f *FactMark) Take(to model.Side, m model.Msg) bool {
-	if f.n[to] > 0 && (f.msg[to] == "" || f.msg[to] == m.String()) {
-		f.n[to]--
-		return true
-	}
-	if f.any > 0 && (f.anyMsg == "" || f.anyMsg == m.String()) {
-		f.any--
-		return true
-	}
-	return false
-}
-
 // left counts the faults the plan held for a request that never struck.
 func (m *marks) left() int {
-	n := m.lose.any + m.dup.any + m.lose.n[0] + m.lose.n[1] + m.dup.n[0] + m.dup.n[1]
+	n := m.lose.Left() + m.dup.Left()
 	for _, b := range []bool{m.hang, m.failXfer, m.cancel, m.delay[0], m.delay[1], m.abort[0], m.abort[1], m.evict[0], m.evict[1],
 		m.restartAfter[0] != "", m.restartAfter[1] != ""} {
 		if b {
@@ -627,7 +519,7 @@ func (s *Sim) nextArrival() error {
 	if req.ArrivalUS < s.now {
 		return fmt.Errorf("%w: request %d arrives at %s, before %s", ErrInput, req.Index, fmtMS(req.ArrivalUS), fmtMS(s.now))
 	}
-	cfg := s.cfg.window(req, 0, 0, 0)
+	cfg := s.cfg.AttemptWorld(req.PromptTokens, 0)
 	if err := cfg.Prepare(); err != nil {
 		return fmt.Errorf("%w: request %d: %v", ErrInput, req.Index, err)
 	}
@@ -1173,7 +1065,7 @@ func (s *Sim) routeDecode(r *request) {
 	if cached != nil && cached(d) {
 		hit = r.PrefixTokens
 	}
-	cfg := s.cfg.window(r.Request, 0, 0, hit)
+	cfg := s.cfg.AttemptWorld(r.PromptTokens, hit)
 	if err := cfg.Prepare(); err != nil {
 		s.inputErr = fmt.Errorf("%w: request %d: %v", ErrInput, r.Index, err)
 		return
@@ -1185,7 +1077,7 @@ func (s *Sim) routeDecode(r *request) {
 	k := s.workers[d]
 	if lk > k.Cached {
 		hit, lk = 0, 0
-		cfg = s.cfg.window(r.Request, 0, 0, 0)
+		cfg = s.cfg.AttemptWorld(r.PromptTokens, 0)
 		if err := cfg.Prepare(); err != nil {
 			s.inputErr = fmt.Errorf("%w: request %d: %v", ErrInput, r.Index, err)
 			return
@@ -1218,7 +1110,7 @@ func (s *Sim) timers(r *request, b *model.Handoff, m checker.Move) {
 	var touched [model.NumTimers]bool
 	for _, f := range s.log {
 		for _, a := range f.Actions {
-			if t, ok := timerOfAction(f.Role, a); ok {
+			if t, ok := cluster.TimerOfAction(f.Role, a); ok {
 				touched[t] = true
 			}
 		}
@@ -1240,7 +1132,7 @@ func (s *Sim) timers(r *request, b *model.Handoff, m checker.Move) {
 			// A deadline moved is its queued event moved: the queue holds
 			// only deadlines that may still fire.
 			r.timerVer[t]++
-			r.timerAt[t] = s.now + s.cfg.Timers.of(t)
+			r.timerAt[t] = s.now + s.cfg.TimerUS(t)
 			if e := r.timerEv[t]; e != nil && e.idx >= 0 {
 				s.seq++
 				e.at, e.seq, e.ver = r.timerAt[t], s.seq, r.timerVer[t]
@@ -1282,7 +1174,7 @@ func (s *Sim) checkFault(f Fault) error {
 		if !slices.Contains(obslog.AttemptKindNames(), f.After) {
 			return fmt.Errorf("%s:%d: %w: after %q, want a kind of the observation log a worker logs for a request: %s", f.File, f.Line, ErrInput, f.After, strings.Join(obslog.AttemptKindNames(), ", "))
 		}
-		if _, ok := SideNamed(f.Side); !ok {
+		if _, ok := cluster.SideNamed(f.Side); !ok {
 			return fmt.Errorf("%s:%d: %w: side %q, want source or destination", f.File, f.Line, ErrInput, f.Side)
 		}
 	}
@@ -1298,17 +1190,6 @@ func (s *Sim) checkFault(f Fault) error {
 		}
 	}
 	return nil
-}
-
-// SideNamed reads a side's name in a fault plan: source or destination.
-func SideNamed(name string) (model.Side, bool) {
-	switch name {
-	case "source":
-		return model.SourceSide, true
-	case "destination":
-		return model.DestinationSide, true
-	}
-	return 0, false
 }
 
 // strike makes a planned fault happen, or leaves a mark on the request
@@ -1335,8 +1216,8 @@ func (s *Sim) strike(f *Fault) {
 		}
 		mk = m
 	}
-	sd, hasSide := SideNamed(f.Side)
-	to, hasTo := SideNamed(f.To)
+	sd, hasSide := cluster.SideNamed(f.Side)
+	to, hasTo := cluster.SideNamed(f.To)
 	switch f.Kind {
 	case "loss":
 		mk.lose.Add(to, hasTo, f.Msg)
@@ -1537,7 +1418,7 @@ func (s *Sim) retire(r *request) {
 // retry is the frontend trying a failed request again, as a new attempt
 // with a handoff of its own, a latency later.
 func (s *Sim) retry(r *request) {
-	cfg := s.cfg.window(r.Request, 0, 0, 0)
+	cfg := s.cfg.AttemptWorld(r.PromptTokens, 0)
 	if err := cfg.Prepare(); err != nil {
 		s.inputErr = fmt.Errorf("%w: request %d: %v", ErrInput, r.Index, err)
 		return
