@@ -4,10 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/model"
-	"github.com/handoffcheck/handoffcheck/spec"
 )
 
 // Request is one request of a workload, its times in microseconds.
@@ -99,25 +97,6 @@ func SideNamed(name string) (model.Side, bool) {
 	return 0, false
 }
 
-// TimerOfAction is the timer an action of a role arms, renews or disarms.
-func TimerOfAction(role spec.Role, a checker.Action) (model.Timer, bool) {
-	switch a.String() {
-	case "ArmLease", "RenewLease", "DisarmLease":
-		return model.TimerLease, true
-	case "ArmBootstrap", "DisarmBootstrap":
-		return model.TimerBootstrap, true
-	case "ArmHeartbeat", "DisarmHeartbeat":
-		return model.TimerHeartbeat, true
-	case "ArmReservationTimer", "DisarmReservationTimer":
-		return model.TimerReservation, true
-	case "ArmTransferDeadline", "DisarmTransferDeadline":
-		if role == spec.Source {
-			return model.TimerPush, true
-		}
-		return model.TimerPull, true
-	}
-	return 0, false
-}
 
 // LogHeader is the header of a run's observation log: the routers as one
 // process, "router", then "prefill-I" and "decode-J" for the workers

@@ -10,7 +10,6 @@ import (
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/model"
-	"github.com/handoffcheck/handoffcheck/spec"
 )
 
 // maxSlots bounds the processes that log facts of one attempt: its two
@@ -1490,12 +1489,6 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 	return work
 }
 
-func roleOf(sd model.Side) spec.Role {
-	if sd == model.SourceSide {
-		return spec.Source
-	}
-	return spec.Destination
-}
 
 // movesOf is a node's state, its budget full, and the moves of the
 // attempt it enables. A worker's restart is left out (the logs say when
@@ -1508,9 +1501,8 @@ func (j *judge) movesOf(n *node) (checker.State, []checker.Move) {
 	st.B = j.chk.Budget()
 	j.moves = j.chk.MovesInto(&st, j.moves[:0])
 	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
-		tx := model.Tx{W: &st.W}
-		if st.W.H[0].Worker(sd) >= 0 && j.chk.Terminal(&st, roleOf(sd), 0) && tx.CanEvict(0, sd) {
-			j.moves = append(j.moves, checker.Move{Kind: checker.MvEvict, H: 0, Arg: int8(sd)})
+		if cluster.Evicts(j.chk, &st, sd) {
+			j.moves = append(j.moves, cluster.Evict(sd))
 		}
 	}
 	moves := make([]checker.Move, 0, len(j.moves))
@@ -1808,7 +1800,7 @@ func (j *judge) unfinishedBy(a *attempt, n *node) string {
 	}
 	var parts []string
 	for sd, p := range []int{a.p, a.d} {
-		if p >= 0 && x.Worker(model.Side(sd)) >= 0 && !j.chk.Terminal(n.st, roleOf(model.Side(sd)), 0) {
+		if p >= 0 && x.Worker(model.Side(sd)) >= 0 && !j.chk.Terminal(n.st, checker.RoleOf(model.Side(sd)), 0) {
 			parts = append(parts, fmt.Sprintf("%s never finished its side (no terminal outcome any behavior of the tables reaches from its facts)", j.h.Processes[p].Name))
 		}
 	}

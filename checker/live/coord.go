@@ -780,7 +780,6 @@ func (c *coord) project(a *catt) {
 	if a.d >= 0 {
 		a.st.W.W[1] = c.wk[a.d]
 	}
-	a.st.B = c.chk.Budget()
 }
 
 func (c *coord) writeBack(a *catt) {

@@ -610,7 +610,6 @@ func (w *worker) struck(a *attempt, fault string) {
 func (w *worker) project(a *attempt) {
 	a.st.W.W[w.mine] = w.k
 	a.cfg.SetOutside(int(w.mine), w.sum.Minus(a.hold))
-	a.st.B = w.chk.Budget()
 }
 
 func (w *worker) writeBack(a *attempt) {
@@ -662,8 +661,8 @@ func (w *worker) settle(a *attempt, before *checker.State, m checker.Move) {
 		}
 	}
 	// The cache evicts what a finished side keeps.
-	if w.chk.Terminal(&a.st, roleOf(w.mine), 0) && keeps(x, w.mine) {
-		w.do(a, checker.Move{Kind: checker.MvEvict, H: 0, Arg: int8(w.mine)}, true)
+	if cluster.Evicts(w.chk, &a.st, w.mine) {
+		w.do(a, cluster.Evict(w.mine), true)
 		return
 	}
 	if w.frozen || a.gone {
@@ -676,12 +675,6 @@ func (w *worker) settle(a *attempt, before *checker.State, m checker.Move) {
 	}
 }
 
-func keeps(x *model.Handoff, sd model.Side) bool {
-	if sd == model.SourceSide {
-		return x.SrcKept
-	}
-	return x.DstKept
-}
 
 func (w *worker) observe(a *attempt, before *checker.State, m checker.Move) {
 	if w.log == nil && a.trigger == "" {
@@ -869,9 +862,9 @@ func (w *worker) maybeEndTransfer(a *attempt) {
 func (w *worker) timers(a *attempt, b *model.Handoff, m checker.Move) {
 	x := &a.st.W.H[0]
 	var touched [model.NumTimers]bool
-	for _, f := range w.fires {
+	for _, f := range w.steps.Firings() {
 		for _, act := range f.Actions {
-			if t, ok := cluster.TimerOfAction(f.Role, act); ok {
+			if t, ok := checker.TimerOf(act); ok {
 				touched[t] = true
 			}
 		}
@@ -912,7 +905,7 @@ func (w *worker) timers(a *attempt, b *model.Handoff, m checker.Move) {
 // with nothing scheduled. No tombstone stays: a late frame for it finds
 // no attempt and changes nothing.
 func (w *worker) maybeRetire(a *attempt) {
-	if a.gone || len(a.sched) > 0 || a.waiting || !w.chk.Terminal(&a.st, roleOf(w.mine), 0) || !a.hold.Zero() {
+	if a.gone || len(a.sched) > 0 || a.waiting || !w.chk.Terminal(&a.st, checker.RoleOf(w.mine), 0) || !a.hold.Zero() {
 		return
 	}
 	for t := range a.timerOn {
@@ -948,7 +941,7 @@ func (w *worker) sendLedger() {
 			}
 		}
 		l.OpenAttempts = append(l.OpenAttempts, fmt.Sprintf("%s: state %s; %s; deadlines %v; scheduled %v; waiting for room %v",
-			name, w.chk.Protocol().StateName(roleOf(w.mine), a.st.Role(roleOf(w.mine), 0)), ownHeld(&a.st.W.H[0], w.mine), timers, a.sched, a.waiting))
+			name, w.chk.Protocol().StateName(checker.RoleOf(w.mine), a.st.Role(checker.RoleOf(w.mine), 0)), ownHeld(&a.st.W.H[0], w.mine), timers, a.sched, a.waiting))
 	}
 	w.send(&Frame{Kind: KLedger, Ledger: l})
 }

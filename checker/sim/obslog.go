@@ -9,9 +9,9 @@ import (
 
 // observe logs the facts a step of a request made observable.
 func (s *Sim) observe(r *request, before *checker.State, m checker.Move) {
-	s.labels = obslog.Observe(s.labels[:0], 0, before, &r.st, m, s.log)
-	for i := range s.labels {
-		l := &s.labels[i]
+	labels := s.step.Observe(before, &r.st, m)
+	for i := range labels {
+		l := &labels[i]
 		w := -1
 		switch l.By {
 		case obslog.BySource:

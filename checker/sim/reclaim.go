@@ -206,8 +206,9 @@ func givesUp(f *checker.Firing) bool {
 // an event that gives the attempt up, if the side holds something.
 func (s *Sim) giveUp(r *request) {
 	x := &r.st.W.H[0]
-	for i := range s.log {
-		f := &s.log[i]
+	fires := s.step.Firings()
+	for i := range fires {
+		f := &fires[i]
 		sd := model.SourceSide
 		if f.Role == spec.Destination {
 			sd = model.DestinationSide

@@ -73,12 +73,11 @@ type Sim struct {
 	active      map[int]*request
 	marks       map[int]*marks
 	cov         *checker.Coverage
-	log         []checker.Firing
+	step        *cluster.Stepper // takes every move, keeping its firings
 
 	stats     *stats
 	tl        *recorder
 	olog      *obslog.Writer
-	labels    []obslog.Label
 	violation *Violation
 	inputErr  error
 	// watch, when set, sees every request after each of its steps: the
@@ -146,7 +145,7 @@ func newSim(cfg *Config, src Source, opt Options) (*Sim, error) {
 		src: src, active: map[int]*request{}, marks: map[int]*marks{},
 		cov: checker.NewCoverage(p.Spec()),
 	}
-	s.cov.Log = &s.log
+	s.step = cluster.NewStepper(chk, s.cov)
 	for w := range s.workers {
 		s.workers[w].Free = cfg.Capacity(w)
 	}
@@ -306,7 +305,7 @@ func (s *Sim) lines(r *request) []string {
 
 // noteFirings records the rows a step fired.
 func (s *Sim) noteFirings(r *request) {
-	for _, f := range s.log {
+	for _, f := range s.step.Firings() {
 		f.Actions = nil
 		r.history.add(histEntry{at: s.now, kind: hFiring, f: f})
 		if s.tl != nil {
@@ -571,7 +570,6 @@ func (s *Sim) project(r *request) {
 		r.st.W.W[1] = r.fresh
 		r.cfg.SetOutside(1, model.Holdings{})
 	}
-	r.st.B = s.chk.Budget()
 }
 
 // writeBack stores a request's world into the cluster after a step.
@@ -602,13 +600,12 @@ func (s *Sim) setWorker(w int, k model.Worker, sum model.Holdings) {
 func (s *Sim) do(r *request, m checker.Move, force bool) bool {
 	s.project(r)
 	before := r.st
-	s.log = s.log[:0]
 	var v *model.Violation
 	if force {
-		_, v = s.chk.Apply(&r.st, m, s.cov)
+		v = s.step.Force(&r.st, m)
 	} else {
-		var err error
-		if _, v, err = s.chk.Step(&r.st, m, s.cov); err != nil {
+		var ok bool
+		if v, ok = s.step.Step(&r.st, m); !ok {
 			return false
 		}
 	}
@@ -651,8 +648,7 @@ func (s *Sim) restartTrigger(r *request, before *checker.State, m checker.Move) 
 	if r.m.restartAfter[0] == "" && r.m.restartAfter[1] == "" {
 		return -1
 	}
-	s.labels = obslog.Observe(s.labels[:0], 0, before, &r.st, m, s.log)
-	for _, l := range s.labels {
+	for _, l := range s.step.Observe(before, &r.st, m) {
 		for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 			by := obslog.BySource
 			if sd == model.DestinationSide {
@@ -721,8 +717,8 @@ func (s *Sim) react(r *request, before *checker.State, m checker.Move) {
 	// The cache evicts what a finished side keeps: a request outside a
 	// world cannot evict it later (docs: the simulator's cache model).
 	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
-		if s.violation == nil && r.st.W.H[0].Worker(sd) >= 0 && s.chk.Terminal(&r.st, roleOf(sd), 0) && keeps(&r.st.W.H[0], sd) {
-			s.do(r, checker.Move{Kind: checker.MvEvict, H: 0, Arg: int8(sd)}, true)
+		if s.violation == nil && cluster.Evicts(s.chk, &r.st, sd) {
+			s.do(r, cluster.Evict(sd), true)
 		}
 	}
 	if s.violation != nil {
@@ -746,20 +742,6 @@ func (s *Sim) react(r *request, before *checker.State, m checker.Move) {
 }
 
 func failed(o model.Outcome) bool { return o == model.OutcomeFailed || o == model.OutcomeForgotten }
-
-func keeps(x *model.Handoff, sd model.Side) bool {
-	if sd == model.SourceSide {
-		return x.SrcKept
-	}
-	return x.DstKept
-}
-
-func roleOf(sd model.Side) spec.Role {
-	if sd == model.SourceSide {
-		return spec.Source
-	}
-	return spec.Destination
-}
 
 // marked makes a fault the plan holds for a request strike, at the first
 // moment the world enables it: a delay just before a command, an abort
@@ -1108,9 +1090,9 @@ func (s *Sim) routeDecode(r *request) {
 func (s *Sim) timers(r *request, b *model.Handoff, m checker.Move) {
 	x := &r.st.W.H[0]
 	var touched [model.NumTimers]bool
-	for _, f := range s.log {
+	for _, f := range s.step.Firings() {
 		for _, a := range f.Actions {
-			if t, ok := cluster.TimerOfAction(f.Role, a); ok {
+			if t, ok := checker.TimerOf(a); ok {
 				touched[t] = true
 			}
 		}
@@ -1281,8 +1263,7 @@ func (s *Sim) restart(w int) {
 		}
 		s.project(r)
 		befores[i] = r.st
-		s.log = s.log[:0]
-		_, v := s.chk.Apply(&r.st, checker.Move{Kind: checker.MvRestart, H: -1, Arg: int8(k)}, s.cov)
+		v := s.step.Force(&r.st, checker.Move{Kind: checker.MvRestart, H: -1, Arg: int8(k)})
 		r.history.add(histEntry{at: s.now, kind: hRestart, w: w})
 		s.noteFirings(r)
 		if v != nil {
