@@ -97,7 +97,6 @@ func SideNamed(name string) (model.Side, bool) {
 	return 0, false
 }
 
-
 // LogHeader is the header of a run's observation log: the routers as one
 // process, "router", then "prefill-I" and "decode-J" for the workers
 // (process w+1 is cluster worker w), each recording the kinds in records,

@@ -1489,7 +1489,6 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 	return work
 }
 
-
 // movesOf is a node's state, its budget full, and the moves of the
 // attempt it enables. A worker's restart is left out (the logs say when
 // one happens) and so is other requests' load (outside the attempt); a

@@ -50,7 +50,6 @@ func ownerOf(m checker.Move, x *model.Handoff) owner {
 	return ownNobody
 }
 
-
 var sideNames = [2]string{"source", "destination"}
 
 func msgNamed(name string) (model.Msg, bool) {

@@ -675,7 +675,6 @@ func (w *worker) settle(a *attempt, before *checker.State, m checker.Move) {
 	}
 }
 
-
 func (w *worker) observe(a *attempt, before *checker.State, m checker.Move) {
 	if w.log == nil && a.trigger == "" {
 		return
