@@ -199,9 +199,8 @@ type catt struct {
 // strike (the proxy's loss and duplicate, the client's cancel) or hands
 // to the workers.
 type marks struct {
-	lose, dup cluster.FactMark
-	cancel    bool
-	worker    []Frame // KMark frames, with the side they go to in To
+	cluster.Marks
+	worker []Frame // KMark frames, with the side they go to in To
 }
 
 // maxScaleTries bounds how often Run runs again at twice the time scale.
@@ -334,48 +333,73 @@ func newCoord(ctx context.Context, opt Options) (*coord, error) {
 
 // plan turns the fault plan into marks and timed restarts.
 func (c *coord) plan() error {
-	for _, f := range c.opt.Faults {
-		if f.Kind == "restart" && f.Request < 0 {
+	for i := range c.opt.Faults {
+		f := &c.opt.Faults[i]
+		k, err := f.FaultKind()
+		if err != nil {
+			return err
+		}
+		if f.WorkerRestart() {
 			if f.Worker >= c.cfg.NumWorkers() {
 				return fmt.Errorf("%s:%d: %w: worker %d, the configuration has workers 0 to %d", f.File, f.Line, cluster.ErrInput, f.Worker, c.cfg.NumWorkers()-1)
 			}
-			c.timed = append(c.timed, f)
+			c.timed = append(c.timed, *f)
 			continue
 		}
 		if f.Request < 0 {
 			continue
+		}
+		if k == checker.Restart && !slices.Contains(obslog.AttemptKindNames(), f.After) {
+			// Aimed at a phase: the side's worker stops when it logs
+			// the fact, and the coordinator kills it then.
+			return fmt.Errorf("%s:%d: %w: after %q, want a kind a worker logs for a request", f.File, f.Line, cluster.ErrInput, f.After)
 		}
 		m := c.marks[f.Request]
 		if m == nil {
 			m = &marks{}
 			c.marks[f.Request] = m
 		}
-		to, hasTo := cluster.SideNamed(f.To)
-		switch f.Kind {
-		case "loss":
-			m.lose.Add(to, hasTo, f.Msg)
-		case "duplicate":
-			m.dup.Add(to, hasTo, f.Msg)
-		case "cancel":
-			m.cancel = true
-		case "hang", "transfer_failure":
-			m.worker = append(m.worker, Frame{Kind: KMark, Fault: f.Kind, To: "source"}, Frame{Kind: KMark, Fault: f.Kind, To: "destination"})
-		case "abort", "delay", "evict":
-			if _, ok := cluster.SideNamed(f.Side); ok {
-				m.worker = append(m.worker, Frame{Kind: KMark, Fault: f.Kind, To: f.Side})
-			}
-		case "restart":
-			// Aimed at a phase: the side's worker stops when it logs
-			// the fact, and the coordinator kills it then.
-			if !slices.Contains(obslog.AttemptKindNames(), f.After) {
-				return fmt.Errorf("%s:%d: %w: after %q, want a kind a worker logs for a request", f.File, f.Line, cluster.ErrInput, f.After)
-			}
-			m.worker = append(m.worker, Frame{Kind: KMark, Fault: f.After, To: f.Side})
-		default:
-			return fmt.Errorf("%s:%d: %w: fault kind %q: a live run strikes loss, duplicate, cancel, hang, transfer_failure, abort, delay, evict and restart", f.File, f.Line, cluster.ErrInput, f.Kind)
+		if err := m.Mark(f); err != nil {
+			return err
 		}
 	}
+	for _, m := range c.marks {
+		m.worker = workerMarks(&m.Marks)
+	}
 	return nil
+}
+
+// workerMarks are the frames that hand a request's workers the marks they
+// strike themselves (the coordinator strikes losses, duplicates and the
+// client's cancel): a hang or a transfer failure to both sides, since
+// either may run the transfer, the others to the side they name, and a
+// restart's phase to the side whose worker stops there.
+func workerMarks(m *cluster.Marks) []Frame {
+	var fs []Frame
+	mark := func(fault string, sd model.Side) {
+		fs = append(fs, Frame{Kind: KMark, Fault: fault, To: sideNames[sd]})
+	}
+	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+		if m.Hang {
+			mark(checker.Hang.String(), sd)
+		}
+		if m.FailXfer {
+			mark(checker.TransferFailure.String(), sd)
+		}
+		if m.Abort[sd] {
+			mark(checker.Abort.String(), sd)
+		}
+		if m.Delay[sd] {
+			mark(checker.Delay.String(), sd)
+		}
+		if m.Evict[sd] {
+			mark(checker.Evict.String(), sd)
+		}
+		if m.RestartAfter[sd] != "" {
+			mark(m.RestartAfter[sd], sd)
+		}
+	}
+	return fs
 }
 
 func (c *coord) fromStart(us int64) time.Time { return c.start.Add(c.dur(us)) }
@@ -845,8 +869,8 @@ func (c *coord) arrive() error {
 	if r.CancelUS >= 0 {
 		c.push(&cevent{at: c.fromStart(r.CancelUS), kind: cCancel, a: a})
 	}
-	if a.m.cancel {
-		a.m.cancel = false
+	if a.m.Cancel {
+		a.m.Cancel = false
 		c.rep.FaultsStruck++
 		c.cancel(a)
 	}
@@ -1098,11 +1122,11 @@ func (c *coord) relay(from int, f *Frame) {
 	copies := 1
 	if msg, ok := msgNamed(f.Msg); ok && f.Kind == KFact {
 		switch {
-		case a.m.lose.Take(to, msg):
+		case a.m.Lose.Take(to, msg):
 			c.rep.Proxy.Dropped++
 			c.rep.FaultsStruck++
 			return
-		case a.m.dup.Take(to, msg):
+		case a.m.Dup.Take(to, msg):
 			c.rep.Proxy.Duplicated++
 			c.rep.FaultsStruck++
 			copies = 2

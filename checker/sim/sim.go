@@ -71,7 +71,7 @@ type Sim struct {
 	lastArrival int64
 	faultFree   bool
 	active      map[int]*request
-	marks       map[int]*marks
+	marks       map[int]*cluster.Marks
 	cov         *checker.Coverage
 	step        *cluster.Stepper // takes every move, keeping its firings
 
@@ -142,7 +142,7 @@ func newSim(cfg *Config, src Source, opt Options) (*Sim, error) {
 		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x68616e646f6666)),
 		workers: make([]model.Worker, n), sums: make([]model.Holdings, n), jobs: make([][]*computeJob, n),
 		cache: make([]prefixCache, n), waiters: make([][]*request, n), dirty: make([]bool, n), seen: make([]capacity, n),
-		src: src, active: map[int]*request{}, marks: map[int]*marks{},
+		src: src, active: map[int]*request{}, marks: map[int]*cluster.Marks{},
 		cov: checker.NewCoverage(p.Spec()),
 	}
 	s.step = cluster.NewStepper(chk, s.cov)
@@ -201,7 +201,7 @@ type request struct {
 	xferEnd   int64
 	hit       model.Tokens // the prefix the decode worker had cached
 	trans     []Transition
-	m         marks
+	m         cluster.Marks
 	retired   bool
 	job       *computeJob // its prefill on the worker's compute queue
 }
@@ -213,30 +213,6 @@ type computeJob struct {
 	r          *request
 	ev         *event
 	start, end int64
-}
-
-// marks are the faults a plan holds for a request until they can strike.
-type marks struct {
-	lose, dup      cluster.FactMark
-	hang, failXfer bool
-	cancel         bool
-	delay          [2]bool
-	abort, evict   [2]bool
-	// restartAfter is, per side, the log kind after which that side's
-	// worker restarts ("" for none).
-	restartAfter [2]string
-}
-
-// left counts the faults the plan held for a request that never struck.
-func (m *marks) left() int {
-	n := m.lose.Left() + m.dup.Left()
-	for _, b := range []bool{m.hang, m.failXfer, m.cancel, m.delay[0], m.delay[1], m.abort[0], m.abort[1], m.evict[0], m.evict[1],
-		m.restartAfter[0] != "", m.restartAfter[1] != ""} {
-		if b {
-			n++
-		}
-	}
-	return n
 }
 
 // history is the last historyCap things that happened to a request, kept
@@ -631,7 +607,7 @@ func (s *Sim) do(r *request, m checker.Move, force bool) bool {
 	if trigger >= 0 && s.violation == nil {
 		// The side logged the fact a planned restart waits for: its
 		// worker restarts now, at that phase of the handoff.
-		r.m.restartAfter[trigger] = ""
+		r.m.RestartAfter[trigger] = ""
 		w := r.p
 		if trigger == int(model.DestinationSide) {
 			w = r.d
@@ -645,7 +621,7 @@ func (s *Sim) do(r *request, m checker.Move, force bool) bool {
 // restartTrigger is the side whose planned restart the step triggers (it
 // logged the fact the restart waits for), or -1.
 func (s *Sim) restartTrigger(r *request, before *checker.State, m checker.Move) int {
-	if r.m.restartAfter[0] == "" && r.m.restartAfter[1] == "" {
+	if r.m.RestartAfter[0] == "" && r.m.RestartAfter[1] == "" {
 		return -1
 	}
 	for _, l := range s.step.Observe(before, &r.st, m) {
@@ -654,7 +630,7 @@ func (s *Sim) restartTrigger(r *request, before *checker.State, m checker.Move) 
 			if sd == model.DestinationSide {
 				by = obslog.ByDestination
 			}
-			if l.By == by && r.m.restartAfter[sd] == obslog.Kinds[l.Kind].Name {
+			if l.By == by && r.m.RestartAfter[sd] == obslog.Kinds[l.Kind].Name {
 				return int(sd)
 			}
 		}
@@ -728,14 +704,14 @@ func (s *Sim) react(r *request, before *checker.State, m checker.Move) {
 	// A hang strikes once the transfer is all the request waits on (where
 	// the checker offers it); until then, or until the transfer ends, the
 	// mark waits.
-	if r.m.hang && x.Xfer == model.XferRunning && !x.Hung {
+	if r.m.Hang && x.Xfer == model.XferRunning && !x.Hung {
 		if s.do(r, checker.Move{Kind: checker.MvHang, H: 0}, false) {
-			r.m.hang = false
+			r.m.Hang = false
 			s.stats.faults++
 			return
 		}
-	} else if r.m.hang && x.Xfer.Finished() {
-		r.m.hang = false
+	} else if r.m.Hang && x.Xfer.Finished() {
+		r.m.Hang = false
 		s.stats.faultsMissed++
 	}
 	s.schedule(r)
@@ -753,13 +729,13 @@ func (s *Sim) marked(r *request, moves []checker.Move) bool {
 		var flag *bool
 		switch {
 		case m.Kind == checker.MvCancel:
-			flag = &mk.cancel
+			flag = &mk.Cancel
 		case m.Kind == checker.MvDelay:
-			flag = &mk.delay[m.Arg]
+			flag = &mk.Delay[m.Arg]
 		case m.Kind == checker.MvAbort:
-			flag = &mk.abort[m.Arg]
+			flag = &mk.Abort[m.Arg]
 		case m.Kind == checker.MvEvict:
-			flag = &mk.evict[m.Arg]
+			flag = &mk.Evict[m.Arg]
 		}
 		if flag != nil && *flag {
 			*flag = false
@@ -962,7 +938,7 @@ func (s *Sim) delay(r *request, m checker.Move) int64 {
 		}
 		return s.cfg.CommandUS
 	case checker.MvTransfer:
-		if r.m.failXfer || !transferWouldSucceed(x) {
+		if r.m.FailXfer || !transferWouldSucceed(x) {
 			return s.jitter()
 		}
 		return s.jitter() + s.cfg.TransferUS(r.cfg, x.PrefixGone&2 != 0)
@@ -999,22 +975,22 @@ func (s *Sim) fireMove(e *event) {
 		return
 	case checker.MvDeliver:
 		to := model.Side(m.Arg)
-		if r.m.lose.Take(to, m.Msg) {
+		if r.m.Lose.Take(to, m.Msg) {
 			if s.do(r, checker.Move{Kind: checker.MvLose, H: 0, Arg: m.Arg, Msg: m.Msg}, false) {
 				r.lost[to] = true
 				s.stats.faults++
 			}
 			return
 		}
-		if r.m.dup.Take(to, m.Msg) {
+		if r.m.Dup.Take(to, m.Msg) {
 			if s.do(r, checker.Move{Kind: checker.MvDuplicate, H: 0, Arg: m.Arg, Msg: m.Msg}, false) {
 				s.stats.faults++
 			}
 			return
 		}
 	case checker.MvTransfer:
-		if r.m.failXfer {
-			r.m.failXfer = false
+		if r.m.FailXfer {
+			r.m.FailXfer = false
 			if s.do(r, checker.Move{Kind: checker.MvFailTransfer, H: 0}, false) {
 				s.stats.faults++
 				return
@@ -1149,10 +1125,14 @@ func (s *Sim) fireTimer(e *event) {
 // checkFault refuses a planned fault the configuration cannot run: a
 // worker it does not have, a fact the model does not know.
 func (s *Sim) checkFault(f Fault) error {
+	k, err := f.FaultKind()
+	if err != nil {
+		return err
+	}
 	if f.Worker >= s.cfg.NumWorkers() {
 		return fmt.Errorf("%s:%d: %w: worker %d, but the configuration has workers 0 to %d", f.File, f.Line, ErrInput, f.Worker, s.cfg.NumWorkers()-1)
 	}
-	if f.Kind == "restart" && f.Request >= 0 {
+	if k == checker.Restart && f.Request >= 0 {
 		if !slices.Contains(obslog.AttemptKindNames(), f.After) {
 			return fmt.Errorf("%s:%d: %w: after %q, want a kind of the observation log a worker logs for a request: %s", f.File, f.Line, ErrInput, f.After, strings.Join(obslog.AttemptKindNames(), ", "))
 		}
@@ -1177,13 +1157,13 @@ func (s *Sim) checkFault(f Fault) error {
 // strike makes a planned fault happen, or leaves a mark on the request
 // for the next moment it can.
 func (s *Sim) strike(f *Fault) {
-	if f.Kind == "restart" && f.Request < 0 {
+	if f.WorkerRestart() {
 		s.restart(f.Worker)
 		s.stats.faults++
 		return
 	}
 	r, ok := s.active[f.Request]
-	var mk *marks
+	var mk *cluster.Marks
 	if ok {
 		mk = &r.m
 	} else {
@@ -1193,40 +1173,16 @@ func (s *Sim) strike(f *Fault) {
 		}
 		m := s.marks[f.Request]
 		if m == nil {
-			m = &marks{}
+			m = &cluster.Marks{}
 			s.marks[f.Request] = m
 		}
 		mk = m
 	}
-	sd, hasSide := cluster.SideNamed(f.Side)
-	to, hasTo := cluster.SideNamed(f.To)
-	switch f.Kind {
-	case "loss":
-		mk.lose.Add(to, hasTo, f.Msg)
-	case "duplicate":
-		mk.dup.Add(to, hasTo, f.Msg)
-	case "hang":
-		mk.hang = true
-	case "transfer_failure":
-		mk.failXfer = true
-	case "delay":
-		if hasSide {
-			mk.delay[sd] = true
-		}
-	case "cancel":
-		mk.cancel = true
-	case "abort":
-		if hasSide {
-			mk.abort[sd] = true
-		}
-	case "evict":
-		if hasSide {
-			mk.evict[sd] = true
-		}
-	case "restart":
-		if hasSide {
-			mk.restartAfter[sd] = f.After
-		}
+	if err := mk.Mark(f); err != nil {
+		// checkFault refused every fault this could refuse: one that gets
+		// here anyway stops the run rather than vanish.
+		s.inputErr = err
+		return
 	}
 	if ok {
 		s.schedule(r)
@@ -1378,7 +1334,7 @@ func (s *Sim) retire(r *request) {
 	if !r.hold[0].Zero() {
 		s.fail(r, model.NameQuiescence, "the request retired holding something on its prefill worker")
 	}
-	s.stats.faultsMissed += r.m.left()
+	s.stats.faultsMissed += r.m.Left()
 	if x := &r.st.W.H[0]; s.faultFree && !s.cfg.Engine.Traits().ExemptFromFaultFreeCompletion() &&
 		(x.Outcome[0] != model.OutcomeOK || x.Outcome[1] != model.OutcomeOK) {
 		s.fail(r, model.NameFaultFreeCompletion, fmt.Sprintf("no fault happened, yet the source ended %s and the destination %s", x.Outcome[0], x.Outcome[1]))
