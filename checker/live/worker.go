@@ -123,11 +123,15 @@ type worker struct {
 	early map[string][]Frame
 	wait  []*attempt // attempts waiting for capacity, oldest first
 	q     queue[*wevent]
-	busy  time.Time // a prefill worker computes one prefill at a time
-	log   *obslog.Writer
-	proc  int
-	out   *bufio.Writer
-	errs  io.Writer
+	// compute is a prefill worker's prefills, computed one at a time
+	// (the simulator's rule), in nanoseconds since t0, each Of its
+	// compute move's pending event.
+	compute cluster.ComputeQueue[*wevent]
+	t0      time.Time
+	log     *obslog.Writer
+	proc    int
+	out     *bufio.Writer
+	errs    io.Writer
 	// counts
 	hosted, refused int
 	refusedWhy      map[string]int
@@ -145,7 +149,8 @@ type attempt struct {
 	cfg     *model.Config
 	st      checker.State
 	hold    model.Holdings
-	peerGen int64 // -1 until known
+	peerGen int64                        // -1 until known
+	job     *cluster.ComputeJob[*wevent] // its prefill on the worker's compute queue
 	sched   []checker.Move
 	timerV  [model.NumTimers]uint32
 	timerOn [model.NumTimers]bool
@@ -176,7 +181,7 @@ func newWorker(opt WorkerOptions) (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &worker{opt: opt, cfg: opt.Config, stepper: st, mine: opt.Side, who: sideOwner(opt.Side),
+	w := &worker{t0: time.Now(), opt: opt, cfg: opt.Config, stepper: st, mine: opt.Side, who: sideOwner(opt.Side),
 		atts: map[string]*attempt{}, early: map[string][]Frame{}, errs: opt.Errors}
 	if w.errs == nil {
 		w.errs = os.Stderr
@@ -641,6 +646,10 @@ func (w *worker) do(a *attempt, m checker.Move, force bool) bool {
 // settle follows a step: what it logged, sent, armed; what now waits.
 func (w *worker) settle(a *attempt, before *checker.State, m checker.Move) {
 	x := &a.st.W.H[0]
+	if a.job != nil && x.Compute != model.ComputeRunning {
+		// The prefill stopped before its compute ended.
+		w.unbook(a)
+	}
 	if before != nil {
 		b := &before.W.H[0]
 		w.observe(a, before, m)
@@ -749,6 +758,10 @@ func (w *worker) schedule(a *attempt) {
 			continue
 		}
 		a.sched = append(a.sched, m)
+		if m.Kind == checker.MvCompute {
+			w.book(a, m)
+			continue
+		}
 		w.push(&wevent{at: time.Now().Add(w.delay(a, m)), kind: wMove, a: a, m: m})
 	}
 	if w.mine == model.SourceSide {
@@ -799,19 +812,36 @@ func (w *worker) delay(a *attempt, m checker.Move) time.Duration {
 			return w.dur(w.cfg.SlowCoreUS)
 		}
 		return w.dur(w.cfg.CommandUS)
-	case checker.MvCompute:
-		now := time.Now()
-		start := now
-		if w.busy.After(now) {
-			start = w.busy
-		}
-		end := start.Add(w.dur(w.cfg.ComputeUS(a.cfg)))
-		w.busy = end
-		return end.Sub(now)
 	case checker.MvDecodeFinish:
 		return w.dur(w.cfg.DecodeUS(model.Tokens(a.req.OutputTokens)))
 	}
 	return 0
+}
+
+// book puts an attempt's prefill at the end of the worker's compute
+// queue: it computes when the ones before it have ended or stopped.
+func (w *worker) book(a *attempt, m checker.Move) {
+	e := &wevent{kind: wMove, a: a, m: m}
+	a.job = w.compute.Book(int64(time.Since(w.t0)), int64(w.dur(w.cfg.ComputeUS(a.cfg))), e)
+	e.at = w.t0.Add(time.Duration(a.job.End))
+	w.push(e)
+}
+
+// unbook takes an attempt's prefill off the compute queue, now: its
+// compute ended, or stopped (a cancel, an abort). A stopped prefill gives
+// the worker back at once, and the prefills behind it compute earlier.
+func (w *worker) unbook(a *attempt) {
+	j := a.job
+	a.job = nil
+	if i := slices.Index(a.sched, j.Of.m); i >= 0 {
+		a.sched = slices.Delete(a.sched, i, i+1)
+	}
+	w.compute.Unbook(j, int64(time.Since(w.t0)), func(k *cluster.ComputeJob[*wevent]) {
+		e := *k.Of
+		e.at = w.t0.Add(time.Duration(k.End))
+		k.Of = &e
+		w.push(&e)
+	})
 }
 
 // ---- the transfer this worker runs ----
@@ -1008,8 +1038,17 @@ func (w *worker) runDue() {
 		w.late.Events.add(now.Sub(e.at))
 		switch e.kind {
 		case wMove:
+			if e.m.Kind == checker.MvCompute && (a.job == nil || a.job.Of != e) {
+				// The prefill stopped, or its compute was moved earlier
+				// (an event of its own).
+				continue
+			}
 			if i := slices.Index(a.sched, e.m); i >= 0 {
 				a.sched = slices.Delete(a.sched, i, i+1)
+			}
+			if a.job != nil && a.job.Of == e {
+				// The worker computed the prefill: it is free for the next.
+				w.unbook(a)
 			}
 			if !w.do(a, e.m, false) {
 				w.schedule(a)

@@ -58,7 +58,7 @@ type Sim struct {
 
 	workers []model.Worker
 	sums    []model.Holdings
-	jobs    [][]*computeJob // each prefill worker's prefills, the one computing first
+	jobs    []cluster.ComputeQueue[*event] // each prefill worker's prefills, the one computing first
 	cache   []prefixCache
 	nextP   int
 	nextD   int
@@ -140,7 +140,7 @@ func newSim(cfg *Config, src Source, opt Options) (*Sim, error) {
 	s := &Sim{
 		cfg: cfg, chk: chk, proto: p, policy: cfg.SpecPolicy(),
 		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x68616e646f6666)),
-		workers: make([]model.Worker, n), sums: make([]model.Holdings, n), jobs: make([][]*computeJob, n),
+		workers: make([]model.Worker, n), sums: make([]model.Holdings, n), jobs: make([]cluster.ComputeQueue[*event], n),
 		cache: make([]prefixCache, n), waiters: make([][]*request, n), dirty: make([]bool, n), seen: make([]capacity, n),
 		src: src, active: map[int]*request{}, marks: map[int]*cluster.Marks{},
 		cov: checker.NewCoverage(p.Spec()),
@@ -203,16 +203,7 @@ type request struct {
 	trans     []Transition
 	m         cluster.Marks
 	retired   bool
-	job       *computeJob // its prefill on the worker's compute queue
-}
-
-// computeJob is a prefill a worker computes: a worker computes one at a
-// time, first booked first, from when it is admitted with its blocks
-// until its compute ends or stops. ev is its compute move, due at end.
-type computeJob struct {
-	r          *request
-	ev         *event
-	start, end int64
+	job       *cluster.ComputeJob[*event] // its prefill on the worker's compute queue, Of its compute move
 }
 
 // history is the last historyCap things that happened to a request, kept
@@ -874,16 +865,10 @@ func (s *Sim) settle() {
 // book puts a request's prefill at the end of its worker's compute
 // queue: it computes when the ones before it have ended or stopped.
 func (s *Sim) book(r *request, m checker.Move) {
-	q := s.jobs[r.p]
-	start := s.now
-	if len(q) > 0 {
-		start = max(start, q[len(q)-1].end)
-	}
-	j := &computeJob{r: r, start: start, end: start + s.cfg.ComputeUS(r.cfg)}
-	j.ev = &event{at: j.end, kind: evMove, r: r, m: m}
+	j := s.jobs[r.p].Book(s.now, s.cfg.ComputeUS(r.cfg), nil)
+	j.Of = &event{at: j.End, kind: evMove, r: r, m: m}
 	r.job = j
-	s.jobs[r.p] = append(q, j)
-	s.push(j.ev)
+	s.push(j.Of)
 }
 
 // unbook takes a request's prefill off its worker's compute queue, now:
@@ -893,35 +878,16 @@ func (s *Sim) book(r *request, m checker.Move) {
 func (s *Sim) unbook(r *request) {
 	j := r.job
 	r.job = nil
-	q := s.jobs[r.p]
-	i := slices.Index(q, j)
-	q = slices.Delete(q, i, i+1)
-	s.jobs[r.p] = q
-	if e := j.ev; e.idx >= 0 {
+	if e := j.Of; e.idx >= 0 {
 		heap.Remove(&s.q, e.idx)
 		if k := slices.Index(r.sched, e.m); k >= 0 {
 			r.sched = slices.Delete(r.sched, k, k+1)
 		}
 	}
-	if j.end <= s.now {
-		// It ended: the next starts now, as booked.
-		return
-	}
-	free := s.now
-	if i > 0 {
-		free = max(free, q[i-1].end)
-	}
-	for _, k := range q[i:] {
-		if k.start <= free {
-			// It starts as booked, and so do those behind it.
-			break
-		}
-		d := k.end - k.start
-		k.start, k.end = free, free+d
-		k.ev.at = k.end
-		heap.Fix(&s.q, k.ev.idx)
-		free = k.end
-	}
+	s.jobs[r.p].Unbook(j, s.now, func(k *cluster.ComputeJob[*event]) {
+		k.Of.at = k.End
+		heap.Fix(&s.q, k.Of.idx)
+	})
 }
 
 // delay is how long an enabled move takes to happen.
@@ -965,7 +931,7 @@ func (s *Sim) fireMove(e *event) {
 		return
 	}
 	m := e.m
-	if r.job != nil && r.job.ev == e {
+	if r.job != nil && r.job.Of == e {
 		// The worker computed the prefill: it is free for the next.
 		s.unbook(r)
 	}
