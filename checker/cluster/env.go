@@ -20,3 +20,11 @@ func Evicts(chk *checker.Checker, st *checker.State, sd model.Side) bool {
 func Evict(sd model.Side) checker.Move {
 	return checker.Move{Kind: checker.MvEvict, H: 0, Arg: int8(sd)}
 }
+
+// HangStrikes is when a planned hang strikes a request's transfer: once
+// the transfer is all the request waits on (it runs and has not hung
+// yet), the moment the checker offers the hang. It reports missed once
+// the transfer has ended: the plan's hang found nothing to strike.
+func HangStrikes(x *model.Handoff) (now, missed bool) {
+	return x.Xfer == model.XferRunning && !x.Hung, x.Xfer.Finished()
+}

@@ -741,7 +741,7 @@ func (w *worker) schedule(a *attempt) {
 			return
 		}
 	}
-	if a.hangMark && x.Xfer == model.XferRunning && x.Runner == w.mine && !x.Hung {
+	if now, _ := cluster.HangStrikes(x); a.hangMark && now && x.Runner == w.mine {
 		// The runner's transfer hangs: from now on it ends only by
 		// failing, once a registration it uses is no longer valid.
 		a.hangMark = false

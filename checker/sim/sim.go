@@ -695,13 +695,13 @@ func (s *Sim) react(r *request, before *checker.State, m checker.Move) {
 	// A hang strikes once the transfer is all the request waits on (where
 	// the checker offers it); until then, or until the transfer ends, the
 	// mark waits.
-	if r.m.Hang && x.Xfer == model.XferRunning && !x.Hung {
+	if now, missed := cluster.HangStrikes(x); r.m.Hang && now {
 		if s.do(r, checker.Move{Kind: checker.MvHang, H: 0}, false) {
 			r.m.Hang = false
 			s.stats.faults++
 			return
 		}
-	} else if r.m.Hang && x.Xfer.Finished() {
+	} else if r.m.Hang && missed {
 		r.m.Hang = false
 		s.stats.faultsMissed++
 	}
