@@ -66,3 +66,19 @@ func (s *Stepper) Observe(before, after *checker.State, m checker.Move) []obslog
 	s.labels = obslog.Observe(s.labels[:0], 0, before, after, m, s.fires)
 	return s.labels
 }
+
+// Initial is the world of one request of world configuration wc before
+// its first move, its fault budget whole.
+func (s *Stepper) Initial(wc *model.Config) checker.State {
+	st := s.chk.Initial()
+	st.W = model.NewWorld(wc)
+	st.B = s.chk.Budget()
+	return st
+}
+
+// Moves appends to buf the moves st enables with its fault budget whole
+// (refilled in st).
+func (s *Stepper) Moves(st *checker.State, buf []checker.Move) []checker.Move {
+	st.B = s.chk.Budget()
+	return s.chk.MovesInto(st, buf)
+}

@@ -37,9 +37,7 @@ func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 		}
 		c := j.child(n)
 		ns := *n.st
-		ns.B = j.chk.Budget()
-		j.firings = j.firings[:0]
-		if _, v := j.chk.Apply(&ns, checker.Move{Kind: checker.MvRestart, H: -1, Arg: k}, j.cov); v != nil || !j.setState(a, c, &ns) {
+		if v := j.stepper.Force(&ns, checker.Move{Kind: checker.MvRestart, H: -1, Arg: k}); v != nil || !j.setState(a, c, &ns) {
 			return false
 		}
 		j.forgive(a, c, f.Proc)
@@ -213,14 +211,13 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 			}
 		}
 		next := st
-		j.firings = j.firings[:0]
-		if _, v := j.chk.Apply(&next, m, j.cov); v != nil {
+		if v := j.stepper.Force(&next, m); v != nil {
 			continue
 		}
-		if (m.Kind == checker.MvDeliver) && ignored(j.firings) {
+		if (m.Kind == checker.MvDeliver) && ignored(j.stepper.Firings()) {
 			continue
 		}
-		j.labels = obslog.Observe(j.labels[:0], 0, &st, &next, m, j.firings)
+		j.labels = obslog.Observe(j.labels[:0], 0, &st, &next, m, j.stepper.Firings())
 		var must [maxOwed]obslog.Label
 		mn := 0
 		for i := range j.labels {

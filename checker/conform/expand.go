@@ -18,9 +18,7 @@ func (j *judge) replay(a *attempt, prev []*node) bool {
 	a.seen = map[uint64][]*node{}
 	a.waiting = nil
 	a.cut, a.fcut = false, false
-	st := j.chk.Initial()
-	st.W = model.NewWorld(a.wcfg)
-	st.B = j.chk.Budget()
+	st := j.stepper.Initial(a.wcfg)
 	root := &node{st: &st, stKey: j.stateKey(&st)}
 	a.seen[root.key()] = []*node{root}
 	j.drain(a, []*node{root})
@@ -152,13 +150,11 @@ func (j *judge) stillRemoved(a *attempt, n *node) [2]int32 {
 			continue
 		}
 		next := *n.st
-		next.B = j.chk.Budget()
-		j.firings = j.firings[:0]
-		m := checker.Move{Kind: checker.MvEvict, H: 0, Arg: int8(sd)}
-		if _, v := j.chk.Apply(&next, m, j.cov); v != nil {
+		m := cluster.Evict(sd)
+		if v := j.stepper.Force(&next, m); v != nil {
 			continue
 		}
-		for _, l := range obslog.Observe(j.labels[:0], 0, n.st, &next, m, j.firings) {
+		for _, l := range obslog.Observe(j.labels[:0], 0, n.st, &next, m, j.stepper.Firings()) {
 			if l.Kind == obslog.Removed && j.mustLog(a, &l) {
 				out[sd] = l.Blocks
 			}
@@ -218,9 +214,7 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 				}
 				c := j.child(n)
 				ns := *n.st
-				ns.B = j.chk.Budget()
-				j.firings = j.firings[:0]
-				if _, v := j.chk.Apply(&ns, checker.Move{Kind: checker.MvRestart, H: -1, Arg: k}, j.cov); v != nil {
+				if v := j.stepper.Force(&ns, checker.Move{Kind: checker.MvRestart, H: -1, Arg: k}); v != nil {
 					a.broken = v
 					continue
 				}
@@ -305,8 +299,7 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 // happened.
 func (j *judge) movesOf(n *node) (checker.State, []checker.Move) {
 	st := *n.st
-	st.B = j.chk.Budget()
-	j.moves = j.chk.MovesInto(&st, j.moves[:0])
+	j.moves = j.stepper.Moves(&st, j.moves[:0])
 	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 		if cluster.Evicts(j.chk, &st, sd) {
 			j.moves = append(j.moves, cluster.Evict(sd))
@@ -354,20 +347,19 @@ func (j *judge) steps(a *attempt, n *node, work []*node) []*node {
 		// A cache evicting is no fault: caches do it all the time.
 		fault := m.Kind.Fault() && m.Kind != checker.MvEvict
 		next := st
-		j.firings = j.firings[:0]
-		_, v := j.chk.Apply(&next, m, j.cov)
+		v := j.stepper.Force(&next, m)
 		if v != nil {
 			a.broken = v
 			continue
 		}
-		if (m.Kind == checker.MvDeliver || m.Kind == checker.MvDuplicate) && ignored(j.firings) {
+		if (m.Kind == checker.MvDeliver || m.Kind == checker.MvDuplicate) && ignored(j.stepper.Firings()) {
 			// A fact no row acts on (a late one, a duplicate, one at a
 			// side that finished) only leaves the channel. Leaving it
 			// there instead explains every log the delivery would (a fact
 			// in flight need never arrive), so the search skips it.
 			continue
 		}
-		j.labels = obslog.Observe(j.labels[:0], 0, &st, &next, m, j.firings)
+		j.labels = obslog.Observe(j.labels[:0], 0, &st, &next, m, j.stepper.Firings())
 		sc := succ{m: m, off: uint16(len(n.labels))}
 		for i := range j.labels {
 			if j.mustLog(a, &j.labels[i]) && sc.mn < maxOwed {
@@ -408,15 +400,13 @@ func (j *judge) steps(a *attempt, n *node, work []*node) []*node {
 func (j *judge) resolve(a *attempt, n *node, sc *succ) {
 	sc.lazy = false
 	next := *n.st
-	next.B = j.chk.Budget()
-	j.firings = j.firings[:0]
-	_, v := j.chk.Apply(&next, sc.m, j.cov)
+	v := j.stepper.Force(&next, sc.m)
 	sc.mn = 0
 	if v != nil {
 		a.broken = v
 		return
 	}
-	j.labels = obslog.Observe(j.labels[:0], 0, n.st, &next, sc.m, j.firings)
+	j.labels = obslog.Observe(j.labels[:0], 0, n.st, &next, sc.m, j.stepper.Firings())
 	sc.off = uint16(len(n.labels))
 	for i := range j.labels {
 		if j.mustLog(a, &j.labels[i]) && sc.mn < maxOwed {

@@ -49,7 +49,7 @@ type judge struct {
 	ledgers []ledger
 
 	moves   []checker.Move
-	firings []checker.Firing
+	stepper *cluster.Stepper // takes every move from a node, keeping its firings
 	cov     *checker.Coverage
 	labels  []obslog.Label
 	quiet   []quietStep
@@ -175,7 +175,7 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 	case j.maxF == 0:
 		j.maxF = DefaultMaxFaults
 	}
-	j.cov.Log = &j.firings
+	j.stepper = cluster.NewStepper(j.chk, j.cov)
 	for i, pr := range h.Processes {
 		if pr.Role == obslog.RoleRouter {
 			j.routers = append(j.routers, i)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
-	"github.com/handoffcheck/handoffcheck/model"
 )
 
 // Nodes: a node of an attempt's search is a state of the composed system
@@ -102,9 +101,7 @@ func (j *judge) setState(a *attempt, n *node, st *checker.State) bool {
 }
 
 func (j *judge) root(a *attempt) *node {
-	st := j.chk.Initial()
-	st.W = model.NewWorld(a.wcfg)
-	st.B = j.chk.Budget()
+	st := j.stepper.Initial(a.wcfg)
 	return &node{st: &st, stKey: j.stateKey(&st)}
 }
 
@@ -175,9 +172,7 @@ func (j *judge) child(n *node) *node {
 // step is the state a node's move leads to.
 func (j *judge) step(n *node, m checker.Move) *checker.State {
 	next := *n.st
-	next.B = j.chk.Budget()
-	j.firings = j.firings[:0]
-	j.chk.Apply(&next, m, j.cov)
+	j.stepper.Force(&next, m)
 	return &next
 }
 

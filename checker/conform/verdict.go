@@ -447,12 +447,11 @@ func (j *judge) nextOf(a *attempt, n *node, f *obslog.Fact) []obslog.Label {
 					continue
 				}
 				ns := st
-				j.firings = j.firings[:0]
-				if _, v := j.chk.Apply(&ns, m, j.cov); v != nil {
+				if v := j.stepper.Force(&ns, m); v != nil {
 					continue
 				}
 				var must []obslog.Label
-				for _, l := range obslog.Observe(nil, 0, &st, &ns, m, j.firings) {
+				for _, l := range obslog.Observe(nil, 0, &st, &ns, m, j.stepper.Firings()) {
 					if j.mustLog(a, &l) {
 						must = append(must, l)
 					}
@@ -561,12 +560,11 @@ func (j *judge) allowed(a *attempt, ns []*node) []string {
 		st, moves := j.movesOf(n)
 		for _, m := range moves {
 			next := st
-			j.firings = j.firings[:0]
-			if _, v := j.chk.Apply(&next, m, j.cov); v != nil {
+			if v := j.stepper.Force(&next, m); v != nil {
 				continue
 			}
 			var must []obslog.Label
-			for _, l := range obslog.Observe(nil, 0, &st, &next, m, j.firings) {
+			for _, l := range obslog.Observe(nil, 0, &st, &next, m, j.stepper.Firings()) {
 				if j.mustLog(a, &l) {
 					must = append(must, l)
 				}

@@ -853,8 +853,7 @@ func (c *coord) arrive() error {
 		a.m = *m
 		delete(c.marks, r.Index)
 	}
-	a.st = c.chk.Initial()
-	a.st.W = model.NewWorld(wc)
+	a.st = c.steps.Initial(wc)
 	c.atts[a.name] = a
 	c.order = append(c.order, a)
 	a.p = cluster.Choose(c.cfg.PrefillRouter, 0, c.cfg.Prefill.Workers, &c.nextP, c.rng, c.prefillLoad, nil)

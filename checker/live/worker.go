@@ -464,8 +464,7 @@ func (w *worker) route(f *Frame) {
 	if f.PeerGen > 0 {
 		a.peerGen = f.PeerGen
 	}
-	a.st = w.chk.Initial()
-	a.st.W = model.NewWorld(wc)
+	a.st = w.steps.Initial(wc)
 	w.atts[f.Attempt] = a
 	w.hosted++
 	// Its marks came first: they are set before its first step.

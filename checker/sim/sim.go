@@ -510,8 +510,7 @@ func (s *Sim) arrive(r *request) {
 	}
 	p := s.choose(s.cfg.PrefillRouter, 0, s.cfg.Prefill.Workers, &s.nextP, s.prefillLoad, nil)
 	r.p = p
-	r.st = s.chk.Initial()
-	r.st.W = model.NewWorld(r.cfg)
+	r.st = s.step.Initial(r.cfg)
 	r.fresh = r.st.W.W[1]
 	s.active[r.Index] = r
 	if m, ok := s.marks[r.Index]; ok {
