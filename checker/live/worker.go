@@ -144,18 +144,17 @@ type worker struct {
 
 // attempt is one attempt as the worker knows it.
 type attempt struct {
-	name    string
-	req     RequestInfo
-	cfg     *model.Config
-	st      checker.State
-	hold    model.Holdings
-	peerGen int64                        // -1 until known
-	job     *cluster.ComputeJob[*wevent] // its prefill on the worker's compute queue
-	sched   []checker.Move
-	timerV  [model.NumTimers]uint32
-	timerOn [model.NumTimers]bool
-	overdue [model.NumTimers]bool
-	waiting bool
+	name           string
+	req            RequestInfo
+	cluster.Window // its world (Cfg); the worker shows its own counters in it
+	st             checker.State
+	peerGen        int64                        // -1 until known
+	job            *cluster.ComputeJob[*wevent] // its prefill on the worker's compute queue
+	sched          []checker.Move
+	timerV         [model.NumTimers]uint32
+	timerOn        [model.NumTimers]bool
+	overdue        [model.NumTimers]bool
+	waiting        bool
 	// The transfer this worker runs: the probe's answer and when the
 	// bytes are through.
 	xferV    uint32
@@ -460,7 +459,7 @@ func (w *worker) route(f *Frame) {
 		w.finding("attempt %s: %v", f.Attempt, err)
 		return
 	}
-	a := &attempt{name: f.Attempt, req: *r, cfg: wc, peerGen: -1}
+	a := &attempt{name: f.Attempt, req: *r, Window: cluster.Window{Cfg: wc}, peerGen: -1}
 	if f.PeerGen > 0 {
 		a.peerGen = f.PeerGen
 	}
@@ -612,14 +611,12 @@ func (w *worker) struck(a *attempt, fault string) {
 // project puts the worker's counters and what its other attempts hold
 // into an attempt's window.
 func (w *worker) project(a *attempt) {
-	a.st.W.W[w.mine] = w.k
-	a.cfg.SetOutside(int(w.mine), w.sum.Minus(a.hold))
+	a.Project(&a.st, int(w.mine), w.k, w.sum)
 }
 
 func (w *worker) writeBack(a *attempt) {
-	hs := a.st.W.HandoffHoldings(0)
-	w.sum = w.sum.Minus(a.hold).Plus(hs[w.mine])
-	a.hold = hs[w.mine]
+	hs := a.Held(&a.st)
+	w.sum = a.WriteBack(int(w.mine), w.sum, &hs)
 	old := w.k
 	w.k = a.st.W.W[w.mine]
 	if room(&w.k) > room(&old) || w.k.SlotsUsed < old.SlotsUsed || w.k.HeadroomUsed < old.HeadroomUsed {
@@ -821,7 +818,7 @@ func (w *worker) delay(a *attempt, m checker.Move) time.Duration {
 // queue: it computes when the ones before it have ended or stopped.
 func (w *worker) book(a *attempt, m checker.Move) {
 	e := &wevent{kind: wMove, a: a, m: m}
-	a.job = w.compute.Book(int64(time.Since(w.t0)), int64(w.dur(w.cfg.ComputeUS(a.cfg))), e)
+	a.job = w.compute.Book(int64(time.Since(w.t0)), int64(w.dur(w.cfg.ComputeUS(a.Cfg))), e)
 	e.at = w.t0.Add(time.Duration(a.job.End))
 	w.push(e)
 }
@@ -851,7 +848,7 @@ func (w *worker) startTransfer(a *attempt) {
 	a.xferV++
 	a.replied, a.xferDue = false, false
 	w.send(&Frame{Kind: KProbe, Attempt: a.name, To: sideNames[w.mine.Other()], PeerGen: max(a.peerGen, 0)})
-	d := w.dur(w.cfg.TransferUS(a.cfg, a.st.W.H[0].PrefixGone&2 != 0))
+	d := w.dur(w.cfg.TransferUS(a.Cfg, a.st.W.H[0].PrefixGone&2 != 0))
 	if a.failMark {
 		d = 0
 	}
@@ -933,7 +930,7 @@ func (w *worker) timers(a *attempt, b *model.Handoff, m checker.Move) {
 // with nothing scheduled. No tombstone stays: a late frame for it finds
 // no attempt and changes nothing.
 func (w *worker) maybeRetire(a *attempt) {
-	if a.gone || len(a.sched) > 0 || a.waiting || !w.chk.Terminal(&a.st, checker.RoleOf(w.mine), 0) || !a.hold.Zero() {
+	if a.gone || len(a.sched) > 0 || a.waiting || !w.chk.Terminal(&a.st, checker.RoleOf(w.mine), 0) || !a.Hold[w.mine].Zero() {
 		return
 	}
 	for t := range a.timerOn {

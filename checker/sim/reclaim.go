@@ -301,8 +301,8 @@ func fmtDur(d int64) string {
 func (s *Sim) strand(r *request) {
 	var now [2]model.Blocks
 	if r.doomedAt >= 0 {
-		now[0] = r.hold[0].Pinned()
-		now[1] = r.hold[1].Reserved()
+		now[0] = r.Hold[0].Pinned()
+		now[1] = r.Hold[1].Reserved()
 	}
 	for k := 0; k < 2; k++ {
 		w := r.p

@@ -170,11 +170,10 @@ func newSim(cfg *Config, src Source, opt Options) (*Sim, error) {
 // the timed properties follow.
 type request struct {
 	Request
-	cfg   *model.Config
-	st    checker.State
-	p, d  int
-	fresh model.Worker // world worker 1 before decode is routed
-	hold  [2]model.Holdings
+	cluster.Window // its world (Cfg) onto its two workers' counters
+	st             checker.State
+	p, d           int
+	fresh          model.Worker // world worker 1 before decode is routed
 
 	sched    []checker.Move // protocol moves with an event pending
 	timerVer [model.NumTimers]uint32
@@ -489,7 +488,7 @@ func (s *Sim) nextArrival() error {
 	if err := cfg.Prepare(); err != nil {
 		return fmt.Errorf("%w: request %d: %v", ErrInput, req.Index, err)
 	}
-	r := &request{Request: req, cfg: cfg, p: -1, d: -1, doomedAt: -1, firstTok: -1, since: req.ArrivalUS}
+	r := &request{Request: req, Window: cluster.Window{Cfg: cfg}, p: -1, d: -1, doomedAt: -1, firstTok: -1, since: req.ArrivalUS}
 	r.outcomeAt = [2]int64{-1, -1}
 	for t := range r.timerAt {
 		r.timerAt[t] = -1
@@ -510,7 +509,7 @@ func (s *Sim) arrive(r *request) {
 	}
 	p := s.choose(s.cfg.PrefillRouter, 0, s.cfg.Prefill.Workers, &s.nextP, s.prefillLoad, nil)
 	r.p = p
-	r.st = s.step.Initial(r.cfg)
+	r.st = s.step.Initial(r.Cfg)
 	r.fresh = r.st.W.W[1]
 	s.active[r.Index] = r
 	if m, ok := s.marks[r.Index]; ok {
@@ -527,27 +526,24 @@ func (s *Sim) arrive(r *request) {
 // project refreshes a request's world from the cluster: its workers'
 // counters, and what the other requests hold on them.
 func (s *Sim) project(r *request) {
-	r.st.W.W[0] = s.workers[r.p]
-	r.cfg.SetOutside(0, s.sums[r.p].Minus(r.hold[0]))
+	r.Project(&r.st, 0, s.workers[r.p], s.sums[r.p])
 	if r.d >= 0 {
-		r.st.W.W[1] = s.workers[r.d]
-		r.cfg.SetOutside(1, s.sums[r.d].Minus(r.hold[1]))
+		r.Project(&r.st, 1, s.workers[r.d], s.sums[r.d])
 	} else {
-		r.st.W.W[1] = r.fresh
-		r.cfg.SetOutside(1, model.Holdings{})
+		r.Alone(&r.st, 1, r.fresh)
 	}
 }
 
 // writeBack stores a request's world into the cluster after a step.
 func (s *Sim) writeBack(r *request) {
-	hs := r.st.W.HandoffHoldings(0)
-	s.setWorker(r.p, r.st.W.W[0], s.sums[r.p].Minus(r.hold[0]).Plus(hs[0]))
+	hs := r.Held(&r.st)
+	s.setWorker(r.p, r.st.W.W[0], r.WriteBack(0, s.sums[r.p], &hs))
 	if r.d >= 0 {
-		s.setWorker(r.d, r.st.W.W[1], s.sums[r.d].Minus(r.hold[1]).Plus(hs[1]))
+		s.setWorker(r.d, r.st.W.W[1], r.WriteBack(1, s.sums[r.d], &hs))
 	} else {
 		r.fresh = r.st.W.W[1]
+		r.Hold[1] = hs[1]
 	}
-	r.hold[0], r.hold[1] = hs[0], hs[1]
 }
 
 func (s *Sim) setWorker(w int, k model.Worker, sum model.Holdings) {
@@ -864,7 +860,7 @@ func (s *Sim) settle() {
 // book puts a request's prefill at the end of its worker's compute
 // queue: it computes when the ones before it have ended or stopped.
 func (s *Sim) book(r *request, m checker.Move) {
-	j := s.jobs[r.p].Book(s.now, s.cfg.ComputeUS(r.cfg), nil)
+	j := s.jobs[r.p].Book(s.now, s.cfg.ComputeUS(r.Cfg), nil)
 	j.Of = &event{at: j.End, kind: evMove, r: r, m: m}
 	r.job = j
 	s.push(j.Of)
@@ -906,7 +902,7 @@ func (s *Sim) delay(r *request, m checker.Move) int64 {
 		if r.m.FailXfer || !transferWouldSucceed(x) {
 			return s.jitter()
 		}
-		return s.jitter() + s.cfg.TransferUS(r.cfg, x.PrefixGone&2 != 0)
+		return s.jitter() + s.cfg.TransferUS(r.Cfg, x.PrefixGone&2 != 0)
 	case checker.MvDecodeFinish:
 		return s.cfg.DecodeUS(r.OutputTokens)
 	case checker.MvPeerRestarted:
@@ -1007,7 +1003,7 @@ func (s *Sim) routeDecode(r *request) {
 		}
 	}
 	cfg.SetOutside(0, model.Holdings{})
-	r.cfg = cfg
+	r.Cfg = cfg
 	r.st.W.Rebind(cfg)
 	k.Cached -= lk
 	k.Prefix += lk
@@ -1015,7 +1011,7 @@ func (s *Sim) routeDecode(r *request) {
 	r.st.W.W[1] = k
 	hs := r.st.W.HandoffHoldings(0)
 	s.setWorker(d, k, s.sums[d].Plus(hs[1]))
-	r.hold[1] = hs[1]
+	r.Hold[1] = hs[1]
 	s.stats.hits(hit)
 	r.hit = hit
 	if !s.do(r, checker.Move{Kind: checker.MvRouteDecode, H: 0, Arg: 1}, false) {
@@ -1191,19 +1187,19 @@ func (s *Sim) restart(w int) {
 			s.fail(r, v.Invariant, v.Detail)
 			return
 		}
-		hs := r.st.W.HandoffHoldings(0)
-		s.sums[w] = s.sums[w].Minus(r.hold[k]).Plus(hs[k])
+		hs := r.Held(&r.st)
+		s.sums[w] = r.WriteBack(k, s.sums[w], &hs)
 		o := 1 - k
 		ow := r.p
 		if o == 1 {
 			ow = r.d
 		}
 		if ow >= 0 {
-			s.setWorker(ow, r.st.W.W[o], s.sums[ow].Minus(r.hold[o]).Plus(hs[o]))
+			s.setWorker(ow, r.st.W.W[o], r.WriteBack(o, s.sums[ow], &hs))
 		} else {
 			r.fresh = r.st.W.W[1]
+			r.Hold[o] = hs[o]
 		}
-		r.hold = [2]model.Holdings{hs[0], hs[1]}
 	}
 	k := model.Worker{Gen: s.workers[w].Gen + 1, Free: s.cfg.Capacity(w)}
 	s.setWorker(w, k, s.sums[w])
@@ -1278,10 +1274,10 @@ func (s *Sim) retire(r *request) {
 	}
 	if r.d >= 0 {
 		k := s.workers[r.d]
-		lk := r.hold[1].Prefix()
+		lk := r.Hold[1].Prefix()
 		k.Prefix -= lk
 		k.Cached += lk
-		s.setWorker(r.d, k, s.sums[r.d].Minus(r.hold[1]))
+		s.setWorker(r.d, k, s.sums[r.d].Minus(r.Hold[1]))
 		if r.PrefixGroup != "" && r.PrefixTokens > 0 && r.st.W.H[0].Activated {
 			// The request's prompt prefix stays in the worker's cache,
 			// as blocks any allocation may evict, for the next request
@@ -1296,7 +1292,7 @@ func (s *Sim) retire(r *request) {
 			s.cache[r.d].add(r.PrefixGroup)
 		}
 	}
-	if !r.hold[0].Zero() {
+	if !r.Hold[0].Zero() {
 		s.fail(r, model.NameQuiescence, "the request retired holding something on its prefill worker")
 	}
 	s.stats.faultsMissed += r.m.Left()
@@ -1327,7 +1323,7 @@ func (s *Sim) retry(r *request) {
 	}
 	req := r.Request
 	req.ArrivalUS = s.now + s.jitter()
-	n := &request{Request: req, cfg: cfg, p: -1, d: -1, doomedAt: -1, firstTok: -1, attempt: r.attempt + 1, since: r.since}
+	n := &request{Request: req, Window: cluster.Window{Cfg: cfg}, p: -1, d: -1, doomedAt: -1, firstTok: -1, attempt: r.attempt + 1, since: r.since}
 	n.outcomeAt = [2]int64{-1, -1}
 	for t := range n.timerAt {
 		n.timerAt[t] = -1
