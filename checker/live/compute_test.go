@@ -29,10 +29,9 @@ func TestCancelledPrefillFreesItsWorker(t *testing.T) {
 				{Index: 0, ID: "a", ArrivalUS: 0, PromptTokens: 12_000, OutputTokens: 4, CancelUS: 5_000},
 				{Index: 1, ID: "b", ArrivalUS: 2_000_000, PromptTokens: 120, OutputTokens: 4, CancelUS: -1},
 			}
-			const scale = 0.02
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			rep, err := Run(ctx, Options{Config: cfg, Workload: &slice{rs: reqs}, Scale: scale, Dir: dirFor(t), Spawn: &GoSpawner{}})
+			rep, err := Run(ctx, Options{Config: cfg, Workload: &slice{rs: reqs}, Rewind: again(reqs), Scale: 0.02, Dir: dirFor(t), Spawn: &GoSpawner{}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,9 +51,10 @@ func TestCancelledPrefillFreesItsWorker(t *testing.T) {
 				t.Fatalf("b dispatched at %d µs, pinned at %d µs: the run did not go as meant", dispatched, pinned)
 			}
 			// Wall-clock microseconds to configured ones.
-			took := float64(pinned-dispatched) / scale
+			took := float64(pinned-dispatched) / rep.Scale
 			t.Logf("b pinned %.3f configured seconds after its dispatch", took/1e6)
 			if took > 20e6 {
+				rep.Write(os.Stderr)
 				t.Fatalf("b pinned %.1f configured seconds after its dispatch, want about 1 s (its own compute): the cancelled prefill kept the worker", took/1e6)
 			}
 			judge(t, rep)
