@@ -24,8 +24,8 @@ import (
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
-	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -48,7 +48,7 @@ type Options struct {
 	Protocol *checker.Protocol
 	// Config is the cluster's configuration; nil takes the header's, or
 	// the simulator's default with the header's policy and engine.
-	Config *sim.Config
+	Config *cluster.Config
 	// Bound is the most unlogged steps between two explained facts of an
 	// attempt (0: DefaultBound).
 	Bound int

@@ -15,23 +15,23 @@ import (
 	"time"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
-	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
 // Options are a live run's inputs.
 type Options struct {
-	Config   *sim.Config
-	Workload sim.Source
+	Config   *cluster.Config
+	Workload cluster.Source
 	// Rewind, when set, gives the workload again from its start, for a
 	// run again at a larger time scale (see Run).
-	Rewind func() (sim.Source, error)
+	Rewind func() (cluster.Source, error)
 	// Faults is the plan, the simulator's: marks on requests strike at
 	// their phase; a restart of a worker strikes at its time (scaled), a
 	// restart "after" a fact strikes when the worker logs it.
-	Faults []sim.Fault
+	Faults []cluster.Fault
 	// Proxy, when Seed is set, also drops, duplicates and delays the facts
 	// the workers send each other at random.
 	Proxy ProxyFaults
@@ -94,7 +94,7 @@ type Proc interface {
 // coord is the coordinator: the frontend, both routers and the proxy.
 type coord struct {
 	opt Options
-	cfg *sim.Config
+	cfg *cluster.Config
 	*stepper
 	ctx    context.Context
 	epoch  time.Time
@@ -118,9 +118,9 @@ type coord struct {
 
 	arrived, finished int
 	moreArrivals      bool
-	next              *sim.Request
+	next              *cluster.Request
 	marks             map[int]*marks
-	timed             []sim.Fault // restarts of workers at their times
+	timed             []cluster.Fault // restarts of workers at their times
 	rep               Report
 	lat               []float64
 	start, end        time.Time
@@ -176,7 +176,7 @@ type inbound struct {
 // catt is an attempt as the frontend and routers know it.
 type catt struct {
 	name    string
-	req     sim.Request
+	req     cluster.Request
 	cfg     *model.Config
 	st      checker.State
 	p, d    int
@@ -199,9 +199,8 @@ type catt struct {
 // strike (the proxy's loss and duplicate, the client's cancel) or hands
 // to the workers.
 type marks struct {
-	lose, dup sim.FactMark
-	cancel    bool
-	worker    []Frame // KMark frames, with the side they go to in To
+	cluster.Marks
+	worker []Frame // KMark frames, with the side they go to in To
 }
 
 // maxScaleTries bounds how often Run runs again at twice the time scale.
@@ -254,8 +253,8 @@ func newCoord(ctx context.Context, opt Options) (*coord, error) {
 	if opt.Scale <= 0 {
 		return nil, fmt.Errorf("live: time scale %g, want more than 0", opt.Scale)
 	}
-	if opt.Config.Policy == sim.Disabled {
-		return nil, fmt.Errorf("live: policy %q runs no handoff; a live run needs source-first or destination-first", sim.Disabled)
+	if opt.Config.Policy == cluster.Disabled {
+		return nil, fmt.Errorf("live: policy %q runs no handoff; a live run needs source-first or destination-first", cluster.Disabled)
 	}
 	if opt.Config.MaxRetries > 0 {
 		return nil, fmt.Errorf("live: max_retries %d: a live run makes one attempt per request", opt.Config.MaxRetries)
@@ -334,48 +333,73 @@ func newCoord(ctx context.Context, opt Options) (*coord, error) {
 
 // plan turns the fault plan into marks and timed restarts.
 func (c *coord) plan() error {
-	for _, f := range c.opt.Faults {
-		if f.Kind == "restart" && f.Request < 0 {
+	for i := range c.opt.Faults {
+		f := &c.opt.Faults[i]
+		k, err := f.FaultKind()
+		if err != nil {
+			return err
+		}
+		if f.WorkerRestart() {
 			if f.Worker >= c.cfg.NumWorkers() {
-				return fmt.Errorf("%s:%d: %w: worker %d, the configuration has workers 0 to %d", f.File, f.Line, sim.ErrInput, f.Worker, c.cfg.NumWorkers()-1)
+				return fmt.Errorf("%s:%d: %w: worker %d, the configuration has workers 0 to %d", f.File, f.Line, cluster.ErrInput, f.Worker, c.cfg.NumWorkers()-1)
 			}
-			c.timed = append(c.timed, f)
+			c.timed = append(c.timed, *f)
 			continue
 		}
 		if f.Request < 0 {
 			continue
+		}
+		if k == checker.Restart && !slices.Contains(obslog.AttemptKindNames(), f.After) {
+			// Aimed at a phase: the side's worker stops when it logs
+			// the fact, and the coordinator kills it then.
+			return fmt.Errorf("%s:%d: %w: after %q, want a kind a worker logs for a request", f.File, f.Line, cluster.ErrInput, f.After)
 		}
 		m := c.marks[f.Request]
 		if m == nil {
 			m = &marks{}
 			c.marks[f.Request] = m
 		}
-		to, hasTo := sim.SideNamed(f.To)
-		switch f.Kind {
-		case "loss":
-			m.lose.Add(to, hasTo, f.Msg)
-		case "duplicate":
-			m.dup.Add(to, hasTo, f.Msg)
-		case "cancel":
-			m.cancel = true
-		case "hang", "transfer_failure":
-			m.worker = append(m.worker, Frame{Kind: KMark, Fault: f.Kind, To: "source"}, Frame{Kind: KMark, Fault: f.Kind, To: "destination"})
-		case "abort", "delay", "evict":
-			if _, ok := sim.SideNamed(f.Side); ok {
-				m.worker = append(m.worker, Frame{Kind: KMark, Fault: f.Kind, To: f.Side})
-			}
-		case "restart":
-			// Aimed at a phase: the side's worker stops when it logs
-			// the fact, and the coordinator kills it then.
-			if !slices.Contains(obslog.AttemptKindNames(), f.After) {
-				return fmt.Errorf("%s:%d: %w: after %q, want a kind a worker logs for a request", f.File, f.Line, sim.ErrInput, f.After)
-			}
-			m.worker = append(m.worker, Frame{Kind: KMark, Fault: f.After, To: f.Side})
-		default:
-			return fmt.Errorf("%s:%d: %w: fault kind %q: a live run strikes loss, duplicate, cancel, hang, transfer_failure, abort, delay, evict and restart", f.File, f.Line, sim.ErrInput, f.Kind)
+		if err := m.Mark(f); err != nil {
+			return err
 		}
 	}
+	for _, m := range c.marks {
+		m.worker = workerMarks(&m.Marks)
+	}
 	return nil
+}
+
+// workerMarks are the frames that hand a request's workers the marks they
+// strike themselves (the coordinator strikes losses, duplicates and the
+// client's cancel): a hang or a transfer failure to both sides, since
+// either may run the transfer, the others to the side they name, and a
+// restart's phase to the side whose worker stops there.
+func workerMarks(m *cluster.Marks) []Frame {
+	var fs []Frame
+	mark := func(fault string, sd model.Side) {
+		fs = append(fs, Frame{Kind: KMark, Fault: fault, To: sideNames[sd]})
+	}
+	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+		if m.Hang {
+			mark(checker.Hang.String(), sd)
+		}
+		if m.FailXfer {
+			mark(checker.TransferFailure.String(), sd)
+		}
+		if m.Abort[sd] {
+			mark(checker.Abort.String(), sd)
+		}
+		if m.Delay[sd] {
+			mark(checker.Delay.String(), sd)
+		}
+		if m.Evict[sd] {
+			mark(checker.Evict.String(), sd)
+		}
+		if m.RestartAfter[sd] != "" {
+			mark(m.RestartAfter[sd], sd)
+		}
+	}
+	return fs
 }
 
 func (c *coord) fromStart(us int64) time.Time { return c.start.Add(c.dur(us)) }
@@ -780,7 +804,6 @@ func (c *coord) project(a *catt) {
 	if a.d >= 0 {
 		a.st.W.W[1] = c.wk[a.d]
 	}
-	a.st.B = c.chk.Budget()
 }
 
 func (c *coord) writeBack(a *catt) {
@@ -823,18 +846,17 @@ func (c *coord) arrive() error {
 	c.arrived++
 	wc := c.cfg.AttemptWorld(r.PromptTokens, 0)
 	if err := wc.Prepare(); err != nil {
-		return fmt.Errorf("%w: request %d: %v", sim.ErrInput, r.Index, err)
+		return fmt.Errorf("%w: request %d: %v", cluster.ErrInput, r.Index, err)
 	}
-	a := &catt{name: sim.AttemptName(&r, 0), req: r, cfg: wc, p: -1, d: -1, arrive: time.Now()}
+	a := &catt{name: cluster.AttemptName(&r, 0), req: r, cfg: wc, p: -1, d: -1, arrive: time.Now()}
 	if m := c.marks[r.Index]; m != nil {
 		a.m = *m
 		delete(c.marks, r.Index)
 	}
-	a.st = c.chk.Initial()
-	a.st.W = model.NewWorld(wc)
+	a.st = c.steps.Initial(wc)
 	c.atts[a.name] = a
 	c.order = append(c.order, a)
-	a.p = sim.Choose(c.cfg.PrefillRouter, 0, c.cfg.Prefill.Workers, &c.nextP, c.rng, c.prefillLoad, nil)
+	a.p = cluster.Choose(c.cfg.PrefillRouter, 0, c.cfg.Prefill.Workers, &c.nextP, c.rng, c.prefillLoad, nil)
 	a.pGen = c.ws[a.p].gen
 	c.step(a, checker.Move{Kind: checker.MvRoutePrefill, H: 0, Arg: 0}, false)
 	// The marks go first: the worker keeps them until the route comes,
@@ -846,8 +868,8 @@ func (c *coord) arrive() error {
 	if r.CancelUS >= 0 {
 		c.push(&cevent{at: c.fromStart(r.CancelUS), kind: cCancel, a: a})
 	}
-	if a.m.cancel {
-		a.m.cancel = false
+	if a.m.Cancel {
+		a.m.Cancel = false
 		c.rep.FaultsStruck++
 		c.cancel(a)
 	}
@@ -896,7 +918,7 @@ func (c *coord) routeDecode(a *catt) {
 	if a.d >= 0 || x.Cancelled || x.SourceFailed || (c.cfg.SpecPolicy() == spec.SourceFirst && !x.Announced) {
 		return
 	}
-	d := sim.Choose(c.cfg.DecodeRouter, c.cfg.Prefill.Workers, c.cfg.NumWorkers(), &c.nextD, c.rng, c.decodeLoad, nil)
+	d := cluster.Choose(c.cfg.DecodeRouter, c.cfg.Prefill.Workers, c.cfg.NumWorkers(), &c.nextD, c.rng, c.decodeLoad, nil)
 	a.d = d
 	a.dGen = c.ws[d].gen
 	if !c.step(a, checker.Move{Kind: checker.MvRouteDecode, H: 0, Arg: 1}, false) {
@@ -1032,7 +1054,7 @@ func (c *coord) maybeAct(a *catt) {
 // router's booking ends.
 func (c *coord) outcome(w int, f *Frame) {
 	a := c.atts[f.Attempt]
-	sd, ok := sim.SideNamed(f.Side)
+	sd, ok := cluster.SideNamed(f.Side)
 	if a == nil || !ok || a.worker(sd) != w || a.outcome[sd] != model.OutcomeNone {
 		return
 	}
@@ -1088,7 +1110,7 @@ func (c *coord) maybeFinish(a *catt) {
 // faults.
 func (c *coord) relay(from int, f *Frame) {
 	a := c.atts[f.Attempt]
-	to, ok := sim.SideNamed(f.To)
+	to, ok := cluster.SideNamed(f.To)
 	if a == nil || !ok {
 		return // the attempt ended for the frontend; late frames go nowhere
 	}
@@ -1099,11 +1121,11 @@ func (c *coord) relay(from int, f *Frame) {
 	copies := 1
 	if msg, ok := msgNamed(f.Msg); ok && f.Kind == KFact {
 		switch {
-		case a.m.lose.Take(to, msg):
+		case a.m.Lose.Take(to, msg):
 			c.rep.Proxy.Dropped++
 			c.rep.FaultsStruck++
 			return
-		case a.m.dup.Take(to, msg):
+		case a.m.Dup.Take(to, msg):
 			c.rep.Proxy.Duplicated++
 			c.rep.FaultsStruck++
 			copies = 2

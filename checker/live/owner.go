@@ -2,10 +2,9 @@ package live
 
 import (
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
-	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/model"
-	"github.com/handoffcheck/handoffcheck/spec"
 )
 
 // Who takes a move of an attempt's world in a live run: the process whose
@@ -51,13 +50,6 @@ func ownerOf(m checker.Move, x *model.Handoff) owner {
 	return ownNobody
 }
 
-func roleOf(s model.Side) spec.Role {
-	if s == model.SourceSide {
-		return spec.Source
-	}
-	return spec.Destination
-}
-
 var sideNames = [2]string{"source", "destination"}
 
 func msgNamed(name string) (model.Msg, bool) {
@@ -99,15 +91,15 @@ func dstHoldNamed(name string) (model.DstHold, bool) {
 // stepper takes the moves of attempts' windows: the composed system, the
 // rows that fired in the last step, and the facts a step made observable.
 type stepper struct {
+	steps *cluster.Stepper
 	chk   *checker.Checker
 	cov   *checker.Coverage
-	fires []checker.Firing
 	lbls  []obslog.Label
 }
 
 // newStepper steps windows of cfg with p's tables (nil: the generated
 // machines).
-func newStepper(p *checker.Protocol, cfg *sim.Config) (*stepper, error) {
+func newStepper(p *checker.Protocol, cfg *cluster.Config) (*stepper, error) {
 	if p == nil {
 		p = checker.Generated()
 	}
@@ -116,7 +108,7 @@ func newStepper(p *checker.Protocol, cfg *sim.Config) (*stepper, error) {
 		return nil, err
 	}
 	s := &stepper{chk: chk, cov: checker.NewCoverage(p.Spec())}
-	s.cov.Log = &s.fires
+	s.steps = cluster.NewStepper(chk, s.cov)
 	return s, nil
 }
 
@@ -127,25 +119,22 @@ func newStepper(p *checker.Protocol, cfg *sim.Config) (*stepper, error) {
 // invariant across both sides is the conformance judge's to decide, from
 // every process's log. It reports whether the move was taken.
 func (s *stepper) take(st *checker.State, m checker.Move, force bool) bool {
-	s.fires = s.fires[:0]
 	if force {
-		s.chk.Apply(st, m, s.cov)
+		s.steps.Force(st, m)
 		return true
 	}
-	_, _, err := s.chk.Step(st, m, s.cov)
-	return err == nil
+	_, ok := s.steps.Step(st, m)
+	return ok
 }
 
 // observed is the facts the last step made observable to the process
 // that logs as by.
 func (s *stepper) observed(before, after *checker.State, m checker.Move, by obslog.Who) []obslog.Label {
-	s.lbls = obslog.Observe(s.lbls[:0], 0, before, after, m, s.fires)
-	k := 0
-	for _, l := range s.lbls {
+	s.lbls = s.lbls[:0]
+	for _, l := range s.steps.Observe(before, after, m) {
 		if l.By == by {
-			s.lbls[k] = l
-			k++
+			s.lbls = append(s.lbls, l)
 		}
 	}
-	return s.lbls[:k]
+	return s.lbls
 }

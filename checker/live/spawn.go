@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
-	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -84,7 +84,7 @@ func RunWorkerArgs(ctx context.Context, a WorkerArgs, p *checker.Protocol, stder
 	if err != nil {
 		return err
 	}
-	cfg, err := sim.ParseConfig(a.ConfigFile, data)
+	cfg, err := cluster.ParseConfig(a.ConfigFile, data)
 	if err != nil {
 		return err
 	}

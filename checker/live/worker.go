@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
-	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -27,7 +27,7 @@ type WorkerOptions struct {
 	// Worker is the cluster worker index (prefill workers first).
 	Worker int
 	Gen    int64
-	Config *sim.Config
+	Config *cluster.Config
 	// Protocol runs other tables than the generated machines.
 	Protocol *checker.Protocol
 	// Log receives the worker's facts, appended to a log whose header
@@ -112,7 +112,7 @@ func (l *Ledger) Held() string {
 // takes its own moves.
 type worker struct {
 	opt WorkerOptions
-	cfg *sim.Config
+	cfg *cluster.Config
 	*stepper
 	mine model.Side // the world worker of the attempts' windows it is
 	who  owner
@@ -123,11 +123,15 @@ type worker struct {
 	early map[string][]Frame
 	wait  []*attempt // attempts waiting for capacity, oldest first
 	q     queue[*wevent]
-	busy  time.Time // a prefill worker computes one prefill at a time
-	log   *obslog.Writer
-	proc  int
-	out   *bufio.Writer
-	errs  io.Writer
+	// compute is a prefill worker's prefills, computed one at a time
+	// (the simulator's rule), in nanoseconds since t0, each Of its
+	// compute move's pending event.
+	compute cluster.ComputeQueue[*wevent]
+	t0      time.Time
+	log     *obslog.Writer
+	proc    int
+	out     *bufio.Writer
+	errs    io.Writer
 	// counts
 	hosted, refused int
 	refusedWhy      map[string]int
@@ -140,17 +144,17 @@ type worker struct {
 
 // attempt is one attempt as the worker knows it.
 type attempt struct {
-	name    string
-	req     RequestInfo
-	cfg     *model.Config
-	st      checker.State
-	hold    model.Holdings
-	peerGen int64 // -1 until known
-	sched   []checker.Move
-	timerV  [model.NumTimers]uint32
-	timerOn [model.NumTimers]bool
-	overdue [model.NumTimers]bool
-	waiting bool
+	name           string
+	req            RequestInfo
+	cluster.Window // its world (Cfg); the worker shows its own counters in it
+	st             checker.State
+	peerGen        int64                        // -1 until known
+	job            *cluster.ComputeJob[*wevent] // its prefill on the worker's compute queue
+	sched          []checker.Move
+	timerV         [model.NumTimers]uint32
+	timerOn        [model.NumTimers]bool
+	overdue        [model.NumTimers]bool
+	waiting        bool
 	// The transfer this worker runs: the probe's answer and when the
 	// bytes are through.
 	xferV    uint32
@@ -176,7 +180,7 @@ func newWorker(opt WorkerOptions) (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &worker{opt: opt, cfg: opt.Config, stepper: st, mine: opt.Side, who: sideOwner(opt.Side),
+	w := &worker{t0: time.Now(), opt: opt, cfg: opt.Config, stepper: st, mine: opt.Side, who: sideOwner(opt.Side),
 		atts: map[string]*attempt{}, early: map[string][]Frame{}, errs: opt.Errors}
 	if w.errs == nil {
 		w.errs = os.Stderr
@@ -455,12 +459,11 @@ func (w *worker) route(f *Frame) {
 		w.finding("attempt %s: %v", f.Attempt, err)
 		return
 	}
-	a := &attempt{name: f.Attempt, req: *r, cfg: wc, peerGen: -1}
+	a := &attempt{name: f.Attempt, req: *r, Window: cluster.Window{Cfg: wc}, peerGen: -1}
 	if f.PeerGen > 0 {
 		a.peerGen = f.PeerGen
 	}
-	a.st = w.chk.Initial()
-	a.st.W = model.NewWorld(wc)
+	a.st = w.steps.Initial(wc)
 	w.atts[f.Attempt] = a
 	w.hosted++
 	// Its marks came first: they are set before its first step.
@@ -481,7 +484,7 @@ func (w *worker) route(f *Frame) {
 
 func (w *worker) fact(a *attempt, f *Frame) {
 	m, ok := msgNamed(f.Msg)
-	to, ok2 := sim.SideNamed(f.To)
+	to, ok2 := cluster.SideNamed(f.To)
 	if !ok || !ok2 || to != w.mine {
 		w.refuse("a fact this worker does not take")
 		return
@@ -608,15 +611,12 @@ func (w *worker) struck(a *attempt, fault string) {
 // project puts the worker's counters and what its other attempts hold
 // into an attempt's window.
 func (w *worker) project(a *attempt) {
-	a.st.W.W[w.mine] = w.k
-	a.cfg.SetOutside(int(w.mine), w.sum.Minus(a.hold))
-	a.st.B = w.chk.Budget()
+	a.Project(&a.st, int(w.mine), w.k, w.sum)
 }
 
 func (w *worker) writeBack(a *attempt) {
-	hs := a.st.W.HandoffHoldings(0)
-	w.sum = w.sum.Minus(a.hold).Plus(hs[w.mine])
-	a.hold = hs[w.mine]
+	hs := a.Held(&a.st)
+	w.sum = a.WriteBack(int(w.mine), w.sum, &hs)
 	old := w.k
 	w.k = a.st.W.W[w.mine]
 	if room(&w.k) > room(&old) || w.k.SlotsUsed < old.SlotsUsed || w.k.HeadroomUsed < old.HeadroomUsed {
@@ -642,6 +642,10 @@ func (w *worker) do(a *attempt, m checker.Move, force bool) bool {
 // settle follows a step: what it logged, sent, armed; what now waits.
 func (w *worker) settle(a *attempt, before *checker.State, m checker.Move) {
 	x := &a.st.W.H[0]
+	if a.job != nil && x.Compute != model.ComputeRunning {
+		// The prefill stopped before its compute ended.
+		w.unbook(a)
+	}
 	if before != nil {
 		b := &before.W.H[0]
 		w.observe(a, before, m)
@@ -662,8 +666,8 @@ func (w *worker) settle(a *attempt, before *checker.State, m checker.Move) {
 		}
 	}
 	// The cache evicts what a finished side keeps.
-	if w.chk.Terminal(&a.st, roleOf(w.mine), 0) && keeps(x, w.mine) {
-		w.do(a, checker.Move{Kind: checker.MvEvict, H: 0, Arg: int8(w.mine)}, true)
+	if cluster.Evicts(w.chk, &a.st, w.mine) {
+		w.do(a, cluster.Evict(w.mine), true)
 		return
 	}
 	if w.frozen || a.gone {
@@ -674,13 +678,6 @@ func (w *worker) settle(a *attempt, before *checker.State, m checker.Move) {
 	if strings.HasPrefix(a.trigger, "!") {
 		w.triggered(a)
 	}
-}
-
-func keeps(x *model.Handoff, sd model.Side) bool {
-	if sd == model.SourceSide {
-		return x.SrcKept
-	}
-	return x.DstKept
 }
 
 func (w *worker) observe(a *attempt, before *checker.State, m checker.Move) {
@@ -740,7 +737,7 @@ func (w *worker) schedule(a *attempt) {
 			return
 		}
 	}
-	if a.hangMark && x.Xfer == model.XferRunning && x.Runner == w.mine && !x.Hung {
+	if now, _ := cluster.HangStrikes(x); a.hangMark && now && x.Runner == w.mine {
 		// The runner's transfer hangs: from now on it ends only by
 		// failing, once a registration it uses is no longer valid.
 		a.hangMark = false
@@ -757,6 +754,10 @@ func (w *worker) schedule(a *attempt) {
 			continue
 		}
 		a.sched = append(a.sched, m)
+		if m.Kind == checker.MvCompute {
+			w.book(a, m)
+			continue
+		}
 		w.push(&wevent{at: time.Now().Add(w.delay(a, m)), kind: wMove, a: a, m: m})
 	}
 	if w.mine == model.SourceSide {
@@ -807,19 +808,36 @@ func (w *worker) delay(a *attempt, m checker.Move) time.Duration {
 			return w.dur(w.cfg.SlowCoreUS)
 		}
 		return w.dur(w.cfg.CommandUS)
-	case checker.MvCompute:
-		now := time.Now()
-		start := now
-		if w.busy.After(now) {
-			start = w.busy
-		}
-		end := start.Add(w.dur(w.cfg.ComputeUS(a.cfg)))
-		w.busy = end
-		return end.Sub(now)
 	case checker.MvDecodeFinish:
 		return w.dur(w.cfg.DecodeUS(model.Tokens(a.req.OutputTokens)))
 	}
 	return 0
+}
+
+// book puts an attempt's prefill at the end of the worker's compute
+// queue: it computes when the ones before it have ended or stopped.
+func (w *worker) book(a *attempt, m checker.Move) {
+	e := &wevent{kind: wMove, a: a, m: m}
+	a.job = w.compute.Book(int64(time.Since(w.t0)), int64(w.dur(w.cfg.ComputeUS(a.Cfg))), e)
+	e.at = w.t0.Add(time.Duration(a.job.End))
+	w.push(e)
+}
+
+// unbook takes an attempt's prefill off the compute queue, now: its
+// compute ended, or stopped (a cancel, an abort). A stopped prefill gives
+// the worker back at once, and the prefills behind it compute earlier.
+func (w *worker) unbook(a *attempt) {
+	j := a.job
+	a.job = nil
+	if i := slices.Index(a.sched, j.Of.m); i >= 0 {
+		a.sched = slices.Delete(a.sched, i, i+1)
+	}
+	w.compute.Unbook(j, int64(time.Since(w.t0)), func(k *cluster.ComputeJob[*wevent]) {
+		e := *k.Of
+		e.at = w.t0.Add(time.Duration(k.End))
+		k.Of = &e
+		w.push(&e)
+	})
 }
 
 // ---- the transfer this worker runs ----
@@ -830,7 +848,7 @@ func (w *worker) startTransfer(a *attempt) {
 	a.xferV++
 	a.replied, a.xferDue = false, false
 	w.send(&Frame{Kind: KProbe, Attempt: a.name, To: sideNames[w.mine.Other()], PeerGen: max(a.peerGen, 0)})
-	d := w.dur(w.cfg.TransferUS(a.cfg, a.st.W.H[0].PrefixGone&2 != 0))
+	d := w.dur(w.cfg.TransferUS(a.Cfg, a.st.W.H[0].PrefixGone&2 != 0))
 	if a.failMark {
 		d = 0
 	}
@@ -869,9 +887,9 @@ func (w *worker) maybeEndTransfer(a *attempt) {
 func (w *worker) timers(a *attempt, b *model.Handoff, m checker.Move) {
 	x := &a.st.W.H[0]
 	var touched [model.NumTimers]bool
-	for _, f := range w.fires {
+	for _, f := range w.steps.Firings() {
 		for _, act := range f.Actions {
-			if t, ok := sim.TimerOfAction(f.Role, act); ok {
+			if t, ok := checker.TimerOf(act); ok {
 				touched[t] = true
 			}
 		}
@@ -912,7 +930,7 @@ func (w *worker) timers(a *attempt, b *model.Handoff, m checker.Move) {
 // with nothing scheduled. No tombstone stays: a late frame for it finds
 // no attempt and changes nothing.
 func (w *worker) maybeRetire(a *attempt) {
-	if a.gone || len(a.sched) > 0 || a.waiting || !w.chk.Terminal(&a.st, roleOf(w.mine), 0) || !a.hold.Zero() {
+	if a.gone || len(a.sched) > 0 || a.waiting || !w.chk.Terminal(&a.st, checker.RoleOf(w.mine), 0) || !a.Hold[w.mine].Zero() {
 		return
 	}
 	for t := range a.timerOn {
@@ -948,7 +966,7 @@ func (w *worker) sendLedger() {
 			}
 		}
 		l.OpenAttempts = append(l.OpenAttempts, fmt.Sprintf("%s: state %s; %s; deadlines %v; scheduled %v; waiting for room %v",
-			name, w.chk.Protocol().StateName(roleOf(w.mine), a.st.Role(roleOf(w.mine), 0)), ownHeld(&a.st.W.H[0], w.mine), timers, a.sched, a.waiting))
+			name, w.chk.Protocol().StateName(checker.RoleOf(w.mine), a.st.Role(checker.RoleOf(w.mine), 0)), ownHeld(&a.st.W.H[0], w.mine), timers, a.sched, a.waiting))
 	}
 	w.send(&Frame{Kind: KLedger, Ledger: l})
 }
@@ -1016,8 +1034,17 @@ func (w *worker) runDue() {
 		w.late.Events.add(now.Sub(e.at))
 		switch e.kind {
 		case wMove:
+			if e.m.Kind == checker.MvCompute && (a.job == nil || a.job.Of != e) {
+				// The prefill stopped, or its compute was moved earlier
+				// (an event of its own).
+				continue
+			}
 			if i := slices.Index(a.sched, e.m); i >= 0 {
 				a.sched = slices.Delete(a.sched, i, i+1)
+			}
+			if a.job != nil && a.job.Of == e {
+				// The worker computed the prefill: it is free for the next.
+				w.unbook(a)
 			}
 			if !w.do(a, e.m, false) {
 				w.schedule(a)

@@ -21,7 +21,7 @@ func BenchmarkSimulate_100k(b *testing.B) {
 			for b.Loop() {
 				cfg := Loaded16()
 				cfg.Policy = pol
-				cfg.policy, _ = parsePolicy(pol)
+				_ = cfg.SetPolicy(pol)
 				if pol == "destination-first" {
 					cfg.Engine = model.SGLang
 				}

@@ -18,7 +18,7 @@ import (
 func policyConfig(pol string) *Config {
 	cfg := DefaultConfig()
 	cfg.Policy = pol
-	cfg.policy, _ = parsePolicy(pol)
+	_ = cfg.SetPolicy(pol)
 	if pol == "destination-first" {
 		cfg.Engine = model.SGLang
 	}
@@ -176,7 +176,7 @@ func prefillWaits(t *testing.T, cfg *Config, reqs []Request, facts []obslog.Fact
 			if err != nil || i >= len(reqs) {
 				t.Fatalf("attempt %q names no request", f.Attempt)
 			}
-			wc := cfg.window(reqs[i], 0, 0, 0)
+			wc := cfg.AttemptWorld(reqs[i].PromptTokens, 0)
 			if err := wc.Prepare(); err != nil {
 				t.Fatal(err)
 			}

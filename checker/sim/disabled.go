@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"slices"
 
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -49,10 +49,9 @@ type dreq struct {
 	done      bool
 	firstTok  int64
 	finishVer int
-	// start and end are when its prefill computes, while it is on its
-	// worker's compute queue; prefillVer versions its prefill event,
-	// which a cancel ahead of it moves.
-	start, end int64
+	// job is its prefill on its worker's compute queue; prefillVer
+	// versions its prefill event, which a cancel ahead of it moves.
+	job        *cluster.ComputeJob[*dreq]
 	prefillVer int
 }
 
@@ -99,7 +98,7 @@ func (q *dqueue) Pop() any {
 type aggWorker struct {
 	free  model.Blocks
 	slots int
-	jobs  []*dreq // the prefills to compute, the one computing first
+	jobs  cluster.ComputeQueue[*dreq] // the prefills to compute, the one computing first
 	wait  []*dreq
 	k     model.Worker // the counters the summary and the timeline read
 }
@@ -251,13 +250,8 @@ func (d *disabledRun) admit(w int) {
 		r.admitted = true
 		d.set(w, func(k *model.Worker) { k.Active += r.blocks; k.SlotsUsed++ })
 		d.step(r, StepAdmit)
-		r.start = d.s.now
-		if n := len(ag.jobs); n > 0 {
-			r.start = max(r.start, ag.jobs[n-1].end)
-		}
-		r.end = r.start + int64(float64(r.PromptTokens)*1e6/d.s.cfg.Prefill.TokensPerSec)
-		ag.jobs = append(ag.jobs, r)
-		heap.Push(&d.q, devent{at: r.end, prio: dPrefill, r: r, ver: r.prefillVer})
+		r.job = ag.jobs.Book(d.s.now, int64(float64(r.PromptTokens)*1e6/d.s.cfg.Prefill.TokensPerSec), r)
+		heap.Push(&d.q, devent{at: r.job.End, prio: dPrefill, r: r, ver: r.prefillVer})
 	}
 }
 
@@ -266,31 +260,15 @@ func (d *disabledRun) admit(w int) {
 // cancelled prefill gives the worker back at once: the prefills queued
 // behind it start as soon as the worker is free.
 func (d *disabledRun) unbook(r *dreq) {
-	ag := &d.ws[r.w]
-	i := slices.Index(ag.jobs, r)
-	if i < 0 {
+	if r.job == nil {
 		return
 	}
-	ag.jobs = slices.Delete(ag.jobs, i, i+1)
-	if r.end <= d.s.now {
-		// It ended: the next starts now, as booked.
-		return
-	}
-	free := d.s.now
-	if i > 0 {
-		free = max(free, ag.jobs[i-1].end)
-	}
-	for _, k := range ag.jobs[i:] {
-		if k.start <= free {
-			// It starts as booked, and so do those behind it.
-			break
-		}
-		dur := k.end - k.start
-		k.start, k.end = free, free+dur
-		k.prefillVer++
-		heap.Push(&d.q, devent{at: k.end, prio: dPrefill, r: k, ver: k.prefillVer})
-		free = k.end
-	}
+	j := r.job
+	r.job = nil
+	d.ws[r.w].jobs.Unbook(j, d.s.now, func(k *cluster.ComputeJob[*dreq]) {
+		k.Of.prefillVer++
+		heap.Push(&d.q, devent{at: k.End, prio: dPrefill, r: k.Of, ver: k.Of.prefillVer})
+	})
 }
 
 // end frees what a request holds, finished or cancelled, and admits what

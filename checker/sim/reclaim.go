@@ -206,8 +206,9 @@ func givesUp(f *checker.Firing) bool {
 // an event that gives the attempt up, if the side holds something.
 func (s *Sim) giveUp(r *request) {
 	x := &r.st.W.H[0]
-	for i := range s.log {
-		f := &s.log[i]
+	fires := s.step.Firings()
+	for i := range fires {
+		f := &fires[i]
 		sd := model.SourceSide
 		if f.Role == spec.Destination {
 			sd = model.DestinationSide
@@ -300,8 +301,8 @@ func fmtDur(d int64) string {
 func (s *Sim) strand(r *request) {
 	var now [2]model.Blocks
 	if r.doomedAt >= 0 {
-		now[0] = r.hold[0].Pinned()
-		now[1] = r.hold[1].Reserved()
+		now[0] = r.Hold[0].Pinned()
+		now[1] = r.Hold[1].Reserved()
 	}
 	for k := 0; k < 2; k++ {
 		w := r.p
@@ -313,24 +314,4 @@ func (s *Sim) strand(r *request) {
 		}
 		r.stranded[k] = now[k]
 	}
-}
-
-// timerOfAction is the timer an action arms, renews or disarms.
-func timerOfAction(role spec.Role, a checker.Action) (model.Timer, bool) {
-	switch a.String() {
-	case "ArmLease", "RenewLease", "DisarmLease":
-		return model.TimerLease, true
-	case "ArmBootstrap", "DisarmBootstrap":
-		return model.TimerBootstrap, true
-	case "ArmHeartbeat", "DisarmHeartbeat":
-		return model.TimerHeartbeat, true
-	case "ArmReservationTimer", "DisarmReservationTimer":
-		return model.TimerReservation, true
-	case "ArmTransferDeadline", "DisarmTransferDeadline":
-		if role == spec.Source {
-			return model.TimerPush, true
-		}
-		return model.TimerPull, true
-	}
-	return 0, false
 }

@@ -1,49 +1,6 @@
 package sim
 
-import (
-	"math/rand/v2"
-	"strings"
-)
-
-// Router is a router's selection policy (docs/lifecycle.md section 5,
-// router-modes): the lifecycle must hold whichever worker is chosen.
-type Router uint8
-
-const (
-	// LeastLoaded picks the worker with the least load: a prefill
-	// worker's compute load (active_prefill_tokens), a decode worker's
-	// booked and held blocks; ties go to the lower index.
-	LeastLoaded Router = iota
-	// RoundRobin picks the workers in turn.
-	RoundRobin
-	// Random picks a worker uniformly with the run's seed.
-	Random
-	// PowerOfTwo draws two workers with the run's seed and picks the
-	// less loaded.
-	PowerOfTwo
-	// KVAware picks the decode worker that caches the request's prefix
-	// group, the least loaded of those, else the least loaded of all.
-	KVAware
-	numRouters
-)
-
-var routerNames = [numRouters]string{"least-loaded", "round-robin", "random", "power-of-two", "kv-aware"}
-
-func (r Router) String() string { return routerNames[r] }
-
-func parseRouter(s string, def Router) (Router, bool) {
-	if s == "" {
-		return def, true
-	}
-	for i, n := range routerNames {
-		if n == s {
-			return Router(i), true
-		}
-	}
-	return 0, false
-}
-
-func routerList() string { return strings.Join(routerNames[:], ", ") }
+import "github.com/handoffcheck/handoffcheck/checker/cluster"
 
 // prefillLoad is what a prefill router weighs: the compute it booked,
 // then the requests the worker holds.
@@ -61,47 +18,6 @@ func (s *Sim) decodeLoad(w int) int64 {
 
 // choose applies a policy to the candidate workers lo..hi-1. cached, when
 // set, says which workers cache the request's prefix (KVAware).
-func (s *Sim) choose(pol Router, lo, hi int, next *int, load func(int) int64, cached func(int) bool) int {
-	return Choose(pol, lo, hi, next, s.rng, load, cached)
-}
-
-// Choose applies a router policy to the candidate workers lo..hi-1 with
-// the given loads: the one selection rule of every adapter. next is the
-// round-robin cursor, rng the run's seeded draws; cached, when set, says
-// which workers cache the request's prefix (KVAware).
-func Choose(pol Router, lo, hi int, next *int, rng *rand.Rand, load func(int) int64, cached func(int) bool) int {
-	n := hi - lo
-	least := func(ok func(int) bool) int {
-		best := -1
-		for w := lo; w < hi; w++ {
-			if ok != nil && !ok(w) {
-				continue
-			}
-			if best < 0 || load(w) < load(best) {
-				best = w
-			}
-		}
-		return best
-	}
-	switch pol {
-	case RoundRobin:
-		w := lo + *next%n
-		*next++
-		return w
-	case Random:
-		return lo + rng.IntN(n)
-	case PowerOfTwo:
-		a, b := lo+rng.IntN(n), lo+rng.IntN(n)
-		if load(b) < load(a) {
-			return b
-		}
-		return a
-	case KVAware:
-		if cached != nil {
-			if w := least(cached); w >= 0 {
-				return w
-			}
-		}
-	}
-	return least(nil)
+func (s *Sim) choose(pol cluster.Router, lo, hi int, next *int, load func(int) int64, cached func(int) bool) int {
+	return cluster.Choose(pol, lo, hi, next, s.rng, load, cached)
 }

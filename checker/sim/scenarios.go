@@ -33,11 +33,9 @@ func (sc *Scenario) Setup(policy string) (*Config, []Request, []Fault, error) {
 	default:
 		return nil, nil, nil, fmt.Errorf("%w: scenario %s runs under source-first or destination-first, not %q", ErrConfig, sc.Name, policy)
 	}
-	p, err := parsePolicy(policy)
-	if err != nil {
+	if err := c.SetPolicy(policy); err != nil {
 		return nil, nil, nil, err
 	}
-	c.Policy, c.policy = policy, p
 	if sc.tune != nil {
 		sc.tune(c)
 	}

@@ -16,7 +16,6 @@ package sim
 import (
 	"container/heap"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -24,49 +23,11 @@ import (
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
-
-// Request is one request of a workload, its times in microseconds.
-type Request struct {
-	Index        int
-	ID           string
-	ArrivalUS    int64
-	PromptTokens model.Tokens
-	OutputTokens model.Tokens
-	PrefixGroup  string
-	PrefixTokens model.Tokens
-	// CancelUS is when the client cancels, or -1.
-	CancelUS int64
-}
-
-// Source streams a workload's requests in arrival order; Next returns
-// io.EOF after the last.
-type Source interface {
-	Next() (Request, error)
-}
-
-// Fault is one scheduled fault of a fault plan (its kinds are the
-// checker's fault configuration names).
-type Fault struct {
-	File     string // the plan it came from, for errors
-	Line     int
-	AtUS     int64
-	Kind     string
-	Request  int // -1 when the kind names a worker
-	Worker   int // -1 when the kind names a request
-	To, Side string
-	Msg      string
-	// After, for a restart aimed at a request's side: the log kind after
-	// which that side's worker restarts.
-	After string
-}
-
-// ErrInput is wrapped by a workload request or fault the configuration
-// cannot run (a prompt larger than a worker, a worker that does not exist).
-var ErrInput = errors.New("sim: input does not fit the configuration")
 
 // Violation is an invariant broken during a run: which, when, the handoff
 // and its history.
@@ -97,7 +58,7 @@ type Sim struct {
 
 	workers []model.Worker
 	sums    []model.Holdings
-	jobs    [][]*computeJob // each prefill worker's prefills, the one computing first
+	jobs    []cluster.ComputeQueue[*event] // each prefill worker's prefills, the one computing first
 	cache   []prefixCache
 	nextP   int
 	nextD   int
@@ -110,14 +71,13 @@ type Sim struct {
 	lastArrival int64
 	faultFree   bool
 	active      map[int]*request
-	marks       map[int]*marks
+	marks       map[int]*cluster.Marks
 	cov         *checker.Coverage
-	log         []checker.Firing
+	step        *cluster.Stepper // takes every move, keeping its firings
 
 	stats     *stats
 	tl        *recorder
 	olog      *obslog.Writer
-	labels    []obslog.Label
 	violation *Violation
 	inputErr  error
 	// watch, when set, sees every request after each of its steps: the
@@ -178,14 +138,14 @@ func newSim(cfg *Config, src Source, opt Options) (*Sim, error) {
 	}
 	n := cfg.NumWorkers()
 	s := &Sim{
-		cfg: cfg, chk: chk, proto: p, policy: cfg.policy,
+		cfg: cfg, chk: chk, proto: p, policy: cfg.SpecPolicy(),
 		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x68616e646f6666)),
-		workers: make([]model.Worker, n), sums: make([]model.Holdings, n), jobs: make([][]*computeJob, n),
+		workers: make([]model.Worker, n), sums: make([]model.Holdings, n), jobs: make([]cluster.ComputeQueue[*event], n),
 		cache: make([]prefixCache, n), waiters: make([][]*request, n), dirty: make([]bool, n), seen: make([]capacity, n),
-		src: src, active: map[int]*request{}, marks: map[int]*marks{},
+		src: src, active: map[int]*request{}, marks: map[int]*cluster.Marks{},
 		cov: checker.NewCoverage(p.Spec()),
 	}
-	s.cov.Log = &s.log
+	s.step = cluster.NewStepper(chk, s.cov)
 	for w := range s.workers {
 		s.workers[w].Free = cfg.Capacity(w)
 	}
@@ -205,49 +165,15 @@ func newSim(cfg *Config, src Source, opt Options) (*Sim, error) {
 	return s, nil
 }
 
-// Checker is the composed system that steps the attempts' windows of a
-// run of the configuration: the tables of p, every fault enabled so that
-// an adapter may take any fault its plan or its world brings.
-func (c *Config) Checker(p *checker.Protocol) (*checker.Checker, error) {
-	tmpl := c.window(Request{PromptTokens: 1, OutputTokens: 1, CancelUS: -1}, 0, c.Prefill.Workers, 0)
-	budget := checker.Budget{}
-	for f := range budget {
-		budget[f] = checker.MaxBudget
-	}
-	chk, err := checker.New(p, &checker.Config{World: *tmpl, Budget: budget, Renewal: c.Renewal, Commands: c.Commands},
-		checker.Run{Name: "simulate", Policy: c.policy, Engine: c.Engine})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
-	}
-	return chk, nil
-}
-
-// window is the configuration of one request's world: the request as its
-// only handoff, prefill worker p as world worker 0 and a decode worker as
-// world worker 1, with the prefix hit the request finds there.
-func (c *Config) window(r Request, p, d int, hit model.Tokens) *model.Config {
-	wc := &model.Config{
-		Policy: c.policy, Engine: c.Engine, Unbounded: true,
-		Workers: []model.WorkerConfig{
-			{Role: model.PrefillWorker, Capacity: c.Prefill.CapacityBlocks},
-			{Role: model.DecodeWorker, Capacity: c.Decode.CapacityBlocks, Slots: c.Decode.Slots, Headroom: c.Decode.HeadroomTokens, PrefixHit: []model.Tokens{hit}},
-		},
-		Handoffs: []model.HandoffConfig{{PromptTokens: r.PromptTokens, HeadroomTokens: c.HeadroomTokens}},
-		Linear:   &model.LinearProfile{BytesPerToken: c.Transfer.BytesPerToken, BlockSize: c.Transfer.BlockSize},
-	}
-	return wc
-}
-
 // request is one request in flight: its world (the handoff and a window
 // onto its two workers), where it runs, what is scheduled for it, and what
 // the timed properties follow.
 type request struct {
 	Request
-	cfg   *model.Config
-	st    checker.State
-	p, d  int
-	fresh model.Worker // world worker 1 before decode is routed
-	hold  [2]model.Holdings
+	cluster.Window // its world (Cfg) onto its two workers' counters
+	st             checker.State
+	p, d           int
+	fresh          model.Worker // world worker 1 before decode is routed
 
 	sched    []checker.Move // protocol moves with an event pending
 	timerVer [model.NumTimers]uint32
@@ -274,78 +200,9 @@ type request struct {
 	xferEnd   int64
 	hit       model.Tokens // the prefix the decode worker had cached
 	trans     []Transition
-	m         marks
+	m         cluster.Marks
 	retired   bool
-	job       *computeJob // its prefill on the worker's compute queue
-}
-
-// computeJob is a prefill a worker computes: a worker computes one at a
-// time, first booked first, from when it is admitted with its blocks
-// until its compute ends or stops. ev is its compute move, due at end.
-type computeJob struct {
-	r          *request
-	ev         *event
-	start, end int64
-}
-
-// marks are the faults a plan holds for a request until they can strike.
-type marks struct {
-	lose, dup      FactMark
-	hang, failXfer bool
-	cancel         bool
-	delay          [2]bool
-	abort, evict   [2]bool
-	// restartAfter is, per side, the log kind after which that side's
-	// worker restarts ("" for none).
-	restartAfter [2]string
-}
-
-// FactMark is how many of the next facts to each side (or to either) a
-// plan loses or duplicates, and which fact it names ("" for any): the
-// rule by which every adapter strikes a planned loss or duplicate.
-type FactMark struct {
-	n      [2]int
-	msg    [2]string
-	any    int
-	anyMsg string
-}
-
-// Add marks one more fact: to side to (either when hasTo is false),
-// named msg ("" for any).
-func (f *FactMark) Add(to model.Side, hasTo bool, msg string) {
-	if hasTo {
-		f.n[to]++
-		f.msg[to] = msg
-		return
-	}
-	f.any++
-	f.anyMsg = msg
-}
-
-// Take reports whether the fact m, going to side to, is one the mark
-// strikes, and spends the mark if so.
-func (f *FactMark) Take(to model.Side, m model.Msg) bool {
-	if f.n[to] > 0 && (f.msg[to] == "" || f.msg[to] == m.String()) {
-		f.n[to]--
-		return true
-	}
-	if f.any > 0 && (f.anyMsg == "" || f.anyMsg == m.String()) {
-		f.any--
-		return true
-	}
-	return false
-}
-
-// left counts the faults the plan held for a request that never struck.
-func (m *marks) left() int {
-	n := m.lose.any + m.dup.any + m.lose.n[0] + m.lose.n[1] + m.dup.n[0] + m.dup.n[1]
-	for _, b := range []bool{m.hang, m.failXfer, m.cancel, m.delay[0], m.delay[1], m.abort[0], m.abort[1], m.evict[0], m.evict[1],
-		m.restartAfter[0] != "", m.restartAfter[1] != ""} {
-		if b {
-			n++
-		}
-	}
-	return n
+	job       *cluster.ComputeJob[*event] // its prefill on the worker's compute queue, Of its compute move
 }
 
 // history is the last historyCap things that happened to a request, kept
@@ -414,7 +271,7 @@ func (s *Sim) lines(r *request) []string {
 
 // noteFirings records the rows a step fired.
 func (s *Sim) noteFirings(r *request) {
-	for _, f := range s.log {
+	for _, f := range s.step.Firings() {
 		f.Actions = nil
 		r.history.add(histEntry{at: s.now, kind: hFiring, f: f})
 		if s.tl != nil {
@@ -627,11 +484,11 @@ func (s *Sim) nextArrival() error {
 	if req.ArrivalUS < s.now {
 		return fmt.Errorf("%w: request %d arrives at %s, before %s", ErrInput, req.Index, fmtMS(req.ArrivalUS), fmtMS(s.now))
 	}
-	cfg := s.cfg.window(req, 0, 0, 0)
+	cfg := s.cfg.AttemptWorld(req.PromptTokens, 0)
 	if err := cfg.Prepare(); err != nil {
 		return fmt.Errorf("%w: request %d: %v", ErrInput, req.Index, err)
 	}
-	r := &request{Request: req, cfg: cfg, p: -1, d: -1, doomedAt: -1, firstTok: -1, since: req.ArrivalUS}
+	r := &request{Request: req, Window: cluster.Window{Cfg: cfg}, p: -1, d: -1, doomedAt: -1, firstTok: -1, since: req.ArrivalUS}
 	r.outcomeAt = [2]int64{-1, -1}
 	for t := range r.timerAt {
 		r.timerAt[t] = -1
@@ -652,8 +509,7 @@ func (s *Sim) arrive(r *request) {
 	}
 	p := s.choose(s.cfg.PrefillRouter, 0, s.cfg.Prefill.Workers, &s.nextP, s.prefillLoad, nil)
 	r.p = p
-	r.st = s.chk.Initial()
-	r.st.W = model.NewWorld(r.cfg)
+	r.st = s.step.Initial(r.Cfg)
 	r.fresh = r.st.W.W[1]
 	s.active[r.Index] = r
 	if m, ok := s.marks[r.Index]; ok {
@@ -670,28 +526,24 @@ func (s *Sim) arrive(r *request) {
 // project refreshes a request's world from the cluster: its workers'
 // counters, and what the other requests hold on them.
 func (s *Sim) project(r *request) {
-	r.st.W.W[0] = s.workers[r.p]
-	r.cfg.SetOutside(0, s.sums[r.p].Minus(r.hold[0]))
+	r.Project(&r.st, 0, s.workers[r.p], s.sums[r.p])
 	if r.d >= 0 {
-		r.st.W.W[1] = s.workers[r.d]
-		r.cfg.SetOutside(1, s.sums[r.d].Minus(r.hold[1]))
+		r.Project(&r.st, 1, s.workers[r.d], s.sums[r.d])
 	} else {
-		r.st.W.W[1] = r.fresh
-		r.cfg.SetOutside(1, model.Holdings{})
+		r.Alone(&r.st, 1, r.fresh)
 	}
-	r.st.B = s.chk.Budget()
 }
 
 // writeBack stores a request's world into the cluster after a step.
 func (s *Sim) writeBack(r *request) {
-	hs := r.st.W.HandoffHoldings(0)
-	s.setWorker(r.p, r.st.W.W[0], s.sums[r.p].Minus(r.hold[0]).Plus(hs[0]))
+	hs := r.Held(&r.st)
+	s.setWorker(r.p, r.st.W.W[0], r.WriteBack(0, s.sums[r.p], &hs))
 	if r.d >= 0 {
-		s.setWorker(r.d, r.st.W.W[1], s.sums[r.d].Minus(r.hold[1]).Plus(hs[1]))
+		s.setWorker(r.d, r.st.W.W[1], r.WriteBack(1, s.sums[r.d], &hs))
 	} else {
 		r.fresh = r.st.W.W[1]
+		r.Hold[1] = hs[1]
 	}
-	r.hold[0], r.hold[1] = hs[0], hs[1]
 }
 
 func (s *Sim) setWorker(w int, k model.Worker, sum model.Holdings) {
@@ -710,13 +562,12 @@ func (s *Sim) setWorker(w int, k model.Worker, sum model.Holdings) {
 func (s *Sim) do(r *request, m checker.Move, force bool) bool {
 	s.project(r)
 	before := r.st
-	s.log = s.log[:0]
 	var v *model.Violation
 	if force {
-		_, v = s.chk.Apply(&r.st, m, s.cov)
+		v = s.step.Force(&r.st, m)
 	} else {
-		var err error
-		if _, v, err = s.chk.Step(&r.st, m, s.cov); err != nil {
+		var ok bool
+		if v, ok = s.step.Step(&r.st, m); !ok {
 			return false
 		}
 	}
@@ -742,7 +593,7 @@ func (s *Sim) do(r *request, m checker.Move, force bool) bool {
 	if trigger >= 0 && s.violation == nil {
 		// The side logged the fact a planned restart waits for: its
 		// worker restarts now, at that phase of the handoff.
-		r.m.restartAfter[trigger] = ""
+		r.m.RestartAfter[trigger] = ""
 		w := r.p
 		if trigger == int(model.DestinationSide) {
 			w = r.d
@@ -756,17 +607,16 @@ func (s *Sim) do(r *request, m checker.Move, force bool) bool {
 // restartTrigger is the side whose planned restart the step triggers (it
 // logged the fact the restart waits for), or -1.
 func (s *Sim) restartTrigger(r *request, before *checker.State, m checker.Move) int {
-	if r.m.restartAfter[0] == "" && r.m.restartAfter[1] == "" {
+	if r.m.RestartAfter[0] == "" && r.m.RestartAfter[1] == "" {
 		return -1
 	}
-	s.labels = obslog.Observe(s.labels[:0], 0, before, &r.st, m, s.log)
-	for _, l := range s.labels {
+	for _, l := range s.step.Observe(before, &r.st, m) {
 		for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 			by := obslog.BySource
 			if sd == model.DestinationSide {
 				by = obslog.ByDestination
 			}
-			if l.By == by && r.m.restartAfter[sd] == obslog.Kinds[l.Kind].Name {
+			if l.By == by && r.m.RestartAfter[sd] == obslog.Kinds[l.Kind].Name {
 				return int(sd)
 			}
 		}
@@ -829,8 +679,8 @@ func (s *Sim) react(r *request, before *checker.State, m checker.Move) {
 	// The cache evicts what a finished side keeps: a request outside a
 	// world cannot evict it later (docs: the simulator's cache model).
 	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
-		if s.violation == nil && r.st.W.H[0].Worker(sd) >= 0 && s.chk.Terminal(&r.st, roleOf(sd), 0) && keeps(&r.st.W.H[0], sd) {
-			s.do(r, checker.Move{Kind: checker.MvEvict, H: 0, Arg: int8(sd)}, true)
+		if s.violation == nil && cluster.Evicts(s.chk, &r.st, sd) {
+			s.do(r, cluster.Evict(sd), true)
 		}
 	}
 	if s.violation != nil {
@@ -840,34 +690,20 @@ func (s *Sim) react(r *request, before *checker.State, m checker.Move) {
 	// A hang strikes once the transfer is all the request waits on (where
 	// the checker offers it); until then, or until the transfer ends, the
 	// mark waits.
-	if r.m.hang && x.Xfer == model.XferRunning && !x.Hung {
+	if now, missed := cluster.HangStrikes(x); r.m.Hang && now {
 		if s.do(r, checker.Move{Kind: checker.MvHang, H: 0}, false) {
-			r.m.hang = false
+			r.m.Hang = false
 			s.stats.faults++
 			return
 		}
-	} else if r.m.hang && x.Xfer.Finished() {
-		r.m.hang = false
+	} else if r.m.Hang && missed {
+		r.m.Hang = false
 		s.stats.faultsMissed++
 	}
 	s.schedule(r)
 }
 
 func failed(o model.Outcome) bool { return o == model.OutcomeFailed || o == model.OutcomeForgotten }
-
-func keeps(x *model.Handoff, sd model.Side) bool {
-	if sd == model.SourceSide {
-		return x.SrcKept
-	}
-	return x.DstKept
-}
-
-func roleOf(sd model.Side) spec.Role {
-	if sd == model.SourceSide {
-		return spec.Source
-	}
-	return spec.Destination
-}
 
 // marked makes a fault the plan holds for a request strike, at the first
 // moment the world enables it: a delay just before a command, an abort
@@ -879,13 +715,13 @@ func (s *Sim) marked(r *request, moves []checker.Move) bool {
 		var flag *bool
 		switch {
 		case m.Kind == checker.MvCancel:
-			flag = &mk.cancel
+			flag = &mk.Cancel
 		case m.Kind == checker.MvDelay:
-			flag = &mk.delay[m.Arg]
+			flag = &mk.Delay[m.Arg]
 		case m.Kind == checker.MvAbort:
-			flag = &mk.abort[m.Arg]
+			flag = &mk.Abort[m.Arg]
 		case m.Kind == checker.MvEvict:
-			flag = &mk.evict[m.Arg]
+			flag = &mk.Evict[m.Arg]
 		}
 		if flag != nil && *flag {
 			*flag = false
@@ -1024,16 +860,10 @@ func (s *Sim) settle() {
 // book puts a request's prefill at the end of its worker's compute
 // queue: it computes when the ones before it have ended or stopped.
 func (s *Sim) book(r *request, m checker.Move) {
-	q := s.jobs[r.p]
-	start := s.now
-	if len(q) > 0 {
-		start = max(start, q[len(q)-1].end)
-	}
-	j := &computeJob{r: r, start: start, end: start + s.cfg.ComputeUS(r.cfg)}
-	j.ev = &event{at: j.end, kind: evMove, r: r, m: m}
+	j := s.jobs[r.p].Book(s.now, s.cfg.ComputeUS(r.Cfg), nil)
+	j.Of = &event{at: j.End, kind: evMove, r: r, m: m}
 	r.job = j
-	s.jobs[r.p] = append(q, j)
-	s.push(j.ev)
+	s.push(j.Of)
 }
 
 // unbook takes a request's prefill off its worker's compute queue, now:
@@ -1043,35 +873,16 @@ func (s *Sim) book(r *request, m checker.Move) {
 func (s *Sim) unbook(r *request) {
 	j := r.job
 	r.job = nil
-	q := s.jobs[r.p]
-	i := slices.Index(q, j)
-	q = slices.Delete(q, i, i+1)
-	s.jobs[r.p] = q
-	if e := j.ev; e.idx >= 0 {
+	if e := j.Of; e.idx >= 0 {
 		heap.Remove(&s.q, e.idx)
 		if k := slices.Index(r.sched, e.m); k >= 0 {
 			r.sched = slices.Delete(r.sched, k, k+1)
 		}
 	}
-	if j.end <= s.now {
-		// It ended: the next starts now, as booked.
-		return
-	}
-	free := s.now
-	if i > 0 {
-		free = max(free, q[i-1].end)
-	}
-	for _, k := range q[i:] {
-		if k.start <= free {
-			// It starts as booked, and so do those behind it.
-			break
-		}
-		d := k.end - k.start
-		k.start, k.end = free, free+d
-		k.ev.at = k.end
-		heap.Fix(&s.q, k.ev.idx)
-		free = k.end
-	}
+	s.jobs[r.p].Unbook(j, s.now, func(k *cluster.ComputeJob[*event]) {
+		k.Of.at = k.End
+		heap.Fix(&s.q, k.Of.idx)
+	})
 }
 
 // delay is how long an enabled move takes to happen.
@@ -1088,10 +899,10 @@ func (s *Sim) delay(r *request, m checker.Move) int64 {
 		}
 		return s.cfg.CommandUS
 	case checker.MvTransfer:
-		if r.m.failXfer || !transferWouldSucceed(x) {
+		if r.m.FailXfer || !transferWouldSucceed(x) {
 			return s.jitter()
 		}
-		return s.jitter() + s.cfg.TransferUS(r.cfg, x.PrefixGone&2 != 0)
+		return s.jitter() + s.cfg.TransferUS(r.Cfg, x.PrefixGone&2 != 0)
 	case checker.MvDecodeFinish:
 		return s.cfg.DecodeUS(r.OutputTokens)
 	case checker.MvPeerRestarted:
@@ -1115,7 +926,7 @@ func (s *Sim) fireMove(e *event) {
 		return
 	}
 	m := e.m
-	if r.job != nil && r.job.ev == e {
+	if r.job != nil && r.job.Of == e {
 		// The worker computed the prefill: it is free for the next.
 		s.unbook(r)
 	}
@@ -1125,22 +936,22 @@ func (s *Sim) fireMove(e *event) {
 		return
 	case checker.MvDeliver:
 		to := model.Side(m.Arg)
-		if r.m.lose.Take(to, m.Msg) {
+		if r.m.Lose.Take(to, m.Msg) {
 			if s.do(r, checker.Move{Kind: checker.MvLose, H: 0, Arg: m.Arg, Msg: m.Msg}, false) {
 				r.lost[to] = true
 				s.stats.faults++
 			}
 			return
 		}
-		if r.m.dup.Take(to, m.Msg) {
+		if r.m.Dup.Take(to, m.Msg) {
 			if s.do(r, checker.Move{Kind: checker.MvDuplicate, H: 0, Arg: m.Arg, Msg: m.Msg}, false) {
 				s.stats.faults++
 			}
 			return
 		}
 	case checker.MvTransfer:
-		if r.m.failXfer {
-			r.m.failXfer = false
+		if r.m.FailXfer {
+			r.m.FailXfer = false
 			if s.do(r, checker.Move{Kind: checker.MvFailTransfer, H: 0}, false) {
 				s.stats.faults++
 				return
@@ -1173,7 +984,7 @@ func (s *Sim) routeDecode(r *request) {
 	if cached != nil && cached(d) {
 		hit = r.PrefixTokens
 	}
-	cfg := s.cfg.window(r.Request, 0, 0, hit)
+	cfg := s.cfg.AttemptWorld(r.PromptTokens, hit)
 	if err := cfg.Prepare(); err != nil {
 		s.inputErr = fmt.Errorf("%w: request %d: %v", ErrInput, r.Index, err)
 		return
@@ -1185,14 +996,14 @@ func (s *Sim) routeDecode(r *request) {
 	k := s.workers[d]
 	if lk > k.Cached {
 		hit, lk = 0, 0
-		cfg = s.cfg.window(r.Request, 0, 0, 0)
+		cfg = s.cfg.AttemptWorld(r.PromptTokens, 0)
 		if err := cfg.Prepare(); err != nil {
 			s.inputErr = fmt.Errorf("%w: request %d: %v", ErrInput, r.Index, err)
 			return
 		}
 	}
 	cfg.SetOutside(0, model.Holdings{})
-	r.cfg = cfg
+	r.Cfg = cfg
 	r.st.W.Rebind(cfg)
 	k.Cached -= lk
 	k.Prefix += lk
@@ -1200,7 +1011,7 @@ func (s *Sim) routeDecode(r *request) {
 	r.st.W.W[1] = k
 	hs := r.st.W.HandoffHoldings(0)
 	s.setWorker(d, k, s.sums[d].Plus(hs[1]))
-	r.hold[1] = hs[1]
+	r.Hold[1] = hs[1]
 	s.stats.hits(hit)
 	r.hit = hit
 	if !s.do(r, checker.Move{Kind: checker.MvRouteDecode, H: 0, Arg: 1}, false) {
@@ -1216,9 +1027,9 @@ func (s *Sim) routeDecode(r *request) {
 func (s *Sim) timers(r *request, b *model.Handoff, m checker.Move) {
 	x := &r.st.W.H[0]
 	var touched [model.NumTimers]bool
-	for _, f := range s.log {
+	for _, f := range s.step.Firings() {
 		for _, a := range f.Actions {
-			if t, ok := timerOfAction(f.Role, a); ok {
+			if t, ok := checker.TimerOf(a); ok {
 				touched[t] = true
 			}
 		}
@@ -1240,7 +1051,7 @@ func (s *Sim) timers(r *request, b *model.Handoff, m checker.Move) {
 			// A deadline moved is its queued event moved: the queue holds
 			// only deadlines that may still fire.
 			r.timerVer[t]++
-			r.timerAt[t] = s.now + s.cfg.Timers.of(t)
+			r.timerAt[t] = s.now + s.cfg.TimerUS(t)
 			if e := r.timerEv[t]; e != nil && e.idx >= 0 {
 				s.seq++
 				e.at, e.seq, e.ver = r.timerAt[t], s.seq, r.timerVer[t]
@@ -1275,14 +1086,18 @@ func (s *Sim) fireTimer(e *event) {
 // checkFault refuses a planned fault the configuration cannot run: a
 // worker it does not have, a fact the model does not know.
 func (s *Sim) checkFault(f Fault) error {
+	k, err := f.FaultKind()
+	if err != nil {
+		return err
+	}
 	if f.Worker >= s.cfg.NumWorkers() {
 		return fmt.Errorf("%s:%d: %w: worker %d, but the configuration has workers 0 to %d", f.File, f.Line, ErrInput, f.Worker, s.cfg.NumWorkers()-1)
 	}
-	if f.Kind == "restart" && f.Request >= 0 {
+	if k == checker.Restart && f.Request >= 0 {
 		if !slices.Contains(obslog.AttemptKindNames(), f.After) {
 			return fmt.Errorf("%s:%d: %w: after %q, want a kind of the observation log a worker logs for a request: %s", f.File, f.Line, ErrInput, f.After, strings.Join(obslog.AttemptKindNames(), ", "))
 		}
-		if _, ok := SideNamed(f.Side); !ok {
+		if _, ok := cluster.SideNamed(f.Side); !ok {
 			return fmt.Errorf("%s:%d: %w: side %q, want source or destination", f.File, f.Line, ErrInput, f.Side)
 		}
 	}
@@ -1300,27 +1115,16 @@ func (s *Sim) checkFault(f Fault) error {
 	return nil
 }
 
-// SideNamed reads a side's name in a fault plan: source or destination.
-func SideNamed(name string) (model.Side, bool) {
-	switch name {
-	case "source":
-		return model.SourceSide, true
-	case "destination":
-		return model.DestinationSide, true
-	}
-	return 0, false
-}
-
 // strike makes a planned fault happen, or leaves a mark on the request
 // for the next moment it can.
 func (s *Sim) strike(f *Fault) {
-	if f.Kind == "restart" && f.Request < 0 {
+	if f.WorkerRestart() {
 		s.restart(f.Worker)
 		s.stats.faults++
 		return
 	}
 	r, ok := s.active[f.Request]
-	var mk *marks
+	var mk *cluster.Marks
 	if ok {
 		mk = &r.m
 	} else {
@@ -1330,40 +1134,16 @@ func (s *Sim) strike(f *Fault) {
 		}
 		m := s.marks[f.Request]
 		if m == nil {
-			m = &marks{}
+			m = &cluster.Marks{}
 			s.marks[f.Request] = m
 		}
 		mk = m
 	}
-	sd, hasSide := SideNamed(f.Side)
-	to, hasTo := SideNamed(f.To)
-	switch f.Kind {
-	case "loss":
-		mk.lose.Add(to, hasTo, f.Msg)
-	case "duplicate":
-		mk.dup.Add(to, hasTo, f.Msg)
-	case "hang":
-		mk.hang = true
-	case "transfer_failure":
-		mk.failXfer = true
-	case "delay":
-		if hasSide {
-			mk.delay[sd] = true
-		}
-	case "cancel":
-		mk.cancel = true
-	case "abort":
-		if hasSide {
-			mk.abort[sd] = true
-		}
-	case "evict":
-		if hasSide {
-			mk.evict[sd] = true
-		}
-	case "restart":
-		if hasSide {
-			mk.restartAfter[sd] = f.After
-		}
+	if err := mk.Mark(f); err != nil {
+		// checkFault refused every fault this could refuse: one that gets
+		// here anyway stops the run rather than vanish.
+		s.inputErr = err
+		return
 	}
 	if ok {
 		s.schedule(r)
@@ -1400,27 +1180,26 @@ func (s *Sim) restart(w int) {
 		}
 		s.project(r)
 		befores[i] = r.st
-		s.log = s.log[:0]
-		_, v := s.chk.Apply(&r.st, checker.Move{Kind: checker.MvRestart, H: -1, Arg: int8(k)}, s.cov)
+		v := s.step.Force(&r.st, checker.Move{Kind: checker.MvRestart, H: -1, Arg: int8(k)})
 		r.history.add(histEntry{at: s.now, kind: hRestart, w: w})
 		s.noteFirings(r)
 		if v != nil {
 			s.fail(r, v.Invariant, v.Detail)
 			return
 		}
-		hs := r.st.W.HandoffHoldings(0)
-		s.sums[w] = s.sums[w].Minus(r.hold[k]).Plus(hs[k])
+		hs := r.Held(&r.st)
+		s.sums[w] = r.WriteBack(k, s.sums[w], &hs)
 		o := 1 - k
 		ow := r.p
 		if o == 1 {
 			ow = r.d
 		}
 		if ow >= 0 {
-			s.setWorker(ow, r.st.W.W[o], s.sums[ow].Minus(r.hold[o]).Plus(hs[o]))
+			s.setWorker(ow, r.st.W.W[o], r.WriteBack(o, s.sums[ow], &hs))
 		} else {
 			r.fresh = r.st.W.W[1]
+			r.Hold[o] = hs[o]
 		}
-		r.hold = [2]model.Holdings{hs[0], hs[1]}
 	}
 	k := model.Worker{Gen: s.workers[w].Gen + 1, Free: s.cfg.Capacity(w)}
 	s.setWorker(w, k, s.sums[w])
@@ -1495,10 +1274,10 @@ func (s *Sim) retire(r *request) {
 	}
 	if r.d >= 0 {
 		k := s.workers[r.d]
-		lk := r.hold[1].Prefix()
+		lk := r.Hold[1].Prefix()
 		k.Prefix -= lk
 		k.Cached += lk
-		s.setWorker(r.d, k, s.sums[r.d].Minus(r.hold[1]))
+		s.setWorker(r.d, k, s.sums[r.d].Minus(r.Hold[1]))
 		if r.PrefixGroup != "" && r.PrefixTokens > 0 && r.st.W.H[0].Activated {
 			// The request's prompt prefix stays in the worker's cache,
 			// as blocks any allocation may evict, for the next request
@@ -1513,10 +1292,10 @@ func (s *Sim) retire(r *request) {
 			s.cache[r.d].add(r.PrefixGroup)
 		}
 	}
-	if !r.hold[0].Zero() {
+	if !r.Hold[0].Zero() {
 		s.fail(r, model.NameQuiescence, "the request retired holding something on its prefill worker")
 	}
-	s.stats.faultsMissed += r.m.left()
+	s.stats.faultsMissed += r.m.Left()
 	if x := &r.st.W.H[0]; s.faultFree && !s.cfg.Engine.Traits().ExemptFromFaultFreeCompletion() &&
 		(x.Outcome[0] != model.OutcomeOK || x.Outcome[1] != model.OutcomeOK) {
 		s.fail(r, model.NameFaultFreeCompletion, fmt.Sprintf("no fault happened, yet the source ended %s and the destination %s", x.Outcome[0], x.Outcome[1]))
@@ -1537,14 +1316,14 @@ func (s *Sim) retire(r *request) {
 // retry is the frontend trying a failed request again, as a new attempt
 // with a handoff of its own, a latency later.
 func (s *Sim) retry(r *request) {
-	cfg := s.cfg.window(r.Request, 0, 0, 0)
+	cfg := s.cfg.AttemptWorld(r.PromptTokens, 0)
 	if err := cfg.Prepare(); err != nil {
 		s.inputErr = fmt.Errorf("%w: request %d: %v", ErrInput, r.Index, err)
 		return
 	}
 	req := r.Request
 	req.ArrivalUS = s.now + s.jitter()
-	n := &request{Request: req, cfg: cfg, p: -1, d: -1, doomedAt: -1, firstTok: -1, attempt: r.attempt + 1, since: r.since}
+	n := &request{Request: req, Window: cluster.Window{Cfg: cfg}, p: -1, d: -1, doomedAt: -1, firstTok: -1, attempt: r.attempt + 1, since: r.since}
 	n.outcomeAt = [2]int64{-1, -1}
 	for t := range n.timerAt {
 		n.timerAt[t] = -1

@@ -30,7 +30,7 @@ func TestRun_DefaultConfigDrains(t *testing.T) {
 		t.Run(pol, func(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.Policy = pol
-			cfg.policy, _ = parsePolicy(pol)
+			_ = cfg.SetPolicy(pol)
 			if pol == "destination-first" {
 				cfg.Engine = model.SGLang
 			}
@@ -62,7 +62,7 @@ func runWith(t *testing.T, pol string, src Source, faults []Fault) *Result {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Policy = pol
-	cfg.policy, _ = parsePolicy(pol)
+	_ = cfg.SetPolicy(pol)
 	if pol == "destination-first" {
 		cfg.Engine = model.SGLang
 	}

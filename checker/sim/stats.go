@@ -195,7 +195,7 @@ func (st *stats) transfer(r *request) {
 	switch x.Xfer {
 	case model.XferDone:
 		st.transfers++
-		st.transferBytes += int64(r.cfg.DestQuote(0, 1, x.PrefixGone&2 != 0).PayloadBytes)
+		st.transferBytes += int64(r.Cfg.DestQuote(0, 1, x.PrefixGone&2 != 0).PayloadBytes)
 		st.transferUS += r.xferEnd - r.xferStart
 	case model.XferFailed:
 		st.transfersFailed++

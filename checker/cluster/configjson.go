@@ -1,20 +1,27 @@
-package sim
+package cluster
 
 import (
 	"encoding/json"
 
-	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/model"
-	"github.com/handoffcheck/handoffcheck/spec"
 )
 
 // AttemptWorld is the world configuration of one attempt seen on its own:
 // the attempt as the only handoff, its prefill worker as world worker 0
 // and its decode worker, where the prompt finds hit tokens cached, as
 // world worker 1. The conformance judge steps each attempt of a log in
-// one (the simulator steps its requests in the same windows).
+// one, and the simulator and the live run step each request in one: the
+// one constructor of a request's world.
 func (c *Config) AttemptWorld(prompt, hit model.Tokens) *model.Config {
-	return c.window(Request{PromptTokens: prompt, OutputTokens: 1, CancelUS: -1}, 0, 0, hit)
+	return &model.Config{
+		Policy: c.policy, Engine: c.Engine, Unbounded: true,
+		Workers: []model.WorkerConfig{
+			{Role: model.PrefillWorker, Capacity: c.Prefill.CapacityBlocks},
+			{Role: model.DecodeWorker, Capacity: c.Decode.CapacityBlocks, Slots: c.Decode.Slots, Headroom: c.Decode.HeadroomTokens, PrefixHit: []model.Tokens{hit}},
+		},
+		Handoffs: []model.HandoffConfig{{PromptTokens: prompt, HeadroomTokens: c.HeadroomTokens}},
+		Linear:   &model.LinearProfile{BytesPerToken: c.Transfer.BytesPerToken, BlockSize: c.Transfer.BlockSize},
+	}
 }
 
 // JSON is the configuration in its file form (schema handoffcheck.sim/v1):
@@ -77,8 +84,3 @@ func (c *Config) TransferUS(wc *model.Config, prefixGone bool) int64 {
 
 // DecodeUS is how long decode takes to produce n output tokens.
 func (c *Config) DecodeUS(n model.Tokens) int64 { return int64(n) * c.Decode.PerTokenUS }
-
-// TimerOfAction is the timer an action of a role arms, renews or disarms.
-func TimerOfAction(role spec.Role, a checker.Action) (model.Timer, bool) {
-	return timerOfAction(role, a)
-}

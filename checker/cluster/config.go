@@ -1,4 +1,11 @@
-package sim
+// Package cluster is what the three drivers (the simulator's virtual
+// clock, the live run's processes, the conformance judge's logs) share
+// about the cluster around the composed system: its configuration and
+// JSON form, the routers, a workload's requests, a fault plan's faults,
+// the world one request is stepped in, and the rules of the environment
+// around it. The drivers differ only in when they take moves; none
+// imports another.
+package cluster
 
 import (
 	"bytes"
@@ -335,8 +342,6 @@ func (c *Config) Capacity(w int) model.Blocks {
 	}
 	return c.Decode.CapacityBlocks
 }
-
-func parsePolicy(name string) (spec.Policy, error) { return spec.ParsePolicy(name) }
 
 // SetPolicy sets the policy by name: a spec policy or Disabled.
 func (c *Config) SetPolicy(name string) error {

@@ -1,0 +1,84 @@
+package cluster
+
+import (
+	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// Stepper takes the moves of requests' worlds for a driver: the composed
+// system, the rows the last move fired and the facts it made observable.
+// Every driver steps through one, so that what a step is (a full fault
+// budget, the firings kept, the facts logged) has one definition.
+type Stepper struct {
+	chk    *checker.Checker
+	cov    *checker.Coverage
+	fires  []checker.Firing
+	labels []obslog.Label
+}
+
+// NewStepper steps with chk, counting rows in cov (which logs each step's
+// firings into the stepper).
+func NewStepper(chk *checker.Checker, cov *checker.Coverage) *Stepper {
+	s := &Stepper{chk: chk, cov: cov}
+	cov.Log = &s.fires
+	return s
+}
+
+// Checker is the composed system the stepper steps.
+func (s *Stepper) Checker() *checker.Checker { return s.chk }
+
+// Coverage is the rows the stepper's moves fired.
+func (s *Stepper) Coverage() *checker.Coverage { return s.cov }
+
+// refill gives the world its whole fault budget before a move: a driver's
+// environment strikes faults when its plan or its world says, not when a
+// budget allows, and a budget spent by one move must not hide the next
+// move's faults.
+func (s *Stepper) refill(st *checker.State) {
+	st.B = s.chk.Budget()
+	s.fires = s.fires[:0]
+}
+
+// Step takes move m if st enables it, judging the step's invariants; it
+// reports false, with st unchanged, when st does not.
+func (s *Stepper) Step(st *checker.State, m checker.Move) (*model.Violation, bool) {
+	s.refill(st)
+	_, v, err := s.chk.Step(st, m, s.cov)
+	return v, err == nil
+}
+
+// Force applies move m whether or not st enables it, for a move whose
+// preconditions hold outside the world (another process, the plan),
+// judging the step's invariants.
+func (s *Stepper) Force(st *checker.State, m checker.Move) *model.Violation {
+	s.refill(st)
+	_, v := s.chk.Apply(st, m, s.cov)
+	return v
+}
+
+// Firings is the rows the last Step or Force fired.
+func (s *Stepper) Firings() []checker.Firing { return s.fires }
+
+// Observe is the facts the last move, from before to after, made
+// observable (obslog.Observe), every process's.
+func (s *Stepper) Observe(before, after *checker.State, m checker.Move) []obslog.Label {
+	s.labels = obslog.Observe(s.labels[:0], 0, before, after, m, s.fires)
+	return s.labels
+}
+
+// Initial is the world of one request of world configuration wc before
+// its first move, its fault budget whole.
+func (s *Stepper) Initial(wc *model.Config) checker.State {
+	st := s.chk.Initial()
+	st.W = model.NewWorld(wc)
+	st.B = s.chk.Budget()
+	return st
+}
+
+// Moves appends to buf the moves st enables with its fault budget whole
+// (refilled in st).
+func (s *Stepper) Moves(st *checker.State, buf []checker.Move) []checker.Move {
+	st.B = s.chk.Budget()
+	return s.chk.MovesInto(st, buf)
+}

@@ -1,0 +1,552 @@
+package conform
+
+import (
+	"slices"
+
+	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// Consuming facts: each logged fact is explained by a step of a node, or
+// paid from what the node owes, greedily along one path while one path
+// explains them, with a memo of the steps that explained the same fact.
+
+// greedy explains the next fact from the attempt's current explanation:
+// by a fact the explanation owes, by a restart the logs name, or by the
+// first step, after as few unlogged steps as can be (none of them a
+// fault), that makes it observable first of its process.
+func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
+	n := a.cur
+	for i := 0; i < int(n.owedN) && f.Kind != obslog.WorkerRestarted; i++ {
+		l := &n.owed[i]
+		if !j.logsIt(a, l, f) {
+			continue
+		}
+		// The process owes facts of earlier steps: this is the next.
+		if !firstOfItsProcess(n.owed[:n.owedN], i) || !matches(f, l) {
+			return false
+		}
+		a.cur = j.payOwed(n, i, s, f)
+		return true
+	}
+	if f.Kind == obslog.WorkerRestarted {
+		k := int8(0)
+		if f.Proc == a.d {
+			k = 1
+		}
+		c := j.child(n)
+		ns := *n.st
+		if v := j.stepper.Force(&ns, checker.Move{Kind: checker.MvRestart, H: -1, Arg: k}); v != nil || !j.setState(a, c, &ns) {
+			return false
+		}
+		j.forgive(a, c, f.Proc)
+		c.pos[s]++
+		c.consumed++
+		c.fact = f
+		a.cur = c
+		return true
+	}
+	// Attempts of one size go through the same states: the search from
+	// a state for a fact is done once and replayed (greedyMemo).
+	mk := j.memoKey(a, n, f)
+	for _, e := range j.memo[mk.hash] {
+		if e.key == mk && *e.from == *n.st {
+			if e.steps == nil {
+				return false
+			}
+			a.cur = j.memoReplay(n, e, s, f)
+			return true
+		}
+	}
+	e := &greedyMemo{key: mk, from: n.st}
+	if j.memoN == maxMemo {
+		clear(j.memo)
+		j.memoN = 0
+	}
+	j.memo[mk.hash] = append(j.memo[mk.hash], e)
+	j.memoN++
+	frontier := []*node{n}
+	var seen map[uint64][]*node
+	for depth := 0; len(frontier) > 0; depth++ {
+		var next []*node
+		for _, x := range frontier {
+			if c := j.explainStep(a, x, f, s, depth < j.bound, &next); c != nil {
+				for y := c; y != n; y = y.parent {
+					e.steps = append(e.steps, memoStep{m: y.move, st: y.st, stKey: y.stKey})
+				}
+				slices.Reverse(e.steps)
+				e.owed, e.owedN = c.owed, c.owedN
+				a.cur = c
+				return true
+			}
+		}
+		frontier, seen = j.fresh(next, seen)
+	}
+	return false
+}
+
+// maxWorlds bounds the attempts' world configurations kept for attempts
+// to come.
+const maxWorlds = 64
+
+// maxMemo bounds the searches greedy remembers.
+const maxMemo = 1 << 9
+
+// greedyMemo is greedy's search from a state for a fact: the steps to
+// the node that explains it (nil: none does) and what that node owes.
+type greedyMemo struct {
+	key   memoKey
+	from  *checker.State
+	steps []memoStep
+	owed  [maxOwed]obslog.Label
+	owedN uint8
+}
+
+type memoStep struct {
+	m     checker.Move
+	st    *checker.State
+	stKey uint64
+}
+
+// memoKey is all that greedy's search reads beside the state: what the
+// node owes, the fact's kind and figures, which side logs it, and what
+// the attempt's processes record.
+type memoKey struct {
+	hash uint64
+	// size is the attempt's prompt and prefix hit: a state's hash leaves
+	// out its configuration.
+	size       [2]int64
+	owed       [maxOwed]obslog.Label
+	owedN      uint8
+	kind       obslog.Kind
+	stage      model.Side
+	has        uint32
+	figs       [8]int64
+	outcome    model.Outcome
+	timer      model.Timer
+	side       int8
+	recP, recD obslog.KindSet
+	p, d       bool
+}
+
+func (j *judge) memoKey(a *attempt, n *node, f *obslog.Fact) memoKey {
+	k := memoKey{size: [2]int64{a.prompt, a.hit}, owed: n.owed, owedN: n.owedN, kind: f.Kind, stage: f.Stage, outcome: f.Outcome, timer: f.Timer, side: 2, p: a.p >= 0, d: a.d >= 0}
+	for i, g := range obslog.Kinds[f.Kind].Figures {
+		if f.HasFigure(g) {
+			k.has |= 1 << i
+			k.figs[i] = figure(f, g)
+		}
+	}
+	switch {
+	case f.Proc == a.p:
+		k.side = 0
+	case f.Proc == a.d:
+		k.side = 1
+	case j.h.Processes[f.Proc].Role != obslog.RoleRouter:
+		k.side = 3
+	}
+	if a.p >= 0 {
+		k.recP = j.h.Processes[a.p].Records
+	}
+	if a.d >= 0 {
+		k.recD = j.h.Processes[a.d].Records
+	}
+	h := mix(mix(mix(n.stKey, uint64(k.size[0])), uint64(k.size[1])), uint64(k.kind)|uint64(k.side)<<8|uint64(k.has)<<16|uint64(k.owedN)<<48)
+	for _, v := range k.figs {
+		h = mix(h, uint64(v))
+	}
+	for _, l := range n.owed[:n.owedN] {
+		h = mix(h, uint64(l.Kind)|uint64(l.By)<<8|uint64(l.Blocks)<<16)
+	}
+	k.hash = h
+	return k
+}
+
+// memoReplay is the node a remembered search reaches from n: the same
+// nodes explainStep made, sharing their states.
+func (j *judge) memoReplay(n *node, e *greedyMemo, s int, f *obslog.Fact) *node {
+	x := n
+	for i, st := range e.steps {
+		c := j.child(x)
+		c.st, c.stKey, c.move = st.st, st.stKey, st.m
+		if i < len(e.steps)-1 {
+			c.silent++
+		} else {
+			c.pos[s]++
+			c.consumed++
+			c.fact = f
+			c.silent = 0
+			c.owed, c.owedN = e.owed, e.owedN
+		}
+		x = c
+	}
+	return x
+}
+
+// logsIt reports whether fact f is the process that logs label l.
+func (j *judge) logsIt(a *attempt, l *obslog.Label, f *obslog.Fact) bool {
+	if l.By == obslog.ByRouter {
+		return j.h.Processes[f.Proc].Role == obslog.RoleRouter
+	}
+	return j.logger(a, l) == f.Proc
+}
+
+// explainStep tries each move of x: the first whose first fact for f's
+// process is f makes the child returned; unlogged ones (no faults) are
+// added to silent when more may be taken.
+func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more bool, silent *[]*node) *node {
+	st, moves := j.movesOf(x)
+	for _, m := range moves {
+		switch m.Kind {
+		case checker.MvLose, checker.MvDelay, checker.MvHang, checker.MvNoShow, checker.MvDuplicate:
+			continue
+		case checker.MvCancel:
+			if f.Kind != obslog.ClientCancelled {
+				continue
+			}
+		case checker.MvAbort:
+			if f.Kind != obslog.Aborted {
+				continue
+			}
+		}
+		next := st
+		if v := j.stepper.Force(&next, m); v != nil {
+			continue
+		}
+		if (m.Kind == checker.MvDeliver) && ignored(j.stepper.Firings()) {
+			continue
+		}
+		j.labels = obslog.Observe(j.labels[:0], 0, &st, &next, m, j.stepper.Firings())
+		var must [maxOwed]obslog.Label
+		mn := 0
+		for i := range j.labels {
+			if j.mustLog(a, &j.labels[i]) && mn < maxOwed {
+				must[mn] = j.labels[i]
+				mn++
+			}
+		}
+		if mn == 0 {
+			if more && !(m.Kind.Fault() && m.Kind != checker.MvEvict) {
+				// Made a node only if no move of x explains f: most
+				// facts are explained at once, and then these go.
+				j.quiet = append(j.quiet, quietStep{m: m, st: next})
+			}
+			continue
+		}
+		for i := 0; i < mn; i++ {
+			if !firstOfItsProcess(must[:mn], i) || !j.logsIt(a, &must[i], f) || !matches(f, &must[i]) {
+				continue
+			}
+			owed, on, ok := carry(x, must[:mn], i)
+			if !ok {
+				continue
+			}
+			c := j.child(x)
+			ns := next
+			if !j.setState(a, c, &ns) {
+				j.flushQuiet(a, x, silent)
+				return nil
+			}
+			c.move = m
+			c.pos[s]++
+			c.consumed++
+			c.fact = f
+			c.silent = 0
+			c.owed, c.owedN = owed, on
+			j.quiet = j.quiet[:0]
+			return c
+		}
+	}
+	j.flushQuiet(a, x, silent)
+	return nil
+}
+
+// quietStep is an unlogged step explainStep found, not yet a node.
+type quietStep struct {
+	m  checker.Move
+	st checker.State
+}
+
+// flushQuiet makes the unlogged steps explainStep found of x nodes of the
+// next frontier, in the order found.
+func (j *judge) flushQuiet(a *attempt, x *node, silent *[]*node) {
+	for i := range j.quiet {
+		q := &j.quiet[i]
+		c := j.child(x)
+		ns := q.st
+		if j.setState(a, c, &ns) {
+			c.move = q.m
+			c.silent++
+			*silent = append(*silent, c)
+		}
+	}
+	j.quiet = j.quiet[:0]
+}
+
+// counted moves a greedily followed attempt's share of its workers'
+// ledgers to its explanation; false when that breaks CapacityRespected,
+// rejected at the attempt's last fact.
+func (j *judge) counted(a *attempt) bool {
+	v := j.recount(a, a.cur)
+	if v == nil {
+		return true
+	}
+	f := a.last
+	j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f), Invariant: v.Invariant,
+		Detail: v.Detail, Explained: j.history(a.cur)})
+	return false
+}
+
+// greedyDone forgets an attempt its explanation finished, when no
+// process could log anything more about it.
+func (j *judge) greedyDone(a *attempt) {
+	n := a.cur
+	if n.owedN != 0 || !j.done(n) {
+		return
+	}
+	// A Removed may still come for what its sides keep cached: the
+	// record of the finished attempt says which (retire), so the attempt
+	// goes now, not when its blocks are evicted, which may be never.
+	j.retire(a, n)
+}
+
+// greedyEnd is the explanation that ends an attempt followed greedily:
+// its own, or one it reaches by unlogged steps.
+func (j *judge) greedyEnd(a *attempt) *node {
+	n := a.cur
+	if n.owedN != 0 {
+		return nil
+	}
+	frontier := []*node{n}
+	var seen map[uint64][]*node
+	for depth := 0; len(frontier) > 0 && depth <= j.bound; depth++ {
+		var next []*node
+		for _, x := range frontier {
+			if j.open || j.doneAtEnd(x) {
+				return x
+			}
+			j.explainStep(a, x, &obslog.Fact{Kind: 0}, 0, depth < j.bound, &next)
+		}
+		frontier, seen = j.fresh(next, seen)
+	}
+	return nil
+}
+
+// mustLog reports whether some process that would log a label records
+// its kind: a fact that happens without its line cannot explain a log
+// that records it.
+func (j *judge) mustLog(a *attempt, l *obslog.Label) bool {
+	pr := j.h.Processes
+	switch l.By {
+	case obslog.ByRouter:
+		for _, p := range j.routers {
+			if pr[p].Records.Has(l.Kind) {
+				return true
+			}
+		}
+		return false
+	case obslog.BySource:
+		if a.p >= 0 {
+			return pr[a.p].Records.Has(l.Kind)
+		}
+		return j.allOfRole(obslog.RolePrefill, l.Kind)
+	default:
+		if a.d >= 0 {
+			return pr[a.d].Records.Has(l.Kind)
+		}
+		return j.allOfRole(obslog.RoleDecode, l.Kind)
+	}
+}
+
+func (j *judge) allOfRole(r obslog.Role, k obslog.Kind) bool {
+	for _, p := range j.h.Processes {
+		if p.Role == r && !p.Records.Has(k) {
+			return false
+		}
+	}
+	return true
+}
+
+// logger is the process that logs a side's label, or -1 while unknown.
+func (j *judge) logger(a *attempt, l *obslog.Label) int {
+	if l.By == obslog.BySource {
+		return a.p
+	}
+	return a.d
+}
+
+// consume tries to explain the head facts of the slots by label l. It
+// returns the children and whether some process that would log l has no
+// fact to match yet (the node then waits for one).
+func (j *judge) consume(a *attempt, n *node, l *obslog.Label, make func(s int, f *obslog.Fact)) (waits bool) {
+	try := func(p int) {
+		s := -1
+		for i := range a.slots {
+			if a.slots[i].proc == p {
+				s = i
+			}
+		}
+		if s < 0 || int(n.pos[s]) >= len(a.slots[s].facts) {
+			waits = true
+			return
+		}
+		if f := a.slots[s].facts[n.pos[s]]; matches(f, l) {
+			make(s, f)
+		}
+	}
+	if l.By == obslog.ByRouter {
+		for _, p := range j.routers {
+			if j.h.Processes[p].Records.Has(l.Kind) {
+				try(p)
+			}
+		}
+		return waits
+	}
+	p := j.logger(a, l)
+	if p < 0 {
+		return true
+	}
+	try(p)
+	return waits
+}
+
+// payOwed is the node that explains fact f, of slot s, by the label n
+// owes at i.
+func (j *judge) payOwed(n *node, i, s int, f *obslog.Fact) *node {
+	c := j.child(n)
+	c.pos[s]++
+	c.consumed++
+	c.fact = f
+	copy(c.owed[i:], c.owed[i+1:c.owedN])
+	c.owed[c.owedN-1] = obslog.Label{}
+	c.owedN--
+	c.silent = 0
+	return c
+}
+
+// carry is what a node owes after a step that makes must observable and
+// whose fact i it explains: what it owed before, then the step's other
+// facts. A process's facts come in that order, so the fact explained
+// must be its process's first: ok is false when the process still owes
+// earlier ones (or when too many are owed).
+func carry(n *node, must []obslog.Label, i int) (owed [maxOwed]obslog.Label, on uint8, ok bool) {
+	for _, l := range n.owed[:n.owedN] {
+		if l.By == must[i].By {
+			return owed, 0, false
+		}
+	}
+	if int(n.owedN)+len(must)-1 > maxOwed {
+		return owed, 0, false
+	}
+	copy(owed[:], n.owed[:n.owedN])
+	k := int(n.owedN)
+	for x := range must {
+		if x != i {
+			owed[k] = must[x]
+			k++
+		}
+	}
+	return owed, uint8(k), true
+}
+
+// forgive drops the facts a node owes process p, which restarted: a
+// process may die after a step and before it logs what the step did (a
+// route that reached it as it died, a line it had not written), and the
+// new process logs nothing of the old one's attempts.
+func (j *judge) forgive(a *attempt, n *node, p int) {
+	k := 0
+	for _, l := range n.owed[:n.owedN] {
+		if l.By == obslog.ByRouter || j.logger(a, &l) != p {
+			n.owed[k] = l
+			k++
+		}
+	}
+	for i := k; i < int(n.owedN); i++ {
+		n.owed[i] = obslog.Label{}
+	}
+	n.owedN = uint8(k)
+}
+
+// owes reports whether a node owes process p a fact.
+func (j *judge) owes(a *attempt, n *node, p int) bool {
+	for _, l := range n.owed[:n.owedN] {
+		if l.By != obslog.ByRouter && j.logger(a, &l) == p {
+			return true
+		}
+	}
+	return false
+}
+
+// firstOfItsProcess reports whether label i is the first of ls that its
+// process logs: the facts one step makes observable to one process come
+// in the vocabulary's order (a receipt before what it causes, a release
+// before the outcome reported on it).
+func firstOfItsProcess(ls []obslog.Label, i int) bool {
+	for k := 0; k < i; k++ {
+		if ls[k].By == ls[i].By {
+			return false
+		}
+	}
+	return true
+}
+
+func matches(f *obslog.Fact, l *obslog.Label) bool {
+	if f.Kind != l.Kind {
+		return false
+	}
+	if f.Kind == obslog.Routed && f.Stage != l.Stage {
+		return false
+	}
+	for _, g := range obslog.Kinds[f.Kind].Figures {
+		if !f.HasFigure(g) {
+			continue
+		}
+		switch g {
+		case obslog.FigStage:
+		case obslog.FigOutcome:
+			if f.Outcome != l.Outcome {
+				return false
+			}
+		case obslog.FigTimer:
+			if f.Timer != l.Timer {
+				return false
+			}
+		default:
+			if figure(f, g) != labelFigure(l, g) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// expand takes every way a node can go on: explain an owed fact, or take
+// a step (a restart a log names, or an enabled move), logged or not. A
+// node that may explain a fact not read yet waits for it; so does one
+// that explained every fact read, for the end of the logs.
+
+// mayConsume reports whether a head fact of the process that logs l is
+// of l's kind.
+func (j *judge) mayConsume(a *attempt, n *node, l *obslog.Label) bool {
+	for s := range a.slots {
+		p := int(n.pos[s])
+		if p >= len(a.slots[s].facts) {
+			continue
+		}
+		f := a.slots[s].facts[p]
+		if f.Kind != l.Kind {
+			continue
+		}
+		if l.By == obslog.ByRouter && j.h.Processes[f.Proc].Role == obslog.RoleRouter || l.By != obslog.ByRouter && f.Proc == j.logger(a, l) {
+			return true
+		}
+	}
+	return false
+}
+
+// awaits reports whether a process that would log l has no fact left to
+// match yet: one may still come.
+func (j *judge) awaits(a *attempt, n *node, l *obslog.Label) bool {
+	return j.consume(a, n, l, func(int, *obslog.Fact) {})
+}

@@ -1,0 +1,427 @@
+package conform
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// Expanding: a node's enabled moves, the unlogged ones taken at once (up
+// to the bound and the fault level), the logged ones kept for the facts
+// that explain them.
+
+func (j *judge) replay(a *attempt, prev []*node) bool {
+	a.seen = map[uint64][]*node{}
+	a.waiting = nil
+	a.cut, a.fcut = false, false
+	st := j.stepper.Initial(a.wcfg)
+	root := &node{st: &st, stKey: j.stateKey(&st)}
+	a.seen[root.key()] = []*node{root}
+	j.drain(a, []*node{root})
+	return j.settle(a, prev)
+}
+
+// drain expands nodes until none is left to expand.
+func (j *judge) drain(a *attempt, work []*node) {
+	for len(work) > 0 {
+		n := work[len(work)-1]
+		work = work[:len(work)-1]
+		work = j.expand(a, n, work)
+	}
+}
+
+// settle looks at an attempt after its search advanced: retired when it
+// finished, searched again with more unlogged faults, or rejected.
+func (j *judge) settle(a *attempt, prev []*node) bool {
+	if len(a.waiting) == 0 {
+		if !a.full {
+			a.full = true
+			return j.replay(a, prev)
+		}
+		if a.fcut && a.level < j.maxF {
+			a.level++
+			return j.replay(a, prev)
+		}
+		if j.attachSilent(a) {
+			return j.replay(a, nil)
+		}
+		j.dead(a, prev)
+		return false
+	}
+	// An attempt is over when some explanation finished it and none
+	// could explain a fact still to come: its memory goes.
+	var fin *node
+	for _, n := range a.waiting {
+		if !j.caughtUp(a, n) {
+			continue
+		}
+		// A finished explanation waits only for the Removed of what its
+		// sides keep cached, which the record of the finished attempt
+		// judges (retire): it does not keep the attempt open.
+		over := n.owedN == 0 && j.done(n)
+		if n.hungry && !(over && j.onlyRemovals(n)) {
+			return true
+		}
+		if fin == nil && over {
+			fin = n
+		}
+	}
+	if fin != nil {
+		j.retire(a, fin)
+	}
+	return true
+}
+
+// onlyRemovals reports whether every logged step a node has is a cache's
+// eviction publishing Removed.
+func (j *judge) onlyRemovals(n *node) bool {
+	for _, sc := range n.succ {
+		if !sc.lazy && sc.mn == 0 {
+			continue // a step that explains nothing
+		}
+		if sc.lazy || sc.m.Kind != checker.MvEvict {
+			return false
+		}
+	}
+	return true
+}
+
+// done reports whether a node's attempt finished and returned everything.
+// While the logs go on, a transfer still running keeps the attempt open:
+// its end may yet be logged.
+func (j *judge) done(n *node) bool {
+	return j.chk.Finished(n.st, 0) && n.st.W.HandoffDrained(0)
+}
+
+// doneAtEnd reports whether a node's attempt is finished when the logs
+// end, as docs/conform.md defines it: both sides terminal, and no block,
+// page, slot, booking, timer or in-flight count held. A transfer that
+// never ended (hung) holds none of them once both sides released what it
+// read and wrote, so it does not keep the attempt unfinished.
+func (j *judge) doneAtEnd(n *node) bool {
+	if !j.chk.Finished(n.st, 0) {
+		return false
+	}
+	w := &n.st.W
+	if w.H[0].Xfer != model.XferRunning {
+		return w.HandoffDrained(0)
+	}
+	cp := *w
+	cp.H[0].Xfer = model.XferFailed
+	return cp.HandoffDrained(0)
+}
+
+func (j *judge) caughtUp(a *attempt, n *node) bool {
+	for s := range a.slots {
+		if int(n.pos[s]) < len(a.slots[s].facts) {
+			return false
+		}
+	}
+	return true
+}
+
+func (j *judge) retire(a *attempt, n *node) {
+	j.account(a, n)
+	j.recount(a, nil)
+	delete(j.att, a.id)
+	e := finished{p: int16(a.p), d: int16(a.d), removed: j.stillRemoved(a, n), line: int32(a.last.Line)}
+	e.file = uint16(max(0, slices.Index(j.rep.Files, a.last.File)))
+	for k, p := range []int{a.p, a.d} {
+		if p >= 0 {
+			e.gen[k] = int32(j.procs[p].gen)
+		}
+	}
+	// A copy of the id: the record must not keep what it was cut from.
+	j.gone[strings.Clone(a.id)] = e
+}
+
+// stillRemoved is, for each side of a finished explanation, the blocks of
+// the Removed its process may still log (a cache evicting what the index
+// advertises), or -1.
+func (j *judge) stillRemoved(a *attempt, n *node) [2]int32 {
+	out := [2]int32{-1, -1}
+	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+		x := &n.st.W.H[0]
+		if x.Worker(sd) < 0 || !(sd == model.SourceSide && x.SrcIndexed || sd == model.DestinationSide && x.Published) {
+			continue
+		}
+		next := *n.st
+		m := cluster.Evict(sd)
+		if v := j.stepper.Force(&next, m); v != nil {
+			continue
+		}
+		for _, l := range obslog.Observe(j.labels[:0], 0, n.st, &next, m, j.stepper.Firings()) {
+			if l.Kind == obslog.Removed && j.mustLog(a, &l) {
+				out[sd] = l.Blocks
+			}
+		}
+	}
+	return out
+}
+
+// account adds an explanation's figures to the report.
+func (j *judge) account(a *attempt, n *node) {
+	if a.everCut || a.cut {
+		j.rep.BoundReached++
+	}
+	if a.level > 0 {
+		j.rep.Escalated++
+	}
+	gap := 0
+	for x := n; x != nil && x.parent != nil; x = x.parent {
+		if x.fact != nil {
+			gap = 0
+			continue
+		}
+		j.rep.Unlogged++
+		if x.move.Kind.Fault() {
+			j.rep.FaultsUsed++
+		}
+		gap++
+		j.rep.LongestGap = max(j.rep.LongestGap, gap)
+	}
+}
+
+func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
+	if len(a.furthest) == 0 || n.consumed > a.furthest[0].consumed {
+		a.furthest = append(a.furthest[:0], n)
+	} else if n.consumed == a.furthest[0].consumed && len(a.furthest) < maxFurthest {
+		a.furthest = append(a.furthest, n)
+	}
+	caught := j.caughtUp(a, n)
+	waits := false
+	for i := 0; i < int(n.owedN); i++ {
+		l := n.owed[i]
+		if !firstOfItsProcess(n.owed[:n.owedN], i) {
+			continue
+		}
+		if j.consume(a, n, &l, func(s int, f *obslog.Fact) {
+			work = j.push(a, j.payOwed(n, i, s, f), work)
+		}) {
+			waits = true
+		}
+	}
+	for s := range a.slots {
+		if int(n.pos[s]) < len(a.slots[s].facts) {
+			if f := a.slots[s].facts[n.pos[s]]; f.Kind == obslog.WorkerRestarted {
+				k := int8(0)
+				if a.slots[s].proc == a.d {
+					k = 1
+				}
+				c := j.child(n)
+				ns := *n.st
+				if v := j.stepper.Force(&ns, checker.Move{Kind: checker.MvRestart, H: -1, Arg: k}); v != nil {
+					a.broken = v
+					continue
+				}
+				if !j.setState(a, c, &ns) {
+					continue
+				}
+				j.forgive(a, c, f.Proc)
+				c.pos[s]++
+				c.consumed++
+				c.fact = f
+				c.silent = 0
+				work = j.push(a, c, work)
+			}
+		}
+	}
+	if !n.expanded {
+		n.expanded = true
+		work = j.steps(a, n, work)
+	}
+	for k := range n.succ {
+		sc := &n.succ[k]
+		if sc.lazy {
+			if !j.mayConsume(a, n, &n.labels[sc.off]) {
+				if j.awaits(a, n, &n.labels[sc.off]) {
+					waits = true
+				}
+				continue
+			}
+			j.resolve(a, n, sc)
+		}
+		var next *checker.State
+		var nextKey uint64
+		must := n.labels[sc.off : int(sc.off)+int(sc.mn)]
+		for i := 0; i < int(sc.mn); i++ {
+			l := must[i]
+			if !firstOfItsProcess(must, i) {
+				continue
+			}
+			owed, on, ok := carry(n, must, i)
+			if !ok {
+				continue
+			}
+			if j.consume(a, n, &l, func(s int, f *obslog.Fact) {
+				if next == nil {
+					next = j.step(n, sc.m)
+					if v := j.chk.CheckState(next); v != nil {
+						a.broken = v
+						sc.mn = 0 // explains nothing
+						return
+					}
+					nextKey = j.stateKey(next)
+				}
+				if sc.mn == 0 {
+					return
+				}
+				c := j.child(n)
+				c.st, c.stKey = next, nextKey
+				c.move = sc.m
+				c.pos[s]++
+				c.consumed++
+				c.fact = f
+				c.silent = 0
+				c.owed, c.owedN = owed, on
+				work = j.push(a, c, work)
+			}) {
+				waits = true
+			}
+		}
+	}
+	if caught || (waits && a.full) {
+		n.hungry = waits
+		a.waiting = append(a.waiting, n)
+	}
+	return work
+}
+
+// movesOf is a node's state, its budget full, and the moves of the
+// attempt it enables. A worker's restart is left out (the logs say when
+// one happens) and so is other requests' load (outside the attempt); a
+// cache evicting what a finished side keeps is added: the explorer leaves
+// it out, since nothing of the protocol follows, but a log may say it
+// happened.
+func (j *judge) movesOf(n *node) (checker.State, []checker.Move) {
+	st := *n.st
+	j.moves = j.stepper.Moves(&st, j.moves[:0])
+	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+		if cluster.Evicts(j.chk, &st, sd) {
+			j.moves = append(j.moves, cluster.Evict(sd))
+		}
+	}
+	moves := make([]checker.Move, 0, len(j.moves))
+	for _, m := range j.moves {
+		switch m.Kind {
+		case checker.MvRestart, checker.MvOccupy, checker.MvFreeBackground:
+		default:
+			moves = append(moves, m)
+		}
+	}
+	return st, moves
+}
+
+// steps takes a node's enabled moves once: the unlogged ones make
+// children now, the logged ones are kept for the facts that explain them.
+func (j *judge) steps(a *attempt, n *node, work []*node) []*node {
+	st, moves := j.movesOf(n)
+	for _, m := range moves {
+		switch m.Kind {
+		case checker.MvLose, checker.MvDelay, checker.MvHang, checker.MvNoShow:
+			// Never logged: a fault the level may not allow yet.
+			if int(n.faults) >= a.level {
+				a.fcut = true
+				continue
+			}
+		case checker.MvCancel, checker.MvAbort:
+			// Their first fact is known without taking them; most nodes
+			// never see it, so the step waits for it.
+			l := obslog.Label{Kind: obslog.ClientCancelled, By: obslog.ByRouter}
+			if m.Kind == checker.MvAbort {
+				l = obslog.Label{Kind: obslog.Aborted, By: obslog.BySource}
+				if model.Side(m.Arg) == model.DestinationSide {
+					l.By = obslog.ByDestination
+				}
+			}
+			if j.mustLog(a, &l) {
+				n.succ = append(n.succ, succ{m: m, off: uint16(len(n.labels)), mn: 1, lazy: true})
+				n.labels = append(n.labels, l)
+				continue
+			}
+		}
+		// A cache evicting is no fault: caches do it all the time.
+		fault := m.Kind.Fault() && m.Kind != checker.MvEvict
+		next := st
+		v := j.stepper.Force(&next, m)
+		if v != nil {
+			a.broken = v
+			continue
+		}
+		if (m.Kind == checker.MvDeliver || m.Kind == checker.MvDuplicate) && ignored(j.stepper.Firings()) {
+			// A fact no row acts on (a late one, a duplicate, one at a
+			// side that finished) only leaves the channel. Leaving it
+			// there instead explains every log the delivery would (a fact
+			// in flight need never arrive), so the search skips it.
+			continue
+		}
+		j.labels = obslog.Observe(j.labels[:0], 0, &st, &next, m, j.stepper.Firings())
+		sc := succ{m: m, off: uint16(len(n.labels))}
+		for i := range j.labels {
+			if j.mustLog(a, &j.labels[i]) && sc.mn < maxOwed {
+				n.labels = append(n.labels, j.labels[i])
+				sc.mn++
+			}
+		}
+		if sc.mn > 0 {
+			n.succ = append(n.succ, sc)
+			continue
+		}
+		if fault && int(n.faults) >= a.level {
+			a.fcut = true
+			continue
+		}
+		if int(n.silent) >= j.bound {
+			a.cut, a.everCut = true, true
+			continue
+		}
+		c := j.child(n)
+		ns := next
+		if !j.setState(a, c, &ns) {
+			continue
+		}
+		c.move = m
+		c.silent++
+		if fault {
+			c.faults++
+		}
+		work = j.push(a, c, work)
+	}
+	return work
+}
+
+// resolve takes a lazy step: what it makes observable replaces its first
+// fact. A step that breaks an invariant or turns out to make nothing
+// observable explains no fact.
+func (j *judge) resolve(a *attempt, n *node, sc *succ) {
+	sc.lazy = false
+	next := *n.st
+	v := j.stepper.Force(&next, sc.m)
+	sc.mn = 0
+	if v != nil {
+		a.broken = v
+		return
+	}
+	j.labels = obslog.Observe(j.labels[:0], 0, n.st, &next, sc.m, j.stepper.Firings())
+	sc.off = uint16(len(n.labels))
+	for i := range j.labels {
+		if j.mustLog(a, &j.labels[i]) && sc.mn < maxOwed {
+			n.labels = append(n.labels, j.labels[i])
+			sc.mn++
+		}
+	}
+}
+
+// ignored reports whether the rows that fired (if any) did nothing.
+func ignored(fs []checker.Firing) bool {
+	for _, f := range fs {
+		if f.From != f.To || len(f.Actions) > 0 {
+			return false
+		}
+	}
+	return true
+}

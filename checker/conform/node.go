@@ -1,0 +1,208 @@
+package conform
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
+)
+
+// Nodes: a node of an attempt's search is a state of the composed system
+// with what the attempt's logs explained so far and what it still owes;
+// its key hashes all of that for the visited set, whose buckets confirm a
+// hit by comparing the nodes themselves (same), never by the hash alone.
+
+type node struct {
+	// st is the world and the machines; nodes that differ only in what
+	// they explained share it. stKey is its hash.
+	st       *checker.State
+	stKey    uint64
+	pos      [maxSlots]uint16
+	owed     [maxOwed]obslog.Label
+	owedN    uint8
+	silent   uint8
+	faults   uint8
+	consumed uint32
+	// hungry: the node may explain a fact not read yet.
+	hungry bool
+	// depth is the steps and facts from the attempt's start: of two
+	// explanations of as many facts, a report shows the shorter.
+	depth  uint16
+	parent *node
+	fact   *obslog.Fact // the fact this node explained, or nil
+	move   checker.Move // the step that made this node (none: a fact owed)
+	// succ is, once the node was expanded, its logged steps: a node
+	// expanded again (a fact it may explain arrived) matches the fact
+	// against them without stepping the world again.
+	succ     []succ
+	labels   []obslog.Label
+	expanded bool
+}
+
+// succ is a logged step of a node: the move and what it makes observable.
+type succ struct {
+	m checker.Move
+	// off and mn locate what the step makes observable in the node's
+	// labels.
+	off uint16
+	mn  uint8
+	// lazy: the labels hold only the step's first fact, known without
+	// taking it; the step is taken when a fact of that kind arrives.
+	lazy bool
+}
+
+// key is a node's identity for the search: its state, what it explained
+// and owes, and the faults it used (they count toward a bound, so two
+// paths with different counts may go different ways), hashed with a fixed
+// hash (the same on every run: the search's course, and so its report,
+// never depends on the process).
+func (n *node) key() uint64 {
+	h := n.stKey
+	for _, p := range n.pos {
+		h = mix(h, uint64(p))
+	}
+	h = mix(h, uint64(n.owedN)|uint64(n.faults)<<8)
+	for _, l := range n.owed[:n.owedN] {
+		h = mix(h, uint64(l.Kind)|uint64(l.By)<<8|uint64(l.Stage)<<16|uint64(l.Outcome)<<24|uint64(l.Timer)<<32)
+		h = mix(h, uint64(l.Blocks))
+		h = mix(h, uint64(l.Pages))
+		h = mix(h, uint64(l.Slot))
+		h = mix(h, uint64(l.Headroom))
+		h = mix(h, uint64(l.Tokens))
+	}
+	return h
+}
+
+func mix(h, v uint64) uint64 {
+	h ^= v
+	h *= 0x9e3779b97f4a7c15
+	return h ^ h>>29
+}
+
+// stateKey hashes a state's canonical packing.
+func (j *judge) stateKey(st *checker.State) uint64 {
+	h := uint64(0x68616e646f666663)
+	for _, w := range j.chk.Key(st) {
+		h = mix(h, w)
+	}
+	return h
+}
+
+// setState gives a node a new state, judged by the state invariants: a
+// state that breaks one explains nothing.
+func (j *judge) setState(a *attempt, n *node, st *checker.State) bool {
+	if v := j.chk.CheckState(st); v != nil {
+		a.broken = v
+		return false
+	}
+	n.st, n.stKey = st, j.stateKey(st)
+	return true
+}
+
+func (j *judge) root(a *attempt) *node {
+	st := j.stepper.Initial(a.wcfg)
+	return &node{st: &st, stKey: j.stateKey(&st)}
+}
+
+// fresh keeps the nodes of a breadth-first frontier whose states were not
+// seen before.
+func (j *judge) fresh(ns []*node, seen map[uint64][]*node) ([]*node, map[uint64][]*node) {
+	if len(ns) == 0 {
+		return nil, seen
+	}
+	if seen == nil {
+		seen = map[uint64][]*node{}
+	}
+	out := ns[:0]
+next:
+	for _, n := range ns {
+		for _, m := range seen[n.stKey] {
+			if sameState(j.chk, m.st, n.st) {
+				continue next
+			}
+		}
+		seen[n.stKey] = append(seen[n.stKey], n)
+		out = append(out, n)
+	}
+	return out, seen
+}
+
+func (j *judge) push(a *attempt, n *node, work []*node) []*node {
+	k := n.key()
+	for _, m := range a.seen[k] {
+		if j.same(m, n) {
+			return work
+		}
+	}
+	a.seen[k] = append(a.seen[k], n)
+	return append(work, n)
+}
+
+// same reports whether two nodes are one for the search: the same state
+// (by its canonical key), what they explained and owe, and faults used.
+func (j *judge) same(x, y *node) bool {
+	if x.pos != y.pos || x.owedN != y.owedN || x.owed != y.owed || x.faults != y.faults {
+		return false
+	}
+	return sameState(j.chk, x.st, y.st)
+}
+
+// sameState reports whether two states are one: equal, or with the same
+// canonical key.
+func sameState(c *checker.Checker, x, y *checker.State) bool {
+	return x == y || *x == *y || c.Key(x) == c.Key(y)
+}
+
+func (j *judge) child(n *node) *node {
+	c := *n
+	c.parent = n
+	if c.depth < maxFacts {
+		c.depth++
+	}
+	c.fact = nil
+	c.move = checker.Move{}
+	c.succ = nil
+	c.labels = nil
+	c.expanded = false
+	c.hungry = false
+	return &c
+}
+
+// step is the state a node's move leads to.
+func (j *judge) step(n *node, m checker.Move) *checker.State {
+	next := *n.st
+	j.stepper.Force(&next, m)
+	return &next
+}
+
+// better orders explanations for a report: more facts explained, then
+// fewer owed, fewer unlogged faults, fewer steps.
+func better(x, y *node) bool {
+	switch {
+	case x.consumed != y.consumed:
+		return x.consumed > y.consumed
+	case x.owedN != y.owedN:
+		return x.owedN < y.owedN
+	case x.faults != y.faults:
+		return x.faults < y.faults
+	}
+	return x.depth < y.depth
+}
+
+// history is an explanation's facts and unlogged steps, oldest first.
+func (j *judge) history(n *node) []string {
+	var out []string
+	for x := n; x != nil && x.parent != nil; x = x.parent {
+		switch {
+		case x.fact != nil && x.move.Kind != 0:
+			out = append(out, fmt.Sprintf("%s %s (step %s)", x.fact.Where(), Describe(j.h, x.fact), x.move))
+		case x.fact != nil:
+			out = append(out, fmt.Sprintf("%s %s", x.fact.Where(), Describe(j.h, x.fact)))
+		default:
+			out = append(out, "unlogged: "+x.move.String())
+		}
+	}
+	slices.Reverse(out)
+	return out
+}
