@@ -122,7 +122,7 @@ func TestMake_RewriteRunsEveryGolden(t *testing.T) {
 		t.Errorf("the rewrite recipe does not run REWRITE_TESTS with -rewrite:\n%s", recipe)
 	}
 	for _, f := range strings.Fields(strings.ReplaceAll(block[1], `\`, " ")) {
-		pkg, re, _ := strings.Cut(f, ":")
+		pkg, re, _ := strings.Cut(strings.Trim(f, "'"), ":")
 		patterns[pkg] = append(patterns[pkg], strings.ReplaceAll(re, "$$", "$"))
 	}
 	written := regexp.MustCompile(`\$\(GO\) test (\./\S+) -run '([^']+)' -rewrite`)
