@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 // dockerfile is what the tests read of the repository's Dockerfile: its
@@ -156,6 +158,33 @@ func TestDeploy_ImageRunsTheManifestCommand(t *testing.T) {
 	}
 	if path.Base(d.entrypoint[0]) != "handoffcheck" || len(cmd) < 2 || cmd[0] != "handoffcheck" || cmd[1] != "check" {
 		t.Errorf("the container runs %v (entrypoint %v), want handoffcheck check", cmd, d.entrypoint)
+	}
+
+	// A nonroot image writes its reports through the pod's fsGroup.
+	if strings.HasSuffix(final.from, ":nonroot") {
+		data, err := os.ReadFile(manifest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pod struct {
+			Spec struct {
+				Template struct {
+					Spec struct {
+						SecurityContext struct {
+							RunAsNonRoot *bool `json:"runAsNonRoot"`
+							FSGroup      *int  `json:"fsGroup"`
+						} `json:"securityContext"`
+					} `json:"spec"`
+				} `json:"template"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal(data, &pod); err != nil {
+			t.Fatal(err)
+		}
+		sc := pod.Spec.Template.Spec.SecurityContext
+		if sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.FSGroup == nil || *sc.FSGroup != 65532 {
+			t.Errorf("the image runs as distroless's nonroot user 65532, but the pod does not give its volumes fsGroup 65532 (runAsNonRoot true): the shard could not write its report")
+		}
 	}
 
 	// The build stage's Go is the one go.mod asks for (major.minor).
