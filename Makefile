@@ -2,6 +2,9 @@
 # linters come through go.mod's tool directive.
 
 GO        ?= go
+DOCKER    ?= docker
+# The image deploy/k8s/walks-job.yaml runs.
+IMAGE     ?= handoffcheck:latest
 FUZZTIME  ?= 30s
 BENCHTIME ?= 1x
 # Code-level mutation testing (docs/codemut.md): sample size and seed.
@@ -25,7 +28,7 @@ FUZZ_TARGETS = \
 	./checker/live:FuzzDecodeFrame \
 	./fuzz:FuzzStep
 
-.PHONY: all generate check test fresh fuzz fuzz-seeds bench lint install mutate-code chromium examples live live-parity scale por-check
+.PHONY: all generate check test fresh fuzz fuzz-seeds bench lint install mutate-code chromium examples live live-parity scale por-check rewrite docs-slow image
 
 all: test
 
@@ -95,6 +98,37 @@ live:
 # policies (minutes; not part of make test).
 live-parity:
 	HANDOFFCHECK_LIVE_PARITY=1 $(GO) test -count=1 -timeout 0 -v ./checker/live -run 'TestLiveReplayParityRestarts'
+
+# Regenerate everything generated: go generate (machines/ and the reference
+# pages of docs/), the example observation logs, then every golden a test
+# rewrites with -rewrite, one test run per package (each -run names the
+# tests of that package that honour the flag; quoted for the shell).
+# Review the diff before
+# committing: a golden that changes is a behaviour that changed.
+REWRITE_TESTS = \
+	'./checker:^(TestScenarios|TestMutate_Score)$$' \
+	'./checker/obslog:^TestSchemaFresh$$' \
+	'./checker/sim:^TestMutateTimed_Survivors$$' \
+	'./checker/sim/workload:^TestDefault$$' \
+	'./fuzz:^TestFuzzSeeds_Fresh$$' \
+	'./cmd/handoffcheck:^(TestCLI_Golden|TestDocsImages_Fresh|TestDocGo_IsTheRegistry)$$'
+rewrite: generate examples
+	@set -e; for t in $(REWRITE_TESTS); do \
+		pkg=$${t%%:*}; run=$${t#*:}; \
+		echo "== $$pkg -run '$$run' -rewrite"; \
+		$(GO) test -count=1 -timeout 0 $$pkg -run "$$run" -rewrite; \
+	done
+
+# The documentation's examples that take minutes or gigabytes (make check's
+# output on docs/measurements.md, every mutant of mutate): run and held to
+# what the pages show, as make test does with the others.
+docs-slow:
+	HANDOFFCHECK_DOCS_SLOW=1 $(GO) test -count=1 -timeout 0 ./cmd/handoffcheck -run '^TestDocs_ExamplesMatchOutput$$' -v
+
+# The container image deploy/k8s/walks-job.yaml runs (Dockerfile: a static
+# binary on a distroless base). Needs docker (or DOCKER=podman).
+image:
+	$(DOCKER) build -t $(IMAGE) -f Dockerfile .
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -151,9 +151,9 @@ func cmdConform(c *command, e *env, args []string) int {
 		b, _ := json.MarshalIndent(out, "", "  ")
 		fmt.Fprintf(e.stdout, "%s\n", b)
 	} else {
-		printConform(e.stdout, rep)
+		rep.WriteText(e.stdout)
 		if mocked != nil {
-			printMocker(e.stdout, mocked)
+			mocked.WriteText(e.stdout)
 		}
 	}
 	switch rep.Verdict {
@@ -212,48 +212,4 @@ func convertMocker(f io.Reader, name string) *converted {
 		pw.Close()
 	}()
 	return cv
-}
-
-func printMocker(w io.Writer, m *mocker.Result) {
-	fmt.Fprintf(w, "mocker bookkeeping: %d handoffs; its in-flight counts differ from the contract's at %d events", m.Handoffs, len(m.Divergences))
-	if len(m.Divergences) == 0 {
-		fmt.Fprintln(w)
-		return
-	}
-	d := m.Divergences[0]
-	fmt.Fprintf(w, " (the mocker counts a prefill out when its pass completes, the contract while its source is held; first at line %d: %s, mocker %d, contract %d)\n", d.Line, d.Worker, d.Mocker, d.Count)
-}
-
-func printConform(w io.Writer, r *conform.Report) {
-	fmt.Fprintf(w, "conform %s (%s on %s): %d facts, %d attempts, %d restarts\n",
-		strings.Join(r.Files, " "), r.Policy, r.Engine, r.Facts, r.Attempts, r.Restarts)
-	fmt.Fprintf(w, "search: at most %d unlogged steps between facts and %d unlogged faults per attempt; "+
-		"the explanations took %d unlogged steps (longest gap %d) and %d unlogged faults; the bound was reached in %d attempts; at most %d attempts open at once\n",
-		r.Bound, r.MaxFaults, r.Unlogged, r.LongestGap, r.FaultsUsed, r.BoundReached, r.PeakOpen)
-	x := r.Rejection
-	if x == nil {
-		fmt.Fprintf(w, "verdict: explained: a behavior of the tables explains every fact, every invariant holding along it\n")
-		return
-	}
-	fmt.Fprintf(w, "verdict: %s at %s:%d\n", r.Verdict, x.File, x.Line)
-	fmt.Fprintf(w, "  fact: %s\n", x.Fact)
-	if x.Invariant != "" {
-		fmt.Fprintf(w, "  invariant: %s\n", x.Invariant)
-	}
-	fmt.Fprintf(w, "  %s\n", x.Detail)
-	if len(x.Allowed) > 0 {
-		fmt.Fprintf(w, "  the tables allowed instead:\n")
-		for _, a := range x.Allowed {
-			fmt.Fprintf(w, "    %s\n", a)
-		}
-	}
-	fmt.Fprintf(w, "  explained before it: %d facts of the logs", x.Prefix)
-	if len(x.Explained) > 0 {
-		fmt.Fprintf(w, "; the attempt's explained prefix:\n")
-		for _, l := range x.Explained {
-			fmt.Fprintf(w, "    %s\n", l)
-		}
-	} else {
-		fmt.Fprintln(w)
-	}
 }

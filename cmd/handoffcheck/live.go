@@ -222,7 +222,7 @@ func cmdLive(c *command, e *env, args []string) int {
 	} else {
 		rep.Write(e.stdout)
 		if verdict != nil {
-			printConform(e.stdout, verdict)
+			verdict.WriteText(e.stdout)
 		}
 	}
 	switch {

@@ -165,10 +165,36 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "exit codes (every command):")
-	for code := exitOK; code <= exitInterrupted; code++ {
-		fmt.Fprintf(w, "  %d  %s\n", code, exitText[code])
+	for _, x := range exitCodes() {
+		fmt.Fprintf(w, "  %d  %s\n", x.code, x.text)
 	}
 	fmt.Fprintln(w, "run 'handoffcheck help <command>' for a command's flags and exit codes")
+}
+
+// exitCodes lists every exit code in order with its common meaning; a code
+// that only some commands return names them (from their help's exit
+// lists), so the list cannot fall behind the commands.
+func exitCodes() []exitDoc {
+	codes := make([]int, 0, len(exitText))
+	for code := range exitText {
+		codes = append(codes, code)
+	}
+	sort.Ints(codes)
+	var out []exitDoc
+	for _, code := range codes {
+		text := exitText[code]
+		if code == exitInconclusive {
+			var by []string
+			for _, n := range commandNames() {
+				if slices.ContainsFunc(commands[n].exits, func(x exitDoc) bool { return x.code == code }) {
+					by = append(by, n)
+				}
+			}
+			text += " (" + strings.Join(by, ", ") + ")"
+		}
+		out = append(out, exitDoc{code, text})
+	}
+	return out
 }
 
 // stampRevision and stampModified are set at link time by make install

@@ -567,11 +567,11 @@ func TestCmdPrice_Help(t *testing.T) {
 	}
 }
 
-// Every price example the README shows is what the command prints today:
-// the README is part of the product, and its pricing figures are read as
+// Every price example docs/price.md shows is what the command prints today:
+// the page is part of the product, and its pricing figures are read as
 // the rules' worked examples.
 func TestCmdPrice_READMEExamples(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "price.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -600,13 +600,13 @@ func TestCmdPrice_READMEExamples(t *testing.T) {
 		}
 	}
 	if len(examples) < 10 {
-		t.Fatalf("found %d price examples in the README, want the section's 10 or more", len(examples))
+		t.Fatalf("found %d price examples in docs/price.md, want the section's 10 or more", len(examples))
 	}
 	for _, ex := range examples {
 		var out, errb bytes.Buffer
 		run(append([]string{"price"}, ex.args...), &out, &errb)
 		if d := cmp.Diff(ex.want, out.String()+errb.String()); d != "" {
-			t.Errorf("README: handoffcheck price %s (-README +today):\n%s", strings.Join(ex.args, " "), d)
+			t.Errorf("docs/price.md: handoffcheck price %s (-README +today):\n%s", strings.Join(ex.args, " "), d)
 		}
 	}
 }

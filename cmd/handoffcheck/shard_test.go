@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -52,7 +53,7 @@ type job struct {
 	} `json:"spec"`
 }
 
-// readJob reads the manifest's Job and its container's command line.
+// readJob reads the manifest's Job and the command line its container runs.
 func readJob(t *testing.T) (*job, []string) {
 	t.Helper()
 	data, err := os.ReadFile(manifest)
@@ -67,7 +68,17 @@ func readJob(t *testing.T) (*job, []string) {
 	if len(c) != 1 {
 		t.Fatalf("%s: %d containers, want one", manifest, len(c))
 	}
-	return &j, append(append([]string(nil), c[0].Command...), c[0].Args...)
+	// Without a command the container runs the image's entrypoint (the
+	// Dockerfile's), named here by its program so that the tests run it.
+	command := c[0].Command
+	if len(command) == 0 {
+		ep := readDockerfile(t).entrypoint
+		if len(ep) == 0 {
+			t.Fatalf("%s gives no command and the Dockerfile no entrypoint: the container would run nothing", manifest)
+		}
+		command = append([]string{path.Base(ep[0])}, ep[1:]...)
+	}
+	return &j, append(append([]string(nil), command...), c[0].Args...)
 }
 
 // The manifest is a well-formed batch/v1 Indexed Job: as many completions

@@ -136,7 +136,7 @@ func TestSimulate_FaultsSeedDeterministic(t *testing.T) {
 	}
 }
 
-// TestDocsImages_Fresh: the plots the README shows are what
+// TestDocsImages_Fresh: the plots docs/simulate.md shows are what
 // `timeline --scenario stranded-source --compare` draws today. Rewrite
 // with: go test ./cmd/handoffcheck -run TestDocsImages_Fresh -rewrite
 func TestDocsImages_Fresh(t *testing.T) {

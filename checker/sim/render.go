@@ -1,0 +1,82 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// The reports of simulate and timeline render themselves here, next to
+// the figures they print, so that the command line only parses flags.
+
+// resultJSON is the stable --json form of one run (docs/cli.md).
+type resultJSON struct {
+	Summary     Summary    `json:"summary"`
+	Violation   *Violation `json:"violation,omitempty"`
+	Interrupted bool       `json:"interrupted,omitempty"`
+}
+
+// WriteResults prints the summaries (one per run) and any violation: as
+// text, a blank line between runs, or as one JSON object (the run's own,
+// or {"runs": [...]} for several).
+func WriteResults(w io.Writer, results []*Result, asJSON bool) error {
+	if asJSON {
+		var out any
+		if len(results) == 1 {
+			out = resultJSON{results[0].Summary, results[0].Violation, results[0].Interrupted}
+		} else {
+			var all []resultJSON
+			for _, r := range results {
+				all = append(all, resultJSON{r.Summary, r.Violation, r.Interrupted})
+			}
+			out = struct {
+				Runs []resultJSON `json:"runs"`
+			}{all}
+		}
+		b, err := json.MarshalIndent(out, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(w, string(b))
+		return err
+	}
+	for i, r := range results {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		r.WriteSummary(w)
+	}
+	return nil
+}
+
+// WriteSummary prints one run's summary, per-worker table, violation with
+// the request's history, and whether a signal cut the run short.
+func (r *Result) WriteSummary(w io.Writer) {
+	s := &r.Summary
+	fmt.Fprintf(w, "simulate: %s on %s, seed %d: %d requests in %.3f s of virtual time (%d events)\n", s.Policy, s.Engine, s.Seed, s.Requests, s.MakespanMS/1000, s.Events)
+	fmt.Fprintf(w, "  requests: %d succeeded, %d failed, %d cancelled, %d retries; faults: %d struck, %d found nothing to strike\n", s.Succeeded, s.Failed, s.Cancelled, s.Retried, s.FaultsStruck, s.FaultsMissed)
+	fmt.Fprintf(w, "  TTFT ms:  p50 %.1f  p90 %.1f  p99 %.1f\n", s.TTFT.P50, s.TTFT.P90, s.TTFT.P99)
+	fmt.Fprintf(w, "  E2E ms:   p50 %.1f  p90 %.1f  p99 %.1f\n", s.E2E.P50, s.E2E.P90, s.E2E.P99)
+	fmt.Fprintf(w, "  throughput: %.2f requests/s, %.1f output tokens/s\n", s.ThroughputRPS, s.OutputTokensPerS)
+	fmt.Fprintf(w, "  transfers: %d done (%.1f MB, mean %.2f ms), %d failed; prefix hits %d tokens\n", s.Transfers, float64(s.TransferBytes)/1e6, s.TransferMeanMS, s.TransfersFailed, s.PrefixHitTokens)
+	fmt.Fprintf(w, "  BoundedReclaim: %d obligations met, longest %.1f ms; BoundedGiveUp: %d met, longest %.1f ms; stranded %.1f block-seconds\n",
+		s.ReclaimObligated, s.ReclaimMaxMS, s.GiveUpObligated, s.GiveUpMaxMS, s.StrandedBlockSeconds)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "  worker\trole\tpinned peak/mean\treserved peak/mean\tactive peak/mean\tin-flight peak\tstranded block-s\t")
+	for _, ws := range s.Workers {
+		pm := func(k string) string { return fmt.Sprintf("%.0f/%.1f", ws.Series[k].Peak, ws.Series[k].Mean) }
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%.0f\t%.1f\t\n", ws.Worker, ws.Role, pm("pinned"), pm("reserved"), pm("active"), ws.Series["in_flight"].Peak, ws.StrandedBlockSeconds)
+	}
+	tw.Flush()
+	if v := r.Violation; v != nil {
+		fmt.Fprintf(w, "VIOLATION %s at %.3f ms, request %d: %s\n", v.Invariant, float64(v.AtUS)/1000, v.Request, v.Detail)
+		fmt.Fprintln(w, "history of the request:")
+		for _, l := range v.History {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
+	if r.Interrupted {
+		fmt.Fprintln(w, "interrupted: the figures cover the virtual time simulated so far")
+	}
+}
