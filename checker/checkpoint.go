@@ -219,15 +219,13 @@ func (e *exploration) save(frontier, next *keyQueue, depth int, levelStart uint3
 	if p.err != nil {
 		return
 	}
-	if e.disk != nil {
-		// The window's fingerprints go to the file first, with the
-		// states they made new onto next, so that the file alone is the
-		// visited set: the window is not kept. A merge more than an
-		// uninterrupted run makes, and nothing else changes.
-		if err := e.flush(next); err != nil {
-			p.err = fmt.Errorf("writing a checkpoint to %s: %w", p.dir, err)
-			return
-		}
+	// On disk, the window's fingerprints go to the file first, with the
+	// states they made new onto next, so that the file alone is the
+	// visited set: the window is not kept. A merge more than an
+	// uninterrupted run makes, and nothing else changes.
+	if err := e.vis.settle(&e.links, next, true); err != nil {
+		p.err = fmt.Errorf("writing a checkpoint to %s: %w", p.dir, err)
+		return
 	}
 	if err := e.writeCheckpoint(frontier, next, depth, levelStart, done, finished); err != nil {
 		p.err = fmt.Errorf("writing a checkpoint to %s: %w", p.dir, err)
@@ -250,7 +248,7 @@ func (e *exploration) writeCheckpoint(frontier, next *keyQueue, depth int, level
 		Depth: depth, LevelStart: levelStart, Done: done, Frontier: frontier.n, Next: next.n, NextPrev: append([]uint64(nil), next.prev[:e.words]...),
 		States: e.links.n, Transitions: e.stats.Transitions, DeadEnds: e.deadEnds, Rows: e.cov.Rows,
 		Reduced: e.stats.Reduced, Pruned: e.stats.Pruned,
-		ElapsedNS: int64(e.elapsed()), Bitstate: e.st.bitstate, CRC: map[string]uint64{}}
+		ElapsedNS: int64(e.elapsed()), Bitstate: isBitstate(e.vis), CRC: map[string]uint64{}}
 	write := func(name string, fill func(w io.Writer) error) error {
 		f, err := os.Create(filepath.Join(tmp, name))
 		if err != nil {
@@ -271,32 +269,19 @@ func (e *exploration) writeCheckpoint(frontier, next *keyQueue, depth int, level
 		m.CRC[name] = crc.Sum64()
 		return err
 	}
+	shards, words := storeWords(e.vis)
+	m.Shards = shards
 	err = write("store.bin", func(w io.Writer) error {
-		for i := range e.st.fp {
-			var words []uint64
-			if e.st.bitstate {
-				b := &e.st.bits[i]
-				words = b.words
-				m.Shards = append(m.Shards, shardMeta{Words: len(words), Set: b.set, Missed: b.missed})
-			} else {
-				t := &e.st.fp[i]
-				words = t.fps
-				m.Shards = append(m.Shards, shardMeta{Words: len(words), N: t.n})
-				if e.disk != nil {
-					// The window is empty (merged above): its size only.
-					words = nil
-				}
-			}
-			if _, err := w.Write(wordBytes(words)); err != nil {
+		for _, ws := range words {
+			if _, err := w.Write(wordBytes(ws)); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	if err == nil && e.disk != nil {
-		d := e.disk
-		m.Disk = &diskMeta{Fingerprints: d.n, Merges: d.merges, Window: d.window, At: e.stats.DiskAt}
-		err = write("fingerprints.bin", func(w io.Writer) error { return copyFile(w, d.path) })
+	if d, ok := e.vis.(*diskStore); err == nil && ok {
+		m.Disk = &diskMeta{Fingerprints: d.onFile.n, Merges: d.onFile.merges, Window: d.onFile.window, At: e.stats.DiskAt}
+		err = write("fingerprints.bin", func(w io.Writer) error { return copyFile(w, d.onFile.path) })
 	}
 	if err == nil {
 		err = write("links.bin", e.links.writeTo)
@@ -329,6 +314,35 @@ func (e *exploration) writeCheckpoint(frontier, next *keyQueue, depth int, level
 		return err
 	}
 	return os.RemoveAll(prev)
+}
+
+// isBitstate says v keeps bits, not fingerprints.
+func isBitstate(v visited) bool {
+	_, ok := v.(*bitstateSet)
+	return ok
+}
+
+// storeWords is what a checkpoint keeps of a visited set, shard by shard:
+// its figures and its words. A window on disk is empty (merged before a
+// checkpoint): its size only.
+func storeWords(v visited) ([]shardMeta, [][]uint64) {
+	metas, words := make([]shardMeta, numShards), make([][]uint64, numShards)
+	switch s := v.(type) {
+	case *bitstateSet:
+		for i := range s.bitShards {
+			b := &s.bitShards[i]
+			metas[i], words[i] = shardMeta{Words: len(b.words), Set: b.set, Missed: b.missed}, b.words
+		}
+	case *fpSet:
+		for i := range s.shards {
+			metas[i], words[i] = shardMeta{Words: len(s.shards[i].fps), N: s.shards[i].n}, s.shards[i].fps
+		}
+	case *diskStore:
+		for i := range s.inMemory.shards {
+			metas[i] = shardMeta{Words: len(s.inMemory.shards[i].fps), N: s.inMemory.shards[i].n}
+		}
+	}
+	return metas, words
 }
 
 // copyFile writes the file at path to w.
@@ -393,39 +407,11 @@ func (e *exploration) restore(runDir string) (*resumed, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	if len(m.Shards) != numShards || m.Bitstate != e.st.bitstate {
+	if len(m.Shards) != numShards || m.Bitstate != isBitstate(e.vis) {
 		return nil, false, fmt.Errorf("%w: %s: %d shards, bitstate %v", ErrCheckpoint, cur, len(m.Shards), m.Bitstate)
 	}
-	for i, sh := range m.Shards {
-		var words []uint64
-		if e.st.bitstate {
-			b := &e.st.bits[i]
-			if b.onMap {
-				unmapWords(b.words)
-			}
-			b.words = mapWords(sh.Words)
-			b.onMap = b.words != nil
-			if b.words == nil {
-				b.words = make([]uint64, sh.Words)
-			}
-			b.set, b.missed = sh.Set, sh.Missed
-			words = b.words
-		} else {
-			t := &e.st.fp[i]
-			t.free()
-			if sh.Words > 0 {
-				t.init(sh.Words)
-			}
-			t.n = sh.N
-			words = t.fps
-			if m.Disk != nil {
-				// An empty window: nothing on file.
-				words = nil
-			}
-		}
-		if _, err := io.ReadFull(r, wordBytes(words)); err != nil {
-			return nil, false, fmt.Errorf("%w: %s: %v", ErrCheckpoint, filepath.Join(cur, "store.bin"), err)
-		}
+	if err := restoreWords(e.vis, m.Shards, m.Disk != nil, r); err != nil {
+		return nil, false, fmt.Errorf("%w: %s: %v", ErrCheckpoint, filepath.Join(cur, "store.bin"), err)
 	}
 	if err := check(); err != nil {
 		return nil, false, err
@@ -475,6 +461,42 @@ func (e *exploration) restore(runDir string) (*resumed, bool, error) {
 	return res, true, nil
 }
 
+// restoreWords reads a checkpoint's shards into a fresh visited set (an
+// empty window when the fingerprints are on file).
+func restoreWords(v visited, shards []shardMeta, onFile bool, r io.Reader) error {
+	for i, sh := range shards {
+		var words []uint64
+		switch s := v.(type) {
+		case *bitstateSet:
+			b := &s.bitShards[i]
+			if b.onMap {
+				unmapWords(b.words)
+			}
+			b.words = mapWords(sh.Words)
+			b.onMap = b.words != nil
+			if b.words == nil {
+				b.words = make([]uint64, sh.Words)
+			}
+			b.set, b.missed = sh.Set, sh.Missed
+			words = b.words
+		case *fpSet:
+			t := &s.shards[i]
+			t.free()
+			if sh.Words > 0 {
+				t.init(sh.Words)
+			}
+			t.n = sh.N
+			if !onFile {
+				words = t.fps
+			}
+		}
+		if _, err := io.ReadFull(r, wordBytes(words)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // restoreDisk puts a checkpoint's fingerprint file in the spill directory
 // (the search replaces its file at every merge, and the checkpoint's must
 // stay) and makes the search one on disk with an empty window.
@@ -501,11 +523,11 @@ func (e *exploration) restoreDisk(dm *diskMeta, cur string, open func(string) (i
 		os.Remove(f.Name())
 		return err
 	}
-	e.disk = &diskSet{dir: &e.spill, path: f.Name(), n: dm.Fingerprints, merges: dm.Merges, window: dm.Window}
+	d := &diskSet{dir: &e.spill, path: f.Name(), n: dm.Fingerprints, merges: dm.Merges, window: dm.Window}
 	if testWindow > 0 {
-		e.disk.window = testWindow
+		d.window = testWindow
 	}
-	e.unchecked = newKeyQueue(e.words+2, &e.spill)
+	e.vis = &diskStore{inMemory: e.vis.(*fpSet), onFile: d, unchecked: newKeyQueue(e.words+2, &e.spill), words: e.words}
 	e.stats.DiskAt = dm.At
 	e.wantDisk.Store(true)
 	e.onDisk.Store(true)

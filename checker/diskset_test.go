@@ -144,25 +144,27 @@ func TestDisk_TheBoundMovesTheSearchToDisk(t *testing.T) {
 func TestDisk_TheMoveGivesTheTableBack(t *testing.T) {
 	const n = 1 << 20
 	const bound = 8 << 20 // a window of 262,144 slots at most
-	e := &exploration{lim: Limits{MaxMemory: bound}, words: 2, fwords: 2, st: newStore(false, 2, false, false), spill: spillDir{parent: t.TempDir()}}
+	fs := newFPSet(false, false)
+	e := &exploration{lim: Limits{MaxMemory: bound}, words: 2, fwords: 2, vis: fs, spill: spillDir{parent: t.TempDir()}}
 	defer e.spill.remove()
-	defer e.st.free()
+	defer func() { e.vis.free() }()
 	for i := uint64(1); i <= n; i++ {
-		e.st.insertFP(i * 0x9E3779B97F4A7C15)
+		fs.insert(i*0x9E3779B97F4A7C15, nil)
 	}
-	before := e.st.fingerprintBytes()
+	before := e.vis.fingerprintBytes()
 	if err := e.goToDisk(); err != nil {
 		t.Fatal(err)
 	}
-	after := e.st.fingerprintBytes()
-	if before <= bound/4 || after > bound/4 || e.st.windowSize() != 0 {
-		t.Fatalf("table %d bytes before the move, %d after (bound %d), window holds %d", before, after, bound, e.st.windowSize())
+	d := e.vis.(*diskStore)
+	after := e.vis.fingerprintBytes()
+	if before <= bound/4 || after > bound/4 || d.windowSize() != 0 {
+		t.Fatalf("table %d bytes before the move, %d after (bound %d), window holds %d", before, after, bound, d.windowSize())
 	}
-	if e.disk.n != n || e.disk.window > bound/4/8 {
-		t.Fatalf("%d fingerprints on file, want %d; window of %d", e.disk.n, n, e.disk.window)
+	if d.onFile.n != n || d.onFile.window > bound/4/8 {
+		t.Fatalf("%d fingerprints on file, want %d; window of %d", d.onFile.n, n, d.onFile.window)
 	}
 	for i := uint64(1); i <= n; i += 4099 {
-		if _, ok := e.st.lookup(i*0x9E3779B97F4A7C15, nil); ok {
+		if _, ok := e.vis.lookup(i*0x9E3779B97F4A7C15, nil); ok {
 			t.Fatalf("fingerprint %d still in the window", i)
 		}
 	}

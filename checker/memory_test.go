@@ -252,21 +252,21 @@ func TestMemory_LevelNeedsRoomForEachPart(t *testing.T) {
 	perEdges := int64(5 * (unsafe.Sizeof(edge{}) + 8))
 	// A store of 64 MiB of fingerprint slots, never touched: it costs
 	// address space, not resident memory.
-	big := newStore(false, words, false, false)
-	big.fp[0].fps = make([]uint64, 8<<20)
+	big := newFPSet(false, false)
+	big.shards[0].fps = make([]uint64, 8<<20)
 	cases := []struct {
 		name  string
 		n     int
-		store *store
+		store visited
 		graph bool
 		need  int64
 	}{
-		{"frontier", 1 << 17, newStore(false, words, false, false), false, min((1<<17)*perState, int64(spillLimit))},
-		{"graph", 1 << 17, newStore(false, words, false, false), true, (1 << 17) * perEdges},
+		{"frontier", 1 << 17, newFPSet(false, false), false, min((1<<17)*perState, int64(spillLimit))},
+		{"graph", 1 << 17, newFPSet(false, false), true, (1 << 17) * perEdges},
 		{"store", 0, big, false, 32 << 20},
 	}
 	for _, tc := range cases {
-		e := &exploration{words: words, fwords: words, st: tc.store}
+		e := &exploration{words: words, fwords: words, vis: tc.store}
 		tc.need += e.batchNeed()
 		if tc.graph {
 			e.g = &graph{}
@@ -394,13 +394,13 @@ func TestExplore_PeakHeapIsTheLargestGrowth(t *testing.T) {
 func TestMemory_EstimatesToTheByte(t *testing.T) {
 	const words, n = 8, 1000
 	perEdges := int64(5 * (unsafe.Sizeof(edge{}) + 8))
-	st := newStore(false, words, false, false)
-	st.fp[0].fps = make([]uint64, 1<<10)
+	st := newFPSet(false, false)
+	st.shards[0].fps = make([]uint64, 1<<10)
 	half := st.bytes(0) / 2
 	if half < 4<<10 {
 		t.Fatalf("a store of 1024 slots counts %d bytes", st.bytes(0))
 	}
-	e := &exploration{words: words, fwords: words, st: st, recent: make([]recentSet, 2)}
+	e := &exploration{words: words, fwords: words, vis: st, recent: make([]recentSet, 2)}
 	batch := int64(2*batchPerWorker)*(3*words*8+2*int64(unsafe.Sizeof(candidate{}))) + 2*recentSize*8
 	if got, want := e.batchNeed(), batch; got != want {
 		t.Errorf("a batch on two workers needs %d bytes, want %d", got, want)
@@ -418,7 +418,7 @@ func TestMemory_EstimatesToTheByte(t *testing.T) {
 	// On disk the window does not grow; a merge takes its two buffers and
 	// a flag per fingerprint of the window, and the queue of candidates
 	// new to the window its part in memory.
-	e = &exploration{words: words, fwords: words, st: st, recent: make([]recentSet, 2), disk: &diskSet{window: 5000}}
+	e = &exploration{words: words, fwords: words, vis: &diskStore{inMemory: st, onFile: &diskSet{window: 5000}}, recent: make([]recentSet, 2)}
 	if got, want := e.levelNeed(n), batch+n*words*8+2*mergeBuffer+5000+int64(spillLimit); got != want {
 		t.Errorf("a level of %d states on disk needs %d bytes, want %d", n, got, want)
 	}
