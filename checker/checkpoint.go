@@ -33,8 +33,8 @@ import (
 
 const checkpointSchema = "handoffcheck.checkpoint/v1"
 
-// ErrCheckpoint is a checkpoint that cannot be resumed.
-var ErrCheckpoint = errors.New("checkpoint")
+// errCheckpoint is a checkpoint that cannot be resumed.
+var errCheckpoint = errors.New("checkpoint")
 
 // checkpointMeta is checkpoint.json: everything but the large arrays.
 type checkpointMeta struct {
@@ -122,9 +122,9 @@ func (c *Checker) identity(words int, bitstate int64, reduce bool) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// CheckpointDir is where a run's checkpoints go under a checkpoint
+// checkpointDir is where a run's checkpoints go under a checkpoint
 // directory.
-func CheckpointDir(dir string, run Run) string { return filepath.Join(dir, run.Name) }
+func checkpointDir(dir string, run Run) string { return filepath.Join(dir, run.Name) }
 
 // readMeta reads a run's checkpoint.json; ok is false when the run has
 // none (it never started before the process stopped).
@@ -142,34 +142,34 @@ func readMeta(runDir string) (checkpointMeta, string, bool, error) {
 	path := filepath.Join(cur, "checkpoint.json")
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return m, "", false, fmt.Errorf("%w: %v", ErrCheckpoint, err)
+		return m, "", false, fmt.Errorf("%w: %v", errCheckpoint, err)
 	}
 	if err := json.Unmarshal(data, &m); err != nil {
-		return m, "", false, fmt.Errorf("%w: %s: %v", ErrCheckpoint, path, err)
+		return m, "", false, fmt.Errorf("%w: %s: %v", errCheckpoint, path, err)
 	}
 	if m.Schema != checkpointSchema {
-		return m, "", false, fmt.Errorf("%w: %s: schema %q, want %q", ErrCheckpoint, path, m.Schema, checkpointSchema)
+		return m, "", false, fmt.Errorf("%w: %s: schema %q, want %q", errCheckpoint, path, m.Schema, checkpointSchema)
 	}
 	if m.Sum == "" || m.Sum != metaSum(m) {
-		return m, "", false, fmt.Errorf("%w: %s was edited or damaged (its content hash differs from the one it records); want the file as check wrote it, or start afresh without --resume", ErrCheckpoint, path)
+		return m, "", false, fmt.Errorf("%w: %s was edited or damaged (its content hash differs from the one it records); want the file as check wrote it, or start afresh without --resume", errCheckpoint, path)
 	}
 	return m, cur, true, nil
 }
 
-// CanResume reports whether a run can resume from a checkpoint directory
+// canResume reports whether a run can resume from a checkpoint directory
 // with these limits: nil when the run has a checkpoint of the same search,
 // or none at all (it then starts from the beginning).
-func (c *Checker) CanResume(dir string, lim Limits) error {
+func (c *Checker) canResume(dir string, lim Limits) error {
 	if err := checkpointLimits(lim); err != nil {
 		return err
 	}
-	m, cur, ok, err := readMeta(CheckpointDir(dir, c.run))
+	m, cur, ok, err := readMeta(checkpointDir(dir, c.run))
 	if err != nil || !ok {
 		return err
 	}
 	words := 1 + c.nW + model.HandoffWords*c.nH
 	if m.Identity != c.identity(words, lim.Bitstate, lim.Reduce) {
-		return fmt.Errorf("%w: %s is a checkpoint of another search (the configuration, tables, run, --bitstate or --por differ)", ErrCheckpoint, cur)
+		return fmt.Errorf("%w: %s is a checkpoint of another search (the configuration, tables, run, --bitstate or --por differ)", errCheckpoint, cur)
 	}
 	// Every file is read once here, so that a damaged checkpoint is
 	// refused before any run starts rather than stopping its run.
@@ -180,13 +180,13 @@ func (c *Checker) CanResume(dir string, lim Limits) error {
 	for _, name := range files {
 		f, err := os.Open(filepath.Join(cur, name))
 		if err != nil {
-			return fmt.Errorf("%w: %v", ErrCheckpoint, err)
+			return fmt.Errorf("%w: %v", errCheckpoint, err)
 		}
 		crc := crc64.New(crc64.MakeTable(crc64.ECMA))
 		_, err = io.Copy(crc, bufio.NewReaderSize(f, 1<<20))
 		f.Close()
 		if want, ok := m.CRC[name]; err != nil || !ok || crc.Sum64() != want {
-			return fmt.Errorf("%w: %s is damaged (its checksum differs from checkpoint.json's)", ErrCheckpoint, filepath.Join(cur, name))
+			return fmt.Errorf("%w: %s is damaged (its checksum differs from checkpoint.json's)", errCheckpoint, filepath.Join(cur, name))
 		}
 	}
 	return nil
@@ -195,7 +195,7 @@ func (c *Checker) CanResume(dir string, lim Limits) error {
 // checkpointLimits refuses what a checkpoint does not keep.
 func checkpointLimits(lim Limits) error {
 	if lim.Liveness || lim.Exact {
-		return fmt.Errorf("%w: checkpoints keep fingerprints or bits and no liveness graph: give --liveness=false, without --exact", ErrCheckpoint)
+		return fmt.Errorf("%w: checkpoints keep fingerprints or bits and no liveness graph: give --liveness=false, without --exact", errCheckpoint)
 	}
 	return nil
 }
@@ -383,7 +383,7 @@ func (e *exploration) restore(runDir string) (*resumed, bool, error) {
 		return nil, false, err
 	}
 	if m.Identity != e.identity {
-		return nil, false, fmt.Errorf("%w: %s is a checkpoint of another search", ErrCheckpoint, cur)
+		return nil, false, fmt.Errorf("%w: %s is a checkpoint of another search", errCheckpoint, cur)
 	}
 	open := func(name string) (io.Reader, func() error, error) {
 		f, err := os.Open(filepath.Join(cur, name))
@@ -397,7 +397,7 @@ func (e *exploration) restore(runDir string) (*resumed, bool, error) {
 			_, _ = io.Copy(io.Discard, r)
 			f.Close()
 			if crc.Sum64() != m.CRC[name] {
-				return fmt.Errorf("%w: %s is damaged (its checksum differs)", ErrCheckpoint, filepath.Join(cur, name))
+				return fmt.Errorf("%w: %s is damaged (its checksum differs)", errCheckpoint, filepath.Join(cur, name))
 			}
 			return nil
 		}
@@ -408,10 +408,10 @@ func (e *exploration) restore(runDir string) (*resumed, bool, error) {
 		return nil, false, err
 	}
 	if len(m.Shards) != numShards || m.Bitstate != isBitstate(e.vis) {
-		return nil, false, fmt.Errorf("%w: %s: %d shards, bitstate %v", ErrCheckpoint, cur, len(m.Shards), m.Bitstate)
+		return nil, false, fmt.Errorf("%w: %s: %d shards, bitstate %v", errCheckpoint, cur, len(m.Shards), m.Bitstate)
 	}
 	if err := restoreWords(e.vis, m.Shards, m.Disk != nil, r); err != nil {
-		return nil, false, fmt.Errorf("%w: %s: %v", ErrCheckpoint, filepath.Join(cur, "store.bin"), err)
+		return nil, false, fmt.Errorf("%w: %s: %v", errCheckpoint, filepath.Join(cur, "store.bin"), err)
 	}
 	if err := check(); err != nil {
 		return nil, false, err
@@ -420,7 +420,7 @@ func (e *exploration) restore(runDir string) (*resumed, bool, error) {
 		return nil, false, err
 	}
 	if err := e.links.readFrom(r, m.States); err != nil {
-		return nil, false, fmt.Errorf("%w: %s: %v", ErrCheckpoint, filepath.Join(cur, "links.bin"), err)
+		return nil, false, fmt.Errorf("%w: %s: %v", errCheckpoint, filepath.Join(cur, "links.bin"), err)
 	}
 	if err := check(); err != nil {
 		return nil, false, err
@@ -442,7 +442,7 @@ func (e *exploration) restore(runDir string) (*resumed, bool, error) {
 		}
 		kq, err := readKeyQueue(e.words, &e.spill, r, q.n, q.prev)
 		if err != nil {
-			return nil, false, fmt.Errorf("%w: %s: %v", ErrCheckpoint, filepath.Join(cur, q.name), err)
+			return nil, false, fmt.Errorf("%w: %s: %v", errCheckpoint, filepath.Join(cur, q.name), err)
 		}
 		if err := check(); err != nil {
 			kq.close()
@@ -454,7 +454,7 @@ func (e *exploration) restore(runDir string) (*resumed, bool, error) {
 	e.stats.Reduced, e.stats.Pruned = m.Reduced, m.Pruned
 	for r := range e.cov.Rows {
 		if len(m.Rows[r]) != len(e.cov.Rows[r]) {
-			return nil, false, fmt.Errorf("%w: %s: row counts of another table", ErrCheckpoint, cur)
+			return nil, false, fmt.Errorf("%w: %s: row counts of another table", errCheckpoint, cur)
 		}
 		copy(e.cov.Rows[r], m.Rows[r])
 	}
@@ -514,7 +514,7 @@ func (e *exploration) restoreDisk(dm *diskMeta, cur string, open func(string) (i
 		err = cerr
 	}
 	if err == nil && n != dm.Fingerprints*8 {
-		err = fmt.Errorf("%w: %s holds %d bytes, checkpoint.json says %d fingerprints", ErrCheckpoint, filepath.Join(cur, "fingerprints.bin"), n, dm.Fingerprints)
+		err = fmt.Errorf("%w: %s holds %d bytes, checkpoint.json says %d fingerprints", errCheckpoint, filepath.Join(cur, "fingerprints.bin"), n, dm.Fingerprints)
 	}
 	if err == nil {
 		err = check()

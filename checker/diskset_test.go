@@ -132,7 +132,7 @@ func TestDisk_TheBoundMovesTheSearchToDisk(t *testing.T) {
 	}
 	looks = 0
 	r = c.Explore(context.Background(), Limits{Workers: 2, MaxMemory: bound, Liveness: true}, nil)
-	if r.Complete || r.StopReason != StopMaxMemory || r.Stats.DiskAt != 0 {
+	if r.Complete || r.StopReason != stopMaxMemory || r.Stats.DiskAt != 0 {
 		t.Fatalf("with the liveness graph: complete=%v stop=%q, moved to disk at %d", r.Complete, r.StopReason, r.Stats.DiskAt)
 	}
 }
@@ -187,11 +187,11 @@ func TestDisk_CheckpointAndResumeOnDisk(t *testing.T) {
 	}
 	resume := func(what, dir string) {
 		t.Helper()
-		m, _, ok, err := readMeta(CheckpointDir(dir, c.Run()))
+		m, _, ok, err := readMeta(checkpointDir(dir, c.Run()))
 		if err != nil || !ok || m.Disk == nil || m.Finished {
 			t.Fatalf("%s: the checkpoint is not one of an unfinished search on disk: %+v %v", what, m.Disk, err)
 		}
-		if err := c.CanResume(dir, Limits{}); err != nil {
+		if err := c.canResume(dir, Limits{}); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 		r := c.Explore(context.Background(), Limits{Workers: 2, Resume: dir, SpillDir: t.TempDir()}, nil)
@@ -206,7 +206,7 @@ func TestDisk_CheckpointAndResumeOnDisk(t *testing.T) {
 	// Between two levels: stopped by a depth bound after the move.
 	dir := t.TempDir()
 	r := c.Explore(context.Background(), Limits{Workers: 1, DiskAfter: 2000, Checkpoint: dir, MaxDepth: ref.Stats.Depth / 2}, nil)
-	if r.StopReason != StopMaxDepth || r.Stats.DiskAt == 0 || r.Checkpoints != 1 {
+	if r.StopReason != stopMaxDepth || r.Stats.DiskAt == 0 || r.Checkpoints != 1 {
 		t.Fatalf("stopped for %q, on disk at %d, %d checkpoints", r.StopReason, r.Stats.DiskAt, r.Checkpoints)
 	}
 	resume("between levels", dir)
@@ -223,7 +223,7 @@ func TestDisk_CheckpointAndResumeOnDisk(t *testing.T) {
 		stopped <- c.Explore(ctx, Limits{Workers: 1, DiskAfter: 2000, Checkpoint: dir, CheckpointEvery: time.Nanosecond}, nil)
 	}()
 	for {
-		m, _, ok, _ := readMeta(CheckpointDir(dir, c.Run()))
+		m, _, ok, _ := readMeta(checkpointDir(dir, c.Run()))
 		if ok && m.Disk != nil && m.Disk.Merges >= 3 && m.Done > 0 && !m.Finished {
 			cancel()
 			break
@@ -234,7 +234,7 @@ func TestDisk_CheckpointAndResumeOnDisk(t *testing.T) {
 		case <-time.After(time.Millisecond):
 		}
 	}
-	if r := <-stopped; r.StopReason != StopInterrupted || r.Checkpoints < 2 {
+	if r := <-stopped; r.StopReason != stopInterrupted || r.Checkpoints < 2 {
 		t.Fatalf("stopped for %q with %d checkpoints", r.StopReason, r.Checkpoints)
 	}
 	resume("within a level", dir)

@@ -99,24 +99,24 @@ type Stats struct {
 	Workers      int
 }
 
-// StatesPerSecond is distinct states per second.
-func (s Stats) StatesPerSecond() float64 { return rate(float64(s.States), s.Elapsed) }
+// statesPerSecond is distinct states per second.
+func (s Stats) statesPerSecond() float64 { return rate(float64(s.States), s.Elapsed) }
 
 // elapsed is the time spent on the run, before a resume included.
 func (e *exploration) elapsed() time.Duration { return e.before + time.Since(e.start) }
 
-// ResidentPerState is the run's peak resident memory over its distinct
+// residentPerState is the run's peak resident memory over its distinct
 // states (0 when either is unknown): the whole process's memory, not only
 // the visited set's.
-func (s Stats) ResidentPerState() float64 {
+func (s Stats) residentPerState() float64 {
 	if s.States == 0 {
 		return 0
 	}
 	return float64(s.PeakResident) / float64(s.States)
 }
 
-// TransitionsPerSecond is transitions per second.
-func (s Stats) TransitionsPerSecond() float64 { return rate(float64(s.Transitions), s.Elapsed) }
+// transitionsPerSecond is transitions per second.
+func (s Stats) transitionsPerSecond() float64 { return rate(float64(s.Transitions), s.Elapsed) }
 
 func rate(n float64, d time.Duration) float64 {
 	if d <= 0 {
@@ -252,7 +252,7 @@ type Result struct {
 	Stats    Stats
 	Complete bool
 	// StopReason says why an incomplete exploration stopped, as a short
-	// code (one of the Stop* constants); StopDetail says it as a sentence.
+	// code (one of the stop* constants); StopDetail says it as a sentence.
 	StopReason string
 	StopDetail string
 	Violation  *Counterexample
@@ -323,25 +323,25 @@ var progressEvery = 2 * time.Second
 // The reasons an exploration stops before it is complete, as the short
 // codes reports carry (stop_reason in JSON).
 const (
-	StopMaxStates   = "max-states"
-	StopMaxDepth    = "max-depth"
-	StopMaxMemory   = "max-memory"
-	StopInterrupted = "interrupted"
-	StopDisk        = "disk"
+	stopMaxStates   = "max-states"
+	stopMaxDepth    = "max-depth"
+	stopMaxMemory   = "max-memory"
+	stopInterrupted = "interrupted"
+	stopDisk        = "disk"
 )
 
 // stopDetail says a stop reason as a sentence.
 func stopDetail(code string, lim Limits, s Stats) string {
 	switch code {
-	case StopMaxStates:
+	case stopMaxStates:
 		return fmt.Sprintf("stopped after the level that reached %s distinct states (--max-states %d)", commas(int64(s.States)), lim.MaxStates)
-	case StopMaxDepth:
+	case stopMaxDepth:
 		return fmt.Sprintf("stopped at depth %d (--max-depth)", lim.MaxDepth)
-	case StopMaxMemory:
+	case stopMaxMemory:
 		return fmt.Sprintf("stopped before resident memory passed the bound of %s (--max-memory)", FormatBytes(lim.MaxMemory))
-	case StopInterrupted:
+	case stopInterrupted:
 		return "interrupted before the exploration completed"
-	case StopDisk:
+	case stopDisk:
 		return "stopped: a file the search keeps on disk failed"
 	}
 	return code

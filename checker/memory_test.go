@@ -33,7 +33,7 @@ func TestExplore_MaxMemoryStopsWithinTheBound(t *testing.T) {
 	rs := sampleResident()
 	r := c.Explore(context.Background(), Limits{MaxMemory: bound, Liveness: true, Workers: 2}, nil)
 	r.Stats.PeakResident = rs.stop()
-	if r.Complete || r.StopReason != StopMaxMemory {
+	if r.Complete || r.StopReason != stopMaxMemory {
 		t.Fatalf("want a stop by the memory bound, got complete=%v stop=%q after %d states", r.Complete, r.StopReason, r.Stats.States)
 	}
 	// The kernel's high-water mark misses no spike between samples: when
@@ -122,7 +122,7 @@ func TestMemory_BoundWithLivenessOn(t *testing.T) {
 		!strings.HasSuffix(detail, " more to allocate would reach 1 B; EventuallyDrained not judged: the graph is incomplete") {
 		t.Errorf("bound of 1 byte: stop detail %q", detail)
 	}
-	if r.Complete || r.StopReason != StopMaxMemory || r.Liveness || r.Violation != nil || rep.Interrupted {
+	if r.Complete || r.StopReason != stopMaxMemory || r.Liveness || r.Violation != nil || rep.Interrupted {
 		t.Errorf("bound of 1 byte: complete=%v stop=%q %q liveness=%v violation=%v interrupted=%v",
 			r.Complete, r.StopReason, r.StopDetail, r.Liveness, r.Violation != nil, rep.Interrupted)
 	}
@@ -135,7 +135,7 @@ func TestMemory_BoundWithLivenessOn(t *testing.T) {
 	wantLine(t, text, "run vllm (source-first, engine vllm): incomplete ("+detail+"), no violation found\n")
 	wantNoLine(t, text, "EventuallyDrained: checked")
 	j := parseReportJSON(t, rep, TextOptions{})
-	if jr := j.Runs[0]; j.Verdict != "incomplete" || jr.StopReason != StopMaxMemory || jr.StopDetail != detail || jr.Liveness || jr.Complete {
+	if jr := j.Runs[0]; j.Verdict != "incomplete" || jr.StopReason != stopMaxMemory || jr.StopDetail != detail || jr.Liveness || jr.Complete {
 		t.Errorf("JSON of a run stopped by the bound: verdict %q, %+v", j.Verdict, jr)
 	}
 
@@ -181,7 +181,7 @@ func TestMemory_ResidentFigures(t *testing.T) {
 	if now%pageSize != 0 || now+4<<20 < rss || now > rss+4<<20 {
 		t.Errorf("resident memory %d bytes; the kernel's VmRSS says %d", now, rss)
 	}
-	if peak := peakResidentBytes(); peak < hwm || peak < now || ProcessPeakResident() < peak {
+	if peak := peakResidentBytes(); peak < hwm || peak < now || processPeakResident() < peak {
 		t.Errorf("peak resident %d bytes; VmHWM says %d, resident now %d", peak, hwm, now)
 	}
 	if mem, err := os.ReadFile("/proc/meminfo"); err == nil {
@@ -325,7 +325,7 @@ func TestMemory_StopReasonIsTheBound(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	r := c.Explore(ctx, Limits{MaxMemory: 1, Workers: 1}, nil)
-	if r.Complete || r.StopReason != StopMaxMemory || !strings.HasPrefix(r.StopDetail, "stopped before resident memory passed the bound of 1 B (--max-memory): ") || ctx.Err() != nil {
+	if r.Complete || r.StopReason != stopMaxMemory || !strings.HasPrefix(r.StopDetail, "stopped before resident memory passed the bound of 1 B (--max-memory): ") || ctx.Err() != nil {
 		t.Errorf("complete=%v stop=%q %q, the caller's context: %v", r.Complete, r.StopReason, r.StopDetail, ctx.Err())
 	}
 }
@@ -378,7 +378,7 @@ func TestExplore_PeakHeapIsTheLargestGrowth(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	r = c.Explore(ctx, Limits{Workers: 1}, nil)
-	if r.StopReason != StopInterrupted || *n != 2 || r.Stats.PeakHeap != 2000 {
+	if r.StopReason != stopInterrupted || *n != 2 || r.Stats.PeakHeap != 2000 {
 		t.Errorf("interrupted before the first level: stop %q, %d readings, peak %d; want 2 readings and a peak of 2000", r.StopReason, *n, r.Stats.PeakHeap)
 	}
 }
@@ -555,7 +555,7 @@ func TestMemory_OnDiskStopsOnlyNearTheBound(t *testing.T) {
 	rep := checkOne(t, cfg, "trtllm", Limits{Workers: 2, MaxMemory: bound})
 	r = rep.Runs[0]
 	want := "stopped before resident memory passed the bound of 1024.0 GiB (--max-memory): " + FormatBytes(near) + " resident and about "
-	if r.Complete || r.StopReason != StopMaxMemory || !strings.HasPrefix(r.StopDetail, want) ||
+	if r.Complete || r.StopReason != stopMaxMemory || !strings.HasPrefix(r.StopDetail, want) ||
 		!strings.HasSuffix(r.StopDetail, " more to allocate would reach "+FormatBytes(diskThreshold(bound))) || r.Stats.DiskAt == 0 {
 		t.Fatalf("on disk with %s resident: complete=%v stop=%q %q, moved to disk at %d; want a stop saying %q…",
 			FormatBytes(near), r.Complete, r.StopReason, r.StopDetail, r.Stats.DiskAt, want)

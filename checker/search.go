@@ -154,10 +154,10 @@ func (e *exploration) startFromCheckpoint() {
 		}
 	}
 	if lim.Checkpoint != "" && e.diskErr == nil {
-		e.ckpt = &checkpointer{dir: CheckpointDir(lim.Checkpoint, e.c.run), every: lim.CheckpointEvery, last: time.Now()}
+		e.ckpt = &checkpointer{dir: checkpointDir(lim.Checkpoint, e.c.run), every: lim.CheckpointEvery, last: time.Now()}
 	}
 	if lim.Resume != "" && e.diskErr == nil {
-		res, ok, err := e.restore(CheckpointDir(lim.Resume, e.c.run))
+		res, ok, err := e.restore(checkpointDir(lim.Resume, e.c.run))
 		switch {
 		case err != nil:
 			e.diskErr = err
@@ -169,7 +169,7 @@ func (e *exploration) startFromCheckpoint() {
 		}
 	}
 	if e.diskErr != nil {
-		e.cut, e.stopWhy = true, StopDisk
+		e.cut, e.stopWhy = true, stopDisk
 		e.frontier.n = 0
 	}
 }
@@ -189,7 +189,7 @@ func (e *exploration) search(ctx context.Context, progress func(Progress)) {
 		}
 		e.sampleHeap()
 		if e.viol == nil && e.frontier.n > 0 && e.lim.MaxStates > 0 && e.states() >= e.lim.MaxStates {
-			e.cut, e.stopWhy = true, StopMaxStates
+			e.cut, e.stopWhy = true, stopMaxStates
 			e.stopBefore(depth + 1)
 			break
 		}
@@ -204,7 +204,7 @@ func (e *exploration) search(ctx context.Context, progress func(Progress)) {
 func (e *exploration) stopBeforeLevel(ctx context.Context, depth int) bool {
 	lim := e.lim
 	if lim.MaxDepth > 0 && depth >= lim.MaxDepth {
-		e.cut, e.stopWhy = true, StopMaxDepth
+		e.cut, e.stopWhy = true, stopMaxDepth
 		e.stopBefore(depth)
 		return true
 	}
@@ -217,12 +217,12 @@ func (e *exploration) stopBeforeLevel(ctx context.Context, depth int) bool {
 	if (pass || e.wantDisk.Load()) && e.diskable() {
 		if e.sleep != nil {
 			e.sleepDropped = sleepDroppedDisk
-			e.cut, e.stopWhy = true, StopInterrupted
+			e.cut, e.stopWhy = true, stopInterrupted
 			return true
 		}
 		if err := e.goToDisk(); err != nil {
 			e.diskErr = err
-			e.cut, e.stopWhy = true, StopDisk
+			e.cut, e.stopWhy = true, stopDisk
 			return true
 		}
 		pass = pass && e.levelWouldPass(e.frontier.n, lim.MaxMemory)
@@ -276,11 +276,11 @@ func (e *exploration) runLevel(ctx context.Context, depth int) bool {
 func (e *exploration) stopped() string {
 	switch {
 	case e.diskErr != nil:
-		return StopDisk
+		return stopDisk
 	case e.overMemory.Load():
-		return StopMaxMemory
+		return stopMaxMemory
 	}
-	return StopInterrupted
+	return stopInterrupted
 }
 
 // stopBefore saves a checkpoint of a run stopped before a level (or
@@ -297,7 +297,7 @@ func (e *exploration) stopBefore(depth int) {
 	e.save(e.frontier, next, depth, e.levelStart, e.skip, false)
 	if e.ckpt.err != nil {
 		e.diskErr = e.ckpt.err
-		e.stopWhy = StopDisk
+		e.stopWhy = stopDisk
 	}
 }
 
@@ -312,7 +312,7 @@ func (e *exploration) finishCheckpoint() {
 	empty.close()
 	if e.ckpt.err != nil {
 		e.diskErr = e.ckpt.err
-		e.cut, e.stopWhy = true, StopDisk
+		e.cut, e.stopWhy = true, stopDisk
 	}
 }
 
@@ -350,11 +350,11 @@ func (e *exploration) result() *Result {
 	if e.cut {
 		r.StopReason = e.stopWhy
 		r.StopDetail = stopDetail(e.stopWhy, lim, r.Stats)
-		if m := e.memStop.Load(); m != nil && e.stopWhy == StopMaxMemory {
+		if m := e.memStop.Load(); m != nil && e.stopWhy == stopMaxMemory {
 			r.StopDetail += m.String()
 			r.stopResident = uint64(max(m.resident, 0))
 		}
-		if e.stopWhy == StopDisk {
+		if e.stopWhy == stopDisk {
 			r.StopDetail += ": " + e.diskErr.Error()
 		}
 	}
@@ -405,8 +405,8 @@ func (e *exploration) judge(r *Result) {
 		// The graph is complete, but judging it needs a reverse copy of
 		// its edges that the bound does not leave room for.
 		r.Complete = false
-		r.StopReason = StopMaxMemory
-		r.StopDetail = stopDetail(StopMaxMemory, lim, r.Stats) + e.memStop.Load().String() + "; EventuallyDrained not judged: its reverse graph would not fit"
+		r.StopReason = stopMaxMemory
+		r.StopDetail = stopDetail(stopMaxMemory, lim, r.Stats) + e.memStop.Load().String() + "; EventuallyDrained not judged: its reverse graph would not fit"
 		r.stopResident = uint64(max(e.memStop.Load().resident, 0))
 	case lim.Liveness && !e.cut:
 		r.Liveness = true

@@ -174,7 +174,7 @@ func (s *exactSet) free()                                  {}
 // bytes estimates a Go map entry: the key, the id, and about a third
 // again in overhead.
 func (s *exactSet) bytes(states int) int64 {
-	return int64(states) * int64(8*KeyWords+4) * 4 / 3
+	return int64(states) * int64(8*keyWords+4) * 4 / 3
 }
 
 // bitstateSet keeps a few bits per state (bitstate.go).
@@ -240,7 +240,7 @@ func (s *diskStore) fingerprintBytes() int64                 { return s.inMemory
 // admit queues a state new to the window: whether it is new at all is
 // known once the window is merged with the file (settle).
 func (s *diskStore) admit(cd *candidate, key []uint64) bool {
-	var rec [KeyWords + 2]uint64
+	var rec [keyWords + 2]uint64
 	rec[0], rec[1] = cd.fp, uint64(cd.pid)|uint64(cd.move)<<32
 	copy(rec[2:], key)
 	s.unchecked.push(rec[:s.words+2])
