@@ -115,14 +115,14 @@ func newBitSets(size int64) [numShards]bitSet {
 }
 
 // bitstateReport sums the shards' figures.
-func (s *store) bitstateReport(states int) *Bitstate {
+func (s *bitstateSet) report(states int) *Bitstate {
 	r := &Bitstate{Hashes: bitHashes}
 	var set, total int64
 	missed := 0.0
-	for i := range s.bits {
-		set += s.bits[i].set
-		total += int64(len(s.bits[i].words)) * 64
-		missed += s.bits[i].missed
+	for i := range s.bitShards {
+		set += s.bitShards[i].set
+		total += int64(len(s.bitShards[i].words)) * 64
+		missed += s.bitShards[i].missed
 	}
 	r.Bytes = total / 8
 	r.Fill = float64(set) / float64(total)

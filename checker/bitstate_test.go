@@ -28,7 +28,7 @@ func TestBitstate_RoomyArrayMissesNothing(t *testing.T) {
 	broken := variantChecker(t, "late-cancel-finalizes-twice.json", "vllm", Budget{Duplicate: 1, Cancel: 1, EarlyTimer: 1})
 	ref := broken.Explore(context.Background(), Limits{Workers: 1}, nil)
 	r := broken.Explore(context.Background(), Limits{Workers: 1, Bitstate: 1 << 20}, nil)
-	if ref.Violation == nil || r.Violation == nil || broken.FormatCounterexample(r.Violation) != broken.FormatCounterexample(ref.Violation) {
+	if ref.Violation == nil || r.Violation == nil || broken.formatCounterexample(r.Violation) != broken.formatCounterexample(ref.Violation) {
 		t.Fatalf("a broken table: the bitstate search's trace differs from the fingerprint search's")
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
-// Options are switches of a run that are not part of the state.
-type Options struct {
+// options are switches of a run that are not part of the state.
+type options struct {
 	// Renewal lets destination heartbeats renew the source lease.
 	Renewal bool
 	// Symmetry keeps one state per orbit of interchangeable handoffs and workers.
@@ -26,7 +26,7 @@ type Checker struct {
 	policy  spec.Policy
 	world   *model.Config
 	budget  Remaining
-	opts    Options
+	opts    options
 	nH, nW  int
 	prefill []int
 	decode  []int
@@ -59,7 +59,7 @@ func New(p *Protocol, cfg *Config, run Run) (*Checker, error) {
 	}
 	c := &Checker{
 		proto: p, run: run, policy: run.Policy, world: &w, budget: cfg.Budget.pack(),
-		opts: Options{Renewal: cfg.Renewal, Symmetry: cfg.Symmetry},
+		opts: options{Renewal: cfg.Renewal, Symmetry: cfg.Symmetry},
 		nH:   w.NumHandoffs(), nW: w.NumWorkers(),
 		prefill: w.PrefillWorkers(), decode: w.DecodeWorkers(),
 	}

@@ -33,8 +33,8 @@ import (
 
 const checkpointSchema = "handoffcheck.checkpoint/v1"
 
-// ErrCheckpoint is a checkpoint that cannot be resumed.
-var ErrCheckpoint = errors.New("checkpoint")
+// errCheckpoint is a checkpoint that cannot be resumed.
+var errCheckpoint = errors.New("checkpoint")
 
 // checkpointMeta is checkpoint.json: everything but the large arrays.
 type checkpointMeta struct {
@@ -122,9 +122,9 @@ func (c *Checker) identity(words int, bitstate int64, reduce bool) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// CheckpointDir is where a run's checkpoints go under a checkpoint
+// checkpointDir is where a run's checkpoints go under a checkpoint
 // directory.
-func CheckpointDir(dir string, run Run) string { return filepath.Join(dir, run.Name) }
+func checkpointDir(dir string, run Run) string { return filepath.Join(dir, run.Name) }
 
 // readMeta reads a run's checkpoint.json; ok is false when the run has
 // none (it never started before the process stopped).
@@ -142,34 +142,34 @@ func readMeta(runDir string) (checkpointMeta, string, bool, error) {
 	path := filepath.Join(cur, "checkpoint.json")
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return m, "", false, fmt.Errorf("%w: %v", ErrCheckpoint, err)
+		return m, "", false, fmt.Errorf("%w: %v", errCheckpoint, err)
 	}
 	if err := json.Unmarshal(data, &m); err != nil {
-		return m, "", false, fmt.Errorf("%w: %s: %v", ErrCheckpoint, path, err)
+		return m, "", false, fmt.Errorf("%w: %s: %v", errCheckpoint, path, err)
 	}
 	if m.Schema != checkpointSchema {
-		return m, "", false, fmt.Errorf("%w: %s: schema %q, want %q", ErrCheckpoint, path, m.Schema, checkpointSchema)
+		return m, "", false, fmt.Errorf("%w: %s: schema %q, want %q", errCheckpoint, path, m.Schema, checkpointSchema)
 	}
 	if m.Sum == "" || m.Sum != metaSum(m) {
-		return m, "", false, fmt.Errorf("%w: %s was edited or damaged (its content hash differs from the one it records); want the file as check wrote it, or start afresh without --resume", ErrCheckpoint, path)
+		return m, "", false, fmt.Errorf("%w: %s was edited or damaged (its content hash differs from the one it records); want the file as check wrote it, or start afresh without --resume", errCheckpoint, path)
 	}
 	return m, cur, true, nil
 }
 
-// CanResume reports whether a run can resume from a checkpoint directory
+// canResume reports whether a run can resume from a checkpoint directory
 // with these limits: nil when the run has a checkpoint of the same search,
 // or none at all (it then starts from the beginning).
-func (c *Checker) CanResume(dir string, lim Limits) error {
+func (c *Checker) canResume(dir string, lim Limits) error {
 	if err := checkpointLimits(lim); err != nil {
 		return err
 	}
-	m, cur, ok, err := readMeta(CheckpointDir(dir, c.run))
+	m, cur, ok, err := readMeta(checkpointDir(dir, c.run))
 	if err != nil || !ok {
 		return err
 	}
 	words := 1 + c.nW + model.HandoffWords*c.nH
 	if m.Identity != c.identity(words, lim.Bitstate, lim.Reduce) {
-		return fmt.Errorf("%w: %s is a checkpoint of another search (the configuration, tables, run, --bitstate or --por differ)", ErrCheckpoint, cur)
+		return fmt.Errorf("%w: %s is a checkpoint of another search (the configuration, tables, run, --bitstate or --por differ)", errCheckpoint, cur)
 	}
 	// Every file is read once here, so that a damaged checkpoint is
 	// refused before any run starts rather than stopping its run.
@@ -180,13 +180,13 @@ func (c *Checker) CanResume(dir string, lim Limits) error {
 	for _, name := range files {
 		f, err := os.Open(filepath.Join(cur, name))
 		if err != nil {
-			return fmt.Errorf("%w: %v", ErrCheckpoint, err)
+			return fmt.Errorf("%w: %v", errCheckpoint, err)
 		}
 		crc := crc64.New(crc64.MakeTable(crc64.ECMA))
 		_, err = io.Copy(crc, bufio.NewReaderSize(f, 1<<20))
 		f.Close()
 		if want, ok := m.CRC[name]; err != nil || !ok || crc.Sum64() != want {
-			return fmt.Errorf("%w: %s is damaged (its checksum differs from checkpoint.json's)", ErrCheckpoint, filepath.Join(cur, name))
+			return fmt.Errorf("%w: %s is damaged (its checksum differs from checkpoint.json's)", errCheckpoint, filepath.Join(cur, name))
 		}
 	}
 	return nil
@@ -195,7 +195,7 @@ func (c *Checker) CanResume(dir string, lim Limits) error {
 // checkpointLimits refuses what a checkpoint does not keep.
 func checkpointLimits(lim Limits) error {
 	if lim.Liveness || lim.Exact {
-		return fmt.Errorf("%w: checkpoints keep fingerprints or bits and no liveness graph: give --liveness=false, without --exact", ErrCheckpoint)
+		return fmt.Errorf("%w: checkpoints keep fingerprints or bits and no liveness graph: give --liveness=false, without --exact", errCheckpoint)
 	}
 	return nil
 }
@@ -219,15 +219,13 @@ func (e *exploration) save(frontier, next *keyQueue, depth int, levelStart uint3
 	if p.err != nil {
 		return
 	}
-	if e.disk != nil {
-		// The window's fingerprints go to the file first, with the
-		// states they made new onto next, so that the file alone is the
-		// visited set: the window is not kept. A merge more than an
-		// uninterrupted run makes, and nothing else changes.
-		if err := e.flush(next); err != nil {
-			p.err = fmt.Errorf("writing a checkpoint to %s: %w", p.dir, err)
-			return
-		}
+	// On disk, the window's fingerprints go to the file first, with the
+	// states they made new onto next, so that the file alone is the
+	// visited set: the window is not kept. A merge more than an
+	// uninterrupted run makes, and nothing else changes.
+	if err := e.vis.settle(&e.links, next, true); err != nil {
+		p.err = fmt.Errorf("writing a checkpoint to %s: %w", p.dir, err)
+		return
 	}
 	if err := e.writeCheckpoint(frontier, next, depth, levelStart, done, finished); err != nil {
 		p.err = fmt.Errorf("writing a checkpoint to %s: %w", p.dir, err)
@@ -250,7 +248,7 @@ func (e *exploration) writeCheckpoint(frontier, next *keyQueue, depth int, level
 		Depth: depth, LevelStart: levelStart, Done: done, Frontier: frontier.n, Next: next.n, NextPrev: append([]uint64(nil), next.prev[:e.words]...),
 		States: e.links.n, Transitions: e.stats.Transitions, DeadEnds: e.deadEnds, Rows: e.cov.Rows,
 		Reduced: e.stats.Reduced, Pruned: e.stats.Pruned,
-		ElapsedNS: int64(e.elapsed()), Bitstate: e.st.bitstate, CRC: map[string]uint64{}}
+		ElapsedNS: int64(e.elapsed()), Bitstate: isBitstate(e.vis), CRC: map[string]uint64{}}
 	write := func(name string, fill func(w io.Writer) error) error {
 		f, err := os.Create(filepath.Join(tmp, name))
 		if err != nil {
@@ -271,32 +269,19 @@ func (e *exploration) writeCheckpoint(frontier, next *keyQueue, depth int, level
 		m.CRC[name] = crc.Sum64()
 		return err
 	}
+	shards, words := storeWords(e.vis)
+	m.Shards = shards
 	err = write("store.bin", func(w io.Writer) error {
-		for i := range e.st.fp {
-			var words []uint64
-			if e.st.bitstate {
-				b := &e.st.bits[i]
-				words = b.words
-				m.Shards = append(m.Shards, shardMeta{Words: len(words), Set: b.set, Missed: b.missed})
-			} else {
-				t := &e.st.fp[i]
-				words = t.fps
-				m.Shards = append(m.Shards, shardMeta{Words: len(words), N: t.n})
-				if e.disk != nil {
-					// The window is empty (merged above): its size only.
-					words = nil
-				}
-			}
-			if _, err := w.Write(wordBytes(words)); err != nil {
+		for _, ws := range words {
+			if _, err := w.Write(wordBytes(ws)); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	if err == nil && e.disk != nil {
-		d := e.disk
-		m.Disk = &diskMeta{Fingerprints: d.n, Merges: d.merges, Window: d.window, At: e.stats.DiskAt}
-		err = write("fingerprints.bin", func(w io.Writer) error { return copyFile(w, d.path) })
+	if d, ok := e.vis.(*diskStore); err == nil && ok {
+		m.Disk = &diskMeta{Fingerprints: d.onFile.n, Merges: d.onFile.merges, Window: d.onFile.window, At: e.stats.DiskAt}
+		err = write("fingerprints.bin", func(w io.Writer) error { return copyFile(w, d.onFile.path) })
 	}
 	if err == nil {
 		err = write("links.bin", e.links.writeTo)
@@ -329,6 +314,35 @@ func (e *exploration) writeCheckpoint(frontier, next *keyQueue, depth int, level
 		return err
 	}
 	return os.RemoveAll(prev)
+}
+
+// isBitstate says v keeps bits, not fingerprints.
+func isBitstate(v visited) bool {
+	_, ok := v.(*bitstateSet)
+	return ok
+}
+
+// storeWords is what a checkpoint keeps of a visited set, shard by shard:
+// its figures and its words. A window on disk is empty (merged before a
+// checkpoint): its size only.
+func storeWords(v visited) ([]shardMeta, [][]uint64) {
+	metas, words := make([]shardMeta, numShards), make([][]uint64, numShards)
+	switch s := v.(type) {
+	case *bitstateSet:
+		for i := range s.bitShards {
+			b := &s.bitShards[i]
+			metas[i], words[i] = shardMeta{Words: len(b.words), Set: b.set, Missed: b.missed}, b.words
+		}
+	case *fpSet:
+		for i := range s.shards {
+			metas[i], words[i] = shardMeta{Words: len(s.shards[i].fps), N: s.shards[i].n}, s.shards[i].fps
+		}
+	case *diskStore:
+		for i := range s.inMemory.shards {
+			metas[i] = shardMeta{Words: len(s.inMemory.shards[i].fps), N: s.inMemory.shards[i].n}
+		}
+	}
+	return metas, words
 }
 
 // copyFile writes the file at path to w.
@@ -369,7 +383,7 @@ func (e *exploration) restore(runDir string) (*resumed, bool, error) {
 		return nil, false, err
 	}
 	if m.Identity != e.identity {
-		return nil, false, fmt.Errorf("%w: %s is a checkpoint of another search", ErrCheckpoint, cur)
+		return nil, false, fmt.Errorf("%w: %s is a checkpoint of another search", errCheckpoint, cur)
 	}
 	open := func(name string) (io.Reader, func() error, error) {
 		f, err := os.Open(filepath.Join(cur, name))
@@ -383,7 +397,7 @@ func (e *exploration) restore(runDir string) (*resumed, bool, error) {
 			_, _ = io.Copy(io.Discard, r)
 			f.Close()
 			if crc.Sum64() != m.CRC[name] {
-				return fmt.Errorf("%w: %s is damaged (its checksum differs)", ErrCheckpoint, filepath.Join(cur, name))
+				return fmt.Errorf("%w: %s is damaged (its checksum differs)", errCheckpoint, filepath.Join(cur, name))
 			}
 			return nil
 		}
@@ -393,39 +407,11 @@ func (e *exploration) restore(runDir string) (*resumed, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	if len(m.Shards) != numShards || m.Bitstate != e.st.bitstate {
-		return nil, false, fmt.Errorf("%w: %s: %d shards, bitstate %v", ErrCheckpoint, cur, len(m.Shards), m.Bitstate)
+	if len(m.Shards) != numShards || m.Bitstate != isBitstate(e.vis) {
+		return nil, false, fmt.Errorf("%w: %s: %d shards, bitstate %v", errCheckpoint, cur, len(m.Shards), m.Bitstate)
 	}
-	for i, sh := range m.Shards {
-		var words []uint64
-		if e.st.bitstate {
-			b := &e.st.bits[i]
-			if b.onMap {
-				unmapWords(b.words)
-			}
-			b.words = mapWords(sh.Words)
-			b.onMap = b.words != nil
-			if b.words == nil {
-				b.words = make([]uint64, sh.Words)
-			}
-			b.set, b.missed = sh.Set, sh.Missed
-			words = b.words
-		} else {
-			t := &e.st.fp[i]
-			t.free()
-			if sh.Words > 0 {
-				t.init(sh.Words)
-			}
-			t.n = sh.N
-			words = t.fps
-			if m.Disk != nil {
-				// An empty window: nothing on file.
-				words = nil
-			}
-		}
-		if _, err := io.ReadFull(r, wordBytes(words)); err != nil {
-			return nil, false, fmt.Errorf("%w: %s: %v", ErrCheckpoint, filepath.Join(cur, "store.bin"), err)
-		}
+	if err := restoreWords(e.vis, m.Shards, m.Disk != nil, r); err != nil {
+		return nil, false, fmt.Errorf("%w: %s: %v", errCheckpoint, filepath.Join(cur, "store.bin"), err)
 	}
 	if err := check(); err != nil {
 		return nil, false, err
@@ -434,7 +420,7 @@ func (e *exploration) restore(runDir string) (*resumed, bool, error) {
 		return nil, false, err
 	}
 	if err := e.links.readFrom(r, m.States); err != nil {
-		return nil, false, fmt.Errorf("%w: %s: %v", ErrCheckpoint, filepath.Join(cur, "links.bin"), err)
+		return nil, false, fmt.Errorf("%w: %s: %v", errCheckpoint, filepath.Join(cur, "links.bin"), err)
 	}
 	if err := check(); err != nil {
 		return nil, false, err
@@ -456,7 +442,7 @@ func (e *exploration) restore(runDir string) (*resumed, bool, error) {
 		}
 		kq, err := readKeyQueue(e.words, &e.spill, r, q.n, q.prev)
 		if err != nil {
-			return nil, false, fmt.Errorf("%w: %s: %v", ErrCheckpoint, filepath.Join(cur, q.name), err)
+			return nil, false, fmt.Errorf("%w: %s: %v", errCheckpoint, filepath.Join(cur, q.name), err)
 		}
 		if err := check(); err != nil {
 			kq.close()
@@ -468,11 +454,47 @@ func (e *exploration) restore(runDir string) (*resumed, bool, error) {
 	e.stats.Reduced, e.stats.Pruned = m.Reduced, m.Pruned
 	for r := range e.cov.Rows {
 		if len(m.Rows[r]) != len(e.cov.Rows[r]) {
-			return nil, false, fmt.Errorf("%w: %s: row counts of another table", ErrCheckpoint, cur)
+			return nil, false, fmt.Errorf("%w: %s: row counts of another table", errCheckpoint, cur)
 		}
 		copy(e.cov.Rows[r], m.Rows[r])
 	}
 	return res, true, nil
+}
+
+// restoreWords reads a checkpoint's shards into a fresh visited set (an
+// empty window when the fingerprints are on file).
+func restoreWords(v visited, shards []shardMeta, onFile bool, r io.Reader) error {
+	for i, sh := range shards {
+		var words []uint64
+		switch s := v.(type) {
+		case *bitstateSet:
+			b := &s.bitShards[i]
+			if b.onMap {
+				unmapWords(b.words)
+			}
+			b.words = mapWords(sh.Words)
+			b.onMap = b.words != nil
+			if b.words == nil {
+				b.words = make([]uint64, sh.Words)
+			}
+			b.set, b.missed = sh.Set, sh.Missed
+			words = b.words
+		case *fpSet:
+			t := &s.shards[i]
+			t.free()
+			if sh.Words > 0 {
+				t.init(sh.Words)
+			}
+			t.n = sh.N
+			if !onFile {
+				words = t.fps
+			}
+		}
+		if _, err := io.ReadFull(r, wordBytes(words)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // restoreDisk puts a checkpoint's fingerprint file in the spill directory
@@ -492,7 +514,7 @@ func (e *exploration) restoreDisk(dm *diskMeta, cur string, open func(string) (i
 		err = cerr
 	}
 	if err == nil && n != dm.Fingerprints*8 {
-		err = fmt.Errorf("%w: %s holds %d bytes, checkpoint.json says %d fingerprints", ErrCheckpoint, filepath.Join(cur, "fingerprints.bin"), n, dm.Fingerprints)
+		err = fmt.Errorf("%w: %s holds %d bytes, checkpoint.json says %d fingerprints", errCheckpoint, filepath.Join(cur, "fingerprints.bin"), n, dm.Fingerprints)
 	}
 	if err == nil {
 		err = check()
@@ -501,11 +523,11 @@ func (e *exploration) restoreDisk(dm *diskMeta, cur string, open func(string) (i
 		os.Remove(f.Name())
 		return err
 	}
-	e.disk = &diskSet{dir: &e.spill, path: f.Name(), n: dm.Fingerprints, merges: dm.Merges, window: dm.Window}
+	d := &diskSet{dir: &e.spill, path: f.Name(), n: dm.Fingerprints, merges: dm.Merges, window: dm.Window}
 	if testWindow > 0 {
-		e.disk.window = testWindow
+		d.window = testWindow
 	}
-	e.unchecked = newKeyQueue(e.words+2, &e.spill)
+	e.vis = &diskStore{inMemory: e.vis.(*fpSet), onFile: d, unchecked: newKeyQueue(e.words+2, &e.spill), words: e.words}
 	e.stats.DiskAt = dm.At
 	e.wantDisk.Store(true)
 	e.onDisk.Store(true)

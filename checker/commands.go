@@ -12,8 +12,8 @@ import (
 // a worker's scheduler core applies them (the command path).
 type Commands uint8
 
-// AllCommands is every command kind.
-const AllCommands = Commands(1<<model.CmdActivate | 1<<model.CmdRelease | 1<<model.CmdCancel)
+// allCommands is every command kind.
+const allCommands = Commands(1<<model.CmdActivate | 1<<model.CmdRelease | 1<<model.CmdCancel)
 
 // Has reports whether a kind is in the set.
 func (c Commands) Has(k model.Cmd) bool { return c&(1<<k) != 0 }
@@ -38,7 +38,7 @@ func ParseCommands(raw json.RawMessage) (Commands, error) {
 	var on bool
 	if err := json.Unmarshal(raw, &on); err == nil {
 		if on {
-			return AllCommands, nil
+			return allCommands, nil
 		}
 		return 0, nil
 	}

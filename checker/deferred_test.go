@@ -76,7 +76,7 @@ func TestCheckVocabulary_LaterEventsMayBeAbsent(t *testing.T) {
 	}
 	s := drop(spec.Source, "Deferred")
 	s.Destination = drop(spec.Destination, "Deferred").Destination
-	if err := CheckVocabulary(s); err != nil {
+	if err := checkVocabulary(s); err != nil {
 		t.Fatalf("a spec without Deferred is refused: %v", err)
 	}
 	p := interpreted(t, s)
@@ -89,14 +89,14 @@ func TestCheckVocabulary_LaterEventsMayBeAbsent(t *testing.T) {
 			}
 		}
 	}
-	err := CheckVocabulary(drop(spec.Destination, "LocalAbort"))
+	err := checkVocabulary(drop(spec.Destination, "LocalAbort"))
 	want := fmt.Sprintf("  destination table does not declare event %q, which the model knows (only an event added to the vocabulary later may be left out)", "LocalAbort")
 	if err == nil || !strings.Contains(err.Error(), "\n"+want) {
 		t.Errorf("a spec without LocalAbort: %v, want %q", err, want)
 	}
 	twice := spec.Default()
 	twice.Source.Events = append(twice.Source.Events, twice.Source.Events[0])
-	if err := CheckVocabulary(twice); err == nil || !strings.Contains(err.Error(), `source table declares event "RequestArrived" 2 times`) {
+	if err := checkVocabulary(twice); err == nil || !strings.Contains(err.Error(), `source table declares event "RequestArrived" 2 times`) {
 		t.Errorf("a spec declaring RequestArrived twice: %v", err)
 	}
 }

@@ -21,16 +21,16 @@ func TestWalk_ReportIndependentOfWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sched := range []Schedule{ScheduleUniform, SchedulePositions, SchedulePCT} {
+	for _, sched := range []Schedule{scheduleUniform, SchedulePositions, schedulePCT} {
 		for _, swarm := range []bool{false, true} {
 			opts := WalkOptions{Seed: 11, Walks: 300, Steps: 80, Swarm: swarm, Schedule: sched, Workers: 1}
-			one := c.Walk(context.Background(), opts)
+			one := c.walk(context.Background(), opts)
 			if one.Violation == nil {
 				t.Fatalf("%s swarm=%v: 300 walks found nothing", sched, swarm)
 			}
 			for try := 0; try < 5; try++ {
 				opts.Workers = 2
-				two := c.Walk(context.Background(), opts)
+				two := c.walk(context.Background(), opts)
 				if one.Walks != two.Walks || one.Moves != two.Moves || one.Distinct != two.Distinct || one.Failing != two.Failing {
 					t.Fatalf("%s swarm=%v: one worker: %d walks, %d moves, %d distinct, walk %d failed; two: %d, %d, %d, %d",
 						sched, swarm, one.Walks, one.Moves, one.Distinct, one.Failing, two.Walks, two.Moves, two.Distinct, two.Failing)

@@ -46,28 +46,26 @@ type diskSet struct {
 
 // toDisk moves the in-memory fingerprints to a sorted file and makes the
 // table a window of shardSlots slots per shard (a window of at least
-// 65,536 fingerprints).
+// 65,536 fingerprints): the visited set becomes a diskStore.
 func (e *exploration) toDisk(shardSlots int) error {
+	fs := e.vis.(*fpSet)
 	shardSlots = max(shardSlots, 2048)
 	d := &diskSet{dir: &e.spill, window: shardSlots * numShards * 7 / 10 * maxLoadNum / maxLoadDen}
 	if testWindow > 0 {
 		d.window = testWindow
 	}
-	sorted := e.st.sortShards()
+	sorted := fs.sortShards()
 	if err := d.merge(sorted, nil); err != nil {
 		return err
 	}
 	// Every fingerprint is on file: the tables go back to the system and
 	// the window's shards take their place.
-	for i := range e.st.fp {
-		t := &e.st.fp[i]
+	for i := range fs.shards {
+		t := &fs.shards[i]
 		t.free()
 		t.init(shardSlots)
 	}
-	e.disk = d
-	if e.unchecked == nil {
-		e.unchecked = newKeyQueue(e.words+2, &e.spill)
-	}
+	e.vis = &diskStore{inMemory: fs, onFile: d, unchecked: newKeyQueue(e.words+2, &e.spill), words: e.words}
 	return nil
 }
 
@@ -75,10 +73,10 @@ func (e *exploration) toDisk(shardSlots int) error {
 // and sorts them there; the shards, in order, are then one sorted
 // sequence (a shard is the fingerprint's top bits). The tables are unusable
 // as hash tables until cleared.
-func (s *store) sortShards() [][]uint64 {
+func (s *fpSet) sortShards() [][]uint64 {
 	out := make([][]uint64, numShards)
-	for i := range s.fp {
-		t := &s.fp[i]
+	for i := range s.shards {
+		t := &s.shards[i]
 		k := 0
 		for _, fp := range t.fps {
 			if fp != 0 {
@@ -93,18 +91,18 @@ func (s *store) sortShards() [][]uint64 {
 }
 
 // clearShards empties every shard, keeping its capacity.
-func (s *store) clearShards() {
-	for i := range s.fp {
-		clear(s.fp[i].fps)
-		s.fp[i].n = 0
+func (s *fpSet) clearShards() {
+	for i := range s.shards {
+		clear(s.shards[i].fps)
+		s.shards[i].n = 0
 	}
 }
 
 // windowSize is how many fingerprints the window holds.
-func (s *store) windowSize() int {
+func (s *diskStore) windowSize() int {
 	n := 0
-	for i := range s.fp {
-		n += s.fp[i].n
+	for i := range s.inMemory.shards {
+		n += s.inMemory.shards[i].n
 	}
 	return n
 }
@@ -202,18 +200,18 @@ func (d *diskSet) merge(shards [][]uint64, old [][]bool) error {
 // flush merges the window into the file and turns the unchecked queue's
 // states whose fingerprint was not on file into new states, in order:
 // their ids, trace links and places on the next frontier.
-func (e *exploration) flush(next *keyQueue) error {
-	q := e.unchecked
+func (s *diskStore) flush(links *linkLog, next *keyQueue) error {
+	q := s.unchecked
 	if q.n == 0 {
-		e.st.clearShards()
+		s.inMemory.clearShards()
 		return nil
 	}
-	shards := e.st.sortShards()
+	shards := s.inMemory.sortShards()
 	old := make([][]bool, numShards)
 	for i := range old {
 		old[i] = make([]bool, len(shards[i]))
 	}
-	if err := e.disk.merge(shards, old); err != nil {
+	if err := s.onFile.merge(shards, old); err != nil {
 		return err
 	}
 	rd := q.reader()
@@ -234,20 +232,12 @@ func (e *exploration) flush(next *keyQueue) error {
 			if old[shardOf(fp)][j] {
 				continue
 			}
-			e.links.append(uint32(r[1]), uint8(r[1]>>32))
+			links.append(uint32(r[1]), uint8(r[1]>>32))
 			next.push(r[2:])
 		}
 	}
 	q.close()
-	e.unchecked = newKeyQueue(q.words, &e.spill)
-	e.st.clearShards()
+	s.unchecked = newKeyQueue(q.words, s.onFile.dir)
+	s.inMemory.clearShards()
 	return nil
-}
-
-// queueUnchecked puts a candidate new to the window on the unchecked queue.
-func (e *exploration) queueUnchecked(cd *candidate, key []uint64) {
-	var rec [KeyWords + 2]uint64
-	rec[0], rec[1] = cd.fp, uint64(cd.pid)|uint64(cd.move)<<32
-	copy(rec[2:], key)
-	e.unchecked.push(rec[:e.words+2])
 }

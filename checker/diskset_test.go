@@ -132,7 +132,7 @@ func TestDisk_TheBoundMovesTheSearchToDisk(t *testing.T) {
 	}
 	looks = 0
 	r = c.Explore(context.Background(), Limits{Workers: 2, MaxMemory: bound, Liveness: true}, nil)
-	if r.Complete || r.StopReason != StopMaxMemory || r.Stats.DiskAt != 0 {
+	if r.Complete || r.StopReason != stopMaxMemory || r.Stats.DiskAt != 0 {
 		t.Fatalf("with the liveness graph: complete=%v stop=%q, moved to disk at %d", r.Complete, r.StopReason, r.Stats.DiskAt)
 	}
 }
@@ -144,25 +144,27 @@ func TestDisk_TheBoundMovesTheSearchToDisk(t *testing.T) {
 func TestDisk_TheMoveGivesTheTableBack(t *testing.T) {
 	const n = 1 << 20
 	const bound = 8 << 20 // a window of 262,144 slots at most
-	e := &exploration{lim: Limits{MaxMemory: bound}, words: 2, fwords: 2, st: newStore(false, 2, false, false), spill: spillDir{parent: t.TempDir()}}
+	fs := newFPSet(false, false)
+	e := &exploration{lim: Limits{MaxMemory: bound}, words: 2, fwords: 2, vis: fs, spill: spillDir{parent: t.TempDir()}}
 	defer e.spill.remove()
-	defer e.st.free()
+	defer func() { e.vis.free() }()
 	for i := uint64(1); i <= n; i++ {
-		e.st.insertFP(i * 0x9E3779B97F4A7C15)
+		fs.insert(i*0x9E3779B97F4A7C15, nil)
 	}
-	before := e.st.fingerprintBytes()
+	before := e.vis.fingerprintBytes()
 	if err := e.goToDisk(); err != nil {
 		t.Fatal(err)
 	}
-	after := e.st.fingerprintBytes()
-	if before <= bound/4 || after > bound/4 || e.st.windowSize() != 0 {
-		t.Fatalf("table %d bytes before the move, %d after (bound %d), window holds %d", before, after, bound, e.st.windowSize())
+	d := e.vis.(*diskStore)
+	after := e.vis.fingerprintBytes()
+	if before <= bound/4 || after > bound/4 || d.windowSize() != 0 {
+		t.Fatalf("table %d bytes before the move, %d after (bound %d), window holds %d", before, after, bound, d.windowSize())
 	}
-	if e.disk.n != n || e.disk.window > bound/4/8 {
-		t.Fatalf("%d fingerprints on file, want %d; window of %d", e.disk.n, n, e.disk.window)
+	if d.onFile.n != n || d.onFile.window > bound/4/8 {
+		t.Fatalf("%d fingerprints on file, want %d; window of %d", d.onFile.n, n, d.onFile.window)
 	}
 	for i := uint64(1); i <= n; i += 4099 {
-		if _, ok := e.st.lookup(i*0x9E3779B97F4A7C15, nil); ok {
+		if _, ok := e.vis.lookup(i*0x9E3779B97F4A7C15, nil); ok {
 			t.Fatalf("fingerprint %d still in the window", i)
 		}
 	}
@@ -185,11 +187,11 @@ func TestDisk_CheckpointAndResumeOnDisk(t *testing.T) {
 	}
 	resume := func(what, dir string) {
 		t.Helper()
-		m, _, ok, err := readMeta(CheckpointDir(dir, c.Run()))
+		m, _, ok, err := readMeta(checkpointDir(dir, c.Run()))
 		if err != nil || !ok || m.Disk == nil || m.Finished {
 			t.Fatalf("%s: the checkpoint is not one of an unfinished search on disk: %+v %v", what, m.Disk, err)
 		}
-		if err := c.CanResume(dir, Limits{}); err != nil {
+		if err := c.canResume(dir, Limits{}); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 		r := c.Explore(context.Background(), Limits{Workers: 2, Resume: dir, SpillDir: t.TempDir()}, nil)
@@ -204,7 +206,7 @@ func TestDisk_CheckpointAndResumeOnDisk(t *testing.T) {
 	// Between two levels: stopped by a depth bound after the move.
 	dir := t.TempDir()
 	r := c.Explore(context.Background(), Limits{Workers: 1, DiskAfter: 2000, Checkpoint: dir, MaxDepth: ref.Stats.Depth / 2}, nil)
-	if r.StopReason != StopMaxDepth || r.Stats.DiskAt == 0 || r.Checkpoints != 1 {
+	if r.StopReason != stopMaxDepth || r.Stats.DiskAt == 0 || r.Checkpoints != 1 {
 		t.Fatalf("stopped for %q, on disk at %d, %d checkpoints", r.StopReason, r.Stats.DiskAt, r.Checkpoints)
 	}
 	resume("between levels", dir)
@@ -221,7 +223,7 @@ func TestDisk_CheckpointAndResumeOnDisk(t *testing.T) {
 		stopped <- c.Explore(ctx, Limits{Workers: 1, DiskAfter: 2000, Checkpoint: dir, CheckpointEvery: time.Nanosecond}, nil)
 	}()
 	for {
-		m, _, ok, _ := readMeta(CheckpointDir(dir, c.Run()))
+		m, _, ok, _ := readMeta(checkpointDir(dir, c.Run()))
 		if ok && m.Disk != nil && m.Disk.Merges >= 3 && m.Done > 0 && !m.Finished {
 			cancel()
 			break
@@ -232,7 +234,7 @@ func TestDisk_CheckpointAndResumeOnDisk(t *testing.T) {
 		case <-time.After(time.Millisecond):
 		}
 	}
-	if r := <-stopped; r.StopReason != StopInterrupted || r.Checkpoints < 2 {
+	if r := <-stopped; r.StopReason != stopInterrupted || r.Checkpoints < 2 {
 		t.Fatalf("stopped for %q with %d checkpoints", r.StopReason, r.Checkpoints)
 	}
 	resume("within a level", dir)

@@ -36,6 +36,16 @@ func (ms *moveSet) add(m Move) {
 	ms.n++
 }
 
+// handoff is the handoff move i belongs to (-1: none).
+func (ms *moveSet) handoff(i int) int { return int(ms.m[i].H) }
+
+// own reports whether move i is one the system makes on its own, given
+// that the first protocol moves are the protocol's: not a fault, and not
+// a timer firing while something else could still happen.
+func (ms *moveSet) own(i, protocol int) bool {
+	return i < protocol && !(ms.m[i].Kind == MvTimer && !ms.stuck)
+}
+
 // Moves lists the moves enabled in a state, in a fixed order.
 func (c *Checker) Moves(s *State) []Move {
 	var ms moveSet

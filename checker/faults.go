@@ -130,9 +130,9 @@ func ParseFault(name string) (Fault, bool) {
 	return 0, false
 }
 
-// SwarmFaultMoves lists, in budget order, the fault moves a swarm walk
+// swarmFaultMoves lists, in budget order, the fault moves a swarm walk
 // may switch off.
-func SwarmFaultMoves() []MoveKind {
+func swarmFaultMoves() []MoveKind {
 	var out []MoveKind
 	for f := range FaultKinds {
 		if FaultKinds[f].Swarm {

@@ -209,7 +209,7 @@ func TestFaultKinds_Swarm(t *testing.T) {
 			want = append(want, FaultKinds[f].Move)
 		}
 	}
-	if !slices.Equal(SwarmFaultMoves(), want) || !slices.Equal(faultKinds, want) {
-		t.Errorf("swarm moves %v (walks use %v), want %v", SwarmFaultMoves(), faultKinds, want)
+	if !slices.Equal(swarmFaultMoves(), want) || !slices.Equal(faultKinds, want) {
+		t.Errorf("swarm moves %v (walks use %v), want %v", swarmFaultMoves(), faultKinds, want)
 	}
 }

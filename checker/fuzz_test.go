@@ -62,7 +62,7 @@ func FuzzParseMove(f *testing.F) {
 	})
 }
 
-// FuzzMergeWalks: shard reports never panic merge; a refusal is ErrMerge
+// FuzzMergeWalks: shard reports never panic merge; a refusal is errMerge
 // (naming the file where it is about one), and an accepted pair merges to
 // a report that renders and reads back as one.
 func FuzzMergeWalks(f *testing.F) {
@@ -88,7 +88,7 @@ func FuzzMergeWalks(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		m, err := MergeWalks([]ShardReport{{File: "a.json", Data: a}, {File: "b.json", Data: b}})
 		if err != nil {
-			if !errors.Is(err, ErrMerge) {
+			if !errors.Is(err, errMerge) {
 				t.Fatalf("a refusal that is not ErrMerge: %v", err)
 			}
 			return

@@ -48,7 +48,7 @@ const lateFaultWalks = 2000
 // (with inv empty, of the first that broke any).
 func walkTally(c *Checker, n int, swarm bool, sched Schedule, inv string) (found map[string]int, first int) {
 	hz := 0
-	if sched != ScheduleUniform {
+	if sched != scheduleUniform {
 		hz = c.horizon(200)
 	}
 	invs := make([]string, n)
@@ -105,7 +105,7 @@ func TestWalk_LateFaultVariants(t *testing.T) {
 			c := checkerFor(t, p, cfg, name)
 			t.Run(v.file+"/"+cfgName+"/"+name, func(t *testing.T) {
 				for _, swarm := range []bool{true, false} {
-					for _, sched := range []Schedule{SchedulePositions, ScheduleUniform, SchedulePCT} {
+					for _, sched := range []Schedule{SchedulePositions, scheduleUniform, schedulePCT} {
 						found, first := walkTally(c, lateFaultWalks, swarm, sched, v.invariant)
 						mode := "random"
 						if swarm {
@@ -119,7 +119,7 @@ func TestWalk_LateFaultVariants(t *testing.T) {
 						if first < 0 {
 							t.Fatalf("%d swarm walks under the %s schedule did not find %s", lateFaultWalks, sched, v.invariant)
 						}
-						r := c.Walk(context.Background(), WalkOptions{Seed: 1 + uint64(first), Walks: 1, Steps: 200, Swarm: true, Schedule: sched, Workers: 1})
+						r := c.walk(context.Background(), WalkOptions{Seed: 1 + uint64(first), Walks: 1, Steps: 200, Swarm: true, Schedule: sched, Workers: 1})
 						if r.Violation == nil || r.Violation.Violation.Invariant != v.invariant || !r.Violation.Steps[len(r.Violation.Steps)-1].Failed ||
 							len(r.Violation.Steps) > r.Original {
 							t.Fatalf("walk %d alone: %+v", first, r)
@@ -207,7 +207,7 @@ func TestWalk_CompareSchedules(t *testing.T) {
 	if !*compareSchedules {
 		t.Skip("a measurement: give -compare-schedules")
 	}
-	scheds := []Schedule{ScheduleUniform, SchedulePositions, SchedulePCT}
+	scheds := []Schedule{scheduleUniform, SchedulePositions, schedulePCT}
 	configs := []struct {
 		name string
 		cfg  *Config
@@ -267,7 +267,7 @@ func TestWalk_CompareSchedules(t *testing.T) {
 							panic(err)
 						}
 						hz := 0
-						if sched != ScheduleUniform {
+						if sched != scheduleUniform {
 							hz = c.horizon(200)
 						}
 						for w := 0; w < 200; w++ {
@@ -282,8 +282,8 @@ func TestWalk_CompareSchedules(t *testing.T) {
 				})
 				t.Logf("%-8s swarm=%-5v %-9s: %d of %d mutants detected by 200 walks per run", cf.name, swarm, sched, detected[sched], len(mutants))
 			}
-			if detected[SchedulePositions] < detected[ScheduleUniform] {
-				t.Errorf("%s swarm=%v: the default schedule detected %d mutants, uniform %d", cf.name, swarm, detected[SchedulePositions], detected[ScheduleUniform])
+			if detected[SchedulePositions] < detected[scheduleUniform] {
+				t.Errorf("%s swarm=%v: the default schedule detected %d mutants, uniform %d", cf.name, swarm, detected[SchedulePositions], detected[scheduleUniform])
 			}
 		}
 	}

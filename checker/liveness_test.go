@@ -23,7 +23,7 @@ func TestLiveness_LoopReplaysWhenEntryIsOffTheCycle(t *testing.T) {
 		t.Fatalf("want an EventuallyDrained violation, got %+v", r.Violation)
 	}
 	ce := r.Violation
-	text := c.FormatCounterexample(ce)
+	text := c.formatCounterexample(ce)
 	if len(ce.Loop) == 0 {
 		t.Fatalf("the loop was dropped:\n%s", text)
 	}
@@ -116,7 +116,7 @@ func TestLiveness_CounterexampleStaysInsideTheTrap(t *testing.T) {
 			t.Errorf("liveness graph %d bytes, want %d", r.Stats.GraphBytes, 8*ref.ownEdges+len(ref.keys))
 		}
 		ce := r.Violation
-		text := c.FormatCounterexample(ce)
+		text := c.formatCounterexample(ce)
 		if v := ce.Violation; v.Handoff != -1 || v.Worker != -1 {
 			t.Errorf("a trap is about the whole state, yet the violation names handoff %d, worker %d", v.Handoff, v.Worker)
 		}
@@ -190,7 +190,7 @@ func TestLiveness_CounterexampleStaysInsideTheTrap(t *testing.T) {
 }
 
 // The reports of a liveness violation carry the whole counterexample: the
-// text shows it as FormatCounterexample does, the JSON has the trace, the
+// text shows it as formatCounterexample does, the JSON has the trace, the
 // loop and the rows each step fired, and both say the verdict.
 func TestLiveness_ReportsCarryTheCounterexample(t *testing.T) {
 	c := rearmChecker(t)
@@ -209,7 +209,7 @@ func TestLiveness_ReportsCarryTheCounterexample(t *testing.T) {
 	}
 	text := rep.Text(TextOptions{Mermaid: true})
 	wantLine(t, text, "run sglang (destination-first, engine sglang): VIOLATION EventuallyDrained\n")
-	wantLine(t, text, indent(rep.Checker(0).FormatCounterexampleFull(ce, false), "  "))
+	wantLine(t, text, indent(rep.Checker(0).formatCounterexampleFull(ce, false), "  "))
 	wantLine(t, text, "run sglang counterexample:\n```mermaid\n")
 	j := parseReportJSON(t, rep, TextOptions{})
 	v := j.Runs[0].Violation

@@ -65,11 +65,11 @@ func peakResidentBytes() uint64 {
 	return 0
 }
 
-// ProcessPeakResident is the peak resident memory of the whole process so
+// processPeakResident is the peak resident memory of the whole process so
 // far, in bytes (0 where the system does not say). The kernel's own
 // high-water mark is never reset here, so tools that read it from outside
 // (/usr/bin/time -v) see the same peak.
-func ProcessPeakResident() uint64 { return peakResidentBytes() }
+func processPeakResident() uint64 { return peakResidentBytes() }
 
 // residentSampler follows resident memory while a run explores: its peak
 // is the run's own, where the process's high-water mark would also hold

@@ -33,7 +33,7 @@ func TestExplore_MaxMemoryStopsWithinTheBound(t *testing.T) {
 	rs := sampleResident()
 	r := c.Explore(context.Background(), Limits{MaxMemory: bound, Liveness: true, Workers: 2}, nil)
 	r.Stats.PeakResident = rs.stop()
-	if r.Complete || r.StopReason != StopMaxMemory {
+	if r.Complete || r.StopReason != stopMaxMemory {
 		t.Fatalf("want a stop by the memory bound, got complete=%v stop=%q after %d states", r.Complete, r.StopReason, r.Stats.States)
 	}
 	// The kernel's high-water mark misses no spike between samples: when
@@ -122,7 +122,7 @@ func TestMemory_BoundWithLivenessOn(t *testing.T) {
 		!strings.HasSuffix(detail, " more to allocate would reach 1 B; EventuallyDrained not judged: the graph is incomplete") {
 		t.Errorf("bound of 1 byte: stop detail %q", detail)
 	}
-	if r.Complete || r.StopReason != StopMaxMemory || r.Liveness || r.Violation != nil || rep.Interrupted {
+	if r.Complete || r.StopReason != stopMaxMemory || r.Liveness || r.Violation != nil || rep.Interrupted {
 		t.Errorf("bound of 1 byte: complete=%v stop=%q %q liveness=%v violation=%v interrupted=%v",
 			r.Complete, r.StopReason, r.StopDetail, r.Liveness, r.Violation != nil, rep.Interrupted)
 	}
@@ -135,7 +135,7 @@ func TestMemory_BoundWithLivenessOn(t *testing.T) {
 	wantLine(t, text, "run vllm (source-first, engine vllm): incomplete ("+detail+"), no violation found\n")
 	wantNoLine(t, text, "EventuallyDrained: checked")
 	j := parseReportJSON(t, rep, TextOptions{})
-	if jr := j.Runs[0]; j.Verdict != "incomplete" || jr.StopReason != StopMaxMemory || jr.StopDetail != detail || jr.Liveness || jr.Complete {
+	if jr := j.Runs[0]; j.Verdict != "incomplete" || jr.StopReason != stopMaxMemory || jr.StopDetail != detail || jr.Liveness || jr.Complete {
 		t.Errorf("JSON of a run stopped by the bound: verdict %q, %+v", j.Verdict, jr)
 	}
 
@@ -181,7 +181,7 @@ func TestMemory_ResidentFigures(t *testing.T) {
 	if now%pageSize != 0 || now+4<<20 < rss || now > rss+4<<20 {
 		t.Errorf("resident memory %d bytes; the kernel's VmRSS says %d", now, rss)
 	}
-	if peak := peakResidentBytes(); peak < hwm || peak < now || ProcessPeakResident() < peak {
+	if peak := peakResidentBytes(); peak < hwm || peak < now || processPeakResident() < peak {
 		t.Errorf("peak resident %d bytes; VmHWM says %d, resident now %d", peak, hwm, now)
 	}
 	if mem, err := os.ReadFile("/proc/meminfo"); err == nil {
@@ -252,21 +252,21 @@ func TestMemory_LevelNeedsRoomForEachPart(t *testing.T) {
 	perEdges := int64(5 * (unsafe.Sizeof(edge{}) + 8))
 	// A store of 64 MiB of fingerprint slots, never touched: it costs
 	// address space, not resident memory.
-	big := newStore(false, words, false, false)
-	big.fp[0].fps = make([]uint64, 8<<20)
+	big := newFPSet(false, false)
+	big.shards[0].fps = make([]uint64, 8<<20)
 	cases := []struct {
 		name  string
 		n     int
-		store *store
+		store visited
 		graph bool
 		need  int64
 	}{
-		{"frontier", 1 << 17, newStore(false, words, false, false), false, min((1<<17)*perState, int64(spillLimit))},
-		{"graph", 1 << 17, newStore(false, words, false, false), true, (1 << 17) * perEdges},
+		{"frontier", 1 << 17, newFPSet(false, false), false, min((1<<17)*perState, int64(spillLimit))},
+		{"graph", 1 << 17, newFPSet(false, false), true, (1 << 17) * perEdges},
 		{"store", 0, big, false, 32 << 20},
 	}
 	for _, tc := range cases {
-		e := &exploration{words: words, fwords: words, st: tc.store}
+		e := &exploration{words: words, fwords: words, vis: tc.store}
 		tc.need += e.batchNeed()
 		if tc.graph {
 			e.g = &graph{}
@@ -325,7 +325,7 @@ func TestMemory_StopReasonIsTheBound(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	r := c.Explore(ctx, Limits{MaxMemory: 1, Workers: 1}, nil)
-	if r.Complete || r.StopReason != StopMaxMemory || !strings.HasPrefix(r.StopDetail, "stopped before resident memory passed the bound of 1 B (--max-memory): ") || ctx.Err() != nil {
+	if r.Complete || r.StopReason != stopMaxMemory || !strings.HasPrefix(r.StopDetail, "stopped before resident memory passed the bound of 1 B (--max-memory): ") || ctx.Err() != nil {
 		t.Errorf("complete=%v stop=%q %q, the caller's context: %v", r.Complete, r.StopReason, r.StopDetail, ctx.Err())
 	}
 }
@@ -378,7 +378,7 @@ func TestExplore_PeakHeapIsTheLargestGrowth(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	r = c.Explore(ctx, Limits{Workers: 1}, nil)
-	if r.StopReason != StopInterrupted || *n != 2 || r.Stats.PeakHeap != 2000 {
+	if r.StopReason != stopInterrupted || *n != 2 || r.Stats.PeakHeap != 2000 {
 		t.Errorf("interrupted before the first level: stop %q, %d readings, peak %d; want 2 readings and a peak of 2000", r.StopReason, *n, r.Stats.PeakHeap)
 	}
 }
@@ -394,13 +394,13 @@ func TestExplore_PeakHeapIsTheLargestGrowth(t *testing.T) {
 func TestMemory_EstimatesToTheByte(t *testing.T) {
 	const words, n = 8, 1000
 	perEdges := int64(5 * (unsafe.Sizeof(edge{}) + 8))
-	st := newStore(false, words, false, false)
-	st.fp[0].fps = make([]uint64, 1<<10)
+	st := newFPSet(false, false)
+	st.shards[0].fps = make([]uint64, 1<<10)
 	half := st.bytes(0) / 2
 	if half < 4<<10 {
 		t.Fatalf("a store of 1024 slots counts %d bytes", st.bytes(0))
 	}
-	e := &exploration{words: words, fwords: words, st: st, recent: make([]recentSet, 2)}
+	e := &exploration{words: words, fwords: words, vis: st, recent: make([]recentSet, 2)}
 	batch := int64(2*batchPerWorker)*(3*words*8+2*int64(unsafe.Sizeof(candidate{}))) + 2*recentSize*8
 	if got, want := e.batchNeed(), batch; got != want {
 		t.Errorf("a batch on two workers needs %d bytes, want %d", got, want)
@@ -418,7 +418,7 @@ func TestMemory_EstimatesToTheByte(t *testing.T) {
 	// On disk the window does not grow; a merge takes its two buffers and
 	// a flag per fingerprint of the window, and the queue of candidates
 	// new to the window its part in memory.
-	e = &exploration{words: words, fwords: words, st: st, recent: make([]recentSet, 2), disk: &diskSet{window: 5000}}
+	e = &exploration{words: words, fwords: words, vis: &diskStore{inMemory: st, onFile: &diskSet{window: 5000}}, recent: make([]recentSet, 2)}
 	if got, want := e.levelNeed(n), batch+n*words*8+2*mergeBuffer+5000+int64(spillLimit); got != want {
 		t.Errorf("a level of %d states on disk needs %d bytes, want %d", n, got, want)
 	}
@@ -555,7 +555,7 @@ func TestMemory_OnDiskStopsOnlyNearTheBound(t *testing.T) {
 	rep := checkOne(t, cfg, "trtllm", Limits{Workers: 2, MaxMemory: bound})
 	r = rep.Runs[0]
 	want := "stopped before resident memory passed the bound of 1024.0 GiB (--max-memory): " + FormatBytes(near) + " resident and about "
-	if r.Complete || r.StopReason != StopMaxMemory || !strings.HasPrefix(r.StopDetail, want) ||
+	if r.Complete || r.StopReason != stopMaxMemory || !strings.HasPrefix(r.StopDetail, want) ||
 		!strings.HasSuffix(r.StopDetail, " more to allocate would reach "+FormatBytes(diskThreshold(bound))) || r.Stats.DiskAt == 0 {
 		t.Fatalf("on disk with %s resident: complete=%v stop=%q %q, moved to disk at %d; want a stop saying %q…",
 			FormatBytes(near), r.Complete, r.StopReason, r.StopDetail, r.Stats.DiskAt, want)

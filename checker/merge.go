@@ -18,8 +18,8 @@ import (
 // so the merged report finds the same first failure, with the same trace,
 // as one process running every walk, and counts the same walks up to it.
 
-// ErrMerge is a set of shard reports that cannot be merged.
-var ErrMerge = errors.New("merge")
+// errMerge is a set of shard reports that cannot be merged.
+var errMerge = errors.New("merge")
 
 // maxMergeSteps bounds the walk length a merged report accepts: walk
 // lengths are counted in an array of that size.
@@ -48,30 +48,30 @@ func (m *MergedWalks) JSON() ([]byte, error) { return json.MarshalIndent(m.r, ""
 // MergeWalks merges the reports of every shard of one search.
 func MergeWalks(reports []ShardReport) (*MergedWalks, error) {
 	if len(reports) == 0 {
-		return nil, fmt.Errorf("%w: no report given", ErrMerge)
+		return nil, fmt.Errorf("%w: no report given", errMerge)
 	}
 	shards := make([]jsonWalkReport, len(reports))
 	for i, rep := range reports {
 		dec := json.NewDecoder(bytes.NewReader(rep.Data))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&shards[i]); err != nil {
-			return nil, jsonfile.DecodeError(rep.File, rep.Data, err, ErrMerge, "the JSON report of one shard (check --walks N --shard K/M --json)")
+			return nil, jsonfile.DecodeError(rep.File, rep.Data, err, errMerge, "the JSON report of one shard (check --walks N --shard K/M --json)")
 		}
 		s := &shards[i]
 		line := func(key string) int { return jsonfile.LineOfKey(rep.Data, key, 0) }
 		switch {
 		case s.Shard == nil:
-			return nil, fmt.Errorf("%s:1: %w: not a shard's report: give the reports of check --walks N --shard K/M --json", rep.File, ErrMerge)
+			return nil, fmt.Errorf("%s:1: %w: not a shard's report: give the reports of check --walks N --shard K/M --json", rep.File, errMerge)
 		case s.Shard.Merged:
-			return nil, fmt.Errorf("%s:%d: %w: already a merged report", rep.File, line("merged"), ErrMerge)
+			return nil, fmt.Errorf("%s:%d: %w: already a merged report", rep.File, line("merged"), errMerge)
 		case s.Shard.Count <= 0 || s.Shard.Index < 0 || s.Shard.Index >= s.Shard.Count:
-			return nil, fmt.Errorf("%s:%d: %w: shard %d of %d", rep.File, line("shard"), ErrMerge, s.Shard.Index, s.Shard.Count)
+			return nil, fmt.Errorf("%s:%d: %w: shard %d of %d", rep.File, line("shard"), errMerge, s.Shard.Index, s.Shard.Count)
 		case s.Verdict == "interrupted" || len(s.NotRun) > 0:
-			return nil, fmt.Errorf("%s:%d: %w: shard %d was interrupted: its report does not cover its walks", rep.File, line("verdict"), ErrMerge, s.Shard.Index)
+			return nil, fmt.Errorf("%s:%d: %w: shard %d was interrupted: its report does not cover its walks", rep.File, line("verdict"), errMerge, s.Shard.Index)
 		case s.Steps < 1 || s.Steps > maxMergeSteps || s.Shard.Walks < 0:
-			return nil, fmt.Errorf("%s:%d: %w: %d steps and %d walks: want steps from 1 to %d and walks from 0", rep.File, line("steps"), ErrMerge, s.Steps, s.Shard.Walks, maxMergeSteps)
+			return nil, fmt.Errorf("%s:%d: %w: %d steps and %d walks: want steps from 1 to %d and walks from 0", rep.File, line("steps"), errMerge, s.Steps, s.Shard.Walks, maxMergeSteps)
 		}
-		lo, hi := ShardRange(s.Shard.Walks, s.Shard.Index, s.Shard.Count)
+		lo, hi := shardRange(s.Shard.Walks, s.Shard.Index, s.Shard.Count)
 		for j := range s.Runs {
 			r := &s.Runs[j]
 			sum := 0
@@ -84,7 +84,7 @@ func MergeWalks(reports []ShardReport) (*MergedWalks, error) {
 			}
 			if r.Walks < 0 || r.Walks > hi-lo || r.FirstWalk != lo || len(r.LengthCounts) > s.Steps+1 || sum != r.Walks || r.Moves < 0 ||
 				(r.Failing >= 0 && (r.Failing < lo || r.Failing >= hi)) {
-				return nil, fmt.Errorf("%s:%d: %w: run %s's figures do not fit shard %d (walks %d-%d)", rep.File, jsonfile.LineOfKey(rep.Data, "runs", 0), ErrMerge, r.Run, s.Shard.Index, lo, hi-1)
+				return nil, fmt.Errorf("%s:%d: %w: run %s's figures do not fit shard %d (walks %d-%d)", rep.File, jsonfile.LineOfKey(rep.Data, "runs", 0), errMerge, r.Run, s.Shard.Index, lo, hi-1)
 			}
 		}
 		first := &shards[0]
@@ -95,7 +95,7 @@ func MergeWalks(reports []ShardReport) (*MergedWalks, error) {
 		}
 		if !same {
 			return nil, fmt.Errorf("%s:1: %w: a shard of another search than %s's (mode, schedule, steps, seed, walks, shard count or runs differ)",
-				rep.File, ErrMerge, reports[0].File)
+				rep.File, errMerge, reports[0].File)
 		}
 	}
 	count := shards[0].Shard.Count
@@ -103,7 +103,7 @@ func MergeWalks(reports []ShardReport) (*MergedWalks, error) {
 	for i := range shards {
 		k := shards[i].Shard.Index
 		if byIndex[k] != nil {
-			return nil, fmt.Errorf("%w: shard %d is given twice", ErrMerge, k)
+			return nil, fmt.Errorf("%w: shard %d is given twice", errMerge, k)
 		}
 		byIndex[k] = &shards[i]
 	}
@@ -114,7 +114,7 @@ func MergeWalks(reports []ShardReport) (*MergedWalks, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("%w: shards %s of %d are missing: a merged report covers every walk", ErrMerge, strings.Join(missing, ", "), count)
+		return nil, fmt.Errorf("%w: shards %s of %d are missing: a merged report covers every walk", errMerge, strings.Join(missing, ", "), count)
 	}
 	first := byIndex[0]
 	out := jsonWalkReport{Mode: first.Mode, Schedule: first.Schedule, Verdict: "pass", Steps: first.Steps, Seed: first.Seed,
@@ -188,7 +188,7 @@ func mergeRun(parts []*jsonWalk, steps int) jsonWalk {
 	}
 	if len(all) > 0 {
 		ws := WalkStats{Lengths: all}
-		m.Lengths = jsonLengths(ws.LengthSummary())
+		m.Lengths = jsonLengths(ws.lengthSummary())
 	}
 	return m
 }

@@ -8,11 +8,11 @@ import (
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
-// MermaidSequence renders a counterexample as a Mermaid sequenceDiagram
+// mermaidSequence renders a counterexample as a Mermaid sequenceDiagram
 // with one lane each for the client, the two routers, the source, the
 // transport and the destination: who did what, in order, with the rows
 // that fired as notes and the failing step marked.
-func (c *Checker) MermaidSequence(ce *Counterexample) string {
+func (c *Checker) mermaidSequence(ce *Counterexample) string {
 	var b strings.Builder
 	b.WriteString("sequenceDiagram\n")
 	for _, p := range []string{"Client", "PrefillRouter", "DecodeRouter", "Source", "Transport", "Destination"} {

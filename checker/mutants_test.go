@@ -115,10 +115,10 @@ func TestExplore_CatchesBrokenTables(t *testing.T) {
 			}
 			ce := r.Violation
 			if ce.Violation.Invariant != tc.want {
-				t.Fatalf("violated %s, want %s:\n%s", ce.Violation.Invariant, tc.want, c.FormatCounterexample(ce))
+				t.Fatalf("violated %s, want %s:\n%s", ce.Violation.Invariant, tc.want, c.formatCounterexample(ce))
 			}
 			if len(ce.Steps) != tc.steps || !ce.Steps[len(ce.Steps)-1].Failed {
-				t.Fatalf("trace of %d steps, want the shortest, %d, ending on the failing step:\n%s", len(ce.Steps), tc.steps, c.FormatCounterexample(ce))
+				t.Fatalf("trace of %d steps, want the shortest, %d, ending on the failing step:\n%s", len(ce.Steps), tc.steps, c.formatCounterexample(ce))
 			}
 			// The trace replays: every step is enabled where it is taken,
 			// and the last one breaks the invariant.
@@ -133,7 +133,7 @@ func TestExplore_CatchesBrokenTables(t *testing.T) {
 					t.Fatalf("step %d %s: violation %v, want one only on the last step", i+1, st.Move, res.Violation)
 				}
 			}
-			text := c.FormatCounterexample(ce)
+			text := c.formatCounterexample(ce)
 			if !strings.Contains(text, "VIOLATION "+tc.want) || !strings.Contains(text, "<-- "+tc.want) {
 				t.Fatalf("the report does not name the invariant on its failing step:\n%s", text)
 			}
@@ -169,7 +169,7 @@ func TestExplore_EventuallyDrainedFindsTrap(t *testing.T) {
 		t.Fatalf("want an EventuallyDrained violation, got %+v", r.Violation)
 	}
 	ce := r.Violation
-	text := c.FormatCounterexample(ce)
+	text := c.formatCounterexample(ce)
 	if len(ce.Loop) == 0 {
 		t.Fatalf("no loop shown:\n%s", text)
 	}
@@ -199,16 +199,16 @@ func TestWalk_FindsAndReproduces(t *testing.T) {
 		t.Fatal(err)
 	}
 	good, _ := New(Generated(), cfg, cfg.Runs[0])
-	for _, sched := range []Schedule{ScheduleUniform, SchedulePositions, SchedulePCT} {
-		one := c.Walk(context.Background(), WalkOptions{Seed: 11, Walks: 300, Steps: 80, Schedule: sched, Workers: 1})
-		two := c.Walk(context.Background(), WalkOptions{Seed: 11, Walks: 300, Steps: 80, Schedule: sched, Workers: 2})
+	for _, sched := range []Schedule{scheduleUniform, SchedulePositions, schedulePCT} {
+		one := c.walk(context.Background(), WalkOptions{Seed: 11, Walks: 300, Steps: 80, Schedule: sched, Workers: 1})
+		two := c.walk(context.Background(), WalkOptions{Seed: 11, Walks: 300, Steps: 80, Schedule: sched, Workers: 2})
 		if one.Violation == nil {
 			t.Fatalf("%s: 300 walks found nothing", sched)
 		}
-		if one.Failing != two.Failing || one.Seed != two.Seed || c.FormatCounterexample(one.Violation) != c.FormatCounterexample(two.Violation) {
+		if one.Failing != two.Failing || one.Seed != two.Seed || c.formatCounterexample(one.Violation) != c.formatCounterexample(two.Violation) {
 			t.Fatalf("%s: results depend on the workers: walk %d vs %d", sched, one.Failing, two.Failing)
 		}
-		alone := c.Walk(context.Background(), WalkOptions{Seed: one.Seed, Walks: 1, Steps: 80, Schedule: sched})
+		alone := c.walk(context.Background(), WalkOptions{Seed: one.Seed, Walks: 1, Steps: 80, Schedule: sched})
 		if alone.Failing != 0 || alone.Original != one.Original {
 			t.Fatalf("%s: seed %d alone: failing walk %d after %d moves, want walk 0 after %d", sched, one.Seed, alone.Failing, alone.Original, one.Original)
 		}
@@ -220,7 +220,7 @@ func TestWalk_FindsAndReproduces(t *testing.T) {
 		}
 		// The correct tables survive the same walks, swarm included.
 		for _, swarm := range []bool{false, true} {
-			if r := good.Walk(context.Background(), WalkOptions{Seed: 11, Walks: 300, Steps: 80, Swarm: swarm, Schedule: sched}); r.Violation != nil {
+			if r := good.walk(context.Background(), WalkOptions{Seed: 11, Walks: 300, Steps: 80, Swarm: swarm, Schedule: sched}); r.Violation != nil {
 				t.Fatalf("%s swarm=%v: %v", sched, swarm, r.Violation.Violation)
 			}
 		}

@@ -144,13 +144,13 @@ func TestExplore_QuiescenceAfterOneStep(t *testing.T) {
 		if r.Complete || r.Stats.Depth != 1 || r.DeadEnds != 1 {
 			t.Errorf("workers %d: complete=%v depth %d, %d dead ends", workers, r.Complete, r.Stats.Depth, r.DeadEnds)
 		}
-		text := c.FormatCounterexample(ce)
+		text := c.formatCounterexample(ce)
 		wantLine(t, text, "shortest trace (1 steps):\n")
 		wantLine(t, text, "  1. route-prefill h=0 worker=0   <-- Quiescence\n")
 		// The JSON report carries the trace and its sequence diagram.
 		rep := &Report{Protocol: c.Protocol().Name(), Runs: []*Result{r}, checkers: []*Checker{c}}
 		jv := parseReportJSON(t, rep, TextOptions{NoTiming: true}).Runs[0].Violation
-		mermaid := c.MermaidSequence(ce)
+		mermaid := c.mermaidSequence(ce)
 		if jv == nil || len(jv.Trace) != 1 || jv.Trace[0].Move != "route-prefill h=0 worker=0" || jv.Mermaid != mermaid || !strings.Contains(mermaid, "sequenceDiagram") {
 			t.Errorf("workers %d: JSON violation %+v; the diagram:\n%s", workers, jv, mermaid)
 		}

@@ -38,7 +38,7 @@ func porPairWith(t *testing.T, c *Checker, what string, lim Limits) (full, reduc
 		t.Errorf("%s: %d states reduced, %d full", what, reduced.Stats.States, full.Stats.States)
 	case full.Violation != nil && len(reduced.Violation.Steps) > len(full.Violation.Steps):
 		t.Errorf("%s: a trace of %d steps with reduction, %d without:\n%s", what,
-			len(reduced.Violation.Steps), len(full.Violation.Steps), c.FormatCounterexample(reduced.Violation))
+			len(reduced.Violation.Steps), len(full.Violation.Steps), c.formatCounterexample(reduced.Violation))
 	}
 	if !reduced.Reduction || full.Reduction {
 		t.Errorf("%s: Reduction reported %v and %v", what, full.Reduction, reduced.Reduction)

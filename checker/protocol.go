@@ -210,13 +210,13 @@ type Stepper interface {
 	Step(role spec.Role, pol spec.Policy, state, event string) (to string, actions []string, row int, err error)
 }
 
-// CheckVocabulary refuses a spec the model cannot give meaning to: its
+// checkVocabulary refuses a spec the model cannot give meaning to: its
 // events must be the default spec's events of each role, each declared
 // once, where only an event added to the vocabulary later
 // (spec.LaterEvents) may be left out; its actions must come from the
 // default vocabulary (of either role), its states must fit in four bits,
 // and a restart row may not act (the memory that would act is gone).
-func CheckVocabulary(s *spec.Spec) error {
+func checkVocabulary(s *spec.Spec) error {
 	def := spec.Default()
 	var errs []string
 	for _, r := range spec.Roles {
@@ -317,7 +317,7 @@ func FromStepper(name string, s *spec.Spec, st Stepper) (*Protocol, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	if err := CheckVocabulary(s); err != nil {
+	if err := checkVocabulary(s); err != nil {
 		return nil, err
 	}
 	p := newProtocol(name, s)

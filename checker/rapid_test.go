@@ -49,7 +49,7 @@ func walkMachine(c *Checker) func(*rapid.T) {
 func TestRapid_ProtocolHolds(t *testing.T) {
 	cfg := mustConfig(t, twoByTwo)
 	cfg.Budget = Budget{Duplicate: 3, Loss: 3, Reorder: 3, Cancel: 2, Abort: 2, TransferFailure: 2, Restart: 2, EarlyTimer: 3, NoShow: 1, Hang: 2, Evict: 1}
-	cfg.Commands = AllCommands
+	cfg.Commands = allCommands
 	for _, run := range cfg.Runs {
 		c, err := New(Generated(), cfg, run)
 		if err != nil {

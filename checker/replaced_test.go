@@ -132,7 +132,7 @@ func TestVariants_RejectedWithTheirInvariant(t *testing.T) {
 				t.Fatalf("run %s: no violation; the variant should break %s", tc.run, tc.invariant)
 			}
 			ce := r.Violation
-			text := c.FormatCounterexample(ce)
+			text := c.formatCounterexample(ce)
 			if got := ce.Violation.Invariant; got != tc.invariant {
 				t.Fatalf("run %s: first violation %s, want %s:\n%s", tc.run, got, tc.invariant, text)
 			}

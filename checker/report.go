@@ -45,15 +45,15 @@ func (r *Report) speedup(i int) float64 {
 	return r.baseline[i].Stats.Elapsed.Seconds() / r.Runs[i].Stats.Elapsed.Seconds()
 }
 
-// Mermaid renders every counterexample of the report as a Mermaid
+// mermaid renders every counterexample of the report as a Mermaid
 // sequenceDiagram block.
-func (r *Report) Mermaid() string {
+func (r *Report) mermaid() string {
 	var b strings.Builder
 	for i, x := range r.Runs {
 		if x.Violation == nil {
 			continue
 		}
-		fmt.Fprintf(&b, "run %s counterexample:\n```mermaid\n%s```\n", x.Run.Name, r.checkers[i].MermaidSequence(x.Violation))
+		fmt.Fprintf(&b, "run %s counterexample:\n```mermaid\n%s```\n", x.Run.Name, r.checkers[i].mermaidSequence(x.Violation))
 	}
 	return b.String()
 }
@@ -86,7 +86,7 @@ func Check(ctx context.Context, p *Protocol, cfg *Config, runs []Run, lim Limits
 			if err != nil {
 				return nil, err
 			}
-			if err := c.CanResume(lim.Resume, lim); err != nil {
+			if err := c.canResume(lim.Resume, lim); err != nil {
 				return nil, err
 			}
 		}
@@ -109,9 +109,9 @@ func Check(ctx context.Context, p *Protocol, cfg *Config, runs []Run, lim Limits
 	}
 	rep.NotRun, rep.Interrupted = notRun, len(notRun) > 0
 	for _, r := range rep.Runs {
-		rep.Interrupted = rep.Interrupted || r.StopReason == StopInterrupted
+		rep.Interrupted = rep.Interrupted || r.StopReason == stopInterrupted
 	}
-	rep.PeakResident = ProcessPeakResident()
+	rep.PeakResident = processPeakResident()
 	for _, r := range rep.Runs {
 		rep.PeakResident = max(rep.PeakResident, r.Stats.PeakResident)
 	}
@@ -258,7 +258,7 @@ func (r *Report) Text(opt TextOptions) string {
 			}
 		}
 		if !opt.NoTiming {
-			fmt.Fprintf(&b, "  elapsed %s, %s states/s\n", s.Elapsed.Round(1e6), commas(int64(s.StatesPerSecond())))
+			fmt.Fprintf(&b, "  elapsed %s, %s states/s\n", s.Elapsed.Round(1e6), commas(int64(s.statesPerSecond())))
 			// How the run was carried out, not what it found: with the
 			// measured figures, so that a resumed run's report is the
 			// uninterrupted one's without them.
@@ -274,7 +274,7 @@ func (r *Report) Text(opt TextOptions) string {
 			}
 		}
 		if stats {
-			fmt.Fprintf(&b, "  %s transitions/s, %d workers", commas(int64(s.TransitionsPerSecond())), s.Workers)
+			fmt.Fprintf(&b, "  %s transitions/s, %d workers", commas(int64(s.transitionsPerSecond())), s.Workers)
 			if sp := r.speedup(i); sp > 0 {
 				fmt.Fprintf(&b, ", %.2f× the speed of one worker (%s on one)", sp, r.baseline[i].Stats.Elapsed.Round(1e6))
 			}
@@ -296,7 +296,7 @@ func (r *Report) Text(opt TextOptions) string {
 				mode, per(s.StoreBytes), per(s.FingerprintBytes), per(s.TraceBytes), per(s.GraphBytes))
 			fmt.Fprintf(&b, "  peak heap %s (this run's own), peak resident memory %s", FormatBytes(int64(s.PeakHeap)), residentText(s.PeakResident))
 			if s.PeakResident > 0 && s.States > 0 {
-				fmt.Fprintf(&b, " (%.1f bytes/state)", s.ResidentPerState())
+				fmt.Fprintf(&b, " (%.1f bytes/state)", s.residentPerState())
 			}
 			b.WriteString("\n")
 			if s.SpilledBytes > 0 {
@@ -330,15 +330,15 @@ func (r *Report) Text(opt TextOptions) string {
 			b.WriteString("  warning: the exploration was cut by a bound: Quiescence and EventuallyDrained verdicts cover only what was explored\n")
 		}
 		var parts []string
-		for _, rc := range x.RowCoverage(c.proto.spec) {
+		for _, rc := range x.rowCoverage(c.proto.spec) {
 			parts = append(parts, fmt.Sprintf("%s rows %d/%d fired", rc.Role, rc.Fired, rc.Total))
 		}
 		fmt.Fprintf(&b, "  coverage: %s\n", strings.Join(parts, ", "))
 		if x.Violation != nil {
-			b.WriteString(indent(c.FormatCounterexampleFull(x.Violation, opt.FullStates), "  "))
+			b.WriteString(indent(c.formatCounterexampleFull(x.Violation, opt.FullStates), "  "))
 		}
 	}
-	for _, pc := range r.PolicyCoverage() {
+	for _, pc := range r.policyCoverage() {
 		fmt.Fprintf(&b, "coverage under %s (runs %s): %s rows %d/%d fired", pc.Policy, strings.Join(pc.Runs, ", "), pc.Role, pc.Fired, pc.Total)
 		if pc.Bitstate {
 			b.WriteString(" (partial: a bitstate search may miss states, so rows that never fired are not findings)\n")
@@ -365,7 +365,7 @@ func (r *Report) Text(opt TextOptions) string {
 	}
 	fmt.Fprintf(&b, "invariants checked: %s\n", strings.Join(r.Invariants, ", "))
 	if opt.Mermaid {
-		b.WriteString(r.Mermaid())
+		b.WriteString(r.mermaid())
 	}
 	if stats {
 		fmt.Fprintf(&b, "peak resident memory of the process: %s\n", residentText(r.PeakResident))
@@ -380,21 +380,21 @@ func residentText(n uint64) string {
 	return FormatBytes(int64(n))
 }
 
-// PolicyRowCoverage is row coverage of one role under one policy, over
+// policyRowCoverage is row coverage of one role under one policy, over
 // every run of that policy: a row fired if it fired in any of them.
-type PolicyRowCoverage struct {
+type policyRowCoverage struct {
 	Policy spec.Policy
 	Runs   []string
 	// Partial is set when a run of the policy did not complete or was a
 	// bitstate search; Bitstate when only the latter.
 	Partial, Bitstate bool
-	RoleCoverage
+	roleCoverage
 }
 
-// PolicyCoverage reports, per policy and role, which rows fired in some
+// policyCoverage reports, per policy and role, which rows fired in some
 // run of the policy and which never did.
-func (r *Report) PolicyCoverage() []PolicyRowCoverage {
-	var out []PolicyRowCoverage
+func (r *Report) policyCoverage() []policyRowCoverage {
+	var out []policyRowCoverage
 	for _, pol := range spec.Policies {
 		var runs []string
 		var merged *Coverage
@@ -417,8 +417,8 @@ func (r *Report) PolicyCoverage() []PolicyRowCoverage {
 			continue
 		}
 		res := &Result{Run: Run{Policy: pol}, Coverage: merged}
-		for _, rc := range res.RowCoverage(sp) {
-			out = append(out, PolicyRowCoverage{Policy: pol, Runs: runs, Partial: partial || bitstate, Bitstate: bitstate && !partial, RoleCoverage: rc})
+		for _, rc := range res.rowCoverage(sp) {
+			out = append(out, policyRowCoverage{Policy: pol, Runs: runs, Partial: partial || bitstate, Bitstate: bitstate && !partial, roleCoverage: rc})
 		}
 	}
 	return out
@@ -575,15 +575,15 @@ func (r *Report) JSON(opt TextOptions) ([]byte, error) {
 			jr.Bitstate = &jsonBitstate{Bytes: bs.Bytes, Hashes: bs.Hashes, Fill: bs.Fill, Omission: bs.Omission, Coverage: bs.Coverage}
 		}
 		if !opt.NoTiming {
-			jr.jsonTiming = &jsonTiming{ElapsedMS: float64(s.Elapsed.Microseconds()) / 1e3, StatesPerS: s.StatesPerSecond(),
-				TransPerS: s.TransitionsPerSecond(), Workers: s.Workers, PeakHeap: s.PeakHeap, PeakResident: s.PeakResident,
-				ResidentPerState: s.ResidentPerState(), SpilledBytes: s.SpilledBytes, Resumed: x.Resumed, Checkpoints: x.Checkpoints,
+			jr.jsonTiming = &jsonTiming{ElapsedMS: float64(s.Elapsed.Microseconds()) / 1e3, StatesPerS: s.statesPerSecond(),
+				TransPerS: s.transitionsPerSecond(), Workers: s.Workers, PeakHeap: s.PeakHeap, PeakResident: s.PeakResident,
+				ResidentPerState: s.residentPerState(), SpilledBytes: s.SpilledBytes, Resumed: x.Resumed, Checkpoints: x.Checkpoints,
 				DiskAt: s.DiskAt, DiskMerges: s.DiskMerges, Speedup: r.speedup(i)}
 		}
 		if !x.Complete && x.Violation == nil {
 			out.Verdict = "incomplete"
 		}
-		for _, rc := range x.RowCoverage(c.proto.spec) {
+		for _, rc := range x.rowCoverage(c.proto.spec) {
 			dead := rc.Dead
 			if dead == nil {
 				dead = []string{}
@@ -594,7 +594,7 @@ func (r *Report) JSON(opt TextOptions) ([]byte, error) {
 			v := ce.Violation
 			jv := &jsonViolation{Invariant: v.Invariant, Attempts: c.Attempts(), Handoff: v.Handoff, Worker: v.Worker, Detail: v.Detail}
 			jv.Trace, jv.Loop = c.jsonSteps(ce.Steps), c.jsonSteps(ce.Loop)
-			jv.Mermaid = c.MermaidSequence(ce)
+			jv.Mermaid = c.mermaidSequence(ce)
 			jr.Violation = jv
 		}
 		out.Runs = append(out.Runs, jr)
@@ -606,7 +606,7 @@ func (r *Report) JSON(opt TextOptions) ([]byte, error) {
 		out.Verdict = "violation"
 	}
 	out.Coverage = []jsonPolicyCoverage{}
-	for _, pc := range r.PolicyCoverage() {
+	for _, pc := range r.policyCoverage() {
 		dead := pc.Dead
 		if dead == nil {
 			dead = []string{}
@@ -617,9 +617,9 @@ func (r *Report) JSON(opt TextOptions) ([]byte, error) {
 	return json.MarshalIndent(out, "", "  ")
 }
 
-// RoleCoverage is how many of a role's rows that apply to a run's policy
+// roleCoverage is how many of a role's rows that apply to a run's policy
 // fired during the exploration, and which never did.
-type RoleCoverage struct {
+type roleCoverage struct {
 	Role  spec.Role
 	Fired int
 	Total int
@@ -628,12 +628,12 @@ type RoleCoverage struct {
 	Dead []string
 }
 
-// RowCoverage reports row coverage per role under the run's policy.
-func (r *Result) RowCoverage(s *spec.Spec) []RoleCoverage {
-	var out []RoleCoverage
+// rowCoverage reports row coverage per role under the run's policy.
+func (r *Result) rowCoverage(s *spec.Spec) []roleCoverage {
+	var out []roleCoverage
 	for _, role := range spec.Roles {
 		t := s.Table(role)
-		rc := RoleCoverage{Role: role}
+		rc := roleCoverage{Role: role}
 		for i, row := range t.Rows {
 			if !containsPolicy(row.Policies, r.Run.Policy) {
 				continue

@@ -261,7 +261,7 @@ func TestReport_FiguresMatchAnIndependentSearch(t *testing.T) {
 				t.Errorf("%s: liveness graph %d bytes, want %d (%d edges of the system's own moves)", what, s.GraphBytes, wantGraph, ref.ownEdges)
 			}
 			if lim.Exact {
-				if want := int64(n) * (8*KeyWords + 4) * 4 / 3; s.StoreBytes != want || s.FingerprintBytes != 0 {
+				if want := int64(n) * (8*keyWords + 4) * 4 / 3; s.StoreBytes != want || s.FingerprintBytes != 0 {
 					t.Errorf("%s: store %d bytes (fingerprints %d), want %d and 0", what, s.StoreBytes, s.FingerprintBytes, want)
 				}
 				if r.CollisionProbability != 0 {
@@ -420,7 +420,7 @@ func TestReport_TextAndJSONCarryTheSameFigures(t *testing.T) {
 			t.Errorf("run %s: peak resident %d above the process's high-water mark %d", x.Run.Name, s.PeakResident, rep.PeakResident)
 		}
 		// Row coverage: never_fired names exactly the rows that did not fire.
-		rc := x.RowCoverage(rep.Checker(i).proto.spec)
+		rc := x.rowCoverage(rep.Checker(i).proto.spec)
 		if len(jr.Coverage) != len(rc) {
 			t.Fatalf("run %s: %d coverage roles in JSON, %d in the result", x.Run.Name, len(jr.Coverage), len(rc))
 		}
@@ -444,8 +444,8 @@ func TestReport_TextAndJSONCarryTheSameFigures(t *testing.T) {
 		if *jr.PeakRes > 0 {
 			perState = fmt.Sprintf(" (%.1f bytes/state)", float64(*jr.PeakRes)/float64(jr.States))
 		}
-		if jr.ResPerState == nil || *jr.ResPerState != s.ResidentPerState() || jr.Spilled == nil || *jr.Spilled != 0 {
-			t.Errorf("run %s: JSON resident bytes/state %v, spilled %v; want %g and nothing spilled", x.Run.Name, jr.ResPerState, jr.Spilled, s.ResidentPerState())
+		if jr.ResPerState == nil || *jr.ResPerState != s.residentPerState() || jr.Spilled == nil || *jr.Spilled != 0 {
+			t.Errorf("run %s: JSON resident bytes/state %v, spilled %v; want %g and nothing spilled", x.Run.Name, jr.ResPerState, jr.Spilled, s.residentPerState())
 		}
 		wantLine(t, text, fmt.Sprintf("  peak heap %s (this run's own), peak resident memory %s%s\n", FormatBytes(int64(*jr.PeakHeap)), residentText(*jr.PeakRes), perState))
 		wantLine(t, text, fmt.Sprintf("  64-bit fingerprints: probability that two states collided ≤ %.1e\n", jr.Collision))
@@ -538,7 +538,7 @@ func TestReport_DeadEndsAndCuts(t *testing.T) {
 			if lim.Liveness {
 				detail += "; EventuallyDrained not judged: the graph is incomplete"
 			}
-			if r.Complete || r.StopReason != StopMaxDepth || r.StopDetail != detail || r.Liveness || r.Violation != nil {
+			if r.Complete || r.StopReason != stopMaxDepth || r.StopDetail != detail || r.Liveness || r.Violation != nil {
 				t.Errorf("max depth %d: complete=%v stop=%q %q liveness=%v", d, r.Complete, r.StopReason, r.StopDetail, r.Liveness)
 			}
 		}
@@ -568,7 +568,7 @@ func TestReport_DeadEndsAndCuts(t *testing.T) {
 					r.Stats.States, r.Stats.Transitions, r.Stats.Depth, r.DeadEnds, states, transitions, level, deadEnds)
 			}
 			detail := fmt.Sprintf("stopped after the level that reached %s distinct states (--max-states %d)", commas(int64(states)), bound)
-			if r.Complete || r.StopReason != StopMaxStates || r.StopDetail != detail {
+			if r.Complete || r.StopReason != stopMaxStates || r.StopDetail != detail {
 				t.Errorf("max states %d: complete=%v stop=%q %q, want %q", bound, r.Complete, r.StopReason, r.StopDetail, detail)
 			}
 		}
@@ -583,7 +583,7 @@ func TestReport_DeadEndsAndCuts(t *testing.T) {
 	wantLine(t, text, "  warning: the exploration was cut by a bound: Quiescence and EventuallyDrained verdicts cover only what was explored\n")
 	wantLine(t, text, "(partial: an exploration stopped early, so rows that never fired are not findings)")
 	j := parseReportJSON(t, rep, TextOptions{})
-	if jr := j.Runs[0]; j.Verdict != "incomplete" || jr.Complete || jr.StopReason != StopMaxDepth || jr.Quiescent != 0 || jr.Depth != nearest {
+	if jr := j.Runs[0]; j.Verdict != "incomplete" || jr.Complete || jr.StopReason != stopMaxDepth || jr.Quiescent != 0 || jr.Depth != nearest {
 		t.Errorf("JSON of a cut run: verdict %q, %+v", j.Verdict, jr)
 	}
 	// A run that completes carries no warning.
@@ -894,12 +894,12 @@ func TestReport_FirstViolationInBreadthFirstOrder(t *testing.T) {
 // Rates are per second of the run, and zero for a run that took no time.
 func TestReport_Rates(t *testing.T) {
 	s := Stats{States: 300, Transitions: 900, Elapsed: 1500 * time.Millisecond}
-	if s.StatesPerSecond() != 200 || s.TransitionsPerSecond() != 600 {
-		t.Errorf("rates %g and %g, want 200 and 600", s.StatesPerSecond(), s.TransitionsPerSecond())
+	if s.statesPerSecond() != 200 || s.transitionsPerSecond() != 600 {
+		t.Errorf("rates %g and %g, want 200 and 600", s.statesPerSecond(), s.transitionsPerSecond())
 	}
 	s.Elapsed = 0
-	if s.StatesPerSecond() != 0 || s.TransitionsPerSecond() != 0 {
-		t.Errorf("rates %g and %g for no time, want 0", s.StatesPerSecond(), s.TransitionsPerSecond())
+	if s.statesPerSecond() != 0 || s.transitionsPerSecond() != 0 {
+		t.Errorf("rates %g and %g for no time, want 0", s.statesPerSecond(), s.transitionsPerSecond())
 	}
 	// No worker count means every core.
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
@@ -924,7 +924,7 @@ func TestReport_Interrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := c.Explore(ctx, Limits{Workers: 1}, nil)
-	if r.Complete || r.StopReason != StopInterrupted || r.StopDetail != "interrupted before the exploration completed" ||
+	if r.Complete || r.StopReason != stopInterrupted || r.StopDetail != "interrupted before the exploration completed" ||
 		r.Stats.States != 1 || r.Stats.Depth != 0 || r.Stats.StoreBytes != 16*8 {
 		t.Errorf("interrupted exploration: complete=%v stop=%q %q, %d states, depth %d, store %d bytes",
 			r.Complete, r.StopReason, r.StopDetail, r.Stats.States, r.Stats.Depth, r.Stats.StoreBytes)
@@ -1072,7 +1072,7 @@ func TestExplore_InterruptedWithinALevel(t *testing.T) {
 		ctx := &lateCancel{Context: context.Background()}
 		ctx.n.Store(looks)
 		r := c.Explore(ctx, Limits{Workers: 1}, nil)
-		if r.Complete || r.StopReason != StopInterrupted || r.StopDetail != "interrupted before the exploration completed" {
+		if r.Complete || r.StopReason != stopInterrupted || r.StopDetail != "interrupted before the exploration completed" {
 			t.Errorf("interrupted after %d looks: complete=%v stop=%q %q", looks, r.Complete, r.StopReason, r.StopDetail)
 		}
 		if looks == 1 && r.Stats.Depth != 0 || looks > 1 && (r.Stats.Depth == 0 || r.Stats.Depth >= ref.depth) {

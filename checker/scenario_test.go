@@ -113,7 +113,7 @@ func TestScenarios(t *testing.T) {
 					return strings.Join(out, "\n")
 				case "reset":
 					need()
-					sess = sess.Checker().NewSession()
+					sess = sess.checker().NewSession()
 					prev = sess.Describe()
 					return strings.Join(prev, "\n")
 				case "drain":
@@ -161,7 +161,7 @@ func TestScenarios(t *testing.T) {
 				case "quote":
 					need()
 					var out []string
-					w := sess.Checker().World()
+					w := sess.checker().World()
 					for h := 0; h < w.NumHandoffs(); h++ {
 						q := w.SourceQuote(h)
 						out = append(out, fmt.Sprintf("h%d source: prompt=%d transferred=%d compute_blocks=%d pinned_blocks=%d",

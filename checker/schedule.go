@@ -26,17 +26,17 @@ const (
 	// A walk that ends before a position leaves that fault out, so walks
 	// vary in how many faults they commit, and some commit none.
 	SchedulePositions Schedule = iota
-	// ScheduleUniform picks uniformly among every enabled move, faults
+	// scheduleUniform picks uniformly among every enabled move, faults
 	// included, as walks did before schedules existed.
-	ScheduleUniform
-	// SchedulePCT places faults as SchedulePositions does and orders the
+	scheduleUniform
+	// schedulePCT places faults as SchedulePositions does and orders the
 	// moves in the style of probabilistic concurrency testing: each
 	// handoff, and the environment (moves on a worker), has a random
 	// priority; the walk takes a move of the highest-priority one that has
 	// any, and at pctChanges steps drawn over the horizon the one that
 	// moved drops below all others. One handoff runs ahead of the others,
 	// which gives a late fault on it more room while the others still run.
-	SchedulePCT
+	schedulePCT
 	numSchedules
 )
 

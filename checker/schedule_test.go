@@ -18,7 +18,7 @@ func TestSchedule_Horizon(t *testing.T) {
 		t.Errorf("horizon with walks of at most 4 moves: %d, want 6", h)
 	}
 	for _, seed := range []uint64{1, 99} {
-		r := c.Walk(context.Background(), WalkOptions{Seed: seed, Walks: 3, Steps: 200})
+		r := c.walk(context.Background(), WalkOptions{Seed: seed, Walks: 3, Steps: 200})
 		if r.Stats.Horizon != 12 {
 			t.Errorf("seed %d: horizon %d", seed, r.Stats.Horizon)
 		}
@@ -39,7 +39,7 @@ func TestSchedule_FaultsWaitForTheirPositions(t *testing.T) {
 			t.Fatal(err)
 		}
 		hz := c.horizon(200)
-		for _, sched := range []Schedule{SchedulePositions, SchedulePCT} {
+		for _, sched := range []Schedule{SchedulePositions, schedulePCT} {
 			var committed, placed [NumFaults]int
 			for seed := uint64(0); seed < 300; seed++ {
 				swarm := seed%2 == 1

@@ -22,8 +22,8 @@ func (c *Checker) NewSession() *Session {
 // State is the session's current state.
 func (s *Session) State() *State { return &s.s }
 
-// Checker is the checker the session steps.
-func (s *Session) Checker() *Checker { return s.c }
+// checker is the checker the session steps.
+func (s *Session) checker() *Checker { return s.c }
 
 // StepResult is what one move did.
 type StepResult struct {

@@ -451,7 +451,7 @@ func shapesWalk(t *testing.T, c *Checker, seed uint64, steps int, swarm bool, ev
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 0x7368617065)) // stream: "shape"
 	allowed := map[MoveKind]bool{}
-	for _, k := range SwarmFaultMoves() {
+	for _, k := range swarmFaultMoves() {
 		allowed[k] = !swarm || rng.IntN(2) == 0
 	}
 	s := c.Initial()
@@ -584,11 +584,11 @@ func TestShapes_MaximalShape(t *testing.T) {
 		// Bounded breadth-first search with every fault: the shallow
 		// states, every ordering.
 		r, n := shapesExplore(t, c, Limits{Workers: 2, MaxStates: 10000})
-		if r.StopReason != StopMaxStates || n != bounded[run.Name] {
+		if r.StopReason != stopMaxStates || n != bounded[run.Name] {
 			t.Errorf("%s: bounded search stopped for %q: %+v, pinned %+v", run.Name, r.StopReason, n, bounded[run.Name])
 		}
 		// Seeded swarm walks through the CLI's engine: deep states.
-		w := c.Walk(context.Background(), WalkOptions{Seed: 1, Walks: 200, Steps: 300, Swarm: true, Workers: 2})
+		w := c.walk(context.Background(), WalkOptions{Seed: 1, Walks: 200, Steps: 300, Swarm: true, Workers: 2})
 		if w.Violation != nil || w.Interrupted || w.Walks != 200 {
 			t.Fatalf("%s: walks: %d walks, interrupted=%v, violation %v", run.Name, w.Walks, w.Interrupted, w.Violation)
 		}

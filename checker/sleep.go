@@ -11,9 +11,9 @@ import (
 // Persistent sets (por.go) cut states; sleep sets cut the transitions
 // that lead back to states already reached through a commuting order.
 // Where a state s takes t after u, and u and t are independent at s
-// (they commute and neither disables the other), s.t.u is s.u.t, which
-// the search reaches from s.u: so u is put to sleep in s.t, and passed
-// on to s.t's successors through every move independent of it.
+// (they commute and neither disables the other), s.shards.u is s.u.t, which
+// the search reaches from s.u: so u is put to sleep in s.shards, and passed
+// on to s.shards's successors through every move independent of it.
 //
 // A search that stores its states is sound with sleep sets only if each
 // state is expanded with the intersection of the sets of every path that
@@ -139,6 +139,8 @@ const (
 // state keeps two bytes for its set. A search that meets more distinct
 // sets than an index holds starts again without sleep sets (full).
 type sleepSets struct {
+	// tab is the table whose slots keep the sets.
+	tab   *fpSet
 	mu    sync.Mutex
 	index map[sleepSet]uint16
 	sets  []sleepSet // fixed length: read without the lock
@@ -146,8 +148,8 @@ type sleepSets struct {
 	full  bool
 }
 
-func newSleepSets() *sleepSets {
-	return &sleepSets{index: map[sleepSet]uint16{{}: 0}, sets: make([]sleepSet, sleepSetsNamed), n: 1}
+func newSleepSets(tab *fpSet) *sleepSets {
+	return &sleepSets{tab: tab, index: map[sleepSet]uint16{{}: 0}, sets: make([]sleepSet, sleepSetsNamed), n: 1}
 }
 
 // sleepSetsNamed is how many sets an index names; a variable so that a
@@ -313,20 +315,19 @@ func (e *exploration) commitSleep(outs []workerOut, next *keyQueue) {
 	for w := range outs {
 		o := &outs[w]
 		for ai, a := range o.actions {
-			t := &e.st.fp[shardOf(a.fp)]
-			slot, _ := t.find(a.fp)
-			cur := t.sleep[slot]
+			v := e.sleep.tab.sleepAt(e.sleep.tab.sleepRef(a.fp))
+			cur := *v
 			old := e.sleep.get(cur)
 			z := old.and(a.z)
 			if z == old {
 				continue
 			}
-			t.sleep[slot] = cur&sleepPending | e.sleep.id(z)
+			*v = cur&sleepPending | e.sleep.id(z)
 			if cur&sleepPending != 0 {
 				// Still waiting: its expansion reads the smaller set.
 				continue
 			}
-			t.sleep[slot] |= sleepPending
+			*v |= sleepPending
 			e.links.append(a.pid, a.move)
 			e.woken++
 			next.push(e.entry(o.wakeKeys[ai*e.words:(ai+1)*e.words], uint64(cur&sleepIndexMask)))
@@ -340,7 +341,7 @@ func (e *exploration) commitSleep(outs []workerOut, next *keyQueue) {
 func (e *exploration) endWaits(outs []workerOut) {
 	for w := range outs {
 		for _, ref := range outs[w].expanded {
-			e.st.fp[ref>>32].sleep[uint32(ref)] &^= sleepPending
+			*e.sleep.tab.sleepAt(ref) &^= sleepPending
 		}
 	}
 }
@@ -349,7 +350,7 @@ func (e *exploration) endWaits(outs []workerOut) {
 // the next frontier with the set; one already there (first reached
 // earlier in this level) keeps the intersection.
 func (e *exploration) insertSleep(cd *candidate, z sleepSet) {
-	t := &e.st.fp[shardOf(cd.fp)]
+	t := &e.sleep.tab.shards[shardOf(cd.fp)]
 	slot, fresh := t.insert(cd.fp)
 	cd.isNew = fresh
 	if fresh {

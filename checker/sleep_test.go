@@ -186,14 +186,14 @@ func TestSleep_SameTraceOnAnyWorkers(t *testing.T) {
 			continue
 		}
 		found++
-		want := c.FormatCounterexample(full.Violation)
+		want := c.formatCounterexample(full.Violation)
 		if one.Violation == nil || two.Violation == nil {
 			t.Fatalf("%s: violation lost with sleep sets", name)
 		}
-		if got := c.FormatCounterexample(one.Violation); got != want {
+		if got := c.formatCounterexample(one.Violation); got != want {
 			t.Errorf("%s: one worker's trace\n%s\nthe full search's\n%s", name, got, want)
 		}
-		if got := c.FormatCounterexample(two.Violation); got != want {
+		if got := c.formatCounterexample(two.Violation); got != want {
 			t.Errorf("%s: two workers' trace\n%s\nthe full search's\n%s", name, got, want)
 		}
 	}

@@ -182,7 +182,7 @@ func outcomeOf(r *Result, c *Checker) outcome {
 	o := outcome{States: r.Stats.States, Depth: r.Stats.Depth, DeadEnds: r.DeadEnds, Transitions: r.Stats.Transitions,
 		Complete: r.Complete, Rows: r.Coverage.Rows}
 	if r.Violation != nil {
-		o.Trace = c.FormatCounterexampleFull(r.Violation, true)
+		o.Trace = c.formatCounterexampleFull(r.Violation, true)
 	}
 	return o
 }
@@ -240,7 +240,7 @@ func TestSpill_BrokenDirectoryStopsTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := c.Explore(context.Background(), Limits{Workers: 1, SpillDir: file}, nil)
-	if r.Complete || r.StopReason != StopDisk || r.Violation != nil {
+	if r.Complete || r.StopReason != stopDisk || r.Violation != nil {
 		t.Fatalf("complete=%v stop=%q violation=%v", r.Complete, r.StopReason, r.Violation)
 	}
 	want := "stopped: a file the search keeps on disk failed: making the spill directory: "

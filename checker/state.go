@@ -42,14 +42,14 @@ func (c *Checker) records(s *State) model.Records {
 	return rec
 }
 
-// KeyWords bounds a packed state: the budget, one word per worker, two per
+// keyWords bounds a packed state: the budget, one word per worker, two per
 // handoff.
-const KeyWords = 1 + model.MaxWorkers + model.HandoffWords*model.MaxHandoffs
+const keyWords = 1 + model.MaxWorkers + model.HandoffWords*model.MaxHandoffs
 
 // Key is a canonical packed state. Two states with the same key behave the
 // same; under symmetry reduction, states that differ only by a renaming of
 // interchangeable handoffs or workers share one key.
-type Key [KeyWords]uint64
+type Key [keyWords]uint64
 
 // pack writes the state's key with handoffs in index order.
 func (c *Checker) pack(s *State, k *Key) {

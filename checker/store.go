@@ -158,98 +158,12 @@ func (t *fpTable) sleepOf(fp uint64) (uint16, bool) {
 	return t.sleep[i], true
 }
 
-// store is the visited set: fingerprints, full keys in exact mode, or
-// bits in bitstate mode (see bitstate.go).
-type store struct {
-	exact bool
-	words int
-	fp    [numShards]fpTable
-	keys  [numShards]map[Key]uint32
-	// bitstate is set when the store keeps bits, in bits.
-	bitstate bool
-	bits     [numShards]bitSet
-}
-
-// newBitStore makes a bitstate visited set of size bytes.
-func newBitStore(words int, size int64) *store {
-	return &store{words: words, bitstate: true, bits: newBitSets(size)}
-}
-
-// newStore makes a visited set. ids are kept only when asked for: the
-// liveness graph needs the id of every state a transition reaches, plain
-// safety checking needs only to know whether a state was seen.
-func newStore(exact bool, words int, ids, sleep bool) *store {
-	s := &store{exact: exact, words: words}
-	for i := range s.fp {
-		s.fp[i].withIDs = ids
-		s.fp[i].withSleep = sleep
-		s.fp[i].mapped = true
-	}
-	if exact {
-		for i := range s.keys {
-			s.keys[i] = map[Key]uint32{}
-		}
-	}
-	return s
-}
-
-// free returns the store's tables to the system.
-func (s *store) free() {
-	for i := range s.fp {
-		s.fp[i].free()
-	}
-	for i := range s.bits {
-		if s.bits[i].onMap {
-			unmapWords(s.bits[i].words)
-		}
-		s.bits[i] = bitSet{}
-	}
-}
-
-// lookup finds a state's id by fingerprint (and key, in exact mode).
-func (s *store) lookup(fp uint64, k *Key) (uint32, bool) {
+// sleepRef names a slot of the table by its shard (high half) and index.
+func (s *fpSet) sleepRef(fp uint64) uint64 {
 	sh := shardOf(fp)
-	switch {
-	case s.exact:
-		id, ok := s.keys[sh][*k]
-		return id, ok
-	case s.bitstate:
-		return 0, s.bits[sh].has(fp)
-	}
-	return s.fp[sh].lookup(fp)
+	slot, _ := s.shards[sh].find(fp)
+	return uint64(sh)<<32 | uint64(slot)
 }
 
-// insertFP adds a fingerprint (or its bits) and reports whether it was new.
-func (s *store) insertFP(fp uint64) bool {
-	sh := shardOf(fp)
-	if s.bitstate {
-		return s.bits[sh].insert(fp)
-	}
-	_, fresh := s.fp[sh].insert(fp)
-	return fresh
-}
-
-// fingerprintBytes is the memory of the fingerprint slots alone.
-func (s *store) fingerprintBytes() int64 {
-	var n int64
-	for i := range s.fp {
-		n += int64(len(s.fp[i].fps)) * 8
-	}
-	return n
-}
-
-// bytes estimates the store's memory.
-func (s *store) bytes(states int) int64 {
-	if s.exact {
-		// a Go map entry: the key, the id, and about a third again in overhead
-		return int64(states) * int64(8*KeyWords+4) * 4 / 3
-	}
-	var n int64
-	for i := range s.fp {
-		n += s.fp[i].bytes()
-	}
-	for i := range s.bits {
-		n += int64(len(s.bits[i].words)) * 8
-	}
-	return n
-}
+// sleepAt is the sleep slot a sleepRef names.
+func (s *fpSet) sleepAt(ref uint64) *uint16 { return &s.shards[ref>>32].sleep[uint32(ref)] }

@@ -192,7 +192,7 @@ func TestMermaid_LivenessLoopAndLanes(t *testing.T) {
 		t.Fatalf("want a liveness counterexample with a loop, got %+v", r.Violation)
 	}
 	ce := r.Violation
-	out := c.MermaidSequence(ce)
+	out := c.mermaidSequence(ce)
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	open := slices.Index(lines, "    loop never drains")
 	if open < 0 || strings.Count(out, "loop never drains") != 1 || lines[len(lines)-1] != "    end" {
@@ -219,7 +219,7 @@ func TestMermaid_LivenessLoopAndLanes(t *testing.T) {
 		}
 		ce := &Counterexample{Violation: ce.Violation, Steps: []TraceStep{{Move: Move{Kind: MvRestart, Arg: int8(w)}}}}
 		want := fmt.Sprintf("    Note over %s: worker %d restarts", lane, w)
-		if out := c.MermaidSequence(ce); !strings.Contains(out, want) {
+		if out := c.mermaidSequence(ce); !strings.Contains(out, want) {
 			t.Errorf("restart of worker %d: want %q in\n%s", w, want, out)
 		}
 	}
@@ -240,7 +240,7 @@ func TestMove_StringOfAnUnknownKind(t *testing.T) {
 	}
 }
 
-// CheckVocabulary names each thing the model cannot run, one per line: a
+// checkVocabulary names each thing the model cannot run, one per line: a
 // table with more states than four bits hold, an event whose origin
 // differs from the model's, and it accepts the largest table that fits.
 func TestCheckVocabulary_NamesEachProblem(t *testing.T) {
@@ -252,7 +252,7 @@ func TestCheckVocabulary_NamesEachProblem(t *testing.T) {
 		}
 		return s
 	}
-	if err := CheckVocabulary(grow(MaxStates)); err != nil {
+	if err := checkVocabulary(grow(MaxStates)); err != nil {
 		t.Errorf("a table of %d states is refused: %v", MaxStates, err)
 	}
 	s := grow(MaxStates + 1)
@@ -262,7 +262,7 @@ func TestCheckVocabulary_NamesEachProblem(t *testing.T) {
 		want = spec.Timer
 	}
 	ev.Origin = want
-	err := CheckVocabulary(s)
+	err := checkVocabulary(s)
 	if err == nil {
 		t.Fatal("a table of 17 states with a wrong origin is accepted")
 	}
@@ -480,16 +480,16 @@ func TestWalk_StepBoundAndInterruptBeforeStart(t *testing.T) {
 	// Seed 3 is deterministic: a walk or two end early (nothing they may
 	// take is enabled, they stop), the rest take exactly four moves; a
 	// fifth move anywhere would pass 80.
-	for sched, want := range map[Schedule]int64{ScheduleUniform: 78, SchedulePositions: 79, SchedulePCT: 78} {
-		r := c.Walk(context.Background(), WalkOptions{Seed: 3, Walks: 20, Steps: 4, Schedule: sched, Workers: 2})
+	for sched, want := range map[Schedule]int64{scheduleUniform: 78, SchedulePositions: 79, schedulePCT: 78} {
+		r := c.walk(context.Background(), WalkOptions{Seed: 3, Walks: 20, Steps: 4, Schedule: sched, Workers: 2})
 		if r.Walks != 20 || r.Moves != want || r.Violation != nil {
 			t.Errorf("%s: 20 walks of at most 4 steps: %d walks, %d moves (want %d), violation %v", sched, r.Walks, r.Moves, want, r.Violation)
 		}
 		// The walks that stopped at the bound took four moves each; the
 		// others stopped because nothing was enabled.
 		st := r.Stats
-		if short := 20 - st.Ended[EndStepBound]; st.Ended[EndNothingEnabled] != short || st.Ended[EndViolation] != 0 ||
-			int64(4*st.Ended[EndStepBound]) > r.Moves || r.Moves-int64(4*st.Ended[EndStepBound]) > int64(3*short) {
+		if short := 20 - st.Ended[endStepBound]; st.Ended[endNothingEnabled] != short || st.Ended[endViolation] != 0 ||
+			int64(4*st.Ended[endStepBound]) > r.Moves || r.Moves-int64(4*st.Ended[endStepBound]) > int64(3*short) {
 			t.Errorf("%s: %d moves, walks ended %v", sched, r.Moves, st.Ended)
 		}
 		for i, n := range st.Lengths {
@@ -500,7 +500,7 @@ func TestWalk_StepBoundAndInterruptBeforeStart(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	r := c.Walk(ctx, WalkOptions{Seed: 3, Walks: 20, Steps: 4, Workers: 2})
+	r := c.walk(ctx, WalkOptions{Seed: 3, Walks: 20, Steps: 4, Workers: 2})
 	if !r.Interrupted || r.Walks != 0 || r.Moves != 0 || r.Distinct != 0 || r.Failing != -1 {
 		t.Errorf("interrupted before the first walk: %+v", r)
 	}
@@ -557,7 +557,7 @@ func TestExplore_LivenessNotJudgedWhenItsGraphWouldNotFit(t *testing.T) {
 		return 0
 	}
 	r := c.Explore(context.Background(), Limits{Workers: 1, Liveness: true, MaxMemory: bound}, nil)
-	if r.Complete || r.StopReason != StopMaxMemory || !strings.Contains(r.StopDetail, "EventuallyDrained not judged") {
+	if r.Complete || r.StopReason != stopMaxMemory || !strings.Contains(r.StopDetail, "EventuallyDrained not judged") {
 		t.Fatalf("stop %q (%s), want max-memory with EventuallyDrained not judged", r.StopReason, r.StopDetail)
 	}
 	if r.Stats.States != full.Stats.States || r.Violation != nil {
@@ -626,7 +626,7 @@ func TestMermaid_EveryMoveOnItsLane(t *testing.T) {
 		{Move{Kind: MvTimer, H: 0, Arg: int8(model.TimerReservation)}, "    Note over Destination: timer h=0 timer=reservation\n"},
 		{Move{Kind: MvFreeBackground, H: -1, Arg: 1}, "    Note over Destination: free-background worker=1\n"},
 	} {
-		out := c.MermaidSequence(&Counterexample{Violation: &model.Violation{}, Steps: []TraceStep{{Move: tc.m}}})
+		out := c.mermaidSequence(&Counterexample{Violation: &model.Violation{}, Steps: []TraceStep{{Move: tc.m}}})
 		if !strings.Contains(out, tc.want) {
 			t.Errorf("%s: want %q in\n%s", tc.m, tc.want, out)
 		}

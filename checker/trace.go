@@ -178,13 +178,13 @@ func (e *exploration) counterexample(f *found) *Counterexample {
 // Format renders a counterexample as text: the violation, the initial
 // state, then each step with the rows it fired and only the lines of the
 // state that changed.
-func (c *Checker) FormatCounterexample(ce *Counterexample) string {
-	return c.FormatCounterexampleFull(ce, false)
+func (c *Checker) formatCounterexample(ce *Counterexample) string {
+	return c.formatCounterexampleFull(ce, false)
 }
 
-// FormatCounterexampleFull is FormatCounterexample that, with full, prints
+// formatCounterexampleFull is formatCounterexample that, with full, prints
 // every line of the state after each step instead of the changed fields.
-func (c *Checker) FormatCounterexampleFull(ce *Counterexample, full bool) string {
+func (c *Checker) formatCounterexampleFull(ce *Counterexample, full bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "VIOLATION %s\n  %s\n", ce.Violation.Invariant, ce.Violation.Error())
 	fmt.Fprintf(&b, "attempts: %s\n", strings.Join(c.Attempts(), " "))

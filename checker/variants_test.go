@@ -100,7 +100,7 @@ func TestVariants_RealBugShapes(t *testing.T) {
 				moves = append(moves, st.Move.String())
 			}
 			if v := ce.Violation; v.Invariant != tc.invariant || v.Check != tc.check || !slices.Equal(moves, tc.trace) || !ce.Steps[len(ce.Steps)-1].Failed {
-				t.Fatalf("want %s (%s) with the trace\n  %s\ngot:\n%s", tc.invariant, tc.check, strings.Join(tc.trace, "\n  "), c.FormatCounterexample(ce))
+				t.Fatalf("want %s (%s) with the trace\n  %s\ngot:\n%s", tc.invariant, tc.check, strings.Join(tc.trace, "\n  "), c.formatCounterexample(ce))
 			}
 		})
 	}
@@ -110,5 +110,5 @@ func formatIf(c *Checker, ce *Counterexample) string {
 	if ce == nil {
 		return "none"
 	}
-	return c.FormatCounterexample(ce)
+	return c.formatCounterexample(ce)
 }

@@ -27,14 +27,14 @@ type WalkOptions struct {
 	Workers  int
 	// Shards, when above zero, splits the Walks walks into that many
 	// shards of consecutive walks; this search runs shard Shard of them
-	// (see ShardRange). Walk i keeps seed Seed+i, so the shards together
+	// (see shardRange). Walk i keeps seed Seed+i, so the shards together
 	// are the one search, and merged reports find its first failure.
 	Shard, Shards int
 }
 
-// ShardRange is the walks [lo, hi) of shard k of n over walks walks:
+// shardRange is the walks [lo, hi) of shard k of n over walks walks:
 // consecutive ranges, as even as can be, in shard order.
-func ShardRange(walks, k, n int) (lo, hi int) {
+func shardRange(walks, k, n int) (lo, hi int) {
 	return k * walks / n, (k + 1) * walks / n
 }
 
@@ -56,7 +56,7 @@ type WalkResult struct {
 	// Faults are the fault kinds the failing walk could use (swarm).
 	Faults []string
 	// Schedule is the failing walk's fault schedule (not for
-	// ScheduleUniform).
+	// scheduleUniform).
 	Schedule []ScheduledFault
 	// Original is how many moves the failing walk took; the
 	// counterexample is that walk shrunk.
@@ -73,13 +73,13 @@ type WalkResult struct {
 type WalkEnd uint8
 
 const (
-	// EndNothingEnabled: no move the walk may take was enabled (a fault
+	// endNothingEnabled: no move the walk may take was enabled (a fault
 	// kind a swarm walk left out, or a fault not yet due, does not count).
-	EndNothingEnabled WalkEnd = iota
-	// EndStepBound: the walk took its most moves (--steps).
-	EndStepBound
-	// EndViolation: the last move broke an invariant.
-	EndViolation
+	endNothingEnabled WalkEnd = iota
+	// endStepBound: the walk took its most moves (--steps).
+	endStepBound
+	// endViolation: the last move broke an invariant.
+	endViolation
 	numWalkEnds
 )
 
@@ -91,7 +91,7 @@ func (e WalkEnd) String() string { return walkEndNames[e] }
 // were taken, which faults committed, and how long the walks were.
 type WalkStats struct {
 	// Horizon is the number of moves over which fault positions were
-	// drawn (0 for ScheduleUniform).
+	// drawn (0 for scheduleUniform).
 	Horizon int
 	// Coverage counts the firings of each row of each role table.
 	Coverage *Coverage
@@ -106,42 +106,42 @@ type WalkStats struct {
 	Ended [numWalkEnds]int
 }
 
-// LengthSummary is the distribution of walk lengths: nearest-rank
+// lengthSummary is the distribution of walk lengths: nearest-rank
 // percentiles of the moves each walk took.
-type LengthSummary struct {
+type lengthSummary struct {
 	Min, Median, P90, Max int
 }
 
-// LengthSummary summarizes the walk lengths; all zero when no walk was
+// lengthSummary summarizes the walk lengths; all zero when no walk was
 // counted.
-func (s *WalkStats) LengthSummary() LengthSummary {
+func (s *WalkStats) lengthSummary() lengthSummary {
 	if len(s.Lengths) == 0 {
-		return LengthSummary{}
+		return lengthSummary{}
 	}
 	l := slices.Clone(s.Lengths)
 	slices.Sort(l)
 	rank := func(p int) int { return l[max(0, (p*len(l)+99)/100-1)] }
-	return LengthSummary{Min: l[0], Median: rank(50), P90: rank(90), Max: l[len(l)-1]}
+	return lengthSummary{Min: l[0], Median: rank(50), P90: rank(90), Max: l[len(l)-1]}
 }
 
-// MoveKindCount is how often one move kind was taken.
-type MoveKindCount struct {
+// moveKindCount is how often one move kind was taken.
+type moveKindCount struct {
 	Kind  string
 	Count int64
 }
 
-// MoveKinds lists every move kind with how often walks took it, in move
+// moveKinds lists every move kind with how often walks took it, in move
 // kind order (protocol moves, then fault moves).
-func (s *WalkStats) MoveKinds() []MoveKindCount {
-	var out []MoveKindCount
+func (s *WalkStats) moveKinds() []moveKindCount {
+	var out []moveKindCount
 	for k := MoveKind(1); k < numMoveKinds; k++ {
-		out = append(out, MoveKindCount{Kind: k.String(), Count: s.Kinds[k]})
+		out = append(out, moveKindCount{Kind: k.String(), Count: s.Kinds[k]})
 	}
 	return out
 }
 
 // faultKinds lists the fault moves a swarm walk may switch off.
-var faultKinds = SwarmFaultMoves()
+var faultKinds = swarmFaultMoves()
 
 // walkRun is what one walk did.
 type walkRun struct {
@@ -158,16 +158,16 @@ type walkRun struct {
 	ran      bool
 }
 
-// Walk runs seeded random walks: each step takes one of the moves the
+// walk runs seeded random walks: each step takes one of the moves the
 // state enables, faults placed by opts.Schedule. A walk ends when nothing
 // is enabled, after opts.Steps moves, or on a violation. The first
 // failing walk (by index, so the result does not depend on scheduling) is
 // shrunk to a short trace that still fails the same invariant.
-func (c *Checker) Walk(ctx context.Context, opts WalkOptions) *WalkResult {
+func (c *Checker) walk(ctx context.Context, opts WalkOptions) *WalkResult {
 	lo := 0
 	if opts.Shards > 0 {
 		var hi int
-		lo, hi = ShardRange(opts.Walks, opts.Shard, opts.Shards)
+		lo, hi = shardRange(opts.Walks, opts.Shard, opts.Shards)
 		opts.Seed += uint64(lo)
 		opts.Walks = hi - lo
 	}
@@ -188,7 +188,7 @@ func (c *Checker) walkRange(ctx context.Context, opts WalkOptions) *WalkResult {
 	}
 	res := &WalkResult{Run: c.run, Walks: opts.Walks, Failing: -1}
 	horizon := 0
-	if opts.Schedule != ScheduleUniform && opts.Walks > 0 {
+	if opts.Schedule != scheduleUniform && opts.Walks > 0 {
 		horizon = c.horizon(opts.Steps)
 	}
 	outs := make([]walkRun, opts.Walks)
@@ -283,7 +283,7 @@ type walkSpec struct {
 	steps   int
 	swarm   bool
 	sched   Schedule
-	horizon int  // the run's horizon (unused by ScheduleUniform)
+	horizon int  // the run's horizon (unused by scheduleUniform)
 	keep    bool // keep the moves of a walk that passes too
 }
 
@@ -306,10 +306,10 @@ func (c *Checker) walkOnce(w walkSpec) walkRun {
 	}
 	var plan *faultPlan
 	var order *pctOrder
-	if sched != ScheduleUniform {
+	if sched != scheduleUniform {
 		plan = c.planFaults(rng, &allowed, horizon)
 		out.schedule = plan.list()
-		if sched == SchedulePCT {
+		if sched == schedulePCT {
 			order = newPCTOrder(rng, c.nH+1, horizon)
 		}
 	}
@@ -317,7 +317,7 @@ func (c *Checker) walkOnce(w walkSpec) walkRun {
 	var taken []Move
 	var ms moveSet
 	var k Key
-	out.end = EndStepBound
+	out.end = endStepBound
 	for i := 0; i < steps; i++ {
 		c.moves(&s.s, &ms)
 		var m Move
@@ -328,7 +328,7 @@ func (c *Checker) walkOnce(w walkSpec) walkRun {
 			m, ok = c.pickScheduled(rng, &s.s, &ms, &allowed, plan, order, i)
 		}
 		if !ok {
-			out.end = EndNothingEnabled
+			out.end = endNothingEnabled
 			break
 		}
 		f, fault := c.spendsAt(&s.s, m, ms.stuck)
@@ -352,7 +352,7 @@ func (c *Checker) walkOnce(w walkSpec) walkRun {
 			out.cov.Rows[fr.Role][fr.Row]++
 		}
 		if r.Violation != nil {
-			out.moves, out.v, out.end = taken, r.Violation, EndViolation
+			out.moves, out.v, out.end = taken, r.Violation, endViolation
 			return out
 		}
 		c.canonical(&s.s, &k)

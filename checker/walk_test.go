@@ -36,7 +36,7 @@ type walkJSON struct {
 		} `json:"fault_schedule"`
 		Horizon   int              `json:"fault_horizon"`
 		Coverage  []jsonCoverage   `json:"coverage"`
-		Lengths   LengthSummary    `json:"walk_lengths"`
+		Lengths   lengthSummary    `json:"walk_lengths"`
 		Ends      map[string]int   `json:"walk_ends"`
 		MoveKinds map[string]int64 `json:"move_kinds"`
 		Committed map[string]int64 `json:"faults_committed"`
@@ -69,11 +69,11 @@ func TestWalk_ReportFigures(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
 	runs := []Run{runNamed(t, cfg, "vllm"), runNamed(t, cfg, "sglang")}
 	pinned := map[Schedule]map[string][2]int64{
-		ScheduleUniform:   {"vllm": {146, 40}, "sglang": {162, 68}},
+		scheduleUniform:   {"vllm": {146, 40}, "sglang": {162, 68}},
 		SchedulePositions: {"vllm": {321, 91}, "sglang": {377, 129}},
-		SchedulePCT:       {"vllm": {354, 113}, "sglang": {401, 131}},
+		schedulePCT:       {"vllm": {354, 113}, "sglang": {401, 131}},
 	}
-	for _, sched := range []Schedule{ScheduleUniform, SchedulePositions, SchedulePCT} {
+	for _, sched := range []Schedule{scheduleUniform, SchedulePositions, schedulePCT} {
 		t.Run(sched.String(), func(t *testing.T) {
 			opts := WalkOptions{Seed: 7, Walks: 40, Steps: 30, Schedule: sched, Workers: 2}
 			rep, err := CheckWalks(context.Background(), Generated(), cfg, runs, opts)
@@ -94,7 +94,7 @@ func TestWalk_ReportFigures(t *testing.T) {
 				if x.Walks != opts.Walks || x.Failing != -1 || x.Violation != nil || x.Interrupted {
 					t.Errorf("%s: %d walks, failing %d", x.Run.Name, x.Walks, x.Failing)
 				}
-				if (sched == ScheduleUniform) != (x.Stats.Horizon == 0) {
+				if (sched == scheduleUniform) != (x.Stats.Horizon == 0) {
 					t.Errorf("%s: horizon %d under the %s schedule", x.Run.Name, x.Stats.Horizon, sched)
 				}
 				var moves int64
@@ -103,7 +103,7 @@ func TestWalk_ReportFigures(t *testing.T) {
 				var kinds [numMoveKinds]int64
 				var ended [numWalkEnds]int
 				for w := 0; w < opts.Walks; w++ {
-					one := c.Walk(context.Background(), WalkOptions{Seed: opts.Seed + uint64(w), Walks: 1, Steps: opts.Steps, Schedule: sched, Workers: 1})
+					one := c.walk(context.Background(), WalkOptions{Seed: opts.Seed + uint64(w), Walks: 1, Steps: opts.Steps, Schedule: sched, Workers: 1})
 					if one.Walks != 1 || one.Moves > int64(opts.Steps) || one.Moves == 0 || one.Distinct > int(one.Moves) {
 						t.Errorf("%s walk %d alone: %d walks, %d moves, %d distinct", x.Run.Name, w, one.Walks, one.Moves, one.Distinct)
 					}
@@ -132,24 +132,24 @@ func TestWalk_ReportFigures(t *testing.T) {
 				for _, n := range x.Stats.Kinds {
 					sum += n
 				}
-				if sum != x.Moves || kinds != x.Stats.Kinds || ended != x.Stats.Ended || ended[EndNothingEnabled]+ended[EndStepBound] != opts.Walks {
+				if sum != x.Moves || kinds != x.Stats.Kinds || ended != x.Stats.Ended || ended[endNothingEnabled]+ended[endStepBound] != opts.Walks {
 					t.Errorf("%s: move kinds add up to %d of %d moves; alone %v, in the run %v; ends alone %v, in the run %v",
 						x.Run.Name, sum, x.Moves, kinds, x.Stats.Kinds, ended, x.Stats.Ended)
 				}
 				if fmt.Sprint(alone.Rows) != fmt.Sprint(x.Stats.Coverage.Rows) {
 					t.Errorf("%s: row firings of the walks alone %v, in the run %v", x.Run.Name, alone.Rows, x.Stats.Coverage.Rows)
 				}
-				l := x.Stats.LengthSummary()
+				l := x.Stats.lengthSummary()
 				if l.Min > l.Median || l.Median > l.P90 || l.P90 > l.Max || l.Max > opts.Steps || l.Min < 1 {
 					t.Errorf("%s: walk lengths %+v", x.Run.Name, l)
 				}
 				jr := j.Runs[i]
 				if jr.Run != x.Run.Name || jr.Walks != x.Walks || jr.Moves != x.Moves || jr.Distinct != x.Distinct || jr.Failing != -1 || jr.ElapsedMS == nil || jr.Invariant != "" ||
-					jr.Horizon != x.Stats.Horizon || jr.Lengths != l || jr.Ends["nothing_enabled"] != x.Stats.Ended[EndNothingEnabled] || jr.Ends["step_bound"] != x.Stats.Ended[EndStepBound] ||
+					jr.Horizon != x.Stats.Horizon || jr.Lengths != l || jr.Ends["nothing_enabled"] != x.Stats.Ended[endNothingEnabled] || jr.Ends["step_bound"] != x.Stats.Ended[endStepBound] ||
 					jr.MoveKinds["route-prefill"] != x.Stats.Kinds[MvRoutePrefill] || len(jr.MoveKinds) != int(numMoveKinds)-1 || len(jr.Committed) != int(NumFaults) {
 					t.Errorf("%s: JSON %+v differs from the result", x.Run.Name, jr)
 				}
-				rc := x.RowCoverage(c.proto.spec)
+				rc := x.rowCoverage(c.proto.spec)
 				if len(jr.Coverage) != 2 || jr.Coverage[0].Fired != rc[0].Fired || jr.Coverage[1].Total != rc[1].Total || len(jr.Coverage[1].Dead) != len(rc[1].Dead) {
 					t.Errorf("%s: JSON coverage %+v, result %+v", x.Run.Name, jr.Coverage, rc)
 				}
@@ -158,7 +158,7 @@ func TestWalk_ReportFigures(t *testing.T) {
 				wantLine(t, text, fmt.Sprintf("\n  coverage: source rows %d/%d fired, destination rows %d/%d fired\n", rc[0].Fired, rc[0].Total, rc[1].Fired, rc[1].Total))
 				stats := rep.Text(TextOptions{Stats: true})
 				wantLine(t, stats, fmt.Sprintf("  walk lengths: min %d, median %d, p90 %d, max %d moves; ended: %d with nothing enabled, %d at the step bound, 0 on a violation\n",
-					l.Min, l.Median, l.P90, l.Max, x.Stats.Ended[EndNothingEnabled], x.Stats.Ended[EndStepBound]))
+					l.Min, l.Median, l.P90, l.Max, x.Stats.Ended[endNothingEnabled], x.Stats.Ended[endStepBound]))
 				wantLine(t, stats, fmt.Sprintf("  moves taken: route-prefill %d, ", x.Stats.Kinds[MvRoutePrefill]))
 				wantLine(t, stats, "  "+rc[1].Dead[0]+"\n")
 			}
@@ -181,7 +181,7 @@ func TestWalk_FailingReport(t *testing.T) {
 	override(t, s, spec.Source, "Pinned", "LeaseRenewed", spec.SourceFirst, "Released",
 		"DisarmLease", "ReleaseSource", "ReportSourceReleased", "Complete")
 	cfg := mustConfig(t, twoByTwo)
-	for _, sched := range []Schedule{ScheduleUniform, SchedulePositions, SchedulePCT} {
+	for _, sched := range []Schedule{scheduleUniform, SchedulePositions, schedulePCT} {
 		t.Run(sched.String(), func(t *testing.T) { failingReport(t, interpreted(t, s), cfg, sched) })
 	}
 }
@@ -202,8 +202,8 @@ func failingReport(t *testing.T, p *Protocol, cfg *Config, sched Schedule) {
 		t.Errorf("failing walk %d of %d counted, seed %d, %d moves shrunk to %d, faults %v", x.Failing, x.Walks, x.Seed, x.Original, len(x.Violation.Steps), x.Faults)
 	}
 	// The figures are those of walks 0..failing run on their own.
-	prefix := c.Walk(context.Background(), WalkOptions{Seed: opts.Seed, Walks: x.Failing, Steps: opts.Steps, Schedule: sched, Workers: 1})
-	alone := c.Walk(context.Background(), WalkOptions{Seed: x.Seed, Walks: 1, Steps: opts.Steps, Schedule: sched, Workers: 1})
+	prefix := c.walk(context.Background(), WalkOptions{Seed: opts.Seed, Walks: x.Failing, Steps: opts.Steps, Schedule: sched, Workers: 1})
+	alone := c.walk(context.Background(), WalkOptions{Seed: x.Seed, Walks: 1, Steps: opts.Steps, Schedule: sched, Workers: 1})
 	if prefix.Violation != nil || alone.Failing != 0 || alone.Original != x.Original || x.Moves != prefix.Moves+int64(alone.Original) ||
 		fmt.Sprint(alone.Schedule) != fmt.Sprint(x.Schedule) {
 		t.Errorf("%d moves in walks 0-%d; the %d walks before: %d moves (violation %v); the failing one alone: walk %d, %d moves",
@@ -212,12 +212,12 @@ func failingReport(t *testing.T, p *Protocol, cfg *Config, sched Schedule) {
 	// The failing walk is counted: it ended on the violation, after the
 	// moves it took before shrinking.
 	st := x.Stats
-	if st.Ended[EndViolation] != 1 || len(st.Lengths) != x.Walks || st.Lengths[x.Failing] != x.Original {
+	if st.Ended[endViolation] != 1 || len(st.Lengths) != x.Walks || st.Lengths[x.Failing] != x.Original {
 		t.Errorf("walks ended %v, lengths %v; failing walk %d took %d moves", st.Ended, st.Lengths, x.Failing, x.Original)
 	}
 	// A schedule places the faults the failing walk could commit; the
 	// uniform one has none.
-	if (sched == ScheduleUniform) != (len(x.Schedule) == 0) {
+	if (sched == scheduleUniform) != (len(x.Schedule) == 0) {
 		t.Errorf("%s: failing walk's schedule %v", sched, x.Schedule)
 	}
 	sch := ""
@@ -236,7 +236,7 @@ func failingReport(t *testing.T, p *Protocol, cfg *Config, sched Schedule) {
 	wantLine(t, text, fmt.Sprintf("  %s moves, %s distinct states visited in walks 0-%d, elapsed ", commas(x.Moves), commas(int64(x.Distinct)), x.Failing))
 	wantLine(t, text, fmt.Sprintf("  walk %d failed after %d moves (faults: %s%s); shrunk to %d steps\n", x.Failing, x.Original, strings.Join(x.Faults, ", "), sch, len(x.Violation.Steps)))
 	wantLine(t, text, "  reproduce: handoffcheck walk --seed N --walks 1\n")
-	wantLine(t, text, indent(c.FormatCounterexampleFull(x.Violation, false), "  "))
+	wantLine(t, text, indent(c.formatCounterexampleFull(x.Violation, false), "  "))
 	j := walkReportJSON(t, rep, TextOptions{})
 	jr := j.Runs[0]
 	if j.Verdict != "violation" || jr.Walks != x.Walks || jr.Moves != x.Moves || jr.Distinct != x.Distinct || jr.Failing != x.Failing ||

@@ -27,7 +27,7 @@ type WalkReport struct {
 func CheckWalks(ctx context.Context, p *Protocol, cfg *Config, runs []Run, opts WalkOptions) (*WalkReport, error) {
 	rep := &WalkReport{Opts: opts}
 	notRun, err := eachRun(ctx, p, cfg, runs, func(c *Checker) {
-		r := c.Walk(ctx, opts)
+		r := c.walk(ctx, opts)
 		rep.Runs = append(rep.Runs, r)
 		rep.checkers = append(rep.checkers, c)
 		rep.Reproduce = append(rep.Reproduce, "")
@@ -77,7 +77,7 @@ func (r *WalkReport) Text(opt TextOptions) string {
 		}
 		walks, shard := r.Opts.Walks, ""
 		if r.Opts.Shards > 0 {
-			lo, hi := ShardRange(r.Opts.Walks, r.Opts.Shard, r.Opts.Shards)
+			lo, hi := shardRange(r.Opts.Walks, r.Opts.Shard, r.Opts.Shards)
 			walks, shard = hi-lo, fmt.Sprintf("shard %d of %d: walks %d-%d of %d, ", r.Opts.Shard, r.Opts.Shards, lo, hi-1, r.Opts.Walks)
 		}
 		fmt.Fprintf(&b, "run %s (%s, engine %s): %d %s of up to %d moves (%sseed %d, schedule %s): %s\n",
@@ -93,7 +93,7 @@ func (r *WalkReport) Text(opt TextOptions) string {
 		}
 		b.WriteString("\n")
 		var parts []string
-		for _, rc := range x.RowCoverage(c.proto.spec) {
+		for _, rc := range x.rowCoverage(c.proto.spec) {
 			parts = append(parts, fmt.Sprintf("%s rows %d/%d fired", rc.Role, rc.Fired, rc.Total))
 		}
 		fmt.Fprintf(&b, "  coverage: %s\n", strings.Join(parts, ", "))
@@ -114,9 +114,9 @@ func (r *WalkReport) Text(opt TextOptions) string {
 			if r.Reproduce[i] != "" {
 				fmt.Fprintf(&b, "  reproduce: %s\n", r.Reproduce[i])
 			}
-			b.WriteString(indent(c.FormatCounterexampleFull(x.Violation, opt.FullStates), "  "))
+			b.WriteString(indent(c.formatCounterexampleFull(x.Violation, opt.FullStates), "  "))
 			if opt.Mermaid {
-				fmt.Fprintf(&b, "```mermaid\n%s```\n", c.MermaidSequence(x.Violation))
+				fmt.Fprintf(&b, "```mermaid\n%s```\n", c.mermaidSequence(x.Violation))
 			}
 		}
 	}
@@ -129,17 +129,17 @@ func (r *WalkReport) Text(opt TextOptions) string {
 	return b.String()
 }
 
-// RowCoverage reports which rows of each role table the walks counted
+// rowCoverage reports which rows of each role table the walks counted
 // fired, under the run's policy.
-func (r *WalkResult) RowCoverage(s *spec.Spec) []RoleCoverage {
-	return (&Result{Run: r.Run, Coverage: r.Stats.Coverage}).RowCoverage(s)
+func (r *WalkResult) rowCoverage(s *spec.Spec) []roleCoverage {
+	return (&Result{Run: r.Run, Coverage: r.Stats.Coverage}).rowCoverage(s)
 }
 
 // statsText is the --stats part of a run's text: rows never fired, walk
 // lengths and ends, moves and faults by kind.
 func (r *WalkResult) statsText(c *Checker) string {
 	var b strings.Builder
-	for _, rc := range r.RowCoverage(c.proto.spec) {
+	for _, rc := range r.rowCoverage(c.proto.spec) {
 		if len(rc.Dead) == 0 {
 			continue
 		}
@@ -149,14 +149,14 @@ func (r *WalkResult) statsText(c *Checker) string {
 		}
 	}
 	st := &r.Stats
-	l := st.LengthSummary()
+	l := st.lengthSummary()
 	fmt.Fprintf(&b, "  walk lengths: min %d, median %d, p90 %d, max %d moves; ended: %s with nothing enabled, %s at the step bound, %s on a violation\n",
-		l.Min, l.Median, l.P90, l.Max, commas(int64(st.Ended[EndNothingEnabled])), commas(int64(st.Ended[EndStepBound])), commas(int64(st.Ended[EndViolation])))
+		l.Min, l.Median, l.P90, l.Max, commas(int64(st.Ended[endNothingEnabled])), commas(int64(st.Ended[endStepBound])), commas(int64(st.Ended[endViolation])))
 	if st.Horizon > 0 {
 		fmt.Fprintf(&b, "  fault positions drawn over the first %d moves (one and a half times a fault-free walk)\n", st.Horizon)
 	}
 	var kinds []string
-	for _, k := range st.MoveKinds() {
+	for _, k := range st.moveKinds() {
 		if k.Count > 0 {
 			kinds = append(kinds, fmt.Sprintf("%s %s", k.Kind, commas(k.Count)))
 		}
@@ -264,14 +264,14 @@ func (r *WalkReport) JSON(opt TextOptions) ([]byte, error) {
 		}
 		st := &x.Stats
 		jw.FaultHorizon = st.Horizon
-		for _, rc := range x.RowCoverage(c.proto.spec) {
+		for _, rc := range x.rowCoverage(c.proto.spec) {
 			dead := rc.Dead
 			if dead == nil {
 				dead = []string{}
 			}
 			jw.Coverage = append(jw.Coverage, jsonCoverage{Role: rc.Role.String(), Fired: rc.Fired, Total: rc.Total, Dead: dead})
 		}
-		jw.Lengths = jsonLengths(st.LengthSummary())
+		jw.Lengths = jsonLengths(st.lengthSummary())
 		if r.Opts.Shards > 0 {
 			jw.FirstWalk = x.FirstWalk
 			jw.LengthCounts = make([]int, r.Opts.Steps+1)
@@ -284,7 +284,7 @@ func (r *WalkReport) JSON(opt TextOptions) ([]byte, error) {
 			jw.Ends[WalkEnd(e).String()] = n
 		}
 		jw.MoveKinds = map[string]int64{}
-		for _, k := range st.MoveKinds() {
+		for _, k := range st.moveKinds() {
 			jw.MoveKinds[k.Kind] = k.Count
 		}
 		jw.Committed = map[string]int64{}

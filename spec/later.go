@@ -19,7 +19,7 @@ type LaterEvent struct {
 // vocabulary at the end of its role's events in Default (so the ids of
 // the others stay what files, traces and the checker know), gets its
 // meaning in the checker, and gets its entry here; ValidateVariant and
-// checker.CheckVocabulary read this list and nothing else.
+// checker's checkVocabulary read this list and nothing else.
 var LaterEvents = []LaterEvent{
 	// Deferred: a step the worker takes later, on its own. Files exported
 	// before it existed have no deferred steps.

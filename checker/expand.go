@@ -1,0 +1,561 @@
+package checker
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// successors holds the successors of one state while they are looked up.
+type successors [maxMoves]struct {
+	key Key
+	fp  uint64
+	t   State
+}
+
+// expander is a worker's scratch for expanding one state at a time, kept
+// from batch to batch: room for the most successors a state can have is
+// too large for the stack, and a new one per call would be about 170 KB
+// of garbage for every batch.
+type expander struct {
+	succ successors
+	k    Key
+	ms   moveSet
+	tx   model.Tx
+	// Per successor: the move it was reached by, its id and whether it
+	// is known, and whether the worker's cache knew it.
+	idx    [maxMoves]int
+	ids    [maxMoves]uint32
+	known  [maxMoves]bool
+	cached [maxMoves]bool
+	// Sleep sets: each move's slot and workers; the state's set, the
+	// moves that woke up (a wake entry) and the moves taken so far; each
+	// successor's set and table slot value.
+	sm               sleepMoves
+	z, woke, taken   sleepSet
+	wake             bool
+	zs               [maxMoves]sleepSet
+	sv               [maxMoves]uint16
+	recent           *recentSet
+	seen             map[Key]struct{}
+	protocol, amp, n int
+}
+
+// batchPerWorker is how many frontier states each worker expands between
+// two commits. A level is expanded in batches read in order from the
+// frontier, so that what a level buffers does not grow with the level; a
+// batch small enough that its table probes are still in cache when it is
+// committed makes the commit's second probe of each new state cheap.
+const batchPerWorker = 1024
+
+// level expands one BFS level batch by batch. For each batch, phase A
+// expands chunks of it in parallel against the visited set (which holds
+// earlier levels and this level's earlier batches); phase B inserts the
+// new candidates shard by shard in parallel, each shard in (parent, move)
+// order, and gives ids in (parent, move) order. Every choice is fixed by
+// the order of the frontier, so results do not depend on scheduling. It
+// reports whether the level was interrupted (a stop, or a spill file that
+// failed).
+func (e *exploration) level(ctx context.Context, frontier, next *keyQueue, levelStart uint32, workers, skip, depth int) bool {
+	rd := frontier.reader()
+	per := batchPerWorker * workers
+	buf := make([]uint64, per*e.fwords)
+	outs := make([]workerOut, workers*4)
+	// Resumed within the level: the states before skip were expanded
+	// and committed before the checkpoint.
+	rd.skip(skip, buf)
+	e.levelDone = skip
+	for done := skip; ; {
+		n := rd.read(buf, per)
+		if rd.err != nil {
+			e.diskErr = rd.err
+			return true
+		}
+		if n == 0 {
+			// The set gives the states it held back (the level's last
+			// window on disk): they are the next frontier's last.
+			if err := e.vis.settle(&e.links, next, true); err != nil {
+				e.diskErr = err
+				return true
+			}
+			return false
+		}
+		batch, stop := e.expandBatch(ctx, buf, n, levelStart+uint32(done), workers, outs)
+		if stop {
+			return true
+		}
+		if e.tally(batch) {
+			return false
+		}
+		e.commit(batch, workers, next)
+		if next.err != nil || e.links.err != nil {
+			e.diskErr = errors.Join(next.err, e.links.err)
+			return true
+		}
+		if e.sleep != nil && e.sleep.full {
+			e.sleepDropped = sleepDroppedFull
+			return true
+		}
+		done += n
+		e.levelDone = done
+		if e.afterBatch(frontier, next, levelStart, done, depth) {
+			return true
+		}
+	}
+}
+
+// expandBatch is phase A for a batch of n states whose first has id
+// first, in chunks on the workers. It returns the chunks up to the first
+// that found a violation, or reports that the run was stopped.
+//
+// The first violation in frontier order is the one to report: it lies on
+// a shortest path and does not depend on scheduling. The batches before
+// this one held none, and chunks are in frontier order. A chunk stops
+// after the state its violation was found from, so the figures of the
+// chunks up to the first violating one count every state up to that one
+// in frontier order, and no other: the same figures for any number of
+// workers.
+func (e *exploration) expandBatch(ctx context.Context, buf []uint64, n int, first uint32, workers int, outs []workerOut) ([]workerOut, bool) {
+	chunks := min(n, len(outs))
+	if workers == 1 {
+		chunks = 1
+		e.expand(ctx, buf, first, 0, n, 0, &outs[0])
+	} else {
+		parallelOn(workers, chunks, func(w, ci int) {
+			if ctx.Err() == nil {
+				lo, hi := ci*n/chunks, (ci+1)*n/chunks
+				e.expand(ctx, buf, first, lo, hi, w, &outs[ci])
+			}
+		})
+	}
+	if ctx.Err() != nil {
+		return nil, true
+	}
+	batch := outs[:chunks]
+	for i := range batch {
+		if batch[i].viol != nil {
+			e.viol = batch[i].viol
+			return batch[:i+1], false
+		}
+	}
+	return batch, false
+}
+
+// tally adds a batch's figures to the run's and reports whether it found
+// a violation (the batch is then not committed).
+func (e *exploration) tally(batch []workerOut) bool {
+	for i := range batch {
+		e.stats.Transitions += batch[i].transitions
+		e.deadEnds += batch[i].deadEnds
+		e.stats.Reduced += batch[i].reduced
+		e.stats.Pruned += batch[i].pruned
+		e.stats.Slept += batch[i].slept
+		e.cov.add(batch[i].cov)
+	}
+	return e.viol != nil
+}
+
+// afterBatch lets the visited set settle what it held back (a full window
+// on disk), moves the fingerprints to disk when asked, and writes a
+// checkpoint when one is due, after the batch that brought the level to
+// done states. It reports whether the level must stop.
+func (e *exploration) afterBatch(frontier, next *keyQueue, levelStart uint32, done, depth int) bool {
+	if err := e.vis.settle(&e.links, next, false); err != nil {
+		e.diskErr = err
+		return true
+	}
+	if lim := e.lim.DiskAfter; lim > 0 && e.links.n >= lim && e.diskable() {
+		e.wantDisk.Store(true)
+	}
+	if e.wantDisk.Load() && e.diskable() {
+		if e.sleep != nil {
+			e.sleepDropped = sleepDroppedDisk
+			return true
+		}
+		if err := e.goToDisk(); err != nil {
+			e.diskErr = err
+			return true
+		}
+	}
+	if e.ckpt != nil && e.ckpt.due() {
+		e.save(frontier, next, depth, levelStart, done, false)
+		if e.ckpt.err != nil {
+			e.diskErr = e.ckpt.err
+			return true
+		}
+	}
+	return false
+}
+
+// expand is phase A for the batch's states lo..hi, whose first has id
+// batchStart, on worker w. It fills out, reusing its buffers.
+func (e *exploration) expand(ctx context.Context, batch []uint64, batchStart uint32, lo, hi, w int, out *workerOut) {
+	out.reset(hi-lo, e.words, e.c)
+	if e.x[w] == nil {
+		e.x[w] = new(expander)
+	}
+	x := e.x[w]
+	x.recent, x.seen = &e.recent[w], nil
+	if e.vis.byKey() {
+		// A set that compares keys cannot trust a fingerprint: the chunk
+		// remembers the keys it made candidates of instead.
+		x.seen = map[Key]struct{}{}
+	}
+	fw := e.fwords
+	for i := lo; i < hi; i++ {
+		if i&255 == 0 && ctx.Err() != nil {
+			// Stopped (interrupt or memory bound): the level is dropped.
+			break
+		}
+		e.expandState(x, batch[i*fw:(i+1)*fw], batchStart+uint32(i), out)
+		if out.viol != nil {
+			// Later states of this chunk cannot hold an earlier violation.
+			break
+		}
+	}
+}
+
+// reset empties a chunk's output for a chunk of n states. Most states
+// produce about one or two new candidates; the buffers are sized for that
+// so that appends rarely copy.
+func (out *workerOut) reset(n, words int, c *Checker) {
+	out.keys = slices.Grow(out.keys[:0], 2*n*words)
+	out.cands = slices.Grow(out.cands[:0], 2*n)
+	out.edges, out.edgeKeys = out.edges[:0], out.edgeKeys[:0]
+	out.transitions, out.deadEnds, out.viol = 0, 0, nil
+	out.reduced, out.pruned, out.slept = 0, 0, 0
+	out.candSleep, out.expanded, out.actions, out.wakeKeys = out.candSleep[:0], out.expanded[:0], out.actions[:0], out.wakeKeys[:0]
+	if out.cov == nil {
+		out.cov = newCoverage(c.proto.spec)
+	} else {
+		out.cov.reset()
+	}
+}
+
+// expandState expands the frontier entry of state pid. Its successors are
+// built first and looked up after, in a tight loop: the lookups are
+// independent random reads of a large table, and issuing them together
+// lets the memory system overlap their cache misses.
+func (e *exploration) expandState(x *expander, entry []uint64, pid uint32, out *workerOut) {
+	c := e.c
+	k := &x.k
+	copy(k[:e.words], entry[:e.words])
+	s := c.unpack(k)
+	x.protocol = c.moves(&s, &x.ms)
+	x.wake = false
+	if e.sleep != nil {
+		e.sleepOfState(x, &s, k, entry[e.words], out)
+	}
+	if x.protocol == 0 && !x.wake {
+		out.deadEnds++
+		if v := c.CheckQuiescence(&s); v != nil && out.viol == nil {
+			out.viol = &found{v: v, pid: pid, move: -1}
+		}
+	}
+	x.amp = -1
+	if e.por && !e.lim.sleepAlone {
+		if x.amp = c.ample(&s, &x.ms); x.amp >= 0 && !x.wake {
+			out.reduced++
+		}
+	}
+	e.successorsOf(x, &s, pid, out)
+	e.lookUp(x)
+	for j := 0; j < x.n; j++ {
+		e.keep(x, j, pid, out)
+	}
+}
+
+// sleepOfState reads the sleep set state s is expanded with, and the
+// moves that woke up when the entry is a wake entry (extra is not
+// sleepFull): it takes only the moves that were asleep when it was
+// expanded and are awake now.
+func (e *exploration) sleepOfState(x *expander, s *State, k *Key, extra uint64, out *workerOut) {
+	ref := e.sleep.tab.sleepRef(fingerprint(k, e.words))
+	x.z = e.sleep.get(*e.sleep.tab.sleepAt(ref))
+	out.expanded = append(out.expanded, ref)
+	x.woke, x.taken = sleepSet{}, sleepSet{}
+	if extra != sleepFull {
+		x.wake, x.woke = true, e.sleep.get(uint16(extra))
+	}
+	e.c.sleepInfo(s, &x.ms, &x.sm)
+}
+
+// successorsOf applies the moves the reductions leave to s, judging each
+// step, and puts the successors in x.succ (x.n of them).
+func (e *exploration) successorsOf(x *expander, s *State, pid uint32, out *workerOut) {
+	c := e.c
+	ms := &x.ms
+	n := 0
+	for mi := 0; mi < ms.n; mi++ {
+		if x.amp >= 0 && ms.handoff(mi) != x.amp {
+			// Taken from the successors instead (por.go).
+			if !x.wake {
+				out.pruned++
+			}
+			continue
+		}
+		if e.sleep != nil && e.asleep(x, mi, out) {
+			continue
+		}
+		sc := &x.succ[n]
+		sc.t = *s
+		x.tx.W, x.tx.J.N = &sc.t.W, 0
+		c.apply(&sc.t, &x.tx, ms.m[mi], out.cov, ms.stuck)
+		out.transitions++
+		if v := c.judgeStep(s, &sc.t, &x.tx.J, ms.m[mi]); v != nil {
+			if out.viol == nil {
+				out.viol = &found{v: v, pid: pid, move: mi}
+			}
+			continue
+		}
+		c.canonical(&sc.t, &sc.key)
+		sc.fp = fingerprint(&sc.key, e.words)
+		if e.sleep != nil {
+			x.zs[n] = c.successorSleep(s, &sc.t, ms, &x.sm, mi, x.z, x.taken)
+			if sl := x.sm.slot[mi]; sl >= 0 {
+				x.taken.add(int(sl))
+			}
+		}
+		x.idx[n] = mi
+		n++
+	}
+	x.n = n
+}
+
+// asleep reports whether move mi is not taken for sleep sets: asleep (its
+// successor is reached through a commuting order, sleep.go), or, in a
+// wake entry, taken when the state was first expanded.
+func (e *exploration) asleep(x *expander, mi int, out *workerOut) bool {
+	sl := int(x.sm.slot[mi])
+	if sl >= 0 && x.z.has(sl) {
+		if !x.wake {
+			out.slept++
+		}
+		return true
+	}
+	return x.wake && (sl < 0 || !x.woke.has(sl))
+}
+
+// lookUp finds which successors are known: to the worker's cache, or to
+// the visited set. With sleep sets there is no cache: a state met again
+// may need its set cut.
+func (e *exploration) lookUp(x *expander) {
+	for j := 0; j < x.n; j++ {
+		fp := x.succ[j].fp
+		if e.sleep != nil {
+			x.cached[j] = false
+			x.sv[j], x.known[j] = e.sleep.tab.sleepOf(fp)
+			continue
+		}
+		x.cached[j] = x.seen == nil && x.recent.has(fp)
+		if !x.cached[j] {
+			x.ids[j], x.known[j] = e.vis.lookup(fp, &x.succ[j].key)
+		}
+	}
+}
+
+// keep files successor j of state pid: an edge of the liveness graph, a
+// sleep action for a known state, a violation, or a candidate.
+func (e *exploration) keep(x *expander, j int, pid uint32, out *workerOut) {
+	sc := &x.succ[j]
+	// The liveness graph holds the moves the system makes on its own:
+	// the environment may stop faulting for good, so a way to a drained
+	// state must not need a fault or an early timer.
+	own := e.g != nil && x.ms.own(x.idx[j], x.protocol)
+	switch {
+	case x.cached[j]:
+		// Known, or a candidate at an earlier (parent, move) in this
+		// level, which the level keeps anyway; its id is found once the
+		// batch is committed.
+		if own {
+			out.edges = append(out.edges, e.newEdge(out, pid, sc.fp, &sc.key))
+		}
+		return
+	case x.known[j]:
+		e.keepKnown(x, j, pid, own, out)
+		return
+	case x.seen != nil:
+		if _, ok := x.seen[sc.key]; ok {
+			if own {
+				out.edges = append(out.edges, e.newEdge(out, pid, sc.fp, &sc.key))
+			}
+			return
+		}
+	}
+	if v := e.c.CheckState(&sc.t); v != nil {
+		if out.viol == nil || (out.viol.pid == pid && x.idx[j] < out.viol.move) {
+			out.viol = &found{v: v, pid: pid, move: x.idx[j]}
+		}
+		return
+	}
+	cd := candidate{fp: sc.fp, pid: pid, move: uint8(x.idx[j]), off: len(out.keys)}
+	if e.sleep != nil {
+		out.candSleep = append(out.candSleep, x.zs[j])
+	}
+	if x.seen != nil {
+		x.seen[sc.key] = struct{}{}
+	} else {
+		x.recent.add(sc.fp)
+	}
+	if e.g != nil {
+		cd.drained = e.c.Drained(&sc.t)
+	}
+	if own {
+		out.edges = append(out.edges, e.newEdge(out, pid, sc.fp, &sc.key))
+	}
+	out.keys = append(out.keys, sc.key[:e.words]...)
+	out.cands = append(out.cands, cd)
+}
+
+// keepKnown files a successor the visited set knows. With sleep sets, one
+// reached with a set that does not hold its own must have its set cut,
+// and if it was expanded, take the moves that wake up (commit).
+func (e *exploration) keepKnown(x *expander, j int, pid uint32, own bool, out *workerOut) {
+	sc := &x.succ[j]
+	if e.sleep != nil && !e.sleep.get(x.sv[j]).within(x.zs[j]) {
+		out.actions = append(out.actions, sleepAction{fp: sc.fp, z: x.zs[j], pid: pid, move: uint8(x.idx[j])})
+		out.wakeKeys = append(out.wakeKeys, sc.key[:e.words]...)
+	}
+	if x.seen == nil {
+		x.recent.add(sc.fp)
+	}
+	if own {
+		out.edges = append(out.edges, edge{from: pid, to: x.ids[j], key: -1})
+	}
+}
+
+// commit is phase B: insert the batch's candidates, give ids to the new
+// ones, record their trace links and push them on the next frontier.
+func (e *exploration) commit(outs []workerOut, workers int, next *keyQueue) {
+	if e.sleep != nil {
+		e.endWaits(outs)
+	}
+	e.insertAll(outs, workers)
+	// Ids in (parent, move) order: the order of the chunks and of the
+	// candidates within them. A set may hold a new candidate back until
+	// it knows whether it is new at all (on disk, settle).
+	admitted := false
+	for w := range outs {
+		o := &outs[w]
+		for i := range o.cands {
+			cd := &o.cands[i]
+			if !cd.isNew {
+				continue
+			}
+			key := o.keys[cd.off : cd.off+e.words]
+			if cd.isNew = e.vis.admit(cd, key); !cd.isNew {
+				continue
+			}
+			admitted = true
+			cd.id = uint32(e.links.n)
+			e.links.append(cd.pid, cd.move)
+			if e.g != nil {
+				e.g.drained = append(e.g.drained, cd.drained)
+			}
+			next.push(e.entry(key, sleepFull))
+		}
+	}
+	if e.sleep != nil {
+		e.commitSleep(outs, next)
+	}
+	if admitted && e.vis.keepsIDs() {
+		e.recordIDs(outs)
+	}
+	if e.g != nil {
+		e.resolveEdges(outs)
+	}
+}
+
+// insertAll inserts the batch's candidates into the visited set and marks
+// the new ones. One worker inserts in (parent, move) order directly; more
+// route every candidate to its shard, keeping (parent, move) order (chunks
+// are in frontier order and candidates in each are in order), and insert
+// shard by shard in parallel: within a shard the first candidate in
+// (parent, move) order wins.
+func (e *exploration) insertAll(outs []workerOut, workers int) {
+	if workers == 1 {
+		for w := range outs {
+			for i := range outs[w].cands {
+				e.insert(&outs[w], i)
+			}
+		}
+		return
+	}
+	// The routing lists are kept from batch to batch: a batch is small
+	// and there are many.
+	byShard := &e.byShard
+	for sh := range byShard {
+		byShard[sh] = byShard[sh][:0]
+	}
+	for w := range outs {
+		for i := range outs[w].cands {
+			sh := shardOf(outs[w].cands[i].fp)
+			byShard[sh] = append(byShard[sh], candRef{w, i})
+		}
+	}
+	parallel(workers, numShards, func(sh int) {
+		for _, r := range byShard[sh] {
+			e.insert(&outs[r.w], r.i)
+		}
+	})
+}
+
+// recordIDs records the new states' ids in the visited set: no shard grows
+// any more in this batch, so slots found now stay put.
+func (e *exploration) recordIDs(outs []workerOut) {
+	for w := range outs {
+		o := &outs[w]
+		for i := range o.cands {
+			if cd := &o.cands[i]; cd.isNew {
+				e.vis.setID(cd.fp, o.keys[cd.off:cd.off+e.words], cd.id)
+			}
+		}
+	}
+}
+
+// resolveEdges adds the batch's edges to the liveness graph, each chunk's
+// in chunk order, so that the graph stays ordered by source state.
+func (e *exploration) resolveEdges(outs []workerOut) {
+	byKey := e.vis.byKey()
+	for w := range outs {
+		o := &outs[w]
+		for _, ed := range o.edges {
+			to := ed.to
+			if ed.fp != 0 {
+				var k *Key
+				if byKey {
+					k = &o.edgeKeys[ed.key]
+				}
+				to, _ = e.vis.lookup(ed.fp, k)
+			}
+			e.g.from = append(e.g.from, ed.from)
+			e.g.to = append(e.g.to, to)
+		}
+	}
+}
+
+// candRef is a candidate by its chunk and place in the chunk.
+type candRef struct{ w, i int }
+
+// insert adds a candidate to the visited set and marks whether it was new.
+func (e *exploration) insert(o *workerOut, i int) {
+	cd := &o.cands[i]
+	if e.sleep != nil {
+		e.insertSleep(cd, o.candSleep[i])
+		return
+	}
+	cd.isNew = e.vis.insert(cd.fp, o.keys[cd.off:cd.off+e.words])
+}
+
+// newEdge records a transition to a state whose id is known only once the
+// batch is committed.
+func (e *exploration) newEdge(out *workerOut, from uint32, fp uint64, k *Key) edge {
+	ed := edge{from: from, fp: fp}
+	if e.vis.byKey() {
+		ed.key = int32(len(out.edgeKeys))
+		out.edgeKeys = append(out.edgeKeys, *k)
+	}
+	return ed
+}
