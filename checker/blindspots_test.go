@@ -49,13 +49,13 @@ func TestHang_OfferedWhereTheSystemWaitsOnTransfers(t *testing.T) {
 					}
 				}
 				if got != want {
-					t.Fatalf("%s: hang offered=%v for handoff %d, want %v:\n%s", run, got, h, want, strings.Join(c.DescribeState(s), "\n"))
+					t.Fatalf("%s: hang offered=%v for handoff %d, want %v:\n%s", run, got, h, want, strings.Join(c.describeState(s), "\n"))
 				}
 				if got {
 					offered++
 				}
 				if x.Hung && ends != !tx.TransferWouldSucceed(h) {
-					t.Fatalf("%s: a hung transfer can end=%v with registrations valid=%v:\n%s", run, ends, tx.TransferWouldSucceed(h), strings.Join(c.DescribeState(s), "\n"))
+					t.Fatalf("%s: a hung transfer can end=%v with registrations valid=%v:\n%s", run, ends, tx.TransferWouldSucceed(h), strings.Join(c.describeState(s), "\n"))
 				}
 				if x.Hung && tx.TransferWouldSucceed(h) {
 					hungStuck++
@@ -145,7 +145,7 @@ func TestIndex_EvictFaultPublishesRemoved(t *testing.T) {
 		}
 	}
 	if model.Side(evict.Arg) != model.SourceSide || !before.W.H[evict.H].SrcIndexed {
-		t.Fatalf("evict offered for %v, want the source's advertised blocks:\n%s", evict, strings.Join(c.DescribeState(&before), "\n"))
+		t.Fatalf("evict offered for %v, want the source's advertised blocks:\n%s", evict, strings.Join(c.describeState(&before), "\n"))
 	}
 	after := before
 	j, v, err := c.Step(&after, evict, nil)
@@ -158,6 +158,6 @@ func TestIndex_EvictFaultPublishesRemoved(t *testing.T) {
 	}
 	x := &after.W.H[evict.H]
 	if !removed || x.SrcIndexed || x.SrcKept {
-		t.Fatalf("evict published Removed=%v, left indexed=%v kept=%v:\n%s", removed, x.SrcIndexed, x.SrcKept, strings.Join(c.DescribeState(&after), "\n"))
+		t.Fatalf("evict published Removed=%v, left indexed=%v kept=%v:\n%s", removed, x.SrcIndexed, x.SrcKept, strings.Join(c.describeState(&after), "\n"))
 	}
 }

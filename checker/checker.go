@@ -79,12 +79,12 @@ func New(p *Protocol, cfg *Config, run Run) (*Checker, error) {
 // never collide with ids an engine makes.
 var attemptNamespace = uuid.MustParse("5bd09d9a-bd43-4f66-ba01-772256a2acf9")
 
-// AttemptID is the handoff attempt id of handoff h in this run: facts are
+// attemptID is the handoff attempt id of handoff h in this run: facts are
 // keyed by it (docs/lifecycle.md section 3) and reports name it so that a trace
 // can be matched with engine logs. It is a name-based UUID of the run and
 // the handoff: never shared by two attempts of a run, and the same on every
 // run of the same configuration, so output stays deterministic.
-func (c *Checker) AttemptID(h int) uuid.UUID {
+func (c *Checker) attemptID(h int) uuid.UUID {
 	name := fmt.Sprintf("%s/%s/%s/handoff-%d", c.run.Name, c.run.Policy, c.run.Engine, h)
 	return uuid.NewSHA1(attemptNamespace, []byte(name))
 }
@@ -93,7 +93,7 @@ func (c *Checker) AttemptID(h int) uuid.UUID {
 func (c *Checker) Attempts() []string {
 	out := make([]string, c.nH)
 	for h := range out {
-		out[h] = fmt.Sprintf("h%d=%s", h, c.AttemptID(h))
+		out[h] = fmt.Sprintf("h%d=%s", h, c.attemptID(h))
 	}
 	return out
 }
@@ -131,9 +131,9 @@ func (c *Checker) Quiescent(s *State) bool {
 	return c.moves(s, &ms) == 0
 }
 
-// CheckQuiescence checks the Quiescence invariant on a quiescent state,
+// checkQuiescence checks the Quiescence invariant on a quiescent state,
 // and FaultFreeCompletion when the environment spent none of its budget.
-func (c *Checker) CheckQuiescence(s *State) *model.Violation {
+func (c *Checker) checkQuiescence(s *State) *model.Violation {
 	rec := c.records(s)
 	if v := model.Quiescence(&s.W, &rec); v != nil {
 		return v
@@ -166,9 +166,9 @@ func (c *Checker) Key(s *State) Key {
 	return k
 }
 
-// DescribeState renders a state's role machines and world, one line per
+// describeState renders a state's role machines and world, one line per
 // handoff and worker, deterministically.
-func (c *Checker) DescribeState(s *State) []string {
+func (c *Checker) describeState(s *State) []string {
 	var out []string
 	for h := 0; h < c.nH; h++ {
 		out = append(out, strings.TrimSpace(fmt.Sprintf("h%d source=%s destination=%s %s", h,

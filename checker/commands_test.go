@@ -78,7 +78,7 @@ func TestCommands_AtOnceOrQueued(t *testing.T) {
 		eachState(t, c, func(s *State) bool {
 			for _, m := range c.Moves(s) {
 				if m.Kind == MvApply || m.Kind == MvDelay {
-					t.Fatalf("%s: %s offered with every command at once:\n%s", run, m, strings.Join(c.DescribeState(s), "\n"))
+					t.Fatalf("%s: %s offered with every command at once:\n%s", run, m, strings.Join(c.describeState(s), "\n"))
 				}
 			}
 			for h := range s.W.H[:len(cfg.World.Handoffs)] {

@@ -29,7 +29,7 @@ func TestDeferred_OfferedWhereTheStateHasARow(t *testing.T) {
 	builtin := checkerFor(t, Generated(), cfg, "vllm")
 	eachState(t, builtin, func(s *State) bool {
 		if a, b := count(builtin, s); a+b > 0 {
-			t.Fatalf("the built-in tables offer a deferred step:\n%s", strings.Join(builtin.DescribeState(s), "\n"))
+			t.Fatalf("the built-in tables offer a deferred step:\n%s", strings.Join(builtin.describeState(s), "\n"))
 		}
 		return false
 	})
@@ -43,7 +43,7 @@ func TestDeferred_OfferedWhereTheStateHasARow(t *testing.T) {
 		src, dst := count(c, st)
 		in := st.W.H[0].Decode >= 0 && st.Dst[0] == reserving
 		if src != 0 || (dst == 1) != in || dst > 1 {
-			t.Fatalf("%d source and %d destination deferred steps offered, destination in Reserving: %v\n%s", src, dst, in, strings.Join(c.DescribeState(st), "\n"))
+			t.Fatalf("%d source and %d destination deferred steps offered, destination in Reserving: %v\n%s", src, dst, in, strings.Join(c.describeState(st), "\n"))
 		}
 		if in {
 			seen++

@@ -250,7 +250,7 @@ func (e *exploration) expandState(x *expander, entry []uint64, pid uint32, out *
 	}
 	if x.protocol == 0 && !x.wake {
 		out.deadEnds++
-		if v := c.CheckQuiescence(&s); v != nil && out.viol == nil {
+		if v := c.checkQuiescence(&s); v != nil && out.viol == nil {
 			out.viol = &found{v: v, pid: pid, move: -1}
 		}
 	}

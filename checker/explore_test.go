@@ -238,7 +238,7 @@ func TestPack_RoundTripsEveryReachedState(t *testing.T) {
 				c.pack(s.State(), &k)
 				back := c.unpack(&k)
 				if back != *s.State() {
-					t.Fatalf("%s seed %d step %d: unpack(pack(s)) differs from s:\n%v\n%v", run.Name, seed, step, c.DescribeState(s.State()), c.DescribeState(&back))
+					t.Fatalf("%s seed %d step %d: unpack(pack(s)) differs from s:\n%v\n%v", run.Name, seed, step, c.describeState(s.State()), c.describeState(&back))
 				}
 				checked++
 			}

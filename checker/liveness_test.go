@@ -229,7 +229,7 @@ func TestLiveness_ReportsCarryTheCounterexample(t *testing.T) {
 	fired := 0
 	for _, st := range append(append([]TraceStep(nil), ce.Steps...), ce.Loop...) {
 		for _, f := range st.Fired {
-			d, _ := json.Marshal(c.DescribeFiring(f))
+			d, _ := json.Marshal(c.describeFiring(f))
 			if !strings.Contains(string(data), string(d)) {
 				t.Errorf("the JSON report lacks the firing %s", d)
 			}

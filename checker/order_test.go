@@ -36,7 +36,7 @@ func violationsAtFirstFailingDepth(t testing.TB, c *Checker) []levelViolation {
 		}
 		s := states[i]
 		if c.Quiescent(&s) {
-			if v := c.CheckQuiescence(&s); v != nil {
+			if v := c.checkQuiescence(&s); v != nil {
 				out = append(out, levelViolation{i, -1, v.Invariant})
 			}
 		}
@@ -185,8 +185,8 @@ func TestExplore_ViolationInTheInitialState(t *testing.T) {
 		if ce == nil || ce.Violation.Invariant != want.Invariant || ce.Violation.Worker != 1 || len(ce.Steps) != 0 {
 			t.Fatalf("workers %d: want %s on worker 1 with no step, got %+v", workers, want.Invariant, ce)
 		}
-		if fmt.Sprint(ce.Initial) != fmt.Sprint(c.DescribeState(&init)) || ce.Violation.Detail != want.Detail {
-			t.Errorf("workers %d: initial %v, detail %q; want %v, %q", workers, ce.Initial, ce.Violation.Detail, c.DescribeState(&init), want.Detail)
+		if fmt.Sprint(ce.Initial) != fmt.Sprint(c.describeState(&init)) || ce.Violation.Detail != want.Detail {
+			t.Errorf("workers %d: initial %v, detail %q; want %v, %q", workers, ce.Initial, ce.Violation.Detail, c.describeState(&init), want.Detail)
 		}
 		if r.Complete || r.StopReason != "" || r.Liveness || r.Stats.States != 1 || r.Stats.Transitions != 0 || r.Stats.Depth != 0 || r.DeadEnds != 0 {
 			t.Errorf("workers %d: complete=%v stop=%q liveness=%v, %d states, %d transitions, depth %d, %d dead ends",

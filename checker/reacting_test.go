@@ -33,7 +33,7 @@ func TestReacting_TerminalRowFires(t *testing.T) {
 		return s.Dst[0] == done && s.W.H[0].CancelPending[model.DestinationSide]
 	})
 	if !c.terminal(&before, spec.Destination, 0) || c.finished(&before, 0) {
-		t.Fatalf("want a finished destination of an unfinished handoff:\n%v", c.DescribeState(&before))
+		t.Fatalf("want a finished destination of an unfinished handoff:\n%v", c.describeState(&before))
 	}
 	after := before
 	var log []Firing

@@ -788,7 +788,7 @@ func firstViolationRef(t testing.TB, c *Checker) *refViolation {
 	for i := 0; i < len(states); i++ {
 		s := states[i]
 		if c.Quiescent(&s) {
-			if v := c.CheckQuiescence(&s); v != nil {
+			if v := c.checkQuiescence(&s); v != nil {
 				return found(i, "", v.Invariant)
 			}
 		}

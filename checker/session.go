@@ -48,13 +48,13 @@ func (s *Session) Apply(m Move) (StepResult, error) {
 		v = s.c.CheckState(&s.s)
 	}
 	if v == nil && s.c.Quiescent(&s.s) {
-		v = s.c.CheckQuiescence(&s.s)
+		v = s.c.checkQuiescence(&s.s)
 	}
 	return StepResult{Move: m, Fired: log, Journal: j, Violation: v}, nil
 }
 
 // Describe renders the current state.
-func (s *Session) Describe() []string { return s.c.DescribeState(&s.s) }
+func (s *Session) Describe() []string { return s.c.describeState(&s.s) }
 
 // Moves lists the moves enabled now.
 func (s *Session) Moves() []Move { return s.c.Moves(&s.s) }
@@ -67,7 +67,7 @@ func (s *Session) Drained() bool { return s.c.Drained(&s.s) }
 func (s *Session) FormatStep(r StepResult) []string {
 	out := []string{r.Move.String()}
 	for _, f := range r.Fired {
-		out = append(out, "  fired "+s.c.DescribeFiring(f))
+		out = append(out, "  fired "+s.c.describeFiring(f))
 	}
 	if r.Violation != nil {
 		out = append(out, fmt.Sprintf("  VIOLATION %s", r.Violation.Error()))

@@ -139,8 +139,8 @@ func shapesBFS(t testing.TB, c *Checker, visit func(*State)) map[Key]bool {
 			visit(&s)
 		}
 		if c.moves(&s, &ms) == 0 {
-			if v := c.CheckQuiescence(&s); v != nil {
-				t.Fatalf("quiescent state violates %v:\n%s", v, strings.Join(c.DescribeState(&s), "\n"))
+			if v := c.checkQuiescence(&s); v != nil {
+				t.Fatalf("quiescent state violates %v:\n%s", v, strings.Join(c.describeState(&s), "\n"))
 			}
 		}
 		for i := 0; i < ms.n; i++ {
@@ -148,14 +148,14 @@ func shapesBFS(t testing.TB, c *Checker, visit func(*State)) map[Key]bool {
 			tx.W, tx.J.N = &next.W, 0
 			c.apply(&next, &tx, ms.m[i], nil, ms.stuck)
 			if v := c.judgeStep(&s, &next, &tx.J, ms.m[i]); v != nil {
-				t.Fatalf("%s violates %v from:\n%s", ms.m[i], v, strings.Join(c.DescribeState(&s), "\n"))
+				t.Fatalf("%s violates %v from:\n%s", ms.m[i], v, strings.Join(c.describeState(&s), "\n"))
 			}
 			nk := c.Key(&next)
 			if seen[nk] {
 				continue
 			}
 			if v := c.CheckState(&next); v != nil {
-				t.Fatalf("%s reaches a state that violates %v:\n%s", ms.m[i], v, strings.Join(c.DescribeState(&next), "\n"))
+				t.Fatalf("%s reaches a state that violates %v:\n%s", ms.m[i], v, strings.Join(c.describeState(&next), "\n"))
 			}
 			seen[nk] = true
 			queue = append(queue, nk)
@@ -242,7 +242,7 @@ func shapesPeerNotices(t testing.TB, c *Checker, s *State) int {
 				if !next.W.H[h].PeerGone[peer] || !slices.Contains(after, notice) {
 					t.Fatalf("%s: the %s of handoff %d (worker %d) is not told its peer restarted (PeerGone=%v, %q enabled=%v); before:\n%s",
 						m, peer, h, x.Worker(peer), next.W.H[h].PeerGone[peer], notice, slices.Contains(after, notice),
-						strings.Join(c.DescribeState(s), "\n"))
+						strings.Join(c.describeState(s), "\n"))
 				}
 			}
 		}
@@ -314,7 +314,7 @@ func TestShapes_DecodeFirstIsARelabelling(t *testing.T) {
 					s := a.unpack(&k)
 					r := shapesRelabel(&s, &perm)
 					if rk := b.Key(&r); !kb[rk] {
-						t.Fatalf("a decode-first state, relabelled, is not reached prefill-first:\n%s", strings.Join(a.DescribeState(&s), "\n"))
+						t.Fatalf("a decode-first state, relabelled, is not reached prefill-first:\n%s", strings.Join(a.describeState(&s), "\n"))
 					}
 				}
 				if notices == 0 {
@@ -459,7 +459,7 @@ func shapesWalk(t *testing.T, c *Checker, seed uint64, steps int, swarm bool, ev
 	var tx model.Tx
 	fail := func(what string, v *model.Violation, s *State) {
 		t.Helper()
-		t.Fatalf("seed %d: %s: %v\n%s", seed, what, v, strings.Join(c.DescribeState(s), "\n"))
+		t.Fatalf("seed %d: %s: %v\n%s", seed, what, v, strings.Join(c.describeState(s), "\n"))
 	}
 	for i := 0; i < steps; i++ {
 		placed := shapesAllPlaced(c, &s)
@@ -488,7 +488,7 @@ func shapesWalk(t *testing.T, c *Checker, seed uint64, steps int, swarm bool, ev
 			}
 		}
 		if protocol == 0 {
-			if v := c.CheckQuiescence(&s); v != nil {
+			if v := c.checkQuiescence(&s); v != nil {
 				fail("quiescent state", v, &s)
 			}
 		}
@@ -648,13 +648,13 @@ func shapesSymmetry(t *testing.T, cfg *Config, run string, wantOn, wantOff shape
 		s := off.unpack(&k)
 		for i := 1; i < len(on.sym.perms); i++ {
 			if r := shapesRelabel(&s, &on.sym.perms[i]); !full[off.Key(&r)] {
-				t.Fatalf("renaming workers by %v maps a reachable state to an unreachable one:\n%s", on.sym.perms[i][:on.nW], strings.Join(off.DescribeState(&s), "\n"))
+				t.Fatalf("renaming workers by %v maps a reachable state to an unreachable one:\n%s", on.sym.perms[i][:on.nW], strings.Join(off.describeState(&s), "\n"))
 			}
 		}
 		for _, cl := range on.sym.classes {
 			for i := 1; i < len(cl); i++ {
 				if r := shapesSwapHandoffs(k, on.nW, cl[0], cl[i]); !full[r] {
-					t.Fatalf("swapping handoffs %d and %d maps a reachable state to an unreachable one:\n%s", cl[0], cl[i], strings.Join(off.DescribeState(&s), "\n"))
+					t.Fatalf("swapping handoffs %d and %d maps a reachable state to an unreachable one:\n%s", cl[0], cl[i], strings.Join(off.describeState(&s), "\n"))
 				}
 			}
 		}
@@ -783,7 +783,7 @@ func TestShapes_HeadroomBindsAdmission(t *testing.T) {
 					quiet++
 					for h := range binds.World.Handoffs {
 						if o := s.W.H[h].Outcome; o[model.SourceSide] != model.OutcomeOK || o[model.DestinationSide] != model.OutcomeOK {
-							t.Fatalf("fault-free, yet handoff %d ended %v:\n%s", h, o, strings.Join(c.DescribeState(s), "\n"))
+							t.Fatalf("fault-free, yet handoff %d ended %v:\n%s", h, o, strings.Join(c.describeState(s), "\n"))
 						}
 					}
 				}

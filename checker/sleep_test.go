@@ -38,14 +38,14 @@ func TestSleep_IndependentMovesCommute(t *testing.T) {
 						ba, okBA := sleepStep(c, &s, b, a)
 						if !okAB || !okBA {
 							t.Fatalf("%s %s: %s and %s judged independent, but one disables the other (%v, %v) in\n%s",
-								tc.file, run.Name, a, b, okAB, okBA, strings.Join(c.DescribeState(&s), "\n"))
+								tc.file, run.Name, a, b, okAB, okBA, strings.Join(c.describeState(&s), "\n"))
 						}
 						var kab, kba Key
 						c.canonical(&ab, &kab)
 						c.canonical(&ba, &kba)
 						if kab != kba {
 							t.Fatalf("%s %s: %s and %s judged independent, but the two orders differ from\n%s",
-								tc.file, run.Name, a, b, strings.Join(c.DescribeState(&s), "\n"))
+								tc.file, run.Name, a, b, strings.Join(c.describeState(&s), "\n"))
 						}
 					}
 				}

@@ -588,7 +588,7 @@ func TestFaults_TransferFailureOnlyWhereTheRunnerCanBeTold(t *testing.T) {
 		c.moves(st, &ms)
 		for i := 0; i < ms.n; i++ {
 			if ms.m[i].Kind == MvFailTransfer {
-				t.Errorf("a transfer failure is offered to a receiving destination that has no row for it:\n%s", strings.Join(c.DescribeState(st), "\n"))
+				t.Errorf("a transfer failure is offered to a receiving destination that has no row for it:\n%s", strings.Join(c.describeState(st), "\n"))
 				return true
 			}
 		}

@@ -41,7 +41,7 @@ func EventName(r spec.Role, ev uint8) string {
 }
 
 // Describe renders a firing: "h0 source Pinned --ReaderCompleted--> Released [ReleaseSource, ...] (row 15)".
-func (c *Checker) DescribeFiring(f Firing) string {
+func (c *Checker) describeFiring(f Firing) string {
 	acts := make([]string, len(f.Actions))
 	for i, a := range f.Actions {
 		acts[i] = a.String()
@@ -121,7 +121,7 @@ func (c *Checker) concreteStepV(s *State, want *Key, inv string) (TraceStep, *mo
 		if want != nil && k != *want {
 			continue
 		}
-		step := TraceStep{Move: ms.m[i], Fired: log, State: c.DescribeState(&t)}
+		step := TraceStep{Move: ms.m[i], Fired: log, State: c.describeState(&t)}
 		*s = t
 		return step, v, true
 	}
@@ -134,7 +134,7 @@ func (e *exploration) counterexample(f *found) *Counterexample {
 	path := e.pathTo(f.pid)
 	keys := e.keysAlong(path)
 	s := c.Initial()
-	ce := &Counterexample{Violation: f.v, Initial: c.DescribeState(&s)}
+	ce := &Counterexample{Violation: f.v, Initial: c.describeState(&s)}
 	for i := 1; i < len(keys); i++ {
 		step, ok := c.concreteStep(&s, &keys[i], "")
 		if !ok {
@@ -162,7 +162,7 @@ func (e *exploration) counterexample(f *found) *Counterexample {
 		ce.Steps = append(ce.Steps, step)
 	} else {
 		if f.v.Invariant == model.NameQuiescence {
-			if v := c.CheckQuiescence(&s); v != nil {
+			if v := c.checkQuiescence(&s); v != nil {
 				ce.Violation = v
 			}
 		} else if v := c.CheckState(&s); v != nil && v.Invariant == f.v.Invariant {
@@ -214,7 +214,7 @@ func (c *Checker) formatCounterexampleFull(ce *Counterexample, full bool) string
 		}
 		fmt.Fprintf(&b, "  %d. %s%s\n", i+1, st.Move, mark)
 		for _, f := range st.Fired {
-			fmt.Fprintf(&b, "      fired %s\n", c.DescribeFiring(f))
+			fmt.Fprintf(&b, "      fired %s\n", c.describeFiring(f))
 		}
 		for j, l := range st.State {
 			if full || j >= len(prev) {

@@ -251,7 +251,7 @@ func failingReport(t *testing.T, p *Protocol, cfg *Config, sched Schedule) {
 	}
 	for _, st := range x.Violation.Steps {
 		for _, f := range st.Fired {
-			d, _ := json.Marshal(c.DescribeFiring(f))
+			d, _ := json.Marshal(c.describeFiring(f))
 			if !strings.Contains(string(data), string(d)) {
 				t.Errorf("the JSON report lacks the firing %s", d)
 			}

@@ -314,7 +314,7 @@ func (c *Checker) jsonSteps(steps []TraceStep) []jsonStep {
 	for _, st := range steps {
 		var fired []string
 		for _, f := range st.Fired {
-			fired = append(fired, c.DescribeFiring(f))
+			fired = append(fired, c.describeFiring(f))
 		}
 		js = append(js, jsonStep{Move: st.Move.String(), Fired: fired, State: st.State})
 	}
