@@ -182,7 +182,7 @@ func TestCI_RunTimesTestsAndLinters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"go vet ./...", "go tool staticcheck ./...", "go test -count=1 ./...", "gofmt -l .", "make --no-print-directory GO=go fresh"} {
+	for _, want := range []string{"go vet ./...", "go tool staticcheck ./...", "go test -count=1 -timeout 30m ./...", "gofmt -l .", "make --no-print-directory GO=go fresh"} {
 		if !strings.Contains(string(rec), want+"\n") {
 			t.Errorf(".ci/run did not run %q; it ran:\n%s", want, rec)
 		}
