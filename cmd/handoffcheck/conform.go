@@ -124,18 +124,20 @@ func cmdConform(c *command, e *env, args []string) int {
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
-	if rep.Facts == 0 && rep.Rejection == nil {
-		// Logs of headers alone judge nothing: that is no pass, as
-		// checking an empty selection of runs is none.
-		return c.bad(e, "%s: the logs hold no fact after their headers: nothing was judged; want the log lines of a run", strings.Join(fs.Args(), " "))
-	}
 	var mocked *mocker.Result
-	for _, cv := range conv {
-		if mocked == nil {
-			mocked = &mocker.Result{}
+	if len(conv) > 0 {
+		rs := make([]*mocker.Result, len(conv))
+		for i, cv := range conv {
+			rs[i] = cv.res
 		}
-		mocked.Handoffs += cv.res.Handoffs
-		mocked.Divergences = append(mocked.Divergences, cv.res.Divergences...)
+		mocked = mocker.Merge(rs...)
+		mocked.Fold(rep)
+	}
+	if rep.Facts == 0 && rep.Rejection == nil && (mocked == nil || !mocked.Judged()) {
+		// Logs of headers alone judge nothing: that is no pass, as
+		// checking an empty selection of runs is none. (A mocker's
+		// aggregated requests make no fact, but their books are judged.)
+		return c.bad(e, "%s: the logs hold no fact after their headers: nothing was judged; want the log lines of a run", strings.Join(fs.Args(), " "))
 	}
 	if *asJSON {
 		out := struct {
@@ -143,7 +145,8 @@ func cmdConform(c *command, e *env, args []string) int {
 			Mocker *mockerJSON `json:"mocker,omitempty"`
 		}{Report: rep}
 		if mocked != nil {
-			out.Mocker = &mockerJSON{Handoffs: mocked.Handoffs, InFlightDivergences: len(mocked.Divergences)}
+			out.Mocker = &mockerJSON{Handoffs: mocked.Handoffs, AggregatedRequests: mocked.Requests, InFlightDivergences: len(mocked.Divergences),
+				BookkeepingRejections: mocked.Rejections, BookkeepingRejection: mocked.Rejection}
 			for _, d := range mocked.Divergences {
 				out.Mocker.Divergences = append(out.Mocker.Divergences, divergenceJSON{Line: d.Line, Worker: d.Worker, Mocker: d.Mocker, Contract: d.Count})
 			}
@@ -177,8 +180,13 @@ func printConformInterrupted(w io.Writer, files []*inputFile) {
 
 type mockerJSON struct {
 	Handoffs            int              `json:"handoffs"`
+	AggregatedRequests  int              `json:"aggregated_requests,omitempty"`
 	InFlightDivergences int              `json:"in_flight_divergences"`
 	Divergences         []divergenceJSON `json:"divergences,omitempty"`
+	// The places the mocker broke its own bookkeeping rules: how many,
+	// and the first.
+	BookkeepingRejections int                `json:"bookkeeping_rejections"`
+	BookkeepingRejection  *conform.Rejection `json:"bookkeeping_rejection,omitempty"`
 }
 
 type divergenceJSON struct {
