@@ -74,6 +74,7 @@ func cmdConform(c *command, e *env, args []string) int {
 	}
 	var in []conform.Input
 	var conv []*converted
+	var aggregated []*mocker.Result
 	var opened []os.FileInfo
 	var files []*inputFile
 	for _, name := range fs.Args() {
@@ -98,14 +99,38 @@ func cmdConform(c *command, e *env, args []string) int {
 		opened = append(opened, fi)
 		files = append(files, f)
 		if *from == "mocker" {
-			cv := convertMocker(f, name)
+			r, agg := mocker.Sniff(f)
+			if agg {
+				// An aggregated replay hands nothing off: no fact for
+				// the judge, only the mocker's books to judge.
+				res, err := mocker.Convert(r, name, io.Discard, nil)
+				if err != nil && e.ctx.Err() != nil {
+					printConformInterrupted(e.stdout, files)
+					return exitInterrupted
+				}
+				if err != nil {
+					return c.bad(e, "%v", err)
+				}
+				aggregated = append(aggregated, res)
+				continue
+			}
+			cv := convertMocker(r, name)
 			conv = append(conv, cv)
 			in = append(in, conform.Input{Name: name, R: cv.r, LineOf: cv.lines.Of})
 			continue
 		}
 		in = append(in, conform.Input{Name: name, R: f})
 	}
-	rep, err := conform.Judge(in, opt)
+	if len(aggregated) > 0 && len(in) > 0 {
+		return c.bad(e, "aggregated and disaggregated replays are judged apart: give the logs of one replay")
+	}
+	var rep *conform.Report
+	var err error
+	if len(in) > 0 {
+		rep, err = conform.Judge(in, opt)
+	} else {
+		rep = &conform.Report{Verdict: conform.Explained, Files: fs.Args(), Engine: aggregated[0].Engine, Bound: *bound, MaxFaults: *maxFaults}
+	}
 	if err != nil && e.ctx.Err() != nil {
 		// A signal stopped the reading: what was read has no verdict.
 		// (One that came after the last read leaves the verdict whole:
@@ -125,10 +150,10 @@ func cmdConform(c *command, e *env, args []string) int {
 		return c.bad(e, "%v", err)
 	}
 	var mocked *mocker.Result
-	if len(conv) > 0 {
-		rs := make([]*mocker.Result, len(conv))
-		for i, cv := range conv {
-			rs[i] = cv.res
+	if *from == "mocker" {
+		rs := aggregated
+		for _, cv := range conv {
+			rs = append(rs, cv.res)
 		}
 		mocked = mocker.Merge(rs...)
 		mocked.Fold(rep)

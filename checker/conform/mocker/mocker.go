@@ -136,6 +136,8 @@ type Result struct {
 	Rejection  *conform.Rejection
 	Rejections int
 	Aggregated bool
+	// Engine is the header's engine.
+	Engine string
 }
 
 // handoff is one handoff (or aggregated request) as the conversion
@@ -214,7 +216,8 @@ func (l *Lines) Of(written int) int {
 }
 
 // Convert reads a bookkeeping log and writes it as an observation log;
-// lines, when not nil, learns where each line written comes from.
+// lines, when not nil, learns where each line written comes from. The
+// log of an aggregated replay writes nothing (Sniff tells it apart).
 func Convert(r io.Reader, name string, out io.Writer, lines *Lines) (*Result, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), obslog.MaxLineBytes+2)
@@ -256,8 +259,10 @@ func Convert(r io.Reader, name string, out io.Writer, lines *Lines) (*Result, er
 	if first {
 		return nil, c.failAt(1, "empty log, want a header {\"format\": %q, ...}", FormatV1)
 	}
-	if err := c.w.Flush(); err != nil {
-		return nil, err
+	if c.w != nil {
+		if err := c.w.Flush(); err != nil {
+			return nil, err
+		}
 	}
 	for _, h := range c.hs {
 		if h.agg {
@@ -267,6 +272,22 @@ func Convert(r io.Reader, name string, out io.Writer, lines *Lines) (*Result, er
 		}
 	}
 	return &c.res, nil
+}
+
+// Sniff reads the header of a bookkeeping log and says whether it is an
+// aggregated replay's, whose requests hand nothing off and make no fact
+// for conform to judge: its books are judged alone (Convert with no
+// output needed). The reader it returns reads the whole log again.
+func Sniff(r io.Reader) (io.Reader, bool) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	line, _ := br.ReadSlice('\n')
+	line = bytes.Clone(line)
+	var h struct {
+		Order   string `json:"order"`
+		Workers int    `json:"workers"`
+	}
+	agg := json.Unmarshal(line, &h) == nil && h.Order == "" && h.Workers > 0
+	return io.MultiReader(bytes.NewReader(line), br), agg
 }
 
 const eventExample = `{"t_ms": 1.5, "event": "command", "role": "prefill", "worker": 0, "command": "SubmitHandoffPrefill", "handoff": "h1", "result": "Submitted", "in_flight": 1}`
@@ -311,6 +332,7 @@ func (c *converter) header(text []byte, out io.Writer) error {
 		return c.fail("%v", err)
 	}
 	c.h.Engine = e
+	c.res.Engine = e.String()
 	if !agg && (h.PrefillWorkers < 1 || h.PrefillWorkers > 64 || h.DecodeWorkers < 1 || h.DecodeWorkers > 64) {
 		return c.fail("prefill_workers %d and decode_workers %d, want 1 to 64 each", h.PrefillWorkers, h.DecodeWorkers)
 	}
@@ -340,6 +362,11 @@ func (c *converter) header(text []byte, out io.Writer) error {
 	c.held = make([]int, len(c.h.Processes))
 	c.mif = make([]int, len(c.h.Processes))
 	c.core = make([]int, len(c.h.Processes))
+	if agg {
+		// Nothing of an aggregated replay is the contract's: it writes
+		// no observation log.
+		return nil
+	}
 	c.w, err = obslog.NewWriter(out, &c.h)
 	return err
 }
@@ -676,7 +703,8 @@ func (c *converter) finish(h *handoff, p int, done *bool) {
 // inFlight compares the mocker's in-flight count of a worker, where the
 // event gives it, with the contract's.
 func (c *converter) inFlight(e *event, p int) error {
-	if e.InFlight == nil {
+	if e.InFlight == nil || c.res.Aggregated {
+		// An aggregated replay has no handoff the contract counts.
 		return nil
 	}
 	if *e.InFlight < 0 {

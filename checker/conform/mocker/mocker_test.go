@@ -137,10 +137,23 @@ func FuzzConvertMocker(f *testing.F) {
 			return
 		}
 		var out bytes.Buffer
-		_, err := Convert(bytes.NewReader(data), "m.jsonl", &out, nil)
+		res, err := Convert(bytes.NewReader(data), "m.jsonl", &out, nil)
 		if err != nil {
 			if !errors.Is(err, ErrMocker) || !whereRe.MatchString(err.Error()) {
 				t.Fatalf("the refusal does not name the file and line: %v", err)
+			}
+			return
+		}
+		// A broken rule of the mocker's own names a line of the log past
+		// its header.
+		if x := res.Rejection; x != nil {
+			if n := bytes.Count(data, []byte("\n")) + 1; x.File != "m.jsonl" || x.Line < 2 || x.Line > n || res.Rejections < 1 {
+				t.Fatalf("a bookkeeping rejection at %s:%d (%d of them) in a log of %d lines", x.File, x.Line, res.Rejections, n)
+			}
+		}
+		if res.Aggregated {
+			if out.Len() != 0 {
+				t.Fatalf("an aggregated replay wrote an observation log: %q", out.Bytes())
 			}
 			return
 		}
