@@ -548,9 +548,6 @@ func (c *converter) command(e *event) error {
 	if !slices.Contains(results, e.Result) {
 		return c.fail("%s answered %q, want %s", e.Command, e.Result, strings.Join(results, " or "))
 	}
-	if e.Command == "Submit" {
-		return c.fail("Submit in a disaggregated replay: its requests are submitted with SubmitHandoffPrefill and ReserveDestination")
-	}
 	role := c.h.Processes[p].Role
 	if (strings.HasSuffix(e.Command, "Source") || e.Command == "SubmitHandoffPrefill") != (role == obslog.RolePrefill) {
 		return c.fail("%s goes to a %s worker, not to %s", e.Command, map[bool]string{true: "prefill", false: "decode"}[role != obslog.RolePrefill], c.h.Processes[p].Name)
