@@ -21,10 +21,11 @@ var conformCommand = &command{
 		"interleavings between processes. Unlogged steps (kinds a process does not record) are\n" +
 		"searched, at most --bound between two explained facts of an attempt, and unlogged\n" +
 		"faults at most --max-faults per attempt. --from mocker reads logs shaped like the dynamo\n" +
-		"mocker's offline replay bookkeeping (docs/conform.md) and judges what they mean.",
+		"mocker's offline replay bookkeeping (docs/conform.md), judges what they mean, and judges\n" +
+		"the mocker by its own bookkeeping rules (in-flight counts, phases, priorities).",
 	exits: []exitDoc{
 		{exitOK, "every fact is explained, and every attempt finished and returned everything (or --open)"},
-		{exitViolation, "a fact no behavior explains: the report names it (file:line), the invariant it breaks or what the tables allowed instead, and the attempt's explained prefix"},
+		{exitViolation, "a fact no behavior explains: the report names it (file:line), the invariant it breaks or what the tables allowed instead, and the attempt's explained prefix; with --from mocker, or a line where the mocker breaks its own bookkeeping rules, with the rule"},
 		{exitUsage, "bad usage or a malformed log (file:line and what was expected)"},
 		{exitInconclusive, "the bound cut the search before a fact was explained or refuted"},
 	},
