@@ -58,6 +58,8 @@ func rule(e *event, delta int) string {
 	switch {
 	case e.Event == "pass":
 		return fmt.Sprintf("a completed pass counts out the %d requests it completed (mark_completed)", len(e.Completed))
+	case e.Event == "receive":
+		return "receive_request counts +1"
 	case (e.Command == "Submit" || e.Command == "SubmitHandoffPrefill") && e.Result == "Submitted":
 		return e.Command + " → Submitted counts +1"
 	case e.Command == "ReserveDestination" && e.Result == "DestinationAccepted":
@@ -105,6 +107,8 @@ func describe(e *event, proc string) string {
 		fmt.Fprintf(&b, ": %s → %s", e.Command, e.Result)
 	case "pass":
 		fmt.Fprintf(&b, ": pass completed [%s]", strings.Join(e.Completed, " "))
+	case "receive":
+		b.WriteString(": receive_request")
 	case "phase":
 		fmt.Fprintf(&b, ": phase %s", e.Phase)
 	default:
@@ -203,7 +207,11 @@ func (c *converter) priorities(e *event, h *handoff, proc string) {
 			x.want = new(int) // DirectRequest's default
 		}
 		if *x.got != *x.want {
-			c.reject(e.id(), describe(e, proc), fmt.Sprintf("%s carries %s %d, the request's is %d (line %d): the requests the replay builds for a request keep its router priorities", e.Command, x.name, *x.got, *x.want, h.line))
+			what := e.Command
+			if what == "" {
+				what = e.Event
+			}
+			c.reject(e.id(), describe(e, proc), fmt.Sprintf("%s carries %s %d, the request's is %d (line %d): the requests the replay builds for a request keep its router priorities", what, x.name, *x.got, *x.want, h.line))
 			return
 		}
 	}

@@ -452,9 +452,9 @@ func (c *converter) event(e *event) error {
 		}
 		c.tus = int64(*e.TMS * 1000)
 	}
-	if (e.Priority != nil || e.StrictPriority != nil) && e.Event != "request" &&
+	if (e.Priority != nil || e.StrictPriority != nil) && e.Event != "request" && e.Event != "receive" &&
 		(e.Event != "command" || !slices.Contains([]string{"Submit", "SubmitHandoffPrefill", "ReserveDestination"}, e.Command)) {
-		return c.fail("priority and strict_priority belong to a request event and to the commands that submit its requests (Submit, SubmitHandoffPrefill, ReserveDestination)")
+		return c.fail("priority and strict_priority belong to a request event and to what submits its requests (receive, Submit, SubmitHandoffPrefill, ReserveDestination)")
 	}
 	switch e.Event {
 	case "request":
@@ -480,6 +480,8 @@ func (c *converter) event(e *event) error {
 		return nil
 	case "command":
 		return c.command(e)
+	case "receive":
+		return c.receive(e)
 	case "pass":
 		return c.pass(e)
 	case "lifecycle":
@@ -499,7 +501,7 @@ func (c *converter) event(e *event) error {
 		}
 		return c.phase(e, h)
 	}
-	return c.fail("event %q, want request, command, pass, lifecycle, kv or phase", e.Event)
+	return c.fail("event %q, want request, command, receive, pass, lifecycle, kv or phase", e.Event)
 }
 
 // countedOn judges the counted_in_flight an event states of its request.
@@ -670,6 +672,26 @@ func (c *converter) aggCommand(e *event, h *handoff, p int) error {
 	if e.Command != "Submit" || e.Result != "Submitted" {
 		return c.fail("command %q answered %q in an aggregated replay, want Submit answered Submitted", e.Command, e.Result)
 	}
+	return c.aggSubmit(e, h, p)
+}
+
+// receive is an ordinary request taken by a worker on the receive path
+// (receive_request), which counts it in flight as Submit does.
+func (c *converter) receive(e *event) error {
+	p, h, err := c.procAndHandoff(e)
+	if err != nil {
+		return err
+	}
+	if !h.agg {
+		return c.fail("receive of handoff %q: a disaggregated request is submitted with SubmitHandoffPrefill and ReserveDestination; receive is an aggregated request's path", e.id())
+	}
+	if e.CountedInFlight != nil {
+		return c.fail("counted_in_flight on an aggregated request: it is a disaggregated request's")
+	}
+	return c.aggSubmit(e, h, p)
+}
+
+func (c *converter) aggSubmit(e *event, h *handoff, p int) error {
 	if len(e.KVEvents) > 0 {
 		return c.fail("kv_events in an aggregated replay: its requests hand nothing off, and their KV events are not judged")
 	}

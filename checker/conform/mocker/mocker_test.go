@@ -124,6 +124,7 @@ func TestMockerBadInput(t *testing.T) {
 		{head + `{"event":"request","request":"a","input_tokens":8}` + "\n", `request needs a new "handoff" id`},
 		{head + `{"event":"request","handoff":"h","input_tokens":8}` + "\n" + `{"event":"pass","role":"prefill","worker":0,"completed":["h"],"priority":1}` + "\n", "m.jsonl:3: "},
 		{`{"format":"dynamo.mocker.offline-replay/v1","engine":"vllm","workers":1}` + "\n" + `{"event":"request","request":"a","input_tokens":8,"counted_in_flight":true}` + "\n", "counted_in_flight on an aggregated request"},
+		{head + `{"event":"request","handoff":"h","input_tokens":8}` + "\n" + `{"event":"receive","role":"prefill","worker":0,"handoff":"h"}` + "\n", "receive is an aggregated request's path"},
 		{`{"format":"dynamo.mocker.offline-replay/v1","engine":"vllm","workers":1}` + "\n" + `{"event":"request","request":"a","input_tokens":8}` + "\n" + `{"event":"phase","request":"a","phase":"Warming"}` + "\n", `m.jsonl:3: malformed mocker replay log: phase "Warming"`},
 	} {
 		_, err := Convert(strings.NewReader(c.in), "m.jsonl", io.Discard, nil)
@@ -424,6 +425,10 @@ func TestMockerAggregated(t *testing.T) {
 	if res.Fold(rep); rep.Verdict != conform.Explained || rep.Policy != "aggregated" {
 		t.Fatalf("%+v", rep)
 	}
+	// The receive path counts +1 as Submit does: a wrong figure there
+	// names receive_request.
+	wantBookkeeping(t, "receive", convert(t, strings.Replace(string(data), `"request":"a2","in_flight":2`, `"request":"a2","in_flight":1`, 1)), 8,
+		"worker-0 reports in_flight 1; by the rules of apply_command it is 2: it was 1 before this line, and receive_request counts +1")
 	back := strings.Replace(string(data), `"phase":"Running"}`, `"phase":"Running"}`+"\n"+`{"event":"phase","request":"a1","phase":"QueuedAtRouter"}`, 1)
 	wantBookkeeping(t, "queued again", convert(t, back), 6, "phase QueuedAtRouter after Running (line 5): an aggregated request goes QueuedAtRouter, Running, never back")
 	if _, agg := Sniff(strings.NewReader(headSF)); agg {
