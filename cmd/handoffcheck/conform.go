@@ -21,10 +21,11 @@ var conformCommand = &command{
 		"interleavings between processes. Unlogged steps (kinds a process does not record) are\n" +
 		"searched, at most --bound between two explained facts of an attempt, and unlogged\n" +
 		"faults at most --max-faults per attempt. --from mocker reads logs shaped like the dynamo\n" +
-		"mocker's offline replay bookkeeping (docs/conform.md) and judges what they mean.",
+		"mocker's offline replay bookkeeping (docs/conform.md), judges what they mean, and judges\n" +
+		"the mocker by its own bookkeeping rules (in-flight counts, phases, priorities).",
 	exits: []exitDoc{
 		{exitOK, "every fact is explained, and every attempt finished and returned everything (or --open)"},
-		{exitViolation, "a fact no behavior explains: the report names it (file:line), the invariant it breaks or what the tables allowed instead, and the attempt's explained prefix"},
+		{exitViolation, "a fact no behavior explains: the report names it (file:line), the invariant it breaks or what the tables allowed instead, and the attempt's explained prefix; with --from mocker, or a line where the mocker breaks its own bookkeeping rules, with the rule"},
 		{exitUsage, "bad usage or a malformed log (file:line and what was expected)"},
 		{exitInconclusive, "the bound cut the search before a fact was explained or refuted"},
 	},
@@ -74,6 +75,7 @@ func cmdConform(c *command, e *env, args []string) int {
 	}
 	var in []conform.Input
 	var conv []*converted
+	var aggregated []*mocker.Result
 	var opened []os.FileInfo
 	var files []*inputFile
 	for _, name := range fs.Args() {
@@ -98,14 +100,38 @@ func cmdConform(c *command, e *env, args []string) int {
 		opened = append(opened, fi)
 		files = append(files, f)
 		if *from == "mocker" {
-			cv := convertMocker(f, name)
+			r, agg := mocker.Sniff(f)
+			if agg {
+				// An aggregated replay hands nothing off: no fact for
+				// the judge, only the mocker's books to judge.
+				res, err := mocker.Convert(r, name, io.Discard, nil)
+				if err != nil && e.ctx.Err() != nil {
+					printConformInterrupted(e.stdout, files)
+					return exitInterrupted
+				}
+				if err != nil {
+					return c.bad(e, "%v", err)
+				}
+				aggregated = append(aggregated, res)
+				continue
+			}
+			cv := convertMocker(r, name)
 			conv = append(conv, cv)
 			in = append(in, conform.Input{Name: name, R: cv.r, LineOf: cv.lines.Of})
 			continue
 		}
 		in = append(in, conform.Input{Name: name, R: f})
 	}
-	rep, err := conform.Judge(in, opt)
+	if len(aggregated) > 0 && len(in) > 0 {
+		return c.bad(e, "aggregated and disaggregated replays are judged apart: give the logs of one replay")
+	}
+	var rep *conform.Report
+	var err error
+	if len(in) > 0 {
+		rep, err = conform.Judge(in, opt)
+	} else {
+		rep = &conform.Report{Verdict: conform.Explained, Files: fs.Args(), Engine: aggregated[0].Engine, Bound: *bound, MaxFaults: *maxFaults}
+	}
 	if err != nil && e.ctx.Err() != nil {
 		// A signal stopped the reading: what was read has no verdict.
 		// (One that came after the last read leaves the verdict whole:
@@ -124,18 +150,20 @@ func cmdConform(c *command, e *env, args []string) int {
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
-	if rep.Facts == 0 && rep.Rejection == nil {
-		// Logs of headers alone judge nothing: that is no pass, as
-		// checking an empty selection of runs is none.
-		return c.bad(e, "%s: the logs hold no fact after their headers: nothing was judged; want the log lines of a run", strings.Join(fs.Args(), " "))
-	}
 	var mocked *mocker.Result
-	for _, cv := range conv {
-		if mocked == nil {
-			mocked = &mocker.Result{}
+	if *from == "mocker" {
+		rs := aggregated
+		for _, cv := range conv {
+			rs = append(rs, cv.res)
 		}
-		mocked.Handoffs += cv.res.Handoffs
-		mocked.Divergences = append(mocked.Divergences, cv.res.Divergences...)
+		mocked = mocker.Merge(rs...)
+		mocked.Fold(rep)
+	}
+	if rep.Facts == 0 && rep.Rejection == nil && (mocked == nil || !mocked.Judged()) {
+		// Logs of headers alone judge nothing: that is no pass, as
+		// checking an empty selection of runs is none. (A mocker's
+		// aggregated requests make no fact, but their books are judged.)
+		return c.bad(e, "%s: the logs hold no fact after their headers: nothing was judged; want the log lines of a run", strings.Join(fs.Args(), " "))
 	}
 	if *asJSON {
 		out := struct {
@@ -143,7 +171,8 @@ func cmdConform(c *command, e *env, args []string) int {
 			Mocker *mockerJSON `json:"mocker,omitempty"`
 		}{Report: rep}
 		if mocked != nil {
-			out.Mocker = &mockerJSON{Handoffs: mocked.Handoffs, InFlightDivergences: len(mocked.Divergences)}
+			out.Mocker = &mockerJSON{Handoffs: mocked.Handoffs, AggregatedRequests: mocked.Requests, InFlightDivergences: len(mocked.Divergences),
+				BookkeepingRejections: mocked.Rejections, BookkeepingRejection: mocked.Rejection}
 			for _, d := range mocked.Divergences {
 				out.Mocker.Divergences = append(out.Mocker.Divergences, divergenceJSON{Line: d.Line, Worker: d.Worker, Mocker: d.Mocker, Contract: d.Count})
 			}
@@ -177,8 +206,13 @@ func printConformInterrupted(w io.Writer, files []*inputFile) {
 
 type mockerJSON struct {
 	Handoffs            int              `json:"handoffs"`
+	AggregatedRequests  int              `json:"aggregated_requests,omitempty"`
 	InFlightDivergences int              `json:"in_flight_divergences"`
 	Divergences         []divergenceJSON `json:"divergences,omitempty"`
+	// The places the mocker broke its own bookkeeping rules: how many,
+	// and the first.
+	BookkeepingRejections int                `json:"bookkeeping_rejections"`
+	BookkeepingRejection  *conform.Rejection `json:"bookkeeping_rejection,omitempty"`
 }
 
 type divergenceJSON struct {

@@ -17,6 +17,10 @@
 // request on the worker; the release is. The mocker's own in-flight
 // figures are carried through and compared with the contract's count
 // (Convert's Divergences).
+//
+// Beside the facts, the conversion judges the mocker by its own rules
+// (bookkeeping.go): where it breaks one, Result.Rejection names the line,
+// and Fold makes it conform's verdict.
 package mocker
 
 import (
@@ -30,6 +34,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/handoffcheck/handoffcheck/checker/conform"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
@@ -56,18 +61,24 @@ var Records = obslog.Of(obslog.Routed, obslog.RequestAccepted, obslog.PrefillDis
 	obslog.DecodeReleased, obslog.Cancelled, obslog.OutcomeReported, obslog.Stored, obslog.Removed)
 
 type header struct {
-	Format         string          `json:"format"`
-	Order          string          `json:"order"`
-	Engine         string          `json:"engine"`
-	PrefillWorkers int             `json:"prefill_workers"`
-	DecodeWorkers  int             `json:"decode_workers"`
-	Config         json.RawMessage `json:"config"`
+	Format         string `json:"format"`
+	Order          string `json:"order"`
+	Engine         string `json:"engine"`
+	PrefillWorkers int    `json:"prefill_workers"`
+	DecodeWorkers  int    `json:"decode_workers"`
+	// Workers is the worker count of an aggregated replay, which has no
+	// order and no prefill or decode workers.
+	Workers int             `json:"workers"`
+	Config  json.RawMessage `json:"config"`
 }
 
 type event struct {
-	TMS          *float64 `json:"t_ms"`
-	Event        string   `json:"event"`
-	Handoff      string   `json:"handoff"`
+	TMS     *float64 `json:"t_ms"`
+	Event   string   `json:"event"`
+	Handoff string   `json:"handoff"`
+	// Request is an aggregated request's id, where Handoff is a
+	// disaggregated one's.
+	Request      string   `json:"request"`
 	Worker       *int     `json:"worker"`
 	Role         string   `json:"role"`
 	Command      string   `json:"command"`
@@ -80,9 +91,24 @@ type event struct {
 	Phase        string   `json:"phase"`
 	Kind         string   `json:"kind"`
 	Blocks       *int64   `json:"blocks"`
+	// Priority and StrictPriority are the router priorities of a request,
+	// and of the requests a command submits for it.
+	Priority       *int `json:"priority"`
+	StrictPriority *int `json:"strict_priority"`
+	// CountedInFlight is the request's counted_in_flight where the event
+	// states it.
+	CountedInFlight *bool `json:"counted_in_flight"`
 	// KVEvents are the KV events a command's or a pass's effects drained
 	// (SchedulerCommandEffects.kv_events): part of the same step.
 	KVEvents []kvEvent `json:"kv_events"`
+}
+
+// id is the request an event names, disaggregated or aggregated.
+func (e *event) id() string {
+	if e.Handoff != "" {
+		return e.Handoff
+	}
+	return e.Request
 }
 
 type kvEvent struct {
@@ -100,11 +126,22 @@ type Divergence struct {
 
 // Result is what a conversion saw beside the facts it wrote.
 type Result struct {
-	Handoffs    int
+	Handoffs int
+	// Requests counts the aggregated requests, which make no fact.
+	Requests    int
 	Divergences []Divergence
+	// Rejection is the first place the mocker broke its own bookkeeping
+	// rules, Rejections how many there were; Aggregated says the log is
+	// of an aggregated replay.
+	Rejection  *conform.Rejection
+	Rejections int
+	Aggregated bool
+	// Engine is the header's engine.
+	Engine string
 }
 
-// handoff is one handoff as the conversion follows it.
+// handoff is one handoff (or aggregated request) as the conversion
+// follows it.
 type handoff struct {
 	prompt  int64
 	p, d    int // process indices, -1 before routing
@@ -113,6 +150,18 @@ type handoff struct {
 	active  bool // the destination activated
 	srcDone bool // the source returned what it held
 	dstDone bool
+	agg     bool // an aggregated request, on worker p
+	// pCore and dCore: the request is in the scheduler core of p, of d
+	// (accepted, and neither completed by a pass nor cancelled; a held
+	// source is outside the core).
+	pCore, dCore bool
+	line         int // the request event's
+	// phase is the rank of the last phase logged (-1 before any), at
+	// phaseLine; doneLine is the line of Done.
+	phase, phaseLine, doneLine int
+	counted                    bool
+	uncountedLine              int
+	priority, strict           *int
 }
 
 type converter struct {
@@ -129,9 +178,14 @@ type converter struct {
 	// held counts, per worker process, the handoffs the contract has in
 	// flight there.
 	held []int
-	res  Result
-	line int
-	tus  int64
+	// mif is each worker's in-flight count by the mocker's rules, core
+	// the requests its scheduler core holds.
+	mif, core []int
+	// facts counts the facts written.
+	facts int
+	res   Result
+	line  int
+	tus   int64
 }
 
 // Lines maps the lines of a converted log to the lines of the
@@ -162,7 +216,8 @@ func (l *Lines) Of(written int) int {
 }
 
 // Convert reads a bookkeeping log and writes it as an observation log;
-// lines, when not nil, learns where each line written comes from.
+// lines, when not nil, learns where each line written comes from. The
+// log of an aggregated replay writes nothing (Sniff tells it apart).
 func Convert(r io.Reader, name string, out io.Writer, lines *Lines) (*Result, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), obslog.MaxLineBytes+2)
@@ -204,11 +259,35 @@ func Convert(r io.Reader, name string, out io.Writer, lines *Lines) (*Result, er
 	if first {
 		return nil, c.failAt(1, "empty log, want a header {\"format\": %q, ...}", FormatV1)
 	}
-	if err := c.w.Flush(); err != nil {
-		return nil, err
+	if c.w != nil {
+		if err := c.w.Flush(); err != nil {
+			return nil, err
+		}
 	}
-	c.res.Handoffs = len(c.hs)
+	for _, h := range c.hs {
+		if h.agg {
+			c.res.Requests++
+		} else {
+			c.res.Handoffs++
+		}
+	}
 	return &c.res, nil
+}
+
+// Sniff reads the header of a bookkeeping log and says whether it is an
+// aggregated replay's, whose requests hand nothing off and make no fact
+// for conform to judge: its books are judged alone (Convert with no
+// output needed). The reader it returns reads the whole log again.
+func Sniff(r io.Reader) (io.Reader, bool) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	line, _ := br.ReadSlice('\n')
+	line = bytes.Clone(line)
+	var h struct {
+		Order   string `json:"order"`
+		Workers int    `json:"workers"`
+	}
+	agg := json.Unmarshal(line, &h) == nil && h.Order == "" && h.Workers > 0
+	return io.MultiReader(bytes.NewReader(line), br), agg
 }
 
 const eventExample = `{"t_ms": 1.5, "event": "command", "role": "prefill", "worker": 0, "command": "SubmitHandoffPrefill", "handoff": "h1", "result": "Submitted", "in_flight": 1}`
@@ -229,20 +308,32 @@ func (c *converter) header(text []byte, out io.Writer) error {
 	if h.Format != FormatV1 {
 		return c.fail("format %q, want %q", h.Format, FormatV1)
 	}
-	switch h.Order {
-	case "SourceFirst":
+	agg := h.Order == "" && h.Workers > 0
+	switch {
+	case agg:
+		if h.PrefillWorkers != 0 || h.DecodeWorkers != 0 {
+			return c.fail("workers %d with prefill_workers %d and decode_workers %d: an aggregated replay (workers, no order) has no prefill or decode workers", h.Workers, h.PrefillWorkers, h.DecodeWorkers)
+		}
+		if h.Workers > 64 {
+			return c.fail("workers %d, want 1 to 64", h.Workers)
+		}
+		c.res.Aggregated = true
+	case h.Workers != 0:
+		return c.fail("workers %d with order %q: workers is an aggregated replay's count, which has no order; a disaggregated one gives prefill_workers and decode_workers", h.Workers, h.Order)
+	case h.Order == "SourceFirst":
 		c.h.Policy = spec.SourceFirst
-	case "DestinationFirst":
+	case h.Order == "DestinationFirst":
 		c.h.Policy = spec.DestinationFirst
 	default:
-		return c.fail("order %q, want SourceFirst or DestinationFirst (the mocker's HandoffOrder)", h.Order)
+		return c.fail("order %q, want SourceFirst or DestinationFirst (the mocker's HandoffOrder), or no order and \"workers\": N for an aggregated replay", h.Order)
 	}
 	e, err := model.ParseEngine(h.Engine)
 	if err != nil {
 		return c.fail("%v", err)
 	}
 	c.h.Engine = e
-	if h.PrefillWorkers < 1 || h.PrefillWorkers > 64 || h.DecodeWorkers < 1 || h.DecodeWorkers > 64 {
+	c.res.Engine = e.String()
+	if !agg && (h.PrefillWorkers < 1 || h.PrefillWorkers > 64 || h.DecodeWorkers < 1 || h.DecodeWorkers > 64) {
 		return c.fail("prefill_workers %d and decode_workers %d, want 1 to 64 each", h.PrefillWorkers, h.DecodeWorkers)
 	}
 	// The mocker's two routers choose independently (under
@@ -256,6 +347,12 @@ func (c *converter) header(text []byte, out io.Writer) error {
 	for i := 0; i < h.DecodeWorkers; i++ {
 		c.h.Processes = append(c.h.Processes, obslog.Process{Name: fmt.Sprintf("decode-%d", i), Role: obslog.RoleDecode, Records: Records})
 	}
+	// An aggregated worker runs prefill and decode of its own requests,
+	// which make no fact of the contract's (they hand nothing off): it is
+	// a process of the log only so that the header names it.
+	for i := 0; i < h.Workers; i++ {
+		c.h.Processes = append(c.h.Processes, obslog.Process{Name: fmt.Sprintf("worker-%d", i), Role: obslog.RoleDecode, Records: Records})
+	}
 	if len(h.Config) > 0 && string(h.Config) != "null" {
 		c.h.Config = h.Config
 		if why := obslog.ConfigDisagrees(&c.h); why != "" {
@@ -263,16 +360,23 @@ func (c *converter) header(text []byte, out io.Writer) error {
 		}
 	}
 	c.held = make([]int, len(c.h.Processes))
+	c.mif = make([]int, len(c.h.Processes))
+	c.core = make([]int, len(c.h.Processes))
+	if agg {
+		// Nothing of an aggregated replay is the contract's: it writes
+		// no observation log.
+		return nil
+	}
 	c.w, err = obslog.NewWriter(out, &c.h)
 	return err
 }
 
 // proc is the process of a worker, by role and index.
 func (c *converter) proc(e *event) (int, error) {
-	if e.Worker == nil || (e.Role != "prefill" && e.Role != "decode") {
-		return 0, c.fail("%s needs \"role\": \"prefill\" or \"decode\" and \"worker\": its index", e.Event)
+	if e.Worker == nil || (e.Role != "prefill" && e.Role != "decode" && e.Role != "aggregated") {
+		return 0, c.fail("%s needs \"role\": \"prefill\", \"decode\" or \"aggregated\" and \"worker\": its index", e.Event)
 	}
-	name := fmt.Sprintf("%s-%d", e.Role, *e.Worker)
+	name := fmt.Sprintf("%s-%d", strings.Replace(e.Role, "aggregated", "worker", 1), *e.Worker)
 	i := slices.IndexFunc(c.h.Processes, func(p obslog.Process) bool { return p.Name == name })
 	if i < 0 {
 		return 0, c.fail("no %s worker %d in the header", e.Role, *e.Worker)
@@ -281,12 +385,15 @@ func (c *converter) proc(e *event) (int, error) {
 }
 
 func (c *converter) handoff(e *event) (*handoff, error) {
-	if e.Handoff == "" {
-		return nil, c.fail("%s needs \"handoff\": the handoff id", e.Event)
+	if (e.Handoff == "") == (e.Request == "") {
+		return nil, c.fail("%s needs \"handoff\": the handoff id (or, in an aggregated replay, \"request\": the request id)", e.Event)
 	}
-	h := c.hs[e.Handoff]
+	h := c.hs[e.id()]
 	if h == nil {
-		return nil, c.fail("handoff %q has no request event before it", e.Handoff)
+		return nil, c.fail("request %q has no request event before it", e.id())
+	}
+	if h.agg != (e.Request != "") {
+		return nil, c.fail("%q is %s, named by %q", e.id(), h.kind(c.h.Policy), map[bool]string{true: "handoff", false: "request"}[e.Handoff != ""])
 	}
 	return h, nil
 }
@@ -316,6 +423,7 @@ func (c *converter) flush() error {
 		}
 		c.lines.add(c.line)
 	}
+	c.facts += len(c.step)
 	c.step = c.step[:0]
 	return nil
 }
@@ -344,18 +452,36 @@ func (c *converter) event(e *event) error {
 		}
 		c.tus = int64(*e.TMS * 1000)
 	}
+	if (e.Priority != nil || e.StrictPriority != nil) && e.Event != "request" && e.Event != "receive" &&
+		(e.Event != "command" || !slices.Contains([]string{"Submit", "SubmitHandoffPrefill", "ReserveDestination"}, e.Command)) {
+		return c.fail("priority and strict_priority belong to a request event and to what submits its requests (receive, Submit, SubmitHandoffPrefill, ReserveDestination)")
+	}
 	switch e.Event {
 	case "request":
-		if e.Handoff == "" || c.hs[e.Handoff] != nil {
-			return c.fail("request needs a new \"handoff\" id")
+		agg := c.res.Aggregated
+		id, other := e.Handoff, e.Request
+		if agg {
+			id, other = other, id
+		}
+		if id == "" || other != "" || c.hs[id] != nil {
+			return c.fail("request needs a new %q id (%s)", map[bool]string{false: "handoff", true: "request"}[agg],
+				map[bool]string{false: "a disaggregated replay's requests are handoffs", true: "an aggregated replay's requests are not handoffs"}[agg])
 		}
 		if e.InputTokens < 1 {
 			return c.fail("request needs \"input_tokens\" from 1")
 		}
-		c.hs[e.Handoff] = &handoff{prompt: int64(e.InputTokens), p: -1, d: -1}
+		h := &handoff{prompt: int64(e.InputTokens), p: -1, d: -1, agg: agg, line: c.line, phase: -1, counted: true, priority: e.Priority, strict: e.StrictPriority}
+		c.hs[id] = h
+		if !agg {
+			c.counted(e, h, true)
+		} else if e.CountedInFlight != nil {
+			return c.fail("counted_in_flight on an aggregated request: it is a disaggregated request's")
+		}
 		return nil
 	case "command":
 		return c.command(e)
+	case "receive":
+		return c.receive(e)
 	case "pass":
 		return c.pass(e)
 	case "lifecycle":
@@ -364,13 +490,27 @@ func (c *converter) event(e *event) error {
 		return c.kv(e)
 	case "phase":
 		// The request's phases restate what the commands and passes
-		// say; they carry no fact of their own.
-		if _, err := c.handoff(e); err != nil {
+		// say; they make no fact of the contract's, and are judged
+		// against the lifecycle.
+		h, err := c.handoff(e)
+		if err != nil {
 			return err
 		}
-		return nil
+		if err := c.countedOn(e, h); err != nil {
+			return err
+		}
+		return c.phase(e, h)
 	}
-	return c.fail("event %q, want request, command, pass, lifecycle, kv or phase", e.Event)
+	return c.fail("event %q, want request, command, receive, pass, lifecycle, kv or phase", e.Event)
+}
+
+// countedOn judges the counted_in_flight an event states of its request.
+func (c *converter) countedOn(e *event, h *handoff) error {
+	if e.CountedInFlight != nil && h.agg {
+		return c.fail("counted_in_flight on an aggregated request: it is a disaggregated request's")
+	}
+	c.counted(e, h, false)
+	return nil
 }
 
 // procAndHandoff is the worker and the handoff an event names.
@@ -388,7 +528,13 @@ func (c *converter) command(e *event) error {
 	if err != nil {
 		return err
 	}
-	id := e.Handoff
+	id := e.id()
+	if err := c.countedOn(e, h); err != nil {
+		return err
+	}
+	if h.agg {
+		return c.aggCommand(e, h, p)
+	}
 	want := map[string][]string{
 		"SubmitHandoffPrefill": {"Submitted"},
 		"ReserveDestination":   {"DestinationAccepted"},
@@ -399,7 +545,7 @@ func (c *converter) command(e *event) error {
 	}
 	results, ok := want[e.Command]
 	if !ok {
-		return c.fail("command %q, want one of SubmitHandoffPrefill, ReserveDestination, CancelSource, CancelDestination, ReleaseSource, ActivateDestination", e.Command)
+		return c.fail("command %q, want one of SubmitHandoffPrefill, ReserveDestination, CancelSource, CancelDestination, ReleaseSource, ActivateDestination (or Submit in an aggregated replay)", e.Command)
 	}
 	if !slices.Contains(results, e.Result) {
 		return c.fail("%s answered %q, want %s", e.Command, e.Result, strings.Join(results, " or "))
@@ -489,7 +635,71 @@ func (c *converter) command(e *event) error {
 	if err := c.kvEvents(id, p, e.KVEvents); err != nil {
 		return err
 	}
+	if e.Result != "Noop" {
+		c.afterDone(e, h, c.h.Processes[p].Name)
+	}
+	if e.Command == "SubmitHandoffPrefill" || e.Command == "ReserveDestination" {
+		c.priorities(e, h, c.h.Processes[p].Name)
+	}
+	// The mocker's rules (apply_command): an accepted submission or
+	// reservation +1 and into the core; an applied CancelDestination -1;
+	// an applied CancelSource minus what it removed from the core (its
+	// request if the prefill had not completed, else nothing); release
+	// and activation 0.
+	delta, coreDelta := 0, 0
+	switch {
+	case e.Result == "Submitted":
+		delta, coreDelta, h.pCore = 1, 1, true
+	case e.Result == "DestinationAccepted":
+		delta, coreDelta, h.dCore = 1, 1, true
+	case e.Command == "CancelDestination" && e.Result == "Applied":
+		delta = -1
+		if h.dCore && h.d == p {
+			coreDelta, h.dCore = -1, false
+		}
+	case e.Command == "CancelSource" && e.Result == "Applied":
+		if h.pCore && h.p == p {
+			delta, coreDelta, h.pCore = -1, -1, false
+		}
+	}
+	c.account(e, id, p, delta, coreDelta)
 	return c.inFlight(e, p)
+}
+
+// aggCommand is a command of an aggregated replay: the request submitted
+// to a worker, in flight and in its core until a pass completes it.
+func (c *converter) aggCommand(e *event, h *handoff, p int) error {
+	if e.Command != "Submit" || e.Result != "Submitted" {
+		return c.fail("command %q answered %q in an aggregated replay, want Submit answered Submitted", e.Command, e.Result)
+	}
+	return c.aggSubmit(e, h, p)
+}
+
+// receive is an ordinary request taken by a worker on the receive path
+// (receive_request), which counts it in flight as Submit does.
+func (c *converter) receive(e *event) error {
+	p, h, err := c.procAndHandoff(e)
+	if err != nil {
+		return err
+	}
+	if !h.agg {
+		return c.fail("receive of handoff %q: a disaggregated request is submitted with SubmitHandoffPrefill and ReserveDestination; receive is an aggregated request's path", e.id())
+	}
+	if e.CountedInFlight != nil {
+		return c.fail("counted_in_flight on an aggregated request: it is a disaggregated request's")
+	}
+	return c.aggSubmit(e, h, p)
+}
+
+func (c *converter) aggSubmit(e *event, h *handoff, p int) error {
+	if len(e.KVEvents) > 0 {
+		return c.fail("kv_events in an aggregated replay: its requests hand nothing off, and their KV events are not judged")
+	}
+	c.afterDone(e, h, c.h.Processes[p].Name)
+	c.priorities(e, h, c.h.Processes[p].Name)
+	h.p, h.pCore = p, true
+	c.account(e, e.id(), p, 1, 1)
+	return nil
 }
 
 // finish ends a side on its worker. A side the mocker finalizes again
@@ -512,7 +722,8 @@ func (c *converter) finish(h *handoff, p int, done *bool) {
 // inFlight compares the mocker's in-flight count of a worker, where the
 // event gives it, with the contract's.
 func (c *converter) inFlight(e *event, p int) error {
-	if e.InFlight == nil {
+	if e.InFlight == nil || c.res.Aggregated {
+		// An aggregated replay has no handoff the contract counts.
 		return nil
 	}
 	if *e.InFlight < 0 {
@@ -526,22 +737,47 @@ func (c *converter) inFlight(e *event, p int) error {
 
 // pass is an engine pass: a prefill worker's completed handoffs are
 // pinned, a decode worker's decoded.
-func (c *converter) pass(e *event) error {
+func (c *converter) pass(e *event) (err error) {
 	p, err := c.proc(e)
 	if err != nil {
 		return err
 	}
+	if e.CountedInFlight != nil || e.Priority != nil || e.StrictPriority != nil {
+		return c.fail("a pass states no counted_in_flight or priority: they are a request's")
+	}
+	// The mocker's rules: a pass counts its completed requests out of the
+	// worker's in-flight (mark_completed), and they leave its core (a
+	// completed prefill becomes a held source, outside the core).
+	coreDelta := 0
+	defer func() {
+		if err == nil {
+			c.account(e, strings.Join(e.Completed, " "), p, -len(e.Completed), coreDelta)
+		}
+	}()
 	for _, id := range e.Completed {
 		h := c.hs[id]
 		if h == nil {
-			return c.fail("pass completes handoff %q, which has no request event", id)
+			return c.fail("pass completes request %q, which has no request event", id)
+		}
+		c.afterDone(e, h, c.h.Processes[p].Name)
+		if h.agg {
+			if h.pCore && h.p == p {
+				coreDelta, h.pCore = coreDelta-1, false
+			}
+			continue
 		}
 		if c.h.Processes[p].Role == obslog.RolePrefill {
+			if h.pCore && h.p == p {
+				coreDelta, h.pCore = coreDelta-1, false
+			}
 			h.pinned = true
 			if err := c.emit(id, p, obslog.Pinned, nil); err != nil {
 				return err
 			}
 			continue
+		}
+		if h.dCore && h.d == p {
+			coreDelta, h.dCore = coreDelta-1, false
 		}
 		for _, k := range []obslog.Kind{obslog.DecodeFinished, obslog.DecodeReleased} {
 			if err := c.emit(id, p, k, nil); err != nil {
@@ -554,6 +790,9 @@ func (c *converter) pass(e *event) error {
 		c.finish(h, p, &h.dstDone)
 	}
 	if len(e.KVEvents) > 0 {
+		if c.res.Aggregated {
+			return c.fail("kv_events in an aggregated replay: its requests hand nothing off, and their KV events are not judged")
+		}
 		if len(e.Completed) != 1 {
 			return c.fail("a pass's kv_events belong to one completed handoff; this pass completes %d", len(e.Completed))
 		}
@@ -574,14 +813,27 @@ func (c *converter) lifecycle(e *event) error {
 	if e.Kind != "DestinationReserved" {
 		return c.fail("lifecycle kind %q, want DestinationReserved", e.Kind)
 	}
+	if h.agg {
+		return c.fail("lifecycle %s of an aggregated request: it has no destination", e.Kind)
+	}
+	if err := c.countedOn(e, h); err != nil {
+		return err
+	}
+	c.afterDone(e, h, c.h.Processes[p].Name)
 	h.reserve = true
 	return c.emit(e.Handoff, p, obslog.Reserved, nil)
 }
 
 // kv is a KV event the worker published for a handoff's blocks.
 func (c *converter) kv(e *event) error {
-	p, _, err := c.procAndHandoff(e)
+	p, h, err := c.procAndHandoff(e)
 	if err != nil {
+		return err
+	}
+	if h.agg {
+		return c.fail("kv event of an aggregated request: its requests hand nothing off, and their KV events are not judged")
+	}
+	if err := c.countedOn(e, h); err != nil {
 		return err
 	}
 	return c.kvEvents(e.Handoff, p, []kvEvent{{Kind: e.Kind, Blocks: e.Blocks}})
