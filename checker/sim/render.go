@@ -60,13 +60,14 @@ func (r *Result) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "  E2E ms:   p50 %.1f  p90 %.1f  p99 %.1f\n", s.E2E.P50, s.E2E.P90, s.E2E.P99)
 	fmt.Fprintf(w, "  throughput: %.2f requests/s, %.1f output tokens/s\n", s.ThroughputRPS, s.OutputTokensPerS)
 	fmt.Fprintf(w, "  transfers: %d done (%.1f MB, mean %.2f ms), %d failed; prefix hits %d tokens\n", s.Transfers, float64(s.TransferBytes)/1e6, s.TransferMeanMS, s.TransfersFailed, s.PrefixHitTokens)
-	fmt.Fprintf(w, "  BoundedReclaim: %d obligations met, longest %.1f ms; BoundedGiveUp: %d met, longest %.1f ms; stranded %.1f block-seconds\n",
+	fmt.Fprintf(w, "  stranded source KV (pinned after compute while decode waits): %.1f block-seconds, peak %d blocks\n", s.StrandedSourceBlockSeconds, s.StrandedSourcePeak)
+	fmt.Fprintf(w, "  BoundedReclaim: %d obligations met, longest %.1f ms; BoundedGiveUp: %d met, longest %.1f ms; held for doomed attempts %.1f block-seconds\n",
 		s.ReclaimObligated, s.ReclaimMaxMS, s.GiveUpObligated, s.GiveUpMaxMS, s.StrandedBlockSeconds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "  worker\trole\tpinned peak/mean\treserved peak/mean\tactive peak/mean\tin-flight peak\tstranded block-s\t")
+	fmt.Fprintln(tw, "  worker\trole\tpinned peak/mean\treserved peak/mean\tactive peak/mean\tin-flight peak\tstranded-source block-s\tdoomed block-s\t")
 	for _, ws := range s.Workers {
 		pm := func(k string) string { return fmt.Sprintf("%.0f/%.1f", ws.Series[k].Peak, ws.Series[k].Mean) }
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%.0f\t%.1f\t\n", ws.Worker, ws.Role, pm("pinned"), pm("reserved"), pm("active"), ws.Series["in_flight"].Peak, ws.StrandedBlockSeconds)
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%.0f\t%.1f\t%.1f\t\n", ws.Worker, ws.Role, pm("pinned"), pm("reserved"), pm("active"), ws.Series["in_flight"].Peak, ws.StrandedSourceBlockSeconds, ws.StrandedBlockSeconds)
 	}
 	tw.Flush()
 	if v := r.Violation; v != nil {

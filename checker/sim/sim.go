@@ -186,7 +186,8 @@ type request struct {
 	outcomeAt [2]int64
 	doomedAt  int64
 	stranded  [2]model.Blocks
-	lost      [2]bool // a fact to the side was lost
+	srcStrand model.Blocks // its source's pinned blocks while decode waits (SourceStranded)
+	lost      [2]bool      // a fact to the side was lost
 	owed      [2]*obligation
 	gaveUp    [2]*obligation // BoundedGiveUp's
 	phases    phaseClock

@@ -53,9 +53,16 @@ type Summary struct {
 	GiveUpObligated  int     `json:"give_up_obligations"`
 	GiveUpMaxMS      float64 `json:"give_up_max_ms"`
 
-	StrandedBlockSeconds float64         `json:"stranded_block_seconds"`
-	Workers              []WorkerSummary `json:"workers"`
-	Events               uint64          `json:"events"`
+	StrandedBlockSeconds float64 `json:"stranded_block_seconds"`
+	// StrandedSourceBlockSeconds and StrandedSourcePeak are the stranded
+	// KV the handoff design is about: source blocks pinned after prefill
+	// compute finished while decode waits (model.Handoff.SourceStranded),
+	// in block-seconds over the run and at the largest instant, summed
+	// over workers.
+	StrandedSourceBlockSeconds float64         `json:"stranded_source_block_seconds"`
+	StrandedSourcePeak         int64           `json:"stranded_source_peak_blocks"`
+	Workers                    []WorkerSummary `json:"workers"`
+	Events                     uint64          `json:"events"`
 }
 
 // Pcts is a latency distribution.
@@ -67,13 +74,17 @@ type Pcts struct {
 }
 
 // WorkerSummary is one worker's figures: peak and time-weighted mean of
-// each block category and counter, and its stranded block-seconds.
+// each block category and counter, the block-seconds it held for
+// attempts that could no longer succeed (StrandedBlockSeconds), and its
+// stranded source KV (pinned after compute while decode waits).
 type WorkerSummary struct {
-	Worker               int                 `json:"worker"`
-	Role                 string              `json:"role"`
-	Capacity             int64               `json:"capacity_blocks"`
-	Series               map[string]PeakMean `json:"series"`
-	StrandedBlockSeconds float64             `json:"stranded_block_seconds"`
+	Worker                     int                 `json:"worker"`
+	Role                       string              `json:"role"`
+	Capacity                   int64               `json:"capacity_blocks"`
+	Series                     map[string]PeakMean `json:"series"`
+	StrandedBlockSeconds       float64             `json:"stranded_block_seconds"`
+	StrandedSourceBlockSeconds float64             `json:"stranded_source_block_seconds"`
+	StrandedSourcePeak         int64               `json:"stranded_source_peak_blocks"`
 }
 
 // PeakMean is a counter's peak and its mean over the run's time.
@@ -101,6 +112,11 @@ type workerStats struct {
 	peak     [numSeries]float64
 	stranded model.Blocks
 	strandBS float64 // block-microseconds
+	// srcStrand is the stranded source KV (SourceStranded) now, srcPeak
+	// its largest value, srcBS its block-microseconds.
+	srcStrand model.Blocks
+	srcPeak   model.Blocks
+	srcBS     float64
 }
 
 type stats struct {
@@ -119,6 +135,7 @@ type stats struct {
 	gaveUp                                    int
 	giveUpMax                                 int64
 	lastDone                                  int64
+	srcNow, srcPeak                           model.Blocks // stranded source KV over all workers
 }
 
 func newStats(cfg *Config, n int) *stats {
@@ -139,6 +156,7 @@ func (st *stats) flush(w int, k *model.Worker, now int64) {
 			ws.integral[i] += v[i] * dt
 		}
 		ws.strandBS += float64(ws.stranded) * dt
+		ws.srcBS += float64(ws.srcStrand) * dt
 	}
 	ws.last = now
 }
@@ -156,6 +174,15 @@ func (st *stats) change(s *Sim, w int, old, k *model.Worker) {
 func (st *stats) strand(s *Sim, w int, delta model.Blocks) {
 	st.flush(w, &s.workers[w], s.now)
 	st.workers[w].stranded += delta
+}
+
+func (st *stats) strandSource(s *Sim, w int, delta model.Blocks) {
+	st.flush(w, &s.workers[w], s.now)
+	ws := &st.workers[w]
+	ws.srcStrand += delta
+	ws.srcPeak = max(ws.srcPeak, ws.srcStrand)
+	st.srcNow += delta
+	st.srcPeak = max(st.srcPeak, st.srcNow)
 }
 
 func (st *stats) hits(t model.Tokens) { st.hitTokens += int64(t) }
@@ -237,7 +264,8 @@ func (s *Sim) result(events uint64, interrupted bool) *Result {
 	for w := range s.workers {
 		ws := &st.workers[w]
 		wsum := WorkerSummary{Worker: w, Role: s.cfg.Role(w).String(), Capacity: int64(s.cfg.Capacity(w)), Series: map[string]PeakMean{},
-			StrandedBlockSeconds: round3(ws.strandBS / 1e6)}
+			StrandedBlockSeconds:       round3(ws.strandBS / 1e6),
+			StrandedSourceBlockSeconds: round3(ws.srcBS / 1e6), StrandedSourcePeak: int64(ws.srcPeak)}
 		for i, name := range Series {
 			mean := 0.0
 			if end > 0 {
@@ -246,9 +274,12 @@ func (s *Sim) result(events uint64, interrupted bool) *Result {
 			wsum.Series[name] = PeakMean{Peak: ws.peak[i], Mean: round3(mean)}
 		}
 		sum.StrandedBlockSeconds += ws.strandBS / 1e6
+		sum.StrandedSourceBlockSeconds += ws.srcBS / 1e6
 		sum.Workers = append(sum.Workers, wsum)
 	}
 	sum.StrandedBlockSeconds = round3(sum.StrandedBlockSeconds)
+	sum.StrandedSourceBlockSeconds = round3(sum.StrandedSourceBlockSeconds)
+	sum.StrandedSourcePeak = int64(st.srcPeak)
 	res := &Result{Summary: sum, Violation: s.violation, Interrupted: interrupted}
 	if s.cov != nil {
 		res.Rows = s.cov.Rows

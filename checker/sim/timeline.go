@@ -45,8 +45,10 @@ type WorkerSeries struct {
 
 // Sample is a worker's counters at one time: its block categories (they
 // sum to its capacity), the compute load its router counts, its in-flight
-// requests, slots and headroom in use, and the blocks it pins or reserves
-// for attempts that can no longer succeed.
+// requests, slots and headroom in use, the blocks it pins or reserves
+// for attempts that can no longer succeed (Stranded, the figure
+// StrandedBlockSeconds integrates), and the source blocks it keeps pinned
+// after compute while decode waits (StrandedSource).
 type Sample struct {
 	TMS         float64 `json:"t_ms"`
 	Free        int64   `json:"free"`
@@ -59,6 +61,9 @@ type Sample struct {
 	Slots       int64   `json:"slots"`
 	Headroom    int64   `json:"headroom_tokens"`
 	Stranded    int64   `json:"stranded"`
+	// StrandedSource is absent from timelines written before it was
+	// measured; it reads as zero there.
+	StrandedSource int64 `json:"stranded_source"`
 }
 
 // HandoffTimeline is one request's handoff: where it ran, how each side
@@ -183,6 +188,7 @@ func (rc *recorder) sample(s *Sim) {
 			TMS: ms(s.now), Free: int64(k.Free), Cached: int64(k.Cached + k.Kept + k.Prefix), Active: int64(k.Active),
 			Pinned: int64(k.Pinned), Reserved: int64(k.Reserved), ComputeLoad: int64(k.PrefillTokens), InFlight: int64(k.InFlight),
 			Slots: int64(k.SlotsUsed), Headroom: int64(k.HeadroomUsed), Stranded: int64(s.stats.workers[w].stranded),
+			StrandedSource: int64(s.stats.workers[w].srcStrand),
 		})
 	}
 	if len(rc.tl.Workers) > 0 && len(rc.tl.Workers[0].Samples) >= maxSamples {

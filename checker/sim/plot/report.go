@@ -65,7 +65,9 @@ type reportFigure struct {
 
 // captions say what each figure is for, under it in the report.
 var captions = map[string]string{
-	"blocks": "Each worker's KV blocks by category, stacked so the top is its capacity; the dark line is its stranded blocks. " +
+	"blocks": "Each worker's KV blocks by category, stacked so the top is its capacity; the dark line is its stranded source KV " +
+		"(blocks pinned after prefill compute while decode waits for a route, capacity or a reservation), " +
+		"the dashed line the blocks it holds for attempts that can no longer succeed. " +
 		"Pinned blocks (orange-red) that keep climbing on a prefill worker are blocks held for handoffs that are not being released.",
 	"load": "Above: the tokens each worker's router weighs (compute load on prefill, admission headroom on decode). " +
 		"Below: requests in flight, and on decode workers the slots used against the slot limit.",
@@ -148,7 +150,9 @@ func summaryRows(tls []*sim.Timeline) []tableRow {
 		{"reclaim max (ms)", func(s *sim.Summary) string { return num(s.ReclaimMaxMS) }},
 		{"give-up obligations", func(s *sim.Summary) string { return itoa(s.GiveUpObligated) }},
 		{"give-up max (ms)", func(s *sim.Summary) string { return num(s.GiveUpMaxMS) }},
-		{"stranded block-seconds, total", func(s *sim.Summary) string { return num(s.StrandedBlockSeconds) }},
+		{"stranded source block-seconds, total", func(s *sim.Summary) string { return num(s.StrandedSourceBlockSeconds) }},
+		{"stranded source peak (blocks)", func(s *sim.Summary) string { return strconv.FormatInt(s.StrandedSourcePeak, 10) }},
+		{"held for doomed attempts (block-seconds), total", func(s *sim.Summary) string { return num(s.StrandedBlockSeconds) }},
 	}
 	nw := 0
 	for _, tl := range tls {
@@ -157,7 +161,12 @@ func summaryRows(tls []*sim.Timeline) []tableRow {
 		}
 	}
 	for w := range nw {
-		fields = append(fields, field{fmt.Sprintf("stranded block-seconds, worker %d", w), func(s *sim.Summary) string {
+		fields = append(fields, field{fmt.Sprintf("stranded source block-seconds, worker %d", w), func(s *sim.Summary) string {
+			if w >= len(s.Workers) {
+				return "—"
+			}
+			return num(s.Workers[w].StrandedSourceBlockSeconds)
+		}}, field{fmt.Sprintf("held for doomed attempts (block-seconds), worker %d", w), func(s *sim.Summary) string {
 			if w >= len(s.Workers) {
 				return "—"
 			}
@@ -188,13 +197,17 @@ func workerTable(tl *sim.Timeline) (heads []string, rows []tableRow) {
 	}
 	ws := tl.Summary.Workers
 	capRow := tableRow{Name: "capacity (blocks)"}
-	str := tableRow{Name: "stranded block-seconds"}
+	src := tableRow{Name: "stranded source block-seconds"}
+	srcPeak := tableRow{Name: "stranded source peak (blocks)"}
+	str := tableRow{Name: "held for doomed attempts (block-seconds)"}
 	for _, w := range ws {
 		heads = append(heads, fmt.Sprintf("worker %d (%s)", w.Worker, w.Role))
 		capRow.Values = append(capRow.Values, strconv.FormatInt(w.Capacity, 10))
+		src.Values = append(src.Values, num(w.StrandedSourceBlockSeconds))
+		srcPeak.Values = append(srcPeak.Values, strconv.FormatInt(w.StrandedSourcePeak, 10))
 		str.Values = append(str.Values, num(w.StrandedBlockSeconds))
 	}
-	rows = append(rows, capRow, str)
+	rows = append(rows, capRow, src, srcPeak, str)
 	for _, name := range sim.Series {
 		r := tableRow{Name: name}
 		for _, w := range ws {
