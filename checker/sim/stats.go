@@ -42,6 +42,12 @@ type Summary struct {
 	OutputTokensPerS float64 `json:"output_tokens_per_s"`
 	TTFT             Pcts    `json:"ttft_ms"`
 	E2E              Pcts    `json:"e2e_ms"`
+	// PrefillWait is each computed prefill's wait from its dispatch to
+	// the start of its compute: for prefill blocks, then behind the
+	// prefills booked before it on its worker. DecodeWait is each
+	// activated destination's wait for a decode slot.
+	PrefillWait Pcts `json:"prefill_wait_ms"`
+	DecodeWait  Pcts `json:"decode_wait_ms"`
 
 	Transfers        int     `json:"transfers"`
 	TransfersFailed  int     `json:"transfers_failed"`
@@ -65,12 +71,14 @@ type Summary struct {
 	Events                     uint64          `json:"events"`
 }
 
-// Pcts is a latency distribution.
+// Pcts is a latency distribution: its exact mean, and its percentiles
+// as the upper edges of 1% buckets.
 type Pcts struct {
-	N   int     `json:"n"`
-	P50 float64 `json:"p50"`
-	P90 float64 `json:"p90"`
-	P99 float64 `json:"p99"`
+	N    int     `json:"n"`
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
 }
 
 // WorkerSummary is one worker's figures: peak and time-weighted mean of
@@ -125,6 +133,7 @@ type stats struct {
 	retried                                   int
 	cancelled, faults, faultsMissed           int
 	ttft, e2e                                 histogram
+	prefillWait, decodeWait                   histogram
 	outputTokens                              int64
 	transfers, transfersFailed                int
 	transferBytes                             int64
@@ -183,6 +192,24 @@ func (st *stats) strandSource(s *Sim, w int, delta model.Blocks) {
 	ws.srcPeak = max(ws.srcPeak, ws.srcStrand)
 	st.srcNow += delta
 	st.srcPeak = max(st.srcPeak, st.srcNow)
+}
+
+// waits follows the queues a request waits in across a step from b to x:
+// its prefill from dispatch to the start of its compute, its activated
+// destination until a decode slot runs it.
+func (st *stats) waits(s *Sim, r *request, b, x *model.Handoff) {
+	if b.Compute == model.ComputeNone && x.Compute != model.ComputeNone {
+		r.dispatchAt = s.now
+	}
+	if b.Compute == model.ComputeRunning && x.Compute == model.ComputeDone {
+		st.prefillWait.add(r.jobStart - r.dispatchAt)
+	}
+	if b.Dst != model.DstActive && x.Dst == model.DstActive {
+		r.activeAt = s.now
+	}
+	if x.Dst == model.DstActive && x.Running && (!b.Running || b.Dst != model.DstActive) {
+		st.decodeWait.add(s.now - r.activeAt)
+	}
 }
 
 func (st *stats) hits(t model.Tokens) { st.hitTokens += int64(t) }
@@ -249,6 +276,7 @@ func (s *Sim) result(events uint64, interrupted bool) *Result {
 		Requests: st.arrived, Succeeded: st.completed, Failed: st.failed, Cancelled: st.cancelledReqs, Retried: st.retried,
 		FaultsStruck: st.faults, FaultsMissed: st.faultsMissed,
 		MakespanMS: ms(end), TTFT: st.ttft.pcts(), E2E: st.e2e.pcts(),
+		PrefillWait: st.prefillWait.pcts(), DecodeWait: st.decodeWait.pcts(),
 		Transfers: st.transfers, TransfersFailed: st.transfersFailed, TransferBytes: st.transferBytes,
 		PrefixHitTokens: st.hitTokens, ReclaimObligated: st.obligated, ReclaimMaxMS: ms(st.reclaimMax),
 		GiveUpObligated: st.gaveUp, GiveUpMaxMS: ms(st.giveUpMax),
@@ -298,6 +326,7 @@ func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 // memory that does not grow with the workload.
 type histogram struct {
 	n       int
+	sum     int64 // microseconds, for the exact mean
 	buckets map[int]int
 }
 
@@ -324,6 +353,7 @@ func (h *histogram) add(us int64) {
 	}
 	h.buckets[bucketOf(us)]++
 	h.n++
+	h.sum += us
 }
 
 func (h *histogram) pcts() Pcts {
@@ -331,6 +361,7 @@ func (h *histogram) pcts() Pcts {
 	if h.n == 0 {
 		return p
 	}
+	p.Mean = round3(float64(h.sum) / float64(h.n) / 1000)
 	keys := make([]int, 0, len(h.buckets))
 	for k := range h.buckets {
 		keys = append(keys, k)

@@ -273,7 +273,7 @@ func TestDocs_ExamplesMatchOutput(t *testing.T) {
 				t.Errorf("%v: cannot rewrite: %s; edit the page by hand to\n%s", ex, reason, strings.Join(got, "\n"))
 				continue
 			}
-			fixes[ex.page] = append(fixes[ex.page], docFix{from: ex.from, n: len(want), lines: got})
+			fixes[ex.page] = append(fixes[ex.page], docFix{from: ex.from, n: len(want), lines: rewritten(want, got)})
 			continue
 		}
 		t.Errorf("%v: the page shows\n%s\nthe command prints\n%s\n(when the change is intended: go test ./cmd/handoffcheck -run TestDocs_ExamplesMatchOutput -rewrite)", ex, strings.Join(want, "\n"), strings.Join(got, "\n"))
@@ -287,18 +287,29 @@ type docFix struct {
 }
 
 // unrewritable says why an example's output cannot be written over: an
-// elision ("...") or a loose example would lose what the page chose to
-// show, so a person edits it.
+// elision ("...") inside the output or a loose example would lose what
+// the page chose to show, so a person edits it. A page that shows only
+// the output's last lines (a first line "...") keeps showing as many.
 func unrewritable(cmd string, want []string) string {
 	if _, ok := looseExamples[cmd]; ok {
 		return "its numbers follow the wall clock"
 	}
-	for _, l := range want {
-		if strings.HasSuffix(strings.TrimSpace(l), "...") {
+	for i, l := range want {
+		if strings.HasSuffix(strings.TrimSpace(l), "...") && (i > 0 || strings.TrimSpace(l) != "...") {
 			return "the page elides part of the output with ..."
 		}
 	}
 	return ""
+}
+
+// rewritten is what -rewrite puts in the page for an example: the output,
+// or its last lines after a leading "...".
+func rewritten(want, got []string) []string {
+	if len(want) > 0 && strings.TrimSpace(want[0]) == "..." {
+		keep := min(len(want)-1, len(got))
+		return append([]string{want[0]}, got[len(got)-keep:]...)
+	}
+	return got
 }
 
 // rewritePages writes the fixes -rewrite gathered into their pages, last
@@ -525,7 +536,11 @@ func TestDocs_RewriteReplacesOnlyTheOutput(t *testing.T) {
 	if string(got) != want {
 		t.Errorf("rewritten page:\n%s\nwant:\n%s", got, want)
 	}
-	if unrewritable("check", []string{"a", "..."}) == "" || unrewritable("live", []string{"a"}) == "" || unrewritable("check", []string{"a"}) != "" {
-		t.Error("an elided or loose example must be refused, a plain one rewritten")
+	if unrewritable("check", []string{"a", "..."}) == "" || unrewritable("check", []string{"a", "b..."}) == "" ||
+		unrewritable("live", []string{"a"}) == "" || unrewritable("check", []string{"a"}) != "" || unrewritable("check", []string{"...", "a"}) != "" {
+		t.Error("an elided or loose example must be refused, a plain one or one showing its last lines rewritten")
+	}
+	if got := strings.Join(rewritten([]string{"...", "x", "y"}, []string{"a", "b", "c", "d"}), "|"); got != "...|c|d" {
+		t.Errorf("a page showing the last two lines gets %q, want ...|c|d", got)
 	}
 }

@@ -133,14 +133,24 @@ func summaryRows(tls []*sim.Timeline) []tableRow {
 		{"makespan (ms)", func(s *sim.Summary) string { return num(s.MakespanMS) }},
 		{"throughput (requests/s)", func(s *sim.Summary) string { return num(s.ThroughputRPS) }},
 		{"output tokens/s", func(s *sim.Summary) string { return num(s.OutputTokensPerS) }},
-		{"TTFT p50 (ms)", func(s *sim.Summary) string { return num(s.TTFT.P50) }},
-		{"TTFT p90 (ms)", func(s *sim.Summary) string { return num(s.TTFT.P90) }},
-		{"TTFT p99 (ms)", func(s *sim.Summary) string { return num(s.TTFT.P99) }},
-		{"TTFT samples", func(s *sim.Summary) string { return itoa(s.TTFT.N) }},
-		{"E2E p50 (ms)", func(s *sim.Summary) string { return num(s.E2E.P50) }},
-		{"E2E p90 (ms)", func(s *sim.Summary) string { return num(s.E2E.P90) }},
-		{"E2E p99 (ms)", func(s *sim.Summary) string { return num(s.E2E.P99) }},
-		{"E2E samples", func(s *sim.Summary) string { return itoa(s.E2E.N) }},
+	}
+	for _, d := range []struct {
+		name string
+		of   func(s *sim.Summary) *sim.Pcts
+	}{
+		{"TTFT", func(s *sim.Summary) *sim.Pcts { return &s.TTFT }},
+		{"E2E", func(s *sim.Summary) *sim.Pcts { return &s.E2E }},
+		{"prefill wait", func(s *sim.Summary) *sim.Pcts { return &s.PrefillWait }},
+		{"decode wait", func(s *sim.Summary) *sim.Pcts { return &s.DecodeWait }},
+	} {
+		fields = append(fields,
+			field{d.name + " mean (ms)", func(s *sim.Summary) string { return num(d.of(s).Mean) }},
+			field{d.name + " p50 (ms)", func(s *sim.Summary) string { return num(d.of(s).P50) }},
+			field{d.name + " p90 (ms)", func(s *sim.Summary) string { return num(d.of(s).P90) }},
+			field{d.name + " p99 (ms)", func(s *sim.Summary) string { return num(d.of(s).P99) }},
+			field{d.name + " samples", func(s *sim.Summary) string { return itoa(d.of(s).N) }})
+	}
+	fields = append(fields, []field{
 		{"transfers", func(s *sim.Summary) string { return itoa(s.Transfers) }},
 		{"transfers failed", func(s *sim.Summary) string { return itoa(s.TransfersFailed) }},
 		{"transfer bytes", func(s *sim.Summary) string { return bytesText(s.TransferBytes) }},
@@ -153,7 +163,7 @@ func summaryRows(tls []*sim.Timeline) []tableRow {
 		{"stranded source block-seconds, total", func(s *sim.Summary) string { return num(s.StrandedSourceBlockSeconds) }},
 		{"stranded source peak (blocks)", func(s *sim.Summary) string { return strconv.FormatInt(s.StrandedSourcePeak, 10) }},
 		{"held for doomed attempts (block-seconds), total", func(s *sim.Summary) string { return num(s.StrandedBlockSeconds) }},
-	}
+	}...)
 	nw := 0
 	for _, tl := range tls {
 		if tl.Summary != nil {
