@@ -113,7 +113,7 @@ REWRITE_TESTS = \
 	'./checker/sim:^TestMutateTimed_Survivors$$' \
 	'./checker/sim/workload:^TestDefault$$' \
 	'./fuzz:^TestFuzzSeeds_Fresh$$' \
-	'./cmd/handoffcheck:^(TestCLI_Golden|TestDocsImages_Fresh|TestDocGo_IsTheRegistry)$$'
+	'./cmd/handoffcheck:^(TestCLI_Golden|TestDocsImages_Fresh|TestDocGo_IsTheRegistry|TestDocs_ExamplesMatchOutput)$$'
 rewrite: generate examples
 	@set -e; for t in $(REWRITE_TESTS); do \
 		pkg=$${t%%:*}; run=$${t#*:}; \

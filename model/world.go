@@ -388,3 +388,17 @@ func (w *World) Drained() bool {
 	}
 	return true
 }
+
+// SourceStranded reports whether the source's KV is stranded as the
+// handoff design means it: prefill compute finished and its blocks stay
+// pinned while decode still waits (for a route, capacity or a
+// reservation), on an attempt that can still succeed. Source-first
+// engines strand here by design; destination-first ones reserve before
+// prefill runs, so their sources pin only while the transfer reads.
+// Blocks held for an attempt that can no longer succeed are a different
+// figure (StrandedBlockSeconds).
+func (x *Handoff) SourceStranded() bool {
+	return x.Src == SrcPinned && x.Dst == DstNone && !x.Activated &&
+		!x.Cancelled && x.Xfer != XferFailed &&
+		x.Outcome[SourceSide] == OutcomeNone && x.Outcome[DestinationSide] == OutcomeNone
+}

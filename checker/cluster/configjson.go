@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"encoding/json"
+	"math"
 
 	"github.com/handoffcheck/handoffcheck/model"
 )
@@ -72,14 +73,14 @@ func (c *Config) TimerUS(t model.Timer) int64 { return c.Timers.of(t) }
 // wc, alone.
 func (c *Config) ComputeUS(wc *model.Config) int64 {
 	q := wc.SourceQuote(0)
-	return int64(float64(q.TransferredTokens) * 1e6 / c.Prefill.TokensPerSec)
+	return int64(math.Round(float64(q.TransferredTokens) * 1e6 / c.Prefill.TokensPerSec))
 }
 
 // TransferUS is how long the transfer of an attempt of world wc takes
 // over the bandwidth, its network latency apart.
 func (c *Config) TransferUS(wc *model.Config, prefixGone bool) int64 {
 	q := wc.DestQuote(0, 1, prefixGone)
-	return int64(q.TransferMillis(c.BandwidthGbps) * 1000)
+	return int64(math.Round(q.TransferMillis(c.BandwidthGbps) * 1000))
 }
 
 // DecodeUS is how long decode takes to produce n output tokens.

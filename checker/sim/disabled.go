@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
@@ -250,7 +251,7 @@ func (d *disabledRun) admit(w int) {
 		r.admitted = true
 		d.set(w, func(k *model.Worker) { k.Active += r.blocks; k.SlotsUsed++ })
 		d.step(r, StepAdmit)
-		r.job = ag.jobs.Book(d.s.now, int64(float64(r.PromptTokens)*1e6/d.s.cfg.Prefill.TokensPerSec), r)
+		r.job = ag.jobs.Book(d.s.now, int64(math.Round(float64(r.PromptTokens)*1e6/d.s.cfg.Prefill.TokensPerSec)), r)
 		heap.Push(&d.q, devent{at: r.job.End, prio: dPrefill, r: r, ver: r.prefillVer})
 	}
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -57,7 +58,7 @@ func reference(cfg *Config, reqs []Request, roundRobin bool) []Step {
 	serve := func(wk *worker) {
 		if len(wk.line) > 0 && wk.line[0].prefillAt == never {
 			r := wk.line[0]
-			r.prefillAt = now + int64(float64(r.PromptTokens)*1e6/cfg.Prefill.TokensPerSec)
+			r.prefillAt = now + int64(math.Round(float64(r.PromptTokens)*1e6/cfg.Prefill.TokensPerSec))
 		}
 	}
 	admit := func(w int) {

@@ -297,7 +297,9 @@ func fmtDur(d int64) string {
 }
 
 // strand keeps the stranded blocks of a request current: the blocks it
-// pins or reserves once the attempt can no longer succeed.
+// pins or reserves once the attempt can no longer succeed
+// (StrandedBlockSeconds), and its source's blocks pinned after compute
+// while decode waits (SourceStranded).
 func (s *Sim) strand(r *request) {
 	var now [2]model.Blocks
 	if r.doomedAt >= 0 {
@@ -314,4 +316,12 @@ func (s *Sim) strand(r *request) {
 		}
 		r.stranded[k] = now[k]
 	}
+	var src model.Blocks
+	if r.st.W.H[0].SourceStranded() {
+		src = r.Hold[0].Pinned()
+	}
+	if r.p >= 0 && src != r.srcStrand {
+		s.stats.strandSource(s, r.p, src-r.srcStrand)
+	}
+	r.srcStrand = src
 }

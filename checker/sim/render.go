@@ -56,17 +56,22 @@ func (r *Result) WriteSummary(w io.Writer) {
 	s := &r.Summary
 	fmt.Fprintf(w, "simulate: %s on %s, seed %d: %d requests in %.3f s of virtual time (%d events)\n", s.Policy, s.Engine, s.Seed, s.Requests, s.MakespanMS/1000, s.Events)
 	fmt.Fprintf(w, "  requests: %d succeeded, %d failed, %d cancelled, %d retries; faults: %d struck, %d found nothing to strike\n", s.Succeeded, s.Failed, s.Cancelled, s.Retried, s.FaultsStruck, s.FaultsMissed)
-	fmt.Fprintf(w, "  TTFT ms:  p50 %.1f  p90 %.1f  p99 %.1f\n", s.TTFT.P50, s.TTFT.P90, s.TTFT.P99)
-	fmt.Fprintf(w, "  E2E ms:   p50 %.1f  p90 %.1f  p99 %.1f\n", s.E2E.P50, s.E2E.P90, s.E2E.P99)
+	for _, l := range []struct {
+		name string
+		p    *Pcts
+	}{{"TTFT ms:        ", &s.TTFT}, {"E2E ms:         ", &s.E2E}, {"prefill wait ms:", &s.PrefillWait}, {"decode wait ms: ", &s.DecodeWait}} {
+		fmt.Fprintf(w, "  %s mean %.1f  p50 %.1f  p90 %.1f  p99 %.1f\n", l.name, l.p.Mean, l.p.P50, l.p.P90, l.p.P99)
+	}
 	fmt.Fprintf(w, "  throughput: %.2f requests/s, %.1f output tokens/s\n", s.ThroughputRPS, s.OutputTokensPerS)
 	fmt.Fprintf(w, "  transfers: %d done (%.1f MB, mean %.2f ms), %d failed; prefix hits %d tokens\n", s.Transfers, float64(s.TransferBytes)/1e6, s.TransferMeanMS, s.TransfersFailed, s.PrefixHitTokens)
-	fmt.Fprintf(w, "  BoundedReclaim: %d obligations met, longest %.1f ms; BoundedGiveUp: %d met, longest %.1f ms; stranded %.1f block-seconds\n",
+	fmt.Fprintf(w, "  stranded source KV (pinned after compute while decode waits): %.1f block-seconds, peak %d blocks\n", s.StrandedSourceBlockSeconds, s.StrandedSourcePeak)
+	fmt.Fprintf(w, "  BoundedReclaim: %d obligations met, longest %.1f ms; BoundedGiveUp: %d met, longest %.1f ms; held for doomed attempts %.1f block-seconds\n",
 		s.ReclaimObligated, s.ReclaimMaxMS, s.GiveUpObligated, s.GiveUpMaxMS, s.StrandedBlockSeconds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "  worker\trole\tpinned peak/mean\treserved peak/mean\tactive peak/mean\tin-flight peak\tstranded block-s\t")
+	fmt.Fprintln(tw, "  worker\trole\tpinned peak/mean\treserved peak/mean\tactive peak/mean\tin-flight peak\tstranded-source block-s\tdoomed block-s\t")
 	for _, ws := range s.Workers {
 		pm := func(k string) string { return fmt.Sprintf("%.0f/%.1f", ws.Series[k].Peak, ws.Series[k].Mean) }
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%.0f\t%.1f\t\n", ws.Worker, ws.Role, pm("pinned"), pm("reserved"), pm("active"), ws.Series["in_flight"].Peak, ws.StrandedBlockSeconds)
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%.0f\t%.1f\t%.1f\t\n", ws.Worker, ws.Role, pm("pinned"), pm("reserved"), pm("active"), ws.Series["in_flight"].Peak, ws.StrandedSourceBlockSeconds, ws.StrandedBlockSeconds)
 	}
 	tw.Flush()
 	if v := r.Violation; v != nil {

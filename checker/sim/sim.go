@@ -186,7 +186,8 @@ type request struct {
 	outcomeAt [2]int64
 	doomedAt  int64
 	stranded  [2]model.Blocks
-	lost      [2]bool // a fact to the side was lost
+	srcStrand model.Blocks // its source's pinned blocks while decode waits (SourceStranded)
+	lost      [2]bool      // a fact to the side was lost
 	owed      [2]*obligation
 	gaveUp    [2]*obligation // BoundedGiveUp's
 	phases    phaseClock
@@ -203,6 +204,11 @@ type request struct {
 	m         cluster.Marks
 	retired   bool
 	job       *cluster.ComputeJob[*event] // its prefill on the worker's compute queue, Of its compute move
+	// The queues it waits in: dispatchAt is when its prefill was
+	// dispatched, jobStart when the worker starts computing it (after
+	// those booked before it), activeAt when its destination activated
+	// (it may then wait for a decode slot).
+	dispatchAt, jobStart, activeAt int64
 }
 
 // history is the last historyCap things that happened to a request, kept
@@ -654,6 +660,7 @@ func (s *Sim) react(r *request, before *checker.State, m checker.Move) {
 			s.owe(r, sd)
 		}
 	}
+	s.stats.waits(s, r, b, x)
 	if s.tl != nil {
 		s.tl.phases(r, s.now)
 	}
@@ -862,7 +869,7 @@ func (s *Sim) settle() {
 func (s *Sim) book(r *request, m checker.Move) {
 	j := s.jobs[r.p].Book(s.now, s.cfg.ComputeUS(r.Cfg), nil)
 	j.Of = &event{at: j.End, kind: evMove, r: r, m: m}
-	r.job = j
+	r.job, r.jobStart = j, j.Start
 	s.push(j.Of)
 }
 
@@ -880,7 +887,7 @@ func (s *Sim) unbook(r *request) {
 		}
 	}
 	s.jobs[r.p].Unbook(j, s.now, func(k *cluster.ComputeJob[*event]) {
-		k.Of.at = k.End
+		k.Of.at, k.Of.r.jobStart = k.End, k.Start
 		heap.Fix(&s.q, k.Of.idx)
 	})
 }

@@ -42,6 +42,12 @@ type Summary struct {
 	OutputTokensPerS float64 `json:"output_tokens_per_s"`
 	TTFT             Pcts    `json:"ttft_ms"`
 	E2E              Pcts    `json:"e2e_ms"`
+	// PrefillWait is each computed prefill's wait from its dispatch to
+	// the start of its compute: for prefill blocks, then behind the
+	// prefills booked before it on its worker. DecodeWait is each
+	// activated destination's wait for a decode slot.
+	PrefillWait Pcts `json:"prefill_wait_ms"`
+	DecodeWait  Pcts `json:"decode_wait_ms"`
 
 	Transfers        int     `json:"transfers"`
 	TransfersFailed  int     `json:"transfers_failed"`
@@ -53,27 +59,40 @@ type Summary struct {
 	GiveUpObligated  int     `json:"give_up_obligations"`
 	GiveUpMaxMS      float64 `json:"give_up_max_ms"`
 
-	StrandedBlockSeconds float64         `json:"stranded_block_seconds"`
-	Workers              []WorkerSummary `json:"workers"`
-	Events               uint64          `json:"events"`
+	StrandedBlockSeconds float64 `json:"stranded_block_seconds"`
+	// StrandedSourceBlockSeconds and StrandedSourcePeak are the stranded
+	// KV the handoff design is about: source blocks pinned after prefill
+	// compute finished while decode waits (model.Handoff.SourceStranded),
+	// in block-seconds over the run and at the largest instant, summed
+	// over workers.
+	StrandedSourceBlockSeconds float64         `json:"stranded_source_block_seconds"`
+	StrandedSourcePeak         int64           `json:"stranded_source_peak_blocks"`
+	Workers                    []WorkerSummary `json:"workers"`
+	Events                     uint64          `json:"events"`
 }
 
-// Pcts is a latency distribution.
+// Pcts is a latency distribution: its exact mean, and its percentiles
+// as the upper edges of 1% buckets.
 type Pcts struct {
-	N   int     `json:"n"`
-	P50 float64 `json:"p50"`
-	P90 float64 `json:"p90"`
-	P99 float64 `json:"p99"`
+	N    int     `json:"n"`
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
 }
 
 // WorkerSummary is one worker's figures: peak and time-weighted mean of
-// each block category and counter, and its stranded block-seconds.
+// each block category and counter, the block-seconds it held for
+// attempts that could no longer succeed (StrandedBlockSeconds), and its
+// stranded source KV (pinned after compute while decode waits).
 type WorkerSummary struct {
-	Worker               int                 `json:"worker"`
-	Role                 string              `json:"role"`
-	Capacity             int64               `json:"capacity_blocks"`
-	Series               map[string]PeakMean `json:"series"`
-	StrandedBlockSeconds float64             `json:"stranded_block_seconds"`
+	Worker                     int                 `json:"worker"`
+	Role                       string              `json:"role"`
+	Capacity                   int64               `json:"capacity_blocks"`
+	Series                     map[string]PeakMean `json:"series"`
+	StrandedBlockSeconds       float64             `json:"stranded_block_seconds"`
+	StrandedSourceBlockSeconds float64             `json:"stranded_source_block_seconds"`
+	StrandedSourcePeak         int64               `json:"stranded_source_peak_blocks"`
 }
 
 // PeakMean is a counter's peak and its mean over the run's time.
@@ -101,6 +120,11 @@ type workerStats struct {
 	peak     [numSeries]float64
 	stranded model.Blocks
 	strandBS float64 // block-microseconds
+	// srcStrand is the stranded source KV (SourceStranded) now, srcPeak
+	// its largest value, srcBS its block-microseconds.
+	srcStrand model.Blocks
+	srcPeak   model.Blocks
+	srcBS     float64
 }
 
 type stats struct {
@@ -109,6 +133,7 @@ type stats struct {
 	retried                                   int
 	cancelled, faults, faultsMissed           int
 	ttft, e2e                                 histogram
+	prefillWait, decodeWait                   histogram
 	outputTokens                              int64
 	transfers, transfersFailed                int
 	transferBytes                             int64
@@ -119,6 +144,7 @@ type stats struct {
 	gaveUp                                    int
 	giveUpMax                                 int64
 	lastDone                                  int64
+	srcNow, srcPeak                           model.Blocks // stranded source KV over all workers
 }
 
 func newStats(cfg *Config, n int) *stats {
@@ -139,6 +165,7 @@ func (st *stats) flush(w int, k *model.Worker, now int64) {
 			ws.integral[i] += v[i] * dt
 		}
 		ws.strandBS += float64(ws.stranded) * dt
+		ws.srcBS += float64(ws.srcStrand) * dt
 	}
 	ws.last = now
 }
@@ -156,6 +183,33 @@ func (st *stats) change(s *Sim, w int, old, k *model.Worker) {
 func (st *stats) strand(s *Sim, w int, delta model.Blocks) {
 	st.flush(w, &s.workers[w], s.now)
 	st.workers[w].stranded += delta
+}
+
+func (st *stats) strandSource(s *Sim, w int, delta model.Blocks) {
+	st.flush(w, &s.workers[w], s.now)
+	ws := &st.workers[w]
+	ws.srcStrand += delta
+	ws.srcPeak = max(ws.srcPeak, ws.srcStrand)
+	st.srcNow += delta
+	st.srcPeak = max(st.srcPeak, st.srcNow)
+}
+
+// waits follows the queues a request waits in across a step from b to x:
+// its prefill from dispatch to the start of its compute, its activated
+// destination until a decode slot runs it.
+func (st *stats) waits(s *Sim, r *request, b, x *model.Handoff) {
+	if b.Compute == model.ComputeNone && x.Compute != model.ComputeNone {
+		r.dispatchAt = s.now
+	}
+	if b.Compute == model.ComputeRunning && x.Compute == model.ComputeDone {
+		st.prefillWait.add(r.jobStart - r.dispatchAt)
+	}
+	if b.Dst != model.DstActive && x.Dst == model.DstActive {
+		r.activeAt = s.now
+	}
+	if x.Dst == model.DstActive && x.Running && (!b.Running || b.Dst != model.DstActive) {
+		st.decodeWait.add(s.now - r.activeAt)
+	}
 }
 
 func (st *stats) hits(t model.Tokens) { st.hitTokens += int64(t) }
@@ -222,6 +276,7 @@ func (s *Sim) result(events uint64, interrupted bool) *Result {
 		Requests: st.arrived, Succeeded: st.completed, Failed: st.failed, Cancelled: st.cancelledReqs, Retried: st.retried,
 		FaultsStruck: st.faults, FaultsMissed: st.faultsMissed,
 		MakespanMS: ms(end), TTFT: st.ttft.pcts(), E2E: st.e2e.pcts(),
+		PrefillWait: st.prefillWait.pcts(), DecodeWait: st.decodeWait.pcts(),
 		Transfers: st.transfers, TransfersFailed: st.transfersFailed, TransferBytes: st.transferBytes,
 		PrefixHitTokens: st.hitTokens, ReclaimObligated: st.obligated, ReclaimMaxMS: ms(st.reclaimMax),
 		GiveUpObligated: st.gaveUp, GiveUpMaxMS: ms(st.giveUpMax),
@@ -237,7 +292,8 @@ func (s *Sim) result(events uint64, interrupted bool) *Result {
 	for w := range s.workers {
 		ws := &st.workers[w]
 		wsum := WorkerSummary{Worker: w, Role: s.cfg.Role(w).String(), Capacity: int64(s.cfg.Capacity(w)), Series: map[string]PeakMean{},
-			StrandedBlockSeconds: round3(ws.strandBS / 1e6)}
+			StrandedBlockSeconds:       round3(ws.strandBS / 1e6),
+			StrandedSourceBlockSeconds: round3(ws.srcBS / 1e6), StrandedSourcePeak: int64(ws.srcPeak)}
 		for i, name := range Series {
 			mean := 0.0
 			if end > 0 {
@@ -246,9 +302,12 @@ func (s *Sim) result(events uint64, interrupted bool) *Result {
 			wsum.Series[name] = PeakMean{Peak: ws.peak[i], Mean: round3(mean)}
 		}
 		sum.StrandedBlockSeconds += ws.strandBS / 1e6
+		sum.StrandedSourceBlockSeconds += ws.srcBS / 1e6
 		sum.Workers = append(sum.Workers, wsum)
 	}
 	sum.StrandedBlockSeconds = round3(sum.StrandedBlockSeconds)
+	sum.StrandedSourceBlockSeconds = round3(sum.StrandedSourceBlockSeconds)
+	sum.StrandedSourcePeak = int64(st.srcPeak)
 	res := &Result{Summary: sum, Violation: s.violation, Interrupted: interrupted}
 	if s.cov != nil {
 		res.Rows = s.cov.Rows
@@ -267,6 +326,7 @@ func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 // memory that does not grow with the workload.
 type histogram struct {
 	n       int
+	sum     int64 // microseconds, for the exact mean
 	buckets map[int]int
 }
 
@@ -293,6 +353,7 @@ func (h *histogram) add(us int64) {
 	}
 	h.buckets[bucketOf(us)]++
 	h.n++
+	h.sum += us
 }
 
 func (h *histogram) pcts() Pcts {
@@ -300,6 +361,7 @@ func (h *histogram) pcts() Pcts {
 	if h.n == 0 {
 		return p
 	}
+	p.Mean = round3(float64(h.sum) / float64(h.n) / 1000)
 	keys := make([]int, 0, len(h.buckets))
 	for k := range h.buckets {
 		keys = append(keys, k)

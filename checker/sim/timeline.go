@@ -45,8 +45,10 @@ type WorkerSeries struct {
 
 // Sample is a worker's counters at one time: its block categories (they
 // sum to its capacity), the compute load its router counts, its in-flight
-// requests, slots and headroom in use, and the blocks it pins or reserves
-// for attempts that can no longer succeed.
+// requests, slots and headroom in use, the blocks it pins or reserves
+// for attempts that can no longer succeed (Stranded, the figure
+// StrandedBlockSeconds integrates), and the source blocks it keeps pinned
+// after compute while decode waits (StrandedSource).
 type Sample struct {
 	TMS         float64 `json:"t_ms"`
 	Free        int64   `json:"free"`
@@ -59,6 +61,9 @@ type Sample struct {
 	Slots       int64   `json:"slots"`
 	Headroom    int64   `json:"headroom_tokens"`
 	Stranded    int64   `json:"stranded"`
+	// StrandedSource is absent from timelines written before it was
+	// measured; it reads as zero there.
+	StrandedSource int64 `json:"stranded_source"`
 }
 
 // HandoffTimeline is one request's handoff: where it ran, how each side
@@ -100,16 +105,39 @@ var PhaseNames = []string{"waiting", "queued", "computing", "pinned", "reserved"
 
 const numPhases = 7
 
-// phaseOf says which phases a handoff is in.
+// phaseOf says which phases a handoff is in. queued is a wait in a
+// worker's queue: a dispatched prefill waiting for blocks (and, split off
+// when the phase closes, behind the prefills booked before it on its
+// worker), an activated destination waiting for a decode slot.
 func phaseOf(x *model.Handoff, placed bool) (in [numPhases]bool) {
 	in[0] = placed && x.Compute == model.ComputeNone && x.Src == model.SrcNone && x.Outcome[0] == model.OutcomeNone && !x.Cancelled
-	in[1] = x.Compute == model.ComputeQueued
+	in[1] = x.Compute == model.ComputeQueued || (x.Dst == model.DstActive && !x.Running && x.Outcome[1] == model.OutcomeNone)
 	in[2] = x.Compute == model.ComputeRunning
 	in[3] = x.Src == model.SrcPinned
 	in[4] = x.Dst == model.DstReserved || x.Pending
 	in[5] = x.Xfer == model.XferRunning
-	in[6] = x.Dst == model.DstActive
+	in[6] = x.Dst == model.DstActive && x.Running
 	return in
+}
+
+const phaseComputing = 2
+
+// closePhase ends a request's phase i at at. A computing phase that began
+// before its worker started on it (prefills booked before it still ran)
+// is queued until then.
+func closePhase(r *request, i int, at int64) {
+	pc := &r.phases
+	pc.on[i] = false
+	from := pc.open[i]
+	if i == phaseComputing && r.jobStart > from {
+		split := min(r.jobStart, at)
+		pc.closed = append(pc.closed, Phase{Name: PhaseNames[1], StartMS: ms(from), EndMS: ms(split)})
+		from = split
+		if from == at {
+			return
+		}
+	}
+	pc.closed = append(pc.closed, Phase{Name: PhaseNames[i], StartMS: ms(from), EndMS: ms(at)})
 }
 
 // phaseClock is when each open phase of a request began, and the phases
@@ -183,6 +211,7 @@ func (rc *recorder) sample(s *Sim) {
 			TMS: ms(s.now), Free: int64(k.Free), Cached: int64(k.Cached + k.Kept + k.Prefix), Active: int64(k.Active),
 			Pinned: int64(k.Pinned), Reserved: int64(k.Reserved), ComputeLoad: int64(k.PrefillTokens), InFlight: int64(k.InFlight),
 			Slots: int64(k.SlotsUsed), Headroom: int64(k.HeadroomUsed), Stranded: int64(s.stats.workers[w].stranded),
+			StrandedSource: int64(s.stats.workers[w].srcStrand),
 		})
 	}
 	if len(rc.tl.Workers) > 0 && len(rc.tl.Workers[0].Samples) >= maxSamples {
@@ -213,8 +242,7 @@ func (rc *recorder) phases(r *request, at int64) {
 		case in[i] && !pc.on[i]:
 			pc.on[i], pc.open[i] = true, at
 		case !in[i] && pc.on[i]:
-			pc.on[i] = false
-			pc.closed = append(pc.closed, Phase{Name: PhaseNames[i], StartMS: ms(pc.open[i]), EndMS: ms(at)})
+			closePhase(r, i, at)
 		}
 	}
 }
@@ -226,8 +254,7 @@ func (rc *recorder) retire(r *request, at int64) {
 	x := &r.st.W.H[0]
 	for i := range r.phases.on {
 		if r.phases.on[i] {
-			r.phases.on[i] = false
-			r.phases.closed = append(r.phases.closed, Phase{Name: PhaseNames[i], StartMS: ms(r.phases.open[i]), EndMS: ms(at)})
+			closePhase(r, i, at)
 		}
 	}
 	ph := slices.Clone(r.phases.closed)

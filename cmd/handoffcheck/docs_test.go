@@ -60,6 +60,9 @@ type docExample struct {
 	cmd  string // as shown, continuation lines joined
 	args []string
 	want []string
+	// from is the index of the page's first line of want: -rewrite
+	// replaces want there with what the command prints.
+	from int
 }
 
 func (ex docExample) String() string { return fmt.Sprintf("%s:%d: $ %s", ex.page, ex.line, ex.cmd) }
@@ -94,7 +97,7 @@ func parseExamples(page, text string) ([]docExample, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s:%d: %v", page, start, err)
 			}
-			out = append(out, docExample{page: page, line: start, cmd: cmd, args: args})
+			out = append(out, docExample{page: page, line: start, cmd: cmd, args: args, from: i + 1})
 			cur = len(out) - 1
 		case cur >= 0:
 			out[cur].want = append(out[cur].want, line)
@@ -219,6 +222,8 @@ func TestDocs_ExamplesMatchOutput(t *testing.T) {
 	tmp := t.TempDir()
 	t.Chdir(repoRoot)
 	slow := os.Getenv("HANDOFFCHECK_DOCS_SLOW") == "1"
+	fixes := map[string][]docFix{}
+	defer func() { rewritePages(t, fixes) }()
 	for _, ex := range examples {
 		key := strings.Join(ex.args, " ")
 		if reason, ok := slowExamples[key]; ok && !slow {
@@ -260,9 +265,78 @@ func TestDocs_ExamplesMatchOutput(t *testing.T) {
 			}
 			return n
 		}
-		if !matchLines(norm(want), norm(got)) {
-			t.Errorf("%v: the page shows\n%s\nthe command prints\n%s", ex, strings.Join(want, "\n"), strings.Join(got, "\n"))
+		if matchLines(norm(want), norm(got)) {
+			continue
 		}
+		if *rewrite {
+			if reason := unrewritable(ex.args[0], want); reason != "" {
+				t.Errorf("%v: cannot rewrite: %s; edit the page by hand to\n%s", ex, reason, strings.Join(got, "\n"))
+				continue
+			}
+			fixes[ex.page] = append(fixes[ex.page], docFix{from: ex.from, n: len(want), lines: rewritten(want, got)})
+			continue
+		}
+		t.Errorf("%v: the page shows\n%s\nthe command prints\n%s\n(when the change is intended: go test ./cmd/handoffcheck -run TestDocs_ExamplesMatchOutput -rewrite)", ex, strings.Join(want, "\n"), strings.Join(got, "\n"))
+	}
+}
+
+// docFix replaces n lines of a page from index from with lines.
+type docFix struct {
+	from, n int
+	lines   []string
+}
+
+// unrewritable says why an example's output cannot be written over: an
+// elision ("...") inside the output or a loose example would lose what
+// the page chose to show, so a person edits it. A page that shows only
+// the output's last lines (a first line "...") keeps showing as many.
+func unrewritable(cmd string, want []string) string {
+	if _, ok := looseExamples[cmd]; ok {
+		return "its numbers follow the wall clock"
+	}
+	for i, l := range want {
+		if strings.HasSuffix(strings.TrimSpace(l), "...") && (i > 0 || strings.TrimSpace(l) != "...") {
+			return "the page elides part of the output with ..."
+		}
+	}
+	return ""
+}
+
+// rewritten is what -rewrite puts in the page for an example: the output,
+// or its last lines after a leading "...".
+func rewritten(want, got []string) []string {
+	if len(want) > 0 && strings.TrimSpace(want[0]) == "..." {
+		keep := min(len(want)-1, len(got))
+		return append([]string{want[0]}, got[len(got)-keep:]...)
+	}
+	return got
+}
+
+// rewritePages writes the fixes -rewrite gathered into their pages, last
+// first so that earlier indices stay valid. It runs in the repository
+// root, where the examples ran.
+func rewritePages(t *testing.T, fixes map[string][]docFix) {
+	pages := make([]string, 0, len(fixes))
+	for p := range fixes {
+		pages = append(pages, p)
+	}
+	sort.Strings(pages)
+	for _, page := range pages {
+		path := filepath.FromSlash(page)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(data), "\n")
+		fs := fixes[page]
+		sort.Slice(fs, func(i, j int) bool { return fs[i].from > fs[j].from })
+		for _, f := range fs {
+			lines = append(lines[:f.from], append(append([]string{}, f.lines...), lines[f.from+f.n:]...)...)
+		}
+		if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: rewrote %d examples", page, len(fs))
 	}
 }
 
@@ -432,4 +506,41 @@ func paragraphs(text string) []string {
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
+}
+
+// -rewrite writes each example's real output over what its page shows,
+// leaves the rest of the page as it was, and refuses an elided example.
+func TestDocs_RewriteReplacesOnlyTheOutput(t *testing.T) {
+	page := "intro\n```\n$ handoffcheck version \\\n    --json\nold 1\nold 2\n\n$ handoffcheck help\nkept\n```\nend\n"
+	exs, err := parseExamples("docs/x.md", page)
+	if err != nil || len(exs) != 2 {
+		t.Fatalf("%d examples, %v", len(exs), err)
+	}
+	ex := exs[0]
+	if got := strings.Join(ex.want, "|"); got != "old 1|old 2|" {
+		t.Fatalf("want lines %q", got)
+	}
+	t.Chdir(t.TempDir())
+	if err := os.MkdirAll("docs", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile("docs/x.md", []byte(page), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rewritePages(t, map[string][]docFix{"docs/x.md": {{from: ex.from, n: 2, lines: []string{"new 1", "new 2", "new 3"}}}})
+	got, err := os.ReadFile("docs/x.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "intro\n```\n$ handoffcheck version \\\n    --json\nnew 1\nnew 2\nnew 3\n\n$ handoffcheck help\nkept\n```\nend\n"
+	if string(got) != want {
+		t.Errorf("rewritten page:\n%s\nwant:\n%s", got, want)
+	}
+	if unrewritable("check", []string{"a", "..."}) == "" || unrewritable("check", []string{"a", "b..."}) == "" ||
+		unrewritable("live", []string{"a"}) == "" || unrewritable("check", []string{"a"}) != "" || unrewritable("check", []string{"...", "a"}) != "" {
+		t.Error("an elided or loose example must be refused, a plain one or one showing its last lines rewritten")
+	}
+	if got := strings.Join(rewritten([]string{"...", "x", "y"}, []string{"a", "b", "c", "d"}), "|"); got != "...|c|d" {
+		t.Errorf("a page showing the last two lines gets %q, want ...|c|d", got)
+	}
 }

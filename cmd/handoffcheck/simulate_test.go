@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -118,8 +120,76 @@ func TestTimeline_StrandedSourceCompare(t *testing.T) {
 	if !strings.Contains(out, "source-first on vllm") || !strings.Contains(out, "destination-first on sglang") {
 		t.Fatalf("want both runs' summaries:\n%s", out)
 	}
+	checkStrandedSource(t, dir, out)
 	if code, _, errOut := runCLI(t, "timeline", "--scenario", "nonesuch", "--out", dir); code != exitUsage || !strings.Contains(errOut, "stranded-source") {
 		t.Fatalf("unknown scenario: exit %d, %s", code, errOut)
+	}
+}
+
+// checkStrandedSource holds the stranded-source scenario to the handoff
+// design's point: a source-first engine strands its computed prefill KV
+// while decode waits for capacity, a destination-first one does not (it
+// reserves before prefill runs). The figure is read from each run's
+// timeline.json, the text summary, the side-by-side plot and the report.
+func checkStrandedSource(t *testing.T, dir, out string) {
+	t.Helper()
+	var sum [2]struct {
+		Summary struct {
+			Src  float64 `json:"stranded_source_block_seconds"`
+			Peak int64   `json:"stranded_source_peak_blocks"`
+		} `json:"summary"`
+		Workers []struct {
+			Samples []struct {
+				StrandedSource int64 `json:"stranded_source"`
+			} `json:"samples"`
+		} `json:"workers"`
+	}
+	for i, pol := range []string{"source-first", "destination-first"} {
+		b, err := os.ReadFile(filepath.Join(dir, pol, "timeline.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &sum[i]); err != nil {
+			t.Fatalf("%s/timeline.json: %v", pol, err)
+		}
+	}
+	src, dst := sum[0].Summary, sum[1].Summary
+	t.Logf("stranded source KV: source-first %.1f block-s (peak %d), destination-first %.1f block-s (peak %d)", src.Src, src.Peak, dst.Src, dst.Peak)
+	if src.Src <= 0 || src.Src < 10*dst.Src || src.Peak <= 0 {
+		t.Errorf("stranded source KV: source-first %.1f block-s (peak %d), destination-first %.1f: want the first above 0 and at least 10 times the second", src.Src, src.Peak, dst.Src)
+	}
+	var sampled int64
+	for _, s := range sum[0].Workers[0].Samples {
+		sampled = max(sampled, s.StrandedSource)
+	}
+	if sampled == 0 || sampled > src.Peak {
+		t.Errorf("source-first prefill worker's samples peak at %d stranded source blocks, summary at %d", sampled, src.Peak)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("stranded source KV (pinned after compute while decode waits): %.1f block-seconds, peak %d blocks", src.Src, src.Peak),
+		fmt.Sprintf("stranded source KV (pinned after compute while decode waits): %.1f block-seconds, peak %d blocks", dst.Src, dst.Peak),
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	html, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile(`stranded source block-seconds, total</th><td class="n">([0-9.]+)</td><td class="n">([0-9.]+)</td>`).FindSubmatch(html)
+	if row == nil {
+		t.Fatalf("report.html has no row of stranded source block-seconds for both runs")
+	}
+	if string(row[1]) != fmt.Sprint(src.Src) || string(row[2]) != fmt.Sprint(dst.Src) {
+		t.Errorf("report.html shows %s and %s stranded source block-seconds, the timelines %v and %v", row[1], row[2], src.Src, dst.Src)
+	}
+	svg, err := os.ReadFile(filepath.Join(dir, "compare-blocks.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(svg), fmt.Sprintf("stranded source %d", src.Peak)) {
+		t.Errorf("compare-blocks.svg does not note the source-first peak of %d stranded source blocks", src.Peak)
 	}
 }
 

@@ -36,11 +36,30 @@ func blocksKey() []keyItem {
 	for i := len(layers) - 1; i >= 0; i-- {
 		key = append(key, keyItem{label: layers[i].name, color: layers[i].color})
 	}
-	return append(key, keyItem{label: "stranded (held for attempts that cannot succeed)", color: colStranded, line: 1.2})
+	return append(key,
+		keyItem{label: "stranded source KV (pinned after compute while decode waits)", color: colStranded, line: 1.2},
+		keyItem{label: "held for attempts that cannot succeed", color: colDoomed, line: 1.2, dashes: doomedDashes})
+}
+
+// doomedDashes tells the blocks held for doomed attempts from the
+// stranded source line where both are drawn.
+var doomedDashes = []vg.Length{3, 2}
+
+// overlays are the lines drawn over the stack: the stranded source KV
+// the handoff design is about, and the blocks held for attempts that can
+// no longer succeed (StrandedBlockSeconds' integrand).
+var overlays = []struct {
+	name   string
+	color  color.RGBA
+	dashes []vg.Length
+	of     func(s *sim.Sample) int64
+}{
+	{"stranded source", colStranded, nil, func(s *sim.Sample) int64 { return s.StrandedSource }},
+	{"doomed", colDoomed, doomedDashes, func(s *sim.Sample) int64 { return s.Stranded }},
 }
 
 // stack is a gonum plotter drawing a worker's block categories as
-// stacked areas, with its stranded blocks as a line over them.
+// stacked areas, with its stranded and doomed blocks as lines over them.
 type stack struct {
 	samples []sim.Sample
 	ta      timeAxis
@@ -51,18 +70,20 @@ type stack struct {
 	warn  bool
 }
 
-// peakNote says the largest pinned, reserved and stranded counts of a
-// worker's samples, those that are not zero.
-func peakNote(ss []sim.Sample) (note string, stranded bool) {
-	var pin, res, str int64
+// peakNote says the largest pinned, reserved, stranded source and doomed
+// counts of a worker's samples, those that are not zero; warn when
+// blocks were stranded or doomed.
+func peakNote(ss []sim.Sample) (note string, warn bool) {
+	var pin, res, str, doom int64
 	for i := range ss {
-		pin, res, str = max(pin, ss[i].Pinned), max(res, ss[i].Reserved), max(str, ss[i].Stranded)
+		pin, res = max(pin, ss[i].Pinned), max(res, ss[i].Reserved)
+		str, doom = max(str, ss[i].StrandedSource), max(doom, ss[i].Stranded)
 	}
 	var parts []string
 	for _, p := range []struct {
 		name string
 		v    int64
-	}{{"pinned", pin}, {"reserved", res}, {"stranded", str}} {
+	}{{"pinned", pin}, {"reserved", res}, {"stranded source", str}, {"doomed", doom}} {
 		if p.v > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", p.name, p.v))
 		}
@@ -70,7 +91,7 @@ func peakNote(ss []sim.Sample) (note string, stranded bool) {
 	if len(parts) == 0 {
 		return "", false
 	}
-	return "peak " + strings.Join(parts, ", "), str > 0
+	return "peak " + strings.Join(parts, ", "), str > 0 || doom > 0
 }
 
 func (s *stack) Plot(c draw.Canvas, p *gplot.Plot) {
@@ -95,14 +116,16 @@ func (s *stack) Plot(c draw.Canvas, p *gplot.Plot) {
 		}
 		c.FillPolygon(l.color, c.ClipPolygonXY(pts))
 	}
-	line := make([]vg.Point, n)
-	stranded := false
-	for i := range s.samples {
-		line[i] = vg.Point{X: tx(s.ta.x(s.samples[i].TMS)), Y: ty(float64(s.samples[i].Stranded))}
-		stranded = stranded || s.samples[i].Stranded != 0
-	}
-	if stranded {
-		c.StrokeLines(draw.LineStyle{Color: colStranded, Width: vg.Points(1.2)}, c.ClipLinesXY(line)...)
+	for _, o := range overlays {
+		line := make([]vg.Point, n)
+		drawn := false
+		for i := range s.samples {
+			line[i] = vg.Point{X: tx(s.ta.x(s.samples[i].TMS)), Y: ty(float64(o.of(&s.samples[i])))}
+			drawn = drawn || o.of(&s.samples[i]) != 0
+		}
+		if drawn {
+			c.StrokeLines(draw.LineStyle{Color: o.color, Width: vg.Points(1.2), Dashes: o.dashes}, c.ClipLinesXY(line)...)
+		}
 	}
 	if s.peaks != "" {
 		ts := textStyle(7.5, s.warn)
@@ -127,7 +150,7 @@ func blockPanel(ws *sim.WorkerSeries, ta timeAxis, lo, hi float64) *gplot.Plot {
 	top := float64(ws.Capacity)
 	for i := range ss {
 		sum := ss[i].Free + ss[i].Cached + ss[i].Active + ss[i].Pinned + ss[i].Reserved
-		top = math.Max(top, float64(max(sum, ss[i].Stranded)))
+		top = math.Max(top, float64(max(sum, ss[i].Stranded, ss[i].StrandedSource)))
 	}
 	if top <= 0 {
 		top = 1
@@ -139,9 +162,10 @@ func blockPanel(ws *sim.WorkerSeries, ta timeAxis, lo, hi float64) *gplot.Plot {
 // Blocks shows each worker's KV blocks by category over time, one panel
 // per worker in a grid (prefill workers first, as the simulator numbers
 // them). Each panel stacks pinned, reserved, active, cached and free, so
-// the top is the worker's capacity, draws its stranded blocks as a dark
-// line, and notes in its corner the peak pinned, reserved and stranded
-// counts, which a capacity-sized axis can make too thin to read.
+// the top is the worker's capacity, draws its stranded source KV as a
+// dark line and the blocks it holds for doomed attempts as a dashed one,
+// and notes in its corner the peak pinned, reserved, stranded source and
+// doomed counts, which a capacity-sized axis can make too thin to read.
 func Blocks(tl *sim.Timeline) (*Figure, error) {
 	if err := checkWorkers(tl); err != nil {
 		return nil, err

@@ -7,9 +7,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/handoffcheck/handoffcheck/checker/sim"
 )
 
 // findChromium is the browser of the headless test: HANDOFFCHECK_CHROMIUM
@@ -141,5 +144,54 @@ func TestReport_RendersInChromium(t *testing.T) {
 				t.Errorf("the page logged errors:\n%s", strings.Join(errs, "\n"))
 			}
 		})
+	}
+}
+
+// scenarioTimeline runs a named scenario under a policy and returns its
+// timeline, summary included.
+func scenarioTimeline(t *testing.T, name, policy string) *sim.Timeline {
+	t.Helper()
+	sc, err := sim.LookupScenario(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, reqs, faults, err := sc.Setup(policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := sim.NewRecorder(nil)
+	res, err := sim.Run(context.Background(), cfg, &sim.SliceSource{Reqs: reqs}, sim.Options{Faults: faults, Timeline: rec, FaultFree: sc.FaultFree})
+	if err != nil || res.Violation != nil {
+		t.Fatalf("%s %s: %v %v", name, policy, err, res.Violation)
+	}
+	return rec.Timeline()
+}
+
+// The stranding the handoff design is about, as a reader of the compare
+// report sees it in a browser: the source-first run strands its computed
+// prefill KV while decode is full, the destination-first run does not.
+func TestReport_StrandedSourceInChromium(t *testing.T) {
+	bin := findChromium()
+	if bin == "" {
+		t.Skip("chromium not found: run make chromium (or set HANDOFFCHECK_CHROMIUM)")
+	}
+	src := scenarioTimeline(t, "stranded-source", "source-first")
+	dst := scenarioTimeline(t, "stranded-source", "destination-first")
+	dir := t.TempDir()
+	if _, err := WriteCompare(src, dst, dir); err != nil {
+		t.Fatal(err)
+	}
+	dom, _ := dumpDOM(t, bin, filepath.Join(dir, ReportFile))
+	row := regexp.MustCompile(`<tr><th>stranded source block-seconds, total</th><td class="n">([0-9.]+)</td><td class="n">([0-9.]+)</td></tr>`).FindStringSubmatch(dom)
+	if row == nil {
+		t.Fatal("the rendered report has no row of stranded source block-seconds for both runs")
+	}
+	a, errA := strconv.ParseFloat(row[1], 64)
+	b, errB := strconv.ParseFloat(row[2], 64)
+	if errA != nil || errB != nil || a <= 0 || a < 10*b {
+		t.Errorf("rendered stranded source block-seconds: source-first %s, destination-first %s: want the first above 0 and at least 10 times the second", row[1], row[2])
+	}
+	if a != src.Summary.StrandedSourceBlockSeconds || b != dst.Summary.StrandedSourceBlockSeconds {
+		t.Errorf("rendered %v and %v, the runs measured %v and %v", a, b, src.Summary.StrandedSourceBlockSeconds, dst.Summary.StrandedSourceBlockSeconds)
 	}
 }

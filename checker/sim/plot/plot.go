@@ -111,6 +111,7 @@ var (
 	colReserved = rgb(0x807dba)
 	colPinned   = rgb(0xe6550d)
 	colStranded = rgb(0x67000d)
+	colDoomed   = rgb(0x3f007d)
 )
 
 // phaseColors colors the phases of a handoff; the phases that hold blocks

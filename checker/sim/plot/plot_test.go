@@ -118,7 +118,9 @@ func TestBlocks_SVGHoldsTitles(t *testing.T) {
 	}
 	for _, want := range []string{"worker 0 (prefill)", "worker 3 (decode)", "Liberation Sans", "pinned",
 		"KV blocks per worker: source-first (vllm)",
-		"peak pinned 4485, stranded 2388", // worker 0's leak, noted in its corner
+		"peak pinned 4485, stranded source 2691, doomed 2388", // worker 0's leak, noted in its corner
+		"stranded source KV (pinned after compute while decode waits)",
+		"held for attempts that cannot succeed",
 	} {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("blocks.svg lacks %q", want)
@@ -357,7 +359,9 @@ func checkReport(t *testing.T, html string, tl *sim.Timeline) {
 		num(s.E2E.P50), num(s.E2E.P90), num(s.E2E.P99),
 		num(s.ThroughputRPS), num(s.OutputTokensPerS),
 		"1234567890 (1.15 GiB)", num(s.TransferMeanMS),
-		"4321.5",                   // stranded block-seconds: total and worker 0
+		"4321.5",            // held for doomed attempts: total and worker 0
+		"8765.25", ">2691<", // stranded source KV: block-seconds and peak
+		"stranded source block-seconds, worker 0",
 		"3037 / 303.25",            // worker 3's peak / mean of pinned (series 3)
 		"forgotten</td><td>failed", // request 7's outcomes
 	} {

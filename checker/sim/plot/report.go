@@ -65,7 +65,9 @@ type reportFigure struct {
 
 // captions say what each figure is for, under it in the report.
 var captions = map[string]string{
-	"blocks": "Each worker's KV blocks by category, stacked so the top is its capacity; the dark line is its stranded blocks. " +
+	"blocks": "Each worker's KV blocks by category, stacked so the top is its capacity; the dark line is its stranded source KV " +
+		"(blocks pinned after prefill compute while decode waits for a route, capacity or a reservation), " +
+		"the dashed line the blocks it holds for attempts that can no longer succeed. " +
 		"Pinned blocks (orange-red) that keep climbing on a prefill worker are blocks held for handoffs that are not being released.",
 	"load": "Above: the tokens each worker's router weighs (compute load on prefill, admission headroom on decode). " +
 		"Below: requests in flight, and on decode workers the slots used against the slot limit.",
@@ -131,14 +133,24 @@ func summaryRows(tls []*sim.Timeline) []tableRow {
 		{"makespan (ms)", func(s *sim.Summary) string { return num(s.MakespanMS) }},
 		{"throughput (requests/s)", func(s *sim.Summary) string { return num(s.ThroughputRPS) }},
 		{"output tokens/s", func(s *sim.Summary) string { return num(s.OutputTokensPerS) }},
-		{"TTFT p50 (ms)", func(s *sim.Summary) string { return num(s.TTFT.P50) }},
-		{"TTFT p90 (ms)", func(s *sim.Summary) string { return num(s.TTFT.P90) }},
-		{"TTFT p99 (ms)", func(s *sim.Summary) string { return num(s.TTFT.P99) }},
-		{"TTFT samples", func(s *sim.Summary) string { return itoa(s.TTFT.N) }},
-		{"E2E p50 (ms)", func(s *sim.Summary) string { return num(s.E2E.P50) }},
-		{"E2E p90 (ms)", func(s *sim.Summary) string { return num(s.E2E.P90) }},
-		{"E2E p99 (ms)", func(s *sim.Summary) string { return num(s.E2E.P99) }},
-		{"E2E samples", func(s *sim.Summary) string { return itoa(s.E2E.N) }},
+	}
+	for _, d := range []struct {
+		name string
+		of   func(s *sim.Summary) *sim.Pcts
+	}{
+		{"TTFT", func(s *sim.Summary) *sim.Pcts { return &s.TTFT }},
+		{"E2E", func(s *sim.Summary) *sim.Pcts { return &s.E2E }},
+		{"prefill wait", func(s *sim.Summary) *sim.Pcts { return &s.PrefillWait }},
+		{"decode wait", func(s *sim.Summary) *sim.Pcts { return &s.DecodeWait }},
+	} {
+		fields = append(fields,
+			field{d.name + " mean (ms)", func(s *sim.Summary) string { return num(d.of(s).Mean) }},
+			field{d.name + " p50 (ms)", func(s *sim.Summary) string { return num(d.of(s).P50) }},
+			field{d.name + " p90 (ms)", func(s *sim.Summary) string { return num(d.of(s).P90) }},
+			field{d.name + " p99 (ms)", func(s *sim.Summary) string { return num(d.of(s).P99) }},
+			field{d.name + " samples", func(s *sim.Summary) string { return itoa(d.of(s).N) }})
+	}
+	fields = append(fields, []field{
 		{"transfers", func(s *sim.Summary) string { return itoa(s.Transfers) }},
 		{"transfers failed", func(s *sim.Summary) string { return itoa(s.TransfersFailed) }},
 		{"transfer bytes", func(s *sim.Summary) string { return bytesText(s.TransferBytes) }},
@@ -148,8 +160,10 @@ func summaryRows(tls []*sim.Timeline) []tableRow {
 		{"reclaim max (ms)", func(s *sim.Summary) string { return num(s.ReclaimMaxMS) }},
 		{"give-up obligations", func(s *sim.Summary) string { return itoa(s.GiveUpObligated) }},
 		{"give-up max (ms)", func(s *sim.Summary) string { return num(s.GiveUpMaxMS) }},
-		{"stranded block-seconds, total", func(s *sim.Summary) string { return num(s.StrandedBlockSeconds) }},
-	}
+		{"stranded source block-seconds, total", func(s *sim.Summary) string { return num(s.StrandedSourceBlockSeconds) }},
+		{"stranded source peak (blocks)", func(s *sim.Summary) string { return strconv.FormatInt(s.StrandedSourcePeak, 10) }},
+		{"held for doomed attempts (block-seconds), total", func(s *sim.Summary) string { return num(s.StrandedBlockSeconds) }},
+	}...)
 	nw := 0
 	for _, tl := range tls {
 		if tl.Summary != nil {
@@ -157,7 +171,12 @@ func summaryRows(tls []*sim.Timeline) []tableRow {
 		}
 	}
 	for w := range nw {
-		fields = append(fields, field{fmt.Sprintf("stranded block-seconds, worker %d", w), func(s *sim.Summary) string {
+		fields = append(fields, field{fmt.Sprintf("stranded source block-seconds, worker %d", w), func(s *sim.Summary) string {
+			if w >= len(s.Workers) {
+				return "—"
+			}
+			return num(s.Workers[w].StrandedSourceBlockSeconds)
+		}}, field{fmt.Sprintf("held for doomed attempts (block-seconds), worker %d", w), func(s *sim.Summary) string {
 			if w >= len(s.Workers) {
 				return "—"
 			}
@@ -188,13 +207,17 @@ func workerTable(tl *sim.Timeline) (heads []string, rows []tableRow) {
 	}
 	ws := tl.Summary.Workers
 	capRow := tableRow{Name: "capacity (blocks)"}
-	str := tableRow{Name: "stranded block-seconds"}
+	src := tableRow{Name: "stranded source block-seconds"}
+	srcPeak := tableRow{Name: "stranded source peak (blocks)"}
+	str := tableRow{Name: "held for doomed attempts (block-seconds)"}
 	for _, w := range ws {
 		heads = append(heads, fmt.Sprintf("worker %d (%s)", w.Worker, w.Role))
 		capRow.Values = append(capRow.Values, strconv.FormatInt(w.Capacity, 10))
+		src.Values = append(src.Values, num(w.StrandedSourceBlockSeconds))
+		srcPeak.Values = append(srcPeak.Values, strconv.FormatInt(w.StrandedSourcePeak, 10))
 		str.Values = append(str.Values, num(w.StrandedBlockSeconds))
 	}
-	rows = append(rows, capRow, str)
+	rows = append(rows, capRow, src, srcPeak, str)
 	for _, name := range sim.Series {
 		r := tableRow{Name: name}
 		for _, w := range ws {

@@ -28,6 +28,7 @@ func handMade(policy string, shift float64) *sim.Timeline {
 				s.Cached = 1500 + int64(i%50)*10
 				if w == 0 {
 					s.Pinned = int64(i) * 15
+					s.StrandedSource = min(s.Pinned, int64(i)*9)
 					s.Stranded = max(0, int64(i-100)*12)
 				} else {
 					s.Pinned = 100 + wave/4
@@ -77,6 +78,7 @@ func handMade(policy string, shift float64) *sim.Timeline {
 		E2E:       sim.Pcts{N: 11, P50: 402.5, P90: 455.125, P99: 987.654},
 		Transfers: 11, TransfersFailed: 1, TransferBytes: 1234567890, TransferMeanMS: 30.125,
 		StrandedBlockSeconds: 4321.5, Events: 5555,
+		StrandedSourceBlockSeconds: 8765.25, StrandedSourcePeak: 2691,
 	}
 	for w := range tl.Workers {
 		ws := &tl.Workers[w]
@@ -86,6 +88,7 @@ func handMade(policy string, shift float64) *sim.Timeline {
 		}
 		if w == 0 {
 			wsum.StrandedBlockSeconds = 4321.5
+			wsum.StrandedSourceBlockSeconds, wsum.StrandedSourcePeak = 8765.25, 2691
 		}
 		tl.Summary.Workers = append(tl.Summary.Workers, wsum)
 	}
