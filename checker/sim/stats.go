@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -102,19 +103,37 @@ type PeakMean struct {
 }
 
 // Series names a worker's counters, in the order samples and summaries
-// list them.
-var Series = []string{"free", "cached", "active", "pinned", "reserved", "compute_load_tokens", "in_flight", "slots", "headroom_tokens"}
+// list them: its block categories, its router's and admission's
+// counters, and the worker metrics of the handoff design:
+// kv_used_blocks (active + pinned source + reserved destination),
+// active_decode_blocks (a decode worker's active blocks with its
+// destination reservations; zero on a prefill worker) and the decode
+// router's selection-time booking, which may precede the physical
+// reservation.
+var Series = []string{"free", "cached", "active", "pinned", "reserved", "compute_load_tokens", "in_flight", "slots", "headroom_tokens",
+	"kv_used_blocks", "active_decode_blocks", "decode_booked_blocks"}
 
-const numSeries = 9
+const numSeries = 12
 
-func values(k *model.Worker) [numSeries]float64 {
+func values(k *model.Worker, role model.WorkerRole) [numSeries]float64 {
 	return [numSeries]float64{
 		float64(k.Free), float64(k.Cached + k.Kept + k.Prefix), float64(k.Active), float64(k.Pinned), float64(k.Reserved),
 		float64(k.PrefillTokens), float64(k.InFlight), float64(k.SlotsUsed), float64(k.HeadroomUsed),
+		float64(k.KVUsed()), float64(activeDecode(k, role)), float64(k.BookedBlocks),
 	}
 }
 
+// activeDecode is active_decode_blocks: on a decode worker its active
+// blocks and its destination reservations.
+func activeDecode(k *model.Worker, role model.WorkerRole) model.Blocks {
+	if role != model.DecodeWorker {
+		return 0
+	}
+	return k.Active + k.Reserved
+}
+
 type workerStats struct {
+	role     model.WorkerRole
 	last     int64
 	integral [numSeries]float64
 	peak     [numSeries]float64
@@ -151,6 +170,7 @@ func newStats(cfg *Config, n int) *stats {
 	st := &stats{workers: make([]workerStats, n)}
 	for w := range st.workers {
 		st.workers[w].peak[0] = float64(cfg.Capacity(w))
+		st.workers[w].role = cfg.Role(w)
 	}
 	return st
 }
@@ -160,7 +180,7 @@ func (st *stats) flush(w int, k *model.Worker, now int64) {
 	ws := &st.workers[w]
 	dt := float64(now - ws.last)
 	if dt > 0 {
-		v := values(k)
+		v := values(k, ws.role)
 		for i := range v {
 			ws.integral[i] += v[i] * dt
 		}
@@ -170,13 +190,22 @@ func (st *stats) flush(w int, k *model.Worker, now int64) {
 	ws.last = now
 }
 
-// change records a worker's counters changing at the current time.
+// change records a worker's counters changing at the current time, and
+// holds the worker metrics to the handoff design's accounting at every
+// change: kv_used_blocks is what is neither free nor cached, so pins and
+// reservations count as used the moment they exist and nothing counts
+// twice (BlockCategoriesDisjoint, ReservationCountsAtOnce).
 func (st *stats) change(s *Sim, w int, old, k *model.Worker) {
 	st.flush(w, old, s.now)
-	v := values(k)
 	ws := &st.workers[w]
+	v := values(k, ws.role)
 	for i := range v {
 		ws.peak[i] = max(ws.peak[i], v[i])
+	}
+	capacity := s.cfg.Capacity(w)
+	if unused := k.Free + k.Cached + k.Kept + k.Prefix; k.KVUsed() != capacity-unused {
+		s.fail(nil, model.NameBlockCategoriesDisjoint, fmt.Sprintf("worker %d reports kv_used_blocks %d (active %d + pinned source %d + reserved destination %d), but capacity %d less free and cached (%d) is %d",
+			w, int64(k.KVUsed()), int64(k.Active), int64(k.Pinned), int64(k.Reserved), int64(capacity), int64(unused), int64(capacity-unused)))
 	}
 }
 

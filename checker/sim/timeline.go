@@ -64,6 +64,14 @@ type Sample struct {
 	// StrandedSource is absent from timelines written before it was
 	// measured; it reads as zero there.
 	StrandedSource int64 `json:"stranded_source"`
+	// The worker metrics of the handoff design: kv_used_blocks (active +
+	// pinned source + reserved destination), active_decode_blocks (a
+	// decode worker's active blocks with its reservations) and the decode
+	// router's booking on the worker. Absent (zero) in timelines written
+	// before they were recorded.
+	KVUsed       int64 `json:"kv_used_blocks"`
+	ActiveDecode int64 `json:"active_decode_blocks"`
+	Booked       int64 `json:"decode_booked_blocks"`
 }
 
 // HandoffTimeline is one request's handoff: where it ran, how each side
@@ -212,6 +220,7 @@ func (rc *recorder) sample(s *Sim) {
 			Pinned: int64(k.Pinned), Reserved: int64(k.Reserved), ComputeLoad: int64(k.PrefillTokens), InFlight: int64(k.InFlight),
 			Slots: int64(k.SlotsUsed), Headroom: int64(k.HeadroomUsed), Stranded: int64(s.stats.workers[w].stranded),
 			StrandedSource: int64(s.stats.workers[w].srcStrand),
+			KVUsed:         int64(k.KVUsed()), ActiveDecode: int64(activeDecode(k, s.cfg.Role(w))), Booked: int64(k.BookedBlocks),
 		})
 	}
 	if len(rc.tl.Workers) > 0 && len(rc.tl.Workers[0].Samples) >= maxSamples {

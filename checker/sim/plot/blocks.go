@@ -38,7 +38,8 @@ func blocksKey() []keyItem {
 	}
 	return append(key,
 		keyItem{label: "stranded source KV (pinned after compute while decode waits)", color: colStranded, line: 1.2},
-		keyItem{label: "held for attempts that cannot succeed", color: colDoomed, line: 1.2, dashes: doomedDashes})
+		keyItem{label: "held for attempts that cannot succeed", color: colDoomed, line: 1.2, dashes: doomedDashes},
+		keyItem{label: "decode router's booking", color: colBooked, line: 1.2, dashes: bookedDashes})
 }
 
 // doomedDashes tells the blocks held for doomed attempts from the
@@ -56,7 +57,12 @@ var overlays = []struct {
 }{
 	{"stranded source", colStranded, nil, func(s *sim.Sample) int64 { return s.StrandedSource }},
 	{"doomed", colDoomed, doomedDashes, func(s *sim.Sample) int64 { return s.Stranded }},
+	{"booked", colBooked, bookedDashes, func(s *sim.Sample) int64 { return s.Booked }},
 }
+
+// bookedDashes draws the decode router's booking dotted: it is a
+// router's estimate, not blocks the worker holds.
+var bookedDashes = []vg.Length{1, 1.5}
 
 // stack is a gonum plotter drawing a worker's block categories as
 // stacked areas, with its stranded and doomed blocks as lines over them.
@@ -70,20 +76,22 @@ type stack struct {
 	warn  bool
 }
 
-// peakNote says the largest pinned, reserved, stranded source and doomed
-// counts of a worker's samples, those that are not zero; warn when
+// peakNote says the largest pinned, reserved, stranded source, doomed and
+// router-booked counts of a worker's samples, those that are not zero;
+// warn when
 // blocks were stranded or doomed.
 func peakNote(ss []sim.Sample) (note string, warn bool) {
-	var pin, res, str, doom int64
+	var pin, res, str, doom, booked int64
 	for i := range ss {
 		pin, res = max(pin, ss[i].Pinned), max(res, ss[i].Reserved)
 		str, doom = max(str, ss[i].StrandedSource), max(doom, ss[i].Stranded)
+		booked = max(booked, ss[i].Booked)
 	}
 	var parts []string
 	for _, p := range []struct {
 		name string
 		v    int64
-	}{{"pinned", pin}, {"reserved", res}, {"stranded source", str}, {"doomed", doom}} {
+	}{{"pinned", pin}, {"reserved", res}, {"stranded source", str}, {"doomed", doom}, {"booked", booked}} {
 		if p.v > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", p.name, p.v))
 		}
@@ -150,6 +158,9 @@ func blockPanel(ws *sim.WorkerSeries, ta timeAxis, lo, hi float64) *gplot.Plot {
 	top := float64(ws.Capacity)
 	for i := range ss {
 		sum := ss[i].Free + ss[i].Cached + ss[i].Active + ss[i].Pinned + ss[i].Reserved
+		// The router's booking may run far beyond the capacity (requests
+		// booked while they wait): it is clipped at the top, and its peak
+		// is in the corner's note.
 		top = math.Max(top, float64(max(sum, ss[i].Stranded, ss[i].StrandedSource)))
 	}
 	if top <= 0 {

@@ -112,6 +112,7 @@ var (
 	colPinned   = rgb(0xe6550d)
 	colStranded = rgb(0x67000d)
 	colDoomed   = rgb(0x3f007d)
+	colBooked   = rgb(0x08306b)
 )
 
 // phaseColors colors the phases of a handoff; the phases that hold blocks

@@ -121,6 +121,7 @@ func TestBlocks_SVGHoldsTitles(t *testing.T) {
 		"peak pinned 4485, stranded source 2691, doomed 2388", // worker 0's leak, noted in its corner
 		"stranded source KV (pinned after compute while decode waits)",
 		"held for attempts that cannot succeed",
+		"decode router", "booked 3399", // a decode worker's booking, beyond its capacity, noted
 	} {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("blocks.svg lacks %q", want)

@@ -38,6 +38,7 @@ func handMade(policy string, shift float64) *sim.Timeline {
 			default:
 				s.Active = 900 + wave*2
 				s.Reserved = 200 + wave/2
+				s.Booked = 3000 + wave
 				s.Cached = 400
 				s.Headroom = 4096 + wave*16
 				s.InFlight = 10 + int64(i%9)
