@@ -62,6 +62,17 @@ func (g *GroupsFile) Profile(role string) (*GroupedProfile, error) {
 	return p, nil
 }
 
+// File is the profile in its file form: Profile of the result gives the
+// profile back.
+func (p *GroupedProfile) File() *GroupsFile {
+	g := &GroupsFile{VLLMVersion: p.VLLMVersion}
+	for _, pg := range p.Groups {
+		g.Groups = append(g.Groups, GroupFile{Name: pg.Name, Kind: pg.Kind.String(), BlockSize: pg.BlockSize, Window: pg.Window,
+			TransferBytesPerBlock: pg.TransferBytesPerBlock, PrefixCacheable: pg.PrefixCacheable, CheckpointBlocks: pg.CheckpointBlocks})
+	}
+	return g
+}
+
 // ParseGroups reads a groups file. Errors name the file and line and say
 // what was expected; a profile the rules refuse names the role and group.
 func ParseGroups(file string, data []byte, role string) (*GroupedProfile, error) {

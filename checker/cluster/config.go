@@ -51,13 +51,21 @@ const Disabled = "disabled"
 // routers. Times are in microseconds.
 type Config struct {
 	// Policy is a spec policy, or Disabled (DisabledMode).
-	Policy   string
-	policy   spec.Policy
-	Engine   model.Engine
-	Seed     uint64
-	Prefill  PrefillPool
-	Decode   DecodePool
-	Transfer model.LinearProfile
+	Policy  string
+	policy  spec.Policy
+	Engine  model.Engine
+	Seed    uint64
+	Prefill PrefillPool
+	Decode  DecodePool
+	// Transfer prices the transfers with one bytes-per-token rate, unless
+	// Grouped does with the KV cache groups of a hybrid model (vLLM's
+	// grouped rules: checkpoints of state groups, windows of sliding
+	// ones). DecodeLinear or DecodeGrouped gives the decode role a profile
+	// of its own; with neither it shares the prefill role's.
+	Transfer      model.LinearProfile
+	Grouped       *model.GroupedProfile
+	DecodeLinear  *model.LinearProfile
+	DecodeGrouped *model.GroupedProfile
 	// BandwidthGbps prices a transfer's time: its payload bytes over it.
 	BandwidthGbps float64
 	// HeadroomTokens is the admission headroom a reservation keeps per
@@ -147,9 +155,11 @@ type fileConfig struct {
 		MsPerOutputToken float64 `json:"ms_per_output_token"`
 	} `json:"decode"`
 	Transfer struct {
-		BytesPerToken   int64   `json:"bytes_per_token"`
-		BlockSizeTokens int64   `json:"block_size_tokens"`
-		BandwidthGbps   float64 `json:"bandwidth_gbps"`
+		BytesPerToken   int64             `json:"bytes_per_token,omitempty"`
+		BlockSizeTokens int64             `json:"block_size_tokens,omitempty"`
+		Groups          *model.GroupsFile `json:"groups,omitempty"`
+		Decode          *fileDecode       `json:"decode,omitempty"`
+		BandwidthGbps   float64           `json:"bandwidth_gbps"`
 	} `json:"transfer"`
 	HeadroomTokensPerRequest *int64 `json:"headroom_tokens_per_request"`
 	Network                  struct {
@@ -248,13 +258,35 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	within("headroom_tokens", f.Decode.HeadroomTokens, 0, 1<<30, "decode headroom_tokens")
 	positive("tokens_per_sec", f.Prefill.TokensPerSec, "prefill tokens_per_sec")
 	positive("ms_per_output_token", f.Decode.MsPerOutputToken, "decode ms_per_output_token")
-	within("bytes_per_token", f.Transfer.BytesPerToken, 1, 1<<30, "transfer bytes_per_token")
-	within("block_size_tokens", f.Transfer.BlockSizeTokens, 1, 1<<16, "transfer block_size_tokens")
+	profile := func(key string, bpt, bs int64, gf *model.GroupsFile, role string) (*model.LinearProfile, *model.GroupedProfile) {
+		if gf != nil {
+			if bpt != 0 || bs != 0 {
+				bad(key, "transfer%s takes either groups or bytes_per_token with block_size_tokens, not both", map[bool]string{true: " decode"}[role == "decode"])
+				return nil, nil
+			}
+			g, err := gf.Profile(role)
+			if err != nil {
+				bad(key, "%v", err)
+				return nil, nil
+			}
+			return nil, g
+		}
+		within("bytes_per_token", bpt, 1, 1<<30, "transfer bytes_per_token")
+		within("block_size_tokens", bs, 1, 1<<16, "transfer block_size_tokens")
+		return &model.LinearProfile{BytesPerToken: model.Bytes(bpt), BlockSize: model.Tokens(bs)}, nil
+	}
+	if lin, g := profile("transfer", f.Transfer.BytesPerToken, f.Transfer.BlockSizeTokens, f.Transfer.Groups, "prefill"); lin != nil {
+		c.Transfer = *lin
+	} else if g != nil {
+		c.Grouped = g
+	}
+	if d := f.Transfer.Decode; d != nil {
+		c.DecodeLinear, c.DecodeGrouped = profile("decode", d.BytesPerToken, d.BlockSizeTokens, d.Groups, "decode")
+	}
 	positive("bandwidth_gbps", f.Transfer.BandwidthGbps, "transfer bandwidth_gbps")
 	c.Prefill = PrefillPool{Workers: f.Prefill.Workers, CapacityBlocks: model.Blocks(f.Prefill.CapacityBlocks), TokensPerSec: f.Prefill.TokensPerSec}
 	c.Decode = DecodePool{Workers: f.Decode.Workers, CapacityBlocks: model.Blocks(f.Decode.CapacityBlocks), Slots: f.Decode.Slots,
 		HeadroomTokens: model.Tokens(f.Decode.HeadroomTokens), PerTokenUS: max(1, us(f.Decode.MsPerOutputToken))}
-	c.Transfer = model.LinearProfile{BytesPerToken: model.Bytes(f.Transfer.BytesPerToken), BlockSize: model.Tokens(f.Transfer.BlockSizeTokens)}
 	c.BandwidthGbps = f.Transfer.BandwidthGbps
 	c.HeadroomTokens = 512
 	if f.HeadroomTokensPerRequest != nil {
@@ -315,10 +347,57 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	if f.Renewal != nil {
 		c.Renewal = *f.Renewal
 	}
+	if len(errs) == 0 {
+		// The pair of profiles must be able to hand off, and a request's
+		// world must price: a world of one prompt says so.
+		if err := c.AttemptWorld(c.BlockSize(), 0).Prepare(); err != nil {
+			bad("transfer", "%v", err)
+		}
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	return c, nil
+}
+
+// fileDecode is the decode role's own transfer profile, in the form of
+// the prefill role's.
+type fileDecode struct {
+	BytesPerToken   int64             `json:"bytes_per_token,omitempty"`
+	BlockSizeTokens int64             `json:"block_size_tokens,omitempty"`
+	Groups          *model.GroupsFile `json:"groups,omitempty"`
+}
+
+// PromptBlocks is what a prompt's KV takes on a worker that computes it:
+// its pages under a linear profile; under a grouped one, the blocks of
+// every group as vLLM's rules keep them while computing (a state group's
+// checkpoints, a sliding window's window). An error says why the
+// profile cannot price the prompt.
+func (c *Config) PromptBlocks(prompt model.Tokens) (model.Blocks, error) {
+	if c.Grouped == nil {
+		return model.BlocksFor(prompt, c.Transfer.BlockSize), nil
+	}
+	wc := c.AttemptWorld(prompt, 0)
+	if err := wc.Prepare(); err != nil {
+		return 0, err
+	}
+	return wc.SourceQuote(0).ComputeBlocks, nil
+}
+
+// BlockSize is the tokens of one block of a prompt's KV as the prefix
+// caches count it: the linear profile's page, or the block of the grouped
+// profile's first full-attention group (the group whose whole blocks a
+// destination's prefix hit is counted in).
+func (c *Config) BlockSize() model.Tokens {
+	if c.Grouped == nil {
+		return c.Transfer.BlockSize
+	}
+	for _, g := range c.Grouped.Groups {
+		if g.Kind == model.FullAttention {
+			return g.BlockSize
+		}
+	}
+	return c.Grouped.Groups[0].BlockSize
 }
 
 // SpecPolicy is the spec policy of a handoff configuration.

@@ -21,8 +21,16 @@ func (c *Config) AttemptWorld(prompt, hit model.Tokens) *model.Config {
 			{Role: model.DecodeWorker, Capacity: c.Decode.CapacityBlocks, Slots: c.Decode.Slots, Headroom: c.Decode.HeadroomTokens, PrefixHit: []model.Tokens{hit}},
 		},
 		Handoffs: []model.HandoffConfig{{PromptTokens: prompt, HeadroomTokens: c.HeadroomTokens}},
-		Linear:   &model.LinearProfile{BytesPerToken: c.Transfer.BytesPerToken, BlockSize: c.Transfer.BlockSize},
+		Linear:   c.linear(), Grouped: c.Grouped, DecodeLinear: c.DecodeLinear, DecodeGrouped: c.DecodeGrouped,
 	}
+}
+
+// linear is the prefill role's linear profile, nil when it is grouped.
+func (c *Config) linear() *model.LinearProfile {
+	if c.Grouped != nil {
+		return nil
+	}
+	return &model.LinearProfile{BytesPerToken: c.Transfer.BytesPerToken, BlockSize: c.Transfer.BlockSize}
 }
 
 // JSON is the configuration in its file form (schema handoffcheck.sim/v1):
@@ -36,6 +44,15 @@ func (c *Config) JSON() []byte {
 	f.Decode.Workers, f.Decode.CapacityBlocks, f.Decode.Slots = c.Decode.Workers, int64(c.Decode.CapacityBlocks), c.Decode.Slots
 	f.Decode.HeadroomTokens, f.Decode.MsPerOutputToken = int64(c.Decode.HeadroomTokens), ms(c.Decode.PerTokenUS)
 	f.Transfer.BytesPerToken, f.Transfer.BlockSizeTokens, f.Transfer.BandwidthGbps = int64(c.Transfer.BytesPerToken), int64(c.Transfer.BlockSize), c.BandwidthGbps
+	if c.Grouped != nil {
+		f.Transfer.BytesPerToken, f.Transfer.BlockSizeTokens, f.Transfer.Groups = 0, 0, c.Grouped.File()
+	}
+	switch {
+	case c.DecodeGrouped != nil:
+		f.Transfer.Decode = &fileDecode{Groups: c.DecodeGrouped.File()}
+	case c.DecodeLinear != nil:
+		f.Transfer.Decode = &fileDecode{BytesPerToken: int64(c.DecodeLinear.BytesPerToken), BlockSizeTokens: int64(c.DecodeLinear.BlockSize)}
+	}
 	hr := int64(c.HeadroomTokens)
 	f.HeadroomTokensPerRequest = &hr
 	f.Network.LatencyMs, f.Network.JitterMs = ms(c.LatencyUS), ms(c.JitterUS)

@@ -139,7 +139,9 @@ func runDisabled(ctx context.Context, cfg *Config, src Source, opt Options) (*Re
 			return err
 		}
 		dr := &dreq{Request: r, firstTok: -1}
-		dr.blocks = model.BlocksFor(r.PromptTokens, cfg.Transfer.BlockSize)
+		if dr.blocks, err = cfg.PromptBlocks(r.PromptTokens); err != nil {
+			return fmt.Errorf("%w: request %d: %v", ErrInput, r.Index, err)
+		}
 		if dr.blocks > cfg.Decode.CapacityBlocks {
 			return fmt.Errorf("%w: request %d needs %d blocks, more than a decode worker's capacity of %d", ErrInput, r.Index, int64(dr.blocks), int64(cfg.Decode.CapacityBlocks))
 		}

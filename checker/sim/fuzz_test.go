@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"os"
 	"testing"
 )
 
@@ -14,6 +15,9 @@ func FuzzParseSimConfig(f *testing.F) {
 	f.Add([]byte(`{"schema":"handoffcheck.sim/v1","timers":{"lease_ms":-5},"commands":["bogus"]}`))
 	f.Add([]byte(`[1,2`))
 	f.Add([]byte(`{"schema":"handoffcheck.sim/v1","decode":{"workers":2,"workers":3}}`))
+	if grouped, err := os.ReadFile("../../testdata/sim/grouped.json"); err == nil {
+		f.Add(grouped)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := ParseConfig("fuzz.json", data)
 		if err != nil {
@@ -24,6 +28,10 @@ func FuzzParseSimConfig(f *testing.F) {
 		}
 		if c.NumWorkers() < 2 || c.Prefill.TokensPerSec <= 0 || c.Decode.PerTokenUS <= 0 {
 			t.Fatalf("accepted a configuration that cannot run: %+v", c)
+		}
+		// The live workers start from the JSON form: it reads back.
+		if _, err := ParseConfig("back.json", c.JSON()); err != nil {
+			t.Fatalf("an accepted configuration's JSON form is refused: %v", err)
 		}
 	})
 }

@@ -1289,7 +1289,7 @@ func (s *Sim) retire(r *request) {
 			// The request's prompt prefix stays in the worker's cache,
 			// as blocks any allocation may evict, for the next request
 			// of its group.
-			want := model.WholeBlocks(r.PrefixTokens, s.cfg.Transfer.BlockSize) - lk
+			want := model.WholeBlocks(r.PrefixTokens, s.cfg.BlockSize()) - lk
 			k := s.workers[r.d]
 			if n := min(max(want, 0), k.Free); n > 0 {
 				k.Free -= n
