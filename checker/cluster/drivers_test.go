@@ -1,7 +1,11 @@
 package cluster
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -30,6 +34,55 @@ func TestNoDriverImportsAnother(t *testing.T) {
 		for _, o := range drivers {
 			if o != d && slices.Contains(deps, o) {
 				t.Errorf("%s imports %s (directly or through another package); drivers share the cluster layer, not each other", d, o)
+			}
+		}
+	}
+}
+
+// The cluster's names have one home: the simulator keeps no aliases of
+// them (a type, constant or variable that only renames a name of this
+// package), so that a driver's callers name the cluster layer itself and
+// a reader never meets one thing under two names.
+func TestSimKeepsNoAliasesOfClusterNames(t *testing.T) {
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("../sim/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no files of the simulator found (%v)", err)
+	}
+	renames := func(e ast.Expr) bool {
+		sel, ok := e.(*ast.SelectorExpr)
+		if !ok {
+			return false
+		}
+		id, ok := sel.X.(*ast.Ident)
+		return ok && id.Name == "cluster"
+	}
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, file, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok {
+				continue
+			}
+			for _, s := range g.Specs {
+				switch s := s.(type) {
+				case *ast.TypeSpec:
+					if s.Assign.IsValid() && renames(s.Type) {
+						t.Errorf("%s: type %s is an alias of a cluster name", fset.Position(s.Pos()), s.Name.Name)
+					}
+				case *ast.ValueSpec:
+					for i, v := range s.Values {
+						if renames(v) {
+							t.Errorf("%s: %s renames a cluster name", fset.Position(s.Pos()), s.Names[i].Name)
+						}
+					}
+				}
 			}
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handoffcheck/handoffcheck/checker/sim"
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -17,7 +17,7 @@ import (
 // holding an attempt never lets its blocks go (the run's leak check
 // failed that way).
 func TestCoord_EndWhileHeldReleasesWorkers(t *testing.T) {
-	cfg := sim.DefaultConfig()
+	cfg := cluster.DefaultConfig()
 	st, err := newStepper(nil, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -42,7 +42,7 @@ type Step struct {
 
 // dreq is a request of a disabled run.
 type dreq struct {
-	Request
+	cluster.Request
 	w         int
 	blocks    model.Blocks
 	admitted  bool
@@ -113,7 +113,7 @@ type disabledRun struct {
 }
 
 // runDisabled runs a workload with handoff disabled.
-func runDisabled(ctx context.Context, cfg *Config, src Source, opt Options) (*Result, error) {
+func runDisabled(ctx context.Context, cfg *cluster.Config, src cluster.Source, opt Options) (*Result, error) {
 	n := cfg.NumWorkers()
 	s := &Sim{cfg: cfg, workers: make([]model.Worker, n), rng: rand.New(rand.NewPCG(cfg.Seed, 0x68616e646f6666))}
 	s.stats = newStats(cfg, n)
@@ -140,7 +140,7 @@ func runDisabled(ctx context.Context, cfg *Config, src Source, opt Options) (*Re
 		dr := &dreq{Request: r, firstTok: -1}
 		dr.blocks = model.BlocksFor(r.PromptTokens, cfg.Transfer.BlockSize)
 		if dr.blocks > cfg.Decode.CapacityBlocks {
-			return fmt.Errorf("%w: request %d needs %d blocks, more than a decode worker's capacity of %d", ErrInput, r.Index, int64(dr.blocks), int64(cfg.Decode.CapacityBlocks))
+			return fmt.Errorf("%w: request %d needs %d blocks, more than a decode worker's capacity of %d", cluster.ErrInput, r.Index, int64(dr.blocks), int64(cfg.Decode.CapacityBlocks))
 		}
 		heap.Push(&d.q, devent{at: r.ArrivalUS + cfg.LatencyUS, prio: dArrive, r: dr})
 		if r.CancelUS >= 0 {

@@ -47,7 +47,7 @@ func fmtMS(t int64) string { return fmt.Sprintf("%.3fms", float64(t)/1000) }
 
 // Sim is one simulation run.
 type Sim struct {
-	cfg    *Config
+	cfg    *cluster.Config
 	chk    *checker.Checker
 	proto  *checker.Protocol
 	policy spec.Policy
@@ -66,7 +66,7 @@ type Sim struct {
 	dirty   []bool
 	seen    []capacity // what each worker's waiters were last offered
 
-	src         Source
+	src         cluster.Source
 	arrivals    int
 	lastArrival int64
 	faultFree   bool
@@ -88,7 +88,7 @@ type Sim struct {
 
 // Options are the inputs of a run beside the configuration.
 type Options struct {
-	Faults []Fault
+	Faults []cluster.Fault
 	// Timeline records what --out writes (samples and phases); nil
 	// records nothing but the summary.
 	Timeline *Recorder
@@ -116,8 +116,8 @@ type Progress struct {
 }
 
 // Run simulates a workload on a configuration.
-func Run(ctx context.Context, cfg *Config, src Source, opt Options) (*Result, error) {
-	if cfg.Policy == Disabled {
+func Run(ctx context.Context, cfg *cluster.Config, src cluster.Source, opt Options) (*Result, error) {
+	if cfg.Policy == cluster.Disabled {
 		return runDisabled(ctx, cfg, src, opt)
 	}
 	s, err := newSim(cfg, src, opt)
@@ -127,7 +127,7 @@ func Run(ctx context.Context, cfg *Config, src Source, opt Options) (*Result, er
 	return s.run(ctx, opt)
 }
 
-func newSim(cfg *Config, src Source, opt Options) (*Sim, error) {
+func newSim(cfg *cluster.Config, src cluster.Source, opt Options) (*Sim, error) {
 	p := opt.Protocol
 	if p == nil {
 		p = checker.Generated()
@@ -169,7 +169,7 @@ func newSim(cfg *Config, src Source, opt Options) (*Sim, error) {
 // onto its two workers), where it runs, what is scheduled for it, and what
 // the timed properties follow.
 type request struct {
-	Request
+	cluster.Request
 	cluster.Window // its world (Cfg) onto its two workers' counters
 	st             checker.State
 	p, d           int
@@ -305,7 +305,7 @@ type event struct {
 	timer model.Timer
 	ver   uint32
 	side  model.Side
-	fault *Fault
+	fault *cluster.Fault
 	// waiter: the move is a promote, which gives an activated request
 	// waiting for a decode slot the slot that freed. It is due the
 	// instant the slot freed and goes before every other event due
@@ -482,11 +482,11 @@ func (s *Sim) nextArrival() error {
 		return err
 	}
 	if req.ArrivalUS < s.now {
-		return fmt.Errorf("%w: request %d arrives at %s, before %s", ErrInput, req.Index, fmtMS(req.ArrivalUS), fmtMS(s.now))
+		return fmt.Errorf("%w: request %d arrives at %s, before %s", cluster.ErrInput, req.Index, fmtMS(req.ArrivalUS), fmtMS(s.now))
 	}
 	cfg := s.cfg.AttemptWorld(req.PromptTokens, 0)
 	if err := cfg.Prepare(); err != nil {
-		return fmt.Errorf("%w: request %d: %v", ErrInput, req.Index, err)
+		return fmt.Errorf("%w: request %d: %v", cluster.ErrInput, req.Index, err)
 	}
 	r := &request{Request: req, Window: cluster.Window{Cfg: cfg}, p: -1, d: -1, doomedAt: -1, firstTok: -1, since: req.ArrivalUS}
 	r.outcomeAt = [2]int64{-1, -1}
@@ -986,7 +986,7 @@ func (s *Sim) routeDecode(r *request) {
 	}
 	cfg := s.cfg.AttemptWorld(r.PromptTokens, hit)
 	if err := cfg.Prepare(); err != nil {
-		s.inputErr = fmt.Errorf("%w: request %d: %v", ErrInput, r.Index, err)
+		s.inputErr = fmt.Errorf("%w: request %d: %v", cluster.ErrInput, r.Index, err)
 		return
 	}
 	// The prefix the worker caches becomes the request's cached prefix
@@ -998,7 +998,7 @@ func (s *Sim) routeDecode(r *request) {
 		hit, lk = 0, 0
 		cfg = s.cfg.AttemptWorld(r.PromptTokens, 0)
 		if err := cfg.Prepare(); err != nil {
-			s.inputErr = fmt.Errorf("%w: request %d: %v", ErrInput, r.Index, err)
+			s.inputErr = fmt.Errorf("%w: request %d: %v", cluster.ErrInput, r.Index, err)
 			return
 		}
 	}
@@ -1085,20 +1085,20 @@ func (s *Sim) fireTimer(e *event) {
 
 // checkFault refuses a planned fault the configuration cannot run: a
 // worker it does not have, a fact the model does not know.
-func (s *Sim) checkFault(f Fault) error {
+func (s *Sim) checkFault(f cluster.Fault) error {
 	k, err := f.FaultKind()
 	if err != nil {
 		return err
 	}
 	if f.Worker >= s.cfg.NumWorkers() {
-		return fmt.Errorf("%s:%d: %w: worker %d, but the configuration has workers 0 to %d", f.File, f.Line, ErrInput, f.Worker, s.cfg.NumWorkers()-1)
+		return fmt.Errorf("%s:%d: %w: worker %d, but the configuration has workers 0 to %d", f.File, f.Line, cluster.ErrInput, f.Worker, s.cfg.NumWorkers()-1)
 	}
 	if k == checker.Restart && f.Request >= 0 {
 		if !slices.Contains(obslog.AttemptKindNames(), f.After) {
-			return fmt.Errorf("%s:%d: %w: after %q, want a kind of the observation log a worker logs for a request: %s", f.File, f.Line, ErrInput, f.After, strings.Join(obslog.AttemptKindNames(), ", "))
+			return fmt.Errorf("%s:%d: %w: after %q, want a kind of the observation log a worker logs for a request: %s", f.File, f.Line, cluster.ErrInput, f.After, strings.Join(obslog.AttemptKindNames(), ", "))
 		}
 		if _, ok := cluster.SideNamed(f.Side); !ok {
-			return fmt.Errorf("%s:%d: %w: side %q, want source or destination", f.File, f.Line, ErrInput, f.Side)
+			return fmt.Errorf("%s:%d: %w: side %q, want source or destination", f.File, f.Line, cluster.ErrInput, f.Side)
 		}
 	}
 	if f.Msg != "" {
@@ -1109,7 +1109,7 @@ func (s *Sim) checkFault(f Fault) error {
 			known = known || m.String() == f.Msg
 		}
 		if !known {
-			return fmt.Errorf("%s:%d: %w: msg %q, want one of %s", f.File, f.Line, ErrInput, f.Msg, strings.Join(names, ", "))
+			return fmt.Errorf("%s:%d: %w: msg %q, want one of %s", f.File, f.Line, cluster.ErrInput, f.Msg, strings.Join(names, ", "))
 		}
 	}
 	return nil
@@ -1117,7 +1117,7 @@ func (s *Sim) checkFault(f Fault) error {
 
 // strike makes a planned fault happen, or leaves a mark on the request
 // for the next moment it can.
-func (s *Sim) strike(f *Fault) {
+func (s *Sim) strike(f *cluster.Fault) {
 	if f.WorkerRestart() {
 		s.restart(f.Worker)
 		s.stats.faults++
@@ -1318,7 +1318,7 @@ func (s *Sim) retire(r *request) {
 func (s *Sim) retry(r *request) {
 	cfg := s.cfg.AttemptWorld(r.PromptTokens, 0)
 	if err := cfg.Prepare(); err != nil {
-		s.inputErr = fmt.Errorf("%w: request %d: %v", ErrInput, r.Index, err)
+		s.inputErr = fmt.Errorf("%w: request %d: %v", cluster.ErrInput, r.Index, err)
 		return
 	}
 	req := r.Request

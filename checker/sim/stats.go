@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -121,7 +122,7 @@ type stats struct {
 	lastDone                                  int64
 }
 
-func newStats(cfg *Config, n int) *stats {
+func newStats(cfg *cluster.Config, n int) *stats {
 	st := &stats{workers: make([]workerStats, n)}
 	for w := range st.workers {
 		st.workers[w].peak[0] = float64(cfg.Capacity(w))
