@@ -687,17 +687,17 @@ func (s *Sim) react(r *request, before *checker.State, m checker.Move) {
 		return
 	}
 	x = &r.st.W.H[0]
-	// A hang strikes once the transfer is all the request waits on (where
-	// the checker offers it); until then, or until the transfer ends, the
-	// mark waits.
-	if now, missed := cluster.HangStrikes(x); r.m.Hang && now {
+	// A hang strikes where the checker offers it, once the transfer is
+	// all the request waits on; unlike the other marks it is looked at
+	// only here, after a step of the request, and is missed once the
+	// transfer has ended.
+	if now, missed := cluster.HangStrikes(x); now && r.m.Has(checker.Hang, 0) {
 		if s.do(r, checker.Move{Kind: checker.MvHang, H: 0}, false) {
-			r.m.Hang = false
+			r.m.Spend(checker.Hang, 0)
 			s.stats.faults++
 			return
 		}
-	} else if r.m.Hang && missed {
-		r.m.Hang = false
+	} else if missed && r.m.Spend(checker.Hang, 0) {
 		s.stats.faultsMissed++
 	}
 	s.schedule(r)
@@ -705,35 +705,22 @@ func (s *Sim) react(r *request, before *checker.State, m checker.Move) {
 
 func failed(o model.Outcome) bool { return o == model.OutcomeFailed || o == model.OutcomeForgotten }
 
-// marked makes a fault the plan holds for a request strike, at the first
-// moment the world enables it: a delay just before a command, an abort
-// or eviction where the side has a row or blocks for it. It reports
-// whether one struck (the step already scheduled what follows).
+// marked makes a fault the plan holds for a request strike at the first
+// moment the world offers its move (cluster.Marks.Offered): a delay just
+// before a command, an abort or eviction where the side has a row or
+// blocks for it; a hang has its own moment (react). It reports whether
+// one struck (the step already scheduled what follows).
 func (s *Sim) marked(r *request, moves []checker.Move) bool {
-	mk := &r.m
-	for _, m := range moves {
-		var flag *bool
-		switch {
-		case m.Kind == checker.MvCancel:
-			flag = &mk.Cancel
-		case m.Kind == checker.MvDelay:
-			flag = &mk.Delay[m.Arg]
-		case m.Kind == checker.MvAbort:
-			flag = &mk.Abort[m.Arg]
-		case m.Kind == checker.MvEvict:
-			flag = &mk.Evict[m.Arg]
-		}
-		if flag != nil && *flag {
-			*flag = false
-			if m.Kind == checker.MvCancel {
-				s.stats.cancelled++
-			}
-			s.stats.faults++
-			s.do(r, m, false)
-			return true
-		}
+	m, k, ok := r.m.Offered(moves, func(k checker.Fault, _ checker.Move) bool { return k != checker.Hang })
+	if !ok {
+		return false
 	}
-	return false
+	if k == checker.Cancel {
+		s.stats.cancelled++
+	}
+	s.stats.faults++
+	s.do(r, m, false)
+	return true
 }
 
 // schedule gives every enabled protocol move of a request that has no
@@ -899,7 +886,7 @@ func (s *Sim) delay(r *request, m checker.Move) int64 {
 		}
 		return s.cfg.CommandUS
 	case checker.MvTransfer:
-		if r.m.FailXfer || !transferWouldSucceed(x) {
+		if r.m.Replaces(checker.MvTransfer) || !transferWouldSucceed(x) {
 			return s.jitter()
 		}
 		return s.jitter() + s.cfg.TransferUS(r.Cfg, x.PrefixGone&2 != 0)
@@ -934,28 +921,21 @@ func (s *Sim) fireMove(e *event) {
 	case checker.MvRouteDecode:
 		s.routeDecode(r)
 		return
-	case checker.MvDeliver:
-		to := model.Side(m.Arg)
-		if r.m.Lose.Take(to, m.Msg) {
-			if s.do(r, checker.Move{Kind: checker.MvLose, H: 0, Arg: m.Arg, Msg: m.Msg}, false) {
-				r.lost[to] = true
-				s.stats.faults++
+	}
+	// A fault the plan holds for the move strikes in its place. One aimed
+	// at a fact that finds nothing to strike (a duplicate to a record that
+	// would not react) spends its mark, and the fact waits in flight until
+	// the request schedules again.
+	if f, k, ok := r.m.Instead(m); ok {
+		if s.do(r, f, false) {
+			if k == checker.Loss {
+				r.lost[f.Arg] = true
 			}
+			s.stats.faults++
 			return
 		}
-		if r.m.Dup.Take(to, m.Msg) {
-			if s.do(r, checker.Move{Kind: checker.MvDuplicate, H: 0, Arg: m.Arg, Msg: m.Msg}, false) {
-				s.stats.faults++
-			}
+		if cluster.Takes(k, checker.ArgTo) {
 			return
-		}
-	case checker.MvTransfer:
-		if r.m.FailXfer {
-			r.m.FailXfer = false
-			if s.do(r, checker.Move{Kind: checker.MvFailTransfer, H: 0}, false) {
-				s.stats.faults++
-				return
-			}
 		}
 	}
 	if !s.do(r, m, false) {
@@ -1093,7 +1073,7 @@ func (s *Sim) checkFault(f cluster.Fault) error {
 	if f.Worker >= s.cfg.NumWorkers() {
 		return fmt.Errorf("%s:%d: %w: worker %d, but the configuration has workers 0 to %d", f.File, f.Line, cluster.ErrInput, f.Worker, s.cfg.NumWorkers()-1)
 	}
-	if k == checker.Restart && f.Request >= 0 {
+	if checker.FaultKinds[k].Plan.Phase && f.Request >= 0 {
 		if !slices.Contains(obslog.AttemptKindNames(), f.After) {
 			return fmt.Errorf("%s:%d: %w: after %q, want a kind of the observation log a worker logs for a request: %s", f.File, f.Line, cluster.ErrInput, f.After, strings.Join(obslog.AttemptKindNames(), ", "))
 		}
