@@ -36,7 +36,7 @@ func TestParseConfig_DuplicateKeyRefused(t *testing.T) {
 }
 
 // Every fault kind the table lets a plan schedule gets a mark, and the
-// generic rule of its Plan.Strike strikes it: at the first offer of its
+// generic rule of the table strikes it: at the first offer of its
 // move (on the side it names), in place of the protocol move it stands
 // for, or at its time on a worker.
 func TestMarks_EveryPlannedKindStrikes(t *testing.T) {
@@ -46,7 +46,7 @@ func TestMarks_EveryPlannedKindStrikes(t *testing.T) {
 		}
 		kind := &checker.FaultKinds[k]
 		f := Fault{File: "plan.jsonl", Line: 2, Kind: k.String(), Request: 0, Worker: -1, Side: "destination"}
-		if kind.Plan.Strike == checker.AtTime {
+		if AtTime(k) {
 			f = Fault{File: "plan.jsonl", Line: 2, Kind: k.String(), Request: -1, Worker: 1}
 			if !f.WorkerRestart() {
 				t.Errorf("%s: a fault of worker 1 at its time is no worker's restart", k)
@@ -57,8 +57,10 @@ func TestMarks_EveryPlannedKindStrikes(t *testing.T) {
 		if err := m.Mark(&f); err != nil || m.Left() != 1 {
 			t.Fatalf("%s: marked %d (%v), want 1", k, m.Left(), err)
 		}
-		switch kind.Plan.Strike {
-		case checker.AtOffer:
+		switch {
+		case kind.Offered && kind.Instead != 0:
+			t.Errorf("%s: struck both where offered and in place of %v", k, kind.Instead)
+		case kind.Offered:
 			mv := checker.Move{Kind: kind.Move, H: 0}
 			if Takes(k, checker.ArgSide) {
 				mv.Arg = int8(model.SourceSide)
@@ -71,8 +73,8 @@ func TestMarks_EveryPlannedKindStrikes(t *testing.T) {
 			if !ok || got != mv || gk != k {
 				t.Errorf("%s: offered %v, struck %v %v (%v); want %v", k, mv, got, gk, ok, mv)
 			}
-		case checker.InsteadOf:
-			p := checker.Move{Kind: kind.Plan.Instead, H: 0, Arg: int8(model.SourceSide), Msg: model.Msg(1)}
+		case kind.Instead != 0:
+			p := checker.Move{Kind: kind.Instead, H: 0, Arg: int8(model.SourceSide), Msg: model.Msg(1)}
 			if !m.Replaces(p.Kind) {
 				t.Errorf("%s: the mark does not wait for %v", k, p.Kind)
 			}
@@ -81,7 +83,7 @@ func TestMarks_EveryPlannedKindStrikes(t *testing.T) {
 				t.Errorf("%s: in place of %v struck %v %v (%v); want a %v", k, p, got, gk, ok, kind.Move)
 			}
 		default:
-			t.Errorf("%s: strike %d has no rule here", k, kind.Plan.Strike)
+			t.Errorf("%s: planned, yet struck by no rule", k)
 		}
 		if m.Left() != 0 {
 			t.Errorf("%s: %d marks left after it struck", k, m.Left())

@@ -15,7 +15,15 @@ import (
 // doing (reorder by latency jitter, early_timer by the clock, no_show by
 // the router, background_load by the other requests).
 func Planned(k checker.Fault) bool {
-	return k < checker.NumFaults && checker.FaultKinds[k].Plan.Strike != checker.NotPlanned
+	return k < checker.NumFaults && checker.FaultKinds[k].Unplanned == ""
+}
+
+// AtTime reports whether a planned fault of kind k strikes at the plan's
+// time, on the worker it names (the fault table has it struck neither
+// where its move is offered nor in place of a protocol move).
+func AtTime(k checker.Fault) bool {
+	kind := &checker.FaultKinds[k]
+	return Planned(k) && !kind.Offered && kind.Instead == 0
 }
 
 // Takes reports whether fault kind k's move, and so a plan's line of the
@@ -57,7 +65,7 @@ const either sides = 1 << 2
 
 // Marks are the faults a plan holds for one request until they can
 // strike, the same record in every driver, keyed by the typed fault
-// kind. Where each strikes is the fault table's (Plan.Strike): at the
+// kind. Where each strikes is the fault table's: at the
 // first state that offers its move (Offered), in place of a protocol move
 // (Instead), or at a phase of the handoff (RestartAfter).
 type Marks struct {
@@ -69,7 +77,7 @@ type Marks struct {
 	on [checker.NumFaults]sides
 	// RestartAfter is, per side, the log kind after which that side's
 	// worker restarts ("" for none): the phase of a fault aimed at one
-	// (Plan.Phase).
+	// (FaultKind.Phase).
 	RestartAfter [2]string
 }
 
@@ -82,14 +90,13 @@ func (m *Marks) Mark(f *Fault) error {
 	if err != nil {
 		return err
 	}
-	p := &checker.FaultKinds[k].Plan
 	sd, hasSide := SideNamed(f.Side)
 	switch {
-	case p.Phase && f.Request >= 0:
+	case checker.FaultKinds[k].Phase && f.Request >= 0:
 		if hasSide {
 			m.RestartAfter[sd] = f.After
 		}
-	case p.Strike == checker.AtTime:
+	case AtTime(k):
 		return fmt.Errorf("%s:%d: %w: a %s of worker %d holds no mark on a request", f.File, f.Line, ErrInput, k, f.Worker)
 	case Takes(k, checker.ArgTo):
 		to, hasTo := SideNamed(f.To)
@@ -109,7 +116,7 @@ func (m *Marks) Mark(f *Fault) error {
 // It reports false for a kind no such mark strikes (a fact's, a worker's
 // at a time, one no plan schedules).
 func (m *Marks) MarkSide(k checker.Fault, sd model.Side) bool {
-	if !Planned(k) || checker.FaultKinds[k].Plan.Strike == checker.AtTime || Takes(k, checker.ArgTo) {
+	if !Planned(k) || AtTime(k) || Takes(k, checker.ArgTo) {
 		return false
 	}
 	if Takes(k, checker.ArgSide) {
@@ -129,14 +136,15 @@ func bit(k checker.Fault, mv checker.Move) sides {
 }
 
 // Offered strikes a mark where its move is first offered: the first of
-// moves (the checker's order) that is the move of a kind struck AtOffer,
+// moves (the checker's order) that is the move of a kind struck where
+// offered (FaultKind.Offered),
 // on a side the request holds a mark of that kind for, and that only
 // allows (nil: any). It spends the mark and returns the move and its
 // kind; the driver takes the move.
 func (m *Marks) Offered(moves []checker.Move, only func(checker.Fault, checker.Move) bool) (checker.Move, checker.Fault, bool) {
 	for _, mv := range moves {
 		k, ok := mv.Kind.Spends()
-		if !ok || checker.FaultKinds[k].Move != mv.Kind || checker.FaultKinds[k].Plan.Strike != checker.AtOffer {
+		if !ok || checker.FaultKinds[k].Move != mv.Kind || !checker.FaultKinds[k].Offered {
 			continue
 		}
 		b := bit(k, mv)
@@ -150,7 +158,8 @@ func (m *Marks) Offered(moves []checker.Move, only func(checker.Fault, checker.M
 }
 
 // Instead strikes a mark in place of the protocol move p a driver is
-// about to take: a kind struck InsteadOf p's kind, on the fact p carries
+// about to take: a kind struck in place of p's kind (FaultKind.Instead),
+// on the fact p carries
 // for a kind whose move takes one. It spends the mark and returns the
 // fault's move, which the driver takes instead of p. Of kinds that could
 // take p's place the one later in the fault table strikes (a loss before
@@ -159,7 +168,7 @@ func (m *Marks) Instead(p checker.Move) (checker.Move, checker.Fault, bool) {
 	for i := int(checker.NumFaults) - 1; i >= 0; i-- {
 		k := checker.Fault(i)
 		kind := &checker.FaultKinds[k]
-		if kind.Plan.Strike != checker.InsteadOf || kind.Plan.Instead != p.Kind {
+		if kind.Instead == 0 || kind.Instead != p.Kind {
 			continue
 		}
 		if Takes(k, checker.ArgTo) {
@@ -190,7 +199,7 @@ func (m *Marks) Instead(p checker.Move) (checker.Move, checker.Fault, bool) {
 func (m *Marks) Replaces(pk checker.MoveKind) bool {
 	for k := range checker.NumFaults {
 		kind := &checker.FaultKinds[k]
-		if kind.Plan.Strike == checker.InsteadOf && kind.Plan.Instead == pk && (m.facts[k].Left() > 0 || m.on[k] != 0) {
+		if kind.Instead != 0 && kind.Instead == pk && (m.facts[k].Left() > 0 || m.on[k] != 0) {
 			return true
 		}
 	}

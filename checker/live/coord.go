@@ -358,7 +358,7 @@ func (c *coord) plan() error {
 		if !strikes(k) {
 			return fmt.Errorf("%s:%d: %w: a live run strikes no planned %s", f.File, f.Line, cluster.ErrInput, k)
 		}
-		if checker.FaultKinds[k].Plan.Phase && !slices.Contains(obslog.AttemptKindNames(), f.After) {
+		if checker.FaultKinds[k].Phase && !slices.Contains(obslog.AttemptKindNames(), f.After) {
 			// Aimed at a phase: the side's worker stops when it logs
 			// the fact, and the coordinator kills it then.
 			return fmt.Errorf("%s:%d: %w: after %q, want a kind a worker logs for a request", f.File, f.Line, cluster.ErrInput, f.After)
@@ -410,13 +410,13 @@ func workerMarks(m *cluster.Marks) []Frame {
 // transfer it runs (hang, transfer_failure), and restarts. A kind struck
 // by no rule here is refused with the plan's line, not left unstruck.
 func strikes(k checker.Fault) bool {
-	p := &checker.FaultKinds[k].Plan
+	kind := &checker.FaultKinds[k]
 	switch {
-	case k == checker.Cancel || k == checker.Hang || p.Strike == checker.AtTime:
+	case k == checker.Cancel || k == checker.Hang || cluster.AtTime(k):
 		return true
-	case p.Strike == checker.InsteadOf:
+	case kind.Instead != 0:
 		return k == checker.Loss || k == checker.Duplicate || k == checker.TransferFailure
-	case p.Strike == checker.AtOffer:
+	case kind.Offered:
 		return cluster.Takes(k, checker.ArgSide)
 	}
 	return false

@@ -26,9 +26,9 @@ func TestLive_EveryPlannedKindReachesItsStriker(t *testing.T) {
 		kind := &checker.FaultKinds[k]
 		f := cluster.Fault{File: "plan.jsonl", Line: 2, Kind: k.String(), Request: 0, Worker: -1, Side: "destination"}
 		switch {
-		case kind.Plan.Phase:
+		case kind.Phase:
 			f.After = "registered"
-		case kind.Plan.Strike == checker.AtTime:
+		case cluster.AtTime(k):
 			continue // a worker's, at its time: the coordinator's timed list
 		}
 		var m cluster.Marks
@@ -36,7 +36,7 @@ func TestLive_EveryPlannedKindReachesItsStriker(t *testing.T) {
 			t.Fatalf("%s: %v", k, err)
 		}
 		frames := workerMarks(&m)
-		coordinator := k == checker.Cancel || kind.Plan.Instead == checker.MvDeliver
+		coordinator := k == checker.Cancel || kind.Instead == checker.MvDeliver
 		if coordinator {
 			if len(frames) != 0 {
 				t.Errorf("%s: the coordinator strikes it, yet workers got %v", k, frames)

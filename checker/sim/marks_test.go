@@ -28,7 +28,7 @@ func aimedFaults(k checker.Fault) []faultplan.Fault {
 		g.Side = "destination"
 		out = []faultplan.Fault{f, g}
 	}
-	if checker.FaultKinds[k].Plan.Phase {
+	if checker.FaultKinds[k].Phase {
 		for _, sd := range []string{"source", "destination"} {
 			out = append(out, faultplan.Fault{Kind: k.String(), Request: 0, Worker: -1, Side: sd, After: "registered"})
 		}

@@ -1073,7 +1073,7 @@ func (s *Sim) checkFault(f cluster.Fault) error {
 	if f.Worker >= s.cfg.NumWorkers() {
 		return fmt.Errorf("%s:%d: %w: worker %d, but the configuration has workers 0 to %d", f.File, f.Line, cluster.ErrInput, f.Worker, s.cfg.NumWorkers()-1)
 	}
-	if checker.FaultKinds[k].Plan.Phase && f.Request >= 0 {
+	if checker.FaultKinds[k].Phase && f.Request >= 0 {
 		if !slices.Contains(obslog.AttemptKindNames(), f.After) {
 			return fmt.Errorf("%s:%d: %w: after %q, want a kind of the observation log a worker logs for a request: %s", f.File, f.Line, cluster.ErrInput, f.After, strings.Join(obslog.AttemptKindNames(), ", "))
 		}

@@ -125,23 +125,23 @@ type rule struct {
 // rules lists the kinds a plan may schedule, keyed by the checker's fault
 // configuration key, in the checker's budget order. It is the one place
 // that says which fields each kind takes, derived from the fault table
-// (checker.FaultKinds): a kind a plan schedules (Plan.Strike) takes a
+// (checker.FaultKinds): a kind a plan schedules takes a
 // request for its move's handoff, a worker and a side for its move's
 // worker and side, and, optionally, the side a fact goes to and the
-// fact; a kind aimed at a phase (Plan.Phase) may instead name a request,
+// fact; a kind aimed at a phase (Phase) may instead name a request,
 // a side and the fact after which it strikes. Parse, Write, Draw and the
 // schema test read it.
 var rules = rulesOf()
 
 // notSchedulable says, for each checker fault kind a plan cannot
-// schedule, why (the fault table's Plan.Why).
+// schedule, why (the fault table's Unplanned).
 var notSchedulable = whyNot()
 
 func rulesOf() []rule {
 	var out []rule
 	for k := range checker.NumFaults {
 		kind := &checker.FaultKinds[k]
-		if kind.Plan.Strike == checker.NotPlanned {
+		if kind.Unplanned != "" {
 			continue
 		}
 		r := rule{kind: kind.Config}
@@ -161,7 +161,7 @@ func rulesOf() []rule {
 				panic(fmt.Sprintf("faultplan: fault kind %s takes %v, which no plan field says", kind.Config, a))
 			}
 		}
-		if kind.Plan.Phase {
+		if kind.Phase {
 			r.alt = &rule{kind: kind.Config, request: required, side: required, after: required}
 		}
 		out = append(out, r)
@@ -172,8 +172,8 @@ func rulesOf() []rule {
 func whyNot() map[string]string {
 	out := map[string]string{}
 	for k := range checker.NumFaults {
-		if kind := &checker.FaultKinds[k]; kind.Plan.Strike == checker.NotPlanned {
-			out[kind.Config] = kind.Plan.Why
+		if kind := &checker.FaultKinds[k]; kind.Unplanned != "" {
+			out[kind.Config] = kind.Unplanned
 		}
 	}
 	return out
