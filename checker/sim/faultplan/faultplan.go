@@ -37,8 +37,8 @@
 //
 // The JSON Schema (draft 2020-12) of both line kinds is
 // docs/faults.schema.json ($defs "header" and "fault", with one rule per
-// kind); a test compares it with the table rules, so the two cannot
-// drift.
+// kind), which go generate renders from the table rules (Schema); tests
+// hold it fresh and compare it with the parser, so the two cannot drift.
 package faultplan
 
 import (
