@@ -71,36 +71,49 @@ type FaultKind struct {
 	Swarm bool
 	// Meaning is what the fault is, in one line.
 	Meaning string
+	// Where a driver strikes a fault a plan schedules: at the request's
+	// first state that offers the move (Offered, on the side the plan
+	// names when the move takes one), in place of the protocol move
+	// Instead when a driver is about to take it (on the fact the plan
+	// names when the move takes one), or else, for a move on a worker,
+	// at the plan's time; Phase lets a plan aim it at a request's side
+	// instead, right after the side's worker logs a given fact. A plan's
+	// line takes request for h, worker, side, and optionally to and msg.
+	Offered bool
+	Instead MoveKind
+	Phase   bool
+	// Unplanned says why no plan schedules the kind ("": a plan may).
+	Unplanned string
 }
 
 // FaultKinds is the fault vocabulary, indexed by Fault.
 var FaultKinds = [NumFaults]FaultKind{
 	Duplicate: {Config: "duplicate", Move: MvDuplicate, MoveName: "duplicate", Args: []Arg{ArgH, ArgTo, ArgMsg}, Swarm: true,
-		Meaning: "the transport delivers a fact in flight and keeps it in flight"},
+		Meaning: "the transport delivers a fact in flight and keeps it in flight", Instead: MvDeliver},
 	Loss: {Config: "loss", Move: MvLose, MoveName: "lose", Args: []Arg{ArgH, ArgTo, ArgMsg}, Swarm: true,
-		Meaning: "the transport drops a fact in flight"},
+		Meaning: "the transport drops a fact in flight", Instead: MvDeliver},
 	Reorder: {Config: "reorder",
-		Meaning: "the transport delivers a fact that is not the oldest in flight"},
+		Meaning: "the transport delivers a fact that is not the oldest in flight", Unplanned: "facts are reordered by the simulator's latency jitter by themselves, not at a time of a plan; schedule a loss or a duplicate to disturb one fact"},
 	Cancel: {Config: "cancel", Move: MvCancel, MoveName: "cancel", Args: []Arg{ArgH}, Swarm: true,
-		Meaning: "the client cancels the request; the frontend cancels both request streams that exist"},
+		Meaning: "the client cancels the request; the frontend cancels both request streams that exist", Offered: true},
 	Abort: {Config: "abort", Move: MvAbort, MoveName: "abort", Args: []Arg{ArgH, ArgSide}, Swarm: true,
-		Meaning: "either side aborts the request on its own, at any phase"},
+		Meaning: "either side aborts the request on its own, at any phase", Offered: true},
 	TransferFailure: {Config: "transfer_failure", Move: MvFailTransfer, MoveName: "fail-transfer", Args: []Arg{ArgH}, Swarm: true,
-		Meaning: "a running KV transfer fails on its own (network, timeout)"},
+		Meaning: "a running KV transfer fails on its own (network, timeout)", Instead: MvTransfer},
 	Restart: {Config: "restart", Move: MvRestart, MoveName: "restart", Args: []Arg{ArgWorker}, Swarm: true,
-		Meaning: "a worker process restarts: its memory, registrations, in-flight requests and KV index go, its generation increases, routers learn a terminal outcome"},
+		Meaning: "a worker process restarts: its memory, registrations, in-flight requests and KV index go, its generation increases, routers learn a terminal outcome", Phase: true},
 	EarlyTimer: {Config: "early_timer",
-		Meaning: "a lease, bootstrap or reservation deadline or a heartbeat fires while other moves are still possible"},
+		Meaning: "a lease, bootstrap or reservation deadline or a heartbeat fires while other moves are still possible", Unplanned: "timers fire on the simulator's clock when their deadlines pass; set the deadlines in the simulation's configuration instead"},
 	NoShow: {Config: "no_show", Move: MvNoShow, MoveName: "no-show", Args: []Arg{ArgH}, Swarm: true,
-		Meaning: "the frontend never routes decode"},
+		Meaning: "the frontend never routes decode", Unplanned: "whether the frontend ever routes decode is decided when it routes the request, not at a time of a plan; schedule a cancel or an abort instead"},
 	BackgroundLoad: {Config: "background_load", Move: MvOccupy, MoveName: "occupy", Args: []Arg{ArgWorker}, Swarm: true,
-		Meaning: "other requests take a decode worker's configured background capacity at any moment"},
+		Meaning: "other requests take a decode worker's configured background capacity at any moment", Unplanned: "the other requests of the workload are the load on a worker; put more requests in the workload instead"},
 	Hang: {Config: "hang", Move: MvHang, MoveName: "hang", Args: []Arg{ArgH}, Swarm: true,
-		Meaning: "a running KV transfer hangs: it neither completes nor fails until a registration it uses is fenced or closed"},
+		Meaning: "a running KV transfer hangs: it neither completes nor fails until a registration it uses is fenced or closed", Offered: true},
 	Evict: {Config: "evict", Move: MvEvict, MoveName: "evict", Args: []Arg{ArgH, ArgSide}, Swarm: true,
-		Meaning: "a worker's cache evicts the released blocks a handoff's side keeps there; Removed is published if the KV index advertised them"},
+		Meaning: "a worker's cache evicts the released blocks a handoff's side keeps there; Removed is published if the KV index advertised them", Offered: true},
 	Delay: {Config: "delay", Move: MvDelay, MoveName: "delay", Args: []Arg{ArgH, ArgSide}, Swarm: true,
-		Meaning: "a worker's scheduler core falls behind: the commands a side sends it for the handoff wait, and anything may happen before the core applies them"},
+		Meaning: "a worker's scheduler core falls behind: the commands a side sends it for the handoff wait, and anything may happen before the core applies them", Offered: true},
 }
 
 func (f Fault) String() string {

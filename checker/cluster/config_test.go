@@ -4,6 +4,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/model"
 )
 
 // A key given twice is refused at its second line, naming the first:
@@ -29,5 +32,61 @@ func TestParseConfig_DuplicateKeyRefused(t *testing.T) {
 				t.Fatalf("got %v\nwant %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// Every fault kind the table lets a plan schedule gets a mark, and the
+// generic rule of the table strikes it: at the first offer of its
+// move (on the side it names), in place of the protocol move it stands
+// for, or at its time on a worker.
+func TestMarks_EveryPlannedKindStrikes(t *testing.T) {
+	for k := range checker.NumFaults {
+		if !Planned(k) {
+			continue
+		}
+		kind := &checker.FaultKinds[k]
+		f := Fault{File: "plan.jsonl", Line: 2, Kind: k.String(), Request: 0, Worker: -1, Side: "destination"}
+		if AtTime(k) {
+			f = Fault{File: "plan.jsonl", Line: 2, Kind: k.String(), Request: -1, Worker: 1}
+			if !f.WorkerRestart() {
+				t.Errorf("%s: a fault of worker 1 at its time is no worker's restart", k)
+			}
+			continue
+		}
+		var m Marks
+		if err := m.Mark(&f); err != nil || m.Left() != 1 {
+			t.Fatalf("%s: marked %d (%v), want 1", k, m.Left(), err)
+		}
+		switch {
+		case kind.Offered && kind.Instead != 0:
+			t.Errorf("%s: struck both where offered and in place of %v", k, kind.Instead)
+		case kind.Offered:
+			mv := checker.Move{Kind: kind.Move, H: 0}
+			if Takes(k, checker.ArgSide) {
+				mv.Arg = int8(model.SourceSide)
+				if _, _, ok := m.Offered([]checker.Move{mv}, nil); ok {
+					t.Errorf("%s: a mark on the destination struck the source's move", k)
+				}
+				mv.Arg = int8(model.DestinationSide)
+			}
+			got, gk, ok := m.Offered([]checker.Move{{Kind: checker.MvTimer}, mv}, nil)
+			if !ok || got != mv || gk != k {
+				t.Errorf("%s: offered %v, struck %v %v (%v); want %v", k, mv, got, gk, ok, mv)
+			}
+		case kind.Instead != 0:
+			p := checker.Move{Kind: kind.Instead, H: 0, Arg: int8(model.SourceSide), Msg: model.Msg(1)}
+			if !m.Replaces(p.Kind) {
+				t.Errorf("%s: the mark does not wait for %v", k, p.Kind)
+			}
+			got, gk, ok := m.Instead(p)
+			if !ok || got.Kind != kind.Move || gk != k {
+				t.Errorf("%s: in place of %v struck %v %v (%v); want a %v", k, p, got, gk, ok, kind.Move)
+			}
+		default:
+			t.Errorf("%s: planned, yet struck by no rule", k)
+		}
+		if m.Left() != 0 {
+			t.Errorf("%s: %d marks left after it struck", k, m.Left())
+		}
 	}
 }

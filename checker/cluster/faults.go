@@ -2,18 +2,34 @@ package cluster
 
 import (
 	"fmt"
+	"math/bits"
+	"slices"
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/model"
 )
 
-// planned lists the fault kinds a plan may schedule: the checker's kinds
-// a driver strikes at a time. The others are the drivers' own doing
-// (reorder by latency jitter, early_timer by the clock, no_show by the
-// router, background_load by the other requests).
-var planned = [checker.NumFaults]bool{
-	checker.Duplicate: true, checker.Loss: true, checker.Cancel: true, checker.Abort: true,
-	checker.TransferFailure: true, checker.Restart: true, checker.Hang: true, checker.Evict: true, checker.Delay: true,
+// Planned reports whether a plan may schedule fault kind k: the fault
+// table says where a driver strikes it. The others are the drivers' own
+// doing (reorder by latency jitter, early_timer by the clock, no_show by
+// the router, background_load by the other requests).
+func Planned(k checker.Fault) bool {
+	return k < checker.NumFaults && checker.FaultKinds[k].Unplanned == ""
+}
+
+// AtTime reports whether a planned fault of kind k strikes at the plan's
+// time, on the worker it names (the fault table has it struck neither
+// where its move is offered nor in place of a protocol move).
+func AtTime(k checker.Fault) bool {
+	kind := &checker.FaultKinds[k]
+	return Planned(k) && !kind.Offered && kind.Instead == 0
+}
+
+// Takes reports whether fault kind k's move, and so a plan's line of the
+// kind, takes argument a.
+func Takes(k checker.Fault, a checker.Arg) bool {
+	return slices.Contains(checker.FaultKinds[k].Args, a)
 }
 
 // FaultKind is the kind of a planned fault, read from the plan's name of
@@ -22,11 +38,11 @@ var planned = [checker.NumFaults]bool{
 // is an input error naming the plan's file and line.
 func (f *Fault) FaultKind() (checker.Fault, error) {
 	k, ok := checker.ParseFault(f.Kind)
-	if !ok || !planned[k] {
+	if !ok || !Planned(k) {
 		var names []string
-		for k := range planned {
-			if planned[k] {
-				names = append(names, checker.Fault(k).String())
+		for k := range checker.NumFaults {
+			if Planned(k) {
+				names = append(names, k.String())
 			}
 		}
 		return 0, fmt.Errorf("%s:%d: %w: fault kind %q, want one of %s", f.File, f.Line, ErrInput, f.Kind, strings.Join(names, ", "))
@@ -41,73 +57,204 @@ func (f *Fault) WorkerRestart() bool {
 	return err == nil && k == checker.Restart && f.Request < 0
 }
 
+// sides is a mark's sides: a bit per side, for a kind whose move names
+// one, and either for a kind whose move names none.
+type sides uint8
+
+const either sides = 1 << 2
+
 // Marks are the faults a plan holds for one request until they can
-// strike, the same record in every driver.
+// strike, the same record in every driver, keyed by the typed fault
+// kind. Where each strikes is the fault table's: at the
+// first state that offers its move (Offered), in place of a protocol move
+// (Instead), or at a phase of the handoff (RestartAfter).
 type Marks struct {
-	Lose, Dup      FactMark
-	Hang, FailXfer bool
-	Cancel         bool
-	Delay          [2]bool
-	Abort, Evict   [2]bool
+	// facts holds the marks of kinds whose move takes a fact (to, msg):
+	// each planned fault strikes one fact.
+	facts [checker.NumFaults]FactMark
+	// on holds the marks of the other kinds aimed at a request. A second
+	// mark of a kind on a side it already marks is the same mark.
+	on [checker.NumFaults]sides
 	// RestartAfter is, per side, the log kind after which that side's
-	// worker restarts ("" for none).
+	// worker restarts ("" for none): the phase of a fault aimed at one
+	// (FaultKind.Phase).
 	RestartAfter [2]string
 }
 
 // Mark holds the planned fault f, aimed at the request, until it can
-// strike: the one dispatch on a plan's fault kinds. A kind it does not
-// handle is an error, never a fault silently dropped.
+// strike: the one dispatch on a plan's fault kinds, by the fault table's
+// rules. A kind it does not handle is an error, never a fault silently
+// dropped.
 func (m *Marks) Mark(f *Fault) error {
 	k, err := f.FaultKind()
 	if err != nil {
 		return err
 	}
 	sd, hasSide := SideNamed(f.Side)
-	to, hasTo := SideNamed(f.To)
-	switch k {
-	case checker.Loss:
-		m.Lose.Add(to, hasTo, f.Msg)
-	case checker.Duplicate:
-		m.Dup.Add(to, hasTo, f.Msg)
-	case checker.Hang:
-		m.Hang = true
-	case checker.TransferFailure:
-		m.FailXfer = true
-	case checker.Cancel:
-		m.Cancel = true
-	case checker.Delay:
-		if hasSide {
-			m.Delay[sd] = true
-		}
-	case checker.Abort:
-		if hasSide {
-			m.Abort[sd] = true
-		}
-	case checker.Evict:
-		if hasSide {
-			m.Evict[sd] = true
-		}
-	case checker.Restart:
-		if f.Request < 0 {
-			return fmt.Errorf("%s:%d: %w: a restart of worker %d holds no mark on a request", f.File, f.Line, ErrInput, f.Worker)
-		}
+	switch {
+	case checker.FaultKinds[k].Phase && f.Request >= 0:
 		if hasSide {
 			m.RestartAfter[sd] = f.After
 		}
-	case checker.Reorder, checker.EarlyTimer, checker.NoShow, checker.BackgroundLoad, checker.NumFaults:
-		return fmt.Errorf("%s:%d: %w: fault kind %s is no plan's to strike", f.File, f.Line, ErrInput, k)
+	case AtTime(k):
+		return fmt.Errorf("%s:%d: %w: a %s of worker %d holds no mark on a request", f.File, f.Line, ErrInput, k, f.Worker)
+	case Takes(k, checker.ArgTo):
+		to, hasTo := SideNamed(f.To)
+		m.facts[k].Add(to, hasTo, f.Msg)
+	case Takes(k, checker.ArgSide):
+		if hasSide {
+			m.on[k] |= 1 << sd
+		}
 	default:
-		return fmt.Errorf("%s:%d: %w: fault kind %s has no rule here", f.File, f.Line, ErrInput, k)
+		m.on[k] |= either
 	}
 	return nil
 }
 
+// MarkSide holds a mark of kind k for the request, on side sd if the
+// kind's move names a side: what a worker holds for the side it serves.
+// It reports false for a kind no such mark strikes (a fact's, a worker's
+// at a time, one no plan schedules).
+func (m *Marks) MarkSide(k checker.Fault, sd model.Side) bool {
+	if !Planned(k) || AtTime(k) || Takes(k, checker.ArgTo) {
+		return false
+	}
+	if Takes(k, checker.ArgSide) {
+		m.on[k] |= 1 << sd
+	} else {
+		m.on[k] |= either
+	}
+	return true
+}
+
+// bit is the mark of kind k that its move mv strikes.
+func bit(k checker.Fault, mv checker.Move) sides {
+	if Takes(k, checker.ArgSide) {
+		return 1 << uint8(mv.Arg)
+	}
+	return either
+}
+
+// Offered strikes a mark where its move is first offered: the first of
+// moves (the checker's order) that is the move of a kind struck where
+// offered (FaultKind.Offered),
+// on a side the request holds a mark of that kind for, and that only
+// allows (nil: any). It spends the mark and returns the move and its
+// kind; the driver takes the move.
+func (m *Marks) Offered(moves []checker.Move, only func(checker.Fault, checker.Move) bool) (checker.Move, checker.Fault, bool) {
+	for _, mv := range moves {
+		k, ok := mv.Kind.Spends()
+		if !ok || checker.FaultKinds[k].Move != mv.Kind || !checker.FaultKinds[k].Offered {
+			continue
+		}
+		b := bit(k, mv)
+		if m.on[k]&b == 0 || (only != nil && !only(k, mv)) {
+			continue
+		}
+		m.on[k] &^= b
+		return mv, k, true
+	}
+	return checker.Move{}, 0, false
+}
+
+// Instead strikes a mark in place of the protocol move p a driver is
+// about to take: a kind struck in place of p's kind (FaultKind.Instead),
+// on the fact p carries
+// for a kind whose move takes one. It spends the mark and returns the
+// fault's move, which the driver takes instead of p. Of kinds that could
+// take p's place the one later in the fault table strikes (a loss before
+// a duplicate: the fact is gone, not delivered twice).
+func (m *Marks) Instead(p checker.Move) (checker.Move, checker.Fault, bool) {
+	for i := int(checker.NumFaults) - 1; i >= 0; i-- {
+		k := checker.Fault(i)
+		kind := &checker.FaultKinds[k]
+		if kind.Instead == 0 || kind.Instead != p.Kind {
+			continue
+		}
+		if Takes(k, checker.ArgTo) {
+			if !m.facts[k].Take(model.Side(p.Arg), p.Msg) {
+				continue
+			}
+		} else {
+			if m.on[k]&either == 0 {
+				continue
+			}
+			m.on[k] &^= either
+		}
+		f := checker.Move{Kind: kind.Move, H: p.H}
+		if Takes(k, checker.ArgTo) || Takes(k, checker.ArgSide) {
+			f.Arg = p.Arg
+		}
+		if Takes(k, checker.ArgMsg) {
+			f.Msg = p.Msg
+		}
+		return f, k, true
+	}
+	return checker.Move{}, 0, false
+}
+
+// Replaces reports whether a mark waits to take the place of the next
+// protocol move of kind pk (Instead): a driver gives such a move no time
+// of its own.
+func (m *Marks) Replaces(pk checker.MoveKind) bool {
+	for k := range checker.NumFaults {
+		kind := &checker.FaultKinds[k]
+		if kind.Instead != 0 && kind.Instead == pk && (m.facts[k].Left() > 0 || m.on[k] != 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// Has reports whether the request holds a mark of kind k on side sd
+// (either side's, for a kind whose move names none).
+func (m *Marks) Has(k checker.Fault, sd model.Side) bool {
+	b := either
+	if Takes(k, checker.ArgSide) {
+		b = 1 << sd
+	}
+	return m.on[k]&b != 0
+}
+
+// Spend spends a mark of kind k on side sd (either side's, for a kind
+// whose move names none), for a driver that strikes the kind by a rule
+// of its own; it reports whether the request held one.
+func (m *Marks) Spend(k checker.Fault, sd model.Side) bool {
+	if !m.Has(k, sd) {
+		return false
+	}
+	if Takes(k, checker.ArgSide) {
+		m.on[k] &^= 1 << sd
+	} else {
+		m.on[k] &^= either
+	}
+	return true
+}
+
+// Each calls fn for every mark held of a kind whose move names no fact,
+// in the fault table's order: per side for a kind whose move names one,
+// once with either for the others.
+func (m *Marks) Each(fn func(k checker.Fault, sd model.Side, either bool)) {
+	for k := range checker.NumFaults {
+		for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+			if m.on[k]&(1<<sd) != 0 {
+				fn(k, sd, false)
+			}
+		}
+		if m.on[k]&either != 0 {
+			fn(k, 0, true)
+		}
+	}
+}
+
 // Left counts the faults held that never struck.
 func (m *Marks) Left() int {
-	n := m.Lose.Left() + m.Dup.Left()
-	for _, b := range []bool{m.Hang, m.FailXfer, m.Cancel, m.Delay[0], m.Delay[1], m.Abort[0], m.Abort[1], m.Evict[0], m.Evict[1],
-		m.RestartAfter[0] != "", m.RestartAfter[1] != ""} {
-		if b {
+	n := 0
+	for k := range checker.NumFaults {
+		n += m.facts[k].Left() + bits.OnesCount8(uint8(m.on[k]))
+	}
+	for _, a := range m.RestartAfter {
+		if a != "" {
 			n++
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/handoffcheck/handoffcheck/checker/sim"
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -20,7 +20,7 @@ func TestCapacityAcrossAttempts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	small, err := sim.ParseConfig("small.json", bytes.Replace(data, []byte(`"capacity_blocks": 300`), []byte(`"capacity_blocks": 200`), 1))
+	small, err := cluster.ParseConfig("small.json", bytes.Replace(data, []byte(`"capacity_blocks": 300`), []byte(`"capacity_blocks": 200`), 1))
 	if err != nil {
 		t.Fatal(err)
 	}

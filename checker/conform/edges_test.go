@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/model"
@@ -248,7 +249,7 @@ func TestVisitedSetConfirmsByKey(t *testing.T) {
 // a half times the rows, under both policies, complete or milestones.
 func TestSearchDoneOncePerSize(t *testing.T) {
 	for _, pol := range []string{"source-first", "destination-first"} {
-		cfg := sim.DefaultConfig()
+		cfg := cluster.DefaultConfig()
 		if err := cfg.SetPolicy(pol); err != nil {
 			t.Fatal(err)
 		}
@@ -256,9 +257,9 @@ func TestSearchDoneOncePerSize(t *testing.T) {
 			cfg.Engine = model.SGLang
 		}
 		logOf := func(n int, records obslog.KindSet) []byte {
-			var reqs []sim.Request
+			var reqs []cluster.Request
 			for i := range n {
-				reqs = append(reqs, sim.Request{Index: i, ArrivalUS: int64(i) * 20_000, PromptTokens: 1024, OutputTokens: 40, CancelUS: -1})
+				reqs = append(reqs, cluster.Request{Index: i, ArrivalUS: int64(i) * 20_000, PromptTokens: 1024, OutputTokens: 40, CancelUS: -1})
 			}
 			var buf bytes.Buffer
 			w, err := obslog.NewWriter(&buf, cfg.LogHeader(records))

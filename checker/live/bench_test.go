@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handoffcheck/handoffcheck/checker/sim"
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 )
 
 // countingSpawner records the processes it starts, for their CPU time.
@@ -46,12 +46,12 @@ func selfCPU() time.Duration {
 // next to no configured time at the benchmark's scale, with deadlines far
 // beyond a run: what is measured is the processes, the frames and the
 // machines, not the configured durations.
-func benchConfig(b *testing.B, policy string) *sim.Config {
+func benchConfig(b *testing.B, policy string) *cluster.Config {
 	cfg := parityConfig(b, policy)
 	cfg.LatencyUS = 10
 	// At the scale of 1e-4 a configured day lasts under 9 s.
 	const day = 86_400_000_000
-	cfg.Timers = sim.Timers{LeaseUS: day, HeartbeatUS: day / 3, BootstrapUS: day, ReservationUS: day, TransferDeadlineUS: day}
+	cfg.Timers = cluster.Timers{LeaseUS: day, HeartbeatUS: day / 3, BootstrapUS: day, ReservationUS: day, TransferDeadlineUS: day}
 	cfg.HealthCheckUS = day / 10
 	return cfg
 }

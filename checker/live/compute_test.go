@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
-	"github.com/handoffcheck/handoffcheck/checker/sim"
 )
 
 // A prefill cancelled while it computes gives its worker back at once, as
@@ -25,7 +25,7 @@ func TestCancelledPrefillFreesItsWorker(t *testing.T) {
 			cfg := parityConfig(t, policy)
 			cfg.Prefill.Workers = 1
 			cfg.Prefill.TokensPerSec = 120 // a: 12,000 tokens, 100 s; b: 120 tokens, 1 s
-			reqs := []sim.Request{
+			reqs := []cluster.Request{
 				{Index: 0, ID: "a", ArrivalUS: 0, PromptTokens: 12_000, OutputTokens: 4, CancelUS: 5_000},
 				{Index: 1, ID: "b", ArrivalUS: 2_000_000, PromptTokens: 120, OutputTokens: 4, CancelUS: -1},
 			}

@@ -96,13 +96,16 @@ type coord struct {
 	opt Options
 	cfg *cluster.Config
 	*stepper
-	ctx    context.Context
-	epoch  time.Time
-	ln     net.Listener
-	in     chan inbound
-	done   chan struct{} // closed when the run ends: readers stop
-	ws     []*cworker
-	wk     []model.Worker // the routers' ledgers of each worker
+	ctx   context.Context
+	epoch time.Time
+	ln    net.Listener
+	in    chan inbound
+	done  chan struct{} // closed when the run ends: readers stop
+	ws    []*cworker
+	wk    []model.Worker // the routers' ledgers of each worker
+	// sums is what the attempts hold on each worker, as the routers
+	// see them: what a window shows held outside its attempt.
+	sums   []model.Holdings
 	atts   map[string]*catt
 	order  []*catt
 	q      queue[*cevent]
@@ -175,9 +178,11 @@ type inbound struct {
 
 // catt is an attempt as the frontend and routers know it.
 type catt struct {
-	name    string
-	req     cluster.Request
-	cfg     *model.Config
+	name string
+	req  cluster.Request
+	// Window is its world (Cfg) onto the routers' ledgers of its two
+	// workers, the one window every driver shows counters through.
+	cluster.Window
 	st      checker.State
 	p, d    int
 	pGen    int64
@@ -274,6 +279,7 @@ func newCoord(ctx context.Context, opt Options) (*coord, error) {
 	}
 	n := c.cfg.NumWorkers()
 	c.wk = make([]model.Worker, n)
+	c.sums = make([]model.Holdings, n)
 	if err := c.plan(); err != nil {
 		return nil, err
 	}
@@ -349,7 +355,10 @@ func (c *coord) plan() error {
 		if f.Request < 0 {
 			continue
 		}
-		if k == checker.Restart && !slices.Contains(obslog.AttemptKindNames(), f.After) {
+		if !strikes(k) {
+			return fmt.Errorf("%s:%d: %w: a live run strikes no planned %s", f.File, f.Line, cluster.ErrInput, k)
+		}
+		if checker.FaultKinds[k].Phase && !slices.Contains(obslog.AttemptKindNames(), f.After) {
 			// Aimed at a phase: the side's worker stops when it logs
 			// the fact, and the coordinator kills it then.
 			return fmt.Errorf("%s:%d: %w: after %q, want a kind a worker logs for a request", f.File, f.Line, cluster.ErrInput, f.After)
@@ -370,36 +379,47 @@ func (c *coord) plan() error {
 }
 
 // workerMarks are the frames that hand a request's workers the marks they
-// strike themselves (the coordinator strikes losses, duplicates and the
-// client's cancel): a hang or a transfer failure to both sides, since
-// either may run the transfer, the others to the side they name, and a
-// restart's phase to the side whose worker stops there.
+// strike themselves: every mark but the ones the coordinator strikes (a
+// loss or a duplicate by its proxy, the client's cancel by its
+// frontend), a mark of a kind whose move names a side to that side, one
+// that names none (a hang, a transfer failure: either side may run the
+// transfer) to both, and a restart's phase to the side whose worker stops
+// there.
 func workerMarks(m *cluster.Marks) []Frame {
 	var fs []Frame
 	mark := func(fault string, sd model.Side) {
 		fs = append(fs, Frame{Kind: KMark, Fault: fault, To: sideNames[sd]})
 	}
 	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
-		if m.Hang {
-			mark(checker.Hang.String(), sd)
-		}
-		if m.FailXfer {
-			mark(checker.TransferFailure.String(), sd)
-		}
-		if m.Abort[sd] {
-			mark(checker.Abort.String(), sd)
-		}
-		if m.Delay[sd] {
-			mark(checker.Delay.String(), sd)
-		}
-		if m.Evict[sd] {
-			mark(checker.Evict.String(), sd)
-		}
+		m.Each(func(k checker.Fault, on model.Side, either bool) {
+			if k != checker.Cancel && (either || on == sd) {
+				mark(k.String(), sd)
+			}
+		})
 		if m.RestartAfter[sd] != "" {
 			mark(m.RestartAfter[sd], sd)
 		}
 	}
 	return fs
+}
+
+// strikes reports whether a live run strikes planned faults of kind k
+// aimed at a request: the coordinator those of its proxy (in place of a
+// fact it relays) and of its frontend (cancel), a worker those whose move
+// names its side (where its window first offers them) and those of the
+// transfer it runs (hang, transfer_failure), and restarts. A kind struck
+// by no rule here is refused with the plan's line, not left unstruck.
+func strikes(k checker.Fault) bool {
+	kind := &checker.FaultKinds[k]
+	switch {
+	case k == checker.Cancel || k == checker.Hang || cluster.AtTime(k):
+		return true
+	case kind.Instead != 0:
+		return k == checker.Loss || k == checker.Duplicate || k == checker.TransferFailure
+	case kind.Offered:
+		return cluster.Takes(k, checker.ArgSide)
+	}
+	return false
 }
 
 func (c *coord) fromStart(us int64) time.Time { return c.start.Add(c.dur(us)) }
@@ -799,17 +819,27 @@ func (c *coord) scheduleArrival() {
 	}
 }
 
+// project shows the routers' ledgers of the attempt's workers in its
+// window (cluster.Window), and what the other attempts hold there; the
+// decode worker, until routed, is the window's own.
 func (c *coord) project(a *catt) {
-	a.st.W.W[0] = c.wk[a.p]
+	a.Project(&a.st, 0, c.wk[a.p], c.sums[a.p])
 	if a.d >= 0 {
-		a.st.W.W[1] = c.wk[a.d]
+		a.Project(&a.st, 1, c.wk[a.d], c.sums[a.d])
 	}
 }
 
+// writeBack stores the attempt's window into the routers' ledgers after
+// a step (cluster.Window).
 func (c *coord) writeBack(a *catt) {
+	hs := a.Held(&a.st)
 	c.wk[a.p] = a.st.W.W[0]
+	c.sums[a.p] = a.WriteBack(0, c.sums[a.p], &hs)
 	if a.d >= 0 {
 		c.wk[a.d] = a.st.W.W[1]
+		c.sums[a.d] = a.WriteBack(1, c.sums[a.d], &hs)
+	} else {
+		a.Hold[1] = hs[1]
 	}
 }
 
@@ -848,7 +878,7 @@ func (c *coord) arrive() error {
 	if err := wc.Prepare(); err != nil {
 		return fmt.Errorf("%w: request %d: %v", cluster.ErrInput, r.Index, err)
 	}
-	a := &catt{name: cluster.AttemptName(&r, 0), req: r, cfg: wc, p: -1, d: -1, arrive: time.Now()}
+	a := &catt{name: cluster.AttemptName(&r, 0), req: r, Window: cluster.Window{Cfg: wc}, p: -1, d: -1, arrive: time.Now()}
 	if m := c.marks[r.Index]; m != nil {
 		a.m = *m
 		delete(c.marks, r.Index)
@@ -868,8 +898,7 @@ func (c *coord) arrive() error {
 	if r.CancelUS >= 0 {
 		c.push(&cevent{at: c.fromStart(r.CancelUS), kind: cCancel, a: a})
 	}
-	if a.m.Cancel {
-		a.m.Cancel = false
+	if a.m.Spend(checker.Cancel, 0) {
 		c.rep.FaultsStruck++
 		c.cancel(a)
 	}
@@ -1120,12 +1149,13 @@ func (c *coord) relay(from int, f *Frame) {
 	}
 	copies := 1
 	if msg, ok := msgNamed(f.Msg); ok && f.Kind == KFact {
+		fm, _, ok := a.m.Instead(checker.Move{Kind: checker.MvDeliver, H: 0, Arg: int8(to), Msg: msg})
 		switch {
-		case a.m.Lose.Take(to, msg):
+		case ok && fm.Kind == checker.MvLose:
 			c.rep.Proxy.Dropped++
 			c.rep.FaultsStruck++
 			return
-		case a.m.Dup.Take(to, msg):
+		case ok && fm.Kind == checker.MvDuplicate:
 			c.rep.Proxy.Duplicated++
 			c.rep.FaultsStruck++
 			copies = 2

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handoffcheck/handoffcheck/checker/sim"
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -17,13 +17,14 @@ import (
 // holding an attempt never lets its blocks go (the run's leak check
 // failed that way).
 func TestCoord_EndWhileHeldReleasesWorkers(t *testing.T) {
-	cfg := sim.DefaultConfig()
+	cfg := cluster.DefaultConfig()
 	st, err := newStepper(nil, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &coord{cfg: cfg, stepper: st, epoch: time.Now(), errs: io.Discard, atts: map[string]*catt{}}
 	c.wk = make([]model.Worker, cfg.NumWorkers())
+	c.sums = make([]model.Holdings, cfg.NumWorkers())
 	// Workers that are starting keep what they are sent: the test reads
 	// the frames there instead of over a connection.
 	for w := range cfg.NumWorkers() {
@@ -34,9 +35,9 @@ func TestCoord_EndWhileHeldReleasesWorkers(t *testing.T) {
 	if err := wc.Prepare(); err != nil {
 		t.Fatal(err)
 	}
-	a := &catt{name: "r0", cfg: wc, p: src, d: dst, pGen: 1, dGen: 1, arrive: time.Now()}
+	a := &catt{name: "r0", Window: cluster.Window{Cfg: wc}, p: src, d: dst, pGen: 1, dGen: 1, arrive: time.Now()}
 	a.st = c.chk.Initial()
-	a.st.W = model.NewWorld(a.cfg)
+	a.st.W = model.NewWorld(a.Cfg)
 	c.atts[a.name] = a
 
 	c.act(a, cCancel)

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/conform"
-	"github.com/handoffcheck/handoffcheck/checker/sim"
 )
 
 // judge runs conform on a live run's logs and wants them explained.
@@ -65,7 +65,7 @@ func TestLiveKillRestart(t *testing.T) {
 			if policy == "destination-first" {
 				side = "source"
 			}
-			faults := []sim.Fault{{Kind: "restart", Request: 100, Worker: -1, Side: side, After: "transfer_started"}}
+			faults := []cluster.Fault{{Kind: "restart", Request: 100, Worker: -1, Side: side, After: "transfer_started"}}
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			rep, err := Run(ctx, Options{Config: cfg, Workload: &slice{rs: reqs}, Rewind: again(reqs), Faults: faults, Scale: 0.01, Dir: dirFor(t),
@@ -122,7 +122,7 @@ func TestLiveIdleGeneration(t *testing.T) {
 	cfg := parityConfig(t, "source-first")
 	cfg.Prefill.Workers = 1
 	reqs := spaced(3, 2_000_000)
-	faults := []sim.Fault{{Kind: "restart", Request: 2, Worker: -1, Side: "source", After: "pinned"}}
+	faults := []cluster.Fault{{Kind: "restart", Request: 2, Worker: -1, Side: "source", After: "pinned"}}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	rep, err := Run(ctx, Options{Config: cfg, Workload: &slice{rs: reqs}, Rewind: again(reqs), Faults: faults, Scale: parityScale, Dir: dirFor(t),

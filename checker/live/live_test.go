@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handoffcheck/handoffcheck/checker/sim"
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -45,13 +45,13 @@ func execSpawner() Spawner {
 }
 
 type slice struct {
-	rs []sim.Request
+	rs []cluster.Request
 	i  int
 }
 
-func (s *slice) Next() (sim.Request, error) {
+func (s *slice) Next() (cluster.Request, error) {
 	if s.i == len(s.rs) {
-		return sim.Request{}, io.EOF
+		return cluster.Request{}, io.EOF
 	}
 	s.i++
 	return s.rs[s.i-1], nil
@@ -59,15 +59,15 @@ func (s *slice) Next() (sim.Request, error) {
 
 // again gives a workload of rs afresh each time, for Options.Rewind: a
 // run too late for its deadlines runs again at a larger time scale.
-func again(rs []sim.Request) func() (sim.Source, error) {
-	return func() (sim.Source, error) { return &slice{rs: rs}, nil }
+func again(rs []cluster.Request) func() (cluster.Source, error) {
+	return func() (cluster.Source, error) { return &slice{rs: rs}, nil }
 }
 
 // spaced is n requests far enough apart that each ends before the next.
-func spaced(n int, gapUS int64) []sim.Request {
-	out := make([]sim.Request, n)
+func spaced(n int, gapUS int64) []cluster.Request {
+	out := make([]cluster.Request, n)
 	for i := range out {
-		out[i] = sim.Request{Index: i, ArrivalUS: int64(i) * gapUS, PromptTokens: 512, OutputTokens: 4, CancelUS: -1}
+		out[i] = cluster.Request{Index: i, ArrivalUS: int64(i) * gapUS, PromptTokens: 512, OutputTokens: 4, CancelUS: -1}
 	}
 	return out
 }
@@ -77,7 +77,7 @@ func spaced(n int, gapUS int64) []sim.Request {
 func TestLiveSmoke(t *testing.T) {
 	for _, policy := range []string{"source-first", "destination-first"} {
 		t.Run(policy, func(t *testing.T) {
-			cfg := sim.DefaultConfig()
+			cfg := cluster.DefaultConfig()
 			if policy == "destination-first" {
 				cfg.Engine = model.SGLang
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/model"
@@ -44,7 +45,7 @@ func restartPhases(policy string) []struct{ side, after string } {
 
 // longRequests is a workload of n requests, a new one every gapUS, of
 // a few sizes.
-func longRequests(n int, gapUS int64) []sim.Request {
+func longRequests(n int, gapUS int64) []cluster.Request {
 	out := spaced(n, gapUS)
 	for i := range out {
 		out[i].PromptTokens = model.Tokens(256 + 64*(i%7))
@@ -53,7 +54,7 @@ func longRequests(n int, gapUS int64) []sim.Request {
 	return out
 }
 
-func transitionsOf(t *testing.T, cfg *sim.Config, reqs []sim.Request, faults []sim.Fault) (Transitions, *Report, Transitions) {
+func transitionsOf(t *testing.T, cfg *cluster.Config, reqs []cluster.Request, faults []cluster.Fault) (Transitions, *Report, Transitions) {
 	t.Helper()
 	var buf bytes.Buffer
 	lw, err := obslog.NewWriter(&buf, cfg.LogHeader(obslog.All))
@@ -101,7 +102,7 @@ func TestLiveReplayParityRestarts(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%s-%s", policy, ph.side, ph.after), func(t *testing.T) {
 				cfg := parityConfig(t, policy)
 				reqs := longRequests(40, 1_500_000)
-				faults := []sim.Fault{{Kind: "restart", Request: 20, Worker: -1, Side: ph.side, After: ph.after}}
+				faults := []cluster.Fault{{Kind: "restart", Request: 20, Worker: -1, Side: ph.side, After: ph.after}}
 				want, rep, got := transitionsOf(t, cfg, reqs, faults)
 				if rep.TooLate {
 					t.Skipf("the machine is too loaded to compare: %s", rep.LateWhy)

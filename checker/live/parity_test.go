@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/model"
@@ -18,8 +19,8 @@ import (
 // parityConfig is the default cluster with short deadlines far apart
 // and no jitter: scaled, the deadlines and the gaps between them still
 // dwarf a loaded machine's scheduling noise (tens of milliseconds).
-func parityConfig(t testing.TB, policy string) *sim.Config {
-	cfg := sim.DefaultConfig()
+func parityConfig(t testing.TB, policy string) *cluster.Config {
+	cfg := cluster.DefaultConfig()
 	if policy == "destination-first" {
 		cfg.Engine = model.SGLang
 	}
@@ -31,7 +32,7 @@ func parityConfig(t testing.TB, policy string) *sim.Config {
 	// worker reports at once reaches the frontend before a hop it started
 	// ends, in both adapters.
 	cfg.LatencyUS, cfg.JitterUS = 200_000, 0
-	cfg.Timers = sim.Timers{LeaseUS: 4_000_000, HeartbeatUS: 1_000_000, BootstrapUS: 6_000_000, ReservationUS: 9_000_000, TransferDeadlineUS: 3_000_000}
+	cfg.Timers = cluster.Timers{LeaseUS: 4_000_000, HeartbeatUS: 1_000_000, BootstrapUS: 6_000_000, ReservationUS: 9_000_000, TransferDeadlineUS: 3_000_000}
 	cfg.HealthCheckUS = 1_000_000
 	return cfg
 }
@@ -44,7 +45,7 @@ const parityScale = 0.05
 // phase.
 type parityWorkload struct {
 	name   string
-	faults func(policy string) []sim.Fault
+	faults func(policy string) []cluster.Fault
 	// same: the fault leaves the transitions as they are without it (a
 	// duplicate of an idempotent fact; a core that falls behind changes
 	// when, not what).
@@ -53,9 +54,9 @@ type parityWorkload struct {
 	only string
 }
 
-func aimed(kind string, f sim.Fault) []sim.Fault {
+func aimed(kind string, f cluster.Fault) []cluster.Fault {
 	f.Kind, f.Request, f.Worker = kind, 1, -1
-	return []sim.Fault{f}
+	return []cluster.Fault{f}
 }
 
 // toSource is the fact a policy's destination sends its source first;
@@ -68,49 +69,49 @@ func toSource(policy string) string {
 }
 
 var parityWorkloads = []parityWorkload{
-	{name: "plain", faults: func(string) []sim.Fault { return nil }},
-	{name: "client-cancel", faults: func(string) []sim.Fault { return aimed("cancel", sim.Fault{}) }},
-	{name: "duplicate-to-source", faults: func(p string) []sim.Fault {
-		return aimed("duplicate", sim.Fault{To: "source", Msg: toSource(p)})
+	{name: "plain", faults: func(string) []cluster.Fault { return nil }},
+	{name: "client-cancel", faults: func(string) []cluster.Fault { return aimed("cancel", cluster.Fault{}) }},
+	{name: "duplicate-to-source", faults: func(p string) []cluster.Fault {
+		return aimed("duplicate", cluster.Fault{To: "source", Msg: toSource(p)})
 	}, same: true},
-	{name: "loss-to-source", faults: func(p string) []sim.Fault { return aimed("loss", sim.Fault{To: "source", Msg: toSource(p)}) }},
-	{name: "hung-transfer", faults: func(string) []sim.Fault { return aimed("hang", sim.Fault{}) }},
-	{name: "transfer-failure", faults: func(string) []sim.Fault { return aimed("transfer_failure", sim.Fault{}) }},
+	{name: "loss-to-source", faults: func(p string) []cluster.Fault { return aimed("loss", cluster.Fault{To: "source", Msg: toSource(p)}) }},
+	{name: "hung-transfer", faults: func(string) []cluster.Fault { return aimed("hang", cluster.Fault{}) }},
+	{name: "transfer-failure", faults: func(string) []cluster.Fault { return aimed("transfer_failure", cluster.Fault{}) }},
 	// Destination-first, a source that aborts as its request arrives ties
 	// with the frontend's decode routing: both come one latency after the
 	// prefill routing. The simulator breaks the tie by event order, a
 	// live run by which process is quicker; both runs are the protocol's
 	// (conform judges them), so the workload runs source-first only.
-	{name: "abort-source", faults: func(string) []sim.Fault { return aimed("abort", sim.Fault{Side: "source"}) }, only: "source-first"},
-	{name: "abort-destination", faults: func(string) []sim.Fault { return aimed("abort", sim.Fault{Side: "destination"}) }},
-	{name: "duplicate-to-destination", faults: func(string) []sim.Fault {
-		return aimed("duplicate", sim.Fault{To: "destination", Msg: "ReceiveCompleted"})
+	{name: "abort-source", faults: func(string) []cluster.Fault { return aimed("abort", cluster.Fault{Side: "source"}) }, only: "source-first"},
+	{name: "abort-destination", faults: func(string) []cluster.Fault { return aimed("abort", cluster.Fault{Side: "destination"}) }},
+	{name: "duplicate-to-destination", faults: func(string) []cluster.Fault {
+		return aimed("duplicate", cluster.Fault{To: "destination", Msg: "ReceiveCompleted"})
 	}, only: "destination-first", same: true},
-	{name: "loss-to-destination", faults: func(string) []sim.Fault {
-		return aimed("loss", sim.Fault{To: "destination", Msg: "ReceiveCompleted"})
+	{name: "loss-to-destination", faults: func(string) []cluster.Fault {
+		return aimed("loss", cluster.Fault{To: "destination", Msg: "ReceiveCompleted"})
 	}, only: "destination-first"},
-	{name: "slow-destination-core", faults: func(string) []sim.Fault { return aimed("delay", sim.Fault{Side: "destination"}) }, same: true},
-	{name: "restart-runner-mid-transfer", faults: func(p string) []sim.Fault {
+	{name: "slow-destination-core", faults: func(string) []cluster.Fault { return aimed("delay", cluster.Fault{Side: "destination"}) }, same: true},
+	{name: "restart-runner-mid-transfer", faults: func(p string) []cluster.Fault {
 		side := "destination"
 		if p == "destination-first" {
 			side = "source"
 		}
-		return aimed("restart", sim.Fault{Side: side, After: "transfer_started"})
+		return aimed("restart", cluster.Fault{Side: side, After: "transfer_started"})
 	}},
-	{name: "restart-destination-reserved", faults: func(string) []sim.Fault {
-		return aimed("restart", sim.Fault{Side: "destination", After: "reserved"})
+	{name: "restart-destination-reserved", faults: func(string) []cluster.Fault {
+		return aimed("restart", cluster.Fault{Side: "destination", After: "reserved"})
 	}},
-	{name: "restart-source-registered", faults: func(string) []sim.Fault {
-		return aimed("restart", sim.Fault{Side: "source", After: "registered"})
+	{name: "restart-source-registered", faults: func(string) []cluster.Fault {
+		return aimed("restart", cluster.Fault{Side: "source", After: "registered"})
 	}},
 }
 
-func parityRequests() []sim.Request {
+func parityRequests() []cluster.Request {
 	return spaced(2, 2_500_000)
 }
 
 // simTransitions runs the workload through the simulator.
-func simTransitions(t *testing.T, cfg *sim.Config, faults []sim.Fault) (Transitions, int) {
+func simTransitions(t *testing.T, cfg *cluster.Config, faults []cluster.Fault) (Transitions, int) {
 	var buf bytes.Buffer
 	lw, err := obslog.NewWriter(&buf, cfg.LogHeader(obslog.All))
 	if err != nil {
@@ -131,7 +132,7 @@ func simTransitions(t *testing.T, cfg *sim.Config, faults []sim.Fault) (Transiti
 	return tr, res.Summary.FaultsStruck
 }
 
-func liveTransitions(t *testing.T, cfg *sim.Config, faults []sim.Fault, spawn Spawner) (Transitions, *Report) {
+func liveTransitions(t *testing.T, cfg *cluster.Config, faults []cluster.Fault, spawn Spawner) (Transitions, *Report) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	dir := dirFor(t)

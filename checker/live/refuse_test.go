@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handoffcheck/handoffcheck/checker/sim"
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -19,7 +19,7 @@ import (
 // does not have, from an older generation of its peer, or to an older
 // generation of itself changes nothing: no attempt, no state, no event.
 func TestWorker_StaleFramesChangeNothing(t *testing.T) {
-	cfg := sim.DefaultConfig()
+	cfg := cluster.DefaultConfig()
 	w, err := newWorker(WorkerOptions{Side: model.SourceSide, Worker: 0, Gen: 1, Config: cfg, Scale: 0.01, Epoch: time.Now(), Errors: io.Discard})
 	if err != nil {
 		t.Fatal(err)

@@ -157,16 +157,13 @@ type attempt struct {
 	waiting        bool
 	// The transfer this worker runs: the probe's answer and when the
 	// bytes are through.
-	xferV    uint32
-	replied  bool
-	xferDue  bool
-	hangMark bool
-	failMark bool
-	abort    bool
-	delay    bool
-	evict    bool
-	trigger  string // the log kind a planned restart waits for
-	gone     bool
+	xferV   uint32
+	replied bool
+	xferDue bool
+	// m holds the planned faults this worker strikes for the attempt.
+	m       cluster.Marks
+	trigger string // the log kind a planned restart waits for
+	gone    bool
 	// held: the coordinator holds the attempt (KHold) while a router
 	// acts on it; its events and frames wait until KRelease.
 	held   bool
@@ -573,32 +570,26 @@ func (w *worker) mark(a *attempt, f *Frame) {
 	}
 }
 
-// setMark records a planned fault on an attempt; false for an unknown
-// fault, refused.
+// setMark records a planned fault on an attempt, by its typed kind; false
+// for a fault this worker does not strike, refused, or for a restart's
+// phase, which changes nothing now.
 func (w *worker) setMark(a *attempt, f *Frame) bool {
-	switch f.Fault {
-	case "hang":
-		a.hangMark = true
-	case "transfer_failure":
-		a.failMark = true
-	case "abort":
-		a.abort = true
-	case "delay":
-		a.delay = true
-	case "evict":
-		a.evict = true
-	default:
-		k, ok := obslog.KindNamed(f.Fault)
-		if !ok {
-			w.refuse("an unknown fault")
+	if k, ok := checker.ParseFault(f.Fault); ok {
+		if !a.m.MarkSide(k, w.mine) {
+			w.refuse("a fault a worker does not strike")
 			return false
 		}
-		// A restart's phase: it strikes when the worker logs that fact,
-		// so nothing changes now.
-		a.trigger = obslog.Kinds[k].Name
+		return true
+	}
+	k, ok := obslog.KindNamed(f.Fault)
+	if !ok {
+		w.refuse("an unknown fault")
 		return false
 	}
-	return true
+	// A restart's phase: it strikes when the worker logs that fact, so
+	// nothing changes now.
+	a.trigger = obslog.Kinds[k].Name
+	return false
 }
 
 // struck tells the coordinator a planned fault struck.
@@ -720,28 +711,17 @@ func (w *worker) schedule(a *attempt) {
 	w.moves = w.chk.MovesInto(&a.st, w.moves[:0])
 	moves := w.moves
 	x := &a.st.W.H[0]
-	for _, m := range moves {
-		var flag *bool
-		switch {
-		case m.Kind == checker.MvAbort && model.Side(m.Arg) == w.mine:
-			flag = &a.abort
-		case m.Kind == checker.MvDelay && model.Side(m.Arg) == w.mine:
-			flag = &a.delay
-		case m.Kind == checker.MvEvict && model.Side(m.Arg) == w.mine:
-			flag = &a.evict
-		}
-		if flag != nil && *flag {
-			*flag = false
-			w.struck(a, m.Kind.String())
-			w.do(a, m, false)
-			return
-		}
+	if m, k, ok := a.m.Offered(moves, w.strikesHere); ok {
+		w.struck(a, k.String())
+		w.do(a, m, false)
+		return
 	}
-	if now, _ := cluster.HangStrikes(x); a.hangMark && now && x.Runner == w.mine {
+	if now, _ := cluster.HangStrikes(x); now && x.Runner == w.mine && a.m.Spend(checker.Hang, w.mine) {
 		// The runner's transfer hangs: from now on it ends only by
-		// failing, once a registration it uses is no longer valid.
-		a.hangMark = false
-		w.struck(a, "hang")
+		// failing, once a registration it uses is no longer valid. The
+		// hang is forced: the window holds the peer's side only as this
+		// worker last heard of it, and may not offer it.
+		w.struck(a, checker.Hang.String())
 		w.do(a, checker.Move{Kind: checker.MvHang, H: 0}, true)
 		return
 	}
@@ -775,6 +755,12 @@ func (w *worker) schedule(a *attempt) {
 	if x.Xfer == model.XferRunning && x.Runner == w.mine {
 		w.maybeEndTransfer(a)
 	}
+}
+
+// strikesHere says which offered fault moves a worker strikes where its
+// window first offers them: those of its own side.
+func (w *worker) strikesHere(k checker.Fault, m checker.Move) bool {
+	return cluster.Takes(k, checker.ArgSide) && model.Side(m.Arg) == w.mine
 }
 
 // offer schedules again the attempts that wait for capacity, oldest first.
@@ -849,7 +835,7 @@ func (w *worker) startTransfer(a *attempt) {
 	a.replied, a.xferDue = false, false
 	w.send(&Frame{Kind: KProbe, Attempt: a.name, To: sideNames[w.mine.Other()], PeerGen: max(a.peerGen, 0)})
 	d := w.dur(w.cfg.TransferUS(a.Cfg, a.st.W.H[0].PrefixGone&2 != 0))
-	if a.failMark {
+	if a.m.Replaces(checker.MvTransfer) {
 		d = 0
 	}
 	w.push(&wevent{at: time.Now().Add(d), kind: wXfer, a: a, ver: a.xferV})
@@ -862,10 +848,9 @@ func (w *worker) maybeEndTransfer(a *attempt) {
 	if x.Xfer != model.XferRunning || x.Runner != w.mine {
 		return
 	}
-	if a.failMark && a.xferDue {
-		a.failMark = false
-		if w.do(a, checker.Move{Kind: checker.MvFailTransfer, H: 0}, false) {
-			w.struck(a, "transfer_failure")
+	if a.xferDue {
+		if f, k, ok := a.m.Instead(checker.Move{Kind: checker.MvTransfer, H: 0}); ok && w.do(a, f, false) {
+			w.struck(a, k.String())
 			return
 		}
 	}

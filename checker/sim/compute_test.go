@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/checker/sim/workload"
 	"github.com/handoffcheck/handoffcheck/model"
@@ -15,8 +16,8 @@ import (
 
 // policyConfig is the default configuration run under a policy, with
 // the engine the policy needs.
-func policyConfig(pol string) *Config {
-	cfg := DefaultConfig()
+func policyConfig(pol string) *cluster.Config {
+	cfg := cluster.DefaultConfig()
 	cfg.Policy = pol
 	_ = cfg.SetPolicy(pol)
 	if pol == "destination-first" {
@@ -26,7 +27,7 @@ func policyConfig(pol string) *Config {
 }
 
 // logged runs a workload and reads its observation log back.
-func logged(t *testing.T, cfg *Config, reqs []Request) []obslog.Fact {
+func logged(t *testing.T, cfg *cluster.Config, reqs []cluster.Request) []obslog.Fact {
 	t.Helper()
 	var buf bytes.Buffer
 	w, err := obslog.NewWriter(&buf, cfg.LogHeader(obslog.All))
@@ -67,7 +68,7 @@ func logged(t *testing.T, cfg *Config, reqs []Request) []obslog.Fact {
 // 300.5 ms behind the rest of a's prefill). The same in the disabled mode:
 // b's prefill ends at 200.5 ms.
 func TestCancelledPrefillFreesItsWorker(t *testing.T) {
-	reqs := []Request{
+	reqs := []cluster.Request{
 		{Index: 0, ID: "a", ArrivalUS: 0, PromptTokens: 12_000, OutputTokens: 8, CancelUS: 5_000},
 		{Index: 1, ID: "b", ArrivalUS: 100_000, PromptTokens: 6_000, OutputTokens: 8, CancelUS: -1},
 	}
@@ -96,7 +97,7 @@ func TestCancelledPrefillFreesItsWorker(t *testing.T) {
 		})
 	}
 	t.Run("disabled", func(t *testing.T) {
-		cfg := policyConfig(Disabled)
+		cfg := policyConfig(cluster.Disabled)
 		cfg.Decode.Workers = 1
 		var steps []Step
 		if _, err := Run(context.Background(), cfg, &SliceSource{Reqs: reqs}, Options{DisabledSteps: &steps}); err != nil {
@@ -116,7 +117,7 @@ func TestCancelledPrefillFreesItsWorker(t *testing.T) {
 
 // generated draws a workload with the default generator's shapes at a
 // rate and share of cancels.
-func generated(t *testing.T, seed uint64, n int, rate, cancels float64) []Request {
+func generated(t *testing.T, seed uint64, n int, rate, cancels float64) []cluster.Request {
 	t.Helper()
 	g := workload.DefaultGen()
 	g.Seed, g.Requests, g.RatePerSec, g.CancelFraction = seed, n, rate, cancels
@@ -132,7 +133,7 @@ func generated(t *testing.T, seed uint64, n int, rate, cancels float64) []Reques
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []Request
+	var out []cluster.Request
 	for {
 		r, err := rd.Next()
 		if err == io.EOF {
@@ -141,7 +142,7 @@ func generated(t *testing.T, seed uint64, n int, rate, cancels float64) []Reques
 		if err != nil {
 			t.Fatal(err)
 		}
-		q := Request{Index: r.Index, ArrivalUS: r.ArrivalUS, PromptTokens: model.Tokens(r.PromptTokens), OutputTokens: model.Tokens(r.OutputTokens),
+		q := cluster.Request{Index: r.Index, ArrivalUS: r.ArrivalUS, PromptTokens: model.Tokens(r.PromptTokens), OutputTokens: model.Tokens(r.OutputTokens),
 			PrefixGroup: r.PrefixGroup, PrefixTokens: model.Tokens(r.PrefixTokens), CancelUS: -1}
 		if r.HasCancel {
 			q.CancelUS = r.CancelUS
@@ -157,7 +158,7 @@ func generated(t *testing.T, seed uint64, n int, rate, cancels float64) []Reques
 // at a time in dispatch order, and is free again when a prefill ends or
 // is stopped. It returns the two mean waits in ms and how many prefills
 // waited otherwise than the reference says.
-func prefillWaits(t *testing.T, cfg *Config, reqs []Request, facts []obslog.Fact) (got, want float64, n, differ int) {
+func prefillWaits(t *testing.T, cfg *cluster.Config, reqs []cluster.Request, facts []obslog.Fact) (got, want float64, n, differ int) {
 	t.Helper()
 	type job struct {
 		proc                   int

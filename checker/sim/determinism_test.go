@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 )
 
 // TestDeterminism_SameInputsSameBytes: the same workload, configuration,
@@ -22,7 +24,7 @@ func TestDeterminism_SameInputsSameBytes(t *testing.T) {
 		}
 		cfg.Seed = seed
 		cfg.JitterUS = 2_000
-		cfg.DecodeRouter = PowerOfTwo
+		cfg.DecodeRouter = cluster.PowerOfTwo
 		var tl bytes.Buffer
 		rec := NewRecorder(&tl)
 		res, err := Run(context.Background(), cfg, &SliceSource{Reqs: reqs}, Options{Faults: faults, Timeline: rec})

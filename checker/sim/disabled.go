@@ -43,7 +43,7 @@ type Step struct {
 
 // dreq is a request of a disabled run.
 type dreq struct {
-	Request
+	cluster.Request
 	w         int
 	blocks    model.Blocks
 	admitted  bool
@@ -114,7 +114,7 @@ type disabledRun struct {
 }
 
 // runDisabled runs a workload with handoff disabled.
-func runDisabled(ctx context.Context, cfg *Config, src Source, opt Options) (*Result, error) {
+func runDisabled(ctx context.Context, cfg *cluster.Config, src cluster.Source, opt Options) (*Result, error) {
 	n := cfg.NumWorkers()
 	s := &Sim{cfg: cfg, workers: make([]model.Worker, n), rng: rand.New(rand.NewPCG(cfg.Seed, 0x68616e646f6666))}
 	s.stats = newStats(cfg, n)
@@ -143,7 +143,7 @@ func runDisabled(ctx context.Context, cfg *Config, src Source, opt Options) (*Re
 			return fmt.Errorf("%w: request %d: %v", ErrInput, r.Index, err)
 		}
 		if dr.blocks > cfg.Decode.CapacityBlocks {
-			return fmt.Errorf("%w: request %d needs %d blocks, more than a decode worker's capacity of %d", ErrInput, r.Index, int64(dr.blocks), int64(cfg.Decode.CapacityBlocks))
+			return fmt.Errorf("%w: request %d needs %d blocks, more than a decode worker's capacity of %d", cluster.ErrInput, r.Index, int64(dr.blocks), int64(cfg.Decode.CapacityBlocks))
 		}
 		heap.Push(&d.q, devent{at: r.ArrivalUS + cfg.LatencyUS, prio: dArrive, r: dr})
 		if r.CancelUS >= 0 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -19,9 +20,9 @@ import (
 // prefill frees the worker for the next at once. At one instant,
 // finishes come first, then cancels, then prefill completions, then
 // arrivals; ties by request index.
-func reference(cfg *Config, reqs []Request, roundRobin bool) []Step {
+func reference(cfg *cluster.Config, reqs []cluster.Request, roundRobin bool) []Step {
 	type req struct {
-		Request
+		cluster.Request
 		w                          int
 		blocks                     model.Blocks
 		admitted, done             bool
@@ -158,7 +159,7 @@ func reference(cfg *Config, reqs []Request, roundRobin bool) []Step {
 func TestDisabledModeUnchanged(t *testing.T) {
 	type wl struct {
 		name string
-		reqs []Request
+		reqs []cluster.Request
 	}
 	var wls []wl
 	for i, gap := range []int64{1_000, 5_000, 20_000, 50_000, 200_000} {
@@ -169,9 +170,9 @@ func TestDisabledModeUnchanged(t *testing.T) {
 	}
 	n := 0
 	for _, w := range wls {
-		for _, rr := range []Router{LeastLoaded, RoundRobin} {
-			cfg := DefaultConfig()
-			cfg.Policy = Disabled
+		for _, rr := range []cluster.Router{cluster.LeastLoaded, cluster.RoundRobin} {
+			cfg := cluster.DefaultConfig()
+			cfg.Policy = cluster.Disabled
 			cfg.DecodeRouter = rr
 			cfg.Decode.Slots = 8
 			var got []Step
@@ -179,7 +180,7 @@ func TestDisabledModeUnchanged(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := reference(cfg, w.reqs, rr == RoundRobin)
+			want := reference(cfg, w.reqs, rr == cluster.RoundRobin)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Fatalf("%s workload %d (%s router): the disabled run differs from the aggregated reference (-reference +run):\n%s", w.name, n, rr, diff)
 			}

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"os"
 	"testing"
+
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 )
 
 // FuzzParseSimConfig: a simulation configuration is refused with a
 // file:line error wrapping ErrConfig, never a panic, whatever the bytes.
 func FuzzParseSimConfig(f *testing.F) {
-	f.Add(DefaultConfigJSON())
+	f.Add(cluster.DefaultConfigJSON())
 	f.Add([]byte(`{"schema":"handoffcheck.sim/v1"}`))
 	f.Add([]byte(`{"schema":"handoffcheck.sim/v1","policy":"disabled","engine":"sglang","decode":{"workers":-1}}`))
 	f.Add([]byte(`{"schema":"handoffcheck.sim/v1","timers":{"lease_ms":-5},"commands":["bogus"]}`))
@@ -19,9 +21,9 @@ func FuzzParseSimConfig(f *testing.F) {
 		f.Add(grouped)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := ParseConfig("fuzz.json", data)
+		c, err := cluster.ParseConfig("fuzz.json", data)
 		if err != nil {
-			if !errors.Is(err, ErrConfig) {
+			if !errors.Is(err, cluster.ErrConfig) {
 				t.Fatalf("error does not wrap ErrConfig: %v", err)
 			}
 			return

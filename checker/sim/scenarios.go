@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -16,22 +17,22 @@ type Scenario struct {
 	// FaultFree: no fault and no cancel, so every handoff must succeed
 	// (FaultFreeCompletion is judged).
 	FaultFree bool
-	build     func(c *Config) ([]Request, []Fault)
-	tune      func(c *Config)
+	build     func(c *cluster.Config) ([]cluster.Request, []cluster.Fault)
+	tune      func(c *cluster.Config)
 }
 
 // Setup is a scenario's configuration, workload and faults under a
 // policy: source-first runs on vLLM, destination-first on SGLang, as the
 // engines do.
-func (sc *Scenario) Setup(policy string) (*Config, []Request, []Fault, error) {
-	c := DefaultConfig()
+func (sc *Scenario) Setup(policy string) (*cluster.Config, []cluster.Request, []cluster.Fault, error) {
+	c := cluster.DefaultConfig()
 	switch policy {
 	case "source-first":
 		c.Engine = model.VLLM
 	case "destination-first":
 		c.Engine = model.SGLang
 	default:
-		return nil, nil, nil, fmt.Errorf("%w: scenario %s runs under source-first or destination-first, not %q", ErrConfig, sc.Name, policy)
+		return nil, nil, nil, fmt.Errorf("%w: scenario %s runs under source-first or destination-first, not %q", cluster.ErrConfig, sc.Name, policy)
 	}
 	if err := c.SetPolicy(policy); err != nil {
 		return nil, nil, nil, err
@@ -49,25 +50,25 @@ func (sc *Scenario) Setup(policy string) (*Config, []Request, []Fault, error) {
 var Scenarios = []Scenario{
 	{Name: "stranded-source", FaultFree: true,
 		Meaning: "decode capacity is full while 4K-token prefills keep finishing: source-first pins them on prefill until decode frees pages; destination-first keeps prefill waiting instead",
-		tune: func(c *Config) {
+		tune: func(c *cluster.Config) {
 			c.Prefill.Workers, c.Decode.Workers = 1, 1
 			c.Decode.CapacityBlocks = 1100 // four 4K-token prompts of 256 blocks
 			c.Decode.Slots = 4
 			c.Decode.HeadroomTokens = 4 * 512
 		},
-		build: func(c *Config) ([]Request, []Fault) {
+		build: func(c *cluster.Config) ([]cluster.Request, []cluster.Fault) {
 			return evenly(24, 0, 120_000, 4096, 120, "", 0), nil
 		}},
 	{Name: "destination-gate", FaultFree: true,
 		Meaning: "destination-first with decode full: prefill does not dispatch until decode reserves its slot, prefix snapshot, delta pages and headroom; zero, partial and full prefix hits",
-		tune: func(c *Config) {
+		tune: func(c *cluster.Config) {
 			c.Prefill.Workers, c.Decode.Workers = 1, 2
 			c.Decode.Slots = 3
 		},
-		build: func(c *Config) ([]Request, []Fault) {
-			var rs []Request
+		build: func(c *cluster.Config) ([]cluster.Request, []cluster.Fault) {
+			var rs []cluster.Request
 			for i := 0; i < 18; i++ {
-				r := Request{Index: i, ArrivalUS: int64(i) * 60_000, PromptTokens: 2048, OutputTokens: 60, CancelUS: -1}
+				r := cluster.Request{Index: i, ArrivalUS: int64(i) * 60_000, PromptTokens: 2048, OutputTokens: 60, CancelUS: -1}
 				switch i % 3 {
 				case 1:
 					r.PrefixGroup, r.PrefixTokens = "partial", 1024
@@ -80,66 +81,66 @@ var Scenarios = []Scenario{
 		}},
 	{Name: "router-engine-parity", FaultFree: true,
 		Meaning: "selection-time decode bookings, reservations, activations and releases stay aligned under load on four decode workers",
-		tune: func(c *Config) {
+		tune: func(c *cluster.Config) {
 			c.Prefill.Workers, c.Decode.Workers = 2, 4
-			c.DecodeRouter = PowerOfTwo
+			c.DecodeRouter = cluster.PowerOfTwo
 		},
-		build: func(c *Config) ([]Request, []Fault) {
+		build: func(c *cluster.Config) ([]cluster.Request, []cluster.Fault) {
 			return evenly(60, 0, 25_000, 1536, 40, "g", 512), nil
 		}},
 	{Name: "no-false-overlap", FaultFree: true,
 		Meaning: "a reservation publishes nothing before receive completion, with transfers slowed so reservations wait long",
-		tune:    func(c *Config) { c.BandwidthGbps = 0.5 },
-		build: func(c *Config) ([]Request, []Fault) {
+		tune:    func(c *cluster.Config) { c.BandwidthGbps = 0.5 },
+		build: func(c *cluster.Config) ([]cluster.Request, []cluster.Fault) {
 			return evenly(12, 0, 80_000, 2048, 30, "", 0), nil
 		}},
 	{Name: "failure-matrix",
 		Meaning: "cancel, lose a fact, or restart an owner at every phase: before decode routing, after booking, after reservation, while pinned, after receive completion, and during transfer",
-		build: func(c *Config) ([]Request, []Fault) {
+		build: func(c *cluster.Config) ([]cluster.Request, []cluster.Fault) {
 			rs := evenly(40, 0, 50_000, 2048, 40, "", 0)
-			var fs []Fault
+			var fs []cluster.Fault
 			at := func(i int, us int64) int64 { return rs[i].ArrivalUS + us }
 			// Cancels at successive phases of one request each.
 			for j, us := range []int64{0, 300, 800, 20_000, 60_000, 110_000, 130_000, 200_000} {
-				fs = append(fs, Fault{AtUS: at(j, us), Kind: "cancel", Request: j, Worker: -1})
+				fs = append(fs, cluster.Fault{AtUS: at(j, us), Kind: "cancel", Request: j, Worker: -1})
 			}
 			// Lost facts of every kind, each side.
 			for j, msg := range []string{"DestinationReserved", "ReaderCompleted", "LeaseRenewed", "Cancelled", "ReceiveCompleted"} {
-				fs = append(fs, Fault{AtUS: at(10+j, 0), Kind: "loss", Request: 10 + j, Worker: -1, Msg: msg})
+				fs = append(fs, cluster.Fault{AtUS: at(10+j, 0), Kind: "loss", Request: 10 + j, Worker: -1, Msg: msg})
 			}
 			fs = append(fs,
-				Fault{AtUS: at(16, 0), Kind: "hang", Request: 16, Worker: -1},
-				Fault{AtUS: at(17, 0), Kind: "transfer_failure", Request: 17, Worker: -1},
-				Fault{AtUS: at(18, 5_000), Kind: "abort", Request: 18, Worker: -1, Side: "source"},
-				Fault{AtUS: at(19, 5_000), Kind: "abort", Request: 19, Worker: -1, Side: "destination"},
-				Fault{AtUS: at(20, 0), Kind: "delay", Request: 20, Worker: -1, Side: "destination"},
+				cluster.Fault{AtUS: at(16, 0), Kind: "hang", Request: 16, Worker: -1},
+				cluster.Fault{AtUS: at(17, 0), Kind: "transfer_failure", Request: 17, Worker: -1},
+				cluster.Fault{AtUS: at(18, 5_000), Kind: "abort", Request: 18, Worker: -1, Side: "source"},
+				cluster.Fault{AtUS: at(19, 5_000), Kind: "abort", Request: 19, Worker: -1, Side: "destination"},
+				cluster.Fault{AtUS: at(20, 0), Kind: "delay", Request: 20, Worker: -1, Side: "destination"},
 			)
 			// Restarts of a decode and of a prefill worker mid-run.
-			fs = append(fs, Fault{AtUS: at(24, 90_000), Kind: "restart", Request: -1, Worker: c.Prefill.Workers},
-				Fault{AtUS: at(30, 30_000), Kind: "restart", Request: -1, Worker: 0})
+			fs = append(fs, cluster.Fault{AtUS: at(24, 90_000), Kind: "restart", Request: -1, Worker: c.Prefill.Workers},
+				cluster.Fault{AtUS: at(30, 30_000), Kind: "restart", Request: -1, Worker: 0})
 			sortFaults(fs)
 			return rs, fs
 		}},
 	{Name: "duplicate-stale-late",
 		Meaning: "duplicated and late facts, and facts to an older incarnation: cleanup is idempotent and nothing is resurrected",
-		build: func(c *Config) ([]Request, []Fault) {
+		build: func(c *cluster.Config) ([]cluster.Request, []cluster.Fault) {
 			rs := evenly(30, 0, 40_000, 1024, 30, "", 0)
-			var fs []Fault
+			var fs []cluster.Fault
 			for j := 0; j < 12; j++ {
 				to := []string{"source", "destination"}[j%2]
-				fs = append(fs, Fault{AtUS: rs[j].ArrivalUS, Kind: "duplicate", Request: j, Worker: -1, To: to})
+				fs = append(fs, cluster.Fault{AtUS: rs[j].ArrivalUS, Kind: "duplicate", Request: j, Worker: -1, To: to})
 			}
 			for j := 12; j < 16; j++ {
-				fs = append(fs, Fault{AtUS: rs[j].ArrivalUS, Kind: "delay", Request: j, Worker: -1, Side: "destination"})
+				fs = append(fs, cluster.Fault{AtUS: rs[j].ArrivalUS, Kind: "delay", Request: j, Worker: -1, Side: "destination"})
 			}
-			fs = append(fs, Fault{AtUS: rs[20].ArrivalUS + 100_000, Kind: "restart", Request: -1, Worker: c.Prefill.Workers + 1})
+			fs = append(fs, cluster.Fault{AtUS: rs[20].ArrivalUS + 100_000, Kind: "restart", Request: -1, Worker: c.Prefill.Workers + 1})
 			sortFaults(fs)
 			return rs, fs
 		}},
 	{Name: "fault-sweep",
 		Meaning: "every schedulable fault but restarts at offsets from 0 to 900 ms after arrival, one request each, so that each strikes in every phase of a handoff",
 		tune:    sweepCluster,
-		build: func(c *Config) ([]Request, []Fault) {
+		build: func(c *cluster.Config) ([]cluster.Request, []cluster.Fault) {
 			return sweep([][]planFault{
 				{{kind: "cancel"}}, {{kind: "abort", side: "source"}}, {{kind: "abort", side: "destination"}},
 				{{kind: "loss", to: "source"}}, {{kind: "loss", to: "destination"}},
@@ -149,7 +150,7 @@ var Scenarios = []Scenario{
 		}},
 	{Name: "deadline-sweep",
 		Meaning: "deadlines shorter than the lease, so that each fires first: a transfer that hangs, alone, with the destination aborting, and with the fact that would tell the source lost too; a failed transfer after the destination aborted; and, destination-first, prompts whose prefill outlasts the reservation; at the sweep's offsets",
-		tune: func(c *Config) {
+		tune: func(c *cluster.Config) {
 			sweepCluster(c)
 			// A 2,048-token handoff computes for 102.4 ms and moves in
 			// about 11 ms: a hung transfer passes its deadline at about
@@ -158,7 +159,7 @@ var Scenarios = []Scenario{
 			c.Timers.TransferDeadlineUS = 300_000
 			c.Timers.ReservationUS = 500_000
 		},
-		build: func(c *Config) ([]Request, []Fault) {
+		build: func(c *cluster.Config) ([]cluster.Request, []cluster.Fault) {
 			rs, fs := sweep([][]planFault{
 				{{kind: "hang"}},
 				{{kind: "hang"}, {kind: "abort", side: "destination"}},
@@ -178,21 +179,21 @@ var Scenarios = []Scenario{
 		}},
 	{Name: "reorder-sweep",
 		Meaning: "facts that overtake one another (a 0.1 ms latency with 4 ms of jitter), while each request takes one fault in its first milliseconds: the destination aborts, the client cancels, a fact to the source is lost or duplicated; destination-first, a Cancelled may reach the source before its request",
-		tune: func(c *Config) {
+		tune: func(c *cluster.Config) {
 			sweepCluster(c)
 			c.LatencyUS, c.JitterUS = 100, 4_000
 		},
-		build: func(c *Config) ([]Request, []Fault) {
+		build: func(c *cluster.Config) ([]cluster.Request, []cluster.Fault) {
 			type kind struct{ kind, to, side string }
 			kinds := []kind{{kind: "abort", side: "destination"}, {kind: "cancel"}, {kind: "loss", to: "source"}, {kind: "duplicate", to: "source"}}
-			var rs []Request
-			var fs []Fault
+			var rs []cluster.Request
+			var fs []cluster.Fault
 			i := 0
 			for _, k := range kinds {
 				for off := int64(0); off <= 4_000; off += 100 {
 					r := sweepRequest(i)
 					rs = append(rs, r)
-					fs = append(fs, Fault{AtUS: r.ArrivalUS + off, Kind: k.kind, Request: i, Worker: -1, To: k.to, Side: k.side})
+					fs = append(fs, cluster.Fault{AtUS: r.ArrivalUS + off, Kind: k.kind, Request: i, Worker: -1, To: k.to, Side: k.side})
 					i++
 				}
 			}
@@ -202,7 +203,7 @@ var Scenarios = []Scenario{
 	{Name: "late-sweep",
 		Meaning: "late and duplicated facts: each request has a fact duplicated while a scheduler core falls behind, so that the copy, or a fact that crossed a command, finds the record in the middle of ending; at the sweep's offsets",
 		tune:    sweepCluster,
-		build: func(c *Config) ([]Request, []Fault) {
+		build: func(c *cluster.Config) ([]cluster.Request, []cluster.Fault) {
 			return sweep([][]planFault{
 				{{kind: "duplicate", to: "source"}, {kind: "delay", side: "source"}},
 				{{kind: "duplicate", to: "destination"}, {kind: "delay", side: "destination"}},
@@ -215,9 +216,9 @@ var Scenarios = []Scenario{
 	{Name: "restart-sweep",
 		Meaning: "a restart of the prefill or the decode worker a request uses, at offsets from 0 to 900 ms after its arrival, one request each",
 		tune:    sweepCluster,
-		build: func(c *Config) ([]Request, []Fault) {
-			var rs []Request
-			var fs []Fault
+		build: func(c *cluster.Config) ([]cluster.Request, []cluster.Fault) {
+			var rs []cluster.Request
+			var fs []cluster.Fault
 			i := 0
 			// Round-robin routers put request i on prefill worker i%2 and
 			// decode worker i%2.
@@ -225,7 +226,7 @@ var Scenarios = []Scenario{
 				for _, off := range sweepOffsets {
 					r := sweepRequest(i)
 					rs = append(rs, r)
-					fs = append(fs, Fault{AtUS: r.ArrivalUS + off, Kind: "restart", Request: -1, Worker: w + i%2})
+					fs = append(fs, cluster.Fault{AtUS: r.ArrivalUS + off, Kind: "restart", Request: -1, Worker: w + i%2})
 					i++
 				}
 			}
@@ -233,7 +234,7 @@ var Scenarios = []Scenario{
 		}},
 	{Name: "long-wait", FaultFree: true,
 		Meaning: "no fault, decode full for longer than a lease: heartbeats keep every source lease alive, and every handoff succeeds",
-		tune: func(c *Config) {
+		tune: func(c *cluster.Config) {
 			c.Prefill.Workers, c.Decode.Workers = 1, 1
 			c.Decode.CapacityBlocks = 300
 			c.Decode.Slots = 1
@@ -241,12 +242,12 @@ var Scenarios = []Scenario{
 			c.Timers.HeartbeatUS = 500_000
 			c.HealthCheckUS = 1_000_000
 		},
-		build: func(c *Config) ([]Request, []Fault) {
+		build: func(c *cluster.Config) ([]cluster.Request, []cluster.Fault) {
 			return evenly(4, 0, 10_000, 4096, 200, "", 0), nil
 		}},
 	{Name: "slow-transfer", FaultFree: true,
 		Meaning: "no fault, a pull that takes longer than the source's lease: heartbeats keep the lease alive while it runs",
-		tune: func(c *Config) {
+		tune: func(c *cluster.Config) {
 			c.Prefill.Workers, c.Decode.Workers = 1, 1
 			c.BandwidthGbps = 0.1 // 268 MB take 2.7 s
 			if c.Policy == "source-first" {
@@ -257,7 +258,7 @@ var Scenarios = []Scenario{
 				c.Timers.HeartbeatUS = 250_000
 			}
 		},
-		build: func(c *Config) ([]Request, []Fault) {
+		build: func(c *cluster.Config) ([]cluster.Request, []cluster.Fault) {
 			return evenly(3, 0, 5_000_000, 2048, 20, "", 0), nil
 		}},
 	{Name: "waiting-faults",
@@ -265,7 +266,7 @@ var Scenarios = []Scenario{
 		tune:    waitingCluster, build: waitingFaults},
 	{Name: "waiting-deadline",
 		Meaning: "waiting-faults with a 20 s reservation deadline and health checks every 200 ms: destination-first, a request queued for capacity longer than the deadline gives up on it, and its source must hear so; a destination queued when its source restarts hears of it before capacity comes",
-		tune: func(c *Config) {
+		tune: func(c *cluster.Config) {
 			waitingCluster(c)
 			c.Timers.ReservationUS = 20_000_000
 			c.HealthCheckUS = 200_000
@@ -273,7 +274,7 @@ var Scenarios = []Scenario{
 		build: waitingFaults},
 	{Name: "queue-then-push", FaultFree: true,
 		Meaning: "no fault, destination-first: the second of two long prompts queues for capacity for most of its reservation deadline; the deadline starts again when the reservation lands, so its prefill and push still have the whole period, and both succeed",
-		tune: func(c *Config) {
+		tune: func(c *cluster.Config) {
 			c.Prefill.Workers, c.Decode.Workers = 1, 1
 			c.Decode.Slots = 1
 			// The first request holds the slot for about 1.75 s (546 ms
@@ -282,17 +283,17 @@ var Scenarios = []Scenario{
 			// routed.
 			c.Timers.ReservationUS = 2_100_000
 		},
-		build: func(c *Config) ([]Request, []Fault) {
+		build: func(c *cluster.Config) ([]cluster.Request, []cluster.Fault) {
 			return evenly(2, 0, 1_000, 32_768, 50, "", 0), nil
 		}},
 	{Name: "router-modes", FaultFree: true,
 		Meaning: "the decode worker chosen at random: the lifecycle holds whichever worker the router picks",
-		tune: func(c *Config) {
+		tune: func(c *cluster.Config) {
 			c.Decode.Workers = 3
-			c.DecodeRouter = Random
-			c.PrefillRouter = RoundRobin
+			c.DecodeRouter = cluster.Random
+			c.PrefillRouter = cluster.RoundRobin
 		},
-		build: func(c *Config) ([]Request, []Fault) {
+		build: func(c *cluster.Config) ([]cluster.Request, []cluster.Fault) {
 			return evenly(45, 0, 30_000, 1024, 50, "g", 256), nil
 		}},
 }
@@ -307,9 +308,9 @@ var sweepOffsets = []int64{0, 300, 700, 1_500, 5_000, 20_000, 60_000, 103_000, 1
 // sweepCluster is the sweep scenarios' cluster: two workers of each role
 // taken in turn, and a prefill slow enough that each phase of a handoff
 // lasts long enough for an offset to fall in it.
-func sweepCluster(c *Config) {
+func sweepCluster(c *cluster.Config) {
 	c.Prefill.Workers, c.Decode.Workers = 2, 2
-	c.PrefillRouter, c.DecodeRouter = RoundRobin, RoundRobin
+	c.PrefillRouter, c.DecodeRouter = cluster.RoundRobin, cluster.RoundRobin
 	c.Prefill.TokensPerSec = 20_000
 }
 
@@ -318,15 +319,15 @@ type planFault struct{ kind, to, side, msg string }
 
 // sweep gives each plan one request per offset of sweepOffsets, with the
 // plan's faults all planned at that offset after the request's arrival.
-func sweep(plans [][]planFault) ([]Request, []Fault) {
-	var rs []Request
-	var fs []Fault
+func sweep(plans [][]planFault) ([]cluster.Request, []cluster.Fault) {
+	var rs []cluster.Request
+	var fs []cluster.Fault
 	for _, plan := range plans {
 		for _, off := range sweepOffsets {
 			r := sweepRequest(len(rs))
 			rs = append(rs, r)
 			for _, f := range plan {
-				fs = append(fs, Fault{AtUS: r.ArrivalUS + off, Kind: f.kind, Request: r.Index, Worker: -1, To: f.to, Side: f.side, Msg: f.msg})
+				fs = append(fs, cluster.Fault{AtUS: r.ArrivalUS + off, Kind: f.kind, Request: r.Index, Worker: -1, To: f.to, Side: f.side, Msg: f.msg})
 			}
 		}
 	}
@@ -336,8 +337,8 @@ func sweep(plans [][]planFault) ([]Request, []Fault) {
 
 // sweepRequest is the sweep scenarios' request i: alone on the cluster,
 // 1.5 s after the one before.
-func sweepRequest(i int) Request {
-	return Request{Index: i, ArrivalUS: int64(i) * 1_500_000, PromptTokens: 2048, OutputTokens: 40, CancelUS: -1}
+func sweepRequest(i int) cluster.Request {
+	return cluster.Request{Index: i, ArrivalUS: int64(i) * 1_500_000, PromptTokens: 2048, OutputTokens: 40, CancelUS: -1}
 }
 
 // LookupScenario finds a scenario by name.
@@ -351,14 +352,14 @@ func LookupScenario(name string) (*Scenario, error) {
 	for i := range Scenarios {
 		names[i] = Scenarios[i].Name
 	}
-	return nil, fmt.Errorf("%w: no scenario %q (scenarios: %s)", ErrConfig, name, strings.Join(names, ", "))
+	return nil, fmt.Errorf("%w: no scenario %q (scenarios: %s)", cluster.ErrConfig, name, strings.Join(names, ", "))
 }
 
 // evenly is n requests gapUS apart from startUS, all alike.
-func evenly(n int, startUS, gapUS int64, prompt, output model.Tokens, group string, prefix model.Tokens) []Request {
-	rs := make([]Request, n)
+func evenly(n int, startUS, gapUS int64, prompt, output model.Tokens, group string, prefix model.Tokens) []cluster.Request {
+	rs := make([]cluster.Request, n)
 	for i := range rs {
-		rs[i] = Request{Index: i, ArrivalUS: startUS + int64(i)*gapUS, PromptTokens: prompt, OutputTokens: output, CancelUS: -1}
+		rs[i] = cluster.Request{Index: i, ArrivalUS: startUS + int64(i)*gapUS, PromptTokens: prompt, OutputTokens: output, CancelUS: -1}
 		if group != "" {
 			rs[i].PrefixGroup, rs[i].PrefixTokens = group, prefix
 		}
@@ -366,7 +367,7 @@ func evenly(n int, startUS, gapUS int64, prompt, output model.Tokens, group stri
 	return rs
 }
 
-func sortFaults(fs []Fault) {
+func sortFaults(fs []cluster.Fault) {
 	for i := 1; i < len(fs); i++ {
 		for j := i; j > 0 && fs[j].AtUS < fs[j-1].AtUS; j-- {
 			fs[j], fs[j-1] = fs[j-1], fs[j]
@@ -376,14 +377,14 @@ func sortFaults(fs []Fault) {
 
 // SliceSource streams a workload held in memory.
 type SliceSource struct {
-	Reqs []Request
+	Reqs []cluster.Request
 	i    int
 }
 
 // Next returns the next request, or io.EOF.
-func (s *SliceSource) Next() (Request, error) {
+func (s *SliceSource) Next() (cluster.Request, error) {
 	if s.i == len(s.Reqs) {
-		return Request{}, io.EOF
+		return cluster.Request{}, io.EOF
 	}
 	s.i++
 	return s.Reqs[s.i-1], nil
@@ -391,7 +392,7 @@ func (s *SliceSource) Next() (Request, error) {
 
 // waitingCluster is the waiting scenarios' cluster: one worker of each
 // role, decode full.
-func waitingCluster(c *Config) {
+func waitingCluster(c *cluster.Config) {
 	c.Prefill.Workers, c.Decode.Workers = 1, 1
 	c.Decode.CapacityBlocks = 600 // two 4K-token prompts
 	c.Decode.Slots = 2
@@ -399,30 +400,30 @@ func waitingCluster(c *Config) {
 }
 
 // waitingFaults is the waiting scenarios' workload and faults.
-func waitingFaults(c *Config) ([]Request, []Fault) {
+func waitingFaults(c *cluster.Config) ([]cluster.Request, []cluster.Fault) {
 	type kind struct{ kind, to, side string }
 	kinds := []kind{
 		{kind: "abort", side: "source"}, {kind: "abort", side: "destination"}, {kind: "cancel"},
 		{kind: "loss", to: "source"}, {kind: "loss", to: "destination"}, {kind: "duplicate", to: "source"},
 	}
 	offsets := []int64{500, 50_000, 400_000, 1_500_000, 3_000_000}
-	var rs []Request
-	var fs []Fault
+	var rs []cluster.Request
+	var fs []cluster.Fault
 	i := 0
 	// Offsets outside, kinds inside: every kind strikes requests early
 	// and late in the queue, so some wait long.
 	for _, off := range offsets {
 		for _, k := range kinds {
-			r := Request{Index: i, ArrivalUS: int64(i) * 150_000, PromptTokens: 4096, OutputTokens: 100, CancelUS: -1}
+			r := cluster.Request{Index: i, ArrivalUS: int64(i) * 150_000, PromptTokens: 4096, OutputTokens: 100, CancelUS: -1}
 			rs = append(rs, r)
-			fs = append(fs, Fault{AtUS: r.ArrivalUS + off, Kind: k.kind, Request: i, Worker: -1, To: k.to, Side: k.side})
+			fs = append(fs, cluster.Fault{AtUS: r.ArrivalUS + off, Kind: k.kind, Request: i, Worker: -1, To: k.to, Side: k.side})
 			i++
 		}
 	}
 	// The prefill worker restarts while destinations queue for capacity:
 	// they learn it from their health checks, with no deadline of their
 	// own to wait for.
-	fs = append(fs, Fault{AtUS: 2_200_000, Kind: "restart", Request: -1, Worker: 0})
+	fs = append(fs, cluster.Fault{AtUS: 2_200_000, Kind: "restart", Request: -1, Worker: 0})
 	sortFaults(fs)
 	return rs, fs
 }

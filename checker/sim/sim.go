@@ -47,7 +47,7 @@ func fmtMS(t int64) string { return fmt.Sprintf("%.3fms", float64(t)/1000) }
 
 // Sim is one simulation run.
 type Sim struct {
-	cfg    *Config
+	cfg    *cluster.Config
 	chk    *checker.Checker
 	proto  *checker.Protocol
 	policy spec.Policy
@@ -66,7 +66,7 @@ type Sim struct {
 	dirty   []bool
 	seen    []capacity // what each worker's waiters were last offered
 
-	src         Source
+	src         cluster.Source
 	arrivals    int
 	lastArrival int64
 	faultFree   bool
@@ -88,7 +88,7 @@ type Sim struct {
 
 // Options are the inputs of a run beside the configuration.
 type Options struct {
-	Faults []Fault
+	Faults []cluster.Fault
 	// Timeline records what --out writes (samples and phases); nil
 	// records nothing but the summary.
 	Timeline *Recorder
@@ -116,8 +116,8 @@ type Progress struct {
 }
 
 // Run simulates a workload on a configuration.
-func Run(ctx context.Context, cfg *Config, src Source, opt Options) (*Result, error) {
-	if cfg.Policy == Disabled {
+func Run(ctx context.Context, cfg *cluster.Config, src cluster.Source, opt Options) (*Result, error) {
+	if cfg.Policy == cluster.Disabled {
 		return runDisabled(ctx, cfg, src, opt)
 	}
 	s, err := newSim(cfg, src, opt)
@@ -127,7 +127,7 @@ func Run(ctx context.Context, cfg *Config, src Source, opt Options) (*Result, er
 	return s.run(ctx, opt)
 }
 
-func newSim(cfg *Config, src Source, opt Options) (*Sim, error) {
+func newSim(cfg *cluster.Config, src cluster.Source, opt Options) (*Sim, error) {
 	p := opt.Protocol
 	if p == nil {
 		p = checker.Generated()
@@ -169,7 +169,7 @@ func newSim(cfg *Config, src Source, opt Options) (*Sim, error) {
 // onto its two workers), where it runs, what is scheduled for it, and what
 // the timed properties follow.
 type request struct {
-	Request
+	cluster.Request
 	cluster.Window // its world (Cfg) onto its two workers' counters
 	st             checker.State
 	p, d           int
@@ -311,7 +311,7 @@ type event struct {
 	timer model.Timer
 	ver   uint32
 	side  model.Side
-	fault *Fault
+	fault *cluster.Fault
 	// waiter: the move is a promote, which gives an activated request
 	// waiting for a decode slot the slot that freed. It is due the
 	// instant the slot freed and goes before every other event due
@@ -488,11 +488,11 @@ func (s *Sim) nextArrival() error {
 		return err
 	}
 	if req.ArrivalUS < s.now {
-		return fmt.Errorf("%w: request %d arrives at %s, before %s", ErrInput, req.Index, fmtMS(req.ArrivalUS), fmtMS(s.now))
+		return fmt.Errorf("%w: request %d arrives at %s, before %s", cluster.ErrInput, req.Index, fmtMS(req.ArrivalUS), fmtMS(s.now))
 	}
 	cfg := s.cfg.AttemptWorld(req.PromptTokens, 0)
 	if err := cfg.Prepare(); err != nil {
-		return fmt.Errorf("%w: request %d: %v", ErrInput, req.Index, err)
+		return fmt.Errorf("%w: request %d: %v", cluster.ErrInput, req.Index, err)
 	}
 	r := &request{Request: req, Window: cluster.Window{Cfg: cfg}, p: -1, d: -1, doomedAt: -1, firstTok: -1, since: req.ArrivalUS}
 	r.outcomeAt = [2]int64{-1, -1}
@@ -694,17 +694,17 @@ func (s *Sim) react(r *request, before *checker.State, m checker.Move) {
 		return
 	}
 	x = &r.st.W.H[0]
-	// A hang strikes once the transfer is all the request waits on (where
-	// the checker offers it); until then, or until the transfer ends, the
-	// mark waits.
-	if now, missed := cluster.HangStrikes(x); r.m.Hang && now {
+	// A hang strikes where the checker offers it, once the transfer is
+	// all the request waits on; unlike the other marks it is looked at
+	// only here, after a step of the request, and is missed once the
+	// transfer has ended.
+	if now, missed := cluster.HangStrikes(x); now && r.m.Has(checker.Hang, 0) {
 		if s.do(r, checker.Move{Kind: checker.MvHang, H: 0}, false) {
-			r.m.Hang = false
+			r.m.Spend(checker.Hang, 0)
 			s.stats.faults++
 			return
 		}
-	} else if r.m.Hang && missed {
-		r.m.Hang = false
+	} else if missed && r.m.Spend(checker.Hang, 0) {
 		s.stats.faultsMissed++
 	}
 	s.schedule(r)
@@ -712,35 +712,22 @@ func (s *Sim) react(r *request, before *checker.State, m checker.Move) {
 
 func failed(o model.Outcome) bool { return o == model.OutcomeFailed || o == model.OutcomeForgotten }
 
-// marked makes a fault the plan holds for a request strike, at the first
-// moment the world enables it: a delay just before a command, an abort
-// or eviction where the side has a row or blocks for it. It reports
-// whether one struck (the step already scheduled what follows).
+// marked makes a fault the plan holds for a request strike at the first
+// moment the world offers its move (cluster.Marks.Offered): a delay just
+// before a command, an abort or eviction where the side has a row or
+// blocks for it; a hang has its own moment (react). It reports whether
+// one struck (the step already scheduled what follows).
 func (s *Sim) marked(r *request, moves []checker.Move) bool {
-	mk := &r.m
-	for _, m := range moves {
-		var flag *bool
-		switch {
-		case m.Kind == checker.MvCancel:
-			flag = &mk.Cancel
-		case m.Kind == checker.MvDelay:
-			flag = &mk.Delay[m.Arg]
-		case m.Kind == checker.MvAbort:
-			flag = &mk.Abort[m.Arg]
-		case m.Kind == checker.MvEvict:
-			flag = &mk.Evict[m.Arg]
-		}
-		if flag != nil && *flag {
-			*flag = false
-			if m.Kind == checker.MvCancel {
-				s.stats.cancelled++
-			}
-			s.stats.faults++
-			s.do(r, m, false)
-			return true
-		}
+	m, k, ok := r.m.Offered(moves, func(k checker.Fault, _ checker.Move) bool { return k != checker.Hang })
+	if !ok {
+		return false
 	}
-	return false
+	if k == checker.Cancel {
+		s.stats.cancelled++
+	}
+	s.stats.faults++
+	s.do(r, m, false)
+	return true
 }
 
 // schedule gives every enabled protocol move of a request that has no
@@ -906,7 +893,7 @@ func (s *Sim) delay(r *request, m checker.Move) int64 {
 		}
 		return s.cfg.CommandUS
 	case checker.MvTransfer:
-		if r.m.FailXfer || !transferWouldSucceed(x) {
+		if r.m.Replaces(checker.MvTransfer) || !transferWouldSucceed(x) {
 			return s.jitter()
 		}
 		return s.jitter() + s.cfg.TransferUS(r.Cfg, x.PrefixGone&2 != 0)
@@ -941,28 +928,21 @@ func (s *Sim) fireMove(e *event) {
 	case checker.MvRouteDecode:
 		s.routeDecode(r)
 		return
-	case checker.MvDeliver:
-		to := model.Side(m.Arg)
-		if r.m.Lose.Take(to, m.Msg) {
-			if s.do(r, checker.Move{Kind: checker.MvLose, H: 0, Arg: m.Arg, Msg: m.Msg}, false) {
-				r.lost[to] = true
-				s.stats.faults++
+	}
+	// A fault the plan holds for the move strikes in its place. One aimed
+	// at a fact that finds nothing to strike (a duplicate to a record that
+	// would not react) spends its mark, and the fact waits in flight until
+	// the request schedules again.
+	if f, k, ok := r.m.Instead(m); ok {
+		if s.do(r, f, false) {
+			if k == checker.Loss {
+				r.lost[f.Arg] = true
 			}
+			s.stats.faults++
 			return
 		}
-		if r.m.Dup.Take(to, m.Msg) {
-			if s.do(r, checker.Move{Kind: checker.MvDuplicate, H: 0, Arg: m.Arg, Msg: m.Msg}, false) {
-				s.stats.faults++
-			}
+		if cluster.Takes(k, checker.ArgTo) {
 			return
-		}
-	case checker.MvTransfer:
-		if r.m.FailXfer {
-			r.m.FailXfer = false
-			if s.do(r, checker.Move{Kind: checker.MvFailTransfer, H: 0}, false) {
-				s.stats.faults++
-				return
-			}
 		}
 	}
 	if !s.do(r, m, false) {
@@ -993,7 +973,7 @@ func (s *Sim) routeDecode(r *request) {
 	}
 	cfg := s.cfg.AttemptWorld(r.PromptTokens, hit)
 	if err := cfg.Prepare(); err != nil {
-		s.inputErr = fmt.Errorf("%w: request %d: %v", ErrInput, r.Index, err)
+		s.inputErr = fmt.Errorf("%w: request %d: %v", cluster.ErrInput, r.Index, err)
 		return
 	}
 	// The prefix the worker caches becomes the request's cached prefix
@@ -1005,7 +985,7 @@ func (s *Sim) routeDecode(r *request) {
 		hit, lk = 0, 0
 		cfg = s.cfg.AttemptWorld(r.PromptTokens, 0)
 		if err := cfg.Prepare(); err != nil {
-			s.inputErr = fmt.Errorf("%w: request %d: %v", ErrInput, r.Index, err)
+			s.inputErr = fmt.Errorf("%w: request %d: %v", cluster.ErrInput, r.Index, err)
 			return
 		}
 	}
@@ -1092,20 +1072,20 @@ func (s *Sim) fireTimer(e *event) {
 
 // checkFault refuses a planned fault the configuration cannot run: a
 // worker it does not have, a fact the model does not know.
-func (s *Sim) checkFault(f Fault) error {
+func (s *Sim) checkFault(f cluster.Fault) error {
 	k, err := f.FaultKind()
 	if err != nil {
 		return err
 	}
 	if f.Worker >= s.cfg.NumWorkers() {
-		return fmt.Errorf("%s:%d: %w: worker %d, but the configuration has workers 0 to %d", f.File, f.Line, ErrInput, f.Worker, s.cfg.NumWorkers()-1)
+		return fmt.Errorf("%s:%d: %w: worker %d, but the configuration has workers 0 to %d", f.File, f.Line, cluster.ErrInput, f.Worker, s.cfg.NumWorkers()-1)
 	}
-	if k == checker.Restart && f.Request >= 0 {
+	if checker.FaultKinds[k].Phase && f.Request >= 0 {
 		if !slices.Contains(obslog.AttemptKindNames(), f.After) {
-			return fmt.Errorf("%s:%d: %w: after %q, want a kind of the observation log a worker logs for a request: %s", f.File, f.Line, ErrInput, f.After, strings.Join(obslog.AttemptKindNames(), ", "))
+			return fmt.Errorf("%s:%d: %w: after %q, want a kind of the observation log a worker logs for a request: %s", f.File, f.Line, cluster.ErrInput, f.After, strings.Join(obslog.AttemptKindNames(), ", "))
 		}
 		if _, ok := cluster.SideNamed(f.Side); !ok {
-			return fmt.Errorf("%s:%d: %w: side %q, want source or destination", f.File, f.Line, ErrInput, f.Side)
+			return fmt.Errorf("%s:%d: %w: side %q, want source or destination", f.File, f.Line, cluster.ErrInput, f.Side)
 		}
 	}
 	if f.Msg != "" {
@@ -1116,7 +1096,7 @@ func (s *Sim) checkFault(f Fault) error {
 			known = known || m.String() == f.Msg
 		}
 		if !known {
-			return fmt.Errorf("%s:%d: %w: msg %q, want one of %s", f.File, f.Line, ErrInput, f.Msg, strings.Join(names, ", "))
+			return fmt.Errorf("%s:%d: %w: msg %q, want one of %s", f.File, f.Line, cluster.ErrInput, f.Msg, strings.Join(names, ", "))
 		}
 	}
 	return nil
@@ -1124,7 +1104,7 @@ func (s *Sim) checkFault(f Fault) error {
 
 // strike makes a planned fault happen, or leaves a mark on the request
 // for the next moment it can.
-func (s *Sim) strike(f *Fault) {
+func (s *Sim) strike(f *cluster.Fault) {
 	if f.WorkerRestart() {
 		s.restart(f.Worker)
 		s.stats.faults++
@@ -1325,7 +1305,7 @@ func (s *Sim) retire(r *request) {
 func (s *Sim) retry(r *request) {
 	cfg := s.cfg.AttemptWorld(r.PromptTokens, 0)
 	if err := cfg.Prepare(); err != nil {
-		s.inputErr = fmt.Errorf("%w: request %d: %v", ErrInput, r.Index, err)
+		s.inputErr = fmt.Errorf("%w: request %d: %v", cluster.ErrInput, r.Index, err)
 		return
 	}
 	req := r.Request

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/machines/interp"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
@@ -16,7 +17,7 @@ import (
 func steady(n int, gapUS int64) *SliceSource {
 	src := &SliceSource{}
 	for i := 0; i < n; i++ {
-		src.Reqs = append(src.Reqs, Request{Index: i, ArrivalUS: int64(i) * gapUS, PromptTokens: model.Tokens(256 + 512*(i%4)),
+		src.Reqs = append(src.Reqs, cluster.Request{Index: i, ArrivalUS: int64(i) * gapUS, PromptTokens: model.Tokens(256 + 512*(i%4)),
 			OutputTokens: model.Tokens(16 + 8*(i%5)), PrefixGroup: []string{"a", "b", ""}[i%3], PrefixTokens: model.Tokens(128 * (i % 3 % 2)), CancelUS: -1})
 		if src.Reqs[i].PrefixGroup == "" {
 			src.Reqs[i].PrefixTokens = 0
@@ -28,7 +29,7 @@ func steady(n int, gapUS int64) *SliceSource {
 func TestRun_DefaultConfigDrains(t *testing.T) {
 	for _, pol := range []string{"source-first", "destination-first"} {
 		t.Run(pol, func(t *testing.T) {
-			cfg := DefaultConfig()
+			cfg := cluster.DefaultConfig()
 			cfg.Policy = pol
 			_ = cfg.SetPolicy(pol)
 			if pol == "destination-first" {
@@ -58,9 +59,9 @@ func joinHistory(h []string) string {
 }
 
 // run runs a workload with faults on the default configuration of a policy.
-func runWith(t *testing.T, pol string, src Source, faults []Fault) *Result {
+func runWith(t *testing.T, pol string, src cluster.Source, faults []cluster.Fault) *Result {
 	t.Helper()
-	cfg := DefaultConfig()
+	cfg := cluster.DefaultConfig()
 	cfg.Policy = pol
 	_ = cfg.SetPolicy(pol)
 	if pol == "destination-first" {
@@ -74,7 +75,7 @@ func runWith(t *testing.T, pol string, src Source, faults []Fault) *Result {
 }
 
 func TestRun_FaultsKeepInvariants(t *testing.T) {
-	kinds := []Fault{
+	kinds := []cluster.Fault{
 		{AtUS: 0, Kind: "loss", Request: 3, Worker: -1, To: "source"},
 		{AtUS: 0, Kind: "loss", Request: 4, Worker: -1, To: "destination"},
 		{AtUS: 0, Kind: "duplicate", Request: 5, Worker: -1},
@@ -98,13 +99,13 @@ func TestRun_FaultsKeepInvariants(t *testing.T) {
 }
 
 // randomWorkload is n requests with seeded arrivals, lengths and cancels.
-func randomWorkload(seed uint64, n int, meanGapUS int64, cancelShare float64) []Request {
+func randomWorkload(seed uint64, n int, meanGapUS int64, cancelShare float64) []cluster.Request {
 	rng := rand.New(rand.NewPCG(seed, 7))
-	var out []Request
+	var out []cluster.Request
 	t := int64(0)
 	for i := 0; i < n; i++ {
 		t += rng.Int64N(2 * meanGapUS)
-		r := Request{Index: i, ArrivalUS: t, PromptTokens: model.Tokens(32 + rng.IntN(4000)), OutputTokens: model.Tokens(1 + rng.IntN(200)), CancelUS: -1}
+		r := cluster.Request{Index: i, ArrivalUS: t, PromptTokens: model.Tokens(32 + rng.IntN(4000)), OutputTokens: model.Tokens(1 + rng.IntN(200)), CancelUS: -1}
 		if g := rng.IntN(6); g < 3 {
 			r.PrefixGroup = string(rune('a' + g))
 			r.PrefixTokens = min(r.PromptTokens, model.Tokens(256*(g+1)))
@@ -238,12 +239,12 @@ func TestQueuedReservationHasADeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var reqs []Request
+	var reqs []cluster.Request
 	for i := 0; i < 4; i++ {
-		reqs = append(reqs, Request{Index: i, ArrivalUS: int64(i) * 150_000, PromptTokens: 4096, OutputTokens: 20_000, CancelUS: -1})
+		reqs = append(reqs, cluster.Request{Index: i, ArrivalUS: int64(i) * 150_000, PromptTokens: 4096, OutputTokens: 20_000, CancelUS: -1})
 	}
 	res, err := Run(context.Background(), cfg, &SliceSource{Reqs: reqs},
-		Options{Faults: []Fault{{AtUS: 300_000, Kind: "loss", Request: 3, Worker: -1, To: "destination", Msg: "Cancelled"}}})
+		Options{Faults: []cluster.Fault{{AtUS: 300_000, Kind: "loss", Request: 3, Worker: -1, To: "destination", Msg: "Cancelled"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

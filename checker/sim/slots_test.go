@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -58,7 +59,7 @@ func (o *slotOrder) watch(s *Sim) func(r *request) {
 }
 
 // runWatched runs a workload with a watch on every step.
-func runWatched(t *testing.T, cfg *Config, reqs []Request, watch func(*Sim) func(*request)) *Result {
+func runWatched(t *testing.T, cfg *cluster.Config, reqs []cluster.Request, watch func(*Sim) func(*request)) *Result {
 	t.Helper()
 	s, err := newSim(cfg, &SliceSource{Reqs: reqs}, Options{})
 	if err != nil {
@@ -83,7 +84,7 @@ func runWatched(t *testing.T, cfg *Config, reqs []Request, watch func(*Sim) func
 func TestDecodeSlot_OlderWaiterFirstAtATie(t *testing.T) {
 	cfg := policyConfig("source-first")
 	cfg.Decode.Slots, cfg.Decode.Workers, cfg.JitterUS = 1, 1, 0
-	reqs := []Request{
+	reqs := []cluster.Request{
 		{Index: 0, ArrivalUS: 0, PromptTokens: 600, OutputTokens: 10, CancelUS: -1},
 		{Index: 1, ArrivalUS: 10_000, PromptTokens: 600, OutputTokens: 10, CancelUS: -1},
 		{Index: 2, ArrivalUS: 200_000, PromptTokens: 600, OutputTokens: 10, CancelUS: -1},

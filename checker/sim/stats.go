@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -166,7 +167,7 @@ type stats struct {
 	srcNow, srcPeak                           model.Blocks // stranded source KV over all workers
 }
 
-func newStats(cfg *Config, n int) *stats {
+func newStats(cfg *cluster.Config, n int) *stats {
 	st := &stats{workers: make([]workerStats, n)}
 	for w := range st.workers {
 		st.workers[w].peak[0] = float64(cfg.Capacity(w))

@@ -4,6 +4,7 @@ import (
 	"io"
 	"math/rand/v2"
 
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -20,16 +21,16 @@ type syntheticSource struct {
 // arrivals a uniform draw in [0, 2·gapUS) apart, prompts of 64 to 4,063
 // tokens, outputs of 1 to 256, half of them in one of eight prefix groups
 // of up to 512 tokens. Benchmarks run it on Loaded16.
-func Synthetic(seed uint64, n int, gapUS int64) Source {
+func Synthetic(seed uint64, n int, gapUS int64) cluster.Source {
 	return &syntheticSource{rng: rand.New(rand.NewPCG(seed, 11)), n: n, gapUS: gapUS}
 }
 
-func (s *syntheticSource) Next() (Request, error) {
+func (s *syntheticSource) Next() (cluster.Request, error) {
 	if s.i == s.n {
-		return Request{}, io.EOF
+		return cluster.Request{}, io.EOF
 	}
 	s.t += s.rng.Int64N(2 * s.gapUS)
-	r := Request{Index: s.i, ArrivalUS: s.t, PromptTokens: model.Tokens(64 + s.rng.IntN(4000)), OutputTokens: model.Tokens(1 + s.rng.IntN(256)), CancelUS: -1}
+	r := cluster.Request{Index: s.i, ArrivalUS: s.t, PromptTokens: model.Tokens(64 + s.rng.IntN(4000)), OutputTokens: model.Tokens(1 + s.rng.IntN(256)), CancelUS: -1}
 	if g := s.rng.IntN(16); g < 8 {
 		r.PrefixGroup = string(rune('a' + g))
 		r.PrefixTokens = min(r.PromptTokens, 512)
@@ -45,8 +46,8 @@ const SyntheticGapUS = 3000
 // Loaded16 is 8 prefill and 8 decode workers, which a request every 3 ms
 // on average (333 per second, 2,000-token prompts, 128-token outputs)
 // loads to about 85% of their prefill compute and decode slots.
-func Loaded16() *Config {
-	cfg := DefaultConfig()
+func Loaded16() *cluster.Config {
+	cfg := cluster.DefaultConfig()
 	cfg.Prefill.Workers, cfg.Decode.Workers = 8, 8
 	cfg.Prefill.TokensPerSec = 100_000
 	cfg.Prefill.CapacityBlocks = 32768

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/conform"
 	"github.com/handoffcheck/handoffcheck/checker/live"
-	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/checker/sim/faultplan"
 	"github.com/handoffcheck/handoffcheck/checker/sim/workload"
 	"github.com/handoffcheck/handoffcheck/model"
@@ -102,12 +102,12 @@ func cmdLive(c *command, e *env, args []string) int {
 	if err := checkTimeScale(cfg, *scale); err != nil {
 		return c.bad(e, "%v", err)
 	}
-	var src sim.Source
+	var src cluster.Source
 	requests := 0
-	var faults []sim.Fault
-	var rewind func() (sim.Source, error)
+	var faults []cluster.Fault
+	var rewind func() (cluster.Source, error)
 	if *workloadFile == "" {
-		rewind = func() (sim.Source, error) {
+		rewind = func() (cluster.Source, error) {
 			r, err := workload.NewReader(bytes.NewReader(live.DefaultWorkload()), "checker/live/default/workload.jsonl")
 			if err != nil {
 				return nil, err
@@ -128,7 +128,7 @@ func cmdLive(c *command, e *env, args []string) int {
 			faults = toSimFaults(p, "checker/live/default/faults.jsonl")
 		}
 	} else {
-		if requests, _, err = countWorkload(func() (sim.Source, error) { return openWorkload(e.ctx, *workloadFile) }); err != nil {
+		if requests, _, err = countWorkload(func() (cluster.Source, error) { return openWorkload(e.ctx, *workloadFile) }); err != nil {
 			return c.bad(e, "%v", err)
 		}
 		if requests == 0 {
@@ -139,7 +139,7 @@ func cmdLive(c *command, e *env, args []string) int {
 		if src, err = openWorkload(context.Background(), *workloadFile); err != nil {
 			return c.bad(e, "%v", err)
 		}
-		rewind = func() (sim.Source, error) { return openWorkload(context.Background(), *workloadFile) }
+		rewind = func() (cluster.Source, error) { return openWorkload(context.Background(), *workloadFile) }
 	}
 	if set["faults"] {
 		if faults, err = loadFaults(e.ctx, *faultsFile); err != nil {
@@ -251,7 +251,7 @@ const minTimerWall = time.Millisecond
 
 // checkTimeScale refuses a --time-scale that scales the configuration's
 // shortest timer below minTimerWall.
-func checkTimeScale(cfg *sim.Config, scale float64) error {
+func checkTimeScale(cfg *cluster.Config, scale float64) error {
 	t := cfg.Timers
 	timers := []struct {
 		key string

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/checker/sim/faultplan"
@@ -59,9 +60,9 @@ func init() {
 // simInputs is one run's inputs: configuration, a way to open the
 // workload afresh (--compare reads it twice), and the faults.
 type simInputs struct {
-	cfg      *sim.Config
-	open     func() (sim.Source, error)
-	faults   []sim.Fault
+	cfg      *cluster.Config
+	open     func() (cluster.Source, error)
+	faults   []cluster.Fault
 	faultFre bool
 	proto    *checker.Protocol
 	// log is where the run's observation log goes ("": with --out, into
@@ -117,7 +118,7 @@ func cmdSimulate(c *command, e *env, args []string) int {
 	if err := overrideSim(cfg, *policy, *engine, set["seed"], *seed); err != nil {
 		return c.bad(e, "%v", err)
 	}
-	if cfg.Policy == sim.Disabled && *logFile != "" {
+	if cfg.Policy == cluster.Disabled && *logFile != "" {
 		// The observation log records handoff facts; with handoff disabled
 		// there are none, and a log of headers alone judges nothing.
 		return c.bad(e, "--log: the disabled policy makes no handoff, so there is no observation log to write; want source-first or destination-first")
@@ -132,10 +133,10 @@ func cmdSimulate(c *command, e *env, args []string) int {
 	}
 	// The run reads the workload as it goes and stops on a signal itself
 	// (sim.Run, with the figures so far); the reading up front stops at once.
-	in.open = func() (sim.Source, error) { return openWorkload(context.Background(), *workloadFile) }
+	in.open = func() (cluster.Source, error) { return openWorkload(context.Background(), *workloadFile) }
 	// Read the workload once up front so that a bad file is refused
 	// before anything runs, and count its requests for a drawn plan.
-	n, lastUS, err := countWorkload(func() (sim.Source, error) { return openWorkload(e.ctx, *workloadFile) })
+	n, lastUS, err := countWorkload(func() (cluster.Source, error) { return openWorkload(e.ctx, *workloadFile) })
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
@@ -186,7 +187,7 @@ func cmdTimeline(c *command, e *env, args []string) int {
 		return c.bad(e, "%v", err)
 	}
 	in := simInputs{cfg: cfg, faults: faults, faultFre: sc.FaultFree, records: obslog.All,
-		open: func() (sim.Source, error) { return &sim.SliceSource{Reqs: reqs}, nil }}
+		open: func() (cluster.Source, error) { return &sim.SliceSource{Reqs: reqs}, nil }}
 	return runSimulation(c, e, in, *out, false, *asJSON)
 }
 
@@ -229,7 +230,7 @@ func runScenarioCompare(c *command, e *env, sc *sim.Scenario, out string, asJSON
 	return runCompare(c, e, out, asJSON, func(pol string) (simInputs, error) {
 		cfg, reqs, faults, err := sc.Setup(pol)
 		return simInputs{cfg: cfg, faults: faults, faultFre: sc.FaultFree, records: obslog.All,
-			open: func() (sim.Source, error) { return &sim.SliceSource{Reqs: reqs}, nil }}, err
+			open: func() (cluster.Source, error) { return &sim.SliceSource{Reqs: reqs}, nil }}, err
 	})
 }
 
@@ -296,7 +297,7 @@ func simulateOnce(c *command, e *env, in simInputs, dir string) (*sim.Result, *s
 	}
 	opt := sim.Options{Faults: in.faults, Timeline: rec, FaultFree: in.faultFre, Protocol: in.proto}
 	logPath := in.log
-	if logPath == "" && dir != "" && in.cfg.Policy != sim.Disabled {
+	if logPath == "" && dir != "" && in.cfg.Policy != cluster.Disabled {
 		logPath = filepath.Join(dir, "log.jsonl")
 	}
 	if logPath != "" {
@@ -351,19 +352,19 @@ func simulateOnce(c *command, e *env, in simInputs, dir string) (*sim.Result, *s
 
 func fmtVirtual(us int64) string { return fmt.Sprintf("%.3fs", float64(us)/1e6) }
 
-func loadSimConfig(ctx context.Context, file string) (*sim.Config, error) {
+func loadSimConfig(ctx context.Context, file string) (*cluster.Config, error) {
 	if file == "" {
-		return sim.DefaultConfig(), nil
+		return cluster.DefaultConfig(), nil
 	}
 	data, err := readInput(ctx, file)
 	if err != nil {
 		return nil, err
 	}
-	return sim.ParseConfig(file, data)
+	return cluster.ParseConfig(file, data)
 }
 
 // overrideSim applies the command line's policy, engine and seed.
-func overrideSim(cfg *sim.Config, policy, engine string, setSeed bool, seed uint64) error {
+func overrideSim(cfg *cluster.Config, policy, engine string, setSeed bool, seed uint64) error {
 	if policy != "" {
 		if err := cfg.SetPolicy(policy); err != nil {
 			return err
@@ -385,12 +386,12 @@ func overrideSim(cfg *sim.Config, policy, engine string, setSeed bool, seed uint
 // workloadSource adapts a workload reader to the simulator.
 type workloadSource struct{ r *workload.Reader }
 
-func (w workloadSource) Next() (sim.Request, error) {
+func (w workloadSource) Next() (cluster.Request, error) {
 	q, err := w.r.Next()
 	if err != nil {
-		return sim.Request{}, err
+		return cluster.Request{}, err
 	}
-	r := sim.Request{Index: q.Index, ID: q.ID, ArrivalUS: q.ArrivalUS, PromptTokens: model.Tokens(q.PromptTokens),
+	r := cluster.Request{Index: q.Index, ID: q.ID, ArrivalUS: q.ArrivalUS, PromptTokens: model.Tokens(q.PromptTokens),
 		OutputTokens: model.Tokens(q.OutputTokens), PrefixGroup: q.PrefixGroup, PrefixTokens: model.Tokens(q.PrefixTokens), CancelUS: -1}
 	if q.HasCancel {
 		r.CancelUS = q.CancelUS
@@ -398,7 +399,7 @@ func (w workloadSource) Next() (sim.Request, error) {
 	return r, nil
 }
 
-func openWorkload(ctx context.Context, file string) (sim.Source, error) {
+func openWorkload(ctx context.Context, file string) (cluster.Source, error) {
 	if file == "" {
 		return workloadSource{workload.Default()}, nil
 	}
@@ -417,7 +418,7 @@ func openWorkload(ctx context.Context, file string) (sim.Source, error) {
 
 // countWorkload reads a workload through, refusing it at its first bad
 // line, and counts its requests and finds its last arrival.
-func countWorkload(open func() (sim.Source, error)) (int, int64, error) {
+func countWorkload(open func() (cluster.Source, error)) (int, int64, error) {
 	src, err := open()
 	if err != nil {
 		return 0, 0, err
@@ -444,7 +445,7 @@ func noRequests(file string) string {
 // checkFaultRequests refuses a fault aimed at a request the workload does
 // not have: it could never strike, and would only be counted as finding
 // nothing to strike.
-func checkFaultRequests(faults []sim.Fault, requests int) error {
+func checkFaultRequests(faults []cluster.Fault, requests int) error {
 	for _, f := range faults {
 		if f.Request >= requests {
 			return fmt.Errorf("%s:%d: %w: the fault aims at request %d, but the workload has %s (0 to %d); want a request of the workload",
@@ -454,7 +455,7 @@ func checkFaultRequests(faults []sim.Fault, requests int) error {
 	return nil
 }
 
-func loadFaults(ctx context.Context, file string) ([]sim.Fault, error) {
+func loadFaults(ctx context.Context, file string) ([]cluster.Fault, error) {
 	data, err := readInput(ctx, file)
 	if err != nil {
 		return nil, err
@@ -468,7 +469,7 @@ func loadFaults(ctx context.Context, file string) ([]sim.Fault, error) {
 
 // drawFaults draws a plan whose faults fall within the workload's
 // arrivals (at least one second of them).
-func drawFaults(seed uint64, n int, kinds []string, requests int, lastUS int64, cfg *sim.Config) ([]sim.Fault, error) {
+func drawFaults(seed uint64, n int, kinds []string, requests int, lastUS int64, cfg *cluster.Config) ([]cluster.Fault, error) {
 	p, err := faultplan.Draw(seed, n, requests, cfg.NumWorkers(), kinds, max(lastUS, 1_000_000))
 	if err != nil {
 		return nil, fmt.Errorf("--faults-seed: %w", err)
@@ -476,10 +477,10 @@ func drawFaults(seed uint64, n int, kinds []string, requests int, lastUS int64, 
 	return toSimFaults(p, "--faults-seed"), nil
 }
 
-func toSimFaults(p *faultplan.Plan, file string) []sim.Fault {
-	out := make([]sim.Fault, len(p.Faults))
+func toSimFaults(p *faultplan.Plan, file string) []cluster.Fault {
+	out := make([]cluster.Fault, len(p.Faults))
 	for i, f := range p.Faults {
-		out[i] = sim.Fault{File: file, Line: f.Line, AtUS: f.AtUS, Kind: f.Kind, Request: f.Request, Worker: f.Worker, To: f.To, Side: f.Side, Msg: f.Msg, After: f.After}
+		out[i] = cluster.Fault{File: file, Line: f.Line, AtUS: f.AtUS, Kind: f.Kind, Request: f.Request, Worker: f.Worker, To: f.To, Side: f.Side, Msg: f.Msg, After: f.After}
 	}
 	return out
 }

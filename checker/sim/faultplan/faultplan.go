@@ -37,8 +37,8 @@
 //
 // The JSON Schema (draft 2020-12) of both line kinds is
 // docs/faults.schema.json ($defs "header" and "fault", with one rule per
-// kind); a test compares it with the table rules, so the two cannot
-// drift.
+// kind), which go generate renders from the table rules (Schema); tests
+// hold it fresh and compare it with the parser, so the two cannot drift.
 package faultplan
 
 import (
@@ -53,6 +53,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/sim/workload"
 	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
 )
@@ -123,27 +124,59 @@ type rule struct {
 
 // rules lists the kinds a plan may schedule, keyed by the checker's fault
 // configuration key, in the checker's budget order. It is the one place
-// that says which fields each kind takes: Parse, Write, Draw and the
+// that says which fields each kind takes, derived from the fault table
+// (checker.FaultKinds): a kind a plan schedules takes a
+// request for its move's handoff, a worker and a side for its move's
+// worker and side, and, optionally, the side a fact goes to and the
+// fact; a kind aimed at a phase (Phase) may instead name a request,
+// a side and the fact after which it strikes. Parse, Write, Draw and the
 // schema test read it.
-var rules = []rule{
-	{kind: "duplicate", request: required, to: optional, msg: optional},
-	{kind: "loss", request: required, to: optional, msg: optional},
-	{kind: "cancel", request: required},
-	{kind: "abort", request: required, side: required},
-	{kind: "transfer_failure", request: required},
-	{kind: "restart", worker: required, alt: &rule{kind: "restart", request: required, side: required, after: required}},
-	{kind: "hang", request: required},
-	{kind: "evict", request: required, side: required},
-	{kind: "delay", request: required, side: required},
-}
+var rules = rulesOf()
 
 // notSchedulable says, for each checker fault kind a plan cannot
-// schedule, why.
-var notSchedulable = map[string]string{
-	"reorder":         "facts are reordered by the simulator's latency jitter by themselves, not at a time of a plan; schedule a loss or a duplicate to disturb one fact",
-	"early_timer":     "timers fire on the simulator's clock when their deadlines pass; set the deadlines in the simulation's configuration instead",
-	"no_show":         "whether the frontend ever routes decode is decided when it routes the request, not at a time of a plan; schedule a cancel or an abort instead",
-	"background_load": "the other requests of the workload are the load on a worker; put more requests in the workload instead",
+// schedule, why (the fault table's Unplanned).
+var notSchedulable = whyNot()
+
+func rulesOf() []rule {
+	var out []rule
+	for k := range checker.NumFaults {
+		kind := &checker.FaultKinds[k]
+		if kind.Unplanned != "" {
+			continue
+		}
+		r := rule{kind: kind.Config}
+		for _, a := range kind.Args {
+			switch a {
+			case checker.ArgH:
+				r.request = required
+			case checker.ArgWorker:
+				r.worker = required
+			case checker.ArgSide:
+				r.side = required
+			case checker.ArgTo:
+				r.to = optional
+			case checker.ArgMsg:
+				r.msg = optional
+			default:
+				panic(fmt.Sprintf("faultplan: fault kind %s takes %v, which no plan field says", kind.Config, a))
+			}
+		}
+		if kind.Phase {
+			r.alt = &rule{kind: kind.Config, request: required, side: required, after: required}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func whyNot() map[string]string {
+	out := map[string]string{}
+	for k := range checker.NumFaults {
+		if kind := &checker.FaultKinds[k]; kind.Unplanned != "" {
+			out[kind.Config] = kind.Unplanned
+		}
+	}
+	return out
 }
 
 // Kinds lists the kinds a plan may schedule, in the checker's budget

@@ -1,6 +1,7 @@
 package faultplan
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"reflect"
@@ -196,5 +197,18 @@ func TestSchema_MatchesParser(t *testing.T) {
 	}
 	if len(rulesByKind) != len(rules) {
 		t.Errorf("the schema has rules for %v, want one for each of %v", keys(rulesByKind), Kinds())
+	}
+}
+
+// TestSchema_Fresh: docs/faults.schema.json is what Schema renders from
+// the table rules today (go generate writes it), so that a fault kind
+// added to the checker's table is in the schema without an edit of it.
+func TestSchema_Fresh(t *testing.T) {
+	data, err := os.ReadFile(schemaFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Schema(); !bytes.Equal(data, got) {
+		t.Errorf("%s is stale: run go generate ./checker/sim/faultplan (make generate); it renders:\n%s", schemaFile, got)
 	}
 }

@@ -8,19 +8,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
 // requests is a workload held in memory.
 type requests struct {
-	reqs []sim.Request
+	reqs []cluster.Request
 	i    int
 }
 
-func (s *requests) Next() (sim.Request, error) {
+func (s *requests) Next() (cluster.Request, error) {
 	if s.i == len(s.reqs) {
-		return sim.Request{}, io.EOF
+		return cluster.Request{}, io.EOF
 	}
 	s.i++
 	return s.reqs[s.i-1], nil
@@ -31,7 +32,7 @@ func (s *requests) Next() (sim.Request, error) {
 func steady(n int, gapUS int64) *requests {
 	src := &requests{}
 	for i := range n {
-		r := sim.Request{Index: i, ArrivalUS: int64(i) * gapUS, PromptTokens: model.Tokens(256 + 512*(i%4)),
+		r := cluster.Request{Index: i, ArrivalUS: int64(i) * gapUS, PromptTokens: model.Tokens(256 + 512*(i%4)),
 			OutputTokens: model.Tokens(16 + 8*(i%5)), PrefixGroup: []string{"a", "b", ""}[i%3], CancelUS: -1}
 		if r.PrefixGroup != "" {
 			r.PrefixTokens = model.Tokens(128 * (i % 3 % 2))
@@ -45,10 +46,10 @@ func steady(n int, gapUS int64) *requests {
 // policy and returns its timeline.
 func simulate(t *testing.T, policy, engine string, n int) *sim.Timeline {
 	t.Helper()
-	js := sim.DefaultConfigJSON()
+	js := cluster.DefaultConfigJSON()
 	js = bytes.Replace(js, []byte(`"policy": "source-first"`), []byte(`"policy": "`+policy+`"`), 1)
 	js = bytes.Replace(js, []byte(`"engine": "vllm"`), []byte(`"engine": "`+engine+`"`), 1)
-	cfg, err := sim.ParseConfig("plot-test.json", js)
+	cfg, err := cluster.ParseConfig("plot-test.json", js)
 	if err != nil {
 		t.Fatal(err)
 	}
