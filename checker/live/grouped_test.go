@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/handoffcheck/handoffcheck/checker/sim"
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 )
 
 // A hybrid model's grouped caches run live as they run on the clock: the
@@ -19,7 +19,7 @@ func TestLiveReplayParity_Grouped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	grouped, err := sim.ParseConfig("grouped.json", data)
+	grouped, err := cluster.ParseConfig("grouped.json", data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestLiveReplayParity_Grouped(t *testing.T) {
 		t.Run(policy, func(t *testing.T) {
 			cfg := parityConfig(t, policy)
 			cfg.Transfer, cfg.Grouped, cfg.DecodeLinear, cfg.DecodeGrouped = grouped.Transfer, grouped.Grouped, grouped.DecodeLinear, grouped.DecodeGrouped
-			back, err := sim.ParseConfig("round-trip.json", cfg.JSON())
+			back, err := cluster.ParseConfig("round-trip.json", cfg.JSON())
 			if err != nil {
 				t.Fatalf("the grouped configuration's JSON form, which the workers start with, does not read back: %v", err)
 			}

@@ -140,7 +140,7 @@ func runDisabled(ctx context.Context, cfg *cluster.Config, src cluster.Source, o
 		}
 		dr := &dreq{Request: r, firstTok: -1}
 		if dr.blocks, err = cfg.PromptBlocks(r.PromptTokens); err != nil {
-			return fmt.Errorf("%w: request %d: %v", ErrInput, r.Index, err)
+			return fmt.Errorf("%w: request %d: %v", cluster.ErrInput, r.Index, err)
 		}
 		if dr.blocks > cfg.Decode.CapacityBlocks {
 			return fmt.Errorf("%w: request %d needs %d blocks, more than a decode worker's capacity of %d", cluster.ErrInput, r.Index, int64(dr.blocks), int64(cfg.Decode.CapacityBlocks))

@@ -32,7 +32,7 @@ func FuzzParseSimConfig(f *testing.F) {
 			t.Fatalf("accepted a configuration that cannot run: %+v", c)
 		}
 		// The live workers start from the JSON form: it reads back.
-		if _, err := ParseConfig("back.json", c.JSON()); err != nil {
+		if _, err := cluster.ParseConfig("back.json", c.JSON()); err != nil {
 			t.Fatalf("an accepted configuration's JSON form is refused: %v", err)
 		}
 	})

@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"testing"
+
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 )
 
 // A hybrid model's grouped caches on the clock (testdata/sim/grouped.json:
@@ -24,7 +26,7 @@ func TestGrouped_TransferFromTheGroupedPayload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, err := ParseConfig("grouped.json", data)
+	base, err := cluster.ParseConfig("grouped.json", data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +40,7 @@ func TestGrouped_TransferFromTheGroupedPayload(t *testing.T) {
 				cfg.Engine = policyConfig(pol).Engine
 			}
 			cfg.JitterUS = 0
-			reqs := []Request{{Index: 0, ID: "a", ArrivalUS: 0, PromptTokens: 8192, OutputTokens: 4, CancelUS: -1}}
+			reqs := []cluster.Request{{Index: 0, ID: "a", ArrivalUS: 0, PromptTokens: 8192, OutputTokens: 4, CancelUS: -1}}
 			rec := NewRecorder(nil)
 			res, err := Run(context.Background(), &cfg, &SliceSource{Reqs: reqs}, Options{Timeline: rec})
 			if err != nil || res.Violation != nil {

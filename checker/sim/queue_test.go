@@ -3,6 +3,8 @@ package sim
 import (
 	"context"
 	"testing"
+
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 )
 
 // Two prompts of 2,048 tokens reach one prefill worker together (its
@@ -15,7 +17,7 @@ func TestQueueWait_PrefillBehindAnother(t *testing.T) {
 		t.Run(pol, func(t *testing.T) {
 			cfg := policyConfig(pol)
 			cfg.Prefill.Workers, cfg.JitterUS = 1, 0
-			reqs := []Request{
+			reqs := []cluster.Request{
 				{Index: 0, ID: "a", ArrivalUS: 0, PromptTokens: 2048, OutputTokens: 4, CancelUS: -1},
 				{Index: 1, ID: "b", ArrivalUS: 0, PromptTokens: 2048, OutputTokens: 4, CancelUS: -1},
 			}
@@ -83,7 +85,7 @@ func TestQueueWait_DecodeSlot(t *testing.T) {
 		t.Run(pol, func(t *testing.T) {
 			cfg := policyConfig(pol)
 			cfg.Decode.Workers, cfg.Decode.Slots, cfg.JitterUS = 1, 1, 0
-			reqs := []Request{
+			reqs := []cluster.Request{
 				{Index: 0, ID: "a", ArrivalUS: 0, PromptTokens: 512, OutputTokens: 100, CancelUS: -1},
 				{Index: 1, ID: "b", ArrivalUS: 0, PromptTokens: 512, OutputTokens: 100, CancelUS: -1},
 			}
