@@ -121,7 +121,7 @@ live-parity:
 # Review the diff before
 # committing: a golden that changes is a behaviour that changed.
 REWRITE_TESTS = \
-	'./checker:^(TestScenarios|TestMutate_Score)$$' \
+	'./checker:^(TestScenarios|TestMutate_Score|TestMutate_SampleKeepsTheGoldenVerdicts)$$' \
 	'./checker/obslog:^TestSchemaFresh$$' \
 	'./checker/sim:^TestMutateTimed_Survivors$$' \
 	'./checker/sim/workload:^TestDefault$$' \

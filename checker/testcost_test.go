@@ -2,6 +2,7 @@ package checker
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
@@ -111,8 +113,11 @@ const mutateSampleEvery = 8
 // Every eighth mutant of the built-in tables, against the mutation
 // configuration with liveness as TestMutate_Score checks them all (that
 // test runs in make test-long): each is killed or survives as the golden
-// says, none is undecided, and each kill is by an invariant the golden
-// counts among the kills.
+// of all mutants says, none is undecided, and the sample's summary (its
+// score, which invariant and which check killed how many, its survivors)
+// is a golden of its own, so that a mutant killed by another invariant
+// than before is seen too.
+// Rewrite with: go test ./checker -run TestMutate_SampleKeepsTheGoldenVerdicts -rewrite
 func TestMutate_SampleKeepsTheGoldenVerdicts(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -154,5 +159,19 @@ func TestMutate_SampleKeepsTheGoldenVerdicts(t *testing.T) {
 	t.Logf("%d of %d sampled mutants killed, %d survive, as the golden says", killed, len(results), survived)
 	if killed == 0 || survived == 0 {
 		t.Errorf("the sample has %d killed and %d survivors: it cannot tell a change of either kind", killed, survived)
+	}
+	got := MutationSummary(results)
+	sample := filepath.Join("..", "testdata", "goldens", "mutation-sample.txt")
+	if f := flag.Lookup("rewrite"); f != nil && f.Value.String() == "true" {
+		if err := os.WriteFile(sample, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("summary of every %dth mutant changed (-golden +now):\n%s", mutateSampleEvery, diff)
 	}
 }
