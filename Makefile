@@ -78,9 +78,10 @@ test: fresh
 
 # The tests that take minutes on every core, which go test ./... skips
 # (each says it is left to make test-long): the mutation score of every
-# mutant of the built-in tables against its golden. CI runs it as a step
-# of its own. Each test in LONG_TESTS skips unless HANDOFFCHECK_LONG is set.
-LONG_TESTS = './checker:^TestMutate_Score$$'
+# mutant of the built-in tables against its golden, and the reductions
+# (persistent sets, sleep sets) held to the full search on every eighth
+# mutant. CI runs it as a step of its own. Each test in LONG_TESTS skips unless HANDOFFCHECK_LONG is set.
+LONG_TESTS = './checker:^(TestMutate_Score|TestPOR_MutantsCaughtEitherWay|TestSleep_MutantsCaughtEitherWay)$$'
 test-long:
 	@set -e; for t in $(LONG_TESTS); do \
 		pkg=$${t%%:*}; run=$${t#*:}; \

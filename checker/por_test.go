@@ -157,9 +157,11 @@ func porVariants(t *testing.T, file string, lim Limits) {
 // safety only: killed with reduction exactly when killed without it,
 // with a trace no longer. The first invariant found may differ: the
 // reduced search meets the violations in another order (each one it
-// finds is a state or step of the full search too). make test checks
-// every eighth mutant; make por-check (HANDOFFCHECK_POR_ALL=1) all.
+// finds is a state or step of the full search too). make test-long (and
+// CI) checks every eighth mutant; make por-check (HANDOFFCHECK_POR_ALL=1)
+// all.
 func TestPOR_MutantsCaughtEitherWay(t *testing.T) {
+	longOnly(t, "the reduced search held to the full one on every eighth mutant, minutes of CPU")
 	t.Parallel()
 	porMutantsOnConfigs(t, Limits{Reduce: true})
 }

@@ -142,6 +142,7 @@ func TestSleep_SameVerdictsOnEveryVariant(t *testing.T) {
 }
 
 func TestSleep_MutantsCaughtEitherWay(t *testing.T) {
+	longOnly(t, "the search with sleep sets held to the full one on every eighth mutant, minutes of CPU")
 	t.Parallel()
 	porMutantsOnConfigs(t, Limits{Reduce: true, Sleep: true})
 }
