@@ -194,6 +194,7 @@ func TestParseCommands(t *testing.T) {
 // nothing fires no row that acts (a restart fires Restarted rows, which
 // cannot act).
 func TestDelay_FiredByMatchesTheStep(t *testing.T) {
+	t.Parallel()
 	cfg := loadConfigFile(t, "mutation.json")
 	cfg.Budget[Hang], cfg.Budget[Evict] = 1, 1
 	// A variant with deferred steps, so that a deferred move fires a row.

@@ -59,6 +59,7 @@ const twoByTwo = `{
 // same in exact mode (full keys, no collisions) as with fingerprints, and
 // the same for one worker as for two.
 func TestExplore_PinnedCounts(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		config      string
 		run         string

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -18,6 +19,7 @@ import (
 // sees and must be explained; one that disappears is progress.
 // Rewrite with: go test ./checker -run TestMutate_Score -rewrite
 func TestMutate_Score(t *testing.T) {
+	longOnly(t, "checks every mutant of the built-in tables, minutes on every core (make test checks every eighth: TestMutate_SampleKeepsTheGoldenVerdicts)")
 	if testing.Short() {
 		t.Skip("checks hundreds of mutants")
 	}
@@ -26,7 +28,8 @@ func TestMutate_Score(t *testing.T) {
 		t.Fatal(err)
 	}
 	mutants := spec.Mutants(spec.Default(), spec.Operators)
-	results := Mutate(context.Background(), cfg, mutants, Limits{MaxStates: 2000000, Liveness: true}, 0, nil)
+	// Every core: each mutant is checked on its own, in a result of its own.
+	results := Mutate(context.Background(), cfg, mutants, Limits{MaxStates: 2000000, Liveness: true}, runtime.GOMAXPROCS(0), nil)
 	got := MutationSummary(results)
 	golden := filepath.Join("..", "testdata", "goldens", "mutation.txt")
 	if f := flag.Lookup("rewrite"); f != nil && f.Value.String() == "true" {

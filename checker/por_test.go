@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/handoffcheck/handoffcheck/model"
@@ -15,9 +16,12 @@ import (
 // checks what the reduction promises: the same verdict (the same
 // invariant, when one breaks), every quiescent state kept, no more
 // states, and a counterexample no longer than the full search's.
+//
+// The full search is shared (fullSearch) by every test that holds a
+// reduction to it: what names the configuration file, spec and run.
 func porPairWith(t *testing.T, c *Checker, what string, lim Limits) (full, reduced *Result) {
 	t.Helper()
-	full = c.Explore(context.Background(), Limits{Workers: lim.Workers}, nil)
+	full = fullSearch(what, c, lim.Workers)
 	reduced = c.Explore(context.Background(), lim, nil)
 	t.Logf("%s: %d states, %d transitions without reduction; %d states, %d transitions with it",
 		what, full.Stats.States, full.Stats.Transitions, reduced.Stats.States, reduced.Stats.Transitions)
@@ -72,6 +76,7 @@ func testdataConfig(t *testing.T, name string) *Config {
 // two-handoffs.json is where the reduction has room, and it must take
 // something away there.
 func TestPOR_SameVerdictsOnEveryConfiguration(t *testing.T) {
+	t.Parallel()
 	porConfigurations(t, Limits{Reduce: true})
 }
 
@@ -124,18 +129,20 @@ func porConfigs() []string {
 // Every shipped variant, on the two-handoff configuration: broken or
 // not, the same verdict with reduction as without, and no longer a trace.
 func TestPOR_SameVerdictsOnEveryVariant(t *testing.T) {
+	t.Parallel()
 	for _, file := range porConfigs() {
-		porVariants(t, testdataConfig(t, file), Limits{Reduce: true})
+		porVariants(t, file, Limits{Reduce: true})
 	}
 }
 
-func porVariants(t *testing.T, cfg *Config, lim Limits) {
+func porVariants(t *testing.T, file string, lim Limits) {
+	cfg := testdataConfig(t, file)
 	broken := 0
 	lim.Workers = 1
 	for name, s := range shippedVariants(t) {
 		p := interpreted(t, s)
 		for _, run := range []string{"vllm", "sglang"} {
-			full, _ := porPairWith(t, checkerFor(t, p, cfg, run), name+" "+run, lim)
+			full, _ := porPairWith(t, checkerFor(t, p, cfg, run), file+" "+name+" "+run, lim)
 			if full.Violation != nil {
 				broken++
 			}
@@ -150,9 +157,12 @@ func porVariants(t *testing.T, cfg *Config, lim Limits) {
 // safety only: killed with reduction exactly when killed without it,
 // with a trace no longer. The first invariant found may differ: the
 // reduced search meets the violations in another order (each one it
-// finds is a state or step of the full search too). make test checks
-// every eighth mutant; make por-check (HANDOFFCHECK_POR_ALL=1) all.
+// finds is a state or step of the full search too). make test-long (and
+// CI) checks every eighth mutant; make por-check (HANDOFFCHECK_POR_ALL=1)
+// all.
 func TestPOR_MutantsCaughtEitherWay(t *testing.T) {
+	longOnly(t, "the reduced search held to the full one on every eighth mutant, minutes of CPU")
+	t.Parallel()
 	porMutantsOnConfigs(t, Limits{Reduce: true})
 }
 
@@ -165,11 +175,11 @@ func porMutantsOnConfigs(t *testing.T, lim Limits) {
 	for _, file := range porConfigs() {
 		cfg := testdataConfig(t, file)
 		cfg.Runs = cfg.Runs[:2]
-		porMutants(t, cfg, lim)
+		porMutants(t, file, cfg, lim)
 	}
 }
 
-func porMutants(t *testing.T, cfg *Config, lim Limits) {
+func porMutants(t *testing.T, file string, cfg *Config, lim Limits) {
 	all := spec.Mutants(spec.Default(), spec.Operators)
 	mutants := all
 	if os.Getenv("HANDOFFCHECK_POR_ALL") == "" {
@@ -178,8 +188,8 @@ func porMutants(t *testing.T, cfg *Config, lim Limits) {
 			mutants = append(mutants, all[i])
 		}
 	}
-	full := Mutate(context.Background(), cfg, mutants, Limits{}, 0, nil)
-	reduced := Mutate(context.Background(), cfg, mutants, lim, 0, nil)
+	full := fullMutate(file, cfg, mutants)
+	reduced := Mutate(context.Background(), cfg, mutants, lim, runtime.GOMAXPROCS(0), nil)
 	killed, other := 0, 0
 	for i := range full {
 		f, r := full[i], reduced[i]

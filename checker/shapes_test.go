@@ -259,6 +259,7 @@ func shapesPeerNotices(t testing.TB, c *Checker, s *State) int {
 // 0 for "no worker", would make them differ. The counts are pinned: they
 // are the prefill-first ones, which no shape may change.
 func TestShapes_DecodeFirstIsARelabelling(t *testing.T) {
+	t.Parallel()
 	one := []string{shH}
 	type want map[string]shapesCounts // by run
 	twoWorkers := want{"vllm": {1446, 3919, 13, 119}, "sglang": {1852, 4675, 15, 168}}
@@ -536,6 +537,7 @@ func shapesWalk(t *testing.T, c *Checker, seed uint64, steps int, swarm bool, ev
 // where all four handoffs are placed, not only on the early states a
 // bounded search reaches.
 func TestShapes_MaximalShape(t *testing.T) {
+	t.Parallel()
 	cfg := shapesLoad(t, "max-shape.json")
 	if len(cfg.World.Handoffs) != model.MaxHandoffs || len(cfg.World.Workers) != model.MaxWorkers {
 		t.Fatalf("max-shape.json has %d handoffs and %d workers, want %d and %d",
@@ -676,6 +678,7 @@ func shapesSymmetry(t *testing.T, cfg *Config, run string, wantOn, wantOff shape
 // interchangeable handoffs, so the worker half of the reduction could be
 // switched off and the handoff half would still reduce: here it cannot.
 func TestShapes_InterchangeableWorkersAlone(t *testing.T) {
+	t.Parallel()
 	cfg := mustConfig(t, shapesJSON([]string{shP, shD, shD},
 		[]string{shH, `{"prompt_tokens": 32, "headroom_tokens": 256}`}, `"restart": 1, "cancel": 1`))
 	sym := newSymmetry(&cfg.World, true, true)
@@ -698,6 +701,7 @@ func TestShapes_InterchangeableWorkersAlone(t *testing.T) {
 // symmetry is the exchange of the handoffs. A reduction that took these
 // workers for interchangeable would merge states that behave differently.
 func TestShapes_InterchangeableHandoffsAlone(t *testing.T) {
+	t.Parallel()
 	cfg := mustConfig(t, shapesJSON([]string{shP, shD, shF}, []string{shH, shH}, `"restart": 1, "cancel": 1`))
 	sym := newSymmetry(&cfg.World, true, true)
 	if len(sym.perms) != 1 || len(sym.classes) != 1 || len(sym.classes[0]) != 2 {
@@ -723,6 +727,7 @@ func TestShapes_InterchangeableHandoffsAlone(t *testing.T) {
 // (Tx.CanReserve) lets both reserve at once: CapacityRespected reports it
 // and the pinned counts change.
 func TestShapes_HeadroomBindsAdmission(t *testing.T) {
+	t.Parallel()
 	binds := shapesLoad(t, "headroom-binds.json")
 	const d = 1 // the decode worker
 	wc := binds.World.Workers[d]

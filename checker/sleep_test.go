@@ -130,16 +130,20 @@ func TestSleep_NamingFollowsCanonical(t *testing.T) {
 // configuration, every shipped variant and every eighth mutant, the same
 // verdicts as the full search.
 func TestSleep_SameVerdictsOnEveryConfiguration(t *testing.T) {
+	t.Parallel()
 	porConfigurations(t, Limits{Reduce: true, Sleep: true})
 }
 
 func TestSleep_SameVerdictsOnEveryVariant(t *testing.T) {
+	t.Parallel()
 	for _, file := range porConfigs() {
-		porVariants(t, testdataConfig(t, file), Limits{Reduce: true, Sleep: true})
+		porVariants(t, file, Limits{Reduce: true, Sleep: true})
 	}
 }
 
 func TestSleep_MutantsCaughtEitherWay(t *testing.T) {
+	longOnly(t, "the search with sleep sets held to the full one on every eighth mutant, minutes of CPU")
+	t.Parallel()
 	porMutantsOnConfigs(t, Limits{Reduce: true, Sleep: true})
 }
 
@@ -147,6 +151,7 @@ func TestSleep_MutantsCaughtEitherWay(t *testing.T) {
 // take fewer transitions than persistent sets alone, and give the same
 // figures on one worker and on two.
 func TestSleep_TakesTransitionsAwayDeterministically(t *testing.T) {
+	t.Parallel()
 	cfg := testdataConfig(t, "two-handoffs.json")
 	woken := 0
 	for _, run := range cfg.Runs {
@@ -173,13 +178,14 @@ func TestSleep_TakesTransitionsAwayDeterministically(t *testing.T) {
 // A violation found with sleep sets has the same trace on one worker as
 // on two, and the full search's.
 func TestSleep_SameTraceOnAnyWorkers(t *testing.T) {
+	t.Parallel()
 	cfg := testdataConfig(t, "two-handoffs.json")
 	found := 0
 	for name, s := range shippedVariants(t) {
 		p := interpreted(t, s)
 		c := checkerFor(t, p, cfg, "vllm")
 		ctx := context.Background()
-		full := c.Explore(ctx, Limits{Workers: 1}, nil)
+		full := fullSearch("two-handoffs.json "+name+" vllm", c, 1)
 		one := c.Explore(ctx, Limits{Workers: 1, Reduce: true, Sleep: true}, nil)
 		two := c.Explore(ctx, Limits{Workers: 2, Reduce: true, Sleep: true}, nil)
 		if full.Violation == nil {
@@ -235,10 +241,11 @@ func TestSleep_StartsAgainWithout(t *testing.T) {
 // wake entries dropped (tried): the other paths reach them. So the test
 // also requires some state to be woken, so that the wake entries run.
 func TestSleep_AloneReachEveryState(t *testing.T) {
+	t.Parallel()
 	woken := 0
 	everyRun(t, []string{"two-handoffs.json", "two-handoffs-faults.json", "headroom-binds.json"}, func(file, run string, c *Checker) {
 		ctx := context.Background()
-		full := c.Explore(ctx, Limits{Workers: 1}, nil)
+		full := fullSearch(file+" "+run, c, 1)
 		alone := c.Explore(ctx, Limits{Workers: 1, Reduce: true, Sleep: true, sleepAlone: true}, nil)
 		if alone.Stats.States != full.Stats.States || alone.DeadEnds != full.DeadEnds || !alone.Complete {
 			t.Errorf("%s %s: %d states and %d quiescent with sleep sets alone, %d and %d without",

@@ -155,8 +155,8 @@ func TestMake_RewriteRunsEveryGolden(t *testing.T) {
 	}
 }
 
-// .ci/run runs the freshness check, gofmt, go vet, staticcheck and the
-// tests, and prints how long each took; a failing step fails the run
+// .ci/run runs the freshness check, gofmt, go vet, staticcheck, the
+// tests and the long tests (make test-long), and prints how long each took; a failing step fails the run
 // without hiding the steps after it. Here go, gofmt and make are stand-ins
 // that record how they were called.
 func TestCI_RunTimesTestsAndLinters(t *testing.T) {
@@ -182,12 +182,13 @@ func TestCI_RunTimesTestsAndLinters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"go vet ./...", "go tool staticcheck ./...", "go test -count=1 -timeout 30m ./...", "gofmt -l .", "make --no-print-directory GO=go fresh"} {
+	for _, want := range []string{"go vet ./...", "go tool staticcheck ./...", "go test -count=1 -timeout 30m ./...", "gofmt -l .", "make --no-print-directory GO=go fresh",
+		"make --no-print-directory GO=go test-long"} {
 		if !strings.Contains(string(rec), want+"\n") {
 			t.Errorf(".ci/run did not run %q; it ran:\n%s", want, rec)
 		}
 	}
-	for _, step := range []string{"fresh", "gofmt", "vet", "staticcheck", "test"} {
+	for _, step := range []string{"fresh", "gofmt", "vet", "staticcheck", "test", "test-long"} {
 		result := "ok"
 		if step == "vet" {
 			result = "FAILED"
