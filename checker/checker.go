@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -179,3 +180,27 @@ func (c *Checker) describeState(s *State) []string {
 	}
 	return out
 }
+
+// writeIdentity encodes what a run's checkpoint must match to be resumed
+// by this run: the run, the protocol and its spec, the world, the budget,
+// the options and the symmetry's renamings.
+func (c *Checker) writeIdentity(enc *json.Encoder) {
+	_ = enc.Encode(c.run)
+	_ = enc.Encode(c.proto.Name())
+	_ = enc.Encode(c.proto.spec)
+	_ = enc.Encode(c.world)
+	_ = enc.Encode(c.budget)
+	_ = enc.Encode(c.opts)
+	_ = enc.Encode(c.sym.perms)
+	_ = enc.Encode(c.sym.classes)
+}
+
+// Handoffs is how many handoffs the run's world has.
+func (c *Checker) Handoffs() int { return c.nH }
+
+// Workers is how many workers the run's world has.
+func (c *Checker) Workers() int { return c.nW }
+
+// Symmetric reports whether the canonical form renames interchangeable
+// handoffs or workers.
+func (c *Checker) Symmetric() bool { return c.sym.any() }

@@ -103,14 +103,7 @@ type diskMeta struct {
 func (c *Checker) identity(words int, bitstate int64, reduce bool) string {
 	h := sha256.New()
 	enc := json.NewEncoder(h)
-	_ = enc.Encode(c.run)
-	_ = enc.Encode(c.proto.Name())
-	_ = enc.Encode(c.proto.spec)
-	_ = enc.Encode(c.world)
-	_ = enc.Encode(c.budget)
-	_ = enc.Encode(c.opts)
-	_ = enc.Encode(c.sym.perms)
-	_ = enc.Encode(c.sym.classes)
+	c.writeIdentity(enc)
 	// The tables are written as they lie in memory: the word size and
 	// byte order of the machine are part of what a checkpoint is.
 	one := uint16(1)

@@ -630,8 +630,8 @@ func TestReport_SymmetryOverWorkersAlone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(cOn.sym.perms) != 2 || cOn.sym.any() == false || cOff.sym.any() {
-			t.Fatalf("%s: %d worker renamings with symmetry, any=%v without", name, len(cOn.sym.perms), cOff.sym.any())
+		if len(cOn.sym.perms) != 2 || !cOn.Symmetric() || cOff.Symmetric() {
+			t.Fatalf("%s: %d worker renamings with symmetry, any=%v without", name, len(cOn.sym.perms), cOff.Symmetric())
 		}
 		lim := Limits{Workers: 2, Liveness: true}
 		rOn := cOn.Explore(context.Background(), lim, nil)

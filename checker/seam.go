@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"github.com/handoffcheck/handoffcheck/machines"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -51,4 +52,12 @@ func (c *Checker) MovesInto(s *State, buf []Move) []Move {
 	var ms moveSet
 	c.moves(s, &ms)
 	return append(buf, ms.m[:ms.n]...)
+}
+
+// EventName names an event of a role.
+func EventName(r spec.Role, ev uint8) string {
+	if r == spec.Source {
+		return machines.SourceEvent(ev).String()
+	}
+	return machines.DestinationEvent(ev).String()
 }

@@ -346,7 +346,7 @@ func (e *exploration) result() *Result {
 	e.finishStats()
 	lim := e.lim
 	r := &Result{Run: e.c.run, Stats: e.stats, Coverage: e.cov, DeadEnds: e.deadEnds, Resumed: e.resumed, Reduction: e.por, Sleep: e.sleep != nil,
-		Symmetry: e.c.sym.any(), Exact: lim.Exact, Complete: !e.cut && e.viol == nil}
+		Symmetry: e.c.Symmetric(), Exact: lim.Exact, Complete: !e.cut && e.viol == nil}
 	if e.cut {
 		r.StopReason = e.stopWhy
 		r.StopDetail = stopDetail(e.stopWhy, lim, r.Stats)

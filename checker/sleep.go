@@ -295,7 +295,7 @@ func (c *Checker) successorSleep(s, t *State, ms *moveSet, sm *sleepMoves, mi in
 			out.add(sl)
 		}
 	}
-	if !out.empty() && c.sym.any() {
+	if !out.empty() && c.Symmetric() {
 		var k Key
 		var nm naming
 		c.canonicalize(t, &k, &nm)

@@ -85,7 +85,7 @@ func sleepStep(c *Checker, s *State, a, b Move) (State, bool) {
 func TestSleep_NamingFollowsCanonical(t *testing.T) {
 	renamed := 0
 	everyRun(t, []string{"two-handoffs.json", "three-handoffs.json", "max-shape.json"}, func(file, run string, c *Checker) {
-		if !c.sym.any() {
+		if !c.Symmetric() {
 			return
 		}
 		for _, s := range porSample(c, 3000) {

@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/handoffcheck/handoffcheck/machines"
 	"github.com/handoffcheck/handoffcheck/model"
-	"github.com/handoffcheck/handoffcheck/spec"
 )
 
 // TraceStep is one step of a counterexample: the move, the rows it fired,
@@ -30,14 +28,6 @@ type Counterexample struct {
 	// Shrunk is set for a random walk shrunk by delta debugging: short,
 	// but not proven shortest as a breadth-first trace is.
 	Shrunk bool
-}
-
-// EventName names an event of a role.
-func EventName(r spec.Role, ev uint8) string {
-	if r == spec.Source {
-		return machines.SourceEvent(ev).String()
-	}
-	return machines.DestinationEvent(ev).String()
 }
 
 // Describe renders a firing: "h0 source Pinned --ReaderCompleted--> Released [ReleaseSource, ...] (row 15)".
