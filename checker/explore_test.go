@@ -6,11 +6,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 )
 
-func mustConfig(t testing.TB, js string) *Config {
+func mustConfig(t testing.TB, js string) *system.Config {
 	t.Helper()
-	c, err := ParseConfig("test.json", []byte(js))
+	c, err := system.ParseConfig("test.json", []byte(js))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,13 +81,13 @@ func TestExplore_PinnedCounts(t *testing.T) {
 		cfg.Symmetry = tc.symmetry
 		name := fmt.Sprintf("%s-%d-handoffs-symmetry-%v", tc.run, len(cfg.World.Handoffs), tc.symmetry)
 		t.Run(name, func(t *testing.T) {
-			var run Run
+			var run system.Run
 			for _, r := range cfg.Runs {
 				if r.Name == tc.run {
 					run = r
 				}
 			}
-			c, err := New(Generated(), cfg, run)
+			c, err := New(system.Generated(), cfg, run)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,11 +134,11 @@ const threeHandoffs = `{
 // states; the reduction must be at least 4×, with the same verdict.
 func TestExplore_SymmetryThreeHandoffs(t *testing.T) {
 	cfg := mustConfig(t, threeHandoffs)
-	c, _ := New(Generated(), cfg, cfg.Runs[0])
+	c, _ := New(system.Generated(), cfg, cfg.Runs[0])
 	with := c.Explore(context.Background(), Limits{}, nil)
 	plain := *cfg
 	plain.Symmetry = false
-	p, _ := New(Generated(), &plain, cfg.Runs[0])
+	p, _ := New(system.Generated(), &plain, cfg.Runs[0])
 	without := p.Explore(context.Background(), Limits{}, nil)
 	ratio := float64(without.Stats.States) / float64(with.Stats.States)
 	t.Logf("three handoffs: %d states with symmetry, %d without, %.2f×", with.Stats.States, without.Stats.States, ratio)
@@ -152,11 +153,11 @@ func TestExplore_SymmetryThreeHandoffs(t *testing.T) {
 func TestExplore_SymmetryReduces(t *testing.T) {
 	cfg := mustConfig(t, twoByTwo)
 	for _, run := range cfg.Runs {
-		c, _ := New(Generated(), cfg, run)
+		c, _ := New(system.Generated(), cfg, run)
 		with := c.Explore(context.Background(), Limits{}, nil)
 		plain := *cfg
 		plain.Symmetry = false
-		c2, _ := New(Generated(), &plain, run)
+		c2, _ := New(system.Generated(), &plain, run)
 		without := c2.Explore(context.Background(), Limits{}, nil)
 		if ratio := float64(without.Stats.States) / float64(with.Stats.States); ratio < 3.5 {
 			t.Errorf("%s: symmetry reduces %d to %d states, ratio %.2f, want ≥ 3.5", run.Name, without.Stats.States, with.Stats.States, ratio)
@@ -169,7 +170,7 @@ func TestExplore_SymmetryReduces(t *testing.T) {
 
 func TestExplore_Limits(t *testing.T) {
 	cfg := mustConfig(t, twoByTwo)
-	c, _ := New(Generated(), cfg, cfg.Runs[0])
+	c, _ := New(system.Generated(), cfg, cfg.Runs[0])
 	r := c.Explore(context.Background(), Limits{MaxStates: 1000, Liveness: true}, nil)
 	if r.Complete || r.StopReason == "" || r.Stats.States < 1000 || r.Liveness {
 		t.Errorf("max-states: complete=%v stop=%q states=%d liveness=%v", r.Complete, r.StopReason, r.Stats.States, r.Liveness)
@@ -213,12 +214,12 @@ func TestEventuallyDrained_Graph(t *testing.T) {
 // state they reach.
 func TestPack_RoundTripsEveryReachedState(t *testing.T) {
 	cfg := mustConfig(t, twoByTwo)
-	cfg.Budget = Budget{Duplicate: 2, Loss: 2, Reorder: 2, Cancel: 2, Abort: 2, TransferFailure: 2, Restart: 2, EarlyTimer: 3, NoShow: 1, BackgroundLoad: 2}
+	cfg.Budget = system.Budget{system.Duplicate: 2, system.Loss: 2, system.Reorder: 2, system.Cancel: 2, system.Abort: 2, system.TransferFailure: 2, system.Restart: 2, system.EarlyTimer: 3, system.NoShow: 1, system.BackgroundLoad: 2}
 	cfg.World.Workers[1].BackgroundBlocks, cfg.World.Workers[1].BackgroundSlots = 1, 1
 	cfg.World.Workers[2].BackgroundBlocks, cfg.World.Workers[2].BackgroundSlots = 1, 1
 	checked := 0
 	for _, run := range cfg.Runs {
-		c, err := New(Generated(), cfg, run)
+		c, err := New(system.Generated(), cfg, run)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,11 +235,11 @@ func TestPack_RoundTripsEveryReachedState(t *testing.T) {
 				if _, err := s.Apply(moves[int(rng>>33)%len(moves)]); err != nil {
 					t.Fatal(err)
 				}
-				var k Key
-				c.pack(s.State(), &k)
-				back := c.unpack(&k)
+				var k system.Key
+				c.Pack(s.State(), &k)
+				back := c.Unpack(&k)
 				if back != *s.State() {
-					t.Fatalf("%s seed %d step %d: unpack(pack(s)) differs from s:\n%v\n%v", run.Name, seed, step, c.describeState(s.State()), c.describeState(&back))
+					t.Fatalf("%s seed %d step %d: unpack(pack(s)) differs from s:\n%v\n%v", run.Name, seed, step, c.DescribeState(s.State()), c.DescribeState(&back))
 				}
 				checked++
 			}

@@ -13,7 +13,7 @@ import (
 // liveness judge.
 var searchFiles = []string{
 	"bitstate.go", "checkpoint.go", "diskset.go", "expand.go", "explore.go", "liveness.go",
-	"memory.go", "offheap_linux.go", "offheap_other.go", "por.go", "search.go", "sleep.go",
+	"memory.go", "offheap_linux.go", "offheap_other.go", "search.go", "shortest.go", "sleep.go",
 	"spill.go", "store.go", "visited.go",
 }
 

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -127,13 +128,13 @@ func (e *exploration) checkLiveness() *Counterexample {
 }
 
 // keyOf rebuilds the canonical key of a state id.
-func (e *exploration) keyOf(id uint32) Key {
+func (e *exploration) keyOf(id uint32) system.Key {
 	keys := e.keysAlong(e.pathTo(id))
 	return keys[len(keys)-1]
 }
 
 // replayTo rebuilds a concrete state of a state id.
-func (e *exploration) replayTo(id uint32) State {
+func (e *exploration) replayTo(id uint32) system.State {
 	c := e.c
 	keys := e.keysAlong(e.pathTo(id))
 	s := c.Initial()

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/handoffcheck/handoffcheck/checker/system"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -21,7 +23,7 @@ func TestMutate_Score(t *testing.T) {
 	if testing.Short() {
 		t.Skip("checks hundreds of mutants")
 	}
-	cfg, err := ParseConfig("mutation.json", MutationConfigJSON())
+	cfg, err := system.ParseConfig("mutation.json", MutationConfigJSON())
 	if err != nil {
 		t.Fatal(err)
 	}

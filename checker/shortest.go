@@ -1,6 +1,10 @@
 package checker
 
-import "context"
+import (
+	"context"
+
+	"github.com/handoffcheck/handoffcheck/checker/system"
+)
 
 // shortenReduced shortens a counterexample of a reduced search. The
 // reduction takes a handoff's own moves first, so the breadth-first trace
@@ -11,7 +15,7 @@ func (c *Checker) shortenReduced(ce *Counterexample) *Counterexample {
 	if ce == nil || len(ce.Steps) == 0 || ce.Violation == nil {
 		return ce
 	}
-	moves := make([]Move, len(ce.Steps))
+	moves := make([]system.Move, len(ce.Steps))
 	for i := range ce.Steps {
 		moves[i] = ce.Steps[i].Move
 	}

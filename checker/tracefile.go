@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
@@ -58,13 +59,13 @@ type traceLine struct {
 // Trace is a parsed trace file.
 type Trace struct {
 	Run       string
-	Config    *Config
+	Config    *system.Config
 	Spec      *spec.Spec // nil: the built-in spec
 	Violation string
 	// LoopFrom > 0 marks a liveness counterexample: the moves after the
 	// first LoopFrom form a loop back to the state after them.
 	LoopFrom int
-	Moves    []Move
+	Moves    []system.Move
 	Lines    []int // the file line of each move
 }
 
@@ -136,7 +137,7 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 			if len(h.Config) == 0 {
 				return nil, bad(line, "the header has no config")
 			}
-			cfg, err := ParseConfig(fmt.Sprintf("%s:%d: config", file, line), h.Config)
+			cfg, err := system.ParseConfig(fmt.Sprintf("%s:%d: config", file, line), h.Config)
 			if err != nil {
 				// Both sentinels stay visible to errors.Is: the trace is
 				// refused because its configuration is.
@@ -172,15 +173,15 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 		if l.Step != len(tr.Moves)+1 {
 			return nil, bad(line, "step %d, want %d (steps count from 1 without gaps)", l.Step, len(tr.Moves)+1)
 		}
-		m, err := ParseMove(l.Move)
-		var ne *numberError
+		m, err := system.ParseMove(l.Move)
+		var ne *system.NumberError
 		if errors.As(err, &ne) {
 			n := len(tr.Config.World.Handoffs)
-			if ne.key == "worker" {
+			if ne.Key == "worker" {
 				n = len(tr.Config.World.Workers)
 			}
 			return nil, bad(line, "move %q: %s=%s: want a %s number of the configuration, which has %s (%s)",
-				l.Move, ne.key, ne.val, ne.what, plural(n, ne.what), indexRange(ne.key, n))
+				l.Move, ne.Key, ne.Val, ne.What, plural(n, ne.What), indexRange(ne.Key, n))
 		}
 		if err != nil {
 			return nil, bad(line, "move %q: %v", l.Move, err)
@@ -210,7 +211,7 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 // configuration does not have, or "" when both exist. Replaying such a
 // move could only say it is not enabled, which hides that the trace and
 // its configuration disagree.
-func outOfRange(m Move, w *model.Config) string {
+func outOfRange(m system.Move, w *model.Config) string {
 	if n := len(w.Handoffs); int(m.H) >= n {
 		return fmt.Sprintf("handoff %d is out of range: the configuration has %s (%s)", m.H, plural(n, "handoff"), indexRange("h", n))
 	}

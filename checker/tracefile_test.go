@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
@@ -33,7 +34,7 @@ func TestTrace_RoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want []Move
+	var want []system.Move
 	for _, st := range r.Violation.Steps {
 		want = append(want, st.Move)
 	}
@@ -75,11 +76,11 @@ func TestTrace_Committed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := Generated()
+			p := system.Generated()
 			if tr.Spec != nil {
 				p = interpreted(t, tr.Spec)
 			}
-			var run Run
+			var run system.Run
 			for _, r := range tr.Config.Runs {
 				if r.Name == tr.Run {
 					run = r
@@ -91,7 +92,7 @@ func TestTrace_Committed(t *testing.T) {
 			}
 			sess := c.NewSession()
 			got := ""
-			var atLoop Key
+			var atLoop system.Key
 			for i, m := range tr.Moves {
 				res, err := sess.Apply(m)
 				if err != nil {
@@ -172,7 +173,7 @@ func FuzzParseTrace(f *testing.F) {
 func TestTrace_EmbeddedErrorsKeepTheirSentinels(t *testing.T) {
 	badConfig := `{"schema": "handoffcheck.trace/v1", "run": "vllm", "config": {"schema": "nope"}}`
 	_, err := ParseTrace("ce.jsonl", []byte(badConfig))
-	if !errors.Is(err, ErrTrace) || !errors.Is(err, ErrConfig) {
+	if !errors.Is(err, ErrTrace) || !errors.Is(err, system.ErrConfig) {
 		t.Errorf("bad config: %v; want errors.Is ErrTrace and ErrConfig", err)
 	}
 	badSpec := `{"schema": "handoffcheck.trace/v1", "run": "vllm", "config": ` + strings.ReplaceAll(smallConfig, "\n", " ") +

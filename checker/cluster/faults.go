@@ -4,29 +4,29 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 )
 
 // planned lists the fault kinds a plan may schedule: the checker's kinds
 // a driver strikes at a time. The others are the drivers' own doing
 // (reorder by latency jitter, early_timer by the clock, no_show by the
 // router, background_load by the other requests).
-var planned = [checker.NumFaults]bool{
-	checker.Duplicate: true, checker.Loss: true, checker.Cancel: true, checker.Abort: true,
-	checker.TransferFailure: true, checker.Restart: true, checker.Hang: true, checker.Evict: true, checker.Delay: true,
+var planned = [system.NumFaults]bool{
+	system.Duplicate: true, system.Loss: true, system.Cancel: true, system.Abort: true,
+	system.TransferFailure: true, system.Restart: true, system.Hang: true, system.Evict: true, system.Delay: true,
 }
 
 // FaultKind is the kind of a planned fault, read from the plan's name of
 // it: the one place a driver turns a plan's string into the checker's
 // fault. A name the checker does not know, or a kind no plan schedules,
 // is an input error naming the plan's file and line.
-func (f *Fault) FaultKind() (checker.Fault, error) {
-	k, ok := checker.ParseFault(f.Kind)
+func (f *Fault) FaultKind() (system.Fault, error) {
+	k, ok := system.ParseFault(f.Kind)
 	if !ok || !planned[k] {
 		var names []string
 		for k := range planned {
 			if planned[k] {
-				names = append(names, checker.Fault(k).String())
+				names = append(names, system.Fault(k).String())
 			}
 		}
 		return 0, fmt.Errorf("%s:%d: %w: fault kind %q, want one of %s", f.File, f.Line, ErrInput, f.Kind, strings.Join(names, ", "))
@@ -38,7 +38,7 @@ func (f *Fault) FaultKind() (checker.Fault, error) {
 // side of a request at a phase).
 func (f *Fault) WorkerRestart() bool {
 	k, err := f.FaultKind()
-	return err == nil && k == checker.Restart && f.Request < 0
+	return err == nil && k == system.Restart && f.Request < 0
 }
 
 // Marks are the faults a plan holds for one request until they can
@@ -65,36 +65,36 @@ func (m *Marks) Mark(f *Fault) error {
 	sd, hasSide := SideNamed(f.Side)
 	to, hasTo := SideNamed(f.To)
 	switch k {
-	case checker.Loss:
+	case system.Loss:
 		m.Lose.Add(to, hasTo, f.Msg)
-	case checker.Duplicate:
+	case system.Duplicate:
 		m.Dup.Add(to, hasTo, f.Msg)
-	case checker.Hang:
+	case system.Hang:
 		m.Hang = true
-	case checker.TransferFailure:
+	case system.TransferFailure:
 		m.FailXfer = true
-	case checker.Cancel:
+	case system.Cancel:
 		m.Cancel = true
-	case checker.Delay:
+	case system.Delay:
 		if hasSide {
 			m.Delay[sd] = true
 		}
-	case checker.Abort:
+	case system.Abort:
 		if hasSide {
 			m.Abort[sd] = true
 		}
-	case checker.Evict:
+	case system.Evict:
 		if hasSide {
 			m.Evict[sd] = true
 		}
-	case checker.Restart:
+	case system.Restart:
 		if f.Request < 0 {
 			return fmt.Errorf("%s:%d: %w: a restart of worker %d holds no mark on a request", f.File, f.Line, ErrInput, f.Worker)
 		}
 		if hasSide {
 			m.RestartAfter[sd] = f.After
 		}
-	case checker.Reorder, checker.EarlyTimer, checker.NoShow, checker.BackgroundLoad, checker.NumFaults:
+	case system.Reorder, system.EarlyTimer, system.NoShow, system.BackgroundLoad, system.NumFaults:
 		return fmt.Errorf("%s:%d: %w: fault kind %s is no plan's to strike", f.File, f.Line, ErrInput, k)
 	default:
 		return fmt.Errorf("%s:%d: %w: fault kind %s has no rule here", f.File, f.Line, ErrInput, k)

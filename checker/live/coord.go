@@ -14,9 +14,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -44,7 +44,7 @@ type Options struct {
 	// SpecFile, when set, is a spec the workers load instead of the
 	// generated machines (they run it with the table interpreter).
 	SpecFile string
-	Protocol *checker.Protocol
+	Protocol *system.Protocol
 	// Errors receives what the coordinator refuses (nil: stderr).
 	Errors io.Writer
 	// DrainTimeout bounds the wait for the workers' ledgers once every
@@ -178,7 +178,7 @@ type catt struct {
 	name    string
 	req     cluster.Request
 	cfg     *model.Config
-	st      checker.State
+	st      system.State
 	p, d    int
 	pGen    int64
 	dGen    int64
@@ -349,7 +349,7 @@ func (c *coord) plan() error {
 		if f.Request < 0 {
 			continue
 		}
-		if k == checker.Restart && !slices.Contains(obslog.AttemptKindNames(), f.After) {
+		if k == system.Restart && !slices.Contains(obslog.AttemptKindNames(), f.After) {
 			// Aimed at a phase: the side's worker stops when it logs
 			// the fact, and the coordinator kills it then.
 			return fmt.Errorf("%s:%d: %w: after %q, want a kind a worker logs for a request", f.File, f.Line, cluster.ErrInput, f.After)
@@ -381,19 +381,19 @@ func workerMarks(m *cluster.Marks) []Frame {
 	}
 	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 		if m.Hang {
-			mark(checker.Hang.String(), sd)
+			mark(system.Hang.String(), sd)
 		}
 		if m.FailXfer {
-			mark(checker.TransferFailure.String(), sd)
+			mark(system.TransferFailure.String(), sd)
 		}
 		if m.Abort[sd] {
-			mark(checker.Abort.String(), sd)
+			mark(system.Abort.String(), sd)
 		}
 		if m.Delay[sd] {
-			mark(checker.Delay.String(), sd)
+			mark(system.Delay.String(), sd)
 		}
 		if m.Evict[sd] {
-			mark(checker.Evict.String(), sd)
+			mark(system.Evict.String(), sd)
 		}
 		if m.RestartAfter[sd] != "" {
 			mark(m.RestartAfter[sd], sd)
@@ -814,7 +814,7 @@ func (c *coord) writeBack(a *catt) {
 }
 
 // step takes a router's move in the attempt's window and logs it.
-func (c *coord) step(a *catt, m checker.Move, force bool) bool {
+func (c *coord) step(a *catt, m system.Move, force bool) bool {
 	c.project(a)
 	before := a.st
 	if !c.take(&a.st, m, force) {
@@ -858,7 +858,7 @@ func (c *coord) arrive() error {
 	c.order = append(c.order, a)
 	a.p = cluster.Choose(c.cfg.PrefillRouter, 0, c.cfg.Prefill.Workers, &c.nextP, c.rng, c.prefillLoad, nil)
 	a.pGen = c.ws[a.p].gen
-	c.step(a, checker.Move{Kind: checker.MvRoutePrefill, H: 0, Arg: 0}, false)
+	c.step(a, system.Move{Kind: system.MvRoutePrefill, H: 0, Arg: 0}, false)
 	// The marks go first: the worker keeps them until the route comes,
 	// so that they strike where the world first offers them, however
 	// late the worker reads the frames after the route.
@@ -921,7 +921,7 @@ func (c *coord) routeDecode(a *catt) {
 	d := cluster.Choose(c.cfg.DecodeRouter, c.cfg.Prefill.Workers, c.cfg.NumWorkers(), &c.nextD, c.rng, c.decodeLoad, nil)
 	a.d = d
 	a.dGen = c.ws[d].gen
-	if !c.step(a, checker.Move{Kind: checker.MvRouteDecode, H: 0, Arg: 1}, false) {
+	if !c.step(a, system.Move{Kind: system.MvRouteDecode, H: 0, Arg: 1}, false) {
 		a.d = -1
 		return
 	}
@@ -968,7 +968,7 @@ func (c *coord) noWork(cw *cworker, l *Ledger) string {
 }
 
 func (c *coord) cancel(a *catt) {
-	if a.done || !c.step(a, checker.Move{Kind: checker.MvCancel, H: 0}, false) {
+	if a.done || !c.step(a, system.Move{Kind: system.MvCancel, H: 0}, false) {
 		return
 	}
 	c.rep.Cancelled++
@@ -1211,7 +1211,7 @@ func (c *coord) restart(w int) {
 		}
 		c.project(a)
 		before := a.st.W.H[0]
-		c.take(&a.st, checker.Move{Kind: checker.MvRestart, H: -1, Arg: k}, true)
+		c.take(&a.st, system.Move{Kind: system.MvRestart, H: -1, Arg: k}, true)
 		// The restart resets the worker in the window; the routers keep
 		// their ledgers of it (minus this attempt's bookings).
 		kw := a.st.W.W[k]

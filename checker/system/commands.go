@@ -1,4 +1,4 @@
-package checker
+package system
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 type Commands uint8
 
 // allCommands is every command kind.
-const allCommands = Commands(1<<model.CmdActivate | 1<<model.CmdRelease | 1<<model.CmdCancel)
+const AllCommands = Commands(1<<model.CmdActivate | 1<<model.CmdRelease | 1<<model.CmdCancel)
 
 // Has reports whether a kind is in the set.
 func (c Commands) Has(k model.Cmd) bool { return c&(1<<k) != 0 }
@@ -38,7 +38,7 @@ func ParseCommands(raw json.RawMessage) (Commands, error) {
 	var on bool
 	if err := json.Unmarshal(raw, &on); err == nil {
 		if on {
-			return allCommands, nil
+			return AllCommands, nil
 		}
 		return 0, nil
 	}
@@ -172,7 +172,7 @@ func commandModes(p *Protocol, later Commands) (m [2][model.NumCmds]cmdMode) {
 
 // applyCommand is a side's scheduler core applying the oldest command it
 // holds for a handoff and answering the side's record.
-func (c *Checker) applyCommand(s *State, tx *model.Tx, cov *Coverage, h int, side model.Side) {
+func (c *System) applyCommand(s *State, tx *model.Tx, cov *Coverage, h int, side model.Side) {
 	cmd, applied := tx.ApplyCommand(h, side)
 	c.fire(s, tx, cov, roleOf(side), h, answer(side, cmd, applied))
 }

@@ -1,4 +1,4 @@
-package checker
+package system
 
 import (
 	"github.com/handoffcheck/handoffcheck/model"
@@ -122,7 +122,7 @@ var actionFootprints = func() (m [NumActions]footprint) {
 // physics (before the rows it fires), and whether it consumes something
 // in the progress measure (C3 above). Kinds not listed (timers, faults,
 // the environment's worker moves) are never reduced.
-var moveFootprints = [numMoveKinds]struct {
+var moveFootprints = [NumMoveKinds]struct {
 	foot     footprint
 	consumes bool
 }{
@@ -235,21 +235,21 @@ func sccs(succ [][]int) []int {
 // -1 when s is expanded fully. Among the handoffs whose moves form a
 // persistent set it takes the one with the fewest moves, the lowest
 // index first.
-func (c *Checker) ample(s *State, ms *moveSet) int {
+func (c *System) Ample(s *State, ms *MoveSet) int {
 	if s.B.Has(Restart) {
 		// A restart rewrites the record of every handoff placed on its
 		// worker, and is enabled wherever a live record is.
 		return -1
 	}
 	var count [model.MaxHandoffs]int
-	for i := 0; i < ms.n; i++ {
-		if h := ms.m[i].H; h >= 0 {
+	for i := 0; i < ms.N; i++ {
+		if h := ms.M[i].H; h >= 0 {
 			count[h]++
 		}
 	}
 	best := -1
 	for h := 0; h < c.nH; h++ {
-		if count[h] == 0 || count[h] == ms.n || (best >= 0 && count[h] >= count[best]) {
+		if count[h] == 0 || count[h] == ms.N || (best >= 0 && count[h] >= count[best]) {
 			continue
 		}
 		if c.ampleCandidate(s, ms, h) {
@@ -261,7 +261,7 @@ func (c *Checker) ample(s *State, ms *moveSet) int {
 
 // ampleCandidate reports whether handoff h's enabled moves are a
 // persistent set of s (the comment at the top of this file).
-func (c *Checker) ampleCandidate(s *State, ms *moveSet, h int) bool {
+func (c *System) ampleCandidate(s *State, ms *MoveSet, h int) bool {
 	x := &s.W.H[h]
 	if s.B.Has(Hang) && x.Xfer == model.XferRunning {
 		// A hang is offered where the system waits on transfers alone.
@@ -274,12 +274,12 @@ func (c *Checker) ampleCandidate(s *State, ms *moveSet, h int) bool {
 	// another handoff on that worker could enable them.
 	workers := x.Pending || x.Compute == model.ComputeQueued || x.Dst == model.DstActive && !x.Running
 	var targets uint8
-	for i := 0; i < ms.n; i++ {
-		m := ms.m[i]
+	for i := 0; i < ms.N; i++ {
+		m := ms.M[i]
 		if int(m.H) != h {
 			continue
 		}
-		ok, shared := c.reducible(s, m)
+		ok, shared := c.Reducible(s, m)
 		if !ok {
 			return false
 		}
@@ -306,7 +306,7 @@ func (c *Checker) ampleCandidate(s *State, ms *moveSet, h int) bool {
 // handoff is neither routable to it nor placed on it with a side that
 // may still act there (a live record, a command not yet applied, or a
 // table with shared rows from terminal states).
-func (c *Checker) exclusive(s *State, h, w int) bool {
+func (c *System) exclusive(s *State, h, w int) bool {
 	k := &s.W.W[w]
 	decode := s.W.Role(w) == model.DecodeWorker
 	if k.Background > 0 || decode && s.B.Has(BackgroundLoad) {
@@ -340,8 +340,8 @@ func (c *Checker) exclusive(s *State, h, w int) bool {
 // a persistent set: its kind and the rows it fires touch only the
 // handoff's record and, when shared is set, its workers; it spends no
 // budget; and it raises the progress measure (C3).
-func (c *Checker) reducible(s *State, m Move) (ok, shared bool) {
-	if m.Kind >= numMoveKinds {
+func (c *System) Reducible(s *State, m Move) (ok, shared bool) {
+	if m.Kind >= NumMoveKinds {
 		return false, false
 	}
 	mf := moveFootprints[m.Kind]
@@ -377,7 +377,7 @@ func (c *Checker) reducible(s *State, m Move) (ok, shared bool) {
 // core applies at once, the rows of both its answers: whether every
 // action is in actionFootprints, whether one touches a worker, and
 // whether all are quiet.
-func (c *Checker) rowsReducible(r spec.Role, t *Transition, depth int) (ok, shared, quiet bool) {
+func (c *System) rowsReducible(r spec.Role, t *Transition, depth int) (ok, shared, quiet bool) {
 	if depth > 2 {
 		return false, false, false
 	}

@@ -1,4 +1,4 @@
-package checker
+package system
 
 import (
 	"testing"
@@ -11,16 +11,16 @@ import (
 // to the least key over every renaming computed in full.
 func TestCanonical_SkipsOnlyLargerRenamings(t *testing.T) {
 	checked := 0
-	everyRun(t, []string{"two-handoffs.json", "max-shape.json", "three-handoffs.json"}, func(file, run string, c *Checker) {
-		if len(c.sym.perms) < 2 {
+	everyRun(t, []string{"two-handoffs.json", "max-shape.json", "three-handoffs.json"}, func(file, run string, c *System) {
+		if len(c.Sym.Perms) < 2 {
 			return
 		}
 		for _, s := range porSample(c, 3000) {
 			var plain, want, got Key
-			c.pack(&s, &plain)
+			c.Pack(&s, &plain)
 			base := 1 + c.nW
-			for i := range c.sym.perms {
-				perm := &c.sym.perms[i]
+			for i := range c.Sym.Perms {
+				perm := &c.Sym.Perms[i]
 				var cand Key
 				cand[0] = plain[0]
 				for w := 0; w < c.nW; w++ {
@@ -31,12 +31,12 @@ func TestCanonical_SkipsOnlyLargerRenamings(t *testing.T) {
 					model.RemapHandoff(&ws, perm)
 					cand[base+2*h], cand[base+2*h+1] = ws[0], ws[1]
 				}
-				c.sym.sortHandoffs(&cand, base, c.nH)
+				c.Sym.sortHandoffs(&cand, base, c.nH)
 				if i == 0 || less(&cand, &want) {
 					want = cand
 				}
 			}
-			c.canonical(&s, &got)
+			c.Canonical(&s, &got)
 			if got != want {
 				t.Fatalf("%s %s: canonical %x, least renaming %x", file, run, got, want)
 			}

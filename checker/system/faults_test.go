@@ -1,4 +1,4 @@
-package checker
+package system
 
 import (
 	"fmt"
@@ -61,7 +61,7 @@ func TestFaultKinds_Table(t *testing.T) {
 			t.Errorf("fault %s: move %q spends %v (%v), Fault() = %v", f, fk.Move, got, ok, fk.Move.Fault())
 		}
 	}
-	for k := numProtocolMoveKinds; k < numMoveKinds; k++ {
+	for k := numProtocolMoveKinds; k < NumMoveKinds; k++ {
 		if _, ok := owner[k]; !ok {
 			t.Errorf("fault move kind %d belongs to no fault kind", k)
 		}
@@ -108,7 +108,7 @@ func TestFaultKinds_BudgetPacking(t *testing.T) {
 				t.Fatalf("budgets %s and %s pack to the same key", other, name)
 			}
 			keys[k] = name
-			if back := c.unpack(&k); back.B != r {
+			if back := c.Unpack(&k); back.B != r {
 				t.Fatalf("budget %s: key unpacks to %v", name, back.B.Budget())
 			}
 			spent := r
@@ -149,7 +149,7 @@ func sampleMove(k MoveKind) Move {
 // Every move kind, protocol or fault, prints in its syntax and parses back,
 // and refuses a missing or an extra argument.
 func TestMoves_SyntaxRoundTrips(t *testing.T) {
-	for k := MoveKind(1); k < numMoveKinds; k++ {
+	for k := MoveKind(1); k < NumMoveKinds; k++ {
 		m := sampleMove(k)
 		got, err := ParseMove(m.String())
 		if err != nil || got != m {
@@ -198,18 +198,5 @@ func TestFaultKinds_Config(t *testing.T) {
 	_, err = ParseConfig("x.json", []byte(fmt.Sprintf(faultsConfig, `"loss": 16`)))
 	if err == nil || !strings.Contains(err.Error(), "at most 15") {
 		t.Errorf("a budget over %d was not refused: %v", MaxBudget, err)
-	}
-}
-
-// Swarm walks switch off exactly the fault moves the table lets them.
-func TestFaultKinds_Swarm(t *testing.T) {
-	var want []MoveKind
-	for f := Fault(0); f < NumFaults; f++ {
-		if FaultKinds[f].Swarm {
-			want = append(want, FaultKinds[f].Move)
-		}
-	}
-	if !slices.Equal(swarmFaultMoves(), want) || !slices.Equal(faultKinds, want) {
-		t.Errorf("swarm moves %v (walks use %v), want %v", swarmFaultMoves(), faultKinds, want)
 	}
 }

@@ -1,4 +1,4 @@
-package checker
+package system
 
 import (
 	"github.com/handoffcheck/handoffcheck/model"
@@ -31,7 +31,7 @@ func (s *State) rolePtr(r spec.Role, h int) *uint8 {
 }
 
 // records tells the model's invariants which role records are terminal.
-func (c *Checker) records(s *State) model.Records {
+func (c *System) Records(s *State) model.Records {
 	var rec model.Records
 	for h := 0; h < c.nH; h++ {
 		rec.Terminal[h][model.SourceSide] = c.proto.Terminal(spec.Source, s.Src[h])
@@ -44,15 +44,15 @@ func (c *Checker) records(s *State) model.Records {
 
 // keyWords bounds a packed state: the budget, one word per worker, two per
 // handoff.
-const keyWords = 1 + model.MaxWorkers + model.HandoffWords*model.MaxHandoffs
+const KeyWords = 1 + model.MaxWorkers + model.HandoffWords*model.MaxHandoffs
 
 // Key is a canonical packed state. Two states with the same key behave the
 // same; under symmetry reduction, states that differ only by a renaming of
 // interchangeable handoffs or workers share one key.
-type Key [keyWords]uint64
+type Key [KeyWords]uint64
 
 // pack writes the state's key with handoffs in index order.
-func (c *Checker) pack(s *State, k *Key) {
+func (c *System) Pack(s *State, k *Key) {
 	k[0] = uint64(s.B)
 	for w := 0; w < c.nW; w++ {
 		k[1+w] = s.W.PackWorker(w)
@@ -69,19 +69,19 @@ func (c *Checker) pack(s *State, k *Key) {
 // renaming of interchangeable workers, each with its interchangeable
 // handoffs sorted: the least element of the orbit, so equal for all
 // renamings of one state.
-func (c *Checker) canonical(s *State, k *Key) { c.canonicalize(s, k, nil) }
+func (c *System) Canonical(s *State, k *Key) { c.CanonicalNaming(s, k, nil) }
 
 // naming is how canonical renames a state: handoff h goes to position
 // hp[h], worker w to wp[w] (sleep sets rename their moves with it).
-type naming struct {
-	hp [model.MaxHandoffs]int8
-	wp [model.MaxWorkers]int8
+type Naming struct {
+	Hp [model.MaxHandoffs]int8
+	Wp [model.MaxWorkers]int8
 }
 
 // canonicalize is canonical, and when nm is given it also says how the
 // state was renamed: the renaming of the key it writes.
-func (c *Checker) canonicalize(s *State, k *Key, nm *naming) {
-	c.pack(s, k)
+func (c *System) CanonicalNaming(s *State, k *Key, nm *Naming) {
+	c.Pack(s, k)
 	// pos[p] is the handoff at position p, tracked only for nm.
 	var pos, bestPos [model.MaxHandoffs]int8
 	var posp *[model.MaxHandoffs]int8
@@ -89,25 +89,25 @@ func (c *Checker) canonicalize(s *State, k *Key, nm *naming) {
 		for h := range pos {
 			pos[h] = int8(h)
 		}
-		for w := range nm.wp {
-			nm.wp[w] = int8(w)
+		for w := range nm.Wp {
+			nm.Wp[w] = int8(w)
 		}
 		posp = &pos
 	}
-	if !c.sym.any() {
+	if !c.Sym.any() {
 		nm.place(&pos)
 		return
 	}
 	base := 1 + c.nW
-	if len(c.sym.perms) == 1 {
-		c.sym.sortHandoffsNaming(k, base, posp)
+	if len(c.Sym.Perms) == 1 {
+		c.Sym.sortHandoffsNaming(k, base, posp)
 		nm.place(&pos)
 		return
 	}
 	plain := *k
 	var cand Key
-	for i := range c.sym.perms {
-		perm := &c.sym.perms[i]
+	for i := range c.Sym.Perms {
+		perm := &c.Sym.Perms[i]
 		cand[0] = plain[0]
 		for w := 0; w < c.nW; w++ {
 			cand[1+int(perm[w])] = plain[1+w]
@@ -130,11 +130,11 @@ func (c *Checker) canonicalize(s *State, k *Key, nm *naming) {
 				pos[h] = int8(h)
 			}
 		}
-		c.sym.sortHandoffsNaming(&cand, base, posp)
+		c.Sym.sortHandoffsNaming(&cand, base, posp)
 		if i == 0 || less(&cand, k) {
 			*k = cand
 			if nm != nil {
-				bestPos, nm.wp = pos, *perm
+				bestPos, nm.Wp = pos, *perm
 			}
 		}
 	}
@@ -142,12 +142,12 @@ func (c *Checker) canonicalize(s *State, k *Key, nm *naming) {
 }
 
 // place sets hp from the handoff at each position; nothing without nm.
-func (nm *naming) place(pos *[model.MaxHandoffs]int8) {
+func (nm *Naming) place(pos *[model.MaxHandoffs]int8) {
 	if nm == nil {
 		return
 	}
 	for p := range pos {
-		nm.hp[pos[p]] = int8(p)
+		nm.Hp[pos[p]] = int8(p)
 	}
 }
 
@@ -172,7 +172,7 @@ func less(a, b *Key) bool {
 }
 
 // unpack rebuilds the state a key stands for.
-func (c *Checker) unpack(k *Key) State {
+func (c *System) Unpack(k *Key) State {
 	var s State
 	s.B = Remaining(k[0])
 	base := 1 + c.nW
@@ -191,7 +191,7 @@ func (c *Checker) unpack(k *Key) State {
 
 // fingerprint hashes a key with a fixed 64-bit mix (no per-process seed:
 // fingerprints, and so state counts and traces, are the same on every run).
-func fingerprint(k *Key, n int) uint64 {
+func Fingerprint(k *Key, n int) uint64 {
 	h := uint64(0x9E3779B97F4A7C15)
 	for i := 0; i < n; i++ {
 		h ^= k[i]

@@ -1,4 +1,4 @@
-package checker
+package system
 
 import (
 	"bytes"
@@ -21,30 +21,6 @@ var ErrConfig = errors.New("checker: bad configuration")
 
 // ConfigSchemaV1 names the JSON form of a configuration.
 const ConfigSchemaV1 = "handoffcheck.config/v1"
-
-//go:embed default.json
-var defaultConfig []byte
-
-//go:embed mutation.json
-var mutationConfig []byte
-
-// MutationConfigJSON is the configuration mutants are checked against by
-// default: small enough to check hundreds of mutants in a minute, with
-// every fault kind, so that a mutant survives only if it is equivalent or
-// the invariants miss what it breaks.
-func MutationConfigJSON() []byte { return bytes.Clone(mutationConfig) }
-
-// DefaultConfigJSON is the embedded default configuration, as written.
-func DefaultConfigJSON() []byte { return bytes.Clone(defaultConfig) }
-
-// DefaultConfig is the embedded default configuration that `make check` runs.
-func DefaultConfig() *Config {
-	c, err := ParseConfig("default.json", defaultConfig)
-	if err != nil {
-		panic("checker: the embedded default configuration is broken: " + err.Error())
-	}
-	return c
-}
 
 // Run is one exploration: a policy with a decode engine.
 type Run struct {
