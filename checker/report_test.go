@@ -631,8 +631,8 @@ func TestReport_SymmetryOverWorkersAlone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(cOn.Sym.Perms) != 2 || !cOn.Symmetric() || cOff.Symmetric() {
-			t.Fatalf("%s: %d worker renamings with symmetry, any=%v without", name, len(cOn.Sym.Perms), cOff.Symmetric())
+		if perms, _ := cOn.Renamings(); len(perms) != 2 || !cOn.Symmetric() || cOff.Symmetric() {
+			t.Fatalf("%s: %d worker renamings with symmetry, any=%v without", name, len(perms), cOff.Symmetric())
 		}
 		lim := Limits{Workers: 2, Liveness: true}
 		rOn := cOn.Explore(context.Background(), lim, nil)

@@ -645,14 +645,15 @@ func shapesSymmetry(t *testing.T, cfg *system.Config, run string, wantOn, wantOf
 	full := shapesBFS(t, off, nil)
 	reduced := shapesBFS(t, on, nil)
 	orbits := map[system.Key]bool{}
+	perms, classes := on.Renamings()
 	for k := range full {
 		s := off.Unpack(&k)
-		for i := 1; i < len(on.Sym.Perms); i++ {
-			if r := shapesRelabel(&s, &on.Sym.Perms[i]); !full[off.Key(&r)] {
-				t.Fatalf("renaming workers by %v maps a reachable state to an unreachable one:\n%s", on.Sym.Perms[i][:on.Workers()], strings.Join(off.DescribeState(&s), "\n"))
+		for i := 1; i < len(perms); i++ {
+			if r := shapesRelabel(&s, &perms[i]); !full[off.Key(&r)] {
+				t.Fatalf("renaming workers by %v maps a reachable state to an unreachable one:\n%s", perms[i][:on.Workers()], strings.Join(off.DescribeState(&s), "\n"))
 			}
 		}
-		for _, cl := range on.Sym.Classes {
+		for _, cl := range classes {
 			for i := 1; i < len(cl); i++ {
 				if r := shapesSwapHandoffs(k, on.Workers(), cl[0], cl[i]); !full[r] {
 					t.Fatalf("swapping handoffs %d and %d maps a reachable state to an unreachable one:\n%s", cl[0], cl[i], strings.Join(off.DescribeState(&s), "\n"))
@@ -679,9 +680,9 @@ func shapesSymmetry(t *testing.T, cfg *system.Config, run string, wantOn, wantOf
 func TestShapes_InterchangeableWorkersAlone(t *testing.T) {
 	cfg := mustConfig(t, shapesJSON([]string{shP, shD, shD},
 		[]string{shH, `{"prompt_tokens": 32, "headroom_tokens": 256}`}, `"restart": 1, "cancel": 1`))
-	sym := system.NewSymmetry(&cfg.World, true, true)
-	if len(sym.Perms) != 2 || len(sym.Classes) != 2 {
-		t.Fatalf("want the two decode workers interchangeable and no two handoffs: %d renamings, handoff classes %v", len(sym.Perms), sym.Classes)
+	perms, classes := shapesNew(t, cfg, "vllm", true).Renamings()
+	if len(perms) != 2 || len(classes) != 2 {
+		t.Fatalf("want the two decode workers interchangeable and no two handoffs: %d renamings, handoff classes %v", len(perms), classes)
 	}
 	for _, tc := range []struct {
 		run     string
@@ -700,9 +701,9 @@ func TestShapes_InterchangeableWorkersAlone(t *testing.T) {
 // workers for interchangeable would merge states that behave differently.
 func TestShapes_InterchangeableHandoffsAlone(t *testing.T) {
 	cfg := mustConfig(t, shapesJSON([]string{shP, shD, shF}, []string{shH, shH}, `"restart": 1, "cancel": 1`))
-	sym := system.NewSymmetry(&cfg.World, true, true)
-	if len(sym.Perms) != 1 || len(sym.Classes) != 1 || len(sym.Classes[0]) != 2 {
-		t.Fatalf("want no two workers interchangeable and the two handoffs: %d renamings, handoff classes %v", len(sym.Perms), sym.Classes)
+	perms, classes := shapesNew(t, cfg, "vllm", true).Renamings()
+	if len(perms) != 1 || len(classes) != 1 || len(classes[0]) != 2 {
+		t.Fatalf("want no two workers interchangeable and the two handoffs: %d renamings, handoff classes %v", len(perms), classes)
 	}
 	for _, tc := range []struct {
 		run     string

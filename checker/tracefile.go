@@ -31,13 +31,13 @@ import (
 // without gaps; the move syntax is that of scenario files.
 const TraceSchemaV1 = "handoffcheck.trace/v1"
 
-// MaxTraceLineBytes bounds one line of a trace file: 16 MiB. The header
+// maxTraceLineBytes bounds one line of a trace file: 16 MiB. The header
 // line, the longest, embeds a configuration and at most a whole spec
 // (under 100 KB).
-const MaxTraceLineBytes = 16 << 20
+const maxTraceLineBytes = 16 << 20
 
-// ErrTrace is wrapped by every refusal of a trace file.
-var ErrTrace = errors.New("checker: bad trace")
+// errTrace is wrapped by every refusal of a trace file.
+var errTrace = errors.New("checker: bad trace")
 
 type traceHeader struct {
 	Schema    string          `json:"schema"`
@@ -106,9 +106,9 @@ func WriteTrace(w io.Writer, configJSON []byte, s *spec.Spec, run string, attemp
 // says what was expected; it never panics on bad input.
 func ParseTrace(file string, data []byte) (*Trace, error) {
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64*1024), MaxTraceLineBytes)
+	sc.Buffer(make([]byte, 0, 64*1024), maxTraceLineBytes)
 	bad := func(line int, format string, args ...any) error {
-		return fmt.Errorf("%s:%d: %w: %s", file, line, ErrTrace, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%s:%d: %w: %s", file, line, errTrace, fmt.Sprintf(format, args...))
 	}
 	tr := &Trace{}
 	line := 0
@@ -128,7 +128,7 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 			if dec.More() {
 				return nil, bad(line, "more than one JSON value on the header line")
 			}
-			if _, err := jsonfile.ScanAt(file, line, text, ErrTrace); err != nil {
+			if _, err := jsonfile.ScanAt(file, line, text, errTrace); err != nil {
 				return nil, err
 			}
 			if h.Schema != TraceSchemaV1 {
@@ -141,7 +141,7 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 			if err != nil {
 				// Both sentinels stay visible to errors.Is: the trace is
 				// refused because its configuration is.
-				return nil, fmt.Errorf("%w: %w", ErrTrace, err)
+				return nil, fmt.Errorf("%w: %w", errTrace, err)
 			}
 			found := false
 			for _, r := range cfg.Runs {
@@ -153,7 +153,7 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 			if len(h.Spec) > 0 {
 				s, err := spec.Parse(fmt.Sprintf("%s:%d: spec", file, line), h.Spec)
 				if err != nil {
-					return nil, fmt.Errorf("%w: %w", ErrTrace, err)
+					return nil, fmt.Errorf("%w: %w", errTrace, err)
 				}
 				tr.Spec = s
 			}
@@ -167,7 +167,7 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 		if dec.More() {
 			return nil, bad(line, "more than one JSON value on the line")
 		}
-		if _, err := jsonfile.ScanAt(file, line, text, ErrTrace); err != nil {
+		if _, err := jsonfile.ScanAt(file, line, text, errTrace); err != nil {
 			return nil, err
 		}
 		if l.Step != len(tr.Moves)+1 {
@@ -194,7 +194,7 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, bad(line+1, "the line is longer than %d MiB, the most a trace line may hold", MaxTraceLineBytes>>20)
+			return nil, bad(line+1, "the line is longer than %d MiB, the most a trace line may hold", maxTraceLineBytes>>20)
 		}
 		return nil, bad(line+1, "%v", err)
 	}

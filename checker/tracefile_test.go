@@ -173,13 +173,13 @@ func FuzzParseTrace(f *testing.F) {
 func TestTrace_EmbeddedErrorsKeepTheirSentinels(t *testing.T) {
 	badConfig := `{"schema": "handoffcheck.trace/v1", "run": "vllm", "config": {"schema": "nope"}}`
 	_, err := ParseTrace("ce.jsonl", []byte(badConfig))
-	if !errors.Is(err, ErrTrace) || !errors.Is(err, system.ErrConfig) {
+	if !errors.Is(err, errTrace) || !errors.Is(err, system.ErrConfig) {
 		t.Errorf("bad config: %v; want errors.Is ErrTrace and ErrConfig", err)
 	}
 	badSpec := `{"schema": "handoffcheck.trace/v1", "run": "vllm", "config": ` + strings.ReplaceAll(smallConfig, "\n", " ") +
 		`, "spec": {"schema": "nope"}}`
 	_, err = ParseTrace("ce.jsonl", []byte(badSpec))
-	if !errors.Is(err, ErrTrace) || !errors.Is(err, spec.ErrInvalid) {
+	if !errors.Is(err, errTrace) || !errors.Is(err, spec.ErrInvalid) {
 		t.Errorf("bad spec: %v; want errors.Is ErrTrace and spec.ErrInvalid", err)
 	}
 }
@@ -211,7 +211,7 @@ func TestTrace_RefusesWhatTheConfigurationLacks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseTrace("ce.jsonl", []byte(tc.text))
-			if err == nil || err.Error() != tc.want || !errors.Is(err, ErrTrace) {
+			if err == nil || err.Error() != tc.want || !errors.Is(err, errTrace) {
 				t.Fatalf("got %v\nwant %s", err, tc.want)
 			}
 		})
@@ -220,7 +220,7 @@ func TestTrace_RefusesWhatTheConfigurationLacks(t *testing.T) {
 
 // A line beyond MaxTraceLineBytes is refused with the limit, at its line.
 func TestTrace_LineTooLong(t *testing.T) {
-	data := append([]byte(`{"schema": "`), bytes.Repeat([]byte("x"), MaxTraceLineBytes)...)
+	data := append([]byte(`{"schema": "`), bytes.Repeat([]byte("x"), maxTraceLineBytes)...)
 	_, err := ParseTrace("ce.jsonl", data)
 	if want := "ce.jsonl:1: checker: bad trace: the line is longer than 16 MiB, the most a trace line may hold"; err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %s", err, want)

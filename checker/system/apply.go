@@ -126,7 +126,7 @@ func newCoverage(s *spec.Spec) *Coverage {
 	return &Coverage{Rows: [2][]uint64{make([]uint64, len(s.Source.Rows)+1), make([]uint64, len(s.Destination.Rows)+1)}}
 }
 
-// reset sets every count back to zero.
+// Reset sets every count back to zero.
 func (c *Coverage) Reset() {
 	for r := range c.Rows {
 		clear(c.Rows[r])
@@ -225,7 +225,7 @@ func (c *System) Step(s *State, m Move, cov *Coverage) (model.Journal, *model.Vi
 	return tx.J, v, nil
 }
 
-// judgeStep runs the step invariants, and AttemptIsolation for a late delivery.
+// JudgeStep runs the step invariants, and AttemptIsolation for a late delivery.
 func (c *System) JudgeStep(before, after *State, j *model.Journal, m Move) *model.Violation {
 	if v := model.CheckStep(&after.W, j); v != nil {
 		return v
@@ -259,7 +259,8 @@ func (c *System) JudgeStep(before, after *State, j *model.Journal, m Move) *mode
 	return nil
 }
 
-// apply performs a move that the state enables. A fault move first spends
+// ApplyTx performs a move that the state enables, in a transaction the
+// caller holds (Step and Apply are it for one move). A fault move first spends
 // its kind's budget; reorder and early_timer are spent where a protocol
 // move happens out of order.
 func (c *System) ApplyTx(s *State, tx *model.Tx, m Move, cov *Coverage, stuck bool) {

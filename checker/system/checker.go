@@ -19,7 +19,7 @@ type options struct {
 	Symmetry bool
 }
 
-// Checker composes a protocol (the role machines), the model's world and
+// System composes a protocol (the role machines), the model's world and
 // the environment's moves for one run.
 type System struct {
 	proto   *Protocol
@@ -31,13 +31,13 @@ type System struct {
 	nH, nW  int
 	prefill []int
 	decode  []int
-	Sym     symmetry
+	sym     symmetry
 	// cmds: how each command takes effect (commandModes).
 	cmds [2][model.NumCmds]cmdMode
 	// atOnce: some command of the side is applied at once, so the delay
 	// fault can hold it back.
 	atOnce [2]bool
-	// delayAnywhere offers the delay fault wherever a side's core keeps up
+	// DelayAnywhere offers the delay fault wherever a side's core keeps up
 	// and its record is live, not only just before a command: the
 	// unreduced search, which tests compare the reduced one with.
 	DelayAnywhere bool
@@ -64,7 +64,7 @@ func New(p *Protocol, cfg *Config, run Run) (*System, error) {
 		nH:   w.NumHandoffs(), nW: w.NumWorkers(),
 		prefill: w.PrefillWorkers(), decode: w.DecodeWorkers(),
 	}
-	c.Sym = NewSymmetry(&w, cfg.Symmetry, cfg.Symmetry)
+	c.sym = newSymmetry(&w, cfg.Symmetry, cfg.Symmetry)
 	c.cmds = commandModes(p, cfg.Commands)
 	c.ranks = porRanks(p, run.Policy)
 	c.sharedAfterEnd = sharedAfterEnd(p, run.Policy)
@@ -113,8 +113,8 @@ func (c *System) World() *model.Config { return c.world }
 func (c *System) Initial() State {
 	s := State{W: model.NewWorld(c.world), B: c.budget}
 	for h := 0; h < c.nH; h++ {
-		s.Src[h] = c.proto.Initial(spec.Source)
-		s.Dst[h] = c.proto.Initial(spec.Destination)
+		s.Src[h] = c.proto.initialState(spec.Source)
+		s.Dst[h] = c.proto.initialState(spec.Destination)
 	}
 	return s
 }
@@ -132,7 +132,7 @@ func (c *System) Quiescent(s *State) bool {
 	return c.Enabled(s, &ms) == 0
 }
 
-// checkQuiescence checks the Quiescence invariant on a quiescent state,
+// CheckQuiescence checks the Quiescence invariant on a quiescent state,
 // and FaultFreeCompletion when the environment spent none of its budget.
 func (c *System) CheckQuiescence(s *State) *model.Violation {
 	rec := c.Records(s)
@@ -167,7 +167,7 @@ func (c *System) Key(s *State) Key {
 	return k
 }
 
-// describeState renders a state's role machines and world, one line per
+// DescribeState renders a state's role machines and world, one line per
 // handoff and worker, deterministically.
 func (c *System) DescribeState(s *State) []string {
 	var out []string
@@ -181,7 +181,7 @@ func (c *System) DescribeState(s *State) []string {
 	return out
 }
 
-// writeIdentity encodes what a run's checkpoint must match to be resumed
+// WriteIdentity encodes what a run's checkpoint must match to be resumed
 // by this run: the run, the protocol and its spec, the world, the budget,
 // the options and the symmetry's renamings.
 func (c *System) WriteIdentity(enc *json.Encoder) {
@@ -191,8 +191,8 @@ func (c *System) WriteIdentity(enc *json.Encoder) {
 	_ = enc.Encode(c.world)
 	_ = enc.Encode(c.budget)
 	_ = enc.Encode(c.opts)
-	_ = enc.Encode(c.Sym.Perms)
-	_ = enc.Encode(c.Sym.Classes)
+	_ = enc.Encode(c.sym.perms)
+	_ = enc.Encode(c.sym.classes)
 }
 
 // Handoffs is how many handoffs the run's world has.
@@ -203,4 +203,11 @@ func (c *System) Workers() int { return c.nW }
 
 // Symmetric reports whether the canonical form renames interchangeable
 // handoffs or workers.
-func (c *System) Symmetric() bool { return c.Sym.any() }
+func (c *System) Symmetric() bool { return c.sym.any() }
+
+// Renamings is the symmetry the canonical form reduces by: the renamings
+// of interchangeable workers (the first is the identity) and the classes
+// of interchangeable handoffs.
+func (c *System) Renamings() (workers [][model.MaxWorkers]int8, handoffs [][]int) {
+	return c.sym.perms, c.sym.classes
+}

@@ -13,7 +13,7 @@ import (
 type Commands uint8
 
 // allCommands is every command kind.
-const AllCommands = Commands(1<<model.CmdActivate | 1<<model.CmdRelease | 1<<model.CmdCancel)
+const allCommands = Commands(1<<model.CmdActivate | 1<<model.CmdRelease | 1<<model.CmdCancel)
 
 // Has reports whether a kind is in the set.
 func (c Commands) Has(k model.Cmd) bool { return c&(1<<k) != 0 }
@@ -38,7 +38,7 @@ func ParseCommands(raw json.RawMessage) (Commands, error) {
 	var on bool
 	if err := json.Unmarshal(raw, &on); err == nil {
 		if on {
-			return AllCommands, nil
+			return allCommands, nil
 		}
 		return 0, nil
 	}
@@ -108,7 +108,7 @@ var commandKinds = func() []commandKind {
 }()
 
 // commandOf is the index in commandKinds of each action, or -1.
-var commandOf = func() (m [NumActions]int8) {
+var commandOf = func() (m [numActions]int8) {
 	for a := range m {
 		m[a] = -1
 	}

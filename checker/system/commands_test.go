@@ -100,7 +100,7 @@ func TestParseCommands(t *testing.T) {
 		want Commands
 		err  string
 	}{
-		{`true`, AllCommands, ""},
+		{`true`, allCommands, ""},
 		{`false`, 0, ""},
 		{`[]`, 0, ""},
 		{`["activate"]`, 1 << model.CmdActivate, ""},
@@ -118,7 +118,7 @@ func TestParseCommands(t *testing.T) {
 			t.Errorf("%s: error %v, want %q", tc.raw, err, tc.err)
 		}
 	}
-	if got := AllCommands.String(); got != "activate,release,cancel" {
+	if got := allCommands.String(); got != "activate,release,cancel" {
 		t.Errorf("allCommands is %q", got)
 	}
 	_, err := ParseConfig("c.json", []byte(`{"schema": "handoffcheck.config/v1",

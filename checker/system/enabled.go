@@ -5,7 +5,7 @@ import (
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
-// maxMoves bounds the moves one state enables. Per handoff at most 52:
+// MaxMoves bounds the moves one state enables. Per handoff at most 52:
 // before the prefill is routed, routing to each of at most four workers
 // and a cancel; after it, the request's delivery, routing decode to each
 // of at most four workers and a no-show, one of reserve or refuse, one of
@@ -21,7 +21,7 @@ const MaxMoves = 52*model.MaxHandoffs + 3*model.MaxWorkers + 16
 // Parent links store a move's index in one byte.
 var _ [256 - MaxMoves]struct{}
 
-// moveSet is the moves enabled in a state, without allocation.
+// MoveSet is the moves enabled in a state, without allocation.
 type MoveSet struct {
 	N     int
 	Stuck bool // nothing but timers can happen
@@ -36,10 +36,10 @@ func (ms *MoveSet) add(m Move) {
 	ms.N++
 }
 
-// handoff is the handoff move i belongs to (-1: none).
+// Handoff is the handoff move i belongs to (-1: none).
 func (ms *MoveSet) Handoff(i int) int { return int(ms.M[i].H) }
 
-// own reports whether move i is one the system makes on its own, given
+// Own reports whether move i is one the system makes on its own, given
 // that the first protocol moves are the protocol's: not a fault, and not
 // a timer firing while something else could still happen.
 func (ms *MoveSet) Own(i, protocol int) bool {
@@ -53,7 +53,7 @@ func (c *System) Moves(s *State) []Move {
 	return append([]Move(nil), ms.M[:ms.N]...)
 }
 
-// moves fills ms with the enabled moves: protocol moves first, then the
+// Enabled fills ms with the enabled moves, without allocation: protocol moves first, then the
 // timers (any armed one when the system is stuck, within the early-timer
 // budget otherwise), then faults. It returns how many are not faults.
 func (c *System) Enabled(s *State, ms *MoveSet) (protocol int) {

@@ -110,9 +110,9 @@ func (f Fault) String() string {
 	return fmt.Sprintf("Fault(%d)", uint8(f))
 }
 
-// FaultConfigNames lists the configuration keys of every fault kind, in
+// faultConfigNames lists the configuration keys of every fault kind, in
 // budget order.
-func FaultConfigNames() []string {
+func faultConfigNames() []string {
 	names := make([]string, NumFaults)
 	for f := range FaultKinds {
 		names[f] = FaultKinds[f].Config
@@ -130,7 +130,7 @@ func ParseFault(name string) (Fault, bool) {
 	return 0, false
 }
 
-// swarmFaultMoves lists, in budget order, the fault moves a swarm walk
+// SwarmFaultMoves lists, in budget order, the fault moves a swarm walk
 // may switch off.
 func SwarmFaultMoves() []MoveKind {
 	var out []MoveKind
@@ -155,11 +155,11 @@ var _ [64 - budgetBits*NumFaults]struct{}
 // budget switches the kind off.
 type Budget [NumFaults]uint8
 
-// Set sets the budget of the fault kind a configuration names.
-func (b *Budget) Set(name string, n uint) error {
+// set sets the budget of the fault kind a configuration names.
+func (b *Budget) set(name string, n uint) error {
 	f, ok := ParseFault(name)
 	if !ok {
-		return fmt.Errorf("unknown fault %q (want %s)", name, strings.Join(FaultConfigNames(), ", "))
+		return fmt.Errorf("unknown fault %q (want %s)", name, strings.Join(faultConfigNames(), ", "))
 	}
 	if n > MaxBudget {
 		return fmt.Errorf("fault budget %s=%d, at most %d", name, n, MaxBudget)
@@ -203,8 +203,8 @@ func (r Remaining) Left(f Fault) int { return int(r >> (budgetBits * f) & MaxBud
 // when r.Has(f).
 func (r *Remaining) spend(f Fault) { *r -= 1 << (budgetBits * f) }
 
-// Budget unpacks the remaining budget.
-func (r Remaining) Budget() Budget {
+// budget unpacks the remaining budget.
+func (r Remaining) budget() Budget {
 	var b Budget
 	for f := range b {
 		b[f] = uint8(r.Left(Fault(f)))

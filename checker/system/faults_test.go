@@ -97,8 +97,8 @@ func TestFaultKinds_BudgetPacking(t *testing.T) {
 					t.Fatalf("budget %s=%d packed: %s left %d, has %v", f, n, g, r.Left(g), r.Has(g))
 				}
 			}
-			if r.Budget() != b {
-				t.Fatalf("budget %s=%d unpacks to %v", f, n, r.Budget())
+			if r.budget() != b {
+				t.Fatalf("budget %s=%d unpacks to %v", f, n, r.budget())
 			}
 			s := c.Initial()
 			s.B = r
@@ -109,11 +109,11 @@ func TestFaultKinds_BudgetPacking(t *testing.T) {
 			}
 			keys[k] = name
 			if back := c.Unpack(&k); back.B != r {
-				t.Fatalf("budget %s: key unpacks to %v", name, back.B.Budget())
+				t.Fatalf("budget %s: key unpacks to %v", name, back.B.budget())
 			}
 			spent := r
 			spent.spend(f)
-			if spent.Left(f) != int(n)-1 || spent.Budget()[f] != n-1 {
+			if spent.Left(f) != int(n)-1 || spent.budget()[f] != n-1 {
 				t.Fatalf("spending %s from %d leaves %d", f, n, spent.Left(f))
 			}
 		}
@@ -139,7 +139,7 @@ func sampleMove(k MoveKind) Move {
 			m.Arg = int8(model.DestinationSide)
 		case ArgMsg:
 			m.Msg = model.MsgCancelled
-		case ArgTimer:
+		case argTimer:
 			m.Arg = int8(model.TimerHeartbeat)
 		}
 	}
@@ -192,7 +192,7 @@ func TestFaultKinds_Config(t *testing.T) {
 		}
 	}
 	_, err := ParseConfig("x.json", []byte(fmt.Sprintf(faultsConfig, `"gremlins": 1`)))
-	if err == nil || !strings.Contains(err.Error(), strings.Join(FaultConfigNames(), ", ")) {
+	if err == nil || !strings.Contains(err.Error(), strings.Join(faultConfigNames(), ", ")) {
 		t.Errorf("an unknown fault was not refused with the known names: %v", err)
 	}
 	_, err = ParseConfig("x.json", []byte(fmt.Sprintf(faultsConfig, `"loss": 16`)))

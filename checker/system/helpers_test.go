@@ -146,3 +146,21 @@ func findState(t *testing.T, c *System, want func(*State) bool) State {
 	}
 	return found
 }
+
+// twoByTwo is two interchangeable handoffs and two interchangeable decode
+// workers with loss, restarts and early expiry.
+const twoByTwo = `{
+  "schema": "handoffcheck.config/v1",
+  "runs": [
+    {"name": "vllm", "policy": "source-first", "engine": "vllm"},
+    {"name": "sglang", "policy": "destination-first", "engine": "sglang"}
+  ],
+  "workers": [
+    {"role": "prefill", "capacity_blocks": 8},
+    {"role": "decode", "capacity_blocks": 6, "slots": 2, "headroom_tokens": 1024},
+    {"role": "decode", "capacity_blocks": 6, "slots": 2, "headroom_tokens": 1024}
+  ],
+  "handoffs": [{"prompt_tokens": 48, "headroom_tokens": 512}, {"prompt_tokens": 48, "headroom_tokens": 512}],
+  "transfer": {"bytes_per_token": 131072, "block_size_tokens": 16},
+  "faults": {"loss": 1, "restart": 1, "early_timer": 1}
+}`

@@ -48,8 +48,8 @@ const (
 	ArgTo
 	// ArgMsg is msg=M, the fact (Move.Msg).
 	ArgMsg
-	// ArgTimer is timer=lease|bootstrap|heartbeat|reservation (Move.Arg).
-	ArgTimer
+	// argTimer is timer=lease|bootstrap|heartbeat|reservation (Move.Arg).
+	argTimer
 	// ArgSide is side=source|destination, the side that acts (Move.Arg).
 	ArgSide
 	numArgs
@@ -82,7 +82,7 @@ var protocolMoves = [numProtocolMoveKinds]moveSyntax{
 	MvCompute:        {name: "compute", args: []Arg{ArgH}},
 	MvTransfer:       {name: "transfer", args: []Arg{ArgH}},
 	MvDeliver:        {name: "deliver", args: []Arg{ArgH, ArgTo, ArgMsg}},
-	MvTimer:          {name: "timer", args: []Arg{ArgH, ArgTimer}},
+	MvTimer:          {name: "timer", args: []Arg{ArgH, argTimer}},
 	MvPromote:        {name: "promote", args: []Arg{ArgH}},
 	MvDecodeFinish:   {name: "decode-finish", args: []Arg{ArgH}},
 	MvDeliverCancel:  {name: "deliver-cancel", args: []Arg{ArgH, ArgSide}},
@@ -188,7 +188,7 @@ func (m Move) String() string {
 			fmt.Fprintf(&b, " to=%s", sideNames[m.Arg])
 		case ArgMsg:
 			fmt.Fprintf(&b, " msg=%s", m.Msg)
-		case ArgTimer:
+		case argTimer:
 			fmt.Fprintf(&b, " timer=%s", model.Timer(m.Arg))
 		case ArgSide:
 			fmt.Fprintf(&b, " side=%s", sideNames[m.Arg])
@@ -197,7 +197,7 @@ func (m Move) String() string {
 	return b.String()
 }
 
-// numberError is a handoff or worker number ParseMove refuses: not a
+// NumberError is a handoff or worker number ParseMove refuses: not a
 // number, or beyond what any configuration has. A reader that knows the
 // configuration says its own range instead (ParseTrace).
 type NumberError struct {

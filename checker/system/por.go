@@ -91,7 +91,7 @@ func (f footprint) quiet() bool { return f == footQuiet || f == footWorker }
 // (apply, and model.Tx's command path for the commands) touches only
 // the handoff's record and its own workers. Every other action is
 // footShared. TestPOR_FootprintsHold checks each entry on real states.
-var actionFootprints = func() (m [NumActions]footprint) {
+var actionFootprints = func() (m [numActions]footprint) {
 	set := func(f footprint, as ...Action) {
 		for _, a := range as {
 			m[a] = f
@@ -231,7 +231,7 @@ func sccs(succ [][]int) []int {
 	return comp
 }
 
-// ample is the handoff whose enabled moves alone are explored from s, or
+// Ample is the handoff whose enabled moves alone are explored from s, or
 // -1 when s is expanded fully. Among the handoffs whose moves form a
 // persistent set it takes the one with the fewest moves, the lowest
 // index first.
@@ -336,7 +336,7 @@ func (c *System) exclusive(s *State, h, w int) bool {
 	return true
 }
 
-// reducible reports whether one enabled move of a handoff may be part of
+// Reducible reports whether one enabled move of a handoff may be part of
 // a persistent set: its kind and the rows it fires touch only the
 // handoff's record and, when shared is set, its workers; it spends no
 // budget; and it raises the progress measure (C3).

@@ -137,7 +137,7 @@ func porCheckActions(t *testing.T, c *System, states []State, i int) {
 	t.Helper()
 	s := &states[i]
 	other := &states[(i*7+3)%len(states)]
-	for a := Action(0); a < NumActions; a++ {
+	for a := Action(0); a < numActions; a++ {
 		if !actionFootprints[a].local() {
 			continue
 		}

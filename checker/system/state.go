@@ -30,7 +30,7 @@ func (s *State) rolePtr(r spec.Role, h int) *uint8 {
 	return &s.Dst[h]
 }
 
-// records tells the model's invariants which role records are terminal.
+// Records tells the model's invariants which role records are terminal.
 func (c *System) Records(s *State) model.Records {
 	var rec model.Records
 	for h := 0; h < c.nH; h++ {
@@ -42,7 +42,7 @@ func (c *System) Records(s *State) model.Records {
 	return rec
 }
 
-// keyWords bounds a packed state: the budget, one word per worker, two per
+// KeyWords bounds a packed state: the budget, one word per worker, two per
 // handoff.
 const KeyWords = 1 + model.MaxWorkers + model.HandoffWords*model.MaxHandoffs
 
@@ -52,7 +52,7 @@ const KeyWords = 1 + model.MaxWorkers + model.HandoffWords*model.MaxHandoffs
 type Key [KeyWords]uint64
 
 // pack writes the state's key with handoffs in index order.
-func (c *System) Pack(s *State, k *Key) {
+func (c *System) pack(s *State, k *Key) {
 	k[0] = uint64(s.B)
 	for w := 0; w < c.nW; w++ {
 		k[1+w] = s.W.PackWorker(w)
@@ -64,24 +64,24 @@ func (c *System) Pack(s *State, k *Key) {
 	}
 }
 
-// canonical writes the state's canonical key. Without symmetry it is the
+// Canonical writes the state's canonical key. Without symmetry it is the
 // plain packing. With symmetry it is the smallest packing over every
 // renaming of interchangeable workers, each with its interchangeable
 // handoffs sorted: the least element of the orbit, so equal for all
 // renamings of one state.
 func (c *System) Canonical(s *State, k *Key) { c.CanonicalNaming(s, k, nil) }
 
-// naming is how canonical renames a state: handoff h goes to position
+// Naming is how canonical renames a state: handoff h goes to position
 // hp[h], worker w to wp[w] (sleep sets rename their moves with it).
 type Naming struct {
 	Hp [model.MaxHandoffs]int8
 	Wp [model.MaxWorkers]int8
 }
 
-// canonicalize is canonical, and when nm is given it also says how the
+// CanonicalNaming is Canonical, and when nm is given it also says how the
 // state was renamed: the renaming of the key it writes.
 func (c *System) CanonicalNaming(s *State, k *Key, nm *Naming) {
-	c.Pack(s, k)
+	c.pack(s, k)
 	// pos[p] is the handoff at position p, tracked only for nm.
 	var pos, bestPos [model.MaxHandoffs]int8
 	var posp *[model.MaxHandoffs]int8
@@ -94,20 +94,20 @@ func (c *System) CanonicalNaming(s *State, k *Key, nm *Naming) {
 		}
 		posp = &pos
 	}
-	if !c.Sym.any() {
+	if !c.sym.any() {
 		nm.place(&pos)
 		return
 	}
 	base := 1 + c.nW
-	if len(c.Sym.Perms) == 1 {
-		c.Sym.sortHandoffsNaming(k, base, posp)
+	if len(c.sym.perms) == 1 {
+		c.sym.sortHandoffsNaming(k, base, posp)
 		nm.place(&pos)
 		return
 	}
 	plain := *k
 	var cand Key
-	for i := range c.Sym.Perms {
-		perm := &c.Sym.Perms[i]
+	for i := range c.sym.perms {
+		perm := &c.sym.perms[i]
 		cand[0] = plain[0]
 		for w := 0; w < c.nW; w++ {
 			cand[1+int(perm[w])] = plain[1+w]
@@ -130,7 +130,7 @@ func (c *System) CanonicalNaming(s *State, k *Key, nm *Naming) {
 				pos[h] = int8(h)
 			}
 		}
-		c.Sym.sortHandoffsNaming(&cand, base, posp)
+		c.sym.sortHandoffsNaming(&cand, base, posp)
 		if i == 0 || less(&cand, k) {
 			*k = cand
 			if nm != nil {
@@ -171,7 +171,7 @@ func less(a, b *Key) bool {
 	return false
 }
 
-// unpack rebuilds the state a key stands for.
+// Unpack rebuilds the state a key stands for.
 func (c *System) Unpack(k *Key) State {
 	var s State
 	s.B = Remaining(k[0])
@@ -189,7 +189,7 @@ func (c *System) Unpack(k *Key) State {
 	return s
 }
 
-// fingerprint hashes a key with a fixed 64-bit mix (no per-process seed:
+// Fingerprint hashes a key with a fixed 64-bit mix (no per-process seed:
 // fingerprints, and so state counts and traces, are the same on every run).
 func Fingerprint(k *Key, n int) uint64 {
 	h := uint64(0x9E3779B97F4A7C15)

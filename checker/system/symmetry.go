@@ -15,16 +15,16 @@ import (
 // the renaming).
 type symmetry struct {
 	// perms renames workers; the first is the identity.
-	Perms [][model.MaxWorkers]int8
+	perms [][model.MaxWorkers]int8
 	// classes groups the positions of interchangeable handoffs.
-	Classes [][]int
+	classes [][]int
 }
 
 func (s *symmetry) any() bool {
-	if len(s.Perms) > 1 {
+	if len(s.perms) > 1 {
 		return true
 	}
-	for _, c := range s.Classes {
+	for _, c := range s.classes {
 		if len(c) > 1 {
 			return true
 		}
@@ -33,7 +33,7 @@ func (s *symmetry) any() bool {
 }
 
 // newSymmetry finds the interchangeable workers and handoffs of a world.
-func NewSymmetry(c *model.Config, workers, handoffs bool) symmetry {
+func newSymmetry(c *model.Config, workers, handoffs bool) symmetry {
 	nW, nH := c.NumWorkers(), c.NumHandoffs()
 	hit := func(w, h int) model.Tokens {
 		if h < len(c.Workers[w].PrefixHit) {
@@ -70,14 +70,14 @@ func NewSymmetry(c *model.Config, workers, handoffs bool) symmetry {
 	for i := range identity {
 		identity[i] = int8(i)
 	}
-	s.Perms = [][model.MaxWorkers]int8{identity}
+	s.perms = [][model.MaxWorkers]int8{identity}
 	if workers {
 		for _, class := range classesOf(nW, sameWorker) {
 			if len(class) < 2 {
 				continue
 			}
 			var next [][model.MaxWorkers]int8
-			for _, p := range s.Perms {
+			for _, p := range s.perms {
 				for _, order := range permutations(class) {
 					q := p
 					for i, from := range class {
@@ -86,11 +86,11 @@ func NewSymmetry(c *model.Config, workers, handoffs bool) symmetry {
 					next = append(next, q)
 				}
 			}
-			s.Perms = next
+			s.perms = next
 		}
 	}
 	if handoffs {
-		s.Classes = classesOf(nH, sameHandoff)
+		s.classes = classesOf(nH, sameHandoff)
 	}
 	return s
 }
@@ -137,7 +137,7 @@ func (s *symmetry) sortHandoffs(k *Key, base, nH int) { s.sortHandoffsNaming(k, 
 // moves it with them (pos[p]: which handoff is at position p), for
 // sleep sets' renaming. Insertion sort over each class: classes are tiny.
 func (s *symmetry) sortHandoffsNaming(k *Key, base int, pos *[model.MaxHandoffs]int8) {
-	for _, cl := range s.Classes {
+	for _, cl := range s.classes {
 		if len(cl) < 2 {
 			continue
 		}

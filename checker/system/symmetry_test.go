@@ -12,15 +12,15 @@ import (
 func TestCanonical_SkipsOnlyLargerRenamings(t *testing.T) {
 	checked := 0
 	everyRun(t, []string{"two-handoffs.json", "max-shape.json", "three-handoffs.json"}, func(file, run string, c *System) {
-		if len(c.Sym.Perms) < 2 {
+		if len(c.sym.perms) < 2 {
 			return
 		}
 		for _, s := range porSample(c, 3000) {
 			var plain, want, got Key
-			c.Pack(&s, &plain)
+			c.pack(&s, &plain)
 			base := 1 + c.nW
-			for i := range c.Sym.Perms {
-				perm := &c.Sym.Perms[i]
+			for i := range c.sym.perms {
+				perm := &c.sym.perms[i]
 				var cand Key
 				cand[0] = plain[0]
 				for w := 0; w < c.nW; w++ {
@@ -31,7 +31,7 @@ func TestCanonical_SkipsOnlyLargerRenamings(t *testing.T) {
 					model.RemapHandoff(&ws, perm)
 					cand[base+2*h], cand[base+2*h+1] = ws[0], ws[1]
 				}
-				c.Sym.sortHandoffs(&cand, base, c.nH)
+				c.sym.sortHandoffs(&cand, base, c.nH)
 				if i == 0 || less(&cand, &want) {
 					want = cand
 				}

@@ -97,10 +97,10 @@ func TestCheckVocabulary_NamesEachProblem(t *testing.T) {
 		}
 		return s
 	}
-	if err := checkVocabulary(grow(MaxStates)); err != nil {
-		t.Errorf("a table of %d states is refused: %v", MaxStates, err)
+	if err := checkVocabulary(grow(maxStates)); err != nil {
+		t.Errorf("a table of %d states is refused: %v", maxStates, err)
 	}
-	s := grow(MaxStates + 1)
+	s := grow(maxStates + 1)
 	ev := &s.Table(spec.Source).Events[0]
 	want := spec.Peer
 	if ev.Origin == spec.Peer {
@@ -113,7 +113,7 @@ func TestCheckVocabulary_NamesEachProblem(t *testing.T) {
 	}
 	lines := strings.Split(err.Error(), "\n")
 	if len(lines) != 3 || lines[1] != fmt.Sprintf("  source event %q has origin %s, the model gives it origin %s", ev.Name, want, spec.Default().Source.Events[0].Origin) ||
-		lines[2] != fmt.Sprintf("  destination table has %d states, at most %d are supported", MaxStates+1, MaxStates) {
+		lines[2] != fmt.Sprintf("  destination table has %d states, at most %d are supported", maxStates+1, maxStates) {
 		t.Errorf("want a heading and one indented line per problem, got:\n%s", err)
 	}
 }
