@@ -24,7 +24,7 @@
 // request's side right after it logs that fact for the request: a restart
 // aimed at a phase of a handoff, which every adapter strikes at the same
 // point whatever its clock. The kinds are the fault configuration
-// keys of the checker (checker.FaultKinds); which fields each kind takes
+// keys of the checker (system.FaultKinds); which fields each kind takes
 // is the table rules. The kinds a plan cannot schedule are refused with
 // the reason: reorder, early_timer, no_show and background_load happen in
 // a simulation by themselves.
