@@ -3,7 +3,6 @@ package system
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -200,25 +199,4 @@ func TestDelay_FiredByMatchesTheStep(t *testing.T) {
 			t.Errorf("no %s move compared", k)
 		}
 	}
-}
-
-// shippedVariants is every spec file in testdata/variants that parses, by
-// file name (broken-vocabulary.json is refused on purpose).
-func shippedVariants(t *testing.T) map[string]*spec.Spec {
-	t.Helper()
-	files, err := filepath.Glob("../../testdata/variants/*.json")
-	if err != nil || len(files) == 0 {
-		t.Fatal("no variants", err)
-	}
-	specs := map[string]*spec.Spec{}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s, err := spec.Parse(f, data); err == nil {
-			specs[filepath.Base(f)] = s
-		}
-	}
-	return specs
 }
