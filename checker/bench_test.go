@@ -3,6 +3,8 @@ package checker
 import (
 	"context"
 	"testing"
+
+	"github.com/handoffcheck/handoffcheck/checker/system"
 )
 
 // benchDefault explores every run of the embedded default configuration
@@ -12,7 +14,7 @@ func benchDefault(b *testing.B, workers int, liveness bool) {
 	cfg := DefaultConfig()
 	var checkers []*Checker
 	for _, run := range cfg.Runs {
-		c, err := New(Generated(), cfg, run)
+		c, err := New(system.Generated(), cfg, run)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -52,8 +54,8 @@ func BenchmarkSymmetry_ThreeHandoffs(b *testing.B) {
 	cfg := mustConfig(b, threeHandoffs)
 	plain := *cfg
 	plain.Symmetry = false
-	c, _ := New(Generated(), cfg, cfg.Runs[0])
-	p, _ := New(Generated(), &plain, cfg.Runs[0])
+	c, _ := New(system.Generated(), cfg, cfg.Runs[0])
+	p, _ := New(system.Generated(), &plain, cfg.Runs[0])
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		with := c.Explore(context.Background(), Limits{}, nil)
@@ -94,7 +96,7 @@ func BenchmarkVLLM_OneCoreSleep(b *testing.B) {
 
 func benchVLLM(b *testing.B, lim Limits) {
 	cfg := DefaultConfig()
-	c, err := New(Generated(), cfg, cfg.Runs[0])
+	c, err := New(system.Generated(), cfg, cfg.Runs[0])
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"testing"
+
+	"github.com/handoffcheck/handoffcheck/checker/system"
 )
 
 // With bits to spare, a bitstate search omits nothing: it explores the
@@ -13,7 +15,7 @@ import (
 func TestBitstate_RoomyArrayMissesNothing(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
 	for _, run := range []string{"vllm", "sglang"} {
-		c := checkerFor(t, Generated(), cfg, run)
+		c := checkerFor(t, system.Generated(), cfg, run)
 		ref := c.Explore(context.Background(), Limits{Workers: 2}, nil)
 		r := c.Explore(context.Background(), Limits{Workers: 2, Bitstate: 1 << 20}, nil)
 		if r.Bitstate == nil || r.Liveness || r.Stats.States != ref.Stats.States || r.Stats.Transitions != ref.Stats.Transitions || !r.Complete {
@@ -25,7 +27,7 @@ func TestBitstate_RoomyArrayMissesNothing(t *testing.T) {
 			t.Errorf("%s: %+v", run, bs)
 		}
 	}
-	broken := variantChecker(t, "late-cancel-finalizes-twice.json", "vllm", Budget{Duplicate: 1, Cancel: 1, EarlyTimer: 1})
+	broken := variantChecker(t, "late-cancel-finalizes-twice.json", "vllm", system.Budget{system.Duplicate: 1, system.Cancel: 1, system.EarlyTimer: 1})
 	ref := broken.Explore(context.Background(), Limits{Workers: 1}, nil)
 	r := broken.Explore(context.Background(), Limits{Workers: 1, Bitstate: 1 << 20}, nil)
 	if ref.Violation == nil || r.Violation == nil || broken.formatCounterexample(r.Violation) != broken.formatCounterexample(ref.Violation) {
@@ -41,7 +43,7 @@ func TestBitstate_RoomyArrayMissesNothing(t *testing.T) {
 // the report says so past half full.
 func TestBitstate_SmallArrayEstimatesItsCoverage(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/commands.json")
-	c := checkerFor(t, Generated(), cfg, "trtllm")
+	c := checkerFor(t, system.Generated(), cfg, "trtllm")
 	ref := c.Explore(context.Background(), Limits{Workers: 2}, nil)
 	for _, size := range []int64{8 << 10, 16 << 10, 64 << 10} {
 		r := c.Explore(context.Background(), Limits{Workers: 2, Bitstate: size}, nil)

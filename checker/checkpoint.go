@@ -14,6 +14,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -103,28 +104,21 @@ type diskMeta struct {
 func (c *Checker) identity(words int, bitstate int64, reduce bool) string {
 	h := sha256.New()
 	enc := json.NewEncoder(h)
-	_ = enc.Encode(c.run)
-	_ = enc.Encode(c.proto.Name())
-	_ = enc.Encode(c.proto.spec)
-	_ = enc.Encode(c.world)
-	_ = enc.Encode(c.budget)
-	_ = enc.Encode(c.opts)
-	_ = enc.Encode(c.sym.perms)
-	_ = enc.Encode(c.sym.classes)
+	c.WriteIdentity(enc)
 	// The tables are written as they lie in memory: the word size and
 	// byte order of the machine are part of what a checkpoint is.
 	one := uint16(1)
 	fmt.Fprintf(h, "%d %d %d %d %t", words, bitstate, unsafe.Sizeof(uintptr(0)), *(*byte)(unsafe.Pointer(&one)), reduce)
 	init := c.Initial()
-	var k Key
-	c.canonical(&init, &k)
-	fmt.Fprintf(h, "%x", fingerprint(&k, words))
+	var k system.Key
+	c.Canonical(&init, &k)
+	fmt.Fprintf(h, "%x", system.Fingerprint(&k, words))
 	return hex.EncodeToString(h.Sum(nil))
 }
 
 // checkpointDir is where a run's checkpoints go under a checkpoint
 // directory.
-func checkpointDir(dir string, run Run) string { return filepath.Join(dir, run.Name) }
+func checkpointDir(dir string, run system.Run) string { return filepath.Join(dir, run.Name) }
 
 // readMeta reads a run's checkpoint.json; ok is false when the run has
 // none (it never started before the process stopped).
@@ -163,11 +157,11 @@ func (c *Checker) canResume(dir string, lim Limits) error {
 	if err := checkpointLimits(lim); err != nil {
 		return err
 	}
-	m, cur, ok, err := readMeta(checkpointDir(dir, c.run))
+	m, cur, ok, err := readMeta(checkpointDir(dir, c.Run()))
 	if err != nil || !ok {
 		return err
 	}
-	words := 1 + c.nW + model.HandoffWords*c.nH
+	words := 1 + c.Workers() + model.HandoffWords*c.Handoffs()
 	if m.Identity != c.identity(words, lim.Bitstate, lim.Reduce) {
 		return fmt.Errorf("%w: %s is a checkpoint of another search (the configuration, tables, run, --bitstate or --por differ)", errCheckpoint, cur)
 	}
@@ -244,7 +238,7 @@ func (e *exploration) writeCheckpoint(frontier, next *keyQueue, depth int, level
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	m := checkpointMeta{Schema: checkpointSchema, Identity: e.identity, Run: e.c.run.Name, Finished: finished,
+	m := checkpointMeta{Schema: checkpointSchema, Identity: e.identity, Run: e.c.Run().Name, Finished: finished,
 		Depth: depth, LevelStart: levelStart, Done: done, Frontier: frontier.n, Next: next.n, NextPrev: append([]uint64(nil), next.prev[:e.words]...),
 		States: e.links.n, Transitions: e.stats.Transitions, DeadEnds: e.deadEnds, Rows: e.cov.Rows,
 		Reduced: e.stats.Reduced, Pruned: e.stats.Pruned,

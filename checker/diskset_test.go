@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 )
 
 // A search whose fingerprints move to disk part of the way through (at
@@ -16,7 +17,7 @@ import (
 // same counts, coverage and shortest trace, on any number of workers.
 func TestDisk_SameSearchOnDisk(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/commands.json")
-	broken := variantChecker(t, "late-cancel-finalizes-twice.json", "vllm", Budget{Duplicate: 1, Cancel: 1, EarlyTimer: 1})
+	broken := variantChecker(t, "late-cancel-finalizes-twice.json", "vllm", system.Budget{system.Duplicate: 1, system.Cancel: 1, system.EarlyTimer: 1})
 	t.Cleanup(func() { testWindow = 0 })
 	for _, tc := range []struct {
 		name   string
@@ -24,8 +25,8 @@ func TestDisk_SameSearchOnDisk(t *testing.T) {
 		after  int
 		window int
 	}{
-		{"trtllm from the start", checkerFor(t, Generated(), cfg, "trtllm"), 1, 0},
-		{"trtllm-destination-first after 2,000 states, a window of 100", checkerFor(t, Generated(), cfg, "trtllm-destination-first"), 2000, 100},
+		{"trtllm from the start", checkerFor(t, system.Generated(), cfg, "trtllm"), 1, 0},
+		{"trtllm-destination-first after 2,000 states, a window of 100", checkerFor(t, system.Generated(), cfg, "trtllm-destination-first"), 2000, 100},
 		{"a broken table", broken, 5, 8},
 	} {
 		testWindow = tc.window
@@ -111,7 +112,7 @@ func TestDisk_MergeMarksWhatTheFileHeld(t *testing.T) {
 // memory. A search that cannot (one keeping the liveness graph) stops.
 func TestDisk_TheBoundMovesTheSearchToDisk(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/commands.json")
-	c := checkerFor(t, Generated(), cfg, "trtllm")
+	c := checkerFor(t, system.Generated(), cfg, "trtllm")
 	ref := c.Explore(context.Background(), Limits{Workers: 2}, nil)
 	const bound = 1 << 40
 	old := readResident
@@ -176,7 +177,7 @@ func TestDisk_TheMoveGivesTheTableBack(t *testing.T) {
 // counts, coverage and trace, on another number of workers.
 func TestDisk_CheckpointAndResumeOnDisk(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/commands.json")
-	c := checkerFor(t, Generated(), cfg, "sglang")
+	c := checkerFor(t, system.Generated(), cfg, "sglang")
 	t.Cleanup(func() { testWindow = 0 })
 	// A window larger than what a batch adds: a checkpoint within a level
 	// finds fingerprints in it not yet merged.

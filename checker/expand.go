@@ -5,14 +5,15 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
 // successors holds the successors of one state while they are looked up.
-type successors [maxMoves]struct {
-	key Key
+type successors [system.MaxMoves]struct {
+	key system.Key
 	fp  uint64
-	t   State
+	t   system.State
 }
 
 // expander is a worker's scratch for expanding one state at a time, kept
@@ -21,25 +22,25 @@ type successors [maxMoves]struct {
 // of garbage for every batch.
 type expander struct {
 	succ successors
-	k    Key
-	ms   moveSet
+	k    system.Key
+	ms   system.MoveSet
 	tx   model.Tx
 	// Per successor: the move it was reached by, its id and whether it
 	// is known, and whether the worker's cache knew it.
-	idx    [maxMoves]int
-	ids    [maxMoves]uint32
-	known  [maxMoves]bool
-	cached [maxMoves]bool
+	idx    [system.MaxMoves]int
+	ids    [system.MaxMoves]uint32
+	known  [system.MaxMoves]bool
+	cached [system.MaxMoves]bool
 	// Sleep sets: each move's slot and workers; the state's set, the
 	// moves that woke up (a wake entry) and the moves taken so far; each
 	// successor's set and table slot value.
 	sm               sleepMoves
 	z, woke, taken   sleepSet
 	wake             bool
-	zs               [maxMoves]sleepSet
-	sv               [maxMoves]uint16
+	zs               [system.MaxMoves]sleepSet
+	sv               [system.MaxMoves]uint16
 	recent           *recentSet
-	seen             map[Key]struct{}
+	seen             map[system.Key]struct{}
 	protocol, amp, n int
 }
 
@@ -152,7 +153,7 @@ func (e *exploration) tally(batch []workerOut) bool {
 		e.stats.Reduced += batch[i].reduced
 		e.stats.Pruned += batch[i].pruned
 		e.stats.Slept += batch[i].slept
-		e.cov.add(batch[i].cov)
+		e.cov.Add(batch[i].cov)
 	}
 	return e.viol != nil
 }
@@ -201,7 +202,7 @@ func (e *exploration) expand(ctx context.Context, batch []uint64, batchStart uin
 	if e.vis.byKey() {
 		// A set that compares keys cannot trust a fingerprint: the chunk
 		// remembers the keys it made candidates of instead.
-		x.seen = map[Key]struct{}{}
+		x.seen = map[system.Key]struct{}{}
 	}
 	fw := e.fwords
 	for i := lo; i < hi; i++ {
@@ -228,9 +229,9 @@ func (out *workerOut) reset(n, words int, c *Checker) {
 	out.reduced, out.pruned, out.slept = 0, 0, 0
 	out.candSleep, out.expanded, out.actions, out.wakeKeys = out.candSleep[:0], out.expanded[:0], out.actions[:0], out.wakeKeys[:0]
 	if out.cov == nil {
-		out.cov = newCoverage(c.proto.spec)
+		out.cov = system.NewCoverage(c.Protocol().Spec())
 	} else {
-		out.cov.reset()
+		out.cov.Reset()
 	}
 }
 
@@ -242,21 +243,21 @@ func (e *exploration) expandState(x *expander, entry []uint64, pid uint32, out *
 	c := e.c
 	k := &x.k
 	copy(k[:e.words], entry[:e.words])
-	s := c.unpack(k)
-	x.protocol = c.moves(&s, &x.ms)
+	s := c.Unpack(k)
+	x.protocol = c.Enabled(&s, &x.ms)
 	x.wake = false
 	if e.sleep != nil {
 		e.sleepOfState(x, &s, k, entry[e.words], out)
 	}
 	if x.protocol == 0 && !x.wake {
 		out.deadEnds++
-		if v := c.checkQuiescence(&s); v != nil && out.viol == nil {
+		if v := c.CheckQuiescence(&s); v != nil && out.viol == nil {
 			out.viol = &found{v: v, pid: pid, move: -1}
 		}
 	}
 	x.amp = -1
 	if e.por && !e.lim.sleepAlone {
-		if x.amp = c.ample(&s, &x.ms); x.amp >= 0 && !x.wake {
+		if x.amp = c.Ample(&s, &x.ms); x.amp >= 0 && !x.wake {
 			out.reduced++
 		}
 	}
@@ -271,8 +272,8 @@ func (e *exploration) expandState(x *expander, entry []uint64, pid uint32, out *
 // moves that woke up when the entry is a wake entry (extra is not
 // sleepFull): it takes only the moves that were asleep when it was
 // expanded and are awake now.
-func (e *exploration) sleepOfState(x *expander, s *State, k *Key, extra uint64, out *workerOut) {
-	ref := e.sleep.tab.sleepRef(fingerprint(k, e.words))
+func (e *exploration) sleepOfState(x *expander, s *system.State, k *system.Key, extra uint64, out *workerOut) {
+	ref := e.sleep.tab.sleepRef(system.Fingerprint(k, e.words))
 	x.z = e.sleep.get(*e.sleep.tab.sleepAt(ref))
 	out.expanded = append(out.expanded, ref)
 	x.woke, x.taken = sleepSet{}, sleepSet{}
@@ -284,12 +285,12 @@ func (e *exploration) sleepOfState(x *expander, s *State, k *Key, extra uint64, 
 
 // successorsOf applies the moves the reductions leave to s, judging each
 // step, and puts the successors in x.succ (x.n of them).
-func (e *exploration) successorsOf(x *expander, s *State, pid uint32, out *workerOut) {
+func (e *exploration) successorsOf(x *expander, s *system.State, pid uint32, out *workerOut) {
 	c := e.c
 	ms := &x.ms
 	n := 0
-	for mi := 0; mi < ms.n; mi++ {
-		if x.amp >= 0 && ms.handoff(mi) != x.amp {
+	for mi := 0; mi < ms.N; mi++ {
+		if x.amp >= 0 && ms.Handoff(mi) != x.amp {
 			// Taken from the successors instead (por.go).
 			if !x.wake {
 				out.pruned++
@@ -302,16 +303,16 @@ func (e *exploration) successorsOf(x *expander, s *State, pid uint32, out *worke
 		sc := &x.succ[n]
 		sc.t = *s
 		x.tx.W, x.tx.J.N = &sc.t.W, 0
-		c.apply(&sc.t, &x.tx, ms.m[mi], out.cov, ms.stuck)
+		c.ApplyTx(&sc.t, &x.tx, ms.M[mi], out.cov, ms.Stuck)
 		out.transitions++
-		if v := c.judgeStep(s, &sc.t, &x.tx.J, ms.m[mi]); v != nil {
+		if v := c.JudgeStep(s, &sc.t, &x.tx.J, ms.M[mi]); v != nil {
 			if out.viol == nil {
 				out.viol = &found{v: v, pid: pid, move: mi}
 			}
 			continue
 		}
-		c.canonical(&sc.t, &sc.key)
-		sc.fp = fingerprint(&sc.key, e.words)
+		c.Canonical(&sc.t, &sc.key)
+		sc.fp = system.Fingerprint(&sc.key, e.words)
 		if e.sleep != nil {
 			x.zs[n] = c.successorSleep(s, &sc.t, ms, &x.sm, mi, x.z, x.taken)
 			if sl := x.sm.slot[mi]; sl >= 0 {
@@ -363,7 +364,7 @@ func (e *exploration) keep(x *expander, j int, pid uint32, out *workerOut) {
 	// The liveness graph holds the moves the system makes on its own:
 	// the environment may stop faulting for good, so a way to a drained
 	// state must not need a fault or an early timer.
-	own := e.g != nil && x.ms.own(x.idx[j], x.protocol)
+	own := e.g != nil && x.ms.Own(x.idx[j], x.protocol)
 	switch {
 	case x.cached[j]:
 		// Known, or a candidate at an earlier (parent, move) in this
@@ -524,7 +525,7 @@ func (e *exploration) resolveEdges(outs []workerOut) {
 		for _, ed := range o.edges {
 			to := ed.to
 			if ed.fp != 0 {
-				var k *Key
+				var k *system.Key
 				if byKey {
 					k = &o.edgeKeys[ed.key]
 				}
@@ -551,7 +552,7 @@ func (e *exploration) insert(o *workerOut, i int) {
 
 // newEdge records a transition to a state whose id is known only once the
 // batch is committed.
-func (e *exploration) newEdge(out *workerOut, from uint32, fp uint64, k *Key) edge {
+func (e *exploration) newEdge(out *workerOut, from uint32, fp uint64, k *system.Key) edge {
 	ed := edge{from: from, fp: fp}
 	if e.vis.byKey() {
 		ed.key = int32(len(out.edgeKeys))

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -231,7 +232,7 @@ type exploration struct {
 	// sleepDropped says why the search stopped to start again without
 	// sleep sets ("" when it did not).
 	sleepDropped string
-	cov          *Coverage
+	cov          *system.Coverage
 	stats        Stats
 	deadEnds     int
 	// states whose moves were cut by MaxDepth or a stop
@@ -241,14 +242,14 @@ type exploration struct {
 	// bound read (nil: none did), for the report to say.
 	memStop atomic.Pointer[memReading]
 	viol    *found
-	rootKey Key
+	rootKey system.Key
 	// heapStart is the live heap when the run started.
 	heapStart uint64
 }
 
 // Result is the outcome of exploring one run.
 type Result struct {
-	Run      Run
+	Run      system.Run
 	Stats    Stats
 	Complete bool
 	// StopReason says why an incomplete exploration stopped, as a short
@@ -256,7 +257,7 @@ type Result struct {
 	StopReason string
 	StopDetail string
 	Violation  *Counterexample
-	Coverage   *Coverage
+	Coverage   *system.Coverage
 	// DeadEnds is how many quiescent states were found (all checked).
 	DeadEnds int
 	// Liveness is set when EventuallyDrained was checked.
@@ -576,13 +577,13 @@ type workerOut struct {
 	keys        []uint64
 	cands       []candidate
 	edges       []edge
-	edgeKeys    []Key // exact mode: the keys of edge targets new in this level
+	edgeKeys    []system.Key // exact mode: the keys of edge targets new in this level
 	transitions int64
 	deadEnds    int
 	reduced     int
 	pruned      int64
 	viol        *found
-	cov         *Coverage
+	cov         *system.Coverage
 	// With sleep sets: the table slots of the states expanded (shard in
 	// the high half), whose frontier wait ends at the commit; the known
 	// states reached with a set that does not hold theirs, and their keys.

@@ -6,11 +6,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 )
 
-func mustConfig(t testing.TB, js string) *Config {
+func mustConfig(t testing.TB, js string) *system.Config {
 	t.Helper()
-	c, err := ParseConfig("test.json", []byte(js))
+	c, err := system.ParseConfig("test.json", []byte(js))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,13 +82,13 @@ func TestExplore_PinnedCounts(t *testing.T) {
 		cfg.Symmetry = tc.symmetry
 		name := fmt.Sprintf("%s-%d-handoffs-symmetry-%v", tc.run, len(cfg.World.Handoffs), tc.symmetry)
 		t.Run(name, func(t *testing.T) {
-			var run Run
+			var run system.Run
 			for _, r := range cfg.Runs {
 				if r.Name == tc.run {
 					run = r
 				}
 			}
-			c, err := New(Generated(), cfg, run)
+			c, err := New(system.Generated(), cfg, run)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -134,11 +135,11 @@ const threeHandoffs = `{
 // states; the reduction must be at least 4×, with the same verdict.
 func TestExplore_SymmetryThreeHandoffs(t *testing.T) {
 	cfg := mustConfig(t, threeHandoffs)
-	c, _ := New(Generated(), cfg, cfg.Runs[0])
+	c, _ := New(system.Generated(), cfg, cfg.Runs[0])
 	with := c.Explore(context.Background(), Limits{}, nil)
 	plain := *cfg
 	plain.Symmetry = false
-	p, _ := New(Generated(), &plain, cfg.Runs[0])
+	p, _ := New(system.Generated(), &plain, cfg.Runs[0])
 	without := p.Explore(context.Background(), Limits{}, nil)
 	ratio := float64(without.Stats.States) / float64(with.Stats.States)
 	t.Logf("three handoffs: %d states with symmetry, %d without, %.2f×", with.Stats.States, without.Stats.States, ratio)
@@ -153,11 +154,11 @@ func TestExplore_SymmetryThreeHandoffs(t *testing.T) {
 func TestExplore_SymmetryReduces(t *testing.T) {
 	cfg := mustConfig(t, twoByTwo)
 	for _, run := range cfg.Runs {
-		c, _ := New(Generated(), cfg, run)
+		c, _ := New(system.Generated(), cfg, run)
 		with := c.Explore(context.Background(), Limits{}, nil)
 		plain := *cfg
 		plain.Symmetry = false
-		c2, _ := New(Generated(), &plain, run)
+		c2, _ := New(system.Generated(), &plain, run)
 		without := c2.Explore(context.Background(), Limits{}, nil)
 		if ratio := float64(without.Stats.States) / float64(with.Stats.States); ratio < 3.5 {
 			t.Errorf("%s: symmetry reduces %d to %d states, ratio %.2f, want ≥ 3.5", run.Name, without.Stats.States, with.Stats.States, ratio)
@@ -170,7 +171,7 @@ func TestExplore_SymmetryReduces(t *testing.T) {
 
 func TestExplore_Limits(t *testing.T) {
 	cfg := mustConfig(t, twoByTwo)
-	c, _ := New(Generated(), cfg, cfg.Runs[0])
+	c, _ := New(system.Generated(), cfg, cfg.Runs[0])
 	r := c.Explore(context.Background(), Limits{MaxStates: 1000, Liveness: true}, nil)
 	if r.Complete || r.StopReason == "" || r.Stats.States < 1000 || r.Liveness {
 		t.Errorf("max-states: complete=%v stop=%q states=%d liveness=%v", r.Complete, r.StopReason, r.Stats.States, r.Liveness)
@@ -196,54 +197,13 @@ func TestEventuallyDrained_Graph(t *testing.T) {
 	from := []uint32{0, 1, 0, 3, 4}
 	to := []uint32{1, 2, 3, 4, 3}
 	drained := []bool{false, false, true, false, false}
-	if diff := cmp.Diff([]uint32{3, 4}, EventuallyDrained(5, from, to, drained)); diff != "" {
+	if diff := cmp.Diff([]uint32{3, 4}, eventuallyDrained(5, from, to, drained)); diff != "" {
 		t.Errorf("trapped states (-want +got):\n%s", diff)
 	}
 	// With a way out of the cycle, nothing is trapped.
 	from = append(from, 4)
 	to = append(to, 2)
-	if got := EventuallyDrained(5, from, to, drained); len(got) != 0 {
+	if got := eventuallyDrained(5, from, to, drained); len(got) != 0 {
 		t.Errorf("trapped %v, want none", got)
 	}
-}
-
-// Packing keeps only independent facts and recomputes every counter on
-// unpacking; if a counter kept live by the operations ever drifted from
-// what the handoffs hold, the round trip would not give the state back.
-// Random walks over a configuration with every fault check it on every
-// state they reach.
-func TestPack_RoundTripsEveryReachedState(t *testing.T) {
-	cfg := mustConfig(t, twoByTwo)
-	cfg.Budget = Budget{Duplicate: 2, Loss: 2, Reorder: 2, Cancel: 2, Abort: 2, TransferFailure: 2, Restart: 2, EarlyTimer: 3, NoShow: 1, BackgroundLoad: 2}
-	cfg.World.Workers[1].BackgroundBlocks, cfg.World.Workers[1].BackgroundSlots = 1, 1
-	cfg.World.Workers[2].BackgroundBlocks, cfg.World.Workers[2].BackgroundSlots = 1, 1
-	checked := 0
-	for _, run := range cfg.Runs {
-		c, err := New(Generated(), cfg, run)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for seed := uint64(0); seed < 300; seed++ {
-			s := c.NewSession()
-			rng := seed*2654435761 + 1
-			for step := 0; step < 60; step++ {
-				moves := s.Moves()
-				if len(moves) == 0 {
-					break
-				}
-				rng = rng*6364136223846793005 + 1442695040888963407
-				if _, err := s.Apply(moves[int(rng>>33)%len(moves)]); err != nil {
-					t.Fatal(err)
-				}
-				var k Key
-				c.pack(s.State(), &k)
-				back := c.unpack(&k)
-				if back != *s.State() {
-					t.Fatalf("%s seed %d step %d: unpack(pack(s)) differs from s:\n%v\n%v", run.Name, seed, step, c.describeState(s.State()), c.describeState(&back))
-				}
-				checked++
-			}
-		}
-	}
-	t.Logf("%d reached states round-trip", checked)
 }

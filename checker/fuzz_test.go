@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/handoffcheck/handoffcheck/checker/system"
 )
 
 // FuzzParseConfig: a configuration file never panics the reader, every
@@ -27,7 +29,7 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := ParseConfig("fuzz.json", data)
+		c, err := system.ParseConfig("fuzz.json", data)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "fuzz.json:") && !strings.Contains(err.Error(), "\nfuzz.json:") {
 				t.Fatalf("error does not name the file and line: %v", err)
@@ -35,7 +37,7 @@ func FuzzParseConfig(f *testing.F) {
 			return
 		}
 		for _, r := range c.Runs {
-			if _, err := New(Generated(), c, r); err != nil {
+			if _, err := New(system.Generated(), c, r); err != nil {
 				t.Fatalf("accepted configuration does not prepare run %s: %v", r.Name, err)
 			}
 		}
@@ -51,11 +53,11 @@ func FuzzParseMove(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		m, err := ParseMove(s)
+		m, err := system.ParseMove(s)
 		if err != nil {
 			return
 		}
-		back, err := ParseMove(m.String())
+		back, err := system.ParseMove(m.String())
 		if err != nil || back != m {
 			t.Fatalf("%q parsed to %v, which prints as %q and parses back to %v (%v)", s, m, m.String(), back, err)
 		}
@@ -66,13 +68,13 @@ func FuzzParseMove(f *testing.F) {
 // (naming the file where it is about one), and an accepted pair merges to
 // a report that renders and reads back as one.
 func FuzzMergeWalks(f *testing.F) {
-	cfg, err := ParseConfig("small.json", []byte(smallConfig))
+	cfg, err := system.ParseConfig("small.json", []byte(smallConfig))
 	if err != nil {
 		f.Fatal(err)
 	}
 	var seeds [][]byte
 	for k := 0; k < 2; k++ {
-		rep, err := CheckWalks(context.Background(), Generated(), cfg, cfg.Runs[:1], WalkOptions{Seed: 1, Walks: 6, Steps: 30, Shard: k, Shards: 2})
+		rep, err := CheckWalks(context.Background(), system.Generated(), cfg, cfg.Runs[:1], WalkOptions{Seed: 1, Walks: 6, Steps: 30, Shard: k, Shards: 2})
 		if err != nil {
 			f.Fatal(err)
 		}

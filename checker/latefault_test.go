@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/handoffcheck/handoffcheck/checker/system"
+
 	"github.com/handoffcheck/handoffcheck/machines/interp"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -150,7 +152,7 @@ func TestLateCancelStandIn_NeedsALateFault(t *testing.T) {
 	cfg := loadConfigFile(t, "mutation.json")
 	for _, run := range cfg.Runs {
 		quiet := *cfg
-		quiet.Budget[Cancel], quiet.Budget[Abort] = 0, 0
+		quiet.Budget[system.Cancel], quiet.Budget[system.Abort] = 0, 0
 		c, err := New(p, &quiet, run)
 		if err != nil {
 			t.Fatal(err)
@@ -179,9 +181,9 @@ func TestLateCancelStandIn_NeedsALateFault(t *testing.T) {
 		last := steps[len(steps)-1].Move
 		finished := false
 		for _, st := range steps[:len(steps)-1] {
-			finished = finished || st.Move.Kind == MvDecodeFinish
+			finished = finished || st.Move.Kind == system.MvDecodeFinish
 		}
-		if !finished || (last.Kind != MvAbort && last.Kind != MvDeliverCancel) {
+		if !finished || (last.Kind != system.MvAbort && last.Kind != system.MvDeliverCancel) {
 			t.Fatalf("%s: shortest trace %v: want decode-finish, then the cancel or abort that breaks it", run.Name, steps)
 		}
 		t.Logf("%s: %d states without cancel and abort, no violation; with them, %s after %d steps, last %s", run.Name, quietStates, r.Violation.Violation.Invariant, len(steps), last)
@@ -210,7 +212,7 @@ func TestWalk_CompareSchedules(t *testing.T) {
 	scheds := []Schedule{scheduleUniform, SchedulePositions, schedulePCT}
 	configs := []struct {
 		name string
-		cfg  *Config
+		cfg  *system.Config
 	}{{"default", DefaultConfig()}, {"small", loadConfigFile(t, "../testdata/configs/small.json")}}
 	files, _ := filepath.Glob(filepath.Join("..", "testdata", "variants", "*.json"))
 	t.Logf("walks of 2,000 from seed 1 that find a violation: random walks (uniform, positions, pct) | swarm walks (uniform, positions, pct)")
@@ -246,7 +248,7 @@ func TestWalk_CompareSchedules(t *testing.T) {
 	mutants := spec.Mutants(spec.Default(), spec.Operators)
 	for _, cf := range []struct {
 		name string
-		cfg  *Config
+		cfg  *system.Config
 	}{{"mutation", loadConfigFile(t, "mutation.json")}, configs[0]} {
 		for _, swarm := range []bool{false, true} {
 			detected := map[Schedule]int{}
@@ -257,7 +259,7 @@ func TestWalk_CompareSchedules(t *testing.T) {
 					if err != nil {
 						panic(err)
 					}
-					p, err := FromStepper(mutants[i].Name, mutants[i].Spec, it)
+					p, err := system.FromStepper(mutants[i].Name, mutants[i].Spec, it)
 					if err != nil {
 						panic(err)
 					}

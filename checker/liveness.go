@@ -1,10 +1,11 @@
 package checker
 
 import (
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
-// EventuallyDrained checks, on the explored graph, that from every
+// eventuallyDrained checks, on the explored graph, that from every
 // reachable state some fully drained state is reachable by the moves the
 // system makes on its own (faults and early timers are left out of the
 // graph: the environment may stop faulting for good, and a way out must not
@@ -14,7 +15,7 @@ import (
 // and a cycle inside it.
 //
 // It returns the ids of the states that cannot drain, in BFS order.
-func EventuallyDrained(n int, from, to []uint32, drained []bool) []uint32 {
+func eventuallyDrained(n int, from, to []uint32, drained []bool) []uint32 {
 	// Reverse adjacency in compressed form.
 	off := make([]uint32, n+1)
 	for _, t := range to {
@@ -62,7 +63,7 @@ func EventuallyDrained(n int, from, to []uint32, drained []bool) []uint32 {
 // violation, rebuilds the path into the trap and a cycle inside it.
 func (e *exploration) checkLiveness() *Counterexample {
 	n := e.links.n
-	trapped := EventuallyDrained(n, e.g.from, e.g.to, e.g.drained)
+	trapped := eventuallyDrained(n, e.g.from, e.g.to, e.g.drained)
 	if len(trapped) == 0 {
 		return nil
 	}
@@ -127,13 +128,13 @@ func (e *exploration) checkLiveness() *Counterexample {
 }
 
 // keyOf rebuilds the canonical key of a state id.
-func (e *exploration) keyOf(id uint32) Key {
+func (e *exploration) keyOf(id uint32) system.Key {
 	keys := e.keysAlong(e.pathTo(id))
 	return keys[len(keys)-1]
 }
 
 // replayTo rebuilds a concrete state of a state id.
-func (e *exploration) replayTo(id uint32) State {
+func (e *exploration) replayTo(id uint32) system.State {
 	c := e.c
 	keys := e.keysAlong(e.pathTo(id))
 	s := c.Initial()

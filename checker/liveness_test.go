@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/handoffcheck/handoffcheck/checker/system"
+
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
@@ -39,7 +41,7 @@ func TestLiveness_LoopReplaysWhenEntryIsOffTheCycle(t *testing.T) {
 	// Replay the whole counterexample through the session, as 'replay'
 	// does: every step must be enabled, and the loop must close.
 	sess := c.NewSession()
-	var atLoop Key
+	var atLoop system.Key
 	for i, st := range append(append([]TraceStep(nil), ce.Steps...), ce.Loop...) {
 		if _, err := sess.Apply(st.Move); err != nil {
 			t.Fatalf("step %d (%s) does not replay: %v\n%s", i+1, st.Move, err, text)
@@ -67,7 +69,7 @@ func rearmChecker(t *testing.T) *Checker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := ParseConfig("mutation.json", MutationConfigJSON())
+	cfg, err := system.ParseConfig("mutation.json", MutationConfigJSON())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +135,7 @@ func TestLiveness_CounterexampleStaysInsideTheTrap(t *testing.T) {
 			t.Fatalf("entry step %d, %d loop steps:\n%s", entry+1, len(ce.Loop), text)
 		}
 		// idOf is the independent search's id of a concrete state.
-		idOf := func(s *State) int {
+		idOf := func(s *system.State) int {
 			id, ok := ref.ids[c.Key(s)]
 			if !ok {
 				t.Fatalf("the counterexample reaches a state the independent search never reached:\n%s", text)
@@ -141,15 +143,15 @@ func TestLiveness_CounterexampleStaysInsideTheTrap(t *testing.T) {
 			return id
 		}
 		sess := c.NewSession()
-		var loopFrom Key
+		var loopFrom system.Key
 		prev := idOf(sess.State())
 		steps := append(append([]TraceStep(nil), ce.Steps...), ce.Loop...)
 		for i, st := range steps {
-			var ms moveSet
-			protocol := c.moves(sess.State(), &ms)
+			var ms system.MoveSet
+			protocol := c.Enabled(sess.State(), &ms)
 			own := false
-			for mi := 0; mi < ms.n; mi++ {
-				if ms.m[mi] == st.Move {
+			for mi := 0; mi < ms.N; mi++ {
+				if ms.M[mi] == st.Move {
 					own = ownMove(&ms, protocol, mi)
 				}
 			}
@@ -194,11 +196,11 @@ func TestLiveness_CounterexampleStaysInsideTheTrap(t *testing.T) {
 // loop and the rows each step fired, and both say the verdict.
 func TestLiveness_ReportsCarryTheCounterexample(t *testing.T) {
 	c := rearmChecker(t)
-	cfg, err := ParseConfig("mutation.json", MutationConfigJSON())
+	cfg, err := system.ParseConfig("mutation.json", MutationConfigJSON())
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Check(context.Background(), c.Protocol(), cfg, []Run{c.Run()}, Limits{Liveness: true, Workers: 2}, nil)
+	rep, err := Check(context.Background(), c.Protocol(), cfg, []system.Run{c.Run()}, Limits{Liveness: true, Workers: 2}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/handoffcheck/handoffcheck/checker/system"
 )
 
 // The memory bound holds within a level: an exploration that would need
@@ -23,7 +25,7 @@ func TestExplore_MaxMemoryStopsWithinTheBound(t *testing.T) {
 		t.Skip("this system does not report resident memory")
 	}
 	cfg := DefaultConfig()
-	c, err := New(Generated(), cfg, cfg.Runs[0])
+	c, err := New(system.Generated(), cfg, cfg.Runs[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,8 +58,8 @@ func TestExplore_MaxMemoryStopsWithinTheBound(t *testing.T) {
 // Per-run figures belong to the run: a small run explored after a large
 // one reports its own heap, not what the large one left behind.
 func TestExplore_PerRunHeapIsTheRunsOwn(t *testing.T) {
-	explore := func(cfg *Config, lim Limits) *Result {
-		rep, err := Check(context.Background(), Generated(), cfg, cfg.Runs[:1], lim, nil)
+	explore := func(cfg *system.Config, lim Limits) *Result {
+		rep, err := Check(context.Background(), system.Generated(), cfg, cfg.Runs[:1], lim, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -318,7 +320,7 @@ func TestMemory_WatcherStopsPastTheThreshold(t *testing.T) {
 // context it was given is left alone.
 func TestMemory_StopReasonIsTheBound(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
-	c, err := New(Generated(), cfg, runNamed(t, cfg, "trtllm"))
+	c, err := New(system.Generated(), cfg, runNamed(t, cfg, "trtllm"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +354,7 @@ func fakeHeap(t *testing.T, readings ...uint64) *int {
 // before its first level still reads the heap it used.
 func TestExplore_PeakHeapIsTheLargestGrowth(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
-	c, err := New(Generated(), cfg, runNamed(t, cfg, "trtllm"))
+	c, err := New(system.Generated(), cfg, runNamed(t, cfg, "trtllm"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,7 +523,7 @@ func TestMemory_SamplerSeesAShortPeak(t *testing.T) {
 // the run's peak resident memory is not below that.
 func TestMemory_OnDiskStopsOnlyNearTheBound(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/commands.json")
-	c := checkerFor(t, Generated(), cfg, "trtllm")
+	c := checkerFor(t, system.Generated(), cfg, "trtllm")
 	ref := c.Explore(context.Background(), Limits{Workers: 2}, nil)
 	const bound = 1 << 40
 	old := readResident

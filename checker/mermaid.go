@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -33,33 +34,33 @@ func (c *Checker) mermaidSequence(ce *Counterexample) string {
 		m := st.Move
 		h := fmt.Sprintf("h%d", m.H)
 		switch m.Kind {
-		case MvRoutePrefill:
+		case system.MvRoutePrefill:
 			fmt.Fprintf(&b, "    Client->>PrefillRouter: %s\n", h)
 			fmt.Fprintf(&b, "    PrefillRouter->>Source: route to worker %d (book ownership, compute load)\n", m.Arg)
-		case MvDeliverRequest:
+		case system.MvDeliverRequest:
 			fmt.Fprintf(&b, "    PrefillRouter->>Source: %s request arrives\n", h)
-		case MvRouteDecode:
+		case system.MvRouteDecode:
 			fmt.Fprintf(&b, "    Client->>DecodeRouter: %s\n", h)
 			fmt.Fprintf(&b, "    DecodeRouter->>Destination: route to worker %d (book blocks)\n", m.Arg)
-		case MvDeliver:
+		case system.MvDeliver:
 			fmt.Fprintf(&b, "    Transport->>%s: %s %s\n", sideLane(m.Arg), h, m.Msg)
-		case MvDuplicate:
+		case system.MvDuplicate:
 			fmt.Fprintf(&b, "    Transport->>%s: %s %s (duplicate, kept in flight)\n", sideLane(m.Arg), h, m.Msg)
-		case MvLose:
+		case system.MvLose:
 			fmt.Fprintf(&b, "    Transport-x%s: %s %s lost\n", sideLane(m.Arg), h, m.Msg)
-		case MvTransfer, MvFailTransfer:
+		case system.MvTransfer, system.MvFailTransfer:
 			what := "KV transfer completes"
-			if m.Kind == MvFailTransfer {
+			if m.Kind == system.MvFailTransfer {
 				what = "KV transfer fails"
 			}
 			fmt.Fprintf(&b, "    Source-->>Destination: %s %s\n", h, what)
-		case MvCancel:
+		case system.MvCancel:
 			fmt.Fprintf(&b, "    Client->>Client: %s cancelled by the client\n", h)
-		case MvDeliverCancel:
+		case system.MvDeliverCancel:
 			fmt.Fprintf(&b, "    Client->>%s: %s cancel on the request stream\n", sideLane(m.Arg), h)
-		case MvRestart:
+		case system.MvRestart:
 			role := "Source"
-			if c.world.Workers[m.Arg].Role == model.DecodeWorker {
+			if c.World().Workers[m.Arg].Role == model.DecodeWorker {
 				role = "Destination"
 			}
 			fmt.Fprintf(&b, "    Note over %s: worker %d restarts (memory gone, generation +1)\n", role, m.Arg)
@@ -67,13 +68,13 @@ func (c *Checker) mermaidSequence(ce *Counterexample) string {
 			// Moves local to one side: scheduler facts, timers, faults.
 			at := "Source"
 			switch m.Kind {
-			case MvReserve, MvRefuse, MvPromote, MvDecodeFinish:
+			case system.MvReserve, system.MvRefuse, system.MvPromote, system.MvDecodeFinish:
 				at = "Destination"
-			case MvTimer:
+			case system.MvTimer:
 				at = lane(spec.Role(model.Timer(m.Arg).Side()))
-			case MvAbort, MvPeerRestarted, MvDeferred:
+			case system.MvAbort, system.MvPeerRestarted, system.MvDeferred:
 				at = sideLane(m.Arg)
-			case MvFreeBackground, MvOccupy:
+			case system.MvFreeBackground, system.MvOccupy:
 				at = "Destination"
 			}
 			fmt.Fprintf(&b, "    Note over %s: %s\n", at, m)
@@ -86,7 +87,7 @@ func (c *Checker) mermaidSequence(ce *Counterexample) string {
 				}
 			}
 			fmt.Fprintf(&b, "    Note over %s: %s → %s (row %d)\n", lane(f.Role),
-				c.proto.StateName(f.Role, f.From), c.proto.StateName(f.Role, f.To), f.Row)
+				c.Protocol().StateName(f.Role, f.From), c.Protocol().StateName(f.Role, f.To), f.Row)
 			for _, msg := range sends {
 				fmt.Fprintf(&b, "    %s->>Transport: h%d %s\n", lane(f.Role), f.Handoff, msg)
 			}

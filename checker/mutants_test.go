@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/machines/interp"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -38,13 +39,13 @@ func override(t *testing.T, s *spec.Spec, r spec.Role, from, event string, p spe
 	}
 }
 
-func interpreted(t *testing.T, s *spec.Spec) *Protocol {
+func interpreted(t *testing.T, s *spec.Spec) *system.Protocol {
 	t.Helper()
 	it, err := interp.New(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := FromStepper("broken table", s, it)
+	p, err := system.FromStepper("broken table", s, it)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestExplore_CatchesBrokenTables(t *testing.T) {
 	cases := []struct {
 		name   string
 		run    string
-		budget Budget
+		budget system.Budget
 		break_ func(t *testing.T, s *spec.Spec)
 		want   string
 		steps  int
@@ -65,7 +66,7 @@ func TestExplore_CatchesBrokenTables(t *testing.T) {
 		{
 			// The source releases its pin when a heartbeat arrives, while
 			// the destination still waits to read it.
-			name: "release-source-before-reader-completes", run: "vllm", budget: Budget{Duplicate: 1, Cancel: 1, EarlyTimer: 1},
+			name: "release-source-before-reader-completes", run: "vllm", budget: system.Budget{system.Duplicate: 1, system.Cancel: 1, system.EarlyTimer: 1},
 			break_: func(t *testing.T, s *spec.Spec) {
 				override(t, s, spec.Source, "Pinned", "LeaseRenewed", spec.SourceFirst, "Released",
 					"DisarmLease", "ReleaseSource", "ReportSourceReleased", "Complete")
@@ -73,7 +74,7 @@ func TestExplore_CatchesBrokenTables(t *testing.T) {
 			want: "SourcePinnedUntilRead", steps: 6,
 		},
 		{
-			name: "publish-stored-at-reservation", run: "vllm", budget: Budget{Duplicate: 1, Cancel: 1},
+			name: "publish-stored-at-reservation", run: "vllm", budget: system.Budget{system.Duplicate: 1, system.Cancel: 1},
 			break_: func(t *testing.T, s *spec.Spec) {
 				override(t, s, spec.Destination, "Reserving", "DestinationReserved", spec.SourceFirst, "Receiving",
 					"RegisterDestination", "PublishStored", "StartPull")
@@ -85,7 +86,7 @@ func TestExplore_CatchesBrokenTables(t *testing.T) {
 			// router's booking but leaves the machine waiting, so a
 			// duplicate of the cancel ends the booking again. (The
 			// second release itself is the core's no-op.)
-			name: "release-reservation-twice-on-duplicate-cancel", run: "sglang", budget: Budget{Duplicate: 1, Abort: 1},
+			name: "release-reservation-twice-on-duplicate-cancel", run: "sglang", budget: system.Budget{system.Duplicate: 1, system.Abort: 1},
 			break_: func(t *testing.T, s *spec.Spec) {
 				override(t, s, spec.Destination, "Reserved", "Cancelled", spec.DestinationFirst, "",
 					"DisarmReservationTimer", "FenceDestination", "ReleaseDestination", "ReportDecodeFailed")
@@ -99,7 +100,7 @@ func TestExplore_CatchesBrokenTables(t *testing.T) {
 			tc.break_(t, s)
 			cfg := mustConfig(t, smallConfig)
 			cfg.Budget = tc.budget
-			var run Run
+			var run system.Run
 			for _, r := range cfg.Runs {
 				if r.Name == tc.run {
 					run = r
@@ -153,8 +154,8 @@ func TestExplore_EventuallyDrainedFindsTrap(t *testing.T) {
 	s := spec.Default()
 	override(t, s, spec.Destination, "Reserved", "ReservationExpired", spec.DestinationFirst, "", "ArmReservationTimer")
 	cfg := mustConfig(t, smallConfig)
-	cfg.Budget = Budget{Loss: 2}
-	var run Run
+	cfg.Budget = system.Budget{system.Loss: 2}
+	var run system.Run
 	for _, r := range cfg.Runs {
 		if r.Name == "sglang" {
 			run = r
@@ -198,7 +199,7 @@ func TestWalk_FindsAndReproduces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good, _ := New(Generated(), cfg, cfg.Runs[0])
+	good, _ := New(system.Generated(), cfg, cfg.Runs[0])
 	for _, sched := range []Schedule{scheduleUniform, SchedulePositions, schedulePCT} {
 		one := c.walk(context.Background(), WalkOptions{Seed: 11, Walks: 300, Steps: 80, Schedule: sched, Workers: 1})
 		two := c.walk(context.Background(), WalkOptions{Seed: 11, Walks: 300, Steps: 80, Schedule: sched, Workers: 2})

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/machines/interp"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -35,7 +36,7 @@ type MutantResult struct {
 // mutant is killed when some run finds a violation. Mutants run
 // concurrently, one exploration each on one goroutine. The results are in
 // the order of the mutants, whatever the scheduling.
-func Mutate(ctx context.Context, cfg *Config, mutants []spec.Mutant, lim Limits, workers int, progress func(done, total int)) []MutantResult {
+func Mutate(ctx context.Context, cfg *system.Config, mutants []spec.Mutant, lim Limits, workers int, progress func(done, total int)) []MutantResult {
 	lim.Workers = 1
 	// Each mutant's exploration is small and short-lived: with the default
 	// collector pacing, a good part of the time went to collecting the
@@ -68,13 +69,13 @@ func Mutate(ctx context.Context, cfg *Config, mutants []spec.Mutant, lim Limits,
 	return results
 }
 
-func mutateOne(ctx context.Context, cfg *Config, m spec.Mutant, lim Limits) MutantResult {
+func mutateOne(ctx context.Context, cfg *system.Config, m spec.Mutant, lim Limits) MutantResult {
 	res := MutantResult{Mutant: m, Checked: true}
 	it, err := interp.New(m.Spec)
 	if err != nil {
 		panic("checker: a validated mutant does not interpret: " + err.Error())
 	}
-	p, err := FromStepper(m.Name, m.Spec, it)
+	p, err := system.FromStepper(m.Name, m.Spec, it)
 	if err != nil {
 		// Outside the model's vocabulary: nothing to run. Mutants only
 		// remove, swap or retarget, so this does not happen.

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/handoffcheck/handoffcheck/checker/system"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -23,7 +25,7 @@ func TestMutate_Score(t *testing.T) {
 	if testing.Short() {
 		t.Skip("checks hundreds of mutants")
 	}
-	cfg, err := ParseConfig("mutation.json", MutationConfigJSON())
+	cfg, err := system.ParseConfig("mutation.json", MutationConfigJSON())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -25,8 +26,8 @@ type levelViolation struct {
 // every violation found from the states at the depth of the first one.
 func violationsAtFirstFailingDepth(t testing.TB, c *Checker) []levelViolation {
 	t.Helper()
-	ids := map[Key]bool{}
-	states := []State{c.Initial()}
+	ids := map[system.Key]bool{}
+	states := []system.State{c.Initial()}
 	depth := []int{0}
 	ids[c.Key(&states[0])] = true
 	var out []levelViolation
@@ -36,7 +37,7 @@ func violationsAtFirstFailingDepth(t testing.TB, c *Checker) []levelViolation {
 		}
 		s := states[i]
 		if c.Quiescent(&s) {
-			if v := c.checkQuiescence(&s); v != nil {
+			if v := c.CheckQuiescence(&s); v != nil {
 				out = append(out, levelViolation{i, -1, v.Invariant})
 			}
 		}
@@ -127,7 +128,7 @@ func TestExplore_QuiescenceAfterOneStep(t *testing.T) {
 	}
 	tb.Rows = slices.Delete(tb.Rows, i, i+1)
 	cfg := mustConfig(t, smallConfig)
-	cfg.Budget = Budget{}
+	cfg.Budget = system.Budget{}
 	c, err := New(interpreted(t, s), cfg, runNamed(t, cfg, "vllm"))
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +166,7 @@ func TestExplore_QuiescenceAfterOneStep(t *testing.T) {
 func TestExplore_ViolationInTheInitialState(t *testing.T) {
 	cfg := mustConfig(t, smallConfig)
 	run := runNamed(t, cfg, "vllm")
-	c, err := New(Generated(), cfg, run)
+	c, err := New(system.Generated(), cfg, run)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,15 +186,15 @@ func TestExplore_ViolationInTheInitialState(t *testing.T) {
 		if ce == nil || ce.Violation.Invariant != want.Invariant || ce.Violation.Worker != 1 || len(ce.Steps) != 0 {
 			t.Fatalf("workers %d: want %s on worker 1 with no step, got %+v", workers, want.Invariant, ce)
 		}
-		if fmt.Sprint(ce.Initial) != fmt.Sprint(c.describeState(&init)) || ce.Violation.Detail != want.Detail {
-			t.Errorf("workers %d: initial %v, detail %q; want %v, %q", workers, ce.Initial, ce.Violation.Detail, c.describeState(&init), want.Detail)
+		if fmt.Sprint(ce.Initial) != fmt.Sprint(c.DescribeState(&init)) || ce.Violation.Detail != want.Detail {
+			t.Errorf("workers %d: initial %v, detail %q; want %v, %q", workers, ce.Initial, ce.Violation.Detail, c.DescribeState(&init), want.Detail)
 		}
 		if r.Complete || r.StopReason != "" || r.Liveness || r.Stats.States != 1 || r.Stats.Transitions != 0 || r.Stats.Depth != 0 || r.DeadEnds != 0 {
 			t.Errorf("workers %d: complete=%v stop=%q liveness=%v, %d states, %d transitions, depth %d, %d dead ends",
 				workers, r.Complete, r.StopReason, r.Liveness, r.Stats.States, r.Stats.Transitions, r.Stats.Depth, r.DeadEnds)
 		}
 	}
-	rep := &Report{Protocol: Generated().Name(), Runs: []*Result{r}, checkers: []*Checker{c}, Invariants: []string{model.NameCapacityRespected}}
+	rep := &Report{Protocol: system.Generated().Name(), Runs: []*Result{r}, checkers: []*Checker{c}, Invariants: []string{model.NameCapacityRespected}}
 	text := rep.Text(TextOptions{Stats: true})
 	wantLine(t, text, "run vllm (source-first, engine vllm): VIOLATION CapacityRespected\n")
 	wantLine(t, text, "shortest trace (0 steps):\n")

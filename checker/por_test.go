@@ -7,7 +7,8 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/checker/system"
+
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
@@ -61,7 +62,7 @@ func porPairWith(t *testing.T, c *Checker, what string, lim Limits) (full, reduc
 	return full, reduced
 }
 
-func testdataConfig(t *testing.T, name string) *Config {
+func testdataConfig(t *testing.T, name string) *system.Config {
 	t.Helper()
 	return loadConfigFile(t, filepath.Join("..", "testdata", "configs", name))
 }
@@ -104,7 +105,7 @@ func porConfigurations(t *testing.T, lim Limits) {
 		}
 		cfg := testdataConfig(t, name)
 		for _, run := range cfg.Runs {
-			c := checkerFor(t, Generated(), cfg, run.Name)
+			c := checkerFor(t, system.Generated(), cfg, run.Name)
 			l := lim
 			l.Workers = workers
 			full, reduced := porPairWith(t, c, name+" "+run.Name, l)
@@ -179,7 +180,7 @@ func porMutantsOnConfigs(t *testing.T, lim Limits) {
 	}
 }
 
-func porMutants(t *testing.T, file string, cfg *Config, lim Limits) {
+func porMutants(t *testing.T, file string, cfg *system.Config, lim Limits) {
 	all := spec.Mutants(spec.Default(), spec.Operators)
 	mutants := all
 	if os.Getenv("HANDOFFCHECK_POR_ALL") == "" {
@@ -209,164 +210,5 @@ func porMutants(t *testing.T, file string, cfg *Config, lim Limits) {
 	t.Logf("%d of %d mutants killed either way; %d first by another invariant with reduction", killed, len(mutants), other)
 	if killed < len(mutants)/2 {
 		t.Errorf("only %d of %d mutants killed: the comparison has no teeth", killed, len(mutants))
-	}
-}
-
-// porSample is the states of a breadth-first search of a run, up to n.
-func porSample(c *Checker, n int) []State {
-	s0 := c.Initial()
-	var k Key
-	c.canonical(&s0, &k)
-	seen := map[Key]bool{k: true}
-	out := []State{s0}
-	for i := 0; i < len(out) && len(out) < n; i++ {
-		for _, m := range c.Moves(&out[i]) {
-			t := out[i]
-			if _, _, err := c.Step(&t, m, nil); err != nil {
-				continue
-			}
-			c.canonical(&t, &k)
-			if !seen[k] {
-				seen[k] = true
-				out = append(out, t)
-			}
-		}
-	}
-	return out
-}
-
-// porMeasure is the progress measure of por.go's C3 for one handoff: the
-// ranks of its two records, and what is left for it to consume.
-func (c *Checker) porMeasure(s *State, h int) (rank, left int) {
-	x := &s.W.H[h]
-	rank = int(c.ranks[spec.Source][s.Src[h]]) + int(c.ranks[spec.Destination][s.Dst[h]])
-	b := func(v bool) int {
-		if v {
-			return 1
-		}
-		return 0
-	}
-	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
-		left += int(x.Ch[sd].N) + b(x.CancelPending[sd]) + b(x.PeerGone[sd]) + x.Cmds[sd].Len()
-	}
-	left += b(x.Xfer == model.XferRunning) + b(x.Pending) + b(x.Dst == model.DstActive && !x.Running)
-	switch x.Compute {
-	case model.ComputeQueued:
-		left += 2
-	case model.ComputeRunning:
-		left++
-	}
-	switch {
-	case x.Prefill < 0:
-		left += 2
-	case !x.RequestDelivered:
-		left++
-	}
-	left += b(x.Decode < 0)
-	return rank, left
-}
-
-// The footprints por.go relies on hold on real states of every run of
-// the two-handoff configuration and the commands configuration: a move
-// the reduction may take writes nothing outside its handoff's record
-// (and, when it says so, its workers), spends no budget, and raises the
-// progress measure; and every action listed as local writes only its
-// handoff's record and reads nothing else.
-func TestPOR_FootprintsHold(t *testing.T) {
-	checked := 0
-	for _, file := range []string{"two-handoffs.json", "headroom-binds.json"} {
-		cfg := testdataConfig(t, file)
-		for _, run := range cfg.Runs {
-			c := checkerFor(t, Generated(), cfg, run.Name)
-			states := porSample(c, 4000)
-			for i := range states {
-				s := &states[i]
-				var ms moveSet
-				c.moves(s, &ms)
-				for j := 0; j < ms.n; j++ {
-					m := ms.m[j]
-					if m.H < 0 {
-						continue
-					}
-					ok, shared := c.reducible(s, m)
-					if !ok {
-						continue
-					}
-					checked++
-					h := int(m.H)
-					after := *s
-					tx := model.Tx{W: &after.W}
-					c.apply(&after, &tx, m, nil, ms.stuck)
-					if after.B != s.B {
-						t.Fatalf("%s %s: %s spent budget", file, run.Name, m)
-					}
-					x := &s.W.H[h]
-					for w := 0; w < c.nW; w++ {
-						mine := shared && (int(x.Prefill) == w || int(x.Decode) == w ||
-							(m.Kind == MvRoutePrefill || m.Kind == MvRouteDecode) && int(m.Arg) == w)
-						if !mine && after.W.W[w] != s.W.W[w] {
-							t.Fatalf("%s %s: %s changed worker %d", file, run.Name, m, w)
-						}
-					}
-					for h2 := 0; h2 < c.nH; h2++ {
-						if h2 == h {
-							continue
-						}
-						want := s.W.H[h2]
-						got := after.W.H[h2]
-						// An allocation may evict another handoff's kept blocks.
-						got.SrcKept, got.DstKept, got.SrcIndexed, got.Published = want.SrcKept, want.DstKept, want.SrcIndexed, want.Published
-						if got != want || after.Src[h2] != s.Src[h2] || after.Dst[h2] != s.Dst[h2] {
-							t.Fatalf("%s %s: %s changed handoff %d", file, run.Name, m, h2)
-						}
-					}
-					r0, l0 := c.porMeasure(s, h)
-					r1, l1 := c.porMeasure(&after, h)
-					if r1 < r0 || r1 == r0 && l1 >= l0 {
-						t.Fatalf("%s %s: %s does not raise the measure: rank %d->%d, left %d->%d", file, run.Name, m, r0, r1, l0, l1)
-					}
-				}
-				porCheckActions(t, c, states, i)
-			}
-		}
-	}
-	if checked < 1000 {
-		t.Fatalf("only %d reducible moves seen", checked)
-	}
-}
-
-// porCheckActions applies every local action to one sample state, for
-// each handoff, and to the same handoff record set into another sample
-// state: the action writes only that record, and writes it the same way.
-func porCheckActions(t *testing.T, c *Checker, states []State, i int) {
-	t.Helper()
-	s := &states[i]
-	other := &states[(i*7+3)%len(states)]
-	for a := Action(0); a < NumActions; a++ {
-		if !actionFootprints[a].local() {
-			continue
-		}
-		side := model.SourceSide
-		if a >= aDstAcceptRequest {
-			side = model.DestinationSide
-		}
-		for h := 0; h < c.nH; h++ {
-			after := *s
-			apply(&model.Tx{W: &after.W}, side, h, a, model.CauseAbort)
-			if after.W.W != s.W.W {
-				t.Fatalf("%s changed a worker", a)
-			}
-			for h2 := 0; h2 < c.nH; h2++ {
-				if h2 != h && after.W.H[h2] != s.W.H[h2] {
-					t.Fatalf("%s of handoff %d changed handoff %d", a, h, h2)
-				}
-			}
-			elsewhere := *other
-			elsewhere.W.H[h] = s.W.H[h]
-			apply(&model.Tx{W: &elsewhere.W}, side, h, a, model.CauseAbort)
-			if elsewhere.W.H[h] != after.W.H[h] {
-				t.Fatalf("%s of handoff %d read more than the handoff's record", a, h)
-			}
-		}
 	}
 }

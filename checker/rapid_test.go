@@ -2,12 +2,14 @@ package checker
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/spec"
 	"pgregory.net/rapid"
 )
@@ -48,10 +50,14 @@ func walkMachine(c *Checker) func(*rapid.T) {
 // configuration larger than exhaustive search covers in a unit test.
 func TestRapid_ProtocolHolds(t *testing.T) {
 	cfg := mustConfig(t, twoByTwo)
-	cfg.Budget = Budget{Duplicate: 3, Loss: 3, Reorder: 3, Cancel: 2, Abort: 2, TransferFailure: 2, Restart: 2, EarlyTimer: 3, NoShow: 1, Hang: 2, Evict: 1}
-	cfg.Commands = allCommands
+	cfg.Budget = system.Budget{system.Duplicate: 3, system.Loss: 3, system.Reorder: 3, system.Cancel: 2, system.Abort: 2, system.TransferFailure: 2, system.Restart: 2, system.EarlyTimer: 3, system.NoShow: 1, system.Hang: 2, system.Evict: 1}
+	all, err := system.ParseCommands(json.RawMessage("true"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Commands = all
 	for _, run := range cfg.Runs {
-		c, err := New(Generated(), cfg, run)
+		c, err := New(system.Generated(), cfg, run)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +111,7 @@ func TestRapid_ShrinksBrokenTable(t *testing.T) {
 	override(t, s, spec.Source, "Pinned", "LeaseRenewed", spec.SourceFirst, "Released",
 		"DisarmLease", "ReleaseSource", "ReportSourceReleased", "Complete")
 	cfg := mustConfig(t, smallConfig)
-	cfg.Budget = Budget{Duplicate: 1, EarlyTimer: 3}
+	cfg.Budget = system.Budget{system.Duplicate: 1, system.EarlyTimer: 3}
 	c, err := New(interpreted(t, s), cfg, cfg.Runs[0])
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +129,7 @@ func TestRapid_ShrinksBrokenTable(t *testing.T) {
 	_, minimized, _ := strings.Cut(out, "Failed test output:")
 	var moves []string
 	for _, l := range strings.Split(minimized, "\n") {
-		if _, err := ParseMove(strings.TrimSpace(l)); err == nil {
+		if _, err := system.ParseMove(strings.TrimSpace(l)); err == nil {
 			moves = append(moves, strings.TrimSpace(l))
 		}
 	}

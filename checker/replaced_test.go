@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
@@ -108,7 +109,7 @@ func TestVariants_RejectedWithTheirInvariant(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := ParseConfig(config, configJSON)
+			cfg, err := system.ParseConfig(config, configJSON)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,7 +117,7 @@ func TestVariants_RejectedWithTheirInvariant(t *testing.T) {
 				without := *cfg
 				if tc.needs == "commands" {
 					without.Commands = 0
-				} else if f, ok := ParseFault(tc.needs); ok {
+				} else if f, ok := system.ParseFault(tc.needs); ok {
 					without.Budget[f] = 0
 				} else {
 					t.Fatalf("unknown fault %q", tc.needs)

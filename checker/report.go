@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -19,7 +20,7 @@ type Report struct {
 	Invariants []string
 	// NotRun lists the selected runs that never started because the check
 	// was interrupted.
-	NotRun []Run
+	NotRun []system.Run
 	// Interrupted is set when the check was stopped (Ctrl-C) before every
 	// selected run completed.
 	Interrupted bool
@@ -72,7 +73,7 @@ func (r *Report) Violated() bool {
 // When ctx is cancelled, the run under way stops and the runs after it are
 // listed in NotRun. Selecting runs is the caller's business (see
 // SelectRuns): checking nothing is refused.
-func Check(ctx context.Context, p *Protocol, cfg *Config, runs []Run, lim Limits, progress func(Progress)) (*Report, error) {
+func Check(ctx context.Context, p *system.Protocol, cfg *system.Config, runs []system.Run, lim Limits, progress func(Progress)) (*Report, error) {
 	rep := &Report{Protocol: p.Name()}
 	rep.Invariants = append(append([]string(nil), model.SafetyInvariants...), model.NameQuiescence, model.NameFaultFreeCompletion)
 	if lim.Liveness {
@@ -121,9 +122,9 @@ func Check(ctx context.Context, p *Protocol, cfg *Config, runs []Run, lim Limits
 // eachRun gives each run's checker to do, in order, until ctx is
 // cancelled; it returns the runs that did not start. Checking nothing is
 // refused.
-func eachRun(ctx context.Context, p *Protocol, cfg *Config, runs []Run, do func(*Checker)) ([]Run, error) {
+func eachRun(ctx context.Context, p *system.Protocol, cfg *system.Config, runs []system.Run, do func(*Checker)) ([]system.Run, error) {
 	if len(runs) == 0 {
-		return nil, fmt.Errorf("%w: no run selected: checking nothing is never a pass", ErrConfig)
+		return nil, fmt.Errorf("%w: no run selected: checking nothing is never a pass", system.ErrConfig)
 	}
 	for i, run := range runs {
 		if ctx.Err() != nil {
@@ -142,25 +143,25 @@ func eachRun(ctx context.Context, p *Protocol, cfg *Config, runs []Run, do func(
 // the order named; none named means every run), of the given policies
 // (none given means every policy). It refuses a name the configuration
 // lacks, a name given twice, and a selection that leaves nothing to check.
-func SelectRuns(cfg *Config, names []string, policies []spec.Policy) ([]Run, error) {
-	var picked []Run
+func SelectRuns(cfg *system.Config, names []string, policies []spec.Policy) ([]system.Run, error) {
+	var picked []system.Run
 	if len(names) == 0 {
 		picked = cfg.Runs
 	} else {
 		seen := map[string]bool{}
 		for _, name := range names {
 			if seen[name] {
-				return nil, fmt.Errorf("%w: run %q is named twice", ErrConfig, name)
+				return nil, fmt.Errorf("%w: run %q is named twice", system.ErrConfig, name)
 			}
 			seen[name] = true
-			i := slices.IndexFunc(cfg.Runs, func(r Run) bool { return r.Name == name })
+			i := slices.IndexFunc(cfg.Runs, func(r system.Run) bool { return r.Name == name })
 			if i < 0 {
-				return nil, fmt.Errorf("%w: no run %q; the configuration has runs %s", ErrConfig, name, runNames(cfg.Runs))
+				return nil, fmt.Errorf("%w: no run %q; the configuration has runs %s", system.ErrConfig, name, runNames(cfg.Runs))
 			}
 			picked = append(picked, cfg.Runs[i])
 		}
 	}
-	var out []Run
+	var out []system.Run
 	for _, r := range picked {
 		if len(policies) == 0 || containsPolicy(policies, r.Policy) {
 			out = append(out, r)
@@ -172,12 +173,12 @@ func SelectRuns(cfg *Config, names []string, policies []spec.Policy) ([]Run, err
 			pol = append(pol, p.String())
 		}
 		return nil, fmt.Errorf("%w: no run of the selection has policy %s (selected: %s): checking nothing is never a pass",
-			ErrConfig, strings.Join(pol, ", "), runNames(picked))
+			system.ErrConfig, strings.Join(pol, ", "), runNames(picked))
 	}
 	return out, nil
 }
 
-func runNames(runs []Run) string {
+func runNames(runs []system.Run) string {
 	var names []string
 	for _, r := range runs {
 		names = append(names, fmt.Sprintf("%s (%s)", r.Name, r.Policy))
@@ -330,7 +331,7 @@ func (r *Report) Text(opt TextOptions) string {
 			b.WriteString("  warning: the exploration was cut by a bound: Quiescence and EventuallyDrained verdicts cover only what was explored\n")
 		}
 		var parts []string
-		for _, rc := range x.rowCoverage(c.proto.spec) {
+		for _, rc := range x.rowCoverage(c.Protocol().Spec()) {
 			parts = append(parts, fmt.Sprintf("%s rows %d/%d fired", rc.Role, rc.Fired, rc.Total))
 		}
 		fmt.Fprintf(&b, "  coverage: %s\n", strings.Join(parts, ", "))
@@ -397,7 +398,7 @@ func (r *Report) policyCoverage() []policyRowCoverage {
 	var out []policyRowCoverage
 	for _, pol := range spec.Policies {
 		var runs []string
-		var merged *Coverage
+		var merged *system.Coverage
 		var sp *spec.Spec
 		partial, bitstate := false, false
 		for i, x := range r.Runs {
@@ -407,16 +408,16 @@ func (r *Report) policyCoverage() []policyRowCoverage {
 			partial = partial || !x.Complete
 			bitstate = bitstate || x.Bitstate != nil
 			runs = append(runs, x.Run.Name)
-			sp = r.checkers[i].proto.spec
+			sp = r.checkers[i].Protocol().Spec()
 			if merged == nil {
-				merged = newCoverage(sp)
+				merged = system.NewCoverage(sp)
 			}
-			merged.add(x.Coverage)
+			merged.Add(x.Coverage)
 		}
 		if merged == nil {
 			continue
 		}
-		res := &Result{Run: Run{Policy: pol}, Coverage: merged}
+		res := &Result{Run: system.Run{Policy: pol}, Coverage: merged}
 		for _, rc := range res.rowCoverage(sp) {
 			out = append(out, policyRowCoverage{Policy: pol, Runs: runs, Partial: partial || bitstate, Bitstate: bitstate && !partial, roleCoverage: rc})
 		}
@@ -583,7 +584,7 @@ func (r *Report) JSON(opt TextOptions) ([]byte, error) {
 		if !x.Complete && x.Violation == nil {
 			out.Verdict = "incomplete"
 		}
-		for _, rc := range x.rowCoverage(c.proto.spec) {
+		for _, rc := range x.rowCoverage(c.Protocol().Spec()) {
 			dead := rc.Dead
 			if dead == nil {
 				dead = []string{}

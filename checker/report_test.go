@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
@@ -21,12 +22,12 @@ import (
 // path sessions and replay use), dedupes them by canonical key in a map
 // and counts what the report counts. Explore's figures must match it.
 type refExploration struct {
-	keys     []Key
-	states   []State // the first concrete state reached for each key
+	keys     []system.Key
+	states   []system.State // the first concrete state reached for each key
 	depthOf  []int
 	drained  []bool
 	own      [][]int // successors by the moves the system makes on its own
-	ids      map[Key]int
+	ids      map[system.Key]int
 	perShard [numShards]int
 
 	transitions int64
@@ -62,8 +63,8 @@ func (r *refExploration) cutAt(d int) (states int, transitions int64, deadEnds i
 // ownMove says whether the i-th enabled move of a state is one the system
 // makes on its own: not a fault, and not a timer fired early (while the
 // system could still progress). Only these may lead out of a trap.
-func ownMove(ms *moveSet, protocol, i int) bool {
-	return i < protocol && !(ms.m[i].Kind == MvTimer && !ms.stuck)
+func ownMove(ms *system.MoveSet, protocol, i int) bool {
+	return i < protocol && !(ms.M[i].Kind == system.MvTimer && !ms.Stuck)
 }
 
 // exploreRef explores c breadth first, expanding states at depths below
@@ -71,9 +72,9 @@ func ownMove(ms *moveSet, protocol, i int) bool {
 // invariants: it is meant for runs without safety violations.
 func exploreRef(t testing.TB, c *Checker, maxDepth int) *refExploration {
 	t.Helper()
-	r := &refExploration{ids: map[Key]int{}}
-	words := 1 + c.nW + 2*c.nH
-	add := func(s State, d int) int {
+	r := &refExploration{ids: map[system.Key]int{}}
+	words := 1 + c.Workers() + 2*c.Handoffs()
+	add := func(s system.State, d int) int {
 		k := c.Key(&s)
 		if id, ok := r.ids[k]; ok {
 			return id
@@ -85,7 +86,7 @@ func exploreRef(t testing.TB, c *Checker, maxDepth int) *refExploration {
 		r.depthOf = append(r.depthOf, d)
 		r.drained = append(r.drained, c.Drained(&s))
 		r.own = append(r.own, nil)
-		r.perShard[shardOf(fingerprint(&k, words))]++
+		r.perShard[shardOf(system.Fingerprint(&k, words))]++
 		r.depth = max(r.depth, d)
 		return id
 	}
@@ -95,26 +96,26 @@ func exploreRef(t testing.TB, c *Checker, maxDepth int) *refExploration {
 			continue
 		}
 		s := r.states[i]
-		var ms moveSet
-		protocol := c.moves(&s, &ms)
+		var ms system.MoveSet
+		protocol := c.Enabled(&s, &ms)
 		if protocol == 0 {
 			r.deadEnds++
 		}
 		for len(r.movesOf) < i {
 			r.movesOf, r.quiet = append(r.movesOf, 0), append(r.quiet, false)
 		}
-		r.movesOf, r.quiet = append(r.movesOf, ms.n), append(r.quiet, protocol == 0)
-		for mi := 0; mi < ms.n; mi++ {
+		r.movesOf, r.quiet = append(r.movesOf, ms.N), append(r.quiet, protocol == 0)
+		for mi := 0; mi < ms.N; mi++ {
 			u := s
-			_, v, err := c.Step(&u, ms.m[mi], nil)
+			_, v, err := c.Step(&u, ms.M[mi], nil)
 			if err != nil {
-				t.Fatalf("state %d: enabled move %s: %v", i, ms.m[mi], err)
+				t.Fatalf("state %d: enabled move %s: %v", i, ms.M[mi], err)
 			}
 			if v == nil {
 				v = c.CheckState(&u)
 			}
 			if v != nil {
-				t.Fatalf("state %d: move %s: %v", i, ms.m[mi], v)
+				t.Fatalf("state %d: move %s: %v", i, ms.M[mi], v)
 			}
 			r.transitions++
 			j := add(u, r.depthOf[i]+1)
@@ -181,7 +182,7 @@ func (r *refExploration) storeBytes(ids bool) (store, fps int64) {
 	return store, fps
 }
 
-func runNamed(t testing.TB, cfg *Config, name string) Run {
+func runNamed(t testing.TB, cfg *system.Config, name string) system.Run {
 	t.Helper()
 	for _, r := range cfg.Runs {
 		if r.Name == name {
@@ -189,16 +190,16 @@ func runNamed(t testing.TB, cfg *Config, name string) Run {
 		}
 	}
 	t.Fatalf("no run %q", name)
-	return Run{}
+	return system.Run{}
 }
 
-func loadConfigFile(t testing.TB, path string) *Config {
+func loadConfigFile(t testing.TB, path string) *system.Config {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := ParseConfig(path, data)
+	cfg, err := system.ParseConfig(path, data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,9 +207,9 @@ func loadConfigFile(t testing.TB, path string) *Config {
 }
 
 // checkOne runs Check on one run of cfg.
-func checkOne(t testing.TB, cfg *Config, name string, lim Limits) *Report {
+func checkOne(t testing.TB, cfg *system.Config, name string, lim Limits) *Report {
 	t.Helper()
-	rep, err := Check(context.Background(), Generated(), cfg, []Run{runNamed(t, cfg, name)}, lim, nil)
+	rep, err := Check(context.Background(), system.Generated(), cfg, []system.Run{runNamed(t, cfg, name)}, lim, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +228,7 @@ func checkOne(t testing.TB, cfg *Config, name string, lim Limits) *Report {
 func TestReport_FiguresMatchAnIndependentSearch(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
 	for _, name := range []string{"vllm", "sglang", "trtllm"} {
-		c, err := New(Generated(), cfg, runNamed(t, cfg, name))
+		c, err := New(system.Generated(), cfg, runNamed(t, cfg, name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -261,7 +262,7 @@ func TestReport_FiguresMatchAnIndependentSearch(t *testing.T) {
 				t.Errorf("%s: liveness graph %d bytes, want %d (%d edges of the system's own moves)", what, s.GraphBytes, wantGraph, ref.ownEdges)
 			}
 			if lim.Exact {
-				if want := int64(n) * (8*keyWords + 4) * 4 / 3; s.StoreBytes != want || s.FingerprintBytes != 0 {
+				if want := int64(n) * (8*system.KeyWords + 4) * 4 / 3; s.StoreBytes != want || s.FingerprintBytes != 0 {
 					t.Errorf("%s: store %d bytes (fingerprints %d), want %d and 0", what, s.StoreBytes, s.FingerprintBytes, want)
 				}
 				if r.CollisionProbability != 0 {
@@ -376,7 +377,7 @@ func wantNoLine(t testing.TB, text, line string) {
 // few hundred states could plausibly need), workers, and the flags.
 func TestReport_TextAndJSONCarryTheSameFigures(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
-	rep, err := Check(context.Background(), Generated(), cfg, cfg.Runs, Limits{Workers: 2, Liveness: true}, nil)
+	rep, err := Check(context.Background(), system.Generated(), cfg, cfg.Runs, Limits{Workers: 2, Liveness: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +421,7 @@ func TestReport_TextAndJSONCarryTheSameFigures(t *testing.T) {
 			t.Errorf("run %s: peak resident %d above the process's high-water mark %d", x.Run.Name, s.PeakResident, rep.PeakResident)
 		}
 		// Row coverage: never_fired names exactly the rows that did not fire.
-		rc := x.rowCoverage(rep.Checker(i).proto.spec)
+		rc := x.rowCoverage(rep.Checker(i).Protocol().Spec())
 		if len(jr.Coverage) != len(rc) {
 			t.Fatalf("run %s: %d coverage roles in JSON, %d in the result", x.Run.Name, len(jr.Coverage), len(rc))
 		}
@@ -501,7 +502,7 @@ func TestReport_TextAndJSONCarryTheSameFigures(t *testing.T) {
 // after the level that reached it; either cut says so in its report.
 func TestReport_DeadEndsAndCuts(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
-	c, err := New(Generated(), cfg, runNamed(t, cfg, "vllm"))
+	c, err := New(system.Generated(), cfg, runNamed(t, cfg, "vllm"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -622,22 +623,22 @@ func TestReport_SymmetryOverWorkersAlone(t *testing.T) {
 		off := mustConfig(t, symmetryConfig)
 		off.Symmetry = false
 		run := runNamed(t, on, name)
-		cOn, err := New(Generated(), on, run)
+		cOn, err := New(system.Generated(), on, run)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cOff, err := New(Generated(), off, run)
+		cOff, err := New(system.Generated(), off, run)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(cOn.sym.perms) != 2 || cOn.sym.any() == false || cOff.sym.any() {
-			t.Fatalf("%s: %d worker renamings with symmetry, any=%v without", name, len(cOn.sym.perms), cOff.sym.any())
+		if perms, _ := cOn.Renamings(); len(perms) != 2 || !cOn.Symmetric() || cOff.Symmetric() {
+			t.Fatalf("%s: %d worker renamings with symmetry, any=%v without", name, len(perms), cOff.Symmetric())
 		}
 		lim := Limits{Workers: 2, Liveness: true}
 		rOn := cOn.Explore(context.Background(), lim, nil)
 		rOff := cOff.Explore(context.Background(), lim, nil)
 		plain := exploreRef(t, cOff, 0)
-		orbits := map[Key]bool{}
+		orbits := map[system.Key]bool{}
 		for i := range plain.states {
 			orbits[cOn.Key(&plain.states[i])] = true
 		}
@@ -658,7 +659,7 @@ func TestReport_SymmetryOverWorkersAlone(t *testing.T) {
 			t.Errorf("%s: result symmetry flags %v (reduced) and %v (plain)", name, rOn.Symmetry, rOff.Symmetry)
 		}
 		for _, x := range []struct {
-			cfg *Config
+			cfg *system.Config
 			on  bool
 		}{{on, true}, {off, false}} {
 			rep := checkOne(t, x.cfg, name, lim)
@@ -701,7 +702,7 @@ func TestReport_FormatBytesAndThresholds(t *testing.T) {
 
 func TestReport_SelectRuns(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
-	names := func(rs []Run) string {
+	names := func(rs []system.Run) string {
 		var n []string
 		for _, r := range rs {
 			n = append(n, r.Name)
@@ -724,7 +725,7 @@ func TestReport_SelectRuns(t *testing.T) {
 	} {
 		got, err := SelectRuns(cfg, tc.names, tc.policies)
 		if tc.want == "" {
-			if err == nil || !errors.Is(err, ErrConfig) {
+			if err == nil || !errors.Is(err, system.ErrConfig) {
 				t.Errorf("SelectRuns(%v, %v) = %s, %v; want a refusal", tc.names, tc.policies, names(got), err)
 			}
 			continue
@@ -733,7 +734,7 @@ func TestReport_SelectRuns(t *testing.T) {
 			t.Errorf("SelectRuns(%v, %v) = %s, %v; want %s", tc.names, tc.policies, names(got), err, tc.want)
 		}
 	}
-	if _, err := Check(context.Background(), Generated(), cfg, nil, Limits{}, nil); err == nil {
+	if _, err := Check(context.Background(), system.Generated(), cfg, nil, Limits{}, nil); err == nil {
 		t.Errorf("checking no run is not refused")
 	}
 }
@@ -751,11 +752,11 @@ type refViolation struct {
 
 func firstViolationRef(t testing.TB, c *Checker) *refViolation {
 	t.Helper()
-	ids := map[Key]int{}
-	var states []State
+	ids := map[system.Key]int{}
+	var states []system.State
 	var parent, depth []int
 	var via []string
-	add := func(s State, p int, m string) {
+	add := func(s system.State, p int, m string) {
 		ids[c.Key(&s)] = len(states)
 		states = append(states, s)
 		parent = append(parent, p)
@@ -788,7 +789,7 @@ func firstViolationRef(t testing.TB, c *Checker) *refViolation {
 	for i := 0; i < len(states); i++ {
 		s := states[i]
 		if c.Quiescent(&s) {
-			if v := c.checkQuiescence(&s); v != nil {
+			if v := c.CheckQuiescence(&s); v != nil {
 				return found(i, "", v.Invariant)
 			}
 		}
@@ -821,29 +822,29 @@ func firstViolationRef(t testing.TB, c *Checker) *refViolation {
 func TestReport_FirstViolationInBreadthFirstOrder(t *testing.T) {
 	cases := []struct {
 		run    string
-		budget Budget
+		budget system.Budget
 		break_ func(t *testing.T, s *spec.Spec)
 	}{
-		{"vllm", Budget{Duplicate: 1, Cancel: 1, EarlyTimer: 1}, func(t *testing.T, s *spec.Spec) {
+		{"vllm", system.Budget{system.Duplicate: 1, system.Cancel: 1, system.EarlyTimer: 1}, func(t *testing.T, s *spec.Spec) {
 			override(t, s, spec.Source, "Pinned", "LeaseRenewed", spec.SourceFirst, "Released",
 				"DisarmLease", "ReleaseSource", "ReportSourceReleased", "Complete")
 		}},
-		{"vllm", Budget{Duplicate: 1, Cancel: 1}, func(t *testing.T, s *spec.Spec) {
+		{"vllm", system.Budget{system.Duplicate: 1, system.Cancel: 1}, func(t *testing.T, s *spec.Spec) {
 			override(t, s, spec.Destination, "Reserving", "DestinationReserved", spec.SourceFirst, "Receiving",
 				"RegisterDestination", "PublishStored", "StartPull")
 		}},
-		{"sglang", Budget{Duplicate: 1, Abort: 1}, func(t *testing.T, s *spec.Spec) {
+		{"sglang", system.Budget{system.Duplicate: 1, system.Abort: 1}, func(t *testing.T, s *spec.Spec) {
 			override(t, s, spec.Destination, "Reserved", "Cancelled", spec.DestinationFirst, "",
 				"DisarmReservationTimer", "FenceDestination", "ReleaseDestination")
 		}},
 		// The pin is never released: the run ends holding it.
-		{"vllm", Budget{Cancel: 1}, func(t *testing.T, s *spec.Spec) {
+		{"vllm", system.Budget{system.Cancel: 1}, func(t *testing.T, s *spec.Spec) {
 			override(t, s, spec.Source, "Pinned", "ReaderCompleted", spec.SourceFirst, "Released",
 				"DisarmLease", "ReportSourceReleased", "Complete")
 		}},
 		// The request is never counted out of the worker: a state
 		// invariant, judged on the state a step reaches.
-		{"vllm", Budget{Cancel: 1}, func(t *testing.T, s *spec.Spec) {
+		{"vllm", system.Budget{system.Cancel: 1}, func(t *testing.T, s *spec.Spec) {
 			override(t, s, spec.Source, "Pinned", "ReaderCompleted", spec.SourceFirst, "Released",
 				"DisarmLease", "ReleaseSource", "ReportSourceReleased")
 		}},
@@ -903,7 +904,7 @@ func TestReport_Rates(t *testing.T) {
 	}
 	// No worker count means every core.
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
-	c, err := New(Generated(), cfg, runNamed(t, cfg, "trtllm"))
+	c, err := New(system.Generated(), cfg, runNamed(t, cfg, "trtllm"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -919,7 +920,7 @@ func TestReport_Interrupted(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	c, err := New(Generated(), cfg, runNamed(t, cfg, "vllm"))
+	c, err := New(system.Generated(), cfg, runNamed(t, cfg, "vllm"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -929,7 +930,7 @@ func TestReport_Interrupted(t *testing.T) {
 		t.Errorf("interrupted exploration: complete=%v stop=%q %q, %d states, depth %d, store %d bytes",
 			r.Complete, r.StopReason, r.StopDetail, r.Stats.States, r.Stats.Depth, r.Stats.StoreBytes)
 	}
-	rep, err := Check(ctx, Generated(), cfg, cfg.Runs, Limits{}, nil)
+	rep, err := Check(ctx, system.Generated(), cfg, cfg.Runs, Limits{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -954,7 +955,7 @@ func TestReport_Interrupted(t *testing.T) {
 		t.Errorf("JSON verdict %q, not run %v", j.Verdict, j.NotRun)
 	}
 	// Walks too.
-	wrep, err := CheckWalks(ctx, Generated(), cfg, cfg.Runs, WalkOptions{Seed: 1, Walks: 5, Steps: 5})
+	wrep, err := CheckWalks(ctx, system.Generated(), cfg, cfg.Runs, WalkOptions{Seed: 1, Walks: 5, Steps: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1007,7 +1008,7 @@ func TestReport_SpeedupOverOneWorker(t *testing.T) {
 // waiting to be explored, as an independent search counts them.
 func TestExplore_ProgressAfterEveryLevel(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
-	c, err := New(Generated(), cfg, runNamed(t, cfg, "trtllm"))
+	c, err := New(system.Generated(), cfg, runNamed(t, cfg, "trtllm"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1060,7 +1061,7 @@ func (c *lateCancel) Err() error {
 // the first level leaves the initial state alone.
 func TestExplore_InterruptedWithinALevel(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
-	c, err := New(Generated(), cfg, runNamed(t, cfg, "trtllm"))
+	c, err := New(system.Generated(), cfg, runNamed(t, cfg, "trtllm"))
 	if err != nil {
 		t.Fatal(err)
 	}

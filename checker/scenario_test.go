@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -41,12 +42,12 @@ func TestScenarios(t *testing.T) {
 	for _, file := range files {
 		name := strings.TrimSuffix(filepath.Base(file), ".txt")
 		t.Run(name, func(t *testing.T) {
-			var cfg *Config
+			var cfg *system.Config
 			var sess *Session
 			var prev []string
 			// apply performs one move and renders it with the lines of the
 			// state that changed.
-			apply := func(d *datadriven.TestData, m Move) []string {
+			apply := func(d *datadriven.TestData, m system.Move) []string {
 				r, err := sess.Apply(m)
 				if err != nil {
 					return []string{fmt.Sprintf("%s\n  error: %v", m, err)}
@@ -75,12 +76,12 @@ func TestScenarios(t *testing.T) {
 				case "config":
 					var run string
 					d.ScanArgs(t, "run", &run)
-					c, err := ParseConfig(d.Pos, []byte(d.Input))
+					c, err := system.ParseConfig(d.Pos, []byte(d.Input))
 					if err != nil {
 						return "error: " + err.Error()
 					}
 					cfg = c
-					var chosen *Run
+					var chosen *system.Run
 					for i := range c.Runs {
 						if c.Runs[i].Name == run {
 							chosen = &c.Runs[i]
@@ -89,7 +90,7 @@ func TestScenarios(t *testing.T) {
 					if chosen == nil {
 						return fmt.Sprintf("error: no run named %q", run)
 					}
-					ck, err := New(Generated(), c, *chosen)
+					ck, err := New(system.Generated(), c, *chosen)
 					if err != nil {
 						return "error: " + err.Error()
 					}
@@ -104,7 +105,7 @@ func TestScenarios(t *testing.T) {
 						if line == "" {
 							continue
 						}
-						m, err := ParseMove(line)
+						m, err := system.ParseMove(line)
 						if err != nil {
 							d.Fatalf(t, "%s: %q: %v", d.Pos, line, err)
 						}
@@ -120,12 +121,12 @@ func TestScenarios(t *testing.T) {
 					need()
 					var out []string
 					for i := 0; i < 200; i++ {
-						var pick *Move
+						var pick *system.Move
 						for _, m := range sess.Moves() {
 							if m.Kind.Fault() {
 								continue
 							}
-							if m.Kind == MvTimer && m.Arg == int8(model.TimerHeartbeat) {
+							if m.Kind == system.MvTimer && m.Arg == int8(model.TimerHeartbeat) {
 								if pick == nil {
 									mm := m
 									pick = &mm
@@ -187,7 +188,7 @@ func TestScenarios(t *testing.T) {
 					if d.HasArg("max-states") {
 						d.ScanArgs(t, "max-states", &lim.MaxStates)
 					}
-					rep, err := Check(context.Background(), Generated(), cfg, cfg.Runs, lim, nil)
+					rep, err := Check(context.Background(), system.Generated(), cfg, cfg.Runs, lim, nil)
 					if err != nil {
 						return "error: " + err.Error()
 					}

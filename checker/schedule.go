@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+
+	"github.com/handoffcheck/handoffcheck/checker/system"
 )
 
 // Schedule is how a random walk decides when to commit its faults.
@@ -77,7 +79,7 @@ const pilotStream = 0x70696c6f74 // "pilot"
 // ScheduledFault is one fault of a walk's schedule: the kind and the step
 // (counted from 0) from which it is due.
 type ScheduledFault struct {
-	Fault Fault
+	Fault system.Fault
 	Step  int
 }
 
@@ -85,17 +87,17 @@ func (f ScheduledFault) String() string { return fmt.Sprintf("%s at %d", f.Fault
 
 // faultPlan is the fault schedule of one walk.
 type faultPlan struct {
-	pos   [NumFaults][]int // steps at which each unit of budget comes due, ascending
-	spent [NumFaults]int   // units committed
+	pos   [system.NumFaults][]int // steps at which each unit of budget comes due, ascending
+	spent [system.NumFaults]int   // units committed
 }
 
 // planFaults draws a position over [0, horizon) for every unit of budget
 // of every fault kind the walk may use.
-func (c *Checker) planFaults(rng *rand.Rand, allowed *[numMoveKinds]bool, horizon int) *faultPlan {
+func (c *Checker) planFaults(rng *rand.Rand, allowed *[system.NumMoveKinds]bool, horizon int) *faultPlan {
 	p := &faultPlan{}
 	b := c.Initial().B
-	for f := Fault(0); f < NumFaults; f++ {
-		if mv := FaultKinds[f].Move; mv != 0 && !allowed[mv] {
+	for f := system.Fault(0); f < system.NumFaults; f++ {
+		if mv := system.FaultKinds[f].Move; mv != 0 && !allowed[mv] {
 			continue
 		}
 		for range b.Left(f) {
@@ -108,7 +110,7 @@ func (c *Checker) planFaults(rng *rand.Rand, allowed *[numMoveKinds]bool, horizo
 
 // due reports whether a unit of kind f has come due by step i and is not
 // yet committed.
-func (p *faultPlan) due(f Fault, i int) bool {
+func (p *faultPlan) due(f system.Fault, i int) bool {
 	n := 0
 	for _, s := range p.pos[f] {
 		if s <= i {
@@ -123,7 +125,7 @@ func (p *faultPlan) list() []ScheduledFault {
 	var out []ScheduledFault
 	for f := range p.pos {
 		for _, s := range p.pos[f] {
-			out = append(out, ScheduledFault{Fault: Fault(f), Step: s})
+			out = append(out, ScheduledFault{Fault: system.Fault(f), Step: s})
 		}
 	}
 	slices.SortStableFunc(out, func(a, b ScheduledFault) int { return a.Step - b.Step })
@@ -133,18 +135,18 @@ func (p *faultPlan) list() []ScheduledFault {
 // spendsAt is the fault kind a move enabled in s would spend: its own for
 // a fault move, reorder for the delivery of a fact that is not the oldest
 // in flight, early_timer for a timer while the system is not stuck.
-func (c *Checker) spendsAt(s *State, m Move, stuck bool) (Fault, bool) {
+func (c *Checker) spendsAt(s *system.State, m system.Move, stuck bool) (system.Fault, bool) {
 	if f, ok := m.Kind.Spends(); ok {
 		return f, true
 	}
 	switch m.Kind {
-	case MvDeliver:
+	case system.MvDeliver:
 		if s.W.H[m.H].Ch[m.Arg].Index(m.Msg) > 0 {
-			return Reorder, true
+			return system.Reorder, true
 		}
-	case MvTimer:
+	case system.MvTimer:
 		if !stuck {
-			return EarlyTimer, true
+			return system.EarlyTimer, true
 		}
 	}
 	return 0, false
@@ -156,18 +158,18 @@ func (c *Checker) spendsAt(s *State, m Move, stuck bool) (Fault, bool) {
 // only.
 func (c *Checker) horizon(steps int) int {
 	lengths := make([]int, pilotWalks)
-	var ms moveSet
+	var ms system.MoveSet
 	for w := range lengths {
 		rng := rand.New(rand.NewPCG(uint64(w), pilotStream))
 		s := c.Initial()
 		n := 0
 		for n < steps {
-			c.moves(&s, &ms)
-			var pick [len(ms.m)]Move
+			c.Enabled(&s, &ms)
+			var pick [len(ms.M)]system.Move
 			k := 0
-			for j := 0; j < ms.n; j++ {
-				if _, fault := c.spendsAt(&s, ms.m[j], ms.stuck); !fault {
-					pick[k] = ms.m[j]
+			for j := 0; j < ms.N; j++ {
+				if _, fault := c.spendsAt(&s, ms.M[j], ms.Stuck); !fault {
+					pick[k] = ms.M[j]
 					k++
 				}
 			}
@@ -210,23 +212,23 @@ func newPCTOrder(rng *rand.Rand, actors, horizon int) *pctOrder {
 
 // actor is whose move m is: its handoff's, or the environment's (nH) for
 // a move on a worker (freeing background load, a restart, an occupation).
-func (c *Checker) actor(m Move) int {
+func (c *Checker) actor(m system.Move) int {
 	if m.H >= 0 {
 		return int(m.H)
 	}
-	return c.nH
+	return c.Handoffs()
 }
 
 // pick chooses uniformly among the moves of the highest-priority actor
 // that has any.
-func (o *pctOrder) pick(c *Checker, rng *rand.Rand, moves []Move) Move {
+func (o *pctOrder) pick(c *Checker, rng *rand.Rand, moves []system.Move) system.Move {
 	best := -1
 	for _, m := range moves {
 		if a := c.actor(m); best < 0 || o.prio[a] > o.prio[best] {
 			best = a
 		}
 	}
-	var mine [maxMoves]Move
+	var mine [system.MaxMoves]system.Move
 	n := 0
 	for _, m := range moves {
 		if c.actor(m) == best {
@@ -238,7 +240,7 @@ func (o *pctOrder) pick(c *Checker, rng *rand.Rand, moves []Move) Move {
 }
 
 // moved lowers the priority of the actor of m when step i is a change point.
-func (o *pctOrder) moved(c *Checker, m Move, i int) {
+func (o *pctOrder) moved(c *Checker, m system.Move, i int) {
 	for _, s := range o.changes {
 		if s == i {
 			o.lowest--

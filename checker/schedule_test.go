@@ -3,6 +3,8 @@ package checker
 import (
 	"context"
 	"testing"
+
+	"github.com/handoffcheck/handoffcheck/checker/system"
 )
 
 // The horizon is one and a half times the length of a walk that commits
@@ -10,7 +12,7 @@ import (
 // configuration a fault-free vllm handoff takes 8 moves.
 func TestSchedule_Horizon(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
-	c := checkerFor(t, Generated(), cfg, "vllm")
+	c := checkerFor(t, system.Generated(), cfg, "vllm")
 	if h := c.horizon(200); h != 12 {
 		t.Errorf("horizon %d, want 12 (8 moves without faults, times 1.5)", h)
 	}
@@ -32,19 +34,19 @@ func TestSchedule_Horizon(t *testing.T) {
 // a walk places one position per unit of budget.
 func TestSchedule_FaultsWaitForTheirPositions(t *testing.T) {
 	cfg := mustConfig(t, twoByTwo)
-	cfg.Budget = Budget{Duplicate: 2, Loss: 2, Reorder: 2, Cancel: 1, Abort: 2, TransferFailure: 1, Restart: 1, EarlyTimer: 2, NoShow: 1}
+	cfg.Budget = system.Budget{system.Duplicate: 2, system.Loss: 2, system.Reorder: 2, system.Cancel: 1, system.Abort: 2, system.TransferFailure: 1, system.Restart: 1, system.EarlyTimer: 2, system.NoShow: 1}
 	for _, run := range cfg.Runs {
-		c, err := New(Generated(), cfg, run)
+		c, err := New(system.Generated(), cfg, run)
 		if err != nil {
 			t.Fatal(err)
 		}
 		hz := c.horizon(200)
 		for _, sched := range []Schedule{SchedulePositions, schedulePCT} {
-			var committed, placed [NumFaults]int
+			var committed, placed [system.NumFaults]int
 			for seed := uint64(0); seed < 300; seed++ {
 				swarm := seed%2 == 1
 				w := c.walkOnce(walkSpec{seed: seed, steps: 200, swarm: swarm, sched: sched, horizon: hz, keep: true})
-				var pos [NumFaults][]int
+				var pos [system.NumFaults][]int
 				for _, f := range w.schedule {
 					if f.Step < 0 || f.Step >= hz {
 						t.Fatalf("%s %s seed %d: %s outside the horizon %d", run.Name, sched, seed, f, hz)
@@ -56,9 +58,9 @@ func TestSchedule_FaultsWaitForTheirPositions(t *testing.T) {
 				for _, n := range w.allowed {
 					allowed[n] = true
 				}
-				for f := Fault(0); f < NumFaults; f++ {
+				for f := system.Fault(0); f < system.NumFaults; f++ {
 					want := int(cfg.Budget[f])
-					if mv := FaultKinds[f].Move; mv != 0 && !allowed[mv.String()] {
+					if mv := system.FaultKinds[f].Move; mv != 0 && !allowed[mv.String()] {
 						want = 0
 					}
 					if len(pos[f]) != want {
@@ -66,11 +68,11 @@ func TestSchedule_FaultsWaitForTheirPositions(t *testing.T) {
 					}
 				}
 				s := c.Initial()
-				var spent [NumFaults]int
-				var ms moveSet
+				var spent [system.NumFaults]int
+				var ms system.MoveSet
 				for i, m := range w.moves {
-					c.moves(&s, &ms)
-					if f, fault := c.spendsAt(&s, m, ms.stuck); fault {
+					c.Enabled(&s, &ms)
+					if f, fault := c.spendsAt(&s, m, ms.Stuck); fault {
 						due := 0
 						for _, p := range pos[f] {
 							if p <= i {
@@ -94,14 +96,14 @@ func TestSchedule_FaultsWaitForTheirPositions(t *testing.T) {
 			t.Logf("%s %s: faults placed %v, committed %v", run.Name, sched, placed, committed)
 			for f := range committed {
 				if cfg.Budget[f] > 0 && committed[f] == 0 {
-					t.Errorf("%s %s: no walk committed %s", run.Name, sched, Fault(f))
+					t.Errorf("%s %s: no walk committed %s", run.Name, sched, system.Fault(f))
 				}
 			}
 		}
 	}
 }
 
-func toInts(a [NumFaults]int32) (out [NumFaults]int) {
+func toInts(a [system.NumFaults]int32) (out [system.NumFaults]int) {
 	for i, n := range a {
 		out[i] = int(n)
 	}

@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -36,7 +37,7 @@ func (c *Checker) newExploration(lim Limits) *exploration {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	e := &exploration{c: c, lim: lim, words: 1 + c.nW + model.HandoffWords*c.nH, cov: newCoverage(c.proto.spec), start: start}
+	e := &exploration{c: c, lim: lim, words: 1 + c.Workers() + model.HandoffWords*c.Handoffs(), cov: system.NewCoverage(c.Protocol().Spec()), start: start}
 	e.heapStart = readHeap()
 	if lim.Bitstate > 0 {
 		e.lim.Liveness, e.lim.Exact = false, false
@@ -120,10 +121,10 @@ func (e *exploration) stopForMemory() {
 func (e *exploration) root() {
 	c := e.c
 	init := c.Initial()
-	var k Key
-	c.canonical(&init, &k)
+	var k system.Key
+	c.Canonical(&init, &k)
 	e.rootKey = k
-	fp := fingerprint(&k, e.words)
+	fp := system.Fingerprint(&k, e.words)
 	e.vis.insert(fp, k[:e.words])
 	if e.vis.keepsIDs() {
 		e.vis.setID(fp, k[:e.words], 0)
@@ -154,10 +155,10 @@ func (e *exploration) startFromCheckpoint() {
 		}
 	}
 	if lim.Checkpoint != "" && e.diskErr == nil {
-		e.ckpt = &checkpointer{dir: checkpointDir(lim.Checkpoint, e.c.run), every: lim.CheckpointEvery, last: time.Now()}
+		e.ckpt = &checkpointer{dir: checkpointDir(lim.Checkpoint, e.c.Run()), every: lim.CheckpointEvery, last: time.Now()}
 	}
 	if lim.Resume != "" && e.diskErr == nil {
-		res, ok, err := e.restore(checkpointDir(lim.Resume, e.c.run))
+		res, ok, err := e.restore(checkpointDir(lim.Resume, e.c.Run()))
 		switch {
 		case err != nil:
 			e.diskErr = err
@@ -184,7 +185,7 @@ func (e *exploration) search(ctx context.Context, progress func(Progress)) {
 		}
 		if progress != nil && time.Since(lastReport) >= progressEvery {
 			lastReport = time.Now()
-			progress(Progress{Run: e.c.run.Name, States: e.states(), Transitions: e.stats.Transitions, Depth: depth + 1,
+			progress(Progress{Run: e.c.Run().Name, States: e.states(), Transitions: e.stats.Transitions, Depth: depth + 1,
 				Queue: e.frontier.n, Elapsed: time.Since(e.start)})
 		}
 		e.sampleHeap()
@@ -345,8 +346,8 @@ func (e *exploration) goToDisk() error {
 func (e *exploration) result() *Result {
 	e.finishStats()
 	lim := e.lim
-	r := &Result{Run: e.c.run, Stats: e.stats, Coverage: e.cov, DeadEnds: e.deadEnds, Resumed: e.resumed, Reduction: e.por, Sleep: e.sleep != nil,
-		Symmetry: e.c.sym.any(), Exact: lim.Exact, Complete: !e.cut && e.viol == nil}
+	r := &Result{Run: e.c.Run(), Stats: e.stats, Coverage: e.cov, DeadEnds: e.deadEnds, Resumed: e.resumed, Reduction: e.por, Sleep: e.sleep != nil,
+		Symmetry: e.c.Symmetric(), Exact: lim.Exact, Complete: !e.cut && e.viol == nil}
 	if e.cut {
 		r.StopReason = e.stopWhy
 		r.StopDetail = stopDetail(e.stopWhy, lim, r.Stats)

@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -11,7 +12,7 @@ import (
 // invariants the explorer uses.
 type Session struct {
 	c *Checker
-	s State
+	s system.State
 }
 
 // NewSession starts a session in the initial state.
@@ -20,15 +21,15 @@ func (c *Checker) NewSession() *Session {
 }
 
 // State is the session's current state.
-func (s *Session) State() *State { return &s.s }
+func (s *Session) State() *system.State { return &s.s }
 
 // checker is the checker the session steps.
 func (s *Session) checker() *Checker { return s.c }
 
 // StepResult is what one move did.
 type StepResult struct {
-	Move      Move
-	Fired     []Firing
+	Move      system.Move
+	Fired     []system.Firing
 	Journal   model.Journal
 	Violation *model.Violation
 }
@@ -36,9 +37,9 @@ type StepResult struct {
 // Apply performs a move if the state enables it; the state is unchanged
 // and an error returned otherwise. A violation is reported in the result;
 // the state still advances, so that a scenario can show what follows.
-func (s *Session) Apply(m Move) (StepResult, error) {
-	var log []Firing
-	cov := newCoverage(s.c.proto.spec)
+func (s *Session) Apply(m system.Move) (StepResult, error) {
+	var log []system.Firing
+	cov := system.NewCoverage(s.c.Protocol().Spec())
 	cov.Log = &log
 	j, v, err := s.c.Step(&s.s, m, cov)
 	if err != nil {
@@ -48,16 +49,16 @@ func (s *Session) Apply(m Move) (StepResult, error) {
 		v = s.c.CheckState(&s.s)
 	}
 	if v == nil && s.c.Quiescent(&s.s) {
-		v = s.c.checkQuiescence(&s.s)
+		v = s.c.CheckQuiescence(&s.s)
 	}
 	return StepResult{Move: m, Fired: log, Journal: j, Violation: v}, nil
 }
 
 // Describe renders the current state.
-func (s *Session) Describe() []string { return s.c.describeState(&s.s) }
+func (s *Session) Describe() []string { return s.c.DescribeState(&s.s) }
 
 // Moves lists the moves enabled now.
-func (s *Session) Moves() []Move { return s.c.Moves(&s.s) }
+func (s *Session) Moves() []system.Move { return s.c.Moves(&s.s) }
 
 // Drained reports whether the current state is fully drained.
 func (s *Session) Drained() bool { return s.c.Drained(&s.s) }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -63,14 +64,14 @@ func shapesJSON(workers, handoffs []string, faults string) string {
 }
 
 // shapesLoad reads a configuration of testdata/configs.
-func shapesLoad(t testing.TB, name string) *Config {
+func shapesLoad(t testing.TB, name string) *system.Config {
 	t.Helper()
 	file := filepath.Join("..", "testdata", "configs", name)
 	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := ParseConfig(file, data)
+	c, err := system.ParseConfig(file, data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,13 +79,13 @@ func shapesLoad(t testing.TB, name string) *Config {
 }
 
 // shapesNew prepares the named run of a configuration.
-func shapesNew(t testing.TB, cfg *Config, run string, symmetry bool) *Checker {
+func shapesNew(t testing.TB, cfg *system.Config, run string, symmetry bool) *Checker {
 	t.Helper()
 	cp := *cfg
 	cp.Symmetry = symmetry
 	for _, r := range cp.Runs {
 		if r.Name == run {
-			c, err := New(Generated(), &cp, r)
+			c, err := New(system.Generated(), &cp, r)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,7 +99,7 @@ func shapesNew(t testing.TB, cfg *Config, run string, symmetry bool) *Checker {
 // shapesPrefillFirst lists the prefill workers of a configuration first,
 // each group in its order: the shape every other test uses. perm[w] is
 // where worker w goes.
-func shapesPrefillFirst(cfg *Config) (*Config, [model.MaxWorkers]int8) {
+func shapesPrefillFirst(cfg *system.Config) (*system.Config, [model.MaxWorkers]int8) {
 	var perm [model.MaxWorkers]int8
 	var order []model.WorkerConfig
 	for _, role := range []model.WorkerRole{model.PrefillWorker, model.DecodeWorker} {
@@ -119,43 +120,43 @@ func shapesPrefillFirst(cfg *Config) (*Config, [model.MaxWorkers]int8) {
 // key stands for), judging every step, state and quiescent state with the
 // explorer's checks, and calls visit on every distinct state. It fails the
 // test at the first violation and returns the keys it reached.
-func shapesBFS(t testing.TB, c *Checker, visit func(*State)) map[Key]bool {
+func shapesBFS(t testing.TB, c *Checker, visit func(*system.State)) map[system.Key]bool {
 	t.Helper()
-	seen := map[Key]bool{}
+	seen := map[system.Key]bool{}
 	init := c.Initial()
 	root := c.Key(&init)
 	if v := c.CheckState(&init); v != nil {
 		t.Fatalf("initial state: %v", v)
 	}
 	seen[root] = true
-	queue := []Key{root}
-	var ms moveSet
+	queue := []system.Key{root}
+	var ms system.MoveSet
 	var tx model.Tx
 	for len(queue) > 0 {
 		k := queue[0]
 		queue = queue[1:]
-		s := c.unpack(&k)
+		s := c.Unpack(&k)
 		if visit != nil {
 			visit(&s)
 		}
-		if c.moves(&s, &ms) == 0 {
-			if v := c.checkQuiescence(&s); v != nil {
-				t.Fatalf("quiescent state violates %v:\n%s", v, strings.Join(c.describeState(&s), "\n"))
+		if c.Enabled(&s, &ms) == 0 {
+			if v := c.CheckQuiescence(&s); v != nil {
+				t.Fatalf("quiescent state violates %v:\n%s", v, strings.Join(c.DescribeState(&s), "\n"))
 			}
 		}
-		for i := 0; i < ms.n; i++ {
+		for i := 0; i < ms.N; i++ {
 			next := s
 			tx.W, tx.J.N = &next.W, 0
-			c.apply(&next, &tx, ms.m[i], nil, ms.stuck)
-			if v := c.judgeStep(&s, &next, &tx.J, ms.m[i]); v != nil {
-				t.Fatalf("%s violates %v from:\n%s", ms.m[i], v, strings.Join(c.describeState(&s), "\n"))
+			c.ApplyTx(&next, &tx, ms.M[i], nil, ms.Stuck)
+			if v := c.JudgeStep(&s, &next, &tx.J, ms.M[i]); v != nil {
+				t.Fatalf("%s violates %v from:\n%s", ms.M[i], v, strings.Join(c.DescribeState(&s), "\n"))
 			}
 			nk := c.Key(&next)
 			if seen[nk] {
 				continue
 			}
 			if v := c.CheckState(&next); v != nil {
-				t.Fatalf("%s reaches a state that violates %v:\n%s", ms.m[i], v, strings.Join(c.describeState(&next), "\n"))
+				t.Fatalf("%s reaches a state that violates %v:\n%s", ms.M[i], v, strings.Join(c.DescribeState(&next), "\n"))
 			}
 			seen[nk] = true
 			queue = append(queue, nk)
@@ -168,7 +169,7 @@ func shapesBFS(t testing.TB, c *Checker, visit func(*State)) map[Key]bool {
 // perm[w]. It works on the world's fields, not on packed words, so that it
 // does not share a slip with the renaming symmetry reduction uses
 // (model.RemapHandoff).
-func shapesRelabel(s *State, perm *[model.MaxWorkers]int8) State {
+func shapesRelabel(s *system.State, perm *[model.MaxWorkers]int8) system.State {
 	r := *s
 	for w := 0; w < s.W.NumWorkers(); w++ {
 		r.W.W[perm[w]] = s.W.W[w]
@@ -214,35 +215,35 @@ func shapesExplore(t testing.TB, c *Checker, lim Limits) (*Result, shapesCounts)
 // too, so it had not told its router an outcome) is left a notice: the
 // PeerGone fact set and the peer-restarted move enabled. It returns how
 // many notices it checked.
-func shapesPeerNotices(t testing.TB, c *Checker, s *State) int {
+func shapesPeerNotices(t testing.TB, c *Checker, s *system.State) int {
 	t.Helper()
 	n := 0
 	for _, m := range c.Moves(s) {
-		if m.Kind != MvRestart {
+		if m.Kind != system.MvRestart {
 			continue
 		}
 		next := *s
 		if _, v, err := c.Step(&next, m, nil); err != nil || v != nil {
 			t.Fatalf("%s: %v %v", m, err, v)
 		}
-		var after []Move
-		for h := 0; h < c.nH; h++ {
+		var after []system.Move
+		for h := 0; h < c.Handoffs(); h++ {
 			x := &s.W.H[h]
 			for side := model.SourceSide; side <= model.DestinationSide; side++ {
 				peer := side.Other()
 				if x.Worker(side) != int(m.Arg) || x.Worker(peer) < 0 ||
-					c.terminal(s, roleOf(side), h) || c.terminal(s, roleOf(peer), h) {
+					c.Terminal(s, system.RoleOf(side), h) || c.Terminal(s, system.RoleOf(peer), h) {
 					continue
 				}
 				n++
 				if after == nil {
 					after = c.Moves(&next)
 				}
-				notice := Move{Kind: MvPeerRestarted, H: int8(h), Arg: int8(peer)}
+				notice := system.Move{Kind: system.MvPeerRestarted, H: int8(h), Arg: int8(peer)}
 				if !next.W.H[h].PeerGone[peer] || !slices.Contains(after, notice) {
 					t.Fatalf("%s: the %s of handoff %d (worker %d) is not told its peer restarted (PeerGone=%v, %q enabled=%v); before:\n%s",
 						m, peer, h, x.Worker(peer), next.W.H[h].PeerGone[peer], notice, slices.Contains(after, notice),
-						strings.Join(c.describeState(s), "\n"))
+						strings.Join(c.DescribeState(s), "\n"))
 				}
 			}
 		}
@@ -266,7 +267,7 @@ func TestShapes_DecodeFirstIsARelabelling(t *testing.T) {
 	threeWorkers := want{"vllm": {2863, 7806, 13, 223}, "sglang": {3682, 9326, 15, 325}}
 	cases := []struct {
 		name string
-		cfg  *Config
+		cfg  *system.Config
 		want want
 	}{
 		{"decode,prefill", mustConfig(t, shapesJSON([]string{shD, shP}, one, shFaults)), twoWorkers},
@@ -306,16 +307,16 @@ func TestShapes_DecodeFirstIsARelabelling(t *testing.T) {
 					t.Errorf("decode-first %+v, pinned %+v", na, tc.want[run.Name])
 				}
 				notices := 0
-				ka := shapesBFS(t, a, func(s *State) { notices += shapesPeerNotices(t, a, s) })
+				ka := shapesBFS(t, a, func(s *system.State) { notices += shapesPeerNotices(t, a, s) })
 				kb := shapesBFS(t, b, nil)
 				if len(ka) != na.States || len(kb) != nb.States {
 					t.Fatalf("BFS reached %d and %d states, the explorer %d and %d", len(ka), len(kb), na.States, nb.States)
 				}
 				for k := range ka {
-					s := a.unpack(&k)
+					s := a.Unpack(&k)
 					r := shapesRelabel(&s, &perm)
 					if rk := b.Key(&r); !kb[rk] {
-						t.Fatalf("a decode-first state, relabelled, is not reached prefill-first:\n%s", strings.Join(a.describeState(&s), "\n"))
+						t.Fatalf("a decode-first state, relabelled, is not reached prefill-first:\n%s", strings.Join(a.DescribeState(&s), "\n"))
 					}
 				}
 				if notices == 0 {
@@ -332,7 +333,7 @@ func shapesSession(t *testing.T, c *Checker, steps ...string) *Session {
 	t.Helper()
 	sess := c.NewSession()
 	for _, line := range steps {
-		m, err := ParseMove(line)
+		m, err := system.ParseMove(line)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -352,13 +353,13 @@ func shapesSession(t *testing.T, c *Checker, steps ...string) *Session {
 func shapesDrain(t *testing.T, sess *Session) bool {
 	t.Helper()
 	for i := 0; i < 200; i++ {
-		var pick *Move
+		var pick *system.Move
 		for _, m := range sess.Moves() {
 			if m.Kind.Fault() {
 				continue
 			}
 			mm := m
-			if m.Kind == MvTimer && m.Arg == int8(model.TimerHeartbeat) {
+			if m.Kind == system.MvTimer && m.Arg == int8(model.TimerHeartbeat) {
 				if pick == nil {
 					pick = &mm
 				}
@@ -409,8 +410,8 @@ func TestShapes_DecodeFirstPeerRestartReachesThePeer(t *testing.T) {
 			c := shapesNew(t, cfg, tc.run, true)
 			sess := shapesSession(t, c, append(tc.steps, tc.restart)...)
 			s := sess.State()
-			r := roleOf(tc.told)
-			if got := c.proto.StateName(r, s.Role(r, 0)); got != tc.from {
+			r := system.RoleOf(tc.told)
+			if got := c.Protocol().StateName(r, s.Role(r, 0)); got != tc.from {
 				t.Fatalf("the %s is %s after the restart, want %s", tc.told, got, tc.from)
 			}
 			if !s.W.H[0].PeerGone[tc.told] {
@@ -419,7 +420,7 @@ func TestShapes_DecodeFirstPeerRestartReachesThePeer(t *testing.T) {
 			notice := fmt.Sprintf("peer-restarted h=0 side=%s", tc.told)
 			sess = shapesSession(t, c, append(append(tc.steps, tc.restart), notice)...)
 			s = sess.State()
-			if got := c.proto.StateName(r, s.Role(r, 0)); got != tc.to {
+			if got := c.Protocol().StateName(r, s.Role(r, 0)); got != tc.to {
 				t.Errorf("after the notice the %s is %s, want %s", tc.told, got, tc.to)
 			}
 			if tc.told == model.SourceSide && (s.W.H[0].Src != model.SrcNone || s.W.H[0].Compute == model.ComputeRunning) {
@@ -433,8 +434,8 @@ func TestShapes_DecodeFirstPeerRestartReachesThePeer(t *testing.T) {
 }
 
 // shapesAllPlaced reports whether every handoff was routed on both sides.
-func shapesAllPlaced(c *Checker, s *State) bool {
-	for h := 0; h < c.nH; h++ {
+func shapesAllPlaced(c *Checker, s *system.State) bool {
+	for h := 0; h < c.Handoffs(); h++ {
 		if s.W.H[h].Prefill < 0 || s.W.H[h].Decode < 0 {
 			return false
 		}
@@ -451,22 +452,22 @@ func shapesAllPlaced(c *Checker, s *State) bool {
 func shapesWalk(t *testing.T, c *Checker, seed uint64, steps int, swarm bool, evaluated map[string]int) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 0x7368617065)) // stream: "shape"
-	allowed := map[MoveKind]bool{}
-	for _, k := range swarmFaultMoves() {
+	allowed := map[system.MoveKind]bool{}
+	for _, k := range system.SwarmFaultMoves() {
 		allowed[k] = !swarm || rng.IntN(2) == 0
 	}
 	s := c.Initial()
-	var ms moveSet
+	var ms system.MoveSet
 	var tx model.Tx
-	fail := func(what string, v *model.Violation, s *State) {
+	fail := func(what string, v *model.Violation, s *system.State) {
 		t.Helper()
-		t.Fatalf("seed %d: %s: %v\n%s", seed, what, v, strings.Join(c.describeState(s), "\n"))
+		t.Fatalf("seed %d: %s: %v\n%s", seed, what, v, strings.Join(c.DescribeState(s), "\n"))
 	}
 	for i := 0; i < steps; i++ {
 		placed := shapesAllPlaced(c, &s)
-		protocol := c.moves(&s, &ms)
+		protocol := c.Enabled(&s, &ms)
 		if placed {
-			rec := c.records(&s)
+			rec := c.Records(&s)
 			for j := range model.Invariants {
 				if inv := &model.Invariants[j]; inv.HasState() {
 					evaluated[inv.Name]++
@@ -480,7 +481,7 @@ func shapesWalk(t *testing.T, c *Checker, seed uint64, steps int, swarm bool, ev
 				if v := model.Quiescence(&s.W, &rec); v != nil {
 					fail("quiescent state", v, &s)
 				}
-				if s.B == c.budget {
+				if s.B == c.Budget() {
 					evaluated[model.NameFaultFreeCompletion]++
 					if v := model.FaultFreeCompletion(&s.W); v != nil {
 						fail("fault-free quiescent state", v, &s)
@@ -489,12 +490,12 @@ func shapesWalk(t *testing.T, c *Checker, seed uint64, steps int, swarm bool, ev
 			}
 		}
 		if protocol == 0 {
-			if v := c.checkQuiescence(&s); v != nil {
+			if v := c.CheckQuiescence(&s); v != nil {
 				fail("quiescent state", v, &s)
 			}
 		}
-		var pick []Move
-		for _, m := range ms.m[:ms.n] {
+		var pick []system.Move
+		for _, m := range ms.M[:ms.N] {
 			if !m.Kind.Fault() || allowed[m.Kind] {
 				pick = append(pick, m)
 			}
@@ -505,7 +506,7 @@ func shapesWalk(t *testing.T, c *Checker, seed uint64, steps int, swarm bool, ev
 		m := pick[rng.IntN(len(pick))]
 		next := s
 		tx.W, tx.J.N = &next.W, 0
-		c.apply(&next, &tx, m, nil, ms.stuck)
+		c.ApplyTx(&next, &tx, m, nil, ms.Stuck)
 		if placed {
 			for j := range model.Invariants {
 				if inv := &model.Invariants[j]; inv.HasStep() {
@@ -515,11 +516,11 @@ func shapesWalk(t *testing.T, c *Checker, seed uint64, steps int, swarm bool, ev
 					}
 				}
 			}
-			if (m.Kind == MvDeliver || m.Kind == MvDuplicate) && c.terminal(&s, roleOf(model.Side(m.Arg)), int(m.H)) {
+			if (m.Kind == system.MvDeliver || m.Kind == system.MvDuplicate) && c.Terminal(&s, system.RoleOf(model.Side(m.Arg)), int(m.H)) {
 				evaluated[model.NameAttemptIsolation]++
 			}
 		}
-		if v := c.judgeStep(&s, &next, &tx.J, m); v != nil {
+		if v := c.JudgeStep(&s, &next, &tx.J, m); v != nil {
 			fail(m.String(), v, &s)
 		}
 		if v := c.CheckState(&next); v != nil {
@@ -543,7 +544,7 @@ func TestShapes_MaximalShape(t *testing.T) {
 		t.Fatalf("max-shape.json has %d handoffs and %d workers, want %d and %d",
 			len(cfg.World.Handoffs), len(cfg.World.Workers), model.MaxHandoffs, model.MaxWorkers)
 	}
-	for f := Fault(0); f < NumFaults; f++ {
+	for f := system.Fault(0); f < system.NumFaults; f++ {
 		if cfg.Budget[f] == 0 {
 			t.Fatalf("max-shape.json does not allow %s", f)
 		}
@@ -557,7 +558,7 @@ func TestShapes_MaximalShape(t *testing.T) {
 	// (symmetry makes it small enough). Destination-first on SGLang also
 	// has headroom bind here: each decode worker admits two of the four.
 	same := *cfg
-	same.Budget = Budget{}
+	same.Budget = system.Budget{}
 	same.World.Handoffs = slices.Repeat(cfg.World.Handoffs[:1], model.MaxHandoffs)
 	same.World.Workers = slices.Clone(cfg.World.Workers)
 	same.World.Workers[2] = same.World.Workers[0]
@@ -600,7 +601,7 @@ func TestShapes_MaximalShape(t *testing.T) {
 			shapesWalk(t, c, seed, 300, true, evaluated)
 		}
 		none := *cfg
-		none.Budget = Budget{}
+		none.Budget = system.Budget{}
 		free := shapesNew(t, &none, run.Name, true)
 		for seed := uint64(0); seed < 30; seed++ {
 			shapesWalk(t, free, seed, 300, false, evaluated)
@@ -616,7 +617,7 @@ func TestShapes_MaximalShape(t *testing.T) {
 }
 
 // shapesSwapHandoffs renames handoffs a and b in a key.
-func shapesSwapHandoffs(k Key, nW, a, b int) Key {
+func shapesSwapHandoffs(k system.Key, nW, a, b int) system.Key {
 	base := 1 + nW
 	k[base+2*a], k[base+2*b] = k[base+2*b], k[base+2*a]
 	k[base+2*a+1], k[base+2*b+1] = k[base+2*b+1], k[base+2*a+1]
@@ -628,7 +629,7 @@ func shapesSwapHandoffs(k Key, nW, a, b int) Key {
 // with it; the states reached without it closed under every renaming the
 // reduction uses (so each is a true symmetry of the system); and, with
 // it, exactly one state per orbit of the states reached without it.
-func shapesSymmetry(t *testing.T, cfg *Config, run string, wantOn, wantOff shapesCounts) {
+func shapesSymmetry(t *testing.T, cfg *system.Config, run string, wantOn, wantOff shapesCounts) {
 	t.Helper()
 	on := shapesNew(t, cfg, run, true)
 	off := shapesNew(t, cfg, run, false)
@@ -645,18 +646,19 @@ func shapesSymmetry(t *testing.T, cfg *Config, run string, wantOn, wantOff shape
 	}
 	full := shapesBFS(t, off, nil)
 	reduced := shapesBFS(t, on, nil)
-	orbits := map[Key]bool{}
+	orbits := map[system.Key]bool{}
+	perms, classes := on.Renamings()
 	for k := range full {
-		s := off.unpack(&k)
-		for i := 1; i < len(on.sym.perms); i++ {
-			if r := shapesRelabel(&s, &on.sym.perms[i]); !full[off.Key(&r)] {
-				t.Fatalf("renaming workers by %v maps a reachable state to an unreachable one:\n%s", on.sym.perms[i][:on.nW], strings.Join(off.describeState(&s), "\n"))
+		s := off.Unpack(&k)
+		for i := 1; i < len(perms); i++ {
+			if r := shapesRelabel(&s, &perms[i]); !full[off.Key(&r)] {
+				t.Fatalf("renaming workers by %v maps a reachable state to an unreachable one:\n%s", perms[i][:on.Workers()], strings.Join(off.DescribeState(&s), "\n"))
 			}
 		}
-		for _, cl := range on.sym.classes {
+		for _, cl := range classes {
 			for i := 1; i < len(cl); i++ {
-				if r := shapesSwapHandoffs(k, on.nW, cl[0], cl[i]); !full[r] {
-					t.Fatalf("swapping handoffs %d and %d maps a reachable state to an unreachable one:\n%s", cl[0], cl[i], strings.Join(off.describeState(&s), "\n"))
+				if r := shapesSwapHandoffs(k, on.Workers(), cl[0], cl[i]); !full[r] {
+					t.Fatalf("swapping handoffs %d and %d maps a reachable state to an unreachable one:\n%s", cl[0], cl[i], strings.Join(off.DescribeState(&s), "\n"))
 				}
 			}
 		}
@@ -681,9 +683,9 @@ func TestShapes_InterchangeableWorkersAlone(t *testing.T) {
 	t.Parallel()
 	cfg := mustConfig(t, shapesJSON([]string{shP, shD, shD},
 		[]string{shH, `{"prompt_tokens": 32, "headroom_tokens": 256}`}, `"restart": 1, "cancel": 1`))
-	sym := newSymmetry(&cfg.World, true, true)
-	if len(sym.perms) != 2 || len(sym.classes) != 2 {
-		t.Fatalf("want the two decode workers interchangeable and no two handoffs: %d renamings, handoff classes %v", len(sym.perms), sym.classes)
+	perms, classes := shapesNew(t, cfg, "vllm", true).Renamings()
+	if len(perms) != 2 || len(classes) != 2 {
+		t.Fatalf("want the two decode workers interchangeable and no two handoffs: %d renamings, handoff classes %v", len(perms), classes)
 	}
 	for _, tc := range []struct {
 		run     string
@@ -703,9 +705,9 @@ func TestShapes_InterchangeableWorkersAlone(t *testing.T) {
 func TestShapes_InterchangeableHandoffsAlone(t *testing.T) {
 	t.Parallel()
 	cfg := mustConfig(t, shapesJSON([]string{shP, shD, shF}, []string{shH, shH}, `"restart": 1, "cancel": 1`))
-	sym := newSymmetry(&cfg.World, true, true)
-	if len(sym.perms) != 1 || len(sym.classes) != 1 || len(sym.classes[0]) != 2 {
-		t.Fatalf("want no two workers interchangeable and the two handoffs: %d renamings, handoff classes %v", len(sym.perms), sym.classes)
+	perms, classes := shapesNew(t, cfg, "vllm", true).Renamings()
+	if len(perms) != 1 || len(classes) != 1 || len(classes[0]) != 2 {
+		t.Fatalf("want no two workers interchangeable and the two handoffs: %d renamings, handoff classes %v", len(perms), classes)
 	}
 	for _, tc := range []struct {
 		run     string
@@ -738,11 +740,11 @@ func TestShapes_HeadroomBindsAdmission(t *testing.T) {
 	ample.World.Workers = slices.Clone(binds.World.Workers)
 	ample.World.Workers[d].Headroom = 2 * wc.Headroom
 	faulty := *binds
-	faulty.Budget = Budget{Restart: 1, Cancel: 1, EarlyTimer: 1}
+	faulty.Budget = system.Budget{system.Restart: 1, system.Cancel: 1, system.EarlyTimer: 1}
 
 	// held counts the handoffs holding a reservation or an activated
 	// request on the decode worker: both hold its headroom.
-	held := func(s *State) int {
+	held := func(s *system.State) int {
 		n := 0
 		for h := range binds.World.Handoffs {
 			if x := &s.W.H[h]; int(x.Decode) == d && x.Dst != model.DstNone {
@@ -776,7 +778,7 @@ func TestShapes_HeadroomBindsAdmission(t *testing.T) {
 			// waiting for the other's headroom, and every quiescent
 			// state a success on both sides of both handoffs.
 			most, waited, quiet := 0, 0, 0
-			shapesBFS(t, c, func(s *State) {
+			shapesBFS(t, c, func(s *system.State) {
 				most = max(most, held(s))
 				tx := model.Tx{W: &s.W}
 				for h := range binds.World.Handoffs {
@@ -788,13 +790,13 @@ func TestShapes_HeadroomBindsAdmission(t *testing.T) {
 					quiet++
 					for h := range binds.World.Handoffs {
 						if o := s.W.H[h].Outcome; o[model.SourceSide] != model.OutcomeOK || o[model.DestinationSide] != model.OutcomeOK {
-							t.Fatalf("fault-free, yet handoff %d ended %v:\n%s", h, o, strings.Join(c.describeState(s), "\n"))
+							t.Fatalf("fault-free, yet handoff %d ended %v:\n%s", h, o, strings.Join(c.DescribeState(s), "\n"))
 						}
 					}
 				}
 			})
 			mostAmple := 0
-			shapesBFS(t, a, func(s *State) { mostAmple = max(mostAmple, held(s)) })
+			shapesBFS(t, a, func(s *system.State) { mostAmple = max(mostAmple, held(s)) })
 			if quiet == 0 || mostAmple != 2 {
 				t.Fatalf("%d quiescent states; with ample headroom at most %d handoffs held at once, want 2", quiet, mostAmple)
 			}
@@ -806,7 +808,7 @@ func TestShapes_HeadroomBindsAdmission(t *testing.T) {
 			}
 			// With faults (restart, cancel, early timers) too.
 			most = 0
-			shapesBFS(t, shapesNew(t, &faulty, tc.run, true), func(s *State) { most = max(most, held(s)) })
+			shapesBFS(t, shapesNew(t, &faulty, tc.run, true), func(s *system.State) { most = max(most, held(s)) })
 			if most != tc.faultyHeldMax {
 				t.Errorf("with faults: up to %d handoffs held at once, want %d", most, tc.faultyHeldMax)
 			}

@@ -3,6 +3,7 @@ package checker
 import (
 	"sync"
 
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -46,21 +47,21 @@ const slotsPerHandoff = 32
 // slot and how many it spans: one per side for the moves that take a
 // side, one per worker for the routes (both kinds share them: a worker
 // is a prefill or a decode worker). Kinds with span 0 never sleep.
-var sleepSlots = func() (t [numMoveKinds]struct{ first, span int }) {
+var sleepSlots = func() (t [system.NumMoveKinds]struct{ first, span int }) {
 	next := 0
-	set := func(span int, ks ...MoveKind) {
+	set := func(span int, ks ...system.MoveKind) {
 		for _, k := range ks {
 			t[k].first, t[k].span = next, span
 		}
 		next += span
 	}
-	for _, k := range []MoveKind{MvDeliverRequest, MvReserve, MvRefuse, MvAdmit, MvCompute, MvTransfer, MvPromote, MvDecodeFinish} {
+	for _, k := range []system.MoveKind{system.MvDeliverRequest, system.MvReserve, system.MvRefuse, system.MvAdmit, system.MvCompute, system.MvTransfer, system.MvPromote, system.MvDecodeFinish} {
 		set(1, k)
 	}
-	for _, k := range []MoveKind{MvDeliver, MvDeliverCancel, MvPeerRestarted, MvDeferred, MvApply} {
+	for _, k := range []system.MoveKind{system.MvDeliver, system.MvDeliverCancel, system.MvPeerRestarted, system.MvDeferred, system.MvApply} {
 		set(2, k)
 	}
-	set(model.MaxWorkers, MvRoutePrefill, MvRouteDecode)
+	set(model.MaxWorkers, system.MvRoutePrefill, system.MvRouteDecode)
 	if next > slotsPerHandoff {
 		panic("checker: the sleep slots of a handoff do not fit in its share")
 	}
@@ -68,15 +69,15 @@ var sleepSlots = func() (t [numMoveKinds]struct{ first, span int }) {
 }()
 
 // routeSlot is the first of the route moves' slots.
-var routeSlot = sleepSlots[MvRoutePrefill].first
+var routeSlot = sleepSlots[system.MvRoutePrefill].first
 
 // moveSlot names a move of a handoff that sleep sets may hold, the same
 // in every state where it is enabled: its kind, handoff and argument
 // (the worker of a route, the side of a delivery, an apply, a cancel).
 // A delivery is the oldest fact of its channel (a later one spends the
 // reorder budget, and may not sleep: sleepInfo). -1: never asleep.
-func moveSlot(m Move) int {
-	if m.H < 0 || m.Kind >= numMoveKinds {
+func moveSlot(m system.Move) int {
+	if m.H < 0 || m.Kind >= system.NumMoveKinds {
 		return -1
 	}
 	sl := sleepSlots[m.Kind]
@@ -186,20 +187,20 @@ func (t *sleepSets) get(v uint16) sleepSet { return t.sets[v&sleepIndexMask] }
 // sleepMoves is what sleep sets need of a state's moves: each move's
 // slot, whether it may sleep, and the workers it touches or waits on.
 type sleepMoves struct {
-	slot [maxMoves]int8
-	ws   [maxMoves]uint8
+	slot [system.MaxMoves]int8
+	ws   [system.MaxMoves]uint8
 }
 
 // sleepInfo fills sm for the moves of s.
-func (c *Checker) sleepInfo(s *State, ms *moveSet, sm *sleepMoves) {
-	for i := 0; i < ms.n; i++ {
-		m := ms.m[i]
+func (c *Checker) sleepInfo(s *system.State, ms *system.MoveSet, sm *sleepMoves) {
+	for i := 0; i < ms.N; i++ {
+		m := ms.M[i]
 		sm.slot[i] = -1
 		sl := moveSlot(m)
 		if sl < 0 {
 			continue
 		}
-		ok, shared := c.reducible(s, m)
+		ok, shared := c.Reducible(s, m)
 		if !ok {
 			continue
 		}
@@ -207,7 +208,7 @@ func (c *Checker) sleepInfo(s *State, ms *moveSet, sm *sleepMoves) {
 		sm.ws[i] = 0
 		x := &s.W.H[m.H]
 		// A move that waits on a worker's capacity reads that worker.
-		wait := m.Kind == MvReserve || m.Kind == MvRefuse || m.Kind == MvAdmit || m.Kind == MvPromote ||
+		wait := m.Kind == system.MvReserve || m.Kind == system.MvRefuse || m.Kind == system.MvAdmit || m.Kind == system.MvPromote ||
 			x.Pending || x.Compute == model.ComputeQueued || x.Dst == model.DstActive && !x.Running
 		if !shared && !wait {
 			continue
@@ -219,7 +220,7 @@ func (c *Checker) sleepInfo(s *State, ms *moveSet, sm *sleepMoves) {
 		if x.Decode >= 0 {
 			ws |= 1 << x.Decode
 		}
-		if m.Kind == MvRoutePrefill || m.Kind == MvRouteDecode {
+		if m.Kind == system.MvRoutePrefill || m.Kind == system.MvRouteDecode {
 			ws |= 1 << m.Arg
 		}
 		if ws == 0 {
@@ -232,8 +233,8 @@ func (c *Checker) sleepInfo(s *State, ms *moveSet, sm *sleepMoves) {
 
 // independent reports whether moves i and j of a state commute there and
 // neither disables the other.
-func (sm *sleepMoves) independent(ms *moveSet, i, j int) bool {
-	return sm.slot[i] >= 0 && sm.slot[j] >= 0 && ms.m[i].H != ms.m[j].H && sm.ws[i]&sm.ws[j] == 0
+func (sm *sleepMoves) independent(ms *system.MoveSet, i, j int) bool {
+	return sm.slot[i] >= 0 && sm.slot[j] >= 0 && ms.M[i].H != ms.M[j].H && sm.ws[i]&sm.ws[j] == 0
 }
 
 // sleepFull marks a frontier entry expanded for the first time (every
@@ -284,22 +285,22 @@ type sleepAction struct {
 // successorSleep is the set that the successor t of s by move mi is
 // reached with: the moves asleep in s or taken from s before mi that are
 // independent of mi, named as t's canonical form names them.
-func (c *Checker) successorSleep(s, t *State, ms *moveSet, sm *sleepMoves, mi int, z, taken sleepSet) sleepSet {
+func (c *Checker) successorSleep(s, t *system.State, ms *system.MoveSet, sm *sleepMoves, mi int, z, taken sleepSet) sleepSet {
 	var out sleepSet
 	if sm.slot[mi] < 0 || z.empty() && taken.empty() {
 		return out
 	}
-	for j := 0; j < ms.n; j++ {
+	for j := 0; j < ms.N; j++ {
 		sl := int(sm.slot[j])
 		if sl >= 0 && (z.has(sl) || taken.has(sl)) && sm.independent(ms, j, mi) {
 			out.add(sl)
 		}
 	}
-	if !out.empty() && c.sym.any() {
-		var k Key
-		var nm naming
-		c.canonicalize(t, &k, &nm)
-		out = out.renamed(&nm.hp, &nm.wp, c.nH, c.nW)
+	if !out.empty() && c.Symmetric() {
+		var k system.Key
+		var nm system.Naming
+		c.CanonicalNaming(t, &k, &nm)
+		out = out.renamed(&nm.Hp, &nm.Wp, c.Handoffs(), c.Workers())
 	}
 	return out
 }

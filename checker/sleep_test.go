@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/handoffcheck/handoffcheck/checker/system"
+
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -21,31 +23,31 @@ func TestSleep_IndependentMovesCommute(t *testing.T) {
 	}{{"two-handoffs.json", 1 << 30}, {"headroom-binds.json", 1 << 30}, {"three-handoffs.json", 20000}} {
 		cfg := testdataConfig(t, tc.file)
 		for _, run := range cfg.Runs {
-			c := checkerFor(t, Generated(), cfg, run.Name)
+			c := checkerFor(t, system.Generated(), cfg, run.Name)
 			for _, s := range porSample(c, tc.states) {
-				var ms moveSet
+				var ms system.MoveSet
 				var sm sleepMoves
-				c.moves(&s, &ms)
+				c.Enabled(&s, &ms)
 				c.sleepInfo(&s, &ms, &sm)
-				for i := 0; i < ms.n; i++ {
-					for j := i + 1; j < ms.n; j++ {
+				for i := 0; i < ms.N; i++ {
+					for j := i + 1; j < ms.N; j++ {
 						if !sm.independent(&ms, i, j) {
 							continue
 						}
 						pairs++
-						a, b := ms.m[i], ms.m[j]
+						a, b := ms.M[i], ms.M[j]
 						ab, okAB := sleepStep(c, &s, a, b)
 						ba, okBA := sleepStep(c, &s, b, a)
 						if !okAB || !okBA {
 							t.Fatalf("%s %s: %s and %s judged independent, but one disables the other (%v, %v) in\n%s",
-								tc.file, run.Name, a, b, okAB, okBA, strings.Join(c.describeState(&s), "\n"))
+								tc.file, run.Name, a, b, okAB, okBA, strings.Join(c.DescribeState(&s), "\n"))
 						}
-						var kab, kba Key
-						c.canonical(&ab, &kab)
-						c.canonical(&ba, &kba)
+						var kab, kba system.Key
+						c.Canonical(&ab, &kab)
+						c.Canonical(&ba, &kba)
 						if kab != kba {
 							t.Fatalf("%s %s: %s and %s judged independent, but the two orders differ from\n%s",
-								tc.file, run.Name, a, b, strings.Join(c.describeState(&s), "\n"))
+								tc.file, run.Name, a, b, strings.Join(c.DescribeState(&s), "\n"))
 						}
 					}
 				}
@@ -60,19 +62,19 @@ func TestSleep_IndependentMovesCommute(t *testing.T) {
 
 // sleepStep takes a then b from s; ok is false when b, under its slot,
 // may no longer sleep or is not enabled after a.
-func sleepStep(c *Checker, s *State, a, b Move) (State, bool) {
+func sleepStep(c *Checker, s *system.State, a, b system.Move) (system.State, bool) {
 	t := *s
-	var ms moveSet
-	c.moves(&t, &ms)
+	var ms system.MoveSet
+	c.Enabled(&t, &ms)
 	tx := model.Tx{W: &t.W}
-	c.apply(&t, &tx, a, nil, ms.stuck)
-	c.moves(&t, &ms)
+	c.ApplyTx(&t, &tx, a, nil, ms.Stuck)
+	c.Enabled(&t, &ms)
 	var sm sleepMoves
 	c.sleepInfo(&t, &ms, &sm)
-	for i := 0; i < ms.n; i++ {
-		if int(sm.slot[i]) == moveSlot(b) && ms.m[i] == b {
+	for i := 0; i < ms.N; i++ {
+		if int(sm.slot[i]) == moveSlot(b) && ms.M[i] == b {
 			tx = model.Tx{W: &t.W}
-			c.apply(&t, &tx, b, nil, ms.stuck)
+			c.ApplyTx(&t, &tx, b, nil, ms.Stuck)
 			return t, true
 		}
 	}
@@ -85,34 +87,34 @@ func sleepStep(c *Checker, s *State, a, b Move) (State, bool) {
 func TestSleep_NamingFollowsCanonical(t *testing.T) {
 	renamed := 0
 	everyRun(t, []string{"two-handoffs.json", "three-handoffs.json", "max-shape.json"}, func(file, run string, c *Checker) {
-		if !c.sym.any() {
+		if !c.Symmetric() {
 			return
 		}
 		for _, s := range porSample(c, 3000) {
-			var k Key
-			c.canonical(&s, &k)
-			canon := c.unpack(&k)
-			var nm naming
-			var k2 Key
-			c.canonicalize(&s, &k2, &nm)
+			var k system.Key
+			c.Canonical(&s, &k)
+			canon := c.Unpack(&k)
+			var nm system.Naming
+			var k2 system.Key
+			c.CanonicalNaming(&s, &k2, &nm)
 			if k2 != k {
 				t.Fatalf("%s %s: canonicalize and canonical give different keys", file, run)
 			}
 			var mine, theirs sleepSet
-			var ms moveSet
-			c.moves(&s, &ms)
-			for i := 0; i < ms.n; i++ {
-				if sl := moveSlot(ms.m[i]); sl >= 0 {
+			var ms system.MoveSet
+			c.Enabled(&s, &ms)
+			for i := 0; i < ms.N; i++ {
+				if sl := moveSlot(ms.M[i]); sl >= 0 {
 					mine.add(sl)
 				}
 			}
-			c.moves(&canon, &ms)
-			for i := 0; i < ms.n; i++ {
-				if sl := moveSlot(ms.m[i]); sl >= 0 {
+			c.Enabled(&canon, &ms)
+			for i := 0; i < ms.N; i++ {
+				if sl := moveSlot(ms.M[i]); sl >= 0 {
 					theirs.add(sl)
 				}
 			}
-			if got := mine.renamed(&nm.hp, &nm.wp, c.nH, c.nW); got != theirs {
+			if got := mine.renamed(&nm.Hp, &nm.Wp, c.Handoffs(), c.Workers()); got != theirs {
 				t.Fatalf("%s %s: renamed slots %x, canonical state's %x", file, run, got, theirs)
 			}
 			if mine != theirs {
@@ -155,7 +157,7 @@ func TestSleep_TakesTransitionsAwayDeterministically(t *testing.T) {
 	cfg := testdataConfig(t, "two-handoffs.json")
 	woken := 0
 	for _, run := range cfg.Runs {
-		c := checkerFor(t, Generated(), cfg, run.Name)
+		c := checkerFor(t, system.Generated(), cfg, run.Name)
 		ctx := context.Background()
 		plain := c.Explore(ctx, Limits{Workers: 1, Reduce: true}, nil)
 		one := c.Explore(ctx, Limits{Workers: 1, Reduce: true, Sleep: true}, nil)
@@ -213,7 +215,7 @@ func TestSleep_SameTraceOnAnyWorkers(t *testing.T) {
 // the figures of the search with persistent sets alone.
 func TestSleep_StartsAgainWithout(t *testing.T) {
 	cfg := testdataConfig(t, "two-handoffs.json")
-	c := checkerFor(t, Generated(), cfg, "vllm")
+	c := checkerFor(t, system.Generated(), cfg, "vllm")
 	ctx := context.Background()
 	disk := c.Explore(ctx, Limits{Workers: 1, Reduce: true, Sleep: true, DiskAfter: 2000}, nil)
 	want := c.Explore(ctx, Limits{Workers: 1, Reduce: true, DiskAfter: 2000}, nil)
@@ -266,7 +268,7 @@ func everyRun(t *testing.T, files []string, f func(file, run string, c *Checker)
 	for _, file := range files {
 		cfg := testdataConfig(t, file)
 		for _, run := range cfg.Runs {
-			f(file, run.Name, checkerFor(t, Generated(), cfg, run.Name))
+			f(file, run.Name, checkerFor(t, system.Generated(), cfg, run.Name))
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 )
 
 // withSpillLimit makes every frontier and the trace links past n bytes
@@ -193,7 +194,7 @@ func outcomeOf(r *Result, c *Checker) outcome {
 // leaves nothing behind in its spill directory.
 func TestSpill_SameRunOnFiles(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
-	broken := variantChecker(t, "late-cancel-finalizes-twice.json", "vllm", Budget{Duplicate: 1, Cancel: 1, EarlyTimer: 1})
+	broken := variantChecker(t, "late-cancel-finalizes-twice.json", "vllm", system.Budget{system.Duplicate: 1, system.Cancel: 1, system.EarlyTimer: 1})
 	memoryLimit := spillLimit
 	withSpillLimit(t, memoryLimit)
 	for _, tc := range []struct {
@@ -201,8 +202,8 @@ func TestSpill_SameRunOnFiles(t *testing.T) {
 		c        *Checker
 		liveness bool
 	}{
-		{"sglang", checkerFor(t, Generated(), cfg, "sglang"), false},
-		{"vllm with liveness", checkerFor(t, Generated(), cfg, "vllm"), true},
+		{"sglang", checkerFor(t, system.Generated(), cfg, "sglang"), false},
+		{"vllm with liveness", checkerFor(t, system.Generated(), cfg, "vllm"), true},
 		{"a broken table", broken, false},
 	} {
 		// A run stopped by a violation counts the transitions of the
@@ -234,7 +235,7 @@ func TestSpill_SameRunOnFiles(t *testing.T) {
 func TestSpill_BrokenDirectoryStopsTheRun(t *testing.T) {
 	withSpillLimit(t, 32)
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
-	c := checkerFor(t, Generated(), cfg, "sglang")
+	c := checkerFor(t, system.Generated(), cfg, "sglang")
 	file := filepath.Join(t.TempDir(), "not-a-directory")
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 // and methods. Names nothing outside the package uses are unexported, so
 // that what the package offers is what its users need; a change that
 // must export more raises this with the reason in its message.
-const maxExported = 200
+const maxExported = 69
 
 // exportedNames lists the exported package-level names and methods
 // (Type.Method) of the package's non-test files.
@@ -73,7 +73,8 @@ func exportedNames(t *testing.T) []string {
 }
 
 // The package exports no more than maxExported names (241 before the
-// names nothing outside it used were unexported).
+// names nothing outside it used were unexported, 200 before the composed
+// system moved to checker/system).
 func TestSurface_ExportsAtMostTheCeiling(t *testing.T) {
 	names := exportedNames(t)
 	if len(names) > maxExported {

@@ -11,12 +11,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
 // checkerFor builds the checker of one named run of a configuration.
-func checkerFor(t *testing.T, p *Protocol, cfg *Config, name string) *Checker {
+func checkerFor(t *testing.T, p *system.Protocol, cfg *system.Config, name string) *Checker {
 	t.Helper()
 	c, err := New(p, cfg, runNamed(t, cfg, name))
 	if err != nil {
@@ -29,9 +30,9 @@ func checkerFor(t *testing.T, p *Protocol, cfg *Config, name string) *Checker {
 // well-formed move of the wrong moment. A replayed trace relies on it to
 // refuse a step the system could not have taken.
 func TestStep_RefusesMovesTheStateDoesNotEnable(t *testing.T) {
-	c := checkerFor(t, Generated(), mustConfig(t, smallConfig), "vllm")
+	c := checkerFor(t, system.Generated(), mustConfig(t, smallConfig), "vllm")
 	s := c.Initial()
-	for _, m := range []Move{{}, {Kind: MvReserve, H: 0}, {Kind: MvRoutePrefill, H: 0, Arg: 1}} {
+	for _, m := range []system.Move{{}, {Kind: system.MvReserve, H: 0}, {Kind: system.MvRoutePrefill, H: 0, Arg: 1}} {
 		before := s
 		if _, _, err := c.Step(&s, m, nil); err == nil || !strings.Contains(err.Error(), "not enabled") {
 			t.Errorf("move %q on the initial state: err %v, want it refused", m, err)
@@ -40,7 +41,7 @@ func TestStep_RefusesMovesTheStateDoesNotEnable(t *testing.T) {
 			t.Errorf("a refused move %q changed the state", m)
 		}
 	}
-	if _, _, err := c.Step(&s, Move{Kind: MvRoutePrefill, H: 0, Arg: 0}, nil); err != nil {
+	if _, _, err := c.Step(&s, system.Move{Kind: system.MvRoutePrefill, H: 0, Arg: 0}, nil); err != nil {
 		t.Fatalf("routing to the prefill worker: %v", err)
 	}
 }
@@ -58,7 +59,7 @@ func TestInitial_IsTheMarkedStateWhereverItIsListed(t *testing.T) {
 	}
 	cfg := mustConfig(t, smallConfig)
 	for _, run := range []string{"vllm", "sglang"} {
-		want := checkerFor(t, Generated(), cfg, run).Explore(context.Background(), Limits{Workers: 1}, nil)
+		want := checkerFor(t, system.Generated(), cfg, run).Explore(context.Background(), Limits{Workers: 1}, nil)
 		c := checkerFor(t, interpreted(t, reordered), cfg, run)
 		s := c.Initial()
 		for _, r := range []spec.Role{spec.Source, spec.Destination} {
@@ -101,7 +102,7 @@ const slotBound = `{
 func TestSlots_PromoteRunsAWaitingActivation(t *testing.T) {
 	cfg := mustConfig(t, slotBound)
 	for _, run := range []string{"vllm", "sglang"} {
-		c := checkerFor(t, Generated(), cfg, run)
+		c := checkerFor(t, system.Generated(), cfg, run)
 		r := c.Explore(context.Background(), Limits{Workers: 1, Liveness: true}, nil)
 		if r.Violation != nil || !r.Complete {
 			t.Fatalf("%s: %v (complete %v)", run, r.Violation, r.Complete)
@@ -109,20 +110,20 @@ func TestSlots_PromoteRunsAWaitingActivation(t *testing.T) {
 		// Find a state where promote is enabled by a breadth-first walk of
 		// the moves, and take it: the waiting request gets the slot.
 		found := false
-		seen := map[Key]bool{}
-		queue := []State{c.Initial()}
+		seen := map[system.Key]bool{}
+		queue := []system.State{c.Initial()}
 		for len(queue) > 0 && !found {
 			s := queue[0]
 			queue = queue[1:]
-			var ms moveSet
-			c.moves(&s, &ms)
-			for i := 0; i < ms.n; i++ {
-				m := ms.m[i]
+			var ms system.MoveSet
+			c.Enabled(&s, &ms)
+			for i := 0; i < ms.N; i++ {
+				m := ms.M[i]
 				next := s
 				if _, v, err := c.Step(&next, m, nil); err != nil || v != nil {
 					t.Fatalf("%s: %s: %v %v", run, m, err, v)
 				}
-				if m.Kind == MvPromote {
+				if m.Kind == system.MvPromote {
 					x := &next.W.H[m.H]
 					if !x.Running || s.W.H[m.H].Running {
 						t.Fatalf("%s: promote did not give handoff %d the slot", run, m.H)
@@ -157,7 +158,7 @@ func TestDrained_NeedsEveryPlacedRecordTerminal(t *testing.T) {
     {"role": "prefill", "capacity_blocks": 8}`, 1)
 	for i, js := range []string{smallConfig, decodeFirst} {
 		cfg := mustConfig(t, js)
-		c := checkerFor(t, Generated(), cfg, "vllm")
+		c := checkerFor(t, system.Generated(), cfg, "vllm")
 		if first := c.World().Workers[0].Role; first != []model.WorkerRole{model.PrefillWorker, model.DecodeWorker}[i] {
 			t.Fatalf("configuration %d lists a %s worker first", i, first)
 		}
@@ -217,7 +218,7 @@ func TestMermaid_LivenessLoopAndLanes(t *testing.T) {
 		if c.World().Workers[w].Role == model.PrefillWorker {
 			lane = "Source"
 		}
-		ce := &Counterexample{Violation: ce.Violation, Steps: []TraceStep{{Move: Move{Kind: MvRestart, Arg: int8(w)}}}}
+		ce := &Counterexample{Violation: ce.Violation, Steps: []TraceStep{{Move: system.Move{Kind: system.MvRestart, Arg: int8(w)}}}}
 		want := fmt.Sprintf("    Note over %s: worker %d restarts", lane, w)
 		if out := c.mermaidSequence(ce); !strings.Contains(out, want) {
 			t.Errorf("restart of worker %d: want %q in\n%s", w, want, out)
@@ -229,47 +230,14 @@ func TestMermaid_LivenessLoopAndLanes(t *testing.T) {
 // still prints, by number, without its arguments: messages about bad
 // input must never panic.
 func TestMove_StringOfAnUnknownKind(t *testing.T) {
-	for _, k := range []MoveKind{numMoveKinds, numMoveKinds + 1, 255} {
-		m := Move{Kind: k, H: 1, Arg: 1}
+	for _, k := range []system.MoveKind{system.NumMoveKinds, system.NumMoveKinds + 1, 255} {
+		m := system.Move{Kind: k, H: 1, Arg: 1}
 		if got, want := m.String(), fmt.Sprintf("MoveKind(%d) h=1", uint8(k)); got != want {
 			t.Errorf("got %q, want %q", got, want)
 		}
 	}
-	if got := (Move{Kind: MvRoutePrefill, H: -1, Arg: 2}).String(); got != "route-prefill worker=2" {
+	if got := (system.Move{Kind: system.MvRoutePrefill, H: -1, Arg: 2}).String(); got != "route-prefill worker=2" {
 		t.Errorf("a move about no handoff prints %q", got)
-	}
-}
-
-// checkVocabulary names each thing the model cannot run, one per line: a
-// table with more states than four bits hold, an event whose origin
-// differs from the model's, and it accepts the largest table that fits.
-func TestCheckVocabulary_NamesEachProblem(t *testing.T) {
-	grow := func(n int) *spec.Spec {
-		s := spec.Default()
-		tb := s.Table(spec.Destination)
-		for i := len(tb.States); i < n; i++ {
-			tb.States = append(tb.States, spec.State{Name: fmt.Sprintf("Extra%d", i)})
-		}
-		return s
-	}
-	if err := checkVocabulary(grow(MaxStates)); err != nil {
-		t.Errorf("a table of %d states is refused: %v", MaxStates, err)
-	}
-	s := grow(MaxStates + 1)
-	ev := &s.Table(spec.Source).Events[0]
-	want := spec.Peer
-	if ev.Origin == spec.Peer {
-		want = spec.Timer
-	}
-	ev.Origin = want
-	err := checkVocabulary(s)
-	if err == nil {
-		t.Fatal("a table of 17 states with a wrong origin is accepted")
-	}
-	lines := strings.Split(err.Error(), "\n")
-	if len(lines) != 3 || lines[1] != fmt.Sprintf("  source event %q has origin %s, the model gives it origin %s", ev.Name, want, spec.Default().Source.Events[0].Origin) ||
-		lines[2] != fmt.Sprintf("  destination table has %d states, at most %d are supported", MaxStates+1, MaxStates) {
-		t.Errorf("want a heading and one indented line per problem, got:\n%s", err)
 	}
 }
 
@@ -316,11 +284,11 @@ func TestMutationSummary_CountsEveryKind(t *testing.T) {
 // a loop: the trace file marks where it starts.
 func TestWriteTrace_OneMoveLoop(t *testing.T) {
 	cfg := mustConfig(t, smallConfig)
-	c := checkerFor(t, Generated(), cfg, "vllm")
+	c := checkerFor(t, system.Generated(), cfg, "vllm")
 	ce := &Counterexample{
 		Violation: &model.Violation{Invariant: model.NameEventuallyDrained},
-		Steps:     []TraceStep{{Move: Move{Kind: MvRoutePrefill, H: 0, Arg: 0}}},
-		Loop:      []TraceStep{{Move: Move{Kind: MvTimer, H: 0, Arg: int8(model.TimerReservation)}}},
+		Steps:     []TraceStep{{Move: system.Move{Kind: system.MvRoutePrefill, H: 0, Arg: 0}}},
+		Loop:      []TraceStep{{Move: system.Move{Kind: system.MvTimer, H: 0, Arg: int8(model.TimerReservation)}}},
 	}
 	var b strings.Builder
 	if err := WriteTrace(&b, []byte(smallConfig), nil, "vllm", c.Attempts(), ce); err != nil {
@@ -337,21 +305,21 @@ func TestWriteTrace_OneMoveLoop(t *testing.T) {
 
 // eachState explores a run breadth-first and calls visit on every
 // reachable state until it returns true (found).
-func eachState(t *testing.T, c *Checker, visit func(*State) bool) bool {
+func eachState(t *testing.T, c *Checker, visit func(*system.State) bool) bool {
 	t.Helper()
-	seen := map[Key]bool{}
-	queue := []State{c.Initial()}
+	seen := map[system.Key]bool{}
+	queue := []system.State{c.Initial()}
 	for len(queue) > 0 {
 		s := queue[0]
 		queue = queue[1:]
 		if visit(&s) {
 			return true
 		}
-		var ms moveSet
-		c.moves(&s, &ms)
-		for i := 0; i < ms.n; i++ {
+		var ms system.MoveSet
+		c.Enabled(&s, &ms)
+		for i := 0; i < ms.N; i++ {
 			next := s
-			if _, _, err := c.Step(&next, ms.m[i], nil); err != nil {
+			if _, _, err := c.Step(&next, ms.M[i], nil); err != nil {
 				t.Fatal(err)
 			}
 			if k := c.Key(&next); !seen[k] {
@@ -365,10 +333,10 @@ func eachState(t *testing.T, c *Checker, visit func(*State) bool) bool {
 
 // findState returns the first reachable state, breadth-first, that
 // satisfies want.
-func findState(t *testing.T, c *Checker, want func(*State) bool) State {
+func findState(t *testing.T, c *Checker, want func(*system.State) bool) system.State {
 	t.Helper()
-	var found State
-	if !eachState(t, c, func(s *State) bool {
+	var found system.State
+	if !eachState(t, c, func(s *system.State) bool {
 		if want(s) {
 			found = *s
 			return true
@@ -385,30 +353,30 @@ func findState(t *testing.T, c *Checker, want func(*State) bool) State {
 // explorer goes through, reports AttemptIsolation with the check that
 // failed, for a delivery and a duplicate alike, and nothing for a clean one.
 func TestJudgeStep_AttemptIsolation(t *testing.T) {
-	c := checkerFor(t, Generated(), mustConfig(t, smallConfig), "vllm")
+	c := checkerFor(t, system.Generated(), mustConfig(t, smallConfig), "vllm")
 	to := model.DestinationSide
-	before := findState(t, c, func(s *State) bool {
-		return c.terminal(s, spec.Destination, 0) && s.W.H[0].Ch[to].N > 0
+	before := findState(t, c, func(s *system.State) bool {
+		return c.Terminal(s, spec.Destination, 0) && s.W.H[0].Ch[to].N > 0
 	})
 	msg := before.W.H[0].Ch[to].M[0]
 	var j model.Journal
-	deliver := Move{Kind: MvDeliver, H: 0, Arg: int8(to), Msg: msg}
-	dup := Move{Kind: MvDuplicate, H: 0, Arg: int8(to), Msg: msg}
+	deliver := system.Move{Kind: system.MvDeliver, H: 0, Arg: int8(to), Msg: msg}
+	dup := system.Move{Kind: system.MvDuplicate, H: 0, Arg: int8(to), Msg: msg}
 	for _, tc := range []struct {
 		name   string
-		m      Move
-		change func(*State)
+		m      system.Move
+		change func(*system.State)
 		check  string
 	}{
-		{"clean delivery", deliver, func(s *State) { s.W.H[0].Ch[to].Take(0) }, ""},
-		{"clean duplicate", dup, func(s *State) {}, ""},
-		{"delivery that frees a block", deliver, func(s *State) { s.W.H[0].Ch[to].Take(0); s.W.W[1].Free++ }, "a stale fact to the %s changed the world"},
-		{"duplicate that frees a block", dup, func(s *State) { s.W.W[1].Free++ }, "a duplicate of a stale fact changed the world"},
-		{"delivery that moves a machine", deliver, func(s *State) { s.W.H[0].Ch[to].Take(0); s.Src[0]++ }, "a stale fact changed a role machine"},
+		{"clean delivery", deliver, func(s *system.State) { s.W.H[0].Ch[to].Take(0) }, ""},
+		{"clean duplicate", dup, func(s *system.State) {}, ""},
+		{"delivery that frees a block", deliver, func(s *system.State) { s.W.H[0].Ch[to].Take(0); s.W.W[1].Free++ }, "a stale fact to the %s changed the world"},
+		{"duplicate that frees a block", dup, func(s *system.State) { s.W.W[1].Free++ }, "a duplicate of a stale fact changed the world"},
+		{"delivery that moves a machine", deliver, func(s *system.State) { s.W.H[0].Ch[to].Take(0); s.Src[0]++ }, "a stale fact changed a role machine"},
 	} {
 		after := before
 		tc.change(&after)
-		v := c.judgeStep(&before, &after, &j, tc.m)
+		v := c.JudgeStep(&before, &after, &j, tc.m)
 		got := ""
 		if v != nil {
 			got = v.Check
@@ -476,7 +444,7 @@ func TestMachineMemory_CgroupLimitWins(t *testing.T) {
 // A walk takes at most Steps moves, and a run interrupted before any walk
 // ran reports no walk at all (not walks it did not make).
 func TestWalk_StepBoundAndInterruptBeforeStart(t *testing.T) {
-	c := checkerFor(t, Generated(), mustConfig(t, twoByTwo), "vllm")
+	c := checkerFor(t, system.Generated(), mustConfig(t, twoByTwo), "vllm")
 	// Seed 3 is deterministic: a walk or two end early (nothing they may
 	// take is enabled, they stop), the rest take exactly four moves; a
 	// fifth move anywhere would pass 80.
@@ -537,7 +505,7 @@ func TestExplore_LivenessNotJudgedWhenItsGraphWouldNotFit(t *testing.T) {
 	if residentBytes() == 0 {
 		t.Skip("no resident-memory reading on this system")
 	}
-	c := checkerFor(t, Generated(), mustConfig(t, smallConfig), "vllm")
+	c := checkerFor(t, system.Generated(), mustConfig(t, smallConfig), "vllm")
 	bound := int64(residentBytes()) + 1<<30 // the watcher, on real memory, never stops it
 	old := readResident
 	t.Cleanup(func() { readResident = old })
@@ -579,16 +547,16 @@ func TestFaults_TransferFailureOnlyWhereTheRunnerCanBeTold(t *testing.T) {
 	c := checkerFor(t, interpreted(t, s), mustConfig(t, js), "vllm")
 	receiving := uint8(c.Protocol().StateIndex(spec.Destination, "Receiving"))
 	pulls := 0
-	eachState(t, c, func(st *State) bool {
+	eachState(t, c, func(st *system.State) bool {
 		if st.Dst[0] != receiving || st.W.H[0].Xfer != model.XferRunning {
 			return false
 		}
 		pulls++
-		var ms moveSet
-		c.moves(st, &ms)
-		for i := 0; i < ms.n; i++ {
-			if ms.m[i].Kind == MvFailTransfer {
-				t.Errorf("a transfer failure is offered to a receiving destination that has no row for it:\n%s", strings.Join(c.describeState(st), "\n"))
+		var ms system.MoveSet
+		c.Enabled(st, &ms)
+		for i := 0; i < ms.N; i++ {
+			if ms.M[i].Kind == system.MvFailTransfer {
+				t.Errorf("a transfer failure is offered to a receiving destination that has no row for it:\n%s", strings.Join(c.DescribeState(st), "\n"))
 				return true
 			}
 		}
@@ -603,28 +571,28 @@ func TestFaults_TransferFailureOnlyWhereTheRunnerCanBeTold(t *testing.T) {
 // arrives at its side, scheduler facts of the decode worker over the
 // destination, an abort or a restart notice over the side it concerns.
 func TestMermaid_EveryMoveOnItsLane(t *testing.T) {
-	c := checkerFor(t, Generated(), mustConfig(t, smallConfig), "vllm")
+	c := checkerFor(t, system.Generated(), mustConfig(t, smallConfig), "vllm")
 	dst, src := int8(model.DestinationSide), int8(model.SourceSide)
 	for _, tc := range []struct {
-		m    Move
+		m    system.Move
 		want string
 	}{
-		{Move{Kind: MvDeliver, H: 0, Arg: dst, Msg: model.MsgReaderCompleted}, "    Transport->>Destination: h0 ReaderCompleted\n"},
-		{Move{Kind: MvDeliver, H: 1, Arg: src, Msg: model.MsgReaderCompleted}, "    Transport->>Source: h1 ReaderCompleted\n"},
-		{Move{Kind: MvDuplicate, H: 0, Arg: src, Msg: model.MsgReaderCompleted}, "    Transport->>Source: h0 ReaderCompleted (duplicate, kept in flight)\n"},
-		{Move{Kind: MvLose, H: 0, Arg: dst, Msg: model.MsgReaderCompleted}, "    Transport-xDestination: h0 ReaderCompleted lost\n"},
-		{Move{Kind: MvReserve, H: 0}, "    Note over Destination: reserve h=0\n"},
-		{Move{Kind: MvPromote, H: 0}, "    Note over Destination: promote h=0\n"},
-		{Move{Kind: MvDecodeFinish, H: 0}, "    Note over Destination: decode-finish h=0\n"},
-		{Move{Kind: MvCompute, H: 0}, "    Note over Source: compute h=0\n"},
-		{Move{Kind: MvAbort, H: 0, Arg: dst}, "    Note over Destination: abort h=0 side=destination\n"},
-		{Move{Kind: MvAbort, H: 0, Arg: src}, "    Note over Source: abort h=0 side=source\n"},
-		{Move{Kind: MvPeerRestarted, H: 0, Arg: dst}, "    Note over Destination: peer-restarted h=0 side=destination\n"},
-		{Move{Kind: MvDeferred, H: 0, Arg: dst}, "    Note over Destination: deferred h=0 side=destination\n"},
-		{Move{Kind: MvDeferred, H: 0, Arg: src}, "    Note over Source: deferred h=0 side=source\n"},
-		{Move{Kind: MvTimer, H: 0, Arg: int8(model.TimerLease)}, "    Note over Source: timer h=0 timer=lease\n"},
-		{Move{Kind: MvTimer, H: 0, Arg: int8(model.TimerReservation)}, "    Note over Destination: timer h=0 timer=reservation\n"},
-		{Move{Kind: MvFreeBackground, H: -1, Arg: 1}, "    Note over Destination: free-background worker=1\n"},
+		{system.Move{Kind: system.MvDeliver, H: 0, Arg: dst, Msg: model.MsgReaderCompleted}, "    Transport->>Destination: h0 ReaderCompleted\n"},
+		{system.Move{Kind: system.MvDeliver, H: 1, Arg: src, Msg: model.MsgReaderCompleted}, "    Transport->>Source: h1 ReaderCompleted\n"},
+		{system.Move{Kind: system.MvDuplicate, H: 0, Arg: src, Msg: model.MsgReaderCompleted}, "    Transport->>Source: h0 ReaderCompleted (duplicate, kept in flight)\n"},
+		{system.Move{Kind: system.MvLose, H: 0, Arg: dst, Msg: model.MsgReaderCompleted}, "    Transport-xDestination: h0 ReaderCompleted lost\n"},
+		{system.Move{Kind: system.MvReserve, H: 0}, "    Note over Destination: reserve h=0\n"},
+		{system.Move{Kind: system.MvPromote, H: 0}, "    Note over Destination: promote h=0\n"},
+		{system.Move{Kind: system.MvDecodeFinish, H: 0}, "    Note over Destination: decode-finish h=0\n"},
+		{system.Move{Kind: system.MvCompute, H: 0}, "    Note over Source: compute h=0\n"},
+		{system.Move{Kind: system.MvAbort, H: 0, Arg: dst}, "    Note over Destination: abort h=0 side=destination\n"},
+		{system.Move{Kind: system.MvAbort, H: 0, Arg: src}, "    Note over Source: abort h=0 side=source\n"},
+		{system.Move{Kind: system.MvPeerRestarted, H: 0, Arg: dst}, "    Note over Destination: peer-restarted h=0 side=destination\n"},
+		{system.Move{Kind: system.MvDeferred, H: 0, Arg: dst}, "    Note over Destination: deferred h=0 side=destination\n"},
+		{system.Move{Kind: system.MvDeferred, H: 0, Arg: src}, "    Note over Source: deferred h=0 side=source\n"},
+		{system.Move{Kind: system.MvTimer, H: 0, Arg: int8(model.TimerLease)}, "    Note over Source: timer h=0 timer=lease\n"},
+		{system.Move{Kind: system.MvTimer, H: 0, Arg: int8(model.TimerReservation)}, "    Note over Destination: timer h=0 timer=reservation\n"},
+		{system.Move{Kind: system.MvFreeBackground, H: -1, Arg: 1}, "    Note over Destination: free-background worker=1\n"},
 	} {
 		out := c.mermaidSequence(&Counterexample{Violation: &model.Violation{}, Steps: []TraceStep{{Move: tc.m}}})
 		if !strings.Contains(out, tc.want) {
@@ -648,7 +616,7 @@ func TestParseConfig_SymmetryFlagAndProblemsInLineOrder(t *testing.T) {
   "faults": {"loss": 99},`, 1),
 		`"faults": {"duplicate": 1, "cancel": 1, "early_timer": 1}`, `"renewal": true`, 1)
 	bad = strings.Replace(bad, `{"role": "prefill", "capacity_blocks": 8}`, `{"role": "router", "capacity_blocks": 8}`, 1)
-	_, err := ParseConfig("bad.json", []byte(bad))
+	_, err := system.ParseConfig("bad.json", []byte(bad))
 	if err == nil {
 		t.Fatal("a bad budget and a bad role are accepted")
 	}
@@ -665,7 +633,7 @@ func TestCheckWalks_OneRunNotRunIsInterrupted(t *testing.T) {
 	cfg := mustConfig(t, smallConfig)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	rep, err := CheckWalks(ctx, Generated(), cfg, cfg.Runs[:1], WalkOptions{Seed: 1, Walks: 5, Steps: 10, Workers: 1})
+	rep, err := CheckWalks(ctx, system.Generated(), cfg, cfg.Runs[:1], WalkOptions{Seed: 1, Walks: 5, Steps: 10, Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -682,12 +650,12 @@ func TestTimers_RenewalOffSilencesOnlyTheHeartbeat(t *testing.T) {
 		cfg := mustConfig(t, js)
 		fired := map[model.Timer]bool{}
 		for _, run := range []string{"vllm", "sglang"} {
-			c := checkerFor(t, Generated(), cfg, run)
-			eachState(t, c, func(s *State) bool {
-				var ms moveSet
-				c.moves(s, &ms)
-				for i := 0; i < ms.n; i++ {
-					if m := ms.m[i]; m.Kind == MvTimer {
+			c := checkerFor(t, system.Generated(), cfg, run)
+			eachState(t, c, func(s *system.State) bool {
+				var ms system.MoveSet
+				c.Enabled(s, &ms)
+				for i := 0; i < ms.N; i++ {
+					if m := ms.M[i]; m.Kind == system.MvTimer {
 						fired[model.Timer(m.Arg)] = true
 					}
 				}
@@ -739,7 +707,7 @@ func TestParseConfig_BadGroupsReportedOnce(t *testing.T) {
 	}
 	js := strings.Replace(smallConfig, `"transfer": {"bytes_per_token": 131072, "block_size_tokens": 16}`,
 		`"transfer": {"groups": `+string(groups)+`}`, 1)
-	_, err = ParseConfig("g.json", []byte(js))
+	_, err = system.ParseConfig("g.json", []byte(js))
 	if err == nil {
 		t.Fatal("a groups profile without its window is accepted")
 	}
@@ -752,18 +720,18 @@ func TestParseConfig_BadGroupsReportedOnce(t *testing.T) {
 // Every timer, message and side reads back from its step syntax: the first
 // of each list as much as the others.
 func TestParseMove_EveryTimerMessageAndSide(t *testing.T) {
-	var moves []Move
+	var moves []system.Move
 	for tm := model.Timer(0); tm < model.NumTimers; tm++ {
-		moves = append(moves, Move{Kind: MvTimer, H: 1, Arg: int8(tm)})
+		moves = append(moves, system.Move{Kind: system.MvTimer, H: 1, Arg: int8(tm)})
 	}
 	for m := model.Msg(1); m < model.NumMsgs; m++ {
-		moves = append(moves, Move{Kind: MvDeliver, H: 0, Arg: int8(model.SourceSide), Msg: m})
+		moves = append(moves, system.Move{Kind: system.MvDeliver, H: 0, Arg: int8(model.SourceSide), Msg: m})
 	}
-	moves = append(moves, Move{Kind: MvAbort, H: 2, Arg: int8(model.SourceSide)}, Move{Kind: MvAbort, H: 2, Arg: int8(model.DestinationSide)},
-		Move{Kind: MvDeferred, H: 3, Arg: int8(model.SourceSide)}, Move{Kind: MvDeferred, H: 3, Arg: int8(model.DestinationSide)},
-		Move{Kind: MvRoutePrefill, H: 0, Arg: 0})
+	moves = append(moves, system.Move{Kind: system.MvAbort, H: 2, Arg: int8(model.SourceSide)}, system.Move{Kind: system.MvAbort, H: 2, Arg: int8(model.DestinationSide)},
+		system.Move{Kind: system.MvDeferred, H: 3, Arg: int8(model.SourceSide)}, system.Move{Kind: system.MvDeferred, H: 3, Arg: int8(model.DestinationSide)},
+		system.Move{Kind: system.MvRoutePrefill, H: 0, Arg: 0})
 	for _, m := range moves {
-		got, err := ParseMove(m.String())
+		got, err := system.ParseMove(m.String())
 		if err != nil || got != m {
 			t.Errorf("%q read back as %q (%v)", m, got, err)
 		}
@@ -807,7 +775,7 @@ func TestParseConfig_DecodeProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := ParseConfig("grouped-pair.json", data)
+	c, err := system.ParseConfig("grouped-pair.json", data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -855,7 +823,7 @@ func TestParseConfig_DecodeProfile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			js := strings.Replace(smallConfig, `"transfer": {"bytes_per_token": 131072, "block_size_tokens": 16}`, `"transfer":
  `+tc.transfer, 1)
-			_, err := ParseConfig("pair.json", []byte(js))
+			_, err := system.ParseConfig("pair.json", []byte(js))
 			if err == nil {
 				t.Fatal("accepted")
 			}

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
@@ -75,7 +77,7 @@ func fullSearch(key string, c *Checker, workers int) *Result {
 // persistent-set and sleep-set tests both compare against.
 var fullMutants onceMap[[]MutantResult]
 
-func fullMutate(file string, cfg *Config, mutants []spec.Mutant) []MutantResult {
+func fullMutate(file string, cfg *system.Config, mutants []spec.Mutant) []MutantResult {
 	return fullMutants.get(fmt.Sprintf("%s/%d", file, len(mutants)), func() []MutantResult {
 		return Mutate(context.Background(), cfg, mutants, Limits{}, runtime.GOMAXPROCS(0), nil)
 	})
@@ -123,7 +125,7 @@ func TestMutate_SampleKeepsTheGoldenVerdicts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("checks a hundred mutants")
 	}
-	cfg, err := ParseConfig("mutation.json", MutationConfigJSON())
+	cfg, err := system.ParseConfig("mutation.json", MutationConfigJSON())
 	if err != nil {
 		t.Fatal(err)
 	}

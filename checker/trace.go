@@ -4,16 +4,15 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/handoffcheck/handoffcheck/machines"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
-	"github.com/handoffcheck/handoffcheck/spec"
 )
 
 // TraceStep is one step of a counterexample: the move, the rows it fired,
 // the effects judged, and the state after it.
 type TraceStep struct {
-	Move   Move
-	Fired  []Firing
+	Move   system.Move
+	Fired  []system.Firing
 	State  []string
 	Failed bool // the step on which the invariant failed
 }
@@ -32,22 +31,14 @@ type Counterexample struct {
 	Shrunk bool
 }
 
-// EventName names an event of a role.
-func EventName(r spec.Role, ev uint8) string {
-	if r == spec.Source {
-		return machines.SourceEvent(ev).String()
-	}
-	return machines.DestinationEvent(ev).String()
-}
-
 // Describe renders a firing: "h0 source Pinned --ReaderCompleted--> Released [ReleaseSource, ...] (row 15)".
-func (c *Checker) describeFiring(f Firing) string {
+func (c *Checker) describeFiring(f system.Firing) string {
 	acts := make([]string, len(f.Actions))
 	for i, a := range f.Actions {
 		acts[i] = a.String()
 	}
 	return fmt.Sprintf("h%d %s %s --%s--> %s [%s] (row %d)", f.Handoff, f.Role,
-		c.proto.StateName(f.Role, f.From), EventName(f.Role, f.Event), c.proto.StateName(f.Role, f.To), strings.Join(acts, ", "), f.Row)
+		c.Protocol().StateName(f.Role, f.From), system.EventName(f.Role, f.Event), c.Protocol().StateName(f.Role, f.To), strings.Join(acts, ", "), f.Row)
 }
 
 // pathTo lists the ids from the root to id.
@@ -68,19 +59,19 @@ func (e *exploration) pathTo(id uint32) []uint32 {
 
 // keysAlong replays a path of ids in canonical space: each id's key is its
 // parent's key with the recorded move applied.
-func (e *exploration) keysAlong(path []uint32) []Key {
+func (e *exploration) keysAlong(path []uint32) []system.Key {
 	c := e.c
-	keys := []Key{e.rootKey}
-	var ms moveSet
+	keys := []system.Key{e.rootKey}
+	var ms system.MoveSet
 	for _, id := range path[1:] {
-		s := c.unpack(&keys[len(keys)-1])
-		c.moves(&s, &ms)
+		s := c.Unpack(&keys[len(keys)-1])
+		c.Enabled(&s, &ms)
 		t := s
 		tx := model.Tx{W: &t.W}
 		_, via := e.links.get(id)
-		c.apply(&t, &tx, ms.m[via], nil, ms.stuck)
-		var k Key
-		c.canonical(&t, &k)
+		c.ApplyTx(&t, &tx, ms.M[via], nil, ms.Stuck)
+		var k system.Key
+		c.Canonical(&t, &k)
 		keys = append(keys, k)
 	}
 	return keys
@@ -91,24 +82,24 @@ func (e *exploration) keysAlong(path []uint32) []Key {
 // and records what happened. With inv set it also returns the violation as
 // seen on the concrete state, so that its handoff and worker numbers match
 // the trace.
-func (c *Checker) concreteStep(s *State, want *Key, inv string) (TraceStep, bool) {
+func (c *Checker) concreteStep(s *system.State, want *system.Key, inv string) (TraceStep, bool) {
 	step, _, ok := c.concreteStepV(s, want, inv)
 	return step, ok
 }
 
-func (c *Checker) concreteStepV(s *State, want *Key, inv string) (TraceStep, *model.Violation, bool) {
-	var ms moveSet
-	c.moves(s, &ms)
-	for i := 0; i < ms.n; i++ {
+func (c *Checker) concreteStepV(s *system.State, want *system.Key, inv string) (TraceStep, *model.Violation, bool) {
+	var ms system.MoveSet
+	c.Enabled(s, &ms)
+	for i := 0; i < ms.N; i++ {
 		t := *s
 		tx := model.Tx{W: &t.W}
-		var log []Firing
-		cov := newCoverage(c.proto.spec)
+		var log []system.Firing
+		cov := system.NewCoverage(c.Protocol().Spec())
 		cov.Log = &log
-		c.apply(&t, &tx, ms.m[i], cov, ms.stuck)
+		c.ApplyTx(&t, &tx, ms.M[i], cov, ms.Stuck)
 		var v *model.Violation
 		if inv != "" {
-			v = c.judgeStep(s, &t, &tx.J, ms.m[i])
+			v = c.JudgeStep(s, &t, &tx.J, ms.M[i])
 			if v == nil {
 				v = c.CheckState(&t)
 			}
@@ -116,12 +107,12 @@ func (c *Checker) concreteStepV(s *State, want *Key, inv string) (TraceStep, *mo
 				continue
 			}
 		}
-		var k Key
-		c.canonical(&t, &k)
+		var k system.Key
+		c.Canonical(&t, &k)
 		if want != nil && k != *want {
 			continue
 		}
-		step := TraceStep{Move: ms.m[i], Fired: log, State: c.describeState(&t)}
+		step := TraceStep{Move: ms.M[i], Fired: log, State: c.DescribeState(&t)}
 		*s = t
 		return step, v, true
 	}
@@ -134,7 +125,7 @@ func (e *exploration) counterexample(f *found) *Counterexample {
 	path := e.pathTo(f.pid)
 	keys := e.keysAlong(path)
 	s := c.Initial()
-	ce := &Counterexample{Violation: f.v, Initial: c.describeState(&s)}
+	ce := &Counterexample{Violation: f.v, Initial: c.DescribeState(&s)}
 	for i := 1; i < len(keys); i++ {
 		step, ok := c.concreteStep(&s, &keys[i], "")
 		if !ok {
@@ -145,14 +136,14 @@ func (e *exploration) counterexample(f *found) *Counterexample {
 	if f.move >= 0 {
 		// The failing move from the last canonical state, found again on
 		// the concrete state by its outcome.
-		last := c.unpack(&keys[len(keys)-1])
-		var ms moveSet
-		c.moves(&last, &ms)
+		last := c.Unpack(&keys[len(keys)-1])
+		var ms system.MoveSet
+		c.Enabled(&last, &ms)
 		t := last
 		tx := model.Tx{W: &t.W}
-		c.apply(&t, &tx, ms.m[f.move], nil, ms.stuck)
-		var k Key
-		c.canonical(&t, &k)
+		c.ApplyTx(&t, &tx, ms.M[f.move], nil, ms.Stuck)
+		var k system.Key
+		c.Canonical(&t, &k)
 		step, v, ok := c.concreteStepV(&s, &k, f.v.Invariant)
 		if !ok {
 			panic("checker: cannot replay the failing step")
@@ -162,7 +153,7 @@ func (e *exploration) counterexample(f *found) *Counterexample {
 		ce.Steps = append(ce.Steps, step)
 	} else {
 		if f.v.Invariant == model.NameQuiescence {
-			if v := c.checkQuiescence(&s); v != nil {
+			if v := c.CheckQuiescence(&s); v != nil {
 				ce.Violation = v
 			}
 		} else if v := c.CheckState(&s); v != nil && v.Invariant == f.v.Invariant {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
@@ -30,13 +31,13 @@ import (
 // without gaps; the move syntax is that of scenario files.
 const TraceSchemaV1 = "handoffcheck.trace/v1"
 
-// MaxTraceLineBytes bounds one line of a trace file: 16 MiB. The header
+// maxTraceLineBytes bounds one line of a trace file: 16 MiB. The header
 // line, the longest, embeds a configuration and at most a whole spec
 // (under 100 KB).
-const MaxTraceLineBytes = 16 << 20
+const maxTraceLineBytes = 16 << 20
 
-// ErrTrace is wrapped by every refusal of a trace file.
-var ErrTrace = errors.New("checker: bad trace")
+// errTrace is wrapped by every refusal of a trace file.
+var errTrace = errors.New("checker: bad trace")
 
 type traceHeader struct {
 	Schema    string          `json:"schema"`
@@ -58,13 +59,13 @@ type traceLine struct {
 // Trace is a parsed trace file.
 type Trace struct {
 	Run       string
-	Config    *Config
+	Config    *system.Config
 	Spec      *spec.Spec // nil: the built-in spec
 	Violation string
 	// LoopFrom > 0 marks a liveness counterexample: the moves after the
 	// first LoopFrom form a loop back to the state after them.
 	LoopFrom int
-	Moves    []Move
+	Moves    []system.Move
 	Lines    []int // the file line of each move
 }
 
@@ -105,9 +106,9 @@ func WriteTrace(w io.Writer, configJSON []byte, s *spec.Spec, run string, attemp
 // says what was expected; it never panics on bad input.
 func ParseTrace(file string, data []byte) (*Trace, error) {
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64*1024), MaxTraceLineBytes)
+	sc.Buffer(make([]byte, 0, 64*1024), maxTraceLineBytes)
 	bad := func(line int, format string, args ...any) error {
-		return fmt.Errorf("%s:%d: %w: %s", file, line, ErrTrace, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%s:%d: %w: %s", file, line, errTrace, fmt.Sprintf(format, args...))
 	}
 	tr := &Trace{}
 	line := 0
@@ -127,7 +128,7 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 			if dec.More() {
 				return nil, bad(line, "more than one JSON value on the header line")
 			}
-			if _, err := jsonfile.ScanAt(file, line, text, ErrTrace); err != nil {
+			if _, err := jsonfile.ScanAt(file, line, text, errTrace); err != nil {
 				return nil, err
 			}
 			if h.Schema != TraceSchemaV1 {
@@ -136,11 +137,11 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 			if len(h.Config) == 0 {
 				return nil, bad(line, "the header has no config")
 			}
-			cfg, err := ParseConfig(fmt.Sprintf("%s:%d: config", file, line), h.Config)
+			cfg, err := system.ParseConfig(fmt.Sprintf("%s:%d: config", file, line), h.Config)
 			if err != nil {
 				// Both sentinels stay visible to errors.Is: the trace is
 				// refused because its configuration is.
-				return nil, fmt.Errorf("%w: %w", ErrTrace, err)
+				return nil, fmt.Errorf("%w: %w", errTrace, err)
 			}
 			found := false
 			for _, r := range cfg.Runs {
@@ -152,7 +153,7 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 			if len(h.Spec) > 0 {
 				s, err := spec.Parse(fmt.Sprintf("%s:%d: spec", file, line), h.Spec)
 				if err != nil {
-					return nil, fmt.Errorf("%w: %w", ErrTrace, err)
+					return nil, fmt.Errorf("%w: %w", errTrace, err)
 				}
 				tr.Spec = s
 			}
@@ -166,21 +167,21 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 		if dec.More() {
 			return nil, bad(line, "more than one JSON value on the line")
 		}
-		if _, err := jsonfile.ScanAt(file, line, text, ErrTrace); err != nil {
+		if _, err := jsonfile.ScanAt(file, line, text, errTrace); err != nil {
 			return nil, err
 		}
 		if l.Step != len(tr.Moves)+1 {
 			return nil, bad(line, "step %d, want %d (steps count from 1 without gaps)", l.Step, len(tr.Moves)+1)
 		}
-		m, err := ParseMove(l.Move)
-		var ne *numberError
+		m, err := system.ParseMove(l.Move)
+		var ne *system.NumberError
 		if errors.As(err, &ne) {
 			n := len(tr.Config.World.Handoffs)
-			if ne.key == "worker" {
+			if ne.Key == "worker" {
 				n = len(tr.Config.World.Workers)
 			}
 			return nil, bad(line, "move %q: %s=%s: want a %s number of the configuration, which has %s (%s)",
-				l.Move, ne.key, ne.val, ne.what, plural(n, ne.what), indexRange(ne.key, n))
+				l.Move, ne.Key, ne.Val, ne.What, plural(n, ne.What), indexRange(ne.Key, n))
 		}
 		if err != nil {
 			return nil, bad(line, "move %q: %v", l.Move, err)
@@ -193,7 +194,7 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, bad(line+1, "the line is longer than %d MiB, the most a trace line may hold", MaxTraceLineBytes>>20)
+			return nil, bad(line+1, "the line is longer than %d MiB, the most a trace line may hold", maxTraceLineBytes>>20)
 		}
 		return nil, bad(line+1, "%v", err)
 	}
@@ -210,7 +211,7 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 // configuration does not have, or "" when both exist. Replaying such a
 // move could only say it is not enabled, which hides that the trace and
 // its configuration disagree.
-func outOfRange(m Move, w *model.Config) string {
+func outOfRange(m system.Move, w *model.Config) string {
 	if n := len(w.Handoffs); int(m.H) >= n {
 		return fmt.Sprintf("handoff %d is out of range: the configuration has %s (%s)", m.H, plural(n, "handoff"), indexRange("h", n))
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
@@ -33,7 +34,7 @@ func TestTrace_RoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want []Move
+	var want []system.Move
 	for _, st := range r.Violation.Steps {
 		want = append(want, st.Move)
 	}
@@ -75,11 +76,11 @@ func TestTrace_Committed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := Generated()
+			p := system.Generated()
 			if tr.Spec != nil {
 				p = interpreted(t, tr.Spec)
 			}
-			var run Run
+			var run system.Run
 			for _, r := range tr.Config.Runs {
 				if r.Name == tr.Run {
 					run = r
@@ -91,7 +92,7 @@ func TestTrace_Committed(t *testing.T) {
 			}
 			sess := c.NewSession()
 			got := ""
-			var atLoop Key
+			var atLoop system.Key
 			for i, m := range tr.Moves {
 				res, err := sess.Apply(m)
 				if err != nil {
@@ -172,13 +173,13 @@ func FuzzParseTrace(f *testing.F) {
 func TestTrace_EmbeddedErrorsKeepTheirSentinels(t *testing.T) {
 	badConfig := `{"schema": "handoffcheck.trace/v1", "run": "vllm", "config": {"schema": "nope"}}`
 	_, err := ParseTrace("ce.jsonl", []byte(badConfig))
-	if !errors.Is(err, ErrTrace) || !errors.Is(err, ErrConfig) {
+	if !errors.Is(err, errTrace) || !errors.Is(err, system.ErrConfig) {
 		t.Errorf("bad config: %v; want errors.Is ErrTrace and ErrConfig", err)
 	}
 	badSpec := `{"schema": "handoffcheck.trace/v1", "run": "vllm", "config": ` + strings.ReplaceAll(smallConfig, "\n", " ") +
 		`, "spec": {"schema": "nope"}}`
 	_, err = ParseTrace("ce.jsonl", []byte(badSpec))
-	if !errors.Is(err, ErrTrace) || !errors.Is(err, spec.ErrInvalid) {
+	if !errors.Is(err, errTrace) || !errors.Is(err, spec.ErrInvalid) {
 		t.Errorf("bad spec: %v; want errors.Is ErrTrace and spec.ErrInvalid", err)
 	}
 }
@@ -210,7 +211,7 @@ func TestTrace_RefusesWhatTheConfigurationLacks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseTrace("ce.jsonl", []byte(tc.text))
-			if err == nil || err.Error() != tc.want || !errors.Is(err, ErrTrace) {
+			if err == nil || err.Error() != tc.want || !errors.Is(err, errTrace) {
 				t.Fatalf("got %v\nwant %s", err, tc.want)
 			}
 		})
@@ -219,7 +220,7 @@ func TestTrace_RefusesWhatTheConfigurationLacks(t *testing.T) {
 
 // A line beyond MaxTraceLineBytes is refused with the limit, at its line.
 func TestTrace_LineTooLong(t *testing.T) {
-	data := append([]byte(`{"schema": "`), bytes.Repeat([]byte("x"), MaxTraceLineBytes)...)
+	data := append([]byte(`{"schema": "`), bytes.Repeat([]byte("x"), maxTraceLineBytes)...)
 	_, err := ParseTrace("ce.jsonl", data)
 	if want := "ce.jsonl:1: checker: bad trace: the line is longer than 16 MiB, the most a trace line may hold"; err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %s", err, want)

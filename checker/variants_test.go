@@ -7,13 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
 // variantChecker is a shipped spec file on one run of the small
 // configuration (testdata/configs/small.json), with the fault budget
 // given.
-func variantChecker(t *testing.T, file, run string, budget Budget) *Checker {
+func variantChecker(t *testing.T, file, run string, budget system.Budget) *Checker {
 	t.Helper()
 	path := "../testdata/variants/" + file
 	data, err := os.ReadFile(path)
@@ -28,7 +29,7 @@ func variantChecker(t *testing.T, file, run string, budget Budget) *Checker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := ParseConfig("small.json", cfgData)
+	cfg, err := system.ParseConfig("small.json", cfgData)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,13 +44,13 @@ func variantChecker(t *testing.T, file, run string, budget Budget) *Checker {
 // one each). With the fault their bug needs taken out of the budget, the
 // same run is clean: what reacts late is the bug, nothing else.
 func TestVariants_RealBugShapes(t *testing.T) {
-	small := Budget{Duplicate: 1, Cancel: 1, EarlyTimer: 1}
+	small := system.Budget{system.Duplicate: 1, system.Cancel: 1, system.EarlyTimer: 1}
 	prefix := []string{"route-prefill h=0 worker=0", "deliver-request h=0", "compute h=0", "route-decode h=0 worker=1", "reserve h=0"}
 	decoded := append(slices.Clone(prefix), "transfer h=0", "decode-finish h=0")
 	cases := []struct {
 		name      string
 		file, run string
-		budget    Budget
+		budget    system.Budget
 		invariant string // "" for a clean run
 		check     string
 		trace     []string
@@ -58,28 +59,28 @@ func TestVariants_RealBugShapes(t *testing.T) {
 		// waits for the reader's acknowledgement) finalizes again.
 		{"late cancel", "late-cancel-finalizes-twice.json", "vllm", small, "ExactlyOnceRelease", "%s released twice",
 			append(slices.Clone(decoded), "cancel h=0", "deliver-cancel h=0 side=destination")},
-		{"no cancel", "late-cancel-finalizes-twice.json", "vllm", Budget{Duplicate: 1, EarlyTimer: 1}, "", "", nil},
+		{"no cancel", "late-cancel-finalizes-twice.json", "vllm", system.Budget{system.Duplicate: 1, system.EarlyTimer: 1}, "", "", nil},
 
 		// The source gives up after decode finished (its lease expires
 		// early, or the client cancels) and tells the destination,
 		// whose finished request turns failed.
 		{"late lease expiry", "late-peer-cancel-fails-done.json", "vllm", small, "AttemptIsolation", "a stale fact changed a role machine",
 			append(slices.Clone(decoded), "timer h=0 timer=lease", "deliver h=0 to=destination msg=Cancelled")},
-		{"late cancel of the source", "late-peer-cancel-fails-done.json", "vllm", Budget{Duplicate: 1, Cancel: 1}, "AttemptIsolation", "a stale fact changed a role machine",
+		{"late cancel of the source", "late-peer-cancel-fails-done.json", "vllm", system.Budget{system.Duplicate: 1, system.Cancel: 1}, "AttemptIsolation", "a stale fact changed a role machine",
 			append(slices.Clone(decoded), "cancel h=0", "deliver-cancel h=0 side=source", "deliver h=0 to=destination msg=Cancelled")},
-		{"the source never gives up", "late-peer-cancel-fails-done.json", "vllm", Budget{Duplicate: 1}, "", "", nil},
+		{"the source never gives up", "late-peer-cancel-fails-done.json", "vllm", system.Budget{system.Duplicate: 1}, "", "", nil},
 
 		// Destination-first: the source's bootstrap deadline fires and it
 		// reports its abort; the reservation it waited for arrives after.
 		{"reservation after the abort", "prefill-after-early-outcome.json", "sglang", small, "ExactlyOnceRelease", "%s began after the %s reported its terminal outcome",
 			[]string{"route-prefill h=0 worker=0", "deliver-request h=0", "route-decode h=0 worker=1", "reserve h=0", "timer h=0 timer=bootstrap", "deliver h=0 to=source msg=DestinationReserved"}},
-		{"no early outcome", "prefill-after-early-outcome.json", "sglang", Budget{Duplicate: 1}, "", "", nil},
+		{"no early outcome", "prefill-after-early-outcome.json", "sglang", system.Budget{system.Duplicate: 1}, "", "", nil},
 
 		// Cancelled while pulling, the destination reports and queues
 		// the free; the deferred step runs while the pull still writes.
 		{"free before the reads stop", "deferred-free-during-pull.json", "vllm", small, "DestinationHeldWhileWritten", "reserved pages freed while their registration was valid and the transfer %s",
 			append(slices.Clone(prefix), "cancel h=0", "deliver-cancel h=0 side=destination", "deferred h=0 side=destination")},
-		{"no cancel while pulling", "deferred-free-during-pull.json", "vllm", Budget{Duplicate: 1, EarlyTimer: 1}, "", "", nil},
+		{"no cancel while pulling", "deferred-free-during-pull.json", "vllm", system.Budget{system.Duplicate: 1, system.EarlyTimer: 1}, "", "", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file+"/"+tc.name, func(t *testing.T) {

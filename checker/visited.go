@@ -1,5 +1,7 @@
 package checker
 
+import "github.com/handoffcheck/handoffcheck/checker/system"
+
 // visited is the search's visited set. Each way of keeping it is a type:
 //
 //   - fpSet: 64-bit fingerprints in open-addressing tables (the default;
@@ -17,7 +19,7 @@ package checker
 type visited interface {
 	// lookup finds a state by its fingerprint (and its key, for a set
 	// that compares keys) and gives its id where ids are kept.
-	lookup(fp uint64, k *Key) (uint32, bool)
+	lookup(fp uint64, k *system.Key) (uint32, bool)
 	// insert adds a state and reports whether it was new. Calls for
 	// different shards may run in parallel.
 	insert(fp uint64, key []uint64) bool
@@ -75,7 +77,9 @@ func newFPSet(ids, sleep bool) *fpSet {
 	return s
 }
 
-func (s *fpSet) lookup(fp uint64, _ *Key) (uint32, bool) { return s.shards[shardOf(fp)].lookup(fp) }
+func (s *fpSet) lookup(fp uint64, _ *system.Key) (uint32, bool) {
+	return s.shards[shardOf(fp)].lookup(fp)
+}
 
 func (s *fpSet) insert(fp uint64, _ []uint64) bool {
 	_, fresh := s.shards[shardOf(fp)].insert(fp)
@@ -130,24 +134,24 @@ func (s *fpSet) sleepOf(fp uint64) (uint16, bool) { return s.shards[shardOf(fp)]
 // exactSet keeps full keys, a map per shard, with each state's id.
 type exactSet struct {
 	words     int
-	keyShards [numShards]map[Key]uint32
+	keyShards [numShards]map[system.Key]uint32
 }
 
 func newExactSet(words int) *exactSet {
 	s := &exactSet{words: words}
 	for i := range s.keyShards {
-		s.keyShards[i] = map[Key]uint32{}
+		s.keyShards[i] = map[system.Key]uint32{}
 	}
 	return s
 }
 
-func (s *exactSet) lookup(fp uint64, k *Key) (uint32, bool) {
+func (s *exactSet) lookup(fp uint64, k *system.Key) (uint32, bool) {
 	id, ok := s.keyShards[shardOf(fp)][*k]
 	return id, ok
 }
 
 func (s *exactSet) insert(fp uint64, key []uint64) bool {
-	var k Key
+	var k system.Key
 	copy(k[:s.words], key)
 	m := s.keyShards[shardOf(fp)]
 	if _, ok := m[k]; ok {
@@ -158,7 +162,7 @@ func (s *exactSet) insert(fp uint64, key []uint64) bool {
 }
 
 func (s *exactSet) setID(fp uint64, key []uint64, id uint32) {
-	var k Key
+	var k system.Key
 	copy(k[:s.words], key)
 	s.keyShards[shardOf(fp)][k] = id
 }
@@ -174,7 +178,7 @@ func (s *exactSet) free()                                  {}
 // bytes estimates a Go map entry: the key, the id, and about a third
 // again in overhead.
 func (s *exactSet) bytes(states int) int64 {
-	return int64(states) * int64(8*keyWords+4) * 4 / 3
+	return int64(states) * int64(8*system.KeyWords+4) * 4 / 3
 }
 
 // bitstateSet keeps a few bits per state (bitstate.go).
@@ -185,7 +189,7 @@ type bitstateSet struct {
 // newBitstateSet makes a bitstate visited set of size bytes.
 func newBitstateSet(size int64) *bitstateSet { return &bitstateSet{bitShards: newBitSets(size)} }
 
-func (s *bitstateSet) lookup(fp uint64, _ *Key) (uint32, bool) {
+func (s *bitstateSet) lookup(fp uint64, _ *system.Key) (uint32, bool) {
 	return 0, s.bitShards[shardOf(fp)].has(fp)
 }
 
@@ -229,18 +233,18 @@ type diskStore struct {
 	words     int
 }
 
-func (s *diskStore) lookup(fp uint64, k *Key) (uint32, bool) { return s.inMemory.lookup(fp, k) }
-func (s *diskStore) insert(fp uint64, key []uint64) bool     { return s.inMemory.insert(fp, key) }
-func (s *diskStore) byKey() bool                             { return false }
-func (s *diskStore) keepsIDs() bool                          { return false }
-func (s *diskStore) setID(uint64, []uint64, uint32)          {}
-func (s *diskStore) bytes(states int) int64                  { return s.inMemory.bytes(states) }
-func (s *diskStore) fingerprintBytes() int64                 { return s.inMemory.fingerprintBytes() }
+func (s *diskStore) lookup(fp uint64, k *system.Key) (uint32, bool) { return s.inMemory.lookup(fp, k) }
+func (s *diskStore) insert(fp uint64, key []uint64) bool            { return s.inMemory.insert(fp, key) }
+func (s *diskStore) byKey() bool                                    { return false }
+func (s *diskStore) keepsIDs() bool                                 { return false }
+func (s *diskStore) setID(uint64, []uint64, uint32)                 {}
+func (s *diskStore) bytes(states int) int64                         { return s.inMemory.bytes(states) }
+func (s *diskStore) fingerprintBytes() int64                        { return s.inMemory.fingerprintBytes() }
 
 // admit queues a state new to the window: whether it is new at all is
 // known once the window is merged with the file (settle).
 func (s *diskStore) admit(cd *candidate, key []uint64) bool {
-	var rec [keyWords + 2]uint64
+	var rec [system.KeyWords + 2]uint64
 	rec[0], rec[1] = cd.fp, uint64(cd.pid)|uint64(cd.move)<<32
 	copy(rec[2:], key)
 	s.unchecked.push(rec[:s.words+2])

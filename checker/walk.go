@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -40,7 +41,7 @@ func shardRange(walks, k, n int) (lo, hi int) {
 
 // WalkResult is the outcome of randomized exploration of one run.
 type WalkResult struct {
-	Run   Run
+	Run   system.Run
 	Walks int
 	Moves int64
 	// Distinct counts the distinct states the walks visited.
@@ -94,12 +95,12 @@ type WalkStats struct {
 	// drawn (0 for scheduleUniform).
 	Horizon int
 	// Coverage counts the firings of each row of each role table.
-	Coverage *Coverage
+	Coverage *system.Coverage
 	// Kinds counts the moves taken, by move kind.
-	Kinds [numMoveKinds]int64
+	Kinds [system.NumMoveKinds]int64
 	// Faults counts the faults committed, by fault kind (reorder and
 	// early_timer included).
-	Faults [NumFaults]int64
+	Faults [system.NumFaults]int64
 	// Lengths is the length of each walk counted, in walk order.
 	Lengths []int
 	// Ended counts the walks by why they ended.
@@ -134,27 +135,27 @@ type moveKindCount struct {
 // kind order (protocol moves, then fault moves).
 func (s *WalkStats) moveKinds() []moveKindCount {
 	var out []moveKindCount
-	for k := MoveKind(1); k < numMoveKinds; k++ {
+	for k := system.MoveKind(1); k < system.NumMoveKinds; k++ {
 		out = append(out, moveKindCount{Kind: k.String(), Count: s.Kinds[k]})
 	}
 	return out
 }
 
 // faultKinds lists the fault moves a swarm walk may switch off.
-var faultKinds = swarmFaultMoves()
+var faultKinds = system.SwarmFaultMoves()
 
 // walkRun is what one walk did.
 type walkRun struct {
-	moves    []Move // up to and including the failing one; nil when the walk passed, unless kept
+	moves    []system.Move // up to and including the failing one; nil when the walk passed, unless kept
 	v        *model.Violation
 	allowed  []string
 	schedule []ScheduledFault
 	n        int
 	fps      []uint64 // fingerprints of the states the walk visited
 	end      WalkEnd
-	kinds    [numMoveKinds]int32
-	faults   [NumFaults]int32
-	cov      *Coverage
+	kinds    [system.NumMoveKinds]int32
+	faults   [system.NumFaults]int32
+	cov      *system.Coverage
 	ran      bool
 }
 
@@ -186,7 +187,7 @@ func (c *Checker) walkRange(ctx context.Context, opts WalkOptions) *WalkResult {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	res := &WalkResult{Run: c.run, Walks: opts.Walks, Failing: -1}
+	res := &WalkResult{Run: c.Run(), Walks: opts.Walks, Failing: -1}
 	horizon := 0
 	if opts.Schedule != scheduleUniform && opts.Walks > 0 {
 		horizon = c.horizon(opts.Steps)
@@ -236,14 +237,14 @@ func (c *Checker) walkRange(ctx context.Context, opts WalkOptions) *WalkResult {
 	merged := &fpTable{}
 	st := &res.Stats
 	st.Horizon = horizon
-	st.Coverage = newCoverage(c.proto.spec)
+	st.Coverage = system.NewCoverage(c.Protocol().Spec())
 	for i := 0; i <= last; i++ {
 		o := &outs[i]
 		for _, fp := range o.fps {
 			merged.insert(fp)
 		}
 		res.Moves += int64(o.n)
-		st.Coverage.add(o.cov)
+		st.Coverage.Add(o.cov)
 		for k, n := range o.kinds {
 			st.Kinds[k] += int64(n)
 		}
@@ -291,12 +292,12 @@ type walkSpec struct {
 func (c *Checker) walkOnce(w walkSpec) walkRun {
 	seed, steps, swarm, sched, horizon := w.seed, w.steps, w.swarm, w.sched, w.horizon
 	rng := rand.New(rand.NewPCG(seed, 0x68616e646f6666)) // stream: "handoff"
-	out := walkRun{ran: true, cov: newCoverage(c.proto.spec)}
-	var allowed [numMoveKinds]bool
+	out := walkRun{ran: true, cov: system.NewCoverage(c.Protocol().Spec())}
+	var allowed [system.NumMoveKinds]bool
 	for _, k := range faultKinds {
 		// A kind the run gives no budget is never committed: a swarm
 		// walk does not spend a draw on it, nor name it.
-		if f, _ := k.Spends(); !c.budget.Has(f) {
+		if f, _ := k.Spends(); !c.Budget().Has(f) {
 			continue
 		}
 		if !swarm || rng.IntN(2) == 0 {
@@ -310,17 +311,17 @@ func (c *Checker) walkOnce(w walkSpec) walkRun {
 		plan = c.planFaults(rng, &allowed, horizon)
 		out.schedule = plan.list()
 		if sched == schedulePCT {
-			order = newPCTOrder(rng, c.nH+1, horizon)
+			order = newPCTOrder(rng, c.Handoffs()+1, horizon)
 		}
 	}
 	s := c.NewSession()
-	var taken []Move
-	var ms moveSet
-	var k Key
+	var taken []system.Move
+	var ms system.MoveSet
+	var k system.Key
 	out.end = endStepBound
 	for i := 0; i < steps; i++ {
-		c.moves(&s.s, &ms)
-		var m Move
+		c.Enabled(&s.s, &ms)
+		var m system.Move
 		var ok bool
 		if plan == nil {
 			m, ok = c.pickUniform(rng, &ms, &allowed)
@@ -331,7 +332,7 @@ func (c *Checker) walkOnce(w walkSpec) walkRun {
 			out.end = endNothingEnabled
 			break
 		}
-		f, fault := c.spendsAt(&s.s, m, ms.stuck)
+		f, fault := c.spendsAt(&s.s, m, ms.Stuck)
 		taken = append(taken, m)
 		r, err := s.Apply(m)
 		if err != nil {
@@ -355,8 +356,8 @@ func (c *Checker) walkOnce(w walkSpec) walkRun {
 			out.moves, out.v, out.end = taken, r.Violation, endViolation
 			return out
 		}
-		c.canonical(&s.s, &k)
-		out.fps = append(out.fps, fingerprint(&k, 1+c.nW+model.HandoffWords*c.nH))
+		c.Canonical(&s.s, &k)
+		out.fps = append(out.fps, system.Fingerprint(&k, 1+c.Workers()+model.HandoffWords*c.Handoffs()))
 	}
 	if w.keep {
 		out.moves = taken
@@ -366,17 +367,17 @@ func (c *Checker) walkOnce(w walkSpec) walkRun {
 
 // pickUniform takes one of the enabled moves uniformly, leaving out the
 // fault moves the walk may not use.
-func (c *Checker) pickUniform(rng *rand.Rand, ms *moveSet, allowed *[numMoveKinds]bool) (Move, bool) {
-	var pick [len(ms.m)]Move
+func (c *Checker) pickUniform(rng *rand.Rand, ms *system.MoveSet, allowed *[system.NumMoveKinds]bool) (system.Move, bool) {
+	var pick [len(ms.M)]system.Move
 	n := 0
-	for j := 0; j < ms.n; j++ {
-		if m := ms.m[j]; !m.Kind.Fault() || allowed[m.Kind] {
+	for j := 0; j < ms.N; j++ {
+		if m := ms.M[j]; !m.Kind.Fault() || allowed[m.Kind] {
 			pick[n] = m
 			n++
 		}
 	}
 	if n == 0 {
-		return Move{}, false
+		return system.Move{}, false
 	}
 	return pick[rng.IntN(n)], true
 }
@@ -385,23 +386,23 @@ func (c *Checker) pickUniform(rng *rand.Rand, ms *moveSet, allowed *[numMoveKind
 // that commit no fault and the faults that are due, uniformly, or by PCT
 // priority. A fault whose position the walk has not reached is not
 // offered, so a walk that ends before a position leaves that fault out.
-func (c *Checker) pickScheduled(rng *rand.Rand, s *State, ms *moveSet, allowed *[numMoveKinds]bool,
-	plan *faultPlan, order *pctOrder, i int) (Move, bool) {
-	var offered [len(ms.m)]Move
+func (c *Checker) pickScheduled(rng *rand.Rand, s *system.State, ms *system.MoveSet, allowed *[system.NumMoveKinds]bool,
+	plan *faultPlan, order *pctOrder, i int) (system.Move, bool) {
+	var offered [len(ms.M)]system.Move
 	n := 0
-	for j := 0; j < ms.n; j++ {
-		m := ms.m[j]
+	for j := 0; j < ms.N; j++ {
+		m := ms.M[j]
 		if m.Kind.Fault() && !allowed[m.Kind] {
 			continue
 		}
-		if f, fault := c.spendsAt(s, m, ms.stuck); !fault || plan.due(f, i) {
+		if f, fault := c.spendsAt(s, m, ms.Stuck); !fault || plan.due(f, i) {
 			offered[n] = m
 			n++
 		}
 	}
 	switch {
 	case n == 0:
-		return Move{}, false
+		return system.Move{}, false
 	case order != nil:
 		return order.pick(c, rng, offered[:n]), true
 	}
@@ -410,9 +411,9 @@ func (c *Checker) pickScheduled(rng *rand.Rand, s *State, ms *moveSet, allowed *
 
 // replayLenient replays moves, skipping any the state no longer enables,
 // and reports the index of the move that broke inv (or -1).
-func (c *Checker) replayLenient(moves []Move, inv string) ([]Move, bool) {
+func (c *Checker) replayLenient(moves []system.Move, inv string) ([]system.Move, bool) {
 	s := c.NewSession()
-	var kept []Move
+	var kept []system.Move
 	for _, m := range moves {
 		r, err := s.Apply(m)
 		if err != nil {
@@ -429,11 +430,11 @@ func (c *Checker) replayLenient(moves []Move, inv string) ([]Move, bool) {
 // shrink makes a failing walk short: it drops chunks of moves, halving the
 // chunk size, while the rest still breaks the same invariant (delta
 // debugging), then replays the result into a counterexample.
-func (c *Checker) shrink(moves []Move, inv string) *Counterexample {
+func (c *Checker) shrink(moves []system.Move, inv string) *Counterexample {
 	cur, _ := c.replayLenient(moves, inv)
 	for chunk := len(cur) / 2; chunk >= 1; chunk /= 2 {
 		for i := 0; i+chunk <= len(cur); {
-			cand := append(append([]Move(nil), cur[:i]...), cur[i+chunk:]...)
+			cand := append(append([]system.Move(nil), cur[:i]...), cur[i+chunk:]...)
 			if kept, ok := c.replayLenient(cand, inv); ok {
 				cur = kept
 				continue
@@ -445,7 +446,7 @@ func (c *Checker) shrink(moves []Move, inv string) *Counterexample {
 }
 
 // traceOf replays moves into a counterexample ending at the violation.
-func (c *Checker) traceOf(moves []Move) *Counterexample {
+func (c *Checker) traceOf(moves []system.Move) *Counterexample {
 	s := c.NewSession()
 	ce := &Counterexample{Initial: s.Describe(), Shrunk: true}
 	for _, m := range moves {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
@@ -67,7 +69,7 @@ func walkReportJSON(t *testing.T, rep *WalkReport, opt TextOptions) *walkJSON {
 // visits and the run's reachable states.
 func TestWalk_ReportFigures(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
-	runs := []Run{runNamed(t, cfg, "vllm"), runNamed(t, cfg, "sglang")}
+	runs := []system.Run{runNamed(t, cfg, "vllm"), runNamed(t, cfg, "sglang")}
 	pinned := map[Schedule]map[string][2]int64{
 		scheduleUniform:   {"vllm": {146, 40}, "sglang": {162, 68}},
 		SchedulePositions: {"vllm": {321, 91}, "sglang": {377, 129}},
@@ -76,7 +78,7 @@ func TestWalk_ReportFigures(t *testing.T) {
 	for _, sched := range []Schedule{scheduleUniform, SchedulePositions, schedulePCT} {
 		t.Run(sched.String(), func(t *testing.T) {
 			opts := WalkOptions{Seed: 7, Walks: 40, Steps: 30, Schedule: sched, Workers: 2}
-			rep, err := CheckWalks(context.Background(), Generated(), cfg, runs, opts)
+			rep, err := CheckWalks(context.Background(), system.Generated(), cfg, runs, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,8 +101,8 @@ func TestWalk_ReportFigures(t *testing.T) {
 				}
 				var moves int64
 				most := 0
-				alone := newCoverage(c.proto.spec)
-				var kinds [numMoveKinds]int64
+				alone := system.NewCoverage(c.Protocol().Spec())
+				var kinds [system.NumMoveKinds]int64
 				var ended [numWalkEnds]int
 				for w := 0; w < opts.Walks; w++ {
 					one := c.walk(context.Background(), WalkOptions{Seed: opts.Seed + uint64(w), Walks: 1, Steps: opts.Steps, Schedule: sched, Workers: 1})
@@ -115,7 +117,7 @@ func TestWalk_ReportFigures(t *testing.T) {
 					}
 					moves += one.Moves
 					most = max(most, one.Distinct)
-					alone.add(one.Stats.Coverage)
+					alone.Add(one.Stats.Coverage)
 					for k, n := range one.Stats.Kinds {
 						kinds[k] += n
 					}
@@ -146,10 +148,10 @@ func TestWalk_ReportFigures(t *testing.T) {
 				jr := j.Runs[i]
 				if jr.Run != x.Run.Name || jr.Walks != x.Walks || jr.Moves != x.Moves || jr.Distinct != x.Distinct || jr.Failing != -1 || jr.ElapsedMS == nil || jr.Invariant != "" ||
 					jr.Horizon != x.Stats.Horizon || jr.Lengths != l || jr.Ends["nothing_enabled"] != x.Stats.Ended[endNothingEnabled] || jr.Ends["step_bound"] != x.Stats.Ended[endStepBound] ||
-					jr.MoveKinds["route-prefill"] != x.Stats.Kinds[MvRoutePrefill] || len(jr.MoveKinds) != int(numMoveKinds)-1 || len(jr.Committed) != int(NumFaults) {
+					jr.MoveKinds["route-prefill"] != x.Stats.Kinds[system.MvRoutePrefill] || len(jr.MoveKinds) != int(system.NumMoveKinds)-1 || len(jr.Committed) != int(system.NumFaults) {
 					t.Errorf("%s: JSON %+v differs from the result", x.Run.Name, jr)
 				}
-				rc := x.rowCoverage(c.proto.spec)
+				rc := x.rowCoverage(c.Protocol().Spec())
 				if len(jr.Coverage) != 2 || jr.Coverage[0].Fired != rc[0].Fired || jr.Coverage[1].Total != rc[1].Total || len(jr.Coverage[1].Dead) != len(rc[1].Dead) {
 					t.Errorf("%s: JSON coverage %+v, result %+v", x.Run.Name, jr.Coverage, rc)
 				}
@@ -159,7 +161,7 @@ func TestWalk_ReportFigures(t *testing.T) {
 				stats := rep.Text(TextOptions{Stats: true})
 				wantLine(t, stats, fmt.Sprintf("  walk lengths: min %d, median %d, p90 %d, max %d moves; ended: %d with nothing enabled, %d at the step bound, 0 on a violation\n",
 					l.Min, l.Median, l.P90, l.Max, x.Stats.Ended[endNothingEnabled], x.Stats.Ended[endStepBound]))
-				wantLine(t, stats, fmt.Sprintf("  moves taken: route-prefill %d, ", x.Stats.Kinds[MvRoutePrefill]))
+				wantLine(t, stats, fmt.Sprintf("  moves taken: route-prefill %d, ", x.Stats.Kinds[system.MvRoutePrefill]))
 				wantLine(t, stats, "  "+rc[1].Dead[0]+"\n")
 			}
 			// Every walk ran: the text does not narrow the figures to a prefix.
@@ -186,7 +188,7 @@ func TestWalk_FailingReport(t *testing.T) {
 	}
 }
 
-func failingReport(t *testing.T, p *Protocol, cfg *Config, sched Schedule) {
+func failingReport(t *testing.T, p *system.Protocol, cfg *system.Config, sched Schedule) {
 	opts := WalkOptions{Seed: 11, Walks: 300, Steps: 80, Schedule: sched, Workers: 2}
 	rep, err := CheckWalks(context.Background(), p, cfg, cfg.Runs[:1], opts)
 	if err != nil {
@@ -256,5 +258,18 @@ func failingReport(t *testing.T, p *Protocol, cfg *Config, sched Schedule) {
 				t.Errorf("the JSON report lacks the firing %s", d)
 			}
 		}
+	}
+}
+
+// Swarm walks switch off exactly the fault moves the table lets them.
+func TestFaultKinds_Swarm(t *testing.T) {
+	var want []system.MoveKind
+	for f := system.Fault(0); f < system.NumFaults; f++ {
+		if system.FaultKinds[f].Swarm {
+			want = append(want, system.FaultKinds[f].Move)
+		}
+	}
+	if !slices.Equal(system.SwarmFaultMoves(), want) || !slices.Equal(faultKinds, want) {
+		t.Errorf("swarm moves %v (walks use %v), want %v", system.SwarmFaultMoves(), faultKinds, want)
 	}
 }

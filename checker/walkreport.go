@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
@@ -18,13 +19,13 @@ type WalkReport struct {
 	// walk alone; the caller knows the command line, so it sets them.
 	Reproduce []string
 	// NotRun lists the runs an interrupt kept from starting.
-	NotRun      []Run
+	NotRun      []system.Run
 	Interrupted bool
 	checkers    []*Checker
 }
 
 // CheckWalks runs seeded random walks on each of the given runs.
-func CheckWalks(ctx context.Context, p *Protocol, cfg *Config, runs []Run, opts WalkOptions) (*WalkReport, error) {
+func CheckWalks(ctx context.Context, p *system.Protocol, cfg *system.Config, runs []system.Run, opts WalkOptions) (*WalkReport, error) {
 	rep := &WalkReport{Opts: opts}
 	notRun, err := eachRun(ctx, p, cfg, runs, func(c *Checker) {
 		r := c.walk(ctx, opts)
@@ -93,7 +94,7 @@ func (r *WalkReport) Text(opt TextOptions) string {
 		}
 		b.WriteString("\n")
 		var parts []string
-		for _, rc := range x.rowCoverage(c.proto.spec) {
+		for _, rc := range x.rowCoverage(c.Protocol().Spec()) {
 			parts = append(parts, fmt.Sprintf("%s rows %d/%d fired", rc.Role, rc.Fired, rc.Total))
 		}
 		fmt.Fprintf(&b, "  coverage: %s\n", strings.Join(parts, ", "))
@@ -139,7 +140,7 @@ func (r *WalkResult) rowCoverage(s *spec.Spec) []roleCoverage {
 // lengths and ends, moves and faults by kind.
 func (r *WalkResult) statsText(c *Checker) string {
 	var b strings.Builder
-	for _, rc := range r.rowCoverage(c.proto.spec) {
+	for _, rc := range r.rowCoverage(c.Protocol().Spec()) {
 		if len(rc.Dead) == 0 {
 			continue
 		}
@@ -165,7 +166,7 @@ func (r *WalkResult) statsText(c *Checker) string {
 	var faults []string
 	for f, n := range st.Faults {
 		if n > 0 {
-			faults = append(faults, fmt.Sprintf("%s %s", Fault(f), commas(n)))
+			faults = append(faults, fmt.Sprintf("%s %s", system.Fault(f), commas(n)))
 		}
 	}
 	if len(faults) == 0 {
@@ -264,7 +265,7 @@ func (r *WalkReport) JSON(opt TextOptions) ([]byte, error) {
 		}
 		st := &x.Stats
 		jw.FaultHorizon = st.Horizon
-		for _, rc := range x.rowCoverage(c.proto.spec) {
+		for _, rc := range x.rowCoverage(c.Protocol().Spec()) {
 			dead := rc.Dead
 			if dead == nil {
 				dead = []string{}
@@ -289,7 +290,7 @@ func (r *WalkReport) JSON(opt TextOptions) ([]byte, error) {
 		}
 		jw.Committed = map[string]int64{}
 		for f, n := range st.Faults {
-			jw.Committed[Fault(f).String()] = n
+			jw.Committed[system.Fault(f).String()] = n
 		}
 		if ce := x.Violation; ce != nil {
 			jw.Seed, jw.Faults = x.Seed, x.Faults

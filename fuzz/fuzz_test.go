@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 )
 
 // wide is larger than exhaustive search can cover: three handoffs, three
@@ -35,13 +36,13 @@ const wide = `{
 // other byte picks an enabled move. It fails on any invariant violation,
 // on Quiescence at a dead end, and on any panic of the step function.
 func FuzzStep(f *testing.F) {
-	cfg, err := checker.ParseConfig("wide.json", []byte(wide))
+	cfg, err := system.ParseConfig("wide.json", []byte(wide))
 	if err != nil {
 		f.Fatal(err)
 	}
 	var runs []*checker.Checker
 	for _, r := range cfg.Runs {
-		c, err := checker.New(checker.Generated(), cfg, r)
+		c, err := checker.New(system.Generated(), cfg, r)
 		if err != nil {
 			f.Fatal(err)
 		}

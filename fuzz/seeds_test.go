@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/machines/interp"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
@@ -39,9 +40,9 @@ var (
 type counterexample struct {
 	name  string // trace-<file> or variant-<variant>-<run>
 	trace []byte // the trace file
-	cfg   *checker.Config
-	run   checker.Run
-	moves []checker.Move // the trace's moves, a liveness loop included
+	cfg   *system.Config
+	run   system.Run
+	moves []system.Move // the trace's moves, a liveness loop included
 }
 
 // counterexamples gathers, in a fixed order, every trace file of
@@ -79,7 +80,7 @@ func counterexamples(t *testing.T) []counterexample {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := checker.ParseConfig(seedsConfig, cfgJSON)
+	cfg, err := system.ParseConfig(seedsConfig, cfgJSON)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func counterexamples(t *testing.T) []counterexample {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := checker.FromStepper(file, s, it)
+		p, err := system.FromStepper(file, s, it)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +120,7 @@ func counterexamples(t *testing.T) []counterexample {
 			if err := checker.WriteTrace(&trace, cfgJSON, s, run.Name, c.Attempts(), ce); err != nil {
 				t.Fatal(err)
 			}
-			var moves []checker.Move
+			var moves []system.Move
 			for _, st := range append(append([]checker.TraceStep(nil), ce.Steps...), ce.Loop...) {
 				moves = append(moves, st.Move)
 			}
@@ -130,13 +131,13 @@ func counterexamples(t *testing.T) []counterexample {
 	return out
 }
 
-func runNamed(cfg *checker.Config, name string) (checker.Run, bool) {
+func runNamed(cfg *system.Config, name string) (system.Run, bool) {
 	for _, r := range cfg.Runs {
 		if r.Name == name {
 			return r, true
 		}
 	}
-	return checker.Run{}, false
+	return system.Run{}, false
 }
 
 // stepInput is a counterexample's moves as a FuzzStep input: the wide run
@@ -146,15 +147,15 @@ func runNamed(cfg *checker.Config, name string) (checker.Run, bool) {
 // correct tables of FuzzStep diverge from a broken variant's, so the
 // input stops at the first move they do not enable: it leads the fuzzer
 // to where the counterexample went. ok is false when no move maps.
-func stepInput(t *testing.T, wideCfg *checker.Config, ce counterexample) (in []byte, ok bool) {
+func stepInput(t *testing.T, wideCfg *system.Config, ce counterexample) (in []byte, ok bool) {
 	t.Helper()
-	ri := slices.IndexFunc(wideCfg.Runs, func(r checker.Run) bool {
+	ri := slices.IndexFunc(wideCfg.Runs, func(r system.Run) bool {
 		return r.Policy == ce.run.Policy && r.Engine == ce.run.Engine
 	})
 	if ri < 0 {
 		return nil, false
 	}
-	c, err := checker.New(checker.Generated(), wideCfg, wideCfg.Runs[ri])
+	c, err := checker.New(system.Generated(), wideCfg, wideCfg.Runs[ri])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +183,7 @@ func stepInput(t *testing.T, wideCfg *checker.Config, ce counterexample) (in []b
 		if int(m.H) >= len(wideCfg.World.Handoffs) {
 			break
 		}
-		if slices.Contains(m.Kind.Args(), checker.ArgWorker) {
+		if slices.Contains(m.Kind.Args(), system.ArgWorker) {
 			w, ok := worker(int(m.Arg))
 			if !ok {
 				break
@@ -219,7 +220,7 @@ func corpusFile(v any) []byte {
 // seedFiles is every seed file the counterexamples make, by path.
 func seedFiles(t *testing.T) map[string][]byte {
 	t.Helper()
-	wideCfg, err := checker.ParseConfig("wide.json", []byte(wide))
+	wideCfg, err := system.ParseConfig("wide.json", []byte(wide))
 	if err != nil {
 		t.Fatal(err)
 	}

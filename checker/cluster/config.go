@@ -15,7 +15,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
@@ -86,7 +86,7 @@ type Config struct {
 	// PrefillRouter and DecodeRouter are the routers' selection policies.
 	PrefillRouter, DecodeRouter Router
 	// Commands is the command path (checker configuration "commands").
-	Commands checker.Commands
+	Commands system.Commands
 	// Renewal lets destination heartbeats renew the source lease.
 	Renewal bool
 	// SampleUS is the timeline's sampling period.
@@ -333,13 +333,13 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 		bad("decode", "decode router %q, want one of %s", f.Routers.Decode, routerList())
 	}
 	if len(f.Commands) > 0 {
-		cm, err := checker.ParseCommands(f.Commands)
+		cm, err := system.ParseCommands(f.Commands)
 		if err != nil {
 			bad("commands", "%s", err)
 		}
 		c.Commands = cm
 	} else {
-		c.Commands = checker.Commands(1 << model.CmdActivate)
+		c.Commands = system.Commands(1 << model.CmdActivate)
 	}
 	within("max_retries", int64(f.MaxRetries), 0, 10, "max_retries")
 	c.MaxRetries = f.MaxRetries

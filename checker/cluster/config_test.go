@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -40,11 +40,11 @@ func TestParseConfig_DuplicateKeyRefused(t *testing.T) {
 // move (on the side it names), in place of the protocol move it stands
 // for, or at its time on a worker.
 func TestMarks_EveryPlannedKindStrikes(t *testing.T) {
-	for k := range checker.NumFaults {
+	for k := range system.NumFaults {
 		if !Planned(k) {
 			continue
 		}
-		kind := &checker.FaultKinds[k]
+		kind := &system.FaultKinds[k]
 		f := Fault{File: "plan.jsonl", Line: 2, Kind: k.String(), Request: 0, Worker: -1, Side: "destination"}
 		if AtTime(k) {
 			f = Fault{File: "plan.jsonl", Line: 2, Kind: k.String(), Request: -1, Worker: 1}
@@ -61,20 +61,20 @@ func TestMarks_EveryPlannedKindStrikes(t *testing.T) {
 		case kind.Offered && kind.Instead != 0:
 			t.Errorf("%s: struck both where offered and in place of %v", k, kind.Instead)
 		case kind.Offered:
-			mv := checker.Move{Kind: kind.Move, H: 0}
-			if Takes(k, checker.ArgSide) {
+			mv := system.Move{Kind: kind.Move, H: 0}
+			if Takes(k, system.ArgSide) {
 				mv.Arg = int8(model.SourceSide)
-				if _, _, ok := m.Offered([]checker.Move{mv}, nil); ok {
+				if _, _, ok := m.Offered([]system.Move{mv}, nil); ok {
 					t.Errorf("%s: a mark on the destination struck the source's move", k)
 				}
 				mv.Arg = int8(model.DestinationSide)
 			}
-			got, gk, ok := m.Offered([]checker.Move{{Kind: checker.MvTimer}, mv}, nil)
+			got, gk, ok := m.Offered([]system.Move{{Kind: system.MvTimer}, mv}, nil)
 			if !ok || got != mv || gk != k {
 				t.Errorf("%s: offered %v, struck %v %v (%v); want %v", k, mv, got, gk, ok, mv)
 			}
 		case kind.Instead != 0:
-			p := checker.Move{Kind: kind.Instead, H: 0, Arg: int8(model.SourceSide), Msg: model.Msg(1)}
+			p := system.Move{Kind: kind.Instead, H: 0, Arg: int8(model.SourceSide), Msg: model.Msg(1)}
 			if !m.Replaces(p.Kind) {
 				t.Errorf("%s: the mark does not wait for %v", k, p.Kind)
 			}

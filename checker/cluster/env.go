@@ -1,7 +1,7 @@
 package cluster
 
 import (
-	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -11,14 +11,14 @@ import (
 // the move out, since nothing of the protocol follows it, but a request
 // outside a world cannot evict it later, so every driver takes it (the
 // simulator, a live worker) or allows it (the conformance judge).
-func Evicts(chk *checker.Checker, st *checker.State, sd model.Side) bool {
+func Evicts(chk *system.System, st *system.State, sd model.Side) bool {
 	tx := model.Tx{W: &st.W}
-	return tx.CanEvict(0, sd) && chk.Terminal(st, checker.RoleOf(sd), 0)
+	return tx.CanEvict(0, sd) && chk.Terminal(st, system.RoleOf(sd), 0)
 }
 
 // Evict is the move by which the cache evicts what side sd keeps.
-func Evict(sd model.Side) checker.Move {
-	return checker.Move{Kind: checker.MvEvict, H: 0, Arg: int8(sd)}
+func Evict(sd model.Side) system.Move {
+	return system.Move{Kind: system.MvEvict, H: 0, Arg: int8(sd)}
 }
 
 // HangStrikes is when a planned hang strikes a request's transfer: once

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -14,33 +14,33 @@ import (
 // table says where a driver strikes it. The others are the drivers' own
 // doing (reorder by latency jitter, early_timer by the clock, no_show by
 // the router, background_load by the other requests).
-func Planned(k checker.Fault) bool {
-	return k < checker.NumFaults && checker.FaultKinds[k].Unplanned == ""
+func Planned(k system.Fault) bool {
+	return k < system.NumFaults && system.FaultKinds[k].Unplanned == ""
 }
 
 // AtTime reports whether a planned fault of kind k strikes at the plan's
 // time, on the worker it names (the fault table has it struck neither
 // where its move is offered nor in place of a protocol move).
-func AtTime(k checker.Fault) bool {
-	kind := &checker.FaultKinds[k]
+func AtTime(k system.Fault) bool {
+	kind := &system.FaultKinds[k]
 	return Planned(k) && !kind.Offered && kind.Instead == 0
 }
 
 // Takes reports whether fault kind k's move, and so a plan's line of the
 // kind, takes argument a.
-func Takes(k checker.Fault, a checker.Arg) bool {
-	return slices.Contains(checker.FaultKinds[k].Args, a)
+func Takes(k system.Fault, a system.Arg) bool {
+	return slices.Contains(system.FaultKinds[k].Args, a)
 }
 
 // FaultKind is the kind of a planned fault, read from the plan's name of
 // it: the one place a driver turns a plan's string into the checker's
 // fault. A name the checker does not know, or a kind no plan schedules,
 // is an input error naming the plan's file and line.
-func (f *Fault) FaultKind() (checker.Fault, error) {
-	k, ok := checker.ParseFault(f.Kind)
+func (f *Fault) FaultKind() (system.Fault, error) {
+	k, ok := system.ParseFault(f.Kind)
 	if !ok || !Planned(k) {
 		var names []string
-		for k := range checker.NumFaults {
+		for k := range system.NumFaults {
 			if Planned(k) {
 				names = append(names, k.String())
 			}
@@ -54,7 +54,7 @@ func (f *Fault) FaultKind() (checker.Fault, error) {
 // side of a request at a phase).
 func (f *Fault) WorkerRestart() bool {
 	k, err := f.FaultKind()
-	return err == nil && k == checker.Restart && f.Request < 0
+	return err == nil && k == system.Restart && f.Request < 0
 }
 
 // sides is a mark's sides: a bit per side, for a kind whose move names
@@ -71,10 +71,10 @@ const either sides = 1 << 2
 type Marks struct {
 	// facts holds the marks of kinds whose move takes a fact (to, msg):
 	// each planned fault strikes one fact.
-	facts [checker.NumFaults]FactMark
+	facts [system.NumFaults]FactMark
 	// on holds the marks of the other kinds aimed at a request. A second
 	// mark of a kind on a side it already marks is the same mark.
-	on [checker.NumFaults]sides
+	on [system.NumFaults]sides
 	// RestartAfter is, per side, the log kind after which that side's
 	// worker restarts ("" for none): the phase of a fault aimed at one
 	// (FaultKind.Phase).
@@ -92,16 +92,16 @@ func (m *Marks) Mark(f *Fault) error {
 	}
 	sd, hasSide := SideNamed(f.Side)
 	switch {
-	case checker.FaultKinds[k].Phase && f.Request >= 0:
+	case system.FaultKinds[k].Phase && f.Request >= 0:
 		if hasSide {
 			m.RestartAfter[sd] = f.After
 		}
 	case AtTime(k):
 		return fmt.Errorf("%s:%d: %w: a %s of worker %d holds no mark on a request", f.File, f.Line, ErrInput, k, f.Worker)
-	case Takes(k, checker.ArgTo):
+	case Takes(k, system.ArgTo):
 		to, hasTo := SideNamed(f.To)
 		m.facts[k].Add(to, hasTo, f.Msg)
-	case Takes(k, checker.ArgSide):
+	case Takes(k, system.ArgSide):
 		if hasSide {
 			m.on[k] |= 1 << sd
 		}
@@ -115,11 +115,11 @@ func (m *Marks) Mark(f *Fault) error {
 // kind's move names a side: what a worker holds for the side it serves.
 // It reports false for a kind no such mark strikes (a fact's, a worker's
 // at a time, one no plan schedules).
-func (m *Marks) MarkSide(k checker.Fault, sd model.Side) bool {
-	if !Planned(k) || AtTime(k) || Takes(k, checker.ArgTo) {
+func (m *Marks) MarkSide(k system.Fault, sd model.Side) bool {
+	if !Planned(k) || AtTime(k) || Takes(k, system.ArgTo) {
 		return false
 	}
-	if Takes(k, checker.ArgSide) {
+	if Takes(k, system.ArgSide) {
 		m.on[k] |= 1 << sd
 	} else {
 		m.on[k] |= either
@@ -128,8 +128,8 @@ func (m *Marks) MarkSide(k checker.Fault, sd model.Side) bool {
 }
 
 // bit is the mark of kind k that its move mv strikes.
-func bit(k checker.Fault, mv checker.Move) sides {
-	if Takes(k, checker.ArgSide) {
+func bit(k system.Fault, mv system.Move) sides {
+	if Takes(k, system.ArgSide) {
 		return 1 << uint8(mv.Arg)
 	}
 	return either
@@ -141,10 +141,10 @@ func bit(k checker.Fault, mv checker.Move) sides {
 // on a side the request holds a mark of that kind for, and that only
 // allows (nil: any). It spends the mark and returns the move and its
 // kind; the driver takes the move.
-func (m *Marks) Offered(moves []checker.Move, only func(checker.Fault, checker.Move) bool) (checker.Move, checker.Fault, bool) {
+func (m *Marks) Offered(moves []system.Move, only func(system.Fault, system.Move) bool) (system.Move, system.Fault, bool) {
 	for _, mv := range moves {
 		k, ok := mv.Kind.Spends()
-		if !ok || checker.FaultKinds[k].Move != mv.Kind || !checker.FaultKinds[k].Offered {
+		if !ok || system.FaultKinds[k].Move != mv.Kind || !system.FaultKinds[k].Offered {
 			continue
 		}
 		b := bit(k, mv)
@@ -154,7 +154,7 @@ func (m *Marks) Offered(moves []checker.Move, only func(checker.Fault, checker.M
 		m.on[k] &^= b
 		return mv, k, true
 	}
-	return checker.Move{}, 0, false
+	return system.Move{}, 0, false
 }
 
 // Instead strikes a mark in place of the protocol move p a driver is
@@ -164,14 +164,14 @@ func (m *Marks) Offered(moves []checker.Move, only func(checker.Fault, checker.M
 // fault's move, which the driver takes instead of p. Of kinds that could
 // take p's place the one later in the fault table strikes (a loss before
 // a duplicate: the fact is gone, not delivered twice).
-func (m *Marks) Instead(p checker.Move) (checker.Move, checker.Fault, bool) {
-	for i := int(checker.NumFaults) - 1; i >= 0; i-- {
-		k := checker.Fault(i)
-		kind := &checker.FaultKinds[k]
+func (m *Marks) Instead(p system.Move) (system.Move, system.Fault, bool) {
+	for i := int(system.NumFaults) - 1; i >= 0; i-- {
+		k := system.Fault(i)
+		kind := &system.FaultKinds[k]
 		if kind.Instead == 0 || kind.Instead != p.Kind {
 			continue
 		}
-		if Takes(k, checker.ArgTo) {
+		if Takes(k, system.ArgTo) {
 			if !m.facts[k].Take(model.Side(p.Arg), p.Msg) {
 				continue
 			}
@@ -181,24 +181,24 @@ func (m *Marks) Instead(p checker.Move) (checker.Move, checker.Fault, bool) {
 			}
 			m.on[k] &^= either
 		}
-		f := checker.Move{Kind: kind.Move, H: p.H}
-		if Takes(k, checker.ArgTo) || Takes(k, checker.ArgSide) {
+		f := system.Move{Kind: kind.Move, H: p.H}
+		if Takes(k, system.ArgTo) || Takes(k, system.ArgSide) {
 			f.Arg = p.Arg
 		}
-		if Takes(k, checker.ArgMsg) {
+		if Takes(k, system.ArgMsg) {
 			f.Msg = p.Msg
 		}
 		return f, k, true
 	}
-	return checker.Move{}, 0, false
+	return system.Move{}, 0, false
 }
 
 // Replaces reports whether a mark waits to take the place of the next
 // protocol move of kind pk (Instead): a driver gives such a move no time
 // of its own.
-func (m *Marks) Replaces(pk checker.MoveKind) bool {
-	for k := range checker.NumFaults {
-		kind := &checker.FaultKinds[k]
+func (m *Marks) Replaces(pk system.MoveKind) bool {
+	for k := range system.NumFaults {
+		kind := &system.FaultKinds[k]
 		if kind.Instead != 0 && kind.Instead == pk && (m.facts[k].Left() > 0 || m.on[k] != 0) {
 			return true
 		}
@@ -208,9 +208,9 @@ func (m *Marks) Replaces(pk checker.MoveKind) bool {
 
 // Has reports whether the request holds a mark of kind k on side sd
 // (either side's, for a kind whose move names none).
-func (m *Marks) Has(k checker.Fault, sd model.Side) bool {
+func (m *Marks) Has(k system.Fault, sd model.Side) bool {
 	b := either
-	if Takes(k, checker.ArgSide) {
+	if Takes(k, system.ArgSide) {
 		b = 1 << sd
 	}
 	return m.on[k]&b != 0
@@ -219,11 +219,11 @@ func (m *Marks) Has(k checker.Fault, sd model.Side) bool {
 // Spend spends a mark of kind k on side sd (either side's, for a kind
 // whose move names none), for a driver that strikes the kind by a rule
 // of its own; it reports whether the request held one.
-func (m *Marks) Spend(k checker.Fault, sd model.Side) bool {
+func (m *Marks) Spend(k system.Fault, sd model.Side) bool {
 	if !m.Has(k, sd) {
 		return false
 	}
-	if Takes(k, checker.ArgSide) {
+	if Takes(k, system.ArgSide) {
 		m.on[k] &^= 1 << sd
 	} else {
 		m.on[k] &^= either
@@ -234,8 +234,8 @@ func (m *Marks) Spend(k checker.Fault, sd model.Side) bool {
 // Each calls fn for every mark held of a kind whose move names no fact,
 // in the fault table's order: per side for a kind whose move names one,
 // once with either for the others.
-func (m *Marks) Each(fn func(k checker.Fault, sd model.Side, either bool)) {
-	for k := range checker.NumFaults {
+func (m *Marks) Each(fn func(k system.Fault, sd model.Side, either bool)) {
+	for k := range system.NumFaults {
 		for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 			if m.on[k]&(1<<sd) != 0 {
 				fn(k, sd, false)
@@ -250,7 +250,7 @@ func (m *Marks) Each(fn func(k checker.Fault, sd model.Side, either bool)) {
 // Left counts the faults held that never struck.
 func (m *Marks) Left() int {
 	n := 0
-	for k := range checker.NumFaults {
+	for k := range system.NumFaults {
 		n += m.facts[k].Left() + bits.OnesCount8(uint8(m.on[k]))
 	}
 	for _, a := range m.RestartAfter {

@@ -1,8 +1,8 @@
 package cluster
 
 import (
-	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -11,38 +11,38 @@ import (
 // Every driver steps through one, so that what a step is (a full fault
 // budget, the firings kept, the facts logged) has one definition.
 type Stepper struct {
-	chk    *checker.Checker
-	cov    *checker.Coverage
-	fires  []checker.Firing
+	chk    *system.System
+	cov    *system.Coverage
+	fires  []system.Firing
 	labels []obslog.Label
 }
 
 // NewStepper steps with chk, counting rows in cov (which logs each step's
 // firings into the stepper).
-func NewStepper(chk *checker.Checker, cov *checker.Coverage) *Stepper {
+func NewStepper(chk *system.System, cov *system.Coverage) *Stepper {
 	s := &Stepper{chk: chk, cov: cov}
 	cov.Log = &s.fires
 	return s
 }
 
 // Checker is the composed system the stepper steps.
-func (s *Stepper) Checker() *checker.Checker { return s.chk }
+func (s *Stepper) Checker() *system.System { return s.chk }
 
 // Coverage is the rows the stepper's moves fired.
-func (s *Stepper) Coverage() *checker.Coverage { return s.cov }
+func (s *Stepper) Coverage() *system.Coverage { return s.cov }
 
 // refill gives the world its whole fault budget before a move: a driver's
 // environment strikes faults when its plan or its world says, not when a
 // budget allows, and a budget spent by one move must not hide the next
 // move's faults.
-func (s *Stepper) refill(st *checker.State) {
+func (s *Stepper) refill(st *system.State) {
 	st.B = s.chk.Budget()
 	s.fires = s.fires[:0]
 }
 
 // Step takes move m if st enables it, judging the step's invariants; it
 // reports false, with st unchanged, when st does not.
-func (s *Stepper) Step(st *checker.State, m checker.Move) (*model.Violation, bool) {
+func (s *Stepper) Step(st *system.State, m system.Move) (*model.Violation, bool) {
 	s.refill(st)
 	_, v, err := s.chk.Step(st, m, s.cov)
 	return v, err == nil
@@ -51,25 +51,25 @@ func (s *Stepper) Step(st *checker.State, m checker.Move) (*model.Violation, boo
 // Force applies move m whether or not st enables it, for a move whose
 // preconditions hold outside the world (another process, the plan),
 // judging the step's invariants.
-func (s *Stepper) Force(st *checker.State, m checker.Move) *model.Violation {
+func (s *Stepper) Force(st *system.State, m system.Move) *model.Violation {
 	s.refill(st)
 	_, v := s.chk.Apply(st, m, s.cov)
 	return v
 }
 
 // Firings is the rows the last Step or Force fired.
-func (s *Stepper) Firings() []checker.Firing { return s.fires }
+func (s *Stepper) Firings() []system.Firing { return s.fires }
 
 // Observe is the facts the last move, from before to after, made
 // observable (obslog.Observe), every process's.
-func (s *Stepper) Observe(before, after *checker.State, m checker.Move) []obslog.Label {
+func (s *Stepper) Observe(before, after *system.State, m system.Move) []obslog.Label {
 	s.labels = obslog.Observe(s.labels[:0], 0, before, after, m, s.fires)
 	return s.labels
 }
 
 // Initial is the world of one request of world configuration wc before
 // its first move, its fault budget whole.
-func (s *Stepper) Initial(wc *model.Config) checker.State {
+func (s *Stepper) Initial(wc *model.Config) system.State {
 	st := s.chk.Initial()
 	st.W = model.NewWorld(wc)
 	st.B = s.chk.Budget()
@@ -78,7 +78,7 @@ func (s *Stepper) Initial(wc *model.Config) checker.State {
 
 // Moves appends to buf the moves st enables with its fault budget whole
 // (refilled in st).
-func (s *Stepper) Moves(st *checker.State, buf []checker.Move) []checker.Move {
+func (s *Stepper) Moves(st *system.State, buf []system.Move) []system.Move {
 	st.B = s.chk.Budget()
 	return s.chk.MovesInto(st, buf)
 }

@@ -1,7 +1,7 @@
 package cluster
 
 import (
-	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -19,7 +19,7 @@ type Window struct {
 
 // Project shows in st, as world worker i, the counters k of a cluster
 // worker on which everything held sums to sum.
-func (w *Window) Project(st *checker.State, i int, k model.Worker, sum model.Holdings) {
+func (w *Window) Project(st *system.State, i int, k model.Worker, sum model.Holdings) {
 	st.W.W[i] = k
 	w.Cfg.SetOutside(i, sum.Minus(w.Hold[i]))
 }
@@ -27,13 +27,13 @@ func (w *Window) Project(st *checker.State, i int, k model.Worker, sum model.Hol
 // Alone shows in st, as world worker i, counters k that stand for no
 // cluster worker yet (the decode worker before decode is routed): nothing
 // is held there outside the request.
-func (w *Window) Alone(st *checker.State, i int, k model.Worker) {
+func (w *Window) Alone(st *system.State, i int, k model.Worker) {
 	st.W.W[i] = k
 	w.Cfg.SetOutside(i, model.Holdings{})
 }
 
 // Held is what the request holds on its two workers in st, after a step.
-func (w *Window) Held(st *checker.State) [model.MaxWorkers]model.Holdings {
+func (w *Window) Held(st *system.State) [model.MaxWorkers]model.Holdings {
 	return st.W.HandoffHoldings(0)
 }
 

@@ -3,20 +3,20 @@ package cluster
 import (
 	"fmt"
 
-	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 )
 
 // Checker is the composed system that steps the attempts' windows of a
 // run of the configuration: the tables of p, every fault enabled so that
 // an adapter may take any fault its plan or its world brings.
-func (c *Config) Checker(p *checker.Protocol) (*checker.Checker, error) {
+func (c *Config) Checker(p *system.Protocol) (*system.System, error) {
 	tmpl := c.AttemptWorld(1, 0)
-	budget := checker.Budget{}
+	budget := system.Budget{}
 	for f := range budget {
-		budget[f] = checker.MaxBudget
+		budget[f] = system.MaxBudget
 	}
-	chk, err := checker.New(p, &checker.Config{World: *tmpl, Budget: budget, Renewal: c.Renewal, Commands: c.Commands},
-		checker.Run{Name: "simulate", Policy: c.policy, Engine: c.Engine})
+	chk, err := system.New(p, &system.Config{World: *tmpl, Budget: budget, Renewal: c.Renewal, Commands: c.Commands},
+		system.Run{Name: "simulate", Policy: c.policy, Engine: c.Engine})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}

@@ -23,9 +23,9 @@ import (
 	"io"
 	"strings"
 
-	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -45,7 +45,7 @@ const (
 // Options are a judgement's inputs beside the logs.
 type Options struct {
 	// Protocol is the tables (default: the generated machines).
-	Protocol *checker.Protocol
+	Protocol *system.Protocol
 	// Config is the cluster's configuration; nil takes the header's, or
 	// the simulator's default with the header's policy and engine.
 	Config *cluster.Config

@@ -3,8 +3,8 @@ package conform
 import (
 	"slices"
 
-	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -37,7 +37,7 @@ func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 		}
 		c := j.child(n)
 		ns := *n.st
-		if v := j.stepper.Force(&ns, checker.Move{Kind: checker.MvRestart, H: -1, Arg: k}); v != nil || !j.setState(a, c, &ns) {
+		if v := j.stepper.Force(&ns, system.Move{Kind: system.MvRestart, H: -1, Arg: k}); v != nil || !j.setState(a, c, &ns) {
 			return false
 		}
 		j.forgive(a, c, f.Proc)
@@ -97,15 +97,15 @@ const maxMemo = 1 << 9
 // the node that explains it (nil: none does) and what that node owes.
 type greedyMemo struct {
 	key   memoKey
-	from  *checker.State
+	from  *system.State
 	steps []memoStep
 	owed  [maxOwed]obslog.Label
 	owedN uint8
 }
 
 type memoStep struct {
-	m     checker.Move
-	st    *checker.State
+	m     system.Move
+	st    *system.State
 	stKey uint64
 }
 
@@ -199,13 +199,13 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 	st, moves := j.movesOf(x)
 	for _, m := range moves {
 		switch m.Kind {
-		case checker.MvLose, checker.MvDelay, checker.MvHang, checker.MvNoShow, checker.MvDuplicate:
+		case system.MvLose, system.MvDelay, system.MvHang, system.MvNoShow, system.MvDuplicate:
 			continue
-		case checker.MvCancel:
+		case system.MvCancel:
 			if f.Kind != obslog.ClientCancelled {
 				continue
 			}
-		case checker.MvAbort:
+		case system.MvAbort:
 			if f.Kind != obslog.Aborted {
 				continue
 			}
@@ -214,7 +214,7 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 		if v := j.stepper.Force(&next, m); v != nil {
 			continue
 		}
-		if (m.Kind == checker.MvDeliver) && ignored(j.stepper.Firings()) {
+		if (m.Kind == system.MvDeliver) && ignored(j.stepper.Firings()) {
 			continue
 		}
 		j.labels = obslog.Observe(j.labels[:0], 0, &st, &next, m, j.stepper.Firings())
@@ -227,7 +227,7 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 			}
 		}
 		if mn == 0 {
-			if more && !(m.Kind.Fault() && m.Kind != checker.MvEvict) {
+			if more && !(m.Kind.Fault() && m.Kind != system.MvEvict) {
 				// Made a node only if no move of x explains f: most
 				// facts are explained at once, and then these go.
 				j.quiet = append(j.quiet, quietStep{m: m, st: next})
@@ -264,8 +264,8 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 
 // quietStep is an unlogged step explainStep found, not yet a node.
 type quietStep struct {
-	m  checker.Move
-	st checker.State
+	m  system.Move
+	st system.State
 }
 
 // flushQuiet makes the unlogged steps explainStep found of x nodes of the

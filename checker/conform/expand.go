@@ -4,9 +4,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -83,7 +83,7 @@ func (j *judge) onlyRemovals(n *node) bool {
 		if !sc.lazy && sc.mn == 0 {
 			continue // a step that explains nothing
 		}
-		if sc.lazy || sc.m.Kind != checker.MvEvict {
+		if sc.lazy || sc.m.Kind != system.MvEvict {
 			return false
 		}
 	}
@@ -214,7 +214,7 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 				}
 				c := j.child(n)
 				ns := *n.st
-				if v := j.stepper.Force(&ns, checker.Move{Kind: checker.MvRestart, H: -1, Arg: k}); v != nil {
+				if v := j.stepper.Force(&ns, system.Move{Kind: system.MvRestart, H: -1, Arg: k}); v != nil {
 					a.broken = v
 					continue
 				}
@@ -245,7 +245,7 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 			}
 			j.resolve(a, n, sc)
 		}
-		var next *checker.State
+		var next *system.State
 		var nextKey uint64
 		must := n.labels[sc.off : int(sc.off)+int(sc.mn)]
 		for i := 0; i < int(sc.mn); i++ {
@@ -297,7 +297,7 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 // cache evicting what a finished side keeps is added: the explorer leaves
 // it out, since nothing of the protocol follows, but a log may say it
 // happened.
-func (j *judge) movesOf(n *node) (checker.State, []checker.Move) {
+func (j *judge) movesOf(n *node) (system.State, []system.Move) {
 	st := *n.st
 	j.moves = j.stepper.Moves(&st, j.moves[:0])
 	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
@@ -305,10 +305,10 @@ func (j *judge) movesOf(n *node) (checker.State, []checker.Move) {
 			j.moves = append(j.moves, cluster.Evict(sd))
 		}
 	}
-	moves := make([]checker.Move, 0, len(j.moves))
+	moves := make([]system.Move, 0, len(j.moves))
 	for _, m := range j.moves {
 		switch m.Kind {
-		case checker.MvRestart, checker.MvOccupy, checker.MvFreeBackground:
+		case system.MvRestart, system.MvOccupy, system.MvFreeBackground:
 		default:
 			moves = append(moves, m)
 		}
@@ -322,17 +322,17 @@ func (j *judge) steps(a *attempt, n *node, work []*node) []*node {
 	st, moves := j.movesOf(n)
 	for _, m := range moves {
 		switch m.Kind {
-		case checker.MvLose, checker.MvDelay, checker.MvHang, checker.MvNoShow:
+		case system.MvLose, system.MvDelay, system.MvHang, system.MvNoShow:
 			// Never logged: a fault the level may not allow yet.
 			if int(n.faults) >= a.level {
 				a.fcut = true
 				continue
 			}
-		case checker.MvCancel, checker.MvAbort:
+		case system.MvCancel, system.MvAbort:
 			// Their first fact is known without taking them; most nodes
 			// never see it, so the step waits for it.
 			l := obslog.Label{Kind: obslog.ClientCancelled, By: obslog.ByRouter}
-			if m.Kind == checker.MvAbort {
+			if m.Kind == system.MvAbort {
 				l = obslog.Label{Kind: obslog.Aborted, By: obslog.BySource}
 				if model.Side(m.Arg) == model.DestinationSide {
 					l.By = obslog.ByDestination
@@ -345,14 +345,14 @@ func (j *judge) steps(a *attempt, n *node, work []*node) []*node {
 			}
 		}
 		// A cache evicting is no fault: caches do it all the time.
-		fault := m.Kind.Fault() && m.Kind != checker.MvEvict
+		fault := m.Kind.Fault() && m.Kind != system.MvEvict
 		next := st
 		v := j.stepper.Force(&next, m)
 		if v != nil {
 			a.broken = v
 			continue
 		}
-		if (m.Kind == checker.MvDeliver || m.Kind == checker.MvDuplicate) && ignored(j.stepper.Firings()) {
+		if (m.Kind == system.MvDeliver || m.Kind == system.MvDuplicate) && ignored(j.stepper.Firings()) {
 			// A fact no row acts on (a late one, a duplicate, one at a
 			// side that finished) only leaves the channel. Leaving it
 			// there instead explains every log the delivery would (a fact
@@ -417,7 +417,7 @@ func (j *judge) resolve(a *attempt, n *node, sc *succ) {
 }
 
 // ignored reports whether the rows that fired (if any) did nothing.
-func ignored(fs []checker.Firing) bool {
+func ignored(fs []system.Firing) bool {
 	for _, f := range fs {
 		if f.From != f.To || len(f.Actions) > 0 {
 			return false

@@ -5,9 +5,9 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -26,7 +26,7 @@ const maxFacts = 1<<16 - 1
 type judge struct {
 	h     *obslog.Header
 	cfg   *cluster.Config
-	chk   *checker.Checker
+	chk   *system.System
 	bound int
 	maxF  int
 	open  bool
@@ -48,9 +48,9 @@ type judge struct {
 
 	ledgers []ledger
 
-	moves   []checker.Move
+	moves   []system.Move
 	stepper *cluster.Stepper // takes every move from a node, keeping its firings
-	cov     *checker.Coverage
+	cov     *system.Coverage
 	labels  []obslog.Label
 	quiet   []quietStep
 
@@ -150,19 +150,19 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 	c.Engine = h.Engine
 	p := opt.Protocol
 	if p == nil {
-		p = checker.Generated()
+		p = system.Generated()
 	}
-	budget := checker.Budget{}
+	budget := system.Budget{}
 	for f := range budget {
-		budget[f] = checker.MaxBudget
+		budget[f] = system.MaxBudget
 	}
-	chk, err := checker.New(p, &checker.Config{World: *c.AttemptWorld(1, 0), Budget: budget, Renewal: c.Renewal, Commands: c.Commands},
-		checker.Run{Name: "conform", Policy: h.Policy, Engine: h.Engine})
+	chk, err := system.New(p, &system.Config{World: *c.AttemptWorld(1, 0), Budget: budget, Renewal: c.Renewal, Commands: c.Commands},
+		system.Run{Name: "conform", Policy: h.Policy, Engine: h.Engine})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInput, err)
 	}
 	j := &judge{h: h, cfg: &c, chk: chk, bound: opt.Bound, maxF: opt.MaxFaults, open: opt.Open,
-		procs: make([]procState, len(h.Processes)), att: map[string]*attempt{}, gone: map[string]finished{}, held: map[string]*obslog.Fact{}, worlds: map[[2]int64]*model.Config{}, memo: map[uint64][]*greedyMemo{}, cov: checker.NewCoverage(p.Spec())}
+		procs: make([]procState, len(h.Processes)), att: map[string]*attempt{}, gone: map[string]finished{}, held: map[string]*obslog.Fact{}, worlds: map[[2]int64]*model.Config{}, memo: map[uint64][]*greedyMemo{}, cov: system.NewCoverage(p.Spec())}
 	if j.bound <= 0 {
 		j.bound = DefaultBound
 	}

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 )
 
 // Nodes: a node of an attempt's search is a state of the composed system
@@ -16,7 +16,7 @@ import (
 type node struct {
 	// st is the world and the machines; nodes that differ only in what
 	// they explained share it. stKey is its hash.
-	st       *checker.State
+	st       *system.State
 	stKey    uint64
 	pos      [maxSlots]uint16
 	owed     [maxOwed]obslog.Label
@@ -31,7 +31,7 @@ type node struct {
 	depth  uint16
 	parent *node
 	fact   *obslog.Fact // the fact this node explained, or nil
-	move   checker.Move // the step that made this node (none: a fact owed)
+	move   system.Move  // the step that made this node (none: a fact owed)
 	// succ is, once the node was expanded, its logged steps: a node
 	// expanded again (a fact it may explain arrived) matches the fact
 	// against them without stepping the world again.
@@ -42,7 +42,7 @@ type node struct {
 
 // succ is a logged step of a node: the move and what it makes observable.
 type succ struct {
-	m checker.Move
+	m system.Move
 	// off and mn locate what the step makes observable in the node's
 	// labels.
 	off uint16
@@ -81,7 +81,7 @@ func mix(h, v uint64) uint64 {
 }
 
 // stateKey hashes a state's canonical packing.
-func (j *judge) stateKey(st *checker.State) uint64 {
+func (j *judge) stateKey(st *system.State) uint64 {
 	h := uint64(0x68616e646f666663)
 	for _, w := range j.chk.Key(st) {
 		h = mix(h, w)
@@ -91,7 +91,7 @@ func (j *judge) stateKey(st *checker.State) uint64 {
 
 // setState gives a node a new state, judged by the state invariants: a
 // state that breaks one explains nothing.
-func (j *judge) setState(a *attempt, n *node, st *checker.State) bool {
+func (j *judge) setState(a *attempt, n *node, st *system.State) bool {
 	if v := j.chk.CheckState(st); v != nil {
 		a.broken = v
 		return false
@@ -150,7 +150,7 @@ func (j *judge) same(x, y *node) bool {
 
 // sameState reports whether two states are one: equal, or with the same
 // canonical key.
-func sameState(c *checker.Checker, x, y *checker.State) bool {
+func sameState(c *system.System, x, y *system.State) bool {
 	return x == y || *x == *y || c.Key(x) == c.Key(y)
 }
 
@@ -161,7 +161,7 @@ func (j *judge) child(n *node) *node {
 		c.depth++
 	}
 	c.fact = nil
-	c.move = checker.Move{}
+	c.move = system.Move{}
 	c.succ = nil
 	c.labels = nil
 	c.expanded = false
@@ -170,7 +170,7 @@ func (j *judge) child(n *node) *node {
 }
 
 // step is the state a node's move leads to.
-func (j *judge) step(n *node, m checker.Move) *checker.State {
+func (j *judge) step(n *node, m system.Move) *system.State {
 	next := *n.st
 	j.stepper.Force(&next, m)
 	return &next

@@ -6,8 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -232,7 +232,7 @@ func (j *judge) unfinishedBy(a *attempt, n *node) string {
 	}
 	var parts []string
 	for sd, p := range []int{a.p, a.d} {
-		if p >= 0 && x.Worker(model.Side(sd)) >= 0 && !j.chk.Terminal(n.st, checker.RoleOf(model.Side(sd)), 0) {
+		if p >= 0 && x.Worker(model.Side(sd)) >= 0 && !j.chk.Terminal(n.st, system.RoleOf(model.Side(sd)), 0) {
 			parts = append(parts, fmt.Sprintf("%s never finished its side (no terminal outcome any behavior of the tables reaches from its facts)", j.h.Processes[p].Name))
 		}
 	}
@@ -443,7 +443,7 @@ func (j *judge) nextOf(a *attempt, n *node, f *obslog.Fact) []obslog.Label {
 		for _, x := range frontier {
 			st, moves := j.movesOf(x)
 			for _, m := range moves {
-				if m.Kind.Fault() && m.Kind != checker.MvEvict {
+				if m.Kind.Fault() && m.Kind != system.MvEvict {
 					continue
 				}
 				ns := st

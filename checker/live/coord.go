@@ -14,9 +14,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -44,7 +44,7 @@ type Options struct {
 	// SpecFile, when set, is a spec the workers load instead of the
 	// generated machines (they run it with the table interpreter).
 	SpecFile string
-	Protocol *checker.Protocol
+	Protocol *system.Protocol
 	// Errors receives what the coordinator refuses (nil: stderr).
 	Errors io.Writer
 	// DrainTimeout bounds the wait for the workers' ledgers once every
@@ -183,7 +183,7 @@ type catt struct {
 	// Window is its world (Cfg) onto the routers' ledgers of its two
 	// workers, the one window every driver shows counters through.
 	cluster.Window
-	st      checker.State
+	st      system.State
 	p, d    int
 	pGen    int64
 	dGen    int64
@@ -358,7 +358,7 @@ func (c *coord) plan() error {
 		if !strikes(k) {
 			return fmt.Errorf("%s:%d: %w: a live run strikes no planned %s", f.File, f.Line, cluster.ErrInput, k)
 		}
-		if checker.FaultKinds[k].Phase && !slices.Contains(obslog.AttemptKindNames(), f.After) {
+		if system.FaultKinds[k].Phase && !slices.Contains(obslog.AttemptKindNames(), f.After) {
 			// Aimed at a phase: the side's worker stops when it logs
 			// the fact, and the coordinator kills it then.
 			return fmt.Errorf("%s:%d: %w: after %q, want a kind a worker logs for a request", f.File, f.Line, cluster.ErrInput, f.After)
@@ -391,8 +391,8 @@ func workerMarks(m *cluster.Marks) []Frame {
 		fs = append(fs, Frame{Kind: KMark, Fault: fault, To: sideNames[sd]})
 	}
 	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
-		m.Each(func(k checker.Fault, on model.Side, either bool) {
-			if k != checker.Cancel && (either || on == sd) {
+		m.Each(func(k system.Fault, on model.Side, either bool) {
+			if k != system.Cancel && (either || on == sd) {
 				mark(k.String(), sd)
 			}
 		})
@@ -409,15 +409,15 @@ func workerMarks(m *cluster.Marks) []Frame {
 // names its side (where its window first offers them) and those of the
 // transfer it runs (hang, transfer_failure), and restarts. A kind struck
 // by no rule here is refused with the plan's line, not left unstruck.
-func strikes(k checker.Fault) bool {
-	kind := &checker.FaultKinds[k]
+func strikes(k system.Fault) bool {
+	kind := &system.FaultKinds[k]
 	switch {
-	case k == checker.Cancel || k == checker.Hang || cluster.AtTime(k):
+	case k == system.Cancel || k == system.Hang || cluster.AtTime(k):
 		return true
 	case kind.Instead != 0:
-		return k == checker.Loss || k == checker.Duplicate || k == checker.TransferFailure
+		return k == system.Loss || k == system.Duplicate || k == system.TransferFailure
 	case kind.Offered:
-		return cluster.Takes(k, checker.ArgSide)
+		return cluster.Takes(k, system.ArgSide)
 	}
 	return false
 }
@@ -844,7 +844,7 @@ func (c *coord) writeBack(a *catt) {
 }
 
 // step takes a router's move in the attempt's window and logs it.
-func (c *coord) step(a *catt, m checker.Move, force bool) bool {
+func (c *coord) step(a *catt, m system.Move, force bool) bool {
 	c.project(a)
 	before := a.st
 	if !c.take(&a.st, m, force) {
@@ -888,7 +888,7 @@ func (c *coord) arrive() error {
 	c.order = append(c.order, a)
 	a.p = cluster.Choose(c.cfg.PrefillRouter, 0, c.cfg.Prefill.Workers, &c.nextP, c.rng, c.prefillLoad, nil)
 	a.pGen = c.ws[a.p].gen
-	c.step(a, checker.Move{Kind: checker.MvRoutePrefill, H: 0, Arg: 0}, false)
+	c.step(a, system.Move{Kind: system.MvRoutePrefill, H: 0, Arg: 0}, false)
 	// The marks go first: the worker keeps them until the route comes,
 	// so that they strike where the world first offers them, however
 	// late the worker reads the frames after the route.
@@ -898,7 +898,7 @@ func (c *coord) arrive() error {
 	if r.CancelUS >= 0 {
 		c.push(&cevent{at: c.fromStart(r.CancelUS), kind: cCancel, a: a})
 	}
-	if a.m.Spend(checker.Cancel, 0) {
+	if a.m.Spend(system.Cancel, 0) {
 		c.rep.FaultsStruck++
 		c.cancel(a)
 	}
@@ -950,7 +950,7 @@ func (c *coord) routeDecode(a *catt) {
 	d := cluster.Choose(c.cfg.DecodeRouter, c.cfg.Prefill.Workers, c.cfg.NumWorkers(), &c.nextD, c.rng, c.decodeLoad, nil)
 	a.d = d
 	a.dGen = c.ws[d].gen
-	if !c.step(a, checker.Move{Kind: checker.MvRouteDecode, H: 0, Arg: 1}, false) {
+	if !c.step(a, system.Move{Kind: system.MvRouteDecode, H: 0, Arg: 1}, false) {
 		a.d = -1
 		return
 	}
@@ -997,7 +997,7 @@ func (c *coord) noWork(cw *cworker, l *Ledger) string {
 }
 
 func (c *coord) cancel(a *catt) {
-	if a.done || !c.step(a, checker.Move{Kind: checker.MvCancel, H: 0}, false) {
+	if a.done || !c.step(a, system.Move{Kind: system.MvCancel, H: 0}, false) {
 		return
 	}
 	c.rep.Cancelled++
@@ -1149,13 +1149,13 @@ func (c *coord) relay(from int, f *Frame) {
 	}
 	copies := 1
 	if msg, ok := msgNamed(f.Msg); ok && f.Kind == KFact {
-		fm, _, ok := a.m.Instead(checker.Move{Kind: checker.MvDeliver, H: 0, Arg: int8(to), Msg: msg})
+		fm, _, ok := a.m.Instead(system.Move{Kind: system.MvDeliver, H: 0, Arg: int8(to), Msg: msg})
 		switch {
-		case ok && fm.Kind == checker.MvLose:
+		case ok && fm.Kind == system.MvLose:
 			c.rep.Proxy.Dropped++
 			c.rep.FaultsStruck++
 			return
-		case ok && fm.Kind == checker.MvDuplicate:
+		case ok && fm.Kind == system.MvDuplicate:
 			c.rep.Proxy.Duplicated++
 			c.rep.FaultsStruck++
 			copies = 2
@@ -1241,7 +1241,7 @@ func (c *coord) restart(w int) {
 		}
 		c.project(a)
 		before := a.st.W.H[0]
-		c.take(&a.st, checker.Move{Kind: checker.MvRestart, H: -1, Arg: k}, true)
+		c.take(&a.st, system.Move{Kind: system.MvRestart, H: -1, Arg: k}, true)
 		// The restart resets the worker in the window; the routers keep
 		// their ledgers of it (minus this attempt's bookings).
 		kw := a.st.W.W[k]

@@ -3,8 +3,8 @@ package live
 import (
 	"testing"
 
-	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -15,7 +15,7 @@ import (
 // kind added to the fault table that no live rule strikes fails here and
 // is refused with the plan's line in a run, never left unstruck.
 func TestLive_EveryPlannedKindReachesItsStriker(t *testing.T) {
-	for k := range checker.NumFaults {
+	for k := range system.NumFaults {
 		if !cluster.Planned(k) {
 			continue
 		}
@@ -23,7 +23,7 @@ func TestLive_EveryPlannedKindReachesItsStriker(t *testing.T) {
 			t.Errorf("%s: no live rule strikes it", k)
 			continue
 		}
-		kind := &checker.FaultKinds[k]
+		kind := &system.FaultKinds[k]
 		f := cluster.Fault{File: "plan.jsonl", Line: 2, Kind: k.String(), Request: 0, Worker: -1, Side: "destination"}
 		switch {
 		case kind.Phase:
@@ -36,7 +36,7 @@ func TestLive_EveryPlannedKindReachesItsStriker(t *testing.T) {
 			t.Fatalf("%s: %v", k, err)
 		}
 		frames := workerMarks(&m)
-		coordinator := k == checker.Cancel || kind.Instead == checker.MvDeliver
+		coordinator := k == system.Cancel || kind.Instead == system.MvDeliver
 		if coordinator {
 			if len(frames) != 0 {
 				t.Errorf("%s: the coordinator strikes it, yet workers got %v", k, frames)
@@ -59,7 +59,7 @@ func TestLive_EveryPlannedKindReachesItsStriker(t *testing.T) {
 			if w.refused != 0 || (a.m.Left() != 1 && a.trigger == "") {
 				t.Errorf("%s: the %s worker refused %d frames, holds %d marks and waits for %q; want the mark held", k, fr.To, w.refused, a.m.Left(), a.trigger)
 			}
-			if cluster.Takes(k, checker.ArgSide) && sd != model.DestinationSide {
+			if cluster.Takes(k, system.ArgSide) && sd != model.DestinationSide {
 				t.Errorf("%s: a mark on the destination went to the %s", k, fr.To)
 			}
 		}

@@ -1,9 +1,9 @@
 package live
 
 import (
-	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -29,22 +29,22 @@ func sideOwner(s model.Side) owner {
 }
 
 // ownerOf is the one table of who takes which move.
-func ownerOf(m checker.Move, x *model.Handoff) owner {
+func ownerOf(m system.Move, x *model.Handoff) owner {
 	if _, fault := m.Kind.Spends(); fault {
 		return ownNobody
 	}
 	switch m.Kind {
-	case checker.MvRoutePrefill, checker.MvRouteDecode:
+	case system.MvRoutePrefill, system.MvRouteDecode:
 		return ownRouter
-	case checker.MvDeliverRequest, checker.MvAdmit, checker.MvCompute:
+	case system.MvDeliverRequest, system.MvAdmit, system.MvCompute:
 		return ownSource
-	case checker.MvReserve, checker.MvRefuse, checker.MvPromote, checker.MvDecodeFinish, checker.MvFreeBackground:
+	case system.MvReserve, system.MvRefuse, system.MvPromote, system.MvDecodeFinish, system.MvFreeBackground:
 		return ownDestination
-	case checker.MvTransfer:
+	case system.MvTransfer:
 		return sideOwner(x.Runner)
-	case checker.MvDeliver, checker.MvDeliverCancel, checker.MvPeerRestarted, checker.MvApply, checker.MvDeferred:
+	case system.MvDeliver, system.MvDeliverCancel, system.MvPeerRestarted, system.MvApply, system.MvDeferred:
 		return sideOwner(model.Side(m.Arg))
-	case checker.MvTimer:
+	case system.MvTimer:
 		return sideOwner(model.Timer(m.Arg).Side())
 	}
 	return ownNobody
@@ -92,22 +92,22 @@ func dstHoldNamed(name string) (model.DstHold, bool) {
 // rows that fired in the last step, and the facts a step made observable.
 type stepper struct {
 	steps *cluster.Stepper
-	chk   *checker.Checker
-	cov   *checker.Coverage
+	chk   *system.System
+	cov   *system.Coverage
 	lbls  []obslog.Label
 }
 
 // newStepper steps windows of cfg with p's tables (nil: the generated
 // machines).
-func newStepper(p *checker.Protocol, cfg *cluster.Config) (*stepper, error) {
+func newStepper(p *system.Protocol, cfg *cluster.Config) (*stepper, error) {
 	if p == nil {
-		p = checker.Generated()
+		p = system.Generated()
 	}
 	chk, err := cfg.Checker(p)
 	if err != nil {
 		return nil, err
 	}
-	s := &stepper{chk: chk, cov: checker.NewCoverage(p.Spec())}
+	s := &stepper{chk: chk, cov: system.NewCoverage(p.Spec())}
 	s.steps = cluster.NewStepper(chk, s.cov)
 	return s, nil
 }
@@ -118,7 +118,7 @@ func newStepper(p *checker.Protocol, cfg *cluster.Config) (*stepper, error) {
 // it holds the peer's side only as this process last heard of it, and an
 // invariant across both sides is the conformance judge's to decide, from
 // every process's log. It reports whether the move was taken.
-func (s *stepper) take(st *checker.State, m checker.Move, force bool) bool {
+func (s *stepper) take(st *system.State, m system.Move, force bool) bool {
 	if force {
 		s.steps.Force(st, m)
 		return true
@@ -129,7 +129,7 @@ func (s *stepper) take(st *checker.State, m checker.Move, force bool) bool {
 
 // observed is the facts the last step made observable to the process
 // that logs as by.
-func (s *stepper) observed(before, after *checker.State, m checker.Move, by obslog.Who) []obslog.Label {
+func (s *stepper) observed(before, after *system.State, m system.Move, by obslog.Who) []obslog.Label {
 	s.lbls = s.lbls[:0]
 	for _, l := range s.steps.Observe(before, after, m) {
 		if l.By == by {

@@ -14,9 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -79,7 +79,7 @@ func ParseWorkerArgs(args []string) (WorkerArgs, error) {
 }
 
 // RunWorkerArgs runs a worker process from its command line's values.
-func RunWorkerArgs(ctx context.Context, a WorkerArgs, p *checker.Protocol, stderr io.Writer) error {
+func RunWorkerArgs(ctx context.Context, a WorkerArgs, p *system.Protocol, stderr io.Writer) error {
 	data, err := os.ReadFile(a.ConfigFile)
 	if err != nil {
 		return err
@@ -151,7 +151,7 @@ func (s *ExecSpawner) Start(ctx context.Context, a WorkerArgs) (Proc, error) {
 // ends the worker's context, which closes its connection, not a
 // process).
 type GoSpawner struct {
-	Protocol *checker.Protocol
+	Protocol *system.Protocol
 	Errors   io.Writer
 }
 

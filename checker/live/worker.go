@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -29,7 +29,7 @@ type WorkerOptions struct {
 	Gen    int64
 	Config *cluster.Config
 	// Protocol runs other tables than the generated machines.
-	Protocol *checker.Protocol
+	Protocol *system.Protocol
 	// Log receives the worker's facts, appended to a log whose header
 	// names the run's processes (Header); nil logs nothing.
 	Log    io.Writer
@@ -135,7 +135,7 @@ type worker struct {
 	// counts
 	hosted, refused int
 	refusedWhy      map[string]int
-	moves           []checker.Move // schedule's buffer
+	moves           []system.Move // schedule's buffer
 	findings        []string
 	frozen          bool
 	draining        bool
@@ -147,10 +147,10 @@ type attempt struct {
 	name           string
 	req            RequestInfo
 	cluster.Window // its world (Cfg); the worker shows its own counters in it
-	st             checker.State
+	st             system.State
 	peerGen        int64                        // -1 until known
 	job            *cluster.ComputeJob[*wevent] // its prefill on the worker's compute queue
-	sched          []checker.Move
+	sched          []system.Move
 	timerV         [model.NumTimers]uint32
 	timerOn        [model.NumTimers]bool
 	overdue        [model.NumTimers]bool
@@ -469,14 +469,14 @@ func (w *worker) route(f *Frame) {
 	}
 	delete(w.early, f.Attempt)
 	if w.mine == model.SourceSide {
-		w.do(a, checker.Move{Kind: checker.MvRoutePrefill, H: 0, Arg: 0}, false)
+		w.do(a, system.Move{Kind: system.MvRoutePrefill, H: 0, Arg: 0}, false)
 		return
 	}
 	// The decode router's choice reaches the destination: the source is
 	// world worker 0 of its window, placed already.
 	a.st.W.H[0].Prefill = 0
 	a.st.W.H[0].RequestDelivered = true
-	w.do(a, checker.Move{Kind: checker.MvRouteDecode, H: 0, Arg: 1}, true)
+	w.do(a, system.Move{Kind: system.MvRouteDecode, H: 0, Arg: 1}, true)
 }
 
 func (w *worker) fact(a *attempt, f *Frame) {
@@ -488,10 +488,10 @@ func (w *worker) fact(a *attempt, f *Frame) {
 	}
 	// Each fact that arrives is taken a configured latency later, on its
 	// own: a duplicate is taken twice.
-	w.push(&wevent{at: time.Now().Add(w.dur(w.cfg.LatencyUS)), kind: wDeliver, a: a, m: checker.Move{Kind: checker.MvDeliver, H: 0, Arg: int8(to), Msg: m}})
+	w.push(&wevent{at: time.Now().Add(w.dur(w.cfg.LatencyUS)), kind: wDeliver, a: a, m: system.Move{Kind: system.MvDeliver, H: 0, Arg: int8(to), Msg: m}})
 }
 
-func (w *worker) deliver(a *attempt, m checker.Move) {
+func (w *worker) deliver(a *attempt, m system.Move) {
 	x := &a.st.W.H[0]
 	if w.mine == model.SourceSide && x.Decode < 0 {
 		x.Decode = 1
@@ -507,7 +507,7 @@ func (w *worker) cancel(a *attempt) {
 	x := &a.st.W.H[0]
 	x.Cancelled = true
 	x.CancelPending[w.mine] = true
-	w.settle(a, nil, checker.Move{})
+	w.settle(a, nil, system.Move{})
 }
 
 func (w *worker) probe(a *attempt, f *Frame) {
@@ -558,15 +558,15 @@ func (w *worker) peerRestarted(a *attempt, f *Frame) {
 	w.project(a)
 	// The peer's restart, in this worker's window: its record forgotten,
 	// this side told by the health check (PeerGone).
-	w.take(&a.st, checker.Move{Kind: checker.MvRestart, H: -1, Arg: int8(peer)}, true)
+	w.take(&a.st, system.Move{Kind: system.MvRestart, H: -1, Arg: int8(peer)}, true)
 	a.st.W.W[peer] = before.W.W[peer]
 	w.writeBack(a)
-	w.settle(a, &before, checker.Move{Kind: checker.MvRestart, H: -1})
+	w.settle(a, &before, system.Move{Kind: system.MvRestart, H: -1})
 }
 
 func (w *worker) mark(a *attempt, f *Frame) {
 	if w.setMark(a, f) {
-		w.settle(a, nil, checker.Move{})
+		w.settle(a, nil, system.Move{})
 	}
 }
 
@@ -574,7 +574,7 @@ func (w *worker) mark(a *attempt, f *Frame) {
 // for a fault this worker does not strike, refused, or for a restart's
 // phase, which changes nothing now.
 func (w *worker) setMark(a *attempt, f *Frame) bool {
-	if k, ok := checker.ParseFault(f.Fault); ok {
+	if k, ok := system.ParseFault(f.Fault); ok {
 		if !a.m.MarkSide(k, w.mine) {
 			w.refuse("a fault a worker does not strike")
 			return false
@@ -619,7 +619,7 @@ func room(k *model.Worker) model.Blocks { return k.Free + k.Cached + k.Kept }
 
 // do takes one move of an attempt (Step, or forced Apply for a move whose
 // preconditions live in another process), logs it and settles.
-func (w *worker) do(a *attempt, m checker.Move, force bool) bool {
+func (w *worker) do(a *attempt, m system.Move, force bool) bool {
 	w.project(a)
 	before := a.st
 	if !w.take(&a.st, m, force) {
@@ -631,7 +631,7 @@ func (w *worker) do(a *attempt, m checker.Move, force bool) bool {
 }
 
 // settle follows a step: what it logged, sent, armed; what now waits.
-func (w *worker) settle(a *attempt, before *checker.State, m checker.Move) {
+func (w *worker) settle(a *attempt, before *system.State, m system.Move) {
 	x := &a.st.W.H[0]
 	if a.job != nil && x.Compute != model.ComputeRunning {
 		// The prefill stopped before its compute ended.
@@ -671,7 +671,7 @@ func (w *worker) settle(a *attempt, before *checker.State, m checker.Move) {
 	}
 }
 
-func (w *worker) observe(a *attempt, before *checker.State, m checker.Move) {
+func (w *worker) observe(a *attempt, before *system.State, m system.Move) {
 	if w.log == nil && a.trigger == "" {
 		return
 	}
@@ -716,25 +716,25 @@ func (w *worker) schedule(a *attempt) {
 		w.do(a, m, false)
 		return
 	}
-	if now, _ := cluster.HangStrikes(x); now && x.Runner == w.mine && a.m.Spend(checker.Hang, w.mine) {
+	if now, _ := cluster.HangStrikes(x); now && x.Runner == w.mine && a.m.Spend(system.Hang, w.mine) {
 		// The runner's transfer hangs: from now on it ends only by
 		// failing, once a registration it uses is no longer valid. The
 		// hang is forced: the window holds the peer's side only as this
 		// worker last heard of it, and may not offer it.
-		w.struck(a, checker.Hang.String())
-		w.do(a, checker.Move{Kind: checker.MvHang, H: 0}, true)
+		w.struck(a, system.Hang.String())
+		w.do(a, system.Move{Kind: system.MvHang, H: 0}, true)
 		return
 	}
 	waiting := false
 	for _, m := range moves {
-		if ownerOf(m, x) != w.who || m.Kind == checker.MvTimer || m.Kind == checker.MvTransfer {
+		if ownerOf(m, x) != w.who || m.Kind == system.MvTimer || m.Kind == system.MvTransfer {
 			continue
 		}
 		if slices.Contains(a.sched, m) {
 			continue
 		}
 		a.sched = append(a.sched, m)
-		if m.Kind == checker.MvCompute {
+		if m.Kind == system.MvCompute {
 			w.book(a, m)
 			continue
 		}
@@ -745,8 +745,8 @@ func (w *worker) schedule(a *attempt) {
 	} else {
 		waiting = x.Pending || (x.Dst == model.DstActive && !x.Running)
 	}
-	waiting = waiting && !slices.ContainsFunc(a.sched, func(m checker.Move) bool {
-		return m.Kind == checker.MvAdmit || m.Kind == checker.MvReserve || m.Kind == checker.MvRefuse || m.Kind == checker.MvPromote
+	waiting = waiting && !slices.ContainsFunc(a.sched, func(m system.Move) bool {
+		return m.Kind == system.MvAdmit || m.Kind == system.MvReserve || m.Kind == system.MvRefuse || m.Kind == system.MvPromote
 	})
 	if waiting && !a.waiting {
 		w.wait = append(w.wait, a)
@@ -759,8 +759,8 @@ func (w *worker) schedule(a *attempt) {
 
 // strikesHere says which offered fault moves a worker strikes where its
 // window first offers them: those of its own side.
-func (w *worker) strikesHere(k checker.Fault, m checker.Move) bool {
-	return cluster.Takes(k, checker.ArgSide) && model.Side(m.Arg) == w.mine
+func (w *worker) strikesHere(k system.Fault, m system.Move) bool {
+	return cluster.Takes(k, system.ArgSide) && model.Side(m.Arg) == w.mine
 }
 
 // offer schedules again the attempts that wait for capacity, oldest first.
@@ -779,22 +779,22 @@ func (w *worker) offer() {
 // delay is how long an owned move takes: the configuration's durations,
 // scaled; a fact, a cancel or a route takes the real network's time
 // before it arrives, so none here.
-func (w *worker) delay(a *attempt, m checker.Move) time.Duration {
+func (w *worker) delay(a *attempt, m system.Move) time.Duration {
 	x := &a.st.W.H[0]
 	switch m.Kind {
-	case checker.MvDeliverRequest, checker.MvDeliverCancel:
+	case system.MvDeliverRequest, system.MvDeliverCancel:
 		// The network's own time has passed already; the configured
 		// latency is added, as every adapter does, so that the clocks
 		// agree on what comes first.
 		return w.dur(w.cfg.LatencyUS)
-	case checker.MvReserve, checker.MvRefuse, checker.MvDeferred:
+	case system.MvReserve, system.MvRefuse, system.MvDeferred:
 		return w.dur(w.cfg.CommandUS)
-	case checker.MvApply:
+	case system.MvApply:
 		if x.Slow[m.Arg] {
 			return w.dur(w.cfg.SlowCoreUS)
 		}
 		return w.dur(w.cfg.CommandUS)
-	case checker.MvDecodeFinish:
+	case system.MvDecodeFinish:
 		return w.dur(w.cfg.DecodeUS(model.Tokens(a.req.OutputTokens)))
 	}
 	return 0
@@ -802,7 +802,7 @@ func (w *worker) delay(a *attempt, m checker.Move) time.Duration {
 
 // book puts an attempt's prefill at the end of the worker's compute
 // queue: it computes when the ones before it have ended or stopped.
-func (w *worker) book(a *attempt, m checker.Move) {
+func (w *worker) book(a *attempt, m system.Move) {
 	e := &wevent{kind: wMove, a: a, m: m}
 	a.job = w.compute.Book(int64(time.Since(w.t0)), int64(w.dur(w.cfg.ComputeUS(a.Cfg))), e)
 	e.at = w.t0.Add(time.Duration(a.job.End))
@@ -835,7 +835,7 @@ func (w *worker) startTransfer(a *attempt) {
 	a.replied, a.xferDue = false, false
 	w.send(&Frame{Kind: KProbe, Attempt: a.name, To: sideNames[w.mine.Other()], PeerGen: max(a.peerGen, 0)})
 	d := w.dur(w.cfg.TransferUS(a.Cfg, a.st.W.H[0].PrefixGone&2 != 0))
-	if a.m.Replaces(checker.MvTransfer) {
+	if a.m.Replaces(system.MvTransfer) {
 		d = 0
 	}
 	w.push(&wevent{at: time.Now().Add(d), kind: wXfer, a: a, ver: a.xferV})
@@ -849,7 +849,7 @@ func (w *worker) maybeEndTransfer(a *attempt) {
 		return
 	}
 	if a.xferDue {
-		if f, k, ok := a.m.Instead(checker.Move{Kind: checker.MvTransfer, H: 0}); ok && w.do(a, f, false) {
+		if f, k, ok := a.m.Instead(system.Move{Kind: system.MvTransfer, H: 0}); ok && w.do(a, f, false) {
 			w.struck(a, k.String())
 			return
 		}
@@ -861,7 +861,7 @@ func (w *worker) maybeEndTransfer(a *attempt) {
 	// Through a registration of its own that is no longer valid the
 	// transfer fails at once, whatever the peer answers.
 	if own != model.RegValid || (a.replied && a.xferDue) {
-		w.do(a, checker.Move{Kind: checker.MvTransfer, H: 0}, false)
+		w.do(a, system.Move{Kind: system.MvTransfer, H: 0}, false)
 	}
 }
 
@@ -869,12 +869,12 @@ func (w *worker) maybeEndTransfer(a *attempt) {
 
 // timers arms, moves and forgets the deadlines of the worker's side as
 // the rows that fired say (the simulator's rule, on the wall clock).
-func (w *worker) timers(a *attempt, b *model.Handoff, m checker.Move) {
+func (w *worker) timers(a *attempt, b *model.Handoff, m system.Move) {
 	x := &a.st.W.H[0]
 	var touched [model.NumTimers]bool
 	for _, f := range w.steps.Firings() {
 		for _, act := range f.Actions {
-			if t, ok := checker.TimerOf(act); ok {
+			if t, ok := system.TimerOf(act); ok {
 				touched[t] = true
 			}
 		}
@@ -883,7 +883,7 @@ func (w *worker) timers(a *attempt, b *model.Handoff, m checker.Move) {
 		if t.Side() != w.mine {
 			continue
 		}
-		fired := m.Kind == checker.MvTimer && model.Timer(m.Arg) == t
+		fired := m.Kind == system.MvTimer && model.Timer(m.Arg) == t
 		switch {
 		case !x.Armed(t):
 			a.overdue[t] = false
@@ -915,7 +915,7 @@ func (w *worker) timers(a *attempt, b *model.Handoff, m checker.Move) {
 // with nothing scheduled. No tombstone stays: a late frame for it finds
 // no attempt and changes nothing.
 func (w *worker) maybeRetire(a *attempt) {
-	if a.gone || len(a.sched) > 0 || a.waiting || !w.chk.Terminal(&a.st, checker.RoleOf(w.mine), 0) || !a.Hold[w.mine].Zero() {
+	if a.gone || len(a.sched) > 0 || a.waiting || !w.chk.Terminal(&a.st, system.RoleOf(w.mine), 0) || !a.Hold[w.mine].Zero() {
 		return
 	}
 	for t := range a.timerOn {
@@ -951,7 +951,7 @@ func (w *worker) sendLedger() {
 			}
 		}
 		l.OpenAttempts = append(l.OpenAttempts, fmt.Sprintf("%s: state %s; %s; deadlines %v; scheduled %v; waiting for room %v",
-			name, w.chk.Protocol().StateName(checker.RoleOf(w.mine), a.st.Role(checker.RoleOf(w.mine), 0)), ownHeld(&a.st.W.H[0], w.mine), timers, a.sched, a.waiting))
+			name, w.chk.Protocol().StateName(system.RoleOf(w.mine), a.st.Role(system.RoleOf(w.mine), 0)), ownHeld(&a.st.W.H[0], w.mine), timers, a.sched, a.waiting))
 	}
 	w.send(&Frame{Kind: KLedger, Ledger: l})
 }
@@ -991,7 +991,7 @@ type wevent struct {
 	seq   uint64
 	kind  wkind
 	a     *attempt
-	m     checker.Move
+	m     system.Move
 	timer model.Timer
 	ver   uint32
 }
@@ -1019,7 +1019,7 @@ func (w *worker) runDue() {
 		w.late.Events.add(now.Sub(e.at))
 		switch e.kind {
 		case wMove:
-			if e.m.Kind == checker.MvCompute && (a.job == nil || a.job.Of != e) {
+			if e.m.Kind == system.MvCompute && (a.job == nil || a.job.Of != e) {
 				// The prefill stopped, or its compute was moved earlier
 				// (an event of its own).
 				continue
@@ -1040,7 +1040,7 @@ func (w *worker) runDue() {
 				continue
 			}
 			a.timerOn[e.timer] = false
-			if !w.do(a, checker.Move{Kind: checker.MvTimer, H: 0, Arg: int8(e.timer)}, false) {
+			if !w.do(a, system.Move{Kind: system.MvTimer, H: 0, Arg: int8(e.timer)}, false) {
 				a.overdue[e.timer] = true
 				w.maybeRetire(a)
 			}

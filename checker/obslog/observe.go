@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -90,8 +90,8 @@ func bySide(s model.Side) Who {
 // Steps of a worker's restart are not observed: the restarted process
 // logs only worker_restarted, and what the restart takes from the attempt
 // follows from it.
-func Observe(out []Label, h int, before, after *checker.State, m checker.Move, fs []checker.Firing) []Label {
-	if m.Kind == checker.MvRestart {
+func Observe(out []Label, h int, before, after *system.State, m system.Move, fs []system.Firing) []Label {
+	if m.Kind == system.MvRestart {
 		return out
 	}
 	b, a := &before.W.H[h], &after.W.H[h]
@@ -105,7 +105,7 @@ func Observe(out []Label, h int, before, after *checker.State, m checker.Move, f
 		if f.Role == spec.Destination {
 			sd = model.DestinationSide
 		}
-		switch name := checker.EventName(f.Role, f.Event); name {
+		switch name := system.EventName(f.Role, f.Event); name {
 		case "Cancelled", "ClientCancelled":
 			evs[sd][Cancelled] = true
 		case "LocalAbort":
@@ -177,7 +177,7 @@ func Observe(out []Label, h int, before, after *checker.State, m checker.Move, f
 					add(Label{Kind: k, By: by})
 				}
 			case DeadlineExpired:
-				if evs[sd][k] && m.Kind == checker.MvTimer {
+				if evs[sd][k] && m.Kind == system.MvTimer {
 					add(Label{Kind: k, By: by, Timer: model.Timer(m.Arg)})
 				}
 			case Reserved:

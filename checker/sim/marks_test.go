@@ -5,30 +5,30 @@ import (
 	"context"
 	"testing"
 
-	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/sim/faultplan"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 )
 
 // aimedFaults are the plan lines of every form a fault kind takes, aimed
 // at request 0 (or worker 0) at time 0: each side of a kind that names
 // one, and the phase form of a kind aimed at one.
-func aimedFaults(k checker.Fault) []faultplan.Fault {
+func aimedFaults(k system.Fault) []faultplan.Fault {
 	f := faultplan.Fault{Kind: k.String(), Request: -1, Worker: -1}
-	if cluster.Takes(k, checker.ArgH) {
+	if cluster.Takes(k, system.ArgH) {
 		f.Request = 0
 	}
-	if cluster.Takes(k, checker.ArgWorker) {
+	if cluster.Takes(k, system.ArgWorker) {
 		f.Worker = 0
 	}
 	out := []faultplan.Fault{f}
-	if cluster.Takes(k, checker.ArgSide) {
+	if cluster.Takes(k, system.ArgSide) {
 		f.Side = "source"
 		g := f
 		g.Side = "destination"
 		out = []faultplan.Fault{f, g}
 	}
-	if checker.FaultKinds[k].Phase {
+	if system.FaultKinds[k].Phase {
 		for _, sd := range []string{"source", "destination"} {
 			out = append(out, faultplan.Fault{Kind: k.String(), Request: 0, Worker: -1, Side: sd, After: "registered"})
 		}
@@ -44,7 +44,7 @@ func aimedFaults(k checker.Fault) []faultplan.Fault {
 // driver follows fails here, not silently in a run.
 func TestEveryPlannedFaultKindStrikes(t *testing.T) {
 	planned := 0
-	for k := range checker.NumFaults {
+	for k := range system.NumFaults {
 		if !cluster.Planned(k) {
 			if faultplan.NotSchedulable(k.String()) == "" {
 				t.Errorf("%s: no plan schedules it, and the plan's refusal gives no reason", k)
@@ -86,7 +86,7 @@ func TestEveryPlannedFaultKindStrikes(t *testing.T) {
 		// An eviction is offered only while a side that is not
 		// finished keeps released blocks, which a default run never
 		// has: the cache evicts what a finished side keeps at once.
-		if struck == 0 && k != checker.Evict {
+		if struck == 0 && k != system.Evict {
 			t.Errorf("%s: no aimed fault of the kind struck", k)
 		}
 	}

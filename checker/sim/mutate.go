@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/machines/interp"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
@@ -77,7 +77,7 @@ func timedOne(ctx context.Context, m spec.Mutant) (TimedResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("mutant %s: %w", m.Name, err)
 	}
-	p, err := checker.FromStepper(m.Name, m.Spec, it)
+	p, err := system.FromStepper(m.Name, m.Spec, it)
 	if err != nil {
 		return res, fmt.Errorf("mutant %s: %w", m.Name, err)
 	}

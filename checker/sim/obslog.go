@@ -1,14 +1,14 @@
 package sim
 
 import (
-	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
 // observe logs the facts a step of a request made observable.
-func (s *Sim) observe(r *request, before *checker.State, m checker.Move) {
+func (s *Sim) observe(r *request, before *system.State, m system.Move) {
 	labels := s.step.Observe(before, &r.st, m)
 	for i := range labels {
 		l := &labels[i]

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/machines"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
@@ -184,7 +184,7 @@ func (s *Sim) checkReclaim(r *request, sd model.Side, ver uint32) {
 // failure of the transfer it runs, its core refusing to reserve, or one of
 // its own deadlines (a heartbeat is not one). The row may ignore the
 // event; BoundedGiveUp then judges what the side keeps holding.
-func givesUp(f *checker.Firing) bool {
+func givesUp(f *system.Firing) bool {
 	if f.Role == spec.Source {
 		switch machines.SourceEvent(f.Event) {
 		case machines.SourceEventClientCancelled, machines.SourceEventLocalAbort, machines.SourceEventTransferFailed,
@@ -219,7 +219,7 @@ func (s *Sim) giveUp(r *request) {
 		if ok, _ := holdsAny(x, sd); !ok {
 			continue
 		}
-		o := &obligation{since: s.now, deadline: s.now + s.reclaimBound(), why: checker.EventName(f.Role, f.Event)}
+		o := &obligation{since: s.now, deadline: s.now + s.reclaimBound(), why: system.EventName(f.Role, f.Event)}
 		r.gaveUp[sd] = o
 		s.push(&event{at: o.deadline, kind: evGiveUp, r: r, side: sd, ver: o.ver})
 	}

@@ -3,7 +3,7 @@
 // prefill computes at a rate, transfers take their priced bytes over a
 // bandwidth, facts take a latency, timers fire at their deadlines, and
 // faults strike when a fault plan says. Every step is a move of the
-// composed system (checker.Checker.Step), judged by every invariant of
+// composed system (system.System.Step), judged by every invariant of
 // the model; the simulator only decides which enabled move happens when.
 //
 // A cluster has more requests than a world has handoffs, so each request
@@ -22,9 +22,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -48,8 +48,8 @@ func fmtMS(t int64) string { return fmt.Sprintf("%.3fms", float64(t)/1000) }
 // Sim is one simulation run.
 type Sim struct {
 	cfg    *cluster.Config
-	chk    *checker.Checker
-	proto  *checker.Protocol
+	chk    *system.System
+	proto  *system.Protocol
 	policy spec.Policy
 	rng    *rand.Rand
 	now    int64
@@ -72,7 +72,7 @@ type Sim struct {
 	faultFree   bool
 	active      map[int]*request
 	marks       map[int]*cluster.Marks
-	cov         *checker.Coverage
+	cov         *system.Coverage
 	step        *cluster.Stepper // takes every move, keeping its firings
 
 	stats     *stats
@@ -94,7 +94,7 @@ type Options struct {
 	Timeline *Recorder
 	// Protocol runs another pair of tables than the generated machines
 	// (a variant or a mutant).
-	Protocol *checker.Protocol
+	Protocol *system.Protocol
 	// Progress is called every so many events.
 	Progress func(Progress)
 	// DisabledSteps, when set, receives every step of a disabled run.
@@ -130,7 +130,7 @@ func Run(ctx context.Context, cfg *cluster.Config, src cluster.Source, opt Optio
 func newSim(cfg *cluster.Config, src cluster.Source, opt Options) (*Sim, error) {
 	p := opt.Protocol
 	if p == nil {
-		p = checker.Generated()
+		p = system.Generated()
 	}
 	chk, err := cfg.Checker(p)
 	if err != nil {
@@ -143,7 +143,7 @@ func newSim(cfg *cluster.Config, src cluster.Source, opt Options) (*Sim, error) 
 		workers: make([]model.Worker, n), sums: make([]model.Holdings, n), jobs: make([]cluster.ComputeQueue[*event], n),
 		cache: make([]prefixCache, n), waiters: make([][]*request, n), dirty: make([]bool, n), seen: make([]capacity, n),
 		src: src, active: map[int]*request{}, marks: map[int]*cluster.Marks{},
-		cov: checker.NewCoverage(p.Spec()),
+		cov: system.NewCoverage(p.Spec()),
 	}
 	s.step = cluster.NewStepper(chk, s.cov)
 	for w := range s.workers {
@@ -171,11 +171,11 @@ func newSim(cfg *cluster.Config, src cluster.Source, opt Options) (*Sim, error) 
 type request struct {
 	cluster.Request
 	cluster.Window // its world (Cfg) onto its two workers' counters
-	st             checker.State
+	st             system.State
 	p, d           int
 	fresh          model.Worker // world worker 1 before decode is routed
 
-	sched    []checker.Move // protocol moves with an event pending
+	sched    []system.Move // protocol moves with an event pending
 	timerVer [model.NumTimers]uint32
 	timerAt  [model.NumTimers]int64
 	timerEv  [model.NumTimers]*event // the deadline's event while queued
@@ -233,8 +233,8 @@ const (
 type histEntry struct {
 	at   int64
 	kind histKind
-	m    checker.Move
-	f    checker.Firing
+	m    system.Move
+	f    system.Firing
 	w    int // the worker a route chose or that restarted
 }
 
@@ -256,9 +256,9 @@ func (s *Sim) lines(r *request) []string {
 			text = fmt.Sprintf("arrives: %d prompt tokens, %d output tokens", r.PromptTokens, r.OutputTokens)
 		case hMove:
 			switch e.m.Kind {
-			case checker.MvRoutePrefill:
+			case system.MvRoutePrefill:
 				text = fmt.Sprintf("route-prefill to worker %d", e.w)
-			case checker.MvRouteDecode:
+			case system.MvRouteDecode:
 				text = fmt.Sprintf("route-decode to worker %d", e.w)
 			default:
 				text = e.m.String()
@@ -307,7 +307,7 @@ type event struct {
 	idx   int // its place in the queue, -1 once taken
 	kind  evKind
 	r     *request
-	m     checker.Move
+	m     system.Move
 	timer model.Timer
 	ver   uint32
 	side  model.Side
@@ -526,7 +526,7 @@ func (s *Sim) arrive(r *request) {
 		s.push(&event{at: max(r.CancelUS, s.now), kind: evCancel, r: r})
 	}
 	r.history.add(histEntry{at: s.now, kind: hArrive})
-	s.do(r, checker.Move{Kind: checker.MvRoutePrefill, H: 0, Arg: 0}, false)
+	s.do(r, system.Move{Kind: system.MvRoutePrefill, H: 0, Arg: 0}, false)
 }
 
 // project refreshes a request's world from the cluster: its workers'
@@ -565,7 +565,7 @@ func (s *Sim) setWorker(w int, k model.Worker, sum model.Holdings) {
 // state does not enable) or, forced, Apply. It judges the step and state
 // invariants, writes the world back, and reacts. It reports whether the
 // move happened.
-func (s *Sim) do(r *request, m checker.Move, force bool) bool {
+func (s *Sim) do(r *request, m system.Move, force bool) bool {
 	s.project(r)
 	before := r.st
 	var v *model.Violation
@@ -586,7 +586,7 @@ func (s *Sim) do(r *request, m checker.Move, force bool) bool {
 	}
 	trigger := s.restartTrigger(r, &before, m)
 	w := r.p
-	if m.Kind == checker.MvRouteDecode {
+	if m.Kind == system.MvRouteDecode {
 		w = r.d
 	}
 	r.history.add(histEntry{at: s.now, kind: hMove, m: m, w: w})
@@ -612,7 +612,7 @@ func (s *Sim) do(r *request, m checker.Move, force bool) bool {
 
 // restartTrigger is the side whose planned restart the step triggers (it
 // logged the fact the restart waits for), or -1.
-func (s *Sim) restartTrigger(r *request, before *checker.State, m checker.Move) int {
+func (s *Sim) restartTrigger(r *request, before *system.State, m system.Move) int {
 	if r.m.RestartAfter[0] == "" && r.m.RestartAfter[1] == "" {
 		return -1
 	}
@@ -647,7 +647,7 @@ func (s *Sim) fail(r *request, inv, detail string) {
 // that fired, outcomes and the obligations they create, the blocks of an
 // attempt that can no longer succeed, blocks a finished side keeps, the
 // faults waiting for the request, and the moves the step enabled.
-func (s *Sim) react(r *request, before *checker.State, m checker.Move) {
+func (s *Sim) react(r *request, before *system.State, m system.Move) {
 	x, b := &r.st.W.H[0], &before.W.H[0]
 	if r.job != nil && x.Compute != model.ComputeRunning {
 		// The prefill stopped before its compute ended.
@@ -698,13 +698,13 @@ func (s *Sim) react(r *request, before *checker.State, m checker.Move) {
 	// all the request waits on; unlike the other marks it is looked at
 	// only here, after a step of the request, and is missed once the
 	// transfer has ended.
-	if now, missed := cluster.HangStrikes(x); now && r.m.Has(checker.Hang, 0) {
-		if s.do(r, checker.Move{Kind: checker.MvHang, H: 0}, false) {
-			r.m.Spend(checker.Hang, 0)
+	if now, missed := cluster.HangStrikes(x); now && r.m.Has(system.Hang, 0) {
+		if s.do(r, system.Move{Kind: system.MvHang, H: 0}, false) {
+			r.m.Spend(system.Hang, 0)
 			s.stats.faults++
 			return
 		}
-	} else if missed && r.m.Spend(checker.Hang, 0) {
+	} else if missed && r.m.Spend(system.Hang, 0) {
 		s.stats.faultsMissed++
 	}
 	s.schedule(r)
@@ -717,12 +717,12 @@ func failed(o model.Outcome) bool { return o == model.OutcomeFailed || o == mode
 // before a command, an abort or eviction where the side has a row or
 // blocks for it; a hang has its own moment (react). It reports whether
 // one struck (the step already scheduled what follows).
-func (s *Sim) marked(r *request, moves []checker.Move) bool {
-	m, k, ok := r.m.Offered(moves, func(k checker.Fault, _ checker.Move) bool { return k != checker.Hang })
+func (s *Sim) marked(r *request, moves []system.Move) bool {
+	m, k, ok := r.m.Offered(moves, func(k system.Fault, _ system.Move) bool { return k != system.Hang })
 	if !ok {
 		return false
 	}
-	if k == checker.Cancel {
+	if k == system.Cancel {
 		s.stats.cancelled++
 	}
 	s.stats.faults++
@@ -741,7 +741,7 @@ func (s *Sim) schedule(r *request) {
 	}
 	x := &r.st.W.H[0]
 	for _, m := range moves {
-		if m.Kind == checker.MvTimer {
+		if m.Kind == system.MvTimer {
 			// A deadline that passed while its record had no row for it
 			// fires as soon as the record takes it.
 			if t := model.Timer(m.Arg); r.timerAt[t] < 0 && r.overdue[t] {
@@ -754,24 +754,24 @@ func (s *Sim) schedule(r *request) {
 			}
 			continue
 		}
-		if _, fault := m.Kind.Spends(); fault || m.Kind == checker.MvRoutePrefill {
+		if _, fault := m.Kind.Spends(); fault || m.Kind == system.MvRoutePrefill {
 			continue
 		}
 		if slices.Contains(r.sched, m) {
 			continue
 		}
 		r.sched = append(r.sched, m)
-		if m.Kind == checker.MvCompute {
+		if m.Kind == system.MvCompute {
 			s.book(r, m)
 			continue
 		}
-		s.push(&event{at: s.now + s.delay(r, m), kind: evMove, r: r, m: m, waiter: m.Kind == checker.MvPromote})
+		s.push(&event{at: s.now + s.delay(r, m), kind: evMove, r: r, m: m, waiter: m.Kind == system.MvPromote})
 	}
 	// What waits for capacity is offered again when its worker frees some.
-	waitP := x.Compute == model.ComputeQueued && !slices.ContainsFunc(r.sched, func(m checker.Move) bool { return m.Kind == checker.MvAdmit })
+	waitP := x.Compute == model.ComputeQueued && !slices.ContainsFunc(r.sched, func(m system.Move) bool { return m.Kind == system.MvAdmit })
 	waitD := (x.Pending || (x.Dst == model.DstActive && !x.Running)) && r.d >= 0 &&
-		!slices.ContainsFunc(r.sched, func(m checker.Move) bool {
-			return m.Kind == checker.MvReserve || m.Kind == checker.MvRefuse || m.Kind == checker.MvPromote
+		!slices.ContainsFunc(r.sched, func(m system.Move) bool {
+			return m.Kind == system.MvReserve || m.Kind == system.MvRefuse || m.Kind == system.MvPromote
 		})
 	s.wait(r, 0, waitP)
 	s.wait(r, 1, waitD)
@@ -853,7 +853,7 @@ func (s *Sim) settle() {
 
 // book puts a request's prefill at the end of its worker's compute
 // queue: it computes when the ones before it have ended or stopped.
-func (s *Sim) book(r *request, m checker.Move) {
+func (s *Sim) book(r *request, m system.Move) {
 	j := s.jobs[r.p].Book(s.now, s.cfg.ComputeUS(r.Cfg), nil)
 	j.Of = &event{at: j.End, kind: evMove, r: r, m: m}
 	r.job, r.jobStart = j, j.Start
@@ -880,26 +880,26 @@ func (s *Sim) unbook(r *request) {
 }
 
 // delay is how long an enabled move takes to happen.
-func (s *Sim) delay(r *request, m checker.Move) int64 {
+func (s *Sim) delay(r *request, m system.Move) int64 {
 	x := &r.st.W.H[0]
 	switch m.Kind {
-	case checker.MvDeliverRequest, checker.MvDeliver, checker.MvDeliverCancel, checker.MvRouteDecode:
+	case system.MvDeliverRequest, system.MvDeliver, system.MvDeliverCancel, system.MvRouteDecode:
 		return s.jitter()
-	case checker.MvReserve, checker.MvRefuse, checker.MvDeferred:
+	case system.MvReserve, system.MvRefuse, system.MvDeferred:
 		return s.cfg.CommandUS
-	case checker.MvApply:
+	case system.MvApply:
 		if x.Slow[m.Arg] {
 			return s.cfg.SlowCoreUS
 		}
 		return s.cfg.CommandUS
-	case checker.MvTransfer:
-		if r.m.Replaces(checker.MvTransfer) || !transferWouldSucceed(x) {
+	case system.MvTransfer:
+		if r.m.Replaces(system.MvTransfer) || !transferWouldSucceed(x) {
 			return s.jitter()
 		}
 		return s.jitter() + s.cfg.TransferUS(r.Cfg, x.PrefixGone&2 != 0)
-	case checker.MvDecodeFinish:
+	case system.MvDecodeFinish:
 		return s.cfg.DecodeUS(r.OutputTokens)
-	case checker.MvPeerRestarted:
+	case system.MvPeerRestarted:
 		return s.cfg.HealthCheckUS
 	}
 	return 0
@@ -925,7 +925,7 @@ func (s *Sim) fireMove(e *event) {
 		s.unbook(r)
 	}
 	switch m.Kind {
-	case checker.MvRouteDecode:
+	case system.MvRouteDecode:
 		s.routeDecode(r)
 		return
 	}
@@ -935,13 +935,13 @@ func (s *Sim) fireMove(e *event) {
 	// the request schedules again.
 	if f, k, ok := r.m.Instead(m); ok {
 		if s.do(r, f, false) {
-			if k == checker.Loss {
+			if k == system.Loss {
 				r.lost[f.Arg] = true
 			}
 			s.stats.faults++
 			return
 		}
-		if cluster.Takes(k, checker.ArgTo) {
+		if cluster.Takes(k, system.ArgTo) {
 			return
 		}
 	}
@@ -956,7 +956,7 @@ func (s *Sim) fireMove(e *event) {
 // worker caches for the request's group are counted as the request's.
 func (s *Sim) routeDecode(r *request) {
 	s.project(r)
-	if !slices.ContainsFunc(s.chk.Moves(&r.st), func(m checker.Move) bool { return m.Kind == checker.MvRouteDecode }) {
+	if !slices.ContainsFunc(s.chk.Moves(&r.st), func(m system.Move) bool { return m.Kind == system.MvRouteDecode }) {
 		// Cancelled, or the source failed, meanwhile: no route.
 		s.schedule(r)
 		return
@@ -1001,7 +1001,7 @@ func (s *Sim) routeDecode(r *request) {
 	r.Hold[1] = hs[1]
 	s.stats.hits(hit)
 	r.hit = hit
-	if !s.do(r, checker.Move{Kind: checker.MvRouteDecode, H: 0, Arg: 1}, false) {
+	if !s.do(r, system.Move{Kind: system.MvRouteDecode, H: 0, Arg: 1}, false) {
 		s.fail(r, "RouteDecode", "the decode router chose a worker but the world did not take the route")
 	}
 }
@@ -1011,18 +1011,18 @@ func (s *Sim) routeDecode(r *request) {
 // timers schedules the deadlines the step armed or renewed and forgets
 // the ones it disarmed. A heartbeat that fired and stays armed fires again
 // a period later.
-func (s *Sim) timers(r *request, b *model.Handoff, m checker.Move) {
+func (s *Sim) timers(r *request, b *model.Handoff, m system.Move) {
 	x := &r.st.W.H[0]
 	var touched [model.NumTimers]bool
 	for _, f := range s.step.Firings() {
 		for _, a := range f.Actions {
-			if t, ok := checker.TimerOf(a); ok {
+			if t, ok := system.TimerOf(a); ok {
 				touched[t] = true
 			}
 		}
 	}
 	for t := model.Timer(0); t < model.NumTimers; t++ {
-		fired := m.Kind == checker.MvTimer && model.Timer(m.Arg) == t
+		fired := m.Kind == system.MvTimer && model.Timer(m.Arg) == t
 		switch {
 		case !x.Armed(t):
 			r.overdue[t] = false
@@ -1058,13 +1058,13 @@ func (s *Sim) fireTimer(e *event) {
 		return
 	}
 	r.timerAt[e.timer] = -1
-	if !s.do(r, checker.Move{Kind: checker.MvTimer, H: 0, Arg: int8(e.timer)}, false) {
+	if !s.do(r, system.Move{Kind: system.MvTimer, H: 0, Arg: int8(e.timer)}, false) {
 		// The record takes no timer in its state: the deadline stays
 		// armed and overdue, and fires when a later state takes it. A
 		// record that never does (a terminal one) keeps it for good,
 		// and Quiescence says so.
 		r.overdue[e.timer] = true
-		r.history.add(histEntry{at: s.now, kind: hTimerIgnored, m: checker.Move{Kind: checker.MvTimer, Arg: int8(e.timer)}})
+		r.history.add(histEntry{at: s.now, kind: hTimerIgnored, m: system.Move{Kind: system.MvTimer, Arg: int8(e.timer)}})
 	}
 }
 
@@ -1080,7 +1080,7 @@ func (s *Sim) checkFault(f cluster.Fault) error {
 	if f.Worker >= s.cfg.NumWorkers() {
 		return fmt.Errorf("%s:%d: %w: worker %d, but the configuration has workers 0 to %d", f.File, f.Line, cluster.ErrInput, f.Worker, s.cfg.NumWorkers()-1)
 	}
-	if checker.FaultKinds[k].Phase && f.Request >= 0 {
+	if system.FaultKinds[k].Phase && f.Request >= 0 {
 		if !slices.Contains(obslog.AttemptKindNames(), f.After) {
 			return fmt.Errorf("%s:%d: %w: after %q, want a kind of the observation log a worker logs for a request: %s", f.File, f.Line, cluster.ErrInput, f.After, strings.Join(obslog.AttemptKindNames(), ", "))
 		}
@@ -1143,7 +1143,7 @@ func (s *Sim) clientCancel(r *request) {
 	if r.retired {
 		return
 	}
-	if s.do(r, checker.Move{Kind: checker.MvCancel, H: 0}, false) {
+	if s.do(r, system.Move{Kind: system.MvCancel, H: 0}, false) {
 		s.stats.cancelled++
 	}
 }
@@ -1159,7 +1159,7 @@ func (s *Sim) restart(w int) {
 			hit = append(hit, r)
 		}
 	}
-	befores := make([]checker.State, len(hit))
+	befores := make([]system.State, len(hit))
 	for i, r := range hit {
 		k := 0
 		if r.d == w {
@@ -1167,7 +1167,7 @@ func (s *Sim) restart(w int) {
 		}
 		s.project(r)
 		befores[i] = r.st
-		v := s.step.Force(&r.st, checker.Move{Kind: checker.MvRestart, H: -1, Arg: int8(k)})
+		v := s.step.Force(&r.st, system.Move{Kind: system.MvRestart, H: -1, Arg: int8(k)})
 		r.history.add(histEntry{at: s.now, kind: hRestart, w: w})
 		s.noteFirings(r)
 		if v != nil {
@@ -1201,7 +1201,7 @@ func (s *Sim) restart(w int) {
 			s.fail(r, v.Invariant, v.Detail)
 			return
 		}
-		s.react(r, &befores[i], checker.Move{Kind: checker.MvRestart, H: -1})
+		s.react(r, &befores[i], system.Move{Kind: system.MvRestart, H: -1})
 		if s.violation != nil {
 			return
 		}

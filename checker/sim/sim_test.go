@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/machines/interp"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
@@ -290,7 +290,7 @@ func TestCancelledBeforeItsRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := checker.FromStepper("forgets an early Cancelled", old, it)
+	p, err := system.FromStepper("forgets an early Cancelled", old, it)
 	if err != nil {
 		t.Fatal(err)
 	}

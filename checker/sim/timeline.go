@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -237,10 +237,10 @@ func (rc *recorder) sample(s *Sim) {
 	}
 }
 
-func (rc *recorder) transition(r *request, at int64, f checker.Firing, chk *checker.Checker) {
+func (rc *recorder) transition(r *request, at int64, f system.Firing, chk *system.System) {
 	p := chk.Protocol()
 	r.trans = append(r.trans, Transition{TMS: ms(at), Role: f.Role.String(), Row: f.Row,
-		From: p.StateName(f.Role, f.From), Event: checker.EventName(f.Role, f.Event), To: p.StateName(f.Role, f.To)})
+		From: p.StateName(f.Role, f.From), Event: system.EventName(f.Role, f.Event), To: p.StateName(f.Role, f.To)})
 }
 
 func (rc *recorder) phases(r *request, at int64) {

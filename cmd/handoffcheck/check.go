@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 )
 
 var checkCommand = &command{
@@ -369,7 +370,7 @@ func parseBytes(s string) (int64, error) {
 
 // reproduceExhaustive is the one-line command that finds a run's
 // counterexample again and writes it for replay.
-func reproduceExhaustive(f *checkFlags, run checker.Run) string {
+func reproduceExhaustive(f *checkFlags, run system.Run) string {
 	parts := []string{"handoffcheck check"}
 	if f.config != "" {
 		parts = append(parts, "--config "+f.config)
@@ -383,7 +384,7 @@ func reproduceExhaustive(f *checkFlags, run checker.Run) string {
 }
 
 // reproduceWalk is the one-line command that runs the failing walk alone.
-func reproduceWalk(f *checkFlags, run checker.Run, seed uint64) string {
+func reproduceWalk(f *checkFlags, run system.Run, seed uint64) string {
 	parts := []string{"handoffcheck check"}
 	if f.config != "" {
 		parts = append(parts, "--config "+f.config)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
@@ -98,7 +99,7 @@ func TestValidate_RefusesWhatCheckRefuses(t *testing.T) {
 	i := s.Source.Lookup(spec.SourceFirst, "Computing", "PrefillPinned")
 	row := &s.Source.Rows[i]
 	for _, a := range s.Source.Actions {
-		if len(row.Actions) > checker.MaxActions {
+		if len(row.Actions) > system.MaxActions {
 			break
 		}
 		if !strings.Contains(" "+strings.Join(row.Actions, " ")+" ", " "+a.Name+" ") {
@@ -169,7 +170,7 @@ func TestReplay_EnabledMovesOnePerLine(t *testing.T) {
 		t.Fatalf("want the enabled moves one per line, deliver-request h=0 among them:\n%s", errOut)
 	}
 	for _, m := range moves {
-		if _, err := checker.ParseMove(strings.TrimSpace(m)); err != nil || !strings.HasPrefix(m, "  ") {
+		if _, err := system.ParseMove(strings.TrimSpace(m)); err != nil || !strings.HasPrefix(m, "  ") {
 			t.Errorf("line %q is not one indented move: %v", m, err)
 		}
 	}

@@ -10,12 +10,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/conform"
 	"github.com/handoffcheck/handoffcheck/checker/live"
 	"github.com/handoffcheck/handoffcheck/checker/sim/faultplan"
 	"github.com/handoffcheck/handoffcheck/checker/sim/workload"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -149,7 +149,7 @@ func cmdLive(c *command, e *env, args []string) int {
 	if err := checkFaultRequests(faults, requests); err != nil {
 		return c.bad(e, "%v", err)
 	}
-	var proto *checker.Protocol
+	var proto *system.Protocol
 	spec := ""
 	if *specFile != "" {
 		if proto, _, err = loadProtocol(e.ctx, *specFile); err != nil {
@@ -283,7 +283,7 @@ func cmdWorker(c *command, e *env, args []string) int {
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
-	var proto *checker.Protocol
+	var proto *system.Protocol
 	if a.SpecFile != "" {
 		if proto, _, err = loadProtocol(e.ctx, a.SpecFile); err != nil {
 			return c.bad(e, "%v", err)

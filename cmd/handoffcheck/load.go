@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/machines/interp"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -13,7 +14,7 @@ import (
 // loadedConfig is a configuration and the bytes it was read from (trace
 // files embed them, so that a trace replays without the file).
 type loadedConfig struct {
-	cfg  *checker.Config
+	cfg  *system.Config
 	json []byte
 }
 
@@ -28,7 +29,7 @@ func loadConfig(ctx context.Context, path, embeddedName string, embedded []byte)
 		}
 		file = path
 	}
-	cfg, err := checker.ParseConfig(file, data)
+	cfg, err := system.ParseConfig(file, data)
 	if err != nil {
 		return loadedConfig{}, err
 	}
@@ -37,9 +38,9 @@ func loadConfig(ctx context.Context, path, embeddedName string, embedded []byte)
 
 // loadProtocol returns the generated machines, or with a spec file the
 // variant it holds run through the table interpreter.
-func loadProtocol(ctx context.Context, specFile string) (*checker.Protocol, *spec.Spec, error) {
+func loadProtocol(ctx context.Context, specFile string) (*system.Protocol, *spec.Spec, error) {
 	if specFile == "" {
-		return checker.Generated(), nil, nil
+		return system.Generated(), nil, nil
 	}
 	data, err := readInput(ctx, specFile)
 	if err != nil {
@@ -53,12 +54,12 @@ func loadProtocol(ctx context.Context, specFile string) (*checker.Protocol, *spe
 }
 
 // protocolOf interprets a parsed spec.
-func protocolOf(name string, s *spec.Spec) (*checker.Protocol, *spec.Spec, error) {
+func protocolOf(name string, s *spec.Spec) (*system.Protocol, *spec.Spec, error) {
 	it, err := interp.New(s)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	p, err := checker.FromStepper(name, s, it)
+	p, err := system.FromStepper(name, s, it)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -66,7 +67,7 @@ func protocolOf(name string, s *spec.Spec) (*checker.Protocol, *spec.Spec, error
 }
 
 // selectRuns picks the runs a --run list and a --policy name select.
-func selectRuns(cfg *checker.Config, runsFlag, policyFlag string) ([]checker.Run, error) {
+func selectRuns(cfg *system.Config, runsFlag, policyFlag string) ([]system.Run, error) {
 	var policies []spec.Policy
 	if policyFlag != "all" {
 		p, err := spec.ParsePolicy(policyFlag)
@@ -86,7 +87,7 @@ func selectRuns(cfg *checker.Config, runsFlag, policyFlag string) ([]checker.Run
 	}
 	runs, err := checker.SelectRuns(cfg, names, policies)
 	if err != nil {
-		msg := strings.TrimPrefix(err.Error(), checker.ErrConfig.Error()+": ")
+		msg := strings.TrimPrefix(err.Error(), system.ErrConfig.Error()+": ")
 		if runsFlag == "" {
 			return nil, fmt.Errorf("--policy %q: %s", policyFlag, msg)
 		}

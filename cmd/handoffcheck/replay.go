@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 )
 
 var replayCommand = &command{
@@ -40,13 +41,13 @@ func cmdReplay(cmd *command, e *env, args []string) int {
 	if err != nil {
 		return bad("%v", err)
 	}
-	proto := checker.Generated()
+	proto := system.Generated()
 	if tr.Spec != nil {
 		if proto, _, err = protocolOf(file+" (spec)", tr.Spec); err != nil {
 			return bad("%v", err)
 		}
 	}
-	var run checker.Run
+	var run system.Run
 	for _, r := range tr.Config.Runs {
 		if r.Name == tr.Run {
 			run = r
@@ -58,7 +59,7 @@ func cmdReplay(cmd *command, e *env, args []string) int {
 	}
 	s := c.NewSession()
 	prev := s.Describe()
-	var atLoop checker.Key
+	var atLoop system.Key
 	drainedOnLoop := false
 	fmt.Fprintf(stdout, "replay %s: run %s (%s, engine %s), %d steps\n", file, run.Name, run.Policy, run.Engine, len(tr.Moves))
 	fmt.Fprintf(stdout, "attempts: %s\n", strings.Join(c.Attempts(), " "))

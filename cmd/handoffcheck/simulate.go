@@ -11,13 +11,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/checker/sim/faultplan"
 	"github.com/handoffcheck/handoffcheck/checker/sim/plot"
 	"github.com/handoffcheck/handoffcheck/checker/sim/workload"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -64,7 +64,7 @@ type simInputs struct {
 	open     func() (cluster.Source, error)
 	faults   []cluster.Fault
 	faultFre bool
-	proto    *checker.Protocol
+	proto    *system.Protocol
 	// log is where the run's observation log goes ("": with --out, into
 	// DIR/log.jsonl; else nowhere); records the kinds it keeps.
 	log     string

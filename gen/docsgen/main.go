@@ -1,6 +1,6 @@
 // Command docsgen writes the reference pages of docs/ from the registries
 // the checker runs on, so that they cannot drift from the code: the
-// invariants (model.Invariants), the fault kinds (checker.FaultKinds), the
+// invariants (model.Invariants), the fault kinds (system.FaultKinds), the
 // decode engines (model.Engines) and the named scenarios (the opening
 // paragraph of each testdata/scenarios file).
 //
@@ -20,7 +20,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -98,13 +98,13 @@ func faults() []byte {
 	b.WriteString("# Fault kinds\n\n")
 	b.WriteString("What the environment may do wrong (see [lifecycle.md](lifecycle.md)\n" +
 		"section 3). Each kind is bounded by its own budget, the key of the\n" +
-		"configuration's `faults` object (0 switches it off, at most " + fmt.Sprint(checker.MaxBudget) + "). A kind\n" +
+		"configuration's `faults` object (0 switches it off, at most " + fmt.Sprint(system.MaxBudget) + "). A kind\n" +
 		"with a move is committed as that move (the syntax of trace and scenario\n" +
 		"files); the others are spent by a protocol move taken out of order. Swarm\n" +
 		"walks may switch off the kinds marked so.\n\n")
 	b.WriteString("| budget key | move | swarm | what happens |\n|---|---|---|---|\n")
-	for f := checker.Fault(0); f < checker.NumFaults; f++ {
-		k := &checker.FaultKinds[f]
+	for f := system.Fault(0); f < system.NumFaults; f++ {
+		k := &system.FaultKinds[f]
 		move, swarm := "(none)", "no"
 		if k.Move != 0 {
 			move = "`" + k.Move.Syntax() + "`"

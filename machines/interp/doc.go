@@ -1,7 +1,7 @@
 // Package interp runs a spec's transition tables directly, without the
 // generated code. It is how the toolkit checks a spec loaded at run time
 // (a variant read from JSON, or a mutant derived from the default) without
-// recompiling: checker.FromStepper asks an *Interp for every
+// recompiling: system.FromStepper asks an *Interp for every
 // (policy, state, event) of each role and builds a protocol from the
 // answers.
 //

@@ -9,14 +9,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/machines"
 	"github.com/handoffcheck/handoffcheck/machines/interp"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
 // The checker takes either path to a protocol; both must fit its interface.
-var _ checker.Stepper = (*interp.Interp)(nil)
+var _ system.Stepper = (*interp.Interp)(nil)
 
 // cell is one question a machine answers: a role's event in a state under
 // a policy.
@@ -324,11 +324,11 @@ func TestInterp_ReadsTheSpec(t *testing.T) {
 // whichever path the checker takes.
 func TestInterp_CheckerPathsAgree(t *testing.T) {
 	def := spec.Default()
-	viaInterp, err := checker.FromStepper("interp", def, mustNew(t, def))
+	viaInterp, err := system.FromStepper("interp", def, mustNew(t, def))
 	if err != nil {
 		t.Fatal(err)
 	}
-	viaGen := checker.Generated()
+	viaGen := system.Generated()
 	for _, r := range spec.Roles {
 		tb := def.Table(r)
 		for _, p := range spec.Policies {
@@ -372,7 +372,7 @@ func TestInterp_CheckerReadsTerminalRows(t *testing.T) {
 	tb.Rows = append(tb.Rows, spec.Row{From: []string{"Done"}, Event: "ClientCancelled", Policies: []spec.Policy{spec.SourceFirst},
 		To: "Aborted", Actions: []string{"ReportDecodeFailed", "Complete"}, Why: "a late cancel finalizes again"})
 	it := mustNew(t, mut)
-	p, err := checker.FromStepper("variant", mut, it)
+	p, err := system.FromStepper("variant", mut, it)
 	if err != nil {
 		t.Fatal(err)
 	}

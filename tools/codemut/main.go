@@ -1,6 +1,6 @@
 // Command codemut measures how much of a broken production code the test
 // suite notices: it makes one small change at a time to the Go files of
-// the given packages (model/ and checker/ by default), runs the tests of
+// the given packages (model/, checker/ and checker/system/ by default), runs the tests of
 // every package that can see the change, cheapest first, and reports per
 // file how many changes a test caught. A change the suite misses is a
 // survivor: either a test is missing, or the change alters nothing, in
@@ -51,7 +51,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var o options
 	var dirs, files, match string
-	fs.StringVar(&dirs, "pkgs", "model,checker", "comma-separated package `directories` whose production files are changed")
+	fs.StringVar(&dirs, "pkgs", "model,checker,checker/system", "comma-separated package `directories` whose production files are changed")
 	fs.IntVar(&o.n, "n", 300, "number of changes to sample (spread over the files in proportion to their sites)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the sample")
 	fs.IntVar(&o.jobs, "j", 2, "changes tested at once")

@@ -24,7 +24,7 @@
 // request's side right after it logs that fact for the request: a restart
 // aimed at a phase of a handoff, which every adapter strikes at the same
 // point whatever its clock. The kinds are the fault configuration
-// keys of the checker (checker.FaultKinds); which fields each kind takes
+// keys of the checker (system.FaultKinds); which fields each kind takes
 // is the table rules. The kinds a plan cannot schedule are refused with
 // the reason: reorder, early_timer, no_show and background_load happen in
 // a simulation by themselves.
@@ -53,8 +53,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/sim/workload"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
 )
 
@@ -125,7 +125,7 @@ type rule struct {
 // rules lists the kinds a plan may schedule, keyed by the checker's fault
 // configuration key, in the checker's budget order. It is the one place
 // that says which fields each kind takes, derived from the fault table
-// (checker.FaultKinds): a kind a plan schedules takes a
+// (system.FaultKinds): a kind a plan schedules takes a
 // request for its move's handoff, a worker and a side for its move's
 // worker and side, and, optionally, the side a fact goes to and the
 // fact; a kind aimed at a phase (Phase) may instead name a request,
@@ -139,23 +139,23 @@ var notSchedulable = whyNot()
 
 func rulesOf() []rule {
 	var out []rule
-	for k := range checker.NumFaults {
-		kind := &checker.FaultKinds[k]
+	for k := range system.NumFaults {
+		kind := &system.FaultKinds[k]
 		if kind.Unplanned != "" {
 			continue
 		}
 		r := rule{kind: kind.Config}
 		for _, a := range kind.Args {
 			switch a {
-			case checker.ArgH:
+			case system.ArgH:
 				r.request = required
-			case checker.ArgWorker:
+			case system.ArgWorker:
 				r.worker = required
-			case checker.ArgSide:
+			case system.ArgSide:
 				r.side = required
-			case checker.ArgTo:
+			case system.ArgTo:
 				r.to = optional
-			case checker.ArgMsg:
+			case system.ArgMsg:
 				r.msg = optional
 			default:
 				panic(fmt.Sprintf("faultplan: fault kind %s takes %v, which no plan field says", kind.Config, a))
@@ -171,8 +171,8 @@ func rulesOf() []rule {
 
 func whyNot() map[string]string {
 	out := map[string]string{}
-	for k := range checker.NumFaults {
-		if kind := &checker.FaultKinds[k]; kind.Unplanned != "" {
+	for k := range system.NumFaults {
+		if kind := &system.FaultKinds[k]; kind.Unplanned != "" {
 			out[kind.Config] = kind.Unplanned
 		}
 	}

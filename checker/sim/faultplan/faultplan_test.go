@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"pgregory.net/rapid"
 
-	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 )
 
 const example = `{"format":"handoffcheck.faults/v1"}
@@ -254,24 +254,24 @@ func TestWrite_Refuses(t *testing.T) {
 // fault kind of the checker and takes the arguments its move takes; every
 // other fault kind of the checker is refused with a reason.
 func TestKinds_AreTheCheckersFaultKinds(t *testing.T) {
-	byName := map[string]*checker.FaultKind{}
-	for i := range checker.FaultKinds {
-		byName[checker.FaultKinds[i].Config] = &checker.FaultKinds[i]
+	byName := map[string]*system.FaultKind{}
+	for i := range system.FaultKinds {
+		byName[system.FaultKinds[i].Config] = &system.FaultKinds[i]
 	}
 	for _, r := range rules {
 		k, ok := byName[r.kind]
 		if !ok {
-			t.Errorf("plan kind %q is not a checker fault kind (checker.FaultKinds Config)", r.kind)
+			t.Errorf("plan kind %q is not a checker fault kind (system.FaultKinds Config)", r.kind)
 			continue
 		}
-		args := map[checker.Arg]bool{}
+		args := map[system.Arg]bool{}
 		for _, a := range k.Args {
 			args[a] = true
 		}
 		for _, c := range []struct {
-			arg  checker.Arg
+			arg  system.Arg
 			need need
-		}{{checker.ArgH, r.request}, {checker.ArgWorker, r.worker}, {checker.ArgTo, r.to}, {checker.ArgSide, r.side}, {checker.ArgMsg, r.msg}} {
+		}{{system.ArgH, r.request}, {system.ArgWorker, r.worker}, {system.ArgTo, r.to}, {system.ArgSide, r.side}, {system.ArgMsg, r.msg}} {
 			if args[c.arg] != (c.need != forbidden) {
 				t.Errorf("kind %s: the checker's move %s takes %s: %v; the plan's rule: %v", r.kind, k.MoveName, c.arg, args[c.arg], c.need)
 			}
@@ -291,7 +291,7 @@ func TestKinds_AreTheCheckersFaultKinds(t *testing.T) {
 	}
 	// The rules are in the checker's budget order.
 	var order []string
-	for _, k := range checker.FaultKinds {
+	for _, k := range system.FaultKinds {
 		if _, ok := ruleOf(k.Config); ok {
 			order = append(order, k.Config)
 		}

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/sim/workload"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 )
 
 //go:generate go run ./schemagen ../../../docs/faults.schema.json
@@ -60,8 +60,8 @@ func marshal(v any) ([]byte, error) {
 // schema after go generate.
 func Schema() []byte {
 	var unplanned []string
-	for k := range checker.NumFaults {
-		if kind := &checker.FaultKinds[k]; kind.Unplanned != "" {
+	for k := range system.NumFaults {
+		if kind := &system.FaultKinds[k]; kind.Unplanned != "" {
 			unplanned = append(unplanned, kind.Config)
 		}
 	}

@@ -1,4 +1,4 @@
-package checker
+package system
 
 import (
 	"bytes"
@@ -19,32 +19,8 @@ import (
 // ErrConfig is wrapped by every refusal of a checker configuration.
 var ErrConfig = errors.New("checker: bad configuration")
 
-// ConfigSchemaV1 names the JSON form of a configuration.
-const ConfigSchemaV1 = "handoffcheck.config/v1"
-
-//go:embed default.json
-var defaultConfig []byte
-
-//go:embed mutation.json
-var mutationConfig []byte
-
-// MutationConfigJSON is the configuration mutants are checked against by
-// default: small enough to check hundreds of mutants in a minute, with
-// every fault kind, so that a mutant survives only if it is equivalent or
-// the invariants miss what it breaks.
-func MutationConfigJSON() []byte { return bytes.Clone(mutationConfig) }
-
-// DefaultConfigJSON is the embedded default configuration, as written.
-func DefaultConfigJSON() []byte { return bytes.Clone(defaultConfig) }
-
-// DefaultConfig is the embedded default configuration that `make check` runs.
-func DefaultConfig() *Config {
-	c, err := ParseConfig("default.json", defaultConfig)
-	if err != nil {
-		panic("checker: the embedded default configuration is broken: " + err.Error())
-	}
-	return c
-}
+// configSchemaV1 names the JSON form of a configuration.
+const configSchemaV1 = "handoffcheck.config/v1"
 
 // Run is one exploration: a policy with a decode engine.
 type Run struct {
@@ -130,7 +106,7 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		return nil, jsonfile.DecodeError(file, data, err, ErrConfig, fmt.Sprintf("a configuration object with schema %q", ConfigSchemaV1))
+		return nil, jsonfile.DecodeError(file, data, err, ErrConfig, fmt.Sprintf("a configuration object with schema %q", configSchemaV1))
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("%s:%d: %w: trailing data after the configuration object", file, jsonfile.Line(data, int(dec.InputOffset())), ErrConfig)
@@ -145,8 +121,8 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	add := func(path []any, format string, args ...any) {
 		errs = append(errs, jsonfile.Problemf(ErrConfig, path, format, args...))
 	}
-	if f.Schema != ConfigSchemaV1 {
-		add([]any{"schema"}, "schema is %q, want %q", f.Schema, ConfigSchemaV1)
+	if f.Schema != configSchemaV1 {
+		add([]any{"schema"}, "schema is %q, want %q", f.Schema, configSchemaV1)
 	}
 	c := &Config{Renewal: true, Symmetry: true}
 	if f.Renewal != nil {
@@ -172,7 +148,7 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	var usable []int
 	worldOK := true
 	for i, r := range f.Runs {
-		run := RunLabel(i, r.Name)
+		run := runLabel(i, r.Name)
 		p, perr := spec.ParsePolicy(r.Policy)
 		if perr != nil {
 			add([]any{"runs", i, "policy"}, "%s: policy %q is not source-first or destination-first", run, r.Policy)
@@ -258,7 +234,7 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 		}
 	}
 	for _, k := range sortedKeys(f.Faults) {
-		if err := c.Budget.Set(k, f.Faults[k]); err != nil {
+		if err := c.Budget.set(k, f.Faults[k]); err != nil {
 			add([]any{"faults", k}, "%v", err)
 		}
 	}
@@ -309,7 +285,7 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 				continue
 			}
 			for _, i := range wp.runs {
-				add(runPath(wp.p.Path, i), "%s: %s", RunLabel(i, c.Runs[i].Name), wp.p.Msg)
+				add(runPath(wp.p.Path, i), "%s: %s", runLabel(i, c.Runs[i].Name), wp.p.Msg)
 			}
 		}
 	}
@@ -346,9 +322,9 @@ func runPath(path []any, i int) []any {
 	return append([]any{"runs", i}, path...)
 }
 
-// RunLabel names a run in messages: its index, from 0 like workers and
+// runLabel names a run in messages: its index, from 0 like workers and
 // handoffs, and its name, e.g. run 0 ("vllm").
-func RunLabel(i int, name string) string { return fmt.Sprintf("run %d (%q)", i, name) }
+func runLabel(i int, name string) string { return fmt.Sprintf("run %d (%q)", i, name) }
 
 // runNameProblem says why --run could not select a run of this name, or
 // "" for a good name: --run takes a comma-separated list of names.

@@ -1,4 +1,4 @@
-package checker
+package system
 
 import (
 	"strings"
@@ -16,17 +16,17 @@ import (
 // valid cannot end; fenced, it can, and only as a failure; and the hung
 // pull's deadline is what ends the wait.
 func TestHang_OfferedWhereTheSystemWaitsOnTransfers(t *testing.T) {
-	cfg := loadConfigFile(t, "../testdata/configs/hang.json")
+	cfg := loadConfigFile(t, "../../testdata/configs/hang.json")
 	for _, run := range []string{"vllm", "sglang"} {
 		c := checkerFor(t, Generated(), cfg, run)
 		offered, hungStuck, deadlineFired := 0, 0, 0
 		eachState(t, c, func(s *State) bool {
-			var ms moveSet
-			protocol := c.moves(s, &ms)
+			var ms MoveSet
+			protocol := c.Enabled(s, &ms)
 			waiting := true
 			busy := 0
 			for i := 0; i < protocol; i++ {
-				switch ms.m[i].Kind {
+				switch ms.M[i].Kind {
 				case MvTimer:
 				case MvTransfer:
 					busy++
@@ -41,26 +41,26 @@ func TestHang_OfferedWhereTheSystemWaitsOnTransfers(t *testing.T) {
 				x := &s.W.H[h]
 				want := waiting && x.Xfer == model.XferRunning && !x.Hung && tx.TransferWouldSucceed(h) && s.B.Has(Hang)
 				got, ends := false, false
-				for i := 0; i < ms.n; i++ {
-					if m := ms.m[i]; int(m.H) == h && m.Kind == MvHang {
+				for i := 0; i < ms.N; i++ {
+					if m := ms.M[i]; int(m.H) == h && m.Kind == MvHang {
 						got = true
 					} else if int(m.H) == h && m.Kind == MvTransfer {
 						ends = true
 					}
 				}
 				if got != want {
-					t.Fatalf("%s: hang offered=%v for handoff %d, want %v:\n%s", run, got, h, want, strings.Join(c.describeState(s), "\n"))
+					t.Fatalf("%s: hang offered=%v for handoff %d, want %v:\n%s", run, got, h, want, strings.Join(c.DescribeState(s), "\n"))
 				}
 				if got {
 					offered++
 				}
 				if x.Hung && ends != !tx.TransferWouldSucceed(h) {
-					t.Fatalf("%s: a hung transfer can end=%v with registrations valid=%v:\n%s", run, ends, tx.TransferWouldSucceed(h), strings.Join(c.describeState(s), "\n"))
+					t.Fatalf("%s: a hung transfer can end=%v with registrations valid=%v:\n%s", run, ends, tx.TransferWouldSucceed(h), strings.Join(c.DescribeState(s), "\n"))
 				}
 				if x.Hung && tx.TransferWouldSucceed(h) {
 					hungStuck++
-					for i := 0; i < ms.n; i++ {
-						if m := ms.m[i]; m.Kind == MvTimer && int(m.H) == h && (model.Timer(m.Arg) == model.TimerPull || model.Timer(m.Arg) == model.TimerPush) {
+					for i := 0; i < ms.N; i++ {
+						if m := ms.M[i]; m.Kind == MvTimer && int(m.H) == h && (model.Timer(m.Arg) == model.TimerPull || model.Timer(m.Arg) == model.TimerPush) {
 							deadlineFired++
 						}
 					}
@@ -94,13 +94,13 @@ func TestIndex_EvictionPublishesRemoved(t *testing.T) {
 	c := checkerFor(t, Generated(), cfg, "vllm")
 	removed := 0
 	eachState(t, c, func(s *State) bool {
-		var ms moveSet
-		c.moves(s, &ms)
-		for i := 0; i < ms.n; i++ {
+		var ms MoveSet
+		c.Enabled(s, &ms)
+		for i := 0; i < ms.N; i++ {
 			next := *s
-			j, v, err := c.Step(&next, ms.m[i], nil)
+			j, v, err := c.Step(&next, ms.M[i], nil)
 			if err != nil || v != nil {
-				t.Fatalf("move %v: %v %v", ms.m[i], err, v)
+				t.Fatalf("move %v: %v %v", ms.M[i], err, v)
 			}
 			for _, e := range j.Effects() {
 				if e.Kind == model.EffRemoved {
@@ -145,7 +145,7 @@ func TestIndex_EvictFaultPublishesRemoved(t *testing.T) {
 		}
 	}
 	if model.Side(evict.Arg) != model.SourceSide || !before.W.H[evict.H].SrcIndexed {
-		t.Fatalf("evict offered for %v, want the source's advertised blocks:\n%s", evict, strings.Join(c.describeState(&before), "\n"))
+		t.Fatalf("evict offered for %v, want the source's advertised blocks:\n%s", evict, strings.Join(c.DescribeState(&before), "\n"))
 	}
 	after := before
 	j, v, err := c.Step(&after, evict, nil)
@@ -158,6 +158,6 @@ func TestIndex_EvictFaultPublishesRemoved(t *testing.T) {
 	}
 	x := &after.W.H[evict.H]
 	if !removed || x.SrcIndexed || x.SrcKept {
-		t.Fatalf("evict published Removed=%v, left indexed=%v kept=%v:\n%s", removed, x.SrcIndexed, x.SrcKept, strings.Join(c.describeState(&after), "\n"))
+		t.Fatalf("evict published Removed=%v, left indexed=%v kept=%v:\n%s", removed, x.SrcIndexed, x.SrcKept, strings.Join(c.DescribeState(&after), "\n"))
 	}
 }

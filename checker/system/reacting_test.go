@@ -1,4 +1,4 @@
-package checker
+package system
 
 import (
 	"testing"
@@ -33,7 +33,7 @@ func TestReacting_TerminalRowFires(t *testing.T) {
 		return s.Dst[0] == done && s.W.H[0].CancelPending[model.DestinationSide]
 	})
 	if !c.terminal(&before, spec.Destination, 0) || c.finished(&before, 0) {
-		t.Fatalf("want a finished destination of an unfinished handoff:\n%v", c.describeState(&before))
+		t.Fatalf("want a finished destination of an unfinished handoff:\n%v", c.DescribeState(&before))
 	}
 	after := before
 	var log []Firing
@@ -55,14 +55,14 @@ func TestReacting_TerminalRowFires(t *testing.T) {
 // AttemptIsolation's.
 func TestReacting_DuplicateOnlyWhereTheRecordReacts(t *testing.T) {
 	cfg := mustConfig(t, smallConfig)
-	want := func(c *Checker) State {
+	want := func(c *System) State {
 		done := uint8(c.proto.StateIndex(spec.Destination, "Done"))
 		return findState(t, c, func(s *State) bool {
 			return s.Dst[0] == done && s.W.H[0].Ch[model.DestinationSide].Has(model.MsgCancelled) && s.B.Has(Duplicate)
 		})
 	}
 	dup := Move{Kind: MvDuplicate, H: 0, Arg: int8(model.DestinationSide), Msg: model.MsgCancelled}
-	offered := func(c *Checker, s State) bool {
+	offered := func(c *System, s State) bool {
 		for _, m := range c.Moves(&s) {
 			if m == dup {
 				return true

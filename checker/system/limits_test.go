@@ -1,4 +1,4 @@
-package checker
+package system
 
 import (
 	"testing"
@@ -13,8 +13,8 @@ func TestLimits_MatchTheSpec(t *testing.T) {
 	if MaxActions != spec.MaxActions {
 		t.Errorf("checker.MaxActions = %d, spec.MaxActions = %d", MaxActions, spec.MaxActions)
 	}
-	if MaxStates != spec.MaxStates {
-		t.Errorf("checker.MaxStates = %d, spec.MaxStates = %d", MaxStates, spec.MaxStates)
+	if maxStates != spec.MaxStates {
+		t.Errorf("checker.MaxStates = %d, spec.MaxStates = %d", maxStates, spec.MaxStates)
 	}
 	// Role states are packed in four bits per role.
 	if spec.MaxStates > 1<<4 {

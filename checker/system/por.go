@@ -1,8 +1,6 @@
-package checker
+package system
 
 import (
-	"context"
-
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -93,7 +91,7 @@ func (f footprint) quiet() bool { return f == footQuiet || f == footWorker }
 // (apply, and model.Tx's command path for the commands) touches only
 // the handoff's record and its own workers. Every other action is
 // footShared. TestPOR_FootprintsHold checks each entry on real states.
-var actionFootprints = func() (m [NumActions]footprint) {
+var actionFootprints = func() (m [numActions]footprint) {
 	set := func(f footprint, as ...Action) {
 		for _, a := range as {
 			m[a] = f
@@ -124,7 +122,7 @@ var actionFootprints = func() (m [NumActions]footprint) {
 // physics (before the rows it fires), and whether it consumes something
 // in the progress measure (C3 above). Kinds not listed (timers, faults,
 // the environment's worker moves) are never reduced.
-var moveFootprints = [numMoveKinds]struct {
+var moveFootprints = [NumMoveKinds]struct {
 	foot     footprint
 	consumes bool
 }{
@@ -233,25 +231,25 @@ func sccs(succ [][]int) []int {
 	return comp
 }
 
-// ample is the handoff whose enabled moves alone are explored from s, or
+// Ample is the handoff whose enabled moves alone are explored from s, or
 // -1 when s is expanded fully. Among the handoffs whose moves form a
 // persistent set it takes the one with the fewest moves, the lowest
 // index first.
-func (c *Checker) ample(s *State, ms *moveSet) int {
+func (c *System) Ample(s *State, ms *MoveSet) int {
 	if s.B.Has(Restart) {
 		// A restart rewrites the record of every handoff placed on its
 		// worker, and is enabled wherever a live record is.
 		return -1
 	}
 	var count [model.MaxHandoffs]int
-	for i := 0; i < ms.n; i++ {
-		if h := ms.m[i].H; h >= 0 {
+	for i := 0; i < ms.N; i++ {
+		if h := ms.M[i].H; h >= 0 {
 			count[h]++
 		}
 	}
 	best := -1
 	for h := 0; h < c.nH; h++ {
-		if count[h] == 0 || count[h] == ms.n || (best >= 0 && count[h] >= count[best]) {
+		if count[h] == 0 || count[h] == ms.N || (best >= 0 && count[h] >= count[best]) {
 			continue
 		}
 		if c.ampleCandidate(s, ms, h) {
@@ -263,7 +261,7 @@ func (c *Checker) ample(s *State, ms *moveSet) int {
 
 // ampleCandidate reports whether handoff h's enabled moves are a
 // persistent set of s (the comment at the top of this file).
-func (c *Checker) ampleCandidate(s *State, ms *moveSet, h int) bool {
+func (c *System) ampleCandidate(s *State, ms *MoveSet, h int) bool {
 	x := &s.W.H[h]
 	if s.B.Has(Hang) && x.Xfer == model.XferRunning {
 		// A hang is offered where the system waits on transfers alone.
@@ -276,12 +274,12 @@ func (c *Checker) ampleCandidate(s *State, ms *moveSet, h int) bool {
 	// another handoff on that worker could enable them.
 	workers := x.Pending || x.Compute == model.ComputeQueued || x.Dst == model.DstActive && !x.Running
 	var targets uint8
-	for i := 0; i < ms.n; i++ {
-		m := ms.m[i]
+	for i := 0; i < ms.N; i++ {
+		m := ms.M[i]
 		if int(m.H) != h {
 			continue
 		}
-		ok, shared := c.reducible(s, m)
+		ok, shared := c.Reducible(s, m)
 		if !ok {
 			return false
 		}
@@ -308,7 +306,7 @@ func (c *Checker) ampleCandidate(s *State, ms *moveSet, h int) bool {
 // handoff is neither routable to it nor placed on it with a side that
 // may still act there (a live record, a command not yet applied, or a
 // table with shared rows from terminal states).
-func (c *Checker) exclusive(s *State, h, w int) bool {
+func (c *System) exclusive(s *State, h, w int) bool {
 	k := &s.W.W[w]
 	decode := s.W.Role(w) == model.DecodeWorker
 	if k.Background > 0 || decode && s.B.Has(BackgroundLoad) {
@@ -338,12 +336,12 @@ func (c *Checker) exclusive(s *State, h, w int) bool {
 	return true
 }
 
-// reducible reports whether one enabled move of a handoff may be part of
+// Reducible reports whether one enabled move of a handoff may be part of
 // a persistent set: its kind and the rows it fires touch only the
 // handoff's record and, when shared is set, its workers; it spends no
 // budget; and it raises the progress measure (C3).
-func (c *Checker) reducible(s *State, m Move) (ok, shared bool) {
-	if m.Kind >= numMoveKinds {
+func (c *System) Reducible(s *State, m Move) (ok, shared bool) {
+	if m.Kind >= NumMoveKinds {
 		return false, false
 	}
 	mf := moveFootprints[m.Kind]
@@ -379,7 +377,7 @@ func (c *Checker) reducible(s *State, m Move) (ok, shared bool) {
 // core applies at once, the rows of both its answers: whether every
 // action is in actionFootprints, whether one touches a worker, and
 // whether all are quiet.
-func (c *Checker) rowsReducible(r spec.Role, t *Transition, depth int) (ok, shared, quiet bool) {
+func (c *System) rowsReducible(r spec.Role, t *Transition, depth int) (ok, shared, quiet bool) {
 	if depth > 2 {
 		return false, false, false
 	}
@@ -418,26 +416,6 @@ func (c *Checker) rowsReducible(r spec.Role, t *Transition, depth int) (ok, shar
 	return true, shared, quiet
 }
 
-// shortenReduced shortens a counterexample of a reduced search. The
-// reduction takes a handoff's own moves first, so the breadth-first trace
-// to a violation may carry moves of another handoff that the violation
-// does not need; those are dropped while the rest still breaks the same
-// invariant first. The result is marked shrunk: no longer proven shortest.
-func (c *Checker) shortenReduced(ce *Counterexample) *Counterexample {
-	if ce == nil || len(ce.Steps) == 0 || ce.Violation == nil {
-		return ce
-	}
-	moves := make([]Move, len(ce.Steps))
-	for i := range ce.Steps {
-		moves[i] = ce.Steps[i].Move
-	}
-	sh := c.shrink(moves, ce.Violation.Invariant)
-	if sh.Violation == nil || sh.Violation.Invariant != ce.Violation.Invariant || len(sh.Steps) >= len(ce.Steps) {
-		return ce
-	}
-	return sh
-}
-
 // sharedAfterEnd reports, per role, whether a row from a terminal state
 // has an action that touches more than the handoff's record: a variant's
 // late reaction, which keeps a finished side able to act on its worker.
@@ -456,28 +434,4 @@ func sharedAfterEnd(p *Protocol, pol spec.Policy) (out [2]bool) {
 		}
 	}
 	return out
-}
-
-// confirmShortest gives a reduced search's violation the trace the full
-// search would give. The reduced search reached a violation L steps
-// deep, and that trace is a path of the full state graph too, so the
-// full search meets its first violation while expanding a level no
-// deeper than L: the full search bounded there is the full search up to
-// its first violation, and reports what it would (the same invariant,
-// the same shortest trace). A reduced search that finds nothing needs
-// no second search; one that finds a violation costs at most the full
-// search's way to it on top.
-func (c *Checker) confirmShortest(ctx context.Context, lim Limits, r *Result) {
-	full := lim
-	full.Reduce = false
-	full.Checkpoint, full.Resume = "", ""
-	full.MaxDepth = len(r.Violation.Steps) + 1
-	if lim.MaxDepth > 0 {
-		full.MaxDepth = min(full.MaxDepth, lim.MaxDepth)
-	}
-	f := c.explore(ctx, full, nil)
-	r.Stats.ConfirmStates = f.Stats.States
-	if f.Violation != nil {
-		r.Violation = f.Violation
-	}
 }

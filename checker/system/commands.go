@@ -1,4 +1,4 @@
-package checker
+package system
 
 import (
 	"encoding/json"
@@ -108,7 +108,7 @@ var commandKinds = func() []commandKind {
 }()
 
 // commandOf is the index in commandKinds of each action, or -1.
-var commandOf = func() (m [NumActions]int8) {
+var commandOf = func() (m [numActions]int8) {
 	for a := range m {
 		m[a] = -1
 	}
@@ -172,7 +172,7 @@ func commandModes(p *Protocol, later Commands) (m [2][model.NumCmds]cmdMode) {
 
 // applyCommand is a side's scheduler core applying the oldest command it
 // holds for a handoff and answering the side's record.
-func (c *Checker) applyCommand(s *State, tx *model.Tx, cov *Coverage, h int, side model.Side) {
+func (c *System) applyCommand(s *State, tx *model.Tx, cov *Coverage, h int, side model.Side) {
 	cmd, applied := tx.ApplyCommand(h, side)
 	c.fire(s, tx, cov, roleOf(side), h, answer(side, cmd, applied))
 }

@@ -1,7 +1,9 @@
-package checker
+package system
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/handoffcheck/handoffcheck/machines"
@@ -80,5 +82,38 @@ func TestVocabulary_GeneratedEqualsInterpreted(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// checkVocabulary names each thing the model cannot run, one per line: a
+// table with more states than four bits hold, an event whose origin
+// differs from the model's, and it accepts the largest table that fits.
+func TestCheckVocabulary_NamesEachProblem(t *testing.T) {
+	grow := func(n int) *spec.Spec {
+		s := spec.Default()
+		tb := s.Table(spec.Destination)
+		for i := len(tb.States); i < n; i++ {
+			tb.States = append(tb.States, spec.State{Name: fmt.Sprintf("Extra%d", i)})
+		}
+		return s
+	}
+	if err := checkVocabulary(grow(maxStates)); err != nil {
+		t.Errorf("a table of %d states is refused: %v", maxStates, err)
+	}
+	s := grow(maxStates + 1)
+	ev := &s.Table(spec.Source).Events[0]
+	want := spec.Peer
+	if ev.Origin == spec.Peer {
+		want = spec.Timer
+	}
+	ev.Origin = want
+	err := checkVocabulary(s)
+	if err == nil {
+		t.Fatal("a table of 17 states with a wrong origin is accepted")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != 3 || lines[1] != fmt.Sprintf("  source event %q has origin %s, the model gives it origin %s", ev.Name, want, spec.Default().Source.Events[0].Origin) ||
+		lines[2] != fmt.Sprintf("  destination table has %d states, at most %d are supported", maxStates+1, maxStates) {
+		t.Errorf("want a heading and one indented line per problem, got:\n%s", err)
 	}
 }

@@ -1,4 +1,4 @@
-package checker
+package system
 
 import (
 	"fmt"
@@ -126,14 +126,14 @@ func newCoverage(s *spec.Spec) *Coverage {
 	return &Coverage{Rows: [2][]uint64{make([]uint64, len(s.Source.Rows)+1), make([]uint64, len(s.Destination.Rows)+1)}}
 }
 
-// reset sets every count back to zero.
-func (c *Coverage) reset() {
+// Reset sets every count back to zero.
+func (c *Coverage) Reset() {
 	for r := range c.Rows {
 		clear(c.Rows[r])
 	}
 }
 
-func (c *Coverage) add(o *Coverage) {
+func (c *Coverage) Add(o *Coverage) {
 	for r := range c.Rows {
 		for i, n := range o.Rows[r] {
 			c.Rows[r][i] += n
@@ -147,7 +147,7 @@ func (c *Coverage) add(o *Coverage) {
 // built-in tables give it none, a variant may let a side that already
 // reported its outcome keep reacting (spec.Validate), and the invariants
 // judge what it does.
-func (c *Checker) fire(s *State, tx *model.Tx, cov *Coverage, r spec.Role, h int, ev uint8) bool {
+func (c *System) fire(s *State, tx *model.Tx, cov *Coverage, r spec.Role, h int, ev uint8) bool {
 	st := s.rolePtr(r, h)
 	t, ok := c.proto.Step(r, c.policy, *st, ev)
 	if !ok {
@@ -190,7 +190,7 @@ func (c *Checker) fire(s *State, tx *model.Tx, cov *Coverage, r spec.Role, h int
 
 // can reports whether a role record would take an event now: its state
 // has a row for it, terminal or not.
-func (c *Checker) can(s *State, r spec.Role, h int, ev uint8) bool {
+func (c *System) can(s *State, r spec.Role, h int, ev uint8) bool {
 	_, ok := c.proto.Step(r, c.policy, s.Role(r, h), ev)
 	return ok
 }
@@ -199,18 +199,18 @@ func (c *Checker) can(s *State, r spec.Role, h int, ev uint8) bool {
 // its terminal outcome. Everything that asks whether a side is done
 // (Quiescence, drained states, the records the invariants read, restarts)
 // asks this, whether or not the state still has rows.
-func (c *Checker) terminal(s *State, r spec.Role, h int) bool {
+func (c *System) terminal(s *State, r spec.Role, h int) bool {
 	return c.proto.Terminal(r, s.Role(r, h))
 }
 
 // Step applies a move to a state in place and returns the step's journal.
 // It returns an error when the move is not one the state enables.
-func (c *Checker) Step(s *State, m Move, cov *Coverage) (model.Journal, *model.Violation, error) {
-	var ms moveSet
-	c.moves(s, &ms)
+func (c *System) Step(s *State, m Move, cov *Coverage) (model.Journal, *model.Violation, error) {
+	var ms MoveSet
+	c.Enabled(s, &ms)
 	ok := false
-	for i := 0; i < ms.n; i++ {
-		if ms.m[i] == m {
+	for i := 0; i < ms.N; i++ {
+		if ms.M[i] == m {
 			ok = true
 			break
 		}
@@ -220,13 +220,13 @@ func (c *Checker) Step(s *State, m Move, cov *Coverage) (model.Journal, *model.V
 	}
 	before := *s
 	tx := model.Tx{W: &s.W}
-	c.apply(s, &tx, m, cov, ms.stuck)
-	v := c.judgeStep(&before, s, &tx.J, m)
+	c.ApplyTx(s, &tx, m, cov, ms.Stuck)
+	v := c.JudgeStep(&before, s, &tx.J, m)
 	return tx.J, v, nil
 }
 
-// judgeStep runs the step invariants, and AttemptIsolation for a late delivery.
-func (c *Checker) judgeStep(before, after *State, j *model.Journal, m Move) *model.Violation {
+// JudgeStep runs the step invariants, and AttemptIsolation for a late delivery.
+func (c *System) JudgeStep(before, after *State, j *model.Journal, m Move) *model.Violation {
 	if v := model.CheckStep(&after.W, j); v != nil {
 		return v
 	}
@@ -259,10 +259,11 @@ func (c *Checker) judgeStep(before, after *State, j *model.Journal, m Move) *mod
 	return nil
 }
 
-// apply performs a move that the state enables. A fault move first spends
+// ApplyTx performs a move that the state enables, in a transaction the
+// caller holds (Step and Apply are it for one move). A fault move first spends
 // its kind's budget; reorder and early_timer are spent where a protocol
 // move happens out of order.
-func (c *Checker) apply(s *State, tx *model.Tx, m Move, cov *Coverage, stuck bool) {
+func (c *System) ApplyTx(s *State, tx *model.Tx, m Move, cov *Coverage, stuck bool) {
 	if f, ok := m.Kind.Spends(); ok {
 		s.B.spend(f)
 		c.applyFault(s, tx, m, cov)
@@ -330,7 +331,7 @@ func (c *Checker) apply(s *State, tx *model.Tx, m Move, cov *Coverage, stuck boo
 }
 
 // transferEnded tells the runner of a transfer that just ended how it ended.
-func (c *Checker) transferEnded(s *State, tx *model.Tx, cov *Coverage, h int) {
+func (c *System) transferEnded(s *State, tx *model.Tx, cov *Coverage, h int) {
 	x := &s.W.H[h]
 	r, ev := transferEvent(x.Runner, x.Xfer == model.XferDone)
 	c.fire(s, tx, cov, r, h, ev)

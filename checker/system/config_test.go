@@ -1,4 +1,4 @@
-package checker
+package system
 
 import (
 	"errors"
@@ -254,9 +254,9 @@ func TestParseConfig_LinesFromPaths(t *testing.T) {
 // (spec/jsonfile's DecodeError still reads the unknown key from
 // encoding/json's own message, which carries no other form of it.)
 func TestParseConfig_NoLocationFromWording(t *testing.T) {
-	files := []string{"config.go", "tracefile.go",
-		"../model/config.go", "../model/groups.go", "../model/pricing.go",
-		"../spec/jsonfile/scan.go", "../spec/jsonfile/problem.go"}
+	files := []string{"config.go", "../tracefile.go",
+		"../../model/config.go", "../../model/groups.go", "../../model/pricing.go",
+		"../../spec/jsonfile/scan.go", "../../spec/jsonfile/problem.go"}
 	for _, f := range files {
 		fset := token.NewFileSet()
 		file, err := parser.ParseFile(fset, f, nil, 0)

@@ -1,4 +1,4 @@
-package checker
+package system
 
 import (
 	"fmt"
@@ -47,7 +47,7 @@ const (
 	MvHang
 	MvEvict
 	MvDelay
-	numMoveKinds
+	NumMoveKinds
 )
 
 // FaultKind describes one fault kind. Everything the checker does with a
@@ -123,9 +123,9 @@ func (f Fault) String() string {
 	return fmt.Sprintf("Fault(%d)", uint8(f))
 }
 
-// FaultConfigNames lists the configuration keys of every fault kind, in
+// faultConfigNames lists the configuration keys of every fault kind, in
 // budget order.
-func FaultConfigNames() []string {
+func faultConfigNames() []string {
 	names := make([]string, NumFaults)
 	for f := range FaultKinds {
 		names[f] = FaultKinds[f].Config
@@ -143,9 +143,9 @@ func ParseFault(name string) (Fault, bool) {
 	return 0, false
 }
 
-// swarmFaultMoves lists, in budget order, the fault moves a swarm walk
+// SwarmFaultMoves lists, in budget order, the fault moves a swarm walk
 // may switch off.
-func swarmFaultMoves() []MoveKind {
+func SwarmFaultMoves() []MoveKind {
 	var out []MoveKind
 	for f := range FaultKinds {
 		if FaultKinds[f].Swarm {
@@ -168,11 +168,11 @@ var _ [64 - budgetBits*NumFaults]struct{}
 // budget switches the kind off.
 type Budget [NumFaults]uint8
 
-// Set sets the budget of the fault kind a configuration names.
-func (b *Budget) Set(name string, n uint) error {
+// set sets the budget of the fault kind a configuration names.
+func (b *Budget) set(name string, n uint) error {
 	f, ok := ParseFault(name)
 	if !ok {
-		return fmt.Errorf("unknown fault %q (want %s)", name, strings.Join(FaultConfigNames(), ", "))
+		return fmt.Errorf("unknown fault %q (want %s)", name, strings.Join(faultConfigNames(), ", "))
 	}
 	if n > MaxBudget {
 		return fmt.Errorf("fault budget %s=%d, at most %d", name, n, MaxBudget)
@@ -216,8 +216,8 @@ func (r Remaining) Left(f Fault) int { return int(r >> (budgetBits * f) & MaxBud
 // when r.Has(f).
 func (r *Remaining) spend(f Fault) { *r -= 1 << (budgetBits * f) }
 
-// Budget unpacks the remaining budget.
-func (r Remaining) Budget() Budget {
+// budget unpacks the remaining budget.
+func (r Remaining) budget() Budget {
 	var b Budget
 	for f := range b {
 		b[f] = uint8(r.Left(Fault(f)))
@@ -231,7 +231,7 @@ func (r Remaining) Budget() Budget {
 // flight, then cancel, abort, transfer failure, no-show, hang and the
 // eviction of each side's kept blocks; then restarts and background load
 // per worker.
-func (c *Checker) faults(s *State, ms *moveSet) {
+func (c *System) faults(s *State, ms *MoveSet) {
 	tx := model.Tx{W: &s.W}
 	for h := 0; h < c.nH; h++ {
 		x := &s.W.H[h]
@@ -321,17 +321,17 @@ func (c *Checker) faults(s *State, ms *moveSet) {
 // offered only where an enabled move would fire a row that sends that
 // core a command it would otherwise apply at once, and only while the
 // core keeps up (not slow, nothing queued for the handoff).
-func (c *Checker) delays(s *State, ms *moveSet) {
+func (c *System) delays(s *State, ms *MoveSet) {
 	var want [model.MaxHandoffs][2]bool
-	if c.delayAnywhere {
+	if c.DelayAnywhere {
 		for h := 0; h < c.nH; h++ {
 			for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 				want[h][sd] = c.atOnce[sd] && s.W.H[h].Worker(sd) >= 0 && !c.terminal(s, roleOf(sd), h)
 			}
 		}
 	}
-	for i := 0; i < ms.n; i++ {
-		r, h, ev, ok := c.firedBy(s, ms.m[i])
+	for i := 0; i < ms.N; i++ {
+		r, h, ev, ok := c.firedBy(s, ms.M[i])
 		if !ok {
 			continue
 		}
@@ -360,7 +360,7 @@ func (c *Checker) delays(s *State, ms *moveSet) {
 
 // firedBy is the event a move gives a role record, if it gives one:
 // what apply and applyFault fire for it.
-func (c *Checker) firedBy(s *State, m Move) (r spec.Role, h int, ev uint8, ok bool) {
+func (c *System) firedBy(s *State, m Move) (r spec.Role, h int, ev uint8, ok bool) {
 	h = int(m.H)
 	sd := model.Side(m.Arg)
 	tx := model.Tx{W: &s.W}
@@ -401,7 +401,7 @@ func (c *Checker) firedBy(s *State, m Move) (r spec.Role, h int, ev uint8, ok bo
 }
 
 // applyFault gives a fault move its effect. The budget was spent by apply.
-func (c *Checker) applyFault(s *State, tx *model.Tx, m Move, cov *Coverage) {
+func (c *System) applyFault(s *State, tx *model.Tx, m Move, cov *Coverage) {
 	h := int(m.H)
 	switch m.Kind {
 	case MvDuplicate:

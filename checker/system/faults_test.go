@@ -1,4 +1,4 @@
-package checker
+package system
 
 import (
 	"fmt"
@@ -61,7 +61,7 @@ func TestFaultKinds_Table(t *testing.T) {
 			t.Errorf("fault %s: move %q spends %v (%v), Fault() = %v", f, fk.Move, got, ok, fk.Move.Fault())
 		}
 	}
-	for k := numProtocolMoveKinds; k < numMoveKinds; k++ {
+	for k := numProtocolMoveKinds; k < NumMoveKinds; k++ {
 		if _, ok := owner[k]; !ok {
 			t.Errorf("fault move kind %d belongs to no fault kind", k)
 		}
@@ -97,8 +97,8 @@ func TestFaultKinds_BudgetPacking(t *testing.T) {
 					t.Fatalf("budget %s=%d packed: %s left %d, has %v", f, n, g, r.Left(g), r.Has(g))
 				}
 			}
-			if r.Budget() != b {
-				t.Fatalf("budget %s=%d unpacks to %v", f, n, r.Budget())
+			if r.budget() != b {
+				t.Fatalf("budget %s=%d unpacks to %v", f, n, r.budget())
 			}
 			s := c.Initial()
 			s.B = r
@@ -108,12 +108,12 @@ func TestFaultKinds_BudgetPacking(t *testing.T) {
 				t.Fatalf("budgets %s and %s pack to the same key", other, name)
 			}
 			keys[k] = name
-			if back := c.unpack(&k); back.B != r {
-				t.Fatalf("budget %s: key unpacks to %v", name, back.B.Budget())
+			if back := c.Unpack(&k); back.B != r {
+				t.Fatalf("budget %s: key unpacks to %v", name, back.B.budget())
 			}
 			spent := r
 			spent.spend(f)
-			if spent.Left(f) != int(n)-1 || spent.Budget()[f] != n-1 {
+			if spent.Left(f) != int(n)-1 || spent.budget()[f] != n-1 {
 				t.Fatalf("spending %s from %d leaves %d", f, n, spent.Left(f))
 			}
 		}
@@ -139,7 +139,7 @@ func sampleMove(k MoveKind) Move {
 			m.Arg = int8(model.DestinationSide)
 		case ArgMsg:
 			m.Msg = model.MsgCancelled
-		case ArgTimer:
+		case argTimer:
 			m.Arg = int8(model.TimerHeartbeat)
 		}
 	}
@@ -149,7 +149,7 @@ func sampleMove(k MoveKind) Move {
 // Every move kind, protocol or fault, prints in its syntax and parses back,
 // and refuses a missing or an extra argument.
 func TestMoves_SyntaxRoundTrips(t *testing.T) {
-	for k := MoveKind(1); k < numMoveKinds; k++ {
+	for k := MoveKind(1); k < NumMoveKinds; k++ {
 		m := sampleMove(k)
 		got, err := ParseMove(m.String())
 		if err != nil || got != m {
@@ -192,24 +192,11 @@ func TestFaultKinds_Config(t *testing.T) {
 		}
 	}
 	_, err := ParseConfig("x.json", []byte(fmt.Sprintf(faultsConfig, `"gremlins": 1`)))
-	if err == nil || !strings.Contains(err.Error(), strings.Join(FaultConfigNames(), ", ")) {
+	if err == nil || !strings.Contains(err.Error(), strings.Join(faultConfigNames(), ", ")) {
 		t.Errorf("an unknown fault was not refused with the known names: %v", err)
 	}
 	_, err = ParseConfig("x.json", []byte(fmt.Sprintf(faultsConfig, `"loss": 16`)))
 	if err == nil || !strings.Contains(err.Error(), "at most 15") {
 		t.Errorf("a budget over %d was not refused: %v", MaxBudget, err)
-	}
-}
-
-// Swarm walks switch off exactly the fault moves the table lets them.
-func TestFaultKinds_Swarm(t *testing.T) {
-	var want []MoveKind
-	for f := Fault(0); f < NumFaults; f++ {
-		if FaultKinds[f].Swarm {
-			want = append(want, FaultKinds[f].Move)
-		}
-	}
-	if !slices.Equal(swarmFaultMoves(), want) || !slices.Equal(faultKinds, want) {
-		t.Errorf("swarm moves %v (walks use %v), want %v", swarmFaultMoves(), faultKinds, want)
 	}
 }

@@ -1,4 +1,4 @@
-package checker
+package system
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ import (
 // row.
 func TestDeferred_OfferedWhereTheStateHasARow(t *testing.T) {
 	cfg := mustConfig(t, smallConfig)
-	count := func(c *Checker, s *State) (src, dst int) {
+	count := func(c *System, s *State) (src, dst int) {
 		for _, m := range c.Moves(s) {
 			if m.Kind == MvDeferred && model.Side(m.Arg) == model.SourceSide {
 				src++
@@ -29,7 +29,7 @@ func TestDeferred_OfferedWhereTheStateHasARow(t *testing.T) {
 	builtin := checkerFor(t, Generated(), cfg, "vllm")
 	eachState(t, builtin, func(s *State) bool {
 		if a, b := count(builtin, s); a+b > 0 {
-			t.Fatalf("the built-in tables offer a deferred step:\n%s", strings.Join(builtin.describeState(s), "\n"))
+			t.Fatalf("the built-in tables offer a deferred step:\n%s", strings.Join(builtin.DescribeState(s), "\n"))
 		}
 		return false
 	})
@@ -43,7 +43,7 @@ func TestDeferred_OfferedWhereTheStateHasARow(t *testing.T) {
 		src, dst := count(c, st)
 		in := st.W.H[0].Decode >= 0 && st.Dst[0] == reserving
 		if src != 0 || (dst == 1) != in || dst > 1 {
-			t.Fatalf("%d source and %d destination deferred steps offered, destination in Reserving: %v\n%s", src, dst, in, strings.Join(c.describeState(st), "\n"))
+			t.Fatalf("%d source and %d destination deferred steps offered, destination in Reserving: %v\n%s", src, dst, in, strings.Join(c.DescribeState(st), "\n"))
 		}
 		if in {
 			seen++

@@ -1,4 +1,4 @@
-package checker
+package system
 
 import (
 	"fmt"
@@ -48,8 +48,8 @@ const (
 	ArgTo
 	// ArgMsg is msg=M, the fact (Move.Msg).
 	ArgMsg
-	// ArgTimer is timer=lease|bootstrap|heartbeat|reservation (Move.Arg).
-	ArgTimer
+	// argTimer is timer=lease|bootstrap|heartbeat|reservation (Move.Arg).
+	argTimer
 	// ArgSide is side=source|destination, the side that acts (Move.Arg).
 	ArgSide
 	numArgs
@@ -82,7 +82,7 @@ var protocolMoves = [numProtocolMoveKinds]moveSyntax{
 	MvCompute:        {name: "compute", args: []Arg{ArgH}},
 	MvTransfer:       {name: "transfer", args: []Arg{ArgH}},
 	MvDeliver:        {name: "deliver", args: []Arg{ArgH, ArgTo, ArgMsg}},
-	MvTimer:          {name: "timer", args: []Arg{ArgH, ArgTimer}},
+	MvTimer:          {name: "timer", args: []Arg{ArgH, argTimer}},
 	MvPromote:        {name: "promote", args: []Arg{ArgH}},
 	MvDecodeFinish:   {name: "decode-finish", args: []Arg{ArgH}},
 	MvDeliverCancel:  {name: "deliver-cancel", args: []Arg{ArgH, ArgSide}},
@@ -96,8 +96,8 @@ var protocolMoves = [numProtocolMoveKinds]moveSyntax{
 // fault moves of FaultKinds.
 var moveTable = buildMoveTable()
 
-func buildMoveTable() [numMoveKinds]moveSyntax {
-	var t [numMoveKinds]moveSyntax
+func buildMoveTable() [NumMoveKinds]moveSyntax {
+	var t [NumMoveKinds]moveSyntax
 	for k := range protocolMoves {
 		t[k] = protocolMoves[k]
 		t[k].spends = NumFaults
@@ -107,12 +107,12 @@ func buildMoveTable() [numMoveKinds]moveSyntax {
 		if fk.Move == 0 {
 			continue
 		}
-		if fk.Move < numProtocolMoveKinds || fk.Move >= numMoveKinds || t[fk.Move].name != "" {
+		if fk.Move < numProtocolMoveKinds || fk.Move >= NumMoveKinds || t[fk.Move].name != "" {
 			panic(fmt.Sprintf("checker: fault %s: move %d is not a fault move of its own", Fault(f), fk.Move))
 		}
 		t[fk.Move] = moveSyntax{name: fk.MoveName, args: fk.Args, spends: Fault(f)}
 	}
-	for k := MoveKind(1); k < numMoveKinds; k++ {
+	for k := MoveKind(1); k < NumMoveKinds; k++ {
 		if t[k].name == "" {
 			panic(fmt.Sprintf("checker: move kind %d has no name", k))
 		}
@@ -121,14 +121,14 @@ func buildMoveTable() [numMoveKinds]moveSyntax {
 }
 
 func (k MoveKind) String() string {
-	if k < numMoveKinds {
+	if k < NumMoveKinds {
 		return moveTable[k].name
 	}
 	return fmt.Sprintf("MoveKind(%d)", uint8(k))
 }
 
 // Fault reports whether the move is an optional environment fault.
-func (k MoveKind) Fault() bool { return k < numMoveKinds && moveTable[k].spends < NumFaults }
+func (k MoveKind) Fault() bool { return k < NumMoveKinds && moveTable[k].spends < NumFaults }
 
 // Spends is the fault kind whose budget the move spends; ok is false for
 // a protocol move.
@@ -152,8 +152,8 @@ func (k MoveKind) Syntax() string {
 
 // moveNames lists the move names in MoveKind order.
 func moveNames() []string {
-	names := make([]string, 0, numMoveKinds-1)
-	for k := MoveKind(1); k < numMoveKinds; k++ {
+	names := make([]string, 0, NumMoveKinds-1)
+	for k := MoveKind(1); k < NumMoveKinds; k++ {
 		names = append(names, moveTable[k].name)
 	}
 	return names
@@ -177,7 +177,7 @@ func (m Move) String() string {
 	if m.H >= 0 {
 		fmt.Fprintf(&b, " h=%d", m.H)
 	}
-	if m.Kind >= numMoveKinds {
+	if m.Kind >= NumMoveKinds {
 		return b.String()
 	}
 	for _, a := range m.Kind.Args() {
@@ -188,7 +188,7 @@ func (m Move) String() string {
 			fmt.Fprintf(&b, " to=%s", sideNames[m.Arg])
 		case ArgMsg:
 			fmt.Fprintf(&b, " msg=%s", m.Msg)
-		case ArgTimer:
+		case argTimer:
 			fmt.Fprintf(&b, " timer=%s", model.Timer(m.Arg))
 		case ArgSide:
 			fmt.Fprintf(&b, " side=%s", sideNames[m.Arg])
@@ -197,16 +197,16 @@ func (m Move) String() string {
 	return b.String()
 }
 
-// numberError is a handoff or worker number ParseMove refuses: not a
+// NumberError is a handoff or worker number ParseMove refuses: not a
 // number, or beyond what any configuration has. A reader that knows the
 // configuration says its own range instead (ParseTrace).
-type numberError struct {
-	key, val, what string
+type NumberError struct {
+	Key, Val, What string
 	most           int
 }
 
-func (e *numberError) Error() string {
-	return fmt.Sprintf("%s=%s: want a %s number from 0 to %d (a configuration has at most %d %ss, numbered from 0)", e.key, e.val, e.what, e.most-1, e.most, e.what)
+func (e *NumberError) Error() string {
+	return fmt.Sprintf("%s=%s: want a %s number from 0 to %d (a configuration has at most %d %ss, numbered from 0)", e.Key, e.Val, e.What, e.most-1, e.most, e.What)
 }
 
 // ParseMove reads the String form of a move. It is the step syntax of
@@ -217,7 +217,7 @@ func ParseMove(s string) (Move, error) {
 		return Move{}, fmt.Errorf("empty move")
 	}
 	m := Move{H: -1}
-	for k := MoveKind(1); k < numMoveKinds; k++ {
+	for k := MoveKind(1); k < NumMoveKinds; k++ {
 		if moveTable[k].name == fields[0] {
 			m.Kind = k
 		}
@@ -245,7 +245,7 @@ func ParseMove(s string) (Move, error) {
 			}
 			n, err := strconv.Atoi(val)
 			if err != nil || n < 0 || n >= most {
-				return Move{}, &numberError{key: key, val: val, what: what, most: most}
+				return Move{}, &NumberError{Key: key, Val: val, What: what, most: most}
 			}
 			if key == "h" {
 				m.H = int8(n)

@@ -1,6 +1,7 @@
-package checker
+package system
 
 import (
+	"github.com/handoffcheck/handoffcheck/machines"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -20,35 +21,43 @@ func NewCoverage(s *spec.Spec) *Coverage { return newCoverage(s) }
 // does on its own schedule whatever the protocol's state: a worker
 // restarting, a cache evicting the blocks a finished side keeps. The
 // state's budget must have room for a fault move (Budget refills it).
-func (c *Checker) Apply(s *State, m Move, cov *Coverage) (model.Journal, *model.Violation) {
+func (c *System) Apply(s *State, m Move, cov *Coverage) (model.Journal, *model.Violation) {
 	before := *s
 	tx := model.Tx{W: &s.W}
-	c.apply(s, &tx, m, cov, true)
-	return tx.J, c.judgeStep(&before, s, &tx.J, m)
+	c.ApplyTx(s, &tx, m, cov, true)
+	return tx.J, c.JudgeStep(&before, s, &tx.J, m)
 }
 
 // Terminal reports whether a role record has finished: its side reported
 // its terminal outcome.
-func (c *Checker) Terminal(s *State, r spec.Role, h int) bool { return c.terminal(s, r, h) }
+func (c *System) Terminal(s *State, r spec.Role, h int) bool { return c.terminal(s, r, h) }
 
 // Finished reports whether every record of a handoff that was placed is
 // terminal.
-func (c *Checker) Finished(s *State, h int) bool { return c.finished(s, h) }
+func (c *System) Finished(s *State, h int) bool { return c.finished(s, h) }
 
 // Budget is the run's full fault budget: a driver that schedules faults
 // itself refills a state with it before each step, so that every fault
 // and reordering it chooses is enabled.
-func (c *Checker) Budget() Remaining { return c.budget }
+func (c *System) Budget() Remaining { return c.budget }
 
 // FiringText names a firing by its states and event, for histories.
-func (c *Checker) FiringText(f Firing) string {
+func (c *System) FiringText(f Firing) string {
 	return c.proto.StateName(f.Role, f.From) + " --" + EventName(f.Role, f.Event) + "--> " + c.proto.StateName(f.Role, f.To)
 }
 
 // MovesInto appends the moves a state enables to buf: Moves without an
 // allocation, for drivers that ask it for every state they judge.
-func (c *Checker) MovesInto(s *State, buf []Move) []Move {
-	var ms moveSet
-	c.moves(s, &ms)
-	return append(buf, ms.m[:ms.n]...)
+func (c *System) MovesInto(s *State, buf []Move) []Move {
+	var ms MoveSet
+	c.Enabled(s, &ms)
+	return append(buf, ms.M[:ms.N]...)
+}
+
+// EventName names an event of a role.
+func EventName(r spec.Role, ev uint8) string {
+	if r == spec.Source {
+		return machines.SourceEvent(ev).String()
+	}
+	return machines.DestinationEvent(ev).String()
 }

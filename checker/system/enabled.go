@@ -1,11 +1,11 @@
-package checker
+package system
 
 import (
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
-// maxMoves bounds the moves one state enables. Per handoff at most 52:
+// MaxMoves bounds the moves one state enables. Per handoff at most 52:
 // before the prefill is routed, routing to each of at most four workers
 // and a cancel; after it, the request's delivery, routing decode to each
 // of at most four workers and a no-show, one of reserve or refuse, one of
@@ -16,49 +16,49 @@ import (
 // each side, a deferred step per side, six timers, the cancel, an abort,
 // an eviction and a delay per side. Times MaxHandoffs, plus restarts and
 // background load per worker.
-const maxMoves = 52*model.MaxHandoffs + 3*model.MaxWorkers + 16
+const MaxMoves = 52*model.MaxHandoffs + 3*model.MaxWorkers + 16
 
 // Parent links store a move's index in one byte.
-var _ [256 - maxMoves]struct{}
+var _ [256 - MaxMoves]struct{}
 
-// moveSet is the moves enabled in a state, without allocation.
-type moveSet struct {
-	n     int
-	stuck bool // nothing but timers can happen
+// MoveSet is the moves enabled in a state, without allocation.
+type MoveSet struct {
+	N     int
+	Stuck bool // nothing but timers can happen
 	// waiting: the only protocol moves other than timers are transfers
 	// ending; the hang fault is offered only then (see faults).
 	waiting bool
-	m       [maxMoves]Move
+	M       [MaxMoves]Move
 }
 
-func (ms *moveSet) add(m Move) {
-	ms.m[ms.n] = m
-	ms.n++
+func (ms *MoveSet) add(m Move) {
+	ms.M[ms.N] = m
+	ms.N++
 }
 
-// handoff is the handoff move i belongs to (-1: none).
-func (ms *moveSet) handoff(i int) int { return int(ms.m[i].H) }
+// Handoff is the handoff move i belongs to (-1: none).
+func (ms *MoveSet) Handoff(i int) int { return int(ms.M[i].H) }
 
-// own reports whether move i is one the system makes on its own, given
+// Own reports whether move i is one the system makes on its own, given
 // that the first protocol moves are the protocol's: not a fault, and not
 // a timer firing while something else could still happen.
-func (ms *moveSet) own(i, protocol int) bool {
-	return i < protocol && !(ms.m[i].Kind == MvTimer && !ms.stuck)
+func (ms *MoveSet) Own(i, protocol int) bool {
+	return i < protocol && !(ms.M[i].Kind == MvTimer && !ms.Stuck)
 }
 
 // Moves lists the moves enabled in a state, in a fixed order.
-func (c *Checker) Moves(s *State) []Move {
-	var ms moveSet
-	c.moves(s, &ms)
-	return append([]Move(nil), ms.m[:ms.n]...)
+func (c *System) Moves(s *State) []Move {
+	var ms MoveSet
+	c.Enabled(s, &ms)
+	return append([]Move(nil), ms.M[:ms.N]...)
 }
 
-// moves fills ms with the enabled moves: protocol moves first, then the
+// Enabled fills ms with the enabled moves, without allocation: protocol moves first, then the
 // timers (any armed one when the system is stuck, within the early-timer
 // budget otherwise), then faults. It returns how many are not faults.
-func (c *Checker) moves(s *State, ms *moveSet) (protocol int) {
-	ms.stuck = false
-	ms.n = 0
+func (c *System) Enabled(s *State, ms *MoveSet) (protocol int) {
+	ms.Stuck = false
+	ms.N = 0
 	tx := model.Tx{W: &s.W}
 	busy := 0 // protocol moves other than timers: the system is not stuck
 	for h := 0; h < c.nH; h++ {
@@ -139,10 +139,10 @@ func (c *Checker) moves(s *State, ms *moveSet) (protocol int) {
 			ms.add(Move{Kind: MvFreeBackground, H: -1, Arg: int8(w)})
 		}
 	}
-	busy = ms.n
+	busy = ms.N
 	ms.waiting = busy > 0
 	for i := 0; i < busy; i++ {
-		if ms.m[i].Kind != MvTransfer {
+		if ms.M[i].Kind != MvTransfer {
 			ms.waiting = false
 			break
 		}
@@ -152,7 +152,7 @@ func (c *Checker) moves(s *State, ms *moveSet) (protocol int) {
 	// early-timer budget; when nothing else can happen, deadlines and
 	// heartbeats fire freely: they are what ends (or keeps alive) the wait.
 	stuck := busy == 0
-	ms.stuck = stuck
+	ms.Stuck = stuck
 	if stuck || s.B.Has(EarlyTimer) {
 		for h := 0; h < c.nH; h++ {
 			x := &s.W.H[h]
@@ -166,7 +166,7 @@ func (c *Checker) moves(s *State, ms *moveSet) (protocol int) {
 			}
 		}
 	}
-	protocol = ms.n
+	protocol = ms.N
 	c.faults(s, ms)
 	return protocol
 }
@@ -175,7 +175,7 @@ func (c *Checker) moves(s *State, ms *moveSet) (protocol int) {
 // source-first after the source answered with its pinned KV,
 // destination-first once prefill was routed; never after a cancel, a
 // no-show, or a source failure the frontend knows of.
-func (c *Checker) decodeRoutable(s *State, h int) bool {
+func (c *System) decodeRoutable(s *State, h int) bool {
 	x := &s.W.H[h]
 	if x.Decode >= 0 || x.Cancelled || x.NoShow || x.SourceFailed || x.Prefill < 0 {
 		return false
@@ -188,13 +188,13 @@ func (c *Checker) decodeRoutable(s *State, h int) bool {
 
 // transferCanEnd reports whether the runner can be told the outcome (or is
 // gone, in which case nobody is told).
-func (c *Checker) transferCanEnd(s *State, h int, done bool) bool {
+func (c *System) transferCanEnd(s *State, h int, done bool) bool {
 	r, ev := transferEvent(s.W.H[h].Runner, done)
 	return c.terminal(s, r, h) || c.can(s, r, h, ev)
 }
 
 // finished reports whether every record of a handoff that was placed is terminal.
-func (c *Checker) finished(s *State, h int) bool {
+func (c *System) finished(s *State, h int) bool {
 	x := &s.W.H[h]
 	if x.Prefill < 0 {
 		return false
@@ -206,7 +206,7 @@ func (c *Checker) finished(s *State, h int) bool {
 }
 
 // hostsLive reports whether a worker hosts a live role record.
-func (c *Checker) hostsLive(s *State, w int) bool {
+func (c *System) hostsLive(s *State, w int) bool {
 	for h := 0; h < c.nH; h++ {
 		x := &s.W.H[h]
 		if int(x.Prefill) == w && !c.terminal(s, spec.Source, h) {

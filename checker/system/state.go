@@ -1,4 +1,4 @@
-package checker
+package system
 
 import (
 	"github.com/handoffcheck/handoffcheck/model"
@@ -30,8 +30,8 @@ func (s *State) rolePtr(r spec.Role, h int) *uint8 {
 	return &s.Dst[h]
 }
 
-// records tells the model's invariants which role records are terminal.
-func (c *Checker) records(s *State) model.Records {
+// Records tells the model's invariants which role records are terminal.
+func (c *System) Records(s *State) model.Records {
 	var rec model.Records
 	for h := 0; h < c.nH; h++ {
 		rec.Terminal[h][model.SourceSide] = c.proto.Terminal(spec.Source, s.Src[h])
@@ -42,17 +42,17 @@ func (c *Checker) records(s *State) model.Records {
 	return rec
 }
 
-// keyWords bounds a packed state: the budget, one word per worker, two per
+// KeyWords bounds a packed state: the budget, one word per worker, two per
 // handoff.
-const keyWords = 1 + model.MaxWorkers + model.HandoffWords*model.MaxHandoffs
+const KeyWords = 1 + model.MaxWorkers + model.HandoffWords*model.MaxHandoffs
 
 // Key is a canonical packed state. Two states with the same key behave the
 // same; under symmetry reduction, states that differ only by a renaming of
 // interchangeable handoffs or workers share one key.
-type Key [keyWords]uint64
+type Key [KeyWords]uint64
 
 // pack writes the state's key with handoffs in index order.
-func (c *Checker) pack(s *State, k *Key) {
+func (c *System) pack(s *State, k *Key) {
 	k[0] = uint64(s.B)
 	for w := 0; w < c.nW; w++ {
 		k[1+w] = s.W.PackWorker(w)
@@ -64,23 +64,23 @@ func (c *Checker) pack(s *State, k *Key) {
 	}
 }
 
-// canonical writes the state's canonical key. Without symmetry it is the
+// Canonical writes the state's canonical key. Without symmetry it is the
 // plain packing. With symmetry it is the smallest packing over every
 // renaming of interchangeable workers, each with its interchangeable
 // handoffs sorted: the least element of the orbit, so equal for all
 // renamings of one state.
-func (c *Checker) canonical(s *State, k *Key) { c.canonicalize(s, k, nil) }
+func (c *System) Canonical(s *State, k *Key) { c.CanonicalNaming(s, k, nil) }
 
-// naming is how canonical renames a state: handoff h goes to position
+// Naming is how canonical renames a state: handoff h goes to position
 // hp[h], worker w to wp[w] (sleep sets rename their moves with it).
-type naming struct {
-	hp [model.MaxHandoffs]int8
-	wp [model.MaxWorkers]int8
+type Naming struct {
+	Hp [model.MaxHandoffs]int8
+	Wp [model.MaxWorkers]int8
 }
 
-// canonicalize is canonical, and when nm is given it also says how the
+// CanonicalNaming is Canonical, and when nm is given it also says how the
 // state was renamed: the renaming of the key it writes.
-func (c *Checker) canonicalize(s *State, k *Key, nm *naming) {
+func (c *System) CanonicalNaming(s *State, k *Key, nm *Naming) {
 	c.pack(s, k)
 	// pos[p] is the handoff at position p, tracked only for nm.
 	var pos, bestPos [model.MaxHandoffs]int8
@@ -89,8 +89,8 @@ func (c *Checker) canonicalize(s *State, k *Key, nm *naming) {
 		for h := range pos {
 			pos[h] = int8(h)
 		}
-		for w := range nm.wp {
-			nm.wp[w] = int8(w)
+		for w := range nm.Wp {
+			nm.Wp[w] = int8(w)
 		}
 		posp = &pos
 	}
@@ -134,7 +134,7 @@ func (c *Checker) canonicalize(s *State, k *Key, nm *naming) {
 		if i == 0 || less(&cand, k) {
 			*k = cand
 			if nm != nil {
-				bestPos, nm.wp = pos, *perm
+				bestPos, nm.Wp = pos, *perm
 			}
 		}
 	}
@@ -142,12 +142,12 @@ func (c *Checker) canonicalize(s *State, k *Key, nm *naming) {
 }
 
 // place sets hp from the handoff at each position; nothing without nm.
-func (nm *naming) place(pos *[model.MaxHandoffs]int8) {
+func (nm *Naming) place(pos *[model.MaxHandoffs]int8) {
 	if nm == nil {
 		return
 	}
 	for p := range pos {
-		nm.hp[pos[p]] = int8(p)
+		nm.Hp[pos[p]] = int8(p)
 	}
 }
 
@@ -171,8 +171,8 @@ func less(a, b *Key) bool {
 	return false
 }
 
-// unpack rebuilds the state a key stands for.
-func (c *Checker) unpack(k *Key) State {
+// Unpack rebuilds the state a key stands for.
+func (c *System) Unpack(k *Key) State {
 	var s State
 	s.B = Remaining(k[0])
 	base := 1 + c.nW
@@ -189,9 +189,9 @@ func (c *Checker) unpack(k *Key) State {
 	return s
 }
 
-// fingerprint hashes a key with a fixed 64-bit mix (no per-process seed:
+// Fingerprint hashes a key with a fixed 64-bit mix (no per-process seed:
 // fingerprints, and so state counts and traces, are the same on every run).
-func fingerprint(k *Key, n int) uint64 {
+func Fingerprint(k *Key, n int) uint64 {
 	h := uint64(0x9E3779B97F4A7C15)
 	for i := 0; i < n; i++ {
 		h ^= k[i]

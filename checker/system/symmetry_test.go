@@ -1,4 +1,4 @@
-package checker
+package system
 
 import (
 	"testing"
@@ -11,7 +11,7 @@ import (
 // to the least key over every renaming computed in full.
 func TestCanonical_SkipsOnlyLargerRenamings(t *testing.T) {
 	checked := 0
-	everyRun(t, []string{"two-handoffs.json", "max-shape.json", "three-handoffs.json"}, func(file, run string, c *Checker) {
+	everyRun(t, []string{"two-handoffs.json", "max-shape.json", "three-handoffs.json"}, func(file, run string, c *System) {
 		if len(c.sym.perms) < 2 {
 			return
 		}
@@ -36,7 +36,7 @@ func TestCanonical_SkipsOnlyLargerRenamings(t *testing.T) {
 					want = cand
 				}
 			}
-			c.canonical(&s, &got)
+			c.Canonical(&s, &got)
 			if got != want {
 				t.Fatalf("%s %s: canonical %x, least renaming %x", file, run, got, want)
 			}

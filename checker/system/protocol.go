@@ -1,4 +1,4 @@
-package checker
+package system
 
 import (
 	"fmt"
@@ -15,14 +15,14 @@ import (
 // then judges where the command lands (RoleCommands).
 type Action uint8
 
-// NumActions is the size of the action vocabulary.
-const NumActions = machines.NumSourceActions + machines.NumDestinationActions
+// numActions is the size of the action vocabulary.
+const numActions = machines.NumSourceActions + machines.NumDestinationActions
 
-// SourceAction is the vocabulary id of a source action.
-func SourceAction(a machines.SourceAction) Action { return Action(a) }
+// sourceAction is the vocabulary id of a source action.
+func sourceAction(a machines.SourceAction) Action { return Action(a) }
 
-// DestinationAction is the vocabulary id of a destination action.
-func DestinationAction(a machines.DestinationAction) Action {
+// destinationAction is the vocabulary id of a destination action.
+func destinationAction(a machines.DestinationAction) Action {
 	return Action(machines.NumSourceActions + int(a))
 }
 
@@ -63,8 +63,8 @@ type Protocol struct {
 	states   [2][]string
 }
 
-// MaxStates bounds the states of one role: they are packed in four bits.
-const MaxStates = 16
+// maxStates bounds the states of one role: they are packed in four bits.
+const maxStates = 16
 
 // Name says where the protocol came from.
 func (p *Protocol) Name() string { return p.name }
@@ -82,7 +82,7 @@ func (p *Protocol) Step(role spec.Role, pol spec.Policy, state, event uint8) (*T
 func (p *Protocol) Terminal(role spec.Role, state uint8) bool { return p.terminal[role][state] }
 
 // Initial is a role's initial state.
-func (p *Protocol) Initial(role spec.Role) uint8 { return p.initial[role] }
+func (p *Protocol) initialState(role spec.Role) uint8 { return p.initial[role] }
 
 // StateName names a role state.
 func (p *Protocol) StateName(role spec.Role, state uint8) string { return p.states[role][state] }
@@ -182,7 +182,7 @@ func Generated() *Protocol {
 				}
 				ct := Transition{To: src[t.To], Row: uint16(t.Row), N: uint8(t.Actions.Len())}
 				for i := 0; i < t.Actions.Len(); i++ {
-					ct.Acts[i] = SourceAction(t.Actions.At(i))
+					ct.Acts[i] = sourceAction(t.Actions.At(i))
 				}
 				p.tables[spec.Source][pol][src[s]][e] = ct
 			}
@@ -195,7 +195,7 @@ func Generated() *Protocol {
 				}
 				ct := Transition{To: dst[t.To], Row: uint16(t.Row), N: uint8(t.Actions.Len())}
 				for i := 0; i < t.Actions.Len(); i++ {
-					ct.Acts[i] = DestinationAction(t.Actions.At(i))
+					ct.Acts[i] = destinationAction(t.Actions.At(i))
 				}
 				p.tables[spec.Destination][pol][dst[s]][e] = ct
 			}
@@ -221,8 +221,8 @@ func checkVocabulary(s *spec.Spec) error {
 	var errs []string
 	for _, r := range spec.Roles {
 		t, d := s.Table(r), def.Table(r)
-		if len(t.States) > MaxStates {
-			errs = append(errs, fmt.Sprintf("%s table has %d states, at most %d are supported", r, len(t.States), MaxStates))
+		if len(t.States) > maxStates {
+			errs = append(errs, fmt.Sprintf("%s table has %d states, at most %d are supported", r, len(t.States), maxStates))
 		}
 		for e := 0; e < numEvents[r]; e++ {
 			name := EventName(r, uint8(e))
@@ -284,7 +284,7 @@ func joinLines(s []string) string {
 
 // actionID finds an action by name in the vocabulary, source actions first.
 func actionID(name string) int {
-	for a := 0; a < NumActions; a++ {
+	for a := 0; a < numActions; a++ {
 		if Action(a).String() == name {
 			return a
 		}
@@ -299,7 +299,7 @@ func actionID(name string) int {
 func roleActionID(r spec.Role, name string) int {
 	lo, hi := 0, machines.NumSourceActions
 	if r == spec.Destination {
-		lo, hi = machines.NumSourceActions, NumActions
+		lo, hi = machines.NumSourceActions, numActions
 	}
 	for a := lo; a < hi; a++ {
 		if Action(a).String() == name {

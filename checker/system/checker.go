@@ -1,6 +1,7 @@
-package checker
+package system
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -18,9 +19,9 @@ type options struct {
 	Symmetry bool
 }
 
-// Checker composes a protocol (the role machines), the model's world and
+// System composes a protocol (the role machines), the model's world and
 // the environment's moves for one run.
-type Checker struct {
+type System struct {
 	proto   *Protocol
 	run     Run
 	policy  spec.Policy
@@ -36,10 +37,10 @@ type Checker struct {
 	// atOnce: some command of the side is applied at once, so the delay
 	// fault can hold it back.
 	atOnce [2]bool
-	// delayAnywhere offers the delay fault wherever a side's core keeps up
+	// DelayAnywhere offers the delay fault wherever a side's core keeps up
 	// and its record is live, not only just before a command: the
 	// unreduced search, which tests compare the reduced one with.
-	delayAnywhere bool
+	DelayAnywhere bool
 	// ranks orders each role's states for partial-order reduction, and
 	// sharedAfterEnd says a role's table has a row from a terminal state
 	// that touches more than the handoff's record (por.go).
@@ -48,7 +49,7 @@ type Checker struct {
 }
 
 // New prepares a run of a configuration with a protocol.
-func New(p *Protocol, cfg *Config, run Run) (*Checker, error) {
+func New(p *Protocol, cfg *Config, run Run) (*System, error) {
 	w := cfg.World
 	w.Policy, w.Engine = run.Policy, run.Engine
 	if err := w.Prepare(); err != nil {
@@ -57,7 +58,7 @@ func New(p *Protocol, cfg *Config, run Run) (*Checker, error) {
 	if err := cfg.Budget.check(); err != nil {
 		return nil, fmt.Errorf("run %s: %w", run.Name, err)
 	}
-	c := &Checker{
+	c := &System{
 		proto: p, run: run, policy: run.Policy, world: &w, budget: cfg.Budget.pack(),
 		opts: options{Renewal: cfg.Renewal, Symmetry: cfg.Symmetry},
 		nH:   w.NumHandoffs(), nW: w.NumWorkers(),
@@ -84,13 +85,13 @@ var attemptNamespace = uuid.MustParse("5bd09d9a-bd43-4f66-ba01-772256a2acf9")
 // can be matched with engine logs. It is a name-based UUID of the run and
 // the handoff: never shared by two attempts of a run, and the same on every
 // run of the same configuration, so output stays deterministic.
-func (c *Checker) attemptID(h int) uuid.UUID {
+func (c *System) attemptID(h int) uuid.UUID {
 	name := fmt.Sprintf("%s/%s/%s/handoff-%d", c.run.Name, c.run.Policy, c.run.Engine, h)
 	return uuid.NewSHA1(attemptNamespace, []byte(name))
 }
 
 // Attempts lists the attempt id of every handoff, as "h0=<uuid>".
-func (c *Checker) Attempts() []string {
+func (c *System) Attempts() []string {
 	out := make([]string, c.nH)
 	for h := range out {
 		out[h] = fmt.Sprintf("h%d=%s", h, c.attemptID(h))
@@ -99,42 +100,42 @@ func (c *Checker) Attempts() []string {
 }
 
 // Run is the run this checker explores.
-func (c *Checker) Run() Run { return c.run }
+func (c *System) Run() Run { return c.run }
 
 // Protocol is the role machines this checker runs.
-func (c *Checker) Protocol() *Protocol { return c.proto }
+func (c *System) Protocol() *Protocol { return c.proto }
 
 // World is the run's prepared world configuration.
-func (c *Checker) World() *model.Config { return c.world }
+func (c *System) World() *model.Config { return c.world }
 
 // Initial is the state every exploration starts from: nothing routed,
 // every machine in its initial state, the full fault budget.
-func (c *Checker) Initial() State {
+func (c *System) Initial() State {
 	s := State{W: model.NewWorld(c.world), B: c.budget}
 	for h := 0; h < c.nH; h++ {
-		s.Src[h] = c.proto.Initial(spec.Source)
-		s.Dst[h] = c.proto.Initial(spec.Destination)
+		s.Src[h] = c.proto.initialState(spec.Source)
+		s.Dst[h] = c.proto.initialState(spec.Destination)
 	}
 	return s
 }
 
 // CheckState runs the state invariants on a state.
-func (c *Checker) CheckState(s *State) *model.Violation {
-	rec := c.records(s)
+func (c *System) CheckState(s *State) *model.Violation {
+	rec := c.Records(s)
 	return model.CheckState(&s.W, &rec)
 }
 
 // Quiescent reports whether no protocol, timer or delivery move is
 // enabled; faults do not count (the environment may stop faulting).
-func (c *Checker) Quiescent(s *State) bool {
-	var ms moveSet
-	return c.moves(s, &ms) == 0
+func (c *System) Quiescent(s *State) bool {
+	var ms MoveSet
+	return c.Enabled(s, &ms) == 0
 }
 
-// checkQuiescence checks the Quiescence invariant on a quiescent state,
+// CheckQuiescence checks the Quiescence invariant on a quiescent state,
 // and FaultFreeCompletion when the environment spent none of its budget.
-func (c *Checker) checkQuiescence(s *State) *model.Violation {
-	rec := c.records(s)
+func (c *System) CheckQuiescence(s *State) *model.Violation {
+	rec := c.Records(s)
 	if v := model.Quiescence(&s.W, &rec); v != nil {
 		return v
 	}
@@ -146,7 +147,7 @@ func (c *Checker) checkQuiescence(s *State) *model.Violation {
 
 // Drained reports whether a state is fully drained: every placed record
 // terminal and nothing held, booked or counted.
-func (c *Checker) Drained(s *State) bool {
+func (c *System) Drained(s *State) bool {
 	for h := 0; h < c.nH; h++ {
 		x := &s.W.H[h]
 		if x.Prefill >= 0 && !c.terminal(s, spec.Source, h) {
@@ -160,15 +161,15 @@ func (c *Checker) Drained(s *State) bool {
 }
 
 // Key is the canonical key of a state.
-func (c *Checker) Key(s *State) Key {
+func (c *System) Key(s *State) Key {
 	var k Key
-	c.canonical(s, &k)
+	c.Canonical(s, &k)
 	return k
 }
 
-// describeState renders a state's role machines and world, one line per
+// DescribeState renders a state's role machines and world, one line per
 // handoff and worker, deterministically.
-func (c *Checker) describeState(s *State) []string {
+func (c *System) DescribeState(s *State) []string {
 	var out []string
 	for h := 0; h < c.nH; h++ {
 		out = append(out, strings.TrimSpace(fmt.Sprintf("h%d source=%s destination=%s %s", h,
@@ -178,4 +179,35 @@ func (c *Checker) describeState(s *State) []string {
 		out = append(out, s.W.DescribeWorker(w))
 	}
 	return out
+}
+
+// WriteIdentity encodes what a run's checkpoint must match to be resumed
+// by this run: the run, the protocol and its spec, the world, the budget,
+// the options and the symmetry's renamings.
+func (c *System) WriteIdentity(enc *json.Encoder) {
+	_ = enc.Encode(c.run)
+	_ = enc.Encode(c.proto.Name())
+	_ = enc.Encode(c.proto.spec)
+	_ = enc.Encode(c.world)
+	_ = enc.Encode(c.budget)
+	_ = enc.Encode(c.opts)
+	_ = enc.Encode(c.sym.perms)
+	_ = enc.Encode(c.sym.classes)
+}
+
+// Handoffs is how many handoffs the run's world has.
+func (c *System) Handoffs() int { return c.nH }
+
+// Workers is how many workers the run's world has.
+func (c *System) Workers() int { return c.nW }
+
+// Symmetric reports whether the canonical form renames interchangeable
+// handoffs or workers.
+func (c *System) Symmetric() bool { return c.sym.any() }
+
+// Renamings is the symmetry the canonical form reduces by: the renamings
+// of interchangeable workers (the first is the identity) and the classes
+// of interchangeable handoffs.
+func (c *System) Renamings() (workers [][model.MaxWorkers]int8, handoffs [][]int) {
+	return c.sym.perms, c.sym.classes
 }

@@ -1,10 +1,8 @@
-package checker
+package system
 
 import (
-	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,73 +10,19 @@ import (
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
-// The delay fault is offered only just before a move that sends a command
-// the core would apply at once. That loses nothing: on every shipped
-// variant and the built-in tables, on delay.json, the reduced search and
-// the search that offers the delay wherever a core keeps up give the same
-// verdict, the reduced one from no more states.
-func TestDelay_ReductionKeepsVerdicts(t *testing.T) {
-	cfg := loadConfigFile(t, "../testdata/configs/delay.json")
-	specs := shippedVariants(t)
-	specs["built-in"] = spec.Default()
-	reduced, anywhere := 0, 0
-	caught := 0
-	for name, s := range specs {
-		p := interpreted(t, s)
-		for _, run := range cfg.Runs {
-			explore := func(everywhere bool) *Result {
-				c := checkerFor(t, p, cfg, run.Name)
-				c.delayAnywhere = everywhere
-				r := c.Explore(context.Background(), Limits{Workers: 1}, nil)
-				if !r.Complete && r.Violation == nil {
-					t.Fatalf("%s %s: incomplete", name, run.Name)
-				}
-				return r
-			}
-			a, b := explore(false), explore(true)
-			va, vb := "", ""
-			if a.Violation != nil {
-				va = a.Violation.Violation.Invariant
-			}
-			if b.Violation != nil {
-				vb = b.Violation.Violation.Invariant
-			}
-			if va != vb {
-				t.Errorf("%s %s: reduced delay finds %q, unreduced %q", name, run.Name, va, vb)
-			}
-			if va == "" {
-				if a.Stats.States > b.Stats.States {
-					t.Errorf("%s %s: reduced delay explores %d states, unreduced %d", name, run.Name, a.Stats.States, b.Stats.States)
-				}
-				reduced += a.Stats.States
-				anywhere += b.Stats.States
-			} else {
-				caught++
-			}
-		}
-	}
-	if caught == 0 || reduced == 0 {
-		t.Fatalf("nothing compared: %d violations, %d states", caught, reduced)
-	}
-	if anywhere <= reduced {
-		t.Fatalf("offering the delay anywhere explores %d states, the reduced search %d: the comparison compared nothing", anywhere, reduced)
-	}
-	t.Logf("passing runs: %d states with the delay reduced, %d offered anywhere; %d runs violated alike", reduced, anywhere, caught)
-}
-
 // Without the delay fault and with the command path off, every command is
 // applied in the step that sends it: no apply move ever exists, and the
 // built-in tables' intermediate states are passed through within a step.
 // With the command path on for a kind, a queued command of that kind is
 // applied only by its core's own move.
 func TestCommands_AtOnceOrQueued(t *testing.T) {
-	cfg := loadConfigFile(t, "../testdata/configs/small.json")
+	cfg := loadConfigFile(t, "../../testdata/configs/small.json")
 	for _, run := range []string{"vllm", "sglang"} {
 		c := checkerFor(t, Generated(), cfg, run)
 		eachState(t, c, func(s *State) bool {
 			for _, m := range c.Moves(s) {
 				if m.Kind == MvApply || m.Kind == MvDelay {
-					t.Fatalf("%s: %s offered with every command at once:\n%s", run, m, strings.Join(c.describeState(s), "\n"))
+					t.Fatalf("%s: %s offered with every command at once:\n%s", run, m, strings.Join(c.DescribeState(s), "\n"))
 				}
 			}
 			for h := range s.W.H[:len(cfg.World.Handoffs)] {
@@ -122,7 +66,7 @@ func TestCommands_AtOnceOrQueued(t *testing.T) {
 // they existed) keeps the command's old meaning even with the command
 // path on: it acts in its row, and no core ever holds it.
 func TestCommands_OldFilesActInTheirRow(t *testing.T) {
-	data, err := os.ReadFile("../testdata/specs/handoff-before-deferred.json")
+	data, err := os.ReadFile("../../testdata/specs/handoff-before-deferred.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +74,7 @@ func TestCommands_OldFilesActInTheirRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := loadConfigFile(t, "../testdata/configs/commands.json")
+	cfg := loadConfigFile(t, "../../testdata/configs/commands.json")
 	c := checkerFor(t, interpreted(t, s), cfg, "sglang")
 	if got := c.cmds; got != [2][model.NumCmds]cmdMode{} {
 		t.Fatalf("modes %v, want every command direct", got)
@@ -195,10 +139,10 @@ func TestParseCommands(t *testing.T) {
 // cannot act).
 func TestDelay_FiredByMatchesTheStep(t *testing.T) {
 	t.Parallel()
-	cfg := loadConfigFile(t, "mutation.json")
+	cfg := loadConfigFile(t, "../mutation.json")
 	cfg.Budget[Hang], cfg.Budget[Evict] = 1, 1
 	// A variant with deferred steps, so that a deferred move fires a row.
-	data, err := os.ReadFile("../testdata/variants/deferred-free-during-pull.json")
+	data, err := os.ReadFile("../../testdata/variants/deferred-free-during-pull.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,16 +160,16 @@ func TestDelay_FiredByMatchesTheStep(t *testing.T) {
 		n := 0
 		eachState(t, c, func(s *State) bool {
 			n++
-			var ms moveSet
-			c.moves(s, &ms)
-			for i := 0; i < ms.n; i++ {
-				m := ms.m[i]
+			var ms MoveSet
+			c.Enabled(s, &ms)
+			for i := 0; i < ms.N; i++ {
+				m := ms.M[i]
 				next := *s
 				var log []Firing
 				cov := newCoverage(c.proto.spec)
 				cov.Log = &log
 				tx := model.Tx{W: &next.W}
-				c.apply(&next, &tx, m, cov, ms.stuck)
+				c.ApplyTx(&next, &tx, m, cov, ms.Stuck)
 				r, h, ev, ok := c.firedBy(s, m)
 				switch {
 				case ok && !c.can(s, r, h, ev):
@@ -256,25 +200,4 @@ func TestDelay_FiredByMatchesTheStep(t *testing.T) {
 			t.Errorf("no %s move compared", k)
 		}
 	}
-}
-
-// shippedVariants is every spec file in testdata/variants that parses, by
-// file name (broken-vocabulary.json is refused on purpose).
-func shippedVariants(t *testing.T) map[string]*spec.Spec {
-	t.Helper()
-	files, err := filepath.Glob("../testdata/variants/*.json")
-	if err != nil || len(files) == 0 {
-		t.Fatal("no variants", err)
-	}
-	specs := map[string]*spec.Spec{}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s, err := spec.Parse(f, data); err == nil {
-			specs[filepath.Base(f)] = s
-		}
-	}
-	return specs
 }

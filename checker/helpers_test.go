@@ -1,0 +1,57 @@
+package checker
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/handoffcheck/handoffcheck/checker/system"
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+// Helpers the search's tests share with the tests of the composed system
+// (checker/system), which keep their own copies.
+
+// shippedVariants is every spec file in testdata/variants that parses, by
+// file name (broken-vocabulary.json is refused on purpose).
+func shippedVariants(t *testing.T) map[string]*spec.Spec {
+	t.Helper()
+	files, err := filepath.Glob("../testdata/variants/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatal("no variants", err)
+	}
+	specs := map[string]*spec.Spec{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, err := spec.Parse(f, data); err == nil {
+			specs[filepath.Base(f)] = s
+		}
+	}
+	return specs
+}
+
+// porSample is the states of a breadth-first search of a run, up to n.
+func porSample(c *Checker, n int) []system.State {
+	s0 := c.Initial()
+	var k system.Key
+	c.Canonical(&s0, &k)
+	seen := map[system.Key]bool{k: true}
+	out := []system.State{s0}
+	for i := 0; i < len(out) && len(out) < n; i++ {
+		for _, m := range c.Moves(&out[i]) {
+			t := out[i]
+			if _, _, err := c.Step(&t, m, nil); err != nil {
+				continue
+			}
+			c.Canonical(&t, &k)
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,31 @@
+// Package system is the composed system: the role machines (machines/, or
+// any spec run by machines/interp) with the model's world and the
+// environment's moves, for one run of a configuration.
+//
+// A State is the world, each handoff's source and destination machine
+// state, and the remaining fault budget. Moves are what the routers,
+// schedulers, transfer engine, transport and timers do on their own, and
+// the faults of docs/lifecycle.md section 3 (FaultKinds), each bounded by
+// its budget. Every move is judged by the model's step invariants; every
+// new state by its state invariants; every state where no protocol, timer
+// or delivery move is enabled by Quiescence.
+//
+// The exported surface is the seam every driver steps the system
+// through, on a schedule of its own: New builds a System from a Protocol,
+// a Config and one of its Runs; Initial is the first state; Enabled fills
+// a MoveSet with the enabled moves and MovesInto appends them to a
+// buffer, both without allocation; Step (a move the state enables) and
+// Apply (one the environment makes whatever the state) perform a move
+// and judge the step invariants, ApplyTx inside a transaction the caller
+// holds; CheckState, Quiescent, CheckQuiescence and Drained judge a
+// state; Canonical writes a state's canonical key (symmetry-reduced),
+// Fingerprint hashes it and Unpack gives the state back; Ample and
+// Reducible are the per-move footprints partial-order reduction relies
+// on. Budget, Terminal, Finished, FiringText, Coverage, RoleOf and
+// TimerOf are what timed drivers need besides.
+//
+// The search (package checker), the simulator (checker/sim), live runs
+// (checker/live) and conformance (checker/conform) all reach states
+// through this seam; none of the protocol, physics or invariants is
+// written again outside it.
+package system
