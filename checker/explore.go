@@ -241,8 +241,13 @@ type exploration struct {
 	// memStop is what the check that stopped the run for its memory
 	// bound read (nil: none did), for the report to say.
 	memStop atomic.Pointer[memReading]
-	viol    *found
-	rootKey system.Key
+	// begun lets the memory watcher start once the first level passed
+	// its own check: a bound the run is already past is the pre-level
+	// check's to report, whichever goroutine a loaded machine runs first.
+	begun     chan struct{}
+	beginOnce sync.Once
+	viol      *found
+	rootKey   system.Key
 	// heapStart is the live heap when the run started.
 	heapStart uint64
 }

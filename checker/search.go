@@ -82,7 +82,25 @@ func (e *exploration) watchBound(ctx context.Context) (context.Context, func()) 
 	ctx, e.cancel = context.WithCancel(ctx)
 	done := make(chan struct{})
 	canDisk := e.diskable()
-	go watchMemory(bound, done, func(rss int64) bool {
+	e.begun = make(chan struct{})
+	go func() {
+		select {
+		case <-e.begun:
+		case <-done:
+			return
+		}
+		watchMemory(bound, done, e.watched(canDisk, bound))
+	}()
+	return ctx, func() {
+		close(done)
+		e.cancel()
+		debug.SetMemoryLimit(old)
+	}
+}
+
+// watched is what the memory watcher does with a reading past the bound.
+func (e *exploration) watched(canDisk bool, bound int64) func(rss int64) bool {
+	return func(rss int64) bool {
 		// A search that can move its fingerprints to disk does so at its
 		// next batch, and the watcher goes on watching: its table stops
 		// growing there but keeps what it holds, so only the bound itself
@@ -98,11 +116,6 @@ func (e *exploration) watchBound(ctx context.Context) (context.Context, func()) 
 		e.memStop.Store(&memReading{resident: rss, limit: limit, bound: bound, midLevel: true})
 		e.stopForMemory()
 		return true
-	})
-	return ctx, func() {
-		close(done)
-		e.cancel()
-		debug.SetMemoryLimit(old)
 	}
 }
 
@@ -233,6 +246,9 @@ func (e *exploration) stopBeforeLevel(ctx context.Context, depth int) bool {
 		e.cut, e.stopWhy = true, e.stopped()
 		e.stopBefore(depth)
 		return true
+	}
+	if e.begun != nil {
+		e.beginOnce.Do(func() { close(e.begun) })
 	}
 	return false
 }
