@@ -161,13 +161,22 @@ func runTransitions(t *testing.T, rep *Report) Transitions {
 	return tr
 }
 
+// shortParityEvery is the stride of the parity workloads go test -short
+// compares.
+const shortParityEvery = 4
+
 // TestLiveReplayParity: the same workload and fault plan through the
 // simulator and through live processes give the same transitions.
 func TestLiveReplayParity(t *testing.T) {
 	for _, policy := range []string{"source-first", "destination-first"} {
 		plain, _ := simTransitions(t, parityConfig(t, policy), nil)
-		for _, w := range parityWorkloads {
+		for i, w := range parityWorkloads {
 			if w.only != "" && w.only != policy {
+				continue
+			}
+			if testing.Short() && i%shortParityEvery != 0 {
+				// go test -short is the quick look: every fourth workload
+				// (the plain one among them). make test and CI run all.
 				continue
 			}
 			t.Run(policy+"/"+w.name, func(t *testing.T) {
