@@ -261,7 +261,11 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	profile := func(key string, bpt, bs int64, gf *model.GroupsFile, role string) (*model.LinearProfile, *model.GroupedProfile) {
 		if gf != nil {
 			if bpt != 0 || bs != 0 {
-				bad(key, "transfer%s takes either groups or bytes_per_token with block_size_tokens, not both", map[bool]string{true: " decode"}[role == "decode"])
+				what := "transfer"
+				if role == "decode" {
+					what = "transfer decode"
+				}
+				bad(key, "%s takes either groups or bytes_per_token with block_size_tokens, not both", what)
 				return nil, nil
 			}
 			g, err := gf.Profile(role)

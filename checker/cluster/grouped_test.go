@@ -48,6 +48,7 @@ func TestParseConfig_GroupedRefused(t *testing.T) {
 	for _, tc := range []struct{ name, old, new, want string }{
 		{"groups and a rate", `"transfer": {`, `"transfer": {"bytes_per_token": 4,`, "transfer takes either groups or bytes_per_token with block_size_tokens, not both"},
 		{"unknown kind", `"kind": "state"`, `"kind": "mamba"`, `kind "mamba" is not full_attention, sliding_window or state`},
+		{"decode groups and a rate", "\"decode\": {\n      \"groups\"", "\"decode\": {\n      \"bytes_per_token\": 4,\n      \"groups\"", "transfer decode takes either groups or bytes_per_token with block_size_tokens, not both"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bad := strings.Replace(string(data), tc.old, tc.new, 1)
