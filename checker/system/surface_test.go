@@ -1,12 +1,9 @@
 package system
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"os"
-	"strings"
 	"testing"
+
+	"github.com/handoffcheck/handoffcheck/checker/internal/surface"
 )
 
 // maxExported is how many names the package exports: package-level names
@@ -19,55 +16,9 @@ const maxExported = 147
 // (Type.Method) of the package's non-test files.
 func exportedNames(t *testing.T) []string {
 	t.Helper()
-	entries, err := os.ReadDir(".")
+	names, err := surface.Exported(".")
 	if err != nil {
 		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	var names []string
-	for _, de := range entries {
-		n := de.Name()
-		if !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, n, nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range f.Decls {
-			switch d := d.(type) {
-			case *ast.FuncDecl:
-				if !d.Name.IsExported() {
-					continue
-				}
-				if d.Recv == nil {
-					names = append(names, d.Name.Name)
-					continue
-				}
-				recv := d.Recv.List[0].Type
-				if s, ok := recv.(*ast.StarExpr); ok {
-					recv = s.X
-				}
-				if id, ok := recv.(*ast.Ident); ok {
-					names = append(names, id.Name+"."+d.Name.Name)
-				}
-			case *ast.GenDecl:
-				for _, s := range d.Specs {
-					switch s := s.(type) {
-					case *ast.TypeSpec:
-						if s.Name.IsExported() {
-							names = append(names, s.Name.Name)
-						}
-					case *ast.ValueSpec:
-						for _, id := range s.Names {
-							if id.IsExported() {
-								names = append(names, id.Name)
-							}
-						}
-					}
-				}
-			}
-		}
 	}
 	return names
 }
