@@ -2,9 +2,6 @@ package main
 
 import (
 	"go/ast"
-	"go/parser"
-	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,50 +15,18 @@ import (
 // result maps a package path ("./checker") to its test names.
 func longTests(t *testing.T) map[string][]string {
 	t.Helper()
-	out := map[string][]string{}
-	err := filepath.WalkDir(repoRoot, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") && p != repoRoot) {
-			return filepath.SkipDir
-		}
-		if !strings.HasSuffix(p, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), p, nil, 0)
-		if err != nil {
-			return err
-		}
-		for _, decl := range f.Decls {
-			fd, ok := decl.(*ast.FuncDecl)
-			if !ok || fd.Recv != nil || !strings.HasPrefix(fd.Name.Name, "Test") || fd.Body == nil {
-				continue
-			}
-			long := false
-			ast.Inspect(fd.Body, func(n ast.Node) bool {
-				if c, ok := n.(*ast.CallExpr); ok {
-					if id, ok := c.Fun.(*ast.Ident); ok && id.Name == "longOnly" {
-						long = true
-					}
+	return testsWhere(t, func(fd *ast.FuncDecl) bool {
+		long := false
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			if c, ok := n.(*ast.CallExpr); ok {
+				if id, ok := c.Fun.(*ast.Ident); ok && id.Name == "longOnly" {
+					long = true
 				}
-				return !long
-			})
-			if long {
-				rel, err := filepath.Rel(repoRoot, filepath.Dir(p))
-				if err != nil {
-					return err
-				}
-				pkg := "./" + filepath.ToSlash(rel)
-				out[pkg] = append(out[pkg], fd.Name.Name)
 			}
-		}
-		return nil
+			return !long
+		})
+		return long
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // A test that go test ./... skips for taking minutes still runs in CI:

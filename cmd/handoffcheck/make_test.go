@@ -20,6 +20,34 @@ import (
 // result maps a package path ("./checker/sim") to its test names.
 func rewriteTests(t *testing.T) map[string][]string {
 	t.Helper()
+	return testsWhere(t, func(fd *ast.FuncDecl) bool {
+		uses := false
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.Ident:
+				uses = uses || n.Name == "rewrite"
+			case *ast.CallExpr:
+				if s, ok := n.Fun.(*ast.SelectorExpr); ok && s.Sel.Name == "Lookup" && len(n.Args) == 1 {
+					if l, ok := n.Args[0].(*ast.BasicLit); ok && l.Value == `"rewrite"` {
+						uses = true
+					}
+				}
+			case *ast.SelectorExpr:
+				if x, ok := n.X.(*ast.Ident); ok && x.Name == "datadriven" {
+					uses = true
+				}
+			}
+			return !uses
+		})
+		return uses
+	})
+}
+
+// testsWhere finds, in every test file of the module, the test functions
+// match accepts: the result maps a package path ("./checker/sim") to
+// their names.
+func testsWhere(t *testing.T, match func(fd *ast.FuncDecl) bool) map[string][]string {
+	t.Helper()
 	out := map[string][]string{}
 	err := filepath.WalkDir(repoRoot, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -31,42 +59,21 @@ func rewriteTests(t *testing.T) map[string][]string {
 		if !strings.HasSuffix(p, "_test.go") {
 			return nil
 		}
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, p, nil, 0)
+		f, err := parser.ParseFile(token.NewFileSet(), p, nil, 0)
 		if err != nil {
 			return err
 		}
 		for _, decl := range f.Decls {
 			fd, ok := decl.(*ast.FuncDecl)
-			if !ok || fd.Recv != nil || !strings.HasPrefix(fd.Name.Name, "Test") || fd.Body == nil {
+			if !ok || fd.Recv != nil || !strings.HasPrefix(fd.Name.Name, "Test") || fd.Body == nil || !match(fd) {
 				continue
 			}
-			uses := false
-			ast.Inspect(fd.Body, func(n ast.Node) bool {
-				switch n := n.(type) {
-				case *ast.Ident:
-					uses = uses || n.Name == "rewrite"
-				case *ast.CallExpr:
-					if s, ok := n.Fun.(*ast.SelectorExpr); ok && s.Sel.Name == "Lookup" && len(n.Args) == 1 {
-						if l, ok := n.Args[0].(*ast.BasicLit); ok && l.Value == `"rewrite"` {
-							uses = true
-						}
-					}
-				case *ast.SelectorExpr:
-					if x, ok := n.X.(*ast.Ident); ok && x.Name == "datadriven" {
-						uses = true
-					}
-				}
-				return !uses
-			})
-			if uses {
-				rel, err := filepath.Rel(repoRoot, filepath.Dir(p))
-				if err != nil {
-					return err
-				}
-				pkg := "./" + filepath.ToSlash(rel)
-				out[pkg] = append(out[pkg], fd.Name.Name)
+			rel, err := filepath.Rel(repoRoot, filepath.Dir(p))
+			if err != nil {
+				return err
 			}
+			pkg := "./" + filepath.ToSlash(rel)
+			out[pkg] = append(out[pkg], fd.Name.Name)
 		}
 		return nil
 	})
