@@ -183,7 +183,7 @@ func TestLateCancelStandIn_NeedsALateFault(t *testing.T) {
 		for _, st := range steps[:len(steps)-1] {
 			finished = finished || st.Move.Kind == system.MvDecodeFinish
 		}
-		if !finished || (last.Kind != system.MvAbort && last.Kind != system.MvDeliverCancel) {
+		if !finished || (last.Kind != system.Abort.Move() && last.Kind != system.MvDeliverCancel) {
 			t.Fatalf("%s: shortest trace %v: want decode-finish, then the cancel or abort that breaks it", run.Name, steps)
 		}
 		t.Logf("%s: %d states without cancel and abort, no violation; with them, %s after %d steps, last %s", run.Name, quietStates, r.Violation.Violation.Invariant, len(steps), last)

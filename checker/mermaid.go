@@ -44,21 +44,21 @@ func (c *Checker) mermaidSequence(ce *Counterexample) string {
 			fmt.Fprintf(&b, "    DecodeRouter->>Destination: route to worker %d (book blocks)\n", m.Arg)
 		case system.MvDeliver:
 			fmt.Fprintf(&b, "    Transport->>%s: %s %s\n", sideLane(m.Arg), h, m.Msg)
-		case system.MvDuplicate:
+		case system.Duplicate.Move():
 			fmt.Fprintf(&b, "    Transport->>%s: %s %s (duplicate, kept in flight)\n", sideLane(m.Arg), h, m.Msg)
-		case system.MvLose:
+		case system.Loss.Move():
 			fmt.Fprintf(&b, "    Transport-x%s: %s %s lost\n", sideLane(m.Arg), h, m.Msg)
-		case system.MvTransfer, system.MvFailTransfer:
+		case system.MvTransfer, system.TransferFailure.Move():
 			what := "KV transfer completes"
-			if m.Kind == system.MvFailTransfer {
+			if m.Kind == system.TransferFailure.Move() {
 				what = "KV transfer fails"
 			}
 			fmt.Fprintf(&b, "    Source-->>Destination: %s %s\n", h, what)
-		case system.MvCancel:
+		case system.Cancel.Move():
 			fmt.Fprintf(&b, "    Client->>Client: %s cancelled by the client\n", h)
 		case system.MvDeliverCancel:
 			fmt.Fprintf(&b, "    Client->>%s: %s cancel on the request stream\n", sideLane(m.Arg), h)
-		case system.MvRestart:
+		case system.Restart.Move():
 			role := "Source"
 			if c.World().Workers[m.Arg].Role == model.DecodeWorker {
 				role = "Destination"
@@ -72,9 +72,9 @@ func (c *Checker) mermaidSequence(ce *Counterexample) string {
 				at = "Destination"
 			case system.MvTimer:
 				at = lane(spec.Role(model.Timer(m.Arg).Side()))
-			case system.MvAbort, system.MvPeerRestarted, system.MvDeferred:
+			case system.Abort.Move(), system.MvPeerRestarted, system.MvDeferred:
 				at = sideLane(m.Arg)
-			case system.MvFreeBackground, system.MvOccupy:
+			case system.MvFreeBackground, system.BackgroundLoad.Move():
 				at = "Destination"
 			}
 			fmt.Fprintf(&b, "    Note over %s: %s\n", at, m)

@@ -97,7 +97,7 @@ func (c *Checker) planFaults(rng *rand.Rand, allowed *[system.NumMoveKinds]bool,
 	p := &faultPlan{}
 	b := c.Initial().B
 	for f := system.Fault(0); f < system.NumFaults; f++ {
-		if mv := system.FaultKinds[f].Move; mv != 0 && !allowed[mv] {
+		if mv := f.Move(); mv != 0 && !allowed[mv] {
 			continue
 		}
 		for range b.Left(f) {

@@ -60,7 +60,7 @@ func TestSchedule_FaultsWaitForTheirPositions(t *testing.T) {
 				}
 				for f := system.Fault(0); f < system.NumFaults; f++ {
 					want := int(cfg.Budget[f])
-					if mv := system.FaultKinds[f].Move; mv != 0 && !allowed[mv.String()] {
+					if mv := f.Move(); mv != 0 && !allowed[mv.String()] {
 						want = 0
 					}
 					if len(pos[f]) != want {

@@ -219,7 +219,7 @@ func shapesPeerNotices(t testing.TB, c *Checker, s *system.State) int {
 	t.Helper()
 	n := 0
 	for _, m := range c.Moves(s) {
-		if m.Kind != system.MvRestart {
+		if m.Kind != system.Restart.Move() {
 			continue
 		}
 		next := *s
@@ -516,7 +516,7 @@ func shapesWalk(t *testing.T, c *Checker, seed uint64, steps int, swarm bool, ev
 					}
 				}
 			}
-			if (m.Kind == system.MvDeliver || m.Kind == system.MvDuplicate) && c.Terminal(&s, system.RoleOf(model.Side(m.Arg)), int(m.H)) {
+			if (m.Kind == system.MvDeliver || m.Kind == system.Duplicate.Move()) && c.Terminal(&s, system.RoleOf(model.Side(m.Arg)), int(m.H)) {
 				evaluated[model.NameAttemptIsolation]++
 			}
 		}

@@ -218,7 +218,7 @@ func TestMermaid_LivenessLoopAndLanes(t *testing.T) {
 		if c.World().Workers[w].Role == model.PrefillWorker {
 			lane = "Source"
 		}
-		ce := &Counterexample{Violation: ce.Violation, Steps: []TraceStep{{Move: system.Move{Kind: system.MvRestart, Arg: int8(w)}}}}
+		ce := &Counterexample{Violation: ce.Violation, Steps: []TraceStep{{Move: system.Move{Kind: system.Restart.Move(), Arg: int8(w)}}}}
 		want := fmt.Sprintf("    Note over %s: worker %d restarts", lane, w)
 		if out := c.mermaidSequence(ce); !strings.Contains(out, want) {
 			t.Errorf("restart of worker %d: want %q in\n%s", w, want, out)
@@ -361,7 +361,7 @@ func TestJudgeStep_AttemptIsolation(t *testing.T) {
 	msg := before.W.H[0].Ch[to].M[0]
 	var j model.Journal
 	deliver := system.Move{Kind: system.MvDeliver, H: 0, Arg: int8(to), Msg: msg}
-	dup := system.Move{Kind: system.MvDuplicate, H: 0, Arg: int8(to), Msg: msg}
+	dup := system.Move{Kind: system.Duplicate.Move(), H: 0, Arg: int8(to), Msg: msg}
 	for _, tc := range []struct {
 		name   string
 		m      system.Move
@@ -555,7 +555,7 @@ func TestFaults_TransferFailureOnlyWhereTheRunnerCanBeTold(t *testing.T) {
 		var ms system.MoveSet
 		c.Enabled(st, &ms)
 		for i := 0; i < ms.N; i++ {
-			if ms.M[i].Kind == system.MvFailTransfer {
+			if ms.M[i].Kind == system.TransferFailure.Move() {
 				t.Errorf("a transfer failure is offered to a receiving destination that has no row for it:\n%s", strings.Join(c.DescribeState(st), "\n"))
 				return true
 			}
@@ -579,14 +579,14 @@ func TestMermaid_EveryMoveOnItsLane(t *testing.T) {
 	}{
 		{system.Move{Kind: system.MvDeliver, H: 0, Arg: dst, Msg: model.MsgReaderCompleted}, "    Transport->>Destination: h0 ReaderCompleted\n"},
 		{system.Move{Kind: system.MvDeliver, H: 1, Arg: src, Msg: model.MsgReaderCompleted}, "    Transport->>Source: h1 ReaderCompleted\n"},
-		{system.Move{Kind: system.MvDuplicate, H: 0, Arg: src, Msg: model.MsgReaderCompleted}, "    Transport->>Source: h0 ReaderCompleted (duplicate, kept in flight)\n"},
-		{system.Move{Kind: system.MvLose, H: 0, Arg: dst, Msg: model.MsgReaderCompleted}, "    Transport-xDestination: h0 ReaderCompleted lost\n"},
+		{system.Move{Kind: system.Duplicate.Move(), H: 0, Arg: src, Msg: model.MsgReaderCompleted}, "    Transport->>Source: h0 ReaderCompleted (duplicate, kept in flight)\n"},
+		{system.Move{Kind: system.Loss.Move(), H: 0, Arg: dst, Msg: model.MsgReaderCompleted}, "    Transport-xDestination: h0 ReaderCompleted lost\n"},
 		{system.Move{Kind: system.MvReserve, H: 0}, "    Note over Destination: reserve h=0\n"},
 		{system.Move{Kind: system.MvPromote, H: 0}, "    Note over Destination: promote h=0\n"},
 		{system.Move{Kind: system.MvDecodeFinish, H: 0}, "    Note over Destination: decode-finish h=0\n"},
 		{system.Move{Kind: system.MvCompute, H: 0}, "    Note over Source: compute h=0\n"},
-		{system.Move{Kind: system.MvAbort, H: 0, Arg: dst}, "    Note over Destination: abort h=0 side=destination\n"},
-		{system.Move{Kind: system.MvAbort, H: 0, Arg: src}, "    Note over Source: abort h=0 side=source\n"},
+		{system.Move{Kind: system.Abort.Move(), H: 0, Arg: dst}, "    Note over Destination: abort h=0 side=destination\n"},
+		{system.Move{Kind: system.Abort.Move(), H: 0, Arg: src}, "    Note over Source: abort h=0 side=source\n"},
 		{system.Move{Kind: system.MvPeerRestarted, H: 0, Arg: dst}, "    Note over Destination: peer-restarted h=0 side=destination\n"},
 		{system.Move{Kind: system.MvDeferred, H: 0, Arg: dst}, "    Note over Destination: deferred h=0 side=destination\n"},
 		{system.Move{Kind: system.MvDeferred, H: 0, Arg: src}, "    Note over Source: deferred h=0 side=source\n"},
@@ -727,7 +727,7 @@ func TestParseMove_EveryTimerMessageAndSide(t *testing.T) {
 	for m := model.Msg(1); m < model.NumMsgs; m++ {
 		moves = append(moves, system.Move{Kind: system.MvDeliver, H: 0, Arg: int8(model.SourceSide), Msg: m})
 	}
-	moves = append(moves, system.Move{Kind: system.MvAbort, H: 2, Arg: int8(model.SourceSide)}, system.Move{Kind: system.MvAbort, H: 2, Arg: int8(model.DestinationSide)},
+	moves = append(moves, system.Move{Kind: system.Abort.Move(), H: 2, Arg: int8(model.SourceSide)}, system.Move{Kind: system.Abort.Move(), H: 2, Arg: int8(model.DestinationSide)},
 		system.Move{Kind: system.MvDeferred, H: 3, Arg: int8(model.SourceSide)}, system.Move{Kind: system.MvDeferred, H: 3, Arg: int8(model.DestinationSide)},
 		system.Move{Kind: system.MvRoutePrefill, H: 0, Arg: 0})
 	for _, m := range moves {

@@ -135,7 +135,7 @@ type moveKindCount struct {
 // kind order (protocol moves, then fault moves).
 func (s *WalkStats) moveKinds() []moveKindCount {
 	var out []moveKindCount
-	for k := system.MoveKind(1); k < system.NumMoveKinds; k++ {
+	for _, k := range system.MoveKinds() {
 		out = append(out, moveKindCount{Kind: k.String(), Count: s.Kinds[k]})
 	}
 	return out

@@ -61,7 +61,7 @@ func TestMarks_EveryPlannedKindStrikes(t *testing.T) {
 		case kind.Offered && kind.Instead != 0:
 			t.Errorf("%s: struck both where offered and in place of %v", k, kind.Instead)
 		case kind.Offered:
-			mv := system.Move{Kind: kind.Move, H: 0}
+			mv := system.Move{Kind: k.Move(), H: 0}
 			if Takes(k, system.ArgSide) {
 				mv.Arg = int8(model.SourceSide)
 				if _, _, ok := m.Offered([]system.Move{mv}, nil); ok {
@@ -79,8 +79,8 @@ func TestMarks_EveryPlannedKindStrikes(t *testing.T) {
 				t.Errorf("%s: the mark does not wait for %v", k, p.Kind)
 			}
 			got, gk, ok := m.Instead(p)
-			if !ok || got.Kind != kind.Move || gk != k {
-				t.Errorf("%s: in place of %v struck %v %v (%v); want a %v", k, p, got, gk, ok, kind.Move)
+			if !ok || got.Kind != k.Move() || gk != k {
+				t.Errorf("%s: in place of %v struck %v %v (%v); want a %v", k, p, got, gk, ok, k.Move())
 			}
 		default:
 			t.Errorf("%s: planned, yet struck by no rule", k)

@@ -18,7 +18,7 @@ func Evicts(chk *system.System, st *system.State, sd model.Side) bool {
 
 // Evict is the move by which the cache evicts what side sd keeps.
 func Evict(sd model.Side) system.Move {
-	return system.Move{Kind: system.MvEvict, H: 0, Arg: int8(sd)}
+	return system.Move{Kind: system.Evict.Move(), H: 0, Arg: int8(sd)}
 }
 
 // HangStrikes is when a planned hang strikes a request's transfer: once

@@ -144,7 +144,7 @@ func bit(k system.Fault, mv system.Move) sides {
 func (m *Marks) Offered(moves []system.Move, only func(system.Fault, system.Move) bool) (system.Move, system.Fault, bool) {
 	for _, mv := range moves {
 		k, ok := mv.Kind.Spends()
-		if !ok || system.FaultKinds[k].Move != mv.Kind || !system.FaultKinds[k].Offered {
+		if !ok || k.Move() != mv.Kind || !system.FaultKinds[k].Offered {
 			continue
 		}
 		b := bit(k, mv)
@@ -181,7 +181,7 @@ func (m *Marks) Instead(p system.Move) (system.Move, system.Fault, bool) {
 			}
 			m.on[k] &^= either
 		}
-		f := system.Move{Kind: kind.Move, H: p.H}
+		f := system.Move{Kind: k.Move(), H: p.H}
 		if Takes(k, system.ArgTo) || Takes(k, system.ArgSide) {
 			f.Arg = p.Arg
 		}

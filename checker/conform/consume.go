@@ -37,7 +37,7 @@ func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 		}
 		c := j.child(n)
 		ns := *n.st
-		if v := j.stepper.Force(&ns, system.Move{Kind: system.MvRestart, H: -1, Arg: k}); v != nil || !j.setState(a, c, &ns) {
+		if v := j.stepper.Force(&ns, system.Move{Kind: system.Restart.Move(), H: -1, Arg: k}); v != nil || !j.setState(a, c, &ns) {
 			return false
 		}
 		j.forgive(a, c, f.Proc)
@@ -199,13 +199,13 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 	st, moves := j.movesOf(x)
 	for _, m := range moves {
 		switch m.Kind {
-		case system.MvLose, system.MvDelay, system.MvHang, system.MvNoShow, system.MvDuplicate:
+		case system.Loss.Move(), system.Delay.Move(), system.Hang.Move(), system.NoShow.Move(), system.Duplicate.Move():
 			continue
-		case system.MvCancel:
+		case system.Cancel.Move():
 			if f.Kind != obslog.ClientCancelled {
 				continue
 			}
-		case system.MvAbort:
+		case system.Abort.Move():
 			if f.Kind != obslog.Aborted {
 				continue
 			}
@@ -227,7 +227,7 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 			}
 		}
 		if mn == 0 {
-			if more && !(m.Kind.Fault() && m.Kind != system.MvEvict) {
+			if more && !(m.Kind.Fault() && m.Kind != system.Evict.Move()) {
 				// Made a node only if no move of x explains f: most
 				// facts are explained at once, and then these go.
 				j.quiet = append(j.quiet, quietStep{m: m, st: next})

@@ -83,7 +83,7 @@ func (j *judge) onlyRemovals(n *node) bool {
 		if !sc.lazy && sc.mn == 0 {
 			continue // a step that explains nothing
 		}
-		if sc.lazy || sc.m.Kind != system.MvEvict {
+		if sc.lazy || sc.m.Kind != system.Evict.Move() {
 			return false
 		}
 	}
@@ -214,7 +214,7 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 				}
 				c := j.child(n)
 				ns := *n.st
-				if v := j.stepper.Force(&ns, system.Move{Kind: system.MvRestart, H: -1, Arg: k}); v != nil {
+				if v := j.stepper.Force(&ns, system.Move{Kind: system.Restart.Move(), H: -1, Arg: k}); v != nil {
 					a.broken = v
 					continue
 				}
@@ -308,7 +308,7 @@ func (j *judge) movesOf(n *node) (system.State, []system.Move) {
 	moves := make([]system.Move, 0, len(j.moves))
 	for _, m := range j.moves {
 		switch m.Kind {
-		case system.MvRestart, system.MvOccupy, system.MvFreeBackground:
+		case system.Restart.Move(), system.BackgroundLoad.Move(), system.MvFreeBackground:
 		default:
 			moves = append(moves, m)
 		}
@@ -322,17 +322,17 @@ func (j *judge) steps(a *attempt, n *node, work []*node) []*node {
 	st, moves := j.movesOf(n)
 	for _, m := range moves {
 		switch m.Kind {
-		case system.MvLose, system.MvDelay, system.MvHang, system.MvNoShow:
+		case system.Loss.Move(), system.Delay.Move(), system.Hang.Move(), system.NoShow.Move():
 			// Never logged: a fault the level may not allow yet.
 			if int(n.faults) >= a.level {
 				a.fcut = true
 				continue
 			}
-		case system.MvCancel, system.MvAbort:
+		case system.Cancel.Move(), system.Abort.Move():
 			// Their first fact is known without taking them; most nodes
 			// never see it, so the step waits for it.
 			l := obslog.Label{Kind: obslog.ClientCancelled, By: obslog.ByRouter}
-			if m.Kind == system.MvAbort {
+			if m.Kind == system.Abort.Move() {
 				l = obslog.Label{Kind: obslog.Aborted, By: obslog.BySource}
 				if model.Side(m.Arg) == model.DestinationSide {
 					l.By = obslog.ByDestination
@@ -345,14 +345,14 @@ func (j *judge) steps(a *attempt, n *node, work []*node) []*node {
 			}
 		}
 		// A cache evicting is no fault: caches do it all the time.
-		fault := m.Kind.Fault() && m.Kind != system.MvEvict
+		fault := m.Kind.Fault() && m.Kind != system.Evict.Move()
 		next := st
 		v := j.stepper.Force(&next, m)
 		if v != nil {
 			a.broken = v
 			continue
 		}
-		if (m.Kind == system.MvDeliver || m.Kind == system.MvDuplicate) && ignored(j.stepper.Firings()) {
+		if (m.Kind == system.MvDeliver || m.Kind == system.Duplicate.Move()) && ignored(j.stepper.Firings()) {
 			// A fact no row acts on (a late one, a duplicate, one at a
 			// side that finished) only leaves the channel. Leaving it
 			// there instead explains every log the delivery would (a fact

@@ -997,7 +997,7 @@ func (c *coord) noWork(cw *cworker, l *Ledger) string {
 }
 
 func (c *coord) cancel(a *catt) {
-	if a.done || !c.step(a, system.Move{Kind: system.MvCancel, H: 0}, false) {
+	if a.done || !c.step(a, system.Move{Kind: system.Cancel.Move(), H: 0}, false) {
 		return
 	}
 	c.rep.Cancelled++
@@ -1151,11 +1151,11 @@ func (c *coord) relay(from int, f *Frame) {
 	if msg, ok := msgNamed(f.Msg); ok && f.Kind == KFact {
 		fm, _, ok := a.m.Instead(system.Move{Kind: system.MvDeliver, H: 0, Arg: int8(to), Msg: msg})
 		switch {
-		case ok && fm.Kind == system.MvLose:
+		case ok && fm.Kind == system.Loss.Move():
 			c.rep.Proxy.Dropped++
 			c.rep.FaultsStruck++
 			return
-		case ok && fm.Kind == system.MvDuplicate:
+		case ok && fm.Kind == system.Duplicate.Move():
 			c.rep.Proxy.Duplicated++
 			c.rep.FaultsStruck++
 			copies = 2
@@ -1241,7 +1241,7 @@ func (c *coord) restart(w int) {
 		}
 		c.project(a)
 		before := a.st.W.H[0]
-		c.take(&a.st, system.Move{Kind: system.MvRestart, H: -1, Arg: k}, true)
+		c.take(&a.st, system.Move{Kind: system.Restart.Move(), H: -1, Arg: k}, true)
 		// The restart resets the worker in the window; the routers keep
 		// their ledgers of it (minus this attempt's bookings).
 		kw := a.st.W.W[k]

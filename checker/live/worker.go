@@ -558,10 +558,10 @@ func (w *worker) peerRestarted(a *attempt, f *Frame) {
 	w.project(a)
 	// The peer's restart, in this worker's window: its record forgotten,
 	// this side told by the health check (PeerGone).
-	w.take(&a.st, system.Move{Kind: system.MvRestart, H: -1, Arg: int8(peer)}, true)
+	w.take(&a.st, system.Move{Kind: system.Restart.Move(), H: -1, Arg: int8(peer)}, true)
 	a.st.W.W[peer] = before.W.W[peer]
 	w.writeBack(a)
-	w.settle(a, &before, system.Move{Kind: system.MvRestart, H: -1})
+	w.settle(a, &before, system.Move{Kind: system.Restart.Move(), H: -1})
 }
 
 func (w *worker) mark(a *attempt, f *Frame) {
@@ -722,7 +722,7 @@ func (w *worker) schedule(a *attempt) {
 		// hang is forced: the window holds the peer's side only as this
 		// worker last heard of it, and may not offer it.
 		w.struck(a, system.Hang.String())
-		w.do(a, system.Move{Kind: system.MvHang, H: 0}, true)
+		w.do(a, system.Move{Kind: system.Hang.Move(), H: 0}, true)
 		return
 	}
 	waiting := false

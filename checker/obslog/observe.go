@@ -91,7 +91,7 @@ func bySide(s model.Side) Who {
 // logs only worker_restarted, and what the restart takes from the attempt
 // follows from it.
 func Observe(out []Label, h int, before, after *system.State, m system.Move, fs []system.Firing) []Label {
-	if m.Kind == system.MvRestart {
+	if m.Kind == system.Restart.Move() {
 		return out
 	}
 	b, a := &before.W.H[h], &after.W.H[h]

@@ -699,7 +699,7 @@ func (s *Sim) react(r *request, before *system.State, m system.Move) {
 	// only here, after a step of the request, and is missed once the
 	// transfer has ended.
 	if now, missed := cluster.HangStrikes(x); now && r.m.Has(system.Hang, 0) {
-		if s.do(r, system.Move{Kind: system.MvHang, H: 0}, false) {
+		if s.do(r, system.Move{Kind: system.Hang.Move(), H: 0}, false) {
 			r.m.Spend(system.Hang, 0)
 			s.stats.faults++
 			return
@@ -1143,7 +1143,7 @@ func (s *Sim) clientCancel(r *request) {
 	if r.retired {
 		return
 	}
-	if s.do(r, system.Move{Kind: system.MvCancel, H: 0}, false) {
+	if s.do(r, system.Move{Kind: system.Cancel.Move(), H: 0}, false) {
 		s.stats.cancelled++
 	}
 }
@@ -1167,7 +1167,7 @@ func (s *Sim) restart(w int) {
 		}
 		s.project(r)
 		befores[i] = r.st
-		v := s.step.Force(&r.st, system.Move{Kind: system.MvRestart, H: -1, Arg: int8(k)})
+		v := s.step.Force(&r.st, system.Move{Kind: system.Restart.Move(), H: -1, Arg: int8(k)})
 		r.history.add(histEntry{at: s.now, kind: hRestart, w: w})
 		s.noteFirings(r)
 		if v != nil {
@@ -1201,7 +1201,7 @@ func (s *Sim) restart(w int) {
 			s.fail(r, v.Invariant, v.Detail)
 			return
 		}
-		s.react(r, &befores[i], system.Move{Kind: system.MvRestart, H: -1})
+		s.react(r, &befores[i], system.Move{Kind: system.Restart.Move(), H: -1})
 		if s.violation != nil {
 			return
 		}

@@ -230,7 +230,7 @@ func (c *System) JudgeStep(before, after *State, j *model.Journal, m Move) *mode
 	if v := model.CheckStep(&after.W, j); v != nil {
 		return v
 	}
-	if (m.Kind == MvDeliver || m.Kind == MvDuplicate) && c.terminal(before, roleOf(model.Side(m.Arg)), int(m.H)) {
+	if (m.Kind == MvDeliver || m.Kind == Duplicate.Move()) && c.terminal(before, roleOf(model.Side(m.Arg)), int(m.H)) {
 		idx := 0
 		ch := &before.W.H[m.H].Ch[m.Arg]
 		for i := 0; i < int(ch.N); i++ {
@@ -239,7 +239,7 @@ func (c *System) JudgeStep(before, after *State, j *model.Journal, m Move) *mode
 			}
 		}
 		want := before.W
-		if m.Kind == MvDuplicate {
+		if m.Kind == Duplicate.Move() {
 			want.H[m.H].Ch[m.Arg].Send(m.Msg) // kept: nothing may change at all
 			idx = -1
 		}

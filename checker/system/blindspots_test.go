@@ -42,7 +42,7 @@ func TestHang_OfferedWhereTheSystemWaitsOnTransfers(t *testing.T) {
 				want := waiting && x.Xfer == model.XferRunning && !x.Hung && tx.TransferWouldSucceed(h) && s.B.Has(Hang)
 				got, ends := false, false
 				for i := 0; i < ms.N; i++ {
-					if m := ms.M[i]; int(m.H) == h && m.Kind == MvHang {
+					if m := ms.M[i]; int(m.H) == h && m.Kind == Hang.Move() {
 						got = true
 					} else if int(m.H) == h && m.Kind == MvTransfer {
 						ends = true
@@ -132,7 +132,7 @@ func TestIndex_EvictFaultPublishesRemoved(t *testing.T) {
 	c := checkerFor(t, interpreted(t, s), cfg, "vllm")
 	before := findState(t, c, func(st *State) bool {
 		for _, m := range c.Moves(st) {
-			if m.Kind == MvEvict {
+			if m.Kind == Evict.Move() {
 				return true
 			}
 		}
@@ -140,7 +140,7 @@ func TestIndex_EvictFaultPublishesRemoved(t *testing.T) {
 	})
 	var evict Move
 	for _, m := range c.Moves(&before) {
-		if m.Kind == MvEvict {
+		if m.Kind == Evict.Move() {
 			evict = m
 		}
 	}

@@ -33,22 +33,23 @@ const (
 	NumFaults
 )
 
-// The fault moves: a fault kind that the environment commits as a move of
-// its own has one. Their names and syntax come from FaultKinds.
-const (
-	MvDuplicate MoveKind = numProtocolMoveKinds + iota
-	MvLose
-	MvCancel
-	MvAbort
-	MvFailTransfer
-	MvRestart
-	MvNoShow
-	MvOccupy
-	MvHang
-	MvEvict
-	MvDelay
-	NumMoveKinds
-)
+// NumMoveKinds bounds the move kinds: the protocol moves, then one fault
+// move per fault kind, numbered in budget order (Fault.Move). A kind spent
+// by a protocol move taken out of order has no move of its own, and its
+// number names none.
+const NumMoveKinds = numProtocolMoveKinds + MoveKind(NumFaults)
+
+// Move is the fault move that spends kind f's budget, 0 for a kind spent
+// by a protocol move taken out of order (reorder, early_timer: their rows
+// in FaultKinds have no MoveName). A fault kind's move needs no name of
+// its own beyond its row: it is numbered after the protocol moves, in
+// budget order.
+func (f Fault) Move() MoveKind {
+	if f >= NumFaults || FaultKinds[f].MoveName == "" {
+		return 0
+	}
+	return numProtocolMoveKinds + MoveKind(f)
+}
 
 // FaultKind describes one fault kind. Everything the checker does with a
 // kind by name (configuration keys, budget packing, move names and syntax,
@@ -58,13 +59,12 @@ const (
 type FaultKind struct {
 	// Config is the key of the kind in a configuration's "faults" object.
 	Config string
-	// Move is the fault move that spends the budget. It is 0 for a kind
-	// spent by a protocol move taken out of order: reorder by a delivery
-	// of a fact that is not the oldest in flight, early_timer by a timer
-	// that fires while other moves are possible.
-	Move MoveKind
-	// MoveName and Args are the move's step syntax (scenario and trace
-	// files): "duplicate h=H to=S msg=M".
+	// MoveName and Args are the step syntax (scenario and trace files)
+	// of the fault move that spends the budget (Fault.Move):
+	// "duplicate h=H to=S msg=M". MoveName is empty for a kind spent by a
+	// protocol move taken out of order: reorder by a delivery of a fact
+	// that is not the oldest in flight, early_timer by a timer that fires
+	// while other moves are possible.
 	MoveName string
 	Args     []Arg
 	// Swarm lets a swarm walk switch the fault move off.
@@ -88,31 +88,31 @@ type FaultKind struct {
 
 // FaultKinds is the fault vocabulary, indexed by Fault.
 var FaultKinds = [NumFaults]FaultKind{
-	Duplicate: {Config: "duplicate", Move: MvDuplicate, MoveName: "duplicate", Args: []Arg{ArgH, ArgTo, ArgMsg}, Swarm: true,
+	Duplicate: {Config: "duplicate", MoveName: "duplicate", Args: []Arg{ArgH, ArgTo, ArgMsg}, Swarm: true,
 		Meaning: "the transport delivers a fact in flight and keeps it in flight", Instead: MvDeliver},
-	Loss: {Config: "loss", Move: MvLose, MoveName: "lose", Args: []Arg{ArgH, ArgTo, ArgMsg}, Swarm: true,
+	Loss: {Config: "loss", MoveName: "lose", Args: []Arg{ArgH, ArgTo, ArgMsg}, Swarm: true,
 		Meaning: "the transport drops a fact in flight", Instead: MvDeliver},
 	Reorder: {Config: "reorder",
 		Meaning: "the transport delivers a fact that is not the oldest in flight", Unplanned: "facts are reordered by the simulator's latency jitter by themselves, not at a time of a plan; schedule a loss or a duplicate to disturb one fact"},
-	Cancel: {Config: "cancel", Move: MvCancel, MoveName: "cancel", Args: []Arg{ArgH}, Swarm: true,
+	Cancel: {Config: "cancel", MoveName: "cancel", Args: []Arg{ArgH}, Swarm: true,
 		Meaning: "the client cancels the request; the frontend cancels both request streams that exist", Offered: true},
-	Abort: {Config: "abort", Move: MvAbort, MoveName: "abort", Args: []Arg{ArgH, ArgSide}, Swarm: true,
+	Abort: {Config: "abort", MoveName: "abort", Args: []Arg{ArgH, ArgSide}, Swarm: true,
 		Meaning: "either side aborts the request on its own, at any phase", Offered: true},
-	TransferFailure: {Config: "transfer_failure", Move: MvFailTransfer, MoveName: "fail-transfer", Args: []Arg{ArgH}, Swarm: true,
+	TransferFailure: {Config: "transfer_failure", MoveName: "fail-transfer", Args: []Arg{ArgH}, Swarm: true,
 		Meaning: "a running KV transfer fails on its own (network, timeout)", Instead: MvTransfer},
-	Restart: {Config: "restart", Move: MvRestart, MoveName: "restart", Args: []Arg{ArgWorker}, Swarm: true,
+	Restart: {Config: "restart", MoveName: "restart", Args: []Arg{ArgWorker}, Swarm: true,
 		Meaning: "a worker process restarts: its memory, registrations, in-flight requests and KV index go, its generation increases, routers learn a terminal outcome", Phase: true},
 	EarlyTimer: {Config: "early_timer",
 		Meaning: "a lease, bootstrap or reservation deadline or a heartbeat fires while other moves are still possible", Unplanned: "timers fire on the simulator's clock when their deadlines pass; set the deadlines in the simulation's configuration instead"},
-	NoShow: {Config: "no_show", Move: MvNoShow, MoveName: "no-show", Args: []Arg{ArgH}, Swarm: true,
+	NoShow: {Config: "no_show", MoveName: "no-show", Args: []Arg{ArgH}, Swarm: true,
 		Meaning: "the frontend never routes decode", Unplanned: "whether the frontend ever routes decode is decided when it routes the request, not at a time of a plan; schedule a cancel or an abort instead"},
-	BackgroundLoad: {Config: "background_load", Move: MvOccupy, MoveName: "occupy", Args: []Arg{ArgWorker}, Swarm: true,
+	BackgroundLoad: {Config: "background_load", MoveName: "occupy", Args: []Arg{ArgWorker}, Swarm: true,
 		Meaning: "other requests take a decode worker's configured background capacity at any moment", Unplanned: "the other requests of the workload are the load on a worker; put more requests in the workload instead"},
-	Hang: {Config: "hang", Move: MvHang, MoveName: "hang", Args: []Arg{ArgH}, Swarm: true,
+	Hang: {Config: "hang", MoveName: "hang", Args: []Arg{ArgH}, Swarm: true,
 		Meaning: "a running KV transfer hangs: it neither completes nor fails until a registration it uses is fenced or closed", Offered: true},
-	Evict: {Config: "evict", Move: MvEvict, MoveName: "evict", Args: []Arg{ArgH, ArgSide}, Swarm: true,
+	Evict: {Config: "evict", MoveName: "evict", Args: []Arg{ArgH, ArgSide}, Swarm: true,
 		Meaning: "a worker's cache evicts the released blocks a handoff's side keeps there; Removed is published if the KV index advertised them", Offered: true},
-	Delay: {Config: "delay", Move: MvDelay, MoveName: "delay", Args: []Arg{ArgH, ArgSide}, Swarm: true,
+	Delay: {Config: "delay", MoveName: "delay", Args: []Arg{ArgH, ArgSide}, Swarm: true,
 		Meaning: "a worker's scheduler core falls behind: the commands a side sends it for the handoff wait, and anything may happen before the core applies them", Offered: true},
 }
 
@@ -149,7 +149,7 @@ func SwarmFaultMoves() []MoveKind {
 	var out []MoveKind
 	for f := range FaultKinds {
 		if FaultKinds[f].Swarm {
-			out = append(out, FaultKinds[f].Move)
+			out = append(out, Fault(f).Move())
 		}
 	}
 	return out
@@ -243,29 +243,29 @@ func (c *System) faults(s *State, ms *MoveSet) {
 					// A duplicate to a record that would not react is a
 					// delivery: nothing to explore apart.
 					if s.B.Has(Duplicate) && (!c.terminal(s, roleOf(to), h) || c.can(s, roleOf(to), h, msgEvent(to, ch.M[i]))) {
-						ms.add(Move{Kind: MvDuplicate, H: hh, Arg: int8(to), Msg: ch.M[i]})
+						ms.add(Move{Kind: Duplicate.Move(), H: hh, Arg: int8(to), Msg: ch.M[i]})
 					}
 					if s.B.Has(Loss) {
-						ms.add(Move{Kind: MvLose, H: hh, Arg: int8(to), Msg: ch.M[i]})
+						ms.add(Move{Kind: Loss.Move(), H: hh, Arg: int8(to), Msg: ch.M[i]})
 					}
 				}
 			}
 		}
 		if s.B.Has(Cancel) && !x.Cancelled && !c.finished(s, h) {
-			ms.add(Move{Kind: MvCancel, H: hh})
+			ms.add(Move{Kind: Cancel.Move(), H: hh})
 		}
 		if s.B.Has(Abort) {
 			for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 				if x.Worker(sd) >= 0 && c.can(s, roleOf(sd), h, abortEvent(sd)) {
-					ms.add(Move{Kind: MvAbort, H: hh, Arg: int8(sd)})
+					ms.add(Move{Kind: Abort.Move(), H: hh, Arg: int8(sd)})
 				}
 			}
 		}
 		if s.B.Has(TransferFailure) && x.Xfer == model.XferRunning && !x.Hung && c.transferCanEnd(s, h, false) {
-			ms.add(Move{Kind: MvFailTransfer, H: hh})
+			ms.add(Move{Kind: TransferFailure.Move(), H: hh})
 		}
 		if s.B.Has(NoShow) && c.decodeRoutable(s, h) {
-			ms.add(Move{Kind: MvNoShow, H: hh})
+			ms.add(Move{Kind: NoShow.Move(), H: hh})
 		}
 		// A hang is offered only where the system waits on transfers
 		// alone. That loses no behaviour: a hang commutes with every
@@ -276,7 +276,7 @@ func (c *System) faults(s *State, ms *MoveSet) {
 		// freely once nothing else can happen). A transfer that will
 		// fail anyway (a registration is gone) gains nothing by hanging.
 		if s.B.Has(Hang) && ms.waiting && x.Xfer == model.XferRunning && !x.Hung && tx.TransferWouldSucceed(h) {
-			ms.add(Move{Kind: MvHang, H: hh})
+			ms.add(Move{Kind: Hang.Move(), H: hh})
 		}
 		// An eviction commutes with every move but an allocation on the
 		// same worker (which evicts kept blocks itself when it needs
@@ -290,7 +290,7 @@ func (c *System) faults(s *State, ms *MoveSet) {
 		if s.B.Has(Evict) {
 			for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 				if tx.CanEvict(h, sd) && !c.terminal(s, roleOf(sd), h) {
-					ms.add(Move{Kind: MvEvict, H: hh, Arg: int8(sd)})
+					ms.add(Move{Kind: Evict.Move(), H: hh, Arg: int8(sd)})
 				}
 			}
 		}
@@ -301,14 +301,14 @@ func (c *System) faults(s *State, ms *MoveSet) {
 	if s.B.Has(Restart) {
 		for w := 0; w < c.nW; w++ {
 			if c.hostsLive(s, w) {
-				ms.add(Move{Kind: MvRestart, H: -1, Arg: int8(w)})
+				ms.add(Move{Kind: Restart.Move(), H: -1, Arg: int8(w)})
 			}
 		}
 	}
 	if s.B.Has(BackgroundLoad) {
 		for _, w := range c.decode {
 			if tx.CanOccupyBackground(w) {
-				ms.add(Move{Kind: MvOccupy, H: -1, Arg: int8(w)})
+				ms.add(Move{Kind: BackgroundLoad.Move(), H: -1, Arg: int8(w)})
 			}
 		}
 	}
@@ -352,7 +352,7 @@ func (c *System) delays(s *State, ms *MoveSet) {
 		x := &s.W.H[h]
 		for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 			if want[h][sd] && !x.Slow[sd] && x.Cmds[sd].Len() == 0 {
-				ms.add(Move{Kind: MvDelay, H: int8(h), Arg: int8(sd)})
+				ms.add(Move{Kind: Delay.Move(), H: int8(h), Arg: int8(sd)})
 			}
 		}
 	}
@@ -375,10 +375,10 @@ func (c *System) firedBy(s *State, m Move) (r spec.Role, h int, ev uint8, ok boo
 		return spec.Destination, h, evDstRefused, true
 	case MvCompute:
 		return spec.Source, h, evSrcPrefillPinned, true
-	case MvTransfer, MvFailTransfer:
+	case MvTransfer, TransferFailure.Move():
 		r, ev = transferEvent(s.W.H[h].Runner, m.Kind == MvTransfer && tx.TransferWouldSucceed(h))
 		return r, h, ev, true
-	case MvDeliver, MvDuplicate:
+	case MvDeliver, Duplicate.Move():
 		return roleOf(sd), h, msgEvent(sd, m.Msg), true
 	case MvTimer:
 		t := model.Timer(m.Arg)
@@ -391,7 +391,7 @@ func (c *System) firedBy(s *State, m Move) (r spec.Role, h int, ev uint8, ok boo
 		return roleOf(sd), h, peerRestartedEvent(sd), true
 	case MvDeferred:
 		return roleOf(sd), h, deferredEvent(sd), true
-	case MvAbort:
+	case Abort.Move():
 		return roleOf(sd), h, abortEvent(sd), true
 	case MvApply:
 		q := &s.W.H[h].Cmds[sd]
@@ -404,19 +404,19 @@ func (c *System) firedBy(s *State, m Move) (r spec.Role, h int, ev uint8, ok boo
 func (c *System) applyFault(s *State, tx *model.Tx, m Move, cov *Coverage) {
 	h := int(m.H)
 	switch m.Kind {
-	case MvDuplicate:
+	case Duplicate.Move():
 		// Delivered and kept in flight.
 		c.fire(s, tx, cov, roleOf(model.Side(m.Arg)), h, msgEvent(model.Side(m.Arg), m.Msg))
-	case MvLose:
+	case Loss.Move():
 		tx.Lose(h, model.Side(m.Arg), m.Msg)
-	case MvCancel:
+	case Cancel.Move():
 		tx.ClientCancel(h)
-	case MvAbort:
+	case Abort.Move():
 		c.fire(s, tx, cov, roleOf(model.Side(m.Arg)), h, abortEvent(model.Side(m.Arg)))
-	case MvFailTransfer:
+	case TransferFailure.Move():
 		tx.FailTransfer(h)
 		c.transferEnded(s, tx, cov, h)
-	case MvRestart:
+	case Restart.Move():
 		// A finished record is forgotten without a step: only the live
 		// ones take their Restarted row.
 		w := int(m.Arg)
@@ -430,15 +430,15 @@ func (c *System) applyFault(s *State, tx *model.Tx, m Move, cov *Coverage) {
 			}
 		}
 		tx.Restart(w)
-	case MvNoShow:
+	case NoShow.Move():
 		tx.NoShow(h)
-	case MvOccupy:
+	case BackgroundLoad.Move():
 		tx.OccupyBackground(int(m.Arg))
-	case MvHang:
+	case Hang.Move():
 		tx.HangTransfer(h)
-	case MvEvict:
+	case Evict.Move():
 		tx.Evict(h, model.Side(m.Arg))
-	case MvDelay:
+	case Delay.Move():
 		tx.Delay(h, model.Side(m.Arg))
 	default:
 		panic(fmt.Sprintf("checker: unknown move %v", m))

@@ -2,6 +2,7 @@ package system
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -98,30 +99,39 @@ var moveTable = buildMoveTable()
 
 func buildMoveTable() [NumMoveKinds]moveSyntax {
 	var t [NumMoveKinds]moveSyntax
+	for k := range t {
+		t[k].spends = NumFaults // a protocol move, or a number that names no move
+	}
 	for k := range protocolMoves {
-		t[k] = protocolMoves[k]
-		t[k].spends = NumFaults
+		t[k].name, t[k].args = protocolMoves[k].name, protocolMoves[k].args
 	}
 	for f := range FaultKinds {
 		fk := &FaultKinds[f]
-		if fk.Move == 0 {
-			continue
-		}
-		if fk.Move < numProtocolMoveKinds || fk.Move >= NumMoveKinds || t[fk.Move].name != "" {
-			panic(fmt.Sprintf("checker: fault %s: move %d is not a fault move of its own", Fault(f), fk.Move))
-		}
-		t[fk.Move] = moveSyntax{name: fk.MoveName, args: fk.Args, spends: Fault(f)}
-	}
-	for k := MoveKind(1); k < NumMoveKinds; k++ {
-		if t[k].name == "" {
-			panic(fmt.Sprintf("checker: move kind %d has no name", k))
+		if mv := Fault(f).Move(); mv != 0 {
+			t[mv] = moveSyntax{name: fk.MoveName, args: fk.Args, spends: Fault(f)}
 		}
 	}
 	return t
 }
 
+// kindList is every move kind that names a move, in MoveKind order.
+var kindList = func() []MoveKind {
+	var out []MoveKind
+	for k := MoveKind(1); k < NumMoveKinds; k++ {
+		if moveTable[k].name != "" {
+			out = append(out, k)
+		}
+	}
+	return out
+}()
+
+// MoveKinds lists every move kind, in MoveKind order: the protocol moves,
+// then the fault moves in budget order. (A fault kind spent by a protocol
+// move out of order has a number after the protocol moves but no move.)
+func MoveKinds() []MoveKind { return slices.Clone(kindList) }
+
 func (k MoveKind) String() string {
-	if k < NumMoveKinds {
+	if k < NumMoveKinds && moveTable[k].name != "" {
 		return moveTable[k].name
 	}
 	return fmt.Sprintf("MoveKind(%d)", uint8(k))
@@ -152,8 +162,8 @@ func (k MoveKind) Syntax() string {
 
 // moveNames lists the move names in MoveKind order.
 func moveNames() []string {
-	names := make([]string, 0, NumMoveKinds-1)
-	for k := MoveKind(1); k < NumMoveKinds; k++ {
+	names := make([]string, 0, len(kindList))
+	for _, k := range kindList {
 		names = append(names, moveTable[k].name)
 	}
 	return names
@@ -217,7 +227,7 @@ func ParseMove(s string) (Move, error) {
 		return Move{}, fmt.Errorf("empty move")
 	}
 	m := Move{H: -1}
-	for k := MoveKind(1); k < NumMoveKinds; k++ {
+	for _, k := range kindList {
 		if moveTable[k].name == fields[0] {
 			m.Kind = k
 		}

@@ -61,7 +61,7 @@ func TestReacting_DuplicateOnlyWhereTheRecordReacts(t *testing.T) {
 			return s.Dst[0] == done && s.W.H[0].Ch[model.DestinationSide].Has(model.MsgCancelled) && s.B.Has(Duplicate)
 		})
 	}
-	dup := Move{Kind: MvDuplicate, H: 0, Arg: int8(model.DestinationSide), Msg: model.MsgCancelled}
+	dup := Move{Kind: Duplicate.Move(), H: 0, Arg: int8(model.DestinationSide), Msg: model.MsgCancelled}
 	offered := func(c *System, s State) bool {
 		for _, m := range c.Moves(&s) {
 			if m == dup {

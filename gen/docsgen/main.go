@@ -106,8 +106,8 @@ func faults() []byte {
 	for f := system.Fault(0); f < system.NumFaults; f++ {
 		k := &system.FaultKinds[f]
 		move, swarm := "(none)", "no"
-		if k.Move != 0 {
-			move = "`" + k.Move.Syntax() + "`"
+		if mv := f.Move(); mv != 0 {
+			move = "`" + mv.Syntax() + "`"
 		}
 		if k.Swarm {
 			swarm = "yes"
