@@ -3,6 +3,7 @@ package live
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -134,6 +135,7 @@ type coord struct {
 	// lastRoute is when each stage (prefill, decode) was last routed.
 	lastRoute [2]time.Time
 	late      Lateness
+	wbuf      []byte // sendTo's buffer
 }
 
 type cworker struct {
@@ -174,6 +176,9 @@ type inbound struct {
 	c   *wconn
 	f   Frame
 	err error // the connection ended
+	// raw is a frame the proxy relays, as it came (length included): it
+	// goes on as it is, not encoded again.
+	raw []byte
 }
 
 // catt is an attempt as the frontend and routers know it.
@@ -449,6 +454,10 @@ func (c *coord) read(wc *wconn) {
 		var err error
 		f, buf, err = ReadFrame(r, buf)
 		ib := inbound{c: wc, f: f, err: err}
+		if err == nil && (f.Kind == KFact || f.Kind == KProbe || f.Kind == KProbeReply) {
+			ib.raw = binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(buf)), uint32(len(buf)))
+			ib.raw = append(ib.raw, buf...)
+		}
 		select {
 		case c.in <- ib:
 		case <-c.done:
@@ -688,16 +697,31 @@ func (c *coord) flush() {
 	c.log.Flush()
 }
 
+// sendRaw sends a relayed frame f as it came (raw); to a process that is
+// starting, it waits as any frame does.
+func (c *coord) sendRaw(w int, f *Frame, raw []byte) bool {
+	cw := c.ws[w]
+	if raw == nil || cw.starting {
+		return c.sendTo(w, f)
+	}
+	if cw.conn == nil || cw.conn.bad {
+		return false
+	}
+	cw.conn.out.Write(raw)
+	return true
+}
+
 func (c *coord) sendTo(w int, f *Frame) bool {
 	cw := c.ws[w]
 	if f.SentUS == 0 {
 		f.SentUS = max(c.now(), 1)
 	}
-	b, err := AppendFrame(nil, f)
+	b, err := AppendFrame(c.wbuf[:0], f)
 	if err != nil {
 		fmt.Fprintf(c.errs, "coordinator: %v\n", err)
 		return false
 	}
+	c.wbuf = b
 	if cw.starting {
 		// Sent once the process is up, stamped then: a process's start
 		// is not lateness.
@@ -762,7 +786,7 @@ func (c *coord) inbound(ib inbound) {
 	}
 	switch f.Kind {
 	case KFact, KProbe, KProbeReply:
-		c.relay(wc.w, f)
+		c.relay(wc.w, f, ib.raw)
 	case KAnnounce:
 		if a := c.atts[f.Attempt]; a != nil && a.p == wc.w && !a.done {
 			a.st.W.H[0].Announced = true
@@ -826,6 +850,10 @@ func (c *coord) project(a *catt) {
 	a.Project(&a.st, 0, c.wk[a.p], c.sums[a.p])
 	if a.d >= 0 {
 		a.Project(&a.st, 1, c.wk[a.d], c.sums[a.d])
+	} else {
+		// The world configuration is shared (stepper.world): another
+		// attempt's decode worker may be shown there.
+		a.Alone(&a.st, 1, a.st.W.W[1])
 	}
 }
 
@@ -874,8 +902,8 @@ func (c *coord) arrive() error {
 	}
 	c.scheduleArrival()
 	c.arrived++
-	wc := c.cfg.AttemptWorld(r.PromptTokens, 0)
-	if err := wc.Prepare(); err != nil {
+	wc, err := c.world(r.PromptTokens)
+	if err != nil {
 		return fmt.Errorf("%w: request %d: %v", cluster.ErrInput, r.Index, err)
 	}
 	a := &catt{name: cluster.AttemptName(&r, 0), req: r, Window: cluster.Window{Cfg: wc}, p: -1, d: -1, arrive: time.Now()}
@@ -943,8 +971,7 @@ func (c *coord) decodeLoad(w int) int64 { return int64(c.wk[w].BookedBlocks) }
 // routeDecode routes the attempt's decode where the frontend would now:
 // source-first once the source announced, destination-first at once.
 func (c *coord) routeDecode(a *catt) {
-	x := &a.st.W.H[0]
-	if a.d >= 0 || x.Cancelled || x.SourceFailed || (c.cfg.SpecPolicy() == spec.SourceFirst && !x.Announced) {
+	if !c.decodeRoutable(a) {
 		return
 	}
 	d := cluster.Choose(c.cfg.DecodeRouter, c.cfg.Prefill.Workers, c.cfg.NumWorkers(), &c.nextD, c.rng, c.decodeLoad, nil)
@@ -957,6 +984,14 @@ func (c *coord) routeDecode(a *catt) {
 	c.sendMarks(a, model.DestinationSide)
 	c.sendTo(d, &Frame{Kind: KRoute, Attempt: a.name, Stage: "decode", Request: c.info(a), PeerGen: a.pGen})
 	c.routedTo(d, model.DestinationSide)
+}
+
+// decodeRoutable says whether the frontend would route the attempt's
+// decode now: not routed yet, neither cancelled nor failed at its
+// source, and, source-first, announced.
+func (c *coord) decodeRoutable(a *catt) bool {
+	x := &a.st.W.H[0]
+	return a.d < 0 && !x.Cancelled && !x.SourceFailed && (c.cfg.SpecPolicy() != spec.SourceFirst || x.Announced)
 }
 
 func (c *coord) routedTo(w int, sd model.Side) {
@@ -1021,7 +1056,10 @@ func (c *coord) cancel(a *catt) {
 // model cannot take. Held, a worker takes no step of the attempt, and
 // everything it sent before its answer was read first.
 func (c *coord) act(a *catt, k ckind) {
-	if a.done {
+	if a.done || (k == cRouteDecode && !c.decodeRoutable(a)) {
+		// Routing decode would do nothing now, and nothing a worker
+		// reports could change that but the source's announce, which
+		// routes decode itself: no hold (three frames fewer).
 		return
 	}
 	a.acts = append(a.acts, k)
@@ -1137,7 +1175,7 @@ func (c *coord) maybeFinish(a *catt) {
 // relay takes a frame between the workers of an attempt through the
 // proxy: the plan's loss and duplicate for the request, then the seeded
 // faults.
-func (c *coord) relay(from int, f *Frame) {
+func (c *coord) relay(from int, f *Frame, raw []byte) {
 	a := c.atts[f.Attempt]
 	to, ok := cluster.SideNamed(f.To)
 	if a == nil || !ok {
@@ -1177,7 +1215,7 @@ func (c *coord) relay(from int, f *Frame) {
 		}
 	}
 	for range copies {
-		c.sendTo(dst, f)
+		c.sendRaw(dst, f, raw)
 	}
 }
 

@@ -140,6 +140,7 @@ type worker struct {
 	frozen          bool
 	draining        bool
 	late            Lateness
+	wbuf            []byte // send's buffer
 }
 
 // attempt is one attempt as the worker knows it.
@@ -304,11 +305,12 @@ func (w *worker) dur(us int64) time.Duration {
 func (w *worker) send(f *Frame) {
 	f.Gen = w.opt.Gen
 	f.SentUS = max(w.now(), 1)
-	b, err := AppendFrame(nil, f)
+	b, err := AppendFrame(w.wbuf[:0], f)
 	if err != nil {
 		w.finding("cannot send %s: %v", f.Kind, err)
 		return
 	}
+	w.wbuf = b
 	w.out.Write(b)
 }
 
@@ -451,8 +453,8 @@ func (w *worker) route(f *Frame) {
 		return
 	}
 	r := f.Request
-	wc := w.cfg.AttemptWorld(model.Tokens(r.PromptTokens), 0)
-	if err := wc.Prepare(); err != nil {
+	wc, err := w.world(model.Tokens(r.PromptTokens))
+	if err != nil {
 		w.finding("attempt %s: %v", f.Attempt, err)
 		return
 	}
@@ -621,6 +623,9 @@ func room(k *model.Worker) model.Blocks { return k.Free + k.Cached + k.Kept }
 // preconditions live in another process), logs it and settles.
 func (w *worker) do(a *attempt, m system.Move, force bool) bool {
 	w.project(a)
+	if !force && !w.enables(&a.st, m) {
+		return false
+	}
 	before := a.st
 	if !w.take(&a.st, m, force) {
 		return false
@@ -709,6 +714,19 @@ func (w *worker) schedule(a *attempt) {
 	// One buffer serves every call: each path below that steps (and so
 	// may schedule again) returns at once, without reading moves after.
 	w.moves = w.chk.MovesInto(&a.st, w.moves[:0])
+	w.scheduleMoves(a)
+}
+
+// scheduleRefused schedules an attempt whose move do just refused: the
+// moves its window enables are the ones the refusal found (enables),
+// its window unchanged since.
+func (w *worker) scheduleRefused(a *attempt) {
+	w.moves = append(w.moves[:0], w.enabled()...)
+	w.scheduleMoves(a)
+}
+
+// scheduleMoves schedules an attempt whose window enables w.moves.
+func (w *worker) scheduleMoves(a *attempt) {
 	moves := w.moves
 	x := &a.st.W.H[0]
 	if m, k, ok := a.m.Offered(moves, w.strikesHere); ok {
@@ -1032,7 +1050,7 @@ func (w *worker) runDue() {
 				w.unbook(a)
 			}
 			if !w.do(a, e.m, false) {
-				w.schedule(a)
+				w.scheduleRefused(a)
 				w.maybeRetire(a)
 			}
 		case wTimer:
