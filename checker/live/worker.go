@@ -162,7 +162,8 @@ type attempt struct {
 	replied bool
 	xferDue bool
 	// m holds the planned faults this worker strikes for the attempt.
-	m       cluster.Marks
+	// (nil: none; most attempts have none, and the marks are large).
+	m       *cluster.Marks
 	trigger string // the log kind a planned restart waits for
 	gone    bool
 	// held: the coordinator holds the attempt (KHold) while a router
@@ -577,6 +578,9 @@ func (w *worker) mark(a *attempt, f *Frame) {
 // phase, which changes nothing now.
 func (w *worker) setMark(a *attempt, f *Frame) bool {
 	if k, ok := system.ParseFault(f.Fault); ok {
+		if a.m == nil {
+			a.m = &cluster.Marks{}
+		}
 		if !a.m.MarkSide(k, w.mine) {
 			w.refuse("a fault a worker does not strike")
 			return false
@@ -729,12 +733,14 @@ func (w *worker) scheduleRefused(a *attempt) {
 func (w *worker) scheduleMoves(a *attempt) {
 	moves := w.moves
 	x := &a.st.W.H[0]
-	if m, k, ok := a.m.Offered(moves, w.strikesHere); ok {
+	if a.m == nil {
+		// No fault is planned for it.
+	} else if m, k, ok := a.m.Offered(moves, w.strikesHere); ok {
 		w.struck(a, k.String())
 		w.do(a, m, false)
 		return
 	}
-	if now, _ := cluster.HangStrikes(x); now && x.Runner == w.mine && a.m.Spend(system.Hang, w.mine) {
+	if now, _ := cluster.HangStrikes(x); now && x.Runner == w.mine && a.m != nil && a.m.Spend(system.Hang, w.mine) {
 		// The runner's transfer hangs: from now on it ends only by
 		// failing, once a registration it uses is no longer valid. The
 		// hang is forced: the window holds the peer's side only as this
@@ -853,7 +859,7 @@ func (w *worker) startTransfer(a *attempt) {
 	a.replied, a.xferDue = false, false
 	w.send(&Frame{Kind: KProbe, Attempt: a.name, To: sideNames[w.mine.Other()], PeerGen: max(a.peerGen, 0)})
 	d := w.dur(w.cfg.TransferUS(a.Cfg, a.st.W.H[0].PrefixGone&2 != 0))
-	if a.m.Replaces(system.MvTransfer) {
+	if a.m != nil && a.m.Replaces(system.MvTransfer) {
 		d = 0
 	}
 	w.push(&wevent{at: time.Now().Add(d), kind: wXfer, a: a, ver: a.xferV})
@@ -866,7 +872,7 @@ func (w *worker) maybeEndTransfer(a *attempt) {
 	if x.Xfer != model.XferRunning || x.Runner != w.mine {
 		return
 	}
-	if a.xferDue {
+	if a.xferDue && a.m != nil {
 		if f, k, ok := a.m.Instead(system.Move{Kind: system.MvTransfer, H: 0}); ok && w.do(a, f, false) {
 			w.struck(a, k.String())
 			return
