@@ -136,6 +136,11 @@ type coord struct {
 	lastRoute [2]time.Time
 	late      Lateness
 	wbuf      []byte // sendTo's buffer
+	// booked follows the decode router's booking on each worker
+	// (decode_booked_blocks); strands is the finished attempts' stranded
+	// source KV.
+	booked  []workerGauges
+	strands []strand
 }
 
 type cworker struct {
@@ -196,6 +201,7 @@ type catt struct {
 	done    bool
 	outcome [2]model.Outcome
 	m       marks
+	strand  strand // what its workers said of its stranded source KV
 	// A router's move waiting for the attempt's workers to be held
 	// (KHold): the moves, which side's answer is still awaited, and the
 	// generation each held worker had (-1: none held).
@@ -285,6 +291,7 @@ func newCoord(ctx context.Context, opt Options) (*coord, error) {
 	n := c.cfg.NumWorkers()
 	c.wk = make([]model.Worker, n)
 	c.sums = make([]model.Holdings, n)
+	c.booked = make([]workerGauges, n)
 	if err := c.plan(); err != nil {
 		return nil, err
 	}
@@ -601,7 +608,7 @@ func (c *coord) run() error {
 			c.draining = true
 			c.drainStart = time.Now()
 			for _, cw := range c.ws {
-				c.sendTo(cw.w, &Frame{Kind: KDrain})
+				c.sendTo(cw.w, c.drain(""))
 			}
 			c.flush()
 		}
@@ -621,7 +628,7 @@ func (c *coord) run() error {
 					c.drainStart = time.Now()
 					for _, cw := range c.ws {
 						if cw.ledger == nil {
-							c.sendTo(cw.w, &Frame{Kind: KDrain, Outcome: "now"})
+							c.sendTo(cw.w, c.drain("now"))
 						}
 					}
 					c.flush()
@@ -643,7 +650,7 @@ func (c *coord) interrupted() {
 	}
 	for _, cw := range c.ws {
 		if cw.ledger == nil {
-			c.sendTo(cw.w, &Frame{Kind: KDrain, Outcome: "now"})
+			c.sendTo(cw.w, c.drain("now"))
 		}
 	}
 	c.flush()
@@ -660,6 +667,16 @@ func (c *coord) interrupted() {
 		}
 	}
 	c.report()
+}
+
+// drain asks a worker for its ledgers ("now": as they are), with the
+// run's span, over which it averages its metrics.
+func (c *coord) drain(now string) *Frame {
+	f := &Frame{Kind: KDrain, Outcome: now}
+	if !c.start.IsZero() {
+		f.FromUS, f.ToUS = c.start.Sub(c.epoch).Microseconds(), c.end.Sub(c.epoch).Microseconds()
+	}
+	return f
 }
 
 // connected makes wc the connection of cw's current generation, and
@@ -861,11 +878,14 @@ func (c *coord) project(a *catt) {
 // a step (cluster.Window).
 func (c *coord) writeBack(a *catt) {
 	hs := a.Held(&a.st)
+	now := c.now()
 	c.wk[a.p] = a.st.W.W[0]
 	c.sums[a.p] = a.WriteBack(0, c.sums[a.p], &hs)
+	c.booked[a.p].set(now, &c.wk[a.p], c.cfg.Role(a.p), routerMetrics)
 	if a.d >= 0 {
 		c.wk[a.d] = a.st.W.W[1]
 		c.sums[a.d] = a.WriteBack(1, c.sums[a.d], &hs)
+		c.booked[a.d].set(now, &c.wk[a.d], c.cfg.Role(a.d), routerMetrics)
 	} else {
 		a.Hold[1] = hs[1]
 	}
@@ -1126,6 +1146,11 @@ func (c *coord) outcome(w int, f *Frame) {
 		return
 	}
 	okOut := f.Outcome == model.OutcomeOK.String()
+	if sd == model.SourceSide {
+		a.strand.from, a.strand.to, a.strand.blocks = f.FromUS, f.ToUS, f.Blocks
+	} else {
+		a.strand.ready = f.DecodeReadyUS
+	}
 	c.project(a)
 	tx := model.Tx{W: &a.st.W}
 	if sd == model.SourceSide {
@@ -1162,6 +1187,10 @@ func (c *coord) maybeFinish(a *catt) {
 	}
 	c.finished++
 	delete(c.atts, a.name)
+	if a.strand.from > 0 {
+		a.strand.w = a.p
+		c.strands = append(c.strands, a.strand)
+	}
 	if x.Outcome[0] == model.OutcomeOK && x.Outcome[1] == model.OutcomeOK {
 		c.rep.Succeeded++
 		c.lat = append(c.lat, float64(time.Since(a.arrive).Microseconds())/1000)
@@ -1440,12 +1469,25 @@ func (c *coord) report() {
 	}
 	sort.Float64s(c.lat)
 	r.LatencyMS = pcts(c.lat)
+	sf := strandedFigures(c.strands, len(c.ws), c.opt.Scale)
+	r.StrandedSourceBlockSeconds, r.StrandedSourcePeak = sf.totalBS, sf.totalPeak
+	var from, to int64
+	if !c.start.IsZero() {
+		from, to = c.start.Sub(c.epoch).Microseconds(), c.end.Sub(c.epoch).Microseconds()
+	}
 	for _, cw := range c.ws {
 		if cw.ledger == nil {
 			r.Leaks = append(r.Leaks, fmt.Sprintf("worker %d (gen %d) sent no ledger", cw.w, cw.gen))
 			continue
 		}
 		cw.ledger.NoWork = c.noWork(cw, cw.ledger)
+		if cw.ledger.Series == nil {
+			cw.ledger.Series = map[string]PeakMean{}
+		}
+		for _, i := range routerMetrics {
+			cw.ledger.Series[cluster.WorkerMetrics[i]] = c.booked[cw.w][i].over(from, to)
+		}
+		cw.ledger.StrandedSourceBlockSeconds, cw.ledger.StrandedSourcePeak = sf.blockSeconds[cw.w], sf.peak[cw.w]
 		r.Workers = append(r.Workers, *cw.ledger)
 		if h := cw.ledger.Held(); h != "" {
 			r.Leaks = append(r.Leaks, fmt.Sprintf("worker %d holds %s", cw.w, h))

@@ -164,16 +164,18 @@ type Frame struct {
 	// SentUS is when the frame was sent, microseconds from the run's
 	// epoch (0: not said): the receiver counts how late it came.
 	SentUS int64
-	// On a source's outcome: the stranded source KV of the attempt as
-	// its window saw it (model.Handoff.SourceStranded): its pinned
-	// blocks, from when to when (microseconds from the epoch; 0: never
-	// stranded).
-	StrandedFromUS int64
-	StrandedToUS   int64
-	StrandedBlocks int64
-	// On a destination's outcome: when its decode stopped waiting (it
-	// reserved, activated or finished), microseconds from the epoch;
-	// the coordinator ends the source's stranding there.
+	// FromUS and ToUS are a span, microseconds from the run's epoch: on
+	// a source's outcome, when the attempt's source KV was stranded as
+	// its window saw it (cluster.StrandedSource; 0: never), Blocks of
+	// them; on a drain, the run's span from its first arrival to its
+	// last attempt's end, over which a worker averages its metrics.
+	FromUS int64
+	ToUS   int64
+	Blocks int64
+	// DecodeReadyUS, on a destination's outcome, is when its decode
+	// stopped waiting (it reserved, activated or finished; 0: never
+	// waited), microseconds from the epoch: the source's stranding, which
+	// its window cannot see end there, ends there.
 	DecodeReadyUS int64
 }
 
@@ -205,9 +207,9 @@ const (
 	tFault
 	tLedger
 	tSentUS
-	tStrandedFrom
-	tStrandedTo
-	tStrandedBlocks
+	tFrom
+	tToUS
+	tBlocks
 	tDecodeReady
 	numTags
 )
@@ -217,8 +219,8 @@ const (
 var fieldTags = [numTags]string{
 	tAttempt: "attempt", tGen: "gen", tPeerGen: "peer_gen", tRole: "role", tIndex: "index", tStage: "stage",
 	tRequest: "request", tTo: "to", tSide: "side", tMsg: "msg", tReg: "reg", tHold: "hold", tOutcome: "outcome",
-	tFault: "fault", tLedger: "ledger", tSentUS: "sent_us", tStrandedFrom: "stranded_from_us", tStrandedTo: "stranded_to_us",
-	tStrandedBlocks: "stranded_blocks", tDecodeReady: "decode_ready_us",
+	tFault: "fault", tLedger: "ledger", tSentUS: "sent_us", tFrom: "from_us", tToUS: "to_us",
+	tBlocks: "blocks", tDecodeReady: "decode_ready_us",
 }
 
 func appendName(b []byte, tag byte, s string) []byte {
@@ -274,9 +276,9 @@ func AppendFrame(b []byte, f *Frame) ([]byte, error) {
 		b = append(b, l...)
 	}
 	b = appendInt(b, tSentUS, f.SentUS)
-	b = appendInt(b, tStrandedFrom, f.StrandedFromUS)
-	b = appendInt(b, tStrandedTo, f.StrandedToUS)
-	b = appendInt(b, tStrandedBlocks, f.StrandedBlocks)
+	b = appendInt(b, tFrom, f.FromUS)
+	b = appendInt(b, tToUS, f.ToUS)
+	b = appendInt(b, tBlocks, f.Blocks)
 	b = appendInt(b, tDecodeReady, f.DecodeReadyUS)
 	n := len(b) - at - 4
 	if n > MaxFrame {
@@ -482,12 +484,12 @@ func DecodeFrame(b []byte) (Frame, error) {
 			f.Ledger = &l
 		case tSentUS:
 			f.SentUS = d.int(tag)
-		case tStrandedFrom:
-			f.StrandedFromUS = d.int(tag)
-		case tStrandedTo:
-			f.StrandedToUS = d.int(tag)
-		case tStrandedBlocks:
-			f.StrandedBlocks = d.int(tag)
+		case tFrom:
+			f.FromUS = d.int(tag)
+		case tToUS:
+			f.ToUS = d.int(tag)
+		case tBlocks:
+			f.Blocks = d.int(tag)
 		case tDecodeReady:
 			f.DecodeReadyUS = d.int(tag)
 		}
@@ -542,7 +544,7 @@ func (f *Frame) check() error {
 	switch {
 	case f.Gen < 0 || f.PeerGen < 0:
 		return fmt.Errorf("negative generation")
-	case f.SentUS < 0 || f.StrandedFromUS < 0 || f.StrandedToUS < 0 || f.StrandedBlocks < 0 || f.DecodeReadyUS < 0:
+	case f.SentUS < 0 || f.FromUS < 0 || f.ToUS < 0 || f.Blocks < 0 || f.DecodeReadyUS < 0:
 		return fmt.Errorf("negative time or block count")
 	case f.Index < 0:
 		return fmt.Errorf("negative index")

@@ -2,6 +2,8 @@ package live
 
 import (
 	"fmt"
+
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"io"
 	"maps"
 	"math"
@@ -33,6 +35,15 @@ type Report struct {
 	// sides' success, over the requests that succeeded.
 	LatencyMS Pcts       `json:"latency_ms"`
 	Proxy     ProxyCount `json:"proxy"`
+	// StrandedSourceBlockSeconds and StrandedSourcePeak are the stranded
+	// source KV the handoff design is about: source blocks pinned after
+	// prefill compute finished while decode waits
+	// (cluster.StrandedSource), in block-seconds over the run (seconds of
+	// configured time, as the simulator's: the wall clock's divided by
+	// the time scale) and at the largest instant, summed over workers
+	// (each worker's are in Workers, with its metrics).
+	StrandedSourceBlockSeconds float64 `json:"stranded_source_block_seconds"`
+	StrandedSourcePeak         int64   `json:"stranded_source_peak_blocks"`
 	// Workers is each worker's ledger at the end, Routers the routers'
 	// ledgers of each worker.
 	Workers []Ledger       `json:"workers"`
@@ -109,6 +120,7 @@ func (r *Report) Write(w io.Writer) {
 		fmt.Fprintf(w, "  TOO LATE: %s\n", r.LateWhy)
 	}
 	fmt.Fprintf(w, "  faults: %d of the plan struck; proxy: %d dropped, %d duplicated, %d delayed\n", r.FaultsStruck, r.Proxy.Dropped, r.Proxy.Duplicated, r.Proxy.Delayed)
+	fmt.Fprintf(w, "  stranded source KV (pinned after compute while decode waits): %.1f block-seconds, peak %d blocks\n", r.StrandedSourceBlockSeconds, r.StrandedSourcePeak)
 	for _, l := range r.Workers {
 		held := l.Held()
 		if held == "" {
@@ -125,6 +137,15 @@ func (r *Report) Write(w io.Writer) {
 		fmt.Fprintf(w, "  %s worker %d gen %d: %d attempts, %s; %s\n", l.Role, l.Worker, l.Gen, l.Attempts, refused, held)
 		if l.NoWork != "" {
 			fmt.Fprintf(w, "    %s\n", l.NoWork)
+		}
+		var ms []string
+		for _, name := range cluster.WorkerMetrics {
+			if pm, ok := l.Series[name]; ok {
+				ms = append(ms, fmt.Sprintf("%s peak %.0f mean %.1f", name, pm.Peak, pm.Mean))
+			}
+		}
+		if len(ms) > 0 {
+			fmt.Fprintf(w, "    %s; stranded source KV %.1f block-seconds, peak %d blocks\n", strings.Join(ms, ", "), l.StrandedSourceBlockSeconds, l.StrandedSourcePeak)
 		}
 		for _, a := range l.OpenAttempts {
 			fmt.Fprintf(w, "    open: %s\n", a)

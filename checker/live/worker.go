@@ -78,6 +78,17 @@ type Ledger struct {
 	NoWork string `json:"no_work,omitempty"`
 	// Lateness is how late the worker took its events and frames.
 	Lateness *Lateness `json:"lateness,omitempty"`
+	// Series is the handoff design's worker metrics over the run
+	// (cluster.WorkerMetrics), peak and time-weighted mean: the worker
+	// reports those of its own counters, the coordinator adds the
+	// router's booking. A worker restarted reports its last generation's.
+	Series map[string]PeakMean `json:"series,omitempty"`
+	// StrandedSourceBlockSeconds and StrandedSourcePeak are the stranded
+	// source KV on the worker (source blocks pinned after compute while
+	// decode waits), in block-seconds over the run and at the largest
+	// instant; the coordinator gives them.
+	StrandedSourceBlockSeconds float64 `json:"stranded_source_block_seconds"`
+	StrandedSourcePeak         int64   `json:"stranded_source_peak_blocks"`
 }
 
 // Held lists what the ledger still holds, "" when nothing: blocks in use
@@ -141,6 +152,11 @@ type worker struct {
 	draining        bool
 	late            Lateness
 	wbuf            []byte // send's buffer
+	// role is the worker's, metrics its metrics over time (those of its
+	// own counters), span the run's (from the drain) to average them over.
+	role    model.WorkerRole
+	metrics workerGauges
+	span    [2]int64
 }
 
 // attempt is one attempt as the worker knows it.
@@ -171,6 +187,11 @@ type attempt struct {
 	held   bool
 	heldEv []*wevent
 	heldFr []Frame
+	// strand is the stranded source KV as a source's window sees it
+	// (from, to, blocks); ready when a destination's window saw its
+	// decode stop waiting (decodeWaits). Microseconds from the epoch.
+	strand strand
+	ready  int64
 }
 
 // newWorker makes a worker's state, its log begun.
@@ -185,6 +206,7 @@ func newWorker(opt WorkerOptions) (*worker, error) {
 		w.errs = os.Stderr
 	}
 	w.k = model.Worker{Gen: model.Generation(opt.Gen), Free: opt.Config.Capacity(opt.Worker)}
+	w.role = opt.Config.Role(opt.Worker)
 	if opt.Log != nil {
 		w.log = obslog.AppendWriter(opt.Log, opt.Header)
 		// A later generation's worker_restarted line is the
@@ -341,6 +363,7 @@ func (w *worker) frame(f *Frame) {
 	}
 	if f.Kind == KDrain {
 		w.draining = true
+		w.span = [2]int64{f.FromUS, f.ToUS}
 		if f.Outcome == "now" {
 			// The coordinator waited long enough: the ledgers as they are.
 			w.sendLedger()
@@ -616,6 +639,7 @@ func (w *worker) writeBack(a *attempt) {
 	w.sum = a.WriteBack(int(w.mine), w.sum, &hs)
 	old := w.k
 	w.k = a.st.W.W[w.mine]
+	w.metrics.set(w.now(), &w.k, w.role, ownMetrics)
 	if room(&w.k) > room(&old) || w.k.SlotsUsed < old.SlotsUsed || w.k.HeadroomUsed < old.HeadroomUsed {
 		w.offer()
 	}
@@ -646,6 +670,7 @@ func (w *worker) settle(a *attempt, before *system.State, m system.Move) {
 		// The prefill stopped before its compute ended.
 		w.unbook(a)
 	}
+	w.stranding(a)
 	if before != nil {
 		b := &before.W.H[0]
 		w.observe(a, before, m)
@@ -658,7 +683,8 @@ func (w *worker) settle(a *attempt, before *system.State, m system.Move) {
 			w.send(&Frame{Kind: KAnnounce, Attempt: a.name})
 		}
 		if b.Outcome[w.mine] == model.OutcomeNone && x.Outcome[w.mine] != model.OutcomeNone {
-			w.send(&Frame{Kind: KOutcome, Attempt: a.name, Side: sideNames[w.mine], Outcome: x.Outcome[w.mine].String()})
+			w.send(&Frame{Kind: KOutcome, Attempt: a.name, Side: sideNames[w.mine], Outcome: x.Outcome[w.mine].String(),
+				FromUS: a.strand.from, ToUS: a.strand.to, Blocks: a.strand.blocks, DecodeReadyUS: a.ready})
 		}
 		w.timers(a, b, m)
 		if b.Xfer != model.XferRunning && x.Xfer == model.XferRunning && x.Runner == w.mine {
@@ -677,6 +703,30 @@ func (w *worker) settle(a *attempt, before *system.State, m system.Move) {
 	w.maybeRetire(a)
 	if strings.HasPrefix(a.trigger, "!") {
 		w.triggered(a)
+	}
+}
+
+// stranding follows, after a step, the stranded source KV as the
+// attempt's window shows it: on a source, whether its pinned blocks are
+// stranded (cluster.StrandedSource), on a destination, whether its
+// decode still waits. The outcome frame tells the coordinator.
+func (w *worker) stranding(a *attempt) {
+	x := &a.st.W.H[0]
+	s := &a.strand
+	if w.mine == model.DestinationSide {
+		if a.ready == 0 && !decodeWaits(x) {
+			a.ready = w.now()
+		}
+		return
+	}
+	b := int64(cluster.StrandedSource(x, a.Hold[model.SourceSide]))
+	switch {
+	case b > 0 && s.from == 0:
+		s.from, s.blocks = w.now(), b
+	case b > 0 && s.to == 0:
+		s.blocks = max(s.blocks, b)
+	case b == 0 && s.from > 0 && s.to == 0:
+		s.to = w.now()
 	}
 }
 
@@ -960,7 +1010,11 @@ func (w *worker) sendLedger() {
 		Free: int64(k.Free), Cached: int64(k.Cached), Kept: int64(k.Kept), Active: int64(k.Active), Pinned: int64(k.Pinned),
 		Reserved: int64(k.Reserved), Slots: int64(k.SlotsUsed), Headroom: int64(k.HeadroomUsed), InFlight: int64(k.InFlight),
 		Owned: int64(k.Owned), PrefillTokens: int64(k.PrefillTokens), Booked: int64(k.BookedBlocks), Stored: int64(k.StoredBlocks),
-		Open: len(w.atts), Attempts: w.hosted, Refused: w.refused, RefusedWhy: w.refusedWhy, Findings: w.findings, Lateness: &w.late}
+		Open: len(w.atts), Attempts: w.hosted, Refused: w.refused, RefusedWhy: w.refusedWhy, Findings: w.findings, Lateness: &w.late,
+		Series: map[string]PeakMean{}}
+	for _, i := range ownMetrics {
+		l.Series[cluster.WorkerMetrics[i]] = w.metrics[i].over(w.span[0], w.span[1])
+	}
 	names := make([]string, 0, len(w.atts))
 	for name := range w.atts {
 		names = append(names, name)
