@@ -141,6 +141,9 @@ type coord struct {
 	// source KV.
 	booked  []workerGauges
 	strands []strand
+	// cpu0 is the coordinator's process CPU time at the first arrival,
+	// cpu what it used until the last attempt's end.
+	cpu0, cpu time.Duration
 }
 
 type cworker struct {
@@ -570,6 +573,7 @@ func (c *coord) run() error {
 	// Arrivals and timed restarts count from the first arrival; the logs'
 	// t_us from the epoch every process was given.
 	c.start = time.Now()
+	c.cpu0 = processCPU()
 	c.scheduleArrival()
 	for _, f := range c.timed {
 		c.push(&cevent{at: c.fromStart(f.AtUS), kind: cRestart, w: f.Worker})
@@ -605,6 +609,7 @@ func (c *coord) run() error {
 		c.flush()
 		if !c.moreArrivals && c.finished == c.arrived && !c.draining {
 			c.end = time.Now()
+			c.cpu = processCPU() - c.cpu0
 			c.draining = true
 			c.drainStart = time.Now()
 			for _, cw := range c.ws {
@@ -1469,6 +1474,14 @@ func (c *coord) report() {
 	}
 	sort.Float64s(c.lat)
 	r.LatencyMS = pcts(c.lat)
+	_, inProcess := c.opt.Spawn.(*GoSpawner)
+	if c.cpu == 0 && !c.start.IsZero() {
+		c.cpu = processCPU() - c.cpu0 // interrupted
+	}
+	r.CPU.InProcess = inProcess
+	if c.finished > 0 {
+		r.CPU.CoordinatorUS = round3(float64(c.cpu.Microseconds()) / float64(c.finished))
+	}
 	sf := strandedFigures(c.strands, len(c.ws), c.opt.Scale)
 	r.StrandedSourceBlockSeconds, r.StrandedSourcePeak = sf.totalBS, sf.totalPeak
 	var from, to int64
@@ -1488,6 +1501,9 @@ func (c *coord) report() {
 			cw.ledger.Series[cluster.WorkerMetrics[i]] = c.booked[cw.w][i].over(from, to)
 		}
 		cw.ledger.StrandedSourceBlockSeconds, cw.ledger.StrandedSourcePeak = sf.blockSeconds[cw.w], sf.peak[cw.w]
+		if !inProcess && c.finished > 0 {
+			r.CPU.WorkersUS += float64(cw.ledger.CPUUS) / float64(c.finished)
+		}
 		r.Workers = append(r.Workers, *cw.ledger)
 		if h := cw.ledger.Held(); h != "" {
 			r.Leaks = append(r.Leaks, fmt.Sprintf("worker %d holds %s", cw.w, h))
@@ -1504,6 +1520,7 @@ func (c *coord) report() {
 			r.Leaks = append(r.Leaks, fmt.Sprintf("the routers still book on worker %d: owned %d, prefill_tokens %d, booked %d", w, rl.Owned, rl.PrefillTokens, rl.Booked))
 		}
 	}
+	r.CPU.WorkersUS = round3(r.CPU.WorkersUS)
 	r.Scale = c.opt.Scale
 	r.Lateness = Lateness{}
 	r.Lateness.merge(&c.late)

@@ -33,8 +33,10 @@ type Report struct {
 	Throughput float64 `json:"handoffs_per_s"`
 	// LatencyMS is the wall-clock time from a request's arrival to both
 	// sides' success, over the requests that succeeded.
-	LatencyMS Pcts       `json:"latency_ms"`
-	Proxy     ProxyCount `json:"proxy"`
+	LatencyMS Pcts `json:"latency_ms"`
+	// CPU is the CPU time the run took per finished handoff.
+	CPU   CPUCount   `json:"cpu_per_handoff"`
+	Proxy ProxyCount `json:"proxy"`
 	// StrandedSourceBlockSeconds and StrandedSourcePeak are the stranded
 	// source KV the handoff design is about: source blocks pinned after
 	// prefill compute finished while decode waits
@@ -69,6 +71,18 @@ type Report struct {
 	LateWhy      string    `json:"late_why,omitempty"`
 	Config       string    `json:"config"`
 	Logs         []string  `json:"logs"`
+}
+
+// CPUCount is the CPU time (user and system) a run took per finished
+// handoff, in microseconds: the coordinator's process from the first
+// arrival to the last attempt's end, and the workers' processes (their
+// last generations) from their hello to their ledgers. InProcess: the
+// workers ran in the coordinator's process (a test's GoSpawner), whose
+// figure then counts them too, and WorkersUS is not measured.
+type CPUCount struct {
+	CoordinatorUS float64 `json:"coordinator_us"`
+	WorkersUS     float64 `json:"workers_us"`
+	InProcess     bool    `json:"workers_in_process,omitempty"`
 }
 
 // ProxyCount is what the proxy did to the facts it relayed.
@@ -111,6 +125,11 @@ func (r *Report) Write(w io.Writer) {
 		r.Policy, r.Engine, r.Requests, r.Succeeded, r.Failed, r.Cancelled, r.Restarts)
 	fmt.Fprintf(w, "  %.0f handoffs/s over %.1f ms; latency p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms\n",
 		r.Throughput, r.ElapsedMS, r.LatencyMS.P50, r.LatencyMS.P90, r.LatencyMS.P99, r.LatencyMS.Max)
+	if r.CPU.InProcess {
+		fmt.Fprintf(w, "  CPU per handoff: %.0f µs (the coordinator with its workers, in one process)\n", r.CPU.CoordinatorUS)
+	} else {
+		fmt.Fprintf(w, "  CPU per handoff: %.0f µs, coordinator %.0f µs and workers %.0f µs\n", r.CPU.CoordinatorUS+r.CPU.WorkersUS, r.CPU.CoordinatorUS, r.CPU.WorkersUS)
+	}
 	fmt.Fprintf(w, "  time scale %g; lateness: events %s, frames %s; the deadlines absorb %.2f ms\n",
 		r.Scale, r.Lateness.Events.String(), r.Lateness.Frames.String(), float64(r.LateBudgetUS)/1000)
 	for i, s := range r.ScalesTried {

@@ -89,6 +89,11 @@ type Ledger struct {
 	// instant; the coordinator gives them.
 	StrandedSourceBlockSeconds float64 `json:"stranded_source_block_seconds"`
 	StrandedSourcePeak         int64   `json:"stranded_source_peak_blocks"`
+	// CPUUS is the CPU time (user and system, microseconds) the worker's
+	// process used from its hello to its ledger: its part of the run's
+	// CPU per handoff (Report.CPU). A worker run in the coordinator's
+	// process (GoSpawner) measures that whole process instead.
+	CPUUS int64 `json:"cpu_us"`
 }
 
 // Held lists what the ledger still holds, "" when nothing: blocks in use
@@ -157,6 +162,8 @@ type worker struct {
 	role    model.WorkerRole
 	metrics workerGauges
 	span    [2]int64
+	// cpu0 is the process's CPU time when it said hello.
+	cpu0 time.Duration
 }
 
 // attempt is one attempt as the worker knows it.
@@ -234,6 +241,7 @@ func RunWorker(ctx context.Context, opt WorkerOptions) error {
 		conn.Close()
 	}()
 	w.out = bufio.NewWriterSize(conn, 64<<10)
+	w.cpu0 = processCPU()
 	w.send(&Frame{Kind: KHello, Role: sideNames[opt.Side], Index: opt.Worker, Gen: opt.Gen})
 	w.out.Flush()
 	in := make(chan Frame, 1024)
@@ -1011,7 +1019,7 @@ func (w *worker) sendLedger() {
 		Reserved: int64(k.Reserved), Slots: int64(k.SlotsUsed), Headroom: int64(k.HeadroomUsed), InFlight: int64(k.InFlight),
 		Owned: int64(k.Owned), PrefillTokens: int64(k.PrefillTokens), Booked: int64(k.BookedBlocks), Stored: int64(k.StoredBlocks),
 		Open: len(w.atts), Attempts: w.hosted, Refused: w.refused, RefusedWhy: w.refusedWhy, Findings: w.findings, Lateness: &w.late,
-		Series: map[string]PeakMean{}}
+		Series: map[string]PeakMean{}, CPUUS: (processCPU() - w.cpu0).Microseconds()}
 	for _, i := range ownMetrics {
 		l.Series[cluster.WorkerMetrics[i]] = w.metrics[i].over(w.span[0], w.span[1])
 	}
