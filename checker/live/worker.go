@@ -791,12 +791,12 @@ func (w *worker) scheduleRefused(a *attempt) {
 func (w *worker) scheduleMoves(a *attempt) {
 	moves := w.moves
 	x := &a.st.W.H[0]
-	if a.m == nil {
-		// No fault is planned for it.
-	} else if m, k, ok := a.m.Offered(moves, w.strikesHere); ok {
-		w.struck(a, k.String())
-		w.do(a, m, false)
-		return
+	if a.m != nil {
+		if m, k, ok := a.m.Offered(moves, w.strikesHere); ok {
+			w.struck(a, k.String())
+			w.do(a, m, false)
+			return
+		}
 	}
 	if now, _ := cluster.HangStrikes(x); now && x.Runner == w.mine && a.m != nil && a.m.Spend(system.Hang, w.mine) {
 		// The runner's transfer hangs: from now on it ends only by
