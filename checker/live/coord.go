@@ -3,6 +3,7 @@ package live
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -134,6 +135,15 @@ type coord struct {
 	// lastRoute is when each stage (prefill, decode) was last routed.
 	lastRoute [2]time.Time
 	late      Lateness
+	wbuf      []byte // sendTo's buffer
+	// booked follows the decode router's booking on each worker
+	// (decode_booked_blocks); strands is the finished attempts' stranded
+	// source KV.
+	booked  []workerGauges
+	strands []strand
+	// cpu0 is the coordinator's process CPU time at the first arrival,
+	// cpu what it used until the last attempt's end.
+	cpu0, cpu time.Duration
 }
 
 type cworker struct {
@@ -174,6 +184,9 @@ type inbound struct {
 	c   *wconn
 	f   Frame
 	err error // the connection ended
+	// raw is a frame the proxy relays, as it came (length included): it
+	// goes on as it is, not encoded again.
+	raw []byte
 }
 
 // catt is an attempt as the frontend and routers know it.
@@ -191,6 +204,7 @@ type catt struct {
 	done    bool
 	outcome [2]model.Outcome
 	m       marks
+	strand  strand // what its workers said of its stranded source KV
 	// A router's move waiting for the attempt's workers to be held
 	// (KHold): the moves, which side's answer is still awaited, and the
 	// generation each held worker had (-1: none held).
@@ -280,6 +294,7 @@ func newCoord(ctx context.Context, opt Options) (*coord, error) {
 	n := c.cfg.NumWorkers()
 	c.wk = make([]model.Worker, n)
 	c.sums = make([]model.Holdings, n)
+	c.booked = make([]workerGauges, n)
 	if err := c.plan(); err != nil {
 		return nil, err
 	}
@@ -449,6 +464,10 @@ func (c *coord) read(wc *wconn) {
 		var err error
 		f, buf, err = ReadFrame(r, buf)
 		ib := inbound{c: wc, f: f, err: err}
+		if err == nil && (f.Kind == KFact || f.Kind == KProbe || f.Kind == KProbeReply) {
+			ib.raw = binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(buf)), uint32(len(buf)))
+			ib.raw = append(ib.raw, buf...)
+		}
 		select {
 		case c.in <- ib:
 		case <-c.done:
@@ -554,6 +573,7 @@ func (c *coord) run() error {
 	// Arrivals and timed restarts count from the first arrival; the logs'
 	// t_us from the epoch every process was given.
 	c.start = time.Now()
+	c.cpu0 = processCPU()
 	c.scheduleArrival()
 	for _, f := range c.timed {
 		c.push(&cevent{at: c.fromStart(f.AtUS), kind: cRestart, w: f.Worker})
@@ -589,10 +609,11 @@ func (c *coord) run() error {
 		c.flush()
 		if !c.moreArrivals && c.finished == c.arrived && !c.draining {
 			c.end = time.Now()
+			c.cpu = processCPU() - c.cpu0
 			c.draining = true
 			c.drainStart = time.Now()
 			for _, cw := range c.ws {
-				c.sendTo(cw.w, &Frame{Kind: KDrain})
+				c.sendTo(cw.w, c.drain(""))
 			}
 			c.flush()
 		}
@@ -612,7 +633,7 @@ func (c *coord) run() error {
 					c.drainStart = time.Now()
 					for _, cw := range c.ws {
 						if cw.ledger == nil {
-							c.sendTo(cw.w, &Frame{Kind: KDrain, Outcome: "now"})
+							c.sendTo(cw.w, c.drain("now"))
 						}
 					}
 					c.flush()
@@ -634,7 +655,7 @@ func (c *coord) interrupted() {
 	}
 	for _, cw := range c.ws {
 		if cw.ledger == nil {
-			c.sendTo(cw.w, &Frame{Kind: KDrain, Outcome: "now"})
+			c.sendTo(cw.w, c.drain("now"))
 		}
 	}
 	c.flush()
@@ -651,6 +672,16 @@ func (c *coord) interrupted() {
 		}
 	}
 	c.report()
+}
+
+// drain asks a worker for its ledgers ("now": as they are), with the
+// run's span, over which it averages its metrics.
+func (c *coord) drain(now string) *Frame {
+	f := &Frame{Kind: KDrain, Outcome: now}
+	if !c.start.IsZero() {
+		f.FromUS, f.ToUS = c.start.Sub(c.epoch).Microseconds(), c.end.Sub(c.epoch).Microseconds()
+	}
+	return f
 }
 
 // connected makes wc the connection of cw's current generation, and
@@ -688,16 +719,31 @@ func (c *coord) flush() {
 	c.log.Flush()
 }
 
+// sendRaw sends a relayed frame f as it came (raw); to a process that is
+// starting, it waits as any frame does.
+func (c *coord) sendRaw(w int, f *Frame, raw []byte) bool {
+	cw := c.ws[w]
+	if raw == nil || cw.starting {
+		return c.sendTo(w, f)
+	}
+	if cw.conn == nil || cw.conn.bad {
+		return false
+	}
+	cw.conn.out.Write(raw)
+	return true
+}
+
 func (c *coord) sendTo(w int, f *Frame) bool {
 	cw := c.ws[w]
 	if f.SentUS == 0 {
 		f.SentUS = max(c.now(), 1)
 	}
-	b, err := AppendFrame(nil, f)
+	b, err := AppendFrame(c.wbuf[:0], f)
 	if err != nil {
 		fmt.Fprintf(c.errs, "coordinator: %v\n", err)
 		return false
 	}
+	c.wbuf = b
 	if cw.starting {
 		// Sent once the process is up, stamped then: a process's start
 		// is not lateness.
@@ -762,7 +808,7 @@ func (c *coord) inbound(ib inbound) {
 	}
 	switch f.Kind {
 	case KFact, KProbe, KProbeReply:
-		c.relay(wc.w, f)
+		c.relay(wc.w, f, ib.raw)
 	case KAnnounce:
 		if a := c.atts[f.Attempt]; a != nil && a.p == wc.w && !a.done {
 			a.st.W.H[0].Announced = true
@@ -826,6 +872,10 @@ func (c *coord) project(a *catt) {
 	a.Project(&a.st, 0, c.wk[a.p], c.sums[a.p])
 	if a.d >= 0 {
 		a.Project(&a.st, 1, c.wk[a.d], c.sums[a.d])
+	} else {
+		// The world configuration is shared (stepper.world): another
+		// attempt's decode worker may be shown there.
+		a.Alone(&a.st, 1, a.st.W.W[1])
 	}
 }
 
@@ -833,11 +883,14 @@ func (c *coord) project(a *catt) {
 // a step (cluster.Window).
 func (c *coord) writeBack(a *catt) {
 	hs := a.Held(&a.st)
+	now := c.now()
 	c.wk[a.p] = a.st.W.W[0]
 	c.sums[a.p] = a.WriteBack(0, c.sums[a.p], &hs)
+	c.booked[a.p].set(now, &c.wk[a.p], c.cfg.Role(a.p), routerMetrics)
 	if a.d >= 0 {
 		c.wk[a.d] = a.st.W.W[1]
 		c.sums[a.d] = a.WriteBack(1, c.sums[a.d], &hs)
+		c.booked[a.d].set(now, &c.wk[a.d], c.cfg.Role(a.d), routerMetrics)
 	} else {
 		a.Hold[1] = hs[1]
 	}
@@ -874,8 +927,8 @@ func (c *coord) arrive() error {
 	}
 	c.scheduleArrival()
 	c.arrived++
-	wc := c.cfg.AttemptWorld(r.PromptTokens, 0)
-	if err := wc.Prepare(); err != nil {
+	wc, err := c.world(r.PromptTokens)
+	if err != nil {
 		return fmt.Errorf("%w: request %d: %v", cluster.ErrInput, r.Index, err)
 	}
 	a := &catt{name: cluster.AttemptName(&r, 0), req: r, Window: cluster.Window{Cfg: wc}, p: -1, d: -1, arrive: time.Now()}
@@ -943,8 +996,7 @@ func (c *coord) decodeLoad(w int) int64 { return int64(c.wk[w].BookedBlocks) }
 // routeDecode routes the attempt's decode where the frontend would now:
 // source-first once the source announced, destination-first at once.
 func (c *coord) routeDecode(a *catt) {
-	x := &a.st.W.H[0]
-	if a.d >= 0 || x.Cancelled || x.SourceFailed || (c.cfg.SpecPolicy() == spec.SourceFirst && !x.Announced) {
+	if !c.decodeRoutable(a) {
 		return
 	}
 	d := cluster.Choose(c.cfg.DecodeRouter, c.cfg.Prefill.Workers, c.cfg.NumWorkers(), &c.nextD, c.rng, c.decodeLoad, nil)
@@ -957,6 +1009,14 @@ func (c *coord) routeDecode(a *catt) {
 	c.sendMarks(a, model.DestinationSide)
 	c.sendTo(d, &Frame{Kind: KRoute, Attempt: a.name, Stage: "decode", Request: c.info(a), PeerGen: a.pGen})
 	c.routedTo(d, model.DestinationSide)
+}
+
+// decodeRoutable says whether the frontend would route the attempt's
+// decode now: not routed yet, neither cancelled nor failed at its
+// source, and, source-first, announced.
+func (c *coord) decodeRoutable(a *catt) bool {
+	x := &a.st.W.H[0]
+	return a.d < 0 && !x.Cancelled && !x.SourceFailed && (c.cfg.SpecPolicy() != spec.SourceFirst || x.Announced)
 }
 
 func (c *coord) routedTo(w int, sd model.Side) {
@@ -1021,7 +1081,10 @@ func (c *coord) cancel(a *catt) {
 // model cannot take. Held, a worker takes no step of the attempt, and
 // everything it sent before its answer was read first.
 func (c *coord) act(a *catt, k ckind) {
-	if a.done {
+	if a.done || (k == cRouteDecode && !c.decodeRoutable(a)) {
+		// Routing decode would do nothing now, and nothing a worker
+		// reports could change that but the source's announce, which
+		// routes decode itself: no hold (three frames fewer).
 		return
 	}
 	a.acts = append(a.acts, k)
@@ -1088,6 +1151,11 @@ func (c *coord) outcome(w int, f *Frame) {
 		return
 	}
 	okOut := f.Outcome == model.OutcomeOK.String()
+	if sd == model.SourceSide {
+		a.strand.from, a.strand.to, a.strand.blocks = f.FromUS, f.ToUS, f.Blocks
+	} else {
+		a.strand.ready = f.DecodeReadyUS
+	}
 	c.project(a)
 	tx := model.Tx{W: &a.st.W}
 	if sd == model.SourceSide {
@@ -1124,6 +1192,10 @@ func (c *coord) maybeFinish(a *catt) {
 	}
 	c.finished++
 	delete(c.atts, a.name)
+	if a.strand.from > 0 {
+		a.strand.w = a.p
+		c.strands = append(c.strands, a.strand)
+	}
 	if x.Outcome[0] == model.OutcomeOK && x.Outcome[1] == model.OutcomeOK {
 		c.rep.Succeeded++
 		c.lat = append(c.lat, float64(time.Since(a.arrive).Microseconds())/1000)
@@ -1137,7 +1209,7 @@ func (c *coord) maybeFinish(a *catt) {
 // relay takes a frame between the workers of an attempt through the
 // proxy: the plan's loss and duplicate for the request, then the seeded
 // faults.
-func (c *coord) relay(from int, f *Frame) {
+func (c *coord) relay(from int, f *Frame, raw []byte) {
 	a := c.atts[f.Attempt]
 	to, ok := cluster.SideNamed(f.To)
 	if a == nil || !ok {
@@ -1177,7 +1249,7 @@ func (c *coord) relay(from int, f *Frame) {
 		}
 	}
 	for range copies {
-		c.sendTo(dst, f)
+		c.sendRaw(dst, f, raw)
 	}
 }
 
@@ -1402,12 +1474,36 @@ func (c *coord) report() {
 	}
 	sort.Float64s(c.lat)
 	r.LatencyMS = pcts(c.lat)
+	_, inProcess := c.opt.Spawn.(*GoSpawner)
+	if c.cpu == 0 && !c.start.IsZero() {
+		c.cpu = processCPU() - c.cpu0 // interrupted
+	}
+	r.CPU.InProcess = inProcess
+	if c.finished > 0 {
+		r.CPU.CoordinatorUS = round3(float64(c.cpu.Microseconds()) / float64(c.finished))
+	}
+	sf := strandedFigures(c.strands, len(c.ws), c.opt.Scale)
+	r.StrandedSourceBlockSeconds, r.StrandedSourcePeak = sf.totalBS, sf.totalPeak
+	var from, to int64
+	if !c.start.IsZero() {
+		from, to = c.start.Sub(c.epoch).Microseconds(), c.end.Sub(c.epoch).Microseconds()
+	}
 	for _, cw := range c.ws {
 		if cw.ledger == nil {
 			r.Leaks = append(r.Leaks, fmt.Sprintf("worker %d (gen %d) sent no ledger", cw.w, cw.gen))
 			continue
 		}
 		cw.ledger.NoWork = c.noWork(cw, cw.ledger)
+		if cw.ledger.Series == nil {
+			cw.ledger.Series = map[string]PeakMean{}
+		}
+		for _, i := range routerMetrics {
+			cw.ledger.Series[cluster.WorkerMetrics[i]] = c.booked[cw.w][i].over(from, to)
+		}
+		cw.ledger.StrandedSourceBlockSeconds, cw.ledger.StrandedSourcePeak = sf.blockSeconds[cw.w], sf.peak[cw.w]
+		if !inProcess && c.finished > 0 {
+			r.CPU.WorkersUS += float64(cw.ledger.CPUUS) / float64(c.finished)
+		}
 		r.Workers = append(r.Workers, *cw.ledger)
 		if h := cw.ledger.Held(); h != "" {
 			r.Leaks = append(r.Leaks, fmt.Sprintf("worker %d holds %s", cw.w, h))
@@ -1424,6 +1520,7 @@ func (c *coord) report() {
 			r.Leaks = append(r.Leaks, fmt.Sprintf("the routers still book on worker %d: owned %d, prefill_tokens %d, booked %d", w, rl.Owned, rl.PrefillTokens, rl.Booked))
 		}
 	}
+	r.CPU.WorkersUS = round3(r.CPU.WorkersUS)
 	r.Scale = c.opt.Scale
 	r.Lateness = Lateness{}
 	r.Lateness.merge(&c.late)

@@ -7,25 +7,34 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/handoffcheck/handoffcheck/checker/system"
+	"github.com/handoffcheck/handoffcheck/model"
 )
 
-// The wire format, version 1 (docs/live.md states it for other
+// The wire format, version 2 (docs/live.md states it for other
 // implementations). Every frame is
 //
 //	uint32 big-endian N   the length of what follows, 2 to MaxFrame
 //	uint8  version        FrameVersion
 //	uint8  kind           one of the kinds of the table frameKinds
-//	N-2 bytes body        one JSON object, its fields those of Frame
+//	N-2 bytes body        its fields, each a tag byte and a value, the
+//	                      tags in increasing order (the table fieldTags)
 //
 // The version and kind come before the body so that a reader refuses a
-// frame it cannot read before it parses anything. The body is JSON
-// because every language reads it and the frames are small (under 300
-// bytes); a body with an unknown field, a missing required field or
+// frame it cannot read before it parses anything. The body is binary
+// because the coordinator relays every fact and probe between workers:
+// with JSON bodies a third of its time went into decoding them and a
+// tenth into encoding them again, and the workers' frames cost them a
+// tenth more. A value is a zigzag varint (a number), a uvarint length
+// and that many bytes (a name; the ledger, whose bytes are a JSON
+// object), or four varints (the request). A body with an unknown tag, a
+// tag out of order, a value cut short, a missing required field or
 // trailing bytes is refused, and so is the whole connection.
 
 // FrameVersion is the version byte of every frame this package writes
 // and the only one it reads.
-const FrameVersion = 1
+const FrameVersion = 2
 
 // MaxFrame bounds N: 64 KiB, far more than any frame needs.
 const MaxFrame = 64 << 10
@@ -136,34 +145,98 @@ func (k Kind) String() string {
 // Frame is one frame. Gen is the sender's generation; PeerGen, where
 // given, the generation the sender believes the receiver's side has.
 type Frame struct {
-	Kind    Kind         `json:"-"`
-	Attempt string       `json:"attempt,omitempty"`
-	Gen     int64        `json:"gen,omitempty"`
-	PeerGen int64        `json:"peer_gen,omitempty"`
-	Role    string       `json:"role,omitempty"`
-	Index   int          `json:"index,omitempty"`
-	Stage   string       `json:"stage,omitempty"`
-	Request *RequestInfo `json:"request,omitempty"`
-	To      string       `json:"to,omitempty"`
-	Side    string       `json:"side,omitempty"`
-	Msg     string       `json:"msg,omitempty"`
-	Reg     string       `json:"reg,omitempty"`
-	Hold    string       `json:"hold,omitempty"`
-	Outcome string       `json:"outcome,omitempty"`
-	Fault   string       `json:"fault,omitempty"`
-	Ledger  *Ledger      `json:"ledger,omitempty"`
+	Kind    Kind
+	Attempt string
+	Gen     int64
+	PeerGen int64
+	Role    string
+	Index   int
+	Stage   string
+	Request *RequestInfo
+	To      string
+	Side    string
+	Msg     string
+	Reg     string
+	Hold    string
+	Outcome string
+	Fault   string
+	Ledger  *Ledger
 	// SentUS is when the frame was sent, microseconds from the run's
 	// epoch (0: not said): the receiver counts how late it came.
-	SentUS int64 `json:"sent_us,omitempty"`
+	SentUS int64
+	// FromUS and ToUS are a span, microseconds from the run's epoch: on
+	// a source's outcome, when the attempt's source KV was stranded as
+	// its window saw it (cluster.StrandedSource; 0: never), Blocks of
+	// them; on a drain, the run's span from its first arrival to its
+	// last attempt's end, over which a worker averages its metrics.
+	FromUS int64
+	ToUS   int64
+	Blocks int64
+	// DecodeReadyUS, on a destination's outcome, is when its decode
+	// stopped waiting (it reserved, activated or finished; 0: never
+	// waited), microseconds from the epoch: the source's stranding, which
+	// its window cannot see end there, ends there.
+	DecodeReadyUS int64
 }
 
 // RequestInfo is what a worker needs of a request: its index, its
 // attempt's number, its sizes.
 type RequestInfo struct {
-	Index        int   `json:"index"`
-	Try          int   `json:"try"`
-	PromptTokens int64 `json:"prompt_tokens"`
-	OutputTokens int64 `json:"output_tokens"`
+	Index        int
+	Try          int
+	PromptTokens int64
+	OutputTokens int64
+}
+
+// The tags of a body's fields, in the order a body lists them.
+const (
+	_ byte = iota
+	tAttempt
+	tGen
+	tPeerGen
+	tRole
+	tIndex
+	tStage
+	tRequest
+	tTo
+	tSide
+	tMsg
+	tReg
+	tHold
+	tOutcome
+	tFault
+	tLedger
+	tSentUS
+	tFrom
+	tToUS
+	tBlocks
+	tDecodeReady
+	numTags
+)
+
+// fieldTags names each tag's field, as the table frameKinds requires it
+// and a refusal says it.
+var fieldTags = [numTags]string{
+	tAttempt: "attempt", tGen: "gen", tPeerGen: "peer_gen", tRole: "role", tIndex: "index", tStage: "stage",
+	tRequest: "request", tTo: "to", tSide: "side", tMsg: "msg", tReg: "reg", tHold: "hold", tOutcome: "outcome",
+	tFault: "fault", tLedger: "ledger", tSentUS: "sent_us", tFrom: "from_us", tToUS: "to_us",
+	tBlocks: "blocks", tDecodeReady: "decode_ready_us",
+}
+
+func appendName(b []byte, tag byte, s string) []byte {
+	if s == "" {
+		return b
+	}
+	b = append(b, tag)
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendInt(b []byte, tag byte, v int64) []byte {
+	if v == 0 {
+		return b
+	}
+	return binary.AppendVarint(append(b, tag), v)
 }
 
 // AppendFrame appends f's encoding to b.
@@ -171,34 +244,76 @@ func AppendFrame(b []byte, f *Frame) ([]byte, error) {
 	if f.Kind == 0 || f.Kind >= numKinds {
 		return b, fmt.Errorf("%w: kind %d", ErrFrame, f.Kind)
 	}
-	body, err := json.Marshal(f)
-	if err != nil {
-		return b, err
+	at := len(b)
+	b = append(b, 0, 0, 0, 0, FrameVersion, byte(f.Kind))
+	b = appendName(b, tAttempt, f.Attempt)
+	b = appendInt(b, tGen, f.Gen)
+	b = appendInt(b, tPeerGen, f.PeerGen)
+	b = appendName(b, tRole, f.Role)
+	b = appendInt(b, tIndex, int64(f.Index))
+	b = appendName(b, tStage, f.Stage)
+	if r := f.Request; r != nil {
+		b = append(b, tRequest)
+		b = binary.AppendVarint(b, int64(r.Index))
+		b = binary.AppendVarint(b, int64(r.Try))
+		b = binary.AppendVarint(b, r.PromptTokens)
+		b = binary.AppendVarint(b, r.OutputTokens)
 	}
-	n := 2 + len(body)
+	b = appendName(b, tTo, f.To)
+	b = appendName(b, tSide, f.Side)
+	b = appendName(b, tMsg, f.Msg)
+	b = appendName(b, tReg, f.Reg)
+	b = appendName(b, tHold, f.Hold)
+	b = appendName(b, tOutcome, f.Outcome)
+	b = appendName(b, tFault, f.Fault)
+	if f.Ledger != nil {
+		l, err := json.Marshal(f.Ledger)
+		if err != nil {
+			return b[:at], err
+		}
+		b = append(b, tLedger)
+		b = binary.AppendUvarint(b, uint64(len(l)))
+		b = append(b, l...)
+	}
+	b = appendInt(b, tSentUS, f.SentUS)
+	b = appendInt(b, tFrom, f.FromUS)
+	b = appendInt(b, tToUS, f.ToUS)
+	b = appendInt(b, tBlocks, f.Blocks)
+	b = appendInt(b, tDecodeReady, f.DecodeReadyUS)
+	n := len(b) - at - 4
 	if n > MaxFrame {
-		return b, fmt.Errorf("%w: %s frame of %d bytes, more than %d", ErrFrame, f.Kind, n, MaxFrame)
+		return b[:at], fmt.Errorf("%w: %s frame of %d bytes, more than %d", ErrFrame, f.Kind, n, MaxFrame)
 	}
-	b = binary.BigEndian.AppendUint32(b, uint32(n))
-	b = append(b, FrameVersion, byte(f.Kind))
-	return append(b, body...), nil
+	binary.BigEndian.PutUint32(b[at:], uint32(n))
+	return b, nil
 }
 
 // ReadFrame reads one frame. It returns io.EOF at a clean end between
 // frames; a frame cut short, too long, of another version or kind, or
 // whose body does not decode wraps ErrFrame, and the connection must be
-// closed: nothing after it can be trusted to start a frame.
+// closed: nothing after it can be trusted to start a frame. buf is
+// reused for the frame's bytes (returned: version, kind, body).
 func ReadFrame(r io.Reader, buf []byte) (Frame, []byte, error) {
+	buf, err := readRaw(r, buf)
+	if err != nil {
+		return Frame{}, buf, err
+	}
+	f, err := DecodeFrame(buf)
+	return f, buf, err
+}
+
+// readRaw reads one frame's bytes after its length into buf.
+func readRaw(r io.Reader, buf []byte) ([]byte, error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		if err == io.ErrUnexpectedEOF {
-			return Frame{}, buf, fmt.Errorf("%w: cut short in its length", ErrFrame)
+			return buf, fmt.Errorf("%w: cut short in its length", ErrFrame)
 		}
-		return Frame{}, buf, err // the end, or the connection broke
+		return buf, err // the end, or the connection broke
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
 	if n < 2 || n > MaxFrame {
-		return Frame{}, buf, fmt.Errorf("%w: length %d, want 2 to %d", ErrFrame, n, MaxFrame)
+		return buf, fmt.Errorf("%w: length %d, want 2 to %d", ErrFrame, n, MaxFrame)
 	}
 	if cap(buf) < int(n) {
 		buf = make([]byte, n)
@@ -206,12 +321,83 @@ func ReadFrame(r io.Reader, buf []byte) (Frame, []byte, error) {
 	buf = buf[:n]
 	if k, err := io.ReadFull(r, buf); err != nil {
 		if err == io.ErrUnexpectedEOF || err == io.EOF {
-			return Frame{}, buf, fmt.Errorf("%w: cut short: %d bytes announced, %d came", ErrFrame, n, k)
+			return buf, fmt.Errorf("%w: cut short: %d bytes announced, %d came", ErrFrame, n, k)
 		}
-		return Frame{}, buf, err
+		return buf, err
 	}
-	f, err := DecodeFrame(buf)
-	return f, buf, err
+	return buf, nil
+}
+
+// names are the names frames carry often (sides, stages, facts,
+// registrations, holds, outcomes, faults): a name read from a body is
+// one of these strings when it can be, so that reading it allocates
+// nothing.
+var names = func() map[string]string {
+	m := map[string]string{}
+	add := func(s string) { m[s] = s }
+	for _, s := range []string{"source", "destination", "prefill", "decode", "none", "now"} {
+		add(s)
+	}
+	for i := 1; i < int(model.NumMsgs); i++ {
+		add(model.Msg(i).String())
+	}
+	for r := model.RegNone; r <= model.RegClosed; r++ {
+		add(r.String())
+	}
+	for h := model.SrcNone; h <= model.SrcPinned; h++ {
+		add(h.String())
+	}
+	for h := model.DstNone; h <= model.DstActive; h++ {
+		add(h.String())
+	}
+	for o := model.OutcomeNone; o <= model.OutcomeForgotten; o++ {
+		add(o.String())
+	}
+	for k := range system.FaultKinds {
+		add(system.Fault(k).String())
+	}
+	return m
+}()
+
+// body reads a frame's body.
+type body struct {
+	b   []byte
+	err error
+}
+
+func (d *body) fail(tag byte, what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%s %s", fieldTags[tag], what)
+	}
+}
+
+func (d *body) int(tag byte) int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail(tag, "cut short or out of range")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *body) bytes(tag byte) []byte {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 || v > uint64(len(d.b)-n) {
+		d.fail(tag, "cut short")
+		return nil
+	}
+	out := d.b[n : n+int(v)]
+	d.b = d.b[n+int(v):]
+	return out
+}
+
+func (d *body) name(tag byte) string {
+	b := d.bytes(tag)
+	if s, ok := names[string(b)]; ok {
+		return s
+	}
+	return string(b)
 }
 
 // DecodeFrame decodes what follows a frame's length: version, kind, body.
@@ -226,19 +412,91 @@ func DecodeFrame(b []byte) (Frame, error) {
 	if k == 0 || k >= numKinds {
 		return Frame{}, fmt.Errorf("%w: kind %d, want 1 to %d", ErrFrame, k, numKinds-1)
 	}
-	var f Frame
-	dec := json.NewDecoder(bytes.NewReader(b[2:]))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		return Frame{}, fmt.Errorf("%w: %s body: %v", ErrFrame, k, err)
+	f := Frame{Kind: k}
+	d := body{b: b[2:]}
+	var last byte
+	for len(d.b) > 0 && d.err == nil {
+		tag := d.b[0]
+		d.b = d.b[1:]
+		if tag == 0 || tag >= numTags {
+			return Frame{}, fmt.Errorf("%w: %s body: unknown field tag %d", ErrFrame, k, tag)
+		}
+		if tag <= last {
+			return Frame{}, fmt.Errorf("%w: %s body: field %s after %s, want the fields in tag order, each once", ErrFrame, k, fieldTags[tag], fieldTags[last])
+		}
+		last = tag
+		switch tag {
+		case tAttempt:
+			f.Attempt = string(d.bytes(tag))
+		case tGen:
+			f.Gen = d.int(tag)
+		case tPeerGen:
+			f.PeerGen = d.int(tag)
+		case tRole:
+			f.Role = d.name(tag)
+		case tIndex:
+			v := d.int(tag)
+			if v != int64(int32(v)) {
+				d.fail(tag, "out of range")
+			}
+			f.Index = int(v)
+		case tStage:
+			f.Stage = d.name(tag)
+		case tRequest:
+			var r RequestInfo
+			idx, try := d.int(tag), d.int(tag)
+			r.PromptTokens, r.OutputTokens = d.int(tag), d.int(tag)
+			if idx != int64(int32(idx)) || try != int64(int32(try)) {
+				d.fail(tag, "out of range")
+			}
+			r.Index, r.Try = int(idx), int(try)
+			f.Request = &r
+		case tTo:
+			f.To = d.name(tag)
+		case tSide:
+			f.Side = d.name(tag)
+		case tMsg:
+			f.Msg = d.name(tag)
+		case tReg:
+			f.Reg = d.name(tag)
+		case tHold:
+			f.Hold = d.name(tag)
+		case tOutcome:
+			f.Outcome = d.name(tag)
+		case tFault:
+			f.Fault = d.name(tag)
+		case tLedger:
+			lb := d.bytes(tag)
+			if d.err != nil {
+				break
+			}
+			var l Ledger
+			dec := json.NewDecoder(bytes.NewReader(lb))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&l); err != nil {
+				d.fail(tag, fmt.Sprintf("not a ledger: %v", err))
+				break
+			}
+			if _, err := dec.Token(); err != io.EOF {
+				d.fail(tag, "not a ledger: bytes after the object")
+				break
+			}
+			f.Ledger = &l
+		case tSentUS:
+			f.SentUS = d.int(tag)
+		case tFrom:
+			f.FromUS = d.int(tag)
+		case tToUS:
+			f.ToUS = d.int(tag)
+		case tBlocks:
+			f.Blocks = d.int(tag)
+		case tDecodeReady:
+			f.DecodeReadyUS = d.int(tag)
+		}
 	}
-	if dec.More() {
-		return Frame{}, fmt.Errorf("%w: %s body: bytes after the object", ErrFrame, k)
+	if d.err != nil {
+		return Frame{}, fmt.Errorf("%w: %s body: %v", ErrFrame, k, d.err)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return Frame{}, fmt.Errorf("%w: %s body: bytes after the object", ErrFrame, k)
-	}
-	f.Kind = k
 	for _, field := range frameKinds[k].need {
 		if !f.has(field) {
 			return Frame{}, fmt.Errorf("%w: %s frame without %q", ErrFrame, k, field)
@@ -286,8 +544,8 @@ func (f *Frame) check() error {
 	switch {
 	case f.Gen < 0 || f.PeerGen < 0:
 		return fmt.Errorf("negative generation")
-	case f.SentUS < 0:
-		return fmt.Errorf("negative sent_us")
+	case f.SentUS < 0 || f.FromUS < 0 || f.ToUS < 0 || f.Blocks < 0 || f.DecodeReadyUS < 0:
+		return fmt.Errorf("negative time or block count")
 	case f.Index < 0:
 		return fmt.Errorf("negative index")
 	case len(f.Attempt) > 256:

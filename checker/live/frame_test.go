@@ -22,10 +22,21 @@ func encode(t testing.TB, f *Frame) []byte {
 }
 
 // raw is a frame of the given version, kind and body, its length right.
-func raw(version, kind byte, body string) []byte {
-	b := binary.BigEndian.AppendUint32(nil, uint32(2+len(body)))
-	return append(append(b, version, kind), body...)
+func raw(version, kind byte, body ...[]byte) []byte {
+	var bb []byte
+	for _, f := range body {
+		bb = append(bb, f...)
+	}
+	b := binary.BigEndian.AppendUint32(nil, uint32(2+len(bb)))
+	return append(append(b, version, kind), bb...)
 }
+
+// name and num are a body's fields.
+func name(tag byte, s string) []byte {
+	return append(binary.AppendUvarint([]byte{tag}, uint64(len(s))), s...)
+}
+
+func num(tag byte, v int64) []byte { return binary.AppendVarint([]byte{tag}, v) }
 
 func TestFrame_RoundTrip(t *testing.T) {
 	frames := []Frame{
@@ -68,19 +79,24 @@ func TestFrame_Refused(t *testing.T) {
 		in         []byte
 	}{
 		{"cut in its length", "cut short in its length", good[:3]},
-		{"cut in its body", "cut short: 18 bytes announced, 10 came", good[:14]},
+		{"cut in its body", "cut short: 6 bytes announced, 4 came", good[:8]},
 		{"oversized", "length 65537, want 2 to 65536", append(huge, 1, 4)},
 		{"too short", "length 1, want 2", []byte{0, 0, 0, 1, 1}},
-		{"other version", "version 2, this reader reads version 1", raw(2, byte(KCancel), `{"attempt":"r1"}`)},
-		{"unknown kind", "kind 99", raw(1, 99, `{}`)},
-		{"kind zero", "kind 0", raw(1, 0, `{}`)},
-		{"not JSON", "cancel body", raw(1, byte(KCancel), `{"attempt":`)},
-		{"unknown field", `unknown field "extra"`, raw(1, byte(KCancel), `{"attempt":"r1","extra":1}`)},
-		{"missing field", `cancel frame without "attempt"`, raw(1, byte(KCancel), `{}`)},
-		{"trailing bytes", "bytes after the object", raw(1, byte(KCancel), `{"attempt":"r1"} {}`)},
-		{"negative generation", "negative generation", raw(1, byte(KCancel), `{"attempt":"r1","gen":-1}`)},
-		{"bad request", "request out of range", raw(1, byte(KRoute), `{"attempt":"r1","stage":"prefill","request":{"index":0,"try":0,"prompt_tokens":0,"output_tokens":1}}`)},
-		{"long attempt", "attempt id of 300 bytes", raw(1, byte(KCancel), `{"attempt":"`+strings.Repeat("a", 300)+`"}`)},
+		{"other version", "version 1, this reader reads version 2", raw(1, byte(KCancel), name(tAttempt, "r1"))},
+		{"unknown kind", "kind 99", raw(2, 99)},
+		{"kind zero", "kind 0", raw(2, 0)},
+		{"unknown field", "cancel body: unknown field tag 99", raw(2, byte(KCancel), name(tAttempt, "r1"), []byte{99, 1})},
+		{"out of order", "cancel body: field attempt after gen, want the fields in tag order, each once", raw(2, byte(KCancel), num(tGen, 1), name(tAttempt, "r1"))},
+		{"twice", "cancel body: field attempt after attempt", raw(2, byte(KCancel), name(tAttempt, "r1"), name(tAttempt, "r2"))},
+		{"name cut short", "cancel body: attempt cut short", raw(2, byte(KCancel), []byte{tAttempt, 5, 'r'})},
+		{"number cut short", "cancel body: gen cut short or out of range", raw(2, byte(KCancel), name(tAttempt, "r1"), []byte{tGen, 0x80})},
+		{"missing field", `cancel frame without "attempt"`, raw(2, byte(KCancel))},
+		{"trailing bytes", "cancel body: unknown field tag 0", raw(2, byte(KCancel), name(tAttempt, "r1"), []byte{0})},
+		{"negative generation", "negative generation", raw(2, byte(KCancel), name(tAttempt, "r1"), num(tGen, -1))},
+		{"bad request", "request out of range", raw(2, byte(KRoute), name(tAttempt, "r1"), name(tStage, "prefill"), append(num(tRequest, 0), 0, 0, 2))},
+		{"long attempt", "attempt id of 300 bytes", raw(2, byte(KCancel), name(tAttempt, strings.Repeat("a", 300)))},
+		{"ledger not JSON", "ledger body: ledger not a ledger", raw(2, byte(KLedger), name(tLedger, `{"role":`))},
+		{"ledger unknown field", `ledger body: ledger not a ledger: json: unknown field "extra"`, raw(2, byte(KLedger), name(tLedger, `{"extra":1}`))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := ReadFrame(bytes.NewReader(tc.in), nil)
@@ -106,8 +122,8 @@ func FuzzDecodeFrame(f *testing.F) {
 		b, _ := AppendFrame(nil, &fr)
 		f.Add(b[4:])
 	}
-	f.Add([]byte{1, 3, '{', '}'})
-	f.Add([]byte{1})
+	f.Add([]byte{FrameVersion, byte(KFact), tAttempt, 1, 'r'})
+	f.Add([]byte{FrameVersion})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fr, err := DecodeFrame(b)
 		if err != nil {

@@ -79,6 +79,10 @@ func TestLiveKillRestart(t *testing.T) {
 			if rep.Failed == 0 || rep.FaultsStruck != 1 {
 				t.Errorf("the restart struck %d times and failed %d handoffs", rep.FaultsStruck, rep.Failed)
 			}
+			// Worker processes: the report measures their CPU apart.
+			if c := rep.CPU; c.InProcess || c.CoordinatorUS <= 0 || c.WorkersUS <= 0 {
+				t.Errorf("CPU per handoff %+v, want the coordinator's and the workers' processes measured", c)
+			}
 			if !rep.Clean {
 				rep.Write(os.Stderr)
 				t.Fatalf("leaks: %v", rep.Leaks)

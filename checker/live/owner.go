@@ -95,6 +95,11 @@ type stepper struct {
 	chk   *system.System
 	cov   *system.Coverage
 	lbls  []obslog.Label
+	cfg   *cluster.Config
+	// worlds are the prepared world configurations by prompt size.
+	worlds map[model.Tokens]*model.Config
+	// ms is the moves the window last asked about (enables) enables.
+	ms system.MoveSet
 }
 
 // newStepper steps windows of cfg with p's tables (nil: the generated
@@ -107,9 +112,49 @@ func newStepper(p *system.Protocol, cfg *cluster.Config) (*stepper, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &stepper{chk: chk, cov: system.NewCoverage(p.Spec())}
+	s := &stepper{chk: chk, cov: system.NewCoverage(p.Spec()), cfg: cfg, worlds: map[model.Tokens]*model.Config{}}
 	s.steps = cluster.NewStepper(chk, s.cov)
 	return s, nil
+}
+
+// enables says whether st enables m with its fault budget whole (as
+// Step asks it, refilling st's budget), and keeps the moves st enables
+// (enabled) until the next question. A worker asks it before a step:
+// the moves it scheduled for attempts waiting for room are refused when
+// another attempt took the room first, most of them under load, and a
+// refusal by Step costs an error's text; the moves st enables then are
+// the ones to schedule next.
+func (s *stepper) enables(st *system.State, m system.Move) bool {
+	st.B = s.chk.Budget()
+	s.chk.Enabled(st, &s.ms)
+	for i := 0; i < s.ms.N; i++ {
+		if s.ms.M[i] == m {
+			return true
+		}
+	}
+	return false
+}
+
+// enabled is the moves the state last asked about (enables) enables.
+func (s *stepper) enabled() []system.Move { return s.ms.M[:s.ms.N] }
+
+// world is the world configuration of an attempt of a prompt's size
+// (cluster.Config.AttemptWorld), prepared. Every attempt of that size
+// shares it: what differs between them in it is only what the window
+// shows held outside the attempt, which the window sets before each of
+// the attempt's steps (cluster.Window.Project), and a world
+// configuration is large enough that making one per attempt cost the
+// workers a tenth of their time.
+func (s *stepper) world(prompt model.Tokens) (*model.Config, error) {
+	if wc := s.worlds[prompt]; wc != nil {
+		return wc, nil
+	}
+	wc := s.cfg.AttemptWorld(prompt, 0)
+	if err := wc.Prepare(); err != nil {
+		return nil, err
+	}
+	s.worlds[prompt] = wc
+	return wc, nil
 }
 
 // take takes a move of a window: Step, which refuses a move the window

@@ -89,11 +89,11 @@ func TestCoordinator_BadConnections(t *testing.T) {
 			go func() {
 				defer close(sent)
 				for _, b := range [][]byte{
-					raw(1, byte(KHello), `{"role":"source","index":0,"gen":0,"extra":1}`),
-					append(binary.BigEndian.AppendUint32(nil, MaxFrame+1), 1, 1),
-					raw(1, byte(KHello), `{"role":"source"`)[:9],
-					raw(1, byte(KFact), `{"attempt":"r0","to":"source","msg":"ReaderCompleted"}`),
-					raw(1, byte(KHello), `{"role":"source","index":0,"gen":5}`),
+					raw(FrameVersion, byte(KHello), name(tRole, "source"), []byte{99, 1}),
+					append(binary.BigEndian.AppendUint32(nil, MaxFrame+1), FrameVersion, 1),
+					raw(FrameVersion, byte(KHello), name(tRole, "source"))[:9],
+					raw(FrameVersion, byte(KFact), name(tAttempt, "r0"), name(tTo, "source"), name(tMsg, "ReaderCompleted")),
+					raw(FrameVersion, byte(KHello), num(tGen, 5), name(tRole, "source")),
 				} {
 					c, err := net.Dial("tcp", addr)
 					if err != nil {
@@ -122,7 +122,7 @@ func TestCoordinator_BadConnections(t *testing.T) {
 	if !rep.Clean || rep.Succeeded != 20 {
 		t.Fatalf("the run lost something: %d succeeded, leaks %v", rep.Succeeded, rep.Leaks)
 	}
-	for _, want := range []string{`unknown field "extra"`, "length 65537", "cut short", "did not start with the hello"} {
+	for _, want := range []string{"unknown field tag 99", "length 65537", "cut short", "did not start with the hello"} {
 		if !strings.Contains(errs.String(), want) {
 			t.Errorf("the coordinator did not log %q:\n%s", want, errs.String())
 		}

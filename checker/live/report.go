@@ -2,6 +2,8 @@ package live
 
 import (
 	"fmt"
+
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"io"
 	"maps"
 	"math"
@@ -31,8 +33,19 @@ type Report struct {
 	Throughput float64 `json:"handoffs_per_s"`
 	// LatencyMS is the wall-clock time from a request's arrival to both
 	// sides' success, over the requests that succeeded.
-	LatencyMS Pcts       `json:"latency_ms"`
-	Proxy     ProxyCount `json:"proxy"`
+	LatencyMS Pcts `json:"latency_ms"`
+	// CPU is the CPU time the run took per finished handoff.
+	CPU   CPUCount   `json:"cpu_per_handoff"`
+	Proxy ProxyCount `json:"proxy"`
+	// StrandedSourceBlockSeconds and StrandedSourcePeak are the stranded
+	// source KV the handoff design is about: source blocks pinned after
+	// prefill compute finished while decode waits
+	// (cluster.StrandedSource), in block-seconds over the run (seconds of
+	// configured time, as the simulator's: the wall clock's divided by
+	// the time scale) and at the largest instant, summed over workers
+	// (each worker's are in Workers, with its metrics).
+	StrandedSourceBlockSeconds float64 `json:"stranded_source_block_seconds"`
+	StrandedSourcePeak         int64   `json:"stranded_source_peak_blocks"`
 	// Workers is each worker's ledger at the end, Routers the routers'
 	// ledgers of each worker.
 	Workers []Ledger       `json:"workers"`
@@ -58,6 +71,18 @@ type Report struct {
 	LateWhy      string    `json:"late_why,omitempty"`
 	Config       string    `json:"config"`
 	Logs         []string  `json:"logs"`
+}
+
+// CPUCount is the CPU time (user and system) a run took per finished
+// handoff, in microseconds: the coordinator's process from the first
+// arrival to the last attempt's end, and the workers' processes (their
+// last generations) from their hello to their ledgers. InProcess: the
+// workers ran in the coordinator's process (a test's GoSpawner), whose
+// figure then counts them too, and WorkersUS is not measured.
+type CPUCount struct {
+	CoordinatorUS float64 `json:"coordinator_us"`
+	WorkersUS     float64 `json:"workers_us"`
+	InProcess     bool    `json:"workers_in_process,omitempty"`
 }
 
 // ProxyCount is what the proxy did to the facts it relayed.
@@ -100,6 +125,11 @@ func (r *Report) Write(w io.Writer) {
 		r.Policy, r.Engine, r.Requests, r.Succeeded, r.Failed, r.Cancelled, r.Restarts)
 	fmt.Fprintf(w, "  %.0f handoffs/s over %.1f ms; latency p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms\n",
 		r.Throughput, r.ElapsedMS, r.LatencyMS.P50, r.LatencyMS.P90, r.LatencyMS.P99, r.LatencyMS.Max)
+	if r.CPU.InProcess {
+		fmt.Fprintf(w, "  CPU per handoff: %.0f µs (the coordinator with its workers, in one process)\n", r.CPU.CoordinatorUS)
+	} else {
+		fmt.Fprintf(w, "  CPU per handoff: %.0f µs, coordinator %.0f µs and workers %.0f µs\n", r.CPU.CoordinatorUS+r.CPU.WorkersUS, r.CPU.CoordinatorUS, r.CPU.WorkersUS)
+	}
 	fmt.Fprintf(w, "  time scale %g; lateness: events %s, frames %s; the deadlines absorb %.2f ms\n",
 		r.Scale, r.Lateness.Events.String(), r.Lateness.Frames.String(), float64(r.LateBudgetUS)/1000)
 	for i, s := range r.ScalesTried {
@@ -109,6 +139,7 @@ func (r *Report) Write(w io.Writer) {
 		fmt.Fprintf(w, "  TOO LATE: %s\n", r.LateWhy)
 	}
 	fmt.Fprintf(w, "  faults: %d of the plan struck; proxy: %d dropped, %d duplicated, %d delayed\n", r.FaultsStruck, r.Proxy.Dropped, r.Proxy.Duplicated, r.Proxy.Delayed)
+	fmt.Fprintf(w, "  stranded source KV (pinned after compute while decode waits): %.1f block-seconds, peak %d blocks\n", r.StrandedSourceBlockSeconds, r.StrandedSourcePeak)
 	for _, l := range r.Workers {
 		held := l.Held()
 		if held == "" {
@@ -125,6 +156,15 @@ func (r *Report) Write(w io.Writer) {
 		fmt.Fprintf(w, "  %s worker %d gen %d: %d attempts, %s; %s\n", l.Role, l.Worker, l.Gen, l.Attempts, refused, held)
 		if l.NoWork != "" {
 			fmt.Fprintf(w, "    %s\n", l.NoWork)
+		}
+		var ms []string
+		for _, name := range cluster.WorkerMetrics {
+			if pm, ok := l.Series[name]; ok {
+				ms = append(ms, fmt.Sprintf("%s peak %.0f mean %.1f", name, pm.Peak, pm.Mean))
+			}
+		}
+		if len(ms) > 0 {
+			fmt.Fprintf(w, "    %s; stranded source KV %.1f block-seconds, peak %d blocks\n", strings.Join(ms, ", "), l.StrandedSourceBlockSeconds, l.StrandedSourcePeak)
 		}
 		for _, a := range l.OpenAttempts {
 			fmt.Fprintf(w, "    open: %s\n", a)

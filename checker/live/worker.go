@@ -78,6 +78,22 @@ type Ledger struct {
 	NoWork string `json:"no_work,omitempty"`
 	// Lateness is how late the worker took its events and frames.
 	Lateness *Lateness `json:"lateness,omitempty"`
+	// Series is the handoff design's worker metrics over the run
+	// (cluster.WorkerMetrics), peak and time-weighted mean: the worker
+	// reports those of its own counters, the coordinator adds the
+	// router's booking. A worker restarted reports its last generation's.
+	Series map[string]PeakMean `json:"series,omitempty"`
+	// StrandedSourceBlockSeconds and StrandedSourcePeak are the stranded
+	// source KV on the worker (source blocks pinned after compute while
+	// decode waits), in block-seconds over the run and at the largest
+	// instant; the coordinator gives them.
+	StrandedSourceBlockSeconds float64 `json:"stranded_source_block_seconds"`
+	StrandedSourcePeak         int64   `json:"stranded_source_peak_blocks"`
+	// CPUUS is the CPU time (user and system, microseconds) the worker's
+	// process used from its hello to its ledger: its part of the run's
+	// CPU per handoff (Report.CPU). A worker run in the coordinator's
+	// process (GoSpawner) measures that whole process instead.
+	CPUUS int64 `json:"cpu_us"`
 }
 
 // Held lists what the ledger still holds, "" when nothing: blocks in use
@@ -140,6 +156,14 @@ type worker struct {
 	frozen          bool
 	draining        bool
 	late            Lateness
+	wbuf            []byte // send's buffer
+	// role is the worker's, metrics its metrics over time (those of its
+	// own counters), span the run's (from the drain) to average them over.
+	role    model.WorkerRole
+	metrics workerGauges
+	span    [2]int64
+	// cpu0 is the process's CPU time when it said hello.
+	cpu0 time.Duration
 }
 
 // attempt is one attempt as the worker knows it.
@@ -161,7 +185,8 @@ type attempt struct {
 	replied bool
 	xferDue bool
 	// m holds the planned faults this worker strikes for the attempt.
-	m       cluster.Marks
+	// (nil: none; most attempts have none, and the marks are large).
+	m       *cluster.Marks
 	trigger string // the log kind a planned restart waits for
 	gone    bool
 	// held: the coordinator holds the attempt (KHold) while a router
@@ -169,6 +194,11 @@ type attempt struct {
 	held   bool
 	heldEv []*wevent
 	heldFr []Frame
+	// strand is the stranded source KV as a source's window sees it
+	// (from, to, blocks); ready when a destination's window saw its
+	// decode stop waiting (decodeWaits). Microseconds from the epoch.
+	strand strand
+	ready  int64
 }
 
 // newWorker makes a worker's state, its log begun.
@@ -183,6 +213,7 @@ func newWorker(opt WorkerOptions) (*worker, error) {
 		w.errs = os.Stderr
 	}
 	w.k = model.Worker{Gen: model.Generation(opt.Gen), Free: opt.Config.Capacity(opt.Worker)}
+	w.role = opt.Config.Role(opt.Worker)
 	if opt.Log != nil {
 		w.log = obslog.AppendWriter(opt.Log, opt.Header)
 		// A later generation's worker_restarted line is the
@@ -210,6 +241,7 @@ func RunWorker(ctx context.Context, opt WorkerOptions) error {
 		conn.Close()
 	}()
 	w.out = bufio.NewWriterSize(conn, 64<<10)
+	w.cpu0 = processCPU()
 	w.send(&Frame{Kind: KHello, Role: sideNames[opt.Side], Index: opt.Worker, Gen: opt.Gen})
 	w.out.Flush()
 	in := make(chan Frame, 1024)
@@ -304,11 +336,12 @@ func (w *worker) dur(us int64) time.Duration {
 func (w *worker) send(f *Frame) {
 	f.Gen = w.opt.Gen
 	f.SentUS = max(w.now(), 1)
-	b, err := AppendFrame(nil, f)
+	b, err := AppendFrame(w.wbuf[:0], f)
 	if err != nil {
 		w.finding("cannot send %s: %v", f.Kind, err)
 		return
 	}
+	w.wbuf = b
 	w.out.Write(b)
 }
 
@@ -338,6 +371,7 @@ func (w *worker) frame(f *Frame) {
 	}
 	if f.Kind == KDrain {
 		w.draining = true
+		w.span = [2]int64{f.FromUS, f.ToUS}
 		if f.Outcome == "now" {
 			// The coordinator waited long enough: the ledgers as they are.
 			w.sendLedger()
@@ -451,8 +485,8 @@ func (w *worker) route(f *Frame) {
 		return
 	}
 	r := f.Request
-	wc := w.cfg.AttemptWorld(model.Tokens(r.PromptTokens), 0)
-	if err := wc.Prepare(); err != nil {
+	wc, err := w.world(model.Tokens(r.PromptTokens))
+	if err != nil {
 		w.finding("attempt %s: %v", f.Attempt, err)
 		return
 	}
@@ -575,6 +609,9 @@ func (w *worker) mark(a *attempt, f *Frame) {
 // phase, which changes nothing now.
 func (w *worker) setMark(a *attempt, f *Frame) bool {
 	if k, ok := system.ParseFault(f.Fault); ok {
+		if a.m == nil {
+			a.m = &cluster.Marks{}
+		}
 		if !a.m.MarkSide(k, w.mine) {
 			w.refuse("a fault a worker does not strike")
 			return false
@@ -610,6 +647,7 @@ func (w *worker) writeBack(a *attempt) {
 	w.sum = a.WriteBack(int(w.mine), w.sum, &hs)
 	old := w.k
 	w.k = a.st.W.W[w.mine]
+	w.metrics.set(w.now(), &w.k, w.role, ownMetrics)
 	if room(&w.k) > room(&old) || w.k.SlotsUsed < old.SlotsUsed || w.k.HeadroomUsed < old.HeadroomUsed {
 		w.offer()
 	}
@@ -621,6 +659,9 @@ func room(k *model.Worker) model.Blocks { return k.Free + k.Cached + k.Kept }
 // preconditions live in another process), logs it and settles.
 func (w *worker) do(a *attempt, m system.Move, force bool) bool {
 	w.project(a)
+	if !force && !w.enables(&a.st, m) {
+		return false
+	}
 	before := a.st
 	if !w.take(&a.st, m, force) {
 		return false
@@ -637,6 +678,7 @@ func (w *worker) settle(a *attempt, before *system.State, m system.Move) {
 		// The prefill stopped before its compute ended.
 		w.unbook(a)
 	}
+	w.stranding(a)
 	if before != nil {
 		b := &before.W.H[0]
 		w.observe(a, before, m)
@@ -649,7 +691,8 @@ func (w *worker) settle(a *attempt, before *system.State, m system.Move) {
 			w.send(&Frame{Kind: KAnnounce, Attempt: a.name})
 		}
 		if b.Outcome[w.mine] == model.OutcomeNone && x.Outcome[w.mine] != model.OutcomeNone {
-			w.send(&Frame{Kind: KOutcome, Attempt: a.name, Side: sideNames[w.mine], Outcome: x.Outcome[w.mine].String()})
+			w.send(&Frame{Kind: KOutcome, Attempt: a.name, Side: sideNames[w.mine], Outcome: x.Outcome[w.mine].String(),
+				FromUS: a.strand.from, ToUS: a.strand.to, Blocks: a.strand.blocks, DecodeReadyUS: a.ready})
 		}
 		w.timers(a, b, m)
 		if b.Xfer != model.XferRunning && x.Xfer == model.XferRunning && x.Runner == w.mine {
@@ -668,6 +711,30 @@ func (w *worker) settle(a *attempt, before *system.State, m system.Move) {
 	w.maybeRetire(a)
 	if strings.HasPrefix(a.trigger, "!") {
 		w.triggered(a)
+	}
+}
+
+// stranding follows, after a step, the stranded source KV as the
+// attempt's window shows it: on a source, whether its pinned blocks are
+// stranded (cluster.StrandedSource), on a destination, whether its
+// decode still waits. The outcome frame tells the coordinator.
+func (w *worker) stranding(a *attempt) {
+	x := &a.st.W.H[0]
+	s := &a.strand
+	if w.mine == model.DestinationSide {
+		if a.ready == 0 && !decodeWaits(x) {
+			a.ready = w.now()
+		}
+		return
+	}
+	b := int64(cluster.StrandedSource(x, a.Hold[model.SourceSide]))
+	switch {
+	case b > 0 && s.from == 0:
+		s.from, s.blocks = w.now(), b
+	case b > 0 && s.to == 0:
+		s.blocks = max(s.blocks, b)
+	case b == 0 && s.from > 0 && s.to == 0:
+		s.to = w.now()
 	}
 }
 
@@ -709,14 +776,29 @@ func (w *worker) schedule(a *attempt) {
 	// One buffer serves every call: each path below that steps (and so
 	// may schedule again) returns at once, without reading moves after.
 	w.moves = w.chk.MovesInto(&a.st, w.moves[:0])
+	w.scheduleMoves(a)
+}
+
+// scheduleRefused schedules an attempt whose move do just refused: the
+// moves its window enables are the ones the refusal found (enables),
+// its window unchanged since.
+func (w *worker) scheduleRefused(a *attempt) {
+	w.moves = append(w.moves[:0], w.enabled()...)
+	w.scheduleMoves(a)
+}
+
+// scheduleMoves schedules an attempt whose window enables w.moves.
+func (w *worker) scheduleMoves(a *attempt) {
 	moves := w.moves
 	x := &a.st.W.H[0]
-	if m, k, ok := a.m.Offered(moves, w.strikesHere); ok {
-		w.struck(a, k.String())
-		w.do(a, m, false)
-		return
+	if a.m != nil {
+		if m, k, ok := a.m.Offered(moves, w.strikesHere); ok {
+			w.struck(a, k.String())
+			w.do(a, m, false)
+			return
+		}
 	}
-	if now, _ := cluster.HangStrikes(x); now && x.Runner == w.mine && a.m.Spend(system.Hang, w.mine) {
+	if now, _ := cluster.HangStrikes(x); now && x.Runner == w.mine && a.m != nil && a.m.Spend(system.Hang, w.mine) {
 		// The runner's transfer hangs: from now on it ends only by
 		// failing, once a registration it uses is no longer valid. The
 		// hang is forced: the window holds the peer's side only as this
@@ -835,7 +917,7 @@ func (w *worker) startTransfer(a *attempt) {
 	a.replied, a.xferDue = false, false
 	w.send(&Frame{Kind: KProbe, Attempt: a.name, To: sideNames[w.mine.Other()], PeerGen: max(a.peerGen, 0)})
 	d := w.dur(w.cfg.TransferUS(a.Cfg, a.st.W.H[0].PrefixGone&2 != 0))
-	if a.m.Replaces(system.MvTransfer) {
+	if a.m != nil && a.m.Replaces(system.MvTransfer) {
 		d = 0
 	}
 	w.push(&wevent{at: time.Now().Add(d), kind: wXfer, a: a, ver: a.xferV})
@@ -848,7 +930,7 @@ func (w *worker) maybeEndTransfer(a *attempt) {
 	if x.Xfer != model.XferRunning || x.Runner != w.mine {
 		return
 	}
-	if a.xferDue {
+	if a.xferDue && a.m != nil {
 		if f, k, ok := a.m.Instead(system.Move{Kind: system.MvTransfer, H: 0}); ok && w.do(a, f, false) {
 			w.struck(a, k.String())
 			return
@@ -936,7 +1018,11 @@ func (w *worker) sendLedger() {
 		Free: int64(k.Free), Cached: int64(k.Cached), Kept: int64(k.Kept), Active: int64(k.Active), Pinned: int64(k.Pinned),
 		Reserved: int64(k.Reserved), Slots: int64(k.SlotsUsed), Headroom: int64(k.HeadroomUsed), InFlight: int64(k.InFlight),
 		Owned: int64(k.Owned), PrefillTokens: int64(k.PrefillTokens), Booked: int64(k.BookedBlocks), Stored: int64(k.StoredBlocks),
-		Open: len(w.atts), Attempts: w.hosted, Refused: w.refused, RefusedWhy: w.refusedWhy, Findings: w.findings, Lateness: &w.late}
+		Open: len(w.atts), Attempts: w.hosted, Refused: w.refused, RefusedWhy: w.refusedWhy, Findings: w.findings, Lateness: &w.late,
+		Series: map[string]PeakMean{}, CPUUS: (processCPU() - w.cpu0).Microseconds()}
+	for _, i := range ownMetrics {
+		l.Series[cluster.WorkerMetrics[i]] = w.metrics[i].over(w.span[0], w.span[1])
+	}
 	names := make([]string, 0, len(w.atts))
 	for name := range w.atts {
 		names = append(names, name)
@@ -1032,7 +1118,7 @@ func (w *worker) runDue() {
 				w.unbook(a)
 			}
 			if !w.do(a, e.m, false) {
-				w.schedule(a)
+				w.scheduleRefused(a)
 				w.maybeRetire(a)
 			}
 		case wTimer:
