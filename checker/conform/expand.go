@@ -305,7 +305,9 @@ func (j *judge) movesOf(n *node) (system.State, []system.Move) {
 			j.moves = append(j.moves, cluster.Evict(sd))
 		}
 	}
-	moves := make([]system.Move, 0, len(j.moves))
+	// Filtered in place: a caller is done with the moves before it asks
+	// for another node's.
+	moves := j.moves[:0]
 	for _, m := range j.moves {
 		switch m.Kind {
 		case system.MvRestart, system.MvOccupy, system.MvFreeBackground:

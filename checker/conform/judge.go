@@ -58,8 +58,21 @@ type judge struct {
 	// hit: attempts of one size share one, so their states compare equal
 	// and greedy's searches are remembered across them (memo).
 	worlds map[[2]int64]*model.Config
-	memo   map[uint64][]*greedyMemo
-	memoN  int
+	// memo holds greedy's searches: by the hash of their key, one more
+	// than the index in memoTab of the latest (the others chained by
+	// next). memoTab is reused when it fills.
+	memo    map[uint64]int32
+	memoTab []greedyMemo
+	memoN   int
+
+	// The pools of nodes and states (newNode, own, free), and greedy's
+	// search's buffers: what a fact costs stays off the heap.
+	freeNodes  []*node
+	freeStates []*system.State
+	scratch    []*node // the nodes a greedy search made
+	frontier   []*node
+	next       []*node
+	seen       visited
 }
 
 type procState struct {
@@ -162,7 +175,7 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInput, err)
 	}
 	j := &judge{h: h, cfg: &c, chk: chk, bound: opt.Bound, maxF: opt.MaxFaults, open: opt.Open,
-		procs: make([]procState, len(h.Processes)), att: map[string]*attempt{}, gone: map[string]finished{}, held: map[string]*obslog.Fact{}, worlds: map[[2]int64]*model.Config{}, memo: map[uint64][]*greedyMemo{}, cov: system.NewCoverage(p.Spec())}
+		procs: make([]procState, len(h.Processes)), att: map[string]*attempt{}, gone: map[string]finished{}, held: map[string]*obslog.Fact{}, worlds: map[[2]int64]*model.Config{}, memo: map[uint64]int32{}, cov: system.NewCoverage(p.Spec())}
 	if j.bound <= 0 {
 		j.bound = DefaultBound
 	}
