@@ -159,9 +159,11 @@ type memoStep struct {
 // the attempt's processes record.
 type memoKey struct {
 	hash uint64
-	// size is the attempt's prompt and prefix hit: a state's hash leaves
-	// out its configuration.
+	// size is the attempt's prompt and prefix hit, and world the
+	// incarnation of its configuration: a state's hash leaves out its
+	// configuration.
 	size       [2]int64
+	world      uint64
 	owed       [maxOwed]obslog.Label
 	owedN      uint8
 	kind       obslog.Kind
@@ -176,7 +178,7 @@ type memoKey struct {
 }
 
 func (j *judge) memoKey(a *attempt, n *node, f *obslog.Fact) memoKey {
-	k := memoKey{size: [2]int64{a.prompt, a.hit}, owed: n.owed, owedN: n.owedN, kind: f.Kind, stage: f.Stage, outcome: f.Outcome, timer: f.Timer, side: 2, p: a.p >= 0, d: a.d >= 0}
+	k := memoKey{size: [2]int64{a.prompt, a.hit}, world: a.world.id, owed: n.owed, owedN: n.owedN, kind: f.Kind, stage: f.Stage, outcome: f.Outcome, timer: f.Timer, side: 2, p: a.p >= 0, d: a.d >= 0}
 	for i, g := range obslog.Kinds[f.Kind].Figures {
 		if f.HasFigure(g) {
 			k.has |= 1 << i

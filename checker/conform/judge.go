@@ -57,7 +57,10 @@ type judge struct {
 	// worlds is the attempts' world configurations by prompt and prefix
 	// hit: attempts of one size share one, so their states compare equal
 	// and greedy's searches are remembered across them (memo).
-	worlds map[[2]int64]*model.Config
+	worlds     map[[2]int64]*world
+	freeWorlds []*world
+	worldN     uint64
+	tmpl       model.Config // the cluster's AttemptWorld, for fillWorld
 	// memo holds greedy's searches: by the hash of their key, one more
 	// than the index in memoTab of the latest (the others chained by
 	// next). memoTab is reused when it fills.
@@ -94,7 +97,8 @@ type attempt struct {
 	p, d    int
 	prompt  int64
 	hit     int64
-	wcfg    *model.Config
+	wcfg    *model.Config // world's
+	world   *world
 	slots   []slot
 	waiting []*node
 	// seen is the visited set of the full search: by a node's hash, the
@@ -175,7 +179,7 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInput, err)
 	}
 	j := &judge{h: h, cfg: &c, chk: chk, bound: opt.Bound, maxF: opt.MaxFaults, open: opt.Open,
-		procs: make([]procState, len(h.Processes)), att: map[string]*attempt{}, gone: map[string]finished{}, held: map[string]*obslog.Fact{}, worlds: map[[2]int64]*model.Config{}, memo: map[uint64]int32{}, cov: system.NewCoverage(p.Spec())}
+		procs: make([]procState, len(h.Processes)), att: map[string]*attempt{}, gone: map[string]finished{}, held: map[string]*obslog.Fact{}, worlds: map[[2]int64]*world{}, memo: map[uint64]int32{}, cov: system.NewCoverage(p.Spec())}
 	if j.bound <= 0 {
 		j.bound = DefaultBound
 	}
@@ -189,6 +193,7 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 		j.maxF = DefaultMaxFaults
 	}
 	j.stepper = cluster.NewStepper(j.chk, j.cov)
+	j.tmpl = *c.AttemptWorld(1, 0)
 	for i, pr := range h.Processes {
 		if pr.Role == obslog.RoleRouter {
 			j.routers = append(j.routers, i)
@@ -406,26 +411,14 @@ func (j *judge) add(a *attempt, f *obslog.Fact) bool {
 // restart (re)builds an attempt's world and searches it from the start
 // with every fact so far.
 func (j *judge) restart(a *attempt) bool {
-	size := [2]int64{a.prompt, a.hit}
-	cfg := j.worlds[size]
-	if cfg == nil {
-		cfg = j.cfg.AttemptWorld(model.Tokens(a.prompt), model.Tokens(a.hit))
-		// The worker may have queued the prefill for room: no fact says.
-		cfg.DeferAdmission = true
-		if err := cfg.Prepare(); err != nil {
-			f := a.last
-			j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f),
-				Detail: fmt.Sprintf("the attempt (%d prompt tokens) does not fit the configuration: %v", a.prompt, err)})
-			return false
-		}
-		if len(j.worlds) == maxWorlds {
-			// Many sizes: few attempts share one, and each configuration
-			// is kilobytes; the attempts keep theirs.
-			clear(j.worlds)
-		}
-		j.worlds[size] = cfg
+	w, err := j.world(a.prompt, a.hit)
+	if err != nil {
+		f := a.last
+		j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f),
+			Detail: fmt.Sprintf("the attempt (%d prompt tokens) does not fit the configuration: %v", a.prompt, err)})
+		return false
 	}
-	a.wcfg = cfg
+	j.enter(a, w)
 	if !a.full {
 		a.cur = j.root(a)
 		var all []*obslog.Fact
