@@ -95,15 +95,24 @@ func (j *judge) fillWorld(w *world, prompt, hit int64) {
 	w.cfg.DeferAdmission = true
 }
 
-// enter judges attempt a in world w from now on.
+// enter judges attempt a in world w from now on (a size learned late:
+// the prefix hit of its decode worker).
 func (j *judge) enter(a *attempt, w *world) {
 	if a.world == w {
 		return
 	}
-	if a.world != nil {
-		// Its nodes may still hold states of the world it leaves.
-		a.world.pinned = true
-		a.world.refs--
+	if old := a.world; old != nil {
+		if a.cur != nil {
+			// An explanation followed greedily is the only holder of
+			// the old world's states.
+			j.freeChain(a.cur)
+			a.cur = nil
+		}
+		// A full search's nodes (the furthest, for a report) may still
+		// hold states of the world it leaves.
+		old.pinned = old.pinned || a.full
+		old.refs--
+		j.release(old)
 	}
 	a.world, a.wcfg = w, &w.cfg
 	w.refs++
