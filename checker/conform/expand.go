@@ -138,6 +138,7 @@ func (j *judge) retire(a *attempt, n *node) {
 	// A copy of the id: the record must not keep what it was cut from.
 	j.gone[strings.Clone(a.id)] = e
 	j.leave(a)
+	j.freeFactsOf(a)
 }
 
 // stillRemoved is, for each side of a finished explanation, the blocks of

@@ -71,6 +71,7 @@ type judge struct {
 	// The pools of nodes and states (newNode, own, free), and greedy's
 	// search's buffers: what a fact costs stays off the heap.
 	freeNodes  []*node
+	freeFacts  []*obslog.Fact
 	freeStates []*system.State
 	scratch    []*node // the nodes a greedy search made
 	frontier   []*node
@@ -202,6 +203,35 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 	j.rep = Report{Verdict: Explained, Policy: h.Policy.String(), Engine: h.Engine.String(), Bound: j.bound, MaxFaults: j.maxF}
 	j.initLedgers(opt.Config != nil || h.Config != nil)
 	return j, nil
+}
+
+// newFact is a copy of f the judge may keep: from the facts of the
+// attempts it forgot (freeFacts), or new.
+func (j *judge) newFact(f *obslog.Fact) *obslog.Fact {
+	var p *obslog.Fact
+	if k := len(j.freeFacts); k > 0 {
+		p = j.freeFacts[k-1]
+		j.freeFacts = j.freeFacts[:k-1]
+	} else {
+		p = new(obslog.Fact)
+	}
+	*p = *f
+	return p
+}
+
+// freeFactsOf gives back the facts only a forgotten attempt held: all but
+// restarts, which reach every attempt open on their worker.
+func (j *judge) freeFactsOf(a *attempt) {
+	for _, sl := range a.slots {
+		for i, f := range sl.facts {
+			if f.Kind != obslog.WorkerRestarted {
+				*f = obslog.Fact{}
+				j.freeFacts = append(j.freeFacts, f)
+			}
+			sl.facts[i] = nil
+		}
+	}
+	a.last = nil
 }
 
 func (j *judge) report() *Report {
