@@ -27,7 +27,7 @@ func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 		if !firstOfItsProcess(n.owed[:n.owedN], i) || !matches(f, l) {
 			return false
 		}
-		a.cur = j.payOwed(n, i, s, f)
+		j.advance(a, j.payOwed(n, i, s, f))
 		return true
 	}
 	if f.Kind == obslog.WorkerRestarted {
@@ -44,7 +44,7 @@ func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 		c.pos[s]++
 		c.consumed++
 		c.fact = f
-		a.cur = c
+		j.advance(a, c)
 		return true
 	}
 	// Attempts of one size go through the same states: the search from
@@ -55,7 +55,7 @@ func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 			if !e.found {
 				return false
 			}
-			a.cur = j.memoReplay(n, e, s, f)
+			j.advance(a, j.memoReplay(n, e, s, f))
 			return true
 		}
 	}
@@ -79,7 +79,7 @@ func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 	}
 	slices.Reverse(e.steps)
 	e.owed, e.owedN, e.found = c.owed, c.owedN, true
-	a.cur = c
+	j.advance(a, c)
 	return true
 }
 
@@ -338,8 +338,14 @@ func (j *judge) flushQuiet(a *attempt, x *node, silent *[]*node) {
 
 // counted moves a greedily followed attempt's share of its workers'
 // ledgers to its explanation; false when that breaks CapacityRespected,
-// rejected at the attempt's last fact.
+// rejected at the attempt's last fact. An explanation whose state is the
+// one counted last (a fact it owed) holds what it held: every share that
+// grew was judged when it grew, and shares that shrank break nothing.
 func (j *judge) counted(a *attempt) bool {
+	if a.cur.st == a.countedSt {
+		return true
+	}
+	a.countedSt = a.cur.st
 	v := j.recount(a, a.cur)
 	if v == nil {
 		return true

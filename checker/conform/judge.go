@@ -75,6 +75,7 @@ type judge struct {
 	freeStates []*system.State
 	scratch    []*node // the nodes a greedy search made
 	frontier   []*node
+	path       []*node // tallyTo's
 	next       []*node
 	seen       visited
 }
@@ -116,6 +117,10 @@ type attempt struct {
 	// the full search rejects.
 	full    bool
 	cur     *node
+	// tally is what the explanation up to cur took unlogged (advance),
+	// and countedSt the state of cur the ledgers count (counted).
+	tally     tally
+	countedSt *system.State
 	cut     bool // the step bound cut the search at this level
 	everCut bool
 	fcut    bool // a fault was refused at this level
@@ -416,7 +421,7 @@ func (j *judge) add(a *attempt, f *obslog.Fact) bool {
 			return true
 		}
 		a.full = true
-		a.cur = nil
+		a.cur, a.countedSt = nil, nil
 		j.recount(a, nil)
 		return j.replay(a, nil)
 	}
@@ -450,7 +455,7 @@ func (j *judge) restart(a *attempt) bool {
 	}
 	j.enter(a, w)
 	if !a.full {
-		a.cur = j.root(a)
+		a.cur, a.tally, a.countedSt = j.root(a), tally{}, nil
 		var all []*obslog.Fact
 		for _, sl := range a.slots {
 			all = append(all, sl.facts...)

@@ -106,7 +106,7 @@ func (j *judge) enter(a *attempt, w *world) {
 			// An explanation followed greedily is the only holder of
 			// the old world's states.
 			j.freeChain(a.cur)
-			a.cur = nil
+			a.cur, a.countedSt = nil, nil
 		}
 		// A full search's nodes (the furthest, for a report) may still
 		// hold states of the world it leaves.
