@@ -115,17 +115,17 @@ type attempt struct {
 	// one of the full search's, found faster. When it cannot explain a
 	// fact, the attempt is searched in full from its first fact, and only
 	// the full search rejects.
-	full    bool
-	cur     *node
+	full bool
+	cur  *node
 	// tally is what the explanation up to cur took unlogged (advance),
 	// and countedSt the state of cur the ledgers count (counted).
 	tally     tally
 	countedSt *system.State
-	cut     bool // the step bound cut the search at this level
-	everCut bool
-	fcut    bool // a fault was refused at this level
-	last    *obslog.Fact
-	broken  *model.Violation // a step an explanation would need broke this
+	cut       bool // the step bound cut the search at this level
+	everCut   bool
+	fcut      bool // a fault was refused at this level
+	last      *obslog.Fact
+	broken    *model.Violation // a step an explanation would need broke this
 	// furthest is the explanations that explained the most facts, for
 	// the report when none goes further.
 	furthest []*node
