@@ -16,7 +16,12 @@ import (
 type node struct {
 	// st is the world and the machines; nodes that differ only in what
 	// they explained share it. stKey is its hash.
-	st       *system.State
+	st     *system.State
+	parent *node
+	// owns: st was taken from the judge's pool for this node alone (not
+	// shared with the node it came from), and goes back with it (free).
+	// (st, parent and owns lead: freeing a chain reads only them.)
+	owns     bool
 	stKey    uint64
 	pos      [maxSlots]uint16
 	owed     [maxOwed]obslog.Label
@@ -28,19 +33,15 @@ type node struct {
 	hungry bool
 	// depth is the steps and facts from the attempt's start: of two
 	// explanations of as many facts, a report shows the shorter.
-	depth  uint16
-	parent *node
-	fact   *obslog.Fact // the fact this node explained, or nil
-	move   system.Move  // the step that made this node (none: a fact owed)
+	depth uint16
+	fact  *obslog.Fact // the fact this node explained, or nil
+	move  system.Move  // the step that made this node (none: a fact owed)
 	// succ is, once the node was expanded, its logged steps: a node
 	// expanded again (a fact it may explain arrived) matches the fact
 	// against them without stepping the world again.
 	succ     []succ
 	labels   []obslog.Label
 	expanded bool
-	// owns: st was taken from the judge's pool for this node alone (not
-	// shared with the node it came from), and goes back with it (free).
-	owns bool
 	// onPath marks, for a moment, the nodes of the explanation a greedy
 	// search found, which its other nodes are freed around.
 	onPath bool
@@ -123,6 +124,7 @@ func (j *judge) own(n *node, st *system.State) {
 func (j *judge) root(a *attempt) *node {
 	st := j.stepper.Initial(a.wcfg)
 	n := j.newNode()
+	*n = node{}
 	j.own(n, &st)
 	n.stKey = j.stateKey(&st)
 	return n
@@ -143,12 +145,14 @@ func (j *judge) newNode() *node {
 }
 
 // free gives a node, and its state if it owns it, back to the pool.
-// Nothing may point to it any more.
+// Nothing may point to it any more. It is not cleared: whoever takes it
+// sets all of it (child, root), and what it points to is the pool's too
+// (nodes, states, facts) or nothing (a greedy node has no succ).
 func (j *judge) free(n *node) {
 	if n.owns {
 		j.freeStates = append(j.freeStates, n.st)
+		n.owns = false
 	}
-	*n = node{}
 	j.freeNodes = append(j.freeNodes, n)
 }
 
