@@ -157,7 +157,7 @@ func Judge(in []Input, opt Options) (*Report, error) {
 		if !ok {
 			break
 		}
-		if err := j.fact(&f); err != nil {
+		if err := j.fact(j.newFact(&f)); err != nil {
 			return nil, err
 		}
 	}

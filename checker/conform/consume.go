@@ -27,7 +27,7 @@ func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 		if !firstOfItsProcess(n.owed[:n.owedN], i) || !matches(f, l) {
 			return false
 		}
-		a.cur = j.payOwed(n, i, s, f)
+		j.advance(a, j.payOwed(n, i, s, f))
 		return true
 	}
 	if f.Kind == obslog.WorkerRestarted {
@@ -44,46 +44,88 @@ func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 		c.pos[s]++
 		c.consumed++
 		c.fact = f
-		a.cur = c
+		j.advance(a, c)
 		return true
 	}
 	// Attempts of one size go through the same states: the search from
 	// a state for a fact is done once and replayed (greedyMemo).
 	mk := j.memoKey(a, n, f)
-	for _, e := range j.memo[mk.hash] {
-		if e.key == mk && *e.from == *n.st {
-			if e.steps == nil {
+	for i := j.memo[mk.hash]; i != 0; i = j.memoTab[i-1].next {
+		if e := &j.memoTab[i-1]; e.key == mk && e.from == *n.st {
+			if !e.found {
 				return false
 			}
-			a.cur = j.memoReplay(n, e, s, f)
+			j.advance(a, j.memoReplay(n, e, s, f))
 			return true
 		}
 	}
-	e := &greedyMemo{key: mk, from: n.st}
 	if j.memoN == maxMemo {
 		clear(j.memo)
 		j.memoN = 0
 	}
-	j.memo[mk.hash] = append(j.memo[mk.hash], e)
+	if j.memoN == len(j.memoTab) {
+		j.memoTab = append(j.memoTab, greedyMemo{})
+	}
+	e := &j.memoTab[j.memoN]
+	*e = greedyMemo{key: mk, from: *n.st, steps: e.steps[:0], next: j.memo[mk.hash]}
 	j.memoN++
-	frontier := []*node{n}
-	var seen map[uint64][]*node
-	for depth := 0; len(frontier) > 0; depth++ {
-		var next []*node
+	j.memo[mk.hash] = int32(j.memoN)
+	c := j.greedySearch(a, n, f, s)
+	if c == nil {
+		return false
+	}
+	for y := c; y != n; y = y.parent {
+		e.steps = append(e.steps, memoStep{m: y.move, st: *y.st, stKey: y.stKey})
+	}
+	slices.Reverse(e.steps)
+	e.owed, e.owedN, e.found = c.owed, c.owedN, true
+	j.advance(a, c)
+	return true
+}
+
+// greedySearch searches breadth first from n for the first step that
+// explains f after unlogged steps (none of them a fault), and returns
+// the node it makes, or nil. The search's other nodes go back to the
+// pool.
+func (j *judge) greedySearch(a *attempt, n *node, f *obslog.Fact, s int) *node {
+	j.scratch = j.scratch[:0]
+	j.seen.reset()
+	frontier := append(j.frontier[:0], n)
+	var found *node
+	for depth := 0; len(frontier) > 0 && found == nil; depth++ {
+		next := j.next[:0]
 		for _, x := range frontier {
-			if c := j.explainStep(a, x, f, s, depth < j.bound, &next); c != nil {
-				for y := c; y != n; y = y.parent {
-					e.steps = append(e.steps, memoStep{m: y.move, st: y.st, stKey: y.stKey})
-				}
-				slices.Reverse(e.steps)
-				e.owed, e.owedN = c.owed, c.owedN
-				a.cur = c
-				return true
+			mark := len(next)
+			c := j.explainStep(a, x, f, s, depth < j.bound, &next)
+			j.scratch = append(j.scratch, next[mark:]...)
+			if c != nil {
+				found = c
+				break
 			}
 		}
-		frontier, seen = j.fresh(next, seen)
+		if found == nil {
+			next = j.freshIn(next, &j.seen)
+		}
+		j.frontier, j.next = next, frontier
+		frontier = next
 	}
-	return false
+	for y := found; y != nil && y != n; y = y.parent {
+		y.onPath = true
+	}
+	for _, x := range j.scratch {
+		if !x.onPath {
+			j.free(x)
+		}
+	}
+	for y := found; y != nil && y != n; y = y.parent {
+		y.onPath = false
+	}
+	clear(j.scratch)
+	j.scratch = j.scratch[:0]
+	clear(j.frontier)
+	clear(j.next)
+	j.seen.reset()
+	return found
 }
 
 // maxWorlds bounds the attempts' world configurations kept for attempts
@@ -96,16 +138,19 @@ const maxMemo = 1 << 9
 // greedyMemo is greedy's search from a state for a fact: the steps to
 // the node that explains it (nil: none does) and what that node owes.
 type greedyMemo struct {
-	key   memoKey
-	from  *system.State
+	key  memoKey
+	from system.State
+	// found: steps lead to the node that explains the fact.
+	found bool
 	steps []memoStep
 	owed  [maxOwed]obslog.Label
 	owedN uint8
+	next  int32 // the entry before it of the same hash, one more than its index
 }
 
 type memoStep struct {
 	m     system.Move
-	st    *system.State
+	st    system.State
 	stKey uint64
 }
 
@@ -114,9 +159,11 @@ type memoStep struct {
 // the attempt's processes record.
 type memoKey struct {
 	hash uint64
-	// size is the attempt's prompt and prefix hit: a state's hash leaves
-	// out its configuration.
+	// size is the attempt's prompt and prefix hit, and world the
+	// incarnation of its configuration: a state's hash leaves out its
+	// configuration.
 	size       [2]int64
+	world      uint64
 	owed       [maxOwed]obslog.Label
 	owedN      uint8
 	kind       obslog.Kind
@@ -131,7 +178,7 @@ type memoKey struct {
 }
 
 func (j *judge) memoKey(a *attempt, n *node, f *obslog.Fact) memoKey {
-	k := memoKey{size: [2]int64{a.prompt, a.hit}, owed: n.owed, owedN: n.owedN, kind: f.Kind, stage: f.Stage, outcome: f.Outcome, timer: f.Timer, side: 2, p: a.p >= 0, d: a.d >= 0}
+	k := memoKey{size: [2]int64{a.prompt, a.hit}, world: a.world.id, owed: n.owed, owedN: n.owedN, kind: f.Kind, stage: f.Stage, outcome: f.Outcome, timer: f.Timer, side: 2, p: a.p >= 0, d: a.d >= 0}
 	for i, g := range obslog.Kinds[f.Kind].Figures {
 		if f.HasFigure(g) {
 			k.has |= 1 << i
@@ -167,9 +214,11 @@ func (j *judge) memoKey(a *attempt, n *node, f *obslog.Fact) memoKey {
 // nodes explainStep made, sharing their states.
 func (j *judge) memoReplay(n *node, e *greedyMemo, s int, f *obslog.Fact) *node {
 	x := n
-	for i, st := range e.steps {
+	for i := range e.steps {
+		st := &e.steps[i]
 		c := j.child(x)
-		c.st, c.stKey, c.move = st.st, st.stKey, st.m
+		j.own(c, &st.st)
+		c.stKey, c.move = st.stKey, st.m
 		if i < len(e.steps)-1 {
 			c.silent++
 		} else {
@@ -245,6 +294,7 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 			c := j.child(x)
 			ns := next
 			if !j.setState(a, c, &ns) {
+				j.free(c)
 				j.flushQuiet(a, x, silent)
 				return nil
 			}
@@ -279,6 +329,8 @@ func (j *judge) flushQuiet(a *attempt, x *node, silent *[]*node) {
 			c.move = q.m
 			c.silent++
 			*silent = append(*silent, c)
+		} else {
+			j.free(c)
 		}
 	}
 	j.quiet = j.quiet[:0]
@@ -286,8 +338,14 @@ func (j *judge) flushQuiet(a *attempt, x *node, silent *[]*node) {
 
 // counted moves a greedily followed attempt's share of its workers'
 // ledgers to its explanation; false when that breaks CapacityRespected,
-// rejected at the attempt's last fact.
+// rejected at the attempt's last fact. An explanation whose state is the
+// one counted last (a fact it owed) holds what it held: every share that
+// grew was judged when it grew, and shares that shrank break nothing.
 func (j *judge) counted(a *attempt) bool {
+	if a.cur.st == a.countedSt {
+		return true
+	}
+	a.countedSt = a.cur.st
 	v := j.recount(a, a.cur)
 	if v == nil {
 		return true
@@ -309,6 +367,8 @@ func (j *judge) greedyDone(a *attempt) {
 	// record of the finished attempt says which (retire), so the attempt
 	// goes now, not when its blocks are evicted, which may be never.
 	j.retire(a, n)
+	a.cur = nil
+	j.freeChain(n)
 }
 
 // greedyEnd is the explanation that ends an attempt followed greedily:

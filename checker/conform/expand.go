@@ -137,6 +137,8 @@ func (j *judge) retire(a *attempt, n *node) {
 	}
 	// A copy of the id: the record must not keep what it was cut from.
 	j.gone[strings.Clone(a.id)] = e
+	j.leave(a)
+	j.freeFactsOf(a)
 }
 
 // stillRemoved is, for each side of a finished explanation, the blocks of
@@ -171,19 +173,65 @@ func (j *judge) account(a *attempt, n *node) {
 	if a.level > 0 {
 		j.rep.Escalated++
 	}
-	gap := 0
-	for x := n; x != nil && x.parent != nil; x = x.parent {
-		if x.fact != nil {
-			gap = 0
-			continue
-		}
-		j.rep.Unlogged++
-		if x.move.Kind.Fault() {
-			j.rep.FaultsUsed++
-		}
-		gap++
-		j.rep.LongestGap = max(j.rep.LongestGap, gap)
+	// An explanation followed greedily was tallied up to a.cur as it
+	// went (advance): only what lies beyond it is walked.
+	var t tally
+	var from *node
+	if !a.full && a.cur != nil {
+		t, from = a.tally, a.cur
 	}
+	t = j.tallyTo(t, from, n)
+	j.rep.Unlogged += t.unlogged
+	j.rep.FaultsUsed += t.faults
+	j.rep.LongestGap = max(j.rep.LongestGap, t.longest)
+}
+
+// tally counts the unlogged steps of an explanation, oldest first.
+type tally struct {
+	unlogged, faults int
+	// longest is the most unlogged steps between two facts, run the
+	// unlogged steps since the last fact.
+	longest, run int
+}
+
+func (t *tally) add(x *node) {
+	if x.fact != nil {
+		t.run = 0
+		return
+	}
+	t.unlogged++
+	if x.move.Kind.Fault() {
+		t.faults++
+	}
+	t.run++
+	t.longest = max(t.longest, t.run)
+}
+
+// tallyTo is t, the tally of an explanation up to node from, with the
+// steps from there to n; from nil (or not an ancestor of n): n's whole
+// explanation, from its root.
+func (j *judge) tallyTo(t tally, from, n *node) tally {
+	path := j.path[:0]
+	x := n
+	for ; x != nil && x != from && x.parent != nil; x = x.parent {
+		path = append(path, x)
+	}
+	if x != from {
+		t = tally{}
+	}
+	for i := len(path) - 1; i >= 0; i-- {
+		t.add(path[i])
+	}
+	clear(path)
+	j.path = path[:0]
+	return t
+}
+
+// advance makes c, which the greedy explanation reached from a.cur, its
+// current node, tallying the steps between.
+func (j *judge) advance(a *attempt, c *node) {
+	a.tally = j.tallyTo(a.tally, a.cur, c)
+	a.cur = c
 }
 
 func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
@@ -305,7 +353,9 @@ func (j *judge) movesOf(n *node) (system.State, []system.Move) {
 			j.moves = append(j.moves, cluster.Evict(sd))
 		}
 	}
-	moves := make([]system.Move, 0, len(j.moves))
+	// Filtered in place: a caller is done with the moves before it asks
+	// for another node's.
+	moves := j.moves[:0]
 	for _, m := range j.moves {
 		switch m.Kind {
 		case system.Restart.Move(), system.BackgroundLoad.Move(), system.MvFreeBackground:

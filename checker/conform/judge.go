@@ -57,9 +57,27 @@ type judge struct {
 	// worlds is the attempts' world configurations by prompt and prefix
 	// hit: attempts of one size share one, so their states compare equal
 	// and greedy's searches are remembered across them (memo).
-	worlds map[[2]int64]*model.Config
-	memo   map[uint64][]*greedyMemo
-	memoN  int
+	worlds     map[[2]int64]*world
+	freeWorlds []*world
+	worldN     uint64
+	tmpl       model.Config // the cluster's AttemptWorld, for fillWorld
+	// memo holds greedy's searches: by the hash of their key, one more
+	// than the index in memoTab of the latest (the others chained by
+	// next). memoTab is reused when it fills.
+	memo    map[uint64]int32
+	memoTab []greedyMemo
+	memoN   int
+
+	// The pools of nodes and states (newNode, own, free), and greedy's
+	// search's buffers: what a fact costs stays off the heap.
+	freeNodes  []*node
+	freeFacts  []*obslog.Fact
+	freeStates []*system.State
+	scratch    []*node // the nodes a greedy search made
+	frontier   []*node
+	path       []*node // tallyTo's
+	next       []*node
+	seen       visited
 }
 
 type procState struct {
@@ -81,7 +99,8 @@ type attempt struct {
 	p, d    int
 	prompt  int64
 	hit     int64
-	wcfg    *model.Config
+	wcfg    *model.Config // world's
+	world   *world
 	slots   []slot
 	waiting []*node
 	// seen is the visited set of the full search: by a node's hash, the
@@ -96,13 +115,17 @@ type attempt struct {
 	// one of the full search's, found faster. When it cannot explain a
 	// fact, the attempt is searched in full from its first fact, and only
 	// the full search rejects.
-	full    bool
-	cur     *node
-	cut     bool // the step bound cut the search at this level
-	everCut bool
-	fcut    bool // a fault was refused at this level
-	last    *obslog.Fact
-	broken  *model.Violation // a step an explanation would need broke this
+	full bool
+	cur  *node
+	// tally is what the explanation up to cur took unlogged (advance),
+	// and countedSt the state of cur the ledgers count (counted).
+	tally     tally
+	countedSt *system.State
+	cut       bool // the step bound cut the search at this level
+	everCut   bool
+	fcut      bool // a fault was refused at this level
+	last      *obslog.Fact
+	broken    *model.Violation // a step an explanation would need broke this
 	// furthest is the explanations that explained the most facts, for
 	// the report when none goes further.
 	furthest []*node
@@ -162,7 +185,7 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInput, err)
 	}
 	j := &judge{h: h, cfg: &c, chk: chk, bound: opt.Bound, maxF: opt.MaxFaults, open: opt.Open,
-		procs: make([]procState, len(h.Processes)), att: map[string]*attempt{}, gone: map[string]finished{}, held: map[string]*obslog.Fact{}, worlds: map[[2]int64]*model.Config{}, memo: map[uint64][]*greedyMemo{}, cov: system.NewCoverage(p.Spec())}
+		procs: make([]procState, len(h.Processes)), att: map[string]*attempt{}, gone: map[string]finished{}, held: map[string]*obslog.Fact{}, worlds: map[[2]int64]*world{}, memo: map[uint64]int32{}, cov: system.NewCoverage(p.Spec())}
 	if j.bound <= 0 {
 		j.bound = DefaultBound
 	}
@@ -176,6 +199,7 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 		j.maxF = DefaultMaxFaults
 	}
 	j.stepper = cluster.NewStepper(j.chk, j.cov)
+	j.tmpl = *c.AttemptWorld(1, 0)
 	for i, pr := range h.Processes {
 		if pr.Role == obslog.RoleRouter {
 			j.routers = append(j.routers, i)
@@ -184,6 +208,35 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 	j.rep = Report{Verdict: Explained, Policy: h.Policy.String(), Engine: h.Engine.String(), Bound: j.bound, MaxFaults: j.maxF}
 	j.initLedgers(opt.Config != nil || h.Config != nil)
 	return j, nil
+}
+
+// newFact is a copy of f the judge may keep: from the facts of the
+// attempts it forgot (freeFacts), or new.
+func (j *judge) newFact(f *obslog.Fact) *obslog.Fact {
+	var p *obslog.Fact
+	if k := len(j.freeFacts); k > 0 {
+		p = j.freeFacts[k-1]
+		j.freeFacts = j.freeFacts[:k-1]
+	} else {
+		p = new(obslog.Fact)
+	}
+	*p = *f
+	return p
+}
+
+// freeFactsOf gives back the facts only a forgotten attempt held: all but
+// restarts, which reach every attempt open on their worker.
+func (j *judge) freeFactsOf(a *attempt) {
+	for _, sl := range a.slots {
+		for i, f := range sl.facts {
+			if f.Kind != obslog.WorkerRestarted {
+				*f = obslog.Fact{}
+				j.freeFacts = append(j.freeFacts, f)
+			}
+			sl.facts[i] = nil
+		}
+	}
+	a.last = nil
 }
 
 func (j *judge) report() *Report {
@@ -368,7 +421,7 @@ func (j *judge) add(a *attempt, f *obslog.Fact) bool {
 			return true
 		}
 		a.full = true
-		a.cur = nil
+		a.cur, a.countedSt = nil, nil
 		j.recount(a, nil)
 		return j.replay(a, nil)
 	}
@@ -393,28 +446,16 @@ func (j *judge) add(a *attempt, f *obslog.Fact) bool {
 // restart (re)builds an attempt's world and searches it from the start
 // with every fact so far.
 func (j *judge) restart(a *attempt) bool {
-	size := [2]int64{a.prompt, a.hit}
-	cfg := j.worlds[size]
-	if cfg == nil {
-		cfg = j.cfg.AttemptWorld(model.Tokens(a.prompt), model.Tokens(a.hit))
-		// The worker may have queued the prefill for room: no fact says.
-		cfg.DeferAdmission = true
-		if err := cfg.Prepare(); err != nil {
-			f := a.last
-			j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f),
-				Detail: fmt.Sprintf("the attempt (%d prompt tokens) does not fit the configuration: %v", a.prompt, err)})
-			return false
-		}
-		if len(j.worlds) == maxWorlds {
-			// Many sizes: few attempts share one, and each configuration
-			// is kilobytes; the attempts keep theirs.
-			clear(j.worlds)
-		}
-		j.worlds[size] = cfg
+	w, err := j.world(a.prompt, a.hit)
+	if err != nil {
+		f := a.last
+		j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f),
+			Detail: fmt.Sprintf("the attempt (%d prompt tokens) does not fit the configuration: %v", a.prompt, err)})
+		return false
 	}
-	a.wcfg = cfg
+	j.enter(a, w)
 	if !a.full {
-		a.cur = j.root(a)
+		a.cur, a.tally, a.countedSt = j.root(a), tally{}, nil
 		var all []*obslog.Fact
 		for _, sl := range a.slots {
 			all = append(all, sl.facts...)

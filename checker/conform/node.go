@@ -16,7 +16,12 @@ import (
 type node struct {
 	// st is the world and the machines; nodes that differ only in what
 	// they explained share it. stKey is its hash.
-	st       *system.State
+	st     *system.State
+	parent *node
+	// owns: st was taken from the judge's pool for this node alone (not
+	// shared with the node it came from), and goes back with it (free).
+	// (st, parent and owns lead: freeing a chain reads only them.)
+	owns     bool
 	stKey    uint64
 	pos      [maxSlots]uint16
 	owed     [maxOwed]obslog.Label
@@ -28,16 +33,18 @@ type node struct {
 	hungry bool
 	// depth is the steps and facts from the attempt's start: of two
 	// explanations of as many facts, a report shows the shorter.
-	depth  uint16
-	parent *node
-	fact   *obslog.Fact // the fact this node explained, or nil
-	move   system.Move  // the step that made this node (none: a fact owed)
+	depth uint16
+	fact  *obslog.Fact // the fact this node explained, or nil
+	move  system.Move  // the step that made this node (none: a fact owed)
 	// succ is, once the node was expanded, its logged steps: a node
 	// expanded again (a fact it may explain arrived) matches the fact
 	// against them without stepping the world again.
 	succ     []succ
 	labels   []obslog.Label
 	expanded bool
+	// onPath marks, for a moment, the nodes of the explanation a greedy
+	// search found, which its other nodes are freed around.
+	onPath bool
 }
 
 // succ is a logged step of a node: the move and what it makes observable.
@@ -89,20 +96,128 @@ func (j *judge) stateKey(st *system.State) uint64 {
 	return h
 }
 
-// setState gives a node a new state, judged by the state invariants: a
-// state that breaks one explains nothing.
+// setState gives a node a copy of a new state, judged by the state
+// invariants: a state that breaks one explains nothing.
 func (j *judge) setState(a *attempt, n *node, st *system.State) bool {
 	if v := j.chk.CheckState(st); v != nil {
 		a.broken = v
 		return false
 	}
-	n.st, n.stKey = st, j.stateKey(st)
+	j.own(n, st)
+	n.stKey = j.stateKey(st)
 	return true
+}
+
+// own gives a node a state of its own from the pool, a copy of st.
+func (j *judge) own(n *node, st *system.State) {
+	var p *system.State
+	if k := len(j.freeStates); k > 0 {
+		p = j.freeStates[k-1]
+		j.freeStates = j.freeStates[:k-1]
+	} else {
+		p = new(system.State)
+	}
+	*p = *st
+	n.st, n.owns = p, true
 }
 
 func (j *judge) root(a *attempt) *node {
 	st := j.stepper.Initial(a.wcfg)
-	return &node{st: &st, stKey: j.stateKey(&st)}
+	n := j.newNode()
+	*n = node{}
+	j.own(n, &st)
+	n.stKey = j.stateKey(&st)
+	return n
+}
+
+// The nodes of an explanation followed greedily are recycled: a long log
+// makes a few for each fact, and the attempt forgets them when it ends
+// (or the search that made them found another way). A free list of nodes
+// and one of states, as long as the most in use at once.
+
+func (j *judge) newNode() *node {
+	if k := len(j.freeNodes); k > 0 {
+		n := j.freeNodes[k-1]
+		j.freeNodes = j.freeNodes[:k-1]
+		return n
+	}
+	return new(node)
+}
+
+// free gives a node, and its state if it owns it, back to the pool.
+// Nothing may point to it any more. It is not cleared: whoever takes it
+// sets all of it (child, root), and what it points to is the pool's too
+// (nodes, states, facts) or nothing (a greedy node has no succ).
+func (j *judge) free(n *node) {
+	if n.owns {
+		j.freeStates = append(j.freeStates, n.st)
+		n.owns = false
+	}
+	j.freeNodes = append(j.freeNodes, n)
+}
+
+// freeChain frees an explanation followed greedily, from n to its root.
+func (j *judge) freeChain(n *node) {
+	for n != nil {
+		p := n.parent
+		j.free(n)
+		n = p
+	}
+}
+
+// visited is a breadth-first search's set of states seen: a list while
+// it is short (most of greedy's searches see a few states), a map by the
+// state's hash beyond that; a hit is confirmed by the canonical key
+// (sameState), never by the hash alone.
+type visited struct {
+	list []*node
+	m    map[uint64][]*node
+}
+
+const visitedList = 64
+
+func (v *visited) reset() {
+	clear(v.list)
+	v.list = v.list[:0]
+	v.m = nil
+}
+
+// add adds n's state; false when it was seen.
+func (v *visited) add(c *system.System, n *node) bool {
+	if v.m == nil {
+		for _, m := range v.list {
+			if m.stKey == n.stKey && sameState(c, m.st, n.st) {
+				return false
+			}
+		}
+		if len(v.list) < visitedList {
+			v.list = append(v.list, n)
+			return true
+		}
+		v.m = map[uint64][]*node{}
+		for _, m := range v.list {
+			v.m[m.stKey] = append(v.m[m.stKey], m)
+		}
+	}
+	for _, m := range v.m[n.stKey] {
+		if sameState(c, m.st, n.st) {
+			return false
+		}
+	}
+	v.m[n.stKey] = append(v.m[n.stKey], n)
+	return true
+}
+
+// freshIn keeps the nodes of a breadth-first frontier whose states seen
+// does not hold, and adds them to it.
+func (j *judge) freshIn(ns []*node, seen *visited) []*node {
+	out := ns[:0]
+	for _, n := range ns {
+		if seen.add(j.chk, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // fresh keeps the nodes of a breadth-first frontier whose states were not
@@ -155,7 +270,8 @@ func sameState(c *system.System, x, y *system.State) bool {
 }
 
 func (j *judge) child(n *node) *node {
-	c := *n
+	c := j.newNode()
+	*c = *n
 	c.parent = n
 	if c.depth < maxFacts {
 		c.depth++
@@ -166,7 +282,8 @@ func (j *judge) child(n *node) *node {
 	c.labels = nil
 	c.expanded = false
 	c.hungry = false
-	return &c
+	c.owns, c.onPath = false, false
+	return c
 }
 
 // step is the state a node's move leads to.

@@ -32,15 +32,17 @@ func (j *judge) late(f *obslog.Fact, e *finished) {
 	case f.Proc == int(e.d):
 		sd = int(model.DestinationSide)
 	}
+	if f.Kind == obslog.Removed && sd >= 0 && e.removed[sd] >= 0 && int64(e.gen[sd]) == f.Gen && (!f.HasFigure(obslog.FigBlocks) || f.Blocks == int64(e.removed[sd])) {
+		// The Removed the record expects: the common case, judged before
+		// anything of a report is written.
+		e.removed[sd] = -1
+		return
+	}
 	name := j.h.Processes[f.Proc].Name
 	end := j.endOf(e)
 	held := j.held[f.Attempt]
 	r := &Rejection{File: f.File, Line: f.Line, Attempt: f.Attempt, Fact: Describe(j.h, f), Allowed: j.lateAllowed(e)}
 	if f.Kind == obslog.Removed {
-		if sd >= 0 && e.removed[sd] >= 0 && int64(e.gen[sd]) == f.Gen && (!f.HasFigure(obslog.FigBlocks) || f.Blocks == int64(e.removed[sd])) {
-			e.removed[sd] = -1
-			return
-		}
 		r.Invariant = model.NameIndexMatchesCache
 		switch {
 		case sd >= 0 && e.removed[sd] >= 0 && int64(e.gen[sd]) == f.Gen:

@@ -162,9 +162,17 @@ type Reader struct {
 	line   int
 	header Header
 	err    error
-	// scratch for fastLine's values
+	// scratch for fastLine's values, and the line they fill
 	sv [7]string
 	iv [9]int64
+	l  factLine
+	// procs finds a process by name (Header.Process, without its scan).
+	procs map[string]int
+	// ids is the attempt ids read lately, by a hash of their bytes: an id
+	// comes again on each fact of its attempt, and a Fact keeps a copy
+	// that outlives the line (fastLine's strings alias it). A fixed table:
+	// what it holds does not grow with the log.
+	ids [256]string
 }
 
 // NewReader reads the header of the log r; name is the file its errors give.
@@ -186,6 +194,10 @@ func NewReader(r io.Reader, name string) (*Reader, error) {
 	}
 	if err := rd.parseHeader(&h); err != nil {
 		return nil, err
+	}
+	rd.procs = make(map[string]int, len(rd.header.Processes))
+	for i, p := range rd.header.Processes {
+		rd.procs[p.Name] = i
 	}
 	return rd, nil
 }
@@ -370,9 +382,10 @@ func (r *Reader) next() (Fact, error) {
 	if err != nil {
 		return Fact{}, err
 	}
-	var l factLine
-	if !fastLine(text, &l, &r.sv, &r.iv) {
-		if err := decodeLine(text, &l); err != nil {
+	l := &r.l
+	if !fastLine(text, l, &r.sv, &r.iv) {
+		*l = factLine{}
+		if err := decodeLine(text, l); err != nil {
 			return Fact{}, r.fail(r.line, "%s; want a fact such as %s", err, factExample)
 		}
 		// A key given twice is refused, not settled by the last one.
@@ -381,7 +394,7 @@ func (r *Reader) next() (Fact, error) {
 		}
 	}
 	f := Fact{File: r.name, Line: r.line, TUS: -1, To: -1}
-	if why := r.fact(&l, &f); why != "" {
+	if why := r.fact(l, &f); why != "" {
 		return Fact{}, r.fail(r.line, "%s", why)
 	}
 	return f, nil
@@ -395,7 +408,7 @@ func (r *Reader) fact(l *factLine, f *Fact) string {
 	if l.Kind == nil {
 		return "no kind; want \"kind\": one of " + strings.Join(KindNames(), ", ")
 	}
-	k, ok := KindNamed(*l.Kind)
+	k, ok := kindByName[*l.Kind]
 	if !ok {
 		return fmt.Sprintf("kind %q, want one of %s", *l.Kind, strings.Join(KindNames(), ", "))
 	}
@@ -403,7 +416,7 @@ func (r *Reader) fact(l *factLine, f *Fact) string {
 	if l.Proc == nil {
 		return "no proc; want \"proc\": the name of the process that logged the fact, as the header names it"
 	}
-	p, ok := h.Process(*l.Proc)
+	p, ok := r.procs[*l.Proc]
 	if !ok {
 		return fmt.Sprintf("proc %q is not a process of the header", *l.Proc)
 	}
@@ -438,7 +451,7 @@ func (r *Reader) fact(l *factLine, f *Fact) string {
 	} else if l.Attempt == nil || *l.Attempt == "" || len(*l.Attempt) > 256 {
 		return "attempt: want the handoff attempt id, a non-empty string of at most 256 bytes"
 	} else {
-		f.Attempt = *l.Attempt
+		f.Attempt = r.intern(*l.Attempt)
 	}
 	if l.TUS != nil {
 		if *l.TUS < 0 {
@@ -480,7 +493,7 @@ func (r *Reader) fact(l *factLine, f *Fact) string {
 		if l.To == nil {
 			return "routed needs \"to\": the worker the router chose"
 		}
-		to, ok := h.Process(*l.To)
+		to, ok := r.procs[*l.To]
 		want := RolePrefill
 		if f.Stage == model.DestinationSide {
 			want = RoleDecode
@@ -536,6 +549,20 @@ func (r *Reader) fact(l *factLine, f *Fact) string {
 		f.PrefixHitTokens = *l.PrefixHitTokens
 	}
 	return ""
+}
+
+// intern is a copy of an attempt id that outlives the line, shared with
+// the id's earlier facts while the table holds it.
+func (r *Reader) intern(s string) string {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint32(s[i])) * 16777619
+	}
+	e := &r.ids[h%uint32(len(r.ids))]
+	if *e != s {
+		*e = strings.Clone(s)
+	}
+	return *e
 }
 
 // decodeLine decodes one line into v, refusing unknown fields and

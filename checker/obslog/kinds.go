@@ -172,13 +172,18 @@ func (k Kind) String() string {
 
 // KindNamed finds a kind by its name in a log.
 func KindNamed(name string) (Kind, bool) {
-	for k := Kind(1); k < NumKinds; k++ {
-		if Kinds[k].Name == name {
-			return k, true
-		}
-	}
-	return 0, false
+	k, ok := kindByName[name]
+	return k, ok
 }
+
+// kindByName is the kinds by name, for a reader's every line.
+var kindByName = func() map[string]Kind {
+	m := map[string]Kind{}
+	for k := Kind(1); k < NumKinds; k++ {
+		m[Kinds[k].Name] = k
+	}
+	return m
+}()
 
 // AttemptKindNames lists, in order, the kinds a worker logs about an
 // attempt: what a phase of a handoff can be named by.
