@@ -113,8 +113,8 @@ type disabledRun struct {
 	next  int
 }
 
-// runDisabled runs a workload with handoff disabled.
-func runDisabled(ctx context.Context, cfg *cluster.Config, src cluster.Source, opt Options) (*Result, error) {
+// runAggregated runs a workload without disaggregation.
+func runAggregated(ctx context.Context, cfg *cluster.Config, src cluster.Source, opt Options) (*Result, error) {
 	n := cfg.NumWorkers()
 	s := &Sim{cfg: cfg, workers: make([]model.Worker, n), rng: rand.New(rand.NewPCG(cfg.Seed, 0x68616e646f6666))}
 	s.stats = newStats(cfg, n)
