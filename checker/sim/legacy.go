@@ -117,7 +117,7 @@ type legacyRun struct {
 }
 
 // legacyTables gives the tables a legacy run steps (a test breaks them).
-var legacyTables = cluster.LegacySpec
+var legacyTables = func() *spec.Spec { return cluster.LegacySpec() }
 
 // runLegacy runs a workload on the legacy disaggregated path.
 func runLegacy(ctx context.Context, cfg *cluster.Config, src cluster.Source, opt Options) (*Result, error) {

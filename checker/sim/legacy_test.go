@@ -200,9 +200,13 @@ func TestLegacy_BrokenTablesAreCaught(t *testing.T) {
 		edit func(acts []string) []string
 		want string
 	}{
-		{"no free", func(a []string) []string { return slices.DeleteFunc(a, func(s string) bool { return s == cluster.LegacyFreePrefill }) }, model.NameQuiescence},
+		{"no free", func(a []string) []string {
+			return slices.DeleteFunc(a, func(s string) bool { return s == cluster.LegacyFreePrefill })
+		}, model.NameQuiescence},
 		{"free twice", func(a []string) []string { return append(a, cluster.LegacyStopPrefill) }, model.NameExactlyOnceRelease},
-		{"no complete", func(a []string) []string { return slices.DeleteFunc(a, func(s string) bool { return s == cluster.LegacyComplete }) }, model.NameQuiescence},
+		{"no complete", func(a []string) []string {
+			return slices.DeleteFunc(a, func(s string) bool { return s == cluster.LegacyComplete })
+		}, model.NameQuiescence},
 	} {
 		legacyTables = func() *spec.Spec {
 			s := cluster.LegacySpec()
