@@ -171,7 +171,7 @@ func cmdTimeline(c *command, e *env, args []string) int {
 	scenario := fs.String("scenario", "", "the scenario: "+scenarioNames())
 	out := fs.String("out", "", "directory for timeline.json, plots and report.html")
 	compare := fs.Bool("compare", false, "run under both policies and plot them side by side")
-	policy := fs.String("policy", "source-first", "the policy when not --compare: source-first or destination-first")
+	policy := fs.String("policy", "source-first", "the policy: source-first, destination-first or disabled (the legacy path, of a scenario without faults); with --compare only disabled, which runs the legacy path beside both")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
 	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
 		return code
@@ -179,15 +179,19 @@ func cmdTimeline(c *command, e *env, args []string) int {
 	if *scenario == "" || *out == "" {
 		return c.bad(e, "want --scenario NAME and --out DIR")
 	}
-	if *compare && setFlags(fs)["policy"] {
-		return c.bad(e, "--compare runs both policies; --policy would be ignored")
+	if *compare && setFlags(fs)["policy"] && *policy != cluster.Disabled {
+		return c.bad(e, "--compare runs both policies, and with --policy disabled the legacy path beside them; --policy %s would be ignored", *policy)
 	}
 	sc, err := sim.LookupScenario(*scenario)
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
 	if *compare {
-		return runScenarioCompare(c, e, sc, *out, *asJSON)
+		pols := []string{"source-first", "destination-first"}
+		if setFlags(fs)["policy"] {
+			pols = append([]string{cluster.Disabled}, pols...)
+		}
+		return runScenarioCompare(c, e, sc, *out, *asJSON, pols)
 	}
 	cfg, reqs, faults, err := sc.Setup(*policy)
 	if err != nil {
@@ -237,8 +241,8 @@ func runSimulation(c *command, e *env, in simInputs, out string, compare, asJSON
 	})
 }
 
-func runScenarioCompare(c *command, e *env, sc *sim.Scenario, out string, asJSON bool) int {
-	return runCompare(c, e, out, asJSON, []string{"source-first", "destination-first"}, func(pol string) (simInputs, error) {
+func runScenarioCompare(c *command, e *env, sc *sim.Scenario, out string, asJSON bool, pols []string) int {
+	return runCompare(c, e, out, asJSON, pols, func(pol string) (simInputs, error) {
 		cfg, reqs, faults, err := sc.Setup(pol)
 		return simInputs{cfg: cfg, faults: faults, faultFre: sc.FaultFree, records: obslog.All,
 			open: func() (cluster.Source, error) { return &sim.SliceSource{Reqs: reqs}, nil }}, err

@@ -306,4 +306,18 @@ func TestSimulate_DisabledCompare(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"simulate", "--policy", "aggregated", "--compare", "--out", t.TempDir()}, "--policy aggregated would be ignored"},
+		{[]string{"simulate", "--policy", "source-first", "--compare", "--out", t.TempDir()}, "--policy source-first would be ignored"},
+		{[]string{"simulate", "--policy", "disabled", "--faults-seed", "3"}, "the disabled policy runs no fault plan"},
+		{[]string{"simulate", "--policy", "legacy"}, `policy "legacy", want source-first, destination-first, disabled or aggregated`},
+	} {
+		code, _, errOut := runCLI(t, c.args...)
+		if code != exitUsage || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d naming %q", c.args, code, errOut, exitUsage, c.want)
+		}
+	}
 }
