@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 
+	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
@@ -264,4 +265,124 @@ func (l *Legacy) Outcome(r spec.Role, state string) string {
 func (l *Legacy) Step(r spec.Role, state, event string) (LegacyRow, bool) {
 	row, ok := l.steps[r][[2]string{state, event}]
 	return row, ok
+}
+
+// LegacyHold is what one request holds on one worker of the legacy path:
+// its blocks and slot, whether the worker counts it in flight, and the
+// routers' ledgers about it there (the prefill router's ownership and
+// compute load, the decode router's booking).
+type LegacyHold struct {
+	Blocks          model.Blocks
+	Slot            bool
+	InFlight, Owned bool
+	Tokens          model.Tokens
+	Booked          model.Blocks
+}
+
+// LegacyDemand is what a request asks of its worker in a role: its
+// blocks there and its prompt (the prefill router's compute load); Slots
+// is the worker's slot limit (decode; 0 on prefill).
+type LegacyDemand struct {
+	Blocks model.Blocks
+	Prompt model.Tokens
+	Slots  int
+}
+
+// LegacyBreach is an action the counters refuse: the invariant it
+// breaks, and how.
+type LegacyBreach struct{ Invariant, Detail string }
+
+// LegacyFits reports whether a worker can admit the request now: its
+// blocks are free (or evictable cache), and on decode a slot is free.
+func LegacyFits(role spec.Role, d LegacyDemand, k *model.Worker) bool {
+	if role == spec.Destination && int(k.SlotsUsed) >= d.Slots {
+		return false
+	}
+	return d.Blocks <= k.Free+k.Cached
+}
+
+// LegacyBook is the decode router's booking at selection, which the
+// legacy path lets run ahead of any physical capacity.
+func LegacyBook(d LegacyDemand, h *LegacyHold, k *model.Worker) {
+	h.Booked = d.Blocks
+	k.BookedBlocks += d.Blocks
+}
+
+// ApplyLegacy carries out the effect of an action of the legacy tables
+// on a worker's counters and the request's holding there: the
+// environment's rules for the legacy path, written once for every driver
+// (the simulator's replay adapter; a live adapter would apply the same).
+// An action whose effect is not on the counters (a submission, a timer,
+// a message) changes nothing here; the driver carries it out. An action
+// the holding cannot take (a second free, a count out of a request not
+// counted) is refused, naming the invariant, and changes nothing.
+func ApplyLegacy(role spec.Role, action string, d LegacyDemand, h *LegacyHold, k *model.Worker) *LegacyBreach {
+	refuse := func(inv, what string, args ...any) *LegacyBreach {
+		return &LegacyBreach{Invariant: inv, Detail: fmt.Sprintf("the %s's %s %s", role, action, fmt.Sprintf(what, args...))}
+	}
+	switch action {
+	case LegacyAcceptRequest:
+		if h.InFlight {
+			return refuse(model.NameInFlightAccounting, "counts the request in flight a second time")
+		}
+		h.InFlight = true
+		k.InFlight++
+		if role == spec.Source {
+			h.Owned, h.Tokens = true, d.Prompt
+			k.Owned++
+			k.PrefillTokens += d.Prompt
+		}
+	case LegacyAllocatePrefill, LegacyAllocateDecode:
+		if h.Blocks != 0 || !LegacyFits(role, d, k) {
+			return refuse(model.NameCapacityRespected, "takes %d blocks with %d free or cached, %d of %d slots used, holding %d", int64(d.Blocks), int64(k.Free+k.Cached), k.SlotsUsed, d.Slots, int64(h.Blocks))
+		}
+		free := min(d.Blocks, k.Free)
+		k.Free -= free
+		k.Cached -= d.Blocks - free
+		k.Active += d.Blocks
+		h.Blocks = d.Blocks
+		if role == spec.Destination {
+			k.SlotsUsed++
+			h.Slot = true
+		}
+	case LegacyStopPrefill, LegacyFreePrefill, LegacyFreeDecode:
+		if h.Blocks == 0 {
+			return refuse(model.NameExactlyOnceRelease, "frees blocks the request does not hold")
+		}
+		// The normal terminal path returns the blocks. The cache model is
+		// the lifecycle runs': a finished request's blocks are evicted,
+		// since no later request of a run reuses them.
+		k.Active -= h.Blocks
+		k.Free += h.Blocks
+		h.Blocks = 0
+		if h.Slot {
+			k.SlotsUsed--
+			h.Slot = false
+		}
+	case LegacyReportComputeDone:
+		if h.Tokens == 0 {
+			return refuse(model.NameExactlyOnceRelease, "ends compute load the prefill router does not count")
+		}
+		k.PrefillTokens -= h.Tokens
+		h.Tokens = 0
+	case LegacyReportRequestDone:
+		if !h.Owned {
+			return refuse(model.NameRouterCleanup, "ends ownership the prefill router does not hold")
+		}
+		k.Owned--
+		h.Owned = false
+	case LegacyReportDecodeDone, LegacyReportDecodeFail:
+		if h.Booked == 0 {
+			return refuse(model.NameRouterCleanup, "ends a booking the decode router does not hold")
+		}
+		k.BookedBlocks -= h.Booked
+		h.Booked = 0
+	case LegacyComplete:
+		if !h.InFlight {
+			return refuse(model.NameInFlightAccounting, "counts out a request that is not in flight")
+		}
+		k.InFlight--
+		h.InFlight = false
+	}
+	return nil
 }

@@ -44,15 +44,6 @@ const (
 	lArrive
 )
 
-type lheld struct {
-	blocks   model.Blocks
-	slot     bool
-	inFlight bool
-	owned    bool
-	tokens   model.Tokens
-	booked   model.Blocks
-}
-
 type lreq struct {
 	cluster.Request
 	wc               *model.Config
@@ -61,7 +52,7 @@ type lreq struct {
 	delayUS          int64
 	st               [2]string
 	p, d             int
-	held             [2]lheld
+	held             [2]cluster.LegacyHold
 	job              *cluster.ComputeJob[*levent]
 	waiting          [2]bool
 	// When it reached each queue, for the waits and the phases.
@@ -202,7 +193,9 @@ func runLegacy(ctx context.Context, cfg *cluster.Config, src cluster.Source, opt
 			}
 			r.d = s.choose(cfg.DecodeRouter, cfg.Prefill.Workers, cfg.NumWorkers(), &s.nextD, s.decodeLoad, nil)
 			// The decode router books the request's blocks at selection.
-			l.hold(r, spec.Destination, func(h *lheld, k *model.Worker) { h.booked = r.dBlocks; k.BookedBlocks += r.dBlocks })
+			k := s.workers[r.d]
+			cluster.LegacyBook(r.demand(spec.Destination, cfg), &r.held[spec.Destination], &k)
+			s.setWorker(r.d, k, s.sums[r.d])
 			l.fire(r, spec.Destination, cluster.LegacyDecodeRouted)
 			l.fire(r, spec.Destination, cluster.LegacyRoomCompleted)
 			if r.cancelled {
@@ -294,30 +287,22 @@ func (l *legacyRun) fire(r *lreq, role spec.Role, ev string) {
 	l.phases(r)
 }
 
-// act carries out one action of a fired row.
+// act carries out one action of a fired row: its effect on the
+// counters (cluster.ApplyLegacy, the rules every driver shares), then
+// what the replay adapter schedules for it.
 func (l *legacyRun) act(r *lreq, role spec.Role, a string) {
 	s, cfg := l.s, l.s.cfg
-	need := func(ok bool, inv, what string) bool {
-		if !ok {
-			l.fail(r, inv, fmt.Sprintf("the %s's %s %s", role, a, what))
-		}
-		return ok
+	w := r.worker(role)
+	k := s.workers[w]
+	if br := cluster.ApplyLegacy(role, a, r.demand(role, cfg), &r.held[role], &k); br != nil {
+		l.fail(r, br.Invariant, br.Detail)
+		return
+	}
+	if k != s.workers[w] {
+		s.setWorker(w, k, s.sums[w])
 	}
 	switch a {
-	case cluster.LegacyAcceptRequest:
-		l.hold(r, role, func(h *lheld, k *model.Worker) {
-			if need(!h.inFlight, model.NameInFlightAccounting, "counts the request in flight a second time") {
-				h.inFlight = true
-				k.InFlight++
-			}
-			if role == spec.Source {
-				h.owned, h.tokens = true, r.PromptTokens
-				k.Owned++
-				k.PrefillTokens += r.PromptTokens
-			}
-		})
 	case cluster.LegacySubmitPrefill, cluster.LegacySubmitDecode:
-		w := r.worker(role)
 		r.waiting[role] = true
 		if role == spec.Source {
 			r.dispatchAt = s.now
@@ -327,86 +312,21 @@ func (l *legacyRun) act(r *lreq, role spec.Role, a string) {
 		l.waiters[w] = append(l.waiters[w], r)
 		s.dirty[w] = true
 	case cluster.LegacyWithdrawPrefill, cluster.LegacyWithdrawDecode:
-		if need(r.waiting[role], model.NameExactlyOnceRelease, "withdraws a request that does not wait") {
-			l.unwait(r, role)
+		if !r.waiting[role] {
+			l.fail(r, model.NameExactlyOnceRelease, fmt.Sprintf("the %s's %s withdraws a request that does not wait", role, a))
+			return
 		}
-	case cluster.LegacyAllocatePrefill, cluster.LegacyAllocateDecode:
-		n := r.pBlocks
-		if role == spec.Destination {
-			n = r.dBlocks
-		}
-		l.hold(r, role, func(h *lheld, k *model.Worker) {
-			if !need(h.blocks == 0 && k.Free+k.Cached >= n, model.NameCapacityRespected, fmt.Sprintf("takes %d blocks with %d free or cached", int64(n), int64(k.Free+k.Cached))) {
-				return
-			}
-			free := min(n, k.Free)
-			k.Free -= free
-			k.Cached -= n - free
-			k.Active += n
-			h.blocks = n
-			if role == spec.Destination {
-				if need(int(k.SlotsUsed) < cfg.Decode.Slots, model.NameCapacityRespected, "takes a slot beyond the worker's slots") {
-					k.SlotsUsed++
-					h.slot = true
-				}
-			}
-		})
-		if role == spec.Source {
-			j := l.jobs[r.p].Book(s.now, r.computeUS, nil)
-			j.Of = l.push(j.End, lPrefillDone, r)
-			r.job, r.jobStart = j, j.Start
-		} else {
-			r.firstTok = s.now + cfg.Decode.PerTokenUS
-			s.stats.decodeWait.add(s.now - r.enqAt)
-			l.push(s.now+cfg.DecodeUS(r.OutputTokens), lDecodeDone, r)
-		}
-	case cluster.LegacyStopPrefill, cluster.LegacyFreePrefill, cluster.LegacyFreeDecode:
-		if a == cluster.LegacyStopPrefill {
-			l.unbook(r)
-		}
-		l.hold(r, role, func(h *lheld, k *model.Worker) {
-			if !need(h.blocks > 0, model.NameExactlyOnceRelease, "frees blocks the request does not hold") {
-				return
-			}
-			// The normal terminal path returns the blocks; the cache model
-			// is the lifecycle runs' (a finished request's blocks are
-			// evicted, since no later request of the run reuses them).
-			k.Active -= h.blocks
-			k.Free += h.blocks
-			h.blocks = 0
-			if h.slot {
-				k.SlotsUsed--
-				h.slot = false
-			}
-		})
-	case cluster.LegacyReportComputeDone:
-		l.hold(r, role, func(h *lheld, k *model.Worker) {
-			if need(h.tokens > 0, model.NameExactlyOnceRelease, "ends compute load the router does not count") {
-				k.PrefillTokens -= h.tokens
-				h.tokens = 0
-			}
-		})
-	case cluster.LegacyReportRequestDone:
-		l.hold(r, role, func(h *lheld, k *model.Worker) {
-			if need(h.owned, model.NameRouterCleanup, "ends ownership the prefill router does not hold") {
-				k.Owned--
-				h.owned = false
-			}
-		})
-	case cluster.LegacyReportDecodeDone, cluster.LegacyReportDecodeFail:
-		l.hold(r, role, func(h *lheld, k *model.Worker) {
-			if need(h.booked > 0, model.NameRouterCleanup, "ends a booking the decode router does not hold") {
-				k.BookedBlocks -= h.booked
-				h.booked = 0
-			}
-		})
-	case cluster.LegacyComplete:
-		l.hold(r, role, func(h *lheld, k *model.Worker) {
-			if need(h.inFlight, model.NameInFlightAccounting, "counts out a request that is not in flight") {
-				k.InFlight--
-				h.inFlight = false
-			}
-		})
+		l.unwait(r, role)
+	case cluster.LegacyAllocatePrefill:
+		j := l.jobs[r.p].Book(s.now, r.computeUS, nil)
+		j.Of = l.push(j.End, lPrefillDone, r)
+		r.job, r.jobStart = j, j.Start
+	case cluster.LegacyAllocateDecode:
+		r.firstTok = s.now + cfg.Decode.PerTokenUS
+		s.stats.decodeWait.add(s.now - r.enqAt)
+		l.push(s.now+cfg.DecodeUS(r.OutputTokens), lDecodeDone, r)
+	case cluster.LegacyStopPrefill:
+		l.unbook(r)
 	case cluster.LegacySleepDelay:
 		r.delayUS = s.jitter() + cfg.TransferUS(r.wc, false)
 		r.delayAt = s.now
@@ -421,18 +341,20 @@ func (l *legacyRun) act(r *lreq, role spec.Role, a string) {
 	case cluster.LegacyCancelRoom, cluster.LegacyConnectBootstrap:
 		// Replay: decode is routed only once the room completed, so no
 		// one waits for these facts.
+	case cluster.LegacyAcceptRequest, cluster.LegacyFreePrefill, cluster.LegacyFreeDecode, cluster.LegacyReportComputeDone,
+		cluster.LegacyReportRequestDone, cluster.LegacyReportDecodeDone, cluster.LegacyReportDecodeFail, cluster.LegacyComplete:
+		// Their effect is on the counters only.
 	default:
 		l.fail(r, "LegacyTables", fmt.Sprintf("the %s table names action %s, which the replay adapter does not know", role, a))
 	}
 }
 
-// hold changes what a request holds on a role's worker and the worker's
-// counters together.
-func (l *legacyRun) hold(r *lreq, role spec.Role, f func(h *lheld, k *model.Worker)) {
-	w := r.worker(role)
-	k := l.s.workers[w]
-	f(&r.held[role], &k)
-	l.s.setWorker(w, k, l.s.sums[w])
+// demand is what the request asks of its worker in a role.
+func (r *lreq) demand(role spec.Role, cfg *cluster.Config) cluster.LegacyDemand {
+	if role == spec.Source {
+		return cluster.LegacyDemand{Blocks: r.pBlocks, Prompt: r.PromptTokens}
+	}
+	return cluster.LegacyDemand{Blocks: r.dBlocks, Prompt: r.PromptTokens, Slots: cfg.Decode.Slots}
 }
 
 // cancel is the client's cancel reaching the records that exist.
@@ -482,15 +404,7 @@ func (l *legacyRun) settle() {
 				role = spec.Destination
 			}
 			for _, r := range slices.Clone(l.waiters[w]) {
-				k := &s.workers[w]
-				n := r.pBlocks
-				if role == spec.Destination {
-					n = r.dBlocks
-					if int(k.SlotsUsed) >= s.cfg.Decode.Slots {
-						break
-					}
-				}
-				if n > k.Free+k.Cached {
+				if !cluster.LegacyFits(role, r.demand(role, s.cfg), &s.workers[w]) {
 					continue
 				}
 				l.unwait(r, role)
@@ -513,7 +427,7 @@ func (l *legacyRun) maybeRetire(r *lreq) {
 	}
 	s := l.s
 	for _, role := range spec.Roles {
-		if r.held[role] != (lheld{}) || r.waiting[role] {
+		if r.held[role] != (cluster.LegacyHold{}) || r.waiting[role] {
 			l.fail(r, model.NameQuiescence, fmt.Sprintf("the request ended holding something on its %s worker", role))
 			return
 		}
