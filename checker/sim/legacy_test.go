@@ -256,3 +256,36 @@ func TestLegacy_Deterministic(t *testing.T) {
 		}
 	}
 }
+
+// Every scenario without faults runs on the legacy path with every check
+// holding and every request ending.
+func TestLegacy_FaultFreeScenarios(t *testing.T) {
+	n := 0
+	for i := range Scenarios {
+		sc := &Scenarios[i]
+		if !sc.FaultFree {
+			continue
+		}
+		cfg, reqs, faults, err := sc.Setup(cluster.Disabled)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(faults) > 0 {
+			continue
+		}
+		res, err := Run(context.Background(), cfg, &SliceSource{Reqs: reqs}, Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", sc.Name, err)
+		}
+		if res.Violation != nil {
+			t.Fatalf("%s: %v", sc.Name, res.Violation)
+		}
+		if s := res.Summary; s.Succeeded+s.Cancelled != len(reqs) || s.StrandedSourcePeak != 0 {
+			t.Fatalf("%s: %d succeeded, %d cancelled of %d; stranded source peak %d", sc.Name, s.Succeeded, s.Cancelled, len(reqs), s.StrandedSourcePeak)
+		}
+		n++
+	}
+	if n < 5 {
+		t.Fatalf("ran %d scenarios", n)
+	}
+}
