@@ -56,10 +56,10 @@ type lreq struct {
 	job              *cluster.ComputeJob[*levent]
 	waiting          [2]bool
 	// When it reached each queue, for the waits and the phases.
-	dispatchAt, jobStart, enqAt, firstTok, delayAt int64
-	phases                                         phaseClock
-	trans                                          []Transition
-	retired                                        bool
+	dispatchAt, jobStart, enqAt, firstTok int64
+	phases                                phaseClock
+	trans                                 []Transition
+	retired                               bool
 	// cancelled: the client cancelled; a record that comes to exist
 	// later (decode routed after the delay) takes the cancel at once.
 	cancelled bool
@@ -103,7 +103,6 @@ type legacyRun struct {
 	seq     uint64
 	jobs    []cluster.ComputeQueue[*levent]
 	waiters [][]*lreq
-	active  int
 	all     []*lreq // in flight, for the end's judgement
 }
 
@@ -241,7 +240,6 @@ func (l *legacyRun) admitRequest(q cluster.Request) error {
 	if q.CancelUS >= 0 {
 		l.push(max(q.CancelUS, q.ArrivalUS), lCancel, r)
 	}
-	l.active++
 	l.all = append(l.all, r)
 	return nil
 }
@@ -329,7 +327,6 @@ func (l *legacyRun) act(r *lreq, role spec.Role, a string) {
 		l.unbook(r)
 	case cluster.LegacySleepDelay:
 		r.delayUS = s.jitter() + cfg.TransferUS(r.wc, false)
-		r.delayAt = s.now
 		l.push(s.now+r.delayUS, lDelay, r)
 	case cluster.LegacyMarkRoomComplete:
 		// The replay adapter routes decode now; the room completes as
@@ -433,7 +430,6 @@ func (l *legacyRun) maybeRetire(r *lreq) {
 		}
 	}
 	r.retired = true
-	l.active--
 	ok := l.tables.Outcome(spec.Source, r.st[spec.Source]) == spec.OutcomeSuccess &&
 		l.tables.Outcome(spec.Destination, r.st[spec.Destination]) == spec.OutcomeSuccess
 	switch {
