@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"slices"
 
@@ -103,7 +104,10 @@ type legacyRun struct {
 	seq     uint64
 	jobs    []cluster.ComputeQueue[*levent]
 	waiters [][]*lreq
-	all     []*lreq // in flight, for the end's judgement
+	// inFlight holds the requests not retired, by index, for the end's
+	// judgement (a retired one is forgotten, so memory follows the
+	// requests in flight, not the workload).
+	inFlight map[int]*lreq
 }
 
 // legacyTables gives the tables a legacy run steps (a test breaks them).
@@ -129,7 +133,7 @@ func runLegacy(ctx context.Context, cfg *cluster.Config, src cluster.Source, opt
 		s.tl = &opt.Timeline.r
 		s.tl.start(s)
 	}
-	l := &legacyRun{s: s, tables: tables, jobs: make([]cluster.ComputeQueue[*levent], n), waiters: make([][]*lreq, n)}
+	l := &legacyRun{s: s, tables: tables, jobs: make([]cluster.ComputeQueue[*levent], n), waiters: make([][]*lreq, n), inFlight: map[int]*lreq{}}
 	var events uint64
 	pull := func() error {
 		r, err := src.Next()
@@ -240,7 +244,7 @@ func (l *legacyRun) admitRequest(q cluster.Request) error {
 	if q.CancelUS >= 0 {
 		l.push(max(q.CancelUS, q.ArrivalUS), lCancel, r)
 	}
-	l.all = append(l.all, r)
+	l.inFlight[q.Index] = r
 	return nil
 }
 
@@ -430,6 +434,7 @@ func (l *legacyRun) maybeRetire(r *lreq) {
 		}
 	}
 	r.retired = true
+	delete(l.inFlight, r.Index)
 	ok := l.tables.Outcome(spec.Source, r.st[spec.Source]) == spec.OutcomeSuccess &&
 		l.tables.Outcome(spec.Destination, r.st[spec.Destination]) == spec.OutcomeSuccess
 	switch {
@@ -453,8 +458,8 @@ func (l *legacyRun) maybeRetire(r *lreq) {
 // nothing held, booked or counted.
 func (l *legacyRun) finish() {
 	s := l.s
-	for _, r := range l.all {
-		if !r.retired {
+	for _, i := range slices.Sorted(maps.Keys(l.inFlight)) {
+		if r := l.inFlight[i]; !r.retired {
 			l.fail(r, model.NameQuiescence, fmt.Sprintf("the run ended with the request's prefill record %s and decode record %s", r.st[spec.Source], r.st[spec.Destination]))
 			return
 		}
