@@ -42,21 +42,34 @@ func DefaultConfig() *Config {
 	return c
 }
 
-// Disabled is the policy name of the mode without handoff: each request is
-// prefilled and decoded on one worker.
+// Disabled is the policy name of the handoff design's Disabled mode:
+// today's disaggregated path, without the lifecycle. Prefill computes on
+// a prefill worker and frees its KV at completion (no pin), the modeled
+// handoff delay passes, and decode allocates its blocks only when its
+// scheduler admits it (no reservation): the legacy role tables
+// (LegacySpec) on the prefill and decode workers.
 const Disabled = "disabled"
+
+// Aggregated is the policy name of serving without disaggregation: each
+// request is prefilled and decoded on one (decode) worker. It leaves the
+// configuration's handoff policy as it is: a non-disaggregated run does
+// not depend on it (DisabledModeUnchanged).
+const Aggregated = "aggregated"
 
 // Config is a simulated cluster: its workers, the handoff policy and
 // engine, the transfer pricing and speeds, the network, the timers and the
 // routers. Times are in microseconds.
 type Config struct {
-	// Policy is a spec policy, or Disabled (DisabledMode).
-	Policy  string
-	policy  spec.Policy
-	Engine  model.Engine
-	Seed    uint64
-	Prefill PrefillPool
-	Decode  DecodePool
+	// Policy is a spec policy, or Disabled (the legacy disaggregated
+	// path). Aggregated serves every request on one worker, whatever the
+	// policy.
+	Policy     string
+	Aggregated bool
+	policy     spec.Policy
+	Engine     model.Engine
+	Seed       uint64
+	Prefill    PrefillPool
+	Decode     DecodePool
 	// Transfer prices the transfers with one bytes-per-token rate, unless
 	// Grouped does with the KV cache groups of a hybrid model (vLLM's
 	// grouped rules: checkpoints of state groups, windows of sliding
@@ -227,13 +240,9 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	if f.Schema != ConfigSchemaV1 {
 		bad("schema", "schema %q, want %q", f.Schema, ConfigSchemaV1)
 	}
-	c := &Config{Policy: f.Policy, Seed: f.Seed}
-	if f.Policy != Disabled {
-		p, err := spec.ParsePolicy(f.Policy)
-		if err != nil {
-			bad("policy", "policy %q, want source-first, destination-first or %s", f.Policy, Disabled)
-		}
-		c.policy = p
+	c := &Config{Seed: f.Seed}
+	if err := c.SetPolicy(f.Policy); err != nil {
+		bad("policy", "policy %q, want %s", f.Policy, policyNames)
 	}
 	e, err := model.ParseEngine(f.Engine)
 	if err != nil {
@@ -426,16 +435,36 @@ func (c *Config) Capacity(w int) model.Blocks {
 	return c.Decode.CapacityBlocks
 }
 
-// SetPolicy sets the policy by name: a spec policy or Disabled.
+// policyNames are the names SetPolicy takes, for its refusals.
+const policyNames = "source-first, destination-first, " + Disabled + " or " + Aggregated
+
+// SetPolicy sets the policy by name: a spec policy, Disabled (the legacy
+// disaggregated path) or Aggregated (serving without disaggregation).
 func (c *Config) SetPolicy(name string) error {
-	if name == Disabled {
-		c.Policy = name
+	switch name {
+	case Aggregated:
+		// Named on the command line or in a file, the lifecycle is off:
+		// a driver that runs handoffs refuses Disabled, so it refuses
+		// this too. Only a test sets Aggregated beside a spec policy.
+		c.Policy, c.Aggregated = Disabled, true
+		return nil
+	case Disabled:
+		c.Policy, c.Aggregated = name, false
 		return nil
 	}
 	p, err := spec.ParsePolicy(name)
 	if err != nil {
-		return fmt.Errorf("%w: policy %q, want source-first, destination-first or %s", ErrConfig, name, Disabled)
+		return fmt.Errorf("%w: policy %q, want %s", ErrConfig, name, policyNames)
 	}
-	c.Policy, c.policy = name, p
+	c.Policy, c.policy, c.Aggregated = name, p, false
 	return nil
+}
+
+// PolicyName is the policy a run's report names: Aggregated for a run
+// without disaggregation (whatever handoff policy it keeps), else Policy.
+func (c *Config) PolicyName() string {
+	if c.Aggregated {
+		return Aggregated
+	}
+	return c.Policy
 }

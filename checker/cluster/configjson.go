@@ -39,7 +39,7 @@ func (c *Config) JSON() []byte {
 	var f fileConfig
 	ms := func(us int64) float64 { return float64(us) / 1000 }
 	pms := func(us int64) *float64 { v := ms(us); return &v }
-	f.Schema, f.Policy, f.Engine, f.Seed = ConfigSchemaV1, c.Policy, c.Engine.String(), c.Seed
+	f.Schema, f.Policy, f.Engine, f.Seed = ConfigSchemaV1, c.PolicyName(), c.Engine.String(), c.Seed
 	f.Prefill.Workers, f.Prefill.CapacityBlocks, f.Prefill.TokensPerSec = c.Prefill.Workers, int64(c.Prefill.CapacityBlocks), c.Prefill.TokensPerSec
 	f.Decode.Workers, f.Decode.CapacityBlocks, f.Decode.Slots = c.Decode.Workers, int64(c.Decode.CapacityBlocks), c.Decode.Slots
 	f.Decode.HeadroomTokens, f.Decode.MsPerOutputToken = int64(c.Decode.HeadroomTokens), ms(c.Decode.PerTokenUS)

@@ -96,8 +96,8 @@ func TestCancelledPrefillFreesItsWorker(t *testing.T) {
 			}
 		})
 	}
-	t.Run("disabled", func(t *testing.T) {
-		cfg := policyConfig(cluster.Disabled)
+	t.Run("aggregated", func(t *testing.T) {
+		cfg := policyConfig(cluster.Aggregated)
 		cfg.Decode.Workers = 1
 		var steps []Step
 		if _, err := Run(context.Background(), cfg, &SliceSource{Reqs: reqs}, Options{DisabledSteps: &steps}); err != nil {

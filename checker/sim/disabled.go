@@ -54,6 +54,9 @@ type dreq struct {
 	// versions its prefill event, which a cancel ahead of it moves.
 	job        *cluster.ComputeJob[*dreq]
 	prefillVer int
+	// When it reached its worker, was admitted, started and ended its
+	// prefill (-1: not yet), for its timeline.
+	arriveAt, admitAt, startAt, prefillAt int64
 }
 
 // devent is an event of a disabled run, ordered by time, then by kind
@@ -113,8 +116,8 @@ type disabledRun struct {
 	next  int
 }
 
-// runDisabled runs a workload with handoff disabled.
-func runDisabled(ctx context.Context, cfg *cluster.Config, src cluster.Source, opt Options) (*Result, error) {
+// runAggregated runs a workload without disaggregation.
+func runAggregated(ctx context.Context, cfg *cluster.Config, src cluster.Source, opt Options) (*Result, error) {
 	n := cfg.NumWorkers()
 	s := &Sim{cfg: cfg, workers: make([]model.Worker, n), rng: rand.New(rand.NewPCG(cfg.Seed, 0x68616e646f6666))}
 	s.stats = newStats(cfg, n)
@@ -138,7 +141,7 @@ func runDisabled(ctx context.Context, cfg *cluster.Config, src cluster.Source, o
 		if err != nil {
 			return err
 		}
-		dr := &dreq{Request: r, firstTok: -1}
+		dr := &dreq{Request: r, firstTok: -1, arriveAt: -1, admitAt: -1, startAt: -1, prefillAt: -1}
 		if dr.blocks, err = cfg.PromptBlocks(r.PromptTokens); err != nil {
 			return fmt.Errorf("%w: request %d: %v", cluster.ErrInput, r.Index, err)
 		}
@@ -174,6 +177,7 @@ func runDisabled(ctx context.Context, cfg *cluster.Config, src cluster.Source, o
 			s.stats.arrived++
 			w := s.choose(cfg.DecodeRouter, 0, len(d.ws), &d.next, func(w int) int64 { return int64(d.ws[w].k.InFlight) }, nil)
 			r.w = w
+			r.arriveAt = s.now
 			d.step(r, StepArrive)
 			d.ws[w].wait = append(d.ws[w].wait, r)
 			d.set(w, func(k *model.Worker) { k.InFlight++ })
@@ -185,7 +189,9 @@ func runDisabled(ctx context.Context, cfg *cluster.Config, src cluster.Source, o
 			if r.done || e.ver != r.prefillVer {
 				continue
 			}
+			r.startAt = r.job.Start
 			d.unbook(r)
+			r.prefillAt = s.now
 			d.step(r, StepPrefill)
 			r.firstTok = s.now + cfg.Decode.PerTokenUS
 			heap.Push(&d.q, devent{at: s.now + int64(r.OutputTokens)*cfg.Decode.PerTokenUS, prio: dFinish, r: r, ver: r.finishVer})
@@ -195,6 +201,7 @@ func runDisabled(ctx context.Context, cfg *cluster.Config, src cluster.Source, o
 			}
 			d.step(r, StepFinish)
 			d.end(r)
+			d.timeline(r, true)
 			s.stats.completed++
 			s.stats.e2e.add(s.now - r.ArrivalUS)
 			s.stats.ttft.add(r.firstTok - r.ArrivalUS)
@@ -205,7 +212,11 @@ func runDisabled(ctx context.Context, cfg *cluster.Config, src cluster.Source, o
 				continue
 			}
 			d.step(r, StepCancel)
+			if r.job != nil {
+				r.startAt = r.job.Start
+			}
 			d.end(r)
+			d.timeline(r, false)
 			s.stats.cancelledReqs++
 			s.stats.lastDone = max(s.stats.lastDone, s.now)
 		}
@@ -251,6 +262,7 @@ func (d *disabledRun) admit(w int) {
 		ag.free -= r.blocks
 		ag.slots++
 		r.admitted = true
+		r.admitAt = d.s.now
 		d.set(w, func(k *model.Worker) { k.Active += r.blocks; k.SlotsUsed++ })
 		d.step(r, StepAdmit)
 		r.job = ag.jobs.Book(d.s.now, int64(math.Round(float64(r.PromptTokens)*1e6/d.s.cfg.Prefill.TokensPerSec)), r)
@@ -294,4 +306,44 @@ func (d *disabledRun) end(r *dreq) {
 		d.set(r.w, func(k *model.Worker) { k.InFlight-- })
 	}
 	d.admit(r.w)
+}
+
+// timeline writes a finished or cancelled request's timeline: queued
+// from reaching its worker until its prefill starts (for blocks and a
+// slot, then behind the prefills admitted before it), computing, then
+// decoding, all on the one worker.
+func (d *disabledRun) timeline(r *dreq, ok bool) {
+	s := d.s
+	if s.tl == nil {
+		return
+	}
+	var ph []Phase
+	add := func(name string, from, to int64) {
+		if from >= 0 && to > from {
+			ph = append(ph, Phase{Name: name, StartMS: ms(from), EndMS: ms(to)})
+		}
+	}
+	end := s.now
+	start := end
+	if r.startAt >= 0 && r.startAt < end {
+		start = r.startAt
+	}
+	add(PhaseNames[1], r.arriveAt, start)
+	prefillEnd := end
+	if r.prefillAt >= 0 {
+		prefillEnd = r.prefillAt
+	}
+	if r.startAt >= 0 {
+		add(PhaseNames[phaseComputing], start, prefillEnd)
+	}
+	if r.prefillAt >= 0 {
+		add(PhaseNames[6], r.prefillAt, end)
+	}
+	outcome := model.OutcomeFailed.String()
+	if ok {
+		outcome = model.OutcomeOK.String()
+	}
+	w := d.worker(r.w)
+	s.tl.writeHandoff(HandoffTimeline{Request: r.Index, ID: r.ID, Attempt: s.tl.attempt(r.Index, 0), Prefill: w, Decode: w,
+		ArrivalMS: ms(r.ArrivalUS), Source: outcome, Destination: outcome, Phases: ph, Transitions: []Transition{}}, 0)
 }

@@ -156,7 +156,9 @@ func reference(cfg *cluster.Config, reqs []cluster.Request, roundRobin bool) []S
 	}
 }
 
-func TestDisabledModeUnchanged(t *testing.T) {
+// DisabledModeUnchanged, event for event: the aggregated path equals a
+// plain aggregated loop written apart.
+func TestDisabledModeUnchanged_MatchesReference(t *testing.T) {
 	type wl struct {
 		name string
 		reqs []cluster.Request
@@ -172,7 +174,7 @@ func TestDisabledModeUnchanged(t *testing.T) {
 	for _, w := range wls {
 		for _, rr := range []cluster.Router{cluster.LeastLoaded, cluster.RoundRobin} {
 			cfg := cluster.DefaultConfig()
-			cfg.Policy = cluster.Disabled
+			cfg.Aggregated = true
 			cfg.DecodeRouter = rr
 			cfg.Decode.Slots = 8
 			var got []Step

@@ -31,8 +31,11 @@ func (sc *Scenario) Setup(policy string) (*cluster.Config, []cluster.Request, []
 		c.Engine = model.VLLM
 	case "destination-first":
 		c.Engine = model.SGLang
+	case cluster.Disabled:
+		// The legacy path on the engine of source-first, today's vLLM path.
+		c.Engine = model.VLLM
 	default:
-		return nil, nil, nil, fmt.Errorf("%w: scenario %s runs under source-first or destination-first, not %q", cluster.ErrConfig, sc.Name, policy)
+		return nil, nil, nil, fmt.Errorf("%w: scenario %s runs under source-first, destination-first or %s, not %q", cluster.ErrConfig, sc.Name, cluster.Disabled, policy)
 	}
 	if err := c.SetPolicy(policy); err != nil {
 		return nil, nil, nil, err

@@ -117,8 +117,11 @@ type Progress struct {
 
 // Run simulates a workload on a configuration.
 func Run(ctx context.Context, cfg *cluster.Config, src cluster.Source, opt Options) (*Result, error) {
-	if cfg.Policy == cluster.Disabled {
-		return runDisabled(ctx, cfg, src, opt)
+	switch {
+	case cfg.Aggregated:
+		return runAggregated(ctx, cfg, src, opt)
+	case cfg.Policy == cluster.Disabled:
+		return runLegacy(ctx, cfg, src, opt)
 	}
 	s, err := newSim(cfg, src, opt)
 	if err != nil {

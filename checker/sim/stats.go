@@ -302,7 +302,7 @@ func (s *Sim) result(events uint64, interrupted bool) *Result {
 		st.flush(w, &s.workers[w], end)
 	}
 	sum := Summary{
-		Policy: s.cfg.Policy, Engine: s.cfg.Engine.String(), Seed: s.cfg.Seed,
+		Policy: s.cfg.PolicyName(), Engine: s.cfg.Engine.String(), Seed: s.cfg.Seed,
 		Requests: st.arrived, Succeeded: st.completed, Failed: st.failed, Cancelled: st.cancelledReqs, Retried: st.retried,
 		FaultsStruck: st.faults, FaultsMissed: st.faultsMissed,
 		MakespanMS: ms(end), TTFT: st.ttft.pcts(), E2E: st.e2e.pcts(),

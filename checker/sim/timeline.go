@@ -193,7 +193,7 @@ const maxSamples = 4096
 func (rc *recorder) start(s *Sim) {
 	rc.period = s.cfg.SampleUS
 	rc.seed = s.cfg.Seed
-	rc.tl = Timeline{Format: TimelineFormatV1, Policy: s.cfg.Policy, Engine: s.cfg.Engine.String()}
+	rc.tl = Timeline{Format: TimelineFormatV1, Policy: s.cfg.PolicyName(), Engine: s.cfg.Engine.String()}
 	for w := range s.workers {
 		ws := WorkerSeries{Worker: w, Role: s.cfg.Role(w).String(), Capacity: int64(s.cfg.Capacity(w))}
 		if s.cfg.Role(w) == model.DecodeWorker {
@@ -276,18 +276,30 @@ func (rc *recorder) retire(r *request, at int64) {
 		}
 		return 0
 	})
-	h := HandoffTimeline{
+	rc.writeHandoff(HandoffTimeline{
 		Request: r.Index, ID: r.ID,
-		Attempt: uuid.NewSHA1(attemptNamespace, fmt.Appendf(nil, "seed-%d/request-%d/attempt-%d", rc.seed, r.Index, r.attempt)).String(),
+		Attempt: rc.attempt(r.Index, r.attempt),
 		Try:     r.attempt,
 		Prefill: r.p, Decode: r.d, ArrivalMS: ms(r.ArrivalUS),
 		Source: x.Outcome[0].String(), Destination: x.Outcome[1].String(),
 		Phases: ph, Transitions: r.trans,
-	}
-	if ph == nil {
+	}, r.attempt)
+	r.trans = nil
+}
+
+// attempt is the attempt id of a request's try in the timeline.
+func (rc *recorder) attempt(index, try int) string {
+	return uuid.NewSHA1(attemptNamespace, fmt.Appendf(nil, "seed-%d/request-%d/attempt-%d", rc.seed, index, try)).String()
+}
+
+// writeHandoff keeps a retired request's timeline for the plots (the
+// first tries of the first PlotHandoffs requests) and streams it into
+// timeline.json.
+func (rc *recorder) writeHandoff(h HandoffTimeline, try int) {
+	if h.Phases == nil {
 		h.Phases = []Phase{}
 	}
-	if r.Index < PlotHandoffs && r.attempt == 0 {
+	if h.Request < PlotHandoffs && try == 0 {
 		rc.tl.Handoffs = append(rc.tl.Handoffs, h)
 	}
 	if rc.w != nil && rc.err == nil {
@@ -302,7 +314,6 @@ func (rc *recorder) retire(r *request, at int64) {
 		rc.printf("\n%s", b)
 		rc.n++
 	}
-	r.trans = nil
 }
 
 func (rc *recorder) finish(s *Sim, res *Result) {

@@ -29,7 +29,10 @@ var simulateCommand = &command{
 		"Every step is a move of the composed system, judged by every invariant; BoundedReclaim is\n" +
 		"judged on the clock and stranded block-seconds are measured. --out DIR writes timeline.json,\n" +
 		"plots (SVG and PNG) and report.html; --compare runs the workload under both policies\n" +
-		"(source-first on vLLM, destination-first on SGLang) and plots them side by side.",
+		"(source-first on vLLM, destination-first on SGLang) and plots them side by side;\n" +
+		"--policy disabled --compare runs the legacy disaggregated path beside both.\n" +
+		"--policy disabled is the legacy disaggregated path (prefill frees its KV at completion,\n" +
+		"decode allocates at admission); --policy aggregated serves each request on one worker.",
 	exits: []exitDoc{
 		{exitOK, "the run ended with every invariant holding"},
 		{exitViolation, "an invariant or a timed property broke: the report names it and shows the request's history"},
@@ -79,11 +82,11 @@ func cmdSimulate(c *command, e *env, args []string) int {
 	faultsSeed := fs.Uint64("faults-seed", 0, "draw a fault plan with this seed (0: none); exclusive with --faults")
 	faultsCount := fs.Int("faults-count", 20, "with --faults-seed: how many faults to draw")
 	faultsKinds := fs.String("faults-kinds", strings.Join(faultplan.Kinds(), ","), "with --faults-seed: the kinds to draw from")
-	policy := fs.String("policy", "", "override the configuration's policy: source-first, destination-first or disabled")
+	policy := fs.String("policy", "", "override the configuration's policy: source-first, destination-first, disabled (the legacy disaggregated path) or aggregated (no disaggregation)")
 	engine := fs.String("engine", "", "override the configuration's engine: "+strings.Join(model.EngineNames(), ", "))
 	seed := fs.Uint64("seed", 0, "override the configuration's seed (latency jitter, random routers)")
 	out := fs.String("out", "", "write timeline.json, plots and report.html into this directory")
-	compare := fs.Bool("compare", false, "run under both policies and plot them side by side (needs --out)")
+	compare := fs.Bool("compare", false, "run under both policies and plot them side by side (needs --out); with --policy disabled, the legacy path beside both")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
 	specFile := fs.String("spec", "", "run a spec file's tables (a variant) instead of the generated machines")
 	logFile := fs.String("log", "", "write the run's observation log (handoffcheck.log/v1) to this file (with --out: DIR/log.jsonl by default)")
@@ -108,8 +111,8 @@ func cmdSimulate(c *command, e *env, args []string) int {
 	if *compare && *out == "" {
 		return c.bad(e, "--compare needs --out DIR (it writes side-by-side plots)")
 	}
-	if *compare && set["policy"] {
-		return c.bad(e, "--compare runs both policies; --policy would be ignored")
+	if *compare && set["policy"] && *policy != cluster.Disabled {
+		return c.bad(e, "--compare runs both policies, and with --policy disabled the legacy path beside them; --policy %s would be ignored", *policy)
 	}
 	cfg, err := loadSimConfig(e.ctx, *configFile)
 	if err != nil {
@@ -119,9 +122,13 @@ func cmdSimulate(c *command, e *env, args []string) int {
 		return c.bad(e, "%v", err)
 	}
 	if cfg.Policy == cluster.Disabled && *logFile != "" {
-		// The observation log records handoff facts; with handoff disabled
-		// there are none, and a log of headers alone judges nothing.
-		return c.bad(e, "--log: the disabled policy makes no handoff, so there is no observation log to write; want source-first or destination-first")
+		// The observation log records the lifecycle's facts; the legacy
+		// path and aggregated serving make none, and a log of headers
+		// alone judges nothing. Their per-request record is timeline.json.
+		return c.bad(e, "--log: the %s policy runs no handoff lifecycle, so there is no observation log to write (--out writes each request's timeline); want source-first or destination-first", cfg.PolicyName())
+	}
+	if *compare && cfg.Aggregated {
+		return c.bad(e, "--compare: the configuration's policy is aggregated, which runs no handoff to compare; want --policy disabled or a disaggregated configuration")
 	}
 	in := simInputs{cfg: cfg, log: *logFile, records: records}
 	if *specFile != "" {
@@ -164,7 +171,7 @@ func cmdTimeline(c *command, e *env, args []string) int {
 	scenario := fs.String("scenario", "", "the scenario: "+scenarioNames())
 	out := fs.String("out", "", "directory for timeline.json, plots and report.html")
 	compare := fs.Bool("compare", false, "run under both policies and plot them side by side")
-	policy := fs.String("policy", "source-first", "the policy when not --compare: source-first or destination-first")
+	policy := fs.String("policy", "source-first", "the policy: source-first, destination-first or disabled (the legacy path, of a scenario without faults); with --compare only disabled, which runs the legacy path beside both")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
 	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
 		return code
@@ -172,15 +179,19 @@ func cmdTimeline(c *command, e *env, args []string) int {
 	if *scenario == "" || *out == "" {
 		return c.bad(e, "want --scenario NAME and --out DIR")
 	}
-	if *compare && setFlags(fs)["policy"] {
-		return c.bad(e, "--compare runs both policies; --policy would be ignored")
+	if *compare && setFlags(fs)["policy"] && *policy != cluster.Disabled {
+		return c.bad(e, "--compare runs both policies, and with --policy disabled the legacy path beside them; --policy %s would be ignored", *policy)
 	}
 	sc, err := sim.LookupScenario(*scenario)
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
 	if *compare {
-		return runScenarioCompare(c, e, sc, *out, *asJSON)
+		pols := []string{"source-first", "destination-first"}
+		if setFlags(fs)["policy"] {
+			pols = append([]string{cluster.Disabled}, pols...)
+		}
+		return runScenarioCompare(c, e, sc, *out, *asJSON, pols)
 	}
 	cfg, reqs, faults, err := sc.Setup(*policy)
 	if err != nil {
@@ -215,7 +226,11 @@ func runSimulation(c *command, e *env, in simInputs, out string, compare, asJSON
 		printSim(e, []*sim.Result{res}, asJSON)
 		return code
 	}
-	return runCompare(c, e, out, asJSON, func(pol string) (simInputs, error) {
+	pols := []string{"source-first", "destination-first"}
+	if in.cfg.Policy == cluster.Disabled {
+		pols = append([]string{cluster.Disabled}, pols...)
+	}
+	return runCompare(c, e, out, asJSON, pols, func(pol string) (simInputs, error) {
 		cfg := *in.cfg
 		if err := overrideSim(&cfg, pol, engineFor(pol), false, 0); err != nil {
 			return simInputs{}, err
@@ -226,8 +241,8 @@ func runSimulation(c *command, e *env, in simInputs, out string, compare, asJSON
 	})
 }
 
-func runScenarioCompare(c *command, e *env, sc *sim.Scenario, out string, asJSON bool) int {
-	return runCompare(c, e, out, asJSON, func(pol string) (simInputs, error) {
+func runScenarioCompare(c *command, e *env, sc *sim.Scenario, out string, asJSON bool, pols []string) int {
+	return runCompare(c, e, out, asJSON, pols, func(pol string) (simInputs, error) {
 		cfg, reqs, faults, err := sc.Setup(pol)
 		return simInputs{cfg: cfg, faults: faults, faultFre: sc.FaultFree, records: obslog.All,
 			open: func() (cluster.Source, error) { return &sim.SliceSource{Reqs: reqs}, nil }}, err
@@ -236,11 +251,11 @@ func runScenarioCompare(c *command, e *env, sc *sim.Scenario, out string, asJSON
 
 // runCompare runs the inputs each policy gives, each into its own
 // directory, then plots them side by side.
-func runCompare(c *command, e *env, out string, asJSON bool, inputs func(policy string) (simInputs, error)) int {
+func runCompare(c *command, e *env, out string, asJSON bool, pols []string, inputs func(policy string) (simInputs, error)) int {
 	var results []*sim.Result
 	var tls []*sim.Timeline
 	worst := exitOK
-	for _, pol := range []string{"source-first", "destination-first"} {
+	for _, pol := range pols {
 		in, err := inputs(pol)
 		if err != nil {
 			return c.bad(e, "%v", err)
@@ -261,8 +276,18 @@ func finishCompare(c *command, e *env, results []*sim.Result, tls []*sim.Timelin
 			return c.bad(e, "writing plots: %v", err)
 		}
 	}
-	if _, err := plot.WriteCompare(tls[0], tls[1], out); err != nil {
-		return c.bad(e, "writing plots: %v", err)
+	if len(tls) == 2 {
+		if _, err := plot.WriteCompare(tls[0], tls[1], out); err != nil {
+			return c.bad(e, "writing plots: %v", err)
+		}
+	} else {
+		// The legacy path (the first run) beside each lifecycle policy.
+		for i := 1; i < len(tls); i++ {
+			dir := filepath.Join(out, results[0].Summary.Policy+"-vs-"+results[i].Summary.Policy)
+			if _, err := plot.WriteCompare(tls[0], tls[i], dir); err != nil {
+				return c.bad(e, "writing plots: %v", err)
+			}
+		}
 	}
 	printSim(e, results, asJSON)
 	return code

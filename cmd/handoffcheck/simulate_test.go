@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/handoffcheck/handoffcheck/checker/sim"
 )
 
 const (
@@ -236,24 +238,86 @@ func TestDocsImages_Fresh(t *testing.T) {
 	}
 }
 
-// With handoff disabled there is no handoff fact to log: an explicit --log
-// is refused (a log of headers alone, whose header named a handoff policy,
-// was written before), and --out writes no log.
+// The legacy path and aggregated serving run no handoff lifecycle, so
+// there is no observation log: an explicit --log is refused (a log of
+// headers alone, whose header named a handoff policy, was written
+// before), and --out writes no log but each request's timeline.
 func TestSimulate_DisabledWritesNoLog(t *testing.T) {
-	dir := t.TempDir()
-	logPath := filepath.Join(dir, "log.jsonl")
-	code, _, errOut := runCLI(t, "simulate", "--policy", "disabled", "--log", logPath)
-	if code != 2 || !strings.Contains(errOut, "--log: the disabled policy makes no handoff") {
-		t.Fatalf("simulate --policy disabled --log: exit %d, stderr %q; want 2 naming --log", code, errOut)
+	for _, pol := range []string{"disabled", "aggregated"} {
+		dir := t.TempDir()
+		logPath := filepath.Join(dir, "log.jsonl")
+		code, _, errOut := runCLI(t, "simulate", "--policy", pol, "--log", logPath)
+		if code != 2 || !strings.Contains(errOut, "--log: the "+pol+" policy runs no handoff lifecycle") {
+			t.Fatalf("simulate --policy %s --log: exit %d, stderr %q; want 2 naming --log", pol, code, errOut)
+		}
+		if _, err := os.Stat(logPath); !os.IsNotExist(err) {
+			t.Fatalf("refused run wrote %s (stat: %v)", logPath, err)
+		}
+		out := filepath.Join(dir, "out")
+		if code, _, errOut := runCLI(t, "simulate", "--policy", pol, "--out", out); code != 0 {
+			t.Fatalf("simulate --policy %s --out: exit %d: %s", pol, code, errOut)
+		}
+		if _, err := os.Stat(filepath.Join(out, "log.jsonl")); !os.IsNotExist(err) {
+			t.Fatalf("%s run with --out wrote log.jsonl (stat: %v)", pol, err)
+		}
+		data, err := os.ReadFile(filepath.Join(out, "timeline.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tl sim.Timeline
+		if err := json.Unmarshal(data, &tl); err != nil {
+			t.Fatal(err)
+		}
+		if tl.Policy != pol || len(tl.Handoffs) != tl.Summary.Requests || len(tl.Handoffs[0].Phases) == 0 {
+			t.Fatalf("%s: timeline.json of policy %q has %d requests' timelines for %d requests (the first with phases %v)",
+				pol, tl.Policy, len(tl.Handoffs), tl.Summary.Requests, tl.Handoffs[0].Phases)
+		}
 	}
-	if _, err := os.Stat(logPath); !os.IsNotExist(err) {
-		t.Fatalf("refused run wrote %s (stat: %v)", logPath, err)
+}
+
+// simulate --policy disabled --compare runs the legacy path beside both
+// lifecycle policies on one workload, each into its own directory, and
+// plots the legacy path beside each: the legacy summary strands nothing,
+// source-first does.
+func TestSimulate_DisabledCompare(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, errOut := runCLI(t, "simulate", "--policy", "disabled", "--compare", "--out", out, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	out := filepath.Join(dir, "out")
-	if code, _, errOut := runCLI(t, "simulate", "--policy", "disabled", "--out", out); code != 0 {
-		t.Fatalf("simulate --policy disabled --out: exit %d: %s", code, errOut)
+	var runs struct {
+		Runs []struct{ Summary sim.Summary }
 	}
-	if _, err := os.Stat(filepath.Join(out, "log.jsonl")); !os.IsNotExist(err) {
-		t.Fatalf("disabled run with --out wrote log.jsonl (stat: %v)", err)
+	if err := json.Unmarshal([]byte(stdout), &runs); err != nil {
+		t.Fatalf("%v in %s", err, stdout)
+	}
+	var sums []sim.Summary
+	for _, r := range runs.Runs {
+		sums = append(sums, r.Summary)
+	}
+	if len(sums) != 3 || sums[0].Policy != "disabled" || sums[1].Policy != "source-first" || sums[2].Policy != "destination-first" {
+		t.Fatalf("summaries %+v", sums)
+	}
+	if sums[0].StrandedSourcePeak != 0 || sums[1].StrandedSourcePeak == 0 {
+		t.Fatalf("stranded source peak: legacy %d, source-first %d", sums[0].StrandedSourcePeak, sums[1].StrandedSourcePeak)
+	}
+	for _, f := range []string{"disabled/timeline.json", "disabled-vs-source-first/compare-blocks.png", "disabled-vs-destination-first/report.html"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"simulate", "--policy", "aggregated", "--compare", "--out", t.TempDir()}, "--policy aggregated would be ignored"},
+		{[]string{"simulate", "--policy", "source-first", "--compare", "--out", t.TempDir()}, "--policy source-first would be ignored"},
+		{[]string{"simulate", "--policy", "disabled", "--faults-seed", "3"}, "the disabled policy runs no fault plan"},
+		{[]string{"simulate", "--policy", "legacy"}, `policy "legacy", want source-first, destination-first, disabled or aggregated`},
+	} {
+		code, _, errOut := runCLI(t, c.args...)
+		if code != exitUsage || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d naming %q", c.args, code, errOut, exitUsage, c.want)
+		}
 	}
 }
