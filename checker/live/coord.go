@@ -273,7 +273,9 @@ func newCoord(ctx context.Context, opt Options) (*coord, error) {
 		return nil, fmt.Errorf("live: time scale %g, want more than 0", opt.Scale)
 	}
 	if opt.Config.Policy == cluster.Disabled {
-		return nil, fmt.Errorf("live: policy %q runs no handoff; a live run needs source-first or destination-first", cluster.Disabled)
+		// The legacy rendezvous (disabled) and aggregated serving run on the
+		// simulator's clock only: live processes run the lifecycle.
+		return nil, fmt.Errorf("live: policy %q runs only in simulate (the legacy path and aggregated serving have no live processes yet); a live run needs source-first or destination-first", opt.Config.PolicyName())
 	}
 	if opt.Config.MaxRetries > 0 {
 		return nil, fmt.Errorf("live: max_retries %d: a live run makes one attempt per request", opt.Config.MaxRetries)

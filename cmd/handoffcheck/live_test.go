@@ -79,6 +79,8 @@ func TestCLI_LiveBadInput(t *testing.T) {
 		{[]string{"live", "--time-scale", "0"}, "--time-scale 0"},
 		{[]string{"live", "--proxy-rate", "0.5"}, "need --proxy-seed"},
 		{[]string{"live", "--workload", "/nonexistent"}, "/nonexistent"},
+		{[]string{"live", "--policy", "disabled"}, `policy "disabled" runs only in simulate`},
+		{[]string{"live", "--policy", "aggregated"}, `policy "aggregated" runs only in simulate`},
 		{[]string{"worker", "--coordinator", "10.0.0.1:9", "--worker", "0", "--config", "x"}, "127.0.0.1:PORT"},
 		{[]string{"worker", "--worker", "0"}, "--coordinator is required"},
 	} {
