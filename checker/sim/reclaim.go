@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/machines"
 	"github.com/handoffcheck/handoffcheck/model"
@@ -316,10 +317,7 @@ func (s *Sim) strand(r *request) {
 		}
 		r.stranded[k] = now[k]
 	}
-	var src model.Blocks
-	if r.st.W.H[0].SourceStranded() {
-		src = r.Hold[0].Pinned()
-	}
+	src := cluster.StrandedSource(&r.st.W.H[0], r.Hold[0])
 	if r.p >= 0 && src != r.srcStrand {
 		s.stats.strandSource(s, r.p, src-r.srcStrand)
 	}

@@ -111,26 +111,20 @@ type PeakMean struct {
 // destination reservations; zero on a prefill worker) and the decode
 // router's selection-time booking, which may precede the physical
 // reservation.
-var Series = []string{"free", "cached", "active", "pinned", "reserved", "compute_load_tokens", "in_flight", "slots", "headroom_tokens",
-	"kv_used_blocks", "active_decode_blocks", "decode_booked_blocks"}
+var Series = append([]string{"free", "cached", "active", "pinned", "reserved", "compute_load_tokens", "in_flight", "slots", "headroom_tokens"},
+	cluster.WorkerMetrics[:]...)
 
 const numSeries = 12
 
+// values is a worker's counters in Series order; the design's worker
+// metrics come from their one definition (cluster.WorkerMetricValues).
 func values(k *model.Worker, role model.WorkerRole) [numSeries]float64 {
+	m := cluster.WorkerMetricValues(k, role)
 	return [numSeries]float64{
 		float64(k.Free), float64(k.Cached + k.Kept + k.Prefix), float64(k.Active), float64(k.Pinned), float64(k.Reserved),
 		float64(k.PrefillTokens), float64(k.InFlight), float64(k.SlotsUsed), float64(k.HeadroomUsed),
-		float64(k.KVUsed()), float64(activeDecode(k, role)), float64(k.BookedBlocks),
+		float64(m[0]), float64(m[1]), float64(m[2]),
 	}
-}
-
-// activeDecode is active_decode_blocks: on a decode worker its active
-// blocks and its destination reservations.
-func activeDecode(k *model.Worker, role model.WorkerRole) model.Blocks {
-	if role != model.DecodeWorker {
-		return 0
-	}
-	return k.Active + k.Reserved
 }
 
 type workerStats struct {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
@@ -215,12 +216,13 @@ func (rc *recorder) sample(s *Sim) {
 	for w := range s.workers {
 		k := &s.workers[w]
 		ws := &rc.tl.Workers[w]
+		m := cluster.WorkerMetricValues(k, s.cfg.Role(w))
 		ws.Samples = append(ws.Samples, Sample{
 			TMS: ms(s.now), Free: int64(k.Free), Cached: int64(k.Cached + k.Kept + k.Prefix), Active: int64(k.Active),
 			Pinned: int64(k.Pinned), Reserved: int64(k.Reserved), ComputeLoad: int64(k.PrefillTokens), InFlight: int64(k.InFlight),
 			Slots: int64(k.SlotsUsed), Headroom: int64(k.HeadroomUsed), Stranded: int64(s.stats.workers[w].stranded),
 			StrandedSource: int64(s.stats.workers[w].srcStrand),
-			KVUsed:         int64(k.KVUsed()), ActiveDecode: int64(activeDecode(k, s.cfg.Role(w))), Booked: int64(k.BookedBlocks),
+			KVUsed:         int64(m[0]), ActiveDecode: int64(m[1]), Booked: int64(m[2]),
 		})
 	}
 	if len(rc.tl.Workers) > 0 && len(rc.tl.Workers[0].Samples) >= maxSamples {
