@@ -67,6 +67,13 @@ func (r *Result) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "  stranded source KV (pinned after compute while decode waits): %.1f block-seconds, peak %d blocks\n", s.StrandedSourceBlockSeconds, s.StrandedSourcePeak)
 	fmt.Fprintf(w, "  BoundedReclaim: %d obligations met, longest %.1f ms; BoundedGiveUp: %d met, longest %.1f ms; held for doomed attempts %.1f block-seconds\n",
 		s.ReclaimObligated, s.ReclaimMaxMS, s.GiveUpObligated, s.GiveUpMaxMS, s.StrandedBlockSeconds)
+	if t := s.Teardown; t != nil {
+		fmt.Fprintf(w, "  teardown at %.3f ms: %d handoffs unresolved cut (%d cancelled there), %d requests decoding ran on, %d never arrived;", t.AtMS, t.Cut, t.Cancelled, t.DecodingOn, t.NotArrived)
+		if r.Violation == nil && !r.Interrupted {
+			fmt.Fprint(w, " each released what it held once, nothing held at the end")
+		}
+		fmt.Fprintln(w)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "  worker\trole\tpinned peak/mean\treserved peak/mean\tactive peak/mean\tin-flight peak\tstranded-source block-s\tdoomed block-s\t")
 	for _, ws := range s.Workers {

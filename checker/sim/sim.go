@@ -47,14 +47,16 @@ func fmtMS(t int64) string { return fmt.Sprintf("%.3fms", float64(t)/1000) }
 
 // Sim is one simulation run.
 type Sim struct {
-	cfg    *cluster.Config
-	chk    *system.System
-	proto  *system.Protocol
-	policy spec.Policy
-	rng    *rand.Rand
-	now    int64
-	q      eventQueue
-	seq    uint64
+	// teardown is set once the run tore its requests down (UntilUS).
+	teardown *Teardown
+	cfg      *cluster.Config
+	chk      *system.System
+	proto    *system.Protocol
+	policy   spec.Policy
+	rng      *rand.Rand
+	now      int64
+	q        eventQueue
+	seq      uint64
 
 	workers []model.Worker
 	sums    []model.Holdings
@@ -106,6 +108,10 @@ type Options struct {
 	// a process logs, as Observe makes it observable (Config.LogHeader
 	// makes its header).
 	Log *obslog.Writer
+	// UntilUS, when positive, ends the run with handoffs unresolved: at
+	// that virtual time the requests in flight are torn down (Teardown)
+	// and no later arrival or planned fault happens.
+	UntilUS int64
 }
 
 // Progress is what a long run reports.
@@ -384,6 +390,11 @@ func (s *Sim) run(ctx context.Context, opt Options) (*Result, error) {
 	var events uint64
 	for s.q.Len() > 0 && s.violation == nil {
 		e := heap.Pop(&s.q).(*event)
+		if opt.UntilUS > 0 && s.teardown == nil && e.at > opt.UntilUS {
+			heap.Push(&s.q, e)
+			s.tearDown(opt.UntilUS)
+			continue
+		}
 		if e.r != nil {
 			if s.stale(e) {
 				// A deadline disarmed, an obligation met or a move of a
@@ -391,6 +402,19 @@ func (s *Sim) run(ctx context.Context, opt Options) (*Result, error) {
 				s.maybeRetire(e.r)
 				continue
 			}
+		}
+		if s.teardown != nil && (e.kind == evArrival || e.kind == evFault || e.kind == evCancel) {
+			// The harness ended: the rest of the workload never starts,
+			// nothing more is planned, and the client cancels of the
+			// workload were overtaken by the teardown's; none moves the
+			// clock.
+			if e.kind == evArrival {
+				s.teardown.NotArrived++
+				if err := s.nextArrival(); err != nil {
+					return nil, err
+				}
+			}
+			continue
 		}
 		s.advance(e.at)
 		events++

@@ -71,6 +71,9 @@ type Summary struct {
 	StrandedSourcePeak         int64           `json:"stranded_source_peak_blocks"`
 	Workers                    []WorkerSummary `json:"workers"`
 	Events                     uint64          `json:"events"`
+	// Teardown is what ending the run with handoffs unresolved did
+	// (Options.UntilUS); nil when the run was not torn down.
+	Teardown *Teardown `json:"teardown,omitempty"`
 }
 
 // Pcts is a latency distribution: its exact mean, and its percentiles
@@ -304,7 +307,7 @@ func (s *Sim) result(events uint64, interrupted bool) *Result {
 		Transfers: st.transfers, TransfersFailed: st.transfersFailed, TransferBytes: st.transferBytes,
 		PrefixHitTokens: st.hitTokens, ReclaimObligated: st.obligated, ReclaimMaxMS: ms(st.reclaimMax),
 		GiveUpObligated: st.gaveUp, GiveUpMaxMS: ms(st.giveUpMax),
-		Events: events,
+		Events: events, Teardown: s.teardown,
 	}
 	if end > 0 {
 		sum.ThroughputRPS = round3(float64(st.completed) / (float64(end) / 1e6))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,6 +69,8 @@ type simInputs struct {
 	faults   []cluster.Fault
 	faultFre bool
 	proto    *system.Protocol
+	// untilUS ends the run with handoffs unresolved (sim.Options.UntilUS).
+	untilUS int64
 	// log is where the run's observation log goes ("": with --out, into
 	// DIR/log.jsonl; else nowhere); records the kinds it keeps.
 	log     string
@@ -91,10 +94,14 @@ func cmdSimulate(c *command, e *env, args []string) int {
 	specFile := fs.String("spec", "", "run a spec file's tables (a variant) instead of the generated machines")
 	logFile := fs.String("log", "", "write the run's observation log (handoffcheck.log/v1) to this file (with --out: DIR/log.jsonl by default)")
 	logRecords := fs.String("log-records", "all", "the kinds the log keeps: all, milestones, or a comma-separated list of kinds")
+	untilMS := fs.Float64("until-ms", 0, "end the run at this virtual time with handoffs unresolved: no later arrival or planned fault, every request in flight cut by a cancel and checked to release what it holds once (0: run the workload out)")
 	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
 		return code
 	}
 	set := setFlags(fs)
+	if set["until-ms"] && !(*untilMS > 0 && *untilMS < 1e12) {
+		return c.bad(e, "--until-ms %v: want a time after 0 in milliseconds", *untilMS)
+	}
 	records, err := obslog.ParseRecords(strings.Split(*logRecords, ","))
 	if err != nil {
 		return c.bad(e, "--log-records: %v", err)
@@ -130,7 +137,10 @@ func cmdSimulate(c *command, e *env, args []string) int {
 	if *compare && cfg.Aggregated {
 		return c.bad(e, "--compare: the configuration's policy is aggregated, which runs no handoff to compare; want --policy disabled or a disaggregated configuration")
 	}
-	in := simInputs{cfg: cfg, log: *logFile, records: records}
+	if set["until-ms"] && cfg.Policy == cluster.Disabled {
+		return c.bad(e, "--until-ms: the %s policy runs no handoff lifecycle to tear down; want source-first or destination-first", cfg.PolicyName())
+	}
+	in := simInputs{cfg: cfg, log: *logFile, records: records, untilUS: int64(math.Round(*untilMS * 1000))}
 	if *specFile != "" {
 		p, _, err := loadProtocol(e.ctx, *specFile)
 		if err != nil {
@@ -320,7 +330,7 @@ func simulateOnce(c *command, e *env, in simInputs, dir string) (*sim.Result, *s
 		defer tlFile.Close()
 		rec = sim.NewRecorder(tlFile)
 	}
-	opt := sim.Options{Faults: in.faults, Timeline: rec, FaultFree: in.faultFre, Protocol: in.proto}
+	opt := sim.Options{Faults: in.faults, Timeline: rec, FaultFree: in.faultFre, Protocol: in.proto, UntilUS: in.untilUS}
 	logPath := in.log
 	if logPath == "" && dir != "" && in.cfg.Policy != cluster.Disabled {
 		logPath = filepath.Join(dir, "log.jsonl")

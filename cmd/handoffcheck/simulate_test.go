@@ -314,6 +314,9 @@ func TestSimulate_DisabledCompare(t *testing.T) {
 		{[]string{"simulate", "--policy", "source-first", "--compare", "--out", t.TempDir()}, "--policy source-first would be ignored"},
 		{[]string{"simulate", "--policy", "disabled", "--faults-seed", "3"}, "the disabled policy runs no fault plan"},
 		{[]string{"simulate", "--policy", "legacy"}, `policy "legacy", want source-first, destination-first, disabled or aggregated`},
+		{[]string{"simulate", "--until-ms", "0"}, "--until-ms 0: want a time after 0"},
+		{[]string{"simulate", "--until-ms", "NaN"}, "--until-ms NaN: want a time after 0"},
+		{[]string{"simulate", "--policy", "disabled", "--until-ms", "5"}, "--until-ms: the disabled policy runs no handoff lifecycle to tear down"},
 	} {
 		code, _, errOut := runCLI(t, c.args...)
 		if code != exitUsage || !strings.Contains(errOut, c.want) {
