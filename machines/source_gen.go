@@ -179,7 +179,7 @@ const (
 	SourceActionArmTransferDeadline
 	// SourceActionDisarmTransferDeadline: stop the deadline of the push.
 	SourceActionDisarmTransferDeadline
-	// SourceActionPublishCached: publish Stored for the released blocks now in this worker's cache.
+	// SourceActionPublishCached: publish Stored for the computed blocks that will move: valid KV in this worker's cache from compute completion on (normal cache semantics).
 	SourceActionPublishCached
 )
 
@@ -197,7 +197,7 @@ func (x SourceAction) String() string {
 }
 
 // MaxSourceActions is the most actions one source row emits.
-const MaxSourceActions = 6
+const MaxSourceActions = 7
 
 // SourceActions is the ordered list of actions of one step, held by value so that
 // stepping never allocates.
@@ -400,12 +400,13 @@ func sourceOnDestinationReserved(s SourceState, p Policy) (SourceTransition, boo
 func sourceOnPrefillPinned(s SourceState, p Policy) (SourceTransition, bool) {
 	switch s {
 	case SourceStateStopping:
-		// row 37: AtomicPrefillPin: compute finished before the core reached the cancel; the finished blocks are held, and the cancel will find nothing to stop
+		// row 37: AtomicPrefillPin: compute finished before the core reached the cancel; the finished blocks are held and, valid KV, published (IndexMatchesCache), and the cancel will find nothing to stop
 		return SourceTransition{
 			To: s,
-			Actions: SourceActions{n: 2, a: [MaxSourceActions]SourceAction{
+			Actions: SourceActions{n: 3, a: [MaxSourceActions]SourceAction{
 				SourceActionPinSource,
 				SourceActionReportComputeDone,
+				SourceActionPublishCached,
 			}},
 			Row: 37,
 		}, true
@@ -415,13 +416,14 @@ func sourceOnPrefillPinned(s SourceState, p Policy) (SourceTransition, bool) {
 	case SourceFirst:
 		switch s {
 		case SourceStateComputing:
-			// row 13: AtomicPrefillPin: compute completion and the pin are one step; compute load falls, occupancy stays
+			// row 13: AtomicPrefillPin: compute completion and the pin are one step; compute load falls, occupancy stays, and the computed KV is published as any computed KV is (IndexMatchesCache)
 			return SourceTransition{
 				To: SourceStatePinned,
-				Actions: SourceActions{n: 5, a: [MaxSourceActions]SourceAction{
+				Actions: SourceActions{n: 6, a: [MaxSourceActions]SourceAction{
 					SourceActionPinSource,
 					SourceActionRegisterSource,
 					SourceActionReportComputeDone,
+					SourceActionPublishCached,
 					SourceActionArmLease,
 					SourceActionAnnouncePinned,
 				}},
@@ -431,13 +433,14 @@ func sourceOnPrefillPinned(s SourceState, p Policy) (SourceTransition, bool) {
 	case DestinationFirst:
 		switch s {
 		case SourceStateComputing:
-			// row 14: the destination reserved before dispatch, so the push starts at once
+			// row 14: the destination reserved before dispatch, so the push starts at once; the computed KV is published as any computed KV is (IndexMatchesCache)
 			return SourceTransition{
 				To: SourceStateSending,
-				Actions: SourceActions{n: 6, a: [MaxSourceActions]SourceAction{
+				Actions: SourceActions{n: 7, a: [MaxSourceActions]SourceAction{
 					SourceActionPinSource,
 					SourceActionRegisterSource,
 					SourceActionReportComputeDone,
+					SourceActionPublishCached,
 					SourceActionArmLease,
 					SourceActionStartPush,
 					SourceActionArmTransferDeadline,
@@ -922,11 +925,10 @@ func sourceOnTransferTimeout(s SourceState, p Policy) (SourceTransition, bool) {
 func sourceOnReleaseApplied(s SourceState, _ Policy) (SourceTransition, bool) {
 	switch s {
 	case SourceStateReleasing:
-		// row 18: RouterCleanup: request ownership ends at the release itself, not when it was asked for; the released blocks stay cached and are advertised
+		// row 18: RouterCleanup: request ownership ends at the release itself, not when it was asked for; the released blocks stay cached, advertised since compute
 		return SourceTransition{
 			To: SourceStateReleased,
-			Actions: SourceActions{n: 3, a: [MaxSourceActions]SourceAction{
-				SourceActionPublishCached,
+			Actions: SourceActions{n: 2, a: [MaxSourceActions]SourceAction{
 				SourceActionReportSourceReleased,
 				SourceActionComplete,
 			}},

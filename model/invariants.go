@@ -138,7 +138,7 @@ var Invariants = []Invariant{
 	{Name: NameOutcomeTruthful, Kind: SafetyState, state: outcomeTruthful,
 		Meaning: "the outcome a side reports to its router says what physically happened: success only after a completed, acknowledged transfer (source) or an activation from valid KV (destination); failure only if nothing of the attempt activated"},
 	{Name: NameIndexMatchesCache, Kind: SafetyState, state: indexMatchesCache,
-		Meaning: "the KV index advertises a block of a worker only while that worker holds it as valid, cached or active KV: eviction and restart publish Removed for what was Stored, and nothing is Removed that was not Stored"},
+		Meaning: "the KV index advertises a block of a worker only while that worker holds it as valid, cached or active KV, and advertises a source's computed blocks from compute completion on, as any computed KV: eviction and restart publish Removed for what was Stored, and nothing is Removed that was not Stored"},
 	{Name: NameQuiescence, Kind: Progress,
 		Elsewhere: "the checker, on every state where no protocol, timer or delivery move is enabled (Quiescence)",
 		Meaning:   "where nothing but faults can happen, every placed record is terminal and everything is released"},
@@ -897,9 +897,13 @@ func outcomeTruthful(w *World, _ *Records, _ *allHoldings) *Violation {
 // IndexMatchesCache: the KV index advertises a handoff's blocks only while
 // their worker holds them as valid KV: the source's while they are pinned
 // or kept in its cache, the destination's received blocks while they are
-// active or kept in its cache. (That nothing is Removed that was not
-// Stored holds by construction: Removed is published only for advertised
-// blocks, and the index then stops advertising them.)
+// active or kept in its cache. And it does advertise the source's pinned
+// blocks: computed KV is published at compute under normal cache
+// semantics, the pin only keeps it from being evicted. (The destination's
+// counterpart, its received blocks stored by activation, is
+// NoStoredBeforeActivation's. That nothing is Removed that was not Stored
+// holds by construction: Removed is published only for advertised blocks,
+// and the index then stops advertising them.)
 func IndexMatchesCache(w *World) *Violation { return indexMatchesCache(w, nil, nil) }
 
 func indexMatchesCache(w *World, _ *Records, _ *allHoldings) *Violation {
@@ -908,6 +912,8 @@ func indexMatchesCache(w *World, _ *Records, _ *allHoldings) *Violation {
 		switch {
 		case x.SrcIndexed && x.Src != SrcPinned && !x.SrcKept:
 			return violate(NameIndexMatchesCache, h, x.Worker(SourceSide), "the index advertises the source's blocks but the worker holds them neither pinned nor cached (source holds %s)", x.Src)
+		case x.Src == SrcPinned && !x.SrcIndexed:
+			return violate(NameIndexMatchesCache, h, x.Worker(SourceSide), "the source's computed blocks are pinned but the index does not advertise them: computed KV is published at compute")
 		case x.Published && x.Dst != DstActive && !x.DstKept:
 			return violate(NameIndexMatchesCache, h, x.Worker(DestinationSide), "the index advertises the destination's received blocks but the worker holds them neither active nor cached (destination holds %s)", x.Dst)
 		}

@@ -154,6 +154,7 @@ var (
 		tx.PinSource(0, SourceSide)
 		tx.RegisterSource(0, SourceSide)
 		tx.ReportComputeDone(0, SourceSide)
+		tx.PublishCached(0, SourceSide)
 		tx.AnnouncePinned(0, SourceSide)
 	}
 	routed = func(tx *Tx) {
@@ -194,6 +195,7 @@ func happyPath(h *history, policy spec.Policy) {
 				tx.PinSource(0, SourceSide)
 				tx.RegisterSource(0, SourceSide)
 				tx.ReportComputeDone(0, SourceSide)
+				tx.PublishCached(0, SourceSide)
 				tx.StartTransfer(0, SourceSide, SourceSide)
 			})
 	}
@@ -465,7 +467,12 @@ func firings(decodeFirst bool) []firing {
 		{name: NameComputeLoadIndependent, step: step(NameComputeLoadIndependent, 0, "compute finished but the prefill router still counts its compute load"), state: none, run: func(t *testing.T) *history {
 			h := sf(t)
 			h.clean(route, accept)
-			h.expect(func(tx *Tx) { tx.FinishCompute(0); tx.PinSource(0, SourceSide); tx.RegisterSource(0, SourceSide) }, NameComputeLoadIndependent)
+			h.expect(func(tx *Tx) {
+				tx.FinishCompute(0)
+				tx.PinSource(0, SourceSide)
+				tx.RegisterSource(0, SourceSide)
+				tx.PublishCached(0, SourceSide)
+			}, NameComputeLoadIndependent)
 			return h
 		}},
 		{name: NameComputeLoadIndependent + "/fell-twice", step: step(NameComputeLoadIndependent, 0, "compute load fell twice"), state: none, run: func(t *testing.T) *history {
@@ -750,6 +757,21 @@ func firings(decodeFirst bool) []firing {
 			// A source that advertises its prefix when the request arrives,
 			// before its compute has produced any KV.
 			h.expect(func(tx *Tx) { accept(tx); tx.PublishCached(0, SourceSide) }, NameIndexMatchesCache)
+			return h
+		}},
+		{name: NameIndexMatchesCache + "/unadvertised-pin", step: none, state: state(NameIndexMatchesCache, 0, p, "the source's computed blocks are pinned but the index does not advertise them: computed KV is published at compute"), run: func(t *testing.T) *history {
+			h := sf(t)
+			h.clean(route, accept)
+			// The pin step without its publish: the computed KV is valid
+			// and held, and the index does not know it (the accounting
+			// table publishes computed source KV as any computed KV).
+			h.expect(func(tx *Tx) {
+				tx.FinishCompute(0)
+				tx.PinSource(0, SourceSide)
+				tx.RegisterSource(0, SourceSide)
+				tx.ReportComputeDone(0, SourceSide)
+				tx.AnnouncePinned(0, SourceSide)
+			}, NameIndexMatchesCache)
 			return h
 		}},
 		{name: NameIndexMatchesCache + "/destination", step: none, state: state(NameIndexMatchesCache, 0, d, dstNotHeld), run: func(t *testing.T) *history {

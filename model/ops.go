@@ -475,9 +475,11 @@ func (tx *Tx) ReleaseSource(h int, side Side, cause Cause) {
 	tx.end(h, ResSourceLease, SourceSide)
 }
 
-// PublishCached publishes Stored for the source's released blocks, now in
-// its worker's cache. It is physics only: it advertises them whatever the
-// worker holds (IndexMatchesCache judges that).
+// PublishCached publishes Stored for the source's computed blocks that
+// will move: like any computed KV they are valid in its worker's cache
+// from compute completion on (pinned, then cached after the release). It
+// is physics only: it advertises them whatever the worker holds
+// (IndexMatchesCache judges that).
 func (tx *Tx) PublishCached(h int, side Side) {
 	if !tx.command(h, side, SourceSide) {
 		return

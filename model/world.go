@@ -256,7 +256,8 @@ type Handoff struct {
 	// The KV index and the cache after release: the source's released
 	// pinned blocks sit in its worker's cache, not evicted (SrcKept); the
 	// destination's received blocks do after ReleaseActive (DstKept); the
-	// index advertises the source's blocks (SrcIndexed).
+	// index advertises the source's blocks (SrcIndexed: from compute
+	// completion on, while they are pinned and then cached).
 	SrcKept, DstKept, SrcIndexed bool
 
 	// Timers armed, one bit per Timer.

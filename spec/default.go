@@ -98,7 +98,7 @@ func sourceTable() Table {
 			{Name: "Complete", Doc: "count the request out of this worker's in-flight requests"},
 			{Name: "ArmTransferDeadline", Doc: "arm the deadline of the push this worker runs"},
 			{Name: "DisarmTransferDeadline", Doc: "stop the deadline of the push"},
-			{Name: "PublishCached", Doc: "publish Stored for the released blocks now in this worker's cache"},
+			{Name: "PublishCached", Doc: "publish Stored for the computed blocks that will move: valid KV in this worker's cache from compute completion on (normal cache semantics)"},
 		},
 		Rows: []Row{
 			// Idle: the request may still be on its way.
@@ -133,11 +133,11 @@ func sourceTable() Table {
 
 			// Compute.
 			{From: []string{"Computing"}, Event: "PrefillPinned", Policies: sf, To: "Pinned",
-				Actions: []string{"PinSource", "RegisterSource", "ReportComputeDone", "ArmLease", "AnnouncePinned"},
-				Why:     "AtomicPrefillPin: compute completion and the pin are one step; compute load falls, occupancy stays"},
+				Actions: []string{"PinSource", "RegisterSource", "ReportComputeDone", "PublishCached", "ArmLease", "AnnouncePinned"},
+				Why:     "AtomicPrefillPin: compute completion and the pin are one step; compute load falls, occupancy stays, and the computed KV is published as any computed KV is (IndexMatchesCache)"},
 			{From: []string{"Computing"}, Event: "PrefillPinned", Policies: df, To: "Sending",
-				Actions: []string{"PinSource", "RegisterSource", "ReportComputeDone", "ArmLease", "StartPush", "ArmTransferDeadline"},
-				Why:     "the destination reserved before dispatch, so the push starts at once"},
+				Actions: []string{"PinSource", "RegisterSource", "ReportComputeDone", "PublishCached", "ArmLease", "StartPush", "ArmTransferDeadline"},
+				Why:     "the destination reserved before dispatch, so the push starts at once; the computed KV is published as any computed KV is (IndexMatchesCache)"},
 
 			// Release on reader completion.
 			{From: []string{"Pinned"}, Event: "ReaderCompleted", Policies: sf, To: "Releasing",
@@ -150,8 +150,8 @@ func sourceTable() Table {
 				Actions: []string{"DisarmLease", "ReleaseSource"},
 				Why:     "ReleaseNeedsReaderAck: the destination activated the pushed KV, so the pin may go; the worker's core releases it"},
 			{From: []string{"Releasing"}, Event: "ReleaseApplied", Policies: both, To: "Released",
-				Actions: []string{"PublishCached", "ReportSourceReleased", "Complete"},
-				Why:     "RouterCleanup: request ownership ends at the release itself, not when it was asked for; the released blocks stay cached and are advertised"},
+				Actions: []string{"ReportSourceReleased", "Complete"},
+				Why:     "RouterCleanup: request ownership ends at the release itself, not when it was asked for; the released blocks stay cached, advertised since compute"},
 			{From: []string{"Sending"}, Event: "TransferFailed", Policies: df, To: "Aborting",
 				Actions: []string{"DisarmTransferDeadline", "DisarmLease", "ReleaseSource", "SendCancelled"},
 				Why:     "the writes ended in failure; nothing reads the blocks any more"},
@@ -209,8 +209,8 @@ func sourceTable() Table {
 				Actions: []string{"ReportSourceAborted", "Complete"},
 				Why:     "the core stopped the prefill and freed its blocks: only now does the request leave this worker"},
 			{From: []string{"Stopping"}, Event: "PrefillPinned", Policies: both,
-				Actions: []string{"PinSource", "ReportComputeDone"},
-				Why:     "AtomicPrefillPin: compute finished before the core reached the cancel; the finished blocks are held, and the cancel will find nothing to stop"},
+				Actions: []string{"PinSource", "ReportComputeDone", "PublishCached"},
+				Why:     "AtomicPrefillPin: compute finished before the core reached the cancel; the finished blocks are held and, valid KV, published (IndexMatchesCache), and the cancel will find nothing to stop"},
 			{From: []string{"Stopping"}, Event: "CancelNoOp", Policies: both, To: "Aborting",
 				Actions: []string{"ReleaseSource"},
 				Why:     "the cancel stopped nothing: the prefill had finished and its blocks are held, so release them (no reader was ever registered)"},

@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Operator names a way of breaking one row of a table.
@@ -24,10 +25,17 @@ const (
 	Ignore Operator = "ignore"
 	// Retarget sends a row to another state of the table (a wrong next state).
 	Retarget Operator = "retarget"
+	// MovePublish moves a row's KV-index publication (an action named
+	// Publish...) one step early or late: into a row that leads into the
+	// state the row starts from, or into one that leaves the state it ends
+	// in (under a policy of both). The accounting table says when each
+	// side's KV becomes visible (the source's at compute, the
+	// destination's at receive completion); this is that timing got wrong.
+	MovePublish Operator = "move-publish"
 )
 
 // Operators lists every operator in a fixed order.
-var Operators = []Operator{DropAction, SwapActions, Ignore, Retarget}
+var Operators = []Operator{DropAction, SwapActions, Ignore, Retarget, MovePublish}
 
 // Mutant is a spec with one row broken by one operator.
 type Mutant struct {
@@ -80,6 +88,21 @@ func Mutants(s *Spec, ops []Operator) []Mutant {
 					add(op, r, i, row.Event, func(t *Table) {
 						t.Rows[i].To, t.Rows[i].Actions = "", nil
 					})
+				case MovePublish:
+					for j, a := range row.Actions {
+						if !strings.HasPrefix(a, "Publish") {
+							continue
+						}
+						for k := range t.Rows {
+							if !movesPublishTo(t, i, k) || slices.Contains(t.Rows[k].Actions, a) {
+								continue
+							}
+							add(op, r, i, fmt.Sprintf("%s to row %d", a, k+1), func(t *Table) {
+								t.Rows[i].Actions = slices.Delete(slices.Clone(t.Rows[i].Actions), j, j+1)
+								t.Rows[k].Actions = append(slices.Clone(t.Rows[k].Actions), a)
+							})
+						}
+					}
 				case Retarget:
 					for _, st := range t.States {
 						if st.Name == row.To || (row.To == "" && len(row.From) == 1 && row.From[0] == st.Name) {
@@ -94,6 +117,32 @@ func Mutants(s *Spec, ops []Operator) []Mutant {
 		}
 	}
 	return out
+}
+
+// movesPublishTo reports whether row k of t is one step before or after
+// row i under a policy of both: it ends where row i starts, or starts
+// where row i ends. Rows that ignore their event, and rows of the
+// worker's own restart (the process that would act is gone), take no
+// publication.
+func movesPublishTo(t *Table, i, k int) bool {
+	ri, rk := &t.Rows[i], &t.Rows[k]
+	if k == i || rk.Ignores() || !slices.ContainsFunc(ri.Policies, func(p Policy) bool { return slices.Contains(rk.Policies, p) }) {
+		return false
+	}
+	if rk.Event == restartedEvent {
+		return false
+	}
+	for _, f := range rk.From {
+		if slices.Contains(ri.From, rk.Target(f)) && rk.Target(f) != f {
+			return true // one step early: row k leads into row i's state
+		}
+	}
+	for _, f := range ri.From {
+		if slices.Contains(rk.From, ri.Target(f)) {
+			return true // one step late: row k leaves the state row i ends in
+		}
+	}
+	return false
 }
 
 // orderMatters reports whether two adjacent actions do something different

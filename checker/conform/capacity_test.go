@@ -26,7 +26,7 @@ func TestCapacityAcrossAttempts(t *testing.T) {
 	}
 	complete, _ := os.ReadFile(filepath.Join(logsDir, "valid", "source-first-complete.jsonl"))
 	rep := judgeBytes(t, "complete", complete, Options{Config: small})
-	if rep.Verdict != Rejected || rep.Rejection.Invariant != model.NameCapacityRespected || rep.Rejection.Line != 73 {
+	if rep.Verdict != Rejected || rep.Rejection.Invariant != model.NameCapacityRespected || rep.Rejection.Line != 76 {
 		t.Fatalf("%s %+v", rep.Verdict, rep.Rejection)
 	}
 	if rep := judgeBytes(t, "complete", complete, Options{}); rep.Verdict != Explained {

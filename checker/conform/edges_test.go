@@ -126,12 +126,12 @@ func TestRemovedNeverStored(t *testing.T) {
 	wantRejected(t, "open", edit(open, nil), 21, model.NameIndexMatchesCache)
 	wantRejected(t, "done", edit(lines, nil, again), 25, model.NameIndexMatchesCache)
 	// The destination failed before activation: it stored nothing.
-	failed := edit(lines[:11], nil,
+	failed := edit(lines[:12], nil,
 		fact("decode-0", "deadline_expired", `"timer":"pull-deadline"`),
 		fact("decode-0", "reservation_released", `"pages":128`),
 		fact("decode-0", "outcome_reported", `"outcome":"failed"`),
 		fact("decode-0", "removed", `"blocks":128`))
-	wantRejected(t, "never stored", failed, 15, model.NameIndexMatchesCache)
+	wantRejected(t, "never stored", failed, 16, model.NameIndexMatchesCache)
 }
 
 // A transfer that hangs (never ends) while both sides give up and return
@@ -139,7 +139,7 @@ func TestRemovedNeverStored(t *testing.T) {
 // both outcomes reported, nothing held.
 func TestHungTransferEndsExplained(t *testing.T) {
 	lines := oneAttempt(t)
-	data := edit(lines[:11], nil,
+	data := edit(lines[:12], nil,
 		fact("decode-0", "deadline_expired", `"timer":"pull-deadline"`),
 		fact("decode-0", "reservation_released", `"pages":128`),
 		fact("decode-0", "outcome_reported", `"outcome":"failed"`),
@@ -154,9 +154,9 @@ func TestHungTransferEndsExplained(t *testing.T) {
 // A rejection names the fact that broke and the condition that fails.
 func TestRejectionNamesTheCause(t *testing.T) {
 	lines := oneAttempt(t)
-	// The source's Stored (line 18) missing: the outcome after it is
-	// blamed for what it skipped, not as a release while pinned.
-	r := wantRejected(t, "missing stored", edit(lines, []int{18}), 18, "")
+	// The source's Stored of its computed blocks (line 7) missing: the
+	// source's next fact is blamed for what it skipped.
+	r := wantRejected(t, "missing stored", edit(lines, []int{7}), 16, "")
 	if !strings.Contains(r.Detail, "owes stored") {
 		t.Errorf("missing stored: %s", r.Detail)
 	}
@@ -170,8 +170,8 @@ func TestRejectionNamesTheCause(t *testing.T) {
 	// Stored logged after receive_completed and before activated: before
 	// activation, not before receive completion.
 	st := append([]string{}, lines...)
-	st[13], st[14] = st[14], st[13]
-	r = wantRejected(t, "stored before activated", edit(st, nil), 14, model.NameNoStoredBeforeActivation)
+	st[14], st[15] = st[15], st[14]
+	r = wantRejected(t, "stored before activated", edit(st, nil), 15, model.NameNoStoredBeforeActivation)
 	if strings.Contains(r.Detail, "receive completion") || !strings.Contains(r.Detail, "activat") {
 		t.Errorf("stored before activated: %s", r.Detail)
 	}

@@ -20,6 +20,7 @@ const oneAttemptFacts = `{"proc":"router","gen":0,"attempt":"a0","kind":"routed"
 {"proc":"prefill-0","gen":0,"attempt":"a0","kind":"prefill_dispatched"}
 {"proc":"prefill-0","gen":0,"attempt":"a0","kind":"registered"}
 {"proc":"prefill-0","gen":0,"attempt":"a0","kind":"pinned","blocks":128}
+{"proc":"prefill-0","gen":0,"attempt":"a0","kind":"stored","blocks":128}
 {"proc":"router","gen":0,"attempt":"a0","kind":"routed","stage":"decode","to":"decode-0","blocks":128,"prefix_hit_tokens":0}
 {"proc":"decode-0","gen":0,"attempt":"a0","kind":"request_accepted"}
 {"proc":"decode-0","gen":0,"attempt":"a0","kind":"reserved","pages":128,"slot":0,"headroom":0}
@@ -31,7 +32,6 @@ const oneAttemptFacts = `{"proc":"router","gen":0,"attempt":"a0","kind":"routed"
 {"proc":"decode-0","gen":0,"attempt":"a0","kind":"stored","blocks":128}
 {"proc":"prefill-0","gen":0,"attempt":"a0","kind":"reader_completed"}
 {"proc":"prefill-0","gen":0,"attempt":"a0","kind":"source_released","blocks":128}
-{"proc":"prefill-0","gen":0,"attempt":"a0","kind":"stored","blocks":128}
 {"proc":"prefill-0","gen":0,"attempt":"a0","kind":"outcome_reported","outcome":"ok"}
 {"proc":"prefill-0","gen":0,"attempt":"a0","kind":"removed","blocks":128}
 {"proc":"decode-0","gen":0,"attempt":"a0","kind":"decode_finished"}

@@ -156,9 +156,21 @@ func (j *judge) physical(a *attempt, n *node, f *obslog.Fact) (v *model.Violatio
 }
 
 // releaseCause is why a source may say it released: what its own facts
-// before the release (those the node explained) say it learned.
+// before the release (those the node explained) say it learned. A log
+// that records none of the facts that say it (the mocker's bookkeeping
+// logs no receipts) cannot tell: the release is then taken for the one
+// the world allows, the reader's acknowledgement of a completed transfer
+// or else an abort, so that a fact out of place there is blamed on what
+// the log lacks rather than on a cause it never wrote down.
 func (j *judge) releaseCause(a *attempt, n *node, proc int) model.Cause {
 	cause := model.CauseOther
+	if !j.h.Processes[proc].Records.Has(obslog.ReaderCompleted) {
+		if n.st.W.H[0].Xfer == model.XferDone {
+			cause = model.CauseReaderAck
+		} else {
+			cause = model.CauseAbort
+		}
+	}
 	for s := range a.slots {
 		if a.slots[s].proc != proc {
 			continue

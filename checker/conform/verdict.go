@@ -359,8 +359,21 @@ func (j *judge) outOfOrder(a *attempt, n *node, f *obslog.Fact) string {
 			mine = append(mine, l.String())
 		}
 	}
-	// The fact whose step owes them: the last explained by a step.
+	// The fact whose step owes them: the one explained by the step that
+	// first owed the first of them (the last explained by a step, when
+	// none is found).
 	var by *node
+	if n.owedN > 0 {
+		first := n.owed[0]
+		for x := n; x != nil && x.parent != nil && by == nil; x = x.parent {
+			if slices.Contains(x.owed[:x.owedN], first) && !slices.Contains(x.parent.owed[:x.parent.owedN], first) {
+				if x.fact != nil && x.move.Kind != 0 {
+					by = x
+				}
+				break
+			}
+		}
+	}
 	for x := n; x != nil && x.parent != nil && by == nil; x = x.parent {
 		if x.fact != nil && x.move.Kind != 0 {
 			by = x

@@ -13,7 +13,6 @@ const (
 	whyDrainedAck   = "equivalent: a draining destination has already told the source it gave up, or the source gave up or restarted itself, so the reader's acknowledgement adds nothing (with that Cancelled lost, the source may wait for its lease)"
 	whySuccessName  = "equivalent: Done and Stopped are both success terminals, reached with the same actions; only the final state's name differs"
 	whyOneStep      = "equivalent: both actions take effect in the one step the row is; their order inside it cannot be observed"
-	whyIndex        = "equivalent for every stated property: only the KV index's advertisement of the released blocks is lost; IndexMatchesCache forbids advertising what a worker does not hold, not the reverse, and the simulator's routers read the decode workers' caches"
 	whyPushDeadline = "equivalent for every stated property: another deadline still ends a hung push (the destination's reservation deadline fences it, or the source's lease runs out); the push deadline only ends it sooner, and no property bounds how soon"
 	whyPrimed       = "equivalent under BoundedReclaim: a destination-first source told of its destination's restart before its request came forgets the reservation, and the request then waits for its bootstrap deadline, as BoundedReclaim allows after a restart; ignoring the notice (computing, then failing the push into the dead destination at once) or refusing the request ends sooner; and on the clock a health check never outruns a request's delivery"
 )
@@ -28,7 +27,6 @@ var Equivalent = map[string]string{
 	"source row 9 retarget to Primed":                          whyPrimed,
 	"source row 9 retarget to Abandoned":                       whyPrimed,
 	"source row 14 drop-action ArmTransferDeadline":            whyPushDeadline,
-	"source row 18 drop-action PublishCached":                  whyIndex,
 	"source row 29 ignore PeerRestarted":                       whyPeerRestart,
 	"source row 30 drop-action SendCancelled":                  whyClientCancel,
 	"source row 33 ignore PeerRestarted":                       whyPushFails,

@@ -59,7 +59,7 @@ func TestConform_Exits(t *testing.T) {
 	}
 	stale := filepath.Join(logsDir, "invalid", "a-stale-fact-from-an-old-generation.jsonl")
 	code, out, _ = runCLI(t, "conform", stale)
-	if code != exitViolation || !strings.Contains(out, "invariant: AttemptIsolation") || !strings.Contains(out, "verdict: rejected at "+stale+":123") {
+	if code != exitViolation || !strings.Contains(out, "invariant: AttemptIsolation") || !strings.Contains(out, "verdict: rejected at "+stale+":126") {
 		t.Fatalf("invalid: exit %d\n%s", code, out)
 	}
 	code, js, _ := runCLI(t, "conform", "--json", stale)
@@ -70,7 +70,7 @@ func TestConform_Exits(t *testing.T) {
 			Invariant string
 		}
 	}
-	if code != exitViolation || json.Unmarshal([]byte(js), &rep) != nil || rep.Verdict != "rejected" || rep.Rejection.Line != 123 || rep.Rejection.Invariant != "AttemptIsolation" {
+	if code != exitViolation || json.Unmarshal([]byte(js), &rep) != nil || rep.Verdict != "rejected" || rep.Rejection.Line != 126 || rep.Rejection.Invariant != "AttemptIsolation" {
 		t.Fatalf("--json: exit %d %+v\n%s", code, rep, js)
 	}
 	milestones := filepath.Join(logsDir, "valid", "destination-first-milestones.jsonl")
@@ -86,7 +86,7 @@ func TestConform_Exits(t *testing.T) {
 	data, _ := os.ReadFile(valid)
 	os.WriteFile(bad, data[:len(data)-20], 0o644)
 	code, _, errOut = runCLI(t, "conform", bad)
-	if code != exitUsage || !strings.Contains(errOut, "cut.jsonl:159: ") || !strings.Contains(errOut, "cut short") {
+	if code != exitUsage || !strings.Contains(errOut, "cut.jsonl:161: ") || !strings.Contains(errOut, "cut short") {
 		t.Fatalf("truncated: exit %d: %s", code, errOut)
 	}
 	for _, args := range [][]string{{"conform"}, {"conform", "--bound", "0", valid}, {"conform", "--max-faults", "99", valid}, {"conform", filepath.Join(dir, "none.jsonl")}} {

@@ -31,7 +31,7 @@ func init() { registerCommand(mutateCommand) }
 func cmdMutate(c *command, e *env, args []string) int {
 	fs := c.flags()
 	configFile := fs.String("config", "", "configuration to check each mutant against (default: the embedded mutation configuration)")
-	ops := fs.String("operators", "drop-action,swap-actions,ignore,retarget", "mutation operators, comma-separated, each once")
+	ops := fs.String("operators", "drop-action,swap-actions,ignore,retarget,move-publish", "mutation operators, comma-separated, each once")
 	maxStates := fs.Int("max-states", 2000000, "per run, stop an exploration after the level that reaches this many states")
 	liveness := fs.Bool("liveness", true, "also kill mutants that break EventuallyDrained")
 	por := fs.Bool("por", true, "with --liveness=false: partial-order reduction in each mutant's search (the same kills and traces, fewer states)")
@@ -55,7 +55,7 @@ func cmdMutate(c *command, e *env, args []string) int {
 			}
 		}
 		if !found {
-			return c.bad(e, "--operators: %q is not one of drop-action, swap-actions, ignore, retarget", o)
+			return c.bad(e, "--operators: %q is not one of drop-action, swap-actions, ignore, retarget, move-publish", o)
 		}
 	}
 	if *maxStates <= 0 || *workers < 0 {
