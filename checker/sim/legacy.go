@@ -518,26 +518,9 @@ func (l *legacyRun) phases(r *lreq) {
 		case in[i] && !pc.on[i]:
 			pc.on[i], pc.open[i] = true, at
 		case !in[i] && pc.on[i]:
-			l.closePhase(r, i, at)
+			r.phases.close(i, at, r.jobStart)
 		}
 	}
-}
-
-// closePhase ends phase i at at; a computing phase that began before the
-// worker started on it was queued until then.
-func (l *legacyRun) closePhase(r *lreq, i int, at int64) {
-	pc := &r.phases
-	pc.on[i] = false
-	from := pc.open[i]
-	if i == phaseComputing && r.jobStart > from {
-		split := min(r.jobStart, at)
-		pc.closed = append(pc.closed, Phase{Name: PhaseNames[1], StartMS: ms(from), EndMS: ms(split)})
-		from = split
-		if from == at {
-			return
-		}
-	}
-	pc.closed = append(pc.closed, Phase{Name: PhaseNames[i], StartMS: ms(from), EndMS: ms(at)})
 }
 
 // retireTimeline writes a retired request's timeline: its phases and
@@ -545,7 +528,7 @@ func (l *legacyRun) closePhase(r *lreq, i int, at int64) {
 func (l *legacyRun) retireTimeline(r *lreq) {
 	for i := range r.phases.on {
 		if r.phases.on[i] {
-			l.closePhase(r, i, l.s.now)
+			r.phases.close(i, l.s.now, r.jobStart)
 		}
 	}
 	ph := slices.Clone(r.phases.closed)

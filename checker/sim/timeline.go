@@ -131,15 +131,14 @@ func phaseOf(x *model.Handoff, placed bool) (in [numPhases]bool) {
 
 const phaseComputing = 2
 
-// closePhase ends a request's phase i at at. A computing phase that began
-// before its worker started on it (prefills booked before it still ran)
+// close ends phase i at at. A computing phase that began before its
+// worker started on it (jobStart: prefills booked before it still ran)
 // is queued until then.
-func closePhase(r *request, i int, at int64) {
-	pc := &r.phases
+func (pc *phaseClock) close(i int, at, jobStart int64) {
 	pc.on[i] = false
 	from := pc.open[i]
-	if i == phaseComputing && r.jobStart > from {
-		split := min(r.jobStart, at)
+	if i == phaseComputing && jobStart > from {
+		split := min(jobStart, at)
 		pc.closed = append(pc.closed, Phase{Name: PhaseNames[1], StartMS: ms(from), EndMS: ms(split)})
 		from = split
 		if from == at {
@@ -253,7 +252,7 @@ func (rc *recorder) phases(r *request, at int64) {
 		case in[i] && !pc.on[i]:
 			pc.on[i], pc.open[i] = true, at
 		case !in[i] && pc.on[i]:
-			closePhase(r, i, at)
+			r.phases.close(i, at, r.jobStart)
 		}
 	}
 }
@@ -265,7 +264,7 @@ func (rc *recorder) retire(r *request, at int64) {
 	x := &r.st.W.H[0]
 	for i := range r.phases.on {
 		if r.phases.on[i] {
-			closePhase(r, i, at)
+			r.phases.close(i, at, r.jobStart)
 		}
 	}
 	ph := slices.Clone(r.phases.closed)
