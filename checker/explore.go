@@ -167,12 +167,6 @@ type edge struct {
 	key  int32  // exact mode: index of the target's key in workerOut.edgeKeys
 }
 
-// graph is the explored state graph, kept for liveness.
-type graph struct {
-	from, to []uint32
-	drained  []bool
-}
-
 // exploration holds the state of one BFS.
 type exploration struct {
 	c       *Checker
@@ -424,14 +418,16 @@ var readResident = residentBytes
 
 // levelNeed estimates what expanding a level of n states allocates: the
 // batch buffers (see level), the next frontier's part in memory (at most
-// spillLimit: it moves to a file when larger), five graph edges per state
-// when the graph is kept, and what the visited set may allocate (half a
-// table again, which may grow by that much; a merge's buffers on disk;
-// nothing for a bit array).
+// spillLimit: it moves to a file when larger), when the graph is kept five
+// edges per state in the batch buffers and their records in the edge log's
+// part in memory (at most spillLimit: it moves to a file when larger) and a
+// flag per state, and what the visited set may allocate (half a table
+// again, which may grow by that much; a merge's buffers on disk; nothing
+// for a bit array).
 func (e *exploration) levelNeed(n int) int64 {
 	need := e.batchNeed() + min(int64(n)*int64(e.fwords*8), int64(spillLimit))
 	if e.g != nil {
-		need += int64(n) * 5 * int64(unsafe.Sizeof(edge{})+8)
+		need += int64(n)*5*int64(unsafe.Sizeof(edge{})) + min(int64(n)*5*edgeBytes, int64(spillLimit)) + int64(n)
 	}
 	return need + e.vis.growth(e.links.n)
 }
@@ -455,11 +451,11 @@ func (e *exploration) livenessWouldPass(bound int64) bool {
 }
 
 // livenessNeed is what judging EventuallyDrained allocates: the reverse
-// graph (an offset per state and a source per edge, 4 bytes each) and a
-// flag per state.
+// graph (an offset per state and one more, and a source per edge, 4 bytes
+// each), a flag per state, and the block the edges are read back in.
 func (e *exploration) livenessNeed() int64 {
-	n, m := int64(e.links.n), int64(len(e.g.from))
-	return 4*(n+1) + 4*m + 4*n + n
+	n, m := int64(e.links.n), int64(e.g.edges.n)
+	return 4*(n+1) + 4*m + n + e.g.edges.readBuffer()
 }
 
 // passes reports whether resident memory plus what is about to be
@@ -559,7 +555,7 @@ func (e *exploration) mark() levelMark {
 		m.rows[r] = slices.Clone(e.cov.Rows[r])
 	}
 	if e.g != nil {
-		m.edges = len(e.g.from)
+		m.edges = e.g.edges.n
 	}
 	return m
 }
@@ -573,7 +569,8 @@ func (e *exploration) rollback(m levelMark) {
 	e.stats.Slept, e.woken = m.slept, m.woken
 	e.cov.Rows = m.rows
 	if e.g != nil {
-		e.g.from, e.g.to, e.g.drained = e.g.from[:m.edges], e.g.to[:m.edges], e.g.drained[:m.states]
+		e.g.edges.truncate(m.edges)
+		e.g.drained = e.g.drained[:m.states]
 	}
 }
 
