@@ -71,12 +71,14 @@ type Stats struct {
 	StoreBytes, FingerprintBytes int64
 	// TraceBytes is the parent links kept in memory to rebuild
 	// counterexamples; SpilledBytes what went to files (frontiers,
-	// links and fingerprints, see spill.go and diskset.go).
+	// links, the liveness graph's edges and fingerprints, see spill.go,
+	// graph.go and diskset.go).
 	TraceBytes, SpilledBytes int64
 	// DiskAt is how many states were known when the fingerprints moved
 	// to disk (0: they never did); DiskMerges counts the merges since.
 	DiskAt, DiskMerges int
-	// GraphBytes is the transition graph kept for liveness.
+	// GraphBytes is the transition graph kept for liveness: its edges are
+	// in a file once past spillLimit (graph.go), its flags in memory.
 	GraphBytes int64
 	// Reduced counts the states expanded by one handoff's moves alone
 	// (partial-order reduction), Pruned the moves not taken there.

@@ -367,18 +367,26 @@ func (e *exploration) goToDisk() error {
 // links, never looked up), the workers' buffers and caches. The collector
 // then runs and the freed memory goes back to the system, so that the
 // reverse graph is built in the room they left and the check before it
-// reads what is really still held. It returns true, to sit in judge's
-// conditions.
+// reads what is really still held: for a large search only, as a forced
+// collection costs a small one more than it gives back. It returns true,
+// to sit in judge's conditions.
 func (e *exploration) releaseSearch() bool {
+	large := e.vis.bytes(e.links.n) >= releaseAbove
 	e.vis.free()
 	e.x, e.recent = nil, nil
 	for sh := range e.byShard {
 		e.byShard[sh] = nil
 	}
 	e.spill.spare = nil
-	debug.FreeOSMemory()
+	if large {
+		debug.FreeOSMemory()
+	}
 	return true
 }
+
+// releaseAbove is the visited set's size from which releaseSearch hands
+// memory back to the system at once.
+const releaseAbove = 64 << 20
 
 // result gathers the run's figures and verdicts.
 func (e *exploration) result() *Result {
