@@ -454,10 +454,11 @@ func (e *exploration) livenessWouldPass(bound int64) bool {
 
 // livenessNeed is what judging EventuallyDrained allocates: the reverse
 // graph (an offset per state and one more, and a source per edge, 4 bytes
-// each), a flag per state, and the block the edges are read back in.
+// each), the stack of states to visit at its largest (an entry per state,
+// 4 bytes), a flag per state, and the block the edges are read back in.
 func (e *exploration) livenessNeed() int64 {
 	n, m := int64(e.links.n), int64(e.g.edges.n)
-	return 4*(n+1) + 4*m + n + e.g.edges.readBuffer()
+	return 4*(n+1) + 4*m + 4*n + n + e.g.edges.readBuffer()
 }
 
 // passes reports whether resident memory plus what is about to be

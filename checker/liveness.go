@@ -1,6 +1,8 @@
 package checker
 
 import (
+	"unsafe"
+
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
@@ -39,7 +41,15 @@ func eventuallyDrained(n int, each func(func(from, to uint32)) error, drained []
 	copy(off[1:], off[:n])
 	off[0] = 0
 	can := make([]bool, n)
+	// Each state is pushed at most once, so n entries always suffice:
+	// mapped at that size, the stack never grows by copying, and only
+	// the pages it reaches become resident.
+	words := mapWords((n + 1) / 2)
+	defer unmapWords(words)
 	var work []uint32
+	if words != nil {
+		work = unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(words))), n)[:0]
+	}
 	for id := 0; id < n; id++ {
 		if drained[id] {
 			can[id] = true

@@ -87,7 +87,7 @@ func TestExplore_LivenessNeedsRoomForTheReverseGraph(t *testing.T) {
 		t.Skip("this system does not report resident memory")
 	}
 	e := &exploration{links: linkLog{n: 1 << 20}, g: &graph{edges: edgeLog{n: 5 << 20}}}
-	need := int64(4*(1<<20+1) + 4*(5<<20) + 1<<20) // about 25 MiB
+	need := int64(4*(1<<20+1) + 4*(5<<20) + 4*(1<<20) + 1<<20) // about 29 MiB
 	rss := int64(residentBytes())
 	// The smallest bound whose threshold passes a given level.
 	boundFor := func(threshold int64) int64 {
@@ -392,9 +392,9 @@ func TestExplore_PeakHeapIsTheLargestGrowth(t *testing.T) {
 // state, at most spillLimit), with the liveness graph five edges and their
 // 8-byte records in the edge log per state (the records at most
 // spillLimit) and a flag per state, and half the store again. Judging
-// EventuallyDrained needs an offset per state and one more and a source per
-// edge, 4 bytes each, a flag per state, and a block to read the edges back
-// in when they are on file.
+// EventuallyDrained needs an offset per state and one more, a source per
+// edge and a stack entry per state, 4 bytes each, a flag per state, and a
+// block to read the edges back in when they are on file.
 func TestMemory_EstimatesToTheByte(t *testing.T) {
 	const words, n = 8, 1000
 	perEdges := int64(5*(unsafe.Sizeof(edge{})+edgeBytes) + 1)
@@ -427,12 +427,12 @@ func TestMemory_EstimatesToTheByte(t *testing.T) {
 		t.Errorf("a level of %d states on disk needs %d bytes, want %d", n, got, want)
 	}
 	e = &exploration{links: linkLog{n: 10}, g: &graph{edges: edgeLog{n: 7}}}
-	if got, want := e.livenessNeed(), int64(4*11+4*7+10); got != want {
+	if got, want := e.livenessNeed(), int64(4*11+4*7+4*10+10); got != want {
 		t.Errorf("judging 10 states and 7 edges held in memory needs %d bytes, want %d", got, want)
 	}
 	// Edges in a file are read back a block at a time.
 	e.g.edges.base = 7
-	if got, want := e.livenessNeed(), int64(4*11+4*7+10+7*edgeBytes); got != want {
+	if got, want := e.livenessNeed(), int64(4*11+4*7+4*10+10+7*edgeBytes); got != want {
 		t.Errorf("judging 10 states and 7 edges on file needs %d bytes, want %d", got, want)
 	}
 }
