@@ -531,8 +531,7 @@ func (e *exploration) resolveEdges(outs []workerOut) {
 				}
 				to, _ = e.vis.lookup(ed.fp, k)
 			}
-			e.g.from = append(e.g.from, ed.from)
-			e.g.to = append(e.g.to, to)
+			e.g.edges.append(ed.from, to)
 		}
 	}
 }

@@ -71,12 +71,14 @@ type Stats struct {
 	StoreBytes, FingerprintBytes int64
 	// TraceBytes is the parent links kept in memory to rebuild
 	// counterexamples; SpilledBytes what went to files (frontiers,
-	// links and fingerprints, see spill.go and diskset.go).
+	// links, the liveness graph's edges and fingerprints, see spill.go,
+	// graph.go and diskset.go).
 	TraceBytes, SpilledBytes int64
 	// DiskAt is how many states were known when the fingerprints moved
 	// to disk (0: they never did); DiskMerges counts the merges since.
 	DiskAt, DiskMerges int
-	// GraphBytes is the transition graph kept for liveness.
+	// GraphBytes is the transition graph kept for liveness: its edges are
+	// in a file once past spillLimit (graph.go), its flags in memory.
 	GraphBytes int64
 	// Reduced counts the states expanded by one handoff's moves alone
 	// (partial-order reduction), Pruned the moves not taken there.
@@ -165,12 +167,6 @@ type edge struct {
 	to   uint32
 	fp   uint64 // 0 when to is known
 	key  int32  // exact mode: index of the target's key in workerOut.edgeKeys
-}
-
-// graph is the explored state graph, kept for liveness.
-type graph struct {
-	from, to []uint32
-	drained  []bool
 }
 
 // exploration holds the state of one BFS.
@@ -424,14 +420,16 @@ var readResident = residentBytes
 
 // levelNeed estimates what expanding a level of n states allocates: the
 // batch buffers (see level), the next frontier's part in memory (at most
-// spillLimit: it moves to a file when larger), five graph edges per state
-// when the graph is kept, and what the visited set may allocate (half a
-// table again, which may grow by that much; a merge's buffers on disk;
-// nothing for a bit array).
+// spillLimit: it moves to a file when larger), when the graph is kept five
+// edges per state in the batch buffers and their records in the edge log's
+// part in memory (at most spillLimit: it moves to a file when larger) and a
+// flag per state, and what the visited set may allocate (half a table
+// again, which may grow by that much; a merge's buffers on disk; nothing
+// for a bit array).
 func (e *exploration) levelNeed(n int) int64 {
 	need := e.batchNeed() + min(int64(n)*int64(e.fwords*8), int64(spillLimit))
 	if e.g != nil {
-		need += int64(n) * 5 * int64(unsafe.Sizeof(edge{})+8)
+		need += int64(n)*5*int64(unsafe.Sizeof(edge{})) + min(int64(n)*5*edgeBytes, int64(spillLimit)) + int64(n)
 	}
 	return need + e.vis.growth(e.links.n)
 }
@@ -455,11 +453,12 @@ func (e *exploration) livenessWouldPass(bound int64) bool {
 }
 
 // livenessNeed is what judging EventuallyDrained allocates: the reverse
-// graph (an offset per state and a source per edge, 4 bytes each) and a
-// flag per state.
+// graph (an offset per state and one more, and a source per edge, 4 bytes
+// each), the stack of states to visit at its largest (an entry per state,
+// 4 bytes), a flag per state, and the block the edges are read back in.
 func (e *exploration) livenessNeed() int64 {
-	n, m := int64(e.links.n), int64(len(e.g.from))
-	return 4*(n+1) + 4*m + 4*n + n
+	n, m := int64(e.links.n), int64(e.g.edges.n)
+	return 4*(n+1) + 4*m + 4*n + n + e.g.edges.readBuffer()
 }
 
 // passes reports whether resident memory plus what is about to be
@@ -559,7 +558,7 @@ func (e *exploration) mark() levelMark {
 		m.rows[r] = slices.Clone(e.cov.Rows[r])
 	}
 	if e.g != nil {
-		m.edges = len(e.g.from)
+		m.edges = e.g.edges.n
 	}
 	return m
 }
@@ -573,7 +572,8 @@ func (e *exploration) rollback(m levelMark) {
 	e.stats.Slept, e.woken = m.slept, m.woken
 	e.cov.Rows = m.rows
 	if e.g != nil {
-		e.g.from, e.g.to, e.g.drained = e.g.from[:m.edges], e.g.to[:m.edges], e.g.drained[:m.states]
+		e.g.edges.truncate(m.edges)
+		e.g.drained = e.g.drained[:m.states]
 	}
 }
 

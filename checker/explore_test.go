@@ -197,13 +197,25 @@ func TestEventuallyDrained_Graph(t *testing.T) {
 	from := []uint32{0, 1, 0, 3, 4}
 	to := []uint32{1, 2, 3, 4, 3}
 	drained := []bool{false, false, true, false, false}
-	if diff := cmp.Diff([]uint32{3, 4}, eventuallyDrained(5, from, to, drained)); diff != "" {
+	trapped := func() []uint32 {
+		// The edges as a search leaves them: in a log, here in memory.
+		var l edgeLog
+		for i := range from {
+			l.append(from[i], to[i])
+		}
+		got, err := eventuallyDrained(5, l.each, drained)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if diff := cmp.Diff([]uint32{3, 4}, trapped()); diff != "" {
 		t.Errorf("trapped states (-want +got):\n%s", diff)
 	}
 	// With a way out of the cycle, nothing is trapped.
 	from = append(from, 4)
 	to = append(to, 2)
-	if got := eventuallyDrained(5, from, to, drained); len(got) != 0 {
+	if got := trapped(); len(got) != 0 {
 		t.Errorf("trapped %v, want none", got)
 	}
 }

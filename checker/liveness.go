@@ -1,6 +1,8 @@
 package checker
 
 import (
+	"unsafe"
+
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
@@ -14,26 +16,40 @@ import (
 // a drained state form a trap; the report shows the shortest path into it
 // and a cycle inside it.
 //
-// It returns the ids of the states that cannot drain, in BFS order.
-func eventuallyDrained(n int, from, to []uint32, drained []bool) []uint32 {
-	// Reverse adjacency in compressed form.
+// It returns the ids of the states that cannot drain, in BFS order. The
+// edges are read twice, in the order they were recorded (each is a
+// function that calls its argument with every edge): once to count each
+// state's incoming edges, once to place their sources in a reverse graph
+// in compressed form. Only the reverse graph (an offset per state and a
+// source per edge) and a flag per state are held, never the edges too.
+func eventuallyDrained(n int, each func(func(from, to uint32)) error, drained []bool) ([]uint32, error) {
+	// off[t+1] counts t's incoming edges; summed, off[t] is where t's
+	// sources start.
 	off := make([]uint32, n+1)
-	for _, t := range to {
-		off[t+1]++
+	if err := each(func(_, t uint32) { off[t+1]++ }); err != nil {
+		return nil, err
 	}
 	for i := 0; i < n; i++ {
 		off[i+1] += off[i]
 	}
-	src := make([]uint32, len(from))
-	fill := make([]uint32, n)
-	copy(fill, off[:n])
-	for i, t := range to {
-		src[fill[t]] = from[i]
-		fill[t]++
+	src := make([]uint32, off[n])
+	// Filling moves off[t] to the end of t's sources, which is where
+	// t+1's start: shifted by one, off is the offsets again.
+	if err := each(func(f, t uint32) { src[off[t]] = f; off[t]++ }); err != nil {
+		return nil, err
 	}
-	fill = nil
+	copy(off[1:], off[:n])
+	off[0] = 0
 	can := make([]bool, n)
+	// Each state is pushed at most once, so n entries always suffice:
+	// mapped at that size, the stack never grows by copying, and only
+	// the pages it reaches become resident.
+	words := mapWords((n + 1) / 2)
+	defer unmapWords(words)
 	var work []uint32
+	if words != nil {
+		work = unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(words))), n)[:0]
+	}
 	for id := 0; id < n; id++ {
 		if drained[id] {
 			can[id] = true
@@ -56,16 +72,19 @@ func eventuallyDrained(n int, from, to []uint32, drained []bool) []uint32 {
 			trapped = append(trapped, uint32(id))
 		}
 	}
-	return trapped
+	return trapped, nil
 }
 
 // checkLiveness runs EventuallyDrained on the explored graph and, on a
-// violation, rebuilds the path into the trap and a cycle inside it.
-func (e *exploration) checkLiveness() *Counterexample {
+// violation, rebuilds the path into the trap and a cycle inside it. The
+// search is over: what it held besides the graph and the trace links is
+// given back first (see releaseSearch).
+func (e *exploration) checkLiveness() (*Counterexample, error) {
 	n := e.links.n
-	trapped := eventuallyDrained(n, e.g.from, e.g.to, e.g.drained)
-	if len(trapped) == 0 {
-		return nil
+	trapped, err := eventuallyDrained(n, e.g.edges.each, e.g.drained)
+	e.sampleHeap()
+	if err != nil || len(trapped) == 0 {
+		return nil, err
 	}
 	entry := trapped[0] // the shallowest trapped state
 	// Forward adjacency: edges were recorded in (from) order.
@@ -74,10 +93,13 @@ func (e *exploration) checkLiveness() *Counterexample {
 	for _, id := range trapped {
 		inTrap[id] = true
 	}
-	for i, f := range e.g.from {
-		if inTrap[f] && inTrap[e.g.to[i]] {
-			first[f] = append(first[f], e.g.to[i])
+	err = e.g.edges.each(func(f, t uint32) {
+		if inTrap[f] && inTrap[t] {
+			first[f] = append(first[f], t)
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	// Walk forward inside the trap until a state repeats: every trapped
 	// state has a trapped successor (a trapped dead end would have failed
@@ -124,7 +146,7 @@ func (e *exploration) checkLiveness() *Counterexample {
 			ce.Loop = append(ce.Loop, step)
 		}
 	}
-	return ce
+	return ce, nil
 }
 
 // keyOf rebuilds the canonical key of a state id.

@@ -86,7 +86,7 @@ func TestExplore_LivenessNeedsRoomForTheReverseGraph(t *testing.T) {
 	if residentBytes() == 0 {
 		t.Skip("this system does not report resident memory")
 	}
-	e := &exploration{links: linkLog{n: 1 << 20}, g: &graph{from: make([]uint32, 5<<20)}}
+	e := &exploration{links: linkLog{n: 1 << 20}, g: &graph{edges: edgeLog{n: 5 << 20}}}
 	need := int64(4*(1<<20+1) + 4*(5<<20) + 4*(1<<20) + 1<<20) // about 29 MiB
 	rss := int64(residentBytes())
 	// The smallest bound whose threshold passes a given level.
@@ -251,7 +251,7 @@ func TestMemory_LevelNeedsRoomForEachPart(t *testing.T) {
 		return b
 	}
 	perState := int64(words * 8)
-	perEdges := int64(5 * (unsafe.Sizeof(edge{}) + 8))
+	perEdges := int64(5*(unsafe.Sizeof(edge{})+edgeBytes) + 1)
 	// A store of 64 MiB of fingerprint slots, never touched: it costs
 	// address space, not resident memory.
 	big := newFPSet(false, false)
@@ -390,12 +390,14 @@ func TestExplore_PeakHeapIsTheLargestGrowth(t *testing.T) {
 // successor keys and two candidates; and each worker's cache of recent
 // fingerprints), the next frontier's part in memory (8 bytes a word of each
 // state, at most spillLimit), with the liveness graph five edges and their
-// 8-byte resolved ids per state, and half the store again. Judging
+// 8-byte records in the edge log per state (the records at most
+// spillLimit) and a flag per state, and half the store again. Judging
 // EventuallyDrained needs an offset per state and one more, a source per
-// edge and an entry per state, 4 bytes each, and a flag per state.
+// edge and a stack entry per state, 4 bytes each, a flag per state, and a
+// block to read the edges back in when they are on file.
 func TestMemory_EstimatesToTheByte(t *testing.T) {
 	const words, n = 8, 1000
-	perEdges := int64(5 * (unsafe.Sizeof(edge{}) + 8))
+	perEdges := int64(5*(unsafe.Sizeof(edge{})+edgeBytes) + 1)
 	st := newFPSet(false, false)
 	st.shards[0].fps = make([]uint64, 1<<10)
 	half := st.bytes(0) / 2
@@ -424,9 +426,14 @@ func TestMemory_EstimatesToTheByte(t *testing.T) {
 	if got, want := e.levelNeed(n), batch+n*words*8+2*mergeBuffer+5000+int64(spillLimit); got != want {
 		t.Errorf("a level of %d states on disk needs %d bytes, want %d", n, got, want)
 	}
-	e = &exploration{links: linkLog{n: 10}, g: &graph{from: make([]uint32, 7)}}
+	e = &exploration{links: linkLog{n: 10}, g: &graph{edges: edgeLog{n: 7}}}
 	if got, want := e.livenessNeed(), int64(4*11+4*7+4*10+10); got != want {
-		t.Errorf("judging 10 states and 7 edges needs %d bytes, want %d", got, want)
+		t.Errorf("judging 10 states and 7 edges held in memory needs %d bytes, want %d", got, want)
+	}
+	// Edges in a file are read back a block at a time.
+	e.g.edges.base = 7
+	if got, want := e.livenessNeed(), int64(4*11+4*7+4*10+10+7*edgeBytes); got != want {
+		t.Errorf("judging 10 states and 7 edges on file needs %d bytes, want %d", got, want)
 	}
 }
 

@@ -301,7 +301,7 @@ func (r *Report) Text(opt TextOptions) string {
 			}
 			b.WriteString("\n")
 			if s.SpilledBytes > 0 {
-				fmt.Fprintf(&b, "  frontiers, trace links and fingerprints written to files: %s\n", FormatBytes(s.SpilledBytes))
+				fmt.Fprintf(&b, "  frontiers, trace links, liveness graph and fingerprints written to files: %s\n", FormatBytes(s.SpilledBytes))
 			}
 		}
 		switch {

@@ -57,7 +57,7 @@ func (c *Checker) newExploration(lim Limits) *exploration {
 	e.recent = make([]recentSet, workers)
 	e.x = make([]*expander, workers)
 	if e.lim.Liveness {
-		e.g = &graph{}
+		e.g = &graph{edges: edgeLog{dir: &e.spill}}
 	}
 	return e
 }
@@ -66,6 +66,9 @@ func (c *Checker) newExploration(lim Limits) *exploration {
 func (e *exploration) release() {
 	e.vis.free()
 	e.links.close()
+	if e.g != nil {
+		e.g.edges.close()
+	}
 	e.spill.remove()
 }
 
@@ -358,6 +361,33 @@ func (e *exploration) goToDisk() error {
 	return err
 }
 
+// releaseSearch gives back, once a complete search is to be judged for
+// liveness, what only the search needed: the visited set (the largest
+// thing it held; a liveness counterexample is rebuilt from the trace
+// links, never looked up), the workers' buffers and caches. The collector
+// then runs and the freed memory goes back to the system, so that the
+// reverse graph is built in the room they left and the check before it
+// reads what is really still held: for a large search only, as a forced
+// collection costs a small one more than it gives back. It returns true,
+// to sit in judge's conditions.
+func (e *exploration) releaseSearch() bool {
+	large := e.vis.bytes(e.links.n) >= releaseAbove
+	e.vis.free()
+	e.x, e.recent = nil, nil
+	for sh := range e.byShard {
+		e.byShard[sh] = nil
+	}
+	e.spill.spare = nil
+	if large {
+		debug.FreeOSMemory()
+	}
+	return true
+}
+
+// releaseAbove is the visited set's size from which releaseSearch hands
+// memory back to the system at once.
+const releaseAbove = 64 << 20
+
 // result gathers the run's figures and verdicts.
 func (e *exploration) result() *Result {
 	e.finishStats()
@@ -402,7 +432,7 @@ func (e *exploration) finishStats() {
 	e.stats.TraceBytes = int64(len(e.links.buf))
 	e.stats.SpilledBytes = e.spill.written
 	if e.g != nil {
-		e.stats.GraphBytes = int64(len(e.g.from))*8 + int64(len(e.g.drained))
+		e.stats.GraphBytes = e.g.bytes()
 	}
 	e.sampleHeap()
 }
@@ -418,7 +448,7 @@ func (e *exploration) judge(r *Result) {
 			r.Violation = e.c.shortenReduced(r.Violation)
 		}
 		r.Complete = false
-	case lim.Liveness && !e.cut && lim.MaxMemory > 0 && e.livenessWouldPass(lim.MaxMemory):
+	case lim.Liveness && !e.cut && e.releaseSearch() && lim.MaxMemory > 0 && e.livenessWouldPass(lim.MaxMemory):
 		// The graph is complete, but judging it needs a reverse copy of
 		// its edges that the bound does not leave room for.
 		r.Complete = false
@@ -426,10 +456,16 @@ func (e *exploration) judge(r *Result) {
 		r.StopDetail = stopDetail(stopMaxMemory, lim, r.Stats) + e.memStop.Load().String() + "; EventuallyDrained not judged: its reverse graph would not fit"
 		r.stopResident = uint64(max(e.memStop.Load().resident, 0))
 	case lim.Liveness && !e.cut:
-		r.Liveness = true
-		if trap := e.checkLiveness(); trap != nil {
-			r.Violation = trap
+		trap, err := e.checkLiveness()
+		r.Stats.PeakHeap = e.stats.PeakHeap
+		if err != nil {
+			r.Complete = false
+			r.StopReason = stopDisk
+			r.StopDetail = stopDetail(stopDisk, lim, r.Stats) + ": " + err.Error() + "; EventuallyDrained not judged"
+			break
 		}
+		r.Liveness = true
+		r.Violation = trap
 	case lim.Liveness:
 		r.StopDetail += "; EventuallyDrained not judged: the graph is incomplete"
 	}

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -169,6 +170,44 @@ func TestSpill_LinksGiveBackWhatWasAppended(t *testing.T) {
 	}
 }
 
+// Edges appended to the liveness graph's log come back in order, whether
+// they stayed in memory or went to a file, and after a truncation the
+// edges appended since replace the ones forgotten.
+func TestSpill_EdgesGiveBackWhatWasAppended(t *testing.T) {
+	withSpillLimit(t, 64)
+	l := edgeLog{dir: &spillDir{parent: t.TempDir()}}
+	defer l.dir.remove()
+	defer l.close()
+	check := func(what string, want [][2]uint32) {
+		t.Helper()
+		var got [][2]uint32
+		if err := l.each(func(f, to uint32) { got = append(got, [2]uint32{f, to}) }); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" || l.n != len(want) {
+			t.Fatalf("%s: %d edges, read back (-appended +read):\n%s", what, l.n, diff)
+		}
+	}
+	var want [][2]uint32
+	for i := 0; i < 1000; i++ {
+		l.append(uint32(i/3), uint32(i*7))
+		want = append(want, [2]uint32{uint32(i / 3), uint32(i * 7)})
+	}
+	if l.base == 0 || l.err != nil {
+		t.Fatalf("1000 edges past a 64-byte limit: %d in the file, error %v", l.base, l.err)
+	}
+	check("1000 edges", want)
+	for _, n := range []int{995, 500} { // within the block in memory, then in the file
+		l.truncate(n)
+		want = want[:n]
+		for i := n; i < n+100; i++ {
+			l.append(uint32(i), 1)
+			want = append(want, [2]uint32{uint32(i), 1})
+		}
+		check(fmt.Sprintf("after truncating to %d", n), want)
+	}
+}
+
 // outcome is what two ways of making one search must agree on: its
 // figures, coverage and shortest trace.
 type outcome struct {
@@ -205,6 +244,7 @@ func TestSpill_SameRunOnFiles(t *testing.T) {
 		{"sglang", checkerFor(t, system.Generated(), cfg, "sglang"), false},
 		{"vllm with liveness", checkerFor(t, system.Generated(), cfg, "vllm"), true},
 		{"a broken table", broken, false},
+		{"a liveness trap", rearmChecker(t), true},
 	} {
 		// A run stopped by a violation counts the transitions of the
 		// batches its workers expanded, which depend on how many there

@@ -1,6 +1,9 @@
 package checker
 
-import "math/bits"
+import (
+	"math/bits"
+	"unsafe"
+)
 
 // The visited set is split into shards by the top bits of the
 // fingerprint, so that parallel workers insert into disjoint shards
@@ -19,6 +22,9 @@ type fpTable struct {
 	fps     []uint64
 	ids     []uint32 // nil unless the store keeps ids (for the liveness graph)
 	withIDs bool
+	// idWords is the mapping ids lies in, when it came from mapWords
+	// (nil: ids is on the Go heap).
+	idWords []uint64
 	// sleep is each state's sleep set (an index into sleepSets) and
 	// whether it waits in a frontier (sleep.go); nil without sleep sets.
 	sleep     []uint16
@@ -41,8 +47,19 @@ func (t *fpTable) init(capacity int) {
 	if t.fps == nil {
 		t.fps = make([]uint64, capacity)
 	}
+	t.ids, t.idWords = nil, nil
 	if t.withIDs {
-		t.ids = make([]uint32, capacity)
+		if t.onMap {
+			// Mapped with the fingerprints, for the same reasons: the
+			// ids are a third of the table.
+			if w := mapWords((capacity + 1) / 2); w != nil {
+				t.idWords = w
+				t.ids = unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(w))), capacity)
+			}
+		}
+		if t.ids == nil {
+			t.ids = make([]uint32, capacity)
+		}
 	}
 	if t.withSleep {
 		t.sleep = make([]uint16, capacity)
@@ -115,7 +132,7 @@ func (t *fpTable) insert(fp uint64) (int, bool) {
 }
 
 func (t *fpTable) grow() {
-	old, oldIDs, oldSleep, oldOnMap := t.fps, t.ids, t.sleep, t.onMap
+	old, oldIDs, oldIDWords, oldSleep, oldOnMap := t.fps, t.ids, t.idWords, t.sleep, t.onMap
 	t.init(len(old) + len(old)/2)
 	for j, fp := range old {
 		if fp == 0 {
@@ -134,6 +151,7 @@ func (t *fpTable) grow() {
 	if oldOnMap {
 		unmapWords(old)
 	}
+	unmapWords(oldIDWords)
 }
 
 // free returns a mapped table's slots to the system; the table is empty
@@ -142,6 +160,7 @@ func (t *fpTable) free() {
 	if t.onMap {
 		unmapWords(t.fps)
 	}
+	unmapWords(t.idWords)
 	*t = fpTable{withIDs: t.withIDs, withSleep: t.withSleep, mapped: t.mapped}
 }
 

@@ -1,0 +1,123 @@
+package checker
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+)
+
+// graph is the explored state graph, kept for liveness: a flag per state
+// (drained) in memory, and the edges in an edgeLog.
+//
+// The edges are the largest thing a search with liveness keeps, several
+// per state, and the search never reads them: only EventuallyDrained
+// does, after the search, and then twice in order (see eventuallyDrained).
+// So they go to a file as the frontier and the trace links do, and the
+// search holds the fingerprints and little else. Kept in memory, the edge
+// arrays grew by copying (old and new both live) under the collector's
+// headroom, and at the end lived beside the visited set and the reverse
+// graph built from them.
+type graph struct {
+	edges   edgeLog
+	drained []bool
+}
+
+// bytes is the graph's size, wherever it is: 8 bytes an edge (its source
+// and target ids) and a flag per state.
+func (g *graph) bytes() int64 { return int64(g.edges.n)*edgeBytes + int64(len(g.drained)) }
+
+// edgeLog is the graph's edges in the order they were recorded (by source
+// state), 8 bytes each. Records are kept in memory in blocks and each full
+// block is appended to a file; where no file can be written they stay in
+// memory.
+type edgeLog struct {
+	n    int    // edges recorded
+	base int    // edges below base are in the file
+	buf  []byte // records base..n-1
+	dir  *spillDir
+	f    *os.File
+	err  error
+}
+
+const edgeBytes = 8
+
+func (l *edgeLog) append(from, to uint32) {
+	l.buf = binary.LittleEndian.AppendUint32(l.buf, from)
+	l.buf = binary.LittleEndian.AppendUint32(l.buf, to)
+	l.n++
+	if len(l.buf) >= spillLimit && l.err == nil && l.dir != nil {
+		l.spill()
+	}
+}
+
+// spill appends the block in memory to the file.
+func (l *edgeLog) spill() {
+	if l.f == nil {
+		f, err := l.dir.create("edges-*")
+		if err != nil {
+			l.err = err
+			return
+		}
+		l.f = f
+	}
+	n, err := l.f.WriteAt(l.buf, int64(l.base)*edgeBytes)
+	l.dir.written += int64(n)
+	if err != nil {
+		l.err = fmt.Errorf("writing the liveness graph to %s: %w", l.f.Name(), err)
+		return
+	}
+	l.base += len(l.buf) / edgeBytes
+	l.buf = l.buf[:0]
+}
+
+// truncate forgets the edges from n on. Records already in the file stay
+// there, to be written over.
+func (l *edgeLog) truncate(n int) {
+	if n >= l.base {
+		l.buf = l.buf[:(n-l.base)*edgeBytes]
+	} else {
+		l.buf, l.base = l.buf[:0], n
+	}
+	l.n = n
+}
+
+// readBuffer is the size of the blocks each reads the file in.
+func (l *edgeLog) readBuffer() int64 {
+	if l.base == 0 {
+		return 0
+	}
+	return min(int64(l.base)*edgeBytes, int64(spillLimit))
+}
+
+// each calls f with every edge, in the order they were recorded.
+func (l *edgeLog) each(f func(from, to uint32)) error {
+	visit := func(b []byte) {
+		for len(b) >= edgeBytes {
+			f(binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint32(b[4:]))
+			b = b[edgeBytes:]
+		}
+	}
+	if l.base > 0 {
+		buf := make([]byte, l.readBuffer()/edgeBytes*edgeBytes)
+		for at := int64(0); at < int64(l.base)*edgeBytes; {
+			chunk := buf[:min(int64(len(buf)), int64(l.base)*edgeBytes-at)]
+			if _, err := l.f.ReadAt(chunk, at); err != nil {
+				return fmt.Errorf("reading the liveness graph back from %s: %w", l.f.Name(), err)
+			}
+			visit(chunk)
+			at += int64(len(chunk))
+		}
+	}
+	visit(l.buf)
+	return nil
+}
+
+func (l *edgeLog) close() {
+	if l.f != nil {
+		name := l.f.Name()
+		_ = l.f.Close()
+		_ = os.Remove(name)
+		l.f = nil
+	}
+	l.buf = nil
+}
