@@ -526,21 +526,7 @@ func (l *legacyRun) phases(r *lreq) {
 // retireTimeline writes a retired request's timeline: its phases and
 // every row its legacy records fired.
 func (l *legacyRun) retireTimeline(r *lreq) {
-	for i := range r.phases.on {
-		if r.phases.on[i] {
-			r.phases.close(i, l.s.now, r.jobStart)
-		}
-	}
-	ph := slices.Clone(r.phases.closed)
-	slices.SortStableFunc(ph, func(a, b Phase) int {
-		switch {
-		case a.StartMS < b.StartMS:
-			return -1
-		case a.StartMS > b.StartMS:
-			return 1
-		}
-		return 0
-	})
+	ph := r.phases.finish(l.s.now, r.jobStart)
 	outcome := func(role spec.Role) string {
 		switch l.tables.Outcome(role, r.st[role]) {
 		case spec.OutcomeSuccess:

@@ -148,6 +148,27 @@ func (pc *phaseClock) close(i int, at, jobStart int64) {
 	pc.closed = append(pc.closed, Phase{Name: PhaseNames[i], StartMS: ms(from), EndMS: ms(at)})
 }
 
+// finish closes every phase still open at at and lists the request's
+// phases by start.
+func (pc *phaseClock) finish(at, jobStart int64) []Phase {
+	for i := range pc.on {
+		if pc.on[i] {
+			pc.close(i, at, jobStart)
+		}
+	}
+	ph := slices.Clone(pc.closed)
+	slices.SortStableFunc(ph, func(a, b Phase) int {
+		switch {
+		case a.StartMS < b.StartMS:
+			return -1
+		case a.StartMS > b.StartMS:
+			return 1
+		}
+		return 0
+	})
+	return ph
+}
+
 // phaseClock is when each open phase of a request began, and the phases
 // that ended.
 type phaseClock struct {
@@ -262,21 +283,7 @@ var attemptNamespace = uuid.MustParse("1f0c3a52-8d8e-4d59-9a51-5b2f3c6f1e07")
 
 func (rc *recorder) retire(r *request, at int64) {
 	x := &r.st.W.H[0]
-	for i := range r.phases.on {
-		if r.phases.on[i] {
-			r.phases.close(i, at, r.jobStart)
-		}
-	}
-	ph := slices.Clone(r.phases.closed)
-	slices.SortStableFunc(ph, func(a, b Phase) int {
-		switch {
-		case a.StartMS < b.StartMS:
-			return -1
-		case a.StartMS > b.StartMS:
-			return 1
-		}
-		return 0
-	})
+	ph := r.phases.finish(at, r.jobStart)
 	rc.writeHandoff(HandoffTimeline{
 		Request: r.Index, ID: r.ID,
 		Attempt: rc.attempt(r.Index, r.attempt),
