@@ -3,7 +3,6 @@ package checker
 import (
 	"encoding/binary"
 	"fmt"
-	"os"
 )
 
 // graph is the explored state graph, kept for liveness: a flag per state
@@ -30,14 +29,7 @@ func (g *graph) bytes() int64 { return int64(g.edges.n)*edgeBytes + int64(len(g.
 // state), 8 bytes each. Records are kept in memory in blocks and each full
 // block is appended to a file; where no file can be written they stay in
 // memory.
-type edgeLog struct {
-	n    int    // edges recorded
-	base int    // edges below base are in the file
-	buf  []byte // records base..n-1
-	dir  *spillDir
-	f    *os.File
-	err  error
-}
+type edgeLog struct{ recordLog }
 
 const edgeBytes = 8
 
@@ -51,35 +43,10 @@ func (l *edgeLog) append(from, to uint32) {
 }
 
 // spill appends the block in memory to the file.
-func (l *edgeLog) spill() {
-	if l.f == nil {
-		f, err := l.dir.create("edges-*")
-		if err != nil {
-			l.err = err
-			return
-		}
-		l.f = f
-	}
-	n, err := l.f.WriteAt(l.buf, int64(l.base)*edgeBytes)
-	l.dir.written += int64(n)
-	if err != nil {
-		l.err = fmt.Errorf("writing the liveness graph to %s: %w", l.f.Name(), err)
-		return
-	}
-	l.base += len(l.buf) / edgeBytes
-	l.buf = l.buf[:0]
-}
+func (l *edgeLog) spill() { l.spillAs(edgeBytes, "edges-*", "the liveness graph") }
 
-// truncate forgets the edges from n on. Records already in the file stay
-// there, to be written over.
-func (l *edgeLog) truncate(n int) {
-	if n >= l.base {
-		l.buf = l.buf[:(n-l.base)*edgeBytes]
-	} else {
-		l.buf, l.base = l.buf[:0], n
-	}
-	l.n = n
-}
+// truncate forgets the edges from n on.
+func (l *edgeLog) truncate(n int) { l.truncateAs(n, edgeBytes) }
 
 // readBuffer is the size of the blocks each reads the file in.
 func (l *edgeLog) readBuffer() int64 {
@@ -110,14 +77,4 @@ func (l *edgeLog) each(f func(from, to uint32)) error {
 	}
 	visit(l.buf)
 	return nil
-}
-
-func (l *edgeLog) close() {
-	if l.f != nil {
-		name := l.f.Name()
-		_ = l.f.Close()
-		_ = os.Remove(name)
-		l.f = nil
-	}
-	l.buf = nil
 }

@@ -86,7 +86,7 @@ func TestExplore_LivenessNeedsRoomForTheReverseGraph(t *testing.T) {
 	if residentBytes() == 0 {
 		t.Skip("this system does not report resident memory")
 	}
-	e := &exploration{links: linkLog{n: 1 << 20}, g: &graph{edges: edgeLog{n: 5 << 20}}}
+	e := &exploration{links: linkLog{recordLog{n: 1 << 20}}, g: &graph{edges: edgeLog{recordLog{n: 5 << 20}}}}
 	need := int64(4*(1<<20+1) + 4*(5<<20) + 4*(1<<20) + 1<<20) // about 29 MiB
 	rss := int64(residentBytes())
 	// The smallest bound whose threshold passes a given level.
@@ -426,7 +426,7 @@ func TestMemory_EstimatesToTheByte(t *testing.T) {
 	if got, want := e.levelNeed(n), batch+n*words*8+2*mergeBuffer+5000+int64(spillLimit); got != want {
 		t.Errorf("a level of %d states on disk needs %d bytes, want %d", n, got, want)
 	}
-	e = &exploration{links: linkLog{n: 10}, g: &graph{edges: edgeLog{n: 7}}}
+	e = &exploration{links: linkLog{recordLog{n: 10}}, g: &graph{edges: edgeLog{recordLog{n: 7}}}}
 	if got, want := e.livenessNeed(), int64(4*11+4*7+4*10+10); got != want {
 		t.Errorf("judging 10 states and 7 edges held in memory needs %d bytes, want %d", got, want)
 	}

@@ -57,7 +57,7 @@ func (c *Checker) newExploration(lim Limits) *exploration {
 	e.recent = make([]recentSet, workers)
 	e.x = make([]*expander, workers)
 	if e.lim.Liveness {
-		e.g = &graph{edges: edgeLog{dir: &e.spill}}
+		e.g = &graph{edges: edgeLog{recordLog{dir: &e.spill}}}
 	}
 	return e
 }

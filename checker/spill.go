@@ -291,13 +291,62 @@ func (r *keyReader) read(dst []uint64, max int) int {
 // linkLog is the trace links: for each state id, its parent's id and the
 // index of the move that first reached it, 5 bytes a state. Records are
 // kept in memory in blocks and each full block is appended to a file.
-type linkLog struct {
-	n    int    // ids recorded
-	base int    // ids below base are in the file
+type linkLog struct{ recordLog }
+
+// recordLog is records of one fixed size in the order they were made,
+// kept in memory in blocks, each full block appended to a file of the
+// spill directory: the trace links (linkLog) and the liveness graph's
+// edges (edgeLog).
+type recordLog struct {
+	n    int    // records made
+	base int    // records below base are in the file
 	buf  []byte // records base..n-1
 	dir  *spillDir
 	f    *os.File
 	err  error
+}
+
+// spillAs appends the block in memory to the file (created from pattern
+// in the spill directory), records of size bytes; what names the log in
+// an error.
+func (l *recordLog) spillAs(size int, pattern, what string) {
+	if l.f == nil {
+		f, err := l.dir.create(pattern)
+		if err != nil {
+			l.err = err
+			return
+		}
+		l.f = f
+	}
+	n, err := l.f.WriteAt(l.buf, int64(l.base)*int64(size))
+	l.dir.written += int64(n)
+	if err != nil {
+		l.err = fmt.Errorf("writing %s to %s: %w", what, l.f.Name(), err)
+		return
+	}
+	l.base += len(l.buf) / size
+	l.buf = l.buf[:0]
+}
+
+// truncateAs forgets the records from n on, of size bytes. Records
+// already in the file stay there, to be written over.
+func (l *recordLog) truncateAs(n, size int) {
+	if n >= l.base {
+		l.buf = l.buf[:(n-l.base)*size]
+	} else {
+		l.buf, l.base = l.buf[:0], n
+	}
+	l.n = n
+}
+
+func (l *recordLog) close() {
+	if l.f != nil {
+		name := l.f.Name()
+		_ = l.f.Close()
+		_ = os.Remove(name)
+		l.f = nil
+	}
+	l.buf = nil
 }
 
 const linkBytes = 5
@@ -312,24 +361,7 @@ func (l *linkLog) append(parent uint32, via uint8) {
 }
 
 // spill appends the block in memory to the file.
-func (l *linkLog) spill() {
-	if l.f == nil {
-		f, err := l.dir.create("links-*")
-		if err != nil {
-			l.err = err
-			return
-		}
-		l.f = f
-	}
-	n, err := l.f.WriteAt(l.buf, int64(l.base)*linkBytes)
-	l.dir.written += int64(n)
-	if err != nil {
-		l.err = fmt.Errorf("writing the trace links to %s: %w", l.f.Name(), err)
-		return
-	}
-	l.base += len(l.buf) / linkBytes
-	l.buf = l.buf[:0]
-}
+func (l *linkLog) spill() { l.spillAs(linkBytes, "links-*", "the trace links") }
 
 // get returns the parent and move of a state id. Reading back a file this
 // run wrote cannot fail short of a broken disk, which no trace survives.
@@ -377,23 +409,5 @@ func (l *linkLog) readFrom(r io.Reader, n int) error {
 	return nil
 }
 
-// truncate forgets the ids from n on. Records already in the file stay
-// there, to be written over.
-func (l *linkLog) truncate(n int) {
-	if n >= l.base {
-		l.buf = l.buf[:(n-l.base)*linkBytes]
-	} else {
-		l.buf, l.base = l.buf[:0], n
-	}
-	l.n = n
-}
-
-func (l *linkLog) close() {
-	if l.f != nil {
-		name := l.f.Name()
-		_ = l.f.Close()
-		_ = os.Remove(name)
-		l.f = nil
-	}
-	l.buf = nil
-}
+// truncate forgets the ids from n on.
+func (l *linkLog) truncate(n int) { l.truncateAs(n, linkBytes) }

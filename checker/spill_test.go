@@ -141,7 +141,7 @@ func TestSpill_QueuesPassingTheirBufferOnGiveBackWhatWasPushed(t *testing.T) {
 // from the file, and a truncated log takes appends where it was cut.
 func TestSpill_LinksGiveBackWhatWasAppended(t *testing.T) {
 	withSpillLimit(t, 64)
-	l := linkLog{dir: &spillDir{parent: t.TempDir()}}
+	l := linkLog{recordLog{dir: &spillDir{parent: t.TempDir()}}}
 	defer l.dir.remove()
 	defer l.close()
 	for i := 0; i < 1000; i++ {
@@ -175,7 +175,7 @@ func TestSpill_LinksGiveBackWhatWasAppended(t *testing.T) {
 // edges appended since replace the ones forgotten.
 func TestSpill_EdgesGiveBackWhatWasAppended(t *testing.T) {
 	withSpillLimit(t, 64)
-	l := edgeLog{dir: &spillDir{parent: t.TempDir()}}
+	l := edgeLog{recordLog{dir: &spillDir{parent: t.TempDir()}}}
 	defer l.dir.remove()
 	defer l.close()
 	check := func(what string, want [][2]uint32) {
