@@ -124,6 +124,7 @@ live-parity:
 REWRITE_TESTS = \
 	'./checker:^(TestScenarios|TestMutate_Score|TestMutate_SampleKeepsTheGoldenVerdicts)$$' \
 	'./checker/obslog:^TestSchemaFresh$$' \
+	'./checker/explore:^TestExplorer_InChromium$$' \
 	'./checker/sim:^TestMutateTimed_Survivors$$' \
 	'./checker/sim/workload:^TestDefault$$' \
 	'./fuzz:^TestFuzzSeeds_Fresh$$' \

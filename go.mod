@@ -3,6 +3,7 @@ module github.com/handoffcheck/handoffcheck
 go 1.26.8
 
 require (
+	github.com/chromedp/chromedp v0.24.0
 	github.com/cockroachdb/datadriven v1.0.3
 	github.com/dave/jennifer v1.7.1
 	github.com/google/go-cmp v0.7.0
@@ -12,6 +13,7 @@ require (
 	golang.org/x/sys v0.50.0
 	gonum.org/v1/plot v0.17.0
 	pgregory.net/rapid v1.3.0
+	sigs.k8s.io/yaml v1.6.0
 )
 
 require (
@@ -21,6 +23,8 @@ require (
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/BurntSushi/toml v1.4.1-0.20240526193622-a339e1f7089c // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
+	github.com/chromedp/cdproto v0.160.1 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.2 // indirect
@@ -30,7 +34,6 @@ require (
 	golang.org/x/text v0.28.0 // indirect
 	golang.org/x/tools v0.51.0 // indirect
 	honnef.co/go/tools v0.8.2 // indirect
-	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
 tool honnef.co/go/tools/cmd/staticcheck

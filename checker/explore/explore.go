@@ -1,0 +1,364 @@
+// Package explore serves the web explorer: a page on the loopback
+// interface that walks one run's state space by choosing moves, and walks
+// a counterexample trace with the choice to branch off at any step.
+//
+// The server holds no session state: a state is named by the path of
+// moves that reaches it from the initial state, each move by its index
+// among the moves enabled where it is taken. A request replays its path
+// through the same checker the exhaustive search uses, so what the page
+// shows is what check and replay judge, and a link to a state can be
+// shared and reloaded.
+package explore
+
+import (
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/system"
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+//go:embed page
+var page embed.FS
+
+// MaxPath bounds the length of a path a request may name: a state
+// further than this from the initial one is refused rather than replayed.
+const MaxPath = 10000
+
+// Server answers the page's requests for one run.
+type Server struct {
+	c     *checker.Checker
+	title string
+	trace *Trace
+	mux   *http.ServeMux
+}
+
+// Trace is a counterexample opened in the explorer, as the path of move
+// indices that walks it.
+type Trace struct {
+	// File names where the trace was read from.
+	File string `json:"file"`
+	// Path is each step's index among the moves enabled where it is
+	// taken.
+	Path []int `json:"path"`
+	// Moves is each step's move, as the trace file writes it.
+	Moves []string `json:"moves"`
+	// Violation is the invariant the trace records ("" for none).
+	Violation string `json:"violation,omitempty"`
+	// LoopFrom > 0 marks a liveness trace: the steps after the first
+	// LoopFrom repeat.
+	LoopFrom int `json:"loop_from,omitempty"`
+}
+
+// New makes a server for a checker's run; title heads the page (the
+// configuration and run it explores).
+func New(c *checker.Checker, title string) *Server {
+	s := &Server{c: c, title: title, mux: http.NewServeMux()}
+	sub, err := fs.Sub(page, "page")
+	if err != nil {
+		panic(err) // the embedded directory is part of the build
+	}
+	s.mux.Handle("GET /", http.FileServer(http.FS(sub)))
+	s.mux.HandleFunc("GET /api/run", s.serveRun)
+	s.mux.HandleFunc("GET /api/state", s.serveState)
+	return s
+}
+
+// OpenTrace walks a trace's moves from the initial state and keeps them
+// as the path the page offers. A move the state does not enable where the
+// trace takes it is an error naming the trace's line.
+func (s *Server) OpenTrace(file string, tr *checker.Trace) error {
+	sess := s.c.NewSession()
+	t := &Trace{File: file, Violation: tr.Violation, LoopFrom: tr.LoopFrom}
+	for i, m := range tr.Moves {
+		idx := indexOf(sess.Moves(), m)
+		if idx < 0 {
+			return fmt.Errorf("%s:%d: step %d: %s is not enabled here", file, tr.Lines[i], i+1, m)
+		}
+		if _, err := sess.Apply(m); err != nil {
+			return fmt.Errorf("%s:%d: step %d: %v", file, tr.Lines[i], i+1, err)
+		}
+		t.Path = append(t.Path, idx)
+		t.Moves = append(t.Moves, m.String())
+	}
+	s.trace = t
+	return nil
+}
+
+func indexOf(moves []system.Move, m system.Move) int {
+	for i, x := range moves {
+		if x == m {
+			return i
+		}
+	}
+	return -1
+}
+
+// ServeHTTP answers the page and its API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Loopback checks that an address names the loopback interface: the
+// explorer serves nothing to other hosts.
+func Loopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--addr %q: want host:port on the loopback interface (127.0.0.1:0 picks a free port)", addr)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("--addr %q: the explorer listens on the loopback interface only (127.0.0.1 or ::1)", addr)
+	}
+	return nil
+}
+
+// RunInfo is what the page shows before any state: the run, its
+// invariants and the trace opened with it.
+type RunInfo struct {
+	Title      string          `json:"title"`
+	Run        string          `json:"run"`
+	Policy     string          `json:"policy"`
+	Engine     string          `json:"engine"`
+	Attempts   []string        `json:"attempts"`
+	Invariants []InvariantInfo `json:"invariants"`
+	Trace      *Trace          `json:"trace,omitempty"`
+}
+
+// InvariantInfo names an invariant and says what it means.
+type InvariantInfo struct {
+	Name    string `json:"name"`
+	Kind    string `json:"kind"`
+	Meaning string `json:"meaning"`
+}
+
+func (s *Server) serveRun(w http.ResponseWriter, _ *http.Request) {
+	run := s.c.Run()
+	info := RunInfo{Title: s.title, Run: run.Name, Policy: run.Policy.String(), Engine: run.Engine.String(),
+		Attempts: s.c.Attempts(), Trace: s.trace}
+	for _, inv := range model.Invariants {
+		info.Invariants = append(info.Invariants, InvariantInfo{Name: inv.Name, Kind: inv.Kind.String(), Meaning: inv.Meaning})
+	}
+	writeJSON(w, info)
+}
+
+// View is one state as the page shows it.
+type View struct {
+	Path []int `json:"path"`
+	// Steps are the moves of the path, each with the rows it fired and
+	// the violation it caused.
+	Steps []Step `json:"steps"`
+	// Lines render the state: one per handoff, then one per worker.
+	Lines []string `json:"lines"`
+	// Changed is, per line, what the last move changed in it ("" when
+	// nothing).
+	Changed []string `json:"changed"`
+	// Moves are the moves enabled here, in the order the path indexes.
+	Moves []Choice `json:"moves"`
+	// Verdicts holds every invariant's verdict at this state.
+	Verdicts  []Verdict `json:"verdicts"`
+	Drained   bool      `json:"drained"`
+	Quiescent bool      `json:"quiescent"`
+	// Violation is the first violation along the path, if any.
+	Violation *Violated `json:"violation,omitempty"`
+}
+
+// Step is one move of a path and what it did.
+type Step struct {
+	Move      string    `json:"move"`
+	Fired     []string  `json:"fired"`
+	Violation *Violated `json:"violation,omitempty"`
+}
+
+// Choice is an enabled move, with what taking it would do.
+type Choice struct {
+	Index int      `json:"index"`
+	Move  string   `json:"move"`
+	Fired []string `json:"fired"`
+	// Breaks names the invariant taking the move would violate.
+	Breaks *Violated `json:"breaks,omitempty"`
+}
+
+// Violated is a violation as the page shows it.
+type Violated struct {
+	Invariant string `json:"invariant"`
+	Detail    string `json:"detail"`
+	Step      int    `json:"step,omitempty"`
+}
+
+// Verdict is an invariant's verdict at a state: "holds", "violated",
+// or "not judged here" for invariants a state alone cannot judge (those
+// of a step, of quiescence when the state is not quiescent, of liveness).
+type Verdict struct {
+	Invariant string `json:"invariant"`
+	Verdict   string `json:"verdict"`
+	Detail    string `json:"detail,omitempty"`
+}
+
+// errPath is a path the run does not allow: a 400 for the client.
+var errPath = errors.New("bad path")
+
+// ParsePath reads a path as the page writes it: move indices joined by
+// dots ("" is the initial state).
+func ParsePath(text string) ([]int, error) {
+	if text == "" {
+		return nil, nil
+	}
+	parts := strings.Split(text, ".")
+	if len(parts) > MaxPath {
+		return nil, fmt.Errorf("%w: %d steps, at most %d", errPath, len(parts), MaxPath)
+	}
+	path := make([]int, len(parts))
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%w: step %d is %q, want a move's index (0, 1, ...)", errPath, i+1, p)
+		}
+		path[i] = n
+	}
+	return path, nil
+}
+
+// State replays a path from the initial state and renders where it ends.
+func (s *Server) State(path []int) (*View, error) {
+	sess := s.c.NewSession()
+	v := &View{Path: path, Steps: []Step{}}
+	prev := sess.Describe()
+	for i, idx := range path {
+		moves := sess.Moves()
+		if idx >= len(moves) {
+			return nil, fmt.Errorf("%w: step %d chooses move %d, but %d moves are enabled there", errPath, i+1, idx, len(moves))
+		}
+		r, err := sess.Apply(moves[idx])
+		if err != nil {
+			return nil, fmt.Errorf("step %d: %v", i+1, err)
+		}
+		st := Step{Move: r.Move.String(), Fired: fired(sess, r)}
+		if r.Violation != nil {
+			st.Violation = violated(r.Violation, i+1)
+			if v.Violation == nil {
+				v.Violation = st.Violation
+			}
+		}
+		v.Steps = append(v.Steps, st)
+		if i < len(path)-1 {
+			continue
+		}
+		now := sess.Describe()
+		v.Changed = make([]string, len(now))
+		for j := range now {
+			if j < len(prev) {
+				v.Changed[j] = checker.ChangedFields(prev[j], now[j])
+			}
+		}
+		prev = now
+	}
+	v.Lines = sess.Describe()
+	if v.Changed == nil {
+		v.Changed = make([]string, len(v.Lines))
+	}
+	v.Drained = sess.Drained()
+	v.Quiescent = s.c.Quiescent(sess.State())
+	v.Verdicts = s.verdicts(sess, v.Quiescent, v.Steps)
+	v.Moves = []Choice{}
+	for i, m := range sess.Moves() {
+		next := *sess
+		r, err := next.Apply(m)
+		if err != nil {
+			return nil, fmt.Errorf("move %d (%s): %v", i, m, err)
+		}
+		ch := Choice{Index: i, Move: m.String(), Fired: fired(&next, r)}
+		if r.Violation != nil {
+			ch.Breaks = violated(r.Violation, 0)
+		}
+		v.Moves = append(v.Moves, ch)
+	}
+	return v, nil
+}
+
+func fired(sess *checker.Session, r checker.StepResult) []string {
+	lines := sess.FormatStep(checker.StepResult{Move: r.Move, Fired: r.Fired})
+	out := []string{}
+	for _, l := range lines[1:] {
+		out = append(out, strings.TrimPrefix(strings.TrimSpace(l), "fired "))
+	}
+	return out
+}
+
+func violated(v *model.Violation, step int) *Violated {
+	return &Violated{Invariant: v.Invariant, Detail: v.Detail, Step: step}
+}
+
+// verdicts judges every invariant of the registry at a state: the state
+// halves always, quiescence when the state is quiescent, and the step
+// halves on the last step of the path.
+func (s *Server) verdicts(sess *checker.Session, quiescent bool, steps []Step) []Verdict {
+	st := sess.State()
+	rec := s.c.Records(st)
+	bad := map[string]*model.Violation{}
+	for _, v := range model.StateViolations(&st.W, &rec) {
+		if bad[v.Invariant] == nil {
+			bad[v.Invariant] = v
+		}
+	}
+	if quiescent {
+		if v := s.c.CheckQuiescence(st); v != nil {
+			bad[v.Invariant] = v
+		}
+	}
+	var lastStep *Violated
+	if len(steps) > 0 {
+		lastStep = steps[len(steps)-1].Violation
+	}
+	out := make([]Verdict, 0, len(model.Invariants))
+	for _, inv := range model.Invariants {
+		vd := Verdict{Invariant: inv.Name, Verdict: "not judged here"}
+		switch {
+		case bad[inv.Name] != nil:
+			vd.Verdict, vd.Detail = "violated", bad[inv.Name].Detail
+		case inv.HasStep() && lastStep != nil && lastStep.Invariant == inv.Name:
+			vd.Verdict, vd.Detail = "violated", lastStep.Detail
+		case inv.HasState() || (inv.HasStep() && len(steps) > 0):
+			vd.Verdict = "holds"
+		case quiescent && inv.Name == model.NameQuiescence,
+			quiescent && inv.Name == model.NameFaultFreeCompletion && st.B == s.c.Budget():
+			vd.Verdict = "holds"
+		}
+		out = append(out, vd)
+	}
+	return out
+}
+
+func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
+	path, err := ParsePath(r.URL.Query().Get("path"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	v, err := s.State(path)
+	if err != nil {
+		code := http.StatusInternalServerError
+		if errors.Is(err, errPath) {
+			code = http.StatusBadRequest
+		}
+		http.Error(w, err.Error(), code)
+		return
+	}
+	writeJSON(w, v)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", " ")
+	_ = enc.Encode(v)
+}

@@ -1,0 +1,379 @@
+package explore
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"image/png"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/system"
+	"github.com/handoffcheck/handoffcheck/machines/interp"
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+var rewrite = flag.Bool("rewrite", false, "write the page's screenshots to docs/img")
+
+// counterexample is a shipped variant's counterexample: the trace of
+// release-on-heartbeat, whose source releases its pin on a heartbeat.
+const counterexample = "../../testdata/traces/release-on-heartbeat.jsonl"
+
+// openTrace builds the checker a trace file names and a server with the
+// trace opened.
+func openTrace(t testing.TB, file string) (*checker.Checker, *checker.Trace, *Server) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := checker.ParseTrace(file, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proto := system.Generated()
+	if tr.Spec != nil {
+		proto = interpreted(t, tr.Spec)
+	}
+	runs, err := checker.SelectRuns(tr.Config, []string{tr.Run}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := checker.New(proto, tr.Config, runs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(c, file)
+	if err := s.OpenTrace(file, tr); err != nil {
+		t.Fatal(err)
+	}
+	return c, tr, s
+}
+
+func interpreted(t testing.TB, s *spec.Spec) *system.Protocol {
+	t.Helper()
+	it, err := interp.New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := system.FromStepper("variant", s, it)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Every state the page shows along a trace, and every successor it
+// offers there, is the one the checker's own session reaches with the
+// same moves; the trace's last step carries the violation it records.
+func TestState_FollowsTheChecker(t *testing.T) {
+	c, tr, s := openTrace(t, counterexample)
+	if tr.Violation == "" {
+		t.Fatalf("%s records no violation", counterexample)
+	}
+	sess := c.NewSession()
+	for i := 0; i <= len(tr.Moves); i++ {
+		v, err := s.State(s.trace.Path[:i])
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if !slices.Equal(v.Lines, sess.Describe()) {
+			t.Fatalf("step %d: the page shows\n%s\nthe checker\n%s", i, strings.Join(v.Lines, "\n"), strings.Join(sess.Describe(), "\n"))
+		}
+		moves := sess.Moves()
+		if len(v.Moves) != len(moves) {
+			t.Fatalf("step %d: the page offers %d moves, the checker enables %d", i, len(v.Moves), len(moves))
+		}
+		for j, m := range moves {
+			if v.Moves[j].Move != m.String() {
+				t.Fatalf("step %d: move %d is %q on the page, %q in the checker", i, j, v.Moves[j].Move, m)
+			}
+			next := *sess
+			r, err := next.Apply(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (r.Violation != nil) != (v.Moves[j].Breaks != nil) {
+				t.Fatalf("step %d: move %s: the checker's violation %v, the page's mark %v", i, m, r.Violation, v.Moves[j].Breaks)
+			}
+		}
+		if i == len(tr.Moves) {
+			if v.Violation == nil || v.Violation.Invariant != tr.Violation || v.Violation.Step != len(tr.Moves) {
+				t.Fatalf("the trace's end shows violation %+v, want %s at step %d", v.Violation, tr.Violation, len(tr.Moves))
+			}
+			found := false
+			for _, vd := range v.Verdicts {
+				if vd.Invariant == tr.Violation {
+					found = vd.Verdict == "violated"
+				}
+			}
+			if !found {
+				t.Errorf("the verdicts at the trace's end do not mark %s violated: %+v", tr.Violation, v.Verdicts)
+			}
+			break
+		}
+		if _, err := sess.Apply(tr.Moves[i]); err != nil {
+			t.Fatal(err)
+		}
+		if v.Violation != nil {
+			t.Fatalf("step %d: a violation before the trace's end: %+v", i, v.Violation)
+		}
+	}
+}
+
+// A malformed path, or one that chooses a move that is not enabled, is a
+// 400 naming the step; the server keeps serving.
+func TestServer_RefusesBadPaths(t *testing.T) {
+	_, _, s := openTrace(t, counterexample)
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	get := func(path string) (int, string) {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	for _, c := range []struct{ path, want string }{
+		{"/api/state?path=x", `step 1 is "x", want a move's index`},
+		{"/api/state?path=0.-1", `step 2 is "-1"`},
+		{"/api/state?path=0.0.99", "step 3 chooses move 99, but"},
+		{"/api/state?path=" + strings.Repeat("0.", MaxPath) + "0", "at most 10000"},
+	} {
+		code, body := get(c.path)
+		if code != http.StatusBadRequest || !strings.Contains(body, c.want) {
+			t.Errorf("%s: %d %q, want 400 with %q", c.path, code, body, c.want)
+		}
+	}
+	if code, body := get("/api/state?path=0.0"); code != http.StatusOK || !strings.Contains(body, `"lines"`) {
+		t.Errorf("after the bad requests: %d %q", code, body)
+	}
+	if code, body := get("/"); code != http.StatusOK || !strings.Contains(body, "handoffcheck explore") {
+		t.Errorf("the page: %d %.80q", code, body)
+	}
+}
+
+func TestLoopback(t *testing.T) {
+	for _, ok := range []string{"127.0.0.1:0", "127.0.0.1:8080", "[::1]:0", "localhost:0"} {
+		if err := Loopback(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"0.0.0.0:0", ":8080", "192.168.1.2:80", "example.com:80", "127.0.0.1"} {
+		if err := Loopback(bad); err == nil {
+			t.Errorf("%s: accepted", bad)
+		}
+	}
+}
+
+// A trace whose move is not enabled where it is taken is refused at its
+// line.
+func TestOpenTrace_RefusesAMoveNotEnabled(t *testing.T) {
+	c, tr, _ := openTrace(t, counterexample)
+	bad := *tr
+	bad.Moves = slices.Clone(tr.Moves)
+	bad.Moves[0], bad.Moves[1] = bad.Moves[1], bad.Moves[0]
+	err := New(c, "x").OpenTrace("x.jsonl", &bad)
+	if err == nil || !strings.Contains(err.Error(), "x.jsonl:"+strconv.Itoa(tr.Lines[0])+": step 1:") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// findChromium is the browser of the headless test: HANDOFFCHECK_CHROMIUM
+// if set, else the first of the usual names on PATH.
+func findChromium() string {
+	if p := os.Getenv("HANDOFFCHECK_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// The page in a real browser: open a variant's counterexample, click to
+// its violating step and read the invariant's name from the page; then
+// branch off at step 3 by choosing another move and hold the page's
+// state to the checker's own successor.
+func TestExplorer_InChromium(t *testing.T) {
+	bin := findChromium()
+	if bin == "" {
+		t.Skip("chromium not found: run make chromium (or set HANDOFFCHECK_CHROMIUM)")
+	}
+	c, tr, s := openTrace(t, counterexample)
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox,
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 1000))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+	// Generous: a browser starting on a busy machine takes seconds; the
+	// waits below are on the page's state, never on time.
+	ctx, cancel := context.WithTimeout(bctx, 3*time.Minute)
+	defer cancel()
+
+	// loaded waits until the page rendered the state its hash names.
+	loaded := func(hash string) chromedp.Action[chromedp.Void] {
+		return chromedp.WaitVisible(`body[data-loaded="` + hash + `"]`)
+	}
+	text := func(sel string) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Text(sel))
+		if err != nil {
+			t.Fatalf("%s: %v", sel, err)
+		}
+		return v
+	}
+	last := len(tr.Moves)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/"),
+		chromedp.WaitVisible(`#trace li[data-step="`+strconv.Itoa(last)+`"]`),
+		chromedp.Click(`#trace li[data-step="`+strconv.Itoa(last)+`"]`),
+		loaded(hashOf(s.trace.Path)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if invariant := text(`#violation .invariant`); invariant != tr.Violation {
+		t.Fatalf("the page names %q at the violating step, the trace records %q", invariant, tr.Violation)
+	}
+	t.Logf("violating step %d: %s: %s", last, tr.Violation, text(`#violation .detail`))
+	screenshot(t, ctx, "explore-trace.png")
+
+	// Branch off after step 3: choose a move the trace does not take.
+	sess := c.NewSession()
+	for _, m := range tr.Moves[:3] {
+		if _, err := sess.Apply(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	moves := sess.Moves()
+	other := -1
+	for i := range moves {
+		if i != s.trace.Path[3] {
+			other = i
+			break
+		}
+	}
+	if other < 0 {
+		t.Fatalf("after step 3 only the trace's move is enabled; the test needs a branch")
+	}
+	if _, err := sess.Apply(moves[other]); err != nil {
+		t.Fatal(err)
+	}
+	branch := append(slices.Clone(s.trace.Path[:3]), other)
+	if err := chromedp.Do(ctx,
+		chromedp.Click(`#trace li[data-step="3"]`),
+		loaded(hashOf(s.trace.Path[:3])),
+		chromedp.Click(`#moves button[data-index="`+strconv.Itoa(other)+`"]`),
+		loaded(hashOf(branch)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	lines, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#lines li"), li => li.firstChild.textContent)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := sess.Describe(); !slices.Equal(lines, want) {
+		t.Fatalf("after branching off with %s the page shows\n%s\nthe checker's successor is\n%s",
+			moves[other], strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+	screenshot(t, ctx, "explore-branch.png")
+	// The browser's back button returns to the trace's step 3.
+	if err := chromedp.Do(ctx, chromedp.NavigateBack(), loaded(hashOf(s.trace.Path[:3]))); err != nil {
+		t.Fatal(err)
+	}
+	back, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.dataset.path`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmtPath(s.trace.Path[:3]); back != want {
+		t.Fatalf("after back the page is at %q, want %q", back, want)
+	}
+}
+
+// screenshot takes the page as the browser shows it; with -rewrite it
+// becomes the picture of docs/img the explorer's page shows.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := png.DecodeConfig(bytes.NewReader(shot))
+	if err != nil || cfg.Width < 800 || cfg.Height < 600 {
+		t.Fatalf("screenshot %s: %v, %dx%d", name, err, cfg.Width, cfg.Height)
+	}
+	if *rewrite {
+		if err := os.WriteFile("../../docs/img/"+name, shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func hashOf(path []int) string { return "#p=" + fmtPath(path) }
+
+func fmtPath(path []int) string {
+	parts := make([]string, len(path))
+	for i, n := range path {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, ".")
+}
+
+// Stepping on the embedded default configuration: the time to answer
+// for a state along a walk of 40 moves, each request replaying its path
+// from the initial state as the server does. p99-ms is the 99th
+// percentile of the answers.
+func BenchmarkState_DefaultConfig(b *testing.B) {
+	cfg, err := system.ParseConfig("default.json", checker.DefaultConfigJSON())
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := checker.New(system.Generated(), cfg, cfg.Runs[0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := New(c, "default.json")
+	var path []int
+	for i := 0; i < 40; i++ {
+		v, err := s.State(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(v.Moves) == 0 {
+			break
+		}
+		path = append(path, (i*7)%len(v.Moves))
+	}
+	var took []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		if _, err := s.State(path[:i%(len(path)+1)]); err != nil {
+			b.Fatal(err)
+		}
+		took = append(took, time.Since(start))
+	}
+	b.StopTimer()
+	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
+	b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99-ms")
+}

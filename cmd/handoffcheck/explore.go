@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/explore"
+	"github.com/handoffcheck/handoffcheck/checker/system"
+)
+
+var exploreCommand = &command{
+	name:    "explore",
+	args:    "[--config FILE] [--spec FILE] [--run NAME] [--addr HOST:PORT] [TRACE.jsonl]",
+	summary: "serve a web page on the loopback interface that walks a run's states and traces",
+	detail: `Prints the page's URL and serves until interrupted; it opens no browser.
+Without a trace, the page starts at the initial state of a run of the
+configuration (the embedded default without --config; the first run without
+--run). With a trace file (check --trace-out, a variant's counterexample),
+the run, configuration and spec are the trace's own: the page walks the
+trace and any step can be branched off. Everything served is in the binary.`,
+	exits: []exitDoc{
+		{exitUsage, "bad usage, a bad configuration, spec or trace, or an address off the loopback interface"},
+		{exitInterrupted, "stopped serving on an interrupt (the normal end)"},
+	},
+	run: cmdExplore,
+}
+
+func init() { registerCommand(exploreCommand) }
+
+func cmdExplore(cmd *command, e *env, args []string) int {
+	fs := cmd.flags()
+	configFile := fs.String("config", "", "configuration file (default: the embedded default configuration)")
+	specFile := fs.String("spec", "", "spec file of a variant (default: the built-in tables)")
+	runName := fs.String("run", "", "the run to explore (default: the configuration's first run)")
+	addr := fs.String("addr", "127.0.0.1:0", "where to listen: the loopback interface only; port 0 picks a free one")
+	if code, ok := cmd.parse(e, fs, args, 0, 1); !ok {
+		return code
+	}
+	if err := explore.Loopback(*addr); err != nil {
+		return cmd.bad(e, "%v", err)
+	}
+	set := setFlags(fs)
+	var (
+		c     *checker.Checker
+		title string
+		srv   *explore.Server
+	)
+	if fs.NArg() == 1 {
+		for _, name := range []string{"config", "spec", "run"} {
+			if set[name] {
+				return cmd.bad(e, "--%s with a trace file: the trace carries its own configuration, spec and run", name)
+			}
+		}
+		file := fs.Arg(0)
+		data, err := readInput(e.ctx, file)
+		if err != nil {
+			return cmd.bad(e, "%v", err)
+		}
+		tr, err := checker.ParseTrace(file, data)
+		if err != nil {
+			return cmd.bad(e, "%v", err)
+		}
+		proto := system.Generated()
+		if tr.Spec != nil {
+			if proto, _, err = protocolOf(file+" (spec)", tr.Spec); err != nil {
+				return cmd.bad(e, "%v", err)
+			}
+		}
+		runs, err := checker.SelectRuns(tr.Config, []string{tr.Run}, nil)
+		if err != nil {
+			return cmd.bad(e, "%s: %v", file, err)
+		}
+		if c, err = checker.New(proto, tr.Config, runs[0]); err != nil {
+			return cmd.bad(e, "%s: %v", file, err)
+		}
+		title = file
+		srv = explore.New(c, title)
+		if err := srv.OpenTrace(file, tr); err != nil {
+			return cmd.bad(e, "%v", err)
+		}
+	} else {
+		lc, err := loadConfig(e.ctx, *configFile, "default.json", checker.DefaultConfigJSON())
+		if err != nil {
+			return cmd.bad(e, "%v", err)
+		}
+		proto, _, err := loadProtocol(e.ctx, *specFile)
+		if err != nil {
+			return cmd.bad(e, "%v", err)
+		}
+		var names []string
+		if *runName != "" {
+			names = []string{*runName}
+		}
+		runs, err := checker.SelectRuns(lc.cfg, names, nil)
+		if err != nil {
+			return cmd.bad(e, "--run %q: %v", *runName, err)
+		}
+		if c, err = checker.New(proto, lc.cfg, runs[0]); err != nil {
+			return cmd.bad(e, "%v", err)
+		}
+		title = "default.json"
+		if *configFile != "" {
+			title = *configFile
+		}
+		srv = explore.New(c, title)
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return cmd.bad(e, "--addr %s: %v", *addr, err)
+	}
+	return serveUntilInterrupted(e, cmd, ln, srv, c.Run().Name)
+}
+
+// serveUntilInterrupted serves the explorer until the command's context
+// ends, then closes the listener and every connection: exit 3, nothing
+// left running.
+func serveUntilInterrupted(e *env, cmd *command, ln net.Listener, h http.Handler, run string) int {
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(e.stdout, "explore: run %s at http://%s/ (Ctrl-C stops)\n", run, ln.Addr())
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return cmd.bad(e, "serving: %v", err)
+	case <-e.ctx.Done():
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(ctx); err != nil {
+		_ = hs.Close()
+	}
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintf(e.stderr, "handoffcheck %s: %v\n", cmd.name, err)
+	}
+	fmt.Fprintln(e.stdout, "explore: interrupted, stopped serving")
+	return exitInterrupted
+}
