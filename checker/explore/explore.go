@@ -35,9 +35,10 @@ const MaxPath = 10000
 
 // Server answers the page's requests for one run.
 type Server struct {
-	c     *checker.Checker
+	c     *checker.Checker // nil when the server shows logs
 	title string
 	trace *Trace
+	logs  *Logs
 	mux   *http.ServeMux
 }
 
@@ -61,7 +62,13 @@ type Trace struct {
 // New makes a server for a checker's run; title heads the page (the
 // configuration and run it explores).
 func New(c *checker.Checker, title string) *Server {
-	s := &Server{c: c, title: title, mux: http.NewServeMux()}
+	s := newServer(title)
+	s.c = c
+	return s
+}
+
+func newServer(title string) *Server {
+	s := &Server{title: title, mux: http.NewServeMux()}
 	sub, err := fs.Sub(page, "page")
 	if err != nil {
 		panic(err) // the embedded directory is part of the build
@@ -69,6 +76,7 @@ func New(c *checker.Checker, title string) *Server {
 	s.mux.Handle("GET /", http.FileServer(http.FS(sub)))
 	s.mux.HandleFunc("GET /api/run", s.serveRun)
 	s.mux.HandleFunc("GET /api/state", s.serveState)
+	s.mux.HandleFunc("GET /api/logs", s.serveLogs)
 	return s
 }
 
@@ -132,6 +140,8 @@ type RunInfo struct {
 	Attempts   []string        `json:"attempts"`
 	Invariants []InvariantInfo `json:"invariants"`
 	Trace      *Trace          `json:"trace,omitempty"`
+	// Logs is set when the explorer shows judged logs instead of a run.
+	Logs bool `json:"logs,omitempty"`
 }
 
 // InvariantInfo names an invariant and says what it means.
@@ -142,6 +152,10 @@ type InvariantInfo struct {
 }
 
 func (s *Server) serveRun(w http.ResponseWriter, _ *http.Request) {
+	if s.c == nil {
+		writeJSON(w, RunInfo{Title: s.title, Policy: s.logs.Policy, Engine: s.logs.Engine, Logs: true})
+		return
+	}
 	run := s.c.Run()
 	info := RunInfo{Title: s.title, Run: run.Name, Policy: run.Policy.String(), Engine: run.Engine.String(),
 		Attempts: s.c.Attempts(), Trace: s.trace}
@@ -339,6 +353,9 @@ func (s *Server) verdicts(sess *checker.Session, quiescent bool, steps []Step) [
 }
 
 func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
+	if s.noRun(w) {
+		return
+	}
 	path, err := ParsePath(r.URL.Query().Get("path"))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)

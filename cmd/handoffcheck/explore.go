@@ -1,22 +1,27 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/conform"
 	"github.com/handoffcheck/handoffcheck/checker/explore"
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 )
 
 var exploreCommand = &command{
 	name:    "explore",
-	args:    "[--config FILE] [--spec FILE] [--run NAME] [--addr HOST:PORT] [TRACE.jsonl]",
-	summary: "serve a web page on the loopback interface that walks a run's states and traces",
+	args:    "[--config FILE] [--spec FILE] [--run NAME] [--addr HOST:PORT] [TRACE.jsonl | LOG.jsonl...]",
+	summary: "serve a web page on the loopback interface that walks a run's states and traces, or draws judged logs",
 	detail: `Prints the page's URL and serves until interrupted; it opens no browser.
 Without a trace, the page starts at the initial state of a run of the
 configuration (the embedded default without --config; the first run without
@@ -38,7 +43,7 @@ func cmdExplore(cmd *command, e *env, args []string) int {
 	specFile := fs.String("spec", "", "spec file of a variant (default: the built-in tables)")
 	runName := fs.String("run", "", "the run to explore (default: the configuration's first run)")
 	addr := fs.String("addr", "127.0.0.1:0", "where to listen: the loopback interface only; port 0 picks a free one")
-	if code, ok := cmd.parse(e, fs, args, 0, 1); !ok {
+	if code, ok := cmd.parse(e, fs, args, 0, -1); !ok {
 		return code
 	}
 	if err := explore.Loopback(*addr); err != nil {
@@ -50,6 +55,46 @@ func cmdExplore(cmd *command, e *env, args []string) int {
 		title string
 		srv   *explore.Server
 	)
+	var files [][]byte
+	for _, name := range fs.Args() {
+		data, err := readInput(e.ctx, name)
+		if err != nil {
+			return cmd.bad(e, "%v", err)
+		}
+		files = append(files, data)
+	}
+	if len(files) > 0 && schemaOf(files[0]) == obslog.SchemaV1 {
+		for _, name := range []string{"config", "run"} {
+			if set[name] {
+				return cmd.bad(e, "--%s with logs: the logs' header carries the configuration", name)
+			}
+		}
+		opt := conform.Options{}
+		if *specFile != "" {
+			p, _, err := loadProtocol(e.ctx, *specFile)
+			if err != nil {
+				return cmd.bad(e, "%v", err)
+			}
+			opt.Protocol = p
+		}
+		in := make([]explore.LogInput, len(files))
+		for i, data := range files {
+			in[i] = explore.LogInput{Name: fs.Arg(i), Data: data}
+		}
+		logs, err := explore.JudgeLogs(in, opt)
+		if err != nil {
+			return cmd.bad(e, "%v", err)
+		}
+		ln, err := net.Listen("tcp", *addr)
+		if err != nil {
+			return cmd.bad(e, "--addr %s: %v", *addr, err)
+		}
+		return serveUntilInterrupted(e, cmd, ln, explore.NewLogs(logs, strings.Join(fs.Args(), ", ")),
+			fmt.Sprintf("%d logs, %s", len(files), logs.Verdict))
+	}
+	if fs.NArg() > 1 {
+		return cmd.bad(e, "want one trace file or observation logs, got %d files and %s is not a log (its first line is no %s header)", fs.NArg(), fs.Arg(0), obslog.SchemaV1)
+	}
 	if fs.NArg() == 1 {
 		for _, name := range []string{"config", "spec", "run"} {
 			if set[name] {
@@ -57,11 +102,7 @@ func cmdExplore(cmd *command, e *env, args []string) int {
 			}
 		}
 		file := fs.Arg(0)
-		data, err := readInput(e.ctx, file)
-		if err != nil {
-			return cmd.bad(e, "%v", err)
-		}
-		tr, err := checker.ParseTrace(file, data)
+		tr, err := checker.ParseTrace(file, files[0])
 		if err != nil {
 			return cmd.bad(e, "%v", err)
 		}
@@ -113,15 +154,27 @@ func cmdExplore(cmd *command, e *env, args []string) int {
 	if err != nil {
 		return cmd.bad(e, "--addr %s: %v", *addr, err)
 	}
-	return serveUntilInterrupted(e, cmd, ln, srv, c.Run().Name)
+	return serveUntilInterrupted(e, cmd, ln, srv, "run "+c.Run().Name)
+}
+
+// schemaOf is the schema a JSON Lines file's first line names, or "".
+func schemaOf(data []byte) string {
+	first, _, _ := bytes.Cut(data, []byte("\n"))
+	var h struct {
+		Schema string `json:"schema"`
+	}
+	if json.Unmarshal(first, &h) != nil {
+		return ""
+	}
+	return h.Schema
 }
 
 // serveUntilInterrupted serves the explorer until the command's context
 // ends, then closes the listener and every connection: exit 3, nothing
 // left running.
-func serveUntilInterrupted(e *env, cmd *command, ln net.Listener, h http.Handler, run string) int {
+func serveUntilInterrupted(e *env, cmd *command, ln net.Listener, h http.Handler, what string) int {
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(e.stdout, "explore: run %s at http://%s/ (Ctrl-C stops)\n", run, ln.Addr())
+	fmt.Fprintf(e.stdout, "explore: %s at http://%s/ (Ctrl-C stops)\n", what, ln.Addr())
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
 	select {

@@ -12,7 +12,10 @@ import (
 	"testing"
 )
 
-const exploreTrace = "../../testdata/traces/release-on-heartbeat.jsonl"
+const (
+	exploreTrace = "../../testdata/traces/release-on-heartbeat.jsonl"
+	exploreLog   = "../../testdata/logs/invalid/stored-before-activation.jsonl"
+)
 
 // explore refuses what it cannot serve, each with exit 2 and one line.
 func TestExplore_RefusesBadUsage(t *testing.T) {
@@ -26,7 +29,9 @@ func TestExplore_RefusesBadUsage(t *testing.T) {
 		{[]string{"--run", "nosuch"}, `--run "nosuch"`},
 		{[]string{"nosuch.jsonl"}, "nosuch.jsonl"},
 		{[]string{"../../testdata/configs/small.json"}, "small.json:1:"},
-		{[]string{exploreTrace, exploreTrace}, "got 2 arguments"},
+		{[]string{exploreTrace, exploreTrace}, "want one trace file or observation logs, got 2 files"},
+		{[]string{"--run", "vllm", exploreLog}, "--run with logs"},
+		{[]string{exploreLog, "../../testdata/logs/invalid/expect.json"}, "expect.json:1:"},
 	} {
 		// One line: the error, and for usage errors where help is.
 		var out, errOut bytes.Buffer
@@ -40,7 +45,16 @@ func TestExplore_RefusesBadUsage(t *testing.T) {
 // explore serves its page and API on the loopback interface until an
 // interrupt, then stops serving and exits 3.
 func TestSignal_ExploreStopsServing(t *testing.T) {
-	cmd := exec.Command(binary(t), "explore", exploreTrace)
+	t.Run("trace", func(t *testing.T) {
+		serveAndInterrupt(t, "api/state?path=0.0", `"deliver-request h=0"`, "explore", exploreTrace)
+	})
+	t.Run("logs", func(t *testing.T) {
+		serveAndInterrupt(t, "api/logs", `"invariant": "NoStoredBeforeActivation"`, "explore", exploreLog)
+	})
+}
+
+func serveAndInterrupt(t *testing.T, path, want string, args ...string) {
+	cmd := exec.Command(binary(t), args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -65,14 +79,14 @@ func TestSignal_ExploreStopsServing(t *testing.T) {
 	if url == "" {
 		t.Fatalf("the first line names no loopback URL: %q", first)
 	}
-	resp, err := http.Get(url + "api/state?path=0.0")
+	resp, err := http.Get(url + path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"deliver-request h=0"`) {
-		t.Fatalf("state after two moves: %d %.200q", resp.StatusCode, body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+		t.Fatalf("%s: %d %.300q, want %s", path, resp.StatusCode, body, want)
 	}
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)

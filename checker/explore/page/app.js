@@ -134,9 +134,113 @@ async function load() {
   document.body.dataset.loaded = location.hash;
 }
 
+// Judged logs: a lane per process, the facts along the shared axis
+// (time stamps, or the order the judge read them), each attempt in its
+// colour, the rejected fact marked with the invariant it breaks, and the
+// steps the judge supplied for the rejected attempt on a lane of their own.
+const svgNS = "http://www.w3.org/2000/svg";
+
+function svg(tag, attrs, text) {
+  const e = document.createElementNS(svgNS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+// Attempts get colours in the order they first appear, from a palette
+// without the red that marks a rejection.
+const palette = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#bab0ac", "#2f4b7c", "#a05195"];
+const colours = new Map();
+function colour(attempt) {
+  if (!colours.has(attempt)) colours.set(attempt, palette[colours.size % palette.length]);
+  return colours.get(attempt);
+}
+
+function renderLogs(l) {
+  document.getElementById("states").hidden = true;
+  document.getElementById("logs").hidden = false;
+  document.getElementById("logs-verdict").textContent =
+    l.files.join(", ") + " (" + l.policy + " on " + l.engine + "): " + l.verdict;
+  const rej = document.getElementById("rejection");
+  if (l.rejection) {
+    const r = l.rejection;
+    rej.hidden = false;
+    rej.replaceChildren(el("span", { class: "invariant" }, r.invariant || "not allowed by the tables"),
+      " at " + r.file + ":" + r.line + ": " + r.fact + ": " + r.detail);
+  }
+  const W = 1300, left = 150, right = 30, laneH = 34, top = 24;
+  const lanes = l.processes.map(p => p.name);
+  const judgeLane = lanes.length;
+  const nLanes = lanes.length + (l.explanation && l.explanation.length ? 1 : 0);
+  let min = Infinity, max = -Infinity;
+  for (const f of l.facts) { min = Math.min(min, f.at); max = Math.max(max, f.at); }
+  if (!(max > min)) { max = min + 1; }
+  const x = at => left + (at - min) / (max - min) * (W - left - right);
+  const y = lane => top + lane * laneH;
+  const root = svg("svg", { viewBox: "0 0 " + W + " " + (top + nLanes * laneH + 10), "data-axis": l.axis });
+  const laneGroups = [];
+  for (let i = 0; i < nLanes; i++) {
+    const name = i < lanes.length ? lanes[i] : "judge (unlogged)";
+    const g = svg("g", { "data-lane": name });
+    g.append(svg("line", { class: "lane", x1: left, x2: W - right, y1: y(i), y2: y(i) }));
+    g.append(svg("text", { class: "lane-label", x: 6, y: y(i) + 4 }, name));
+    root.append(g);
+    laneGroups.push(g);
+  }
+  root.append(svg("text", { class: "lane-label", x: left, y: 12 }, l.axis === "time" ? "time (µs) →" : "order read →"));
+  const byWhere = new Map();
+  for (const f of l.facts) {
+    const c = svg("circle", { class: "fact" + (f.rejected ? " rejected" : ""), cx: x(f.at), cy: y(f.proc), r: f.rejected ? 8 : 5,
+      fill: colour(f.attempt), "data-file": f.file, "data-line": String(f.line),
+      "data-attempt": f.attempt || "", "data-kind": f.kind });
+    c.append(svg("title", {}, f.file + ":" + f.line + " " + f.text));
+    c.addEventListener("click", () => { document.getElementById("fact").textContent = f.file + ":" + f.line + " " + f.text; });
+    if (f.rejected && l.rejection) {
+      c.setAttribute("data-rejected", "true");
+      c.setAttribute("data-invariant", l.rejection.invariant || "");
+      laneGroups[f.proc].append(svg("text", { class: "rejected-label", x: x(f.at) + 10, y: y(f.proc) - 8 },
+        l.rejection.invariant || "not allowed by the tables"));
+    }
+    laneGroups[f.proc].append(c);
+    byWhere.set(f.file + ":" + f.line, f);
+  }
+  const list = document.getElementById("explanation");
+  list.replaceChildren();
+  if (l.explanation && l.explanation.length) {
+    document.getElementById("explanation-title").hidden = false;
+    // A supplied step sits between the logged steps around it.
+    let prev = min, pending = [];
+    const place = next => {
+      pending.forEach((s, i) => {
+        const at = prev + (next - prev) * (i + 1) / (pending.length + 1);
+        const r = svg("rect", { class: "supplied", x: x(at) - 4, y: y(judgeLane) - 4, width: 8, height: 8, "data-step": s.text });
+        r.append(svg("title", {}, "supplied by the judge: " + s.text));
+        laneGroups[judgeLane].append(r);
+      });
+      pending = [];
+    };
+    for (const s of l.explanation) {
+      list.append(el("li", { class: s.supplied ? "supplied" : "logged" }, s.supplied ? "unlogged (supplied by the judge): " + s.text : s.where + " " + s.text));
+      if (s.supplied) { pending.push(s); continue; }
+      const f = byWhere.get(s.where);
+      const at = f ? f.at : prev;
+      place(at);
+      prev = at;
+    }
+    place(max);
+  }
+  document.getElementById("lanes").replaceChildren(root);
+  document.body.dataset.loaded = "logs";
+}
+
 async function start() {
   try {
     run = await fetchJSON("api/run");
+    if (run.logs) {
+      document.getElementById("run").textContent = run.title;
+      renderLogs(await fetchJSON("api/logs"));
+      return;
+    }
   } catch (e) {
     showError(String(e.message || e));
     return;

@@ -1,0 +1,163 @@
+package explore
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/handoffcheck/handoffcheck/checker/conform"
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
+)
+
+// Logs is one or more observation logs of a running system with conform's
+// judgement of them, as the page draws them: a lane per process, the facts
+// along a shared axis, and the explanation's steps of a rejected attempt,
+// the ones nobody logged apart from the logged ones.
+type Logs struct {
+	Files     []string     `json:"files"`
+	Policy    string       `json:"policy"`
+	Engine    string       `json:"engine"`
+	Processes []LogProcess `json:"processes"`
+	// Axis is "time" when every fact carries a time stamp (positions are
+	// microseconds), else "order" (the order the judge read the facts in).
+	Axis  string    `json:"axis"`
+	Facts []LogFact `json:"facts"`
+	// Verdict and Rejection are conform's.
+	Verdict   string             `json:"verdict"`
+	Rejection *conform.Rejection `json:"rejection,omitempty"`
+	// Explanation is the rejected attempt's explained prefix in the order
+	// the judge explained it: logged facts by their place in the logs,
+	// and the steps the judge supplied because no process logged them.
+	Explanation []ExplainedStep `json:"explanation,omitempty"`
+}
+
+// LogProcess is a lane.
+type LogProcess struct {
+	Name string `json:"name"`
+	Role string `json:"role"`
+}
+
+// LogFact is one logged fact.
+type LogFact struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Proc    int    `json:"proc"`
+	Attempt string `json:"attempt,omitempty"`
+	Kind    string `json:"kind"`
+	Text    string `json:"text"`
+	// At is the fact's place on the axis.
+	At int64 `json:"at"`
+	// Rejected marks the fact the judgement rejects.
+	Rejected bool `json:"rejected,omitempty"`
+}
+
+// ExplainedStep is one step of an explained prefix: a logged fact
+// (Where names it) or a step the judge supplied.
+type ExplainedStep struct {
+	Where    string `json:"where,omitempty"`
+	Text     string `json:"text"`
+	Supplied bool   `json:"supplied,omitempty"`
+}
+
+// LogInput is a log's name and content.
+type LogInput struct {
+	Name string
+	Data []byte
+}
+
+// JudgeLogs reads the logs, judges them with conform under opt, and lays
+// them out for the page. A log conform cannot read is an error naming its
+// file and line.
+func JudgeLogs(in []LogInput, opt conform.Options) (*Logs, error) {
+	inputs := make([]conform.Input, len(in))
+	for i, x := range in {
+		inputs[i] = conform.Input{Name: x.Name, R: bytes.NewReader(x.Data)}
+	}
+	rep, err := conform.Judge(inputs, opt)
+	if err != nil {
+		return nil, err
+	}
+	out := &Logs{Files: rep.Files, Policy: rep.Policy, Engine: rep.Engine, Verdict: rep.Verdict, Rejection: rep.Rejection, Axis: "time"}
+	for i, x := range in {
+		rd, err := obslog.NewReader(bytes.NewReader(x.Data), x.Name)
+		if err != nil {
+			return nil, err
+		}
+		h := rd.Header()
+		if i == 0 {
+			for _, p := range h.Processes {
+				out.Processes = append(out.Processes, LogProcess{Name: p.Name, Role: p.Role.String()})
+			}
+		}
+		for {
+			f, err := rd.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			lf := LogFact{File: f.File, Line: f.Line, Proc: f.Proc, Attempt: f.Attempt, Kind: f.Kind.String(),
+				Text: conform.Describe(h, &f), At: f.TUS}
+			if f.TUS < 0 {
+				out.Axis = "order"
+			}
+			if r := rep.Rejection; r != nil && r.File == f.File && r.Line == f.Line {
+				lf.Rejected = true
+			}
+			out.Facts = append(out.Facts, lf)
+		}
+	}
+	if out.Axis == "order" {
+		// Without time stamps everywhere, the logs' own order: one log's
+		// lines after another's, each process's in its order.
+		for i := range out.Facts {
+			out.Facts[i].At = int64(i + 1)
+		}
+	}
+	if r := rep.Rejection; r != nil {
+		for _, e := range r.Explained {
+			out.Explanation = append(out.Explanation, explainedStep(e))
+		}
+	}
+	return out, nil
+}
+
+// explainedStep reads a line of a rejection's explained prefix: "unlogged:
+// MOVE" for a step the judge supplied, "file:line TEXT" for a logged fact.
+func explainedStep(line string) ExplainedStep {
+	const unlogged = "unlogged: "
+	if len(line) > len(unlogged) && line[:len(unlogged)] == unlogged {
+		return ExplainedStep{Text: line[len(unlogged):], Supplied: true}
+	}
+	for i := 0; i < len(line); i++ {
+		if line[i] == ' ' {
+			return ExplainedStep{Where: line[:i], Text: line[i+1:]}
+		}
+	}
+	return ExplainedStep{Text: line}
+}
+
+// NewLogs makes a server that shows judged logs.
+func NewLogs(l *Logs, title string) *Server {
+	s := newServer(title)
+	s.logs = l
+	return s
+}
+
+func (s *Server) serveLogs(w http.ResponseWriter, _ *http.Request) {
+	if s.logs == nil {
+		http.Error(w, "no logs: the explorer was started on a run", http.StatusNotFound)
+		return
+	}
+	writeJSON(w, s.logs)
+}
+
+func (s *Server) noRun(w http.ResponseWriter) bool {
+	if s.c != nil {
+		return false
+	}
+	http.Error(w, fmt.Sprintf("no run: the explorer was started on %d logs", len(s.logs.Files)), http.StatusNotFound)
+	return true
+}
