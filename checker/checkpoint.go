@@ -188,6 +188,9 @@ func (c *Checker) canResume(dir string, lim Limits) error {
 
 // checkpointLimits refuses what a checkpoint does not keep.
 func checkpointLimits(lim Limits) error {
+	if len(lim.From) > 0 {
+		return fmt.Errorf("%w: a search started after a trace's steps is not checkpointed", errCheckpoint)
+	}
 	if lim.Liveness || lim.Exact {
 		return fmt.Errorf("%w: checkpoints keep fingerprints or bits and no liveness graph: give --liveness=false, without --exact", errCheckpoint)
 	}

@@ -7,6 +7,12 @@ import "github.com/handoffcheck/handoffcheck/checker/system"
 // invariants they work on are the system's (checker/system).
 type Checker struct {
 	*system.System
+	// start, when set, is where searches, walks and sessions start: the
+	// state after prefix (from.go); initialText describes the run's own
+	// initial state, which counterexamples then start from.
+	start       *system.State
+	prefix      []TraceStep
+	initialText []string
 }
 
 // New prepares a run of a configuration with a protocol.
@@ -15,5 +21,5 @@ func New(p *system.Protocol, cfg *system.Config, run system.Run) (*Checker, erro
 	if err != nil {
 		return nil, err
 	}
-	return &Checker{s}, nil
+	return &Checker{System: s}, nil
 }

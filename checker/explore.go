@@ -55,6 +55,11 @@ type Limits struct {
 	// must move its fingerprints to disk (DiskAfter, or MaxMemory)
 	// starts again without them.
 	Sleep bool
+	// From starts the search at the state these moves reach from the
+	// run's initial state (a trace's: what else can happen from where it
+	// ends); counterexamples begin with them. Not with Checkpoint or
+	// Resume.
+	From []system.Move
 	// sleepAlone keeps sleep sets and drops persistent sets: a search
 	// that must then reach every state of the full one (tests).
 	sleepAlone bool

@@ -92,12 +92,13 @@ func Check(ctx context.Context, p *system.Protocol, cfg *system.Config, runs []s
 			}
 		}
 	}
-	notRun, err := eachRun(ctx, p, cfg, runs, func(c *Checker) {
+	notRun, err := eachRun(ctx, p, cfg, runs, lim.From, func(c *Checker) {
 		// Earlier runs' garbage is collected first, so that this run's
 		// memory figures and its memory bound are about this run.
 		settle()
 		rs := sampleResident()
 		r := c.Explore(ctx, lim, progress)
+		c.withPrefix(r.Violation)
 		// The reading that stopped a run for its bound was of the run's
 		// resident memory too: the peak the report gives is not below
 		// the figure its stop names.
@@ -122,7 +123,8 @@ func Check(ctx context.Context, p *system.Protocol, cfg *system.Config, runs []s
 // eachRun gives each run's checker to do, in order, until ctx is
 // cancelled; it returns the runs that did not start. Checking nothing is
 // refused.
-func eachRun(ctx context.Context, p *system.Protocol, cfg *system.Config, runs []system.Run, do func(*Checker)) ([]system.Run, error) {
+// A non-empty from starts each run's checker after those moves.
+func eachRun(ctx context.Context, p *system.Protocol, cfg *system.Config, runs []system.Run, from []system.Move, do func(*Checker)) ([]system.Run, error) {
 	if len(runs) == 0 {
 		return nil, fmt.Errorf("%w: no run selected: checking nothing is never a pass", system.ErrConfig)
 	}
@@ -133,6 +135,11 @@ func eachRun(ctx context.Context, p *system.Protocol, cfg *system.Config, runs [
 		c, err := New(p, cfg, run)
 		if err != nil {
 			return nil, err
+		}
+		if len(from) > 0 {
+			if err := c.startAfter(from); err != nil {
+				return nil, err
+			}
 		}
 		do(c)
 	}
@@ -345,6 +352,10 @@ func (r *Report) Text(opt TextOptions) string {
 			b.WriteString(" (partial: a bitstate search may miss states, so rows that never fired are not findings)\n")
 			continue
 		}
+		if pc.FromTrace {
+			b.WriteString(" (partial: the search started from a trace's state, so rows that never fired are not findings)\n")
+			continue
+		}
 		if pc.Partial {
 			b.WriteString(" (partial: an exploration stopped early, so rows that never fired are not findings)\n")
 			continue
@@ -386,9 +397,10 @@ func residentText(n uint64) string {
 type policyRowCoverage struct {
 	Policy spec.Policy
 	Runs   []string
-	// Partial is set when a run of the policy did not complete or was a
-	// bitstate search; Bitstate when only the latter.
-	Partial, Bitstate bool
+	// Partial is set when a run of the policy did not complete, was a
+	// bitstate search or started from a trace's state; Bitstate and
+	// FromTrace say which when the run did complete.
+	Partial, Bitstate, FromTrace bool
 	roleCoverage
 }
 
@@ -400,13 +412,14 @@ func (r *Report) policyCoverage() []policyRowCoverage {
 		var runs []string
 		var merged *system.Coverage
 		var sp *spec.Spec
-		partial, bitstate := false, false
+		partial, bitstate, from := false, false, false
 		for i, x := range r.Runs {
 			if x.Run.Policy != pol || x.Coverage == nil {
 				continue
 			}
 			partial = partial || !x.Complete
 			bitstate = bitstate || x.Bitstate != nil
+			from = from || r.checkers[i].startedAfter() > 0
 			runs = append(runs, x.Run.Name)
 			sp = r.checkers[i].Protocol().Spec()
 			if merged == nil {
@@ -419,7 +432,8 @@ func (r *Report) policyCoverage() []policyRowCoverage {
 		}
 		res := &Result{Run: system.Run{Policy: pol}, Coverage: merged}
 		for _, rc := range res.rowCoverage(sp) {
-			out = append(out, policyRowCoverage{Policy: pol, Runs: runs, Partial: partial || bitstate, Bitstate: bitstate && !partial, roleCoverage: rc})
+			out = append(out, policyRowCoverage{Policy: pol, Runs: runs, Partial: partial || bitstate || from,
+				Bitstate: bitstate && !partial, FromTrace: from && !partial && !bitstate, roleCoverage: rc})
 		}
 	}
 	return out
@@ -535,6 +549,9 @@ type jsonViolation struct {
 	Trace     []jsonStep `json:"trace"`
 	Loop      []jsonStep `json:"loop,omitempty"`
 	Mermaid   string     `json:"mermaid"`
+	// FromTrace is how many of the trace's first steps are the ones the
+	// search started after (--from-trace).
+	FromTrace int `json:"from_trace_steps,omitempty"`
 }
 
 type jsonStep struct {
@@ -596,6 +613,7 @@ func (r *Report) JSON(opt TextOptions) ([]byte, error) {
 			jv := &jsonViolation{Invariant: v.Invariant, Attempts: c.Attempts(), Handoff: v.Handoff, Worker: v.Worker, Detail: v.Detail}
 			jv.Trace, jv.Loop = c.jsonSteps(ce.Steps), c.jsonSteps(ce.Loop)
 			jv.Mermaid = c.mermaidSequence(ce)
+			jv.FromTrace = ce.From
 			jr.Violation = jv
 		}
 		out.Runs = append(out.Runs, jr)

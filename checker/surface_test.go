@@ -10,7 +10,7 @@ import (
 // and methods. Names nothing outside the package uses are unexported, so
 // that what the package offers is what its users need; a change that
 // must export more raises this with the reason in its message.
-const maxExported = 69
+const maxExported = 70
 
 // exportedNames lists the exported package-level names and methods
 // (Type.Method) of the package's non-test files.
@@ -25,7 +25,8 @@ func exportedNames(t *testing.T) []string {
 
 // The package exports no more than maxExported names (241 before the
 // names nothing outside it used were unexported, 200 before the composed
-// system moved to checker/system).
+// system moved to checker/system; 70 since Checker.Initial names where a
+// search started after a trace's steps begins).
 func TestSurface_ExportsAtMostTheCeiling(t *testing.T) {
 	names := exportedNames(t)
 	if len(names) > maxExported {

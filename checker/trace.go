@@ -29,6 +29,10 @@ type Counterexample struct {
 	// Shrunk is set for a random walk shrunk by delta debugging: short,
 	// but not proven shortest as a breadth-first trace is.
 	Shrunk bool
+	// From > 0 says the search started after the first From steps (a
+	// trace's, Limits.From): they are the trace's, and only the steps
+	// after them are the search's shortest.
+	From int
 }
 
 // Describe renders a firing: "h0 source Pinned --ReaderCompleted--> Released [ReleaseSource, ...] (row 15)".
@@ -188,6 +192,13 @@ func (c *Checker) formatCounterexampleFull(ce *Counterexample, full bool) string
 		}
 		fmt.Fprintf(&b, "trace into the trap (%s, entered at step %d), then a loop of %s that never drains:\n",
 			plural(len(ce.Steps), "step"), entered, plural(len(ce.Loop), "step"))
+	} else if ce.From > 0 {
+		kind := "shortest"
+		if ce.Shrunk {
+			kind = "shrunk"
+		}
+		fmt.Fprintf(&b, "trace (%d steps): the %s the search started after, then the %s from there:\n",
+			len(ce.Steps), plural(ce.From, "step"), kind)
 	} else if ce.Shrunk {
 		fmt.Fprintf(&b, "shrunk trace (%d steps):\n", len(ce.Steps))
 	} else {
@@ -217,6 +228,9 @@ func (c *Checker) formatCounterexampleFull(ce *Counterexample, full bool) string
 		prev = st.State
 	}
 	for i, st := range ce.Steps {
+		if ce.From > 0 && i == ce.From {
+			b.WriteString("  (the search started here)\n")
+		}
 		write(i, st)
 	}
 	if len(ce.Loop) > 0 {

@@ -58,10 +58,13 @@ type traceLine struct {
 
 // Trace is a parsed trace file.
 type Trace struct {
-	Run       string
-	Config    *system.Config
-	Spec      *spec.Spec // nil: the built-in spec
-	Violation string
+	Run    string
+	Config *system.Config
+	// ConfigJSON is the configuration as the header carries it, to write
+	// into a trace that continues this one.
+	ConfigJSON []byte
+	Spec       *spec.Spec // nil: the built-in spec
+	Violation  string
 	// LoopFrom > 0 marks a liveness counterexample: the moves after the
 	// first LoopFrom form a loop back to the state after them.
 	LoopFrom int
@@ -158,6 +161,7 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 				tr.Spec = s
 			}
 			tr.Run, tr.Config, tr.Violation, tr.LoopFrom = h.Run, cfg, h.Violation, h.LoopFrom
+			tr.ConfigJSON = h.Config
 			continue
 		}
 		var l traceLine

@@ -31,6 +31,8 @@ type WalkOptions struct {
 	// (see shardRange). Walk i keeps seed Seed+i, so the shards together
 	// are the one search, and merged reports find its first failure.
 	Shard, Shards int
+	// From starts every walk at the state these moves reach (a trace's).
+	From []system.Move
 }
 
 // shardRange is the walks [lo, hi) of shard k of n over walks walks:

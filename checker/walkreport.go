@@ -27,8 +27,9 @@ type WalkReport struct {
 // CheckWalks runs seeded random walks on each of the given runs.
 func CheckWalks(ctx context.Context, p *system.Protocol, cfg *system.Config, runs []system.Run, opts WalkOptions) (*WalkReport, error) {
 	rep := &WalkReport{Opts: opts}
-	notRun, err := eachRun(ctx, p, cfg, runs, func(c *Checker) {
+	notRun, err := eachRun(ctx, p, cfg, runs, opts.From, func(c *Checker) {
 		r := c.walk(ctx, opts)
+		c.withPrefix(r.Violation)
 		rep.Runs = append(rep.Runs, r)
 		rep.checkers = append(rep.checkers, c)
 		rep.Reproduce = append(rep.Reproduce, "")
@@ -191,7 +192,10 @@ type jsonWalk struct {
 	Invariant   string     `json:"invariant,omitempty"`
 	Detail      string     `json:"detail,omitempty"`
 	Trace       []jsonStep `json:"trace,omitempty"`
-	Reproduce   string     `json:"reproduce,omitempty"`
+	// FromTrace is how many of the trace's first steps are the ones the
+	// walks started after (--from-trace).
+	FromTrace int    `json:"from_trace_steps,omitempty"`
+	Reproduce string `json:"reproduce,omitempty"`
 	// FaultSchedule is the failing walk's fault schedule.
 	FaultSchedule []jsonScheduledFault `json:"fault_schedule,omitempty"`
 	FaultHorizon  int                  `json:"fault_horizon,omitempty"`
@@ -299,6 +303,7 @@ func (r *WalkReport) JSON(opt TextOptions) ([]byte, error) {
 			}
 			jw.Invariant, jw.Detail = ce.Violation.Invariant, ce.Violation.Detail
 			jw.Trace = c.jsonSteps(ce.Steps)
+			jw.FromTrace = ce.From
 			jw.Reproduce = r.Reproduce[i]
 		}
 		out.Runs = append(out.Runs, jw)

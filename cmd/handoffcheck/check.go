@@ -11,6 +11,7 @@ import (
 
 	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/system"
+	"github.com/handoffcheck/handoffcheck/spec"
 )
 
 var checkCommand = &command{
@@ -36,7 +37,7 @@ var machineMemory = checker.MachineMemory
 
 type checkFlags struct {
 	config, specFile, policy, runs, maxMemory, progress, traceOut, sched              string
-	spillDir, bitstate, checkpoint, resume, shard, out                                string
+	spillDir, bitstate, checkpoint, resume, shard, out, fromTrace                     string
 	checkpointEvery                                                                   time.Duration
 	asJSON, stats, speedup, exact, liveness, swarm, mermaid, timing, full, por, sleep bool
 	maxStates, maxDepth, workers, walks, steps                                        int
@@ -86,11 +87,20 @@ func cmdCheck(c *command, e *env, args []string) int {
 	fs.StringVar(&f.progress, "progress", "auto", "exhaustive mode: progress on stderr every few seconds: auto (only on a terminal), always or never")
 	fs.StringVar(&f.out, "out", "", "write the report to this file instead of standard output")
 	fs.StringVar(&f.traceOut, "trace-out", "", "write the first counterexample as a trace file (JSON Lines) for 'handoffcheck replay'")
+	fs.StringVar(&f.fromTrace, "from-trace", "", "start from where a trace file ends (before its violating step, when it records one): what else can happen\n"+
+		"from an incident's state; the trace's configuration, spec and run are used, and counterexamples begin with its steps")
 	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
 		return code
 	}
 	if err := checkConflicts(&f, setFlags(fs)); err != nil {
 		return c.bad(e, "%v", err)
+	}
+	var from *fromTrace
+	if f.fromTrace != "" {
+		var err error
+		if from, err = readFromTrace(e, f.fromTrace); err != nil {
+			return c.bad(e, "%v", err)
+		}
 	}
 	maxMem, err := parseMaxMemory(f.maxMemory, mem)
 	if err != nil {
@@ -156,17 +166,27 @@ func cmdCheck(c *command, e *env, args []string) int {
 	if err != nil {
 		return c.bad(e, "--schedule %q: want %s", f.sched, strings.Join(checker.ScheduleNames(), ", "))
 	}
-	lc, err := loadConfig(e.ctx, f.config, "default.json", checker.DefaultConfigJSON())
-	if err != nil {
-		return c.bad(e, "%v", err)
+	var (
+		lc      loadedConfig
+		proto   *system.Protocol
+		variant *spec.Spec
+		runs    []system.Run
+	)
+	if from != nil {
+		lc, proto, variant, runs = from.config, from.proto, from.trace.Spec, from.runs
+	} else {
+		if lc, err = loadConfig(e.ctx, f.config, "default.json", checker.DefaultConfigJSON()); err != nil {
+			return c.bad(e, "%v", err)
+		}
+		if proto, variant, err = loadProtocol(e.ctx, f.specFile); err != nil {
+			return c.bad(e, "%v", err)
+		}
+		if runs, err = selectRuns(lc.cfg, f.runs, f.policy); err != nil {
+			return c.bad(e, "%v", err)
+		}
 	}
-	proto, variant, err := loadProtocol(e.ctx, f.specFile)
-	if err != nil {
-		return c.bad(e, "%v", err)
-	}
-	runs, err := selectRuns(lc.cfg, f.runs, f.policy)
-	if err != nil {
-		return c.bad(e, "%v", err)
+	if from != nil && !f.asJSON {
+		fmt.Fprintln(e.stdout, from.says)
 	}
 	opt := checker.TextOptions{Stats: f.stats, NoTiming: !f.timing, FullStates: f.full, Mermaid: f.mermaid}
 	// saveTrace writes the first counterexample for replay.
@@ -191,7 +211,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 	if f.walks > 0 {
 		rep, err := checker.CheckWalks(e.ctx, proto, lc.cfg, runs,
 			checker.WalkOptions{Seed: f.seed, Walks: f.walks, Steps: f.steps, Swarm: f.swarm, Schedule: sched, Workers: f.workers,
-				Shard: shard, Shards: shards})
+				Shard: shard, Shards: shards, From: from.moves()})
 		if err != nil {
 			return c.bad(e, "%v", err)
 		}
@@ -216,7 +236,8 @@ func cmdCheck(c *command, e *env, args []string) int {
 		}
 	}
 	lim := checker.Limits{MaxStates: f.maxStates, MaxDepth: f.maxDepth, MaxMemory: maxMem, Workers: f.workers, Exact: f.exact, Liveness: f.liveness, Reduce: f.por && !f.liveness, Sleep: f.sleep,
-		SpillDir: f.spillDir, Bitstate: bitBytes, Checkpoint: f.checkpoint, CheckpointEvery: f.checkpointEvery, Resume: f.resume}
+		SpillDir: f.spillDir, Bitstate: bitBytes, Checkpoint: f.checkpoint, CheckpointEvery: f.checkpointEvery, Resume: f.resume,
+		From: from.moves()}
 	rep, err := checker.Check(e.ctx, proto, lc.cfg, runs, lim, progress)
 	if err != nil {
 		return c.bad(e, "%v", err)
@@ -286,6 +307,13 @@ func checkConflicts(f *checkFlags, set map[string]bool) error {
 	exhaustiveOnly := []string{"max-states", "max-depth", "max-memory", "exact", "liveness", "speedup", "progress", "spill-dir", "bitstate",
 		"checkpoint", "checkpoint-every", "resume", "por", "sleep"}
 	walkOnly := []string{"steps", "seed", "swarm", "schedule", "shard"}
+	if f.fromTrace != "" {
+		for _, n := range []string{"config", "spec", "run", "policy", "checkpoint", "resume"} {
+			if set[n] {
+				return fmt.Errorf("--%s with --from-trace: the trace carries its configuration, spec and run, and a search started after it is not checkpointed", n)
+			}
+		}
+	}
 	if f.walks > 0 {
 		for _, n := range exhaustiveOnly {
 			if set[n] {
@@ -372,13 +400,19 @@ func parseBytes(s string) (int64, error) {
 // counterexample again and writes it for replay.
 func reproduceExhaustive(f *checkFlags, run system.Run) string {
 	parts := []string{"handoffcheck check"}
+	if f.fromTrace != "" {
+		parts = append(parts, "--from-trace "+f.fromTrace)
+	}
 	if f.config != "" {
 		parts = append(parts, "--config "+f.config)
 	}
 	if f.specFile != "" {
 		parts = append(parts, "--spec "+f.specFile)
 	}
-	parts = append(parts, "--run "+run.Name, "--trace-out "+run.Name+".jsonl")
+	if f.fromTrace == "" {
+		parts = append(parts, "--run "+run.Name)
+	}
+	parts = append(parts, "--trace-out "+run.Name+".jsonl")
 	// check exits 1 on the violation, so the replay follows with ";".
 	return strings.Join(parts, " ") + "; handoffcheck replay " + run.Name + ".jsonl"
 }
@@ -386,13 +420,19 @@ func reproduceExhaustive(f *checkFlags, run system.Run) string {
 // reproduceWalk is the one-line command that runs the failing walk alone.
 func reproduceWalk(f *checkFlags, run system.Run, seed uint64) string {
 	parts := []string{"handoffcheck check"}
+	if f.fromTrace != "" {
+		parts = append(parts, "--from-trace "+f.fromTrace)
+	}
 	if f.config != "" {
 		parts = append(parts, "--config "+f.config)
 	}
 	if f.specFile != "" {
 		parts = append(parts, "--spec "+f.specFile)
 	}
-	parts = append(parts, "--run "+run.Name, "--walks 1", fmt.Sprintf("--steps %d", f.steps), fmt.Sprintf("--seed %d", seed))
+	if f.fromTrace == "" {
+		parts = append(parts, "--run "+run.Name)
+	}
+	parts = append(parts, "--walks 1", fmt.Sprintf("--steps %d", f.steps), fmt.Sprintf("--seed %d", seed))
 	if f.swarm {
 		parts = append(parts, "--swarm")
 	}

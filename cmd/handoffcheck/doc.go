@@ -4,7 +4,7 @@
 //
 //	handoffcheck check     explore every ordering of a configuration's moves (or seeded random walks) and check every invariant
 //	handoffcheck conform   judge a running system's observation logs against the spec and the model
-//	handoffcheck explore   serve a web page on the loopback interface that walks a run's states and traces
+//	handoffcheck explore   serve a web page on the loopback interface that walks a run's states and traces, or draws judged logs
 //	handoffcheck live      run the machines as real processes over loopback TCP, with real faults, and report what every worker held at the end
 //	handoffcheck merge     merge the JSON reports of the shards of one random or swarm search into its report
 //	handoffcheck mutate    break the built-in tables one row at a time and report how many mutants the checker kills

@@ -95,3 +95,56 @@ func selectRuns(cfg *system.Config, runsFlag, policyFlag string) ([]system.Run, 
 	}
 	return runs, nil
 }
+
+// fromTrace is a trace a search starts from (check --from-trace): its
+// configuration, protocol and run, and the moves to start after.
+type fromTrace struct {
+	trace  *checker.Trace
+	config loadedConfig
+	proto  *system.Protocol
+	runs   []system.Run
+	after  []system.Move
+	// says where the search starts, for the report's first line.
+	says string
+}
+
+// moves is the path to start after (nil: the run's initial state).
+func (f *fromTrace) moves() []system.Move {
+	if f == nil {
+		return nil
+	}
+	return f.after
+}
+
+// readFromTrace reads a trace to start a search from. A trace that records
+// a safety violation at its last step is started from before that step:
+// the search reports what can go wrong from the incident's state, the
+// recorded violation among it.
+func readFromTrace(e *env, file string) (*fromTrace, error) {
+	data, err := readInput(e.ctx, file)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := checker.ParseTrace(file, data)
+	if err != nil {
+		return nil, err
+	}
+	proto := system.Generated()
+	if tr.Spec != nil {
+		if proto, _, err = protocolOf(file+" (spec)", tr.Spec); err != nil {
+			return nil, err
+		}
+	}
+	runs, err := checker.SelectRuns(tr.Config, []string{tr.Run}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", file, err)
+	}
+	f := &fromTrace{trace: tr, config: loadedConfig{cfg: tr.Config, json: tr.ConfigJSON}, proto: proto, runs: runs, after: tr.Moves}
+	n := len(tr.Moves)
+	f.says = fmt.Sprintf("from: the state after the %d steps of %s", n, file)
+	if tr.Violation != "" && tr.LoopFrom == 0 && n > 0 {
+		f.after = tr.Moves[:n-1]
+		f.says = fmt.Sprintf("from: the state after step %d of %s, before its step %d (%s), which violates %s", n-1, file, n, tr.Moves[n-1], tr.Violation)
+	}
+	return f, nil
+}
