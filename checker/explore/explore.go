@@ -36,6 +36,7 @@ const MaxPath = 10000
 // Server answers the page's requests for one run.
 type Server struct {
 	c     *checker.Checker // nil when the server shows logs
+	cfg   *system.Config
 	title string
 	trace *Trace
 	logs  *Logs
@@ -59,12 +60,16 @@ type Trace struct {
 	LoopFrom int `json:"loop_from,omitempty"`
 }
 
-// New makes a server for a checker's run; title heads the page (the
-// configuration and run it explores).
-func New(c *checker.Checker, title string) *Server {
+// New makes a server for a run of a configuration under a protocol;
+// title heads the page (the configuration and run it explores).
+func New(p *system.Protocol, cfg *system.Config, run system.Run, title string) (*Server, error) {
+	c, err := checker.New(p, cfg, run)
+	if err != nil {
+		return nil, err
+	}
 	s := newServer(title)
-	s.c = c
-	return s
+	s.c, s.cfg = c, cfg
+	return s, nil
 }
 
 func newServer(title string) *Server {
@@ -77,6 +82,7 @@ func newServer(title string) *Server {
 	s.mux.HandleFunc("GET /api/run", s.serveRun)
 	s.mux.HandleFunc("GET /api/state", s.serveState)
 	s.mux.HandleFunc("GET /api/logs", s.serveLogs)
+	s.mux.HandleFunc("GET /api/search", s.serveSearch)
 	return s
 }
 
@@ -241,6 +247,9 @@ func ParsePath(text string) ([]int, error) {
 	}
 	return path, nil
 }
+
+// Checker is the checker the server steps (nil when it shows logs).
+func (s *Server) Checker() *checker.Checker { return s.c }
 
 // State replays a path from the initial state and renders where it ends.
 func (s *Server) State(path []int) (*View, error) {

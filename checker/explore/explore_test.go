@@ -51,15 +51,14 @@ func openTrace(t testing.TB, file string) (*checker.Checker, *checker.Trace, *Se
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := checker.New(proto, tr.Config, runs[0])
+	s, err := New(proto, tr.Config, runs[0], file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(c, file)
 	if err := s.OpenTrace(file, tr); err != nil {
 		t.Fatal(err)
 	}
-	return c, tr, s
+	return s.Checker(), tr, s
 }
 
 func interpreted(t testing.TB, s *spec.Spec) *system.Protocol {
@@ -133,6 +132,38 @@ func TestState_FollowsTheChecker(t *testing.T) {
 	}
 }
 
+// A search from a trace's state finds the shortest continuation to a
+// violation and names it as a path the page opens: from step 3 of the
+// counterexample, the trace's own violation three steps on; a search from
+// a path that is not enabled is a 400.
+func TestSearch_FromAState(t *testing.T) {
+	_, tr, s := openTrace(t, counterexample)
+	f, err := s.Search(context.Background(), s.trace.Path[:3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Violation == nil || f.Violation.Invariant != tr.Violation || len(f.Path) != len(tr.Moves) {
+		t.Fatalf("found %+v", f)
+	}
+	if !slices.Equal(f.Path[:3], s.trace.Path[:3]) {
+		t.Errorf("the found path %v does not begin with the start's %v", f.Path, s.trace.Path[:3])
+	}
+	v, err := s.State(f.Path)
+	if err != nil || v.Violation == nil || v.Violation.Invariant != tr.Violation {
+		t.Fatalf("the found path's state: %v, %+v", err, v)
+	}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/api/search?path=0.0.99")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a search from a move not enabled: %d", resp.StatusCode)
+	}
+}
+
 // A malformed path, or one that chooses a move that is not enabled, is a
 // 400 naming the step; the server keeps serving.
 func TestServer_RefusesBadPaths(t *testing.T) {
@@ -183,11 +214,11 @@ func TestLoopback(t *testing.T) {
 // A trace whose move is not enabled where it is taken is refused at its
 // line.
 func TestOpenTrace_RefusesAMoveNotEnabled(t *testing.T) {
-	c, tr, _ := openTrace(t, counterexample)
+	_, tr, s := openTrace(t, counterexample)
 	bad := *tr
 	bad.Moves = slices.Clone(tr.Moves)
 	bad.Moves[0], bad.Moves[1] = bad.Moves[1], bad.Moves[0]
-	err := New(c, "x").OpenTrace("x.jsonl", &bad)
+	err := s.OpenTrace("x.jsonl", &bad)
 	if err == nil || !strings.Contains(err.Error(), "x.jsonl:"+strconv.Itoa(tr.Lines[0])+": step 1:") {
 		t.Fatalf("got %v", err)
 	}
@@ -297,6 +328,28 @@ func TestExplorer_InChromium(t *testing.T) {
 			moves[other], strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
 	screenshot(t, ctx, "explore-branch.png")
+	// Search from the trace's step 3: the page offers the path to the
+	// trace's violation, and opening it shows the violation.
+	if err := chromedp.Do(ctx,
+		chromedp.Click(`#trace li[data-step="3"]`),
+		loaded(hashOf(s.trace.Path[:3])),
+		chromedp.Click(`#search`),
+		chromedp.WaitVisible(`#search-result[data-done="true"]`),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if got := text(`#search-result .invariant`); got != tr.Violation {
+		t.Fatalf("the search from step 3 names %q, want %q", got, tr.Violation)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(`#search-open`), loaded(hashOf(s.trace.Path))); err != nil {
+		t.Fatal(err)
+	}
+	if got := text(`#violation .invariant`); got != tr.Violation {
+		t.Fatalf("the found path's end shows %q", got)
+	}
+	if err := chromedp.Do(ctx, chromedp.NavigateBack(), loaded(hashOf(s.trace.Path[:3])), chromedp.NavigateBack(), loaded(hashOf(branch))); err != nil {
+		t.Fatal(err)
+	}
 	// The browser's back button returns to the trace's step 3.
 	if err := chromedp.Do(ctx, chromedp.NavigateBack(), loaded(hashOf(s.trace.Path[:3]))); err != nil {
 		t.Fatal(err)
@@ -348,11 +401,10 @@ func BenchmarkState_DefaultConfig(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := checker.New(system.Generated(), cfg, cfg.Runs[0])
+	s, err := New(system.Generated(), cfg, cfg.Runs[0], "default.json")
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := New(c, "default.json")
 	var path []int
 	for i := 0; i < 40; i++ {
 		v, err := s.State(path)

@@ -50,11 +50,7 @@ func cmdExplore(cmd *command, e *env, args []string) int {
 		return cmd.bad(e, "%v", err)
 	}
 	set := setFlags(fs)
-	var (
-		c     *checker.Checker
-		title string
-		srv   *explore.Server
-	)
+	var srv *explore.Server
 	var files [][]byte
 	for _, name := range fs.Args() {
 		data, err := readInput(e.ctx, name)
@@ -116,11 +112,9 @@ func cmdExplore(cmd *command, e *env, args []string) int {
 		if err != nil {
 			return cmd.bad(e, "%s: %v", file, err)
 		}
-		if c, err = checker.New(proto, tr.Config, runs[0]); err != nil {
+		if srv, err = explore.New(proto, tr.Config, runs[0], file); err != nil {
 			return cmd.bad(e, "%s: %v", file, err)
 		}
-		title = file
-		srv = explore.New(c, title)
 		if err := srv.OpenTrace(file, tr); err != nil {
 			return cmd.bad(e, "%v", err)
 		}
@@ -141,20 +135,19 @@ func cmdExplore(cmd *command, e *env, args []string) int {
 		if err != nil {
 			return cmd.bad(e, "--run %q: %v", *runName, err)
 		}
-		if c, err = checker.New(proto, lc.cfg, runs[0]); err != nil {
-			return cmd.bad(e, "%v", err)
-		}
-		title = "default.json"
+		title := "default.json"
 		if *configFile != "" {
 			title = *configFile
 		}
-		srv = explore.New(c, title)
+		if srv, err = explore.New(proto, lc.cfg, runs[0], title); err != nil {
+			return cmd.bad(e, "%v", err)
+		}
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return cmd.bad(e, "--addr %s: %v", *addr, err)
 	}
-	return serveUntilInterrupted(e, cmd, ln, srv, "run "+c.Run().Name)
+	return serveUntilInterrupted(e, cmd, ln, srv, "run "+srv.Checker().Run().Name)
 }
 
 // schemaOf is the schema a JSON Lines file's first line names, or "".

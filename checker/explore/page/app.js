@@ -122,7 +122,34 @@ function render(v) {
   document.body.dataset.path = path.join(".");
 }
 
+// search asks the server for the shortest continuation from the state
+// shown to a violation, and offers it as a path to open.
+async function search() {
+  const box = document.getElementById("search-result");
+  const path = pathFromHash();
+  box.hidden = false;
+  box.removeAttribute("data-done");
+  box.textContent = "searching from step " + path.length + "...";
+  try {
+    const f = await fetchJSON("api/search?path=" + path.join("."));
+    box.replaceChildren();
+    if (f.violation) {
+      box.append(el("span", { class: "invariant" }, f.violation.invariant),
+        " is violated " + (f.path.length - path.length) + " steps from here (" + f.states + " states searched): ",
+        el("a", { id: "search-open", href: hashOf(f.path) }, "open the path"));
+    } else if (f.complete) {
+      box.append("No violation is reachable from here (" + f.states + " states, every one reachable).");
+    } else {
+      box.append("No violation found, but the search was cut: " + (f.stopped || "bounded") + " (" + f.states + " states).");
+    }
+  } catch (e) {
+    box.textContent = String(e.message || e);
+  }
+  box.dataset.done = "true";
+}
+
 async function load() {
+  document.getElementById("search-result").hidden = true;
   const path = pathFromHash();
   try {
     const v = await fetchJSON("api/state?path=" + path.join("."));
@@ -248,6 +275,7 @@ async function start() {
   document.getElementById("run").textContent =
     run.title + ": run " + run.run + " (" + run.policy + ", engine " + run.engine + "), attempts " + run.attempts.join(" ");
   window.addEventListener("hashchange", load);
+  document.getElementById("search").addEventListener("click", search);
   load();
 }
 
