@@ -24,6 +24,7 @@ import (
 	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
 )
 
 //go:embed page
@@ -83,6 +84,7 @@ func newServer(title string) *Server {
 	s.mux.HandleFunc("GET /api/state", s.serveState)
 	s.mux.HandleFunc("GET /api/logs", s.serveLogs)
 	s.mux.HandleFunc("GET /api/search", s.serveSearch)
+	s.mux.HandleFunc("GET /api/spec", s.serveSpec)
 	return s
 }
 
@@ -184,6 +186,10 @@ type View struct {
 	Changed []string `json:"changed"`
 	// Moves are the moves enabled here, in the order the path indexes.
 	Moves []Choice `json:"moves"`
+	// Roles is each handoff's role machine states, and Fired the rows
+	// the last move fired: the machines' tables are drawn with them.
+	Roles []HandoffRoles `json:"roles"`
+	Fired []FiredRow     `json:"fired"`
 	// Verdicts holds every invariant's verdict at this state.
 	Verdicts  []Verdict `json:"verdicts"`
 	Drained   bool      `json:"drained"`
@@ -199,11 +205,36 @@ type Step struct {
 	Violation *Violated `json:"violation,omitempty"`
 }
 
+// HandoffRoles is one handoff's role machine states.
+type HandoffRoles struct {
+	Handoff     int    `json:"handoff"`
+	Source      string `json:"source"`
+	Destination string `json:"destination"`
+}
+
+// FiredRow names a table row that fires: its role, the row's number in
+// the role's table (from 1, as the spec lists them) and the handoff.
+type FiredRow struct {
+	Role    string `json:"role"`
+	Row     int    `json:"row"`
+	Handoff int    `json:"handoff"`
+}
+
+func firedRows(fs []system.Firing) []FiredRow {
+	out := []FiredRow{}
+	for _, f := range fs {
+		out = append(out, FiredRow{Role: f.Role.String(), Row: f.Row, Handoff: f.Handoff})
+	}
+	return out
+}
+
 // Choice is an enabled move, with what taking it would do.
 type Choice struct {
 	Index int      `json:"index"`
 	Move  string   `json:"move"`
 	Fired []string `json:"fired"`
+	// Rows are the table rows it would fire.
+	Rows []FiredRow `json:"rows"`
 	// Breaks names the invariant taking the move would violate.
 	Breaks *Violated `json:"breaks,omitempty"`
 }
@@ -254,7 +285,7 @@ func (s *Server) Checker() *checker.Checker { return s.c }
 // State replays a path from the initial state and renders where it ends.
 func (s *Server) State(path []int) (*View, error) {
 	sess := s.c.NewSession()
-	v := &View{Path: path, Steps: []Step{}}
+	v := &View{Path: path, Steps: []Step{}, Fired: []FiredRow{}}
 	prev := sess.Describe()
 	for i, idx := range path {
 		moves := sess.Moves()
@@ -276,6 +307,7 @@ func (s *Server) State(path []int) (*View, error) {
 		if i < len(path)-1 {
 			continue
 		}
+		v.Fired = firedRows(r.Fired)
 		now := sess.Describe()
 		v.Changed = make([]string, len(now))
 		for j := range now {
@@ -289,6 +321,11 @@ func (s *Server) State(path []int) (*View, error) {
 	if v.Changed == nil {
 		v.Changed = make([]string, len(v.Lines))
 	}
+	st := sess.State()
+	p := s.c.Protocol()
+	for h := range s.c.World().Handoffs {
+		v.Roles = append(v.Roles, HandoffRoles{Handoff: h, Source: p.StateName(spec.Source, st.Src[h]), Destination: p.StateName(spec.Destination, st.Dst[h])})
+	}
 	v.Drained = sess.Drained()
 	v.Quiescent = s.c.Quiescent(sess.State())
 	v.Verdicts = s.verdicts(sess, v.Quiescent, v.Steps)
@@ -299,7 +336,7 @@ func (s *Server) State(path []int) (*View, error) {
 		if err != nil {
 			return nil, fmt.Errorf("move %d (%s): %v", i, m, err)
 		}
-		ch := Choice{Index: i, Move: m.String(), Fired: fired(&next, r)}
+		ch := Choice{Index: i, Move: m.String(), Fired: fired(&next, r), Rows: firedRows(r.Fired)}
 		if r.Violation != nil {
 			ch.Breaks = violated(r.Violation, 0)
 		}
@@ -380,6 +417,21 @@ func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, v)
+}
+
+// serveSpec answers the run's tables as handoffcheck spec prints them
+// (handoffcheck.spec/v1): the page draws the machines from them.
+func (s *Server) serveSpec(w http.ResponseWriter, _ *http.Request) {
+	if s.noRun(w) {
+		return
+	}
+	data, err := s.c.Protocol().Spec().MarshalJSON()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(data)
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -288,6 +288,26 @@ func TestExplorer_InChromium(t *testing.T) {
 	}
 	t.Logf("violating step %d: %s: %s", last, tr.Violation, text(`#violation .detail`))
 	screenshot(t, ctx, "explore-trace.png")
+	// The machines' tables: the row the violating step fired is marked
+	// fired; at the step before, the same row is marked as one an enabled
+	// move would fire.
+	at := s.trace
+	v, err := s.State(at.Path)
+	if err != nil || len(v.Fired) == 0 {
+		t.Fatalf("the violating step fired no row: %v", err)
+	}
+	row := v.Fired[len(v.Fired)-1]
+	sel := `#machine-` + row.Role + ` tr[data-row="` + strconv.Itoa(row.Row) + `"]`
+	if cls := text(sel + `.fired td`); cls != strconv.Itoa(row.Row) {
+		t.Fatalf("%s is not marked fired (%q)", sel, cls)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Click(`#trace li[data-step="`+strconv.Itoa(len(tr.Moves)-1)+`"]`),
+		loaded(hashOf(at.Path[:len(at.Path)-1])),
+		chromedp.WaitVisible(sel+`.next`),
+	); err != nil {
+		t.Fatal(err)
+	}
 
 	// Branch off after step 3: choose a move the trace does not take.
 	sess := c.NewSession()

@@ -4,6 +4,7 @@
 "use strict";
 
 let run = null;
+let tables = null; // the run's spec, for the machines' tables
 
 function pathFromHash() {
   const m = /^#p=([0-9.]*)$/.exec(location.hash);
@@ -119,7 +120,34 @@ function render(v) {
     b.addEventListener("click", () => { location.hash = hashOf(path.concat([c.index])); });
     moves.append(b);
   }
+  renderMachines(v);
   document.body.dataset.path = path.join(".");
+}
+
+// renderMachines draws each role's table: the rows from a handoff's
+// current state, the rows an enabled move would fire and the rows the
+// last move fired, each marked.
+function renderMachines(v) {
+  if (!tables) return;
+  for (const role of ["source", "destination"]) {
+    const current = new Set(v.roles.map(r => r[role]));
+    const key = r => r.role === role ? r.row : -1;
+    const next = new Set(v.moves.flatMap(c => c.rows.map(key)));
+    const fired = new Set(v.fired.map(key));
+    const body = document.querySelector("#machine-" + role + " tbody");
+    body.replaceChildren();
+    tables[role].rows.forEach((row, i) => {
+      const n = i + 1;
+      const tr = el("tr", { "data-row": String(n) },
+        el("td", {}, String(n)), el("td", {}, row.from.join(", ")), el("td", {}, row.event),
+        el("td", {}, (row.policies || []).join(", ")), el("td", {}, row.to), el("td", {}, (row.actions || []).join(", ")));
+      if (row.why) tr.title = row.why;
+      if (row.from.some(st => current.has(st))) tr.classList.add("current");
+      if (next.has(n)) tr.classList.add("next");
+      if (fired.has(n)) tr.classList.add("fired");
+      body.append(tr);
+    });
+  }
 }
 
 // search asks the server for the shortest continuation from the state
@@ -271,6 +299,11 @@ async function start() {
   } catch (e) {
     showError(String(e.message || e));
     return;
+  }
+  try {
+    tables = await fetchJSON("api/spec");
+  } catch (e) {
+    showError(String(e.message || e));
   }
   document.getElementById("run").textContent =
     run.title + ": run " + run.run + " (" + run.policy + ", engine " + run.engine + "), attempts " + run.attempts.join(" ");
