@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/repro"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -37,7 +38,7 @@ var machineMemory = checker.MachineMemory
 
 type checkFlags struct {
 	config, specFile, policy, runs, maxMemory, progress, traceOut, sched              string
-	spillDir, bitstate, checkpoint, resume, shard, out, fromTrace                     string
+	spillDir, bitstate, checkpoint, resume, shard, out, fromTrace, reproDir           string
 	checkpointEvery                                                                   time.Duration
 	asJSON, stats, speedup, exact, liveness, swarm, mermaid, timing, full, por, sleep bool
 	maxStates, maxDepth, workers, walks, steps                                        int
@@ -87,6 +88,8 @@ func cmdCheck(c *command, e *env, args []string) int {
 	fs.StringVar(&f.progress, "progress", "auto", "exhaustive mode: progress on stderr every few seconds: auto (only on a terminal), always or never")
 	fs.StringVar(&f.out, "out", "", "write the report to this file instead of standard output")
 	fs.StringVar(&f.traceOut, "trace-out", "", "write the first counterexample as a trace file (JSON Lines) for 'handoffcheck replay'")
+	fs.StringVar(&f.reproDir, "repro", "", "write a reproduction of the first counterexample into this directory: the trace minimized to the handoffs it needs,\n"+
+		"a README telling it in words with the commands to run, and a Go test that fails while the tables allow it")
 	fs.StringVar(&f.fromTrace, "from-trace", "", "start from where a trace file ends (before its violating step, when it records one): what else can happen\n"+
 		"from an incident's state; the trace's configuration, spec and run are used, and counterexamples begin with its steps")
 	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
@@ -140,6 +143,11 @@ func cmdCheck(c *command, e *env, args []string) int {
 	if f.traceOut != "" {
 		if err := writable(f.traceOut); err != nil {
 			return c.bad(e, "--trace-out: %v", err)
+		}
+	}
+	if f.reproDir != "" {
+		if err := os.MkdirAll(f.reproDir, 0o755); err != nil {
+			return c.bad(e, "--repro: %v", err)
 		}
 	}
 	if f.resume != "" {
@@ -208,6 +216,24 @@ func cmdCheck(c *command, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "counterexample written to %s (handoffcheck replay %s)\n", f.traceOut, f.traceOut)
 		f.traceOut = ""
 	}
+	// saveRepro writes the first counterexample's reproduction.
+	saveRepro := func(ch *checker.Checker, ce *checker.Counterexample, command string) {
+		if f.reproDir == "" || ce == nil {
+			return
+		}
+		in := repro.Input{Protocol: proto, Spec: variant, ConfigJSON: lc.json, Run: ch.Run(), Found: ce, Command: command}
+		if f.specFile != "" {
+			in.SpecFile, _ = filepath.Abs(f.specFile)
+		}
+		res, err := repro.Write(f.reproDir, in)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "handoffcheck check: --repro: %v\n", err)
+			return
+		}
+		fmt.Fprintf(e.stderr, "reproduction of %s written to %s: %d steps over %d of %d handoffs (%s, %s, %s)\n",
+			res.Invariant, res.Dir, res.Steps, res.Handoffs, res.HandoffsBefore, repro.TraceFile, repro.ReadmeFile, repro.TestFile)
+		f.reproDir = ""
+	}
 	if f.walks > 0 {
 		rep, err := checker.CheckWalks(e.ctx, proto, lc.cfg, runs,
 			checker.WalkOptions{Seed: f.seed, Walks: f.walks, Steps: f.steps, Swarm: f.swarm, Schedule: sched, Workers: f.workers,
@@ -225,6 +251,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 		}
 		for i, x := range rep.Runs {
 			saveTrace(rep.Checker(i), x.Violation)
+			saveRepro(rep.Checker(i), x.Violation, rep.Reproduce[i])
 		}
 		return verdictCode(rep.Violated(), rep.Interrupted)
 	}
@@ -265,6 +292,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 	}
 	for i, x := range rep.Runs {
 		saveTrace(rep.Checker(i), x.Violation)
+		saveRepro(rep.Checker(i), x.Violation, strings.TrimSuffix(strings.SplitN(reproduceExhaustive(&f, x.Run), ";", 2)[0], " --trace-out "+x.Run.Name+".jsonl"))
 	}
 	return verdictCode(rep.Violated(), rep.Interrupted)
 }

@@ -1,0 +1,394 @@
+// Package repro turns a counterexample into a reproduction a person can
+// read and a test that fails until the bug is fixed: a directory holding
+// the trace (minimized to the handoffs the violation needs), a README that
+// tells it in words with the commands to run, and a Go test that replays
+// the trace against the tables.
+package repro
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/template"
+
+	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/system"
+	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+// The files a reproduction directory holds.
+const (
+	TraceFile  = "trace.jsonl"
+	ReadmeFile = "README.md"
+	TestFile   = "repro_test.go"
+)
+
+// Input is a counterexample and what it was found with.
+type Input struct {
+	Protocol *system.Protocol
+	// Spec is the variant's tables (nil: the built-in ones); SpecFile the
+	// file they were read from, which the test reads again.
+	Spec     *spec.Spec
+	SpecFile string
+	// ConfigJSON is the configuration as the search read it.
+	ConfigJSON []byte
+	Run        system.Run
+	Found      *checker.Counterexample
+	// Command is the command that found it, for the README.
+	Command string
+}
+
+// Result says what was written.
+type Result struct {
+	Dir       string
+	Invariant string
+	// Steps and Handoffs are the reproduction's; HandoffsBefore the
+	// configuration's before minimizing.
+	Steps, Handoffs, HandoffsBefore int
+}
+
+// Write writes the reproduction of in into dir (created if need be).
+func Write(dir string, in Input) (*Result, error) {
+	ce := in.Found
+	if ce == nil || ce.Violation == nil {
+		return nil, errors.New("repro: no violation to reproduce")
+	}
+	moves := movesOf(ce)
+	cfgJSON, run, moves, nh, before, err := minimize(in, moves)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := system.ParseConfig(TraceFile+": config", cfgJSON)
+	if err != nil {
+		return nil, fmt.Errorf("repro: %w", err)
+	}
+	c, err := checker.New(in.Protocol, cfg, run)
+	if err != nil {
+		return nil, fmt.Errorf("repro: %w", err)
+	}
+	min, story, err := replay(c, moves, ce)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var trace bytes.Buffer
+	if err := checker.WriteTrace(&trace, cfgJSON, in.Spec, run.Name, c.Attempts(), min); err != nil {
+		return nil, err
+	}
+	res := &Result{Dir: dir, Invariant: ce.Violation.Invariant, Steps: len(moves), Handoffs: nh, HandoffsBefore: before}
+	readme, err := render(readmeTemplate, in, res, story, min)
+	if err != nil {
+		return nil, err
+	}
+	test, err := render(testTemplate, in, res, story, min)
+	if err != nil {
+		return nil, err
+	}
+	for name, data := range map[string][]byte{TraceFile: trace.Bytes(), ReadmeFile: readme, TestFile: test} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func movesOf(ce *checker.Counterexample) []system.Move {
+	var out []system.Move
+	for _, st := range append(slices.Clone(ce.Steps), ce.Loop...) {
+		out = append(out, st.Move)
+	}
+	return out
+}
+
+// minimize keeps only the handoffs the trace moves (and only its run) in
+// the configuration, renumbering the moves' handoffs, when the smaller
+// configuration still reaches the same violation on the same steps; else
+// it keeps the configuration as it was. A liveness trace is kept whole:
+// its loop is a claim about every way out, which another world may not
+// share.
+func minimize(in Input, moves []system.Move) (cfgJSON []byte, run system.Run, out []system.Move, handoffs, before int, err error) {
+	var file map[string]json.RawMessage
+	if err := json.Unmarshal(in.ConfigJSON, &file); err != nil {
+		return nil, system.Run{}, nil, 0, 0, fmt.Errorf("repro: the configuration is not a JSON object: %w", err)
+	}
+	var hs []json.RawMessage
+	if err := json.Unmarshal(file["handoffs"], &hs); err != nil {
+		return nil, system.Run{}, nil, 0, 0, fmt.Errorf("repro: the configuration's handoffs: %w", err)
+	}
+	before = len(hs)
+	keep := in.ConfigJSON
+	if len(in.Found.Loop) > 0 {
+		return keep, in.Run, moves, before, before, nil
+	}
+	used := map[int8]int8{}
+	var order []int8
+	for _, m := range moves {
+		if m.H >= 0 {
+			if _, ok := used[m.H]; !ok {
+				used[m.H] = -1
+				order = append(order, m.H)
+			}
+		}
+	}
+	if len(order) == 0 || len(order) == len(hs) {
+		return keep, in.Run, moves, before, before, nil
+	}
+	slices.Sort(order)
+	var kept []json.RawMessage
+	for i, h := range order {
+		used[h] = int8(i)
+		kept = append(kept, hs[h])
+	}
+	file["handoffs"], _ = json.Marshal(kept)
+	// A worker's prefix hits are listed per handoff: the kept ones stay.
+	var workers []map[string]json.RawMessage
+	if err := json.Unmarshal(file["workers"], &workers); err != nil {
+		return keep, in.Run, moves, before, before, nil
+	}
+	for _, w := range workers {
+		var hits []json.RawMessage
+		if json.Unmarshal(w["prefix_hit_tokens"], &hits) != nil || len(hits) != len(hs) {
+			continue
+		}
+		var k []json.RawMessage
+		for _, h := range order {
+			k = append(k, hits[h])
+		}
+		w["prefix_hit_tokens"], _ = json.Marshal(k)
+	}
+	file["workers"], _ = json.Marshal(workers)
+	runJSON := map[string]string{"name": in.Run.Name, "policy": in.Run.Policy.String(), "engine": in.Run.Engine.String()}
+	file["runs"], _ = json.Marshal([]any{runJSON})
+	small, _ := json.Marshal(file) // keys sorted: deterministic
+	renumbered := make([]system.Move, len(moves))
+	for i, m := range moves {
+		if m.H >= 0 {
+			m.H = used[m.H]
+		}
+		renumbered[i] = m
+	}
+	cfg, err := system.ParseConfig("minimized", small)
+	if err != nil {
+		return keep, in.Run, moves, before, before, nil
+	}
+	c, err := checker.New(in.Protocol, cfg, cfg.Runs[0])
+	if err != nil {
+		return keep, in.Run, moves, before, before, nil
+	}
+	if _, _, err := replay(c, renumbered, in.Found); err != nil {
+		return keep, in.Run, moves, before, before, nil
+	}
+	return small, cfg.Runs[0], renumbered, len(order), before, nil
+}
+
+// replay steps the moves on a checker and checks they reach the
+// counterexample's violation (its invariant, at its last step; for a
+// liveness trace, the loop back to where it started without draining). It
+// returns the counterexample on this checker and the steps told in words.
+func replay(c *checker.Checker, moves []system.Move, want *checker.Counterexample) (*checker.Counterexample, []string, error) {
+	s := c.NewSession()
+	ce := &checker.Counterexample{Initial: s.Describe()}
+	var story []string
+	loopFrom := len(want.Steps)
+	var loopKey system.Key
+	drained := false
+	for i, m := range moves {
+		if len(want.Loop) > 0 && i == loopFrom {
+			loopKey = c.Key(s.State())
+		}
+		r, err := s.Apply(m)
+		if err != nil {
+			return nil, nil, fmt.Errorf("repro: step %d (%s) does not replay: %v", i+1, m, err)
+		}
+		lines := s.FormatStep(r)
+		story = append(story, fmt.Sprintf("%d. %s", i+1, lines[0]))
+		for _, l := range lines[1:] {
+			story = append(story, "   "+strings.TrimSpace(l))
+		}
+		st := checker.TraceStep{Move: m, Fired: r.Fired, State: s.Describe()}
+		if len(want.Loop) > 0 && i >= loopFrom {
+			ce.Loop = append(ce.Loop, st)
+			drained = drained || s.Drained()
+			continue
+		}
+		ce.Steps = append(ce.Steps, st)
+		if r.Violation != nil {
+			if i != len(moves)-1 || r.Violation.Invariant != want.Violation.Invariant {
+				return nil, nil, fmt.Errorf("repro: step %d violates %s, not %s at the last step", i+1, r.Violation.Invariant, want.Violation.Invariant)
+			}
+			ce.Violation = r.Violation
+			ce.Steps[len(ce.Steps)-1].Failed = true
+		}
+	}
+	if len(want.Loop) > 0 {
+		if c.Key(s.State()) != loopKey || drained {
+			return nil, nil, errors.New("repro: the loop does not return to where it started without draining")
+		}
+		ce.Violation = want.Violation
+	}
+	if ce.Violation == nil {
+		return nil, nil, fmt.Errorf("repro: the steps do not reach %s", want.Violation.Invariant)
+	}
+	return ce, story, nil
+}
+
+// meaning is what an invariant demands, from the registry.
+func meaning(name string) string {
+	for _, inv := range model.Invariants {
+		if inv.Name == name {
+			return inv.Meaning
+		}
+	}
+	return ""
+}
+
+type view struct {
+	In        Input
+	Res       *Result
+	Detail    string
+	Meaning   string
+	Story     []string
+	Loop      bool
+	LoopFrom  int
+	Generated bool
+}
+
+func render(t *template.Template, in Input, res *Result, story []string, ce *checker.Counterexample) ([]byte, error) {
+	var b bytes.Buffer
+	v := view{In: in, Res: res, Detail: ce.Violation.Detail, Meaning: meaning(res.Invariant), Story: story,
+		Loop: len(ce.Loop) > 0, LoopFrom: len(ce.Steps), Generated: in.Spec == nil}
+	if err := t.Execute(&b, v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+var readmeTemplate = template.Must(template.New("readme").Parse(`# Reproduction: {{.Res.Invariant}}
+
+**What broke.** {{.Res.Invariant}}: {{.Detail}}.
+{{- if .Meaning}} The invariant demands that {{.Meaning}}.{{end}}
+
+Found by:
+
+    {{.In.Command}}
+
+**The run.** {{.In.Run.Name}} ({{.In.Run.Policy}}, engine {{.In.Run.Engine}}), under
+{{if .Generated}}the built-in tables{{else}}the variant {{.In.SpecFile}}{{end}};
+{{.Res.Steps}} steps over {{if eq .Res.Handoffs 1}}one handoff{{else}}{{.Res.Handoffs}} handoffs{{end}}{{if ne .Res.Handoffs .Res.HandoffsBefore}} (the configuration had {{.Res.HandoffsBefore}}: the others play no part and are left out){{end}}.
+
+**The steps.**{{if .Loop}} Steps {{.LoopFrom}} on loop back to the state after step {{.LoopFrom}} without ever draining.{{end}}
+
+{{range .Story}}    {{.}}
+{{end}}
+**The commands.**
+
+    handoffcheck replay trace.jsonl          # the steps, judged one by one: exit 1 on the violation
+    handoffcheck explore trace.jsonl         # the steps in a browser; branch off at any step
+    handoffcheck check --from-trace trace.jsonl   # what else can happen from there
+
+` + "`repro_test.go`" + ` replays ` + "`trace.jsonl`" + ` against the tables and fails while they
+allow these steps: copy this directory into the module (not under a
+` + "`testdata`" + ` directory, which go test skips) and run ` + "`go test`" + ` on it. It
+passes once the tables no longer reach {{.Res.Invariant}} this way.
+
+**On the clock and live.** This reproduction is a trace of the untimed
+model: its steps fix an order of messages, timers and faults that the
+simulator and live runs choose by time, so no workload and fault plan is
+derived from it here. To see the cost at scale, run the same tables under
+` + "`handoffcheck simulate`" + ` or ` + "`handoffcheck live`" + ` with the fault kinds the
+steps use.
+`))
+
+var testTemplate = template.Must(template.New("test").Parse(`package repro
+
+// A reproduction of {{.Res.Invariant}}, found by:
+//
+//	{{.In.Command}}
+//
+// The test replays trace.jsonl against the tables and fails while they
+// allow these steps; it passes once they do not (a step is no longer
+// enabled, or none violates an invariant).
+
+import (
+	"os"
+	"testing"
+
+	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/system"
+{{- if not .Generated}}
+	"github.com/handoffcheck/handoffcheck/machines/interp"
+	"github.com/handoffcheck/handoffcheck/spec"
+{{- end}}
+)
+
+{{if not .Generated}}// specFile is the variant the trace was found under: the test judges the
+// file as it is now.
+const specFile = {{printf "%q" .In.SpecFile}}
+
+{{end}}func TestRepro(t *testing.T) {
+	data, err := os.ReadFile("trace.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := checker.ParseTrace("trace.jsonl", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+{{- if .Generated}}
+	proto := system.Generated()
+{{- else}}
+	raw, err := os.ReadFile(specFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := spec.Parse(specFile, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := interp.New(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proto, err := system.FromStepper(specFile, sp, it)
+	if err != nil {
+		t.Fatal(err)
+	}
+{{- end}}
+	runs, err := checker.SelectRuns(tr.Config, []string{tr.Run}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := checker.New(proto, tr.Config, runs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.NewSession()
+	var loopKey system.Key
+	drained := false
+	for i, m := range tr.Moves {
+		if tr.LoopFrom > 0 && i == tr.LoopFrom {
+			loopKey = c.Key(s.State())
+		}
+		r, err := s.Apply(m)
+		if err != nil {
+			t.Logf("step %d (%s) is no longer enabled: %v", i+1, m, err)
+			return
+		}
+		if r.Violation != nil {
+			t.Fatalf("step %d (%s) violates %s: %s", i+1, m, r.Violation.Invariant, r.Violation.Detail)
+		}
+		drained = drained || (tr.LoopFrom > 0 && i >= tr.LoopFrom && s.Drained())
+	}
+	if tr.LoopFrom > 0 && !drained && c.Key(s.State()) == loopKey {
+		t.Fatalf("steps %d-%d loop back to the state after step %d without draining: %s", tr.LoopFrom+1, len(tr.Moves), tr.LoopFrom, tr.Violation)
+	}
+}
+`))
