@@ -1062,7 +1062,6 @@ func (c *coord) cancel(a *catt) {
 	if a.done || !c.step(a, system.Move{Kind: system.Cancel.Move(), H: 0}, false) {
 		return
 	}
-	c.rep.Cancelled++
 	x := &a.st.W.H[0]
 	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 		if x.CancelPending[sd] {
@@ -1198,10 +1197,22 @@ func (c *coord) maybeFinish(a *catt) {
 		a.strand.w = a.p
 		c.strands = append(c.strands, a.strand)
 	}
-	if x.Outcome[0] == model.OutcomeOK && x.Outcome[1] == model.OutcomeOK {
+	c.tally(a, x.Outcome[0] == model.OutcomeOK && x.Outcome[1] == model.OutcomeOK, x.Cancelled)
+}
+
+// tally counts a finished request once: succeeded when both sides
+// succeeded (a client's cancel that reached its workers after they
+// finished changed nothing), else cancelled when the client cancelled
+// it, else failed. Counting the cancel when the router took it would
+// count such a request twice, as succeeded and as cancelled.
+func (c *coord) tally(a *catt, ok, cancelled bool) {
+	switch {
+	case ok:
 		c.rep.Succeeded++
 		c.lat = append(c.lat, float64(time.Since(a.arrive).Microseconds())/1000)
-	} else if !x.Cancelled {
+	case cancelled:
+		c.rep.Cancelled++
+	default:
 		c.rep.Failed++
 	}
 }

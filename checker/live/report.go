@@ -17,7 +17,9 @@ type Report struct {
 	Policy string `json:"policy"`
 	Engine string `json:"engine"`
 	// Requests arrived; Finished of them ended for the frontend (both
-	// sides' outcomes known, or a side forgotten by a restart).
+	// sides' outcomes known, or a side forgotten by a restart), each
+	// counted once in Succeeded, Failed or Cancelled: a request the client
+	// cancelled too late to stop it counts as succeeded.
 	Requests  int `json:"requests"`
 	Finished  int `json:"finished"`
 	Succeeded int `json:"succeeded"`
