@@ -308,10 +308,24 @@ func LegacyBook(d LegacyDemand, h *LegacyHold, k *model.Worker) {
 	k.BookedBlocks += d.Blocks
 }
 
+// LegacyOwn is the prefill router's part of AcceptRequest: it owns the
+// request and counts its prompt as compute load on the worker, until
+// ReportRequestDone and ReportComputeDone. A driver whose routers keep
+// ledgers apart from the workers' counters (live: the coordinator's)
+// applies it at selection; ApplyLegacy applies it with the rest of the
+// action.
+func LegacyOwn(d LegacyDemand, h *LegacyHold, k *model.Worker) {
+	h.Owned, h.Tokens = true, d.Prompt
+	k.Owned++
+	k.PrefillTokens += d.Prompt
+}
+
 // ApplyLegacy carries out the effect of an action of the legacy tables
 // on a worker's counters and the request's holding there: the
 // environment's rules for the legacy path, written once for every driver
-// (the simulator's replay adapter; a live adapter would apply the same).
+// (the simulator's replay adapter and live's workers, whose coordinator
+// applies the routers' part to its ledgers: LegacyOwn, LegacyBook and the
+// Report actions).
 // An action whose effect is not on the counters (a submission, a timer,
 // a message) changes nothing here; the driver carries it out. An action
 // the holding cannot take (a second free, a count out of a request not
@@ -328,9 +342,7 @@ func ApplyLegacy(role spec.Role, action string, d LegacyDemand, h *LegacyHold, k
 		h.InFlight = true
 		k.InFlight++
 		if role == spec.Source {
-			h.Owned, h.Tokens = true, d.Prompt
-			k.Owned++
-			k.PrefillTokens += d.Prompt
+			LegacyOwn(d, h, k)
 		}
 	case LegacyAllocatePrefill, LegacyAllocateDecode:
 		if h.Blocks != 0 || !LegacyFits(role, d, k) {
