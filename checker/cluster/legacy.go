@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -397,4 +398,40 @@ func ApplyLegacy(role spec.Role, action string, d LegacyDemand, h *LegacyHold, k
 		h.InFlight = false
 	}
 	return nil
+}
+
+// LegacyObserved is what a fired row of the legacy tables makes
+// observable, in the log's vocabulary, in order: the side's cancel or
+// decode's end (the event), its acceptance of the request, and its
+// outcome on its request stream, which the source reports at scheduler
+// completion (a success) or at a cancel before it (a failure). Every
+// driver logs these, so that a legacy log reads the same from the
+// simulator and from live processes; its header names the policy
+// disabled, and conform refuses to judge it.
+func LegacyObserved(role spec.Role, event string, row LegacyRow) []obslog.Label {
+	by := obslog.BySource
+	if role == spec.Destination {
+		by = obslog.ByDestination
+	}
+	var ls []obslog.Label
+	switch event {
+	case LegacyClientCancelled:
+		ls = append(ls, obslog.Label{Kind: obslog.Cancelled, By: by})
+	case LegacyDecodeFinished:
+		ls = append(ls, obslog.Label{Kind: obslog.DecodeFinished, By: by})
+	}
+	for _, a := range row.Actions {
+		switch a {
+		case LegacyAcceptRequest:
+			ls = append(ls, obslog.Label{Kind: obslog.RequestAccepted, By: by})
+		case LegacyReportRequestDone, LegacyReportDecodeDone, LegacyReportDecodeFail:
+			ok := event == LegacyPrefillFinished || a == LegacyReportDecodeDone
+			out := model.OutcomeFailed
+			if ok {
+				out = model.OutcomeOK
+			}
+			ls = append(ls, obslog.Label{Kind: obslog.OutcomeReported, By: by, Outcome: out})
+		}
+	}
+	return ls
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -158,6 +159,13 @@ func (w *worker) legacyFire(a *lattempt, ev string) {
 		return
 	}
 	a.st = row.To
+	if w.log != nil {
+		t := w.now()
+		for _, lb := range cluster.LegacyObserved(role, ev, row) {
+			f := obslog.FactOf(&lb, w.proc, w.opt.Gen, a.name, t)
+			w.log.Write(&f)
+		}
+	}
 	before := w.k
 	for _, act := range row.Actions {
 		w.legacyAct(a, role, ev, act)
@@ -358,6 +366,7 @@ func (c *coord) legacyArrive() error {
 	a.p = cluster.Choose(c.cfg.PrefillRouter, 0, c.cfg.Prefill.Workers, &c.nextP, c.rng, c.prefillLoad, nil)
 	cluster.LegacyOwn(legacyDemand(c.cfg, wc, spec.Source, r.PromptTokens), &a.held[model.SourceSide], &c.wk[a.p])
 	c.booked[a.p].set(c.now(), &c.wk[a.p], c.cfg.Role(a.p), routerMetrics)
+	c.legacyLogRouted(a, model.SourceSide)
 	c.sendTo(a.p, &Frame{Kind: KRoute, Attempt: a.name, Stage: "prefill", Request: c.legacyInfo(a)})
 	c.routedTo(a.p, model.SourceSide)
 	if r.CancelUS >= 0 {
@@ -380,6 +389,7 @@ func (c *coord) legacyRouteDecode(a *lcatt) {
 	a.d = cluster.Choose(c.cfg.DecodeRouter, c.cfg.Prefill.Workers, c.cfg.NumWorkers(), &c.nextD, c.rng, c.decodeLoad, nil)
 	cluster.LegacyBook(legacyDemand(c.cfg, a.wc, spec.Destination, a.req.PromptTokens), &a.held[model.DestinationSide], &c.wk[a.d])
 	c.booked[a.d].set(c.now(), &c.wk[a.d], c.cfg.Role(a.d), routerMetrics)
+	c.legacyLogRouted(a, model.DestinationSide)
 	c.sendTo(a.d, &Frame{Kind: KRoute, Attempt: a.name, Stage: "decode", Request: c.legacyInfo(a)})
 	c.routedTo(a.d, model.DestinationSide)
 }
@@ -392,6 +402,8 @@ func (c *coord) legacyCancel(a *lcatt) {
 		return
 	}
 	a.cancelled = true
+	lf := obslog.FactOf(&obslog.Label{Kind: obslog.ClientCancelled, By: obslog.ByRouter}, 0, 0, a.name, c.now())
+	c.log.Write(&lf)
 	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 		if w := a.worker(sd); w >= 0 && a.outcome[sd] != model.OutcomeFailed {
 			c.sendTo(w, &Frame{Kind: KCancel, Attempt: a.name})
@@ -457,4 +469,20 @@ func (c *coord) legacyMaybeFinish(a *lcatt) {
 	delete(c.latts, a.name)
 	ca := catt{arrive: a.arrive}
 	c.tally(&ca, src == model.OutcomeOK && dst == model.OutcomeOK, a.cancelled)
+}
+
+// legacyLogRouted writes a router's choice to the run's log, as the
+// simulator's legacy run writes it: the prefill router counts the
+// prompt, the decode router books the request's blocks.
+func (c *coord) legacyLogRouted(a *lcatt, sd model.Side) {
+	lb := obslog.Label{Kind: obslog.Routed, By: obslog.ByRouter, Stage: sd, Tokens: int32(a.req.PromptTokens)}
+	if sd == model.DestinationSide {
+		lb.Tokens, lb.Blocks = 0, int32(a.held[sd].Booked)
+	}
+	f := obslog.FactOf(&lb, 0, 0, a.name, c.now())
+	f.To = a.worker(sd) + 1
+	if sd == model.SourceSide {
+		f.PromptTokens = int64(a.req.PromptTokens)
+	}
+	c.log.Write(&f)
 }

@@ -285,11 +285,10 @@ func (l *legacyRun) fire(r *lreq, role spec.Role, ev string) {
 		return
 	}
 	r.st[role] = row.To
-	switch ev {
-	case cluster.LegacyClientCancelled:
-		l.log(r, &role, obslog.Label{Kind: obslog.Cancelled})
-	case cluster.LegacyDecodeFinished:
-		l.log(r, &role, obslog.Label{Kind: obslog.DecodeFinished})
+	if s.olog != nil {
+		for _, lb := range cluster.LegacyObserved(role, ev, row) {
+			l.log(r, &role, lb)
+		}
 	}
 	if s.tl != nil {
 		r.trans = append(r.trans, Transition{TMS: ms(s.now), Role: role.String(), Row: row.Row, From: row.From, Event: ev, To: row.To})
@@ -356,16 +355,10 @@ func (l *legacyRun) act(r *lreq, role spec.Role, a string) {
 	case cluster.LegacyCancelRoom, cluster.LegacyConnectBootstrap:
 		// Replay: decode is routed only once the room completed, so no
 		// one waits for these facts.
-	case cluster.LegacyAcceptRequest:
-		l.log(r, &role, obslog.Label{Kind: obslog.RequestAccepted})
-	case cluster.LegacyReportRequestDone:
-		// The source's outcome on its request stream: success at
-		// scheduler completion, before the delay.
-		l.log(r, &role, obslog.Label{Kind: obslog.OutcomeReported, Outcome: legacyOutcome(r.st[role] == "Sleeping")})
-	case cluster.LegacyReportDecodeDone, cluster.LegacyReportDecodeFail:
-		l.log(r, &role, obslog.Label{Kind: obslog.OutcomeReported, Outcome: legacyOutcome(a == cluster.LegacyReportDecodeDone)})
-	case cluster.LegacyFreePrefill, cluster.LegacyFreeDecode, cluster.LegacyReportComputeDone, cluster.LegacyComplete:
-		// Their effect is on the counters only.
+	case cluster.LegacyAcceptRequest, cluster.LegacyFreePrefill, cluster.LegacyFreeDecode, cluster.LegacyReportComputeDone,
+		cluster.LegacyReportRequestDone, cluster.LegacyReportDecodeDone, cluster.LegacyReportDecodeFail, cluster.LegacyComplete:
+		// Their effect is on the counters only (and in the log, which
+		// fire writes: cluster.LegacyObserved).
 	default:
 		l.fail(r, "LegacyTables", fmt.Sprintf("the %s table names action %s, which the replay adapter does not know", role, a))
 	}
@@ -563,13 +556,6 @@ func (l *legacyRun) retireTimeline(r *lreq) {
 	r.trans = nil
 }
 
-func legacyOutcome(ok bool) model.Outcome {
-	if ok {
-		return model.OutcomeOK
-	}
-	return model.OutcomeFailed
-}
-
 // log writes a fact of the legacy path to the run's log, by the
 // request's worker in a role (nil: by the router).
 func (l *legacyRun) log(r *lreq, role *spec.Role, lb obslog.Label) {
@@ -581,10 +567,6 @@ func (l *legacyRun) log(r *lreq, role *spec.Role, lb obslog.Label) {
 	if role != nil {
 		w := r.worker(*role)
 		proc, gen = w+1, int64(s.workers[w].Gen)
-		lb.By = obslog.BySource
-		if *role == spec.Destination {
-			lb.By = obslog.ByDestination
-		}
 	}
 	f := obslog.FactOf(&lb, proc, gen, cluster.AttemptName(&r.Request, 0), s.now)
 	s.olog.Write(&f)
