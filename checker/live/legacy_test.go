@@ -1,12 +1,19 @@
 package live
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
+	"github.com/handoffcheck/handoffcheck/model"
 )
 
 func legacyConfig(t *testing.T) *cluster.Config {
@@ -32,5 +39,158 @@ func TestLegacySmoke(t *testing.T) {
 	if !rep.Clean || rep.Succeeded != 20 || len(rep.Findings) > 0 || rep.Policy != cluster.Disabled {
 		rep.Write(os.Stderr)
 		t.Fatalf("want 20 clean successes of policy disabled")
+	}
+}
+
+// legacyWorker is a worker of a legacy run stepped by hand: frames go in
+// through frame, its own events are taken one at a time in their order
+// (their wall-clock times do not matter here), and what it sends is read
+// back.
+type legacyWorker struct {
+	t   *testing.T
+	w   *worker
+	out bytes.Buffer
+}
+
+func newLegacyWorker(t *testing.T, cfg *cluster.Config, w int) *legacyWorker {
+	t.Helper()
+	side := model.SourceSide
+	if w >= cfg.Prefill.Workers {
+		side = model.DestinationSide
+	}
+	wk, err := newWorker(WorkerOptions{Side: side, Worker: w, Config: cfg, Scale: 0.001, Epoch: time.Now(), Errors: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw := &legacyWorker{t: t, w: wk}
+	wk.out = bufio.NewWriter(&lw.out)
+	return lw
+}
+
+// next takes the worker's next event, which must be the legacy event ev.
+func (lw *legacyWorker) next(ev string) {
+	lw.t.Helper()
+	if lw.w.q.Len() == 0 {
+		lw.t.Fatalf("no event pending; want %s", ev)
+	}
+	e := lw.w.q.pop()
+	if e.kind != wLegacy || e.ev != ev {
+		lw.t.Fatalf("the next event is %s (kind %d); want %s", e.ev, e.kind, ev)
+	}
+	lw.w.legacyEvent(e)
+}
+
+// sent is what the worker sent since the last call, as "kind msg/side
+// outcome" lines.
+func (lw *legacyWorker) sent() []string {
+	lw.t.Helper()
+	lw.w.out.Flush()
+	r := bufio.NewReader(&lw.out)
+	var out []string
+	for {
+		f, _, err := ReadFrame(r, nil)
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			lw.t.Fatal(err)
+		}
+		out = append(out, strings.TrimSpace(fmt.Sprintf("%s %s %s%s", f.Kind, f.Attempt, f.Msg, f.Side+" "+f.Outcome)))
+	}
+}
+
+func (lw *legacyWorker) state(name string) string {
+	if a := lw.w.latts[name]; a != nil {
+		return a.st
+	}
+	return "(retired)"
+}
+
+// One request through a legacy prefill worker and a legacy decode
+// worker, by hand (the default configuration: a 960-token prompt is 60
+// blocks of 16 tokens). The prefill holds nothing until decode has
+// connected, 60 active blocks while it computes, and frees them all at
+// scheduler completion, before the modeled delay: never a pinned block.
+// The decode worker holds no block while it waits for the room (only the
+// router's booking, mirrored), and allocates its 60 at admission.
+func TestLegacyWorker_OneRequestByHand(t *testing.T) {
+	cfg := legacyConfig(t)
+	route := func(stage string) *Frame {
+		return &Frame{Kind: KRoute, Attempt: "r0", Stage: stage, Request: &RequestInfo{Index: 0, PromptTokens: 960, OutputTokens: 4}}
+	}
+	p := newLegacyWorker(t, cfg, 0)
+	k := &p.w.k
+	p.w.frame(route("prefill"))
+	if p.state("r0") != "AwaitingDecode" || k.Active != 0 || k.InFlight != 1 || k.Owned != 1 || k.PrefillTokens != 960 {
+		t.Fatalf("routed: state %s, active %d, in flight %d, owned %d, prefill tokens %d; want AwaitingDecode, 0, 1, 1, 960",
+			p.state("r0"), k.Active, k.InFlight, k.Owned, k.PrefillTokens)
+	}
+	p.w.frame(&Frame{Kind: KFact, Attempt: "r0", To: "source", Msg: cluster.LegacyDecodeConnected})
+	p.next(cluster.LegacyDecodeConnected)
+	if p.state("r0") != "Computing" || k.Active != 60 || k.Pinned != 0 {
+		t.Fatalf("connected: state %s, active %d, pinned %d; want Computing, 60, 0", p.state("r0"), k.Active, k.Pinned)
+	}
+	p.next(cluster.LegacyPrefillFinished)
+	if p.state("r0") != "Sleeping" || k.Active != 0 || k.Pinned != 0 || k.Free != cfg.Prefill.CapacityBlocks || k.InFlight != 0 || k.Owned != 0 || k.PrefillTokens != 0 {
+		t.Fatalf("completed: state %s, active %d, pinned %d, free %d, in flight %d, owned %d; want Sleeping with everything freed",
+			p.state("r0"), k.Active, k.Pinned, k.Free, k.InFlight, k.Owned)
+	}
+	if got := p.sent(); !slices.Equal(got, []string{"outcome r0 source ok"}) {
+		t.Fatalf("at completion the worker sent %q; want its outcome, ok", got)
+	}
+	p.next(cluster.LegacyDelayElapsed)
+	if got := p.sent(); p.state("r0") != "(retired)" || !slices.Equal(got, []string{"fact r0 RoomCompleted"}) {
+		t.Fatalf("after the delay: %s, sent %q; want retired, the room marked complete", p.state("r0"), got)
+	}
+
+	d := newLegacyWorker(t, cfg, cfg.Prefill.Workers)
+	k = &d.w.k
+	d.w.frame(route("decode"))
+	if got := d.sent(); d.state("r0") != "AwaitingRoom" || k.Active != 0 || k.SlotsUsed != 0 || k.BookedBlocks != 60 || !slices.Equal(got, []string{"fact r0 DecodeConnected"}) {
+		t.Fatalf("routed: state %s, active %d, slots %d, booked %d, sent %q; want AwaitingRoom, 0, 0, 60, the connection",
+			d.state("r0"), k.Active, k.SlotsUsed, k.BookedBlocks, got)
+	}
+	d.w.frame(&Frame{Kind: KFact, Attempt: "r0", To: "destination", Msg: cluster.LegacyRoomCompleted})
+	if k.Active != 0 {
+		t.Fatalf("the room's completion is taken a latency later: active %d before it", k.Active)
+	}
+	d.next(cluster.LegacyRoomCompleted)
+	if d.state("r0") != "Decoding" || k.Active != 60 || k.SlotsUsed != 1 || k.Reserved != 0 {
+		t.Fatalf("room completed: state %s, active %d, slots %d, reserved %d; want Decoding, 60, 1, 0", d.state("r0"), k.Active, k.SlotsUsed, k.Reserved)
+	}
+	d.next(cluster.LegacyDecodeFinished)
+	if got := d.sent(); d.state("r0") != "(retired)" || *k != (model.Worker{Free: cfg.Decode.CapacityBlocks}) || !slices.Equal(got, []string{"outcome r0 destination ok"}) {
+		t.Fatalf("decode finished: %s, counters %+v, sent %q; want retired, nothing held, its outcome", d.state("r0"), *k, got)
+	}
+	if len(p.w.findings)+len(d.w.findings) > 0 {
+		t.Fatalf("findings: %v %v", p.w.findings, d.w.findings)
+	}
+}
+
+// A decode worker whose pool holds one request's 60 blocks: the second
+// request, its room complete, waits in the scheduler holding nothing,
+// and is admitted when the first one's decode ends and frees its blocks.
+func TestLegacyWorker_DecodeAllocatesAtAdmission(t *testing.T) {
+	cfg := legacyConfig(t)
+	cfg.Decode.CapacityBlocks = 60
+	d := newLegacyWorker(t, cfg, cfg.Prefill.Workers)
+	k := &d.w.k
+	for _, name := range []string{"r0", "r1"} {
+		d.w.frame(&Frame{Kind: KRoute, Attempt: name, Stage: "decode", Request: &RequestInfo{PromptTokens: 960, OutputTokens: 4}})
+		d.w.frame(&Frame{Kind: KFact, Attempt: name, To: "destination", Msg: cluster.LegacyRoomCompleted})
+	}
+	d.next(cluster.LegacyRoomCompleted)
+	d.next(cluster.LegacyRoomCompleted)
+	if d.state("r0") != "Decoding" || d.state("r1") != "Queued" || k.Active != 60 || k.Free != 0 || k.BookedBlocks != 120 {
+		t.Fatalf("r0 %s, r1 %s, active %d, free %d, booked %d; want r1 queued holding nothing while r0 decodes (the booking runs ahead: 120)",
+			d.state("r0"), d.state("r1"), k.Active, k.Free, k.BookedBlocks)
+	}
+	d.next(cluster.LegacyDecodeFinished)
+	if d.state("r0") != "(retired)" || d.state("r1") != "Decoding" || k.Active != 60 || k.BookedBlocks != 60 {
+		t.Fatalf("after r0: r1 %s, active %d, booked %d; want r1 admitted with its 60 blocks", d.state("r1"), k.Active, k.BookedBlocks)
+	}
+	d.next(cluster.LegacyDecodeFinished)
+	if *k != (model.Worker{Free: 60}) || len(d.w.findings) > 0 {
+		t.Fatalf("the end: counters %+v, findings %v; want nothing held", *k, d.w.findings)
 	}
 }
