@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -192,5 +193,46 @@ func TestLegacyWorker_DecodeAllocatesAtAdmission(t *testing.T) {
 	d.next(cluster.LegacyDecodeFinished)
 	if *k != (model.Worker{Free: 60}) || len(d.w.findings) > 0 {
 		t.Fatalf("the end: counters %+v, findings %v; want nothing held", *k, d.w.findings)
+	}
+}
+
+// TestLegacyCancels: the legacy path over real processes with clients
+// cancelling at every phase (before prefill is submitted, while it
+// computes, during the modeled delay, while decode waits or decodes):
+// whatever the machine's load makes of the timing, each request counts
+// once, nothing is held on a worker or router, no worker found a step
+// its table has no row for, and every log's header names the policy
+// disabled.
+func TestLegacyCancels(t *testing.T) {
+	cfg := legacyConfig(t)
+	rs := spaced(40, 50_000)
+	for i := range rs {
+		if i%3 == 0 {
+			rs[i].CancelUS = rs[i].ArrivalUS + int64(i%5)*10_000
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rep, err := Run(ctx, Options{Config: cfg, Workload: &slice{rs: rs}, Rewind: again(rs), Scale: 0.01, Dir: dirFor(t), Spawn: execSpawner()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Clean || len(rep.Findings) > 0 || rep.Finished != 40 || rep.Succeeded+rep.Cancelled != 40 || rep.Cancelled == 0 {
+		rep.Write(os.Stderr)
+		t.Fatalf("finished %d: %d succeeded, %d failed, %d cancelled; want 40 clean, each once, some cancelled", rep.Finished, rep.Succeeded, rep.Failed, rep.Cancelled)
+	}
+	for _, name := range rep.Logs {
+		f, err := os.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := obslog.NewReader(f, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Header().Legacy {
+			t.Errorf("%s: the header does not name the policy disabled", name)
+		}
+		f.Close()
 	}
 }
