@@ -262,6 +262,7 @@ func rewindOf(rewind func() (cluster.Source, error), file string) (cluster.Sourc
 type liveRun struct {
 	rep     *live.Report
 	verdict *conform.Report
+	legacy  bool // the legacy path's run: its logs are not judged
 }
 
 type liveJSON struct {
@@ -279,6 +280,9 @@ func (r *liveRun) print(e *env, asJSON bool) {
 	if r.verdict != nil {
 		r.verdict.WriteText(e.stdout)
 	}
+	if r.legacy {
+		fmt.Fprintf(e.stdout, "conform: the logs are not judged: their header names the policy %s, the legacy path, to which the lifecycle's contract does not apply\n", cluster.Disabled)
+	}
 }
 
 // liveOnce runs one live run and judges its logs (the legacy path's are
@@ -290,7 +294,7 @@ func liveOnce(c *command, e *env, opt live.Options, noConform bool) (*liveRun, i
 	if err != nil {
 		return nil, c.bad(e, "%v", err)
 	}
-	r := &liveRun{rep: rep}
+	r := &liveRun{rep: rep, legacy: opt.Config.Policy == cluster.Disabled}
 	if rep.Interrupted {
 		rep.Write(e.stdout)
 		return r, exitInterrupted
