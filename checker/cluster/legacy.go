@@ -289,6 +289,23 @@ type LegacyDemand struct {
 	Slots  int
 }
 
+// LegacyDemandOf is what a request of world wc (its prompt prompt) asks
+// of its worker in a role on the legacy path: the blocks the lifecycle
+// would compute at the source and reserve at the destination, so that the
+// two paths are priced alike, and on decode the slot limit. Every driver
+// of the legacy path asks this.
+func (c *Config) LegacyDemandOf(wc *model.Config, role spec.Role, prompt model.Tokens) LegacyDemand {
+	if role == spec.Source {
+		return LegacyDemand{Blocks: wc.SourceQuote(0).ComputeBlocks, Prompt: prompt}
+	}
+	return LegacyDemand{Blocks: wc.DestQuote(0, 1, false).ReservedBlocks, Prompt: prompt, Slots: c.Decode.Slots}
+}
+
+// LegacyDelayUS is the legacy path's modeled handoff delay for a request
+// of world wc, its network latency apart: the transfer time the lifecycle
+// would price for it (no prefix lost).
+func (c *Config) LegacyDelayUS(wc *model.Config) int64 { return c.TransferUS(wc, false) }
+
 // LegacyBreach is an action the counters refuse: the invariant it
 // breaks, and how.
 type LegacyBreach struct{ Invariant, Detail string }

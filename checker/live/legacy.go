@@ -113,7 +113,7 @@ func (w *worker) legacyRoute(f *Frame) {
 		w.finding("attempt %s: %v", f.Attempt, err)
 		return
 	}
-	a := &lattempt{name: f.Attempt, req: *r, wc: wc, st: w.legacy.Initial(w.legacyRole()), demand: legacyDemand(w.cfg, wc, w.legacyRole(), model.Tokens(r.PromptTokens))}
+	a := &lattempt{name: f.Attempt, req: *r, wc: wc, st: w.legacy.Initial(w.legacyRole()), demand: w.cfg.LegacyDemandOf(wc, w.legacyRole(), model.Tokens(r.PromptTokens))}
 	w.latts[a.name] = a
 	w.hosted++
 	if w.mine == model.SourceSide {
@@ -136,16 +136,6 @@ func legacyWorld(cfg *cluster.Config, prompt model.Tokens) (*model.Config, error
 		return nil, err
 	}
 	return wc, nil
-}
-
-// legacyDemand is what a request asks of its worker in a role: the
-// blocks the lifecycle would compute at the source and reserve at the
-// destination, as the simulator's legacy run asks.
-func legacyDemand(cfg *cluster.Config, wc *model.Config, role spec.Role, prompt model.Tokens) cluster.LegacyDemand {
-	if role == spec.Source {
-		return cluster.LegacyDemand{Blocks: wc.SourceQuote(0).ComputeBlocks, Prompt: prompt}
-	}
-	return cluster.LegacyDemand{Blocks: wc.DestQuote(0, 1, false).ReservedBlocks, Prompt: prompt, Slots: cfg.Decode.Slots}
 }
 
 // legacyFire steps the request's record on an event and carries out the
@@ -205,7 +195,7 @@ func (w *worker) legacyAct(a *lattempt, role spec.Role, ev, act string) {
 	case cluster.LegacyAllocateDecode:
 		w.push(&wevent{at: time.Now().Add(w.dur(w.cfg.DecodeUS(model.Tokens(a.req.OutputTokens)))), kind: wLegacy, l: a, ev: cluster.LegacyDecodeFinished})
 	case cluster.LegacySleepDelay:
-		w.push(&wevent{at: time.Now().Add(w.dur(w.cfg.TransferUS(a.wc, false))), kind: wLegacy, l: a, ev: cluster.LegacyDelayElapsed})
+		w.push(&wevent{at: time.Now().Add(w.dur(w.cfg.LegacyDelayUS(a.wc))), kind: wLegacy, l: a, ev: cluster.LegacyDelayElapsed})
 	case cluster.LegacyMarkRoomComplete:
 		w.send(&Frame{Kind: KFact, Attempt: a.name, To: sideNames[model.DestinationSide], Msg: cluster.LegacyRoomCompleted})
 	case cluster.LegacyCancelRoom:
@@ -364,7 +354,7 @@ func (c *coord) legacyArrive() error {
 	a := &lcatt{name: cluster.AttemptName(&r, 0), req: r, wc: wc, p: -1, d: -1, arrive: time.Now()}
 	c.latts[a.name] = a
 	a.p = cluster.Choose(c.cfg.PrefillRouter, 0, c.cfg.Prefill.Workers, &c.nextP, c.rng, c.prefillLoad, nil)
-	cluster.LegacyOwn(legacyDemand(c.cfg, wc, spec.Source, r.PromptTokens), &a.held[model.SourceSide], &c.wk[a.p])
+	cluster.LegacyOwn(c.cfg.LegacyDemandOf(wc, spec.Source, r.PromptTokens), &a.held[model.SourceSide], &c.wk[a.p])
 	c.booked[a.p].set(c.now(), &c.wk[a.p], c.cfg.Role(a.p), routerMetrics)
 	c.legacyLogRouted(a, model.SourceSide)
 	c.sendTo(a.p, &Frame{Kind: KRoute, Attempt: a.name, Stage: "prefill", Request: c.legacyInfo(a)})
@@ -387,7 +377,7 @@ func (c *coord) legacyRouteDecode(a *lcatt) {
 		return
 	}
 	a.d = cluster.Choose(c.cfg.DecodeRouter, c.cfg.Prefill.Workers, c.cfg.NumWorkers(), &c.nextD, c.rng, c.decodeLoad, nil)
-	cluster.LegacyBook(legacyDemand(c.cfg, a.wc, spec.Destination, a.req.PromptTokens), &a.held[model.DestinationSide], &c.wk[a.d])
+	cluster.LegacyBook(c.cfg.LegacyDemandOf(a.wc, spec.Destination, a.req.PromptTokens), &a.held[model.DestinationSide], &c.wk[a.d])
 	c.booked[a.d].set(c.now(), &c.wk[a.d], c.cfg.Role(a.d), routerMetrics)
 	c.legacyLogRouted(a, model.DestinationSide)
 	c.sendTo(a.d, &Frame{Kind: KRoute, Attempt: a.name, Stage: "decode", Request: c.legacyInfo(a)})

@@ -240,8 +240,8 @@ func (l *legacyRun) admitRequest(q cluster.Request) error {
 		return fmt.Errorf("%w: request %d: %v", cluster.ErrInput, q.Index, err)
 	}
 	r := &lreq{Request: q, wc: wc, p: -1, d: -1, firstTok: -1}
-	r.pBlocks = wc.SourceQuote(0).ComputeBlocks
-	r.dBlocks = wc.DestQuote(0, 1, false).ReservedBlocks
+	r.pBlocks = cfg.LegacyDemandOf(wc, spec.Source, q.PromptTokens).Blocks
+	r.dBlocks = cfg.LegacyDemandOf(wc, spec.Destination, q.PromptTokens).Blocks
 	if r.pBlocks > cfg.Prefill.CapacityBlocks || r.dBlocks > cfg.Decode.CapacityBlocks {
 		return fmt.Errorf("%w: request %d needs %d prefill and %d decode blocks, more than a worker's capacity (%d, %d)", cluster.ErrInput, q.Index,
 			int64(r.pBlocks), int64(r.dBlocks), int64(cfg.Prefill.CapacityBlocks), int64(cfg.Decode.CapacityBlocks))
@@ -343,7 +343,7 @@ func (l *legacyRun) act(r *lreq, role spec.Role, a string) {
 	case cluster.LegacyStopPrefill:
 		l.unbook(r)
 	case cluster.LegacySleepDelay:
-		r.delayUS = s.jitter() + cfg.TransferUS(r.wc, false)
+		r.delayUS = s.jitter() + cfg.LegacyDelayUS(r.wc)
 		l.push(s.now+r.delayUS, lDelay, r)
 	case cluster.LegacyMarkRoomComplete:
 		// The replay adapter routes decode now; the room completes as
