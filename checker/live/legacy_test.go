@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/model"
@@ -234,5 +236,28 @@ func TestLegacyCancels(t *testing.T) {
 			t.Errorf("%s: the header does not name the policy disabled", name)
 		}
 		f.Close()
+	}
+}
+
+// The legacy path's two adapters of the same tables agree: requests
+// far apart, run through the simulator (the replay harness) and through
+// live processes (the rendezvous), log the same facts per request and
+// role (routes, acceptances, outcomes, decode's end, with their figures),
+// though decode is routed after the delay in one and at arrival in the
+// other.
+func TestLegacyParity(t *testing.T) {
+	cfg := legacyConfig(t)
+	cfg.JitterUS = 0
+	want, _ := simTransitions(t, cfg, nil)
+	got, rep := liveTransitions(t, cfg, nil, &GoSpawner{})
+	if !rep.Clean || rep.Succeeded != len(parityRequests()) {
+		rep.Write(os.Stderr)
+		t.Fatal("the live run lost something")
+	}
+	if len(want) != len(parityRequests()) || len(want["r0"]["decode"]) != 3 {
+		t.Fatalf("the simulator's legacy log has transitions %v: want each request's, decode's three facts among them", want)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("the legacy path's transitions differ between the simulator and live (-sim +live):\n%s", d)
 	}
 }
