@@ -198,10 +198,9 @@ func cmdLive(c *command, e *env, args []string) int {
 	}
 	if !*compare {
 		r, code := liveOnce(c, e, opt, *noConform)
-		if r == nil || r.rep.Interrupted {
-			return code
+		if r != nil {
+			r.print(e, *asJSON)
 		}
-		r.print(e, *asJSON)
 		return code
 	}
 	// --compare: each policy on the same workload, each in a directory of
@@ -219,7 +218,12 @@ func cmdLive(c *command, e *env, args []string) int {
 			return c.bad(e, "%v", err)
 		}
 		r, code := liveOnce(c, e, run, *noConform)
-		if r == nil || r.rep.Interrupted {
+		if r == nil {
+			return code
+		}
+		if r.rep.Interrupted {
+			// The runs not made are not reported; the one cut short is.
+			r.print(e, *asJSON)
 			return code
 		}
 		runs = append(runs, r)
@@ -296,7 +300,6 @@ func liveOnce(c *command, e *env, opt live.Options, noConform bool) (*liveRun, i
 	}
 	r := &liveRun{rep: rep, legacy: opt.Config.Policy == cluster.Disabled}
 	if rep.Interrupted {
-		rep.Write(e.stdout)
 		return r, exitInterrupted
 	}
 	if !noConform && opt.Config.Policy != cluster.Disabled {
