@@ -17,6 +17,7 @@ import (
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
 )
 
 func legacyConfig(t *testing.T) *cluster.Config {
@@ -259,5 +260,51 @@ func TestLegacyParity(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("the legacy path's transitions differ between the simulator and live (-sim +live):\n%s", d)
+	}
+}
+
+// A live worker judges the legacy tables it steps with the rules the
+// simulator's run judges them by: a completion row that forgets to free
+// the prefill's blocks leaves the request retiring with them held
+// (Quiescence) and the worker's ledger holding them; one that frees them
+// twice is refused (ExactlyOnceRelease) and changes nothing.
+func TestLegacyWorker_BrokenTablesAreFound(t *testing.T) {
+	defer func(f func() *spec.Spec) { legacyTables = f }(legacyTables)
+	for _, c := range []struct {
+		name string
+		edit func(acts []string) []string
+		want string
+		held string
+	}{
+		{"no free", func(a []string) []string {
+			return slices.DeleteFunc(a, func(s string) bool { return s == cluster.LegacyFreePrefill })
+		}, model.NameQuiescence, "[active 60]"},
+		{"free twice", func(a []string) []string { return append(a, cluster.LegacyStopPrefill) }, model.NameExactlyOnceRelease, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			legacyTables = func() *spec.Spec {
+				s := cluster.LegacySpec()
+				for i, r := range s.Source.Rows {
+					if r.Event == cluster.LegacyPrefillFinished {
+						s.Source.Rows[i].Actions = c.edit(slices.Clone(r.Actions))
+					}
+				}
+				return s
+			}
+			p := newLegacyWorker(t, legacyConfig(t), 0)
+			p.w.frame(&Frame{Kind: KRoute, Attempt: "r0", Stage: "prefill", Request: &RequestInfo{PromptTokens: 960, OutputTokens: 4}})
+			p.w.frame(&Frame{Kind: KFact, Attempt: "r0", To: "source", Msg: cluster.LegacyDecodeConnected})
+			p.next(cluster.LegacyDecodeConnected)
+			p.next(cluster.LegacyPrefillFinished)
+			p.next(cluster.LegacyDelayElapsed)
+			if len(p.w.findings) != 1 || !strings.Contains(p.w.findings[0], c.want) {
+				t.Fatalf("findings %q; want one naming %s", p.w.findings, c.want)
+			}
+			k := &p.w.k
+			l := Ledger{Active: int64(k.Active), InFlight: int64(k.InFlight), Open: len(p.w.latts)}
+			if l.Held() != c.held {
+				t.Fatalf("the worker holds %q; want %q", l.Held(), c.held)
+			}
+		})
 	}
 }

@@ -213,7 +213,7 @@ func newWorker(opt WorkerOptions) (*worker, error) {
 	var legacy *cluster.Legacy
 	var err error
 	if opt.Config.Policy == cluster.Disabled {
-		legacy, err = cluster.NewLegacy(cluster.LegacySpec())
+		legacy, err = cluster.NewLegacy(legacyTables())
 	} else {
 		st, err = newStepper(opt.Protocol, opt.Config)
 	}
