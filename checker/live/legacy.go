@@ -213,6 +213,10 @@ func (w *worker) legacyAct(a *lattempt, role spec.Role, ev, act string) {
 		w.send(&Frame{Kind: KOutcome, Attempt: a.name, Side: sideNames[model.SourceSide], Outcome: legacyOutcome(ev == cluster.LegacyPrefillFinished)})
 	case cluster.LegacyReportDecodeDone, cluster.LegacyReportDecodeFail:
 		w.send(&Frame{Kind: KOutcome, Attempt: a.name, Side: sideNames[model.DestinationSide], Outcome: legacyOutcome(act == cluster.LegacyReportDecodeDone)})
+	case cluster.LegacyAcceptRequest, cluster.LegacyFreePrefill, cluster.LegacyFreeDecode, cluster.LegacyReportComputeDone, cluster.LegacyComplete:
+		// Their effect is on the counters only.
+	default:
+		w.finding("attempt %s: LegacyTables: the %s table names action %s, which the live adapter does not know", a.name, role, act)
 	}
 }
 
