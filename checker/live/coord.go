@@ -822,18 +822,16 @@ func (c *coord) inbound(ib inbound) {
 		return // an old generation's frame changes nothing
 	}
 	if c.latts != nil {
+		// A legacy run's facts and outcomes (legacy.go); its ledgers as
+		// any run's.
 		switch f.Kind {
 		case KFact:
 			c.legacyRelay(wc.w, f, ib.raw)
+			return
 		case KOutcome:
 			c.legacyOutcome(wc.w, f)
-		case KLedger:
-			if c.ws[wc.w].ledger == nil {
-				c.ledgers++
-			}
-			c.ws[wc.w].ledger = f.Ledger
+			return
 		}
-		return
 	}
 	switch f.Kind {
 	case KFact, KProbe, KProbeReply:
