@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -288,6 +289,23 @@ type LegacyDemand struct {
 	Slots  int
 }
 
+// LegacyDemandOf is what a request of world wc (its prompt prompt) asks
+// of its worker in a role on the legacy path: the blocks the lifecycle
+// would compute at the source and reserve at the destination, so that the
+// two paths are priced alike, and on decode the slot limit. Every driver
+// of the legacy path asks this.
+func (c *Config) LegacyDemandOf(wc *model.Config, role spec.Role, prompt model.Tokens) LegacyDemand {
+	if role == spec.Source {
+		return LegacyDemand{Blocks: wc.SourceQuote(0).ComputeBlocks, Prompt: prompt}
+	}
+	return LegacyDemand{Blocks: wc.DestQuote(0, 1, false).ReservedBlocks, Prompt: prompt, Slots: c.Decode.Slots}
+}
+
+// LegacyDelayUS is the legacy path's modeled handoff delay for a request
+// of world wc, its network latency apart: the transfer time the lifecycle
+// would price for it (no prefix lost).
+func (c *Config) LegacyDelayUS(wc *model.Config) int64 { return c.TransferUS(wc, false) }
+
 // LegacyBreach is an action the counters refuse: the invariant it
 // breaks, and how.
 type LegacyBreach struct{ Invariant, Detail string }
@@ -308,10 +326,24 @@ func LegacyBook(d LegacyDemand, h *LegacyHold, k *model.Worker) {
 	k.BookedBlocks += d.Blocks
 }
 
+// LegacyOwn is the prefill router's part of AcceptRequest: it owns the
+// request and counts its prompt as compute load on the worker, until
+// ReportRequestDone and ReportComputeDone. A driver whose routers keep
+// ledgers apart from the workers' counters (live: the coordinator's)
+// applies it at selection; ApplyLegacy applies it with the rest of the
+// action.
+func LegacyOwn(d LegacyDemand, h *LegacyHold, k *model.Worker) {
+	h.Owned, h.Tokens = true, d.Prompt
+	k.Owned++
+	k.PrefillTokens += d.Prompt
+}
+
 // ApplyLegacy carries out the effect of an action of the legacy tables
 // on a worker's counters and the request's holding there: the
 // environment's rules for the legacy path, written once for every driver
-// (the simulator's replay adapter; a live adapter would apply the same).
+// (the simulator's replay adapter and live's workers, whose coordinator
+// applies the routers' part to its ledgers: LegacyOwn, LegacyBook and the
+// Report actions).
 // An action whose effect is not on the counters (a submission, a timer,
 // a message) changes nothing here; the driver carries it out. An action
 // the holding cannot take (a second free, a count out of a request not
@@ -328,9 +360,7 @@ func ApplyLegacy(role spec.Role, action string, d LegacyDemand, h *LegacyHold, k
 		h.InFlight = true
 		k.InFlight++
 		if role == spec.Source {
-			h.Owned, h.Tokens = true, d.Prompt
-			k.Owned++
-			k.PrefillTokens += d.Prompt
+			LegacyOwn(d, h, k)
 		}
 	case LegacyAllocatePrefill, LegacyAllocateDecode:
 		if h.Blocks != 0 || !LegacyFits(role, d, k) {
@@ -385,4 +415,40 @@ func ApplyLegacy(role spec.Role, action string, d LegacyDemand, h *LegacyHold, k
 		h.InFlight = false
 	}
 	return nil
+}
+
+// LegacyObserved is what a fired row of the legacy tables makes
+// observable, in the log's vocabulary, in order: the side's cancel or
+// decode's end (the event), its acceptance of the request, and its
+// outcome on its request stream, which the source reports at scheduler
+// completion (a success) or at a cancel before it (a failure). Every
+// driver logs these, so that a legacy log reads the same from the
+// simulator and from live processes; its header names the policy
+// disabled, and conform refuses to judge it.
+func LegacyObserved(role spec.Role, event string, row LegacyRow) []obslog.Label {
+	by := obslog.BySource
+	if role == spec.Destination {
+		by = obslog.ByDestination
+	}
+	var ls []obslog.Label
+	switch event {
+	case LegacyClientCancelled:
+		ls = append(ls, obslog.Label{Kind: obslog.Cancelled, By: by})
+	case LegacyDecodeFinished:
+		ls = append(ls, obslog.Label{Kind: obslog.DecodeFinished, By: by})
+	}
+	for _, a := range row.Actions {
+		switch a {
+		case LegacyAcceptRequest:
+			ls = append(ls, obslog.Label{Kind: obslog.RequestAccepted, By: by})
+		case LegacyReportRequestDone, LegacyReportDecodeDone, LegacyReportDecodeFail:
+			ok := event == LegacyPrefillFinished || a == LegacyReportDecodeDone
+			out := model.OutcomeFailed
+			if ok {
+				out = model.OutcomeOK
+			}
+			ls = append(ls, obslog.Label{Kind: obslog.OutcomeReported, By: by, Outcome: out})
+		}
+	}
+	return ls
 }

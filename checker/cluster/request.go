@@ -102,7 +102,7 @@ func SideNamed(name string) (model.Side, bool) {
 // (process w+1 is cluster worker w), each recording the kinds in records,
 // and the configuration.
 func (c *Config) LogHeader(records obslog.KindSet) *obslog.Header {
-	h := &obslog.Header{Policy: c.policy, Engine: c.Engine, Config: c.JSON()}
+	h := &obslog.Header{Policy: c.policy, Legacy: c.Policy == Disabled && !c.Aggregated, Engine: c.Engine, Config: c.JSON()}
 	h.Processes = append(h.Processes, obslog.Process{Name: "router", Role: obslog.RoleRouter, Records: records})
 	for w := 0; w < c.NumWorkers(); w++ {
 		p := obslog.Process{Name: fmt.Sprintf("prefill-%d", w), Role: obslog.RolePrefill, Records: records}

@@ -136,6 +136,15 @@ func Judge(in []Input, opt Options) (*Report, error) {
 		rds[i] = r
 	}
 	h := rds[0].Header()
+	for _, r := range rds {
+		if r.Header().Legacy {
+			// Judged against the lifecycle, a log of the old path would be
+			// rejected for what that path is (nothing pinned, nothing
+			// reserved), or explained by accident: neither says anything.
+			return nil, fmt.Errorf("%s:1: %w: the header's policy is %s: the log is of the legacy disaggregated path, which pins and reserves nothing across the handoff; the handoff lifecycle's contract does not apply to it, so there is nothing to judge it against (want a log of source-first or destination-first)",
+				r.Name(), ErrInput, obslog.LegacyPolicy)
+		}
+	}
 	for _, r := range rds[1:] {
 		if why := sameHeader(h, r.Header()); why != "" {
 			return nil, fmt.Errorf("%s:1: %w: the header %s from %s's", r.Name(), ErrInput, why, rds[0].Name())
@@ -441,7 +450,7 @@ func sameFact(a, b *obslog.Fact) bool {
 }
 
 func sameHeader(a, b *obslog.Header) string {
-	if a.Policy != b.Policy || a.Engine != b.Engine {
+	if a.Policy != b.Policy || a.Legacy != b.Legacy || a.Engine != b.Engine {
 		return "names another policy or engine"
 	}
 	if len(a.Processes) != len(b.Processes) {

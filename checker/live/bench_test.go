@@ -58,9 +58,11 @@ func benchConfig(b *testing.B, policy string) *cluster.Config {
 
 // BenchmarkLiveThroughput runs 4,000 handoffs through real processes on
 // loopback, two prefill and two decode workers, offered at 40,000 a
-// second, and reports handoffs per second and where the CPU went.
+// second, and reports handoffs per second and where the CPU went; under
+// both policies and on the legacy path (disabled), whose figures are the
+// baseline the lifecycle's cost is measured against.
 func BenchmarkLiveThroughput(b *testing.B) {
-	for _, policy := range []string{"source-first", "destination-first"} {
+	for _, policy := range []string{"source-first", "destination-first", cluster.Disabled} {
 		b.Run(policy, func(b *testing.B) {
 			const n = 4000
 			for range b.N {

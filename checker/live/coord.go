@@ -144,6 +144,9 @@ type coord struct {
 	// cpu0 is the coordinator's process CPU time at the first arrival,
 	// cpu what it used until the last attempt's end.
 	cpu0, cpu time.Duration
+	// latts, in a run of policy disabled (legacy.go), holds the legacy
+	// requests in flight; atts and order stay empty.
+	latts map[string]*lcatt
 }
 
 type cworker struct {
@@ -272,15 +275,22 @@ func newCoord(ctx context.Context, opt Options) (*coord, error) {
 	if opt.Scale <= 0 {
 		return nil, fmt.Errorf("live: time scale %g, want more than 0", opt.Scale)
 	}
-	if opt.Config.Policy == cluster.Disabled {
-		// The legacy rendezvous (disabled) and aggregated serving run on the
-		// simulator's clock only: live processes run the lifecycle.
-		return nil, fmt.Errorf("live: policy %q runs only in simulate (the legacy path and aggregated serving have no live processes yet); a live run needs source-first or destination-first", opt.Config.PolicyName())
+	legacy := opt.Config.Policy == cluster.Disabled
+	if opt.Config.Aggregated {
+		// Aggregated serving runs on the simulator's clock only: live
+		// processes run disaggregated.
+		return nil, fmt.Errorf("live: policy %q runs only in simulate (aggregated serving has no live processes); a live run needs source-first, destination-first or %s", opt.Config.PolicyName(), cluster.Disabled)
 	}
 	if opt.Config.MaxRetries > 0 {
 		return nil, fmt.Errorf("live: max_retries %d: a live run makes one attempt per request", opt.Config.MaxRetries)
 	}
-	st, err := newStepper(opt.Protocol, opt.Config)
+	var st *stepper
+	var err error
+	if legacy {
+		err = legacyRefuse(&opt)
+	} else {
+		st, err = newStepper(opt.Protocol, opt.Config)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -292,6 +302,9 @@ func newCoord(ctx context.Context, opt Options) (*coord, error) {
 		rng: rand.New(rand.NewPCG(opt.Config.Seed, 0x6c697665)), prng: rand.New(rand.NewPCG(opt.Proxy.Seed, 0x70726f7879))}
 	if c.errs == nil {
 		c.errs = os.Stderr
+	}
+	if legacy {
+		c.latts = map[string]*lcatt{}
 	}
 	n := c.cfg.NumWorkers()
 	c.wk = make([]model.Worker, n)
@@ -808,6 +821,18 @@ func (c *coord) inbound(ib inbound) {
 	if f.Gen != c.ws[wc.w].gen {
 		return // an old generation's frame changes nothing
 	}
+	if c.latts != nil {
+		// A legacy run's facts and outcomes (legacy.go); its ledgers as
+		// any run's.
+		switch f.Kind {
+		case KFact:
+			c.legacyRelay(wc.w, f, ib.raw)
+			return
+		case KOutcome:
+			c.legacyOutcome(wc.w, f)
+			return
+		}
+	}
 	switch f.Kind {
 	case KFact, KProbe, KProbeReply:
 		c.relay(wc.w, f, ib.raw)
@@ -1062,7 +1087,6 @@ func (c *coord) cancel(a *catt) {
 	if a.done || !c.step(a, system.Move{Kind: system.Cancel.Move(), H: 0}, false) {
 		return
 	}
-	c.rep.Cancelled++
 	x := &a.st.W.H[0]
 	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 		if x.CancelPending[sd] {
@@ -1198,10 +1222,22 @@ func (c *coord) maybeFinish(a *catt) {
 		a.strand.w = a.p
 		c.strands = append(c.strands, a.strand)
 	}
-	if x.Outcome[0] == model.OutcomeOK && x.Outcome[1] == model.OutcomeOK {
+	c.tally(a, x.Outcome[0] == model.OutcomeOK && x.Outcome[1] == model.OutcomeOK, x.Cancelled)
+}
+
+// tally counts a finished request once: succeeded when both sides
+// succeeded (a client's cancel that reached its workers after they
+// finished changed nothing), else cancelled when the client cancelled
+// it, else failed. Counting the cancel when the router took it would
+// count such a request twice, as succeeded and as cancelled.
+func (c *coord) tally(a *catt, ok, cancelled bool) {
+	switch {
+	case ok:
 		c.rep.Succeeded++
 		c.lat = append(c.lat, float64(time.Since(a.arrive).Microseconds())/1000)
-	} else if !x.Cancelled {
+	case cancelled:
+		c.rep.Cancelled++
+	default:
 		c.rep.Failed++
 	}
 }
@@ -1412,6 +1448,7 @@ type cevent struct {
 	w    int
 	gen  int64
 	f    *Frame
+	l    *lcatt // a legacy request's arrival, cancel or decode route
 }
 
 func (e *cevent) due() (time.Time, uint64) { return e.at, e.seq }
@@ -1426,6 +1463,19 @@ func (c *coord) runDue() error {
 	for c.q.Len() > 0 && !c.q.peek().at.After(now) {
 		e := c.q.pop()
 		c.late.Events.add(now.Sub(e.at))
+		switch {
+		case e.kind == cArrive && c.latts != nil:
+			if err := c.legacyArrive(); err != nil {
+				return err
+			}
+			continue
+		case e.kind == cCancel && e.l != nil:
+			c.legacyCancel(e.l)
+			continue
+		case e.kind == cRouteDecode && e.l != nil:
+			c.legacyRouteDecode(e.l)
+			continue
+		}
 		switch e.kind {
 		case cArrive:
 			if err := c.arrive(); err != nil {

@@ -1,6 +1,7 @@
 package live
 
 import (
+	"fmt"
 	"io"
 	"testing"
 	"time"
@@ -66,7 +67,48 @@ func TestCoord_EndWhileHeldReleasesWorkers(t *testing.T) {
 	for _, w := range []int{src, dst} {
 		c.inbound(inbound{c: &wconn{w: w}, f: Frame{Kind: KHeld, Attempt: a.name}})
 	}
-	if c.rep.Cancelled != 0 {
-		t.Errorf("a cancel was taken after the attempt ended (%d)", c.rep.Cancelled)
+	if a.st.W.H[0].Cancelled || c.rep.Cancelled != 0 {
+		t.Errorf("a cancel was taken after the attempt ended (counted %d)", c.rep.Cancelled)
+	}
+}
+
+// TestCoord_LateCancelCountsOnce: the client's cancel is taken by the
+// router, but both sides had succeeded already (their outcomes were on
+// the wire): the request counts once, as succeeded, not also as
+// cancelled (a run counted 985 succeeded and 17 cancelled of 1000
+// that way). A cancel that stops a side counts it cancelled, once.
+func TestCoord_LateCancelCountsOnce(t *testing.T) {
+	cfg := cluster.DefaultConfig()
+	st, err := newStepper(nil, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &coord{cfg: cfg, stepper: st, epoch: time.Now(), errs: io.Discard, atts: map[string]*catt{}}
+	c.wk = make([]model.Worker, cfg.NumWorkers())
+	c.sums = make([]model.Holdings, cfg.NumWorkers())
+	for w := range cfg.NumWorkers() {
+		c.ws = append(c.ws, &cworker{w: w, gen: 1, starting: true})
+	}
+	wc := cfg.AttemptWorld(512, 0)
+	if err := wc.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	for i, outcome := range []model.Outcome{model.OutcomeOK, model.OutcomeFailed} {
+		a := &catt{name: fmt.Sprintf("r%d", i), Window: cluster.Window{Cfg: wc}, p: 0, d: cfg.Prefill.Workers, pGen: 1, dGen: 1, arrive: time.Now()}
+		a.st = c.chk.Initial()
+		a.st.W = model.NewWorld(a.Cfg)
+		c.atts[a.name] = a
+		x := &a.st.W.H[0]
+		x.Cancelled = true // the router took the client's cancel
+		x.Outcome[model.SourceSide] = model.OutcomeOK
+		x.Outcome[model.DestinationSide] = outcome
+		c.maybeFinish(a)
+		if !a.done {
+			t.Fatalf("%s did not end with both outcomes in", a.name)
+		}
+	}
+	if c.rep.Succeeded != 1 || c.rep.Cancelled != 1 || c.rep.Failed != 0 || c.finished != 2 {
+		t.Fatalf("succeeded %d, cancelled %d, failed %d of %d finished; want 1, 1, 0 of 2",
+			c.rep.Succeeded, c.rep.Cancelled, c.rep.Failed, c.finished)
 	}
 }

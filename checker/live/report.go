@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"text/tabwriter"
 )
 
 // Report is what a live run measured and what every process held at its
@@ -17,7 +18,9 @@ type Report struct {
 	Policy string `json:"policy"`
 	Engine string `json:"engine"`
 	// Requests arrived; Finished of them ended for the frontend (both
-	// sides' outcomes known, or a side forgotten by a restart).
+	// sides' outcomes known, or a side forgotten by a restart), each
+	// counted once in Succeeded, Failed or Cancelled: a request the client
+	// cancelled too late to stop it counts as succeeded.
 	Requests  int `json:"requests"`
 	Finished  int `json:"finished"`
 	Succeeded int `json:"succeeded"`
@@ -181,4 +184,28 @@ func (r *Report) Write(w io.Writer) {
 		fmt.Fprintf(w, "  finding: %s\n", f)
 	}
 	fmt.Fprintf(w, "  logs: %s\n", strings.Join(r.Logs, " "))
+}
+
+// WriteCompare prints runs of one workload under different policies side
+// by side: outcomes, throughput, latency, CPU per handoff, the stranded
+// source KV, and the peak of kv_used_blocks summed over the prefill
+// workers and of decode_booked_blocks over the decode workers (each
+// worker's peak, so the sum bounds the cluster's). The legacy path
+// strands nothing: its prefill KV is freed at completion.
+func WriteCompare(w io.Writer, reps []*Report) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\tsucceeded\tfailed\tcancelled\thandoffs/s\tp50 ms\tp99 ms\tCPU µs/handoff\tstranded block-s\tstranded peak\tprefill kv_used peak\tdecode booked peak\tclean\t")
+	for _, r := range reps {
+		var prefill, booked float64
+		for _, l := range r.Workers {
+			if l.Role == sideNames[0] {
+				prefill += l.Series[cluster.WorkerMetrics[0]].Peak
+			} else {
+				booked += l.Series[cluster.WorkerMetrics[2]].Peak
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\t%.2f\t%.2f\t%.0f\t%.1f\t%d\t%.0f\t%.0f\t%v\t\n", r.Policy, r.Succeeded, r.Failed, r.Cancelled, r.Throughput,
+			r.LatencyMS.P50, r.LatencyMS.P99, r.CPU.CoordinatorUS+r.CPU.WorkersUS, r.StrandedSourceBlockSeconds, r.StrandedSourcePeak, prefill, booked, r.Clean)
+	}
+	tw.Flush()
 }

@@ -164,6 +164,12 @@ type worker struct {
 	span    [2]int64
 	// cpu0 is the process's CPU time when it said hello.
 	cpu0 time.Duration
+	// legacy, in a run of policy disabled, is the legacy tables the
+	// worker steps (legacy.go), latts its requests, lwait those waiting
+	// for room, oldest first; atts stays empty.
+	legacy *cluster.Legacy
+	latts  map[string]*lattempt
+	lwait  []*lattempt
 }
 
 // attempt is one attempt as the worker knows it.
@@ -203,12 +209,19 @@ type attempt struct {
 
 // newWorker makes a worker's state, its log begun.
 func newWorker(opt WorkerOptions) (*worker, error) {
-	st, err := newStepper(opt.Protocol, opt.Config)
+	var st *stepper
+	var legacy *cluster.Legacy
+	var err error
+	if opt.Config.Policy == cluster.Disabled {
+		legacy, err = cluster.NewLegacy(legacyTables())
+	} else {
+		st, err = newStepper(opt.Protocol, opt.Config)
+	}
 	if err != nil {
 		return nil, err
 	}
 	w := &worker{t0: time.Now(), opt: opt, cfg: opt.Config, stepper: st, mine: opt.Side, who: sideOwner(opt.Side),
-		atts: map[string]*attempt{}, early: map[string][]Frame{}, errs: opt.Errors}
+		atts: map[string]*attempt{}, early: map[string][]Frame{}, errs: opt.Errors, legacy: legacy, latts: map[string]*lattempt{}}
 	if w.errs == nil {
 		w.errs = os.Stderr
 	}
@@ -310,7 +323,7 @@ func RunWorker(ctx context.Context, opt WorkerOptions) error {
 			return nil
 		}
 		w.runDue()
-		if w.draining && len(w.atts) == 0 {
+		if w.draining && len(w.atts)+len(w.latts) == 0 {
 			w.sendLedger()
 			w.draining = false
 		}
@@ -376,6 +389,10 @@ func (w *worker) frame(f *Frame) {
 			// The coordinator waited long enough: the ledgers as they are.
 			w.sendLedger()
 		}
+		return
+	}
+	if w.legacy != nil && f.Kind != KStop {
+		w.legacyFrame(f)
 		return
 	}
 	if f.Kind == KRoute {
@@ -1018,7 +1035,7 @@ func (w *worker) sendLedger() {
 		Free: int64(k.Free), Cached: int64(k.Cached), Kept: int64(k.Kept), Active: int64(k.Active), Pinned: int64(k.Pinned),
 		Reserved: int64(k.Reserved), Slots: int64(k.SlotsUsed), Headroom: int64(k.HeadroomUsed), InFlight: int64(k.InFlight),
 		Owned: int64(k.Owned), PrefillTokens: int64(k.PrefillTokens), Booked: int64(k.BookedBlocks), Stored: int64(k.StoredBlocks),
-		Open: len(w.atts), Attempts: w.hosted, Refused: w.refused, RefusedWhy: w.refusedWhy, Findings: w.findings, Lateness: &w.late,
+		Open: len(w.atts) + len(w.latts), Attempts: w.hosted, Refused: w.refused, RefusedWhy: w.refusedWhy, Findings: w.findings, Lateness: &w.late,
 		Series: map[string]PeakMean{}, CPUUS: (processCPU() - w.cpu0).Microseconds()}
 	for _, i := range ownMetrics {
 		l.Series[cluster.WorkerMetrics[i]] = w.metrics[i].over(w.span[0], w.span[1])
@@ -1039,6 +1056,7 @@ func (w *worker) sendLedger() {
 		l.OpenAttempts = append(l.OpenAttempts, fmt.Sprintf("%s: state %s; %s; deadlines %v; scheduled %v; waiting for room %v",
 			name, w.chk.Protocol().StateName(system.RoleOf(w.mine), a.st.Role(system.RoleOf(w.mine), 0)), ownHeld(&a.st.W.H[0], w.mine), timers, a.sched, a.waiting))
 	}
+	l.OpenAttempts = append(l.OpenAttempts, w.legacyOpen()...)
 	w.send(&Frame{Kind: KLedger, Ledger: l})
 }
 
@@ -1070,6 +1088,9 @@ const (
 	wXfer
 	wOffer
 	wDeliver
+	// wLegacy: an event of a legacy request (legacy.go): ev, the legacy
+	// table's event, is taken for l.
+	wLegacy
 )
 
 type wevent struct {
@@ -1080,6 +1101,8 @@ type wevent struct {
 	m     system.Move
 	timer model.Timer
 	ver   uint32
+	l     *lattempt
+	ev    string
 }
 
 func (e *wevent) due() (time.Time, uint64) { return e.at, e.seq }
@@ -1094,6 +1117,11 @@ func (w *worker) runDue() {
 	now := time.Now()
 	for w.q.Len() > 0 && !w.frozen && !w.q.peek().at.After(now) {
 		e := w.q.pop()
+		if e.kind == wLegacy {
+			w.late.Events.add(now.Sub(e.at))
+			w.legacyEvent(e)
+			continue
+		}
 		a := e.a
 		if a.gone {
 			continue

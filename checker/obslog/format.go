@@ -49,14 +49,33 @@ type Process struct {
 	Records KindSet
 }
 
+// LegacyPolicy is the header's policy of a log written on the legacy
+// disaggregated path (the handoff design's HandoffPolicy::Disabled, the
+// policy "disabled" of simulate and live).
+const LegacyPolicy = "disabled"
+
 // Header is a log's first line.
 type Header struct {
-	Policy    spec.Policy
+	// Policy is the lifecycle's policy, unless Legacy.
+	Policy spec.Policy
+	// Legacy: the log was written on the legacy disaggregated path
+	// (policy LegacyPolicy), which pins and reserves nothing across the
+	// handoff: the lifecycle's contract does not apply to it, and Policy
+	// means nothing.
+	Legacy    bool
 	Engine    model.Engine
 	Processes []Process
 	// Config is the cluster's configuration (a handoffcheck.sim/v1
 	// object), or nil.
 	Config json.RawMessage
+}
+
+// PolicyName is the header's policy as the log writes it.
+func (h *Header) PolicyName() string {
+	if h.Legacy {
+		return LegacyPolicy
+	}
+	return h.Policy.String()
 }
 
 // Process finds a process by name.
@@ -259,10 +278,14 @@ func (r *Reader) parseHeader(l *headerLine) error {
 		return r.fail(r.line, "schema %q, want %q", *l.Schema, SchemaV1)
 	}
 	p, err := spec.ParsePolicy(l.Policy)
-	if err != nil {
-		return r.fail(r.line, "header: policy %q, want source-first or destination-first", l.Policy)
+	switch {
+	case l.Policy == LegacyPolicy:
+		h.Legacy = true
+	case err != nil:
+		return r.fail(r.line, "header: policy %q, want source-first, destination-first or %s (the legacy path)", l.Policy, LegacyPolicy)
+	default:
+		h.Policy = p
 	}
-	h.Policy = p
 	if h.Engine, err = model.ParseEngine(l.Engine); err != nil {
 		return r.fail(r.line, "header: %s", err)
 	}
@@ -330,8 +353,10 @@ func ConfigDisagrees(h *Header) string {
 		return ""
 	}
 	if c.Policy != nil {
-		if p, err := spec.ParsePolicy(*c.Policy); err != nil || p != h.Policy {
-			return fmt.Sprintf("the configuration's policy is %q and the header's %q; want the policy the log was written under in both", *c.Policy, h.Policy)
+		p, err := spec.ParsePolicy(*c.Policy)
+		legacy := *c.Policy == LegacyPolicy
+		if legacy != h.Legacy || (!legacy && (err != nil || p != h.Policy)) {
+			return fmt.Sprintf("the configuration's policy is %q and the header's %q; want the policy the log was written under in both", *c.Policy, h.PolicyName())
 		}
 	}
 	if c.Engine != nil {

@@ -32,6 +32,10 @@ func FuzzParseLog(f *testing.F) {
 	f.Add([]byte(strings.Replace(fuzzHeader, `"role":"decode"}`, `"role":"decode","records":"all"}`, 1)))
 	f.Add([]byte(strings.Replace(fuzzHeader, `]}`, `],"config":{"policy":"destination-first","engine":"vllm"}}`, 1)))
 	f.Add([]byte(strings.Replace(fuzzHeader, `]}`, `],"config":{"policy":"source-first","engine":"trtllm"}}`, 1)))
+	// The legacy path's header, with a configuration that agrees and one
+	// that does not.
+	f.Add([]byte(strings.Replace(fuzzHeader, `"source-first"`, `"disabled"`, 1) + `{"proc":"p0","gen":0,"attempt":"a","kind":"request_accepted"}` + "\n"))
+	f.Add([]byte(strings.Replace(strings.Replace(fuzzHeader, `"source-first"`, `"disabled"`, 1), `]}`, `],"config":{"policy":"source-first"}}`, 1)))
 	f.Add([]byte(fuzzHeader + "\n"))
 	f.Add([]byte(""))
 	f.Fuzz(checkLog)

@@ -62,6 +62,7 @@ func TestHeaderConfigAgrees(t *testing.T) {
 	for _, c := range []struct{ policy, engine, config, want string }{
 		{"source-first", "vllm", `{"schema":"handoffcheck.sim/v1","policy":"destination-first","engine":"vllm"}`, `the configuration's policy is "destination-first" and the header's "source-first"`},
 		{"destination-first", "vllm", `{"schema":"handoffcheck.sim/v1","policy":"disabled","engine":"vllm"}`, `the configuration's policy is "disabled"`},
+		{"disabled", "vllm", `{"schema":"handoffcheck.sim/v1","policy":"source-first","engine":"vllm"}`, `the configuration's policy is "source-first" and the header's "disabled"`},
 		{"source-first", "vllm", `{"schema":"handoffcheck.sim/v1","policy":"source-first","engine":"sglang"}`, `the configuration's engine is "sglang" and the header's "vllm"`},
 	} {
 		_, err := readHeader(line(c.policy, c.engine, c.config))
@@ -77,5 +78,34 @@ func TestHeaderConfigAgrees(t *testing.T) {
 		if _, err := readHeader(line("source-first", "vllm", ok)); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
+	}
+}
+
+// A log of the legacy path names the policy disabled: it reads (Legacy,
+// no lifecycle policy), with a configuration of that policy, and writes
+// back the same header line.
+func TestHeaderLegacy(t *testing.T) {
+	line := `{"schema":"handoffcheck.log/v1","policy":"disabled","engine":"vllm",` + strings.Replace(headProcs, "%s", "", 1) + `,"config":{"schema":"handoffcheck.sim/v1","policy":"disabled"}}`
+	h, err := readHeader(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !h.Legacy || h.PolicyName() != LegacyPolicy {
+		t.Fatalf("legacy %v, policy %q; want a legacy header of policy %q", h.Legacy, h.PolicyName(), LegacyPolicy)
+	}
+	var b strings.Builder
+	w, err := NewWriter(&b, h)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := readHeader(strings.TrimSuffix(b.String(), "\n"))
+	if err != nil || !back.Legacy {
+		t.Fatalf("the written header %q reads back as legacy %v (%v)", b.String(), back != nil && back.Legacy, err)
+	}
+	if _, err := readHeader(strings.Replace(line, `"policy":"disabled","engine"`, `"policy":"legacy","engine"`, 1)); err == nil || !strings.Contains(err.Error(), "want source-first, destination-first or disabled") {
+		t.Fatalf("an unknown policy: %v", err)
 	}
 }

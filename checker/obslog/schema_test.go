@@ -81,7 +81,8 @@ func schema() map[string]any {
 				"type": "object",
 				"properties": map[string]any{
 					"schema": map[string]any{"const": SchemaV1},
-					"policy": map[string]any{"enum": []any{"source-first", "destination-first"}},
+					"policy": map[string]any{"enum": []any{"source-first", "destination-first", LegacyPolicy},
+						"description": "The handoff policy the log was written under; disabled: the legacy disaggregated path, which pins and reserves nothing, and to which the lifecycle's contract does not apply (conform refuses such a log)."},
 					"engine": map[string]any{"enum": engines},
 					"processes": map[string]any{"type": "array", "minItems": 2, "maxItems": MaxProcesses,
 						"description": "Every process that logs, by name and role; at least one prefill and one decode worker.",

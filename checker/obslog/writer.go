@@ -21,7 +21,7 @@ type Writer struct {
 // NewWriter writes the header to w.
 func NewWriter(w io.Writer, h *Header) (*Writer, error) {
 	wr := &Writer{w: bufio.NewWriterSize(w, 64<<10), h: *h}
-	hl := headerOut{Schema: SchemaV1, Policy: h.Policy.String(), Engine: h.Engine.String(), Config: h.Config}
+	hl := headerOut{Schema: SchemaV1, Policy: h.PolicyName(), Engine: h.Engine.String(), Config: h.Config}
 	for _, p := range h.Processes {
 		po := processOut{Name: p.Name, Role: p.Role.String()}
 		if p.Records != All {

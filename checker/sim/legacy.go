@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -129,6 +130,10 @@ func runLegacy(ctx context.Context, cfg *cluster.Config, src cluster.Source, opt
 	for w := range s.workers {
 		s.workers[w].Free = cfg.Capacity(w)
 	}
+	// The log's header names the policy disabled (cluster.LogHeader):
+	// its facts are the legacy path's, which the lifecycle does not
+	// judge.
+	s.olog = opt.Log
 	if opt.Timeline != nil {
 		s.tl = &opt.Timeline.r
 		s.tl.start(s)
@@ -175,6 +180,7 @@ func runLegacy(ctx context.Context, cfg *cluster.Config, src cluster.Source, opt
 		case lArrive:
 			s.stats.arrived++
 			r.p = s.choose(cfg.PrefillRouter, 0, cfg.Prefill.Workers, &s.nextP, s.prefillLoad, nil)
+			l.logRouted(r, spec.Source)
 			l.fire(r, spec.Source, cluster.LegacyRequestArrived)
 			// Replay has no rendezvous: decode counts as connected at once.
 			l.fire(r, spec.Source, cluster.LegacyDecodeConnected)
@@ -199,6 +205,7 @@ func runLegacy(ctx context.Context, cfg *cluster.Config, src cluster.Source, opt
 			k := s.workers[r.d]
 			cluster.LegacyBook(r.demand(spec.Destination, cfg), &r.held[spec.Destination], &k)
 			s.setWorker(r.d, k, s.sums[r.d])
+			l.logRouted(r, spec.Destination)
 			l.fire(r, spec.Destination, cluster.LegacyDecodeRouted)
 			l.fire(r, spec.Destination, cluster.LegacyRoomCompleted)
 			if r.cancelled {
@@ -207,6 +214,7 @@ func runLegacy(ctx context.Context, cfg *cluster.Config, src cluster.Source, opt
 		case lDecodeDone:
 			l.fire(r, spec.Destination, cluster.LegacyDecodeFinished)
 		case lCancel:
+			l.log(r, nil, obslog.Label{Kind: obslog.ClientCancelled, By: obslog.ByRouter})
 			l.cancel(r)
 		}
 		l.settle()
@@ -232,8 +240,8 @@ func (l *legacyRun) admitRequest(q cluster.Request) error {
 		return fmt.Errorf("%w: request %d: %v", cluster.ErrInput, q.Index, err)
 	}
 	r := &lreq{Request: q, wc: wc, p: -1, d: -1, firstTok: -1}
-	r.pBlocks = wc.SourceQuote(0).ComputeBlocks
-	r.dBlocks = wc.DestQuote(0, 1, false).ReservedBlocks
+	r.pBlocks = cfg.LegacyDemandOf(wc, spec.Source, q.PromptTokens).Blocks
+	r.dBlocks = cfg.LegacyDemandOf(wc, spec.Destination, q.PromptTokens).Blocks
 	if r.pBlocks > cfg.Prefill.CapacityBlocks || r.dBlocks > cfg.Decode.CapacityBlocks {
 		return fmt.Errorf("%w: request %d needs %d prefill and %d decode blocks, more than a worker's capacity (%d, %d)", cluster.ErrInput, q.Index,
 			int64(r.pBlocks), int64(r.dBlocks), int64(cfg.Prefill.CapacityBlocks), int64(cfg.Decode.CapacityBlocks))
@@ -277,6 +285,11 @@ func (l *legacyRun) fire(r *lreq, role spec.Role, ev string) {
 		return
 	}
 	r.st[role] = row.To
+	if s.olog != nil {
+		for _, lb := range cluster.LegacyObserved(role, ev, row) {
+			l.log(r, &role, lb)
+		}
+	}
 	if s.tl != nil {
 		r.trans = append(r.trans, Transition{TMS: ms(s.now), Role: role.String(), Row: row.Row, From: row.From, Event: ev, To: row.To})
 	}
@@ -330,7 +343,7 @@ func (l *legacyRun) act(r *lreq, role spec.Role, a string) {
 	case cluster.LegacyStopPrefill:
 		l.unbook(r)
 	case cluster.LegacySleepDelay:
-		r.delayUS = s.jitter() + cfg.TransferUS(r.wc, false)
+		r.delayUS = s.jitter() + cfg.LegacyDelayUS(r.wc)
 		l.push(s.now+r.delayUS, lDelay, r)
 	case cluster.LegacyMarkRoomComplete:
 		// The replay adapter routes decode now; the room completes as
@@ -344,7 +357,8 @@ func (l *legacyRun) act(r *lreq, role spec.Role, a string) {
 		// one waits for these facts.
 	case cluster.LegacyAcceptRequest, cluster.LegacyFreePrefill, cluster.LegacyFreeDecode, cluster.LegacyReportComputeDone,
 		cluster.LegacyReportRequestDone, cluster.LegacyReportDecodeDone, cluster.LegacyReportDecodeFail, cluster.LegacyComplete:
-		// Their effect is on the counters only.
+		// Their effect is on the counters only (and in the log, which
+		// fire writes: cluster.LegacyObserved).
 	default:
 		l.fail(r, "LegacyTables", fmt.Sprintf("the %s table names action %s, which the replay adapter does not know", role, a))
 	}
@@ -540,4 +554,40 @@ func (l *legacyRun) retireTimeline(r *lreq) {
 		Prefill: r.p, Decode: r.d, ArrivalMS: ms(r.ArrivalUS),
 		Source: outcome(spec.Source), Destination: outcome(spec.Destination), Phases: ph, Transitions: r.trans}, 0)
 	r.trans = nil
+}
+
+// log writes a fact of the legacy path to the run's log, by the
+// request's worker in a role (nil: by the router).
+func (l *legacyRun) log(r *lreq, role *spec.Role, lb obslog.Label) {
+	s := l.s
+	if s.olog == nil {
+		return
+	}
+	proc, gen := 0, int64(0)
+	if role != nil {
+		w := r.worker(*role)
+		proc, gen = w+1, int64(s.workers[w].Gen)
+	}
+	f := obslog.FactOf(&lb, proc, gen, cluster.AttemptName(&r.Request, 0), s.now)
+	s.olog.Write(&f)
+}
+
+// logRouted writes a router's choice of the request's worker in a role:
+// the prefill router counts the prompt, the decode router books the
+// request's blocks.
+func (l *legacyRun) logRouted(r *lreq, role spec.Role) {
+	s := l.s
+	if s.olog == nil {
+		return
+	}
+	lb := obslog.Label{Kind: obslog.Routed, By: obslog.ByRouter, Stage: model.SourceSide, Tokens: int32(r.PromptTokens)}
+	if role == spec.Destination {
+		lb.Stage, lb.Tokens, lb.Blocks = model.DestinationSide, 0, int32(r.dBlocks)
+	}
+	f := obslog.FactOf(&lb, 0, 0, cluster.AttemptName(&r.Request, 0), s.now)
+	f.To = r.worker(role) + 1
+	if role == spec.Source {
+		f.PromptTokens = int64(r.PromptTokens)
+	}
+	s.olog.Write(&f)
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
@@ -287,5 +289,74 @@ func TestLegacy_FaultFreeScenarios(t *testing.T) {
 	}
 	if n < 5 {
 		t.Fatalf("ran %d scenarios", n)
+	}
+}
+
+// One request on the legacy path, every time derived by hand from the
+// default configuration without jitter: a 960-token prompt (60 blocks
+// of 16 tokens), 4 output tokens.
+//
+//	0.5 ms      the request reaches prefill (0.5 ms latency); replay has no
+//	            rendezvous, so it is submitted and admitted at once: 60
+//	            blocks active
+//	16.5 ms     prefill completes (960 tokens at 60,000 tokens/s: 16 ms)
+//	            and frees its 60 blocks at once: nothing pinned
+//	22.033 ms   the modeled delay ends: 0.5 ms latency and 5.033 ms of
+//	            transfer (960 × 131,072 bytes at 25 GB/s); decode is routed,
+//	            the room completes, and decode is admitted: only now does
+//	            the decode worker hold the request's 60 blocks and a slot
+//	102.033 ms  decode ends (4 tokens at 20 ms): TTFT 42.033 ms
+func TestLegacy_OneRequestByHand(t *testing.T) {
+	cfg := cluster.DefaultConfig()
+	if err := cfg.SetPolicy(cluster.Disabled); err != nil {
+		t.Fatal(err)
+	}
+	cfg.JitterUS = 0
+	cfg.SampleUS = 500
+	res, tl := runTimeline(t, cfg, []cluster.Request{{Index: 0, PromptTokens: 960, OutputTokens: 4, CancelUS: -1}})
+	if len(tl.Handoffs) != 1 {
+		t.Fatalf("%d timelines for one request", len(tl.Handoffs))
+	}
+	var got []string
+	for _, tr := range tl.Handoffs[0].Transitions {
+		got = append(got, fmt.Sprintf("%.3f %s %s->%s", tr.TMS, tr.Role, tr.Event, tr.To))
+	}
+	want := []string{
+		"0.500 source RequestArrived->AwaitingDecode",
+		"0.500 source DecodeConnected->Queued",
+		"0.500 source Admitted->Computing",
+		"16.500 source PrefillFinished->Sleeping",
+		"22.033 source DelayElapsed->Done",
+		"22.033 destination DecodeRouted->AwaitingRoom",
+		"22.033 destination RoomCompleted->Queued",
+		"22.033 destination Admitted->Decoding",
+		"102.033 destination DecodeFinished->Done",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("transitions:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	s := &res.Summary
+	if s.Succeeded != 1 || s.TTFT.Mean != 42.033 || s.E2E.Mean != 102.033 {
+		t.Fatalf("succeeded %d, TTFT %v ms, E2E %v ms; want 1, 42.033, 102.033", s.Succeeded, s.TTFT.Mean, s.E2E.Mean)
+	}
+	// The workers' series: the prefill worker held 60 active blocks and
+	// never a pinned one; the decode worker 60 active at its peak and
+	// never a reserved one.
+	held := map[string]int{}
+	for _, ws := range s.Workers {
+		active := ws.Series["active"].Peak
+		if ws.Series["pinned"].Peak != 0 || ws.Series["reserved"].Peak != 0 || (active != 0 && active != 60) {
+			t.Errorf("worker %d (%s): pinned peak %v, reserved peak %v, active peak %v; want 0, 0, and 60 or 0",
+				ws.Worker, ws.Role, ws.Series["pinned"].Peak, ws.Series["reserved"].Peak, active)
+		}
+		if active == 60 {
+			held[ws.Role]++
+		}
+	}
+	if held["prefill"] != 1 || held["decode"] != 1 {
+		t.Errorf("workers that held the request's 60 blocks, by role: %v; want one prefill and one decode", held)
+	}
+	if s.StrandedSourcePeak != 0 {
+		t.Errorf("stranded peak %d", s.StrandedSourcePeak)
 	}
 }

@@ -21,7 +21,7 @@ import (
 
 var liveCommand = &command{
 	name:    "live",
-	args:    "[--config FILE] [--policy P] [--engine E] [--workload FILE] [--faults FILE] [--proxy-seed N] [--time-scale X] [--adapt-scale=false] [--out DIR] [--spec FILE] [--no-conform] [--json]",
+	args:    "[--config FILE] [--policy P] [--compare] [--engine E] [--workload FILE] [--faults FILE] [--proxy-seed N] [--time-scale X] [--adapt-scale=false] [--out DIR] [--spec FILE] [--no-conform] [--json]",
 	summary: "run the machines as real processes over loopback TCP, with real faults, and report what every worker held at the end",
 	detail: "Starts a coordinator (the frontend, both routers and a fault proxy) in this process and one\n" +
 		"process per worker (this binary's worker command), which talk over TCP on 127.0.0.1 in the\n" +
@@ -33,7 +33,10 @@ var liveCommand = &command{
 		"the facts the workers send each other. Every process writes its observation log into --out\n" +
 		"(default: a new temporary directory), and the run's logs are judged by conform unless\n" +
 		"--no-conform. Without --workload it runs the embedded default: 1,000 requests with a kill\n" +
-		"and a restart, a lost, a duplicated and a hung fact, and more (checker/live/default).",
+		"and a restart, a lost, a duplicated and a hung fact, and more (checker/live/default).\n" +
+		"--policy disabled runs the legacy disaggregated path (the legacy tables, no pin and no\n" +
+		"reservation) without faults, its logs not judged; --compare runs source-first and\n" +
+		"destination-first (with --policy disabled, the legacy path too) on one fault-free workload.",
 	exits: []exitDoc{
 		{exitOK, "every request finished, every worker and router holds nothing, and the logs conform"},
 		{exitViolation, "something is still held somewhere, or the logs do not conform"},
@@ -73,7 +76,8 @@ func cmdLive(c *command, e *env, args []string) int {
 	specFile := fs.String("spec", "", "run a spec file's tables (a variant) in every worker instead of the generated machines")
 	noConform := fs.Bool("no-conform", false, "do not judge the run's logs")
 	adapt := fs.Bool("adapt-scale", true, "run again at twice the time scale (up to 4 runs) when the processes fall further behind the clock than the deadlines absorb; false: one run, whose report says how late it was")
-	policy := fs.String("policy", "", "override the configuration's policy: source-first or destination-first")
+	policy := fs.String("policy", "", "override the configuration's policy: source-first, destination-first or disabled (the legacy disaggregated path: no fault plan, logs not judged)")
+	compare := fs.Bool("compare", false, "run source-first and destination-first on the same workload, each into DIR/POLICY, and print a table of both; with --policy disabled, the legacy path beside them")
 	engine := fs.String("engine", "", "override the configuration's engine: "+strings.Join(model.EngineNames(), ", "))
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
 	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
@@ -102,6 +106,21 @@ func cmdLive(c *command, e *env, args []string) int {
 	if err := checkTimeScale(cfg, *scale); err != nil {
 		return c.bad(e, "%v", err)
 	}
+	legacy := cfg.Policy == cluster.Disabled && !cfg.Aggregated
+	pols := []string{"source-first", "destination-first"}
+	if *compare {
+		if set["policy"] && !legacy {
+			return c.bad(e, "--compare runs both policies, and with --policy disabled the legacy path beside them; --policy %s would be ignored", *policy)
+		}
+		if legacy {
+			pols = append([]string{cluster.Disabled}, pols...)
+		}
+		if set["faults"] || set["proxy-seed"] || set["spec"] {
+			// The legacy path models no fault, and a comparison of runs
+			// that strike different faults compares nothing.
+			return c.bad(e, "--compare runs every policy on the same fault-free workload; --faults, --proxy-seed and --spec do not go with it")
+		}
+	}
 	var src cluster.Source
 	requests := 0
 	var faults []cluster.Fault
@@ -120,7 +139,7 @@ func cmdLive(c *command, e *env, args []string) int {
 		if src, err = rewind(); err != nil {
 			return c.bad(e, "%v", err)
 		}
-		if !set["faults"] {
+		if !set["faults"] && !legacy && !*compare {
 			p, err := faultplan.Parse(bytes.NewReader(live.DefaultFaults()), "checker/live/default/faults.jsonl")
 			if err != nil {
 				return c.bad(e, "%v", err)
@@ -177,24 +196,125 @@ func cmdLive(c *command, e *env, args []string) int {
 	if set["proxy-seed"] {
 		opt.Proxy = live.ProxyFaults{Seed: *proxySeed, Rate: *proxyRate, MaxDelayUS: int64(*proxyDelay * 1000)}
 	}
+	if !*compare {
+		r, code := liveOnce(c, e, opt, *noConform)
+		if r != nil {
+			r.print(e, *asJSON)
+		}
+		return code
+	}
+	// --compare: each policy on the same workload, each in a directory of
+	// its own, its engine the policy's (as simulate --compare runs them).
+	var runs []*liveRun
+	worst := exitOK
+	for _, pol := range pols {
+		run := opt
+		cfg := *cfg
+		if err := overrideSim(&cfg, pol, engineFor(pol), false, 0); err != nil {
+			return c.bad(e, "%v", err)
+		}
+		run.Config, run.Dir = &cfg, filepath.Join(dir, pol)
+		if run.Workload, err = rewindOf(rewind, *workloadFile); err != nil {
+			return c.bad(e, "%v", err)
+		}
+		r, code := liveOnce(c, e, run, *noConform)
+		if r == nil {
+			return code
+		}
+		if r.rep.Interrupted {
+			// The runs not made are not reported; the one cut short is.
+			r.print(e, *asJSON)
+			return code
+		}
+		runs = append(runs, r)
+		worst = max(worst, code)
+	}
+	if *asJSON {
+		var all []liveJSON
+		for _, r := range runs {
+			all = append(all, liveJSON{r.rep, r.verdict})
+		}
+		b, _ := json.MarshalIndent(struct {
+			Runs []liveJSON `json:"runs"`
+		}{all}, "", "  ")
+		fmt.Fprintf(e.stdout, "%s\n", b)
+		return worst
+	}
+	var reps []*live.Report
+	for i, r := range runs {
+		if i > 0 {
+			fmt.Fprintln(e.stdout)
+		}
+		r.print(e, false)
+		reps = append(reps, r.rep)
+	}
+	fmt.Fprintln(e.stdout)
+	live.WriteCompare(e.stdout, reps)
+	return worst
+}
+
+// rewindOf gives the workload afresh for one run of --compare.
+func rewindOf(rewind func() (cluster.Source, error), file string) (cluster.Source, error) {
+	if rewind != nil {
+		return rewind()
+	}
+	return openWorkload(context.Background(), file)
+}
+
+// liveRun is one live run's report and its logs' verdict (nil: not
+// judged).
+type liveRun struct {
+	rep     *live.Report
+	verdict *conform.Report
+	legacy  bool // the legacy path's run: its logs are not judged
+}
+
+type liveJSON struct {
+	*live.Report
+	Conform *conform.Report `json:"conform,omitempty"`
+}
+
+func (r *liveRun) print(e *env, asJSON bool) {
+	if asJSON {
+		b, _ := json.MarshalIndent(liveJSON{r.rep, r.verdict}, "", "  ")
+		fmt.Fprintf(e.stdout, "%s\n", b)
+		return
+	}
+	r.rep.Write(e.stdout)
+	if r.verdict != nil {
+		r.verdict.WriteText(e.stdout)
+	}
+	if r.legacy {
+		fmt.Fprintf(e.stdout, "conform: the logs are not judged: their header names the policy %s, the legacy path, to which the lifecycle's contract does not apply\n", cluster.Disabled)
+	}
+}
+
+// liveOnce runs one live run and judges its logs (the legacy path's are
+// not judged: the lifecycle's contract does not apply to them), and
+// says the run's exit code. A nil run: the run could not be made, or was
+// interrupted while judging (both reported already).
+func liveOnce(c *command, e *env, opt live.Options, noConform bool) (*liveRun, int) {
 	rep, err := live.Run(e.ctx, opt)
 	if err != nil {
-		return c.bad(e, "%v", err)
+		return nil, c.bad(e, "%v", err)
 	}
-	var verdict *conform.Report
-	if !*noConform && !rep.Interrupted {
+	r := &liveRun{rep: rep, legacy: opt.Config.Policy == cluster.Disabled}
+	if rep.Interrupted {
+		return r, exitInterrupted
+	}
+	if !noConform && opt.Config.Policy != cluster.Disabled {
 		var in []conform.Input
 		var files []*inputFile
 		for _, name := range rep.Logs {
 			f, err := openInput(e.ctx, name)
 			if err != nil {
-				return c.bad(e, "%v", err)
+				return nil, c.bad(e, "%v", err)
 			}
 			files = append(files, f)
 			in = append(in, conform.Input{Name: name, R: f})
 		}
 		// The logs are judged against the tables the workers ran.
-		verdict, err = conform.Judge(in, conform.Options{Protocol: proto})
+		r.verdict, err = conform.Judge(in, conform.Options{Protocol: opt.Protocol})
 		for _, f := range files {
 			f.Close()
 		}
@@ -203,43 +323,29 @@ func cmdLive(c *command, e *env, args []string) int {
 			// logs have no verdict.
 			rep.Write(e.stdout)
 			printConformInterrupted(e.stdout, files)
-			return exitInterrupted
+			return nil, exitInterrupted
 		}
 		if err != nil {
 			// A log a worker wrote that the reader refuses is a defect of
 			// the run, not of the user's input.
 			fmt.Fprintf(e.stderr, "handoffcheck live: the run's logs do not read: %v\n", err)
-			return exitViolation
+			return nil, exitViolation
 		}
 	}
-	if *asJSON {
-		o := struct {
-			*live.Report
-			Conform *conform.Report `json:"conform,omitempty"`
-		}{rep, verdict}
-		b, _ := json.MarshalIndent(o, "", "  ")
-		fmt.Fprintf(e.stdout, "%s\n", b)
-	} else {
-		rep.Write(e.stdout)
-		if verdict != nil {
-			verdict.WriteText(e.stdout)
-		}
-	}
+	verdict := r.verdict
 	switch {
-	case rep.Interrupted:
-		return exitInterrupted
 	case !rep.Clean || len(rep.Findings) > 0:
-		return exitViolation
+		return r, exitViolation
 	case verdict != nil && verdict.Verdict == conform.Rejected:
-		return exitViolation
+		return r, exitViolation
 	case rep.TooLate:
 		// Nothing held and nothing broken, but the outcome says more
 		// about the machine's load than about the workload.
-		return exitInconclusive
+		return r, exitInconclusive
 	case verdict != nil && verdict.Verdict == conform.Inconclusive:
-		return exitInconclusive
+		return r, exitInconclusive
 	}
-	return exitOK
+	return r, exitOK
 }
 
 // minTimerWall is the shortest wall-clock time a live run's timers may

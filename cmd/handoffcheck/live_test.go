@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -79,7 +80,9 @@ func TestCLI_LiveBadInput(t *testing.T) {
 		{[]string{"live", "--time-scale", "0"}, "--time-scale 0"},
 		{[]string{"live", "--proxy-rate", "0.5"}, "need --proxy-seed"},
 		{[]string{"live", "--workload", "/nonexistent"}, "/nonexistent"},
-		{[]string{"live", "--policy", "disabled"}, `policy "disabled" runs only in simulate`},
+		{[]string{"live", "--policy", "disabled", "--proxy-seed", "1"}, "policy disabled runs no proxy faults"},
+		{[]string{"live", "--compare", "--policy", "source-first"}, "--policy source-first would be ignored"},
+		{[]string{"live", "--compare", "--faults", "x.jsonl"}, "--compare runs every policy on the same fault-free workload"},
 		{[]string{"live", "--policy", "aggregated"}, `policy "aggregated" runs only in simulate`},
 		{[]string{"worker", "--coordinator", "10.0.0.1:9", "--worker", "0", "--config", "x"}, "127.0.0.1:PORT"},
 		{[]string{"worker", "--worker", "0"}, "--coordinator is required"},
@@ -273,5 +276,69 @@ func TestCLI_LiveTooLate(t *testing.T) {
 	}
 	if n := strings.Count(errOut, "running again at time scale"); n != 3 {
 		t.Errorf("%d runs again, want 3:\n%s", n, errOut)
+	}
+}
+
+// live --policy disabled --compare: the legacy path, source-first and
+// destination-first over real processes on one workload, each in its own
+// directory, and a table of the three. Every run is clean; the legacy
+// path strands nothing, and its logs name the policy disabled and are
+// not judged (conform refuses them), the lifecycle's are.
+func TestCLI_LiveCompareLegacy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	w := liveWorkload(t, 30, "100")
+	out := t.TempDir()
+	code, stdout, errOut := runCLI(t, "live", "--policy", "disabled", "--compare", "--workload", w, "--out", out, "--time-scale", "0.01", "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s\n%s", code, errOut, stdout)
+	}
+	var rep struct {
+		Runs []struct {
+			Policy    string   `json:"policy"`
+			Succeeded int      `json:"succeeded"`
+			Clean     bool     `json:"clean"`
+			Stranded  float64  `json:"stranded_source_block_seconds"`
+			Logs      []string `json:"logs"`
+			Conform   *struct {
+				Verdict string `json:"verdict"`
+			} `json:"conform"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	if len(rep.Runs) != 3 {
+		t.Fatalf("%d runs, want the legacy path and both policies", len(rep.Runs))
+	}
+	for i, pol := range []string{"disabled", "source-first", "destination-first"} {
+		r := rep.Runs[i]
+		if r.Policy != pol || r.Succeeded != 30 || !r.Clean || len(r.Logs) != 5 || !strings.HasPrefix(r.Logs[0], filepath.Join(out, pol)+"/") {
+			t.Fatalf("run %d: %+v; want %s, 30 clean successes, its logs in %s", i, r, pol, filepath.Join(out, pol))
+		}
+		if (r.Conform == nil) != (pol == "disabled") || (r.Conform != nil && r.Conform.Verdict != "explained") {
+			t.Fatalf("%s: conform %+v; want the lifecycle's logs explained and the legacy path's not judged", pol, r.Conform)
+		}
+		head, err := os.ReadFile(r.Logs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(head[:bytes.IndexByte(head, '\n')]), `"policy":"`+pol+`"`) {
+			t.Fatalf("%s's log header: %.120s", pol, head)
+		}
+	}
+	if rep.Runs[0].Stranded != 0 {
+		t.Fatalf("the legacy path stranded %v block-seconds: it pins nothing", rep.Runs[0].Stranded)
+	}
+	// Without --json the three reports, then the table of them.
+	code, stdout, errOut = runCLI(t, "live", "--policy", "disabled", "--compare", "--workload", w, "--out", t.TempDir(), "--time-scale", "0.01")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s\n%s", code, errOut, stdout)
+	}
+	table := stdout[strings.LastIndex(stdout, "\n\n")+2:]
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[0], "CPU µs/handoff") || !strings.HasPrefix(strings.TrimSpace(lines[1]), "disabled ") {
+		t.Fatalf("the table:\n%s", table)
 	}
 }

@@ -128,11 +128,11 @@ func cmdSimulate(c *command, e *env, args []string) int {
 	if err := overrideSim(cfg, *policy, *engine, set["seed"], *seed); err != nil {
 		return c.bad(e, "%v", err)
 	}
-	if cfg.Policy == cluster.Disabled && *logFile != "" {
-		// The observation log records the lifecycle's facts; the legacy
-		// path and aggregated serving make none, and a log of headers
-		// alone judges nothing. Their per-request record is timeline.json.
-		return c.bad(e, "--log: the %s policy runs no handoff lifecycle, so there is no observation log to write (--out writes each request's timeline); want source-first or destination-first", cfg.PolicyName())
+	if cfg.Aggregated && *logFile != "" {
+		// The observation log records what the disaggregated workers
+		// and routers observe; aggregated serving has neither. Its
+		// per-request record is timeline.json.
+		return c.bad(e, "--log: the %s policy runs no disaggregated handoff, so there is no observation log to write (--out writes each request's timeline); want source-first, destination-first or %s", cfg.PolicyName(), cluster.Disabled)
 	}
 	if *compare && cfg.Aggregated {
 		return c.bad(e, "--compare: the configuration's policy is aggregated, which runs no handoff to compare; want --policy disabled or a disaggregated configuration")
@@ -332,7 +332,7 @@ func simulateOnce(c *command, e *env, in simInputs, dir string) (*sim.Result, *s
 	}
 	opt := sim.Options{Faults: in.faults, Timeline: rec, FaultFree: in.faultFre, Protocol: in.proto, UntilUS: in.untilUS}
 	logPath := in.log
-	if logPath == "" && dir != "" && in.cfg.Policy != cluster.Disabled {
+	if logPath == "" && dir != "" && !in.cfg.Aggregated {
 		logPath = filepath.Join(dir, "log.jsonl")
 	}
 	if logPath != "" {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -238,27 +239,45 @@ func TestDocsImages_Fresh(t *testing.T) {
 	}
 }
 
-// The legacy path and aggregated serving run no handoff lifecycle, so
-// there is no observation log: an explicit --log is refused (a log of
-// headers alone, whose header named a handoff policy, was written
-// before), and --out writes no log but each request's timeline.
+// Aggregated serving runs no disaggregated handoff, so there is no
+// observation log: an explicit --log is refused, and --out writes no log
+// but each request's timeline. The legacy path writes its log, whose
+// header names the policy disabled, and conform refuses it at its first
+// line: the lifecycle's contract does not apply to it.
 func TestSimulate_DisabledWritesNoLog(t *testing.T) {
 	for _, pol := range []string{"disabled", "aggregated"} {
 		dir := t.TempDir()
 		logPath := filepath.Join(dir, "log.jsonl")
 		code, _, errOut := runCLI(t, "simulate", "--policy", pol, "--log", logPath)
-		if code != 2 || !strings.Contains(errOut, "--log: the "+pol+" policy runs no handoff lifecycle") {
-			t.Fatalf("simulate --policy %s --log: exit %d, stderr %q; want 2 naming --log", pol, code, errOut)
-		}
-		if _, err := os.Stat(logPath); !os.IsNotExist(err) {
-			t.Fatalf("refused run wrote %s (stat: %v)", logPath, err)
+		if pol == "disabled" {
+			if code != 0 {
+				t.Fatalf("simulate --policy disabled --log: exit %d: %s", code, errOut)
+			}
+			head, err := os.ReadFile(logPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.HasPrefix(head, []byte(`{"schema":"handoffcheck.log/v1","policy":"disabled",`)) || bytes.Count(head, []byte("\n")) < 2 {
+				t.Fatalf("the legacy run's log does not begin with a header of policy disabled followed by facts: %.200s", head)
+			}
+			code, _, errOut = runCLI(t, "conform", logPath)
+			if code != 2 || !strings.HasPrefix(errOut, "handoffcheck conform: "+logPath+":1: ") || !strings.Contains(errOut, "contract does not apply") {
+				t.Fatalf("conform of the legacy log: exit %d, stderr %q; want 2 at %s:1 saying the contract does not apply", code, errOut, logPath)
+			}
+		} else {
+			if code != 2 || !strings.Contains(errOut, "--log: the "+pol+" policy runs no disaggregated handoff") {
+				t.Fatalf("simulate --policy %s --log: exit %d, stderr %q; want 2 naming --log", pol, code, errOut)
+			}
+			if _, err := os.Stat(logPath); !os.IsNotExist(err) {
+				t.Fatalf("refused run wrote %s (stat: %v)", logPath, err)
+			}
 		}
 		out := filepath.Join(dir, "out")
 		if code, _, errOut := runCLI(t, "simulate", "--policy", pol, "--out", out); code != 0 {
 			t.Fatalf("simulate --policy %s --out: exit %d: %s", pol, code, errOut)
 		}
-		if _, err := os.Stat(filepath.Join(out, "log.jsonl")); !os.IsNotExist(err) {
-			t.Fatalf("%s run with --out wrote log.jsonl (stat: %v)", pol, err)
+		if _, err := os.Stat(filepath.Join(out, "log.jsonl")); os.IsNotExist(err) != (pol == "aggregated") {
+			t.Fatalf("%s run with --out: log.jsonl written %v (stat: %v)", pol, err == nil, err)
 		}
 		data, err := os.ReadFile(filepath.Join(out, "timeline.json"))
 		if err != nil {
