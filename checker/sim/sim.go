@@ -61,7 +61,9 @@ type Sim struct {
 	workers []model.Worker
 	sums    []model.Holdings
 	jobs    []cluster.ComputeQueue[*event] // each prefill worker's prefills, the one computing first
-	cache   []prefixCache
+	// index is the KV index the workers publish (their Stored, Removed
+	// and WorkerRestarted facts), which the KV-aware router reads.
+	index   *cluster.KVIndex
 	nextP   int
 	nextD   int
 	waiters [][]*request
@@ -150,7 +152,7 @@ func newSim(cfg *cluster.Config, src cluster.Source, opt Options) (*Sim, error) 
 		cfg: cfg, chk: chk, proto: p, policy: cfg.SpecPolicy(),
 		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x68616e646f6666)),
 		workers: make([]model.Worker, n), sums: make([]model.Holdings, n), jobs: make([]cluster.ComputeQueue[*event], n),
-		cache: make([]prefixCache, n), waiters: make([][]*request, n), dirty: make([]bool, n), seen: make([]capacity, n),
+		index: cluster.NewKVIndex(n), waiters: make([][]*request, n), dirty: make([]bool, n), seen: make([]capacity, n),
 		src: src, active: map[int]*request{}, marks: map[int]*cluster.Marks{},
 		cov: system.NewCoverage(p.Spec()),
 	}
@@ -608,7 +610,7 @@ func (s *Sim) do(r *request, m system.Move, force bool) bool {
 		v = s.chk.CheckState(&r.st)
 	}
 	s.writeBack(r)
-	if s.olog != nil {
+	if s.olog != nil || indexChanged(&before.W.H[0], &r.st.W.H[0]) {
 		s.observe(r, &before, m)
 	}
 	trigger := s.restartTrigger(r, &before, m)
@@ -979,8 +981,9 @@ func (s *Sim) fireMove(e *event) {
 }
 
 // routeDecode is the decode router choosing a worker: the request's world
-// is priced for it (its prefix hit there), and the prefix blocks the
-// worker caches for the request's group are counted as the request's.
+// is priced for it (its prefix hit there, where the KV index advertises
+// the request's prefix group), and the prefix blocks the worker caches
+// for the request's group are counted as the request's.
 func (s *Sim) routeDecode(r *request) {
 	s.project(r)
 	if !slices.ContainsFunc(s.chk.Moves(&r.st), func(m system.Move) bool { return m.Kind == system.MvRouteDecode }) {
@@ -991,7 +994,7 @@ func (s *Sim) routeDecode(r *request) {
 	lo, hi := s.cfg.Prefill.Workers, s.cfg.NumWorkers()
 	var cached func(int) bool
 	if r.PrefixGroup != "" && r.PrefixTokens > 0 {
-		cached = func(w int) bool { return s.cache[w].has(r.PrefixGroup) }
+		cached = func(w int) bool { return s.index.Holds(w, r.PrefixGroup) }
 	}
 	d := s.choose(s.cfg.DecodeRouter, lo, hi, &s.nextD, s.decodeLoad, cached)
 	hit := model.Tokens(0)
@@ -1217,11 +1220,11 @@ func (s *Sim) restart(w int) {
 	}
 	k := model.Worker{Gen: s.workers[w].Gen + 1, Free: s.cfg.Capacity(w)}
 	s.setWorker(w, k, s.sums[w])
+	f := obslog.Fact{Proc: w + 1, Gen: int64(k.Gen), Kind: obslog.WorkerRestarted, TUS: s.now, To: -1}
 	if s.olog != nil {
-		f := obslog.Fact{Proc: w + 1, Gen: int64(k.Gen), Kind: obslog.WorkerRestarted, TUS: s.now, To: -1}
 		s.olog.Write(&f)
 	}
-	s.cache[w] = prefixCache{}
+	s.indexFact(nil, &f)
 	for i, r := range hit {
 		s.project(r)
 		if v := s.chk.CheckState(&r.st); v != nil {
@@ -1294,8 +1297,10 @@ func (s *Sim) retire(r *request) {
 		s.setWorker(r.d, k, s.sums[r.d].Minus(r.Hold[1]))
 		if r.PrefixGroup != "" && r.PrefixTokens > 0 && r.st.W.H[0].Activated {
 			// The request's prompt prefix stays in the worker's cache,
-			// as blocks any allocation may evict, for the next request
-			// of its group.
+			// as blocks any allocation may evict, for a request of its
+			// group that the router sends here while the index still
+			// advertises the group (another request's blocks of it):
+			// this request's were Removed when the cache evicted them.
 			want := model.WholeBlocks(r.PrefixTokens, s.cfg.BlockSize()) - lk
 			k := s.workers[r.d]
 			if n := min(max(want, 0), k.Free); n > 0 {
@@ -1303,7 +1308,6 @@ func (s *Sim) retire(r *request) {
 				k.Cached += n
 				s.setWorker(r.d, k, s.sums[r.d])
 			}
-			s.cache[r.d].add(r.PrefixGroup)
 		}
 	}
 	if !r.Hold[0].Zero() {
@@ -1358,24 +1362,4 @@ func (s *Sim) finish() {
 		r := s.sortedActive()[0]
 		s.fail(r, model.NameQuiescence, "the run ended with the request waiting for capacity that never came: "+r.st.W.DescribeHeld())
 	}
-}
-
-// ---- Prefix caches ----
-
-// prefixCache is the prefix groups a decode worker caches, at most
-// prefixCacheCap, the oldest forgotten first.
-type prefixCache struct{ groups []string }
-
-const prefixCacheCap = 256
-
-func (c *prefixCache) has(g string) bool { return slices.Contains(c.groups, g) }
-
-func (c *prefixCache) add(g string) {
-	if i := slices.Index(c.groups, g); i >= 0 {
-		c.groups = slices.Delete(c.groups, i, i+1)
-	}
-	if len(c.groups) == prefixCacheCap {
-		c.groups = c.groups[1:]
-	}
-	c.groups = append(c.groups, g)
 }
