@@ -63,7 +63,10 @@ type Sim struct {
 	jobs    []cluster.ComputeQueue[*event] // each prefill worker's prefills, the one computing first
 	// index is the KV index the workers publish (their Stored, Removed
 	// and WorkerRestarted facts), which the KV-aware router reads.
-	index   *cluster.KVIndex
+	index *cluster.KVIndex
+	// shares are the canonical blocks adopted at activation and still
+	// shared (EngineTraits.Duplicates), oldest first.
+	shares  []share
 	nextP   int
 	nextD   int
 	waiters [][]*request
@@ -610,6 +613,12 @@ func (s *Sim) do(r *request, m system.Move, force bool) bool {
 		v = s.chk.CheckState(&r.st)
 	}
 	s.writeBack(r)
+	if len(s.shares) > 0 {
+		s.unshare(r)
+	}
+	if b, x := &before.W.H[0], &r.st.W.H[0]; b.Dst != model.DstActive && x.Dst == model.DstActive && x.Activated {
+		s.adopt(r)
+	}
 	if s.olog != nil || indexChanged(&before.W.H[0], &r.st.W.H[0]) {
 		s.observe(r, &before, m)
 	}
@@ -1218,6 +1227,13 @@ func (s *Sim) restart(w int) {
 			r.Hold[o] = hs[o]
 		}
 	}
+	// What was shared on the worker is gone with it.
+	s.shares = slices.DeleteFunc(s.shares, func(sh share) bool {
+		if sh.w == w {
+			s.sums[w] = s.sums[w].Minus(model.SharedActive(sh.n))
+		}
+		return sh.w == w
+	})
 	k := model.Worker{Gen: s.workers[w].Gen + 1, Free: s.cfg.Capacity(w)}
 	s.setWorker(w, k, s.sums[w])
 	f := obslog.Fact{Proc: w + 1, Gen: int64(k.Gen), Kind: obslog.WorkerRestarted, TUS: s.now, To: -1}
@@ -1362,4 +1378,104 @@ func (s *Sim) finish() {
 		r := s.sortedActive()[0]
 		s.fail(r, model.NameQuiescence, "the run ended with the request waiting for capacity that never came: "+r.st.W.DescribeHeld())
 	}
+}
+
+// ---- Canonical blocks adopted at activation ----
+
+// share is n blocks of a prompt prefix that two requests' active KV
+// share on decode worker w: adopter received them and adopted owner's
+// equal blocks at activation, freeing its duplicates.
+type share struct {
+	w              int
+	adopter, owner *request
+	n              model.Blocks
+}
+
+// adopt is the destination activating a request's received KV on an
+// engine that adopts canonical blocks at activation (vLLM): the prompt
+// prefix it received (it found no prefix hit when it was routed) is, in
+// whole blocks, equal to blocks another request of its prefix group
+// holds active on the worker, having received them too; the destination
+// keeps that request's blocks as canonical and frees the duplicates at
+// once. The worker's ledger frees them and counts them as shared
+// (model.SharedActive) until either request stops holding them. Every
+// adopter of one owner shares the same number of blocks, so that when
+// the owner leaves, the oldest adopter holds the canonical blocks in its
+// place at the cost of one share.
+func (s *Sim) adopt(r *request) {
+	if s.cfg.Engine.Traits().Duplicates != model.AdoptsAtActivation || r.PrefixGroup == "" || r.hit > 0 || r.d < 0 || s.adopter(r) >= 0 {
+		return
+	}
+	n := min(model.WholeBlocks(r.PrefixTokens, s.cfg.BlockSize()), r.Hold[1].Used())
+	if n <= 0 {
+		return
+	}
+	var owner *request
+	for _, q := range s.sortedActive() {
+		if q != r && q.d == r.d && q.PrefixGroup == r.PrefixGroup && q.hit == 0 && q.st.W.H[0].Dst == model.DstActive &&
+			q.Hold[1].Used() >= n && s.adopter(q) < 0 && (s.sharesOf(q) == 0 || s.sharesOf(q) == n) {
+			owner = q
+			break
+		}
+	}
+	if owner == nil {
+		return
+	}
+	s.shares = append(s.shares, share{w: r.d, adopter: r, owner: owner, n: n})
+	k := s.workers[r.d]
+	k.Active -= n
+	k.Free += n
+	s.setWorker(r.d, k, s.sums[r.d].Plus(model.SharedActive(n)))
+	s.stats.adopted += int64(n)
+}
+
+// adopter is the index in shares of the share by which q adopted
+// another's blocks, or -1: an adopter owns no canonical blocks.
+func (s *Sim) adopter(q *request) int {
+	return slices.IndexFunc(s.shares, func(sh share) bool { return sh.adopter == q })
+}
+
+// sharesOf is the blocks q's adopters share with it (every one shares
+// the same number), or 0 when it has none yet: a new adopter joins them
+// only with as many.
+func (s *Sim) sharesOf(q *request) model.Blocks {
+	for _, sh := range s.shares {
+		if sh.owner == q {
+			return sh.n
+		}
+	}
+	return 0
+}
+
+// unshare ends what request r shares once it holds its destination's
+// blocks no more (released and evicted, aborted): its release freed
+// what its share had freed early, which the share gives back. An
+// adopter's share ends; an owner's oldest adopter becomes the owner of
+// the canonical blocks, its share ended, the others sharing with it.
+func (s *Sim) unshare(r *request) {
+	x := &r.st.W.H[0]
+	if x.Dst == model.DstActive || x.DstKept {
+		return
+	}
+	if i := s.adopter(r); i >= 0 {
+		s.endShare(i)
+	}
+	if i := slices.IndexFunc(s.shares, func(sh share) bool { return sh.owner == r }); i >= 0 {
+		heir := s.shares[i].adopter
+		s.endShare(i)
+		for j := range s.shares {
+			if s.shares[j].owner == r {
+				s.shares[j].owner = heir
+			}
+		}
+	}
+}
+
+func (s *Sim) endShare(i int) {
+	sh := s.shares[i]
+	s.shares = slices.Delete(s.shares, i, i+1)
+	k := s.workers[sh.w]
+	k.Active += sh.n
+	k.Free -= sh.n
+	s.setWorker(sh.w, k, s.sums[sh.w].Minus(model.SharedActive(sh.n)))
 }
