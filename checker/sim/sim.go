@@ -214,6 +214,7 @@ type request struct {
 	xferStart int64
 	xferEnd   int64
 	hit       model.Tokens // the prefix the decode worker had cached
+	sharing   int          // the shares of canonical blocks it is in (adopter or owner)
 	trans     []Transition
 	m         cluster.Marks
 	retired   bool
@@ -1231,6 +1232,8 @@ func (s *Sim) restart(w int) {
 	s.shares = slices.DeleteFunc(s.shares, func(sh share) bool {
 		if sh.w == w {
 			s.sums[w] = s.sums[w].Minus(model.SharedActive(sh.n))
+			sh.adopter.sharing--
+			sh.owner.sharing--
 		}
 		return sh.w == w
 	})
@@ -1410,18 +1413,21 @@ func (s *Sim) adopt(r *request) {
 	if n <= 0 {
 		return
 	}
+	// The oldest request that qualifies owns the canonical blocks (the
+	// lowest index, whatever the map's order).
 	var owner *request
-	for _, q := range s.sortedActive() {
+	for _, q := range s.active {
 		if q != r && q.d == r.d && q.PrefixGroup == r.PrefixGroup && q.hit == 0 && q.st.W.H[0].Dst == model.DstActive &&
-			q.Hold[1].Used() >= n && s.adopter(q) < 0 && (s.sharesOf(q) == 0 || s.sharesOf(q) == n) {
+			(owner == nil || q.Index < owner.Index) && q.Hold[1].Used() >= n && s.adopter(q) < 0 && (s.sharesOf(q) == 0 || s.sharesOf(q) == n) {
 			owner = q
-			break
 		}
 	}
 	if owner == nil {
 		return
 	}
 	s.shares = append(s.shares, share{w: r.d, adopter: r, owner: owner, n: n})
+	r.sharing++
+	owner.sharing++
 	k := s.workers[r.d]
 	k.Active -= n
 	k.Free += n
@@ -1454,7 +1460,7 @@ func (s *Sim) sharesOf(q *request) model.Blocks {
 // the canonical blocks, its share ended, the others sharing with it.
 func (s *Sim) unshare(r *request) {
 	x := &r.st.W.H[0]
-	if x.Dst == model.DstActive || x.DstKept {
+	if r.sharing == 0 || x.Dst == model.DstActive || x.DstKept {
 		return
 	}
 	if i := s.adopter(r); i >= 0 {
@@ -1466,6 +1472,8 @@ func (s *Sim) unshare(r *request) {
 		for j := range s.shares {
 			if s.shares[j].owner == r {
 				s.shares[j].owner = heir
+				r.sharing--
+				heir.sharing++
 			}
 		}
 	}
@@ -1474,6 +1482,8 @@ func (s *Sim) unshare(r *request) {
 func (s *Sim) endShare(i int) {
 	sh := s.shares[i]
 	s.shares = slices.Delete(s.shares, i, i+1)
+	sh.adopter.sharing--
+	sh.owner.sharing--
 	k := s.workers[sh.w]
 	k.Active += sh.n
 	k.Free -= sh.n
