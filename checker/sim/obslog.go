@@ -13,6 +13,10 @@ func (s *Sim) observe(r *request, before *system.State, m system.Move) {
 	labels := s.step.Observe(before, &r.st, m)
 	for i := range labels {
 		l := &labels[i]
+		indexed := l.Kind == obslog.Stored || l.Kind == obslog.Removed
+		if s.olog == nil && !indexed {
+			continue // no log: only the index takes facts
+		}
 		w := -1
 		switch l.By {
 		case obslog.BySource:
@@ -24,7 +28,11 @@ func (s *Sim) observe(r *request, before *system.State, m system.Move) {
 		if w >= 0 {
 			proc, gen = w+1, int64(s.workers[w].Gen)
 		}
-		f := obslog.FactOf(l, proc, gen, cluster.AttemptName(&r.Request, r.attempt), s.now)
+		name := ""
+		if s.olog != nil {
+			name = cluster.AttemptName(&r.Request, r.attempt)
+		}
+		f := obslog.FactOf(l, proc, gen, name, s.now)
 		if l.Kind == obslog.Routed {
 			if l.Stage == model.SourceSide {
 				f.To = r.p + 1
@@ -34,7 +42,7 @@ func (s *Sim) observe(r *request, before *system.State, m system.Move) {
 				f.PrefixHitTokens = int64(r.hit)
 			}
 		}
-		if l.Kind == obslog.Stored || l.Kind == obslog.Removed {
+		if indexed {
 			s.indexFact(r, &f)
 		}
 		if s.olog != nil {
@@ -59,6 +67,10 @@ func (s *Sim) indexFact(r *request, f *obslog.Fact) {
 		group = r.PrefixGroup
 	}
 	if err := s.index.Apply(f, group); err != nil {
+		if r != nil && f.Attempt == "" {
+			f.Attempt = cluster.AttemptName(&r.Request, r.attempt)
+			err = s.index.Apply(f, group) // the same refusal, naming the attempt
+		}
 		s.fail(r, model.NameIndexMatchesCache, err.Error())
 	}
 }
