@@ -122,3 +122,40 @@ func TestAdoption_SharesEndWithTheirRequests(t *testing.T) {
 	}
 	t.Logf("%d blocks adopted, %d requests", *res.Summary.AdoptedBlocks, res.Summary.Requests)
 }
+
+// When the request that owns the canonical blocks ends first, the
+// oldest of its adopters holds them in its place: requests 1 and 2
+// adopted request 0's prefix blocks; once 0 has freed its own, 1 and 2 still
+// share one copy, so the worker uses 32 blocks fewer than they hold.
+func TestAdoption_AnAdopterInheritsTheCanonicalBlocks(t *testing.T) {
+	cfg, reqs := twoOfAGroup(model.VLLM)
+	reqs[0].OutputTokens = 10
+	reqs[1].ArrivalUS, reqs[1].OutputTokens = 50_000, 100
+	reqs = append(reqs, cluster.Request{Index: 2, ArrivalUS: 100_000, PromptTokens: 1024, OutputTokens: 100, PrefixGroup: "g", PrefixTokens: 512, CancelUS: -1})
+	const n = 512 / 16
+	inherited := false
+	res := runWatched(t, cfg, reqs, func(s *Sim) func(*request) {
+		return func(r *request) {
+			o, a, b := s.active[0], s.active[1], s.active[2]
+			if o != nil && (o.st.W.H[0].Dst == model.DstActive || o.st.W.H[0].DstKept) {
+				return // request 0 still holds its blocks
+			}
+			if a == nil || b == nil || a.st.W.H[0].Dst != model.DstActive || b.st.W.H[0].Dst != model.DstActive {
+				return
+			}
+			inherited = true
+			if held := a.Hold[1].Used() + b.Hold[1].Used(); s.workers[1].KVUsed()+n != held {
+				t.Errorf("at %s, request 0 gone: the worker uses %d blocks, requests 1 and 2 hold %d, want %d shared", fmtMS(s.now), int64(s.workers[1].KVUsed()), int64(held), n)
+			}
+			if len(s.shares) != 1 || s.shares[0].owner != a || s.shares[0].adopter != b {
+				t.Errorf("at %s the shares are %+v, want request 2 sharing request 1's blocks", fmtMS(s.now), s.shares)
+			}
+		}
+	})
+	if !inherited {
+		t.Fatal("requests 1 and 2 never decoded together after request 0 ended")
+	}
+	if a := res.Summary.AdoptedBlocks; a == nil || *a != 2*n {
+		t.Fatalf("adopted %v blocks, want %d", a, 2*n)
+	}
+}
