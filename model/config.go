@@ -76,8 +76,41 @@ type EngineTraits struct {
 	// HeadroomAtReservation: a reservation also holds the request's
 	// admission headroom, until the pages are freed.
 	HeadroomAtReservation bool
+	// Duplicates is what the engine does with received blocks equal to
+	// blocks it already holds (the same prompt prefix computed for
+	// another request).
+	Duplicates Adoption
 	// Meaning is how the engine reserves, in one line.
 	Meaning string
+}
+
+// Adoption is how a decode engine treats a received block whose content
+// it already holds: it keeps one canonical block and frees the duplicate,
+// at some moment of its own, or keeps both.
+type Adoption uint8
+
+const (
+	// KeepsDuplicates: the engine keeps both copies until each request's
+	// blocks are freed.
+	KeepsDuplicates Adoption = iota
+	// AdoptsAtActivation: when the received KV is activated, a block
+	// whose content the destination already holds is replaced by the
+	// destination's canonical block, and the received duplicate is freed
+	// at once (vLLM's block pool caches one block per content hash).
+	AdoptsAtActivation
+	// FreesAtRadixInsert: the duplicate is freed when the request's KV is
+	// inserted into the engine's radix cache, when the request finishes
+	// (sglang), not at activation.
+	FreesAtRadixInsert
+)
+
+var adoptionNames = [...]string{"keeps both", "adopts at activation", "frees at radix insert"}
+
+func (a Adoption) String() string {
+	if int(a) < len(adoptionNames) {
+		return adoptionNames[a]
+	}
+	return fmt.Sprintf("Adoption(%d)", uint8(a))
 }
 
 // ExemptFromFaultFreeCompletion reports whether FaultFreeCompletion spares
@@ -86,9 +119,9 @@ func (t *EngineTraits) ExemptFromFaultFreeCompletion() bool { return !t.CanReser
 
 // Engines is the engine vocabulary, indexed by Engine.
 var Engines = [NumEngines]EngineTraits{
-	VLLM: {Name: "vllm", CanReserve: true, PageAligned: true,
+	VLLM: {Name: "vllm", CanReserve: true, PageAligned: true, Duplicates: AdoptsAtActivation,
 		Meaning: "reserves pages for the missing prompt without a request slot; the slot is taken when the activated request is promoted to running"},
-	SGLang: {Name: "sglang", CanReserve: true, SlotAtReservation: true, PageAligned: true, HeadroomAtReservation: true,
+	SGLang: {Name: "sglang", CanReserve: true, SlotAtReservation: true, PageAligned: true, HeadroomAtReservation: true, Duplicates: FreesAtRadixInsert,
 		Meaning: "reserves a request slot, the page-aligned delta pages and admission headroom at once"},
 	TRTLLM: {Name: "trtllm",
 		Meaning: "cannot reserve destination memory for a handoff and refuses"},

@@ -99,5 +99,14 @@ func (w *World) HandoffDrained(h int) bool {
 	return true
 }
 
+// SharedActive is n active blocks that two requests' KV share on a
+// worker, counted once: a destination that adopted another request's
+// canonical blocks at activation freed its duplicates
+// (EngineTraits.Duplicates). A driver adds it to the sum of what its
+// worker holds while the sharing lasts, so that every world onto the
+// worker still sums its counters; it is negative active, and never
+// exceeds what the sharers hold.
+func SharedActive(n Blocks) Holdings { return Holdings{holdings{active: -n}} }
+
 // Prefix is the cached prefix blocks held, lockable by a reservation.
 func (a Holdings) Prefix() Blocks { return a.h.prefix }

@@ -21,8 +21,9 @@ const (
 	// PowerOfTwo draws two workers with the run's seed and picks the
 	// less loaded.
 	PowerOfTwo
-	// KVAware picks the decode worker that caches the request's prefix
-	// group, the least loaded of those, else the least loaded of all.
+	// KVAware picks a decode worker whose published KV index (KVIndex)
+	// advertises the request's prefix group, the least loaded of those,
+	// else the least loaded of all.
 	KVAware
 	numRouters
 )
@@ -48,7 +49,7 @@ func routerList() string { return strings.Join(routerNames[:], ", ") }
 // Choose applies a router policy to the candidate workers lo..hi-1 with
 // the given loads: the one selection rule of every adapter. next is the
 // round-robin cursor, rng the run's seeded draws; cached, when set, says
-// which workers cache the request's prefix (KVAware).
+// which workers advertise the request's prefix (KVAware: KVIndex.Holds).
 func Choose(pol Router, lo, hi int, next *int, rng *rand.Rand, load func(int) int64, cached func(int) bool) int {
 	n := hi - lo
 	least := func(ok func(int) bool) int {

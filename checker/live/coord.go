@@ -54,6 +54,14 @@ type Options struct {
 	// Listening, when set, is told the coordinator's address once it
 	// listens (tests connect to it).
 	Listening func(addr string)
+	// UntilUS, when positive, ends the run with handoffs unresolved, as
+	// the simulator's Options.UntilUS does: that long after the first
+	// arrival (configured time, scaled) no later arrival, timed restart
+	// or client cancel of the workload happens, and every attempt whose
+	// handoff is unresolved is cut by the client cancel its lifecycle
+	// answers (Teardown). The run then ends as any other: every worker's
+	// ledger is read and whatever is still held is a leak.
+	UntilUS int64
 }
 
 // ProxyFaults are the proxy's random faults: of the facts it relays,
@@ -122,16 +130,18 @@ type coord struct {
 
 	arrived, finished int
 	moreArrivals      bool
-	next              *cluster.Request
-	marks             map[int]*marks
-	timed             []cluster.Fault // restarts of workers at their times
-	rep               Report
-	lat               []float64
-	start, end        time.Time
-	draining          bool
-	forced            bool
-	drainStart        time.Time
-	ledgers           int
+	// torn is set once the run tore its attempts down (Options.UntilUS).
+	torn       bool
+	next       *cluster.Request
+	marks      map[int]*marks
+	timed      []cluster.Fault // restarts of workers at their times
+	rep        Report
+	lat        []float64
+	start, end time.Time
+	draining   bool
+	forced     bool
+	drainStart time.Time
+	ledgers    int
 	// lastRoute is when each stage (prefill, decode) was last routed.
 	lastRoute [2]time.Time
 	late      Lateness
@@ -215,6 +225,8 @@ type catt struct {
 	holding bool
 	wait    [2]bool
 	heldGen [2]int64
+	// cut: the teardown cancels it (Options.UntilUS).
+	cut bool
 }
 
 // marks are the planned faults of a request that the coordinator makes
@@ -592,6 +604,9 @@ func (c *coord) run() error {
 	c.scheduleArrival()
 	for _, f := range c.timed {
 		c.push(&cevent{at: c.fromStart(f.AtUS), kind: cRestart, w: f.Worker})
+	}
+	if c.opt.UntilUS > 0 {
+		c.push(&cevent{at: c.fromStart(c.opt.UntilUS), kind: cTeardown})
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -1087,6 +1102,11 @@ func (c *coord) cancel(a *catt) {
 	if a.done || !c.step(a, system.Move{Kind: system.Cancel.Move(), H: 0}, false) {
 		return
 	}
+	// The request's own count is taken when it finishes (tally); a cut
+	// attempt's cancel is the teardown's.
+	if a.cut {
+		c.rep.Teardown.Cancelled++
+	}
 	x := &a.st.W.H[0]
 	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 		if x.CancelPending[sd] {
@@ -1438,6 +1458,7 @@ const (
 	cRestart
 	cRouteDecode
 	cStopTimeout
+	cTeardown
 )
 
 type cevent struct {
@@ -1478,10 +1499,16 @@ func (c *coord) runDue() error {
 		}
 		switch e.kind {
 		case cArrive:
+			if c.torn {
+				continue // the arrival queued before the teardown
+			}
 			if err := c.arrive(); err != nil {
 				return err
 			}
 		case cCancel:
+			if c.torn {
+				continue // the teardown cut the attempt already, or it was resolved
+			}
 			c.act(e.a, cCancel)
 		case cRelay:
 			// The proxy's delay is the fault, not lateness.
@@ -1492,6 +1519,9 @@ func (c *coord) runDue() error {
 				c.sendTo(e.w, &Frame{Kind: KPeerRestarted, Attempt: e.a.name, Gen: e.gen})
 			}
 		case cRestart:
+			if c.torn {
+				continue // a restart planned after the teardown
+			}
 			c.rep.FaultsStruck++
 			c.stop(e.w)
 		case cStopTimeout:
@@ -1502,7 +1532,58 @@ func (c *coord) runDue() error {
 			}
 		case cRouteDecode:
 			c.act(e.a, cRouteDecode)
+		case cTeardown:
+			if err := c.tearDown(); err != nil {
+				return err
+			}
 		}
+	}
+	return nil
+}
+
+// Teardown is what ending a live run with handoffs unresolved did
+// (Options.UntilUS), in the simulator's terms as far as the router can
+// tell them: a destination reports its outcome only when its record
+// ends, so the router cannot tell an attempt whose KV activated and
+// decodes from one still in its handoff, and cuts both.
+type Teardown struct {
+	// AtMS is the teardown's time after the first arrival, in configured
+	// milliseconds.
+	AtMS float64 `json:"at_ms"`
+	// Cut counts the attempts the router had not seen end at the
+	// teardown; Cancelled those the client cancel reached (the others
+	// were ending on their own).
+	Cut       int `json:"cut"`
+	Cancelled int `json:"cancelled"`
+	// Activated counts the cut attempts whose destination then reported
+	// success: their KV had activated, and the cancel stopped their
+	// decode (the handoff itself succeeded).
+	Activated int `json:"activated"`
+	// NotArrived counts the workload's requests after the teardown,
+	// never started.
+	NotArrived int `json:"not_arrived"`
+}
+
+// tearDown cuts every attempt the router has not seen end, in arrival
+// order, through the router's cancel (held like any router's move), and
+// stops the workload.
+func (c *coord) tearDown() error {
+	c.torn = true
+	td := &Teardown{AtMS: float64(c.opt.UntilUS) / 1000}
+	c.rep.Teardown = td
+	for c.next != nil {
+		td.NotArrived++
+		if err := c.readArrival(); err != nil {
+			return err
+		}
+	}
+	for _, a := range c.order {
+		if a.done {
+			continue
+		}
+		td.Cut++
+		a.cut = true
+		c.act(a, cCancel)
 	}
 	return nil
 }
@@ -1511,6 +1592,14 @@ func (c *coord) runDue() error {
 
 func (c *coord) report() {
 	r := &c.rep
+	if td := r.Teardown; td != nil {
+		td.Activated = 0
+		for _, a := range c.order {
+			if a.cut && a.outcome[model.DestinationSide] == model.OutcomeOK {
+				td.Activated++
+			}
+		}
+	}
 	r.Policy, r.Engine = c.cfg.Policy, c.cfg.Engine.String()
 	r.Requests = c.arrived
 	r.Finished = c.finished

@@ -60,6 +60,9 @@ type Report struct {
 	// Findings are invariants a worker's own window broke.
 	Findings    []string `json:"findings,omitempty"`
 	Interrupted bool     `json:"interrupted"`
+	// Teardown is what ending the run with handoffs unresolved did
+	// (Options.UntilUS); nil when the run was not torn down.
+	Teardown *Teardown `json:"teardown,omitempty"`
 	// Scale is the time scale the run ran at (Run adapts it to the
 	// machine: see TooLate); Lateness is how late every process took
 	// its events and frames, LateBudgetUS what the run's deadlines
@@ -172,6 +175,13 @@ func (r *Report) Write(w io.Writer) {
 		for _, a := range l.OpenAttempts {
 			fmt.Fprintf(w, "    open: %s\n", a)
 		}
+	}
+	if t := r.Teardown; t != nil {
+		fmt.Fprintf(w, "  teardown at %.3f ms: %d attempts unresolved for the router cut (%d cancelled there, %d of them activated and stopped decoding), %d never arrived;", t.AtMS, t.Cut, t.Cancelled, t.Activated, t.NotArrived)
+		if r.Clean && len(r.Findings) == 0 {
+			fmt.Fprint(w, " each released what it held once, nothing held at the end")
+		}
+		fmt.Fprintln(w)
 	}
 	if r.Interrupted {
 		fmt.Fprintf(w, "  interrupted: held when it stopped: %s\n", strings.Join(r.Leaks, "; "))

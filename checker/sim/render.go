@@ -64,6 +64,9 @@ func (r *Result) WriteSummary(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  throughput: %.2f requests/s, %.1f output tokens/s\n", s.ThroughputRPS, s.OutputTokensPerS)
 	fmt.Fprintf(w, "  transfers: %d done (%.1f MB, mean %.2f ms), %d failed; prefix hits %d tokens\n", s.Transfers, float64(s.TransferBytes)/1e6, s.TransferMeanMS, s.TransfersFailed, s.PrefixHitTokens)
+	if s.AdoptedBlocks != nil {
+		fmt.Fprintf(w, "  canonical blocks: %d duplicate blocks adopted at activation\n", *s.AdoptedBlocks)
+	}
 	fmt.Fprintf(w, "  stranded source KV (pinned after compute while decode waits): %.1f block-seconds, peak %d blocks\n", s.StrandedSourceBlockSeconds, s.StrandedSourcePeak)
 	fmt.Fprintf(w, "  BoundedReclaim: %d obligations met, longest %.1f ms; BoundedGiveUp: %d met, longest %.1f ms; held for doomed attempts %.1f block-seconds\n",
 		s.ReclaimObligated, s.ReclaimMaxMS, s.GiveUpObligated, s.GiveUpMaxMS, s.StrandedBlockSeconds)

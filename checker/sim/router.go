@@ -17,7 +17,8 @@ func (s *Sim) decodeLoad(w int) int64 {
 }
 
 // choose applies a policy to the candidate workers lo..hi-1. cached, when
-// set, says which workers cache the request's prefix (KVAware).
+// set, says which workers the KV index shows holding the request's
+// prefix (KVAware).
 func (s *Sim) choose(pol cluster.Router, lo, hi int, next *int, load func(int) int64, cached func(int) bool) int {
 	return cluster.Choose(pol, lo, hi, next, s.rng, load, cached)
 }

@@ -61,7 +61,12 @@ type Sim struct {
 	workers []model.Worker
 	sums    []model.Holdings
 	jobs    []cluster.ComputeQueue[*event] // each prefill worker's prefills, the one computing first
-	cache   []prefixCache
+	// index is the KV index the workers publish (their Stored, Removed
+	// and WorkerRestarted facts), which the KV-aware router reads.
+	index *cluster.KVIndex
+	// shares are the canonical blocks adopted at activation and still
+	// shared (EngineTraits.Duplicates), oldest first.
+	shares  []share
 	nextP   int
 	nextD   int
 	waiters [][]*request
@@ -150,7 +155,7 @@ func newSim(cfg *cluster.Config, src cluster.Source, opt Options) (*Sim, error) 
 		cfg: cfg, chk: chk, proto: p, policy: cfg.SpecPolicy(),
 		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x68616e646f6666)),
 		workers: make([]model.Worker, n), sums: make([]model.Holdings, n), jobs: make([]cluster.ComputeQueue[*event], n),
-		cache: make([]prefixCache, n), waiters: make([][]*request, n), dirty: make([]bool, n), seen: make([]capacity, n),
+		index: cluster.NewKVIndex(n), waiters: make([][]*request, n), dirty: make([]bool, n), seen: make([]capacity, n),
 		src: src, active: map[int]*request{}, marks: map[int]*cluster.Marks{},
 		cov: system.NewCoverage(p.Spec()),
 	}
@@ -209,6 +214,7 @@ type request struct {
 	xferStart int64
 	xferEnd   int64
 	hit       model.Tokens // the prefix the decode worker had cached
+	sharing   int          // the shares of canonical blocks it is in (adopter or owner)
 	trans     []Transition
 	m         cluster.Marks
 	retired   bool
@@ -608,7 +614,13 @@ func (s *Sim) do(r *request, m system.Move, force bool) bool {
 		v = s.chk.CheckState(&r.st)
 	}
 	s.writeBack(r)
-	if s.olog != nil {
+	if len(s.shares) > 0 {
+		s.unshare(r)
+	}
+	if b, x := &before.W.H[0], &r.st.W.H[0]; b.Dst != model.DstActive && x.Dst == model.DstActive && x.Activated {
+		s.adopt(r)
+	}
+	if s.olog != nil || indexChanged(&before.W.H[0], &r.st.W.H[0]) {
 		s.observe(r, &before, m)
 	}
 	trigger := s.restartTrigger(r, &before, m)
@@ -979,8 +991,9 @@ func (s *Sim) fireMove(e *event) {
 }
 
 // routeDecode is the decode router choosing a worker: the request's world
-// is priced for it (its prefix hit there), and the prefix blocks the
-// worker caches for the request's group are counted as the request's.
+// is priced for it (its prefix hit there, where the KV index advertises
+// the request's prefix group), and the prefix blocks the worker caches
+// for the request's group are counted as the request's.
 func (s *Sim) routeDecode(r *request) {
 	s.project(r)
 	if !slices.ContainsFunc(s.chk.Moves(&r.st), func(m system.Move) bool { return m.Kind == system.MvRouteDecode }) {
@@ -991,7 +1004,7 @@ func (s *Sim) routeDecode(r *request) {
 	lo, hi := s.cfg.Prefill.Workers, s.cfg.NumWorkers()
 	var cached func(int) bool
 	if r.PrefixGroup != "" && r.PrefixTokens > 0 {
-		cached = func(w int) bool { return s.cache[w].has(r.PrefixGroup) }
+		cached = func(w int) bool { return s.index.Holds(w, r.PrefixGroup) }
 	}
 	d := s.choose(s.cfg.DecodeRouter, lo, hi, &s.nextD, s.decodeLoad, cached)
 	hit := model.Tokens(0)
@@ -1215,13 +1228,22 @@ func (s *Sim) restart(w int) {
 			r.Hold[o] = hs[o]
 		}
 	}
+	// What was shared on the worker is gone with it.
+	s.shares = slices.DeleteFunc(s.shares, func(sh share) bool {
+		if sh.w == w {
+			s.sums[w] = s.sums[w].Minus(model.SharedActive(sh.n))
+			sh.adopter.sharing--
+			sh.owner.sharing--
+		}
+		return sh.w == w
+	})
 	k := model.Worker{Gen: s.workers[w].Gen + 1, Free: s.cfg.Capacity(w)}
 	s.setWorker(w, k, s.sums[w])
+	f := obslog.Fact{Proc: w + 1, Gen: int64(k.Gen), Kind: obslog.WorkerRestarted, TUS: s.now, To: -1}
 	if s.olog != nil {
-		f := obslog.Fact{Proc: w + 1, Gen: int64(k.Gen), Kind: obslog.WorkerRestarted, TUS: s.now, To: -1}
 		s.olog.Write(&f)
 	}
-	s.cache[w] = prefixCache{}
+	s.indexFact(nil, &f)
 	for i, r := range hit {
 		s.project(r)
 		if v := s.chk.CheckState(&r.st); v != nil {
@@ -1294,8 +1316,10 @@ func (s *Sim) retire(r *request) {
 		s.setWorker(r.d, k, s.sums[r.d].Minus(r.Hold[1]))
 		if r.PrefixGroup != "" && r.PrefixTokens > 0 && r.st.W.H[0].Activated {
 			// The request's prompt prefix stays in the worker's cache,
-			// as blocks any allocation may evict, for the next request
-			// of its group.
+			// as blocks any allocation may evict, for a request of its
+			// group that the router sends here while the index still
+			// advertises the group (another request's blocks of it):
+			// this request's were Removed when the cache evicted them.
 			want := model.WholeBlocks(r.PrefixTokens, s.cfg.BlockSize()) - lk
 			k := s.workers[r.d]
 			if n := min(max(want, 0), k.Free); n > 0 {
@@ -1303,7 +1327,6 @@ func (s *Sim) retire(r *request) {
 				k.Cached += n
 				s.setWorker(r.d, k, s.sums[r.d])
 			}
-			s.cache[r.d].add(r.PrefixGroup)
 		}
 	}
 	if !r.Hold[0].Zero() {
@@ -1360,22 +1383,109 @@ func (s *Sim) finish() {
 	}
 }
 
-// ---- Prefix caches ----
+// ---- Canonical blocks adopted at activation ----
 
-// prefixCache is the prefix groups a decode worker caches, at most
-// prefixCacheCap, the oldest forgotten first.
-type prefixCache struct{ groups []string }
+// share is n blocks of a prompt prefix that two requests' active KV
+// share on decode worker w: adopter received them and adopted owner's
+// equal blocks at activation, freeing its duplicates.
+type share struct {
+	w              int
+	adopter, owner *request
+	n              model.Blocks
+}
 
-const prefixCacheCap = 256
-
-func (c *prefixCache) has(g string) bool { return slices.Contains(c.groups, g) }
-
-func (c *prefixCache) add(g string) {
-	if i := slices.Index(c.groups, g); i >= 0 {
-		c.groups = slices.Delete(c.groups, i, i+1)
+// adopt is the destination activating a request's received KV on an
+// engine that adopts canonical blocks at activation (vLLM): the prompt
+// prefix it received (it found no prefix hit when it was routed) is, in
+// whole blocks, equal to blocks another request of its prefix group
+// holds active on the worker, having received them too; the destination
+// keeps that request's blocks as canonical and frees the duplicates at
+// once. The worker's ledger frees them and counts them as shared
+// (model.SharedActive) until either request stops holding them. Every
+// adopter of one owner shares the same number of blocks, so that when
+// the owner leaves, the oldest adopter holds the canonical blocks in its
+// place at the cost of one share.
+func (s *Sim) adopt(r *request) {
+	if s.cfg.Engine.Traits().Duplicates != model.AdoptsAtActivation || r.PrefixGroup == "" || r.hit > 0 || r.d < 0 || s.adopter(r) >= 0 {
+		return
 	}
-	if len(c.groups) == prefixCacheCap {
-		c.groups = c.groups[1:]
+	n := min(model.WholeBlocks(r.PrefixTokens, s.cfg.BlockSize()), r.Hold[1].Used())
+	if n <= 0 {
+		return
 	}
-	c.groups = append(c.groups, g)
+	// The oldest request that qualifies owns the canonical blocks (the
+	// lowest index, whatever the map's order).
+	var owner *request
+	for _, q := range s.active {
+		if q != r && q.d == r.d && q.PrefixGroup == r.PrefixGroup && q.hit == 0 && q.st.W.H[0].Dst == model.DstActive &&
+			(owner == nil || q.Index < owner.Index) && q.Hold[1].Used() >= n && s.adopter(q) < 0 && (s.sharesOf(q) == 0 || s.sharesOf(q) == n) {
+			owner = q
+		}
+	}
+	if owner == nil {
+		return
+	}
+	s.shares = append(s.shares, share{w: r.d, adopter: r, owner: owner, n: n})
+	r.sharing++
+	owner.sharing++
+	k := s.workers[r.d]
+	k.Active -= n
+	k.Free += n
+	s.setWorker(r.d, k, s.sums[r.d].Plus(model.SharedActive(n)))
+	s.stats.adopted += int64(n)
+}
+
+// adopter is the index in shares of the share by which q adopted
+// another's blocks, or -1: an adopter owns no canonical blocks.
+func (s *Sim) adopter(q *request) int {
+	return slices.IndexFunc(s.shares, func(sh share) bool { return sh.adopter == q })
+}
+
+// sharesOf is the blocks q's adopters share with it (every one shares
+// the same number), or 0 when it has none yet: a new adopter joins them
+// only with as many.
+func (s *Sim) sharesOf(q *request) model.Blocks {
+	for _, sh := range s.shares {
+		if sh.owner == q {
+			return sh.n
+		}
+	}
+	return 0
+}
+
+// unshare ends what request r shares once it holds its destination's
+// blocks no more (released and evicted, aborted): its release freed
+// what its share had freed early, which the share gives back. An
+// adopter's share ends; an owner's oldest adopter becomes the owner of
+// the canonical blocks, its share ended, the others sharing with it.
+func (s *Sim) unshare(r *request) {
+	x := &r.st.W.H[0]
+	if r.sharing == 0 || x.Dst == model.DstActive || x.DstKept {
+		return
+	}
+	if i := s.adopter(r); i >= 0 {
+		s.endShare(i)
+	}
+	if i := slices.IndexFunc(s.shares, func(sh share) bool { return sh.owner == r }); i >= 0 {
+		heir := s.shares[i].adopter
+		s.endShare(i)
+		for j := range s.shares {
+			if s.shares[j].owner == r {
+				s.shares[j].owner = heir
+				r.sharing--
+				heir.sharing++
+			}
+		}
+	}
+}
+
+func (s *Sim) endShare(i int) {
+	sh := s.shares[i]
+	s.shares = slices.Delete(s.shares, i, i+1)
+	sh.adopter.sharing--
+	sh.owner.sharing--
+	k := s.workers[sh.w]
+	k.Active += sh.n
+	k.Free -= sh.n
+	s.setWorker(sh.w, k, s.sums[sh.w].Minus(model.SharedActive(sh.n)))
 }

@@ -51,11 +51,16 @@ type Summary struct {
 	PrefillWait Pcts `json:"prefill_wait_ms"`
 	DecodeWait  Pcts `json:"decode_wait_ms"`
 
-	Transfers        int     `json:"transfers"`
-	TransfersFailed  int     `json:"transfers_failed"`
-	TransferBytes    int64   `json:"transfer_bytes"`
-	TransferMeanMS   float64 `json:"transfer_mean_ms"`
-	PrefixHitTokens  int64   `json:"prefix_hit_tokens"`
+	Transfers       int     `json:"transfers"`
+	TransfersFailed int     `json:"transfers_failed"`
+	TransferBytes   int64   `json:"transfer_bytes"`
+	TransferMeanMS  float64 `json:"transfer_mean_ms"`
+	PrefixHitTokens int64   `json:"prefix_hit_tokens"`
+	// AdoptedBlocks is the duplicate blocks the destinations freed at
+	// activation by adopting equal blocks they held (the engine's
+	// model.EngineTraits.Duplicates); nil when the engine does not adopt
+	// at activation, or on a path without handoffs.
+	AdoptedBlocks    *int64  `json:"adopted_blocks,omitempty"`
 	ReclaimObligated int     `json:"reclaim_obligations"`
 	ReclaimMaxMS     float64 `json:"reclaim_max_ms"`
 	GiveUpObligated  int     `json:"give_up_obligations"`
@@ -156,6 +161,7 @@ type stats struct {
 	transferBytes                             int64
 	transferUS                                int64
 	hitTokens                                 int64
+	adopted                                   int64 // duplicate blocks freed at activation
 	obligated                                 int
 	reclaimMax                                int64
 	gaveUp                                    int
@@ -308,6 +314,9 @@ func (s *Sim) result(events uint64, interrupted bool) *Result {
 		PrefixHitTokens: st.hitTokens, ReclaimObligated: st.obligated, ReclaimMaxMS: ms(st.reclaimMax),
 		GiveUpObligated: st.gaveUp, GiveUpMaxMS: ms(st.giveUpMax),
 		Events: events, Teardown: s.teardown,
+	}
+	if s.index != nil && s.cfg.Engine.Traits().Duplicates == model.AdoptsAtActivation {
+		sum.AdoptedBlocks = &st.adopted
 	}
 	if end > 0 {
 		sum.ThroughputRPS = round3(float64(st.completed) / (float64(end) / 1e6))

@@ -63,6 +63,16 @@ func TestTeardown_CutsEveryHandoffInFlightAndReleasesIt(t *testing.T) {
 		if !bytes.Contains(out.Bytes(), []byte("each released what it held once, nothing held at the end")) {
 			t.Errorf("%s: the summary does not say what the teardown did:\n%s", pol, out.String())
 		}
+		js, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back struct {
+			Teardown *Teardown `json:"teardown"`
+		}
+		if err := json.Unmarshal(js, &back); err != nil || back.Teardown == nil || *back.Teardown != *td {
+			t.Errorf("%s: the JSON summary's teardown is %+v, want %+v (%v)", pol, back.Teardown, td, err)
+		}
 		t.Logf("%s: teardown %+v; %d requests ran", pol, *td, s.Requests)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,10 +81,14 @@ func cmdLive(c *command, e *env, args []string) int {
 	compare := fs.Bool("compare", false, "run source-first and destination-first on the same workload, each into DIR/POLICY, and print a table of both; with --policy disabled, the legacy path beside them")
 	engine := fs.String("engine", "", "override the configuration's engine: "+strings.Join(model.EngineNames(), ", "))
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
+	untilMS := fs.Float64("until-ms", 0, "end the run this long after the first arrival (configured time) with handoffs unresolved: no later arrival, timed restart or client cancel, every unresolved attempt cut by a cancel and checked to release what it holds once (0: run the workload out)")
 	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
 		return code
 	}
 	set := setFlags(fs)
+	if set["until-ms"] && !(*untilMS > 0 && *untilMS < 1e12) {
+		return c.bad(e, "--until-ms %v: want a time after 0 in milliseconds", *untilMS)
+	}
 	if !(*scale > 0) || *scale > 1000 {
 		return c.bad(e, "--time-scale %g, want more than 0 and at most 1000", *scale)
 	}
@@ -192,7 +197,8 @@ func cmdLive(c *command, e *env, args []string) int {
 		rewind = nil
 	}
 	opt := live.Options{Config: cfg, Workload: src, Rewind: rewind, Faults: faults, Scale: *scale, Dir: dir, SpecFile: spec, Protocol: proto,
-		Spawn: &live.ExecSpawner{Path: self, Args: []string{"worker"}, Stderr: e.stderr}, Errors: e.stderr}
+		Spawn: &live.ExecSpawner{Path: self, Args: []string{"worker"}, Stderr: e.stderr}, Errors: e.stderr,
+		UntilUS: int64(math.Round(*untilMS * 1000))}
 	if set["proxy-seed"] {
 		opt.Proxy = live.ProxyFaults{Seed: *proxySeed, Rate: *proxyRate, MaxDelayUS: int64(*proxyDelay * 1000)}
 	}

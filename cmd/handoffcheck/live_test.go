@@ -72,6 +72,38 @@ func TestCLI_LiveJSON(t *testing.T) {
 	}
 }
 
+// TestCLI_LiveCutShort: --until-ms ends the run with handoffs
+// unresolved; nothing is held, the logs conform, exit 0, and --json says
+// how many attempts were cut.
+func TestCLI_LiveCutShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	w := liveWorkload(t, 40, "20")
+	code, stdout, errOut := runCLI(t, "live", "--workload", w, "--out", t.TempDir(), "--time-scale", "0.01", "--until-ms", "300", "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s\n%s", code, errOut, stdout)
+	}
+	var rep struct {
+		Requests int  `json:"requests"`
+		Clean    bool `json:"clean"`
+		Teardown *struct {
+			AtMS       float64 `json:"at_ms"`
+			Cut        int     `json:"cut"`
+			NotArrived int     `json:"not_arrived"`
+		} `json:"teardown"`
+		Conform struct {
+			Verdict string `json:"verdict"`
+		} `json:"conform"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	if td := rep.Teardown; td == nil || td.AtMS != 300 || td.Cut == 0 || rep.Requests+td.NotArrived != 40 || !rep.Clean || rep.Conform.Verdict != "explained" {
+		t.Fatalf("report: %+v teardown %+v", rep, rep.Teardown)
+	}
+}
+
 func TestCLI_LiveBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -84,6 +116,8 @@ func TestCLI_LiveBadInput(t *testing.T) {
 		{[]string{"live", "--compare", "--policy", "source-first"}, "--policy source-first would be ignored"},
 		{[]string{"live", "--compare", "--faults", "x.jsonl"}, "--compare runs every policy on the same fault-free workload"},
 		{[]string{"live", "--policy", "aggregated"}, `policy "aggregated" runs only in simulate`},
+		{[]string{"live", "--until-ms", "0"}, "--until-ms 0: want a time after 0"},
+		{[]string{"live", "--until-ms", "NaN"}, "--until-ms NaN: want a time after 0"},
 		{[]string{"worker", "--coordinator", "10.0.0.1:9", "--worker", "0", "--config", "x"}, "127.0.0.1:PORT"},
 		{[]string{"worker", "--worker", "0"}, "--coordinator is required"},
 	} {

@@ -123,8 +123,11 @@ func engines() []byte {
 	b.WriteString("# Decode engines\n\n")
 	b.WriteString("How each decode engine a run may name reserves destination memory for a\n" +
 		"handoff (see [lifecycle.md](lifecycle.md) section 8). A run pairs a policy\n" +
-		"with one of them.\n\n")
-	b.WriteString("| engine | reserves | slot at reservation | page-aligned | headroom at reservation | exempt from FaultFreeCompletion | how it reserves |\n|---|---|---|---|---|---|---|\n")
+		"with one of them. The duplicates column is what the engine does with a\n" +
+		"received block whose content it already holds (the same prompt prefix\n" +
+		"computed for another request); the simulator applies an adoption at\n" +
+		"activation to its ledgers ([simulate.md](simulate.md)).\n\n")
+	b.WriteString("| engine | reserves | slot at reservation | page-aligned | headroom at reservation | exempt from FaultFreeCompletion | duplicates | how it reserves |\n|---|---|---|---|---|---|---|---|\n")
 	yes := func(v bool) string {
 		if v {
 			return "yes"
@@ -133,8 +136,8 @@ func engines() []byte {
 	}
 	for e := model.Engine(0); e < model.NumEngines; e++ {
 		t := e.Traits()
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s |\n", t.Name, yes(t.CanReserve), yes(t.SlotAtReservation),
-			yes(t.PageAligned), yes(t.HeadroomAtReservation), yes(t.ExemptFromFaultFreeCompletion()), cell(t.Meaning))
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s | %s |\n", t.Name, yes(t.CanReserve), yes(t.SlotAtReservation),
+			yes(t.PageAligned), yes(t.HeadroomAtReservation), yes(t.ExemptFromFaultFreeCompletion()), t.Duplicates, cell(t.Meaning))
 	}
 	return b.Bytes()
 }
