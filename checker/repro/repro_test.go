@@ -17,7 +17,7 @@ import (
 
 // found runs check on a configuration under a variant and returns the
 // input a reproduction is written from.
-func found(t *testing.T, configFile, specFile, run string) Input {
+func found(t testing.TB, configFile, specFile, run string) Input {
 	t.Helper()
 	cfgJSON, err := os.ReadFile(configFile)
 	if err != nil {
@@ -202,5 +202,19 @@ func TestWrite_TheTestFailsUntilFixed(t *testing.T) {
 	}
 	if out, err := goTest(); err != nil {
 		t.Fatalf("with the built-in tables in the variant's file, go test: %v\n%s", err, out)
+	}
+}
+
+// The time to write a reproduction once check found the counterexample:
+// minimizing (the smaller configuration's replay) and writing the three
+// files.
+func BenchmarkWrite_TwoHandoffs(b *testing.B) {
+	in := found(b, "../../testdata/configs/two-handoffs.json", "../../testdata/variants/release-on-heartbeat.json", "vllm")
+	dir := b.TempDir()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := Write(dir, in); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
