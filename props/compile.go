@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"cel.dev/cel-go/cel"
@@ -11,6 +12,8 @@ import (
 	"cel.dev/cel-go/common/operators"
 	"cel.dev/cel-go/ext"
 	"cel.dev/cel-go/parser"
+
+	"github.com/handoffcheck/handoffcheck/checker/system"
 )
 
 // The top-level variables of view/v1.
@@ -29,28 +32,42 @@ type Property struct {
 	// true), compiled on its own for vacuity; nil for any other form.
 	ante     cel.Program
 	anteText string
-	// held says the antecedent held in some judged state; reached says
-	// a sometimes property held in some judged state.
-	held, reached atomic.Bool
+	index    int
+	// positional names what the expression reads that renaming
+	// interchangeable handoffs or workers changes ("" when nothing).
+	positional string
 }
 
 // Antecedent is the antecedent of an implication, as CEL text ("" when
 // the property is not one).
 func (p *Property) Antecedent() string { return p.anteText }
 
-// AntecedentHeld reports whether the antecedent held in some state judged
-// so far.
-func (p *Property) AntecedentHeld() bool { return p.held.Load() }
-
-// Reached reports whether a sometimes property held in some state judged
-// so far.
-func (p *Property) Reached() bool { return p.reached.Load() }
-
 // Set is a compiled properties file.
 type Set struct {
 	File  string
 	Props []*Property
+	// seen is, per system judged (one per run), what held in some state
+	// judged: an implication's antecedent, a sometimes property.
+	seen sync.Map // *system.System -> *seen
 }
+
+// seen records, per property, whether its antecedent (always) or the
+// property itself (sometimes) held in some state judged.
+type seen struct {
+	held []atomic.Bool
+}
+
+func (set *Set) seenBy(sys *system.System) *seen {
+	if v, ok := set.seen.Load(sys); ok {
+		return v.(*seen)
+	}
+	v, _ := set.seen.LoadOrStore(sys, &seen{held: make([]atomic.Bool, len(set.Props))})
+	return v.(*seen)
+}
+
+// Held reports whether, in some state of sys judged so far, property i's
+// antecedent held (an always implication) or property i held (sometimes).
+func (set *Set) Held(sys *system.System, i int) bool { return set.seenBy(sys).held[i].Load() }
 
 // Load parses and compiles a properties file: every error is one line,
 // file:line:col and what was expected.
@@ -91,6 +108,7 @@ func Compile(file string, decls []Decl) (*Set, error) {
 		if err != nil {
 			return nil, err
 		}
+		p.index = len(set.Props)
 		set.Props = append(set.Props, p)
 	}
 	return set, nil
@@ -116,7 +134,7 @@ func compile(file string, d Decl) (*Property, error) {
 	if err != nil {
 		return nil, bad(d.ExprCol, "%v", err)
 	}
-	p := &Property{Decl: d, file: file, prg: prg}
+	p := &Property{Decl: d, file: file, prg: prg, positional: positional(checked.NativeRep(), d.PerHandoff)}
 	if d.Kind == Always {
 		if text := antecedent(checked.NativeRep()); text != "" {
 			if ca, iss := env.Compile(text); iss == nil || iss.Err() == nil {
@@ -201,4 +219,45 @@ func disjuncts(e ast.Expr, out []ast.Expr) []ast.Expr {
 		return out
 	}
 	return append(out, e)
+}
+
+// indexFields are the fields of view/v1 whose value is a handoff's or a
+// worker's position: renaming interchangeable ones changes them.
+var indexFields = map[string]bool{"index": true, "source_worker": true, "destination_worker": true}
+
+// positional says what an expression reads that a renaming of
+// interchangeable handoffs or workers changes: the lists handoffs and
+// workers (their order is positional), or a field that is a position. A
+// per-handoff property that reads neither holds of every handoff in a
+// state exactly when it does of every renaming of that state: symmetry
+// reduction keeps its verdicts and its shortest traces.
+func positional(a *ast.AST, perHandoff bool) string {
+	if !perHandoff {
+		return "it is not 'per handoff'"
+	}
+	why := ""
+	ast.PostOrderVisit(a.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
+		switch e.Kind() {
+		case ast.IdentKind:
+			if n := e.AsIdent(); (n == varHandoffs || n == varWorkers) && why == "" {
+				why = "it reads " + n
+			}
+		case ast.SelectKind:
+			if f := e.AsSelect().FieldName(); indexFields[f] && why == "" {
+				why = "it reads " + f
+			}
+		}
+	}))
+	return why
+}
+
+// Symmetric reports whether every property keeps its verdict under
+// symmetry reduction, and when not, which property does not and why.
+func (set *Set) Symmetric() (bool, string) {
+	for _, p := range set.Props {
+		if p.positional != "" {
+			return false, fmt.Sprintf("%s: %s", p.Name, p.positional)
+		}
+	}
+	return true, ""
 }

@@ -2,6 +2,7 @@ package props
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"cel.dev/cel-go/cel"
 
@@ -102,13 +103,13 @@ func evalBool(prg cel.Program, a *activation) (bool, error) {
 
 // antecedentHeld records whether an implication's antecedent holds in a
 // state (for any handoff, per handoff).
-func (p *Property) noteAntecedent(a *activation) {
-	if p.ante == nil || p.held.Load() {
+func (p *Property) noteAntecedent(a *activation, held *atomic.Bool) {
+	if p.ante == nil || held.Load() {
 		return
 	}
 	if !p.PerHandoff {
 		if ok, _ := evalBool(p.ante, a); ok {
-			p.held.Store(true)
+			held.Store(true)
 		}
 		return
 	}
@@ -118,7 +119,7 @@ func (p *Property) noteAntecedent(a *activation) {
 		ok, _ := evalBool(p.ante, a)
 		a.h = nil
 		if ok {
-			p.held.Store(true)
+			held.Store(true)
 			return
 		}
 	}
@@ -142,17 +143,18 @@ func (p *Property) violation(o Outcome) *model.Violation {
 // system's StateJudge.
 func (set *Set) Judge(sys *system.System, s *system.State) *model.Violation {
 	a := activation{sys: sys, s: s}
-	for _, p := range set.Props {
+	seen := set.seenBy(sys)
+	for i, p := range set.Props {
 		switch p.Kind {
 		case Always:
-			p.noteAntecedent(&a)
+			p.noteAntecedent(&a, &seen.held[i])
 			if o := p.eval(&a); !o.Holds {
 				return p.violation(o)
 			}
 		case Sometimes:
-			if !p.reached.Load() {
+			if !seen.held[i].Load() {
 				if o := p.eval(&a); o.Holds {
-					p.reached.Store(true)
+					seen.held[i].Store(true)
 				}
 			}
 		}

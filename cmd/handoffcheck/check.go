@@ -11,6 +11,7 @@ import (
 
 	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/system"
+	"github.com/handoffcheck/handoffcheck/props"
 )
 
 var checkCommand = &command{
@@ -21,7 +22,8 @@ var checkCommand = &command{
 		"liveness included. See docs/cli.md for the exit codes, refused flag combinations and the memory bound.",
 	exits: []exitDoc{
 		{exitOK, "no violation (the report says whether the exploration was complete or cut by a bound)"},
-		{exitViolation, "an invariant is violated: the report names it and shows the shortest trace"},
+		{exitViolation, "an invariant or an always property of --props is violated: the report names it and shows the shortest trace;\n" +
+			"or a sometimes property of --props is not reached"},
 		{exitUsage, ""},
 		{exitInterrupted, ""},
 	},
@@ -37,6 +39,7 @@ var machineMemory = checker.MachineMemory
 type checkFlags struct {
 	config, specFile, policy, runs, maxMemory, progress, traceOut, sched              string
 	spillDir, bitstate, checkpoint, resume, shard, out                                string
+	propsFile, witnessDir                                                             string
 	checkpointEvery                                                                   time.Duration
 	asJSON, stats, speedup, exact, liveness, swarm, mermaid, timing, full, por, sleep bool
 	maxStates, maxDepth, workers, walks, steps                                        int
@@ -86,6 +89,9 @@ func cmdCheck(c *command, e *env, args []string) int {
 	fs.StringVar(&f.progress, "progress", "auto", "exhaustive mode: progress on stderr every few seconds: auto (only on a terminal), always or never")
 	fs.StringVar(&f.out, "out", "", "write the report to this file instead of standard output")
 	fs.StringVar(&f.traceOut, "trace-out", "", "write the first counterexample as a trace file (JSON Lines) for 'handoffcheck replay'")
+	fs.StringVar(&f.propsFile, "props", "", "also judge every state by the properties of this file (handoffcheck.props/v1, docs/props.md): always ones like\n"+
+		"invariants, sometimes ones by their shortest witness; partial-order reduction off, symmetry off unless every property allows it")
+	fs.StringVar(&f.witnessDir, "witness-dir", "", "with --props: write each sometimes property's shortest witness to this directory as a trace file for 'handoffcheck replay'")
 	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
 		return code
 	}
@@ -168,6 +174,18 @@ func cmdCheck(c *command, e *env, args []string) int {
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
+	set, err := loadProps(e.ctx, f.propsFile)
+	if err != nil {
+		return c.bad(e, "%v", err)
+	}
+	if f.witnessDir != "" {
+		if set == nil || f.walks > 0 {
+			return c.bad(e, "--witness-dir writes the witnesses of an exhaustive search's sometimes properties: give --props, and not --walks")
+		}
+		if err := os.MkdirAll(f.witnessDir, 0o755); err != nil {
+			return c.bad(e, "--witness-dir: %v", err)
+		}
+	}
 	opt := checker.TextOptions{Stats: f.stats, NoTiming: !f.timing, FullStates: f.full, Mermaid: f.mermaid}
 	// saveTrace writes the first counterexample for replay.
 	saveTrace := func(ch *checker.Checker, ce *checker.Counterexample) {
@@ -189,7 +207,11 @@ func cmdCheck(c *command, e *env, args []string) int {
 		f.traceOut = ""
 	}
 	if f.walks > 0 {
-		rep, err := checker.CheckWalks(e.ctx, proto, lc.cfg, runs,
+		cfg, pr := lc.cfg, (*propsRun)(nil)
+		if set != nil {
+			cfg, pr = withProps(set, lc.cfg, nil)
+		}
+		rep, err := checker.CheckWalks(e.ctx, proto, cfg, runs,
 			checker.WalkOptions{Seed: f.seed, Walks: f.walks, Steps: f.steps, Swarm: f.swarm, Schedule: sched, Workers: f.workers,
 				Shard: shard, Shards: shards})
 		if err != nil {
@@ -200,7 +222,11 @@ func cmdCheck(c *command, e *env, args []string) int {
 				rep.Reproduce[i] = reproduceWalk(&f, x.Run, x.Seed)
 			}
 		}
-		if code := printReport(e, rep, opt, f.asJSON); code != exitOK {
+		var prep *propsReport
+		if pr != nil {
+			prep = pr.judgeWalks(rep)
+		}
+		if code := printReportProps(e, rep, opt, f.asJSON, prep); code != exitOK {
 			return code
 		}
 		for i, x := range rep.Runs {
@@ -217,20 +243,37 @@ func cmdCheck(c *command, e *env, args []string) int {
 	}
 	lim := checker.Limits{MaxStates: f.maxStates, MaxDepth: f.maxDepth, MaxMemory: maxMem, Workers: f.workers, Exact: f.exact, Liveness: f.liveness, Reduce: f.por && !f.liveness, Sleep: f.sleep,
 		SpillDir: f.spillDir, Bitstate: bitBytes, Checkpoint: f.checkpoint, CheckpointEvery: f.checkpointEvery, Resume: f.resume}
-	rep, err := checker.Check(e.ctx, proto, lc.cfg, runs, lim, progress)
+	cfg, pr := lc.cfg, (*propsRun)(nil)
+	if set != nil {
+		cfg, pr = withProps(set, lc.cfg, &lim)
+	}
+	rep, err := checker.Check(e.ctx, proto, cfg, runs, lim, progress)
 	if err != nil {
 		return c.bad(e, "%v", err)
+	}
+	var prep *propsReport
+	if pr != nil {
+		for _, p := range set.Props {
+			if p.Kind == props.Always {
+				rep.Invariants = append(rep.Invariants, p.Name)
+			}
+		}
+		ws := &witnessSearch{ctx: e.ctx, proto: proto, cfg: lc.cfg, lim: lim, configJSON: lc.json, variant: variant, dir: f.witnessDir, full: f.full}
+		ws.cfg = cfg
+		if prep, err = pr.judgeExhaustive(rep, ws); err != nil {
+			return c.bad(e, "%v", err)
+		}
 	}
 	if f.speedup && !rep.Interrupted {
 		// The speed-up of all cores over one, measured in the same process
 		// right after: the same runs again on one worker.
 		one := lim
 		one.Workers = 1
-		if base, err := checker.Check(e.ctx, proto, lc.cfg, runs, one, nil); err == nil && !base.Interrupted {
+		if base, err := checker.Check(e.ctx, proto, cfg, runs, one, nil); err == nil && !base.Interrupted {
 			rep.SetBaseline(base)
 		}
 	}
-	if code := printReport(e, rep, opt, f.asJSON); code != exitOK {
+	if code := printReportProps(e, rep, opt, f.asJSON, prep); code != exitOK {
 		return code
 	}
 	if !f.asJSON {
@@ -245,7 +288,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 	for i, x := range rep.Runs {
 		saveTrace(rep.Checker(i), x.Violation)
 	}
-	return verdictCode(rep.Violated(), rep.Interrupted)
+	return verdictCode(rep.Violated() || prep.notReached(), rep.Interrupted)
 }
 
 // report is what check prints: an exhaustive or a walk report.
@@ -260,6 +303,30 @@ func printReport(e *env, rep report, opt checker.TextOptions, asJSON bool) int {
 		return exitOK
 	}
 	out, err := rep.JSON(opt)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "handoffcheck: %v\n", err)
+		return exitUsage
+	}
+	fmt.Fprintln(e.stdout, string(out))
+	return exitOK
+}
+
+// printReportProps prints a report followed by the properties' verdicts
+// (nil: no --props), in text or as one JSON object with a "properties"
+// field.
+func printReportProps(e *env, rep report, opt checker.TextOptions, asJSON bool, prep *propsReport) int {
+	if prep == nil {
+		return printReport(e, rep, opt, asJSON)
+	}
+	if !asJSON {
+		fmt.Fprint(e.stdout, rep.Text(opt))
+		fmt.Fprint(e.stdout, prep.text())
+		return exitOK
+	}
+	out, err := rep.JSON(opt)
+	if err == nil {
+		out, err = appendJSONField(out, "properties", prep)
+	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "handoffcheck: %v\n", err)
 		return exitUsage
