@@ -33,6 +33,11 @@ type Property struct {
 	ante     cel.Program
 	anteText string
 	index    int
+	// local: a per-handoff property that reads only h, whose judgement
+	// of a handoff is a function of that handoff's packed state (cached:
+	// localBits); bit is its place in the cached bits.
+	local bool
+	bit   uint
 	// positional names what the expression reads that renaming
 	// interchangeable handoffs or workers changes ("" when nothing).
 	positional string
@@ -46,15 +51,23 @@ func (p *Property) Antecedent() string { return p.anteText }
 type Set struct {
 	File  string
 	Props []*Property
+	// nLocal counts the local properties (Property.local).
+	nLocal int
 	// seen is, per system judged (one per run), what held in some state
 	// judged: an implication's antecedent, a sometimes property.
 	seen sync.Map // *system.System -> *seen
 }
 
 // seen records, per property, whether its antecedent (always) or the
-// property itself (sometimes) held in some state judged.
+// property itself (sometimes) held in some state judged, and caches the
+// judgements of local properties by handoff state.
 type seen struct {
 	held []atomic.Bool
+	// cache maps a handoff's index and packed state to the bits of the
+	// local properties' judgements of it (localBits); n counts its
+	// entries, which stop growing at maxCached.
+	cache sync.Map
+	n     atomic.Int64
 }
 
 func (set *Set) seenBy(sys *system.System) *seen {
@@ -109,6 +122,12 @@ func Compile(file string, decls []Decl) (*Set, error) {
 			return nil, err
 		}
 		p.index = len(set.Props)
+		if p.PerHandoff && p.local && set.nLocal < maxLocal {
+			p.bit = uint(3 * set.nLocal)
+			set.nLocal++
+		} else {
+			p.local = false
+		}
 		set.Props = append(set.Props, p)
 	}
 	return set, nil
@@ -134,7 +153,8 @@ func compile(file string, d Decl) (*Property, error) {
 	if err != nil {
 		return nil, bad(d.ExprCol, "%v", err)
 	}
-	p := &Property{Decl: d, file: file, prg: prg, positional: positional(checked.NativeRep(), d.PerHandoff)}
+	p := &Property{Decl: d, file: file, prg: prg, positional: positional(checked.NativeRep(), d.PerHandoff),
+		local: d.PerHandoff && !readsList(checked.NativeRep())}
 	if d.Kind == Always {
 		if text := antecedent(checked.NativeRep()); text != "" {
 			if ca, iss := env.Compile(text); iss == nil || iss.Err() == nil {
@@ -260,4 +280,16 @@ func (set *Set) Symmetric() (bool, string) {
 		}
 	}
 	return true, ""
+}
+
+// readsList reports whether an expression reads the lists handoffs or
+// workers: then its judgement of a handoff depends on more than it.
+func readsList(a *ast.AST) bool {
+	reads := false
+	ast.PostOrderVisit(a.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
+		if e.Kind() == ast.IdentKind && (e.AsIdent() == varHandoffs || e.AsIdent() == varWorkers) {
+			reads = true
+		}
+	}))
+	return reads
 }

@@ -2,6 +2,7 @@ package props
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"cel.dev/cel-go/cel"
@@ -21,6 +22,26 @@ type activation struct {
 	handoffs []Handoff
 	workers  []Worker
 	h        *Handoff
+	// The buffers the views are built in, kept with the activation in a
+	// pool: judging a state allocates nothing once the pool is warm.
+	hbuf [model.MaxHandoffs]Handoff
+	wbuf [model.MaxWorkers]Worker
+	sbuf [model.MaxHandoffs][4][model.ChannelCap]string
+}
+
+var activations = sync.Pool{New: func() any { return new(activation) }}
+
+// newActivation takes an activation for a state from the pool; done
+// gives it back once no expression reads it any more.
+func newActivation(sys *system.System, s *system.State) *activation {
+	a := activations.Get().(*activation)
+	a.sys, a.s, a.handoffs, a.workers, a.h = sys, s, nil, nil, nil
+	return a
+}
+
+func (a *activation) done() {
+	a.sys, a.s = nil, nil
+	activations.Put(a)
 }
 
 func (a *activation) ResolveName(name string) (any, bool) {
@@ -29,7 +50,7 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.allHandoffs(), true
 	case varWorkers:
 		if a.workers == nil {
-			a.workers = make([]Worker, a.sys.Workers())
+			a.workers = a.wbuf[:a.sys.Workers()]
 			for w := range a.workers {
 				a.workers[w] = workerView(a.sys, a.s, w)
 			}
@@ -47,9 +68,9 @@ func (a *activation) Parent() interpreter.Activation { return nil }
 
 func (a *activation) allHandoffs() []Handoff {
 	if a.handoffs == nil {
-		a.handoffs = make([]Handoff, a.sys.Handoffs())
+		a.handoffs = a.hbuf[:a.sys.Handoffs()]
 		for h := range a.handoffs {
-			a.handoffs[h] = handoffView(a.sys, a.s, h)
+			a.handoffs[h] = handoffView(a.sys, a.s, h, &a.sbuf[h])
 		}
 	}
 	return a.handoffs
@@ -138,23 +159,109 @@ func (p *Property) violation(o Outcome) *model.Violation {
 	return v
 }
 
+// maxLocal bounds the local properties whose judgements are cached: three
+// bits each in a word. maxCached bounds the cache's entries.
+const (
+	maxLocal  = 21
+	maxCached = 1 << 20
+)
+
+// The bits of a local property's judgement of one handoff, at its bit.
+const (
+	bitHolds = 1 << iota
+	bitAnte
+	bitErr
+)
+
+// localBits judges handoff h by every local property, from the cache when
+// the handoff's state was judged before. Within a run a handoff's view is
+// a function of its packed state (its world record and the two role
+// states), so the judgement is too.
+func (set *Set) localBits(sn *seen, a *activation, h int) uint64 {
+	var key [1 + model.HandoffWords]uint64
+	key[0] = uint64(h)
+	ws := a.s.W.PackHandoff(h, uint64(a.s.Src[h])|uint64(a.s.Dst[h])<<4)
+	copy(key[1:], ws[:])
+	if v, ok := sn.cache.Load(key); ok {
+		return v.(uint64)
+	}
+	a.h = &a.allHandoffs()[h]
+	var bits uint64
+	cacheable := true
+	for _, p := range set.Props {
+		if !p.local {
+			continue
+		}
+		ok, err := evalBool(p.prg, a)
+		switch {
+		case err != nil:
+			bits |= bitErr << p.bit
+			cacheable = false
+		case ok:
+			bits |= bitHolds << p.bit
+		}
+		if p.ante != nil {
+			if ok, _ := evalBool(p.ante, a); ok {
+				bits |= bitAnte << p.bit
+			}
+		}
+	}
+	a.h = nil
+	if cacheable && sn.n.Load() < maxCached {
+		if _, loaded := sn.cache.LoadOrStore(key, bits); !loaded {
+			sn.n.Add(1)
+		}
+	}
+	return bits
+}
+
 // Judge judges a state with every always property, in file order, and
 // notes which sometimes properties and antecedents held. It is the
 // system's StateJudge.
 func (set *Set) Judge(sys *system.System, s *system.State) *model.Violation {
-	a := activation{sys: sys, s: s}
-	seen := set.seenBy(sys)
+	a := newActivation(sys, s)
+	defer a.done()
+	sn := set.seenBy(sys)
+	var local [model.MaxHandoffs]uint64
+	if set.nLocal > 0 {
+		for h := 0; h < sys.Handoffs(); h++ {
+			local[h] = set.localBits(sn, a, h)
+		}
+	}
 	for i, p := range set.Props {
+		if p.local {
+			held := &sn.held[i]
+			for h := 0; h < sys.Handoffs(); h++ {
+				b := local[h] >> p.bit
+				if p.Kind == Sometimes {
+					if b&bitHolds != 0 && !held.Load() {
+						held.Store(true)
+					}
+					continue
+				}
+				if b&bitAnte != 0 && !held.Load() {
+					held.Store(true)
+				}
+				if b&bitErr != 0 {
+					// The slow path says what the error was.
+					return p.violation(p.eval(a))
+				}
+				if b&bitHolds == 0 {
+					return p.violation(Outcome{Handoff: h})
+				}
+			}
+			continue
+		}
 		switch p.Kind {
 		case Always:
-			p.noteAntecedent(&a, &seen.held[i])
-			if o := p.eval(&a); !o.Holds {
+			p.noteAntecedent(a, &sn.held[i])
+			if o := p.eval(a); !o.Holds {
 				return p.violation(o)
 			}
 		case Sometimes:
-			if !seen.held[i].Load() {
-				if o := p.eval(&a); o.Holds {
-					seen.held[i].Store(true)
+			if !sn.held[i].Load() {
+				if o := p.eval(a); o.Holds {
+					sn.held[i].Store(true)
 				}
 			}
 		}
@@ -164,10 +271,11 @@ func (set *Set) Judge(sys *system.System, s *system.State) *model.Violation {
 
 // Judgement is every property's outcome on one state, in file order.
 func (set *Set) Judgement(sys *system.System, s *system.State) []Outcome {
-	a := activation{sys: sys, s: s}
+	a := newActivation(sys, s)
+	defer a.done()
 	out := make([]Outcome, len(set.Props))
 	for i, p := range set.Props {
-		out[i] = p.eval(&a)
+		out[i] = p.eval(a)
 	}
 	return out
 }
@@ -181,8 +289,9 @@ type Target struct {
 
 // Judge is the system's StateJudge for a witness search.
 func (t Target) Judge(sys *system.System, s *system.State) *model.Violation {
-	a := activation{sys: sys, s: s}
-	o := t.P.eval(&a)
+	a := newActivation(sys, s)
+	defer a.done()
+	o := t.P.eval(a)
 	if !o.Holds {
 		return nil
 	}

@@ -123,7 +123,9 @@ type Worker struct {
 var lifeNames = [...]string{"never", "held", "ended"}
 
 // handoffView builds handoff h's view.
-func handoffView(sys *system.System, s *system.State, h int) Handoff {
+// The lists of facts and commands are built in buf, which the caller
+// keeps until the view is no longer read.
+func handoffView(sys *system.System, s *system.State, h int, buf *[4][model.ChannelCap]string) Handoff {
 	p := sys.Protocol()
 	x := &s.W.H[h]
 	src, dst := model.SourceSide, model.DestinationSide
@@ -175,10 +177,10 @@ func handoffView(sys *system.System, s *system.State, h int) Handoff {
 			PrefillBooking:         lifeNames[x.Life[model.ResPrefillBooking]],
 			DecodeBooking:          lifeNames[x.Life[model.ResDecodeBooking]],
 		},
-		ToSource:            facts(&x.Ch[src]),
-		ToDestination:       facts(&x.Ch[dst]),
-		SourceCommands:      commands(&x.Cmds[src]),
-		DestinationCommands: commands(&x.Cmds[dst]),
+		ToSource:            facts(&x.Ch[src], buf[0][:0]),
+		ToDestination:       facts(&x.Ch[dst], buf[1][:0]),
+		SourceCommands:      commands(&x.Cmds[src], buf[2][:0]),
+		DestinationCommands: commands(&x.Cmds[dst], buf[3][:0]),
 	}
 }
 
@@ -186,25 +188,23 @@ func handoffView(sys *system.System, s *system.State, h int) Handoff {
 // handoff allocates no list.
 var noStrings = []string{}
 
-func facts(c *model.Channel) []string {
+func facts(c *model.Channel, out []string) []string {
 	if c.N == 0 {
 		return noStrings
 	}
-	out := make([]string, c.N)
-	for i := range out {
-		out[i] = c.M[i].String()
+	for i := 0; i < int(c.N); i++ {
+		out = append(out, c.M[i].String())
 	}
 	return out
 }
 
-func commands(q *model.CmdQueue) []string {
+func commands(q *model.CmdQueue, out []string) []string {
 	n := q.Len()
 	if n == 0 {
 		return noStrings
 	}
-	out := make([]string, n)
-	for i := range out {
-		out[i] = q.Q[i].String()
+	for i := 0; i < n; i++ {
+		out = append(out, q.Q[i].String())
 	}
 	return out
 }
