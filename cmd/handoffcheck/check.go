@@ -22,8 +22,8 @@ var checkCommand = &command{
 		"liveness included. See docs/cli.md for the exit codes, refused flag combinations and the memory bound.",
 	exits: []exitDoc{
 		{exitOK, "no violation (the report says whether the exploration was complete or cut by a bound)"},
-		{exitViolation, "an invariant or an always property of --props is violated: the report names it and shows the shortest trace;\n" +
-			"or a sometimes property of --props is not reached"},
+		{exitViolation, "an invariant (or an always property of --props) is violated: the report names it and shows the shortest trace;\n" +
+			"     or a sometimes property of --props is not reached"},
 		{exitUsage, ""},
 		{exitInterrupted, ""},
 	},

@@ -132,7 +132,7 @@ func (pr *propsRun) judgeExhaustive(rep *checker.Report, ws *witnessSearch) (*pr
 				}
 			case props.Sometimes:
 				if complete && !pr.set.Held(sys, j) {
-					v.Verdict, v.Detail = "not-reached", "no reachable state satisfies it (complete search)"
+					v.Verdict, v.Detail = "not-reached", "complete search: no reachable state satisfies it"
 					break
 				}
 				if err := ws.find(x.Run, p, &v); err != nil {
@@ -178,7 +178,7 @@ func (ws *witnessSearch) find(run system.Run, p *props.Property, v *propVerdict)
 	case x.Violation != nil:
 		v.Verdict, v.Detail = "not-decided", "the search for it stopped first at a violation of "+x.Violation.Violation.Invariant
 	case x.Complete && x.Bitstate == nil:
-		v.Verdict, v.Detail = "not-reached", "no reachable state satisfies it (complete search)"
+		v.Verdict, v.Detail = "not-reached", "complete search: no reachable state satisfies it"
 	default:
 		v.Verdict, v.Detail = "not-decided", "the search was bounded: "+x.StopDetail
 	}

@@ -103,7 +103,7 @@ func TestProps_NotReachedAndNotDecided(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, _ := runCLI(t, "check", "--config", smallConfig, "--run", "vllm", "--timing=false", "--props", file)
-	if code != exitViolation || !strings.Contains(out, "sometimes Tainted per handoff: NOT REACHED (no reachable state satisfies it (complete search))\n") {
+	if code != exitViolation || !strings.Contains(out, "sometimes Tainted per handoff: NOT REACHED (complete search: no reachable state satisfies it)\n") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 	code, out, _ = runCLI(t, "check", "--config", smallConfig, "--run", "vllm", "--timing=false", "--max-depth", "3", "--props", file)
