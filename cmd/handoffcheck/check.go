@@ -178,6 +178,11 @@ func cmdCheck(c *command, e *env, args []string) int {
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
+	if set != nil && (f.checkpoint != "" || f.resume != "") {
+		// A resumed search would judge only the states after the
+		// checkpoint: vacuity and sometimes verdicts need them all.
+		return c.bad(e, "--props judges every state of one search, which --checkpoint and --resume split: give --props without them")
+	}
 	if f.witnessDir != "" {
 		if set == nil || f.walks > 0 {
 			return c.bad(e, "--witness-dir writes the witnesses of an exhaustive search's sometimes properties: give --props, and not --walks")
