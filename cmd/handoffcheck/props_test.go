@@ -120,3 +120,22 @@ func TestProps_Walks(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 }
+
+// simulate judges the same always property at every simulated step: the
+// variant breaks it on the default configuration and workload, the
+// built-in tables keep it; a sometimes property is refused at its line.
+func TestProps_Simulate(t *testing.T) {
+	file := propsDir + "release-before-activation.props"
+	code, out, _ := runCLI(t, "simulate", "--spec", "../../testdata/variants/release-before-activation.json", "--props", file)
+	if code != exitViolation || !strings.Contains(out, "VIOLATION AckAfterActivationApplied at ") {
+		t.Fatalf("variant: exit %d:\n%s", code, out)
+	}
+	if code, out, _ = runCLI(t, "simulate", "--props", file); code != exitOK {
+		t.Fatalf("built-in tables: exit %d:\n%s", code, out)
+	}
+	code, _, errOut := runCLI(t, "simulate", "--props", propsDir+"questions.props")
+	want := "handoffcheck simulate: " + propsDir + "questions.props:17:1: sometimes PinnedAfterDecode is not supported yet by this driver"
+	if code != exitUsage || !strings.HasPrefix(errOut, want) {
+		t.Fatalf("exit %d, stderr %q; want exit 2 and %s...", code, errOut, want)
+	}
+}
