@@ -263,8 +263,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 				rep.Invariants = append(rep.Invariants, p.Name)
 			}
 		}
-		ws := &witnessSearch{ctx: e.ctx, proto: proto, cfg: lc.cfg, lim: lim, configJSON: lc.json, variant: variant, dir: f.witnessDir, full: f.full}
-		ws.cfg = cfg
+		ws := &witnessSearch{ctx: e.ctx, proto: proto, cfg: cfg, lim: lim, configJSON: lc.json, variant: variant, dir: f.witnessDir, full: f.full}
 		if prep, err = pr.judgeExhaustive(rep, ws); err != nil {
 			return c.bad(e, "%v", err)
 		}
@@ -450,9 +449,16 @@ func reproduceExhaustive(f *checkFlags, run system.Run) string {
 	if f.specFile != "" {
 		parts = append(parts, "--spec "+f.specFile)
 	}
+	if f.propsFile != "" {
+		parts = append(parts, "--props "+f.propsFile)
+	}
 	parts = append(parts, "--run "+run.Name, "--trace-out "+run.Name+".jsonl")
 	// check exits 1 on the violation, so the replay follows with ";".
-	return strings.Join(parts, " ") + "; handoffcheck replay " + run.Name + ".jsonl"
+	replay := "handoffcheck replay "
+	if f.propsFile != "" {
+		replay += "--props " + f.propsFile + " "
+	}
+	return strings.Join(parts, " ") + "; " + replay + run.Name + ".jsonl"
 }
 
 // reproduceWalk is the one-line command that runs the failing walk alone.
@@ -463,6 +469,9 @@ func reproduceWalk(f *checkFlags, run system.Run, seed uint64) string {
 	}
 	if f.specFile != "" {
 		parts = append(parts, "--spec "+f.specFile)
+	}
+	if f.propsFile != "" {
+		parts = append(parts, "--props "+f.propsFile)
 	}
 	parts = append(parts, "--run "+run.Name, "--walks 1", fmt.Sprintf("--steps %d", f.steps), fmt.Sprintf("--seed %d", seed))
 	if f.swarm {
