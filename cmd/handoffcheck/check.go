@@ -183,6 +183,9 @@ func cmdCheck(c *command, e *env, args []string) int {
 		// checkpoint: vacuity and sometimes verdicts need them all.
 		return c.bad(e, "--props judges every state of one search, which --checkpoint and --resume split: give --props without them")
 	}
+	if set != nil && f.shard != "" {
+		return c.bad(e, "--props with --shard: 'handoffcheck merge' does not combine the properties' verdicts of shards yet; run the walks in one process")
+	}
 	if f.witnessDir != "" {
 		if set == nil || f.walks > 0 {
 			return c.bad(e, "--witness-dir writes the witnesses of an exhaustive search's sometimes properties: give --props, and not --walks")

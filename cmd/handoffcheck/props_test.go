@@ -139,3 +139,27 @@ func TestProps_Simulate(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want exit 2 and %s...", code, errOut, want)
 	}
 }
+
+// Combinations whose results would be judged on part of a search are
+// refused, not run.
+func TestProps_RefusedCombinations(t *testing.T) {
+	file := propsDir + "release-before-activation.props"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--walks", "4", "--shard", "0/2"}, "--props with --shard"},
+		{[]string{"--checkpoint", t.TempDir(), "--liveness=false"}, "--props judges every state of one search"},
+		{[]string{"--walks", "4", "--witness-dir", t.TempDir()}, "--witness-dir writes the witnesses of an exhaustive search"},
+	} {
+		args := append([]string{"check", "--config", smallConfig, "--props", file}, tc.args...)
+		code, _, errOut := runCLI(t, args...)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", tc.args, code, errOut, tc.want)
+		}
+	}
+	code, _, errOut := runCLI(t, "check", "--witness-dir", t.TempDir())
+	if code != exitUsage || !strings.Contains(errOut, "give --props") {
+		t.Errorf("--witness-dir without --props: exit %d, stderr %q", code, errOut)
+	}
+}
