@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 
 	"cel.dev/cel-go/cel"
-
 	"cel.dev/cel-go/interpreter"
 
 	"github.com/handoffcheck/handoffcheck/checker/system"
@@ -122,7 +121,7 @@ func evalBool(prg cel.Program, a *activation) (bool, error) {
 	return b, nil
 }
 
-// antecedentHeld records whether an implication's antecedent holds in a
+// noteAntecedent records whether an implication's antecedent holds in a
 // state (for any handoff, per handoff).
 func (p *Property) noteAntecedent(a *activation, held *atomic.Bool) {
 	if p.ante == nil || held.Load() {
