@@ -26,6 +26,7 @@ FUZZ_TARGETS = \
 	./checker/conform:FuzzConform \
 	./checker/conform/mocker:FuzzConvertMocker \
 	./checker/live:FuzzDecodeFrame \
+	./checker/props:FuzzParse \
 	./fuzz:FuzzStep
 
 .PHONY: all generate check test test-long fresh fuzz fuzz-seeds bench lint install mutate-code chromium examples live live-parity scale por-check rewrite docs-slow image

@@ -60,6 +60,10 @@ const Aggregated = "aggregated"
 // engine, the transfer pricing and speeds, the network, the timers and the
 // routers. Times are in microseconds.
 type Config struct {
+	// Judge, when set, judges every state of a request's window after the
+	// built-in invariants (system.Config.Judge): properties written in a
+	// file, judged at each simulated step.
+	Judge system.StateJudge
 	// Policy is a spec policy, or Disabled (the legacy disaggregated
 	// path). Aggregated serves every request on one worker, whatever the
 	// policy.

@@ -15,7 +15,7 @@ func (c *Config) Checker(p *system.Protocol) (*system.System, error) {
 	for f := range budget {
 		budget[f] = system.MaxBudget
 	}
-	chk, err := system.New(p, &system.Config{World: *tmpl, Budget: budget, Renewal: c.Renewal, Commands: c.Commands},
+	chk, err := system.New(p, &system.Config{World: *tmpl, Budget: budget, Renewal: c.Renewal, Commands: c.Commands, Judge: c.Judge},
 		system.Run{Name: "simulate", Policy: c.policy, Engine: c.Engine})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)

@@ -46,6 +46,8 @@ type System struct {
 	// that touches more than the handoff's record (por.go).
 	ranks          [2][]uint8
 	sharedAfterEnd [2]bool
+	// judge is Config.Judge.
+	judge StateJudge
 }
 
 // New prepares a run of a configuration with a protocol.
@@ -63,6 +65,7 @@ func New(p *Protocol, cfg *Config, run Run) (*System, error) {
 		opts: options{Renewal: cfg.Renewal, Symmetry: cfg.Symmetry},
 		nH:   w.NumHandoffs(), nW: w.NumWorkers(),
 		prefill: w.PrefillWorkers(), decode: w.DecodeWorkers(),
+		judge: cfg.Judge,
 	}
 	c.sym = newSymmetry(&w, cfg.Symmetry, cfg.Symmetry)
 	c.cmds = commandModes(p, cfg.Commands)
@@ -119,10 +122,14 @@ func (c *System) Initial() State {
 	return s
 }
 
-// CheckState runs the state invariants on a state.
+// CheckState runs the state invariants on a state, then the
+// configuration's judge, if any.
 func (c *System) CheckState(s *State) *model.Violation {
 	rec := c.Records(s)
-	return model.CheckState(&s.W, &rec)
+	if v := model.CheckState(&s.W, &rec); v != nil || c.judge == nil {
+		return v
+	}
+	return c.judge.Judge(c, s)
 }
 
 // Quiescent reports whether no protocol, timer or delivery move is

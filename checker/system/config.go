@@ -42,6 +42,16 @@ type Config struct {
 	// (applied or no-op). A command of any other kind is applied and
 	// answered in the step that sends it.
 	Commands Commands
+	// Judge, when set, judges every state after the built-in state
+	// invariants (properties written in a file, package props): every
+	// driver that checks a state through CheckState checks it too.
+	Judge StateJudge `json:"-"`
+}
+
+// StateJudge judges a state of a system beyond the built-in invariants.
+// It is called from every worker at once: it must be safe for that.
+type StateJudge interface {
+	Judge(c *System, s *State) *model.Violation
 }
 
 type fileConfig struct {

@@ -12,6 +12,7 @@ import (
 	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/repro"
 	"github.com/handoffcheck/handoffcheck/checker/system"
+	"github.com/handoffcheck/handoffcheck/checker/props"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
@@ -23,7 +24,8 @@ var checkCommand = &command{
 		"liveness included. See docs/cli.md for the exit codes, refused flag combinations and the memory bound.",
 	exits: []exitDoc{
 		{exitOK, "no violation (the report says whether the exploration was complete or cut by a bound)"},
-		{exitViolation, "an invariant is violated: the report names it and shows the shortest trace"},
+		{exitViolation, "an invariant (or an always property of --props) is violated: the report names it and shows the shortest trace;\n" +
+			"     or a sometimes property of --props is not reached"},
 		{exitUsage, ""},
 		{exitInterrupted, ""},
 	},
@@ -39,6 +41,7 @@ var machineMemory = checker.MachineMemory
 type checkFlags struct {
 	config, specFile, policy, runs, maxMemory, progress, traceOut, sched              string
 	spillDir, bitstate, checkpoint, resume, shard, out, fromTrace, reproDir           string
+	propsFile, witnessDir                                                             string
 	checkpointEvery                                                                   time.Duration
 	asJSON, stats, speedup, exact, liveness, swarm, mermaid, timing, full, por, sleep bool
 	maxStates, maxDepth, workers, walks, steps                                        int
@@ -92,6 +95,9 @@ func cmdCheck(c *command, e *env, args []string) int {
 		"a README telling it in words with the commands to run, and a Go test that fails while the tables allow it")
 	fs.StringVar(&f.fromTrace, "from-trace", "", "start from where a trace file ends (before its violating step, when it records one): what else can happen\n"+
 		"from an incident's state; the trace's configuration, spec and run are used, and counterexamples begin with its steps")
+	fs.StringVar(&f.propsFile, "props", "", "also judge every state by the properties of this file (handoffcheck.props/v1, docs/props.md): always ones like\n"+
+		"invariants, sometimes ones by their shortest witness; partial-order reduction off, symmetry off unless every property allows it")
+	fs.StringVar(&f.witnessDir, "witness-dir", "", "with --props: write each sometimes property's shortest witness to this directory as a trace file for 'handoffcheck replay'")
 	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
 		return code
 	}
@@ -196,6 +202,29 @@ func cmdCheck(c *command, e *env, args []string) int {
 	if from != nil && !f.asJSON {
 		fmt.Fprintln(e.stdout, from.says)
 	}
+	set, err := loadProps(e.ctx, f.propsFile)
+	if err != nil {
+		return c.bad(e, "%v", err)
+	}
+	if set != nil && (f.checkpoint != "" || f.resume != "") {
+		// A resumed search would judge only the states after the
+		// checkpoint: vacuity and sometimes verdicts need them all.
+		return c.bad(e, "--props judges every state of one search, which --checkpoint and --resume split: give --props without them")
+	}
+	if set != nil && f.reproDir != "" {
+		return c.bad(e, "--repro with --props: a reproduction's test judges the built-in invariants only; give --trace-out, and replay it with --props")
+	}
+	if set != nil && f.shard != "" {
+		return c.bad(e, "--props with --shard: 'handoffcheck merge' does not combine the properties' verdicts of shards yet; run the walks in one process")
+	}
+	if f.witnessDir != "" {
+		if set == nil || f.walks > 0 {
+			return c.bad(e, "--witness-dir writes the witnesses of an exhaustive search's sometimes properties: give --props, and not --walks")
+		}
+		if err := os.MkdirAll(f.witnessDir, 0o755); err != nil {
+			return c.bad(e, "--witness-dir: %v", err)
+		}
+	}
 	opt := checker.TextOptions{Stats: f.stats, NoTiming: !f.timing, FullStates: f.full, Mermaid: f.mermaid}
 	// saveTrace writes the first counterexample for replay.
 	saveTrace := func(ch *checker.Checker, ce *checker.Counterexample) {
@@ -235,7 +264,11 @@ func cmdCheck(c *command, e *env, args []string) int {
 		f.reproDir = ""
 	}
 	if f.walks > 0 {
-		rep, err := checker.CheckWalks(e.ctx, proto, lc.cfg, runs,
+		cfg, pr := lc.cfg, (*propsRun)(nil)
+		if set != nil {
+			cfg, pr = withProps(set, lc.cfg, nil)
+		}
+		rep, err := checker.CheckWalks(e.ctx, proto, cfg, runs,
 			checker.WalkOptions{Seed: f.seed, Walks: f.walks, Steps: f.steps, Swarm: f.swarm, Schedule: sched, Workers: f.workers,
 				Shard: shard, Shards: shards, From: from.moves()})
 		if err != nil {
@@ -246,7 +279,11 @@ func cmdCheck(c *command, e *env, args []string) int {
 				rep.Reproduce[i] = reproduceWalk(&f, x.Run, x.Seed)
 			}
 		}
-		if code := printReport(e, rep, opt, f.asJSON); code != exitOK {
+		var prep *propsReport
+		if pr != nil {
+			prep = pr.judgeWalks(rep)
+		}
+		if code := printReportProps(e, rep, opt, f.asJSON, prep); code != exitOK {
 			return code
 		}
 		for i, x := range rep.Runs {
@@ -265,20 +302,36 @@ func cmdCheck(c *command, e *env, args []string) int {
 	lim := checker.Limits{MaxStates: f.maxStates, MaxDepth: f.maxDepth, MaxMemory: maxMem, Workers: f.workers, Exact: f.exact, Liveness: f.liveness, Reduce: f.por && !f.liveness, Sleep: f.sleep,
 		SpillDir: f.spillDir, Bitstate: bitBytes, Checkpoint: f.checkpoint, CheckpointEvery: f.checkpointEvery, Resume: f.resume,
 		From: from.moves()}
-	rep, err := checker.Check(e.ctx, proto, lc.cfg, runs, lim, progress)
+	cfg, pr := lc.cfg, (*propsRun)(nil)
+	if set != nil {
+		cfg, pr = withProps(set, lc.cfg, &lim)
+	}
+	rep, err := checker.Check(e.ctx, proto, cfg, runs, lim, progress)
 	if err != nil {
 		return c.bad(e, "%v", err)
+	}
+	var prep *propsReport
+	if pr != nil {
+		for _, p := range set.Props {
+			if p.Kind == props.Always {
+				rep.Invariants = append(rep.Invariants, p.Name)
+			}
+		}
+		ws := &witnessSearch{ctx: e.ctx, proto: proto, cfg: cfg, lim: lim, configJSON: lc.json, variant: variant, dir: f.witnessDir, full: f.full}
+		if prep, err = pr.judgeExhaustive(rep, ws); err != nil {
+			return c.bad(e, "%v", err)
+		}
 	}
 	if f.speedup && !rep.Interrupted {
 		// The speed-up of all cores over one, measured in the same process
 		// right after: the same runs again on one worker.
 		one := lim
 		one.Workers = 1
-		if base, err := checker.Check(e.ctx, proto, lc.cfg, runs, one, nil); err == nil && !base.Interrupted {
+		if base, err := checker.Check(e.ctx, proto, cfg, runs, one, nil); err == nil && !base.Interrupted {
 			rep.SetBaseline(base)
 		}
 	}
-	if code := printReport(e, rep, opt, f.asJSON); code != exitOK {
+	if code := printReportProps(e, rep, opt, f.asJSON, prep); code != exitOK {
 		return code
 	}
 	if !f.asJSON {
@@ -294,7 +347,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 		saveTrace(rep.Checker(i), x.Violation)
 		saveRepro(rep.Checker(i), x.Violation, strings.TrimSuffix(strings.SplitN(reproduceExhaustive(&f, x.Run), ";", 2)[0], " --trace-out "+x.Run.Name+".jsonl"))
 	}
-	return verdictCode(rep.Violated(), rep.Interrupted)
+	return verdictCode(rep.Violated() || prep.notReached(), rep.Interrupted)
 }
 
 // report is what check prints: an exhaustive or a walk report.
@@ -309,6 +362,30 @@ func printReport(e *env, rep report, opt checker.TextOptions, asJSON bool) int {
 		return exitOK
 	}
 	out, err := rep.JSON(opt)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "handoffcheck: %v\n", err)
+		return exitUsage
+	}
+	fmt.Fprintln(e.stdout, string(out))
+	return exitOK
+}
+
+// printReportProps prints a report followed by the properties' verdicts
+// (nil: no --props), in text or as one JSON object with a "properties"
+// field.
+func printReportProps(e *env, rep report, opt checker.TextOptions, asJSON bool, prep *propsReport) int {
+	if prep == nil {
+		return printReport(e, rep, opt, asJSON)
+	}
+	if !asJSON {
+		fmt.Fprint(e.stdout, rep.Text(opt))
+		fmt.Fprint(e.stdout, prep.text())
+		return exitOK
+	}
+	out, err := rep.JSON(opt)
+	if err == nil {
+		out, err = appendJSONField(out, "properties", prep)
+	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "handoffcheck: %v\n", err)
 		return exitUsage
@@ -437,12 +514,19 @@ func reproduceExhaustive(f *checkFlags, run system.Run) string {
 	if f.specFile != "" {
 		parts = append(parts, "--spec "+f.specFile)
 	}
+	if f.propsFile != "" {
+		parts = append(parts, "--props "+f.propsFile)
+	}
 	if f.fromTrace == "" {
 		parts = append(parts, "--run "+run.Name)
 	}
 	parts = append(parts, "--trace-out "+run.Name+".jsonl")
 	// check exits 1 on the violation, so the replay follows with ";".
-	return strings.Join(parts, " ") + "; handoffcheck replay " + run.Name + ".jsonl"
+	replay := "handoffcheck replay "
+	if f.propsFile != "" {
+		replay += "--props " + f.propsFile + " "
+	}
+	return strings.Join(parts, " ") + "; " + replay + run.Name + ".jsonl"
 }
 
 // reproduceWalk is the one-line command that runs the failing walk alone.
@@ -456,6 +540,9 @@ func reproduceWalk(f *checkFlags, run system.Run, seed uint64) string {
 	}
 	if f.specFile != "" {
 		parts = append(parts, "--spec "+f.specFile)
+	}
+	if f.propsFile != "" {
+		parts = append(parts, "--props "+f.propsFile)
 	}
 	if f.fromTrace == "" {
 		parts = append(parts, "--run "+run.Name)

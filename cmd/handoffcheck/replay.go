@@ -6,6 +6,7 @@ import (
 
 	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/system"
+	"github.com/handoffcheck/handoffcheck/checker/props"
 )
 
 var replayCommand = &command{
@@ -24,6 +25,8 @@ func init() { registerCommand(replayCommand) }
 
 func cmdReplay(cmd *command, e *env, args []string) int {
 	fs := cmd.flags()
+	propsFile := fs.String("props", "", "also judge every step by the properties of this file (docs/props.md): an always one that fails is a violation,\n"+
+		"a sometimes one is reported at the first step where it holds")
 	if code, ok := cmd.parse(e, fs, args, 0, -1); !ok {
 		return code
 	}
@@ -33,6 +36,10 @@ func cmdReplay(cmd *command, e *env, args []string) int {
 	stdout := e.stdout
 	file := fs.Arg(0)
 	bad := func(format string, a ...any) int { return cmd.bad(e, format, a...) }
+	set, err := loadProps(e.ctx, *propsFile)
+	if err != nil {
+		return bad("%v", err)
+	}
 	data, err := readInput(e.ctx, file)
 	if err != nil {
 		return bad("%v", err)
@@ -53,12 +60,48 @@ func cmdReplay(cmd *command, e *env, args []string) int {
 			run = r
 		}
 	}
-	c, err := checker.New(proto, tr.Config, run)
+	cfg := tr.Config
+	if set != nil {
+		judged := *cfg
+		judged.Judge = set
+		cfg = &judged
+	}
+	c, err := checker.New(proto, cfg, run)
 	if err != nil {
 		return bad("%s: %v", file, err)
 	}
+	// reachedAt is the first step at which each sometimes property held
+	// (0: the initial state; -1: not yet).
+	var reachedAt []int
+	noteReached := func(st *system.State, step int) {
+		if set == nil {
+			return
+		}
+		if reachedAt == nil {
+			reachedAt = make([]int, len(set.Props))
+			for i := range reachedAt {
+				reachedAt[i] = -1
+			}
+		}
+		for i, o := range set.Judgement(c.System, st) {
+			if p := set.Props[i]; p.Kind == props.Sometimes && reachedAt[i] < 0 && o.Holds && o.Err == nil {
+				reachedAt[i] = step
+				fmt.Fprintf(stdout, "  sometimes %s reached at step %d\n", p.Name, step)
+			}
+		}
+	}
 	s := c.NewSession()
 	prev := s.Describe()
+	defer func() {
+		if set == nil {
+			return
+		}
+		for i, p := range set.Props {
+			if p.Kind == props.Sometimes && reachedAt[i] < 0 {
+				fmt.Fprintf(stdout, "sometimes %s: not reached on this trace\n", p.Name)
+			}
+		}
+	}()
 	var atLoop system.Key
 	drainedOnLoop := false
 	fmt.Fprintf(stdout, "replay %s: run %s (%s, engine %s), %d steps\n", file, run.Name, run.Policy, run.Engine, len(tr.Moves))
@@ -66,6 +109,7 @@ func cmdReplay(cmd *command, e *env, args []string) int {
 	for _, l := range prev {
 		fmt.Fprintf(stdout, "    %s\n", l)
 	}
+	noteReached(s.State(), 0)
 	for i, m := range tr.Moves {
 		r, err := s.Apply(m)
 		if err != nil {
@@ -97,6 +141,7 @@ func cmdReplay(cmd *command, e *env, args []string) int {
 			}
 		}
 		prev = now
+		noteReached(s.State(), i+1)
 		if tr.LoopFrom > 0 && i+1 == tr.LoopFrom {
 			atLoop = c.Key(s.State())
 			fmt.Fprintln(stdout, "  loop:")

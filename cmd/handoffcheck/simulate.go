@@ -94,6 +94,8 @@ func cmdSimulate(c *command, e *env, args []string) int {
 	specFile := fs.String("spec", "", "run a spec file's tables (a variant) instead of the generated machines")
 	logFile := fs.String("log", "", "write the run's observation log (handoffcheck.log/v1) to this file (with --out: DIR/log.jsonl by default)")
 	logRecords := fs.String("log-records", "all", "the kinds the log keeps: all, milestones, or a comma-separated list of kinds")
+	propsFile := fs.String("props", "", "also judge every simulated step by the always properties of this file (docs/props.md), over the view of the\n"+
+		"request's window: one handoff and the workers it touches")
 	untilMS := fs.Float64("until-ms", 0, "end the run at this virtual time with handoffs unresolved: no later arrival or planned fault, every request in flight cut by a cancel and checked to release what it holds once (0: run the workload out)")
 	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
 		return code
@@ -139,6 +141,19 @@ func cmdSimulate(c *command, e *env, args []string) int {
 	}
 	if set["until-ms"] && cfg.Policy == cluster.Disabled {
 		return c.bad(e, "--until-ms: the %s policy runs no handoff lifecycle to tear down; want source-first or destination-first", cfg.PolicyName())
+	}
+	if *propsFile != "" {
+		set, err := loadProps(e.ctx, *propsFile)
+		if err != nil {
+			return c.bad(e, "%v", err)
+		}
+		if err := alwaysOnly(set); err != nil {
+			return c.bad(e, "%v", err)
+		}
+		if cfg.Policy == cluster.Disabled || cfg.Aggregated {
+			return c.bad(e, "--props: the %s policy runs no handoff lifecycle, so there is no state to judge; want source-first or destination-first", cfg.PolicyName())
+		}
+		cfg.Judge = set
 	}
 	in := simInputs{cfg: cfg, log: *logFile, records: records, untilUS: int64(math.Round(*untilMS * 1000))}
 	if *specFile != "" {

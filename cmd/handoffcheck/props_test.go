@@ -1,0 +1,165 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const (
+	propsDir    = "../../testdata/props/"
+	smallConfig = "../../testdata/configs/small.json"
+)
+
+// A bad properties file is refused before any search: exit 2, one line at
+// the file, line and column of the problem, saying what was expected.
+func TestProps_BadFileRefused(t *testing.T) {
+	code, out, errOut := runCLI(t, "check", "--config", smallConfig, "--props", propsDir+"typo.props")
+	want := "handoffcheck check: " + propsDir + "typo.props:3:66: undefined field 'sourceterminal'; want a field of view/v1 (docs/props.md lists each)\n"
+	if code != exitUsage || out != "" || errOut != want {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 and %q", code, out, errOut, want)
+	}
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "fair.props")
+	if err := os.WriteFile(bad, []byte("handoffcheck.props/v1\nalways A per handoff: h.cancelled leads_to h.source_terminal\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range [][]string{{"check", "--config", smallConfig, "--props", bad}, {"replay", "--props", bad, "x.jsonl"}} {
+		code, _, errOut = runCLI(t, cmd...)
+		if code != exitUsage || !strings.Contains(errOut, bad+":2:35: leads_to (P leads to Q under weak fairness) is not supported yet by this driver") {
+			t.Errorf("%v: exit %d, stderr %q", cmd, code, errOut)
+		}
+	}
+}
+
+// The shipped property that sees release-before-activation's bug finds it,
+// one step before the built-in ReleaseNeedsReaderAck would, and holds on
+// the built-in tables.
+func TestProps_FindsVariantBug(t *testing.T) {
+	args := []string{"check", "--config", "../../testdata/configs/commands.json", "--run", "vllm", "--timing=false",
+		"--props", propsDir + "release-before-activation.props"}
+	code, out, _ := runCLI(t, append(args, "--spec", "../../testdata/variants/release-before-activation.json")...)
+	if code != exitViolation || !strings.Contains(out, "run vllm (source-first, engine vllm): VIOLATION AckAfterActivationApplied\n") ||
+		!strings.Contains(out, "shortest trace (6 steps):") || !strings.Contains(out, "always AckAfterActivationApplied per handoff: VIOLATED") {
+		t.Fatalf("variant: exit %d, want 1 and the property violated in 6 steps:\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, args...)
+	if code != exitOK || !strings.Contains(out, "always AckAfterActivationApplied per handoff: holds\n      antecedent held") {
+		t.Fatalf("built-in tables: exit %d, want 0 and the property holding, not vacuously:\n%s", code, out)
+	}
+}
+
+// A sometimes property's witness is written as a trace file that replay
+// accepts, and replay --props reports the step where the property holds;
+// the JSON report carries every verdict.
+func TestProps_WitnessReplays(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errOut := runCLI(t, "check", "--config", smallConfig, "--run", "vllm", "--timing=false", "--json",
+		"--props", propsDir+"questions.props", "--witness-dir", dir)
+	// WaitsPastReservationDeadline is not reached on a source-first run:
+	// a sometimes property not reached fails the check.
+	if code != exitViolation {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	var rep struct {
+		Properties propsReport `json:"properties"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]propVerdict{}
+	for _, v := range rep.Properties.Runs[0].Properties {
+		got[v.Name] = v
+	}
+	if v := got["ActivatedKVKept"]; v.Verdict != "holds" || !v.AntecedentHeld || v.Vacuous {
+		t.Errorf("ActivatedKVKept: %+v", v)
+	}
+	if v := got["WaitsPastReservationDeadline"]; v.Verdict != "not-reached" {
+		t.Errorf("WaitsPastReservationDeadline: %+v, want not-reached", v)
+	}
+	w := got["PinnedAfterDecode"]
+	if w.Verdict != "reached" || w.WitnessSteps != 7 || w.WitnessFile != filepath.Join(dir, "vllm-PinnedAfterDecode.jsonl") {
+		t.Fatalf("PinnedAfterDecode: %+v", w)
+	}
+	code, out, errOut = runCLI(t, "replay", w.WitnessFile)
+	if code != exitOK || !strings.HasSuffix(out, "\nno violation\n") {
+		t.Fatalf("replay: exit %d, stdout:\n%s\nstderr %s", code, out, errOut)
+	}
+	code, out, _ = runCLI(t, "replay", "--props", propsDir+"questions.props", w.WitnessFile)
+	if code != exitOK || !strings.Contains(out, "  sometimes PinnedAfterDecode reached at step 7\n") ||
+		!strings.Contains(out, "sometimes WaitsPastReservationDeadline: not reached on this trace\n") {
+		t.Fatalf("replay --props: exit %d, stdout:\n%s", code, out)
+	}
+}
+
+// A sometimes property that no state satisfies fails check (exit 1), and
+// says NOT DECIDED when the search was bounded.
+func TestProps_NotReachedAndNotDecided(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "never.props")
+	if err := os.WriteFile(file, []byte("handoffcheck.props/v1\nsometimes Tainted per handoff: h.tainted\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCLI(t, "check", "--config", smallConfig, "--run", "vllm", "--timing=false", "--props", file)
+	if code != exitViolation || !strings.Contains(out, "sometimes Tainted per handoff: NOT REACHED (complete search: no reachable state satisfies it)\n") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, "check", "--config", smallConfig, "--run", "vllm", "--timing=false", "--max-depth", "3", "--props", file)
+	if code != exitOK || !strings.Contains(out, "sometimes Tainted per handoff: NOT DECIDED (the search was bounded: stopped at depth 3 (--max-depth))\n") {
+		t.Fatalf("bounded: exit %d:\n%s", code, out)
+	}
+}
+
+// The same always property is judged by the walks, through the same hook.
+func TestProps_Walks(t *testing.T) {
+	code, out, _ := runCLI(t, "check", "--config", "../../testdata/configs/commands.json", "--run", "vllm", "--walks", "200",
+		"--spec", "../../testdata/variants/release-before-activation.json", "--props", propsDir+"release-before-activation.props")
+	if code != exitViolation || !strings.Contains(out, "AckAfterActivationApplied") || !strings.Contains(out, "always AckAfterActivationApplied per handoff: VIOLATED") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+// simulate judges the same always property at every simulated step: the
+// variant breaks it on the default configuration and workload, the
+// built-in tables keep it; a sometimes property is refused at its line.
+func TestProps_Simulate(t *testing.T) {
+	file := propsDir + "release-before-activation.props"
+	code, out, _ := runCLI(t, "simulate", "--spec", "../../testdata/variants/release-before-activation.json", "--props", file)
+	if code != exitViolation || !strings.Contains(out, "VIOLATION AckAfterActivationApplied at ") {
+		t.Fatalf("variant: exit %d:\n%s", code, out)
+	}
+	if code, out, _ = runCLI(t, "simulate", "--props", file); code != exitOK {
+		t.Fatalf("built-in tables: exit %d:\n%s", code, out)
+	}
+	code, _, errOut := runCLI(t, "simulate", "--props", propsDir+"questions.props")
+	want := "handoffcheck simulate: " + propsDir + "questions.props:17:1: sometimes PinnedAfterDecode is not supported yet by this driver"
+	if code != exitUsage || !strings.HasPrefix(errOut, want) {
+		t.Fatalf("exit %d, stderr %q; want exit 2 and %s...", code, errOut, want)
+	}
+}
+
+// Combinations whose results would be judged on part of a search are
+// refused, not run.
+func TestProps_RefusedCombinations(t *testing.T) {
+	file := propsDir + "release-before-activation.props"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--walks", "4", "--shard", "0/2"}, "--props with --shard"},
+		{[]string{"--checkpoint", t.TempDir(), "--liveness=false"}, "--props judges every state of one search"},
+		{[]string{"--walks", "4", "--witness-dir", t.TempDir()}, "--witness-dir writes the witnesses of an exhaustive search"},
+	} {
+		args := append([]string{"check", "--config", smallConfig, "--props", file}, tc.args...)
+		code, _, errOut := runCLI(t, args...)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", tc.args, code, errOut, tc.want)
+		}
+	}
+	code, _, errOut := runCLI(t, "check", "--witness-dir", t.TempDir())
+	if code != exitUsage || !strings.Contains(errOut, "give --props") {
+		t.Errorf("--witness-dir without --props: exit %d, stderr %q", code, errOut)
+	}
+}
