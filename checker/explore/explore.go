@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/props"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
@@ -38,6 +39,7 @@ const MaxPath = 10000
 type Server struct {
 	c     *checker.Checker // nil when the server shows logs
 	cfg   *system.Config
+	props *props.Set
 	title string
 	trace *Trace
 	logs  *Logs
@@ -61,15 +63,34 @@ type Trace struct {
 	LoopFrom int `json:"loop_from,omitempty"`
 }
 
-// New makes a server for a run of a configuration under a protocol;
-// title heads the page (the configuration and run it explores).
-func New(p *system.Protocol, cfg *system.Config, run system.Run, title string) (*Server, error) {
+// Options are what a run's page shows beside the run.
+type Options struct {
+	// Title heads the page (the configuration and run it explores).
+	Title string
+	// Props, when set, are properties judged at every state beside the
+	// built-in invariants (an always property's violation is one like
+	// theirs), and targets the page can search for (sometimes ones).
+	Props *props.Set
+}
+
+// New makes a server for a run of a configuration under a protocol.
+func New(p *system.Protocol, cfg *system.Config, run system.Run, opt Options) (*Server, error) {
+	if opt.Props != nil {
+		judged := *cfg
+		judged.Judge = opt.Props
+		if ok, _ := opt.Props.Symmetric(); !ok {
+			// A search from the page would merge states the
+			// properties tell apart.
+			judged.Symmetry = false
+		}
+		cfg = &judged
+	}
 	c, err := checker.New(p, cfg, run)
 	if err != nil {
 		return nil, err
 	}
-	s := newServer(title)
-	s.c, s.cfg = c, cfg
+	s := newServer(opt.Title)
+	s.c, s.cfg, s.props = c, cfg, opt.Props
 	return s, nil
 }
 
@@ -150,6 +171,9 @@ type RunInfo struct {
 	Trace      *Trace          `json:"trace,omitempty"`
 	// Logs is set when the explorer shows judged logs instead of a run.
 	Logs bool `json:"logs,omitempty"`
+	// Targets are the sometimes properties a search from the page can
+	// look for.
+	Targets []string `json:"targets,omitempty"`
 }
 
 // InvariantInfo names an invariant and says what it means.
@@ -169,6 +193,13 @@ func (s *Server) serveRun(w http.ResponseWriter, _ *http.Request) {
 		Attempts: s.c.Attempts(), Trace: s.trace}
 	for _, inv := range model.Invariants {
 		info.Invariants = append(info.Invariants, InvariantInfo{Name: inv.Name, Kind: inv.Kind.String(), Meaning: inv.Meaning})
+	}
+	if s.props != nil {
+		for _, p := range s.props.Props {
+			if p.Kind == props.Sometimes {
+				info.Targets = append(info.Targets, p.Name)
+			}
+		}
 	}
 	writeJSON(w, info)
 }
@@ -190,10 +221,12 @@ type View struct {
 	// the last move fired: the machines' tables are drawn with them.
 	Roles []HandoffRoles `json:"roles"`
 	Fired []FiredRow     `json:"fired"`
-	// Verdicts holds every invariant's verdict at this state.
-	Verdicts  []Verdict `json:"verdicts"`
-	Drained   bool      `json:"drained"`
-	Quiescent bool      `json:"quiescent"`
+	// Verdicts holds every invariant's verdict at this state, and
+	// Properties every property's, in the file's order.
+	Verdicts   []Verdict      `json:"verdicts"`
+	Properties []PropertyView `json:"properties,omitempty"`
+	Drained    bool           `json:"drained"`
+	Quiescent  bool           `json:"quiescent"`
 	// Violation is the first violation along the path, if any.
 	Violation *Violated `json:"violation,omitempty"`
 }
@@ -244,6 +277,19 @@ type Violated struct {
 	Invariant string `json:"invariant"`
 	Detail    string `json:"detail"`
 	Step      int    `json:"step,omitempty"`
+}
+
+// PropertyView is a property's judgement of a state: whether its
+// expression holds (for a per-handoff always property, on every handoff;
+// a per-handoff sometimes one, on some), on which handoff it failed or
+// held, and an evaluation error.
+type PropertyView struct {
+	Name    string `json:"name"`
+	Kind    string `json:"kind"`
+	Expr    string `json:"expr"`
+	Holds   bool   `json:"holds"`
+	Handoff int    `json:"handoff"`
+	Error   string `json:"error,omitempty"`
 }
 
 // Verdict is an invariant's verdict at a state: "holds", "violated",
@@ -329,6 +375,16 @@ func (s *Server) State(path []int) (*View, error) {
 	v.Drained = sess.Drained()
 	v.Quiescent = s.c.Quiescent(sess.State())
 	v.Verdicts = s.verdicts(sess, v.Quiescent, v.Steps)
+	if s.props != nil {
+		for i, o := range s.props.Judgement(s.c.System, st) {
+			p := s.props.Props[i]
+			pv := PropertyView{Name: p.Name, Kind: p.Kind.String(), Expr: p.Expr, Holds: o.Holds, Handoff: o.Handoff}
+			if o.Err != nil {
+				pv.Error = o.Err.Error()
+			}
+			v.Properties = append(v.Properties, pv)
+		}
+	}
 	v.Moves = []Choice{}
 	for i, m := range sess.Moves() {
 		next := *sess

@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/props"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/machines/interp"
 	"github.com/handoffcheck/handoffcheck/spec"
@@ -51,7 +52,7 @@ func openTrace(t testing.TB, file string) (*checker.Checker, *checker.Trace, *Se
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(proto, tr.Config, runs[0], file)
+	s, err := New(proto, tr.Config, runs[0], Options{Title: file})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestState_FollowsTheChecker(t *testing.T) {
 // a path that is not enabled is a 400.
 func TestSearch_FromAState(t *testing.T) {
 	_, tr, s := openTrace(t, counterexample)
-	f, err := s.Search(context.Background(), s.trace.Path[:3])
+	f, err := s.Search(context.Background(), s.trace.Path[:3], "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,7 +422,7 @@ func BenchmarkState_DefaultConfig(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := New(system.Generated(), cfg, cfg.Runs[0], "default.json")
+	s, err := New(system.Generated(), cfg, cfg.Runs[0], Options{Title: "default.json"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -448,4 +449,76 @@ func BenchmarkState_DefaultConfig(b *testing.B) {
 	b.StopTimer()
 	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
 	b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// With a properties file, every state shows each property's judgement,
+// and a search for a sometimes property finds the shortest path to where
+// it holds, the one check --props reports as its witness.
+func TestProps_JudgedAndSearchedFor(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/props/questions.props")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := props.Load("questions.props", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgJSON, err := os.ReadFile("../../testdata/configs/small.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := system.ParseConfig("small.json", cfgJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(system.Generated(), cfg, cfg.Runs[0], Options{Title: "small.json", Props: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.State(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Properties) != len(set.Props) {
+		t.Fatalf("%d properties shown, the file has %d", len(v.Properties), len(set.Props))
+	}
+	for _, p := range v.Properties {
+		if p.Kind == "always" && !p.Holds {
+			t.Errorf("%s does not hold at the initial state", p.Name)
+		}
+	}
+	f, err := s.Search(context.Background(), nil, "PinnedAfterDecode")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Violation == nil || f.Violation.Invariant != "PinnedAfterDecode" {
+		t.Fatalf("the search for PinnedAfterDecode found %+v", f)
+	}
+	at, err := s.State(f.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range at.Properties {
+		if p.Name == "PinnedAfterDecode" && !p.Holds {
+			t.Errorf("PinnedAfterDecode does not hold where the search ends")
+		}
+	}
+	// check --props finds the same witness length.
+	rep, err := checker.Check(context.Background(), system.Generated(), withJudge(cfg, props.Target{P: s.sometimes("PinnedAfterDecode")}), cfg.Runs[:1], checker.Limits{Workers: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ce := rep.Runs[0].Violation; ce == nil || len(ce.Steps) != len(f.Path) {
+		t.Errorf("the witness search takes %v steps, the page's %d", ce, len(f.Path))
+	}
+	if _, err := s.Search(context.Background(), nil, "ActivatedKVKept"); err == nil || !strings.Contains(err.Error(), "no sometimes property") {
+		t.Errorf("an always property as a target: %v", err)
+	}
+}
+
+func withJudge(cfg *system.Config, j system.StateJudge) *system.Config {
+	c := *cfg
+	c.Judge = j
+	c.Symmetry = false
+	return &c
 }

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/props"
 	"github.com/handoffcheck/handoffcheck/checker/system"
+	"github.com/handoffcheck/handoffcheck/model"
 )
 
 // Searching from the page: the shortest continuation from the state a
@@ -36,16 +38,28 @@ type Found struct {
 	Moves     []string  `json:"moves,omitempty"`
 }
 
-// Search finds the shortest continuation of a path to a violation.
-func (s *Server) Search(ctx context.Context, path []int) (*Found, error) {
+// Search finds the shortest continuation of a path to a violation, or,
+// with a target (a sometimes property's name), to a state where the
+// target holds (a violation found first is the answer then).
+func (s *Server) Search(ctx context.Context, path []int, target string) (*Found, error) {
 	start, err := s.movesOf(path)
 	if err != nil {
 		return nil, err
 	}
+	cfg := s.cfg
+	if target != "" {
+		p := s.sometimes(target)
+		if p == nil {
+			return nil, fmt.Errorf("%w: target %q is no sometimes property of the page's properties file", errPath, target)
+		}
+		judged := *cfg
+		judged.Judge = targetJudge{set: s.props, target: props.Target{P: p}}
+		cfg = &judged
+	}
 	ctx, cancel := context.WithTimeout(ctx, SearchTimeout)
 	defer cancel()
 	lim := checker.Limits{MaxStates: SearchMaxStates, Workers: 1, From: start}
-	rep, err := checker.Check(ctx, s.c.Protocol(), s.cfg, []system.Run{s.c.Run()}, lim, nil)
+	rep, err := checker.Check(ctx, s.c.Protocol(), cfg, []system.Run{s.c.Run()}, lim, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errPath, err)
 	}
@@ -70,6 +84,34 @@ func (s *Server) Search(ctx context.Context, path []int) (*Found, error) {
 		}
 	}
 	return f, nil
+}
+
+// sometimes finds a sometimes property by name (nil: none).
+func (s *Server) sometimes(name string) *props.Property {
+	if s.props == nil {
+		return nil
+	}
+	for _, p := range s.props.Props {
+		if p.Name == name && p.Kind == props.Sometimes {
+			return p
+		}
+	}
+	return nil
+}
+
+// targetJudge judges the always properties, then the target: a search
+// with it stops at the first state where either a property breaks or the
+// target holds.
+type targetJudge struct {
+	set    *props.Set
+	target props.Target
+}
+
+func (j targetJudge) Judge(sys *system.System, st *system.State) *model.Violation {
+	if v := j.set.Judge(sys, st); v != nil {
+		return v
+	}
+	return j.target.Judge(sys, st)
 }
 
 // movesOf replays a path of indices into its moves.
@@ -98,7 +140,7 @@ func (s *Server) serveSearch(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	f, err := s.Search(r.Context(), path)
+	f, err := s.Search(r.Context(), path, r.URL.Query().Get("target"))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return

@@ -20,7 +20,7 @@ import (
 
 var exploreCommand = &command{
 	name:    "explore",
-	args:    "[--config FILE] [--spec FILE] [--run NAME] [--addr HOST:PORT] [TRACE.jsonl | LOG.jsonl...]",
+	args:    "[--config FILE] [--spec FILE] [--run NAME] [--props FILE] [--addr HOST:PORT] [TRACE.jsonl | LOG.jsonl...]",
 	summary: "serve a web page on the loopback interface that walks a run's states and traces, or draws judged logs",
 	detail: `Prints the page's URL and serves until interrupted; it opens no browser.
 Without a trace, the page starts at the initial state of a run of the
@@ -43,6 +43,7 @@ func cmdExplore(cmd *command, e *env, args []string) int {
 	specFile := fs.String("spec", "", "spec file of a variant (default: the built-in tables)")
 	runName := fs.String("run", "", "the run to explore (default: the configuration's first run)")
 	addr := fs.String("addr", "127.0.0.1:0", "where to listen: the loopback interface only; port 0 picks a free one")
+	propsFile := fs.String("props", "", "also judge every state by the properties of this file (handoffcheck.props/v1), and offer its sometimes ones as targets of a search")
 	if code, ok := cmd.parse(e, fs, args, 0, -1); !ok {
 		return code
 	}
@@ -60,9 +61,9 @@ func cmdExplore(cmd *command, e *env, args []string) int {
 		files = append(files, data)
 	}
 	if len(files) > 0 && schemaOf(files[0]) == obslog.SchemaV1 {
-		for _, name := range []string{"config", "run"} {
+		for _, name := range []string{"config", "run", "props"} {
 			if set[name] {
-				return cmd.bad(e, "--%s with logs: the logs' header carries the configuration", name)
+				return cmd.bad(e, "--%s with logs: the logs' header carries the configuration, and conform judges the built-in invariants", name)
 			}
 		}
 		opt := conform.Options{}
@@ -88,6 +89,10 @@ func cmdExplore(cmd *command, e *env, args []string) int {
 		return serveUntilInterrupted(e, cmd, ln, explore.NewLogs(logs, strings.Join(fs.Args(), ", ")),
 			fmt.Sprintf("%d logs, %s", len(files), logs.Verdict))
 	}
+	pset, err := loadProps(e.ctx, *propsFile)
+	if err != nil {
+		return cmd.bad(e, "%v", err)
+	}
 	if fs.NArg() > 1 {
 		return cmd.bad(e, "want one trace file or observation logs, got %d files and %s is not a log (its first line is no %s header)", fs.NArg(), fs.Arg(0), obslog.SchemaV1)
 	}
@@ -112,7 +117,7 @@ func cmdExplore(cmd *command, e *env, args []string) int {
 		if err != nil {
 			return cmd.bad(e, "%s: %v", file, err)
 		}
-		if srv, err = explore.New(proto, tr.Config, runs[0], file); err != nil {
+		if srv, err = explore.New(proto, tr.Config, runs[0], explore.Options{Title: file, Props: pset}); err != nil {
 			return cmd.bad(e, "%s: %v", file, err)
 		}
 		if err := srv.OpenTrace(file, tr); err != nil {
@@ -139,7 +144,7 @@ func cmdExplore(cmd *command, e *env, args []string) int {
 		if *configFile != "" {
 			title = *configFile
 		}
-		if srv, err = explore.New(proto, lc.cfg, runs[0], title); err != nil {
+		if srv, err = explore.New(proto, lc.cfg, runs[0], explore.Options{Title: title, Props: pset}); err != nil {
 			return cmd.bad(e, "%v", err)
 		}
 	}

@@ -31,6 +31,8 @@ func TestExplore_RefusesBadUsage(t *testing.T) {
 		{[]string{"../../testdata/configs/small.json"}, "small.json:1:"},
 		{[]string{exploreTrace, exploreTrace}, "want one trace file or observation logs, got 2 files"},
 		{[]string{"--run", "vllm", exploreLog}, "--run with logs"},
+		{[]string{"--props", "../../testdata/props/questions.props", exploreLog}, "--props with logs"},
+		{[]string{"--props", "../../testdata/props/typo.props"}, "typo.props:"},
 		{[]string{exploreLog, "../../testdata/logs/invalid/expect.json"}, "expect.json:1:"},
 	} {
 		// One line: the error, and for usage errors where help is.

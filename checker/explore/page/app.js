@@ -121,7 +121,25 @@ function render(v) {
     moves.append(b);
   }
   renderMachines(v);
+  renderProperties(v);
   document.body.dataset.path = path.join(".");
+}
+
+// renderProperties shows each property's judgement of the state.
+function renderProperties(v) {
+  const section = document.getElementById("props-section");
+  section.hidden = !v.properties;
+  if (!v.properties) return;
+  const body = document.querySelector("#properties tbody");
+  body.replaceChildren();
+  for (const p of v.properties) {
+    let here = p.holds ? "holds" : "does not hold";
+    if (p.handoff >= 0) here += " (h" + p.handoff + ")";
+    if (p.error) here = "error: " + p.error;
+    const bad = p.kind === "always" && (!p.holds || p.error);
+    body.append(el("tr", { "data-property": p.name }, el("td", {}, p.name), el("td", {}, p.kind),
+      el("td", { class: bad ? "violated" : p.holds ? "holds" : "unjudged" }, here), el("td", {}, p.expr)));
+  }
 }
 
 // renderMachines draws each role's table: the rows from a handoff's
@@ -159,9 +177,14 @@ async function search() {
   box.removeAttribute("data-done");
   box.textContent = "searching from step " + path.length + "...";
   try {
-    const f = await fetchJSON("api/search?path=" + path.join("."));
+    const target = document.getElementById("target").value;
+    const f = await fetchJSON("api/search?path=" + path.join(".") + (target ? "&target=" + encodeURIComponent(target) : ""));
     box.replaceChildren();
-    if (f.violation) {
+    if (f.violation && target && f.violation.invariant === target) {
+      box.append(el("span", { class: "invariant" }, target),
+        " holds " + (f.path.length - path.length) + " steps from here (" + f.states + " states searched): ",
+        el("a", { id: "search-open", href: hashOf(f.path) }, "open the path"));
+    } else if (f.violation) {
       box.append(el("span", { class: "invariant" }, f.violation.invariant),
         " is violated " + (f.path.length - path.length) + " steps from here (" + f.states + " states searched): ",
         el("a", { id: "search-open", href: hashOf(f.path) }, "open the path"));
@@ -309,6 +332,11 @@ async function start() {
     run.title + ": run " + run.run + " (" + run.policy + ", engine " + run.engine + "), attempts " + run.attempts.join(" ");
   window.addEventListener("hashchange", load);
   document.getElementById("search").addEventListener("click", search);
+  if (run.targets && run.targets.length) {
+    const sel = document.getElementById("target");
+    for (const t of run.targets) sel.append(el("option", { value: t }, "for " + t));
+    sel.hidden = false;
+  }
   load();
 }
 
