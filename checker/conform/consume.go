@@ -1,8 +1,10 @@
 package conform
 
 import (
+	"math/bits"
 	"slices"
 
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
@@ -48,10 +50,21 @@ func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 		return true
 	}
 	// Attempts of one size go through the same states: the search from
-	// a state for a fact is done once and replayed (greedyMemo).
+	// a state for a fact is done once and replayed (greedyMemo). A log
+	// whose attempts are of many sizes seldom repeats one: while the memo
+	// finds too few, searches skip it (memoUse).
+	if !j.memoUse() {
+		c := j.greedySearch(a, n, f, s)
+		if c == nil {
+			return false
+		}
+		j.advance(a, c)
+		return true
+	}
 	mk := j.memoKey(a, n, f)
 	for i := j.memo[mk.hash]; i != 0; i = j.memoTab[i-1].next {
 		if e := &j.memoTab[i-1]; e.key == mk && e.from == *n.st {
+			j.memoHits++
 			if !e.found {
 				return false
 			}
@@ -127,6 +140,32 @@ func (j *judge) greedySearch(a *attempt, n *node, f *obslog.Fact, s int) *node {
 	j.seen.reset()
 	return found
 }
+
+// memoUse reports whether greedy's next search goes through the memo.
+// The memo is tried for memoProbe searches; when fewer than one in
+// memoWorth of them was found there, the next memoRest searches skip it,
+// and then it is tried again. Only the time differs: a search remembered
+// or not finds the same node.
+func (j *judge) memoUse() bool {
+	if j.memoSkip > 0 {
+		j.memoSkip--
+		return false
+	}
+	j.memoLooks++
+	if j.memoLooks == memoProbe {
+		if j.memoHits*memoWorth < j.memoLooks {
+			j.memoSkip = memoRest
+		}
+		j.memoLooks, j.memoHits = 0, 0
+	}
+	return true
+}
+
+const (
+	memoProbe = 1 << 10
+	memoWorth = 8
+	memoRest  = 1 << 14
+)
 
 // maxWorlds bounds the attempts' world configurations kept for attempts
 // to come.
@@ -245,20 +284,8 @@ func (j *judge) logsIt(a *attempt, l *obslog.Label, f *obslog.Fact) bool {
 // process is f makes the child returned; unlogged ones (no faults) are
 // added to silent when more may be taken.
 func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more bool, silent *[]*node) *node {
-	st, moves := j.movesOf(x)
+	st, moves := j.greedyMovesOf(x, f)
 	for _, m := range moves {
-		switch m.Kind {
-		case system.Loss.Move(), system.Delay.Move(), system.Hang.Move(), system.NoShow.Move(), system.Duplicate.Move():
-			continue
-		case system.Cancel.Move():
-			if f.Kind != obslog.ClientCancelled {
-				continue
-			}
-		case system.Abort.Move():
-			if f.Kind != obslog.Aborted {
-				continue
-			}
-		}
 		next := st
 		if v := j.stepper.Force(&next, m); v != nil {
 			continue
@@ -310,6 +337,55 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 	}
 	j.flushQuiet(a, x, silent)
 	return nil
+}
+
+// greedyMovesOf is movesOf without the moves explainStep never takes for
+// fact f: the faults that are never logged (loss, delay, hang, no-show,
+// duplicate), and a cancel or an abort unless f is its fact. They are
+// switched off in the budget the moves are listed with, so they cost
+// nothing to list; the state returned, which the moves are taken from,
+// keeps the full budget, as movesOf's does. The moves left are in
+// movesOf's order.
+func (j *judge) greedyMovesOf(n *node, f *obslog.Fact) (system.State, []system.Move) {
+	st := *n.st
+	full := j.chk.Budget()
+	st.B = full &^ j.greedyOff(f.Kind)
+	j.moves = j.chk.MovesInto(&st, j.moves[:0])
+	st.B = full
+	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+		if cluster.Evicts(j.chk, &st, sd) {
+			j.moves = append(j.moves, cluster.Evict(sd))
+		}
+	}
+	moves := j.moves[:0]
+	for _, m := range j.moves {
+		switch m.Kind {
+		case system.MvFreeBackground:
+		default:
+			moves = append(moves, m)
+		}
+	}
+	return st, moves
+}
+
+// greedyOff is the budget's bits of the fault kinds greedyMovesOf leaves
+// out for a fact of kind k.
+func (j *judge) greedyOff(k obslog.Kind) system.Remaining {
+	if j.offMask == 0 {
+		width := bits.Len(uint(system.MaxBudget))
+		slot := func(f system.Fault) system.Remaining { return system.MaxBudget << (width * int(f)) }
+		base := slot(system.Loss) | slot(system.Delay) | slot(system.Hang) | slot(system.NoShow) | slot(system.Duplicate) | slot(system.Restart) | slot(system.BackgroundLoad)
+		j.offMask = base | slot(system.Cancel) | slot(system.Abort)
+		j.offCancel = base | slot(system.Abort)
+		j.offAbort = base | slot(system.Cancel)
+	}
+	switch k {
+	case obslog.ClientCancelled:
+		return j.offCancel
+	case obslog.Aborted:
+		return j.offAbort
+	}
+	return j.offMask
 }
 
 // quietStep is an unlogged step explainStep found, not yet a node.

@@ -67,6 +67,13 @@ type judge struct {
 	memo    map[uint64]int32
 	memoTab []greedyMemo
 	memoN   int
+	// memoLooks and memoHits count the searches of the current probe
+	// and those the memo had; memoSkip the searches left that skip it
+	// (memoUse).
+	memoLooks, memoHits, memoSkip int
+	// offMask, offCancel and offAbort are the fault kinds greedy's
+	// search leaves out (greedyOff), once computed.
+	offMask, offCancel, offAbort system.Remaining
 
 	// The pools of nodes and states (newNode, own, free), and greedy's
 	// search's buffers: what a fact costs stays off the heap.

@@ -105,29 +105,8 @@ func Observe(out []Label, h int, before, after *system.State, m system.Move, fs 
 		if f.Role == spec.Destination {
 			sd = model.DestinationSide
 		}
-		switch name := system.EventName(f.Role, f.Event); name {
-		case "Cancelled", "ClientCancelled":
-			evs[sd][Cancelled] = true
-		case "LocalAbort":
-			evs[sd][Aborted] = true
-		case "LeaseRenewed":
-			evs[sd][LeaseRenewed] = true
-		case "LeaseExpired":
-			evs[sd][LeaseExpired] = true
-		case "ReservationExpired":
-			evs[sd][ReservationExpired] = true
-		case "BootstrapExpired", "TransferTimeout":
-			evs[sd][DeadlineExpired] = true
-		case "ReaderCompleted":
-			evs[sd][ReaderCompleted] = true
-		case "ReceiveCompleted":
-			evs[sd][ReceiveCompleted] = true
-		case "TransferDone":
-			if sd == model.DestinationSide {
-				evs[sd][ReceiveCompleted] = true
-			}
-		case "DecodeFinished":
-			evs[sd][DecodeFinished] = true
+		if k := eventKinds[sd][f.Event]; k != 0 {
+			evs[sd][k] = true
 		}
 	}
 	delta := func(sd model.Side, get func(*model.Worker) int64) int32 {
@@ -242,6 +221,47 @@ func Observe(out []Label, h int, before, after *system.State, m system.Move, fs 
 	}
 	return out
 }
+
+// eventKinds is, per side, the event-driven kind each of its role's
+// events makes observable (0: none): Observe looks an event up here
+// rather than by its name for every row that fires.
+var eventKinds = func() (t [2][256]Kind) {
+	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+		r := spec.Source
+		if sd == model.DestinationSide {
+			r = spec.Destination
+		}
+		for ev := 0; ev < 256; ev++ {
+			var k Kind
+			switch system.EventName(r, uint8(ev)) {
+			case "Cancelled", "ClientCancelled":
+				k = Cancelled
+			case "LocalAbort":
+				k = Aborted
+			case "LeaseRenewed":
+				k = LeaseRenewed
+			case "LeaseExpired":
+				k = LeaseExpired
+			case "ReservationExpired":
+				k = ReservationExpired
+			case "BootstrapExpired", "TransferTimeout":
+				k = DeadlineExpired
+			case "ReaderCompleted":
+				k = ReaderCompleted
+			case "ReceiveCompleted":
+				k = ReceiveCompleted
+			case "TransferDone":
+				if sd == model.DestinationSide {
+					k = ReceiveCompleted
+				}
+			case "DecodeFinished":
+				k = DecodeFinished
+			}
+			t[sd][ev] = k
+		}
+	}
+	return t
+}()
 
 func sideOf(by Who) model.Side {
 	if by == BySource {
