@@ -88,7 +88,7 @@ func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 		return false
 	}
 	for y := c; y != n; y = y.parent {
-		e.steps = append(e.steps, memoStep{m: y.move, st: *y.st, stKey: y.stKey})
+		e.steps = append(e.steps, memoStep{m: y.move, st: *y.st, stKey: j.keyOf(y)})
 	}
 	slices.Reverse(e.steps)
 	e.owed, e.owedN, e.found = c.owed, c.owedN, true
@@ -238,7 +238,7 @@ func (j *judge) memoKey(a *attempt, n *node, f *obslog.Fact) memoKey {
 	if a.d >= 0 {
 		k.recD = j.h.Processes[a.d].Records
 	}
-	h := mix(mix(mix(n.stKey, uint64(k.size[0])), uint64(k.size[1])), uint64(k.kind)|uint64(k.side)<<8|uint64(k.has)<<16|uint64(k.owedN)<<48)
+	h := mix(mix(mix(j.keyOf(n), uint64(k.size[0])), uint64(k.size[1])), uint64(k.kind)|uint64(k.side)<<8|uint64(k.has)<<16|uint64(k.owedN)<<48)
 	for _, v := range k.figs {
 		h = mix(h, uint64(v))
 	}
@@ -319,12 +319,16 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 				continue
 			}
 			c := j.child(x)
-			ns := next
-			if !j.setState(a, c, &ns) {
+			// Its key is left to be computed (keyOf): the explanation
+			// followed greedily goes on from it without a visited set.
+			if v := j.chk.CheckState(&next); v != nil {
+				a.broken = v
 				j.free(c)
 				j.flushQuiet(a, x, silent)
 				return nil
 			}
+			j.own(c, &next)
+			c.stKey = 0
 			c.move = m
 			c.pos[s]++
 			c.consumed++
@@ -400,8 +404,7 @@ func (j *judge) flushQuiet(a *attempt, x *node, silent *[]*node) {
 	for i := range j.quiet {
 		q := &j.quiet[i]
 		c := j.child(x)
-		ns := q.st
-		if j.setState(a, c, &ns) {
+		if j.setState(a, c, &q.st) {
 			c.move = q.m
 			c.silent++
 			*silent = append(*silent, c)

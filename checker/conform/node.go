@@ -96,6 +96,15 @@ func (j *judge) stateKey(st *system.State) uint64 {
 	return h
 }
 
+// keyOf is a node's state's hash, computed now if it was left out (0):
+// greedy's explanation needs it only where its memo does.
+func (j *judge) keyOf(n *node) uint64 {
+	if n.stKey == 0 {
+		n.stKey = j.stateKey(n.st)
+	}
+	return n.stKey
+}
+
 // setState gives a node a copy of a new state, judged by the state
 // invariants: a state that breaks one explains nothing.
 func (j *judge) setState(a *attempt, n *node, st *system.State) bool {
