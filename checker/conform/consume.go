@@ -447,7 +447,7 @@ func (j *judge) greedyDone(a *attempt) {
 	// goes now, not when its blocks are evicted, which may be never.
 	j.retire(a, n)
 	a.cur = nil
-	j.freeChain(n)
+	j.freeGreedy(a)
 }
 
 // greedyEnd is the explanation that ends an attempt followed greedily:

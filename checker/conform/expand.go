@@ -231,7 +231,36 @@ func (j *judge) tallyTo(t tally, from, n *node) tally {
 // current node, tallying the steps between.
 func (j *judge) advance(a *attempt, c *node) {
 	a.tally = j.tallyTo(a.tally, a.cur, c)
+	for x := c; x != a.cur; x = x.parent {
+		cn := chainNode{n: x}
+		if x.owns {
+			cn.st = x.st
+		}
+		a.chain = append(a.chain, cn)
+	}
 	a.cur = c
+}
+
+// freeGreedy gives the explanation followed greedily back to the pools,
+// from its list (chain): what the nodes hold is set again by whoever
+// takes them (child, root).
+func (j *judge) freeGreedy(a *attempt) {
+	for i, cn := range a.chain {
+		if cn.st != nil {
+			j.freeStates = append(j.freeStates, cn.st)
+		}
+		j.freeNodes = append(j.freeNodes, cn.n)
+		a.chain[i] = chainNode{}
+	}
+	a.chain = a.chain[:0]
+}
+
+// dropGreedy forgets the explanation followed greedily when the attempt
+// is searched in full instead: its nodes go to the collector, not back
+// to the pools.
+func (j *judge) dropGreedy(a *attempt) {
+	clear(a.chain)
+	a.chain = a.chain[:0]
 }
 
 func (j *judge) expand(a *attempt, n *node, work []*node) []*node {

@@ -124,6 +124,15 @@ type attempt struct {
 	// the full search rejects.
 	full bool
 	cur  *node
+	// chain is the nodes of the explanation followed greedily, root to
+	// cur, with the state each owns (nil: shared): freeing them
+	// (freeGreedy) reads this list, not the nodes, which have long left
+	// the cache when the attempt ends.
+	chain []chainNode
+	// shared counts the facts of the slots that are not the attempt's
+	// alone (worker_restarted, which every attempt open on the worker
+	// gets): freeFactsOf gives back the others.
+	shared int
 	// tally is what the explanation up to cur took unlogged (advance),
 	// and countedSt the state of cur the ledgers count (counted).
 	tally     tally
@@ -143,6 +152,11 @@ type attempt struct {
 // finished is what the judge keeps of an attempt it forgot: little
 // enough (28 bytes beside its id) that every attempt of a long log fits:
 // ids are never reused, so none may be forgotten entirely.
+type chainNode struct {
+	n  *node
+	st *system.State
+}
+
 type finished struct {
 	// p and d are its prefill and decode processes (-1: none).
 	p, d int16
@@ -233,11 +247,13 @@ func (j *judge) newFact(f *obslog.Fact) *obslog.Fact {
 
 // freeFactsOf gives back the facts only a forgotten attempt held: all but
 // restarts, which reach every attempt open on their worker.
+//
+// A fact given back is not cleared (newFact overwrites all of it), and
+// without a restart among them none is read: most have left the cache.
 func (j *judge) freeFactsOf(a *attempt) {
 	for _, sl := range a.slots {
 		for i, f := range sl.facts {
-			if f.Kind != obslog.WorkerRestarted {
-				*f = obslog.Fact{}
+			if a.shared == 0 || f.Kind != obslog.WorkerRestarted {
 				j.freeFacts = append(j.freeFacts, f)
 			}
 			sl.facts[i] = nil
@@ -328,6 +344,7 @@ func (j *judge) attachSilent(a *attempt) bool {
 	for _, p := range []int{a.p, a.d} {
 		if r := j.procRestart(p); r != nil && !j.logged(a, p) && len(a.slots) < maxSlots {
 			a.slots = append(a.slots, slot{proc: p, facts: []*obslog.Fact{r}})
+			a.shared++
 			a.full = true
 			return true
 		}
@@ -412,6 +429,9 @@ func (j *judge) add(a *attempt, f *obslog.Fact) bool {
 		return false
 	}
 	a.slots[s].facts = append(a.slots[s].facts, f)
+	if f.Kind == obslog.WorkerRestarted {
+		a.shared++
+	}
 	a.last = f
 	if a.wcfg == nil {
 		if a.prompt == 0 {
@@ -429,6 +449,7 @@ func (j *judge) add(a *attempt, f *obslog.Fact) bool {
 		}
 		a.full = true
 		a.cur, a.countedSt = nil, nil
+		j.dropGreedy(a)
 		j.recount(a, nil)
 		return j.replay(a, nil)
 	}
@@ -463,6 +484,7 @@ func (j *judge) restart(a *attempt) bool {
 	j.enter(a, w)
 	if !a.full {
 		a.cur, a.tally, a.countedSt = j.root(a), tally{}, nil
+		a.chain = append(a.chain[:0], chainNode{a.cur, a.cur.st})
 		var all []*obslog.Fact
 		for _, sl := range a.slots {
 			all = append(all, sl.facts...)
@@ -484,6 +506,7 @@ func (j *judge) restart(a *attempt) bool {
 			return true
 		}
 		a.full, a.cur = true, nil
+		j.dropGreedy(a)
 	}
 	return j.replay(a, nil)
 }

@@ -20,7 +20,6 @@ type node struct {
 	parent *node
 	// owns: st was taken from the judge's pool for this node alone (not
 	// shared with the node it came from), and goes back with it (free).
-	// (st, parent and owns lead: freeing a chain reads only them.)
 	owns     bool
 	stKey    uint64
 	pos      [maxSlots]uint16
@@ -163,15 +162,6 @@ func (j *judge) free(n *node) {
 		n.owns = false
 	}
 	j.freeNodes = append(j.freeNodes, n)
-}
-
-// freeChain frees an explanation followed greedily, from n to its root.
-func (j *judge) freeChain(n *node) {
-	for n != nil {
-		p := n.parent
-		j.free(n)
-		n = p
-	}
 }
 
 // visited is a breadth-first search's set of states seen: a list while
