@@ -448,6 +448,9 @@ func (j *judge) greedyDone(a *attempt) {
 	j.retire(a, n)
 	a.cur = nil
 	j.freeGreedy(a)
+	// Nothing points to the attempt any more: it is open no longer,
+	// and its record (gone) is a copy.
+	j.freeAtts = append(j.freeAtts, a)
 }
 
 // greedyEnd is the explanation that ends an attempt followed greedily:

@@ -78,6 +78,7 @@ type judge struct {
 	// The pools of nodes and states (newNode, own, free), and greedy's
 	// search's buffers: what a fact costs stays off the heap.
 	freeNodes  []*node
+	freeAtts   []*attempt
 	freeFacts  []*obslog.Fact
 	freeStates []*system.State
 	scratch    []*node // the nodes a greedy search made
@@ -231,6 +232,20 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 	return j, nil
 }
 
+// newAttempt is a new attempt, from those greedy's explanations ended
+// (freeAtts, which keep their lists of slots, facts and nodes), or new.
+func (j *judge) newAttempt(id string) *attempt {
+	var a *attempt
+	if k := len(j.freeAtts); k > 0 {
+		a = j.freeAtts[k-1]
+		j.freeAtts = j.freeAtts[:k-1]
+	} else {
+		a = new(attempt)
+	}
+	*a = attempt{id: id, seq: j.seq, p: -1, d: -1, slots: a.slots[:0], chain: a.chain[:0]}
+	return a
+}
+
 // newFact is a copy of f the judge may keep: from the facts of the
 // attempts it forgot (freeFacts), or new.
 func (j *judge) newFact(f *obslog.Fact) *obslog.Fact {
@@ -312,7 +327,7 @@ func (j *judge) fact(f *obslog.Fact) error {
 			return nil
 		}
 		j.seq++
-		a = &attempt{id: f.Attempt, seq: j.seq, p: -1, d: -1}
+		a = j.newAttempt(f.Attempt)
 		j.att[f.Attempt] = a
 		j.rep.Attempts++
 		j.rep.PeakOpen = max(j.rep.PeakOpen, len(j.att))
@@ -419,8 +434,14 @@ func (j *judge) add(a *attempt, f *obslog.Fact) bool {
 				Detail: fmt.Sprintf("more than %d processes log facts of one attempt", maxSlots)})
 			return false
 		}
-		a.slots = append(a.slots, slot{proc: f.Proc})
-		s = len(a.slots) - 1
+		s = len(a.slots)
+		if s < cap(a.slots) {
+			// A recycled attempt's slot: its list of facts is reused.
+			a.slots = a.slots[:s+1]
+			a.slots[s].proc, a.slots[s].facts = f.Proc, a.slots[s].facts[:0]
+		} else {
+			a.slots = append(a.slots, slot{proc: f.Proc})
+		}
 	}
 	idx := len(a.slots[s].facts)
 	if idx == maxFacts {
