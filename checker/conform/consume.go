@@ -404,12 +404,17 @@ func (j *judge) flushQuiet(a *attempt, x *node, silent *[]*node) {
 	for i := range j.quiet {
 		q := &j.quiet[i]
 		c := j.child(x)
-		if j.setState(a, c, &q.st) {
+		// Hashed only when the search goes on past the next depth
+		// (freshIn), which a search that finds the fact there does not.
+		if v := j.chk.CheckState(&q.st); v != nil {
+			a.broken = v
+			j.free(c)
+		} else {
+			j.own(c, &q.st)
+			c.stKey = 0
 			c.move = q.m
 			c.silent++
 			*silent = append(*silent, c)
-		} else {
-			j.free(c)
 		}
 	}
 	j.quiet = j.quiet[:0]

@@ -181,8 +181,11 @@ func (v *visited) reset() {
 	v.m = nil
 }
 
-// add adds n's state; false when it was seen.
-func (v *visited) add(c *system.System, n *node) bool {
+// add adds n's state; false when it was seen. Every node it holds was
+// hashed (keyOf) on its way in.
+func (v *visited) add(j *judge, n *node) bool {
+	c := j.chk
+	j.keyOf(n)
 	if v.m == nil {
 		for _, m := range v.list {
 			if m.stKey == n.stKey && sameState(c, m.st, n.st) {
@@ -212,7 +215,7 @@ func (v *visited) add(c *system.System, n *node) bool {
 func (j *judge) freshIn(ns []*node, seen *visited) []*node {
 	out := ns[:0]
 	for _, n := range ns {
-		if seen.add(j.chk, n) {
+		if seen.add(j, n) {
 			out = append(out, n)
 		}
 	}
@@ -231,7 +234,7 @@ func (j *judge) fresh(ns []*node, seen map[uint64][]*node) ([]*node, map[uint64]
 	out := ns[:0]
 next:
 	for _, n := range ns {
-		for _, m := range seen[n.stKey] {
+		for _, m := range seen[j.keyOf(n)] {
 			if sameState(j.chk, m.st, n.st) {
 				continue next
 			}
