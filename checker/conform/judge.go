@@ -153,11 +153,6 @@ type attempt struct {
 // finished is what the judge keeps of an attempt it forgot: little
 // enough (28 bytes beside its id) that every attempt of a long log fits:
 // ids are never reused, so none may be forgotten entirely.
-type chainNode struct {
-	n  *node
-	st *system.State
-}
-
 type finished struct {
 	// p and d are its prefill and decode processes (-1: none).
 	p, d int16
@@ -171,6 +166,13 @@ type finished struct {
 	// fact was, for reports.
 	line int32
 	file uint16
+}
+
+// chainNode is a node of an explanation followed greedily, and the state
+// it owns (nil: its parent's).
+type chainNode struct {
+	n  *node
+	st *system.State
 }
 
 // maxFurthest bounds the furthest explanations kept for a report.
