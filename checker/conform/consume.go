@@ -162,10 +162,14 @@ func (j *judge) memoUse() bool {
 }
 
 const (
-	memoProbe = 1 << 10
 	memoWorth = 8
 	memoRest  = 1 << 14
 )
+
+// memoProbe is how many searches the memo is tried for before it is
+// judged. A variable for the tests: with 1, the memo is skipped from the
+// second search on.
+var memoProbe = 1 << 10
 
 // maxWorlds bounds the attempts' world configurations kept for attempts
 // to come.

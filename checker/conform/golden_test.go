@@ -88,6 +88,21 @@ func TestJudge_Goldens(t *testing.T) {
 				fmt.Fprintf(&b, "== line 10's first of %q broken\nerror: %v\n", ch, err)
 			}
 		}
+		// The memo only saves time: skipped from the second search on,
+		// every report is the same.
+		func() {
+			defer func(p int) { memoProbe = p }(memoProbe)
+			memoProbe = 1
+			for _, run := range goldenRuns {
+				skipped, err1 := Judge([]Input{{Name: rel, R: bytes.NewReader(data)}}, run.opt)
+				memoProbe = 1 << 30
+				kept, err2 := Judge([]Input{{Name: rel, R: bytes.NewReader(data)}}, run.opt)
+				memoProbe = 1
+				if fmt.Sprint(err1) != fmt.Sprint(err2) || !cmp.Equal(skipped, kept) {
+					t.Errorf("%s %s: the memo changed the report:\n%s", rel, run.name, cmp.Diff(kept, skipped))
+				}
+			}
+		}()
 		name := strings.ReplaceAll(strings.TrimSuffix(rel, ".jsonl"), string(filepath.Separator), "-") + ".txt"
 		golden := filepath.Join(goldenDir, name)
 		if *rewrite {
