@@ -1,10 +1,8 @@
 package conform
 
 import (
-	"math/bits"
 	"slices"
 
-	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
@@ -345,55 +343,6 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 	}
 	j.flushQuiet(a, x, silent)
 	return nil
-}
-
-// greedyMovesOf is movesOf without the moves explainStep never takes for
-// fact f: the faults that are never logged (loss, delay, hang, no-show,
-// duplicate), and a cancel or an abort unless f is its fact. They are
-// switched off in the budget the moves are listed with, so they cost
-// nothing to list; the state returned, which the moves are taken from,
-// keeps the full budget, as movesOf's does. The moves left are in
-// movesOf's order.
-func (j *judge) greedyMovesOf(n *node, f *obslog.Fact) (system.State, []system.Move) {
-	st := *n.st
-	full := j.chk.Budget()
-	st.B = full &^ j.greedyOff(f.Kind)
-	j.moves = j.chk.MovesInto(&st, j.moves[:0])
-	st.B = full
-	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
-		if cluster.Evicts(j.chk, &st, sd) {
-			j.moves = append(j.moves, cluster.Evict(sd))
-		}
-	}
-	moves := j.moves[:0]
-	for _, m := range j.moves {
-		switch m.Kind {
-		case system.MvFreeBackground:
-		default:
-			moves = append(moves, m)
-		}
-	}
-	return st, moves
-}
-
-// greedyOff is the budget's bits of the fault kinds greedyMovesOf leaves
-// out for a fact of kind k.
-func (j *judge) greedyOff(k obslog.Kind) system.Remaining {
-	if j.offMask == 0 {
-		width := bits.Len(uint(system.MaxBudget))
-		slot := func(f system.Fault) system.Remaining { return system.MaxBudget << (width * int(f)) }
-		base := slot(system.Loss) | slot(system.Delay) | slot(system.Hang) | slot(system.NoShow) | slot(system.Duplicate) | slot(system.Restart) | slot(system.BackgroundLoad)
-		j.offMask = base | slot(system.Cancel) | slot(system.Abort)
-		j.offCancel = base | slot(system.Abort)
-		j.offAbort = base | slot(system.Cancel)
-	}
-	switch k {
-	case obslog.ClientCancelled:
-		return j.offCancel
-	case obslog.Aborted:
-		return j.offAbort
-	}
-	return j.offMask
 }
 
 // quietStep is an unlogged step explainStep found, not yet a node.
