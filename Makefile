@@ -124,6 +124,7 @@ live-parity:
 # committing: a golden that changes is a behaviour that changed.
 REWRITE_TESTS = \
 	'./checker:^(TestScenarios|TestMutate_Score|TestMutate_SampleKeepsTheGoldenVerdicts)$$' \
+	'./checker/conform:^TestJudge_Goldens$$' \
 	'./checker/obslog:^TestSchemaFresh$$' \
 	'./checker/explore:^TestExplorer_InChromium$$' \
 	'./checker/sim:^TestMutateTimed_Survivors$$' \

@@ -48,10 +48,21 @@ func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 		return true
 	}
 	// Attempts of one size go through the same states: the search from
-	// a state for a fact is done once and replayed (greedyMemo).
+	// a state for a fact is done once and replayed (greedyMemo). A log
+	// whose attempts are of many sizes seldom repeats one: while the memo
+	// finds too few, searches skip it (memoUse).
+	if !j.memoUse() {
+		c := j.greedySearch(a, n, f, s)
+		if c == nil {
+			return false
+		}
+		j.advance(a, c)
+		return true
+	}
 	mk := j.memoKey(a, n, f)
 	for i := j.memo[mk.hash]; i != 0; i = j.memoTab[i-1].next {
 		if e := &j.memoTab[i-1]; e.key == mk && e.from == *n.st {
+			j.memoHits++
 			if !e.found {
 				return false
 			}
@@ -75,7 +86,7 @@ func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 		return false
 	}
 	for y := c; y != n; y = y.parent {
-		e.steps = append(e.steps, memoStep{m: y.move, st: *y.st, stKey: y.stKey})
+		e.steps = append(e.steps, memoStep{m: y.move, st: *y.st, stKey: j.keyOf(y)})
 	}
 	slices.Reverse(e.steps)
 	e.owed, e.owedN, e.found = c.owed, c.owedN, true
@@ -127,6 +138,36 @@ func (j *judge) greedySearch(a *attempt, n *node, f *obslog.Fact, s int) *node {
 	j.seen.reset()
 	return found
 }
+
+// memoUse reports whether greedy's next search goes through the memo.
+// The memo is tried for memoProbe searches; when fewer than one in
+// memoWorth of them was found there, the next memoRest searches skip it,
+// and then it is tried again. Only the time differs: a search remembered
+// or not finds the same node.
+func (j *judge) memoUse() bool {
+	if j.memoSkip > 0 {
+		j.memoSkip--
+		return false
+	}
+	j.memoLooks++
+	if j.memoLooks == memoProbe {
+		if j.memoHits*memoWorth < j.memoLooks {
+			j.memoSkip = memoRest
+		}
+		j.memoLooks, j.memoHits = 0, 0
+	}
+	return true
+}
+
+const (
+	memoWorth = 8
+	memoRest  = 1 << 14
+)
+
+// memoProbe is how many searches the memo is tried for before it is
+// judged. A variable for the tests: with 1, the memo is skipped from the
+// second search on.
+var memoProbe = 1 << 10
 
 // maxWorlds bounds the attempts' world configurations kept for attempts
 // to come.
@@ -199,7 +240,7 @@ func (j *judge) memoKey(a *attempt, n *node, f *obslog.Fact) memoKey {
 	if a.d >= 0 {
 		k.recD = j.h.Processes[a.d].Records
 	}
-	h := mix(mix(mix(n.stKey, uint64(k.size[0])), uint64(k.size[1])), uint64(k.kind)|uint64(k.side)<<8|uint64(k.has)<<16|uint64(k.owedN)<<48)
+	h := mix(mix(mix(j.keyOf(n), uint64(k.size[0])), uint64(k.size[1])), uint64(k.kind)|uint64(k.side)<<8|uint64(k.has)<<16|uint64(k.owedN)<<48)
 	for _, v := range k.figs {
 		h = mix(h, uint64(v))
 	}
@@ -245,20 +286,8 @@ func (j *judge) logsIt(a *attempt, l *obslog.Label, f *obslog.Fact) bool {
 // process is f makes the child returned; unlogged ones (no faults) are
 // added to silent when more may be taken.
 func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more bool, silent *[]*node) *node {
-	st, moves := j.movesOf(x)
+	st, moves := j.greedyMovesOf(x, f)
 	for _, m := range moves {
-		switch m.Kind {
-		case system.Loss.Move(), system.Delay.Move(), system.Hang.Move(), system.NoShow.Move(), system.Duplicate.Move():
-			continue
-		case system.Cancel.Move():
-			if f.Kind != obslog.ClientCancelled {
-				continue
-			}
-		case system.Abort.Move():
-			if f.Kind != obslog.Aborted {
-				continue
-			}
-		}
 		next := st
 		if v := j.stepper.Force(&next, m); v != nil {
 			continue
@@ -292,12 +321,16 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 				continue
 			}
 			c := j.child(x)
-			ns := next
-			if !j.setState(a, c, &ns) {
+			// Its key is left to be computed (keyOf): the explanation
+			// followed greedily goes on from it without a visited set.
+			if v := j.chk.CheckState(&next); v != nil {
+				a.broken = v
 				j.free(c)
 				j.flushQuiet(a, x, silent)
 				return nil
 			}
+			j.own(c, &next)
+			c.stKey = 0
 			c.move = m
 			c.pos[s]++
 			c.consumed++
@@ -324,13 +357,17 @@ func (j *judge) flushQuiet(a *attempt, x *node, silent *[]*node) {
 	for i := range j.quiet {
 		q := &j.quiet[i]
 		c := j.child(x)
-		ns := q.st
-		if j.setState(a, c, &ns) {
+		// Hashed only when the search goes on past the next depth
+		// (freshIn), which a search that finds the fact there does not.
+		if v := j.chk.CheckState(&q.st); v != nil {
+			a.broken = v
+			j.free(c)
+		} else {
+			j.own(c, &q.st)
+			c.stKey = 0
 			c.move = q.m
 			c.silent++
 			*silent = append(*silent, c)
-		} else {
-			j.free(c)
 		}
 	}
 	j.quiet = j.quiet[:0]
@@ -368,7 +405,10 @@ func (j *judge) greedyDone(a *attempt) {
 	// goes now, not when its blocks are evicted, which may be never.
 	j.retire(a, n)
 	a.cur = nil
-	j.freeChain(n)
+	j.freeGreedy(a)
+	// Nothing points to the attempt any more: it is open no longer,
+	// and its record (gone) is a copy.
+	j.freeAtts = append(j.freeAtts, a)
 }
 
 // greedyEnd is the explanation that ends an attempt followed greedily:

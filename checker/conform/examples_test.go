@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite testdata/logs/invalid from the valid examples")
+var rewrite = flag.Bool("rewrite", false, "rewrite testdata/logs/invalid from the valid examples, and testdata/goldens/conform from the reports (TestJudge_Goldens)")
 
 const logsDir = "../../testdata/logs"
 

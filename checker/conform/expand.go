@@ -1,6 +1,7 @@
 package conform
 
 import (
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -231,7 +232,36 @@ func (j *judge) tallyTo(t tally, from, n *node) tally {
 // current node, tallying the steps between.
 func (j *judge) advance(a *attempt, c *node) {
 	a.tally = j.tallyTo(a.tally, a.cur, c)
+	for x := c; x != a.cur; x = x.parent {
+		cn := chainNode{n: x}
+		if x.owns {
+			cn.st = x.st
+		}
+		a.chain = append(a.chain, cn)
+	}
 	a.cur = c
+}
+
+// freeGreedy gives the explanation followed greedily back to the pools,
+// from its list (chain): what the nodes hold is set again by whoever
+// takes them (child, root).
+func (j *judge) freeGreedy(a *attempt) {
+	for i, cn := range a.chain {
+		if cn.st != nil {
+			j.freeStates = append(j.freeStates, cn.st)
+		}
+		j.freeNodes = append(j.freeNodes, cn.n)
+		a.chain[i] = chainNode{}
+	}
+	a.chain = a.chain[:0]
+}
+
+// dropGreedy forgets the explanation followed greedily when the attempt
+// is searched in full instead: its nodes go to the collector, not back
+// to the pools.
+func (j *judge) dropGreedy(a *attempt) {
+	clear(a.chain)
+	a.chain = a.chain[:0]
 }
 
 func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
@@ -364,6 +394,55 @@ func (j *judge) movesOf(n *node) (system.State, []system.Move) {
 		}
 	}
 	return st, moves
+}
+
+// greedyMovesOf is movesOf without the moves explainStep never takes for
+// fact f: the faults that are never logged (loss, delay, hang, no-show,
+// duplicate), and a cancel or an abort unless f is its fact. They are
+// switched off in the budget the moves are listed with, so they cost
+// nothing to list; the state returned, which the moves are taken from,
+// keeps the full budget, as movesOf's does. The moves left are in
+// movesOf's order.
+func (j *judge) greedyMovesOf(n *node, f *obslog.Fact) (system.State, []system.Move) {
+	st := *n.st
+	full := j.chk.Budget()
+	st.B = full &^ j.greedyOff(f.Kind)
+	j.moves = j.chk.MovesInto(&st, j.moves[:0])
+	st.B = full
+	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+		if cluster.Evicts(j.chk, &st, sd) {
+			j.moves = append(j.moves, cluster.Evict(sd))
+		}
+	}
+	moves := j.moves[:0]
+	for _, m := range j.moves {
+		switch m.Kind {
+		case system.MvFreeBackground:
+		default:
+			moves = append(moves, m)
+		}
+	}
+	return st, moves
+}
+
+// greedyOff is the budget's bits of the fault kinds greedyMovesOf leaves
+// out for a fact of kind k.
+func (j *judge) greedyOff(k obslog.Kind) system.Remaining {
+	if j.offMask == 0 {
+		width := bits.Len(uint(system.MaxBudget))
+		slot := func(f system.Fault) system.Remaining { return system.MaxBudget << (width * int(f)) }
+		base := slot(system.Loss) | slot(system.Delay) | slot(system.Hang) | slot(system.NoShow) | slot(system.Duplicate) | slot(system.Restart) | slot(system.BackgroundLoad)
+		j.offMask = base | slot(system.Cancel) | slot(system.Abort)
+		j.offCancel = base | slot(system.Abort)
+		j.offAbort = base | slot(system.Cancel)
+	}
+	switch k {
+	case obslog.ClientCancelled:
+		return j.offCancel
+	case obslog.Aborted:
+		return j.offAbort
+	}
+	return j.offMask
 }
 
 // steps takes a node's enabled moves once: the unlogged ones make

@@ -67,10 +67,18 @@ type judge struct {
 	memo    map[uint64]int32
 	memoTab []greedyMemo
 	memoN   int
+	// memoLooks and memoHits count the searches of the current probe
+	// and those the memo had; memoSkip the searches left that skip it
+	// (memoUse).
+	memoLooks, memoHits, memoSkip int
+	// offMask, offCancel and offAbort are the fault kinds greedy's
+	// search leaves out (greedyOff), once computed.
+	offMask, offCancel, offAbort system.Remaining
 
 	// The pools of nodes and states (newNode, own, free), and greedy's
 	// search's buffers: what a fact costs stays off the heap.
 	freeNodes  []*node
+	freeAtts   []*attempt
 	freeFacts  []*obslog.Fact
 	freeStates []*system.State
 	scratch    []*node // the nodes a greedy search made
@@ -117,6 +125,15 @@ type attempt struct {
 	// the full search rejects.
 	full bool
 	cur  *node
+	// chain is the nodes of the explanation followed greedily, root to
+	// cur, with the state each owns (nil: shared): freeing them
+	// (freeGreedy) reads this list, not the nodes, which have long left
+	// the cache when the attempt ends.
+	chain []chainNode
+	// shared counts the facts of the slots that are not the attempt's
+	// alone (worker_restarted, which every attempt open on the worker
+	// gets): freeFactsOf gives back the others.
+	shared int
 	// tally is what the explanation up to cur took unlogged (advance),
 	// and countedSt the state of cur the ledgers count (counted).
 	tally     tally
@@ -149,6 +166,13 @@ type finished struct {
 	// fact was, for reports.
 	line int32
 	file uint16
+}
+
+// chainNode is a node of an explanation followed greedily, and the state
+// it owns (nil: its parent's).
+type chainNode struct {
+	n  *node
+	st *system.State
 }
 
 // maxFurthest bounds the furthest explanations kept for a report.
@@ -210,6 +234,20 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 	return j, nil
 }
 
+// newAttempt is a new attempt, from those greedy's explanations ended
+// (freeAtts, which keep their lists of slots, facts and nodes), or new.
+func (j *judge) newAttempt(id string) *attempt {
+	var a *attempt
+	if k := len(j.freeAtts); k > 0 {
+		a = j.freeAtts[k-1]
+		j.freeAtts = j.freeAtts[:k-1]
+	} else {
+		a = new(attempt)
+	}
+	*a = attempt{id: id, seq: j.seq, p: -1, d: -1, slots: a.slots[:0], chain: a.chain[:0]}
+	return a
+}
+
 // newFact is a copy of f the judge may keep: from the facts of the
 // attempts it forgot (freeFacts), or new.
 func (j *judge) newFact(f *obslog.Fact) *obslog.Fact {
@@ -226,11 +264,13 @@ func (j *judge) newFact(f *obslog.Fact) *obslog.Fact {
 
 // freeFactsOf gives back the facts only a forgotten attempt held: all but
 // restarts, which reach every attempt open on their worker.
+//
+// A fact given back is not cleared (newFact overwrites all of it), and
+// without a restart among them none is read: most have left the cache.
 func (j *judge) freeFactsOf(a *attempt) {
 	for _, sl := range a.slots {
 		for i, f := range sl.facts {
-			if f.Kind != obslog.WorkerRestarted {
-				*f = obslog.Fact{}
+			if a.shared == 0 || f.Kind != obslog.WorkerRestarted {
 				j.freeFacts = append(j.freeFacts, f)
 			}
 			sl.facts[i] = nil
@@ -289,7 +329,7 @@ func (j *judge) fact(f *obslog.Fact) error {
 			return nil
 		}
 		j.seq++
-		a = &attempt{id: f.Attempt, seq: j.seq, p: -1, d: -1}
+		a = j.newAttempt(f.Attempt)
 		j.att[f.Attempt] = a
 		j.rep.Attempts++
 		j.rep.PeakOpen = max(j.rep.PeakOpen, len(j.att))
@@ -321,6 +361,7 @@ func (j *judge) attachSilent(a *attempt) bool {
 	for _, p := range []int{a.p, a.d} {
 		if r := j.procRestart(p); r != nil && !j.logged(a, p) && len(a.slots) < maxSlots {
 			a.slots = append(a.slots, slot{proc: p, facts: []*obslog.Fact{r}})
+			a.shared++
 			a.full = true
 			return true
 		}
@@ -395,8 +436,14 @@ func (j *judge) add(a *attempt, f *obslog.Fact) bool {
 				Detail: fmt.Sprintf("more than %d processes log facts of one attempt", maxSlots)})
 			return false
 		}
-		a.slots = append(a.slots, slot{proc: f.Proc})
-		s = len(a.slots) - 1
+		s = len(a.slots)
+		if s < cap(a.slots) {
+			// A recycled attempt's slot: its list of facts is reused.
+			a.slots = a.slots[:s+1]
+			a.slots[s].proc, a.slots[s].facts = f.Proc, a.slots[s].facts[:0]
+		} else {
+			a.slots = append(a.slots, slot{proc: f.Proc})
+		}
 	}
 	idx := len(a.slots[s].facts)
 	if idx == maxFacts {
@@ -405,6 +452,9 @@ func (j *judge) add(a *attempt, f *obslog.Fact) bool {
 		return false
 	}
 	a.slots[s].facts = append(a.slots[s].facts, f)
+	if f.Kind == obslog.WorkerRestarted {
+		a.shared++
+	}
 	a.last = f
 	if a.wcfg == nil {
 		if a.prompt == 0 {
@@ -422,6 +472,7 @@ func (j *judge) add(a *attempt, f *obslog.Fact) bool {
 		}
 		a.full = true
 		a.cur, a.countedSt = nil, nil
+		j.dropGreedy(a)
 		j.recount(a, nil)
 		return j.replay(a, nil)
 	}
@@ -456,6 +507,7 @@ func (j *judge) restart(a *attempt) bool {
 	j.enter(a, w)
 	if !a.full {
 		a.cur, a.tally, a.countedSt = j.root(a), tally{}, nil
+		a.chain = append(a.chain[:0], chainNode{a.cur, a.cur.st})
 		var all []*obslog.Fact
 		for _, sl := range a.slots {
 			all = append(all, sl.facts...)
@@ -477,6 +529,7 @@ func (j *judge) restart(a *attempt) bool {
 			return true
 		}
 		a.full, a.cur = true, nil
+		j.dropGreedy(a)
 	}
 	return j.replay(a, nil)
 }

@@ -20,7 +20,6 @@ type node struct {
 	parent *node
 	// owns: st was taken from the judge's pool for this node alone (not
 	// shared with the node it came from), and goes back with it (free).
-	// (st, parent and owns lead: freeing a chain reads only them.)
 	owns     bool
 	stKey    uint64
 	pos      [maxSlots]uint16
@@ -96,6 +95,15 @@ func (j *judge) stateKey(st *system.State) uint64 {
 	return h
 }
 
+// keyOf is a node's state's hash, computed now if it was left out (0):
+// greedy's explanation needs it only where its memo does.
+func (j *judge) keyOf(n *node) uint64 {
+	if n.stKey == 0 {
+		n.stKey = j.stateKey(n.st)
+	}
+	return n.stKey
+}
+
 // setState gives a node a copy of a new state, judged by the state
 // invariants: a state that breaks one explains nothing.
 func (j *judge) setState(a *attempt, n *node, st *system.State) bool {
@@ -156,15 +164,6 @@ func (j *judge) free(n *node) {
 	j.freeNodes = append(j.freeNodes, n)
 }
 
-// freeChain frees an explanation followed greedily, from n to its root.
-func (j *judge) freeChain(n *node) {
-	for n != nil {
-		p := n.parent
-		j.free(n)
-		n = p
-	}
-}
-
 // visited is a breadth-first search's set of states seen: a list while
 // it is short (most of greedy's searches see a few states), a map by the
 // state's hash beyond that; a hit is confirmed by the canonical key
@@ -182,8 +181,11 @@ func (v *visited) reset() {
 	v.m = nil
 }
 
-// add adds n's state; false when it was seen.
-func (v *visited) add(c *system.System, n *node) bool {
+// add adds n's state; false when it was seen. Every node it holds was
+// hashed (keyOf) on its way in.
+func (v *visited) add(j *judge, n *node) bool {
+	c := j.chk
+	j.keyOf(n)
 	if v.m == nil {
 		for _, m := range v.list {
 			if m.stKey == n.stKey && sameState(c, m.st, n.st) {
@@ -213,7 +215,7 @@ func (v *visited) add(c *system.System, n *node) bool {
 func (j *judge) freshIn(ns []*node, seen *visited) []*node {
 	out := ns[:0]
 	for _, n := range ns {
-		if seen.add(j.chk, n) {
+		if seen.add(j, n) {
 			out = append(out, n)
 		}
 	}
@@ -232,7 +234,7 @@ func (j *judge) fresh(ns []*node, seen map[uint64][]*node) ([]*node, map[uint64]
 	out := ns[:0]
 next:
 	for _, n := range ns {
-		for _, m := range seen[n.stKey] {
+		for _, m := range seen[j.keyOf(n)] {
 			if sameState(j.chk, m.st, n.st) {
 				continue next
 			}

@@ -159,6 +159,7 @@ func (j *judge) end() error {
 					break
 				}
 				a.full, a.cur = true, nil
+				j.dropGreedy(a)
 				if !j.replay(a, nil) {
 					return nil
 				}

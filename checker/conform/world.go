@@ -105,7 +105,7 @@ func (j *judge) enter(a *attempt, w *world) {
 		if a.cur != nil {
 			// An explanation followed greedily is the only holder of
 			// the old world's states.
-			j.freeChain(a.cur)
+			j.freeGreedy(a)
 			a.cur, a.countedSt = nil, nil
 		}
 		// A full search's nodes (the furthest, for a report) may still

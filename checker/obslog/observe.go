@@ -97,6 +97,7 @@ func Observe(out []Label, h int, before, after *system.State, m system.Move, fs 
 	b, a := &before.W.H[h], &after.W.H[h]
 	bw, aw := &before.W.W, &after.W.W
 	var evs [2][NumKinds]bool // event-driven kinds, per side
+	anyEv := false
 	for _, f := range fs {
 		if f.Handoff != h || (f.From == f.To && len(f.Actions) == 0) {
 			continue // an ignore row changes nothing anyone would log
@@ -105,40 +106,33 @@ func Observe(out []Label, h int, before, after *system.State, m system.Move, fs 
 		if f.Role == spec.Destination {
 			sd = model.DestinationSide
 		}
-		switch name := system.EventName(f.Role, f.Event); name {
-		case "Cancelled", "ClientCancelled":
-			evs[sd][Cancelled] = true
-		case "LocalAbort":
-			evs[sd][Aborted] = true
-		case "LeaseRenewed":
-			evs[sd][LeaseRenewed] = true
-		case "LeaseExpired":
-			evs[sd][LeaseExpired] = true
-		case "ReservationExpired":
-			evs[sd][ReservationExpired] = true
-		case "BootstrapExpired", "TransferTimeout":
-			evs[sd][DeadlineExpired] = true
-		case "ReaderCompleted":
-			evs[sd][ReaderCompleted] = true
-		case "ReceiveCompleted":
-			evs[sd][ReceiveCompleted] = true
-		case "TransferDone":
-			if sd == model.DestinationSide {
-				evs[sd][ReceiveCompleted] = true
-			}
-		case "DecodeFinished":
-			evs[sd][DecodeFinished] = true
+		if k := eventKinds[sd][f.Event]; k != 0 {
+			evs[sd][k] = true
+			anyEv = true
 		}
 	}
-	delta := func(sd model.Side, get func(*model.Worker) int64) int32 {
+	// Every label below is a change of the handoff's record, or an event
+	// a row fired: a step that changes neither logs nothing.
+	if !anyEv && *b == *a {
+		return out
+	}
+	// ws is each side's worker, before and after (nil: none).
+	var ws [2][2]*model.Worker
+	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 		w := a.Worker(sd)
 		if w < 0 {
 			w = b.Worker(sd)
 		}
-		if w < 0 {
+		if w >= 0 {
+			ws[sd] = [2]*model.Worker{&bw[w], &aw[w]}
+		}
+	}
+	// d is how much a figure of side sd's worker grew in the step.
+	d := func(sd model.Side, get func(*model.Worker) int64) int32 {
+		if ws[sd][0] == nil {
 			return 0
 		}
-		return int32(get(&aw[w]) - get(&bw[w]))
+		return int32(get(ws[sd][1]) - get(ws[sd][0]))
 	}
 	add := func(l Label) {
 		// A side whose process restarted forgot the attempt: the new
@@ -149,99 +143,150 @@ func Observe(out []Label, h int, before, after *system.State, m system.Move, fs 
 		}
 		out = append(out, l)
 	}
-	for k := Kind(1); k < NumKinds; k++ {
-		for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
-			by := bySide(sd)
-			switch k {
-			case Routed:
-				if sd == model.SourceSide && b.Prefill < 0 && a.Prefill >= 0 {
-					add(Label{Kind: k, By: ByRouter, Stage: sd, Tokens: delta(sd, func(w *model.Worker) int64 { return int64(w.PrefillTokens) })})
-				}
-				if sd == model.DestinationSide && b.Decode < 0 && a.Decode >= 0 {
-					add(Label{Kind: k, By: ByRouter, Stage: sd, Blocks: delta(sd, func(w *model.Worker) int64 { return int64(w.BookedBlocks) })})
-				}
-			case ClientCancelled:
-				if sd == model.SourceSide && !b.Cancelled && a.Cancelled {
-					add(Label{Kind: k, By: ByRouter})
-				}
-			case RequestAccepted:
-				if !b.Accepted[sd] && a.Accepted[sd] {
-					add(Label{Kind: k, By: by})
-				}
-			case PrefillDispatched:
-				if sd == model.SourceSide && b.Compute == model.ComputeNone && a.Compute != model.ComputeNone {
-					add(Label{Kind: k, By: by})
-				}
-			case Cancelled, Aborted, LeaseRenewed, LeaseExpired, ReservationExpired, ReaderCompleted, ReceiveCompleted, DecodeFinished:
-				if evs[sd][k] {
-					add(Label{Kind: k, By: by})
-				}
-			case DeadlineExpired:
-				if evs[sd][k] && m.Kind == system.MvTimer {
-					add(Label{Kind: k, By: by, Timer: model.Timer(m.Arg)})
-				}
-			case Reserved:
-				if sd == model.DestinationSide && b.Dst == model.DstNone && a.Dst == model.DstReserved {
-					add(Label{Kind: k, By: by,
-						Pages:    delta(sd, func(w *model.Worker) int64 { return int64(w.Reserved) }),
-						Slot:     delta(sd, func(w *model.Worker) int64 { return int64(w.SlotsUsed) }),
-						Headroom: delta(sd, func(w *model.Worker) int64 { return int64(w.HeadroomUsed) })})
-				}
-			case Registered:
-				if reg(b, sd) == model.RegNone && reg(a, sd) == model.RegValid {
-					add(Label{Kind: k, By: by})
-				}
-			case Pinned:
-				if sd == model.SourceSide && b.Src != model.SrcPinned && a.Src == model.SrcPinned {
-					add(Label{Kind: k, By: by, Blocks: delta(sd, func(w *model.Worker) int64 { return int64(w.Pinned) })})
-				}
-			case TransferStarted:
-				if b.Xfer == model.XferNone && a.Xfer != model.XferNone && a.Runner == sd {
-					add(Label{Kind: k, By: by})
-				}
-			case TransferDone:
-				if b.Xfer != model.XferDone && a.Xfer == model.XferDone && a.Runner == sd {
-					add(Label{Kind: k, By: by})
-				}
-			case TransferFailed:
-				if b.Xfer != model.XferFailed && a.Xfer == model.XferFailed && a.Runner == sd {
-					add(Label{Kind: k, By: by})
-				}
-			case Activated:
-				if sd == model.DestinationSide && b.Dst != model.DstActive && a.Dst == model.DstActive {
-					add(Label{Kind: k, By: by})
-				}
-			case Stored, Removed:
-				bi, ai := indexed(b, sd), indexed(a, sd)
-				if bi != ai && ai == (k == Stored) {
-					n := delta(sd, func(w *model.Worker) int64 { return int64(w.StoredBlocks) })
-					add(Label{Kind: k, By: by, Blocks: max(n, -n)})
-				}
-			case PrefillStopped:
-				if sd == model.SourceSide && b.Src == model.SrcActive && a.Src == model.SrcNone {
-					add(Label{Kind: k, By: by, Blocks: -delta(sd, func(w *model.Worker) int64 { return int64(w.Active) })})
-				}
-			case SourceReleased:
-				if sd == model.SourceSide && b.Src == model.SrcPinned && a.Src != model.SrcPinned {
-					add(Label{Kind: k, By: by, Blocks: -delta(sd, func(w *model.Worker) int64 { return int64(w.Pinned) })})
-				}
-			case ReservationReleased:
-				if sd == model.DestinationSide && b.Dst == model.DstReserved && a.Dst == model.DstNone {
-					add(Label{Kind: k, By: by, Pages: -delta(sd, func(w *model.Worker) int64 { return int64(w.Reserved) })})
-				}
-			case DecodeReleased:
-				if sd == model.DestinationSide && b.Dst == model.DstActive && a.Dst == model.DstNone {
-					add(Label{Kind: k, By: by, Blocks: -delta(sd, func(w *model.Worker) int64 { return int64(w.Active) })})
-				}
-			case OutcomeReported:
-				if b.Outcome[sd] == model.OutcomeNone && a.Outcome[sd] != model.OutcomeNone {
-					add(Label{Kind: k, By: by, Outcome: a.Outcome[sd]})
+	const src, dst = model.SourceSide, model.DestinationSide
+	// In vocabulary order, and within a kind the prefill side's first.
+	if b.Prefill < 0 && a.Prefill >= 0 {
+		add(Label{Kind: Routed, By: ByRouter, Stage: src, Tokens: d(src, func(w *model.Worker) int64 { return int64(w.PrefillTokens) })})
+	}
+	if b.Decode < 0 && a.Decode >= 0 {
+		add(Label{Kind: Routed, By: ByRouter, Stage: dst, Blocks: d(dst, func(w *model.Worker) int64 { return int64(w.BookedBlocks) })})
+	}
+	if !b.Cancelled && a.Cancelled {
+		add(Label{Kind: ClientCancelled, By: ByRouter})
+	}
+	for sd := src; sd <= dst; sd++ {
+		if !b.Accepted[sd] && a.Accepted[sd] {
+			add(Label{Kind: RequestAccepted, By: bySide(sd)})
+		}
+	}
+	if b.Compute == model.ComputeNone && a.Compute != model.ComputeNone {
+		add(Label{Kind: PrefillDispatched, By: BySource})
+	}
+	event := func(k Kind) {
+		for sd := src; sd <= dst; sd++ {
+			if evs[sd][k] {
+				add(Label{Kind: k, By: bySide(sd)})
+			}
+		}
+	}
+	if anyEv {
+		event(Cancelled)
+		event(Aborted)
+		event(LeaseRenewed)
+		event(LeaseExpired)
+		event(ReservationExpired)
+		if m.Kind == system.MvTimer {
+			for sd := src; sd <= dst; sd++ {
+				if evs[sd][DeadlineExpired] {
+					add(Label{Kind: DeadlineExpired, By: bySide(sd), Timer: model.Timer(m.Arg)})
 				}
 			}
 		}
 	}
+	xfer := func(k Kind, to model.Xfer, started bool) {
+		for sd := src; sd <= dst; sd++ {
+			if a.Runner != sd {
+				continue
+			}
+			if started && b.Xfer == model.XferNone && a.Xfer != model.XferNone || !started && b.Xfer != to && a.Xfer == to {
+				add(Label{Kind: k, By: bySide(sd)})
+			}
+		}
+	}
+	xfer(TransferDone, model.XferDone, false)
+	xfer(TransferFailed, model.XferFailed, false)
+	if anyEv {
+		event(ReceiveCompleted)
+		event(ReaderCompleted)
+		event(DecodeFinished)
+	}
+	if b.Dst == model.DstNone && a.Dst == model.DstReserved {
+		add(Label{Kind: Reserved, By: ByDestination,
+			Pages:    d(dst, func(w *model.Worker) int64 { return int64(w.Reserved) }),
+			Slot:     d(dst, func(w *model.Worker) int64 { return int64(w.SlotsUsed) }),
+			Headroom: d(dst, func(w *model.Worker) int64 { return int64(w.HeadroomUsed) })})
+	}
+	for sd := src; sd <= dst; sd++ {
+		if reg(b, sd) == model.RegNone && reg(a, sd) == model.RegValid {
+			add(Label{Kind: Registered, By: bySide(sd)})
+		}
+	}
+	if b.Src != model.SrcPinned && a.Src == model.SrcPinned {
+		add(Label{Kind: Pinned, By: BySource, Blocks: d(src, func(w *model.Worker) int64 { return int64(w.Pinned) })})
+	}
+	xfer(TransferStarted, 0, true)
+	if b.Dst != model.DstActive && a.Dst == model.DstActive {
+		add(Label{Kind: Activated, By: ByDestination})
+	}
+	if b.Src == model.SrcActive && a.Src == model.SrcNone {
+		add(Label{Kind: PrefillStopped, By: BySource, Blocks: -d(src, func(w *model.Worker) int64 { return int64(w.Active) })})
+	}
+	if b.Src == model.SrcPinned && a.Src != model.SrcPinned {
+		add(Label{Kind: SourceReleased, By: BySource, Blocks: -d(src, func(w *model.Worker) int64 { return int64(w.Pinned) })})
+	}
+	if b.Dst == model.DstReserved && a.Dst == model.DstNone {
+		add(Label{Kind: ReservationReleased, By: ByDestination, Pages: -d(dst, func(w *model.Worker) int64 { return int64(w.Reserved) })})
+	}
+	if b.Dst == model.DstActive && a.Dst == model.DstNone {
+		add(Label{Kind: DecodeReleased, By: ByDestination, Blocks: -d(dst, func(w *model.Worker) int64 { return int64(w.Active) })})
+	}
+	for _, k := range [2]Kind{Stored, Removed} {
+		for sd := src; sd <= dst; sd++ {
+			bi, ai := indexed(b, sd), indexed(a, sd)
+			if bi != ai && ai == (k == Stored) {
+				n := d(sd, func(w *model.Worker) int64 { return int64(w.StoredBlocks) })
+				add(Label{Kind: k, By: bySide(sd), Blocks: max(n, -n)})
+			}
+		}
+	}
+	for sd := src; sd <= dst; sd++ {
+		if b.Outcome[sd] == model.OutcomeNone && a.Outcome[sd] != model.OutcomeNone {
+			add(Label{Kind: OutcomeReported, By: bySide(sd), Outcome: a.Outcome[sd]})
+		}
+	}
 	return out
 }
+
+// eventKinds is, per side, the event-driven kind each of its role's
+// events makes observable (0: none): Observe looks an event up here
+// rather than by its name for every row that fires.
+var eventKinds = func() (t [2][256]Kind) {
+	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+		r := spec.Source
+		if sd == model.DestinationSide {
+			r = spec.Destination
+		}
+		for ev := 0; ev < 256; ev++ {
+			var k Kind
+			switch system.EventName(r, uint8(ev)) {
+			case "Cancelled", "ClientCancelled":
+				k = Cancelled
+			case "LocalAbort":
+				k = Aborted
+			case "LeaseRenewed":
+				k = LeaseRenewed
+			case "LeaseExpired":
+				k = LeaseExpired
+			case "ReservationExpired":
+				k = ReservationExpired
+			case "BootstrapExpired", "TransferTimeout":
+				k = DeadlineExpired
+			case "ReaderCompleted":
+				k = ReaderCompleted
+			case "ReceiveCompleted":
+				k = ReceiveCompleted
+			case "TransferDone":
+				if sd == model.DestinationSide {
+					k = ReceiveCompleted
+				}
+			case "DecodeFinished":
+				k = DecodeFinished
+			}
+			t[sd][ev] = k
+		}
+	}
+	return t
+}()
 
 func sideOf(by Who) model.Side {
 	if by == BySource {
