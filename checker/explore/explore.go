@@ -325,23 +325,48 @@ func ParsePath(text string) ([]int, error) {
 	return path, nil
 }
 
-// Checker is the checker the server steps (nil when it shows logs).
-func (s *Server) Checker() *checker.Checker { return s.c }
-
-// State replays a path from the initial state and renders where it ends.
-func (s *Server) State(path []int) (*View, error) {
+// walk replays a path of move indices from the initial state, calling
+// before (if set) with the session before each step and after with the
+// step's result; it returns the session at the path's end. A path that
+// chooses a move that is not enabled is errPath, naming the step.
+func (s *Server) walk(path []int, after func(int, *checker.Session, checker.StepResult), before func(int, *checker.Session)) (*checker.Session, error) {
 	sess := s.c.NewSession()
-	v := &View{Path: path, Steps: []Step{}, Fired: []FiredRow{}}
-	prev := sess.Describe()
 	for i, idx := range path {
 		moves := sess.Moves()
 		if idx >= len(moves) {
 			return nil, fmt.Errorf("%w: step %d chooses move %d, but %d moves are enabled there", errPath, i+1, idx, len(moves))
 		}
+		if before != nil {
+			before(i, sess)
+		}
 		r, err := sess.Apply(moves[idx])
 		if err != nil {
 			return nil, fmt.Errorf("step %d: %v", i+1, err)
 		}
+		after(i, sess, r)
+	}
+	return sess, nil
+}
+
+// pathParam reads a request's path parameter; a malformed one is
+// answered 400 here.
+func pathParam(w http.ResponseWriter, r *http.Request) ([]int, bool) {
+	path, err := ParsePath(r.URL.Query().Get("path"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	return path, true
+}
+
+// Checker is the checker the server steps (nil when it shows logs).
+func (s *Server) Checker() *checker.Checker { return s.c }
+
+// State replays a path from the initial state and renders where it ends.
+func (s *Server) State(path []int) (*View, error) {
+	v := &View{Path: path, Steps: []Step{}, Fired: []FiredRow{}}
+	var prev []string
+	sess, err := s.walk(path, func(i int, sess *checker.Session, r checker.StepResult) {
 		st := Step{Move: r.Move.String(), Fired: fired(sess, r)}
 		if r.Violation != nil {
 			st.Violation = violated(r.Violation, i+1)
@@ -351,7 +376,7 @@ func (s *Server) State(path []int) (*View, error) {
 		}
 		v.Steps = append(v.Steps, st)
 		if i < len(path)-1 {
-			continue
+			return
 		}
 		v.Fired = firedRows(r.Fired)
 		now := sess.Describe()
@@ -361,7 +386,13 @@ func (s *Server) State(path []int) (*View, error) {
 				v.Changed[j] = checker.ChangedFields(prev[j], now[j])
 			}
 		}
-		prev = now
+	}, func(i int, sess *checker.Session) {
+		if i == len(path)-1 {
+			prev = sess.Describe()
+		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	v.Lines = sess.Describe()
 	if v.Changed == nil {
@@ -458,9 +489,8 @@ func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
 	if s.noRun(w) {
 		return
 	}
-	path, err := ParsePath(r.URL.Query().Get("path"))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	path, ok := pathParam(w, r)
+	if !ok {
 		return
 	}
 	v, err := s.State(path)

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"slices"
 	"sort"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/internal/browser"
 	"github.com/handoffcheck/handoffcheck/checker/props"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/machines/interp"
@@ -225,43 +225,15 @@ func TestOpenTrace_RefusesAMoveNotEnabled(t *testing.T) {
 	}
 }
 
-// findChromium is the browser of the headless test: HANDOFFCHECK_CHROMIUM
-// if set, else the first of the usual names on PATH.
-func findChromium() string {
-	if p := os.Getenv("HANDOFFCHECK_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
-
 // The page in a real browser: open a variant's counterexample, click to
 // its violating step and read the invariant's name from the page; then
 // branch off at step 3 by choosing another move and hold the page's
 // state to the checker's own successor.
 func TestExplorer_InChromium(t *testing.T) {
-	bin := findChromium()
-	if bin == "" {
-		t.Skip("chromium not found: run make chromium (or set HANDOFFCHECK_CHROMIUM)")
-	}
+	ctx := browser.Tab(t)
 	c, tr, s := openTrace(t, counterexample)
 	srv := httptest.NewServer(s)
 	defer srv.Close()
-
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox,
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 1000))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
-	// Generous: a browser starting on a busy machine takes seconds; the
-	// waits below are on the page's state, never on time.
-	ctx, cancel := context.WithTimeout(bctx, 3*time.Minute)
-	defer cancel()
 
 	// loaded waits until the page rendered the state its hash names.
 	loaded := func(hash string) chromedp.Action[chromedp.Void] {

@@ -1,18 +1,18 @@
 package explore
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/handoffcheck/handoffcheck/checker/conform"
 	"net/http/httptest"
+
+	"github.com/handoffcheck/handoffcheck/checker/conform"
+	"github.com/handoffcheck/handoffcheck/checker/internal/browser"
 )
 
 // rejectedLog is a shipped invalid log: decode-0 publishes Stored before
@@ -113,24 +113,13 @@ func TestJudgeLogs_RefusesABadLog(t *testing.T) {
 // In a real browser, a rejected log split per process: the rejected fact
 // is marked on its process's lane with the invariant's name.
 func TestExplorer_LogsInChromium(t *testing.T) {
-	bin := findChromium()
-	if bin == "" {
-		t.Skip("chromium not found: run make chromium (or set HANDOFFCHECK_CHROMIUM)")
-	}
+	ctx := browser.Tab(t)
 	l, err := JudgeLogs(splitPerProcess(t, rejectedLog), conform.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(NewLogs(l, "stored-before-activation, split per process"))
 	defer srv.Close()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox,
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 1000))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
-	ctx, cancel := context.WithTimeout(bctx, 3*time.Minute)
-	defer cancel()
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(`body[data-loaded="logs"]`)); err != nil {
 		t.Fatal(err)
 	}

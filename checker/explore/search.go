@@ -116,28 +116,17 @@ func (j targetJudge) Judge(sys *system.System, st *system.State) *model.Violatio
 
 // movesOf replays a path of indices into its moves.
 func (s *Server) movesOf(path []int) ([]system.Move, error) {
-	sess := s.c.NewSession()
 	out := []system.Move{}
-	for i, idx := range path {
-		moves := sess.Moves()
-		if idx >= len(moves) {
-			return nil, fmt.Errorf("%w: step %d chooses move %d, but %d moves are enabled there", errPath, i+1, idx, len(moves))
-		}
-		if _, err := sess.Apply(moves[idx]); err != nil {
-			return nil, err
-		}
-		out = append(out, moves[idx])
-	}
-	return out, nil
+	_, err := s.walk(path, func(_ int, _ *checker.Session, r checker.StepResult) { out = append(out, r.Move) }, nil)
+	return out, err
 }
 
 func (s *Server) serveSearch(w http.ResponseWriter, r *http.Request) {
 	if s.noRun(w) {
 		return
 	}
-	path, err := ParsePath(r.URL.Query().Get("path"))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	path, ok := pathParam(w, r)
+	if !ok {
 		return
 	}
 	f, err := s.Search(r.Context(), path, r.URL.Query().Get("target"))

@@ -12,22 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/handoffcheck/handoffcheck/checker/internal/browser"
 	"github.com/handoffcheck/handoffcheck/checker/sim"
 )
-
-// findChromium is the browser of the headless test: HANDOFFCHECK_CHROMIUM
-// if set, else the first of the usual names on PATH.
-func findChromium() string {
-	if p := os.Getenv("HANDOFFCHECK_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
 
 // dumpDOM loads a file in headless Chromium and returns the DOM as it is
 // after the page's load handlers ran, and what the browser logged. The
@@ -69,7 +56,7 @@ func pageErrors(logged string) []string {
 // and every chart decoded, and nothing on the page throws. The first
 // subtest checks the harness itself: a page that throws is caught.
 func TestReport_RendersInChromium(t *testing.T) {
-	bin := findChromium()
+	bin := browser.Find()
 	if bin == "" {
 		t.Skip("chromium not found: run make chromium (or set HANDOFFCHECK_CHROMIUM)")
 	}
@@ -171,7 +158,7 @@ func scenarioTimeline(t *testing.T, name, policy string) *sim.Timeline {
 // report sees it in a browser: the source-first run strands its computed
 // prefill KV while decode is full, the destination-first run does not.
 func TestReport_StrandedSourceInChromium(t *testing.T) {
-	bin := findChromium()
+	bin := browser.Find()
 	if bin == "" {
 		t.Skip("chromium not found: run make chromium (or set HANDOFFCHECK_CHROMIUM)")
 	}
