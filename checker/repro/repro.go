@@ -7,6 +7,7 @@ package repro
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,6 +52,8 @@ type Result struct {
 	// Steps and Handoffs are the reproduction's; HandoffsBefore the
 	// configuration's before minimizing.
 	Steps, Handoffs, HandoffsBefore int
+	// Timed is the reproduction on the clock, or why there is none.
+	Timed *Timed
 }
 
 // Write writes the reproduction of in into dir (created if need be).
@@ -76,6 +79,10 @@ func Write(dir string, in Input) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	timed, err := FindTimed(context.Background(), in.Protocol, run, ce.Violation.Invariant)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -83,7 +90,7 @@ func Write(dir string, in Input) (*Result, error) {
 	if err := checker.WriteTrace(&trace, cfgJSON, in.Spec, run.Name, c.Attempts(), min); err != nil {
 		return nil, err
 	}
-	res := &Result{Dir: dir, Invariant: ce.Violation.Invariant, Steps: len(moves), Handoffs: nh, HandoffsBefore: before}
+	res := &Result{Dir: dir, Invariant: ce.Violation.Invariant, Steps: len(moves), Handoffs: nh, HandoffsBefore: before, Timed: timed}
 	readme, err := render(readmeTemplate, in, res, story, min)
 	if err != nil {
 		return nil, err
@@ -299,12 +306,16 @@ allow these steps: copy this directory into the module (not under a
 ` + "`testdata`" + ` directory, which go test skips) and run ` + "`go test`" + ` on it. It
 passes once the tables no longer reach {{.Res.Invariant}} this way.
 
-**On the clock and live.** This reproduction is a trace of the untimed
-model: its steps fix an order of messages, timers and faults that the
-simulator and live runs choose by time, so no workload and fault plan is
-derived from it here. To see the cost at scale, run the same tables under
-` + "`handoffcheck simulate`" + ` or ` + "`handoffcheck live`" + ` with the fault kinds the
-steps use.
+{{with .Res.Timed}}{{if .Scenario}}**On the clock.** The timed scenario ` + "`{{.Scenario}}`" + ` ({{.Policy}}) breaks
+{{$.Res.Invariant}} too, at {{printf "%.3f" .AtMS}} ms of virtual time on request {{.Request}}: {{.Detail}}.
+By then {{.Requests}} requests had arrived; {{.Succeeded}} succeeded, {{.Failed}} failed and {{.Cancelled}} were cancelled.
+The scenario's workload and faults on a cluster, with these tables:
+
+    handoffcheck timeline --scenario {{.Scenario}} --policy {{.Policy}}{{if $.In.SpecFile}} --spec {{$.In.SpecFile}}{{end}} --out /tmp/{{.Scenario}}
+{{else}}**On the clock.** {{if .Why}}No timed scenario was run: {{.Why}}.{{else}}None of the timed scenarios ({{range $i, $s := .Tried}}{{if $i}}, {{end}}{{$s}}{{end}}) breaks {{$.Res.Invariant}}{{if .Other}} (some broke another invariant first: {{range $i, $s := .Other}}{{if $i}}, {{end}}{{$s}}{{end}}){{end}}: the order these steps take is one the clock does not reach in them.{{end}}
+{{end}}{{end}}
+**Live.** No live plan is derived from the trace: a live run's order is the
+processes' own. ` + "`handoffcheck live`" + ` runs the same tables over real processes.
 `))
 
 var testTemplate = template.Must(template.New("test").Parse(`package repro

@@ -12,6 +12,7 @@ import (
 	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/machines/interp"
+	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
@@ -99,7 +100,8 @@ func TestWrite_MinimizesAndReplays(t *testing.T) {
 	}
 	readme, _ := os.ReadFile(filepath.Join(dir, ReadmeFile))
 	for _, want := range []string{"# Reproduction: SourcePinnedUntilRead", "6 steps over one handoff (the configuration had 2",
-		"6. deliver h=0 to=source msg=LeaseRenewed", "handoffcheck replay trace.jsonl", in.Command} {
+		"6. deliver h=0 to=source msg=LeaseRenewed", "handoffcheck replay trace.jsonl", in.Command,
+		"handoffcheck timeline --scenario fault-sweep --policy source-first --spec " + in.SpecFile} {
 		if !strings.Contains(string(readme), want) {
 			t.Errorf("the README lacks %q:\n%s", want, readme)
 		}
@@ -114,6 +116,32 @@ func TestWrite_MinimizesAndReplays(t *testing.T) {
 		if !bytes.Equal(a, b) {
 			t.Errorf("%s differs between two writes", f)
 		}
+	}
+}
+
+// On the clock: a variant whose bug a timed scenario reaches names the
+// scenario, and the simulator run it names breaks the same invariant; one
+// whose bug no scenario reaches lists what was tried.
+func TestFindTimed(t *testing.T) {
+	in := found(t, "../../testdata/configs/two-handoffs.json", "../../testdata/variants/release-on-heartbeat.json", "vllm")
+	tm, err := FindTimed(context.Background(), in.Protocol, in.Run, "SourcePinnedUntilRead")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tm.Scenario != "fault-sweep" || tm.Policy != "source-first" || tm.Request < 0 || tm.AtMS <= 0 || tm.Requests == 0 {
+		t.Fatalf("%+v", tm)
+	}
+	none, err := FindTimed(context.Background(), in.Protocol, in.Run, "NoSuchInvariant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if none.Scenario != "" || len(none.Tried) == 0 || none.Tried[0] != "fault-sweep" {
+		t.Fatalf("%+v", none)
+	}
+	trt := in.Run
+	trt.Engine = model.TRTLLM
+	if other, _ := FindTimed(context.Background(), in.Protocol, trt, "SourcePinnedUntilRead"); other.Why == "" || other.Scenario != "" {
+		t.Fatalf("a run on an engine timeline does not pair with the policy: %+v", other)
 	}
 }
 

@@ -44,3 +44,19 @@ func TestCheck_FromTrace(t *testing.T) {
 		t.Errorf("the written trace has %d lines, want the header and 6 steps", n)
 	}
 }
+
+// The timed form a reproduction names runs: timeline with the variant's
+// tables breaks the invariant the untimed trace did.
+func TestTimeline_Spec(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run([]string{"timeline", "--scenario", "fault-sweep", "--policy", "source-first",
+		"--spec", "../../testdata/variants/release-on-heartbeat.json", "--out", t.TempDir()}, &out, &errOut)
+	if code != exitViolation || !strings.Contains(out.String()+errOut.String(), "VIOLATION SourcePinnedUntilRead") {
+		t.Fatalf("exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := run([]string{"timeline", "--scenario", "fault-sweep", "--spec", "nosuch.json", "--out", t.TempDir()}, &out, &errOut); code != exitUsage || !strings.Contains(errOut.String(), "nosuch.json") {
+		t.Fatalf("a missing spec: exit %d, %q", code, errOut.String())
+	}
+}

@@ -45,7 +45,7 @@ var simulateCommand = &command{
 
 var timelineCommand = &command{
 	name:    "timeline",
-	args:    "--scenario NAME --out DIR [--compare] [--policy P]",
+	args:    "--scenario NAME --out DIR [--compare] [--policy P] [--spec FILE]",
 	summary: "simulate a named scenario and write its timeline, plots and report",
 	exits: []exitDoc{
 		{exitOK, "the scenario ran with every invariant holding and its files were written"},
@@ -198,6 +198,7 @@ func cmdTimeline(c *command, e *env, args []string) int {
 	compare := fs.Bool("compare", false, "run under both policies and plot them side by side")
 	policy := fs.String("policy", "source-first", "the policy: source-first, destination-first or disabled (the legacy path, of a scenario without faults); with --compare only disabled, which runs the legacy path beside both")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
+	specFile := fs.String("spec", "", "run a spec file's tables (a variant) instead of the generated machines")
 	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
 		return code
 	}
@@ -211,18 +212,24 @@ func cmdTimeline(c *command, e *env, args []string) int {
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
+	var proto *system.Protocol
+	if *specFile != "" {
+		if proto, _, err = loadProtocol(e.ctx, *specFile); err != nil {
+			return c.bad(e, "%v", err)
+		}
+	}
 	if *compare {
 		pols := []string{"source-first", "destination-first"}
 		if setFlags(fs)["policy"] {
 			pols = append([]string{cluster.Disabled}, pols...)
 		}
-		return runScenarioCompare(c, e, sc, *out, *asJSON, pols)
+		return runScenarioCompare(c, e, sc, *out, *asJSON, pols, proto)
 	}
 	cfg, reqs, faults, err := sc.Setup(*policy)
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
-	in := simInputs{cfg: cfg, faults: faults, faultFre: sc.FaultFree, records: obslog.All,
+	in := simInputs{cfg: cfg, faults: faults, faultFre: sc.FaultFree, records: obslog.All, proto: proto,
 		open: func() (cluster.Source, error) { return &sim.SliceSource{Reqs: reqs}, nil }}
 	return runSimulation(c, e, in, *out, false, *asJSON)
 }
@@ -266,10 +273,10 @@ func runSimulation(c *command, e *env, in simInputs, out string, compare, asJSON
 	})
 }
 
-func runScenarioCompare(c *command, e *env, sc *sim.Scenario, out string, asJSON bool, pols []string) int {
+func runScenarioCompare(c *command, e *env, sc *sim.Scenario, out string, asJSON bool, pols []string, proto *system.Protocol) int {
 	return runCompare(c, e, out, asJSON, pols, func(pol string) (simInputs, error) {
 		cfg, reqs, faults, err := sc.Setup(pol)
-		return simInputs{cfg: cfg, faults: faults, faultFre: sc.FaultFree, records: obslog.All,
+		return simInputs{cfg: cfg, faults: faults, faultFre: sc.FaultFree, records: obslog.All, proto: proto,
 			open: func() (cluster.Source, error) { return &sim.SliceSource{Reqs: reqs}, nil }}, err
 	})
 }
