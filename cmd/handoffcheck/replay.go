@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker"
-	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/checker/props"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 )
 
 var replayCommand = &command{
