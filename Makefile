@@ -26,6 +26,7 @@ FUZZ_TARGETS = \
 	./checker/conform:FuzzConform \
 	./checker/conform/mocker:FuzzConvertMocker \
 	./checker/live:FuzzDecodeFrame \
+	./checker/explore:FuzzState \
 	./checker/props:FuzzParse \
 	./fuzz:FuzzStep
 
