@@ -161,10 +161,10 @@ func (j *judge) worldJSON(c *model.Config, run string, spent system.Budget) ([]b
 	}
 	b, err := json.Marshal(f)
 	if err != nil {
-		return nil, "the world does not marshal: " + err.Error()
+		return nil, "The world does not marshal: " + err.Error()
 	}
 	if _, err := system.ParseConfig("the attempt's world", b); err != nil {
-		return nil, fmt.Sprintf("the attempt's world has no form an explored world takes: %v", err)
+		return nil, fmt.Sprintf("The attempt's world has no form an explored world takes: %v", err)
 	}
 	return b, ""
 }

@@ -78,7 +78,7 @@ func WriteRejection(dir string, in RejectionInput) (*RejectionResult, error) {
 	var cfg *system.Config
 	switch {
 	case t == nil:
-		res.Why = "no explanation of the attempt reached the fact: it is refused on what the logs themselves say (a process's generations, an attempt's end), before any state of the tables is judged"
+		res.Why = "No explanation of the attempt reached the fact: it is refused on what the logs themselves say (a process's generations, an attempt's end), before any state of the tables is judged"
 	case t.ConfigJSON == nil:
 		res.Why = t.Why
 	default:
@@ -90,7 +90,7 @@ func WriteRejection(dir string, in RejectionInput) (*RejectionResult, error) {
 			return nil, fmt.Errorf("repro: %w", err)
 		}
 		if prefix = explanationMoves(c, t.Moves); prefix == nil {
-			res.Why = "the attempt's explanation does not replay in its world as a configuration file gives it"
+			res.Why = "The attempt's explanation does not replay in its world as a configuration file gives it"
 			c = nil
 		}
 		res.Explained = len(t.Moves)
@@ -107,7 +107,7 @@ func WriteRejection(dir string, in RejectionInput) (*RejectionResult, error) {
 			found, dev := findViolation(in, t.ConfigJSON, prefix, r.Invariant)
 			switch {
 			case found == nil:
-				res.Why = fmt.Sprintf("no row of the tables that the explanation fires, or may fire where it ends, breaks %s within two steps by doing the rejected fact's operation too", r.Invariant)
+				res.Why = fmt.Sprintf("No row of the tables that the explanation fires, or may fire where it ends, breaks %s within two steps by doing the rejected fact's operation too", r.Invariant)
 			default:
 				res.Reproduced, moves, configJSON = true, found.moves, found.configJSON
 				var err error
@@ -162,7 +162,8 @@ func WriteRejection(dir string, in RejectionInput) (*RejectionResult, error) {
 	if err := rejectionReadme.Execute(&readme, v); err != nil {
 		return nil, err
 	}
-	files[ReadmeFile] = readme.Bytes()
+	// The template's branches end on different lines: one newline ends it.
+	files[ReadmeFile] = append(bytes.TrimRight(readme.Bytes(), "\n"), '\n')
 	for _, name := range []string{TraceFile, SpecOut, TestFile, ReadmeFile} {
 		if data, ok := files[name]; ok {
 			if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
@@ -619,12 +620,12 @@ break {{.Res.Invariant}}. Those tables are in ` + "`spec.json`" + `, and the tra
 built for the attempt (its prefill and decode worker, one handoff);
 {{.Res.Steps}} steps, from the explanation's {{.Res.Explained}} and the step that breaks {{.Res.Invariant}}
 (the steps it does not need are left out).
-{{- else if .Trace}}
+{{- else if .Trace -}}
 **No violating step.** {{if .Res.Why}}{{.Res.Why}}. {{end}}The trace is the attempt's
 explanation, {{.Res.Steps}} steps in the world the judge built for it ({{.Run.Name}}, {{.Run.Policy}},
 engine {{.Run.Engine}}); the next logged fact, the one rejected above, is one the tables
 cannot take there{{if .In.Rejection.Allowed}}: they allow only what is listed above{{end}}.
-{{- else}}
+{{- else -}}
 **No trace.** {{.Res.Why}}.
 {{- end}}
 {{- if .Trace}}

@@ -237,9 +237,9 @@ func saveConformRepro(e *env, dir string, p *system.Protocol, variant *spec.Spec
 	case res.Reproduced:
 		fmt.Fprintf(e.stderr, "reproduction of %s written to %s: %d steps (%s, %s, %s)\n", res.Invariant, res.Dir, res.Steps, repro.TraceFile, repro.ReadmeFile, repro.TestFile)
 	case res.Steps > 0:
-		fmt.Fprintf(e.stderr, "the rejected attempt's explanation written to %s: %d steps, not to a violation: %s (%s, %s)\n", res.Dir, res.Steps, res.Why, repro.TraceFile, repro.ReadmeFile)
+		fmt.Fprintf(e.stderr, "the rejected attempt's explanation written to %s: %d steps, no violating step (%s, %s). %s.\n", res.Dir, res.Steps, repro.TraceFile, repro.ReadmeFile, res.Why)
 	default:
-		fmt.Fprintf(e.stderr, "no trace of the rejection: %s; %s written to %s\n", res.Why, repro.ReadmeFile, res.Dir)
+		fmt.Fprintf(e.stderr, "no trace of the rejection, %s written to %s. %s.\n", repro.ReadmeFile, res.Dir, res.Why)
 	}
 }
 
