@@ -78,7 +78,7 @@ func WriteRejection(dir string, in RejectionInput) (*RejectionResult, error) {
 	var cfg *system.Config
 	switch {
 	case t == nil:
-		res.Why = "No explanation of the attempt reached the fact: it is refused on what the logs themselves say (a process's generations, an attempt's end), before any state of the tables is judged"
+		res.Why = "No explanation of the attempt reached the fact: it is refused on what the logs themselves say (a process's generations, an attempt's end, the mocker's bookkeeping rules), before any state of the tables is judged"
 	case t.ConfigJSON == nil:
 		res.Why = t.Why
 	default:
