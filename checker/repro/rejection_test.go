@@ -47,11 +47,12 @@ var unreproduced = map[string]string{
 	// completion, abort or expiry before it); the rows that fire within
 	// two steps of the explanation's end release for one of those.
 	"source-released-before-the-reader-completed.jsonl": "no row near the end releases for another cause",
-	// The decode worker reported its outcome without releasing its pages.
-	// A row that reports instead of releasing leaves them held while other
-	// steps are still enabled (the source's Cancelled in flight): the model
-	// names Quiescence only where nothing is left to do, which is not
-	// within two steps of the explanation's end.
+	// The decode worker reported its outcome while it held its pages (its
+	// release queued behind a core that fell behind). The judge names
+	// Quiescence there by its own check (a finished side takes no more
+	// steps); the model names it only where nothing is left to do, and
+	// under a row that reports early the queued release is still applied
+	// later, releasing the booking a second time (ExactlyOnceRelease).
 	"pages-never-returned-after-a-failed-transfer.jsonl": "Quiescence is judged only where nothing is left to do",
 }
 
