@@ -424,7 +424,9 @@ func tighten(p *system.Protocol, configJSON, wide []byte, moves []system.Move, i
 
 // addedActions are the changes of role's table that make one of the
 // rows do one of the actions more (last, then first), rows in the order
-// given; then those that make one do an action instead of one of its own.
+// given, a row's other version of the same operation (an outcome for
+// another) first; then those that make one do an action instead of
+// another of its own.
 func addedActions(sp *spec.Spec, role spec.Role, rows []int, actions []string) []spec.Mutant {
 	t := sp.Table(role)
 	var out, later []spec.Mutant
@@ -449,8 +451,15 @@ func addedActions(sp *spec.Spec, role spec.Role, rows []int, actions []string) [
 				if m.Validate() != nil {
 					continue
 				}
-				later = append(later, spec.Mutant{Name: fmt.Sprintf("%s row %d (%s on %s) does %s instead of %s", role, i+1, strings.Join(row.From, "|"), row.Event, a, b),
-					Operator: "replace-action", Role: role, Row: i, Spec: m})
+				x := spec.Mutant{Name: fmt.Sprintf("%s row %d (%s on %s) does %s instead of %s", role, i+1, strings.Join(row.From, "|"), row.Event, a, b),
+					Operator: "replace-action", Role: role, Row: i, Spec: m}
+				if slices.Contains(actions, b) {
+					// Another version of the same operation (success for
+					// failure): the likeliest deviation of this row.
+					out = append(out, x)
+				} else {
+					later = append(later, x)
+				}
 			}
 			for _, first := range []bool{false, true} {
 				m := sp.Clone()
