@@ -47,6 +47,17 @@ func TestConform_Repro(t *testing.T) {
 		t.Fatalf("a trace without an explanation: %v", err)
 	}
 
+	// A mocker's log is judged as what it means: its rejection too.
+	mock := filepath.Join("..", "..", "testdata", "logs", "mocker", "invalid-release-before-prefill-done.jsonl")
+	dir = filepath.Join(t.TempDir(), "mocker")
+	code, _, errOut = runCLI(t, "conform", "--from", "mocker", "--repro", dir, mock)
+	if code != exitViolation || !strings.Contains(errOut, "written to "+dir) {
+		t.Fatalf("mocker: exit %d: %s", code, errOut)
+	}
+	if readme, err := os.ReadFile(filepath.Join(dir, "README.md")); err != nil || !strings.Contains(string(readme), "handoffcheck conform --from mocker "+mock+"\n") {
+		t.Fatalf("mocker: %v\n%s", err, readme)
+	}
+
 	valid := filepath.Join(logsDir, "valid", "source-first-complete.jsonl")
 	dir = filepath.Join(t.TempDir(), "valid")
 	if code, _, errOut := runCLI(t, "conform", "--repro", dir, valid); code != exitOK || errOut != "" {
