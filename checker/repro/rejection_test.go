@@ -44,9 +44,11 @@ var unreproduced = map[string]string{
 	// of the tables releases twice.
 	"a-reservation-released-twice.jsonl": "the core refuses a second release",
 	// The source released with no cause the log gives (no reader
-	// completion, abort or expiry before it); the rows that fire within
-	// two steps of the explanation's end release for one of those.
-	"source-released-before-the-reader-completed.jsonl": "no row near the end releases for another cause",
+	// completion, abort or expiry before it): no row of the source's
+	// table that releases too, of those the search tries or any other,
+	// breaks ReleaseNeedsReaderAck within three steps of the
+	// explanation's end.
+	"source-released-before-the-reader-completed.jsonl": "no row that releases too reaches ReleaseNeedsReaderAck",
 	// The decode worker reported its outcome while it held its pages (its
 	// release queued behind a core that fell behind). The judge names
 	// Quiescence there by its own check (a finished side takes no more
