@@ -58,13 +58,15 @@ type RejectionResult struct {
 // WriteRejection writes the reproduction of a rejected log into dir. The
 // judge refuses a fact because no behavior of the tables takes it; the
 // step the logging system took is then one of tables that differ from
-// them. The reproduction finds a single-row change of the tables (a
-// mutant: a dropped action, an ignored event, a wrong next state, ...)
-// under which the attempt's explanation goes on, within two steps, to
-// break the rejection's invariant: the trace is the explanation, without
-// the steps the violation does not need, and that step, under those
-// tables; replay judges it. Without an invariant, or with no such change,
-// the trace is the explanation and the README says what comes next.
+// them. The reproduction finds a change of one row of the tables (the
+// row does the fact's own operation too, or instead of one of its
+// actions) under which the attempt's explanation, or one or two steps
+// after it, breaks the rejection's invariant doing what the fact says:
+// the trace is the explanation, without the steps the violation does not
+// need, and that step, under those tables; replay judges it. Without an
+// invariant, or with no such change, the trace is the explanation and
+// the README says what comes next; without an explanation there is no
+// trace, and the README says why.
 func WriteRejection(dir string, in RejectionInput) (*RejectionResult, error) {
 	r := in.Rejection
 	if r == nil {
@@ -137,9 +139,6 @@ func WriteRejection(dir string, in RejectionInput) (*RejectionResult, error) {
 		files[TraceFile] = trace.Bytes()
 		res.Steps = len(moves)
 		v.Story, v.Trace, v.Run = story, true, cfg.Runs[0]
-		if ce.Violation != nil {
-			v.Detail = ce.Violation.Detail
-		}
 		if res.Reproduced {
 			tin := Input{Protocol: protocol, Spec: specOut, SpecFile: in.SpecFile, Run: cfg.Runs[0], Command: in.Command}
 			if res.Deviation != "" {
@@ -165,10 +164,18 @@ func WriteRejection(dir string, in RejectionInput) (*RejectionResult, error) {
 	// The template's branches end on different lines: one newline ends it.
 	files[ReadmeFile] = append(bytes.TrimRight(readme.Bytes(), "\n"), '\n')
 	for _, name := range []string{TraceFile, SpecOut, TestFile, ReadmeFile} {
-		if data, ok := files[name]; ok {
-			if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+		path := filepath.Join(dir, name)
+		data, ok := files[name]
+		if !ok {
+			// A file an earlier reproduction left there would tell
+			// another story than this README.
+			if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
 				return nil, err
 			}
+			continue
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			return nil, err
 		}
 	}
 	return res, nil
@@ -595,7 +602,6 @@ type rejectionView struct {
 	In      RejectionInput
 	Res     *RejectionResult
 	Run     system.Run
-	Detail  string
 	Meaning string
 	Story   []string
 	Trace   bool

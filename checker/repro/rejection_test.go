@@ -224,3 +224,26 @@ func BenchmarkWriteRejection(b *testing.B) {
 		})
 	}
 }
+
+// A reproduction written over another leaves none of the other's files
+// that it does not write itself.
+func TestWriteRejection_ReplacesAnEarlierOne(t *testing.T) {
+	dir := t.TempDir()
+	if res, err := WriteRejection(dir, rejected(t, "stored-before-activation.jsonl")); err != nil || !res.Reproduced {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if _, err := WriteRejection(dir, rejected(t, "a-stale-fact-from-an-old-generation.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Name() != ReadmeFile {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("the directory holds %v, want only %s", names, ReadmeFile)
+	}
+}
