@@ -176,6 +176,7 @@ bench:
 	$(GO) test ./checker -run '^$$' -bench . -benchtime $(BENCHTIME)
 	$(GO) test ./checker/conform -run '^$$' -bench . -benchtime $(BENCHTIME) -cpu 1
 	$(GO) test ./checker/live -run '^$$' -bench . -benchtime $(BENCHTIME)
+	$(GO) test ./checker/repro -run '^$$' -bench . -benchtime $(BENCHTIME)
 
 # The example observation logs of testdata/logs: the valid ones as simulate
 # writes them for testdata/logs/{config.json,workload.jsonl,faults.jsonl},

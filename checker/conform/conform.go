@@ -115,6 +115,9 @@ type Rejection struct {
 	Explained []string `json:"explained,omitempty"`
 	// Prefix counts the facts of the logs explained before this one.
 	Prefix int `json:"explained_facts"`
+	// Trace is the attempt's world and explanation, for a reproduction
+	// (nil when no explanation of the attempt reached the fact).
+	Trace *RejectionTrace `json:"-"`
 }
 
 // ErrInput is wrapped by a log the judge cannot read as a whole (headers

@@ -219,7 +219,8 @@ func (j *judge) unfinished(a *attempt) {
 	}
 	f := a.last
 	j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f), Invariant: model.NameQuiescence,
-		Detail: "the logs end with the attempt unfinished: " + j.unfinishedBy(a, caught), Explained: j.history(caught), Allowed: j.allowed(a, []*node{caught})})
+		Detail: "the logs end with the attempt unfinished: " + j.unfinishedBy(a, caught), Explained: j.history(caught), Allowed: j.allowed(a, []*node{caught}),
+		Trace: j.rejectionTrace(a, caught, f)})
 }
 
 // unfinishedBy says what keeps an explanation from the end of the logs:
@@ -328,6 +329,7 @@ func (j *judge) dead(a *attempt, ns []*node) {
 	}
 	if best != nil {
 		r.Explained = j.history(best)
+		r.Trace = j.rejectionTrace(a, best, f)
 	}
 	r.Allowed = j.allowed(a, at)
 	all := first != nil

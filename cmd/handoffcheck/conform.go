@@ -5,15 +5,19 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker/conform"
 	"github.com/handoffcheck/handoffcheck/checker/conform/mocker"
+	"github.com/handoffcheck/handoffcheck/checker/repro"
+	"github.com/handoffcheck/handoffcheck/checker/system"
+	"github.com/handoffcheck/handoffcheck/spec"
 )
 
 var conformCommand = &command{
 	name:    "conform",
-	args:    "[--from handoffcheck|mocker] [--spec FILE] [--config FILE] [--bound N] [--max-faults N] [--open] [--json] LOG...",
+	args:    "[--from handoffcheck|mocker] [--spec FILE] [--config FILE] [--bound N] [--max-faults N] [--open] [--json] [--repro DIR] LOG...",
 	summary: "judge a running system's observation logs against the spec and the model",
 	detail: "Takes one log, or one per process (handoffcheck.log/v1, docs/conform.md), and decides\n" +
 		"whether a behavior of the tables in the model explains every fact, with every invariant\n" +
@@ -22,7 +26,9 @@ var conformCommand = &command{
 		"searched, at most --bound between two explained facts of an attempt, and unlogged\n" +
 		"faults at most --max-faults per attempt. --from mocker reads logs shaped like the dynamo\n" +
 		"mocker's offline replay bookkeeping (docs/conform.md), judges what they mean, and judges\n" +
-		"the mocker by its own bookkeeping rules (in-flight counts, phases, priorities).",
+		"the mocker by its own bookkeeping rules (in-flight counts, phases, priorities). --repro DIR\n" +
+		"writes a rejection's reproduction (docs/conform.md): a trace of the attempt's world that\n" +
+		"replay judges, a README and a Go test.",
 	exits: []exitDoc{
 		{exitOK, "every fact is explained, and every attempt finished and returned everything (or --open)"},
 		{exitViolation, "a fact no behavior explains: the report names it (file:line), the invariant it breaks or what the tables allowed instead, and the attempt's explained prefix; with --from mocker, or a line where the mocker breaks its own bookkeeping rules, with the rule"},
@@ -42,6 +48,8 @@ func cmdConform(c *command, e *env, args []string) int {
 	maxFaults := fs.Int("max-faults", conform.DefaultMaxFaults, "the most unlogged faults (lost or duplicated facts, hangs, slow cores) in one attempt")
 	open := fs.Bool("open", false, "accept attempts still in flight when the logs end (a log cut from a running system)")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
+	reproDir := fs.String("repro", "", "on a rejection, write its reproduction into this directory: a trace of the rejected attempt's world that replay judges\n"+
+		"(ending in the invariant, under the tables with the row the logging system deviated in), a README telling it in words, and a Go test")
 	from := fs.String("from", "handoffcheck", "the logs' format: handoffcheck (handoffcheck.log/v1) or mocker (the dynamo mocker's offline replay bookkeeping)")
 	if code, ok := c.parse(e, fs, args, 1, -1); !ok {
 		return code
@@ -59,12 +67,18 @@ func cmdConform(c *command, e *env, args []string) int {
 	if *maxFaults == 0 {
 		opt.MaxFaults = -1
 	}
+	var variant *spec.Spec
 	if *specFile != "" {
-		p, _, err := loadProtocol(e.ctx, *specFile)
+		p, sp, err := loadProtocol(e.ctx, *specFile)
 		if err != nil {
 			return c.bad(e, "%v", err)
 		}
-		opt.Protocol = p
+		opt.Protocol, variant = p, sp
+	}
+	if *reproDir != "" {
+		if err := os.MkdirAll(*reproDir, 0o755); err != nil {
+			return c.bad(e, "--repro: %v", err)
+		}
 	}
 	if *configFile != "" {
 		cfg, err := loadSimConfig(e.ctx, *configFile)
@@ -185,6 +199,9 @@ func cmdConform(c *command, e *env, args []string) int {
 			mocked.WriteText(e.stdout)
 		}
 	}
+	if *reproDir != "" && rep.Rejection != nil && rep.Verdict == conform.Rejected {
+		saveConformRepro(e, *reproDir, opt.Protocol, variant, *specFile, rep.Rejection, args)
+	}
 	switch rep.Verdict {
 	case conform.Rejected:
 		return exitViolation
@@ -192,6 +209,55 @@ func cmdConform(c *command, e *env, args []string) int {
 		return exitInconclusive
 	}
 	return exitOK
+}
+
+// saveConformRepro writes a rejection's reproduction and says so on
+// stderr; a reproduction that cannot be written is reported there, and
+// the exit stays the rejection's.
+func saveConformRepro(e *env, dir string, p *system.Protocol, variant *spec.Spec, specFile string, r *conform.Rejection, args []string) {
+	if p == nil {
+		p = system.Generated()
+	}
+	if specFile != "" {
+		if abs, err := filepath.Abs(specFile); err == nil {
+			specFile = abs
+		}
+	}
+	in := repro.RejectionInput{Protocol: p, Spec: variant, SpecFile: specFile, Rejection: r,
+		Command: strings.TrimSpace("handoffcheck conform " + strings.Join(reproArgs(args), " "))}
+	res, err := repro.WriteRejection(dir, in)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "handoffcheck conform: --repro: %v\n", err)
+		return
+	}
+	switch {
+	case res.Reproduced && res.Deviation != "":
+		fmt.Fprintf(e.stderr, "reproduction of %s written to %s: %d steps under the tables with %s (%s, %s, %s, %s)\n",
+			res.Invariant, res.Dir, res.Steps, res.Deviation, repro.TraceFile, repro.SpecOut, repro.ReadmeFile, repro.TestFile)
+	case res.Reproduced:
+		fmt.Fprintf(e.stderr, "reproduction of %s written to %s: %d steps (%s, %s, %s)\n", res.Invariant, res.Dir, res.Steps, repro.TraceFile, repro.ReadmeFile, repro.TestFile)
+	case res.Steps > 0:
+		fmt.Fprintf(e.stderr, "the rejected attempt's explanation written to %s: %d steps, no violating step (%s, %s). %s.\n", res.Dir, res.Steps, repro.TraceFile, repro.ReadmeFile, res.Why)
+	default:
+		fmt.Fprintf(e.stderr, "no trace of the rejection, %s written to %s. %s.\n", repro.ReadmeFile, res.Dir, res.Why)
+	}
+}
+
+// reproArgs is the command line without its --repro flag: the command
+// that rejected the logs.
+func reproArgs(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--repro" || a == "-repro":
+			i++
+		case strings.HasPrefix(a, "--repro=") || strings.HasPrefix(a, "-repro="):
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // printConformInterrupted is the partial report of a judge stopped by a

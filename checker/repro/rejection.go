@@ -1,0 +1,665 @@
+package repro
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/template"
+
+	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/conform"
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/system"
+	"github.com/handoffcheck/handoffcheck/machines/interp"
+	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+// SpecOut is the file a rejection's reproduction writes the tables the
+// logging system behaved as into, when they are not the ones judged
+// against: the test reads them, and a fix is made there.
+const SpecOut = "spec.json"
+
+// RejectionInput is a conform rejection and what the logs were judged
+// against.
+type RejectionInput struct {
+	// Protocol is the tables judged against; Spec and SpecFile the
+	// variant they were read from (nil: the built-in ones).
+	Protocol  *system.Protocol
+	Spec      *spec.Spec
+	SpecFile  string
+	Rejection *conform.Rejection
+	// Command is the command that rejected the logs, for the README.
+	Command string
+}
+
+// RejectionResult says what was written for a rejection.
+type RejectionResult struct {
+	Dir       string
+	Invariant string
+	// Steps is the trace's length: the explanation's steps, and the
+	// violating step when Reproduced.
+	Steps int
+	// Explained is the explanation's steps before minimizing.
+	Explained int
+	// Reproduced: the trace ends in the rejection's invariant. Deviation
+	// names the one-row change of the tables under which it does ("" for
+	// the tables themselves); Why says why there is no such trace.
+	Reproduced bool
+	Deviation  string
+	Why        string
+}
+
+// WriteRejection writes the reproduction of a rejected log into dir. The
+// judge refuses a fact because no behavior of the tables takes it; the
+// step the logging system took is then one of tables that differ from
+// them. The reproduction finds a change of one row of the tables (the
+// row does the fact's own operation too, or instead of one of its
+// actions) under which the attempt's explanation, or one or two steps
+// after it, breaks the rejection's invariant doing what the fact says:
+// the trace is the explanation, without the steps the violation does not
+// need, and that step, under those tables; replay judges it. Without an
+// invariant, or with no such change, the trace is the explanation and
+// the README says what comes next; without an explanation there is no
+// trace, and the README says why.
+func WriteRejection(dir string, in RejectionInput) (*RejectionResult, error) {
+	r := in.Rejection
+	if r == nil {
+		return nil, errors.New("repro: no rejection to reproduce")
+	}
+	res := &RejectionResult{Dir: dir, Invariant: r.Invariant}
+	v := rejectionView{In: in, Res: res}
+	t := r.Trace
+	var c *checker.Checker
+	var prefix []system.Move
+	var cfg *system.Config
+	switch {
+	case t == nil:
+		res.Why = "No explanation of the attempt reached the fact: it is refused on what the logs themselves say (a process's generations, an attempt's end, the mocker's bookkeeping rules), before any state of the tables is judged"
+	case t.ConfigJSON == nil:
+		res.Why = t.Why
+	default:
+		var err error
+		if cfg, err = system.ParseConfig(TraceFile+": config", t.ConfigJSON); err != nil {
+			return nil, fmt.Errorf("repro: %w", err)
+		}
+		if c, err = checker.New(in.Protocol, cfg, cfg.Runs[0]); err != nil {
+			return nil, fmt.Errorf("repro: %w", err)
+		}
+		if prefix = explanationMoves(c, t.Moves); prefix == nil {
+			res.Why = "The attempt's explanation does not replay in its world as a configuration file gives it"
+			c = nil
+		}
+		res.Explained = len(t.Moves)
+	}
+	var moves []system.Move
+	var configJSON []byte
+	if t != nil {
+		configJSON = t.ConfigJSON
+	}
+	specOut, protocol := in.Spec, in.Protocol
+	if c != nil {
+		moves = prefix
+		if r.Invariant != "" {
+			found, dev := findViolation(in, t.ConfigJSON, prefix, r.Invariant)
+			switch {
+			case found == nil:
+				res.Why = fmt.Sprintf("No row of the tables that the explanation fires, or may fire where it ends, breaks %s within two steps by doing the rejected fact's operation too", r.Invariant)
+			default:
+				res.Reproduced, moves, configJSON = true, found.moves, found.configJSON
+				var err error
+				if cfg, err = system.ParseConfig(TraceFile+": config", configJSON); err != nil {
+					return nil, fmt.Errorf("repro: %w", err)
+				}
+				if dev != nil {
+					res.Deviation, specOut, protocol = dev.Name, dev.Spec, found.checker.Protocol()
+				}
+				c = found.checker
+			}
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{}
+	if c != nil {
+		ce, story, err := replayStory(c, moves, res.Reproduced)
+		if err != nil {
+			return nil, err
+		}
+		var trace bytes.Buffer
+		if err := checker.WriteTrace(&trace, configJSON, specOut, t.Run, c.Attempts(), ce); err != nil {
+			return nil, err
+		}
+		files[TraceFile] = trace.Bytes()
+		res.Steps = len(moves)
+		v.Story, v.Trace, v.Run = story, true, cfg.Runs[0]
+		if res.Reproduced {
+			tin := Input{Protocol: protocol, Spec: specOut, SpecFile: in.SpecFile, Run: cfg.Runs[0], Command: in.Command}
+			if res.Deviation != "" {
+				raw, err := specOut.MarshalJSON()
+				if err != nil {
+					return nil, err
+				}
+				files[SpecOut] = raw
+				tin.SpecFile = SpecOut
+			}
+			test, err := render(testTemplate, tin, &Result{Invariant: r.Invariant}, story, ce)
+			if err != nil {
+				return nil, err
+			}
+			files[TestFile] = test
+		}
+	}
+	v.Meaning = meaning(r.Invariant)
+	var readme bytes.Buffer
+	if err := rejectionReadme.Execute(&readme, v); err != nil {
+		return nil, err
+	}
+	// The template's branches end on different lines: one newline ends it.
+	files[ReadmeFile] = append(bytes.TrimRight(readme.Bytes(), "\n"), '\n')
+	for _, name := range []string{TraceFile, SpecOut, TestFile, ReadmeFile} {
+		path := filepath.Join(dir, name)
+		data, ok := files[name]
+		if !ok {
+			// A file an earlier reproduction left there would tell
+			// another story than this README.
+			if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+				return nil, err
+			}
+			continue
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// explanationMoves is the explanation's steps as they replay in the
+// configuration's world, or nil. The judge steps a world a little apart
+// from an explored one: it defers a prefill's admission to a step of its
+// own (no fact says whether a worker queued it), where a world read from
+// a file admits at dispatch when it can; and it lets a worker evict what
+// a finished side keeps cached, which an explored world's eviction fault
+// does before the side finishes. Those steps are left out where the world
+// does not enable them; any other step it does not enable, or one that
+// breaks an invariant, leaves no trace.
+func explanationMoves(c *checker.Checker, moves []system.Move) []system.Move {
+	s := c.NewSession()
+	var out []system.Move
+	for _, m := range moves {
+		r, err := s.Apply(m)
+		if err != nil {
+			if m.Kind == system.MvAdmit || m.Kind == system.Evict.Move() {
+				continue
+			}
+			return nil
+		}
+		if r.Violation != nil {
+			return nil
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// reaches replays moves and reports whether every one is enabled and
+// none violates an invariant before the last, which violates inv ("":
+// none does). It returns the state after them.
+func reaches(c *checker.Checker, moves []system.Move, inv string) (system.State, bool) {
+	s := c.NewSession()
+	for i, m := range moves {
+		r, err := s.Apply(m)
+		if err != nil {
+			return system.State{}, false
+		}
+		if r.Violation != nil {
+			if inv == "" || i != len(moves)-1 || r.Violation.Invariant != inv {
+				return system.State{}, false
+			}
+			return *s.State(), true
+		}
+	}
+	return *s.State(), inv == ""
+}
+
+type violating struct {
+	checker *checker.Checker
+	moves   []system.Move
+	// configJSON is the world the moves replay in: the explanation's,
+	// with the faults the violating steps spend.
+	configJSON []byte
+}
+
+// operations are the actions of the tables that do what a fact of a kind
+// says its side did (the operation the judge performs for it), by side.
+var operations = map[obslog.Kind][2][]string{
+	obslog.RequestAccepted:     {{"AcceptRequest"}, {"AcceptRequest"}},
+	obslog.PrefillDispatched:   {{"StartPrefill"}, nil},
+	obslog.PrefillStopped:      {{"StopPrefill"}, nil},
+	obslog.Registered:          {{"RegisterSource"}, {"RegisterDestination"}},
+	obslog.Pinned:              {{"PinSource"}, nil},
+	obslog.TransferStarted:     {{"StartPush"}, {"StartPull"}},
+	obslog.Activated:           {nil, {"ActivateDestination"}},
+	obslog.Stored:              {{"PublishCached"}, {"PublishStored"}},
+	obslog.SourceReleased:      {{"ReleaseSource"}, nil},
+	obslog.ReservationReleased: {nil, {"ReleaseDestination"}},
+	obslog.DecodeReleased:      {nil, {"ReleaseActive"}},
+	obslog.OutcomeReported:     {{"ReportSourceReleased", "ReportSourceAborted"}, {"ReportDecodeDone", "ReportDecodeFailed"}},
+}
+
+// findViolation looks for the step the rejected fact needed: a step of
+// the explanation, or one or two after it, that breaks inv and makes a
+// fact of the rejected kind observable by the side that logged it. First
+// under the tables judged against; then under tables where one row does
+// the fact's own operation too (the logging system did what its fact
+// says, and the tables do not), trying the rows the explanation fired,
+// latest first, then those that may fire where it ends, the first found
+// in that fixed order. The violating steps may spend one fault of each
+// kind beyond the explanation's.
+func findViolation(in RejectionInput, configJSON []byte, prefix []system.Move, inv string) (*violating, *spec.Mutant) {
+	t := in.Rejection.Trace
+	wide, err := widen(configJSON)
+	if err != nil {
+		return nil, nil
+	}
+	cfg, err := system.ParseConfig(TraceFile+": config", wide)
+	if err != nil {
+		return nil, nil
+	}
+	try := func(p *system.Protocol, changed *spec.Mutant) *violating {
+		want := target{t: t, changed: changed}
+		c, err := checker.New(p, cfg, cfg.Runs[0])
+		if err != nil {
+			return nil
+		}
+		// Changed tables may break inv on a step of the explanation
+		// itself: a row it fires does more than the tables' row.
+		s := c.NewSession()
+		for i, m := range prefix {
+			before := *s.State()
+			r, err := s.Apply(m)
+			if err != nil {
+				return nil
+			}
+			if r.Violation != nil {
+				if r.Violation.Invariant == inv && want.observes(&before, s.State(), m, r.Fired) {
+					return &violating{checker: c, moves: slices.Clone(prefix[:i+1])}
+				}
+				return nil
+			}
+		}
+		end := *s.State()
+		for depth := 1; depth <= 2; depth++ {
+			if more := stepsTo(c, end, inv, want, depth); more != nil {
+				return &violating{checker: c, moves: append(slices.Clone(prefix), more...)}
+			}
+		}
+		return nil
+	}
+	found := func(v *violating, m *spec.Mutant) (*violating, *spec.Mutant) {
+		v.moves = minimizeMoves(v.checker, v.moves, inv)
+		v.configJSON = tighten(v.checker.Protocol(), configJSON, wide, v.moves, inv)
+		if cfg, err := system.ParseConfig(TraceFile+": config", v.configJSON); err == nil {
+			if c, err := checker.New(v.checker.Protocol(), cfg, cfg.Runs[0]); err == nil {
+				v.checker = c
+			}
+		}
+		return v, m
+	}
+	if v := try(in.Protocol, nil); v != nil {
+		return found(v, nil)
+	}
+	c, err := checker.New(in.Protocol, cfg, cfg.Runs[0])
+	if err != nil {
+		return nil, nil
+	}
+	// The rows the explanation fired, latest first, then those that may
+	// fire from where it ends.
+	var fired [2][]int
+	s := c.NewSession()
+	for _, m := range prefix {
+		r, err := s.Apply(m)
+		if err != nil {
+			return nil, nil
+		}
+		for _, f := range r.Fired {
+			if f.Row > 0 && f.Handoff == 0 { // rows count from 1
+				fired[f.Role] = append(fired[f.Role], f.Row-1)
+			}
+		}
+	}
+	end := *s.State()
+	if t.Router {
+		return nil, nil // a router's fact is no row's operation
+	}
+	role, side := spec.Source, 0
+	if t.Side == model.DestinationSide {
+		role, side = spec.Destination, 1
+	}
+	rows := slices.Clone(fired[role])
+	slices.Reverse(rows)
+	state := in.Protocol.StateName(role, end.Role(role, 0))
+	for i, row := range in.Protocol.Spec().Table(role).Rows {
+		if slices.Contains(row.From, state) {
+			rows = append(rows, i)
+		}
+	}
+	for _, m := range addedActions(in.Protocol.Spec(), role, rows, operations[t.Kind][side]) {
+		it, err := interp.New(m.Spec)
+		if err != nil {
+			continue
+		}
+		p, err := system.FromStepper(m.Name, m.Spec, it)
+		if err != nil {
+			continue
+		}
+		if v := try(p, &m); v != nil {
+			return found(v, &m)
+		}
+	}
+	return nil, nil
+}
+
+// widen gives a configuration one fault of each kind more than it has.
+func widen(configJSON []byte) ([]byte, error) {
+	var file map[string]json.RawMessage
+	if err := json.Unmarshal(configJSON, &file); err != nil {
+		return nil, err
+	}
+	faults := map[string]uint{}
+	if raw, ok := file["faults"]; ok {
+		if err := json.Unmarshal(raw, &faults); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range system.FaultKinds {
+		if faults[k.Config] < system.MaxBudget {
+			faults[k.Config]++
+		}
+	}
+	file["faults"], _ = json.Marshal(faults)
+	return json.Marshal(file) // keys sorted: deterministic
+}
+
+// tighten is the narrowest of the configurations the moves replay to inv
+// in: the explanation's with the fault moves they take, or else the
+// widened one.
+func tighten(p *system.Protocol, configJSON, wide []byte, moves []system.Move, inv string) []byte {
+	var file map[string]json.RawMessage
+	if json.Unmarshal(configJSON, &file) != nil {
+		return wide
+	}
+	faults := map[string]uint{}
+	if raw, ok := file["faults"]; ok && json.Unmarshal(raw, &faults) != nil {
+		return wide
+	}
+	for k := range faults {
+		if f, ok := system.ParseFault(k); ok && f.Move() != 0 {
+			delete(faults, k) // counted from the moves below
+		}
+	}
+	for _, m := range moves {
+		if f, ok := m.Kind.Spends(); ok && faults[f.String()] < system.MaxBudget {
+			faults[f.String()]++
+		}
+	}
+	file["faults"], _ = json.Marshal(faults)
+	tight, err := json.Marshal(file)
+	if err != nil {
+		return wide
+	}
+	cfg, err := system.ParseConfig("tight", tight)
+	if err != nil {
+		return wide
+	}
+	c, err := checker.New(p, cfg, cfg.Runs[0])
+	if err != nil {
+		return wide
+	}
+	if _, ok := reaches(c, moves, inv); !ok {
+		return wide
+	}
+	return tight
+}
+
+// addedActions are the changes of role's table that make one of the
+// rows do one of the actions more (last, then first), rows in the order
+// given, a row's other version of the same operation (an outcome for
+// another) first; then those that make one do an action instead of
+// another of its own.
+func addedActions(sp *spec.Spec, role spec.Role, rows []int, actions []string) []spec.Mutant {
+	t := sp.Table(role)
+	var out, later []spec.Mutant
+	seen := map[int]bool{}
+	for _, i := range rows {
+		if seen[i] || i >= len(t.Rows) {
+			continue
+		}
+		seen[i] = true
+		row := t.Rows[i]
+		for _, a := range actions {
+			// The operation instead of one of the row's actions (a step
+			// that did it where the tables do another).
+			for k, b := range row.Actions {
+				if b == a {
+					continue
+				}
+				m := sp.Clone()
+				r := &m.Table(role).Rows[i]
+				r.Actions = slices.Clone(r.Actions)
+				r.Actions[k] = a
+				if m.Validate() != nil {
+					continue
+				}
+				x := spec.Mutant{Name: fmt.Sprintf("%s row %d (%s on %s) does %s instead of %s", role, i+1, strings.Join(row.From, "|"), row.Event, a, b),
+					Operator: "replace-action", Role: role, Row: i, Spec: m}
+				if slices.Contains(actions, b) {
+					// Another version of the same operation (success for
+					// failure): the likeliest deviation of this row.
+					out = append(out, x)
+				} else {
+					later = append(later, x)
+				}
+			}
+			for _, first := range []bool{false, true} {
+				m := sp.Clone()
+				r := &m.Table(role).Rows[i]
+				if first {
+					r.Actions = append([]string{a}, r.Actions...)
+				} else {
+					r.Actions = append(slices.Clone(r.Actions), a)
+				}
+				if m.Validate() != nil {
+					continue
+				}
+				what := "also does " + a
+				if slices.Contains(row.Actions, a) {
+					what = "does " + a + " twice"
+				}
+				out = append(out, spec.Mutant{Name: fmt.Sprintf("%s row %d (%s on %s) %s", role, i+1, strings.Join(row.From, "|"), row.Event, what),
+					Operator: "add-action", Role: role, Row: i, Spec: m})
+			}
+		}
+	}
+	return append(out, later...)
+}
+
+// stepsTo is a sequence of depth moves from s whose last, and only its
+// last, breaks inv and makes a fact of the rejected kind observable;
+// nil when none does.
+func stepsTo(c *checker.Checker, s system.State, inv string, t target, depth int) []system.Move {
+	for _, m := range c.Moves(&s) {
+		next := s
+		var fired []system.Firing
+		cov := system.NewCoverage(c.Protocol().Spec())
+		cov.Log = &fired
+		_, v, err := c.Step(&next, m, cov)
+		if err != nil {
+			continue
+		}
+		if v == nil {
+			v = c.CheckState(&next)
+		}
+		if v == nil && c.Quiescent(&next) {
+			v = c.CheckQuiescence(&next)
+		}
+		switch {
+		case v != nil && v.Invariant == inv && depth == 1 && t.observes(&s, &next, m, fired):
+			return []system.Move{m}
+		case v == nil && depth > 1:
+			if more := stepsTo(c, next, inv, t, depth-1); more != nil {
+				return append([]system.Move{m}, more...)
+			}
+		}
+	}
+	return nil
+}
+
+// target is the step a reproduction looks for: one that does what the
+// rejected fact says, under tables changed in one row (nil: unchanged).
+type target struct {
+	t       *conform.RejectionTrace
+	changed *spec.Mutant
+}
+
+// observes reports whether a step makes a fact of the rejected kind
+// observable by the process that logged it, or fires the changed row:
+// an operation done a second time (a release twice) changes nothing a
+// fact is read from, but it is the row's.
+func (x target) observes(before, after *system.State, m system.Move, fired []system.Firing) bool {
+	if x.changed != nil {
+		for _, f := range fired {
+			if f.Role == x.changed.Role && f.Row == x.changed.Row+1 && f.Handoff == 0 {
+				return true
+			}
+		}
+	}
+	by := obslog.BySource
+	switch {
+	case x.t.Router:
+		by = obslog.ByRouter
+	case x.t.Side == model.DestinationSide:
+		by = obslog.ByDestination
+	}
+	for _, l := range obslog.Observe(nil, 0, before, after, m, fired) {
+		if l.Kind == x.t.Kind && l.By == by {
+			return true
+		}
+	}
+	return false
+}
+
+// minimizeMoves leaves out, one at a time from the end, the steps the
+// violation does not need: the trace still reaches inv at its last step
+// without them (delta debugging with single steps, which for traces this
+// short finds what larger chunks would).
+func minimizeMoves(c *checker.Checker, moves []system.Move, inv string) []system.Move {
+	for i := len(moves) - 2; i >= 0; i-- {
+		try := append(append([]system.Move(nil), moves[:i]...), moves[i+1:]...)
+		if _, ok := reaches(c, try, inv); ok {
+			moves = try
+		}
+	}
+	return moves
+}
+
+// replayStory steps the moves and tells them in words; the last violates
+// an invariant when violated is set.
+func replayStory(c *checker.Checker, moves []system.Move, violated bool) (*checker.Counterexample, []string, error) {
+	s := c.NewSession()
+	ce := &checker.Counterexample{Initial: s.Describe()}
+	var story []string
+	for i, m := range moves {
+		r, err := s.Apply(m)
+		if err != nil {
+			return nil, nil, fmt.Errorf("repro: step %d (%s) does not replay: %v", i+1, m, err)
+		}
+		lines := s.FormatStep(r)
+		story = append(story, fmt.Sprintf("%d. %s", i+1, lines[0]))
+		for _, l := range lines[1:] {
+			story = append(story, "   "+strings.TrimSpace(l))
+		}
+		ce.Steps = append(ce.Steps, checker.TraceStep{Move: m, Fired: r.Fired, State: s.Describe()})
+		if r.Violation != nil {
+			ce.Violation = r.Violation
+			ce.Steps[len(ce.Steps)-1].Failed = true
+		}
+	}
+	if violated != (ce.Violation != nil) {
+		return nil, nil, errors.New("repro: the trace does not end as found")
+	}
+	return ce, story, nil
+}
+
+type rejectionView struct {
+	In      RejectionInput
+	Res     *RejectionResult
+	Run     system.Run
+	Meaning string
+	Story   []string
+	Trace   bool
+}
+
+var rejectionReadme = template.Must(template.New("rejection").Parse(`# Reproduction of a rejected log{{if .Res.Invariant}}: {{.Res.Invariant}}{{end}}
+
+**What broke.** The judge rejected the fact at {{.In.Rejection.File}}:{{.In.Rejection.Line}}{{if .In.Rejection.Attempt}} (attempt {{.In.Rejection.Attempt}}){{end}}:
+
+    {{.In.Rejection.Fact}}
+
+{{if .Res.Invariant}}It breaks {{.Res.Invariant}}: {{.In.Rejection.Detail}}.{{if .Meaning}} The invariant demands that {{.Meaning}}.{{end}}{{else}}{{.In.Rejection.Detail}}.{{end}}
+
+Rejected by:
+
+    {{.In.Command}}
+{{- if .In.Rejection.Allowed}}
+
+The tables allowed the attempt's processes to log instead:
+{{range .In.Rejection.Allowed}}
+    {{.}}{{end}}
+{{- end}}
+
+{{if .Res.Reproduced -}}
+**The deviation.** No behavior of {{if .In.Spec}}the variant {{.In.SpecFile}}{{else}}the built-in tables{{end}} takes this fact.
+{{- if .Res.Deviation}} The logging system behaved as tables with one row changed:
+` + "`{{.Res.Deviation}}`" + `; under them the attempt's explanation goes on to
+break {{.Res.Invariant}}. Those tables are in ` + "`spec.json`" + `, and the trace carries them.{{else}} The tables themselves reach {{.Res.Invariant}} from the attempt's explanation.{{end}}
+
+**The run.** {{.Run.Name}} ({{.Run.Policy}}, engine {{.Run.Engine}}) in the world the judge
+built for the attempt (its prefill and decode worker, one handoff);
+{{.Res.Steps}} steps, from the explanation's {{.Res.Explained}} and the step that breaks {{.Res.Invariant}}
+(the steps it does not need are left out).
+{{- else if .Trace -}}
+**No violating step.** {{if .Res.Why}}{{.Res.Why}}. {{end}}The trace is the attempt's
+explanation, {{.Res.Steps}} steps in the world the judge built for it ({{.Run.Name}}, {{.Run.Policy}},
+engine {{.Run.Engine}}); the next logged fact, the one rejected above, is one the tables
+cannot take there{{if .In.Rejection.Allowed}}: they allow only what is listed above{{end}}.
+{{- else -}}
+**No trace.** {{.Res.Why}}.
+{{- end}}
+{{- if .Trace}}
+
+**The steps.**
+
+{{range .Story}}    {{.}}
+{{end}}
+**The commands.**
+
+    handoffcheck replay trace.jsonl          # the steps, judged one by one{{if .Res.Reproduced}}: exit 1 on the violation{{end}}
+    handoffcheck explore trace.jsonl         # the steps in a browser; branch off at any step
+    handoffcheck check --from-trace trace.jsonl   # what else can happen from there
+{{- if .Res.Reproduced}}
+
+` + "`repro_test.go`" + ` replays ` + "`trace.jsonl`" + ` against {{if .Res.Deviation}}` + "`spec.json`" + `{{else}}the tables{{end}} and fails while they
+allow these steps: copy this directory into the module (not under a
+` + "`testdata`" + ` directory, which go test skips) and run ` + "`go test`" + ` on it.{{if .Res.Deviation}} Once
+the logging system's tables are fixed, put them in ` + "`spec.json`" + `: the test then passes.{{end}}
+{{- end}}
+{{- end}}
+`))

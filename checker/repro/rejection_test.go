@@ -1,0 +1,249 @@
+package repro
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/conform"
+	"github.com/handoffcheck/handoffcheck/checker/system"
+	"github.com/handoffcheck/handoffcheck/machines/interp"
+)
+
+const invalidLogs = "../../testdata/logs/invalid"
+
+// rejected judges a shipped invalid log and returns the input a
+// reproduction is written from.
+func rejected(t testing.TB, file string) RejectionInput {
+	t.Helper()
+	f, err := os.Open(filepath.Join(invalidLogs, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rep, err := conform.Judge([]conform.Input{{Name: file, R: f}}, conform.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Rejection == nil {
+		t.Fatalf("%s: verdict %s, want a rejection", file, rep.Verdict)
+	}
+	return RejectionInput{Protocol: system.Generated(), Rejection: rep.Rejection, Command: "handoffcheck conform " + file}
+}
+
+// unreproduced are the shipped logs whose rejected fact no single-row
+// change of the tables reproduces, and why.
+var unreproduced = map[string]string{
+	// A release is a command the worker's core applies once: asked again,
+	// it answers that there is nothing to release (ReleaseNoOp), so no row
+	// of the tables releases twice.
+	"a-reservation-released-twice.jsonl": "the core refuses a second release",
+	// The source released with no cause the log gives (no reader
+	// completion, abort or expiry before it): no row of the source's
+	// table that releases too, of those the search tries or any other,
+	// breaks ReleaseNeedsReaderAck within three steps of the
+	// explanation's end.
+	"source-released-before-the-reader-completed.jsonl": "no row that releases too reaches ReleaseNeedsReaderAck",
+	// The decode worker reported its outcome while it held its pages (its
+	// release queued behind a core that fell behind). The judge names
+	// Quiescence there by its own check (a finished side takes no more
+	// steps); the model names it only where nothing is left to do, and
+	// under a row that reports early the queued release is still applied
+	// later, releasing the booking a second time (ExactlyOnceRelease).
+	"pages-never-returned-after-a-failed-transfer.jsonl": "Quiescence is judged only where nothing is left to do",
+}
+
+type expectation struct {
+	File      string `json:"file"`
+	Line      int    `json:"line"`
+	Invariant string `json:"invariant"`
+}
+
+func expectations(t testing.TB) []expectation {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(invalidLogs, "expect.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var es []expectation
+	if err := json.Unmarshal(raw, &es); err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
+// replayTrace replays a written trace against the tables it carries (the
+// built-in ones when it carries none) and returns the invariant its last
+// step breaks ("" for none) and how many steps it has.
+func replayTrace(t *testing.T, dir string) (string, int) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, TraceFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := checker.ParseTrace(TraceFile, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proto := system.Generated()
+	if tr.Spec != nil {
+		it, err := interp.New(tr.Spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if proto, err = system.FromStepper("trace", tr.Spec, it); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := checker.New(proto, tr.Config, tr.Config.Runs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.NewSession()
+	inv := ""
+	for i, m := range tr.Moves {
+		r, err := s.Apply(m)
+		if err != nil {
+			t.Fatalf("step %d (%s): %v", i+1, m, err)
+		}
+		if r.Violation != nil {
+			if i != len(tr.Moves)-1 {
+				t.Fatalf("step %d of %d violates %s", i+1, len(tr.Moves), r.Violation.Invariant)
+			}
+			inv = r.Violation.Invariant
+		}
+	}
+	if inv != tr.Violation {
+		t.Fatalf("the trace records %q and ends in %q", tr.Violation, inv)
+	}
+	return inv, len(tr.Moves)
+}
+
+// Each shipped invalid log's reproduction replays to the rejection's
+// invariant, no longer than the explanation and the violating step; a
+// log refused before any explanation reached the fact says why it has
+// no trace. Writing twice gives the same bytes.
+func TestWriteRejection_InvalidLogs(t *testing.T) {
+	for _, e := range expectations(t) {
+		t.Run(strings.TrimSuffix(e.File, ".jsonl"), func(t *testing.T) {
+			in := rejected(t, e.File)
+			if in.Rejection.Invariant != e.Invariant || in.Rejection.Line != e.Line {
+				t.Fatalf("rejected at line %d for %q, expect.json says %d, %q", in.Rejection.Line, in.Rejection.Invariant, e.Line, e.Invariant)
+			}
+			dir := t.TempDir()
+			res, err := WriteRejection(dir, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			readme, err := os.ReadFile(filepath.Join(dir, ReadmeFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(readme, []byte(e.File+":")) {
+				t.Errorf("the README does not name the rejected fact's file:line:\n%s", readme)
+			}
+			if in.Rejection.Trace == nil {
+				if res.Reproduced || res.Why == "" || !bytes.Contains(readme, []byte("**No trace.**")) {
+					t.Fatalf("no explanation, yet %+v\n%s", res, readme)
+				}
+				if _, err := os.Stat(filepath.Join(dir, TraceFile)); !os.IsNotExist(err) {
+					t.Fatalf("a trace without an explanation: %v", err)
+				}
+				return
+			}
+			if why, ok := unreproduced[e.File]; ok {
+				// The trace is the explanation, replayed without a
+				// violation, and the README says what comes next.
+				if res.Reproduced || res.Why == "" {
+					t.Fatalf("%s is reproduced now (%+v): %s no longer holds", e.File, res, why)
+				}
+				if inv, n := replayTrace(t, dir); inv != "" || n != res.Steps || n > res.Explained {
+					t.Fatalf("the explanation's trace ends in %q after %d steps: %+v", inv, n, res)
+				}
+				for _, want := range []string{"**No violating step.**", in.Rejection.Fact} {
+					if !bytes.Contains(readme, []byte(want)) {
+						t.Errorf("the README lacks %q:\n%s", want, readme)
+					}
+				}
+				return
+			}
+			if !res.Reproduced {
+				t.Fatalf("not reproduced: %s", res.Why)
+			}
+			inv, n := replayTrace(t, dir)
+			if inv != e.Invariant {
+				t.Fatalf("the trace ends in %q, want %q", inv, e.Invariant)
+			}
+			if n > res.Explained+1 || n != res.Steps {
+				t.Fatalf("%d steps, longer than the explanation's %d and the violating step: %+v", n, res.Explained, res)
+			}
+			for _, want := range []string{"# Reproduction of a rejected log: " + e.Invariant, "handoffcheck replay trace.jsonl", in.Command} {
+				if !bytes.Contains(readme, []byte(want)) {
+					t.Errorf("the README lacks %q:\n%s", want, readme)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, TestFile)); err != nil {
+				t.Fatal(err)
+			}
+			again := t.TempDir()
+			if _, err := WriteRejection(again, in); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []string{TraceFile, ReadmeFile, TestFile, SpecOut} {
+				a, _ := os.ReadFile(filepath.Join(dir, f))
+				b, _ := os.ReadFile(filepath.Join(again, f))
+				if !bytes.Equal(a, b) {
+					t.Errorf("%s differs between two writes", f)
+				}
+			}
+			t.Logf("%d of %d steps, %s", res.Steps, res.Explained, res.Deviation)
+		})
+	}
+}
+
+// Each reproduction of a shipped invalid log takes well under 2 s.
+func BenchmarkWriteRejection(b *testing.B) {
+	for _, e := range expectations(b) {
+		b.Run(strings.TrimSuffix(e.File, ".jsonl"), func(b *testing.B) {
+			in := rejected(b, e.File)
+			dir := b.TempDir()
+			start := time.Now()
+			for i := 0; i < b.N; i++ {
+				if _, err := WriteRejection(dir, in); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if per := time.Since(start) / time.Duration(b.N); per > 2*time.Second {
+				b.Fatalf("%v a reproduction, want under 2s", per)
+			}
+		})
+	}
+}
+
+// A reproduction written over another leaves none of the other's files
+// that it does not write itself.
+func TestWriteRejection_ReplacesAnEarlierOne(t *testing.T) {
+	dir := t.TempDir()
+	if res, err := WriteRejection(dir, rejected(t, "stored-before-activation.jsonl")); err != nil || !res.Reproduced {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if _, err := WriteRejection(dir, rejected(t, "a-stale-fact-from-an-old-generation.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Name() != ReadmeFile {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("the directory holds %v, want only %s", names, ReadmeFile)
+	}
+}
