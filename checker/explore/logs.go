@@ -6,8 +6,11 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/conform"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/repro"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 )
 
 // Logs is one or more observation logs of a running system with conform's
@@ -30,6 +33,12 @@ type Logs struct {
 	// the judge explained it: logged facts by their place in the logs,
 	// and the steps the judge supplied because no process logged them.
 	Explanation []ExplainedStep `json:"explanation,omitempty"`
+	// Furthest is the state the rejected attempt's furthest explanation
+	// reached, in the attempt's own world (its prefill and decode worker,
+	// its one handoff), rendered as the run pages render states; Why
+	// says why it is missing when it is.
+	Furthest    []string `json:"furthest,omitempty"`
+	FurthestWhy string   `json:"furthest_why,omitempty"`
 }
 
 // LogProcess is a lane.
@@ -120,8 +129,46 @@ func JudgeLogs(in []LogInput, opt conform.Options) (*Logs, error) {
 		for _, e := range r.Explained {
 			out.Explanation = append(out.Explanation, explainedStep(e))
 		}
+		out.Furthest, out.FurthestWhy = furthest(r.Trace, opt.Protocol)
 	}
 	return out, nil
+}
+
+// furthest replays a rejected attempt's explanation in the attempt's own
+// world and renders the state it reaches.
+func furthest(t *conform.RejectionTrace, p *system.Protocol) ([]string, string) {
+	if t == nil {
+		return nil, "no explanation of the attempt reached the rejected fact"
+	}
+	if t.ConfigJSON == nil {
+		return nil, t.Why
+	}
+	cfg, err := system.ParseConfig("the attempt's world", t.ConfigJSON)
+	if err != nil {
+		return nil, err.Error()
+	}
+	runs, err := checker.SelectRuns(cfg, []string{t.Run}, nil)
+	if err != nil {
+		return nil, err.Error()
+	}
+	if p == nil {
+		p = system.Generated()
+	}
+	c, err := checker.New(p, cfg, runs[0])
+	if err != nil {
+		return nil, err.Error()
+	}
+	moves := repro.ExplanationMoves(c, t.Moves)
+	if moves == nil && len(t.Moves) > 0 {
+		return nil, "the explanation does not replay in the attempt's world as a configuration file gives it"
+	}
+	sess := c.NewSession()
+	for _, m := range moves {
+		if _, err := sess.Apply(m); err != nil {
+			return nil, err.Error()
+		}
+	}
+	return sess.Describe(), ""
 }
 
 // explainedStep reads a line of a rejection's explained prefix: "unlogged:

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -100,6 +101,12 @@ func TestJudgeLogs_LaysOutTheJudgement(t *testing.T) {
 	if supplied == 0 || logged == 0 {
 		t.Fatalf("explanation: %d supplied, %d logged steps", supplied, logged)
 	}
+	// The furthest explanation's state: the attempt's one handoff with
+	// its destination holding reserved pages and the transfer done (what
+	// the rejection says), and its two workers.
+	if len(l.Furthest) != 3 || !strings.HasPrefix(l.Furthest[0], "h0 source=") || !strings.Contains(l.Furthest[0], "destination=") {
+		t.Fatalf("furthest state %q (why %q)", l.Furthest, l.FurthestWhy)
+	}
 }
 
 // A log the judge cannot read is an error at its file and line.
@@ -150,6 +157,13 @@ func TestExplorer_LogsInChromium(t *testing.T) {
 	}
 	if supplied != want {
 		t.Errorf("the judge's lane draws %d supplied steps, the explanation has %d", supplied, want)
+	}
+	lines, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#furthest li"), li => li.textContent)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(lines, l.Furthest) {
+		t.Errorf("the page shows the furthest state\n%s\nthe judgement\n%s", strings.Join(lines, "\n"), strings.Join(l.Furthest, "\n"))
 	}
 	screenshot(t, ctx, "explore-logs.png")
 }

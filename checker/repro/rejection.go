@@ -91,7 +91,7 @@ func WriteRejection(dir string, in RejectionInput) (*RejectionResult, error) {
 		if c, err = checker.New(in.Protocol, cfg, cfg.Runs[0]); err != nil {
 			return nil, fmt.Errorf("repro: %w", err)
 		}
-		if prefix = explanationMoves(c, t.Moves); prefix == nil {
+		if prefix = ExplanationMoves(c, t.Moves); prefix == nil {
 			res.Why = "The attempt's explanation does not replay in its world as a configuration file gives it"
 			c = nil
 		}
@@ -181,7 +181,7 @@ func WriteRejection(dir string, in RejectionInput) (*RejectionResult, error) {
 	return res, nil
 }
 
-// explanationMoves is the explanation's steps as they replay in the
+// ExplanationMoves is the explanation's steps as they replay in the
 // configuration's world, or nil. The judge steps a world a little apart
 // from an explored one: it defers a prefill's admission to a step of its
 // own (no fact says whether a worker queued it), where a world read from
@@ -190,7 +190,7 @@ func WriteRejection(dir string, in RejectionInput) (*RejectionResult, error) {
 // does before the side finishes. Those steps are left out where the world
 // does not enable them; any other step it does not enable, or one that
 // breaks an invariant, leaves no trace.
-func explanationMoves(c *checker.Checker, moves []system.Move) []system.Move {
+func ExplanationMoves(c *checker.Checker, moves []system.Move) []system.Move {
 	s := c.NewSession()
 	var out []system.Move
 	for _, m := range moves {

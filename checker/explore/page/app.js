@@ -308,6 +308,13 @@ function renderLogs(l) {
     place(max);
   }
   document.getElementById("lanes").replaceChildren(root);
+  if (l.rejection) {
+    document.getElementById("furthest-title").hidden = false;
+    const why = document.getElementById("furthest-why");
+    why.hidden = !l.furthest_why;
+    why.textContent = l.furthest_why || "";
+    document.getElementById("furthest").replaceChildren(...(l.furthest || []).map(line => el("li", {}, line)));
+  }
   document.body.dataset.loaded = "logs";
 }
 
