@@ -22,7 +22,10 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "verdict: %s at %s:%d\n", r.Verdict, x.File, x.Line)
 	fmt.Fprintf(w, "  fact: %s\n", x.Fact)
-	if x.Invariant != "" {
+	switch {
+	case x.Property != "":
+		fmt.Fprintf(w, "  property: %s (%s)\n", x.Property, x.PropertyAt)
+	case x.Invariant != "":
 		fmt.Fprintf(w, "  invariant: %s\n", x.Invariant)
 	}
 	fmt.Fprintf(w, "  %s\n", x.Detail)

@@ -334,6 +334,7 @@ func (j *judge) dead(a *attempt, ns []*node) {
 	switch {
 	case all && first != nil:
 		r.Invariant, r.Detail = first.Invariant, first.Detail
+		j.nameProperty(r, first)
 	case figs != "":
 		r.Detail = figs
 	case best != nil && best.owedN > 0:
@@ -345,8 +346,26 @@ func (j *judge) dead(a *attempt, ns []*node) {
 	}
 	if r.Invariant == "" && a.broken != nil {
 		r.Detail += fmt.Sprintf(" (a step that would explain it breaks %s: %s)", a.broken.Invariant, a.broken.Detail)
+		j.nameProperty(r, a.broken)
 	}
 	j.reject(r)
+}
+
+// nameProperty says in a rejection that the violation it rests on is of
+// a property of the file (Options.Props), with where it is written: a
+// property's violation carries its expression as its check, which tells
+// it from a built-in invariant of the same name.
+func (j *judge) nameProperty(r *Rejection, v *model.Violation) {
+	if j.props == nil || v == nil {
+		return
+	}
+	for _, p := range j.props.Props {
+		if p.Name == v.Invariant && p.Expr == v.Check {
+			r.Property = p.Name
+			r.PropertyAt = fmt.Sprintf("%s:%d", j.props.File, p.Line)
+			return
+		}
+	}
 }
 
 // outOfOrder says what an explanation owes when a fact comes instead:

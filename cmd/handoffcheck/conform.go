@@ -13,7 +13,7 @@ import (
 
 var conformCommand = &command{
 	name:    "conform",
-	args:    "[--from handoffcheck|mocker] [--spec FILE] [--config FILE] [--bound N] [--max-faults N] [--open] [--json] LOG...",
+	args:    "[--from handoffcheck|mocker] [--spec FILE] [--config FILE] [--bound N] [--max-faults N] [--open] [--props FILE] [--json] LOG...",
 	summary: "judge a running system's observation logs against the spec and the model",
 	detail: "Takes one log, or one per process (handoffcheck.log/v1, docs/conform.md), and decides\n" +
 		"whether a behavior of the tables in the model explains every fact, with every invariant\n" +
@@ -41,6 +41,8 @@ func cmdConform(c *command, e *env, args []string) int {
 	bound := fs.Int("bound", conform.DefaultBound, "the most unlogged steps between two explained facts of an attempt")
 	maxFaults := fs.Int("max-faults", conform.DefaultMaxFaults, "the most unlogged faults (lost or duplicated facts, hangs, slow cores) in one attempt")
 	open := fs.Bool("open", false, "accept attempts still in flight when the logs end (a log cut from a running system)")
+	propsFile := fs.String("props", "", "also require every state along an explanation to satisfy the always properties of this file (docs/props.md):\n"+
+		"a log that only a behavior breaking one explains is rejected, naming the property")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
 	from := fs.String("from", "handoffcheck", "the logs' format: handoffcheck (handoffcheck.log/v1) or mocker (the dynamo mocker's offline replay bookkeeping)")
 	if code, ok := c.parse(e, fs, args, 1, -1); !ok {
@@ -72,6 +74,16 @@ func cmdConform(c *command, e *env, args []string) int {
 			return c.bad(e, "%v", err)
 		}
 		opt.Config = cfg
+	}
+	if *propsFile != "" {
+		set, err := loadProps(e.ctx, *propsFile)
+		if err != nil {
+			return c.bad(e, "%v", err)
+		}
+		if err := conform.AlwaysOnly(set); err != nil {
+			return c.bad(e, "%v", err)
+		}
+		opt.Props = set
 	}
 	var in []conform.Input
 	var conv []*converted
