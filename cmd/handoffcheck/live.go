@@ -128,7 +128,7 @@ func cmdLive(c *command, e *env, args []string) int {
 		switch {
 		case *noConform:
 			return c.bad(e, "--props: the properties are judged by conform on the run's logs, which --no-conform turns off; want one of them")
-		case cfg.Policy == cluster.Disabled:
+		case cfg.Policy == cluster.Disabled || cfg.Aggregated:
 			return c.bad(e, "--props: the %s policy runs no handoff lifecycle, so there is no state to judge; want source-first or destination-first", cfg.PolicyName())
 		}
 	}
