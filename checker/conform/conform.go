@@ -102,6 +102,10 @@ type Report struct {
 	// PeakOpen is the most attempts open at once: what memory follows.
 	PeakOpen  int        `json:"peak_open_attempts"`
 	Rejection *Rejection `json:"rejection,omitempty"`
+
+	// Props is the properties file judged along the explanations
+	// (Options.Props), "" when none.
+	Props string `json:"props,omitempty"`
 }
 
 // Rejection is the first fact no behavior explains.

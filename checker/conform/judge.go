@@ -237,6 +237,9 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 		}
 	}
 	j.rep = Report{Verdict: Explained, Policy: h.Policy.String(), Engine: h.Engine.String(), Bound: j.bound, MaxFaults: j.maxF}
+	if opt.Props != nil {
+		j.rep.Props = opt.Props.File
+	}
 	j.initLedgers(opt.Config != nil || h.Config != nil)
 	return j, nil
 }

@@ -135,8 +135,14 @@ func TestProps_RejectsTheVariantsLog(t *testing.T) {
 	}
 
 	builtin := simLogOf(t, "stranded-source", system.Generated())
-	if rep := judgeBytes(t, "builtin.log", builtin, Options{Props: set}); rep.Verdict != Explained {
-		t.Fatalf("the built-in tables' log with the property: %s: %+v", rep.Verdict, rep.Rejection)
+	rep = judgeBytes(t, "builtin.log", builtin, Options{Props: set})
+	if rep.Verdict != Explained || rep.Props != propsFile {
+		t.Fatalf("the built-in tables' log with the property: %s (properties %q): %+v", rep.Verdict, rep.Props, rep.Rejection)
+	}
+	text.Reset()
+	rep.WriteText(&text)
+	if want := "every invariant and every property of " + propsFile + " holding along it\n"; !strings.HasSuffix(text.String(), want) {
+		t.Fatalf("the text report does not say the properties held:\n%s", text.String())
 	}
 }
 

@@ -17,6 +17,10 @@ func (r *Report) WriteText(w io.Writer) {
 		r.Bound, r.MaxFaults, r.Unlogged, r.LongestGap, r.FaultsUsed, r.BoundReached, r.PeakOpen)
 	x := r.Rejection
 	if x == nil {
+		if r.Props != "" {
+			fmt.Fprintf(w, "verdict: explained: a behavior of the tables explains every fact, every invariant and every property of %s holding along it\n", r.Props)
+			return
+		}
 		fmt.Fprintf(w, "verdict: explained: a behavior of the tables explains every fact, every invariant holding along it\n")
 		return
 	}

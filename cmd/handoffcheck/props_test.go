@@ -204,7 +204,8 @@ func TestProps_Conform(t *testing.T) {
 	if rep.Verdict != "rejected" || rep.Rejection.Line != 13 || rep.Rejection.Property != "AckAfterActivationApplied" || rep.Rejection.PropertyAt != file+":8" {
 		t.Fatalf("--json: %+v", rep)
 	}
-	if code, out, _ := runCLI(t, "conform", "--props", file, logs["builtin"]); code != exitOK || !strings.Contains(out, "verdict: explained") {
+	if code, out, _ := runCLI(t, "conform", "--props", file, logs["builtin"]); code != exitOK ||
+		!strings.Contains(out, "verdict: explained: a behavior of the tables explains every fact, every invariant and every property of "+file+" holding along it\n") {
 		t.Fatalf("built-in tables: exit %d:\n%s", code, out)
 	}
 	code, _, errOut := runCLI(t, "conform", "--props", propsDir+"questions.props", logs["builtin"])
