@@ -137,6 +137,9 @@ func cmdConform(c *command, e *env, args []string) int {
 	if len(aggregated) > 0 && len(in) > 0 {
 		return c.bad(e, "aggregated and disaggregated replays are judged apart: give the logs of one replay")
 	}
+	if len(in) == 0 && opt.Props != nil {
+		return c.bad(e, "--props: an aggregated replay hands nothing off, so there is no lifecycle state to judge the properties in; want the logs of a disaggregated replay")
+	}
 	var rep *conform.Report
 	var err error
 	if len(in) > 0 {

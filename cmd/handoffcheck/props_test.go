@@ -208,7 +208,11 @@ func TestProps_Conform(t *testing.T) {
 		!strings.Contains(out, "verdict: explained: a behavior of the tables explains every fact, every invariant and every property of "+file+" holding along it\n") {
 		t.Fatalf("built-in tables: exit %d:\n%s", code, out)
 	}
-	code, _, errOut := runCLI(t, "conform", "--props", propsDir+"questions.props", logs["builtin"])
+	code, _, errOut := runCLI(t, "conform", "--from", "mocker", "--props", file, "../../testdata/logs/mocker/aggregated.jsonl")
+	if code != exitUsage || !strings.Contains(errOut, "--props: an aggregated replay hands nothing off") {
+		t.Fatalf("an aggregated replay: exit %d, stderr %q; want exit 2", code, errOut)
+	}
+	code, _, errOut = runCLI(t, "conform", "--props", propsDir+"questions.props", logs["builtin"])
 	wantErr := "handoffcheck conform: " + propsDir + "questions.props:17:1: sometimes PinnedAfterDecode is not supported by conform"
 	if code != exitUsage || !strings.HasPrefix(errOut, wantErr) {
 		t.Fatalf("exit %d, stderr %q; want exit 2 and %s...", code, errOut, wantErr)
