@@ -25,7 +25,7 @@ var conformCommand = &command{
 		"the mocker by its own bookkeeping rules (in-flight counts, phases, priorities).",
 	exits: []exitDoc{
 		{exitOK, "every fact is explained, and every attempt finished and returned everything (or --open)"},
-		{exitViolation, "a fact no behavior explains: the report names it (file:line), the invariant it breaks or what the tables allowed instead, and the attempt's explained prefix; with --from mocker, or a line where the mocker breaks its own bookkeeping rules, with the rule"},
+		{exitViolation, "a fact no behavior explains: the report names it (file:line), the invariant it breaks (with --props, the property) or what the tables allowed instead, and the attempt's explained prefix; with --from mocker, or a line where the mocker breaks its own bookkeeping rules, with the rule"},
 		{exitUsage, "bad usage or a malformed log (file:line and what was expected)"},
 		{exitInconclusive, "the bound cut the search before a fact was explained or refuted"},
 	},
