@@ -25,6 +25,7 @@ import (
 
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/props"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
@@ -59,6 +60,12 @@ type Options struct {
 	// from a running system); by default every attempt must have
 	// finished and returned everything.
 	Open bool
+	// Props, when set, are always properties every state along an
+	// explanation must satisfy too, judged after the built-in invariants
+	// (docs/props.md): a branch that breaks one explains nothing. A
+	// sometimes property is refused (Judge's error): a log is one run,
+	// which gives no shortest witness.
+	Props *props.Set
 }
 
 // Input is one log.
@@ -95,6 +102,10 @@ type Report struct {
 	// PeakOpen is the most attempts open at once: what memory follows.
 	PeakOpen  int        `json:"peak_open_attempts"`
 	Rejection *Rejection `json:"rejection,omitempty"`
+
+	// Props is the properties file judged along the explanations
+	// (Options.Props), "" when none.
+	Props string `json:"props,omitempty"`
 }
 
 // Rejection is the first fact no behavior explains.
@@ -106,7 +117,12 @@ type Rejection struct {
 	// Invariant is the invariant the fact breaks, or "" when the physics
 	// allows it and the tables do not.
 	Invariant string `json:"invariant,omitempty"`
-	Detail    string `json:"detail"`
+	// Property is the property of Options.Props the rejection rests on,
+	// and PropertyAt where the file writes it (FILE:LINE): the invariant
+	// the fact breaks, or the one a step that would explain it breaks.
+	Property   string `json:"property,omitempty"`
+	PropertyAt string `json:"property_at,omitempty"`
+	Detail     string `json:"detail"`
 	// Allowed is what the tables allowed the attempt's processes to log
 	// next instead.
 	Allowed []string `json:"allowed,omitempty"`
@@ -124,11 +140,31 @@ type Rejection struct {
 // that disagree, a fact that contradicts the log's own structure).
 var ErrInput = errors.New("conform: bad input")
 
+// AlwaysOnly refuses a properties file with a sometimes property, at its
+// line (a *props.Error): a judged log is one run, so "some state
+// satisfies P" has no shortest witness to give, and a run that never
+// reached P says nothing of the runs the system could have taken.
+func AlwaysOnly(set *props.Set) error {
+	for _, p := range set.Props {
+		if p.Kind == props.Sometimes {
+			return &props.Error{File: set.File, Line: p.Line, Col: 1,
+				Msg: "sometimes " + p.Name + " is not supported by conform: a judged log is one run, which gives no shortest witness; want always properties (check --props finds a witness)"}
+		}
+	}
+	return nil
+}
+
 // Judge reads the logs and judges them. It returns an error only for
-// malformed input (obslog.ErrLog, ErrInput).
+// malformed input (obslog.ErrLog, ErrInput) and for properties it does
+// not judge (AlwaysOnly).
 func Judge(in []Input, opt Options) (*Report, error) {
 	if len(in) == 0 {
 		return nil, fmt.Errorf("%w: no log", ErrInput)
+	}
+	if opt.Props != nil {
+		if err := AlwaysOnly(opt.Props); err != nil {
+			return nil, err
+		}
 	}
 	rds := make([]*obslog.Reader, len(in))
 	for i, x := range in {

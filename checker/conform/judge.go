@@ -7,6 +7,7 @@ import (
 
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/props"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
@@ -30,6 +31,8 @@ type judge struct {
 	bound int
 	maxF  int
 	open  bool
+	// props are Options.Props: the rejection names the one broken.
+	props *props.Set
 
 	procs   []procState
 	routers []int // the router processes
@@ -203,12 +206,16 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 	for f := range budget {
 		budget[f] = system.MaxBudget
 	}
-	chk, err := system.New(p, &system.Config{World: *c.AttemptWorld(1, 0), Budget: budget, Renewal: c.Renewal, Commands: c.Commands},
+	var sj system.StateJudge
+	if opt.Props != nil {
+		sj = opt.Props
+	}
+	chk, err := system.New(p, &system.Config{World: *c.AttemptWorld(1, 0), Budget: budget, Renewal: c.Renewal, Commands: c.Commands, Judge: sj},
 		system.Run{Name: "conform", Policy: h.Policy, Engine: h.Engine})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInput, err)
 	}
-	j := &judge{h: h, cfg: &c, chk: chk, bound: opt.Bound, maxF: opt.MaxFaults, open: opt.Open,
+	j := &judge{h: h, cfg: &c, chk: chk, bound: opt.Bound, maxF: opt.MaxFaults, open: opt.Open, props: opt.Props,
 		procs: make([]procState, len(h.Processes)), att: map[string]*attempt{}, gone: map[string]finished{}, held: map[string]*obslog.Fact{}, worlds: map[[2]int64]*world{}, memo: map[uint64]int32{}, cov: system.NewCoverage(p.Spec())}
 	if j.bound <= 0 {
 		j.bound = DefaultBound
@@ -230,6 +237,9 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 		}
 	}
 	j.rep = Report{Verdict: Explained, Policy: h.Policy.String(), Engine: h.Engine.String(), Bound: j.bound, MaxFaults: j.maxF}
+	if opt.Props != nil {
+		j.rep.Props = opt.Props.File
+	}
 	j.initLedgers(opt.Config != nil || h.Config != nil)
 	return j, nil
 }

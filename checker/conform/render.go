@@ -17,12 +17,19 @@ func (r *Report) WriteText(w io.Writer) {
 		r.Bound, r.MaxFaults, r.Unlogged, r.LongestGap, r.FaultsUsed, r.BoundReached, r.PeakOpen)
 	x := r.Rejection
 	if x == nil {
+		if r.Props != "" {
+			fmt.Fprintf(w, "verdict: explained: a behavior of the tables explains every fact, every invariant and every property of %s holding along it\n", r.Props)
+			return
+		}
 		fmt.Fprintf(w, "verdict: explained: a behavior of the tables explains every fact, every invariant holding along it\n")
 		return
 	}
 	fmt.Fprintf(w, "verdict: %s at %s:%d\n", r.Verdict, x.File, x.Line)
 	fmt.Fprintf(w, "  fact: %s\n", x.Fact)
-	if x.Invariant != "" {
+	switch {
+	case x.Property != "":
+		fmt.Fprintf(w, "  property: %s (%s)\n", x.Property, x.PropertyAt)
+	case x.Invariant != "":
 		fmt.Fprintf(w, "  invariant: %s\n", x.Invariant)
 	}
 	fmt.Fprintf(w, "  %s\n", x.Detail)

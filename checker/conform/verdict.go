@@ -336,6 +336,7 @@ func (j *judge) dead(a *attempt, ns []*node) {
 	switch {
 	case all && first != nil:
 		r.Invariant, r.Detail = first.Invariant, first.Detail
+		j.nameProperty(r, first)
 	case figs != "":
 		r.Detail = figs
 	case best != nil && best.owedN > 0:
@@ -343,12 +344,39 @@ func (j *judge) dead(a *attempt, ns []*node) {
 	case len(at) == 0:
 		r.Detail = "no behavior of the tables begins the attempt with this fact"
 	default:
-		r.Detail = "the tables allow no step here that this fact describes"
+		r.Detail = noStep
 	}
-	if r.Invariant == "" && a.broken != nil {
+	switch {
+	case r.Invariant == "" && a.broken != nil && r.Detail == noStep && j.nameProperty(r, a.broken):
+		// The tables may well allow the step: the property forbids it.
+		r.Detail = fmt.Sprintf("no step here that this fact describes keeps every property: one that would explain it breaks %s: %s", a.broken.Invariant, a.broken.Detail)
+	case r.Invariant == "" && a.broken != nil:
 		r.Detail += fmt.Sprintf(" (a step that would explain it breaks %s: %s)", a.broken.Invariant, a.broken.Detail)
+		j.nameProperty(r, a.broken)
 	}
 	j.reject(r)
+}
+
+// noStep is the detail of a fact no step of the tables describes.
+const noStep = "the tables allow no step here that this fact describes"
+
+// nameProperty says in a rejection that the violation it rests on is of
+// a property of the file (Options.Props), with where it is written, and
+// reports whether it is one: a property's violation carries its
+// expression as its check, which tells it from a built-in invariant of
+// the same name.
+func (j *judge) nameProperty(r *Rejection, v *model.Violation) bool {
+	if j.props == nil || v == nil {
+		return false
+	}
+	for _, p := range j.props.Props {
+		if p.Name == v.Invariant && p.Expr == v.Check {
+			r.Property = p.Name
+			r.PropertyAt = fmt.Sprintf("%s:%d", j.props.File, p.Line)
+			return true
+		}
+	}
+	return false
 }
 
 // outOfOrder says what an explanation owes when a fact comes instead:

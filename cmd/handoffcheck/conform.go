@@ -17,7 +17,7 @@ import (
 
 var conformCommand = &command{
 	name:    "conform",
-	args:    "[--from handoffcheck|mocker] [--spec FILE] [--config FILE] [--bound N] [--max-faults N] [--open] [--json] [--repro DIR] LOG...",
+	args:    "[--from handoffcheck|mocker] [--spec FILE] [--config FILE] [--bound N] [--max-faults N] [--open] [--props FILE] [--json] [--repro DIR] LOG...",
 	summary: "judge a running system's observation logs against the spec and the model",
 	detail: "Takes one log, or one per process (handoffcheck.log/v1, docs/conform.md), and decides\n" +
 		"whether a behavior of the tables in the model explains every fact, with every invariant\n" +
@@ -31,7 +31,7 @@ var conformCommand = &command{
 		"replay judges, a README and a Go test.",
 	exits: []exitDoc{
 		{exitOK, "every fact is explained, and every attempt finished and returned everything (or --open)"},
-		{exitViolation, "a fact no behavior explains: the report names it (file:line), the invariant it breaks or what the tables allowed instead, and the attempt's explained prefix; with --from mocker, or a line where the mocker breaks its own bookkeeping rules, with the rule"},
+		{exitViolation, "a fact no behavior explains: the report names it (file:line), the invariant it breaks (with --props, the property) or what the tables allowed instead, and the attempt's explained prefix; with --from mocker, or a line where the mocker breaks its own bookkeeping rules, with the rule"},
 		{exitUsage, "bad usage or a malformed log (file:line and what was expected)"},
 		{exitInconclusive, "the bound cut the search before a fact was explained or refuted"},
 	},
@@ -47,6 +47,8 @@ func cmdConform(c *command, e *env, args []string) int {
 	bound := fs.Int("bound", conform.DefaultBound, "the most unlogged steps between two explained facts of an attempt")
 	maxFaults := fs.Int("max-faults", conform.DefaultMaxFaults, "the most unlogged faults (lost or duplicated facts, hangs, slow cores) in one attempt")
 	open := fs.Bool("open", false, "accept attempts still in flight when the logs end (a log cut from a running system)")
+	propsFile := fs.String("props", "", "also require every state along an explanation to satisfy the always properties of this file (docs/props.md):\n"+
+		"a log that only a behavior breaking one explains is rejected, naming the property")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
 	reproDir := fs.String("repro", "", "on a rejection, write its reproduction into this directory: a trace of the rejected attempt's world that replay judges\n"+
 		"(ending in the invariant, under the tables with the row the logging system deviated in), a README telling it in words, and a Go test")
@@ -86,6 +88,16 @@ func cmdConform(c *command, e *env, args []string) int {
 			return c.bad(e, "%v", err)
 		}
 		opt.Config = cfg
+	}
+	if *propsFile != "" {
+		set, err := loadProps(e.ctx, *propsFile)
+		if err != nil {
+			return c.bad(e, "%v", err)
+		}
+		if err := conform.AlwaysOnly(set); err != nil {
+			return c.bad(e, "%v", err)
+		}
+		opt.Props = set
 	}
 	var in []conform.Input
 	var conv []*converted
@@ -138,6 +150,9 @@ func cmdConform(c *command, e *env, args []string) int {
 	}
 	if len(aggregated) > 0 && len(in) > 0 {
 		return c.bad(e, "aggregated and disaggregated replays are judged apart: give the logs of one replay")
+	}
+	if len(in) == 0 && opt.Props != nil {
+		return c.bad(e, "--props: an aggregated replay hands nothing off, so there is no lifecycle state to judge the properties in; want the logs of a disaggregated replay")
 	}
 	var rep *conform.Report
 	var err error

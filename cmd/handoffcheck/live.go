@@ -14,6 +14,7 @@ import (
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/conform"
 	"github.com/handoffcheck/handoffcheck/checker/live"
+	"github.com/handoffcheck/handoffcheck/checker/props"
 	"github.com/handoffcheck/handoffcheck/checker/sim/faultplan"
 	"github.com/handoffcheck/handoffcheck/checker/sim/workload"
 	"github.com/handoffcheck/handoffcheck/checker/system"
@@ -22,7 +23,7 @@ import (
 
 var liveCommand = &command{
 	name:    "live",
-	args:    "[--config FILE] [--policy P] [--compare] [--engine E] [--workload FILE] [--faults FILE] [--proxy-seed N] [--time-scale X] [--adapt-scale=false] [--out DIR] [--spec FILE] [--no-conform] [--json]",
+	args:    "[--config FILE] [--policy P] [--compare] [--engine E] [--workload FILE] [--faults FILE] [--proxy-seed N] [--time-scale X] [--adapt-scale=false] [--out DIR] [--spec FILE] [--props FILE] [--no-conform] [--json]",
 	summary: "run the machines as real processes over loopback TCP, with real faults, and report what every worker held at the end",
 	detail: "Starts a coordinator (the frontend, both routers and a fault proxy) in this process and one\n" +
 		"process per worker (this binary's worker command), which talk over TCP on 127.0.0.1 in the\n" +
@@ -33,14 +34,15 @@ var liveCommand = &command{
 		"started again as a new generation). --proxy-seed adds random drops, duplicates and delays of\n" +
 		"the facts the workers send each other. Every process writes its observation log into --out\n" +
 		"(default: a new temporary directory), and the run's logs are judged by conform unless\n" +
-		"--no-conform. Without --workload it runs the embedded default: 1,000 requests with a kill\n" +
-		"and a restart, a lost, a duplicated and a hung fact, and more (checker/live/default).\n" +
+		"--no-conform (with --props FILE, also by the file's always properties, docs/props.md).\n" +
+		"Without --workload it runs the embedded default: 1,000 requests with a kill and a restart,\n" +
+		"a lost, a duplicated and a hung fact, and more (checker/live/default).\n" +
 		"--policy disabled runs the legacy disaggregated path (the legacy tables, no pin and no\n" +
 		"reservation) without faults, its logs not judged; --compare runs source-first and\n" +
 		"destination-first (with --policy disabled, the legacy path too) on one fault-free workload.",
 	exits: []exitDoc{
 		{exitOK, "every request finished, every worker and router holds nothing, and the logs conform"},
-		{exitViolation, "something is still held somewhere, or the logs do not conform"},
+		{exitViolation, "something is still held somewhere, or the logs do not conform (with --props, a property the explanations would break is named)"},
 		{exitUsage, ""},
 		{exitInterrupted, "interrupted (SIGINT or SIGTERM): every process was stopped, and the report says what was held"},
 		{exitInconclusive, "conform's search was cut by its bound, or the processes fell further behind the clock than the run's deadlines absorb at every time scale tried (the report names the lateness)"},
@@ -76,6 +78,7 @@ func cmdLive(c *command, e *env, args []string) int {
 	out := fs.String("out", "", "directory for the run's configuration and logs (default: a new temporary directory)")
 	specFile := fs.String("spec", "", "run a spec file's tables (a variant) in every worker instead of the generated machines")
 	noConform := fs.Bool("no-conform", false, "do not judge the run's logs")
+	propsFile := fs.String("props", "", "judge the run's logs also by the always properties of this file (docs/props.md): a log only a behavior breaking one explains is rejected, naming it")
 	adapt := fs.Bool("adapt-scale", true, "run again at twice the time scale (up to 4 runs) when the processes fall further behind the clock than the deadlines absorb; false: one run, whose report says how late it was")
 	policy := fs.String("policy", "", "override the configuration's policy: source-first, destination-first or disabled (the legacy disaggregated path: no fault plan, logs not judged)")
 	compare := fs.Bool("compare", false, "run source-first and destination-first on the same workload, each into DIR/POLICY, and print a table of both; with --policy disabled, the legacy path beside them")
@@ -112,6 +115,23 @@ func cmdLive(c *command, e *env, args []string) int {
 		return c.bad(e, "%v", err)
 	}
 	legacy := cfg.Policy == cluster.Disabled && !cfg.Aggregated
+	var pset *props.Set
+	if *propsFile != "" {
+		if pset, err = loadProps(e.ctx, *propsFile); err != nil {
+			return c.bad(e, "%v", err)
+		}
+		if err := conform.AlwaysOnly(pset); err != nil {
+			return c.bad(e, "%v", err)
+		}
+		// The properties are judged where the logs are, by conform,
+		// along the lifecycle's states: a run without them has none.
+		switch {
+		case *noConform:
+			return c.bad(e, "--props: the properties are judged by conform on the run's logs, which --no-conform turns off; want one of them")
+		case cfg.Policy == cluster.Disabled || cfg.Aggregated:
+			return c.bad(e, "--props: the %s policy runs no handoff lifecycle, so there is no state to judge; want source-first or destination-first", cfg.PolicyName())
+		}
+	}
 	pols := []string{"source-first", "destination-first"}
 	if *compare {
 		if set["policy"] && !legacy {
@@ -203,7 +223,7 @@ func cmdLive(c *command, e *env, args []string) int {
 		opt.Proxy = live.ProxyFaults{Seed: *proxySeed, Rate: *proxyRate, MaxDelayUS: int64(*proxyDelay * 1000)}
 	}
 	if !*compare {
-		r, code := liveOnce(c, e, opt, *noConform)
+		r, code := liveOnce(c, e, opt, *noConform, pset)
 		if r != nil {
 			r.print(e, *asJSON)
 		}
@@ -223,7 +243,7 @@ func cmdLive(c *command, e *env, args []string) int {
 		if run.Workload, err = rewindOf(rewind, *workloadFile); err != nil {
 			return c.bad(e, "%v", err)
 		}
-		r, code := liveOnce(c, e, run, *noConform)
+		r, code := liveOnce(c, e, run, *noConform, pset)
 		if r == nil {
 			return code
 		}
@@ -299,7 +319,7 @@ func (r *liveRun) print(e *env, asJSON bool) {
 // not judged: the lifecycle's contract does not apply to them), and
 // says the run's exit code. A nil run: the run could not be made, or was
 // interrupted while judging (both reported already).
-func liveOnce(c *command, e *env, opt live.Options, noConform bool) (*liveRun, int) {
+func liveOnce(c *command, e *env, opt live.Options, noConform bool, pset *props.Set) (*liveRun, int) {
 	rep, err := live.Run(e.ctx, opt)
 	if err != nil {
 		return nil, c.bad(e, "%v", err)
@@ -319,8 +339,9 @@ func liveOnce(c *command, e *env, opt live.Options, noConform bool) (*liveRun, i
 			files = append(files, f)
 			in = append(in, conform.Input{Name: name, R: f})
 		}
-		// The logs are judged against the tables the workers ran.
-		r.verdict, err = conform.Judge(in, conform.Options{Protocol: opt.Protocol})
+		// The logs are judged against the tables the workers ran, and
+		// the properties, if any.
+		r.verdict, err = conform.Judge(in, conform.Options{Protocol: opt.Protocol, Props: pset})
 		for _, f := range files {
 			f.Close()
 		}

@@ -376,3 +376,54 @@ func TestCLI_LiveCompareLegacy(t *testing.T) {
 		t.Fatalf("the table:\n%s", table)
 	}
 }
+
+// TestCLI_LiveProps: workers that run release-before-activation's tables
+// write logs that conform explains by the variant's tables, and rejects
+// with the property that sees the bug, naming it. The run is ten
+// requests with nothing timed asserted: small enough for -short.
+func TestCLI_LiveProps(t *testing.T) {
+	w := liveWorkload(t, 10, "100")
+	file := propsDir + "release-before-activation.props"
+	code, stdout, errOut := runCLI(t, "live", "--workload", w, "--out", t.TempDir(), "--spec", "../../testdata/variants/release-before-activation.json",
+		"--props", file, "--json")
+	var rep struct {
+		Conform struct {
+			Verdict   string `json:"verdict"`
+			Rejection struct {
+				Fact       string `json:"fact"`
+				Property   string `json:"property"`
+				PropertyAt string `json:"property_at"`
+			} `json:"rejection"`
+		} `json:"conform"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || code != exitViolation {
+		t.Fatalf("exit %d, %v: %s\n%s", code, err, errOut, stdout)
+	}
+	r := rep.Conform.Rejection
+	if rep.Conform.Verdict != "rejected" || r.Property != "AckAfterActivationApplied" || r.PropertyAt != file+":8" || !strings.HasSuffix(r.Fact, "transfer_done") {
+		t.Fatalf("the run's verdict: %+v, want rejected at a transfer_done by AckAfterActivationApplied at %s:8", rep.Conform, file)
+	}
+}
+
+// TestCLI_LivePropsRefused: --props goes only where conform judges a
+// lifecycle, and takes always properties only; each refusal is exit 2
+// before any process starts.
+func TestCLI_LivePropsRefused(t *testing.T) {
+	file := propsDir + "release-before-activation.props"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--props", file, "--no-conform"}, "--props: the properties are judged by conform on the run's logs, which --no-conform turns off"},
+		{[]string{"--props", file, "--policy", "disabled"}, "--props: the disabled policy runs no handoff lifecycle"},
+		{[]string{"--props", file, "--policy", "disabled", "--compare"}, "--props: the disabled policy runs no handoff lifecycle"},
+		{[]string{"--props", file, "--policy", "aggregated"}, "--props: the aggregated policy runs no handoff lifecycle"},
+		{[]string{"--props", propsDir + "questions.props"}, propsDir + "questions.props:17:1: sometimes PinnedAfterDecode is not supported by conform"},
+		{[]string{"--props", propsDir + "typo.props"}, propsDir + "typo.props:3:66: undefined field 'sourceterminal'"},
+	} {
+		code, stdout, errOut := runCLI(t, append([]string{"live", "--out", t.TempDir()}, tc.args...)...)
+		if code != exitUsage || stdout != "" || !strings.HasPrefix(errOut, "handoffcheck live: "+tc.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.args, code, stdout, errOut, tc.want)
+		}
+	}
+}

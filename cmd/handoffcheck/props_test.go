@@ -163,3 +163,58 @@ func TestProps_RefusedCombinations(t *testing.T) {
 		t.Errorf("--witness-dir without --props: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// conform judges the same always property along every explanation of a
+// log: the simulator's log of the variant is rejected at the fact whose
+// explanation breaks it, naming it, in text and --json; the built-in
+// tables' log of the same run conforms with it; a sometimes property is
+// refused at its line.
+func TestProps_Conform(t *testing.T) {
+	file := propsDir + "release-before-activation.props"
+	variant := "../../testdata/variants/release-before-activation.json"
+	dir := t.TempDir()
+	logs := map[string]string{"variant": filepath.Join(dir, "variant.jsonl"), "builtin": filepath.Join(dir, "builtin.jsonl")}
+	sim := []string{"simulate", "--config", "../../testdata/sim/stranded.json", "--workload", "../../testdata/sim/stranded.jsonl"}
+	if code, out, _ := runCLI(t, append(sim, "--spec", variant, "--log", logs["variant"])...); code != exitOK {
+		t.Fatalf("simulate the variant: exit %d:\n%s", code, out)
+	}
+	if code, out, _ := runCLI(t, append(sim, "--log", logs["builtin"])...); code != exitOK {
+		t.Fatalf("simulate the built-in tables: exit %d:\n%s", code, out)
+	}
+	code, out, _ := runCLI(t, "conform", "--spec", variant, "--props", file, logs["variant"])
+	want := "verdict: rejected at " + logs["variant"] + ":13\n  fact: decode-0 gen 0 attempt r0: transfer_done\n  property: AckAfterActivationApplied (" + file + ":8)\n"
+	if code != exitViolation || !strings.Contains(out, want) || !strings.Contains(out, "always AckAfterActivationApplied does not hold") {
+		t.Fatalf("variant: exit %d, want 1 and\n%s\ngot:\n%s", code, want, out)
+	}
+	if code, out, _ := runCLI(t, "conform", "--spec", variant, logs["variant"]); code != exitOK {
+		t.Fatalf("variant without the property: exit %d, want 0 (every built-in invariant holds along its explanation):\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, "conform", "--spec", variant, "--props", file, "--json", logs["variant"])
+	var rep struct {
+		Verdict   string `json:"verdict"`
+		Rejection struct {
+			Line       int    `json:"line"`
+			Property   string `json:"property"`
+			PropertyAt string `json:"property_at"`
+		} `json:"rejection"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != exitViolation {
+		t.Fatalf("--json: exit %d, %v:\n%s", code, err, out)
+	}
+	if rep.Verdict != "rejected" || rep.Rejection.Line != 13 || rep.Rejection.Property != "AckAfterActivationApplied" || rep.Rejection.PropertyAt != file+":8" {
+		t.Fatalf("--json: %+v", rep)
+	}
+	if code, out, _ := runCLI(t, "conform", "--props", file, logs["builtin"]); code != exitOK ||
+		!strings.Contains(out, "verdict: explained: a behavior of the tables explains every fact, every invariant and every property of "+file+" holding along it\n") {
+		t.Fatalf("built-in tables: exit %d:\n%s", code, out)
+	}
+	code, _, errOut := runCLI(t, "conform", "--from", "mocker", "--props", file, "../../testdata/logs/mocker/aggregated.jsonl")
+	if code != exitUsage || !strings.Contains(errOut, "--props: an aggregated replay hands nothing off") {
+		t.Fatalf("an aggregated replay: exit %d, stderr %q; want exit 2", code, errOut)
+	}
+	code, _, errOut = runCLI(t, "conform", "--props", propsDir+"questions.props", logs["builtin"])
+	wantErr := "handoffcheck conform: " + propsDir + "questions.props:17:1: sometimes PinnedAfterDecode is not supported by conform"
+	if code != exitUsage || !strings.HasPrefix(errOut, wantErr) {
+		t.Fatalf("exit %d, stderr %q; want exit 2 and %s...", code, errOut, wantErr)
+	}
+}
