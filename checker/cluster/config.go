@@ -64,6 +64,12 @@ type Config struct {
 	// built-in invariants (system.Config.Judge): properties written in a
 	// file, judged at each simulated step.
 	Judge system.StateJudge
+	// AdoptCanonical applies the engine's canonical block adoption at
+	// activation (model.EngineTraits.Duplicates: vLLM adopts) to the
+	// simulator's ledgers. Off by default: conform does not model the
+	// sharing, so a log of such a run would count the adopted blocks
+	// twice, and it refuses one.
+	AdoptCanonical bool
 	// Policy is a spec policy, or Disabled (the legacy disaggregated
 	// path). Aggregated serves every request on one worker, whatever the
 	// policy.
@@ -190,15 +196,16 @@ type fileConfig struct {
 		ReservationMs      *float64 `json:"reservation_ms"`
 		TransferDeadlineMs *float64 `json:"transfer_deadline_ms"`
 	} `json:"timers"`
-	HealthCheckMs *float64                         `json:"health_check_ms"`
-	CommandMs     *float64                         `json:"command_ms"`
-	SlowCoreMs    *float64                         `json:"slow_core_ms"`
-	GraceMs       *float64                         `json:"grace_ms"`
-	Routers       struct{ Prefill, Decode string } `json:"routers"`
-	Commands      json.RawMessage                  `json:"commands"`
-	Renewal       *bool                            `json:"renewal"`
-	SampleMs      *float64                         `json:"sample_ms"`
-	MaxRetries    int                              `json:"max_retries"`
+	HealthCheckMs  *float64                         `json:"health_check_ms"`
+	CommandMs      *float64                         `json:"command_ms"`
+	SlowCoreMs     *float64                         `json:"slow_core_ms"`
+	GraceMs        *float64                         `json:"grace_ms"`
+	Routers        struct{ Prefill, Decode string } `json:"routers"`
+	Commands       json.RawMessage                  `json:"commands"`
+	Renewal        *bool                            `json:"renewal"`
+	AdoptCanonical bool                             `json:"adopt_canonical_blocks,omitempty"`
+	SampleMs       *float64                         `json:"sample_ms"`
+	MaxRetries     int                              `json:"max_retries"`
 }
 
 // Engine defaults (docs/lifecycle.md section 8): vLLM's lease is 30 s with
@@ -361,6 +368,7 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	within("max_retries", int64(f.MaxRetries), 0, 10, "max_retries")
 	c.MaxRetries = f.MaxRetries
 	c.Renewal = true
+	c.AdoptCanonical = f.AdoptCanonical
 	if f.Renewal != nil {
 		c.Renewal = *f.Renewal
 	}

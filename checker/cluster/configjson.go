@@ -72,6 +72,7 @@ func (c *Config) JSON() []byte {
 	f.Commands, _ = json.Marshal(names)
 	f.Renewal = &c.Renewal
 	f.MaxRetries = c.MaxRetries
+	f.AdoptCanonical = c.AdoptCanonical
 	b, err := json.Marshal(f)
 	if err != nil {
 		panic("sim: a configuration does not marshal: " + err.Error())

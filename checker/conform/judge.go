@@ -193,6 +193,9 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 	if cfg == nil {
 		cfg = cluster.DefaultConfig()
 	}
+	if cfg.AdoptCanonical {
+		return nil, fmt.Errorf("%s:1: %w: the run adopted canonical blocks at activation (adopt_canonical_blocks), which the judge does not model: its ledgers would count the adopted blocks twice", file, ErrInput)
+	}
 	c := *cfg
 	if err := c.SetPolicy(h.Policy.String()); err != nil {
 		return nil, fmt.Errorf("%s:1: %w: %v", file, ErrInput, err)

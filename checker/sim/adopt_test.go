@@ -20,7 +20,7 @@ func twoOfAGroup(engine model.Engine) (*cluster.Config, []cluster.Request) {
 	if engine == model.SGLang {
 		cfg = policyConfig("destination-first")
 	}
-	cfg.Engine = engine
+	cfg.Engine, cfg.AdoptCanonical = engine, true
 	cfg.Prefill.Workers, cfg.Decode.Workers, cfg.JitterUS = 1, 1, 0
 	return cfg, []cluster.Request{
 		{Index: 0, ArrivalUS: 0, PromptTokens: 1024, OutputTokens: 100, PrefixGroup: "g", PrefixTokens: 512, CancelUS: -1},
@@ -105,6 +105,7 @@ func TestAdoption_OthersAsTheyBehave(t *testing.T) {
 // (blocks conserved, the pool never overcommitted) and drains.
 func TestAdoption_SharesEndWithTheirRequests(t *testing.T) {
 	cfg := policyConfig("source-first")
+	cfg.AdoptCanonical = true
 	reqs := randomWorkload(5, 300, 20_000, 0.1)
 	for i := range reqs {
 		reqs[i].PrefixGroup, reqs[i].PrefixTokens = "g", min(reqs[i].PromptTokens, 512)

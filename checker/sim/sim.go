@@ -1406,7 +1406,7 @@ type share struct {
 // the owner leaves, the oldest adopter holds the canonical blocks in its
 // place at the cost of one share.
 func (s *Sim) adopt(r *request) {
-	if s.cfg.Engine.Traits().Duplicates != model.AdoptsAtActivation || r.PrefixGroup == "" || r.hit > 0 || r.d < 0 || s.adopter(r) >= 0 {
+	if !s.cfg.AdoptCanonical || s.cfg.Engine.Traits().Duplicates != model.AdoptsAtActivation || r.PrefixGroup == "" || r.hit > 0 || r.d < 0 || s.adopter(r) >= 0 {
 		return
 	}
 	n := min(model.WholeBlocks(r.PrefixTokens, s.cfg.BlockSize()), r.Hold[1].Used())

@@ -77,6 +77,9 @@ func cmdConform(c *command, e *env, args []string) int {
 		}
 		opt.Protocol, variant = p, sp
 	}
+	if *reproDir != "" && *propsFile != "" {
+		return c.bad(e, "--repro with --props: a reproduction's trace and test judge the built-in invariants only; give one of them")
+	}
 	if *reproDir != "" {
 		if err := os.MkdirAll(*reproDir, 0o755); err != nil {
 			return c.bad(e, "--repro: %v", err)
