@@ -122,6 +122,10 @@ type Rejection struct {
 	// the fact breaks, or the one a step that would explain it breaks.
 	Property   string `json:"property,omitempty"`
 	PropertyAt string `json:"property_at,omitempty"`
+	// Broken is, when Invariant is "", the invariant a step of the
+	// tables that would explain the fact breaks (the detail says so): a
+	// reproduction looks for that step.
+	Broken string `json:"-"`
 	Detail     string `json:"detail"`
 	// Allowed is what the tables allowed the attempt's processes to log
 	// next instead.

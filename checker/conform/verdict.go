@@ -352,6 +352,7 @@ func (j *judge) dead(a *attempt, ns []*node) {
 		r.Detail = fmt.Sprintf("no step here that this fact describes keeps every property: one that would explain it breaks %s: %s", a.broken.Invariant, a.broken.Detail)
 	case r.Invariant == "" && a.broken != nil:
 		r.Detail += fmt.Sprintf(" (a step that would explain it breaks %s: %s)", a.broken.Invariant, a.broken.Detail)
+		r.Broken = a.broken.Invariant
 		j.nameProperty(r, a.broken)
 	}
 	j.reject(r)

@@ -2,6 +2,7 @@ package repro
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"text/template"
 
 	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/conform"
@@ -53,6 +53,9 @@ type RejectionResult struct {
 	Reproduced bool
 	Deviation  string
 	Why        string
+	// Timed is the reproduction on the clock of a reproduced rejection
+	// (nil when it is not reproduced).
+	Timed *Timed
 }
 
 // WriteRejection writes the reproduction of a rejected log into dir. The
@@ -72,7 +75,13 @@ func WriteRejection(dir string, in RejectionInput) (*RejectionResult, error) {
 	if r == nil {
 		return nil, errors.New("repro: no rejection to reproduce")
 	}
-	res := &RejectionResult{Dir: dir, Invariant: r.Invariant}
+	// The invariant to reach: the one the fact breaks, or the one a step
+	// of the tables that would explain it breaks.
+	inv := r.Invariant
+	if inv == "" {
+		inv = r.Broken
+	}
+	res := &RejectionResult{Dir: dir, Invariant: inv}
 	v := rejectionView{In: in, Res: res}
 	t := r.Trace
 	var c *checker.Checker
@@ -105,11 +114,11 @@ func WriteRejection(dir string, in RejectionInput) (*RejectionResult, error) {
 	specOut, protocol := in.Spec, in.Protocol
 	if c != nil {
 		moves = prefix
-		if r.Invariant != "" {
-			found, dev := findViolation(in, t.ConfigJSON, prefix, r.Invariant)
+		if inv != "" {
+			found, dev := findViolation(in, t.ConfigJSON, prefix, inv)
 			switch {
 			case found == nil:
-				res.Why = fmt.Sprintf("No row of the tables that the explanation fires, or may fire where it ends, breaks %s within two steps by doing the rejected fact's operation too", r.Invariant)
+				res.Why = fmt.Sprintf("No row of the tables that the explanation fires, or may fire where it ends, breaks %s within two steps by doing the rejected fact's operation too", inv)
 			default:
 				res.Reproduced, moves, configJSON = true, found.moves, found.configJSON
 				var err error
@@ -149,14 +158,25 @@ func WriteRejection(dir string, in RejectionInput) (*RejectionResult, error) {
 				files[SpecOut] = raw
 				tin.SpecFile = SpecOut
 			}
-			test, err := render(testTemplate, tin, &Result{Invariant: r.Invariant}, story, ce)
+			test, err := render(testTemplate, tin, &Result{Invariant: inv}, story, ce)
 			if err != nil {
 				return nil, err
 			}
 			files[TestFile] = test
 		}
 	}
-	v.Meaning = meaning(r.Invariant)
+	v.Meaning = meaning(inv)
+	if res.Reproduced && c != nil {
+		t, err := FindTimed(context.Background(), protocol, c.Run(), inv)
+		if err != nil {
+			return nil, err
+		}
+		res.Timed = t
+		v.Clock = clockView{T: t, Invariant: inv, Spec: in.SpecFile}
+		if res.Deviation != "" {
+			v.Clock.Spec = SpecOut
+		}
+	}
 	var readme bytes.Buffer
 	if err := rejectionReadme.Execute(&readme, v); err != nil {
 		return nil, err
@@ -599,6 +619,7 @@ func replayStory(c *checker.Checker, moves []system.Move, violated bool) (*check
 }
 
 type rejectionView struct {
+	Clock   clockView
 	In      RejectionInput
 	Res     *RejectionResult
 	Run     system.Run
@@ -607,7 +628,7 @@ type rejectionView struct {
 	Trace   bool
 }
 
-var rejectionReadme = template.Must(template.New("rejection").Parse(`# Reproduction of a rejected log{{if .Res.Invariant}}: {{.Res.Invariant}}{{end}}
+var rejectionReadme = withTimed("rejection", `# Reproduction of a rejected log{{if .Res.Invariant}}: {{.Res.Invariant}}{{end}}
 
 **What broke.** The judge rejected the fact at {{.In.Rejection.File}}:{{.In.Rejection.Line}}{{if .In.Rejection.Attempt}} (attempt {{.In.Rejection.Attempt}}){{end}}:
 
@@ -628,8 +649,8 @@ The tables allowed the attempt's processes to log instead:
 {{if .Res.Reproduced -}}
 **The deviation.** No behavior of {{if .In.Spec}}the variant {{.In.SpecFile}}{{else}}the built-in tables{{end}} takes this fact.
 {{- if .Res.Deviation}} The logging system behaved as tables with one row changed:
-` + "`{{.Res.Deviation}}`" + `; under them the attempt's explanation goes on to
-break {{.Res.Invariant}}. Those tables are in ` + "`spec.json`" + `, and the trace carries them.{{else}} The tables themselves reach {{.Res.Invariant}} from the attempt's explanation.{{end}}
+`+"`{{.Res.Deviation}}`"+`; under them the attempt's explanation goes on to
+break {{.Res.Invariant}}. Those tables are in `+"`spec.json`"+`, and the trace carries them.{{else}} The tables themselves reach {{.Res.Invariant}} from the attempt's explanation.{{end}}
 
 **The run.** {{.Run.Name}} ({{.Run.Policy}}, engine {{.Run.Engine}}) in the world the judge
 built for the attempt (its prefill and decode worker, one handoff);
@@ -656,10 +677,12 @@ cannot take there{{if .In.Rejection.Allowed}}: they allow only what is listed ab
     handoffcheck check --from-trace trace.jsonl   # what else can happen from there
 {{- if .Res.Reproduced}}
 
-` + "`repro_test.go`" + ` replays ` + "`trace.jsonl`" + ` against {{if .Res.Deviation}}` + "`spec.json`" + `{{else}}the tables{{end}} and fails while they
+`+"`repro_test.go`"+` replays `+"`trace.jsonl`"+` against {{if .Res.Deviation}}`+"`spec.json`"+`{{else}}the tables{{end}} and fails while they
 allow these steps: copy this directory into the module (not under a
-` + "`testdata`" + ` directory, which go test skips) and run ` + "`go test`" + ` on it.{{if .Res.Deviation}} Once
-the logging system's tables are fixed, put them in ` + "`spec.json`" + `: the test then passes.{{end}}
+`+"`testdata`"+` directory, which go test skips) and run `+"`go test`"+` on it.{{if .Res.Deviation}} Once
+the logging system's tables are fixed, put them in `+"`spec.json`"+`: the test then passes.{{end}}
+
+{{template "timed" .Clock}}
 {{- end}}
 {{- end}}
-`))
+`)

@@ -258,6 +258,7 @@ func meaning(name string) string {
 }
 
 type view struct {
+	Clock     clockView
 	In        Input
 	Res       *Result
 	Detail    string
@@ -270,7 +271,7 @@ type view struct {
 
 func render(t *template.Template, in Input, res *Result, story []string, ce *checker.Counterexample) ([]byte, error) {
 	var b bytes.Buffer
-	v := view{In: in, Res: res, Detail: ce.Violation.Detail, Meaning: meaning(res.Invariant), Story: story,
+	v := view{Clock: clockView{T: res.Timed, Invariant: res.Invariant, Spec: in.SpecFile}, In: in, Res: res, Detail: ce.Violation.Detail, Meaning: meaning(res.Invariant), Story: story,
 		Loop: len(ce.Loop) > 0, LoopFrom: len(ce.Steps), Generated: in.Spec == nil}
 	if err := t.Execute(&b, v); err != nil {
 		return nil, err
@@ -278,7 +279,31 @@ func render(t *template.Template, in Input, res *Result, story []string, ce *che
 	return b.Bytes(), nil
 }
 
-var readmeTemplate = template.Must(template.New("readme").Parse(`# Reproduction: {{.Res.Invariant}}
+// timedBlock says a reproduction's bug on the clock (a clockView), for
+// every README that has one.
+const timedBlock = `{{define "timed"}}{{with .T}}{{if .Scenario}}**On the clock.** The timed scenario ` + "`{{.Scenario}}`" + ` ({{.Policy}}) breaks
+{{$.Invariant}} too, at {{printf "%.3f" .AtMS}} ms of virtual time on request {{.Request}}: {{.Detail}}.
+By then {{.Requests}} requests had arrived; {{.Succeeded}} succeeded, {{.Failed}} failed and {{.Cancelled}} were cancelled.
+The scenario's workload and faults on a cluster, with these tables:
+
+    handoffcheck timeline --scenario {{.Scenario}} --policy {{.Policy}}{{if $.Spec}} --spec {{$.Spec}}{{end}} --out /tmp/{{.Scenario}}
+{{else}}**On the clock.** {{if .Why}}No timed scenario was run: {{.Why}}.{{else}}None of the timed scenarios ({{range $i, $s := .Tried}}{{if $i}}, {{end}}{{$s}}{{end}}) breaks {{$.Invariant}}{{if .Other}} (some broke another invariant first: {{range $i, $s := .Other}}{{if $i}}, {{end}}{{$s}}{{end}}){{end}}: the order these steps take is one the clock does not reach in them.{{end}}
+{{end}}{{end}}{{end}}`
+
+// clockView is what the timed block says: the timed reproduction, the
+// invariant, and the tables' file for the command.
+type clockView struct {
+	T         *Timed
+	Invariant string
+	Spec      string
+}
+
+// withTimed parses a README template beside the timed block.
+func withTimed(name, text string) *template.Template {
+	return template.Must(template.Must(template.New(name).Parse(timedBlock)).Parse(text))
+}
+
+var readmeTemplate = withTimed("readme", `# Reproduction: {{.Res.Invariant}}
 
 **What broke.** {{.Res.Invariant}}: {{.Detail}}.
 {{- if .Meaning}} The invariant demands that {{.Meaning}}.{{end}}
@@ -306,17 +331,10 @@ allow these steps: copy this directory into the module (not under a
 ` + "`testdata`" + ` directory, which go test skips) and run ` + "`go test`" + ` on it. It
 passes once the tables no longer reach {{.Res.Invariant}} this way.
 
-{{with .Res.Timed}}{{if .Scenario}}**On the clock.** The timed scenario ` + "`{{.Scenario}}`" + ` ({{.Policy}}) breaks
-{{$.Res.Invariant}} too, at {{printf "%.3f" .AtMS}} ms of virtual time on request {{.Request}}: {{.Detail}}.
-By then {{.Requests}} requests had arrived; {{.Succeeded}} succeeded, {{.Failed}} failed and {{.Cancelled}} were cancelled.
-The scenario's workload and faults on a cluster, with these tables:
-
-    handoffcheck timeline --scenario {{.Scenario}} --policy {{.Policy}}{{if $.In.SpecFile}} --spec {{$.In.SpecFile}}{{end}} --out /tmp/{{.Scenario}}
-{{else}}**On the clock.** {{if .Why}}No timed scenario was run: {{.Why}}.{{else}}None of the timed scenarios ({{range $i, $s := .Tried}}{{if $i}}, {{end}}{{$s}}{{end}}) breaks {{$.Res.Invariant}}{{if .Other}} (some broke another invariant first: {{range $i, $s := .Other}}{{if $i}}, {{end}}{{$s}}{{end}}){{end}}: the order these steps take is one the clock does not reach in them.{{end}}
-{{end}}{{end}}
+{{template "timed" .Clock}}
 **Live.** No live plan is derived from the trace: a live run's order is the
 processes' own. ` + "`handoffcheck live`" + ` runs the same tables over real processes.
-`))
+`)
 
 var testTemplate = template.Must(template.New("test").Parse(`package repro
 

@@ -218,7 +218,7 @@ func cmdConform(c *command, e *env, args []string) int {
 		}
 	}
 	if *reproDir != "" && rep.Rejection != nil && rep.Verdict == conform.Rejected {
-		saveConformRepro(e, *reproDir, opt.Protocol, variant, *specFile, rep.Rejection, args)
+		saveConformRepro(e, *reproDir, opt.Protocol, variant, *specFile, rep.Rejection, "handoffcheck conform "+strings.Join(reproArgs(args), " "))
 	}
 	switch rep.Verdict {
 	case conform.Rejected:
@@ -232,7 +232,7 @@ func cmdConform(c *command, e *env, args []string) int {
 // saveConformRepro writes a rejection's reproduction and says so on
 // stderr; a reproduction that cannot be written is reported there, and
 // the exit stays the rejection's.
-func saveConformRepro(e *env, dir string, p *system.Protocol, variant *spec.Spec, specFile string, r *conform.Rejection, args []string) {
+func saveConformRepro(e *env, dir string, p *system.Protocol, variant *spec.Spec, specFile string, r *conform.Rejection, command string) {
 	if p == nil {
 		p = system.Generated()
 	}
@@ -242,10 +242,10 @@ func saveConformRepro(e *env, dir string, p *system.Protocol, variant *spec.Spec
 		}
 	}
 	in := repro.RejectionInput{Protocol: p, Spec: variant, SpecFile: specFile, Rejection: r,
-		Command: strings.TrimSpace("handoffcheck conform " + strings.Join(reproArgs(args), " "))}
+		Command: strings.TrimSpace(command)}
 	res, err := repro.WriteRejection(dir, in)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "handoffcheck conform: --repro: %v\n", err)
+		fmt.Fprintf(e.stderr, "handoffcheck: --repro: %v\n", err)
 		return
 	}
 	switch {
@@ -255,10 +255,18 @@ func saveConformRepro(e *env, dir string, p *system.Protocol, variant *spec.Spec
 	case res.Reproduced:
 		fmt.Fprintf(e.stderr, "reproduction of %s written to %s: %d steps (%s, %s, %s)\n", res.Invariant, res.Dir, res.Steps, repro.TraceFile, repro.ReadmeFile, repro.TestFile)
 	case res.Steps > 0:
-		fmt.Fprintf(e.stderr, "the rejected attempt's explanation written to %s: %d steps, no violating step (%s, %s). %s.\n", res.Dir, res.Steps, repro.TraceFile, repro.ReadmeFile, res.Why)
+		fmt.Fprintf(e.stderr, "the rejected attempt's explanation written to %s: %d steps, no violating step (%s, %s)%s\n", res.Dir, res.Steps, repro.TraceFile, repro.ReadmeFile, sentence(res.Why))
 	default:
-		fmt.Fprintf(e.stderr, "no trace of the rejection, %s written to %s. %s.\n", repro.ReadmeFile, res.Dir, res.Why)
+		fmt.Fprintf(e.stderr, "no trace of the rejection, %s written to %s%s\n", repro.ReadmeFile, res.Dir, sentence(res.Why))
 	}
+}
+
+// sentence is ". Why." after a clause, or "." when there is no why.
+func sentence(why string) string {
+	if why == "" {
+		return "."
+	}
+	return ". " + strings.TrimSuffix(why, ".") + "."
 }
 
 // reproArgs is the command line without its --repro flag: the command

@@ -19,11 +19,12 @@ import (
 	"github.com/handoffcheck/handoffcheck/checker/sim/workload"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
+	specpkg "github.com/handoffcheck/handoffcheck/spec"
 )
 
 var liveCommand = &command{
 	name:    "live",
-	args:    "[--config FILE] [--policy P] [--compare] [--engine E] [--workload FILE] [--faults FILE] [--proxy-seed N] [--time-scale X] [--adapt-scale=false] [--out DIR] [--spec FILE] [--props FILE] [--no-conform] [--json]",
+	args:    "[--config FILE] [--policy P] [--compare] [--engine E] [--workload FILE] [--faults FILE] [--proxy-seed N] [--time-scale X] [--adapt-scale=false] [--out DIR] [--spec FILE] [--props FILE] [--no-conform] [--repro DIR] [--json]",
 	summary: "run the machines as real processes over loopback TCP, with real faults, and report what every worker held at the end",
 	detail: "Starts a coordinator (the frontend, both routers and a fault proxy) in this process and one\n" +
 		"process per worker (this binary's worker command), which talk over TCP on 127.0.0.1 in the\n" +
@@ -84,6 +85,7 @@ func cmdLive(c *command, e *env, args []string) int {
 	compare := fs.Bool("compare", false, "run source-first and destination-first on the same workload, each into DIR/POLICY, and print a table of both; with --policy disabled, the legacy path beside them")
 	engine := fs.String("engine", "", "override the configuration's engine: "+strings.Join(model.EngineNames(), ", "))
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
+	reproDir := fs.String("repro", "", "when conform rejects the run's logs, write the rejection's reproduction into this directory, as conform --repro does")
 	untilMS := fs.Float64("until-ms", 0, "end the run this long after the first arrival (configured time) with handoffs unresolved: no later arrival, timed restart or client cancel, every unresolved attempt cut by a cancel and checked to release what it holds once (0: run the workload out)")
 	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
 		return code
@@ -115,6 +117,21 @@ func cmdLive(c *command, e *env, args []string) int {
 		return c.bad(e, "%v", err)
 	}
 	legacy := cfg.Policy == cluster.Disabled && !cfg.Aggregated
+	if *reproDir != "" {
+		// The reproduction is of the run's rejected log: one run, judged
+		// by the built-in invariants.
+		switch {
+		case *compare:
+			return c.bad(e, "--repro with --compare: a reproduction is of one run's rejection; run the policy alone")
+		case *noConform || *propsFile != "":
+			return c.bad(e, "--repro: a reproduction is of conform's rejection by the built-in invariants; not with --no-conform or --props")
+		case cfg.Policy == cluster.Disabled || cfg.Aggregated:
+			return c.bad(e, "--repro: the %s policy's logs are not judged", cfg.PolicyName())
+		}
+		if err := os.MkdirAll(*reproDir, 0o755); err != nil {
+			return c.bad(e, "--repro: %v", err)
+		}
+	}
 	var pset *props.Set
 	if *propsFile != "" {
 		if pset, err = loadProps(e.ctx, *propsFile); err != nil {
@@ -226,6 +243,13 @@ func cmdLive(c *command, e *env, args []string) int {
 		r, code := liveOnce(c, e, opt, *noConform, pset)
 		if r != nil {
 			r.print(e, *asJSON)
+		}
+		if *reproDir != "" && r != nil && r.verdict != nil && r.verdict.Verdict == conform.Rejected && r.verdict.Rejection != nil {
+			var variant *specpkg.Spec
+			if *specFile != "" {
+				_, variant, _ = loadProtocol(e.ctx, *specFile)
+			}
+			saveConformRepro(e, *reproDir, proto, variant, spec, r.verdict.Rejection, "handoffcheck live "+strings.Join(reproArgs(args), " "))
 		}
 		return code
 	}

@@ -427,3 +427,43 @@ func TestCLI_LivePropsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestCLI_LiveRepro: a broken variant run live is rejected by conform,
+// and --repro writes the rejection's reproduction: a trace that replay
+// judges to the same invariant, and the timed scenario that breaks it
+// on the clock. Refusals come before any process starts.
+func TestCLI_LiveRepro(t *testing.T) {
+	w := liveWorkload(t, 10, "100")
+	dir := t.TempDir()
+	code, stdout, errOut := runCLI(t, "live", "--workload", w, "--out", t.TempDir(), "--spec", "../../testdata/variants/release-on-scheduler-finish.json", "--repro", dir)
+	if code != exitViolation || !strings.Contains(stdout, "verdict: rejected") {
+		t.Fatalf("exit %d\n%s%s", code, stdout, errOut)
+	}
+	if !strings.Contains(errOut, "reproduction of SourcePinnedUntilRead written to "+dir) {
+		t.Fatalf("stderr %q", errOut)
+	}
+	code, out, rerr := runCLI(t, "replay", filepath.Join(dir, "trace.jsonl"))
+	if code != exitViolation || !strings.Contains(out, "VIOLATION SourcePinnedUntilRead") || !strings.Contains(out, "(the violation the trace records)") {
+		t.Fatalf("replay of the reproduction: exit %d\n%s%s", code, out, rerr)
+	}
+	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "handoffcheck timeline --scenario ") {
+		t.Errorf("the README gives no timed reproduction:\n%s", readme)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--repro", dir, "--compare"}, "--repro with --compare"},
+		{[]string{"--repro", dir, "--no-conform"}, "--repro: a reproduction is of conform's rejection"},
+		{[]string{"--repro", dir, "--policy", "disabled"}, "--repro: the disabled policy's logs are not judged"},
+	} {
+		code, stdout, errOut := runCLI(t, append([]string{"live", "--out", t.TempDir()}, tc.args...)...)
+		if code != exitUsage || stdout != "" || !strings.HasPrefix(errOut, "handoffcheck live: "+tc.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.args, code, stdout, errOut, tc.want)
+		}
+	}
+}
