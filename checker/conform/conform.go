@@ -126,7 +126,7 @@ type Rejection struct {
 	// tables that would explain the fact breaks (the detail says so): a
 	// reproduction looks for that step.
 	Broken string `json:"-"`
-	Detail     string `json:"detail"`
+	Detail string `json:"detail"`
 	// Allowed is what the tables allowed the attempt's processes to log
 	// next instead.
 	Allowed []string `json:"allowed,omitempty"`

@@ -326,14 +326,14 @@ Found by:
     handoffcheck explore trace.jsonl         # the steps in a browser; branch off at any step
     handoffcheck check --from-trace trace.jsonl   # what else can happen from there
 
-` + "`repro_test.go`" + ` replays ` + "`trace.jsonl`" + ` against the tables and fails while they
+`+"`repro_test.go`"+` replays `+"`trace.jsonl`"+` against the tables and fails while they
 allow these steps: copy this directory into the module (not under a
-` + "`testdata`" + ` directory, which go test skips) and run ` + "`go test`" + ` on it. It
+`+"`testdata`"+` directory, which go test skips) and run `+"`go test`"+` on it. It
 passes once the tables no longer reach {{.Res.Invariant}} this way.
 
 {{template "timed" .Clock}}
 **Live.** No live plan is derived from the trace: a live run's order is the
-processes' own. ` + "`handoffcheck live`" + ` runs the same tables over real processes.
+processes' own. `+"`handoffcheck live`"+` runs the same tables over real processes.
 `)
 
 var testTemplate = template.Must(template.New("test").Parse(`package repro
