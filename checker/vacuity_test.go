@@ -159,3 +159,19 @@ func TestVacuity_ViolatedIsExercised(t *testing.T) {
 		t.Errorf("exercises = %+v", ex)
 	}
 }
+
+// Merged shards exercised an invariant when any shard did; what no shard
+// exercised keeps its why.
+func TestVacuity_MergedShards(t *testing.T) {
+	yes, no := true, false
+	a := []jsonExercise{{Invariant: "A", Exercised: &no, Why: "no a"}, {Invariant: "B", Exercised: &no, Why: "no b"}, {Invariant: "C", Unconditional: "every state"}}
+	b := []jsonExercise{{Invariant: "A", Exercised: &yes}, {Invariant: "B", Exercised: &no, Why: "no b"}, {Invariant: "C", Unconditional: "every state"}}
+	m := mergeVacuity(nil, a, true)
+	m = mergeVacuity(m, b, false)
+	if !*m[0].Exercised || m[0].Why != "" || *m[1].Exercised || m[1].Why != "no b" || m[2].Unconditional == "" {
+		t.Errorf("merged %+v", m)
+	}
+	if *a[0].Exercised {
+		t.Error("merging changed a shard's report")
+	}
+}
