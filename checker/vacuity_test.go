@@ -175,3 +175,28 @@ func TestVacuity_MergedShards(t *testing.T) {
 		t.Error("merging changed a shard's report")
 	}
 }
+
+// Partial-order reduction and sleep sets leave moves to successors, which
+// take them: the reduced search fires the triggers the full one does.
+func TestVacuity_ReductionFiresWhatTheFullSearchFires(t *testing.T) {
+	for _, path := range []string{"../testdata/configs/two-handoffs-faults.json", "../testdata/configs/commands.json"} {
+		cfg := loadConfigFile(t, path)
+		for _, run := range cfg.Runs {
+			var fired []model.Triggers
+			for _, lim := range []Limits{{Workers: 1}, {Workers: 1, Reduce: true}, {Workers: 1, Reduce: true, Sleep: true}} {
+				c, err := New(system.Generated(), cfg, run)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := c.Explore(context.Background(), lim, nil)
+				if !r.Complete {
+					t.Fatalf("%s %s: incomplete", path, run.Name)
+				}
+				fired = append(fired, r.Coverage.Fired)
+			}
+			if fired[1] != fired[0] || fired[2] != fired[0] {
+				t.Errorf("%s %s: fired %#x in full, %#x reduced, %#x with sleep sets", path, run.Name, fired[0], fired[1], fired[2])
+			}
+		}
+	}
+}
