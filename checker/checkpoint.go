@@ -56,9 +56,12 @@ type checkpointMeta struct {
 	Reduced     int         `json:"reduced,omitempty"`
 	Pruned      int64       `json:"pruned,omitempty"`
 	Rows        [2][]uint64 `json:"rows"`
-	ElapsedNS   int64       `json:"elapsed_ns"`
-	Bitstate    bool        `json:"bitstate"`
-	Shards      []shardMeta `json:"shards"`
+	// Fired is the invariants' triggers fired so far (model.Triggers);
+	// absent in a checkpoint written before they were recorded.
+	Fired     *uint64     `json:"fired"`
+	ElapsedNS int64       `json:"elapsed_ns"`
+	Bitstate  bool        `json:"bitstate"`
+	Shards    []shardMeta `json:"shards"`
 	// Disk is set once the fingerprints are on disk: store.bin is then
 	// empty and fingerprints.bin is the visited set.
 	Disk *diskMeta `json:"disk,omitempty"`
@@ -241,9 +244,10 @@ func (e *exploration) writeCheckpoint(frontier, next *keyQueue, depth int, level
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	fired := uint64(e.cov.Fired)
 	m := checkpointMeta{Schema: checkpointSchema, Identity: e.identity, Run: e.c.Run().Name, Finished: finished,
 		Depth: depth, LevelStart: levelStart, Done: done, Frontier: frontier.n, Next: next.n, NextPrev: append([]uint64(nil), next.prev[:e.words]...),
-		States: e.links.n, Transitions: e.stats.Transitions, DeadEnds: e.deadEnds, Rows: e.cov.Rows,
+		States: e.links.n, Transitions: e.stats.Transitions, DeadEnds: e.deadEnds, Rows: e.cov.Rows, Fired: &fired,
 		Reduced: e.stats.Reduced, Pruned: e.stats.Pruned,
 		ElapsedNS: int64(e.elapsed()), Bitstate: isBitstate(e.vis), CRC: map[string]uint64{}}
 	write := func(name string, fill func(w io.Writer) error) error {
@@ -455,6 +459,12 @@ func (e *exploration) restore(runDir string) (*resumed, bool, error) {
 		}
 		copy(e.cov.Rows[r], m.Rows[r])
 	}
+	if m.Fired == nil {
+		// Resuming without them would report invariants exercised before
+		// the checkpoint as never exercised.
+		return nil, false, fmt.Errorf("%w: %s: no record of the invariants' triggers (written by an older build): start the search again", errCheckpoint, cur)
+	}
+	e.cov.Fired = model.Triggers(*m.Fired)
 	return res, true, nil
 }
 

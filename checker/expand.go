@@ -251,6 +251,7 @@ func (e *exploration) expandState(x *expander, entry []uint64, pid uint32, out *
 	}
 	if x.protocol == 0 && !x.wake {
 		out.deadEnds++
+		out.cov.Fired |= c.quiescenceFired(&s)
 		if v := c.CheckQuiescence(&s); v != nil && out.viol == nil {
 			out.viol = &found{v: v, pid: pid, move: -1}
 		}
@@ -289,6 +290,8 @@ func (e *exploration) successorsOf(x *expander, s *system.State, pid uint32, out
 	c := e.c
 	ms := &x.ms
 	n := 0
+	// The triggers the steps fire, kept in a register and merged once.
+	fired := out.cov.Fired
 	for mi := 0; mi < ms.N; mi++ {
 		if x.amp >= 0 && ms.Handoff(mi) != x.amp {
 			// Taken from the successors instead (por.go).
@@ -305,6 +308,10 @@ func (e *exploration) successorsOf(x *expander, s *system.State, pid uint32, out
 		x.tx.W, x.tx.J.N = &sc.t.W, 0
 		c.ApplyTx(&sc.t, &x.tx, ms.M[mi], out.cov, ms.Stuck)
 		out.transitions++
+		fired |= x.tx.J.Fired()
+		if fired&model.TrigStaleDelivery == 0 && c.StaleDelivery(s, ms.M[mi]) {
+			fired |= model.TrigStaleDelivery
+		}
 		if v := c.JudgeStep(s, &sc.t, &x.tx.J, ms.M[mi]); v != nil {
 			if out.viol == nil {
 				out.viol = &found{v: v, pid: pid, move: mi}
@@ -323,6 +330,7 @@ func (e *exploration) successorsOf(x *expander, s *system.State, pid uint32, out
 		n++
 	}
 	x.n = n
+	out.cov.Fired = fired
 }
 
 // asleep reports whether move mi is not taken for sleep sets: asleep (its

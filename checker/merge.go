@@ -167,6 +167,7 @@ func mergeRun(parts []*jsonWalk, steps int) jsonWalk {
 			// A row fired in the merged search if it fired in any shard.
 			dead[c.Role] = slices.DeleteFunc(dead[c.Role], func(row string) bool { return !slices.Contains(c.Dead, row) })
 		}
+		m.Vacuity = mergeVacuity(m.Vacuity, p.Vacuity, k == 0)
 		if p.Failing >= 0 {
 			m.Failing, m.Seed, m.Faults = p.Failing, p.Seed, p.Faults
 			m.Invariant, m.Detail, m.Trace, m.Reproduce, m.FaultSchedule = p.Invariant, p.Detail, p.Trace, p.Reproduce, p.FaultSchedule
@@ -189,6 +190,21 @@ func mergeRun(parts []*jsonWalk, steps int) jsonWalk {
 	if len(all) > 0 {
 		ws := WalkStats{Lengths: all}
 		m.Lengths = jsonLengths(ws.lengthSummary())
+	}
+	return m
+}
+
+// mergeVacuity adds a shard's vacuity to the merged one: an invariant
+// was exercised in the merged search if it was in any shard.
+func mergeVacuity(m, p []jsonExercise, first bool) []jsonExercise {
+	if first {
+		return slices.Clone(p)
+	}
+	for i := range m {
+		j := slices.IndexFunc(p, func(x jsonExercise) bool { return x.Invariant == m[i].Invariant })
+		if j >= 0 && m[i].Exercised != nil && !*m[i].Exercised && p[j].Exercised != nil && *p[j].Exercised {
+			m[i].Exercised, m[i].Why = p[j].Exercised, ""
+		}
 	}
 	return m
 }
@@ -220,6 +236,14 @@ func (m *MergedWalks) Text() string {
 		fmt.Fprintf(&b, "  coverage: %s\n", strings.Join(parts, ", "))
 		fmt.Fprintf(&b, "  walk lengths: min %d, median %d, p90 %d, max %d\n", x.Lengths.Min, x.Lengths.Median, x.Lengths.P90, x.Lengths.Max)
 		if x.Invariant == "" {
+			var ex []exercise
+			for _, v := range x.Vacuity {
+				ex = append(ex, exercise{Name: v.Invariant, Unconditional: v.Unconditional, Exercised: v.Exercised == nil || *v.Exercised, Why: v.Why})
+			}
+			if len(ex) > 0 {
+				// A shard report written before vacuity was recorded has none.
+				b.WriteString(vacuityText(ex, walksLead))
+			}
 			continue
 		}
 		fmt.Fprintf(&b, "  walk %d failed (seed %d; faults: %s); shrunk to %d steps\n", x.Failing, x.Seed, strings.Join(x.Faults, ", "), len(x.Trace))

@@ -344,6 +344,10 @@ func (r *Report) Text(opt TextOptions) string {
 		fmt.Fprintf(&b, "  coverage: %s\n", strings.Join(parts, ", "))
 		if x.Violation != nil {
 			b.WriteString(indent(c.formatCounterexampleFull(x.Violation, opt.FullStates), "  "))
+		} else {
+			// A run that found a violation stopped there: what it did not
+			// exercise says nothing of the invariants.
+			b.WriteString(vacuityText(r.exercises(i), x.vacuityLead(c.startedAfter() > 0)))
 		}
 	}
 	for _, pc := range r.policyCoverage() {
@@ -390,6 +394,20 @@ func residentText(n uint64) string {
 		return "unknown"
 	}
 	return FormatBytes(int64(n))
+}
+
+// exercises is, for the i-th run, whether each invariant checked was
+// exercised.
+func (r *Report) exercises(i int) []exercise {
+	var fired model.Triggers
+	if cov := r.Runs[i].Coverage; cov != nil {
+		fired = cov.Fired
+	}
+	violated := ""
+	if ce := r.Runs[i].Violation; ce != nil {
+		violated = ce.Violation.Invariant
+	}
+	return exercises(r.Invariants, fired, r.checkers[i].World(), violated)
 }
 
 // policyRowCoverage is row coverage of one role under one policy, over
@@ -485,6 +503,8 @@ type jsonRun struct {
 	Bitstate  *jsonBitstate  `json:"bitstate,omitempty"`
 	Reduction *jsonReduction `json:"reduction,omitempty"`
 	Coverage  []jsonCoverage `json:"coverage"`
+	// Vacuity says, per invariant checked, whether its trigger fired.
+	Vacuity   []jsonExercise `json:"vacuity"`
 	Violation *jsonViolation `json:"violation,omitempty"`
 }
 
@@ -608,6 +628,7 @@ func (r *Report) JSON(opt TextOptions) ([]byte, error) {
 			}
 			jr.Coverage = append(jr.Coverage, jsonCoverage{Role: rc.Role.String(), Fired: rc.Fired, Total: rc.Total, Dead: dead})
 		}
+		jr.Vacuity = jsonExercises(r.exercises(i))
 		if ce := x.Violation; ce != nil {
 			v := ce.Violation
 			jv := &jsonViolation{Invariant: v.Invariant, Attempts: c.Attempts(), Handoff: v.Handoff, Worker: v.Worker, Detail: v.Detail}

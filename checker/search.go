@@ -465,6 +465,7 @@ func (e *exploration) judge(r *Result) {
 			break
 		}
 		r.Liveness = true
+		e.cov.Fired |= model.TrigLiveness
 		r.Violation = trap
 	case lim.Liveness:
 		r.StopDetail += "; EventuallyDrained not judged: the graph is incomplete"

@@ -32,6 +32,8 @@ type StepResult struct {
 	Fired     []system.Firing
 	Journal   model.Journal
 	Violation *model.Violation
+	// Triggers is the invariants' triggers the move fired (model.Triggers).
+	Triggers model.Triggers
 }
 
 // Apply performs a move if the state enables it; the state is unchanged
@@ -41,17 +43,23 @@ func (s *Session) Apply(m system.Move) (StepResult, error) {
 	var log []system.Firing
 	cov := system.NewCoverage(s.c.Protocol().Spec())
 	cov.Log = &log
+	stale := s.c.StaleDelivery(&s.s, m)
 	j, v, err := s.c.Step(&s.s, m, cov)
 	if err != nil {
 		return StepResult{}, err
+	}
+	trig := j.Fired()
+	if stale {
+		trig |= model.TrigStaleDelivery
 	}
 	if v == nil {
 		v = s.c.CheckState(&s.s)
 	}
 	if v == nil && s.c.Quiescent(&s.s) {
+		trig |= s.c.quiescenceFired(&s.s)
 		v = s.c.CheckQuiescence(&s.s)
 	}
-	return StepResult{Move: m, Fired: log, Journal: j, Violation: v}, nil
+	return StepResult{Move: m, Fired: log, Journal: j, Violation: v, Triggers: trig}, nil
 }
 
 // Describe renders the current state.

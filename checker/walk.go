@@ -354,6 +354,7 @@ func (c *Checker) walkOnce(w walkSpec) walkRun {
 		for _, fr := range r.Fired {
 			out.cov.Rows[fr.Role][fr.Row]++
 		}
+		out.cov.Fired |= r.Triggers
 		if r.Violation != nil {
 			out.moves, out.v, out.end = taken, r.Violation, endViolation
 			return out

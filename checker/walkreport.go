@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker/system"
+	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
@@ -99,6 +100,9 @@ func (r *WalkReport) Text(opt TextOptions) string {
 			parts = append(parts, fmt.Sprintf("%s rows %d/%d fired", rc.Role, rc.Fired, rc.Total))
 		}
 		fmt.Fprintf(&b, "  coverage: %s\n", strings.Join(parts, ", "))
+		if x.Violation == nil {
+			b.WriteString(vacuityText(x.exercises(c), walksLead))
+		}
 		if opt.Stats {
 			b.WriteString(x.statsText(c))
 		}
@@ -136,6 +140,23 @@ func (r *WalkReport) Text(opt TextOptions) string {
 func (r *WalkResult) rowCoverage(s *spec.Spec) []roleCoverage {
 	return (&Result{Run: r.Run, Coverage: r.Stats.Coverage}).rowCoverage(s)
 }
+
+// exercises is whether the walks exercised each invariant they judge.
+func (r *WalkResult) exercises(c *Checker) []exercise {
+	var fired model.Triggers
+	if cov := r.Stats.Coverage; cov != nil {
+		fired = cov.Fired
+	}
+	violated := ""
+	if r.Violation != nil {
+		violated = r.Violation.Violation.Invariant
+	}
+	return exercises(walkInvariants, fired, c.World(), violated)
+}
+
+// walksLead introduces the invariants walks did not exercise: walks
+// sample, so that is no proof that nothing could trigger them.
+const walksLead = "not exercised by these walks"
 
 // statsText is the --stats part of a run's text: rows never fired, walk
 // lengths and ends, moves and faults by kind.
@@ -200,6 +221,7 @@ type jsonWalk struct {
 	FaultSchedule []jsonScheduledFault `json:"fault_schedule,omitempty"`
 	FaultHorizon  int                  `json:"fault_horizon,omitempty"`
 	Coverage      []jsonCoverage       `json:"coverage"`
+	Vacuity       []jsonExercise       `json:"vacuity"`
 	Lengths       jsonLengths          `json:"walk_lengths"`
 	Ends          map[string]int       `json:"walk_ends"`
 	MoveKinds     map[string]int64     `json:"move_kinds"`
@@ -276,6 +298,7 @@ func (r *WalkReport) JSON(opt TextOptions) ([]byte, error) {
 			}
 			jw.Coverage = append(jw.Coverage, jsonCoverage{Role: rc.Role.String(), Fired: rc.Fired, Total: rc.Total, Dead: dead})
 		}
+		jw.Vacuity = jsonExercises(x.exercises(c))
 		jw.Lengths = jsonLengths(st.lengthSummary())
 		if r.Opts.Shards > 0 {
 			jw.FirstWalk = x.FirstWalk

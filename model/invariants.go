@@ -65,8 +65,11 @@ type Invariant struct {
 	// Elsewhere says what judges an invariant that has neither a step nor
 	// a state half: it needs more than one step's effects or one state.
 	Elsewhere string
-	step      func(*World, *Journal) *Violation
-	state     func(*World, *Records, *allHoldings) *Violation
+	// Trigger is what exercises the invariant: a report names those
+	// whose trigger never fired in a run (they held vacuously).
+	Trigger Trigger
+	step    func(*World, *Journal) *Violation
+	state   func(*World, *Records, *allHoldings) *Violation
 }
 
 // HasStep reports whether the invariant judges every step's effects.
@@ -99,61 +102,84 @@ func (inv *Invariant) JudgeState(w *World, rec *Records) *Violation {
 // fast paths, CheckStep and CheckState, are tested against it.
 var Invariants = []Invariant{
 	{Name: NameTransferNeedsReservation, Kind: SafetyStep, step: TransferNeedsReservation,
+		Trigger: Trigger{Fires: KindFired(EffTransferStart) | KindFired(EffWrite), Never: "no transfer started"},
 		Meaning: "a transfer starts only after the destination reserved for the attempt, and writes only through the attempt's registration into pages reserved for it"},
 	{Name: NameSourcePinnedUntilRead, Kind: SafetyStep, step: SourcePinnedUntilRead,
+		Trigger: Trigger{Fires: KindFired(EffRead) | KindFired(EffPinEnd), Never: "no read through a source registration, no source pin ended"},
 		Meaning: "a read through a valid source registration always finds the blocks pinned for the attempt; a pin ends only when no read can use its registration"},
 	{Name: NameNoActivationFromInvalidKv, Kind: SafetyStep, step: NoActivationFromInvalidKv,
+		Trigger: Trigger{Fires: KindFired(EffActivate), Never: "no destination activated"},
 		Meaning: "the destination activates only from a completed transfer whose source stayed pinned throughout"},
 	{Name: NameDestinationHeldWhileWritten, Kind: SafetyStep, step: DestinationHeldWhileWritten,
+		Trigger: Trigger{Fires: KindFired(EffPagesFreed), Never: "no reserved destination pages freed"},
 		Meaning: "destination pages are never freed while a transfer may still write into them"},
 	{Name: NameFailedTransferNeverActivates, Kind: SafetyStep, step: FailedTransferNeverActivates,
+		Trigger: Trigger{Fires: TrigFailedTransfer, Never: "no side acted on a failed transfer"},
 		Meaning: "a failed, timed-out or fenced transfer never activates the destination"},
 	{Name: NameReservationCountsAtOnce, Kind: SafetyState, state: reservationCountsAtOnce,
+		Trigger: Trigger{Fires: BeganFired(ResDestReservation), Never: "no destination reserved"},
 		Meaning: "reserved destination pages, slots and headroom count in kv_used and admission from the step they are reserved"},
 	{Name: NameNoStoredBeforeActivation, Kind: SafetyStepAndState, step: NoStoredBeforeActivation, state: noStoredState,
+		Trigger: Trigger{Fires: KindFired(EffActivate) | KindFired(EffStored), Never: "no destination activated, nothing Stored"},
 		Meaning: "no Stored for a handoff's pages before its receive completion; after it, the new blocks are stored exactly once"},
 	{Name: NameAtomicPrefillPin, Kind: SafetyStepAndState, step: AtomicPrefillPinStep, state: atomicPrefillPin,
+		Trigger: Trigger{Fires: KindFired(EffComputeDone) | KindFired(EffPinEarly), Never: "no prefill compute finished"},
 		Meaning: "finished prefill blocks are pinned for the handoff or released, never left as plain active blocks, and never pinned before compute finished"},
 	{Name: NameComputeLoadIndependent, Kind: SafetyStepAndState, step: ComputeLoadIndependent, state: computeLoadState,
+		Trigger: Trigger{Fires: KindFired(EffPrefillStart) | KindFired(EffComputeDone) | KindFired(EffLoadFall), Never: "no prefill dispatched"},
 		Meaning: "prefill compute load is counted from dispatch to compute completion and falls once, while the pinned occupancy stays"},
 	{Name: NameReleaseNeedsReaderAck, Kind: SafetyStep, step: ReleaseNeedsReaderAck,
+		Trigger: Trigger{Fires: KindFired(EffPinEnd), Never: "no source pin ended"},
 		Meaning: "the source pin is released only after reader completion, abort or cancel, or lease expiry; activation alone never releases it"},
 	{Name: NameExactlyOnceRelease, Kind: SafetyStep, step: ExactlyOnceRelease,
+		Trigger: Trigger{Fires: KindFired(EffBegin) | KindFired(EffEnd), Never: "nothing began or ended"},
 		Meaning: "every lease, reservation and booking ends exactly once, is never resurrected, and nothing begins after the attempt's terminal outcome"},
 	{Name: NameBlockCategoriesDisjoint, Kind: SafetyState, state: blockCategoriesDisjoint,
+		Trigger: Trigger{Unconditional: "every worker's pool in every state"},
 		Meaning: "per worker the block categories are disjoint, never negative, sum to capacity, and each equals what the handoffs hold in it"},
 	{Name: NameCapacityRespected, Kind: SafetyState, state: capacityRespected,
+		Trigger: Trigger{Unconditional: "every worker's limits in every state"},
 		Meaning: "no pool, request-slot count or admission headroom goes beyond its limit"},
 	{Name: NameDestinationFirstGate, Kind: SafetyStep, step: DestinationFirstGate,
+		Trigger: Trigger{Fires: KindFired(EffPrefillStart), Never: "no prefill dispatched", Inapplicable: notDestinationFirst, Unless: "a policy other than destination-first"},
 		Meaning: "under destination-first, prefill is never dispatched for an attempt before the destination reserved for it"},
 	{Name: NameAttemptIsolation, Kind: SafetyStep,
 		Elsewhere: "the checker, on a fact delivered to a terminal record, with the worlds before and after (AttemptIsolation)",
+		Trigger:   Trigger{Fires: TrigStaleDelivery, Never: "no fact reached a finished record"},
 		Meaning:   "a fact delivered to a record that can no longer use it (terminal, forgotten, an older incarnation) changes nothing but the channel it was taken from"},
 	{Name: NameRoleCommands, Kind: SafetyStep, step: RoleCommands,
+		Trigger: Trigger{Unconditional: "every command a role machine issues"},
 		Meaning: "source commands reach only prefill workers and destination commands only decode workers"},
 	{Name: NameRouterCleanup, Kind: SafetyStepAndState, step: RouterCleanupStep, state: routerCleanup,
+		Trigger: Trigger{Fires: BeganFired(ResPrefillBooking) | BeganFired(ResDecodeBooking) | KindFired(EffOwnershipEnd) | EndedFired(ResPrefillBooking) | EndedFired(ResDecodeBooking), Never: "no router booked a request"},
 		Meaning: "a finished side has told its router the terminal outcome it ended with, so the router's booking is freed; router ledgers match the handoffs"},
 	{Name: NameInFlightAccounting, Kind: SafetyStepAndState, step: InFlightAccountingStep, state: inFlightAccounting,
+		Trigger: Trigger{Fires: KindFired(EffAccept) | KindFired(EffComplete) | KindFired(EffPrefillStart) | BeganFired(ResDestReservation), Never: "no request accepted"},
 		Meaning: "a request is counted in flight once on acceptance and out once on completion; a worker's count equals the requests it owns"},
 	{Name: NameOutcomeTruthful, Kind: SafetyState, state: outcomeTruthful,
+		Trigger: Trigger{Fires: EndedFired(ResPrefillBooking) | EndedFired(ResDecodeBooking), Never: "no side told its router an outcome"},
 		Meaning: "the outcome a side reports to its router says what physically happened: success only after a completed, acknowledged transfer (source) or an activation from valid KV (destination); failure only if nothing of the attempt activated"},
 	{Name: NameIndexMatchesCache, Kind: SafetyState, state: indexMatchesCache,
+		Trigger: Trigger{Fires: BeganFired(ResSourceLease) | KindFired(EffStored) | KindFired(EffRemoved), Never: "no source pinned, nothing Stored or Removed"},
 		Meaning: "the KV index advertises a block of a worker only while that worker holds it as valid, cached or active KV, and advertises a source's computed blocks from compute completion on, as any computed KV: eviction and restart publish Removed for what was Stored, and nothing is Removed that was not Stored"},
 	{Name: NameQuiescence, Kind: Progress,
 		Elsewhere: "the checker, on every state where no protocol, timer or delivery move is enabled (Quiescence)",
+		Trigger:   Trigger{Fires: TrigQuiescent, Never: "no quiescent state reached"},
 		Meaning:   "where nothing but faults can happen, every placed record is terminal and everything is released"},
 	{Name: NameEventuallyDrained, Kind: Progress,
 		Elsewhere: "the checker, on the explored graph of the moves the system makes on its own",
+		Trigger:   Trigger{Fires: TrigLiveness, Never: "the explored graph was not judged"},
 		Meaning:   "from every reachable state a fully drained state can be reached without a fault or an early timer"},
 	{Name: NameFaultFreeCompletion, Kind: Progress,
 		Elsewhere: "the checker, on every quiescent state reached without any fault (FaultFreeCompletion)",
+		Trigger:   Trigger{Fires: TrigFaultFreeQuiescent, Never: "no quiescent state reached without a fault", Inapplicable: exemptEngine, Unless: "an engine that cannot reserve (exempt)"},
 		Meaning:   "without any fault, every handoff ends in success on both sides (an engine that cannot reserve is exempt)"},
 }
 
 func init() {
 	for i := range Invariants {
 		if inv := &Invariants[i]; !inv.wellFormed() {
-			panic(fmt.Sprintf("model: invariant %q: a name, a meaning, and halves that match its kind %v are needed", inv.Name, inv.Kind))
+			panic(fmt.Sprintf("model: invariant %q: a name, a meaning, halves that match its kind %v and a trigger (or why it is unconditional) are needed", inv.Name, inv.Kind))
 		}
 	}
 }
@@ -161,7 +187,7 @@ func init() {
 // wellFormed reports whether a registry entry can be used: a name, a
 // meaning, and halves that match its kind.
 func (inv *Invariant) wellFormed() bool {
-	return inv.Name != "" && inv.Meaning != "" && inv.consistent()
+	return inv.Name != "" && inv.Meaning != "" && inv.consistent() && inv.Trigger.wellFormed()
 }
 
 // consistent reports whether the invariant's halves are those its kind

@@ -91,6 +91,8 @@ type history struct {
 	// fastStep and fastState are what CheckStep and CheckState reported
 	// first on the last step expect took.
 	fastStep, fastState verdict
+	// fired is the triggers every step so far fired.
+	fired Triggers
 }
 
 func newHistory(t *testing.T, c *Config) *history {
@@ -100,6 +102,7 @@ func newHistory(t *testing.T, c *Config) *history {
 func (h *history) step(ops func(tx *Tx)) []string {
 	tx := Tx{W: &h.w}
 	ops(&tx)
+	h.fired |= tx.J.Fired()
 	var names []string
 	for _, v := range StepViolations(&h.w, &tx.J) {
 		names = append(names, v.Invariant)
@@ -1366,61 +1369,69 @@ func TestInvariants_Registry(t *testing.T) {
 // allowed neighbour of a firing history (the same step, with the one
 // condition that makes it safe), and every step of it is clean.
 func TestInvariants_AllowedNeighboursAreClean(t *testing.T) {
-	src, dst := SourceSide, DestinationSide
 	for _, order := range orders {
-		for _, tc := range []struct {
-			name  string
-			cfg   func(*testing.T, bool) *Config
-			steps []func(*Tx)
-		}{
-			// A registration fenced before its reservation ended: the
-			// transfer may start, and will fail.
-			{"TransferNeedsReservation/fenced-registration", vllm1, upTo(0, stReserved, fenceDestination, releaseDestination, path(0)[stPulling-1])},
-			// A pin ends mid-transfer once its registration is fenced.
-			{"SourcePinnedUntilRead/fenced-then-released", vllm1, upTo(0, stPulling, released)},
-			// Pages are freed mid-transfer once their registration is fenced,
-			// or after the transfer finished.
-			{"DestinationHeldWhileWritten/fenced-then-freed", vllm1, upTo(0, stPulling, fenceDestination, releaseDestination)},
-			{"DestinationHeldWhileWritten/freed-after-transfer", vllm1, upTo(0, stReceived, releaseDestination)},
-			// A failed transfer's pages are freed; the destination never activates.
-			{"FailedTransferNeverActivates/failed-then-freed", vllm1, upTo(0, stPulling, func(tx *Tx) { tx.FailTransfer(0) }, releaseDestination)},
-			// A source that reports failure while computing: its compute load
-			// and its booking end together, the compute may finish later.
-			{"ComputeLoadIndependent/failed-while-computing", vllm1, upTo(0, stComputing, func(tx *Tx) { tx.ReportSourceOutcome(0, src, false) },
-				func(tx *Tx) { tx.StopPrefill(0, src); tx.Complete(0, src) })},
-			// Source-first dispatches prefill before any reservation.
-			{"DestinationFirstGate/source-first", vllm1, upTo(0, stComputing)},
-			// Destination-first dispatches it after the reservation.
-			{"DestinationFirstGate/after-reservation", conf(spec.DestinationFirst, SGLang, 1, 2, nil),
-				upTo(0, stRouted, func(tx *Tx) { tx.AcceptRequest(0, src) }, path(0)[stDecodeRouted-1], path(0)[stReserved-1], startPrefill(0))},
-			// A pushing source that sees its own writes complete releases on it.
-			{"ReleaseNeedsReaderAck/push", vllm1, upTo(0, stReserved, func(tx *Tx) { tx.StartTransfer(0, src, src) }, received,
-				func(tx *Tx) { tx.ReleaseSource(0, src, CauseReaderAck) })},
-			// The decode worker restarts mid-transfer: its reservation,
-			// booking and in-flight count end with it.
-			{"Restart/decode-mid-transfer", sglang1, upTo(0, stPulling, restartDecode, received)},
-			// The prefill worker restarts mid-transfer: pin, booking and
-			// in-flight count end with it; the transfer fails.
-			{"Restart/prefill-mid-transfer", vllm1, upTo(0, stPulling, restartPrefill, received, func(tx *Tx) { tx.ReleaseDestination(0, dst, CauseAbort) })},
-			// A restart of a worker with background load and a cached prefix.
-			{"Restart/background", background1, upTo(0, stPinned, restartDecode, path(0)[stDecodeRouted-1], path(0)[stReserved-1])},
-			// Background load comes and goes.
-			{"Background/free-and-occupy", background1, []func(*Tx){freeBackground, func(tx *Tx) { tx.OccupyBackground(dw(tx)) }}},
-			// Two handoffs share one slot: the second waits, then runs.
-			{"Promote/one-slot", oneSlot2, append(upTo(0, stActivated), append(path(1)[:stActivated],
-				func(tx *Tx) { tx.ReleaseActive(0, dst) }, func(tx *Tx) { tx.Promote(1) })...)},
-			// An engine that cannot reserve refuses; both sides end failed.
-			{"Refuse/trtllm", trtllm1, upTo(0, stDecodeRouted, func(tx *Tx) {
-				tx.Refuse(0)
-				tx.ReportDecodeOutcome(0, dst, false)
-				tx.Complete(0, dst)
-			}, released, func(tx *Tx) { tx.ReportSourceOutcome(0, src, false); tx.Complete(0, src) })},
-		} {
+		for _, tc := range allowedNeighbours() {
 			t.Run(order.name+"/"+tc.name, func(t *testing.T) {
 				h := newHistory(t, tc.cfg(t, order.decodeFirst))
 				h.clean(tc.steps...)
 			})
 		}
+	}
+}
+
+// neighbour is a history the lifecycle allows next to one that breaks an
+// invariant: name starts with the invariant's name.
+type neighbour struct {
+	name  string
+	cfg   func(*testing.T, bool) *Config
+	steps []func(*Tx)
+}
+
+func allowedNeighbours() []neighbour {
+	src, dst := SourceSide, DestinationSide
+	return []neighbour{
+		// A registration fenced before its reservation ended: the
+		// transfer may start, and will fail.
+		{"TransferNeedsReservation/fenced-registration", vllm1, upTo(0, stReserved, fenceDestination, releaseDestination, path(0)[stPulling-1])},
+		// A pin ends mid-transfer once its registration is fenced.
+		{"SourcePinnedUntilRead/fenced-then-released", vllm1, upTo(0, stPulling, released)},
+		// Pages are freed mid-transfer once their registration is fenced,
+		// or after the transfer finished.
+		{"DestinationHeldWhileWritten/fenced-then-freed", vllm1, upTo(0, stPulling, fenceDestination, releaseDestination)},
+		{"DestinationHeldWhileWritten/freed-after-transfer", vllm1, upTo(0, stReceived, releaseDestination)},
+		// A failed transfer's pages are freed; the destination never activates.
+		{"FailedTransferNeverActivates/failed-then-freed", vllm1, upTo(0, stPulling, func(tx *Tx) { tx.FailTransfer(0) }, releaseDestination)},
+		// A source that reports failure while computing: its compute load
+		// and its booking end together, the compute may finish later.
+		{"ComputeLoadIndependent/failed-while-computing", vllm1, upTo(0, stComputing, func(tx *Tx) { tx.ReportSourceOutcome(0, src, false) },
+			func(tx *Tx) { tx.StopPrefill(0, src); tx.Complete(0, src) })},
+		// Source-first dispatches prefill before any reservation.
+		{"DestinationFirstGate/source-first", vllm1, upTo(0, stComputing)},
+		// Destination-first dispatches it after the reservation.
+		{"DestinationFirstGate/after-reservation", conf(spec.DestinationFirst, SGLang, 1, 2, nil),
+			upTo(0, stRouted, func(tx *Tx) { tx.AcceptRequest(0, src) }, path(0)[stDecodeRouted-1], path(0)[stReserved-1], startPrefill(0))},
+		// A pushing source that sees its own writes complete releases on it.
+		{"ReleaseNeedsReaderAck/push", vllm1, upTo(0, stReserved, func(tx *Tx) { tx.StartTransfer(0, src, src) }, received,
+			func(tx *Tx) { tx.ReleaseSource(0, src, CauseReaderAck) })},
+		// The decode worker restarts mid-transfer: its reservation,
+		// booking and in-flight count end with it.
+		{"Restart/decode-mid-transfer", sglang1, upTo(0, stPulling, restartDecode, received)},
+		// The prefill worker restarts mid-transfer: pin, booking and
+		// in-flight count end with it; the transfer fails.
+		{"Restart/prefill-mid-transfer", vllm1, upTo(0, stPulling, restartPrefill, received, func(tx *Tx) { tx.ReleaseDestination(0, dst, CauseAbort) })},
+		// A restart of a worker with background load and a cached prefix.
+		{"Restart/background", background1, upTo(0, stPinned, restartDecode, path(0)[stDecodeRouted-1], path(0)[stReserved-1])},
+		// Background load comes and goes.
+		{"Background/free-and-occupy", background1, []func(*Tx){freeBackground, func(tx *Tx) { tx.OccupyBackground(dw(tx)) }}},
+		// Two handoffs share one slot: the second waits, then runs.
+		{"Promote/one-slot", oneSlot2, append(upTo(0, stActivated), append(path(1)[:stActivated],
+			func(tx *Tx) { tx.ReleaseActive(0, dst) }, func(tx *Tx) { tx.Promote(1) })...)},
+		// An engine that cannot reserve refuses; both sides end failed.
+		{"Refuse/trtllm", trtllm1, upTo(0, stDecodeRouted, func(tx *Tx) {
+			tx.Refuse(0)
+			tx.ReportDecodeOutcome(0, dst, false)
+			tx.Complete(0, dst)
+		}, released, func(tx *Tx) { tx.ReportSourceOutcome(0, src, false); tx.Complete(0, src) })},
 	}
 }
 

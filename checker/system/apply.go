@@ -110,6 +110,9 @@ func apply(tx *model.Tx, side model.Side, h int, a Action, cause model.Cause) {
 type Coverage struct {
 	Rows [2][]uint64
 	Log  *[]Firing
+	// Fired is the invariants' triggers that fired (model.Triggers): a
+	// report names the invariants whose trigger never did.
+	Fired model.Triggers
 }
 
 // Firing is one row of a role machine firing.
@@ -131,9 +134,11 @@ func (c *Coverage) Reset() {
 	for r := range c.Rows {
 		clear(c.Rows[r])
 	}
+	c.Fired = 0
 }
 
 func (c *Coverage) Add(o *Coverage) {
+	c.Fired |= o.Fired
 	for r := range c.Rows {
 		for i, n := range o.Rows[r] {
 			c.Rows[r][i] += n
@@ -225,12 +230,19 @@ func (c *System) Step(s *State, m Move, cov *Coverage) (model.Journal, *model.Vi
 	return tx.J, v, nil
 }
 
+// StaleDelivery reports whether move m, taken from state before, delivers
+// a fact (or its duplicate) to a record that has already finished: the
+// steps AttemptIsolation judges.
+func (c *System) StaleDelivery(before *State, m Move) bool {
+	return (m.Kind == MvDeliver || m.Kind == Duplicate.Move()) && c.terminal(before, roleOf(model.Side(m.Arg)), int(m.H))
+}
+
 // JudgeStep runs the step invariants, and AttemptIsolation for a late delivery.
 func (c *System) JudgeStep(before, after *State, j *model.Journal, m Move) *model.Violation {
 	if v := model.CheckStep(&after.W, j); v != nil {
 		return v
 	}
-	if (m.Kind == MvDeliver || m.Kind == Duplicate.Move()) && c.terminal(before, roleOf(model.Side(m.Arg)), int(m.H)) {
+	if c.StaleDelivery(before, m) {
 		idx := 0
 		ch := &before.W.H[m.H].Ch[m.Arg]
 		for i := 0; i < int(ch.N); i++ {

@@ -73,8 +73,12 @@ func invariants() []byte {
 	b.WriteString("Every invariant the checker judges, with the name reports use (see\n" +
 		"[lifecycle.md](lifecycle.md) section 4 for the contract). A *step* half judges\n" +
 		"the effects of every step, a *state* half every reachable state; progress\n" +
-		"invariants judge quiescent states or the explored graph.\n\n")
-	b.WriteString("| name | kind | judged on | what must hold |\n|---|---|---|---|\n")
+		"invariants judge quiescent states or the explored graph. The trigger is what\n" +
+		"exercises an invariant (its antecedent): a run where it never fired, or a\n" +
+		"configuration it does not apply to, holds the invariant vacuously, and the\n" +
+		"report says so ([check.md](check.md#vacuity-which-invariants-were-exercised));\n" +
+		"an unconditional invariant judges every time.\n\n")
+	b.WriteString("| name | kind | judged on | what must hold | vacuous when |\n|---|---|---|---|---|\n")
 	for i := range model.Invariants {
 		inv := &model.Invariants[i]
 		var where []string
@@ -87,7 +91,14 @@ func invariants() []byte {
 		if inv.Elsewhere != "" {
 			where = append(where, inv.Elsewhere)
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", inv.Name, inv.Kind, cell(strings.Join(where, "; ")), cell(inv.Meaning))
+		vacuous := inv.Trigger.Never
+		switch {
+		case inv.Trigger.Unconditional != "":
+			vacuous = "never (unconditional: " + inv.Trigger.Unconditional + ")"
+		case inv.Trigger.Unless != "":
+			vacuous += "; or under " + inv.Trigger.Unless
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", inv.Name, inv.Kind, cell(strings.Join(where, "; ")), cell(inv.Meaning), cell(vacuous))
 	}
 	return b.Bytes()
 }
