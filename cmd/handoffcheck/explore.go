@@ -15,7 +15,6 @@ import (
 	"github.com/handoffcheck/handoffcheck/checker/conform"
 	"github.com/handoffcheck/handoffcheck/checker/explore"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
-	"github.com/handoffcheck/handoffcheck/checker/system"
 )
 
 var exploreCommand = &command{
@@ -103,21 +102,11 @@ func cmdExplore(cmd *command, e *env, args []string) int {
 			}
 		}
 		file := fs.Arg(0)
-		tr, err := checker.ParseTrace(file, files[0])
+		tr, proto, run, err := traceRun(file, files[0])
 		if err != nil {
 			return cmd.bad(e, "%v", err)
 		}
-		proto := system.Generated()
-		if tr.Spec != nil {
-			if proto, _, err = protocolOf(file+" (spec)", tr.Spec); err != nil {
-				return cmd.bad(e, "%v", err)
-			}
-		}
-		runs, err := checker.SelectRuns(tr.Config, []string{tr.Run}, nil)
-		if err != nil {
-			return cmd.bad(e, "%s: %v", file, err)
-		}
-		if srv, err = explore.New(proto, tr.Config, runs[0], explore.Options{Title: file, Props: pset}); err != nil {
+		if srv, err = explore.New(proto, tr.Config, run, explore.Options{Title: file, Props: pset}); err != nil {
 			return cmd.bad(e, "%s: %v", file, err)
 		}
 		if err := srv.OpenTrace(file, tr); err != nil {

@@ -116,6 +116,29 @@ func (f *fromTrace) moves() []system.Move {
 	return f.after
 }
 
+// traceRun reads a trace file's content: the trace, the protocol it runs
+// (the generated machines, or the variant it carries through the table
+// interpreter) and its run (which the reader has checked is one of its
+// configuration's).
+func traceRun(file string, data []byte) (*checker.Trace, *system.Protocol, system.Run, error) {
+	tr, err := checker.ParseTrace(file, data)
+	if err != nil {
+		return nil, nil, system.Run{}, err
+	}
+	proto := system.Generated()
+	if tr.Spec != nil {
+		if proto, _, err = protocolOf(file+" (spec)", tr.Spec); err != nil {
+			return nil, nil, system.Run{}, err
+		}
+	}
+	for _, r := range tr.Config.Runs {
+		if r.Name == tr.Run {
+			return tr, proto, r, nil
+		}
+	}
+	return nil, nil, system.Run{}, fmt.Errorf("%s: run %q is not a run of the trace's configuration", file, tr.Run)
+}
+
 // readFromTrace reads a trace to start a search from. A trace that records
 // a safety violation at its last step is started from before that step:
 // the search reports what can go wrong from the incident's state, the
@@ -125,21 +148,11 @@ func readFromTrace(e *env, file string) (*fromTrace, error) {
 	if err != nil {
 		return nil, err
 	}
-	tr, err := checker.ParseTrace(file, data)
+	tr, proto, run, err := traceRun(file, data)
 	if err != nil {
 		return nil, err
 	}
-	proto := system.Generated()
-	if tr.Spec != nil {
-		if proto, _, err = protocolOf(file+" (spec)", tr.Spec); err != nil {
-			return nil, err
-		}
-	}
-	runs, err := checker.SelectRuns(tr.Config, []string{tr.Run}, nil)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", file, err)
-	}
-	f := &fromTrace{trace: tr, config: loadedConfig{cfg: tr.Config, json: tr.ConfigJSON}, proto: proto, runs: runs, after: tr.Moves}
+	f := &fromTrace{trace: tr, config: loadedConfig{cfg: tr.Config, json: tr.ConfigJSON}, proto: proto, runs: []system.Run{run}, after: tr.Moves}
 	n := len(tr.Moves)
 	f.says = fmt.Sprintf("from: the state after the %d steps of %s", n, file)
 	if tr.Violation != "" && tr.LoopFrom == 0 && n > 0 {

@@ -44,21 +44,9 @@ func cmdReplay(cmd *command, e *env, args []string) int {
 	if err != nil {
 		return bad("%v", err)
 	}
-	tr, err := checker.ParseTrace(file, data)
+	tr, proto, run, err := traceRun(file, data)
 	if err != nil {
 		return bad("%v", err)
-	}
-	proto := system.Generated()
-	if tr.Spec != nil {
-		if proto, _, err = protocolOf(file+" (spec)", tr.Spec); err != nil {
-			return bad("%v", err)
-		}
-	}
-	var run system.Run
-	for _, r := range tr.Config.Runs {
-		if r.Name == tr.Run {
-			run = r
-		}
 	}
 	cfg := tr.Config
 	if set != nil {
