@@ -32,7 +32,9 @@ type Property struct {
 	// true), compiled on its own for vacuity; nil for any other form.
 	ante     cel.Program
 	anteText string
-	index    int
+	// then is a leads_to property's Q (its prg is P, also its ante).
+	then  cel.Program
+	index int
 	// local: a per-handoff property that reads only h, whose judgement
 	// of a handoff is a function of that handoff's packed state (cached:
 	// localBits); bit is its place in the cached bits.
@@ -155,6 +157,26 @@ func compile(file string, d Decl) (*Property, error) {
 	}
 	p := &Property{Decl: d, file: file, prg: prg, positional: positional(checked.NativeRep(), d.PerHandoff),
 		local: d.PerHandoff && !readsList(checked.NativeRep())}
+	if d.Kind == LeadsTo {
+		// P is the trigger: a leads_to property whose P never held
+		// holds vacuously. Its judgements are not cached as local bits
+		// (no state violates it alone).
+		p.local, p.ante, p.anteText = false, prg, d.Expr
+		checkedQ, iss := env.Compile(d.Then)
+		if iss != nil && iss.Err() != nil {
+			e := iss.Errors()[0]
+			return nil, bad(d.ThenCol+max(e.Location.Column(), 0), "%s", explain(e.Message, d.PerHandoff))
+		}
+		if !checkedQ.OutputType().IsExactType(cel.BoolType) {
+			return nil, bad(d.ThenCol, "want a bool expression after '%s'; this one is %s", leadsArrow, checkedQ.OutputType())
+		}
+		if p.then, err = env.Program(checkedQ, cel.EvalOptions(cel.OptOptimize)); err != nil {
+			return nil, bad(d.ThenCol, "%v", err)
+		}
+		if why := positional(checkedQ.NativeRep(), d.PerHandoff); p.positional == "" {
+			p.positional = why
+		}
+	}
 	if d.Kind == Always {
 		if text := antecedent(checked.NativeRep()); text != "" {
 			if ca, iss := env.Compile(text); iss == nil || iss.Err() == nil {

@@ -7,6 +7,7 @@ package props
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Schema is the first line of every properties file.
@@ -21,13 +22,20 @@ const (
 	// Sometimes: some reachable state satisfies the expression; the
 	// shortest trace to one is its witness.
 	Sometimes
+	// LeadsTo: every state where P holds is followed, on every run, by
+	// one where Q holds: untimed, under weak fairness of each process's
+	// moves; with Within, on the clock, no later than Within after it.
+	LeadsTo
 )
 
 func (k Kind) String() string {
-	if k == Always {
+	switch k {
+	case Always:
 		return "always"
+	case Sometimes:
+		return "sometimes"
 	}
-	return "sometimes"
+	return "leads_to"
 }
 
 // Decl is one property as written, before compiling.
@@ -41,10 +49,17 @@ type Decl struct {
 	// Question is the comment lines above the property: the question it
 	// answers.
 	Question string
-	Expr     string
-	// Line is the property's line, NameCol and ExprCol the 1-based
-	// columns its name and expression start at.
-	Line, NameCol, ExprCol int
+	// Expr is the expression; of a leads_to property, P.
+	Expr string
+	// Then is a leads_to property's Q ("" for the other kinds).
+	Then string
+	// Within bounds a leads_to property on the clock: Q holds no later
+	// than Within after P did. Zero: no bound (the untimed, fair form).
+	Within time.Duration
+	// Line is the property's line, NameCol, ExprCol, ThenCol and
+	// WithinCol the 1-based columns its name, expression, Q and bound
+	// start at.
+	Line, NameCol, ExprCol, ThenCol, WithinCol int
 }
 
 // Error is one problem of a properties file, at a position.
@@ -56,18 +71,19 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg) }
 
-// unsupported are the kinds of the issue that this driver does not judge
-// yet: refused where they are written, never skipped.
-var unsupported = map[string]string{
-	"leads_to": "leads_to (P leads to Q under weak fairness) is not supported yet by this driver; want always or sometimes",
-	"within":   "within (P leads to Q within a time on the clock) is not supported yet by this driver; want always or sometimes",
-}
+// leadsArrow separates a leads_to property's P from its Q; it is no CEL
+// operator, so it cannot be misread as part of either.
+const leadsArrow = "~>"
 
 // Parse reads a properties file: its first line is the schema, then blank
 // lines, '#' comments and one property per line:
 //
 //	always NAME [per handoff]: EXPR
 //	sometimes NAME [per handoff]: EXPR
+//	leads_to NAME [per handoff]: P ~> Q [within DURATION]
+//
+// DURATION is a Go duration (250ms, 2s). Which driver judges which kind
+// is the drivers' business (Set.Refuse); the form is the same for all.
 //
 // Parse checks the form only; Compile checks the expressions.
 func Parse(file string, data []byte) ([]Decl, error) {
@@ -107,7 +123,7 @@ func Parse(file string, data []byte) ([]Decl, error) {
 		decls = append(decls, d)
 	}
 	if len(decls) == 0 {
-		return nil, bad(len(lines), 1, "no property; want at least one line 'always NAME: EXPR' or 'sometimes NAME: EXPR'")
+		return nil, bad(len(lines), 1, "no property; want at least one line 'always NAME: EXPR', 'sometimes NAME: EXPR' or 'leads_to NAME: P ~> Q'")
 	}
 	return decls, nil
 }
@@ -134,14 +150,16 @@ func parseLine(raw string, indent, ln int, bad func(int, int, string, ...any) er
 		d.Kind = Always
 	case "sometimes":
 		d.Kind = Sometimes
+	case "leads_to":
+		d.Kind = LeadsTo
 	default:
-		if msg, ok := unsupported[kind]; ok {
-			return d, bad(ln, col, "%s", msg)
-		}
 		if kind == "" {
-			return d, bad(ln, col, "want a property: 'always NAME: EXPR' or 'sometimes NAME: EXPR', or a '#' comment")
+			return d, bad(ln, col, "want a property: 'always NAME: EXPR', 'sometimes NAME: EXPR' or 'leads_to NAME: P ~> Q', or a '#' comment")
 		}
-		return d, bad(ln, col, "unknown kind %q; want always or sometimes", kind)
+		if kind == "within" {
+			return d, bad(ln, col, "within is no kind; want 'leads_to NAME: P ~> Q within DURATION'")
+		}
+		return d, bad(ln, col, "unknown kind %q; want always, sometimes or leads_to", kind)
 	}
 	skip()
 	name, col := word()
@@ -155,9 +173,6 @@ func parseLine(raw string, indent, ln int, bad func(int, int, string, ...any) er
 		if w != "per" {
 			if w == "" {
 				return d, bad(ln, col, "want ':' or 'per handoff' after the name %s", name)
-			}
-			if msg, ok := unsupported[w]; ok {
-				return d, bad(ln, col, "%s", msg)
 			}
 			return d, bad(ln, col, "unexpected %q; want ':' or 'per handoff' after the name %s", w, name)
 		}
@@ -177,10 +192,57 @@ func parseLine(raw string, indent, ln int, bad func(int, int, string, ...any) er
 	if expr == "" {
 		return d, bad(ln, p+1, "want an expression after ':'")
 	}
-	if w, at := fairnessWord(expr); w != "" {
-		return d, bad(ln, p+1+at, "%s", unsupported[w])
+	d.Line, d.ExprCol = ln, p+1
+	arrow := findOutside(expr, leadsArrow)
+	if d.Kind != LeadsTo {
+		if arrow >= 0 {
+			return d, bad(ln, d.ExprCol+arrow, "'%s' belongs to a leads_to property; want 'leads_to %s: P ~> Q'", leadsArrow, name)
+		}
+		if at := findWord(expr, "within"); at >= 0 {
+			return d, bad(ln, d.ExprCol+at, "within bounds a leads_to property; want 'leads_to %s: P ~> Q within DURATION'", name)
+		}
+		d.Expr = expr
+		return d, nil
 	}
-	d.Expr, d.Line, d.ExprCol = expr, ln, p+1
+	if arrow < 0 {
+		return d, bad(ln, d.ExprCol, "want 'P %s Q' after ':' (P leads to Q)", leadsArrow)
+	}
+	d.Expr = strings.TrimRight(expr[:arrow], " \t")
+	if d.Expr == "" {
+		return d, bad(ln, d.ExprCol, "want the expression P before '%s'", leadsArrow)
+	}
+	q := arrow + len(leadsArrow)
+	for q < len(expr) && (expr[q] == ' ' || expr[q] == '\t') {
+		q++
+	}
+	then := expr[q:]
+	d.ThenCol = d.ExprCol + q
+	if at := findWord(then, "within"); at >= 0 {
+		bound := strings.TrimSpace(then[at+len("within"):])
+		o := q + at + len("within")
+		for o < len(expr) && (expr[o] == ' ' || expr[o] == '\t') {
+			o++
+		}
+		d.WithinCol = d.ExprCol + o
+		dur, err := time.ParseDuration(bound)
+		switch {
+		case bound == "":
+			return d, bad(ln, d.WithinCol, "want a duration after within (250ms, 2s)")
+		case err != nil:
+			return d, bad(ln, d.WithinCol, "within %q: want a duration (250ms, 2s)", bound)
+		case dur <= 0:
+			return d, bad(ln, d.WithinCol, "within %s: want a positive duration", bound)
+		}
+		d.Within = dur
+		then = strings.TrimRight(then[:at], " \t")
+	}
+	if then == "" {
+		return d, bad(ln, d.ThenCol, "want the expression Q after '%s'", leadsArrow)
+	}
+	if at := findOutside(then, leadsArrow); at >= 0 {
+		return d, bad(ln, d.ThenCol+at, "one '%s' per property; want 'P %s Q'", leadsArrow, leadsArrow)
+	}
+	d.Then = then
 	return d, nil
 }
 
@@ -201,10 +263,9 @@ func isName(s string) bool {
 	return true
 }
 
-// fairnessWord finds leads_to or within as a word of an expression,
-// outside string literals, and its byte offset: the temporal forms this
-// driver refuses rather than misreads.
-func fairnessWord(expr string) (string, int) {
+// scan calls at with the byte offset of each character of expr outside
+// string literals, until at returns true; it returns that offset or -1.
+func scan(expr string, at func(i int) bool) int {
 	var quote byte
 	for i := 0; i < len(expr); i++ {
 		c := expr[i]
@@ -221,17 +282,60 @@ func fairnessWord(expr string) (string, int) {
 			quote = c
 			continue
 		}
-		if !isNameByte(c) || i > 0 && isNameByte(expr[i-1]) {
+		if at(i) {
+			return i
+		}
+	}
+	return -1
+}
+
+// findOutside finds sub in expr outside string literals.
+func findOutside(expr, sub string) int {
+	return scan(expr, func(i int) bool { return strings.HasPrefix(expr[i:], sub) })
+}
+
+// findWord finds word as a whole word of expr outside string literals.
+func findWord(expr, word string) int {
+	return scan(expr, func(i int) bool {
+		j := i + len(word)
+		return strings.HasPrefix(expr[i:], word) && (i == 0 || !isNameByte(expr[i-1])) && (j == len(expr) || !isNameByte(expr[j]))
+	})
+}
+
+// Can is what a driver judges beyond always and sometimes properties.
+type Can uint8
+
+const (
+	// CanLeadsTo: leads_to without a bound, under weak fairness of each
+	// process's moves (an exhaustive search's lassos).
+	CanLeadsTo Can = 1 << iota
+	// CanWithin: leads_to within a bound, on a clock.
+	CanWithin
+	// Timed: the driver has a clock (a within it does not judge yet is
+	// refused as such, not as a missing clock).
+	Timed
+)
+
+// Refuse returns the first property of the set that driver does not
+// judge, as an *Error at the property's line: a kind a driver cannot
+// judge is refused where it is written, never skipped.
+func (set *Set) Refuse(driver string, can Can) error {
+	for _, p := range set.Props {
+		if p.Kind != LeadsTo {
 			continue
 		}
-		j := i
-		for j < len(expr) && isNameByte(expr[j]) {
-			j++
+		switch {
+		case p.Within > 0 && can&CanWithin == 0:
+			why := "has no clock"
+			if can&Timed != 0 {
+				why = "does not judge it yet"
+			}
+			return &Error{File: set.File, Line: p.Line, Col: p.WithinCol,
+				Msg: fmt.Sprintf("leads_to %s within %s: %s %s; want simulate, live, or conform of logs with time stamps", p.Name, p.Within, driver, why)}
+		case p.Within == 0 && can&CanLeadsTo == 0:
+			return &Error{File: set.File, Line: p.Line, Col: 1,
+				Msg: fmt.Sprintf("leads_to %s without within is judged under weak fairness over every run, which %s does not do; want check, or a bound 'within DURATION' on a timed driver", p.Name, driver)}
 		}
-		if _, ok := unsupported[expr[i:j]]; ok {
-			return expr[i:j], i
-		}
-		i = j - 1
 	}
-	return "", 0
+	return nil
 }

@@ -1,6 +1,7 @@
 package props
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -41,16 +42,25 @@ func TestLoad_Errors(t *testing.T) {
 		{"", "f:1:1: want the first line \"handoffcheck.props/v1\""},
 		{"handoffcheck.props/v2\nalways A: true", "f:1:1: want the first line"},
 		{"handoffcheck.props/v1\n# only a comment\n", "f:3:1: no property"},
-		{"handoffcheck.props/v1\nnever A: true", "f:2:1: unknown kind \"never\"; want always or sometimes"},
+		{"handoffcheck.props/v1\nnever A: true", "f:2:1: unknown kind \"never\"; want always, sometimes or leads_to"},
 		{"handoffcheck.props/v1\n  eventually A: true", "f:2:3: unknown kind \"eventually\""},
 		{"handoffcheck.props/v1\nalways 9A: true", "f:2:8: want a property name"},
 		{"handoffcheck.props/v1\nalways A true", "f:2:10: unexpected \"true\"; want ':' or 'per handoff'"},
 		{"handoffcheck.props/v1\nalways A per worker: true", "f:2:14: want 'handoff' after 'per'"},
 		{"handoffcheck.props/v1\nalways A:", "f:2:10: want an expression after ':'"},
 		{"handoffcheck.props/v1\nalways A: true\nsometimes  A: false", "f:3:12: duplicate property name \"A\" (first at line 2)"},
-		{"handoffcheck.props/v1\nleads_to A: true", "f:2:1: leads_to (P leads to Q under weak fairness) is not supported yet by this driver"},
-		{"handoffcheck.props/v1\nalways A: h.cancelled leads_to h.source_terminal", "f:2:23: leads_to (P leads to Q under weak fairness) is not supported yet by this driver"},
-		{"handoffcheck.props/v1\nalways A per handoff: h.pinned within 2", "f:2:32: within (P leads to Q within a time on the clock) is not supported yet"},
+		{"handoffcheck.props/v1\nleads_to A: true", "f:2:13: want 'P ~> Q' after ':'"},
+		{"handoffcheck.props/v1\nleads_to A:  ~> true", "f:2:14: want the expression P before '~>'"},
+		{"handoffcheck.props/v1\nleads_to A: true ~>  ", "f:2:20: want the expression Q after '~>'"},
+		{"handoffcheck.props/v1\nleads_to A: true ~> false ~> true", "f:2:27: one '~>' per property"},
+		{"handoffcheck.props/v1\nleads_to A: true ~> false within", "f:2:33: want a duration after within"},
+		{"handoffcheck.props/v1\nleads_to A: true ~> false within  2 leases", "f:2:35: within \"2 leases\": want a duration (250ms, 2s)"},
+		{"handoffcheck.props/v1\nleads_to A: true ~> false within -1s", "f:2:34: within -1s: want a positive duration"},
+		{"handoffcheck.props/v1\nleads_to A per handoff: h.cancelled ~> h.pinned", "f:2:41: undefined field 'pinned'"},
+		{"handoffcheck.props/v1\nleads_to A: true ~> size(workers)", "f:2:21: want a bool expression after '~>'; this one is int"},
+		{"handoffcheck.props/v1\nalways A: h.cancelled ~> h.source_terminal", "f:2:23: '~>' belongs to a leads_to property"},
+		{"handoffcheck.props/v1\nwithin A: true", "f:2:1: within is no kind"},
+		{"handoffcheck.props/v1\nalways A per handoff: h.pinned within 2", "f:2:32: within bounds a leads_to property"},
 		{"handoffcheck.props/v1\nalways A: handoffs.all(x, x.pinned)", "f:2:28: undefined field 'pinned'; want a field of view/v1"},
 		{"handoffcheck.props/v1\nalways A: h.cancelled", "f:2:11: undeclared reference to 'h'"},
 		{"handoffcheck.props/v1\nalways A: size(workers)", "f:2:11: want a bool expression; this one is int"},
@@ -74,6 +84,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(good))
 	f.Add([]byte("handoffcheck.props/v1\nalways A per handoff: h.cancelled ? h.source_terminal : true\n"))
 	f.Add([]byte("handoffcheck.props/v1\nleads_to A: true\n"))
+	f.Add([]byte("handoffcheck.props/v1\nleads_to A per handoff: h.cancelled ~> h.source_terminal within 20ms\n"))
+	f.Add([]byte("handoffcheck.props/v1\nleads_to A: '~>' == \"within\" ~> true\n"))
 	f.Add([]byte("handoffcheck.props/v1\nalways A: 'leads_to' == \"within\"\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		decls, err := Parse("f", data)
@@ -92,4 +104,41 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A leads_to property is read with its P, its Q and its bound at their
+// columns, whatever the strings inside them hold.
+func TestLoad_LeadsTo(t *testing.T) {
+	src := "handoffcheck.props/v1\n" +
+		"# Does every cancel free the source?\n" +
+		"leads_to Freed per handoff: h.cancelled ~> h.source_hold == \"none\"\n" +
+		"leads_to Quick: handoffs.exists(x, x.source == \"~>within\") ~>   true within 250ms\n"
+	set, err := Load("f", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := set.Props[0], set.Props[1]
+	if a.Kind != LeadsTo || !a.PerHandoff || a.Expr != "h.cancelled" || a.Then != `h.source_hold == "none"` || a.Within != 0 ||
+		a.ExprCol != 29 || a.ThenCol != 44 || a.Question != "Does every cancel free the source?" || a.Antecedent() != "h.cancelled" {
+		t.Errorf("first read as %+v", a.Decl)
+	}
+	if b.Kind != LeadsTo || b.PerHandoff || b.Expr != `handoffs.exists(x, x.source == "~>within")` || b.Then != "true" ||
+		b.Within.String() != "250ms" || b.ThenCol != 65 || b.WithinCol != 77 {
+		t.Errorf("second read as %+v", b.Decl)
+	}
+	for _, tc := range []struct {
+		driver string
+		can    Can
+		want   string
+	}{
+		{"check", CanLeadsTo, "f:4:77: leads_to Quick within 250ms: check has no clock"},
+		{"simulate", Timed, "f:3:1: leads_to Freed without within is judged under weak fairness over every run, which simulate does not do; want check"},
+		{"simulate", Timed | CanLeadsTo, "f:4:77: leads_to Quick within 250ms: simulate does not judge it yet"},
+		{"simulate", Timed | CanLeadsTo | CanWithin, ""},
+	} {
+		err := set.Refuse(tc.driver, tc.can)
+		if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s %b: got %v, want %q", tc.driver, tc.can, err, tc.want)
+		}
+	}
 }

@@ -90,6 +90,11 @@ type Outcome struct {
 // when it holds for every handoff, a per-handoff sometimes property when
 // it holds for some.
 func (p *Property) eval(a *activation) Outcome {
+	if p.Kind == LeadsTo {
+		// No single state violates or witnesses P leads to Q: the
+		// drivers that judge it read Sides along runs.
+		return Outcome{Holds: true, Handoff: -1}
+	}
 	if !p.PerHandoff {
 		ok, err := evalBool(p.prg, a)
 		return Outcome{Holds: ok, Handoff: -1, Err: err}
@@ -252,6 +257,8 @@ func (set *Set) Judge(sys *system.System, s *system.State) *model.Violation {
 			continue
 		}
 		switch p.Kind {
+		case LeadsTo:
+			p.noteAntecedent(a, &sn.held[i])
 		case Always:
 			p.noteAntecedent(a, &sn.held[i])
 			if o := p.eval(a); !o.Holds {
@@ -296,4 +303,47 @@ func (t Target) Judge(sys *system.System, s *system.State) *model.Violation {
 	}
 	return &model.Violation{Invariant: t.P.Name, Handoff: o.Handoff, Worker: -1, Check: t.P.Expr,
 		Detail: fmt.Sprintf("sometimes %s holds: %s", t.P.Name, t.P.Expr)}
+}
+
+// Sides judges a leads_to property's P and Q on a state: of a per-handoff
+// property, bit h of pm (qm) is set when P (Q) holds of handoff h; of any
+// other, bit 0 is set when P (Q) holds. An evaluation error is returned,
+// never taken as either side's verdict.
+func (p *Property) Sides(sys *system.System, s *system.State) (pm, qm uint64, err error) {
+	if p.Kind != LeadsTo {
+		return 0, 0, fmt.Errorf("props: %s is %s, not leads_to", p.Name, p.Kind)
+	}
+	a := newActivation(sys, s)
+	defer a.done()
+	side := func(prg cel.Program, bit uint) (uint64, error) {
+		ok, err := evalBool(prg, a)
+		if err != nil {
+			return 0, fmt.Errorf("%s:%d: leads_to %s: the expression could not be judged here: %w", p.file, p.Line, p.Name, err)
+		}
+		if ok {
+			return 1 << bit, nil
+		}
+		return 0, nil
+	}
+	if !p.PerHandoff {
+		if pm, err = side(p.prg, 0); err == nil {
+			qm, err = side(p.then, 0)
+		}
+		return pm, qm, err
+	}
+	hs := a.allHandoffs()
+	for i := range hs {
+		a.h = &hs[i]
+		pb, err := side(p.prg, uint(i))
+		var qb uint64
+		if err == nil {
+			qb, err = side(p.then, uint(i))
+		}
+		a.h = nil
+		if err != nil {
+			return 0, 0, err
+		}
+		pm, qm = pm|pb, qm|qb
+	}
+	return pm, qm, nil
 }

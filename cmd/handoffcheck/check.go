@@ -202,7 +202,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 	if from != nil && !f.asJSON {
 		fmt.Fprintln(e.stdout, from.says)
 	}
-	set, err := loadProps(e.ctx, f.propsFile)
+	set, err := loadProps(e.ctx, f.propsFile, "check", 0)
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/handoffcheck/handoffcheck/checker/conform"
 	"github.com/handoffcheck/handoffcheck/checker/conform/mocker"
+	"github.com/handoffcheck/handoffcheck/checker/props"
 	"github.com/handoffcheck/handoffcheck/checker/repro"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/spec"
@@ -93,7 +94,7 @@ func cmdConform(c *command, e *env, args []string) int {
 		opt.Config = cfg
 	}
 	if *propsFile != "" {
-		set, err := loadProps(e.ctx, *propsFile)
+		set, err := loadProps(e.ctx, *propsFile, "conform", props.Timed)
 		if err != nil {
 			return c.bad(e, "%v", err)
 		}

@@ -88,7 +88,7 @@ func cmdExplore(cmd *command, e *env, args []string) int {
 		return serveUntilInterrupted(e, cmd, ln, explore.NewLogs(logs, strings.Join(fs.Args(), ", ")),
 			fmt.Sprintf("%d logs, %s", len(files), logs.Verdict))
 	}
-	pset, err := loadProps(e.ctx, *propsFile)
+	pset, err := loadProps(e.ctx, *propsFile, "explore", 0)
 	if err != nil {
 		return cmd.bad(e, "%v", err)
 	}

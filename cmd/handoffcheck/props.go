@@ -15,8 +15,9 @@ import (
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
-// loadProps reads and compiles a properties file ("" is none).
-func loadProps(ctx context.Context, file string) (*props.Set, error) {
+// loadProps reads and compiles a properties file ("" is none) for a
+// driver, refusing at its line a property the driver does not judge.
+func loadProps(ctx context.Context, file, driver string, can props.Can) (*props.Set, error) {
 	if file == "" {
 		return nil, nil
 	}
@@ -24,7 +25,14 @@ func loadProps(ctx context.Context, file string) (*props.Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	return props.Load(file, data)
+	set, err := props.Load(file, data)
+	if err != nil {
+		return nil, err
+	}
+	if err := set.Refuse(driver, can); err != nil {
+		return nil, err
+	}
+	return set, nil
 }
 
 // propsRun is what check does with a properties file: the configuration

@@ -22,15 +22,23 @@ func TestProps_BadFileRefused(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 and %q", code, out, errOut, want)
 	}
 	dir := t.TempDir()
-	bad := filepath.Join(dir, "fair.props")
-	if err := os.WriteFile(bad, []byte("handoffcheck.props/v1\nalways A per handoff: h.cancelled leads_to h.source_terminal\n"), 0o644); err != nil {
+	bad := filepath.Join(dir, "bounded.props")
+	if err := os.WriteFile(bad, []byte("handoffcheck.props/v1\nleads_to A per handoff: h.cancelled ~> h.source_terminal within 20ms\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, cmd := range [][]string{{"check", "--config", smallConfig, "--props", bad}, {"replay", "--props", bad, "x.jsonl"}} {
+	for _, cmd := range [][]string{{"check", "--config", smallConfig, "--props", bad}, {"replay", "--props", bad, "x.jsonl"}, {"explore", "--props", bad}} {
 		code, _, errOut = runCLI(t, cmd...)
-		if code != exitUsage || !strings.Contains(errOut, bad+":2:35: leads_to (P leads to Q under weak fairness) is not supported yet by this driver") {
+		if code != exitUsage || !strings.Contains(errOut, bad+":2:65: leads_to A within 20ms: "+cmd[0]+" has no clock") {
 			t.Errorf("%v: exit %d, stderr %q", cmd, code, errOut)
 		}
+	}
+	unbounded := filepath.Join(dir, "fair.props")
+	if err := os.WriteFile(unbounded, []byte("handoffcheck.props/v1\nleads_to A per handoff: h.cancelled ~> h.source_terminal\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runCLI(t, "simulate", "--props", unbounded)
+	if code != exitUsage || !strings.Contains(errOut, unbounded+":2:1: leads_to A without within is judged under weak fairness over every run, which simulate does not do") {
+		t.Errorf("simulate: exit %d, stderr %q", code, errOut)
 	}
 }
 

@@ -36,7 +36,7 @@ func cmdReplay(cmd *command, e *env, args []string) int {
 	stdout := e.stdout
 	file := fs.Arg(0)
 	bad := func(format string, a ...any) int { return cmd.bad(e, format, a...) }
-	set, err := loadProps(e.ctx, *propsFile)
+	set, err := loadProps(e.ctx, *propsFile, "replay", 0)
 	if err != nil {
 		return bad("%v", err)
 	}

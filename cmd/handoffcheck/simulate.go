@@ -14,6 +14,7 @@ import (
 
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/props"
 	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/checker/sim/faultplan"
 	"github.com/handoffcheck/handoffcheck/checker/sim/plot"
@@ -143,7 +144,7 @@ func cmdSimulate(c *command, e *env, args []string) int {
 		return c.bad(e, "--until-ms: the %s policy runs no handoff lifecycle to tear down; want source-first or destination-first", cfg.PolicyName())
 	}
 	if *propsFile != "" {
-		set, err := loadProps(e.ctx, *propsFile)
+		set, err := loadProps(e.ctx, *propsFile, "simulate", props.Timed)
 		if err != nil {
 			return c.bad(e, "%v", err)
 		}
