@@ -58,6 +58,9 @@ func (c *Checker) newExploration(lim Limits) *exploration {
 	e.x = make([]*expander, workers)
 	if e.lim.Liveness {
 		e.g = &graph{edges: edgeLog{recordLog{dir: &e.spill}}}
+		if len(lim.Fair) > 0 || lim.FairDrained {
+			e.g.fair = &fairState{obs: lim.Fair}
+		}
 	}
 	return e
 }
@@ -151,6 +154,10 @@ func (e *exploration) root() {
 	e.links.append(0, 0)
 	if e.g != nil {
 		e.g.drained = append(e.g.drained, c.Drained(&init))
+		if f := e.g.fair; f != nil {
+			f.enabled = append(f.enabled, 0)
+			f.sides = f.judgeSides(f.sides, c.System, &init)
+		}
 	}
 	if v := c.CheckState(&init); v != nil {
 		e.viol = &found{v: v, pid: 0, move: -1}
@@ -467,6 +474,20 @@ func (e *exploration) judge(r *Result) {
 		r.Liveness = true
 		e.cov.Fired |= model.TrigLiveness
 		r.Violation = trap
+		if e.g.fair == nil {
+			break
+		}
+		drained, fair, err := e.checkFair()
+		if err != nil {
+			r.Complete = false
+			r.StopReason = stopDisk
+			r.StopDetail = stopDetail(stopDisk, lim, r.Stats) + ": " + err.Error() + "; fair liveness not judged"
+			break
+		}
+		r.FairDrained, r.Fair = lim.FairDrained, fair
+		if r.Violation == nil {
+			r.Violation = drained
+		}
 	case lim.Liveness:
 		r.StopDetail += "; EventuallyDrained not judged: the graph is incomplete"
 	}

@@ -1,0 +1,665 @@
+package checker
+
+import (
+	"fmt"
+	"math/bits"
+	"sync"
+
+	"github.com/handoffcheck/handoffcheck/checker/system"
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// Fair liveness: "P leads to Q" judged under weak fairness of each
+// process's moves, on the liveness graph of a complete search.
+//
+// The processes. The composed system has no threads of its own; its moves
+// are grouped by the actor that makes them, per handoff:
+//
+//   - the frontend: routing the prefill and the decode, and handing the
+//     request to the source worker;
+//   - the source role and the destination role: each side's scheduler
+//     applying its commands, the cancel and the peer's restart it is told
+//     of, its deferred steps, and (destination) reserving or refusing,
+//     promoting and finishing decode, (source) admitting and computing;
+//   - the transfer engine: a transfer ending;
+//   - the transport, one process per direction: a fact in flight to the
+//     source, and one to the destination, delivered;
+//   - the clock, one process per timer of the handoff: that timer
+//     firing;
+//
+// and per decode worker, its background load being freed. Faults are no
+// process: the environment may stop faulting for good, so nothing obliges
+// a fault to happen (as for EventuallyDrained, liveness.go). A timer that
+// fires while something else can still happen is an early one, budgeted
+// like a fault, and so not obliged either; a timer firing when nothing
+// else can happen is the clock's move, and counts: time passes, so every
+// timer armed while the system waits fires, not only one of them (one
+// process per timer: a deadline re-armed for ever does not keep another
+// handoff's, or the same handoff's other, deadline from firing).
+//
+// A process is enabled in a state when one of its moves is in the
+// liveness graph there (a move the system makes on its own). A run is
+// weakly fair when no process stays enabled forever without moving.
+//
+// The method. For a property and (per handoff) a handoff h, the states
+// where Q does not hold of h form a subgraph; an obligation that P raised
+// is pending while the run stays in it. A violation is a reachable state
+// where P holds and Q does not, from which, within that subgraph, the run
+// can reach either a state with no move at all (a finite maximal run: a
+// deadlock) or a strongly connected component that is fair: one with an
+// edge inside it, where every process either moves on an edge inside it
+// or is disabled in one of its states. Weak fairness needs no finer
+// decomposition: a process enabled in every state of a component and never
+// moving inside it is so in every smaller cycle of it too. Components are
+// found by Tarjan's algorithm without recursion, starting only from the
+// states where P holds and Q does not; each is finished after every
+// component it reaches, so whether it reaches a violating one is known
+// when it is finished, without a reverse graph.
+
+// Obligation is a leads_to property to judge under weak fairness.
+type Obligation struct {
+	Name string
+	// PerHandoff: P and Q are judged of each handoff, and an obligation
+	// P raises of a handoff is met only by Q of the same handoff.
+	PerHandoff bool
+	// Sides judges P and Q of a state: bit h of each for handoff h of a
+	// per-handoff property, bit 0 otherwise. An error leaves the
+	// property not decided (FairVerdict.Err).
+	Sides func(sys *system.System, s *system.State) (p, q uint64, err error)
+}
+
+// FairVerdict is an obligation's verdict on a complete search.
+type FairVerdict struct {
+	Name string
+	// Held says P held in some reachable state; Pending that P held
+	// where Q did not (Q already holding meets the obligation at once).
+	Held, Pending bool
+	// Violation is a fair run on which P held and Q never held after:
+	// Steps to the state where P held, then on to where the run stays,
+	// and Loop, the fair cycle it repeats (empty: the run ends in a
+	// state where nothing more can happen). Nil: every fair run meets
+	// every obligation.
+	Violation *Counterexample
+	// Handoff is the handoff of a per-handoff violation (-1 otherwise).
+	Handoff int
+	// Err is the first state P or Q could not be judged in: the verdict
+	// is not decided.
+	Err error
+}
+
+// The processes of a move (see above): procPerHandoff per handoff, then
+// one per worker.
+const (
+	procFrontend = iota
+	procSource
+	procDestination
+	procTransfer
+	procToSource
+	procToDestination
+	procClock // one per timer, from here
+	procPerHandoff = procClock + int(model.NumTimers)
+)
+
+var _ [64 - procPerHandoff*model.MaxHandoffs - model.MaxWorkers]struct{}
+
+// processOf is the process whose move m is; m is a protocol move.
+func processOf(m system.Move) uint8 {
+	if m.H < 0 {
+		return uint8(procPerHandoff*model.MaxHandoffs + int(m.Arg))
+	}
+	base := uint8(procPerHandoff * int(m.H))
+	side := func(sd int8) uint8 {
+		if sd == int8(model.SourceSide) {
+			return procSource
+		}
+		return procDestination
+	}
+	switch m.Kind {
+	case system.MvRoutePrefill, system.MvRouteDecode, system.MvDeliverRequest:
+		return base + procFrontend
+	case system.MvAdmit, system.MvCompute:
+		return base + procSource
+	case system.MvReserve, system.MvRefuse, system.MvPromote, system.MvDecodeFinish:
+		return base + procDestination
+	case system.MvApply, system.MvDeliverCancel, system.MvPeerRestarted, system.MvDeferred:
+		return base + side(m.Arg)
+	case system.MvTransfer:
+		return base + procTransfer
+	case system.MvDeliver:
+		if m.Arg == int8(model.SourceSide) {
+			return base + procToSource
+		}
+		return base + procToDestination
+	case system.MvTimer:
+		return base + procClock + uint8(m.Arg)
+	}
+	panic(fmt.Sprintf("checker: no process for move %v", m))
+}
+
+// processName names a process for a report: "h0 source", "worker 1 background".
+func processName(p int) string {
+	if p >= procPerHandoff*model.MaxHandoffs {
+		return fmt.Sprintf("worker %d background", p-procPerHandoff*model.MaxHandoffs)
+	}
+	names := [procClock]string{"frontend", "source", "destination", "transfer", "transport to the source", "transport to the destination"}
+	h, k := p/procPerHandoff, p%procPerHandoff
+	if k >= procClock {
+		return fmt.Sprintf("h%d %s timer", h, model.Timer(k-procClock))
+	}
+	return fmt.Sprintf("h%d %s", h, names[k])
+}
+
+// ownProcesses is the set of processes with a move in the liveness graph
+// at a state whose enabled moves are ms (the first protocol of them the
+// protocol's).
+func ownProcesses(ms *system.MoveSet, protocol int) uint64 {
+	var m uint64
+	for i := 0; i < protocol; i++ {
+		if ms.Own(i, protocol) {
+			m |= 1 << processOf(ms.M[i])
+		}
+	}
+	return m
+}
+
+// fairState is what the search records for fairness beside the liveness
+// graph: each edge's process, each state's enabled processes, and each
+// state's P and Q of every obligation (a byte each: P's handoffs in the
+// low four bits, Q's in the high four). The edges themselves are the
+// graph's, in its order.
+type fairState struct {
+	obs     []Obligation
+	labels  []uint8
+	enabled []uint64
+	sides   []uint8
+	errOnce sync.Once
+	err     error
+}
+
+func (f *fairState) bytes() int64 {
+	return int64(len(f.labels)) + 8*int64(len(f.enabled)) + int64(len(f.sides))
+}
+
+// judgeSides appends a state's P and Q of every obligation to dst. An
+// evaluation error is kept (the first) and leaves nothing pending there.
+func (f *fairState) judgeSides(dst []uint8, sys *system.System, s *system.State) []uint8 {
+	for _, ob := range f.obs {
+		p, q, err := ob.Sides(sys, s)
+		if err != nil {
+			f.errOnce.Do(func() { f.err = err })
+			p, q = 0, 0
+		}
+		dst = append(dst, uint8(p&0xf)|uint8(q&0xf)<<4)
+	}
+	return dst
+}
+
+// builtinDrained is EventuallyDrained in its fair form: true leads to a
+// drained state. Its sides are read from the graph's drained flags.
+const builtinDrained = -1
+
+// fairGraph is the liveness graph in forward compressed form, with what
+// fairness reads.
+type fairGraph struct {
+	n       int
+	off     []uint32 // state v's edges are dst[off[v]:off[v+1]]
+	dst     []uint32
+	lab     []uint8
+	enabled []uint64
+}
+
+// forward builds the forward graph: the edges were recorded in order of
+// their source, so one pass counts and one fills.
+func (e *exploration) forward() (*fairGraph, error) {
+	n := e.links.n
+	fg := &fairGraph{n: n, off: make([]uint32, n+1), lab: e.g.fair.labels, enabled: e.g.fair.enabled}
+	if err := e.g.edges.each(func(f, _ uint32) { fg.off[f+1]++ }); err != nil {
+		return nil, err
+	}
+	for i := 0; i < n; i++ {
+		fg.off[i+1] += fg.off[i]
+	}
+	fg.dst = make([]uint32, 0, fg.off[n])
+	if err := e.g.edges.each(func(_, t uint32) { fg.dst = append(fg.dst, t) }); err != nil {
+		return nil, err
+	}
+	return fg, nil
+}
+
+// pendingRegion is one obligation and handoff: where P holds (start) and
+// where Q does not (in the region).
+type pendingRegion struct {
+	start, in func(v uint32) bool
+}
+
+// tarjan holds the arrays of the component search, reused from one
+// region to the next.
+type tarjan struct {
+	fg    *fairGraph
+	index []uint32 // 0: not visited; else the visit order, from 1
+	low   []uint32
+	comp  []uint32 // the component of a finished state, from 1; 0 while on the stack
+	// bad: a finished state from which, in the region, a deadlock or a
+	// fair component is reachable; target: one that is itself in such a
+	// component or a deadlock.
+	bad, target []bool
+	stack       []uint32
+	calls       []frame
+	next, ncomp uint32
+}
+
+type frame struct{ v, at uint32 }
+
+func newTarjan(fg *fairGraph) *tarjan {
+	n := fg.n
+	return &tarjan{fg: fg, index: make([]uint32, n), low: make([]uint32, n), comp: make([]uint32, n), bad: make([]bool, n), target: make([]bool, n)}
+}
+
+func (t *tarjan) reset() {
+	clear(t.index)
+	clear(t.low)
+	clear(t.comp)
+	clear(t.bad)
+	clear(t.target)
+	t.next, t.ncomp = 0, 0
+}
+
+// run finds the components of the region reachable from its start states
+// and returns the first start state (in id order: the nearest the
+// initial state) from which the region lets a fair run avoid Q for
+// ever, or -1.
+func (t *tarjan) run(r pendingRegion) int {
+	t.reset()
+	fg := t.fg
+	first := -1
+	for s := 0; s < fg.n; s++ {
+		v := uint32(s)
+		if !r.start(v) || !r.in(v) {
+			continue
+		}
+		if t.index[v] == 0 {
+			t.visit(v, r)
+		}
+		if first < 0 && t.bad[v] {
+			first = s
+		}
+	}
+	return first
+}
+
+// visit runs Tarjan's search from root, with an explicit call stack.
+func (t *tarjan) visit(root uint32, r pendingRegion) {
+	fg := t.fg
+	t.push(root)
+	for len(t.calls) > 0 {
+		top := &t.calls[len(t.calls)-1]
+		v := top.v
+		if top.at < fg.off[v+1] {
+			w := fg.dst[top.at]
+			top.at++
+			if !r.in(w) {
+				continue
+			}
+			switch {
+			case t.index[w] == 0:
+				t.push(w)
+			case t.comp[w] == 0: // on the stack
+				t.low[v] = min(t.low[v], t.index[w])
+			}
+			continue
+		}
+		t.calls = t.calls[:len(t.calls)-1]
+		if t.low[v] == t.index[v] {
+			t.finish(v, r)
+		}
+		if len(t.calls) > 0 {
+			u := t.calls[len(t.calls)-1].v
+			t.low[u] = min(t.low[u], t.low[v])
+		}
+	}
+}
+
+func (t *tarjan) push(v uint32) {
+	t.next++
+	t.index[v], t.low[v] = t.next, t.next
+	t.stack = append(t.stack, v)
+	t.calls = append(t.calls, frame{v: v, at: t.fg.off[v]})
+}
+
+// finish pops the component rooted at v and judges it: fair (an edge
+// inside it, and every process moving inside it or disabled somewhere in
+// it), a deadlock (a state with no move), or reaching a finished bad
+// component.
+func (t *tarjan) finish(v uint32, r pendingRegion) {
+	fg := t.fg
+	i := len(t.stack) - 1
+	for t.stack[i] != v {
+		i--
+	}
+	members := t.stack[i:]
+	t.ncomp++
+	c := t.ncomp
+	for _, u := range members {
+		t.comp[u] = c
+	}
+	var taken, disabled uint64
+	reach, dead := false, false
+	for _, u := range members {
+		disabled |= ^fg.enabled[u]
+		if fg.off[u] == fg.off[u+1] {
+			dead = true
+		}
+		for at := fg.off[u]; at < fg.off[u+1]; at++ {
+			w := fg.dst[at]
+			if !r.in(w) {
+				continue
+			}
+			if t.comp[w] == c {
+				taken |= 1 << fg.lab[at]
+			} else if t.bad[w] {
+				reach = true
+			}
+		}
+	}
+	fair := taken != 0 && taken|disabled == ^uint64(0)
+	for _, u := range members {
+		t.target[u] = fair || dead
+		t.bad[u] = fair || dead || reach
+	}
+	t.stack = t.stack[:i]
+}
+
+// checkFair judges every obligation (and, with Limits.FairDrained,
+// EventuallyDrained's fair form, first) on the complete graph. It returns
+// the built-in's counterexample, if any, and the obligations' verdicts.
+func (e *exploration) checkFair() (*Counterexample, []FairVerdict, error) {
+	fs := e.g.fair
+	if e.c.Symmetric() {
+		// A state stands for its orbit, and a move of handoff 0 in it for
+		// a move of any handoff: processes cannot be told apart.
+		return nil, nil, fmt.Errorf("fair liveness needs symmetry reduction off: it renames the handoffs and workers whose moves fairness tells apart")
+	}
+	fg, err := e.forward()
+	if err != nil {
+		return nil, nil, err
+	}
+	t := newTarjan(fg)
+	var drained *Counterexample
+	if e.lim.FairDrained {
+		r := pendingRegion{start: func(uint32) bool { return true }, in: func(v uint32) bool { return !e.g.drained[v] }}
+		if s := t.run(r); s >= 0 {
+			v := &model.Violation{Invariant: model.NameEventuallyDrained, Handoff: -1, Worker: -1,
+				Detail: "a fair run from this state never drains: every process moves or is disabled on its way, and something stays held forever"}
+			v.Check = v.Detail
+			drained = e.lasso(t, r, uint32(s), v)
+		}
+	}
+	k := len(fs.obs)
+	var out []FairVerdict
+	for i, ob := range fs.obs {
+		fv := FairVerdict{Name: ob.Name, Handoff: -1, Err: fs.err}
+		hs := 1
+		if ob.PerHandoff {
+			hs = e.c.Handoffs()
+		}
+		best, bestH := -1, -1
+		for h := 0; h < hs; h++ {
+			pb, qb := uint8(1)<<h, uint8(0x10)<<h
+			for v := 0; v < fg.n; v++ {
+				sd := fs.sides[v*k+i]
+				fv.Held = fv.Held || sd&pb != 0
+				fv.Pending = fv.Pending || sd&pb != 0 && sd&qb == 0
+			}
+			r := pendingRegion{start: func(v uint32) bool { return fs.sides[int(v)*k+i]&pb != 0 }, in: func(v uint32) bool { return fs.sides[int(v)*k+i]&qb == 0 }}
+			if s := t.run(r); s >= 0 && (best < 0 || s < best) {
+				best, bestH = s, h
+			}
+		}
+		if best >= 0 && fs.err == nil {
+			pb, qb := uint8(1)<<bestH, uint8(0x10)<<bestH
+			r := pendingRegion{start: func(v uint32) bool { return fs.sides[int(v)*k+i]&pb != 0 }, in: func(v uint32) bool { return fs.sides[int(v)*k+i]&qb == 0 }}
+			t.run(r)
+			h := -1
+			if ob.PerHandoff {
+				h = bestH
+			}
+			fv.Handoff = h
+			v := &model.Violation{Invariant: ob.Name, Handoff: h, Worker: -1,
+				Detail: fmt.Sprintf("leads_to %s: P holds here and a fair run from here never reaches Q", ob.Name)}
+			v.Check = v.Detail
+			fv.Violation = e.lasso(t, r, uint32(best), v)
+		}
+		out = append(out, fv)
+	}
+	return drained, out, nil
+}
+
+// lasso rebuilds a fair run that never leaves region r from start state
+// s (the shortest path to it, marked as the violation's step), then the
+// shortest path in the region to a deadlock or a fair component, and in
+// that component a cycle that moves every process that is enabled
+// throughout it, or visits a state where it is not. t holds r's
+// components.
+func (e *exploration) lasso(t *tarjan, r pendingRegion, s uint32, v *model.Violation) *Counterexample {
+	fg := t.fg
+	ce := e.counterexample(&found{v: v, pid: s, move: -1})
+	// The shortest path in the region from s to a target state.
+	path := t.bfs(s, func(u uint32) bool { return t.target[u] }, func(w uint32) bool { return r.in(w) && t.bad[w] })
+	entry := path.ids[len(path.ids)-1]
+	var loop hops
+	if fg.off[entry] != fg.off[entry+1] {
+		loop = t.fairCycle(entry)
+	}
+	c := e.c
+	st := e.replayTo(s)
+	for i, id := range path.ids[1:] {
+		k := e.keyOf(id)
+		step, ok := c.ownStep(&st, &k, int(path.proc[i]))
+		if !ok {
+			panic("checker: cannot replay the way to a fair cycle")
+		}
+		ce.Steps = append(ce.Steps, step)
+	}
+	for i, id := range loop.ids[1:] {
+		k := e.keyOf(id)
+		step, ok := c.ownStep(&st, &k, int(loop.proc[i]))
+		if !ok {
+			panic("checker: cannot replay a fair cycle")
+		}
+		ce.Loop = append(ce.Loop, step)
+	}
+	return ce
+}
+
+// hops is a path in the graph: its states, and the process of each edge
+// (proc[i] takes ids[i] to ids[i+1]).
+type hops struct {
+	ids  []uint32
+	proc []uint8
+}
+
+func (h *hops) then(g hops) {
+	h.ids = append(h.ids, g.ids[1:]...)
+	h.proc = append(h.proc, g.proc...)
+}
+
+// bfs finds the shortest path from s to a state where stop holds, through
+// states where through holds (s itself need not). A path of one state is
+// s itself.
+func (t *tarjan) bfs(s uint32, stop, through func(uint32) bool) hops {
+	if stop(s) {
+		return hops{ids: []uint32{s}}
+	}
+	fg := t.fg
+	type via struct {
+		from uint32
+		at   uint32
+	}
+	prev := map[uint32]via{s: {from: s}}
+	queue := []uint32{s}
+	for len(queue) > 0 {
+		u := queue[0]
+		queue = queue[1:]
+		for at := fg.off[u]; at < fg.off[u+1]; at++ {
+			w := fg.dst[at]
+			if _, seen := prev[w]; seen || !through(w) {
+				continue
+			}
+			prev[w] = via{from: u, at: at}
+			if stop(w) {
+				var h hops
+				for x := w; x != s; x = prev[x].from {
+					h.ids = append(h.ids, x)
+					h.proc = append(h.proc, fg.lab[prev[x].at])
+				}
+				h.ids = append(h.ids, s)
+				for i, j := 0, len(h.ids)-1; i < j; i, j = i+1, j-1 {
+					h.ids[i], h.ids[j] = h.ids[j], h.ids[i]
+				}
+				for i, j := 0, len(h.proc)-1; i < j; i, j = i+1, j-1 {
+					h.proc[i], h.proc[j] = h.proc[j], h.proc[i]
+				}
+				return h
+			}
+			queue = append(queue, w)
+		}
+	}
+	panic("checker: a fair component's path is missing")
+}
+
+// fairCycle is a cycle from entry back to it inside entry's component
+// that, for every process, takes one of its edges inside the component or
+// passes a state where it is disabled; where the component lets a process
+// do either, the cycle does what it meets first.
+func (t *tarjan) fairCycle(entry uint32) hops {
+	fg := t.fg
+	c := t.comp[entry]
+	inComp := func(w uint32) bool { return t.comp[w] == c }
+	cyc := hops{ids: []uint32{entry}}
+	var done uint64 // processes moved or seen disabled on the cycle so far
+	at := entry
+	done |= ^fg.enabled[entry]
+	for p := 0; p < 64; p++ {
+		if done&(1<<p) != 0 {
+			continue
+		}
+		// The nearest edge of p inside the component, or state where p
+		// is disabled, from where the cycle is.
+		var edgeAt uint32
+		var edgeFrom uint32
+		found := false
+		reach := t.bfs(at, func(u uint32) bool {
+			if fg.enabled[u]&(1<<p) == 0 {
+				return true
+			}
+			for a := fg.off[u]; a < fg.off[u+1]; a++ {
+				if fg.lab[a] == uint8(p) && inComp(fg.dst[a]) {
+					edgeAt, edgeFrom, found = a, u, true
+					return true
+				}
+			}
+			return false
+		}, inComp)
+		cyc.then(reach)
+		for _, u := range reach.ids {
+			done |= ^fg.enabled[u]
+		}
+		for _, q := range reach.proc {
+			done |= 1 << q
+		}
+		at = reach.ids[len(reach.ids)-1]
+		if found && at == edgeFrom && fg.enabled[at]&(1<<p) != 0 {
+			w := fg.dst[edgeAt]
+			cyc.ids = append(cyc.ids, w)
+			cyc.proc = append(cyc.proc, uint8(p))
+			done |= 1<<p | ^fg.enabled[w]
+			at = w
+		}
+	}
+	// Back to the entry: at least one step, so that the loop moves.
+	back := t.bfs(at, func(u uint32) bool { return u == entry }, inComp)
+	if len(back.ids) == 1 && len(cyc.ids) == 1 {
+		back = t.stepBack(entry, inComp)
+	}
+	cyc.then(back)
+	return cyc
+}
+
+// stepBack is the shortest cycle from entry through at least one edge.
+func (t *tarjan) stepBack(entry uint32, in func(uint32) bool) hops {
+	fg := t.fg
+	for a := fg.off[entry]; a < fg.off[entry+1]; a++ {
+		if w := fg.dst[a]; w == entry {
+			return hops{ids: []uint32{entry, entry}, proc: []uint8{fg.lab[a]}}
+		}
+	}
+	for a := fg.off[entry]; a < fg.off[entry+1]; a++ {
+		w := fg.dst[a]
+		if !in(w) {
+			continue
+		}
+		h := hops{ids: []uint32{entry, w}, proc: []uint8{fg.lab[a]}}
+		h.then(t.bfs(w, func(u uint32) bool { return u == entry }, in))
+		return h
+	}
+	panic("checker: a fair component has no edge")
+}
+
+// ownStep finds a move the system makes on its own, of process proc, from
+// a concrete state to the canonical state want, and takes it.
+func (c *Checker) ownStep(s *system.State, want *system.Key, proc int) (TraceStep, bool) {
+	var ms system.MoveSet
+	protocol := c.Enabled(s, &ms)
+	for i := 0; i < protocol; i++ {
+		if !ms.Own(i, protocol) || int(processOf(ms.M[i])) != proc {
+			continue
+		}
+		t := *s
+		tx := model.Tx{W: &t.W}
+		var log []system.Firing
+		cov := system.NewCoverage(c.Protocol().Spec())
+		cov.Log = &log
+		c.ApplyTx(&t, &tx, ms.M[i], cov, ms.Stuck)
+		var k system.Key
+		c.Canonical(&t, &k)
+		if k != *want {
+			continue
+		}
+		*s = t
+		return TraceStep{Move: ms.M[i], Fired: log, State: c.DescribeState(&t)}, true
+	}
+	return TraceStep{}, false
+}
+
+// Unfair judges a loop replayed from state s by moves: it returns the
+// processes that are enabled in every state of the loop and never move
+// in it (none: the loop is weakly fair), and whether each move is one the
+// system makes on its own. A loop that is not fair, or needs a fault or
+// an early timer, shows no run the environment cannot escape.
+func (c *Checker) Unfair(s system.State, moves []system.Move) (unfair []string, own bool) {
+	var ms system.MoveSet
+	var taken, disabled uint64
+	own = true
+	for _, m := range moves {
+		protocol := c.Enabled(&s, &ms)
+		disabled |= ^ownProcesses(&ms, protocol)
+		i := 0
+		for i < ms.N && ms.M[i] != m {
+			i++
+		}
+		if i == ms.N {
+			return nil, false
+		}
+		if !ms.Own(i, protocol) {
+			own = false
+		} else {
+			taken |= 1 << processOf(m)
+		}
+		tx := model.Tx{W: &s.W}
+		c.ApplyTx(&s, &tx, m, nil, ms.Stuck)
+	}
+	for rest := ^(taken | disabled); rest != 0; rest &= rest - 1 {
+		unfair = append(unfair, processName(bits.TrailingZeros64(rest)))
+	}
+	return unfair, own
+}

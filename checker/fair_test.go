@@ -1,0 +1,105 @@
+package checker
+
+import (
+	"context"
+	"testing"
+
+	"github.com/handoffcheck/handoffcheck/checker/system"
+)
+
+// drainsObligation is EventuallyDrained's fair form written as an
+// obligation: true leads to a drained state.
+func drainsObligation() Obligation {
+	return Obligation{Name: "Drains", Sides: func(sys *system.System, s *system.State) (uint64, uint64, error) {
+		if sys.Drained(s) {
+			return 1, 1, nil
+		}
+		return 1, 0, nil
+	}}
+}
+
+// replayLasso replays a fair counterexample through a session, as
+// 'replay' does, and checks that its loop returns to where it starts,
+// is made of moves the system makes on its own, and is weakly fair.
+func replayLasso(t *testing.T, c *Checker, ce *Counterexample) {
+	t.Helper()
+	text := c.formatCounterexample(ce)
+	sess := c.NewSession()
+	var atLoop system.Key
+	var start system.State
+	var loop []system.Move
+	for i, st := range append(append([]TraceStep(nil), ce.Steps...), ce.Loop...) {
+		if i == len(ce.Steps) {
+			start = *sess.State()
+		}
+		if i >= len(ce.Steps) {
+			loop = append(loop, st.Move)
+		}
+		if _, err := sess.Apply(st.Move); err != nil {
+			t.Fatalf("step %d (%s) does not replay: %v\n%s", i+1, st.Move, err, text)
+		}
+		if i == len(ce.Steps)-1 {
+			atLoop = c.Key(sess.State())
+		}
+	}
+	if len(ce.Loop) == 0 {
+		return
+	}
+	if got := c.Key(sess.State()); got != atLoop {
+		t.Fatalf("the loop does not return to the state after step %d:\n%s", len(ce.Steps), text)
+	}
+	unfair, own := c.Unfair(start, loop)
+	if !own || len(unfair) > 0 {
+		t.Fatalf("the loop is not a fair run of the system's own moves (own %v, never moving: %v):\n%s", own, unfair, text)
+	}
+}
+
+// On the rearm-reservation variant, where a lost ReceiveCompleted leaves
+// the destination re-arming its deadline for ever, "true leads to
+// drained" fails under fairness with a lasso that replays, is fair and
+// never drains.
+func TestFair_RearmLassoReplays(t *testing.T) {
+	c := rearmChecker(t)
+	for _, workers := range []int{1, 2} {
+		r := c.Explore(context.Background(), Limits{Liveness: true, Workers: workers, Fair: []Obligation{drainsObligation()}}, nil)
+		if len(r.Fair) != 1 {
+			t.Fatalf("want one fair verdict, got %+v (violation %+v)", r.Fair, r.Violation)
+		}
+		fv := r.Fair[0]
+		if fv.Violation == nil || !fv.Held || !fv.Pending || fv.Err != nil {
+			t.Fatalf("want a violation of Drains, got %+v", fv)
+		}
+		ce := fv.Violation
+		if len(ce.Loop) == 0 {
+			t.Fatalf("no loop:\n%s", c.formatCounterexample(ce))
+		}
+		for _, st := range ce.Loop {
+			if st.Move.Kind.Fault() {
+				t.Fatalf("the loop takes a fault: %s", st.Move)
+			}
+		}
+		replayLasso(t, c, ce)
+	}
+}
+
+// On the built-in tables every fair run drains, on every run of the
+// mutation configuration.
+func TestFair_BuiltinTablesDrain(t *testing.T) {
+	cfg, err := system.ParseConfig("mutation.json", MutationConfigJSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Symmetry = false
+	rep, err := Check(context.Background(), system.Generated(), cfg, cfg.Runs, Limits{Liveness: true, Workers: 2, FairDrained: true, Fair: []Obligation{drainsObligation()}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range rep.Runs {
+		if x.Violation != nil {
+			t.Fatalf("run %s: %s\n%s", x.Run.Name, x.Violation.Violation.Invariant, x.Violation.Violation.Detail)
+		}
+		if !x.FairDrained || len(x.Fair) != 1 || x.Fair[0].Violation != nil || !x.Fair[0].Pending {
+			t.Fatalf("run %s: fair drained %v, verdicts %+v", x.Run.Name, x.FairDrained, x.Fair)
+		}
+	}
+}
