@@ -612,14 +612,14 @@ func (e *exploration) rollback(m levelMark) {
 
 // workerOut is what one worker produced from its chunk of a batch.
 type workerOut struct {
-	keys        []uint64
-	cands       []candidate
-	edges       []edge
-	edgeKeys    []system.Key // exact mode: the keys of edge targets new in this level
+	keys     []uint64
+	cands    []candidate
+	edges    []edge
+	edgeKeys []system.Key // exact mode: the keys of edge targets new in this level
 	// With fairness (fair.go): the processes enabled at each state
 	// expanded, and each candidate's P and Q of every obligation.
-	enabled []stateProcs
-	sides   []uint8
+	enabled     []stateProcs
+	sides       []uint8
 	transitions int64
 	deadEnds    int
 	reduced     int

@@ -96,7 +96,7 @@ const (
 	procTransfer
 	procToSource
 	procToDestination
-	procClock // one per timer, from here
+	procClock      // one per timer, from here
 	procPerHandoff = procClock + int(model.NumTimers)
 )
 
