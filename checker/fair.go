@@ -392,6 +392,7 @@ func (e *exploration) checkFair() (*Counterexample, []FairVerdict, error) {
 				Detail: "a fair run from this state never drains: every process moves or is disabled on its way, and something stays held forever"}
 			v.Check = v.Detail
 			drained = e.lasso(t, r, uint32(s), v)
+			drained.Fair = "drains"
 		}
 	}
 	k := len(fs.obs)
@@ -428,6 +429,7 @@ func (e *exploration) checkFair() (*Counterexample, []FairVerdict, error) {
 				Detail: fmt.Sprintf("leads_to %s: P holds here and a fair run from here never reaches Q", ob.Name)}
 			v.Check = v.Detail
 			fv.Violation = e.lasso(t, r, uint32(best), v)
+			fv.Violation.Fair = "meets Q"
 		}
 		out = append(out, fv)
 	}
@@ -662,4 +664,18 @@ func (c *Checker) Unfair(s system.State, moves []system.Move) (unfair []string, 
 		unfair = append(unfair, processName(bits.TrailingZeros64(rest)))
 	}
 	return unfair, own
+}
+
+// FormatFair renders a fair-liveness counterexample (FairVerdict.Violation)
+// as text, as a violation's trace is rendered; full prints every line of
+// the state after each step.
+func (c *Checker) FormatFair(ce *Counterexample, full bool) string {
+	return c.formatCounterexampleFull(ce, full)
+}
+
+// Ends reports whether nothing but faults can happen in state s: a run
+// may end there, and no process is obliged to move.
+func (c *Checker) Ends(s *system.State) bool {
+	var ms system.MoveSet
+	return c.Enabled(s, &ms) == 0
 }
