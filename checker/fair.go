@@ -448,7 +448,7 @@ func (e *exploration) lasso(t *tarjan, r pendingRegion, s uint32, v *model.Viola
 	// The shortest path in the region from s to a target state.
 	path := t.bfs(s, func(u uint32) bool { return t.target[u] }, func(w uint32) bool { return r.in(w) && t.bad[w] })
 	entry := path.ids[len(path.ids)-1]
-	var loop hops
+	loop := hops{ids: []uint32{entry}} // a deadlock: the run ends there
 	if fg.off[entry] != fg.off[entry+1] {
 		loop = t.fairCycle(entry)
 	}

@@ -220,7 +220,7 @@ func (ws *witnessSearch) leadsTo(x *checker.Result, ch *checker.Checker, p *prop
 		v.Detail = fmt.Sprintf("a weakly fair run where P holds after step %d and Q never after: it repeats steps %d-%d for ever (below)",
 			len(ce.Steps)-stepsAfterP(&ce), len(ce.Steps)+1, len(ce.Steps)+len(ce.Loop))
 	default:
-		v.Detail = fmt.Sprintf("a run where P holds after step %d and Q never after: it ends after step %d, where nothing more can happen but faults (below)",
+		v.Detail = fmt.Sprintf("a run where P holds after step %d and Q never after: it ends after step %d, where nothing but faults can happen (below)",
 			len(ce.Steps)-stepsAfterP(&ce), len(ce.Steps))
 	}
 	if fv.Handoff >= 0 {
