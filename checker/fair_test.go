@@ -103,3 +103,36 @@ func TestFair_BuiltinTablesDrain(t *testing.T) {
 		}
 	}
 }
+
+// EventuallyDrained's fair form is the obligation "true leads to
+// drained": on the rearm-reservation variant (where the reachability form
+// finds its trap first, and so is reported) it finds the same fair run as
+// that obligation.
+func TestFair_DrainedFormIsTheObligation(t *testing.T) {
+	c := rearmChecker(t)
+	e := c.newExploration(Limits{Liveness: true, Workers: 1, FairDrained: true, Fair: []Obligation{drainsObligation()}})
+	defer e.release()
+	e.root()
+	defer func() { e.frontier.close() }()
+	e.search(context.Background(), nil)
+	if e.cut || e.viol != nil {
+		t.Fatalf("the search did not complete: cut %v, violation %+v", e.cut, e.viol)
+	}
+	drained, verdicts, err := e.checkFair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if drained == nil || drained.Violation.Invariant != "EventuallyDrained" || drained.Fair != "drains" || len(verdicts) != 1 || verdicts[0].Violation == nil {
+		t.Fatalf("drained %+v, verdicts %+v", drained, verdicts)
+	}
+	ob := verdicts[0].Violation
+	if len(drained.Steps) != len(ob.Steps) || len(drained.Loop) != len(ob.Loop) {
+		t.Fatalf("the fair form's run (%d steps, loop %d) is not the obligation's (%d, %d)", len(drained.Steps), len(drained.Loop), len(ob.Steps), len(ob.Loop))
+	}
+	for i := range ob.Steps {
+		if drained.Steps[i].Move != ob.Steps[i].Move {
+			t.Fatalf("step %d: %s, the obligation's %s", i+1, drained.Steps[i].Move, ob.Steps[i].Move)
+		}
+	}
+	replayLasso(t, c, drained)
+}
