@@ -378,8 +378,14 @@ func (e *exploration) keep(x *expander, j int, pid uint32, out *workerOut) {
 	// state must not need a fault or an early timer.
 	own := e.g != nil && x.ms.Own(x.idx[j], x.protocol)
 	var proc uint8
-	if own && e.g.fair != nil {
-		proc = processOf(x.ms.M[x.idx[j]])
+	if e.g != nil && e.g.fair != nil {
+		// Fairness also keeps the environment's edges, apart (fair.go):
+		// a run may take them on its way, finitely often.
+		proc = envLabel
+		if own {
+			proc = processOf(x.ms.M[x.idx[j]])
+		}
+		own = true
 	}
 	switch {
 	case x.cached[j]:
@@ -555,9 +561,14 @@ func (e *exploration) resolveEdges(outs []workerOut) {
 				}
 				to, _ = e.vis.lookup(ed.fp, k)
 			}
-			e.g.edges.append(ed.from, to)
-			if f := e.g.fair; f != nil {
+			switch f := e.g.fair; {
+			case f != nil && ed.proc == envLabel:
+				f.env.append(ed.from, to)
+			case f != nil:
+				e.g.edges.append(ed.from, to)
 				f.labels = append(f.labels, ed.proc)
+			default:
+				e.g.edges.append(ed.from, to)
 			}
 		}
 		if f := e.g.fair; f != nil {

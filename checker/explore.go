@@ -476,15 +476,17 @@ func (e *exploration) livenessWouldPass(bound int64) bool {
 // 4 bytes), a flag per state, and the block the edges are read back in.
 //
 // With fairness, what fair.go allocates after that is counted instead
-// when larger: the forward graph (an offset per state and one more, a
-// target per edge), and the component search's index, low link and
+// when larger: the forward graph of the own and the environment's edges
+// (an offset per state and one more, a target and a label per edge, and
+// the offsets again while it is filled), and the component search's index, low link and
 // component per state (4 bytes each), two flags and, at their largest,
 // a stack entry and a call frame (12 bytes) per state.
 func (e *exploration) livenessNeed() int64 {
 	n, m := int64(e.links.n), int64(e.g.edges.n)
 	need := 4*(n+1) + 4*m + 4*n + n + e.g.edges.readBuffer()
 	if e.g.fair != nil {
-		need = max(need, 4*(n+1)+4*m+12*n+2*n+12*n+e.g.edges.readBuffer())
+		m += int64(e.g.fair.env.n)
+		need = max(need, 4*(n+1)+5*m+4*(n+1)+12*n+2*n+12*n+e.g.edges.readBuffer())
 	}
 	return need
 }
@@ -577,6 +579,7 @@ type levelMark struct {
 	woken       int
 	rows        [2][]uint64
 	edges       int
+	envEdges    int
 }
 
 func (e *exploration) mark() levelMark {
@@ -587,6 +590,9 @@ func (e *exploration) mark() levelMark {
 	}
 	if e.g != nil {
 		m.edges = e.g.edges.n
+		if e.g.fair != nil {
+			m.envEdges = e.g.fair.env.n
+		}
 	}
 	return m
 }
@@ -603,6 +609,7 @@ func (e *exploration) rollback(m levelMark) {
 		e.g.edges.truncate(m.edges)
 		e.g.drained = e.g.drained[:m.states]
 		if f := e.g.fair; f != nil {
+			f.env.truncate(m.envEdges)
 			f.labels = f.labels[:m.edges]
 			f.enabled = f.enabled[:m.states]
 			f.sides = f.sides[:m.states*len(f.obs)]

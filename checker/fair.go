@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"sync"
 
 	"github.com/handoffcheck/handoffcheck/checker/system"
@@ -168,7 +169,10 @@ func ownProcesses(ms *system.MoveSet, protocol int) uint64 {
 // low four bits, Q's in the high four). The edges themselves are the
 // graph's, in its order.
 type fairState struct {
-	obs     []Obligation
+	obs []Obligation
+	// env is the environment's edges (faults, early timers): a run may
+	// take them, finitely often, on its way from P to where it stays.
+	env     edgeLog
 	labels  []uint8
 	enabled []uint64
 	sides   []uint8
@@ -177,7 +181,7 @@ type fairState struct {
 }
 
 func (f *fairState) bytes() int64 {
-	return int64(len(f.labels)) + 8*int64(len(f.enabled)) + int64(len(f.sides))
+	return int64(f.env.n)*edgeBytes + int64(len(f.labels)) + 8*int64(len(f.enabled)) + int64(len(f.sides))
 }
 
 // judgeSides appends a state's P and Q of every obligation to dst. An
@@ -194,36 +198,54 @@ func (f *fairState) judgeSides(dst []uint8, sys *system.System, s *system.State)
 	return dst
 }
 
-// builtinDrained is EventuallyDrained in its fair form: true leads to a
-// drained state. Its sides are read from the graph's drained flags.
-const builtinDrained = -1
+// envLabel labels an edge of the environment's (a fault, or a timer
+// firing early): a run may take it, finitely often, but no process is
+// obliged to, and no fair cycle is made of it.
+const envLabel = 0xff
 
-// fairGraph is the liveness graph in forward compressed form, with what
-// fairness reads.
+// fairGraph is the liveness graph in forward compressed form, with the
+// environment's edges beside the system's own, and what fairness reads.
 type fairGraph struct {
 	n       int
 	off     []uint32 // state v's edges are dst[off[v]:off[v+1]]
 	dst     []uint32
-	lab     []uint8
+	lab     []uint8 // each edge's process, envLabel for the environment's
 	enabled []uint64
 }
 
-// forward builds the forward graph: the edges were recorded in order of
-// their source, so one pass counts and one fills.
+// forward builds the forward graph from the own edges and the
+// environment's, each recorded in order of their source: one pass over
+// both counts, one fills.
 func (e *exploration) forward() (*fairGraph, error) {
 	n := e.links.n
-	fg := &fairGraph{n: n, off: make([]uint32, n+1), lab: e.g.fair.labels, enabled: e.g.fair.enabled}
-	if err := e.g.edges.each(func(f, _ uint32) { fg.off[f+1]++ }); err != nil {
+	f := e.g.fair
+	fg := &fairGraph{n: n, off: make([]uint32, n+1), enabled: f.enabled}
+	count := func(from, _ uint32) { fg.off[from+1]++ }
+	if err := e.g.edges.each(count); err != nil {
+		return nil, err
+	}
+	if err := f.env.each(count); err != nil {
 		return nil, err
 	}
 	for i := 0; i < n; i++ {
 		fg.off[i+1] += fg.off[i]
 	}
-	fg.dst = make([]uint32, 0, fg.off[n])
-	if err := e.g.edges.each(func(_, t uint32) { fg.dst = append(fg.dst, t) }); err != nil {
+	m := fg.off[n]
+	fg.dst, fg.lab = make([]uint32, m), make([]uint8, m)
+	at := slices.Clone(fg.off[:n])
+	i := 0
+	if err := e.g.edges.each(func(from, to uint32) {
+		fg.dst[at[from]], fg.lab[at[from]] = to, f.labels[i]
+		at[from]++
+		i++
+	}); err != nil {
 		return nil, err
 	}
-	return fg, nil
+	err := f.env.each(func(from, to uint32) {
+		fg.dst[at[from]], fg.lab[at[from]] = to, envLabel
+		at[from]++
+	})
+	return fg, err
 }
 
 // pendingRegion is one obligation and handoff: where P holds (start) and
@@ -232,17 +254,19 @@ type pendingRegion struct {
 	start, in func(v uint32) bool
 }
 
-// tarjan holds the arrays of the component search, reused from one
-// region to the next.
+// tarjan holds the arrays of the component searches, reused from one to
+// the next.
 type tarjan struct {
 	fg    *fairGraph
 	index []uint32 // 0: not visited; else the visit order, from 1
 	low   []uint32
 	comp  []uint32 // the component of a finished state, from 1; 0 while on the stack
-	// bad: a finished state from which, in the region, a deadlock or a
-	// fair component is reachable; target: one that is itself in such a
-	// component or a deadlock.
-	bad, target []bool
+	// flag is a finished state's verdict: of a search of the own edges,
+	// a target (in a fair component, or a deadlock); of a search of every
+	// edge, reaching a target (target is then the own search's flags).
+	flag, target []bool
+	// own: only the system's own edges are followed.
+	own         bool
 	stack       []uint32
 	calls       []frame
 	next, ncomp uint32
@@ -252,27 +276,41 @@ type frame struct{ v, at uint32 }
 
 func newTarjan(fg *fairGraph) *tarjan {
 	n := fg.n
-	return &tarjan{fg: fg, index: make([]uint32, n), low: make([]uint32, n), comp: make([]uint32, n), bad: make([]bool, n), target: make([]bool, n)}
+	return &tarjan{fg: fg, index: make([]uint32, n), low: make([]uint32, n), comp: make([]uint32, n), flag: make([]bool, n), target: make([]bool, n)}
 }
 
-func (t *tarjan) reset() {
+func (t *tarjan) reset(own bool) {
 	clear(t.index)
 	clear(t.low)
 	clear(t.comp)
-	clear(t.bad)
-	clear(t.target)
-	t.next, t.ncomp = 0, 0
+	clear(t.flag)
+	t.next, t.ncomp, t.own = 0, 0, own
 }
 
-// run finds the components of the region reachable from its start states
-// and returns the first start state (in id order: the nearest the
-// initial state) from which the region lets a fair run avoid Q for
-// ever, or -1.
+// follows reports whether the search follows edge at.
+func (t *tarjan) follows(at uint32) bool { return !t.own || t.fg.lab[at] != envLabel }
+
+// targets finds the components of the region's own edges and flags the
+// targets: states of fair components, and deadlocks (t.target).
+func (t *tarjan) targets(r pendingRegion) {
+	t.reset(true)
+	for s := 0; s < t.fg.n; s++ {
+		if v := uint32(s); r.in(v) && t.index[v] == 0 {
+			t.visit(v, r)
+		}
+	}
+	copy(t.target, t.flag)
+}
+
+// run judges a region: it returns the first start state (in id order:
+// the nearest the initial state) from which, staying in the region (the
+// environment's edges included: a run may take finitely many faults),
+// a target can be reached, or -1. t.target is left set for the lasso.
 func (t *tarjan) run(r pendingRegion) int {
-	t.reset()
-	fg := t.fg
+	t.targets(r)
+	t.reset(false)
 	first := -1
-	for s := 0; s < fg.n; s++ {
+	for s := 0; s < t.fg.n; s++ {
 		v := uint32(s)
 		if !r.start(v) || !r.in(v) {
 			continue
@@ -280,7 +318,7 @@ func (t *tarjan) run(r pendingRegion) int {
 		if t.index[v] == 0 {
 			t.visit(v, r)
 		}
-		if first < 0 && t.bad[v] {
+		if first < 0 && t.flag[v] {
 			first = s
 		}
 	}
@@ -295,9 +333,10 @@ func (t *tarjan) visit(root uint32, r pendingRegion) {
 		top := &t.calls[len(t.calls)-1]
 		v := top.v
 		if top.at < fg.off[v+1] {
-			w := fg.dst[top.at]
+			at := top.at
 			top.at++
-			if !r.in(w) {
+			w := fg.dst[at]
+			if !t.follows(at) || !r.in(w) {
 				continue
 			}
 			switch {
@@ -326,10 +365,12 @@ func (t *tarjan) push(v uint32) {
 	t.calls = append(t.calls, frame{v: v, at: t.fg.off[v]})
 }
 
-// finish pops the component rooted at v and judges it: fair (an edge
-// inside it, and every process moving inside it or disabled somewhere in
-// it), a deadlock (a state with no move), or reaching a finished bad
-// component.
+// finish pops the component rooted at v and flags it. Of the own edges:
+// a target when it is fair (an edge inside it, and every process moving
+// inside it or disabled somewhere in it) or a deadlock (a state with no
+// move of the system's own). Of every edge: when a state of it is a
+// target, or an edge leaves it for a flagged component (finished before
+// it, as Tarjan finishes a component after those it reaches).
 func (t *tarjan) finish(v uint32, r pendingRegion) {
 	fg := t.fg
 	i := len(t.stack) - 1
@@ -343,28 +384,32 @@ func (t *tarjan) finish(v uint32, r pendingRegion) {
 		t.comp[u] = c
 	}
 	var taken, disabled uint64
-	reach, dead := false, false
+	flag := false
 	for _, u := range members {
-		disabled |= ^fg.enabled[u]
-		if fg.off[u] == fg.off[u+1] {
-			dead = true
+		if !t.own {
+			flag = flag || t.target[u]
+		} else if fg.enabled[u] == 0 {
+			flag = true // a deadlock: the run may end here
 		}
+		disabled |= ^fg.enabled[u]
 		for at := fg.off[u]; at < fg.off[u+1]; at++ {
 			w := fg.dst[at]
-			if !r.in(w) {
+			if !t.follows(at) || !r.in(w) {
 				continue
 			}
-			if t.comp[w] == c {
+			switch {
+			case t.own && t.comp[w] == c:
 				taken |= 1 << fg.lab[at]
-			} else if t.bad[w] {
-				reach = true
+			case !t.own && t.comp[w] != c && t.flag[w]:
+				flag = true
 			}
 		}
 	}
-	fair := taken != 0 && taken|disabled == ^uint64(0)
+	if t.own && taken != 0 && taken|disabled == ^uint64(0) {
+		flag = true
+	}
 	for _, u := range members {
-		t.target[u] = fair || dead
-		t.bad[u] = fair || dead || reach
+		t.flag[u] = flag
 	}
 	t.stack = t.stack[:i]
 }
@@ -389,10 +434,10 @@ func (e *exploration) checkFair() (*Counterexample, []FairVerdict, error) {
 		r := pendingRegion{start: func(uint32) bool { return true }, in: func(v uint32) bool { return !e.g.drained[v] }}
 		if s := t.run(r); s >= 0 {
 			v := &model.Violation{Invariant: model.NameEventuallyDrained, Handoff: -1, Worker: -1,
-				Detail: "a fair run from this state never drains: every process moves or is disabled on its way, and something stays held forever"}
+				Detail: "from this state a weakly fair run need never drain: something can stay held forever while every process moves or is disabled"}
 			v.Check = v.Detail
 			drained = e.lasso(t, r, uint32(s), v)
-			drained.Fair = "drains"
+			drained.Fair = "drain"
 		}
 	}
 	k := len(fs.obs)
@@ -403,6 +448,10 @@ func (e *exploration) checkFair() (*Counterexample, []FairVerdict, error) {
 		if ob.PerHandoff {
 			hs = e.c.Handoffs()
 		}
+		region := func(h int) pendingRegion {
+			pb, qb := uint8(1)<<h, uint8(0x10)<<h
+			return pendingRegion{start: func(v uint32) bool { return fs.sides[int(v)*k+i]&pb != 0 }, in: func(v uint32) bool { return fs.sides[int(v)*k+i]&qb == 0 }}
+		}
 		best, bestH := -1, -1
 		for h := 0; h < hs; h++ {
 			pb, qb := uint8(1)<<h, uint8(0x10)<<h
@@ -411,14 +460,12 @@ func (e *exploration) checkFair() (*Counterexample, []FairVerdict, error) {
 				fv.Held = fv.Held || sd&pb != 0
 				fv.Pending = fv.Pending || sd&pb != 0 && sd&qb == 0
 			}
-			r := pendingRegion{start: func(v uint32) bool { return fs.sides[int(v)*k+i]&pb != 0 }, in: func(v uint32) bool { return fs.sides[int(v)*k+i]&qb == 0 }}
-			if s := t.run(r); s >= 0 && (best < 0 || s < best) {
+			if s := t.run(region(h)); s >= 0 && (best < 0 || s < best) {
 				best, bestH = s, h
 			}
 		}
 		if best >= 0 && fs.err == nil {
-			pb, qb := uint8(1)<<bestH, uint8(0x10)<<bestH
-			r := pendingRegion{start: func(v uint32) bool { return fs.sides[int(v)*k+i]&pb != 0 }, in: func(v uint32) bool { return fs.sides[int(v)*k+i]&qb == 0 }}
+			r := region(bestH)
 			t.run(r)
 			h := -1
 			if ob.PerHandoff {
@@ -426,10 +473,10 @@ func (e *exploration) checkFair() (*Counterexample, []FairVerdict, error) {
 			}
 			fv.Handoff = h
 			v := &model.Violation{Invariant: ob.Name, Handoff: h, Worker: -1,
-				Detail: fmt.Sprintf("leads_to %s: P holds here and a fair run from here never reaches Q", ob.Name)}
+				Detail: fmt.Sprintf("leads_to %s: P holds here, and from here a weakly fair run need never meet Q", ob.Name)}
 			v.Check = v.Detail
 			fv.Violation = e.lasso(t, r, uint32(best), v)
-			fv.Violation.Fair = "meets Q"
+			fv.Violation.Fair = "meet Q"
 		}
 		out = append(out, fv)
 	}
@@ -437,26 +484,27 @@ func (e *exploration) checkFair() (*Counterexample, []FairVerdict, error) {
 }
 
 // lasso rebuilds a fair run that never leaves region r from start state
-// s (the shortest path to it, marked as the violation's step), then the
-// shortest path in the region to a deadlock or a fair component, and in
-// that component a cycle that moves every process that is enabled
-// throughout it, or visits a state where it is not. t holds r's
-// components.
+// s: the shortest path to s (marked as the violation's step), then the
+// shortest path in the region to a target (a deadlock, where the run
+// ends, or a state of a fair component), and in that component a cycle
+// that moves every process that is enabled throughout it, or visits a
+// state where it is not. t holds r's targets (run).
 func (e *exploration) lasso(t *tarjan, r pendingRegion, s uint32, v *model.Violation) *Counterexample {
 	fg := t.fg
 	ce := e.counterexample(&found{v: v, pid: s, move: -1})
-	// The shortest path in the region from s to a target state.
-	path := t.bfs(s, func(u uint32) bool { return t.target[u] }, func(w uint32) bool { return r.in(w) && t.bad[w] })
+	path := t.bfs(s, func(u uint32) bool { return t.target[u] }, r.in, true)
 	entry := path.ids[len(path.ids)-1]
 	loop := hops{ids: []uint32{entry}} // a deadlock: the run ends there
-	if fg.off[entry] != fg.off[entry+1] {
+	if fg.enabled[entry] != 0 {
+		// The own components again, for the entry's.
+		t.targets(r)
 		loop = t.fairCycle(entry)
 	}
 	c := e.c
 	st := e.replayTo(s)
 	for i, id := range path.ids[1:] {
 		k := e.keyOf(id)
-		step, ok := c.ownStep(&st, &k, int(path.proc[i]))
+		step, ok := c.stepBy(&st, &k, path.proc[i])
 		if !ok {
 			panic("checker: cannot replay the way to a fair cycle")
 		}
@@ -464,13 +512,22 @@ func (e *exploration) lasso(t *tarjan, r pendingRegion, s uint32, v *model.Viola
 	}
 	for i, id := range loop.ids[1:] {
 		k := e.keyOf(id)
-		step, ok := c.ownStep(&st, &k, int(loop.proc[i]))
+		step, ok := c.stepBy(&st, &k, loop.proc[i])
 		if !ok {
 			panic("checker: cannot replay a fair cycle")
 		}
 		ce.Loop = append(ce.Loop, step)
 	}
 	return ce
+}
+
+// stepBy takes the step of an edge: a move of the system's own of
+// process proc, or for the environment's edge any move, to want.
+func (c *Checker) stepBy(s *system.State, want *system.Key, proc uint8) (TraceStep, bool) {
+	if proc == envLabel {
+		return c.concreteStep(s, want, "")
+	}
+	return c.ownStep(s, want, int(proc))
 }
 
 // hops is a path in the graph: its states, and the process of each edge
@@ -486,9 +543,9 @@ func (h *hops) then(g hops) {
 }
 
 // bfs finds the shortest path from s to a state where stop holds, through
-// states where through holds (s itself need not). A path of one state is
-// s itself.
-func (t *tarjan) bfs(s uint32, stop, through func(uint32) bool) hops {
+// states where through holds (s itself need not), by the own edges or,
+// with env, every edge. A path of one state is s itself.
+func (t *tarjan) bfs(s uint32, stop, through func(uint32) bool, env bool) hops {
 	if stop(s) {
 		return hops{ids: []uint32{s}}
 	}
@@ -504,7 +561,7 @@ func (t *tarjan) bfs(s uint32, stop, through func(uint32) bool) hops {
 		queue = queue[1:]
 		for at := fg.off[u]; at < fg.off[u+1]; at++ {
 			w := fg.dst[at]
-			if _, seen := prev[w]; seen || !through(w) {
+			if _, seen := prev[w]; seen || !through(w) || (!env && fg.lab[at] == envLabel) {
 				continue
 			}
 			prev[w] = via{from: u, at: at}
@@ -515,40 +572,34 @@ func (t *tarjan) bfs(s uint32, stop, through func(uint32) bool) hops {
 					h.proc = append(h.proc, fg.lab[prev[x].at])
 				}
 				h.ids = append(h.ids, s)
-				for i, j := 0, len(h.ids)-1; i < j; i, j = i+1, j-1 {
-					h.ids[i], h.ids[j] = h.ids[j], h.ids[i]
-				}
-				for i, j := 0, len(h.proc)-1; i < j; i, j = i+1, j-1 {
-					h.proc[i], h.proc[j] = h.proc[j], h.proc[i]
-				}
+				slices.Reverse(h.ids)
+				slices.Reverse(h.proc)
 				return h
 			}
 			queue = append(queue, w)
 		}
 	}
-	panic("checker: a fair component's path is missing")
+	panic("checker: a fair run's path is missing")
 }
 
-// fairCycle is a cycle from entry back to it inside entry's component
-// that, for every process, takes one of its edges inside the component or
-// passes a state where it is disabled; where the component lets a process
-// do either, the cycle does what it meets first.
+// fairCycle is a cycle from entry back to it inside entry's own
+// component that, for every process, takes one of its edges inside the
+// component or passes a state where it is disabled; where the component
+// lets a process do either, the cycle does what it meets first.
 func (t *tarjan) fairCycle(entry uint32) hops {
 	fg := t.fg
 	c := t.comp[entry]
 	inComp := func(w uint32) bool { return t.comp[w] == c }
 	cyc := hops{ids: []uint32{entry}}
-	var done uint64 // processes moved or seen disabled on the cycle so far
+	done := ^fg.enabled[entry] // processes moved or seen disabled on the cycle so far
 	at := entry
-	done |= ^fg.enabled[entry]
 	for p := 0; p < 64; p++ {
 		if done&(1<<p) != 0 {
 			continue
 		}
-		// The nearest edge of p inside the component, or state where p
-		// is disabled, from where the cycle is.
+		// The nearest state where p is disabled, or that has an edge of
+		// p inside the component, from where the cycle is.
 		var edgeAt uint32
-		var edgeFrom uint32
 		found := false
 		reach := t.bfs(at, func(u uint32) bool {
 			if fg.enabled[u]&(1<<p) == 0 {
@@ -556,12 +607,12 @@ func (t *tarjan) fairCycle(entry uint32) hops {
 			}
 			for a := fg.off[u]; a < fg.off[u+1]; a++ {
 				if fg.lab[a] == uint8(p) && inComp(fg.dst[a]) {
-					edgeAt, edgeFrom, found = a, u, true
+					edgeAt, found = a, true
 					return true
 				}
 			}
 			return false
-		}, inComp)
+		}, inComp, false)
 		cyc.then(reach)
 		for _, u := range reach.ids {
 			done |= ^fg.enabled[u]
@@ -570,7 +621,7 @@ func (t *tarjan) fairCycle(entry uint32) hops {
 			done |= 1 << q
 		}
 		at = reach.ids[len(reach.ids)-1]
-		if found && at == edgeFrom && fg.enabled[at]&(1<<p) != 0 {
+		if found {
 			w := fg.dst[edgeAt]
 			cyc.ids = append(cyc.ids, w)
 			cyc.proc = append(cyc.proc, uint8(p))
@@ -579,29 +630,30 @@ func (t *tarjan) fairCycle(entry uint32) hops {
 		}
 	}
 	// Back to the entry: at least one step, so that the loop moves.
-	back := t.bfs(at, func(u uint32) bool { return u == entry }, inComp)
-	if len(back.ids) == 1 && len(cyc.ids) == 1 {
-		back = t.stepBack(entry, inComp)
+	if at == entry && len(cyc.ids) == 1 {
+		cyc.then(t.stepBack(entry, inComp))
+		return cyc
 	}
-	cyc.then(back)
+	cyc.then(t.bfs(at, func(u uint32) bool { return u == entry }, inComp, false))
 	return cyc
 }
 
-// stepBack is the shortest cycle from entry through at least one edge.
+// stepBack is the shortest cycle from entry through at least one own
+// edge.
 func (t *tarjan) stepBack(entry uint32, in func(uint32) bool) hops {
 	fg := t.fg
 	for a := fg.off[entry]; a < fg.off[entry+1]; a++ {
-		if w := fg.dst[a]; w == entry {
+		if fg.dst[a] == entry && fg.lab[a] != envLabel {
 			return hops{ids: []uint32{entry, entry}, proc: []uint8{fg.lab[a]}}
 		}
 	}
 	for a := fg.off[entry]; a < fg.off[entry+1]; a++ {
 		w := fg.dst[a]
-		if !in(w) {
+		if fg.lab[a] == envLabel || !in(w) {
 			continue
 		}
 		h := hops{ids: []uint32{entry, w}, proc: []uint8{fg.lab[a]}}
-		h.then(t.bfs(w, func(u uint32) bool { return u == entry }, in))
+		h.then(t.bfs(w, func(u uint32) bool { return u == entry }, in, false))
 		return h
 	}
 	panic("checker: a fair component has no edge")

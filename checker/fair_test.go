@@ -2,6 +2,7 @@ package checker
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/handoffcheck/handoffcheck/checker/system"
@@ -122,7 +123,7 @@ func TestFair_DrainedFormIsTheObligation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if drained == nil || drained.Violation.Invariant != "EventuallyDrained" || drained.Fair != "drains" || len(verdicts) != 1 || verdicts[0].Violation == nil {
+	if drained == nil || drained.Violation.Invariant != "EventuallyDrained" || drained.Fair != "drain" || len(verdicts) != 1 || verdicts[0].Violation == nil {
 		t.Fatalf("drained %+v, verdicts %+v", drained, verdicts)
 	}
 	ob := verdicts[0].Violation
@@ -135,4 +136,58 @@ func TestFair_DrainedFormIsTheObligation(t *testing.T) {
 		}
 	}
 	replayLasso(t, c, drained)
+}
+
+// On a graph made by hand: a component is a target only when every
+// process moves in it or is disabled somewhere in it, and the cycle built
+// in it goes round every edge fairness needs before coming back.
+func TestFair_CycleCoversEveryProcess(t *testing.T) {
+	// States 0-2 form one component. Process 0 moves 0->1 and 2->0,
+	// process 1 moves 1->2 and is enabled only at 1, process 2 moves only
+	// on the self-loop at 2 and is enabled everywhere. State 3, reached
+	// by the environment from 0, loops by process 0 while process 3 is
+	// enabled there and never moves: not fair.
+	type e struct {
+		from, to uint32
+		lab      uint8
+	}
+	edges := []e{{0, 1, 0}, {0, 3, envLabel}, {1, 2, 1}, {2, 0, 0}, {2, 2, 2}, {3, 3, 0}}
+	fg := &fairGraph{n: 4, off: make([]uint32, 5), enabled: []uint64{0b101, 0b111, 0b101, 0b1001}}
+	for _, ed := range edges {
+		fg.off[ed.from+1]++
+	}
+	for i := 0; i < 4; i++ {
+		fg.off[i+1] += fg.off[i]
+	}
+	for _, ed := range edges {
+		fg.dst = append(fg.dst, ed.to)
+		fg.lab = append(fg.lab, ed.lab)
+	}
+	tj := newTarjan(fg)
+	all := pendingRegion{start: func(v uint32) bool { return v == 0 }, in: func(uint32) bool { return true }}
+	if s := tj.run(all); s != 0 {
+		t.Fatalf("first violating start %d, want 0", s)
+	}
+	if want := []bool{true, true, true, false}; !slices.Equal(tj.target, want) {
+		t.Fatalf("targets %v, want %v", tj.target, want)
+	}
+	tj.targets(all)
+	cyc := tj.fairCycle(0)
+	if cyc.ids[0] != 0 || cyc.ids[len(cyc.ids)-1] != 0 {
+		t.Fatalf("the cycle %v does not start and end at 0", cyc.ids)
+	}
+	var taken uint64
+	for _, p := range cyc.proc {
+		taken |= 1 << p
+	}
+	if taken != 0b111 {
+		t.Fatalf("the cycle %v moves processes %b, want 0, 1 and 2", cyc, taken)
+	}
+	// Without the self-loop, process 2 is enabled throughout and never
+	// moves: the component is not fair, and only 3's environment path
+	// remains, which is not fair either.
+	fg.lab[4] = envLabel
+	if s := tj.run(all); s != -1 {
+		t.Fatalf("an unfair component was taken for a fair one (start %d, targets %v)", s, tj.target)
+	}
 }

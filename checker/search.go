@@ -59,7 +59,7 @@ func (c *Checker) newExploration(lim Limits) *exploration {
 	if e.lim.Liveness {
 		e.g = &graph{edges: edgeLog{recordLog{dir: &e.spill}}}
 		if len(lim.Fair) > 0 || lim.FairDrained {
-			e.g.fair = &fairState{obs: lim.Fair}
+			e.g.fair = &fairState{obs: lim.Fair, env: edgeLog{recordLog{dir: &e.spill}}}
 		}
 	}
 	return e
@@ -71,6 +71,9 @@ func (e *exploration) release() {
 	e.links.close()
 	if e.g != nil {
 		e.g.edges.close()
+		if e.g.fair != nil {
+			e.g.fair.env.close()
+		}
 	}
 	e.spill.remove()
 }

@@ -34,7 +34,7 @@ type Counterexample struct {
 	// after them are the search's shortest.
 	From int
 	// Fair, for a fair-liveness violation (fair.go), says what its run
-	// never does ("drains", "meets Q"): its loop is weakly fair, and
+	// never does ("drain", "meet Q"): its loop is weakly fair, and
 	// without a loop the run ends where nothing but faults can happen.
 	Fair string
 }
@@ -195,10 +195,10 @@ func (c *Checker) formatCounterexampleFull(ce *Counterexample, full bool) string
 			}
 		}
 		if len(ce.Loop) > 0 {
-			fmt.Fprintf(&b, "a weakly fair run (%s, the obligation pending from step %d), then a loop of %s in which every process moves or is disabled somewhere, that never %s:\n",
-				plural(len(ce.Steps), "step"), entered, plural(len(ce.Loop), "step"), ce.Fair)
+			fmt.Fprintf(&b, "a weakly fair run (%s; after step %d a fair run need never %s), then a loop of %s in which every process moves or is disabled somewhere, that never does:\n",
+				plural(len(ce.Steps), "step"), entered, ce.Fair, plural(len(ce.Loop), "step"))
 		} else {
-			fmt.Fprintf(&b, "a run (%s, the obligation pending from step %d) that ends where nothing but faults can happen, and never %s:\n",
+			fmt.Fprintf(&b, "a run (%s; after step %d a fair run need never %s) that ends where nothing but faults can happen, and never does:\n",
 				plural(len(ce.Steps), "step"), entered, ce.Fair)
 		}
 	} else if len(ce.Loop) > 0 {

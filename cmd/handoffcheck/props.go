@@ -215,13 +215,14 @@ func (ws *witnessSearch) leadsTo(x *checker.Result, ch *checker.Checker, p *prop
 	}
 	ce := *fv.Violation
 	v.Verdict, v.WitnessSteps, v.WitnessLoop = "violated", len(ce.Steps), len(ce.Loop)
+	at := len(ce.Steps) - stepsAfterP(&ce)
 	switch {
 	case len(ce.Loop) > 0:
-		v.Detail = fmt.Sprintf("a weakly fair run where P holds after step %d and Q never after: it repeats steps %d-%d for ever (below)",
-			len(ce.Steps)-stepsAfterP(&ce), len(ce.Steps)+1, len(ce.Steps)+len(ce.Loop))
+		v.Detail = fmt.Sprintf("P holds at step %d, from where a weakly fair run need never meet Q: this one repeats %s for ever (below)",
+			at, stepSpan(len(ce.Steps)+1, len(ce.Steps)+len(ce.Loop)))
 	default:
-		v.Detail = fmt.Sprintf("a run where P holds after step %d and Q never after: it ends after step %d, where nothing but faults can happen (below)",
-			len(ce.Steps)-stepsAfterP(&ce), len(ce.Steps))
+		v.Detail = fmt.Sprintf("P holds at step %d, from where a fair run need never meet Q: this one ends after step %d, where nothing but faults can happen (below)",
+			at, len(ce.Steps))
 	}
 	if fv.Handoff >= 0 {
 		v.Detail = fmt.Sprintf("handoff %d: %s", fv.Handoff, v.Detail)
@@ -239,6 +240,14 @@ func (ws *witnessSearch) leadsTo(x *checker.Result, ch *checker.Checker, p *prop
 		v.WitnessFile = name
 	}
 	return nil
+}
+
+// stepSpan names steps a to b: "step 8", "steps 8-10".
+func stepSpan(a, b int) string {
+	if a == b {
+		return fmt.Sprintf("step %d", a)
+	}
+	return fmt.Sprintf("steps %d-%d", a, b)
 }
 
 // stepsAfterP counts the steps of a fair counterexample after the one

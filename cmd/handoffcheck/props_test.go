@@ -291,8 +291,8 @@ func TestProps_LeadsToEndedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, _ := runCLI(t, "check", "--config", smallConfig, "--run", "vllm", "--timing=false", "--props", file, "--witness-dir", dir)
-	if code != exitViolation || !strings.Contains(out, "leads_to Never per handoff: VIOLATED (handoff 0: a run where P holds after step ") ||
-		!strings.Contains(out, "that ends where nothing but faults can happen, and never meets Q:") ||
+	if code != exitViolation || !strings.Contains(out, "leads_to Never per handoff: VIOLATED (handoff 0: P holds at step ") ||
+		!strings.Contains(out, "that ends where nothing but faults can happen, and never does:") ||
 		!strings.Contains(out, "leads_to Vacuous: holds (every weakly fair run meets it)\n      vacuous: P never held (false)\n") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}

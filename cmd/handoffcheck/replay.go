@@ -283,8 +283,12 @@ func replayLeadsTo(stdout io.Writer, c *checker.Checker, tr *checker.Trace, p *p
 			fmt.Fprintf(stdout, "no violation; %s\n", fairness(c, loopStart, tr.Moves[tr.LoopFrom:]))
 			return exitOK
 		}
-		fmt.Fprintf(stdout, "VIOLATION %s: P holds%s at step %d and Q never after; steps %d-%d return to the state after step %d: the loop can repeat forever\n",
-			p.Name, which, from, tr.LoopFrom+1, len(tr.Moves), tr.LoopFrom)
+		verb := "return"
+		if tr.LoopFrom+1 == len(tr.Moves) {
+			verb = "returns"
+		}
+		fmt.Fprintf(stdout, "VIOLATION %s: P holds%s at step %d and Q never after; %s %s to the state after step %d: the loop can repeat forever\n",
+			p.Name, which, from, stepSpan(tr.LoopFrom+1, len(tr.Moves)), verb, tr.LoopFrom)
 		fmt.Fprintln(stdout, fairness(c, loopStart, tr.Moves[tr.LoopFrom:]))
 		return exitViolation
 	case c.Ends(s.State()):
