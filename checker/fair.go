@@ -689,11 +689,16 @@ func (c *Checker) ownStep(s *system.State, want *system.Key, proc int) (TraceSte
 // processes that are enabled in every state of the loop and never move
 // in it (none: the loop is weakly fair), and whether each move is one the
 // system makes on its own. A loop that is not fair, or needs a fault or
-// an early timer, shows no run the environment cannot escape.
+// an early timer, shows no run the environment cannot escape. Without
+// moves it judges a run that ends at s: the processes enabled there (none:
+// nothing but faults can happen, and the run may end).
 func (c *Checker) Unfair(s system.State, moves []system.Move) (unfair []string, own bool) {
 	var ms system.MoveSet
 	var taken, disabled uint64
 	own = true
+	if len(moves) == 0 {
+		disabled = ^ownProcesses(&ms, c.Enabled(&s, &ms))
+	}
 	for _, m := range moves {
 		protocol := c.Enabled(&s, &ms)
 		disabled |= ^ownProcesses(&ms, protocol)
@@ -716,18 +721,4 @@ func (c *Checker) Unfair(s system.State, moves []system.Move) (unfair []string, 
 		unfair = append(unfair, processName(bits.TrailingZeros64(rest)))
 	}
 	return unfair, own
-}
-
-// FormatFair renders a fair-liveness counterexample (FairVerdict.Violation)
-// as text, as a violation's trace is rendered; full prints every line of
-// the state after each step.
-func (c *Checker) FormatFair(ce *Counterexample, full bool) string {
-	return c.formatCounterexampleFull(ce, full)
-}
-
-// Ends reports whether nothing but faults can happen in state s: a run
-// may end there, and no process is obliged to move.
-func (c *Checker) Ends(s *system.State) bool {
-	var ms system.MoveSet
-	return c.Enabled(s, &ms) == 0
 }

@@ -227,7 +227,7 @@ func (ws *witnessSearch) leadsTo(x *checker.Result, ch *checker.Checker, p *prop
 	if fv.Handoff >= 0 {
 		v.Detail = fmt.Sprintf("handoff %d: %s", fv.Handoff, v.Detail)
 	}
-	v.witness = ch.FormatFair(&ce, ws.full)
+	v.witness = ch.FormatWitness(&ce, ws.full)
 	if ws.dir != "" {
 		name := filepath.Join(ws.dir, x.Run.Name+"-"+p.Name+".jsonl")
 		var b bytes.Buffer
