@@ -377,31 +377,31 @@ func (e *exploration) keep(x *expander, j int, pid uint32, out *workerOut) {
 	// the environment may stop faulting for good, so a way to a drained
 	// state must not need a fault or an early timer.
 	own := e.g != nil && x.ms.Own(x.idx[j], x.protocol)
-	var proc uint8
+	// rec: the edge is recorded. Fairness also keeps the environment's
+	// edges, labelled apart (fair.go): a run may take them on its way,
+	// finitely often; and it labels each own edge with its process.
+	rec, proc := own, uint8(0)
 	if e.g != nil && e.g.fair != nil {
-		// Fairness also keeps the environment's edges, apart (fair.go):
-		// a run may take them on its way, finitely often.
-		proc = envLabel
+		rec, proc = true, envLabel
 		if own {
 			proc = processOf(x.ms.M[x.idx[j]])
 		}
-		own = true
 	}
 	switch {
 	case x.cached[j]:
 		// Known, or a candidate at an earlier (parent, move) in this
 		// level, which the level keeps anyway; its id is found once the
 		// batch is committed.
-		if own {
+		if rec {
 			out.edges = append(out.edges, e.newEdge(out, pid, sc.fp, &sc.key, proc))
 		}
 		return
 	case x.known[j]:
-		e.keepKnown(x, j, pid, own, proc, out)
+		e.keepKnown(x, j, pid, rec, proc, out)
 		return
 	case x.seen != nil:
 		if _, ok := x.seen[sc.key]; ok {
-			if own {
+			if rec {
 				out.edges = append(out.edges, e.newEdge(out, pid, sc.fp, &sc.key, proc))
 			}
 			return
@@ -428,7 +428,7 @@ func (e *exploration) keep(x *expander, j int, pid uint32, out *workerOut) {
 			out.sides = f.judgeSides(out.sides, e.c.System, &sc.t)
 		}
 	}
-	if own {
+	if rec {
 		out.edges = append(out.edges, e.newEdge(out, pid, sc.fp, &sc.key, proc))
 	}
 	out.keys = append(out.keys, sc.key[:e.words]...)
@@ -438,7 +438,7 @@ func (e *exploration) keep(x *expander, j int, pid uint32, out *workerOut) {
 // keepKnown files a successor the visited set knows. With sleep sets, one
 // reached with a set that does not hold its own must have its set cut,
 // and if it was expanded, take the moves that wake up (commit).
-func (e *exploration) keepKnown(x *expander, j int, pid uint32, own bool, proc uint8, out *workerOut) {
+func (e *exploration) keepKnown(x *expander, j int, pid uint32, rec bool, proc uint8, out *workerOut) {
 	sc := &x.succ[j]
 	if e.sleep != nil && !e.sleep.get(x.sv[j]).within(x.zs[j]) {
 		out.actions = append(out.actions, sleepAction{fp: sc.fp, z: x.zs[j], pid: pid, move: uint8(x.idx[j])})
@@ -447,7 +447,7 @@ func (e *exploration) keepKnown(x *expander, j int, pid uint32, own bool, proc u
 	if x.seen == nil {
 		x.recent.add(sc.fp)
 	}
-	if own {
+	if rec {
 		out.edges = append(out.edges, edge{from: pid, to: x.ids[j], key: -1, proc: proc})
 	}
 }

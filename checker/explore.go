@@ -478,9 +478,9 @@ func (e *exploration) livenessWouldPass(bound int64) bool {
 // With fairness, what fair.go allocates after that is counted instead
 // when larger: the forward graph of the own and the environment's edges
 // (an offset per state and one more, a target and a label per edge, and
-// the offsets again while it is filled), and the component search's index, low link and
-// component per state (4 bytes each), two flags and, at their largest,
-// a stack entry and a call frame (12 bytes) per state.
+// the offsets again while it is filled), and the component search's
+// index, low link and component per state (4 bytes each), two flags and,
+// at their largest, a stack entry and a call frame (12 bytes) per state.
 func (e *exploration) livenessNeed() int64 {
 	n, m := int64(e.links.n), int64(e.g.edges.n)
 	need := 4*(n+1) + 4*m + 4*n + n + e.g.edges.readBuffer()
