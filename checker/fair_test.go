@@ -55,12 +55,19 @@ func replayLasso(t *testing.T, c *Checker, ce *Counterexample) {
 	}
 }
 
-// On the rearm-reservation variant, where a lost ReceiveCompleted leaves
-// the destination re-arming its deadline for ever, "true leads to
-// drained" fails under fairness with a lasso that replays, is fair and
-// never drains.
+// On the rearm-reservation variant, where a lost Cancelled leaves the
+// destination re-arming its deadline for ever, "true leads to drained"
+// fails under fairness with a lasso that replays, is fair and never
+// drains, the same with one worker and with two.
 func TestFair_RearmLassoReplays(t *testing.T) {
 	c := rearmChecker(t)
+	var texts []string
+	defer func() {
+		// The same run whatever the number of workers.
+		if len(texts) == 2 && texts[0] != texts[1] {
+			t.Errorf("one worker and two give different fair runs:\n%s\n%s", texts[0], texts[1])
+		}
+	}()
 	for _, workers := range []int{1, 2} {
 		r := c.Explore(context.Background(), Limits{Liveness: true, Workers: workers, Fair: []Obligation{drainsObligation()}}, nil)
 		if len(r.Fair) != 1 {
@@ -80,6 +87,7 @@ func TestFair_RearmLassoReplays(t *testing.T) {
 			}
 		}
 		replayLasso(t, c, ce)
+		texts = append(texts, c.formatCounterexample(ce))
 	}
 }
 
