@@ -414,6 +414,9 @@ func (t *tarjan) finish(v uint32, r pendingRegion) {
 	t.stack = t.stack[:i]
 }
 
+// errSymmetric says fairness was not judged for symmetry reduction.
+var errSymmetric = fmt.Errorf("symmetric")
+
 // checkFair judges every obligation (and, with Limits.FairDrained,
 // EventuallyDrained's fair form, first) on the complete graph. It returns
 // the built-in's counterexample, if any, and the obligations' verdicts.
@@ -421,8 +424,14 @@ func (e *exploration) checkFair() (*Counterexample, []FairVerdict, error) {
 	fs := e.g.fair
 	if e.c.Symmetric() {
 		// A state stands for its orbit, and a move of handoff 0 in it for
-		// a move of any handoff: processes cannot be told apart.
-		return nil, nil, fmt.Errorf("fair liveness needs symmetry reduction off: it renames the handoffs and workers whose moves fairness tells apart")
+		// a move of any handoff: processes cannot be told apart. Nothing
+		// is judged, and each verdict says why.
+		err := fmt.Errorf("fair liveness needs symmetry reduction off: it renames the handoffs and workers whose moves fairness tells apart")
+		var out []FairVerdict
+		for _, ob := range fs.obs {
+			out = append(out, FairVerdict{Name: ob.Name, Handoff: -1, Err: err})
+		}
+		return nil, out, errSymmetric
 	}
 	fg, err := e.forward()
 	if err != nil {

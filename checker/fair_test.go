@@ -2,6 +2,7 @@ package checker
 
 import (
 	"context"
+	"os"
 	"slices"
 	"testing"
 
@@ -197,5 +198,30 @@ func TestFair_CycleCoversEveryProcess(t *testing.T) {
 	fg.lab[4] = envLabel
 	if s := tj.run(all); s != -1 {
 		t.Fatalf("an unfair component was taken for a fair one (start %d, targets %v)", s, tj.target)
+	}
+}
+
+// Fairness is not judged on a symmetry-reduced graph: each verdict says
+// why, and the search is complete all the same.
+func TestFair_RefusedUnderSymmetry(t *testing.T) {
+	data, err := os.ReadFile("../testdata/configs/two-handoffs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := system.ParseConfig("two-handoffs.json", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Symmetry = true
+	c, err := New(system.Generated(), cfg, cfg.Runs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Symmetric() {
+		t.Fatal("two-handoffs.json's first run is not reduced by symmetry")
+	}
+	r := c.Explore(context.Background(), Limits{Liveness: true, Workers: 1, FairDrained: true, Fair: []Obligation{drainsObligation()}}, nil)
+	if !r.Complete || r.FairDrained || len(r.Fair) != 1 || r.Fair[0].Err == nil || r.Fair[0].Violation != nil {
+		t.Fatalf("complete %v, fair drained %v, verdicts %+v", r.Complete, r.FairDrained, r.Fair)
 	}
 }

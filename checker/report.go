@@ -330,7 +330,7 @@ func (r *Report) Text(opt TextOptions) string {
 		if x.Liveness {
 			fmt.Fprintf(&b, "  %s: checked on the explored graph\n", model.NameEventuallyDrained)
 			if x.FairDrained {
-				fmt.Fprintf(&b, "  %s in its fair form (every weakly fair run drains): checked too\n", model.NameEventuallyDrained)
+				fmt.Fprintf(&b, "  %s in its fair form (every weakly fair run drains): checked too, without symmetry reduction\n", model.NameEventuallyDrained)
 			}
 			if x.Symmetry {
 				b.WriteString("  warning: liveness on a symmetry-reduced graph: EventuallyDrained is a reachability property of a\n" +

@@ -481,6 +481,12 @@ func (e *exploration) judge(r *Result) {
 			break
 		}
 		drained, fair, err := e.checkFair()
+		if err == errSymmetric {
+			// The verdicts say why nothing was judged; the search is
+			// complete all the same.
+			r.Fair = fair
+			break
+		}
 		if err != nil {
 			r.Complete = false
 			r.StopReason = stopDisk
