@@ -266,7 +266,11 @@ type tarjan struct {
 	// edge, reaching a target (target is then the own search's flags).
 	flag, target []bool
 	// own: only the system's own edges are followed.
-	own         bool
+	own bool
+	// in and reach are the region being judged, loaded once (load): the
+	// states where Q does not hold, and those of them that a run can
+	// reach from where P holds without leaving them.
+	in, reach   []bool
 	stack       []uint32
 	calls       []frame
 	next, ncomp uint32
@@ -276,7 +280,8 @@ type frame struct{ v, at uint32 }
 
 func newTarjan(fg *fairGraph) *tarjan {
 	n := fg.n
-	return &tarjan{fg: fg, index: make([]uint32, n), low: make([]uint32, n), comp: make([]uint32, n), flag: make([]bool, n), target: make([]bool, n)}
+	return &tarjan{fg: fg, index: make([]uint32, n), low: make([]uint32, n), comp: make([]uint32, n), flag: make([]bool, n), target: make([]bool, n),
+		in: make([]bool, n), reach: make([]bool, n)}
 }
 
 func (t *tarjan) reset(own bool) {
@@ -290,13 +295,42 @@ func (t *tarjan) reset(own bool) {
 // follows reports whether the search follows edge at.
 func (t *tarjan) follows(at uint32) bool { return !t.own || t.fg.lab[at] != envLabel }
 
-// targets finds the components of the region's own edges and flags the
-// targets: states of fair components, and deadlocks (t.target).
-func (t *tarjan) targets(r pendingRegion) {
+// load reads a region: where Q does not hold (t.in), and the part of it
+// a run reaches from the states where P holds without leaving it, by any
+// edge (t.reach): only there can an obligation be pending.
+func (t *tarjan) load(r pendingRegion) {
+	fg := t.fg
+	clear(t.reach)
+	var work []uint32
+	for s := 0; s < fg.n; s++ {
+		v := uint32(s)
+		t.in[s] = r.in(v)
+		if t.in[s] && r.start(v) {
+			t.reach[s] = true
+			work = append(work, v)
+		}
+	}
+	for len(work) > 0 {
+		v := work[len(work)-1]
+		work = work[:len(work)-1]
+		for at := fg.off[v]; at < fg.off[v+1]; at++ {
+			if w := fg.dst[at]; t.in[w] && !t.reach[w] {
+				t.reach[w] = true
+				work = append(work, w)
+			}
+		}
+	}
+}
+
+// targets finds the components of the own edges in the reached part of
+// the region (closed under the region's edges, so its components are
+// the region's) and flags the targets: states of fair components, and
+// deadlocks (t.target).
+func (t *tarjan) targets() {
 	t.reset(true)
 	for s := 0; s < t.fg.n; s++ {
-		if v := uint32(s); r.in(v) && t.index[v] == 0 {
-			t.visit(v, r)
+		if v := uint32(s); t.reach[v] && t.index[v] == 0 {
+			t.visit(v)
 		}
 	}
 	copy(t.target, t.flag)
@@ -307,16 +341,17 @@ func (t *tarjan) targets(r pendingRegion) {
 // environment's edges included: a run may take finitely many faults),
 // a target can be reached, or -1. t.target is left set for the lasso.
 func (t *tarjan) run(r pendingRegion) int {
-	t.targets(r)
+	t.load(r)
+	t.targets()
 	t.reset(false)
 	first := -1
 	for s := 0; s < t.fg.n; s++ {
 		v := uint32(s)
-		if !r.start(v) || !r.in(v) {
+		if !t.in[v] || !r.start(v) {
 			continue
 		}
 		if t.index[v] == 0 {
-			t.visit(v, r)
+			t.visit(v)
 		}
 		if first < 0 && t.flag[v] {
 			first = s
@@ -326,7 +361,7 @@ func (t *tarjan) run(r pendingRegion) int {
 }
 
 // visit runs Tarjan's search from root, with an explicit call stack.
-func (t *tarjan) visit(root uint32, r pendingRegion) {
+func (t *tarjan) visit(root uint32) {
 	fg := t.fg
 	t.push(root)
 	for len(t.calls) > 0 {
@@ -336,7 +371,7 @@ func (t *tarjan) visit(root uint32, r pendingRegion) {
 			at := top.at
 			top.at++
 			w := fg.dst[at]
-			if !t.follows(at) || !r.in(w) {
+			if !t.follows(at) || !t.in[w] {
 				continue
 			}
 			switch {
@@ -349,7 +384,7 @@ func (t *tarjan) visit(root uint32, r pendingRegion) {
 		}
 		t.calls = t.calls[:len(t.calls)-1]
 		if t.low[v] == t.index[v] {
-			t.finish(v, r)
+			t.finish(v)
 		}
 		if len(t.calls) > 0 {
 			u := t.calls[len(t.calls)-1].v
@@ -371,7 +406,7 @@ func (t *tarjan) push(v uint32) {
 // move of the system's own). Of every edge: when a state of it is a
 // target, or an edge leaves it for a flagged component (finished before
 // it, as Tarjan finishes a component after those it reaches).
-func (t *tarjan) finish(v uint32, r pendingRegion) {
+func (t *tarjan) finish(v uint32) {
 	fg := t.fg
 	i := len(t.stack) - 1
 	for t.stack[i] != v {
@@ -394,7 +429,7 @@ func (t *tarjan) finish(v uint32, r pendingRegion) {
 		disabled |= ^fg.enabled[u]
 		for at := fg.off[u]; at < fg.off[u+1]; at++ {
 			w := fg.dst[at]
-			if !t.follows(at) || !r.in(w) {
+			if !t.follows(at) || !t.in[w] {
 				continue
 			}
 			switch {
@@ -445,7 +480,7 @@ func (e *exploration) checkFair() (*Counterexample, []FairVerdict, error) {
 			v := &model.Violation{Invariant: model.NameEventuallyDrained, Handoff: -1, Worker: -1,
 				Detail: "from this state a weakly fair run need never drain: something can stay held forever while every process moves or is disabled"}
 			v.Check = v.Detail
-			drained = e.lasso(t, r, uint32(s), v)
+			drained = e.lasso(t, uint32(s), v)
 			drained.Fair = "drain"
 		}
 	}
@@ -484,7 +519,7 @@ func (e *exploration) checkFair() (*Counterexample, []FairVerdict, error) {
 			v := &model.Violation{Invariant: ob.Name, Handoff: h, Worker: -1,
 				Detail: fmt.Sprintf("leads_to %s: P holds here, and from here a weakly fair run need never meet Q", ob.Name)}
 			v.Check = v.Detail
-			fv.Violation = e.lasso(t, r, uint32(best), v)
+			fv.Violation = e.lasso(t, uint32(best), v)
 			fv.Violation.Fair = "meet Q"
 		}
 		out = append(out, fv)
@@ -492,21 +527,21 @@ func (e *exploration) checkFair() (*Counterexample, []FairVerdict, error) {
 	return drained, out, nil
 }
 
-// lasso rebuilds a fair run that never leaves region r from start state
-// s: the shortest path to s (marked as the violation's step), then the
+// lasso rebuilds a fair run that never leaves the region t judged last
+// (run), from its start state s: the shortest path to s (marked as the violation's step), then the
 // shortest path in the region to a target (a deadlock, where the run
 // ends, or a state of a fair component), and in that component a cycle
 // that moves every process that is enabled throughout it, or visits a
-// state where it is not. t holds r's targets (run).
-func (e *exploration) lasso(t *tarjan, r pendingRegion, s uint32, v *model.Violation) *Counterexample {
+// state where it is not.
+func (e *exploration) lasso(t *tarjan, s uint32, v *model.Violation) *Counterexample {
 	fg := t.fg
 	ce := e.counterexample(&found{v: v, pid: s, move: -1})
-	path := t.bfs(s, func(u uint32) bool { return t.target[u] }, r.in, true)
+	path := t.bfs(s, func(u uint32) bool { return t.target[u] }, func(w uint32) bool { return t.in[w] }, true)
 	entry := path.ids[len(path.ids)-1]
 	loop := hops{ids: []uint32{entry}} // a deadlock: the run ends there
 	if fg.enabled[entry] != 0 {
 		// The own components again, for the entry's.
-		t.targets(r)
+		t.targets()
 		loop = t.fairCycle(entry)
 	}
 	c := e.c

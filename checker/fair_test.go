@@ -180,7 +180,7 @@ func TestFair_CycleCoversEveryProcess(t *testing.T) {
 	if want := []bool{true, true, true, false}; !slices.Equal(tj.target, want) {
 		t.Fatalf("targets %v, want %v", tj.target, want)
 	}
-	tj.targets(all)
+	tj.targets()
 	cyc := tj.fairCycle(0)
 	if cyc.ids[0] != 0 || cyc.ids[len(cyc.ids)-1] != 0 {
 		t.Fatalf("the cycle %v does not start and end at 0", cyc.ids)
