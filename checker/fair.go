@@ -43,19 +43,22 @@ import (
 // weakly fair when no process stays enabled forever without moving.
 //
 // The method. For a property and (per handoff) a handoff h, the states
-// where Q does not hold of h form a subgraph; an obligation that P raised
+// where Q does not hold of h form a region; an obligation that P raised
 // is pending while the run stays in it. A violation is a reachable state
-// where P holds and Q does not, from which, within that subgraph, the run
-// can reach either a state with no move at all (a finite maximal run: a
-// deadlock) or a strongly connected component that is fair: one with an
-// edge inside it, where every process either moves on an edge inside it
-// or is disabled in one of its states. Weak fairness needs no finer
-// decomposition: a process enabled in every state of a component and never
-// moving inside it is so in every smaller cycle of it too. Components are
-// found by Tarjan's algorithm without recursion, starting only from the
-// states where P holds and Q does not; each is finished after every
-// component it reaches, so whether it reaches a violating one is known
-// when it is finished, without a reverse graph.
+// where P holds and Q does not, from which, within the region and by any
+// move (a fault or an early timer included: a run takes finitely many),
+// the run can reach either a state with no move of the system's own (a
+// finite maximal run: it may end there) or a strongly connected component
+// of the own moves that is fair: one with an edge inside it, where every
+// process either moves on an edge inside it or is disabled in one of its
+// states. Weak fairness needs no finer decomposition: a process enabled
+// in every state of a component and never moving inside it is so in
+// every smaller cycle of it too. The region's part that a run reaches
+// from where P holds is marked first (load); Tarjan's algorithm, without
+// recursion, then finds the own components there (targets), and runs
+// again over every edge from the states where P holds: each component is
+// finished after every component it reaches, so whether it reaches a
+// target is known when it is finished, without a reverse graph.
 
 // Obligation is a leads_to property to judge under weak fairness.
 type Obligation struct {
