@@ -242,6 +242,22 @@ func (ws *witnessSearch) leadsTo(x *checker.Result, ch *checker.Checker, p *prop
 	return nil
 }
 
+// leadsToViolated says a leads_to property was violated: a fair run
+// never meets it.
+func (r *propsReport) leadsToViolated() bool {
+	if r == nil {
+		return false
+	}
+	for _, rr := range r.Runs {
+		for _, v := range rr.Properties {
+			if v.Kind == "leads_to" && v.Verdict == "violated" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // stepSpan names steps a to b: "step 8", "steps 8-10".
 func stepSpan(a, b int) string {
 	if a == b {
@@ -420,22 +436,6 @@ func (r *propsReport) notReached() bool {
 	for _, rr := range r.Runs {
 		for _, v := range rr.Properties {
 			if v.Kind == "sometimes" && v.Verdict == "not-reached" {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// leadsToViolated says a leads_to property was violated: a fair run
-// never meets it.
-func (r *propsReport) leadsToViolated() bool {
-	if r == nil {
-		return false
-	}
-	for _, rr := range r.Runs {
-		for _, v := range rr.Properties {
-			if v.Kind == "leads_to" && v.Verdict == "violated" {
 				return true
 			}
 		}

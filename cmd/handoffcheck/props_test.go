@@ -13,17 +13,6 @@ const (
 	smallConfig = "../../testdata/configs/small.json"
 )
 
-// sometimesFile writes a properties file whose one property, on its line
-// 2, is a sometimes property: what a driver that follows one run refuses.
-func sometimesFile(t *testing.T) string {
-	t.Helper()
-	file := filepath.Join(t.TempDir(), "witness.props")
-	if err := os.WriteFile(file, []byte("handoffcheck.props/v1\nsometimes PinnedAfterDecode per handoff: h.source_hold == \"pinned\" && h.destination_outcome == \"ok\"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return file
-}
-
 // A bad properties file is refused before any search: exit 2, one line at
 // the file, line and column of the problem, saying what was expected.
 func TestProps_BadFileRefused(t *testing.T) {
@@ -152,9 +141,8 @@ func TestProps_Simulate(t *testing.T) {
 	if code, out, _ = runCLI(t, "simulate", "--props", file); code != exitOK {
 		t.Fatalf("built-in tables: exit %d:\n%s", code, out)
 	}
-	witness := sometimesFile(t)
-	code, _, errOut := runCLI(t, "simulate", "--props", witness)
-	want := "handoffcheck simulate: " + witness + ":2:1: sometimes PinnedAfterDecode is not supported yet by this driver"
+	code, _, errOut := runCLI(t, "simulate", "--props", propsDir+"questions.props")
+	want := "handoffcheck simulate: " + propsDir + "questions.props:17:1: sometimes PinnedAfterDecode is not supported yet by this driver"
 	if code != exitUsage || !strings.HasPrefix(errOut, want) {
 		t.Fatalf("exit %d, stderr %q; want exit 2 and %s...", code, errOut, want)
 	}
@@ -232,9 +220,8 @@ func TestProps_Conform(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errOut, "--props: an aggregated replay hands nothing off") {
 		t.Fatalf("an aggregated replay: exit %d, stderr %q; want exit 2", code, errOut)
 	}
-	witness := sometimesFile(t)
-	code, _, errOut = runCLI(t, "conform", "--props", witness, logs["builtin"])
-	wantErr := "handoffcheck conform: " + witness + ":2:1: sometimes PinnedAfterDecode is not supported by conform"
+	code, _, errOut = runCLI(t, "conform", "--props", propsDir+"questions.props", logs["builtin"])
+	wantErr := "handoffcheck conform: " + propsDir + "questions.props:17:1: sometimes PinnedAfterDecode is not supported by conform"
 	if code != exitUsage || !strings.HasPrefix(errOut, wantErr) {
 		t.Fatalf("exit %d, stderr %q; want exit 2 and %s...", code, errOut, wantErr)
 	}
