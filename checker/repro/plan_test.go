@@ -1,0 +1,153 @@
+package repro
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
+	"github.com/handoffcheck/handoffcheck/checker/sim/faultplan"
+	"github.com/handoffcheck/handoffcheck/checker/sim/workload"
+	"github.com/handoffcheck/handoffcheck/model"
+
+)
+
+// Each shipped variant's counterexample on two-handoffs-faults.json (the
+// first of its vllm and sglang runs that check finds one in) becomes a
+// reproduction on the clock: the plan derived from the trace, whose
+// files simulate reads and which breaks the same invariant, or else the
+// first timed scenario that breaks it, or neither. The table holds
+// which, so that a plan that stops reproducing fails the test.
+func TestWrite_OnTheClock(t *testing.T) {
+	const plan, scenario, neither = "plan", "scenario", "neither"
+	want := map[string]string{
+		"bootstrap-as-readiness":          plan,
+		"cancel-noop-leaks-held-source":   plan,
+		"decode-without-reservation":      plan,
+		"expired-lease-reports-release":   plan,
+		"late-cancel-standin":             plan,
+		"late-peer-cancel-fails-done":     plan,
+		"ownership-at-terminal-token":     plan,
+		"prefill-after-early-outcome":     plan,
+		"publish-before-compute":          plan,
+		"pull-deadline-without-fence":     plan,
+		"pull-failed-reports-success":     plan,
+		"push-deadline-without-fence":     plan,
+		"rearm-reservation":               neither,
+		"release-before-activation":       plan,
+		"release-on-heartbeat":            plan,
+		"release-on-scheduler-finish":     plan,
+		"report-before-release-applied":   plan,
+		"withdraw-noop-leaks-reservation": plan,
+	}
+	files, err := filepath.Glob("../../testdata/variants/*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	seen := 0
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".json")
+		if name == "broken-vocabulary" {
+			continue // its tables do not parse: it has no counterexample
+		}
+		in, ok := firstFound(t, "../../testdata/configs/two-handoffs-faults.json", file, "vllm", "sglang")
+		if !ok {
+			if w, listed := want[name]; listed {
+				t.Errorf("%s: no counterexample, want one reproduced by %s", name, w)
+			}
+			continue
+		}
+		seen++
+		dir := t.TempDir()
+		res, err := Write(dir, in)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got := neither
+		switch {
+		case res.Plan.Result != nil:
+			if inv := simulated(t, dir, in); inv != res.Invariant {
+				t.Errorf("%s: the plan's files break %q, not %s", name, inv, res.Invariant)
+			}
+			got = plan
+		case res.Timed != nil && res.Timed.Scenario != "":
+			got = scenario
+		}
+		counts[got]++
+		if got != want[name] {
+			why := res.Plan.Why
+			t.Errorf("%s (%s, %s): reproduced on the clock by %s, want %s (%s)", name, in.Run.Name, res.Invariant, got, want[name], why)
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("%d variants have a counterexample, the table lists %d", seen, len(want))
+	}
+	t.Logf("of %d counterexamples: %d by the plan derived from the trace, %d by a named scenario, %d by neither", seen, counts[plan], counts[scenario], counts[neither])
+}
+
+// firstFound is the input of the first of the runs check finds a
+// counterexample in.
+func firstFound(t testing.TB, configFile, specFile string, runs ...string) (Input, bool) {
+	t.Helper()
+	for _, run := range runs {
+		if in, ok := tryFound(t, configFile, specFile, run); ok {
+			return in, true
+		}
+	}
+	return Input{}, false
+}
+
+// simulated reads a reproduction's plan as simulate reads it and runs
+// it: the invariant it breaks ("" for none).
+func simulated(t *testing.T, dir string, in Input) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, SimFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := cluster.ParseConfig(SimFile, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf, err := os.Open(filepath.Join(dir, WorkloadFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wf.Close()
+	rd, err := workload.NewReader(wf, WorkloadFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reqs []cluster.Request
+	for {
+		q, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, cluster.Request{Index: q.Index, ArrivalUS: q.ArrivalUS, PromptTokens: model.Tokens(q.PromptTokens), OutputTokens: model.Tokens(q.OutputTokens), CancelUS: -1})
+	}
+	ff, err := os.Open(filepath.Join(dir, FaultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ff.Close()
+	plan, err := faultplan.Parse(ff, FaultsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, res, err := runPlan(context.Background(), in.Protocol, cfg, reqs, plan.Faults, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Violation == nil {
+		return ""
+	}
+	return res.Violation.Invariant
+}
