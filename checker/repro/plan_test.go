@@ -12,7 +12,6 @@ import (
 	"github.com/handoffcheck/handoffcheck/checker/sim/faultplan"
 	"github.com/handoffcheck/handoffcheck/checker/sim/workload"
 	"github.com/handoffcheck/handoffcheck/model"
-
 )
 
 // Each shipped variant's counterexample on two-handoffs-faults.json (the
