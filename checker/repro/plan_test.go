@@ -11,6 +11,7 @@ import (
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/sim/faultplan"
 	"github.com/handoffcheck/handoffcheck/checker/sim/workload"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -77,6 +78,7 @@ func TestWrite_OnTheClock(t *testing.T) {
 			got = scenario
 		}
 		counts[got]++
+		t.Logf("%s (%s, %s): %s after %d runs of the simulator", name, in.Run.Name, res.Invariant, got, res.Plan.Runs)
 		if got != want[name] {
 			why := res.Plan.Why
 			t.Errorf("%s (%s, %s): reproduced on the clock by %s, want %s (%s)", name, in.Run.Name, res.Invariant, got, want[name], why)
@@ -149,4 +151,38 @@ func simulated(t *testing.T, dir string, in Input) string {
 		return ""
 	}
 	return res.Violation.Invariant
+}
+
+// The time to write a reproduction whose plan takes the most runs of the
+// shipped variants' (a lease deadline found between a decode's end and a
+// fact's delivery, in the second shape of the clock).
+func BenchmarkWrite_PlanSearch(b *testing.B) {
+	in := found(b, "../../testdata/configs/two-handoffs-faults.json", "../../testdata/variants/late-peer-cancel-fails-done.json", "vllm")
+	dir := b.TempDir()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := Write(dir, in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(res.Plan.Runs), "sim-runs")
+	}
+}
+
+// The time to find no plan: every candidate run, for an invariant no
+// run breaks (the bound on the runs bounds it).
+func BenchmarkDerivePlan_NoneReaches(b *testing.B) {
+	in := found(b, "../../testdata/configs/two-handoffs-faults.json", "../../testdata/variants/late-peer-cancel-fails-done.json", "vllm")
+	cfg, err := system.ParseConfig("config", in.ConfigJSON)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p, err := DerivePlan(context.Background(), in.Protocol, cfg, in.Run, movesOf(in.Found), "NoSuchInvariant", false)
+		if err != nil || p.Result != nil {
+			b.Fatal(err, p.Result)
+		}
+		b.ReportMetric(float64(p.Runs), "sim-runs")
+	}
 }
