@@ -70,7 +70,7 @@ func TestWrite_OnTheClock(t *testing.T) {
 		got := neither
 		switch {
 		case res.Plan.Result != nil:
-			if inv := simulated(t, dir, in); inv != res.Invariant {
+			if inv := simulated(t, dir, in.Protocol); inv != res.Invariant {
 				t.Errorf("%s: the plan's files break %q, not %s", name, inv, res.Invariant)
 			}
 			got = plan
@@ -104,7 +104,7 @@ func firstFound(t testing.TB, configFile, specFile string, runs ...string) (Inpu
 
 // simulated reads a reproduction's plan as simulate reads it and runs
 // it: the invariant it breaks ("" for none).
-func simulated(t *testing.T, dir string, in Input) string {
+func simulated(t *testing.T, dir string, proto *system.Protocol) string {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(dir, SimFile))
 	if err != nil {
@@ -143,7 +143,7 @@ func simulated(t *testing.T, dir string, in Input) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, res, err := runPlan(context.Background(), in.Protocol, cfg, reqs, plan.Faults, false)
+	_, res, err := runPlan(context.Background(), proto, cfg, reqs, plan.Faults, false)
 	if err != nil {
 		t.Fatal(err)
 	}
