@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/sim/faultplan"
 	"github.com/handoffcheck/handoffcheck/checker/sim/workload"
@@ -184,5 +185,63 @@ func BenchmarkDerivePlan_NoneReaches(b *testing.B) {
 			b.Fatal(err, p.Result)
 		}
 		b.ReportMetric(float64(p.Runs), "sim-runs")
+	}
+}
+
+// A restart in the trace is aimed at the phase of the handoff its
+// worker's side last logged a fact at, the form of a plan line that
+// simulate and live strike at the same point; the simulator strikes it.
+func TestPlan_RestartAimedByPhase(t *testing.T) {
+	raw, err := os.ReadFile("../../testdata/configs/small.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgJSON := strings.Replace(string(raw), `"faults": {"duplicate": 1, "cancel": 1, "early_timer": 1}`, `"faults": {"restart": 1}`, 1)
+	cfg, err := system.ParseConfig("small.json", []byte(cfgJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proto := system.Generated()
+	c, err := checker.New(proto, cfg, cfg.Runs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		moves       []string
+		side, after string
+		worker      int
+	}{
+		{[]string{"route-prefill h=0 worker=0", "deliver-request h=0", "compute h=0", "restart worker=0"}, "source", "stored", 0},
+		{[]string{"route-prefill h=0 worker=0", "deliver-request h=0", "compute h=0", "route-decode h=0 worker=1", "reserve h=0", "restart worker=1"}, "destination", "transfer_started", 1},
+	} {
+		var moves []system.Move
+		for _, s := range tc.moves {
+			m, err := system.ParseMove(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			moves = append(moves, m)
+		}
+		steps, skipped, why := planSteps(c, cfg, moves)
+		if why != "" || len(skipped) > 0 {
+			t.Fatalf("%v: %s %v", tc.moves, why, skipped)
+		}
+		base, err := planConfig(cfg, cfg.Runs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs := []cluster.Request{{Index: 0, PromptTokens: 48, OutputTokens: 16, CancelUS: -1}}
+		p := &Plan{}
+		faults, res, err := p.aim(context.Background(), proto, base, reqs, steps, map[int]int{0: 0}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := faultplan.Fault{Kind: "restart", Request: 0, Worker: -1, Side: tc.side, After: tc.after}
+		if len(faults) != 1 || faults[0] != want {
+			t.Fatalf("%v: the plan is %+v, want %+v", tc.moves, faults, want)
+		}
+		if res.Violation != nil || res.Summary.FaultsStruck != 1 {
+			t.Fatalf("%v: the built-in tables' run: %+v, %d faults struck", tc.moves, res.Violation, res.Summary.FaultsStruck)
+		}
 	}
 }
