@@ -613,8 +613,12 @@ func (p *Plan) Summary() string {
 	} else {
 		fmt.Fprintf(&b, "%d requests, one per handoff, arriving in the order the trace starts them", len(p.Requests))
 	}
-	if n := len(p.Faults); n > 0 {
-		fmt.Fprintf(&b, ", and the trace's %d fault%s, each aimed at its request where the trace strikes it", n, plural(n))
+	switch n := len(p.Faults); n {
+	case 0:
+	case 1:
+		fmt.Fprintf(&b, ", and the trace's %s, aimed at its request where the trace strikes it", p.Faults[0].Kind)
+	default:
+		fmt.Fprintf(&b, ", and the trace's %d faults, each aimed at its request where the trace strikes it", n)
 	}
 	if p.Timers != "" {
 		b.WriteString("; the timers the trace fires before the steps after them are due fire at shortened deadlines (" + p.Timers + ")")
@@ -629,19 +633,25 @@ func (p *Plan) Summary() string {
 }
 
 // LiveNote says what a live run of the plan keeps of the trace's order.
+// A live run reads a plan's restarts aimed at a phase and strikes them
+// there; it does not read the time of a mark on a request: it strikes a
+// lost or duplicated fact on the first fact of that name to that side,
+// and the other kinds where the request first offers them (a cancel as
+// the request is routed).
 func (p *Plan) LiveNote() string {
-	timed := 0
+	var timed []string
 	for _, f := range p.Faults {
-		if f.After == "" {
-			timed++
+		if f.After != "" || f.Request < 0 || f.Kind == "loss" || f.Kind == "duplicate" {
+			continue
 		}
+		timed = append(timed, f.Kind)
 	}
 	note := "A live run's order is its processes' own, on a wall clock scaled by `--time-scale`"
 	switch {
-	case timed > 0:
-		note += fmt.Sprintf(": %d of the plan's faults strike at a time, which a live run reaches only as closely as its processes keep to the clock", timed)
+	case len(timed) > 0:
+		note += fmt.Sprintf(": the plan's %s %s placed by time, which a live run does not read (it strikes such a mark where the request first offers it, a cancel as the request is routed), so live may strike it before the phase the trace strikes it at", strings.Join(timed, ", "), isAre(len(timed)))
 	case len(p.Faults) > 0:
-		note += ": every fault of the plan is aimed at a phase, which a live run strikes at the same point"
+		note += ": a restart of the plan is aimed at a phase, which a live run strikes at the same point, and a lost or duplicated fact is the first of its name to its side"
 	default:
 		note += ": the plan has no fault, so the steps need only the order the configuration's durations give them"
 	}
@@ -651,11 +661,11 @@ func (p *Plan) LiveNote() string {
 	return note + "."
 }
 
-func plural(n int) string {
+func isAre(n int) string {
 	if n == 1 {
-		return ""
+		return "is"
 	}
-	return "s"
+	return "are"
 }
 
 // files adds the plan's files to a reproduction's, when it reaches the
