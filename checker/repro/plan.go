@@ -78,10 +78,14 @@ var planShapes = []planShape{
 	{name: "commands slower than facts (5 ms per command)", commandUS: 5_000},
 }
 
-// faultOffsets are the times after its phase a fault is placed at: a
-// microsecond after (the fault strikes once the phase's step is done),
-// or at the same instant.
-var faultOffsets = []int64{1, 0}
+// faultOffsets are how a fault is placed after the phase the trace
+// strikes it at: aimed at the phase itself (-1: right after the side's
+// worker logs the fact, which simulate and live strike at the same
+// point; a kind that cannot be so aimed is placed a microsecond after
+// the time of the phase), or a microsecond after the time a run logs
+// the phase (the fault strikes once the phase's step is done), or at the
+// same instant. A restart is always aimed at its phase.
+var faultOffsets = []int64{-1, 1, 0}
 
 // maxPlanRuns bounds the simulations run to find a plan, so that a
 // reproduction stays quick: a count, not a time, so that the same trace
@@ -292,6 +296,16 @@ func (p *Plan) aim(ctx context.Context, proto *system.Protocol, cfg *cluster.Con
 			}
 			f.Side = ""
 		}
+		if offset < 0 && k != system.Restart && system.FaultKinds[k].Phase {
+			if sd, after := phaseOf(want, k, st.m); after != "" {
+				f.Side, f.After = sideName(sd), after
+				if n := len(faults); n > 0 {
+					f.AtUS = faults[n-1].AtUS
+				}
+				faults = append(faults, f)
+				continue
+			}
+		}
 		if p.Runs >= maxPlanRuns {
 			return nil, nil, nil
 		}
@@ -300,7 +314,11 @@ func (p *Plan) aim(ctx context.Context, proto *system.Protocol, cfg *cluster.Con
 		if err != nil {
 			return nil, nil, err
 		}
-		at := phaseTime(log, r, want) + offset
+		off := offset
+		if off < 0 {
+			off = 1 // a kind not aimed at a phase: just after its time
+		}
+		at := phaseTime(log, r, want) + off
 		if n := len(faults); n > 0 && at < faults[n-1].AtUS {
 			at = faults[n-1].AtUS
 		}
@@ -328,6 +346,31 @@ func sideName(sd model.Side) string {
 		return "source"
 	}
 	return "destination"
+}
+
+// phaseOf is the phase a fault of kind k, the trace's move m, is aimed
+// at: the side and the last fact it logged for the request before the
+// fault, of the side the move names, or of either side for a kind whose
+// move names none ("" when that side logged nothing yet).
+func phaseOf(want []obslog.Label, k system.Fault, m system.Move) (model.Side, string) {
+	var sd model.Side
+	after := ""
+	for _, l := range want {
+		var by model.Side
+		switch l.By {
+		case obslog.BySource:
+			by = model.SourceSide
+		case obslog.ByDestination:
+			by = model.DestinationSide
+		default:
+			continue
+		}
+		if cluster.Takes(k, system.ArgSide) && by != model.Side(m.Arg) {
+			continue
+		}
+		sd, after = by, l.Kind.String()
+	}
+	return sd, after
 }
 
 // runPlan runs a plan; with log, it returns the run's observation log.

@@ -63,25 +63,43 @@ func TestTimeline_Spec(t *testing.T) {
 
 // TestCheck_ReproOnTheClockAndLive: check --repro writes the trace's
 // plan on the clock; simulate run on its files breaks the same invariant,
-// and so does live, whose logs conform rejects naming it. The variant's
-// bug needs no fault and no deadline, so the live run's verdict does not
-// hang on how closely the processes keep to the clock.
+// and so does live, whose logs conform rejects naming it. The first
+// variant's bug needs no fault and no deadline; the second's needs a
+// client cancel after the destination reported its outcome, which the
+// plan aims at that phase (the destination's worker tells the frontend
+// when it logs the fact), so neither live verdict hangs on how closely
+// the processes keep to the clock.
 func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
-	const variant = "../../testdata/variants/decode-without-reservation.json"
-	const inv = "TransferNeedsReservation"
-	dir := t.TempDir()
-	code, _, errOut := runCLI(t, "check", "--config", "../../testdata/configs/small.json", "--spec", variant, "--run", "vllm", "--timing=false", "--repro", dir)
-	if code != exitViolation || !strings.Contains(errOut, "reproduction of "+inv+" written to "+dir) || !strings.Contains(errOut, "sim.json, workload.jsonl, faults.jsonl") {
-		t.Fatalf("check --repro: exit %d\n%s", code, errOut)
-	}
-	plan := []string{"--config", filepath.Join(dir, "sim.json"), "--workload", filepath.Join(dir, "workload.jsonl"), "--faults", filepath.Join(dir, "faults.jsonl"), "--spec", variant}
-	code, out, errOut := runCLI(t, append([]string{"simulate"}, plan...)...)
-	if code != exitViolation || !strings.Contains(out, "VIOLATION "+inv+" at ") {
-		t.Fatalf("simulate on the plan: exit %d\n%s%s", code, out, errOut)
-	}
-	liveDir := t.TempDir()
-	code, out, errOut = runCLI(t, append([]string{"live", "--out", t.TempDir(), "--repro", liveDir}, plan...)...)
-	if code != exitViolation || !strings.Contains(out, "verdict: rejected") || !strings.Contains(errOut, "reproduction of "+inv+" written to "+liveDir) {
-		t.Fatalf("live on the plan: exit %d\n%s%s", code, out, errOut)
+	for _, tc := range []struct {
+		variant, inv, fault string
+	}{
+		{"decode-without-reservation", "TransferNeedsReservation", ""},
+		{"late-cancel-standin", "ExactlyOnceRelease", `{"at_ms":0,"kind":"cancel","request":0,"side":"destination","after":"outcome_reported"}`},
+	} {
+		t.Run(tc.variant, func(t *testing.T) {
+			variant := "../../testdata/variants/" + tc.variant + ".json"
+			dir := t.TempDir()
+			code, _, errOut := runCLI(t, "check", "--config", "../../testdata/configs/small.json", "--spec", variant, "--run", "vllm", "--timing=false", "--repro", dir)
+			if code != exitViolation || !strings.Contains(errOut, "reproduction of "+tc.inv+" written to "+dir) || !strings.Contains(errOut, "sim.json, workload.jsonl, faults.jsonl") {
+				t.Fatalf("check --repro: exit %d\n%s", code, errOut)
+			}
+			faults, err := os.ReadFile(filepath.Join(dir, "faults.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(faults), tc.fault) {
+				t.Fatalf("the plan's faults:\n%s\nwant %s", faults, tc.fault)
+			}
+			plan := []string{"--config", filepath.Join(dir, "sim.json"), "--workload", filepath.Join(dir, "workload.jsonl"), "--faults", filepath.Join(dir, "faults.jsonl"), "--spec", variant}
+			code, out, errOut := runCLI(t, append([]string{"simulate"}, plan...)...)
+			if code != exitViolation || !strings.Contains(out, "VIOLATION "+tc.inv+" at ") {
+				t.Fatalf("simulate on the plan: exit %d\n%s%s", code, out, errOut)
+			}
+			liveDir := t.TempDir()
+			code, out, errOut = runCLI(t, append([]string{"live", "--out", t.TempDir(), "--repro", liveDir}, plan...)...)
+			if code != exitViolation || !strings.Contains(out, "verdict: rejected") || !strings.Contains(errOut, "reproduction of "+tc.inv+" written to "+liveDir) {
+				t.Fatalf("live on the plan: exit %d\n%s%s", code, out, errOut)
+			}
+		})
 	}
 }
