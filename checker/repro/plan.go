@@ -676,11 +676,11 @@ func (p *Plan) Summary() string {
 }
 
 // LiveNote says what a live run of the plan keeps of the trace's order.
-// A live run reads a plan's restarts aimed at a phase and strikes them
-// there; it does not read the time of a mark on a request: it strikes a
-// lost or duplicated fact on the first fact of that name to that side,
-// and the other kinds where the request first offers them (a cancel as
-// the request is routed).
+// A live run strikes a plan's faults aimed at a phase there; it does not
+// read the time of another mark on a request: it strikes a lost or
+// duplicated fact on the first fact of that name to that side, and the
+// other kinds where the request first offers them (a cancel as the
+// request is routed).
 func (p *Plan) LiveNote() string {
 	var timed []string
 	for _, f := range p.Faults {
@@ -694,7 +694,7 @@ func (p *Plan) LiveNote() string {
 	case len(timed) > 0:
 		note += fmt.Sprintf(": the plan's %s %s placed by time, which a live run does not read (it strikes such a mark where the request first offers it, a cancel as the request is routed), so live may strike it before the phase the trace strikes it at", strings.Join(timed, ", "), isAre(len(timed)))
 	case len(p.Faults) > 0:
-		note += ": a restart of the plan is aimed at a phase, which a live run strikes at the same point, and a lost or duplicated fact is the first of its name to its side"
+		note += ": the plan's faults are aimed at phases of the handoff, which a live run strikes at the same point (a lost or duplicated fact at the first of its name to its side)"
 	default:
 		note += ": the plan has no fault, so the steps need only the order the configuration's durations give them"
 	}
