@@ -61,14 +61,14 @@ type Plan struct {
 var planLadder = []int64{0, 100, 300, 1_000, 3_000, 10_000, 30_000, 100_000, 300_000}
 
 // planShape is how long the clock's other steps take in a candidate
-// plan: a delivery, a command on a scheduler core, one output token.
-// The trace may take a fact's delivery after a decode finished or after
-// a command the destination applies; the clock orders them so only
-// when the one is slower than the other.
+// plan: a delivery, a command on a scheduler core, and the output a
+// request decodes. The trace may take a fact's delivery after a decode
+// finished or after a command the destination applies; the clock orders
+// them so only when the one is slower than the other.
 type planShape struct {
-	name                         string
-	latencyUS, commandUS, perTok int64
-	output                       model.Tokens
+	name                 string
+	latencyUS, commandUS int64
+	output               model.Tokens
 }
 
 // planShapes are the shapes tried, the configuration's own first.
