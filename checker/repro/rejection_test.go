@@ -225,7 +225,7 @@ func TestWriteRejection_InvalidLogs(t *testing.T) {
 			if _, err := WriteRejection(again, in); err != nil {
 				t.Fatal(err)
 			}
-			for _, f := range []string{TraceFile, ReadmeFile, TestFile, SpecOut} {
+			for _, f := range []string{TraceFile, ReadmeFile, TestFile, SpecOut, SimFile, WorkloadFile, FaultsFile} {
 				a, _ := os.ReadFile(filepath.Join(dir, f))
 				b, _ := os.ReadFile(filepath.Join(again, f))
 				if !bytes.Equal(a, b) {
