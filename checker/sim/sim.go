@@ -624,6 +624,7 @@ func (s *Sim) do(r *request, m system.Move, force bool) bool {
 		s.observe(r, &before, m)
 	}
 	trigger := s.restartTrigger(r, &before, m)
+	s.phaseMarks(r, &before, m)
 	w := r.p
 	if m.Kind == system.MvRouteDecode {
 		w = r.d
@@ -647,6 +648,23 @@ func (s *Sim) do(r *request, m system.Move, force bool) bool {
 		s.stats.faults++
 	}
 	return true
+}
+
+// phaseMarks sets the marks aimed at the phase the step reached: a side
+// logged the fact they wait for (cluster.Marks.Logged). They strike where
+// the request next offers their move, as a mark set at a time does.
+func (s *Sim) phaseMarks(r *request, before *system.State, m system.Move) {
+	if !r.m.AwaitsPhase() {
+		return
+	}
+	for _, l := range s.step.Observe(before, &r.st, m) {
+		switch l.By {
+		case obslog.BySource:
+			r.m.Logged(model.SourceSide, obslog.Kinds[l.Kind].Name)
+		case obslog.ByDestination:
+			r.m.Logged(model.DestinationSide, obslog.Kinds[l.Kind].Name)
+		}
+	}
 }
 
 // restartTrigger is the side whose planned restart the step triggers (it
@@ -1120,7 +1138,7 @@ func (s *Sim) checkFault(f cluster.Fault) error {
 	if f.Worker >= s.cfg.NumWorkers() {
 		return fmt.Errorf("%s:%d: %w: worker %d, but the configuration has workers 0 to %d", f.File, f.Line, cluster.ErrInput, f.Worker, s.cfg.NumWorkers()-1)
 	}
-	if system.FaultKinds[k].Phase && f.Request >= 0 {
+	if system.FaultKinds[k].Phase && f.Request >= 0 && (k == system.Restart || f.After != "") {
 		if !slices.Contains(obslog.AttemptKindNames(), f.After) {
 			return fmt.Errorf("%s:%d: %w: after %q, want a kind of the observation log a worker logs for a request: %s", f.File, f.Line, cluster.ErrInput, f.After, strings.Join(obslog.AttemptKindNames(), ", "))
 		}

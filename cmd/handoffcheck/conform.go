@@ -251,10 +251,10 @@ func saveConformRepro(e *env, dir string, p *system.Protocol, variant *spec.Spec
 	}
 	switch {
 	case res.Reproduced && res.Deviation != "":
-		fmt.Fprintf(e.stderr, "reproduction of %s written to %s: %d steps under the tables with %s (%s, %s, %s, %s)\n",
-			res.Invariant, res.Dir, res.Steps, res.Deviation, repro.TraceFile, repro.SpecOut, repro.ReadmeFile, repro.TestFile)
+		fmt.Fprintf(e.stderr, "reproduction of %s written to %s: %d steps under the tables with %s (%s)\n",
+			res.Invariant, res.Dir, res.Steps, res.Deviation, strings.Join(res.Files(), ", "))
 	case res.Reproduced:
-		fmt.Fprintf(e.stderr, "reproduction of %s written to %s: %d steps (%s, %s, %s)\n", res.Invariant, res.Dir, res.Steps, repro.TraceFile, repro.ReadmeFile, repro.TestFile)
+		fmt.Fprintf(e.stderr, "reproduction of %s written to %s: %d steps (%s)\n", res.Invariant, res.Dir, res.Steps, strings.Join(res.Files(), ", "))
 	case res.Steps > 0:
 		fmt.Fprintf(e.stderr, "the rejected attempt's explanation written to %s: %d steps, no violating step (%s, %s)%s\n", res.Dir, res.Steps, repro.TraceFile, repro.ReadmeFile, sentence(res.Why))
 	default:

@@ -430,8 +430,8 @@ func TestCLI_LivePropsRefused(t *testing.T) {
 
 // TestCLI_LiveRepro: a broken variant run live is rejected by conform,
 // and --repro writes the rejection's reproduction: a trace that replay
-// judges to the same invariant, and the timed scenario that breaks it
-// on the clock. Refusals come before any process starts.
+// judges to the same invariant, and a plan on the clock that simulate
+// judges to it too. Refusals come before any process starts.
 func TestCLI_LiveRepro(t *testing.T) {
 	w := liveWorkload(t, 10, "100")
 	dir := t.TempDir()
@@ -450,8 +450,19 @@ func TestCLI_LiveRepro(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(readme), "handoffcheck timeline --scenario ") {
-		t.Errorf("the README gives no timed reproduction:\n%s", readme)
+	if !strings.Contains(string(readme), "handoffcheck simulate --config sim.json --workload workload.jsonl --faults faults.jsonl") {
+		t.Errorf("the README gives no plan on the clock:\n%s", readme)
+	}
+	// The plan, under the tables the trace carries, breaks the same
+	// invariant in simulate.
+	spec := "../../testdata/variants/release-on-scheduler-finish.json"
+	if _, err := os.Stat(filepath.Join(dir, "spec.json")); err == nil {
+		spec = filepath.Join(dir, "spec.json")
+	}
+	code, out, rerr = runCLI(t, "simulate", "--config", filepath.Join(dir, "sim.json"), "--workload", filepath.Join(dir, "workload.jsonl"),
+		"--faults", filepath.Join(dir, "faults.jsonl"), "--spec", spec)
+	if code != exitViolation || !strings.Contains(out, "VIOLATION SourcePinnedUntilRead at ") {
+		t.Fatalf("simulate on the reproduction's plan: exit %d\n%s%s", code, out, rerr)
 	}
 	for _, tc := range []struct {
 		args []string
