@@ -19,9 +19,11 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/diagram"
 	"github.com/handoffcheck/handoffcheck/checker/internal/browser"
 	"github.com/handoffcheck/handoffcheck/checker/props"
 	"github.com/handoffcheck/handoffcheck/checker/system"
+	"github.com/handoffcheck/handoffcheck/machines"
 	"github.com/handoffcheck/handoffcheck/machines/interp"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -274,6 +276,7 @@ func TestExplorer_InChromium(t *testing.T) {
 	if cls := text(sel + `.fired td`); cls != strconv.Itoa(row.Row) {
 		t.Fatalf("%s is not marked fired (%q)", sel, cls)
 	}
+	diagramAtLastStep(t, ctx, c, tr, s)
 	if err := chromedp.Do(ctx,
 		chromedp.Click(`#trace li[data-step="`+strconv.Itoa(len(tr.Moves)-1)+`"]`),
 		loaded(hashOf(at.Path[:len(at.Path)-1])),
@@ -356,6 +359,75 @@ func TestExplorer_InChromium(t *testing.T) {
 	}
 }
 
+// diagramAtLastStep holds the machines' diagrams at a trace's last step
+// to the checker: for the handoff whose row the step fired, chosen on the
+// page, the node marked current in each role's diagram reads the state
+// the checker's own session is in, and the edge of the row the step
+// fired, out of the state the checker was in before it, is marked fired.
+func diagramAtLastStep(t *testing.T, ctx context.Context, c *checker.Checker, tr *checker.Trace, s *Server) {
+	t.Helper()
+	sess := c.NewSession()
+	for _, m := range tr.Moves[:len(tr.Moves)-1] {
+		if _, err := sess.Apply(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := c.Protocol()
+	stateOf := func(st *system.State, role spec.Role, h int) string {
+		if role == spec.Source {
+			return p.StateName(role, st.Src[h])
+		}
+		return p.StateName(role, st.Dst[h])
+	}
+	// The session's state changes in place: the names before the step
+	// are read before it.
+	var before [2][]string
+	for h := range c.World().Handoffs {
+		for _, role := range []spec.Role{spec.Source, spec.Destination} {
+			before[role] = append(before[role], stateOf(sess.State(), role, h))
+		}
+	}
+	r, err := sess.Apply(tr.Moves[len(tr.Moves)-1])
+	if err != nil || len(r.Fired) == 0 {
+		t.Fatalf("the trace's last step fires no row: %v", err)
+	}
+	f := r.Fired[len(r.Fired)-1]
+	h := f.Handoff
+	from := before[f.Role][h]
+	path := fmtPath(s.trace.Path)
+	if _, err := chromedp.Run(ctx, chromedp.SetValue(`#diagram-handoff`, strconv.Itoa(h))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("diagram-handoff").dispatchEvent(new Event("change"))`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.WaitReady(`body[data-diagram="`+path+`/h`+strconv.Itoa(h)+`"]`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, role := range []spec.Role{spec.Source, spec.Destination} {
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#diagram-`+role.String()+` g.node.current > text, #diagram-`+role.String()+` g.node.current a > text"), e => e.textContent)`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := stateOf(sess.State(), role, h); len(got) != 1 || got[0] != want {
+			t.Fatalf("the %s diagram marks %q as h%d's state, the checker has %s", role, got, h, want)
+		}
+	}
+	id := diagram.EdgeID(f.Role, f.Row, from)
+	cls, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.getElementById(`+strconv.Quote(id)+`) || {getAttribute: () => "missing"}).getAttribute("class")`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(strings.Fields(cls), "fired") {
+		t.Fatalf("the edge %s of the row the last step fired has class %q, want it marked fired", id, cls)
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".diagram g.edge.fired").length`)); err != nil || n != 1 {
+		t.Fatalf("%d edges marked fired, want the one row's (%v)", n, err)
+	}
+	t.Logf("h%d: %s row %d fired from %s", h, f.Role, f.Row, from)
+	shotOf(t, ctx, "#diagram-"+f.Role.String(), "explore-diagram.png")
+}
+
 // screenshot takes the page as the browser shows it; with -rewrite it
 // becomes the picture of docs/img the explorer's page shows.
 func screenshot(t *testing.T, ctx context.Context, name string) {
@@ -366,6 +438,25 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	}
 	cfg, err := png.DecodeConfig(bytes.NewReader(shot))
 	if err != nil || cfg.Width < 800 || cfg.Height < 600 {
+		t.Fatalf("screenshot %s: %v, %dx%d", name, err, cfg.Width, cfg.Height)
+	}
+	if *rewrite {
+		if err := os.WriteFile("../../docs/img/"+name, shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// shotOf takes one element of the page, scrolled into view; with
+// -rewrite it becomes a picture of docs/img.
+func shotOf(t *testing.T, ctx context.Context, sel, name string) {
+	t.Helper()
+	shot, err := chromedp.Run(ctx, chromedp.Screenshot(sel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := png.DecodeConfig(bytes.NewReader(shot))
+	if err != nil || cfg.Width < 300 || cfg.Height < 150 {
 		t.Fatalf("screenshot %s: %v, %dx%d", name, err, cfg.Width, cfg.Height)
 	}
 	if *rewrite {
@@ -493,4 +584,52 @@ func withJudge(cfg *system.Config, j system.StateJudge) *system.Config {
 	c.Judge = j
 	c.Symmetry = false
 	return &c
+}
+
+// The diagrams served are the run's own tables': the built-in tables'
+// are the ones machines embeds, a variant's are laid out from the
+// variant (release-on-heartbeat's edge from Pinned on LeaseRenewed goes
+// to Released, the built-in one stays); an unknown role is a 400.
+func TestDiagram_TheRunsTables(t *testing.T) {
+	get := func(s *Server, query string) (int, string) {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, httptest.NewRequest("GET", "/api/diagram?"+query, nil))
+		return rec.Code, rec.Body.String()
+	}
+	cfg, err := system.ParseConfig("default.json", checker.DefaultConfigJSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := New(system.Generated(), cfg, cfg.Runs[0], Options{Title: "default.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := machines.Diagrams.ReadFile(diagram.File(spec.Destination, cfg.Runs[0].Policy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := get(def, "role=destination"); code != http.StatusOK || body != string(want) {
+		t.Errorf("the default run's destination diagram: %d, %d bytes, want the embedded %d", code, len(body), len(want))
+	}
+	_, _, variant := openTrace(t, counterexample)
+	code, body := get(variant, "role=source")
+	if code != http.StatusOK {
+		t.Fatalf("the variant's source diagram: %d %s", code, body)
+	}
+	edge := func(doc string, from, to, event string) bool {
+		// An edge's title is FROM->TO and its label the event.
+		i := strings.Index(doc, "<title>"+from+"&#45;&gt;"+to+"</title>")
+		return i >= 0 && strings.Contains(doc[i:min(len(doc), i+2000)], ">"+event+"</text>")
+	}
+	if !edge(body, "Pinned", "Released", "LeaseRenewed") {
+		t.Errorf("the variant's diagram has no edge Pinned -> Released on LeaseRenewed")
+	}
+	_, builtin := get(def, "role=source")
+	if edge(builtin, "Pinned", "Released", "LeaseRenewed") || !edge(builtin, "Pinned", "Pinned", "LeaseRenewed") {
+		t.Errorf("the built-in diagram's LeaseRenewed edge out of Pinned is not the built-in table's")
+	}
+	if code, body := get(def, "role=router"); code != http.StatusBadRequest || !strings.Contains(body, `role "router": want source or destination`) {
+		t.Errorf("an unknown role: %d %q", code, body)
+	}
 }

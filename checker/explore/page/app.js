@@ -5,6 +5,7 @@
 
 let run = null;
 let tables = null; // the run's spec, for the machines' tables
+let lastView = null; // the state shown, to redraw the diagrams' marks
 
 function pathFromHash() {
   const m = /^#p=([0-9.]*)$/.exec(location.hash);
@@ -142,10 +143,53 @@ function renderProperties(v) {
   }
 }
 
+// loadDiagrams puts each role's state diagram (SVG laid out by the
+// server, nodes and edges with stable ids) into the page.
+async function loadDiagrams() {
+  for (const role of ["source", "destination"]) {
+    const r = await fetch("api/diagram?role=" + role);
+    const text = await r.text();
+    if (!r.ok) throw new Error(text.trim());
+    const doc = new DOMParser().parseFromString(text, "image/svg+xml");
+    document.getElementById("diagram-" + role).replaceChildren(document.importNode(doc.documentElement, true));
+  }
+}
+
+// markDiagrams marks, in each role's diagram, the chosen handoff's state,
+// the edges of the rows an enabled move would fire for it and of the rows
+// the last move fired: the ids are ROLE-STATE and ROLE-rROW-FROM.
+function markDiagrams(v) {
+  const sel = document.getElementById("diagram-handoff");
+  const want = sel.value === "" ? 0 : Number(sel.value);
+  if (sel.options.length !== v.roles.length) {
+    sel.replaceChildren(...v.roles.map(r => el("option", { value: String(r.handoff) }, "h" + r.handoff)));
+    sel.value = String(Math.min(want, v.roles.length - 1));
+  }
+  const h = Number(sel.value);
+  for (const role of ["source", "destination"]) {
+    const box = document.getElementById("diagram-" + role);
+    for (const e of box.querySelectorAll(".current, .next, .fired")) e.classList.remove("current", "next", "fired");
+    const here = v.roles.find(r => r.handoff === h);
+    if (!here) continue;
+    const node = box.querySelector("#" + CSS.escape(role + "-" + here[role]));
+    if (node) node.classList.add("current");
+    const edge = (r, cls) => {
+      if (r.role !== role || r.handoff !== h) return;
+      const e = box.querySelector("#" + CSS.escape(role + "-r" + r.row + "-" + r.from));
+      if (e) e.classList.add(cls);
+    };
+    for (const c of v.moves) for (const r of c.rows) edge(r, "next");
+    for (const r of v.fired) edge(r, "fired");
+  }
+  document.body.dataset.diagram = v.path.join(".") + "/h" + h;
+}
+
 // renderMachines draws each role's table: the rows from a handoff's
 // current state, the rows an enabled move would fire and the rows the
 // last move fired, each marked.
 function renderMachines(v) {
+  lastView = v;
+  markDiagrams(v);
   if (!tables) return;
   for (const role of ["source", "destination"]) {
     const current = new Set(v.roles.map(r => r[role]));
@@ -332,9 +376,11 @@ async function start() {
   }
   try {
     tables = await fetchJSON("api/spec");
+    await loadDiagrams();
   } catch (e) {
     showError(String(e.message || e));
   }
+  document.getElementById("diagram-handoff").addEventListener("change", () => { if (lastView) markDiagrams(lastView); });
   document.getElementById("run").textContent =
     run.title + ": run " + run.run + " (" + run.policy + ", engine " + run.engine + "), attempts " + run.attempts.join(" ");
   window.addEventListener("hashchange", load);
