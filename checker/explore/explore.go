@@ -178,11 +178,13 @@ type RunInfo struct {
 	Targets []string `json:"targets,omitempty"`
 }
 
-// InvariantInfo names an invariant and says what it means.
+// InvariantInfo names an invariant and says what it means, and whether
+// a search from the page can look for where it breaks.
 type InvariantInfo struct {
-	Name    string `json:"name"`
-	Kind    string `json:"kind"`
-	Meaning string `json:"meaning"`
+	Name       string `json:"name"`
+	Kind       string `json:"kind"`
+	Meaning    string `json:"meaning"`
+	Searchable bool   `json:"searchable"`
 }
 
 func (s *Server) serveRun(w http.ResponseWriter, _ *http.Request) {
@@ -194,7 +196,8 @@ func (s *Server) serveRun(w http.ResponseWriter, _ *http.Request) {
 	info := RunInfo{Title: s.title, Run: run.Name, Policy: run.Policy.String(), Engine: run.Engine.String(),
 		Attempts: s.c.Attempts(), Trace: s.trace}
 	for _, inv := range model.Invariants {
-		info.Invariants = append(info.Invariants, InvariantInfo{Name: inv.Name, Kind: inv.Kind.String(), Meaning: inv.Meaning})
+		info.Invariants = append(info.Invariants, InvariantInfo{Name: inv.Name, Kind: inv.Kind.String(), Meaning: inv.Meaning,
+			Searchable: searchable(inv.Name) == nil})
 	}
 	if s.props != nil {
 		for _, p := range s.props.Props {

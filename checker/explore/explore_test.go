@@ -24,6 +24,7 @@ import (
 	"github.com/handoffcheck/handoffcheck/checker/props"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/machines"
+	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/machines/interp"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -357,6 +358,20 @@ func TestExplorer_InChromium(t *testing.T) {
 	if want := fmtPath(s.trace.Path[:3]); back != want {
 		t.Fatalf("after back the page is at %q, want %q", back, want)
 	}
+	// A search for one chosen invariant from there names it, not the
+	// first of the registry the same step breaks.
+	const chosen = model.NameOutcomeTruthful
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(`#invariant`, chosen),
+		chromedp.Click(`#search`),
+		chromedp.WaitVisible(`#search-result[data-done="true"]`),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if got := text(`#search-result .invariant`); got != chosen || got == tr.Violation {
+		t.Fatalf("the search for %s names %q", chosen, got)
+	}
+	t.Logf("search for %s: %s", chosen, text(`#search-result`))
 }
 
 // diagramAtLastStep holds the machines' diagrams at a trace's last step
@@ -631,5 +646,97 @@ func TestDiagram_TheRunsTables(t *testing.T) {
 	}
 	if code, body := get(def, "role=router"); code != http.StatusBadRequest || !strings.Contains(body, `role "router": want source or destination`) {
 		t.Errorf("an unknown role: %d %q", code, body)
+	}
+}
+
+// A search for one chosen invariant finds where that one breaks: from
+// step 3 of the counterexample, the search for any violation names
+// SourcePinnedUntilRead (first in the registry of the three the trace's
+// last step breaks), the search for OutcomeTruthful names OutcomeTruthful,
+// and the checker's own session, replaying the path, finds nothing broken
+// before its last step and OutcomeTruthful broken in the state it ends
+// in. A search for an invariant that cannot break before another one does
+// says which did, and unknown or unsearchable names are 400s.
+func TestSearchInvariant_TheChosenOne(t *testing.T) {
+	c, tr, s := openTrace(t, counterexample)
+	from := s.trace.Path[:3]
+	anyOne, err := s.Search(context.Background(), from, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const chosen = model.NameOutcomeTruthful
+	if anyOne.Violation == nil || anyOne.Violation.Invariant == chosen {
+		t.Fatalf("the search for any violation found %+v: the test needs one other than %s", anyOne.Violation, chosen)
+	}
+	f, err := s.SearchInvariant(context.Background(), from, chosen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Violation == nil || f.Violation.Invariant != chosen || f.Invariant != chosen {
+		t.Fatalf("the search for %s found %+v", chosen, f)
+	}
+	if !slices.Equal(f.Path[:3], from) || len(f.Path) != len(tr.Moves) {
+		t.Fatalf("the path %v does not start at %v or is not the trace's length %d", f.Path, from, len(tr.Moves))
+	}
+	sess := c.NewSession()
+	for i, idx := range f.Path {
+		r, err := sess.Apply(sess.Moves()[idx])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i < len(f.Path)-1 && r.Violation != nil {
+			t.Fatalf("step %d of the found path breaks %s before its end", i+1, r.Violation.Invariant)
+		}
+	}
+	rec := c.Records(sess.State())
+	broken := false
+	for _, v := range model.StateViolations(&sess.State().W, &rec) {
+		broken = broken || v.Invariant == chosen
+	}
+	if !broken {
+		t.Fatalf("the checker does not find %s broken where the path ends", chosen)
+	}
+	if !slices.Contains(f.Also, anyOne.Violation.Invariant) {
+		t.Errorf("the last step also breaks %s, the answer names %v", anyOne.Violation.Invariant, f.Also)
+	}
+
+	// ExactlyOnceRelease: every branch the bound lets the search see
+	// breaks another invariant first or holds.
+	defer func(n int) { SearchMaxStates = n }(SearchMaxStates)
+	SearchMaxStates = 2000
+	f, err = s.SearchInvariant(context.Background(), from, model.NameExactlyOnceRelease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Violation != nil || len(f.Blocked) == 0 || f.Blocked[0].Invariant != anyOne.Violation.Invariant || f.Stopped == "" {
+		t.Errorf("a search for ExactlyOnceRelease: %+v", f)
+	}
+
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	for _, c := range []struct{ query, want string }{
+		{"path=0.0.0&invariant=NoSuch", `invariant "NoSuch": no built-in invariant has that name (one of TransferNeedsReservation, `},
+		{"path=0.0.0&invariant=EventuallyDrained", "check --liveness judges it"},
+		{"path=0.0.99&invariant=" + chosen, "step 3 chooses move 99"},
+		{"path=0.0.0&invariant=" + chosen + "&target=X", "search for one at a time"},
+	} {
+		resp, err := http.Get(srv.URL + "/api/search?" + c.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), c.want) {
+			t.Errorf("%s: %d %q, want 400 with %q", c.query, resp.StatusCode, body, c.want)
+		}
+	}
+	resp, err := http.Get(srv.URL + "/api/search?path=" + fmtPath(from) + "&invariant=" + chosen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"invariant": "`+chosen+`"`) {
+		t.Errorf("the search over HTTP: %d %s", resp.StatusCode, body)
 	}
 }

@@ -222,9 +222,23 @@ async function search() {
   box.textContent = "searching from step " + path.length + "...";
   try {
     const target = document.getElementById("target").value;
-    const f = await fetchJSON("api/search?path=" + path.join(".") + (target ? "&target=" + encodeURIComponent(target) : ""));
+    const invariant = document.getElementById("invariant").value;
+    const f = await fetchJSON("api/search?path=" + path.join(".") +
+      (target ? "&target=" + encodeURIComponent(target) : "") + (invariant ? "&invariant=" + encodeURIComponent(invariant) : ""));
     box.replaceChildren();
-    if (f.violation && target && f.violation.invariant === target) {
+    const blocked = () => (f.blocked || []).map(b => b.invariant + " on " + b.states + " states").join(", ");
+    if (f.invariant && f.violation) {
+      box.append(el("span", { class: "invariant" }, f.violation.invariant),
+        " breaks " + (f.path.length - path.length) + " steps from here, with nothing broken before" +
+        (f.also && f.also.length ? " (the same step also breaks " + f.also.join(", ") + ")" : "") +
+        " (" + f.states + " states searched): ",
+        el("a", { id: "search-open", href: hashOf(f.path) }, "open the path"));
+    } else if (f.invariant) {
+      box.append(el("span", { class: "invariant" }, f.invariant),
+        (f.complete ? " cannot break from here" : " was not found breaking before the search was cut: " + (f.stopped || "bounded")) +
+        " (" + f.states + " states" + (f.complete ? ", every one reachable" : "") + ")" +
+        (f.blocked && f.blocked.length ? "; branches not followed because another invariant broke first: " + blocked() : "") + ".");
+    } else if (f.violation && target && f.violation.invariant === target) {
       box.append(el("span", { class: "invariant" }, target),
         " holds " + (f.path.length - path.length) + " steps from here (" + f.states + " states searched): ",
         el("a", { id: "search-open", href: hashOf(f.path) }, "open the path"));
@@ -385,10 +399,15 @@ async function start() {
     run.title + ": run " + run.run + " (" + run.policy + ", engine " + run.engine + "), attempts " + run.attempts.join(" ");
   window.addEventListener("hashchange", load);
   document.getElementById("search").addEventListener("click", search);
+  const inv = document.getElementById("invariant");
+  for (const i of run.invariants) if (i.searchable) inv.append(el("option", { value: i.name }, "for " + i.name));
   if (run.targets && run.targets.length) {
     const sel = document.getElementById("target");
     for (const t of run.targets) sel.append(el("option", { value: t }, "for " + t));
     sel.hidden = false;
+    // One search at a time: choosing one clears the other.
+    sel.addEventListener("change", () => { if (sel.value) inv.value = ""; });
+    inv.addEventListener("change", () => { if (inv.value) sel.value = ""; });
   }
   load();
 }
