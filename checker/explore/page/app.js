@@ -292,16 +292,32 @@ function colour(attempt) {
   return colours.get(attempt);
 }
 
+// rejectedBy names what a rejection rests on: the invariant the fact
+// breaks, the tables, or (mocker logs) a rule of the mocker's own books.
+function rejectedBy(l) {
+  if (l.rejection.invariant) return l.rejection.invariant;
+  if (l.mocker && l.mocker.rejection_is_bookkeeping) return "the mocker's own bookkeeping";
+  return "not allowed by the tables";
+}
+
 function renderLogs(l) {
   document.getElementById("states").hidden = true;
   document.getElementById("logs").hidden = false;
   document.getElementById("logs-verdict").textContent =
-    l.files.join(", ") + " (" + l.policy + " on " + l.engine + "): " + l.verdict;
+    l.files.join(", ") + " (" + l.policy + " on " + l.engine +
+    (l.from === "mocker" ? ", the dynamo mocker's bookkeeping at its own lines" : "") + "): " + l.verdict;
+  const books = document.getElementById("mocker-books");
+  books.hidden = !l.mocker;
+  if (l.mocker) {
+    books.textContent = "mocker bookkeeping: " + l.mocker.handoffs + " handoffs; its in-flight counts differ from the contract's at " +
+      l.mocker.in_flight_divergences + " events (it counts a prefill out when its pass completes, the contract while its source is held); its own rules are broken at " +
+      l.mocker.bookkeeping_rejections + " events.";
+  }
   const rej = document.getElementById("rejection");
   if (l.rejection) {
     const r = l.rejection;
     rej.hidden = false;
-    rej.replaceChildren(el("span", { class: "invariant" }, r.invariant || "not allowed by the tables"),
+    rej.replaceChildren(el("span", { class: "invariant" }, rejectedBy(l)),
       " at " + r.file + ":" + r.line + ": " + r.fact + ": " + r.detail);
   }
   const W = 1300, left = 150, right = 30, laneH = 34, top = 24;
@@ -334,8 +350,7 @@ function renderLogs(l) {
     if (f.rejected && l.rejection) {
       c.setAttribute("data-rejected", "true");
       c.setAttribute("data-invariant", l.rejection.invariant || "");
-      laneGroups[f.proc].append(svg("text", { class: "rejected-label", x: x(f.at) + 10, y: y(f.proc) - 8 },
-        l.rejection.invariant || "not allowed by the tables"));
+      laneGroups[f.proc].append(svg("text", { class: "rejected-label", x: x(f.at) + 10, y: y(f.proc) - 8 }, rejectedBy(l)));
     }
     laneGroups[f.proc].append(c);
     byWhere.set(f.file + ":" + f.line, f);
