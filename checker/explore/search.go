@@ -15,7 +15,8 @@ import (
 // Searching from the page: the shortest continuation from the state a
 // path names to a violation of any invariant, found by the same
 // breadth-first search check runs (started after the path: check
-// --from-trace), bounded so that the page answers.
+// --from-trace), bounded so that the page answers. The search for one
+// chosen invariant is invariant.go's.
 
 // SearchMaxStates bounds a search from the page; SearchTimeout bounds its
 // time. A search cut by either says so: nothing found is then no proof.
