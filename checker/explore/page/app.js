@@ -202,7 +202,10 @@ function renderMachines(v) {
       const n = i + 1;
       const tr = el("tr", { "data-row": String(n) },
         el("td", {}, String(n)), el("td", {}, row.from.join(", ")), el("td", {}, row.event),
-        el("td", {}, (row.policies || []).join(", ")), el("td", {}, row.to), el("td", {}, (row.actions || []).join(", ")));
+        el("td", {}, (row.policies || []).join(", ")), el("td", {}, row.to || "(stay)"),
+        // As machines/*.md writes them: a row without a move or an action
+        // is an explicit ignore.
+        el("td", {}, (row.actions || []).join(", ") || (row.to ? "(none)" : "(ignore)")));
       if (row.why) tr.title = row.why;
       if (row.from.some(st => current.has(st))) tr.classList.add("current");
       if (next.has(n)) tr.classList.add("next");
