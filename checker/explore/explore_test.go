@@ -278,6 +278,16 @@ func TestExplorer_InChromium(t *testing.T) {
 		t.Fatalf("%s is not marked fired (%q)", sel, cls)
 	}
 	diagramAtLastStep(t, ctx, c, tr, s)
+	// Every cell of the tables reads as machines/*.md writes it: a row
+	// that stays, or does nothing, says so.
+	cells, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("table.machine td"), td => td.textContent).filter(t => t === "undefined")`))
+	if err != nil || len(cells) != 0 {
+		t.Fatalf("the machines' tables hold %d undefined cells (%v)", len(cells), err)
+	}
+	stays, err := chromedp.Run(ctx, chromedp.Evaluate[int](`Array.from(document.querySelectorAll("#machine-source td:nth-child(5)"), td => td.textContent).filter(t => t === "(stay)").length`))
+	if err != nil || stays == 0 {
+		t.Fatalf("no source row reads (stay) (%v)", err)
+	}
 	if err := chromedp.Do(ctx,
 		chromedp.Click(`#trace li[data-step="`+strconv.Itoa(len(tr.Moves)-1)+`"]`),
 		loaded(hashOf(at.Path[:len(at.Path)-1])),
