@@ -144,20 +144,27 @@ type Timers struct {
 	LeaseUS, HeartbeatUS, BootstrapUS, ReservationUS, TransferDeadlineUS int64
 }
 
-// of is the duration of a model timer.
-func (t *Timers) of(k model.Timer) int64 {
+// field is where a model timer's duration is kept: the one mapping of
+// the model's timers onto the configuration's deadlines.
+func (t *Timers) field(k model.Timer) *int64 {
 	switch k {
 	case model.TimerLease:
-		return t.LeaseUS
+		return &t.LeaseUS
 	case model.TimerBootstrap:
-		return t.BootstrapUS
+		return &t.BootstrapUS
 	case model.TimerHeartbeat:
-		return t.HeartbeatUS
+		return &t.HeartbeatUS
 	case model.TimerReservation:
-		return t.ReservationUS
+		return &t.ReservationUS
 	}
-	return t.TransferDeadlineUS
+	return &t.TransferDeadlineUS
 }
+
+// of is the duration of a model timer.
+func (t *Timers) of(k model.Timer) int64 { return *t.field(k) }
+
+// Set sets the duration of a model timer.
+func (t *Timers) Set(k model.Timer, us int64) { *t.field(k) = us }
 
 // fileConfig is the JSON form. Durations are in milliseconds.
 type fileConfig struct {

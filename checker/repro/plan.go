@@ -173,7 +173,7 @@ func DerivePlan(ctx context.Context, proto *system.Protocol, cfg *system.Config,
 				var named []string
 				for i, t := range fired {
 					if deadlines[i] > 0 {
-						setTimer(&cc.Timers, t, deadlines[i])
+						cc.Timers.Set(t, deadlines[i])
 						named = append(named, fmt.Sprintf("%s %s ms", t, workload.FormatMillis(deadlines[i])))
 					}
 				}
@@ -537,22 +537,6 @@ func planConfig(cfg *system.Config, run system.Run) (*cluster.Config, error) {
 	cc.Renewal = cfg.Renewal
 	cc.Commands = cfg.Commands
 	return cluster.ParseConfig(SimFile, cc.JSON())
-}
-
-// setTimer sets a timer's deadline.
-func setTimer(t *cluster.Timers, k model.Timer, us int64) {
-	switch k {
-	case model.TimerLease:
-		t.LeaseUS = us
-	case model.TimerBootstrap:
-		t.BootstrapUS = us
-	case model.TimerHeartbeat:
-		t.HeartbeatUS = us
-	case model.TimerReservation:
-		t.ReservationUS = us
-	default:
-		t.TransferDeadlineUS = us
-	}
 }
 
 // simWorker is the simulator's number of a trace's worker: the prefill
