@@ -94,11 +94,8 @@ func cmdConform(c *command, e *env, args []string) int {
 		opt.Config = cfg
 	}
 	if *propsFile != "" {
-		set, err := loadProps(e.ctx, *propsFile, "conform", props.Timed)
+		set, err := loadProps(e.ctx, *propsFile, "conform", props.CanWithin|props.Timed)
 		if err != nil {
-			return c.bad(e, "%v", err)
-		}
-		if err := conform.AlwaysOnly(set); err != nil {
 			return c.bad(e, "%v", err)
 		}
 		opt.Props = set

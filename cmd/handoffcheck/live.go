@@ -134,10 +134,7 @@ func cmdLive(c *command, e *env, args []string) int {
 	}
 	var pset *props.Set
 	if *propsFile != "" {
-		if pset, err = loadProps(e.ctx, *propsFile, "live", props.Timed); err != nil {
-			return c.bad(e, "%v", err)
-		}
-		if err := conform.AlwaysOnly(pset); err != nil {
+		if pset, err = loadProps(e.ctx, *propsFile, "live", props.CanWithin|props.Timed); err != nil {
 			return c.bad(e, "%v", err)
 		}
 		// The properties are judged where the logs are, by conform,

@@ -1,0 +1,301 @@
+package conform
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/props"
+	"github.com/handoffcheck/handoffcheck/checker/system"
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// Properties on the clock (Options.Props): leads_to within, sometimes and
+// the antecedents, judged along each attempt's explanation once it is
+// final (the attempt finished, or the logs ended), never along the
+// branches the search tried and left: a branch that explains nothing says
+// nothing of the run.
+//
+// Each state of an explanation is stamped from the facts' time stamps. A
+// state a fact's step made is at that fact's time. A state an unlogged
+// step made lies between the facts around it, when exactly the log does
+// not say: an obligation it opens counts from the later fact (the latest
+// it can have opened), a Q it makes hold counts from the earlier one (the
+// earliest it can have held). So a violation found is one under every
+// timing the log allows. The clock of the logs is the latest time stamp
+// read.
+//
+// An attempt that finished is gone: an obligation it leaves open is
+// violated at its deadline (props.Clock.Gone), at the attempt's last
+// fact. An attempt still open when the logs end (--open) keeps its
+// obligations open: undecided while their deadline is after the logs'
+// last time stamp, violated otherwise.
+
+// needStamps refuses a fact without a time stamp when a property bounds
+// a wait on the clock: a verdict never rests on times the log did not
+// give.
+func (j *judge) needStamps(f *obslog.Fact) error {
+	if j.clock == nil || f.TUS >= 0 {
+		return nil
+	}
+	p := j.props.Timed()
+	if p == nil {
+		return nil
+	}
+	return &props.Error{File: j.props.File, Line: p.Line, Col: p.WithinCol,
+		Msg: fmt.Sprintf("leads_to %s within %s needs time stamps, and %s has none (t_us): a bound on the clock cannot be judged on a log without a clock; want a log whose facts carry t_us, or a file without within",
+			p.Name, p.Within, f.Where())}
+}
+
+// observeTimed judges the explanation n of attempt a on the clock; gone:
+// the attempt finished.
+func (j *judge) observeTimed(a *attempt, n *node, gone bool) {
+	if j.clock == nil || j.rep.Rejection != nil {
+		return
+	}
+	var path []*node
+	for x := n; x != nil; x = x.parent {
+		path = append(path, x)
+	}
+	slices.Reverse(path)
+	steps, ok := j.timedSteps(path)
+	if !ok {
+		// No order of the explanation's steps follows the time stamps:
+		// the states it goes through are not the run's on the clock.
+		j.clock.Unordered(a.seq)
+		for _, x := range path {
+			if _, err := j.clock.ObserveUntimed(j.chk, x.st, a.seq, -1); err != nil {
+				j.timedReject(a, a.last, nil, err.Error(), n)
+				return
+			}
+		}
+		j.cite(a)
+		return
+	}
+	last, prev := a.last, int64(-1)
+	for _, t := range steps {
+		p, err := j.clock.Observe(j.chk, t.st, a.seq, t.open, t.close)
+		if err != nil {
+			j.timedReject(a, t.blame(last), p, err.Error(), n)
+			return
+		}
+		if ms := j.clock.Take(); len(ms) > 0 {
+			j.timedReject(a, t.blame(last), ms[0].Prop, ms[0].Detail(), n)
+			return
+		}
+		prev = max(prev, t.close)
+	}
+	j.cite(a)
+	if gone {
+		j.clock.Gone(a.seq, max(prev, 0))
+	} else {
+		// Still open at the logs' end: only the clock decides.
+		j.clock.Advance(j.clockUS)
+	}
+	if ms := j.clock.Take(); len(ms) > 0 {
+		j.cite(a)
+		j.timedReject(a, after(steps, ms[0].Deadline, last), ms[0].Prop, ms[0].Detail(), n)
+	}
+}
+
+// timedStep is a step of an explanation on the clock: its move, the
+// state after it, the fact that stamps it (nil: unlogged), and the times
+// an obligation it opens counts from (open) and a Q it makes hold counts
+// from (close).
+type timedStep struct {
+	m           system.Move
+	st          *system.State
+	fact        *obslog.Fact
+	open, close int64
+	// forced: the judge took the move without the state enabling it (an
+	// eviction the cache makes), so a replay forces it too.
+	forced bool
+	at     int64 // its fact's time stamp, -1 when unlogged
+}
+
+func (t *timedStep) blame(last *obslog.Fact) *obslog.Fact {
+	if t.fact != nil {
+		return t.fact
+	}
+	return last
+}
+
+// timedSteps stamps the steps of an explanation (path, root first) and
+// orders them by their time stamps. A step is stamped by the fact it
+// explains or, when its facts were explained later (a fact owed), by the
+// first of those; an unlogged step lies between the stamped steps around
+// it. The explanation orders the facts of different processes as any
+// interleaving the tables allow, not by their time stamps: when its order
+// is not theirs, its steps are taken again in theirs (stably, so each
+// process keeps its own order), from the attempt's first state; false
+// when that order is not a behavior of the tables, or does not end where
+// the explanation does.
+func (j *judge) timedSteps(path []*node) ([]timedStep, bool) {
+	var steps []timedStep
+	for i := 1; i < len(path); i++ {
+		x := path[i]
+		if x.move.Kind == 0 {
+			// A fact a step owed: it stamps the latest step not yet
+			// stamped.
+			for k := len(steps) - 1; k >= 0 && x.fact != nil; k-- {
+				if steps[k].at < 0 {
+					steps[k].at, steps[k].fact = x.fact.TUS, x.fact
+					break
+				}
+			}
+			continue
+		}
+		t := timedStep{m: x.move, st: x.st, at: -1}
+		if x.fact != nil {
+			t.at, t.fact = x.fact.TUS, x.fact
+		}
+		cp := *path[i-1].st
+		if _, ok := j.stepper.Step(&cp, x.move); !ok {
+			t.forced = true
+		}
+		steps = append(steps, t)
+	}
+	// An unlogged step counts from the stamped step before it (close)
+	// and opens from the one after it (open).
+	lo := int64(-1)
+	for k := range steps {
+		if steps[k].at >= 0 {
+			lo = steps[k].at
+			steps[k].open, steps[k].close = lo, lo
+			continue
+		}
+		steps[k].close = lo
+	}
+	hi := int64(-1)
+	for k := len(steps) - 1; k >= 0; k-- {
+		if steps[k].at >= 0 {
+			hi = steps[k].at
+			continue
+		}
+		steps[k].open = hi
+		if hi < 0 {
+			steps[k].open = steps[k].close
+		}
+		if steps[k].close < 0 {
+			steps[k].close = steps[k].open
+		}
+	}
+	sorted := slices.Clone(steps)
+	key := func(t *timedStep) int64 {
+		if t.at >= 0 {
+			return t.at
+		}
+		return t.close
+	}
+	slices.SortStableFunc(sorted, func(a, b timedStep) int { return cmp.Compare(key(&a), key(&b)) })
+	same := true
+	for k := range steps {
+		if steps[k].st != sorted[k].st {
+			same = false
+			break
+		}
+	}
+	if same {
+		return steps, true
+	}
+	// Take the steps again in the order of the time stamps.
+	st := *path[0].st
+	for k := range sorted {
+		t := &sorted[k]
+		var v *model.Violation
+		if t.forced {
+			v = j.stepper.Force(&st, t.m)
+		} else {
+			var ok bool
+			if v, ok = j.stepper.Step(&st, t.m); !ok {
+				return nil, false
+			}
+		}
+		if v != nil {
+			return nil, false
+		}
+		cp := st
+		t.st = &cp
+	}
+	// The fault budget aside: the stepper gives each step a whole one.
+	end := *path[len(path)-1].st
+	if st.B = end.B; st != end {
+		return nil, false
+	}
+	// The stamps of the unlogged steps, in their new places.
+	lo = -1
+	for k := range sorted {
+		if sorted[k].at >= 0 {
+			lo = sorted[k].at
+		} else {
+			sorted[k].close = max(sorted[k].close, lo)
+		}
+	}
+	return sorted, true
+}
+
+// after is the earliest fact of an explanation's steps stamped after a
+// deadline: the first line of the attempt that shows the deadline passed;
+// else the attempt's last fact.
+func after(steps []timedStep, deadline int64, last *obslog.Fact) *obslog.Fact {
+	var best *obslog.Fact
+	for _, t := range steps {
+		if f := t.fact; f != nil && f.TUS > deadline && (best == nil || f.TUS < best.TUS) {
+			best = f
+		}
+	}
+	if best == nil {
+		return last
+	}
+	return best
+}
+
+// cite keeps the id of an attempt the clock's report names.
+func (j *judge) cite(a *attempt) {
+	if j.clock.Cites(a.seq) && j.cited[a.seq] == "" {
+		j.cited[a.seq] = a.id
+	}
+}
+
+// timedReject rejects the logs at fact f for a property on the clock.
+func (j *judge) timedReject(a *attempt, f *obslog.Fact, p *props.Property, detail string, n *node) {
+	j.cited[a.seq] = a.id
+	r := &Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f), Detail: detail, Explained: j.history(n)}
+	if p != nil {
+		r.Property, r.PropertyAt = p.Name, fmt.Sprintf("%s:%d", j.props.File, p.Line)
+	}
+	j.reject(r)
+}
+
+// timedReport is the verdicts on the clock, once the logs were judged.
+func (j *judge) timedReport() *props.RunReport {
+	if j.clock == nil {
+		return nil
+	}
+	// A rejection stops the judgement: what the clock saw until then is
+	// no run's verdict, unless the rejection is the clock's own.
+	if r := j.rep.Rejection; r != nil && (r.Property == "" || !j.timedProperty(r.Property)) {
+		return nil
+	}
+	j.clock.Advance(j.clockUS)
+	violated := ""
+	if r := j.rep.Rejection; r != nil && r.Property != "" {
+		violated = r.Property
+	}
+	return j.clock.Report(violated, func(i int) string {
+		if id := j.cited[i]; id != "" {
+			return "attempt " + id
+		}
+		return fmt.Sprintf("attempt #%d", i)
+	})
+}
+
+func (j *judge) timedProperty(name string) bool {
+	for _, p := range j.props.Props {
+		if p.Name == name {
+			return p.Kind == props.LeadsTo
+		}
+	}
+	return false
+}
