@@ -133,36 +133,56 @@ func (t *timedStep) blame(last *obslog.Fact) *obslog.Fact {
 // the explanation does.
 func (j *judge) timedSteps(path []*node) ([]timedStep, bool) {
 	var steps []timedStep
+	// from[k] is the step that made the fact owed at k.
+	var from []int
+	stamp := func(k int, f *obslog.Fact) {
+		if t := &steps[k]; f != nil && (t.at < 0 || f.TUS < t.at) {
+			t.at, t.fact = f.TUS, f
+		}
+	}
 	for i := 1; i < len(path); i++ {
-		x := path[i]
+		x, up := path[i], path[i-1]
 		if x.move.Kind == 0 {
-			// A fact a step owed: it stamps the latest step not yet
-			// stamped.
-			for k := len(steps) - 1; k >= 0 && x.fact != nil; k-- {
-				if steps[k].at < 0 {
-					steps[k].at, steps[k].fact = x.fact.TUS, x.fact
-					break
-				}
+			// A fact a step owed: it stamps that step (the earliest of
+			// its facts is the latest it can have happened).
+			k := 0
+			for k < int(x.owedN) && x.owed[k] == up.owed[k] {
+				k++
+			}
+			if len(from) == int(up.owedN) && int(x.owedN) == int(up.owedN)-1 {
+				stamp(from[k], x.fact)
+				from = slices.Delete(from, k, k+1)
+			} else {
+				from = from[:0]
 			}
 			continue
 		}
 		t := timedStep{m: x.move, st: x.st, at: -1}
-		if x.fact != nil {
-			t.at, t.fact = x.fact.TUS, x.fact
-		}
-		cp := *path[i-1].st
+		cp := *up.st
 		if _, ok := j.stepper.Step(&cp, x.move); !ok {
 			t.forced = true
 		}
 		steps = append(steps, t)
+		stamp(len(steps)-1, x.fact)
+		if len(from) == int(up.owedN) && x.owedN >= up.owedN {
+			for range int(x.owedN - up.owedN) {
+				from = append(from, len(steps)-1)
+			}
+		} else {
+			from = from[:0]
+		}
 	}
-	// An unlogged step counts from the stamped step before it (close)
-	// and opens from the one after it (open).
+	if len(steps) == 0 {
+		return steps, true
+	}
+	// An unlogged step counts from the latest stamped step before it
+	// (close) and opens from the next one after it (open); it is taken
+	// no earlier than the steps before it.
 	lo := int64(-1)
 	for k := range steps {
 		if steps[k].at >= 0 {
-			lo = steps[k].at
-			steps[k].open, steps[k].close = lo, lo
+			lo = max(lo, steps[k].at)
+			steps[k].open, steps[k].close = steps[k].at, steps[k].at
 			continue
 		}
 		steps[k].close = lo
@@ -173,7 +193,7 @@ func (j *judge) timedSteps(path []*node) ([]timedStep, bool) {
 			hi = steps[k].at
 			continue
 		}
-		steps[k].open = hi
+		steps[k].open = max(hi, steps[k].close)
 		if hi < 0 {
 			steps[k].open = steps[k].close
 		}
@@ -222,15 +242,6 @@ func (j *judge) timedSteps(path []*node) ([]timedStep, bool) {
 	end := *path[len(path)-1].st
 	if st.B = end.B; st != end {
 		return nil, false
-	}
-	// The stamps of the unlogged steps, in their new places.
-	lo = -1
-	for k := range sorted {
-		if sorted[k].at >= 0 {
-			lo = sorted[k].at
-		} else {
-			sorted[k].close = max(sorted[k].close, lo)
-		}
 	}
 	return sorted, true
 }

@@ -170,7 +170,7 @@ func (c *Clock) observe(sys *system.System, s *system.State, subject int, openAt
 			if err != nil {
 				return p, err
 			}
-			if pm != 0 && cp.first.Subject < 0 {
+			if pm != 0 && cp.earlier(openAt) {
 				cp.first = Sighting{At: openAt, Subject: subject, Handoff: lowBit(pm, p.PerHandoff)}
 			}
 			if !timed {
@@ -194,17 +194,25 @@ func (c *Clock) observe(sys *system.System, s *system.State, subject int, openAt
 					cp.opened++
 				}
 			}
-		case p.Kind == Sometimes && cp.first.Subject < 0:
+		case p.Kind == Sometimes && cp.earlier(closeAt):
 			if o := p.eval(a); o.Holds && o.Err == nil {
 				cp.first = Sighting{At: closeAt, Subject: subject, Handoff: o.Handoff}
 			}
-		case p.Kind == Always && p.ante != nil && cp.first.Subject < 0:
+		case p.Kind == Always && p.ante != nil && cp.earlier(closeAt):
 			if h, ok := p.anteHolds(a); ok {
 				cp.first = Sighting{At: closeAt, Subject: subject, Handoff: h}
 			}
 		}
 	}
 	return nil, nil
+}
+
+// earlier reports whether a sighting at t would be the first: none yet,
+// or one later on the clock (a driver that judges its subjects one after
+// another, conform, sees them out of the clock's order). A sighting of
+// unknown time (-1) never displaces a known one.
+func (cp *clockProp) earlier(t int64) bool {
+	return cp.first.Subject < 0 || t >= 0 && (cp.first.At < 0 || t < cp.first.At)
 }
 
 func lowBit(m uint64, perHandoff bool) int {
