@@ -371,10 +371,10 @@ type RunVerdict struct {
 	// Antecedent is an always implication's antecedent or a leads_to's
 	// P; AntecedentHeld whether it held in the run, First where it (or a
 	// sometimes property) first did; Vacuous: it never did.
-	Antecedent     string    `json:"antecedent,omitempty"`
-	AntecedentHeld bool      `json:"antecedent_held,omitempty"`
-	Vacuous        bool      `json:"vacuous,omitempty"`
-	First          *Sighting `json:"first,omitempty"`
+	Antecedent     string `json:"antecedent,omitempty"`
+	AntecedentHeld bool   `json:"antecedent_held,omitempty"`
+	Vacuous        bool   `json:"vacuous,omitempty"`
+	First          *Seen  `json:"first,omitempty"`
 	// Of a leads_to within: obligations opened, met in time, still open
 	// when the run ended with their deadline not passed (undecided), and
 	// the longest wait from P to Q of those met.
@@ -382,6 +382,15 @@ type RunVerdict struct {
 	Met         int     `json:"met,omitempty"`
 	Undecided   int     `json:"undecided,omitempty"`
 	LongestMS   float64 `json:"longest_ms,omitempty"`
+}
+
+// Seen is where something first held in a run, as a report names it:
+// when (-1: not known), the subject (a request, an attempt), and the
+// handoff of its view (-1: a property not per handoff).
+type Seen struct {
+	AtUS    int64  `json:"at_us"`
+	Subject string `json:"subject"`
+	Handoff int    `json:"handoff"`
 }
 
 // Report gives each property's verdict once the run ended at end (the
@@ -405,15 +414,14 @@ func (c *Clock) Report(violated string, subject func(int) string) *RunReport {
 	for i, p := range c.set.Props {
 		cp := &c.props[i]
 		v := RunVerdict{Name: p.Name, Kind: p.Kind.String(), PerHandoff: p.PerHandoff, Question: p.Question}
-		var first *Sighting
-		if cp.first.Subject >= 0 {
-			f := cp.first
-			first = &f
+		var first *Seen
+		if f := cp.first; f.Subject >= 0 {
+			first = &Seen{AtUS: f.At, Subject: subject(f.Subject), Handoff: f.Handoff}
 		}
-		where := func(s *Sighting) string {
-			w := fmt.Sprintf("at %s, %s", fmtUS(s.At), subject(s.Subject))
-			if s.At < 0 {
-				w = subject(s.Subject)
+		where := func(s *Seen) string {
+			w := fmt.Sprintf("at %s, %s", fmtUS(s.AtUS), s.Subject)
+			if s.AtUS < 0 {
+				w = s.Subject
 			}
 			if s.Handoff >= 0 && p.PerHandoff {
 				w += fmt.Sprintf(", handoff %d of its view", s.Handoff)
@@ -493,8 +501,8 @@ func (r *RunReport) WriteText(w io.Writer, indent string) {
 		case v.Antecedent == "":
 		case v.Vacuous:
 			fmt.Fprintf(w, "%s    vacuous: antecedent never held in this run (%s)\n", indent, v.Antecedent)
-		case v.First != nil && v.First.At >= 0:
-			fmt.Fprintf(w, "%s    antecedent held, first at %s (%s)\n", indent, fmtUS(v.First.At), v.Antecedent)
+		case v.First != nil && v.First.AtUS >= 0:
+			fmt.Fprintf(w, "%s    antecedent held, first at %s, %s (%s)\n", indent, fmtUS(v.First.AtUS), v.First.Subject, v.Antecedent)
 		case v.First != nil:
 			fmt.Fprintf(w, "%s    antecedent held (%s)\n", indent, v.Antecedent)
 		}

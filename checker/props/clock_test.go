@@ -95,7 +95,7 @@ always TaintedFailed per handoff: !h.tainted || h.transfer == "failed"
 	if r.Verdict != VerdictViolated || r.Obligations != 6 || r.Met != 2 || r.Undecided != 1 || r.LongestMS != 10 || !strings.HasPrefix(r.Detail, "subject 2: ") {
 		t.Fatalf("Released: %+v", r)
 	}
-	if v := byName["Pinned"]; v.Verdict != VerdictReached || v.First == nil || v.First.Subject != 1 || v.First.At != 0 {
+	if v := byName["Pinned"]; v.Verdict != VerdictReached || v.First == nil || v.First.Subject != "subject 1" || v.First.AtUS != 0 {
 		t.Fatalf("Pinned: %+v", v)
 	}
 	if v := byName["Tainted"]; v.Verdict != VerdictNotReached || !strings.Contains(v.Detail, "no proof") {

@@ -149,6 +149,25 @@ func TestProps_Simulate(t *testing.T) {
 	}
 }
 
+// The timed question on the built-in tables: simulate judges it on the
+// clock, and conform, on the simulator's log of the same run, finds the
+// same obligations met, the longest after the same wait, and P first
+// held at the same time.
+func TestProps_WithinAgrees(t *testing.T) {
+	file := propsDir + "questions.clock.props"
+	log := filepath.Join(t.TempDir(), "stranded.jsonl")
+	code, out, _ := runCLI(t, "simulate", "--config", "../../testdata/sim/stranded.json", "--workload", "../../testdata/sim/stranded.jsonl", "--props", file, "--log", log)
+	want := "  leads_to PinnedSourceReleased per handoff within 60s: NOT VIOLATED (in this run: 24 met in time, the longest after 9734.999 ms)\n" +
+		"    antecedent held, first at 68.862 ms, "
+	if code != exitOK || !strings.Contains(out, want+"request 0 (") {
+		t.Fatalf("simulate: exit %d, want %s:\n%s", code, want, out)
+	}
+	code, out, _ = runCLI(t, "conform", "--props", file, log)
+	if code != exitOK || !strings.Contains(out, want+"attempt r0 (") {
+		t.Fatalf("conform: exit %d, want %s:\n%s", code, want, out)
+	}
+}
+
 // A pin held past two lease periods: the variant that ignores the
 // reader's acknowledgement while its lease is renewed breaks the timed
 // question on a long decode, before any built-in invariant or timed
@@ -177,8 +196,19 @@ func TestProps_WithinOnTheClock(t *testing.T) {
 		t.Fatalf("variant without the property: exit %d:\n%s", code, out)
 	}
 	code, out, _ = runCLI(t, "conform", "--spec", variant, "--props", file, log)
-	if code != exitViolation || !strings.Contains(out, "  property: PinnedSourceReleased ("+file+":10)\n  "+strings.TrimPrefix(want, "VIOLATION PinnedSourceReleased at 60068.862 ms, request 0: ")) {
+	if code != exitViolation || !strings.Contains(out, "  property: PinnedSourceReleased ("+file+":9)\n  "+strings.TrimPrefix(want, "VIOLATION PinnedSourceReleased at 60068.862 ms, request 0: ")) {
 		t.Fatalf("conform: exit %d:\n%s", code, out)
+	}
+	// The log of the run the property stopped ends before the deadline:
+	// judged as a log cut from a running system, the obligation is open
+	// and not decided.
+	cut := filepath.Join(t.TempDir(), "cut.jsonl")
+	if code, out, _ = runCLI(t, append(sim, "--spec", variant, "--log", cut)...); code != exitViolation {
+		t.Fatalf("variant with --log: exit %d:\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, "conform", "--open", "--spec", variant, "--props", file, cut)
+	if code != exitOK || !strings.Contains(out, "within 60s: NOT DECIDED (0 met in time, 1 still open when the run ended at 55070.121 ms before their deadline)") {
+		t.Fatalf("the cut log: exit %d:\n%s", code, out)
 	}
 	data, err := os.ReadFile(log)
 	if err != nil {
@@ -189,7 +219,7 @@ func TestProps_WithinOnTheClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errOut := runCLI(t, "conform", "--spec", variant, "--props", file, unstamped)
-	if wantErr := "handoffcheck conform: " + file + ":10:"; code != exitUsage || !strings.HasPrefix(errOut, wantErr) || !strings.Contains(errOut, unstamped+":2 has none (t_us)") {
+	if wantErr := "handoffcheck conform: " + file + ":9:"; code != exitUsage || !strings.HasPrefix(errOut, wantErr) || !strings.Contains(errOut, unstamped+":2 has none (t_us)") {
 		t.Fatalf("a log without time stamps: exit %d, stderr %q; want exit 2 and %s...", code, errOut, wantErr)
 	}
 }
@@ -268,7 +298,7 @@ func TestProps_Conform(t *testing.T) {
 	}
 	code, out, _ = runCLI(t, "conform", "--props", propsDir+"questions.props", logs["builtin"])
 	if code != exitOK || !strings.Contains(out, "  sometimes PinnedAfterDecode per handoff: NOT REACHED (in this run; one run's not reached is no proof") ||
-		!strings.Contains(out, "  always ActivatedKVKept per handoff: NOT VIOLATED (in this run)\n    antecedent held, first at 91.617 ms (h.activated)\n") {
+		!strings.Contains(out, "  always ActivatedKVKept per handoff: NOT VIOLATED (in this run)\n    antecedent held, first at 91.617 ms, attempt r0 (h.activated)\n") {
 		t.Fatalf("sometimes along the explanation: exit %d:\n%s", code, out)
 	}
 }
