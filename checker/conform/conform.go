@@ -67,6 +67,10 @@ type Options struct {
 	// along the final explanations (timed.go); a leads_to within needs
 	// time stamps (Judge's error at a fact without one).
 	Props *props.Set
+	// TimeScale is how long a configured duration lasts on the logs'
+	// clock (a live run's --time-scale; 0: 1, the simulator's): a
+	// property's bound is judged on the time stamps divided by it.
+	TimeScale float64
 }
 
 // Input is one log.

@@ -39,6 +39,7 @@ type judge struct {
 	clock   *props.Clock
 	clockUS int64
 	cited   map[int]string
+	scale   float64 // Options.TimeScale
 
 	procs   []procState
 	routers []int // the router processes
@@ -248,7 +249,7 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 	j.rep = Report{Verdict: Explained, Policy: h.Policy.String(), Engine: h.Engine.String(), Bound: j.bound, MaxFaults: j.maxF}
 	if opt.Props != nil {
 		j.rep.Props = opt.Props.File
-		j.clock, j.cited = props.NewClock(opt.Props), map[int]string{}
+		j.clock, j.cited, j.scale = props.NewClock(opt.Props), map[int]string{}, opt.TimeScale
 	}
 	j.initLedgers(opt.Config != nil || h.Config != nil)
 	return j, nil
@@ -309,7 +310,7 @@ func (j *judge) fact(f *obslog.Fact) error {
 	if err := j.needStamps(f); err != nil {
 		return err
 	}
-	j.clockUS = max(j.clockUS, f.TUS)
+	j.clockUS = max(j.clockUS, j.at(f))
 	j.rep.Facts++
 	f.Seq = j.rep.Facts
 	ps := &j.procs[f.Proc]

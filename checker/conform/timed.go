@@ -3,6 +3,7 @@ package conform
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
@@ -46,6 +47,14 @@ func (j *judge) needStamps(f *obslog.Fact) error {
 	return &props.Error{File: j.props.File, Line: p.Line, Col: p.WithinCol,
 		Msg: fmt.Sprintf("leads_to %s within %s needs time stamps, and %s has none (t_us): a bound on the clock cannot be judged on a log without a clock; want a log whose facts carry t_us, or a file without within",
 			p.Name, p.Within, f.Where())}
+}
+
+// at is a fact's time stamp in configured microseconds (Options.TimeScale).
+func (j *judge) at(f *obslog.Fact) int64 {
+	if j.scale <= 0 || j.scale == 1 || f.TUS < 0 {
+		return f.TUS
+	}
+	return int64(math.Round(float64(f.TUS) / j.scale))
 }
 
 // observeTimed judges the explanation n of attempt a on the clock; gone:
@@ -136,8 +145,8 @@ func (j *judge) timedSteps(path []*node) ([]timedStep, bool) {
 	// from[k] is the step that made the fact owed at k.
 	var from []int
 	stamp := func(k int, f *obslog.Fact) {
-		if t := &steps[k]; f != nil && (t.at < 0 || f.TUS < t.at) {
-			t.at, t.fact = f.TUS, f
+		if t := &steps[k]; f != nil && (t.at < 0 || j.at(f) < t.at) {
+			t.at, t.fact = j.at(f), f
 		}
 	}
 	for i := 1; i < len(path); i++ {
@@ -252,7 +261,7 @@ func (j *judge) timedSteps(path []*node) ([]timedStep, bool) {
 func after(steps []timedStep, deadline int64, last *obslog.Fact) *obslog.Fact {
 	var best *obslog.Fact
 	for _, t := range steps {
-		if f := t.fact; f != nil && f.TUS > deadline && (best == nil || f.TUS < best.TUS) {
+		if f := t.fact; f != nil && t.at > deadline && (best == nil || f.TUS < best.TUS) {
 			best = f
 		}
 	}
