@@ -631,8 +631,12 @@ func (s *Sim) do(r *request, m system.Move, force bool) bool {
 	if v == nil {
 		v = s.chk.CheckState(&r.st)
 	}
-	if v == nil && s.clock != nil {
-		v = s.observeProps(r)
+	if s.clock != nil {
+		// Judged on the clock even when the step broke an invariant: the
+		// antecedent of the property it broke held there.
+		if pv := s.observeProps(r); v == nil {
+			v = pv
+		}
 	}
 	s.writeBack(r)
 	if len(s.shares) > 0 {
