@@ -40,7 +40,7 @@ func (j *judge) needStamps(f *obslog.Fact) error {
 	if j.clock == nil || f.TUS >= 0 {
 		return nil
 	}
-	p := j.props.Timed()
+	p := j.props.TimedProperty()
 	if p == nil {
 		return nil
 	}

@@ -26,9 +26,9 @@ import (
 //
 // A subject that is gone (Gone: a retired request, a finished attempt)
 // keeps its last state: nothing can make Q hold of it any more, so an
-// obligation still open when it goes is violated, at its deadline: the
-// run's clock need not reach the deadline for the verdict, which rests on
-// nothing the driver did not see.
+// obligation still open when it goes is violated at once: the run's clock
+// need not reach the deadline for the verdict, which rests on nothing the
+// driver did not see.
 type Clock struct {
 	set   *Set
 	props []clockProp
@@ -36,7 +36,6 @@ type Clock struct {
 	// count is each subject's open obligations.
 	count map[int]int
 	due   obHeap
-	gone  map[int]int64
 	now   int64
 	// missed are the misses not yet taken (Take), all the misses found.
 	missed, all []Miss
@@ -47,25 +46,25 @@ type Clock struct {
 type clockProp struct {
 	// first is where P (leads_to), the antecedent (always) or the
 	// property (sometimes) first held; Subject -1 when never.
-	first Sighting
+	first sighting
 	// Obligations opened, met, and the longest wait from P to Q of those
 	// met.
 	opened, met int
 	longest     int64
 }
 
-// Sighting is where something first held: when, of which subject, and
-// of which handoff of its view (-1: a property not per handoff).
-type Sighting struct {
-	At      int64 `json:"at_us"`
-	Subject int   `json:"subject"`
-	Handoff int   `json:"handoff"`
+// sighting is where something first held: when (-1: not known), of
+// which subject, and of which handoff of its view (-1: a property not per
+// handoff).
+type sighting struct {
+	At, Subject, Handoff int64
 }
 
 type obKey struct{ prop, subject, handoff int }
 
 // Obligation is one leads_to within property's P having held of a
-// subject's handoff, Q not yet: Q must hold by Deadline.
+// subject's handoff (-1: a property not per handoff), Q not yet: Q must
+// hold by Deadline.
 type Obligation struct {
 	Prop     *Property
 	Subject  int
@@ -118,16 +117,16 @@ func fmtUS(us int64) string { return fmt.Sprintf("%.3f ms", float64(us)/1000) }
 
 // NewClock is a judge of set's properties along one run.
 func NewClock(set *Set) *Clock {
-	c := &Clock{set: set, props: make([]clockProp, len(set.Props)), open: map[obKey]*Obligation{}, count: map[int]int{}, gone: map[int]int64{}}
+	c := &Clock{set: set, props: make([]clockProp, len(set.Props)), open: map[obKey]*Obligation{}, count: map[int]int{}}
 	for i := range c.props {
 		c.props[i].first.Subject = -1
 	}
 	return c
 }
 
-// Timed reports whether the set has a leads_to within property: the
-// drivers that judge it need time stamps.
-func (set *Set) Timed() *Property {
+// TimedProperty is the set's first leads_to within property (nil: none):
+// the drivers that judge one need time stamps.
+func (set *Set) TimedProperty() *Property {
 	for _, p := range set.Props {
 		if p.Kind == LeadsTo && p.Within > 0 {
 			return p
@@ -171,7 +170,7 @@ func (c *Clock) observe(sys *system.System, s *system.State, subject int, openAt
 				return p, err
 			}
 			if pm != 0 && cp.earlier(openAt) {
-				cp.first = Sighting{At: openAt, Subject: subject, Handoff: lowBit(pm, p.PerHandoff)}
+				cp.first = sighting{At: openAt, Subject: int64(subject), Handoff: int64(lowBit(pm, p.PerHandoff))}
 			}
 			if !timed {
 				continue
@@ -196,11 +195,11 @@ func (c *Clock) observe(sys *system.System, s *system.State, subject int, openAt
 			}
 		case p.Kind == Sometimes && cp.earlier(closeAt):
 			if o := p.eval(a); o.Holds && o.Err == nil {
-				cp.first = Sighting{At: closeAt, Subject: subject, Handoff: o.Handoff}
+				cp.first = sighting{At: closeAt, Subject: int64(subject), Handoff: int64(o.Handoff)}
 			}
 		case p.Kind == Always && p.ante != nil && cp.earlier(closeAt):
 			if h, ok := p.anteHolds(a); ok {
-				cp.first = Sighting{At: closeAt, Subject: subject, Handoff: h}
+				cp.first = sighting{At: closeAt, Subject: int64(subject), Handoff: int64(h)}
 			}
 		}
 	}
@@ -252,17 +251,13 @@ func (c *Clock) Advance(now int64) {
 	for len(c.due) > 0 && c.due[0].Deadline < c.now {
 		o := c.due[0]
 		c.drop(o)
-		g, ok := c.gone[o.Subject]
-		if !ok {
-			g = -1
-		}
-		c.miss(Miss{Obligation: *o, Late: -1, GoneAt: g, Now: c.now})
+		c.miss(Miss{Obligation: *o, Late: -1, GoneAt: -1, Now: c.now})
 	}
 }
 
 // Gone says subject went at t (a retired request, a finished attempt):
-// its obligations still open are missed, each at its deadline (Miss.GoneAt
-// says why).
+// its obligations still open are missed now, whatever their deadline
+// (Miss.GoneAt says why).
 func (c *Clock) Gone(subject int, t int64) {
 	if c.count[subject] == 0 {
 		return
@@ -324,7 +319,7 @@ func before(a, b *Miss) bool {
 // something first held, or a miss.
 func (c *Clock) Cites(subject int) bool {
 	for i := range c.props {
-		if c.props[i].first.Subject == subject {
+		if c.props[i].first.Subject == int64(subject) {
 			return true
 		}
 	}
@@ -416,7 +411,7 @@ func (c *Clock) Report(violated string, subject func(int) string) *RunReport {
 		v := RunVerdict{Name: p.Name, Kind: p.Kind.String(), PerHandoff: p.PerHandoff, Question: p.Question}
 		var first *Seen
 		if f := cp.first; f.Subject >= 0 {
-			first = &Seen{AtUS: f.At, Subject: subject(f.Subject), Handoff: f.Handoff}
+			first = &Seen{AtUS: f.At, Subject: subject(int(f.Subject)), Handoff: int(f.Handoff)}
 		}
 		where := func(s *Seen) string {
 			w := fmt.Sprintf("at %s, %s", fmtUS(s.AtUS), s.Subject)
