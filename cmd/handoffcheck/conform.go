@@ -102,6 +102,9 @@ func cmdConform(c *command, e *env, args []string) int {
 		}
 		opt.Props = set
 	}
+	if setFlags(fs)["time-scale"] && *propsFile == "" {
+		return c.bad(e, "--time-scale scales the time stamps a property's bound is judged on; want --props FILE with it")
+	}
 	if !(*timeScale > 0 && *timeScale <= 1000) {
 		return c.bad(e, "--time-scale %g: want more than 0 and at most 1000", *timeScale)
 	}

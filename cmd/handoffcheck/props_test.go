@@ -218,7 +218,22 @@ func TestProps_WithinOnTheClock(t *testing.T) {
 	if err := os.WriteFile(unstamped, regexp.MustCompile(`,"t_us":[0-9]+`).ReplaceAll(data, nil), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errOut := runCLI(t, "conform", "--spec", variant, "--props", file, unstamped)
+	code, _, errOut := runCLI(t, "conform", "--time-scale", "0.01", log)
+	if code != exitUsage || !strings.Contains(errOut, "--time-scale scales the time stamps a property's bound is judged on; want --props FILE") {
+		t.Fatalf("--time-scale without --props: exit %d, stderr %q", code, errOut)
+	}
+	// --time-scale divides the time stamps: 1 is the simulator's clock.
+	code, out, _ = runCLI(t, "conform", "--spec", variant, "--props", file, "--time-scale", "1", log)
+	if code != exitViolation || !strings.Contains(out, "did not hold by the deadline 60068.862 ms") {
+		t.Fatalf("--time-scale 1: exit %d:\n%s", code, out)
+	}
+	// At twice the scale the log's 80 s are 40 s configured: the deadline
+	// is not reached, and the log is rejected for what it ends holding.
+	code, out, _ = runCLI(t, "conform", "--spec", variant, "--props", file, "--time-scale", "2", log)
+	if code != exitViolation || !strings.Contains(out, "  invariant: Quiescence\n") {
+		t.Fatalf("--time-scale 2: exit %d:\n%s", code, out)
+	}
+	code, _, errOut = runCLI(t, "conform", "--spec", variant, "--props", file, unstamped)
 	if wantErr := "handoffcheck conform: " + file + ":9:"; code != exitUsage || !strings.HasPrefix(errOut, wantErr) || !strings.Contains(errOut, unstamped+":2 has none (t_us)") {
 		t.Fatalf("a log without time stamps: exit %d, stderr %q; want exit 2 and %s...", code, errOut, wantErr)
 	}
