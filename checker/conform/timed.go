@@ -18,20 +18,22 @@ import (
 // branches the search tried and left: a branch that explains nothing says
 // nothing of the run.
 //
-// Each state of an explanation is stamped from the facts' time stamps. A
-// state a fact's step made is at that fact's time. A state an unlogged
-// step made lies between the facts around it, when exactly the log does
-// not say: an obligation it opens counts from the later fact (the latest
-// it can have opened), a Q it makes hold counts from the earlier one (the
+// Each step of an explanation is stamped from the facts' time stamps
+// (timedSteps) and the steps are judged in the order of their stamps. A
+// step that made a fact is at that fact's time. An unlogged step lies
+// between the stamped steps around it, when exactly the log does not say:
+// an obligation it opens counts from the later one (the latest it can
+// have opened), a Q it makes hold counts from the earlier one (the
 // earliest it can have held). So a violation found is one under every
 // timing the log allows. The clock of the logs is the latest time stamp
 // read.
 //
 // An attempt that finished is gone: an obligation it leaves open is
-// violated at its deadline (props.Clock.Gone), at the attempt's last
-// fact. An attempt still open when the logs end (--open) keeps its
+// violated at once (props.Clock.Gone). An attempt still open when the logs
+// end (--open, or one about to be rejected as unfinished) keeps its
 // obligations open: undecided while their deadline is after the logs'
-// last time stamp, violated otherwise.
+// last time stamp, violated otherwise. A rejection is at the attempt's
+// first fact stamped after the deadline, else at its last fact.
 
 // needStamps refuses a fact without a time stamp when a property bounds
 // a wait on the clock: a verdict never rests on times the log did not
