@@ -48,7 +48,7 @@ func (j *judge) needStamps(f *obslog.Fact) error {
 	}
 	return &props.Error{File: j.props.File, Line: p.Line, Col: p.WithinCol,
 		Msg: fmt.Sprintf("leads_to %s within %s needs time stamps, and %s has none (t_us): a bound on the clock cannot be judged on a log without a clock; want a log whose facts carry t_us, or a file without within",
-			p.Name, p.Within, f.Where())}
+			p.Name, p.Bound(), f.Where())}
 }
 
 // at is a fact's time stamp in configured microseconds (Options.TimeScale).

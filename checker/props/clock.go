@@ -102,6 +102,14 @@ func (m *Miss) Detail() string {
 	return b.String()
 }
 
+// Bound is a leads_to property's bound as a file writes it ("" when none).
+func (p *Property) Bound() string {
+	if p.Within <= 0 {
+		return ""
+	}
+	return fmtWithin(p.Within)
+}
+
 // fmtWithin writes a bound as a file would: 60s, not 1m0s.
 func fmtWithin(d time.Duration) string {
 	switch {
