@@ -100,7 +100,6 @@ func (m *Miss) Detail() string {
 	return b.String()
 }
 
-
 // NewClock is a judge of set's properties along one run.
 func NewClock(set *Set) *Clock {
 	c := &Clock{set: set, props: make([]clockProp, len(set.Props)), open: map[obKey]*Obligation{}, count: map[int]int{}}
