@@ -33,6 +33,13 @@ type judge struct {
 	open  bool
 	// props are Options.Props: the rejection names the one broken.
 	props *props.Set
+	// clock judges them on the clock along each final explanation
+	// (timed.go); clockUS is the latest time stamp read, cited the ids of
+	// the attempts its report names, by their order.
+	clock   *props.Clock
+	clockUS int64
+	cited   map[int]string
+	scale   float64 // Options.TimeScale
 
 	procs   []procState
 	routers []int // the router processes
@@ -242,6 +249,7 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 	j.rep = Report{Verdict: Explained, Policy: h.Policy.String(), Engine: h.Engine.String(), Bound: j.bound, MaxFaults: j.maxF}
 	if opt.Props != nil {
 		j.rep.Props = opt.Props.File
+		j.clock, j.cited, j.scale = props.NewClock(opt.Props), map[int]string{}, opt.TimeScale
 	}
 	j.initLedgers(opt.Config != nil || h.Config != nil)
 	return j, nil
@@ -299,6 +307,10 @@ func (j *judge) report() *Report {
 
 // fact takes one fact of the logs.
 func (j *judge) fact(f *obslog.Fact) error {
+	if err := j.needStamps(f); err != nil {
+		return err
+	}
+	j.clockUS = max(j.clockUS, j.at(f))
 	j.rep.Facts++
 	f.Seq = j.rep.Facts
 	ps := &j.procs[f.Proc]

@@ -24,6 +24,7 @@ import (
 
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/props"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
@@ -85,6 +86,7 @@ type Sim struct {
 	stats     *stats
 	tl        *recorder
 	olog      *obslog.Writer
+	clock     *props.Clock
 	violation *Violation
 	inputErr  error
 	// watch, when set, sees every request after each of its steps: the
@@ -117,6 +119,12 @@ type Options struct {
 	// that virtual time the requests in flight are torn down (Teardown)
 	// and no later arrival or planned fault happens.
 	UntilUS int64
+	// Props, when set, judges the properties of a file on the clock
+	// (props.Clock): every state of each request, its leads_to within
+	// obligations, its sometimes properties and antecedents. The always
+	// properties are the configuration's Judge. Result.Props has the
+	// verdicts.
+	Props *props.Clock
 }
 
 // Progress is what a long run reports.
@@ -166,6 +174,7 @@ func newSim(cfg *cluster.Config, src cluster.Source, opt Options) (*Sim, error) 
 	s.stats = newStats(cfg, n)
 	s.faultFree = opt.FaultFree
 	s.olog = opt.Log
+	s.clock = opt.Props
 	if opt.Timeline != nil {
 		s.tl = &opt.Timeline.r
 		s.tl.start(s)
@@ -423,6 +432,15 @@ func (s *Sim) run(ctx context.Context, opt Options) (*Result, error) {
 			continue
 		}
 		s.advance(e.at)
+		if s.clock != nil {
+			// A deadline passed before this event with its Q unmet: the
+			// steps at the deadline itself came before (deadlines are
+			// inclusive).
+			s.clock.Advance(s.now)
+			if s.missed(nil); s.violation != nil {
+				break
+			}
+		}
 		events++
 		if s.now > s.lastArrival+drainHorizonUS || events > uint64(eventsPerRequest*(s.arrivals+1)) {
 			s.stuck()
@@ -430,7 +448,7 @@ func (s *Sim) run(ctx context.Context, opt Options) (*Result, error) {
 		}
 		if events&0xffff == 0 {
 			if err := ctx.Err(); err != nil {
-				return s.result(events, true), nil
+				return s.withProps(s.result(events, true)), nil
 			}
 			if opt.Progress != nil {
 				opt.Progress(Progress{NowUS: s.now, Arrived: s.arrivals, Completed: s.stats.completed, Events: events})
@@ -473,7 +491,7 @@ func (s *Sim) run(ctx context.Context, opt Options) (*Result, error) {
 	if s.violation == nil {
 		s.finish()
 	}
-	return s.result(events, false), nil
+	return s.withProps(s.result(events, false)), nil
 }
 
 // A run that neither drains nor ends is stopped: an hour of virtual time
@@ -612,6 +630,13 @@ func (s *Sim) do(r *request, m system.Move, force bool) bool {
 	}
 	if v == nil {
 		v = s.chk.CheckState(&r.st)
+	}
+	if s.clock != nil {
+		// Judged on the clock even when the step broke an invariant: the
+		// antecedent of the property it broke held there.
+		if pv := s.observeProps(r); v == nil {
+			v = pv
+		}
 	}
 	s.writeBack(r)
 	if len(s.shares) > 0 {
@@ -1321,6 +1346,12 @@ func (s *Sim) maybeRetire(r *request) {
 func (s *Sim) retire(r *request) {
 	r.retired = true
 	delete(s.active, r.Index)
+	if s.clock != nil {
+		// The request is gone: its last state stands, and what it left
+		// open no step can meet (props.Clock.Gone).
+		s.clock.Gone(r.Index, s.now)
+		s.missed(r)
+	}
 	for sd := range r.owed {
 		if r.owed[sd] != nil {
 			s.settleObligations(r)

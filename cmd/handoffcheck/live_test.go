@@ -418,7 +418,6 @@ func TestCLI_LivePropsRefused(t *testing.T) {
 		{[]string{"--props", file, "--policy", "disabled"}, "--props: the disabled policy runs no handoff lifecycle"},
 		{[]string{"--props", file, "--policy", "disabled", "--compare"}, "--props: the disabled policy runs no handoff lifecycle"},
 		{[]string{"--props", file, "--policy", "aggregated"}, "--props: the aggregated policy runs no handoff lifecycle"},
-		{[]string{"--props", propsDir + "questions.props"}, propsDir + "questions.props:17:1: sometimes PinnedAfterDecode is not supported by conform"},
 		{[]string{"--props", propsDir + "typo.props"}, propsDir + "typo.props:3:66: undefined field 'sourceterminal'"},
 	} {
 		code, stdout, errOut := runCLI(t, append([]string{"live", "--out", t.TempDir()}, tc.args...)...)
@@ -476,5 +475,41 @@ func TestCLI_LiveRepro(t *testing.T) {
 		if code != exitUsage || stdout != "" || !strings.HasPrefix(errOut, "handoffcheck live: "+tc.want) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.args, code, stdout, errOut, tc.want)
 		}
+	}
+}
+
+// TestCLI_LiveWithin: workers that run pin-ignores-ack-and-lease's tables
+// hold a pin through an 80 s decode; the run's logs, judged on their
+// clock divided by the run's time scale, break the clock question at its
+// deadline, named in the run's verdict and in its properties.
+func TestCLI_LiveWithin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a live run of an 80 s decode")
+	}
+	file := propsDir + "questions.clock.props"
+	code, stdout, errOut := runCLI(t, "live", "--workload", "../../testdata/sim/long-decode.jsonl", "--out", t.TempDir(),
+		"--spec", "../../testdata/variants/pin-ignores-ack-and-lease.json", "--props", file, "--json")
+	var rep struct {
+		Conform struct {
+			Verdict   string `json:"verdict"`
+			Rejection struct {
+				Property string `json:"property"`
+				Detail   string `json:"detail"`
+			} `json:"rejection"`
+			Properties struct {
+				Properties []struct {
+					Name    string `json:"name"`
+					Verdict string `json:"verdict"`
+				} `json:"properties"`
+			} `json:"properties"`
+		} `json:"conform"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || code != exitViolation {
+		t.Fatalf("exit %d, %v: %s\n%s", code, err, errOut, stdout)
+	}
+	c := rep.Conform
+	if c.Verdict != "rejected" || c.Rejection.Property != "PinnedSourceReleased" || !strings.Contains(c.Rejection.Detail, "leads_to PinnedSourceReleased within 60s: h.source_hold == \"pinned\" held at ") ||
+		len(c.Properties.Properties) != 1 || c.Properties.Properties[0].Verdict != "violated" {
+		t.Fatalf("the run's verdict: %+v", c)
 	}
 }
