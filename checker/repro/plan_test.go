@@ -32,6 +32,7 @@ func TestWrite_OnTheClock(t *testing.T) {
 		"late-cancel-standin":             plan,
 		"late-peer-cancel-fails-done":     plan,
 		"ownership-at-terminal-token":     plan,
+		"pin-ignores-ack-and-lease":       plan,
 		"prefill-after-early-outcome":     plan,
 		"publish-before-compute":          plan,
 		"pull-deadline-without-fence":     plan,
