@@ -66,7 +66,10 @@ type Sim struct {
 	index *cluster.KVIndex
 	// shares are the canonical blocks adopted at activation and still
 	// shared (EngineTraits.Duplicates), oldest first.
-	shares  []share
+	shares []share
+	// adopted is the share the step being taken made (adopt), which its
+	// activated fact logs, or nil.
+	adopted *share
 	nextP   int
 	nextD   int
 	waiters [][]*request
@@ -623,6 +626,7 @@ func (s *Sim) do(r *request, m system.Move, force bool) bool {
 	if s.olog != nil || indexChanged(&before.W.H[0], &r.st.W.H[0]) {
 		s.observe(r, &before, m)
 	}
+	s.adopted = nil
 	trigger := s.restartTrigger(r, &before, m)
 	s.phaseMarks(r, &before, m)
 	w := r.p
@@ -1444,6 +1448,7 @@ func (s *Sim) adopt(r *request) {
 		return
 	}
 	s.shares = append(s.shares, share{w: r.d, adopter: r, owner: owner, n: n})
+	s.adopted = &s.shares[len(s.shares)-1]
 	r.sharing++
 	owner.sharing++
 	k := s.workers[r.d]
