@@ -1436,11 +1436,14 @@ func (s *Sim) adopt(r *request) {
 		return
 	}
 	// The oldest request that qualifies owns the canonical blocks (the
-	// lowest index, whatever the map's order).
+	// lowest index, whatever the map's order). Its own prefix (the
+	// group's, cut to its prompt) must hold the n blocks too: a shorter
+	// prompt shares only its own whole blocks.
 	var owner *request
 	for _, q := range s.active {
 		if q != r && q.d == r.d && q.PrefixGroup == r.PrefixGroup && q.hit == 0 && q.st.W.H[0].Dst == model.DstActive &&
-			(owner == nil || q.Index < owner.Index) && q.Hold[1].Used() >= n && s.adopter(q) < 0 && (s.sharesOf(q) == 0 || s.sharesOf(q) == n) {
+			(owner == nil || q.Index < owner.Index) && q.Hold[1].Used() >= n && model.WholeBlocks(q.PrefixTokens, s.cfg.BlockSize()) >= n &&
+			s.adopter(q) < 0 && (s.sharesOf(q) == 0 || s.sharesOf(q) == n) {
 			owner = q
 		}
 	}
