@@ -66,9 +66,10 @@ type Config struct {
 	Judge system.StateJudge
 	// AdoptCanonical applies the engine's canonical block adoption at
 	// activation (model.EngineTraits.Duplicates: vLLM adopts) to the
-	// simulator's ledgers. Off by default: conform does not model the
-	// sharing, so a log of such a run would count the adopted blocks
-	// twice, and it refuses one.
+	// simulator's ledgers, and its log's activated facts say what was
+	// adopted (conform counts the shared blocks once). Off by default:
+	// while a released request's blocks sit in the cache the share is
+	// still counted, so the worker's active figure is low by it.
 	AdoptCanonical bool
 	// Policy is a spec policy, or Disabled (the legacy disaggregated
 	// path). Aggregated serves every request on one worker, whatever the

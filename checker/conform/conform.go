@@ -524,6 +524,9 @@ func Describe(h *obslog.Header, f *obslog.Fact) string {
 			fmt.Fprintf(&b, " %s=%d", g, figure(f, g))
 		}
 	}
+	if f.AdoptedBlocks > 0 {
+		fmt.Fprintf(&b, " adopted_blocks=%d canonical=%s", f.AdoptedBlocks, f.Canonical)
+	}
 	return b.String()
 }
 

@@ -67,7 +67,10 @@ type Sim struct {
 	index *cluster.KVIndex
 	// shares are the canonical blocks adopted at activation and still
 	// shared (EngineTraits.Duplicates), oldest first.
-	shares  []share
+	shares []share
+	// adopted is the share the step being taken made (adopt), which its
+	// activated fact logs, or nil.
+	adopted *share
 	nextP   int
 	nextD   int
 	waiters [][]*request
@@ -648,6 +651,7 @@ func (s *Sim) do(r *request, m system.Move, force bool) bool {
 	if s.olog != nil || indexChanged(&before.W.H[0], &r.st.W.H[0]) {
 		s.observe(r, &before, m)
 	}
+	s.adopted = nil
 	trigger := s.restartTrigger(r, &before, m)
 	s.phaseMarks(r, &before, m)
 	w := r.p
@@ -1463,11 +1467,14 @@ func (s *Sim) adopt(r *request) {
 		return
 	}
 	// The oldest request that qualifies owns the canonical blocks (the
-	// lowest index, whatever the map's order).
+	// lowest index, whatever the map's order). Its own prefix (the
+	// group's, cut to its prompt) must hold the n blocks too: a shorter
+	// prompt shares only its own whole blocks.
 	var owner *request
 	for _, q := range s.active {
 		if q != r && q.d == r.d && q.PrefixGroup == r.PrefixGroup && q.hit == 0 && q.st.W.H[0].Dst == model.DstActive &&
-			(owner == nil || q.Index < owner.Index) && q.Hold[1].Used() >= n && s.adopter(q) < 0 && (s.sharesOf(q) == 0 || s.sharesOf(q) == n) {
+			(owner == nil || q.Index < owner.Index) && q.Hold[1].Used() >= n && model.WholeBlocks(q.PrefixTokens, s.cfg.BlockSize()) >= n &&
+			s.adopter(q) < 0 && (s.sharesOf(q) == 0 || s.sharesOf(q) == n) {
 			owner = q
 		}
 	}
@@ -1475,6 +1482,7 @@ func (s *Sim) adopt(r *request) {
 		return
 	}
 	s.shares = append(s.shares, share{w: r.d, adopter: r, owner: owner, n: n})
+	s.adopted = &s.shares[len(s.shares)-1]
 	r.sharing++
 	owner.sharing++
 	k := s.workers[r.d]
