@@ -27,6 +27,7 @@ FUZZ_TARGETS = \
 	./checker/conform/mocker:FuzzConvertMocker \
 	./checker/live:FuzzDecodeFrame \
 	./checker/explore:FuzzState \
+	./checker/explore:FuzzJudgeMockerLogs \
 	./checker/props:FuzzParse \
 	./fuzz:FuzzStep
 
@@ -127,7 +128,7 @@ REWRITE_TESTS = \
 	'./checker:^(TestScenarios|TestMutate_Score|TestMutate_SampleKeepsTheGoldenVerdicts)$$' \
 	'./checker/conform:^TestJudge_Goldens$$' \
 	'./checker/obslog:^TestSchemaFresh$$' \
-	'./checker/explore:^TestExplorer_InChromium$$' \
+	'./checker/explore:^TestExplorer_(InChromium|LogsInChromium|MockerLogsInChromium)$$' \
 	'./checker/sim:^TestMutateTimed_Survivors$$' \
 	'./checker/sim/workload:^TestDefault$$' \
 	'./fuzz:^TestFuzzSeeds_Fresh$$' \

@@ -66,9 +66,10 @@ type Config struct {
 	Judge system.StateJudge
 	// AdoptCanonical applies the engine's canonical block adoption at
 	// activation (model.EngineTraits.Duplicates: vLLM adopts) to the
-	// simulator's ledgers. Off by default: conform does not model the
-	// sharing, so a log of such a run would count the adopted blocks
-	// twice, and it refuses one.
+	// simulator's ledgers, and its log's activated facts say what was
+	// adopted (conform counts the shared blocks once). Off by default:
+	// while a released request's blocks sit in the cache the share is
+	// still counted, so the worker's active figure is low by it.
 	AdoptCanonical bool
 	// Policy is a spec policy, or Disabled (the legacy disaggregated
 	// path). Aggregated serves every request on one worker, whatever the
@@ -144,20 +145,27 @@ type Timers struct {
 	LeaseUS, HeartbeatUS, BootstrapUS, ReservationUS, TransferDeadlineUS int64
 }
 
-// of is the duration of a model timer.
-func (t *Timers) of(k model.Timer) int64 {
+// field is where a model timer's duration is kept: the one mapping of
+// the model's timers onto the configuration's deadlines.
+func (t *Timers) field(k model.Timer) *int64 {
 	switch k {
 	case model.TimerLease:
-		return t.LeaseUS
+		return &t.LeaseUS
 	case model.TimerBootstrap:
-		return t.BootstrapUS
+		return &t.BootstrapUS
 	case model.TimerHeartbeat:
-		return t.HeartbeatUS
+		return &t.HeartbeatUS
 	case model.TimerReservation:
-		return t.ReservationUS
+		return &t.ReservationUS
 	}
-	return t.TransferDeadlineUS
+	return &t.TransferDeadlineUS
 }
+
+// of is the duration of a model timer.
+func (t *Timers) of(k model.Timer) int64 { return *t.field(k) }
+
+// Set sets the duration of a model timer.
+func (t *Timers) Set(k model.Timer, us int64) { *t.field(k) = us }
 
 // fileConfig is the JSON form. Durations are in milliseconds.
 type fileConfig struct {

@@ -67,7 +67,8 @@ const either sides = 1 << 2
 // strike, the same record in every driver, keyed by the typed fault
 // kind. Where each strikes is the fault table's: at the
 // first state that offers its move (Offered), in place of a protocol move
-// (Instead), or at a phase of the handoff (RestartAfter).
+// (Instead), or at a phase of the handoff (RestartAfter; Logged for a
+// kind struck where offered, which is marked at the phase).
 type Marks struct {
 	// facts holds the marks of kinds whose move takes a fact (to, msg):
 	// each planned fault strikes one fact.
@@ -79,6 +80,52 @@ type Marks struct {
 	// worker restarts ("" for none): the phase of a fault aimed at one
 	// (FaultKind.Phase).
 	RestartAfter [2]string
+	// after holds, per kind struck where offered and side, the log kind
+	// after which the kind's mark is set ("" for none): a fault aimed at
+	// a phase of the handoff (FaultKind.Phase), held until the side logs
+	// the fact (Logged).
+	after [system.NumFaults][2]string
+}
+
+// Logged sets the marks aimed at the phase the side just reached, by
+// logging a fact of kind name for the request: each is then held as a
+// mark of its kind (on that side, for a kind whose move names one), and
+// strikes where the request next offers its move. It returns the kinds
+// set, in the fault table's order.
+func (m *Marks) Logged(sd model.Side, name string) []system.Fault {
+	var out []system.Fault
+	for k := range system.NumFaults {
+		if m.after[k][sd] == "" || m.after[k][sd] != name {
+			continue
+		}
+		m.after[k][sd] = ""
+		m.MarkSide(k, sd)
+		out = append(out, k)
+	}
+	return out
+}
+
+// AwaitsPhase reports whether a mark waits for a side to log a fact
+// (Logged), so that a driver looks at what the side logs.
+func (m *Marks) AwaitsPhase() bool {
+	for k := range system.NumFaults {
+		if m.after[k] != [2]string{} {
+			return true
+		}
+	}
+	return false
+}
+
+// PhaseMarks calls fn for every mark waiting for a side to log a fact:
+// its kind, the side and the fact's log kind.
+func (m *Marks) PhaseMarks(fn func(k system.Fault, sd model.Side, after string)) {
+	for k := range system.NumFaults {
+		for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+			if a := m.after[k][sd]; a != "" {
+				fn(k, sd, a)
+			}
+		}
+	}
 }
 
 // Mark holds the planned fault f, aimed at the request, until it can
@@ -92,10 +139,15 @@ func (m *Marks) Mark(f *Fault) error {
 	}
 	sd, hasSide := SideNamed(f.Side)
 	switch {
-	case system.FaultKinds[k].Phase && f.Request >= 0:
+	case system.FaultKinds[k].Phase && f.Request >= 0 && k == system.Restart:
 		if hasSide {
 			m.RestartAfter[sd] = f.After
 		}
+	case system.FaultKinds[k].Phase && f.After != "":
+		if !hasSide || !system.FaultKinds[k].Offered {
+			return fmt.Errorf("%s:%d: %w: a %s aimed at a phase needs the side that logs %q and a kind struck where offered", f.File, f.Line, ErrInput, k, f.After)
+		}
+		m.after[k][sd] = f.After
 	case AtTime(k):
 		return fmt.Errorf("%s:%d: %w: a %s of worker %d holds no mark on a request", f.File, f.Line, ErrInput, k, f.Worker)
 	case Takes(k, system.ArgTo):
@@ -258,5 +310,6 @@ func (m *Marks) Left() int {
 			n++
 		}
 	}
+	m.PhaseMarks(func(system.Fault, model.Side, string) { n++ })
 	return n
 }

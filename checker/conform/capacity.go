@@ -27,6 +27,9 @@ var ledgerKinds = obslog.Of(obslog.Pinned, obslog.Reserved, obslog.Activated, ob
 // ledger is what the attempts hold on one worker.
 type ledger struct {
 	held model.Holdings
+	// shared is the blocks of held that adopters share with the owners
+	// of canonical blocks (adopt.go): the pool holds them once.
+	shared model.Blocks
 	// judged: the worker's capacity is known and its process logs every
 	// ledger kind.
 	judged   bool
@@ -86,9 +89,11 @@ func (j *judge) recount(a *attempt, n *node) *model.Violation {
 
 func (l *ledger) judge() *model.Violation {
 	var why string
-	switch h := &l.held; {
-	case h.Used() > l.capacity:
-		why = fmt.Sprintf("the attempts in flight hold %d blocks that no cache may evict (active, pinned, reserved), and the pool has %d", h.Used(), l.capacity)
+	switch used := l.held.Used() - l.shared; {
+	case used > l.capacity && l.shared > 0:
+		why = fmt.Sprintf("the attempts in flight hold %d blocks that no cache may evict (active, pinned, reserved; %d more that adopters share with canonical blocks, counted once), and the pool has %d", used, l.shared, l.capacity)
+	case used > l.capacity:
+		why = fmt.Sprintf("the attempts in flight hold %d blocks that no cache may evict (active, pinned, reserved), and the pool has %d", used, l.capacity)
 	default:
 		return nil
 	}

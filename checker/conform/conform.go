@@ -62,10 +62,15 @@ type Options struct {
 	Open bool
 	// Props, when set, are always properties every state along an
 	// explanation must satisfy too, judged after the built-in invariants
-	// (docs/props.md): a branch that breaks one explains nothing. A
-	// sometimes property is refused (Judge's error): a log is one run,
-	// which gives no shortest witness.
+	// (docs/props.md): a branch that breaks one explains nothing. Its
+	// leads_to within, sometimes and antecedents are judged on the clock
+	// along the final explanations (timed.go); a leads_to within needs
+	// time stamps (Judge's error at a fact without one).
 	Props *props.Set
+	// TimeScale is how long a configured duration lasts on the logs'
+	// clock (a live run's --time-scale; 0: 1, the simulator's): a
+	// property's bound is judged on the time stamps divided by it.
+	TimeScale float64
 }
 
 // Input is one log.
@@ -104,8 +109,11 @@ type Report struct {
 	Rejection *Rejection `json:"rejection,omitempty"`
 
 	// Props is the properties file judged along the explanations
-	// (Options.Props), "" when none.
-	Props string `json:"props,omitempty"`
+	// (Options.Props), "" when none; Properties their verdicts on the
+	// clock along the final explanations: leads_to within, sometimes
+	// reached or not, antecedents held or not.
+	Props      string           `json:"props,omitempty"`
+	Properties *props.RunReport `json:"properties,omitempty"`
 }
 
 // Rejection is the first fact no behavior explains.
@@ -144,31 +152,12 @@ type Rejection struct {
 // that disagree, a fact that contradicts the log's own structure).
 var ErrInput = errors.New("conform: bad input")
 
-// AlwaysOnly refuses a properties file with a sometimes property, at its
-// line (a *props.Error): a judged log is one run, so "some state
-// satisfies P" has no shortest witness to give, and a run that never
-// reached P says nothing of the runs the system could have taken.
-func AlwaysOnly(set *props.Set) error {
-	for _, p := range set.Props {
-		if p.Kind == props.Sometimes {
-			return &props.Error{File: set.File, Line: p.Line, Col: 1,
-				Msg: "sometimes " + p.Name + " is not supported by conform: a judged log is one run, which gives no shortest witness; want always properties (check --props finds a witness)"}
-		}
-	}
-	return nil
-}
-
 // Judge reads the logs and judges them. It returns an error only for
 // malformed input (obslog.ErrLog, ErrInput) and for properties it does
-// not judge (AlwaysOnly).
+// not judge on its logs (a leads_to within on a log without time stamps).
 func Judge(in []Input, opt Options) (*Report, error) {
 	if len(in) == 0 {
 		return nil, fmt.Errorf("%w: no log", ErrInput)
-	}
-	if opt.Props != nil {
-		if err := AlwaysOnly(opt.Props); err != nil {
-			return nil, err
-		}
 	}
 	rds := make([]*obslog.Reader, len(in))
 	for i, x := range in {
@@ -226,6 +215,7 @@ func Judge(in []Input, opt Options) (*Report, error) {
 			return nil, err
 		}
 	}
+	j.rep.Properties = j.timedReport()
 	return j.report(), nil
 }
 
@@ -533,6 +523,9 @@ func Describe(h *obslog.Header, f *obslog.Fact) string {
 		default:
 			fmt.Fprintf(&b, " %s=%d", g, figure(f, g))
 		}
+	}
+	if f.AdoptedBlocks > 0 {
+		fmt.Fprintf(&b, " adopted_blocks=%d canonical=%s", f.AdoptedBlocks, f.Canonical)
 	}
 	return b.String()
 }

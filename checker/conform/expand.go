@@ -127,6 +127,7 @@ func (j *judge) caughtUp(a *attempt, n *node) bool {
 
 func (j *judge) retire(a *attempt, n *node) {
 	j.account(a, n)
+	j.observeTimed(a, n, true)
 	j.recount(a, nil)
 	delete(j.att, a.id)
 	e := finished{p: int16(a.p), d: int16(a.d), removed: j.stillRemoved(a, n), line: int32(a.last.Line)}

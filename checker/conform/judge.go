@@ -33,6 +33,13 @@ type judge struct {
 	open  bool
 	// props are Options.Props: the rejection names the one broken.
 	props *props.Set
+	// clock judges them on the clock along each final explanation
+	// (timed.go); clockUS is the latest time stamp read, cited the ids of
+	// the attempts its report names, by their order.
+	clock   *props.Clock
+	clockUS int64
+	cited   map[int]string
+	scale   float64 // Options.TimeScale
 
 	procs   []procState
 	routers []int // the router processes
@@ -50,6 +57,9 @@ type judge struct {
 	rep      Report
 
 	ledgers []ledger
+	// sharing is the canonical blocks adopted at activation (adopt.go),
+	// which the ledgers count once.
+	sharing sharing
 
 	moves   []system.Move
 	stepper *cluster.Stepper // takes every move from a node, keeping its firings
@@ -193,9 +203,6 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 	if cfg == nil {
 		cfg = cluster.DefaultConfig()
 	}
-	if cfg.AdoptCanonical {
-		return nil, fmt.Errorf("%s:1: %w: the run adopted canonical blocks at activation (adopt_canonical_blocks), which the judge does not model: its ledgers would count the adopted blocks twice", file, ErrInput)
-	}
 	c := *cfg
 	if err := c.SetPolicy(h.Policy.String()); err != nil {
 		return nil, fmt.Errorf("%s:1: %w: %v", file, ErrInput, err)
@@ -242,6 +249,7 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 	j.rep = Report{Verdict: Explained, Policy: h.Policy.String(), Engine: h.Engine.String(), Bound: j.bound, MaxFaults: j.maxF}
 	if opt.Props != nil {
 		j.rep.Props = opt.Props.File
+		j.clock, j.cited, j.scale = props.NewClock(opt.Props), map[int]string{}, opt.TimeScale
 	}
 	j.initLedgers(opt.Config != nil || h.Config != nil)
 	return j, nil
@@ -299,6 +307,10 @@ func (j *judge) report() *Report {
 
 // fact takes one fact of the logs.
 func (j *judge) fact(f *obslog.Fact) error {
+	if err := j.needStamps(f); err != nil {
+		return err
+	}
+	j.clockUS = max(j.clockUS, j.at(f))
 	j.rep.Facts++
 	f.Seq = j.rep.Facts
 	ps := &j.procs[f.Proc]
@@ -310,6 +322,7 @@ func (j *judge) fact(f *obslog.Fact) error {
 		ps.gen, ps.seen, ps.since = f.Gen, true, f.Where()
 		ps.restart = f
 		j.rep.Restarts++
+		j.shareFact(nil, f)
 		// The restart reaches the attempts the worker had logged facts
 		// of: only its own order says what it held when it restarted (a
 		// router's line, read from another log, says nothing of when).
@@ -349,6 +362,10 @@ func (j *judge) fact(f *obslog.Fact) error {
 	}
 	if why := j.bind(a, f); why != "" {
 		j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: f.Attempt, Fact: Describe(j.h, f), Invariant: model.NameAttemptIsolation, Detail: why})
+		return nil
+	}
+	if why := j.shareFact(a, f); why != "" {
+		j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: f.Attempt, Fact: Describe(j.h, f), Detail: why})
 		return nil
 	}
 	j.add(a, f)

@@ -10,6 +10,13 @@ import (
 // how far the search went, and the verdict with the fact it rests on, the
 // invariant, what the tables allowed instead and the explained prefix.
 func (r *Report) WriteText(w io.Writer) {
+	r.writeVerdict(w)
+	if r.Properties != nil {
+		r.Properties.WriteText(w, "")
+	}
+}
+
+func (r *Report) writeVerdict(w io.Writer) {
 	fmt.Fprintf(w, "conform %s (%s on %s): %d facts, %d attempts, %d restarts\n",
 		strings.Join(r.Files, " "), r.Policy, r.Engine, r.Facts, r.Attempts, r.Restarts)
 	fmt.Fprintf(w, "search: at most %d unlogged steps between facts and %d unlogged faults per attempt; "+

@@ -156,6 +156,7 @@ func (j *judge) end() error {
 			if !a.full {
 				if best := j.greedyEnd(a); best != nil {
 					j.account(a, best)
+					j.observeTimed(a, best, j.doneAtEnd(best))
 					break
 				}
 				a.full, a.cur = true, nil
@@ -167,6 +168,7 @@ func (j *judge) end() error {
 			}
 			if best := j.ended(a); best != nil {
 				j.account(a, best)
+				j.observeTimed(a, best, j.doneAtEnd(best))
 				break
 			}
 			if !a.full {
@@ -215,6 +217,11 @@ func (j *judge) unfinished(a *attempt) {
 	}
 	if caught == nil {
 		j.dead(a, a.waiting)
+		return
+	}
+	// A deadline the logs' clock passed is the finding that explains
+	// why the attempt never finished.
+	if j.observeTimed(a, caught, false); j.rep.Rejection != nil {
 		return
 	}
 	f := a.last

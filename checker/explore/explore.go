@@ -44,6 +44,7 @@ type Server struct {
 	trace *Trace
 	logs  *Logs
 	mux   *http.ServeMux
+	diag  diagrams
 }
 
 // Trace is a counterexample opened in the explorer, as the path of move
@@ -106,6 +107,7 @@ func newServer(title string) *Server {
 	s.mux.HandleFunc("GET /api/logs", s.serveLogs)
 	s.mux.HandleFunc("GET /api/search", s.serveSearch)
 	s.mux.HandleFunc("GET /api/spec", s.serveSpec)
+	s.mux.HandleFunc("GET /api/diagram", s.serveDiagram)
 	return s
 }
 
@@ -176,11 +178,13 @@ type RunInfo struct {
 	Targets []string `json:"targets,omitempty"`
 }
 
-// InvariantInfo names an invariant and says what it means.
+// InvariantInfo names an invariant and says what it means, and whether
+// a search from the page can look for where it breaks.
 type InvariantInfo struct {
-	Name    string `json:"name"`
-	Kind    string `json:"kind"`
-	Meaning string `json:"meaning"`
+	Name       string `json:"name"`
+	Kind       string `json:"kind"`
+	Meaning    string `json:"meaning"`
+	Searchable bool   `json:"searchable"`
 }
 
 func (s *Server) serveRun(w http.ResponseWriter, _ *http.Request) {
@@ -192,7 +196,8 @@ func (s *Server) serveRun(w http.ResponseWriter, _ *http.Request) {
 	info := RunInfo{Title: s.title, Run: run.Name, Policy: run.Policy.String(), Engine: run.Engine.String(),
 		Attempts: s.c.Attempts(), Trace: s.trace}
 	for _, inv := range model.Invariants {
-		info.Invariants = append(info.Invariants, InvariantInfo{Name: inv.Name, Kind: inv.Kind.String(), Meaning: inv.Meaning})
+		info.Invariants = append(info.Invariants, InvariantInfo{Name: inv.Name, Kind: inv.Kind.String(), Meaning: inv.Meaning,
+			Searchable: searchable(inv.Name) == nil})
 	}
 	if s.props != nil {
 		for _, p := range s.props.Props {
@@ -218,7 +223,8 @@ type View struct {
 	// Moves are the moves enabled here, in the order the path indexes.
 	Moves []Choice `json:"moves"`
 	// Roles is each handoff's role machine states, and Fired the rows
-	// the last move fired: the machines' tables are drawn with them.
+	// the last move fired: the machines' tables and diagrams are drawn
+	// with them.
 	Roles []HandoffRoles `json:"roles"`
 	Fired []FiredRow     `json:"fired"`
 	// Verdicts holds every invariant's verdict at this state, and
@@ -246,17 +252,21 @@ type HandoffRoles struct {
 }
 
 // FiredRow names a table row that fires: its role, the row's number in
-// the role's table (from 1, as the spec lists them) and the handoff.
+// the role's table (from 1, as the spec lists them), the handoff, and the
+// state it fires from (a row may list several), which names its edge in
+// the role's diagram.
 type FiredRow struct {
 	Role    string `json:"role"`
 	Row     int    `json:"row"`
 	Handoff int    `json:"handoff"`
+	From    string `json:"from"`
 }
 
-func firedRows(fs []system.Firing) []FiredRow {
+func (s *Server) firedRows(fs []system.Firing) []FiredRow {
+	p := s.c.Protocol()
 	out := []FiredRow{}
 	for _, f := range fs {
-		out = append(out, FiredRow{Role: f.Role.String(), Row: f.Row, Handoff: f.Handoff})
+		out = append(out, FiredRow{Role: f.Role.String(), Row: f.Row, Handoff: f.Handoff, From: p.StateName(f.Role, f.From)})
 	}
 	return out
 }
@@ -378,7 +388,7 @@ func (s *Server) State(path []int) (*View, error) {
 		if i < len(path)-1 {
 			return
 		}
-		v.Fired = firedRows(r.Fired)
+		v.Fired = s.firedRows(r.Fired)
 		now := sess.Describe()
 		v.Changed = make([]string, len(now))
 		for j := range now {
@@ -423,7 +433,7 @@ func (s *Server) State(path []int) (*View, error) {
 		if err != nil {
 			return nil, fmt.Errorf("move %d (%s): %v", i, m, err)
 		}
-		ch := Choice{Index: i, Move: m.String(), Fired: fired(&next, r), Rows: firedRows(r.Fired)}
+		ch := Choice{Index: i, Move: m.String(), Fired: fired(&next, r), Rows: s.firedRows(r.Fired)}
 		if r.Violation != nil {
 			ch.Breaks = violated(r.Violation, 0)
 		}

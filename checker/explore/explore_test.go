@@ -19,10 +19,13 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/diagram"
 	"github.com/handoffcheck/handoffcheck/checker/internal/browser"
 	"github.com/handoffcheck/handoffcheck/checker/props"
 	"github.com/handoffcheck/handoffcheck/checker/system"
+	"github.com/handoffcheck/handoffcheck/machines"
 	"github.com/handoffcheck/handoffcheck/machines/interp"
+	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
@@ -274,6 +277,17 @@ func TestExplorer_InChromium(t *testing.T) {
 	if cls := text(sel + `.fired td`); cls != strconv.Itoa(row.Row) {
 		t.Fatalf("%s is not marked fired (%q)", sel, cls)
 	}
+	diagramAtLastStep(t, ctx, c, tr, s)
+	// Every cell of the tables reads as machines/*.md writes it: a row
+	// that stays, or does nothing, says so.
+	cells, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("table.machine td"), td => td.textContent).filter(t => t === "undefined")`))
+	if err != nil || len(cells) != 0 {
+		t.Fatalf("the machines' tables hold %d undefined cells (%v)", len(cells), err)
+	}
+	stays, err := chromedp.Run(ctx, chromedp.Evaluate[int](`Array.from(document.querySelectorAll("#machine-source td:nth-child(5)"), td => td.textContent).filter(t => t === "(stay)").length`))
+	if err != nil || stays == 0 {
+		t.Fatalf("no source row reads (stay) (%v)", err)
+	}
 	if err := chromedp.Do(ctx,
 		chromedp.Click(`#trace li[data-step="`+strconv.Itoa(len(tr.Moves)-1)+`"]`),
 		loaded(hashOf(at.Path[:len(at.Path)-1])),
@@ -354,6 +368,89 @@ func TestExplorer_InChromium(t *testing.T) {
 	if want := fmtPath(s.trace.Path[:3]); back != want {
 		t.Fatalf("after back the page is at %q, want %q", back, want)
 	}
+	// A search for one chosen invariant from there names it, not the
+	// first of the registry the same step breaks.
+	const chosen = model.NameOutcomeTruthful
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(`#invariant`, chosen),
+		chromedp.Click(`#search`),
+		chromedp.WaitVisible(`#search-result[data-done="true"]`),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if got := text(`#search-result .invariant`); got != chosen || got == tr.Violation {
+		t.Fatalf("the search for %s names %q", chosen, got)
+	}
+	t.Logf("search for %s: %s", chosen, text(`#search-result`))
+}
+
+// diagramAtLastStep holds the machines' diagrams at a trace's last step
+// to the checker: for the handoff whose row the step fired, chosen on the
+// page, the node marked current in each role's diagram reads the state
+// the checker's own session is in, and the edge of the row the step
+// fired, out of the state the checker was in before it, is marked fired.
+func diagramAtLastStep(t *testing.T, ctx context.Context, c *checker.Checker, tr *checker.Trace, s *Server) {
+	t.Helper()
+	sess := c.NewSession()
+	for _, m := range tr.Moves[:len(tr.Moves)-1] {
+		if _, err := sess.Apply(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := c.Protocol()
+	stateOf := func(st *system.State, role spec.Role, h int) string {
+		if role == spec.Source {
+			return p.StateName(role, st.Src[h])
+		}
+		return p.StateName(role, st.Dst[h])
+	}
+	// The session's state changes in place: the names before the step
+	// are read before it.
+	var before [2][]string
+	for h := range c.World().Handoffs {
+		for _, role := range []spec.Role{spec.Source, spec.Destination} {
+			before[role] = append(before[role], stateOf(sess.State(), role, h))
+		}
+	}
+	r, err := sess.Apply(tr.Moves[len(tr.Moves)-1])
+	if err != nil || len(r.Fired) == 0 {
+		t.Fatalf("the trace's last step fires no row: %v", err)
+	}
+	f := r.Fired[len(r.Fired)-1]
+	h := f.Handoff
+	from := before[f.Role][h]
+	path := fmtPath(s.trace.Path)
+	if _, err := chromedp.Run(ctx, chromedp.SetValue(`#diagram-handoff`, strconv.Itoa(h))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("diagram-handoff").dispatchEvent(new Event("change"))`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.WaitReady(`body[data-diagram="`+path+`/h`+strconv.Itoa(h)+`"]`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, role := range []spec.Role{spec.Source, spec.Destination} {
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#diagram-`+role.String()+` g.node.current > text, #diagram-`+role.String()+` g.node.current a > text"), e => e.textContent)`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := stateOf(sess.State(), role, h); len(got) != 1 || got[0] != want {
+			t.Fatalf("the %s diagram marks %q as h%d's state, the checker has %s", role, got, h, want)
+		}
+	}
+	id := diagram.EdgeID(f.Role, f.Row, from)
+	cls, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.getElementById(`+strconv.Quote(id)+`) || {getAttribute: () => "missing"}).getAttribute("class")`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(strings.Fields(cls), "fired") {
+		t.Fatalf("the edge %s of the row the last step fired has class %q, want it marked fired", id, cls)
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".diagram g.edge.fired").length`)); err != nil || n != 1 {
+		t.Fatalf("%d edges marked fired, want the one row's (%v)", n, err)
+	}
+	t.Logf("h%d: %s row %d fired from %s", h, f.Role, f.Row, from)
+	shotOf(t, ctx, "#diagram-"+f.Role.String(), "explore-diagram.png")
 }
 
 // screenshot takes the page as the browser shows it; with -rewrite it
@@ -366,6 +463,25 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	}
 	cfg, err := png.DecodeConfig(bytes.NewReader(shot))
 	if err != nil || cfg.Width < 800 || cfg.Height < 600 {
+		t.Fatalf("screenshot %s: %v, %dx%d", name, err, cfg.Width, cfg.Height)
+	}
+	if *rewrite {
+		if err := os.WriteFile("../../docs/img/"+name, shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// shotOf takes one element of the page, scrolled into view; with
+// -rewrite it becomes a picture of docs/img.
+func shotOf(t *testing.T, ctx context.Context, sel, name string) {
+	t.Helper()
+	shot, err := chromedp.Run(ctx, chromedp.Screenshot(sel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := png.DecodeConfig(bytes.NewReader(shot))
+	if err != nil || cfg.Width < 300 || cfg.Height < 150 {
 		t.Fatalf("screenshot %s: %v, %dx%d", name, err, cfg.Width, cfg.Height)
 	}
 	if *rewrite {
@@ -493,4 +609,144 @@ func withJudge(cfg *system.Config, j system.StateJudge) *system.Config {
 	c.Judge = j
 	c.Symmetry = false
 	return &c
+}
+
+// The diagrams served are the run's own tables': the built-in tables'
+// are the ones machines embeds, a variant's are laid out from the
+// variant (release-on-heartbeat's edge from Pinned on LeaseRenewed goes
+// to Released, the built-in one stays); an unknown role is a 400.
+func TestDiagram_TheRunsTables(t *testing.T) {
+	get := func(s *Server, query string) (int, string) {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, httptest.NewRequest("GET", "/api/diagram?"+query, nil))
+		return rec.Code, rec.Body.String()
+	}
+	cfg, err := system.ParseConfig("default.json", checker.DefaultConfigJSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := New(system.Generated(), cfg, cfg.Runs[0], Options{Title: "default.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := machines.Diagrams.ReadFile(diagram.File(spec.Destination, cfg.Runs[0].Policy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := get(def, "role=destination"); code != http.StatusOK || body != string(want) {
+		t.Errorf("the default run's destination diagram: %d, %d bytes, want the embedded %d", code, len(body), len(want))
+	}
+	_, _, variant := openTrace(t, counterexample)
+	code, body := get(variant, "role=source")
+	if code != http.StatusOK {
+		t.Fatalf("the variant's source diagram: %d %s", code, body)
+	}
+	edge := func(doc string, from, to, event string) bool {
+		// An edge's title is FROM->TO and its label the event.
+		i := strings.Index(doc, "<title>"+from+"&#45;&gt;"+to+"</title>")
+		return i >= 0 && strings.Contains(doc[i:min(len(doc), i+2000)], ">"+event+"</text>")
+	}
+	if !edge(body, "Pinned", "Released", "LeaseRenewed") {
+		t.Errorf("the variant's diagram has no edge Pinned -> Released on LeaseRenewed")
+	}
+	_, builtin := get(def, "role=source")
+	if edge(builtin, "Pinned", "Released", "LeaseRenewed") || !edge(builtin, "Pinned", "Pinned", "LeaseRenewed") {
+		t.Errorf("the built-in diagram's LeaseRenewed edge out of Pinned is not the built-in table's")
+	}
+	if code, body := get(def, "role=router"); code != http.StatusBadRequest || !strings.Contains(body, `role "router": want source or destination`) {
+		t.Errorf("an unknown role: %d %q", code, body)
+	}
+}
+
+// A search for one chosen invariant finds where that one breaks: from
+// step 3 of the counterexample, the search for any violation names
+// SourcePinnedUntilRead (first in the registry of the three the trace's
+// last step breaks), the search for OutcomeTruthful names OutcomeTruthful,
+// and the checker's own session, replaying the path, finds nothing broken
+// before its last step and OutcomeTruthful broken in the state it ends
+// in. A search for an invariant that cannot break before another one does
+// says which did, and unknown or unsearchable names are 400s.
+func TestSearchInvariant_TheChosenOne(t *testing.T) {
+	c, tr, s := openTrace(t, counterexample)
+	from := s.trace.Path[:3]
+	anyOne, err := s.Search(context.Background(), from, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const chosen = model.NameOutcomeTruthful
+	if anyOne.Violation == nil || anyOne.Violation.Invariant == chosen {
+		t.Fatalf("the search for any violation found %+v: the test needs one other than %s", anyOne.Violation, chosen)
+	}
+	f, err := s.SearchInvariant(context.Background(), from, chosen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Violation == nil || f.Violation.Invariant != chosen || f.Invariant != chosen {
+		t.Fatalf("the search for %s found %+v", chosen, f)
+	}
+	if !slices.Equal(f.Path[:3], from) || len(f.Path) != len(tr.Moves) {
+		t.Fatalf("the path %v does not start at %v or is not the trace's length %d", f.Path, from, len(tr.Moves))
+	}
+	sess := c.NewSession()
+	for i, idx := range f.Path {
+		r, err := sess.Apply(sess.Moves()[idx])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i < len(f.Path)-1 && r.Violation != nil {
+			t.Fatalf("step %d of the found path breaks %s before its end", i+1, r.Violation.Invariant)
+		}
+	}
+	rec := c.Records(sess.State())
+	broken := false
+	for _, v := range model.StateViolations(&sess.State().W, &rec) {
+		broken = broken || v.Invariant == chosen
+	}
+	if !broken {
+		t.Fatalf("the checker does not find %s broken where the path ends", chosen)
+	}
+	if !slices.Contains(f.Also, anyOne.Violation.Invariant) {
+		t.Errorf("the last step also breaks %s, the answer names %v", anyOne.Violation.Invariant, f.Also)
+	}
+
+	// ExactlyOnceRelease: every branch the bound lets the search see
+	// breaks another invariant first or holds.
+	defer func(n int) { SearchMaxStates = n }(SearchMaxStates)
+	SearchMaxStates = 2000
+	f, err = s.SearchInvariant(context.Background(), from, model.NameExactlyOnceRelease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Violation != nil || len(f.Blocked) == 0 || f.Blocked[0].Invariant != anyOne.Violation.Invariant || f.Stopped == "" {
+		t.Errorf("a search for ExactlyOnceRelease: %+v", f)
+	}
+
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	for _, c := range []struct{ query, want string }{
+		{"path=0.0.0&invariant=NoSuch", `invariant "NoSuch": no built-in invariant has that name (one of TransferNeedsReservation, `},
+		{"path=0.0.0&invariant=EventuallyDrained", "check --liveness judges it"},
+		{"path=0.0.99&invariant=" + chosen, "step 3 chooses move 99"},
+		{"path=0.0.0&invariant=" + chosen + "&target=X", "search for one at a time"},
+	} {
+		resp, err := http.Get(srv.URL + "/api/search?" + c.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), c.want) {
+			t.Errorf("%s: %d %q, want 400 with %q", c.query, resp.StatusCode, body, c.want)
+		}
+	}
+	resp, err := http.Get(srv.URL + "/api/search?path=" + fmtPath(from) + "&invariant=" + chosen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"invariant": "`+chosen+`"`) {
+		t.Errorf("the search over HTTP: %d %s", resp.StatusCode, body)
+	}
 }

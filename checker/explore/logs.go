@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/conform"
@@ -39,6 +40,27 @@ type Logs struct {
 	// says why it is missing when it is.
 	Furthest    []string `json:"furthest,omitempty"`
 	FurthestWhy string   `json:"furthest_why,omitempty"`
+	// From is the logs' format: "handoffcheck" (handoffcheck.log/v1) or
+	// "mocker" (the dynamo mocker's offline replay bookkeeping, converted
+	// as conform --from mocker converts it; lines are the mocker's).
+	From string `json:"from"`
+	// Mocker is, for mocker logs, what the conversion saw beside the
+	// facts: the mocker's books and whether the rejection is theirs.
+	Mocker *MockerBooks `json:"mocker,omitempty"`
+}
+
+// MockerBooks is the dynamo mocker's bookkeeping as conform --from mocker
+// reports it beside the verdict.
+type MockerBooks struct {
+	Handoffs int `json:"handoffs"`
+	// Divergences counts the events where the mocker's in-flight count
+	// of a worker differs from the contract's (a held source it no longer
+	// counts), and Rejections the places it broke its own rules.
+	Divergences int `json:"in_flight_divergences"`
+	Rejections  int `json:"bookkeeping_rejections"`
+	// RejectionIsTheirs says the verdict's rejection is the mocker's own
+	// rules' (the contract explained every fact).
+	RejectionIsTheirs bool `json:"rejection_is_bookkeeping"`
 }
 
 // LogProcess is a lane.
@@ -79,15 +101,28 @@ type LogInput struct {
 // them out for the page. A log conform cannot read is an error naming its
 // file and line.
 func JudgeLogs(in []LogInput, opt conform.Options) (*Logs, error) {
+	return judgeLogs(in, nil, opt, nil)
+}
+
+// judgeLogs judges observation logs; lineOf, when set, maps each log's
+// lines to the lines of the file it was converted from, and fold, when
+// set, adds to the report before it is laid out.
+func judgeLogs(in []LogInput, lineOf []func(int) int, opt conform.Options, fold func(*conform.Report)) (*Logs, error) {
 	inputs := make([]conform.Input, len(in))
 	for i, x := range in {
 		inputs[i] = conform.Input{Name: x.Name, R: bytes.NewReader(x.Data)}
+		if lineOf != nil {
+			inputs[i].LineOf = lineOf[i]
+		}
 	}
 	rep, err := conform.Judge(inputs, opt)
 	if err != nil {
 		return nil, err
 	}
-	out := &Logs{Files: rep.Files, Policy: rep.Policy, Engine: rep.Engine, Verdict: rep.Verdict, Rejection: rep.Rejection, Axis: "time"}
+	if fold != nil {
+		fold(rep)
+	}
+	out := &Logs{Files: rep.Files, Policy: rep.Policy, Engine: rep.Engine, Verdict: rep.Verdict, Rejection: rep.Rejection, Axis: "time", From: "handoffcheck"}
 	for i, x := range in {
 		rd, err := obslog.NewReader(bytes.NewReader(x.Data), x.Name)
 		if err != nil {
@@ -107,17 +142,19 @@ func JudgeLogs(in []LogInput, opt conform.Options) (*Logs, error) {
 			if err != nil {
 				return nil, err
 			}
-			lf := LogFact{File: f.File, Line: f.Line, Proc: f.Proc, Attempt: f.Attempt, Kind: f.Kind.String(),
+			line := f.Line
+			if lineOf != nil {
+				line = lineOf[i](f.Line)
+			}
+			lf := LogFact{File: f.File, Line: line, Proc: f.Proc, Attempt: f.Attempt, Kind: f.Kind.String(),
 				Text: conform.Describe(h, &f), At: f.TUS}
 			if f.TUS < 0 {
 				out.Axis = "order"
 			}
-			if r := rep.Rejection; r != nil && r.File == f.File && r.Line == f.Line {
-				lf.Rejected = true
-			}
 			out.Facts = append(out.Facts, lf)
 		}
 	}
+	markRejected(out.Facts, out.Processes, rep.Rejection)
 	if out.Axis == "order" {
 		// Without time stamps everywhere, the logs' own order: one log's
 		// lines after another's, each process's in its order.
@@ -132,6 +169,38 @@ func JudgeLogs(in []LogInput, opt conform.Options) (*Logs, error) {
 		out.Furthest, out.FurthestWhy = furthest(r.Trace, opt.Protocol)
 	}
 	return out, nil
+}
+
+// markRejected marks the rejected fact. A converted log may make several
+// facts of one line: the one the rejection describes is marked, or, when
+// it describes the line rather than a fact (a rule of the mocker's own
+// books, "decode-0 h1: ReserveDestination → ..."), the line's facts on
+// the process it names (every fact of the line when it names none).
+func markRejected(facts []LogFact, procs []LogProcess, r *conform.Rejection) {
+	if r == nil {
+		return
+	}
+	at := func(f *LogFact) bool { return f.File == r.File && f.Line == r.Line }
+	exact, proc := false, -1
+	for i := range facts {
+		exact = exact || at(&facts[i]) && facts[i].Text == r.Fact
+	}
+	for i, p := range procs {
+		if strings.HasPrefix(r.Fact, p.Name+" ") {
+			proc = i
+		}
+	}
+	for i := range facts {
+		f := &facts[i]
+		switch {
+		case exact:
+			f.Rejected = at(f) && f.Text == r.Fact
+		case proc >= 0:
+			f.Rejected = at(f) && f.Proc == proc
+		default:
+			f.Rejected = at(f)
+		}
+	}
 }
 
 // furthest replays a rejected attempt's explanation in the attempt's own

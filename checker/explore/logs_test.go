@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -166,4 +167,140 @@ func TestExplorer_LogsInChromium(t *testing.T) {
 		t.Errorf("the page shows the furthest state\n%s\nthe judgement\n%s", strings.Join(lines, "\n"), strings.Join(l.Furthest, "\n"))
 	}
 	screenshot(t, ctx, "explore-logs.png")
+}
+
+// mockerLogs are shipped logs of the dynamo mocker's bookkeeping: one
+// conform --from mocker explains, one whose release of the source comes
+// before the prefill finished (the contract rejects it: ExactlyOnceRelease),
+// and one whose request is Done in the middle of its lifecycle (the
+// mocker's own books reject it, on a line that makes no fact).
+const (
+	mockerExplained = "../../testdata/logs/mocker/source-first.jsonl"
+	mockerContract  = "../../testdata/logs/mocker/invalid-release-before-prefill-done.jsonl"
+	mockerBooks     = "../../testdata/logs/mocker/invalid-done-mid-lifecycle.jsonl"
+)
+
+func judgeMocker(t testing.TB, file string) *Logs {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := JudgeMockerLogs([]LogInput{{Name: file, Data: data}}, conform.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// Mocker logs are judged as conform --from mocker judges them, their facts
+// laid out on the converted log's processes at the mocker's own lines,
+// and the rejected fact marked: the contract's at its line and process,
+// the books' on a lane of the record it names when its line makes no fact.
+func TestJudgeMockerLogs(t *testing.T) {
+	l := judgeMocker(t, mockerExplained)
+	if l.Verdict != conform.Explained || l.Rejection != nil || l.From != "mocker" || l.Mocker == nil || l.Mocker.Handoffs != 2 {
+		t.Fatalf("%s: verdict %s, rejection %+v, books %+v", mockerExplained, l.Verdict, l.Rejection, l.Mocker)
+	}
+	data, _ := os.ReadFile(mockerExplained)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	for _, f := range l.Facts {
+		if f.Rejected || f.Line < 2 || f.Line > len(lines) {
+			t.Fatalf("fact %+v: rejected, or not at a line of the mocker's log (%d lines)", f, len(lines))
+		}
+		// The line is the mocker's: its event names the fact's attempt.
+		if f.Attempt != "" && !strings.Contains(lines[f.Line-1], `"`+f.Attempt+`"`) {
+			t.Errorf("fact %q is at line %d, which does not name %s: %s", f.Text, f.Line, f.Attempt, lines[f.Line-1])
+		}
+	}
+
+	l = judgeMocker(t, mockerContract)
+	if l.Rejection == nil || l.Rejection.Invariant != "ExactlyOnceRelease" || l.Rejection.Line != 8 || l.Mocker.RejectionIsTheirs {
+		t.Fatalf("%s: rejection %+v, books %+v", mockerContract, l.Rejection, l.Mocker)
+	}
+	var marked []string
+	for _, f := range l.Facts {
+		if f.Rejected {
+			marked = append(marked, l.Processes[f.Proc].Name+" "+f.Kind)
+		}
+	}
+	if !slices.Equal(marked, []string{"prefill-0 source_released"}) {
+		t.Errorf("%s: marked %q", mockerContract, marked)
+	}
+
+	l = judgeMocker(t, mockerBooks)
+	if l.Rejection == nil || !l.Mocker.RejectionIsTheirs || l.Rejection.Line != 10 {
+		t.Fatalf("%s: rejection %+v, books %+v", mockerBooks, l.Rejection, l.Mocker)
+	}
+	marked = nil
+	for _, f := range l.Facts {
+		if f.Rejected {
+			marked = append(marked, l.Processes[f.Proc].Name+" "+f.Text)
+			if f.At != 34000 {
+				t.Errorf("the rejected line is at %dµs, its t_ms is 34", f.At)
+			}
+		}
+	}
+	if !slices.Equal(marked, []string{"request h1 request h1: phase Done"}) {
+		t.Errorf("%s: marked %q", mockerBooks, marked)
+	}
+}
+
+// In a real browser, mocker logs: the explained one draws every fact on
+// its process's lane with none marked; the rejected ones mark the
+// rejected fact on its lane with what the rejection rests on.
+func TestExplorer_MockerLogsInChromium(t *testing.T) {
+	ctx := browser.Tab(t)
+	open := func(file string) *Logs {
+		t.Helper()
+		l := judgeMocker(t, file)
+		srv := httptest.NewServer(NewLogs(l, filepath.Base(file)))
+		t.Cleanup(srv.Close)
+		if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(`body[data-loaded="logs"]`)); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	marked := func() []string {
+		t.Helper()
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('circle[data-rejected="true"]'),
+			c => c.closest("g").dataset.lane + " " + c.dataset.line + " " + c.closest("g").querySelector(".rejected-label").textContent)`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+
+	l := open(mockerExplained)
+	lanes, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#lanes g[data-lane]"), g => g.dataset.lane + " " + g.querySelectorAll("circle.fact").length)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i, p := range l.Processes {
+		n := 0
+		for _, f := range l.Facts {
+			if f.Proc == i {
+				n++
+			}
+		}
+		want = append(want, p.Name+" "+strconv.Itoa(n))
+	}
+	if !slices.Equal(lanes, want) || len(want) < 4 {
+		t.Fatalf("lanes and their facts %q, want %q", lanes, want)
+	}
+	if got := marked(); len(got) != 0 {
+		t.Fatalf("an explained log marks %q", got)
+	}
+
+	open(mockerContract)
+	if got := marked(); !slices.Equal(got, []string{"prefill-0 8 ExactlyOnceRelease"}) {
+		t.Fatalf("%s marks %q", mockerContract, got)
+	}
+	screenshot(t, ctx, "explore-mocker.png")
+
+	open(mockerBooks)
+	if got := marked(); !slices.Equal(got, []string{"request h1 10 the mocker's own bookkeeping"}) {
+		t.Fatalf("%s marks %q", mockerBooks, got)
+	}
 }

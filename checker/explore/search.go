@@ -15,7 +15,8 @@ import (
 // Searching from the page: the shortest continuation from the state a
 // path names to a violation of any invariant, found by the same
 // breadth-first search check runs (started after the path: check
-// --from-trace), bounded so that the page answers.
+// --from-trace), bounded so that the page answers. The search for one
+// chosen invariant is invariant.go's.
 
 // SearchMaxStates bounds a search from the page; SearchTimeout bounds its
 // time. A search cut by either says so: nothing found is then no proof.
@@ -36,6 +37,13 @@ type Found struct {
 	Violation *Violated `json:"violation,omitempty"`
 	Path      []int     `json:"path,omitempty"`
 	Moves     []string  `json:"moves,omitempty"`
+	// Invariant is the invariant searched for ("" for any). Also names
+	// the other invariants the found path's last step breaks with it, and
+	// Blocked the invariants that broke first on the branches the search
+	// did not go on with (SearchInvariant).
+	Invariant string    `json:"invariant,omitempty"`
+	Also      []string  `json:"also,omitempty"`
+	Blocked   []Blocked `json:"blocked,omitempty"`
 }
 
 // Search finds the shortest continuation of a path to a violation, or,
@@ -129,7 +137,18 @@ func (s *Server) serveSearch(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	f, err := s.Search(r.Context(), path, r.URL.Query().Get("target"))
+	q := r.URL.Query()
+	target, inv := q.Get("target"), q.Get("invariant")
+	var f *Found
+	var err error
+	switch {
+	case target != "" && inv != "":
+		err = fmt.Errorf("target %q and invariant %q: search for one at a time", target, inv)
+	case inv != "":
+		f, err = s.SearchInvariant(r.Context(), path, inv)
+	default:
+		f, err = s.Search(r.Context(), path, target)
+	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return

@@ -400,7 +400,7 @@ func (c *coord) plan() error {
 		if !strikes(k) {
 			return fmt.Errorf("%s:%d: %w: a live run strikes no planned %s", f.File, f.Line, cluster.ErrInput, k)
 		}
-		if system.FaultKinds[k].Phase && !slices.Contains(obslog.AttemptKindNames(), f.After) {
+		if system.FaultKinds[k].Phase && (k == system.Restart || f.After != "") && !slices.Contains(obslog.AttemptKindNames(), f.After) {
 			// Aimed at a phase: the side's worker stops when it logs
 			// the fact, and the coordinator kills it then.
 			return fmt.Errorf("%s:%d: %w: after %q, want a kind a worker logs for a request", f.File, f.Line, cluster.ErrInput, f.After)
@@ -442,6 +442,11 @@ func workerMarks(m *cluster.Marks) []Frame {
 			mark(m.RestartAfter[sd], sd)
 		}
 	}
+	// A fault aimed at a phase goes to the side that logs the fact it
+	// waits for, a cancel too: that worker tells the coordinator then.
+	m.PhaseMarks(func(k system.Fault, sd model.Side, after string) {
+		fs = append(fs, Frame{Kind: KMark, Fault: k.String(), Msg: after, To: sideNames[sd]})
+	})
 	return fs
 }
 
@@ -859,6 +864,10 @@ func (c *coord) inbound(ib inbound) {
 	case KOutcome:
 		c.outcome(wc.w, f)
 	case KTrigger:
+		if f.Fault == system.Cancel.String() {
+			c.phaseCancel(f)
+			break
+		}
 		c.rep.FaultsStruck++
 		c.restart(wc.w)
 	case KStopped:
@@ -1096,6 +1105,21 @@ func (c *coord) noWork(cw *cworker, l *Ledger) string {
 		return fmt.Sprintf("took no attempt: no request was routed to a %s worker in the run", stage)
 	}
 	return fmt.Sprintf("took no attempt: the %s router placed every request on other workers", stage)
+}
+
+// phaseCancel is a client cancel aimed at a phase: the side's worker
+// logged the fact it waited for, and the frontend cancels now.
+func (c *coord) phaseCancel(f *Frame) {
+	a := c.atts[f.Attempt]
+	sd, ok := cluster.SideNamed(f.Side)
+	if a == nil || !ok {
+		return
+	}
+	a.m.Logged(sd, f.Msg)
+	if a.m.Spend(system.Cancel, 0) {
+		c.rep.FaultsStruck++
+		c.cancel(a)
+	}
 }
 
 func (c *coord) cancel(a *catt) {

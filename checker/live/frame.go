@@ -75,10 +75,15 @@ const (
 	// restarted as generation Gen.
 	KPeerRestarted
 	// KMark: C→W: a planned fault for one attempt (hang,
-	// transfer_failure, abort, delay, evict), which strikes at its phase.
+	// transfer_failure, abort, delay, evict), which strikes at its phase;
+	// with msg, a fault aimed at a phase (a cancel too), set when the
+	// worker logs that fact for the attempt.
 	KMark
 	// KTrigger: W→C: the worker logged the fact a planned restart waits
-	// for; it takes no further step until the coordinator acts.
+	// for; it takes no further step until the coordinator acts. With
+	// fault "cancel" (and the side and msg of its mark), the fact a
+	// client cancel aimed at a phase waits for: the worker steps on, and
+	// the coordinator's frontend cancels.
 	KTrigger
 	// KDrain: C→W: report your ledgers when nothing is left in flight.
 	KDrain

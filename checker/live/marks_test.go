@@ -24,48 +24,66 @@ func TestLive_EveryPlannedKindReachesItsStriker(t *testing.T) {
 			continue
 		}
 		kind := &system.FaultKinds[k]
-		f := cluster.Fault{File: "plan.jsonl", Line: 2, Kind: k.String(), Request: 0, Worker: -1, Side: "destination"}
-		switch {
-		case kind.Phase:
-			f.After = "registered"
-		case cluster.AtTime(k):
+		if cluster.AtTime(k) && !kind.Phase {
 			continue // a worker's, at its time: the coordinator's timed list
 		}
-		var m cluster.Marks
-		if err := m.Mark(&f); err != nil {
-			t.Fatalf("%s: %v", k, err)
+		// A kind aimed at a phase is tried in that form; one struck where
+		// offered in its own form too.
+		var forms []string
+		if kind.Phase {
+			forms = append(forms, "registered")
 		}
-		frames := workerMarks(&m)
-		coordinator := k == system.Cancel || kind.Instead == system.MvDeliver
-		if coordinator {
-			if len(frames) != 0 {
-				t.Errorf("%s: the coordinator strikes it, yet workers got %v", k, frames)
-			}
-			continue
+		if !kind.Phase || kind.Offered {
+			forms = append(forms, "")
 		}
-		if len(frames) == 0 {
-			t.Errorf("%s: no worker got the mark", k)
-			continue
+		for _, after := range forms {
+			everyMarkReachesItsStriker(t, k, after)
 		}
-		for i := range frames {
-			fr := frames[i]
-			sd, ok := cluster.SideNamed(fr.To)
-			if !ok || fr.Kind != KMark {
-				t.Fatalf("%s: frame %+v", k, fr)
-			}
-			w := &worker{mine: sd}
-			a := &attempt{}
-			w.setMark(a, &fr)
-			left := 0
-			if a.m != nil {
-				left = a.m.Left()
-			}
-			if w.refused != 0 || (left != 1 && a.trigger == "") {
-				t.Errorf("%s: the %s worker refused %d frames, holds %d marks and waits for %q; want the mark held", k, fr.To, w.refused, left, a.trigger)
-			}
-			if cluster.Takes(k, system.ArgSide) && sd != model.DestinationSide {
-				t.Errorf("%s: a mark on the destination went to the %s", k, fr.To)
-			}
+	}
+}
+
+// everyMarkReachesItsStriker: a mark of kind k, aimed at a phase when
+// after is given, reaches the process that strikes it.
+func everyMarkReachesItsStriker(t *testing.T, k system.Fault, after string) {
+	t.Helper()
+	kind := &system.FaultKinds[k]
+	f := cluster.Fault{File: "plan.jsonl", Line: 2, Kind: k.String(), Request: 0, Worker: -1, Side: "destination", After: after}
+	var m cluster.Marks
+	if err := m.Mark(&f); err != nil {
+		t.Fatalf("%s: %v", k, err)
+	}
+	frames := workerMarks(&m)
+	// The coordinator strikes a cancel, but one aimed at a phase
+	// waits for the side's worker to tell it the phase came.
+	coordinator := (k == system.Cancel && after == "") || kind.Instead == system.MvDeliver
+	if coordinator {
+		if len(frames) != 0 {
+			t.Errorf("%s: the coordinator strikes it, yet workers got %v", k, frames)
+		}
+		return
+	}
+	if len(frames) == 0 {
+		t.Errorf("%s: no worker got the mark", k)
+		return
+	}
+	for i := range frames {
+		fr := frames[i]
+		sd, ok := cluster.SideNamed(fr.To)
+		if !ok || fr.Kind != KMark {
+			t.Fatalf("%s: frame %+v", k, fr)
+		}
+		w := &worker{mine: sd}
+		a := &attempt{}
+		w.setMark(a, &fr)
+		left := 0
+		if a.m != nil {
+			left = a.m.Left()
+		}
+		if w.refused != 0 || (left != 1 && a.trigger == "") {
+			t.Errorf("%s: the %s worker refused %d frames, holds %d marks and waits for %q; want the mark held", k, fr.To, w.refused, left, a.trigger)
+		}
+		if cluster.Takes(k, system.ArgSide) && sd != model.DestinationSide {
+			t.Errorf("%s: a mark on the destination went to the %s", k, fr.To)
 		}
 	}
 }

@@ -629,6 +629,14 @@ func (w *worker) setMark(a *attempt, f *Frame) bool {
 		if a.m == nil {
 			a.m = &cluster.Marks{}
 		}
+		if f.Msg != "" {
+			// Aimed at a phase: set when this worker logs the fact.
+			pf := cluster.Fault{File: "frame", Kind: f.Fault, Request: 0, Worker: -1, Side: sideNames[w.mine], After: f.Msg}
+			if err := a.m.Mark(&pf); err != nil {
+				w.refuse("a fault aimed at a phase a worker does not strike")
+			}
+			return false
+		}
 		if !a.m.MarkSide(k, w.mine) {
 			w.refuse("a fault a worker does not strike")
 			return false
@@ -756,7 +764,7 @@ func (w *worker) stranding(a *attempt) {
 }
 
 func (w *worker) observe(a *attempt, before *system.State, m system.Move) {
-	if w.log == nil && a.trigger == "" {
+	if w.log == nil && a.trigger == "" && (a.m == nil || !a.m.AwaitsPhase()) {
 		return
 	}
 	by := obslog.BySource
@@ -770,9 +778,23 @@ func (w *worker) observe(a *attempt, before *system.State, m system.Move) {
 		if a.trigger != "" && a.trigger[0] != '!' && obslog.Kinds[l.Kind].Name == a.trigger {
 			a.trigger = "!" + a.trigger
 		}
+		if a.m != nil && a.m.AwaitsPhase() {
+			w.phase(a, obslog.Kinds[l.Kind].Name)
+		}
 		if w.log != nil {
 			f := obslog.FactOf(l, w.proc, w.opt.Gen, a.name, t)
 			w.log.Write(&f)
+		}
+	}
+}
+
+// phase sets the marks aimed at the phase the worker just logged a fact
+// of: they strike where the attempt next offers them, but for a client
+// cancel, which the coordinator's frontend makes: the worker tells it.
+func (w *worker) phase(a *attempt, name string) {
+	for _, k := range a.m.Logged(w.mine, name) {
+		if k == system.Cancel && a.m.Spend(system.Cancel, w.mine) {
+			w.send(&Frame{Kind: KTrigger, Attempt: a.name, Fault: k.String(), Side: sideNames[w.mine], Msg: name})
 		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 // The strings it gives alias text, without a copy: they are read before
 // the next line is (Reader.fact), and what a Fact keeps of them is copied
 // there (Reader.intern).
-func fastLine(text []byte, l *factLine, sv *[7]string, iv *[9]int64) bool {
+func fastLine(text []byte, l *factLine, sv *[8]string, iv *[10]int64) bool {
 	*l = factLine{}
 	i, n := 0, len(text)
 	ws := func() {
@@ -115,6 +115,8 @@ func fastLine(text []byte, l *factLine, sv *[7]string, iv *[9]int64) bool {
 			sp = &l.Outcome
 		case "timer":
 			sp = &l.Timer
+		case "canonical":
+			sp = &l.Canonical
 		case "gen":
 			ip = &l.Gen
 		case "t_us":
@@ -133,6 +135,8 @@ func fastLine(text []byte, l *factLine, sv *[7]string, iv *[9]int64) bool {
 			ip = &l.PromptTokens
 		case "prefix_hit_tokens":
 			ip = &l.PrefixHitTokens
+		case "adopted_blocks":
+			ip = &l.AdoptedBlocks
 		default:
 			return false
 		}

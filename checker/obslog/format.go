@@ -111,6 +111,13 @@ type Fact struct {
 	Timer                                 model.Timer
 	// PromptTokens and PrefixHitTokens size the attempt (0: not given).
 	PromptTokens, PrefixHitTokens int64
+	// AdoptedBlocks and Canonical, on an activated fact only: at
+	// activation the destination adopted the canonical blocks of the
+	// attempt Canonical, which it holds active, for AdoptedBlocks blocks
+	// of the received prompt prefix, and freed its received duplicates
+	// (model.EngineTraits.Duplicates: vLLM). 0 and "": it adopted none.
+	AdoptedBlocks int64
+	Canonical     string
 }
 
 // HasFigure reports whether the line gives a figure.
@@ -172,6 +179,8 @@ type factLine struct {
 	Timer           *string `json:"timer"`
 	PromptTokens    *int64  `json:"prompt_tokens"`
 	PrefixHitTokens *int64  `json:"prefix_hit_tokens"`
+	AdoptedBlocks   *int64  `json:"adopted_blocks"`
+	Canonical       *string `json:"canonical"`
 }
 
 // Reader reads a log one fact at a time, holding one line.
@@ -182,8 +191,8 @@ type Reader struct {
 	header Header
 	err    error
 	// scratch for fastLine's values, and the line they fill
-	sv [7]string
-	iv [9]int64
+	sv [8]string
+	iv [10]int64
 	l  factLine
 	// procs finds a process by name (Header.Process, without its scan).
 	procs map[string]int
@@ -572,6 +581,22 @@ func (r *Reader) fact(l *factLine, f *Fact) string {
 			return "prefix_hit_tokens: want the tokens of the prompt the chosen decode worker caches, on a routed fact of stage decode"
 		}
 		f.PrefixHitTokens = *l.PrefixHitTokens
+	}
+	if l.AdoptedBlocks != nil || l.Canonical != nil {
+		if k != Activated {
+			return fmt.Sprintf("%s carries no adopted_blocks or canonical: only an activated fact says what the destination adopted", k)
+		}
+		if l.AdoptedBlocks == nil || l.Canonical == nil {
+			return "an adoption needs both \"adopted_blocks\" (the blocks adopted, from 1) and \"canonical\" (the attempt whose canonical blocks they are)"
+		}
+		if *l.AdoptedBlocks < 1 || *l.AdoptedBlocks > 1<<30 {
+			return fmt.Sprintf("adopted_blocks %d: want the blocks adopted at activation, from 1", *l.AdoptedBlocks)
+		}
+		if *l.Canonical == "" || len(*l.Canonical) > 256 || *l.Canonical == f.Attempt {
+			return "canonical: want the id of another attempt, whose canonical blocks the destination adopted"
+		}
+		f.AdoptedBlocks = *l.AdoptedBlocks
+		f.Canonical = strings.Clone(*l.Canonical)
 	}
 	return ""
 }

@@ -36,6 +36,11 @@ func FuzzParseLog(f *testing.F) {
 	// that does not.
 	f.Add([]byte(strings.Replace(fuzzHeader, `"source-first"`, `"disabled"`, 1) + `{"proc":"p0","gen":0,"attempt":"a","kind":"request_accepted"}` + "\n"))
 	f.Add([]byte(strings.Replace(strings.Replace(fuzzHeader, `"source-first"`, `"disabled"`, 1), `]}`, `],"config":{"policy":"source-first"}}`, 1)))
+	// An adoption at activation, one with a canonical id to escape, and
+	// one on a kind that carries none.
+	f.Add([]byte(fuzzHeader + `{"proc":"d0","gen":0,"attempt":"b","kind":"activated","adopted_blocks":32,"canonical":"a"}` + "\n"))
+	f.Add([]byte(fuzzHeader + `{"proc":"d0","gen":0,"attempt":"b","kind":"activated","adopted_blocks":2,"canonical":"a\u00e9\"x"}` + "\n"))
+	f.Add([]byte(fuzzHeader + `{"proc":"d0","gen":0,"attempt":"b","kind":"decode_released","blocks":3,"adopted_blocks":2,"canonical":"a"}` + "\n"))
 	f.Add([]byte(fuzzHeader + "\n"))
 	f.Add([]byte(""))
 	f.Fuzz(checkLog)
@@ -72,8 +77,8 @@ func checkLog(t *testing.T, data []byte) {
 		// The fast path agrees with the exact decoder on every line it takes.
 		for _, line := range strings.Split(string(data), "\n") {
 			var fast, slow factLine
-			var sv [7]string
-			var iv [9]int64
+			var sv [8]string
+			var iv [10]int64
 			if fastLine([]byte(line), &fast, &sv, &iv) {
 				if err := decodeLine([]byte(line), &slow); err != nil {
 					t.Fatalf("the fast path takes %q, the decoder refuses it: %v", line, err)
@@ -129,5 +134,6 @@ func sameLine(a, b *factLine) bool {
 	return str(a.Proc, b.Proc) && num(a.Gen, b.Gen) && str(a.Attempt, b.Attempt) && str(a.Kind, b.Kind) && num(a.TUS, b.TUS) &&
 		str(a.Stage, b.Stage) && str(a.To, b.To) && num(a.Blocks, b.Blocks) && num(a.Pages, b.Pages) && num(a.Slot, b.Slot) &&
 		num(a.Headroom, b.Headroom) && num(a.Tokens, b.Tokens) && str(a.Outcome, b.Outcome) && str(a.Timer, b.Timer) &&
-		num(a.PromptTokens, b.PromptTokens) && num(a.PrefixHitTokens, b.PrefixHitTokens)
+		num(a.PromptTokens, b.PromptTokens) && num(a.PrefixHitTokens, b.PrefixHitTokens) &&
+		num(a.AdoptedBlocks, b.AdoptedBlocks) && str(a.Canonical, b.Canonical)
 }

@@ -142,7 +142,7 @@ var Kinds = [NumKinds]KindInfo{
 	ReaderCompleted: {Name: "reader_completed", Who: BySource,
 		Doc: "the source learned the reads of its blocks are over"},
 	Activated: {Name: "activated", Who: ByDestination, Milestone: true,
-		Doc: "the destination's received pages became active: decode may run"},
+		Doc: "the destination's received pages became active: decode may run; with `adopted_blocks` and `canonical`, it adopted the canonical blocks attempt `canonical` holds for that many blocks of the prompt prefix and freed its duplicates (engines that adopt at activation)"},
 	Stored: {Name: "stored", Who: BySide, Figures: []Figure{FigBlocks},
 		Doc: "the worker published `Stored` to the KV index for `blocks` of the attempt"},
 	DecodeFinished: {Name: "decode_finished", Who: ByDestination, Milestone: true,

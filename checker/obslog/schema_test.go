@@ -57,6 +57,12 @@ func schema() map[string]any {
 		if k == WorkerRestarted {
 			props["prompt_tokens"] = false
 		}
+		if k == Activated {
+			// An adoption gives both or neither.
+			then["dependentRequired"] = map[string]any{"adopted_blocks": []any{"canonical"}, "canonical": []any{"adopted_blocks"}}
+		} else {
+			props["adopted_blocks"], props["canonical"] = false, false
+		}
 		then["properties"] = props
 		if len(req) > 0 {
 			then["required"] = req
@@ -116,6 +122,8 @@ func schema() map[string]any {
 					"timer":             map[string]any{"enum": []any{"bootstrap", "push-deadline", "pull-deadline"}},
 					"prompt_tokens":     map[string]any{"type": "integer", "minimum": 1, "maximum": 1 << 30, "description": "The attempt's prompt length; some fact of each attempt carries it (the prefill router's routed fact)."},
 					"prefix_hit_tokens": map[string]any{"type": "integer", "minimum": 0, "maximum": 1 << 30, "description": "On a routed fact of stage decode: the prompt tokens the chosen decode worker caches."},
+					"adopted_blocks":    map[string]any{"type": "integer", "minimum": 1, "maximum": 1 << 30, "description": "On an activated fact, with canonical: the blocks of the received prompt prefix the destination replaced by canonical blocks it already held and freed (an engine that adopts at activation: vLLM)."},
+					"canonical":         map[string]any{"type": "string", "minLength": 1, "maxLength": 256, "description": "On an activated fact, with adopted_blocks: the attempt whose active blocks on the same decode worker are the canonical ones adopted. Not the fact's own attempt."},
 				},
 				"required":             []any{"proc", "gen", "kind"},
 				"additionalProperties": false,

@@ -129,6 +129,12 @@ func (w *Writer) Write(f *Fact) error {
 		b = append(b, `,"prefix_hit_tokens":`...)
 		b = strconv.AppendInt(b, f.PrefixHitTokens, 10)
 	}
+	if f.Kind == Activated && f.AdoptedBlocks > 0 {
+		b = append(b, `,"adopted_blocks":`...)
+		b = strconv.AppendInt(b, f.AdoptedBlocks, 10)
+		b = append(b, `,"canonical":`...)
+		b = appendString(b, f.Canonical)
+	}
 	if f.TUS >= 0 {
 		b = append(b, `,"t_us":`...)
 		b = strconv.AppendInt(b, f.TUS, 10)

@@ -53,9 +53,32 @@ type RejectionResult struct {
 	Reproduced bool
 	Deviation  string
 	Why        string
-	// Timed is the reproduction on the clock of a reproduced rejection
-	// (nil when it is not reproduced).
+	// Plan is the reproduction on the clock derived from the trace of a
+	// reproduced rejection (its files written when it reaches the
+	// invariant), Timed the first timed scenario that breaks the
+	// invariant when the plan does not (both nil when the rejection is
+	// not reproduced).
+	Plan  *Plan
 	Timed *Timed
+}
+
+// Files lists the files written, in the order a reader takes them.
+func (r *RejectionResult) Files() []string {
+	var out []string
+	if r.Steps > 0 {
+		out = append(out, TraceFile)
+	}
+	if r.Deviation != "" {
+		out = append(out, SpecOut)
+	}
+	out = append(out, ReadmeFile)
+	if r.Reproduced {
+		out = append(out, TestFile)
+	}
+	if r.Plan != nil && r.Plan.Result != nil {
+		out = append(out, SimFile, WorkloadFile, FaultsFile)
+	}
+	return out
 }
 
 // WriteRejection writes the reproduction of a rejected log into dir. The
@@ -167,12 +190,20 @@ func WriteRejection(dir string, in RejectionInput) (*RejectionResult, error) {
 	}
 	v.Meaning = meaning(inv)
 	if res.Reproduced && c != nil {
-		t, err := FindTimed(context.Background(), protocol, c.Run(), inv)
+		plan, err := DerivePlan(context.Background(), protocol, cfg, c.Run(), moves, inv, false)
 		if err != nil {
 			return nil, err
 		}
-		res.Timed = t
-		v.Clock = clockView{T: t, Invariant: inv, Spec: in.SpecFile}
+		res.Plan = plan
+		if err := plan.files(files); err != nil {
+			return nil, err
+		}
+		if plan.Result == nil {
+			if res.Timed, err = FindTimed(context.Background(), protocol, c.Run(), inv); err != nil {
+				return nil, err
+			}
+		}
+		v.Clock = clockView{P: plan, T: res.Timed, Invariant: inv, Spec: in.SpecFile}
 		if res.Deviation != "" {
 			v.Clock.Spec = SpecOut
 		}
@@ -183,7 +214,7 @@ func WriteRejection(dir string, in RejectionInput) (*RejectionResult, error) {
 	}
 	// The template's branches end on different lines: one newline ends it.
 	files[ReadmeFile] = append(bytes.TrimRight(readme.Bytes(), "\n"), '\n')
-	for _, name := range []string{TraceFile, SpecOut, TestFile, ReadmeFile} {
+	for _, name := range []string{TraceFile, SpecOut, TestFile, ReadmeFile, SimFile, WorkloadFile, FaultsFile} {
 		path := filepath.Join(dir, name)
 		data, ok := files[name]
 		if !ok {
@@ -683,6 +714,7 @@ allow these steps: copy this directory into the module (not under a
 the logging system's tables are fixed, put them in `+"`spec.json`"+`: the test then passes.{{end}}
 
 {{template "timed" .Clock}}
+{{template "live" .Clock}}
 {{- end}}
 {{- end}}
 `)

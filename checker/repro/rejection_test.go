@@ -58,6 +58,15 @@ var unreproduced = map[string]string{
 	"pages-never-returned-after-a-failed-transfer.jsonl": "Quiescence is judged only where nothing is left to do",
 }
 
+// onTheClock is how each reproduced log's reproduction reaches its
+// invariant on the clock: by the plan derived from its trace, or the
+// named scenario, or none.
+var onTheClock = map[string]string{
+	"stored-before-activation.jsonl":                           "plan",
+	"prefill-dispatched-before-the-destination-reserved.jsonl": "plan",
+	"success-reported-for-a-failed-transfer.jsonl":             "plan",
+}
+
 type expectation struct {
 	File      string `json:"file"`
 	Line      int    `json:"line"`
@@ -90,16 +99,7 @@ func replayTrace(t *testing.T, dir string) (string, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proto := system.Generated()
-	if tr.Spec != nil {
-		it, err := interp.New(tr.Spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if proto, err = system.FromStepper("trace", tr.Spec, it); err != nil {
-			t.Fatal(err)
-		}
-	}
+	proto := tracedProtocol(t, tr)
 	c, err := checker.New(proto, tr.Config, tr.Config.Runs[0])
 	if err != nil {
 		t.Fatal(err)
@@ -122,6 +122,37 @@ func replayTrace(t *testing.T, dir string) (string, int) {
 		t.Fatalf("the trace records %q and ends in %q", tr.Violation, inv)
 	}
 	return inv, len(tr.Moves)
+}
+
+// traceProtocol is the tables the trace written into dir carries.
+func traceProtocol(t *testing.T, dir string) *system.Protocol {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, TraceFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := checker.ParseTrace(TraceFile, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tracedProtocol(t, tr)
+}
+
+// tracedProtocol is the tables a trace carries (the built-in ones when
+// it carries none).
+func tracedProtocol(t *testing.T, tr *checker.Trace) *system.Protocol {
+	t.Helper()
+	proto := system.Generated()
+	if tr.Spec != nil {
+		it, err := interp.New(tr.Spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if proto, err = system.FromStepper("trace", tr.Spec, it); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return proto
 }
 
 // Each shipped invalid log's reproduction replays to the rejection's
@@ -194,14 +225,28 @@ func TestWriteRejection_InvalidLogs(t *testing.T) {
 			if _, err := WriteRejection(again, in); err != nil {
 				t.Fatal(err)
 			}
-			for _, f := range []string{TraceFile, ReadmeFile, TestFile, SpecOut} {
+			for _, f := range []string{TraceFile, ReadmeFile, TestFile, SpecOut, SimFile, WorkloadFile, FaultsFile} {
 				a, _ := os.ReadFile(filepath.Join(dir, f))
 				b, _ := os.ReadFile(filepath.Join(again, f))
 				if !bytes.Equal(a, b) {
 					t.Errorf("%s differs between two writes", f)
 				}
 			}
-			t.Logf("%d of %d steps, %s", res.Steps, res.Explained, res.Deviation)
+			// On the clock: the plan derived from the trace, run from
+			// its files under the tables the trace carries.
+			onClock := "none: " + res.Plan.Why
+			if res.Plan.Result != nil {
+				if got := simulated(t, dir, traceProtocol(t, dir)); got != e.Invariant {
+					t.Errorf("the plan's files break %q, want %s", got, e.Invariant)
+				}
+				onClock = "plan"
+			} else if res.Timed != nil && res.Timed.Scenario != "" {
+				onClock = "scenario " + res.Timed.Scenario
+			}
+			if want, ok := onTheClock[e.File]; !ok || !strings.HasPrefix(onClock, want) {
+				t.Errorf("on the clock: %s, want %s", onClock, want)
+			}
+			t.Logf("%d of %d steps, %s; on the clock: %s", res.Steps, res.Explained, res.Deviation, onClock)
 		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"text/template"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/sim/workload"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
@@ -52,8 +53,21 @@ type Result struct {
 	// Steps and Handoffs are the reproduction's; HandoffsBefore the
 	// configuration's before minimizing.
 	Steps, Handoffs, HandoffsBefore int
-	// Timed is the reproduction on the clock, or why there is none.
+	// Plan is the reproduction on the clock derived from the trace (its
+	// files written when it reaches the invariant); Timed the first
+	// timed scenario that breaks the invariant, looked for only when the
+	// plan does not.
+	Plan  *Plan
 	Timed *Timed
+}
+
+// Files lists the files written, in the order a reader takes them.
+func (r *Result) Files() []string {
+	out := []string{TraceFile, ReadmeFile, TestFile}
+	if r.Plan != nil && r.Plan.Result != nil {
+		out = append(out, SimFile, WorkloadFile, FaultsFile)
+	}
+	return out
 }
 
 // Write writes the reproduction of in into dir (created if need be).
@@ -79,9 +93,16 @@ func Write(dir string, in Input) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	timed, err := FindTimed(context.Background(), in.Protocol, run, ce.Violation.Invariant)
+	plan, err := DerivePlan(context.Background(), in.Protocol, cfg, run, moves, ce.Violation.Invariant, len(ce.Loop) > 0)
 	if err != nil {
 		return nil, err
+	}
+	var timed *Timed
+	if plan.Result == nil {
+		timed, err = FindTimed(context.Background(), in.Protocol, run, ce.Violation.Invariant)
+		if err != nil {
+			return nil, err
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -90,7 +111,7 @@ func Write(dir string, in Input) (*Result, error) {
 	if err := checker.WriteTrace(&trace, cfgJSON, in.Spec, run.Name, c.Attempts(), min); err != nil {
 		return nil, err
 	}
-	res := &Result{Dir: dir, Invariant: ce.Violation.Invariant, Steps: len(moves), Handoffs: nh, HandoffsBefore: before, Timed: timed}
+	res := &Result{Dir: dir, Invariant: ce.Violation.Invariant, Steps: len(moves), Handoffs: nh, HandoffsBefore: before, Plan: plan, Timed: timed}
 	readme, err := render(readmeTemplate, in, res, story, min)
 	if err != nil {
 		return nil, err
@@ -99,7 +120,11 @@ func Write(dir string, in Input) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	for name, data := range map[string][]byte{TraceFile: trace.Bytes(), ReadmeFile: readme, TestFile: test} {
+	files := map[string][]byte{TraceFile: trace.Bytes(), ReadmeFile: readme, TestFile: test}
+	if err := plan.files(files); err != nil {
+		return nil, err
+	}
+	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			return nil, err
 		}
@@ -271,7 +296,7 @@ type view struct {
 
 func render(t *template.Template, in Input, res *Result, story []string, ce *checker.Counterexample) ([]byte, error) {
 	var b bytes.Buffer
-	v := view{Clock: clockView{T: res.Timed, Invariant: res.Invariant, Spec: in.SpecFile}, In: in, Res: res, Detail: ce.Violation.Detail, Meaning: meaning(res.Invariant), Story: story,
+	v := view{Clock: clockView{P: res.Plan, T: res.Timed, Invariant: res.Invariant, Spec: in.SpecFile}, In: in, Res: res, Detail: ce.Violation.Detail, Meaning: meaning(res.Invariant), Story: story,
 		Loop: len(ce.Loop) > 0, LoopFrom: len(ce.Steps), Generated: in.Spec == nil}
 	if err := t.Execute(&b, v); err != nil {
 		return nil, err
@@ -280,19 +305,42 @@ func render(t *template.Template, in Input, res *Result, story []string, ce *che
 }
 
 // timedBlock says a reproduction's bug on the clock (a clockView), for
-// every README that has one.
-const timedBlock = `{{define "timed"}}{{with .T}}{{if .Scenario}}**On the clock.** The timed scenario ` + "`{{.Scenario}}`" + ` ({{.Policy}}) breaks
+// every README that has one: the plan derived from the trace, or why
+// there is none and the first timed scenario that breaks the invariant.
+const timedBlock = `{{define "timed"}}{{with .P}}{{if .Result}}{{with .Result.Violation}}**On the clock.** ` + "`sim.json`, `workload.jsonl` and `faults.jsonl`" + ` are these steps on the simulator's
+clock: {{$.P.Summary}}. ` + "`simulate`" + ` breaks {{$.Invariant}} too, at {{ms .AtUS}} ms of virtual time on request {{.Request}}:
+{{.Detail}}.
+
+    handoffcheck simulate --config sim.json --workload workload.jsonl --faults faults.jsonl{{if $.Spec}} --spec {{$.Spec}}{{end}}
+{{end}}{{with .Result.Summary}}
+**The cost at the workload's scale** (as ` + "`simulate`" + ` reports it, up to the violation,
+which ends the run): {{.Requests}} request{{if ne .Requests 1}}s{{end}}, {{.Succeeded}} succeeded, {{.Failed}} failed, {{.Cancelled}} cancelled;
+stranded source KV {{printf "%.1f" .StrandedSourceBlockSeconds}} block-seconds (peak {{.StrandedSourcePeak}} blocks);
+held for doomed attempts {{printf "%.1f" .StrandedBlockSeconds}} block-seconds.
+{{end}}{{else}}**From the trace.** No plan on the clock derived from these steps reaches {{$.Invariant}}:
+{{.Why}}.
+
+{{end}}{{end}}{{with .T}}{{if .Scenario}}**On the clock.** The timed scenario ` + "`{{.Scenario}}`" + ` ({{.Policy}}) breaks
 {{$.Invariant}} too, at {{printf "%.3f" .AtMS}} ms of virtual time on request {{.Request}}: {{.Detail}}.
 By then {{.Requests}} requests had arrived; {{.Succeeded}} succeeded, {{.Failed}} failed and {{.Cancelled}} were cancelled.
 The scenario's workload and faults on a cluster, with these tables:
 
     handoffcheck timeline --scenario {{.Scenario}} --policy {{.Policy}}{{if $.Spec}} --spec {{$.Spec}}{{end}} --out /tmp/{{.Scenario}}
 {{else}}**On the clock.** {{if .Why}}No timed scenario was run: {{.Why}}.{{else}}None of the timed scenarios ({{range $i, $s := .Tried}}{{if $i}}, {{end}}{{$s}}{{end}}) breaks {{$.Invariant}}{{if .Other}} (some broke another invariant first: {{range $i, $s := .Other}}{{if $i}}, {{end}}{{$s}}{{end}}){{end}}: the order these steps take is one the clock does not reach in them.{{end}}
+{{end}}{{end}}{{end}}{{define "live"}}{{with .P}}{{if .Result}}**Live.** The same three files run the steps over real processes, whose logs
+` + "`conform`" + ` judges:
+
+    handoffcheck live --config sim.json --workload workload.jsonl --faults faults.jsonl{{if $.Spec}} --spec {{$.Spec}}{{end}}
+
+{{.LiveNote}}
+{{else}}**Live.** No live plan is derived from these steps: there is no plan on the clock
+to run. ` + "`handoffcheck live`" + ` runs the same tables over real processes.
 {{end}}{{end}}{{end}}`
 
 // clockView is what the timed block says: the timed reproduction, the
 // invariant, and the tables' file for the command.
 type clockView struct {
+	P         *Plan
 	T         *Timed
 	Invariant string
 	Spec      string
@@ -300,7 +348,8 @@ type clockView struct {
 
 // withTimed parses a README template beside the timed block.
 func withTimed(name, text string) *template.Template {
-	return template.Must(template.Must(template.New(name).Parse(timedBlock)).Parse(text))
+	funcs := template.FuncMap{"ms": workload.FormatMillis}
+	return template.Must(template.Must(template.New(name).Funcs(funcs).Parse(timedBlock)).Parse(text))
 }
 
 var readmeTemplate = withTimed("readme", `# Reproduction: {{.Res.Invariant}}
@@ -332,9 +381,7 @@ allow these steps: copy this directory into the module (not under a
 passes once the tables no longer reach {{.Res.Invariant}} this way.
 
 {{template "timed" .Clock}}
-**Live.** No live plan is derived from the trace: a live run's order is the
-processes' own. `+"`handoffcheck live`"+` runs the same tables over real processes.
-`)
+{{template "live" .Clock}}`)
 
 var testTemplate = template.Must(template.New("test").Parse(`package repro
 

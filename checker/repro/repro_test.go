@@ -20,6 +20,16 @@ import (
 // input a reproduction is written from.
 func found(t testing.TB, configFile, specFile, run string) Input {
 	t.Helper()
+	in, ok := tryFound(t, configFile, specFile, run)
+	if !ok {
+		t.Fatalf("%s under %s: no violation", configFile, specFile)
+	}
+	return in
+}
+
+// tryFound is found, reporting false when check finds no violation.
+func tryFound(t testing.TB, configFile, specFile, run string) (Input, bool) {
+	t.Helper()
 	cfgJSON, err := os.ReadFile(configFile)
 	if err != nil {
 		t.Fatal(err)
@@ -53,11 +63,11 @@ func found(t testing.TB, configFile, specFile, run string) Input {
 		t.Fatal(err)
 	}
 	if rep.Runs[0].Violation == nil {
-		t.Fatalf("%s under %s: no violation", configFile, specFile)
+		return Input{}, false
 	}
 	abs, _ := filepath.Abs(specFile)
 	return Input{Protocol: proto, Spec: sp, SpecFile: abs, ConfigJSON: cfgJSON, Run: runs[0], Found: rep.Runs[0].Violation,
-		Command: "handoffcheck check --config " + configFile + " --spec " + specFile + " --run " + run}
+		Command: "handoffcheck check --config " + configFile + " --spec " + specFile + " --run " + run}, true
 }
 
 // A counterexample on two handoffs that needs one is reproduced on one:
@@ -101,7 +111,8 @@ func TestWrite_MinimizesAndReplays(t *testing.T) {
 	readme, _ := os.ReadFile(filepath.Join(dir, ReadmeFile))
 	for _, want := range []string{"# Reproduction: SourcePinnedUntilRead", "6 steps over one handoff (the configuration had 2",
 		"6. deliver h=0 to=source msg=LeaseRenewed", "handoffcheck replay trace.jsonl", in.Command,
-		"handoffcheck timeline --scenario fault-sweep --policy source-first --spec " + in.SpecFile} {
+		"handoffcheck simulate --config sim.json --workload workload.jsonl --faults faults.jsonl --spec " + in.SpecFile,
+		"handoffcheck live --config sim.json --workload workload.jsonl --faults faults.jsonl --spec " + in.SpecFile} {
 		if !strings.Contains(string(readme), want) {
 			t.Errorf("the README lacks %q:\n%s", want, readme)
 		}
@@ -110,7 +121,10 @@ func TestWrite_MinimizesAndReplays(t *testing.T) {
 	if _, err := Write(again, in); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{TraceFile, ReadmeFile, TestFile} {
+	if got := simulated(t, dir, in.Protocol); got != res.Invariant {
+		t.Errorf("the plan's files, read as simulate reads them, break %q", got)
+	}
+	for _, f := range res.Files() {
 		a, _ := os.ReadFile(filepath.Join(dir, f))
 		b, _ := os.ReadFile(filepath.Join(again, f))
 		if !bytes.Equal(a, b) {

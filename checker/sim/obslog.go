@@ -42,6 +42,13 @@ func (s *Sim) observe(r *request, before *system.State, m system.Move) {
 				f.PrefixHitTokens = int64(r.hit)
 			}
 		}
+		if l.Kind == obslog.Activated && s.olog != nil {
+			// adopt ran before this step was observed: the share it
+			// made, if any, is what the activation adopted.
+			if sh := s.adopted; sh != nil && sh.adopter == r {
+				f.AdoptedBlocks, f.Canonical = int64(sh.n), cluster.AttemptName(&sh.owner.Request, sh.owner.attempt)
+			}
+		}
 		if indexed {
 			s.indexFact(r, &f)
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+
+	"github.com/handoffcheck/handoffcheck/checker/props"
 )
 
 // The reports of simulate and timeline render themselves here, next to
@@ -12,9 +14,10 @@ import (
 
 // resultJSON is the stable --json form of one run (docs/cli.md).
 type resultJSON struct {
-	Summary     Summary    `json:"summary"`
-	Violation   *Violation `json:"violation,omitempty"`
-	Interrupted bool       `json:"interrupted,omitempty"`
+	Summary     Summary          `json:"summary"`
+	Violation   *Violation       `json:"violation,omitempty"`
+	Interrupted bool             `json:"interrupted,omitempty"`
+	Props       *props.RunReport `json:"properties,omitempty"`
 }
 
 // WriteResults prints the summaries (one per run) and any violation: as
@@ -24,11 +27,11 @@ func WriteResults(w io.Writer, results []*Result, asJSON bool) error {
 	if asJSON {
 		var out any
 		if len(results) == 1 {
-			out = resultJSON{results[0].Summary, results[0].Violation, results[0].Interrupted}
+			out = resultJSON{results[0].Summary, results[0].Violation, results[0].Interrupted, results[0].Props}
 		} else {
 			var all []resultJSON
 			for _, r := range results {
-				all = append(all, resultJSON{r.Summary, r.Violation, r.Interrupted})
+				all = append(all, resultJSON{r.Summary, r.Violation, r.Interrupted, r.Props})
 			}
 			out = struct {
 				Runs []resultJSON `json:"runs"`
@@ -90,6 +93,9 @@ func (r *Result) WriteSummary(w io.Writer) {
 		for _, l := range v.History {
 			fmt.Fprintf(w, "  %s\n", l)
 		}
+	}
+	if r.Props != nil {
+		r.Props.WriteText(w, "")
 	}
 	if r.Interrupted {
 		fmt.Fprintln(w, "interrupted: the figures cover the virtual time simulated so far")

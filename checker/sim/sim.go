@@ -24,6 +24,7 @@ import (
 
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/props"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
@@ -66,7 +67,10 @@ type Sim struct {
 	index *cluster.KVIndex
 	// shares are the canonical blocks adopted at activation and still
 	// shared (EngineTraits.Duplicates), oldest first.
-	shares  []share
+	shares []share
+	// adopted is the share the step being taken made (adopt), which its
+	// activated fact logs, or nil.
+	adopted *share
 	nextP   int
 	nextD   int
 	waiters [][]*request
@@ -85,6 +89,7 @@ type Sim struct {
 	stats     *stats
 	tl        *recorder
 	olog      *obslog.Writer
+	clock     *props.Clock
 	violation *Violation
 	inputErr  error
 	// watch, when set, sees every request after each of its steps: the
@@ -117,6 +122,12 @@ type Options struct {
 	// that virtual time the requests in flight are torn down (Teardown)
 	// and no later arrival or planned fault happens.
 	UntilUS int64
+	// Props, when set, judges the properties of a file on the clock
+	// (props.Clock): every state of each request, its leads_to within
+	// obligations, its sometimes properties and antecedents. The always
+	// properties are the configuration's Judge. Result.Props has the
+	// verdicts.
+	Props *props.Clock
 }
 
 // Progress is what a long run reports.
@@ -166,6 +177,7 @@ func newSim(cfg *cluster.Config, src cluster.Source, opt Options) (*Sim, error) 
 	s.stats = newStats(cfg, n)
 	s.faultFree = opt.FaultFree
 	s.olog = opt.Log
+	s.clock = opt.Props
 	if opt.Timeline != nil {
 		s.tl = &opt.Timeline.r
 		s.tl.start(s)
@@ -423,6 +435,15 @@ func (s *Sim) run(ctx context.Context, opt Options) (*Result, error) {
 			continue
 		}
 		s.advance(e.at)
+		if s.clock != nil {
+			// A deadline passed before this event with its Q unmet: the
+			// steps at the deadline itself came before (deadlines are
+			// inclusive).
+			s.clock.Advance(s.now)
+			if s.missed(nil); s.violation != nil {
+				break
+			}
+		}
 		events++
 		if s.now > s.lastArrival+drainHorizonUS || events > uint64(eventsPerRequest*(s.arrivals+1)) {
 			s.stuck()
@@ -430,7 +451,7 @@ func (s *Sim) run(ctx context.Context, opt Options) (*Result, error) {
 		}
 		if events&0xffff == 0 {
 			if err := ctx.Err(); err != nil {
-				return s.result(events, true), nil
+				return s.withProps(s.result(events, true)), nil
 			}
 			if opt.Progress != nil {
 				opt.Progress(Progress{NowUS: s.now, Arrived: s.arrivals, Completed: s.stats.completed, Events: events})
@@ -473,7 +494,7 @@ func (s *Sim) run(ctx context.Context, opt Options) (*Result, error) {
 	if s.violation == nil {
 		s.finish()
 	}
-	return s.result(events, false), nil
+	return s.withProps(s.result(events, false)), nil
 }
 
 // A run that neither drains nor ends is stopped: an hour of virtual time
@@ -613,6 +634,13 @@ func (s *Sim) do(r *request, m system.Move, force bool) bool {
 	if v == nil {
 		v = s.chk.CheckState(&r.st)
 	}
+	if s.clock != nil {
+		// Judged on the clock even when the step broke an invariant: the
+		// antecedent of the property it broke held there.
+		if pv := s.observeProps(r); v == nil {
+			v = pv
+		}
+	}
 	s.writeBack(r)
 	if len(s.shares) > 0 {
 		s.unshare(r)
@@ -623,7 +651,9 @@ func (s *Sim) do(r *request, m system.Move, force bool) bool {
 	if s.olog != nil || indexChanged(&before.W.H[0], &r.st.W.H[0]) {
 		s.observe(r, &before, m)
 	}
+	s.adopted = nil
 	trigger := s.restartTrigger(r, &before, m)
+	s.phaseMarks(r, &before, m)
 	w := r.p
 	if m.Kind == system.MvRouteDecode {
 		w = r.d
@@ -647,6 +677,23 @@ func (s *Sim) do(r *request, m system.Move, force bool) bool {
 		s.stats.faults++
 	}
 	return true
+}
+
+// phaseMarks sets the marks aimed at the phase the step reached: a side
+// logged the fact they wait for (cluster.Marks.Logged). They strike where
+// the request next offers their move, as a mark set at a time does.
+func (s *Sim) phaseMarks(r *request, before *system.State, m system.Move) {
+	if !r.m.AwaitsPhase() {
+		return
+	}
+	for _, l := range s.step.Observe(before, &r.st, m) {
+		switch l.By {
+		case obslog.BySource:
+			r.m.Logged(model.SourceSide, obslog.Kinds[l.Kind].Name)
+		case obslog.ByDestination:
+			r.m.Logged(model.DestinationSide, obslog.Kinds[l.Kind].Name)
+		}
+	}
 }
 
 // restartTrigger is the side whose planned restart the step triggers (it
@@ -1120,7 +1167,7 @@ func (s *Sim) checkFault(f cluster.Fault) error {
 	if f.Worker >= s.cfg.NumWorkers() {
 		return fmt.Errorf("%s:%d: %w: worker %d, but the configuration has workers 0 to %d", f.File, f.Line, cluster.ErrInput, f.Worker, s.cfg.NumWorkers()-1)
 	}
-	if system.FaultKinds[k].Phase && f.Request >= 0 {
+	if system.FaultKinds[k].Phase && f.Request >= 0 && (k == system.Restart || f.After != "") {
 		if !slices.Contains(obslog.AttemptKindNames(), f.After) {
 			return fmt.Errorf("%s:%d: %w: after %q, want a kind of the observation log a worker logs for a request: %s", f.File, f.Line, cluster.ErrInput, f.After, strings.Join(obslog.AttemptKindNames(), ", "))
 		}
@@ -1303,6 +1350,12 @@ func (s *Sim) maybeRetire(r *request) {
 func (s *Sim) retire(r *request) {
 	r.retired = true
 	delete(s.active, r.Index)
+	if s.clock != nil {
+		// The request is gone: its last state stands, and what it left
+		// open no step can meet (props.Clock.Gone).
+		s.clock.Gone(r.Index, s.now)
+		s.missed(r)
+	}
 	for sd := range r.owed {
 		if r.owed[sd] != nil {
 			s.settleObligations(r)
@@ -1414,11 +1467,14 @@ func (s *Sim) adopt(r *request) {
 		return
 	}
 	// The oldest request that qualifies owns the canonical blocks (the
-	// lowest index, whatever the map's order).
+	// lowest index, whatever the map's order). Its own prefix (the
+	// group's, cut to its prompt) must hold the n blocks too: a shorter
+	// prompt shares only its own whole blocks.
 	var owner *request
 	for _, q := range s.active {
 		if q != r && q.d == r.d && q.PrefixGroup == r.PrefixGroup && q.hit == 0 && q.st.W.H[0].Dst == model.DstActive &&
-			(owner == nil || q.Index < owner.Index) && q.Hold[1].Used() >= n && s.adopter(q) < 0 && (s.sharesOf(q) == 0 || s.sharesOf(q) == n) {
+			(owner == nil || q.Index < owner.Index) && q.Hold[1].Used() >= n && model.WholeBlocks(q.PrefixTokens, s.cfg.BlockSize()) >= n &&
+			s.adopter(q) < 0 && (s.sharesOf(q) == 0 || s.sharesOf(q) == n) {
 			owner = q
 		}
 	}
@@ -1426,6 +1482,7 @@ func (s *Sim) adopt(r *request) {
 		return
 	}
 	s.shares = append(s.shares, share{w: r.d, adopter: r, owner: owner, n: n})
+	s.adopted = &s.shares[len(s.shares)-1]
 	r.sharing++
 	owner.sharing++
 	k := s.workers[r.d]

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
+	"github.com/handoffcheck/handoffcheck/checker/props"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -18,6 +19,8 @@ type Result struct {
 	Rows [2][]uint64
 	// Interrupted: the context was cancelled before the workload ended.
 	Interrupted bool
+	// Props is the verdicts of Options.Props on the run (nil: none).
+	Props *props.RunReport
 }
 
 // Summary is the figures of a run (docs: simulate's summary). Times are

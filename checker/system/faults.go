@@ -77,8 +77,11 @@ type FaultKind struct {
 	// Instead when a driver is about to take it (on the fact the plan
 	// names when the move takes one), or else, for a move on a worker,
 	// at the plan's time; Phase lets a plan aim it at a request's side
-	// instead, right after the side's worker logs a given fact. A plan's
-	// line takes request for h, worker, side, and optionally to and msg.
+	// instead, right after the side's worker logs a given fact (a
+	// restart of that worker then; a kind struck where offered is
+	// marked then, and strikes where the request next offers it). A
+	// plan's line takes request for h, worker, side, and optionally to
+	// and msg.
 	Offered bool
 	Instead MoveKind
 	Phase   bool
@@ -95,9 +98,9 @@ var FaultKinds = [NumFaults]FaultKind{
 	Reorder: {Config: "reorder",
 		Meaning: "the transport delivers a fact that is not the oldest in flight", Unplanned: "facts are reordered by the simulator's latency jitter by themselves, not at a time of a plan; schedule a loss or a duplicate to disturb one fact"},
 	Cancel: {Config: "cancel", MoveName: "cancel", Args: []Arg{ArgH}, Swarm: true,
-		Meaning: "the client cancels the request; the frontend cancels both request streams that exist", Offered: true},
+		Meaning: "the client cancels the request; the frontend cancels both request streams that exist", Offered: true, Phase: true},
 	Abort: {Config: "abort", MoveName: "abort", Args: []Arg{ArgH, ArgSide}, Swarm: true,
-		Meaning: "either side aborts the request on its own, at any phase", Offered: true},
+		Meaning: "either side aborts the request on its own, at any phase", Offered: true, Phase: true},
 	TransferFailure: {Config: "transfer_failure", MoveName: "fail-transfer", Args: []Arg{ArgH}, Swarm: true,
 		Meaning: "a running KV transfer fails on its own (network, timeout)", Instead: MvTransfer},
 	Restart: {Config: "restart", MoveName: "restart", Args: []Arg{ArgWorker}, Swarm: true,
@@ -111,9 +114,9 @@ var FaultKinds = [NumFaults]FaultKind{
 	Hang: {Config: "hang", MoveName: "hang", Args: []Arg{ArgH}, Swarm: true,
 		Meaning: "a running KV transfer hangs: it neither completes nor fails until a registration it uses is fenced or closed", Offered: true},
 	Evict: {Config: "evict", MoveName: "evict", Args: []Arg{ArgH, ArgSide}, Swarm: true,
-		Meaning: "a worker's cache evicts the released blocks a handoff's side keeps there; Removed is published if the KV index advertised them", Offered: true},
+		Meaning: "a worker's cache evicts the released blocks a handoff's side keeps there; Removed is published if the KV index advertised them", Offered: true, Phase: true},
 	Delay: {Config: "delay", MoveName: "delay", Args: []Arg{ArgH, ArgSide}, Swarm: true,
-		Meaning: "a worker's scheduler core falls behind: the commands a side sends it for the handoff wait, and anything may happen before the core applies them", Offered: true},
+		Meaning: "a worker's scheduler core falls behind: the commands a side sends it for the handoff wait, and anything may happen before the core applies them", Offered: true, Phase: true},
 }
 
 func (f Fault) String() string {

@@ -272,8 +272,8 @@ func cmdCheck(c *command, e *env, args []string) int {
 			fmt.Fprintf(e.stderr, "handoffcheck check: --repro: %v\n", err)
 			return
 		}
-		fmt.Fprintf(e.stderr, "reproduction of %s written to %s: %d steps over %d of %d handoffs (%s, %s, %s)\n",
-			res.Invariant, res.Dir, res.Steps, res.Handoffs, res.HandoffsBefore, repro.TraceFile, repro.ReadmeFile, repro.TestFile)
+		fmt.Fprintf(e.stderr, "reproduction of %s written to %s: %d steps over %d of %d handoffs (%s)\n",
+			res.Invariant, res.Dir, res.Steps, res.Handoffs, res.HandoffsBefore, strings.Join(res.Files(), ", "))
 		f.reproDir = ""
 	}
 	if f.walks > 0 {

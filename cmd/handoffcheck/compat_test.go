@@ -82,6 +82,13 @@ var specVerdicts = []specVerdict{
 		{"vllm", "RouterCleanup", 5, 43, 159}, {"sglang", "RouterCleanup", 8, 3533, 8067}, {"trtllm", "RouterCleanup", 5, 43, 159}, {"trtllm-destination-first", "", 0, 11895, 49268}}},
 	{file: "../../testdata/variants/withdraw-noop-leaks-reservation.json", config: "../../testdata/configs/commands.json", want: []verdict{
 		{"vllm", "InFlightAccounting", 7, 344, 1170}, {"sglang", "InFlightAccounting", 5, 106, 484}, {"trtllm", "", 0, 38866, 198066}, {"trtllm-destination-first", "", 0, 9925, 39922}}},
+	// A pin that outlives the reads: the source ignores the reader's
+	// acknowledgement and the destination renews its lease while it
+	// decodes; the search sees the source never finish (Quiescence), the
+	// simulator a pin held past two lease periods on a long decode
+	// (docs/props.md).
+	{file: "../../testdata/variants/pin-ignores-ack-and-lease.json", config: small, want: []verdict{
+		{"vllm", "Quiescence", 10, 412, 754}, {"sglang", "", 0, 897, 2000}, {"trtllm", "", 0, 137, 275}}},
 	// A late cancel or abort, written with a non-terminal stand-in for Done.
 	{file: "../../testdata/variants/late-cancel-standin.json", config: small, want: []verdict{
 		{"vllm", "ExactlyOnceRelease", 9, 152, 231}, {"sglang", "ExactlyOnceRelease", 11, 495, 928}, {"trtllm", "", 0, 137, 275}}},

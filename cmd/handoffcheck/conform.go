@@ -49,7 +49,9 @@ func cmdConform(c *command, e *env, args []string) int {
 	maxFaults := fs.Int("max-faults", conform.DefaultMaxFaults, "the most unlogged faults (lost or duplicated facts, hangs, slow cores) in one attempt")
 	open := fs.Bool("open", false, "accept attempts still in flight when the logs end (a log cut from a running system)")
 	propsFile := fs.String("props", "", "also require every state along an explanation to satisfy the always properties of this file (docs/props.md):\n"+
-		"a log that only a behavior breaking one explains is rejected, naming the property")
+		"a log that only a behavior breaking one explains is rejected, naming the property; leads_to within is judged on the logs' time stamps\n"+
+		"along each attempt's explanation, sometimes reached or not in this run")
+	timeScale := fs.Float64("time-scale", 1, "with --props: how long a configured duration lasts on the logs' clock (a live run's --time-scale); a bound is judged on the time stamps divided by it")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
 	reproDir := fs.String("repro", "", "on a rejection, write its reproduction into this directory: a trace of the rejected attempt's world that replay judges\n"+
 		"(ending in the invariant, under the tables with the row the logging system deviated in), a README telling it in words, and a Go test")
@@ -94,15 +96,19 @@ func cmdConform(c *command, e *env, args []string) int {
 		opt.Config = cfg
 	}
 	if *propsFile != "" {
-		set, err := loadProps(e.ctx, *propsFile, "conform", props.Timed)
+		set, err := loadProps(e.ctx, *propsFile, "conform", props.CanWithin|props.Timed)
 		if err != nil {
-			return c.bad(e, "%v", err)
-		}
-		if err := conform.AlwaysOnly(set); err != nil {
 			return c.bad(e, "%v", err)
 		}
 		opt.Props = set
 	}
+	if setFlags(fs)["time-scale"] && *propsFile == "" {
+		return c.bad(e, "--time-scale scales the time stamps a property's bound is judged on; want --props FILE with it")
+	}
+	if !(*timeScale > 0 && *timeScale <= 1000) {
+		return c.bad(e, "--time-scale %g: want more than 0 and at most 1000", *timeScale)
+	}
+	opt.TimeScale = *timeScale
 	var in []conform.Input
 	var conv []*converted
 	var aggregated []*mocker.Result
@@ -251,10 +257,10 @@ func saveConformRepro(e *env, dir string, p *system.Protocol, variant *spec.Spec
 	}
 	switch {
 	case res.Reproduced && res.Deviation != "":
-		fmt.Fprintf(e.stderr, "reproduction of %s written to %s: %d steps under the tables with %s (%s, %s, %s, %s)\n",
-			res.Invariant, res.Dir, res.Steps, res.Deviation, repro.TraceFile, repro.SpecOut, repro.ReadmeFile, repro.TestFile)
+		fmt.Fprintf(e.stderr, "reproduction of %s written to %s: %d steps under the tables with %s (%s)\n",
+			res.Invariant, res.Dir, res.Steps, res.Deviation, strings.Join(res.Files(), ", "))
 	case res.Reproduced:
-		fmt.Fprintf(e.stderr, "reproduction of %s written to %s: %d steps (%s, %s, %s)\n", res.Invariant, res.Dir, res.Steps, repro.TraceFile, repro.ReadmeFile, repro.TestFile)
+		fmt.Fprintf(e.stderr, "reproduction of %s written to %s: %d steps (%s)\n", res.Invariant, res.Dir, res.Steps, strings.Join(res.Files(), ", "))
 	case res.Steps > 0:
 		fmt.Fprintf(e.stderr, "the rejected attempt's explanation written to %s: %d steps, no violating step (%s, %s)%s\n", res.Dir, res.Steps, repro.TraceFile, repro.ReadmeFile, sentence(res.Why))
 	default:

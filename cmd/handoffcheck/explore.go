@@ -13,20 +13,23 @@ import (
 
 	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/conform"
+	"github.com/handoffcheck/handoffcheck/checker/conform/mocker"
 	"github.com/handoffcheck/handoffcheck/checker/explore"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
 )
 
 var exploreCommand = &command{
 	name:    "explore",
-	args:    "[--config FILE] [--spec FILE] [--run NAME] [--props FILE] [--addr HOST:PORT] [TRACE.jsonl | LOG.jsonl...]",
+	args:    "[--config FILE] [--spec FILE] [--run NAME] [--props FILE] [--addr HOST:PORT] [--from handoffcheck|mocker] [TRACE.jsonl | LOG.jsonl...]",
 	summary: "serve a web page on the loopback interface that walks a run's states and traces, or draws judged logs",
 	detail: `Prints the page's URL and serves until interrupted; it opens no browser.
 Without a trace, the page starts at the initial state of a run of the
 configuration (the embedded default without --config; the first run without
 --run). With a trace file (check --trace-out, a variant's counterexample),
 the run, configuration and spec are the trace's own: the page walks the
-trace and any step can be branched off. Everything served is in the binary.`,
+trace and any step can be branched off. With observation logs, or with
+--from mocker and the dynamo mocker's bookkeeping logs, the page draws
+conform's judgement of them. Everything served is in the binary.`,
 	exits: []exitDoc{
 		{exitUsage, "bad usage, a bad configuration, spec or trace, or an address off the loopback interface"},
 		{exitInterrupted, "stopped serving on an interrupt (the normal end)"},
@@ -43,8 +46,12 @@ func cmdExplore(cmd *command, e *env, args []string) int {
 	runName := fs.String("run", "", "the run to explore (default: the configuration's first run)")
 	addr := fs.String("addr", "127.0.0.1:0", "where to listen: the loopback interface only; port 0 picks a free one")
 	propsFile := fs.String("props", "", "also judge every state by the properties of this file (handoffcheck.props/v1), and offer its sometimes ones as targets of a search")
+	from := fs.String("from", "handoffcheck", "the logs' format, as conform takes it: handoffcheck (a trace or handoffcheck.log/v1 logs) or mocker (the dynamo mocker's offline replay bookkeeping)")
 	if code, ok := cmd.parse(e, fs, args, 0, -1); !ok {
 		return code
+	}
+	if *from != "handoffcheck" && *from != "mocker" {
+		return cmd.bad(e, "--from %q, want handoffcheck or mocker", *from)
 	}
 	if err := explore.Loopback(*addr); err != nil {
 		return cmd.bad(e, "%v", err)
@@ -59,7 +66,16 @@ func cmdExplore(cmd *command, e *env, args []string) int {
 		}
 		files = append(files, data)
 	}
-	if len(files) > 0 && schemaOf(files[0]) == obslog.SchemaV1 {
+	mockerLogs := *from == "mocker"
+	if mockerLogs && len(files) == 0 {
+		return cmd.bad(e, "--from mocker: want the mocker's logs")
+	}
+	for i, data := range files {
+		if !mockerLogs && formatOf(data) == mocker.FormatV1 {
+			return cmd.bad(e, "%s is a log of the dynamo mocker (%s): add --from mocker", fs.Arg(i), mocker.FormatV1)
+		}
+	}
+	if len(files) > 0 && (mockerLogs || schemaOf(files[0]) == obslog.SchemaV1) {
 		for _, name := range []string{"config", "run", "props"} {
 			if set[name] {
 				return cmd.bad(e, "--%s with logs: the logs' header carries the configuration, and conform judges the built-in invariants", name)
@@ -77,7 +93,11 @@ func cmdExplore(cmd *command, e *env, args []string) int {
 		for i, data := range files {
 			in[i] = explore.LogInput{Name: fs.Arg(i), Data: data}
 		}
-		logs, err := explore.JudgeLogs(in, opt)
+		judge := explore.JudgeLogs
+		if mockerLogs {
+			judge = explore.JudgeMockerLogs
+		}
+		logs, err := judge(in, opt)
 		if err != nil {
 			return cmd.bad(e, "%v", err)
 		}
@@ -154,6 +174,18 @@ func schemaOf(data []byte) string {
 		return ""
 	}
 	return h.Schema
+}
+
+// formatOf is the format a dynamo mocker log's first line names, or "".
+func formatOf(data []byte) string {
+	first, _, _ := bytes.Cut(data, []byte("\n"))
+	var h struct {
+		Format string `json:"format"`
+	}
+	if json.Unmarshal(first, &h) != nil {
+		return ""
+	}
+	return h.Format
 }
 
 // serveUntilInterrupted serves the explorer until the command's context

@@ -15,6 +15,8 @@ import (
 const (
 	exploreTrace = "../../testdata/traces/release-on-heartbeat.jsonl"
 	exploreLog   = "../../testdata/logs/invalid/stored-before-activation.jsonl"
+	// exploreMocker is a dynamo mocker log conform --from mocker explains.
+	exploreMocker = "../../testdata/logs/mocker/source-first.jsonl"
 )
 
 // explore refuses what it cannot serve, each with exit 2 and one line.
@@ -34,6 +36,12 @@ func TestExplore_RefusesBadUsage(t *testing.T) {
 		{[]string{"--props", "../../testdata/props/questions.props", exploreLog}, "--props with logs"},
 		{[]string{"--props", "../../testdata/props/typo.props"}, "typo.props:"},
 		{[]string{exploreLog, "../../testdata/logs/invalid/expect.json"}, "expect.json:1:"},
+		{[]string{exploreMocker}, "source-first.jsonl is a log of the dynamo mocker (dynamo.mocker.offline-replay/v1): add --from mocker"},
+		{[]string{"--from", "vllm", exploreMocker}, `--from "vllm", want handoffcheck or mocker`},
+		{[]string{"--from", "mocker"}, "--from mocker: want the mocker's logs"},
+		{[]string{"--from", "mocker", "--run", "vllm", exploreMocker}, "--run with logs"},
+		{[]string{"--from", "mocker", "../../testdata/logs/mocker/aggregated.jsonl"}, "aggregated.jsonl: an aggregated replay hands nothing off"},
+		{[]string{"--from", "mocker", "../../testdata/logs/mocker/invalid-unknown-phase.jsonl"}, `invalid-unknown-phase.jsonl:6: malformed mocker replay log: phase "Prefilling"`},
 	} {
 		// One line: the error, and for usage errors where help is.
 		var out, errOut bytes.Buffer
@@ -52,6 +60,9 @@ func TestSignal_ExploreStopsServing(t *testing.T) {
 	})
 	t.Run("logs", func(t *testing.T) {
 		serveAndInterrupt(t, "api/logs", `"invariant": "NoStoredBeforeActivation"`, "explore", exploreLog)
+	})
+	t.Run("mocker", func(t *testing.T) {
+		serveAndInterrupt(t, "api/logs", `"invariant": "ExactlyOnceRelease"`, "explore", "--from", "mocker", "../../testdata/logs/mocker/invalid-release-before-prefill-done.jsonl")
 	})
 }
 

@@ -60,3 +60,57 @@ func TestTimeline_Spec(t *testing.T) {
 		t.Fatalf("a missing spec: exit %d, %q", code, errOut.String())
 	}
 }
+
+// TestCheck_ReproOnTheClockAndLive: check --repro writes the trace's
+// plan on the clock; simulate run on its files breaks the same invariant,
+// and so does live, whose logs conform rejects naming it. The variants
+// are those of the shipped ones whose plan (of their counterexample on
+// two-handoffs-faults.json, the first of the vllm and sglang runs) live
+// reproduces without hanging on how closely the processes keep to the
+// clock: their bug needs no fault, or a fault live strikes where the plan
+// aims it whatever the clock (an abort aimed at the phase after the
+// destination reported its outcome; a transfer failure, which strikes
+// the transfer once it runs). Of the 17 plans, these 6 reproduce live;
+// the others need a deadline shortened below what the processes keep to,
+// or a fault placed by time.
+func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
+	for _, tc := range []struct {
+		variant, run, inv, fault string
+	}{
+		{"decode-without-reservation", "vllm", "TransferNeedsReservation", ""},
+		{"late-cancel-standin", "vllm", "ExactlyOnceRelease", `{"at_ms":0,"kind":"abort","request":0,"side":"destination","after":"outcome_reported"}`},
+		{"ownership-at-terminal-token", "vllm", "RouterCleanup", ""},
+		{"publish-before-compute", "vllm", "IndexMatchesCache", ""},
+		{"pull-failed-reports-success", "vllm", "OutcomeTruthful", `"kind":"transfer_failure","request":0}`},
+		{"release-on-scheduler-finish", "vllm", "SourcePinnedUntilRead", ""},
+	} {
+		t.Run(tc.variant, func(t *testing.T) {
+			if testing.Short() && tc.fault == "" && tc.variant != "decode-without-reservation" {
+				t.Skip("one variant without a fault is enough in -short")
+			}
+			variant := "../../testdata/variants/" + tc.variant + ".json"
+			dir := t.TempDir()
+			code, _, errOut := runCLI(t, "check", "--config", "../../testdata/configs/two-handoffs-faults.json", "--spec", variant, "--run", tc.run, "--timing=false", "--repro", dir)
+			if code != exitViolation || !strings.Contains(errOut, "reproduction of "+tc.inv+" written to "+dir) || !strings.Contains(errOut, "sim.json, workload.jsonl, faults.jsonl") {
+				t.Fatalf("check --repro: exit %d\n%s", code, errOut)
+			}
+			faults, err := os.ReadFile(filepath.Join(dir, "faults.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(faults), tc.fault) || (tc.fault == "" && strings.Count(string(faults), "\n") != 1) {
+				t.Fatalf("the plan's faults:\n%s\nwant %s", faults, tc.fault)
+			}
+			plan := []string{"--config", filepath.Join(dir, "sim.json"), "--workload", filepath.Join(dir, "workload.jsonl"), "--faults", filepath.Join(dir, "faults.jsonl"), "--spec", variant}
+			code, out, errOut := runCLI(t, append([]string{"simulate"}, plan...)...)
+			if code != exitViolation || !strings.Contains(out, "VIOLATION "+tc.inv+" at ") {
+				t.Fatalf("simulate on the plan: exit %d\n%s%s", code, out, errOut)
+			}
+			liveDir := t.TempDir()
+			code, out, errOut = runCLI(t, append([]string{"live", "--out", t.TempDir(), "--repro", liveDir}, plan...)...)
+			if code != exitViolation || !strings.Contains(out, "verdict: rejected") || !strings.Contains(errOut, "reproduction of "+tc.inv+" written to "+liveDir) {
+				t.Fatalf("live on the plan: exit %d\n%s%s", code, out, errOut)
+			}
+		})
+	}
+}

@@ -35,7 +35,8 @@ var liveCommand = &command{
 		"started again as a new generation). --proxy-seed adds random drops, duplicates and delays of\n" +
 		"the facts the workers send each other. Every process writes its observation log into --out\n" +
 		"(default: a new temporary directory), and the run's logs are judged by conform unless\n" +
-		"--no-conform (with --props FILE, also by the file's always properties, docs/props.md).\n" +
+		"--no-conform (with --props FILE, also by the file's properties, docs/props.md: a bound on the\n" +
+		"clock is judged on the logs' time stamps divided by the time scale).\n" +
 		"Without --workload it runs the embedded default: 1,000 requests with a kill and a restart,\n" +
 		"a lost, a duplicated and a hung fact, and more (checker/live/default).\n" +
 		"--policy disabled runs the legacy disaggregated path (the legacy tables, no pin and no\n" +
@@ -79,7 +80,7 @@ func cmdLive(c *command, e *env, args []string) int {
 	out := fs.String("out", "", "directory for the run's configuration and logs (default: a new temporary directory)")
 	specFile := fs.String("spec", "", "run a spec file's tables (a variant) in every worker instead of the generated machines")
 	noConform := fs.Bool("no-conform", false, "do not judge the run's logs")
-	propsFile := fs.String("props", "", "judge the run's logs also by the always properties of this file (docs/props.md): a log only a behavior breaking one explains is rejected, naming it")
+	propsFile := fs.String("props", "", "judge the run's logs also by the properties of this file (docs/props.md): a log only a behavior breaking one explains is rejected, naming it; leads_to within on the logs' clock, sometimes reached or not in this run")
 	adapt := fs.Bool("adapt-scale", true, "run again at twice the time scale (up to 4 runs) when the processes fall further behind the clock than the deadlines absorb; false: one run, whose report says how late it was")
 	policy := fs.String("policy", "", "override the configuration's policy: source-first, destination-first or disabled (the legacy disaggregated path: no fault plan, logs not judged)")
 	compare := fs.Bool("compare", false, "run source-first and destination-first on the same workload, each into DIR/POLICY, and print a table of both; with --policy disabled, the legacy path beside them")
@@ -134,10 +135,7 @@ func cmdLive(c *command, e *env, args []string) int {
 	}
 	var pset *props.Set
 	if *propsFile != "" {
-		if pset, err = loadProps(e.ctx, *propsFile, "live", props.Timed); err != nil {
-			return c.bad(e, "%v", err)
-		}
-		if err := conform.AlwaysOnly(pset); err != nil {
+		if pset, err = loadProps(e.ctx, *propsFile, "live", props.CanWithin|props.Timed); err != nil {
 			return c.bad(e, "%v", err)
 		}
 		// The properties are judged where the logs are, by conform,
@@ -365,7 +363,7 @@ func liveOnce(c *command, e *env, opt live.Options, noConform bool, pset *props.
 		}
 		// The logs are judged against the tables the workers ran, and
 		// the properties, if any.
-		r.verdict, err = conform.Judge(in, conform.Options{Protocol: opt.Protocol, Props: pset})
+		r.verdict, err = conform.Judge(in, conform.Options{Protocol: opt.Protocol, Props: pset, TimeScale: rep.Scale})
 		for _, f := range files {
 			f.Close()
 		}

@@ -418,7 +418,6 @@ func TestCLI_LivePropsRefused(t *testing.T) {
 		{[]string{"--props", file, "--policy", "disabled"}, "--props: the disabled policy runs no handoff lifecycle"},
 		{[]string{"--props", file, "--policy", "disabled", "--compare"}, "--props: the disabled policy runs no handoff lifecycle"},
 		{[]string{"--props", file, "--policy", "aggregated"}, "--props: the aggregated policy runs no handoff lifecycle"},
-		{[]string{"--props", propsDir + "questions.props"}, propsDir + "questions.props:17:1: sometimes PinnedAfterDecode is not supported by conform"},
 		{[]string{"--props", propsDir + "typo.props"}, propsDir + "typo.props:3:66: undefined field 'sourceterminal'"},
 	} {
 		code, stdout, errOut := runCLI(t, append([]string{"live", "--out", t.TempDir()}, tc.args...)...)
@@ -430,8 +429,8 @@ func TestCLI_LivePropsRefused(t *testing.T) {
 
 // TestCLI_LiveRepro: a broken variant run live is rejected by conform,
 // and --repro writes the rejection's reproduction: a trace that replay
-// judges to the same invariant, and the timed scenario that breaks it
-// on the clock. Refusals come before any process starts.
+// judges to the same invariant, and a plan on the clock that simulate
+// judges to it too. Refusals come before any process starts.
 func TestCLI_LiveRepro(t *testing.T) {
 	w := liveWorkload(t, 10, "100")
 	dir := t.TempDir()
@@ -450,8 +449,19 @@ func TestCLI_LiveRepro(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(readme), "handoffcheck timeline --scenario ") {
-		t.Errorf("the README gives no timed reproduction:\n%s", readme)
+	if !strings.Contains(string(readme), "handoffcheck simulate --config sim.json --workload workload.jsonl --faults faults.jsonl") {
+		t.Errorf("the README gives no plan on the clock:\n%s", readme)
+	}
+	// The plan, under the tables the trace carries, breaks the same
+	// invariant in simulate.
+	spec := "../../testdata/variants/release-on-scheduler-finish.json"
+	if _, err := os.Stat(filepath.Join(dir, "spec.json")); err == nil {
+		spec = filepath.Join(dir, "spec.json")
+	}
+	code, out, rerr = runCLI(t, "simulate", "--config", filepath.Join(dir, "sim.json"), "--workload", filepath.Join(dir, "workload.jsonl"),
+		"--faults", filepath.Join(dir, "faults.jsonl"), "--spec", spec)
+	if code != exitViolation || !strings.Contains(out, "VIOLATION SourcePinnedUntilRead at ") {
+		t.Fatalf("simulate on the reproduction's plan: exit %d\n%s%s", code, out, rerr)
 	}
 	for _, tc := range []struct {
 		args []string
@@ -465,5 +475,41 @@ func TestCLI_LiveRepro(t *testing.T) {
 		if code != exitUsage || stdout != "" || !strings.HasPrefix(errOut, "handoffcheck live: "+tc.want) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.args, code, stdout, errOut, tc.want)
 		}
+	}
+}
+
+// TestCLI_LiveWithin: workers that run pin-ignores-ack-and-lease's tables
+// hold a pin through an 80 s decode; the run's logs, judged on their
+// clock divided by the run's time scale, break the clock question at its
+// deadline, named in the run's verdict and in its properties.
+func TestCLI_LiveWithin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a live run of an 80 s decode")
+	}
+	file := propsDir + "questions.clock.props"
+	code, stdout, errOut := runCLI(t, "live", "--workload", "../../testdata/sim/long-decode.jsonl", "--out", t.TempDir(),
+		"--spec", "../../testdata/variants/pin-ignores-ack-and-lease.json", "--props", file, "--json")
+	var rep struct {
+		Conform struct {
+			Verdict   string `json:"verdict"`
+			Rejection struct {
+				Property string `json:"property"`
+				Detail   string `json:"detail"`
+			} `json:"rejection"`
+			Properties struct {
+				Properties []struct {
+					Name    string `json:"name"`
+					Verdict string `json:"verdict"`
+				} `json:"properties"`
+			} `json:"properties"`
+		} `json:"conform"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || code != exitViolation {
+		t.Fatalf("exit %d, %v: %s\n%s", code, err, errOut, stdout)
+	}
+	c := rep.Conform
+	if c.Verdict != "rejected" || c.Rejection.Property != "PinnedSourceReleased" || !strings.Contains(c.Rejection.Detail, "leads_to PinnedSourceReleased within 60s: h.source_hold == \"pinned\" held at ") ||
+		len(c.Properties.Properties) != 1 || c.Properties.Properties[0].Verdict != "violated" {
+		t.Fatalf("the run's verdict: %+v", c)
 	}
 }

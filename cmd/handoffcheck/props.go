@@ -442,16 +442,3 @@ func (r *propsReport) notReached() bool {
 	}
 	return false
 }
-
-// alwaysOnly refuses a file with a sometimes property, at its line: a
-// simulation follows one run and gives no shortest witness, so only
-// always properties are judged there.
-func alwaysOnly(set *props.Set) error {
-	for _, p := range set.Props {
-		if p.Kind == props.Sometimes {
-			return &props.Error{File: set.File, Line: p.Line, Col: 1,
-				Msg: "sometimes " + p.Name + " is not supported yet by this driver: a simulation judges always properties; want check --props for a witness"}
-		}
-	}
-	return nil
-}

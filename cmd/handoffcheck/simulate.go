@@ -76,6 +76,8 @@ type simInputs struct {
 	// DIR/log.jsonl; else nowhere); records the kinds it keeps.
 	log     string
 	records obslog.KindSet
+	// props are judged on the run's clock as well as at every step.
+	props *props.Set
 }
 
 func cmdSimulate(c *command, e *env, args []string) int {
@@ -95,8 +97,8 @@ func cmdSimulate(c *command, e *env, args []string) int {
 	specFile := fs.String("spec", "", "run a spec file's tables (a variant) instead of the generated machines")
 	logFile := fs.String("log", "", "write the run's observation log (handoffcheck.log/v1) to this file (with --out: DIR/log.jsonl by default)")
 	logRecords := fs.String("log-records", "all", "the kinds the log keeps: all, milestones, or a comma-separated list of kinds")
-	propsFile := fs.String("props", "", "also judge every simulated step by the always properties of this file (docs/props.md), over the view of the\n"+
-		"request's window: one handoff and the workers it touches")
+	propsFile := fs.String("props", "", "also judge every simulated step by the properties of this file (docs/props.md), over the view of the\n"+
+		"request's window: one handoff and the workers it touches; leads_to within on the virtual clock, sometimes reached or not in this run")
 	untilMS := fs.Float64("until-ms", 0, "end the run at this virtual time with handoffs unresolved: no later arrival or planned fault, every request in flight cut by a cancel and checked to release what it holds once (0: run the workload out)")
 	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
 		return code
@@ -143,20 +145,17 @@ func cmdSimulate(c *command, e *env, args []string) int {
 	if set["until-ms"] && cfg.Policy == cluster.Disabled {
 		return c.bad(e, "--until-ms: the %s policy runs no handoff lifecycle to tear down; want source-first or destination-first", cfg.PolicyName())
 	}
+	var pset *props.Set
 	if *propsFile != "" {
-		set, err := loadProps(e.ctx, *propsFile, "simulate", props.Timed)
-		if err != nil {
-			return c.bad(e, "%v", err)
-		}
-		if err := alwaysOnly(set); err != nil {
+		if pset, err = loadProps(e.ctx, *propsFile, "simulate", props.CanWithin|props.Timed); err != nil {
 			return c.bad(e, "%v", err)
 		}
 		if cfg.Policy == cluster.Disabled || cfg.Aggregated {
 			return c.bad(e, "--props: the %s policy runs no handoff lifecycle, so there is no state to judge; want source-first or destination-first", cfg.PolicyName())
 		}
-		cfg.Judge = set
+		cfg.Judge = pset
 	}
-	in := simInputs{cfg: cfg, log: *logFile, records: records, untilUS: int64(math.Round(*untilMS * 1000))}
+	in := simInputs{cfg: cfg, log: *logFile, records: records, untilUS: int64(math.Round(*untilMS * 1000)), props: pset}
 	if *specFile != "" {
 		p, _, err := loadProtocol(e.ctx, *specFile)
 		if err != nil {
@@ -354,6 +353,9 @@ func simulateOnce(c *command, e *env, in simInputs, dir string) (*sim.Result, *s
 		rec = sim.NewRecorder(tlFile)
 	}
 	opt := sim.Options{Faults: in.faults, Timeline: rec, FaultFree: in.faultFre, Protocol: in.proto, UntilUS: in.untilUS}
+	if in.props != nil {
+		opt.Props = props.NewClock(in.props)
+	}
 	logPath := in.log
 	if logPath == "" && dir != "" && !in.cfg.Aggregated {
 		logPath = filepath.Join(dir, "log.jsonl")

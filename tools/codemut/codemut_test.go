@@ -189,3 +189,18 @@ func TestEquivalents_AreStillInTheCode(t *testing.T) {
 		}
 	}
 }
+
+// The -short runs leave make test-long's tests out even when the run was
+// started with HANDOFFCHECK_LONG set (as make mutate-code does): only the
+// full runs, reached by a change every -short run missed, pay for them.
+func TestWithoutEnv_DropsOnlyTheLongTests(t *testing.T) {
+	env := []string{"PATH=/bin", longEnv + "=1", longEnv + "ER=1", "HOME=/h"}
+	got := withoutEnv(env, longEnv)
+	want := []string{"PATH=/bin", longEnv + "ER=1", "HOME=/h"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if len(env) != 4 || env[1] != longEnv+"=1" {
+		t.Errorf("the environment given was changed: %q", env)
+	}
+}

@@ -5,6 +5,7 @@
 
 let run = null;
 let tables = null; // the run's spec, for the machines' tables
+let lastView = null; // the state shown, to redraw the diagrams' marks
 
 function pathFromHash() {
   const m = /^#p=([0-9.]*)$/.exec(location.hash);
@@ -142,10 +143,53 @@ function renderProperties(v) {
   }
 }
 
+// loadDiagrams puts each role's state diagram (SVG laid out by the
+// server, nodes and edges with stable ids) into the page.
+async function loadDiagrams() {
+  for (const role of ["source", "destination"]) {
+    const r = await fetch("api/diagram?role=" + role);
+    const text = await r.text();
+    if (!r.ok) throw new Error(text.trim());
+    const doc = new DOMParser().parseFromString(text, "image/svg+xml");
+    document.getElementById("diagram-" + role).replaceChildren(document.importNode(doc.documentElement, true));
+  }
+}
+
+// markDiagrams marks, in each role's diagram, the chosen handoff's state,
+// the edges of the rows an enabled move would fire for it and of the rows
+// the last move fired: the ids are ROLE-STATE and ROLE-rROW-FROM.
+function markDiagrams(v) {
+  const sel = document.getElementById("diagram-handoff");
+  const want = sel.value === "" ? 0 : Number(sel.value);
+  if (sel.options.length !== v.roles.length) {
+    sel.replaceChildren(...v.roles.map(r => el("option", { value: String(r.handoff) }, "h" + r.handoff)));
+    sel.value = String(Math.min(want, v.roles.length - 1));
+  }
+  const h = Number(sel.value);
+  for (const role of ["source", "destination"]) {
+    const box = document.getElementById("diagram-" + role);
+    for (const e of box.querySelectorAll(".current, .next, .fired")) e.classList.remove("current", "next", "fired");
+    const here = v.roles.find(r => r.handoff === h);
+    if (!here) continue;
+    const node = box.querySelector("#" + CSS.escape(role + "-" + here[role]));
+    if (node) node.classList.add("current");
+    const edge = (r, cls) => {
+      if (r.role !== role || r.handoff !== h) return;
+      const e = box.querySelector("#" + CSS.escape(role + "-r" + r.row + "-" + r.from));
+      if (e) e.classList.add(cls);
+    };
+    for (const c of v.moves) for (const r of c.rows) edge(r, "next");
+    for (const r of v.fired) edge(r, "fired");
+  }
+  document.body.dataset.diagram = v.path.join(".") + "/h" + h;
+}
+
 // renderMachines draws each role's table: the rows from a handoff's
 // current state, the rows an enabled move would fire and the rows the
 // last move fired, each marked.
 function renderMachines(v) {
+  lastView = v;
+  markDiagrams(v);
   if (!tables) return;
   for (const role of ["source", "destination"]) {
     const current = new Set(v.roles.map(r => r[role]));
@@ -158,7 +202,10 @@ function renderMachines(v) {
       const n = i + 1;
       const tr = el("tr", { "data-row": String(n) },
         el("td", {}, String(n)), el("td", {}, row.from.join(", ")), el("td", {}, row.event),
-        el("td", {}, (row.policies || []).join(", ")), el("td", {}, row.to), el("td", {}, (row.actions || []).join(", ")));
+        el("td", {}, (row.policies || []).join(", ")), el("td", {}, row.to || "(stay)"),
+        // As machines/*.md writes them: a row without a move or an action
+        // is an explicit ignore.
+        el("td", {}, (row.actions || []).join(", ") || (row.to ? "(none)" : "(ignore)")));
       if (row.why) tr.title = row.why;
       if (row.from.some(st => current.has(st))) tr.classList.add("current");
       if (next.has(n)) tr.classList.add("next");
@@ -178,9 +225,23 @@ async function search() {
   box.textContent = "searching from step " + path.length + "...";
   try {
     const target = document.getElementById("target").value;
-    const f = await fetchJSON("api/search?path=" + path.join(".") + (target ? "&target=" + encodeURIComponent(target) : ""));
+    const invariant = document.getElementById("invariant").value;
+    const f = await fetchJSON("api/search?path=" + path.join(".") +
+      (target ? "&target=" + encodeURIComponent(target) : "") + (invariant ? "&invariant=" + encodeURIComponent(invariant) : ""));
     box.replaceChildren();
-    if (f.violation && target && f.violation.invariant === target) {
+    const blocked = () => (f.blocked || []).map(b => b.invariant + " on " + b.states + " states").join(", ");
+    if (f.invariant && f.violation) {
+      box.append(el("span", { class: "invariant" }, f.violation.invariant),
+        " breaks " + (f.path.length - path.length) + " steps from here, with nothing broken before" +
+        (f.also && f.also.length ? " (the same step also breaks " + f.also.join(", ") + ")" : "") +
+        " (" + f.states + " states searched): ",
+        el("a", { id: "search-open", href: hashOf(f.path) }, "open the path"));
+    } else if (f.invariant) {
+      box.append(el("span", { class: "invariant" }, f.invariant),
+        (f.complete ? " cannot break from here" : " was not found breaking before the search was cut: " + (f.stopped || "bounded")) +
+        " (" + f.states + " states" + (f.complete ? ", every one reachable" : "") + ")" +
+        (f.blocked && f.blocked.length ? "; branches not followed because another invariant broke first: " + blocked() : "") + ".");
+    } else if (f.violation && target && f.violation.invariant === target) {
       box.append(el("span", { class: "invariant" }, target),
         " holds " + (f.path.length - path.length) + " steps from here (" + f.states + " states searched): ",
         el("a", { id: "search-open", href: hashOf(f.path) }, "open the path"));
@@ -234,16 +295,32 @@ function colour(attempt) {
   return colours.get(attempt);
 }
 
+// rejectedBy names what a rejection rests on: the invariant the fact
+// breaks, the tables, or (mocker logs) a rule of the mocker's own books.
+function rejectedBy(l) {
+  if (l.rejection.invariant) return l.rejection.invariant;
+  if (l.mocker && l.mocker.rejection_is_bookkeeping) return "the mocker's own bookkeeping";
+  return "not allowed by the tables";
+}
+
 function renderLogs(l) {
   document.getElementById("states").hidden = true;
   document.getElementById("logs").hidden = false;
   document.getElementById("logs-verdict").textContent =
-    l.files.join(", ") + " (" + l.policy + " on " + l.engine + "): " + l.verdict;
+    l.files.join(", ") + " (" + l.policy + " on " + l.engine +
+    (l.from === "mocker" ? ", the dynamo mocker's bookkeeping at its own lines" : "") + "): " + l.verdict;
+  const books = document.getElementById("mocker-books");
+  books.hidden = !l.mocker;
+  if (l.mocker) {
+    books.textContent = "mocker bookkeeping: " + l.mocker.handoffs + " handoffs; its in-flight counts differ from the contract's at " +
+      l.mocker.in_flight_divergences + " events (it counts a prefill out when its pass completes, the contract while its source is held); its own rules are broken at " +
+      l.mocker.bookkeeping_rejections + " events.";
+  }
   const rej = document.getElementById("rejection");
   if (l.rejection) {
     const r = l.rejection;
     rej.hidden = false;
-    rej.replaceChildren(el("span", { class: "invariant" }, r.invariant || "not allowed by the tables"),
+    rej.replaceChildren(el("span", { class: "invariant" }, rejectedBy(l)),
       " at " + r.file + ":" + r.line + ": " + r.fact + ": " + r.detail);
   }
   const W = 1300, left = 150, right = 30, laneH = 34, top = 24;
@@ -276,8 +353,7 @@ function renderLogs(l) {
     if (f.rejected && l.rejection) {
       c.setAttribute("data-rejected", "true");
       c.setAttribute("data-invariant", l.rejection.invariant || "");
-      laneGroups[f.proc].append(svg("text", { class: "rejected-label", x: x(f.at) + 10, y: y(f.proc) - 8 },
-        l.rejection.invariant || "not allowed by the tables"));
+      laneGroups[f.proc].append(svg("text", { class: "rejected-label", x: x(f.at) + 10, y: y(f.proc) - 8 }, rejectedBy(l)));
     }
     laneGroups[f.proc].append(c);
     byWhere.set(f.file + ":" + f.line, f);
@@ -332,17 +408,24 @@ async function start() {
   }
   try {
     tables = await fetchJSON("api/spec");
+    await loadDiagrams();
   } catch (e) {
     showError(String(e.message || e));
   }
+  document.getElementById("diagram-handoff").addEventListener("change", () => { if (lastView) markDiagrams(lastView); });
   document.getElementById("run").textContent =
     run.title + ": run " + run.run + " (" + run.policy + ", engine " + run.engine + "), attempts " + run.attempts.join(" ");
   window.addEventListener("hashchange", load);
   document.getElementById("search").addEventListener("click", search);
+  const inv = document.getElementById("invariant");
+  for (const i of run.invariants) if (i.searchable) inv.append(el("option", { value: i.name }, "for " + i.name));
   if (run.targets && run.targets.length) {
     const sel = document.getElementById("target");
     for (const t of run.targets) sel.append(el("option", { value: t }, "for " + t));
     sel.hidden = false;
+    // One search at a time: choosing one clears the other.
+    sel.addEventListener("change", () => { if (sel.value) inv.value = ""; });
+    inv.addEventListener("change", () => { if (inv.value) sel.value = ""; });
   }
   load();
 }

@@ -23,7 +23,9 @@
 // "after" (a kind of the observation log), restarts the worker of the
 // request's side right after it logs that fact for the request: a restart
 // aimed at a phase of a handoff, which every adapter strikes at the same
-// point whatever its clock. The kinds are the fault configuration
+// point whatever its clock. "cancel", "abort", "delay" and "evict" take
+// the same side and after instead of their time: the mark is set when
+// that side logs the fact, and strikes where the request next offers it. The kinds are the fault configuration
 // keys of the checker (system.FaultKinds); which fields each kind takes
 // is the table rules. The kinds a plan cannot schedule are refused with
 // the reason: reorder, early_timer, no_show and background_load happen in

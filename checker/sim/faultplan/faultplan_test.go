@@ -167,7 +167,7 @@ func TestParse_Refusals(t *testing.T) {
 		{"after without side", header + `{"at_ms":0,"kind":"restart","request":1,"after":"pinned"}`, `p.jsonl:2: faultplan: bad fault plan: restart needs side (restart takes at_ms, kind, worker; or at_ms, kind, request, side, after)`},
 		{"after on a loss", header + `{"at_ms":0,"kind":"loss","request":1,"after":"pinned"}`, `p.jsonl:2: faultplan: bad fault plan: loss does not take after`},
 		{"missing worker", header + `{"at_ms":0,"kind":"restart"}`, `p.jsonl:2: faultplan: bad fault plan: restart needs worker (restart takes at_ms, kind, worker; or at_ms, kind, request, side, after)`},
-		{"missing side", header + `{"at_ms":0,"kind":"abort","request":1}`, `p.jsonl:2: faultplan: bad fault plan: abort needs side (abort takes at_ms, kind, request, side)`},
+		{"missing side", header + `{"at_ms":0,"kind":"abort","request":1}`, `p.jsonl:2: faultplan: bad fault plan: abort needs side (abort takes at_ms, kind, request, side; or at_ms, kind, request, side, after)`},
 		{"extra worker", header + `{"at_ms":0,"kind":"hang","request":1,"worker":0}`, `p.jsonl:2: faultplan: bad fault plan: hang does not take worker (hang takes at_ms, kind, request)`},
 		{"extra request", header + `{"at_ms":0,"kind":"restart","worker":0,"request":1}`, `p.jsonl:2: faultplan: bad fault plan: restart does not take request`},
 		{"to on abort", header + `{"at_ms":0,"kind":"abort","request":1,"side":"source","to":"source"}`, `p.jsonl:2: faultplan: bad fault plan: abort does not take to`},

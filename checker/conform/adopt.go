@@ -1,0 +1,163 @@
+package conform
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// Canonical blocks adopted at activation. An engine that adopts them
+// (model.EngineTraits.Duplicates: vLLM) keeps one block per content: a
+// destination that activates a received prompt prefix equal to blocks
+// another attempt holds active on the worker keeps those and frees its
+// duplicates, and its activated fact says so (adopted_blocks, canonical).
+// Each attempt's world still holds its own blocks, as the simulator's
+// requests do; the worker's ledger counts the shared ones once, as the
+// simulator's worker does (model.SharedActive), until either attempt
+// stops holding them: its decode_released, or the worker's restart. When
+// the owner of the canonical blocks leaves, its oldest adopter holds
+// them in its place, at the cost of one share, and the other adopters
+// share them with it.
+//
+// An adoption is judged when its fact is read, against the rules the
+// simulator adopts by: the engine adopts at activation; the adopter and
+// the owner received their whole prompt (no prefix hit on the decode
+// worker); the owner's destination is active on the same worker and
+// holds the canonical blocks itself (it adopted none); at most the whole
+// blocks of either prompt are adopted; and every adopter of one owner
+// shares as many blocks.
+
+// adoption is n blocks an adopter's active KV shares with the owner of
+// the canonical blocks on decode process proc.
+type adoption struct {
+	proc           int
+	adopter, owner string
+	n              model.Blocks
+}
+
+// decoder is an attempt whose destination is active on decode process
+// proc: activated, neither released nor restarted since.
+type decoder struct {
+	proc        int
+	prompt, hit int64
+}
+
+// sharing is the judge's account of canonical blocks.
+type sharing struct {
+	decoding map[string]decoder
+	// shares are the adoptions still shared, oldest first.
+	shares []adoption
+}
+
+// shareFact keeps the account of canonical blocks at fact f of attempt a
+// (nil: a worker_restarted); it says why an adoption the fact claims is
+// not one the rules allow, or "".
+func (j *judge) shareFact(a *attempt, f *obslog.Fact) string {
+	sh := &j.sharing
+	switch f.Kind {
+	case obslog.WorkerRestarted:
+		if len(sh.decoding) == 0 {
+			return ""
+		}
+		for id, d := range sh.decoding {
+			if d.proc == f.Proc {
+				delete(sh.decoding, id)
+			}
+		}
+		sh.shares = slices.DeleteFunc(sh.shares, func(x adoption) bool {
+			if x.proc == f.Proc {
+				j.ledgers[x.proc].shared -= x.n
+			}
+			return x.proc == f.Proc
+		})
+	case obslog.DecodeReleased:
+		if _, ok := sh.decoding[a.id]; ok {
+			delete(sh.decoding, a.id)
+			j.unshare(a.id)
+		}
+	case obslog.Activated:
+		if f.AdoptedBlocks > 0 {
+			if why := j.adoptable(a, f); why != "" {
+				return why
+			}
+			n := model.Blocks(f.AdoptedBlocks)
+			sh.shares = append(sh.shares, adoption{proc: f.Proc, adopter: a.id, owner: f.Canonical, n: n})
+			j.ledgers[f.Proc].shared += n
+		}
+		if sh.decoding == nil {
+			sh.decoding = map[string]decoder{}
+		}
+		sh.decoding[a.id] = decoder{proc: f.Proc, prompt: a.prompt, hit: a.hit}
+	}
+	return ""
+}
+
+// adoptable says why attempt a may not adopt what its activated fact f
+// claims, or "".
+func (j *judge) adoptable(a *attempt, f *obslog.Fact) string {
+	sh := &j.sharing
+	proc := j.h.Processes[f.Proc].Name
+	if t := j.h.Engine.Traits(); t.Duplicates != model.AdoptsAtActivation {
+		return fmt.Sprintf("the destination claims to adopt %d canonical blocks of %s at activation, but %s does not adopt at activation (its duplicates: %s); want no adopted_blocks",
+			f.AdoptedBlocks, f.Canonical, t.Name, t.Duplicates)
+	}
+	if a.hit > 0 {
+		return fmt.Sprintf("the attempt found a prefix hit of %d tokens on %s when it was routed, so it received only the blocks the worker lacked and adopts none; want no adopted_blocks", a.hit, proc)
+	}
+	bs := int64(j.cfg.BlockSize())
+	if a.prompt > 0 && f.AdoptedBlocks > a.prompt/bs {
+		return fmt.Sprintf("adopted_blocks %d, but the attempt's prompt of %d tokens has %d whole blocks of %d tokens: want at most the whole blocks of its prompt prefix", f.AdoptedBlocks, a.prompt, a.prompt/bs, bs)
+	}
+	if slices.ContainsFunc(sh.shares, func(x adoption) bool { return x.adopter == a.id }) {
+		return "the attempt adopted canonical blocks already: a destination adopts once, at its activation"
+	}
+	o, ok := sh.decoding[f.Canonical]
+	if !ok || o.proc != f.Proc {
+		return fmt.Sprintf("canonical %s holds no active blocks on %s (want an attempt activated there and not released since, whose blocks are the canonical ones)", f.Canonical, proc)
+	}
+	if i := slices.IndexFunc(sh.shares, func(x adoption) bool { return x.adopter == f.Canonical }); i >= 0 {
+		return fmt.Sprintf("canonical %s adopted the canonical blocks of %s itself and owns none: want canonical %s", f.Canonical, sh.shares[i].owner, sh.shares[i].owner)
+	}
+	if o.hit > 0 {
+		return fmt.Sprintf("canonical %s found a prefix hit of %d tokens on %s, so it did not receive its whole prompt: want an attempt that holds every block of its prompt prefix", f.Canonical, o.hit, proc)
+	}
+	if p := o.prompt; p == 0 {
+		if oa := j.att[f.Canonical]; oa != nil {
+			p = oa.prompt
+		}
+		o.prompt = p
+	}
+	if o.prompt > 0 && f.AdoptedBlocks > o.prompt/bs {
+		return fmt.Sprintf("adopted_blocks %d, but canonical %s's prompt of %d tokens has %d whole blocks: want at most the whole blocks of the prefix the two prompts share", f.AdoptedBlocks, f.Canonical, o.prompt, o.prompt/bs)
+	}
+	if i := slices.IndexFunc(sh.shares, func(x adoption) bool { return x.owner == f.Canonical }); i >= 0 && sh.shares[i].n != model.Blocks(f.AdoptedBlocks) {
+		return fmt.Sprintf("adopted_blocks %d, but %s shares the canonical blocks of %s for %d blocks: want adopted_blocks %d, as every adopter of one owner shares", f.AdoptedBlocks, sh.shares[i].adopter, f.Canonical, sh.shares[i].n, sh.shares[i].n)
+	}
+	return ""
+}
+
+// unshare ends what attempt id shares once it holds no active blocks:
+// its own adoption ends; if it owned canonical blocks, its oldest
+// adopter holds them in its place (that adoption ends), and the others
+// share them with the heir.
+func (j *judge) unshare(id string) {
+	sh := &j.sharing
+	end := func(i int) {
+		j.ledgers[sh.shares[i].proc].shared -= sh.shares[i].n
+		sh.shares = slices.Delete(sh.shares, i, i+1)
+	}
+	if i := slices.IndexFunc(sh.shares, func(x adoption) bool { return x.adopter == id }); i >= 0 {
+		end(i)
+	}
+	if i := slices.IndexFunc(sh.shares, func(x adoption) bool { return x.owner == id }); i >= 0 {
+		heir := sh.shares[i].adopter
+		end(i)
+		for k := range sh.shares {
+			if sh.shares[k].owner == id {
+				sh.shares[k].owner = heir
+			}
+		}
+	}
+}

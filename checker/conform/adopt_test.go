@@ -1,0 +1,154 @@
+package conform
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/sim"
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// adoptLog is the log of three requests of one prefix group decoding
+// together on one decode worker (1024-token prompts sharing a 512-token
+// prefix, 32 blocks of 16 tokens): on vLLM with adoption on, r1 and r2
+// adopt r0's 32 canonical blocks at activation.
+func adoptLog(t *testing.T, engine model.Engine, policy string) []byte {
+	t.Helper()
+	cfg := cluster.DefaultConfig()
+	if err := cfg.SetPolicy(policy); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Policy = policy
+	cfg.Engine, cfg.AdoptCanonical = engine, true
+	cfg.Prefill.Workers, cfg.Decode.Workers, cfg.JitterUS = 1, 1, 0
+	var reqs []cluster.Request
+	for i, out := range []model.Tokens{300, 100, 100} {
+		reqs = append(reqs, cluster.Request{Index: i, ArrivalUS: int64(i) * 100_000, PromptTokens: 1024, OutputTokens: out, PrefixGroup: "g", PrefixTokens: 512, CancelUS: -1})
+	}
+	var buf bytes.Buffer
+	w, err := obslog.NewWriter(&buf, cfg.LogHeader(obslog.All))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sim.Run(context.Background(), cfg, &sim.SliceSource{Reqs: reqs}, sim.Options{Log: w})
+	if err != nil || res.Violation != nil {
+		t.Fatalf("the simulation: %v %v", err, res.Violation)
+	}
+	w.Flush()
+	return buf.Bytes()
+}
+
+// The simulator's log of adopting requests is explained, and so is each
+// of its shapes that the rules allow; a log that claims an adoption they
+// do not allow is rejected at that line, saying what was expected: on an
+// engine that does not adopt at activation, more blocks than the
+// prompts' whole blocks, an owner that holds no active blocks there (none
+// such, or released), an owner that is itself an adopter, and an adopter
+// that shares another number of blocks than the owner's other adopters.
+func TestAdoption_Judged(t *testing.T) {
+	good := string(adoptLog(t, model.VLLM, "source-first"))
+	for _, want := range []string{`"attempt":"r1","kind":"activated","adopted_blocks":32,"canonical":"r0"`, `"attempt":"r2","kind":"activated","adopted_blocks":32,"canonical":"r0"`} {
+		if !strings.Contains(good, want) {
+			t.Fatalf("the simulator's log lacks %s:\n%s", want, good)
+		}
+	}
+	if rep := judgeBytes(t, "adopt.jsonl", []byte(good), Options{}); rep.Verdict != Explained {
+		t.Fatalf("the simulator's adopting log: %s\n%s", rep.Verdict, render(t, rep))
+	}
+	noAdopt := string(adoptLog(t, model.SGLang, "destination-first"))
+	r2 := regexp.MustCompile(`("attempt":"r2","kind":"activated")`)
+	if !r2.MatchString(noAdopt) {
+		t.Fatalf("the sglang log has no activation of r2:\n%s", noAdopt)
+	}
+	for _, c := range []struct {
+		name, log, old, new, want string
+	}{
+		{"engine that does not adopt", noAdopt, `"attempt":"r2","kind":"activated"`, `"attempt":"r2","kind":"activated","adopted_blocks":32,"canonical":"r0"`,
+			"sglang does not adopt at activation (its duplicates: frees at radix insert); want no adopted_blocks"},
+		{"more than the prompt", good, `"attempt":"r2","kind":"activated","adopted_blocks":32`, `"attempt":"r2","kind":"activated","adopted_blocks":65`,
+			"adopted_blocks 65, but the attempt's prompt of 1024 tokens has 64 whole blocks of 16 tokens"},
+		{"no such owner", good, `"adopted_blocks":32,"canonical":"r0"`, `"adopted_blocks":32,"canonical":"r9"`,
+			"canonical r9 holds no active blocks on decode-0"},
+		{"owner that adopted", good, `"attempt":"r2","kind":"activated","adopted_blocks":32,"canonical":"r0"`, `"attempt":"r2","kind":"activated","adopted_blocks":32,"canonical":"r1"`,
+			"canonical r1 adopted the canonical blocks of r0 itself and owns none: want canonical r0"},
+		{"another share", good, `"attempt":"r2","kind":"activated","adopted_blocks":32`, `"attempt":"r2","kind":"activated","adopted_blocks":20`,
+			"adopted_blocks 20, but r1 shares the canonical blocks of r0 for 32 blocks: want adopted_blocks 32"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bad := strings.Replace(c.log, c.old, c.new, 1)
+			if bad == c.log {
+				t.Fatalf("the log has no %s", c.old)
+			}
+			line := 1 + strings.Count(bad[:strings.Index(bad, c.new)], "\n")
+			rep := judgeBytes(t, "bad.jsonl", []byte(bad), Options{})
+			r := rep.Rejection
+			if rep.Verdict != Rejected || r == nil || r.Line != line || !strings.Contains(r.Detail, c.want) {
+				t.Fatalf("%s, want a rejection at bad.jsonl:%d saying %q\n%s", rep.Verdict, line, c.want, render(t, rep))
+			}
+		})
+	}
+}
+
+// When the owner of canonical blocks leaves, its oldest adopter holds
+// them in its place (that share ends, the pool counts them once still)
+// and the other adopters share them with it; when an adopter leaves, its
+// share ends; a restart of the worker ends every share there.
+func TestAdoption_OwnerLeaves(t *testing.T) {
+	h := &obslog.Header{Engine: model.VLLM, Processes: []obslog.Process{{Name: "router", Role: obslog.RoleRouter, Records: obslog.All},
+		{Name: "prefill-0", Role: obslog.RolePrefill, Records: obslog.All}, {Name: "decode-0", Role: obslog.RoleDecode, Records: obslog.All}}}
+	j, err := newJudge(h, "x.jsonl", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	att := func(id string) *attempt { return &attempt{id: id, p: 1, d: 2, prompt: 1024} }
+	act := func(id, owner string, n int64) string {
+		return j.shareFact(att(id), &obslog.Fact{Proc: 2, Attempt: id, Kind: obslog.Activated, AdoptedBlocks: n, Canonical: owner})
+	}
+	for _, s := range []struct{ id, owner string }{{"r0", ""}, {"r1", "r0"}, {"r2", "r0"}, {"r3", "r0"}} {
+		n := int64(32)
+		if s.owner == "" {
+			n = 0
+		}
+		if why := act(s.id, s.owner, n); why != "" {
+			t.Fatalf("%s adopting %s: %s", s.id, s.owner, why)
+		}
+	}
+	if got := j.ledgers[2].shared; got != 96 {
+		t.Fatalf("three adopters share %d blocks, want 96", got)
+	}
+	j.shareFact(att("r0"), &obslog.Fact{Proc: 2, Attempt: "r0", Kind: obslog.DecodeReleased})
+	if got := j.ledgers[2].shared; got != 64 {
+		t.Errorf("after the owner left, %d blocks shared, want 64 (r1 holds them, r2 and r3 share them)", got)
+	}
+	for _, x := range j.sharing.shares {
+		if x.owner != "r1" {
+			t.Errorf("%s shares with %s, want r1, the oldest adopter", x.adopter, x.owner)
+		}
+	}
+	if why := act("r4", "r0", 32); !strings.Contains(why, "canonical r0 holds no active blocks on decode-0") {
+		t.Errorf("adopting from the owner that left: %q", why)
+	}
+	if why := act("r5", "r1", 32); why != "" {
+		t.Errorf("adopting from the heir: %s", why)
+	}
+	j.shareFact(att("r2"), &obslog.Fact{Proc: 2, Attempt: "r2", Kind: obslog.DecodeReleased})
+	if got := j.ledgers[2].shared; got != 64 {
+		t.Errorf("after r2 left, %d blocks shared, want 64 (r3 and r5 share r1's)", got)
+	}
+	j.shareFact(nil, &obslog.Fact{Proc: 2, Kind: obslog.WorkerRestarted, Gen: 1})
+	if got := j.ledgers[2].shared; got != 0 || len(j.sharing.shares) != 0 || len(j.sharing.decoding) != 0 {
+		t.Errorf("after the restart, %d blocks shared, %d shares, %d decoding; want none", got, len(j.sharing.shares), len(j.sharing.decoding))
+	}
+}
+
+func render(t *testing.T, rep *Report) string {
+	t.Helper()
+	var b bytes.Buffer
+	rep.WriteText(&b)
+	return b.String()
+}

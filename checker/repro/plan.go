@@ -1,0 +1,734 @@
+package repro
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/sim"
+	"github.com/handoffcheck/handoffcheck/checker/sim/faultplan"
+	"github.com/handoffcheck/handoffcheck/checker/sim/workload"
+	"github.com/handoffcheck/handoffcheck/checker/system"
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// The files of a reproduction on the clock derived from the trace: what
+// simulate reads, and live too.
+const (
+	WorkloadFile = "workload.jsonl"
+	FaultsFile   = "faults.jsonl"
+	SimFile      = "sim.json"
+)
+
+// Plan is a reproduction on the clock derived from the trace itself: a
+// cluster of the trace's workers, one request per handoff in the order
+// the trace starts them, and the trace's faults, each aimed at the
+// request and the phase the trace strikes it at. The clock decides the
+// order of everything else, so the plan is only kept when its run breaks
+// the same invariant; Why says why there is none otherwise.
+type Plan struct {
+	Config   *cluster.Config
+	Requests []cluster.Request
+	Faults   []faultplan.Fault
+	// Timers names the deadlines the plan shortens, so that the clock
+	// fires the timers the trace fires while other steps are still to
+	// come ("" when it shortens none).
+	Timers string
+	// Shape says how the plan's clock differs from the default one
+	// ("" when it does not).
+	Shape string
+	// Skipped lists the trace's no-show steps the plan leaves out (the
+	// clock needs no stuck state to fire a timer).
+	Skipped []string
+	// Result is the plan's run, which broke the invariant.
+	Result *sim.Result
+	// Runs counts the candidate plans run to find it.
+	Runs int
+	Why  string
+}
+
+// planLadder is the deadlines, in microseconds, a candidate plan gives
+// each timer the trace fires (0: the configuration's own): from well
+// under one delivery to many, so that one of them fires the timer where
+// the trace does, between the steps around it.
+var planLadder = []int64{0, 100, 300, 1_000, 3_000, 10_000, 30_000, 100_000, 300_000}
+
+// planShape is how long the clock's other steps take in a candidate
+// plan: a delivery, a command on a scheduler core, and the output a
+// request decodes. The trace may take a fact's delivery after a decode
+// finished or after a command the destination applies; the clock orders
+// them so only when the one is slower than the other.
+type planShape struct {
+	name                 string
+	latencyUS, commandUS int64
+	output               model.Tokens
+}
+
+// planShapes are the shapes tried, the configuration's own first.
+var planShapes = []planShape{
+	{name: ""},
+	{name: "facts slower than a decode (50 ms latency, one output token)", latencyUS: 50_000, output: 1},
+	{name: "commands slower than facts (5 ms per command)", commandUS: 5_000},
+}
+
+// faultOffsets are how a fault is placed after the phase the trace
+// strikes it at: aimed at the phase itself (-1: right after the side's
+// worker logs the fact, which simulate and live strike at the same
+// point; a kind that cannot be so aimed is placed a microsecond after
+// the time of the phase), or a microsecond after the time a run logs
+// the phase (the fault strikes once the phase's step is done), or at the
+// same instant. A restart is always aimed at its phase.
+var faultOffsets = []int64{-1, 1, 0}
+
+// maxPlanRuns bounds the simulations run to find a plan, so that a
+// reproduction stays quick: a count, not a time, so that the same trace
+// always gives the same plan.
+const maxPlanRuns = 400
+
+// planStep is one step of the trace as the plan reads it.
+type planStep struct {
+	m system.Move
+	// labels are the facts the step makes observable, for its handoff.
+	labels []obslog.Label
+	// h is the handoff the step moves (a restart: the handoff on the
+	// worker restarted), side the side of it a restart strikes.
+	h    int
+	side model.Side
+	// arms lists the timers the step armed for its handoff.
+	arms []model.Timer
+	// worker is the simulator's number of the worker a restart restarts:
+	// prefill workers are numbered first.
+	worker int
+}
+
+// DerivePlan derives a plan from the moves of a counterexample on its
+// configuration and runs it; a plan that does not break the invariant is
+// no plan, and Why says why. For a loop (its moves the prefix and one
+// round of it), the plan keeps the configured deadlines: the clock judges
+// a loop that never drains an hour of virtual time after the last
+// arrival.
+func DerivePlan(ctx context.Context, proto *system.Protocol, cfg *system.Config, run system.Run, moves []system.Move, invariant string, loop bool) (*Plan, error) {
+	p := &Plan{}
+	c, err := checker.New(proto, cfg, run)
+	if err != nil {
+		return nil, err
+	}
+	steps, skipped, why := planSteps(c, cfg, moves)
+	if why != "" {
+		p.Why = why
+		return p, nil
+	}
+	p.Skipped = skipped
+	base, err := planConfig(cfg, run)
+	if err != nil {
+		return nil, err
+	}
+	order := requestOrder(steps)
+	reqs := make([]cluster.Request, len(order))
+	for i, h := range order {
+		hc := cfg.World.Handoffs[h]
+		// Arrivals a microsecond apart keep the trace's order; the
+		// output is short, so that a run ends soon after its handoff.
+		reqs[i] = cluster.Request{Index: i, ArrivalUS: int64(i), PromptTokens: hc.PromptTokens, OutputTokens: 16, CancelUS: -1}
+	}
+	reqOf := map[int]int{}
+	for i, h := range order {
+		reqOf[h] = i
+	}
+	var fired []model.Timer
+	for _, st := range steps {
+		if st.m.Kind == system.MvTimer && !slices.Contains(fired, model.Timer(st.m.Arg)) {
+			fired = append(fired, model.Timer(st.m.Arg))
+		}
+	}
+	var others []string
+	for _, shape := range planShapes {
+		cands := ladder(len(fired))
+		if loop {
+			// A loop that never drains is judged on the clock an hour
+			// of virtual time after the last arrival (EventuallyDrained):
+			// its timers keep their own deadlines, which that hour
+			// repeats a bounded number of times.
+			cands = cands[:1]
+		} else if len(fired) > 0 {
+			d, err := p.deadlines(ctx, proto, shaped(base, shape), shapedReqs(reqs, shape), steps, reqOf, fired)
+			if err != nil {
+				return nil, err
+			}
+			cands = append([][]int64{d}, cands...)
+		}
+		for _, deadlines := range cands {
+			for _, offset := range faultOffsets {
+				if p.Runs >= maxPlanRuns || ctx.Err() != nil {
+					break
+				}
+				cc := *shaped(base, shape)
+				var named []string
+				for i, t := range fired {
+					if deadlines[i] > 0 {
+						cc.Timers.Set(t, deadlines[i])
+						named = append(named, fmt.Sprintf("%s %s ms", t, workload.FormatMillis(deadlines[i])))
+					}
+				}
+				rs := shapedReqs(reqs, shape)
+				faults, res, err := p.aim(ctx, proto, &cc, rs, steps, reqOf, offset)
+				if err != nil {
+					return nil, err
+				}
+				if res == nil {
+					continue
+				}
+				if v := res.Violation; v != nil && v.Invariant == invariant {
+					// What is written is what simulate reads: the plan
+					// is kept when its file form breaks the invariant too.
+					back, err := cluster.ParseConfig(SimFile, cc.JSON())
+					if err != nil {
+						return nil, fmt.Errorf("repro: the plan's configuration: %w", err)
+					}
+					p.Runs++
+					_, again, err := runPlan(ctx, proto, back, rs, faults, false)
+					if err != nil {
+						return nil, err
+					}
+					if again.Violation != nil && again.Violation.Invariant == invariant {
+						p.Config, p.Requests, p.Faults, p.Result, p.Timers, p.Shape = back, rs, faults, again, strings.Join(named, ", "), shape.name
+						return p, nil
+					}
+				} else if v != nil && !slices.Contains(others, v.Invariant) {
+					others = append(others, v.Invariant)
+				}
+				if !hasTimedFault(steps) {
+					break // the offset moves no fault
+				}
+			}
+		}
+	}
+	deadlines := fmt.Sprintf("the timers it fires at %d deadlines each", len(planLadder))
+	if loop {
+		deadlines = "the timers at their configured deadlines, as a loop keeps them"
+	}
+	p.Why = fmt.Sprintf("none of the %d runs of the trace's requests and faults on the clock (%d shapes of the clock, %s, every fault aimed at the phase it strikes) reaches %s", p.Runs, len(planShapes), deadlines, invariant)
+	if len(others) > 0 {
+		p.Why += " (some broke " + strings.Join(others, ", ") + " first)"
+	}
+	p.Why += ": the clock does not order the steps as the trace does"
+	return p, nil
+}
+
+// ladder lists the deadlines of n timers to try, the configuration's own
+// first, then every pair of the ladder's (all n timers at the same rung
+// for n above two, which bounds the runs).
+func ladder(n int) [][]int64 {
+	var out [][]int64
+	switch {
+	case n == 0:
+		return [][]int64{nil}
+	case n <= 2:
+		idx := make([]int, n)
+		for {
+			d := make([]int64, n)
+			for i, j := range idx {
+				d[i] = planLadder[j]
+			}
+			out = append(out, d)
+			i := 0
+			for ; i < n; i++ {
+				idx[i]++
+				if idx[i] < len(planLadder) {
+					break
+				}
+				idx[i] = 0
+			}
+			if i == n {
+				return out
+			}
+		}
+	default:
+		for _, v := range planLadder {
+			d := make([]int64, n)
+			for i := range d {
+				d[i] = v
+			}
+			out = append(out, d)
+		}
+		return out
+	}
+}
+
+// aim places the trace's faults on the clock, one at a time: each is
+// aimed at its request right after the last fact the trace logged for
+// that request before it, at the time a run with the faults before it
+// logs that fact. It returns the plan's faults and the run with all of
+// them (nil when the runs ran out).
+func (p *Plan) aim(ctx context.Context, proto *system.Protocol, cfg *cluster.Config, reqs []cluster.Request, steps []planStep, reqOf map[int]int, offset int64) ([]faultplan.Fault, *sim.Result, error) {
+	var faults []faultplan.Fault
+	for i, st := range steps {
+		if !st.m.Kind.Fault() {
+			continue
+		}
+		k, _ := st.m.Kind.Spends()
+		r := reqOf[st.h]
+		f := faultplan.Fault{Kind: k.String(), Request: r, Worker: -1}
+		var want []obslog.Label
+		for _, prev := range steps[:i] {
+			if prev.h == st.h {
+				want = append(want, prev.labels...)
+			}
+		}
+		if k == system.Restart {
+			// Aimed at the side's phase, as live strikes it too: right
+			// after the side's worker logs its last fact before the
+			// restart.
+			by := obslog.BySource
+			if st.side == model.DestinationSide {
+				by = obslog.ByDestination
+			}
+			f.Side = sideName(st.side)
+			for _, l := range want {
+				if l.By == by {
+					f.After = l.Kind.String()
+				}
+			}
+			if f.After != "" {
+				if n := len(faults); n > 0 {
+					f.AtUS = faults[n-1].AtUS
+				}
+				faults = append(faults, f)
+				continue
+			}
+			f.Side = ""
+		}
+		if offset < 0 && k != system.Restart && system.FaultKinds[k].Phase {
+			if sd, after := phaseOf(want, k, st.m); after != "" {
+				f.Side, f.After = sideName(sd), after
+				if n := len(faults); n > 0 {
+					f.AtUS = faults[n-1].AtUS
+				}
+				faults = append(faults, f)
+				continue
+			}
+		}
+		if p.Runs >= maxPlanRuns {
+			return nil, nil, nil
+		}
+		p.Runs++
+		log, _, err := runPlan(ctx, proto, cfg, reqs, faults, true)
+		if err != nil {
+			return nil, nil, err
+		}
+		off := offset
+		if off < 0 {
+			off = 1 // a kind not aimed at a phase: just after its time
+		}
+		at := phaseTime(log, r, want) + off
+		if n := len(faults); n > 0 && at < faults[n-1].AtUS {
+			at = faults[n-1].AtUS
+		}
+		f.AtUS = at
+		switch {
+		case cluster.Takes(k, system.ArgTo):
+			f.To, f.Msg = sideName(model.Side(st.m.Arg)), st.m.Msg.String()
+		case k == system.Restart:
+			f.Request, f.Worker = -1, st.worker
+		case cluster.Takes(k, system.ArgSide):
+			f.Side = sideName(model.Side(st.m.Arg))
+		}
+		faults = append(faults, f)
+	}
+	if p.Runs >= maxPlanRuns {
+		return nil, nil, nil
+	}
+	p.Runs++
+	_, res, err := runPlan(ctx, proto, cfg, reqs, faults, false)
+	return faults, res, err
+}
+
+func sideName(sd model.Side) string {
+	if sd == model.SourceSide {
+		return "source"
+	}
+	return "destination"
+}
+
+// phaseOf is the phase a fault of kind k, the trace's move m, is aimed
+// at: the side and the last fact it logged for the request before the
+// fault, of the side the move names, or of either side for a kind whose
+// move names none ("" when that side logged nothing yet).
+func phaseOf(want []obslog.Label, k system.Fault, m system.Move) (model.Side, string) {
+	var sd model.Side
+	after := ""
+	for _, l := range want {
+		var by model.Side
+		switch l.By {
+		case obslog.BySource:
+			by = model.SourceSide
+		case obslog.ByDestination:
+			by = model.DestinationSide
+		default:
+			continue
+		}
+		if cluster.Takes(k, system.ArgSide) && by != model.Side(m.Arg) {
+			continue
+		}
+		sd, after = by, l.Kind.String()
+	}
+	return sd, after
+}
+
+// runPlan runs a plan; with log, it returns the run's observation log.
+func runPlan(ctx context.Context, proto *system.Protocol, cfg *cluster.Config, reqs []cluster.Request, faults []faultplan.Fault, log bool) ([]obslog.Fact, *sim.Result, error) {
+	opt := sim.Options{Protocol: proto, Faults: toCluster(faults)}
+	var buf bytes.Buffer
+	if log {
+		w, err := obslog.NewWriter(&buf, cfg.LogHeader(obslog.All))
+		if err != nil {
+			return nil, nil, err
+		}
+		opt.Log = w
+	}
+	res, err := sim.Run(ctx, cfg, &sim.SliceSource{Reqs: slices.Clone(reqs)}, opt)
+	if err != nil {
+		return nil, nil, fmt.Errorf("repro: the plan's run: %w", err)
+	}
+	if !log {
+		return nil, res, nil
+	}
+	if err := opt.Log.Flush(); err != nil {
+		return nil, nil, err
+	}
+	rd, err := obslog.NewReader(&buf, "plan")
+	if err != nil {
+		return nil, nil, fmt.Errorf("repro: the plan's log: %w", err)
+	}
+	var facts []obslog.Fact
+	for {
+		f, err := rd.Next()
+		if err == io.EOF {
+			return facts, res, nil
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("repro: the plan's log: %w", err)
+		}
+		facts = append(facts, f)
+	}
+}
+
+func toCluster(fs []faultplan.Fault) []cluster.Fault {
+	out := make([]cluster.Fault, len(fs))
+	for i, f := range fs {
+		out[i] = cluster.Fault{File: FaultsFile, Line: i + 2, AtUS: f.AtUS, Kind: f.Kind, Request: f.Request, Worker: f.Worker, To: f.To, Side: f.Side, Msg: f.Msg, After: f.After}
+	}
+	return out
+}
+
+// phaseTime is when the run logged, for request r, the last of the facts
+// the trace logged for it (matched in order, each at or after the one
+// before), or the request's arrival when the trace logged none.
+func phaseTime(facts []obslog.Fact, r int, want []obslog.Label) int64 {
+	name := cluster.AttemptName(&cluster.Request{Index: r}, 0)
+	at := int64(r)
+	j := 0
+	for _, f := range facts {
+		if j == len(want) {
+			break
+		}
+		if f.Attempt != name || f.Kind != want[j].Kind || f.TUS < 0 {
+			continue
+		}
+		at = f.TUS
+		j++
+	}
+	return at
+}
+
+// planSteps replays the moves and reads each step's handoff, side and
+// observable facts; a move no plan can schedule is why there is no plan.
+func planSteps(c *checker.Checker, cfg *system.Config, moves []system.Move) (out []planStep, skipped []string, why string) {
+	s := c.NewSession()
+	for i, m := range moves {
+		before := *s.State()
+		r, err := s.Apply(m)
+		if err != nil {
+			return nil, nil, fmt.Sprintf("step %d (%s) does not replay: %v", i+1, m, err)
+		}
+		st := planStep{m: m, h: int(m.H)}
+		if k, ok := m.Kind.Spends(); ok && k.Move() == m.Kind && !cluster.Planned(k) {
+			if k != system.NoShow {
+				return nil, nil, fmt.Sprintf("step %d (%s) is a %s fault, which no plan schedules: %s", i+1, m, k, system.FaultKinds[k].Unplanned)
+			}
+			// Untimed, a timer fires only once nothing else can happen
+			// (without the early_timer fault), and a handoff whose decode
+			// is never routed is how a trace gets there; the clock fires
+			// timers at their deadlines without it. The plan leaves the
+			// no-show out and its request is routed as any other.
+			skipped = append(skipped, fmt.Sprintf("step %d (%s)", i+1, m))
+			continue
+		}
+		if m.Kind == system.Restart.Move() {
+			st.h, st.worker = -1, simWorker(cfg.World.Workers, int(m.Arg))
+			for h := range before.W.H[:len(cfg.World.Handoffs)] {
+				x := &before.W.H[h]
+				switch int(m.Arg) {
+				case int(x.Prefill):
+					st.h, st.side = h, model.SourceSide
+				case int(x.Decode):
+					st.h, st.side = h, model.DestinationSide
+				}
+				if st.h >= 0 {
+					break
+				}
+			}
+			if st.h < 0 {
+				return nil, nil, fmt.Sprintf("step %d (%s) restarts a worker no handoff is on", i+1, m)
+			}
+		}
+		if st.h >= 0 {
+			st.labels = obslog.Observe(nil, st.h, &before, s.State(), m, r.Fired)
+			b, a := before.W.H[st.h].Timers, s.State().W.H[st.h].Timers
+			for t := model.Timer(0); t < model.NumTimers; t++ {
+				if b&(1<<t) == 0 && a&(1<<t) != 0 {
+					st.arms = append(st.arms, t)
+				}
+			}
+		}
+		out = append(out, st)
+	}
+	return out, skipped, ""
+}
+
+// requestOrder is the trace's handoffs in the order it first moves them.
+func requestOrder(steps []planStep) []int {
+	var out []int
+	for _, st := range steps {
+		if st.h >= 0 && !slices.Contains(out, st.h) {
+			out = append(out, st.h)
+		}
+	}
+	return out
+}
+
+// planConfig is the cluster of the trace: its workers' pools, the run's
+// policy and engine, no jitter (the clock alone orders the steps), read
+// back from its file form so that what is written is what simulate
+// reads.
+func planConfig(cfg *system.Config, run system.Run) (*cluster.Config, error) {
+	cc := cluster.DefaultConfig()
+	if err := cc.SetPolicy(run.Policy.String()); err != nil {
+		return nil, err
+	}
+	cc.Engine = run.Engine
+	cc.JitterUS = 0
+	cc.Prefill.Workers, cc.Decode.Workers = 0, 0
+	for _, w := range cfg.World.Workers {
+		if w.Role == model.PrefillWorker {
+			cc.Prefill.Workers++
+		} else {
+			cc.Decode.Workers++
+		}
+	}
+	cc.Prefill.Workers, cc.Decode.Workers = max(cc.Prefill.Workers, 1), max(cc.Decode.Workers, 1)
+	cc.Renewal = cfg.Renewal
+	cc.Commands = cfg.Commands
+	return cluster.ParseConfig(SimFile, cc.JSON())
+}
+
+// simWorker is the simulator's number of a trace's worker: the prefill
+// workers first, then the decode ones, each in the trace's order.
+func simWorker(ws []model.WorkerConfig, w int) int {
+	n := 0
+	for i, x := range ws {
+		if x.Role == model.PrefillWorker {
+			if i == w {
+				return n
+			}
+			n++
+		}
+	}
+	for i, x := range ws {
+		if x.Role != model.PrefillWorker {
+			if i == w {
+				return n
+			}
+			n++
+		}
+	}
+	return w
+}
+
+// hasTimedFault reports whether a fault of the trace is placed by time,
+// not by phase.
+func hasTimedFault(steps []planStep) bool {
+	for _, st := range steps {
+		if st.m.Kind.Fault() && st.m.Kind != system.Restart.Move() {
+			return true
+		}
+	}
+	return false
+}
+
+// shaped is a configuration with a shape's durations.
+func shaped(base *cluster.Config, shape planShape) *cluster.Config {
+	cc := *base
+	if shape.latencyUS > 0 {
+		cc.LatencyUS = shape.latencyUS
+	}
+	if shape.commandUS > 0 {
+		cc.CommandUS = shape.commandUS
+	}
+	return &cc
+}
+
+// shapedReqs are the requests with a shape's output.
+func shapedReqs(reqs []cluster.Request, shape planShape) []cluster.Request {
+	rs := slices.Clone(reqs)
+	if shape.output > 0 {
+		for i := range rs {
+			rs[i].OutputTokens = shape.output
+		}
+	}
+	return rs
+}
+
+// deadlines are the deadlines that fire each timer the trace fires where
+// it fires it: from the time a run logs the facts of the step that armed
+// it to a microsecond after the time it logs the facts of the step
+// before it fires (0 for a timer the run cannot place so).
+func (p *Plan) deadlines(ctx context.Context, proto *system.Protocol, cfg *cluster.Config, reqs []cluster.Request, steps []planStep, reqOf map[int]int, fired []model.Timer) ([]int64, error) {
+	p.Runs++
+	log, _, err := runPlan(ctx, proto, cfg, reqs, nil, true)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, len(fired))
+	for i, t := range fired {
+		armed, at := -1, -1
+		for j, st := range steps {
+			if slices.Contains(st.arms, t) {
+				armed = j
+			}
+			if st.m.Kind == system.MvTimer && model.Timer(st.m.Arg) == t {
+				at = j
+				break
+			}
+		}
+		if armed < 0 || at <= armed {
+			continue
+		}
+		h := steps[at].h
+		r := reqOf[h]
+		var upTo []obslog.Label
+		var armLabels []obslog.Label
+		for j, st := range steps[:at] {
+			if st.h != h {
+				continue
+			}
+			upTo = append(upTo, st.labels...)
+			if j <= armed {
+				armLabels = append(armLabels, st.labels...)
+			}
+		}
+		if d := phaseTime(log, r, upTo) + 1 - phaseTime(log, r, armLabels); d > 0 {
+			out[i] = d
+		}
+	}
+	return out, nil
+}
+
+// Summary says in words what the plan is.
+func (p *Plan) Summary() string {
+	var b strings.Builder
+	if len(p.Requests) == 1 {
+		b.WriteString("one request for the trace's handoff")
+	} else {
+		fmt.Fprintf(&b, "%d requests, one per handoff, arriving in the order the trace starts them", len(p.Requests))
+	}
+	switch n := len(p.Faults); n {
+	case 0:
+	case 1:
+		fmt.Fprintf(&b, ", and the trace's %s, aimed at its request where the trace strikes it", p.Faults[0].Kind)
+	default:
+		fmt.Fprintf(&b, ", and the trace's %d faults, each aimed at its request where the trace strikes it", n)
+	}
+	if p.Timers != "" {
+		b.WriteString("; the timers the trace fires before the steps after them are due fire at shortened deadlines (" + p.Timers + ")")
+	}
+	if p.Shape != "" {
+		b.WriteString("; " + p.Shape)
+	}
+	if len(p.Skipped) > 0 {
+		b.WriteString("; the no-show of " + strings.Join(p.Skipped, ", ") + " is left out: untimed, it leaves nothing but timers to happen, and the clock fires them at their deadlines without it")
+	}
+	return b.String()
+}
+
+// LiveNote says what a live run of the plan keeps of the trace's order.
+// A live run strikes a plan's faults aimed at a phase there; it does not
+// read the time of another mark on a request: it strikes a lost or
+// duplicated fact on the first fact of that name to that side, and the
+// other kinds where the request first offers them (a cancel as the
+// request is routed).
+func (p *Plan) LiveNote() string {
+	var timed []string
+	for _, f := range p.Faults {
+		if f.After != "" || f.Request < 0 || f.Kind == "loss" || f.Kind == "duplicate" {
+			continue
+		}
+		timed = append(timed, f.Kind)
+	}
+	note := "A live run's order is its processes' own, on a wall clock scaled by `--time-scale`"
+	switch {
+	case len(timed) > 0:
+		note += fmt.Sprintf(": the plan's %s %s placed by time, which a live run does not read (it strikes such a mark where the request first offers it, a cancel as the request is routed), so live may strike it before the phase the trace strikes it at", strings.Join(timed, ", "), isAre(len(timed)))
+	case len(p.Faults) > 0:
+		note += ": the plan's faults are aimed at phases of the handoff, which a live run strikes at the same point (a lost or duplicated fact at the first of its name to its side)"
+	default:
+		note += ": the plan has no fault, so the steps need only the order the configuration's durations give them"
+	}
+	if p.Timers != "" {
+		note += "; deadlines shortened to a fraction of a millisecond may fire later live, where the processes fall behind"
+	}
+	return note + "."
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
+}
+
+// files adds the plan's files to a reproduction's, when it reaches the
+// invariant.
+func (p *Plan) files(out map[string][]byte) error {
+	if p == nil || p.Result == nil {
+		return nil
+	}
+	var w bytes.Buffer
+	wr, err := workload.NewWriter(&w, workload.Header{Name: "repro"})
+	if err != nil {
+		return err
+	}
+	for _, r := range p.Requests {
+		if err := wr.Write(workload.Request{ArrivalUS: r.ArrivalUS, PromptTokens: int(r.PromptTokens), OutputTokens: int(r.OutputTokens)}); err != nil {
+			return err
+		}
+	}
+	var f bytes.Buffer
+	if err := faultplan.Write(&f, &faultplan.Plan{Faults: p.Faults}); err != nil {
+		return err
+	}
+	var c bytes.Buffer
+	if err := json.Indent(&c, p.Config.JSON(), "", "  "); err != nil {
+		return err
+	}
+	c.WriteByte('\n')
+	out[WorkloadFile], out[FaultsFile], out[SimFile] = w.Bytes(), f.Bytes(), c.Bytes()
+	return nil
+}

@@ -1,0 +1,248 @@
+package repro
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
+	"github.com/handoffcheck/handoffcheck/checker/sim/faultplan"
+	"github.com/handoffcheck/handoffcheck/checker/sim/workload"
+	"github.com/handoffcheck/handoffcheck/checker/system"
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// Each shipped variant's counterexample on two-handoffs-faults.json (the
+// first of its vllm and sglang runs that check finds one in) becomes a
+// reproduction on the clock: the plan derived from the trace, whose
+// files simulate reads and which breaks the same invariant, or else the
+// first timed scenario that breaks it, or neither. The table holds
+// which, so that a plan that stops reproducing fails the test.
+func TestWrite_OnTheClock(t *testing.T) {
+	const plan, scenario, neither = "plan", "scenario", "neither"
+	want := map[string]string{
+		"bootstrap-as-readiness":          plan,
+		"cancel-noop-leaks-held-source":   plan,
+		"decode-without-reservation":      plan,
+		"expired-lease-reports-release":   plan,
+		"late-cancel-standin":             plan,
+		"late-peer-cancel-fails-done":     plan,
+		"ownership-at-terminal-token":     plan,
+		"pin-ignores-ack-and-lease":       plan,
+		"prefill-after-early-outcome":     plan,
+		"publish-before-compute":          plan,
+		"pull-deadline-without-fence":     plan,
+		"pull-failed-reports-success":     plan,
+		"push-deadline-without-fence":     plan,
+		"rearm-reservation":               neither,
+		"release-before-activation":       plan,
+		"release-on-heartbeat":            plan,
+		"release-on-scheduler-finish":     plan,
+		"report-before-release-applied":   plan,
+		"withdraw-noop-leaks-reservation": plan,
+	}
+	files, err := filepath.Glob("../../testdata/variants/*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	seen := 0
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".json")
+		if name == "broken-vocabulary" {
+			continue // its tables do not parse: it has no counterexample
+		}
+		in, ok := firstFound(t, "../../testdata/configs/two-handoffs-faults.json", file, "vllm", "sglang")
+		if !ok {
+			if w, listed := want[name]; listed {
+				t.Errorf("%s: no counterexample, want one reproduced by %s", name, w)
+			}
+			continue
+		}
+		seen++
+		dir := t.TempDir()
+		res, err := Write(dir, in)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got := neither
+		switch {
+		case res.Plan.Result != nil:
+			if inv := simulated(t, dir, in.Protocol); inv != res.Invariant {
+				t.Errorf("%s: the plan's files break %q, not %s", name, inv, res.Invariant)
+			}
+			got = plan
+		case res.Timed != nil && res.Timed.Scenario != "":
+			got = scenario
+		}
+		counts[got]++
+		t.Logf("%s (%s, %s): %s after %d runs of the simulator", name, in.Run.Name, res.Invariant, got, res.Plan.Runs)
+		if got != want[name] {
+			why := res.Plan.Why
+			t.Errorf("%s (%s, %s): reproduced on the clock by %s, want %s (%s)", name, in.Run.Name, res.Invariant, got, want[name], why)
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("%d variants have a counterexample, the table lists %d", seen, len(want))
+	}
+	t.Logf("of %d counterexamples: %d by the plan derived from the trace, %d by a named scenario, %d by neither", seen, counts[plan], counts[scenario], counts[neither])
+}
+
+// firstFound is the input of the first of the runs check finds a
+// counterexample in.
+func firstFound(t testing.TB, configFile, specFile string, runs ...string) (Input, bool) {
+	t.Helper()
+	for _, run := range runs {
+		if in, ok := tryFound(t, configFile, specFile, run); ok {
+			return in, true
+		}
+	}
+	return Input{}, false
+}
+
+// simulated reads a reproduction's plan as simulate reads it and runs
+// it: the invariant it breaks ("" for none).
+func simulated(t *testing.T, dir string, proto *system.Protocol) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, SimFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := cluster.ParseConfig(SimFile, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf, err := os.Open(filepath.Join(dir, WorkloadFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wf.Close()
+	rd, err := workload.NewReader(wf, WorkloadFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reqs []cluster.Request
+	for {
+		q, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, cluster.Request{Index: q.Index, ArrivalUS: q.ArrivalUS, PromptTokens: model.Tokens(q.PromptTokens), OutputTokens: model.Tokens(q.OutputTokens), CancelUS: -1})
+	}
+	ff, err := os.Open(filepath.Join(dir, FaultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ff.Close()
+	plan, err := faultplan.Parse(ff, FaultsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, res, err := runPlan(context.Background(), proto, cfg, reqs, plan.Faults, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Violation == nil {
+		return ""
+	}
+	return res.Violation.Invariant
+}
+
+// The time to write a reproduction whose plan takes the most runs of the
+// shipped variants' (a lease deadline found between a decode's end and a
+// fact's delivery, in the second shape of the clock).
+func BenchmarkWrite_PlanSearch(b *testing.B) {
+	in := found(b, "../../testdata/configs/two-handoffs-faults.json", "../../testdata/variants/late-peer-cancel-fails-done.json", "vllm")
+	dir := b.TempDir()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := Write(dir, in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(res.Plan.Runs), "sim-runs")
+	}
+}
+
+// The time to find no plan: every candidate run, for an invariant no
+// run breaks (the bound on the runs bounds it).
+func BenchmarkDerivePlan_NoneReaches(b *testing.B) {
+	in := found(b, "../../testdata/configs/two-handoffs-faults.json", "../../testdata/variants/late-peer-cancel-fails-done.json", "vllm")
+	cfg, err := system.ParseConfig("config", in.ConfigJSON)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p, err := DerivePlan(context.Background(), in.Protocol, cfg, in.Run, movesOf(in.Found), "NoSuchInvariant", false)
+		if err != nil || p.Result != nil {
+			b.Fatal(err, p.Result)
+		}
+		b.ReportMetric(float64(p.Runs), "sim-runs")
+	}
+}
+
+// A restart in the trace is aimed at the phase of the handoff its
+// worker's side last logged a fact at, the form of a plan line that
+// simulate and live strike at the same point; the simulator strikes it.
+func TestPlan_RestartAimedByPhase(t *testing.T) {
+	raw, err := os.ReadFile("../../testdata/configs/small.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgJSON := strings.Replace(string(raw), `"faults": {"duplicate": 1, "cancel": 1, "early_timer": 1}`, `"faults": {"restart": 1}`, 1)
+	cfg, err := system.ParseConfig("small.json", []byte(cfgJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proto := system.Generated()
+	c, err := checker.New(proto, cfg, cfg.Runs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		moves       []string
+		side, after string
+		worker      int
+	}{
+		{[]string{"route-prefill h=0 worker=0", "deliver-request h=0", "compute h=0", "restart worker=0"}, "source", "stored", 0},
+		{[]string{"route-prefill h=0 worker=0", "deliver-request h=0", "compute h=0", "route-decode h=0 worker=1", "reserve h=0", "restart worker=1"}, "destination", "transfer_started", 1},
+	} {
+		var moves []system.Move
+		for _, s := range tc.moves {
+			m, err := system.ParseMove(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			moves = append(moves, m)
+		}
+		steps, skipped, why := planSteps(c, cfg, moves)
+		if why != "" || len(skipped) > 0 {
+			t.Fatalf("%v: %s %v", tc.moves, why, skipped)
+		}
+		base, err := planConfig(cfg, cfg.Runs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs := []cluster.Request{{Index: 0, PromptTokens: 48, OutputTokens: 16, CancelUS: -1}}
+		p := &Plan{}
+		faults, res, err := p.aim(context.Background(), proto, base, reqs, steps, map[int]int{0: 0}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := faultplan.Fault{Kind: "restart", Request: 0, Worker: -1, Side: tc.side, After: tc.after}
+		if len(faults) != 1 || faults[0] != want {
+			t.Fatalf("%v: the plan is %+v, want %+v", tc.moves, faults, want)
+		}
+		if res.Violation != nil || res.Summary.FaultsStruck != 1 {
+			t.Fatalf("%v: the built-in tables' run: %+v, %d faults struck", tc.moves, res.Violation, res.Summary.FaultsStruck)
+		}
+	}
+}
