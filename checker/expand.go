@@ -225,6 +225,7 @@ func (out *workerOut) reset(n, words int, c *Checker) {
 	out.keys = slices.Grow(out.keys[:0], 2*n*words)
 	out.cands = slices.Grow(out.cands[:0], 2*n)
 	out.edges, out.edgeKeys = out.edges[:0], out.edgeKeys[:0]
+	out.enabled, out.sides = out.enabled[:0], out.sides[:0]
 	out.transitions, out.deadEnds, out.viol = 0, 0, nil
 	out.reduced, out.pruned, out.slept = 0, 0, 0
 	out.candSleep, out.expanded, out.actions, out.wakeKeys = out.candSleep[:0], out.expanded[:0], out.actions[:0], out.wakeKeys[:0]
@@ -261,6 +262,9 @@ func (e *exploration) expandState(x *expander, entry []uint64, pid uint32, out *
 		if x.amp = c.Ample(&s, &x.ms); x.amp >= 0 && !x.wake {
 			out.reduced++
 		}
+	}
+	if e.g != nil && e.g.fair != nil {
+		out.enabled = append(out.enabled, stateProcs{id: pid, procs: ownProcesses(&x.ms, x.protocol)})
 	}
 	e.successorsOf(x, &s, pid, out)
 	e.lookUp(x)
@@ -373,22 +377,32 @@ func (e *exploration) keep(x *expander, j int, pid uint32, out *workerOut) {
 	// the environment may stop faulting for good, so a way to a drained
 	// state must not need a fault or an early timer.
 	own := e.g != nil && x.ms.Own(x.idx[j], x.protocol)
+	// rec: the edge is recorded. Fairness also keeps the environment's
+	// edges, labelled apart (fair.go): a run may take them on its way,
+	// finitely often; and it labels each own edge with its process.
+	rec, proc := own, uint8(0)
+	if e.g != nil && e.g.fair != nil {
+		rec, proc = true, envLabel
+		if own {
+			proc = processOf(x.ms.M[x.idx[j]])
+		}
+	}
 	switch {
 	case x.cached[j]:
 		// Known, or a candidate at an earlier (parent, move) in this
 		// level, which the level keeps anyway; its id is found once the
 		// batch is committed.
-		if own {
-			out.edges = append(out.edges, e.newEdge(out, pid, sc.fp, &sc.key))
+		if rec {
+			out.edges = append(out.edges, e.newEdge(out, pid, sc.fp, &sc.key, proc))
 		}
 		return
 	case x.known[j]:
-		e.keepKnown(x, j, pid, own, out)
+		e.keepKnown(x, j, pid, rec, proc, out)
 		return
 	case x.seen != nil:
 		if _, ok := x.seen[sc.key]; ok {
-			if own {
-				out.edges = append(out.edges, e.newEdge(out, pid, sc.fp, &sc.key))
+			if rec {
+				out.edges = append(out.edges, e.newEdge(out, pid, sc.fp, &sc.key, proc))
 			}
 			return
 		}
@@ -410,9 +424,12 @@ func (e *exploration) keep(x *expander, j int, pid uint32, out *workerOut) {
 	}
 	if e.g != nil {
 		cd.drained = e.c.Drained(&sc.t)
+		if f := e.g.fair; f != nil {
+			out.sides = f.judgeSides(out.sides, e.c.System, &sc.t)
+		}
 	}
-	if own {
-		out.edges = append(out.edges, e.newEdge(out, pid, sc.fp, &sc.key))
+	if rec {
+		out.edges = append(out.edges, e.newEdge(out, pid, sc.fp, &sc.key, proc))
 	}
 	out.keys = append(out.keys, sc.key[:e.words]...)
 	out.cands = append(out.cands, cd)
@@ -421,7 +438,7 @@ func (e *exploration) keep(x *expander, j int, pid uint32, out *workerOut) {
 // keepKnown files a successor the visited set knows. With sleep sets, one
 // reached with a set that does not hold its own must have its set cut,
 // and if it was expanded, take the moves that wake up (commit).
-func (e *exploration) keepKnown(x *expander, j int, pid uint32, own bool, out *workerOut) {
+func (e *exploration) keepKnown(x *expander, j int, pid uint32, rec bool, proc uint8, out *workerOut) {
 	sc := &x.succ[j]
 	if e.sleep != nil && !e.sleep.get(x.sv[j]).within(x.zs[j]) {
 		out.actions = append(out.actions, sleepAction{fp: sc.fp, z: x.zs[j], pid: pid, move: uint8(x.idx[j])})
@@ -430,8 +447,8 @@ func (e *exploration) keepKnown(x *expander, j int, pid uint32, own bool, out *w
 	if x.seen == nil {
 		x.recent.add(sc.fp)
 	}
-	if own {
-		out.edges = append(out.edges, edge{from: pid, to: x.ids[j], key: -1})
+	if rec {
+		out.edges = append(out.edges, edge{from: pid, to: x.ids[j], key: -1, proc: proc})
 	}
 }
 
@@ -462,6 +479,11 @@ func (e *exploration) commit(outs []workerOut, workers int, next *keyQueue) {
 			e.links.append(cd.pid, cd.move)
 			if e.g != nil {
 				e.g.drained = append(e.g.drained, cd.drained)
+				if f := e.g.fair; f != nil {
+					k := len(f.obs)
+					f.enabled = append(f.enabled, 0)
+					f.sides = append(f.sides, o.sides[i*k:(i+1)*k]...)
+				}
 			}
 			next.push(e.entry(key, sleepFull))
 		}
@@ -539,7 +561,20 @@ func (e *exploration) resolveEdges(outs []workerOut) {
 				}
 				to, _ = e.vis.lookup(ed.fp, k)
 			}
-			e.g.edges.append(ed.from, to)
+			switch f := e.g.fair; {
+			case f != nil && ed.proc == envLabel:
+				f.env.append(ed.from, to)
+			case f != nil:
+				e.g.edges.append(ed.from, to)
+				f.labels = append(f.labels, ed.proc)
+			default:
+				e.g.edges.append(ed.from, to)
+			}
+		}
+		if f := e.g.fair; f != nil {
+			for _, sp := range o.enabled {
+				f.enabled[sp.id] = sp.procs
+			}
 		}
 	}
 }
@@ -559,11 +594,18 @@ func (e *exploration) insert(o *workerOut, i int) {
 
 // newEdge records a transition to a state whose id is known only once the
 // batch is committed.
-func (e *exploration) newEdge(out *workerOut, from uint32, fp uint64, k *system.Key) edge {
-	ed := edge{from: from, fp: fp}
+func (e *exploration) newEdge(out *workerOut, from uint32, fp uint64, k *system.Key, proc uint8) edge {
+	ed := edge{from: from, fp: fp, proc: proc}
 	if e.vis.byKey() {
 		ed.key = int32(len(out.edgeKeys))
 		out.edgeKeys = append(out.edgeKeys, *k)
 	}
 	return ed
+}
+
+// stateProcs is a state's enabled processes (fair.go), recorded when it
+// is expanded.
+type stateProcs struct {
+	id    uint32
+	procs uint64
 }

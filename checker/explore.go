@@ -28,6 +28,13 @@ type Limits struct {
 	Exact bool
 	// Liveness records the state graph and checks EventuallyDrained.
 	Liveness bool
+	// Fair lists leads_to obligations judged under weak fairness on the
+	// liveness graph (fair.go), and FairDrained judges EventuallyDrained
+	// in its fair form too: every fair run drains. Both need Liveness,
+	// and both read processes that symmetry reduction would rename: a
+	// caller turns it off.
+	Fair        []Obligation
+	FairDrained bool
 	// SpillDir is where large frontiers and trace links go (see spill.go);
 	// "" is the system's temporary directory.
 	SpillDir string
@@ -172,6 +179,7 @@ type edge struct {
 	to   uint32
 	fp   uint64 // 0 when to is known
 	key  int32  // exact mode: index of the target's key in workerOut.edgeKeys
+	proc uint8  // the process whose move it is (fair.go)
 }
 
 // exploration holds the state of one BFS.
@@ -266,8 +274,13 @@ type Result struct {
 	Coverage   *system.Coverage
 	// DeadEnds is how many quiescent states were found (all checked).
 	DeadEnds int
-	// Liveness is set when EventuallyDrained was checked.
-	Liveness bool
+	// Liveness is set when EventuallyDrained was checked; FairDrained
+	// when its fair form was too.
+	Liveness    bool
+	FairDrained bool
+	// Fair is each obligation's verdict (Limits.Fair), when the graph was
+	// complete and judged.
+	Fair []FairVerdict
 	// Symmetry says whether states were reduced by symmetry.
 	Symmetry bool
 	Exact    bool
@@ -461,9 +474,21 @@ func (e *exploration) livenessWouldPass(bound int64) bool {
 // graph (an offset per state and one more, and a source per edge, 4 bytes
 // each), the stack of states to visit at its largest (an entry per state,
 // 4 bytes), a flag per state, and the block the edges are read back in.
+//
+// With fairness, what fair.go allocates after that is counted instead
+// when larger: the forward graph of the own and the environment's edges
+// (an offset per state and one more, a target and a label per edge, and
+// the offsets again while it is filled), and the component search's
+// index, low link and component per state (4 bytes each), two flags and,
+// at their largest, a stack entry and a call frame (12 bytes) per state.
 func (e *exploration) livenessNeed() int64 {
 	n, m := int64(e.links.n), int64(e.g.edges.n)
-	return 4*(n+1) + 4*m + 4*n + n + e.g.edges.readBuffer()
+	need := 4*(n+1) + 4*m + 4*n + n + e.g.edges.readBuffer()
+	if e.g.fair != nil {
+		m += int64(e.g.fair.env.n)
+		need = max(need, 4*(n+1)+5*m+4*(n+1)+12*n+2*n+12*n+e.g.edges.readBuffer())
+	}
+	return need
 }
 
 // passes reports whether resident memory plus what is about to be
@@ -554,6 +579,7 @@ type levelMark struct {
 	woken       int
 	rows        [2][]uint64
 	edges       int
+	envEdges    int
 }
 
 func (e *exploration) mark() levelMark {
@@ -564,6 +590,9 @@ func (e *exploration) mark() levelMark {
 	}
 	if e.g != nil {
 		m.edges = e.g.edges.n
+		if e.g.fair != nil {
+			m.envEdges = e.g.fair.env.n
+		}
 	}
 	return m
 }
@@ -579,15 +608,25 @@ func (e *exploration) rollback(m levelMark) {
 	if e.g != nil {
 		e.g.edges.truncate(m.edges)
 		e.g.drained = e.g.drained[:m.states]
+		if f := e.g.fair; f != nil {
+			f.env.truncate(m.envEdges)
+			f.labels = f.labels[:m.edges]
+			f.enabled = f.enabled[:m.states]
+			f.sides = f.sides[:m.states*len(f.obs)]
+		}
 	}
 }
 
 // workerOut is what one worker produced from its chunk of a batch.
 type workerOut struct {
-	keys        []uint64
-	cands       []candidate
-	edges       []edge
-	edgeKeys    []system.Key // exact mode: the keys of edge targets new in this level
+	keys     []uint64
+	cands    []candidate
+	edges    []edge
+	edgeKeys []system.Key // exact mode: the keys of edge targets new in this level
+	// With fairness (fair.go): the processes enabled at each state
+	// expanded, and each candidate's P and Q of every obligation.
+	enabled     []stateProcs
+	sides       []uint8
 	transitions int64
 	deadEnds    int
 	reduced     int

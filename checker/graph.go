@@ -19,11 +19,19 @@ import (
 type graph struct {
 	edges   edgeLog
 	drained []bool
+	// fair is what fairness reads besides (fair.go), nil without it.
+	fair *fairState
 }
 
 // bytes is the graph's size, wherever it is: 8 bytes an edge (its source
 // and target ids) and a flag per state.
-func (g *graph) bytes() int64 { return int64(g.edges.n)*edgeBytes + int64(len(g.drained)) }
+func (g *graph) bytes() int64 {
+	b := int64(g.edges.n)*edgeBytes + int64(len(g.drained))
+	if g.fair != nil {
+		b += g.fair.bytes()
+	}
+	return b
+}
 
 // edgeLog is the graph's edges in the order they were recorded (by source
 // state), 8 bytes each. Records are kept in memory in blocks and each full

@@ -329,6 +329,9 @@ func (r *Report) Text(opt TextOptions) string {
 		}
 		if x.Liveness {
 			fmt.Fprintf(&b, "  %s: checked on the explored graph\n", model.NameEventuallyDrained)
+			if x.FairDrained {
+				fmt.Fprintf(&b, "  %s in its fair form (every weakly fair run drains): checked too, without symmetry reduction\n", model.NameEventuallyDrained)
+			}
 			if x.Symmetry {
 				b.WriteString("  warning: liveness on a symmetry-reduced graph: EventuallyDrained is a reachability property of a\n" +
 					"    renaming-invariant set of states, so the quotient keeps its verdict, but fairness-based liveness would not be\n")
@@ -496,13 +499,15 @@ type jsonRun struct {
 	StoreBPS    float64 `json:"store_bytes_per_state"`
 	FPBPS       float64 `json:"fingerprint_bytes_per_state"`
 	*jsonTiming
-	Symmetry  bool           `json:"symmetry"`
-	Exact     bool           `json:"exact"`
-	Liveness  bool           `json:"liveness_checked"`
-	Collision float64        `json:"collision_probability"`
-	Bitstate  *jsonBitstate  `json:"bitstate,omitempty"`
-	Reduction *jsonReduction `json:"reduction,omitempty"`
-	Coverage  []jsonCoverage `json:"coverage"`
+	Symmetry bool `json:"symmetry"`
+	Exact    bool `json:"exact"`
+	Liveness bool `json:"liveness_checked"`
+	// FairDrained: EventuallyDrained's fair form was judged too.
+	FairDrained bool           `json:"fair_drained_checked,omitempty"`
+	Collision   float64        `json:"collision_probability"`
+	Bitstate    *jsonBitstate  `json:"bitstate,omitempty"`
+	Reduction   *jsonReduction `json:"reduction,omitempty"`
+	Coverage    []jsonCoverage `json:"coverage"`
 	// Vacuity says, per invariant checked, whether its trigger fired.
 	Vacuity   []jsonExercise `json:"vacuity"`
 	Violation *jsonViolation `json:"violation,omitempty"`
@@ -602,7 +607,7 @@ func (r *Report) JSON(opt TextOptions) ([]byte, error) {
 		jr := jsonRun{Name: x.Run.Name, Policy: x.Run.Policy.String(), Engine: x.Run.Engine.String(), Complete: x.Complete,
 			StopReason: x.StopReason, StopDetail: x.StopDetail, States: s.States, Transitions: s.Transitions, Depth: s.Depth, Quiescent: x.DeadEnds,
 			StoreBPS: per(s.StoreBytes), FPBPS: per(s.FingerprintBytes),
-			Symmetry: x.Symmetry, Exact: x.Exact, Liveness: x.Liveness, Collision: x.CollisionProbability}
+			Symmetry: x.Symmetry, Exact: x.Exact, Liveness: x.Liveness, FairDrained: x.FairDrained, Collision: x.CollisionProbability}
 		if x.Reduction {
 			jr.Reduction = &jsonReduction{ReducedStates: s.Reduced, PrunedMoves: s.Pruned, ConfirmStates: s.ConfirmStates, SleepDropped: x.SleepDropped}
 			if x.Sleep {

@@ -58,6 +58,9 @@ func (c *Checker) newExploration(lim Limits) *exploration {
 	e.x = make([]*expander, workers)
 	if e.lim.Liveness {
 		e.g = &graph{edges: edgeLog{recordLog{dir: &e.spill}}}
+		if len(lim.Fair) > 0 || lim.FairDrained {
+			e.g.fair = &fairState{obs: lim.Fair, env: edgeLog{recordLog{dir: &e.spill}}}
+		}
 	}
 	return e
 }
@@ -68,6 +71,9 @@ func (e *exploration) release() {
 	e.links.close()
 	if e.g != nil {
 		e.g.edges.close()
+		if e.g.fair != nil {
+			e.g.fair.env.close()
+		}
 	}
 	e.spill.remove()
 }
@@ -151,6 +157,10 @@ func (e *exploration) root() {
 	e.links.append(0, 0)
 	if e.g != nil {
 		e.g.drained = append(e.g.drained, c.Drained(&init))
+		if f := e.g.fair; f != nil {
+			f.enabled = append(f.enabled, 0)
+			f.sides = f.judgeSides(f.sides, c.System, &init)
+		}
 	}
 	if v := c.CheckState(&init); v != nil {
 		e.viol = &found{v: v, pid: 0, move: -1}
@@ -467,6 +477,26 @@ func (e *exploration) judge(r *Result) {
 		r.Liveness = true
 		e.cov.Fired |= model.TrigLiveness
 		r.Violation = trap
+		if e.g.fair == nil {
+			break
+		}
+		drained, fair, err := e.checkFair()
+		if err == errSymmetric {
+			// The verdicts say why nothing was judged; the search is
+			// complete all the same.
+			r.Fair = fair
+			break
+		}
+		if err != nil {
+			r.Complete = false
+			r.StopReason = stopDisk
+			r.StopDetail = stopDetail(stopDisk, lim, r.Stats) + ": " + err.Error() + "; fair liveness not judged"
+			break
+		}
+		r.FairDrained, r.Fair = lim.FairDrained, fair
+		if r.Violation == nil {
+			r.Violation = drained
+		}
 	case lim.Liveness:
 		r.StopDetail += "; EventuallyDrained not judged: the graph is incomplete"
 	}

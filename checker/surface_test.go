@@ -13,7 +13,10 @@ import (
 // 71: Checker.Initial names where a search started after a trace's steps
 // begins (check --from-trace); Checker.FormatWitness prints a sometimes
 // property's witness (check --props).
-const maxExported = 71
+// 74: Obligation and FairVerdict are what Limits.Fair asks and
+// Result.Fair answers (leads_to under weak fairness, check --props), and
+// Checker.Unfair lets replay judge a loop's fairness.
+const maxExported = 74
 
 // exportedNames lists the exported package-level names and methods
 // (Type.Method) of the package's non-test files.

@@ -33,6 +33,10 @@ type Counterexample struct {
 	// trace's, Limits.From): they are the trace's, and only the steps
 	// after them are the search's shortest.
 	From int
+	// Fair, for a fair-liveness violation (fair.go), says what its run
+	// never does ("drain", "meet Q"): its loop is weakly fair, and
+	// without a loop the run ends where nothing but faults can happen.
+	Fair string
 }
 
 // Describe renders a firing: "h0 source Pinned --ReaderCompleted--> Released [ReleaseSource, ...] (row 15)".
@@ -183,7 +187,21 @@ func (c *Checker) formatCounterexampleFull(ce *Counterexample, full bool) string
 	var b strings.Builder
 	fmt.Fprintf(&b, "VIOLATION %s\n  %s\n", ce.Violation.Invariant, ce.Violation.Error())
 	fmt.Fprintf(&b, "attempts: %s\n", strings.Join(c.Attempts(), " "))
-	if len(ce.Loop) > 0 {
+	if ce.Fair != "" {
+		entered := len(ce.Steps)
+		for i, st := range ce.Steps {
+			if st.Failed {
+				entered = i + 1
+			}
+		}
+		if len(ce.Loop) > 0 {
+			fmt.Fprintf(&b, "a weakly fair run (%s; after step %d a fair run need never %s), then a loop of %s in which every process moves or is disabled somewhere, that never does:\n",
+				plural(len(ce.Steps), "step"), entered, ce.Fair, plural(len(ce.Loop), "step"))
+		} else {
+			fmt.Fprintf(&b, "a run (%s; after step %d a fair run need never %s) that ends where nothing but faults can happen, and never does:\n",
+				plural(len(ce.Steps), "step"), entered, ce.Fair)
+		}
+	} else if len(ce.Loop) > 0 {
 		entered := len(ce.Steps)
 		for i, st := range ce.Steps {
 			if st.Failed {

@@ -44,6 +44,7 @@ type checkFlags struct {
 	propsFile, witnessDir                                                             string
 	checkpointEvery                                                                   time.Duration
 	asJSON, stats, speedup, exact, liveness, swarm, mermaid, timing, full, por, sleep bool
+	fair                                                                              bool
 	maxStates, maxDepth, workers, walks, steps                                        int
 	seed                                                                              uint64
 }
@@ -73,6 +74,8 @@ func cmdCheck(c *command, e *env, args []string) int {
 	fs.IntVar(&f.workers, "workers", 0, "goroutines that expand states or run walks (0: all cores)")
 	fs.BoolVar(&f.exact, "exact", false, "store full states instead of 64-bit fingerprints (no collisions, more memory)")
 	fs.BoolVar(&f.liveness, "liveness", true, "check EventuallyDrained on the explored graph")
+	fs.BoolVar(&f.fair, "fair", false, "also check EventuallyDrained's fair form: every weakly fair run drains, not only 'from every state a drained state can be\n"+
+		"reached' (docs/props.md); symmetry reduction off")
 	fs.BoolVar(&f.por, "por", true, "exhaustive mode, safety-only searches (--liveness=false): partial-order reduction: where one handoff's moves touch\n"+
 		"nothing shared, take only them: the same verdicts, quiescent states and traces from fewer states (--por=false: every ordering)")
 	fs.BoolVar(&f.sleep, "sleep", false, "with the reduction: add sleep sets, which skip a move whose successor another order reaches. Slower on every\n"+
@@ -97,7 +100,8 @@ func cmdCheck(c *command, e *env, args []string) int {
 		"from an incident's state; the trace's configuration, spec and run are used, and counterexamples begin with its steps")
 	fs.StringVar(&f.propsFile, "props", "", "also judge every state by the properties of this file (handoffcheck.props/v1, docs/props.md): always ones like\n"+
 		"invariants, sometimes ones by their shortest witness; partial-order reduction off, symmetry off unless every property allows it")
-	fs.StringVar(&f.witnessDir, "witness-dir", "", "with --props: write each sometimes property's shortest witness to this directory as a trace file for 'handoffcheck replay'")
+	fs.StringVar(&f.witnessDir, "witness-dir", "", "with --props: write each sometimes property's shortest witness, and each violated leads_to property's fair run,\n"+
+		"to this directory as a trace file for 'handoffcheck replay'")
 	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
 		return code
 	}
@@ -202,7 +206,16 @@ func cmdCheck(c *command, e *env, args []string) int {
 	if from != nil && !f.asJSON {
 		fmt.Fprintln(e.stdout, from.says)
 	}
-	set, err := loadProps(e.ctx, f.propsFile, "check", 0)
+	if f.fair && !f.liveness {
+		return c.bad(e, "--fair judges EventuallyDrained's fair form on the liveness graph, which --liveness=false, --bitstate, --checkpoint and --resume do not keep")
+	}
+	// leads_to is judged on the liveness graph of a complete search:
+	// walks and searches that keep no graph refuse it at its line.
+	driver, can := "check", props.CanLeadsTo
+	if f.walks > 0 || !f.liveness {
+		driver, can = "check without the liveness graph (--walks, --liveness=false, --bitstate, --checkpoint or --resume)", 0
+	}
+	set, err := loadProps(e.ctx, f.propsFile, driver, can)
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
@@ -301,10 +314,17 @@ func cmdCheck(c *command, e *env, args []string) int {
 	}
 	lim := checker.Limits{MaxStates: f.maxStates, MaxDepth: f.maxDepth, MaxMemory: maxMem, Workers: f.workers, Exact: f.exact, Liveness: f.liveness, Reduce: f.por && !f.liveness, Sleep: f.sleep,
 		SpillDir: f.spillDir, Bitstate: bitBytes, Checkpoint: f.checkpoint, CheckpointEvery: f.checkpointEvery, Resume: f.resume,
-		From: from.moves()}
+		From: from.moves(), FairDrained: f.fair}
 	cfg, pr := lc.cfg, (*propsRun)(nil)
 	if set != nil {
 		cfg, pr = withProps(set, lc.cfg, &lim)
+	}
+	if f.fair && cfg.Symmetry {
+		// Fairness tells the handoffs' and workers' moves apart, which
+		// renaming them would merge.
+		plain := *cfg
+		plain.Symmetry = false
+		cfg = &plain
 	}
 	rep, err := checker.Check(e.ctx, proto, cfg, runs, lim, progress)
 	if err != nil {
@@ -347,7 +367,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 		saveTrace(rep.Checker(i), x.Violation)
 		saveRepro(rep.Checker(i), x.Violation, strings.TrimSuffix(strings.SplitN(reproduceExhaustive(&f, x.Run), ";", 2)[0], " --trace-out "+x.Run.Name+".jsonl"))
 	}
-	return verdictCode(rep.Violated() || prep.notReached(), rep.Interrupted)
+	return verdictCode(rep.Violated() || prep.notReached() || prep.leadsToViolated(), rep.Interrupted)
 }
 
 // report is what check prints: an exhaustive or a walk report.
@@ -410,7 +430,7 @@ func verdictCode(violated, interrupted bool) int {
 // other: every flag given is honoured or refused, never dropped.
 func checkConflicts(f *checkFlags, set map[string]bool) error {
 	exhaustiveOnly := []string{"max-states", "max-depth", "max-memory", "exact", "liveness", "speedup", "progress", "spill-dir", "bitstate",
-		"checkpoint", "checkpoint-every", "resume", "por", "sleep"}
+		"checkpoint", "checkpoint-every", "resume", "por", "sleep", "fair"}
 	walkOnly := []string{"steps", "seed", "swarm", "schedule", "shard"}
 	if f.fromTrace != "" {
 		for _, n := range []string{"config", "spec", "run", "policy", "checkpoint", "resume"} {
@@ -516,6 +536,9 @@ func reproduceExhaustive(f *checkFlags, run system.Run) string {
 	}
 	if f.propsFile != "" {
 		parts = append(parts, "--props "+f.propsFile)
+	}
+	if f.fair {
+		parts = append(parts, "--fair")
 	}
 	if f.fromTrace == "" {
 		parts = append(parts, "--run "+run.Name)

@@ -57,7 +57,14 @@ func withProps(set *props.Set, cfg *system.Config, lim *checker.Limits) (*system
 		lim.Reduce, lim.Sleep = false, false
 		pr.notes = append(pr.notes, "partial-order reduction off: it keeps the built-in invariants' verdicts, not an arbitrary property's")
 	}
-	if c.Symmetry {
+	if lim != nil {
+		lim.Fair = obligations(set)
+	}
+	switch {
+	case c.Symmetry && len(obligations(set)) > 0:
+		c.Symmetry = false
+		pr.notes = append(pr.notes, "symmetry reduction off: leads_to is judged under fairness of each handoff's and worker's moves, which renaming them would merge")
+	case c.Symmetry:
 		if ok, why := set.Symmetric(); ok {
 			pr.notes = append(pr.notes, "symmetry reduction kept: every property is 'per handoff' and reads no position")
 		} else {
@@ -68,6 +75,18 @@ func withProps(set *props.Set, cfg *system.Config, lim *checker.Limits) (*system
 	return &c, pr
 }
 
+// obligations are the set's leads_to properties without a bound, for the
+// search to judge under weak fairness.
+func obligations(set *props.Set) []checker.Obligation {
+	var out []checker.Obligation
+	for _, p := range set.Props {
+		if p.Kind == props.LeadsTo && p.Within == 0 {
+			out = append(out, checker.Obligation{Name: p.Name, PerHandoff: p.PerHandoff, Sides: p.Sides})
+		}
+	}
+	return out
+}
+
 // propVerdict is one property's verdict on one run.
 type propVerdict struct {
 	Name       string `json:"name"`
@@ -75,14 +94,17 @@ type propVerdict struct {
 	PerHandoff bool   `json:"per_handoff,omitempty"`
 	Question   string `json:"question,omitempty"`
 	// Verdict: holds, violated, not-violated (an incomplete search),
-	// reached, not-reached, not-decided.
+	// reached, not-reached, not-decided. Of a leads_to property, Q is its
+	// second expression and the witness its fair run, a lasso.
 	Verdict    string `json:"verdict"`
 	Detail     string `json:"detail,omitempty"`
+	Then       string `json:"then,omitempty"`
 	Antecedent string `json:"antecedent,omitempty"`
 	// Vacuous: the antecedent never held in a complete search.
 	Vacuous        bool   `json:"vacuous,omitempty"`
 	AntecedentHeld bool   `json:"antecedent_held,omitempty"`
 	WitnessSteps   int    `json:"witness_steps,omitempty"`
+	WitnessLoop    int    `json:"witness_loop,omitempty"`
 	WitnessFile    string `json:"witness_file,omitempty"`
 	witness        string
 }
@@ -138,6 +160,10 @@ func (pr *propsRun) judgeExhaustive(rep *checker.Report, ws *witnessSearch) (*pr
 					v.AntecedentHeld = pr.set.Held(sys, j)
 					v.Vacuous = complete && !v.AntecedentHeld
 				}
+			case props.LeadsTo:
+				if err := ws.leadsTo(x, rep.Checker(i), p, &v); err != nil {
+					return nil, err
+				}
 			case props.Sometimes:
 				if complete && !pr.set.Held(sys, j) {
 					v.Verdict, v.Detail = "not-reached", "complete search: no reachable state satisfies it"
@@ -152,6 +178,103 @@ func (pr *propsRun) judgeExhaustive(rep *checker.Report, ws *witnessSearch) (*pr
 		out.Runs = append(out.Runs, rr)
 	}
 	return out, nil
+}
+
+// leadsTo gives a leads_to property's verdict from the search's fair
+// verdict of it: a fair run that never meets the obligation (a lasso, or
+// a run that ends), written to the witness directory for replay; holds;
+// or not decided, when the graph was not complete or P or Q could not be
+// judged in some state.
+func (ws *witnessSearch) leadsTo(x *checker.Result, ch *checker.Checker, p *props.Property, v *propVerdict) error {
+	v.Then, v.Antecedent = p.Then, p.Expr
+	var fv *checker.FairVerdict
+	for i := range x.Fair {
+		if x.Fair[i].Name == p.Name {
+			fv = &x.Fair[i]
+		}
+	}
+	switch {
+	case fv == nil && x.Violation != nil && len(x.Violation.Loop) == 0:
+		v.Verdict, v.Detail = "not-decided", "the search stopped first at a violation of "+x.Violation.Violation.Invariant+"; fairness is judged on a complete graph"
+		return nil
+	case fv == nil:
+		v.Verdict, v.Detail = "not-decided", "the graph is incomplete: fairness is judged on a complete search ("+x.StopDetail+")"
+		return nil
+	case fv.Err != nil:
+		v.Verdict, v.Detail = "not-decided", fv.Err.Error()
+		return nil
+	}
+	v.AntecedentHeld = fv.Held
+	v.Vacuous = !fv.Held
+	if fv.Violation == nil {
+		v.Verdict = "holds"
+		if fv.Held && !fv.Pending {
+			v.Detail = "Q held wherever P did"
+		}
+		return nil
+	}
+	ce := *fv.Violation
+	v.Verdict, v.WitnessSteps, v.WitnessLoop = "violated", len(ce.Steps), len(ce.Loop)
+	at := len(ce.Steps) - stepsAfterP(&ce)
+	switch {
+	case len(ce.Loop) > 0:
+		v.Detail = fmt.Sprintf("P holds at step %d, from where a weakly fair run need never meet Q: this one repeats %s for ever (below)",
+			at, stepSpan(len(ce.Steps)+1, len(ce.Steps)+len(ce.Loop)))
+	default:
+		v.Detail = fmt.Sprintf("P holds at step %d, from where a fair run need never meet Q: this one ends after step %d, where nothing but faults can happen (below)",
+			at, len(ce.Steps))
+	}
+	if fv.Handoff >= 0 {
+		v.Detail = fmt.Sprintf("handoff %d: %s", fv.Handoff, v.Detail)
+	}
+	v.witness = ch.FormatWitness(&ce, ws.full)
+	if ws.dir != "" {
+		name := filepath.Join(ws.dir, x.Run.Name+"-"+p.Name+".jsonl")
+		var b bytes.Buffer
+		if err := checker.WriteTrace(&b, ws.configJSON, ws.variant, x.Run.Name, ch.Attempts(), &ce); err != nil {
+			return err
+		}
+		if err := os.WriteFile(name, b.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("--witness-dir: %w", err)
+		}
+		v.WitnessFile = name
+	}
+	return nil
+}
+
+// leadsToViolated says a leads_to property was violated: a fair run
+// never meets it.
+func (r *propsReport) leadsToViolated() bool {
+	if r == nil {
+		return false
+	}
+	for _, rr := range r.Runs {
+		for _, v := range rr.Properties {
+			if v.Kind == "leads_to" && v.Verdict == "violated" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// stepSpan names steps a to b: "step 8", "steps 8-10".
+func stepSpan(a, b int) string {
+	if a == b {
+		return fmt.Sprintf("step %d", a)
+	}
+	return fmt.Sprintf("steps %d-%d", a, b)
+}
+
+// stepsAfterP counts the steps of a fair counterexample after the one
+// marked as where P held with Q pending.
+func stepsAfterP(ce *checker.Counterexample) int {
+	for i := len(ce.Steps) - 1; i >= 0; i-- {
+		if ce.Steps[i].Failed {
+			return len(ce.Steps) - 1 - i
+		}
+	}
+	return len(ce.Steps)
 }
 
 // find searches a run for a sometimes property's shortest witness.
@@ -244,12 +367,20 @@ func (r *propsReport) text() string {
 			if v.Verdict == "reached" && v.WitnessSteps > 0 {
 				verdict = fmt.Sprintf("REACHED in %d steps (shortest witness below)", v.WitnessSteps)
 			}
+			if v.Kind == "leads_to" && v.Verdict == "holds" && v.Detail == "" {
+				verdict = "holds (every weakly fair run meets it)"
+			}
 			fmt.Fprintf(&b, "    %s %s%s: %s", v.Kind, v.Name, per, verdict)
 			if v.Detail != "" {
 				fmt.Fprintf(&b, " (%s)", v.Detail)
 			}
 			b.WriteString("\n")
 			switch {
+			case v.Kind == "leads_to" && v.Vacuous:
+				fmt.Fprintf(&b, "      vacuous: P never held (%s)\n", v.Antecedent)
+			case v.Kind == "leads_to" && v.AntecedentHeld:
+				fmt.Fprintf(&b, "      P held (%s), Q is %s\n", v.Antecedent, v.Then)
+			case v.Kind == "leads_to":
 			case v.Vacuous:
 				fmt.Fprintf(&b, "      vacuous: antecedent never held (%s)\n", v.Antecedent)
 			case v.Antecedent != "" && v.AntecedentHeld:

@@ -317,3 +317,106 @@ func TestProps_Conform(t *testing.T) {
 		t.Fatalf("sometimes along the explanation: exit %d:\n%s", code, out)
 	}
 }
+
+// A leads_to property is judged under weak fairness: on the variant where
+// the reservation deadline re-arms for ever, ReservationEnds fails with a
+// fair lasso that --witness-dir writes and replay --props accepts (the
+// loop returns, Q never holds, the loop is weakly fair); on the built-in
+// tables it holds, and not vacuously. Without the file replay cannot
+// judge the trace and says so.
+func TestProps_LeadsToLassoReplays(t *testing.T) {
+	dir := t.TempDir()
+	file := propsDir + "reservation-ends.props"
+	args := []string{"check", "--config", mutCfg, "--run", "sglang", "--timing=false", "--props", file}
+	code, out, errOut := runCLI(t, append(args, "--spec", rearm, "--json", "--witness-dir", dir)...)
+	if code != exitViolation {
+		t.Fatalf("variant: exit %d, want 1; stderr %s", code, errOut)
+	}
+	var rep struct {
+		Properties propsReport `json:"properties"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	v := rep.Properties.Runs[0].Properties[0]
+	lasso := filepath.Join(dir, "sglang-ReservationEnds.jsonl")
+	if v.Verdict != "violated" || v.WitnessLoop == 0 || v.WitnessSteps == 0 || v.WitnessFile != lasso || !v.AntecedentHeld || v.Vacuous {
+		t.Fatalf("variant: %+v", v)
+	}
+	code, out, _ = runCLI(t, "replay", "--props", file, lasso)
+	if code != exitViolation || !strings.Contains(out, "VIOLATION ReservationEnds: P holds of handoff 0 at step ") ||
+		!strings.HasSuffix(out, "the loop is weakly fair: every process moves in it or is disabled somewhere on it\n") {
+		t.Fatalf("replay --props: exit %d:\n%s", code, out)
+	}
+	code, _, errOut = runCLI(t, "replay", lasso)
+	if code != exitUsage || !strings.Contains(errOut, "records ReservationEnds, which is no built-in invariant: give the properties file") {
+		t.Fatalf("replay without --props: exit %d, stderr %q", code, errOut)
+	}
+	code, out, _ = runCLI(t, args...)
+	if code != exitOK || !strings.Contains(out, "leads_to ReservationEnds per handoff: holds (every weakly fair run meets it)\n      P held") {
+		t.Fatalf("built-in tables: exit %d:\n%s", code, out)
+	}
+}
+
+// A fair run may also end: where nothing but faults can happen, no
+// process is obliged to move, so an obligation still pending there is
+// violated by a finite run, shown and replayed without a loop. A P that
+// never holds is reported vacuous.
+func TestProps_LeadsToEndedRun(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "never.props")
+	if err := os.WriteFile(file, []byte("handoffcheck.props/v1\nleads_to Never per handoff: h.source_terminal ~> false\nleads_to Vacuous: false ~> true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCLI(t, "check", "--config", smallConfig, "--run", "vllm", "--timing=false", "--props", file, "--witness-dir", dir)
+	if code != exitViolation || !strings.Contains(out, "leads_to Never per handoff: VIOLATED (handoff 0: P holds at step ") ||
+		!strings.Contains(out, "that ends where nothing but faults can happen, and never does:") ||
+		!strings.Contains(out, "leads_to Vacuous: holds (every weakly fair run meets it)\n      vacuous: P never held (false)\n") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, "replay", "--props", file, filepath.Join(dir, "vllm-Never.jsonl"))
+	if code != exitViolation || !strings.Contains(out, "VIOLATION Never: P holds of handoff 0 at step ") || !strings.Contains(out, "where nothing but faults can happen\n") {
+		t.Fatalf("replay: exit %d:\n%s", code, out)
+	}
+}
+
+// leads_to and --fair need the liveness graph of an exhaustive search:
+// every search that keeps none refuses them, at the property's line.
+func TestProps_LeadsToNeedsTheGraph(t *testing.T) {
+	file := propsDir + "reservation-ends.props"
+	for _, extra := range [][]string{{"--walks", "3"}, {"--liveness=false"}, {"--bitstate", "1MiB"}} {
+		args := append([]string{"check", "--config", smallConfig, "--props", file}, extra...)
+		code, _, errOut := runCLI(t, args...)
+		if code != exitUsage || !strings.Contains(errOut, file+":7:1: leads_to ReservationEnds without within is judged under weak fairness over every run, which check without the liveness graph") {
+			t.Errorf("%v: exit %d, stderr %q", extra, code, errOut)
+		}
+	}
+	code, _, errOut := runCLI(t, "check", "--config", smallConfig, "--fair", "--liveness=false")
+	if code != exitUsage || !strings.Contains(errOut, "--fair judges EventuallyDrained's fair form on the liveness graph") {
+		t.Errorf("--fair --liveness=false: exit %d, stderr %q", code, errOut)
+	}
+	code, _, errOut = runCLI(t, "check", "--config", smallConfig, "--fair", "--walks", "3")
+	if code != exitUsage || !strings.Contains(errOut, "--fair applies to exhaustive search") {
+		t.Errorf("--fair --walks: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// check --fair judges EventuallyDrained's fair form beside the
+// reachability form: every run of the built-in tables drains on every
+// fair run; the rearm-reservation variant's trap is reported as before,
+// and its trace replays.
+func TestCheck_FairDrained(t *testing.T) {
+	code, out, _ := runCLI(t, "check", "--config", smallConfig, "--timing=false", "--fair")
+	if code != exitOK || strings.Count(out, "EventuallyDrained in its fair form (every weakly fair run drains): checked too, without symmetry reduction\n") != 3 {
+		t.Fatalf("built-in tables: exit %d:\n%s", code, out)
+	}
+	trace := filepath.Join(t.TempDir(), "sglang.jsonl")
+	code, out, _ = runCLI(t, "check", "--config", mutCfg, "--spec", rearm, "--run", "sglang", "--timing=false", "--fair", "--trace-out", trace)
+	if code != exitViolation || !strings.Contains(out, "VIOLATION EventuallyDrained") {
+		t.Fatalf("variant: exit %d:\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, "replay", trace)
+	if code != exitViolation || !strings.HasSuffix(out, "the loop is weakly fair: every process moves in it or is disabled somewhere on it\n") {
+		t.Fatalf("replay: exit %d:\n%s", code, out)
+	}
+}
