@@ -205,6 +205,18 @@ type attempt struct {
 	// decode stop waiting (decodeWaits). Microseconds from the epoch.
 	strand strand
 	ready  int64
+	// group and prefix are the prefix group of the attempt's request and
+	// its prefix's length; hit, on a destination, the prefix hit the
+	// decode router found here, and lk its blocks, taken from the
+	// worker's cache into the request's cached prefix (model.Worker
+	// Prefix) as the simulator takes them; base is what the attempt holds
+	// here before its first step (its cached prefix): it retires holding
+	// that.
+	group  string
+	prefix model.Tokens
+	hit    model.Tokens
+	lk     model.Blocks
+	base   model.Holdings
 }
 
 // newWorker makes a worker's state, its log begun.
@@ -502,16 +514,24 @@ func (w *worker) route(f *Frame) {
 		return
 	}
 	r := f.Request
-	wc, err := w.world(model.Tokens(r.PromptTokens))
+	hit := model.Tokens(0)
+	if w.mine == model.DestinationSide {
+		hit = model.Tokens(f.HitTokens)
+	}
+	wc, err := w.world(model.Tokens(r.PromptTokens), hit)
 	if err != nil {
 		w.finding("attempt %s: %v", f.Attempt, err)
 		return
 	}
-	a := &attempt{name: f.Attempt, req: *r, Window: cluster.Window{Cfg: wc}, peerGen: -1}
+	a := &attempt{name: f.Attempt, req: *r, Window: cluster.Window{Cfg: wc}, peerGen: -1,
+		group: f.Group, prefix: model.Tokens(f.PrefixTokens), hit: hit}
 	if f.PeerGen > 0 {
 		a.peerGen = f.PeerGen
 	}
 	a.st = w.steps.Initial(wc)
+	if hit > 0 {
+		w.takePrefix(a)
+	}
 	w.atts[f.Attempt] = a
 	w.hosted++
 	// Its marks came first: they are set before its first step.
@@ -528,6 +548,31 @@ func (w *worker) route(f *Frame) {
 	a.st.W.H[0].Prefill = 0
 	a.st.W.H[0].RequestDelivered = true
 	w.do(a, system.Move{Kind: system.MvRouteDecode, H: 0, Arg: 1}, true)
+}
+
+// takePrefix makes the prefix the decode router found cached here the
+// attempt's cached prefix, as the simulator's routeDecode does: its
+// blocks leave the worker's anonymous cache. The router judged the hit
+// on the cache this worker last reported (KKV), less the hits it routed
+// here since; an allocation that evicted the cache meanwhile leaves it
+// short, and the blocks missing come from the free pool (the simulator,
+// which reads the cache itself, would have found no hit). Where neither
+// holds them the hit cannot be kept: that is a finding.
+func (w *worker) takePrefix(a *attempt) {
+	a.lk = a.Cfg.DestQuote(0, 1, false).LockedBlocks
+	a.base = a.st.W.HandoffHoldings(0)[w.mine]
+	k := &w.k
+	c := min(a.lk, k.Cached)
+	k.Cached -= c
+	f := min(a.lk-c, k.Free)
+	k.Free -= f
+	if c+f < a.lk {
+		w.finding("attempt %s: a prefix hit of %d blocks routed here, the cache and the free pool hold %d", a.name, int64(a.lk), int64(c+f))
+		k.Free -= a.lk - c - f
+	}
+	k.Prefix += a.lk
+	w.sum = w.sum.Plus(a.base)
+	a.Hold[w.mine] = a.base
 }
 
 func (w *worker) fact(a *attempt, f *Frame) {
@@ -763,8 +808,13 @@ func (w *worker) stranding(a *attempt) {
 	}
 }
 
+// observe logs the facts a step made observable, when the worker writes
+// a log, and publishes its KV events (KKV) to the routers' index whether
+// or not it does: only a step that changed what the side has indexed
+// publishes one, so a worker without a log observes no other step.
 func (w *worker) observe(a *attempt, before *system.State, m system.Move) {
-	if w.log == nil && a.trigger == "" && (a.m == nil || !a.m.AwaitsPhase()) {
+	indexed := indexChanged(&before.W.H[0], &a.st.W.H[0])
+	if w.log == nil && !indexed && a.trigger == "" && (a.m == nil || !a.m.AwaitsPhase()) {
 		return
 	}
 	by := obslog.BySource
@@ -785,7 +835,17 @@ func (w *worker) observe(a *attempt, before *system.State, m system.Move) {
 			f := obslog.FactOf(l, w.proc, w.opt.Gen, a.name, t)
 			w.log.Write(&f)
 		}
+		if l.Kind == obslog.Stored || l.Kind == obslog.Removed {
+			w.send(&Frame{Kind: KKV, Attempt: a.name, Msg: obslog.Kinds[l.Kind].Name, Blocks: int64(l.Blocks), Group: a.group, Cached: int64(w.k.Cached)})
+		}
 	}
+}
+
+// indexChanged reports whether a step published Stored or Removed for a
+// side of the handoff (the simulator's test): only then has the KV index
+// something to take.
+func indexChanged(b, a *model.Handoff) bool {
+	return b.SrcIndexed != a.SrcIndexed || b.Published != a.Published
 }
 
 // phase sets the marks aimed at the phase the worker just logged a fact
@@ -1036,7 +1096,7 @@ func (w *worker) timers(a *attempt, b *model.Handoff, m system.Move) {
 // with nothing scheduled. No tombstone stays: a late frame for it finds
 // no attempt and changes nothing.
 func (w *worker) maybeRetire(a *attempt) {
-	if a.gone || len(a.sched) > 0 || a.waiting || !w.chk.Terminal(&a.st, system.RoleOf(w.mine), 0) || !a.Hold[w.mine].Zero() {
+	if a.gone || len(a.sched) > 0 || a.waiting || !w.chk.Terminal(&a.st, system.RoleOf(w.mine), 0) || a.Hold[w.mine] != a.base {
 		return
 	}
 	for t := range a.timerOn {
@@ -1049,6 +1109,40 @@ func (w *worker) maybeRetire(a *attempt) {
 	}
 	a.gone = true
 	delete(w.atts, a.name)
+	w.retirePrefix(a)
+}
+
+// retirePrefix returns a retiring destination's cached prefix to the
+// worker's anonymous cache and keeps its request's prompt prefix there,
+// as the simulator's retire does: blocks any allocation may evict, for a
+// request of its group that the decode router sends here while the index
+// still advertises the group (another request's blocks of it). The
+// routers hear of the cache with the next KV event; a change here is
+// reported at once (KKV, msg none), so that the router's view of the
+// cache is as stale as the frames in flight, as its index is.
+func (w *worker) retirePrefix(a *attempt) {
+	if w.mine != model.DestinationSide {
+		return
+	}
+	k := &w.k
+	before := k.Cached
+	if a.lk > 0 {
+		w.sum = w.sum.Minus(a.base)
+		a.Hold[w.mine] = model.Holdings{}
+		k.Prefix -= a.lk
+		k.Cached += a.lk
+	}
+	if a.group != "" && a.prefix > 0 && a.st.W.H[0].Activated {
+		want := model.WholeBlocks(a.prefix, w.cfg.BlockSize()) - a.lk
+		if n := min(max(want, 0), k.Free); n > 0 {
+			k.Free -= n
+			k.Cached += n
+		}
+	}
+	if k.Cached != before {
+		w.metrics.set(w.now(), k, w.role, ownMetrics)
+		w.send(&Frame{Kind: KKV, Attempt: a.name, Msg: "none", Group: a.group, Cached: int64(k.Cached)})
+	}
 }
 
 func (w *worker) sendLedger() {

@@ -1,0 +1,129 @@
+package live
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// grouped is n requests of prefix group g, gap apart, each decoding for
+// out output tokens: at the default 20 ms a token, 50 tokens decode for
+// 1 s, ten gaps of 100 ms. So every request after the first arrives
+// while earlier ones of its group decode on the worker that published
+// the group, and from the eleventh on the first has retired, leaving its
+// prefix in that worker's cache.
+func grouped(n int, gapUS int64, out int) []cluster.Request {
+	rs := make([]cluster.Request, n)
+	for i := range rs {
+		rs[i] = cluster.Request{Index: i, ArrivalUS: int64(i) * gapUS, PromptTokens: 512, OutputTokens: model.Tokens(out),
+			PrefixGroup: "g", PrefixTokens: 256, CancelUS: -1}
+	}
+	return rs
+}
+
+// route is where the decode router sent an attempt and its prefix hit.
+type route struct {
+	to  string
+	hit int64
+}
+
+// decodeRoutes reads the decode router's routed facts of a run: for each
+// attempt, the process it went to and its prefix hit.
+func decodeRoutes(t *testing.T, rep *Report) map[string]route {
+	t.Helper()
+	f, err := os.Open(filepath.Join(filepath.Dir(rep.Config), "router.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string]route{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var l struct {
+			Kind    string `json:"kind"`
+			Attempt string `json:"attempt"`
+			Stage   string `json:"stage"`
+			To      string `json:"to"`
+			Hit     int64  `json:"prefix_hit_tokens"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Kind != "routed" || l.Stage != "decode" {
+			continue
+		}
+		out[l.Attempt] = route{l.To, l.Hit}
+	}
+	return out
+}
+
+// TestLiveKVAware_RoutesByThePublishedIndex: the workers publish their KV
+// events (kv frames) and the kv-aware decode router reads the index they
+// feed. Every request of the group after the first goes to the decode
+// worker that published the group (from the third on); those routed
+// after the first retired
+// find its prefix cached there (prefix hits, their worlds priced with
+// the hit); the logs conform. The run's deadlines are far from its
+// gaps, so that only a machine too late for the run (which Run then runs
+// again at a larger time scale) could route otherwise. The same workload under least-loaded
+// finds no hit: that router reads no index.
+func TestLiveKVAware_RoutesByThePublishedIndex(t *testing.T) {
+	n := 16
+	if testing.Short() {
+		n = 14
+	}
+	rs := grouped(n, 100_000, 50)
+	for _, router := range []cluster.Router{cluster.KVAware, cluster.LeastLoaded} {
+		t.Run(router.String(), func(t *testing.T) {
+			cfg := cluster.DefaultConfig()
+			cfg.Prefill.Workers = 1
+			cfg.DecodeRouter = router
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			rep, err := Run(ctx, Options{Config: cfg, Workload: &slice{rs: rs}, Rewind: again(rs), Scale: 0.1, Dir: dirFor(t), Spawn: &GoSpawner{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rep.Clean || rep.Succeeded != n || len(rep.Findings) > 0 {
+				rep.Write(os.Stderr)
+				t.Fatalf("want %d clean successes", n)
+			}
+			judge(t, rep)
+			routes := decodeRoutes(t, rep)
+			if len(routes) != n {
+				t.Fatalf("%d decode routes in the router's log, want %d", len(routes), n)
+			}
+			var hits int64
+			for _, r := range routes {
+				hits += r.hit
+			}
+			if hits != rep.PrefixHitTokens || rep.PrefixRequests != n {
+				t.Errorf("the report gives %d hit tokens of %d prefix requests; the router's log %d of %d", rep.PrefixHitTokens, rep.PrefixRequests, hits, n)
+			}
+			if router == cluster.LeastLoaded {
+				if hits != 0 || rep.PrefixHits != 0 {
+					t.Errorf("least-loaded found %d prefix hits (%d tokens): it reads no index", rep.PrefixHits, hits)
+				}
+				return
+			}
+			// The second request comes 100 ms after the first, whose
+			// received blocks are published some 40 ms into it; from the
+			// third on the margin dwarfs any lateness the run absorbs.
+			first := routes["r0"].to
+			for i := 2; i < n; i++ {
+				name := cluster.AttemptName(&rs[i], 0)
+				if r := routes[name]; r.to != first {
+					t.Errorf("%s went to %s, the group's first to %s, which published it", name, r.to, first)
+				}
+			}
+			if rep.PrefixHits == 0 || rep.PrefixHitTokens != int64(rep.PrefixHits)*256 {
+				rep.Write(os.Stderr)
+				t.Errorf("%d prefix hits of %d tokens, want some, 256 tokens each", rep.PrefixHits, rep.PrefixHitTokens)
+			}
+		})
+	}
+}
