@@ -2,14 +2,19 @@ package live
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -125,5 +130,94 @@ func TestLiveKVAware_RoutesByThePublishedIndex(t *testing.T) {
 				t.Errorf("%d prefix hits of %d tokens, want some, 256 tokens each", rep.PrefixHits, rep.PrefixHitTokens)
 			}
 		})
+	}
+}
+
+type idleProc struct{}
+
+func (idleProc) Kill() error { return nil }
+func (idleProc) Wait() error { return nil }
+
+// idleSpawner starts nothing: a coordinator under test restarts workers
+// whose frames the test writes itself.
+type idleSpawner struct{}
+
+func (idleSpawner) Start(context.Context, WorkerArgs) (Proc, error) { return idleProc{}, nil }
+
+// TestCoord_RestartClearsKVIndex: a decode worker's restart drops what it
+// published from the index, as its worker_restarted tells a KV router's
+// indexer. Before it, the kv-aware router sends a request of the group
+// the worker published there, with a prefix hit; after it, a request of
+// the group finds no worker advertising it and no hit, and a KV event
+// of the old generation arriving late changes nothing; once the new
+// generation publishes the group, its requests go there again, with a
+// hit.
+func TestCoord_RestartClearsKVIndex(t *testing.T) {
+	cfg := cluster.DefaultConfig()
+	if cfg.DecodeRouter != cluster.KVAware {
+		t.Fatalf("the default decode router is %s", cfg.DecodeRouter)
+	}
+	st, err := newStepper(nil, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	n := cfg.NumWorkers()
+	var logBuf bytes.Buffer
+	log, err := obslog.NewWriter(&logBuf, cfg.LogHeader(obslog.All))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &coord{cfg: cfg, stepper: st, epoch: time.Now(), errs: io.Discard, atts: map[string]*catt{}, marks: map[int]*marks{},
+		ctx: context.Background(), ln: ln, log: log, opt: Options{Spawn: idleSpawner{}, Dir: t.TempDir(), Workload: &slice{}},
+		rng: rand.New(rand.NewPCG(1, 2)), index: cluster.NewKVIndex(n), cache: make([]model.Blocks, n)}
+	c.wk = make([]model.Worker, n)
+	c.sums = make([]model.Holdings, n)
+	c.booked = make([]workerGauges, n)
+	for w := range n {
+		c.ws = append(c.ws, &cworker{w: w, gen: 1, starting: true})
+	}
+	// decode-1: the load alone would send a request to decode-0.
+	d := cfg.Prefill.Workers + 1
+	kv := func(gen int64, msg string) {
+		c.inbound(inbound{c: &wconn{w: d}, f: Frame{Kind: KKV, Gen: gen, Attempt: "x", Msg: msg, Group: "g", Blocks: 16, Cached: 64}})
+	}
+	i := 0
+	routeNext := func() *catt {
+		r := cluster.Request{Index: i, PromptTokens: 512, OutputTokens: 8, PrefixGroup: "g", PrefixTokens: 256, CancelUS: -1}
+		i++
+		c.next = &r
+		if err := c.arrive(); err != nil {
+			t.Fatal(err)
+		}
+		a := c.atts[cluster.AttemptName(&r, 0)]
+		a.st.W.H[0].Announced = true // the source's announce came
+		c.routeDecode(a)
+		return a
+	}
+	kv(1, "stored")
+	if a := routeNext(); a.d != d || a.hit != 256 {
+		t.Fatalf("with g published on worker %d: routed to %d with a hit of %d tokens, want %d with 256", d, a.d, a.hit, d)
+	}
+	c.restart(d)
+	if c.index.Holds(d, "g") || c.cache[d] != 0 {
+		t.Fatalf("after the restart the index still advertises g on worker %d (cache %d)", d, c.cache[d])
+	}
+	kv(1, "stored") // the old generation's, late
+	for range 2 {
+		if a := routeNext(); a.hit != 0 || c.index.Holds(d, "g") {
+			t.Fatalf("after the restart a request of g went to worker %d with a hit of %d tokens; g advertised on %d: %v", a.d, a.hit, d, c.index.Holds(d, "g"))
+		}
+	}
+	kv(2, "stored")
+	if a := routeNext(); a.d != d || a.hit != 256 {
+		t.Fatalf("with g published again on worker %d: routed to %d with a hit of %d tokens, want %d with 256", d, a.d, a.hit, d)
+	}
+	if c.rep.PrefixHits != 2 || c.rep.PrefixHitTokens != 512 || c.rep.PrefixRequests != 4 || len(c.rep.Findings) > 0 {
+		t.Errorf("report: %d hits of %d tokens in %d prefix requests, findings %v; want 2, 512, 4, none", c.rep.PrefixHits, c.rep.PrefixHitTokens, c.rep.PrefixRequests, c.rep.Findings)
 	}
 }
