@@ -160,11 +160,15 @@ type coord struct {
 	// index is the KV index as the workers publish it (their KKV frames,
 	// and the worker_restarted the coordinator declares), which the
 	// kv-aware decode router reads; cache is each worker's anonymous
-	// cache as it last reported it, less the prefix hits routed there
-	// since. Both are as stale as the frames in flight: a real KV router's
+	// cache as it last reported it (cacheOf: less the hits routed there
+	// it had not taken then). Both are as stale as the frames in flight: a real KV router's
 	// indexer hears the workers' events as late as they reach it.
 	index *cluster.KVIndex
 	cache []model.Blocks
+	// hitBlocks is the prefix blocks of the hits routed to each worker's
+	// generation, and taken what it last said it took of them: the hits
+	// between are routed but not yet taken from the cache it reported.
+	hitBlocks, taken []int64
 }
 
 type cworker struct {
@@ -334,6 +338,7 @@ func newCoord(ctx context.Context, opt Options) (*coord, error) {
 	c.booked = make([]workerGauges, n)
 	c.index = cluster.NewKVIndex(n)
 	c.cache = make([]model.Blocks, n)
+	c.hitBlocks, c.taken = make([]int64, n), make([]int64, n)
 	if err := c.plan(); err != nil {
 		return nil, err
 	}
@@ -1038,6 +1043,7 @@ func (c *coord) laterRouteDecode(a *catt) {
 // Removed of more than the worker advertised) is the run's bookkeeping
 // gone wrong: a finding, named as the invariant the simulator judges it.
 func (c *coord) kvEvent(w int, f *Frame) {
+	c.taken[w] = f.HitBlocks
 	c.cache[w] = model.Blocks(f.Cached)
 	kind := obslog.Stored
 	switch f.Msg {
@@ -1051,6 +1057,13 @@ func (c *coord) kvEvent(w int, f *Frame) {
 	if err := c.index.Apply(&lf, f.Group); err != nil {
 		c.rep.Findings = append(c.rep.Findings, fmt.Sprintf("%s: %v", model.NameIndexMatchesCache, err))
 	}
+}
+
+// cacheOf is worker w's anonymous cache as the router sees it: as the
+// worker last reported it, less the hits routed there that it had not
+// taken when it did.
+func (c *coord) cacheOf(w int) model.Blocks {
+	return c.cache[w] - model.Blocks(c.hitBlocks[w]-c.taken[w])
 }
 
 func (c *coord) info(a *catt) *RequestInfo {
@@ -1102,7 +1115,7 @@ func (c *coord) routeDecode(a *catt) {
 		wc, err := c.world(r.PromptTokens, r.PrefixTokens)
 		if err != nil {
 			fmt.Fprintf(c.errs, "coordinator: request %d: %v\n", r.Index, err)
-		} else if lk = wc.DestQuote(0, 1, false).LockedBlocks; lk <= c.cache[d] {
+		} else if lk = wc.DestQuote(0, 1, false).LockedBlocks; lk <= c.cacheOf(d) {
 			hit = r.PrefixTokens
 			a.Cfg = wc
 			a.st.W.Rebind(wc)
@@ -1122,7 +1135,7 @@ func (c *coord) routeDecode(a *catt) {
 		}
 		return
 	}
-	c.cache[d] -= lk
+	c.hitBlocks[d] += int64(lk)
 	c.rep.PrefixHitTokens += int64(hit)
 	if hit > 0 {
 		c.rep.PrefixHits++
@@ -1459,7 +1472,7 @@ func (c *coord) restart(w int) {
 	// The restart drops everything the worker advertised, as its
 	// worker_restarted tells a KV router's indexer; its cache is empty.
 	c.index.Apply(&obslog.Fact{Kind: obslog.WorkerRestarted, Proc: w + 1}, "")
-	c.cache[w] = 0
+	c.cache[w], c.hitBlocks[w], c.taken[w] = 0, 0, 0
 	for _, a := range c.order {
 		if a.done || (a.p != w && a.d != w) {
 			continue

@@ -116,7 +116,8 @@ const (
 	// removed; none for a report of the cache alone), blocks its blocks,
 	// group the prefix group of the attempt's request, which stands for
 	// the blocks' content hashes; cached is the worker's anonymous cache
-	// (model.Worker.Cached) after the step, its load report. Sent when a
+	// (model.Worker.Cached) after the step, its load report, with
+	// hit_blocks, what it took from it for prefix hits. Sent when a
 	// step of the worker publishes the fact, whether or not it writes a
 	// log; the index is as stale as these frames in flight.
 	KKV
@@ -198,11 +199,15 @@ type Frame struct {
 	// (cluster.Request.PrefixGroup, PrefixTokens; "" and 0: none).
 	// HitTokens, on a decode route, is the prefix hit the decode router
 	// found there (the attempt's world is priced with it). Cached, on a
-	// KV event, is the worker's anonymous cache in blocks.
+	// KV event, is the worker's anonymous cache in blocks, and HitBlocks
+	// the blocks the worker's generation took from it for the prefix hits
+	// routed to it so far: the router counts the hits it routed that the
+	// worker had not taken when it reported its cache.
 	Group        string
 	PrefixTokens int64
 	HitTokens    int64
 	Cached       int64
+	HitBlocks    int64
 }
 
 // RequestInfo is what a worker needs of a request: its index, its
@@ -241,6 +246,7 @@ const (
 	tPrefixTokens
 	tHitTokens
 	tCached
+	tHitBlocks
 	numTags
 )
 
@@ -251,7 +257,7 @@ var fieldTags = [numTags]string{
 	tRequest: "request", tTo: "to", tSide: "side", tMsg: "msg", tReg: "reg", tHold: "hold", tOutcome: "outcome",
 	tFault: "fault", tLedger: "ledger", tSentUS: "sent_us", tFrom: "from_us", tToUS: "to_us",
 	tBlocks: "blocks", tDecodeReady: "decode_ready_us", tGroup: "group", tPrefixTokens: "prefix_tokens",
-	tHitTokens: "hit_tokens", tCached: "cached",
+	tHitTokens: "hit_tokens", tCached: "cached", tHitBlocks: "hit_blocks",
 }
 
 func appendName(b []byte, tag byte, s string) []byte {
@@ -315,6 +321,7 @@ func AppendFrame(b []byte, f *Frame) ([]byte, error) {
 	b = appendInt(b, tPrefixTokens, f.PrefixTokens)
 	b = appendInt(b, tHitTokens, f.HitTokens)
 	b = appendInt(b, tCached, f.Cached)
+	b = appendInt(b, tHitBlocks, f.HitBlocks)
 	n := len(b) - at - 4
 	if n > MaxFrame {
 		return b[:at], fmt.Errorf("%w: %s frame of %d bytes, more than %d", ErrFrame, f.Kind, n, MaxFrame)
@@ -535,6 +542,8 @@ func DecodeFrame(b []byte) (Frame, error) {
 			f.HitTokens = d.int(tag)
 		case tCached:
 			f.Cached = d.int(tag)
+		case tHitBlocks:
+			f.HitBlocks = d.int(tag)
 		}
 	}
 	if d.err != nil {
@@ -587,7 +596,7 @@ func (f *Frame) check() error {
 	switch {
 	case f.Gen < 0 || f.PeerGen < 0:
 		return fmt.Errorf("negative generation")
-	case f.SentUS < 0 || f.FromUS < 0 || f.ToUS < 0 || f.Blocks < 0 || f.DecodeReadyUS < 0 || f.Cached < 0:
+	case f.SentUS < 0 || f.FromUS < 0 || f.ToUS < 0 || f.Blocks < 0 || f.DecodeReadyUS < 0 || f.Cached < 0 || f.HitBlocks < 0:
 		return fmt.Errorf("negative time or block count")
 	case f.PrefixTokens < 0 || f.HitTokens < 0 || f.PrefixTokens > 1<<20 || f.HitTokens > f.PrefixTokens:
 		return fmt.Errorf("prefix of %d tokens with a hit of %d, want 0 to %d and the hit at most the prefix", f.PrefixTokens, f.HitTokens, 1<<20)

@@ -47,7 +47,7 @@ func TestFrame_RoundTrip(t *testing.T) {
 		{Kind: KLedger, Ledger: &Ledger{Role: "destination", Worker: 3, Free: 4096, OpenAttempts: []string{"r1: x"}}},
 		{Kind: KDrain},
 		{Kind: KRoute, Attempt: "r8", Stage: "decode", Request: &RequestInfo{Index: 8, PromptTokens: 512, OutputTokens: 4}, Group: "g", PrefixTokens: 256, HitTokens: 256},
-		{Kind: KKV, Attempt: "r8", Msg: "stored", Blocks: 16, Group: "g", Cached: 40},
+		{Kind: KKV, Attempt: "r8", Msg: "stored", Blocks: 16, Group: "g", Cached: 40, HitBlocks: 16},
 		{Kind: KKV, Attempt: "r8", Msg: "none", Group: "g"},
 	}
 	var stream []byte
@@ -126,7 +126,7 @@ func FuzzDecodeFrame(f *testing.F) {
 		{Kind: KFact, Attempt: "r7", To: "source", Msg: "ReaderCompleted", Gen: 1, PeerGen: 2},
 		{Kind: KLedger, Ledger: &Ledger{Role: "source", Findings: []string{"x"}}},
 		{Kind: KRoute, Attempt: "r8", Stage: "decode", Request: &RequestInfo{Index: 8, PromptTokens: 512, OutputTokens: 4}, Group: "g", PrefixTokens: 256, HitTokens: 256},
-		{Kind: KKV, Attempt: "r8", Msg: "removed", Blocks: 16, Group: "g", Cached: 40},
+		{Kind: KKV, Attempt: "r8", Msg: "removed", Blocks: 16, Group: "g", Cached: 40, HitBlocks: 32},
 	} {
 		b, _ := AppendFrame(nil, &fr)
 		f.Add(b[4:])

@@ -153,6 +153,60 @@ func (idleSpawner) Start(context.Context, WorkerArgs) (Proc, error) { return idl
 // generation publishes the group, its requests go there again, with a
 // hit.
 func TestCoord_RestartClearsKVIndex(t *testing.T) {
+	c, d, kv, routeNext := kvCoord(t)
+	kv(1, "stored", 64, 0)
+	if a := routeNext(); a.d != d || a.hit != 256 {
+		t.Fatalf("with g published on worker %d: routed to %d with a hit of %d tokens, want %d with 256", d, a.d, a.hit, d)
+	}
+	c.restart(d)
+	if c.index.Holds(d, "g") || c.cacheOf(d) != 0 {
+		t.Fatalf("after the restart the index still advertises g on worker %d (cache %d)", d, c.cacheOf(d))
+	}
+	kv(1, "stored", 64, 0) // the old generation's, late
+	for range 2 {
+		if a := routeNext(); a.hit != 0 || c.index.Holds(d, "g") {
+			t.Fatalf("after the restart a request of g went to worker %d with a hit of %d tokens; g advertised on %d: %v", a.d, a.hit, d, c.index.Holds(d, "g"))
+		}
+	}
+	kv(2, "stored", 64, 0)
+	if a := routeNext(); a.d != d || a.hit != 256 {
+		t.Fatalf("with g published again on worker %d: routed to %d with a hit of %d tokens, want %d with 256", d, a.d, a.hit, d)
+	}
+	if c.rep.PrefixHits != 2 || c.rep.PrefixHitTokens != 512 || c.rep.PrefixRequests != 4 || len(c.rep.Findings) > 0 {
+		t.Errorf("report: %d hits of %d tokens in %d prefix requests, findings %v; want 2, 512, 4, none", c.rep.PrefixHits, c.rep.PrefixHitTokens, c.rep.PrefixRequests, c.rep.Findings)
+	}
+}
+
+// TestCoord_CacheCountsHitsNotYetTaken: the router's view of a worker's
+// cache is what the worker last reported less the hits routed there that
+// it had not taken then. A cache of 24 blocks holds one 16-block prefix:
+// after one hit, a report the worker sent before it took that hit (24
+// cached, 0 taken) leaves no room for a second; its report after (8
+// cached, 16 taken) neither; once a retiring request returns 16 blocks
+// (24 cached, 16 taken) the next request hits again.
+func TestCoord_CacheCountsHitsNotYetTaken(t *testing.T) {
+	c, d, kv, routeNext := kvCoord(t)
+	kv(1, "stored", 24, 0)
+	for i, want := range []model.Tokens{256, 0, 0, 256} {
+		switch i {
+		case 1:
+			kv(1, "none", 24, 0)
+		case 2:
+			kv(1, "none", 8, 16)
+		case 3:
+			kv(1, "none", 24, 16)
+		}
+		if a := routeNext(); a.hit != want {
+			t.Errorf("request %d: a hit of %d tokens with the cache seen as %d blocks; want %d", i, a.hit, c.cacheOf(d), want)
+		}
+	}
+}
+
+// kvCoord is a coordinator of the default configuration whose workers
+// are the test's: kv(gen, msg, cached, taken) is a KV event of group g
+// (16 blocks) from decode worker d, routeNext routes a request of g (a
+// prefix of 256 tokens, 16 blocks) to prefill and decode.
+func kvCoord(t *testing.T) (c *coord, d int, kv func(gen int64, msg string, cached, taken int64), routeNext func() *catt) {
 	cfg := cluster.DefaultConfig()
 	if cfg.DecodeRouter != cluster.KVAware {
 		t.Fatalf("the default decode router is %s", cfg.DecodeRouter)
@@ -165,16 +219,16 @@ func TestCoord_RestartClearsKVIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { ln.Close() })
 	n := cfg.NumWorkers()
 	var logBuf bytes.Buffer
 	log, err := obslog.NewWriter(&logBuf, cfg.LogHeader(obslog.All))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &coord{cfg: cfg, stepper: st, epoch: time.Now(), errs: io.Discard, atts: map[string]*catt{}, marks: map[int]*marks{},
+	c = &coord{cfg: cfg, stepper: st, epoch: time.Now(), errs: io.Discard, atts: map[string]*catt{}, marks: map[int]*marks{},
 		ctx: context.Background(), ln: ln, log: log, opt: Options{Spawn: idleSpawner{}, Dir: t.TempDir(), Workload: &slice{}},
-		rng: rand.New(rand.NewPCG(1, 2)), index: cluster.NewKVIndex(n), cache: make([]model.Blocks, n)}
+		rng: rand.New(rand.NewPCG(1, 2)), index: cluster.NewKVIndex(n), cache: make([]model.Blocks, n), hitBlocks: make([]int64, n), taken: make([]int64, n)}
 	c.wk = make([]model.Worker, n)
 	c.sums = make([]model.Holdings, n)
 	c.booked = make([]workerGauges, n)
@@ -182,12 +236,12 @@ func TestCoord_RestartClearsKVIndex(t *testing.T) {
 		c.ws = append(c.ws, &cworker{w: w, gen: 1, starting: true})
 	}
 	// decode-1: the load alone would send a request to decode-0.
-	d := cfg.Prefill.Workers + 1
-	kv := func(gen int64, msg string) {
-		c.inbound(inbound{c: &wconn{w: d}, f: Frame{Kind: KKV, Gen: gen, Attempt: "x", Msg: msg, Group: "g", Blocks: 16, Cached: 64}})
+	d = cfg.Prefill.Workers + 1
+	kv = func(gen int64, msg string, cached, taken int64) {
+		c.inbound(inbound{c: &wconn{w: d}, f: Frame{Kind: KKV, Gen: gen, Attempt: "x", Msg: msg, Group: "g", Blocks: 16, Cached: cached, HitBlocks: taken}})
 	}
 	i := 0
-	routeNext := func() *catt {
+	routeNext = func() *catt {
 		r := cluster.Request{Index: i, PromptTokens: 512, OutputTokens: 8, PrefixGroup: "g", PrefixTokens: 256, CancelUS: -1}
 		i++
 		c.next = &r
@@ -199,25 +253,5 @@ func TestCoord_RestartClearsKVIndex(t *testing.T) {
 		c.routeDecode(a)
 		return a
 	}
-	kv(1, "stored")
-	if a := routeNext(); a.d != d || a.hit != 256 {
-		t.Fatalf("with g published on worker %d: routed to %d with a hit of %d tokens, want %d with 256", d, a.d, a.hit, d)
-	}
-	c.restart(d)
-	if c.index.Holds(d, "g") || c.cache[d] != 0 {
-		t.Fatalf("after the restart the index still advertises g on worker %d (cache %d)", d, c.cache[d])
-	}
-	kv(1, "stored") // the old generation's, late
-	for range 2 {
-		if a := routeNext(); a.hit != 0 || c.index.Holds(d, "g") {
-			t.Fatalf("after the restart a request of g went to worker %d with a hit of %d tokens; g advertised on %d: %v", a.d, a.hit, d, c.index.Holds(d, "g"))
-		}
-	}
-	kv(2, "stored")
-	if a := routeNext(); a.d != d || a.hit != 256 {
-		t.Fatalf("with g published again on worker %d: routed to %d with a hit of %d tokens, want %d with 256", d, a.d, a.hit, d)
-	}
-	if c.rep.PrefixHits != 2 || c.rep.PrefixHitTokens != 512 || c.rep.PrefixRequests != 4 || len(c.rep.Findings) > 0 {
-		t.Errorf("report: %d hits of %d tokens in %d prefix requests, findings %v; want 2, 512, 4, none", c.rep.PrefixHits, c.rep.PrefixHitTokens, c.rep.PrefixRequests, c.rep.Findings)
-	}
+	return c, d, kv, routeNext
 }

@@ -170,6 +170,9 @@ type worker struct {
 	legacy *cluster.Legacy
 	latts  map[string]*lattempt
 	lwait  []*lattempt
+	// hitBlocks is the prefix blocks the decode worker took for the hits
+	// routed to it (takePrefix), which its KV events report.
+	hitBlocks int64
 }
 
 // attempt is one attempt as the worker knows it.
@@ -554,7 +557,8 @@ func (w *worker) route(f *Frame) {
 // attempt's cached prefix, as the simulator's routeDecode does: its
 // blocks leave the worker's anonymous cache. The router judged the hit
 // on the cache this worker last reported (KKV), less the hits it routed
-// here since; an allocation that evicted the cache meanwhile leaves it
+// here that the worker had not taken then; an allocation that evicted
+// the cache meanwhile leaves it
 // short, and the blocks missing come from the free pool (the simulator,
 // which reads the cache itself, would have found no hit). Where neither
 // holds them the hit cannot be kept: that is a finding.
@@ -571,6 +575,7 @@ func (w *worker) takePrefix(a *attempt) {
 		k.Free -= a.lk - c - f
 	}
 	k.Prefix += a.lk
+	w.hitBlocks += int64(a.lk)
 	w.sum = w.sum.Plus(a.base)
 	a.Hold[w.mine] = a.base
 }
@@ -836,7 +841,7 @@ func (w *worker) observe(a *attempt, before *system.State, m system.Move) {
 			w.log.Write(&f)
 		}
 		if l.Kind == obslog.Stored || l.Kind == obslog.Removed {
-			w.send(&Frame{Kind: KKV, Attempt: a.name, Msg: obslog.Kinds[l.Kind].Name, Blocks: int64(l.Blocks), Group: a.group, Cached: int64(w.k.Cached)})
+			w.send(&Frame{Kind: KKV, Attempt: a.name, Msg: obslog.Kinds[l.Kind].Name, Blocks: int64(l.Blocks), Group: a.group, Cached: int64(w.k.Cached), HitBlocks: w.hitBlocks})
 		}
 	}
 }
@@ -1141,7 +1146,7 @@ func (w *worker) retirePrefix(a *attempt) {
 	}
 	if k.Cached != before {
 		w.metrics.set(w.now(), k, w.role, ownMetrics)
-		w.send(&Frame{Kind: KKV, Attempt: a.name, Msg: "none", Group: a.group, Cached: int64(k.Cached)})
+		w.send(&Frame{Kind: KKV, Attempt: a.name, Msg: "none", Group: a.group, Cached: int64(k.Cached), HitBlocks: w.hitBlocks})
 	}
 }
 
