@@ -1757,6 +1757,7 @@ func (c *coord) report() {
 		if !inProcess && c.finished > 0 {
 			r.CPU.WorkersUS += float64(cw.ledger.CPUUS) / float64(c.finished)
 		}
+		r.PrefixShortBlocks += cw.ledger.PrefixShortBlocks
 		r.Workers = append(r.Workers, *cw.ledger)
 		if h := cw.ledger.Held(); h != "" {
 			r.Leaks = append(r.Leaks, fmt.Sprintf("worker %d holds %s", cw.w, h))

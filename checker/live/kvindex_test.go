@@ -106,6 +106,9 @@ func TestLiveKVAware_RoutesByThePublishedIndex(t *testing.T) {
 			for _, r := range routes {
 				hits += r.hit
 			}
+			if rep.PrefixShortBlocks != 0 {
+				t.Errorf("%d blocks of prefix hits held beyond capacity on workers far from full", rep.PrefixShortBlocks)
+			}
 			if hits != rep.PrefixHitTokens || rep.PrefixRequests != n {
 				t.Errorf("the report gives %d hit tokens of %d prefix requests; the router's log %d of %d", rep.PrefixHitTokens, rep.PrefixRequests, hits, n)
 			}

@@ -64,7 +64,11 @@ type Ledger struct {
 	PrefillTokens int64  `json:"prefill_tokens"`
 	Booked        int64  `json:"booked"`
 	Stored        int64  `json:"stored"`
-	Open          int    `json:"open"`
+	// PrefixShortBlocks is the blocks of the prefix hits routed to a
+	// decode worker that its cache no longer held, nor its free pool
+	// (takePrefix): held beyond its capacity until their requests retired.
+	PrefixShortBlocks int64 `json:"prefix_short_blocks,omitempty"`
+	Open              int   `json:"open"`
 	// OpenAttempts describes the first of the attempts still held: the
 	// side's state, what it holds, its deadlines.
 	OpenAttempts []string `json:"open_attempts,omitempty"`
@@ -171,8 +175,9 @@ type worker struct {
 	latts  map[string]*lattempt
 	lwait  []*lattempt
 	// hitBlocks is the prefix blocks the decode worker took for the hits
-	// routed to it (takePrefix), which its KV events report.
-	hitBlocks int64
+	// routed to it (takePrefix), which its KV events report; prefixShort
+	// those its cache and free pool no longer held.
+	hitBlocks, prefixShort int64
 }
 
 // attempt is one attempt as the worker knows it.
@@ -557,27 +562,38 @@ func (w *worker) route(f *Frame) {
 // attempt's cached prefix, as the simulator's routeDecode does: its
 // blocks leave the worker's anonymous cache. The router judged the hit
 // on the cache this worker last reported (KKV), less the hits it routed
-// here that the worker had not taken then; an allocation that evicted
-// the cache meanwhile leaves it
-// short, and the blocks missing come from the free pool (the simulator,
-// which reads the cache itself, would have found no hit). Where neither
-// holds them the hit cannot be kept: that is a finding.
+// here that the worker had not taken then. An allocation that evicted
+// the cache while the report or the route was on the wire leaves it
+// short (the simulator, which reads the cache itself, would have found no
+// hit): the blocks missing come from the free pool, and where that is
+// short too the worker holds them beyond its capacity until the attempt
+// retires, counted (prefix_short_blocks) and reported.
 func (w *worker) takePrefix(a *attempt) {
 	a.lk = a.Cfg.DestQuote(0, 1, false).LockedBlocks
 	a.base = a.st.W.HandoffHoldings(0)[w.mine]
 	k := &w.k
 	c := min(a.lk, k.Cached)
 	k.Cached -= c
-	f := min(a.lk-c, k.Free)
+	f := min(a.lk-c, max(k.Free, 0))
 	k.Free -= f
-	if c+f < a.lk {
-		w.finding("attempt %s: a prefix hit of %d blocks routed here, the cache and the free pool hold %d", a.name, int64(a.lk), int64(c+f))
-		k.Free -= a.lk - c - f
+	if short := a.lk - c - f; short > 0 {
+		w.prefixShort += int64(short)
+		k.Free -= short
 	}
 	k.Prefix += a.lk
 	w.hitBlocks += int64(a.lk)
 	w.sum = w.sum.Plus(a.base)
 	a.Hold[w.mine] = a.base
+	w.reportCache(a)
+}
+
+// reportCache tells the routers the worker's anonymous cache changed
+// outside a KV event (KKV, msg none): a hit taken from it, an allocation
+// that evicted from it, a retiring request's prefix kept in it. The
+// router's view of the cache is then as stale as the frames in flight,
+// as its index is.
+func (w *worker) reportCache(a *attempt) {
+	w.send(&Frame{Kind: KKV, Attempt: a.name, Msg: "none", Group: a.group, Cached: int64(w.k.Cached), HitBlocks: w.hitBlocks})
 }
 
 func (w *worker) fact(a *attempt, f *Frame) {
@@ -723,6 +739,9 @@ func (w *worker) writeBack(a *attempt) {
 	old := w.k
 	w.k = a.st.W.W[w.mine]
 	w.metrics.set(w.now(), &w.k, w.role, ownMetrics)
+	if w.k.Cached != old.Cached && w.mine == model.DestinationSide {
+		w.reportCache(a)
+	}
 	if room(&w.k) > room(&old) || w.k.SlotsUsed < old.SlotsUsed || w.k.HeadroomUsed < old.HeadroomUsed {
 		w.offer()
 	}
@@ -1121,10 +1140,8 @@ func (w *worker) maybeRetire(a *attempt) {
 // worker's anonymous cache and keeps its request's prompt prefix there,
 // as the simulator's retire does: blocks any allocation may evict, for a
 // request of its group that the decode router sends here while the index
-// still advertises the group (another request's blocks of it). The
-// routers hear of the cache with the next KV event; a change here is
-// reported at once (KKV, msg none), so that the router's view of the
-// cache is as stale as the frames in flight, as its index is.
+// still advertises the group (another request's blocks of it), reported
+// to the routers (reportCache).
 func (w *worker) retirePrefix(a *attempt) {
 	if w.mine != model.DestinationSide {
 		return
@@ -1146,7 +1163,7 @@ func (w *worker) retirePrefix(a *attempt) {
 	}
 	if k.Cached != before {
 		w.metrics.set(w.now(), k, w.role, ownMetrics)
-		w.send(&Frame{Kind: KKV, Attempt: a.name, Msg: "none", Group: a.group, Cached: int64(k.Cached), HitBlocks: w.hitBlocks})
+		w.reportCache(a)
 	}
 }
 
@@ -1156,7 +1173,7 @@ func (w *worker) sendLedger() {
 		Free: int64(k.Free), Cached: int64(k.Cached), Kept: int64(k.Kept), Active: int64(k.Active), Pinned: int64(k.Pinned),
 		Reserved: int64(k.Reserved), Slots: int64(k.SlotsUsed), Headroom: int64(k.HeadroomUsed), InFlight: int64(k.InFlight),
 		Owned: int64(k.Owned), PrefillTokens: int64(k.PrefillTokens), Booked: int64(k.BookedBlocks), Stored: int64(k.StoredBlocks),
-		Open: len(w.atts) + len(w.latts), Attempts: w.hosted, Refused: w.refused, RefusedWhy: w.refusedWhy, Findings: w.findings, Lateness: &w.late,
+		PrefixShortBlocks: w.prefixShort, Open: len(w.atts) + len(w.latts), Attempts: w.hosted, Refused: w.refused, RefusedWhy: w.refusedWhy, Findings: w.findings, Lateness: &w.late,
 		Series: map[string]PeakMean{}, CPUUS: (processCPU() - w.cpu0).Microseconds()}
 	for _, i := range ownMetrics {
 		l.Series[cluster.WorkerMetrics[i]] = w.metrics[i].over(w.span[0], w.span[1])
