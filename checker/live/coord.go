@@ -161,8 +161,9 @@ type coord struct {
 	// and the worker_restarted the coordinator declares), which the
 	// kv-aware decode router reads; cache is each worker's anonymous
 	// cache as it last reported it (cacheOf: less the hits routed there
-	// it had not taken then). Both are as stale as the frames in flight: a real KV router's
-	// indexer hears the workers' events as late as they reach it.
+	// it had not taken then). Both are as stale as the frames in flight:
+	// a real KV router's indexer hears the workers' events as late as
+	// they reach it.
 	index *cluster.KVIndex
 	cache []model.Blocks
 	// hitBlocks is the prefix blocks of the hits routed to each worker's
