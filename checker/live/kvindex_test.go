@@ -13,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -257,4 +260,98 @@ func kvCoord(t *testing.T) (c *coord, d int, kv func(gen int64, msg string, cach
 		return a
 	}
 	return c, d, kv, routeNext
+}
+
+// TestLiveReplayParity_PrefixHits: a group's requests a second apart,
+// each decoding for 1.3 s, through the simulator and through live
+// processes with the kv-aware router: the same transitions, every
+// request routed to the same worker with the same prefix hit. In the
+// simulator the first request's received blocks are published some
+// 800 ms before the second is routed, and it retires (its prefix kept
+// in the cache) some 500 ms from the routes before and after: margins
+// that dwarf the scheduling noise at the parity time scale.
+func TestLiveReplayParity_PrefixHits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the quick look runs TestLiveKVAware_RoutesByThePublishedIndex")
+	}
+	cfg := parityConfig(t, "source-first")
+	cfg.Prefill.Workers = 1
+	rs := grouped(8, 1_000_000, 65)
+	var buf bytes.Buffer
+	lw, err := obslog.NewWriter(&buf, cfg.LogHeader(obslog.All))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sim.Run(context.Background(), cfg, &slice{rs: rs}, sim.Options{Log: lw})
+	if err != nil || res.Violation != nil {
+		t.Fatalf("the simulator: %v %v", err, res.Violation)
+	}
+	lw.Flush()
+	simLog := buf.Bytes()
+	want, err := ReadTransitions(map[string]io.Reader{"sim": bytes.NewReader(simLog)}, []string{"sim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRoutes := routesOf(t, map[string][]byte{"sim": simLog})
+	if res.Summary.PrefixHitTokens == 0 {
+		t.Fatalf("the simulator found no prefix hit: the workload does not show what it should")
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rep, err := Run(ctx, Options{Config: cfg, Workload: &slice{rs: rs}, Rewind: again(rs), Scale: parityScale, Dir: dirFor(t), Spawn: &GoSpawner{Errors: io.Discard}, Errors: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.TooLate {
+		t.Skipf("the machine is too loaded to compare: %s", rep.LateWhy)
+	}
+	if !rep.Clean || len(rep.Findings) > 0 {
+		rep.Write(os.Stderr)
+		t.Fatal("want a clean run")
+	}
+	logs := map[string][]byte{}
+	for _, f := range rep.Logs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs[f] = b
+	}
+	if d := cmp.Diff(wantRoutes, routesOf(t, logs)); d != "" {
+		t.Errorf("decode routes (process, prefix hit) differ (-simulate +live):\n%s", d)
+	}
+	if d := cmp.Diff(want, runTransitions(t, rep)); d != "" {
+		t.Errorf("live differs from the simulator (-simulate +live):\n%s", d)
+	}
+	if rep.PrefixHitTokens != res.Summary.PrefixHitTokens {
+		t.Errorf("live found %d prefix hit tokens, the simulator %d", rep.PrefixHitTokens, res.Summary.PrefixHitTokens)
+	}
+	judge(t, rep)
+}
+
+// routesOf reads the decode router's routed facts from logs: for each
+// attempt, the process it went to and its prefix hit.
+func routesOf(t *testing.T, logs map[string][]byte) map[string][2]int64 {
+	t.Helper()
+	out := map[string][2]int64{}
+	for name, b := range logs {
+		r, err := obslog.NewReader(bytes.NewReader(b), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			f, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Kind == obslog.Routed && f.Stage == model.DestinationSide {
+				out[f.Attempt] = [2]int64{int64(f.To), f.PrefixHitTokens}
+			}
+		}
+	}
+	return out
 }
