@@ -85,9 +85,19 @@ func TestLiveKVAware_RoutesByThePublishedIndex(t *testing.T) {
 		n = 14
 	}
 	rs := grouped(n, 100_000, 50)
-	for _, router := range []cluster.Router{cluster.KVAware, cluster.LeastLoaded} {
-		t.Run(router.String(), func(t *testing.T) {
+	for _, tc := range []struct {
+		policy string
+		router cluster.Router
+	}{{"source-first", cluster.KVAware}, {"destination-first", cluster.KVAware}, {"source-first", cluster.LeastLoaded}} {
+		router := tc.router
+		t.Run(tc.policy+"/"+router.String(), func(t *testing.T) {
 			cfg := cluster.DefaultConfig()
+			if tc.policy == "destination-first" {
+				cfg.Engine = model.SGLang
+			}
+			if err := cfg.SetPolicy(tc.policy); err != nil {
+				t.Fatal(err)
+			}
 			cfg.Prefill.Workers = 1
 			cfg.DecodeRouter = router
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -269,12 +279,20 @@ func kvCoord(t *testing.T) (c *coord, d int, kv func(gen int64, msg string, cach
 // simulator the first request's received blocks are published some
 // 800 ms before the second is routed, and it retires (its prefix kept
 // in the cache) some 500 ms from the routes before and after: margins
-// that dwarf the scheduling noise at the parity time scale.
+// that dwarf the scheduling noise at the parity time scale (source-first;
+// destination-first routes each request's decode earlier, its own
+// timeline shifted alike). Under both policies.
 func TestLiveReplayParity_PrefixHits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the quick look runs TestLiveKVAware_RoutesByThePublishedIndex")
 	}
-	cfg := parityConfig(t, "source-first")
+	for _, policy := range []string{"source-first", "destination-first"} {
+		t.Run(policy, func(t *testing.T) { prefixParity(t, policy) })
+	}
+}
+
+func prefixParity(t *testing.T, policy string) {
+	cfg := parityConfig(t, policy)
 	cfg.Prefill.Workers = 1
 	rs := grouped(8, 1_000_000, 65)
 	var buf bytes.Buffer

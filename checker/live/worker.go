@@ -225,6 +225,11 @@ type attempt struct {
 	hit    model.Tokens
 	lk     model.Blocks
 	base   model.Holdings
+	// valid: the destination's KV became valid here (activated, or
+	// published as stored). The simulator asks Activated of the whole
+	// world; a destination's window of a transfer the source pushed does
+	// not see the transfer done, and knows its KV valid by publishing it.
+	valid bool
 }
 
 // newWorker makes a worker's state, its log begun.
@@ -773,6 +778,9 @@ func (w *worker) settle(a *attempt, before *system.State, m system.Move) {
 		w.unbook(a)
 	}
 	w.stranding(a)
+	if x.Activated || x.Published {
+		a.valid = true
+	}
 	if before != nil {
 		b := &before.W.H[0]
 		w.observe(a, before, m)
@@ -1154,7 +1162,7 @@ func (w *worker) retirePrefix(a *attempt) {
 		k.Prefix -= a.lk
 		k.Cached += a.lk
 	}
-	if a.group != "" && a.prefix > 0 && a.st.W.H[0].Activated {
+	if a.group != "" && a.prefix > 0 && a.valid {
 		want := model.WholeBlocks(a.prefix, w.cfg.BlockSize()) - a.lk
 		if n := min(max(want, 0), k.Free); n > 0 {
 			k.Free -= n
