@@ -157,6 +157,19 @@ type coord struct {
 	// latts, in a run of policy disabled (legacy.go), holds the legacy
 	// requests in flight; atts and order stay empty.
 	latts map[string]*lcatt
+	// index is the KV index as the workers publish it (their KKV frames,
+	// and the worker_restarted the coordinator declares), which the
+	// kv-aware decode router reads; cache is each worker's anonymous
+	// cache as it last reported it (cacheOf: less the hits routed there
+	// it had not taken then). Both are as stale as the frames in flight:
+	// a real KV router's indexer hears the workers' events as late as
+	// they reach it.
+	index *cluster.KVIndex
+	cache []model.Blocks
+	// hitBlocks is the prefix blocks of the hits routed to each worker's
+	// generation, and taken what it last said it took of them: the hits
+	// between are routed but not yet taken from the cache it reported.
+	hitBlocks, taken []int64
 }
 
 type cworker struct {
@@ -227,6 +240,8 @@ type catt struct {
 	heldGen [2]int64
 	// cut: the teardown cancels it (Options.UntilUS).
 	cut bool
+	// hit is the prefix hit the decode router found on its worker.
+	hit model.Tokens
 }
 
 // marks are the planned faults of a request that the coordinator makes
@@ -322,6 +337,9 @@ func newCoord(ctx context.Context, opt Options) (*coord, error) {
 	c.wk = make([]model.Worker, n)
 	c.sums = make([]model.Holdings, n)
 	c.booked = make([]workerGauges, n)
+	c.index = cluster.NewKVIndex(n)
+	c.cache = make([]model.Blocks, n)
+	c.hitBlocks, c.taken = make([]int64, n), make([]int64, n)
 	if err := c.plan(); err != nil {
 		return nil, err
 	}
@@ -885,6 +903,8 @@ func (c *coord) inbound(ib inbound) {
 		}
 	case KStruck:
 		c.rep.FaultsStruck++
+	case KKV:
+		c.kvEvent(wc.w, f)
 	case KLedger:
 		if c.ws[wc.w].ledger == nil {
 			c.ledgers++
@@ -963,7 +983,7 @@ func (c *coord) step(a *catt, m system.Move, force bool) bool {
 			if l.Stage == model.SourceSide {
 				f.To, f.PromptTokens = a.p+1, int64(a.req.PromptTokens)
 			} else {
-				f.To = a.d + 1
+				f.To, f.PrefixHitTokens = a.d+1, int64(a.hit)
 			}
 		}
 		c.log.Write(&f)
@@ -978,7 +998,7 @@ func (c *coord) arrive() error {
 	}
 	c.scheduleArrival()
 	c.arrived++
-	wc, err := c.world(r.PromptTokens)
+	wc, err := c.world(r.PromptTokens, 0)
 	if err != nil {
 		return fmt.Errorf("%w: request %d: %v", cluster.ErrInput, r.Index, err)
 	}
@@ -990,6 +1010,9 @@ func (c *coord) arrive() error {
 	a.st = c.steps.Initial(wc)
 	c.atts[a.name] = a
 	c.order = append(c.order, a)
+	if r.PrefixGroup != "" && r.PrefixTokens > 0 {
+		c.rep.PrefixRequests++
+	}
 	a.p = cluster.Choose(c.cfg.PrefillRouter, 0, c.cfg.Prefill.Workers, &c.nextP, c.rng, c.prefillLoad, nil)
 	a.pGen = c.ws[a.p].gen
 	c.step(a, system.Move{Kind: system.MvRoutePrefill, H: 0, Arg: 0}, false)
@@ -997,7 +1020,7 @@ func (c *coord) arrive() error {
 	// so that they strike where the world first offers them, however
 	// late the worker reads the frames after the route.
 	c.sendMarks(a, model.SourceSide)
-	c.sendTo(a.p, &Frame{Kind: KRoute, Attempt: a.name, Stage: "prefill", Request: c.info(a)})
+	c.sendTo(a.p, &Frame{Kind: KRoute, Attempt: a.name, Stage: "prefill", Request: c.info(a), Group: r.PrefixGroup, PrefixTokens: int64(r.PrefixTokens)})
 	c.routedTo(a.p, model.SourceSide)
 	if r.CancelUS >= 0 {
 		c.push(&cevent{at: c.fromStart(r.CancelUS), kind: cCancel, a: a})
@@ -1014,6 +1037,34 @@ func (c *coord) arrive() error {
 // simulator does: the frontend's hop to the decode router.
 func (c *coord) laterRouteDecode(a *catt) {
 	c.push(&cevent{at: time.Now().Add(c.dur(c.cfg.LatencyUS)), kind: cRouteDecode, a: a})
+}
+
+// kvEvent applies a KV event worker w published (KKV) to the index, and
+// takes its report of the cache. An event the index cannot take (a
+// Removed of more than the worker advertised) is the run's bookkeeping
+// gone wrong: a finding, named as the invariant the simulator judges it.
+func (c *coord) kvEvent(w int, f *Frame) {
+	c.taken[w] = f.HitBlocks
+	c.cache[w] = model.Blocks(f.Cached)
+	kind := obslog.Stored
+	switch f.Msg {
+	case "stored":
+	case "removed":
+		kind = obslog.Removed
+	default:
+		return // the cache alone
+	}
+	lf := obslog.Fact{Kind: kind, Proc: w + 1, Attempt: f.Attempt, Blocks: f.Blocks}
+	if err := c.index.Apply(&lf, f.Group); err != nil {
+		c.rep.Findings = append(c.rep.Findings, fmt.Sprintf("%s: %v", model.NameIndexMatchesCache, err))
+	}
+}
+
+// cacheOf is worker w's anonymous cache as the router sees it: as the
+// worker last reported it, less the hits routed there that it had not
+// taken when it did.
+func (c *coord) cacheOf(w int) model.Blocks {
+	return c.cache[w] - model.Blocks(c.hitBlocks[w]-c.taken[w])
 }
 
 func (c *coord) info(a *catt) *RequestInfo {
@@ -1050,15 +1101,49 @@ func (c *coord) routeDecode(a *catt) {
 	if !c.decodeRoutable(a) {
 		return
 	}
-	d := cluster.Choose(c.cfg.DecodeRouter, c.cfg.Prefill.Workers, c.cfg.NumWorkers(), &c.nextD, c.rng, c.decodeLoad, nil)
+	// The kv-aware router reads the index the workers published
+	// (KKV): a worker that advertises the request's prefix group steers
+	// it, and the prefix is a hit there when the cache the worker
+	// reported holds its blocks, as the simulator's routeDecode rules.
+	var cached func(int) bool
+	r := &a.req
+	if c.cfg.DecodeRouter == cluster.KVAware && r.PrefixGroup != "" && r.PrefixTokens > 0 {
+		cached = func(w int) bool { return c.index.Holds(w, r.PrefixGroup) }
+	}
+	d := cluster.Choose(c.cfg.DecodeRouter, c.cfg.Prefill.Workers, c.cfg.NumWorkers(), &c.nextD, c.rng, c.decodeLoad, cached)
+	hit, lk := model.Tokens(0), model.Blocks(0)
+	if cached != nil && cached(d) {
+		wc, err := c.world(r.PromptTokens, r.PrefixTokens)
+		if err != nil {
+			fmt.Fprintf(c.errs, "coordinator: request %d: %v\n", r.Index, err)
+		} else if lk = wc.DestQuote(0, 1, false).LockedBlocks; lk <= c.cacheOf(d) {
+			hit = r.PrefixTokens
+			a.Cfg = wc
+			a.st.W.Rebind(wc)
+		} else {
+			lk = 0
+		}
+	}
 	a.d = d
 	a.dGen = c.ws[d].gen
+	a.hit = hit // the routed fact logs it
 	if !c.step(a, system.Move{Kind: system.MvRouteDecode, H: 0, Arg: 1}, false) {
-		a.d = -1
+		a.d, a.hit = -1, 0
+		if hit > 0 {
+			wc, _ := c.world(r.PromptTokens, 0)
+			a.Cfg = wc
+			a.st.W.Rebind(wc)
+		}
 		return
 	}
+	c.hitBlocks[d] += int64(lk)
+	c.rep.PrefixHitTokens += int64(hit)
+	if hit > 0 {
+		c.rep.PrefixHits++
+	}
 	c.sendMarks(a, model.DestinationSide)
-	c.sendTo(d, &Frame{Kind: KRoute, Attempt: a.name, Stage: "decode", Request: c.info(a), PeerGen: a.pGen})
+	c.sendTo(d, &Frame{Kind: KRoute, Attempt: a.name, Stage: "decode", Request: c.info(a), PeerGen: a.pGen,
+		Group: r.PrefixGroup, PrefixTokens: int64(r.PrefixTokens), HitTokens: int64(hit)})
 	c.routedTo(d, model.DestinationSide)
 }
 
@@ -1385,6 +1470,10 @@ func (c *coord) restart(w int) {
 	// the routers sent it (which the judge would take for routes lost in
 	// the restart). The old process is dead, so nothing else writes.
 	c.logRestart(cw)
+	// The restart drops everything the worker advertised, as its
+	// worker_restarted tells a KV router's indexer; its cache is empty.
+	c.index.Apply(&obslog.Fact{Kind: obslog.WorkerRestarted, Proc: w + 1}, "")
+	c.cache[w], c.hitBlocks[w], c.taken[w] = 0, 0, 0
 	for _, a := range c.order {
 		if a.done || (a.p != w && a.d != w) {
 			continue
@@ -1669,6 +1758,7 @@ func (c *coord) report() {
 		if !inProcess && c.finished > 0 {
 			r.CPU.WorkersUS += float64(cw.ledger.CPUUS) / float64(c.finished)
 		}
+		r.PrefixShortBlocks += cw.ledger.PrefixShortBlocks
 		r.Workers = append(r.Workers, *cw.ledger)
 		if h := cw.ledger.Held(); h != "" {
 			r.Leaks = append(r.Leaks, fmt.Sprintf("worker %d holds %s", cw.w, h))

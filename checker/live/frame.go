@@ -110,6 +110,17 @@ const (
 	KHeld
 	// KRelease: C→W: the router's move is taken; the attempt steps again.
 	KRelease
+	// KKV: W→C: a KV event the worker publishes to the routers' KV index
+	// (cluster.KVIndex), as a real worker publishes its KV events to the
+	// KV-aware router's indexer: msg is the fact's kind (stored or
+	// removed; none for a report of the cache alone), blocks its blocks,
+	// group the prefix group of the attempt's request, which stands for
+	// the blocks' content hashes; cached is the worker's anonymous cache
+	// (model.Worker.Cached) after the step, its load report, with
+	// hit_blocks, what it took from it for prefix hits. Sent when a
+	// step of the worker publishes the fact, whether or not it writes a
+	// log; the index is as stale as these frames in flight.
+	KKV
 	numKinds
 )
 
@@ -138,6 +149,7 @@ var frameKinds = [numKinds]struct {
 	KHold:          {"hold", []string{"attempt"}},
 	KHeld:          {"held", []string{"attempt"}},
 	KRelease:       {"release", []string{"attempt"}},
+	KKV:            {"kv", []string{"msg"}},
 }
 
 func (k Kind) String() string {
@@ -182,6 +194,20 @@ type Frame struct {
 	// waited), microseconds from the epoch: the source's stranding, which
 	// its window cannot see end there, ends there.
 	DecodeReadyUS int64
+	// Group and PrefixTokens, on a route and a KV event, are the prefix
+	// group of the attempt's request and its prefix's length
+	// (cluster.Request.PrefixGroup, PrefixTokens; "" and 0: none).
+	// HitTokens, on a decode route, is the prefix hit the decode router
+	// found there (the attempt's world is priced with it). Cached, on a
+	// KV event, is the worker's anonymous cache in blocks, and HitBlocks
+	// the blocks the worker's generation took from it for the prefix hits
+	// routed to it so far: the router counts the hits it routed that the
+	// worker had not taken when it reported its cache.
+	Group        string
+	PrefixTokens int64
+	HitTokens    int64
+	Cached       int64
+	HitBlocks    int64
 }
 
 // RequestInfo is what a worker needs of a request: its index, its
@@ -216,6 +242,11 @@ const (
 	tToUS
 	tBlocks
 	tDecodeReady
+	tGroup
+	tPrefixTokens
+	tHitTokens
+	tCached
+	tHitBlocks
 	numTags
 )
 
@@ -225,7 +256,8 @@ var fieldTags = [numTags]string{
 	tAttempt: "attempt", tGen: "gen", tPeerGen: "peer_gen", tRole: "role", tIndex: "index", tStage: "stage",
 	tRequest: "request", tTo: "to", tSide: "side", tMsg: "msg", tReg: "reg", tHold: "hold", tOutcome: "outcome",
 	tFault: "fault", tLedger: "ledger", tSentUS: "sent_us", tFrom: "from_us", tToUS: "to_us",
-	tBlocks: "blocks", tDecodeReady: "decode_ready_us",
+	tBlocks: "blocks", tDecodeReady: "decode_ready_us", tGroup: "group", tPrefixTokens: "prefix_tokens",
+	tHitTokens: "hit_tokens", tCached: "cached", tHitBlocks: "hit_blocks",
 }
 
 func appendName(b []byte, tag byte, s string) []byte {
@@ -285,6 +317,11 @@ func AppendFrame(b []byte, f *Frame) ([]byte, error) {
 	b = appendInt(b, tToUS, f.ToUS)
 	b = appendInt(b, tBlocks, f.Blocks)
 	b = appendInt(b, tDecodeReady, f.DecodeReadyUS)
+	b = appendName(b, tGroup, f.Group)
+	b = appendInt(b, tPrefixTokens, f.PrefixTokens)
+	b = appendInt(b, tHitTokens, f.HitTokens)
+	b = appendInt(b, tCached, f.Cached)
+	b = appendInt(b, tHitBlocks, f.HitBlocks)
 	n := len(b) - at - 4
 	if n > MaxFrame {
 		return b[:at], fmt.Errorf("%w: %s frame of %d bytes, more than %d", ErrFrame, f.Kind, n, MaxFrame)
@@ -340,7 +377,7 @@ func readRaw(r io.Reader, buf []byte) ([]byte, error) {
 var names = func() map[string]string {
 	m := map[string]string{}
 	add := func(s string) { m[s] = s }
-	for _, s := range []string{"source", "destination", "prefill", "decode", "none", "now"} {
+	for _, s := range []string{"source", "destination", "prefill", "decode", "none", "now", "stored", "removed"} {
 		add(s)
 	}
 	for i := 1; i < int(model.NumMsgs); i++ {
@@ -497,6 +534,16 @@ func DecodeFrame(b []byte) (Frame, error) {
 			f.Blocks = d.int(tag)
 		case tDecodeReady:
 			f.DecodeReadyUS = d.int(tag)
+		case tGroup:
+			f.Group = string(d.bytes(tag))
+		case tPrefixTokens:
+			f.PrefixTokens = d.int(tag)
+		case tHitTokens:
+			f.HitTokens = d.int(tag)
+		case tCached:
+			f.Cached = d.int(tag)
+		case tHitBlocks:
+			f.HitBlocks = d.int(tag)
 		}
 	}
 	if d.err != nil {
@@ -549,8 +596,12 @@ func (f *Frame) check() error {
 	switch {
 	case f.Gen < 0 || f.PeerGen < 0:
 		return fmt.Errorf("negative generation")
-	case f.SentUS < 0 || f.FromUS < 0 || f.ToUS < 0 || f.Blocks < 0 || f.DecodeReadyUS < 0:
+	case f.SentUS < 0 || f.FromUS < 0 || f.ToUS < 0 || f.Blocks < 0 || f.DecodeReadyUS < 0 || f.Cached < 0 || f.HitBlocks < 0:
 		return fmt.Errorf("negative time or block count")
+	case f.PrefixTokens < 0 || f.HitTokens < 0 || f.PrefixTokens > 1<<20 || f.HitTokens > f.PrefixTokens:
+		return fmt.Errorf("prefix of %d tokens with a hit of %d, want 0 to %d and the hit at most the prefix", f.PrefixTokens, f.HitTokens, 1<<20)
+	case len(f.Group) > 256:
+		return fmt.Errorf("prefix group of %d bytes, want at most 256", len(f.Group))
 	case f.Index < 0:
 		return fmt.Errorf("negative index")
 	case len(f.Attempt) > 256:

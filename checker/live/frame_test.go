@@ -46,6 +46,9 @@ func TestFrame_RoundTrip(t *testing.T) {
 		{Kind: KProbeReply, Attempt: "r7", To: "destination", Reg: "valid", Hold: "pinned"},
 		{Kind: KLedger, Ledger: &Ledger{Role: "destination", Worker: 3, Free: 4096, OpenAttempts: []string{"r1: x"}}},
 		{Kind: KDrain},
+		{Kind: KRoute, Attempt: "r8", Stage: "decode", Request: &RequestInfo{Index: 8, PromptTokens: 512, OutputTokens: 4}, Group: "g", PrefixTokens: 256, HitTokens: 256},
+		{Kind: KKV, Attempt: "r8", Msg: "stored", Blocks: 16, Group: "g", Cached: 40, HitBlocks: 16},
+		{Kind: KKV, Attempt: "r8", Msg: "none", Group: "g"},
 	}
 	var stream []byte
 	for i := range frames {
@@ -95,6 +98,10 @@ func TestFrame_Refused(t *testing.T) {
 		{"negative generation", "negative generation", raw(2, byte(KCancel), name(tAttempt, "r1"), num(tGen, -1))},
 		{"bad request", "request out of range", raw(2, byte(KRoute), name(tAttempt, "r1"), name(tStage, "prefill"), append(num(tRequest, 0), 0, 0, 2))},
 		{"long attempt", "attempt id of 300 bytes", raw(2, byte(KCancel), name(tAttempt, strings.Repeat("a", 300)))},
+		{"kv without msg", `kv frame without "msg"`, raw(2, byte(KKV), name(tAttempt, "r1"), num(tBlocks, 3))},
+		{"negative cache", "negative time or block count", raw(2, byte(KKV), name(tMsg, "stored"), num(tCached, -1))},
+		{"hit above the prefix", "prefix of 16 tokens with a hit of 32", raw(2, byte(KKV), name(tMsg, "stored"), num(tPrefixTokens, 16), num(tHitTokens, 32))},
+		{"long group", "prefix group of 300 bytes", raw(2, byte(KKV), name(tMsg, "stored"), name(tGroup, strings.Repeat("g", 300)))},
 		{"ledger not JSON", "ledger body: ledger not a ledger", raw(2, byte(KLedger), name(tLedger, `{"role":`))},
 		{"ledger unknown field", `ledger body: ledger not a ledger: json: unknown field "extra"`, raw(2, byte(KLedger), name(tLedger, `{"extra":1}`))},
 	} {
@@ -118,6 +125,8 @@ func FuzzDecodeFrame(f *testing.F) {
 		{Kind: KRoute, Attempt: "r7", Stage: "decode", Request: &RequestInfo{Index: 7, PromptTokens: 512, OutputTokens: 4}},
 		{Kind: KFact, Attempt: "r7", To: "source", Msg: "ReaderCompleted", Gen: 1, PeerGen: 2},
 		{Kind: KLedger, Ledger: &Ledger{Role: "source", Findings: []string{"x"}}},
+		{Kind: KRoute, Attempt: "r8", Stage: "decode", Request: &RequestInfo{Index: 8, PromptTokens: 512, OutputTokens: 4}, Group: "g", PrefixTokens: 256, HitTokens: 256},
+		{Kind: KKV, Attempt: "r8", Msg: "removed", Blocks: 16, Group: "g", Cached: 40, HitBlocks: 32},
 	} {
 		b, _ := AppendFrame(nil, &fr)
 		f.Add(b[4:])

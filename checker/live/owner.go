@@ -96,8 +96,9 @@ type stepper struct {
 	cov   *system.Coverage
 	lbls  []obslog.Label
 	cfg   *cluster.Config
-	// worlds are the prepared world configurations by prompt size.
-	worlds map[model.Tokens]*model.Config
+	// worlds are the prepared world configurations by prompt size and
+	// prefix hit.
+	worlds map[[2]model.Tokens]*model.Config
 	// ms is the moves the window last asked about (enables) enables.
 	ms system.MoveSet
 }
@@ -112,7 +113,7 @@ func newStepper(p *system.Protocol, cfg *cluster.Config) (*stepper, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &stepper{chk: chk, cov: system.NewCoverage(p.Spec()), cfg: cfg, worlds: map[model.Tokens]*model.Config{}}
+	s := &stepper{chk: chk, cov: system.NewCoverage(p.Spec()), cfg: cfg, worlds: map[[2]model.Tokens]*model.Config{}}
 	s.steps = cluster.NewStepper(chk, s.cov)
 	return s, nil
 }
@@ -139,21 +140,23 @@ func (s *stepper) enables(st *system.State, m system.Move) bool {
 func (s *stepper) enabled() []system.Move { return s.ms.M[:s.ms.N] }
 
 // world is the world configuration of an attempt of a prompt's size
+// whose decode worker holds hit tokens of its prefix
 // (cluster.Config.AttemptWorld), prepared. Every attempt of that size
-// shares it: what differs between them in it is only what the window
+// and hit shares it: what differs between them in it is only what the window
 // shows held outside the attempt, which the window sets before each of
 // the attempt's steps (cluster.Window.Project), and a world
 // configuration is large enough that making one per attempt cost the
 // workers a tenth of their time.
-func (s *stepper) world(prompt model.Tokens) (*model.Config, error) {
-	if wc := s.worlds[prompt]; wc != nil {
+func (s *stepper) world(prompt, hit model.Tokens) (*model.Config, error) {
+	key := [2]model.Tokens{prompt, hit}
+	if wc := s.worlds[key]; wc != nil {
 		return wc, nil
 	}
-	wc := s.cfg.AttemptWorld(prompt, 0)
+	wc := s.cfg.AttemptWorld(prompt, hit)
 	if err := wc.Prepare(); err != nil {
 		return nil, err
 	}
-	s.worlds[prompt] = wc
+	s.worlds[key] = wc
 	return wc, nil
 }
 

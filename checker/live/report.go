@@ -49,6 +49,17 @@ type Report struct {
 	// (each worker's are in Workers, with its metrics).
 	StrandedSourceBlockSeconds float64 `json:"stranded_source_block_seconds"`
 	StrandedSourcePeak         int64   `json:"stranded_source_peak_blocks"`
+	// PrefixRequests is the requests with a prefix group; PrefixHits of
+	// them found their prefix cached on the decode worker the kv-aware
+	// router chose from the KV index the workers published, PrefixHitTokens
+	// tokens in all (the simulator's prefix_hit_tokens).
+	PrefixRequests  int   `json:"prefix_group_requests"`
+	PrefixHits      int   `json:"prefix_hits"`
+	PrefixHitTokens int64 `json:"prefix_hit_tokens"`
+	// PrefixShortBlocks is the blocks of those hits that the decode
+	// worker's cache had evicted, after it reported them, and its free
+	// pool could not hold: the workers' PrefixShortBlocks summed.
+	PrefixShortBlocks int64 `json:"prefix_short_blocks"`
 	// Workers is each worker's ledger at the end, Routers the routers'
 	// ledgers of each worker.
 	Workers []Ledger       `json:"workers"`
@@ -146,6 +157,13 @@ func (r *Report) Write(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  faults: %d of the plan struck; proxy: %d dropped, %d duplicated, %d delayed\n", r.FaultsStruck, r.Proxy.Dropped, r.Proxy.Duplicated, r.Proxy.Delayed)
 	fmt.Fprintf(w, "  stranded source KV (pinned after compute while decode waits): %.1f block-seconds, peak %d blocks\n", r.StrandedSourceBlockSeconds, r.StrandedSourcePeak)
+	if r.PrefixRequests > 0 {
+		fmt.Fprintf(w, "  prefix hits: %d of %d requests with a prefix group, %d tokens", r.PrefixHits, r.PrefixRequests, r.PrefixHitTokens)
+		if r.PrefixShortBlocks > 0 {
+			fmt.Fprintf(w, "; %d blocks of them held beyond capacity (the cache evicted them after the worker reported it)", r.PrefixShortBlocks)
+		}
+		fmt.Fprintln(w)
+	}
 	for _, l := range r.Workers {
 		held := l.Held()
 		if held == "" {

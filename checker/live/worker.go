@@ -64,7 +64,11 @@ type Ledger struct {
 	PrefillTokens int64  `json:"prefill_tokens"`
 	Booked        int64  `json:"booked"`
 	Stored        int64  `json:"stored"`
-	Open          int    `json:"open"`
+	// PrefixShortBlocks is the blocks of the prefix hits routed to a
+	// decode worker that its cache no longer held, nor its free pool
+	// (takePrefix): held beyond its capacity until their requests retired.
+	PrefixShortBlocks int64 `json:"prefix_short_blocks,omitempty"`
+	Open              int   `json:"open"`
 	// OpenAttempts describes the first of the attempts still held: the
 	// side's state, what it holds, its deadlines.
 	OpenAttempts []string `json:"open_attempts,omitempty"`
@@ -170,6 +174,10 @@ type worker struct {
 	legacy *cluster.Legacy
 	latts  map[string]*lattempt
 	lwait  []*lattempt
+	// hitBlocks is the prefix blocks the decode worker took for the hits
+	// routed to it (takePrefix), which its KV events report; prefixShort
+	// those its cache and free pool no longer held.
+	hitBlocks, prefixShort int64
 }
 
 // attempt is one attempt as the worker knows it.
@@ -205,6 +213,23 @@ type attempt struct {
 	// decode stop waiting (decodeWaits). Microseconds from the epoch.
 	strand strand
 	ready  int64
+	// group and prefix are the prefix group of the attempt's request and
+	// its prefix's length; hit, on a destination, the prefix hit the
+	// decode router found here, and lk its blocks, taken from the
+	// worker's cache into the request's cached prefix (model.Worker
+	// Prefix) as the simulator takes them; base is what the attempt holds
+	// here before its first step (its cached prefix): it retires holding
+	// that.
+	group  string
+	prefix model.Tokens
+	hit    model.Tokens
+	lk     model.Blocks
+	base   model.Holdings
+	// valid: the destination's KV became valid here (activated, or
+	// published as stored). The simulator asks Activated of the whole
+	// world; a destination's window of a transfer the source pushed does
+	// not see the transfer done, and knows its KV valid by publishing it.
+	valid bool
 }
 
 // newWorker makes a worker's state, its log begun.
@@ -502,16 +527,24 @@ func (w *worker) route(f *Frame) {
 		return
 	}
 	r := f.Request
-	wc, err := w.world(model.Tokens(r.PromptTokens))
+	hit := model.Tokens(0)
+	if w.mine == model.DestinationSide {
+		hit = model.Tokens(f.HitTokens)
+	}
+	wc, err := w.world(model.Tokens(r.PromptTokens), hit)
 	if err != nil {
 		w.finding("attempt %s: %v", f.Attempt, err)
 		return
 	}
-	a := &attempt{name: f.Attempt, req: *r, Window: cluster.Window{Cfg: wc}, peerGen: -1}
+	a := &attempt{name: f.Attempt, req: *r, Window: cluster.Window{Cfg: wc}, peerGen: -1,
+		group: f.Group, prefix: model.Tokens(f.PrefixTokens), hit: hit}
 	if f.PeerGen > 0 {
 		a.peerGen = f.PeerGen
 	}
 	a.st = w.steps.Initial(wc)
+	if hit > 0 {
+		w.takePrefix(a)
+	}
 	w.atts[f.Attempt] = a
 	w.hosted++
 	// Its marks came first: they are set before its first step.
@@ -528,6 +561,44 @@ func (w *worker) route(f *Frame) {
 	a.st.W.H[0].Prefill = 0
 	a.st.W.H[0].RequestDelivered = true
 	w.do(a, system.Move{Kind: system.MvRouteDecode, H: 0, Arg: 1}, true)
+}
+
+// takePrefix makes the prefix the decode router found cached here the
+// attempt's cached prefix, as the simulator's routeDecode does: its
+// blocks leave the worker's anonymous cache. The router judged the hit
+// on the cache this worker last reported (KKV), less the hits it routed
+// here that the worker had not taken then. An allocation that evicted
+// the cache while the report or the route was on the wire leaves it
+// short (the simulator, which reads the cache itself, would have found no
+// hit): the blocks missing come from the free pool, and where that is
+// short too the worker holds them beyond its capacity until the attempt
+// retires, counted (prefix_short_blocks) and reported.
+func (w *worker) takePrefix(a *attempt) {
+	a.lk = a.Cfg.DestQuote(0, 1, false).LockedBlocks
+	a.base = a.st.W.HandoffHoldings(0)[w.mine]
+	k := &w.k
+	c := min(a.lk, k.Cached)
+	k.Cached -= c
+	f := min(a.lk-c, max(k.Free, 0))
+	k.Free -= f
+	if short := a.lk - c - f; short > 0 {
+		w.prefixShort += int64(short)
+		k.Free -= short
+	}
+	k.Prefix += a.lk
+	w.hitBlocks += int64(a.lk)
+	w.sum = w.sum.Plus(a.base)
+	a.Hold[w.mine] = a.base
+	w.reportCache(a)
+}
+
+// reportCache tells the routers the worker's anonymous cache changed
+// outside a KV event (KKV, msg none): a hit taken from it, an allocation
+// that evicted from it, a retiring request's prefix kept in it. The
+// router's view of the cache is then as stale as the frames in flight,
+// as its index is.
+func (w *worker) reportCache(a *attempt) {
+	w.send(&Frame{Kind: KKV, Attempt: a.name, Msg: "none", Group: a.group, Cached: int64(w.k.Cached), HitBlocks: w.hitBlocks})
 }
 
 func (w *worker) fact(a *attempt, f *Frame) {
@@ -673,6 +744,9 @@ func (w *worker) writeBack(a *attempt) {
 	old := w.k
 	w.k = a.st.W.W[w.mine]
 	w.metrics.set(w.now(), &w.k, w.role, ownMetrics)
+	if w.k.Cached != old.Cached && w.mine == model.DestinationSide {
+		w.reportCache(a)
+	}
 	if room(&w.k) > room(&old) || w.k.SlotsUsed < old.SlotsUsed || w.k.HeadroomUsed < old.HeadroomUsed {
 		w.offer()
 	}
@@ -704,6 +778,9 @@ func (w *worker) settle(a *attempt, before *system.State, m system.Move) {
 		w.unbook(a)
 	}
 	w.stranding(a)
+	if x.Activated || x.Published {
+		a.valid = true
+	}
 	if before != nil {
 		b := &before.W.H[0]
 		w.observe(a, before, m)
@@ -763,8 +840,13 @@ func (w *worker) stranding(a *attempt) {
 	}
 }
 
+// observe logs the facts a step made observable, when the worker writes
+// a log, and publishes its KV events (KKV) to the routers' index whether
+// or not it does: only a step that changed what the side has indexed
+// publishes one, so a worker without a log observes no other step.
 func (w *worker) observe(a *attempt, before *system.State, m system.Move) {
-	if w.log == nil && a.trigger == "" && (a.m == nil || !a.m.AwaitsPhase()) {
+	indexed := indexChanged(&before.W.H[0], &a.st.W.H[0])
+	if w.log == nil && !indexed && a.trigger == "" && (a.m == nil || !a.m.AwaitsPhase()) {
 		return
 	}
 	by := obslog.BySource
@@ -785,7 +867,17 @@ func (w *worker) observe(a *attempt, before *system.State, m system.Move) {
 			f := obslog.FactOf(l, w.proc, w.opt.Gen, a.name, t)
 			w.log.Write(&f)
 		}
+		if l.Kind == obslog.Stored || l.Kind == obslog.Removed {
+			w.send(&Frame{Kind: KKV, Attempt: a.name, Msg: obslog.Kinds[l.Kind].Name, Blocks: int64(l.Blocks), Group: a.group, Cached: int64(w.k.Cached), HitBlocks: w.hitBlocks})
+		}
 	}
+}
+
+// indexChanged reports whether a step published Stored or Removed for a
+// side of the handoff (the simulator's test): only then has the KV index
+// something to take.
+func indexChanged(b, a *model.Handoff) bool {
+	return b.SrcIndexed != a.SrcIndexed || b.Published != a.Published
 }
 
 // phase sets the marks aimed at the phase the worker just logged a fact
@@ -1036,7 +1128,7 @@ func (w *worker) timers(a *attempt, b *model.Handoff, m system.Move) {
 // with nothing scheduled. No tombstone stays: a late frame for it finds
 // no attempt and changes nothing.
 func (w *worker) maybeRetire(a *attempt) {
-	if a.gone || len(a.sched) > 0 || a.waiting || !w.chk.Terminal(&a.st, system.RoleOf(w.mine), 0) || !a.Hold[w.mine].Zero() {
+	if a.gone || len(a.sched) > 0 || a.waiting || !w.chk.Terminal(&a.st, system.RoleOf(w.mine), 0) || a.Hold[w.mine] != a.base {
 		return
 	}
 	for t := range a.timerOn {
@@ -1049,6 +1141,38 @@ func (w *worker) maybeRetire(a *attempt) {
 	}
 	a.gone = true
 	delete(w.atts, a.name)
+	w.retirePrefix(a)
+}
+
+// retirePrefix returns a retiring destination's cached prefix to the
+// worker's anonymous cache and keeps its request's prompt prefix there,
+// as the simulator's retire does: blocks any allocation may evict, for a
+// request of its group that the decode router sends here while the index
+// still advertises the group (another request's blocks of it), reported
+// to the routers (reportCache).
+func (w *worker) retirePrefix(a *attempt) {
+	if w.mine != model.DestinationSide {
+		return
+	}
+	k := &w.k
+	before := k.Cached
+	if a.lk > 0 {
+		w.sum = w.sum.Minus(a.base)
+		a.Hold[w.mine] = model.Holdings{}
+		k.Prefix -= a.lk
+		k.Cached += a.lk
+	}
+	if a.group != "" && a.prefix > 0 && a.valid {
+		want := model.WholeBlocks(a.prefix, w.cfg.BlockSize()) - a.lk
+		if n := min(max(want, 0), k.Free); n > 0 {
+			k.Free -= n
+			k.Cached += n
+		}
+	}
+	if k.Cached != before {
+		w.metrics.set(w.now(), k, w.role, ownMetrics)
+		w.reportCache(a)
+	}
 }
 
 func (w *worker) sendLedger() {
@@ -1057,7 +1181,7 @@ func (w *worker) sendLedger() {
 		Free: int64(k.Free), Cached: int64(k.Cached), Kept: int64(k.Kept), Active: int64(k.Active), Pinned: int64(k.Pinned),
 		Reserved: int64(k.Reserved), Slots: int64(k.SlotsUsed), Headroom: int64(k.HeadroomUsed), InFlight: int64(k.InFlight),
 		Owned: int64(k.Owned), PrefillTokens: int64(k.PrefillTokens), Booked: int64(k.BookedBlocks), Stored: int64(k.StoredBlocks),
-		Open: len(w.atts) + len(w.latts), Attempts: w.hosted, Refused: w.refused, RefusedWhy: w.refusedWhy, Findings: w.findings, Lateness: &w.late,
+		PrefixShortBlocks: w.prefixShort, Open: len(w.atts) + len(w.latts), Attempts: w.hosted, Refused: w.refused, RefusedWhy: w.refusedWhy, Findings: w.findings, Lateness: &w.late,
 		Series: map[string]PeakMean{}, CPUUS: (processCPU() - w.cpu0).Microseconds()}
 	for _, i := range ownMetrics {
 		l.Series[cluster.WorkerMetrics[i]] = w.metrics[i].over(w.span[0], w.span[1])
