@@ -715,12 +715,8 @@ func (c *Checker) ownStep(s *system.State, want *system.Key, proc int) (TraceSte
 		if !ms.Own(i, protocol) || int(processOf(ms.M[i])) != proc {
 			continue
 		}
-		t := *s
-		tx := model.Tx{W: &t.W}
-		var log []system.Firing
-		cov := system.NewCoverage(c.Protocol().Spec())
-		cov.Log = &log
-		c.ApplyTx(&t, &tx, ms.M[i], cov, ms.Stuck)
+		var t system.State
+		_, log := c.applyLogged(s, &t, &ms, i)
 		var k system.Key
 		c.Canonical(&t, &k)
 		if k != *want {

@@ -99,15 +99,11 @@ func (c *Checker) concreteStepV(s *system.State, want *system.Key, inv string) (
 	var ms system.MoveSet
 	c.Enabled(s, &ms)
 	for i := 0; i < ms.N; i++ {
-		t := *s
-		tx := model.Tx{W: &t.W}
-		var log []system.Firing
-		cov := system.NewCoverage(c.Protocol().Spec())
-		cov.Log = &log
-		c.ApplyTx(&t, &tx, ms.M[i], cov, ms.Stuck)
+		var t system.State
+		j, log := c.applyLogged(s, &t, &ms, i)
 		var v *model.Violation
 		if inv != "" {
-			v = c.JudgeStep(s, &t, &tx.J, ms.M[i])
+			v = c.JudgeStep(s, &t, &j, ms.M[i])
 			if v == nil {
 				v = c.CheckState(&t)
 			}
@@ -125,6 +121,19 @@ func (c *Checker) concreteStepV(s *system.State, want *system.Key, inv string) (
 		return step, v, true
 	}
 	return TraceStep{}, nil, false
+}
+
+// applyLogged takes move i of ms from s into t, recording the rows it
+// fires, and returns the step's journal and the rows: how a trace's
+// steps are taken again on concrete states.
+func (c *Checker) applyLogged(s, t *system.State, ms *system.MoveSet, i int) (model.Journal, []system.Firing) {
+	*t = *s
+	tx := model.Tx{W: &t.W}
+	var log []system.Firing
+	cov := system.NewCoverage(c.Protocol().Spec())
+	cov.Log = &log
+	c.ApplyTx(t, &tx, ms.M[i], cov, ms.Stuck)
+	return tx.J, log
 }
 
 // counterexample rebuilds the trace of a violation found at f.
