@@ -91,14 +91,7 @@ func expectations(t testing.TB) []expectation {
 // step breaks ("" for none) and how many steps it has.
 func replayTrace(t *testing.T, dir string) (string, int) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, TraceFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := checker.ParseTrace(TraceFile, data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := readTrace(t, dir)
 	proto := tracedProtocol(t, tr)
 	c, err := checker.New(proto, tr.Config, tr.Config.Runs[0])
 	if err != nil {
@@ -124,8 +117,8 @@ func replayTrace(t *testing.T, dir string) (string, int) {
 	return inv, len(tr.Moves)
 }
 
-// traceProtocol is the tables the trace written into dir carries.
-func traceProtocol(t *testing.T, dir string) *system.Protocol {
+// readTrace reads the trace written into dir.
+func readTrace(t *testing.T, dir string) *checker.Trace {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, TraceFile))
 	if err != nil {
@@ -135,6 +128,13 @@ func traceProtocol(t *testing.T, dir string) *system.Protocol {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tr
+}
+
+// traceProtocol is the tables the trace written into dir carries.
+func traceProtocol(t *testing.T, dir string) *system.Protocol {
+	t.Helper()
+	tr := readTrace(t, dir)
 	return tracedProtocol(t, tr)
 }
 

@@ -83,14 +83,7 @@ func TestWrite_MinimizesAndReplays(t *testing.T) {
 	if res.Handoffs != 1 || res.HandoffsBefore != 2 || res.Steps != len(in.Found.Steps) || res.Invariant != "SourcePinnedUntilRead" {
 		t.Fatalf("%+v", res)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, TraceFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := checker.ParseTrace(TraceFile, data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := readTrace(t, dir)
 	if len(tr.Config.World.Handoffs) != 1 || len(tr.Config.Runs) != 1 || tr.Violation != res.Invariant {
 		t.Fatalf("the trace's configuration has %d handoffs and %d runs, records %q", len(tr.Config.World.Handoffs), len(tr.Config.Runs), tr.Violation)
 	}
