@@ -63,9 +63,13 @@ type judge struct {
 
 	moves   []system.Move
 	stepper *cluster.Stepper // takes every move from a node, keeping its firings
-	cov     *system.Coverage
-	labels  []obslog.Label
-	quiet   []quietStep
+	// ex is the invariants' triggers the steps of the final explanations
+	// fired (exercise), exIDs the attempts it names (by seq).
+	ex     cluster.Exercise
+	exIDs  map[int]string
+	cov    *system.Coverage
+	labels []obslog.Label
+	quiet  []quietStep
 
 	// worlds is the attempts' world configurations by prompt and prefix
 	// hit: attempts of one size share one, so their states compare equal
@@ -240,6 +244,7 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 		j.maxF = DefaultMaxFaults
 	}
 	j.stepper = cluster.NewStepper(j.chk, j.cov)
+	j.ex.Unordered, j.exIDs = true, map[int]string{}
 	j.tmpl = *c.AttemptWorld(1, 0)
 	for i, pr := range h.Processes {
 		if pr.Role == obslog.RoleRouter {
