@@ -52,6 +52,27 @@ func (e *Exercise) Note(t model.Triggers, at int64, subject int) bool {
 	return first
 }
 
+// Reset forgets every trigger noted.
+func (e *Exercise) Reset() {
+	for b := e.fired; b != 0; b &= b - 1 {
+		e.first[bits.TrailingZeros64(uint64(b))] = firstSeen{}
+	}
+	e.fired = 0
+}
+
+// Merge notes what o noted, each trigger where o saw it first; it
+// reports whether that is now where some trigger first fired (Note).
+func (e *Exercise) Merge(o *Exercise) bool {
+	first := false
+	for b := o.fired; b != 0; b &= b - 1 {
+		i := bits.TrailingZeros64(uint64(b))
+		if e.Note(1<<i, o.first[i].at, int(o.first[i].subject)) {
+			first = true
+		}
+	}
+	return first
+}
+
 // Fired is every trigger noted so far.
 func (e *Exercise) Fired() model.Triggers { return e.fired }
 

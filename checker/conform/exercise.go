@@ -18,7 +18,9 @@ import (
 // stepped again). done: n finished the attempt, a state Quiescence
 // judged. A step is at the time stamp of the fact it explains, else of
 // the next fact along the explanation (by then it had happened), else of
-// the attempt's last fact.
+// the attempt's last fact. An explanation followed greedily noted its
+// steps up to a.cur as it went (advance, a.ex): only those beyond are
+// walked.
 func (j *judge) exercise(a *attempt, n *node, done bool) {
 	last := int64(-1)
 	if a.last != nil {
@@ -28,19 +30,35 @@ func (j *judge) exercise(a *attempt, n *node, done bool) {
 	if done {
 		noted = j.ex.Note(model.TrigQuiescent, last, a.seq)
 	}
+	var from *node
+	if !a.full && a.cur != nil {
+		from = a.cur
+	}
 	at := last
-	for x := n; x != nil && x.parent != nil; x = x.parent {
-		if x.fact != nil && x.fact.TUS >= 0 {
-			at = j.at(x.fact)
-		}
+	x := n
+	for ; x != nil && x != from && x.parent != nil; x = x.parent {
+		at = j.stepAt(x, at)
 		if j.ex.Note(x.fired, at, a.seq) {
 			noted = true
 		}
+	}
+	// An n that does not go through cur had its whole explanation walked.
+	if from != nil && x == from && j.ex.Merge(&a.ex) {
+		noted = true
 	}
 	if noted && j.exIDs[a.seq] == "" {
 		// A copy: the record must not keep what the id was cut from.
 		j.exIDs[a.seq] = strings.Clone(a.id)
 	}
+}
+
+// stepAt is the time of node x's step, walking an explanation back from
+// its end: its fact's time stamp, else at (the next fact's).
+func (j *judge) stepAt(x *node, at int64) int64 {
+	if x.fact != nil && x.fact.TUS >= 0 {
+		return j.at(x.fact)
+	}
+	return at
 }
 
 // invariantsReport is the built-in invariants the logs' final

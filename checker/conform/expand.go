@@ -234,7 +234,12 @@ func (j *judge) tallyTo(t tally, from, n *node) tally {
 // current node, tallying the steps between.
 func (j *judge) advance(a *attempt, c *node) {
 	a.tally = j.tallyTo(a.tally, a.cur, c)
+	at := int64(-1)
 	for x := c; x != a.cur; x = x.parent {
+		// Noted while the nodes are fresh in the cache: at the attempt's
+		// end they have long left it.
+		at = j.stepAt(x, at)
+		a.ex.Note(x.fired, at, a.seq)
 		cn := chainNode{n: x}
 		if x.owns {
 			cn.st = x.st
@@ -262,6 +267,7 @@ func (j *judge) freeGreedy(a *attempt) {
 // is searched in full instead: its nodes go to the collector, not back
 // to the pools.
 func (j *judge) dropGreedy(a *attempt) {
+	a.ex.Reset()
 	clear(a.chain)
 	a.chain = a.chain[:0]
 }

@@ -155,11 +155,14 @@ type attempt struct {
 	// and countedSt the state of cur the ledgers count (counted).
 	tally     tally
 	countedSt *system.State
-	cut       bool // the step bound cut the search at this level
-	everCut   bool
-	fcut      bool // a fault was refused at this level
-	last      *obslog.Fact
-	broken    *model.Violation // a step an explanation would need broke this
+	// ex is the triggers the explanation up to cur fired (advance): the
+	// judge's own notes them once the explanation is final (exercise).
+	ex      cluster.Exercise
+	cut     bool // the step bound cut the search at this level
+	everCut bool
+	fcut    bool // a fault was refused at this level
+	last    *obslog.Fact
+	broken  *model.Violation // a step an explanation would need broke this
 	// furthest is the explanations that explained the most facts, for
 	// the report when none goes further.
 	furthest []*node
@@ -542,6 +545,7 @@ func (j *judge) restart(a *attempt) bool {
 	j.enter(a, w)
 	if !a.full {
 		a.cur, a.tally, a.countedSt = j.root(a), tally{}, nil
+		a.ex.Reset()
 		a.chain = append(a.chain[:0], chainNode{a.cur, a.cur.st})
 		var all []*obslog.Fact
 		for _, sl := range a.slots {
