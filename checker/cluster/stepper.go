@@ -17,7 +17,6 @@ type Stepper struct {
 	labels []obslog.Label
 	// fired is the invariants' triggers the last move fired (Fired).
 	fired model.Triggers
-	tx    model.Tx // Force's
 }
 
 // NewStepper steps with chk, counting rows in cov (which logs each step's
@@ -59,13 +58,9 @@ func (s *Stepper) Step(st *system.State, m system.Move) (*model.Violation, bool)
 func (s *Stepper) Force(st *system.State, m system.Move) *model.Violation {
 	s.refill(st)
 	stale := s.chk.StaleDelivery(st, m)
-	// system.Apply, in a transaction the stepper keeps: its journal is
-	// read in place rather than copied out with every move.
-	before := *st
-	s.tx.W, s.tx.J.N = &st.W, 0
-	s.chk.ApplyTx(st, &s.tx, m, s.cov, true)
-	s.fired = triggers(&s.tx.J, stale)
-	return s.chk.JudgeStep(&before, st, &s.tx.J, m)
+	j, v := s.chk.Apply(st, m, s.cov)
+	s.fired = triggers(&j, stale)
+	return v
 }
 
 // triggers is what a step with journal j fired: its effects', and
