@@ -15,6 +15,8 @@ type Stepper struct {
 	cov    *system.Coverage
 	fires  []system.Firing
 	labels []obslog.Label
+	// fired is the invariants' triggers the last move fired (Fired).
+	fired model.Triggers
 }
 
 // NewStepper steps with chk, counting rows in cov (which logs each step's
@@ -44,7 +46,9 @@ func (s *Stepper) refill(st *system.State) {
 // reports false, with st unchanged, when st does not.
 func (s *Stepper) Step(st *system.State, m system.Move) (*model.Violation, bool) {
 	s.refill(st)
-	_, v, err := s.chk.Step(st, m, s.cov)
+	stale := s.chk.StaleDelivery(st, m)
+	j, v, err := s.chk.Step(st, m, s.cov)
+	s.fired = triggers(&j, stale)
 	return v, err == nil
 }
 
@@ -53,9 +57,27 @@ func (s *Stepper) Step(st *system.State, m system.Move) (*model.Violation, bool)
 // judging the step's invariants.
 func (s *Stepper) Force(st *system.State, m system.Move) *model.Violation {
 	s.refill(st)
-	_, v := s.chk.Apply(st, m, s.cov)
+	stale := s.chk.StaleDelivery(st, m)
+	j, v := s.chk.Apply(st, m, s.cov)
+	s.fired = triggers(&j, stale)
 	return v
 }
+
+// triggers is what a step with journal j fired: its effects', and
+// AttemptIsolation's when it delivered a fact to a finished record
+// (stale), as check's search counts them.
+func triggers(j *model.Journal, stale bool) model.Triggers {
+	t := j.Fired()
+	if stale {
+		t |= model.TrigStaleDelivery
+	}
+	return t
+}
+
+// Fired is the invariants' triggers the last Step or Force fired
+// (model.Triggers; none when Step refused the move): a driver notes them
+// (Exercise) for the invariants its run exercised.
+func (s *Stepper) Fired() model.Triggers { return s.fired }
 
 // Firings is the rows the last Step or Force fired.
 func (s *Stepper) Firings() []system.Firing { return s.fires }

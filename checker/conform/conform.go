@@ -114,6 +114,9 @@ type Report struct {
 	// reached or not, antecedents held or not.
 	Props      string           `json:"props,omitempty"`
 	Properties *props.RunReport `json:"properties,omitempty"`
+	// Invariants is the built-in invariants the steps of the final
+	// explanations exercised, and those they never did.
+	Invariants *cluster.InvariantsReport `json:"invariants,omitempty"`
 }
 
 // Rejection is the first fact no behavior explains.
@@ -216,6 +219,7 @@ func Judge(in []Input, opt Options) (*Report, error) {
 		}
 	}
 	j.rep.Properties = j.timedReport()
+	j.rep.Invariants = j.invariantsReport()
 	return j.report(), nil
 }
 

@@ -40,6 +40,7 @@ func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 		if v := j.stepper.Force(&ns, system.Move{Kind: system.Restart.Move(), H: -1, Arg: k}); v != nil || !j.setState(a, c, &ns) {
 			return false
 		}
+		c.fired = j.stepper.Fired()
 		j.forgive(a, c, f.Proc)
 		c.pos[s]++
 		c.consumed++
@@ -86,7 +87,7 @@ func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 		return false
 	}
 	for y := c; y != n; y = y.parent {
-		e.steps = append(e.steps, memoStep{m: y.move, st: *y.st, stKey: j.keyOf(y)})
+		e.steps = append(e.steps, memoStep{m: y.move, st: *y.st, stKey: j.keyOf(y), fired: y.fired})
 	}
 	slices.Reverse(e.steps)
 	e.owed, e.owedN, e.found = c.owed, c.owedN, true
@@ -193,6 +194,7 @@ type memoStep struct {
 	m     system.Move
 	st    system.State
 	stKey uint64
+	fired model.Triggers
 }
 
 // memoKey is all that greedy's search reads beside the state: what the
@@ -259,7 +261,7 @@ func (j *judge) memoReplay(n *node, e *greedyMemo, s int, f *obslog.Fact) *node 
 		st := &e.steps[i]
 		c := j.child(x)
 		j.own(c, &st.st)
-		c.stKey, c.move = st.stKey, st.m
+		c.stKey, c.move, c.fired = st.stKey, st.m, st.fired
 		if i < len(e.steps)-1 {
 			c.silent++
 		} else {
@@ -292,6 +294,7 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 		if v := j.stepper.Force(&next, m); v != nil {
 			continue
 		}
+		fired := j.stepper.Fired()
 		if (m.Kind == system.MvDeliver) && ignored(j.stepper.Firings()) {
 			continue
 		}
@@ -308,7 +311,7 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 			if more && !(m.Kind.Fault() && m.Kind != system.Evict.Move()) {
 				// Made a node only if no move of x explains f: most
 				// facts are explained at once, and then these go.
-				j.quiet = append(j.quiet, quietStep{m: m, st: next})
+				j.quiet = append(j.quiet, quietStep{m: m, st: next, fired: fired})
 			}
 			continue
 		}
@@ -331,7 +334,7 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 			}
 			j.own(c, &next)
 			c.stKey = 0
-			c.move = m
+			c.move, c.fired = m, fired
 			c.pos[s]++
 			c.consumed++
 			c.fact = f
@@ -347,8 +350,9 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 
 // quietStep is an unlogged step explainStep found, not yet a node.
 type quietStep struct {
-	m  system.Move
-	st system.State
+	m     system.Move
+	st    system.State
+	fired model.Triggers
 }
 
 // flushQuiet makes the unlogged steps explainStep found of x nodes of the
@@ -365,7 +369,7 @@ func (j *judge) flushQuiet(a *attempt, x *node, silent *[]*node) {
 		} else {
 			j.own(c, &q.st)
 			c.stKey = 0
-			c.move = q.m
+			c.move, c.fired = q.m, q.fired
 			c.silent++
 			*silent = append(*silent, c)
 		}

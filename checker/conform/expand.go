@@ -127,6 +127,7 @@ func (j *judge) caughtUp(a *attempt, n *node) bool {
 
 func (j *judge) retire(a *attempt, n *node) {
 	j.account(a, n)
+	j.exercise(a, n, true)
 	j.observeTimed(a, n, true)
 	j.recount(a, nil)
 	delete(j.att, a.id)
@@ -233,7 +234,12 @@ func (j *judge) tallyTo(t tally, from, n *node) tally {
 // current node, tallying the steps between.
 func (j *judge) advance(a *attempt, c *node) {
 	a.tally = j.tallyTo(a.tally, a.cur, c)
+	at := int64(-1)
 	for x := c; x != a.cur; x = x.parent {
+		// Noted while the nodes are fresh in the cache: at the attempt's
+		// end they have long left it.
+		at = j.stepAt(x, at)
+		a.ex.Note(x.fired, at, a.seq)
 		cn := chainNode{n: x}
 		if x.owns {
 			cn.st = x.st
@@ -261,6 +267,7 @@ func (j *judge) freeGreedy(a *attempt) {
 // is searched in full instead: its nodes go to the collector, not back
 // to the pools.
 func (j *judge) dropGreedy(a *attempt) {
+	a.ex.Reset()
 	clear(a.chain)
 	a.chain = a.chain[:0]
 }
@@ -297,9 +304,11 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 					a.broken = v
 					continue
 				}
+				fired := j.stepper.Fired()
 				if !j.setState(a, c, &ns) {
 					continue
 				}
+				c.fired = fired
 				j.forgive(a, c, f.Proc)
 				c.pos[s]++
 				c.consumed++
@@ -326,6 +335,7 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 		}
 		var next *system.State
 		var nextKey uint64
+		var fired model.Triggers
 		must := n.labels[sc.off : int(sc.off)+int(sc.mn)]
 		for i := 0; i < int(sc.mn); i++ {
 			l := must[i]
@@ -338,7 +348,7 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 			}
 			if j.consume(a, n, &l, func(s int, f *obslog.Fact) {
 				if next == nil {
-					next = j.step(n, sc.m)
+					next, fired = j.step(n, sc.m)
 					if v := j.chk.CheckState(next); v != nil {
 						a.broken = v
 						sc.mn = 0 // explains nothing
@@ -351,7 +361,7 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 				}
 				c := j.child(n)
 				c.st, c.stKey = next, nextKey
-				c.move = sc.m
+				c.move, c.fired = sc.m, fired
 				c.pos[s]++
 				c.consumed++
 				c.fact = f
@@ -482,6 +492,7 @@ func (j *judge) steps(a *attempt, n *node, work []*node) []*node {
 			a.broken = v
 			continue
 		}
+		fired := j.stepper.Fired()
 		if (m.Kind == system.MvDeliver || m.Kind == system.Duplicate.Move()) && ignored(j.stepper.Firings()) {
 			// A fact no row acts on (a late one, a duplicate, one at a
 			// side that finished) only leaves the channel. Leaving it
@@ -514,7 +525,7 @@ func (j *judge) steps(a *attempt, n *node, work []*node) []*node {
 		if !j.setState(a, c, &ns) {
 			continue
 		}
-		c.move = m
+		c.move, c.fired = m, fired
 		c.silent++
 		if fault {
 			c.faults++

@@ -63,9 +63,13 @@ type judge struct {
 
 	moves   []system.Move
 	stepper *cluster.Stepper // takes every move from a node, keeping its firings
-	cov     *system.Coverage
-	labels  []obslog.Label
-	quiet   []quietStep
+	// ex is the invariants' triggers the steps of the final explanations
+	// fired (exercise), exIDs the attempts it names (by seq).
+	ex     cluster.Exercise
+	exIDs  map[int]string
+	cov    *system.Coverage
+	labels []obslog.Label
+	quiet  []quietStep
 
 	// worlds is the attempts' world configurations by prompt and prefix
 	// hit: attempts of one size share one, so their states compare equal
@@ -151,11 +155,14 @@ type attempt struct {
 	// and countedSt the state of cur the ledgers count (counted).
 	tally     tally
 	countedSt *system.State
-	cut       bool // the step bound cut the search at this level
-	everCut   bool
-	fcut      bool // a fault was refused at this level
-	last      *obslog.Fact
-	broken    *model.Violation // a step an explanation would need broke this
+	// ex is the triggers the explanation up to cur fired (advance): the
+	// judge's own notes them once the explanation is final (exercise).
+	ex      cluster.Exercise
+	cut     bool // the step bound cut the search at this level
+	everCut bool
+	fcut    bool // a fault was refused at this level
+	last    *obslog.Fact
+	broken  *model.Violation // a step an explanation would need broke this
 	// furthest is the explanations that explained the most facts, for
 	// the report when none goes further.
 	furthest []*node
@@ -240,6 +247,7 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 		j.maxF = DefaultMaxFaults
 	}
 	j.stepper = cluster.NewStepper(j.chk, j.cov)
+	j.ex.Unordered, j.exIDs = true, map[int]string{}
 	j.tmpl = *c.AttemptWorld(1, 0)
 	for i, pr := range h.Processes {
 		if pr.Role == obslog.RoleRouter {
@@ -537,6 +545,7 @@ func (j *judge) restart(a *attempt) bool {
 	j.enter(a, w)
 	if !a.full {
 		a.cur, a.tally, a.countedSt = j.root(a), tally{}, nil
+		a.ex.Reset()
 		a.chain = append(a.chain[:0], chainNode{a.cur, a.cur.st})
 		var all []*obslog.Fact
 		for _, sl := range a.slots {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/checker/system"
+	"github.com/handoffcheck/handoffcheck/model"
 )
 
 // Nodes: a node of an attempt's search is a state of the composed system
@@ -35,6 +36,9 @@ type node struct {
 	depth uint16
 	fact  *obslog.Fact // the fact this node explained, or nil
 	move  system.Move  // the step that made this node (none: a fact owed)
+	// fired is the invariants' triggers that step fired (a restart's
+	// too): an explanation that is final notes them (exercise).
+	fired model.Triggers
 	// succ is, once the node was expanded, its logged steps: a node
 	// expanded again (a fact it may explain arrived) matches the fact
 	// against them without stepping the world again.
@@ -280,6 +284,7 @@ func (j *judge) child(n *node) *node {
 	}
 	c.fact = nil
 	c.move = system.Move{}
+	c.fired = 0
 	c.succ = nil
 	c.labels = nil
 	c.expanded = false
@@ -288,11 +293,11 @@ func (j *judge) child(n *node) *node {
 	return c
 }
 
-// step is the state a node's move leads to.
-func (j *judge) step(n *node, m system.Move) *system.State {
+// step is the state a node's move leads to, and the triggers it fired.
+func (j *judge) step(n *node, m system.Move) (*system.State, model.Triggers) {
 	next := *n.st
 	j.stepper.Force(&next, m)
-	return &next
+	return &next, j.stepper.Fired()
 }
 
 // better orders explanations for a report: more facts explained, then

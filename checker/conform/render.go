@@ -11,6 +11,9 @@ import (
 // invariant, what the tables allowed instead and the explained prefix.
 func (r *Report) WriteText(w io.Writer) {
 	r.writeVerdict(w)
+	if r.Invariants != nil {
+		r.Invariants.WriteText(w, "")
+	}
 	if r.Properties != nil {
 		r.Properties.WriteText(w, "")
 	}

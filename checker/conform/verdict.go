@@ -156,6 +156,7 @@ func (j *judge) end() error {
 			if !a.full {
 				if best := j.greedyEnd(a); best != nil {
 					j.account(a, best)
+					j.exercise(a, best, j.doneAtEnd(best))
 					j.observeTimed(a, best, j.doneAtEnd(best))
 					break
 				}
@@ -168,6 +169,7 @@ func (j *judge) end() error {
 			}
 			if best := j.ended(a); best != nil {
 				j.account(a, best)
+				j.exercise(a, best, j.doneAtEnd(best))
 				j.observeTimed(a, best, j.doneAtEnd(best))
 				break
 			}
@@ -221,6 +223,7 @@ func (j *judge) unfinished(a *attempt) {
 	}
 	// A deadline the logs' clock passed is the finding that explains
 	// why the attempt never finished.
+	j.exercise(a, caught, false)
 	if j.observeTimed(a, caught, false); j.rep.Rejection != nil {
 		return
 	}

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -57,5 +58,16 @@ func (s *Sim) withProps(res *Result) *Result {
 		violated = res.Violation.Invariant
 	}
 	res.Props = s.clock.Report(violated, func(i int) string { return fmt.Sprintf("request %d", i) })
+	return res
+}
+
+// withInvariants adds to a run's result the built-in invariants it
+// exercised (cluster.Exercise): those whose trigger its steps fired.
+func (s *Sim) withInvariants(res *Result) *Result {
+	violated := ""
+	if res.Violation != nil {
+		violated = res.Violation.Invariant
+	}
+	res.Invariants = s.ex.Report(cluster.TimedInvariants(s.faultFree), s.cfg.AttemptWorld(0, 0), violated, func(i int) string { return fmt.Sprintf("request %d", i) })
 	return res
 }

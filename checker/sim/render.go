@@ -6,6 +6,7 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/props"
 )
 
@@ -18,6 +19,8 @@ type resultJSON struct {
 	Violation   *Violation       `json:"violation,omitempty"`
 	Interrupted bool             `json:"interrupted,omitempty"`
 	Props       *props.RunReport `json:"properties,omitempty"`
+	// Invariants: the built-in invariants the run exercised.
+	Invariants *cluster.InvariantsReport `json:"invariants,omitempty"`
 }
 
 // WriteResults prints the summaries (one per run) and any violation: as
@@ -27,11 +30,11 @@ func WriteResults(w io.Writer, results []*Result, asJSON bool) error {
 	if asJSON {
 		var out any
 		if len(results) == 1 {
-			out = resultJSON{results[0].Summary, results[0].Violation, results[0].Interrupted, results[0].Props}
+			out = resultJSON{results[0].Summary, results[0].Violation, results[0].Interrupted, results[0].Props, results[0].Invariants}
 		} else {
 			var all []resultJSON
 			for _, r := range results {
-				all = append(all, resultJSON{r.Summary, r.Violation, r.Interrupted, r.Props})
+				all = append(all, resultJSON{r.Summary, r.Violation, r.Interrupted, r.Props, r.Invariants})
 			}
 			out = struct {
 				Runs []resultJSON `json:"runs"`
@@ -93,6 +96,9 @@ func (r *Result) WriteSummary(w io.Writer) {
 		for _, l := range v.History {
 			fmt.Fprintf(w, "  %s\n", l)
 		}
+	}
+	if r.Invariants != nil {
+		r.Invariants.WriteText(w, "")
 	}
 	if r.Props != nil {
 		r.Props.WriteText(w, "")

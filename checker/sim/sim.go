@@ -85,6 +85,9 @@ type Sim struct {
 	marks       map[int]*cluster.Marks
 	cov         *system.Coverage
 	step        *cluster.Stepper // takes every move, keeping its firings
+	// ex is the invariants' triggers the run's steps fired, and where
+	// first: the built-in invariants it exercised (Result.Invariants).
+	ex cluster.Exercise
 
 	stats     *stats
 	tl        *recorder
@@ -451,7 +454,7 @@ func (s *Sim) run(ctx context.Context, opt Options) (*Result, error) {
 		}
 		if events&0xffff == 0 {
 			if err := ctx.Err(); err != nil {
-				return s.withProps(s.result(events, true)), nil
+				return s.withInvariants(s.withProps(s.result(events, true))), nil
 			}
 			if opt.Progress != nil {
 				opt.Progress(Progress{NowUS: s.now, Arrived: s.arrivals, Completed: s.stats.completed, Events: events})
@@ -494,7 +497,7 @@ func (s *Sim) run(ctx context.Context, opt Options) (*Result, error) {
 	if s.violation == nil {
 		s.finish()
 	}
-	return s.withProps(s.result(events, false)), nil
+	return s.withInvariants(s.withProps(s.result(events, false))), nil
 }
 
 // A run that neither drains nor ends is stopped: an hour of virtual time
@@ -631,6 +634,7 @@ func (s *Sim) do(r *request, m system.Move, force bool) bool {
 			return false
 		}
 	}
+	s.ex.Note(s.step.Fired(), s.now, r.Index)
 	if v == nil {
 		v = s.chk.CheckState(&r.st)
 	}
@@ -1255,6 +1259,7 @@ func (s *Sim) restart(w int) {
 		s.project(r)
 		befores[i] = r.st
 		v := s.step.Force(&r.st, system.Move{Kind: system.Restart.Move(), H: -1, Arg: int8(k)})
+		s.ex.Note(s.step.Fired(), s.now, r.Index)
 		r.history.add(histEntry{at: s.now, kind: hRestart, w: w})
 		s.noteFirings(r)
 		if v != nil {
@@ -1340,6 +1345,8 @@ func (s *Sim) maybeRetire(r *request) {
 	if r.retired || r.busy() {
 		return
 	}
+	// Nothing is to happen for the request any more: Quiescence judges it.
+	s.ex.Note(model.TrigQuiescent, s.now, r.Index)
 	if s.chk.Finished(&r.st, 0) && r.st.W.HandoffDrained(0) {
 		s.retire(r)
 		return
@@ -1386,6 +1393,9 @@ func (s *Sim) retire(r *request) {
 		s.fail(r, model.NameQuiescence, "the request retired holding something on its prefill worker")
 	}
 	s.stats.faultsMissed += r.m.Left()
+	if s.faultFree {
+		s.ex.Note(model.TrigFaultFreeQuiescent, s.now, r.Index)
+	}
 	if x := &r.st.W.H[0]; s.faultFree && !s.cfg.Engine.Traits().ExemptFromFaultFreeCompletion() &&
 		(x.Outcome[0] != model.OutcomeOK || x.Outcome[1] != model.OutcomeOK) {
 		s.fail(r, model.NameFaultFreeCompletion, fmt.Sprintf("no fault happened, yet the source ended %s and the destination %s", x.Outcome[0], x.Outcome[1]))

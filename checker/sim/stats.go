@@ -21,6 +21,9 @@ type Result struct {
 	Interrupted bool
 	// Props is the verdicts of Options.Props on the run (nil: none).
 	Props *props.RunReport
+	// Invariants is the built-in invariants the run exercised and those
+	// it never did (nil on a path without role machines).
+	Invariants *cluster.InvariantsReport
 }
 
 // Summary is the figures of a run (docs: simulate's summary). Times are

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -81,4 +82,75 @@ func TestSimulateLog_Conforms(t *testing.T) {
 		t.Fatalf("the heavily shared workload adopted fewer than a thousand blocks:\n%s", out)
 	}
 	conforms(slog)
+}
+
+// The shipped example logs (testdata/logs/valid, make examples) are the
+// simulator's logs of testdata/logs' configuration, workload and faults:
+// conform on each says the same built-in invariants were exercised as
+// simulate says of that run, and first at the same virtual time, but for
+// AttemptIsolation (conform's search never delivers a fact no row acts
+// on) and Quiescence's time (the simulator judges a request when nothing
+// more is scheduled for it, conform at the attempt's last fact).
+func TestSimulateLog_ConformAgreesOnInvariantsExercised(t *testing.T) {
+	type inv struct {
+		Invariant string `json:"invariant"`
+		Exercised bool   `json:"exercised"`
+		First     *struct {
+			AtUS int64 `json:"at_us"`
+		} `json:"first"`
+	}
+	type report struct {
+		Invariants *struct {
+			Invariants []inv `json:"invariants"`
+		} `json:"invariants"`
+	}
+	runJSON := func(args ...string) map[string]inv {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if code := run(args, &out, &errOut); code != exitOK {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out.String(), errOut.String())
+		}
+		var r report
+		if err := json.Unmarshal(out.Bytes(), &r); err != nil || r.Invariants == nil {
+			t.Fatalf("%v: %v, or no invariants in\n%s", args, err, out.String())
+		}
+		m := map[string]inv{}
+		for _, x := range r.Invariants.Invariants {
+			m[x.Invariant] = x
+		}
+		return m
+	}
+	for _, p := range []struct{ policy, engine string }{{"source-first", "vllm"}, {"destination-first", "sglang"}} {
+		sim := runJSON("simulate", "--config", "../../testdata/logs/config.json", "--workload", "../../testdata/logs/workload.jsonl",
+			"--faults", "../../testdata/logs/faults.jsonl", "--policy", p.policy, "--engine", p.engine, "--json")
+		con := runJSON("conform", "--json", "../../testdata/logs/valid/"+p.policy+"-complete.jsonl")
+		exercised := 0
+		for name, s := range sim {
+			c, ok := con[name]
+			if !ok {
+				if name != "FaultFreeCompletion" {
+					t.Errorf("%s: conform does not report %s", p.policy, name)
+				}
+				continue
+			}
+			if name == "AttemptIsolation" {
+				if c.Exercised {
+					t.Errorf("%s: conform exercised AttemptIsolation, whose stale deliveries its search leaves in flight", p.policy)
+				}
+				continue
+			}
+			if s.Exercised != c.Exercised {
+				t.Errorf("%s: %s: simulate exercised %v, conform %v", p.policy, name, s.Exercised, c.Exercised)
+			}
+			if s.Exercised {
+				exercised++
+			}
+			if s.First != nil && name != "Quiescence" && (c.First == nil || c.First.AtUS != s.First.AtUS) {
+				t.Errorf("%s: %s: first exercised at %+v us in simulate, %+v in conform", p.policy, name, s.First, c.First)
+			}
+		}
+		if exercised < 15 {
+			t.Errorf("%s: only %d invariants exercised: the example run should exercise most", p.policy, exercised)
+		}
+	}
 }
