@@ -108,5 +108,19 @@ func (w *World) HandoffDrained(h int) bool {
 // exceeds what the sharers hold.
 func SharedActive(n Blocks) Holdings { return Holdings{holdings{active: -n}} }
 
+// SharedKept is n blocks a request's kept cache holds fewer than its
+// world says: it shared them with another request's active KV when it
+// released, and they stayed active with that request, so only its own
+// blocks went to the cache. A driver adds it to the sum of what its
+// worker holds until the cache evicts the request's blocks; it is
+// negative kept, and never exceeds what the request keeps.
+func SharedKept(n Blocks) Holdings { return Holdings{holdings{kept: -n}} }
+
+// Active is the active blocks held.
+func (a Holdings) Active() Blocks { return a.h.active }
+
+// Kept is the released blocks kept in the cache as a handoff's.
+func (a Holdings) Kept() Blocks { return a.h.kept }
+
 // Prefix is the cached prefix blocks held, lockable by a reservation.
 func (a Holdings) Prefix() Blocks { return a.h.prefix }

@@ -64,13 +64,13 @@ type Config struct {
 	// built-in invariants (system.Config.Judge): properties written in a
 	// file, judged at each simulated step.
 	Judge system.StateJudge
-	// AdoptCanonical applies the engine's canonical block adoption at
-	// activation (model.EngineTraits.Duplicates: vLLM adopts) to the
-	// simulator's ledgers, and its log's activated facts say what was
-	// adopted (conform counts the shared blocks once). Off by default:
-	// while a released request's blocks sit in the cache the share is
-	// still counted, so the worker's active figure is low by it.
-	AdoptCanonical bool
+	// AdoptCanonical overrides whether the simulator applies canonical
+	// block adoption at activation to its ledgers (its log's activated
+	// facts say what was adopted; conform counts the shared blocks once).
+	// Nil follows the engine (model.EngineTraits.Duplicates: vLLM
+	// adopts); false turns it off; true asks for it, which an engine that
+	// does not adopt at activation ignores (Adopts).
+	AdoptCanonical *bool
 	// Policy is a spec policy, or Disabled (the legacy disaggregated
 	// path). Aggregated serves every request on one worker, whatever the
 	// policy.
@@ -211,7 +211,7 @@ type fileConfig struct {
 	Routers        struct{ Prefill, Decode string } `json:"routers"`
 	Commands       json.RawMessage                  `json:"commands"`
 	Renewal        *bool                            `json:"renewal"`
-	AdoptCanonical bool                             `json:"adopt_canonical_blocks,omitempty"`
+	AdoptCanonical *bool                            `json:"adopt_canonical_blocks,omitempty"`
 	SampleMs       *float64                         `json:"sample_ms"`
 	MaxRetries     int                              `json:"max_retries"`
 }
@@ -421,6 +421,13 @@ func (c *Config) PromptBlocks(prompt model.Tokens) (model.Blocks, error) {
 // caches count it: the linear profile's page, or the block of the grouped
 // profile's first full-attention group (the group whose whole blocks a
 // destination's prefix hit is counted in).
+// Adopts reports whether the simulator applies canonical block adoption
+// at activation: the engine adopts at activation (vLLM), and the
+// configuration did not turn it off.
+func (c *Config) Adopts() bool {
+	return c.Engine.Traits().Duplicates == model.AdoptsAtActivation && (c.AdoptCanonical == nil || *c.AdoptCanonical)
+}
+
 func (c *Config) BlockSize() model.Tokens {
 	if c.Grouped == nil {
 		return c.Transfer.BlockSize

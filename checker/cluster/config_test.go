@@ -90,3 +90,30 @@ func TestMarks_EveryPlannedKindStrikes(t *testing.T) {
 		}
 	}
 }
+
+// Canonical block adoption follows the engine unless the configuration
+// says otherwise: absent, vLLM adopts and the others do not; false turns
+// it off; true changes nothing on an engine that does not adopt at
+// activation. The configuration's JSON keeps what was written.
+func TestConfig_AdoptCanonicalFollowsTheEngine(t *testing.T) {
+	for _, c := range []struct {
+		field, engine string
+		want          bool
+	}{
+		{"", "vllm", true}, {`"adopt_canonical_blocks": false,`, "vllm", false}, {`"adopt_canonical_blocks": true,`, "vllm", true},
+		{"", "sglang", false}, {`"adopt_canonical_blocks": true,`, "sglang", false}, {"", "trtllm", false}, {`"adopt_canonical_blocks": true,`, "trtllm", false},
+	} {
+		data := strings.Replace(string(DefaultConfigJSON()), "{", "{"+c.field, 1)
+		data = strings.Replace(data, `"engine": "vllm"`, `"engine": "`+c.engine+`"`, 1)
+		cfg, err := ParseConfig("c.json", []byte(data))
+		if err != nil {
+			t.Fatalf("%s %q: %v", c.engine, c.field, err)
+		}
+		if cfg.Engine.String() != c.engine || cfg.Adopts() != c.want {
+			t.Errorf("%s %q: engine %s adopts %v, want %v", c.engine, c.field, cfg.Engine, cfg.Adopts(), c.want)
+		}
+		if out := string(cfg.JSON()); strings.Contains(out, "adopt_canonical_blocks") != (c.field != "") {
+			t.Errorf("%s %q: the configuration's JSON %s", c.engine, c.field, out)
+		}
+	}
+}

@@ -16,7 +16,9 @@ import (
 // Each attempt's world still holds its own blocks, as the simulator's
 // requests do; the worker's ledger counts the shared ones once, as the
 // simulator's worker does (model.SharedActive), until either attempt
-// stops holding them: its decode_released, or the worker's restart. When
+// stops holding them: its decode_released (in a log that does not record
+// it, an adoption that names a later holder: impliedRelease), or the
+// worker's restart. When
 // the owner of the canonical blocks leaves, its oldest adopter holds
 // them in its place, at the cost of one share, and the other adopters
 // share them with it.
@@ -79,6 +81,7 @@ func (j *judge) shareFact(a *attempt, f *obslog.Fact) string {
 		}
 	case obslog.Activated:
 		if f.AdoptedBlocks > 0 {
+			j.impliedRelease(f)
 			if why := j.adoptable(a, f); why != "" {
 				return why
 			}
@@ -92,6 +95,28 @@ func (j *judge) shareFact(a *attempt, f *obslog.Fact) string {
 		sh.decoding[a.id] = decoder{proc: f.Proc, prompt: a.prompt, hit: a.hit}
 	}
 	return ""
+}
+
+// impliedRelease keeps the account of a log that does not record
+// decode_released on the decode process (a log of milestones): it cannot
+// say when an owner of canonical blocks released them, and an adoption
+// that names one of the owner's adopters as canonical tells it: the
+// owner released before it, and so did every older adopter that held the
+// blocks in its place in turn, until that adopter was the oldest left.
+func (j *judge) impliedRelease(f *obslog.Fact) {
+	if j.h.Processes[f.Proc].Records.Has(obslog.DecodeReleased) {
+		return
+	}
+	sh := &j.sharing
+	for {
+		i := slices.IndexFunc(sh.shares, func(x adoption) bool { return x.adopter == f.Canonical })
+		if i < 0 || sh.shares[i].proc != f.Proc {
+			return
+		}
+		owner := sh.shares[i].owner
+		delete(sh.decoding, owner)
+		j.unshare(owner)
+	}
 }
 
 // adoptable says why attempt a may not adopt what its activated fact f

@@ -15,7 +15,7 @@ import (
 
 // adoptLog is the log of three requests of one prefix group decoding
 // together on one decode worker (1024-token prompts sharing a 512-token
-// prefix, 32 blocks of 16 tokens): on vLLM with adoption on, r1 and r2
+// prefix, 32 blocks of 16 tokens): on vLLM (which adopts by default), r1 and r2
 // adopt r0's 32 canonical blocks at activation.
 func adoptLog(t *testing.T, engine model.Engine, policy string) []byte {
 	t.Helper()
@@ -24,7 +24,7 @@ func adoptLog(t *testing.T, engine model.Engine, policy string) []byte {
 		t.Fatal(err)
 	}
 	cfg.Policy = policy
-	cfg.Engine, cfg.AdoptCanonical = engine, true
+	cfg.Engine = engine
 	cfg.Prefill.Workers, cfg.Decode.Workers, cfg.JitterUS = 1, 1, 0
 	var reqs []cluster.Request
 	for i, out := range []model.Tokens{300, 100, 100} {
@@ -143,6 +143,64 @@ func TestAdoption_OwnerLeaves(t *testing.T) {
 	j.shareFact(nil, &obslog.Fact{Proc: 2, Kind: obslog.WorkerRestarted, Gen: 1})
 	if got := j.ledgers[2].shared; got != 0 || len(j.sharing.shares) != 0 || len(j.sharing.decoding) != 0 {
 		t.Errorf("after the restart, %d blocks shared, %d shares, %d decoding; want none", got, len(j.sharing.shares), len(j.sharing.decoding))
+	}
+}
+
+// A log of milestones records no decode_released: an adoption naming
+// an adopter of r0 as canonical tells the judge that r0, and the older
+// adopters that held the blocks in its place in turn, released them
+// unlogged. A complete log says when each released, and rejects it.
+func TestAdoption_ReleaseImpliedInALogOfMilestones(t *testing.T) {
+	for _, c := range []struct {
+		records obslog.KindSet
+		want    string
+	}{
+		{obslog.Of(obslog.Milestones()...) | obslog.Of(obslog.WorkerRestarted), ""},
+		{obslog.All, "canonical r2 adopted the canonical blocks of r0 itself and owns none"},
+	} {
+		h := &obslog.Header{Engine: model.VLLM, Processes: []obslog.Process{{Name: "router", Role: obslog.RoleRouter, Records: c.records},
+			{Name: "prefill-0", Role: obslog.RolePrefill, Records: c.records}, {Name: "decode-0", Role: obslog.RoleDecode, Records: c.records}}}
+		j, err := newJudge(h, "x.jsonl", Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		act := func(id, owner string, n int64) string {
+			return j.shareFact(&attempt{id: id, p: 1, d: 2, prompt: 1024}, &obslog.Fact{Proc: 2, Attempt: id, Kind: obslog.Activated, AdoptedBlocks: n, Canonical: owner})
+		}
+		for _, s := range []struct{ id, owner string }{{"r0", ""}, {"r1", "r0"}, {"r2", "r0"}, {"r3", "r0"}} {
+			n := int64(32)
+			if s.owner == "" {
+				n = 0
+			}
+			if why := act(s.id, s.owner, n); why != "" {
+				t.Fatalf("%s adopting %s: %s", s.id, s.owner, why)
+			}
+		}
+		why := act("r4", "r2", 32)
+		if c.want != "" {
+			if !strings.Contains(why, c.want) {
+				t.Errorf("a complete log: adopting from r2 gave %q, want %q", why, c.want)
+			}
+			continue
+		}
+		if why != "" {
+			t.Fatalf("a log of milestones: adopting from r2: %s", why)
+		}
+		// r0 and r1 released: r2 holds the blocks, r3 and r4 share them.
+		if _, ok := j.sharing.decoding["r0"]; ok {
+			t.Error("r0 still decodes")
+		}
+		if _, ok := j.sharing.decoding["r1"]; ok {
+			t.Error("r1 still decodes")
+		}
+		if got := j.ledgers[2].shared; got != 64 || len(j.sharing.shares) != 2 {
+			t.Errorf("%d blocks shared in %d shares, want 64 in 2", got, len(j.sharing.shares))
+		}
+		for _, x := range j.sharing.shares {
+			if x.owner != "r2" {
+				t.Errorf("%s shares with %s, want r2", x.adopter, x.owner)
+			}
+		}
 	}
 }
 

@@ -330,12 +330,13 @@ func (j *judge) fact(f *obslog.Fact) error {
 		ps.gen, ps.seen, ps.since = f.Gen, true, f.Where()
 		ps.restart = f
 		j.rep.Restarts++
-		j.shareFact(nil, f)
 		// The restart reaches the attempts the worker had logged facts
 		// of: only its own order says what it held when it restarted (a
 		// router's line, read from another log, says nothing of when).
 		// An attempt routed to it that it never logs was lost in a
-		// restart; end gives it one.
+		// restart; end gives it one. The shares there end after every
+		// attempt's restart: ended before, the ledger would count the
+		// shared blocks of the attempts not yet restarted twice.
 		for _, a := range j.sortedOpen() {
 			if (a.p == f.Proc || a.d == f.Proc) && j.logged(a, f.Proc) {
 				if !j.add(a, f) {
@@ -343,6 +344,7 @@ func (j *judge) fact(f *obslog.Fact) error {
 				}
 			}
 		}
+		j.shareFact(nil, f)
 		return nil
 	}
 	switch {

@@ -230,6 +230,11 @@ type request struct {
 	xferEnd   int64
 	hit       model.Tokens // the prefix the decode worker had cached
 	sharing   int          // the shares of canonical blocks it is in (adopter or owner)
+	// keptShort is the blocks its destination's kept cache holds fewer
+	// than its world says (model.SharedKept), until the cache evicts
+	// them: blocks of its prompt prefix that stayed active with the
+	// request it shared them with when it released.
+	keptShort model.Blocks
 	trans     []Transition
 	m         cluster.Marks
 	retired   bool
@@ -597,12 +602,22 @@ func (s *Sim) project(r *request) {
 	}
 }
 
-// writeBack stores a request's world into the cluster after a step.
-func (s *Sim) writeBack(r *request) {
+// writeBack stores a request's world into the cluster after a step
+// from before. On its decode worker, the canonical blocks it shares or
+// stops sharing are settled before the worker is written, so that the
+// worker's figures are exact at every instant (no peak or time series
+// point sees a step's figures before its shares are).
+func (s *Sim) writeBack(r *request, before *model.Handoff) {
 	hs := r.Held(&r.st)
 	s.setWorker(r.p, r.st.W.W[0], r.WriteBack(0, s.sums[r.p], &hs))
 	if r.d >= 0 {
-		s.setWorker(r.d, r.st.W.W[1], r.WriteBack(1, s.sums[r.d], &hs))
+		k, sum := r.st.W.W[1], r.WriteBack(1, s.sums[r.d], &hs)
+		if x := &r.st.W.H[0]; x.Dst != model.DstActive && r.sharing > 0 {
+			s.unshare(r, &k, &sum)
+		} else if before.Dst != model.DstActive && x.Dst == model.DstActive && x.Activated {
+			s.adopt(r, &k, &sum)
+		}
+		s.setWorker(r.d, k, sum)
 	} else {
 		r.fresh = r.st.W.W[1]
 		r.Hold[1] = hs[1]
@@ -624,6 +639,18 @@ func (s *Sim) setWorker(w int, k model.Worker, sum model.Holdings) {
 // move happened.
 func (s *Sim) do(r *request, m system.Move, force bool) bool {
 	s.project(r)
+	short := r.keptShort
+	if short > 0 && m.Kind == system.Evict.Move() && model.Side(m.Arg) == model.DestinationSide {
+		// The cache evicts the request's kept blocks: its world evicts
+		// all it says it keeps, the shared ones included, so it is shown
+		// the worker with them still kept (the step frees them again).
+		k := s.workers[r.d]
+		k.Kept += short
+		k.Free -= short
+		r.Project(&r.st, 1, k, s.sums[r.d].Minus(model.SharedKept(short)))
+	} else {
+		short = 0
+	}
 	before := r.st
 	var v *model.Violation
 	if force {
@@ -645,12 +672,20 @@ func (s *Sim) do(r *request, m system.Move, force bool) bool {
 			v = pv
 		}
 	}
-	s.writeBack(r)
-	if len(s.shares) > 0 {
-		s.unshare(r)
+	if short > 0 {
+		// The correction ends with the eviction, whatever the step did:
+		// the worker and the sum it is written with are the world's.
+		s.sums[r.d] = s.sums[r.d].Minus(model.SharedKept(short))
+		r.keptShort = 0
 	}
-	if b, x := &before.W.H[0], &r.st.W.H[0]; b.Dst != model.DstActive && x.Dst == model.DstActive && x.Activated {
-		s.adopt(r)
+	s.writeBack(r, &before.W.H[0])
+	if r.keptShort == 0 && short > 0 && r.st.W.H[0].DstKept {
+		// The move evicted nothing: the blocks stay kept, shared as before.
+		k := s.workers[r.d]
+		k.Kept -= short
+		k.Free += short
+		r.keptShort = short
+		s.setWorker(r.d, k, s.sums[r.d].Plus(model.SharedKept(short)))
 	}
 	if s.olog != nil || indexChanged(&before.W.H[0], &r.st.W.H[0]) {
 		s.observe(r, &before, m)
@@ -1289,6 +1324,12 @@ func (s *Sim) restart(w int) {
 		}
 		return sh.w == w
 	})
+	for _, r := range hit {
+		if r.d == w {
+			s.sums[w] = s.sums[w].Minus(model.SharedKept(r.keptShort))
+			r.keptShort = 0
+		}
+	}
 	k := model.Worker{Gen: s.workers[w].Gen + 1, Free: s.cfg.Capacity(w)}
 	s.setWorker(w, k, s.sums[w])
 	f := obslog.Fact{Proc: w + 1, Gen: int64(k.Gen), Kind: obslog.WorkerRestarted, TUS: s.now, To: -1}
@@ -1367,6 +1408,9 @@ func (s *Sim) retire(r *request) {
 		if r.owed[sd] != nil {
 			s.settleObligations(r)
 		}
+	}
+	if r.keptShort != 0 {
+		s.fail(r, model.NameBlockCategoriesDisjoint, fmt.Sprintf("the request retired with %d blocks of its kept cache counted as shared", int64(r.keptShort)))
 	}
 	if r.d >= 0 {
 		k := s.workers[r.d]
@@ -1463,13 +1507,13 @@ type share struct {
 // whole blocks, equal to blocks another request of its prefix group
 // holds active on the worker, having received them too; the destination
 // keeps that request's blocks as canonical and frees the duplicates at
-// once. The worker's ledger frees them and counts them as shared
-// (model.SharedActive) until either request stops holding them. Every
-// adopter of one owner shares the same number of blocks, so that when
-// the owner leaves, the oldest adopter holds the canonical blocks in its
-// place at the cost of one share.
-func (s *Sim) adopt(r *request) {
-	if !s.cfg.AdoptCanonical || s.cfg.Engine.Traits().Duplicates != model.AdoptsAtActivation || r.PrefixGroup == "" || r.hit > 0 || r.d < 0 || s.adopter(r) >= 0 {
+// once. The worker's ledger (k, and sum, what its requests hold) frees
+// them and counts them as shared (model.SharedActive) while both
+// requests hold them active. Every adopter of one owner shares the same
+// number of blocks, so that when the owner leaves, the oldest adopter
+// holds the canonical blocks in its place at the cost of one share.
+func (s *Sim) adopt(r *request, k *model.Worker, sum *model.Holdings) {
+	if !s.cfg.Adopts() || r.PrefixGroup == "" || r.hit > 0 || s.adopter(r) >= 0 {
 		return
 	}
 	n := min(model.WholeBlocks(r.PrefixTokens, s.cfg.BlockSize()), r.Hold[1].Used())
@@ -1495,10 +1539,9 @@ func (s *Sim) adopt(r *request) {
 	s.adopted = &s.shares[len(s.shares)-1]
 	r.sharing++
 	owner.sharing++
-	k := s.workers[r.d]
 	k.Active -= n
 	k.Free += n
-	s.setWorker(r.d, k, s.sums[r.d].Plus(model.SharedActive(n)))
+	*sum = sum.Plus(model.SharedActive(n))
 	s.stats.adopted += int64(n)
 }
 
@@ -1520,39 +1563,44 @@ func (s *Sim) sharesOf(q *request) model.Blocks {
 	return 0
 }
 
-// unshare ends what request r shares once it holds its destination's
-// blocks no more (released and evicted, aborted): its release freed
-// what its share had freed early, which the share gives back. An
-// adopter's share ends; an owner's oldest adopter becomes the owner of
-// the canonical blocks, its share ended, the others sharing with it.
-func (s *Sim) unshare(r *request) {
-	x := &r.st.W.H[0]
-	if r.sharing == 0 || x.Dst == model.DstActive || x.DstKept {
-		return
-	}
-	if i := s.adopter(r); i >= 0 {
-		s.endShare(i)
-	}
-	if i := slices.IndexFunc(s.shares, func(sh share) bool { return sh.owner == r }); i >= 0 {
+// unshare ends what request r shares once its destination no longer
+// holds its blocks active (released, aborted): the step freed all its
+// blocks, the shared ones among them, as if it held them alone, and
+// k and sum are the worker's ledger after it. The shared blocks stay
+// active with the request r shared them with, so one share ends: an
+// adopter's own; for an owner, the one with its oldest adopter, which
+// holds the canonical blocks in its place, the others sharing them with
+// it. The step put those blocks in the cache as r's kept blocks (its
+// release keeps its blocks) or freed them (an abort): they come back
+// from there, and r keeps that many fewer (keptShort) until the cache
+// evicts its blocks.
+func (s *Sim) unshare(r *request, k *model.Worker, sum *model.Holdings) {
+	i := s.adopter(r)
+	if i < 0 {
+		i = slices.IndexFunc(s.shares, func(sh share) bool { return sh.owner == r })
+		if i < 0 {
+			return
+		}
 		heir := s.shares[i].adopter
-		s.endShare(i)
 		for j := range s.shares {
-			if s.shares[j].owner == r {
+			if j != i && s.shares[j].owner == r {
 				s.shares[j].owner = heir
 				r.sharing--
 				heir.sharing++
 			}
 		}
 	}
-}
-
-func (s *Sim) endShare(i int) {
 	sh := s.shares[i]
 	s.shares = slices.Delete(s.shares, i, i+1)
 	sh.adopter.sharing--
 	sh.owner.sharing--
-	k := s.workers[sh.w]
 	k.Active += sh.n
-	k.Free -= sh.n
-	s.setWorker(sh.w, k, s.sums[sh.w].Minus(model.SharedActive(sh.n)))
+	*sum = sum.Minus(model.SharedActive(sh.n))
+	if r.st.W.H[0].DstKept {
+		k.Kept -= sh.n
+		r.keptShort += sh.n
+		*sum = sum.Plus(model.SharedKept(sh.n))
+	} else {
+		k.Free -= sh.n
+	}
 }

@@ -321,7 +321,7 @@ func (s *Sim) result(events uint64, interrupted bool) *Result {
 		GiveUpObligated: st.gaveUp, GiveUpMaxMS: ms(st.giveUpMax),
 		Events: events, Teardown: s.teardown,
 	}
-	if s.index != nil && s.cfg.AdoptCanonical && s.cfg.Engine.Traits().Duplicates == model.AdoptsAtActivation {
+	if s.index != nil && s.cfg.Adopts() {
 		sum.AdoptedBlocks = &st.adopted
 	}
 	if end > 0 {

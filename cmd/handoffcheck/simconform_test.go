@@ -11,13 +11,15 @@ import (
 )
 
 // The simulator's own log of its default run conforms: a run of the
-// default configuration and workload, judged by conform. So does the log
-// of the default run with canonical block adoption on (vLLM adopts at
-// activation: the activated facts say what was adopted, and the judge's
-// ledgers count the shared blocks once), and of a workload whose every
-// request shares one of two long prefixes, where adoption is heavy. With
-// the adoptions taken out of its log, the default adopting run is
-// rejected for CapacityRespected: the judge needs them.
+// default configuration and workload, judged by conform. vLLM adopts
+// canonical blocks at activation by default: the activated facts say what
+// was adopted, and the judge's ledgers count the shared blocks once. So
+// does the log of the same run with adoption turned off, which says
+// nothing of adoption, and that of a workload whose every request shares
+// one of two long prefixes, where adoption is heavy, and of runs with
+// drawn faults that restart sharers' workers. With the adoptions
+// taken out of its log, the default run is rejected for
+// CapacityRespected: the judge needs them.
 func TestSimulateLog_Conforms(t *testing.T) {
 	dir := t.TempDir()
 	conforms := func(log string) {
@@ -35,24 +37,30 @@ func TestSimulateLog_Conforms(t *testing.T) {
 		}
 		return out.String()
 	}
-	log := filepath.Join(dir, "default.jsonl")
-	simulate("--log", log)
-	conforms(log)
-
-	cfg := filepath.Join(dir, "adopt.json")
-	data, err := os.ReadFile("../../checker/cluster/default.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	adopting := strings.Replace(string(data), "{", "{\n  \"adopt_canonical_blocks\": true,", 1)
-	if err := os.WriteFile(cfg, []byte(adopting), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	alog := filepath.Join(dir, "adopt.jsonl")
-	if out := simulate("--config", cfg, "--log", alog); !strings.Contains(out, "duplicate blocks adopted at activation") {
-		t.Fatalf("simulate with adoption adopted nothing:\n%s", out)
+	alog := filepath.Join(dir, "default.jsonl")
+	if out := simulate("--log", alog); !strings.Contains(out, "duplicate blocks adopted at activation") {
+		t.Fatalf("the default run adopted nothing:\n%s", out)
 	}
 	conforms(alog)
+	// Drawn faults restart decode workers while requests there share
+	// canonical blocks: the shares end with the restart, after every
+	// attempt there restarted (these two runs were rejected when the
+	// judge ended them first).
+	for _, run := range [][]string{{"--policy", "source-first", "--faults-seed", "4"}, {"--policy", "destination-first", "--engine", "vllm", "--faults-seed", "6"}} {
+		flog := filepath.Join(dir, "faults.jsonl")
+		if out := simulate(append(run, "--log", flog)...); !strings.Contains(out, "duplicate blocks adopted at activation") {
+			t.Fatalf("simulate %v adopted nothing:\n%s", run, out)
+		}
+		conforms(flog)
+	}
+	olog := filepath.Join(dir, "off.jsonl")
+	if out := simulate("--config", "../../testdata/sim/no-adopt.json", "--log", olog); strings.Contains(out, "adopted at activation") {
+		t.Fatalf("the run with adopt_canonical_blocks false speaks of adoption:\n%s", out)
+	}
+	conforms(olog)
+	if off, err := os.ReadFile(olog); err != nil || bytes.Contains(off, []byte(`"adopted_blocks":`)) {
+		t.Fatalf("the log of the run with adoption off: %v, or it says something was adopted", err)
+	}
 	adopted, err := os.ReadFile(alog)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +86,7 @@ func TestSimulateLog_Conforms(t *testing.T) {
 		t.Fatalf("workload gen: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
 	slog := filepath.Join(dir, "shared-log.jsonl")
-	if out := simulate("--config", cfg, "--workload", wl, "--log", slog); !regexp.MustCompile(`\n  canonical blocks: [1-9][0-9]{3,} duplicate blocks adopted at activation\n`).MatchString(out) {
+	if out := simulate("--workload", wl, "--log", slog); !regexp.MustCompile(`\n  canonical blocks: [1-9][0-9]{3,} duplicate blocks adopted at activation\n`).MatchString(out) {
 		t.Fatalf("the heavily shared workload adopted fewer than a thousand blocks:\n%s", out)
 	}
 	conforms(slog)

@@ -136,11 +136,13 @@ func engines() []byte {
 		"handoff (see [lifecycle.md](lifecycle.md) section 8). A run pairs a policy\n" +
 		"with one of them. The duplicates column is what the engine does with a\n" +
 		"received block whose content it already holds (the same prompt prefix\n" +
-		"computed for another request); the simulator applies an adoption at\n" +
-		"activation to its ledgers ([simulate.md](simulate.md)), its log's\n" +
-		"`activated` fact says what was adopted, and `conform` counts the shared\n" +
-		"blocks once and rejects an adoption on an engine that does not adopt at\n" +
-		"activation ([conform.md](conform.md)).\n\n")
+		"computed for another request); the simulator follows it: on an engine\n" +
+		"that adopts at activation it applies each adoption to its ledgers by\n" +
+		"default (`\"adopt_canonical_blocks\": false` in its configuration turns\n" +
+		"that off; [simulate.md](simulate.md)), its log's `activated` fact says\n" +
+		"what was adopted, and `conform` counts the shared blocks once and\n" +
+		"rejects an adoption on an engine that does not adopt at activation\n" +
+		"([conform.md](conform.md)).\n\n")
 	b.WriteString("| engine | reserves | slot at reservation | page-aligned | headroom at reservation | exempt from FaultFreeCompletion | duplicates | how it reserves |\n|---|---|---|---|---|---|---|---|\n")
 	yes := func(v bool) string {
 		if v {
