@@ -85,6 +85,13 @@ func TestLiveKVAware_RoutesByThePublishedIndex(t *testing.T) {
 		n = 14
 	}
 	rs := grouped(n, 100_000, 50)
+	// The second request comes 500 ms after the first (400 ms more than
+	// the gap), long after the first's received blocks are published
+	// (some 40 ms into it), so that a loaded machine rarely routes it
+	// before the index holds the group.
+	for i := 1; i < n; i++ {
+		rs[i].ArrivalUS += 400_000
+	}
 	for _, tc := range []struct {
 		policy string
 		router cluster.Router
@@ -131,14 +138,19 @@ func TestLiveKVAware_RoutesByThePublishedIndex(t *testing.T) {
 				}
 				return
 			}
-			// The second request comes 100 ms after the first, whose
-			// received blocks are published some 40 ms into it; from the
-			// third on the margin dwarfs any lateness the run absorbs.
-			first := routes["r0"].to
+			// From the third on every request goes to a worker that
+			// published the group: the first's, and the second's when the
+			// second was routed before the first's blocks reached the
+			// index (a machine far behind the run); among those the
+			// router takes the least loaded, as the simulator's does.
+			first, second := routes[cluster.AttemptName(&rs[0], 0)].to, routes[cluster.AttemptName(&rs[1], 0)].to
+			if second != first {
+				t.Logf("the second request went to %s before the first's blocks on %s reached the index", second, first)
+			}
 			for i := 2; i < n; i++ {
 				name := cluster.AttemptName(&rs[i], 0)
-				if r := routes[name]; r.to != first {
-					t.Errorf("%s went to %s, the group's first to %s, which published it", name, r.to, first)
+				if r := routes[name]; r.to != first && r.to != second {
+					t.Errorf("%s went to %s; only %s and %s published the group", name, r.to, first, second)
 				}
 			}
 			if rep.PrefixHits == 0 || rep.PrefixHitTokens != int64(rep.PrefixHits)*256 {
