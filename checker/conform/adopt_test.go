@@ -94,20 +94,19 @@ func TestAdoption_Judged(t *testing.T) {
 	}
 }
 
-// When the owner of canonical blocks leaves, its oldest adopter holds
-// them in its place (that share ends, the pool counts them once still)
-// and the other adopters share them with it; when an adopter leaves, its
-// share ends; a restart of the worker ends every share there.
-func TestAdoption_OwnerLeaves(t *testing.T) {
-	h := &obslog.Header{Engine: model.VLLM, Processes: []obslog.Process{{Name: "router", Role: obslog.RoleRouter, Records: obslog.All},
-		{Name: "prefill-0", Role: obslog.RolePrefill, Records: obslog.All}, {Name: "decode-0", Role: obslog.RoleDecode, Records: obslog.All}}}
+// groupOfFour is a judge of one vLLM decode worker where r0 activated
+// owning canonical blocks and r1, r2 and r3 adopted 32 of them, each
+// process recording the kinds given; act judges one more activation.
+func groupOfFour(t *testing.T, records obslog.KindSet) (*judge, func(id, owner string, n int64) string) {
+	t.Helper()
+	h := &obslog.Header{Engine: model.VLLM, Processes: []obslog.Process{{Name: "router", Role: obslog.RoleRouter, Records: records},
+		{Name: "prefill-0", Role: obslog.RolePrefill, Records: records}, {Name: "decode-0", Role: obslog.RoleDecode, Records: records}}}
 	j, err := newJudge(h, "x.jsonl", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	att := func(id string) *attempt { return &attempt{id: id, p: 1, d: 2, prompt: 1024} }
 	act := func(id, owner string, n int64) string {
-		return j.shareFact(att(id), &obslog.Fact{Proc: 2, Attempt: id, Kind: obslog.Activated, AdoptedBlocks: n, Canonical: owner})
+		return j.shareFact(&attempt{id: id, p: 1, d: 2, prompt: 1024}, &obslog.Fact{Proc: 2, Attempt: id, Kind: obslog.Activated, AdoptedBlocks: n, Canonical: owner})
 	}
 	for _, s := range []struct{ id, owner string }{{"r0", ""}, {"r1", "r0"}, {"r2", "r0"}, {"r3", "r0"}} {
 		n := int64(32)
@@ -118,6 +117,16 @@ func TestAdoption_OwnerLeaves(t *testing.T) {
 			t.Fatalf("%s adopting %s: %s", s.id, s.owner, why)
 		}
 	}
+	return j, act
+}
+
+// When the owner of canonical blocks leaves, its oldest adopter holds
+// them in its place (that share ends, the pool counts them once still)
+// and the other adopters share them with it; when an adopter leaves, its
+// share ends; a restart of the worker ends every share there.
+func TestAdoption_OwnerLeaves(t *testing.T) {
+	j, act := groupOfFour(t, obslog.All)
+	att := func(id string) *attempt { return &attempt{id: id, p: 1, d: 2, prompt: 1024} }
 	if got := j.ledgers[2].shared; got != 96 {
 		t.Fatalf("three adopters share %d blocks, want 96", got)
 	}
@@ -158,24 +167,7 @@ func TestAdoption_ReleaseImpliedInALogOfMilestones(t *testing.T) {
 		{obslog.Of(obslog.Milestones()...) | obslog.Of(obslog.WorkerRestarted), ""},
 		{obslog.All, "canonical r2 adopted the canonical blocks of r0 itself and owns none"},
 	} {
-		h := &obslog.Header{Engine: model.VLLM, Processes: []obslog.Process{{Name: "router", Role: obslog.RoleRouter, Records: c.records},
-			{Name: "prefill-0", Role: obslog.RolePrefill, Records: c.records}, {Name: "decode-0", Role: obslog.RoleDecode, Records: c.records}}}
-		j, err := newJudge(h, "x.jsonl", Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		act := func(id, owner string, n int64) string {
-			return j.shareFact(&attempt{id: id, p: 1, d: 2, prompt: 1024}, &obslog.Fact{Proc: 2, Attempt: id, Kind: obslog.Activated, AdoptedBlocks: n, Canonical: owner})
-		}
-		for _, s := range []struct{ id, owner string }{{"r0", ""}, {"r1", "r0"}, {"r2", "r0"}, {"r3", "r0"}} {
-			n := int64(32)
-			if s.owner == "" {
-				n = 0
-			}
-			if why := act(s.id, s.owner, n); why != "" {
-				t.Fatalf("%s adopting %s: %s", s.id, s.owner, why)
-			}
-		}
+		j, act := groupOfFour(t, c.records)
 		why := act("r4", "r2", 32)
 		if c.want != "" {
 			if !strings.Contains(why, c.want) {
