@@ -17,8 +17,9 @@ var roles = []spec.Role{spec.Source, spec.Destination}
 // arrow is one labelled arrow: an event from a state to a state.
 type arrow struct{ from, to, event string }
 
-// mermaidArrows reads the arrows of machines/ROLE.md's diagram under a
-// policy, one per event of a joined label.
+// mermaidArrows reads the arrows of a role's diagram (machines/source.md
+// or machines/destination.md) under a policy, one per event of a joined
+// label.
 func mermaidArrows(t *testing.T, r spec.Role, p spec.Policy) []arrow {
 	t.Helper()
 	data, err := os.ReadFile("../../machines/" + r.String() + ".md")
