@@ -547,25 +547,24 @@ func (e *exploration) lasso(t *tarjan, s uint32, v *model.Violation) *Counterexa
 		t.targets()
 		loop = t.fairCycle(entry)
 	}
-	c := e.c
 	st := e.replayTo(s)
-	for i, id := range path.ids[1:] {
-		k := e.keyOf(id)
-		step, ok := c.stepBy(&st, &k, path.proc[i])
-		if !ok {
-			panic("checker: cannot replay the way to a fair cycle")
-		}
-		ce.Steps = append(ce.Steps, step)
-	}
-	for i, id := range loop.ids[1:] {
-		k := e.keyOf(id)
-		step, ok := c.stepBy(&st, &k, loop.proc[i])
-		if !ok {
-			panic("checker: cannot replay a fair cycle")
-		}
-		ce.Loop = append(ce.Loop, step)
-	}
+	ce.Steps = e.stepsAlong(&st, path, ce.Steps, "the way to a fair cycle")
+	ce.Loop = e.stepsAlong(&st, loop, ce.Loop, "a fair cycle")
 	return ce
+}
+
+// stepsAlong takes the steps of a path of hops from st, which it leaves
+// at the path's end, and appends them to out.
+func (e *exploration) stepsAlong(st *system.State, h hops, out []TraceStep, what string) []TraceStep {
+	for i, id := range h.ids[1:] {
+		k := e.keyOf(id)
+		step, ok := e.c.stepBy(st, &k, h.proc[i])
+		if !ok {
+			panic("checker: cannot replay " + what)
+		}
+		out = append(out, step)
+	}
+	return out
 }
 
 // stepBy takes the step of an edge: a move of the system's own of

@@ -389,11 +389,7 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 func (j *judge) movesOf(n *node) (system.State, []system.Move) {
 	st := *n.st
 	j.moves = j.stepper.Moves(&st, j.moves[:0])
-	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
-		if cluster.Evicts(j.chk, &st, sd) {
-			j.moves = append(j.moves, cluster.Evict(sd))
-		}
-	}
+	j.addEvictions(&st)
 	// Filtered in place: a caller is done with the moves before it asks
 	// for another node's.
 	moves := j.moves[:0]
@@ -405,6 +401,16 @@ func (j *judge) movesOf(n *node) (system.State, []system.Move) {
 		}
 	}
 	return st, moves
+}
+
+// addEvictions adds to j.moves the evictions of what a finished side of
+// st keeps in its worker's cache.
+func (j *judge) addEvictions(st *system.State) {
+	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+		if cluster.Evicts(j.chk, st, sd) {
+			j.moves = append(j.moves, cluster.Evict(sd))
+		}
+	}
 }
 
 // greedyMovesOf is movesOf without the moves explainStep never takes for
@@ -420,11 +426,7 @@ func (j *judge) greedyMovesOf(n *node, f *obslog.Fact) (system.State, []system.M
 	st.B = full &^ j.greedyOff(f.Kind)
 	j.moves = j.chk.MovesInto(&st, j.moves[:0])
 	st.B = full
-	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
-		if cluster.Evicts(j.chk, &st, sd) {
-			j.moves = append(j.moves, cluster.Evict(sd))
-		}
-	}
+	j.addEvictions(&st)
 	moves := j.moves[:0]
 	for _, m := range j.moves {
 		switch m.Kind {
