@@ -189,6 +189,7 @@ func Judge(in []Input, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer j.gone.close()
 	for _, r := range rds {
 		j.rep.Files = append(j.rep.Files, r.Name())
 	}
@@ -204,6 +205,9 @@ func Judge(in []Input, opt Options) (*Report, error) {
 		if err := j.fact(j.newFact(&f)); err != nil {
 			return nil, err
 		}
+		if j.goneErr != nil {
+			return nil, j.goneErr
+		}
 	}
 	if j.rep.Rejection != nil {
 		// A verdict reached before the logs' end may rest on facts of a
@@ -216,6 +220,9 @@ func Judge(in []Input, opt Options) (*Report, error) {
 	if j.rep.Rejection == nil {
 		if err := j.end(); err != nil {
 			return nil, err
+		}
+		if j.goneErr != nil {
+			return nil, j.goneErr
 		}
 	}
 	j.rep.Properties = j.timedReport()

@@ -50,9 +50,11 @@ type judge struct {
 	// after its end is judged against what it ended holding, whether or
 	// not its blocks were evicted since. lateHeld is the ids of those
 	// with a late fact held (lateFact), in the order they came.
-	gone map[string]finished
+	gone *goneStore
 	// held is the late fact held for a finished attempt (finished.held).
-	held     map[string]*obslog.Fact
+	held map[string]*obslog.Fact
+	// goneErr is the first error writing a record of gone, for Judge.
+	goneErr  error
 	lateHeld []string
 	rep      Report
 
@@ -233,7 +235,7 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInput, err)
 	}
 	j := &judge{h: h, cfg: &c, chk: chk, bound: opt.Bound, maxF: opt.MaxFaults, open: opt.Open, props: opt.Props,
-		procs: make([]procState, len(h.Processes)), att: map[string]*attempt{}, gone: map[string]finished{}, held: map[string]*obslog.Fact{}, worlds: map[[2]int64]*world{}, memo: map[uint64]int32{}, cov: system.NewCoverage(p.Spec())}
+		procs: make([]procState, len(h.Processes)), att: map[string]*attempt{}, gone: newGoneStore(), held: map[string]*obslog.Fact{}, worlds: map[[2]int64]*world{}, memo: map[uint64]int32{}, cov: system.NewCoverage(p.Spec())}
 	if j.bound <= 0 {
 		j.bound = DefaultBound
 	}
@@ -359,10 +361,13 @@ func (j *judge) fact(f *obslog.Fact) error {
 	}
 	a := j.att[f.Attempt]
 	if a == nil {
-		if e, ok := j.gone[f.Attempt]; ok {
+		e, gone, err := j.gone.get(f.Attempt)
+		if err != nil {
+			return err
+		}
+		if gone {
 			j.late(f, &e)
-			j.gone[f.Attempt] = e
-			return nil
+			return j.gone.put(f.Attempt, e)
 		}
 		j.seq++
 		a = j.newAttempt(f.Attempt)
