@@ -249,12 +249,46 @@ func (j *judge) advance(a *attempt, c *node) {
 		a.chain = append(a.chain, cn)
 	}
 	a.cur = c
+	if j.clock == nil {
+		j.dropPast(a)
+	}
+}
+
+// dropPast gives the states of the greedy explanation's nodes before its
+// current one back to the pool, where the next steps take them while
+// they are still in the cache: only the current node's state is read
+// again (the next step, the ledgers, the end), and an explanation that
+// goes wrong is searched again in full from the start. The clock
+// (timed.go) walks the states of the whole explanation, so with
+// properties to judge on it they stay.
+func (j *judge) dropPast(a *attempt) {
+	keep := len(a.chain)
+	for i := a.live; i < len(a.chain); i++ {
+		cn := &a.chain[i]
+		if cn.st == nil {
+			continue
+		}
+		if cn.st == a.cur.st {
+			keep = min(keep, i)
+			continue
+		}
+		if cn.st == a.countedSt {
+			// Compared by pointer (counted): a state of the pool may
+			// come back as another.
+			a.countedSt = nil
+		}
+		j.freeStates = append(j.freeStates, cn.st)
+		cn.n.st, cn.n.owns = nil, false
+		cn.st = nil
+	}
+	a.live = keep
 }
 
 // freeGreedy gives the explanation followed greedily back to the pools,
 // from its list (chain): what the nodes hold is set again by whoever
 // takes them (child, root).
 func (j *judge) freeGreedy(a *attempt) {
+	a.live = 0
 	for i, cn := range a.chain {
 		if cn.st != nil {
 			j.freeStates = append(j.freeStates, cn.st)
@@ -272,6 +306,7 @@ func (j *judge) dropGreedy(a *attempt) {
 	a.ex.Reset()
 	clear(a.chain)
 	a.chain = a.chain[:0]
+	a.live = 0
 }
 
 func (j *judge) expand(a *attempt, n *node, work []*node) []*node {

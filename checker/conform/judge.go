@@ -149,6 +149,9 @@ type attempt struct {
 	// (freeGreedy) reads this list, not the nodes, which have long left
 	// the cache when the attempt ends.
 	chain []chainNode
+	// live is where in chain the states not yet given back begin
+	// (dropPast).
+	live int
 	// shared counts the facts of the slots that are not the attempt's
 	// alone (worker_restarted, which every attempt open on the worker
 	// gets): freeFactsOf gives back the others.
@@ -553,7 +556,7 @@ func (j *judge) restart(a *attempt) bool {
 	if !a.full {
 		a.cur, a.tally, a.countedSt = j.root(a), tally{}, nil
 		a.ex.Reset()
-		a.chain = append(a.chain[:0], chainNode{a.cur, a.cur.st})
+		a.chain, a.live = append(a.chain[:0], chainNode{a.cur, a.cur.st}), 0
 		var all []*obslog.Fact
 		for _, sl := range a.slots {
 			all = append(all, sl.facts...)
