@@ -422,7 +422,7 @@ func (j *judge) counted(a *attempt) bool {
 	}
 	f := a.last
 	j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f), Invariant: v.Invariant,
-		Detail: v.Detail, Explained: j.history(a.cur)})
+		Detail: v.Detail, Explained: j.chainHistory(a)})
 	return false
 }
 

@@ -233,54 +233,64 @@ func (j *judge) tallyTo(t tally, from, n *node) tally {
 }
 
 // advance makes c, which the greedy explanation reached from a.cur, its
-// current node, tallying the steps between.
+// current node, tallying the steps between. The chain lists them in
+// their order, root first.
 func (j *judge) advance(a *attempt, c *node) {
 	a.tally = j.tallyTo(a.tally, a.cur, c)
 	at := int64(-1)
+	mark := len(a.chain)
 	for x := c; x != a.cur; x = x.parent {
 		// Noted while the nodes are fresh in the cache: at the attempt's
 		// end they have long left it.
 		at = j.stepAt(x, at)
 		a.ex.Note(x.fired, at, a.seq)
-		cn := chainNode{n: x}
+		cn := chainNode{n: x, fact: x.fact, move: x.move}
 		if x.owns {
 			cn.st = x.st
 		}
 		a.chain = append(a.chain, cn)
 	}
+	slices.Reverse(a.chain[mark:])
 	a.cur = c
 	if j.clock == nil {
 		j.dropPast(a)
 	}
 }
 
-// dropPast gives the states of the greedy explanation's nodes before its
-// current one back to the pool, where the next steps take them while
-// they are still in the cache: only the current node's state is read
-// again (the next step, the ledgers, the end), and an explanation that
+// dropPast gives the nodes of the greedy explanation before its current
+// one, and their states, back to the pool, where the next steps take
+// them while they are still in the cache: only the current node and its
+// state are read again (the next step, the ledgers, the end; the chain
+// keeps each step's fact and move for a report), and an explanation that
 // goes wrong is searched again in full from the start. The clock
-// (timed.go) walks the states of the whole explanation, so with
-// properties to judge on it they stay.
+// (timed.go) walks the whole explanation, so with properties to judge on
+// it they stay.
 func (j *judge) dropPast(a *attempt) {
-	keep := len(a.chain)
-	for i := a.live; i < len(a.chain); i++ {
+	last := len(a.chain) - 1
+	keep := last
+	for i := a.live; i < last; i++ {
 		cn := &a.chain[i]
-		if cn.st == nil {
-			continue
+		if cn.st != nil {
+			if cn.st == a.cur.st {
+				// The current node shares it (a fact owed): it stays
+				// the chain's until the explanation moves on.
+				keep = min(keep, i)
+			} else {
+				if cn.st == a.countedSt {
+					// Compared by pointer (counted): a state of the
+					// pool may come back as another.
+					a.countedSt = nil
+				}
+				j.freeStates = append(j.freeStates, cn.st)
+				cn.st = nil
+			}
 		}
-		if cn.st == a.cur.st {
-			keep = min(keep, i)
-			continue
+		if cn.n != nil {
+			j.freeNodes = append(j.freeNodes, cn.n)
+			cn.n = nil
 		}
-		if cn.st == a.countedSt {
-			// Compared by pointer (counted): a state of the pool may
-			// come back as another.
-			a.countedSt = nil
-		}
-		j.freeStates = append(j.freeStates, cn.st)
-		cn.n.st, cn.n.owns = nil, false
-		cn.st = nil
 	}
+	a.cur.parent = nil
 	a.live = keep
 }
 
@@ -293,7 +303,9 @@ func (j *judge) freeGreedy(a *attempt) {
 		if cn.st != nil {
 			j.freeStates = append(j.freeStates, cn.st)
 		}
-		j.freeNodes = append(j.freeNodes, cn.n)
+		if cn.n != nil {
+			j.freeNodes = append(j.freeNodes, cn.n)
+		}
 		a.chain[i] = chainNode{}
 	}
 	a.chain = a.chain[:0]

@@ -198,6 +198,10 @@ type finished struct {
 type chainNode struct {
 	n  *node
 	st *system.State
+	// fact and move are the node's, for its line of a report (its node
+	// may be back in the pool: dropPast).
+	fact *obslog.Fact
+	move system.Move
 }
 
 // maxFurthest bounds the furthest explanations kept for a report.
@@ -556,7 +560,7 @@ func (j *judge) restart(a *attempt) bool {
 	if !a.full {
 		a.cur, a.tally, a.countedSt = j.root(a), tally{}, nil
 		a.ex.Reset()
-		a.chain, a.live = append(a.chain[:0], chainNode{a.cur, a.cur.st}), 0
+		a.chain, a.live = append(a.chain[:0], chainNode{n: a.cur, st: a.cur.st}), 0
 		var all []*obslog.Fact
 		for _, sl := range a.slots {
 			all = append(all, sl.facts...)
