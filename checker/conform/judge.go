@@ -289,15 +289,20 @@ func (j *judge) newAttempt(id string) *attempt {
 // newFact is a copy of f the judge may keep: from the facts of the
 // attempts it forgot (freeFacts), or new.
 func (j *judge) newFact(f *obslog.Fact) *obslog.Fact {
-	var p *obslog.Fact
-	if k := len(j.freeFacts); k > 0 {
-		p = j.freeFacts[k-1]
-		j.freeFacts = j.freeFacts[:k-1]
-	} else {
-		p = new(obslog.Fact)
-	}
+	p := j.takeFact()
 	*p = *f
 	return p
+}
+
+// takeFact is a fact the judge may keep, its content undefined: from the
+// facts of the attempts it forgot (freeFacts), or new.
+func (j *judge) takeFact() *obslog.Fact {
+	if k := len(j.freeFacts); k > 0 {
+		p := j.freeFacts[k-1]
+		j.freeFacts = j.freeFacts[:k-1]
+		return p
+	}
+	return new(obslog.Fact)
 }
 
 // freeFactsOf gives back the facts only a forgotten attempt held: all but
