@@ -139,8 +139,9 @@ func (j *judge) retire(a *attempt, n *node) {
 		}
 	}
 	// A copy of the id: the record must not keep what it was cut from.
-	if err := j.gone.put(strings.Clone(a.id), e); err != nil && j.goneErr == nil {
-		j.goneErr = err
+	j.retireDecoder(a.id, &e)
+	if err := j.gone.put(strings.Clone(a.id), e); err != nil {
+		j.failGone(err)
 	}
 	j.leave(a)
 	j.freeFactsOf(a)

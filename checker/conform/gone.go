@@ -38,7 +38,7 @@ var goneRecent = 1 << 14
 // costs the time of reading the file for them.
 const goneFilterBits = 1 << 24
 
-const goneFieldBytes = 26
+const goneFieldBytes = 40
 
 type goneStore struct {
 	// recent is, by id, the place in ring of the records kept in memory;
@@ -131,6 +131,10 @@ func (g *goneStore) spill(id string, e finished) error {
 		b = binary.LittleEndian.AppendUint32(b, uint32(v))
 	}
 	b = binary.LittleEndian.AppendUint16(b, e.file)
+	b = binary.LittleEndian.AppendUint16(b, uint16(e.dec.proc))
+	b = binary.LittleEndian.AppendUint32(b, e.dec.gen)
+	b = binary.LittleEndian.AppendUint32(b, uint32(e.dec.prompt))
+	b = binary.LittleEndian.AppendUint32(b, uint32(e.dec.hit))
 	g.buf = b
 	if _, err := g.w.Write(b); err != nil {
 		return fmt.Errorf("conform: writing the records of finished attempts: %w", err)
@@ -201,6 +205,8 @@ func (g *goneStore) find(id string) (finished, bool, error) {
 			*v = int32(binary.LittleEndian.Uint32(b[4*i:]))
 		}
 		e.file = binary.LittleEndian.Uint16(b[20:])
+		e.dec = finishedDecoder{proc: int16(binary.LittleEndian.Uint16(b[22:])), gen: binary.LittleEndian.Uint32(b[24:]),
+			prompt: int32(binary.LittleEndian.Uint32(b[28:])), hit: int32(binary.LittleEndian.Uint32(b[32:]))}
 		found = true
 	}
 }

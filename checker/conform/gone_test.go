@@ -1,8 +1,14 @@
 package conform
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/sim"
 )
 
 // TestGoneStore_SpillsAndFinds keeps few records in memory: every record
@@ -14,7 +20,8 @@ func TestGoneStore_SpillsAndFinds(t *testing.T) {
 	g := newGoneStore()
 	defer g.close()
 	rec := func(i int) finished {
-		return finished{p: int16(i % 7), d: int16(i%5 - 1), gen: [2]int32{int32(i), -int32(i)}, removed: [2]int32{int32(i % 3), -1}, line: int32(10 * i), file: uint16(i % 4)}
+		return finished{p: int16(i % 7), d: int16(i%5 - 1), gen: [2]int32{int32(i), -int32(i)}, removed: [2]int32{int32(i % 3), -1}, line: int32(10 * i), file: uint16(i % 4),
+			dec: finishedDecoder{proc: int16(i%3 - 1), gen: uint32(1<<31 - i%2), prompt: int32(i), hit: int32(-i)}}
 	}
 	const n = 1000
 	for i := 0; i < n; i++ {
@@ -56,6 +63,54 @@ func TestGoneStore_SpillsAndFinds(t *testing.T) {
 	for _, id := range []string{"r1000", "r-1", "", "x99"} {
 		if _, ok, err := g.get(id); ok || err != nil {
 			t.Errorf("%q: found (%v), never put", id, err)
+		}
+	}
+}
+
+// TestGone_FileKeepsReports judges the simulator's logs of a loaded
+// cluster (late Removed facts, and in the milestones logs adoptions that
+// name attempts long finished) with every record of a finished attempt
+// kept in memory and with none: the reports are the same.
+func TestGone_FileKeepsReports(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates four logs of 1,200 handoffs")
+	}
+	for _, pol := range []string{"source-first", "destination-first"} {
+		for _, ms := range []bool{false, true} {
+			cfg := sim.Loaded16()
+			if err := cfg.SetPolicy(pol); err != nil {
+				t.Fatal(err)
+			}
+			records := obslog.All
+			if ms {
+				records = obslog.Of(obslog.Milestones()...) | obslog.Of(obslog.WorkerRestarted)
+			}
+			var buf bytes.Buffer
+			w, err := obslog.NewWriter(&buf, cfg.LogHeader(records))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := sim.Run(context.Background(), cfg, sim.Synthetic(1, 1200, sim.SyntheticGapUS), sim.Options{Log: w}); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			judge := func(recent int) (*Report, error) {
+				defer func(n int) { goneRecent = n }(goneRecent)
+				goneRecent = recent
+				return Judge([]Input{{Name: "log", R: bytes.NewReader(buf.Bytes())}}, Options{})
+			}
+			kept, err1 := judge(1 << 20)
+			spilled, err2 := judge(0)
+			if fmt.Sprint(err1) != fmt.Sprint(err2) || !cmp.Equal(kept, spilled) {
+				t.Errorf("%s milestones=%v: the records' file changed the report:\n%v %v\n%s", pol, ms, err1, err2, cmp.Diff(kept, spilled))
+			}
+			// Far enough that records were read back: the source-first
+			// milestones log is rejected at its 772nd attempt.
+			if kept == nil || kept.Attempts < 700 {
+				t.Errorf("%s milestones=%v: %v attempts judged, want at least 700", pol, ms, kept)
+			}
 		}
 	}
 }

@@ -175,9 +175,9 @@ type attempt struct {
 	held [2]model.Holdings
 }
 
-// finished is what the judge keeps of an attempt it forgot: little
-// enough (28 bytes beside its id) that every attempt of a long log fits:
-// ids are never reused, so none may be forgotten entirely.
+// finished is what the judge keeps of an attempt it forgot (44 bytes
+// beside its id): ids are never reused, so none may be forgotten
+// entirely; the oldest records wait in a file (goneStore).
 type finished struct {
 	// p and d are its prefill and decode processes (-1: none).
 	p, d int16
@@ -191,6 +191,16 @@ type finished struct {
 	// fact was, for reports.
 	line int32
 	file uint16
+	// dec is, when proc is not -1, the decoder it was when it finished
+	// (sharing): its activation on decode process proc in generation
+	// gen, with its prompt and prefix hit.
+	dec finishedDecoder
+}
+
+type finishedDecoder struct {
+	proc        int16
+	gen         uint32
+	prompt, hit int32
 }
 
 // chainNode is a node of an explanation followed greedily, and the state
