@@ -34,8 +34,8 @@ var goneRecent = 1 << 14
 
 // goneFilterBits is the size of the filter of the ids in the file: 2 MiB,
 // which keeps false maybes below one new attempt in ten thousand up to
-// about half a million records there (four hashes), and past that only
-// costs the time of reading the file for them.
+// about 400,000 records there (four hashes), and past that only costs the
+// time of reading the file for them.
 const goneFilterBits = 1 << 24
 
 const goneFieldBytes = 40
