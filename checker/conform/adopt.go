@@ -110,9 +110,7 @@ func (j *judge) undecode(id string) {
 	sh.gone[int(e.dec.proc)]--
 	sh.goneN--
 	e.dec.proc = -1
-	if err := j.gone.put(id, e); err != nil {
-		j.failGone(err)
-	}
+	j.gone.put(id, e)
 }
 
 // retireDecoder moves a finished attempt's decoder, if it is one, to its

@@ -140,9 +140,7 @@ func (j *judge) retire(a *attempt, n *node) {
 	}
 	// A copy of the id: the record must not keep what it was cut from.
 	j.retireDecoder(a.id, &e)
-	if err := j.gone.put(strings.Clone(a.id), e); err != nil {
-		j.failGone(err)
-	}
+	j.gone.put(strings.Clone(a.id), e)
 	j.leave(a)
 	j.freeFactsOf(a)
 }

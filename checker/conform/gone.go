@@ -47,14 +47,26 @@ type goneStore struct {
 	recent map[string]int32
 	ring   []goneSlot
 	next   int
-	// file holds the records pushed out of recent (nil: none yet), w
-	// writes to it, n counts them; filter has the bits of their ids.
-	file   *os.File
-	w      *bufio.Writer
-	n      int
+	// file holds size bytes of the records pushed out of recent (nil:
+	// none yet); pend are those pushed out since, encoded in wbuf, written
+	// when it fills. filter has the bits of the ids of both.
+	file   goneFile
+	size   int64
+	pend   []goneSlot
+	wbuf   []byte
 	filter []uint64
 	seed   maphash.Seed
-	buf    []byte
+	// noFile: the file could not be made or written; every record from
+	// then on stays in memory (the judgement goes on, as before there was
+	// a file).
+	noFile bool
+}
+
+// goneFile is the file's part the store uses (a test's may fail).
+type goneFile interface {
+	io.ReaderAt
+	io.WriterAt
+	io.Closer
 }
 
 type goneSlot struct {
@@ -71,59 +83,76 @@ func (g *goneStore) get(id string) (finished, bool, error) {
 	if i, ok := g.recent[id]; ok {
 		return g.ring[i].e, true, nil
 	}
-	if g.n == 0 || !g.maybe(id) {
+	if g.filter == nil || !g.maybe(id) {
 		return finished{}, false, nil
 	}
-	e, ok, err := g.find(id)
-	if err != nil || !ok {
-		return finished{}, false, err
+	e, ok := finished{}, false
+	for i := len(g.pend) - 1; i >= 0 && !ok; i-- {
+		if g.pend[i].id == id {
+			e, ok = g.pend[i].e, true
+		}
 	}
-	return e, true, g.put(strings.Clone(id), e)
+	if !ok {
+		var err error
+		if e, ok, err = g.find(id); err != nil || !ok {
+			return finished{}, false, err
+		}
+	}
+	g.put(strings.Clone(id), e)
+	return e, true, nil
 }
 
 // put records (or updates) the finished attempt id. A new id must be the
 // store's own (not cut from a longer string): the map keeps it.
-func (g *goneStore) put(id string, e finished) error {
+func (g *goneStore) put(id string, e finished) {
 	if i, ok := g.recent[id]; ok {
 		g.ring[i].e = e
-		return nil
+		return
 	}
-	if goneRecent == 0 {
-		return g.spill(id, e)
-	}
-	if len(g.ring) < goneRecent {
-		g.ring = append(g.ring, goneSlot{id, e})
-		g.recent[id] = int32(len(g.ring) - 1)
-		return nil
+	switch {
+	case goneRecent == 0 && g.spill(id, e):
+		return
+	case len(g.ring) < goneRecent || g.noFile || goneRecent == 0:
+		g.keep(id, e)
+		return
 	}
 	old := &g.ring[g.next]
-	if err := g.spill(old.id, old.e); err != nil {
-		return err
+	if !g.spill(old.id, old.e) {
+		g.keep(id, e)
+		return
 	}
 	delete(g.recent, old.id)
 	*old = goneSlot{id, e}
 	g.recent[id] = int32(g.next)
 	g.next = (g.next + 1) % len(g.ring)
-	return nil
 }
 
-// spill writes a record to the file and its id to the filter.
-func (g *goneStore) spill(id string, e finished) error {
+// keep adds a record to those in memory.
+func (g *goneStore) keep(id string, e finished) {
+	g.ring = append(g.ring, goneSlot{id, e})
+	g.recent[id] = int32(len(g.ring) - 1)
+}
+
+// spill adds a record to the file (to pend, written when wbuf fills) and
+// its id to the filter; false when there is no file to take it, and the
+// record stays where it was.
+func (g *goneStore) spill(id string, e finished) bool {
+	if g.noFile || len(id) > 1<<16-1 {
+		return false
+	}
 	if g.file == nil {
 		f, err := os.CreateTemp("", "handoffcheck-conform-*.finished")
 		if err != nil {
-			return fmt.Errorf("conform: a file for the records of finished attempts: %w", err)
+			g.noFile = true
+			return false
 		}
 		// Unlinked at once where the system allows: nothing is left
 		// behind however the judgement ends (close removes it too).
 		_ = os.Remove(f.Name())
-		g.file, g.w = f, bufio.NewWriterSize(f, 1<<16)
+		g.file = f
 		g.filter = make([]uint64, goneFilterBits/64)
 	}
-	if len(id) > 1<<16-1 {
-		return fmt.Errorf("conform: attempt id of %d bytes: at most %d are kept", len(id), 1<<16-1)
-	}
-	b := binary.LittleEndian.AppendUint16(g.buf[:0], uint16(len(id)))
+	b := binary.LittleEndian.AppendUint16(g.wbuf, uint16(len(id)))
 	b = append(b, id...)
 	b = binary.LittleEndian.AppendUint16(b, uint16(e.p))
 	b = binary.LittleEndian.AppendUint16(b, uint16(e.d))
@@ -135,17 +164,41 @@ func (g *goneStore) spill(id string, e finished) error {
 	b = binary.LittleEndian.AppendUint32(b, e.dec.gen)
 	b = binary.LittleEndian.AppendUint32(b, uint32(e.dec.prompt))
 	b = binary.LittleEndian.AppendUint32(b, uint32(e.dec.hit))
-	g.buf = b
-	if _, err := g.w.Write(b); err != nil {
-		return fmt.Errorf("conform: writing the records of finished attempts: %w", err)
-	}
-	g.n++
+	g.wbuf = b
+	g.pend = append(g.pend, goneSlot{id, e})
 	h1, h2 := g.hashes(id)
 	for k := uint64(0); k < 4; k++ {
 		bit := (h1 + k*h2) % goneFilterBits
 		g.filter[bit/64] |= 1 << (bit % 64)
 	}
-	return nil
+	if len(g.wbuf) >= goneWriteBytes {
+		return g.flush()
+	}
+	return true
+}
+
+// goneWriteBytes is how much of the records pushed out is written at
+// once. A variable for the tests.
+var goneWriteBytes = 1 << 16
+
+// flush writes pend to the file. When that fails, the records of pend
+// come back to memory, and the file takes no more (noFile): what it
+// holds is still read.
+func (g *goneStore) flush() bool {
+	if _, err := g.file.WriteAt(g.wbuf, g.size); err != nil {
+		g.noFile = true
+		for _, r := range g.pend {
+			if _, ok := g.recent[r.id]; !ok {
+				g.keep(r.id, r.e)
+			}
+		}
+		g.pend, g.wbuf = nil, nil
+		return false
+	}
+	g.size += int64(len(g.wbuf))
+	clear(g.pend)
+	g.pend, g.wbuf = g.pend[:0], g.wbuf[:0]
+	return true
 }
 
 // maybe reports whether the filter may hold id.
@@ -166,15 +219,12 @@ func (g *goneStore) hashes(id string) (h1, h2 uint64) {
 	return h, h>>32 | 1
 }
 
-// find reads the file for id's latest record.
+// find reads the file for id's latest record written there.
 func (g *goneStore) find(id string) (finished, bool, error) {
 	fail := func(err error) (finished, bool, error) {
 		return finished{}, false, fmt.Errorf("conform: reading the records of finished attempts: %w", err)
 	}
-	if err := g.w.Flush(); err != nil {
-		return fail(err)
-	}
-	r := bufio.NewReaderSize(io.NewSectionReader(g.file, 0, 1<<62), 1<<16)
+	r := bufio.NewReaderSize(io.NewSectionReader(g.file, 0, g.size), 1<<16)
 	var e finished
 	found := false
 	var hdr [2]byte
@@ -215,7 +265,9 @@ func (g *goneStore) find(id string) (finished, bool, error) {
 func (g *goneStore) close() {
 	if g.file != nil {
 		g.file.Close()
-		os.Remove(g.file.Name())
+		if f, ok := g.file.(*os.File); ok {
+			os.Remove(f.Name())
+		}
 		g.file = nil
 	}
 }

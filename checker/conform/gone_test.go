@@ -3,7 +3,10 @@ package conform
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -11,48 +14,36 @@ import (
 	"github.com/handoffcheck/handoffcheck/checker/sim"
 )
 
-// TestGoneStore_SpillsAndFinds keeps few records in memory: every record
-// put is found again, as it was last put, whether it is in memory or in
-// the file, and ids never put are not found.
-func TestGoneStore_SpillsAndFinds(t *testing.T) {
-	defer func(n int) { goneRecent = n }(goneRecent)
-	goneRecent = 8
-	g := newGoneStore()
-	defer g.close()
-	rec := func(i int) finished {
-		return finished{p: int16(i % 7), d: int16(i%5 - 1), gen: [2]int32{int32(i), -int32(i)}, removed: [2]int32{int32(i % 3), -1}, line: int32(10 * i), file: uint16(i % 4),
-			dec: finishedDecoder{proc: int16(i%3 - 1), gen: uint32(1<<31 - i%2), prompt: int32(i), hit: int32(-i)}}
-	}
-	const n = 1000
+// goneRec is a record whose every field depends on i.
+func goneRec(i int) finished {
+	return finished{p: int16(i % 7), d: int16(i%5 - 1), gen: [2]int32{int32(i), -int32(i)}, removed: [2]int32{int32(i % 3), -1}, line: int32(10 * i), file: uint16(i % 4),
+		dec: finishedDecoder{proc: int16(i%3 - 1), gen: uint32(1<<31 - i%2), prompt: int32(i), hit: int32(-i)}}
+}
+
+// checkGone puts n records into a store that keeps 8 in memory, changes
+// three after reading them back, and finds every one as it was last put;
+// ids never put are not found.
+func checkGone(t *testing.T, g *goneStore, n int) {
+	t.Helper()
 	for i := 0; i < n; i++ {
-		if err := g.put(fmt.Sprintf("r%d", i), rec(i)); err != nil {
-			t.Fatal(err)
-		}
+		g.put(fmt.Sprintf("r%d", i), goneRec(i))
 	}
-	if g.n != n-goneRecent || len(g.recent) != goneRecent {
-		t.Fatalf("%d records in the file and %d in memory, want %d and %d", g.n, len(g.recent), n-goneRecent, goneRecent)
-	}
-	// A record read back and changed is found changed, after it went to
-	// the file again.
-	for _, i := range []int{3, 500, 997} {
+	for _, i := range []int{3, n / 2, n - 3} {
 		id := fmt.Sprintf("r%d", i)
 		e, ok, err := g.get(id)
-		if err != nil || !ok || e != rec(i) {
-			t.Fatalf("%s: %+v %v %v, want %+v", id, e, ok, err, rec(i))
+		if err != nil || !ok || e != goneRec(i) {
+			t.Fatalf("%s: %+v %v %v, want %+v", id, e, ok, err, goneRec(i))
 		}
 		e.removed[0] = -1
-		if err := g.put(id, e); err != nil {
-			t.Fatal(err)
-		}
+		g.put(id, e)
 	}
+	// Pushed out again, the changed records are read back changed.
 	for i := 0; i < 2*goneRecent; i++ {
-		if err := g.put(fmt.Sprintf("x%d", i), rec(i)); err != nil {
-			t.Fatal(err)
-		}
+		g.put(fmt.Sprintf("x%d", i), goneRec(i))
 	}
 	for i := 0; i < n; i++ {
-		want := rec(i)
-		if i == 3 || i == 500 || i == 997 {
+		want := goneRec(i)
+		if i == 3 || i == n/2 || i == n-3 {
 			want.removed[0] = -1
 		}
 		id := fmt.Sprintf("r%d", i)
@@ -60,11 +51,75 @@ func TestGoneStore_SpillsAndFinds(t *testing.T) {
 			t.Fatalf("%s: %+v %v %v, want %+v", id, e, ok, err, want)
 		}
 	}
-	for _, id := range []string{"r1000", "r-1", "", "x99"} {
+	for _, id := range []string{fmt.Sprintf("r%d", n), "r-1", "", "x99"} {
 		if _, ok, err := g.get(id); ok || err != nil {
 			t.Errorf("%q: found (%v), never put", id, err)
 		}
 	}
+}
+
+// TestGoneStore_SpillsAndFinds keeps 8 records in memory and writes the
+// others to the file in small pieces: every record is found, from memory,
+// from what waits to be written, or from the file.
+func TestGoneStore_SpillsAndFinds(t *testing.T) {
+	defer func(n, w int) { goneRecent, goneWriteBytes = n, w }(goneRecent, goneWriteBytes)
+	goneRecent, goneWriteBytes = 8, 256
+	g := newGoneStore()
+	defer g.close()
+	checkGone(t, g, 1000)
+	if g.noFile || g.size == 0 || len(g.recent) > 3*goneRecent {
+		t.Errorf("%d bytes in the file (noFile %v), %d records in memory: want most in the file", g.size, g.noFile, len(g.recent))
+	}
+}
+
+// failingFile fails every write after the first ok ones.
+type failingFile struct {
+	*os.File
+	ok int
+}
+
+func (f *failingFile) WriteAt(p []byte, off int64) (int, error) {
+	if f.ok == 0 {
+		return 0, errors.New("no space left")
+	}
+	f.ok--
+	return f.File.WriteAt(p, off)
+}
+
+// TestGoneStore_WithoutFile: a store that cannot make its file, or whose
+// file stops taking writes, keeps the records in memory from then on, and
+// still finds every one.
+func TestGoneStore_WithoutFile(t *testing.T) {
+	defer func(n, w int) { goneRecent, goneWriteBytes = n, w }(goneRecent, goneWriteBytes)
+	goneRecent, goneWriteBytes = 8, 256
+	t.Run("no file", func(t *testing.T) {
+		t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+		g := newGoneStore()
+		defer g.close()
+		checkGone(t, g, 300)
+		if !g.noFile || g.size != 0 {
+			t.Errorf("noFile %v, %d bytes written: want no file", g.noFile, g.size)
+		}
+	})
+	t.Run("writes fail", func(t *testing.T) {
+		g := newGoneStore()
+		defer g.close()
+		// The file is made at the first record pushed out; from then on
+		// two writes succeed.
+		for i := 0; i < goneRecent+1; i++ {
+			g.put(fmt.Sprintf("w%d", i), goneRec(i))
+		}
+		g.file = &failingFile{File: g.file.(*os.File), ok: 2}
+		checkGone(t, g, 300)
+		if !g.noFile || g.size == 0 {
+			t.Errorf("noFile %v, %d bytes written: want two writes, then none", g.noFile, g.size)
+		}
+		for i := 0; i < goneRecent+1; i++ {
+			if e, ok, err := g.get(fmt.Sprintf("w%d", i)); err != nil || !ok || e != goneRec(i) {
+				t.Fatalf("w%d: %+v %v %v", i, e, ok, err)
+			}
+		}
+	})
 }
 
 // TestGone_FileKeepsReports judges the simulator's logs of a loaded

@@ -53,7 +53,8 @@ type judge struct {
 	gone *goneStore
 	// held is the late fact held for a finished attempt (finished.held).
 	held map[string]*obslog.Fact
-	// goneErr is the first error writing a record of gone, for Judge.
+	// goneErr is the first error reading a record of gone back, for
+	// Judge.
 	goneErr  error
 	lateHeld []string
 	rep      Report
@@ -389,7 +390,8 @@ func (j *judge) fact(f *obslog.Fact) error {
 		}
 		if gone {
 			j.late(f, &e)
-			return j.gone.put(f.Attempt, e)
+			j.gone.put(f.Attempt, e)
+			return nil
 		}
 		j.seq++
 		a = j.newAttempt(f.Attempt)
