@@ -40,17 +40,95 @@ type adoption struct {
 }
 
 // decoder is an attempt whose destination is active on decode process
-// proc: activated, neither released nor restarted since.
+// proc: activated, neither released nor restarted since (gen is the
+// process's generation at the activation).
 type decoder struct {
 	proc        int
+	gen         int64
 	prompt, hit int64
 }
 
 // sharing is the judge's account of canonical blocks.
 type sharing struct {
+	// decoding is the decoders among the open attempts; those of the
+	// finished attempts (a log that does not record decode_released
+	// never says they released) are in their records (finished.dec),
+	// gone counts them, per decode process: the account does not grow
+	// with the log in memory.
 	decoding map[string]decoder
+	gone     map[int]int
+	goneN    int
 	// shares are the adoptions still shared, oldest first.
 	shares []adoption
+}
+
+// decoder is the decoder attempt id is, if it is one.
+func (j *judge) decoder(id string) (decoder, bool) {
+	if d, ok := j.sharing.decoding[id]; ok {
+		return d, true
+	}
+	if j.sharing.goneN == 0 {
+		return decoder{}, false
+	}
+	e, ok, err := j.gone.get(id)
+	if err != nil {
+		j.failGone(err)
+		return decoder{}, false
+	}
+	if !ok || e.dec.proc < 0 || int64(e.dec.gen) != j.procs[e.dec.proc].gen {
+		return decoder{}, false
+	}
+	return decoder{proc: int(e.dec.proc), gen: int64(e.dec.gen), prompt: int64(e.dec.prompt), hit: int64(e.dec.hit)}, true
+}
+
+// failGone keeps the first error of the records of finished attempts,
+// which Judge returns.
+func (j *judge) failGone(err error) {
+	if j.goneErr == nil {
+		j.goneErr = err
+	}
+}
+
+// undecode ends decoder attempt id, open or finished.
+func (j *judge) undecode(id string) {
+	sh := &j.sharing
+	if _, ok := sh.decoding[id]; ok {
+		delete(sh.decoding, id)
+		return
+	}
+	if sh.goneN == 0 {
+		return
+	}
+	e, ok, err := j.gone.get(id)
+	if err != nil {
+		j.failGone(err)
+		return
+	}
+	if !ok || e.dec.proc < 0 || int64(e.dec.gen) != j.procs[e.dec.proc].gen {
+		return
+	}
+	sh.gone[int(e.dec.proc)]--
+	sh.goneN--
+	e.dec.proc = -1
+	j.gone.put(id, e)
+}
+
+// retireDecoder moves a finished attempt's decoder, if it is one, to its
+// record.
+func (j *judge) retireDecoder(id string, e *finished) {
+	e.dec.proc = -1
+	sh := &j.sharing
+	d, ok := sh.decoding[id]
+	if !ok {
+		return
+	}
+	delete(sh.decoding, id)
+	e.dec = finishedDecoder{proc: int16(d.proc), gen: uint32(d.gen), prompt: int32(d.prompt), hit: int32(d.hit)}
+	if sh.gone == nil {
+		sh.gone = map[int]int{}
+	}
+	sh.gone[d.proc]++
+	sh.goneN++
 }
 
 // shareFact keeps the account of canonical blocks at fact f of attempt a
@@ -60,7 +138,7 @@ func (j *judge) shareFact(a *attempt, f *obslog.Fact) string {
 	sh := &j.sharing
 	switch f.Kind {
 	case obslog.WorkerRestarted:
-		if len(sh.decoding) == 0 {
+		if len(sh.decoding) == 0 && sh.goneN == 0 {
 			return ""
 		}
 		for id, d := range sh.decoding {
@@ -68,6 +146,10 @@ func (j *judge) shareFact(a *attempt, f *obslog.Fact) string {
 				delete(sh.decoding, id)
 			}
 		}
+		// The finished attempts' decoders on it end with its
+		// generation (decoder).
+		sh.goneN -= sh.gone[f.Proc]
+		delete(sh.gone, f.Proc)
 		sh.shares = slices.DeleteFunc(sh.shares, func(x adoption) bool {
 			if x.proc == f.Proc {
 				j.ledgers[x.proc].shared -= x.n
@@ -92,7 +174,7 @@ func (j *judge) shareFact(a *attempt, f *obslog.Fact) string {
 		if sh.decoding == nil {
 			sh.decoding = map[string]decoder{}
 		}
-		sh.decoding[a.id] = decoder{proc: f.Proc, prompt: a.prompt, hit: a.hit}
+		sh.decoding[a.id] = decoder{proc: f.Proc, gen: f.Gen, prompt: a.prompt, hit: a.hit}
 	}
 	return ""
 }
@@ -114,7 +196,7 @@ func (j *judge) impliedRelease(f *obslog.Fact) {
 			return
 		}
 		owner := sh.shares[i].owner
-		delete(sh.decoding, owner)
+		j.undecode(owner)
 		j.unshare(owner)
 	}
 }
@@ -138,7 +220,7 @@ func (j *judge) adoptable(a *attempt, f *obslog.Fact) string {
 	if slices.ContainsFunc(sh.shares, func(x adoption) bool { return x.adopter == a.id }) {
 		return "the attempt adopted canonical blocks already: a destination adopts once, at its activation"
 	}
-	o, ok := sh.decoding[f.Canonical]
+	o, ok := j.decoder(f.Canonical)
 	if !ok || o.proc != f.Proc {
 		return fmt.Sprintf("canonical %s holds no active blocks on %s (want an attempt activated there and not released since, whose blocks are the canonical ones)", f.Canonical, proc)
 	}

@@ -189,11 +189,19 @@ func Judge(in []Input, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer j.gone.close()
 	for _, r := range rds {
 		j.rep.Files = append(j.rep.Files, r.Name())
 	}
 	m := newMerge(rds, in, len(h.Processes))
-	for j.rep.Rejection == nil {
+	if len(rds) == 1 {
+		// One log: its own order is every process's, and nothing is
+		// merged; each fact is read straight into the judge's copy.
+		if err := j.readOne(rds[0], in[0].LineOf); err != nil {
+			return nil, err
+		}
+	}
+	for j.rep.Rejection == nil && len(rds) > 1 {
 		f, ok, err := m.next()
 		if err != nil {
 			return nil, err
@@ -203,6 +211,9 @@ func Judge(in []Input, opt Options) (*Report, error) {
 		}
 		if err := j.fact(j.newFact(&f)); err != nil {
 			return nil, err
+		}
+		if j.goneErr != nil {
+			return nil, j.goneErr
 		}
 	}
 	if j.rep.Rejection != nil {
@@ -217,10 +228,37 @@ func Judge(in []Input, opt Options) (*Report, error) {
 		if err := j.end(); err != nil {
 			return nil, err
 		}
+		if j.goneErr != nil {
+			return nil, j.goneErr
+		}
 	}
 	j.rep.Properties = j.timedReport()
 	j.rep.Invariants = j.invariantsReport()
 	return j.report(), nil
+}
+
+// readOne judges the facts of one log until its end or a rejection.
+func (j *judge) readOne(r *obslog.Reader, lineOf func(int) int) error {
+	for j.rep.Rejection == nil {
+		f := j.takeFact()
+		if err := r.NextInto(f); err != nil {
+			j.freeFacts = append(j.freeFacts, f)
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+		if lineOf != nil {
+			f.Line = lineOf(f.Line)
+		}
+		if err := j.fact(f); err != nil {
+			return err
+		}
+		if j.goneErr != nil {
+			return j.goneErr
+		}
+	}
+	return nil
 }
 
 // merge reads the logs side by side. Only each process's own order

@@ -289,16 +289,20 @@ func (j *judge) logsIt(a *attempt, l *obslog.Label, f *obslog.Fact) bool {
 // added to silent when more may be taken.
 func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more bool, silent *[]*node) *node {
 	st, moves := j.greedyMovesOf(x, f)
+	// Each move is taken in a state of the pool: the one that explains f
+	// keeps it, and so does an unlogged one (quiet) until it is a node
+	// or the search is over; the others give it to the next move.
+	next := j.takeState()
 	for _, m := range moves {
-		next := st
-		if v := j.stepper.Force(&next, m); v != nil {
+		*next = st
+		if v := j.stepper.Force(next, m); v != nil {
 			continue
 		}
 		fired := j.stepper.Fired()
 		if (m.Kind == system.MvDeliver) && ignored(j.stepper.Firings()) {
 			continue
 		}
-		j.labels = obslog.Observe(j.labels[:0], 0, &st, &next, m, j.stepper.Firings())
+		j.labels = obslog.Observe(j.labels[:0], 0, &st, next, m, j.stepper.Firings())
 		var must [maxOwed]obslog.Label
 		mn := 0
 		for i := range j.labels {
@@ -312,6 +316,7 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 				// Made a node only if no move of x explains f: most
 				// facts are explained at once, and then these go.
 				j.quiet = append(j.quiet, quietStep{m: m, st: next, fired: fired})
+				next = j.takeState()
 			}
 			continue
 		}
@@ -326,13 +331,14 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 			c := j.child(x)
 			// Its key is left to be computed (keyOf): the explanation
 			// followed greedily goes on from it without a visited set.
-			if v := j.chk.CheckState(&next); v != nil {
+			if v := j.chk.CheckState(next); v != nil {
 				a.broken = v
 				j.free(c)
+				j.freeStates = append(j.freeStates, next)
 				j.flushQuiet(a, x, silent)
 				return nil
 			}
-			j.own(c, &next)
+			c.st, c.owns = next, true
 			c.stKey = 0
 			c.move, c.fired = m, fired
 			c.pos[s]++
@@ -340,19 +346,41 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 			c.fact = f
 			c.silent = 0
 			c.owed, c.owedN = owed, on
-			j.quiet = j.quiet[:0]
+			j.dropQuiet()
 			return c
 		}
 	}
+	j.freeStates = append(j.freeStates, next)
 	j.flushQuiet(a, x, silent)
 	return nil
 }
 
-// quietStep is an unlogged step explainStep found, not yet a node.
+// takeState is a state from the pool, or a new one.
+func (j *judge) takeState() *system.State {
+	if k := len(j.freeStates); k > 0 {
+		p := j.freeStates[k-1]
+		j.freeStates = j.freeStates[:k-1]
+		return p
+	}
+	return new(system.State)
+}
+
+// quietStep is an unlogged step explainStep found, not yet a node: its
+// state is the pool's.
 type quietStep struct {
 	m     system.Move
-	st    system.State
+	st    *system.State
 	fired model.Triggers
+}
+
+// dropQuiet gives the states of the unlogged steps explainStep found back
+// to the pool: a move explained the fact, and they make no nodes.
+func (j *judge) dropQuiet() {
+	for i := range j.quiet {
+		j.freeStates = append(j.freeStates, j.quiet[i].st)
+		j.quiet[i].st = nil
+	}
+	j.quiet = j.quiet[:0]
 }
 
 // flushQuiet makes the unlogged steps explainStep found of x nodes of the
@@ -360,19 +388,20 @@ type quietStep struct {
 func (j *judge) flushQuiet(a *attempt, x *node, silent *[]*node) {
 	for i := range j.quiet {
 		q := &j.quiet[i]
-		c := j.child(x)
 		// Hashed only when the search goes on past the next depth
 		// (freshIn), which a search that finds the fact there does not.
-		if v := j.chk.CheckState(&q.st); v != nil {
+		if v := j.chk.CheckState(q.st); v != nil {
 			a.broken = v
-			j.free(c)
+			j.freeStates = append(j.freeStates, q.st)
 		} else {
-			j.own(c, &q.st)
+			c := j.child(x)
+			c.st, c.owns = q.st, true
 			c.stKey = 0
 			c.move, c.fired = q.m, q.fired
 			c.silent++
 			*silent = append(*silent, c)
 		}
+		q.st = nil
 	}
 	j.quiet = j.quiet[:0]
 }
@@ -393,7 +422,7 @@ func (j *judge) counted(a *attempt) bool {
 	}
 	f := a.last
 	j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f), Invariant: v.Invariant,
-		Detail: v.Detail, Explained: j.history(a.cur)})
+		Detail: v.Detail, Explained: j.chainHistory(a)})
 	return false
 }
 

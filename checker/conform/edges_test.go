@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/checker/sim"
@@ -101,6 +102,18 @@ func TestLateFactAfterEndJudgedAlike(t *testing.T) {
 		cached := edit(lines, []int{20, 24}, c.more...)
 		wantRejected(t, c.name+"/evicted", evicted, 24+c.at, c.inv)
 		wantRejected(t, c.name+"/cached", cached, 22+c.at, c.inv)
+		// The same report when the attempt's record is read back from
+		// the file of finished attempts' records (gone.go).
+		for _, data := range [][]byte{evicted, cached} {
+			kept := judgeBytes(t, "log", data, Options{})
+			func() {
+				defer func(n int) { goneRecent = n }(goneRecent)
+				goneRecent = 0
+				if spilled := judgeBytes(t, "log", data, Options{}); !cmp.Equal(kept, spilled) {
+					t.Errorf("%s: the records' file changed the report:\n%s", c.name, cmp.Diff(kept, spilled))
+				}
+			}()
+		}
 	}
 }
 

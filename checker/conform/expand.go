@@ -139,7 +139,8 @@ func (j *judge) retire(a *attempt, n *node) {
 		}
 	}
 	// A copy of the id: the record must not keep what it was cut from.
-	j.gone[strings.Clone(a.id)] = e
+	j.retireDecoder(a.id, &e)
+	j.gone.put(strings.Clone(a.id), e)
 	j.leave(a)
 	j.freeFactsOf(a)
 }
@@ -231,33 +232,79 @@ func (j *judge) tallyTo(t tally, from, n *node) tally {
 }
 
 // advance makes c, which the greedy explanation reached from a.cur, its
-// current node, tallying the steps between.
+// current node, tallying the steps between. The chain lists them in
+// their order, root first.
 func (j *judge) advance(a *attempt, c *node) {
 	a.tally = j.tallyTo(a.tally, a.cur, c)
 	at := int64(-1)
+	mark := len(a.chain)
 	for x := c; x != a.cur; x = x.parent {
 		// Noted while the nodes are fresh in the cache: at the attempt's
 		// end they have long left it.
 		at = j.stepAt(x, at)
 		a.ex.Note(x.fired, at, a.seq)
-		cn := chainNode{n: x}
+		cn := chainNode{n: x, fact: x.fact, move: x.move}
 		if x.owns {
 			cn.st = x.st
 		}
 		a.chain = append(a.chain, cn)
 	}
+	slices.Reverse(a.chain[mark:])
 	a.cur = c
+	if j.clock == nil {
+		j.dropPast(a)
+	}
+}
+
+// dropPast gives the nodes of the greedy explanation before its current
+// one, and their states, back to the pool, where the next steps take
+// them while they are still in the cache: only the current node and its
+// state are read again (the next step, the ledgers, the end; the chain
+// keeps each step's fact and move for a report), and an explanation that
+// goes wrong is searched again in full from the start. The clock
+// (timed.go) walks the whole explanation, so with properties to judge on
+// it they stay.
+func (j *judge) dropPast(a *attempt) {
+	last := len(a.chain) - 1
+	keep := last
+	for i := a.live; i < last; i++ {
+		cn := &a.chain[i]
+		if cn.st != nil {
+			if cn.st == a.cur.st {
+				// The current node shares it (a fact owed): it stays
+				// the chain's until the explanation moves on.
+				keep = min(keep, i)
+			} else {
+				if cn.st == a.countedSt {
+					// Compared by pointer (counted): a state of the
+					// pool may come back as another.
+					a.countedSt = nil
+				}
+				j.freeStates = append(j.freeStates, cn.st)
+				cn.st = nil
+			}
+		}
+		if cn.n != nil {
+			j.freeNodes = append(j.freeNodes, cn.n)
+			cn.n = nil
+		}
+	}
+	a.cur.parent = nil
+	a.live = keep
 }
 
 // freeGreedy gives the explanation followed greedily back to the pools,
 // from its list (chain): what the nodes hold is set again by whoever
 // takes them (child, root).
 func (j *judge) freeGreedy(a *attempt) {
+	a.live = 0
 	for i, cn := range a.chain {
 		if cn.st != nil {
 			j.freeStates = append(j.freeStates, cn.st)
 		}
-		j.freeNodes = append(j.freeNodes, cn.n)
+		if cn.n != nil {
+			j.freeNodes = append(j.freeNodes, cn.n)
+		}
 		a.chain[i] = chainNode{}
 	}
 	a.chain = a.chain[:0]
@@ -270,6 +317,7 @@ func (j *judge) dropGreedy(a *attempt) {
 	a.ex.Reset()
 	clear(a.chain)
 	a.chain = a.chain[:0]
+	a.live = 0
 }
 
 func (j *judge) expand(a *attempt, n *node, work []*node) []*node {

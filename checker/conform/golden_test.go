@@ -103,6 +103,21 @@ func TestJudge_Goldens(t *testing.T) {
 				}
 			}
 		}()
+		// The records of finished attempts kept in memory only save
+		// time: with none, every late fact is judged against a record
+		// read back from the file, and every report is the same.
+		func() {
+			defer func(n int) { goneRecent = n }(goneRecent)
+			for _, run := range goldenRuns {
+				goneRecent = 0
+				spilled, err1 := Judge([]Input{{Name: rel, R: bytes.NewReader(data)}}, run.opt)
+				goneRecent = 1 << 20
+				kept, err2 := Judge([]Input{{Name: rel, R: bytes.NewReader(data)}}, run.opt)
+				if fmt.Sprint(err1) != fmt.Sprint(err2) || !cmp.Equal(spilled, kept) {
+					t.Errorf("%s %s: the records' file changed the report:\n%s", rel, run.name, cmp.Diff(kept, spilled))
+				}
+			}
+		}()
 		name := strings.ReplaceAll(strings.TrimSuffix(rel, ".jsonl"), string(filepath.Separator), "-") + ".txt"
 		golden := filepath.Join(goldenDir, name)
 		if *rewrite {

@@ -50,9 +50,12 @@ type judge struct {
 	// after its end is judged against what it ended holding, whether or
 	// not its blocks were evicted since. lateHeld is the ids of those
 	// with a late fact held (lateFact), in the order they came.
-	gone map[string]finished
+	gone *goneStore
 	// held is the late fact held for a finished attempt (finished.held).
-	held     map[string]*obslog.Fact
+	held map[string]*obslog.Fact
+	// goneErr is the first error reading a record of gone back, for
+	// Judge.
+	goneErr  error
 	lateHeld []string
 	rep      Report
 
@@ -147,6 +150,9 @@ type attempt struct {
 	// (freeGreedy) reads this list, not the nodes, which have long left
 	// the cache when the attempt ends.
 	chain []chainNode
+	// live is where in chain the states not yet given back begin
+	// (dropPast).
+	live int
 	// shared counts the facts of the slots that are not the attempt's
 	// alone (worker_restarted, which every attempt open on the worker
 	// gets): freeFactsOf gives back the others.
@@ -170,9 +176,9 @@ type attempt struct {
 	held [2]model.Holdings
 }
 
-// finished is what the judge keeps of an attempt it forgot: little
-// enough (28 bytes beside its id) that every attempt of a long log fits:
-// ids are never reused, so none may be forgotten entirely.
+// finished is what the judge keeps of an attempt it forgot (44 bytes
+// beside its id): ids are never reused, so none may be forgotten
+// entirely; the oldest records wait in a file (goneStore).
 type finished struct {
 	// p and d are its prefill and decode processes (-1: none).
 	p, d int16
@@ -186,6 +192,16 @@ type finished struct {
 	// fact was, for reports.
 	line int32
 	file uint16
+	// dec is, when proc is not -1, the decoder it was when it finished
+	// (sharing): its activation on decode process proc in generation
+	// gen, with its prompt and prefix hit.
+	dec finishedDecoder
+}
+
+type finishedDecoder struct {
+	proc        int16
+	gen         uint32
+	prompt, hit int32
 }
 
 // chainNode is a node of an explanation followed greedily, and the state
@@ -193,6 +209,10 @@ type finished struct {
 type chainNode struct {
 	n  *node
 	st *system.State
+	// fact and move are the node's, for its line of a report (its node
+	// may be back in the pool: dropPast).
+	fact *obslog.Fact
+	move system.Move
 }
 
 // maxFurthest bounds the furthest explanations kept for a report.
@@ -233,7 +253,7 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInput, err)
 	}
 	j := &judge{h: h, cfg: &c, chk: chk, bound: opt.Bound, maxF: opt.MaxFaults, open: opt.Open, props: opt.Props,
-		procs: make([]procState, len(h.Processes)), att: map[string]*attempt{}, gone: map[string]finished{}, held: map[string]*obslog.Fact{}, worlds: map[[2]int64]*world{}, memo: map[uint64]int32{}, cov: system.NewCoverage(p.Spec())}
+		procs: make([]procState, len(h.Processes)), att: map[string]*attempt{}, gone: newGoneStore(), held: map[string]*obslog.Fact{}, worlds: map[[2]int64]*world{}, memo: map[uint64]int32{}, cov: system.NewCoverage(p.Spec())}
 	if j.bound <= 0 {
 		j.bound = DefaultBound
 	}
@@ -280,15 +300,20 @@ func (j *judge) newAttempt(id string) *attempt {
 // newFact is a copy of f the judge may keep: from the facts of the
 // attempts it forgot (freeFacts), or new.
 func (j *judge) newFact(f *obslog.Fact) *obslog.Fact {
-	var p *obslog.Fact
-	if k := len(j.freeFacts); k > 0 {
-		p = j.freeFacts[k-1]
-		j.freeFacts = j.freeFacts[:k-1]
-	} else {
-		p = new(obslog.Fact)
-	}
+	p := j.takeFact()
 	*p = *f
 	return p
+}
+
+// takeFact is a fact the judge may keep, its content undefined: from the
+// facts of the attempts it forgot (freeFacts), or new.
+func (j *judge) takeFact() *obslog.Fact {
+	if k := len(j.freeFacts); k > 0 {
+		p := j.freeFacts[k-1]
+		j.freeFacts = j.freeFacts[:k-1]
+		return p
+	}
+	return new(obslog.Fact)
 }
 
 // freeFactsOf gives back the facts only a forgotten attempt held: all but
@@ -359,9 +384,13 @@ func (j *judge) fact(f *obslog.Fact) error {
 	}
 	a := j.att[f.Attempt]
 	if a == nil {
-		if e, ok := j.gone[f.Attempt]; ok {
+		e, gone, err := j.gone.get(f.Attempt)
+		if err != nil {
+			return err
+		}
+		if gone {
 			j.late(f, &e)
-			j.gone[f.Attempt] = e
+			j.gone.put(f.Attempt, e)
 			return nil
 		}
 		j.seq++
@@ -548,7 +577,7 @@ func (j *judge) restart(a *attempt) bool {
 	if !a.full {
 		a.cur, a.tally, a.countedSt = j.root(a), tally{}, nil
 		a.ex.Reset()
-		a.chain = append(a.chain[:0], chainNode{a.cur, a.cur.st})
+		a.chain, a.live = append(a.chain[:0], chainNode{n: a.cur, st: a.cur.st}), 0
 		var all []*obslog.Fact
 		for _, sl := range a.slots {
 			all = append(all, sl.facts...)

@@ -318,15 +318,31 @@ func better(x, y *node) bool {
 func (j *judge) history(n *node) []string {
 	var out []string
 	for x := n; x != nil && x.parent != nil; x = x.parent {
-		switch {
-		case x.fact != nil && x.move.Kind != 0:
-			out = append(out, fmt.Sprintf("%s %s (step %s)", x.fact.Where(), Describe(j.h, x.fact), x.move))
-		case x.fact != nil:
-			out = append(out, fmt.Sprintf("%s %s", x.fact.Where(), Describe(j.h, x.fact)))
-		default:
-			out = append(out, "unlogged: "+x.move.String())
-		}
+		out = append(out, j.historyLine(x.fact, x.move))
 	}
 	slices.Reverse(out)
 	return out
+}
+
+// chainHistory is the history of the explanation an attempt follows
+// greedily, from its list (chain): its nodes before the current one may
+// be back in the pool.
+func (j *judge) chainHistory(a *attempt) []string {
+	var out []string
+	for _, cn := range a.chain[min(1, len(a.chain)):] {
+		out = append(out, j.historyLine(cn.fact, cn.move))
+	}
+	return out
+}
+
+// historyLine is a node's line of a history: the fact it explained, the
+// step that made it, or both.
+func (j *judge) historyLine(f *obslog.Fact, m system.Move) string {
+	switch {
+	case f != nil && m.Kind != 0:
+		return fmt.Sprintf("%s %s (step %s)", f.Where(), Describe(j.h, f), m)
+	case f != nil:
+		return fmt.Sprintf("%s %s", f.Where(), Describe(j.h, f))
+	}
+	return "unlogged: " + m.String()
 }

@@ -132,7 +132,11 @@ func (j *judge) end() error {
 		}
 	}
 	for _, id := range j.lateHeld {
-		if e := j.gone[id]; j.held[id] != nil {
+		if j.held[id] != nil {
+			e, _, err := j.gone.get(id)
+			if err != nil {
+				return err
+			}
 			j.rejectHeld(id, &e)
 			return nil
 		}

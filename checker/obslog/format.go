@@ -401,37 +401,48 @@ func parseRecords(names []string) (KindSet, error) {
 // Next reads the next fact. It returns io.EOF after the last, and after an
 // error returns that error again.
 func (r *Reader) Next() (Fact, error) {
-	if r.err != nil {
-		return Fact{}, r.err
-	}
-	f, err := r.next()
-	if err != nil {
-		r.err = err
-	}
-	return f, err
-}
-
-func (r *Reader) next() (Fact, error) {
-	text, err := r.scan()
+	var f Fact
+	err := r.NextInto(&f)
 	if err != nil {
 		return Fact{}, err
+	}
+	return f, nil
+}
+
+// NextInto is Next, reading the fact into f: a reader of a long log that
+// keeps its facts saves copying each. After an error f is undefined.
+func (r *Reader) NextInto(f *Fact) error {
+	if r.err != nil {
+		return r.err
+	}
+	if err := r.next(f); err != nil {
+		r.err = err
+		return err
+	}
+	return nil
+}
+
+func (r *Reader) next(f *Fact) error {
+	text, err := r.scan()
+	if err != nil {
+		return err
 	}
 	l := &r.l
 	if !fastLine(text, l, &r.sv, &r.iv) {
 		*l = factLine{}
 		if err := decodeLine(text, l); err != nil {
-			return Fact{}, r.fail(r.line, "%s; want a fact such as %s", err, factExample)
+			return r.fail(r.line, "%s; want a fact such as %s", err, factExample)
 		}
 		// A key given twice is refused, not settled by the last one.
 		if _, err := jsonfile.ScanAt(r.name, r.line, text, ErrLog); err != nil {
-			return Fact{}, err
+			return err
 		}
 	}
-	f := Fact{File: r.name, Line: r.line, TUS: -1, To: -1}
-	if why := r.fact(l, &f); why != "" {
-		return Fact{}, r.fail(r.line, "%s", why)
+	*f = Fact{File: r.name, Line: r.line, TUS: -1, To: -1}
+	if why := r.fact(l, f); why != "" {
+		return r.fail(r.line, "%s", why)
 	}
-	return f, nil
+	return nil
 }
 
 const factExample = `{"proc": "decode-0", "gen": 0, "attempt": "a1", "kind": "reserved", "pages": 12, "slot": 1, "headroom": 512}`
