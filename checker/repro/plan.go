@@ -52,6 +52,9 @@ type Plan struct {
 	// Runs counts the candidate plans run to find it.
 	Runs int
 	Why  string
+	// Other lists the invariants candidate runs broke first, when none
+	// broke the one looked for.
+	Other []string
 }
 
 // planLadder is the deadlines, in microseconds, a candidate plan gives
@@ -218,6 +221,7 @@ func DerivePlan(ctx context.Context, proto *system.Protocol, cfg *system.Config,
 	if len(others) > 0 {
 		p.Why += " (some broke " + strings.Join(others, ", ") + " first)"
 	}
+	p.Other = others
 	p.Why += ": the clock does not order the steps as the trace does"
 	return p, nil
 }

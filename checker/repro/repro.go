@@ -318,7 +318,7 @@ which ends the run): {{.Requests}} request{{if ne .Requests 1}}s{{end}}, {{.Succ
 stranded source KV {{printf "%.1f" .StrandedSourceBlockSeconds}} block-seconds (peak {{.StrandedSourcePeak}} blocks);
 held for doomed attempts {{printf "%.1f" .StrandedBlockSeconds}} block-seconds.
 {{end}}{{else}}**From the trace.** No plan on the clock derived from these steps reaches {{$.Invariant}}:
-{{.Why}}.
+{{.Why}}.{{with $.Note}} {{.}}.{{end}}
 
 {{end}}{{end}}{{with .T}}{{if .Scenario}}**On the clock.** The timed scenario ` + "`{{.Scenario}}`" + ` ({{.Policy}}) breaks
 {{$.Invariant}} too, at {{printf "%.3f" .AtMS}} ms of virtual time on request {{.Request}}: {{.Detail}}.
@@ -344,6 +344,8 @@ type clockView struct {
 	T         *Timed
 	Invariant string
 	Spec      string
+	// Note says more of why the clock does not reach the invariant.
+	Note string
 }
 
 // withTimed parses a README template beside the timed block.
