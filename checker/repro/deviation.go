@@ -507,7 +507,9 @@ func quietInvariant(inv string) bool {
 type target struct {
 	t       *conform.RejectionTrace
 	changed []rowRef
-	// detail is the rejection's detail.
+	// detail is the rejection's detail: the invariant's own, or, for a
+	// fact the tables take by a step that breaks one, a sentence that
+	// names it and its detail.
 	detail string
 }
 
@@ -521,7 +523,7 @@ func (x target) sameShape(v *model.Violation) bool {
 		return true
 	}
 	_, d, _ := strings.Cut(v.Detail, ": ")
-	return d == x.detail
+	return d == x.detail || strings.Contains(x.detail, v.Invariant+": "+d)
 }
 
 // firesChanged reports whether a step fired a changed row.
