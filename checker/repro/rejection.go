@@ -606,14 +606,6 @@ the logging system's tables are fixed, put them in `+"`spec.json`"+`: the test t
 
 {{template "timed" .Clock}}
 {{template "live" .Clock}}
-{{- if and .Clock.P .Clock.P.Result}}
-Live logs order facts only within each process and along the messages
-between them, and the judge explains them in any order those allow. Where
-the violation rests on the order of two processes' steps that no message
-ties (under these tables, a step one side takes without waiting for the
-other), the judge finds an order that breaks nothing, or one in which
-another invariant breaks first, and names that one.
-{{- end}}
 {{- end}}
 {{- end}}
 `)

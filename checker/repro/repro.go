@@ -333,6 +333,13 @@ The scenario's workload and faults on a cluster, with these tables:
     handoffcheck live --config sim.json --workload workload.jsonl --faults faults.jsonl{{if $.Spec}} --spec {{$.Spec}}{{end}}
 
 {{.LiveNote}}
+
+Live logs order facts only within each process and along the messages
+between them, and the judge explains them in any order those allow. Where
+the violation rests on the order of two processes' steps that no message
+ties (under these tables, a step one side takes without waiting for the
+other), the judge finds an order that breaks nothing, or one in which
+another invariant breaks first, and names that one.
 {{else}}**Live.** No live plan is derived from these steps: there is no plan on the clock
 to run. ` + "`handoffcheck live`" + ` runs the same tables over real processes.
 {{end}}{{end}}{{end}}`
