@@ -64,6 +64,9 @@ type RejectionResult struct {
 	// not reproduced).
 	Plan  *Plan
 	Timed *Timed
+	// Scale is the plan's incident at the default workload's scale (nil
+	// without a plan).
+	Scale *Scale
 	// search is what the search for a deviation tried.
 	search search
 }
@@ -83,6 +86,9 @@ func (r *RejectionResult) Files() []string {
 	}
 	if r.Plan != nil && r.Plan.Result != nil {
 		out = append(out, SimFile, WorkloadFile, FaultsFile)
+	}
+	if r.Scale != nil {
+		out = append(out, ScaleSimFile, ScaleFaultsFile)
 	}
 	return out
 }
@@ -206,12 +212,18 @@ func WriteRejection(dir string, in RejectionInput) (*RejectionResult, error) {
 		if err := plan.files(files); err != nil {
 			return nil, err
 		}
+		if res.Scale, err = plan.atScale(context.Background(), protocol); err != nil {
+			return nil, err
+		}
+		if err := res.Scale.files(files); err != nil {
+			return nil, err
+		}
 		if plan.Result == nil {
 			if res.Timed, err = FindTimed(context.Background(), protocol, c.Run(), inv); err != nil {
 				return nil, err
 			}
 		}
-		v.Clock = clockView{P: plan, T: res.Timed, Invariant: inv, Spec: in.SpecFile, Note: clockNote(plan, inv)}
+		v.Clock = clockView{P: plan, S: res.Scale, T: res.Timed, Invariant: inv, Spec: in.SpecFile, Note: clockNote(plan, inv)}
 		if res.Deviation != "" {
 			v.Clock.Spec = SpecOut
 		}
@@ -222,7 +234,7 @@ func WriteRejection(dir string, in RejectionInput) (*RejectionResult, error) {
 	}
 	// The template's branches end on different lines: one newline ends it.
 	files[ReadmeFile] = append(bytes.TrimRight(readme.Bytes(), "\n"), '\n')
-	for _, name := range []string{TraceFile, SpecOut, TestFile, ReadmeFile, SimFile, WorkloadFile, FaultsFile} {
+	for _, name := range []string{TraceFile, SpecOut, TestFile, ReadmeFile, SimFile, WorkloadFile, FaultsFile, ScaleSimFile, ScaleFaultsFile} {
 		path := filepath.Join(dir, name)
 		data, ok := files[name]
 		if !ok {

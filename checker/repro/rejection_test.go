@@ -223,7 +223,7 @@ func TestWriteRejection_InvalidLogs(t *testing.T) {
 			if _, err := WriteRejection(again, in); err != nil {
 				t.Fatal(err)
 			}
-			for _, f := range []string{TraceFile, ReadmeFile, TestFile, SpecOut, SimFile, WorkloadFile, FaultsFile} {
+			for _, f := range []string{TraceFile, ReadmeFile, TestFile, SpecOut, SimFile, WorkloadFile, FaultsFile, ScaleSimFile, ScaleFaultsFile} {
 				a, _ := os.ReadFile(filepath.Join(dir, f))
 				b, _ := os.ReadFile(filepath.Join(again, f))
 				if !bytes.Equal(a, b) {
@@ -238,6 +238,7 @@ func TestWriteRejection_InvalidLogs(t *testing.T) {
 					t.Errorf("the plan's files break %q, want %s", got, e.Invariant)
 				}
 				onClock = "plan"
+				atScale(t, dir, traceProtocol(t, dir), res.Scale, readme)
 			} else if res.Timed != nil && res.Timed.Scenario != "" {
 				onClock = "scenario " + res.Timed.Scenario
 			}
