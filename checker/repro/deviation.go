@@ -129,7 +129,15 @@ func findViolation(in RejectionInput, configJSON []byte, prefix []system.Move, i
 	}
 	orig := in.Protocol.Spec()
 	ops := operations[t.Kind][side]
-	byRow := mutantsByRow(orig)
+	// Every change mutate makes is validated once, and only when the
+	// fact's own operation in a row does not reproduce it.
+	var byRow map[rowRef][]spec.Mutant
+	lazyRows := func() map[rowRef][]spec.Mutant {
+		if byRow == nil {
+			byRow = mutantsByRow(orig)
+		}
+		return byRow
+	}
 	// A changed row that never fires changes nothing: the tables judged
 	// against take the same steps until a changed row fires, so the
 	// search of changed tables resumes where it first fires, and a row
@@ -140,7 +148,20 @@ func findViolation(in RejectionInput, configJSON []byte, prefix []system.Move, i
 		firsts map[rowRef][]node
 	}
 	var ones []tried
-	for _, m := range candidates(orig, byRow, role, firstRows, ops) {
+	ones1 := addedActions(orig, role, firstRows, ops)
+	for k, more := 0, true; ; k++ {
+		if k == len(ones1) && more {
+			// The fact's own operation reproduces nothing: then every
+			// change mutate makes to those rows.
+			for _, i := range firstRows {
+				ones1 = append(ones1, lazyRows()[rowRef{role, i}]...)
+			}
+			more = false
+		}
+		if k == len(ones1) {
+			break
+		}
+		m := ones1[k]
 		if cut() {
 			return nil, nil, st
 		}
@@ -176,7 +197,7 @@ func findViolation(in RejectionInput, configJSON []byte, prefix []system.Move, i
 			if r == role {
 				rops = ops
 			}
-			for _, m := range candidates(orig, byRow, r, second, rops) {
+			for _, m := range candidates(orig, lazyRows(), r, second, rops) {
 				if cut() {
 					return nil, nil, st
 				}
