@@ -24,6 +24,11 @@ const maxExtra = 2
 // not a time, so that the same log always gives the same reproduction.
 const maxSearchSteps = 600_000
 
+// maxTables bounds the changed tables the search tries, for the same
+// reason: building a table's protocol costs more than the steps of its
+// search, which resumes where a changed row first fires.
+const maxTables = 600
+
 // rowRef names one row of the tables.
 type rowRef struct {
 	Role spec.Role
@@ -92,7 +97,7 @@ func findViolation(in RejectionInput, configJSON []byte, prefix []system.Move, i
 		return v, d, st
 	}
 	cut := func() bool {
-		st.Cut = st.Cut || st.Steps >= maxSearchSteps
+		st.Cut = st.Cut || st.Steps >= maxSearchSteps || st.OneRow+st.TwoRows >= maxTables
 		return st.Cut
 	}
 	// The tables judged against, with the fewest steps beyond the
@@ -154,7 +159,7 @@ func findViolation(in RejectionInput, configJSON []byte, prefix []system.Move, i
 			// The fact's own operation reproduces nothing: then every
 			// change mutate makes to those rows.
 			for _, i := range firstRows {
-				ones1 = append(ones1, lazyRows()[rowRef{role, i}]...)
+				ones1 = append(ones1, rowChanges(orig, lazyRows(), role, i)...)
 			}
 			more = false
 		}
@@ -268,21 +273,63 @@ func candidateRows(c *checker.Checker, p *system.Protocol, prefix []system.Move,
 
 // candidates are the changes of one of role's rows tried, rows in the
 // order given: the fact's own operations first (addedActions), then the
-// changes `handoffcheck mutate` makes (byRow, every row's, made once).
+// changes `handoffcheck mutate` makes (rowChanges).
 func candidates(sp *spec.Spec, byRow map[rowRef][]spec.Mutant, role spec.Role, rows []int, ops []string) []spec.Mutant {
 	out := addedActions(sp, role, rows, ops)
 	for _, i := range rows {
-		out = append(out, byRow[rowRef{role, i}]...)
+		out = append(out, rowChanges(sp, byRow, role, i)...)
 	}
 	return out
 }
 
 // mutantsByRow is every change `handoffcheck mutate` makes to the
-// tables, by the row it changes.
+// tables but a new next state, by the row it changes: those are most of
+// them, and are made for the rows tried only (retargets).
 func mutantsByRow(sp *spec.Spec) map[rowRef][]spec.Mutant {
+	var ops []spec.Operator
+	for _, op := range spec.Operators {
+		if op != spec.Retarget {
+			ops = append(ops, op)
+		}
+	}
 	out := map[rowRef][]spec.Mutant{}
-	for _, m := range spec.Mutants(sp, spec.Operators) {
+	for _, m := range spec.Mutants(sp, ops) {
 		out[rowRef{m.Role, m.Row}] = append(out[rowRef{m.Role, m.Row}], m)
+	}
+	return out
+}
+
+// rowChanges are the changes mutate makes to one row, in its order of
+// operators (a new next state after an ignored event, before a moved
+// publication).
+func rowChanges(sp *spec.Spec, byRow map[rowRef][]spec.Mutant, role spec.Role, i int) []spec.Mutant {
+	var out, moved []spec.Mutant
+	for _, m := range byRow[rowRef{role, i}] {
+		if m.Operator == spec.MovePublish {
+			moved = append(moved, m)
+		} else {
+			out = append(out, m)
+		}
+	}
+	return append(append(out, retargets(sp, role, i)...), moved...)
+}
+
+// retargets are a row sent to each other state of its table, as mutate's
+// retarget makes them, left to protocolOf to refuse where the tables no
+// longer validate.
+func retargets(sp *spec.Spec, role spec.Role, i int) []spec.Mutant {
+	row := sp.Table(role).Rows[i]
+	if row.Ignores() {
+		return nil
+	}
+	var out []spec.Mutant
+	for _, st := range sp.Table(role).States {
+		if st.Name == row.To || (row.To == "" && len(row.From) == 1 && row.From[0] == st.Name) {
+			continue
+		}
+		m := sp.Clone()
+		m.Table(role).Rows[i].To = st.Name
+		out = append(out, spec.Mutant{Name: fmt.Sprintf("%s row %d %s %s", role, i+1, spec.Retarget, "to "+st.Name), Operator: spec.Retarget, Role: role, Row: i, Spec: m})
 	}
 	return out
 }
@@ -594,7 +641,7 @@ func (st search) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d tables with one row changed and %d with two", st.OneRow, st.TwoRows)
 	if st.Cut {
-		fmt.Fprintf(&b, " before the search's bound of %d steps stopped it", maxSearchSteps)
+		fmt.Fprintf(&b, " (the search's bound: at most %d tables and %d steps)", maxTables, maxSearchSteps)
 	}
 	return b.String()
 }
