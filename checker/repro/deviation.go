@@ -641,7 +641,7 @@ func (st search) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d tables with one row changed and %d with two", st.OneRow, st.TwoRows)
 	if st.Cut {
-		fmt.Fprintf(&b, " (the search's bound: at most %d tables and %d steps)", maxTables, maxSearchSteps)
+		fmt.Fprintf(&b, ", where the search's bound (%d tables, %d steps) stopped it", maxTables, maxSearchSteps)
 	}
 	return b.String()
 }

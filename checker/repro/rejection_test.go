@@ -43,7 +43,7 @@ var unreproduced = map[string][]string{
 	// it answers that there is nothing to release (ReleaseNoOp), so no
 	// table, however changed, releases a reservation twice.
 	"a-reservation-released-twice.jsonl": {
-		"None of the 297 tables with one row changed and 303 with two (the search's bound: at most 600 tables and 600000 steps)",
+		"None of the 297 tables with one row changed and 303 with two, where the search's bound (600 tables, 600000 steps) stopped it",
 		"breaks ExactlyOnceRelease along the attempt's explanation with at most 2 unlogged steps more",
 		"Nor can any change of rows: ReleaseDestination is a command to the worker's core, which applies it only while what it ends is held; asked again, it finds nothing and answers ReleaseNoOp",
 	},
