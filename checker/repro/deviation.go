@@ -117,8 +117,9 @@ func findViolation(in RejectionInput, configJSON []byte, prefix []system.Move, i
 			return done(a, moves, nil)
 		}
 	}
-	if t.Router || cut() {
-		return nil, nil, st // a router's fact is no row's operation
+	// A router's fact is no row's operation.
+	if t.Router || cut() || len(in.Protocol.Spec().Source.Rows) > rowSetRows || len(in.Protocol.Spec().Destination.Rows) > rowSetRows {
+		return nil, nil, st
 	}
 	role, side := spec.Source, 0
 	if t.Side == model.DestinationSide {
@@ -440,12 +441,19 @@ type along struct {
 	seq         *int
 }
 
-// rowSet is the rows that fired on the way, a bit per row and role.
-type rowSet [2][2]uint64
+// rowSet is the rows that fired on the way, a bit per row and role, for
+// tables of up to rowSetRows rows (findViolation tries no change of
+// larger ones: where a row first fires would not be known).
+type rowSet [2][rowSetRows / 64]uint64
 
-func (r *rowSet) has(x rowRef) bool { return x.Row < 128 && r[x.Role][x.Row/64]&(1<<(x.Row%64)) != 0 }
+const rowSetRows = 256
+
+func (r *rowSet) has(x rowRef) bool {
+	return x.Row < rowSetRows && r[x.Role][x.Row/64]&(1<<(x.Row%64)) != 0
+}
+
 func (r *rowSet) add(x rowRef) {
-	if x.Row < 128 {
+	if x.Row < rowSetRows {
 		r[x.Role][x.Row/64] |= 1 << (x.Row % 64)
 	}
 }
