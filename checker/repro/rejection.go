@@ -308,7 +308,7 @@ func whyNone(in RejectionInput, inv string, st search) string {
 		if !ok || in.Protocol.Spec().Table(role).EventIndex(noOp) < 0 {
 			continue
 		}
-		return why + fmt.Sprintf(". Nor can any change of rows: %s is a command to the worker's core, which applies it only while what it ends is held; asked again, it finds nothing and answers %s. What the log says ended twice, the logging system's core ended twice: a fault of the core, not of the tables", op, noOp)
+		return why + fmt.Sprintf(". Nor can any change of rows: %s is a command to the worker's core, which applies it only while what it ends is held; asked again, or before anything is held, it finds nothing and answers %s. What the log says ended so, the logging system's core ended without holding it: a fault of the core, not of the tables", op, noOp)
 	}
 	return why
 }

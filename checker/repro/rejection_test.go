@@ -45,7 +45,7 @@ var unreproduced = map[string][]string{
 	"a-reservation-released-twice.jsonl": {
 		"None of the 297 tables with one row changed and 303 with two, where the search's bound (600 tables, 600000 steps) stopped it",
 		"breaks ExactlyOnceRelease along the attempt's explanation with at most 2 unlogged steps more",
-		"Nor can any change of rows: ReleaseDestination is a command to the worker's core, which applies it only while what it ends is held; asked again, it finds nothing and answers ReleaseNoOp",
+		"Nor can any change of rows: ReleaseDestination is a command to the worker's core, which applies it only while what it ends is held; asked again, or before anything is held, it finds nothing and answers ReleaseNoOp",
 	},
 }
 
