@@ -52,6 +52,12 @@ type Plan struct {
 	// Runs counts the candidate plans run to find it.
 	Runs int
 	Why  string
+	// Other lists the invariants candidate runs broke first, when none
+	// broke the one looked for.
+	Other []string
+	// timedWhy says why the plan's faults placed by time are not aimed
+	// at a phase.
+	timedWhy string
 }
 
 // planLadder is the deadlines, in microseconds, a candidate plan gives
@@ -199,6 +205,11 @@ func DerivePlan(ctx context.Context, proto *system.Protocol, cfg *system.Config,
 					}
 					if again.Violation != nil && again.Violation.Invariant == invariant {
 						p.Config, p.Requests, p.Faults, p.Result, p.Timers, p.Shape = back, rs, faults, again, strings.Join(named, ", "), shape.name
+						if offset >= 0 {
+							p.timedWhy = "aimed at the phases the trace strikes them at, the simulator's run does not break " + invariant
+						} else {
+							p.timedWhy = "its side logs nothing for the request before it, or it is of a kind not aimed at a phase"
+						}
 						return p, nil
 					}
 				} else if v != nil && !slices.Contains(others, v.Invariant) {
@@ -218,6 +229,7 @@ func DerivePlan(ctx context.Context, proto *system.Protocol, cfg *system.Config,
 	if len(others) > 0 {
 		p.Why += " (some broke " + strings.Join(others, ", ") + " first)"
 	}
+	p.Other = others
 	p.Why += ": the clock does not order the steps as the trace does"
 	return p, nil
 }
@@ -668,33 +680,72 @@ func (p *Plan) Summary() string {
 	return b.String()
 }
 
-// LiveNote says what a live run of the plan keeps of the trace's order.
-// A live run strikes a plan's faults aimed at a phase there; it does not
-// read the time of another mark on a request: it strikes a lost or
-// duplicated fact on the first fact of that name to that side, and the
-// other kinds where the request first offers them (a cancel as the
-// request is routed).
+// Live's bounds, as `handoffcheck live` applies them: its default
+// --time-scale, the largest it accepts, and the shortest a timer may
+// last on the wall clock (below it, scheduling delay alone fires every
+// timer, and live refuses the configuration).
+const (
+	liveScale      = 0.01
+	liveMaxScale   = 1000
+	liveMinTimerUS = 1000
+)
+
+// LiveNote says what a live run of the plan keeps of the trace's order,
+// and why it may not break the invariant: a deadline live refuses to
+// scale so short, a fault placed by time, which live does not read.
 func (p *Plan) LiveNote() string {
 	var timed []string
 	for _, f := range p.Faults {
 		if f.After != "" || f.Request < 0 || f.Kind == "loss" || f.Kind == "duplicate" {
 			continue
 		}
-		timed = append(timed, f.Kind)
+		timed = append(timed, fmt.Sprintf("%s at %s ms", f.Kind, workload.FormatMillis(f.AtUS)))
 	}
 	note := "A live run's order is its processes' own, on a wall clock scaled by `--time-scale`"
 	switch {
 	case len(timed) > 0:
-		note += fmt.Sprintf(": the plan's %s %s placed by time, which a live run does not read (it strikes such a mark where the request first offers it, a cancel as the request is routed), so live may strike it before the phase the trace strikes it at", strings.Join(timed, ", "), isAre(len(timed)))
+		note += fmt.Sprintf(": the plan's %s %s placed by time", strings.Join(timed, ", "), isAre(len(timed)))
+		if p.timedWhy != "" {
+			note += " (" + p.timedWhy + ")"
+		}
+		note += ", which a live run does not read: it strikes such a mark where the request first offers it (a cancel as the request is routed), so live may strike it before or after the phase the trace strikes it at, and the run may break nothing"
 	case len(p.Faults) > 0:
 		note += ": the plan's faults are aimed at phases of the handoff, which a live run strikes at the same point (a lost or duplicated fact at the first of its name to its side)"
 	default:
 		note += ": the plan has no fault, so the steps need only the order the configuration's durations give them"
 	}
-	if p.Timers != "" {
-		note += "; deadlines shortened to a fraction of a millisecond may fire later live, where the processes fall behind"
+	if t, us := p.shortestTimer(); t != "" && float64(us)*liveScale < liveMinTimerUS {
+		need := float64(liveMinTimerUS) / float64(us)
+		note += fmt.Sprintf(". Live refuses this plan at its default `--time-scale` %g: its %s deadline of %s ms would last %.3g µs on the wall clock, under the %d ms below which scheduling delay alone fires every timer", liveScale, t, workload.FormatMillis(us), float64(us)*liveScale, liveMinTimerUS/1000)
+		if need > liveMaxScale {
+			note += fmt.Sprintf("; no `--time-scale` live accepts (at most %d) brings it to that", liveMaxScale)
+		} else {
+			note += fmt.Sprintf("; at `--time-scale` %.4g, which does, every other step of the plan lasts as much longer, and the deadline fires between the trace's steps only as closely as the processes keep to the clock", need)
+		}
+	} else if p.Timers != "" {
+		note += "; deadlines shortened to a few milliseconds may fire later live, where the processes fall behind"
 	}
 	return note + "."
+}
+
+// shortestTimer is the plan's shortest deadline: its name in the
+// configuration and its length ("" when the configuration has none).
+func (p *Plan) shortestTimer() (string, int64) {
+	if p.Config == nil {
+		return "", 0
+	}
+	t := p.Config.Timers
+	name, us := "", int64(0)
+	for _, x := range []struct {
+		name string
+		us   int64
+	}{{"lease", t.LeaseUS}, {"heartbeat", t.HeartbeatUS}, {"bootstrap", t.BootstrapUS}, {"reservation", t.ReservationUS},
+		{"transfer", t.TransferDeadlineUS}, {"health check", p.Config.HealthCheckUS}} {
+		if x.us > 0 && (name == "" || x.us < us) {
+			name, us = x.name, x.us
+		}
+	}
+	return name, us
 }
 
 func isAre(n int) string {

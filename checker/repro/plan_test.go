@@ -2,6 +2,7 @@ package repro
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -75,6 +76,11 @@ func TestWrite_OnTheClock(t *testing.T) {
 			if inv := simulated(t, dir, in.Protocol); inv != res.Invariant {
 				t.Errorf("%s: the plan's files break %q, not %s", name, inv, res.Invariant)
 			}
+			readme, err := os.ReadFile(filepath.Join(dir, ReadmeFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			atScale(t, dir, in.Protocol, res.Scale, readme)
 			got = plan
 		case res.Timed != nil && res.Timed.Scenario != "":
 			got = scenario
@@ -243,6 +249,60 @@ func TestPlan_RestartAimedByPhase(t *testing.T) {
 		}
 		if res.Violation != nil || res.Summary.FaultsStruck != 1 {
 			t.Fatalf("%v: the built-in tables' run: %+v, %d faults struck", tc.moves, res.Violation, res.Summary.FaultsStruck)
+		}
+	}
+}
+
+// atScale checks a reproduction's incident at the default workload's
+// scale: its files, read as simulate reads them with the default
+// workload, give the run the README's figures come from.
+func atScale(t *testing.T, dir string, proto *system.Protocol, sc *Scale, readme []byte) {
+	t.Helper()
+	if sc == nil {
+		t.Fatal("a plan without its incident at scale")
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, ScaleSimFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := cluster.ParseConfig(ScaleSimFile, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ff, err := os.Open(filepath.Join(dir, ScaleFaultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ff.Close()
+	plan, err := faultplan.Parse(ff, ScaleFaultsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs, err := defaultRequests()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, res, err := runPlan(context.Background(), proto, cfg, reqs, plan.Faults, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if (res.Violation == nil) != (sc.Result.Violation == nil) || res.Summary.Requests != sc.Result.Summary.Requests ||
+		res.Summary.StrandedSourceBlockSeconds != sc.Result.Summary.StrandedSourceBlockSeconds || res.Summary.Failed != sc.Result.Summary.Failed {
+		t.Fatalf("the files at scale give %+v, the README %+v", res.Summary, sc.Result.Summary)
+	}
+	if sc.Struck == 0 || sc.Requests != len(reqs) {
+		t.Fatalf("the faults recur on %d of %d requests", sc.Struck, sc.Requests)
+	}
+	flat := strings.Join(strings.Fields(string(readme)), " ")
+	_, para, _ := strings.Cut(flat, "**The cost at the default workload's scale.**")
+	para, _, _ = strings.Cut(para, "**Live.**")
+	want := fmt.Sprintf("by then %d requests had arrived, %d succeeded, %d failed", res.Summary.Requests, res.Summary.Succeeded, res.Summary.Failed)
+	if res.Summary.Requests == 1 {
+		want = strings.Replace(want, "requests", "request", 1)
+	}
+	for _, w := range []string{want, fmt.Sprintf("stranded source KV %.1f block-seconds", res.Summary.StrandedSourceBlockSeconds), fmt.Sprintf("on one request in %d (%d of them)", sc.Every, sc.Struck)} {
+		if !strings.Contains(para, w) {
+			t.Fatalf("the README's cost at scale lacks %q:\n%s", w, readme)
 		}
 	}
 }

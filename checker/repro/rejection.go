@@ -14,8 +14,8 @@ import (
 	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/conform"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/checker/system"
-	"github.com/handoffcheck/handoffcheck/machines/interp"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -52,7 +52,11 @@ type RejectionResult struct {
 	// the tables themselves); Why says why there is no such trace.
 	Reproduced bool
 	Deviation  string
-	Why        string
+	// DeviationRows counts the rows the deviation changes; Unlogged the
+	// trace's steps that are not the explanation's (a heartbeat, a
+	// delivery, a fault the logs need not show).
+	DeviationRows, Unlogged int
+	Why                     string
 	// Plan is the reproduction on the clock derived from the trace of a
 	// reproduced rejection (its files written when it reaches the
 	// invariant), Timed the first timed scenario that breaks the
@@ -60,6 +64,11 @@ type RejectionResult struct {
 	// not reproduced).
 	Plan  *Plan
 	Timed *Timed
+	// Scale is the plan's incident at the default workload's scale (nil
+	// without a plan).
+	Scale *Scale
+	// search is what the search for a deviation tried.
+	search search
 }
 
 // Files lists the files written, in the order a reader takes them.
@@ -77,6 +86,9 @@ func (r *RejectionResult) Files() []string {
 	}
 	if r.Plan != nil && r.Plan.Result != nil {
 		out = append(out, SimFile, WorkloadFile, FaultsFile)
+	}
+	if r.Scale != nil {
+		out = append(out, ScaleSimFile, ScaleFaultsFile)
 	}
 	return out
 }
@@ -138,18 +150,20 @@ func WriteRejection(dir string, in RejectionInput) (*RejectionResult, error) {
 	if c != nil {
 		moves = prefix
 		if inv != "" {
-			found, dev := findViolation(in, t.ConfigJSON, prefix, inv)
+			found, dev, st := findViolation(in, t.ConfigJSON, prefix, inv)
+			res.search = st
 			switch {
 			case found == nil:
-				res.Why = fmt.Sprintf("No row of the tables that the explanation fires, or may fire where it ends, breaks %s within two steps by doing the rejected fact's operation too", inv)
+				res.Why = whyNone(in, inv, st)
 			default:
 				res.Reproduced, moves, configJSON = true, found.moves, found.configJSON
+				res.Unlogged = unlogged(prefix, moves)
 				var err error
 				if cfg, err = system.ParseConfig(TraceFile+": config", configJSON); err != nil {
 					return nil, fmt.Errorf("repro: %w", err)
 				}
 				if dev != nil {
-					res.Deviation, specOut, protocol = dev.Name, dev.Spec, found.checker.Protocol()
+					res.Deviation, res.DeviationRows, specOut, protocol = dev.Name, len(dev.Rows), dev.Spec, found.checker.Protocol()
 				}
 				c = found.checker
 			}
@@ -198,12 +212,18 @@ func WriteRejection(dir string, in RejectionInput) (*RejectionResult, error) {
 		if err := plan.files(files); err != nil {
 			return nil, err
 		}
+		if res.Scale, err = plan.atScale(context.Background(), protocol); err != nil {
+			return nil, err
+		}
+		if err := res.Scale.files(files); err != nil {
+			return nil, err
+		}
 		if plan.Result == nil {
 			if res.Timed, err = FindTimed(context.Background(), protocol, c.Run(), inv); err != nil {
 				return nil, err
 			}
 		}
-		v.Clock = clockView{P: plan, T: res.Timed, Invariant: inv, Spec: in.SpecFile}
+		v.Clock = clockView{P: plan, S: res.Scale, T: res.Timed, Invariant: inv, Spec: in.SpecFile, Note: clockNote(plan, inv)}
 		if res.Deviation != "" {
 			v.Clock.Spec = SpecOut
 		}
@@ -214,7 +234,7 @@ func WriteRejection(dir string, in RejectionInput) (*RejectionResult, error) {
 	}
 	// The template's branches end on different lines: one newline ends it.
 	files[ReadmeFile] = append(bytes.TrimRight(readme.Bytes(), "\n"), '\n')
-	for _, name := range []string{TraceFile, SpecOut, TestFile, ReadmeFile, SimFile, WorkloadFile, FaultsFile} {
+	for _, name := range []string{TraceFile, SpecOut, TestFile, ReadmeFile, SimFile, WorkloadFile, FaultsFile, ScaleSimFile, ScaleFaultsFile} {
 		path := filepath.Join(dir, name)
 		data, ok := files[name]
 		if !ok {
@@ -230,6 +250,67 @@ func WriteRejection(dir string, in RejectionInput) (*RejectionResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// clockNote says why the clock cannot judge an invariant that is judged
+// where nothing is left to do, when its runs broke a timed property of
+// giving up first.
+func clockNote(p *Plan, inv string) string {
+	if p.Result != nil || !quietInvariant(inv) || !slices.Contains(p.Other, sim.NameBoundedGiveUp) {
+		return ""
+	}
+	return "On the clock a side that gave up while it held something owes it back within the reclaim bound (" + sim.NameBoundedGiveUp +
+		"), and while its peer's outcome leaves it owing (" + sim.NameBoundedReclaim + ") its request is never idle; so the clock judges the pages this side keeps by " +
+		sim.NameBoundedGiveUp + " at that bound (the same stranded pages, under the timed property's name), before " + inv + ", which it judges only on a request with nothing left to happen, can be"
+}
+
+// unlogged counts the moves that are not the explanation's: the rest
+// are the explanation's in its order.
+func unlogged(explanation, moves []system.Move) int {
+	n, j := 0, 0
+	for _, m := range moves {
+		k := slices.Index(explanation[j:], m)
+		if k < 0 {
+			n++
+			continue
+		}
+		j += k + 1
+	}
+	return n
+}
+
+// coreCommands are the actions that are commands to a worker's core,
+// with the event the core answers one that finds nothing to act on: the
+// core applies such a command only while what it acts on is there.
+var coreCommands = map[string]string{
+	"ReleaseSource":       "ReleaseNoOp",
+	"ReleaseDestination":  "ReleaseNoOp",
+	"StopPrefill":         "CancelNoOp",
+	"WithdrawReservation": "CancelNoOp",
+	"ActivateDestination": "ActivationNoOp",
+}
+
+// whyNone says why no deviation reproduces a rejection: what the search
+// tried and, for a fact that repeats an operation the worker's core
+// applies once, why no table does.
+func whyNone(in RejectionInput, inv string, st search) string {
+	t := in.Rejection.Trace
+	why := fmt.Sprintf("None of the %s (the explanation's rows and those of the states its side passes through: the fact's own operation added or put in place of an action, and every change `handoffcheck mutate` makes to a row; with two, the second a row the side reaches only under the first change) breaks %s along the attempt's explanation with at most %d unlogged steps more", st, inv, maxExtra)
+	if inv != model.NameExactlyOnceRelease || t == nil || t.Router {
+		return why
+	}
+	side, role := 0, spec.Source
+	if t.Side == model.DestinationSide {
+		side, role = 1, spec.Destination
+	}
+	for _, op := range operations[t.Kind][side] {
+		noOp, ok := coreCommands[op]
+		if !ok || in.Protocol.Spec().Table(role).EventIndex(noOp) < 0 {
+			continue
+		}
+		return why + fmt.Sprintf(". Nor can any change of rows: %s is a command to the worker's core, which applies it only while what it ends is held; asked again, or before anything is held, it finds nothing and answers %s. What the log says ended so, the logging system's core ended without holding it: a fault of the core, not of the tables", op, noOp)
+	}
+	return why
 }
 
 // ExplanationMoves is the explanation's steps as they replay in the
@@ -303,119 +384,6 @@ var operations = map[obslog.Kind][2][]string{
 	obslog.ReservationReleased: {nil, {"ReleaseDestination"}},
 	obslog.DecodeReleased:      {nil, {"ReleaseActive"}},
 	obslog.OutcomeReported:     {{"ReportSourceReleased", "ReportSourceAborted"}, {"ReportDecodeDone", "ReportDecodeFailed"}},
-}
-
-// findViolation looks for the step the rejected fact needed: a step of
-// the explanation, or one or two after it, that breaks inv and makes a
-// fact of the rejected kind observable by the side that logged it. First
-// under the tables judged against; then under tables where one row does
-// the fact's own operation too (the logging system did what its fact
-// says, and the tables do not), trying the rows the explanation fired,
-// latest first, then those that may fire where it ends, the first found
-// in that fixed order. The violating steps may spend one fault of each
-// kind beyond the explanation's.
-func findViolation(in RejectionInput, configJSON []byte, prefix []system.Move, inv string) (*violating, *spec.Mutant) {
-	t := in.Rejection.Trace
-	wide, err := widen(configJSON)
-	if err != nil {
-		return nil, nil
-	}
-	cfg, err := system.ParseConfig(TraceFile+": config", wide)
-	if err != nil {
-		return nil, nil
-	}
-	try := func(p *system.Protocol, changed *spec.Mutant) *violating {
-		want := target{t: t, changed: changed}
-		c, err := checker.New(p, cfg, cfg.Runs[0])
-		if err != nil {
-			return nil
-		}
-		// Changed tables may break inv on a step of the explanation
-		// itself: a row it fires does more than the tables' row.
-		s := c.NewSession()
-		for i, m := range prefix {
-			before := *s.State()
-			r, err := s.Apply(m)
-			if err != nil {
-				return nil
-			}
-			if r.Violation != nil {
-				if r.Violation.Invariant == inv && want.observes(&before, s.State(), m, r.Fired) {
-					return &violating{checker: c, moves: slices.Clone(prefix[:i+1])}
-				}
-				return nil
-			}
-		}
-		end := *s.State()
-		for depth := 1; depth <= 2; depth++ {
-			if more := stepsTo(c, end, inv, want, depth); more != nil {
-				return &violating{checker: c, moves: append(slices.Clone(prefix), more...)}
-			}
-		}
-		return nil
-	}
-	found := func(v *violating, m *spec.Mutant) (*violating, *spec.Mutant) {
-		v.moves = minimizeMoves(v.checker, v.moves, inv)
-		v.configJSON = tighten(v.checker.Protocol(), configJSON, wide, v.moves, inv)
-		if cfg, err := system.ParseConfig(TraceFile+": config", v.configJSON); err == nil {
-			if c, err := checker.New(v.checker.Protocol(), cfg, cfg.Runs[0]); err == nil {
-				v.checker = c
-			}
-		}
-		return v, m
-	}
-	if v := try(in.Protocol, nil); v != nil {
-		return found(v, nil)
-	}
-	c, err := checker.New(in.Protocol, cfg, cfg.Runs[0])
-	if err != nil {
-		return nil, nil
-	}
-	// The rows the explanation fired, latest first, then those that may
-	// fire from where it ends.
-	var fired [2][]int
-	s := c.NewSession()
-	for _, m := range prefix {
-		r, err := s.Apply(m)
-		if err != nil {
-			return nil, nil
-		}
-		for _, f := range r.Fired {
-			if f.Row > 0 && f.Handoff == 0 { // rows count from 1
-				fired[f.Role] = append(fired[f.Role], f.Row-1)
-			}
-		}
-	}
-	end := *s.State()
-	if t.Router {
-		return nil, nil // a router's fact is no row's operation
-	}
-	role, side := spec.Source, 0
-	if t.Side == model.DestinationSide {
-		role, side = spec.Destination, 1
-	}
-	rows := slices.Clone(fired[role])
-	slices.Reverse(rows)
-	state := in.Protocol.StateName(role, end.Role(role, 0))
-	for i, row := range in.Protocol.Spec().Table(role).Rows {
-		if slices.Contains(row.From, state) {
-			rows = append(rows, i)
-		}
-	}
-	for _, m := range addedActions(in.Protocol.Spec(), role, rows, operations[t.Kind][side]) {
-		it, err := interp.New(m.Spec)
-		if err != nil {
-			continue
-		}
-		p, err := system.FromStepper(m.Name, m.Spec, it)
-		if err != nil {
-			continue
-		}
-		if v := try(p, &m); v != nil {
-			return found(v, &m)
-		}
-	}
-	return nil, nil
 }
 
 // widen gives a configuration one fault of each kind more than it has.
@@ -542,71 +510,6 @@ func addedActions(sp *spec.Spec, role spec.Role, rows []int, actions []string) [
 	return append(out, later...)
 }
 
-// stepsTo is a sequence of depth moves from s whose last, and only its
-// last, breaks inv and makes a fact of the rejected kind observable;
-// nil when none does.
-func stepsTo(c *checker.Checker, s system.State, inv string, t target, depth int) []system.Move {
-	for _, m := range c.Moves(&s) {
-		next := s
-		var fired []system.Firing
-		cov := system.NewCoverage(c.Protocol().Spec())
-		cov.Log = &fired
-		_, v, err := c.Step(&next, m, cov)
-		if err != nil {
-			continue
-		}
-		if v == nil {
-			v = c.CheckState(&next)
-		}
-		if v == nil && c.Quiescent(&next) {
-			v = c.CheckQuiescence(&next)
-		}
-		switch {
-		case v != nil && v.Invariant == inv && depth == 1 && t.observes(&s, &next, m, fired):
-			return []system.Move{m}
-		case v == nil && depth > 1:
-			if more := stepsTo(c, next, inv, t, depth-1); more != nil {
-				return append([]system.Move{m}, more...)
-			}
-		}
-	}
-	return nil
-}
-
-// target is the step a reproduction looks for: one that does what the
-// rejected fact says, under tables changed in one row (nil: unchanged).
-type target struct {
-	t       *conform.RejectionTrace
-	changed *spec.Mutant
-}
-
-// observes reports whether a step makes a fact of the rejected kind
-// observable by the process that logged it, or fires the changed row:
-// an operation done a second time (a release twice) changes nothing a
-// fact is read from, but it is the row's.
-func (x target) observes(before, after *system.State, m system.Move, fired []system.Firing) bool {
-	if x.changed != nil {
-		for _, f := range fired {
-			if f.Role == x.changed.Role && f.Row == x.changed.Row+1 && f.Handoff == 0 {
-				return true
-			}
-		}
-	}
-	by := obslog.BySource
-	switch {
-	case x.t.Router:
-		by = obslog.ByRouter
-	case x.t.Side == model.DestinationSide:
-		by = obslog.ByDestination
-	}
-	for _, l := range obslog.Observe(nil, 0, before, after, m, fired) {
-		if l.Kind == x.t.Kind && l.By == by {
-			return true
-		}
-	}
-	return false
-}
-
 // minimizeMoves leaves out, one at a time from the end, the steps the
 // violation does not need: the trace still reaches inv at its last step
 // without them (delta debugging with single steps, which for traces this
@@ -679,14 +582,14 @@ The tables allowed the attempt's processes to log instead:
 
 {{if .Res.Reproduced -}}
 **The deviation.** No behavior of {{if .In.Spec}}the variant {{.In.SpecFile}}{{else}}the built-in tables{{end}} takes this fact.
-{{- if .Res.Deviation}} The logging system behaved as tables with one row changed:
+{{- if .Res.Deviation}} The logging system behaved as tables with {{if eq .Res.DeviationRows 1}}one row{{else}}{{.Res.DeviationRows}} rows{{end}} changed:
 `+"`{{.Res.Deviation}}`"+`; under them the attempt's explanation goes on to
 break {{.Res.Invariant}}. Those tables are in `+"`spec.json`"+`, and the trace carries them.{{else}} The tables themselves reach {{.Res.Invariant}} from the attempt's explanation.{{end}}
 
 **The run.** {{.Run.Name}} ({{.Run.Policy}}, engine {{.Run.Engine}}) in the world the judge
 built for the attempt (its prefill and decode worker, one handoff);
 {{.Res.Steps}} steps, from the explanation's {{.Res.Explained}} and the step that breaks {{.Res.Invariant}}
-(the steps it does not need are left out).
+(the steps it does not need are left out{{if .Res.Unlogged}}; {{.Res.Unlogged}} {{if eq .Res.Unlogged 1}}step is{{else}}steps are{{end}} not the explanation's: unlogged, as the logs need not show them{{end}}).
 {{- else if .Trace -}}
 **No violating step.** {{if .Res.Why}}{{.Res.Why}}. {{end}}The trace is the attempt's
 explanation, {{.Res.Steps}} steps in the world the judge built for it ({{.Run.Name}}, {{.Run.Policy}},

@@ -59,6 +59,9 @@ type Result struct {
 	// plan does not.
 	Plan  *Plan
 	Timed *Timed
+	// Scale is the plan's incident at the default workload's scale (nil
+	// without a plan).
+	Scale *Scale
 }
 
 // Files lists the files written, in the order a reader takes them.
@@ -66,6 +69,9 @@ func (r *Result) Files() []string {
 	out := []string{TraceFile, ReadmeFile, TestFile}
 	if r.Plan != nil && r.Plan.Result != nil {
 		out = append(out, SimFile, WorkloadFile, FaultsFile)
+	}
+	if r.Scale != nil {
+		out = append(out, ScaleSimFile, ScaleFaultsFile)
 	}
 	return out
 }
@@ -97,6 +103,10 @@ func Write(dir string, in Input) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	scale, err := plan.atScale(context.Background(), in.Protocol)
+	if err != nil {
+		return nil, err
+	}
 	var timed *Timed
 	if plan.Result == nil {
 		timed, err = FindTimed(context.Background(), in.Protocol, run, ce.Violation.Invariant)
@@ -111,7 +121,7 @@ func Write(dir string, in Input) (*Result, error) {
 	if err := checker.WriteTrace(&trace, cfgJSON, in.Spec, run.Name, c.Attempts(), min); err != nil {
 		return nil, err
 	}
-	res := &Result{Dir: dir, Invariant: ce.Violation.Invariant, Steps: len(moves), Handoffs: nh, HandoffsBefore: before, Plan: plan, Timed: timed}
+	res := &Result{Dir: dir, Invariant: ce.Violation.Invariant, Steps: len(moves), Handoffs: nh, HandoffsBefore: before, Plan: plan, Timed: timed, Scale: scale}
 	readme, err := render(readmeTemplate, in, res, story, min)
 	if err != nil {
 		return nil, err
@@ -122,6 +132,9 @@ func Write(dir string, in Input) (*Result, error) {
 	}
 	files := map[string][]byte{TraceFile: trace.Bytes(), ReadmeFile: readme, TestFile: test}
 	if err := plan.files(files); err != nil {
+		return nil, err
+	}
+	if err := scale.files(files); err != nil {
 		return nil, err
 	}
 	for name, data := range files {
@@ -296,7 +309,7 @@ type view struct {
 
 func render(t *template.Template, in Input, res *Result, story []string, ce *checker.Counterexample) ([]byte, error) {
 	var b bytes.Buffer
-	v := view{Clock: clockView{P: res.Plan, T: res.Timed, Invariant: res.Invariant, Spec: in.SpecFile}, In: in, Res: res, Detail: ce.Violation.Detail, Meaning: meaning(res.Invariant), Story: story,
+	v := view{Clock: clockView{P: res.Plan, S: res.Scale, T: res.Timed, Invariant: res.Invariant, Spec: in.SpecFile}, In: in, Res: res, Detail: ce.Violation.Detail, Meaning: meaning(res.Invariant), Story: story,
 		Loop: len(ce.Loop) > 0, LoopFrom: len(ce.Steps), Generated: in.Spec == nil}
 	if err := t.Execute(&b, v); err != nil {
 		return nil, err
@@ -313,12 +326,27 @@ clock: {{$.P.Summary}}. ` + "`simulate`" + ` breaks {{$.Invariant}} too, at {{ms
 
     handoffcheck simulate --config sim.json --workload workload.jsonl --faults faults.jsonl{{if $.Spec}} --spec {{$.Spec}}{{end}}
 {{end}}{{with .Result.Summary}}
-**The cost at the workload's scale** (as ` + "`simulate`" + ` reports it, up to the violation,
+**The cost of the plan's run** (as ` + "`simulate`" + ` reports it, up to the violation,
 which ends the run): {{.Requests}} request{{if ne .Requests 1}}s{{end}}, {{.Succeeded}} succeeded, {{.Failed}} failed, {{.Cancelled}} cancelled;
 stranded source KV {{printf "%.1f" .StrandedSourceBlockSeconds}} block-seconds (peak {{.StrandedSourcePeak}} blocks);
 held for doomed attempts {{printf "%.1f" .StrandedBlockSeconds}} block-seconds.
+{{end}}{{with $.S}}
+**The cost at the default workload's scale.** The incident recurring under load:
+the default workload ({{.Requests}} requests, what ` + "`simulate`" + ` runs when given none) on the
+plan's cluster with {{.Config.Prefill.Workers}} prefill and {{.Config.Decode.Workers}} decode workers (its deadlines and durations
+kept), and the plan's faults on one request in {{.Every}} ({{.Struck}} of them), each aimed at
+the same phase of its request as the plan aims it (one placed by time, at the same
+time after its request's arrival){{if .Restarts}}; the plan's {{.Restarts}} worker restart{{if ne .Restarts 1}}s are{{else}} is{{end}} left out (aimed
+at a worker, not at a request's phase){{end}}. The simulator is deterministic, so these
+figures are those of the command below; it stops at the first violation, so they
+are those up to it. {{with .Result}}{{with .Violation}}It breaks {{.Invariant}} at {{ms .AtUS}} ms of virtual time on
+request {{.Request}}{{else}}It breaks nothing{{end}}{{with .Summary}}: by then {{.Requests}} request{{if ne .Requests 1}}s{{end}} had arrived, {{.Succeeded}} succeeded, {{.Failed}} failed,
+{{.Cancelled}} were cancelled, {{.FaultsStruck}} fault{{if ne .FaultsStruck 1}}s{{end}} had struck; stranded source KV {{printf "%.1f" .StrandedSourceBlockSeconds}} block-seconds
+(peak {{.StrandedSourcePeak}} blocks); held for doomed attempts {{printf "%.1f" .StrandedBlockSeconds}} block-seconds.{{end}}{{end}}
+
+    handoffcheck simulate --config ` + ScaleSimFile + ` --faults ` + ScaleFaultsFile + `{{if $.Spec}} --spec {{$.Spec}}{{end}}
 {{end}}{{else}}**From the trace.** No plan on the clock derived from these steps reaches {{$.Invariant}}:
-{{.Why}}.
+{{.Why}}.{{with $.Note}} {{.}}.{{end}}
 
 {{end}}{{end}}{{with .T}}{{if .Scenario}}**On the clock.** The timed scenario ` + "`{{.Scenario}}`" + ` ({{.Policy}}) breaks
 {{$.Invariant}} too, at {{printf "%.3f" .AtMS}} ms of virtual time on request {{.Request}}: {{.Detail}}.
@@ -333,6 +361,13 @@ The scenario's workload and faults on a cluster, with these tables:
     handoffcheck live --config sim.json --workload workload.jsonl --faults faults.jsonl{{if $.Spec}} --spec {{$.Spec}}{{end}}
 
 {{.LiveNote}}
+
+Live logs order facts only within each process and along the messages
+between them, and the judge explains them in any order those allow. Where
+the violation rests on the order of two processes' steps that no message
+ties (under these tables, a step one side takes without waiting for the
+other), the judge finds an order that breaks nothing, or one in which
+another invariant breaks first, and names that one.
 {{else}}**Live.** No live plan is derived from these steps: there is no plan on the clock
 to run. ` + "`handoffcheck live`" + ` runs the same tables over real processes.
 {{end}}{{end}}{{end}}`
@@ -341,9 +376,12 @@ to run. ` + "`handoffcheck live`" + ` runs the same tables over real processes.
 // invariant, and the tables' file for the command.
 type clockView struct {
 	P         *Plan
+	S         *Scale
 	T         *Timed
 	Invariant string
 	Spec      string
+	// Note says more of why the clock does not reach the invariant.
+	Note string
 }
 
 // withTimed parses a README template beside the timed block.

@@ -70,9 +70,10 @@ func TestTimeline_Spec(t *testing.T) {
 // clock: their bug needs no fault, or a fault live strikes where the plan
 // aims it whatever the clock (an abort aimed at the phase after the
 // destination reported its outcome; a transfer failure, which strikes
-// the transfer once it runs). Of the 17 plans, these 6 reproduce live;
+// the transfer once it runs). Of the 18 plans, these 6 reproduce live;
 // the others need a deadline shortened below what the processes keep to,
-// or a fault placed by time.
+// or a fault placed by time, or rest on an order of two processes' steps
+// that live logs do not carry (TestCheck_ReproNotLive).
 func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 	for _, tc := range []struct {
 		variant, run, inv, fault string
@@ -110,6 +111,65 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 			code, out, errOut = runCLI(t, append([]string{"live", "--out", t.TempDir(), "--repro", liveDir}, plan...)...)
 			if code != exitViolation || !strings.Contains(out, "verdict: rejected") || !strings.Contains(errOut, "reproduction of "+tc.inv+" written to "+liveDir) {
 				t.Fatalf("live on the plan: exit %d\n%s%s", code, out, errOut)
+			}
+		})
+	}
+}
+
+// TestCheck_ReproNotLive: the shipped variants whose plan on the clock a
+// live run does not reliably reproduce, and what each README says of why.
+// A plan that needs a deadline live refuses to scale so short is refused
+// by live with exit 2, naming --time-scale (a deterministic check that
+// needs no run). The others' live runs hang on how closely the processes
+// keep to the clock, so the test holds what the README says of them, not
+// their verdict: a fault placed by time (which live does not read), or a
+// violation that rests on the order of two processes' steps that no
+// message ties.
+func TestCheck_ReproNotLive(t *testing.T) {
+	const (
+		refused = "Live refuses this plan at its default `--time-scale` 0.01"
+		byTime  = "which a live run does not read"
+		order   = "the judge finds an order that breaks nothing, or one in which another invariant breaks first"
+	)
+	for _, tc := range []struct {
+		variant, run, why string
+	}{
+		{"expired-lease-reports-release", "vllm", refused},
+		{"pull-deadline-without-fence", "vllm", refused},
+		{"push-deadline-without-fence", "sglang", refused},
+		{"release-on-heartbeat", "vllm", refused},
+		{"cancel-noop-leaks-held-source", "vllm", byTime},
+		{"late-peer-cancel-fails-done", "vllm", byTime},
+		{"prefill-after-early-outcome", "sglang", byTime},
+		{"withdraw-noop-leaks-reservation", "vllm", byTime},
+		{"bootstrap-as-readiness", "sglang", order},
+		{"release-before-activation", "vllm", order},
+		{"pin-ignores-ack-and-lease", "vllm", order},
+		{"report-before-release-applied", "vllm", order},
+	} {
+		t.Run(tc.variant, func(t *testing.T) {
+			if testing.Short() && tc.variant != "expired-lease-reports-release" {
+				t.Skip("one variant is enough in -short")
+			}
+			variant := "../../testdata/variants/" + tc.variant + ".json"
+			dir := t.TempDir()
+			code, _, errOut := runCLI(t, "check", "--config", "../../testdata/configs/two-handoffs-faults.json", "--spec", variant, "--run", tc.run, "--timing=false", "--repro", dir)
+			if code != exitViolation || !strings.Contains(errOut, "sim.json, workload.jsonl, faults.jsonl") {
+				t.Fatalf("check --repro: exit %d\n%s", code, errOut)
+			}
+			readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if flat := strings.Join(strings.Fields(string(readme)), " "); !strings.Contains(flat, tc.why) {
+				t.Fatalf("the README does not say %q:\n%s", tc.why, readme)
+			}
+			if tc.why != refused {
+				return
+			}
+			code, out, errOut := runCLI(t, "live", "--out", t.TempDir(), "--config", filepath.Join(dir, "sim.json"), "--workload", filepath.Join(dir, "workload.jsonl"), "--faults", filepath.Join(dir, "faults.jsonl"), "--spec", variant)
+			if code != exitUsage || !strings.Contains(errOut, "--time-scale 0.01: the configuration's shortest timer") {
+				t.Fatalf("live on a plan whose deadline it cannot scale: exit %d\n%s%s", code, out, errOut)
 			}
 		})
 	}
