@@ -30,7 +30,8 @@ import (
 // worker); the owner's destination is active on the same worker and
 // holds the canonical blocks itself (it adopted none); at most the whole
 // blocks of either prompt are adopted; and every adopter of one owner
-// shares as many blocks.
+// shares as many blocks (in a log without decode_released, those that
+// share another number released before: impliedRelease).
 
 // adoption is n blocks an adopter's active KV shares with the owner of
 // the canonical blocks on decode process proc.
