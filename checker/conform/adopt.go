@@ -17,7 +17,8 @@ import (
 // requests do; the worker's ledger counts the shared ones once, as the
 // simulator's worker does (model.SharedActive), until either attempt
 // stops holding them: its decode_released (in a log that does not record
-// it, an adoption that names a later holder: impliedRelease), or the
+// it, an adoption that names a later holder, or that shares another
+// number of blocks than an adopter of the same owner: impliedRelease), or the
 // worker's restart. When
 // the owner of the canonical blocks leaves, its oldest adopter holds
 // them in its place, at the cost of one share, and the other adopters
@@ -29,7 +30,8 @@ import (
 // worker); the owner's destination is active on the same worker and
 // holds the canonical blocks itself (it adopted none); at most the whole
 // blocks of either prompt are adopted; and every adopter of one owner
-// shares as many blocks.
+// shares as many blocks (in a log without decode_released, those that
+// share another number released before: impliedRelease).
 
 // adoption is n blocks an adopter's active KV shares with the owner of
 // the canonical blocks on decode process proc.
@@ -181,10 +183,15 @@ func (j *judge) shareFact(a *attempt, f *obslog.Fact) string {
 
 // impliedRelease keeps the account of a log that does not record
 // decode_released on the decode process (a log of milestones): it cannot
-// say when an owner of canonical blocks released them, and an adoption
-// that names one of the owner's adopters as canonical tells it: the
-// owner released before it, and so did every older adopter that held the
-// blocks in its place in turn, until that adopter was the oldest left.
+// say when a sharer of canonical blocks released them, and an adoption
+// tells it of two kinds of release. One that names one of the owner's
+// adopters as canonical: the owner released before it, and so did every
+// older adopter that held the blocks in its place in turn, until that
+// adopter was the oldest left. One that shares another number of blocks
+// than an adopter of its owner: a new adopter joins the owner's adopters
+// only with as many blocks as they share, and the owner still holds
+// them, so that adopter's share ended with its own release, before this
+// activation.
 func (j *judge) impliedRelease(f *obslog.Fact) {
 	if j.h.Processes[f.Proc].Records.Has(obslog.DecodeReleased) {
 		return
@@ -193,11 +200,22 @@ func (j *judge) impliedRelease(f *obslog.Fact) {
 	for {
 		i := slices.IndexFunc(sh.shares, func(x adoption) bool { return x.adopter == f.Canonical })
 		if i < 0 || sh.shares[i].proc != f.Proc {
-			return
+			break
 		}
 		owner := sh.shares[i].owner
 		j.undecode(owner)
 		j.unshare(owner)
+	}
+	for {
+		i := slices.IndexFunc(sh.shares, func(x adoption) bool {
+			return x.owner == f.Canonical && x.proc == f.Proc && x.adopter != f.Attempt && x.n != model.Blocks(f.AdoptedBlocks)
+		})
+		if i < 0 {
+			return
+		}
+		adopter := sh.shares[i].adopter
+		j.undecode(adopter)
+		j.unshare(adopter)
 	}
 }
 

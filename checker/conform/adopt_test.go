@@ -196,6 +196,89 @@ func TestAdoption_ReleaseImpliedInALogOfMilestones(t *testing.T) {
 	}
 }
 
+// A log of milestones records no decode_released: an adoption of r0's
+// blocks that shares another number of them than r0's adopters tells
+// the judge that they released unlogged (a new adopter joins an owner's
+// adopters only with as many blocks, and r0 still holds them). A
+// complete log says when each released, and rejects it.
+func TestAdoption_ShareOfAnotherCountInALogOfMilestones(t *testing.T) {
+	for _, c := range []struct {
+		records obslog.KindSet
+		want    string
+	}{
+		{obslog.Of(obslog.Milestones()...) | obslog.Of(obslog.WorkerRestarted), ""},
+		{obslog.All, "adopted_blocks 20, but r1 shares the canonical blocks of r0 for 32 blocks: want adopted_blocks 32"},
+	} {
+		j, act := groupOfFour(t, c.records)
+		why := act("r4", "r0", 20)
+		if c.want != "" {
+			if !strings.Contains(why, c.want) {
+				t.Errorf("a complete log: adopting 20 blocks of r0 gave %q, want %q", why, c.want)
+			}
+			continue
+		}
+		if why != "" {
+			t.Fatalf("a log of milestones: adopting 20 blocks of r0: %s", why)
+		}
+		// r1, r2 and r3 released: r4 alone shares r0's blocks, for 20.
+		for _, id := range []string{"r1", "r2", "r3"} {
+			if _, ok := j.sharing.decoding[id]; ok {
+				t.Errorf("%s still decodes", id)
+			}
+		}
+		if got := j.ledgers[2].shared; got != 20 || len(j.sharing.shares) != 1 || j.sharing.shares[0].adopter != "r4" || j.sharing.shares[0].owner != "r0" {
+			t.Errorf("%d blocks shared in %+v, want 20 in r4's share of r0's", got, j.sharing.shares)
+		}
+	}
+}
+
+// The simulator's source-first log of milestones of a loaded cluster is
+// explained as the complete log of the same run is, with the same
+// counts: in it, r770 adopts 8 blocks of r123 after r242, which shared
+// 6 of them, released unlogged (decode_finished at line 2,469).
+func TestAdoption_LogOfMilestonesOfALoadedRun(t *testing.T) {
+	logOf := func(records obslog.KindSet) []byte {
+		cfg := sim.Loaded16()
+		if err := cfg.SetPolicy("source-first"); err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		w, err := obslog.NewWriter(&buf, cfg.LogHeader(records))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := sim.Run(context.Background(), cfg, sim.Synthetic(1, 1000, sim.SyntheticGapUS), sim.Options{Log: w})
+		if err != nil || res.Violation != nil {
+			t.Fatalf("the simulation: %v %v", err, res.Violation)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	complete := logOf(obslog.All)
+	ms := logOf(obslog.Of(obslog.Milestones()...) | obslog.Of(obslog.WorkerRestarted))
+	for _, want := range []string{`"attempt":"r242","kind":"activated","adopted_blocks":6,"canonical":"r123"`, `"attempt":"r770","kind":"activated","adopted_blocks":8,"canonical":"r123"`} {
+		if !bytes.Contains(ms, []byte(want)) {
+			t.Fatalf("the log of milestones lacks %s", want)
+		}
+	}
+	c := judgeBytes(t, "complete.jsonl", complete, Options{})
+	m := judgeBytes(t, "milestones.jsonl", ms, Options{})
+	for _, r := range []*Report{c, m} {
+		if r.Verdict != Explained {
+			t.Fatalf("%s: %s\n%s", r.Files[0], r.Verdict, render(t, r))
+		}
+	}
+	if c.Attempts != 1000 || m.Attempts != c.Attempts || m.Restarts != c.Restarts {
+		t.Errorf("complete: %d attempts, %d restarts; milestones: %d attempts, %d restarts; want 1000 attempts in both, and as many restarts",
+			c.Attempts, c.Restarts, m.Attempts, m.Restarts)
+	}
+	if lines := bytes.Count(ms, []byte("\n")) - 1; m.Facts != lines {
+		t.Errorf("milestones: %d facts judged, want its %d lines", m.Facts, lines)
+	}
+}
+
 func render(t *testing.T, rep *Report) string {
 	t.Helper()
 	var b bytes.Buffer

@@ -161,10 +161,10 @@ func TestGone_FileKeepsReports(t *testing.T) {
 			if fmt.Sprint(err1) != fmt.Sprint(err2) || !cmp.Equal(kept, spilled) {
 				t.Errorf("%s milestones=%v: the records' file changed the report:\n%v %v\n%s", pol, ms, err1, err2, cmp.Diff(kept, spilled))
 			}
-			// Far enough that records were read back: the source-first
-			// milestones log is rejected at its 772nd attempt.
-			if kept == nil || kept.Attempts < 700 {
-				t.Errorf("%s milestones=%v: %v attempts judged, want at least 700", pol, ms, kept)
+			// Every log explained to its end, far enough that records
+			// were read back.
+			if kept == nil || kept.Verdict != Explained || kept.Attempts != 1200 {
+				t.Errorf("%s milestones=%v: %v, want all 1,200 attempts explained", pol, ms, kept)
 			}
 		}
 	}
