@@ -99,7 +99,7 @@ func TestWalk_LateFaultVariants(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := interpreted(t, s)
-		cfg, cfgName := DefaultConfig(), "default"
+		cfg, cfgName := defaultParsed(), "default"
 		if v.config != "" {
 			cfg, cfgName = loadConfigFile(t, v.config), filepath.Base(v.config)
 		}
@@ -213,7 +213,7 @@ func TestWalk_CompareSchedules(t *testing.T) {
 	configs := []struct {
 		name string
 		cfg  *system.Config
-	}{{"default", DefaultConfig()}, {"small", loadConfigFile(t, "../testdata/configs/small.json")}}
+	}{{"default", defaultParsed()}, {"small", loadConfigFile(t, "../testdata/configs/small.json")}}
 	files, _ := filepath.Glob(filepath.Join("..", "testdata", "variants", "*.json"))
 	t.Logf("walks of 2,000 from seed 1 that find a violation: random walks (uniform, positions, pct) | swarm walks (uniform, positions, pct)")
 	for _, file := range files {

@@ -17,7 +17,7 @@ type Session struct {
 
 // NewSession starts a session in the initial state.
 func (c *Checker) NewSession() *Session {
-	return &Session{c: c, s: c.Initial()}
+	return &Session{c: c, s: c.origin()}
 }
 
 // State is the session's current state.

@@ -168,7 +168,7 @@ func (c *System) fire(s *State, tx *model.Tx, cov *Coverage, r spec.Role, h int,
 	side := sideOf(r)
 	cause := causeOf(r, ev)
 	// A command the core applies at once is answered after the row.
-	var answered [MaxActions]uint8
+	var answered [maxActions]uint8
 	n := 0
 	for i := 0; i < int(t.N); i++ {
 		a := t.Acts[i]

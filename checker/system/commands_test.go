@@ -28,7 +28,7 @@ func TestCommands_AtOnceOrQueued(t *testing.T) {
 			for h := range s.W.H[:len(cfg.World.Handoffs)] {
 				for _, st := range []string{"Stopping", "Releasing", "Aborting", "Withdrawing"} {
 					for _, r := range spec.Roles {
-						if i := c.proto.StateIndex(r, st); i >= 0 && s.Role(r, h) == uint8(i) {
+						if i := c.proto.stateIndex(r, st); i >= 0 && s.Role(r, h) == uint8(i) {
 							t.Fatalf("%s: handoff %d rests in %s %s with every command at once", run, h, r, st)
 						}
 					}

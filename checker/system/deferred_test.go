@@ -37,7 +37,7 @@ func TestDeferred_OfferedWhereTheStateHasARow(t *testing.T) {
 	s := withRow(t, spec.Destination, spec.Row{From: []string{"Reserving"}, Event: "Deferred", Policies: []spec.Policy{spec.SourceFirst},
 		Actions: []string{"SendLeaseRenewed"}, Why: "a heartbeat queued while decode waits"})
 	c := checkerFor(t, interpreted(t, s), cfg, "vllm")
-	reserving := uint8(c.proto.StateIndex(spec.Destination, "Reserving"))
+	reserving := uint8(c.proto.stateIndex(spec.Destination, "Reserving"))
 	seen := 0
 	eachState(t, c, func(st *State) bool {
 		src, dst := count(c, st)

@@ -377,7 +377,7 @@ func (c *System) Reducible(s *State, m Move) (ok, shared bool) {
 // core applies at once, the rows of both its answers: whether every
 // action is in actionFootprints, whether one touches a worker, and
 // whether all are quiet.
-func (c *System) rowsReducible(r spec.Role, t *Transition, depth int) (ok, shared, quiet bool) {
+func (c *System) rowsReducible(r spec.Role, t *transition, depth int) (ok, shared, quiet bool) {
 	if depth > 2 {
 		return false, false, false
 	}
