@@ -20,18 +20,18 @@ import (
 type Schedule uint8
 
 const (
-	// SchedulePositions, the default, draws a step for each fault the
+	// schedulePositions, the default (first in ScheduleNames), draws a step for each fault the
 	// walk may commit (one per unit of budget of every kind the walk may
 	// use), uniformly over the run's horizon: one and a half times the
 	// length of a walk that commits no fault. Before its step a fault is
 	// not offered; from its step on it is offered like any other move.
 	// A walk that ends before a position leaves that fault out, so walks
 	// vary in how many faults they commit, and some commit none.
-	SchedulePositions Schedule = iota
+	schedulePositions Schedule = iota
 	// scheduleUniform picks uniformly among every enabled move, faults
 	// included, as walks did before schedules existed.
 	scheduleUniform
-	// schedulePCT places faults as SchedulePositions does and orders the
+	// schedulePCT places faults as schedulePositions does and orders the
 	// moves in the style of probabilistic concurrency testing: each
 	// handoff, and the environment (moves on a worker), has a random
 	// priority; the walk takes a move of the highest-priority one that has
@@ -44,7 +44,8 @@ const (
 
 var scheduleNames = [numSchedules]string{"positions", "uniform", "pct"}
 
-func (s Schedule) String() string {
+// name is the schedule's name, as --schedule takes it.
+func (s Schedule) name() string {
 	if s < numSchedules {
 		return scheduleNames[s]
 	}

@@ -448,21 +448,21 @@ func TestWalk_StepBoundAndInterruptBeforeStart(t *testing.T) {
 	// Seed 3 is deterministic: a walk or two end early (nothing they may
 	// take is enabled, they stop), the rest take exactly four moves; a
 	// fifth move anywhere would pass 80.
-	for sched, want := range map[Schedule]int64{scheduleUniform: 78, SchedulePositions: 79, schedulePCT: 78} {
+	for sched, want := range map[Schedule]int64{scheduleUniform: 78, schedulePositions: 79, schedulePCT: 78} {
 		r := c.walk(context.Background(), WalkOptions{Seed: 3, Walks: 20, Steps: 4, Schedule: sched, Workers: 2})
 		if r.Walks != 20 || r.Moves != want || r.Violation != nil {
-			t.Errorf("%s: 20 walks of at most 4 steps: %d walks, %d moves (want %d), violation %v", sched, r.Walks, r.Moves, want, r.Violation)
+			t.Errorf("%s: 20 walks of at most 4 steps: %d walks, %d moves (want %d), violation %v", sched.name(), r.Walks, r.Moves, want, r.Violation)
 		}
 		// The walks that stopped at the bound took four moves each; the
 		// others stopped because nothing was enabled.
 		st := r.Stats
 		if short := 20 - st.Ended[endStepBound]; st.Ended[endNothingEnabled] != short || st.Ended[endViolation] != 0 ||
 			int64(4*st.Ended[endStepBound]) > r.Moves || r.Moves-int64(4*st.Ended[endStepBound]) > int64(3*short) {
-			t.Errorf("%s: %d moves, walks ended %v", sched, r.Moves, st.Ended)
+			t.Errorf("%s: %d moves, walks ended %v", sched.name(), r.Moves, st.Ended)
 		}
 		for i, n := range st.Lengths {
 			if n > 4 {
-				t.Errorf("%s: walk %d took %d moves", sched, i, n)
+				t.Errorf("%s: walk %d took %d moves", sched.name(), i, n)
 			}
 		}
 	}

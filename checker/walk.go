@@ -23,7 +23,7 @@ type WalkOptions struct {
 	// testing: leaving some faults out lets others go deeper).
 	Swarm bool
 	// Schedule decides when a walk commits its faults; the zero value is
-	// the default, SchedulePositions.
+	// the default, schedulePositions.
 	Schedule Schedule
 	Workers  int
 	// Shards, when above zero, splits the Walks walks into that many

@@ -72,11 +72,11 @@ func TestWalk_ReportFigures(t *testing.T) {
 	runs := []system.Run{runNamed(t, cfg, "vllm"), runNamed(t, cfg, "sglang")}
 	pinned := map[Schedule]map[string][2]int64{
 		scheduleUniform:   {"vllm": {146, 40}, "sglang": {162, 68}},
-		SchedulePositions: {"vllm": {321, 91}, "sglang": {377, 129}},
+		schedulePositions: {"vllm": {321, 91}, "sglang": {377, 129}},
 		schedulePCT:       {"vllm": {354, 113}, "sglang": {401, 131}},
 	}
-	for _, sched := range []Schedule{scheduleUniform, SchedulePositions, schedulePCT} {
-		t.Run(sched.String(), func(t *testing.T) {
+	for _, sched := range []Schedule{scheduleUniform, schedulePositions, schedulePCT} {
+		t.Run(sched.name(), func(t *testing.T) {
 			opts := WalkOptions{Seed: 7, Walks: 40, Steps: 30, Schedule: sched, Workers: 2}
 			rep, err := CheckWalks(context.Background(), system.Generated(), cfg, runs, opts)
 			if err != nil {
@@ -84,7 +84,7 @@ func TestWalk_ReportFigures(t *testing.T) {
 			}
 			j := walkReportJSON(t, rep, TextOptions{})
 			text := rep.Text(TextOptions{})
-			if rep.Violated() || rep.Interrupted || j.Verdict != "pass" || j.Mode != "walks" || j.Schedule != sched.String() || j.Steps != 30 || j.Seed != 7 {
+			if rep.Violated() || rep.Interrupted || j.Verdict != "pass" || j.Mode != "walks" || j.Schedule != sched.name() || j.Steps != 30 || j.Seed != 7 {
 				t.Fatalf("walks of the correct tables: violated=%v interrupted=%v, JSON %q %q %q steps %d seed %d", rep.Violated(), rep.Interrupted, j.Verdict, j.Mode, j.Schedule, j.Steps, j.Seed)
 			}
 			for i, x := range rep.Runs {
@@ -97,7 +97,7 @@ func TestWalk_ReportFigures(t *testing.T) {
 					t.Errorf("%s: %d walks, failing %d", x.Run.Name, x.Walks, x.Failing)
 				}
 				if (sched == scheduleUniform) != (x.Stats.Horizon == 0) {
-					t.Errorf("%s: horizon %d under the %s schedule", x.Run.Name, x.Stats.Horizon, sched)
+					t.Errorf("%s: horizon %d under the %s schedule", x.Run.Name, x.Stats.Horizon, sched.name())
 				}
 				var moves int64
 				most := 0
@@ -156,7 +156,7 @@ func TestWalk_ReportFigures(t *testing.T) {
 					t.Errorf("%s: JSON coverage %+v, result %+v", x.Run.Name, jr.Coverage, rc)
 				}
 				wantLine(t, text, fmt.Sprintf("run %s (%s, engine %s): 40 random walks of up to 30 moves (seed 7, schedule %s): no violation\n  %s moves, %s distinct states visited, elapsed ",
-					x.Run.Name, x.Run.Policy, x.Run.Engine, sched, commas(x.Moves), commas(int64(x.Distinct))))
+					x.Run.Name, x.Run.Policy, x.Run.Engine, sched.name(), commas(x.Moves), commas(int64(x.Distinct))))
 				wantLine(t, text, fmt.Sprintf("\n  coverage: source rows %d/%d fired, destination rows %d/%d fired\n", rc[0].Fired, rc[0].Total, rc[1].Fired, rc[1].Total))
 				stats := rep.Text(TextOptions{Stats: true})
 				wantLine(t, stats, fmt.Sprintf("  walk lengths: min %d, median %d, p90 %d, max %d moves; ended: %d with nothing enabled, %d at the step bound, 0 on a violation\n",
@@ -183,8 +183,8 @@ func TestWalk_FailingReport(t *testing.T) {
 	override(t, s, spec.Source, "Pinned", "LeaseRenewed", spec.SourceFirst, "Released",
 		"DisarmLease", "ReleaseSource", "ReportSourceReleased", "Complete")
 	cfg := mustConfig(t, twoByTwo)
-	for _, sched := range []Schedule{scheduleUniform, SchedulePositions, schedulePCT} {
-		t.Run(sched.String(), func(t *testing.T) { failingReport(t, interpreted(t, s), cfg, sched) })
+	for _, sched := range []Schedule{scheduleUniform, schedulePositions, schedulePCT} {
+		t.Run(sched.name(), func(t *testing.T) { failingReport(t, interpreted(t, s), cfg, sched) })
 	}
 }
 
@@ -220,7 +220,7 @@ func failingReport(t *testing.T, p *system.Protocol, cfg *system.Config, sched S
 	// A schedule places the faults the failing walk could commit; the
 	// uniform one has none.
 	if (sched == scheduleUniform) != (len(x.Schedule) == 0) {
-		t.Errorf("%s: failing walk's schedule %v", sched, x.Schedule)
+		t.Errorf("%s: failing walk's schedule %v", sched.name(), x.Schedule)
 	}
 	sch := ""
 	if len(x.Schedule) > 0 {
@@ -234,7 +234,7 @@ func failingReport(t *testing.T, p *system.Protocol, cfg *system.Config, sched S
 		sch = "; schedule: " + strings.Join(at, ", ")
 	}
 	text := rep.Text(TextOptions{})
-	wantLine(t, text, fmt.Sprintf("): 300 random walks of up to 80 moves (seed 11, schedule %s): VIOLATION %s\n", sched, x.Violation.Violation.Invariant))
+	wantLine(t, text, fmt.Sprintf("): 300 random walks of up to 80 moves (seed 11, schedule %s): VIOLATION %s\n", sched.name(), x.Violation.Violation.Invariant))
 	wantLine(t, text, fmt.Sprintf("  %s moves, %s distinct states visited in walks 0-%d, elapsed ", commas(x.Moves), commas(int64(x.Distinct)), x.Failing))
 	wantLine(t, text, fmt.Sprintf("  walk %d failed after %d moves (faults: %s%s); shrunk to %d steps\n", x.Failing, x.Original, strings.Join(x.Faults, ", "), sch, len(x.Violation.Steps)))
 	wantLine(t, text, "  reproduce: handoffcheck walk --seed N --walks 1\n")

@@ -84,7 +84,7 @@ func (r *WalkReport) Text(opt TextOptions) string {
 			walks, shard = hi-lo, fmt.Sprintf("shard %d of %d: walks %d-%d of %d, ", r.Opts.Shard, r.Opts.Shards, lo, hi-1, r.Opts.Walks)
 		}
 		fmt.Fprintf(&b, "run %s (%s, engine %s): %d %s of up to %d moves (%sseed %d, schedule %s): %s\n",
-			x.Run.Name, x.Run.Policy, x.Run.Engine, walks, r.mode(), r.Opts.Steps, shard, r.Opts.Seed, r.Opts.Schedule, verdict)
+			x.Run.Name, x.Run.Policy, x.Run.Engine, walks, r.mode(), r.Opts.Steps, shard, r.Opts.Seed, r.Opts.Schedule.name(), verdict)
 		fmt.Fprintf(&b, "  %s moves, %s distinct states visited", commas(x.Moves), commas(int64(x.Distinct)))
 		if x.Walks < walks {
 			// Walks after the first failure (or the interrupt) are not
@@ -268,7 +268,7 @@ type jsonLengths struct {
 // JSON renders the report as one object. With opt.NoTiming it leaves out
 // the elapsed times.
 func (r *WalkReport) JSON(opt TextOptions) ([]byte, error) {
-	out := jsonWalkReport{Mode: "walks", Schedule: r.Opts.Schedule.String(), Verdict: "pass", Steps: r.Opts.Steps, Seed: r.Opts.Seed, Runs: []jsonWalk{}}
+	out := jsonWalkReport{Mode: "walks", Schedule: r.Opts.Schedule.name(), Verdict: "pass", Steps: r.Opts.Steps, Seed: r.Opts.Seed, Runs: []jsonWalk{}}
 	if r.Opts.Shards > 0 {
 		out.Shard = &jsonShard{Index: r.Opts.Shard, Count: r.Opts.Shards, Walks: r.Opts.Walks}
 	}
