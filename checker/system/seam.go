@@ -41,11 +41,6 @@ func (c *System) Finished(s *State, h int) bool { return c.finished(s, h) }
 // and reordering it chooses is enabled.
 func (c *System) Budget() Remaining { return c.budget }
 
-// FiringText names a firing by its states and event, for histories.
-func (c *System) FiringText(f Firing) string {
-	return c.proto.StateName(f.Role, f.From) + " --" + EventName(f.Role, f.Event) + "--> " + c.proto.StateName(f.Role, f.To)
-}
-
 // MovesInto appends the moves a state enables to buf: Moves without an
 // allocation, for drivers that ask it for every state they judge.
 func (c *System) MovesInto(s *State, buf []Move) []Move {
