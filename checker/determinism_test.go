@@ -35,9 +35,9 @@ func TestWalk_ReportIndependentOfWorkers(t *testing.T) {
 					t.Fatalf("%s swarm=%v: one worker: %d walks, %d moves, %d distinct, walk %d failed; two: %d, %d, %d, %d",
 						sched.name(), swarm, one.Walks, one.Moves, one.Distinct, one.Failing, two.Walks, two.Moves, two.Distinct, two.Failing)
 				}
-				a, b := one.Stats, two.Stats
-				if fmt.Sprint(a.Coverage.Rows, a.Kinds, a.Faults, a.Lengths, a.Ended, a.Horizon, one.Schedule) !=
-					fmt.Sprint(b.Coverage.Rows, b.Kinds, b.Faults, b.Lengths, b.Ended, b.Horizon, two.Schedule) {
+				a, b := one.stats, two.stats
+				if fmt.Sprint(a.Coverage.Rows, a.Kinds, a.Faults, a.Lengths, a.Ended, a.Horizon, one.schedule) !=
+					fmt.Sprint(b.Coverage.Rows, b.Kinds, b.Faults, b.Lengths, b.Ended, b.Horizon, two.schedule) {
 					t.Fatalf("%s swarm=%v: statistics differ between one worker and two:\n%+v\n%+v", sched.name(), swarm, a, b)
 				}
 			}

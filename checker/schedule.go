@@ -77,14 +77,14 @@ const pilotWalks = 32
 // seed Seed+i, is the same walk.
 const pilotStream = 0x70696c6f74 // "pilot"
 
-// ScheduledFault is one fault of a walk's schedule: the kind and the step
+// scheduledFault is one fault of a walk's schedule: the kind and the step
 // (counted from 0) from which it is due.
-type ScheduledFault struct {
+type scheduledFault struct {
 	Fault system.Fault
 	Step  int
 }
 
-func (f ScheduledFault) String() string { return fmt.Sprintf("%s at %d", f.Fault, f.Step) }
+func (f scheduledFault) text() string { return fmt.Sprintf("%s at %d", f.Fault, f.Step) }
 
 // faultPlan is the fault schedule of one walk.
 type faultPlan struct {
@@ -122,14 +122,14 @@ func (p *faultPlan) due(f system.Fault, i int) bool {
 }
 
 // list is the schedule, by step and then by kind.
-func (p *faultPlan) list() []ScheduledFault {
-	var out []ScheduledFault
+func (p *faultPlan) list() []scheduledFault {
+	var out []scheduledFault
 	for f := range p.pos {
 		for _, s := range p.pos[f] {
-			out = append(out, ScheduledFault{Fault: system.Fault(f), Step: s})
+			out = append(out, scheduledFault{Fault: system.Fault(f), Step: s})
 		}
 	}
-	slices.SortStableFunc(out, func(a, b ScheduledFault) int { return a.Step - b.Step })
+	slices.SortStableFunc(out, func(a, b scheduledFault) int { return a.Step - b.Step })
 	return out
 }
 

@@ -21,8 +21,8 @@ func TestSchedule_Horizon(t *testing.T) {
 	}
 	for _, seed := range []uint64{1, 99} {
 		r := c.walk(context.Background(), WalkOptions{Seed: seed, Walks: 3, Steps: 200})
-		if r.Stats.Horizon != 12 {
-			t.Errorf("seed %d: horizon %d", seed, r.Stats.Horizon)
+		if r.stats.Horizon != 12 {
+			t.Errorf("seed %d: horizon %d", seed, r.stats.Horizon)
 		}
 	}
 }
@@ -49,7 +49,7 @@ func TestSchedule_FaultsWaitForTheirPositions(t *testing.T) {
 				var pos [system.NumFaults][]int
 				for _, f := range w.schedule {
 					if f.Step < 0 || f.Step >= hz {
-						t.Fatalf("%s %s seed %d: %s outside the horizon %d", run.Name, sched.name(), seed, f, hz)
+						t.Fatalf("%s %s seed %d: %s outside the horizon %d", run.Name, sched.name(), seed, f.text(), hz)
 					}
 					pos[f.Fault] = append(pos[f.Fault], f.Step)
 					placed[f.Fault]++

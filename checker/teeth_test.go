@@ -455,7 +455,7 @@ func TestWalk_StepBoundAndInterruptBeforeStart(t *testing.T) {
 		}
 		// The walks that stopped at the bound took four moves each; the
 		// others stopped because nothing was enabled.
-		st := r.Stats
+		st := r.stats
 		if short := 20 - st.Ended[endStepBound]; st.Ended[endNothingEnabled] != short || st.Ended[endViolation] != 0 ||
 			int64(4*st.Ended[endStepBound]) > r.Moves || r.Moves-int64(4*st.Ended[endStepBound]) > int64(3*short) {
 			t.Errorf("%s: %d moves, walks ended %v", sched.name(), r.Moves, st.Ended)

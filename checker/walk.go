@@ -58,9 +58,9 @@ type WalkResult struct {
 	Seed uint64
 	// Faults are the fault kinds the failing walk could use (swarm).
 	Faults []string
-	// Schedule is the failing walk's fault schedule (not for
+	// schedule is the failing walk's fault schedule (not for
 	// scheduleUniform).
-	Schedule []ScheduledFault
+	schedule []scheduledFault
 	// Original is how many moves the failing walk took; the
 	// counterexample is that walk shrunk.
 	Original  int
@@ -69,16 +69,16 @@ type WalkResult struct {
 	// Walks, Moves and Distinct then cover the walks 0..Walks-1.
 	Interrupted bool
 	// Stats describe the walks counted (the same walks as Moves).
-	Stats WalkStats
+	stats walkStats
 }
 
-// WalkEnd is why a walk ended.
-type WalkEnd uint8
+// walkEnd is why a walk ended.
+type walkEnd uint8
 
 const (
 	// endNothingEnabled: no move the walk may take was enabled (a fault
 	// kind a swarm walk left out, or a fault not yet due, does not count).
-	endNothingEnabled WalkEnd = iota
+	endNothingEnabled walkEnd = iota
 	// endStepBound: the walk took its most moves (--steps).
 	endStepBound
 	// endViolation: the last move broke an invariant.
@@ -88,11 +88,11 @@ const (
 
 var walkEndNames = [numWalkEnds]string{"nothing_enabled", "step_bound", "violation"}
 
-func (e WalkEnd) String() string { return walkEndNames[e] }
+func (e walkEnd) name() string { return walkEndNames[e] }
 
-// WalkStats describe the walks of a run: which rows fired, which moves
+// walkStats describe the walks of a run: which rows fired, which moves
 // were taken, which faults committed, and how long the walks were.
-type WalkStats struct {
+type walkStats struct {
 	// Horizon is the number of moves over which fault positions were
 	// drawn (0 for scheduleUniform).
 	Horizon int
@@ -117,7 +117,7 @@ type lengthSummary struct {
 
 // lengthSummary summarizes the walk lengths; all zero when no walk was
 // counted.
-func (s *WalkStats) lengthSummary() lengthSummary {
+func (s *walkStats) lengthSummary() lengthSummary {
 	if len(s.Lengths) == 0 {
 		return lengthSummary{}
 	}
@@ -135,7 +135,7 @@ type moveKindCount struct {
 
 // moveKinds lists every move kind with how often walks took it, in move
 // kind order (protocol moves, then fault moves).
-func (s *WalkStats) moveKinds() []moveKindCount {
+func (s *walkStats) moveKinds() []moveKindCount {
 	var out []moveKindCount
 	for _, k := range system.MoveKinds() {
 		out = append(out, moveKindCount{Kind: k.String(), Count: s.Kinds[k]})
@@ -151,10 +151,10 @@ type walkRun struct {
 	moves    []system.Move // up to and including the failing one; nil when the walk passed, unless kept
 	v        *model.Violation
 	allowed  []string
-	schedule []ScheduledFault
+	schedule []scheduledFault
 	n        int
 	fps      []uint64 // fingerprints of the states the walk visited
-	end      WalkEnd
+	end      walkEnd
 	kinds    [system.NumMoveKinds]int32
 	faults   [system.NumFaults]int32
 	cov      *system.Coverage
@@ -237,7 +237,7 @@ func (c *Checker) walkRange(ctx context.Context, opts WalkOptions) *WalkResult {
 		}
 	}
 	merged := &fpTable{}
-	st := &res.Stats
+	st := &res.stats
 	st.Horizon = horizon
 	st.Coverage = system.NewCoverage(c.Protocol().Spec())
 	for i := 0; i <= last; i++ {
@@ -272,7 +272,7 @@ func (c *Checker) walkRange(ctx context.Context, opts WalkOptions) *WalkResult {
 		res.Failing = firstFail
 		res.Seed = opts.Seed + uint64(firstFail)
 		res.Faults = o.allowed
-		res.Schedule = o.schedule
+		res.schedule = o.schedule
 		res.Original = len(o.moves)
 		res.Violation = c.shrink(o.moves, o.v.Invariant)
 	}
