@@ -333,11 +333,11 @@ func (p *Plan) aim(ctx context.Context, proto *system.Protocol, cfg *cluster.Con
 		}
 		f.AtUS = at
 		switch {
-		case cluster.Takes(k, system.ArgTo):
+		case cluster.NamesFact(k):
 			f.To, f.Msg = sideName(model.Side(st.m.Arg)), st.m.Msg.String()
 		case k == system.Restart:
 			f.Request, f.Worker = -1, st.worker
-		case cluster.Takes(k, system.ArgSide):
+		case cluster.NamesSide(k):
 			f.Side = sideName(model.Side(st.m.Arg))
 		}
 		faults = append(faults, f)
@@ -374,7 +374,7 @@ func phaseOf(want []obslog.Label, k system.Fault, m system.Move) (model.Side, st
 		default:
 			continue
 		}
-		if cluster.Takes(k, system.ArgSide) && by != model.Side(m.Arg) {
+		if cluster.NamesSide(k) && by != model.Side(m.Arg) {
 			continue
 		}
 		sd, after = by, l.Kind.String()

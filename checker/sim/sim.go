@@ -1068,7 +1068,7 @@ func (s *Sim) fireMove(e *event) {
 			s.stats.faults++
 			return
 		}
-		if cluster.Takes(k, system.ArgTo) {
+		if cluster.NamesFact(k) {
 			return
 		}
 	}

@@ -59,14 +59,14 @@ func (f Fault) Move() MoveKind {
 type FaultKind struct {
 	// Config is the key of the kind in a configuration's "faults" object.
 	Config string
-	// MoveName and Args are the step syntax (scenario and trace files)
+	// MoveName and args are the step syntax (scenario and trace files)
 	// of the fault move that spends the budget (Fault.Move):
 	// "duplicate h=H to=S msg=M". MoveName is empty for a kind spent by a
 	// protocol move taken out of order: reorder by a delivery of a fact
 	// that is not the oldest in flight, early_timer by a timer that fires
 	// while other moves are possible.
 	MoveName string
-	Args     []Arg
+	args     []arg
 	// Swarm lets a swarm walk switch the fault move off.
 	Swarm bool
 	// Meaning is what the fault is, in one line.
@@ -91,31 +91,31 @@ type FaultKind struct {
 
 // FaultKinds is the fault vocabulary, indexed by Fault.
 var FaultKinds = [NumFaults]FaultKind{
-	Duplicate: {Config: "duplicate", MoveName: "duplicate", Args: []Arg{ArgH, ArgTo, ArgMsg}, Swarm: true,
+	Duplicate: {Config: "duplicate", MoveName: "duplicate", args: []arg{argH, argTo, argMsg}, Swarm: true,
 		Meaning: "the transport delivers a fact in flight and keeps it in flight", Instead: MvDeliver},
-	Loss: {Config: "loss", MoveName: "lose", Args: []Arg{ArgH, ArgTo, ArgMsg}, Swarm: true,
+	Loss: {Config: "loss", MoveName: "lose", args: []arg{argH, argTo, argMsg}, Swarm: true,
 		Meaning: "the transport drops a fact in flight", Instead: MvDeliver},
 	Reorder: {Config: "reorder",
 		Meaning: "the transport delivers a fact that is not the oldest in flight", Unplanned: "facts are reordered by the simulator's latency jitter by themselves, not at a time of a plan; schedule a loss or a duplicate to disturb one fact"},
-	Cancel: {Config: "cancel", MoveName: "cancel", Args: []Arg{ArgH}, Swarm: true,
+	Cancel: {Config: "cancel", MoveName: "cancel", args: []arg{argH}, Swarm: true,
 		Meaning: "the client cancels the request; the frontend cancels both request streams that exist", Offered: true, Phase: true},
-	Abort: {Config: "abort", MoveName: "abort", Args: []Arg{ArgH, ArgSide}, Swarm: true,
+	Abort: {Config: "abort", MoveName: "abort", args: []arg{argH, argSide}, Swarm: true,
 		Meaning: "either side aborts the request on its own, at any phase", Offered: true, Phase: true},
-	TransferFailure: {Config: "transfer_failure", MoveName: "fail-transfer", Args: []Arg{ArgH}, Swarm: true,
+	TransferFailure: {Config: "transfer_failure", MoveName: "fail-transfer", args: []arg{argH}, Swarm: true,
 		Meaning: "a running KV transfer fails on its own (network, timeout)", Instead: MvTransfer},
-	Restart: {Config: "restart", MoveName: "restart", Args: []Arg{ArgWorker}, Swarm: true,
+	Restart: {Config: "restart", MoveName: "restart", args: []arg{argWorker}, Swarm: true,
 		Meaning: "a worker process restarts: its memory, registrations, in-flight requests and KV index go, its generation increases, routers learn a terminal outcome", Phase: true},
 	EarlyTimer: {Config: "early_timer",
 		Meaning: "a lease, bootstrap or reservation deadline or a heartbeat fires while other moves are still possible", Unplanned: "timers fire on the simulator's clock when their deadlines pass; set the deadlines in the simulation's configuration instead"},
-	NoShow: {Config: "no_show", MoveName: "no-show", Args: []Arg{ArgH}, Swarm: true,
+	NoShow: {Config: "no_show", MoveName: "no-show", args: []arg{argH}, Swarm: true,
 		Meaning: "the frontend never routes decode", Unplanned: "whether the frontend ever routes decode is decided when it routes the request, not at a time of a plan; schedule a cancel or an abort instead"},
-	BackgroundLoad: {Config: "background_load", MoveName: "occupy", Args: []Arg{ArgWorker}, Swarm: true,
+	BackgroundLoad: {Config: "background_load", MoveName: "occupy", args: []arg{argWorker}, Swarm: true,
 		Meaning: "other requests take a decode worker's configured background capacity at any moment", Unplanned: "the other requests of the workload are the load on a worker; put more requests in the workload instead"},
-	Hang: {Config: "hang", MoveName: "hang", Args: []Arg{ArgH}, Swarm: true,
+	Hang: {Config: "hang", MoveName: "hang", args: []arg{argH}, Swarm: true,
 		Meaning: "a running KV transfer hangs: it neither completes nor fails until a registration it uses is fenced or closed", Offered: true},
-	Evict: {Config: "evict", MoveName: "evict", Args: []Arg{ArgH, ArgSide}, Swarm: true,
+	Evict: {Config: "evict", MoveName: "evict", args: []arg{argH, argSide}, Swarm: true,
 		Meaning: "a worker's cache evicts the released blocks a handoff's side keeps there; Removed is published if the KV index advertised them", Offered: true, Phase: true},
-	Delay: {Config: "delay", MoveName: "delay", Args: []Arg{ArgH, ArgSide}, Swarm: true,
+	Delay: {Config: "delay", MoveName: "delay", args: []arg{argH, argSide}, Swarm: true,
 		Meaning: "a worker's scheduler core falls behind: the commands a side sends it for the handoff wait, and anything may happen before the core applies them", Offered: true, Phase: true},
 }
 

@@ -45,7 +45,7 @@ func TestFaultKinds_Table(t *testing.T) {
 		}
 		mv := f.Move()
 		if mv == 0 {
-			if fk.MoveName != "" || fk.Args != nil || fk.Swarm {
+			if fk.MoveName != "" || fk.args != nil || fk.Swarm {
 				t.Errorf("fault %s has no move of its own but a move name, arguments or a swarm switch", f)
 			}
 			continue
@@ -132,15 +132,15 @@ func TestFaultKinds_BudgetPacking(t *testing.T) {
 // sampleMove is a move of kind k with every argument its syntax takes.
 func sampleMove(k MoveKind) Move {
 	m := Move{Kind: k, H: -1}
-	for _, a := range k.Args() {
+	for _, a := range k.args() {
 		switch a {
-		case ArgH:
+		case argH:
 			m.H = 1
-		case ArgWorker:
+		case argWorker:
 			m.Arg = 2
-		case ArgTo, ArgSide:
+		case argTo, argSide:
 			m.Arg = int8(model.DestinationSide)
-		case ArgMsg:
+		case argMsg:
 			m.Msg = model.MsgCancelled
 		case argTimer:
 			m.Arg = int8(model.TimerHeartbeat)
@@ -158,7 +158,7 @@ func TestMoves_SyntaxRoundTrips(t *testing.T) {
 		if err != nil || got != m {
 			t.Errorf("%s: %q parses to %+v, %v", k, m.String(), got, err)
 		}
-		if !strings.HasPrefix(k.Syntax(), k.String()) || strings.Count(k.Syntax(), "=") != len(k.Args()) {
+		if !strings.HasPrefix(k.Syntax(), k.String()) || strings.Count(k.Syntax(), "=") != len(k.args()) {
 			t.Errorf("%s: syntax %q", k, k.Syntax())
 		}
 		fields := strings.Fields(m.String())
@@ -174,7 +174,7 @@ func TestMoves_SyntaxRoundTrips(t *testing.T) {
 			t.Errorf("%s: parsed without its last argument", k)
 		}
 		extra := "worker=1"
-		if slices.Contains(k.Args(), ArgWorker) {
+		if slices.Contains(k.args(), argWorker) {
 			extra = "timer=lease"
 		}
 		if _, err := ParseMove(m.String() + " " + extra); err == nil {
