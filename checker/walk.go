@@ -299,7 +299,7 @@ func (c *Checker) walkOnce(w walkSpec) walkRun {
 	for _, k := range faultKinds {
 		// A kind the run gives no budget is never committed: a swarm
 		// walk does not spend a draw on it, nor name it.
-		if f, _ := k.Spends(); !c.Budget().Has(f) {
+		if f, _ := k.Spends(); c.Budget().Left(f) == 0 {
 			continue
 		}
 		if !swarm || rng.IntN(2) == 0 {

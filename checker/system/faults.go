@@ -209,14 +209,14 @@ func (b *Budget) pack() Remaining {
 // spending or testing a kind touches only its slot.
 type Remaining uint64
 
-// Has reports whether the environment may still commit a fault of kind f.
-func (r Remaining) Has(f Fault) bool { return r>>(budgetBits*f)&MaxBudget != 0 }
+// has reports whether the environment may still commit a fault of kind f.
+func (r Remaining) has(f Fault) bool { return r>>(budgetBits*f)&MaxBudget != 0 }
 
 // Left is how many faults of kind f the environment may still commit.
 func (r Remaining) Left(f Fault) int { return int(r >> (budgetBits * f) & MaxBudget) }
 
 // spend uses one fault of kind f; the move that does it is enabled only
-// when r.Has(f).
+// when r.has(f).
 func (r *Remaining) spend(f Fault) { *r -= 1 << (budgetBits * f) }
 
 // budget unpacks the remaining budget.
@@ -239,35 +239,35 @@ func (c *System) faults(s *State, ms *MoveSet) {
 	for h := 0; h < c.nH; h++ {
 		x := &s.W.H[h]
 		hh := int8(h)
-		if s.B.Has(Duplicate) || s.B.Has(Loss) {
+		if s.B.has(Duplicate) || s.B.has(Loss) {
 			for to := model.SourceSide; to <= model.DestinationSide; to++ {
 				ch := &x.Ch[to]
 				for i := 0; i < int(ch.N); i++ {
 					// A duplicate to a record that would not react is a
 					// delivery: nothing to explore apart.
-					if s.B.Has(Duplicate) && (!c.terminal(s, roleOf(to), h) || c.can(s, roleOf(to), h, msgEvent(to, ch.M[i]))) {
+					if s.B.has(Duplicate) && (!c.terminal(s, roleOf(to), h) || c.can(s, roleOf(to), h, msgEvent(to, ch.M[i]))) {
 						ms.add(Move{Kind: Duplicate.Move(), H: hh, Arg: int8(to), Msg: ch.M[i]})
 					}
-					if s.B.Has(Loss) {
+					if s.B.has(Loss) {
 						ms.add(Move{Kind: Loss.Move(), H: hh, Arg: int8(to), Msg: ch.M[i]})
 					}
 				}
 			}
 		}
-		if s.B.Has(Cancel) && !x.Cancelled && !c.finished(s, h) {
+		if s.B.has(Cancel) && !x.Cancelled && !c.finished(s, h) {
 			ms.add(Move{Kind: Cancel.Move(), H: hh})
 		}
-		if s.B.Has(Abort) {
+		if s.B.has(Abort) {
 			for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 				if x.Worker(sd) >= 0 && c.can(s, roleOf(sd), h, abortEvent(sd)) {
 					ms.add(Move{Kind: Abort.Move(), H: hh, Arg: int8(sd)})
 				}
 			}
 		}
-		if s.B.Has(TransferFailure) && x.Xfer == model.XferRunning && !x.Hung && c.transferCanEnd(s, h, false) {
+		if s.B.has(TransferFailure) && x.Xfer == model.XferRunning && !x.Hung && c.transferCanEnd(s, h, false) {
 			ms.add(Move{Kind: TransferFailure.Move(), H: hh})
 		}
-		if s.B.Has(NoShow) && c.decodeRoutable(s, h) {
+		if s.B.has(NoShow) && c.decodeRoutable(s, h) {
 			ms.add(Move{Kind: NoShow.Move(), H: hh})
 		}
 		// A hang is offered only where the system waits on transfers
@@ -278,7 +278,7 @@ func (c *System) faults(s *State, ms *MoveSet) {
 		// and only there does it change what is enabled (timers fire
 		// freely once nothing else can happen). A transfer that will
 		// fail anyway (a registration is gone) gains nothing by hanging.
-		if s.B.Has(Hang) && ms.waiting && x.Xfer == model.XferRunning && !x.Hung && tx.TransferWouldSucceed(h) {
+		if s.B.has(Hang) && ms.waiting && x.Xfer == model.XferRunning && !x.Hung && tx.TransferWouldSucceed(h) {
 			ms.add(Move{Kind: Hang.Move(), H: hh})
 		}
 		// An eviction commutes with every move but an allocation on the
@@ -290,7 +290,7 @@ func (c *System) faults(s *State, ms *MoveSet) {
 		// record is not terminal. A terminal record that still reacts (a
 		// variant's row from a terminal state) sees only the evictions
 		// allocations make.
-		if s.B.Has(Evict) {
+		if s.B.has(Evict) {
 			for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 				if tx.CanEvict(h, sd) && !c.terminal(s, roleOf(sd), h) {
 					ms.add(Move{Kind: Evict.Move(), H: hh, Arg: int8(sd)})
@@ -298,17 +298,17 @@ func (c *System) faults(s *State, ms *MoveSet) {
 			}
 		}
 	}
-	if s.B.Has(Delay) {
+	if s.B.has(Delay) {
 		c.delays(s, ms)
 	}
-	if s.B.Has(Restart) {
+	if s.B.has(Restart) {
 		for w := 0; w < c.nW; w++ {
 			if c.hostsLive(s, w) {
 				ms.add(Move{Kind: Restart.Move(), H: -1, Arg: int8(w)})
 			}
 		}
 	}
-	if s.B.Has(BackgroundLoad) {
+	if s.B.has(BackgroundLoad) {
 		for _, w := range c.decode {
 			if tx.CanOccupyBackground(w) {
 				ms.add(Move{Kind: BackgroundLoad.Move(), H: -1, Arg: int8(w)})

@@ -96,8 +96,8 @@ func TestFaultKinds_BudgetPacking(t *testing.T) {
 				if g == f {
 					want = int(n)
 				}
-				if r.Left(g) != want || r.Has(g) != (want > 0) {
-					t.Fatalf("budget %s=%d packed: %s left %d, has %v", f, n, g, r.Left(g), r.Has(g))
+				if r.Left(g) != want || r.has(g) != (want > 0) {
+					t.Fatalf("budget %s=%d packed: %s left %d, has %v", f, n, g, r.Left(g), r.has(g))
 				}
 			}
 			if r.budget() != b {

@@ -58,7 +58,7 @@ func TestReacting_DuplicateOnlyWhereTheRecordReacts(t *testing.T) {
 	want := func(c *System) State {
 		done := uint8(c.proto.stateIndex(spec.Destination, "Done"))
 		return findState(t, c, func(s *State) bool {
-			return s.Dst[0] == done && s.W.H[0].Ch[model.DestinationSide].Has(model.MsgCancelled) && s.B.Has(Duplicate)
+			return s.Dst[0] == done && s.W.H[0].Ch[model.DestinationSide].Has(model.MsgCancelled) && s.B.has(Duplicate)
 		})
 	}
 	dup := Move{Kind: Duplicate.Move(), H: 0, Arg: int8(model.DestinationSide), Msg: model.MsgCancelled}
