@@ -29,7 +29,7 @@ func (c *Checker) startAfter(moves []system.Move) error {
 		if r.Violation != nil {
 			return fmt.Errorf("%w: the trace's step %d (%s) already violates %s: the search would start past it", system.ErrConfig, i+1, m, r.Violation.Invariant)
 		}
-		steps = append(steps, TraceStep{Move: m, Fired: r.Fired, State: s.Describe()})
+		steps = append(steps, TraceStep{Move: m, Fired: r.Fired, State: c.DescribeState(s.State())})
 	}
 	st := *s.State()
 	init := c.System.Initial()

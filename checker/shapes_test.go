@@ -339,7 +339,7 @@ func shapesSession(t *testing.T, c *Checker, steps ...string) *Session {
 		}
 		r, err := sess.Apply(m)
 		if err != nil {
-			t.Fatalf("%s: %v\n%s", line, err, strings.Join(sess.Describe(), "\n"))
+			t.Fatalf("%s: %v\n%s", line, err, strings.Join(c.DescribeState(sess.State()), "\n"))
 		}
 		if r.Violation != nil {
 			t.Fatalf("%s: %v", line, r.Violation)
@@ -354,7 +354,7 @@ func shapesDrain(t *testing.T, sess *Session) bool {
 	t.Helper()
 	for i := 0; i < 200; i++ {
 		var pick *system.Move
-		for _, m := range sess.Moves() {
+		for _, m := range sess.checker().Moves(sess.State()) {
 			if m.Kind.Fault() {
 				continue
 			}
@@ -376,7 +376,7 @@ func shapesDrain(t *testing.T, sess *Session) bool {
 			t.Fatalf("%s: %v %v", *pick, err, r.Violation)
 		}
 	}
-	return sess.Drained()
+	return sess.checker().Drained(sess.State())
 }
 
 // With the decode worker listed first (worker 0), a restart of either
@@ -415,7 +415,7 @@ func TestShapes_DecodeFirstPeerRestartReachesThePeer(t *testing.T) {
 				t.Fatalf("the %s is %s after the restart, want %s", tc.told, got, tc.from)
 			}
 			if !s.W.H[0].PeerGone[tc.told] {
-				t.Fatalf("the %s was not told its peer restarted:\n%s", tc.told, strings.Join(sess.Describe(), "\n"))
+				t.Fatalf("the %s was not told its peer restarted:\n%s", tc.told, strings.Join(c.DescribeState(sess.State()), "\n"))
 			}
 			notice := fmt.Sprintf("peer-restarted h=0 side=%s", tc.told)
 			sess = shapesSession(t, c, append(append(tc.steps, tc.restart), notice)...)

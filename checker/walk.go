@@ -451,13 +451,13 @@ func (c *Checker) shrink(moves []system.Move, inv string) *Counterexample {
 // traceOf replays moves into a counterexample ending at the violation.
 func (c *Checker) traceOf(moves []system.Move) *Counterexample {
 	s := c.NewSession()
-	ce := &Counterexample{Initial: s.Describe(), Shrunk: true}
+	ce := &Counterexample{Initial: c.DescribeState(s.State()), Shrunk: true}
 	for _, m := range moves {
 		r, err := s.Apply(m)
 		if err != nil {
 			break
 		}
-		ce.Steps = append(ce.Steps, TraceStep{Move: m, Fired: r.Fired, State: s.Describe()})
+		ce.Steps = append(ce.Steps, TraceStep{Move: m, Fired: r.Fired, State: c.DescribeState(s.State())})
 		if r.Violation != nil {
 			ce.Violation = r.Violation
 			ce.Steps[len(ce.Steps)-1].Failed = true

@@ -190,7 +190,7 @@ func stepInput(t *testing.T, wideCfg *system.Config, ce counterexample) (in []by
 			}
 			m.Arg = int8(w)
 		}
-		j := slices.Index(s.Moves(), m)
+		j := slices.Index(c.Moves(s.State()), m)
 		if j < 0 {
 			break
 		}
