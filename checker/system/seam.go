@@ -2,7 +2,6 @@ package system
 
 import (
 	"github.com/handoffcheck/handoffcheck/machines"
-	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
@@ -15,18 +14,6 @@ import (
 // NewCoverage counts row firings of a spec's tables; set Log to record
 // every firing with its actions.
 func NewCoverage(s *spec.Spec) *Coverage { return newCoverage(s) }
-
-// Apply performs a move without asking whether the state enables it and
-// judges the step invariants. A driver uses it for what the environment
-// does on its own schedule whatever the protocol's state: a worker
-// restarting, a cache evicting the blocks a finished side keeps. The
-// state's budget must have room for a fault move (Budget refills it).
-func (c *System) Apply(s *State, m Move, cov *Coverage) (model.Journal, *model.Violation) {
-	before := *s
-	tx := model.Tx{W: &s.W}
-	c.ApplyTx(s, &tx, m, cov, true)
-	return tx.J, c.JudgeStep(&before, s, &tx.J, m)
-}
 
 // Terminal reports whether a role record has finished: its side reported
 // its terminal outcome.
