@@ -154,7 +154,7 @@ func (c *Coverage) Add(o *Coverage) {
 // judge what it does.
 func (c *System) fire(s *State, tx *model.Tx, cov *Coverage, r spec.Role, h int, ev uint8) bool {
 	st := s.rolePtr(r, h)
-	t, ok := c.proto.Step(r, c.policy, *st, ev)
+	t, ok := c.proto.step(r, c.policy, *st, ev)
 	if !ok {
 		return false
 	}
@@ -196,7 +196,7 @@ func (c *System) fire(s *State, tx *model.Tx, cov *Coverage, r spec.Role, h int,
 // can reports whether a role record would take an event now: its state
 // has a row for it, terminal or not.
 func (c *System) can(s *State, r spec.Role, h int, ev uint8) bool {
-	_, ok := c.proto.Step(r, c.policy, s.Role(r, h), ev)
+	_, ok := c.proto.step(r, c.policy, s.Role(r, h), ev)
 	return ok
 }
 

@@ -83,7 +83,7 @@ func TestCheckVocabulary_LaterEventsMayBeAbsent(t *testing.T) {
 	for _, r := range spec.Roles {
 		for _, pol := range spec.Policies {
 			for st := range p.tables[r][pol] {
-				if _, ok := p.Step(r, pol, uint8(st), deferredEvent(sideOf(r))); ok {
+				if _, ok := p.step(r, pol, uint8(st), deferredEvent(sideOf(r))); ok {
 					t.Errorf("%s %s: Deferred fires without being declared", r, p.StateName(r, uint8(st)))
 				}
 			}

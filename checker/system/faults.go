@@ -338,7 +338,7 @@ func (c *System) delays(s *State, ms *MoveSet) {
 		if !ok {
 			continue
 		}
-		t, ok := c.proto.Step(r, c.policy, s.Role(r, h), ev)
+		t, ok := c.proto.step(r, c.policy, s.Role(r, h), ev)
 		if !ok {
 			continue
 		}

@@ -358,7 +358,7 @@ func (c *System) Reducible(s *State, m Move) (ok, shared bool) {
 		return mf.consumes, shared
 	}
 	from := s.Role(r, h)
-	t, fires := c.proto.Step(r, c.policy, from, ev)
+	t, fires := c.proto.step(r, c.policy, from, ev)
 	if !fires {
 		// A terminal record that takes nothing: the move only consumes.
 		return mf.consumes, shared
@@ -402,7 +402,7 @@ func (c *System) rowsReducible(r spec.Role, t *transition, depth int) (ok, share
 		}
 		ck := &commandKinds[k]
 		for _, applied := range []bool{false, true} {
-			at, fires := c.proto.Step(r, c.policy, t.To, answer(ck.side, ck.cmd, applied))
+			at, fires := c.proto.step(r, c.policy, t.To, answer(ck.side, ck.cmd, applied))
 			if !fires {
 				continue
 			}

@@ -72,8 +72,8 @@ func (p *Protocol) Name() string { return p.name }
 // Spec is the spec the protocol runs.
 func (p *Protocol) Spec() *spec.Spec { return p.spec }
 
-// Step fires an event of a role.
-func (p *Protocol) Step(role spec.Role, pol spec.Policy, state, event uint8) (*transition, bool) {
+// step fires an event of a role.
+func (p *Protocol) step(role spec.Role, pol spec.Policy, state, event uint8) (*transition, bool) {
 	t := &p.tables[role][pol][state][event]
 	return t, t.Row != 0
 }
