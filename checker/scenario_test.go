@@ -123,7 +123,7 @@ func TestScenarios(t *testing.T) {
 					for i := 0; i < 200; i++ {
 						var pick *system.Move
 						for _, m := range sess.checker().Moves(sess.State()) {
-							if m.Kind.Fault() {
+							if _, fault := m.Kind.Spends(); fault {
 								continue
 							}
 							if m.Kind == system.MvTimer && m.Arg == int8(model.TimerHeartbeat) {

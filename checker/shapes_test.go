@@ -355,7 +355,7 @@ func shapesDrain(t *testing.T, sess *Session) bool {
 	for i := 0; i < 200; i++ {
 		var pick *system.Move
 		for _, m := range sess.checker().Moves(sess.State()) {
-			if m.Kind.Fault() {
+			if _, fault := m.Kind.Spends(); fault {
 				continue
 			}
 			mm := m
@@ -496,7 +496,7 @@ func shapesWalk(t *testing.T, c *Checker, seed uint64, steps int, swarm bool, ev
 		}
 		var pick []system.Move
 		for _, m := range ms.M[:ms.N] {
-			if !m.Kind.Fault() || allowed[m.Kind] {
+			if _, fault := m.Kind.Spends(); !fault || allowed[m.Kind] {
 				pick = append(pick, m)
 			}
 		}

@@ -374,7 +374,8 @@ func (c *Checker) pickUniform(rng *rand.Rand, ms *system.MoveSet, allowed *[syst
 	var pick [len(ms.M)]system.Move
 	n := 0
 	for j := 0; j < ms.N; j++ {
-		if m := ms.M[j]; !m.Kind.Fault() || allowed[m.Kind] {
+		m := ms.M[j]
+		if _, fault := m.Kind.Spends(); !fault || allowed[m.Kind] {
 			pick[n] = m
 			n++
 		}
@@ -395,7 +396,7 @@ func (c *Checker) pickScheduled(rng *rand.Rand, s *system.State, ms *system.Move
 	n := 0
 	for j := 0; j < ms.N; j++ {
 		m := ms.M[j]
-		if m.Kind.Fault() && !allowed[m.Kind] {
+		if _, fault := m.Kind.Spends(); fault && !allowed[m.Kind] {
 			continue
 		}
 		if f, fault := c.spendsAt(s, m, ms.Stuck); !fault || plan.due(f, i) {

@@ -270,7 +270,7 @@ func ladder(n int) [][]int64 {
 func (p *Plan) aim(ctx context.Context, proto *system.Protocol, cfg *cluster.Config, reqs []cluster.Request, steps []planStep, reqOf map[int]int, offset int64) ([]faultplan.Fault, *sim.Result, error) {
 	var faults []faultplan.Fault
 	for i, st := range steps {
-		if !st.m.Kind.Fault() {
+		if _, fault := st.m.Kind.Spends(); !fault {
 			continue
 		}
 		k, _ := st.m.Kind.Spends()
@@ -566,7 +566,7 @@ func simWorker(ws []model.WorkerConfig, w int) int {
 // not by phase.
 func hasTimedFault(steps []planStep) bool {
 	for _, st := range steps {
-		if st.m.Kind.Fault() && st.m.Kind != system.Restart.Move() {
+		if _, fault := st.m.Kind.Spends(); fault && st.m.Kind != system.Restart.Move() {
 			return true
 		}
 	}

@@ -58,19 +58,21 @@ func TestFaultKinds_Table(t *testing.T) {
 			t.Errorf("fault %s: move name %q is taken by %d", f, fk.MoveName, k)
 		}
 		moves[fk.MoveName] = mv
-		if got, ok := mv.Spends(); !ok || got != f || !mv.Fault() || mv.String() != fk.MoveName {
-			t.Errorf("fault %s: move %q spends %v (%v), Fault() = %v", f, mv, got, ok, mv.Fault())
+		if got, ok := mv.Spends(); !ok || got != f || mv.String() != fk.MoveName {
+			t.Errorf("fault %s: move %q spends %v (%v)", f, mv, got, ok)
 		}
 	}
 	// A number after the protocol moves that belongs to no fault move
 	// (a kind spent out of order) names no move and is no fault.
 	for k := numProtocolMoveKinds; k < NumMoveKinds; k++ {
-		if _, ok := owner[k]; !ok && (k.Fault() || k.String() != fmt.Sprintf("MoveKind(%d)", k)) {
-			t.Errorf("move kind %d belongs to no fault kind but is named %q (fault %v)", k, k, k.Fault())
+		if _, ok := owner[k]; !ok {
+			if _, fault := k.Spends(); fault || k.String() != fmt.Sprintf("MoveKind(%d)", k) {
+				t.Errorf("move kind %d belongs to no fault kind but is named %q (fault %v)", k, k, fault)
+			}
 		}
 	}
 	for k := MoveKind(1); k < numProtocolMoveKinds; k++ {
-		if k.Fault() {
+		if _, fault := k.Spends(); fault {
 			t.Errorf("protocol move %s counts as a fault", k)
 		}
 	}

@@ -138,11 +138,8 @@ func (k MoveKind) String() string {
 	return fmt.Sprintf("MoveKind(%d)", uint8(k))
 }
 
-// Fault reports whether the move is an optional environment fault.
-func (k MoveKind) Fault() bool { return k < NumMoveKinds && moveTable[k].spends < NumFaults }
-
 // Spends is the fault kind whose budget the move spends; ok is false for
-// a protocol move.
+// a protocol move, true for an optional environment fault.
 func (k MoveKind) Spends() (f Fault, ok bool) {
 	f = moveTable[k].spends
 	return f, f < NumFaults
