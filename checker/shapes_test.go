@@ -453,7 +453,7 @@ func shapesWalk(t *testing.T, c *Checker, seed uint64, steps int, swarm bool, ev
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 0x7368617065)) // stream: "shape"
 	allowed := map[system.MoveKind]bool{}
-	for _, k := range system.SwarmFaultMoves() {
+	for _, k := range faultKinds {
 		allowed[k] = !swarm || rng.IntN(2) == 0
 	}
 	s := c.origin()

@@ -143,8 +143,17 @@ func (s *walkStats) moveKinds() []moveKindCount {
 	return out
 }
 
-// faultKinds lists the fault moves a swarm walk may switch off.
-var faultKinds = system.SwarmFaultMoves()
+// faultKinds lists, in budget order, the fault moves a swarm walk may
+// switch off (the fault table's Swarm).
+var faultKinds = func() []system.MoveKind {
+	var out []system.MoveKind
+	for f := range system.FaultKinds {
+		if system.FaultKinds[f].Swarm {
+			out = append(out, system.Fault(f).Move())
+		}
+	}
+	return out
+}()
 
 // walkRun is what one walk did.
 type walkRun struct {
@@ -246,7 +255,7 @@ func (c *Checker) walkRange(ctx context.Context, opts WalkOptions) *WalkResult {
 			merged.insert(fp)
 		}
 		res.Moves += int64(o.n)
-		st.Coverage.Add(o.cov)
+		addCoverage(st.Coverage, o.cov)
 		for k, n := range o.kinds {
 			st.Kinds[k] += int64(n)
 		}

@@ -117,7 +117,7 @@ func TestWalk_ReportFigures(t *testing.T) {
 					}
 					moves += one.Moves
 					most = max(most, one.Distinct)
-					alone.Add(one.stats.Coverage)
+					addCoverage(alone, one.stats.Coverage)
 					for k, n := range one.stats.Kinds {
 						kinds[k] += n
 					}
@@ -269,7 +269,7 @@ func TestFaultKinds_Swarm(t *testing.T) {
 			want = append(want, f.Move())
 		}
 	}
-	if !slices.Equal(system.SwarmFaultMoves(), want) || !slices.Equal(faultKinds, want) {
-		t.Errorf("swarm moves %v (walks use %v), want %v", system.SwarmFaultMoves(), faultKinds, want)
+	if !slices.Equal(faultKinds, want) || len(want) == 0 {
+		t.Errorf("walks switch off %v, want %v", faultKinds, want)
 	}
 }

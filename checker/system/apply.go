@@ -129,23 +129,6 @@ func newCoverage(s *spec.Spec) *Coverage {
 	return &Coverage{Rows: [2][]uint64{make([]uint64, len(s.Source.Rows)+1), make([]uint64, len(s.Destination.Rows)+1)}}
 }
 
-// Reset sets every count back to zero.
-func (c *Coverage) Reset() {
-	for r := range c.Rows {
-		clear(c.Rows[r])
-	}
-	c.Fired = 0
-}
-
-func (c *Coverage) Add(o *Coverage) {
-	c.Fired |= o.Fired
-	for r := range c.Rows {
-		for i, n := range o.Rows[r] {
-			c.Rows[r][i] += n
-		}
-	}
-}
-
 // fire gives an event to a role machine and applies the actions of the
 // row that fires. It reports false when the event has no row in the
 // record's state. A terminal record fires the rows its state has: the

@@ -146,18 +146,6 @@ func ParseFault(name string) (Fault, bool) {
 	return 0, false
 }
 
-// SwarmFaultMoves lists, in budget order, the fault moves a swarm walk
-// may switch off.
-func SwarmFaultMoves() []MoveKind {
-	var out []MoveKind
-	for f := range FaultKinds {
-		if FaultKinds[f].Swarm {
-			out = append(out, Fault(f).Move())
-		}
-	}
-	return out
-}
-
 // budgetBits is the width of one fault kind's slot in a packed budget.
 const budgetBits = 4
 
