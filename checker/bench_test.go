@@ -11,7 +11,7 @@ import (
 // once per iteration and reports rates over all of them. Run with
 // -benchtime 1x: one iteration is the whole default job.
 func benchDefault(b *testing.B, workers int, liveness bool) {
-	cfg := DefaultConfig()
+	cfg := defaultParsed()
 	var checkers []*Checker
 	for _, run := range cfg.Runs {
 		c, err := New(system.Generated(), cfg, run)
@@ -95,7 +95,7 @@ func BenchmarkVLLM_OneCoreSleep(b *testing.B) {
 }
 
 func benchVLLM(b *testing.B, lim Limits) {
-	cfg := DefaultConfig()
+	cfg := defaultParsed()
 	c, err := New(system.Generated(), cfg, cfg.Runs[0])
 	if err != nil {
 		b.Fatal(err)

@@ -22,8 +22,8 @@ func MutationConfigJSON() []byte { return bytes.Clone(mutationConfig) }
 // DefaultConfigJSON is the embedded default configuration, as written.
 func DefaultConfigJSON() []byte { return bytes.Clone(defaultConfig) }
 
-// DefaultConfig is the embedded default configuration that `make check` runs.
-func DefaultConfig() *system.Config {
+// defaultParsed is the embedded default configuration that `make check` runs.
+func defaultParsed() *system.Config {
 	c, err := system.ParseConfig("default.json", defaultConfig)
 	if err != nil {
 		panic("checker: the embedded default configuration is broken: " + err.Error())

@@ -21,24 +21,24 @@ func TestWalk_ReportIndependentOfWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sched := range []Schedule{scheduleUniform, SchedulePositions, schedulePCT} {
+	for _, sched := range []Schedule{scheduleUniform, schedulePositions, schedulePCT} {
 		for _, swarm := range []bool{false, true} {
 			opts := WalkOptions{Seed: 11, Walks: 300, Steps: 80, Swarm: swarm, Schedule: sched, Workers: 1}
 			one := c.walk(context.Background(), opts)
 			if one.Violation == nil {
-				t.Fatalf("%s swarm=%v: 300 walks found nothing", sched, swarm)
+				t.Fatalf("%s swarm=%v: 300 walks found nothing", sched.name(), swarm)
 			}
 			for try := 0; try < 5; try++ {
 				opts.Workers = 2
 				two := c.walk(context.Background(), opts)
 				if one.Walks != two.Walks || one.Moves != two.Moves || one.Distinct != two.Distinct || one.Failing != two.Failing {
 					t.Fatalf("%s swarm=%v: one worker: %d walks, %d moves, %d distinct, walk %d failed; two: %d, %d, %d, %d",
-						sched, swarm, one.Walks, one.Moves, one.Distinct, one.Failing, two.Walks, two.Moves, two.Distinct, two.Failing)
+						sched.name(), swarm, one.Walks, one.Moves, one.Distinct, one.Failing, two.Walks, two.Moves, two.Distinct, two.Failing)
 				}
-				a, b := one.Stats, two.Stats
-				if fmt.Sprint(a.Coverage.Rows, a.Kinds, a.Faults, a.Lengths, a.Ended, a.Horizon, one.Schedule) !=
-					fmt.Sprint(b.Coverage.Rows, b.Kinds, b.Faults, b.Lengths, b.Ended, b.Horizon, two.Schedule) {
-					t.Fatalf("%s swarm=%v: statistics differ between one worker and two:\n%+v\n%+v", sched, swarm, a, b)
+				a, b := one.stats, two.stats
+				if fmt.Sprint(a.Coverage.Rows, a.Kinds, a.Faults, a.Lengths, a.Ended, a.Horizon, one.schedule) !=
+					fmt.Sprint(b.Coverage.Rows, b.Kinds, b.Faults, b.Lengths, b.Ended, b.Horizon, two.schedule) {
+					t.Fatalf("%s swarm=%v: statistics differ between one worker and two:\n%+v\n%+v", sched.name(), swarm, a, b)
 				}
 			}
 		}

@@ -153,7 +153,7 @@ func (e *exploration) tally(batch []workerOut) bool {
 		e.stats.Reduced += batch[i].reduced
 		e.stats.Pruned += batch[i].pruned
 		e.stats.Slept += batch[i].slept
-		e.cov.Add(batch[i].cov)
+		addCoverage(e.cov, batch[i].cov)
 	}
 	return e.viol != nil
 }
@@ -232,7 +232,7 @@ func (out *workerOut) reset(n, words int, c *Checker) {
 	if out.cov == nil {
 		out.cov = system.NewCoverage(c.Protocol().Spec())
 	} else {
-		out.cov.Reset()
+		resetCoverage(out.cov)
 	}
 }
 

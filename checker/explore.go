@@ -411,9 +411,9 @@ type memReading struct {
 	midLevel                     bool
 }
 
-// String says the reading for a stop's detail, so that the stop and the
+// detail says the reading for a stop's detail, so that the stop and the
 // peak resident memory the report gives can be read together.
-func (m *memReading) String() string {
+func (m *memReading) detail() string {
 	if m == nil {
 		return ""
 	}

@@ -83,7 +83,7 @@ func TestFair_RearmLassoReplays(t *testing.T) {
 			t.Fatalf("no loop:\n%s", c.formatCounterexample(ce))
 		}
 		for _, st := range ce.Loop {
-			if st.Move.Kind.Fault() {
+			if _, fault := st.Move.Kind.Spends(); fault {
 				t.Fatalf("the loop takes a fault: %s", st.Move)
 			}
 		}

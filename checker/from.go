@@ -29,7 +29,7 @@ func (c *Checker) startAfter(moves []system.Move) error {
 		if r.Violation != nil {
 			return fmt.Errorf("%w: the trace's step %d (%s) already violates %s: the search would start past it", system.ErrConfig, i+1, m, r.Violation.Invariant)
 		}
-		steps = append(steps, TraceStep{Move: m, Fired: r.Fired, State: s.Describe()})
+		steps = append(steps, TraceStep{Move: m, Fired: r.Fired, State: c.DescribeState(s.State())})
 	}
 	st := *s.State()
 	init := c.System.Initial()
@@ -38,10 +38,10 @@ func (c *Checker) startAfter(moves []system.Move) error {
 	return nil
 }
 
-// Initial is the state the checker's searches, walks and sessions start
+// origin is the state the checker's searches, walks and sessions start
 // from: the run's initial state, or the state a started-after path
 // reached.
-func (c *Checker) Initial() system.State {
+func (c *Checker) origin() system.State {
 	if c.start != nil {
 		return *c.start
 	}

@@ -99,7 +99,7 @@ func TestWalk_LateFaultVariants(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := interpreted(t, s)
-		cfg, cfgName := DefaultConfig(), "default"
+		cfg, cfgName := defaultParsed(), "default"
 		if v.config != "" {
 			cfg, cfgName = loadConfigFile(t, v.config), filepath.Base(v.config)
 		}
@@ -107,19 +107,19 @@ func TestWalk_LateFaultVariants(t *testing.T) {
 			c := checkerFor(t, p, cfg, name)
 			t.Run(v.file+"/"+cfgName+"/"+name, func(t *testing.T) {
 				for _, swarm := range []bool{true, false} {
-					for _, sched := range []Schedule{SchedulePositions, scheduleUniform, schedulePCT} {
+					for _, sched := range []Schedule{schedulePositions, scheduleUniform, schedulePCT} {
 						found, first := walkTally(c, lateFaultWalks, swarm, sched, v.invariant)
 						mode := "random"
 						if swarm {
 							mode = "swarm"
 						}
 						t.Logf("%d %s walks, schedule %-9s: %4d found %s (first walk %d); all violations %v",
-							lateFaultWalks, mode, sched, found[v.invariant], v.invariant, first, found)
-						if !swarm || sched != SchedulePositions {
+							lateFaultWalks, mode, sched.name(), found[v.invariant], v.invariant, first, found)
+						if !swarm || sched != schedulePositions {
 							continue
 						}
 						if first < 0 {
-							t.Fatalf("%d swarm walks under the %s schedule did not find %s", lateFaultWalks, sched, v.invariant)
+							t.Fatalf("%d swarm walks under the %s schedule did not find %s", lateFaultWalks, sched.name(), v.invariant)
 						}
 						r := c.walk(context.Background(), WalkOptions{Seed: 1 + uint64(first), Walks: 1, Steps: 200, Swarm: true, Schedule: sched, Workers: 1})
 						if r.Violation == nil || r.Violation.Violation.Invariant != v.invariant || !r.Violation.Steps[len(r.Violation.Steps)-1].Failed ||
@@ -209,11 +209,11 @@ func TestWalk_CompareSchedules(t *testing.T) {
 	if !*compareSchedules {
 		t.Skip("a measurement: give -compare-schedules")
 	}
-	scheds := []Schedule{scheduleUniform, SchedulePositions, schedulePCT}
+	scheds := []Schedule{scheduleUniform, schedulePositions, schedulePCT}
 	configs := []struct {
 		name string
 		cfg  *system.Config
-	}{{"default", DefaultConfig()}, {"small", loadConfigFile(t, "../testdata/configs/small.json")}}
+	}{{"default", defaultParsed()}, {"small", loadConfigFile(t, "../testdata/configs/small.json")}}
 	files, _ := filepath.Glob(filepath.Join("..", "testdata", "variants", "*.json"))
 	t.Logf("walks of 2,000 from seed 1 that find a violation: random walks (uniform, positions, pct) | swarm walks (uniform, positions, pct)")
 	for _, file := range files {
@@ -282,10 +282,10 @@ func TestWalk_CompareSchedules(t *testing.T) {
 						}
 					}
 				})
-				t.Logf("%-8s swarm=%-5v %-9s: %d of %d mutants detected by 200 walks per run", cf.name, swarm, sched, detected[sched], len(mutants))
+				t.Logf("%-8s swarm=%-5v %-9s: %d of %d mutants detected by 200 walks per run", cf.name, swarm, sched.name(), detected[sched], len(mutants))
 			}
-			if detected[SchedulePositions] < detected[scheduleUniform] {
-				t.Errorf("%s swarm=%v: the default schedule detected %d mutants, uniform %d", cf.name, swarm, detected[SchedulePositions], detected[scheduleUniform])
+			if detected[schedulePositions] < detected[scheduleUniform] {
+				t.Errorf("%s swarm=%v: the default schedule detected %d mutants, uniform %d", cf.name, swarm, detected[schedulePositions], detected[scheduleUniform])
 			}
 		}
 	}

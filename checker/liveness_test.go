@@ -162,7 +162,7 @@ func TestLiveness_CounterexampleStaysInsideTheTrap(t *testing.T) {
 			if res.Violation != nil {
 				t.Fatalf("step %d (%s) breaks %s: a liveness trace must not break safety", i+1, st.Move, res.Violation.Invariant)
 			}
-			if got := strings.Join(sess.Describe(), "\n"); got != strings.Join(st.State, "\n") {
+			if got := strings.Join(c.DescribeState(sess.State()), "\n"); got != strings.Join(st.State, "\n") {
 				t.Fatalf("step %d (%s): the trace shows a state the move does not lead to:\n%s\nreplayed:\n%s", i+1, st.Move, strings.Join(st.State, "\n"), got)
 			}
 			id := idOf(sess.State())

@@ -24,7 +24,7 @@ func TestExplore_MaxMemoryStopsWithinTheBound(t *testing.T) {
 	if residentBytes() == 0 {
 		t.Skip("this system does not report resident memory")
 	}
-	cfg := DefaultConfig()
+	cfg := defaultParsed()
 	c, err := New(system.Generated(), cfg, cfg.Runs[0])
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +67,7 @@ func TestExplore_PerRunHeapIsTheRunsOwn(t *testing.T) {
 	}
 	small := mustConfig(t, twoByTwo)
 	first := explore(small, Limits{MaxStates: 200})
-	keep := explore(DefaultConfig(), Limits{MaxStates: 200000})
+	keep := explore(defaultParsed(), Limits{MaxStates: 200000})
 	again := explore(small, Limits{MaxStates: 200})
 	if keep.Stats.PeakHeap < 3*first.Stats.PeakHeap {
 		t.Skipf("the large run's heap (%d) is not clearly larger than the small one's (%d)", keep.Stats.PeakHeap, first.Stats.PeakHeap)

@@ -188,7 +188,7 @@ func mergeRun(parts []*jsonWalk, steps int) jsonWalk {
 		}
 	}
 	if len(all) > 0 {
-		ws := WalkStats{Lengths: all}
+		ws := walkStats{Lengths: all}
 		m.Lengths = jsonLengths(ws.lengthSummary())
 	}
 	return m

@@ -200,29 +200,29 @@ func TestWalk_FindsAndReproduces(t *testing.T) {
 		t.Fatal(err)
 	}
 	good, _ := New(system.Generated(), cfg, cfg.Runs[0])
-	for _, sched := range []Schedule{scheduleUniform, SchedulePositions, schedulePCT} {
+	for _, sched := range []Schedule{scheduleUniform, schedulePositions, schedulePCT} {
 		one := c.walk(context.Background(), WalkOptions{Seed: 11, Walks: 300, Steps: 80, Schedule: sched, Workers: 1})
 		two := c.walk(context.Background(), WalkOptions{Seed: 11, Walks: 300, Steps: 80, Schedule: sched, Workers: 2})
 		if one.Violation == nil {
-			t.Fatalf("%s: 300 walks found nothing", sched)
+			t.Fatalf("%s: 300 walks found nothing", sched.name())
 		}
 		if one.Failing != two.Failing || one.Seed != two.Seed || c.formatCounterexample(one.Violation) != c.formatCounterexample(two.Violation) {
-			t.Fatalf("%s: results depend on the workers: walk %d vs %d", sched, one.Failing, two.Failing)
+			t.Fatalf("%s: results depend on the workers: walk %d vs %d", sched.name(), one.Failing, two.Failing)
 		}
 		alone := c.walk(context.Background(), WalkOptions{Seed: one.Seed, Walks: 1, Steps: 80, Schedule: sched})
 		if alone.Failing != 0 || alone.Original != one.Original {
-			t.Fatalf("%s: seed %d alone: failing walk %d after %d moves, want walk 0 after %d", sched, one.Seed, alone.Failing, alone.Original, one.Original)
+			t.Fatalf("%s: seed %d alone: failing walk %d after %d moves, want walk 0 after %d", sched.name(), one.Seed, alone.Failing, alone.Original, one.Original)
 		}
 		ce := one.Violation
 		// Releasing on a heartbeat breaks SourcePinnedUntilRead while a read
 		// may come, and ReleaseNeedsReaderAck after the reads ended.
 		if inv := ce.Violation.Invariant; (inv != "SourcePinnedUntilRead" && inv != "ReleaseNeedsReaderAck") || len(ce.Steps) > one.Original || !ce.Steps[len(ce.Steps)-1].Failed {
-			t.Fatalf("%s: shrunk trace: %s in %d steps (walk took %d)", sched, ce.Violation.Invariant, len(ce.Steps), one.Original)
+			t.Fatalf("%s: shrunk trace: %s in %d steps (walk took %d)", sched.name(), ce.Violation.Invariant, len(ce.Steps), one.Original)
 		}
 		// The correct tables survive the same walks, swarm included.
 		for _, swarm := range []bool{false, true} {
 			if r := good.walk(context.Background(), WalkOptions{Seed: 11, Walks: 300, Steps: 80, Swarm: swarm, Schedule: sched}); r.Violation != nil {
-				t.Fatalf("%s swarm=%v: %v", sched, swarm, r.Violation.Violation)
+				t.Fatalf("%s swarm=%v: %v", sched.name(), swarm, r.Violation.Violation)
 			}
 		}
 	}

@@ -446,7 +446,7 @@ func (r *Report) policyCoverage() []policyRowCoverage {
 			if merged == nil {
 				merged = system.NewCoverage(sp)
 			}
-			merged.Add(x.Coverage)
+			addCoverage(merged, x.Coverage)
 		}
 		if merged == nil {
 			continue

@@ -56,7 +56,7 @@ func TestScenarios(t *testing.T) {
 					t.Errorf("%s: %s violated %s", d.Pos, m, r.Violation.Error())
 				}
 				out := sess.FormatStep(r)
-				now := sess.Describe()
+				now := sess.checker().DescribeState(sess.State())
 				for i, l := range now {
 					if i >= len(prev) || prev[i] != l {
 						out = append(out, "  "+l)
@@ -95,7 +95,7 @@ func TestScenarios(t *testing.T) {
 						return "error: " + err.Error()
 					}
 					sess = ck.NewSession()
-					prev = sess.Describe()
+					prev = sess.checker().DescribeState(sess.State())
 					return strings.Join(prev, "\n")
 				case "step":
 					need()
@@ -115,15 +115,15 @@ func TestScenarios(t *testing.T) {
 				case "reset":
 					need()
 					sess = sess.checker().NewSession()
-					prev = sess.Describe()
+					prev = sess.checker().DescribeState(sess.State())
 					return strings.Join(prev, "\n")
 				case "drain":
 					need()
 					var out []string
 					for i := 0; i < 200; i++ {
 						var pick *system.Move
-						for _, m := range sess.Moves() {
-							if m.Kind.Fault() {
+						for _, m := range sess.checker().Moves(sess.State()) {
+							if _, fault := m.Kind.Spends(); fault {
 								continue
 							}
 							if m.Kind == system.MvTimer && m.Arg == int8(model.TimerHeartbeat) {
@@ -142,7 +142,7 @@ func TestScenarios(t *testing.T) {
 						}
 						out = append(out, apply(d, *pick)...)
 					}
-					if sess.Drained() {
+					if sess.checker().Drained(sess.State()) {
 						out = append(out, "drained")
 					} else {
 						out = append(out, "NOT DRAINED: "+sess.State().W.DescribeHeld())
@@ -151,11 +151,11 @@ func TestScenarios(t *testing.T) {
 					return strings.Join(out, "\n")
 				case "state":
 					need()
-					return strings.Join(sess.Describe(), "\n")
+					return strings.Join(sess.checker().DescribeState(sess.State()), "\n")
 				case "moves":
 					need()
 					var out []string
-					for _, m := range sess.Moves() {
+					for _, m := range sess.checker().Moves(sess.State()) {
 						out = append(out, m.String())
 					}
 					return strings.Join(out, "\n")
@@ -176,7 +176,7 @@ func TestScenarios(t *testing.T) {
 					return strings.Join(out, "\n")
 				case "drained":
 					need()
-					if sess.Drained() {
+					if sess.checker().Drained(sess.State()) {
 						return "drained"
 					}
 					return "not drained: " + sess.State().W.DescribeHeld()

@@ -20,18 +20,18 @@ import (
 type Schedule uint8
 
 const (
-	// SchedulePositions, the default, draws a step for each fault the
+	// schedulePositions, the default (first in ScheduleNames), draws a step for each fault the
 	// walk may commit (one per unit of budget of every kind the walk may
 	// use), uniformly over the run's horizon: one and a half times the
 	// length of a walk that commits no fault. Before its step a fault is
 	// not offered; from its step on it is offered like any other move.
 	// A walk that ends before a position leaves that fault out, so walks
 	// vary in how many faults they commit, and some commit none.
-	SchedulePositions Schedule = iota
+	schedulePositions Schedule = iota
 	// scheduleUniform picks uniformly among every enabled move, faults
 	// included, as walks did before schedules existed.
 	scheduleUniform
-	// schedulePCT places faults as SchedulePositions does and orders the
+	// schedulePCT places faults as schedulePositions does and orders the
 	// moves in the style of probabilistic concurrency testing: each
 	// handoff, and the environment (moves on a worker), has a random
 	// priority; the walk takes a move of the highest-priority one that has
@@ -44,7 +44,8 @@ const (
 
 var scheduleNames = [numSchedules]string{"positions", "uniform", "pct"}
 
-func (s Schedule) String() string {
+// name is the schedule's name, as --schedule takes it.
+func (s Schedule) name() string {
 	if s < numSchedules {
 		return scheduleNames[s]
 	}
@@ -76,14 +77,14 @@ const pilotWalks = 32
 // seed Seed+i, is the same walk.
 const pilotStream = 0x70696c6f74 // "pilot"
 
-// ScheduledFault is one fault of a walk's schedule: the kind and the step
+// scheduledFault is one fault of a walk's schedule: the kind and the step
 // (counted from 0) from which it is due.
-type ScheduledFault struct {
+type scheduledFault struct {
 	Fault system.Fault
 	Step  int
 }
 
-func (f ScheduledFault) String() string { return fmt.Sprintf("%s at %d", f.Fault, f.Step) }
+func (f scheduledFault) text() string { return fmt.Sprintf("%s at %d", f.Fault, f.Step) }
 
 // faultPlan is the fault schedule of one walk.
 type faultPlan struct {
@@ -95,7 +96,7 @@ type faultPlan struct {
 // of every fault kind the walk may use.
 func (c *Checker) planFaults(rng *rand.Rand, allowed *[system.NumMoveKinds]bool, horizon int) *faultPlan {
 	p := &faultPlan{}
-	b := c.Initial().B
+	b := c.origin().B
 	for f := system.Fault(0); f < system.NumFaults; f++ {
 		if mv := f.Move(); mv != 0 && !allowed[mv] {
 			continue
@@ -121,14 +122,14 @@ func (p *faultPlan) due(f system.Fault, i int) bool {
 }
 
 // list is the schedule, by step and then by kind.
-func (p *faultPlan) list() []ScheduledFault {
-	var out []ScheduledFault
+func (p *faultPlan) list() []scheduledFault {
+	var out []scheduledFault
 	for f := range p.pos {
 		for _, s := range p.pos[f] {
-			out = append(out, ScheduledFault{Fault: system.Fault(f), Step: s})
+			out = append(out, scheduledFault{Fault: system.Fault(f), Step: s})
 		}
 	}
-	slices.SortStableFunc(out, func(a, b ScheduledFault) int { return a.Step - b.Step })
+	slices.SortStableFunc(out, func(a, b scheduledFault) int { return a.Step - b.Step })
 	return out
 }
 
@@ -161,7 +162,7 @@ func (c *Checker) horizon(steps int) int {
 	var ms system.MoveSet
 	for w := range lengths {
 		rng := rand.New(rand.NewPCG(uint64(w), pilotStream))
-		s := c.Initial()
+		s := c.origin()
 		n := 0
 		for n < steps {
 			c.Enabled(&s, &ms)

@@ -21,8 +21,8 @@ func TestSchedule_Horizon(t *testing.T) {
 	}
 	for _, seed := range []uint64{1, 99} {
 		r := c.walk(context.Background(), WalkOptions{Seed: seed, Walks: 3, Steps: 200})
-		if r.Stats.Horizon != 12 {
-			t.Errorf("seed %d: horizon %d", seed, r.Stats.Horizon)
+		if r.stats.Horizon != 12 {
+			t.Errorf("seed %d: horizon %d", seed, r.stats.Horizon)
 		}
 	}
 }
@@ -41,7 +41,7 @@ func TestSchedule_FaultsWaitForTheirPositions(t *testing.T) {
 			t.Fatal(err)
 		}
 		hz := c.horizon(200)
-		for _, sched := range []Schedule{SchedulePositions, schedulePCT} {
+		for _, sched := range []Schedule{schedulePositions, schedulePCT} {
 			var committed, placed [system.NumFaults]int
 			for seed := uint64(0); seed < 300; seed++ {
 				swarm := seed%2 == 1
@@ -49,7 +49,7 @@ func TestSchedule_FaultsWaitForTheirPositions(t *testing.T) {
 				var pos [system.NumFaults][]int
 				for _, f := range w.schedule {
 					if f.Step < 0 || f.Step >= hz {
-						t.Fatalf("%s %s seed %d: %s outside the horizon %d", run.Name, sched, seed, f, hz)
+						t.Fatalf("%s %s seed %d: %s outside the horizon %d", run.Name, sched.name(), seed, f.text(), hz)
 					}
 					pos[f.Fault] = append(pos[f.Fault], f.Step)
 					placed[f.Fault]++
@@ -64,10 +64,10 @@ func TestSchedule_FaultsWaitForTheirPositions(t *testing.T) {
 						want = 0
 					}
 					if len(pos[f]) != want {
-						t.Fatalf("%s %s seed %d: %d positions for %s, want %d (swarm %v, allowed %v)", run.Name, sched, seed, len(pos[f]), f, want, swarm, w.allowed)
+						t.Fatalf("%s %s seed %d: %d positions for %s, want %d (swarm %v, allowed %v)", run.Name, sched.name(), seed, len(pos[f]), f, want, swarm, w.allowed)
 					}
 				}
-				s := c.Initial()
+				s := c.origin()
 				var spent [system.NumFaults]int
 				var ms system.MoveSet
 				for i, m := range w.moves {
@@ -80,23 +80,23 @@ func TestSchedule_FaultsWaitForTheirPositions(t *testing.T) {
 							}
 						}
 						if due <= spent[f] {
-							t.Fatalf("%s %s seed %d step %d: %s committed before its position (positions %v, %d committed)", run.Name, sched, seed, i, m, pos[f], spent[f])
+							t.Fatalf("%s %s seed %d step %d: %s committed before its position (positions %v, %d committed)", run.Name, sched.name(), seed, i, m, pos[f], spent[f])
 						}
 						spent[f]++
 						committed[f]++
 					}
 					if _, _, err := c.Step(&s, m, nil); err != nil {
-						t.Fatalf("%s %s seed %d step %d: %v", run.Name, sched, seed, i, err)
+						t.Fatalf("%s %s seed %d step %d: %v", run.Name, sched.name(), seed, i, err)
 					}
 				}
 				if len(w.moves) != w.n || spent != toInts(w.faults) {
-					t.Fatalf("%s %s seed %d: %d moves kept of %d; faults %v, counted %v", run.Name, sched, seed, len(w.moves), w.n, spent, w.faults)
+					t.Fatalf("%s %s seed %d: %d moves kept of %d; faults %v, counted %v", run.Name, sched.name(), seed, len(w.moves), w.n, spent, w.faults)
 				}
 			}
-			t.Logf("%s %s: faults placed %v, committed %v", run.Name, sched, placed, committed)
+			t.Logf("%s %s: faults placed %v, committed %v", run.Name, sched.name(), placed, committed)
 			for f := range committed {
 				if cfg.Budget[f] > 0 && committed[f] == 0 {
-					t.Errorf("%s %s: no walk committed %s", run.Name, sched, system.Fault(f))
+					t.Errorf("%s %s: no walk committed %s", run.Name, sched.name(), system.Fault(f))
 				}
 			}
 		}
@@ -115,14 +115,14 @@ func toInts(a [system.NumFaults]int32) (out [system.NumFaults]int) {
 func TestSchedule_Names(t *testing.T) {
 	for _, n := range ScheduleNames() {
 		s, err := ParseSchedule(n)
-		if err != nil || s.String() != n {
+		if err != nil || s.name() != n {
 			t.Errorf("%q parsed to %v (%v)", n, s, err)
 		}
 	}
 	if _, err := ParseSchedule("random"); err == nil || err.Error() != `unknown schedule "random" (want positions, uniform, pct)` {
 		t.Errorf("unknown schedule: %v", err)
 	}
-	if Schedule(0) != SchedulePositions {
-		t.Errorf("the zero schedule is %s, want positions (the default)", Schedule(0))
+	if Schedule(0) != schedulePositions {
+		t.Errorf("the zero schedule is %s, want positions (the default)", Schedule(0).name())
 	}
 }

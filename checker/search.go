@@ -142,7 +142,7 @@ func (e *exploration) stopForMemory() {
 // root puts the initial state in the visited set and on the frontier.
 func (e *exploration) root() {
 	c := e.c
-	init := c.Initial()
+	init := c.origin()
 	var k system.Key
 	c.Canonical(&init, &k)
 	e.rootKey = k
@@ -408,7 +408,7 @@ func (e *exploration) result() *Result {
 		r.StopReason = e.stopWhy
 		r.StopDetail = stopDetail(e.stopWhy, lim, r.Stats)
 		if m := e.memStop.Load(); m != nil && e.stopWhy == stopMaxMemory {
-			r.StopDetail += m.String()
+			r.StopDetail += m.detail()
 			r.stopResident = uint64(max(m.resident, 0))
 		}
 		if e.stopWhy == stopDisk {
@@ -463,7 +463,7 @@ func (e *exploration) judge(r *Result) {
 		// its edges that the bound does not leave room for.
 		r.Complete = false
 		r.StopReason = stopMaxMemory
-		r.StopDetail = stopDetail(stopMaxMemory, lim, r.Stats) + e.memStop.Load().String() + "; EventuallyDrained not judged: its reverse graph would not fit"
+		r.StopDetail = stopDetail(stopMaxMemory, lim, r.Stats) + e.memStop.Load().detail() + "; EventuallyDrained not judged: its reverse graph would not fit"
 		r.stopResident = uint64(max(e.memStop.Load().resident, 0))
 	case lim.Liveness && !e.cut:
 		trap, err := e.checkLiveness()

@@ -17,10 +17,11 @@ type Session struct {
 
 // NewSession starts a session in the initial state.
 func (c *Checker) NewSession() *Session {
-	return &Session{c: c, s: c.Initial()}
+	return &Session{c: c, s: c.origin()}
 }
 
-// State is the session's current state.
+// State is the session's current state: the checker's DescribeState,
+// Moves and Drained read it.
 func (s *Session) State() *system.State { return &s.s }
 
 // checker is the checker the session steps.
@@ -61,15 +62,6 @@ func (s *Session) Apply(m system.Move) (StepResult, error) {
 	}
 	return StepResult{Move: m, Fired: log, Journal: j, Violation: v, Triggers: trig}, nil
 }
-
-// Describe renders the current state.
-func (s *Session) Describe() []string { return s.c.DescribeState(&s.s) }
-
-// Moves lists the moves enabled now.
-func (s *Session) Moves() []system.Move { return s.c.Moves(&s.s) }
-
-// Drained reports whether the current state is fully drained.
-func (s *Session) Drained() bool { return s.c.Drained(&s.s) }
 
 // FormatStep renders a step result: the move, the rows it fired and the
 // violation, if any.

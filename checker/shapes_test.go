@@ -123,7 +123,7 @@ func shapesPrefillFirst(cfg *system.Config) (*system.Config, [model.MaxWorkers]i
 func shapesBFS(t testing.TB, c *Checker, visit func(*system.State)) map[system.Key]bool {
 	t.Helper()
 	seen := map[system.Key]bool{}
-	init := c.Initial()
+	init := c.origin()
 	root := c.Key(&init)
 	if v := c.CheckState(&init); v != nil {
 		t.Fatalf("initial state: %v", v)
@@ -339,7 +339,7 @@ func shapesSession(t *testing.T, c *Checker, steps ...string) *Session {
 		}
 		r, err := sess.Apply(m)
 		if err != nil {
-			t.Fatalf("%s: %v\n%s", line, err, strings.Join(sess.Describe(), "\n"))
+			t.Fatalf("%s: %v\n%s", line, err, strings.Join(c.DescribeState(sess.State()), "\n"))
 		}
 		if r.Violation != nil {
 			t.Fatalf("%s: %v", line, r.Violation)
@@ -354,8 +354,8 @@ func shapesDrain(t *testing.T, sess *Session) bool {
 	t.Helper()
 	for i := 0; i < 200; i++ {
 		var pick *system.Move
-		for _, m := range sess.Moves() {
-			if m.Kind.Fault() {
+		for _, m := range sess.checker().Moves(sess.State()) {
+			if _, fault := m.Kind.Spends(); fault {
 				continue
 			}
 			mm := m
@@ -376,7 +376,7 @@ func shapesDrain(t *testing.T, sess *Session) bool {
 			t.Fatalf("%s: %v %v", *pick, err, r.Violation)
 		}
 	}
-	return sess.Drained()
+	return sess.checker().Drained(sess.State())
 }
 
 // With the decode worker listed first (worker 0), a restart of either
@@ -415,7 +415,7 @@ func TestShapes_DecodeFirstPeerRestartReachesThePeer(t *testing.T) {
 				t.Fatalf("the %s is %s after the restart, want %s", tc.told, got, tc.from)
 			}
 			if !s.W.H[0].PeerGone[tc.told] {
-				t.Fatalf("the %s was not told its peer restarted:\n%s", tc.told, strings.Join(sess.Describe(), "\n"))
+				t.Fatalf("the %s was not told its peer restarted:\n%s", tc.told, strings.Join(c.DescribeState(sess.State()), "\n"))
 			}
 			notice := fmt.Sprintf("peer-restarted h=0 side=%s", tc.told)
 			sess = shapesSession(t, c, append(append(tc.steps, tc.restart), notice)...)
@@ -453,10 +453,10 @@ func shapesWalk(t *testing.T, c *Checker, seed uint64, steps int, swarm bool, ev
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 0x7368617065)) // stream: "shape"
 	allowed := map[system.MoveKind]bool{}
-	for _, k := range system.SwarmFaultMoves() {
+	for _, k := range faultKinds {
 		allowed[k] = !swarm || rng.IntN(2) == 0
 	}
-	s := c.Initial()
+	s := c.origin()
 	var ms system.MoveSet
 	var tx model.Tx
 	fail := func(what string, v *model.Violation, s *system.State) {
@@ -496,7 +496,7 @@ func shapesWalk(t *testing.T, c *Checker, seed uint64, steps int, swarm bool, ev
 		}
 		var pick []system.Move
 		for _, m := range ms.M[:ms.N] {
-			if !m.Kind.Fault() || allowed[m.Kind] {
+			if _, fault := m.Kind.Spends(); !fault || allowed[m.Kind] {
 				pick = append(pick, m)
 			}
 		}

@@ -31,7 +31,7 @@ func checkerFor(t *testing.T, p *system.Protocol, cfg *system.Config, name strin
 // refuse a step the system could not have taken.
 func TestStep_RefusesMovesTheStateDoesNotEnable(t *testing.T) {
 	c := checkerFor(t, system.Generated(), mustConfig(t, smallConfig), "vllm")
-	s := c.Initial()
+	s := c.origin()
 	for _, m := range []system.Move{{}, {Kind: system.MvReserve, H: 0}, {Kind: system.MvRoutePrefill, H: 0, Arg: 1}} {
 		before := s
 		if _, _, err := c.Step(&s, m, nil); err == nil || !strings.Contains(err.Error(), "not enabled") {
@@ -61,7 +61,7 @@ func TestInitial_IsTheMarkedStateWhereverItIsListed(t *testing.T) {
 	for _, run := range []string{"vllm", "sglang"} {
 		want := checkerFor(t, system.Generated(), cfg, run).Explore(context.Background(), Limits{Workers: 1}, nil)
 		c := checkerFor(t, interpreted(t, reordered), cfg, run)
-		s := c.Initial()
+		s := c.origin()
 		for _, r := range []spec.Role{spec.Source, spec.Destination} {
 			if got := c.Protocol().StateName(r, s.Role(r, 0)); got != reordered.Table(r).Initial() {
 				t.Errorf("%s: %s starts in %s, want %s", run, r, got, reordered.Table(r).Initial())
@@ -111,7 +111,7 @@ func TestSlots_PromoteRunsAWaitingActivation(t *testing.T) {
 		// the moves, and take it: the waiting request gets the slot.
 		found := false
 		seen := map[system.Key]bool{}
-		queue := []system.State{c.Initial()}
+		queue := []system.State{c.origin()}
 		for len(queue) > 0 && !found {
 			s := queue[0]
 			queue = queue[1:]
@@ -162,7 +162,7 @@ func TestDrained_NeedsEveryPlacedRecordTerminal(t *testing.T) {
 		if first := c.World().Workers[0].Role; first != []model.WorkerRole{model.PrefillWorker, model.DecodeWorker}[i] {
 			t.Fatalf("configuration %d lists a %s worker first", i, first)
 		}
-		s := c.Initial()
+		s := c.origin()
 		if !c.Drained(&s) {
 			t.Fatalf("the initial state is not drained: %s", s.W.DescribeHeld())
 		}
@@ -308,7 +308,7 @@ func TestWriteTrace_OneMoveLoop(t *testing.T) {
 func eachState(t *testing.T, c *Checker, visit func(*system.State) bool) bool {
 	t.Helper()
 	seen := map[system.Key]bool{}
-	queue := []system.State{c.Initial()}
+	queue := []system.State{c.origin()}
 	for len(queue) > 0 {
 		s := queue[0]
 		queue = queue[1:]
@@ -448,21 +448,21 @@ func TestWalk_StepBoundAndInterruptBeforeStart(t *testing.T) {
 	// Seed 3 is deterministic: a walk or two end early (nothing they may
 	// take is enabled, they stop), the rest take exactly four moves; a
 	// fifth move anywhere would pass 80.
-	for sched, want := range map[Schedule]int64{scheduleUniform: 78, SchedulePositions: 79, schedulePCT: 78} {
+	for sched, want := range map[Schedule]int64{scheduleUniform: 78, schedulePositions: 79, schedulePCT: 78} {
 		r := c.walk(context.Background(), WalkOptions{Seed: 3, Walks: 20, Steps: 4, Schedule: sched, Workers: 2})
 		if r.Walks != 20 || r.Moves != want || r.Violation != nil {
-			t.Errorf("%s: 20 walks of at most 4 steps: %d walks, %d moves (want %d), violation %v", sched, r.Walks, r.Moves, want, r.Violation)
+			t.Errorf("%s: 20 walks of at most 4 steps: %d walks, %d moves (want %d), violation %v", sched.name(), r.Walks, r.Moves, want, r.Violation)
 		}
 		// The walks that stopped at the bound took four moves each; the
 		// others stopped because nothing was enabled.
-		st := r.Stats
+		st := r.stats
 		if short := 20 - st.Ended[endStepBound]; st.Ended[endNothingEnabled] != short || st.Ended[endViolation] != 0 ||
 			int64(4*st.Ended[endStepBound]) > r.Moves || r.Moves-int64(4*st.Ended[endStepBound]) > int64(3*short) {
-			t.Errorf("%s: %d moves, walks ended %v", sched, r.Moves, st.Ended)
+			t.Errorf("%s: %d moves, walks ended %v", sched.name(), r.Moves, st.Ended)
 		}
 		for i, n := range st.Lengths {
 			if n > 4 {
-				t.Errorf("%s: walk %d took %d moves", sched, i, n)
+				t.Errorf("%s: walk %d took %d moves", sched.name(), i, n)
 			}
 		}
 	}
@@ -545,7 +545,7 @@ func TestFaults_TransferFailureOnlyWhereTheRunnerCanBeTold(t *testing.T) {
 	})
 	js := strings.Replace(smallConfig, `"faults": {"duplicate": 1, "cancel": 1, "early_timer": 1}`, `"faults": {"transfer_failure": 1}`, 1)
 	c := checkerFor(t, interpreted(t, s), mustConfig(t, js), "vllm")
-	receiving := uint8(c.Protocol().StateIndex(spec.Destination, "Receiving"))
+	receiving := uint8(c.Protocol().Spec().Destination.StateIndex("Receiving"))
 	pulls := 0
 	eachState(t, c, func(st *system.State) bool {
 		if st.Dst[0] != receiving || st.W.H[0].Xfer != model.XferRunning {

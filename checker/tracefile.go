@@ -15,7 +15,7 @@ import (
 	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
 )
 
-// TraceSchemaV1 names the trace file format: JSON Lines, a header line
+// traceSchemaV1 names the trace file format: JSON Lines, a header line
 // then one line per move.
 //
 //	{"schema": "handoffcheck.trace/v1", "run": "vllm", "attempts": ["h0=<uuid>"], "config": {...}, "spec": {...}, "violation": "SourcePinnedUntilRead"}
@@ -29,7 +29,7 @@ import (
 // liveness counterexample, is the step after which the moves form a loop
 // back to the state after that step. Steps are numbered from 1
 // without gaps; the move syntax is that of scenario files.
-const TraceSchemaV1 = "handoffcheck.trace/v1"
+const traceSchemaV1 = "handoffcheck.trace/v1"
 
 // maxTraceLineBytes bounds one line of a trace file: 16 MiB. The header
 // line, the longest, embeds a configuration and at most a whole spec
@@ -74,7 +74,7 @@ type Trace struct {
 
 // WriteTrace writes a counterexample of a run as a trace file.
 func WriteTrace(w io.Writer, configJSON []byte, s *spec.Spec, run string, attempts []string, ce *Counterexample) error {
-	h := traceHeader{Schema: TraceSchemaV1, Run: run, Attempts: attempts}
+	h := traceHeader{Schema: traceSchemaV1, Run: run, Attempts: attempts}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, configJSON); err != nil {
 		return fmt.Errorf("checker: configuration is not JSON: %w", err)
@@ -126,7 +126,7 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 		if tr.Config == nil {
 			var h traceHeader
 			if err := dec.Decode(&h); err != nil {
-				return nil, bad(line, "header: %s (want {\"schema\": %q, \"run\", \"config\", ...})", jsonfile.Clean(err), TraceSchemaV1)
+				return nil, bad(line, "header: %s (want {\"schema\": %q, \"run\", \"config\", ...})", jsonfile.Clean(err), traceSchemaV1)
 			}
 			if dec.More() {
 				return nil, bad(line, "more than one JSON value on the header line")
@@ -134,8 +134,8 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 			if _, err := jsonfile.ScanAt(file, line, text, errTrace); err != nil {
 				return nil, err
 			}
-			if h.Schema != TraceSchemaV1 {
-				return nil, bad(line, "schema is %q, want %q", h.Schema, TraceSchemaV1)
+			if h.Schema != traceSchemaV1 {
+				return nil, bad(line, "schema is %q, want %q", h.Schema, traceSchemaV1)
 			}
 			if len(h.Config) == 0 {
 				return nil, bad(line, "the header has no config")
@@ -203,7 +203,7 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 		return nil, bad(line+1, "%v", err)
 	}
 	if tr.Config == nil {
-		return nil, bad(1, "empty trace, want a header line with schema %q", TraceSchemaV1)
+		return nil, bad(1, "empty trace, want a header line with schema %q", traceSchemaV1)
 	}
 	if tr.LoopFrom < 0 || (tr.LoopFrom > 0 && tr.LoopFrom >= len(tr.Moves)) {
 		return nil, bad(1, "loop_from %d: want a step before the last (the trace has %d steps)", tr.LoopFrom, len(tr.Moves))

@@ -23,7 +23,7 @@ type WalkOptions struct {
 	// testing: leaving some faults out lets others go deeper).
 	Swarm bool
 	// Schedule decides when a walk commits its faults; the zero value is
-	// the default, SchedulePositions.
+	// the default, schedulePositions.
 	Schedule Schedule
 	Workers  int
 	// Shards, when above zero, splits the Walks walks into that many
@@ -58,9 +58,9 @@ type WalkResult struct {
 	Seed uint64
 	// Faults are the fault kinds the failing walk could use (swarm).
 	Faults []string
-	// Schedule is the failing walk's fault schedule (not for
+	// schedule is the failing walk's fault schedule (not for
 	// scheduleUniform).
-	Schedule []ScheduledFault
+	schedule []scheduledFault
 	// Original is how many moves the failing walk took; the
 	// counterexample is that walk shrunk.
 	Original  int
@@ -69,16 +69,16 @@ type WalkResult struct {
 	// Walks, Moves and Distinct then cover the walks 0..Walks-1.
 	Interrupted bool
 	// Stats describe the walks counted (the same walks as Moves).
-	Stats WalkStats
+	stats walkStats
 }
 
-// WalkEnd is why a walk ended.
-type WalkEnd uint8
+// walkEnd is why a walk ended.
+type walkEnd uint8
 
 const (
 	// endNothingEnabled: no move the walk may take was enabled (a fault
 	// kind a swarm walk left out, or a fault not yet due, does not count).
-	endNothingEnabled WalkEnd = iota
+	endNothingEnabled walkEnd = iota
 	// endStepBound: the walk took its most moves (--steps).
 	endStepBound
 	// endViolation: the last move broke an invariant.
@@ -88,11 +88,11 @@ const (
 
 var walkEndNames = [numWalkEnds]string{"nothing_enabled", "step_bound", "violation"}
 
-func (e WalkEnd) String() string { return walkEndNames[e] }
+func (e walkEnd) name() string { return walkEndNames[e] }
 
-// WalkStats describe the walks of a run: which rows fired, which moves
+// walkStats describe the walks of a run: which rows fired, which moves
 // were taken, which faults committed, and how long the walks were.
-type WalkStats struct {
+type walkStats struct {
 	// Horizon is the number of moves over which fault positions were
 	// drawn (0 for scheduleUniform).
 	Horizon int
@@ -117,7 +117,7 @@ type lengthSummary struct {
 
 // lengthSummary summarizes the walk lengths; all zero when no walk was
 // counted.
-func (s *WalkStats) lengthSummary() lengthSummary {
+func (s *walkStats) lengthSummary() lengthSummary {
 	if len(s.Lengths) == 0 {
 		return lengthSummary{}
 	}
@@ -135,7 +135,7 @@ type moveKindCount struct {
 
 // moveKinds lists every move kind with how often walks took it, in move
 // kind order (protocol moves, then fault moves).
-func (s *WalkStats) moveKinds() []moveKindCount {
+func (s *walkStats) moveKinds() []moveKindCount {
 	var out []moveKindCount
 	for _, k := range system.MoveKinds() {
 		out = append(out, moveKindCount{Kind: k.String(), Count: s.Kinds[k]})
@@ -143,18 +143,27 @@ func (s *WalkStats) moveKinds() []moveKindCount {
 	return out
 }
 
-// faultKinds lists the fault moves a swarm walk may switch off.
-var faultKinds = system.SwarmFaultMoves()
+// faultKinds lists, in budget order, the fault moves a swarm walk may
+// switch off (the fault table's Swarm).
+var faultKinds = func() []system.MoveKind {
+	var out []system.MoveKind
+	for f := range system.FaultKinds {
+		if system.FaultKinds[f].Swarm {
+			out = append(out, system.Fault(f).Move())
+		}
+	}
+	return out
+}()
 
 // walkRun is what one walk did.
 type walkRun struct {
 	moves    []system.Move // up to and including the failing one; nil when the walk passed, unless kept
 	v        *model.Violation
 	allowed  []string
-	schedule []ScheduledFault
+	schedule []scheduledFault
 	n        int
 	fps      []uint64 // fingerprints of the states the walk visited
-	end      WalkEnd
+	end      walkEnd
 	kinds    [system.NumMoveKinds]int32
 	faults   [system.NumFaults]int32
 	cov      *system.Coverage
@@ -237,7 +246,7 @@ func (c *Checker) walkRange(ctx context.Context, opts WalkOptions) *WalkResult {
 		}
 	}
 	merged := &fpTable{}
-	st := &res.Stats
+	st := &res.stats
 	st.Horizon = horizon
 	st.Coverage = system.NewCoverage(c.Protocol().Spec())
 	for i := 0; i <= last; i++ {
@@ -246,7 +255,7 @@ func (c *Checker) walkRange(ctx context.Context, opts WalkOptions) *WalkResult {
 			merged.insert(fp)
 		}
 		res.Moves += int64(o.n)
-		st.Coverage.Add(o.cov)
+		addCoverage(st.Coverage, o.cov)
 		for k, n := range o.kinds {
 			st.Kinds[k] += int64(n)
 		}
@@ -272,7 +281,7 @@ func (c *Checker) walkRange(ctx context.Context, opts WalkOptions) *WalkResult {
 		res.Failing = firstFail
 		res.Seed = opts.Seed + uint64(firstFail)
 		res.Faults = o.allowed
-		res.Schedule = o.schedule
+		res.schedule = o.schedule
 		res.Original = len(o.moves)
 		res.Violation = c.shrink(o.moves, o.v.Invariant)
 	}
@@ -299,7 +308,7 @@ func (c *Checker) walkOnce(w walkSpec) walkRun {
 	for _, k := range faultKinds {
 		// A kind the run gives no budget is never committed: a swarm
 		// walk does not spend a draw on it, nor name it.
-		if f, _ := k.Spends(); !c.Budget().Has(f) {
+		if f, _ := k.Spends(); c.Budget().Left(f) == 0 {
 			continue
 		}
 		if !swarm || rng.IntN(2) == 0 {
@@ -374,7 +383,8 @@ func (c *Checker) pickUniform(rng *rand.Rand, ms *system.MoveSet, allowed *[syst
 	var pick [len(ms.M)]system.Move
 	n := 0
 	for j := 0; j < ms.N; j++ {
-		if m := ms.M[j]; !m.Kind.Fault() || allowed[m.Kind] {
+		m := ms.M[j]
+		if _, fault := m.Kind.Spends(); !fault || allowed[m.Kind] {
 			pick[n] = m
 			n++
 		}
@@ -395,7 +405,7 @@ func (c *Checker) pickScheduled(rng *rand.Rand, s *system.State, ms *system.Move
 	n := 0
 	for j := 0; j < ms.N; j++ {
 		m := ms.M[j]
-		if m.Kind.Fault() && !allowed[m.Kind] {
+		if _, fault := m.Kind.Spends(); fault && !allowed[m.Kind] {
 			continue
 		}
 		if f, fault := c.spendsAt(s, m, ms.Stuck); !fault || plan.due(f, i) {
@@ -451,13 +461,13 @@ func (c *Checker) shrink(moves []system.Move, inv string) *Counterexample {
 // traceOf replays moves into a counterexample ending at the violation.
 func (c *Checker) traceOf(moves []system.Move) *Counterexample {
 	s := c.NewSession()
-	ce := &Counterexample{Initial: s.Describe(), Shrunk: true}
+	ce := &Counterexample{Initial: c.DescribeState(s.State()), Shrunk: true}
 	for _, m := range moves {
 		r, err := s.Apply(m)
 		if err != nil {
 			break
 		}
-		ce.Steps = append(ce.Steps, TraceStep{Move: m, Fired: r.Fired, State: s.Describe()})
+		ce.Steps = append(ce.Steps, TraceStep{Move: m, Fired: r.Fired, State: c.DescribeState(s.State())})
 		if r.Violation != nil {
 			ce.Violation = r.Violation
 			ce.Steps[len(ce.Steps)-1].Failed = true

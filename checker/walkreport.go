@@ -84,7 +84,7 @@ func (r *WalkReport) Text(opt TextOptions) string {
 			walks, shard = hi-lo, fmt.Sprintf("shard %d of %d: walks %d-%d of %d, ", r.Opts.Shard, r.Opts.Shards, lo, hi-1, r.Opts.Walks)
 		}
 		fmt.Fprintf(&b, "run %s (%s, engine %s): %d %s of up to %d moves (%sseed %d, schedule %s): %s\n",
-			x.Run.Name, x.Run.Policy, x.Run.Engine, walks, r.mode(), r.Opts.Steps, shard, r.Opts.Seed, r.Opts.Schedule, verdict)
+			x.Run.Name, x.Run.Policy, x.Run.Engine, walks, r.mode(), r.Opts.Steps, shard, r.Opts.Seed, r.Opts.Schedule.name(), verdict)
 		fmt.Fprintf(&b, "  %s moves, %s distinct states visited", commas(x.Moves), commas(int64(x.Distinct)))
 		if x.Walks < walks {
 			// Walks after the first failure (or the interrupt) are not
@@ -108,10 +108,10 @@ func (r *WalkReport) Text(opt TextOptions) string {
 		}
 		if x.Violation != nil {
 			sched := ""
-			if len(x.Schedule) > 0 {
+			if len(x.schedule) > 0 {
 				var at []string
-				for _, f := range x.Schedule {
-					at = append(at, f.String())
+				for _, f := range x.schedule {
+					at = append(at, f.text())
 				}
 				sched = "; schedule: " + strings.Join(at, ", ")
 			}
@@ -138,13 +138,13 @@ func (r *WalkReport) Text(opt TextOptions) string {
 // rowCoverage reports which rows of each role table the walks counted
 // fired, under the run's policy.
 func (r *WalkResult) rowCoverage(s *spec.Spec) []roleCoverage {
-	return (&Result{Run: r.Run, Coverage: r.Stats.Coverage}).rowCoverage(s)
+	return (&Result{Run: r.Run, Coverage: r.stats.Coverage}).rowCoverage(s)
 }
 
 // exercises is whether the walks exercised each invariant they judge.
 func (r *WalkResult) exercises(c *Checker) []exercise {
 	var fired model.Triggers
-	if cov := r.Stats.Coverage; cov != nil {
+	if cov := r.stats.Coverage; cov != nil {
 		fired = cov.Fired
 	}
 	violated := ""
@@ -171,7 +171,7 @@ func (r *WalkResult) statsText(c *Checker) string {
 			fmt.Fprintf(&b, "    %s\n", d)
 		}
 	}
-	st := &r.Stats
+	st := &r.stats
 	l := st.lengthSummary()
 	fmt.Fprintf(&b, "  walk lengths: min %d, median %d, p90 %d, max %d moves; ended: %s with nothing enabled, %s at the step bound, %s on a violation\n",
 		l.Min, l.Median, l.P90, l.Max, commas(int64(st.Ended[endNothingEnabled])), commas(int64(st.Ended[endStepBound])), commas(int64(st.Ended[endViolation])))
@@ -268,7 +268,7 @@ type jsonLengths struct {
 // JSON renders the report as one object. With opt.NoTiming it leaves out
 // the elapsed times.
 func (r *WalkReport) JSON(opt TextOptions) ([]byte, error) {
-	out := jsonWalkReport{Mode: "walks", Schedule: r.Opts.Schedule.String(), Verdict: "pass", Steps: r.Opts.Steps, Seed: r.Opts.Seed, Runs: []jsonWalk{}}
+	out := jsonWalkReport{Mode: "walks", Schedule: r.Opts.Schedule.name(), Verdict: "pass", Steps: r.Opts.Steps, Seed: r.Opts.Seed, Runs: []jsonWalk{}}
 	if r.Opts.Shards > 0 {
 		out.Shard = &jsonShard{Index: r.Opts.Shard, Count: r.Opts.Shards, Walks: r.Opts.Walks}
 	}
@@ -289,7 +289,7 @@ func (r *WalkReport) JSON(opt TextOptions) ([]byte, error) {
 			ms := float64(x.Elapsed.Microseconds()) / 1e3
 			jw.ElapsedMS = &ms
 		}
-		st := &x.Stats
+		st := &x.stats
 		jw.FaultHorizon = st.Horizon
 		for _, rc := range x.rowCoverage(c.Protocol().Spec()) {
 			dead := rc.Dead
@@ -309,7 +309,7 @@ func (r *WalkReport) JSON(opt TextOptions) ([]byte, error) {
 		}
 		jw.Ends = map[string]int{}
 		for e, n := range st.Ended {
-			jw.Ends[WalkEnd(e).String()] = n
+			jw.Ends[walkEnd(e).name()] = n
 		}
 		jw.MoveKinds = map[string]int64{}
 		for _, k := range st.moveKinds() {
@@ -321,7 +321,7 @@ func (r *WalkReport) JSON(opt TextOptions) ([]byte, error) {
 		}
 		if ce := x.Violation; ce != nil {
 			jw.Seed, jw.Faults = x.Seed, x.Faults
-			for _, f := range x.Schedule {
+			for _, f := range x.schedule {
 				jw.FaultSchedule = append(jw.FaultSchedule, jsonScheduledFault{Fault: f.Fault.String(), Step: f.Step})
 			}
 			jw.Invariant, jw.Detail = ce.Violation.Invariant, ce.Violation.Detail

@@ -59,7 +59,7 @@ func FuzzStep(f *testing.F) {
 		c := runs[int(data[0])%len(runs)]
 		s := c.NewSession()
 		for i, b := range data[1:] {
-			moves := s.Moves()
+			moves := c.Moves(s.State())
 			if len(moves) == 0 {
 				return
 			}

@@ -183,14 +183,14 @@ func stepInput(t *testing.T, wideCfg *system.Config, ce counterexample) (in []by
 		if int(m.H) >= len(wideCfg.World.Handoffs) {
 			break
 		}
-		if slices.Contains(m.Kind.Args(), system.ArgWorker) {
+		if _, names, _, _ := m.Kind.Names(); names {
 			w, ok := worker(int(m.Arg))
 			if !ok {
 				break
 			}
 			m.Arg = int8(w)
 		}
-		j := slices.Index(s.Moves(), m)
+		j := slices.Index(c.Moves(s.State()), m)
 		if j < 0 {
 			break
 		}

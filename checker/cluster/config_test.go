@@ -62,7 +62,7 @@ func TestMarks_EveryPlannedKindStrikes(t *testing.T) {
 			t.Errorf("%s: struck both where offered and in place of %v", k, kind.Instead)
 		case kind.Offered:
 			mv := system.Move{Kind: k.Move(), H: 0}
-			if Takes(k, system.ArgSide) {
+			if NamesSide(k) {
 				mv.Arg = int8(model.SourceSide)
 				if _, _, ok := m.Offered([]system.Move{mv}, nil); ok {
 					t.Errorf("%s: a mark on the destination struck the source's move", k)

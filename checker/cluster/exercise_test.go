@@ -106,7 +106,7 @@ func TestStepper_Fired(t *testing.T) {
 		var m system.Move
 		found := false
 		for _, x := range st.Moves(&s, nil) {
-			if !x.Kind.Fault() {
+			if _, fault := x.Kind.Spends(); !fault {
 				m, found = x, true
 				break
 			}

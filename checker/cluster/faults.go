@@ -3,7 +3,6 @@ package cluster
 import (
 	"fmt"
 	"math/bits"
-	"slices"
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker/system"
@@ -26,10 +25,19 @@ func AtTime(k system.Fault) bool {
 	return Planned(k) && !kind.Offered && kind.Instead == 0
 }
 
-// Takes reports whether fault kind k's move, and so a plan's line of the
-// kind, takes argument a.
-func Takes(k system.Fault, a system.Arg) bool {
-	return slices.Contains(system.FaultKinds[k].Args, a)
+// NamesSide reports whether fault kind k's move, and so a plan's line of
+// the kind, names the side that acts: a mark of the kind is held per side.
+func NamesSide(k system.Fault) bool {
+	_, _, side, _ := k.Move().Names()
+	return side
+}
+
+// NamesFact reports whether fault kind k's move, and so a plan's line of
+// the kind, names a fact in flight (the side it goes to and the fact): a
+// mark of the kind is held per fact.
+func NamesFact(k system.Fault) bool {
+	_, _, _, fact := k.Move().Names()
+	return fact
 }
 
 // FaultKind is the kind of a planned fault, read from the plan's name of
@@ -150,10 +158,10 @@ func (m *Marks) Mark(f *Fault) error {
 		m.after[k][sd] = f.After
 	case AtTime(k):
 		return fmt.Errorf("%s:%d: %w: a %s of worker %d holds no mark on a request", f.File, f.Line, ErrInput, k, f.Worker)
-	case Takes(k, system.ArgTo):
+	case NamesFact(k):
 		to, hasTo := SideNamed(f.To)
 		m.facts[k].Add(to, hasTo, f.Msg)
-	case Takes(k, system.ArgSide):
+	case NamesSide(k):
 		if hasSide {
 			m.on[k] |= 1 << sd
 		}
@@ -168,10 +176,10 @@ func (m *Marks) Mark(f *Fault) error {
 // It reports false for a kind no such mark strikes (a fact's, a worker's
 // at a time, one no plan schedules).
 func (m *Marks) MarkSide(k system.Fault, sd model.Side) bool {
-	if !Planned(k) || AtTime(k) || Takes(k, system.ArgTo) {
+	if !Planned(k) || AtTime(k) || NamesFact(k) {
 		return false
 	}
-	if Takes(k, system.ArgSide) {
+	if NamesSide(k) {
 		m.on[k] |= 1 << sd
 	} else {
 		m.on[k] |= either
@@ -181,7 +189,7 @@ func (m *Marks) MarkSide(k system.Fault, sd model.Side) bool {
 
 // bit is the mark of kind k that its move mv strikes.
 func bit(k system.Fault, mv system.Move) sides {
-	if Takes(k, system.ArgSide) {
+	if NamesSide(k) {
 		return 1 << uint8(mv.Arg)
 	}
 	return either
@@ -223,7 +231,7 @@ func (m *Marks) Instead(p system.Move) (system.Move, system.Fault, bool) {
 		if kind.Instead == 0 || kind.Instead != p.Kind {
 			continue
 		}
-		if Takes(k, system.ArgTo) {
+		if NamesFact(k) {
 			if !m.facts[k].Take(model.Side(p.Arg), p.Msg) {
 				continue
 			}
@@ -234,10 +242,10 @@ func (m *Marks) Instead(p system.Move) (system.Move, system.Fault, bool) {
 			m.on[k] &^= either
 		}
 		f := system.Move{Kind: k.Move(), H: p.H}
-		if Takes(k, system.ArgTo) || Takes(k, system.ArgSide) {
+		if NamesFact(k) || NamesSide(k) {
 			f.Arg = p.Arg
 		}
-		if Takes(k, system.ArgMsg) {
+		if NamesFact(k) {
 			f.Msg = p.Msg
 		}
 		return f, k, true
@@ -262,7 +270,7 @@ func (m *Marks) Replaces(pk system.MoveKind) bool {
 // (either side's, for a kind whose move names none).
 func (m *Marks) Has(k system.Fault, sd model.Side) bool {
 	b := either
-	if Takes(k, system.ArgSide) {
+	if NamesSide(k) {
 		b = 1 << sd
 	}
 	return m.on[k]&b != 0
@@ -275,7 +283,7 @@ func (m *Marks) Spend(k system.Fault, sd model.Side) bool {
 	if !m.Has(k, sd) {
 		return false
 	}
-	if Takes(k, system.ArgSide) {
+	if NamesSide(k) {
 		m.on[k] &^= 1 << sd
 	} else {
 		m.on[k] &^= either

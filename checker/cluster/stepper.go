@@ -54,12 +54,18 @@ func (s *Stepper) Step(st *system.State, m system.Move) (*model.Violation, bool)
 
 // Force applies move m whether or not st enables it, for a move whose
 // preconditions hold outside the world (another process, the plan),
-// judging the step's invariants.
+// judging the step's invariants: what the environment does on its own
+// schedule whatever the protocol's state (a worker restarting, a cache
+// evicting the blocks a finished side keeps). The refilled budget has
+// room for a fault move.
 func (s *Stepper) Force(st *system.State, m system.Move) *model.Violation {
 	s.refill(st)
 	stale := s.chk.StaleDelivery(st, m)
-	j, v := s.chk.Apply(st, m, s.cov)
-	s.fired = triggers(&j, stale)
+	before := *st
+	tx := model.Tx{W: &st.W}
+	s.chk.ApplyTx(st, &tx, m, s.cov, true)
+	v := s.chk.JudgeStep(&before, st, &tx.J, m)
+	s.fired = triggers(&tx.J, stale)
 	return v
 }
 

@@ -312,7 +312,7 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 			}
 		}
 		if mn == 0 {
-			if more && !(m.Kind.Fault() && m.Kind != system.Evict.Move()) {
+			if _, fault := m.Kind.Spends(); more && !(fault && m.Kind != system.Evict.Move()) {
 				// Made a node only if no move of x explains f: most
 				// facts are explained at once, and then these go.
 				j.quiet = append(j.quiet, quietStep{m: m, st: next, fired: fired})

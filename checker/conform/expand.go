@@ -204,7 +204,7 @@ func (t *tally) add(x *node) {
 		return
 	}
 	t.unlogged++
-	if x.move.Kind.Fault() {
+	if _, fault := x.move.Kind.Spends(); fault {
 		t.faults++
 	}
 	t.run++
@@ -535,7 +535,8 @@ func (j *judge) steps(a *attempt, n *node, work []*node) []*node {
 			}
 		}
 		// A cache evicting is no fault: caches do it all the time.
-		fault := m.Kind.Fault() && m.Kind != system.Evict.Move()
+		_, fault := m.Kind.Spends()
+		fault = fault && m.Kind != system.Evict.Move()
 		next := st
 		v := j.stepper.Force(&next, m)
 		if v != nil {

@@ -504,7 +504,7 @@ func (j *judge) nextOf(a *attempt, n *node, f *obslog.Fact) []obslog.Label {
 		for _, x := range frontier {
 			st, moves := j.movesOf(x)
 			for _, m := range moves {
-				if m.Kind.Fault() && m.Kind != system.Evict.Move() {
+				if _, fault := m.Kind.Spends(); fault && m.Kind != system.Evict.Move() {
 					continue
 				}
 				ns := st

@@ -118,7 +118,7 @@ func (s *Server) OpenTrace(file string, tr *checker.Trace) error {
 	sess := s.c.NewSession()
 	t := &Trace{File: file, Violation: tr.Violation, LoopFrom: tr.LoopFrom}
 	for i, m := range tr.Moves {
-		idx := indexOf(sess.Moves(), m)
+		idx := indexOf(s.c.Moves(sess.State()), m)
 		if idx < 0 {
 			return fmt.Errorf("%s:%d: step %d: %s is not enabled here", file, tr.Lines[i], i+1, m)
 		}
@@ -342,7 +342,7 @@ func ParsePath(text string) ([]int, error) {
 func (s *Server) walk(path []int, after func(int, *checker.Session, checker.StepResult), before func(int, *checker.Session)) (*checker.Session, error) {
 	sess := s.c.NewSession()
 	for i, idx := range path {
-		moves := sess.Moves()
+		moves := s.c.Moves(sess.State())
 		if idx >= len(moves) {
 			return nil, fmt.Errorf("%w: step %d chooses move %d, but %d moves are enabled there", errPath, i+1, idx, len(moves))
 		}
@@ -389,7 +389,7 @@ func (s *Server) State(path []int) (*View, error) {
 			return
 		}
 		v.Fired = s.firedRows(r.Fired)
-		now := sess.Describe()
+		now := s.c.DescribeState(sess.State())
 		v.Changed = make([]string, len(now))
 		for j := range now {
 			if j < len(prev) {
@@ -398,13 +398,13 @@ func (s *Server) State(path []int) (*View, error) {
 		}
 	}, func(i int, sess *checker.Session) {
 		if i == len(path)-1 {
-			prev = sess.Describe()
+			prev = s.c.DescribeState(sess.State())
 		}
 	})
 	if err != nil {
 		return nil, err
 	}
-	v.Lines = sess.Describe()
+	v.Lines = s.c.DescribeState(sess.State())
 	if v.Changed == nil {
 		v.Changed = make([]string, len(v.Lines))
 	}
@@ -413,7 +413,7 @@ func (s *Server) State(path []int) (*View, error) {
 	for h := range s.c.World().Handoffs {
 		v.Roles = append(v.Roles, HandoffRoles{Handoff: h, Source: p.StateName(spec.Source, st.Src[h]), Destination: p.StateName(spec.Destination, st.Dst[h])})
 	}
-	v.Drained = sess.Drained()
+	v.Drained = s.c.Drained(sess.State())
 	v.Quiescent = s.c.Quiescent(sess.State())
 	v.Verdicts = s.verdicts(sess, v.Quiescent, v.Steps)
 	if s.props != nil {
@@ -427,7 +427,7 @@ func (s *Server) State(path []int) (*View, error) {
 		}
 	}
 	v.Moves = []Choice{}
-	for i, m := range sess.Moves() {
+	for i, m := range s.c.Moves(sess.State()) {
 		next := *sess
 		r, err := next.Apply(m)
 		if err != nil {

@@ -92,10 +92,10 @@ func TestState_FollowsTheChecker(t *testing.T) {
 		if err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}
-		if !slices.Equal(v.Lines, sess.Describe()) {
-			t.Fatalf("step %d: the page shows\n%s\nthe checker\n%s", i, strings.Join(v.Lines, "\n"), strings.Join(sess.Describe(), "\n"))
+		if !slices.Equal(v.Lines, c.DescribeState(sess.State())) {
+			t.Fatalf("step %d: the page shows\n%s\nthe checker\n%s", i, strings.Join(v.Lines, "\n"), strings.Join(c.DescribeState(sess.State()), "\n"))
 		}
-		moves := sess.Moves()
+		moves := c.Moves(sess.State())
 		if len(v.Moves) != len(moves) {
 			t.Fatalf("step %d: the page offers %d moves, the checker enables %d", i, len(v.Moves), len(moves))
 		}
@@ -303,7 +303,7 @@ func TestExplorer_InChromium(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	moves := sess.Moves()
+	moves := c.Moves(sess.State())
 	other := -1
 	for i := range moves {
 		if i != s.trace.Path[3] {
@@ -330,7 +330,7 @@ func TestExplorer_InChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := sess.Describe(); !slices.Equal(lines, want) {
+	if want := c.DescribeState(sess.State()); !slices.Equal(lines, want) {
 		t.Fatalf("after branching off with %s the page shows\n%s\nthe checker's successor is\n%s",
 			moves[other], strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
@@ -690,7 +690,7 @@ func TestSearchInvariant_TheChosenOne(t *testing.T) {
 	}
 	sess := c.NewSession()
 	for i, idx := range f.Path {
-		r, err := sess.Apply(sess.Moves()[idx])
+		r, err := sess.Apply(c.Moves(sess.State())[idx])
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -237,7 +237,7 @@ func furthest(t *conform.RejectionTrace, p *system.Protocol) ([]string, string) 
 			return nil, err.Error()
 		}
 	}
-	return sess.Describe(), ""
+	return c.DescribeState(sess.State()), ""
 }
 
 // explainedStep reads a line of a rejection's explained prefix: "unlogged:

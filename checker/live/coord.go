@@ -482,7 +482,7 @@ func strikes(k system.Fault) bool {
 	case kind.Instead != 0:
 		return k == system.Loss || k == system.Duplicate || k == system.TransferFailure
 	case kind.Offered:
-		return cluster.Takes(k, system.ArgSide)
+		return cluster.NamesSide(k)
 	}
 	return false
 }

@@ -82,7 +82,7 @@ func everyMarkReachesItsStriker(t *testing.T, k system.Fault, after string) {
 		if w.refused != 0 || (left != 1 && a.trigger == "") {
 			t.Errorf("%s: the %s worker refused %d frames, holds %d marks and waits for %q; want the mark held", k, fr.To, w.refused, left, a.trigger)
 		}
-		if cluster.Takes(k, system.ArgSide) && sd != model.DestinationSide {
+		if cluster.NamesSide(k) && sd != model.DestinationSide {
 			t.Errorf("%s: a mark on the destination went to the %s", k, fr.To)
 		}
 	}

@@ -973,7 +973,7 @@ func (w *worker) scheduleMoves(a *attempt) {
 // strikesHere says which offered fault moves a worker strikes where its
 // window first offers them: those of its own side.
 func (w *worker) strikesHere(k system.Fault, m system.Move) bool {
-	return cluster.Takes(k, system.ArgSide) && model.Side(m.Arg) == w.mine
+	return cluster.NamesSide(k) && model.Side(m.Arg) == w.mine
 }
 
 // offer schedules again the attempts that wait for capacity, oldest first.

@@ -282,7 +282,7 @@ func ladder(n int) [][]int64 {
 func (p *Plan) aim(ctx context.Context, proto *system.Protocol, cfg *cluster.Config, reqs []cluster.Request, steps []planStep, reqOf map[int]int, offset int64) ([]faultplan.Fault, *sim.Result, error) {
 	var faults []faultplan.Fault
 	for i, st := range steps {
-		if !st.m.Kind.Fault() {
+		if _, fault := st.m.Kind.Spends(); !fault {
 			continue
 		}
 		k, _ := st.m.Kind.Spends()
@@ -345,11 +345,11 @@ func (p *Plan) aim(ctx context.Context, proto *system.Protocol, cfg *cluster.Con
 		}
 		f.AtUS = at
 		switch {
-		case cluster.Takes(k, system.ArgTo):
+		case cluster.NamesFact(k):
 			f.To, f.Msg = sideName(model.Side(st.m.Arg)), st.m.Msg.String()
 		case k == system.Restart:
 			f.Request, f.Worker = -1, st.worker
-		case cluster.Takes(k, system.ArgSide):
+		case cluster.NamesSide(k):
 			f.Side = sideName(model.Side(st.m.Arg))
 		}
 		faults = append(faults, f)
@@ -386,7 +386,7 @@ func phaseOf(want []obslog.Label, k system.Fault, m system.Move) (model.Side, st
 		default:
 			continue
 		}
-		if cluster.Takes(k, system.ArgSide) && by != model.Side(m.Arg) {
+		if cluster.NamesSide(k) && by != model.Side(m.Arg) {
 			continue
 		}
 		sd, after = by, l.Kind.String()
@@ -578,7 +578,7 @@ func simWorker(ws []model.WorkerConfig, w int) int {
 // not by phase.
 func hasTimedFault(steps []planStep) bool {
 	for _, st := range steps {
-		if st.m.Kind.Fault() && st.m.Kind != system.Restart.Move() {
+		if _, fault := st.m.Kind.Spends(); fault && st.m.Kind != system.Restart.Move() {
 			return true
 		}
 	}

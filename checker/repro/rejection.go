@@ -528,7 +528,7 @@ func minimizeMoves(c *checker.Checker, moves []system.Move, inv string) []system
 // an invariant when violated is set.
 func replayStory(c *checker.Checker, moves []system.Move, violated bool) (*checker.Counterexample, []string, error) {
 	s := c.NewSession()
-	ce := &checker.Counterexample{Initial: s.Describe()}
+	ce := &checker.Counterexample{Initial: c.DescribeState(s.State())}
 	var story []string
 	for i, m := range moves {
 		r, err := s.Apply(m)
@@ -540,7 +540,7 @@ func replayStory(c *checker.Checker, moves []system.Move, violated bool) (*check
 		for _, l := range lines[1:] {
 			story = append(story, "   "+strings.TrimSpace(l))
 		}
-		ce.Steps = append(ce.Steps, checker.TraceStep{Move: m, Fired: r.Fired, State: s.Describe()})
+		ce.Steps = append(ce.Steps, checker.TraceStep{Move: m, Fired: r.Fired, State: c.DescribeState(s.State())})
 		if r.Violation != nil {
 			ce.Violation = r.Violation
 			ce.Steps[len(ce.Steps)-1].Failed = true

@@ -240,7 +240,7 @@ func minimize(in Input, moves []system.Move) (cfgJSON []byte, run system.Run, ou
 // returns the counterexample on this checker and the steps told in words.
 func replay(c *checker.Checker, moves []system.Move, want *checker.Counterexample) (*checker.Counterexample, []string, error) {
 	s := c.NewSession()
-	ce := &checker.Counterexample{Initial: s.Describe()}
+	ce := &checker.Counterexample{Initial: c.DescribeState(s.State())}
 	var story []string
 	loopFrom := len(want.Steps)
 	var loopKey system.Key
@@ -258,10 +258,10 @@ func replay(c *checker.Checker, moves []system.Move, want *checker.Counterexampl
 		for _, l := range lines[1:] {
 			story = append(story, "   "+strings.TrimSpace(l))
 		}
-		st := checker.TraceStep{Move: m, Fired: r.Fired, State: s.Describe()}
+		st := checker.TraceStep{Move: m, Fired: r.Fired, State: c.DescribeState(s.State())}
 		if len(want.Loop) > 0 && i >= loopFrom {
 			ce.Loop = append(ce.Loop, st)
-			drained = drained || s.Drained()
+			drained = drained || c.Drained(s.State())
 			continue
 		}
 		ce.Steps = append(ce.Steps, st)
@@ -499,7 +499,7 @@ const specFile = {{printf "%q" .In.SpecFile}}
 		if r.Violation != nil {
 			t.Fatalf("step %d (%s) violates %s: %s", i+1, m, r.Violation.Invariant, r.Violation.Detail)
 		}
-		drained = drained || (tr.LoopFrom > 0 && i >= tr.LoopFrom && s.Drained())
+		drained = drained || (tr.LoopFrom > 0 && i >= tr.LoopFrom && c.Drained(s.State()))
 	}
 	if tr.LoopFrom > 0 && !drained && c.Key(s.State()) == loopKey {
 		t.Fatalf("steps %d-%d loop back to the state after step %d without draining: %s", tr.LoopFrom+1, len(tr.Moves), tr.LoopFrom, tr.Violation)

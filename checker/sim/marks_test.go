@@ -15,14 +15,15 @@ import (
 // one, and the phase form of a kind aimed at one.
 func aimedFaults(k system.Fault) []faultplan.Fault {
 	f := faultplan.Fault{Kind: k.String(), Request: -1, Worker: -1}
-	if cluster.Takes(k, system.ArgH) {
+	h, worker, _, _ := k.Move().Names()
+	if h {
 		f.Request = 0
 	}
-	if cluster.Takes(k, system.ArgWorker) {
+	if worker {
 		f.Worker = 0
 	}
 	out := []faultplan.Fault{f}
-	if cluster.Takes(k, system.ArgSide) {
+	if cluster.NamesSide(k) {
 		f.Side = "source"
 		g := f
 		g.Side = "destination"

@@ -299,7 +299,9 @@ func (s *Sim) lines(r *request) []string {
 				text = e.m.String()
 			}
 		case hFiring:
-			text = fmt.Sprintf("  %s row %d: %s", e.f.Role, e.f.Row, s.chk.FiringText(e.f))
+			pr := s.chk.Protocol()
+			text = fmt.Sprintf("  %s row %d: %s --%s--> %s", e.f.Role, e.f.Row,
+				pr.StateName(e.f.Role, e.f.From), system.EventName(e.f.Role, e.f.Event), pr.StateName(e.f.Role, e.f.To))
 		case hRestart:
 			text = fmt.Sprintf("restart of worker %d", e.w)
 		case hTimerIgnored:
@@ -1066,7 +1068,7 @@ func (s *Sim) fireMove(e *event) {
 			s.stats.faults++
 			return
 		}
-		if cluster.Takes(k, system.ArgTo) {
+		if cluster.NamesFact(k) {
 			return
 		}
 	}

@@ -129,23 +129,6 @@ func newCoverage(s *spec.Spec) *Coverage {
 	return &Coverage{Rows: [2][]uint64{make([]uint64, len(s.Source.Rows)+1), make([]uint64, len(s.Destination.Rows)+1)}}
 }
 
-// Reset sets every count back to zero.
-func (c *Coverage) Reset() {
-	for r := range c.Rows {
-		clear(c.Rows[r])
-	}
-	c.Fired = 0
-}
-
-func (c *Coverage) Add(o *Coverage) {
-	c.Fired |= o.Fired
-	for r := range c.Rows {
-		for i, n := range o.Rows[r] {
-			c.Rows[r][i] += n
-		}
-	}
-}
-
 // fire gives an event to a role machine and applies the actions of the
 // row that fires. It reports false when the event has no row in the
 // record's state. A terminal record fires the rows its state has: the
@@ -154,7 +137,7 @@ func (c *Coverage) Add(o *Coverage) {
 // judge what it does.
 func (c *System) fire(s *State, tx *model.Tx, cov *Coverage, r spec.Role, h int, ev uint8) bool {
 	st := s.rolePtr(r, h)
-	t, ok := c.proto.Step(r, c.policy, *st, ev)
+	t, ok := c.proto.step(r, c.policy, *st, ev)
 	if !ok {
 		return false
 	}
@@ -168,7 +151,7 @@ func (c *System) fire(s *State, tx *model.Tx, cov *Coverage, r spec.Role, h int,
 	side := sideOf(r)
 	cause := causeOf(r, ev)
 	// A command the core applies at once is answered after the row.
-	var answered [MaxActions]uint8
+	var answered [maxActions]uint8
 	n := 0
 	for i := 0; i < int(t.N); i++ {
 		a := t.Acts[i]
@@ -196,7 +179,7 @@ func (c *System) fire(s *State, tx *model.Tx, cov *Coverage, r spec.Role, h int,
 // can reports whether a role record would take an event now: its state
 // has a row for it, terminal or not.
 func (c *System) can(s *State, r spec.Role, h int, ev uint8) bool {
-	_, ok := c.proto.Step(r, c.policy, s.Role(r, h), ev)
+	_, ok := c.proto.step(r, c.policy, s.Role(r, h), ev)
 	return ok
 }
 

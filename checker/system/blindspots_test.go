@@ -39,7 +39,7 @@ func TestHang_OfferedWhereTheSystemWaitsOnTransfers(t *testing.T) {
 			tx := model.Tx{W: &s.W}
 			for h := 0; h < len(cfg.World.Handoffs); h++ {
 				x := &s.W.H[h]
-				want := waiting && x.Xfer == model.XferRunning && !x.Hung && tx.TransferWouldSucceed(h) && s.B.Has(Hang)
+				want := waiting && x.Xfer == model.XferRunning && !x.Hung && tx.TransferWouldSucceed(h) && s.B.has(Hang)
 				got, ends := false, false
 				for i := 0; i < ms.N; i++ {
 					if m := ms.M[i]; int(m.H) == h && m.Kind == Hang.Move() {

@@ -18,20 +18,6 @@ const allCommands = Commands(1<<model.CmdActivate | 1<<model.CmdRelease | 1<<mod
 // Has reports whether a kind is in the set.
 func (c Commands) Has(k model.Cmd) bool { return c&(1<<k) != 0 }
 
-// String lists the kinds, as a configuration writes them.
-func (c Commands) String() string {
-	var out []string
-	for k := model.CmdNone + 1; k < model.NumCmds; k++ {
-		if c.Has(k) {
-			out = append(out, k.String())
-		}
-	}
-	if len(out) == 0 {
-		return "none"
-	}
-	return strings.Join(out, ",")
-}
-
 // ParseCommands reads a configuration's "commands": true (every kind),
 // false (none), or a list of kinds.
 func ParseCommands(raw json.RawMessage) (Commands, error) {

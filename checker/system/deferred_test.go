@@ -37,7 +37,7 @@ func TestDeferred_OfferedWhereTheStateHasARow(t *testing.T) {
 	s := withRow(t, spec.Destination, spec.Row{From: []string{"Reserving"}, Event: "Deferred", Policies: []spec.Policy{spec.SourceFirst},
 		Actions: []string{"SendLeaseRenewed"}, Why: "a heartbeat queued while decode waits"})
 	c := checkerFor(t, interpreted(t, s), cfg, "vllm")
-	reserving := uint8(c.proto.StateIndex(spec.Destination, "Reserving"))
+	reserving := uint8(c.proto.stateIndex(spec.Destination, "Reserving"))
 	seen := 0
 	eachState(t, c, func(st *State) bool {
 		src, dst := count(c, st)
@@ -83,7 +83,7 @@ func TestCheckVocabulary_LaterEventsMayBeAbsent(t *testing.T) {
 	for _, r := range spec.Roles {
 		for _, pol := range spec.Policies {
 			for st := range p.tables[r][pol] {
-				if _, ok := p.Step(r, pol, uint8(st), deferredEvent(sideOf(r))); ok {
+				if _, ok := p.step(r, pol, uint8(st), deferredEvent(sideOf(r))); ok {
 					t.Errorf("%s %s: Deferred fires without being declared", r, p.StateName(r, uint8(st)))
 				}
 			}

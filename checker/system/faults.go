@@ -59,14 +59,14 @@ func (f Fault) Move() MoveKind {
 type FaultKind struct {
 	// Config is the key of the kind in a configuration's "faults" object.
 	Config string
-	// MoveName and Args are the step syntax (scenario and trace files)
+	// MoveName and args are the step syntax (scenario and trace files)
 	// of the fault move that spends the budget (Fault.Move):
 	// "duplicate h=H to=S msg=M". MoveName is empty for a kind spent by a
 	// protocol move taken out of order: reorder by a delivery of a fact
 	// that is not the oldest in flight, early_timer by a timer that fires
 	// while other moves are possible.
 	MoveName string
-	Args     []Arg
+	args     []arg
 	// Swarm lets a swarm walk switch the fault move off.
 	Swarm bool
 	// Meaning is what the fault is, in one line.
@@ -91,31 +91,31 @@ type FaultKind struct {
 
 // FaultKinds is the fault vocabulary, indexed by Fault.
 var FaultKinds = [NumFaults]FaultKind{
-	Duplicate: {Config: "duplicate", MoveName: "duplicate", Args: []Arg{ArgH, ArgTo, ArgMsg}, Swarm: true,
+	Duplicate: {Config: "duplicate", MoveName: "duplicate", args: []arg{argH, argTo, argMsg}, Swarm: true,
 		Meaning: "the transport delivers a fact in flight and keeps it in flight", Instead: MvDeliver},
-	Loss: {Config: "loss", MoveName: "lose", Args: []Arg{ArgH, ArgTo, ArgMsg}, Swarm: true,
+	Loss: {Config: "loss", MoveName: "lose", args: []arg{argH, argTo, argMsg}, Swarm: true,
 		Meaning: "the transport drops a fact in flight", Instead: MvDeliver},
 	Reorder: {Config: "reorder",
 		Meaning: "the transport delivers a fact that is not the oldest in flight", Unplanned: "facts are reordered by the simulator's latency jitter by themselves, not at a time of a plan; schedule a loss or a duplicate to disturb one fact"},
-	Cancel: {Config: "cancel", MoveName: "cancel", Args: []Arg{ArgH}, Swarm: true,
+	Cancel: {Config: "cancel", MoveName: "cancel", args: []arg{argH}, Swarm: true,
 		Meaning: "the client cancels the request; the frontend cancels both request streams that exist", Offered: true, Phase: true},
-	Abort: {Config: "abort", MoveName: "abort", Args: []Arg{ArgH, ArgSide}, Swarm: true,
+	Abort: {Config: "abort", MoveName: "abort", args: []arg{argH, argSide}, Swarm: true,
 		Meaning: "either side aborts the request on its own, at any phase", Offered: true, Phase: true},
-	TransferFailure: {Config: "transfer_failure", MoveName: "fail-transfer", Args: []Arg{ArgH}, Swarm: true,
+	TransferFailure: {Config: "transfer_failure", MoveName: "fail-transfer", args: []arg{argH}, Swarm: true,
 		Meaning: "a running KV transfer fails on its own (network, timeout)", Instead: MvTransfer},
-	Restart: {Config: "restart", MoveName: "restart", Args: []Arg{ArgWorker}, Swarm: true,
+	Restart: {Config: "restart", MoveName: "restart", args: []arg{argWorker}, Swarm: true,
 		Meaning: "a worker process restarts: its memory, registrations, in-flight requests and KV index go, its generation increases, routers learn a terminal outcome", Phase: true},
 	EarlyTimer: {Config: "early_timer",
 		Meaning: "a lease, bootstrap or reservation deadline or a heartbeat fires while other moves are still possible", Unplanned: "timers fire on the simulator's clock when their deadlines pass; set the deadlines in the simulation's configuration instead"},
-	NoShow: {Config: "no_show", MoveName: "no-show", Args: []Arg{ArgH}, Swarm: true,
+	NoShow: {Config: "no_show", MoveName: "no-show", args: []arg{argH}, Swarm: true,
 		Meaning: "the frontend never routes decode", Unplanned: "whether the frontend ever routes decode is decided when it routes the request, not at a time of a plan; schedule a cancel or an abort instead"},
-	BackgroundLoad: {Config: "background_load", MoveName: "occupy", Args: []Arg{ArgWorker}, Swarm: true,
+	BackgroundLoad: {Config: "background_load", MoveName: "occupy", args: []arg{argWorker}, Swarm: true,
 		Meaning: "other requests take a decode worker's configured background capacity at any moment", Unplanned: "the other requests of the workload are the load on a worker; put more requests in the workload instead"},
-	Hang: {Config: "hang", MoveName: "hang", Args: []Arg{ArgH}, Swarm: true,
+	Hang: {Config: "hang", MoveName: "hang", args: []arg{argH}, Swarm: true,
 		Meaning: "a running KV transfer hangs: it neither completes nor fails until a registration it uses is fenced or closed", Offered: true},
-	Evict: {Config: "evict", MoveName: "evict", Args: []Arg{ArgH, ArgSide}, Swarm: true,
+	Evict: {Config: "evict", MoveName: "evict", args: []arg{argH, argSide}, Swarm: true,
 		Meaning: "a worker's cache evicts the released blocks a handoff's side keeps there; Removed is published if the KV index advertised them", Offered: true, Phase: true},
-	Delay: {Config: "delay", MoveName: "delay", Args: []Arg{ArgH, ArgSide}, Swarm: true,
+	Delay: {Config: "delay", MoveName: "delay", args: []arg{argH, argSide}, Swarm: true,
 		Meaning: "a worker's scheduler core falls behind: the commands a side sends it for the handoff wait, and anything may happen before the core applies them", Offered: true, Phase: true},
 }
 
@@ -144,18 +144,6 @@ func ParseFault(name string) (Fault, bool) {
 		}
 	}
 	return 0, false
-}
-
-// SwarmFaultMoves lists, in budget order, the fault moves a swarm walk
-// may switch off.
-func SwarmFaultMoves() []MoveKind {
-	var out []MoveKind
-	for f := range FaultKinds {
-		if FaultKinds[f].Swarm {
-			out = append(out, Fault(f).Move())
-		}
-	}
-	return out
 }
 
 // budgetBits is the width of one fault kind's slot in a packed budget.
@@ -209,14 +197,14 @@ func (b *Budget) pack() Remaining {
 // spending or testing a kind touches only its slot.
 type Remaining uint64
 
-// Has reports whether the environment may still commit a fault of kind f.
-func (r Remaining) Has(f Fault) bool { return r>>(budgetBits*f)&MaxBudget != 0 }
+// has reports whether the environment may still commit a fault of kind f.
+func (r Remaining) has(f Fault) bool { return r>>(budgetBits*f)&MaxBudget != 0 }
 
 // Left is how many faults of kind f the environment may still commit.
 func (r Remaining) Left(f Fault) int { return int(r >> (budgetBits * f) & MaxBudget) }
 
 // spend uses one fault of kind f; the move that does it is enabled only
-// when r.Has(f).
+// when r.has(f).
 func (r *Remaining) spend(f Fault) { *r -= 1 << (budgetBits * f) }
 
 // budget unpacks the remaining budget.
@@ -239,35 +227,35 @@ func (c *System) faults(s *State, ms *MoveSet) {
 	for h := 0; h < c.nH; h++ {
 		x := &s.W.H[h]
 		hh := int8(h)
-		if s.B.Has(Duplicate) || s.B.Has(Loss) {
+		if s.B.has(Duplicate) || s.B.has(Loss) {
 			for to := model.SourceSide; to <= model.DestinationSide; to++ {
 				ch := &x.Ch[to]
 				for i := 0; i < int(ch.N); i++ {
 					// A duplicate to a record that would not react is a
 					// delivery: nothing to explore apart.
-					if s.B.Has(Duplicate) && (!c.terminal(s, roleOf(to), h) || c.can(s, roleOf(to), h, msgEvent(to, ch.M[i]))) {
+					if s.B.has(Duplicate) && (!c.terminal(s, roleOf(to), h) || c.can(s, roleOf(to), h, msgEvent(to, ch.M[i]))) {
 						ms.add(Move{Kind: Duplicate.Move(), H: hh, Arg: int8(to), Msg: ch.M[i]})
 					}
-					if s.B.Has(Loss) {
+					if s.B.has(Loss) {
 						ms.add(Move{Kind: Loss.Move(), H: hh, Arg: int8(to), Msg: ch.M[i]})
 					}
 				}
 			}
 		}
-		if s.B.Has(Cancel) && !x.Cancelled && !c.finished(s, h) {
+		if s.B.has(Cancel) && !x.Cancelled && !c.finished(s, h) {
 			ms.add(Move{Kind: Cancel.Move(), H: hh})
 		}
-		if s.B.Has(Abort) {
+		if s.B.has(Abort) {
 			for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 				if x.Worker(sd) >= 0 && c.can(s, roleOf(sd), h, abortEvent(sd)) {
 					ms.add(Move{Kind: Abort.Move(), H: hh, Arg: int8(sd)})
 				}
 			}
 		}
-		if s.B.Has(TransferFailure) && x.Xfer == model.XferRunning && !x.Hung && c.transferCanEnd(s, h, false) {
+		if s.B.has(TransferFailure) && x.Xfer == model.XferRunning && !x.Hung && c.transferCanEnd(s, h, false) {
 			ms.add(Move{Kind: TransferFailure.Move(), H: hh})
 		}
-		if s.B.Has(NoShow) && c.decodeRoutable(s, h) {
+		if s.B.has(NoShow) && c.decodeRoutable(s, h) {
 			ms.add(Move{Kind: NoShow.Move(), H: hh})
 		}
 		// A hang is offered only where the system waits on transfers
@@ -278,7 +266,7 @@ func (c *System) faults(s *State, ms *MoveSet) {
 		// and only there does it change what is enabled (timers fire
 		// freely once nothing else can happen). A transfer that will
 		// fail anyway (a registration is gone) gains nothing by hanging.
-		if s.B.Has(Hang) && ms.waiting && x.Xfer == model.XferRunning && !x.Hung && tx.TransferWouldSucceed(h) {
+		if s.B.has(Hang) && ms.waiting && x.Xfer == model.XferRunning && !x.Hung && tx.TransferWouldSucceed(h) {
 			ms.add(Move{Kind: Hang.Move(), H: hh})
 		}
 		// An eviction commutes with every move but an allocation on the
@@ -290,7 +278,7 @@ func (c *System) faults(s *State, ms *MoveSet) {
 		// record is not terminal. A terminal record that still reacts (a
 		// variant's row from a terminal state) sees only the evictions
 		// allocations make.
-		if s.B.Has(Evict) {
+		if s.B.has(Evict) {
 			for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 				if tx.CanEvict(h, sd) && !c.terminal(s, roleOf(sd), h) {
 					ms.add(Move{Kind: Evict.Move(), H: hh, Arg: int8(sd)})
@@ -298,17 +286,17 @@ func (c *System) faults(s *State, ms *MoveSet) {
 			}
 		}
 	}
-	if s.B.Has(Delay) {
+	if s.B.has(Delay) {
 		c.delays(s, ms)
 	}
-	if s.B.Has(Restart) {
+	if s.B.has(Restart) {
 		for w := 0; w < c.nW; w++ {
 			if c.hostsLive(s, w) {
 				ms.add(Move{Kind: Restart.Move(), H: -1, Arg: int8(w)})
 			}
 		}
 	}
-	if s.B.Has(BackgroundLoad) {
+	if s.B.has(BackgroundLoad) {
 		for _, w := range c.decode {
 			if tx.CanOccupyBackground(w) {
 				ms.add(Move{Kind: BackgroundLoad.Move(), H: -1, Arg: int8(w)})
@@ -338,7 +326,7 @@ func (c *System) delays(s *State, ms *MoveSet) {
 		if !ok {
 			continue
 		}
-		t, ok := c.proto.Step(r, c.policy, s.Role(r, h), ev)
+		t, ok := c.proto.step(r, c.policy, s.Role(r, h), ev)
 		if !ok {
 			continue
 		}

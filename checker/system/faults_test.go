@@ -45,7 +45,7 @@ func TestFaultKinds_Table(t *testing.T) {
 		}
 		mv := f.Move()
 		if mv == 0 {
-			if fk.MoveName != "" || fk.Args != nil || fk.Swarm {
+			if fk.MoveName != "" || fk.args != nil || fk.Swarm {
 				t.Errorf("fault %s has no move of its own but a move name, arguments or a swarm switch", f)
 			}
 			continue
@@ -58,19 +58,21 @@ func TestFaultKinds_Table(t *testing.T) {
 			t.Errorf("fault %s: move name %q is taken by %d", f, fk.MoveName, k)
 		}
 		moves[fk.MoveName] = mv
-		if got, ok := mv.Spends(); !ok || got != f || !mv.Fault() || mv.String() != fk.MoveName {
-			t.Errorf("fault %s: move %q spends %v (%v), Fault() = %v", f, mv, got, ok, mv.Fault())
+		if got, ok := mv.Spends(); !ok || got != f || mv.String() != fk.MoveName {
+			t.Errorf("fault %s: move %q spends %v (%v)", f, mv, got, ok)
 		}
 	}
 	// A number after the protocol moves that belongs to no fault move
 	// (a kind spent out of order) names no move and is no fault.
 	for k := numProtocolMoveKinds; k < NumMoveKinds; k++ {
-		if _, ok := owner[k]; !ok && (k.Fault() || k.String() != fmt.Sprintf("MoveKind(%d)", k)) {
-			t.Errorf("move kind %d belongs to no fault kind but is named %q (fault %v)", k, k, k.Fault())
+		if _, ok := owner[k]; !ok {
+			if _, fault := k.Spends(); fault || k.String() != fmt.Sprintf("MoveKind(%d)", k) {
+				t.Errorf("move kind %d belongs to no fault kind but is named %q (fault %v)", k, k, fault)
+			}
 		}
 	}
 	for k := MoveKind(1); k < numProtocolMoveKinds; k++ {
-		if k.Fault() {
+		if _, fault := k.Spends(); fault {
 			t.Errorf("protocol move %s counts as a fault", k)
 		}
 	}
@@ -96,8 +98,8 @@ func TestFaultKinds_BudgetPacking(t *testing.T) {
 				if g == f {
 					want = int(n)
 				}
-				if r.Left(g) != want || r.Has(g) != (want > 0) {
-					t.Fatalf("budget %s=%d packed: %s left %d, has %v", f, n, g, r.Left(g), r.Has(g))
+				if r.Left(g) != want || r.has(g) != (want > 0) {
+					t.Fatalf("budget %s=%d packed: %s left %d, has %v", f, n, g, r.Left(g), r.has(g))
 				}
 			}
 			if r.budget() != b {
@@ -132,15 +134,15 @@ func TestFaultKinds_BudgetPacking(t *testing.T) {
 // sampleMove is a move of kind k with every argument its syntax takes.
 func sampleMove(k MoveKind) Move {
 	m := Move{Kind: k, H: -1}
-	for _, a := range k.Args() {
+	for _, a := range k.args() {
 		switch a {
-		case ArgH:
+		case argH:
 			m.H = 1
-		case ArgWorker:
+		case argWorker:
 			m.Arg = 2
-		case ArgTo, ArgSide:
+		case argTo, argSide:
 			m.Arg = int8(model.DestinationSide)
-		case ArgMsg:
+		case argMsg:
 			m.Msg = model.MsgCancelled
 		case argTimer:
 			m.Arg = int8(model.TimerHeartbeat)
@@ -158,7 +160,7 @@ func TestMoves_SyntaxRoundTrips(t *testing.T) {
 		if err != nil || got != m {
 			t.Errorf("%s: %q parses to %+v, %v", k, m.String(), got, err)
 		}
-		if !strings.HasPrefix(k.Syntax(), k.String()) || strings.Count(k.Syntax(), "=") != len(k.Args()) {
+		if !strings.HasPrefix(k.Syntax(), k.String()) || strings.Count(k.Syntax(), "=") != len(k.args()) {
 			t.Errorf("%s: syntax %q", k, k.Syntax())
 		}
 		fields := strings.Fields(m.String())
@@ -174,7 +176,7 @@ func TestMoves_SyntaxRoundTrips(t *testing.T) {
 			t.Errorf("%s: parsed without its last argument", k)
 		}
 		extra := "worker=1"
-		if slices.Contains(k.Args(), ArgWorker) {
+		if slices.Contains(k.args(), argWorker) {
 			extra = "timer=lease"
 		}
 		if _, err := ParseMove(m.String() + " " + extra); err == nil {

@@ -10,8 +10,8 @@ import (
 // tables must be exactly as large as the limits the spec enforces, or a
 // file would pass validate and be refused (or overflow) only at check.
 func TestLimits_MatchTheSpec(t *testing.T) {
-	if MaxActions != spec.MaxActions {
-		t.Errorf("checker.MaxActions = %d, spec.MaxActions = %d", MaxActions, spec.MaxActions)
+	if maxActions != spec.MaxActions {
+		t.Errorf("system.maxActions = %d, spec.MaxActions = %d", maxActions, spec.MaxActions)
 	}
 	if maxStates != spec.MaxStates {
 		t.Errorf("checker.MaxStates = %d, spec.MaxStates = %d", maxStates, spec.MaxStates)

@@ -37,22 +37,22 @@ const (
 	numProtocolMoveKinds
 )
 
-// Arg is one argument of a move's step syntax, written key=value.
-type Arg uint8
+// arg is one argument of a move's step syntax, written key=value.
+type arg uint8
 
 const (
-	// ArgH is h=H, the handoff (Move.H).
-	ArgH Arg = iota
-	// ArgWorker is worker=W (Move.Arg).
-	ArgWorker
-	// ArgTo is to=source|destination, the side a fact goes to (Move.Arg).
-	ArgTo
-	// ArgMsg is msg=M, the fact (Move.Msg).
-	ArgMsg
+	// argH is h=H, the handoff (Move.H).
+	argH arg = iota
+	// argWorker is worker=W (Move.Arg).
+	argWorker
+	// argTo is to=source|destination, the side a fact goes to (Move.Arg).
+	argTo
+	// argMsg is msg=M, the fact (Move.Msg).
+	argMsg
 	// argTimer is timer=lease|bootstrap|heartbeat|reservation (Move.Arg).
 	argTimer
-	// ArgSide is side=source|destination, the side that acts (Move.Arg).
-	ArgSide
+	// argSide is side=source|destination, the side that acts (Move.Arg).
+	argSide
 	numArgs
 )
 
@@ -61,36 +61,37 @@ var argKeys = [numArgs]string{"h", "worker", "to", "msg", "timer", "side"}
 // argPlaceholders name the values in Syntax.
 var argPlaceholders = [numArgs]string{"H", "W", "S", "M", "T", "S"}
 
-func (a Arg) String() string { return argKeys[a] }
+// key is the argument's key in the step syntax.
+func (a arg) key() string { return argKeys[a] }
 
 // moveSyntax is the step syntax of one move kind: its name and the
 // arguments it takes, in the order String writes them.
 type moveSyntax struct {
 	name string
-	args []Arg
+	args []arg
 	// spends is the fault kind the move spends, NumFaults for a protocol move.
 	spends Fault
 }
 
 // protocolMoves is the step syntax of the protocol moves.
 var protocolMoves = [numProtocolMoveKinds]moveSyntax{
-	MvRoutePrefill:   {name: "route-prefill", args: []Arg{ArgH, ArgWorker}},
-	MvDeliverRequest: {name: "deliver-request", args: []Arg{ArgH}},
-	MvRouteDecode:    {name: "route-decode", args: []Arg{ArgH, ArgWorker}},
-	MvReserve:        {name: "reserve", args: []Arg{ArgH}},
-	MvRefuse:         {name: "refuse", args: []Arg{ArgH}},
-	MvAdmit:          {name: "admit", args: []Arg{ArgH}},
-	MvCompute:        {name: "compute", args: []Arg{ArgH}},
-	MvTransfer:       {name: "transfer", args: []Arg{ArgH}},
-	MvDeliver:        {name: "deliver", args: []Arg{ArgH, ArgTo, ArgMsg}},
-	MvTimer:          {name: "timer", args: []Arg{ArgH, argTimer}},
-	MvPromote:        {name: "promote", args: []Arg{ArgH}},
-	MvDecodeFinish:   {name: "decode-finish", args: []Arg{ArgH}},
-	MvDeliverCancel:  {name: "deliver-cancel", args: []Arg{ArgH, ArgSide}},
-	MvPeerRestarted:  {name: "peer-restarted", args: []Arg{ArgH, ArgSide}},
-	MvFreeBackground: {name: "free-background", args: []Arg{ArgWorker}},
-	MvDeferred:       {name: "deferred", args: []Arg{ArgH, ArgSide}},
-	MvApply:          {name: "apply", args: []Arg{ArgH, ArgSide}},
+	MvRoutePrefill:   {name: "route-prefill", args: []arg{argH, argWorker}},
+	MvDeliverRequest: {name: "deliver-request", args: []arg{argH}},
+	MvRouteDecode:    {name: "route-decode", args: []arg{argH, argWorker}},
+	MvReserve:        {name: "reserve", args: []arg{argH}},
+	MvRefuse:         {name: "refuse", args: []arg{argH}},
+	MvAdmit:          {name: "admit", args: []arg{argH}},
+	MvCompute:        {name: "compute", args: []arg{argH}},
+	MvTransfer:       {name: "transfer", args: []arg{argH}},
+	MvDeliver:        {name: "deliver", args: []arg{argH, argTo, argMsg}},
+	MvTimer:          {name: "timer", args: []arg{argH, argTimer}},
+	MvPromote:        {name: "promote", args: []arg{argH}},
+	MvDecodeFinish:   {name: "decode-finish", args: []arg{argH}},
+	MvDeliverCancel:  {name: "deliver-cancel", args: []arg{argH, argSide}},
+	MvPeerRestarted:  {name: "peer-restarted", args: []arg{argH, argSide}},
+	MvFreeBackground: {name: "free-background", args: []arg{argWorker}},
+	MvDeferred:       {name: "deferred", args: []arg{argH, argSide}},
+	MvApply:          {name: "apply", args: []arg{argH, argSide}},
 }
 
 // moveTable is the syntax of every move kind: the protocol moves, then the
@@ -108,7 +109,7 @@ func buildMoveTable() [NumMoveKinds]moveSyntax {
 	for f := range FaultKinds {
 		fk := &FaultKinds[f]
 		if mv := Fault(f).Move(); mv != 0 {
-			t[mv] = moveSyntax{name: fk.MoveName, args: fk.Args, spends: Fault(f)}
+			t[mv] = moveSyntax{name: fk.MoveName, args: fk.args, spends: Fault(f)}
 		}
 	}
 	return t
@@ -137,24 +138,42 @@ func (k MoveKind) String() string {
 	return fmt.Sprintf("MoveKind(%d)", uint8(k))
 }
 
-// Fault reports whether the move is an optional environment fault.
-func (k MoveKind) Fault() bool { return k < NumMoveKinds && moveTable[k].spends < NumFaults }
-
 // Spends is the fault kind whose budget the move spends; ok is false for
-// a protocol move.
+// a protocol move, true for an optional environment fault.
 func (k MoveKind) Spends() (f Fault, ok bool) {
 	f = moveTable[k].spends
 	return f, f < NumFaults
 }
 
-// Args is the move's arguments, in the order its step syntax writes them.
-func (k MoveKind) Args() []Arg { return moveTable[k].args }
+// args is the move's arguments, in the order its step syntax writes them.
+func (k MoveKind) args() []arg { return moveTable[k].args }
+
+// Names says what a move of kind k names besides its kind: a handoff
+// (Move.H), a worker (Move.Arg), the side that acts (Move.Arg), and a
+// fact in flight, the side it goes to and the fact (Move.Arg, Move.Msg).
+// A plan's line of a fault kind names what its move names; a reader that
+// renumbers workers renumbers the moves that name one.
+func (k MoveKind) Names() (handoff, worker, side, fact bool) {
+	for _, a := range k.args() {
+		switch a {
+		case argH:
+			handoff = true
+		case argWorker:
+			worker = true
+		case argSide:
+			side = true
+		case argTo, argMsg:
+			fact = true
+		}
+	}
+	return handoff, worker, side, fact
+}
 
 // Syntax is the move's step syntax with placeholders: "deliver h=H to=S msg=M".
 func (k MoveKind) Syntax() string {
 	var b strings.Builder
 	b.WriteString(k.String())
-	for _, a := range k.Args() {
+	for _, a := range k.args() {
 		fmt.Fprintf(&b, " %s=%s", argKeys[a], argPlaceholders[a])
 	}
 	return b.String()
@@ -190,17 +209,17 @@ func (m Move) String() string {
 	if m.Kind >= NumMoveKinds {
 		return b.String()
 	}
-	for _, a := range m.Kind.Args() {
+	for _, a := range m.Kind.args() {
 		switch a {
-		case ArgWorker:
+		case argWorker:
 			fmt.Fprintf(&b, " worker=%d", m.Arg)
-		case ArgTo:
+		case argTo:
 			fmt.Fprintf(&b, " to=%s", sideNames[m.Arg])
-		case ArgMsg:
+		case argMsg:
 			fmt.Fprintf(&b, " msg=%s", m.Msg)
 		case argTimer:
 			fmt.Fprintf(&b, " timer=%s", model.Timer(m.Arg))
-		case ArgSide:
+		case argSide:
 			fmt.Fprintf(&b, " side=%s", sideNames[m.Arg])
 		}
 	}
@@ -297,10 +316,10 @@ func ParseMove(s string) (Move, error) {
 		// commands (activation) say apply h=H.
 		m.Arg, seen["side"] = int8(model.DestinationSide), true
 	}
-	want := m.Kind.Args()
+	want := m.Kind.args()
 	for _, a := range want {
 		if !seen[argKeys[a]] {
-			return Move{}, fmt.Errorf("%s needs %s=", m.Kind, a)
+			return Move{}, fmt.Errorf("%s needs %s=", m.Kind, a.key())
 		}
 	}
 	if len(seen) != len(want) {

@@ -236,7 +236,7 @@ func sccs(succ [][]int) []int {
 // persistent set it takes the one with the fewest moves, the lowest
 // index first.
 func (c *System) Ample(s *State, ms *MoveSet) int {
-	if s.B.Has(Restart) {
+	if s.B.has(Restart) {
 		// A restart rewrites the record of every handoff placed on its
 		// worker, and is enabled wherever a live record is.
 		return -1
@@ -263,7 +263,7 @@ func (c *System) Ample(s *State, ms *MoveSet) int {
 // persistent set of s (the comment at the top of this file).
 func (c *System) ampleCandidate(s *State, ms *MoveSet, h int) bool {
 	x := &s.W.H[h]
-	if s.B.Has(Hang) && x.Xfer == model.XferRunning {
+	if s.B.has(Hang) && x.Xfer == model.XferRunning {
 		// A hang is offered where the system waits on transfers alone.
 		// Other handoffs' moves decide whether it does, so h's own hang
 		// could come; and h's transfer ending may end the wait, taking
@@ -309,7 +309,7 @@ func (c *System) ampleCandidate(s *State, ms *MoveSet, h int) bool {
 func (c *System) exclusive(s *State, h, w int) bool {
 	k := &s.W.W[w]
 	decode := s.W.Role(w) == model.DecodeWorker
-	if k.Background > 0 || decode && s.B.Has(BackgroundLoad) {
+	if k.Background > 0 || decode && s.B.has(BackgroundLoad) {
 		return false
 	}
 	for h2 := 0; h2 < c.nH; h2++ {
@@ -358,7 +358,7 @@ func (c *System) Reducible(s *State, m Move) (ok, shared bool) {
 		return mf.consumes, shared
 	}
 	from := s.Role(r, h)
-	t, fires := c.proto.Step(r, c.policy, from, ev)
+	t, fires := c.proto.step(r, c.policy, from, ev)
 	if !fires {
 		// A terminal record that takes nothing: the move only consumes.
 		return mf.consumes, shared
@@ -377,7 +377,7 @@ func (c *System) Reducible(s *State, m Move) (ok, shared bool) {
 // core applies at once, the rows of both its answers: whether every
 // action is in actionFootprints, whether one touches a worker, and
 // whether all are quiet.
-func (c *System) rowsReducible(r spec.Role, t *Transition, depth int) (ok, shared, quiet bool) {
+func (c *System) rowsReducible(r spec.Role, t *transition, depth int) (ok, shared, quiet bool) {
 	if depth > 2 {
 		return false, false, false
 	}
@@ -402,7 +402,7 @@ func (c *System) rowsReducible(r spec.Role, t *Transition, depth int) (ok, share
 		}
 		ck := &commandKinds[k]
 		for _, applied := range []bool{false, true} {
-			at, fires := c.proto.Step(r, c.policy, t.To, answer(ck.side, ck.cmd, applied))
+			at, fires := c.proto.step(r, c.policy, t.To, answer(ck.side, ck.cmd, applied))
 			if !fires {
 				continue
 			}

@@ -33,17 +33,17 @@ func (a Action) String() string {
 	return machines.DestinationAction(int(a) - machines.NumSourceActions).String()
 }
 
-// MaxActions bounds the actions of one row. It is the spec's limit, so
+// maxActions bounds the actions of one row. It is the spec's limit, so
 // that a file with a longer row is refused at its file:line when it is
 // read (spec.Validate), never first here.
-const MaxActions = spec.MaxActions
+const maxActions = spec.MaxActions
 
-// Transition is one fired row in the checker's terms.
-type Transition struct {
+// transition is one fired row in the checker's terms.
+type transition struct {
 	To   uint8
 	Row  uint16 // 1-based row number in the role's table
 	N    uint8
-	Acts [MaxActions]Action
+	Acts [maxActions]Action
 }
 
 // Protocol is a pair of role machines over the fixed event vocabulary of
@@ -56,7 +56,7 @@ type Protocol struct {
 	name string
 	spec *spec.Spec
 	// tables[role][policy][state][event]; Row 0 means not enabled.
-	tables   [2][][][]Transition
+	tables   [2][][][]transition
 	terminal [2][]bool
 	ended    [2][]model.Outcome // per terminal state, the outcome it stands for
 	initial  [2]uint8
@@ -72,8 +72,8 @@ func (p *Protocol) Name() string { return p.name }
 // Spec is the spec the protocol runs.
 func (p *Protocol) Spec() *spec.Spec { return p.spec }
 
-// Step fires an event of a role.
-func (p *Protocol) Step(role spec.Role, pol spec.Policy, state, event uint8) (*Transition, bool) {
+// step fires an event of a role.
+func (p *Protocol) step(role spec.Role, pol spec.Policy, state, event uint8) (*transition, bool) {
 	t := &p.tables[role][pol][state][event]
 	return t, t.Row != 0
 }
@@ -87,8 +87,8 @@ func (p *Protocol) initialState(role spec.Role) uint8 { return p.initial[role] }
 // StateName names a role state.
 func (p *Protocol) StateName(role spec.Role, state uint8) string { return p.states[role][state] }
 
-// StateIndex finds a role state by name, or -1.
-func (p *Protocol) StateIndex(role spec.Role, name string) int {
+// stateIndex finds a role state by name, or -1.
+func (p *Protocol) stateIndex(role spec.Role, name string) int {
 	return slices.Index(p.states[role], name)
 }
 
@@ -119,7 +119,7 @@ func machinePolicy(pol spec.Policy) machines.Policy {
 // stateID is the protocol's number of a role state the generated machines
 // name; the machines and the default spec must know the same states.
 func (p *Protocol) stateID(r spec.Role, name string) uint8 {
-	i := p.StateIndex(r, name)
+	i := p.stateIndex(r, name)
 	if i < 0 {
 		panic(fmt.Sprintf("checker: the generated %s machine has state %q, which the default spec does not: run make generate", r, name))
 	}
@@ -148,11 +148,11 @@ func newProtocol(name string, s *spec.Spec) *Protocol {
 				p.initial[r] = uint8(i)
 			}
 		}
-		p.tables[r] = make([][][]Transition, len(spec.Policies))
+		p.tables[r] = make([][][]transition, len(spec.Policies))
 		for _, pol := range spec.Policies {
-			p.tables[r][pol] = make([][]Transition, len(t.States))
+			p.tables[r][pol] = make([][]transition, len(t.States))
 			for i := range t.States {
-				p.tables[r][pol][i] = make([]Transition, numEvents[r])
+				p.tables[r][pol][i] = make([]transition, numEvents[r])
 			}
 		}
 	}
@@ -180,7 +180,7 @@ func Generated() *Protocol {
 				if !ok {
 					continue
 				}
-				ct := Transition{To: src[t.To], Row: uint16(t.Row), N: uint8(t.Actions.Len())}
+				ct := transition{To: src[t.To], Row: uint16(t.Row), N: uint8(t.Actions.Len())}
 				for i := 0; i < t.Actions.Len(); i++ {
 					ct.Acts[i] = sourceAction(t.Actions.At(i))
 				}
@@ -193,7 +193,7 @@ func Generated() *Protocol {
 				if !ok {
 					continue
 				}
-				ct := Transition{To: dst[t.To], Row: uint16(t.Row), N: uint8(t.Actions.Len())}
+				ct := transition{To: dst[t.To], Row: uint16(t.Row), N: uint8(t.Actions.Len())}
 				for i := 0; i < t.Actions.Len(); i++ {
 					ct.Acts[i] = destinationAction(t.Actions.At(i))
 				}
@@ -334,10 +334,10 @@ func FromStepper(name string, s *spec.Spec, st Stepper) (*Protocol, error) {
 					if ti < 0 {
 						return nil, fmt.Errorf("checker: interpreter moved %s %s × %s to unknown state %q", r, sn, ev.Name, to)
 					}
-					if len(acts) > MaxActions {
-						return nil, fmt.Errorf("checker: %s row %d has %d actions, at most %d are supported", r, row, len(acts), MaxActions)
+					if len(acts) > maxActions {
+						return nil, fmt.Errorf("checker: %s row %d has %d actions, at most %d are supported", r, row, len(acts), maxActions)
 					}
-					ct := Transition{To: uint8(ti), Row: uint16(row), N: uint8(len(acts))}
+					ct := transition{To: uint8(ti), Row: uint16(row), N: uint8(len(acts))}
 					for i, a := range acts {
 						ct.Acts[i] = Action(roleActionID(r, a))
 					}

@@ -28,7 +28,7 @@ func TestReacting_TerminalRowFires(t *testing.T) {
 	s := withRow(t, spec.Destination, spec.Row{From: []string{"Done"}, Event: "ClientCancelled", Policies: []spec.Policy{spec.SourceFirst},
 		To: "Aborted", Actions: []string{"ReportDecodeFailed", "Complete"}, Why: "a late cancel finalizes again"})
 	c := checkerFor(t, interpreted(t, s), mustConfig(t, smallConfig), "vllm")
-	done := uint8(c.proto.StateIndex(spec.Destination, "Done"))
+	done := uint8(c.proto.stateIndex(spec.Destination, "Done"))
 	before := findState(t, c, func(s *State) bool {
 		return s.Dst[0] == done && s.W.H[0].CancelPending[model.DestinationSide]
 	})
@@ -56,9 +56,9 @@ func TestReacting_TerminalRowFires(t *testing.T) {
 func TestReacting_DuplicateOnlyWhereTheRecordReacts(t *testing.T) {
 	cfg := mustConfig(t, smallConfig)
 	want := func(c *System) State {
-		done := uint8(c.proto.StateIndex(spec.Destination, "Done"))
+		done := uint8(c.proto.stateIndex(spec.Destination, "Done"))
 		return findState(t, c, func(s *State) bool {
-			return s.Dst[0] == done && s.W.H[0].Ch[model.DestinationSide].Has(model.MsgCancelled) && s.B.Has(Duplicate)
+			return s.Dst[0] == done && s.W.H[0].Ch[model.DestinationSide].Has(model.MsgCancelled) && s.B.has(Duplicate)
 		})
 	}
 	dup := Move{Kind: Duplicate.Move(), H: 0, Arg: int8(model.DestinationSide), Msg: model.MsgCancelled}

@@ -2,7 +2,6 @@ package system
 
 import (
 	"github.com/handoffcheck/handoffcheck/machines"
-	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
@@ -16,18 +15,6 @@ import (
 // every firing with its actions.
 func NewCoverage(s *spec.Spec) *Coverage { return newCoverage(s) }
 
-// Apply performs a move without asking whether the state enables it and
-// judges the step invariants. A driver uses it for what the environment
-// does on its own schedule whatever the protocol's state: a worker
-// restarting, a cache evicting the blocks a finished side keeps. The
-// state's budget must have room for a fault move (Budget refills it).
-func (c *System) Apply(s *State, m Move, cov *Coverage) (model.Journal, *model.Violation) {
-	before := *s
-	tx := model.Tx{W: &s.W}
-	c.ApplyTx(s, &tx, m, cov, true)
-	return tx.J, c.JudgeStep(&before, s, &tx.J, m)
-}
-
 // Terminal reports whether a role record has finished: its side reported
 // its terminal outcome.
 func (c *System) Terminal(s *State, r spec.Role, h int) bool { return c.terminal(s, r, h) }
@@ -40,11 +27,6 @@ func (c *System) Finished(s *State, h int) bool { return c.finished(s, h) }
 // itself refills a state with it before each step, so that every fault
 // and reordering it chooses is enabled.
 func (c *System) Budget() Remaining { return c.budget }
-
-// FiringText names a firing by its states and event, for histories.
-func (c *System) FiringText(f Firing) string {
-	return c.proto.StateName(f.Role, f.From) + " --" + EventName(f.Role, f.Event) + "--> " + c.proto.StateName(f.Role, f.To)
-}
 
 // MovesInto appends the moves a state enables to buf: Moves without an
 // allocation, for drivers that ask it for every state they judge.

@@ -86,7 +86,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 	fs.StringVar(&f.shard, "shard", "", "randomized mode: run shard K/M of the walks, walks [K*N/M, (K+1)*N/M) with their own seeds; 'handoffcheck merge'\n"+
 		"makes one report of every shard's --json")
 	fs.BoolVar(&f.swarm, "swarm", false, "randomized mode: give each walk a random subset of fault kinds")
-	fs.StringVar(&f.sched, "schedule", checker.SchedulePositions.String(), "randomized mode: when walks commit faults: positions (each fault offered from its own step, drawn over\n"+
+	fs.StringVar(&f.sched, "schedule", checker.ScheduleNames()[0], "randomized mode: when walks commit faults: positions (each fault offered from its own step, drawn over\n"+
 		"one and a half times a fault-free walk's length), uniform (faults drawn like any enabled move) or pct\n"+
 		"(positions, and the handoffs moved by random priorities with change points)")
 	fs.BoolVar(&f.mermaid, "mermaid", false, "also print each counterexample as a Mermaid sequenceDiagram")
@@ -574,7 +574,7 @@ func reproduceWalk(f *checkFlags, run system.Run, seed uint64) string {
 	if f.swarm {
 		parts = append(parts, "--swarm")
 	}
-	if f.sched != checker.SchedulePositions.String() {
+	if f.sched != checker.ScheduleNames()[0] {
 		parts = append(parts, "--schedule "+f.sched)
 	}
 	return strings.Join(parts, " ")

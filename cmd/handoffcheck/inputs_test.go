@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -99,7 +98,7 @@ func TestValidate_RefusesWhatCheckRefuses(t *testing.T) {
 	i := s.Source.Lookup(spec.SourceFirst, "Computing", "PrefillPinned")
 	row := &s.Source.Rows[i]
 	for _, a := range s.Source.Actions {
-		if len(row.Actions) > system.MaxActions {
+		if len(row.Actions) > spec.MaxActions {
 			break
 		}
 		if !strings.Contains(" "+strings.Join(row.Actions, " ")+" ", " "+a.Name+" ") {
@@ -134,7 +133,7 @@ func writeTrace(t *testing.T, moves ...string) string {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `{"schema": %q, "run": "vllm", "config": %s}`+"\n", checker.TraceSchemaV1, strings.Join(strings.Fields(string(cfg)), " "))
+	fmt.Fprintf(&b, `{"schema": %q, "run": "vllm", "config": %s}`+"\n", "handoffcheck.trace/v1", strings.Join(strings.Fields(string(cfg)), " "))
 	for i, m := range moves {
 		fmt.Fprintf(&b, `{"step": %d, "move": %q}`+"\n", i+1, m)
 	}

@@ -87,7 +87,7 @@ func cmdReplay(cmd *command, e *env, args []string) int {
 		}
 	}
 	s := c.NewSession()
-	prev := s.Describe()
+	prev := c.DescribeState(s.State())
 	defer func() {
 		if set == nil {
 			return
@@ -127,7 +127,7 @@ func cmdReplay(cmd *command, e *env, args []string) int {
 			// One enabled move per line: they are read to find the one
 			// the trace should have taken.
 			enabled := "nothing is enabled here"
-			if moves := s.Moves(); len(moves) > 0 {
+			if moves := c.Moves(s.State()); len(moves) > 0 {
 				var b strings.Builder
 				b.WriteString("enabled here:")
 				for _, e := range moves {
@@ -143,7 +143,7 @@ func cmdReplay(cmd *command, e *env, args []string) int {
 			}
 			fmt.Fprintf(stdout, "  %s\n", l)
 		}
-		now := s.Describe()
+		now := c.DescribeState(s.State())
 		for j, l := range now {
 			if j < len(prev) {
 				if d := checker.ChangedFields(prev[j], l); d != "" {
@@ -161,7 +161,7 @@ func cmdReplay(cmd *command, e *env, args []string) int {
 			loopStart = *s.State()
 			fmt.Fprintln(stdout, "  loop:")
 		}
-		if tr.LoopFrom > 0 && i+1 > tr.LoopFrom && s.Drained() {
+		if tr.LoopFrom > 0 && i+1 > tr.LoopFrom && c.Drained(s.State()) {
 			drainedOnLoop = true
 		}
 		if r.Violation != nil {

@@ -9,14 +9,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/machines"
 	"github.com/handoffcheck/handoffcheck/machines/interp"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
-
-// The checker takes either path to a protocol; both must fit its interface.
-var _ system.Stepper = (*interp.Interp)(nil)
 
 // cell is one question a machine answers: a role's event in a state under
 // a policy.
@@ -315,88 +311,6 @@ func TestInterp_ReadsTheSpec(t *testing.T) {
 				t.Errorf("cells where the mutant differs from the generated machines (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-// TestInterp_CheckerPathsAgree builds the checker's protocol both ways,
-// from the generated machines and through the interpreter, and compares
-// every transition, so that a run on the default spec means the same
-// whichever path the checker takes.
-func TestInterp_CheckerPathsAgree(t *testing.T) {
-	def := spec.Default()
-	viaInterp, err := system.FromStepper("interp", def, mustNew(t, def))
-	if err != nil {
-		t.Fatal(err)
-	}
-	viaGen := system.Generated()
-	for _, r := range spec.Roles {
-		tb := def.Table(r)
-		for _, p := range spec.Policies {
-			t.Run(r.String()+"/"+p.String(), func(t *testing.T) {
-				enabled := 0
-				for si, st := range tb.States {
-					if got, want := viaInterp.StateName(r, uint8(si)), viaGen.StateName(r, uint8(si)); got != want {
-						t.Errorf("state %d: interp protocol names it %q, generated %q", si, got, want)
-					}
-					for ei, ev := range tb.Events {
-						gt, gok := viaGen.Step(r, p, uint8(si), uint8(ei))
-						ti, iok := viaInterp.Step(r, p, uint8(si), uint8(ei))
-						if gok != iok {
-							t.Errorf("%s × %s: enabled %t via generated, %t via interp", st.Name, ev.Name, gok, iok)
-							continue
-						}
-						if !gok {
-							continue
-						}
-						enabled++
-						if diff := cmp.Diff(*gt, *ti); diff != "" {
-							t.Errorf("%s × %s (-generated +interp):\n%s", st.Name, ev.Name, diff)
-						}
-					}
-				}
-				if enabled == 0 {
-					t.Error("no transition is enabled: the comparison proved nothing")
-				}
-			})
-		}
-	}
-}
-
-// TestInterp_CheckerReadsTerminalRows: a variant whose terminal state
-// reacts reaches the checker's protocol whole. Every cell of both roles,
-// terminal states included, answers through FromStepper what the
-// interpreter answers, and the reacting cell is among them.
-func TestInterp_CheckerReadsTerminalRows(t *testing.T) {
-	mut := spec.Default().Clone()
-	tb := mut.Table(spec.Destination)
-	tb.Rows = append(tb.Rows, spec.Row{From: []string{"Done"}, Event: "ClientCancelled", Policies: []spec.Policy{spec.SourceFirst},
-		To: "Aborted", Actions: []string{"ReportDecodeFailed", "Complete"}, Why: "a late cancel finalizes again"})
-	it := mustNew(t, mut)
-	p, err := system.FromStepper("variant", mut, it)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reacting := 0
-	for _, c := range cells(mut) {
-		want := interpAt(t, it, c)
-		tb := mut.Table(c.Role)
-		tr, ok := p.Step(c.Role, c.Policy, uint8(tb.StateIndex(c.State)), uint8(tb.EventIndex(c.Event)))
-		got := outcome{Enabled: ok}
-		if ok {
-			got.To, got.Row = p.StateName(c.Role, tr.To), int(tr.Row)
-			for _, a := range tr.Acts[:tr.N] {
-				got.Actions = append(got.Actions, a.String())
-			}
-			if p.Terminal(c.Role, uint8(tb.StateIndex(c.State))) {
-				reacting++
-			}
-		}
-		if diff := cmp.Diff(want, got, equateEmpty); diff != "" {
-			t.Errorf("%v (-interp +protocol):\n%s", c, diff)
-		}
-	}
-	if reacting != 1 {
-		t.Errorf("%d terminal cells react in the protocol, want the one row's", reacting)
 	}
 }
 

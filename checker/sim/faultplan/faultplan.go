@@ -147,21 +147,18 @@ func rulesOf() []rule {
 			continue
 		}
 		r := rule{kind: kind.Config}
-		for _, a := range kind.Args {
-			switch a {
-			case system.ArgH:
-				r.request = required
-			case system.ArgWorker:
-				r.worker = required
-			case system.ArgSide:
-				r.side = required
-			case system.ArgTo:
-				r.to = optional
-			case system.ArgMsg:
-				r.msg = optional
-			default:
-				panic(fmt.Sprintf("faultplan: fault kind %s takes %v, which no plan field says", kind.Config, a))
-			}
+		h, worker, side, fact := k.Move().Names()
+		if h {
+			r.request = required
+		}
+		if worker {
+			r.worker = required
+		}
+		if side {
+			r.side = required
+		}
+		if fact {
+			r.to, r.msg = optional, optional
 		}
 		if kind.Phase {
 			r.alt = &rule{kind: kind.Config, request: required, side: required, after: required}

@@ -264,16 +264,15 @@ func TestKinds_AreTheCheckersFaultKinds(t *testing.T) {
 			t.Errorf("plan kind %q is not a checker fault kind (system.FaultKinds Config)", r.kind)
 			continue
 		}
-		args := map[system.Arg]bool{}
-		for _, a := range k.Args {
-			args[a] = true
-		}
+		f, _ := system.ParseFault(r.kind)
+		h, worker, side, fact := f.Move().Names()
 		for _, c := range []struct {
-			arg  system.Arg
-			need need
-		}{{system.ArgH, r.request}, {system.ArgWorker, r.worker}, {system.ArgTo, r.to}, {system.ArgSide, r.side}, {system.ArgMsg, r.msg}} {
-			if args[c.arg] != (c.need != forbidden) {
-				t.Errorf("kind %s: the checker's move %s takes %s: %v; the plan's rule: %v", r.kind, k.MoveName, c.arg, args[c.arg], c.need)
+			what  string
+			names bool
+			need  need
+		}{{"h", h, r.request}, {"worker", worker, r.worker}, {"to", fact, r.to}, {"side", side, r.side}, {"msg", fact, r.msg}} {
+			if c.names != (c.need != forbidden) {
+				t.Errorf("kind %s: the checker's move %s names %s: %v; the plan's rule: %v", r.kind, k.MoveName, c.what, c.names, c.need)
 			}
 		}
 	}
