@@ -112,7 +112,7 @@ func (c *Checker) identity(words int, bitstate int64, reduce bool) string {
 	// byte order of the machine are part of what a checkpoint is.
 	one := uint16(1)
 	fmt.Fprintf(h, "%d %d %d %d %t", words, bitstate, unsafe.Sizeof(uintptr(0)), *(*byte)(unsafe.Pointer(&one)), reduce)
-	init := c.origin()
+	init := c.Initial()
 	var k system.Key
 	c.Canonical(&init, &k)
 	fmt.Fprintf(h, "%x", system.Fingerprint(&k, words))

@@ -40,7 +40,7 @@ func newFairRef(t *testing.T, c *Checker) *fairRef {
 		r.own, r.env, r.enabled = append(r.own, nil), append(r.env, nil), append(r.enabled, 0)
 		return len(r.states) - 1
 	}
-	add(c.origin())
+	add(c.Initial())
 	for i := 0; i < len(r.states); i++ {
 		s := r.states[i]
 		var ms system.MoveSet

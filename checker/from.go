@@ -38,10 +38,10 @@ func (c *Checker) startAfter(moves []system.Move) error {
 	return nil
 }
 
-// origin is the state the checker's searches, walks and sessions start
+// Initial is the state the checker's searches, walks and sessions start
 // from: the run's initial state, or the state a started-after path
 // reached.
-func (c *Checker) origin() system.State {
+func (c *Checker) Initial() system.State {
 	if c.start != nil {
 		return *c.start
 	}

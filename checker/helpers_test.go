@@ -35,7 +35,7 @@ func shippedVariants(t *testing.T) map[string]*spec.Spec {
 
 // porSample is the states of a breadth-first search of a run, up to n.
 func porSample(c *Checker, n int) []system.State {
-	s0 := c.origin()
+	s0 := c.Initial()
 	var k system.Key
 	c.Canonical(&s0, &k)
 	seen := map[system.Key]bool{k: true}

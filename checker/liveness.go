@@ -159,7 +159,7 @@ func (e *exploration) keyOf(id uint32) system.Key {
 func (e *exploration) replayTo(id uint32) system.State {
 	c := e.c
 	keys := e.keysAlong(e.pathTo(id))
-	s := c.origin()
+	s := c.Initial()
 	for i := 1; i < len(keys); i++ {
 		if _, ok := c.concreteStep(&s, &keys[i], ""); !ok {
 			panic("checker: cannot replay a path")

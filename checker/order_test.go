@@ -27,7 +27,7 @@ type levelViolation struct {
 func violationsAtFirstFailingDepth(t testing.TB, c *Checker) []levelViolation {
 	t.Helper()
 	ids := map[system.Key]bool{}
-	states := []system.State{c.origin()}
+	states := []system.State{c.Initial()}
 	depth := []int{0}
 	ids[c.Key(&states[0])] = true
 	var out []levelViolation
@@ -174,7 +174,7 @@ func TestExplore_ViolationInTheInitialState(t *testing.T) {
 	// world, so it is set on the prepared one.
 	w := c.World()
 	w.Workers[1].BackgroundAtStart, w.Workers[1].BackgroundBlocks = true, w.Workers[1].Capacity
-	init := c.origin()
+	init := c.Initial()
 	want := c.CheckState(&init)
 	if want == nil || want.Invariant != model.NameCapacityRespected {
 		t.Fatalf("the initial state breaks %v; the case wants CapacityRespected", want)

@@ -90,7 +90,7 @@ func exploreRef(t testing.TB, c *Checker, maxDepth int) *refExploration {
 		r.depth = max(r.depth, d)
 		return id
 	}
-	add(c.origin(), 0)
+	add(c.Initial(), 0)
 	for i := 0; i < len(r.keys); i++ {
 		if maxDepth > 0 && r.depthOf[i] >= maxDepth {
 			continue
@@ -782,7 +782,7 @@ func firstViolationRef(t testing.TB, c *Checker) *refViolation {
 		}
 		return r
 	}
-	add(c.origin(), -1, "")
+	add(c.Initial(), -1, "")
 	if v := c.CheckState(&states[0]); v != nil {
 		return found(0, "", v.Invariant)
 	}

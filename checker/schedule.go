@@ -96,7 +96,7 @@ type faultPlan struct {
 // of every fault kind the walk may use.
 func (c *Checker) planFaults(rng *rand.Rand, allowed *[system.NumMoveKinds]bool, horizon int) *faultPlan {
 	p := &faultPlan{}
-	b := c.origin().B
+	b := c.Initial().B
 	for f := system.Fault(0); f < system.NumFaults; f++ {
 		if mv := f.Move(); mv != 0 && !allowed[mv] {
 			continue
@@ -162,7 +162,7 @@ func (c *Checker) horizon(steps int) int {
 	var ms system.MoveSet
 	for w := range lengths {
 		rng := rand.New(rand.NewPCG(uint64(w), pilotStream))
-		s := c.origin()
+		s := c.Initial()
 		n := 0
 		for n < steps {
 			c.Enabled(&s, &ms)

@@ -67,7 +67,7 @@ func TestSchedule_FaultsWaitForTheirPositions(t *testing.T) {
 						t.Fatalf("%s %s seed %d: %d positions for %s, want %d (swarm %v, allowed %v)", run.Name, sched.name(), seed, len(pos[f]), f, want, swarm, w.allowed)
 					}
 				}
-				s := c.origin()
+				s := c.Initial()
 				var spent [system.NumFaults]int
 				var ms system.MoveSet
 				for i, m := range w.moves {

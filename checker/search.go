@@ -142,7 +142,7 @@ func (e *exploration) stopForMemory() {
 // root puts the initial state in the visited set and on the frontier.
 func (e *exploration) root() {
 	c := e.c
-	init := c.origin()
+	init := c.Initial()
 	var k system.Key
 	c.Canonical(&init, &k)
 	e.rootKey = k

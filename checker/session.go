@@ -17,7 +17,7 @@ type Session struct {
 
 // NewSession starts a session in the initial state.
 func (c *Checker) NewSession() *Session {
-	return &Session{c: c, s: c.origin()}
+	return &Session{c: c, s: c.Initial()}
 }
 
 // State is the session's current state: the checker's DescribeState,

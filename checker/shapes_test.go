@@ -123,7 +123,7 @@ func shapesPrefillFirst(cfg *system.Config) (*system.Config, [model.MaxWorkers]i
 func shapesBFS(t testing.TB, c *Checker, visit func(*system.State)) map[system.Key]bool {
 	t.Helper()
 	seen := map[system.Key]bool{}
-	init := c.origin()
+	init := c.Initial()
 	root := c.Key(&init)
 	if v := c.CheckState(&init); v != nil {
 		t.Fatalf("initial state: %v", v)
@@ -456,7 +456,7 @@ func shapesWalk(t *testing.T, c *Checker, seed uint64, steps int, swarm bool, ev
 	for _, k := range faultKinds {
 		allowed[k] = !swarm || rng.IntN(2) == 0
 	}
-	s := c.origin()
+	s := c.Initial()
 	var ms system.MoveSet
 	var tx model.Tx
 	fail := func(what string, v *model.Violation, s *system.State) {

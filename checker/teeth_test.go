@@ -31,7 +31,7 @@ func checkerFor(t *testing.T, p *system.Protocol, cfg *system.Config, name strin
 // refuse a step the system could not have taken.
 func TestStep_RefusesMovesTheStateDoesNotEnable(t *testing.T) {
 	c := checkerFor(t, system.Generated(), mustConfig(t, smallConfig), "vllm")
-	s := c.origin()
+	s := c.Initial()
 	for _, m := range []system.Move{{}, {Kind: system.MvReserve, H: 0}, {Kind: system.MvRoutePrefill, H: 0, Arg: 1}} {
 		before := s
 		if _, _, err := c.Step(&s, m, nil); err == nil || !strings.Contains(err.Error(), "not enabled") {
@@ -61,7 +61,7 @@ func TestInitial_IsTheMarkedStateWhereverItIsListed(t *testing.T) {
 	for _, run := range []string{"vllm", "sglang"} {
 		want := checkerFor(t, system.Generated(), cfg, run).Explore(context.Background(), Limits{Workers: 1}, nil)
 		c := checkerFor(t, interpreted(t, reordered), cfg, run)
-		s := c.origin()
+		s := c.Initial()
 		for _, r := range []spec.Role{spec.Source, spec.Destination} {
 			if got := c.Protocol().StateName(r, s.Role(r, 0)); got != reordered.Table(r).Initial() {
 				t.Errorf("%s: %s starts in %s, want %s", run, r, got, reordered.Table(r).Initial())
@@ -111,7 +111,7 @@ func TestSlots_PromoteRunsAWaitingActivation(t *testing.T) {
 		// the moves, and take it: the waiting request gets the slot.
 		found := false
 		seen := map[system.Key]bool{}
-		queue := []system.State{c.origin()}
+		queue := []system.State{c.Initial()}
 		for len(queue) > 0 && !found {
 			s := queue[0]
 			queue = queue[1:]
@@ -162,7 +162,7 @@ func TestDrained_NeedsEveryPlacedRecordTerminal(t *testing.T) {
 		if first := c.World().Workers[0].Role; first != []model.WorkerRole{model.PrefillWorker, model.DecodeWorker}[i] {
 			t.Fatalf("configuration %d lists a %s worker first", i, first)
 		}
-		s := c.origin()
+		s := c.Initial()
 		if !c.Drained(&s) {
 			t.Fatalf("the initial state is not drained: %s", s.W.DescribeHeld())
 		}
@@ -308,7 +308,7 @@ func TestWriteTrace_OneMoveLoop(t *testing.T) {
 func eachState(t *testing.T, c *Checker, visit func(*system.State) bool) bool {
 	t.Helper()
 	seen := map[system.Key]bool{}
-	queue := []system.State{c.origin()}
+	queue := []system.State{c.Initial()}
 	for len(queue) > 0 {
 		s := queue[0]
 		queue = queue[1:]

@@ -141,7 +141,7 @@ func (e *exploration) counterexample(f *found) *Counterexample {
 	c := e.c
 	path := e.pathTo(f.pid)
 	keys := e.keysAlong(path)
-	s := c.origin()
+	s := c.Initial()
 	ce := &Counterexample{Violation: f.v, Initial: c.DescribeState(&s)}
 	for i := 1; i < len(keys); i++ {
 		step, ok := c.concreteStep(&s, &keys[i], "")
