@@ -203,7 +203,7 @@ func TestEventuallyDrained_Graph(t *testing.T) {
 		for i := range from {
 			l.append(from[i], to[i])
 		}
-		got, err := eventuallyDrained(5, l.each, drained)
+		got, err := eventuallyDrained(5, 1, l.eachIn, drained)
 		if err != nil {
 			t.Fatal(err)
 		}
