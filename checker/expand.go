@@ -51,6 +51,12 @@ type expander struct {
 // committed makes the commit's second probe of each new state cheap.
 const batchPerWorker = 1024
 
+// chunksPerWorker is how many chunks a batch is cut into per worker. The
+// workers take the chunks as they come free, so a batch ends with one
+// worker finishing its last chunk while the others wait: small chunks
+// keep that wait short.
+const chunksPerWorker = 16
+
 // level expands one BFS level batch by batch. For each batch, phase A
 // expands chunks of it in parallel against the visited set (which holds
 // earlier levels and this level's earlier batches); phase B inserts the
@@ -65,7 +71,7 @@ func (e *exploration) level(ctx context.Context, frontier, next *keyQueue, level
 	bufs := [2][]uint64{make([]uint64, per*e.fwords), make([]uint64, per*e.fwords)}
 	cur := 0
 	buf := bufs[cur]
-	outs := make([]workerOut, workers*4)
+	outs := make([]workerOut, workers*chunksPerWorker)
 	// Resumed within the level: the states before skip were expanded
 	// and committed before the checkpoint.
 	rd.skip(skip, buf)
@@ -372,6 +378,10 @@ func (e *exploration) asleep(x *expander, mi int, out *workerOut) bool {
 // lookUp finds which successors are known: to the worker's cache, or to
 // the visited set. With sleep sets there is no cache: a state met again
 // may need its set cut.
+//
+// A known state's id is read only for an edge the liveness graph records:
+// the ids lie apart from the fingerprints, and reading one is a second
+// miss of the cache for each known successor.
 func (e *exploration) lookUp(x *expander) {
 	for j := 0; j < x.n; j++ {
 		fp := x.succ[j].fp
@@ -381,10 +391,20 @@ func (e *exploration) lookUp(x *expander) {
 			continue
 		}
 		x.cached[j] = x.seen == nil && x.recent.has(fp)
-		if !x.cached[j] {
+		switch {
+		case x.cached[j]:
+		case !e.recorded(x, j):
+			x.known[j] = e.vis.has(fp, &x.succ[j].key)
+		default:
 			x.ids[j], x.known[j] = e.vis.lookup(fp, &x.succ[j].key)
 		}
 	}
+}
+
+// recorded says whether the liveness graph records successor j's edge:
+// the system's own moves, and with fairness every move (see keep).
+func (e *exploration) recorded(x *expander, j int) bool {
+	return e.g != nil && (e.g.fair != nil || x.ms.Own(x.idx[j], x.protocol))
 }
 
 // keep files successor j of state pid: an edge of the liveness graph, a
