@@ -51,6 +51,12 @@ type expander struct {
 // committed makes the commit's second probe of each new state cheap.
 const batchPerWorker = 1024
 
+// chunksPerWorker is how many chunks a batch is cut into per worker. The
+// workers take the chunks as they come free, so a batch ends with one
+// worker finishing its last chunk while the others wait: small chunks
+// keep that wait short.
+const chunksPerWorker = 16
+
 // level expands one BFS level batch by batch. For each batch, phase A
 // expands chunks of it in parallel against the visited set (which holds
 // earlier levels and this level's earlier batches); phase B inserts the
@@ -62,14 +68,16 @@ const batchPerWorker = 1024
 func (e *exploration) level(ctx context.Context, frontier, next *keyQueue, levelStart uint32, workers, skip, depth int) bool {
 	rd := frontier.reader()
 	per := batchPerWorker * workers
-	buf := make([]uint64, per*e.fwords)
-	outs := make([]workerOut, workers*4)
+	bufs := [2][]uint64{make([]uint64, per*e.fwords), make([]uint64, per*e.fwords)}
+	cur := 0
+	buf := bufs[cur]
+	outs := make([]workerOut, workers*chunksPerWorker)
 	// Resumed within the level: the states before skip were expanded
 	// and committed before the checkpoint.
 	rd.skip(skip, buf)
 	e.levelDone = skip
+	n := rd.read(buf, per)
 	for done := skip; ; {
-		n := rd.read(buf, per)
 		if rd.err != nil {
 			e.diskErr = rd.err
 			return true
@@ -90,7 +98,23 @@ func (e *exploration) level(ctx context.Context, frontier, next *keyQueue, level
 		if e.tally(batch) {
 			return false
 		}
+		// The next batch is read while this one is committed: the
+		// commit's ordered part runs on one core, and reading the
+		// frontier (decoding its keys, from its file when it is on
+		// disk) takes the other.
+		committed := n
+		ahead := make(chan int, 1)
+		if workers > 1 {
+			go func() { ahead <- rd.read(bufs[1-cur], per) }()
+		}
 		e.commit(batch, workers, next)
+		if workers > 1 {
+			n = <-ahead
+		} else {
+			n = rd.read(bufs[1-cur], per)
+		}
+		cur = 1 - cur
+		buf = bufs[cur]
 		if next.err != nil || e.links.err != nil {
 			e.diskErr = errors.Join(next.err, e.links.err)
 			return true
@@ -99,7 +123,7 @@ func (e *exploration) level(ctx context.Context, frontier, next *keyQueue, level
 			e.sleepDropped = sleepDroppedFull
 			return true
 		}
-		done += n
+		done += committed
 		e.levelDone = done
 		if e.afterBatch(frontier, next, levelStart, done, depth) {
 			return true
@@ -354,6 +378,10 @@ func (e *exploration) asleep(x *expander, mi int, out *workerOut) bool {
 // lookUp finds which successors are known: to the worker's cache, or to
 // the visited set. With sleep sets there is no cache: a state met again
 // may need its set cut.
+//
+// A known state's id is read only for an edge the liveness graph records:
+// the ids lie apart from the fingerprints, and reading one is a second
+// miss of the cache for each known successor.
 func (e *exploration) lookUp(x *expander) {
 	for j := 0; j < x.n; j++ {
 		fp := x.succ[j].fp
@@ -363,10 +391,20 @@ func (e *exploration) lookUp(x *expander) {
 			continue
 		}
 		x.cached[j] = x.seen == nil && x.recent.has(fp)
-		if !x.cached[j] {
+		switch {
+		case x.cached[j]:
+		case !e.recorded(x, j):
+			x.known[j] = e.vis.has(fp, &x.succ[j].key)
+		default:
 			x.ids[j], x.known[j] = e.vis.lookup(fp, &x.succ[j].key)
 		}
 	}
+}
+
+// recorded says whether the liveness graph records successor j's edge:
+// the system's own moves, and with fairness every move (see keep).
+func (e *exploration) recorded(x *expander, j int) bool {
+	return e.g != nil && (e.g.fair != nil || x.ms.Own(x.idx[j], x.protocol))
 }
 
 // keep files successor j of state pid: an edge of the liveness graph, a
@@ -429,7 +467,9 @@ func (e *exploration) keep(x *expander, j int, pid uint32, out *workerOut) {
 		}
 	}
 	if rec {
-		out.edges = append(out.edges, e.newEdge(out, pid, sc.fp, &sc.key, proc))
+		ed := e.newEdge(out, pid, sc.fp, &sc.key, proc)
+		ed.to = uint32(len(out.cands)) + 1
+		out.edges = append(out.edges, ed)
 	}
 	out.keys = append(out.keys, sc.key[:e.words]...)
 	out.cands = append(out.cands, cd)
@@ -492,10 +532,10 @@ func (e *exploration) commit(outs []workerOut, workers int, next *keyQueue) {
 		e.commitSleep(outs, next)
 	}
 	if admitted && e.vis.keepsIDs() {
-		e.recordIDs(outs)
+		e.recordIDs(outs, workers)
 	}
 	if e.g != nil {
-		e.resolveEdges(outs)
+		e.resolveEdges(outs, workers)
 	}
 }
 
@@ -534,41 +574,75 @@ func (e *exploration) insertAll(outs []workerOut, workers int) {
 }
 
 // recordIDs records the new states' ids in the visited set: no shard grows
-// any more in this batch, so slots found now stay put.
-func (e *exploration) recordIDs(outs []workerOut) {
-	for w := range outs {
-		o := &outs[w]
-		for i := range o.cands {
-			if cd := &o.cands[i]; cd.isNew {
+// any more in this batch, so slots found now stay put. More workers record
+// shard by shard in parallel, from the routing lists insertAll made.
+func (e *exploration) recordIDs(outs []workerOut, workers int) {
+	if workers == 1 {
+		for w := range outs {
+			o := &outs[w]
+			for i := range o.cands {
+				if cd := &o.cands[i]; cd.isNew {
+					e.vis.setID(cd.fp, o.keys[cd.off:cd.off+e.words], cd.id)
+				}
+			}
+		}
+		return
+	}
+	parallel(workers, numShards, func(sh int) {
+		for _, r := range e.byShard[sh] {
+			o := &outs[r.w]
+			if cd := &o.cands[r.i]; cd.isNew {
 				e.vis.setID(cd.fp, o.keys[cd.off:cd.off+e.words], cd.id)
 			}
 		}
-	}
+	})
 }
 
 // resolveEdges adds the batch's edges to the liveness graph, each chunk's
-// in chunk order, so that the graph stays ordered by source state.
-func (e *exploration) resolveEdges(outs []workerOut) {
+// in chunk order, so that the graph stays ordered by source state. The
+// targets first reached in this level are found first, chunk by chunk in
+// parallel (the visited set is only read now): a target that is one of
+// the chunk's own candidates and was new has the id the commit gave it,
+// any other is looked up. Only the appends are in order.
+func (e *exploration) resolveEdges(outs []workerOut, workers int) {
 	byKey := e.vis.byKey()
-	for w := range outs {
+	resolve := func(w int) {
 		o := &outs[w]
-		for _, ed := range o.edges {
-			to := ed.to
-			if ed.fp != 0 {
+		for j := range o.edges {
+			ed := &o.edges[j]
+			if ed.fp == 0 {
+				continue
+			}
+			if ed.to > 0 && o.cands[ed.to-1].isNew {
+				ed.to = o.cands[ed.to-1].id
+			} else {
 				var k *system.Key
 				if byKey {
 					k = &o.edgeKeys[ed.key]
 				}
-				to, _ = e.vis.lookup(ed.fp, k)
+				ed.to, _ = e.vis.lookup(ed.fp, k)
 			}
+			ed.fp = 0
+		}
+	}
+	if workers == 1 {
+		for w := range outs {
+			resolve(w)
+		}
+	} else {
+		parallel(workers, len(outs), resolve)
+	}
+	for w := range outs {
+		o := &outs[w]
+		for _, ed := range o.edges {
 			switch f := e.g.fair; {
 			case f != nil && ed.proc == envLabel:
-				f.env.append(ed.from, to)
+				f.env.append(ed.from, ed.to)
 			case f != nil:
-				e.g.edges.append(ed.from, to)
+				e.g.edges.append(ed.from, ed.to)
 				f.labels = append(f.labels, ed.proc)
 			default:
-				e.g.edges.append(ed.from, to)
+				e.g.edges.append(ed.from, ed.to)
 			}
 		}
 		if f := e.g.fair; f != nil {

@@ -174,6 +174,9 @@ type candidate struct {
 // edge is one transition for the liveness graph. Its target is either
 // known (to) or a state first reached in this level, found again by its
 // fingerprint (and, in exact mode, its key) once its batch is committed.
+// While it is not found (fp is not 0), to is one more than the index of
+// the chunk's candidate it leads to, if it does (0: it does not): the
+// commit gives a new candidate its id without looking it up.
 type edge struct {
 	from uint32
 	to   uint32

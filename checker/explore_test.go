@@ -3,6 +3,8 @@ package checker
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -203,7 +205,7 @@ func TestEventuallyDrained_Graph(t *testing.T) {
 		for i := range from {
 			l.append(from[i], to[i])
 		}
-		got, err := eventuallyDrained(5, l.each, drained)
+		got, err := eventuallyDrained(5, 1, l.eachIn, drained)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,5 +219,68 @@ func TestEventuallyDrained_Graph(t *testing.T) {
 	to = append(to, 2)
 	if got := trapped(); len(got) != 0 {
 		t.Errorf("trapped %v, want none", got)
+	}
+}
+
+// The liveness pass shares its work among the workers (the edges read in
+// parts, the backward search level by level): on a graph large enough to
+// be cut into parts and with levels of several blocks, every number of
+// workers finds the same trapped states as a plain search from the
+// drained states over the reversed edges.
+func TestEventuallyDrained_WorkersAgree(t *testing.T) {
+	const n, m = 200_000, 1_600_000
+	rng := rand.New(rand.NewPCG(7, 11))
+	// Past the spill limit: the first edges are read back from a file.
+	dir := &spillDir{parent: t.TempDir()}
+	l := edgeLog{recordLog{dir: dir}}
+	defer dir.remove()
+	defer l.close()
+	rev := make([][]uint32, n)
+	for i := 0; i < m; i++ {
+		// Mostly forward edges, as a breadth-first search leaves them,
+		// so that some states have no way to a drained one.
+		f := uint32(rng.IntN(n))
+		t := uint32(min(n-1, max(0, int(f)+rng.IntN(64)-8)))
+		l.append(f, t)
+		rev[t] = append(rev[t], f)
+	}
+	drained := make([]bool, n)
+	for i := range drained {
+		drained[i] = rng.IntN(500) == 0
+	}
+	can := slices.Clone(drained)
+	var stack []uint32
+	for id, d := range drained {
+		if d {
+			stack = append(stack, uint32(id))
+		}
+	}
+	for len(stack) > 0 {
+		v := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, u := range rev[v] {
+			if !can[u] {
+				can[u] = true
+				stack = append(stack, u)
+			}
+		}
+	}
+	var want []uint32
+	for id, ok := range can {
+		if !ok {
+			want = append(want, uint32(id))
+		}
+	}
+	if len(want) == 0 || len(want) == n || l.base == 0 {
+		t.Fatalf("%d of %d states trapped, %d edges on file: the graph does not test the pass", len(want), n, l.base)
+	}
+	for _, workers := range []int{1, 2, 4} {
+		got, err := eventuallyDrained(n, workers, l.eachIn, drained)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%d workers: %d trapped states, want %d", workers, len(got), len(want))
+		}
 	}
 }

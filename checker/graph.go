@@ -2,6 +2,7 @@ package checker
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 )
 
@@ -66,16 +67,44 @@ func (l *edgeLog) readBuffer() int64 {
 
 // each calls f with every edge, in the order they were recorded.
 func (l *edgeLog) each(f func(from, to uint32)) error {
+	return l.eachIn(1, func(_ int, from, to uint32) { f(from, to) })
+}
+
+// eachIn calls f with every edge, the edges cut into parts runs of
+// consecutive edges read at once, one goroutine each, each in the order
+// they were recorded; f is told which part an edge is in. The parts share
+// the read buffer each would use alone, so reading in parts takes no more
+// memory.
+func (l *edgeLog) eachIn(parts int, f func(part int, from, to uint32)) error {
+	parts = max(min(parts, l.n/minPartEdges), 1)
+	errs := make([]error, parts)
+	bufEdges := max(l.readBuffer()/edgeBytes/int64(parts), 1)
+	parallel(parts, parts, func(p int) {
+		lo, hi := int64(p)*int64(l.n)/int64(parts), int64(p+1)*int64(l.n)/int64(parts)
+		errs[p] = l.eachBetween(lo, hi, bufEdges, func(from, to uint32) { f(p, from, to) })
+	})
+	return errors.Join(errs...)
+}
+
+// minPartEdges is the fewest edges a part of eachIn reads: below, a
+// goroutine costs more than it spares.
+const minPartEdges = 1 << 16
+
+// eachBetween calls f with edges lo..hi-1 in order, reading the file in
+// blocks of bufEdges edges.
+func (l *edgeLog) eachBetween(lo, hi, bufEdges int64, f func(from, to uint32)) error {
 	visit := func(b []byte) {
 		for len(b) >= edgeBytes {
 			f(binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint32(b[4:]))
 			b = b[edgeBytes:]
 		}
 	}
-	if l.base > 0 {
-		buf := make([]byte, l.readBuffer()/edgeBytes*edgeBytes)
-		for at := int64(0); at < int64(l.base)*edgeBytes; {
-			chunk := buf[:min(int64(len(buf)), int64(l.base)*edgeBytes-at)]
+	base := int64(l.base)
+	if lo < base {
+		end := min(hi, base)
+		buf := make([]byte, min(bufEdges, end-lo)*edgeBytes)
+		for at := lo * edgeBytes; at < end*edgeBytes; {
+			chunk := buf[:min(int64(len(buf)), end*edgeBytes-at)]
 			if _, err := l.f.ReadAt(chunk, at); err != nil {
 				return fmt.Errorf("reading the liveness graph back from %s: %w", l.f.Name(), err)
 			}
@@ -83,6 +112,8 @@ func (l *edgeLog) each(f func(from, to uint32)) error {
 			at += int64(len(chunk))
 		}
 	}
-	visit(l.buf)
+	if hi > base {
+		visit(l.buf[(max(lo, base)-base)*edgeBytes : (hi-base)*edgeBytes])
+	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/handoffcheck/handoffcheck/checker/system"
@@ -17,16 +18,24 @@ import (
 // and a cycle inside it.
 //
 // It returns the ids of the states that cannot drain, in BFS order. The
-// edges are read twice, in the order they were recorded (each is a
-// function that calls its argument with every edge): once to count each
-// state's incoming edges, once to place their sources in a reverse graph
-// in compressed form. Only the reverse graph (an offset per state and a
-// source per edge) and a flag per state are held, never the edges too.
-func eventuallyDrained(n int, each func(func(from, to uint32)) error, drained []bool) ([]uint32, error) {
+// edges are read twice (each is a function that calls its argument with
+// every edge, cut into as many parts as asked, the parts read at once):
+// once to count each state's incoming edges, once to place their sources
+// in a reverse graph in compressed form. Only the reverse graph (an offset
+// per state and one more, and a source per edge) and a bit per state are
+// held, never the edges too.
+//
+// The workers share every pass: the edges' parts count and place with
+// atomic additions, and the backward search runs level by level, the
+// workers taking the level's states in blocks and claiming each state they
+// reach with an atomic bit. Which worker reaches a state first, and so the
+// order of a state's sources, depends on scheduling; the set of states
+// that can drain does not, and it is all that is returned.
+func eventuallyDrained(n, workers int, each func(parts int, f func(part int, from, to uint32)) error, drained []bool) ([]uint32, error) {
 	// off[t+1] counts t's incoming edges; summed, off[t] is where t's
 	// sources start.
 	off := make([]uint32, n+1)
-	if err := each(func(_, t uint32) { off[t+1]++ }); err != nil {
+	if err := each(workers, func(_ int, _, t uint32) { atomic.AddUint32(&off[t+1], 1) }); err != nil {
 		return nil, err
 	}
 	for i := 0; i < n; i++ {
@@ -35,44 +44,89 @@ func eventuallyDrained(n int, each func(func(from, to uint32)) error, drained []
 	src := make([]uint32, off[n])
 	// Filling moves off[t] to the end of t's sources, which is where
 	// t+1's start: shifted by one, off is the offsets again.
-	if err := each(func(f, t uint32) { src[off[t]] = f; off[t]++ }); err != nil {
+	if err := each(workers, func(_ int, f, t uint32) { src[atomic.AddUint32(&off[t], 1)-1] = f }); err != nil {
 		return nil, err
 	}
 	copy(off[1:], off[:n])
 	off[0] = 0
-	can := make([]bool, n)
-	// Each state is pushed at most once, so n entries always suffice:
-	// mapped at that size, the stack never grows by copying, and only
+	can := make([]uint32, (n+31)/32)
+	// Each state is queued at most once, so n entries always suffice:
+	// mapped at that size, the queue never grows by copying, and only
 	// the pages it reaches become resident.
 	words := mapWords((n + 1) / 2)
 	defer unmapWords(words)
-	var work []uint32
+	var queue []uint32
 	if words != nil {
-		work = unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(words))), n)[:0]
+		queue = unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(words))), n)
+	} else {
+		queue = make([]uint32, n)
 	}
+	tail := 0
 	for id := 0; id < n; id++ {
 		if drained[id] {
-			can[id] = true
-			work = append(work, uint32(id))
+			can[id>>5] |= 1 << (id & 31)
+			queue[tail] = uint32(id)
+			tail++
 		}
 	}
-	for len(work) > 0 {
-		v := work[len(work)-1]
-		work = work[:len(work)-1]
-		for _, u := range src[off[v]:off[v+1]] {
-			if !can[u] {
-				can[u] = true
-				work = append(work, u)
-			}
-		}
-	}
+	backwards(queue, tail, off, src, can, workers)
 	var trapped []uint32
 	for id := 0; id < n; id++ {
-		if !can[id] {
+		if can[id>>5]&(1<<(id&31)) == 0 {
 			trapped = append(trapped, uint32(id))
 		}
 	}
 	return trapped, nil
+}
+
+// backwards marks in can every state from which one of queue[:tail]
+// (marked already) is reached, walking the reverse graph (off, src) level
+// by level on up to workers goroutines. A level is queue[lo:hi]; the
+// states it reaches first are appended after it, each worker placing its
+// own in blocks it reserves, so that the queue holds every state once.
+func backwards(queue []uint32, tail int, off, src, can []uint32, workers int) {
+	const block = 1024
+	lo, hi := 0, tail
+	var end atomic.Int64
+	end.Store(int64(tail))
+	for lo < hi {
+		var next atomic.Int64
+		next.Store(int64(lo))
+		level := func(int) {
+			var mine [block]uint32
+			k := 0
+			flush := func() {
+				at := end.Add(int64(k)) - int64(k)
+				copy(queue[at:], mine[:k])
+				k = 0
+			}
+			for {
+				from := int(next.Add(block)) - block
+				if from >= hi {
+					break
+				}
+				for _, v := range queue[from:min(from+block, hi)] {
+					for _, u := range src[off[v]:off[v+1]] {
+						bit := uint32(1) << (u & 31)
+						if atomic.LoadUint32(&can[u>>5])&bit != 0 || atomic.OrUint32(&can[u>>5], bit)&bit != 0 {
+							continue
+						}
+						mine[k] = u
+						if k++; k == block {
+							flush()
+						}
+					}
+				}
+			}
+			flush()
+		}
+		if workers == 1 || hi-lo < 2*block {
+			level(0)
+		} else {
+			parallel(workers, workers, level)
+		}
+		lo, hi = hi, int(end.Load())
+	}
 }
 
 // checkLiveness runs EventuallyDrained on the explored graph and, on a
@@ -81,7 +135,7 @@ func eventuallyDrained(n int, each func(func(from, to uint32)) error, drained []
 // given back first (see releaseSearch).
 func (e *exploration) checkLiveness() (*Counterexample, error) {
 	n := e.links.n
-	trapped, err := eventuallyDrained(n, e.g.edges.each, e.g.drained)
+	trapped, err := eventuallyDrained(n, e.workers, e.g.edges.eachIn, e.g.drained)
 	e.sampleHeap()
 	if err != nil || len(trapped) == 0 {
 		return nil, err

@@ -20,6 +20,9 @@ type visited interface {
 	// lookup finds a state by its fingerprint (and its key, for a set
 	// that compares keys) and gives its id where ids are kept.
 	lookup(fp uint64, k *system.Key) (uint32, bool)
+	// has is lookup without the id: where ids lie apart from the
+	// fingerprints, reading one is a second miss of the cache.
+	has(fp uint64, k *system.Key) bool
 	// insert adds a state and reports whether it was new. Calls for
 	// different shards may run in parallel.
 	insert(fp uint64, key []uint64) bool
@@ -79,6 +82,11 @@ func newFPSet(ids, sleep bool) *fpSet {
 
 func (s *fpSet) lookup(fp uint64, _ *system.Key) (uint32, bool) {
 	return s.shards[shardOf(fp)].lookup(fp)
+}
+
+func (s *fpSet) has(fp uint64, _ *system.Key) bool {
+	_, ok := s.shards[shardOf(fp)].at(fp)
+	return ok
 }
 
 func (s *fpSet) insert(fp uint64, _ []uint64) bool {
@@ -150,6 +158,11 @@ func (s *exactSet) lookup(fp uint64, k *system.Key) (uint32, bool) {
 	return id, ok
 }
 
+func (s *exactSet) has(fp uint64, k *system.Key) bool {
+	_, ok := s.lookup(fp, k)
+	return ok
+}
+
 func (s *exactSet) insert(fp uint64, key []uint64) bool {
 	var k system.Key
 	copy(k[:s.words], key)
@@ -193,6 +206,11 @@ func (s *bitstateSet) lookup(fp uint64, _ *system.Key) (uint32, bool) {
 	return 0, s.bitShards[shardOf(fp)].has(fp)
 }
 
+func (s *bitstateSet) has(fp uint64, k *system.Key) bool {
+	_, ok := s.lookup(fp, k)
+	return ok
+}
+
 func (s *bitstateSet) insert(fp uint64, _ []uint64) bool { return s.bitShards[shardOf(fp)].insert(fp) }
 
 func (s *bitstateSet) admit(*candidate, []uint64) bool        { return true }
@@ -234,6 +252,7 @@ type diskStore struct {
 }
 
 func (s *diskStore) lookup(fp uint64, k *system.Key) (uint32, bool) { return s.inMemory.lookup(fp, k) }
+func (s *diskStore) has(fp uint64, k *system.Key) bool              { return s.inMemory.has(fp, k) }
 func (s *diskStore) insert(fp uint64, key []uint64) bool            { return s.inMemory.insert(fp, key) }
 func (s *diskStore) byKey() bool                                    { return false }
 func (s *diskStore) keepsIDs() bool                                 { return false }
