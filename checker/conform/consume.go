@@ -356,14 +356,7 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 }
 
 // takeState is a state from the pool, or a new one.
-func (j *judge) takeState() *system.State {
-	if k := len(j.freeStates); k > 0 {
-		p := j.freeStates[k-1]
-		j.freeStates = j.freeStates[:k-1]
-		return p
-	}
-	return new(system.State)
-}
+func (j *judge) takeState() *system.State { return take(&j.freeStates) }
 
 // quietStep is an unlogged step explainStep found, not yet a node: its
 // state is the pool's.

@@ -307,14 +307,7 @@ func (j *judge) newFact(f *obslog.Fact) *obslog.Fact {
 
 // takeFact is a fact the judge may keep, its content undefined: from the
 // facts of the attempts it forgot (freeFacts), or new.
-func (j *judge) takeFact() *obslog.Fact {
-	if k := len(j.freeFacts); k > 0 {
-		p := j.freeFacts[k-1]
-		j.freeFacts = j.freeFacts[:k-1]
-		return p
-	}
-	return new(obslog.Fact)
-}
+func (j *judge) takeFact() *obslog.Fact { return take(&j.freeFacts) }
 
 // freeFactsOf gives back the facts only a forgotten attempt held: all but
 // restarts, which reach every attempt open on their worker.

@@ -122,13 +122,7 @@ func (j *judge) setState(a *attempt, n *node, st *system.State) bool {
 
 // own gives a node a state of its own from the pool, a copy of st.
 func (j *judge) own(n *node, st *system.State) {
-	var p *system.State
-	if k := len(j.freeStates); k > 0 {
-		p = j.freeStates[k-1]
-		j.freeStates = j.freeStates[:k-1]
-	} else {
-		p = new(system.State)
-	}
+	p := take(&j.freeStates)
 	*p = *st
 	n.st, n.owns = p, true
 }
@@ -147,13 +141,17 @@ func (j *judge) root(a *attempt) *node {
 // (or the search that made them found another way). A free list of nodes
 // and one of states, as long as the most in use at once.
 
-func (j *judge) newNode() *node {
-	if k := len(j.freeNodes); k > 0 {
-		n := j.freeNodes[k-1]
-		j.freeNodes = j.freeNodes[:k-1]
-		return n
+func (j *judge) newNode() *node { return take(&j.freeNodes) }
+
+// take pops the last of a free list, or makes a new one when it is
+// empty: the one rule of the judge's pools of nodes, states and facts.
+func take[T any](free *[]*T) *T {
+	if k := len(*free); k > 0 {
+		p := (*free)[k-1]
+		*free = (*free)[:k-1]
+		return p
 	}
-	return new(node)
+	return new(T)
 }
 
 // free gives a node, and its state if it owns it, back to the pool.
