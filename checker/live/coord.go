@@ -170,6 +170,9 @@ type coord struct {
 	// generation, and taken what it last said it took of them: the hits
 	// between are routed but not yet taken from the cache it reported.
 	hitBlocks, taken []int64
+	// qt is the question whether the unfinished attempts are stuck
+	// (stall.go).
+	qt quiet
 }
 
 type cworker struct {
@@ -624,6 +627,7 @@ func (c *coord) run() error {
 	// t_us from the epoch every process was given.
 	c.start = time.Now()
 	c.cpu0 = processCPU()
+	c.qt.active = c.start
 	c.scheduleArrival()
 	for _, f := range c.timed {
 		c.push(&cevent{at: c.fromStart(f.AtUS), kind: cRestart, w: f.Worker})
@@ -660,6 +664,7 @@ func (c *coord) run() error {
 			return err
 		}
 		c.flush()
+		c.checkStall()
 		if !c.moreArrivals && c.finished == c.arrived && !c.draining {
 			c.end = time.Now()
 			c.cpu = processCPU() - c.cpu0
@@ -837,6 +842,13 @@ func (c *coord) inbound(ib inbound) {
 		return
 	}
 	f := &ib.f
+	if f.Kind == KQuietReply {
+		if wc.w >= 0 && f.Gen == c.ws[wc.w].gen {
+			c.quietReply(wc.w, f)
+		}
+		return
+	}
+	c.activity()
 	if f.SentUS > 0 {
 		c.late.Frames.add(time.Duration(c.now()-f.SentUS) * time.Microsecond)
 	}
@@ -1596,6 +1608,7 @@ func (c *coord) runDue() error {
 	now := time.Now()
 	for c.q.Len() > 0 && !c.q.peek().at.After(now) {
 		e := c.q.pop()
+		c.activity()
 		c.late.Events.add(now.Sub(e.at))
 		switch {
 		case e.kind == cArrive && c.latts != nil:

@@ -98,6 +98,9 @@ type Ledger struct {
 	// CPU per handoff (Report.CPU). A worker run in the coordinator's
 	// process (GoSpawner) measures that whole process instead.
 	CPUUS int64 `json:"cpu_us"`
+	// Waits, in an answer to KQuiet only, is what each open attempt
+	// waits for (stall.go).
+	Waits []AttemptWait `json:"waits,omitempty"`
 }
 
 // Held lists what the ledger still holds, "" when nothing: blocks in use
@@ -414,6 +417,10 @@ func (w *worker) frame(f *Frame) {
 			// The coordinator waited long enough: the ledgers as they are.
 			w.sendLedger()
 		}
+		return
+	}
+	if f.Kind == KQuiet {
+		w.quiet(f)
 		return
 	}
 	if w.legacy != nil && f.Kind != KStop {

@@ -1,0 +1,295 @@
+package live
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/handoffcheck/handoffcheck/checker/system"
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// A stuck attempt: a side in a state where the tables enable nothing for
+// anything it can still receive, with no deadline armed, waits for ever,
+// and so would the coordinator waiting for its outcome. The simulator
+// names that Quiescence the moment nothing is left to happen for the
+// request; a live run cannot see that moment, only a silence. So once no
+// frame has come and no event of the coordinator has run for stallBound,
+// with attempts unfinished and nothing queued, the coordinator asks every
+// worker what its open attempts wait for (KQuiet). A worker knows: what
+// it scheduled, the deadlines it armed, a transfer it runs, the moves
+// its window enables. When every answer says nothing can happen, and no
+// frame came between the question and the last answer (a frame sent
+// before an answer arrives before it), the run observed the stall: it
+// ends with Quiescence naming the attempt. When the workers say
+// something is still to happen but nothing happens for stallRounds
+// bounds, or a worker does not answer, the run cannot tell a stall from
+// a machine too loaded to run its processes: it ends inconclusive.
+
+// stallRounds is how many silences of stallBound in a row, each
+// answered with something still to happen (or not answered), end the
+// run inconclusive.
+const stallRounds = 3
+
+// stallFloor is the least silence the coordinator takes for a stall: on
+// a loaded machine a process may not run for hundreds of milliseconds.
+const stallFloor = 2 * time.Second
+
+// Stall is how a run whose attempts stopped making progress ended.
+type Stall struct {
+	// Invariant is what the simulator names for the situation
+	// (Quiescence); empty when the run is inconclusive.
+	Invariant string `json:"invariant,omitempty"`
+	// Attempt is the first unfinished attempt (in arrival order), Sides
+	// what each of its sides is in and holds, as its worker said.
+	Attempt string   `json:"attempt,omitempty"`
+	Sides   []string `json:"sides,omitempty"`
+	// Stuck counts the attempts unfinished when the run stopped.
+	Stuck int `json:"stuck"`
+	// Inconclusive: the silence could not be told from a loaded machine;
+	// Why says what the workers answered.
+	Inconclusive bool   `json:"inconclusive,omitempty"`
+	Why          string `json:"why"`
+	// SilenceMS is the silence, on the wall clock, the verdict waited.
+	SilenceMS float64 `json:"silence_ms"`
+}
+
+// AttemptWait is a worker's answer about one open attempt: the side's
+// state, what it holds, and why something can still happen to it ("":
+// nothing can).
+type AttemptWait struct {
+	Attempt string `json:"attempt"`
+	Side    string `json:"side"`
+	State   string `json:"state"`
+	Holds   string `json:"holds"`
+	Busy    string `json:"busy,omitempty"`
+}
+
+// stallBound is the silence after which the coordinator asks whether its
+// attempts are stuck: four times the longest deadline of the
+// configuration (its timers, the health check, a slow core), scaled,
+// and at least stallFloor.
+func (c *coord) stallBound() time.Duration {
+	us := max(c.cfg.HealthCheckUS, c.cfg.SlowCoreUS)
+	for t := model.Timer(0); t < model.NumTimers; t++ {
+		us = max(us, c.cfg.TimerUS(t))
+	}
+	return max(4*c.dur(us), stallFloor)
+}
+
+// quiet is the coordinator's state of the question.
+type quiet struct {
+	active  time.Time // the last frame or event
+	asked   time.Time // zero: no question out
+	round   int64
+	replies map[int][]AttemptWait
+	rounds  int // silences answered with something still to happen
+	busy    string
+}
+
+// activity notes a frame or an event: whatever question is out is void.
+func (c *coord) activity() {
+	c.qt.active = time.Now()
+	if !c.qt.asked.IsZero() {
+		c.qt.asked = time.Time{}
+	}
+	c.qt.rounds, c.qt.busy = 0, ""
+}
+
+// checkStall runs after every turn of the loop: asks, or judges the
+// answers, while the run is silent with attempts unfinished.
+func (c *coord) checkStall() {
+	if c.latts != nil || c.draining || c.moreArrivals || c.q.Len() > 0 || c.finished >= c.arrived {
+		c.qt.active = time.Now()
+		c.qt.asked = time.Time{}
+		return
+	}
+	for _, cw := range c.ws {
+		if cw.starting || cw.stopping || cw.conn == nil || cw.conn.bad {
+			// Frames wait for a process, or a restart is under way.
+			c.qt.active = time.Now()
+			c.qt.asked = time.Time{}
+			return
+		}
+	}
+	for _, a := range c.order {
+		if !a.done && a.holding {
+			c.qt.active = time.Now()
+			return
+		}
+	}
+	bound := c.stallBound()
+	if c.qt.asked.IsZero() {
+		if time.Since(c.qt.active) < bound {
+			return
+		}
+		c.qt.round++
+		c.qt.asked = time.Now()
+		c.qt.replies = map[int][]AttemptWait{}
+		for _, cw := range c.ws {
+			c.sendTo(cw.w, &Frame{Kind: KQuiet, FromUS: c.qt.round})
+		}
+		c.flush()
+		return
+	}
+	if len(c.qt.replies) < len(c.ws) {
+		if time.Since(c.qt.asked) < bound {
+			return
+		}
+		var missing []string
+		for _, cw := range c.ws {
+			if _, ok := c.qt.replies[cw.w]; !ok {
+				missing = append(missing, fmt.Sprint(cw.w))
+			}
+		}
+		c.unanswered(fmt.Sprintf("worker %s did not answer within %s", strings.Join(missing, ", "), fmtWall(bound)))
+		return
+	}
+	// Every worker answered, and nothing came since the question.
+	var sides []string
+	var first *catt
+	stuck := 0
+	for _, a := range c.order {
+		if a.done {
+			continue
+		}
+		stuck++
+		for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+			w := a.worker(sd)
+			if w < 0 {
+				if first == nil {
+					sides = append(sides, fmt.Sprintf("%s: not routed", sd))
+				}
+				continue
+			}
+			i := slices.IndexFunc(c.qt.replies[w], func(x AttemptWait) bool { return x.Attempt == a.name })
+			if i < 0 {
+				if first == nil {
+					sides = append(sides, fmt.Sprintf("%s (worker %d): retired (nothing held, its outcome %s)", sd, w, a.outcome[sd]))
+				}
+				continue
+			}
+			x := c.qt.replies[w][i]
+			if x.Busy != "" {
+				c.unanswered(fmt.Sprintf("attempt %s: the %s (worker %d) in %s has %s, yet nothing happened", a.name, sd, w, x.State, x.Busy))
+				return
+			}
+			if first == nil {
+				sides = append(sides, fmt.Sprintf("%s (worker %d): state %s, nothing enabled and no deadline armed; %s", sd, w, x.State, x.Holds))
+			}
+		}
+		if first == nil {
+			first = a
+		}
+	}
+	if first == nil {
+		return
+	}
+	silence := time.Since(c.qt.active)
+	c.endStalled(&Stall{Invariant: model.NameQuiescence, Attempt: first.name, Sides: sides, Stuck: stuck, SilenceMS: round3(float64(silence.Microseconds()) / 1000),
+		Why: "nothing can happen for the attempt any more, yet it is not finished: no frame and no step anywhere for " + fmtWall(silence) + ", and every worker says none of its open attempts has a move scheduled, a deadline armed or a transfer running"})
+}
+
+// unanswered counts a silence the workers did not explain as a stall:
+// the next is asked a bound later; after stallRounds the run ends
+// inconclusive.
+func (c *coord) unanswered(why string) {
+	c.qt.rounds++
+	c.qt.busy = why
+	c.qt.asked = time.Time{}
+	if c.qt.rounds < stallRounds {
+		c.qt.active = time.Now()
+		return
+	}
+	stuck := 0
+	for _, a := range c.order {
+		if !a.done {
+			stuck++
+		}
+	}
+	c.endStalled(&Stall{Inconclusive: true, Stuck: stuck, SilenceMS: round3(float64(time.Since(c.qt.active).Microseconds()) / 1000),
+		Why: fmt.Sprintf("no frame and no step for %d silences of %s in a row, yet the workers do not say the attempts are stuck (%s): the machine may be too loaded to run its processes", stallRounds, fmtWall(c.stallBound()), why)})
+}
+
+// endStalled ends the run: the workers' ledgers as they are.
+func (c *coord) endStalled(s *Stall) {
+	c.rep.Stall = s
+	c.end = time.Now()
+	c.cpu = processCPU() - c.cpu0
+	c.draining, c.forced = true, true
+	c.drainStart = time.Now()
+	for _, cw := range c.ws {
+		c.sendTo(cw.w, c.drain("now"))
+	}
+	c.flush()
+}
+
+// quietReply takes a worker's answer to the current question.
+func (c *coord) quietReply(w int, f *Frame) {
+	if c.qt.asked.IsZero() || f.FromUS != c.qt.round || f.Ledger == nil {
+		return // an answer to a question made void
+	}
+	c.qt.replies[w] = f.Ledger.Waits
+}
+
+func fmtWall(d time.Duration) string {
+	return fmt.Sprintf("%.0f ms", float64(d.Microseconds())/1000)
+}
+
+// quiet answers the coordinator's question: for each open attempt, its
+// side's state, what it holds, and what can still happen to it here.
+func (w *worker) quiet(f *Frame) {
+	l := &Ledger{Role: sideNames[w.mine], Worker: w.opt.Worker, Gen: w.opt.Gen}
+	names := make([]string, 0, len(w.atts))
+	for name := range w.atts {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		a := w.atts[name]
+		x := &a.st.W.H[0]
+		l.Waits = append(l.Waits, AttemptWait{Attempt: name, Side: sideNames[w.mine],
+			State: w.chk.Protocol().StateName(system.RoleOf(w.mine), a.st.Role(system.RoleOf(w.mine), 0)),
+			Holds: ownHeld(x, w.mine), Busy: w.busy(a)})
+	}
+	// A legacy request is never judged stuck here: the question is not
+	// asked in a legacy run.
+	w.send(&Frame{Kind: KQuietReply, Ledger: l, FromUS: f.FromUS})
+}
+
+// busy says what can still happen to an attempt on this worker, "" when
+// nothing can: no move scheduled, no deadline armed, no transfer it
+// runs, no event queued, and no move its window enables that it owns.
+// Waiting for room is no event: room comes only from another attempt's
+// step, and the question is asked only when none happens.
+func (w *worker) busy(a *attempt) string {
+	x := &a.st.W.H[0]
+	switch {
+	case a.held:
+		return "a router's move pending"
+	case len(a.sched) > 0:
+		return fmt.Sprintf("moves scheduled %v", a.sched)
+	case a.job != nil:
+		return "its prefill on the compute queue"
+	case x.Xfer == model.XferRunning && x.Runner == w.mine:
+		return "a transfer running"
+	}
+	for t := range a.timerOn {
+		if a.timerOn[t] {
+			return "the " + model.Timer(t).String() + " deadline armed"
+		}
+	}
+	for i := range w.q.h {
+		if w.q.h[i].e.a == a {
+			return "an event queued"
+		}
+	}
+	w.project(a)
+	for _, m := range w.chk.MovesInto(&a.st, nil) {
+		if ownerOf(m, x) == w.who && m.Kind != system.MvTimer && m.Kind != system.MvTransfer {
+			return fmt.Sprintf("move %v enabled", m)
+		}
+	}
+	return ""
+}
