@@ -62,6 +62,12 @@ type Options struct {
 	// answers (Teardown). The run then ends as any other: every worker's
 	// ledger is read and whatever is still held is a leak.
 	UntilUS int64
+	// StallAsk, when positive, is how long a silence lasts before the
+	// coordinator asks whether the unfinished attempts are stuck (0: the
+	// bound it takes a stall after, stall.go). Tests ask often, to hold
+	// the workers' answers to what they still have to do; the bound of
+	// an inconclusive end stays the run's own.
+	StallAsk time.Duration
 }
 
 // ProxyFaults are the proxy's random faults: of the facts it relays,
@@ -641,7 +647,12 @@ func (c *coord) run() error {
 		if c.q.Len() > 0 {
 			timer.Reset(time.Until(c.q.peek().at))
 		} else {
-			timer.Reset(100 * time.Millisecond)
+			// Nothing queued: wake to ask whether the attempts are stuck.
+			wake := 100 * time.Millisecond
+			if c.opt.StallAsk > 0 {
+				wake = min(wake, c.opt.StallAsk)
+			}
+			timer.Reset(wake)
 		}
 		select {
 		case ib := <-c.in:

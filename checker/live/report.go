@@ -76,6 +76,11 @@ type Report struct {
 	// inconclusive when the silence could not be told from a loaded
 	// machine.
 	Stall *Stall `json:"stall,omitempty"`
+	// StallQuestions counts the times the coordinator asked the workers
+	// whether the unfinished attempts were stuck (a silence of its
+	// bound, with nothing queued), each answered or made void by what
+	// came next.
+	StallQuestions int `json:"stall_questions,omitempty"`
 	// Teardown is what ending the run with handoffs unresolved did
 	// (Options.UntilUS); nil when the run was not torn down.
 	Teardown *Teardown `json:"teardown,omitempty"`

@@ -23,13 +23,13 @@ import (
 // frame came between the question and the last answer (a frame sent
 // before an answer arrives before it), the run observed the stall: it
 // ends with Quiescence naming the attempt. When the workers say
-// something is still to happen but nothing happens for stallRounds
-// bounds, or a worker does not answer, the run cannot tell a stall from
-// a machine too loaded to run its processes: it ends inconclusive.
+// something is still to happen (or a worker does not answer) and nothing
+// happens for stallRounds bounds, the run cannot tell a stall from a
+// machine too loaded to run its processes: it ends inconclusive.
 
-// stallRounds is how many silences of stallBound in a row, each
-// answered with something still to happen (or not answered), end the
-// run inconclusive.
+// stallRounds is how many times stallBound a silence lasts, the workers
+// naming something still to happen (or not answering), before the run
+// ends inconclusive.
 const stallRounds = 3
 
 // stallFloor is the least silence the coordinator takes for a stall: on
@@ -82,50 +82,60 @@ func (c *coord) stallBound() time.Duration {
 type quiet struct {
 	active  time.Time // the last frame or event
 	asked   time.Time // zero: no question out
+	last    time.Time // when the last question was asked
 	round   int64
 	replies map[int][]AttemptWait
-	rounds  int // silences answered with something still to happen
-	busy    string
+	busy    string // what the last answers named still to happen
 }
 
 // activity notes a frame or an event: whatever question is out is void.
 func (c *coord) activity() {
 	c.qt.active = time.Now()
-	if !c.qt.asked.IsZero() {
-		c.qt.asked = time.Time{}
-	}
-	c.qt.rounds, c.qt.busy = 0, ""
+	c.qt.asked = time.Time{}
+	c.qt.busy = ""
 }
 
 // checkStall runs after every turn of the loop: asks, or judges the
 // answers, while the run is silent with attempts unfinished.
 func (c *coord) checkStall() {
 	if c.latts != nil || c.draining || c.moreArrivals || c.q.Len() > 0 || c.finished >= c.arrived {
-		c.qt.active = time.Now()
-		c.qt.asked = time.Time{}
+		c.activity()
 		return
 	}
 	for _, cw := range c.ws {
 		if cw.starting || cw.stopping || cw.conn == nil || cw.conn.bad {
 			// Frames wait for a process, or a restart is under way.
-			c.qt.active = time.Now()
-			c.qt.asked = time.Time{}
+			c.activity()
 			return
 		}
 	}
 	for _, a := range c.order {
 		if !a.done && a.holding {
-			c.qt.active = time.Now()
+			c.activity()
 			return
 		}
 	}
 	bound := c.stallBound()
+	ask := bound
+	if c.opt.StallAsk > 0 {
+		ask = c.opt.StallAsk
+	}
+	if silence := time.Since(c.qt.active); silence >= stallRounds*bound {
+		why := c.qt.busy
+		if !c.qt.asked.IsZero() {
+			why = c.missing()
+		}
+		c.endStalled(&Stall{Inconclusive: true, Stuck: c.unfinished(), SilenceMS: round3(float64(silence.Microseconds()) / 1000),
+			Why: fmt.Sprintf("no frame and no step anywhere for %s, %d times the %s a stall is asked after, yet the workers do not say the attempts are stuck (%s): the machine may be too loaded to run its processes", fmtWall(silence), stallRounds, fmtWall(bound), why)})
+		return
+	}
 	if c.qt.asked.IsZero() {
-		if time.Since(c.qt.active) < bound {
+		if time.Since(c.qt.active) < ask || time.Since(c.qt.last) < ask {
 			return
 		}
 		c.qt.round++
-		c.qt.asked = time.Now()
+		c.rep.StallQuestions++
+		c.qt.asked, c.qt.last = time.Now(), time.Now()
 		c.qt.replies = map[int][]AttemptWait{}
 		for _, cw := range c.ws {
 			c.sendTo(cw.w, &Frame{Kind: KQuiet, FromUS: c.qt.round})
@@ -134,27 +144,18 @@ func (c *coord) checkStall() {
 		return
 	}
 	if len(c.qt.replies) < len(c.ws) {
-		if time.Since(c.qt.asked) < bound {
-			return
+		if time.Since(c.qt.asked) >= bound {
+			c.qt.busy, c.qt.asked = c.missing(), time.Time{}
 		}
-		var missing []string
-		for _, cw := range c.ws {
-			if _, ok := c.qt.replies[cw.w]; !ok {
-				missing = append(missing, fmt.Sprint(cw.w))
-			}
-		}
-		c.unanswered(fmt.Sprintf("worker %s did not answer within %s", strings.Join(missing, ", "), fmtWall(bound)))
 		return
 	}
 	// Every worker answered, and nothing came since the question.
 	var sides []string
 	var first *catt
-	stuck := 0
 	for _, a := range c.order {
 		if a.done {
 			continue
 		}
-		stuck++
 		for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 			w := a.worker(sd)
 			if w < 0 {
@@ -172,7 +173,9 @@ func (c *coord) checkStall() {
 			}
 			x := c.qt.replies[w][i]
 			if x.Busy != "" {
-				c.unanswered(fmt.Sprintf("attempt %s: the %s (worker %d) in %s has %s, yet nothing happened", a.name, sd, w, x.State, x.Busy))
+				// Something is still to happen: asked again later.
+				c.qt.busy = fmt.Sprintf("attempt %s: the %s (worker %d) in %s has %s", a.name, sd, w, x.State, x.Busy)
+				c.qt.asked = time.Time{}
 				return
 			}
 			if first == nil {
@@ -187,29 +190,29 @@ func (c *coord) checkStall() {
 		return
 	}
 	silence := time.Since(c.qt.active)
-	c.endStalled(&Stall{Invariant: model.NameQuiescence, Attempt: first.name, Sides: sides, Stuck: stuck, SilenceMS: round3(float64(silence.Microseconds()) / 1000),
+	c.endStalled(&Stall{Invariant: model.NameQuiescence, Attempt: first.name, Sides: sides, Stuck: c.unfinished(), SilenceMS: round3(float64(silence.Microseconds()) / 1000),
 		Why: "nothing can happen for the attempt any more, yet it is not finished: no frame and no step anywhere for " + fmtWall(silence) + ", and every worker says none of its open attempts has a move scheduled, a deadline armed or a transfer running"})
 }
 
-// unanswered counts a silence the workers did not explain as a stall:
-// the next is asked a bound later; after stallRounds the run ends
-// inconclusive.
-func (c *coord) unanswered(why string) {
-	c.qt.rounds++
-	c.qt.busy = why
-	c.qt.asked = time.Time{}
-	if c.qt.rounds < stallRounds {
-		c.qt.active = time.Now()
-		return
-	}
-	stuck := 0
-	for _, a := range c.order {
-		if !a.done {
-			stuck++
+// missing names the workers that did not answer the question out.
+func (c *coord) missing() string {
+	var ws []string
+	for _, cw := range c.ws {
+		if _, ok := c.qt.replies[cw.w]; !ok {
+			ws = append(ws, fmt.Sprint(cw.w))
 		}
 	}
-	c.endStalled(&Stall{Inconclusive: true, Stuck: stuck, SilenceMS: round3(float64(time.Since(c.qt.active).Microseconds()) / 1000),
-		Why: fmt.Sprintf("no frame and no step for %d silences of %s in a row, yet the workers do not say the attempts are stuck (%s): the machine may be too loaded to run its processes", stallRounds, fmtWall(c.stallBound()), why)})
+	return fmt.Sprintf("worker %s did not answer within %s", strings.Join(ws, ", "), fmtWall(time.Since(c.qt.asked)))
+}
+
+func (c *coord) unfinished() int {
+	n := 0
+	for _, a := range c.order {
+		if !a.done {
+			n++
+		}
+	}
+	return n
 }
 
 // endStalled ends the run: the workers' ledgers as they are.
