@@ -238,8 +238,12 @@ type catt struct {
 	arrive  time.Time
 	done    bool
 	outcome [2]model.Outcome
-	m       marks
-	strand  strand // what its workers said of its stranded source KV
+	// outAt is when each side's outcome was made (its worker's send
+	// time, microseconds from the epoch; a restart's: its declaration):
+	// the peer's obligation to return what it holds runs from it.
+	outAt  [2]int64
+	m      marks
+	strand strand // what its workers said of its stranded source KV
 	// A router's move waiting for the attempt's workers to be held
 	// (KHold): the moves, which side's answer is still awaited, and the
 	// generation each held worker had (-1: none held).
@@ -1343,6 +1347,10 @@ func (c *coord) outcome(w int, f *Frame) {
 	}
 	c.writeBack(a)
 	a.outcome[sd] = a.st.W.H[0].Outcome[sd]
+	a.outAt[sd] = f.SentUS
+	if a.outAt[sd] <= 0 {
+		a.outAt[sd] = c.now()
+	}
 	c.maybeFinish(a)
 }
 
@@ -1519,6 +1527,7 @@ func (c *coord) restart(w int) {
 		sd := model.Side(k)
 		if before.Outcome[sd] == model.OutcomeNone {
 			a.outcome[sd] = model.OutcomeForgotten
+			a.outAt[sd] = c.now()
 		}
 		if x.PeerGone[sd.Other()] {
 			peer := a.worker(sd.Other())

@@ -72,9 +72,9 @@ type Report struct {
 	Findings    []string `json:"findings,omitempty"`
 	Interrupted bool     `json:"interrupted"`
 	// Stall, when set, is how the run ended with attempts that stopped
-	// making progress (stall.go): Quiescence naming the first, or
-	// inconclusive when the silence could not be told from a loaded
-	// machine.
+	// making progress (stall.go): the invariant the simulator names for
+	// the first, or inconclusive when the silence could not be told from
+	// a loaded machine.
 	Stall *Stall `json:"stall,omitempty"`
 	// StallQuestions counts the times the coordinator asked the workers
 	// whether the unfinished attempts were stuck (a silence of its

@@ -6,26 +6,30 @@ import (
 	"strings"
 	"time"
 
+	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/checker/system"
+	"github.com/handoffcheck/handoffcheck/machines"
 	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
 )
 
 // A stuck attempt: a side in a state where the tables enable nothing for
 // anything it can still receive, with no deadline armed, waits for ever,
 // and so would the coordinator waiting for its outcome. The simulator
-// names that Quiescence the moment nothing is left to happen for the
-// request; a live run cannot see that moment, only a silence. So once no
-// frame has come and no event of the coordinator has run for stallBound,
-// with attempts unfinished and nothing queued, the coordinator asks every
-// worker what its open attempts wait for (KQuiet). A worker knows: what
-// it scheduled, the deadlines it armed, a transfer it runs, the moves
-// its window enables. When every answer says nothing can happen, and no
-// frame came between the question and the last answer (a frame sent
-// before an answer arrives before it), the run observed the stall: it
-// ends with Quiescence naming the attempt. When the workers say
-// something is still to happen (or a worker does not answer) and nothing
-// happens for stallRounds bounds, the run cannot tell a stall from a
-// machine too loaded to run its processes: it ends inconclusive.
+// sees the moment nothing is left to happen for the request; a live run
+// sees only a silence. So once no frame has come and no event of the
+// coordinator has run for stallBound, with attempts unfinished and
+// nothing queued, the coordinator asks every worker what its open
+// attempts wait for (KQuiet). A worker knows: what it scheduled, the
+// deadlines it armed, a transfer it runs, the moves its window enables.
+// When every answer says nothing can happen, and no frame came between
+// the question and the last answer (a frame sent before an answer
+// arrives before it), the run observed the stall: it ends naming the
+// attempt with the invariant the simulator names for it (stuckVerdict).
+// When the workers say something is still to happen (or a worker does
+// not answer) and nothing happens for stallRounds bounds, the run cannot
+// tell a stall from a machine too loaded to run its processes: it ends
+// inconclusive.
 
 // stallRounds is how many times stallBound a silence lasts, the workers
 // naming something still to happen (or not answering), before the run
@@ -39,7 +43,8 @@ const stallFloor = 2 * time.Second
 // Stall is how a run whose attempts stopped making progress ended.
 type Stall struct {
 	// Invariant is what the simulator names for the situation
-	// (Quiescence); empty when the run is inconclusive.
+	// (Quiescence, BoundedReclaim or BoundedGiveUp); empty when the run
+	// is inconclusive.
 	Invariant string `json:"invariant,omitempty"`
 	// Attempt is the first unfinished attempt (in arrival order), Sides
 	// what each of its sides is in and holds, as its worker said.
@@ -64,6 +69,18 @@ type AttemptWait struct {
 	State   string `json:"state"`
 	Holds   string `json:"holds"`
 	Busy    string `json:"busy,omitempty"`
+	// Held: the side holds what BoundedReclaim asks it to return,
+	// HeldAny what BoundedGiveUp asks (sideHolds). GaveUp is the event
+	// by which the side learned the attempt is over while holding
+	// something (the simulator's givesUp), at GaveUpUS; LastUS its last
+	// step; Slow: its scheduler core fell behind. Microseconds from the
+	// epoch.
+	Held     bool   `json:"held,omitempty"`
+	HeldAny  bool   `json:"held_any,omitempty"`
+	GaveUp   string `json:"gave_up,omitempty"`
+	GaveUpUS int64  `json:"gave_up_us,omitempty"`
+	LastUS   int64  `json:"last_us,omitempty"`
+	Slow     bool   `json:"slow,omitempty"`
 }
 
 // stallBound is the silence after which the coordinator asks whether its
@@ -190,8 +207,106 @@ func (c *coord) checkStall() {
 		return
 	}
 	silence := time.Since(c.qt.active)
-	c.endStalled(&Stall{Invariant: model.NameQuiescence, Attempt: first.name, Sides: sides, Stuck: c.unfinished(), SilenceMS: round3(float64(silence.Microseconds()) / 1000),
-		Why: "nothing can happen for the attempt any more, yet it is not finished: no frame and no step anywhere for " + fmtWall(silence) + ", and every worker says none of its open attempts has a move scheduled, a deadline armed or a transfer running"})
+	inv, why := c.stuckVerdict(first)
+	c.endStalled(&Stall{Invariant: inv, Attempt: first.name, Sides: sides, Stuck: c.unfinished(), SilenceMS: round3(float64(silence.Microseconds()) / 1000),
+		Why: why + "; no frame and no step anywhere for " + fmtWall(silence) + ", and every worker says none of its open attempts has a move scheduled, a deadline armed or a transfer running"})
+}
+
+// stuckVerdict names what the simulator names for attempt a, stuck: the
+// first to fall due of the obligations its sides carry (the simulator's
+// checker/sim reclaim.go) and Quiescence. A side that holds something
+// when its peer's outcome is made owes it back within the reclaim bound
+// (BoundedReclaim), and the attempt is not quiescent while it owes; a
+// side that gave the attempt up holding something owes it back within
+// the same bound (BoundedGiveUp), a slowed core's time more; an attempt
+// that owes nothing is quiescent at its last step (Quiescence).
+func (c *coord) stuckVerdict(a *catt) (string, string) {
+	rb := c.cfg.LatencyUS + c.cfg.JitterUS + 2*c.cfg.CommandUS + c.cfg.GraceUS
+	scaled := func(us int64) int64 { return int64(float64(us) * c.opt.Scale) }
+	type due struct {
+		at       int64
+		inv, why string
+	}
+	var dues []due
+	owed := false
+	last := max(a.outAt[0], a.outAt[1])
+	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+		w := a.worker(sd)
+		if w < 0 {
+			continue
+		}
+		i := slices.IndexFunc(c.qt.replies[w], func(x AttemptWait) bool { return x.Attempt == a.name })
+		if i < 0 {
+			continue
+		}
+		x := c.qt.replies[w][i]
+		last = max(last, x.LastUS)
+		bound := rb
+		if x.Slow {
+			bound += c.cfg.SlowCoreUS
+		}
+		peer := sd.Other()
+		if a.outcome[peer] != model.OutcomeNone && x.Held {
+			owed = true
+			b := bound
+			if a.outcome[peer] == model.OutcomeForgotten {
+				// A restart is told by the side's own health checks.
+				b += c.cfg.HealthCheckUS
+			}
+			dues = append(dues, due{a.outAt[peer] + scaled(b), sim.NameBoundedReclaim,
+				fmt.Sprintf("the %s ended %s, yet the %s (worker %d) still holds %s, stuck in %s", peer, a.outcome[peer], sd, w, x.Holds, x.State)})
+		}
+		if x.GaveUp != "" && x.HeldAny {
+			dues = append(dues, due{x.GaveUpUS + scaled(bound), sim.NameBoundedGiveUp,
+				fmt.Sprintf("the %s (worker %d) gave the attempt up (%s), yet still holds %s, stuck in %s", sd, w, x.GaveUp, x.Holds, x.State)})
+		}
+	}
+	if !owed {
+		dues = append(dues, due{last, model.NameQuiescence, "nothing can happen for the attempt any more, yet it is not finished"})
+	}
+	best := dues[0]
+	for _, d := range dues[1:] {
+		if d.at < best.at {
+			best = d
+		}
+	}
+	return best.inv, best.why
+}
+
+// sideHolds is what the simulator's obligations ask a side to return
+// (checker/sim reclaim.go, holding): with anyHeld, BoundedGiveUp's, an
+// activated destination's decode included; without, BoundedReclaim's.
+func sideHolds(x *model.Handoff, sd model.Side, anyHeld bool) (bool, string) {
+	if sd == model.SourceSide {
+		switch {
+		case x.Src == model.SrcPinned:
+			return true, "its pinned source blocks"
+		case x.Src == model.SrcActive || x.Compute == model.ComputeQueued || x.Compute == model.ComputeRunning:
+			return true, "its prefill compute"
+		case x.Life[model.ResPrefillBooking] == model.Held:
+			return true, "its prefill router booking"
+		case x.InFlight[model.SourceSide]:
+			return true, "the request, counted in flight"
+		}
+		return false, ""
+	}
+	switch {
+	case anyHeld && x.Dst == model.DstActive:
+		return true, "its active decode blocks"
+	case anyHeld && x.Running:
+		return true, "its decode slot"
+	case !anyHeld && (x.Dst == model.DstActive || x.Activated):
+		return false, ""
+	case x.Dst == model.DstReserved:
+		return true, "its destination reservation"
+	case x.Pending:
+		return true, "its queued reservation request"
+	case x.Life[model.ResDecodeBooking] == model.Held:
+		return true, "its decode router booking"
+	case x.InFlight[model.DestinationSide]:
+		return true, "the request, counted in flight"
+	}
+	return false, ""
 }
 
 // missing names the workers that did not answer the question out.
@@ -252,9 +367,12 @@ func (w *worker) quiet(f *Frame) {
 	for _, name := range names {
 		a := w.atts[name]
 		x := &a.st.W.H[0]
+		held, _ := sideHolds(x, w.mine, false)
+		heldAny, _ := sideHolds(x, w.mine, true)
 		l.Waits = append(l.Waits, AttemptWait{Attempt: name, Side: sideNames[w.mine],
 			State: w.chk.Protocol().StateName(system.RoleOf(w.mine), a.st.Role(system.RoleOf(w.mine), 0)),
-			Holds: ownHeld(x, w.mine), Busy: w.busy(a)})
+			Holds: ownHeld(x, w.mine), Busy: w.busy(a), Held: held, HeldAny: heldAny,
+			GaveUp: a.gaveUp, GaveUpUS: a.gaveUpUS, LastUS: a.lastUS, Slow: x.Slow[w.mine]})
 	}
 	// A legacy request is never judged stuck here: the question is not
 	// asked in a legacy run.
@@ -292,6 +410,35 @@ func (w *worker) busy(a *attempt) string {
 	for _, m := range w.chk.MovesInto(&a.st, nil) {
 		if ownerOf(m, x) == w.who && m.Kind != system.MvTimer && m.Kind != system.MvTransfer {
 			return fmt.Sprintf("move %v enabled", m)
+		}
+	}
+	return ""
+}
+
+// givesUp names the event of a side's row among fires by which the side
+// learns the attempt is over (the simulator's givesUp, checker/sim
+// reclaim.go): the client's cancel reaching it, its own abort, the
+// failure of the transfer it runs, its core refusing to reserve, or one
+// of its own deadlines (a heartbeat is not one); "" when none.
+func givesUp(fires []system.Firing, sd model.Side) string {
+	for i := range fires {
+		f := &fires[i]
+		if f.Role != system.RoleOf(sd) {
+			continue
+		}
+		if f.Role == spec.Source {
+			switch machines.SourceEvent(f.Event) {
+			case machines.SourceEventClientCancelled, machines.SourceEventLocalAbort, machines.SourceEventTransferFailed,
+				machines.SourceEventLeaseExpired, machines.SourceEventBootstrapExpired, machines.SourceEventTransferTimeout:
+				return system.EventName(f.Role, f.Event)
+			}
+			continue
+		}
+		switch machines.DestinationEvent(f.Event) {
+		case machines.DestinationEventClientCancelled, machines.DestinationEventLocalAbort, machines.DestinationEventTransferFailed,
+			machines.DestinationEventReservationRefused,
+			machines.DestinationEventReservationExpired, machines.DestinationEventTransferTimeout:
+			return system.EventName(f.Role, f.Event)
 		}
 	}
 	return ""

@@ -718,7 +718,7 @@ func (p *Plan) LiveNote() string {
 		// A slowed core answers late: a live run's other steps may come
 		// first, and tables that leave a side nothing to take for the
 		// late answer leave the attempt stuck.
-		note += ". The plan slows a core: where its late command leaves a side in a state the tables give nothing to take, the attempt is stuck, and the live run ends on Quiescence naming it and its sides (docs/live.md, a stuck attempt), its logs judged all the same"
+		note += ". The plan slows a core: where its late command leaves a side in a state the tables give nothing to take, the attempt is stuck, and the live run ends on the invariant the simulator names for a stuck side (Quiescence, BoundedReclaim or BoundedGiveUp), naming the attempt and its sides (docs/live.md, a stuck attempt), its logs judged all the same"
 	}
 	if t, us := p.shortestTimer(); t != "" && float64(us)*liveScale < liveMinTimerUS {
 		need := float64(liveMinTimerUS) / float64(us)

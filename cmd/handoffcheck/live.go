@@ -44,7 +44,7 @@ var liveCommand = &command{
 		"destination-first (with --policy disabled, the legacy path too) on one fault-free workload.",
 	exits: []exitDoc{
 		{exitOK, "every request finished, every worker and router holds nothing, and the logs conform"},
-		{exitViolation, "something is still held somewhere, an attempt was stuck with nothing left to happen (Quiescence), or the logs do not conform (with --props, a property the explanations would break is named)"},
+		{exitViolation, "something is still held somewhere, an attempt was stuck with nothing left to happen (named with the invariant the simulator names for it), or the logs do not conform (with --props, a property the explanations would break is named)"},
 		{exitUsage, ""},
 		{exitInterrupted, "interrupted (SIGINT or SIGTERM): every process was stopped, and the report says what was held"},
 		{exitInconclusive, "conform's search was cut by its bound, the processes fell further behind the clock than the run's deadlines absorb at every time scale tried (the report names the lateness), or attempts stopped making progress while the workers did not say they were stuck"},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -15,7 +16,8 @@ import (
 // changed: the reads' end moves the source to Aborting without asking
 // its core for the release, so it waits there for ever for a release
 // nothing applies, holding its pin, with no deadline armed. The
-// simulator names that Quiescence.
+// simulator names that BoundedReclaim once the destination's outcome is
+// made (the source owes its pin back).
 func stuckTables(t *testing.T) string {
 	t.Helper()
 	data, err := json.Marshal(spec.Default())
@@ -54,8 +56,8 @@ func stuckTables(t *testing.T) string {
 
 // TestCLI_LiveStuckAttemptEnds: an attempt whose source is stuck with
 // nothing enabled does not make live wait for ever: the run ends with
-// Quiescence naming the attempt and its sides, exit 1, and its logs are
-// still judged.
+// the invariant simulate names for the same tables and workload, naming
+// the attempt and its sides, exit 1, and its logs are still judged.
 func TestCLI_LiveStuckAttemptEnds(t *testing.T) {
 	w := liveWorkload(t, 2, "10")
 	var rep struct {
@@ -69,13 +71,19 @@ func TestCLI_LiveStuckAttemptEnds(t *testing.T) {
 			Verdict string `json:"verdict"`
 		} `json:"conform"`
 	}
-	code, stdout, errOut := runCLI(t, "live", "--workload", w, "--out", t.TempDir(), "--spec", stuckTables(t), "--adapt-scale=false", "--json")
+	tables := stuckTables(t)
+	code, simOut, errOut := runCLI(t, "simulate", "--workload", w, "--spec", tables)
+	m := regexp.MustCompile(`VIOLATION ([A-Za-z]+) at `).FindStringSubmatch(simOut)
+	if code != exitViolation || m == nil {
+		t.Fatalf("simulate on the stuck tables: exit %d, want a violation\n%s%s", code, simOut, errOut)
+	}
+	code, stdout, errOut := runCLI(t, "live", "--workload", w, "--out", t.TempDir(), "--spec", tables, "--adapt-scale=false", "--json")
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("exit %d: %v\n%s\n%s", code, err, errOut, stdout)
 	}
 	s := rep.Stall
-	if code != exitViolation || s == nil || s.Inconclusive || s.Invariant != "Quiescence" || s.Attempt == "" || len(s.Sides) != 2 ||
+	if code != exitViolation || s == nil || s.Inconclusive || s.Invariant != m[1] || s.Attempt == "" || len(s.Sides) != 2 ||
 		!strings.Contains(s.Sides[0], "state Aborting") || rep.Conform == nil || rep.Conform.Verdict == "" {
-		t.Fatalf("exit %d, want a stall naming Quiescence with the source in Aborting, and the logs judged:\n%s\n%s", code, errOut, stdout)
+		t.Fatalf("exit %d, want a stall naming %s (as simulate does) with the source in Aborting, and the logs judged:\n%s\n%s", code, m[1], errOut, stdout)
 	}
 }
