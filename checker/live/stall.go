@@ -126,16 +126,19 @@ func (c *coord) checkStall() {
 			return
 		}
 	}
+	bound := c.stallBound()
+	ask := bound
+	if c.opt.StallAsk > 0 {
+		ask = c.opt.StallAsk
+	}
+	if c.qt.asked.IsZero() && time.Since(c.qt.active) < ask {
+		return // the common case, before the attempts are looked at
+	}
 	for _, a := range c.order {
 		if !a.done && a.holding {
 			c.activity()
 			return
 		}
-	}
-	bound := c.stallBound()
-	ask := bound
-	if c.opt.StallAsk > 0 {
-		ask = c.opt.StallAsk
 	}
 	if silence := time.Since(c.qt.active); silence >= stallRounds*bound {
 		why := c.qt.busy
