@@ -62,6 +62,12 @@ type Options struct {
 	// answers (Teardown). The run then ends as any other: every worker's
 	// ledger is read and whatever is still held is a leak.
 	UntilUS int64
+	// StallAsk, when positive, is how long a silence lasts before the
+	// coordinator asks whether the unfinished attempts are stuck (0: the
+	// bound it takes a stall after, stall.go). Tests ask often, to hold
+	// the workers' answers to what they still have to do; the bound of
+	// an inconclusive end stays the run's own.
+	StallAsk time.Duration
 }
 
 // ProxyFaults are the proxy's random faults: of the facts it relays,
@@ -170,6 +176,9 @@ type coord struct {
 	// generation, and taken what it last said it took of them: the hits
 	// between are routed but not yet taken from the cache it reported.
 	hitBlocks, taken []int64
+	// qt is the question whether the unfinished attempts are stuck
+	// (stall.go).
+	qt quiet
 }
 
 type cworker struct {
@@ -229,8 +238,12 @@ type catt struct {
 	arrive  time.Time
 	done    bool
 	outcome [2]model.Outcome
-	m       marks
-	strand  strand // what its workers said of its stranded source KV
+	// outAt is when each side's outcome was made (its worker's send
+	// time, microseconds from the epoch; a restart's: its declaration):
+	// the peer's obligation to return what it holds runs from it.
+	outAt  [2]int64
+	m      marks
+	strand strand // what its workers said of its stranded source KV
 	// A router's move waiting for the attempt's workers to be held
 	// (KHold): the moves, which side's answer is still awaited, and the
 	// generation each held worker had (-1: none held).
@@ -624,6 +637,7 @@ func (c *coord) run() error {
 	// t_us from the epoch every process was given.
 	c.start = time.Now()
 	c.cpu0 = processCPU()
+	c.qt.active = c.start
 	c.scheduleArrival()
 	for _, f := range c.timed {
 		c.push(&cevent{at: c.fromStart(f.AtUS), kind: cRestart, w: f.Worker})
@@ -637,7 +651,12 @@ func (c *coord) run() error {
 		if c.q.Len() > 0 {
 			timer.Reset(time.Until(c.q.peek().at))
 		} else {
-			timer.Reset(100 * time.Millisecond)
+			// Nothing queued: wake to ask whether the attempts are stuck.
+			wake := 100 * time.Millisecond
+			if c.opt.StallAsk > 0 {
+				wake = min(wake, c.opt.StallAsk)
+			}
+			timer.Reset(wake)
 		}
 		select {
 		case ib := <-c.in:
@@ -660,6 +679,7 @@ func (c *coord) run() error {
 			return err
 		}
 		c.flush()
+		c.checkStall()
 		if !c.moreArrivals && c.finished == c.arrived && !c.draining {
 			c.end = time.Now()
 			c.cpu = processCPU() - c.cpu0
@@ -837,6 +857,13 @@ func (c *coord) inbound(ib inbound) {
 		return
 	}
 	f := &ib.f
+	if f.Kind == KQuietReply {
+		if wc.w >= 0 && f.Gen == c.ws[wc.w].gen {
+			c.quietReply(wc.w, f)
+		}
+		return
+	}
+	c.activity()
 	if f.SentUS > 0 {
 		c.late.Frames.add(time.Duration(c.now()-f.SentUS) * time.Microsecond)
 	}
@@ -1320,6 +1347,10 @@ func (c *coord) outcome(w int, f *Frame) {
 	}
 	c.writeBack(a)
 	a.outcome[sd] = a.st.W.H[0].Outcome[sd]
+	a.outAt[sd] = f.SentUS
+	if a.outAt[sd] <= 0 {
+		a.outAt[sd] = c.now()
+	}
 	c.maybeFinish(a)
 }
 
@@ -1496,6 +1527,7 @@ func (c *coord) restart(w int) {
 		sd := model.Side(k)
 		if before.Outcome[sd] == model.OutcomeNone {
 			a.outcome[sd] = model.OutcomeForgotten
+			a.outAt[sd] = c.now()
 		}
 		if x.PeerGone[sd.Other()] {
 			peer := a.worker(sd.Other())
@@ -1596,6 +1628,7 @@ func (c *coord) runDue() error {
 	now := time.Now()
 	for c.q.Len() > 0 && !c.q.peek().at.After(now) {
 		e := c.q.pop()
+		c.activity()
 		c.late.Events.add(now.Sub(e.at))
 		switch {
 		case e.kind == cArrive && c.latts != nil:

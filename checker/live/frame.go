@@ -121,6 +121,14 @@ const (
 	// step of the worker publishes the fact, whether or not it writes a
 	// log; the index is as stale as these frames in flight.
 	KKV
+	// KQuiet: C→W: no frame and no step anywhere for a while, with
+	// attempts unfinished: say what each of your open attempts waits
+	// for (from_us numbers the question, which the answer repeats).
+	KQuiet
+	// KQuietReply: W→C: the answer to KQuiet: the ledger's waits, one
+	// per open attempt, each saying whether anything can still happen
+	// to it on this worker.
+	KQuietReply
 	numKinds
 )
 
@@ -150,6 +158,8 @@ var frameKinds = [numKinds]struct {
 	KHeld:          {"held", []string{"attempt"}},
 	KRelease:       {"release", []string{"attempt"}},
 	KKV:            {"kv", []string{"msg"}},
+	KQuiet:         {"quiet", nil},
+	KQuietReply:    {"quiet_reply", []string{"ledger"}},
 }
 
 func (k Kind) String() string {

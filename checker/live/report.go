@@ -71,6 +71,16 @@ type Report struct {
 	// Findings are invariants a worker's own window broke.
 	Findings    []string `json:"findings,omitempty"`
 	Interrupted bool     `json:"interrupted"`
+	// Stall, when set, is how the run ended with attempts that stopped
+	// making progress (stall.go): the invariant the simulator names for
+	// the first, or inconclusive when the silence could not be told from
+	// a loaded machine.
+	Stall *Stall `json:"stall,omitempty"`
+	// StallQuestions counts the times the coordinator asked the workers
+	// whether the unfinished attempts were stuck (a silence of its
+	// bound, with nothing queued), each answered or made void by what
+	// came next.
+	StallQuestions int `json:"stall_questions,omitempty"`
 	// Teardown is what ending the run with handoffs unresolved did
 	// (Options.UntilUS); nil when the run was not torn down.
 	Teardown *Teardown `json:"teardown,omitempty"`
@@ -200,6 +210,14 @@ func (r *Report) Write(w io.Writer) {
 			fmt.Fprint(w, " each released what it held once, nothing held at the end")
 		}
 		fmt.Fprintln(w)
+	}
+	if s := r.Stall; s != nil && s.Inconclusive {
+		fmt.Fprintf(w, "  STALL INCONCLUSIVE: %d attempts unfinished; %s\n", s.Stuck, s.Why)
+	} else if s != nil {
+		fmt.Fprintf(w, "  STALL: VIOLATION %s: attempt %s: %s (%d attempts unfinished)\n", s.Invariant, s.Attempt, s.Why, s.Stuck)
+		for _, sd := range s.Sides {
+			fmt.Fprintf(w, "    %s\n", sd)
+		}
 	}
 	if r.Interrupted {
 		fmt.Fprintf(w, "  interrupted: held when it stopped: %s\n", strings.Join(r.Leaks, "; "))

@@ -98,6 +98,9 @@ type Ledger struct {
 	// CPU per handoff (Report.CPU). A worker run in the coordinator's
 	// process (GoSpawner) measures that whole process instead.
 	CPUUS int64 `json:"cpu_us"`
+	// Waits, in an answer to KQuiet only, is what each open attempt
+	// waits for (stall.go).
+	Waits []AttemptWait `json:"waits,omitempty"`
 }
 
 // Held lists what the ledger still holds, "" when nothing: blocks in use
@@ -203,6 +206,12 @@ type attempt struct {
 	m       *cluster.Marks
 	trigger string // the log kind a planned restart waits for
 	gone    bool
+	// gaveUp is the event by which the side learned the attempt is over
+	// while holding something, at gaveUpUS; lastUS is its last step
+	// (microseconds from the epoch): what a stuck attempt's verdict
+	// weighs (stall.go).
+	gaveUp           string
+	gaveUpUS, lastUS int64
 	// held: the coordinator holds the attempt (KHold) while a router
 	// acts on it; its events and frames wait until KRelease.
 	held   bool
@@ -414,6 +423,10 @@ func (w *worker) frame(f *Frame) {
 			// The coordinator waited long enough: the ledgers as they are.
 			w.sendLedger()
 		}
+		return
+	}
+	if f.Kind == KQuiet {
+		w.quiet(f)
 		return
 	}
 	if w.legacy != nil && f.Kind != KStop {
@@ -783,6 +796,14 @@ func (w *worker) settle(a *attempt, before *system.State, m system.Move) {
 	}
 	if before != nil {
 		b := &before.W.H[0]
+		a.lastUS = w.now()
+		if a.gaveUp == "" {
+			if ev := givesUp(w.steps.Firings(), w.mine); ev != "" {
+				if ok, _ := sideHolds(x, w.mine, true); ok {
+					a.gaveUp, a.gaveUpUS = ev, a.lastUS
+				}
+			}
+		}
 		w.observe(a, before, m)
 		peer := w.mine.Other()
 		for x.Ch[peer].N > 0 {

@@ -714,6 +714,12 @@ func (p *Plan) LiveNote() string {
 	default:
 		note += ": the plan has no fault, so the steps need only the order the configuration's durations give them"
 	}
+	if slices.ContainsFunc(p.Faults, func(f faultplan.Fault) bool { return f.Kind == "delay" }) {
+		// A slowed core answers late: a live run's other steps may come
+		// first, and tables that leave a side nothing to take for the
+		// late answer leave the attempt stuck.
+		note += ". The plan slows a core: where its late command leaves a side in a state the tables give nothing to take, the attempt is stuck, and the live run ends on the invariant the simulator names for a stuck side (Quiescence, BoundedReclaim or BoundedGiveUp), naming the attempt and its sides (docs/live.md, a stuck attempt), its logs judged all the same"
+	}
 	if t, us := p.shortestTimer(); t != "" && float64(us)*liveScale < liveMinTimerUS {
 		need := float64(liveMinTimerUS) / float64(us)
 		note += fmt.Sprintf(". Live refuses this plan at its default `--time-scale` %g: its %s deadline of %s ms would last %.3g µs on the wall clock, under the %d ms below which scheduling delay alone fires every timer", liveScale, t, workload.FormatMillis(us), float64(us)*liveScale, liveMinTimerUS/1000)

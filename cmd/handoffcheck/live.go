@@ -44,10 +44,10 @@ var liveCommand = &command{
 		"destination-first (with --policy disabled, the legacy path too) on one fault-free workload.",
 	exits: []exitDoc{
 		{exitOK, "every request finished, every worker and router holds nothing, and the logs conform"},
-		{exitViolation, "something is still held somewhere, or the logs do not conform (with --props, a property the explanations would break is named)"},
+		{exitViolation, "something is still held somewhere, an attempt was stuck with nothing left to happen (named with the invariant the simulator names for it), or the logs do not conform (with --props, a property the explanations would break is named)"},
 		{exitUsage, ""},
 		{exitInterrupted, "interrupted (SIGINT or SIGTERM): every process was stopped, and the report says what was held"},
-		{exitInconclusive, "conform's search was cut by its bound, or the processes fell further behind the clock than the run's deadlines absorb at every time scale tried (the report names the lateness)"},
+		{exitInconclusive, "conform's search was cut by its bound, the processes fell further behind the clock than the run's deadlines absorb at every time scale tried (the report names the lateness), or attempts stopped making progress while the workers did not say they were stuck"},
 	},
 	run: cmdLive,
 }
@@ -383,9 +383,17 @@ func liveOnce(c *command, e *env, opt live.Options, noConform bool, pset *props.
 	}
 	verdict := r.verdict
 	switch {
-	case !rep.Clean || len(rep.Findings) > 0:
+	case len(rep.Findings) > 0:
 		return r, exitViolation
 	case verdict != nil && verdict.Verdict == conform.Rejected:
+		return r, exitViolation
+	case rep.Stall != nil && rep.Stall.Inconclusive:
+		// Attempts stopped making progress, but the workers did not say
+		// they were stuck: the run cannot tell that from a machine too
+		// loaded to run its processes, and a verdict rests only on what
+		// it observed.
+		return r, exitInconclusive
+	case !rep.Clean:
 		return r, exitViolation
 	case rep.TooLate:
 		// Nothing held and nothing broken, but the outcome says more
