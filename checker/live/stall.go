@@ -6,11 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/handoffcheck/handoffcheck/checker/sim"
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/system"
-	"github.com/handoffcheck/handoffcheck/machines"
 	"github.com/handoffcheck/handoffcheck/model"
-	"github.com/handoffcheck/handoffcheck/spec"
 )
 
 // A stuck attempt: a side in a state where the tables enable nothing for
@@ -70,7 +68,8 @@ type AttemptWait struct {
 	Holds   string `json:"holds"`
 	Busy    string `json:"busy,omitempty"`
 	// Held: the side holds what BoundedReclaim asks it to return,
-	// HeldAny what BoundedGiveUp asks (sideHolds). GaveUp is the event
+	// HeldAny what BoundedGiveUp asks (cluster.Holds with the decode).
+	// GaveUp is the event
 	// by which the side learned the attempt is over while holding
 	// something (the simulator's givesUp), at GaveUpUS; LastUS its last
 	// step; Slow: its scheduler core fell behind. Microseconds from the
@@ -216,8 +215,8 @@ func (c *coord) checkStall() {
 }
 
 // stuckVerdict names what the simulator names for attempt a, stuck: the
-// first to fall due of the obligations its sides carry (the simulator's
-// checker/sim reclaim.go) and Quiescence. A side that holds something
+// first to fall due of the obligations its sides carry (cluster.Holds,
+// cluster.GivesUp, as the simulator judges them) and Quiescence. A side that holds something
 // when its peer's outcome is made owes it back within the reclaim bound
 // (BoundedReclaim), and the attempt is not quiescent while it owes; a
 // side that gave the attempt up holding something owes it back within
@@ -256,11 +255,11 @@ func (c *coord) stuckVerdict(a *catt) (string, string) {
 				// A restart is told by the side's own health checks.
 				b += c.cfg.HealthCheckUS
 			}
-			dues = append(dues, due{a.outAt[peer] + scaled(b), sim.NameBoundedReclaim,
+			dues = append(dues, due{a.outAt[peer] + scaled(b), cluster.NameBoundedReclaim,
 				fmt.Sprintf("the %s ended %s, yet the %s (worker %d) still holds %s, stuck in %s", peer, a.outcome[peer], sd, w, x.Holds, x.State)})
 		}
 		if x.GaveUp != "" && x.HeldAny {
-			dues = append(dues, due{x.GaveUpUS + scaled(bound), sim.NameBoundedGiveUp,
+			dues = append(dues, due{x.GaveUpUS + scaled(bound), cluster.NameBoundedGiveUp,
 				fmt.Sprintf("the %s (worker %d) gave the attempt up (%s), yet still holds %s, stuck in %s", sd, w, x.GaveUp, x.Holds, x.State)})
 		}
 	}
@@ -274,42 +273,6 @@ func (c *coord) stuckVerdict(a *catt) (string, string) {
 		}
 	}
 	return best.inv, best.why
-}
-
-// sideHolds is what the simulator's obligations ask a side to return
-// (checker/sim reclaim.go, holding): with anyHeld, BoundedGiveUp's, an
-// activated destination's decode included; without, BoundedReclaim's.
-func sideHolds(x *model.Handoff, sd model.Side, anyHeld bool) (bool, string) {
-	if sd == model.SourceSide {
-		switch {
-		case x.Src == model.SrcPinned:
-			return true, "its pinned source blocks"
-		case x.Src == model.SrcActive || x.Compute == model.ComputeQueued || x.Compute == model.ComputeRunning:
-			return true, "its prefill compute"
-		case x.Life[model.ResPrefillBooking] == model.Held:
-			return true, "its prefill router booking"
-		case x.InFlight[model.SourceSide]:
-			return true, "the request, counted in flight"
-		}
-		return false, ""
-	}
-	switch {
-	case anyHeld && x.Dst == model.DstActive:
-		return true, "its active decode blocks"
-	case anyHeld && x.Running:
-		return true, "its decode slot"
-	case !anyHeld && (x.Dst == model.DstActive || x.Activated):
-		return false, ""
-	case x.Dst == model.DstReserved:
-		return true, "its destination reservation"
-	case x.Pending:
-		return true, "its queued reservation request"
-	case x.Life[model.ResDecodeBooking] == model.Held:
-		return true, "its decode router booking"
-	case x.InFlight[model.DestinationSide]:
-		return true, "the request, counted in flight"
-	}
-	return false, ""
 }
 
 // missing names the workers that did not answer the question out.
@@ -370,8 +333,8 @@ func (w *worker) quiet(f *Frame) {
 	for _, name := range names {
 		a := w.atts[name]
 		x := &a.st.W.H[0]
-		held, _ := sideHolds(x, w.mine, false)
-		heldAny, _ := sideHolds(x, w.mine, true)
+		held, _ := cluster.Holds(x, w.mine, false)
+		heldAny, _ := cluster.Holds(x, w.mine, true)
 		l.Waits = append(l.Waits, AttemptWait{Attempt: name, Side: sideNames[w.mine],
 			State: w.chk.Protocol().StateName(system.RoleOf(w.mine), a.st.Role(system.RoleOf(w.mine), 0)),
 			Holds: ownHeld(x, w.mine), Busy: w.busy(a), Held: held, HeldAny: heldAny,
@@ -419,28 +382,11 @@ func (w *worker) busy(a *attempt) string {
 }
 
 // givesUp names the event of a side's row among fires by which the side
-// learns the attempt is over (the simulator's givesUp, checker/sim
-// reclaim.go): the client's cancel reaching it, its own abort, the
-// failure of the transfer it runs, its core refusing to reserve, or one
-// of its own deadlines (a heartbeat is not one); "" when none.
+// learns the attempt is over (cluster.GivesUp); "" when none.
 func givesUp(fires []system.Firing, sd model.Side) string {
 	for i := range fires {
 		f := &fires[i]
-		if f.Role != system.RoleOf(sd) {
-			continue
-		}
-		if f.Role == spec.Source {
-			switch machines.SourceEvent(f.Event) {
-			case machines.SourceEventClientCancelled, machines.SourceEventLocalAbort, machines.SourceEventTransferFailed,
-				machines.SourceEventLeaseExpired, machines.SourceEventBootstrapExpired, machines.SourceEventTransferTimeout:
-				return system.EventName(f.Role, f.Event)
-			}
-			continue
-		}
-		switch machines.DestinationEvent(f.Event) {
-		case machines.DestinationEventClientCancelled, machines.DestinationEventLocalAbort, machines.DestinationEventTransferFailed,
-			machines.DestinationEventReservationRefused,
-			machines.DestinationEventReservationExpired, machines.DestinationEventTransferTimeout:
+		if f.Role == system.RoleOf(sd) && cluster.GivesUp(f) {
 			return system.EventName(f.Role, f.Event)
 		}
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
-	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -127,13 +126,13 @@ func TestStall_Verdicts(t *testing.T) {
 		src := idle("r0", 2000)
 		src.Held, src.HeldAny, src.GaveUp, src.GaveUpUS = true, true, "Cancelled", 500
 		c.qt.replies = map[int][]AttemptWait{0: {src}, 1: nil}
-		if inv, _ := c.stuckVerdict(a); inv != sim.NameBoundedGiveUp {
-			t.Errorf("given up first: %s, want %s", inv, sim.NameBoundedGiveUp)
+		if inv, _ := c.stuckVerdict(a); inv != cluster.NameBoundedGiveUp {
+			t.Errorf("given up first: %s, want %s", inv, cluster.NameBoundedGiveUp)
 		}
 		src.GaveUp = ""
 		c.qt.replies[0] = []AttemptWait{src}
-		if inv, _ := c.stuckVerdict(a); inv != sim.NameBoundedReclaim {
-			t.Errorf("owed: %s, want %s (the attempt is not quiescent while it owes)", inv, sim.NameBoundedReclaim)
+		if inv, _ := c.stuckVerdict(a); inv != cluster.NameBoundedReclaim {
+			t.Errorf("owed: %s, want %s (the attempt is not quiescent while it owes)", inv, cluster.NameBoundedReclaim)
 		}
 		// Given up but quiescent before the give-up falls due.
 		a.outcome[model.DestinationSide] = model.OutcomeNone

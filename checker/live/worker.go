@@ -799,7 +799,7 @@ func (w *worker) settle(a *attempt, before *system.State, m system.Move) {
 		a.lastUS = w.now()
 		if a.gaveUp == "" {
 			if ev := givesUp(w.steps.Firings(), w.mine); ev != "" {
-				if ok, _ := sideHolds(x, w.mine, true); ok {
+				if ok, _ := cluster.Holds(x, w.mine, true); ok {
 					a.gaveUp, a.gaveUpUS = ev, a.lastUS
 				}
 			}

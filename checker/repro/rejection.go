@@ -12,9 +12,9 @@ import (
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/conform"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
-	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
@@ -256,12 +256,12 @@ func WriteRejection(dir string, in RejectionInput) (*RejectionResult, error) {
 // where nothing is left to do, when its runs broke a timed property of
 // giving up first.
 func clockNote(p *Plan, inv string) string {
-	if p.Result != nil || !quietInvariant(inv) || !slices.Contains(p.Other, sim.NameBoundedGiveUp) {
+	if p.Result != nil || !quietInvariant(inv) || !slices.Contains(p.Other, cluster.NameBoundedGiveUp) {
 		return ""
 	}
-	return "On the clock a side that gave up while it held something owes it back within the reclaim bound (" + sim.NameBoundedGiveUp +
-		"), and while its peer's outcome leaves it owing (" + sim.NameBoundedReclaim + ") its request is never idle; so the clock judges the pages this side keeps by " +
-		sim.NameBoundedGiveUp + " at that bound (the same stranded pages, under the timed property's name), before " + inv + ", which it judges only on a request with nothing left to happen, can be"
+	return "On the clock a side that gave up while it held something owes it back within the reclaim bound (" + cluster.NameBoundedGiveUp +
+		"), and while its peer's outcome leaves it owing (" + cluster.NameBoundedReclaim + ") its request is never idle; so the clock judges the pages this side keeps by " +
+		cluster.NameBoundedGiveUp + " at that bound (the same stranded pages, under the timed property's name), before " + inv + ", which it judges only on a request with nothing left to happen, can be"
 }
 
 // unlogged counts the moves that are not the explanation's: the rest

@@ -6,19 +6,14 @@ import (
 
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/system"
-	"github.com/handoffcheck/handoffcheck/machines"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
-// NameBoundedReclaim and NameStrandedBlockSeconds are the timed properties
-// of docs/lifecycle.md section 4, judged on every simulated run;
-// NameBoundedGiveUp is the simulator's own, beyond the contract's list.
-const (
-	NameBoundedReclaim       = "BoundedReclaim"
-	NameStrandedBlockSeconds = "StrandedBlockSeconds"
-	NameBoundedGiveUp        = "BoundedGiveUp"
-)
+// NameStrandedBlockSeconds is a timed property of docs/lifecycle.md
+// section 4, judged on every simulated run, beside the obligations
+// (cluster.NameBoundedReclaim, cluster.NameBoundedGiveUp).
+const NameStrandedBlockSeconds = "StrandedBlockSeconds"
 
 // obligation is what BoundedReclaim asks of a side once its peer reached
 // its terminal outcome, and BoundedGiveUp once the side itself learned the
@@ -35,53 +30,16 @@ type obligation struct {
 	why     string // the event the side gave up on (BoundedGiveUp)
 }
 
-// holds is what BoundedReclaim asks a side to return: everything it
-// holds for the attempt. The source: its compute, its pin, its router's
-// booking and its in-flight count. The destination, until it activated:
-// its reservation or its queued request for one, its router's booking and
-// its in-flight count. An activated destination decodes on: what it then
-// holds is the request's, not the handoff's.
+// holds is what BoundedReclaim asks a side to return (cluster.Holds
+// without the decode).
 func holds(x *model.Handoff, sd model.Side) (bool, string) {
-	return holding(x, sd, false)
+	return cluster.Holds(x, sd, false)
 }
 
 // holdsAny is what BoundedGiveUp asks a side to return: everything it
 // holds for the request, an activated destination's decode included.
 func holdsAny(x *model.Handoff, sd model.Side) (bool, string) {
-	return holding(x, sd, true)
-}
-
-func holding(x *model.Handoff, sd model.Side, decode bool) (bool, string) {
-	if sd == model.SourceSide {
-		switch {
-		case x.Src == model.SrcPinned:
-			return true, "its pinned source blocks"
-		case x.Src == model.SrcActive || x.Compute == model.ComputeQueued || x.Compute == model.ComputeRunning:
-			return true, "its prefill compute"
-		case x.Life[model.ResPrefillBooking] == model.Held:
-			return true, "its prefill router booking"
-		case x.InFlight[model.SourceSide]:
-			return true, "the request, counted in flight"
-		}
-		return false, ""
-	}
-	switch {
-	case decode && x.Dst == model.DstActive:
-		return true, "its active decode blocks"
-	case decode && x.Running:
-		return true, "its decode slot"
-	case !decode && (x.Dst == model.DstActive || x.Activated):
-		return false, ""
-	case x.Dst == model.DstReserved:
-		return true, "its destination reservation"
-	case x.Pending:
-		return true, "its queued reservation request"
-	case x.Life[model.ResDecodeBooking] == model.Held:
-		return true, "its decode router booking"
-	case x.InFlight[model.DestinationSide]:
-		return true, "the request, counted in flight"
-	}
-	return false, ""
+	return cluster.Holds(x, sd, true)
 }
 
 // owe opens BoundedReclaim's obligation on the peer of a side that just
@@ -176,31 +134,8 @@ func (s *Sim) checkReclaim(r *request, sd model.Side, ver uint32) {
 			why += " and its process restarted"
 		}
 	}
-	s.fail(r, NameBoundedReclaim, fmt.Sprintf("%s, yet the %s (worker %d) still holds %s %s later, beyond %s (%s)",
+	s.fail(r, cluster.NameBoundedReclaim, fmt.Sprintf("%s, yet the %s (worker %d) still holds %s %s later, beyond %s (%s)",
 		why, sd, x.Worker(sd), what, fmtDur(s.now-o.since), bound, fmtDur(o.deadline-o.since)))
-}
-
-// givesUp reports whether a row took an event by which its own side learns
-// the attempt is over: the client's cancel reaching it, its own abort, the
-// failure of the transfer it runs, its core refusing to reserve, or one of
-// its own deadlines (a heartbeat is not one). The row may ignore the
-// event; BoundedGiveUp then judges what the side keeps holding.
-func givesUp(f *system.Firing) bool {
-	if f.Role == spec.Source {
-		switch machines.SourceEvent(f.Event) {
-		case machines.SourceEventClientCancelled, machines.SourceEventLocalAbort, machines.SourceEventTransferFailed,
-			machines.SourceEventLeaseExpired, machines.SourceEventBootstrapExpired, machines.SourceEventTransferTimeout:
-			return true
-		}
-		return false
-	}
-	switch machines.DestinationEvent(f.Event) {
-	case machines.DestinationEventClientCancelled, machines.DestinationEventLocalAbort, machines.DestinationEventTransferFailed,
-		machines.DestinationEventReservationRefused,
-		machines.DestinationEventReservationExpired, machines.DestinationEventTransferTimeout:
-		return true
-	}
-	return false
 }
 
 // giveUp opens BoundedGiveUp's obligation on a side whose row just took
@@ -214,7 +149,7 @@ func (s *Sim) giveUp(r *request) {
 		if f.Role == spec.Destination {
 			sd = model.DestinationSide
 		}
-		if r.gaveUp[sd] != nil || !givesUp(f) {
+		if r.gaveUp[sd] != nil || !cluster.GivesUp(f) {
 			continue
 		}
 		if ok, _ := holdsAny(x, sd); !ok {
@@ -281,7 +216,7 @@ func (s *Sim) checkGiveUp(r *request, sd model.Side, ver uint32) {
 			bound += " (the transfer hung, and no deadline of its own is left to wait for)"
 		}
 	}
-	s.fail(r, NameBoundedGiveUp, fmt.Sprintf("the %s (worker %d) gave the attempt up at %s (%s), yet still holds %s %s later, beyond %s (%s)",
+	s.fail(r, cluster.NameBoundedGiveUp, fmt.Sprintf("the %s (worker %d) gave the attempt up at %s (%s), yet still holds %s %s later, beyond %s (%s)",
 		sd, x.Worker(sd), fmtMS(o.since), o.why, what, fmtDur(s.now-o.since), bound, fmtDur(o.deadline-o.since)))
 }
 

@@ -298,7 +298,7 @@ func TestCancelledBeforeItsRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Violation == nil || res.Violation.Invariant != NameBoundedReclaim {
+	if res.Violation == nil || res.Violation.Invariant != cluster.NameBoundedReclaim {
 		t.Fatalf("a source that forgets an early Cancelled: want BoundedReclaim, got %v", res.Violation)
 	}
 	t.Log(res.Violation)

@@ -122,7 +122,7 @@ func TestTeardown_CatchesACancelThatLeaks(t *testing.T) {
 		t.Errorf("caught at %d µs, before the teardown", res.Violation.AtUS)
 	}
 	switch res.Violation.Invariant {
-	case model.NameQuiescence, model.NameExactlyOnceRelease, model.NameRouterCleanup, model.NameInFlightAccounting, NameBoundedReclaim:
+	case model.NameQuiescence, model.NameExactlyOnceRelease, model.NameRouterCleanup, model.NameInFlightAccounting, cluster.NameBoundedReclaim:
 	default:
 		t.Errorf("caught as %s: %s", res.Violation.Invariant, res.Violation.Detail)
 	}
