@@ -72,18 +72,26 @@ func spaced(n int, gapUS int64) []cluster.Request {
 	return out
 }
 
+// policyConfig is the default cluster under policy, on the engine
+// whose policy it is (SGLang for destination-first).
+func policyConfig(t testing.TB, policy string) *cluster.Config {
+	t.Helper()
+	cfg := cluster.DefaultConfig()
+	if policy == "destination-first" {
+		cfg.Engine = model.SGLang
+	}
+	if err := cfg.SetPolicy(policy); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 // TestLiveSmoke: without faults, every handoff succeeds, nothing is held
 // and the logs conform.
 func TestLiveSmoke(t *testing.T) {
 	for _, policy := range []string{"source-first", "destination-first"} {
 		t.Run(policy, func(t *testing.T) {
-			cfg := cluster.DefaultConfig()
-			if policy == "destination-first" {
-				cfg.Engine = model.SGLang
-			}
-			if err := cfg.SetPolicy(policy); err != nil {
-				t.Fatal(err)
-			}
+			cfg := policyConfig(t, policy)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			rep, err := Run(ctx, Options{Config: cfg, Workload: &slice{rs: spaced(20, 200_000)}, Rewind: again(spaced(20, 200_000)), Scale: 0.01, Dir: dirFor(t), Spawn: &GoSpawner{}})

@@ -13,20 +13,13 @@ import (
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/checker/sim"
-	"github.com/handoffcheck/handoffcheck/model"
 )
 
 // parityConfig is the default cluster with short deadlines far apart
 // and no jitter: scaled, the deadlines and the gaps between them still
 // dwarf a loaded machine's scheduling noise (tens of milliseconds).
 func parityConfig(t testing.TB, policy string) *cluster.Config {
-	cfg := cluster.DefaultConfig()
-	if policy == "destination-first" {
-		cfg.Engine = model.SGLang
-	}
-	if err := cfg.SetPolicy(policy); err != nil {
-		t.Fatal(err)
-	}
+	cfg := policyConfig(t, policy)
 	// A hop of the frontend takes 2 ms on the wall clock: more than a
 	// loaded machine's round trip to a worker and back, so that what a
 	// worker reports at once reaches the frontend before a hop it started

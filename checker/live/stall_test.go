@@ -24,13 +24,7 @@ import (
 func TestLive_NoFalseStall(t *testing.T) {
 	for _, policy := range []string{"source-first", "destination-first"} {
 		t.Run(policy, func(t *testing.T) {
-			cfg := cluster.DefaultConfig()
-			if policy == "destination-first" {
-				cfg.Engine = model.SGLang
-			}
-			if err := cfg.SetPolicy(policy); err != nil {
-				t.Fatal(err)
-			}
+			cfg := policyConfig(t, policy)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			// Every request arrives at once: the arrivals are soon all out,

@@ -31,13 +31,7 @@ func dense(n int, gapUS int64) []cluster.Request {
 func TestLiveTeardown_CutsUnresolvedAndReleasesEachOnce(t *testing.T) {
 	for _, policy := range []string{"source-first", "destination-first"} {
 		t.Run(policy, func(t *testing.T) {
-			cfg := cluster.DefaultConfig()
-			if policy == "destination-first" {
-				cfg.Engine = model.SGLang
-			}
-			if err := cfg.SetPolicy(policy); err != nil {
-				t.Fatal(err)
-			}
+			cfg := policyConfig(t, policy)
 			reqs := dense(60, 15_000)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
