@@ -34,6 +34,7 @@ import (
 
 type options struct {
 	root, equivalents, jsonOut string
+	calibration                string
 	retry, rescore             string
 	dirs                       []string
 	n, jobs                    int
@@ -60,6 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&match, "match", "", "only changes whose key matches this `regexp` (with -all: re-try given survivors)")
 	fs.StringVar(&o.equivalents, "equivalents", "tools/codemut/equivalent.txt", "`file` of changes known to alter nothing, with the reason")
 	fs.StringVar(&o.jsonOut, "json", "", "also write every result to this `file` as JSON")
+	fs.StringVar(&o.calibration, "calibration", "", "keep the calibration (which tests run which functions) in this `file`, and take it from there when it is of the same tree")
 	fs.BoolVar(&o.list, "list", false, "list the chosen changes and stop")
 	fs.StringVar(&o.rescore, "rescore", "", "print the report of an earlier run's -json `file` again, judged by today's list of equivalent changes (runs no test)")
 	fs.StringVar(&o.retry, "retry", "", "try again exactly the survivors of an earlier run's -json `file` (every one still in the code)")
@@ -121,7 +123,10 @@ type result struct {
 	Package    string   `json:"package,omitempty"`
 	Tests      []string `json:"tests,omitempty"`
 	Equivalent string   `json:"equivalent,omitempty"`
-	Seconds    float64  `json:"seconds"`
+	// Ran is how many test runs the change took (a test in two steps,
+	// -short and full, counts twice).
+	Ran     int     `json:"ran"`
+	Seconds float64 `json:"seconds"`
 }
 
 func mutate(o *options, stdout, stderr io.Writer) error {
@@ -202,7 +207,12 @@ func mutate(o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := pk.calibrate(stderr); err != nil {
+	tmp, err := os.MkdirTemp("", "codemut")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if err := pk.calibrate(o, tmp, stderr); err != nil {
 		return err
 	}
 
@@ -211,11 +221,6 @@ func mutate(o *options, stdout, stderr io.Writer) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	done := 0
-	tmp, err := os.MkdirTemp("", "codemut")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
 	for j := 0; j < o.jobs; j++ {
 		dir := filepath.Join(tmp, fmt.Sprint(j))
 		if err := os.Mkdir(dir, 0o755); err != nil {
@@ -289,12 +294,14 @@ func sample(perFile map[string][]site, n int, seed uint64, all bool) []site {
 
 // pkg is one package of the module with tests.
 type pkg struct {
-	Path string
+	Path, Dir string
 	// sees: the packages whose code this package's tests compile in.
 	sees map[string]bool
-	// short and full are how long its tests took unchanged, with -short
-	// and without; full is zero when -short skips nothing.
-	short, full time.Duration
+	// shortRuns are its tests' calibration runs with -short; fullRuns
+	// those of the tests -short skipped something of, run again without
+	// it. short and full are how long each set took.
+	shortRuns, fullRuns []testRun
+	short, full         time.Duration
 }
 
 type packages struct {
@@ -304,7 +311,7 @@ type packages struct {
 
 func loadPackages(root string) (*packages, error) {
 	cmd := exec.Command("go", "list", "-test", "-deps=false", "-f",
-		`{{.ImportPath}}|{{join .Deps ","}}|{{len .TestGoFiles}}|{{len .XTestGoFiles}}`, "./...")
+		`{{.ImportPath}}|{{join .Deps ","}}|{{len .TestGoFiles}}|{{len .XTestGoFiles}}|{{.Dir}}`, "./...")
 	cmd.Dir = root
 	out, err := cmd.Output()
 	if err != nil {
@@ -320,7 +327,7 @@ func loadPackages(root string) (*packages, error) {
 	byPath := map[string]*pkg{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Split(line, "|")
-		if len(f) != 4 {
+		if len(f) != 5 {
 			continue
 		}
 		path := f[0]
@@ -332,7 +339,9 @@ func loadPackages(root string) (*packages, error) {
 		}
 		p := byPath[base]
 		if p == nil {
-			p = &pkg{Path: base, sees: map[string]bool{base: true}}
+			// Every form of a package shares its directory, where its
+			// tests run.
+			p = &pkg{Path: base, Dir: f[4], sees: map[string]bool{base: true}}
 			byPath[base] = p
 		}
 		for _, d := range strings.Fields(strings.ReplaceAll(f[1], ",", " ")) {
@@ -358,37 +367,19 @@ func contains(l []*pkg, p *pkg) bool {
 	return false
 }
 
-// calibrate runs every package's tests unchanged, with -short and (where
-// -short skips something) without, to order them cheapest first and to set
-// their time limits. A suite that fails unchanged would kill every change.
-func (ps *packages) calibrate(stderr io.Writer) error {
-	for _, p := range ps.list {
-		d, out, err := goTest(context.Background(), "", "", p.Path, true, 10*time.Minute, "-v")
-		if err != nil {
-			return fmt.Errorf("the unchanged suite fails in %s:\n%s", p.Path, out)
-		}
-		p.short = d
-		if bytes.Contains(out, []byte("--- SKIP")) {
-			d, out, err := goTest(context.Background(), "", "", p.Path, false, 10*time.Minute)
-			if err != nil {
-				return fmt.Errorf("the unchanged suite fails in %s:\n%s", p.Path, out)
-			}
-			p.full = d
-		}
-		fmt.Fprintf(stderr, "  %-60s %6.1fs short %6.1fs full\n", p.Path, p.short.Seconds(), p.full.Seconds())
-	}
-	return nil
-}
-
 // plan is the order in which one change is tested: first -short runs of
 // the packages that see the file, the changed package first and then the
-// cheapest, then the full runs of those where -short skipped something.
+// cheapest, then the full runs of the tests -short skipped something of;
+// in each, only the tests that ran the changed function when calibrated.
 type step struct {
 	p     *pkg
 	short bool
+	tests []string
+	// d is how long the tests took unchanged.
+	d time.Duration
 }
 
-func (ps *packages) plan(changed string) []step {
+func (ps *packages) plan(changed string, s *site) []step {
 	var see []*pkg
 	for _, p := range ps.list {
 		if p.sees[changed] {
@@ -402,12 +393,15 @@ func (ps *packages) plan(changed string) []step {
 		return see[i].short < see[j].short
 	})
 	var out []step
-	for _, p := range see {
-		out = append(out, step{p, true})
-	}
-	for _, p := range see {
-		if p.full > 0 {
-			out = append(out, step{p, false})
+	for _, short := range []bool{true, false} {
+		for _, p := range see {
+			runs := p.shortRuns
+			if !short {
+				runs = p.fullRuns
+			}
+			if names, d := selected(runs, s); len(names) > 0 {
+				out = append(out, step{p, short, names, d})
+			}
 		}
 	}
 	return out
@@ -434,25 +428,26 @@ func (ps *packages) try(root, dir string, s *site) result {
 		return r
 	}
 	pkgPath := ps.module + "/" + filepath.ToSlash(filepath.Dir(s.File))
-	for _, st := range ps.plan(pkgPath) {
-		limit := st.p.short
-		if !st.short {
-			limit = st.p.full
+	steps := ps.plan(pkgPath, s)
+	if len(steps) == 0 {
+		// No test runs the function: the change survives if it builds.
+		cmd := exec.Command("go", "build", "-overlay", overlay, pkgPath)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			r.Status, r.Tests = buildFailed(out, s.File)
 		}
+		return r
+	}
+	for _, st := range steps {
+		r.Ran += len(st.tests)
 		// A change may make a loop endless: five times the unchanged
 		// time, plus building, is a generous limit.
-		_, out, err := goTest(context.Background(), root, overlay, st.p.Path, st.short, 5*limit+30*time.Second)
+		_, out, err := goTest(context.Background(), root, overlay, st.p.Path, st.short, 5*st.d+30*time.Second, "-run", runPattern(st.tests))
 		if err == nil {
 			continue
 		}
 		if bytes.Contains(out, []byte("[build failed]")) || bytes.Contains(out, []byte("[setup failed]")) {
-			// A change that does not build says nothing about the tests.
-			// A build that fails elsewhere (a file being edited while the
-			// run goes on) says nothing about the change either.
-			r.Status = "invalid"
-			if !bytes.Contains(out, []byte(filepath.Base(s.File)+":")) {
-				r.Status, r.Tests = "error", []string{"(build failed outside the changed file: " + firstLine(out) + ")"}
-			}
+			r.Status, r.Tests = buildFailed(out, s.File)
 			return r
 		}
 		r.Status, r.Package = "killed", st.p.Path
@@ -468,6 +463,17 @@ func (ps *packages) try(root, dir string, s *site) result {
 		return r
 	}
 	return r
+}
+
+// buildFailed judges a change whose build failed. A change that does not
+// build says nothing about the tests. A build that fails elsewhere (a file
+// being edited while the run goes on) says nothing about the change
+// either.
+func buildFailed(out []byte, file string) (status string, tests []string) {
+	if !bytes.Contains(out, []byte(filepath.Base(file)+":")) {
+		return "error", []string{"(build failed outside the changed file: " + firstLine(out) + ")"}
+	}
+	return "invalid", nil
 }
 
 func errorsIsDeadline(err error) bool { return err == context.DeadlineExceeded }

@@ -25,6 +25,9 @@ type site struct {
 	repl       string
 	Orig, Mut  string
 	occurrence int // 1-based among sites of the same file, func, op and text
+	// fn is where the enclosing function declaration starts and ends:
+	// a test that runs none of its code cannot see the change.
+	fn span
 }
 
 // Key names a site independently of its line, so that the list of
@@ -107,9 +110,11 @@ func fileSites(root, rel string) ([]site, error) {
 			continue
 		}
 		fn := funcName(fd)
+		from, to := tf.Position(fd.Pos()), tf.Position(fd.End())
+		sp := span{pos{from.Line, from.Column}, pos{to.Line, to.Column}}
 		add := func(op string, around ast.Node, start, end int, repl string) {
 			s := site{File: rel, Func: fn, Op: op, Line: tf.Line(tf.Pos(start)),
-				start: start, end: end, repl: repl, Orig: text(around)}
+				start: start, end: end, repl: repl, Orig: text(around), fn: sp}
 			a, b := off(around.Pos()), off(around.End())
 			mutated := string(src[a:start]) + repl + string(src[end:b])
 			s.Mut = oneLine(mutated)
