@@ -58,6 +58,8 @@ type Plan struct {
 	// timedWhy says why the plan's faults placed by time are not aimed
 	// at a phase.
 	timedWhy string
+	// fitsLive: the plan's deadlines were chosen for live (fitLive).
+	fitsLive bool
 }
 
 // planLadder is the deadlines, in microseconds, a candidate plan gives
@@ -209,6 +211,9 @@ func DerivePlan(ctx context.Context, proto *system.Protocol, cfg *system.Config,
 							p.timedWhy = "aimed at the phases the trace strikes them at, the simulator's run does not break " + invariant
 						} else {
 							p.timedWhy = "its side logs nothing for the request before it, or it is of a kind not aimed at a phase"
+						}
+						if err := p.fitLive(ctx, proto, base, reqs, steps, reqOf, fired, invariant); err != nil {
+							return nil, err
 						}
 						return p, nil
 					}
