@@ -306,3 +306,56 @@ func atScale(t *testing.T, dir string, proto *system.Protocol, sc *Scale, readme
 		}
 	}
 }
+
+// A plan's own run, its log cut into one per process as live writes
+// them, is judged as conform judges a live run: the README says what
+// the judge names, the trace's invariant or another one before it.
+func TestPlan_JudgedAsLive(t *testing.T) {
+	for _, tc := range []struct {
+		variant, run, names, says string
+	}{
+		{"cancel-noop-leaks-held-source", "vllm", "RouterCleanup", "is rejected naming RouterCleanup too"},
+		{"withdraw-noop-leaks-reservation", "vllm", "Quiescence", "is rejected naming Quiescence, not InFlightAccounting"},
+	} {
+		in := found(t, "../../testdata/configs/two-handoffs-faults.json", "../../testdata/variants/"+tc.variant+".json", tc.run)
+		dir := t.TempDir()
+		res, err := Write(dir, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Plan.Judged == nil || !res.Plan.Judged.Rejected || res.Plan.Judged.Names() != tc.names {
+			t.Fatalf("%s: judged %+v, want a rejection naming %s", tc.variant, res.Plan.Judged, tc.names)
+		}
+		readme, err := os.ReadFile(filepath.Join(dir, ReadmeFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if flat := strings.Join(strings.Fields(string(readme)), " "); !strings.Contains(flat, tc.says) {
+			t.Fatalf("%s: the README does not say %q:\n%s", tc.variant, tc.says, readme)
+		}
+	}
+}
+
+// A plan whose deadline live refuses to scale is searched again for one
+// live keeps: expired-lease-reports-release's lease, fired before the
+// transfer starts, at a deadline live accepts with facts slow enough to
+// keep it there, and the README says so.
+func TestPlan_FitsLive(t *testing.T) {
+	in := found(t, "../../testdata/configs/two-handoffs-faults.json", "../../testdata/variants/expired-lease-reports-release.json", "vllm")
+	dir := t.TempDir()
+	res, err := Write(dir, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Plan
+	if _, us := p.shortestTimer(); p.Result == nil || !p.fitsLive || us < liveMinDeadlineUS {
+		t.Fatalf("the plan: reaches %v, fits live %v, shortest deadline %d µs", p.Result != nil, p.fitsLive, us)
+	}
+	readme, err := os.ReadFile(filepath.Join(dir, ReadmeFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flat := strings.Join(strings.Fields(string(readme)), " "); !strings.Contains(flat, "Its deadlines are chosen for live") || strings.Contains(flat, "Live refuses this plan") {
+		t.Fatalf("the README:\n%s", readme)
+	}
+}
