@@ -75,10 +75,10 @@ func TestTimeline_Spec(t *testing.T) {
 // with slack either way. Of the 18 plans, these 10 reproduce live; the
 // others are judged, cut as live's logs are, to name another invariant,
 // or rest on a fault placed by time, or on facts a live run logs after
-// the violation (TestCheck_ReproNotLive). Two live rejections give no
-// trace of their own (noTrace: the attempt's explanation does not replay
-// in its world as a configuration file gives it); their logs are
-// rejected with the invariant all the same.
+// the violation (TestCheck_ReproNotLive). Two live rejections may give
+// no trace of their own (noTrace: in some runs the attempt's explanation
+// does not replay in its world as a configuration file gives it); their
+// logs are rejected with the invariant all the same.
 func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 	for _, tc := range []struct {
 		variant, run, inv, fault string
@@ -99,6 +99,9 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 		t.Run(tc.variant, func(t *testing.T) {
 			if testing.Short() && tc.fault == "" && tc.variant != "decode-without-reservation" {
 				t.Skip("one variant without a fault is enough in -short")
+			}
+			if testing.Short() && tc.variant == "pin-ignores-ack-and-lease" {
+				t.Skip("its lease of 0.3 s, 3 ms of wall clock, absorbs little lateness: a loaded machine runs it again at larger time scales, the longest of these")
 			}
 			variant := "../../testdata/variants/" + tc.variant + ".json"
 			dir := t.TempDir()
@@ -121,7 +124,7 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 			liveDir := t.TempDir()
 			code, out, errOut = runCLI(t, append([]string{"live", "--out", t.TempDir(), "--repro", liveDir}, plan...)...)
 			named := strings.Contains(errOut, "reproduction of "+tc.inv+" written to "+liveDir)
-			if tc.noTrace {
+			if tc.noTrace && !named {
 				named = strings.Contains(out, "\n  invariant: "+tc.inv+"\n") && strings.Contains(errOut, "no trace of the rejection")
 			}
 			if code != exitViolation || !strings.Contains(out, "verdict: rejected") || !named {
