@@ -359,3 +359,22 @@ func TestPlan_FitsLive(t *testing.T) {
 		t.Fatalf("the README:\n%s", readme)
 	}
 }
+
+// A plan whose deadline live refuses to scale, where no plan live keeps
+// was found, says so: the deadline, and the --time-scale that would keep
+// it; a plan fitted for live says how its deadlines were chosen instead.
+func TestPlan_LiveNoteOnDeadlines(t *testing.T) {
+	cfg := cluster.DefaultConfig()
+	cfg.Timers.LeaseUS = 1
+	p := &Plan{Config: cfg}
+	note := p.LiveNote()
+	if !strings.Contains(note, "Live refuses this plan at its default `--time-scale` 0.01: its lease deadline of 0.001 ms") || !strings.Contains(note, "at `--time-scale` 1000, which does") {
+		t.Fatalf("a deadline live refuses: %s", note)
+	}
+	cfg.Timers.LeaseUS = liveMinDeadlineUS
+	p = &Plan{Config: cfg, Timers: "lease 100 ms", fitsLive: true}
+	note = p.LiveNote()
+	if strings.Contains(note, "Live refuses") || !strings.Contains(note, "Its deadlines are chosen for live: none under 100 ms") {
+		t.Fatalf("a plan fitted for live: %s", note)
+	}
+}
