@@ -93,6 +93,46 @@ type Marks struct {
 	// a phase of the handoff (FaultKind.Phase), held until the side logs
 	// the fact (Logged).
 	after [system.NumFaults][2]string
+	// rank and phase order the marks one phase sets: rank is, per kind
+	// and side, a fault's place among the plan's faults aimed at a phase
+	// (aimed counts them); phase is, per kind and mark (a side's, or
+	// either's, as the on bits), which phase set it (phases counts the
+	// phases that set one; 0: none did). Marks one phase sets strike in
+	// the plan's order, as faults a plan places by time strike in time
+	// order (a delay before the abort whose command it slows): a mark
+	// waits while one set with it, earlier in the plan, is held.
+	rank           [system.NumFaults][2]uint16
+	phase, setRank [system.NumFaults][3]uint16
+	aimed, phases  uint16
+}
+
+// markIndex is the index of a mark's bit in Marks.phase.
+func markIndex(b sides) int {
+	switch b {
+	case 1 << model.SourceSide:
+		return 0
+	case 1 << model.DestinationSide:
+		return 1
+	}
+	return 2
+}
+
+// waits reports whether the mark b of kind k waits for a mark the same
+// phase set, earlier in the plan, that is still held.
+func (m *Marks) waits(k system.Fault, b sides) bool {
+	i := markIndex(b)
+	g, r := m.phase[k][i], m.setRank[k][i]
+	if g == 0 {
+		return false
+	}
+	for o := range system.NumFaults {
+		for j, ob := range []sides{1 << model.SourceSide, 1 << model.DestinationSide, either} {
+			if m.on[o]&ob != 0 && m.phase[o][j] == g && m.setRank[o][j] < r {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Logged sets the marks aimed at the phase the side just reached, by
@@ -102,12 +142,19 @@ type Marks struct {
 // set, in the fault table's order.
 func (m *Marks) Logged(sd model.Side, name string) []system.Fault {
 	var out []system.Fault
+	g := m.phases + 1
 	for k := range system.NumFaults {
 		if m.after[k][sd] == "" || m.after[k][sd] != name {
 			continue
 		}
 		m.after[k][sd] = ""
 		m.MarkSide(k, sd)
+		b := either
+		if NamesSide(k) {
+			b = 1 << sd
+		}
+		m.phase[k][markIndex(b)], m.setRank[k][markIndex(b)] = g, m.rank[k][sd]
+		m.phases = g
 		out = append(out, k)
 	}
 	return out
@@ -125,12 +172,16 @@ func (m *Marks) AwaitsPhase() bool {
 }
 
 // PhaseMarks calls fn for every mark waiting for a side to log a fact:
-// its kind, the side and the fact's log kind.
+// its kind, the side and the fact's log kind, in the plan's order (a
+// driver that hands the marks on keeps the order one phase strikes them
+// in).
 func (m *Marks) PhaseMarks(fn func(k system.Fault, sd model.Side, after string)) {
-	for k := range system.NumFaults {
-		for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
-			if a := m.after[k][sd]; a != "" {
-				fn(k, sd, a)
+	for r := uint16(1); r <= m.aimed; r++ {
+		for k := range system.NumFaults {
+			for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+				if a := m.after[k][sd]; a != "" && m.rank[k][sd] == r {
+					fn(k, sd, a)
+				}
 			}
 		}
 	}
@@ -156,6 +207,8 @@ func (m *Marks) Mark(f *Fault) error {
 			return fmt.Errorf("%s:%d: %w: a %s aimed at a phase needs the side that logs %q and a kind struck where offered", f.File, f.Line, ErrInput, k, f.After)
 		}
 		m.after[k][sd] = f.After
+		m.aimed++
+		m.rank[k][sd] = m.aimed
 	case AtTime(k):
 		return fmt.Errorf("%s:%d: %w: a %s of worker %d holds no mark on a request", f.File, f.Line, ErrInput, k, f.Worker)
 	case NamesFact(k):
@@ -198,9 +251,10 @@ func bit(k system.Fault, mv system.Move) sides {
 // Offered strikes a mark where its move is first offered: the first of
 // moves (the checker's order) that is the move of a kind struck where
 // offered (FaultKind.Offered),
-// on a side the request holds a mark of that kind for, and that only
-// allows (nil: any). It spends the mark and returns the move and its
-// kind; the driver takes the move.
+// on a side the request holds a mark of that kind for, that only allows
+// (nil: any), and that waits for no mark its phase set earlier in the
+// plan. It spends the mark and returns the move and its kind; the driver
+// takes the move.
 func (m *Marks) Offered(moves []system.Move, only func(system.Fault, system.Move) bool) (system.Move, system.Fault, bool) {
 	for _, mv := range moves {
 		k, ok := mv.Kind.Spends()
@@ -208,10 +262,11 @@ func (m *Marks) Offered(moves []system.Move, only func(system.Fault, system.Move
 			continue
 		}
 		b := bit(k, mv)
-		if m.on[k]&b == 0 || (only != nil && !only(k, mv)) {
+		if m.on[k]&b == 0 || (only != nil && !only(k, mv)) || m.waits(k, b) {
 			continue
 		}
 		m.on[k] &^= b
+		m.phase[k][markIndex(b)] = 0
 		return mv, k, true
 	}
 	return system.Move{}, 0, false

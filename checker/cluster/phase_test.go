@@ -45,3 +45,60 @@ func TestMarks_AimedAtAPhase(t *testing.T) {
 		t.Fatalf("a restart at a phase: %v, %+v", err, m)
 	}
 }
+
+// Faults one phase sets strike in the plan's order, whatever order the
+// world offers their moves in: a delay planned before an abort at the
+// same phase strikes first (it slows the command the abort sends), and
+// the abort waits for it; the drivers hand the marks on in that order.
+func TestMarks_OnePhaseStrikesInThePlansOrder(t *testing.T) {
+	abort := system.Move{Kind: system.Abort.Move(), H: 0, Arg: int8(model.SourceSide)}
+	delay := system.Move{Kind: system.Delay.Move(), H: 0, Arg: int8(model.SourceSide)}
+	for _, order := range [][]string{{"delay", "abort"}, {"abort", "delay"}} {
+		var m Marks
+		for i, kind := range order {
+			if err := m.Mark(&Fault{File: "plan.jsonl", Line: i + 2, Kind: kind, Request: 0, Worker: -1, Side: "source", After: "prefill_dispatched"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var handed []string
+		m.PhaseMarks(func(k system.Fault, _ model.Side, _ string) { handed = append(handed, k.String()) })
+		if !slices.Equal(handed, order) {
+			t.Fatalf("%v: the marks are handed on as %v", order, handed)
+		}
+		if got := m.Logged(model.SourceSide, "prefill_dispatched"); len(got) != 2 {
+			t.Fatalf("%v: the phase set %v", order, got)
+		}
+		// Only the later one offered: it waits.
+		later := abort
+		if order[1] == "delay" {
+			later = delay
+		}
+		if _, _, ok := m.Offered([]system.Move{later}, nil); ok {
+			t.Fatalf("%v: %s struck before the fault planned before it", order, order[1])
+		}
+		// Both offered, the abort first in the world's order: the plan's
+		// first strikes, then the other.
+		for _, want := range order {
+			_, k, ok := m.Offered([]system.Move{abort, delay}, nil)
+			if !ok || k.String() != want {
+				t.Fatalf("%v: struck %v (%v), want %s", order, k, ok, want)
+			}
+		}
+		if m.Left() != 0 {
+			t.Fatalf("%v: %d marks left", order, m.Left())
+		}
+	}
+	// Marks set at different phases keep the first offered first.
+	var m Marks
+	for i, f := range []Fault{{Kind: "delay", After: "prefill_dispatched"}, {Kind: "abort", After: "request_accepted"}} {
+		f.File, f.Line, f.Request, f.Worker, f.Side = "plan.jsonl", i+2, 0, -1, "source"
+		if err := m.Mark(&f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.Logged(model.SourceSide, "request_accepted")
+	m.Logged(model.SourceSide, "prefill_dispatched")
+	if _, k, ok := m.Offered([]system.Move{abort, delay}, nil); !ok || k != system.Abort {
+		t.Fatalf("marks of two phases: struck %v (%v), want the first offered", k, ok)
+	}
+}

@@ -146,6 +146,10 @@ type coord struct {
 	start, end time.Time
 	draining   bool
 	forced     bool
+	// settled: the workers were told nothing more is queued for them
+	// (drain "settled"), once the drain found the coordinator's queue
+	// empty.
+	settled    bool
 	drainStart time.Time
 	ledgers    int
 	// lastRoute is when each stage (prefill, decode) was last routed.
@@ -694,6 +698,20 @@ func (c *coord) run() error {
 			if c.ledgers == len(c.ws) {
 				c.report()
 				return nil
+			}
+			if !c.settled && c.q.Len() == 0 {
+				// Nothing is queued for any worker: one whose open
+				// attempts all gave up holding something, with nothing
+				// left to happen to them, sends its ledger now rather
+				// than at the drain's timeout (a stuck side holds on for
+				// ever).
+				c.settled = true
+				for _, cw := range c.ws {
+					if cw.ledger == nil {
+						c.sendTo(cw.w, c.drain("settled"))
+					}
+				}
+				c.flush()
 			}
 			limit := c.opt.DrainTimeout
 			if limit == 0 {

@@ -419,8 +419,10 @@ func (w *worker) frame(f *Frame) {
 	if f.Kind == KDrain {
 		w.draining = true
 		w.span = [2]int64{f.FromUS, f.ToUS}
-		if f.Outcome == "now" {
-			// The coordinator waited long enough: the ledgers as they are.
+		if f.Outcome == "now" || (f.Outcome == "settled" && w.settled()) {
+			// The coordinator waited long enough, or nothing more can
+			// happen to the attempts still open here: the ledgers as
+			// they are.
 			w.sendLedger()
 		}
 		return
@@ -1194,6 +1196,21 @@ func (w *worker) retirePrefix(a *attempt) {
 		w.metrics.set(w.now(), k, w.role, ownMetrics)
 		w.reportCache(a)
 	}
+}
+
+// settled reports whether every attempt still open on the worker gave
+// the attempt up holding something, with nothing left to happen to it
+// (busy): it holds on for ever, and the drain need not wait for it.
+func (w *worker) settled() bool {
+	if len(w.latts) > 0 {
+		return false
+	}
+	for _, a := range w.atts {
+		if a.gaveUp == "" || w.busy(a) != "" {
+			return false
+		}
+	}
+	return true
 }
 
 func (w *worker) sendLedger() {

@@ -58,6 +58,11 @@ type Plan struct {
 	// timedWhy says why the plan's faults placed by time are not aimed
 	// at a phase.
 	timedWhy string
+	// fitsLive: the plan's deadlines were chosen for live (fitLive).
+	fitsLive bool
+	// Judged is what conform says of the plan's run cut as a live run's
+	// logs are.
+	Judged *LiveJudged
 }
 
 // planLadder is the deadlines, in microseconds, a candidate plan gives
@@ -209,6 +214,12 @@ func DerivePlan(ctx context.Context, proto *system.Protocol, cfg *system.Config,
 							p.timedWhy = "aimed at the phases the trace strikes them at, the simulator's run does not break " + invariant
 						} else {
 							p.timedWhy = "its side logs nothing for the request before it, or it is of a kind not aimed at a phase"
+						}
+						if err := p.fitLive(ctx, proto, base, reqs, steps, reqOf, fired, invariant); err != nil {
+							return nil, err
+						}
+						if err := p.judgeAsLive(ctx, proto); err != nil {
+							return nil, err
 						}
 						return p, nil
 					}
@@ -696,7 +707,9 @@ const (
 func (p *Plan) LiveNote() string {
 	var timed []string
 	for _, f := range p.Faults {
-		if f.After != "" || f.Request < 0 || f.Kind == "loss" || f.Kind == "duplicate" {
+		if f.After != "" || f.Request < 0 || f.Kind == "loss" || f.Kind == "duplicate" || f.Kind == "hang" || f.Kind == "transfer_failure" {
+			// Struck where live strikes it too: a fact at the first of
+			// its name, a hang or a failure at the request's transfer.
 			continue
 		}
 		timed = append(timed, fmt.Sprintf("%s at %s ms", f.Kind, workload.FormatMillis(f.AtUS)))
@@ -710,7 +723,7 @@ func (p *Plan) LiveNote() string {
 		}
 		note += ", which a live run does not read: it strikes such a mark where the request first offers it (a cancel as the request is routed), so live may strike it before or after the phase the trace strikes it at, and the run may break nothing"
 	case len(p.Faults) > 0:
-		note += ": the plan's faults are aimed at phases of the handoff, which a live run strikes at the same point (a lost or duplicated fact at the first of its name to its side)"
+		note += ": the plan's faults are aimed at phases of the handoff, which a live run strikes at the same point (a lost or duplicated fact at the first of its name to its side, a hang or a transfer failure at the request's transfer)"
 	default:
 		note += ": the plan has no fault, so the steps need only the order the configuration's durations give them"
 	}
@@ -728,10 +741,12 @@ func (p *Plan) LiveNote() string {
 		} else {
 			note += fmt.Sprintf("; at `--time-scale` %.4g, which does, every other step of the plan lasts as much longer, and the deadline fires between the trace's steps only as closely as the processes keep to the clock", need)
 		}
+	} else if p.fitsLive {
+		note += fmt.Sprintf(". Its deadlines are chosen for live: none under %s ms (%d ms of wall clock at the default `--time-scale` %g), and the simulator breaks the invariant with each %d times shorter and %d times longer too, so that a live run whose processes fall behind the clock fires them between the same steps", workload.FormatMillis(liveMinDeadlineUS), liveMinTimerUS/1000, liveScale, liveSlack, liveSlack)
 	} else if p.Timers != "" {
 		note += "; deadlines shortened to a few milliseconds may fire later live, where the processes fall behind"
 	}
-	return note + "."
+	return note + "." + p.judgedNote()
 }
 
 // shortestTimer is the plan's shortest deadline: its name in the

@@ -306,3 +306,75 @@ func atScale(t *testing.T, dir string, proto *system.Protocol, sc *Scale, readme
 		}
 	}
 }
+
+// A plan's own run, its log cut into one per process as live writes
+// them, is judged as conform judges a live run: the README says what
+// the judge names, the trace's invariant or another one before it.
+func TestPlan_JudgedAsLive(t *testing.T) {
+	for _, tc := range []struct {
+		variant, run, names, says string
+	}{
+		{"cancel-noop-leaks-held-source", "vllm", "RouterCleanup", "is rejected naming RouterCleanup too"},
+		{"withdraw-noop-leaks-reservation", "vllm", "Quiescence", "is rejected naming Quiescence, not InFlightAccounting"},
+	} {
+		in := found(t, "../../testdata/configs/two-handoffs-faults.json", "../../testdata/variants/"+tc.variant+".json", tc.run)
+		dir := t.TempDir()
+		res, err := Write(dir, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Plan.Judged == nil || !res.Plan.Judged.Rejected || res.Plan.Judged.Names() != tc.names {
+			t.Fatalf("%s: judged %+v, want a rejection naming %s", tc.variant, res.Plan.Judged, tc.names)
+		}
+		readme, err := os.ReadFile(filepath.Join(dir, ReadmeFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if flat := strings.Join(strings.Fields(string(readme)), " "); !strings.Contains(flat, tc.says) {
+			t.Fatalf("%s: the README does not say %q:\n%s", tc.variant, tc.says, readme)
+		}
+	}
+}
+
+// A plan whose deadline live refuses to scale is searched again for one
+// live keeps: expired-lease-reports-release's lease, fired before the
+// transfer starts, at a deadline live accepts with facts slow enough to
+// keep it there, and the README says so.
+func TestPlan_FitsLive(t *testing.T) {
+	in := found(t, "../../testdata/configs/two-handoffs-faults.json", "../../testdata/variants/expired-lease-reports-release.json", "vllm")
+	dir := t.TempDir()
+	res, err := Write(dir, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Plan
+	if _, us := p.shortestTimer(); p.Result == nil || !p.fitsLive || us < liveMinDeadlineUS {
+		t.Fatalf("the plan: reaches %v, fits live %v, shortest deadline %d µs", p.Result != nil, p.fitsLive, us)
+	}
+	readme, err := os.ReadFile(filepath.Join(dir, ReadmeFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flat := strings.Join(strings.Fields(string(readme)), " "); !strings.Contains(flat, "Its deadlines are chosen for live") || strings.Contains(flat, "Live refuses this plan") {
+		t.Fatalf("the README:\n%s", readme)
+	}
+}
+
+// A plan whose deadline live refuses to scale, where no plan live keeps
+// was found, says so: the deadline, and the --time-scale that would keep
+// it; a plan fitted for live says how its deadlines were chosen instead.
+func TestPlan_LiveNoteOnDeadlines(t *testing.T) {
+	cfg := cluster.DefaultConfig()
+	cfg.Timers.LeaseUS = 1
+	p := &Plan{Config: cfg}
+	note := p.LiveNote()
+	if !strings.Contains(note, "Live refuses this plan at its default `--time-scale` 0.01: its lease deadline of 0.001 ms") || !strings.Contains(note, "at `--time-scale` 1000, which does") {
+		t.Fatalf("a deadline live refuses: %s", note)
+	}
+	cfg.Timers.LeaseUS = liveMinDeadlineUS
+	p = &Plan{Config: cfg, Timers: "lease 100 ms", fitsLive: true}
+	note = p.LiveNote()
+	if strings.Contains(note, "Live refuses") || !strings.Contains(note, "Its deadlines are chosen for live: none under 100 ms") {
+		t.Fatalf("a plan fitted for live: %s", note)
+	}
+}

@@ -67,27 +67,41 @@ func TestTimeline_Spec(t *testing.T) {
 // are those of the shipped ones whose plan (of their counterexample on
 // two-handoffs-faults.json, the first of the vllm and sglang runs) live
 // reproduces without hanging on how closely the processes keep to the
-// clock: their bug needs no fault, or a fault live strikes where the plan
-// aims it whatever the clock (an abort aimed at the phase after the
-// destination reported its outcome; a transfer failure, which strikes
-// the transfer once it runs). Of the 18 plans, these 6 reproduce live;
-// the others need a deadline shortened below what the processes keep to,
-// or a fault placed by time, or rest on an order of two processes' steps
-// that live logs do not carry (TestCheck_ReproNotLive).
+// clock: their bug needs no fault, or faults live strikes where the plan
+// aims them whatever the clock (an abort aimed at the phase after the
+// destination reported its outcome; a delay and the abort whose command
+// it slows, aimed at one phase in that order; a transfer failure or a
+// hang, which strike the transfer once it runs), and deadlines live keeps
+// with slack either way. Of the 18 plans, these 10 reproduce live; the
+// others are judged, cut as live's logs are, to name another invariant,
+// or rest on a fault placed by time, or on facts a live run logs after
+// the violation (TestCheck_ReproNotLive). Two live rejections may give
+// no trace of their own (noTrace: in some runs the attempt's explanation
+// does not replay in its world as a configuration file gives it); their
+// logs are rejected with the invariant all the same.
 func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 	for _, tc := range []struct {
 		variant, run, inv, fault string
+		noTrace                  bool
 	}{
-		{"decode-without-reservation", "vllm", "TransferNeedsReservation", ""},
-		{"late-cancel-standin", "vllm", "ExactlyOnceRelease", `{"at_ms":0,"kind":"abort","request":0,"side":"destination","after":"outcome_reported"}`},
-		{"ownership-at-terminal-token", "vllm", "RouterCleanup", ""},
-		{"publish-before-compute", "vllm", "IndexMatchesCache", ""},
-		{"pull-failed-reports-success", "vllm", "OutcomeTruthful", `"kind":"transfer_failure","request":0}`},
-		{"release-on-scheduler-finish", "vllm", "SourcePinnedUntilRead", ""},
+		{"decode-without-reservation", "vllm", "TransferNeedsReservation", "", false},
+		{"late-cancel-standin", "vllm", "ExactlyOnceRelease", `{"at_ms":0,"kind":"abort","request":0,"side":"destination","after":"outcome_reported"}`, false},
+		{"ownership-at-terminal-token", "vllm", "RouterCleanup", "", false},
+		{"publish-before-compute", "vllm", "IndexMatchesCache", "", false},
+		{"pull-failed-reports-success", "vllm", "OutcomeTruthful", `"kind":"transfer_failure","request":0}`, false},
+		{"release-on-scheduler-finish", "vllm", "SourcePinnedUntilRead", "", false},
+		{"cancel-noop-leaks-held-source", "vllm", "RouterCleanup", `{"at_ms":0,"kind":"delay","request":0,"side":"source","after":"prefill_dispatched"}
+{"at_ms":0,"kind":"abort","request":0,"side":"source","after":"prefill_dispatched"}`, false},
+		{"expired-lease-reports-release", "vllm", "OutcomeTruthful", `{"at_ms":0,"kind":"abort","request":1,"side":"source","after":"prefill_dispatched"}`, false},
+		{"pull-deadline-without-fence", "vllm", "DestinationHeldWhileWritten", `"kind":"hang","request":0}`, true},
+		{"pin-ignores-ack-and-lease", "vllm", "Quiescence", `{"at_ms":0,"kind":"abort","request":1,"side":"source","after":"prefill_dispatched"}`, true},
 	} {
 		t.Run(tc.variant, func(t *testing.T) {
 			if testing.Short() && tc.fault == "" && tc.variant != "decode-without-reservation" {
 				t.Skip("one variant without a fault is enough in -short")
+			}
+			if testing.Short() && tc.variant == "pin-ignores-ack-and-lease" {
+				t.Skip("its lease of 0.3 s, 3 ms of wall clock, absorbs little lateness: a loaded machine runs it again at larger time scales, the longest of these")
 			}
 			variant := "../../testdata/variants/" + tc.variant + ".json"
 			dir := t.TempDir()
@@ -109,7 +123,11 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 			}
 			liveDir := t.TempDir()
 			code, out, errOut = runCLI(t, append([]string{"live", "--out", t.TempDir(), "--repro", liveDir}, plan...)...)
-			if code != exitViolation || !strings.Contains(out, "verdict: rejected") || !strings.Contains(errOut, "reproduction of "+tc.inv+" written to "+liveDir) {
+			named := strings.Contains(errOut, "reproduction of "+tc.inv+" written to "+liveDir)
+			if tc.noTrace && !named {
+				named = strings.Contains(out, "\n  invariant: "+tc.inv+"\n") && strings.Contains(errOut, "no trace of the rejection")
+			}
+			if code != exitViolation || !strings.Contains(out, "verdict: rejected") || !named {
 				t.Fatalf("live on the plan: exit %d\n%s%s", code, out, errOut)
 			}
 		})
@@ -118,37 +136,34 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 
 // TestCheck_ReproNotLive: the shipped variants whose plan on the clock a
 // live run does not reliably reproduce, and what each README says of why.
-// A plan that needs a deadline live refuses to scale so short is refused
-// by live with exit 2, naming --time-scale (a deterministic check that
-// needs no run). The others' live runs hang on how closely the processes
-// keep to the clock, so the test holds what the README says of them, not
-// their verdict: a fault placed by time (which live does not read), or a
-// violation that rests on the order of two processes' steps that no
-// message ties.
+// A reproduction judges the plan's own run as conform judges a live run's
+// logs (one log per process): where the judge names another invariant,
+// or none, the README names it (judged: a deterministic check, and
+// -short runs it); where it names the same one, the README says that a
+// live run goes on past the violation, and the facts its processes log
+// after it may give the judge an order that explains the logs or another
+// invariant first (goesOn); a fault placed by time, which live does not
+// read, is said too (byTime).
 func TestCheck_ReproNotLive(t *testing.T) {
 	const (
-		refused = "Live refuses this plan at its default `--time-scale` 0.01"
-		byTime  = "which a live run does not read"
-		order   = "the judge finds an order that breaks nothing, or one in which another invariant breaks first"
+		byTime = "which a live run does not read"
+		goesOn = "too. A live run goes on past the violation"
 	)
 	for _, tc := range []struct {
-		variant, run, why string
+		variant, run string
+		why          []string
 	}{
-		{"expired-lease-reports-release", "vllm", refused},
-		{"pull-deadline-without-fence", "vllm", refused},
-		{"push-deadline-without-fence", "sglang", refused},
-		{"release-on-heartbeat", "vllm", refused},
-		{"cancel-noop-leaks-held-source", "vllm", byTime},
-		{"late-peer-cancel-fails-done", "vllm", byTime},
-		{"prefill-after-early-outcome", "sglang", byTime},
-		{"withdraw-noop-leaks-reservation", "vllm", byTime},
-		{"bootstrap-as-readiness", "sglang", order},
-		{"release-before-activation", "vllm", order},
-		{"pin-ignores-ack-and-lease", "vllm", order},
-		{"report-before-release-applied", "vllm", order},
+		{"withdraw-noop-leaks-reservation", "vllm", []string{"is rejected naming Quiescence, not InFlightAccounting: decode-0 reports its terminal outcome while it still holds its reserved pages"}},
+		{"report-before-release-applied", "vllm", []string{"is rejected naming Quiescence, not RouterCleanup: prefill-0 logs outcome_reported without returning its 3 pinned blocks"}},
+		{"late-peer-cancel-fails-done", "vllm", []string{byTime, "is rejected naming no invariant: decode-0 logs cancelled for the attempt after its end"}},
+		{"prefill-after-early-outcome", "sglang", []string{byTime, "naming ExactlyOnceRelease " + goesOn}},
+		{"push-deadline-without-fence", "sglang", []string{"naming SourcePinnedUntilRead " + goesOn}},
+		{"release-on-heartbeat", "vllm", []string{"naming SourcePinnedUntilRead " + goesOn}},
+		{"bootstrap-as-readiness", "sglang", []string{"naming DestinationFirstGate " + goesOn}},
+		{"release-before-activation", "vllm", []string{"naming ReleaseNeedsReaderAck " + goesOn}},
 	} {
 		t.Run(tc.variant, func(t *testing.T) {
-			if testing.Short() && tc.variant != "expired-lease-reports-release" {
+			if testing.Short() && tc.variant != "withdraw-noop-leaks-reservation" {
 				t.Skip("one variant is enough in -short")
 			}
 			variant := "../../testdata/variants/" + tc.variant + ".json"
@@ -161,15 +176,14 @@ func TestCheck_ReproNotLive(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if flat := strings.Join(strings.Fields(string(readme)), " "); !strings.Contains(flat, tc.why) {
-				t.Fatalf("the README does not say %q:\n%s", tc.why, readme)
+			flat := strings.Join(strings.Fields(string(readme)), " ")
+			for _, why := range tc.why {
+				if !strings.Contains(flat, why) {
+					t.Fatalf("the README does not say %q:\n%s", why, readme)
+				}
 			}
-			if tc.why != refused {
-				return
-			}
-			code, out, errOut := runCLI(t, "live", "--out", t.TempDir(), "--config", filepath.Join(dir, "sim.json"), "--workload", filepath.Join(dir, "workload.jsonl"), "--faults", filepath.Join(dir, "faults.jsonl"), "--spec", variant)
-			if code != exitUsage || !strings.Contains(errOut, "--time-scale 0.01: the configuration's shortest timer") {
-				t.Fatalf("live on a plan whose deadline it cannot scale: exit %d\n%s%s", code, out, errOut)
+			if strings.Contains(flat, "Live refuses this plan") {
+				t.Fatalf("live refuses the plan:\n%s", readme)
 			}
 		})
 	}
