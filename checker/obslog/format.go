@@ -195,12 +195,12 @@ type Reader struct {
 	iv [10]int64
 	l  factLine
 	// procs finds a process by name (Header.Process, without its scan).
-	procs map[string]int
+	procs *nameTable
 	// ids is the attempt ids read lately, by a hash of their bytes: an id
 	// comes again on each fact of its attempt, and a Fact keeps a copy
 	// that outlives the line (fastLine's strings alias it). A fixed table:
 	// what it holds does not grow with the log.
-	ids [256]string
+	ids [1024]string
 }
 
 // NewReader reads the header of the log r; name is the file its errors give.
@@ -223,9 +223,9 @@ func NewReader(r io.Reader, name string) (*Reader, error) {
 	if err := rd.parseHeader(&h); err != nil {
 		return nil, err
 	}
-	rd.procs = make(map[string]int, len(rd.header.Processes))
+	rd.procs = newNameTable(len(rd.header.Processes))
 	for i, p := range rd.header.Processes {
-		rd.procs[p.Name] = i
+		rd.procs.put(p.Name, i)
 	}
 	return rd, nil
 }
@@ -453,15 +453,16 @@ func (r *Reader) fact(l *factLine, f *Fact) string {
 	if l.Kind == nil {
 		return "no kind; want \"kind\": one of " + strings.Join(KindNames(), ", ")
 	}
-	k, ok := kindByName[*l.Kind]
+	kn, ok := kindTable.get(*l.Kind)
 	if !ok {
 		return fmt.Sprintf("kind %q, want one of %s", *l.Kind, strings.Join(KindNames(), ", "))
 	}
+	k := Kind(kn)
 	f.Kind = k
 	if l.Proc == nil {
 		return "no proc; want \"proc\": the name of the process that logged the fact, as the header names it"
 	}
-	p, ok := r.procs[*l.Proc]
+	p, ok := r.procs.get(*l.Proc)
 	if !ok {
 		return fmt.Sprintf("proc %q is not a process of the header", *l.Proc)
 	}
@@ -538,7 +539,7 @@ func (r *Reader) fact(l *factLine, f *Fact) string {
 		if l.To == nil {
 			return "routed needs \"to\": the worker the router chose"
 		}
-		to, ok := r.procs[*l.To]
+		to, ok := r.procs.get(*l.To)
 		want := RolePrefill
 		if f.Stage == model.DestinationSide {
 			want = RoleDecode
