@@ -301,7 +301,7 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 	// or the search is over; the others give it to the next move.
 	next := j.takeState()
 	for _, m := range moves {
-		*next = st
+		*next = *st
 		if v := j.stepper.Force(next, m); v != nil {
 			continue
 		}
@@ -309,7 +309,7 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 		if (m.Kind == system.MvDeliver) && ignored(j.stepper.Firings()) {
 			continue
 		}
-		j.labels = obslog.Observe(j.labels[:0], 0, &st, next, m, j.stepper.Firings())
+		j.labels = obslog.Observe(j.labels[:0], 0, st, next, m, j.stepper.Firings())
 		var must [maxOwed]obslog.Label
 		mn := 0
 		for i := range j.labels {

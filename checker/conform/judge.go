@@ -109,6 +109,8 @@ type judge struct {
 	next       []*node
 	seen       visited
 	all        []*obslog.Fact // restart's
+	greedySt   system.State   // greedyMovesOf's
+	greedyMs   system.MoveSet
 }
 
 type procState struct {
