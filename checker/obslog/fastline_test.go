@@ -2,6 +2,7 @@ package obslog
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"math/rand/v2"
 	"testing"
 )
@@ -9,17 +10,26 @@ import (
 // plainByte is plain8's question for one byte.
 func plainByte(c byte) bool { return c != '"' && c != '\\' && c >= 0x20 && c < 0x80 }
 
-// TestPlain8 holds plain8 to the byte-by-byte answer: every byte value at
-// every place among plain bytes, and random words (mostly plain ones,
-// where a miss would hide).
+// TestPlain8 holds plain8, and the first byte special8 marks, to the
+// byte-by-byte answer: every byte value at every place among plain bytes,
+// and random words (mostly plain ones, where a miss would hide).
 func TestPlain8(t *testing.T) {
 	check := func(w [8]byte) {
 		want := true
-		for _, c := range w {
+		first := 8 // the first byte that is not plain
+		for k, c := range w {
 			want = want && plainByte(c)
+			if !plainByte(c) && first == 8 {
+				first = k
+			}
 		}
-		if got := plain8(binary.LittleEndian.Uint64(w[:])); got != want {
+		x := binary.LittleEndian.Uint64(w[:])
+		if got := plain8(x); got != want {
 			t.Fatalf("plain8(%q) = %v, want %v", w[:], got, want)
+		}
+		// special8's lowest mark is that byte: scanStr ends a string there.
+		if m := special8(x); m != 0 && bits.TrailingZeros64(m)>>3 != first {
+			t.Fatalf("special8(%q) marks byte %d first, want %d", w[:], bits.TrailingZeros64(m)>>3, first)
 		}
 	}
 	for v := 0; v < 256; v++ {
