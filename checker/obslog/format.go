@@ -270,8 +270,15 @@ func (r *Reader) scan() ([]byte, error) {
 		if len(chunk) > MaxLineBytes+1 {
 			return nil, r.fail(r.line, "the line is longer than %d KiB, the most a log line may hold", MaxLineBytes>>10)
 		}
-		text := bytes.TrimRight(chunk, "\r\n")
-		if len(bytes.TrimSpace(text)) == 0 {
+		// By hand, not bytes.TrimRight: that makes a set of its cutset
+		// on every call, and this is every line.
+		text := chunk
+		for len(text) > 0 && (text[len(text)-1] == '\n' || text[len(text)-1] == '\r') {
+			text = text[:len(text)-1]
+		}
+		// A line that opens as an object is not blank; only one that
+		// begins with a blank is looked at whole.
+		if len(text) == 0 || text[0] != '{' && len(bytes.TrimSpace(text)) == 0 {
 			return nil, r.fail(r.line, "blank line; want one JSON object per line, without blank lines")
 		}
 		return text, nil
@@ -521,12 +528,14 @@ func (r *Reader) fact(l *factLine, f *Fact) string {
 		f.Has |= 1 << g
 		return ""
 	}
-	for _, e := range []string{
-		num(FigBlocks, l.Blocks, &f.Blocks), num(FigPages, l.Pages, &f.Pages), num(FigSlot, l.Slot, &f.Slot),
-		num(FigHeadroom, l.Headroom, &f.Headroom), num(FigTokens, l.Tokens, &f.Tokens),
-	} {
-		if e != "" {
-			return e
+	if l.Blocks != nil || l.Pages != nil || l.Slot != nil || l.Headroom != nil || l.Tokens != nil {
+		for _, e := range []string{
+			num(FigBlocks, l.Blocks, &f.Blocks), num(FigPages, l.Pages, &f.Pages), num(FigSlot, l.Slot, &f.Slot),
+			num(FigHeadroom, l.Headroom, &f.Headroom), num(FigTokens, l.Tokens, &f.Tokens),
+		} {
+			if e != "" {
+				return e
+			}
 		}
 	}
 	if k == Routed {
