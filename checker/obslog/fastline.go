@@ -30,6 +30,50 @@ func fastLine(text []byte, l *factLine, sv *[8]string, iv *[10]int64) bool {
 		return skipWS(text, i+1) == n
 	}
 	si, ii := 0, 0
+	// A writer writes the keys proc, gen, attempt and kind first, in that
+	// order and without blanks: those are compared whole, not read, and
+	// the loop below reads what follows (or, from where the line leaves
+	// that form, all of it).
+	if lit(text, i, `"proc":`) {
+		v, j, ok := scanStr(text, i+len(`"proc":`))
+		if !ok {
+			return false
+		}
+		sv[si], l.Proc, si, i = v, &sv[si], si+1, j
+		if lit(text, i, `,"gen":`) {
+			v, j, ok := scanNum(text, i+len(`,"gen":`))
+			if !ok {
+				return false
+			}
+			iv[ii], l.Gen, ii, i = v, &iv[ii], ii+1, j
+			if lit(text, i, `,"attempt":`) {
+				v, j, ok := scanStr(text, i+len(`,"attempt":`))
+				if !ok {
+					return false
+				}
+				sv[si], l.Attempt, si, i = v, &sv[si], si+1, j
+				if lit(text, i, `,"kind":`) {
+					v, j, ok := scanStr(text, i+len(`,"kind":`))
+					if !ok {
+						return false
+					}
+					sv[si], l.Kind, si, i = v, &sv[si], si+1, j
+				}
+			}
+		}
+		// After a value: the next key, or the end.
+		i = skipWS(text, i)
+		if i >= n {
+			return false
+		}
+		if text[i] == '}' {
+			return skipWS(text, i+1) == n
+		}
+		if text[i] != ',' {
+			return false
+		}
+		i++
+	}
 	for {
 		i = skipWS(text, i)
 		key, j, ok := scanStr(text, i)
@@ -115,6 +159,11 @@ func fastLine(text []byte, l *factLine, sv *[8]string, iv *[10]int64) bool {
 		}
 		return skipWS(text, i+1) == n
 	}
+}
+
+// lit reports whether text holds s at i.
+func lit(text []byte, i int, s string) bool {
+	return i+len(s) <= len(text) && string(text[i:i+len(s)]) == s
 }
 
 // skipWS is where the blanks (spaces, tabs, carriage returns) from i end.

@@ -5,6 +5,8 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // plainByte is plain8's question for one byte.
@@ -50,4 +52,46 @@ func TestPlain8(t *testing.T) {
 		}
 		check(w)
 	}
+}
+
+// FuzzFastLine: a line the fast path takes, encoding/json (the exact
+// decoder) takes too, and reads the same; lines of the writer's form are
+// mutated from, where the fast path's literal keys end at every byte.
+func FuzzFastLine(f *testing.F) {
+	for _, line := range []string{
+		`{"proc":"router","gen":0,"attempt":"r0","kind":"routed","stage":"prefill","to":"prefill-0","tokens":3582,"prompt_tokens":3582,"t_us":4121}`,
+		`{"proc":"prefill-0","gen":0,"attempt":"r0","kind":"request_accepted","t_us":4716}`,
+		`{"proc":"decode-1","gen":3,"attempt":"r246","kind":"activated","adopted_blocks":32,"canonical":"r18","t_us":788333}`,
+		`{"proc":"decode-0","gen":0,"attempt":"a","kind":"deadline_expired","timer":"bootstrap"}`,
+		`{"proc":"p0","gen":0,"kind":"worker_restarted"}`,
+		`{"proc":"p0"}`,
+		`{"proc":"p0","gen":0}`,
+		`{"proc":"p0","gen":0,"attempt":"a"}`,
+		`{"proc":"p0","proc":"p1","gen":0,"attempt":"a","kind":"pinned","blocks":3}`,
+		`{"proc":"p0","gen":0,"attempt":"a","kind":"pinned","kind":"stored","blocks":3}`,
+		`{"proc":"p0","gen":-0,"attempt":"a","kind":"pinned","blocks":3}`,
+		`{"proc":"p0","gen":01,"attempt":"a","kind":"pinned","blocks":3}`,
+		`{"proc":"p0","gen":0,"attempt":"a\u00e9","kind":"pinned","blocks":3.0}`,
+		`{ "proc" : "p0" , "gen" : 0 , "attempt" : "a" , "kind" : "pinned" }`,
+		`{"kind":"pinned","proc":"p0","gen":0,"attempt":"a","blocks":3}`,
+		`{"PROC":"p0","gen":0,"attempt":"a","kind":"pinned"}`,
+		`{"proc":"p0","gen":0,"attempt":"a","kind":"pinned"} x`,
+		`{}`,
+	} {
+		f.Add([]byte(line))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var fast, slow factLine
+		var sv [8]string
+		var iv [10]int64
+		if !fastLine(line, &fast, &sv, &iv) {
+			return
+		}
+		if err := decodeLine(line, &slow); err != nil {
+			t.Fatalf("the fast path takes %q, the decoder refuses it: %v", line, err)
+		}
+		if !sameLine(&slow, &fast) {
+			t.Fatalf("the fast path and the decoder disagree on %q:\n%s", line, cmp.Diff(slow, fast))
+		}
+	})
 }
