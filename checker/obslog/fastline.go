@@ -76,56 +76,62 @@ func fastLine(text []byte, l *factLine, sv *[8]string, iv *[10]int64) bool {
 	}
 	for {
 		i = skipWS(text, i)
-		key, j, ok := scanStr(text, i)
-		if !ok {
-			return false
-		}
-		i = skipWS(text, j)
-		if i >= n || text[i] != ':' {
-			return false
-		}
-		i = skipWS(text, i+1)
 		var sp **string
 		var ip **int64
-		switch key {
-		case "proc":
-			sp = &l.Proc
-		case "attempt":
-			sp = &l.Attempt
-		case "kind":
-			sp = &l.Kind
-		case "stage":
-			sp = &l.Stage
-		case "to":
-			sp = &l.To
-		case "outcome":
-			sp = &l.Outcome
-		case "timer":
-			sp = &l.Timer
-		case "canonical":
-			sp = &l.Canonical
-		case "gen":
-			ip = &l.Gen
-		case "t_us":
-			ip = &l.TUS
-		case "blocks":
-			ip = &l.Blocks
-		case "pages":
-			ip = &l.Pages
-		case "slot":
-			ip = &l.Slot
-		case "headroom":
-			ip = &l.Headroom
-		case "tokens":
-			ip = &l.Tokens
-		case "prompt_tokens":
-			ip = &l.PromptTokens
-		case "prefix_hit_tokens":
-			ip = &l.PrefixHitTokens
-		case "adopted_blocks":
-			ip = &l.AdoptedBlocks
-		default:
-			return false
+		// The time stamp, last on every line a writer writes, is
+		// compared whole too.
+		if lit(text, i, `"t_us":`) {
+			ip, i = &l.TUS, skipWS(text, i+len(`"t_us":`))
+		} else {
+			key, j, ok := scanStr(text, i)
+			if !ok {
+				return false
+			}
+			i = skipWS(text, j)
+			if i >= n || text[i] != ':' {
+				return false
+			}
+			i = skipWS(text, i+1)
+			switch key {
+			case "proc":
+				sp = &l.Proc
+			case "attempt":
+				sp = &l.Attempt
+			case "kind":
+				sp = &l.Kind
+			case "stage":
+				sp = &l.Stage
+			case "to":
+				sp = &l.To
+			case "outcome":
+				sp = &l.Outcome
+			case "timer":
+				sp = &l.Timer
+			case "canonical":
+				sp = &l.Canonical
+			case "gen":
+				ip = &l.Gen
+			case "t_us":
+				ip = &l.TUS
+			case "blocks":
+				ip = &l.Blocks
+			case "pages":
+				ip = &l.Pages
+			case "slot":
+				ip = &l.Slot
+			case "headroom":
+				ip = &l.Headroom
+			case "tokens":
+				ip = &l.Tokens
+			case "prompt_tokens":
+				ip = &l.PromptTokens
+			case "prefix_hit_tokens":
+				ip = &l.PrefixHitTokens
+			case "adopted_blocks":
+				ip = &l.AdoptedBlocks
+			default:
+				return false
+			}
 		}
 		if sp != nil {
 			v, j, ok := scanStr(text, i)
