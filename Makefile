@@ -23,6 +23,7 @@ FUZZ_TARGETS = \
 	./checker/sim/faultplan:FuzzParseFaultPlan \
 	./checker/sim:FuzzParseSimConfig \
 	./checker/obslog:FuzzParseLog \
+	./checker/obslog:FuzzFastLine \
 	./checker/conform:FuzzConform \
 	./checker/conform/mocker:FuzzConvertMocker \
 	./checker/live:FuzzDecodeFrame \

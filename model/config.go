@@ -281,7 +281,10 @@ func (c *Config) Prepare() error {
 	}
 	worker := func(i int, key ...any) []any { return append([]any{"workers", i}, key...) }
 	handoff := func(h int, key ...any) []any { return append([]any{"handoffs", h}, key...) }
-	transfer, decodeTransfer := []any{"transfer"}, []any{"transfer", "decode"}
+	// The paths are made where a problem is found: a configuration that
+	// has none (every attempt's world a judge of logs prepares) makes none.
+	transfer := func() []any { return []any{"transfer"} }
+	decodeTransfer := func() []any { return []any{"transfer", "decode"} }
 	// Every message opens with its subject ("worker 1", "handoff 0",
 	// "workers", "handoffs", "transfer"), numbered from 0 as reports name
 	// them, so that a person reading it knows which entry it is about.
@@ -293,7 +296,7 @@ func (c *Config) Prepare() error {
 		bad([]any{"workers"}, "workers: %d given, want 2 to %d (at least one prefill and one decode worker)", len(c.Workers), MaxWorkers)
 	}
 	if (c.Linear == nil) == (c.Grouped == nil) {
-		bad(transfer, "transfer: exactly one of a linear and a grouped transfer profile is needed")
+		bad(transfer(), "transfer: exactly one of a linear and a grouped transfer profile is needed")
 	}
 	if c.Grouped != nil {
 		if err := c.Grouped.Validate(); err != nil {
@@ -301,23 +304,23 @@ func (c *Config) Prepare() error {
 		}
 	}
 	if c.Linear != nil && (c.Linear.BytesPerToken <= 0 || c.Linear.BlockSize <= 0) {
-		bad(transfer, "transfer: a linear profile needs bytes_per_token and block_size_tokens > 0")
+		bad(transfer(), "transfer: a linear profile needs bytes_per_token and block_size_tokens > 0")
 	}
 	switch {
 	case c.DecodeLinear != nil && c.DecodeGrouped != nil:
-		bad(decodeTransfer, "transfer: the decode role takes one profile, linear or grouped, not both")
+		bad(decodeTransfer(), "transfer: the decode role takes one profile, linear or grouped, not both")
 	case c.DecodeGrouped != nil:
 		if err := c.DecodeGrouped.Validate(); err != nil {
 			under(err, "transfer", "decode", "groups")
 		}
 	case c.DecodeLinear != nil && (c.DecodeLinear.BytesPerToken <= 0 || c.DecodeLinear.BlockSize <= 0):
-		bad(decodeTransfer, "transfer: the decode role's linear profile needs bytes_per_token and block_size_tokens > 0")
+		bad(decodeTransfer(), "transfer: the decode role's linear profile needs bytes_per_token and block_size_tokens > 0")
 	}
 	if len(errs) == 0 && (c.Linear == nil) != (c.Grouped == nil) {
 		// A pair that cannot hand off is the decode role's profile's
 		// fault: with none, the decode role shares the prefill role's.
 		if err := c.topology().Check(); err != nil {
-			bad(decodeTransfer, "transfer: %s", detail(err))
+			bad(decodeTransfer(), "transfer: %s", detail(err))
 		}
 	}
 	if !c.Engine.Known() {
@@ -374,16 +377,16 @@ func (c *Config) Prepare() error {
 			bad(worker(i, "prefix_hit_tokens", len(c.Handoffs)), "worker %d: prefix hits for %d handoffs, but there are %d", i, len(w.PrefixHit), len(c.Handoffs))
 		}
 		for h, hit := range w.PrefixHit {
-			at := worker(i, "prefix_hit_tokens", h)
+			at := func() []any { return worker(i, "prefix_hit_tokens", h) }
 			switch {
 			case hit < 0:
-				bad(at, "worker %d: prefix hit of %d tokens for handoff %d, want 0 or more", i, int64(hit), h)
+				bad(at(), "worker %d: prefix hit of %d tokens for handoff %d, want 0 or more", i, int64(hit), h)
 			case hit > 0 && w.Role != DecodeWorker:
-				bad(at, "worker %d: prefix hit for handoff %d on a prefill worker: prefix hits apply to decode workers only", i, h)
+				bad(at(), "worker %d: prefix hit for handoff %d on a prefill worker: prefix hits apply to decode workers only", i, h)
 			case h < len(c.Handoffs) && c.Handoffs[h].PromptTokens > 0 && hit > c.Handoffs[h].PromptTokens:
 				// A cache holds at most the whole prompt; a larger hit
 				// would be priced as more reuse than the prompt has.
-				bad(at, "worker %d: prefix hit of %d tokens for handoff %d, more than its prompt of %d tokens", i, int64(hit), h, int64(c.Handoffs[h].PromptTokens))
+				bad(at(), "worker %d: prefix hit of %d tokens for handoff %d, more than its prompt of %d tokens", i, int64(hit), h, int64(c.Handoffs[h].PromptTokens))
 			}
 		}
 	}

@@ -142,9 +142,12 @@ func (j *judge) greedySearch(a *attempt, n *node, f *obslog.Fact, s int) *node {
 
 // memoUse reports whether greedy's next search goes through the memo.
 // The memo is tried for memoProbe searches; when fewer than one in
-// memoWorth of them was found there, the next memoRest searches skip it,
-// and then it is tried again. Only the time differs: a search remembered
-// or not finds the same node.
+// memoWorth of them was found there, the next searches skip it, and then
+// it is tried again: memoRest of them after a probe that found enough,
+// twice as many after each probe in a row that did not, up to
+// memoRestMax (a log of many sizes pays a probe's keys and copies of
+// states at most once in a million searches). Only the time differs: a
+// search remembered or not finds the same node.
 func (j *judge) memoUse() bool {
 	if j.memoSkip > 0 {
 		j.memoSkip--
@@ -153,7 +156,10 @@ func (j *judge) memoUse() bool {
 	j.memoLooks++
 	if j.memoLooks == memoProbe {
 		if j.memoHits*memoWorth < j.memoLooks {
-			j.memoSkip = memoRest
+			j.memoRestN = min(max(2*j.memoRestN, memoRest), memoRestMax)
+			j.memoSkip = j.memoRestN
+		} else {
+			j.memoRestN = 0
 		}
 		j.memoLooks, j.memoHits = 0, 0
 	}
@@ -161,8 +167,9 @@ func (j *judge) memoUse() bool {
 }
 
 const (
-	memoWorth = 8
-	memoRest  = 1 << 14
+	memoWorth   = 8
+	memoRest    = 1 << 14
+	memoRestMax = 1 << 20
 )
 
 // memoProbe is how many searches the memo is tried for before it is
@@ -294,7 +301,7 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 	// or the search is over; the others give it to the next move.
 	next := j.takeState()
 	for _, m := range moves {
-		*next = st
+		*next = *st
 		if v := j.stepper.Force(next, m); v != nil {
 			continue
 		}
@@ -302,7 +309,7 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 		if (m.Kind == system.MvDeliver) && ignored(j.stepper.Firings()) {
 			continue
 		}
-		j.labels = obslog.Observe(j.labels[:0], 0, &st, next, m, j.stepper.Firings())
+		j.labels = obslog.Observe(j.labels[:0], 0, st, next, m, j.stepper.Firings())
 		var must [maxOwed]obslog.Label
 		mn := 0
 		for i := range j.labels {

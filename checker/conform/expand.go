@@ -468,22 +468,26 @@ func (j *judge) addEvictions(st *system.State) {
 // nothing to list; the state returned, which the moves are taken from,
 // keeps the full budget, as movesOf's does. The moves left are in
 // movesOf's order.
-func (j *judge) greedyMovesOf(n *node, f *obslog.Fact) (system.State, []system.Move) {
-	st := *n.st
+//
+// The state is the judge's (greedySt) and the moves are listed in its
+// set (greedyMs), neither of them copied nor cleared: explainStep, the
+// one caller, is done with both before it asks again.
+func (j *judge) greedyMovesOf(n *node, f *obslog.Fact) (*system.State, []system.Move) {
+	st := &j.greedySt
+	*st = *n.st
 	full := j.chk.Budget()
 	st.B = full &^ j.greedyOff(f.Kind)
-	j.moves = j.chk.MovesInto(&st, j.moves[:0])
+	ms := &j.greedyMs
+	j.chk.Enabled(st, ms)
 	st.B = full
-	j.addEvictions(&st)
-	moves := j.moves[:0]
-	for _, m := range j.moves {
-		switch m.Kind {
-		case system.MvFreeBackground:
-		default:
-			moves = append(moves, m)
+	j.moves = j.moves[:0]
+	for _, m := range ms.M[:ms.N] {
+		if m.Kind != system.MvFreeBackground {
+			j.moves = append(j.moves, m)
 		}
 	}
-	return st, moves
+	j.addEvictions(st)
+	return st, j.moves
 }
 
 // greedyOff is the budget's bits of the fault kinds greedyMovesOf leaves

@@ -91,6 +91,8 @@ type judge struct {
 	// and those the memo had; memoSkip the searches left that skip it
 	// (memoUse).
 	memoLooks, memoHits, memoSkip int
+	// memoRestN is the skip after the latest probe (memoUse).
+	memoRestN int
 	// offMask, offCancel and offAbort are the fault kinds greedy's
 	// search leaves out (greedyOff), once computed.
 	offMask, offCancel, offAbort system.Remaining
@@ -106,6 +108,9 @@ type judge struct {
 	path       []*node // tallyTo's
 	next       []*node
 	seen       visited
+	all        []*obslog.Fact // restart's
+	greedySt   system.State   // greedyMovesOf's
+	greedyMs   system.MoveSet
 }
 
 type procState struct {
@@ -571,11 +576,11 @@ func (j *judge) restart(a *attempt) bool {
 		a.cur, a.tally, a.countedSt = j.root(a), tally{}, nil
 		a.ex.Reset()
 		a.chain, a.live = append(a.chain[:0], chainNode{n: a.cur, st: a.cur.st}), 0
-		var all []*obslog.Fact
+		all := j.all[:0]
 		for _, sl := range a.slots {
 			all = append(all, sl.facts...)
 		}
-		sort.Slice(all, func(x, y int) bool { return all[x].Seq < all[y].Seq })
+		slices.SortFunc(all, func(x, y *obslog.Fact) int { return x.Seq - y.Seq })
 		ok := true
 		for _, f := range all {
 			s := slices.IndexFunc(a.slots, func(sl slot) bool { return sl.proc == f.Proc })
@@ -584,6 +589,8 @@ func (j *judge) restart(a *attempt) bool {
 				break
 			}
 		}
+		clear(all)
+		j.all = all[:0]
 		if ok {
 			if !j.counted(a) {
 				return false

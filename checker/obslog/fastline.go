@@ -2,6 +2,7 @@ package obslog
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"unsafe"
 )
 
@@ -17,147 +18,141 @@ import (
 // there (Reader.intern).
 func fastLine(text []byte, l *factLine, sv *[8]string, iv *[10]int64) bool {
 	*l = factLine{}
-	i, n := 0, len(text)
-	ws := func() {
-		for i < n && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r') {
-			i++
-		}
-	}
-	str := func() (string, bool) {
-		if i >= n || text[i] != '"' {
-			return "", false
-		}
-		i++
-		start := i
-		// Eight bytes at a time while none of them ends the string or
-		// needs a look (plain): most keys and values are plain
-		// throughout, and the byte loop below settles the rest.
-		for i+8 <= n && plain8(binary.LittleEndian.Uint64(text[i:])) {
-			i += 8
-		}
-		for i < n && text[i] != '"' {
-			if c := text[i]; c == '\\' || c < 0x20 || c >= 0x80 {
-				return "", false
-			}
-			i++
-		}
-		if i >= n {
-			return "", false
-		}
-		s := unsafe.String(unsafe.SliceData(text[start:i]), i-start)
-		i++
-		return s, true
-	}
-	num := func() (int64, bool) {
-		neg := false
-		if i < n && text[i] == '-' {
-			neg = true
-			i++
-		}
-		start := i
-		var v int64
-		for i < n && text[i] >= '0' && text[i] <= '9' {
-			if i-start >= 18 {
-				return 0, false
-			}
-			v = v*10 + int64(text[i]-'0')
-			i++
-		}
-		if i == start || (text[start] == '0' && i-start > 1) {
-			return 0, false
-		}
-		if i < n && (text[i] == '.' || text[i] == 'e' || text[i] == 'E') {
-			return 0, false
-		}
-		if neg {
-			v = -v
-		}
-		return v, true
-	}
-	ws()
+	// The cursor i is a local the helpers take and give back (not one
+	// closures share): it stays in a register.
+	n := len(text)
+	i := skipWS(text, 0)
 	if i >= n || text[i] != '{' {
 		return false
 	}
-	i++
-	ws()
+	i = skipWS(text, i+1)
 	if i < n && text[i] == '}' {
-		i++
-		ws()
-		return i == n
+		return skipWS(text, i+1) == n
 	}
 	si, ii := 0, 0
-	for {
-		ws()
-		key, ok := str()
+	// A writer writes the keys proc, gen, attempt and kind first, in that
+	// order and without blanks: those are compared whole, not read, and
+	// the loop below reads what follows (or, from where the line leaves
+	// that form, all of it).
+	if lit(text, i, `"proc":`) {
+		v, j, ok := scanStr(text, i+len(`"proc":`))
 		if !ok {
 			return false
 		}
-		ws()
-		if i >= n || text[i] != ':' {
+		sv[si], l.Proc, si, i = v, &sv[si], si+1, j
+		if lit(text, i, `,"gen":`) {
+			v, j, ok := scanNum(text, i+len(`,"gen":`))
+			if !ok {
+				return false
+			}
+			iv[ii], l.Gen, ii, i = v, &iv[ii], ii+1, j
+			if lit(text, i, `,"attempt":`) {
+				v, j, ok := scanStr(text, i+len(`,"attempt":`))
+				if !ok {
+					return false
+				}
+				sv[si], l.Attempt, si, i = v, &sv[si], si+1, j
+				if lit(text, i, `,"kind":`) {
+					v, j, ok := scanStr(text, i+len(`,"kind":`))
+					if !ok {
+						return false
+					}
+					sv[si], l.Kind, si, i = v, &sv[si], si+1, j
+				}
+			}
+		}
+		// After a value: the next key, or the end.
+		i = skipWS(text, i)
+		if i >= n {
+			return false
+		}
+		if text[i] == '}' {
+			return skipWS(text, i+1) == n
+		}
+		if text[i] != ',' {
 			return false
 		}
 		i++
-		ws()
+	}
+	for {
+		i = skipWS(text, i)
 		var sp **string
 		var ip **int64
-		switch key {
-		case "proc":
-			sp = &l.Proc
-		case "attempt":
-			sp = &l.Attempt
-		case "kind":
-			sp = &l.Kind
-		case "stage":
-			sp = &l.Stage
-		case "to":
-			sp = &l.To
-		case "outcome":
-			sp = &l.Outcome
-		case "timer":
-			sp = &l.Timer
-		case "canonical":
-			sp = &l.Canonical
-		case "gen":
-			ip = &l.Gen
-		case "t_us":
-			ip = &l.TUS
-		case "blocks":
-			ip = &l.Blocks
-		case "pages":
-			ip = &l.Pages
-		case "slot":
-			ip = &l.Slot
-		case "headroom":
-			ip = &l.Headroom
-		case "tokens":
-			ip = &l.Tokens
-		case "prompt_tokens":
-			ip = &l.PromptTokens
-		case "prefix_hit_tokens":
-			ip = &l.PrefixHitTokens
-		case "adopted_blocks":
-			ip = &l.AdoptedBlocks
-		default:
-			return false
+		// The time stamp, last on every line a writer writes, is
+		// compared whole too.
+		if lit(text, i, `"t_us":`) {
+			ip, i = &l.TUS, skipWS(text, i+len(`"t_us":`))
+		} else {
+			key, j, ok := scanStr(text, i)
+			if !ok {
+				return false
+			}
+			i = skipWS(text, j)
+			if i >= n || text[i] != ':' {
+				return false
+			}
+			i = skipWS(text, i+1)
+			switch key {
+			case "proc":
+				sp = &l.Proc
+			case "attempt":
+				sp = &l.Attempt
+			case "kind":
+				sp = &l.Kind
+			case "stage":
+				sp = &l.Stage
+			case "to":
+				sp = &l.To
+			case "outcome":
+				sp = &l.Outcome
+			case "timer":
+				sp = &l.Timer
+			case "canonical":
+				sp = &l.Canonical
+			case "gen":
+				ip = &l.Gen
+			case "t_us":
+				ip = &l.TUS
+			case "blocks":
+				ip = &l.Blocks
+			case "pages":
+				ip = &l.Pages
+			case "slot":
+				ip = &l.Slot
+			case "headroom":
+				ip = &l.Headroom
+			case "tokens":
+				ip = &l.Tokens
+			case "prompt_tokens":
+				ip = &l.PromptTokens
+			case "prefix_hit_tokens":
+				ip = &l.PrefixHitTokens
+			case "adopted_blocks":
+				ip = &l.AdoptedBlocks
+			default:
+				return false
+			}
 		}
 		if sp != nil {
-			v, ok := str()
+			v, j, ok := scanStr(text, i)
 			if !ok || *sp != nil || si == len(sv) {
 				return false
 			}
+			i = j
 			sv[si] = v
 			*sp = &sv[si]
 			si++
 		} else {
-			v, ok := num()
+			v, j, ok := scanNum(text, i)
 			if !ok || *ip != nil || ii == len(iv) {
 				return false
 			}
+			i = j
 			iv[ii] = v
 			*ip = &iv[ii]
 			ii++
 		}
-		ws()
+		i = skipWS(text, i)
 		if i >= n {
 			return false
 		}
@@ -168,19 +163,109 @@ func fastLine(text []byte, l *factLine, sv *[8]string, iv *[10]int64) bool {
 		if text[i] != '}' {
 			return false
 		}
-		i++
-		ws()
-		return i == n
+		return skipWS(text, i+1) == n
 	}
 }
 
-// plain8 reports whether none of the eight bytes of x is a quote, a
-// backslash, a control character or outside ASCII. Each test is the
-// has-a-zero-byte test (v-0x01…)&^v&0x80…, which never misses one (it may
-// see one that is not there, and then the bytes are looked at one by one).
-func plain8(x uint64) bool {
+// lit reports whether text holds s at i.
+func lit(text []byte, i int, s string) bool {
+	return i+len(s) <= len(text) && string(text[i:i+len(s)]) == s
+}
+
+// skipWS is where the blanks (spaces, tabs, carriage returns) from i end.
+func skipWS(text []byte, i int) int {
+	for i < len(text) && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// scanStr reads the plain string at i (no escapes, ASCII, no control
+// characters), and where it ends; false for anything else.
+func scanStr(text []byte, i int) (string, int, bool) {
+	n := len(text)
+	if i >= n || text[i] != '"' {
+		return "", i, false
+	}
+	i++
+	start := i
+	// Eight bytes at a time: the first byte of them that ends the string
+	// or needs a look (special8) is where the string ends, if it is a
+	// quote, or where the fast path gives up. Most strings end in their
+	// first eight bytes, without a loop over the bytes.
+	for i+8 <= n {
+		m := special8(binary.LittleEndian.Uint64(text[i:]))
+		if m == 0 {
+			i += 8
+			continue
+		}
+		i += bits.TrailingZeros64(m) >> 3
+		if text[i] != '"' {
+			return "", i, false
+		}
+		return unsafe.String(unsafe.SliceData(text[start:]), i-start), i + 1, true
+	}
+	for ; i < n; i++ {
+		c := text[i]
+		if c == '"' {
+			return unsafe.String(unsafe.SliceData(text[start:]), i-start), i + 1, true
+		}
+		if c == '\\' || c < 0x20 || c >= 0x80 {
+			return "", i, false
+		}
+	}
+	return "", i, false
+}
+
+// scanNum reads the integer at i (an optional minus, then at most 18
+// digits, no leading zero, no fraction or exponent), and where it ends;
+// false for anything else.
+func scanNum(text []byte, i int) (int64, int, bool) {
+	n := len(text)
+	neg := false
+	if i < n && text[i] == '-' {
+		neg = true
+		i++
+	}
+	start := i
+	var v int64
+	for i < n {
+		c := text[i]
+		if c < '0' || c > '9' {
+			break
+		}
+		if i-start >= 18 {
+			return 0, i, false
+		}
+		v = v*10 + int64(c-'0')
+		i++
+	}
+	if i == start || (text[start] == '0' && i-start > 1) {
+		return 0, i, false
+	}
+	if i < n && (text[i] == '.' || text[i] == 'e' || text[i] == 'E') {
+		return 0, i, false
+	}
+	if neg {
+		v = -v
+	}
+	return v, i, true
+}
+
+// special8 marks, by the top bit of its byte, each of the eight bytes of
+// x (little-endian) that is a quote, a backslash, a control character or
+// outside ASCII, exactly up to the first one so marked: each test is the
+// has-a-zero-byte test (v-0x01…)&^v&0x80…, whose borrow can mark a byte
+// that is not one only above a byte that is, so the lowest mark is always
+// the first such byte (bytes outside ASCII are marked by their own top
+// bit, and masked out of the other tests). Zero: none of them is one.
+func special8(x uint64) uint64 {
 	const lo, hi = 0x0101010101010101, 0x8080808080808080
 	q := x ^ (lo * '"')
 	b := x ^ (lo * '\\')
-	return ((q-lo)&^q|(b-lo)&^b|(x-lo*0x20)&^x|x)&hi == 0
+	return ((q-lo)&^q | (b-lo)&^b | (x-lo*0x20)&^x | x) & hi
 }
+
+// plain8 reports whether none of the eight bytes of x is a quote, a
+// backslash, a control character or outside ASCII.
+func plain8(x uint64) bool { return special8(x) == 0 }

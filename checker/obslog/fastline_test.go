@@ -2,24 +2,36 @@ package obslog
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // plainByte is plain8's question for one byte.
 func plainByte(c byte) bool { return c != '"' && c != '\\' && c >= 0x20 && c < 0x80 }
 
-// TestPlain8 holds plain8 to the byte-by-byte answer: every byte value at
-// every place among plain bytes, and random words (mostly plain ones,
-// where a miss would hide).
+// TestPlain8 holds plain8, and the first byte special8 marks, to the
+// byte-by-byte answer: every byte value at every place among plain bytes,
+// and random words (mostly plain ones, where a miss would hide).
 func TestPlain8(t *testing.T) {
 	check := func(w [8]byte) {
 		want := true
-		for _, c := range w {
+		first := 8 // the first byte that is not plain
+		for k, c := range w {
 			want = want && plainByte(c)
+			if !plainByte(c) && first == 8 {
+				first = k
+			}
 		}
-		if got := plain8(binary.LittleEndian.Uint64(w[:])); got != want {
+		x := binary.LittleEndian.Uint64(w[:])
+		if got := plain8(x); got != want {
 			t.Fatalf("plain8(%q) = %v, want %v", w[:], got, want)
+		}
+		// special8's lowest mark is that byte: scanStr ends a string there.
+		if m := special8(x); m != 0 && bits.TrailingZeros64(m)>>3 != first {
+			t.Fatalf("special8(%q) marks byte %d first, want %d", w[:], bits.TrailingZeros64(m)>>3, first)
 		}
 	}
 	for v := 0; v < 256; v++ {
@@ -40,4 +52,46 @@ func TestPlain8(t *testing.T) {
 		}
 		check(w)
 	}
+}
+
+// FuzzFastLine: a line the fast path takes, encoding/json (the exact
+// decoder) takes too, and reads the same; lines of the writer's form are
+// mutated from, where the fast path's literal keys end at every byte.
+func FuzzFastLine(f *testing.F) {
+	for _, line := range []string{
+		`{"proc":"router","gen":0,"attempt":"r0","kind":"routed","stage":"prefill","to":"prefill-0","tokens":3582,"prompt_tokens":3582,"t_us":4121}`,
+		`{"proc":"prefill-0","gen":0,"attempt":"r0","kind":"request_accepted","t_us":4716}`,
+		`{"proc":"decode-1","gen":3,"attempt":"r246","kind":"activated","adopted_blocks":32,"canonical":"r18","t_us":788333}`,
+		`{"proc":"decode-0","gen":0,"attempt":"a","kind":"deadline_expired","timer":"bootstrap"}`,
+		`{"proc":"p0","gen":0,"kind":"worker_restarted"}`,
+		`{"proc":"p0"}`,
+		`{"proc":"p0","gen":0}`,
+		`{"proc":"p0","gen":0,"attempt":"a"}`,
+		`{"proc":"p0","proc":"p1","gen":0,"attempt":"a","kind":"pinned","blocks":3}`,
+		`{"proc":"p0","gen":0,"attempt":"a","kind":"pinned","kind":"stored","blocks":3}`,
+		`{"proc":"p0","gen":-0,"attempt":"a","kind":"pinned","blocks":3}`,
+		`{"proc":"p0","gen":01,"attempt":"a","kind":"pinned","blocks":3}`,
+		`{"proc":"p0","gen":0,"attempt":"a\u00e9","kind":"pinned","blocks":3.0}`,
+		`{ "proc" : "p0" , "gen" : 0 , "attempt" : "a" , "kind" : "pinned" }`,
+		`{"kind":"pinned","proc":"p0","gen":0,"attempt":"a","blocks":3}`,
+		`{"PROC":"p0","gen":0,"attempt":"a","kind":"pinned"}`,
+		`{"proc":"p0","gen":0,"attempt":"a","kind":"pinned"} x`,
+		`{}`,
+	} {
+		f.Add([]byte(line))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var fast, slow factLine
+		var sv [8]string
+		var iv [10]int64
+		if !fastLine(line, &fast, &sv, &iv) {
+			return
+		}
+		if err := decodeLine(line, &slow); err != nil {
+			t.Fatalf("the fast path takes %q, the decoder refuses it: %v", line, err)
+		}
+		if !sameLine(&slow, &fast) {
+			t.Fatalf("the fast path and the decoder disagree on %q:\n%s", line, cmp.Diff(slow, fast))
+		}
+	})
 }

@@ -195,12 +195,12 @@ type Reader struct {
 	iv [10]int64
 	l  factLine
 	// procs finds a process by name (Header.Process, without its scan).
-	procs map[string]int
+	procs *nameTable
 	// ids is the attempt ids read lately, by a hash of their bytes: an id
 	// comes again on each fact of its attempt, and a Fact keeps a copy
 	// that outlives the line (fastLine's strings alias it). A fixed table:
 	// what it holds does not grow with the log.
-	ids [256]string
+	ids [1024]string
 }
 
 // NewReader reads the header of the log r; name is the file its errors give.
@@ -223,9 +223,9 @@ func NewReader(r io.Reader, name string) (*Reader, error) {
 	if err := rd.parseHeader(&h); err != nil {
 		return nil, err
 	}
-	rd.procs = make(map[string]int, len(rd.header.Processes))
+	rd.procs = newNameTable(len(rd.header.Processes))
 	for i, p := range rd.header.Processes {
-		rd.procs[p.Name] = i
+		rd.procs.put(p.Name, i)
 	}
 	return rd, nil
 }
@@ -270,8 +270,15 @@ func (r *Reader) scan() ([]byte, error) {
 		if len(chunk) > MaxLineBytes+1 {
 			return nil, r.fail(r.line, "the line is longer than %d KiB, the most a log line may hold", MaxLineBytes>>10)
 		}
-		text := bytes.TrimRight(chunk, "\r\n")
-		if len(bytes.TrimSpace(text)) == 0 {
+		// By hand, not bytes.TrimRight: that makes a set of its cutset
+		// on every call, and this is every line.
+		text := chunk
+		for len(text) > 0 && (text[len(text)-1] == '\n' || text[len(text)-1] == '\r') {
+			text = text[:len(text)-1]
+		}
+		// A line that opens as an object is not blank; only one that
+		// begins with a blank is looked at whole.
+		if len(text) == 0 || text[0] != '{' && len(bytes.TrimSpace(text)) == 0 {
 			return nil, r.fail(r.line, "blank line; want one JSON object per line, without blank lines")
 		}
 		return text, nil
@@ -453,15 +460,16 @@ func (r *Reader) fact(l *factLine, f *Fact) string {
 	if l.Kind == nil {
 		return "no kind; want \"kind\": one of " + strings.Join(KindNames(), ", ")
 	}
-	k, ok := kindByName[*l.Kind]
+	kn, ok := kindTable.get(*l.Kind)
 	if !ok {
 		return fmt.Sprintf("kind %q, want one of %s", *l.Kind, strings.Join(KindNames(), ", "))
 	}
+	k := Kind(kn)
 	f.Kind = k
 	if l.Proc == nil {
 		return "no proc; want \"proc\": the name of the process that logged the fact, as the header names it"
 	}
-	p, ok := r.procs[*l.Proc]
+	p, ok := r.procs.get(*l.Proc)
 	if !ok {
 		return fmt.Sprintf("proc %q is not a process of the header", *l.Proc)
 	}
@@ -520,12 +528,14 @@ func (r *Reader) fact(l *factLine, f *Fact) string {
 		f.Has |= 1 << g
 		return ""
 	}
-	for _, e := range []string{
-		num(FigBlocks, l.Blocks, &f.Blocks), num(FigPages, l.Pages, &f.Pages), num(FigSlot, l.Slot, &f.Slot),
-		num(FigHeadroom, l.Headroom, &f.Headroom), num(FigTokens, l.Tokens, &f.Tokens),
-	} {
-		if e != "" {
-			return e
+	if l.Blocks != nil || l.Pages != nil || l.Slot != nil || l.Headroom != nil || l.Tokens != nil {
+		for _, e := range []string{
+			num(FigBlocks, l.Blocks, &f.Blocks), num(FigPages, l.Pages, &f.Pages), num(FigSlot, l.Slot, &f.Slot),
+			num(FigHeadroom, l.Headroom, &f.Headroom), num(FigTokens, l.Tokens, &f.Tokens),
+		} {
+			if e != "" {
+				return e
+			}
 		}
 	}
 	if k == Routed {
@@ -538,7 +548,7 @@ func (r *Reader) fact(l *factLine, f *Fact) string {
 		if l.To == nil {
 			return "routed needs \"to\": the worker the router chose"
 		}
-		to, ok := r.procs[*l.To]
+		to, ok := r.procs.get(*l.To)
 		want := RolePrefill
 		if f.Stage == model.DestinationSide {
 			want = RoleDecode

@@ -122,7 +122,9 @@ type Firing struct {
 	From, To uint8
 	Event    uint8
 	Row      int
-	Actions  []Action
+	// Actions is the row's actions: the protocol's own table, to be
+	// read, never written (a firing logged costs no copy of them).
+	Actions []Action
 }
 
 func newCoverage(s *spec.Spec) *Coverage {
@@ -144,7 +146,7 @@ func (c *System) fire(s *State, tx *model.Tx, cov *Coverage, r spec.Role, h int,
 	if cov != nil {
 		cov.Rows[r][t.Row]++
 		if cov.Log != nil {
-			*cov.Log = append(*cov.Log, Firing{Role: r, Handoff: h, From: *st, To: t.To, Event: ev, Row: int(t.Row), Actions: append([]Action(nil), t.Acts[:t.N]...)})
+			*cov.Log = append(*cov.Log, Firing{Role: r, Handoff: h, From: *st, To: t.To, Event: ev, Row: int(t.Row), Actions: t.Acts[:t.N:t.N]})
 		}
 	}
 	*st = t.To
