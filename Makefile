@@ -7,9 +7,12 @@ DOCKER    ?= docker
 IMAGE     ?= handoffcheck:latest
 FUZZTIME  ?= 30s
 BENCHTIME ?= 1x
-# Code-level mutation testing (docs/codemut.md): sample size and seed.
+# Code-level mutation testing (docs/codemut.md): sample size and seed, and
+# where the calibration of the suite is kept for the next run on the same
+# tree.
 CODEMUT_N    ?= 300
 CODEMUT_SEED ?= 1
+CODEMUT_CALIBRATION ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/handoffcheck/codemut-calibration.json
 
 # Every fuzz target, as package:target.
 FUZZ_TARGETS = \
@@ -172,7 +175,8 @@ fuzz-seeds:
 # survivor listed (docs/codemut.md). 20 to 40 minutes on 2 cores. With
 # the tests of make test-long too: a change only they catch is caught.
 mutate-code:
-	HANDOFFCHECK_LONG=1 $(GO) run ./tools/codemut -n $(CODEMUT_N) -seed $(CODEMUT_SEED)
+	mkdir -p $(dir $(CODEMUT_CALIBRATION))
+	HANDOFFCHECK_LONG=1 $(GO) run ./tools/codemut -n $(CODEMUT_N) -seed $(CODEMUT_SEED) -calibration $(CODEMUT_CALIBRATION)
 
 bench:
 	$(GO) test ./checker -run '^$$' -bench . -benchtime $(BENCHTIME)

@@ -189,7 +189,7 @@ type calibration struct {
 // without where -short skipped something), and keeps which functions each
 // ran. An unchanged suite that fails would catch every change, so a
 // failing test stops the run.
-func (ps *packages) calibrate(o *options, tmp string, stderr io.Writer) error {
+func (ps *packages) calibrate(ctx context.Context, o *options, tmp string, stderr io.Writer) error {
 	key, keyErr := calibrationKey(o)
 	if o.calibration != "" && keyErr == nil && ps.load(o.calibration, key) {
 		fmt.Fprintf(stderr, "codemut: the calibration in %s is of this tree; not run again\n", o.calibration)
@@ -211,8 +211,9 @@ func (ps *packages) calibrate(o *options, tmp string, stderr io.Writer) error {
 	var todo []calibration
 	for i, p := range ps.list {
 		bin := filepath.Join(tmp, fmt.Sprintf("calibrate%d.test", i))
-		cmd := exec.Command("go", "test", "-c", "-vet=off", "-cover", "-covermode=set", "-coverpkg", coverpkg, "-o", bin, p.Path)
+		cmd := exec.CommandContext(ctx, "go", "test", "-c", "-vet=off", "-cover", "-covermode=set", "-coverpkg", coverpkg, "-o", bin, p.Path)
 		cmd.Dir = o.root
+		killGroup(cmd)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("building the tests of %s with coverage: %v\n%s", p.Path, err, out)
 		}
@@ -238,18 +239,18 @@ func (ps *packages) calibrate(o *options, tmp string, stderr io.Writer) error {
 		go func() {
 			defer wg.Done()
 			for c := range work {
-				run, skipped, err := calibrateOne(ps.module, tmp, spans, c)
+				run, skipped, err := calibrateOne(ctx, ps.module, tmp, spans, c)
 				if err != nil {
 					// Two tests of one package side by side may share a
 					// fixed path; alone, the test must pass.
 					mu.Lock()
-					run, skipped, err = calibrateOne(ps.module, tmp, spans, c)
+					run, skipped, err = calibrateOne(ctx, ps.module, tmp, spans, c)
 					mu.Unlock()
 				}
 				var full testRun
 				if err == nil && skipped {
 					c.short = false
-					full, _, err = calibrateOne(ps.module, tmp, spans, c)
+					full, _, err = calibrateOne(ctx, ps.module, tmp, spans, c)
 				}
 				mu.Lock()
 				done++
@@ -388,7 +389,7 @@ var skipLine = regexp.MustCompile(`(?m)^\s*--- SKIP: `)
 // coverage, from the test binary and from every process it started from
 // that binary, and reports which of spans' functions it ran and whether it
 // skipped anything.
-func calibrateOne(module, tmp string, spans map[string][]span, c calibration) (testRun, bool, error) {
+func calibrateOne(ctx context.Context, module, tmp string, spans map[string][]span, c calibration) (testRun, bool, error) {
 	dir, err := os.MkdirTemp(tmp, "cover")
 	if err != nil {
 		return testRun{}, false, err
@@ -408,9 +409,10 @@ func calibrateOne(module, tmp string, spans map[string][]span, c calibration) (t
 	}
 	// make test-long's tests take minutes each, more with coverage on a
 	// loaded machine.
-	ctx, cancel := context.WithTimeout(context.Background(), 95*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 95*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.bin, args...)
+	killGroup(cmd)
 	cmd.Dir = c.p.Dir
 	cmd.Env = append(withoutEnv(env, "GOCOVERDIR"), "GOCOVERDIR="+children)
 	t0 := time.Now()

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -83,6 +86,24 @@ func TestChild(t *testing.T) {
 `,
 }
 
+// writeCoverModule writes coverModule into a temporary directory and
+// makes it the working directory.
+func writeCoverModule(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	for name, src := range coverModule {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(root)
+	return root
+}
+
 func siteIn(t *testing.T, root, fn, op string) *site {
 	t.Helper()
 	ss, err := fileSites(root, "a/a.go")
@@ -109,17 +130,7 @@ func TestCalibrate_SelectsTheTestsThatRunTheFunction(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command")
 	}
-	root := t.TempDir()
-	for name, src := range coverModule {
-		p := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Chdir(root)
+	root := writeCoverModule(t)
 	ps, err := loadPackages(root)
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +139,7 @@ func TestCalibrate_SelectsTheTestsThatRunTheFunction(t *testing.T) {
 		t.Skipf("git init: %v %s", err, out)
 	}
 	o := &options{root: root, dirs: []string{"a"}, jobs: 2, calibration: filepath.Join(t.TempDir(), "calibration.json")}
-	if err := ps.calibrate(o, t.TempDir(), io.Discard); err != nil {
+	if err := ps.calibrate(t.Context(), o, t.TempDir(), io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	// The next run on the same tree takes the calibration kept; a tree
@@ -147,7 +158,7 @@ func TestCalibrate_SelectsTheTestsThatRunTheFunction(t *testing.T) {
 			t.Fatal(err)
 		}
 		var log strings.Builder
-		if err := again.calibrate(o, t.TempDir(), &log); err != nil {
+		if err := again.calibrate(t.Context(), o, t.TempDir(), &log); err != nil {
 			t.Fatal(err)
 		}
 		if kept := strings.Contains(log.String(), "not run again"); kept != c.kept {
@@ -180,7 +191,7 @@ func TestCalibrate_SelectsTheTestsThatRunTheFunction(t *testing.T) {
 	}
 
 	// F's condition inverted: TestF, the first test run, catches it.
-	r := ps.try(root, t.TempDir(), siteIn(t, root, "F", opNegateIf))
+	r := ps.try(t.Context(), root, t.TempDir(), siteIn(t, root, "F", opNegateIf))
 	if r.Status != "killed" || r.Package != "example.com/m/a" || !slices.Equal(r.Tests, []string{"TestF"}) || r.Ran != 1 {
 		t.Errorf("F's condition inverted: %s by %s %q after %d tests, want killed by a's TestF after 1", r.Status, r.Package, r.Tests, r.Ran)
 	}
@@ -225,5 +236,56 @@ func TestReadProfile(t *testing.T) {
 	err := readProfile(strings.NewReader("mode: set\nexample.com/m/a/a.go:3.19 1\n"), "example.com/m", blocks)
 	if err == nil || !strings.Contains(err.Error(), "line 2:") {
 		t.Errorf("a cut line: %v", err)
+	}
+}
+
+// cancelOn cancels a context when a line starting with prefix is written.
+type cancelOn struct {
+	prefix string
+	cancel context.CancelFunc
+	buf    strings.Builder
+}
+
+func (c *cancelOn) Write(b []byte) (int, error) {
+	c.buf.Write(b)
+	if strings.Contains(c.buf.String(), "\n"+c.prefix) {
+		c.cancel()
+	}
+	return len(b), nil
+}
+
+// Ctrl-C after the first change is judged: the run stops, reports that
+// change alone, keeps it in the -json file, and says it was interrupted.
+func TestMutate_InterruptedReportsWhatItJudged(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a module's tests with coverage")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	root := writeCoverModule(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	stderr := &cancelOn{prefix: "[1/", cancel: cancel}
+	var stdout strings.Builder
+	jsonOut := filepath.Join(t.TempDir(), "run.json")
+	o := &options{root: root, dirs: []string{"a"}, jobs: 1, all: true, jsonOut: jsonOut, equivalents: "none.txt"}
+	err := mutate(ctx, o, &stdout, stderr)
+	if !errors.Is(err, errInterrupted) {
+		t.Fatalf("mutate: %v, want interrupted\n%s", err, stderr.buf.String())
+	}
+	if !strings.Contains(stderr.buf.String(), "interrupted after 1 of ") {
+		t.Errorf("no word of the interruption:\n%s", stderr.buf.String())
+	}
+	if !strings.Contains(stdout.String(), "codemut: all 1 of ") {
+		t.Errorf("the report is not of the one change judged:\n%s", stdout.String())
+	}
+	b, err := os.ReadFile(jsonOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []result
+	if err := json.Unmarshal(b, &rs); err != nil || len(rs) != 1 || rs[0].Status == "" {
+		t.Errorf("the -json file holds %d results (%v), want the one judged:\n%s", len(rs), err, b)
 	}
 }

@@ -17,18 +17,21 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -93,7 +96,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	o.root = root
-	if err := mutate(&o, stdout, stderr); err != nil {
+	// Ctrl-C stops the run: the tests under way are killed with their
+	// processes, and the changes judged so far are reported (exit 3).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := mutate(ctx, &o, stdout, stderr); err != nil {
+		if errors.Is(err, errInterrupted) {
+			return 3
+		}
 		fmt.Fprintln(stderr, "codemut:", err)
 		return 1
 	}
@@ -129,7 +139,7 @@ type result struct {
 	Seconds float64 `json:"seconds"`
 }
 
-func mutate(o *options, stdout, stderr io.Writer) error {
+func mutate(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	equiv, err := readEquivalents(filepath.Join(o.root, o.equivalents))
 	if err != nil {
 		return err
@@ -212,7 +222,11 @@ func mutate(o *options, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	if err := pk.calibrate(o, tmp, stderr); err != nil {
+	if err := pk.calibrate(ctx, o, tmp, stderr); err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(stderr, "codemut: interrupted while calibrating the suite; no change judged")
+			return errInterrupted
+		}
 		return err
 	}
 
@@ -230,33 +244,65 @@ func mutate(o *options, stdout, stderr io.Writer) error {
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				r := pk.try(o.root, dir, &chosen[i])
+				r := pk.try(ctx, o.root, dir, &chosen[i])
+				if ctx.Err() != nil {
+					// Cut short: the change is not judged.
+					continue
+				}
 				r.Equivalent = equiv[r.Key]
 				mu.Lock()
 				results[i] = r
 				done++
-				fmt.Fprintf(stderr, "[%d/%d] %s:%d %s %s %s\n", done, len(chosen), r.File, r.Line, r.Op, r.Status, strings.Join(r.Tests, " "))
+				fmt.Fprintf(stderr, "[%d/%d] %s:%d %s %s %s (%d tests, %.0fs)\n", done, len(chosen), r.File, r.Line, r.Op, r.Status, strings.Join(r.Tests, " "), r.Ran, r.Seconds)
+				// Kept after every change: a run cut short keeps what it did.
+				err := writeResults(o.jsonOut, results)
 				mu.Unlock()
+				if err != nil {
+					fmt.Fprintln(stderr, "codemut:", err)
+				}
 			}
 		}()
 	}
+dispatch:
 	for i := range chosen {
-		work <- i
+		select {
+		case work <- i:
+		case <-ctx.Done():
+			break dispatch
+		}
 	}
 	close(work)
 	wg.Wait()
 
-	report(stdout, results, len(all), len(perFile), o, equiv)
-	if o.jsonOut != "" {
-		b, err := json.MarshalIndent(results, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(o.jsonOut, append(b, '\n'), 0o644); err != nil {
-			return err
-		}
+	judged := slices.DeleteFunc(results, func(r result) bool { return r.Status == "" })
+	if ctx.Err() != nil {
+		fmt.Fprintf(stderr, "codemut: interrupted after %d of %d changes; the report of those\n", len(judged), len(chosen))
+	}
+	report(stdout, judged, len(all), len(perFile), o, equiv)
+	if err := writeResults(o.jsonOut, judged); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return errInterrupted
 	}
 	return nil
+}
+
+// errInterrupted: the run was cut short (Ctrl-C); its report covers the
+// changes judged before.
+var errInterrupted = errors.New("interrupted")
+
+// writeResults writes the judged results as JSON, when a file is asked for.
+func writeResults(path string, results []result) error {
+	if path == "" {
+		return nil
+	}
+	judged := slices.DeleteFunc(slices.Clone(results), func(r result) bool { return r.Status == "" })
+	b, err := json.MarshalIndent(judged, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // sample draws n sites, spread over the files in proportion to how many
@@ -411,7 +457,7 @@ var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`)
 
 // try builds the changed file into an overlay and runs the plan until a
 // package's tests fail.
-func (ps *packages) try(root, dir string, s *site) result {
+func (ps *packages) try(ctx context.Context, root, dir string, s *site) result {
 	r := result{Site: s, Key: s.Key(), File: s.File, Line: s.Line, Op: s.Op, Status: "survived"}
 	t0 := time.Now()
 	defer func() { r.Seconds = time.Since(t0).Seconds() }()
@@ -431,8 +477,9 @@ func (ps *packages) try(root, dir string, s *site) result {
 	steps := ps.plan(pkgPath, s)
 	if len(steps) == 0 {
 		// No test runs the function: the change survives if it builds.
-		cmd := exec.Command("go", "build", "-overlay", overlay, pkgPath)
+		cmd := exec.CommandContext(ctx, "go", "build", "-overlay", overlay, pkgPath)
 		cmd.Dir = root
+		killGroup(cmd)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			r.Status, r.Tests = buildFailed(out, s.File)
 		}
@@ -442,7 +489,7 @@ func (ps *packages) try(root, dir string, s *site) result {
 		r.Ran += len(st.tests)
 		// A change may make a loop endless: five times the unchanged
 		// time, plus building, is a generous limit.
-		_, out, err := goTest(context.Background(), root, overlay, st.p.Path, st.short, 5*st.d+30*time.Second, "-run", runPattern(st.tests))
+		_, out, err := goTest(ctx, root, overlay, st.p.Path, st.short, 5*st.d+30*time.Second, "-run", runPattern(st.tests))
 		if err == nil {
 			continue
 		}
@@ -500,6 +547,7 @@ func goTest(ctx context.Context, root, overlay, path string, short bool, limit t
 	ctx, cancel := context.WithTimeout(ctx, limit+2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", args...)
+	killGroup(cmd)
 	if root != "" {
 		cmd.Dir = root
 	}
