@@ -422,7 +422,7 @@ func (e *exploration) keep(x *expander, j int, pid uint32, out *workerOut) {
 	if e.g != nil && e.g.fair != nil {
 		rec, proc = true, envLabel
 		if own {
-			proc = processOf(x.ms.M[x.idx[j]])
+			proc = x.ms.M[x.idx[j]].Process()
 		}
 	}
 	switch {

@@ -740,7 +740,7 @@ func TestShapes_HeadroomBindsAdmission(t *testing.T) {
 	ample.World.Workers = slices.Clone(binds.World.Workers)
 	ample.World.Workers[d].Headroom = 2 * wc.Headroom
 	faulty := *binds
-	faulty.Budget = system.Budget{system.Restart: 1, system.Cancel: 1, system.EarlyTimer: 1}
+	faulty.Budget = budgetOf(t, "restart=1", "cancel=1", "early_timer=1")
 
 	// held counts the handoffs holding a reservation or an activated
 	// request on the decode worker: both hold its headroom.

@@ -291,13 +291,13 @@ func (c *System) ApplyTx(s *State, tx *model.Tx, m Move, cov *Coverage, stuck bo
 	case MvDeliver:
 		to := model.Side(m.Arg)
 		if tx.Receive(h, to, m.Msg) > 0 {
-			s.B.spend(Reorder)
+			s.B.spend(reorder)
 		}
 		c.fire(s, tx, cov, roleOf(to), h, msgEvent(to, m.Msg))
 	case MvTimer:
 		t := model.Timer(m.Arg)
 		if !stuck {
-			s.B.spend(EarlyTimer)
+			s.B.spend(earlyTimer)
 		}
 		if t != model.TimerHeartbeat {
 			// Deadlines are one-shot; heartbeats are periodic.

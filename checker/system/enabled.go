@@ -102,7 +102,7 @@ func (c *System) Enabled(s *State, ms *MoveSet) (protocol int) {
 		for to := model.SourceSide; to <= model.DestinationSide; to++ {
 			ch := &x.Ch[to]
 			for i := 0; i < int(ch.N); i++ {
-				if i == 0 || s.B.has(Reorder) {
+				if i == 0 || s.B.has(reorder) {
 					ms.add(Move{Kind: MvDeliver, H: hh, Arg: int8(to), Msg: ch.M[i]})
 				}
 			}
@@ -153,7 +153,7 @@ func (c *System) Enabled(s *State, ms *MoveSet) (protocol int) {
 	// heartbeats fire freely: they are what ends (or keeps alive) the wait.
 	stuck := busy == 0
 	ms.Stuck = stuck
-	if stuck || s.B.has(EarlyTimer) {
+	if stuck || s.B.has(earlyTimer) {
 		for h := 0; h < c.nH; h++ {
 			x := &s.W.H[h]
 			for t := model.Timer(0); t < model.NumTimers; t++ {

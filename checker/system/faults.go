@@ -14,16 +14,18 @@ import (
 type Fault uint8
 
 // The fault kinds, in budget order. The names are also the keys of a
-// Budget literal: Budget{Loss: 1, EarlyTimer: 2}.
+// Budget literal: Budget{Loss: 1, Cancel: 2}. reorder and early_timer,
+// spent by protocol moves taken out of order, are named only here: a
+// driver asks Move.SpendsAt.
 const (
 	Duplicate Fault = iota
 	Loss
-	Reorder
+	reorder
 	Cancel
 	Abort
 	TransferFailure
 	Restart
-	EarlyTimer
+	earlyTimer
 	NoShow
 	BackgroundLoad
 	Hang
@@ -51,12 +53,12 @@ func (f Fault) Move() MoveKind {
 	return numProtocolMoveKinds + MoveKind(f)
 }
 
-// FaultKind describes one fault kind. Everything the checker does with a
+// faultKind describes one fault kind (a row of FaultKinds). Everything the checker does with a
 // kind by name (configuration keys, budget packing, move names and syntax,
 // swarm subsets, documentation) is derived from its row in FaultKinds;
 // only enabling the fault (faults) and giving it effect (applyFault) are
 // code.
-type FaultKind struct {
+type faultKind struct {
 	// Config is the key of the kind in a configuration's "faults" object.
 	Config string
 	// MoveName and args are the step syntax (scenario and trace files)
@@ -90,12 +92,12 @@ type FaultKind struct {
 }
 
 // FaultKinds is the fault vocabulary, indexed by Fault.
-var FaultKinds = [NumFaults]FaultKind{
+var FaultKinds = [NumFaults]faultKind{
 	Duplicate: {Config: "duplicate", MoveName: "duplicate", args: []arg{argH, argTo, argMsg}, Swarm: true,
 		Meaning: "the transport delivers a fact in flight and keeps it in flight", Instead: MvDeliver},
 	Loss: {Config: "loss", MoveName: "lose", args: []arg{argH, argTo, argMsg}, Swarm: true,
 		Meaning: "the transport drops a fact in flight", Instead: MvDeliver},
-	Reorder: {Config: "reorder",
+	reorder: {Config: "reorder",
 		Meaning: "the transport delivers a fact that is not the oldest in flight", Unplanned: "facts are reordered by the simulator's latency jitter by themselves, not at a time of a plan; schedule a loss or a duplicate to disturb one fact"},
 	Cancel: {Config: "cancel", MoveName: "cancel", args: []arg{argH}, Swarm: true,
 		Meaning: "the client cancels the request; the frontend cancels both request streams that exist", Offered: true, Phase: true},
@@ -105,7 +107,7 @@ var FaultKinds = [NumFaults]FaultKind{
 		Meaning: "a running KV transfer fails on its own (network, timeout)", Instead: MvTransfer},
 	Restart: {Config: "restart", MoveName: "restart", args: []arg{argWorker}, Swarm: true,
 		Meaning: "a worker process restarts: its memory, registrations, in-flight requests and KV index go, its generation increases, routers learn a terminal outcome", Phase: true},
-	EarlyTimer: {Config: "early_timer",
+	earlyTimer: {Config: "early_timer",
 		Meaning: "a lease, bootstrap or reservation deadline or a heartbeat fires while other moves are still possible", Unplanned: "timers fire on the simulator's clock when their deadlines pass; set the deadlines in the simulation's configuration instead"},
 	NoShow: {Config: "no_show", MoveName: "no-show", args: []arg{argH}, Swarm: true,
 		Meaning: "the frontend never routes decode", Unplanned: "whether the frontend ever routes decode is decided when it routes the request, not at a time of a plan; schedule a cancel or an abort instead"},

@@ -124,7 +124,7 @@ func TestFaultKinds_BudgetPacking(t *testing.T) {
 		}
 	}
 	over := Budget{}
-	over[Reorder] = MaxBudget + 1
+	over[reorder] = MaxBudget + 1
 	cfg.Budget = over
 	if _, err := New(Generated(), cfg, cfg.Runs[0]); err == nil || !strings.Contains(err.Error(), "reorder=16") {
 		t.Fatalf("a budget that does not fit its slot was accepted: %v", err)

@@ -145,6 +145,29 @@ func (k MoveKind) Spends() (f Fault, ok bool) {
 	return f, f < NumFaults
 }
 
+// SpendsAt is the fault kind move m, enabled in s, would spend: its own
+// for a fault move (MoveKind.Spends), reorder for the delivery of a fact
+// that is not the oldest in flight, early_timer for a timer while the
+// system is not stuck (MoveSet.Stuck). It is ApplyTx's rule, asked before
+// the move is taken, so that a walk's fault schedule names what the move
+// will spend without knowing which protocol moves spend a budget.
+func (m Move) SpendsAt(s *State, stuck bool) (Fault, bool) {
+	if f, ok := m.Kind.Spends(); ok {
+		return f, true
+	}
+	switch m.Kind {
+	case MvDeliver:
+		if s.W.H[m.H].Ch[m.Arg].Index(m.Msg) > 0 {
+			return reorder, true
+		}
+	case MvTimer:
+		if !stuck {
+			return earlyTimer, true
+		}
+	}
+	return 0, false
+}
+
 // args is the move's arguments, in the order its step syntax writes them.
 func (k MoveKind) args() []arg { return moveTable[k].args }
 

@@ -17,6 +17,13 @@ import (
 // FiringText to sim, SwarmFaultMoves and Coverage.Add/Reset to the
 // search); Transition, MaxActions, Protocol.Step and StateIndex, which
 // nothing outside used, unexported; Commands.String, unread, removed.
+// 121 still: the search asks the system which fault a move taken now
+// spends (Move.SpendsAt, was the search's switch on deliveries and
+// timers) and which process makes a move (Move.Process, ProcessName, was
+// the search's table for weak fairness), so reorder and early_timer,
+// which only protocol moves taken out of order spend, are named only
+// here; FaultKind, the row type of FaultKinds, which nothing outside
+// named, unexported.
 const maxExported = 121
 
 // exportedNames lists the exported package-level names and methods
