@@ -974,14 +974,8 @@ func (w *worker) scheduleMoves(a *attempt) {
 		}
 		w.push(&wevent{at: time.Now().Add(w.delay(a, m)), kind: wMove, a: a, m: m})
 	}
-	if w.mine == model.SourceSide {
-		waiting = x.Compute == model.ComputeQueued
-	} else {
-		waiting = x.Pending || (x.Dst == model.DstActive && !x.Running)
-	}
-	waiting = waiting && !slices.ContainsFunc(a.sched, func(m system.Move) bool {
-		return m.Kind == system.MvAdmit || m.Kind == system.MvReserve || m.Kind == system.MvRefuse || m.Kind == system.MvPromote
-	})
+	// A worker schedules only its own side's moves.
+	waiting = system.WaitsForCapacity(x, w.mine, a.sched)
 	if waiting && !a.waiting {
 		w.wait = append(w.wait, a)
 	}

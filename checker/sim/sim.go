@@ -895,11 +895,8 @@ func (s *Sim) schedule(r *request) {
 		s.push(&event{at: s.now + s.delay(r, m), kind: evMove, r: r, m: m, waiter: m.Kind == system.MvPromote})
 	}
 	// What waits for capacity is offered again when its worker frees some.
-	waitP := x.Compute == model.ComputeQueued && !slices.ContainsFunc(r.sched, func(m system.Move) bool { return m.Kind == system.MvAdmit })
-	waitD := (x.Pending || (x.Dst == model.DstActive && !x.Running)) && r.d >= 0 &&
-		!slices.ContainsFunc(r.sched, func(m system.Move) bool {
-			return m.Kind == system.MvReserve || m.Kind == system.MvRefuse || m.Kind == system.MvPromote
-		})
+	waitP := system.WaitsForCapacity(x, model.SourceSide, r.sched)
+	waitD := r.d >= 0 && system.WaitsForCapacity(x, model.DestinationSide, r.sched)
 	s.wait(r, 0, waitP)
 	s.wait(r, 1, waitD)
 }

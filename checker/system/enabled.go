@@ -36,9 +36,6 @@ func (ms *MoveSet) add(m Move) {
 	ms.N++
 }
 
-// Handoff is the handoff move i belongs to (-1: none).
-func (ms *MoveSet) Handoff(i int) int { return int(ms.M[i].H) }
-
 // Own reports whether move i is one the system makes on its own, given
 // that the first protocol moves are the protocol's: not a fault, and not
 // a timer firing while something else could still happen.

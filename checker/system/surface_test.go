@@ -23,7 +23,9 @@ import (
 // the search's table for weak fairness), so reorder and early_timer,
 // which only protocol moves taken out of order spend, are named only
 // here; FaultKind, the row type of FaultKinds, which nothing outside
-// named, unexported.
+// named, unexported. Whether a side waits for its worker's capacity is
+// asked of the system (WaitsForCapacity, was a list of kinds in the
+// simulator and in live); MoveSet.Handoff, a field read, folded.
 const maxExported = 121
 
 // exportedNames lists the exported package-level names and methods
