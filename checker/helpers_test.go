@@ -78,3 +78,14 @@ func budgetOf(t interface {
 	}
 	return b
 }
+
+// mustMove is the move a step of a trace file writes as s: the tests
+// name moves as the step syntax does, not by the system's move kinds.
+func mustMove(t testing.TB, s string) system.Move {
+	t.Helper()
+	m, err := system.ParseMove(s)
+	if err != nil {
+		t.Fatalf("move %q: %v", s, err)
+	}
+	return m
+}

@@ -442,9 +442,9 @@ func (j *judge) movesOf(n *node) (system.State, []system.Move) {
 	// for another node's.
 	moves := j.moves[:0]
 	for _, m := range j.moves {
-		switch m.Kind {
-		case system.Restart.Move(), system.BackgroundLoad.Move(), system.MvFreeBackground:
-		default:
+		// A move on a worker (a restart, background load taken or
+		// freed) names no handoff: not the request's.
+		if m.H >= 0 {
 			moves = append(moves, m)
 		}
 	}
@@ -477,9 +477,7 @@ func (j *judge) greedyMovesOf(n *node, f *obslog.Fact) (system.State, []system.M
 	j.addEvictions(&st)
 	moves := j.moves[:0]
 	for _, m := range j.moves {
-		switch m.Kind {
-		case system.MvFreeBackground:
-		default:
+		if m.H >= 0 {
 			moves = append(moves, m)
 		}
 	}

@@ -67,7 +67,7 @@ func (c *System) Enabled(s *State, ms *MoveSet) (protocol int) {
 			}
 		}
 		if x.Prefill >= 0 && !x.RequestDelivered && c.can(s, spec.Source, h, evSrcRequestArrived) {
-			ms.add(Move{Kind: MvDeliverRequest, H: hh})
+			ms.add(Move{Kind: mvDeliverRequest, H: hh})
 		}
 		if c.decodeRoutable(s, h) && c.can(s, spec.Destination, h, evDstRouted) {
 			for _, w := range c.decode {
@@ -75,10 +75,10 @@ func (c *System) Enabled(s *State, ms *MoveSet) (protocol int) {
 			}
 		}
 		if tx.CanReserve(h) && c.can(s, spec.Destination, h, evDstReserved) {
-			ms.add(Move{Kind: MvReserve, H: hh})
+			ms.add(Move{Kind: mvReserve, H: hh})
 		}
 		if tx.CanRefuse(h) && c.can(s, spec.Destination, h, evDstRefused) {
-			ms.add(Move{Kind: MvRefuse, H: hh})
+			ms.add(Move{Kind: mvRefuse, H: hh})
 		}
 		if tx.CanAdmitPrefill(h) {
 			ms.add(Move{Kind: MvAdmit, H: hh})
@@ -90,7 +90,7 @@ func (c *System) Enabled(s *State, ms *MoveSet) (protocol int) {
 		// command it holds for the handoff, in its own task.
 		for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 			if x.Cmds[sd].Len() > 0 {
-				ms.add(Move{Kind: MvApply, H: hh, Arg: int8(sd)})
+				ms.add(Move{Kind: mvApply, H: hh, Arg: int8(sd)})
 			}
 		}
 		if tx.CanCompleteTransfer(h) && c.transferCanEnd(s, h, tx.TransferWouldSucceed(h)) {
@@ -111,15 +111,15 @@ func (c *System) Enabled(s *State, ms *MoveSet) (protocol int) {
 		// is unbounded in an untimed model (docs/lifecycle.md section 3), so only
 		// the cancel on the request stream ends it.
 		if x.Dst == model.DstActive && x.Running && !x.Cancelled && c.can(s, spec.Destination, h, evDstDecodeFinished) {
-			ms.add(Move{Kind: MvDecodeFinish, H: hh})
+			ms.add(Move{Kind: mvDecodeFinish, H: hh})
 		}
 		for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 			r := roleOf(sd)
 			if x.CancelPending[sd] && (c.terminal(s, r, h) || c.can(s, r, h, cancelEvent(sd))) {
-				ms.add(Move{Kind: MvDeliverCancel, H: hh, Arg: int8(sd)})
+				ms.add(Move{Kind: mvDeliverCancel, H: hh, Arg: int8(sd)})
 			}
 			if x.PeerGone[sd] && (c.terminal(s, r, h) || c.can(s, r, h, peerRestartedEvent(sd))) {
-				ms.add(Move{Kind: MvPeerRestarted, H: hh, Arg: int8(sd)})
+				ms.add(Move{Kind: mvPeerRestarted, H: hh, Arg: int8(sd)})
 			}
 		}
 		// A deferred step: work a row queued, taken later on the side's
@@ -127,13 +127,13 @@ func (c *System) Enabled(s *State, ms *MoveSet) (protocol int) {
 		// row does.
 		for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 			if x.Worker(sd) >= 0 && c.can(s, roleOf(sd), h, deferredEvent(sd)) {
-				ms.add(Move{Kind: MvDeferred, H: hh, Arg: int8(sd)})
+				ms.add(Move{Kind: mvDeferred, H: hh, Arg: int8(sd)})
 			}
 		}
 	}
 	for _, w := range c.decode {
 		if s.W.W[w].Background > 0 {
-			ms.add(Move{Kind: MvFreeBackground, H: -1, Arg: int8(w)})
+			ms.add(Move{Kind: mvFreeBackground, H: -1, Arg: int8(w)})
 		}
 	}
 	busy = ms.N

@@ -358,13 +358,13 @@ func (c *System) firedBy(s *State, m Move) (r spec.Role, h int, ev uint8, ok boo
 	sd := model.Side(m.Arg)
 	tx := model.Tx{W: &s.W}
 	switch m.Kind {
-	case MvDeliverRequest:
+	case mvDeliverRequest:
 		return spec.Source, h, evSrcRequestArrived, true
 	case MvRouteDecode:
 		return spec.Destination, h, evDstRouted, true
-	case MvReserve:
+	case mvReserve:
 		return spec.Destination, h, evDstReserved, true
-	case MvRefuse:
+	case mvRefuse:
 		return spec.Destination, h, evDstRefused, true
 	case MvCompute:
 		return spec.Source, h, evSrcPrefillPinned, true
@@ -376,17 +376,17 @@ func (c *System) firedBy(s *State, m Move) (r spec.Role, h int, ev uint8, ok boo
 	case MvTimer:
 		t := model.Timer(m.Arg)
 		return roleOf(t.Side()), h, timerEvent(t), true
-	case MvDecodeFinish:
+	case mvDecodeFinish:
 		return spec.Destination, h, evDstDecodeFinished, true
-	case MvDeliverCancel:
+	case mvDeliverCancel:
 		return roleOf(sd), h, cancelEvent(sd), true
-	case MvPeerRestarted:
+	case mvPeerRestarted:
 		return roleOf(sd), h, peerRestartedEvent(sd), true
-	case MvDeferred:
+	case mvDeferred:
 		return roleOf(sd), h, deferredEvent(sd), true
 	case Abort.Move():
 		return roleOf(sd), h, abortEvent(sd), true
-	case MvApply:
+	case mvApply:
 		q := &s.W.H[h].Cmds[sd]
 		return roleOf(sd), h, answer(sd, q.Q[0], tx.WouldApply(h, sd, q.Q[0])), true
 	}

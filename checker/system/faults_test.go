@@ -164,10 +164,10 @@ func TestMoves_SyntaxRoundTrips(t *testing.T) {
 			t.Errorf("%s: syntax %q", k, k.Syntax())
 		}
 		fields := strings.Fields(m.String())
-		if k == MvApply {
+		if k == mvApply {
 			// A trace written when only the decode worker's core took
 			// commands says apply h=H: the side is the destination.
-			if got, err := ParseMove("apply h=0"); err != nil || got != (Move{Kind: MvApply, Arg: int8(model.DestinationSide)}) {
+			if got, err := ParseMove("apply h=0"); err != nil || got != (Move{Kind: mvApply, Arg: int8(model.DestinationSide)}) {
 				t.Errorf("apply h=0 parses to %+v, %v, want the destination's core", got, err)
 			}
 			continue

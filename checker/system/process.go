@@ -40,13 +40,13 @@ func (m Move) Process() uint8 {
 		return procDestination
 	}
 	switch m.Kind {
-	case MvRoutePrefill, MvRouteDecode, MvDeliverRequest:
+	case MvRoutePrefill, MvRouteDecode, mvDeliverRequest:
 		return base + procFrontend
 	case MvAdmit, MvCompute:
 		return base + procSource
-	case MvReserve, MvRefuse, MvPromote, MvDecodeFinish:
+	case mvReserve, mvRefuse, MvPromote, mvDecodeFinish:
 		return base + procDestination
-	case MvApply, MvDeliverCancel, MvPeerRestarted, MvDeferred:
+	case mvApply, mvDeliverCancel, mvPeerRestarted, mvDeferred:
 		return base + side(m.Arg)
 	case MvTransfer:
 		return base + procTransfer

@@ -59,6 +59,6 @@ func WaitsForCapacity(x *model.Handoff, sd model.Side, scheduled []Move) bool {
 	}
 	return (x.Pending || (x.Dst == model.DstActive && !x.Running)) &&
 		!slices.ContainsFunc(scheduled, func(m Move) bool {
-			return m.Kind == MvReserve || m.Kind == MvRefuse || m.Kind == MvPromote
+			return m.Kind == mvReserve || m.Kind == mvRefuse || m.Kind == MvPromote
 		})
 }

@@ -26,7 +26,17 @@ import (
 // named, unexported. Whether a side waits for its worker's capacity is
 // asked of the system (WaitsForCapacity, was a list of kinds in the
 // simulator and in live); MoveSet.Handoff, a field read, folded.
-const maxExported = 121
+// 119: the tables of move kinds the search and the drivers kept are the
+// system's: which slot of a sleep set a move takes and which workers it
+// reads (Move.SleepSlot, Move.SleepWorkers, RenameSleepLane, was the
+// search's), how long a move takes on a driver's clock (Move.Takes,
+// priced by Durations, was a switch in the simulator and one in live),
+// who takes a move (Move.Taker, was live's), how a move is drawn in a
+// counterexample's sequence diagram (System.WriteSequenceStep, was the
+// report's); the kinds only those tables named (deliver-request,
+// reserve, refuse, decode-finish, deliver-cancel, peer-restarted,
+// free-background, deferred, apply) are unexported.
+const maxExported = 119
 
 // exportedNames lists the exported package-level names and methods
 // (Type.Method) of the package's non-test files.
