@@ -555,7 +555,7 @@ func TestFaults_TransferFailureOnlyWhereTheRunnerCanBeTold(t *testing.T) {
 		var ms system.MoveSet
 		c.Enabled(st, &ms)
 		for i := 0; i < ms.N; i++ {
-			if ms.M[i].Kind == system.TransferFailure.Move() {
+			if ms.M[i].Kind.String() == "fail-transfer" {
 				t.Errorf("a transfer failure is offered to a receiving destination that has no row for it:\n%s", strings.Join(c.DescribeState(st), "\n"))
 				return true
 			}

@@ -196,7 +196,7 @@ func TestDelay_FiredByMatchesTheStep(t *testing.T) {
 			return n > 30000
 		})
 	}
-	for _, k := range []MoveKind{mvDeliverRequest, MvRouteDecode, mvReserve, mvRefuse, MvCompute, MvTransfer, TransferFailure.Move(),
+	for _, k := range []MoveKind{mvDeliverRequest, MvRouteDecode, mvReserve, mvRefuse, MvCompute, MvTransfer, transferFailure.Move(),
 		MvDeliver, Duplicate.Move(), MvTimer, mvDecodeFinish, mvDeliverCancel, mvPeerRestarted, mvDeferred, Abort.Move(), mvApply} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s move compared", k)

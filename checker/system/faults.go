@@ -23,7 +23,7 @@ const (
 	reorder
 	Cancel
 	Abort
-	TransferFailure
+	transferFailure
 	Restart
 	earlyTimer
 	NoShow
@@ -103,7 +103,7 @@ var FaultKinds = [NumFaults]faultKind{
 		Meaning: "the client cancels the request; the frontend cancels both request streams that exist", Offered: true, Phase: true},
 	Abort: {Config: "abort", MoveName: "abort", args: []arg{argH, argSide}, Swarm: true,
 		Meaning: "either side aborts the request on its own, at any phase", Offered: true, Phase: true},
-	TransferFailure: {Config: "transfer_failure", MoveName: "fail-transfer", args: []arg{argH}, Swarm: true,
+	transferFailure: {Config: "transfer_failure", MoveName: "fail-transfer", args: []arg{argH}, Swarm: true,
 		Meaning: "a running KV transfer fails on its own (network, timeout)", Instead: MvTransfer},
 	Restart: {Config: "restart", MoveName: "restart", args: []arg{argWorker}, Swarm: true,
 		Meaning: "a worker process restarts: its memory, registrations, in-flight requests and KV index go, its generation increases, routers learn a terminal outcome", Phase: true},
@@ -254,8 +254,8 @@ func (c *System) faults(s *State, ms *MoveSet) {
 				}
 			}
 		}
-		if s.B.has(TransferFailure) && x.Xfer == model.XferRunning && !x.Hung && c.transferCanEnd(s, h, false) {
-			ms.add(Move{Kind: TransferFailure.Move(), H: hh})
+		if s.B.has(transferFailure) && x.Xfer == model.XferRunning && !x.Hung && c.transferCanEnd(s, h, false) {
+			ms.add(Move{Kind: transferFailure.Move(), H: hh})
 		}
 		if s.B.has(NoShow) && c.decodeRoutable(s, h) {
 			ms.add(Move{Kind: NoShow.Move(), H: hh})
@@ -368,7 +368,7 @@ func (c *System) firedBy(s *State, m Move) (r spec.Role, h int, ev uint8, ok boo
 		return spec.Destination, h, evDstRefused, true
 	case MvCompute:
 		return spec.Source, h, evSrcPrefillPinned, true
-	case MvTransfer, TransferFailure.Move():
+	case MvTransfer, transferFailure.Move():
 		r, ev = transferEvent(s.W.H[h].Runner, m.Kind == MvTransfer && tx.TransferWouldSucceed(h))
 		return r, h, ev, true
 	case MvDeliver, Duplicate.Move():
@@ -406,7 +406,7 @@ func (c *System) applyFault(s *State, tx *model.Tx, m Move, cov *Coverage) {
 		tx.ClientCancel(h)
 	case Abort.Move():
 		c.fire(s, tx, cov, roleOf(model.Side(m.Arg)), h, abortEvent(model.Side(m.Arg)))
-	case TransferFailure.Move():
+	case transferFailure.Move():
 		tx.FailTransfer(h)
 		c.transferEnded(s, tx, cov, h)
 	case Restart.Move():

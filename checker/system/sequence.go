@@ -35,9 +35,9 @@ func (c *System) WriteSequenceStep(b *strings.Builder, m Move) {
 		fmt.Fprintf(b, "    Transport->>%s: %s %s (duplicate, kept in flight)\n", sideLane(m.Arg), h, m.Msg)
 	case Loss.Move():
 		fmt.Fprintf(b, "    Transport-x%s: %s %s lost\n", sideLane(m.Arg), h, m.Msg)
-	case MvTransfer, TransferFailure.Move():
+	case MvTransfer, transferFailure.Move():
 		what := "KV transfer completes"
-		if m.Kind == TransferFailure.Move() {
+		if m.Kind == transferFailure.Move() {
 			what = "KV transfer fails"
 		}
 		fmt.Fprintf(b, "    Source-->>Destination: %s %s\n", h, what)
