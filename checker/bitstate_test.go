@@ -27,7 +27,7 @@ func TestBitstate_RoomyArrayMissesNothing(t *testing.T) {
 			t.Errorf("%s: %+v", run, bs)
 		}
 	}
-	broken := variantChecker(t, "late-cancel-finalizes-twice.json", "vllm", system.Budget{system.Duplicate: 1, system.Cancel: 1, system.EarlyTimer: 1})
+	broken := variantChecker(t, "late-cancel-finalizes-twice.json", "vllm", budgetOf(t, "duplicate=1", "cancel=1", "early_timer=1"))
 	ref := broken.Explore(context.Background(), Limits{Workers: 1}, nil)
 	r := broken.Explore(context.Background(), Limits{Workers: 1, Bitstate: 1 << 20}, nil)
 	if ref.Violation == nil || r.Violation == nil || broken.formatCounterexample(r.Violation) != broken.formatCounterexample(ref.Violation) {

@@ -17,7 +17,7 @@ import (
 // same counts, coverage and shortest trace, on any number of workers.
 func TestDisk_SameSearchOnDisk(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/commands.json")
-	broken := variantChecker(t, "late-cancel-finalizes-twice.json", "vllm", system.Budget{system.Duplicate: 1, system.Cancel: 1, system.EarlyTimer: 1})
+	broken := variantChecker(t, "late-cancel-finalizes-twice.json", "vllm", budgetOf(t, "duplicate=1", "cancel=1", "early_timer=1"))
 	t.Cleanup(func() { testWindow = 0 })
 	for _, tc := range []struct {
 		name   string

@@ -321,7 +321,7 @@ func (e *exploration) successorsOf(x *expander, s *system.State, pid uint32, out
 	// The triggers the steps fire, kept in a register and merged once.
 	fired := out.cov.Fired
 	for mi := 0; mi < ms.N; mi++ {
-		if x.amp >= 0 && ms.Handoff(mi) != x.amp {
+		if x.amp >= 0 && int(ms.M[mi].H) != x.amp {
 			// Taken from the successors instead (por.go).
 			if !x.wake {
 				out.pruned++
@@ -422,7 +422,7 @@ func (e *exploration) keep(x *expander, j int, pid uint32, out *workerOut) {
 	if e.g != nil && e.g.fair != nil {
 		rec, proc = true, envLabel
 		if own {
-			proc = processOf(x.ms.M[x.idx[j]])
+			proc = x.ms.M[x.idx[j]].Process()
 		}
 	}
 	switch {

@@ -13,8 +13,9 @@ import (
 // Fair liveness: "P leads to Q" judged under weak fairness of each
 // process's moves, on the liveness graph of a complete search.
 //
-// The processes. The composed system has no threads of its own; its moves
-// are grouped by the actor that makes them, per handoff:
+// The processes (system.Move.Process). The composed system has no threads
+// of its own; its moves are grouped by the actor that makes them, per
+// handoff:
 //
 //   - the frontend: routing the prefill and the decode, and handing the
 //     request to the source worker;
@@ -91,68 +92,6 @@ type FairVerdict struct {
 	Err error
 }
 
-// The processes of a move (see above): procPerHandoff per handoff, then
-// one per worker.
-const (
-	procFrontend = iota
-	procSource
-	procDestination
-	procTransfer
-	procToSource
-	procToDestination
-	procClock      // one per timer, from here
-	procPerHandoff = procClock + int(model.NumTimers)
-)
-
-var _ [64 - procPerHandoff*model.MaxHandoffs - model.MaxWorkers]struct{}
-
-// processOf is the process whose move m is; m is a protocol move.
-func processOf(m system.Move) uint8 {
-	if m.H < 0 {
-		return uint8(procPerHandoff*model.MaxHandoffs + int(m.Arg))
-	}
-	base := uint8(procPerHandoff * int(m.H))
-	side := func(sd int8) uint8 {
-		if sd == int8(model.SourceSide) {
-			return procSource
-		}
-		return procDestination
-	}
-	switch m.Kind {
-	case system.MvRoutePrefill, system.MvRouteDecode, system.MvDeliverRequest:
-		return base + procFrontend
-	case system.MvAdmit, system.MvCompute:
-		return base + procSource
-	case system.MvReserve, system.MvRefuse, system.MvPromote, system.MvDecodeFinish:
-		return base + procDestination
-	case system.MvApply, system.MvDeliverCancel, system.MvPeerRestarted, system.MvDeferred:
-		return base + side(m.Arg)
-	case system.MvTransfer:
-		return base + procTransfer
-	case system.MvDeliver:
-		if m.Arg == int8(model.SourceSide) {
-			return base + procToSource
-		}
-		return base + procToDestination
-	case system.MvTimer:
-		return base + procClock + uint8(m.Arg)
-	}
-	panic(fmt.Sprintf("checker: no process for move %v", m))
-}
-
-// processName names a process for a report: "h0 source", "worker 1 background".
-func processName(p int) string {
-	if p >= procPerHandoff*model.MaxHandoffs {
-		return fmt.Sprintf("worker %d background", p-procPerHandoff*model.MaxHandoffs)
-	}
-	names := [procClock]string{"frontend", "source", "destination", "transfer", "transport to the source", "transport to the destination"}
-	h, k := p/procPerHandoff, p%procPerHandoff
-	if k >= procClock {
-		return fmt.Sprintf("h%d %s timer", h, model.Timer(k-procClock))
-	}
-	return fmt.Sprintf("h%d %s", h, names[k])
-}
-
 // ownProcesses is the set of processes with a move in the liveness graph
 // at a state whose enabled moves are ms (the first protocol of them the
 // protocol's).
@@ -160,7 +99,7 @@ func ownProcesses(ms *system.MoveSet, protocol int) uint64 {
 	var m uint64
 	for i := 0; i < protocol; i++ {
 		if ms.Own(i, protocol) {
-			m |= 1 << processOf(ms.M[i])
+			m |= 1 << ms.M[i].Process()
 		}
 	}
 	return m
@@ -711,7 +650,7 @@ func (c *Checker) ownStep(s *system.State, want *system.Key, proc int) (TraceSte
 	var ms system.MoveSet
 	protocol := c.Enabled(s, &ms)
 	for i := 0; i < protocol; i++ {
-		if !ms.Own(i, protocol) || int(processOf(ms.M[i])) != proc {
+		if !ms.Own(i, protocol) || int(ms.M[i].Process()) != proc {
 			continue
 		}
 		var t system.State
@@ -754,13 +693,13 @@ func (c *Checker) Unfair(s system.State, moves []system.Move) (unfair []string, 
 		if !ms.Own(i, protocol) {
 			own = false
 		} else {
-			taken |= 1 << processOf(m)
+			taken |= 1 << m.Process()
 		}
 		tx := model.Tx{W: &s.W}
 		c.ApplyTx(&s, &tx, m, nil, ms.Stuck)
 	}
 	for rest := ^(taken | disabled); rest != 0; rest &= rest - 1 {
-		unfair = append(unfair, processName(bits.TrailingZeros64(rest)))
+		unfair = append(unfair, system.ProcessName(bits.TrailingZeros64(rest)))
 	}
 	return unfair, own
 }

@@ -3,6 +3,8 @@ package checker
 import (
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/handoffcheck/handoffcheck/checker/system"
@@ -54,4 +56,36 @@ func porSample(c *Checker, n int) []system.State {
 		}
 	}
 	return out
+}
+
+// budgetOf is the budget a configuration's "faults" object names, written
+// kind=n: early_timer and reorder are spent by protocol moves, and only
+// the composed system names them in code.
+func budgetOf(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, kinds ...string) system.Budget {
+	t.Helper()
+	var b system.Budget
+	for _, kv := range kinds {
+		name, n, ok := strings.Cut(kv, "=")
+		f, known := system.ParseFault(name)
+		v, err := strconv.Atoi(n)
+		if !ok || !known || err != nil || v < 0 || v > system.MaxBudget {
+			t.Fatalf("budgetOf: %q is not kind=n of a fault kind", kv)
+		}
+		b[f] = uint8(v)
+	}
+	return b
+}
+
+// mustMove is the move a step of a trace file writes as s: the tests
+// name moves as the step syntax does, not by the system's move kinds.
+func mustMove(t testing.TB, s string) system.Move {
+	t.Helper()
+	m, err := system.ParseMove(s)
+	if err != nil {
+		t.Fatalf("move %q: %v", s, err)
+	}
+	return m
 }

@@ -181,9 +181,9 @@ func TestLateCancelStandIn_NeedsALateFault(t *testing.T) {
 		last := steps[len(steps)-1].Move
 		finished := false
 		for _, st := range steps[:len(steps)-1] {
-			finished = finished || st.Move.Kind == system.MvDecodeFinish
+			finished = finished || st.Move.Kind.String() == "decode-finish"
 		}
-		if !finished || (last.Kind != system.Abort.Move() && last.Kind != system.MvDeliverCancel) {
+		if !finished || (last.Kind != system.Abort.Move() && last.Kind.String() != "deliver-cancel") {
 			t.Fatalf("%s: shortest trace %v: want decode-finish, then the cancel or abort that breaks it", run.Name, steps)
 		}
 		t.Logf("%s: %d states without cancel and abort, no violation; with them, %s after %d steps, last %s", run.Name, quietStates, r.Violation.Violation.Invariant, len(steps), last)

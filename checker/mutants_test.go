@@ -66,7 +66,7 @@ func TestExplore_CatchesBrokenTables(t *testing.T) {
 		{
 			// The source releases its pin when a heartbeat arrives, while
 			// the destination still waits to read it.
-			name: "release-source-before-reader-completes", run: "vllm", budget: system.Budget{system.Duplicate: 1, system.Cancel: 1, system.EarlyTimer: 1},
+			name: "release-source-before-reader-completes", run: "vllm", budget: budgetOf(t, "duplicate=1", "cancel=1", "early_timer=1"),
 			break_: func(t *testing.T, s *spec.Spec) {
 				override(t, s, spec.Source, "Pinned", "LeaseRenewed", spec.SourceFirst, "Released",
 					"DisarmLease", "ReleaseSource", "ReportSourceReleased", "Complete")

@@ -50,7 +50,7 @@ func walkMachine(c *Checker) func(*rapid.T) {
 // configuration larger than exhaustive search covers in a unit test.
 func TestRapid_ProtocolHolds(t *testing.T) {
 	cfg := mustConfig(t, twoByTwo)
-	cfg.Budget = system.Budget{system.Duplicate: 3, system.Loss: 3, system.Reorder: 3, system.Cancel: 2, system.Abort: 2, system.TransferFailure: 2, system.Restart: 2, system.EarlyTimer: 3, system.NoShow: 1, system.Hang: 2, system.Evict: 1}
+	cfg.Budget = budgetOf(t, "duplicate=3", "loss=3", "reorder=3", "cancel=2", "abort=2", "transfer_failure=2", "restart=2", "early_timer=3", "no_show=1", "hang=2", "evict=1")
 	all, err := system.ParseCommands(json.RawMessage("true"))
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +111,7 @@ func TestRapid_ShrinksBrokenTable(t *testing.T) {
 	override(t, s, spec.Source, "Pinned", "LeaseRenewed", spec.SourceFirst, "Released",
 		"DisarmLease", "ReleaseSource", "ReportSourceReleased", "Complete")
 	cfg := mustConfig(t, smallConfig)
-	cfg.Budget = system.Budget{system.Duplicate: 1, system.EarlyTimer: 3}
+	cfg.Budget = budgetOf(t, "duplicate=1", "early_timer=3")
 	c, err := New(interpreted(t, s), cfg, cfg.Runs[0])
 	if err != nil {
 		t.Fatal(err)

@@ -825,7 +825,7 @@ func TestReport_FirstViolationInBreadthFirstOrder(t *testing.T) {
 		budget system.Budget
 		break_ func(t *testing.T, s *spec.Spec)
 	}{
-		{"vllm", system.Budget{system.Duplicate: 1, system.Cancel: 1, system.EarlyTimer: 1}, func(t *testing.T, s *spec.Spec) {
+		{"vllm", budgetOf(t, "duplicate=1", "cancel=1", "early_timer=1"), func(t *testing.T, s *spec.Spec) {
 			override(t, s, spec.Source, "Pinned", "LeaseRenewed", spec.SourceFirst, "Released",
 				"DisarmLease", "ReleaseSource", "ReportSourceReleased", "Complete")
 		}},

@@ -133,26 +133,6 @@ func (p *faultPlan) list() []scheduledFault {
 	return out
 }
 
-// spendsAt is the fault kind a move enabled in s would spend: its own for
-// a fault move, reorder for the delivery of a fact that is not the oldest
-// in flight, early_timer for a timer while the system is not stuck.
-func (c *Checker) spendsAt(s *system.State, m system.Move, stuck bool) (system.Fault, bool) {
-	if f, ok := m.Kind.Spends(); ok {
-		return f, true
-	}
-	switch m.Kind {
-	case system.MvDeliver:
-		if s.W.H[m.H].Ch[m.Arg].Index(m.Msg) > 0 {
-			return system.Reorder, true
-		}
-	case system.MvTimer:
-		if !stuck {
-			return system.EarlyTimer, true
-		}
-	}
-	return 0, false
-}
-
 // horizon is the number of moves over which fault positions are drawn:
 // one and a half times the median length of pilotWalks walks that commit
 // no fault, each at most steps long. It depends on the run and on steps
@@ -169,7 +149,7 @@ func (c *Checker) horizon(steps int) int {
 			var pick [len(ms.M)]system.Move
 			k := 0
 			for j := 0; j < ms.N; j++ {
-				if _, fault := c.spendsAt(&s, ms.M[j], ms.Stuck); !fault {
+				if _, fault := ms.M[j].SpendsAt(&s, ms.Stuck); !fault {
 					pick[k] = ms.M[j]
 					k++
 				}

@@ -34,7 +34,7 @@ func TestSchedule_Horizon(t *testing.T) {
 // a walk places one position per unit of budget.
 func TestSchedule_FaultsWaitForTheirPositions(t *testing.T) {
 	cfg := mustConfig(t, twoByTwo)
-	cfg.Budget = system.Budget{system.Duplicate: 2, system.Loss: 2, system.Reorder: 2, system.Cancel: 1, system.Abort: 2, system.TransferFailure: 1, system.Restart: 1, system.EarlyTimer: 2, system.NoShow: 1}
+	cfg.Budget = budgetOf(t, "duplicate=2", "loss=2", "reorder=2", "cancel=1", "abort=2", "transfer_failure=1", "restart=1", "early_timer=2", "no_show=1")
 	for _, run := range cfg.Runs {
 		c, err := New(system.Generated(), cfg, run)
 		if err != nil {
@@ -72,7 +72,7 @@ func TestSchedule_FaultsWaitForTheirPositions(t *testing.T) {
 				var ms system.MoveSet
 				for i, m := range w.moves {
 					c.Enabled(&s, &ms)
-					if f, fault := c.spendsAt(&s, m, ms.Stuck); fault {
+					if f, fault := m.SpendsAt(&s, ms.Stuck); fault {
 						due := 0
 						for _, p := range pos[f] {
 							if p <= i {

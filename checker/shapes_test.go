@@ -239,7 +239,7 @@ func shapesPeerNotices(t testing.TB, c *Checker, s *system.State) int {
 				if after == nil {
 					after = c.Moves(&next)
 				}
-				notice := system.Move{Kind: system.MvPeerRestarted, H: int8(h), Arg: int8(peer)}
+				notice := mustMove(t, fmt.Sprintf("peer-restarted h=%d side=%s", h, peer))
 				if !next.W.H[h].PeerGone[peer] || !slices.Contains(after, notice) {
 					t.Fatalf("%s: the %s of handoff %d (worker %d) is not told its peer restarted (PeerGone=%v, %q enabled=%v); before:\n%s",
 						m, peer, h, x.Worker(peer), next.W.H[h].PeerGone[peer], notice, slices.Contains(after, notice),
@@ -740,7 +740,7 @@ func TestShapes_HeadroomBindsAdmission(t *testing.T) {
 	ample.World.Workers = slices.Clone(binds.World.Workers)
 	ample.World.Workers[d].Headroom = 2 * wc.Headroom
 	faulty := *binds
-	faulty.Budget = system.Budget{system.Restart: 1, system.Cancel: 1, system.EarlyTimer: 1}
+	faulty.Budget = budgetOf(t, "restart=1", "cancel=1", "early_timer=1")
 
 	// held counts the handoffs holding a reservation or an activated
 	// request on the decode worker: both hold its headroom.

@@ -40,58 +40,19 @@ import (
 // handoff, handoff h's in bits 32h to 32h+31.
 type sleepSet [2]uint64
 
-// slotsPerHandoff is each handoff's share of a sleepSet.
+// slotsPerHandoff is each handoff's share of a sleepSet: its lane of
+// slots (system.Move.SleepSlot).
 const slotsPerHandoff = 32
 
-// sleepSlots is, per move kind a handoff may put to sleep, its first
-// slot and how many it spans: one per side for the moves that take a
-// side, one per worker for the routes (both kinds share them: a worker
-// is a prefill or a decode worker). Kinds with span 0 never sleep.
-var sleepSlots = func() (t [system.NumMoveKinds]struct{ first, span int }) {
-	next := 0
-	set := func(span int, ks ...system.MoveKind) {
-		for _, k := range ks {
-			t[k].first, t[k].span = next, span
-		}
-		next += span
-	}
-	for _, k := range []system.MoveKind{system.MvDeliverRequest, system.MvReserve, system.MvRefuse, system.MvAdmit, system.MvCompute, system.MvTransfer, system.MvPromote, system.MvDecodeFinish} {
-		set(1, k)
-	}
-	for _, k := range []system.MoveKind{system.MvDeliver, system.MvDeliverCancel, system.MvPeerRestarted, system.MvDeferred, system.MvApply} {
-		set(2, k)
-	}
-	set(model.MaxWorkers, system.MvRoutePrefill, system.MvRouteDecode)
-	if next > slotsPerHandoff {
-		panic("checker: the sleep slots of a handoff do not fit in its share")
-	}
-	return t
-}()
-
-// routeSlot is the first of the route moves' slots.
-var routeSlot = sleepSlots[system.MvRoutePrefill].first
-
 // moveSlot names a move of a handoff that sleep sets may hold, the same
-// in every state where it is enabled: its kind, handoff and argument
-// (the worker of a route, the side of a delivery, an apply, a cancel).
-// A delivery is the oldest fact of its channel (a later one spends the
-// reorder budget, and may not sleep: sleepInfo). -1: never asleep.
+// in every state where it is enabled: its handoff's lane and its slot
+// there (system.Move.SleepSlot). -1: never asleep.
 func moveSlot(m system.Move) int {
-	if m.H < 0 || m.Kind >= system.NumMoveKinds {
+	sl := m.SleepSlot()
+	if sl < 0 {
 		return -1
 	}
-	sl := sleepSlots[m.Kind]
-	arg := 0
-	switch {
-	case sl.span == 0:
-		return -1
-	case sl.span > 1:
-		if m.Arg < 0 || int(m.Arg) >= sl.span {
-			return -1
-		}
-		arg = int(m.Arg)
-	}
-	return int(m.H)*slotsPerHandoff + sl.first + arg
+	return int(m.H)*slotsPerHandoff + sl
 }
 
 func (z *sleepSet) has(slot int) bool { return z[slot>>6]&(1<<(slot&63)) != 0 }
@@ -116,13 +77,7 @@ func (z sleepSet) renamed(hp *[model.MaxHandoffs]int8, wp *[model.MaxWorkers]int
 		if l == 0 {
 			continue
 		}
-		routes := l >> routeSlot & (1<<model.MaxWorkers - 1)
-		l &^= (1<<model.MaxWorkers - 1) << routeSlot
-		for w := 0; w < nW; w++ {
-			if routes&(1<<w) != 0 {
-				l |= 1 << (routeSlot + int(wp[w]))
-			}
-		}
+		l = system.RenameSleepLane(l, wp, nW)
 		to := int(hp[h])
 		out[to>>1] |= uint64(l) << (32 * (to & 1))
 	}
@@ -205,29 +160,7 @@ func (c *Checker) sleepInfo(s *system.State, ms *system.MoveSet, sm *sleepMoves)
 			continue
 		}
 		sm.slot[i] = int8(sl)
-		sm.ws[i] = 0
-		x := &s.W.H[m.H]
-		// A move that waits on a worker's capacity reads that worker.
-		wait := m.Kind == system.MvReserve || m.Kind == system.MvRefuse || m.Kind == system.MvAdmit || m.Kind == system.MvPromote ||
-			x.Pending || x.Compute == model.ComputeQueued || x.Dst == model.DstActive && !x.Running
-		if !shared && !wait {
-			continue
-		}
-		ws := uint8(0)
-		if x.Prefill >= 0 {
-			ws |= 1 << x.Prefill
-		}
-		if x.Decode >= 0 {
-			ws |= 1 << x.Decode
-		}
-		if m.Kind == system.MvRoutePrefill || m.Kind == system.MvRouteDecode {
-			ws |= 1 << m.Arg
-		}
-		if ws == 0 {
-			// Waiting before any worker is known: it depends on all.
-			ws = 0xff
-		}
-		sm.ws[i] = ws
+		sm.ws[i] = m.SleepWorkers(&s.W.H[m.H], shared)
 	}
 }
 

@@ -233,7 +233,7 @@ func outcomeOf(r *Result, c *Checker) outcome {
 // leaves nothing behind in its spill directory.
 func TestSpill_SameRunOnFiles(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
-	broken := variantChecker(t, "late-cancel-finalizes-twice.json", "vllm", system.Budget{system.Duplicate: 1, system.Cancel: 1, system.EarlyTimer: 1})
+	broken := variantChecker(t, "late-cancel-finalizes-twice.json", "vllm", budgetOf(t, "duplicate=1", "cancel=1", "early_timer=1"))
 	memoryLimit := spillLimit
 	withSpillLimit(t, memoryLimit)
 	for _, tc := range []struct {

@@ -44,7 +44,7 @@ func variantChecker(t *testing.T, file, run string, budget system.Budget) *Check
 // one each). With the fault their bug needs taken out of the budget, the
 // same run is clean: what reacts late is the bug, nothing else.
 func TestVariants_RealBugShapes(t *testing.T) {
-	small := system.Budget{system.Duplicate: 1, system.Cancel: 1, system.EarlyTimer: 1}
+	small := budgetOf(t, "duplicate=1", "cancel=1", "early_timer=1")
 	prefix := []string{"route-prefill h=0 worker=0", "deliver-request h=0", "compute h=0", "route-decode h=0 worker=1", "reserve h=0"}
 	decoded := append(slices.Clone(prefix), "transfer h=0", "decode-finish h=0")
 	cases := []struct {
@@ -59,7 +59,7 @@ func TestVariants_RealBugShapes(t *testing.T) {
 		// waits for the reader's acknowledgement) finalizes again.
 		{"late cancel", "late-cancel-finalizes-twice.json", "vllm", small, "ExactlyOnceRelease", "%s released twice",
 			append(slices.Clone(decoded), "cancel h=0", "deliver-cancel h=0 side=destination")},
-		{"no cancel", "late-cancel-finalizes-twice.json", "vllm", system.Budget{system.Duplicate: 1, system.EarlyTimer: 1}, "", "", nil},
+		{"no cancel", "late-cancel-finalizes-twice.json", "vllm", budgetOf(t, "duplicate=1", "early_timer=1"), "", "", nil},
 
 		// The source gives up after decode finished (its lease expires
 		// early, or the client cancels) and tells the destination,
@@ -80,7 +80,7 @@ func TestVariants_RealBugShapes(t *testing.T) {
 		// the free; the deferred step runs while the pull still writes.
 		{"free before the reads stop", "deferred-free-during-pull.json", "vllm", small, "DestinationHeldWhileWritten", "reserved pages freed while their registration was valid and the transfer %s",
 			append(slices.Clone(prefix), "cancel h=0", "deliver-cancel h=0 side=destination", "deferred h=0 side=destination")},
-		{"no cancel while pulling", "deferred-free-during-pull.json", "vllm", system.Budget{system.Duplicate: 1, system.EarlyTimer: 1}, "", "", nil},
+		{"no cancel while pulling", "deferred-free-during-pull.json", "vllm", budgetOf(t, "duplicate=1", "early_timer=1"), "", "", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file+"/"+tc.name, func(t *testing.T) {

@@ -343,7 +343,7 @@ func (c *Checker) walkOnce(w walkSpec) walkRun {
 			out.end = endNothingEnabled
 			break
 		}
-		f, fault := c.spendsAt(&s.s, m, ms.Stuck)
+		f, fault := m.SpendsAt(&s.s, ms.Stuck)
 		taken = append(taken, m)
 		r, err := s.Apply(m)
 		if err != nil {
@@ -408,7 +408,7 @@ func (c *Checker) pickScheduled(rng *rand.Rand, s *system.State, ms *system.Move
 		if _, fault := m.Kind.Spends(); fault && !allowed[m.Kind] {
 			continue
 		}
-		if f, fault := c.spendsAt(s, m, ms.Stuck); !fault || plan.due(f, i) {
+		if f, fault := m.SpendsAt(s, ms.Stuck); !fault || plan.due(f, i) {
 			offered[n] = m
 			n++
 		}

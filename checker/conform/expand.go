@@ -442,9 +442,9 @@ func (j *judge) movesOf(n *node) (system.State, []system.Move) {
 	// for another node's.
 	moves := j.moves[:0]
 	for _, m := range j.moves {
-		switch m.Kind {
-		case system.Restart.Move(), system.BackgroundLoad.Move(), system.MvFreeBackground:
-		default:
+		// A move on a worker (a restart, background load taken or
+		// freed) names no handoff: not the request's.
+		if m.H >= 0 {
 			moves = append(moves, m)
 		}
 	}
@@ -482,7 +482,10 @@ func (j *judge) greedyMovesOf(n *node, f *obslog.Fact) (*system.State, []system.
 	st.B = full
 	j.moves = j.moves[:0]
 	for _, m := range ms.M[:ms.N] {
-		if m.Kind != system.MvFreeBackground {
+		// A move on a worker (background load freed; a restart and
+		// background load taken are switched off above) names no
+		// handoff: not the request's.
+		if m.H >= 0 {
 			j.moves = append(j.moves, m)
 		}
 	}

@@ -497,7 +497,9 @@ func strikes(k system.Fault) bool {
 	case k == system.Cancel || k == system.Hang || cluster.AtTime(k):
 		return true
 	case kind.Instead != 0:
-		return k == system.Loss || k == system.Duplicate || k == system.TransferFailure
+		// In place of a fact the coordinator relays, or of the end of a
+		// transfer a worker runs.
+		return kind.Instead == system.MvDeliver || kind.Instead == system.MvTransfer
 	case kind.Offered:
 		return cluster.NamesSide(k)
 	}

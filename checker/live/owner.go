@@ -28,26 +28,17 @@ func sideOwner(s model.Side) owner {
 	return ownDestination
 }
 
-// ownerOf is the one table of who takes which move.
+// ownerOf is who takes a move: the composed system's answer
+// (system.Move.Taker), in live's processes.
 func ownerOf(m system.Move, x *model.Handoff) owner {
-	if _, fault := m.Kind.Spends(); fault {
+	sd, router, ok := m.Taker(x)
+	switch {
+	case !ok:
 		return ownNobody
-	}
-	switch m.Kind {
-	case system.MvRoutePrefill, system.MvRouteDecode:
+	case router:
 		return ownRouter
-	case system.MvDeliverRequest, system.MvAdmit, system.MvCompute:
-		return ownSource
-	case system.MvReserve, system.MvRefuse, system.MvPromote, system.MvDecodeFinish, system.MvFreeBackground:
-		return ownDestination
-	case system.MvTransfer:
-		return sideOwner(x.Runner)
-	case system.MvDeliver, system.MvDeliverCancel, system.MvPeerRestarted, system.MvApply, system.MvDeferred:
-		return sideOwner(model.Side(m.Arg))
-	case system.MvTimer:
-		return sideOwner(model.Timer(m.Arg).Side())
 	}
-	return ownNobody
+	return sideOwner(sd)
 }
 
 var sideNames = [2]string{"source", "destination"}

@@ -976,14 +976,8 @@ func (w *worker) scheduleMoves(a *attempt) {
 		}
 		w.push(&wevent{at: time.Now().Add(w.delay(a, m)), kind: wMove, a: a, m: m})
 	}
-	if w.mine == model.SourceSide {
-		waiting = x.Compute == model.ComputeQueued
-	} else {
-		waiting = x.Pending || (x.Dst == model.DstActive && !x.Running)
-	}
-	waiting = waiting && !slices.ContainsFunc(a.sched, func(m system.Move) bool {
-		return m.Kind == system.MvAdmit || m.Kind == system.MvReserve || m.Kind == system.MvRefuse || m.Kind == system.MvPromote
-	})
+	// A worker schedules only its own side's moves.
+	waiting = system.WaitsForCapacity(x, w.mine, a.sched)
 	if waiting && !a.waiting {
 		w.wait = append(w.wait, a)
 	}
@@ -1014,26 +1008,18 @@ func (w *worker) offer() {
 
 // delay is how long an owned move takes: the configuration's durations,
 // scaled; a fact, a cancel or a route takes the real network's time
-// before it arrives, so none here.
+// before it arrives, so none here. The system says which work the move
+// is (Move.Takes).
 func (w *worker) delay(a *attempt, m system.Move) time.Duration {
-	x := &a.st.W.H[0]
-	switch m.Kind {
-	case system.MvDeliverRequest, system.MvDeliverCancel:
+	return w.dur(m.Takes(&a.st.W.H[0], &system.Durations{
 		// The network's own time has passed already; the configured
 		// latency is added, as every adapter does, so that the clocks
 		// agree on what comes first.
-		return w.dur(w.cfg.LatencyUS)
-	case system.MvReserve, system.MvRefuse, system.MvDeferred:
-		return w.dur(w.cfg.CommandUS)
-	case system.MvApply:
-		if x.Slow[m.Arg] {
-			return w.dur(w.cfg.SlowCoreUS)
-		}
-		return w.dur(w.cfg.CommandUS)
-	case system.MvDecodeFinish:
-		return w.dur(w.cfg.DecodeUS(model.Tokens(a.req.OutputTokens)))
-	}
-	return 0
+		Arrival:  func() int64 { return w.cfg.LatencyUS },
+		Command:  w.cfg.CommandUS,
+		SlowCore: w.cfg.SlowCoreUS,
+		Decode:   w.cfg.DecodeUS(model.Tokens(a.req.OutputTokens)),
+	}))
 }
 
 // book puts an attempt's prefill at the end of the worker's compute

@@ -895,11 +895,8 @@ func (s *Sim) schedule(r *request) {
 		s.push(&event{at: s.now + s.delay(r, m), kind: evMove, r: r, m: m, waiter: m.Kind == system.MvPromote})
 	}
 	// What waits for capacity is offered again when its worker frees some.
-	waitP := x.Compute == model.ComputeQueued && !slices.ContainsFunc(r.sched, func(m system.Move) bool { return m.Kind == system.MvAdmit })
-	waitD := (x.Pending || (x.Dst == model.DstActive && !x.Running)) && r.d >= 0 &&
-		!slices.ContainsFunc(r.sched, func(m system.Move) bool {
-			return m.Kind == system.MvReserve || m.Kind == system.MvRefuse || m.Kind == system.MvPromote
-		})
+	waitP := system.WaitsForCapacity(x, model.SourceSide, r.sched)
+	waitD := r.d >= 0 && system.WaitsForCapacity(x, model.DestinationSide, r.sched)
 	s.wait(r, 0, waitP)
 	s.wait(r, 1, waitD)
 }
@@ -1006,30 +1003,26 @@ func (s *Sim) unbook(r *request) {
 	})
 }
 
-// delay is how long an enabled move takes to happen.
+// delay is how long an enabled move takes to happen: the system says
+// which work the move is, the simulator's clock what it costs (a drawn
+// latency for what crosses the network; a transfer that a planned fault
+// replaces or that would fail ends after the latency alone).
 func (s *Sim) delay(r *request, m system.Move) int64 {
 	x := &r.st.W.H[0]
-	switch m.Kind {
-	case system.MvDeliverRequest, system.MvDeliver, system.MvDeliverCancel, system.MvRouteDecode:
-		return s.jitter()
-	case system.MvReserve, system.MvRefuse, system.MvDeferred:
-		return s.cfg.CommandUS
-	case system.MvApply:
-		if x.Slow[m.Arg] {
-			return s.cfg.SlowCoreUS
-		}
-		return s.cfg.CommandUS
-	case system.MvTransfer:
-		if r.m.Replaces(system.MvTransfer) || !transferWouldSucceed(x) {
-			return s.jitter()
-		}
-		return s.jitter() + s.cfg.TransferUS(r.Cfg, x.PrefixGone&2 != 0)
-	case system.MvDecodeFinish:
-		return s.cfg.DecodeUS(r.OutputTokens)
-	case system.MvPeerRestarted:
-		return s.cfg.HealthCheckUS
-	}
-	return 0
+	return m.Takes(x, &system.Durations{
+		Arrival: s.jitter,
+		Fact:    s.jitter,
+		Transfer: func() int64 {
+			if r.m.Replaces(system.MvTransfer) || !transferWouldSucceed(x) {
+				return s.jitter()
+			}
+			return s.jitter() + s.cfg.TransferUS(r.Cfg, x.PrefixGone&2 != 0)
+		},
+		Command:     s.cfg.CommandUS,
+		SlowCore:    s.cfg.SlowCoreUS,
+		Decode:      s.cfg.DecodeUS(r.OutputTokens),
+		HealthCheck: s.cfg.HealthCheckUS,
+	})
 }
 
 func transferWouldSucceed(x *model.Handoff) bool {

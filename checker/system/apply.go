@@ -270,16 +270,16 @@ func (c *System) ApplyTx(s *State, tx *model.Tx, m Move, cov *Coverage, stuck bo
 	switch m.Kind {
 	case MvRoutePrefill:
 		tx.RoutePrefill(h, int(m.Arg))
-	case MvDeliverRequest:
+	case mvDeliverRequest:
 		tx.DeliverRequest(h)
 		c.fire(s, tx, cov, spec.Source, h, evSrcRequestArrived)
 	case MvRouteDecode:
 		tx.RouteDecode(h, int(m.Arg))
 		c.fire(s, tx, cov, spec.Destination, h, evDstRouted)
-	case MvReserve:
+	case mvReserve:
 		tx.Reserve(h)
 		c.fire(s, tx, cov, spec.Destination, h, evDstReserved)
-	case MvRefuse:
+	case mvRefuse:
 		tx.Refuse(h)
 		c.fire(s, tx, cov, spec.Destination, h, evDstRefused)
 	case MvAdmit:
@@ -293,13 +293,13 @@ func (c *System) ApplyTx(s *State, tx *model.Tx, m Move, cov *Coverage, stuck bo
 	case MvDeliver:
 		to := model.Side(m.Arg)
 		if tx.Receive(h, to, m.Msg) > 0 {
-			s.B.spend(Reorder)
+			s.B.spend(reorder)
 		}
 		c.fire(s, tx, cov, roleOf(to), h, msgEvent(to, m.Msg))
 	case MvTimer:
 		t := model.Timer(m.Arg)
 		if !stuck {
-			s.B.spend(EarlyTimer)
+			s.B.spend(earlyTimer)
 		}
 		if t != model.TimerHeartbeat {
 			// Deadlines are one-shot; heartbeats are periodic.
@@ -308,19 +308,19 @@ func (c *System) ApplyTx(s *State, tx *model.Tx, m Move, cov *Coverage, stuck bo
 		c.fire(s, tx, cov, roleOf(t.Side()), h, timerEvent(t))
 	case MvPromote:
 		tx.Promote(h)
-	case MvDecodeFinish:
+	case mvDecodeFinish:
 		c.fire(s, tx, cov, spec.Destination, h, evDstDecodeFinished)
-	case MvDeliverCancel:
+	case mvDeliverCancel:
 		tx.CancelDelivered(h, model.Side(m.Arg))
 		c.fire(s, tx, cov, roleOf(model.Side(m.Arg)), h, cancelEvent(model.Side(m.Arg)))
-	case MvPeerRestarted:
+	case mvPeerRestarted:
 		tx.PeerRestartNoticed(h, model.Side(m.Arg))
 		c.fire(s, tx, cov, roleOf(model.Side(m.Arg)), h, peerRestartedEvent(model.Side(m.Arg)))
-	case MvFreeBackground:
+	case mvFreeBackground:
 		tx.FreeBackground(int(m.Arg))
-	case MvApply:
+	case mvApply:
 		c.applyCommand(s, tx, cov, h, model.Side(m.Arg))
-	case MvDeferred:
+	case mvDeferred:
 		c.fire(s, tx, cov, roleOf(model.Side(m.Arg)), h, deferredEvent(model.Side(m.Arg)))
 	default:
 		panic(fmt.Sprintf("checker: unknown move %v", m))

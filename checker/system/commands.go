@@ -132,7 +132,7 @@ const (
 	// cmdAtOnce: the core applies the command in the row that sends it
 	// and answers after the row (the command path off).
 	cmdAtOnce
-	// cmdQueued: the core applies it later, in its own task (MvApply),
+	// cmdQueued: the core applies it later, in its own task (mvApply),
 	// and anything may happen in between (the command path on).
 	cmdQueued
 )

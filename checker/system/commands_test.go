@@ -21,7 +21,7 @@ func TestCommands_AtOnceOrQueued(t *testing.T) {
 		c := checkerFor(t, Generated(), cfg, run)
 		eachState(t, c, func(s *State) bool {
 			for _, m := range c.Moves(s) {
-				if m.Kind == MvApply || m.Kind == Delay.Move() {
+				if m.Kind == mvApply || m.Kind == Delay.Move() {
 					t.Fatalf("%s: %s offered with every command at once:\n%s", run, m, strings.Join(c.DescribeState(s), "\n"))
 				}
 			}
@@ -43,7 +43,7 @@ func TestCommands_AtOnceOrQueued(t *testing.T) {
 		c := checkerFor(t, Generated(), cfg, run)
 		eachState(t, c, func(s *State) bool {
 			for _, m := range c.Moves(s) {
-				if m.Kind != MvApply {
+				if m.Kind != mvApply {
 					continue
 				}
 				q := s.W.H[m.H].Cmds[m.Arg]
@@ -83,7 +83,7 @@ func TestCommands_OldFilesActInTheirRow(t *testing.T) {
 	eachState(t, c, func(st *State) bool {
 		n++
 		for _, m := range c.Moves(st) {
-			if m.Kind == MvApply || m.Kind == Delay.Move() {
+			if m.Kind == mvApply || m.Kind == Delay.Move() {
 				t.Fatalf("%s offered for a file without answers", m)
 			}
 		}
@@ -196,8 +196,8 @@ func TestDelay_FiredByMatchesTheStep(t *testing.T) {
 			return n > 30000
 		})
 	}
-	for _, k := range []MoveKind{MvDeliverRequest, MvRouteDecode, MvReserve, MvRefuse, MvCompute, MvTransfer, TransferFailure.Move(),
-		MvDeliver, Duplicate.Move(), MvTimer, MvDecodeFinish, MvDeliverCancel, MvPeerRestarted, MvDeferred, Abort.Move(), MvApply} {
+	for _, k := range []MoveKind{mvDeliverRequest, MvRouteDecode, mvReserve, mvRefuse, MvCompute, MvTransfer, transferFailure.Move(),
+		MvDeliver, Duplicate.Move(), MvTimer, mvDecodeFinish, mvDeliverCancel, mvPeerRestarted, mvDeferred, Abort.Move(), mvApply} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s move compared", k)
 		}

@@ -18,9 +18,9 @@ func TestDeferred_OfferedWhereTheStateHasARow(t *testing.T) {
 	cfg := mustConfig(t, smallConfig)
 	count := func(c *System, s *State) (src, dst int) {
 		for _, m := range c.Moves(s) {
-			if m.Kind == MvDeferred && model.Side(m.Arg) == model.SourceSide {
+			if m.Kind == mvDeferred && model.Side(m.Arg) == model.SourceSide {
 				src++
-			} else if m.Kind == MvDeferred {
+			} else if m.Kind == mvDeferred {
 				dst++
 			}
 		}
@@ -49,7 +49,7 @@ func TestDeferred_OfferedWhereTheStateHasARow(t *testing.T) {
 			seen++
 			next := *st
 			var log []Firing
-			m := Move{Kind: MvDeferred, H: 0, Arg: int8(model.DestinationSide)}
+			m := Move{Kind: mvDeferred, H: 0, Arg: int8(model.DestinationSide)}
 			if _, v, err := c.Step(&next, m, &Coverage{Rows: newCoverage(s).Rows, Log: &log}); err != nil || v != nil {
 				t.Fatalf("%s: %v, %v", m, err, v)
 			}

@@ -24,6 +24,16 @@
 // on. Budget, Terminal, Finished, FiringText, Coverage, RoleOf and
 // TimerOf are what timed drivers need besides.
 //
+// The tables of move kinds are here too, asked as questions, so that no
+// search or driver keeps one of its own: which fault a move taken now
+// spends (Move.SpendsAt), which process makes it for fairness
+// (Move.Process), its sleep-set slot and the workers it reads
+// (Move.SleepSlot, Move.SleepWorkers), who takes it where the roles run
+// as processes (Move.Taker), how long it takes on a driver's clock
+// (Move.Takes, priced by the driver's Durations), whether a side waits
+// for its worker's capacity (WaitsForCapacity), and how a counterexample
+// draws it (WriteSequenceStep).
+//
 // The search (package checker), the simulator (checker/sim), live runs
 // (checker/live) and conformance (checker/conform) all reach states
 // through this seam; none of the protocol, physics or invariants is

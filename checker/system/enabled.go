@@ -36,9 +36,6 @@ func (ms *MoveSet) add(m Move) {
 	ms.N++
 }
 
-// Handoff is the handoff move i belongs to (-1: none).
-func (ms *MoveSet) Handoff(i int) int { return int(ms.M[i].H) }
-
 // Own reports whether move i is one the system makes on its own, given
 // that the first protocol moves are the protocol's: not a fault, and not
 // a timer firing while something else could still happen.
@@ -70,7 +67,7 @@ func (c *System) Enabled(s *State, ms *MoveSet) (protocol int) {
 			}
 		}
 		if x.Prefill >= 0 && !x.RequestDelivered && c.can(s, spec.Source, h, evSrcRequestArrived) {
-			ms.add(Move{Kind: MvDeliverRequest, H: hh})
+			ms.add(Move{Kind: mvDeliverRequest, H: hh})
 		}
 		if c.decodeRoutable(s, h) && c.can(s, spec.Destination, h, evDstRouted) {
 			for _, w := range c.decode {
@@ -78,10 +75,10 @@ func (c *System) Enabled(s *State, ms *MoveSet) (protocol int) {
 			}
 		}
 		if tx.CanReserve(h) && c.can(s, spec.Destination, h, evDstReserved) {
-			ms.add(Move{Kind: MvReserve, H: hh})
+			ms.add(Move{Kind: mvReserve, H: hh})
 		}
 		if tx.CanRefuse(h) && c.can(s, spec.Destination, h, evDstRefused) {
-			ms.add(Move{Kind: MvRefuse, H: hh})
+			ms.add(Move{Kind: mvRefuse, H: hh})
 		}
 		if tx.CanAdmitPrefill(h) {
 			ms.add(Move{Kind: MvAdmit, H: hh})
@@ -93,7 +90,7 @@ func (c *System) Enabled(s *State, ms *MoveSet) (protocol int) {
 		// command it holds for the handoff, in its own task.
 		for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 			if x.Cmds[sd].Len() > 0 {
-				ms.add(Move{Kind: MvApply, H: hh, Arg: int8(sd)})
+				ms.add(Move{Kind: mvApply, H: hh, Arg: int8(sd)})
 			}
 		}
 		if tx.CanCompleteTransfer(h) && c.transferCanEnd(s, h, tx.TransferWouldSucceed(h)) {
@@ -102,7 +99,7 @@ func (c *System) Enabled(s *State, ms *MoveSet) (protocol int) {
 		for to := model.SourceSide; to <= model.DestinationSide; to++ {
 			ch := &x.Ch[to]
 			for i := 0; i < int(ch.N); i++ {
-				if i == 0 || s.B.has(Reorder) {
+				if i == 0 || s.B.has(reorder) {
 					ms.add(Move{Kind: MvDeliver, H: hh, Arg: int8(to), Msg: ch.M[i]})
 				}
 			}
@@ -114,15 +111,15 @@ func (c *System) Enabled(s *State, ms *MoveSet) (protocol int) {
 		// is unbounded in an untimed model (docs/lifecycle.md section 3), so only
 		// the cancel on the request stream ends it.
 		if x.Dst == model.DstActive && x.Running && !x.Cancelled && c.can(s, spec.Destination, h, evDstDecodeFinished) {
-			ms.add(Move{Kind: MvDecodeFinish, H: hh})
+			ms.add(Move{Kind: mvDecodeFinish, H: hh})
 		}
 		for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 			r := roleOf(sd)
 			if x.CancelPending[sd] && (c.terminal(s, r, h) || c.can(s, r, h, cancelEvent(sd))) {
-				ms.add(Move{Kind: MvDeliverCancel, H: hh, Arg: int8(sd)})
+				ms.add(Move{Kind: mvDeliverCancel, H: hh, Arg: int8(sd)})
 			}
 			if x.PeerGone[sd] && (c.terminal(s, r, h) || c.can(s, r, h, peerRestartedEvent(sd))) {
-				ms.add(Move{Kind: MvPeerRestarted, H: hh, Arg: int8(sd)})
+				ms.add(Move{Kind: mvPeerRestarted, H: hh, Arg: int8(sd)})
 			}
 		}
 		// A deferred step: work a row queued, taken later on the side's
@@ -130,13 +127,13 @@ func (c *System) Enabled(s *State, ms *MoveSet) (protocol int) {
 		// row does.
 		for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 			if x.Worker(sd) >= 0 && c.can(s, roleOf(sd), h, deferredEvent(sd)) {
-				ms.add(Move{Kind: MvDeferred, H: hh, Arg: int8(sd)})
+				ms.add(Move{Kind: mvDeferred, H: hh, Arg: int8(sd)})
 			}
 		}
 	}
 	for _, w := range c.decode {
 		if s.W.W[w].Background > 0 {
-			ms.add(Move{Kind: MvFreeBackground, H: -1, Arg: int8(w)})
+			ms.add(Move{Kind: mvFreeBackground, H: -1, Arg: int8(w)})
 		}
 	}
 	busy = ms.N
@@ -153,7 +150,7 @@ func (c *System) Enabled(s *State, ms *MoveSet) (protocol int) {
 	// heartbeats fire freely: they are what ends (or keeps alive) the wait.
 	stuck := busy == 0
 	ms.Stuck = stuck
-	if stuck || s.B.has(EarlyTimer) {
+	if stuck || s.B.has(earlyTimer) {
 		for h := 0; h < c.nH; h++ {
 			x := &s.W.H[h]
 			for t := model.Timer(0); t < model.NumTimers; t++ {

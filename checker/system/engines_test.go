@@ -58,8 +58,8 @@ func TestEngines_ReservationMovesFollowTraits(t *testing.T) {
 		}
 		walk(c.Initial(), 0)
 		can := model.Engines[e].CanReserve
-		if seen[MvReserve] != can || seen[MvRefuse] == can {
-			t.Errorf("engine %s (can reserve: %v): reserve offered %v, refuse offered %v", e, can, seen[MvReserve], seen[MvRefuse])
+		if seen[mvReserve] != can || seen[mvRefuse] == can {
+			t.Errorf("engine %s (can reserve: %v): reserve offered %v, refuse offered %v", e, can, seen[mvReserve], seen[mvRefuse])
 		}
 	}
 }

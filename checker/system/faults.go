@@ -14,16 +14,18 @@ import (
 type Fault uint8
 
 // The fault kinds, in budget order. The names are also the keys of a
-// Budget literal: Budget{Loss: 1, EarlyTimer: 2}.
+// Budget literal: Budget{Loss: 1, Cancel: 2}. reorder and early_timer,
+// spent by protocol moves taken out of order, are named only here: a
+// driver asks Move.SpendsAt.
 const (
 	Duplicate Fault = iota
 	Loss
-	Reorder
+	reorder
 	Cancel
 	Abort
-	TransferFailure
+	transferFailure
 	Restart
-	EarlyTimer
+	earlyTimer
 	NoShow
 	BackgroundLoad
 	Hang
@@ -51,12 +53,12 @@ func (f Fault) Move() MoveKind {
 	return numProtocolMoveKinds + MoveKind(f)
 }
 
-// FaultKind describes one fault kind. Everything the checker does with a
+// faultKind describes one fault kind (a row of FaultKinds). Everything the checker does with a
 // kind by name (configuration keys, budget packing, move names and syntax,
 // swarm subsets, documentation) is derived from its row in FaultKinds;
 // only enabling the fault (faults) and giving it effect (applyFault) are
 // code.
-type FaultKind struct {
+type faultKind struct {
 	// Config is the key of the kind in a configuration's "faults" object.
 	Config string
 	// MoveName and args are the step syntax (scenario and trace files)
@@ -90,22 +92,22 @@ type FaultKind struct {
 }
 
 // FaultKinds is the fault vocabulary, indexed by Fault.
-var FaultKinds = [NumFaults]FaultKind{
+var FaultKinds = [NumFaults]faultKind{
 	Duplicate: {Config: "duplicate", MoveName: "duplicate", args: []arg{argH, argTo, argMsg}, Swarm: true,
 		Meaning: "the transport delivers a fact in flight and keeps it in flight", Instead: MvDeliver},
 	Loss: {Config: "loss", MoveName: "lose", args: []arg{argH, argTo, argMsg}, Swarm: true,
 		Meaning: "the transport drops a fact in flight", Instead: MvDeliver},
-	Reorder: {Config: "reorder",
+	reorder: {Config: "reorder",
 		Meaning: "the transport delivers a fact that is not the oldest in flight", Unplanned: "facts are reordered by the simulator's latency jitter by themselves, not at a time of a plan; schedule a loss or a duplicate to disturb one fact"},
 	Cancel: {Config: "cancel", MoveName: "cancel", args: []arg{argH}, Swarm: true,
 		Meaning: "the client cancels the request; the frontend cancels both request streams that exist", Offered: true, Phase: true},
 	Abort: {Config: "abort", MoveName: "abort", args: []arg{argH, argSide}, Swarm: true,
 		Meaning: "either side aborts the request on its own, at any phase", Offered: true, Phase: true},
-	TransferFailure: {Config: "transfer_failure", MoveName: "fail-transfer", args: []arg{argH}, Swarm: true,
+	transferFailure: {Config: "transfer_failure", MoveName: "fail-transfer", args: []arg{argH}, Swarm: true,
 		Meaning: "a running KV transfer fails on its own (network, timeout)", Instead: MvTransfer},
 	Restart: {Config: "restart", MoveName: "restart", args: []arg{argWorker}, Swarm: true,
 		Meaning: "a worker process restarts: its memory, registrations, in-flight requests and KV index go, its generation increases, routers learn a terminal outcome", Phase: true},
-	EarlyTimer: {Config: "early_timer",
+	earlyTimer: {Config: "early_timer",
 		Meaning: "a lease, bootstrap or reservation deadline or a heartbeat fires while other moves are still possible", Unplanned: "timers fire on the simulator's clock when their deadlines pass; set the deadlines in the simulation's configuration instead"},
 	NoShow: {Config: "no_show", MoveName: "no-show", args: []arg{argH}, Swarm: true,
 		Meaning: "the frontend never routes decode", Unplanned: "whether the frontend ever routes decode is decided when it routes the request, not at a time of a plan; schedule a cancel or an abort instead"},
@@ -252,8 +254,8 @@ func (c *System) faults(s *State, ms *MoveSet) {
 				}
 			}
 		}
-		if s.B.has(TransferFailure) && x.Xfer == model.XferRunning && !x.Hung && c.transferCanEnd(s, h, false) {
-			ms.add(Move{Kind: TransferFailure.Move(), H: hh})
+		if s.B.has(transferFailure) && x.Xfer == model.XferRunning && !x.Hung && c.transferCanEnd(s, h, false) {
+			ms.add(Move{Kind: transferFailure.Move(), H: hh})
 		}
 		if s.B.has(NoShow) && c.decodeRoutable(s, h) {
 			ms.add(Move{Kind: NoShow.Move(), H: hh})
@@ -356,17 +358,17 @@ func (c *System) firedBy(s *State, m Move) (r spec.Role, h int, ev uint8, ok boo
 	sd := model.Side(m.Arg)
 	tx := model.Tx{W: &s.W}
 	switch m.Kind {
-	case MvDeliverRequest:
+	case mvDeliverRequest:
 		return spec.Source, h, evSrcRequestArrived, true
 	case MvRouteDecode:
 		return spec.Destination, h, evDstRouted, true
-	case MvReserve:
+	case mvReserve:
 		return spec.Destination, h, evDstReserved, true
-	case MvRefuse:
+	case mvRefuse:
 		return spec.Destination, h, evDstRefused, true
 	case MvCompute:
 		return spec.Source, h, evSrcPrefillPinned, true
-	case MvTransfer, TransferFailure.Move():
+	case MvTransfer, transferFailure.Move():
 		r, ev = transferEvent(s.W.H[h].Runner, m.Kind == MvTransfer && tx.TransferWouldSucceed(h))
 		return r, h, ev, true
 	case MvDeliver, Duplicate.Move():
@@ -374,17 +376,17 @@ func (c *System) firedBy(s *State, m Move) (r spec.Role, h int, ev uint8, ok boo
 	case MvTimer:
 		t := model.Timer(m.Arg)
 		return roleOf(t.Side()), h, timerEvent(t), true
-	case MvDecodeFinish:
+	case mvDecodeFinish:
 		return spec.Destination, h, evDstDecodeFinished, true
-	case MvDeliverCancel:
+	case mvDeliverCancel:
 		return roleOf(sd), h, cancelEvent(sd), true
-	case MvPeerRestarted:
+	case mvPeerRestarted:
 		return roleOf(sd), h, peerRestartedEvent(sd), true
-	case MvDeferred:
+	case mvDeferred:
 		return roleOf(sd), h, deferredEvent(sd), true
 	case Abort.Move():
 		return roleOf(sd), h, abortEvent(sd), true
-	case MvApply:
+	case mvApply:
 		q := &s.W.H[h].Cmds[sd]
 		return roleOf(sd), h, answer(sd, q.Q[0], tx.WouldApply(h, sd, q.Q[0])), true
 	}
@@ -404,7 +406,7 @@ func (c *System) applyFault(s *State, tx *model.Tx, m Move, cov *Coverage) {
 		tx.ClientCancel(h)
 	case Abort.Move():
 		c.fire(s, tx, cov, roleOf(model.Side(m.Arg)), h, abortEvent(model.Side(m.Arg)))
-	case TransferFailure.Move():
+	case transferFailure.Move():
 		tx.FailTransfer(h)
 		c.transferEnded(s, tx, cov, h)
 	case Restart.Move():

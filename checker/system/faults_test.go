@@ -124,7 +124,7 @@ func TestFaultKinds_BudgetPacking(t *testing.T) {
 		}
 	}
 	over := Budget{}
-	over[Reorder] = MaxBudget + 1
+	over[reorder] = MaxBudget + 1
 	cfg.Budget = over
 	if _, err := New(Generated(), cfg, cfg.Runs[0]); err == nil || !strings.Contains(err.Error(), "reorder=16") {
 		t.Fatalf("a budget that does not fit its slot was accepted: %v", err)
@@ -164,10 +164,10 @@ func TestMoves_SyntaxRoundTrips(t *testing.T) {
 			t.Errorf("%s: syntax %q", k, k.Syntax())
 		}
 		fields := strings.Fields(m.String())
-		if k == MvApply {
+		if k == mvApply {
 			// A trace written when only the decode worker's core took
 			// commands says apply h=H: the side is the destination.
-			if got, err := ParseMove("apply h=0"); err != nil || got != (Move{Kind: MvApply, Arg: int8(model.DestinationSide)}) {
+			if got, err := ParseMove("apply h=0"); err != nil || got != (Move{Kind: mvApply, Arg: int8(model.DestinationSide)}) {
 				t.Errorf("apply h=0 parses to %+v, %v, want the destination's core", got, err)
 			}
 			continue

@@ -18,22 +18,22 @@ type MoveKind uint8
 const (
 	_ MoveKind = iota
 	MvRoutePrefill
-	MvDeliverRequest
+	mvDeliverRequest
 	MvRouteDecode
-	MvReserve
-	MvRefuse
+	mvReserve
+	mvRefuse
 	MvAdmit
 	MvCompute
 	MvTransfer
 	MvDeliver
 	MvTimer
 	MvPromote
-	MvDecodeFinish
-	MvDeliverCancel
-	MvPeerRestarted
-	MvFreeBackground
-	MvDeferred
-	MvApply
+	mvDecodeFinish
+	mvDeliverCancel
+	mvPeerRestarted
+	mvFreeBackground
+	mvDeferred
+	mvApply
 	numProtocolMoveKinds
 )
 
@@ -76,22 +76,22 @@ type moveSyntax struct {
 // protocolMoves is the step syntax of the protocol moves.
 var protocolMoves = [numProtocolMoveKinds]moveSyntax{
 	MvRoutePrefill:   {name: "route-prefill", args: []arg{argH, argWorker}},
-	MvDeliverRequest: {name: "deliver-request", args: []arg{argH}},
+	mvDeliverRequest: {name: "deliver-request", args: []arg{argH}},
 	MvRouteDecode:    {name: "route-decode", args: []arg{argH, argWorker}},
-	MvReserve:        {name: "reserve", args: []arg{argH}},
-	MvRefuse:         {name: "refuse", args: []arg{argH}},
+	mvReserve:        {name: "reserve", args: []arg{argH}},
+	mvRefuse:         {name: "refuse", args: []arg{argH}},
 	MvAdmit:          {name: "admit", args: []arg{argH}},
 	MvCompute:        {name: "compute", args: []arg{argH}},
 	MvTransfer:       {name: "transfer", args: []arg{argH}},
 	MvDeliver:        {name: "deliver", args: []arg{argH, argTo, argMsg}},
 	MvTimer:          {name: "timer", args: []arg{argH, argTimer}},
 	MvPromote:        {name: "promote", args: []arg{argH}},
-	MvDecodeFinish:   {name: "decode-finish", args: []arg{argH}},
-	MvDeliverCancel:  {name: "deliver-cancel", args: []arg{argH, argSide}},
-	MvPeerRestarted:  {name: "peer-restarted", args: []arg{argH, argSide}},
-	MvFreeBackground: {name: "free-background", args: []arg{argWorker}},
-	MvDeferred:       {name: "deferred", args: []arg{argH, argSide}},
-	MvApply:          {name: "apply", args: []arg{argH, argSide}},
+	mvDecodeFinish:   {name: "decode-finish", args: []arg{argH}},
+	mvDeliverCancel:  {name: "deliver-cancel", args: []arg{argH, argSide}},
+	mvPeerRestarted:  {name: "peer-restarted", args: []arg{argH, argSide}},
+	mvFreeBackground: {name: "free-background", args: []arg{argWorker}},
+	mvDeferred:       {name: "deferred", args: []arg{argH, argSide}},
+	mvApply:          {name: "apply", args: []arg{argH, argSide}},
 }
 
 // moveTable is the syntax of every move kind: the protocol moves, then the
@@ -143,6 +143,29 @@ func (k MoveKind) String() string {
 func (k MoveKind) Spends() (f Fault, ok bool) {
 	f = moveTable[k].spends
 	return f, f < NumFaults
+}
+
+// SpendsAt is the fault kind move m, enabled in s, would spend: its own
+// for a fault move (MoveKind.Spends), reorder for the delivery of a fact
+// that is not the oldest in flight, early_timer for a timer while the
+// system is not stuck (MoveSet.Stuck). It is ApplyTx's rule, asked before
+// the move is taken, so that a walk's fault schedule names what the move
+// will spend without knowing which protocol moves spend a budget.
+func (m Move) SpendsAt(s *State, stuck bool) (Fault, bool) {
+	if f, ok := m.Kind.Spends(); ok {
+		return f, true
+	}
+	switch m.Kind {
+	case MvDeliver:
+		if s.W.H[m.H].Ch[m.Arg].Index(m.Msg) > 0 {
+			return reorder, true
+		}
+	case MvTimer:
+		if !stuck {
+			return earlyTimer, true
+		}
+	}
+	return 0, false
 }
 
 // args is the move's arguments, in the order its step syntax writes them.
@@ -311,7 +334,7 @@ func ParseMove(s string) (Move, error) {
 			return Move{}, fmt.Errorf("unknown argument %q", key)
 		}
 	}
-	if m.Kind == MvApply && !seen["side"] {
+	if m.Kind == mvApply && !seen["side"] {
 		// Traces written when only the decode worker's core took
 		// commands (activation) say apply h=H.
 		m.Arg, seen["side"] = int8(model.DestinationSide), true

@@ -127,20 +127,20 @@ var moveFootprints = [NumMoveKinds]struct {
 	consumes bool
 }{
 	MvRoutePrefill:   {footWorker, true}, // the target worker's router ledgers
-	MvDeliverRequest: {footQuiet, true},
+	mvDeliverRequest: {footQuiet, true},
 	MvRouteDecode:    {footWorker, true},
-	MvReserve:        {footWorker, true},
-	MvRefuse:         {footQuiet, true},
+	mvReserve:        {footWorker, true},
+	mvRefuse:         {footQuiet, true},
 	MvAdmit:          {footWorker, true},
 	MvCompute:        {footQuiet, true},
 	MvTransfer:       {footQuiet, true},
 	MvDeliver:        {footQuiet, true}, // the oldest fact only: a later one spends the reorder budget
 	MvPromote:        {footWorker, true},
-	MvDecodeFinish:   {footQuiet, false},
-	MvDeliverCancel:  {footQuiet, true},
-	MvPeerRestarted:  {footQuiet, true},
-	MvApply:          {footWorker, true},
-	MvDeferred:       {footQuiet, false},
+	mvDecodeFinish:   {footQuiet, false},
+	mvDeliverCancel:  {footQuiet, true},
+	mvPeerRestarted:  {footQuiet, true},
+	mvApply:          {footWorker, true},
+	mvDeferred:       {footQuiet, false},
 }
 
 // porRanks numbers each role state so that every row leads to a state of

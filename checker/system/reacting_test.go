@@ -37,7 +37,7 @@ func TestReacting_TerminalRowFires(t *testing.T) {
 	}
 	after := before
 	var log []Firing
-	_, v, err := c.Step(&after, Move{Kind: MvDeliverCancel, H: 0, Arg: int8(model.DestinationSide)}, &Coverage{Rows: newCoverage(s).Rows, Log: &log})
+	_, v, err := c.Step(&after, Move{Kind: mvDeliverCancel, H: 0, Arg: int8(model.DestinationSide)}, &Coverage{Rows: newCoverage(s).Rows, Log: &log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,10 @@
 package system
 
 import (
+	"slices"
+
 	"github.com/handoffcheck/handoffcheck/machines"
+	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
@@ -42,4 +45,20 @@ func EventName(r spec.Role, ev uint8) string {
 		return machines.SourceEvent(ev).String()
 	}
 	return machines.DestinationEvent(ev).String()
+}
+
+// WaitsForCapacity reports whether side sd of handoff x waits for its
+// worker to free capacity, with none of the moves that would take it
+// among scheduled: the source's queued prefill (admit), the
+// destination's pending reservation or decode not yet running (reserve,
+// refuse, promote). A timed driver offers such a side's moves again when
+// its worker frees some, instead of learning which kinds take capacity.
+func WaitsForCapacity(x *model.Handoff, sd model.Side, scheduled []Move) bool {
+	if sd == model.SourceSide {
+		return x.Compute == model.ComputeQueued && !slices.ContainsFunc(scheduled, func(m Move) bool { return m.Kind == MvAdmit })
+	}
+	return (x.Pending || (x.Dst == model.DstActive && !x.Running)) &&
+		!slices.ContainsFunc(scheduled, func(m Move) bool {
+			return m.Kind == mvReserve || m.Kind == mvRefuse || m.Kind == MvPromote
+		})
 }

@@ -17,7 +17,30 @@ import (
 // FiringText to sim, SwarmFaultMoves and Coverage.Add/Reset to the
 // search); Transition, MaxActions, Protocol.Step and StateIndex, which
 // nothing outside used, unexported; Commands.String, unread, removed.
-const maxExported = 121
+// 121 still: the search asks the system which fault a move taken now
+// spends (Move.SpendsAt, was the search's switch on deliveries and
+// timers) and which process makes a move (Move.Process, ProcessName, was
+// the search's table for weak fairness), so reorder and early_timer,
+// which only protocol moves taken out of order spend, are named only
+// here; FaultKind, the row type of FaultKinds, which nothing outside
+// named, unexported. Whether a side waits for its worker's capacity is
+// asked of the system (WaitsForCapacity, was a list of kinds in the
+// simulator and in live); MoveSet.Handoff, a field read, folded.
+// 119: the tables of move kinds the search and the drivers kept are the
+// system's: which slot of a sleep set a move takes and which workers it
+// reads (Move.SleepSlot, Move.SleepWorkers, RenameSleepLane, was the
+// search's), how long a move takes on a driver's clock (Move.Takes,
+// priced by Durations, was a switch in the simulator and one in live),
+// who takes a move (Move.Taker, was live's), how a move is drawn in a
+// counterexample's sequence diagram (System.WriteSequenceStep, was the
+// report's); the kinds only those tables named (deliver-request,
+// reserve, refuse, decode-finish, deliver-cancel, peer-restarted,
+// free-background, deferred, apply) are unexported.
+// 118: live strikes a planned fault in place of a fact it relays or a
+// transfer it runs by the protocol move the fault replaces, not by
+// naming the kinds; transfer_failure, named then only by the system,
+// unexported.
+const maxExported = 118
 
 // exportedNames lists the exported package-level names and methods
 // (Type.Method) of the package's non-test files.
