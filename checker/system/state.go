@@ -174,6 +174,14 @@ func less(a, b *Key) bool {
 // Unpack rebuilds the state a key stands for.
 func (c *System) Unpack(k *Key) State {
 	var s State
+	c.UnpackTo(k, &s)
+	return s
+}
+
+// UnpackTo is Unpack into a state the caller holds: the explorer unpacks
+// every state it expands, and a state returned by value is copied on
+// its way out.
+func (c *System) UnpackTo(k *Key, s *State) {
 	s.B = Remaining(k[0])
 	base := 1 + c.nW
 	var hw [model.MaxHandoffs][model.HandoffWords]uint64
@@ -181,12 +189,12 @@ func (c *System) Unpack(k *Key) State {
 		hw[h] = [model.HandoffWords]uint64{k[base+2*h], k[base+2*h+1]}
 	}
 	var extra [model.MaxHandoffs]uint64
-	s.W = model.Unpack(c.world, hw[:c.nH], k[1:base], extra[:c.nH])
+	model.UnpackTo(&s.W, c.world, hw[:c.nH], k[1:base], extra[:c.nH])
+	s.Src, s.Dst = [model.MaxHandoffs]uint8{}, [model.MaxHandoffs]uint8{}
 	for h := 0; h < c.nH; h++ {
 		s.Src[h] = uint8(extra[h] & 15)
 		s.Dst[h] = uint8(extra[h] >> 4)
 	}
-	return s
 }
 
 // Fingerprint hashes a key with a fixed 64-bit mix (no per-process seed:

@@ -17,7 +17,8 @@ import (
 // FiringText to sim, SwarmFaultMoves and Coverage.Add/Reset to the
 // search); Transition, MaxActions, Protocol.Step and StateIndex, which
 // nothing outside used, unexported; Commands.String, unread, removed.
-const maxExported = 121
+// 122: the search's hot path unpacks into a state it keeps (UnpackTo).
+const maxExported = 122
 
 // exportedNames lists the exported package-level names and methods
 // (Type.Method) of the package's non-test files.
