@@ -349,7 +349,7 @@ func (e *exploration) successorsOf(x *expander, s *system.State, pid uint32, out
 			}
 			continue
 		}
-		c.Canonical(&sc.t, &sc.key)
+		c.CanonicalFrom(&sc.t, s, &x.k, &sc.key, ms.Handoff(mi))
 		sc.fp = system.Fingerprint(&sc.key, e.words)
 		if e.sleep != nil {
 			x.zs[n] = c.successorSleep(s, &sc.t, ms, &x.sm, mi, x.z, x.taken)

@@ -17,8 +17,9 @@ import (
 // FiringText to sim, SwarmFaultMoves and Coverage.Add/Reset to the
 // search); Transition, MaxActions, Protocol.Step and StateIndex, which
 // nothing outside used, unexported; Commands.String, unread, removed.
-// 122: the search's hot path unpacks into a state it keeps (UnpackTo).
-const maxExported = 122
+// 123: the search's hot path unpacks into a state it keeps (UnpackTo)
+// and makes a successor's key from its parent's (CanonicalFrom).
+const maxExported = 123
 
 // exportedNames lists the exported package-level names and methods
 // (Type.Method) of the package's non-test files.
