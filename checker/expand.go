@@ -23,8 +23,10 @@ type successors [system.MaxMoves]struct {
 type expander struct {
 	succ successors
 	k    system.Key
-	ms   system.MoveSet
-	tx   model.Tx
+	// s is the state being expanded, unpacked from k.
+	s  system.State
+	ms system.MoveSet
+	tx model.Tx
 	// Per successor: the move it was reached by, its id and whether it
 	// is known, and whether the worker's cache knew it.
 	idx    [system.MaxMoves]int
@@ -268,29 +270,30 @@ func (e *exploration) expandState(x *expander, entry []uint64, pid uint32, out *
 	c := e.c
 	k := &x.k
 	copy(k[:e.words], entry[:e.words])
-	s := c.Unpack(k)
-	x.protocol = c.Enabled(&s, &x.ms)
+	s := &x.s
+	c.UnpackTo(k, s)
+	x.protocol = c.Enabled(s, &x.ms)
 	x.wake = false
 	if e.sleep != nil {
-		e.sleepOfState(x, &s, k, entry[e.words], out)
+		e.sleepOfState(x, s, k, entry[e.words], out)
 	}
 	if x.protocol == 0 && !x.wake {
 		out.deadEnds++
-		out.cov.Fired |= c.quiescenceFired(&s)
-		if v := c.CheckQuiescence(&s); v != nil && out.viol == nil {
+		out.cov.Fired |= c.quiescenceFired(s)
+		if v := c.CheckQuiescence(s); v != nil && out.viol == nil {
 			out.viol = &found{v: v, pid: pid, move: -1}
 		}
 	}
 	x.amp = -1
 	if e.por && !e.lim.sleepAlone {
-		if x.amp = c.Ample(&s, &x.ms); x.amp >= 0 && !x.wake {
+		if x.amp = c.Ample(s, &x.ms); x.amp >= 0 && !x.wake {
 			out.reduced++
 		}
 	}
 	if e.g != nil && e.g.fair != nil {
 		out.enabled = append(out.enabled, stateProcs{id: pid, procs: ownProcesses(&x.ms, x.protocol)})
 	}
-	e.successorsOf(x, &s, pid, out)
+	e.successorsOf(x, s, pid, out)
 	e.lookUp(x)
 	for j := 0; j < x.n; j++ {
 		e.keep(x, j, pid, out)
@@ -346,7 +349,7 @@ func (e *exploration) successorsOf(x *expander, s *system.State, pid uint32, out
 			}
 			continue
 		}
-		c.Canonical(&sc.t, &sc.key)
+		c.CanonicalFrom(&sc.t, s, &x.k, &sc.key, int(ms.M[mi].H))
 		sc.fp = system.Fingerprint(&sc.key, e.words)
 		if e.sleep != nil {
 			x.zs[n] = c.successorSleep(s, &sc.t, ms, &x.sm, mi, x.z, x.taken)

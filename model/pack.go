@@ -47,22 +47,24 @@ func unpackChannel(c *Channel, v uint64) {
 // role machines' states) in the low ExtraBits of word 0.
 func (w *World) PackHandoff(h int, extra uint64) [HandoffWords]uint64 {
 	x := &w.H[h]
-	w0 := extra&(1<<ExtraBits-1) |
+	// Each word is made of a few partial words ORed together at the end:
+	// one long chain of ORs would make each wait for the one before.
+	a := extra&(1<<ExtraBits-1) |
 		uint64(x.Prefill+1)<<offPrefill | uint64(x.Decode+1)<<offDecode |
-		b2u(x.RequestDelivered)<<14 | b2u(x.Announced)<<15 | b2u(x.NoShow)<<16 | b2u(x.Cancelled)<<17 |
-		b2u(x.CancelPending[0])<<18 | b2u(x.CancelPending[1])<<19 | b2u(x.SourceFailed)<<20 | b2u(x.ComputeLoad)<<21 |
-		uint64(x.Compute)<<22 | uint64(x.Src)<<24 | uint64(x.SrcReg)<<26 | b2u(x.Pending)<<28 |
-		uint64(x.Dst)<<29 | uint64(x.DstReg)<<31 | b2u(x.Running)<<33 | b2u(x.Published)<<34 |
-		uint64(x.PrefixGone)<<offPrefixGone | uint64(x.Xfer)<<40 | b2u(x.Tainted)<<42 | uint64(x.Runner)<<43 |
-		uint64(x.Timers&15)<<44 |
-		uint64(x.Life[0])<<48 | uint64(x.Life[1])<<50 | uint64(x.Life[2])<<52 | uint64(x.Life[3])<<54 | uint64(x.Life[4])<<56 |
-		b2u(x.Accepted[0])<<58 | b2u(x.Accepted[1])<<59 | b2u(x.InFlight[0])<<60 | b2u(x.InFlight[1])<<61 |
+		b2u(x.RequestDelivered)<<14 | b2u(x.Announced)<<15 | b2u(x.NoShow)<<16 | b2u(x.Cancelled)<<17
+	b := b2u(x.CancelPending[0])<<18 | b2u(x.CancelPending[1])<<19 | b2u(x.SourceFailed)<<20 | b2u(x.ComputeLoad)<<21 |
+		uint64(x.Compute)<<22 | uint64(x.Src)<<24 | uint64(x.SrcReg)<<26 | b2u(x.Pending)<<28
+	c := uint64(x.Dst)<<29 | uint64(x.DstReg)<<31 | b2u(x.Running)<<33 | b2u(x.Published)<<34 |
+		uint64(x.PrefixGone)<<offPrefixGone | uint64(x.Xfer)<<40 | b2u(x.Tainted)<<42 | uint64(x.Runner)<<43
+	d := uint64(x.Timers&15)<<44 |
+		uint64(x.Life[0])<<48 | uint64(x.Life[1])<<50 | uint64(x.Life[2])<<52 | uint64(x.Life[3])<<54 | uint64(x.Life[4])<<56
+	e := b2u(x.Accepted[0])<<58 | b2u(x.Accepted[1])<<59 | b2u(x.InFlight[0])<<60 | b2u(x.InFlight[1])<<61 |
 		b2u(x.PeerGone[0])<<62 | b2u(x.PeerGone[1])<<63
-	w1 := uint64(x.Outcome[0]) | uint64(x.Outcome[1])<<2 | packChannel(&x.Ch[0])<<4 | packChannel(&x.Ch[1])<<19 |
-		b2u(x.Acked)<<34 | b2u(x.Activated)<<35 | b2u(x.Hung)<<36 | uint64(x.Timers>>4)<<37 |
-		b2u(x.SrcKept)<<39 | b2u(x.DstKept)<<40 | b2u(x.SrcIndexed)<<41 |
-		packCmds(&x.Cmds[0])<<42 | packCmds(&x.Cmds[1])<<51 | b2u(x.Slow[0])<<60 | b2u(x.Slow[1])<<61
-	return [HandoffWords]uint64{w0, w1}
+	f := uint64(x.Outcome[0]) | uint64(x.Outcome[1])<<2 | packChannel(&x.Ch[0])<<4 | packChannel(&x.Ch[1])<<19
+	g := b2u(x.Acked)<<34 | b2u(x.Activated)<<35 | b2u(x.Hung)<<36 | uint64(x.Timers>>4)<<37 |
+		b2u(x.SrcKept)<<39 | b2u(x.DstKept)<<40 | b2u(x.SrcIndexed)<<41
+	i := packCmds(&x.Cmds[0])<<42 | packCmds(&x.Cmds[1])<<51 | b2u(x.Slow[0])<<60 | b2u(x.Slow[1])<<61
+	return [HandoffWords]uint64{(a | b) | (c | (d | e)), f | (g | i)}
 }
 
 // RemapHandoff renames the worker indices inside a packed handoff.
@@ -136,7 +138,14 @@ func (w *World) PackWorker(k int) uint64 {
 // of each handoff. Every derived counter is recomputed.
 func Unpack(c *Config, handoffs [][HandoffWords]uint64, workers []uint64, extra []uint64) World {
 	var w World
-	w.cfg = c
+	UnpackTo(&w, c, handoffs, workers, extra)
+	return w
+}
+
+// UnpackTo is Unpack into a world the caller holds, whatever it held
+// before.
+func UnpackTo(w *World, c *Config, handoffs [][HandoffWords]uint64, workers []uint64, extra []uint64) {
+	*w = World{cfg: c}
 	for h := range c.Handoffs {
 		extra[h] = unpackHandoff(&w.H[h], handoffs[h])
 	}
@@ -149,7 +158,6 @@ func Unpack(c *Config, handoffs [][HandoffWords]uint64, workers []uint64, extra 
 		wk.BackgroundSlot = int16(uint8(v >> 24))
 	}
 	w.Recount()
-	return w
 }
 
 // Recount recomputes every derived counter of every worker from the

@@ -164,7 +164,7 @@ func (c *System) Enabled(s *State, ms *MoveSet) (protocol int) {
 		}
 	}
 	protocol = ms.N
-	c.faults(s, ms)
+	c.faults(s, ms, &tx)
 	return protocol
 }
 

@@ -224,8 +224,10 @@ func (r Remaining) budget() Budget {
 // flight, then cancel, abort, transfer failure, no-show, hang and the
 // eviction of each side's kept blocks; then restarts and background load
 // per worker.
-func (c *System) faults(s *State, ms *MoveSet) {
-	tx := model.Tx{W: &s.W}
+//
+// tx is Enabled's transaction on s, only asked (a transaction carries a
+// journal, too large to make again for every state).
+func (c *System) faults(s *State, ms *MoveSet, tx *model.Tx) {
 	for h := 0; h < c.nH; h++ {
 		x := &s.W.H[h]
 		hh := int8(h)

@@ -1,6 +1,9 @@
 package system
 
 import (
+	"encoding/binary"
+	"unsafe"
+
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -71,6 +74,69 @@ func (c *System) pack(s *State, k *Key) {
 // renamings of one state.
 func (c *System) Canonical(s *State, k *Key) { c.CanonicalNaming(s, k, nil) }
 
+// CanonicalFrom is Canonical for a successor s of state parent, whose
+// packing is pk (the key it was unpacked from is its packing: the
+// explorer's case), by a move on handoff moved (-1: none). A handoff the
+// move left as it was has the parent's words, without packing it again.
+// Most moves change only their own handoff, which is packed without
+// asking; another is compared with the parent's record first, which
+// costs a fraction of packing it.
+func (c *System) CanonicalFrom(s, parent *State, pk, k *Key, moved int) {
+	k[0] = uint64(s.B)
+	for w := 0; w < c.nW; w++ {
+		k[1+w] = s.W.PackWorker(w)
+	}
+	base := 1 + c.nW
+	for h := 0; h < c.nH; h++ {
+		i := base + 2*h
+		if h != moved && s.Src[h] == parent.Src[h] && s.Dst[h] == parent.Dst[h] && sameRecord(&s.W.H[h], &parent.W.H[h]) {
+			k[i], k[i+1] = pk[i], pk[i+1]
+			continue
+		}
+		ws := s.W.PackHandoff(h, uint64(s.Src[h])|uint64(s.Dst[h])<<4)
+		k[i], k[i+1] = ws[0], ws[1]
+	}
+	clear(k[base+model.HandoffWords*c.nH:])
+	c.canonicalize(k)
+}
+
+// sameRecord reports whether two handoff records are equal, compared
+// eight bytes at a time: the general comparison of a record this size
+// costs more than the packing it spares. A record holds integers and
+// booleans only, so equal bytes are equal fields (padding that differed
+// would only make the record packed again). The words are written out
+// for the record's size today; a record of another size is compared as
+// usual.
+func sameRecord(a, b *model.Handoff) bool {
+	const n = unsafe.Sizeof(model.Handoff{})
+	if n != 62 {
+		return *a == *b
+	}
+	pa, pb := (*[62]byte)(unsafe.Pointer(a)), (*[62]byte)(unsafe.Pointer(b))
+	le := binary.LittleEndian
+	d := (le.Uint64(pa[0:]) ^ le.Uint64(pb[0:])) |
+		(le.Uint64(pa[8:]) ^ le.Uint64(pb[8:])) |
+		(le.Uint64(pa[16:]) ^ le.Uint64(pb[16:])) |
+		(le.Uint64(pa[24:]) ^ le.Uint64(pb[24:]))
+	e := (le.Uint64(pa[32:]) ^ le.Uint64(pb[32:])) |
+		(le.Uint64(pa[40:]) ^ le.Uint64(pb[40:])) |
+		(le.Uint64(pa[48:]) ^ le.Uint64(pb[48:])) |
+		(le.Uint64(pa[54:]) ^ le.Uint64(pb[54:])) // the last eight, overlapping
+	return d|e == 0
+}
+
+// canonicalize turns a packing into the canonical key: Canonical after
+// the packing.
+func (c *System) canonicalize(k *Key) {
+	switch {
+	case !c.sym.any():
+	case len(c.sym.perms) == 1:
+		c.sym.sortHandoffsNaming(k, 1+c.nW, nil)
+	default:
+		c.renamePacked(k)
+	}
+}
+
 // Naming is how canonical renames a state: handoff h goes to position
 // hp[h], worker w to wp[w] (sleep sets rename their moves with it).
 type Naming struct {
@@ -81,6 +147,11 @@ type Naming struct {
 // CanonicalNaming is Canonical, and when nm is given it also says how the
 // state was renamed: the renaming of the key it writes.
 func (c *System) CanonicalNaming(s *State, k *Key, nm *Naming) {
+	if nm == nil {
+		c.pack(s, k)
+		c.canonicalize(k)
+		return
+	}
 	c.pack(s, k)
 	// pos[p] is the handoff at position p, tracked only for nm.
 	var pos, bestPos [model.MaxHandoffs]int8
@@ -141,6 +212,67 @@ func (c *System) CanonicalNaming(s *State, k *Key, nm *Naming) {
 	nm.place(&bestPos)
 }
 
+// renamePacked is canonicalize for a symmetry that renames workers: the
+// key CanonicalNaming gives, the least over every renaming, with fewer
+// copies. The handoffs of the packing in k are sorted there: that is the identity's key, and every other
+// renaming is made from it (renaming the workers of sorted handoffs and
+// sorting again gives what renaming the unsorted ones would). The best
+// key so far is a pointer, not a copy; k gets a renaming's words only when
+// one is less. Words are copied and compared one at a time and only as
+// many as the state has: a copy of the whole key reads back, with wide
+// loads, words just written one by one, which the processor cannot
+// forward from its stores.
+func (c *System) renamePacked(k *Key) {
+	base := 1 + c.nW
+	n := base + model.HandoffWords*c.nH
+	c.sym.sortHandoffsNaming(k, base, nil)
+	var bufs [2]Key
+	best, cand := k, &bufs[0]
+	for i := 1; i < len(c.sym.perms); i++ {
+		perm := &c.sym.perms[i]
+		cand[0] = k[0]
+		for w := 0; w < c.nW; w++ {
+			cand[1+int(perm[w])] = k[1+w]
+		}
+		if workersAfter(cand, best, c.nW) {
+			// The worker words come before the handoffs' in the key: a
+			// renaming whose workers already sort after the best so far
+			// cannot give a smaller key, whatever its handoffs.
+			continue
+		}
+		for h := 0; h < c.nH; h++ {
+			ws := [model.HandoffWords]uint64{k[base+2*h], k[base+2*h+1]}
+			model.RemapHandoff(&ws, perm)
+			cand[base+2*h], cand[base+2*h+1] = ws[0], ws[1]
+		}
+		c.sym.sortHandoffsNaming(cand, base, nil)
+		if lessIn(cand, best, n) {
+			if best == k {
+				best, cand = cand, &bufs[1]
+			} else {
+				best, cand = cand, best
+			}
+		}
+	}
+	if best != k {
+		for j := 0; j < n; j++ {
+			k[j] = best[j]
+		}
+	}
+	// The words past the state's are zero, as in every key.
+	clear(k[n:])
+}
+
+// lessIn is less over the first n words.
+func lessIn(a, b *Key, n int) bool {
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
+}
+
 // place sets hp from the handoff at each position; nothing without nm.
 func (nm *Naming) place(pos *[model.MaxHandoffs]int8) {
 	if nm == nil {
@@ -174,6 +306,14 @@ func less(a, b *Key) bool {
 // Unpack rebuilds the state a key stands for.
 func (c *System) Unpack(k *Key) State {
 	var s State
+	c.UnpackTo(k, &s)
+	return s
+}
+
+// UnpackTo is Unpack into a state the caller holds: the explorer unpacks
+// every state it expands, and a state returned by value is copied on
+// its way out.
+func (c *System) UnpackTo(k *Key, s *State) {
 	s.B = Remaining(k[0])
 	base := 1 + c.nW
 	var hw [model.MaxHandoffs][model.HandoffWords]uint64
@@ -181,12 +321,12 @@ func (c *System) Unpack(k *Key) State {
 		hw[h] = [model.HandoffWords]uint64{k[base+2*h], k[base+2*h+1]}
 	}
 	var extra [model.MaxHandoffs]uint64
-	s.W = model.Unpack(c.world, hw[:c.nH], k[1:base], extra[:c.nH])
+	model.UnpackTo(&s.W, c.world, hw[:c.nH], k[1:base], extra[:c.nH])
+	s.Src, s.Dst = [model.MaxHandoffs]uint8{}, [model.MaxHandoffs]uint8{}
 	for h := 0; h < c.nH; h++ {
 		s.Src[h] = uint8(extra[h] & 15)
 		s.Dst[h] = uint8(extra[h] >> 4)
 	}
-	return s
 }
 
 // Fingerprint hashes a key with a fixed 64-bit mix (no per-process seed:

@@ -40,7 +40,9 @@ import (
 // transfer it runs by the protocol move the fault replaces, not by
 // naming the kinds; transfer_failure, named then only by the system,
 // unexported.
-const maxExported = 118
+// 120: the search's hot path unpacks into a state it keeps (UnpackTo)
+// and makes a successor's key from its parent's (CanonicalFrom).
+const maxExported = 120
 
 // exportedNames lists the exported package-level names and methods
 // (Type.Method) of the package's non-test files.

@@ -36,9 +36,22 @@ func TestCanonical_SkipsOnlyLargerRenamings(t *testing.T) {
 					want = cand
 				}
 			}
+			// A key left over from another state: canonical writes every
+			// word, those past the state's included.
+			for i := range got {
+				got[i] = ^uint64(0)
+			}
 			c.Canonical(&s, &got)
 			if got != want {
 				t.Fatalf("%s %s: canonical %x, least renaming %x", file, run, got, want)
+			}
+			// The form that also says how it renamed (sleep sets) gives
+			// the same key.
+			var named Key
+			var nm Naming
+			c.CanonicalNaming(&s, &named, &nm)
+			if named != want {
+				t.Fatalf("%s %s: canonical with its naming %x, least renaming %x", file, run, named, want)
 			}
 			checked++
 		}
@@ -47,4 +60,46 @@ func TestCanonical_SkipsOnlyLargerRenamings(t *testing.T) {
 		t.Fatal("no configuration renames workers: the test checks nothing")
 	}
 	t.Logf("%d states", checked)
+}
+
+// TestCanonicalFrom_EqualsCanonical holds the explorer's form, which
+// takes the words of the handoffs a move left alone from the parent's
+// key, to Canonical on every successor of a sample of states, each parent
+// unpacked from its canonical key as the explorer does. With and without
+// symmetry, so that every form of canonical is met.
+func TestCanonicalFrom_EqualsCanonical(t *testing.T) {
+	checked := 0
+	everyRun(t, []string{"two-handoffs.json", "max-shape.json", "three-handoffs.json"}, func(file, run string, c *System) {
+		for _, sym := range []symmetry{c.sym, {}} {
+			cs := *c
+			cs.sym = sym
+			for _, s := range porSample(&cs, 1500) {
+				var pk Key
+				cs.Canonical(&s, &pk)
+				p := cs.Unpack(&pk)
+				for _, m := range cs.Moves(&p) {
+					succ := p
+					if _, _, err := cs.Step(&succ, m, nil); err != nil {
+						t.Fatal(err)
+					}
+					for h := range succ.W.H {
+						if sameRecord(&succ.W.H[h], &p.W.H[h]) != (succ.W.H[h] == p.W.H[h]) {
+							t.Fatalf("%s %s: move %v: sameRecord of handoff %d differs from ==", file, run, m, h)
+						}
+					}
+					var want, got Key
+					cs.Canonical(&succ, &want)
+					for i := range got {
+						got[i] = ^uint64(0)
+					}
+					cs.CanonicalFrom(&succ, &p, &pk, &got, int(m.H))
+					if got != want {
+						t.Fatalf("%s %s: move %v: from the parent %x, canonical %x", file, run, m, got, want)
+					}
+					checked++
+				}
+			}
+		}
+	})
+	t.Logf("%d successors", checked)
 }
