@@ -195,6 +195,9 @@ func TestCalibrate_SelectsTheTestsThatRunTheFunction(t *testing.T) {
 	if r.Status != "killed" || r.Package != "example.com/m/a" || !slices.Equal(r.Tests, []string{"TestF"}) || r.Ran != 1 {
 		t.Errorf("F's condition inverted: %s by %s %q after %d tests, want killed by a's TestF after 1", r.Status, r.Package, r.Tests, r.Ran)
 	}
+	if r.Seconds <= 0 {
+		t.Errorf("the change took %v s: the time it took is not kept", r.Seconds)
+	}
 }
 
 // A test runs a function when a block it ran starts inside the function's
@@ -286,6 +289,28 @@ func TestMutate_InterruptedReportsWhatItJudged(t *testing.T) {
 	}
 	var rs []result
 	if err := json.Unmarshal(b, &rs); err != nil || len(rs) != 1 || rs[0].Status == "" {
-		t.Errorf("the -json file holds %d results (%v), want the one judged:\n%s", len(rs), err, b)
+		t.Fatalf("the -json file holds %d results (%v), want the one judged:\n%s", len(rs), err, b)
+	}
+
+	// Resumed, the run takes the change judged and tries the others.
+	o.resume = jsonOut
+	var log strings.Builder
+	stdout.Reset()
+	if err := mutate(t.Context(), o, &stdout, &log); err != nil {
+		t.Fatalf("resumed: %v\n%s", err, log.String())
+	}
+	sites, err := fileSites(root, "a/a.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(log.String(), "\n["); !strings.Contains(log.String(), "1 of the ") || n != len(sites)-1 {
+		t.Errorf("resumed: %d changes tried, want the %d not judged before:\n%s", n, len(sites)-1, log.String())
+	}
+	var all []result
+	if b, err = os.ReadFile(jsonOut); err == nil {
+		err = json.Unmarshal(b, &all)
+	}
+	if err != nil || len(all) != len(sites) || !slices.ContainsFunc(all, func(r result) bool { return r.Key == rs[0].Key && r.Status == rs[0].Status && r.Seconds == rs[0].Seconds }) {
+		t.Errorf("resumed: the -json file (%v) does not hold the earlier change as it was beside the new ones:\n%s", err, b)
 	}
 }

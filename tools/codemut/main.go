@@ -38,7 +38,7 @@ import (
 type options struct {
 	root, equivalents, jsonOut string
 	calibration                string
-	retry, rescore             string
+	retry, rescore, resume     string
 	dirs                       []string
 	n, jobs                    int
 	seed                       uint64
@@ -67,6 +67,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.calibration, "calibration", "", "keep the calibration (which tests run which functions) in this `file`, and take it from there when it is of the same tree")
 	fs.BoolVar(&o.list, "list", false, "list the chosen changes and stop")
 	fs.StringVar(&o.rescore, "rescore", "", "print the report of an earlier run's -json `file` again, judged by today's list of equivalent changes (runs no test)")
+	fs.StringVar(&o.resume, "resume", "", "take the changes an earlier run of the same sample judged from its -json `file` (a run cut short by Ctrl-C) and try only the others")
 	fs.StringVar(&o.retry, "retry", "", "try again exactly the survivors of an earlier run's -json `file` (every one still in the code)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -145,13 +146,9 @@ func mutate(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		return err
 	}
 	if o.rescore != "" {
-		b, err := os.ReadFile(o.rescore)
+		results, err := readResults(o.rescore)
 		if err != nil {
 			return err
-		}
-		var results []result
-		if err := json.Unmarshal(b, &results); err != nil {
-			return fmt.Errorf("%s: not a -json file of codemut: %v", o.rescore, err)
 		}
 		for i := range results {
 			results[i].Equivalent = equiv[results[i].Key]
@@ -231,10 +228,28 @@ func mutate(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	}
 
 	results := make([]result, len(chosen))
+	done := 0
+	if o.resume != "" {
+		earlier, err := readResults(o.resume)
+		if err != nil {
+			return err
+		}
+		byKey := map[string]result{}
+		for _, r := range earlier {
+			byKey[r.Key] = r
+		}
+		for i := range chosen {
+			if r, ok := byKey[chosen[i].Key()]; ok {
+				r.Site, r.Equivalent = &chosen[i], equiv[r.Key]
+				results[i] = r
+				done++
+			}
+		}
+		fmt.Fprintf(stderr, "codemut: %d of the %d changes judged in %s; trying the others\n", done, len(chosen), o.resume)
+	}
 	work := make(chan int)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	done := 0
 	for j := 0; j < o.jobs; j++ {
 		dir := filepath.Join(tmp, fmt.Sprint(j))
 		if err := os.Mkdir(dir, 0o755); err != nil {
@@ -265,6 +280,9 @@ func mutate(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	}
 dispatch:
 	for i := range chosen {
+		if results[i].Status != "" {
+			continue
+		}
 		select {
 		case work <- i:
 		case <-ctx.Done():
@@ -457,8 +475,9 @@ var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`)
 
 // try builds the changed file into an overlay and runs the plan until a
 // package's tests fail.
-func (ps *packages) try(ctx context.Context, root, dir string, s *site) result {
-	r := result{Site: s, Key: s.Key(), File: s.File, Line: s.Line, Op: s.Op, Status: "survived"}
+func (ps *packages) try(ctx context.Context, root, dir string, s *site) (r result) {
+	// r is named: the deferred function sets the seconds of what is returned.
+	r = result{Site: s, Key: s.Key(), File: s.File, Line: s.Line, Op: s.Op, Status: "survived"}
 	t0 := time.Now()
 	defer func() { r.Seconds = time.Since(t0).Seconds() }()
 	src, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(s.File)))
@@ -573,9 +592,8 @@ func withoutEnv(env []string, name string) []string {
 	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
 }
 
-// survivorsOf reads the keys of the changes that survived in an earlier
-// run's -json file.
-func survivorsOf(path string) (map[string]bool, error) {
+// readResults reads an earlier run's -json file.
+func readResults(path string) ([]result, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -583,6 +601,16 @@ func survivorsOf(path string) (map[string]bool, error) {
 	var rs []result
 	if err := json.Unmarshal(b, &rs); err != nil {
 		return nil, fmt.Errorf("%s: not a -json file of codemut: %v", path, err)
+	}
+	return rs, nil
+}
+
+// survivorsOf reads the keys of the changes that survived in an earlier
+// run's -json file.
+func survivorsOf(path string) (map[string]bool, error) {
+	rs, err := readResults(path)
+	if err != nil {
+		return nil, err
 	}
 	keep := map[string]bool{}
 	for _, r := range rs {
