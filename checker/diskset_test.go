@@ -3,6 +3,7 @@ package checker
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -103,6 +104,15 @@ func TestDisk_MergeMarksWhatTheFileHeld(t *testing.T) {
 	}
 	if !slices.Equal(old[0], []bool{false, true, false}) || !slices.Equal(old[numShards/2], []bool{true, false}) {
 		t.Fatalf("marks %v %v", old[0], old[numShards/2])
+	}
+	// The merged file replaces the one before: a search that merges at
+	// every level keeps one file, not one per level.
+	ents, err := os.ReadDir(d.dir.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 1 || filepath.Join(d.dir.dir, ents[0].Name()) != d.path {
+		t.Fatalf("the spill directory holds %d files after two merges, want the merged one alone", len(ents))
 	}
 }
 
