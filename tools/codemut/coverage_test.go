@@ -310,7 +310,9 @@ func TestMutate_InterruptedReportsWhatItJudged(t *testing.T) {
 	if b, err = os.ReadFile(jsonOut); err == nil {
 		err = json.Unmarshal(b, &all)
 	}
-	if err != nil || len(all) != len(sites) || !slices.ContainsFunc(all, func(r result) bool { return r.Key == rs[0].Key && r.Status == rs[0].Status && r.Seconds == rs[0].Seconds }) {
+	if err != nil || len(all) != len(sites) || !slices.ContainsFunc(all, func(r result) bool {
+		return r.Key == rs[0].Key && r.Status == rs[0].Status && r.Seconds == rs[0].Seconds
+	}) {
 		t.Errorf("resumed: the -json file (%v) does not hold the earlier change as it was beside the new ones:\n%s", err, b)
 	}
 }
