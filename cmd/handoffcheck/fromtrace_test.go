@@ -74,8 +74,9 @@ func TestTimeline_Spec(t *testing.T) {
 // hang, which strike the transfer once it runs), and deadlines live keeps
 // with slack either way. Of the 18 plans, these 10 reproduce live; the
 // others are judged, cut as live's logs are, to name another invariant,
-// or rest on a fault placed by time, or on facts a live run logs after
-// the violation (TestCheck_ReproNotLive). Two live rejections may give
+// or rest on a fault placed by time, on facts a live run logs after the
+// violation, or on a fact reaching an attempt a live worker has already
+// forgotten (TestCheck_ReproNotLive). Two live rejections may give
 // no trace of their own (noTrace: in some runs the attempt's explanation
 // does not replay in its world as a configuration file gives it); their
 // logs are rejected with the invariant all the same.
@@ -143,7 +144,11 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 // live run goes on past the violation, and the facts its processes log
 // after it may give the judge an order that explains the logs or another
 // invariant first (goesOn); a fault placed by time, which live does not
-// read, is said too (byTime).
+// read, is said too (byTime); where the violating step is a fact reaching
+// a side that reported its outcome holding nothing, the README says a
+// live worker has forgotten the attempt by then (prefill-after-early-
+// outcome, whose abort is aimed at the destination's fact:
+// TestFaultPlan_AfterSide).
 func TestCheck_ReproNotLive(t *testing.T) {
 	const (
 		byTime = "which a live run does not read"
