@@ -3,8 +3,10 @@ package cluster
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"strings"
 
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
@@ -93,6 +95,10 @@ type Marks struct {
 	// a phase of the handoff (FaultKind.Phase), held until the side logs
 	// the fact (Logged).
 	after [system.NumFaults][2]string
+	// by is, per kind and side the mark is set for, the side whose
+	// logging of the fact sets it (Fault.AfterSide; the side itself by
+	// default).
+	by [system.NumFaults][2]model.Side
 	// rank and phase order the marks one phase sets: rank is, per kind
 	// and side, a fault's place among the plan's faults aimed at a phase
 	// (aimed counts them); phase is, per kind and mark (a side's, or
@@ -135,27 +141,32 @@ func (m *Marks) waits(k system.Fault, b sides) bool {
 	return false
 }
 
-// Logged sets the marks aimed at the phase the side just reached, by
+// Logged sets the marks aimed at the phase side sd just reached, by
 // logging a fact of kind name for the request: each is then held as a
-// mark of its kind (on that side, for a kind whose move names one), and
-// strikes where the request next offers its move. It returns the kinds
-// set, in the fault table's order.
+// mark of its kind (on the side it is set for, for a kind whose move
+// names one: sd's own, or the other side's for a fault aimed at sd's
+// facts by after_side), and strikes where the request next offers its
+// move. It returns the kinds set, in the fault table's order.
 func (m *Marks) Logged(sd model.Side, name string) []system.Fault {
 	var out []system.Fault
 	g := m.phases + 1
 	for k := range system.NumFaults {
-		if m.after[k][sd] == "" || m.after[k][sd] != name {
-			continue
+		for on := model.SourceSide; on <= model.DestinationSide; on++ {
+			if m.after[k][on] == "" || m.after[k][on] != name || m.by[k][on] != sd {
+				continue
+			}
+			m.after[k][on] = ""
+			m.MarkSide(k, on)
+			b := either
+			if NamesSide(k) {
+				b = 1 << on
+			}
+			m.phase[k][markIndex(b)], m.setRank[k][markIndex(b)] = g, m.rank[k][on]
+			m.phases = g
+			if !slices.Contains(out, k) {
+				out = append(out, k)
+			}
 		}
-		m.after[k][sd] = ""
-		m.MarkSide(k, sd)
-		b := either
-		if NamesSide(k) {
-			b = 1 << sd
-		}
-		m.phase[k][markIndex(b)], m.setRank[k][markIndex(b)] = g, m.rank[k][sd]
-		m.phases = g
-		out = append(out, k)
 	}
 	return out
 }
@@ -172,19 +183,78 @@ func (m *Marks) AwaitsPhase() bool {
 }
 
 // PhaseMarks calls fn for every mark waiting for a side to log a fact:
-// its kind, the side and the fact's log kind, in the plan's order (a
-// driver that hands the marks on keeps the order one phase strikes them
-// in).
+// its kind, the side it is set for and the fact's log kind, in the
+// plan's order (a driver that hands the marks on keeps the order one
+// phase strikes them in).
 func (m *Marks) PhaseMarks(fn func(k system.Fault, sd model.Side, after string)) {
+	m.PhaseMarksBy(func(k system.Fault, sd, _ model.Side, after string) { fn(k, sd, after) })
+}
+
+// PhaseMarksBy is PhaseMarks with the side whose logging of the fact
+// sets each mark (by): sd itself, or the other side for a fault aimed at
+// the other side's facts (Fault.AfterSide).
+func (m *Marks) PhaseMarksBy(fn func(k system.Fault, sd, by model.Side, after string)) {
 	for r := uint16(1); r <= m.aimed; r++ {
 		for k := range system.NumFaults {
 			for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 				if a := m.after[k][sd]; a != "" && m.rank[k][sd] == r {
-					fn(k, sd, a)
+					fn(k, sd, m.by[k][sd], a)
 				}
 			}
 		}
 	}
+}
+
+// CheckPhase refuses a fault aimed at a phase that no run could strike:
+// a fact that is no kind a worker logs for a request, a side or an
+// after_side that names no side, a fact the side that should log it
+// never logs (a source's "reserved"), or a restart aimed at the other
+// side's fact (a worker restarts at its own phases). Simulator and live
+// both ask it, so that a plan means one thing to both. A fault not aimed
+// at a phase passes.
+func CheckPhase(f *Fault) error {
+	k, err := f.FaultKind()
+	if err != nil {
+		return err
+	}
+	if !system.FaultKinds[k].Phase || f.Request < 0 || (k != system.Restart && f.After == "") {
+		if f.AfterSide != "" {
+			return fmt.Errorf("%s:%d: %w: after_side %q without after; want after_side only with a fact after which the fault strikes", f.File, f.Line, ErrInput, f.AfterSide)
+		}
+		return nil
+	}
+	kind, ok := obslog.KindNamed(f.After)
+	if !ok || !slices.Contains(obslog.AttemptKindNames(), f.After) {
+		return fmt.Errorf("%s:%d: %w: after %q, want a kind of the observation log a worker logs for a request: %s", f.File, f.Line, ErrInput, f.After, strings.Join(obslog.AttemptKindNames(), ", "))
+	}
+	sd, ok := SideNamed(f.Side)
+	if !ok {
+		return fmt.Errorf("%s:%d: %w: side %q, want source or destination", f.File, f.Line, ErrInput, f.Side)
+	}
+	by := sd
+	if f.AfterSide != "" {
+		if by, ok = SideNamed(f.AfterSide); !ok {
+			return fmt.Errorf("%s:%d: %w: after_side %q, want source or destination (the side that logs %q)", f.File, f.Line, ErrInput, f.AfterSide, f.After)
+		}
+	}
+	if k == system.Restart && by != sd {
+		return fmt.Errorf("%s:%d: %w: a restart of the %s after the %s logs %q; want a restart aimed at its own side's facts (after_side left out or %q)", f.File, f.Line, ErrInput, f.Side, f.AfterSide, f.After, f.Side)
+	}
+	if w := obslog.Kinds[kind].Who; (w == obslog.BySource && by != model.SourceSide) || (w == obslog.ByDestination && by != model.DestinationSide) {
+		other := "source"
+		if by == model.SourceSide {
+			other = "destination"
+		}
+		return fmt.Errorf("%s:%d: %w: after %q, but the %s never logs it; want a fact the %s logs, or after_side %q", f.File, f.Line, ErrInput, f.After, sideName(by), sideName(by), other)
+	}
+	return nil
+}
+
+func sideName(sd model.Side) string {
+	if sd == model.SourceSide {
+		return "source"
+	}
+	return "destination"
 }
 
 // Mark holds the planned fault f, aimed at the request, until it can
@@ -199,6 +269,9 @@ func (m *Marks) Mark(f *Fault) error {
 	sd, hasSide := SideNamed(f.Side)
 	switch {
 	case system.FaultKinds[k].Phase && f.Request >= 0 && k == system.Restart:
+		if f.AfterSide != "" && f.AfterSide != f.Side {
+			return fmt.Errorf("%s:%d: %w: a restart aimed at the other side's fact %q; want after_side left out", f.File, f.Line, ErrInput, f.After)
+		}
 		if hasSide {
 			m.RestartAfter[sd] = f.After
 		}
@@ -206,7 +279,14 @@ func (m *Marks) Mark(f *Fault) error {
 		if !hasSide || !system.FaultKinds[k].Offered {
 			return fmt.Errorf("%s:%d: %w: a %s aimed at a phase needs the side that logs %q and a kind struck where offered", f.File, f.Line, ErrInput, k, f.After)
 		}
-		m.after[k][sd] = f.After
+		by := sd
+		if f.AfterSide != "" {
+			var ok bool
+			if by, ok = SideNamed(f.AfterSide); !ok {
+				return fmt.Errorf("%s:%d: %w: after_side %q, want source or destination", f.File, f.Line, ErrInput, f.AfterSide)
+			}
+		}
+		m.after[k][sd], m.by[k][sd] = f.After, by
 		m.aimed++
 		m.rank[k][sd] = m.aimed
 	case AtTime(k):

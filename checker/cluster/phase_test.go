@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/handoffcheck/handoffcheck/checker/system"
@@ -100,5 +101,69 @@ func TestMarks_OnePhaseStrikesInThePlansOrder(t *testing.T) {
 	m.Logged(model.SourceSide, "prefill_dispatched")
 	if _, k, ok := m.Offered([]system.Move{abort, delay}, nil); !ok || k != system.Abort {
 		t.Fatalf("marks of two phases: struck %v (%v), want the first offered", k, ok)
+	}
+}
+
+// A fault aimed at the other side's fact (after_side) is set when that
+// side logs it, on the side it strikes: the source's abort right after
+// the destination logs reserved. The striking side's own fact of that
+// name sets nothing, and PhaseMarksBy names both sides.
+func TestMarks_AimedAtTheOtherSidesPhase(t *testing.T) {
+	for _, tc := range []struct {
+		kind string
+		k    system.Fault
+	}{{"abort", system.Abort}, {"delay", system.Delay}, {"evict", system.Evict}} {
+		var m Marks
+		f := Fault{File: "plan.jsonl", Line: 2, Kind: tc.kind, Request: 0, Worker: -1, Side: "source", After: "registered", AfterSide: "destination"}
+		if err := m.Mark(&f); err != nil {
+			t.Fatalf("%s: %v", tc.kind, err)
+		}
+		var seen []string
+		m.PhaseMarksBy(func(k system.Fault, sd, by model.Side, after string) {
+			seen = append(seen, k.String()+" "+sideName(sd)+" "+sideName(by)+" "+after)
+		})
+		if want := []string{tc.kind + " source destination registered"}; !slices.Equal(seen, want) {
+			t.Fatalf("%s: PhaseMarksBy %v, want %v", tc.kind, seen, want)
+		}
+		if got := m.Logged(model.SourceSide, "registered"); got != nil {
+			t.Fatalf("%s: the striking side's own fact set %v", tc.kind, got)
+		}
+		if got := m.Logged(model.DestinationSide, "registered"); !slices.Equal(got, []system.Fault{tc.k}) {
+			t.Fatalf("%s: the destination's fact set %v", tc.kind, got)
+		}
+		if m.AwaitsPhase() || !m.Has(tc.k, model.SourceSide) || m.Has(tc.k, model.DestinationSide) || m.Left() != 1 {
+			t.Fatalf("%s: after the phase: awaits %v, source %v, destination %v, %d left", tc.kind, m.AwaitsPhase(), m.Has(tc.k, model.SourceSide), m.Has(tc.k, model.DestinationSide), m.Left())
+		}
+	}
+}
+
+// CheckPhase, which simulate and live both ask, refuses a phase no run
+// could reach, naming the plan's line: a fact the named side never logs
+// (its own or after_side's), a side that is none, a restart aimed at the
+// other side's fact, after_side without after.
+func TestCheckPhase(t *testing.T) {
+	for _, tc := range []struct {
+		f    Fault
+		want string
+	}{
+		{Fault{Kind: "abort", Request: 0, Worker: -1, Side: "source", After: "reserved", AfterSide: "destination"}, ""},
+		{Fault{Kind: "abort", Request: 0, Worker: -1, Side: "source", After: "registered", AfterSide: "source"}, ""},
+		{Fault{Kind: "cancel", Request: 0, Worker: -1, Side: "destination", After: "reserved"}, ""},
+		{Fault{Kind: "abort", Request: 0, Worker: -1, Side: "source", After: "reserved"}, `p.jsonl:3: sim: input does not fit the configuration: after "reserved", but the source never logs it; want a fact the source logs, or after_side "destination"`},
+		{Fault{Kind: "delay", Request: 0, Worker: -1, Side: "destination", After: "pinned", AfterSide: "destination"}, `p.jsonl:3: sim: input does not fit the configuration: after "pinned", but the destination never logs it; want a fact the destination logs, or after_side "source"`},
+		{Fault{Kind: "abort", Request: 0, Worker: -1, Side: "source", After: "reserved", AfterSide: "decode"}, `p.jsonl:3: sim: input does not fit the configuration: after_side "decode", want source or destination (the side that logs "reserved")`},
+		{Fault{Kind: "abort", Request: 0, Worker: -1, Side: "source", After: "routed"}, `p.jsonl:3: sim: input does not fit the configuration: after "routed", want a kind of the observation log a worker logs for a request`},
+		{Fault{Kind: "restart", Request: 0, Worker: -1, Side: "source", After: "reserved", AfterSide: "destination"}, `p.jsonl:3: sim: input does not fit the configuration: a restart of the source after the destination logs "reserved"; want a restart aimed at its own side's facts (after_side left out or "source")`},
+		{Fault{Kind: "abort", Request: 0, Worker: -1, Side: "source", AfterSide: "destination"}, `p.jsonl:3: sim: input does not fit the configuration: after_side "destination" without after; want after_side only with a fact after which the fault strikes`},
+	} {
+		tc.f.File, tc.f.Line = "p.jsonl", 3
+		err := CheckPhase(&tc.f)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if tc.want == "" && got != "" || tc.want != "" && !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%+v: got %q, want %q", tc.f, got, tc.want)
+		}
 	}
 }

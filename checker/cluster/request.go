@@ -38,9 +38,15 @@ type Fault struct {
 	Worker   int // -1 when the kind names a request
 	To, Side string
 	Msg      string
-	// After, for a restart aimed at a request's side: the log kind after
-	// which that side's worker restarts.
+	// After, for a fault aimed at a phase of a request's side: the log
+	// kind after which it strikes (a restart: that side's worker
+	// restarts).
 	After string
+	// AfterSide is the side whose logging of After sets the mark, ""
+	// for Side itself: a fault may strike one side right after the other
+	// side logs a fact (a source's abort as soon as the destination
+	// reserved). A restart takes only its own side's facts.
+	AfterSide string
 }
 
 // ErrInput is wrapped by a workload request or fault the configuration

@@ -435,10 +435,10 @@ func (c *coord) plan() error {
 		if !strikes(k) {
 			return fmt.Errorf("%s:%d: %w: a live run strikes no planned %s", f.File, f.Line, cluster.ErrInput, k)
 		}
-		if system.FaultKinds[k].Phase && (k == system.Restart || f.After != "") && !slices.Contains(obslog.AttemptKindNames(), f.After) {
-			// Aimed at a phase: the side's worker stops when it logs
-			// the fact, and the coordinator kills it then.
-			return fmt.Errorf("%s:%d: %w: after %q, want a kind a worker logs for a request", f.File, f.Line, cluster.ErrInput, f.After)
+		if err := cluster.CheckPhase(f); err != nil {
+			// Aimed at a phase no worker logs: refused as the
+			// simulator refuses it.
+			return err
 		}
 		m := c.marks[f.Request]
 		if m == nil {
@@ -479,8 +479,15 @@ func workerMarks(m *cluster.Marks) []Frame {
 	}
 	// A fault aimed at a phase goes to the side that logs the fact it
 	// waits for, a cancel too: that worker tells the coordinator then.
-	m.PhaseMarks(func(k system.Fault, sd model.Side, after string) {
-		fs = append(fs, Frame{Kind: KMark, Fault: k.String(), Msg: after, To: sideNames[sd]})
+	// One aimed at the other side's fact (after_side) names the side it
+	// strikes: the logging worker tells the coordinator, which marks
+	// that side's worker before it relays anything the step sent.
+	m.PhaseMarksBy(func(k system.Fault, sd, by model.Side, after string) {
+		f := Frame{Kind: KMark, Fault: k.String(), Msg: after, To: sideNames[by]}
+		if by != sd {
+			f.Side = sideNames[sd]
+		}
+		fs = append(fs, f)
 	})
 	return fs
 }
@@ -933,6 +940,10 @@ func (c *coord) inbound(ib inbound) {
 			c.phaseCancel(f)
 			break
 		}
+		if f.Fault != "" {
+			c.phaseOther(f)
+			break
+		}
 		c.rep.FaultsStruck++
 		c.restart(wc.w)
 	case KStopped:
@@ -1252,6 +1263,34 @@ func (c *coord) phaseCancel(f *Frame) {
 		c.rep.FaultsStruck++
 		c.cancel(a)
 	}
+}
+
+// phaseOther is a fault aimed at the other side's phase (after_side):
+// the side's worker logged the fact it waited for (Side), and the worker
+// of the side it strikes (To) is marked now. The frame comes ahead of
+// the facts the logging step sent, on the same connection, so the mark
+// is set before the peer hears of that step.
+func (c *coord) phaseOther(f *Frame) {
+	a := c.atts[f.Attempt]
+	by, ok := cluster.SideNamed(f.Side)
+	on, ok2 := cluster.SideNamed(f.To)
+	k, ok3 := system.ParseFault(f.Fault)
+	if a == nil || !ok || !ok2 || !ok3 || a.done {
+		return
+	}
+	a.m.Logged(by, f.Msg)
+	if !a.m.Spend(k, on) {
+		return
+	}
+	mark := Frame{Kind: KMark, Fault: f.Fault, To: sideNames[on]}
+	if w := a.worker(on); w >= 0 {
+		mark.Attempt = a.name
+		mark.To = ""
+		c.sendTo(w, &mark)
+		return
+	}
+	// Not routed yet: the mark goes with the side's route.
+	a.m.worker = append(a.m.worker, mark)
 }
 
 func (c *coord) cancel(a *catt) {

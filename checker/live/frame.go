@@ -83,7 +83,9 @@ const (
 	// for; it takes no further step until the coordinator acts. With
 	// fault "cancel" (and the side and msg of its mark), the fact a
 	// client cancel aimed at a phase waits for: the worker steps on, and
-	// the coordinator's frontend cancels.
+	// the coordinator's frontend cancels. With another fault and a side
+	// to mark (to), the fact a fault aimed at the other side's phase
+	// waits for (after_side): the coordinator marks that side's worker.
 	KTrigger
 	// KDrain: C→W: report your ledgers when nothing is left in flight.
 	KDrain

@@ -716,8 +716,13 @@ func (w *worker) setMark(a *attempt, f *Frame) bool {
 			a.m = &cluster.Marks{}
 		}
 		if f.Msg != "" {
-			// Aimed at a phase: set when this worker logs the fact.
-			pf := cluster.Fault{File: "frame", Kind: f.Fault, Request: 0, Worker: -1, Side: sideNames[w.mine], After: f.Msg}
+			// Aimed at a phase: set when this worker logs the fact,
+			// for this side or, given one, for the side it strikes.
+			on := sideNames[w.mine]
+			if f.Side != "" {
+				on = f.Side
+			}
+			pf := cluster.Fault{File: "frame", Kind: f.Fault, Request: 0, Worker: -1, Side: on, After: f.Msg, AfterSide: sideNames[w.mine]}
 			if err := a.m.Mark(&pf); err != nil {
 				w.refuse("a fault aimed at a phase a worker does not strike")
 			}
@@ -910,6 +915,13 @@ func (w *worker) phase(a *attempt, name string) {
 	for _, k := range a.m.Logged(w.mine, name) {
 		if k == system.Cancel && a.m.Spend(system.Cancel, w.mine) {
 			w.send(&Frame{Kind: KTrigger, Attempt: a.name, Fault: k.String(), Side: sideNames[w.mine], Msg: name})
+		}
+		// A mark for the other side (after_side): that side's worker
+		// strikes it, marked by the coordinator. settle sends this
+		// before the facts of the step that logged name, so the peer is
+		// marked before it hears of the step.
+		if other := w.mine.Other(); cluster.NamesSide(k) && a.m.Spend(k, other) {
+			w.send(&Frame{Kind: KTrigger, Attempt: a.name, Fault: k.String(), Side: sideNames[w.mine], To: sideNames[other], Msg: name})
 		}
 	}
 }

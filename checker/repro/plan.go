@@ -34,6 +34,11 @@ const (
 // order of everything else, so the plan is only kept when its run breaks
 // the same invariant; Why says why there is none otherwise.
 type Plan struct {
+	// retired names, when the trace's violating step is a fact delivered
+	// to a side that had reported its outcome and held nothing, that
+	// fact and side: a live worker has forgotten the attempt by then
+	// ("" otherwise).
+	retired  string
 	Config   *cluster.Config
 	Requests []cluster.Request
 	Faults   []faultplan.Fault
@@ -93,10 +98,18 @@ var planShapes = []planShape{
 // strikes it at: aimed at the phase itself (-1: right after the side's
 // worker logs the fact, which simulate and live strike at the same
 // point; a kind that cannot be so aimed is placed a microsecond after
-// the time of the phase), or a microsecond after the time a run logs
-// the phase (the fault strikes once the phase's step is done), or at the
-// same instant. A restart is always aimed at its phase.
-var faultOffsets = []int64{-1, 1, 0}
+// the time of the phase), then at the other side's phase (otherSide:
+// right after the last fact either side logs before it, the peer's fact
+// named by after_side, for a violation that needs the fault between a
+// step of the peer and the fact that step sends), or a microsecond after
+// the time a run logs the phase (the fault strikes once the phase's step
+// is done), or at the same instant. A restart is always aimed at its
+// phase.
+var faultOffsets = []int64{-1, otherSide, 1, 0}
+
+// otherSide is the offset of faultOffsets that aims a fault at the last
+// fact either side logs before it (Fault.AfterSide).
+const otherSide = -2
 
 // maxPlanRuns bounds the simulations run to find a plan, so that a
 // reproduction stays quick: a count, not a time, so that the same trace
@@ -117,6 +130,9 @@ type planStep struct {
 	// worker is the simulator's number of the worker a restart restarts:
 	// prefill workers are numbered first.
 	worker int
+	// retired: the step delivers a fact to a side that had reported its
+	// terminal outcome and held nothing (Plan.retired).
+	retired bool
 }
 
 // DerivePlan derives a plan from the moves of a counterexample on its
@@ -137,6 +153,10 @@ func DerivePlan(ctx context.Context, proto *system.Protocol, cfg *system.Config,
 		return p, nil
 	}
 	p.Skipped = skipped
+	if len(steps) > 0 && steps[len(steps)-1].retired {
+		last := steps[len(steps)-1]
+		p.retired = fmt.Sprintf("%s to the %s", last.m.Msg, sideName(model.Side(last.m.Arg)))
+	}
 	base, err := planConfig(cfg, run)
 	if err != nil {
 		return nil, err
@@ -292,6 +312,7 @@ func ladder(n int) [][]int64 {
 // them (nil when the runs ran out).
 func (p *Plan) aim(ctx context.Context, proto *system.Protocol, cfg *cluster.Config, reqs []cluster.Request, steps []planStep, reqOf map[int]int, offset int64) ([]faultplan.Fault, *sim.Result, error) {
 	var faults []faultplan.Fault
+	cross := false
 	for i, st := range steps {
 		if _, fault := st.m.Kind.Spends(); !fault {
 			continue
@@ -329,8 +350,12 @@ func (p *Plan) aim(ctx context.Context, proto *system.Protocol, cfg *cluster.Con
 			f.Side = ""
 		}
 		if offset < 0 && k != system.Restart && system.FaultKinds[k].Phase {
-			if sd, after := phaseOf(want, k, st.m); after != "" {
+			if sd, by, after := phaseOf(want, k, st.m, offset == otherSide); after != "" {
 				f.Side, f.After = sideName(sd), after
+				if by != sd {
+					f.AfterSide = sideName(by)
+					cross = true
+				}
 				if n := len(faults); n > 0 {
 					f.AtUS = faults[n-1].AtUS
 				}
@@ -365,6 +390,11 @@ func (p *Plan) aim(ctx context.Context, proto *system.Protocol, cfg *cluster.Con
 		}
 		faults = append(faults, f)
 	}
+	if offset == otherSide && !cross {
+		// Every fault's phase is its own side's: the plan of offset -1,
+		// which was run already.
+		return nil, nil, nil
+	}
 	if p.Runs >= maxPlanRuns {
 		return nil, nil, nil
 	}
@@ -381,28 +411,33 @@ func sideName(sd model.Side) string {
 }
 
 // phaseOf is the phase a fault of kind k, the trace's move m, is aimed
-// at: the side and the last fact it logged for the request before the
-// fault, of the side the move names, or of either side for a kind whose
-// move names none ("" when that side logged nothing yet).
-func phaseOf(want []obslog.Label, k system.Fault, m system.Move) (model.Side, string) {
-	var sd model.Side
-	after := ""
+// at: the side it strikes (sd), the side that logged the fact (by) and
+// the last fact logged for the request before the fault, of the side
+// the move names, or of either side for a kind whose move names none, or,
+// with other, of either side for any kind (by is then the peer when the
+// peer logged last: after_side) ("" when no such side logged anything
+// yet).
+func phaseOf(want []obslog.Label, k system.Fault, m system.Move, other bool) (sd, by model.Side, after string) {
 	for _, l := range want {
-		var by model.Side
+		var logger model.Side
 		switch l.By {
 		case obslog.BySource:
-			by = model.SourceSide
+			logger = model.SourceSide
 		case obslog.ByDestination:
-			by = model.DestinationSide
+			logger = model.DestinationSide
 		default:
 			continue
 		}
-		if cluster.NamesSide(k) && by != model.Side(m.Arg) {
-			continue
+		on := logger
+		if cluster.NamesSide(k) {
+			on = model.Side(m.Arg)
+			if logger != on && !other {
+				continue
+			}
 		}
-		sd, after = by, l.Kind.String()
+		sd, by, after = on, logger, l.Kind.String()
 	}
-	return sd, after
+	return sd, by, after
 }
 
 // runPlan runs a plan; with log, it returns the run's observation log.
@@ -446,7 +481,7 @@ func runPlan(ctx context.Context, proto *system.Protocol, cfg *cluster.Config, r
 func toCluster(fs []faultplan.Fault) []cluster.Fault {
 	out := make([]cluster.Fault, len(fs))
 	for i, f := range fs {
-		out[i] = cluster.Fault{File: FaultsFile, Line: i + 2, AtUS: f.AtUS, Kind: f.Kind, Request: f.Request, Worker: f.Worker, To: f.To, Side: f.Side, Msg: f.Msg, After: f.After}
+		out[i] = cluster.Fault{File: FaultsFile, Line: i + 2, AtUS: f.AtUS, Kind: f.Kind, Request: f.Request, Worker: f.Worker, To: f.To, Side: f.Side, Msg: f.Msg, After: f.After, AfterSide: f.AfterSide}
 	}
 	return out
 }
@@ -482,6 +517,11 @@ func planSteps(c *checker.Checker, cfg *system.Config, moves []system.Move) (out
 			return nil, nil, fmt.Sprintf("step %d (%s) does not replay: %v", i+1, m, err)
 		}
 		st := planStep{m: m, h: int(m.H)}
+		if m.Kind == system.MvDeliver {
+			x := &before.W.H[m.H]
+			held, _ := cluster.Holds(x, model.Side(m.Arg), true)
+			st.retired = x.Outcome[m.Arg] != model.OutcomeNone && !held
+		}
 		if k, ok := m.Kind.Spends(); ok && k.Move() == m.Kind && !cluster.Planned(k) {
 			if k != system.NoShow {
 				return nil, nil, fmt.Sprintf("step %d (%s) is a %s fault, which no plan schedules: %s", i+1, m, k, system.FaultKinds[k].Unplanned)

@@ -1194,20 +1194,15 @@ func (s *Sim) fireTimer(e *event) {
 // checkFault refuses a planned fault the configuration cannot run: a
 // worker it does not have, a fact the model does not know.
 func (s *Sim) checkFault(f cluster.Fault) error {
-	k, err := f.FaultKind()
+	_, err := f.FaultKind()
 	if err != nil {
 		return err
 	}
 	if f.Worker >= s.cfg.NumWorkers() {
 		return fmt.Errorf("%s:%d: %w: worker %d, but the configuration has workers 0 to %d", f.File, f.Line, cluster.ErrInput, f.Worker, s.cfg.NumWorkers()-1)
 	}
-	if system.FaultKinds[k].Phase && f.Request >= 0 && (k == system.Restart || f.After != "") {
-		if !slices.Contains(obslog.AttemptKindNames(), f.After) {
-			return fmt.Errorf("%s:%d: %w: after %q, want a kind of the observation log a worker logs for a request: %s", f.File, f.Line, cluster.ErrInput, f.After, strings.Join(obslog.AttemptKindNames(), ", "))
-		}
-		if _, ok := cluster.SideNamed(f.Side); !ok {
-			return fmt.Errorf("%s:%d: %w: side %q, want source or destination", f.File, f.Line, cluster.ErrInput, f.Side)
-		}
+	if err := cluster.CheckPhase(&f); err != nil {
+		return err
 	}
 	if f.Msg != "" {
 		known := false

@@ -74,8 +74,9 @@ func TestTimeline_Spec(t *testing.T) {
 // hang, which strike the transfer once it runs), and deadlines live keeps
 // with slack either way. Of the 18 plans, these 10 reproduce live; the
 // others are judged, cut as live's logs are, to name another invariant,
-// or rest on a fault placed by time, or on facts a live run logs after
-// the violation (TestCheck_ReproNotLive). Two live rejections may give
+// or rest on a fault placed by time, on facts a live run logs after the
+// violation, or on a fact reaching an attempt a live worker has already
+// forgotten (TestCheck_ReproNotLive). Two live rejections may give
 // no trace of their own (noTrace: in some runs the attempt's explanation
 // does not replay in its world as a configuration file gives it); their
 // logs are rejected with the invariant all the same.
@@ -143,7 +144,11 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 // live run goes on past the violation, and the facts its processes log
 // after it may give the judge an order that explains the logs or another
 // invariant first (goesOn); a fault placed by time, which live does not
-// read, is said too (byTime).
+// read, is said too (byTime); where the violating step is a fact reaching
+// a side that reported its outcome holding nothing, the README says a
+// live worker has forgotten the attempt by then (prefill-after-early-
+// outcome, whose abort is aimed at the destination's fact:
+// TestFaultPlan_AfterSide).
 func TestCheck_ReproNotLive(t *testing.T) {
 	const (
 		byTime = "which a live run does not read"
@@ -156,7 +161,7 @@ func TestCheck_ReproNotLive(t *testing.T) {
 		{"withdraw-noop-leaks-reservation", "vllm", []string{"is rejected naming Quiescence, not InFlightAccounting: decode-0 reports its terminal outcome while it still holds its reserved pages"}},
 		{"report-before-release-applied", "vllm", []string{"is rejected naming Quiescence, not RouterCleanup: prefill-0 logs outcome_reported without returning its 3 pinned blocks"}},
 		{"late-peer-cancel-fails-done", "vllm", []string{byTime, "is rejected naming no invariant: decode-0 logs cancelled for the attempt after its end"}},
-		{"prefill-after-early-outcome", "sglang", []string{byTime, "naming ExactlyOnceRelease " + goesOn}},
+		{"prefill-after-early-outcome", "sglang", []string{"naming ExactlyOnceRelease too, but a live run does not reach the violation: its step delivers DestinationReserved to the source after that side reported its outcome holding nothing, and a live worker forgets an attempt once its side is terminal"}},
 		{"push-deadline-without-fence", "sglang", []string{"naming SourcePinnedUntilRead " + goesOn}},
 		{"release-on-heartbeat", "vllm", []string{"naming SourcePinnedUntilRead " + goesOn}},
 		{"bootstrap-as-readiness", "sglang", []string{"naming DestinationFirstGate " + goesOn}},
@@ -186,5 +191,60 @@ func TestCheck_ReproNotLive(t *testing.T) {
 				t.Fatalf("live refuses the plan:\n%s", readme)
 			}
 		})
+	}
+}
+
+// TestFaultPlan_AfterSide: a fault aimed at the other side's fact
+// (after_side). check --repro aims prefill-after-early-outcome's abort at
+// the source right after the destination logs registered, the step whose
+// DestinationReserved the aborted source then takes; simulate breaks
+// ExactlyOnceRelease on that plan. Live strikes the abort at the same
+// point every run: the coordinator marks the source before it relays the
+// fact, so the source aborts without dispatching its prefill, and then
+// refuses the late fact for the attempt it forgot (why live does not
+// reproduce the violation, TestCheck_ReproNotLive). A fact the named side
+// never logs is refused with the plan's line, exit 2, in both.
+func TestFaultPlan_AfterSide(t *testing.T) {
+	variant := "../../testdata/variants/prefill-after-early-outcome.json"
+	dir := t.TempDir()
+	code, _, errOut := runCLI(t, "check", "--config", "../../testdata/configs/two-handoffs-faults.json", "--spec", variant, "--run", "sglang", "--timing=false", "--repro", dir)
+	if code != exitViolation {
+		t.Fatalf("check --repro: exit %d\n%s", code, errOut)
+	}
+	faults, err := os.ReadFile(filepath.Join(dir, "faults.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"at_ms":0,"kind":"abort","request":0,"side":"source","after":"registered","after_side":"destination"}`
+	if !strings.Contains(string(faults), want) {
+		t.Fatalf("the plan's faults:\n%s\nwant %s", faults, want)
+	}
+	plan := []string{"--config", filepath.Join(dir, "sim.json"), "--workload", filepath.Join(dir, "workload.jsonl"), "--faults", filepath.Join(dir, "faults.jsonl"), "--spec", variant}
+	code, out, errOut := runCLI(t, append([]string{"simulate"}, plan...)...)
+	if code != exitViolation || !strings.Contains(out, "VIOLATION ExactlyOnceRelease at ") {
+		t.Fatalf("simulate on the plan: exit %d\n%s%s", code, out, errOut)
+	}
+	logs := t.TempDir()
+	code, out, errOut = runCLI(t, append([]string{"live", "--out", logs, "--no-conform"}, plan...)...)
+	if code != exitOK || !strings.Contains(out, "faults: 1 of the plan struck") || !strings.Contains(out, "source worker 0 gen 0: 1 attempts, 1 frames refused (unknown attempt 1)") {
+		t.Fatalf("live on the plan: exit %d\n%s%s", code, out, errOut)
+	}
+	src, err := os.ReadFile(filepath.Join(logs, "prefill-0.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(src), `"kind":"aborted"`) || strings.Contains(string(src), `"kind":"prefill_dispatched"`) {
+		t.Fatalf("the source's log: want aborted before any prefill is dispatched\n%s", src)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	if err := os.WriteFile(bad, []byte(`{"format":"handoffcheck.faults/v1"}`+"\n"+`{"at_ms":0,"kind":"abort","request":0,"side":"source","after":"reserved"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan[5] = bad
+	for _, cmd := range []string{"simulate", "live"} {
+		code, _, errOut = runCLI(t, append([]string{cmd}, plan...)...)
+		if code != exitUsage || !strings.Contains(errOut, bad+`:2: sim: input does not fit the configuration: after "reserved", but the source never logs it; want a fact the source logs, or after_side "destination"`) {
+			t.Fatalf("%s on a fact the side never logs: exit %d\n%s", cmd, code, errOut)
+		}
 	}
 }

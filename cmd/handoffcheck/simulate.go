@@ -540,7 +540,7 @@ func drawFaults(seed uint64, n int, kinds []string, requests int, lastUS int64, 
 func toSimFaults(p *faultplan.Plan, file string) []cluster.Fault {
 	out := make([]cluster.Fault, len(p.Faults))
 	for i, f := range p.Faults {
-		out[i] = cluster.Fault{File: file, Line: f.Line, AtUS: f.AtUS, Kind: f.Kind, Request: f.Request, Worker: f.Worker, To: f.To, Side: f.Side, Msg: f.Msg, After: f.After}
+		out[i] = cluster.Fault{File: file, Line: f.Line, AtUS: f.AtUS, Kind: f.Kind, Request: f.Request, Worker: f.Worker, To: f.To, Side: f.Side, Msg: f.Msg, After: f.After, AfterSide: f.AfterSide}
 	}
 	return out
 }

@@ -25,7 +25,11 @@
 // aimed at a phase of a handoff, which every adapter strikes at the same
 // point whatever its clock. "cancel", "abort", "delay" and "evict" take
 // the same side and after instead of their time: the mark is set when
-// that side logs the fact, and strikes where the request next offers it. The kinds are the fault configuration
+// that side logs the fact, and strikes where the request next offers it;
+// with "after_side" it is set when that other side logs the fact
+// instead, so that a fault can strike one side right after its peer
+// reached a phase (the source aborts as soon as the destination logs
+// "reserved"; a restart takes only its own side's facts). The kinds are the fault configuration
 // keys of the checker (system.FaultKinds); which fields each kind takes
 // is the table rules. The kinds a plan cannot schedule are refused with
 // the reason: reorder, early_timer, no_show and background_load happen in
@@ -102,9 +106,13 @@ type Fault struct {
 	// behind or has its blocks evicted; Msg restricts a lost or
 	// duplicated fact to one name ("" for any).
 	To, Side, Msg string
-	// After is the fact (an observation log kind) after which a restart
-	// aimed at a request's side strikes, "" for a restart of a worker.
+	// After is the fact (an observation log kind) after which a fault
+	// aimed at a request's side strikes, "" for one placed by time.
 	After string
+	// AfterSide is the side whose logging of After sets the mark, ""
+	// for Side itself: a fault aimed at the other side's phase (the
+	// source aborts right after the destination logs "reserved").
+	AfterSide string
 }
 
 // need says whether a kind takes a field.
@@ -118,8 +126,8 @@ const (
 
 // rule is what one schedulable kind takes.
 type rule struct {
-	kind                                  string
-	request, worker, to, side, msg, after need
+	kind                                             string
+	request, worker, to, side, msg, after, afterSide need
 	// alt is another form of the kind's fields, nil for none.
 	alt *rule
 }
@@ -162,6 +170,12 @@ func rulesOf() []rule {
 		}
 		if kind.Phase {
 			r.alt = &rule{kind: kind.Config, request: required, side: required, after: required}
+			if k != system.Restart {
+				// A worker restarts at its own phases; the other
+				// kinds may strike one side after the other side
+				// logs the fact.
+				r.alt.afterSide = optional
+			}
 		}
 		out = append(out, r)
 	}
@@ -236,7 +250,7 @@ type ruleField struct {
 // fields lists a kind's needs of every field but at_ms and kind, in
 // canonical order.
 func (r *rule) fields() []ruleField {
-	return []ruleField{{"request", r.request}, {"worker", r.worker}, {"to", r.to}, {"side", r.side}, {"msg", r.msg}, {"after", r.after}}
+	return []ruleField{{"request", r.request}, {"worker", r.worker}, {"to", r.to}, {"side", r.side}, {"msg", r.msg}, {"after", r.after}, {"after_side", r.afterSide}}
 }
 
 // form is the form of a kind's rule that the given fields fit best: the
@@ -269,6 +283,8 @@ type faultLine struct {
 	Side    json.RawMessage `json:"side,omitempty"`
 	Msg     json.RawMessage `json:"msg,omitempty"`
 	After   json.RawMessage `json:"after,omitempty"`
+	// AfterSide is the side whose logging of After sets the mark.
+	AfterSide json.RawMessage `json:"after_side,omitempty"`
 }
 
 type headerLine struct {
@@ -407,7 +423,7 @@ func (p *parser) fault(text []byte) (Fault, error) {
 		return f, p.fail("%s: at_ms %s", kind, why)
 	}
 	f.AtUS = at
-	raws := map[string]json.RawMessage{"request": l.Request, "worker": l.Worker, "to": l.To, "side": l.Side, "msg": l.Msg, "after": l.After}
+	raws := map[string]json.RawMessage{"request": l.Request, "worker": l.Worker, "to": l.To, "side": l.Side, "msg": l.Msg, "after": l.After, "after_side": l.AfterSide}
 	all := r
 	r = r.form(func(name string) bool { return raws[name] != nil })
 	for _, field := range r.fields() {
@@ -434,6 +450,8 @@ func (p *parser) fault(text []byte) (Fault, error) {
 			f.Msg, why = msg(raw)
 		case "after":
 			f.After, why = msg(raw)
+		case "after_side":
+			f.AfterSide, why = side(raw)
 		}
 		if why != "" {
 			return f, p.fail("%s: %s %s", kind, field.name, why)
@@ -525,7 +543,7 @@ func check(f *Fault) string {
 	if f.AtUS < 0 || f.AtUS > workload.MaxMicros {
 		return fmt.Sprintf("at_ms %s, want 0 to %d", workload.FormatMillis(f.AtUS), workload.MaxMillis)
 	}
-	given := map[string]bool{"request": f.Request != -1, "worker": f.Worker != -1, "to": f.To != "", "side": f.Side != "", "msg": f.Msg != "", "after": f.After != ""}
+	given := map[string]bool{"request": f.Request != -1, "worker": f.Worker != -1, "to": f.To != "", "side": f.Side != "", "msg": f.Msg != "", "after": f.After != "", "after_side": f.AfterSide != ""}
 	all := r
 	r = r.form(func(name string) bool { return given[name] })
 	for _, field := range r.fields() {
@@ -546,6 +564,8 @@ func check(f *Fault) string {
 		return fmt.Sprintf(`to %q, want "source" or "destination"`, f.To)
 	case !isSide(f.Side):
 		return fmt.Sprintf(`side %q, want "source" or "destination"`, f.Side)
+	case !isSide(f.AfterSide):
+		return fmt.Sprintf(`after_side %q, want "source" or "destination"`, f.AfterSide)
 	case len(f.Msg) > MaxMsgBytes:
 		return fmt.Sprintf("msg of %d bytes, want at most %d", len(f.Msg), MaxMsgBytes)
 	case !utf8.ValidString(f.Msg):
@@ -560,7 +580,7 @@ func check(f *Fault) string {
 
 // Write writes a plan in canonical form: the header, then one line per
 // fault with its fields in a fixed order (at_ms, kind, request, worker,
-// to, side, msg, after), times as the shortest decimal of milliseconds. Fault i
+// to, side, msg, after, after_side), times as the shortest decimal of milliseconds. Fault i
 // goes on line i+2; Line is ignored. A plan Parse would refuse is refused
 // before anything is written.
 func Write(w io.Writer, p *Plan) error {
@@ -591,7 +611,7 @@ func Write(w io.Writer, p *Plan) error {
 			b = append(b, `,"worker":`...)
 			b = strconv.AppendInt(b, int64(f.Worker), 10)
 		}
-		for _, kv := range [][2]string{{"to", f.To}, {"side", f.Side}, {"msg", f.Msg}, {"after", f.After}} {
+		for _, kv := range [][2]string{{"to", f.To}, {"side", f.Side}, {"msg", f.Msg}, {"after", f.After}, {"after_side", f.AfterSide}} {
 			if kv[1] != "" {
 				b = append(b, `,"`+kv[0]+`":`...)
 				b = appendString(b, kv[1])

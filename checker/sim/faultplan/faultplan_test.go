@@ -27,6 +27,7 @@ const example = `{"format":"handoffcheck.faults/v1"}
 {"at_ms": 120.5, "kind": "loss", "request": 2147483647, "msg": "ReaderCompleted"}
 {"at_ms":300,"kind":"restart","worker":2}
 {"at_ms":300,"after":"transfer_started","side":"destination","kind":"restart","request":5}
+{"at_ms":300,"after_side":"destination","after":"reserved","side":"source","kind":"abort","request":6}
 `
 
 const exampleCanonical = `{"format":"handoffcheck.faults/v1"}
@@ -41,6 +42,7 @@ const exampleCanonical = `{"format":"handoffcheck.faults/v1"}
 {"at_ms":120.5,"kind":"loss","request":2147483647,"msg":"ReaderCompleted"}
 {"at_ms":300,"kind":"restart","worker":2}
 {"at_ms":300,"kind":"restart","request":5,"side":"destination","after":"transfer_started"}
+{"at_ms":300,"kind":"abort","request":6,"side":"source","after":"reserved","after_side":"destination"}
 `
 
 func parse(data string) (*Plan, error) { return Parse(strings.NewReader(data), "p.jsonl") }
@@ -62,6 +64,7 @@ func TestParse_Example(t *testing.T) {
 		{Line: 10, AtUS: 120500, Kind: "loss", Request: MaxIndex, Worker: -1, Msg: "ReaderCompleted"},
 		{Line: 11, AtUS: 300000, Kind: "restart", Request: -1, Worker: 2},
 		{Line: 12, AtUS: 300000, Kind: "restart", Request: 5, Worker: -1, Side: "destination", After: "transfer_started"},
+		{Line: 13, AtUS: 300000, Kind: "abort", Request: 6, Worker: -1, Side: "source", After: "reserved", AfterSide: "destination"},
 	}
 	if d := cmp.Diff(want, p.Faults); d != "" {
 		t.Fatalf("faults (-want +got):\n%s", d)
@@ -101,6 +104,8 @@ func TestRoundTrip_EveryKind(t *testing.T) {
 					f.Msg = "ReceiveCompleted"
 				case "after":
 					f.After = "transfer_started"
+				case "after_side":
+					f.AfterSide = "source"
 				}
 			}
 			f.Line = len(plan.Faults) + 2
@@ -166,8 +171,11 @@ func TestParse_Refusals(t *testing.T) {
 		{"restart of both forms", header + `{"at_ms":0,"kind":"restart","worker":1,"request":1,"side":"source","after":"pinned"}`, `p.jsonl:2: faultplan: bad fault plan: restart does not take worker (restart takes at_ms, kind, worker; or at_ms, kind, request, side, after)`},
 		{"after without side", header + `{"at_ms":0,"kind":"restart","request":1,"after":"pinned"}`, `p.jsonl:2: faultplan: bad fault plan: restart needs side (restart takes at_ms, kind, worker; or at_ms, kind, request, side, after)`},
 		{"after on a loss", header + `{"at_ms":0,"kind":"loss","request":1,"after":"pinned"}`, `p.jsonl:2: faultplan: bad fault plan: loss does not take after`},
+		{"after_side of no side", header + `{"at_ms":0,"kind":"abort","request":1,"side":"source","after":"reserved","after_side":"decode"}`, `p.jsonl:2: faultplan: bad fault plan: abort: after_side "decode", want "source" or "destination"`},
+		{"after_side without after", header + `{"at_ms":0,"kind":"abort","request":1,"side":"source","after_side":"destination"}`, `p.jsonl:2: faultplan: bad fault plan: abort does not take after_side (abort takes at_ms, kind, request, side; or at_ms, kind, request, side, after, after_side (optional))`},
+		{"after_side on a restart", header + `{"at_ms":0,"kind":"restart","request":1,"side":"source","after":"reserved","after_side":"destination"}`, `p.jsonl:2: faultplan: bad fault plan: restart does not take after_side (restart takes at_ms, kind, worker; or at_ms, kind, request, side, after)`},
 		{"missing worker", header + `{"at_ms":0,"kind":"restart"}`, `p.jsonl:2: faultplan: bad fault plan: restart needs worker (restart takes at_ms, kind, worker; or at_ms, kind, request, side, after)`},
-		{"missing side", header + `{"at_ms":0,"kind":"abort","request":1}`, `p.jsonl:2: faultplan: bad fault plan: abort needs side (abort takes at_ms, kind, request, side; or at_ms, kind, request, side, after)`},
+		{"missing side", header + `{"at_ms":0,"kind":"abort","request":1}`, `p.jsonl:2: faultplan: bad fault plan: abort needs side (abort takes at_ms, kind, request, side; or at_ms, kind, request, side, after, after_side (optional))`},
 		{"extra worker", header + `{"at_ms":0,"kind":"hang","request":1,"worker":0}`, `p.jsonl:2: faultplan: bad fault plan: hang does not take worker (hang takes at_ms, kind, request)`},
 		{"extra request", header + `{"at_ms":0,"kind":"restart","worker":0,"request":1}`, `p.jsonl:2: faultplan: bad fault plan: restart does not take request`},
 		{"to on abort", header + `{"at_ms":0,"kind":"abort","request":1,"side":"source","to":"source"}`, `p.jsonl:2: faultplan: bad fault plan: abort does not take to`},

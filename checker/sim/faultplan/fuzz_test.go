@@ -26,6 +26,9 @@ func FuzzParseFaultPlan(f *testing.F) {
 	f.Add([]byte(header + `{"at_ms":0,"kind":"hang","request":4,"request":5}`))
 	f.Add([]byte(header + `{"at_ms":0,"kind":"hang","request":4}}`))
 	f.Add([]byte(strings.ReplaceAll(example, "\n", "\r\n")))
+	f.Add([]byte(header + `{"at_ms":0,"kind":"abort","request":0,"side":"source","after":"reserved","after_side":"destination"}`))
+	f.Add([]byte(header + `{"at_ms":0,"kind":"delay","request":0,"side":"source","after_side":"both"}`))
+	f.Add([]byte(header + `{"at_ms":0,"kind":"restart","request":0,"side":"source","after":"pinned","after_side":"source"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse(bytes.NewReader(data), "fuzz.jsonl")
 		if err != nil {
