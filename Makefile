@@ -13,6 +13,7 @@ BENCHTIME ?= 1x
 CODEMUT_N    ?= 300
 CODEMUT_SEED ?= 1
 CODEMUT_CALIBRATION ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/handoffcheck/codemut-calibration.json
+CODEMUT_JSON ?= $(dir $(CODEMUT_CALIBRATION))codemut-run.json
 
 # Every fuzz target, as package:target.
 FUZZ_TARGETS = \
@@ -172,11 +173,13 @@ fuzz-seeds:
 
 # Break the production code of model/ and checker/ one small change at a
 # time and report, per file, how many changes the tests caught, with every
-# survivor listed (docs/codemut.md). 20 to 40 minutes on 2 cores. With
-# the tests of make test-long too: a change only they catch is caught.
+# survivor listed (docs/codemut.md). With the tests of make test-long too:
+# a change only they catch is caught. Hours on 2 cores (docs/measurements.md):
+# Ctrl-C stops it with the report so far; every result is kept in
+# CODEMUT_JSON, from which go run ./tools/codemut -resume goes on.
 mutate-code:
 	mkdir -p $(dir $(CODEMUT_CALIBRATION))
-	HANDOFFCHECK_LONG=1 $(GO) run ./tools/codemut -n $(CODEMUT_N) -seed $(CODEMUT_SEED) -calibration $(CODEMUT_CALIBRATION)
+	HANDOFFCHECK_LONG=1 $(GO) run ./tools/codemut -n $(CODEMUT_N) -seed $(CODEMUT_SEED) -calibration $(CODEMUT_CALIBRATION) -json $(CODEMUT_JSON)
 
 bench:
 	$(GO) test ./checker -run '^$$' -bench . -benchtime $(BENCHTIME)
