@@ -593,6 +593,8 @@ func TestMermaid_EveryMoveOnItsLane(t *testing.T) {
 		{system.Move{Kind: system.MvTimer, H: 0, Arg: int8(model.TimerLease)}, "    Note over Source: timer h=0 timer=lease\n"},
 		{system.Move{Kind: system.MvTimer, H: 0, Arg: int8(model.TimerReservation)}, "    Note over Destination: timer h=0 timer=reservation\n"},
 		{mustMove(t, "free-background worker=1"), "    Note over Destination: free-background worker=1\n"},
+		{system.Move{Kind: system.MvTransfer, H: 0}, "    Source-->>Destination: h0 KV transfer completes\n"},
+		{mustMove(t, "fail-transfer h=1"), "    Source-->>Destination: h1 KV transfer fails\n"},
 	} {
 		out := c.mermaidSequence(&Counterexample{Violation: &model.Violation{}, Steps: []TraceStep{{Move: tc.m}}})
 		if !strings.Contains(out, tc.want) {

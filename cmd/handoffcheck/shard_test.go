@@ -243,18 +243,41 @@ func TestCLI_MergeRefusals(t *testing.T) {
 	runCLI(t, "check", "--config", small, "--run", "sglang", "--walks", "40", "--json", "--out", plain)
 	broken := filepath.Join(dir, "broken.json")
 	os.WriteFile(broken, []byte("{\n  \"mode\": \"walks\",\n  \"steps\": \"many\"\n}\n"), 0o644)
+	// A shard's index must be below the count: shard 2 of 2 is no shard.
+	past := filepath.Join(dir, "past.json")
+	if b, err := os.ReadFile(s1); err != nil || !strings.Contains(string(b), "\"index\": 1,") {
+		t.Fatalf("shard 1 of 2: %v\n%s", err, b)
+	} else {
+		os.WriteFile(past, []byte(strings.Replace(string(b), "\"index\": 1,", "\"index\": 2,", 1)), 0o644)
+	}
 	if code, out, errOut := runCLI(t, "merge", s1, s0); code != exitOK || !strings.Contains(out, "40 random walks of up to 200 moves in 2 shards") {
 		t.Fatalf("two shards in any order: exit %d: %s%s", code, out, errOut)
 	}
+	// Walks of up to 2^20 moves merge; one move more is refused.
+	withSteps := func(f string, n int) string {
+		b, err := os.ReadFile(f)
+		if err != nil || !strings.Contains(string(b), "\"steps\": 200,") {
+			t.Fatalf("%s: %v\n%s", f, err, b)
+		}
+		out := filepath.Join(dir, itoa(n)+filepath.Base(f))
+		os.WriteFile(out, []byte(strings.Replace(string(b), "\"steps\": 200,", "\"steps\": "+itoa(n)+",", 1)), 0o644)
+		return out
+	}
+	if code, out, errOut := runCLI(t, "merge", withSteps(s0, 1<<20), withSteps(s1, 1<<20)); code != exitOK || !strings.Contains(out, "of up to 1048576 moves") {
+		t.Errorf("walks of up to 2^20 moves: exit %d: %s%s", code, out, errOut)
+	}
+	long := withSteps(s1, 1<<20+1)
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
+		{[]string{"merge", withSteps(s0, 1<<20+1), long}, ":5: merge: 1048577 steps and 40 walks: want steps from 1 to 1048576"},
 		{[]string{"merge", s0}, "shards 1 of 2 are missing"},
 		{[]string{"merge", s0, s0, s1}, "shard 0 is given twice"},
 		{[]string{"merge", s0, other}, other + ":1: merge: a shard of another search"},
 		{[]string{"merge", plain}, plain + ":1: merge: not a shard's report"},
 		{[]string{"merge", broken}, broken + ":3:"},
+		{[]string{"merge", s0, past}, past + ":7: merge: shard 2 of 2"},
 		{[]string{"merge"}, "want [--json] SHARD.json..."},
 		{[]string{"check", "--walks", "4", "--shard", "2/2"}, "--shard \"2/2\": want K/M with 0 <= K < M"},
 		{[]string{"check", "--shard", "0/2"}, "--shard applies to random walks"},
