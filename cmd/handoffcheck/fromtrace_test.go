@@ -143,24 +143,20 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 // -short runs it); where it names the same one, the README says that a
 // live run goes on past the violation, and the facts its processes log
 // after it may give the judge an order that explains the logs or another
-// invariant first (goesOn); a fault placed by time, which live does not
-// read, is said too (byTime); where the violating step is a fact reaching
+// invariant first (goesOn); where the violating step is a fact reaching
 // a side that reported its outcome holding nothing, the README says a
 // live worker has forgotten the attempt by then (prefill-after-early-
 // outcome, whose abort is aimed at the destination's fact:
 // TestFaultPlan_AfterSide).
 func TestCheck_ReproNotLive(t *testing.T) {
-	const (
-		byTime = "which a live run does not read"
-		goesOn = "too. A live run goes on past the violation"
-	)
+	const goesOn = "too. A live run goes on past the violation"
 	for _, tc := range []struct {
 		variant, run string
 		why          []string
 	}{
 		{"withdraw-noop-leaks-reservation", "vllm", []string{"is rejected naming Quiescence, not InFlightAccounting: decode-0 reports its terminal outcome while it still holds its reserved pages"}},
 		{"report-before-release-applied", "vllm", []string{"is rejected naming Quiescence, not RouterCleanup: prefill-0 logs outcome_reported without returning its 3 pinned blocks"}},
-		{"late-peer-cancel-fails-done", "vllm", []string{byTime, "is rejected naming no invariant: decode-0 logs cancelled for the attempt after its end"}},
+		{"late-peer-cancel-fails-done", "vllm", []string{"is rejected naming no invariant: decode-0 logs cancelled for the attempt after its end"}},
 		{"prefill-after-early-outcome", "sglang", []string{"naming ExactlyOnceRelease too, but a live run does not reach the violation: its step delivers DestinationReserved to the source after that side reported its outcome holding nothing, and a live worker forgets an attempt once its side is terminal"}},
 		{"push-deadline-without-fence", "sglang", []string{"naming SourcePinnedUntilRead " + goesOn}},
 		{"release-on-heartbeat", "vllm", []string{"naming SourcePinnedUntilRead " + goesOn}},
