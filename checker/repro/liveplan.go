@@ -119,31 +119,7 @@ func (p *Plan) slack(ctx context.Context, proto *system.Protocol, base *cluster.
 // liveCandidates lists the deadlines of n timers a plan live can run
 // tries: each timer at a rung of liveLadder, all n at the same rung
 // beyond two.
-func liveCandidates(n int) [][]int64 {
-	var out [][]int64
-	switch n {
-	case 1:
-		for _, v := range liveLadder {
-			out = append(out, []int64{v})
-		}
-		return out
-	case 2:
-		for _, b := range liveLadder {
-			for _, a := range liveLadder {
-				out = append(out, []int64{a, b})
-			}
-		}
-		return out
-	}
-	for _, v := range liveLadder {
-		d := make([]int64, n)
-		for i := range d {
-			d[i] = v
-		}
-		out = append(out, d)
-	}
-	return out
-}
+func liveCandidates(n int) [][]int64 { return rungs(liveLadder, n) }
 
 // withDeadlines is a configuration with the timers fired set to the
 // deadlines d (0: the configuration's own), each times f.

@@ -268,7 +268,12 @@ func DerivePlan(ctx context.Context, proto *system.Protocol, cfg *system.Config,
 // ladder lists the deadlines of n timers to try, the configuration's own
 // first, then every pair of the ladder's (all n timers at the same rung
 // for n above two, which bounds the runs).
-func ladder(n int) [][]int64 {
+func ladder(n int) [][]int64 { return rungs(planLadder, n) }
+
+// rungs lists the deadlines of n timers at the given rungs: every
+// combination for one or two timers (the first timer's rung changing
+// fastest), all n at the same rung beyond two.
+func rungs(steps []int64, n int) [][]int64 {
 	var out [][]int64
 	switch {
 	case n == 0:
@@ -278,13 +283,13 @@ func ladder(n int) [][]int64 {
 		for {
 			d := make([]int64, n)
 			for i, j := range idx {
-				d[i] = planLadder[j]
+				d[i] = steps[j]
 			}
 			out = append(out, d)
 			i := 0
 			for ; i < n; i++ {
 				idx[i]++
-				if idx[i] < len(planLadder) {
+				if idx[i] < len(steps) {
 					break
 				}
 				idx[i] = 0
@@ -294,7 +299,7 @@ func ladder(n int) [][]int64 {
 			}
 		}
 	default:
-		for _, v := range planLadder {
+		for _, v := range steps {
 			d := make([]int64, n)
 			for i := range d {
 				d[i] = v

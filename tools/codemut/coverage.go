@@ -161,6 +161,19 @@ func readProfile(r io.Reader, module string, blocks map[string][]pos) error {
 	return sc.Err()
 }
 
+// readProfileFile is readProfile of the file at path.
+func readProfileFile(path, module string, blocks map[string][]pos) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := readProfile(f, module, blocks); err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	return nil
+}
+
 // sortBlocks sorts and de-duplicates each file's block starts (a profile
 // merged from several processes names a block once per process).
 func sortBlocks(blocks map[string][]pos) {
@@ -422,28 +435,16 @@ func calibrateOne(ctx context.Context, module, tmp string, spans map[string][]sp
 	if err != nil {
 		return run, false, fmt.Errorf("%v\n%s", err, lastLines(out, 20))
 	}
-	f, err := os.Open(profile)
-	if err != nil {
+	if err := readProfileFile(profile, module, blocks); err != nil {
 		return run, false, err
-	}
-	err = readProfile(f, module, blocks)
-	f.Close()
-	if err != nil {
-		return run, false, fmt.Errorf("%s: %v", profile, err)
 	}
 	if ents, _ := os.ReadDir(children); len(ents) > 0 {
 		merged := filepath.Join(dir, "children.txt")
 		if out, err := exec.Command("go", "tool", "covdata", "textfmt", "-i", children, "-o", merged).CombinedOutput(); err != nil {
 			return run, false, fmt.Errorf("go tool covdata: %v\n%s", err, out)
 		}
-		f, err := os.Open(merged)
-		if err != nil {
+		if err := readProfileFile(merged, module, blocks); err != nil {
 			return run, false, err
-		}
-		err = readProfile(f, module, blocks)
-		f.Close()
-		if err != nil {
-			return run, false, fmt.Errorf("%s: %v", merged, err)
 		}
 	}
 	sortBlocks(blocks)
