@@ -245,6 +245,15 @@ func (ps *packages) calibrate(ctx context.Context, o *options, tmp string, stder
 	var mu sync.Mutex
 	var failed []string
 	done := 0
+	// running is held shared by each calibration run and alone by a
+	// failed test's second try: two tests of one package side by side may
+	// share a fixed path, but alone the test must pass.
+	var running sync.RWMutex
+	try := func(c calibration) (testRun, bool, error) {
+		running.RLock()
+		defer running.RUnlock()
+		return calibrateOne(ctx, ps.module, tmp, spans, c)
+	}
 	work := make(chan calibration)
 	var wg sync.WaitGroup
 	for j := 0; j < o.jobs; j++ {
@@ -252,18 +261,16 @@ func (ps *packages) calibrate(ctx context.Context, o *options, tmp string, stder
 		go func() {
 			defer wg.Done()
 			for c := range work {
-				run, skipped, err := calibrateOne(ctx, ps.module, tmp, spans, c)
-				if err != nil {
-					// Two tests of one package side by side may share a
-					// fixed path; alone, the test must pass.
-					mu.Lock()
+				run, skipped, err := try(c)
+				if err != nil && ctx.Err() == nil {
+					running.Lock()
 					run, skipped, err = calibrateOne(ctx, ps.module, tmp, spans, c)
-					mu.Unlock()
+					running.Unlock()
 				}
 				var full testRun
 				if err == nil && skipped {
 					c.short = false
-					full, _, err = calibrateOne(ctx, ps.module, tmp, spans, c)
+					full, _, err = try(c)
 				}
 				mu.Lock()
 				done++
@@ -284,8 +291,13 @@ func (ps *packages) calibrate(ctx context.Context, o *options, tmp string, stder
 			}
 		}()
 	}
+send:
 	for _, c := range todo {
-		work <- c
+		select {
+		case work <- c:
+		case <-ctx.Done():
+			break send
+		}
 	}
 	close(work)
 	wg.Wait()
