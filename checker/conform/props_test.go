@@ -7,12 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/handoffcheck/handoffcheck/checker/internal/variant"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/checker/props"
 	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/checker/system"
-	"github.com/handoffcheck/handoffcheck/machines/interp"
-	"github.com/handoffcheck/handoffcheck/spec"
 )
 
 const (
@@ -36,26 +35,7 @@ func loadPropsFile(t *testing.T, file string) *props.Set {
 	return set
 }
 
-func variantProtocol(t *testing.T, file string) *system.Protocol {
-	t.Helper()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := spec.Parse(file, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	it, err := interp.New(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := system.FromStepper(file, s, it)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+func variantProtocol(t *testing.T, file string) *system.Protocol { return variant.Protocol(t, file) }
 
 // simLogOf is the log the simulator writes of a scenario run by the
 // tables of p, source-first (vLLM, whose activation waits in the core as

@@ -21,10 +21,10 @@ import (
 	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/diagram"
 	"github.com/handoffcheck/handoffcheck/checker/internal/browser"
+	"github.com/handoffcheck/handoffcheck/checker/internal/variant"
 	"github.com/handoffcheck/handoffcheck/checker/props"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/machines"
-	"github.com/handoffcheck/handoffcheck/machines/interp"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -66,16 +66,7 @@ func openTrace(t testing.TB, file string) (*checker.Checker, *checker.Trace, *Se
 }
 
 func interpreted(t testing.TB, s *spec.Spec) *system.Protocol {
-	t.Helper()
-	it, err := interp.New(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := system.FromStepper("variant", s, it)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return variant.Of(t, "variant", s)
 }
 
 // Every state the page shows along a trace, and every successor it

@@ -7,9 +7,7 @@ import (
 	"time"
 
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
-	"github.com/handoffcheck/handoffcheck/checker/system"
-	"github.com/handoffcheck/handoffcheck/machines/interp"
-	"github.com/handoffcheck/handoffcheck/spec"
+	"github.com/handoffcheck/handoffcheck/checker/internal/variant"
 )
 
 // TestLive_StuckSideSettlesTheDrain: under tables whose source, its
@@ -22,22 +20,7 @@ import (
 // leak is reported all the same.
 func TestLive_StuckSideSettlesTheDrain(t *testing.T) {
 	const file = "../../testdata/variants/cancel-noop-leaks-held-source.json"
-	raw, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := spec.Parse(file, raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	it, err := interp.New(sp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proto, err := system.FromStepper(file, sp, it)
-	if err != nil {
-		t.Fatal(err)
-	}
+	proto := variant.Protocol(t, file)
 	cfg := policyConfig(t, "source-first")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -10,10 +10,9 @@ import (
 	"testing"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/internal/variant"
 	"github.com/handoffcheck/handoffcheck/checker/system"
-	"github.com/handoffcheck/handoffcheck/machines/interp"
 	"github.com/handoffcheck/handoffcheck/model"
-	"github.com/handoffcheck/handoffcheck/spec"
 )
 
 // found runs check on a configuration under a variant and returns the
@@ -38,22 +37,7 @@ func tryFound(t testing.TB, configFile, specFile, run string) (Input, bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile(specFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := spec.Parse(specFile, raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	it, err := interp.New(sp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proto, err := system.FromStepper(specFile, sp, it)
-	if err != nil {
-		t.Fatal(err)
-	}
+	proto := variant.Protocol(t, specFile)
 	runs, err := checker.SelectRuns(cfg, []string{run}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +50,7 @@ func tryFound(t testing.TB, configFile, specFile, run string) (Input, bool) {
 		return Input{}, false
 	}
 	abs, _ := filepath.Abs(specFile)
-	return Input{Protocol: proto, Spec: sp, SpecFile: abs, ConfigJSON: cfgJSON, Run: runs[0], Found: rep.Runs[0].Violation,
+	return Input{Protocol: proto, Spec: proto.Spec(), SpecFile: abs, ConfigJSON: cfgJSON, Run: runs[0], Found: rep.Runs[0].Violation,
 		Command: "handoffcheck check --config " + configFile + " --spec " + specFile + " --run " + run}, true
 }
 
