@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -222,15 +224,28 @@ func TestFaultPlan_AfterSide(t *testing.T) {
 	}
 	logs := t.TempDir()
 	code, out, errOut = runCLI(t, append([]string{"live", "--out", logs, "--no-conform"}, plan...)...)
-	if code != exitOK || !strings.Contains(out, "faults: 1 of the plan struck") || !strings.Contains(out, "source worker 0 gen 0: 1 attempts, 1 frames refused (unknown attempt 1)") {
+	if code != exitOK || !strings.Contains(out, "faults: 1 of the plan struck") {
 		t.Fatalf("live on the plan: exit %d\n%s%s", code, out, errOut)
 	}
+	// The mark reaches the source ahead of the destination's fact, so the
+	// source aborts before it takes anything of the destination's. Whether
+	// that fact then finds the attempt forgotten (a frame refused) or
+	// still retiring (dropped as the attempt's) is the machine's timing,
+	// not the plan's: the log is what the plan fixes.
 	src, err := os.ReadFile(filepath.Join(logs, "prefill-0.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(src), `"kind":"aborted"`) || strings.Contains(string(src), `"kind":"prefill_dispatched"`) {
-		t.Fatalf("the source's log: want aborted before any prefill is dispatched\n%s", src)
+	var kinds []string
+	for _, line := range strings.Split(strings.TrimSpace(string(src)), "\n")[1:] {
+		var e struct{ Kind string }
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("the source's log: %v\n%s", err, src)
+		}
+		kinds = append(kinds, e.Kind)
+	}
+	if want := []string{"request_accepted", "aborted", "outcome_reported"}; !slices.Equal(kinds, want) {
+		t.Fatalf("the source's log: kinds %v, want %v (aborted before it takes the destination's fact)\n%s", kinds, want, src)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.jsonl")
 	if err := os.WriteFile(bad, []byte(`{"format":"handoffcheck.faults/v1"}`+"\n"+`{"at_ms":0,"kind":"abort","request":0,"side":"source","after":"reserved"}`+"\n"), 0o644); err != nil {
