@@ -203,3 +203,31 @@ func TestDelay_FiredByMatchesTheStep(t *testing.T) {
 		}
 	}
 }
+
+// A command's answers are found by name wherever a table lists them: a
+// file that lists an answer first (index 0) keeps the command path, as
+// the built-in order does.
+func TestCommands_AnswerListedFirst(t *testing.T) {
+	cfg := loadConfigFile(t, "../../testdata/configs/commands.json")
+	want := checkerFor(t, Generated(), cfg, "sglang").cmds
+	for _, answer := range []string{"ActivationApplied", "ReleaseNoOp", "CancelApplied"} {
+		s := spec.Default().Clone()
+		moved := 0
+		for _, r := range spec.Roles {
+			tb := s.Table(r)
+			i := tb.EventIndex(answer)
+			if i < 0 {
+				continue
+			}
+			ev := tb.Events[i]
+			tb.Events = append([]spec.Event{ev}, append(tb.Events[:i:i], tb.Events[i+1:]...)...)
+			moved++
+		}
+		if moved == 0 {
+			t.Fatalf("no table lists %s", answer)
+		}
+		if got := checkerFor(t, interpreted(t, s), cfg, "sglang").cmds; got != want {
+			t.Errorf("%s listed first: modes %v, want %v", answer, got, want)
+		}
+	}
+}
