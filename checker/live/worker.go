@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
@@ -332,7 +333,11 @@ func RunWorker(ctx context.Context, opt WorkerOptions) error {
 				if w.log != nil {
 					w.log.Flush()
 				}
-				if ctx.Err() != nil || w.draining || err == io.EOF || errors.Is(err, net.ErrClosed) {
+				// The coordinator ends a worker by closing its connection;
+				// frames the worker sent that it never read make the close
+				// a reset rather than an end of file. Either is the end
+				// the coordinator chose, which it reports itself.
+				if ctx.Err() != nil || w.draining || err == io.EOF || errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) {
 					return nil
 				}
 				return fmt.Errorf("live: worker %d: %w", opt.Worker, err)
