@@ -9,8 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
+	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/checker/sim/faultplan"
 	"github.com/handoffcheck/handoffcheck/checker/sim/workload"
 	"github.com/handoffcheck/handoffcheck/checker/system"
@@ -282,28 +286,49 @@ func atScale(t *testing.T, dir string, proto *system.Protocol, sc *Scale, readme
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, res, err := runPlan(context.Background(), proto, cfg, reqs, plan.Faults, false)
+	res, err := runAtScale(context.Background(), proto, cfg, reqs, plan.Faults)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if (res.Violation == nil) != (sc.Result.Violation == nil) || res.Summary.Requests != sc.Result.Summary.Requests ||
-		res.Summary.StrandedSourceBlockSeconds != sc.Result.Summary.StrandedSourceBlockSeconds || res.Summary.Failed != sc.Result.Summary.Failed {
-		t.Fatalf("the files at scale give %+v, the README %+v", res.Summary, sc.Result.Summary)
+	if diff := cmp.Diff(sc.Result.Summary, res.Summary, cmpopts.IgnoreUnexported(sim.KeptGoing{})); diff != "" || (res.Violation == nil) != (sc.Result.Violation == nil) {
+		t.Fatalf("the files at scale give another run than the README's (-README +files):\n%s", diff)
 	}
-	if sc.Struck == 0 || sc.Requests != len(reqs) {
-		t.Fatalf("the faults recur on %d of %d requests", sc.Struck, sc.Requests)
+	if sc.Struck == 0 || sc.Requests != len(reqs) || res.Summary.Requests != len(reqs) {
+		t.Fatalf("the faults recur on %d of %d requests; the run had %d", sc.Struck, sc.Requests, res.Summary.Requests)
 	}
 	flat := strings.Join(strings.Fields(string(readme)), " ")
 	_, para, _ := strings.Cut(flat, "**The cost at the default workload's scale.**")
 	para, _, _ = strings.Cut(para, "**Live.**")
-	want := fmt.Sprintf("by then %d requests had arrived, %d succeeded, %d failed", res.Summary.Requests, res.Summary.Succeeded, res.Summary.Failed)
-	if res.Summary.Requests == 1 {
-		want = strings.Replace(want, "requests", "request", 1)
-	}
-	for _, w := range []string{want, fmt.Sprintf("stranded source KV %.1f block-seconds", res.Summary.StrandedSourceBlockSeconds), fmt.Sprintf("on one request in %d (%d of them)", sc.Every, sc.Struck)} {
-		if !strings.Contains(para, w) {
-			t.Fatalf("the README's cost at scale lacks %q:\n%s", w, readme)
+	runs := []*sim.Result{res}
+	if sc.Baseline != nil {
+		// The built-in tables' run, as the README's second command gives it.
+		base, err := runAtScale(context.Background(), system.Generated(), cfg, reqs, plan.Faults)
+		if err != nil {
+			t.Fatal(err)
 		}
+		if base.Violation != nil || base.Summary.KeptGoing.InUseBlocks != 0 {
+			t.Fatalf("the built-in tables at scale: %v, %d blocks in use at the end", base.Violation, base.Summary.KeptGoing.InUseBlocks)
+		}
+		runs = append(runs, base)
+		if !strings.Contains(para, "on the built-in tables: of the ") || !strings.Contains(para, "--keep-going # the built-in tables") {
+			t.Fatalf("the README's cost at scale lacks the built-in tables' run:\n%s", readme)
+		}
+	}
+	for _, r := range runs {
+		u := &r.Summary
+		want := fmt.Sprintf("%d requests, %d succeeded, %d failed, %d were cancelled", u.Requests, u.Succeeded, u.Failed, u.Cancelled)
+		for _, w := range []string{want, fmt.Sprintf("throughput %.2f requests/s, TTFT p99 %.1f ms", u.ThroughputRPS, u.TTFT.P99),
+			fmt.Sprintf("stranded source KV %.1f block-seconds", u.StrandedSourceBlockSeconds), fmt.Sprintf("%d blocks still in use at the end", u.KeptGoing.InUseBlocks)} {
+			if !strings.Contains(para, w) {
+				t.Fatalf("the README's cost at scale lacks %q:\n%s", w, readme)
+			}
+		}
+	}
+	if k := res.Summary.KeptGoing; res.Violation != nil && !strings.Contains(para, fmt.Sprintf("%d time", k.Total())) {
+		t.Fatalf("the README's cost at scale lacks the count of violations (%d):\n%s", k.Total(), readme)
+	}
+	if !strings.Contains(para, fmt.Sprintf("on one request in %d (%d of them)", sc.Every, sc.Struck)) {
+		t.Fatalf("the README's cost at scale lacks the share of requests struck:\n%s", readme)
 	}
 }
 

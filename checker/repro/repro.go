@@ -320,7 +320,10 @@ func render(t *template.Template, in Input, res *Result, story []string, ce *che
 // timedBlock says a reproduction's bug on the clock (a clockView), for
 // every README that has one: the plan derived from the trace, or why
 // there is none and the first timed scenario that breaks the invariant.
-const timedBlock = `{{define "timed"}}{{with .P}}{{if .Result}}{{with .Result.Violation}}**On the clock.** ` + "`sim.json`, `workload.jsonl` and `faults.jsonl`" + ` are these steps on the simulator's
+const timedBlock = `{{define "scalecost"}}{{.Requests}} request{{if ne .Requests 1}}s{{end}}, {{.Succeeded}} succeeded, {{.Failed}} failed,
+{{.Cancelled}} were cancelled{{with .KeptGoing}}{{if .Requests}} and {{.Requests}} broke an invariant{{end}}{{end}}; {{.FaultsStruck}} fault{{if ne .FaultsStruck 1}}s{{end}} struck; throughput {{printf "%.2f" .ThroughputRPS}} requests/s, TTFT p99
+{{printf "%.1f" .TTFT.P99}} ms; stranded source KV {{printf "%.1f" .StrandedSourceBlockSeconds}} block-seconds (peak {{.StrandedSourcePeak}} blocks); held for
+doomed attempts {{printf "%.1f" .StrandedBlockSeconds}} block-seconds; {{with .KeptGoing}}{{.InUseBlocks}} block{{if ne .InUseBlocks 1}}s{{end}} still in use at the end{{end}}.{{end}}{{define "timed"}}{{with .P}}{{if .Result}}{{with .Result.Violation}}**On the clock.** ` + "`sim.json`, `workload.jsonl` and `faults.jsonl`" + ` are these steps on the simulator's
 clock: {{$.P.Summary}}. ` + "`simulate`" + ` breaks {{$.Invariant}} too, at {{ms .AtUS}} ms of virtual time on request {{.Request}}:
 {{.Detail}}.
 
@@ -338,13 +341,14 @@ kept), and the plan's faults on one request in {{.Every}} ({{.Struck}} of them),
 the same phase of its request as the plan aims it (one placed by time, at the same
 time after its request's arrival){{if .Restarts}}; the plan's {{.Restarts}} worker restart{{if ne .Restarts 1}}s are{{else}} is{{end}} left out (aimed
 at a worker, not at a request's phase){{end}}. The simulator is deterministic, so these
-figures are those of the command below; it stops at the first violation, so they
-are those up to it. {{with .Result}}{{with .Violation}}It breaks {{.Invariant}} at {{ms .AtUS}} ms of virtual time on
-request {{.Request}}{{else}}It breaks nothing{{end}}{{with .Summary}}: by then {{.Requests}} request{{if ne .Requests 1}}s{{end}} had arrived, {{.Succeeded}} succeeded, {{.Failed}} failed,
-{{.Cancelled}} were cancelled, {{.FaultsStruck}} fault{{if ne .FaultsStruck 1}}s{{end}} had struck; stranded source KV {{printf "%.1f" .StrandedSourceBlockSeconds}} block-seconds
-(peak {{.StrandedSourcePeak}} blocks); held for doomed attempts {{printf "%.1f" .StrandedBlockSeconds}} block-seconds.{{end}}{{end}}
-
-    handoffcheck simulate --config ` + ScaleSimFile + ` --faults ` + ScaleFaultsFile + `{{if $.Spec}} --spec {{$.Spec}}{{end}}
+figures are those of the command below. It keeps going past each violation
+(` + "`--keep-going`" + `): a request that breaks an invariant takes no further step and keeps what
+it holds, as a leak would, and the others go on around it. {{with .Result}}{{with .Violation}}It breaks {{.Invariant}} first at {{ms .AtUS}} ms of virtual time on
+request {{.Request}}{{else}}It breaks nothing{{end}}{{with .Summary}}{{with .KeptGoing}}, {{.Total}} time{{if ne .Total 1}}s{{end}} in all ({{range $i, $c := .Violations}}{{if $i}}, {{end}}{{$c.Invariant}} {{$c.Count}}{{end}}) on {{.Requests}} request{{if ne .Requests 1}}s{{end}}{{if .Stopped}}, until {{.Stopped}}{{end}}{{end}}. Of the {{template "scalecost" .}}{{end}}{{end}}
+{{with .Baseline}}{{with .Summary}}The same workload and faults on the built-in tables: of the {{template "scalecost" .}}
+{{end}}{{end}}
+    handoffcheck simulate --config ` + ScaleSimFile + ` --faults ` + ScaleFaultsFile + `{{if $.Spec}} --spec {{$.Spec}}{{end}} --keep-going{{if .Baseline}}
+    handoffcheck simulate --config ` + ScaleSimFile + ` --faults ` + ScaleFaultsFile + ` --keep-going   # the built-in tables{{end}}
 {{end}}{{else}}**From the trace.** No plan on the clock derived from these steps reaches {{$.Invariant}}:
 {{.Why}}.{{with $.Note}} {{.}}.{{end}}
 

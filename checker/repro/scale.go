@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
+	"slices"
 
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/sim"
@@ -33,8 +35,10 @@ const scaleEvery = 10
 // workload on the plan's cluster with the default number of workers,
 // the plan's faults recurring on one request in Every, each aimed at the
 // same phase of its request as the plan aims it (a fault placed by time,
-// at the same time after its request's arrival). The simulator stops at
-// the first violation, so the figures are those up to it.
+// at the same time after its request's arrival). The run keeps going past
+// its violations (sim.Options.KeepGoing), so its figures are the whole
+// workload's; Baseline is the same workload and faults on the built-in
+// tables, for the cost to the other requests.
 type Scale struct {
 	Config          *cluster.Config
 	Faults          []faultplan.Fault
@@ -45,6 +49,9 @@ type Scale struct {
 	// restart is aimed at a worker, not a request's phase.
 	Restarts int
 	Result   *sim.Result
+	// Baseline is the run on the built-in tables; nil when the plan's
+	// tables are the built-in ones.
+	Baseline *sim.Result
 }
 
 // atScale runs the plan's incident at the default workload's scale.
@@ -85,12 +92,24 @@ func (p *Plan) atScale(ctx context.Context, proto *system.Protocol) (*Scale, err
 	}
 	// A plan file lists its faults in time order.
 	sortFaults(sc.Faults)
-	_, res, err := runPlan(ctx, proto, back, reqs, sc.Faults, false)
-	if err != nil {
+	if sc.Result, err = runAtScale(ctx, proto, back, reqs, sc.Faults); err != nil {
 		return nil, err
 	}
-	sc.Result = res
+	if gen := system.Generated(); proto != nil && !reflect.DeepEqual(proto.Spec(), gen.Spec()) {
+		if sc.Baseline, err = runAtScale(ctx, gen, back, reqs, sc.Faults); err != nil {
+			return nil, err
+		}
+	}
 	return sc, nil
+}
+
+// runAtScale runs the incident at scale to the end of the workload.
+func runAtScale(ctx context.Context, proto *system.Protocol, cfg *cluster.Config, reqs []cluster.Request, faults []faultplan.Fault) (*sim.Result, error) {
+	res, err := sim.Run(ctx, cfg, &sim.SliceSource{Reqs: slices.Clone(reqs)}, sim.Options{Protocol: proto, Faults: toCluster(faults), KeepGoing: true})
+	if err != nil {
+		return nil, fmt.Errorf("repro: the run at scale: %w", err)
+	}
+	return res, nil
 }
 
 // sortFaults orders faults by time, keeping the order of equal times.

@@ -30,22 +30,30 @@ func (s *Sim) observeProps(r *request) *model.Violation {
 // gone with it open.
 func (s *Sim) missed(r *request) {
 	ms := s.clock.Take()
-	if len(ms) == 0 || s.violation != nil {
+	if len(ms) == 0 || s.stop {
 		return
 	}
-	m := ms[0]
-	q := r
-	if q == nil {
-		q = s.active[m.Subject]
+	if s.kept == nil {
+		// The run stops at the first.
+		ms = ms[:1]
 	}
-	at := m.Deadline
-	if m.GoneAt >= 0 {
-		at = m.GoneAt
+	for _, m := range ms {
+		q := r
+		if q == nil {
+			q = s.active[m.Subject]
+		}
+		at := m.Deadline
+		if m.GoneAt >= 0 {
+			at = m.GoneAt
+		}
+		now := s.now
+		s.now = at
+		s.fail(q, m.Prop.Name, m.Detail())
+		s.now = now
+		if s.stop {
+			return
+		}
 	}
-	now := s.now
-	s.now = at
-	s.fail(q, m.Prop.Name, m.Detail())
-	s.now = now
 }
 
 // withProps adds the properties' verdicts on the run to its result.
@@ -69,5 +77,9 @@ func (s *Sim) withInvariants(res *Result) *Result {
 		violated = res.Violation.Invariant
 	}
 	res.Invariants = s.ex.Report(cluster.TimedInvariants(s.faultFree), s.cfg.AttemptWorld(0, 0), violated, func(i int) string { return fmt.Sprintf("request %d", i) })
+	if s.kept != nil && !s.stop {
+		// The run went past its violations to the end of the workload.
+		res.Invariants.Stopped = false
+	}
 	return res
 }

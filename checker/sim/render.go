@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
@@ -82,6 +83,19 @@ func (r *Result) WriteSummary(w io.Writer) {
 			fmt.Fprint(w, " each released what it held once, nothing held at the end")
 		}
 		fmt.Fprintln(w)
+	}
+	if k := s.KeptGoing; k != nil && k.Total() == 0 {
+		fmt.Fprintln(w, "  kept going: no violation to go past")
+	} else if k != nil {
+		counts := make([]string, len(k.Violations))
+		for i, c := range k.Violations {
+			counts[i] = fmt.Sprintf("%s %d", c.Invariant, c.Count)
+		}
+		fmt.Fprintf(w, "  kept going past the first violation (below): %d violations (%s) on %d requests in flight, which took no step after theirs; %d blocks still in use at the end\n",
+			k.Total(), strings.Join(counts, ", "), k.Requests, k.InUseBlocks)
+		if k.Stopped != "" {
+			fmt.Fprintf(w, "  stopped early: %s\n", k.Stopped)
+		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "  worker\trole\tpinned peak/mean\treserved peak/mean\tactive peak/mean\tin-flight peak\tstranded-source block-s\tdoomed block-s\t")

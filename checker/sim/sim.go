@@ -94,7 +94,11 @@ type Sim struct {
 	olog      *obslog.Writer
 	clock     *props.Clock
 	violation *Violation
-	inputErr  error
+	// stop ends the run: at the first violation, or with KeepGoing at one
+	// no request carries (kept.global).
+	stop     bool
+	kept     *KeptGoing // with Options.KeepGoing, what went on after the first violation
+	inputErr error
 	// watch, when set, sees every request after each of its steps: the
 	// tests judge by it the order waiters are served in, which no
 	// invariant states.
@@ -131,6 +135,13 @@ type Options struct {
 	// properties are the configuration's Judge. Result.Props has the
 	// verdicts.
 	Props *props.Clock
+	// KeepGoing runs past a violation to the end of the workload, for
+	// the cost of a bug at scale: a request that breaks an invariant
+	// takes no further step and keeps what it holds to the end of the
+	// run, as a leak would; the others go on around it. Result.Violation
+	// is still the first; Summary.KeptGoing counts the rest. A violation
+	// no request carries (a worker's counters) still ends the run.
+	KeepGoing bool
 }
 
 // Progress is what a long run reports.
@@ -179,6 +190,9 @@ func newSim(cfg *cluster.Config, src cluster.Source, opt Options) (*Sim, error) 
 	}
 	s.stats = newStats(cfg, n)
 	s.faultFree = opt.FaultFree
+	if opt.KeepGoing {
+		s.kept = &KeptGoing{}
+	}
 	s.olog = opt.Log
 	s.clock = opt.Props
 	if opt.Timeline != nil {
@@ -238,6 +252,9 @@ type request struct {
 	trans     []Transition
 	m         cluster.Marks
 	retired   bool
+	// broken is set when the request broke an invariant in a run that
+	// keeps going: it takes no further step from then on.
+	broken bool
 	job       *cluster.ComputeJob[*event] // its prefill on the worker's compute queue, Of its compute move
 	// The queues it waits in: dispatchAt is when its prefill was
 	// dispatched, jobStart when the worker starts computing it (after
@@ -416,7 +433,7 @@ func (s *Sim) run(ctx context.Context, opt Options) (*Result, error) {
 		s.push(&event{at: 0, kind: evSample})
 	}
 	var events uint64
-	for s.q.Len() > 0 && s.violation == nil {
+	for s.q.Len() > 0 && !s.stop {
 		e := heap.Pop(&s.q).(*event)
 		if opt.UntilUS > 0 && s.teardown == nil && e.at > opt.UntilUS {
 			heap.Push(&s.q, e)
@@ -450,7 +467,7 @@ func (s *Sim) run(ctx context.Context, opt Options) (*Result, error) {
 			// steps at the deadline itself came before (deadlines are
 			// inclusive).
 			s.clock.Advance(s.now)
-			if s.missed(nil); s.violation != nil {
+			if s.missed(nil); s.stop {
 				break
 			}
 		}
@@ -494,14 +511,14 @@ func (s *Sim) run(ctx context.Context, opt Options) (*Result, error) {
 		if s.inputErr != nil {
 			return nil, s.inputErr
 		}
-		if s.violation == nil {
+		if !s.stop {
 			s.settle()
 		}
-		if e.r != nil && s.violation == nil {
+		if e.r != nil && !s.stop {
 			s.maybeRetire(e.r)
 		}
 	}
-	if s.violation == nil {
+	if !s.stop {
 		s.finish()
 	}
 	return s.withInvariants(s.withProps(s.result(events, false))), nil
@@ -518,19 +535,23 @@ const (
 
 // stuck reports the oldest request still in flight.
 func (s *Sim) stuck() {
-	rs := s.sortedActive()
-	if len(rs) == 0 {
-		return
+	rs := s.unbrokenActive()
+	// Each is still in flight; a run that keeps going counts them all,
+	// one that does not stops at the oldest.
+	for _, r := range rs {
+		s.fail(r, model.NameEventuallyDrained, fmt.Sprintf("the request is still in flight %s after the last arrival, %d requests with it: "+
+			"the protocol keeps it busy without ever draining it", fmtDur(s.now-s.lastArrival), len(rs)-1)+": "+r.st.W.DescribeHeld())
+		if s.stop {
+			return
+		}
 	}
-	s.fail(rs[0], model.NameEventuallyDrained, fmt.Sprintf("the request is still in flight %s after the last arrival, %d requests with it: "+
-		"the protocol keeps it busy without ever draining it", fmtDur(s.now-s.lastArrival), len(rs)-1)+": "+rs[0].st.W.DescribeHeld())
 }
 
 // stale reports whether an event no longer means anything.
 func (s *Sim) stale(e *event) bool {
 	r := e.r
 	switch {
-	case r.retired:
+	case r.retired || r.broken:
 		return true
 	case e.kind == evTimer:
 		return e.ver != r.timerVer[e.timer]
@@ -706,7 +727,7 @@ func (s *Sim) do(r *request, m system.Move, force bool) bool {
 		return true
 	}
 	s.react(r, &before, m)
-	if trigger >= 0 && s.violation == nil {
+	if trigger >= 0 && !s.halted(r) {
 		// The side logged the fact a planned restart waits for: its
 		// worker restarts now, at that phase of the handoff.
 		r.m.RestartAfter[trigger] = ""
@@ -758,16 +779,47 @@ func (s *Sim) restartTrigger(r *request, before *system.State, m system.Move) in
 }
 
 func (s *Sim) fail(r *request, inv, detail string) {
-	if s.violation != nil {
+	if s.stop || (r != nil && r.broken) {
 		return
 	}
-	idx := -1
-	var hist []string
-	if r != nil {
-		idx = r.Index
-		hist = s.lines(r)
+	if s.violation == nil {
+		idx := -1
+		var hist []string
+		if r != nil {
+			idx = r.Index
+			hist = s.lines(r)
+		}
+		s.violation = &Violation{Invariant: inv, AtUS: s.now, Request: idx, Detail: detail, History: hist}
 	}
-	s.violation = &Violation{Invariant: inv, AtUS: s.now, Request: idx, Detail: detail, History: hist}
+	if s.kept == nil || r == nil {
+		s.stop = true
+		if s.kept != nil {
+			s.kept.note(inv)
+			s.kept.Stopped = fmt.Sprintf("%s at %s, on no one request: the run stopped there", inv, fmtMS(s.now))
+		}
+		return
+	}
+	s.kept.note(inv)
+	s.breakOff(r)
+}
+
+// halted reports whether a request takes no further step: the run
+// stopped, or the request broke an invariant in a run that keeps going.
+func (s *Sim) halted(r *request) bool { return s.stop || r.broken }
+
+// breakOff takes a request that broke an invariant out of the run that
+// keeps going: nothing is to happen for it any more (its events are
+// stale, it waits for nothing, its prefill gives its worker back), and
+// what it holds stays held to the end of the run.
+func (s *Sim) breakOff(r *request) {
+	r.broken = true
+	if !r.retired {
+		s.kept.Requests++
+	}
+	r.waiting = [2]bool{}
+	if r.job != nil {
+		s.unbook(r)
+	}
 }
 
 // react follows a step: timers armed, renewed or disarmed by the rows
@@ -813,11 +865,11 @@ func (s *Sim) react(r *request, before *system.State, m system.Move) {
 	// The cache evicts what a finished side keeps: a request outside a
 	// world cannot evict it later (docs: the simulator's cache model).
 	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
-		if s.violation == nil && cluster.Evicts(s.chk, &r.st, sd) {
+		if !s.halted(r) && cluster.Evicts(s.chk, &r.st, sd) {
 			s.do(r, cluster.Evict(sd), true)
 		}
 	}
-	if s.violation != nil {
+	if s.halted(r) {
 		return
 	}
 	x = &r.st.W.H[0]
@@ -963,7 +1015,7 @@ func (s *Sim) settle() {
 				continue
 			}
 			s.schedule(r)
-			if s.violation != nil {
+			if s.stop {
 				return
 			}
 			if r.waiting[k] && !r.listed[k] {
@@ -1256,7 +1308,7 @@ func (s *Sim) strike(f *cluster.Fault) {
 // clientCancel is the client cancelling: the frontend cancels the request
 // streams that exist.
 func (s *Sim) clientCancel(r *request) {
-	if r.retired {
+	if r.retired || r.broken {
 		return
 	}
 	if s.do(r, system.Move{Kind: system.Cancel.Move(), H: 0}, false) {
@@ -1289,8 +1341,12 @@ func (s *Sim) restart(w int) {
 		s.noteFirings(r)
 		if v != nil {
 			s.fail(r, v.Invariant, v.Detail)
-			return
+			if s.stop {
+				return
+			}
 		}
+		// A request that broke an invariant restarts too: the worker's
+		// counters start afresh, and what it held there is gone.
 		hs := r.Held(&r.st)
 		s.sums[w] = r.WriteBack(k, s.sums[w], &hs)
 		o := 1 - k
@@ -1328,19 +1384,31 @@ func (s *Sim) restart(w int) {
 	}
 	s.indexFact(nil, &f)
 	for i, r := range hit {
+		if r.broken {
+			continue
+		}
 		s.project(r)
 		if v := s.chk.CheckState(&r.st); v != nil {
 			s.fail(r, v.Invariant, v.Detail)
-			return
+			if s.stop {
+				return
+			}
+			continue
 		}
 		s.react(r, &befores[i], system.Move{Kind: system.Restart.Move(), H: -1})
-		if s.violation != nil {
+		if s.stop {
 			return
 		}
 	}
 	for _, r := range hit {
 		s.maybeRetire(r)
 	}
+}
+
+// unbrokenActive is the requests in flight that broke no invariant, by
+// index.
+func (s *Sim) unbrokenActive() []*request {
+	return slices.DeleteFunc(s.sortedActive(), func(r *request) bool { return r.broken })
 }
 
 func (s *Sim) sortedActive() []*request {
@@ -1373,7 +1441,7 @@ func (r *request) busy() bool {
 // for which nothing is scheduled any more, that waits for no capacity,
 // and that still holds something is stranded: Quiescence.
 func (s *Sim) maybeRetire(r *request) {
-	if r.retired || r.busy() {
+	if r.retired || r.broken || r.busy() {
 		return
 	}
 	// Nothing is to happen for the request any more: Quiescence judges it.
@@ -1468,14 +1536,16 @@ func (s *Sim) retry(r *request) {
 // finish judges what is left when nothing more is scheduled: every
 // request still in flight is stranded.
 func (s *Sim) finish() {
-	for _, r := range s.sortedActive() {
+	for _, r := range s.unbrokenActive() {
 		s.maybeRetire(r)
-		if s.violation != nil {
+		if s.stop {
 			return
 		}
 	}
-	if len(s.active) > 0 {
-		r := s.sortedActive()[0]
+	for _, r := range s.unbrokenActive() {
+		if s.stop {
+			return
+		}
 		s.fail(r, model.NameQuiescence, "the run ended with the request waiting for capacity that never came: "+r.st.W.DescribeHeld())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/props"
@@ -85,6 +86,56 @@ type Summary struct {
 	// Teardown is what ending the run with handoffs unresolved did
 	// (Options.UntilUS); nil when the run was not torn down.
 	Teardown *Teardown `json:"teardown,omitempty"`
+	// KeptGoing is what a run that went on past its violations
+	// (Options.KeepGoing) counted of them; nil otherwise.
+	KeptGoing *KeptGoing `json:"kept_going,omitempty"`
+}
+
+// KeptGoing is the cost of a bug over a whole workload: the violations
+// of a run that went on past them, and what the requests that broke an
+// invariant left in use (each takes no further step and keeps its
+// blocks, as a leak would, until the run ends or its worker restarts).
+// The rest of the summary is the cost to the other requests (compare the
+// run on tables without the bug). Summary.Requests counts the broken
+// requests; Succeeded, Failed and Cancelled do not.
+type KeptGoing struct {
+	// Violations counts them by invariant, most first (then by name).
+	Violations []InvariantCount `json:"violations"`
+	// Requests is how many requests broke an invariant while in flight.
+	Requests int `json:"requests"`
+	// InUseBlocks is what the workers still had in use (active, pinned,
+	// reserved, a locked prefix) when the run ended: with every other
+	// request retired, what the broken ones left. A run without a
+	// violation ends with none. The workers' own counters, not the broken
+	// requests' records, which a violation may have left wrong.
+	InUseBlocks int64 `json:"in_use_blocks"`
+	// Stopped says why the run ended early after all: a violation no one
+	// request carries (a worker's counters); "" when it went to the end.
+	Stopped string `json:"stopped,omitempty"`
+
+	byInv map[string]int
+}
+
+// InvariantCount is how many times a run broke one invariant.
+type InvariantCount struct {
+	Invariant string `json:"invariant"`
+	Count     int    `json:"count"`
+}
+
+func (k *KeptGoing) note(inv string) {
+	if k.byInv == nil {
+		k.byInv = map[string]int{}
+	}
+	k.byInv[inv]++
+}
+
+// Total is how many violations the run counted.
+func (k *KeptGoing) Total() int {
+	n := 0
+	for _, c := range k.Violations {
+		n += c.Count
+	}
+	return n
 }
 
 // Pcts is a latency distribution: its exact mean, and its percentiles
@@ -350,6 +401,9 @@ func (s *Sim) result(events uint64, interrupted bool) *Result {
 	sum.StrandedBlockSeconds = round3(sum.StrandedBlockSeconds)
 	sum.StrandedSourceBlockSeconds = round3(sum.StrandedSourceBlockSeconds)
 	sum.StrandedSourcePeak = int64(st.srcPeak)
+	if s.kept != nil {
+		sum.KeptGoing = s.keptSummary()
+	}
 	res := &Result{Summary: sum, Violation: s.violation, Interrupted: interrupted}
 	if s.cov != nil {
 		res.Rows = s.cov.Rows
@@ -423,3 +477,27 @@ func (h *histogram) pcts() Pcts {
 	p.P50, p.P90, p.P99 = at(0.5), at(0.9), at(0.99)
 	return p
 }
+
+// keptSummary closes the count of a run that kept going.
+func (s *Sim) keptSummary() *KeptGoing {
+	k := s.kept
+	k.InUseBlocks = 0
+	for w := range s.workers {
+		x := &s.workers[w]
+		k.InUseBlocks += int64(s.cfg.Capacity(w) - x.Free - x.Cached - x.Kept)
+	}
+	k.Violations = k.Violations[:0]
+	for inv, n := range k.byInv {
+		k.Violations = append(k.Violations, InvariantCount{Invariant: inv, Count: n})
+	}
+	slices.SortFunc(k.Violations, func(a, b InvariantCount) int {
+		if a.Count != b.Count {
+			return b.Count - a.Count
+		}
+		return strings.Compare(a.Invariant, b.Invariant)
+	})
+	return k
+}
+
+// Count is how many times the run broke an invariant.
+func (k *KeptGoing) Count(inv string) int { return k.byInv[inv] }

@@ -37,7 +37,7 @@ func (s *Sim) tearDown(at int64) {
 	s.advance(at)
 	s.teardown = &Teardown{AtMS: ms(at)}
 	for _, r := range s.sortedActive() {
-		if r.retired {
+		if r.retired || r.broken {
 			continue
 		}
 		if r.st.W.H[0].Activated {
@@ -49,7 +49,7 @@ func (s *Sim) tearDown(at int64) {
 			s.teardown.Cancelled++
 			s.stats.cancelled++
 		}
-		if s.violation != nil {
+		if s.stop {
 			return
 		}
 		s.settle()

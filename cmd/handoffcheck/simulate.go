@@ -72,6 +72,8 @@ type simInputs struct {
 	proto    *system.Protocol
 	// untilUS ends the run with handoffs unresolved (sim.Options.UntilUS).
 	untilUS int64
+	// keepGoing runs past violations (sim.Options.KeepGoing).
+	keepGoing bool
 	// log is where the run's observation log goes ("": with --out, into
 	// DIR/log.jsonl; else nowhere); records the kinds it keeps.
 	log     string
@@ -100,6 +102,8 @@ func cmdSimulate(c *command, e *env, args []string) int {
 	propsFile := fs.String("props", "", "also judge every simulated step by the properties of this file (docs/props.md), over the view of the\n"+
 		"request's window: one handoff and the workers it touches; leads_to within on the virtual clock, sometimes reached or not in this run")
 	untilMS := fs.Float64("until-ms", 0, "end the run at this virtual time with handoffs unresolved: no later arrival or planned fault, every request in flight cut by a cancel and checked to release what it holds once (0: run the workload out)")
+	keepGoing := fs.Bool("keep-going", false, "run past violations to the end of the workload, for a bug's cost at scale: a request that breaks an invariant\n"+
+		"takes no further step and keeps what it holds, as a leak would; the summary counts the violations (the first is shown, and sets the exit code)")
 	if code, ok := c.parse(e, fs, args, 0, 0); !ok {
 		return code
 	}
@@ -142,6 +146,9 @@ func cmdSimulate(c *command, e *env, args []string) int {
 	if *compare && cfg.Aggregated {
 		return c.bad(e, "--compare: the configuration's policy is aggregated, which runs no handoff to compare; want --policy disabled or a disaggregated configuration")
 	}
+	if *keepGoing && (cfg.Policy == cluster.Disabled || cfg.Aggregated) {
+		return c.bad(e, "--keep-going: the %s policy runs no handoff lifecycle whose violations a run could go past; want source-first or destination-first", cfg.PolicyName())
+	}
 	if set["until-ms"] && cfg.Policy == cluster.Disabled {
 		return c.bad(e, "--until-ms: the %s policy runs no handoff lifecycle to tear down; want source-first or destination-first", cfg.PolicyName())
 	}
@@ -153,9 +160,12 @@ func cmdSimulate(c *command, e *env, args []string) int {
 		if cfg.Policy == cluster.Disabled || cfg.Aggregated {
 			return c.bad(e, "--props: the %s policy runs no handoff lifecycle, so there is no state to judge; want source-first or destination-first", cfg.PolicyName())
 		}
+		if *keepGoing {
+			return c.bad(e, "--keep-going with --props: a run's verdicts on the properties are of the run up to its first violation; want one or the other")
+		}
 		cfg.Judge = pset
 	}
-	in := simInputs{cfg: cfg, log: *logFile, records: records, untilUS: int64(math.Round(*untilMS * 1000)), props: pset}
+	in := simInputs{cfg: cfg, log: *logFile, records: records, untilUS: int64(math.Round(*untilMS * 1000)), props: pset, keepGoing: *keepGoing}
 	if *specFile != "" {
 		p, _, err := loadProtocol(e.ctx, *specFile)
 		if err != nil {
@@ -352,7 +362,7 @@ func simulateOnce(c *command, e *env, in simInputs, dir string) (*sim.Result, *s
 		defer tlFile.Close()
 		rec = sim.NewRecorder(tlFile)
 	}
-	opt := sim.Options{Faults: in.faults, Timeline: rec, FaultFree: in.faultFre, Protocol: in.proto, UntilUS: in.untilUS}
+	opt := sim.Options{Faults: in.faults, Timeline: rec, FaultFree: in.faultFre, Protocol: in.proto, UntilUS: in.untilUS, KeepGoing: in.keepGoing}
 	if in.props != nil {
 		opt.Props = props.NewClock(in.props)
 	}

@@ -343,3 +343,58 @@ func TestSimulate_DisabledCompare(t *testing.T) {
 		}
 	}
 }
+
+// docs/simulate.md compares the --keep-going example with the same run on
+// the built-in tables in prose: the figures it gives are that run's.
+func TestSimulate_KeepGoingBaselineInTheDocs(t *testing.T) {
+	code, out, errOut := runCLI(t, "simulate", "--config", "../../testdata/sim/keep-going.json", "--faults", "../../testdata/sim/keep-going-faults.jsonl", "--keep-going", "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	var res struct {
+		Summary struct {
+			Succeeded, Failed int
+			ThroughputRPS     float64 `json:"throughput_rps"`
+			TTFT              struct{ P99 float64 } `json:"ttft_ms"`
+			KeptGoing         struct {
+				Violations  []any `json:"violations"`
+				InUseBlocks int64 `json:"in_use_blocks"`
+			} `json:"kept_going"`
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	s := res.Summary
+	if len(s.KeptGoing.Violations) != 0 || s.KeptGoing.InUseBlocks != 0 {
+		t.Fatalf("the built-in tables: %+v", s.KeptGoing)
+	}
+	page, err := os.ReadFile("../../docs/simulate.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat := strings.Join(strings.Fields(string(page)), " ")
+	want := fmt.Sprintf("break nothing: %d requests succeed, %d fail where their source aborted, throughput is %.2f requests/s, TTFT p99 %.1f ms, and nothing is in use at the end",
+		s.Succeeded, s.Failed, s.ThroughputRPS, s.TTFT.P99)
+	if !strings.Contains(flat, want) {
+		t.Errorf("docs/simulate.md lacks %q", want)
+	}
+}
+
+// --keep-going is refused, with a line saying why, where a run has no
+// handoff lifecycle to go on with or where its verdicts would not hold.
+func TestSimulate_KeepGoingRefused(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--policy", "disabled"}, "--keep-going: the disabled policy runs no handoff lifecycle"},
+		{[]string{"--policy", "aggregated"}, "--keep-going: the aggregated policy runs no handoff lifecycle"},
+		{[]string{"--props", "../../testdata/props/questions.clock.props"}, "--keep-going with --props"},
+	} {
+		code, _, errOut := runCLI(t, append([]string{"simulate", "--keep-going"}, tc.args...)...)
+		if code != exitUsage || !strings.Contains(errOut, tc.says) {
+			t.Errorf("simulate --keep-going %v: exit %d, %q; want exit 2 saying %q", tc.args, code, errOut, tc.says)
+		}
+	}
+}

@@ -1,0 +1,196 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/handoffcheck/handoffcheck/checker/cluster"
+	"github.com/handoffcheck/handoffcheck/checker/internal/variant"
+	"github.com/handoffcheck/handoffcheck/checker/sim/faultplan"
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// keepGoingRun is the default workload on the default cluster under
+// destination-first with a variant whose source still computes after it
+// aborted (ExactlyOnceRelease), the abort aimed at one request in ten,
+// right after its destination registered.
+func keepGoingRun(t *testing.T, keep bool) (*Sim, *Result) {
+	t.Helper()
+	cfg := cluster.DefaultConfig()
+	if err := cfg.SetPolicy("destination-first"); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Engine = model.SGLang
+	// Without jitter the destination's fact reaches the aborted source
+	// in the order the plan was written for.
+	cfg.JitterUS = 0
+	reqs := defaultRequests(t)
+	var faults []cluster.Fault
+	for i := 0; i < len(reqs); i += 10 {
+		faults = append(faults, cluster.Fault{File: "plan", Line: i + 2, Kind: "abort", Request: i, Worker: -1, Side: "source", After: "registered", AfterSide: "destination"})
+	}
+	s, err := newSim(cfg, &SliceSource{Reqs: reqs}, Options{Faults: faults, Protocol: variant.Protocol(t, "../../testdata/variants/prefill-after-early-outcome.json"), KeepGoing: keep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.run(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, res
+}
+
+// A run that keeps going shows the same first violation as one that
+// stops there, and goes on to the end of the workload: every request
+// either retires (succeeded, failed or cancelled) or broke an invariant
+// and keeps what it held, and what the broken requests hold at the end
+// is exactly what the workers' counters still hold in use. Twice over,
+// the same figures.
+func TestKeepGoing_CountsTheCostToTheEnd(t *testing.T) {
+	_, stopped := keepGoingRun(t, false)
+	if stopped.Violation == nil || stopped.Summary.KeptGoing != nil {
+		t.Fatalf("the variant's run: violation %v, kept going %v", stopped.Violation, stopped.Summary.KeptGoing)
+	}
+	s, res := keepGoingRun(t, true)
+	if diff := cmp.Diff(stopped.Violation, res.Violation); diff != "" {
+		t.Fatalf("the first violation differs (-stopped +kept going):\n%s", diff)
+	}
+	k, sum := res.Summary.KeptGoing, &res.Summary
+	if k == nil || k.Stopped != "" || len(k.Violations) != 1 || k.Violations[0].Invariant != model.NameExactlyOnceRelease {
+		t.Fatalf("kept going: %+v", k)
+	}
+	reqs := len(defaultRequests(t))
+	if want := (reqs + 9) / 10; k.Total() != want || k.Requests != want {
+		t.Errorf("%d violations on %d requests, want one on each of the %d requests the plan aborts", k.Total(), k.Requests, want)
+	}
+	if sum.Requests != reqs || sum.Succeeded+sum.Failed+sum.Cancelled+k.Requests != reqs {
+		t.Errorf("%d requests: %d succeeded, %d failed, %d cancelled, %d broke an invariant; want all %d accounted for",
+			sum.Requests, sum.Succeeded, sum.Failed, sum.Cancelled, k.Requests, reqs)
+	}
+	if held := heldByBroken(s); k.InUseBlocks <= 0 || held != k.InUseBlocks {
+		t.Errorf("%d blocks in use at the end; the broken requests' records hold %d", k.InUseBlocks, held)
+	}
+	_, again := keepGoingRun(t, true)
+	if diff := cmp.Diff(res.Summary, again.Summary, cmp.AllowUnexported(KeptGoing{})); diff != "" {
+		t.Errorf("the same run twice (-first +second):\n%s", diff)
+	}
+}
+
+// Without a violation, keeping going changes nothing but the line that
+// says so.
+func TestKeepGoing_CleanRunUnchanged(t *testing.T) {
+	cfg := cluster.DefaultConfig()
+	reqs := defaultRequests(t)
+	plain, err := Run(context.Background(), cfg, &SliceSource{Reqs: reqs}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := Run(context.Background(), cfg, &SliceSource{Reqs: reqs}, Options{KeepGoing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept.Violation != nil || kept.Summary.KeptGoing == nil || kept.Summary.KeptGoing.Total() != 0 || kept.Summary.KeptGoing.InUseBlocks != 0 {
+		t.Fatalf("a clean run kept going: violation %v, %+v", kept.Violation, kept.Summary.KeptGoing)
+	}
+	kept.Summary.KeptGoing = nil
+	if diff := cmp.Diff(plain.Summary, kept.Summary); diff != "" {
+		t.Errorf("a clean run's summary moved (-plain +kept going):\n%s", diff)
+	}
+}
+
+// On every shipped variant under drawn fault plans (restarts among
+// them), both policies: the run that keeps going shows the first
+// violation of the run that stops, every request is accounted for, and
+// unless a violation no request carries stopped it, what the broken
+// requests hold at the end is what the workers hold in use.
+func TestKeepGoing_VariantsUnderDrawnFaults(t *testing.T) {
+	files, err := filepath.Glob("../../testdata/variants/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("variants: %v %v", files, err)
+	}
+	reqs := defaultRequests(t)
+	seeds := []uint64{1, 2, 3}
+	if testing.Short() {
+		seeds = seeds[:1]
+	}
+	kept := 0
+	for _, file := range files {
+		if strings.Contains(file, "broken-vocabulary") {
+			continue // not a protocol: refused when loaded
+		}
+		p := variant.Protocol(t, file)
+		for _, pol := range []string{"source-first", "destination-first"} {
+			for _, seed := range seeds {
+				cfg := cluster.DefaultConfig()
+				if err := cfg.SetPolicy(pol); err != nil {
+					t.Fatal(err)
+				}
+				plan, err := faultplan.Draw(seed, 20, len(reqs), cfg.NumWorkers(), faultplan.Kinds(), reqs[len(reqs)-1].ArrivalUS)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var faults []cluster.Fault
+				for _, f := range plan.Faults {
+					faults = append(faults, cluster.Fault{File: "drawn", Line: f.Line, AtUS: f.AtUS, Kind: f.Kind, Request: f.Request, Worker: f.Worker, To: f.To, Side: f.Side, Msg: f.Msg, After: f.After, AfterSide: f.AfterSide})
+				}
+				name := fmt.Sprintf("%s %s seed %d", filepath.Base(file), pol, seed)
+				stopped, err := Run(context.Background(), cfg, &SliceSource{Reqs: reqs}, Options{Faults: faults, Protocol: p})
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				s, err := newSim(cfg, &SliceSource{Reqs: reqs}, Options{Faults: faults, Protocol: p, KeepGoing: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := s.run(context.Background(), Options{})
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if diff := cmp.Diff(stopped.Violation, res.Violation); diff != "" {
+					t.Fatalf("%s: the first violation differs (-stopped +kept going):\n%s", name, diff)
+				}
+				k, sum := res.Summary.KeptGoing, &res.Summary
+				if k.Total() > 1 {
+					kept++
+				}
+				if k.Stopped != "" {
+					continue
+				}
+				if k.Requests > k.Total() || (res.Violation != nil) != (k.Total() > 0) {
+					t.Errorf("%s: %d violations on %d requests, first %v", name, k.Total(), k.Requests, res.Violation)
+				}
+				if sum.Retried == 0 && sum.Succeeded+sum.Failed+sum.Cancelled+k.Requests != sum.Requests {
+					t.Errorf("%s: %d requests: %d succeeded, %d failed, %d cancelled, %d broke an invariant in flight",
+						name, sum.Requests, sum.Succeeded, sum.Failed, sum.Cancelled, k.Requests)
+				}
+				if held := heldByBroken(s); held != k.InUseBlocks && k.Count(model.NameBlockCategoriesDisjoint) == 0 {
+					// (A request that broke BlockCategoriesDisjoint
+					// counts some of its blocks twice.)
+					t.Errorf("%s: %d blocks in use at the end; the broken requests' records hold %d (%+v)", name, k.InUseBlocks, held, k)
+				}
+			}
+		}
+	}
+	if kept == 0 {
+		t.Error("no run went past a violation to another")
+	}
+	t.Logf("%d runs went past a violation to another", kept)
+}
+
+// heldByBroken is what the broken requests' own records hold in use at
+// the end of a run: active, pinned, reserved and a locked prefix, on
+// both sides.
+func heldByBroken(s *Sim) int64 {
+	var n model.Blocks
+	for _, r := range s.sortedActive() {
+		if r.broken {
+			n += r.Hold[0].Used() + r.Hold[0].Prefix() + r.Hold[1].Used() + r.Hold[1].Prefix()
+		}
+	}
+	return int64(n)
+}
