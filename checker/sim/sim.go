@@ -255,7 +255,7 @@ type request struct {
 	// broken is set when the request broke an invariant in a run that
 	// keeps going: it takes no further step from then on.
 	broken bool
-	job       *cluster.ComputeJob[*event] // its prefill on the worker's compute queue, Of its compute move
+	job    *cluster.ComputeJob[*event] // its prefill on the worker's compute queue, Of its compute move
 	// The queues it waits in: dispatchAt is when its prefill was
 	// dispatched, jobStart when the worker starts computing it (after
 	// those booked before it), activeAt when its destination activated

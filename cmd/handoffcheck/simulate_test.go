@@ -354,7 +354,7 @@ func TestSimulate_KeepGoingBaselineInTheDocs(t *testing.T) {
 	var res struct {
 		Summary struct {
 			Succeeded, Failed int
-			ThroughputRPS     float64 `json:"throughput_rps"`
+			ThroughputRPS     float64               `json:"throughput_rps"`
 			TTFT              struct{ P99 float64 } `json:"ttft_ms"`
 			KeptGoing         struct {
 				Violations  []any `json:"violations"`
