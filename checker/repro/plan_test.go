@@ -300,20 +300,6 @@ func atScale(t *testing.T, dir string, proto *system.Protocol, sc *Scale, readme
 	_, para, _ := strings.Cut(flat, "**The cost at the default workload's scale.**")
 	para, _, _ = strings.Cut(para, "**Live.**")
 	runs := []*sim.Result{res}
-	if sc.Baseline != nil {
-		// The built-in tables' run, as the README's second command gives it.
-		base, err := runAtScale(context.Background(), system.Generated(), cfg, reqs, plan.Faults)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if base.Violation != nil || base.Summary.KeptGoing.InUseBlocks != 0 {
-			t.Fatalf("the built-in tables at scale: %v, %d blocks in use at the end", base.Violation, base.Summary.KeptGoing.InUseBlocks)
-		}
-		runs = append(runs, base)
-		if !strings.Contains(para, "on the built-in tables: of the ") || !strings.Contains(para, "--keep-going # the built-in tables") {
-			t.Fatalf("the README's cost at scale lacks the built-in tables' run:\n%s", readme)
-		}
-	}
 	for _, r := range runs {
 		u := &r.Summary
 		want := fmt.Sprintf("%d requests, %d succeeded, %d failed, %d were cancelled", u.Requests, u.Succeeded, u.Failed, u.Cancelled)

@@ -473,7 +473,7 @@ func (s *Sim) run(ctx context.Context, opt Options) (*Result, error) {
 		}
 		events++
 		if s.now > s.lastArrival+drainHorizonUS || events > uint64(eventsPerRequest*(s.arrivals+1)) {
-			s.stuck()
+			s.stuck(events)
 			break
 		}
 		if events&0xffff == 0 {
@@ -534,13 +534,20 @@ const (
 )
 
 // stuck reports the oldest request still in flight.
-func (s *Sim) stuck() {
+func (s *Sim) stuck(events uint64) {
 	rs := s.unbrokenActive()
+	// Stopped by the time since the last arrival, or by the events per
+	// request (before the last arrival, a protocol that keeps requests
+	// busy in a loop far faster than they arrive).
+	when := fmtDur(s.now-s.lastArrival) + " after the last arrival"
+	if s.now <= s.lastArrival+drainHorizonUS {
+		when = fmt.Sprintf("after %d events for %d requests arrived (at most %d a request)", events, s.arrivals, eventsPerRequest)
+	}
 	// Each is still in flight; a run that keeps going counts them all,
 	// one that does not stops at the oldest.
 	for _, r := range rs {
-		s.fail(r, model.NameEventuallyDrained, fmt.Sprintf("the request is still in flight %s after the last arrival, %d requests with it: "+
-			"the protocol keeps it busy without ever draining it", fmtDur(s.now-s.lastArrival), len(rs)-1)+": "+r.st.W.DescribeHeld())
+		s.fail(r, model.NameEventuallyDrained, fmt.Sprintf("the request is still in flight %s, %d requests with it: "+
+			"the protocol keeps it busy without ever draining it", when, len(rs)-1)+": "+r.st.W.DescribeHeld())
 		if s.stop {
 			return
 		}
