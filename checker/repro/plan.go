@@ -54,6 +54,13 @@ type Plan struct {
 	Skipped []string
 	// Result is the plan's run, which broke the invariant.
 	Result *sim.Result
+	// KeepGoing: the plan's run breaks a bound on time first
+	// (BoundedReclaim, BoundedGiveUp) and the invariant only as it goes on
+	// past it (simulate --keep-going): a loop that never drains is judged
+	// an hour of virtual time after the last arrival, long after the
+	// blocks it keeps outlast their bound.
+	KeepGoing bool
+	target    string // the invariant looked for
 	// Runs counts the candidate plans run to find it.
 	Runs int
 	Why  string
@@ -142,7 +149,7 @@ type planStep struct {
 // a loop that never drains an hour of virtual time after the last
 // arrival.
 func DerivePlan(ctx context.Context, proto *system.Protocol, cfg *system.Config, run system.Run, moves []system.Move, invariant string, loop bool) (*Plan, error) {
-	p := &Plan{}
+	p := &Plan{target: invariant}
 	c, err := checker.New(proto, cfg, run)
 	if err != nil {
 		return nil, err
@@ -243,7 +250,17 @@ func DerivePlan(ctx context.Context, proto *system.Protocol, cfg *system.Config,
 						}
 						return p, nil
 					}
-				} else if v != nil && !slices.Contains(others, v.Invariant) {
+				} else if v != nil && loop && sim.LateInvariant(v.Invariant) {
+					ok, err := p.keepsGoingTo(ctx, proto, &cc, rs, faults, invariant)
+					if err != nil {
+						return nil, err
+					}
+					if ok {
+						p.Timers, p.Shape = strings.Join(named, ", "), shape.name
+						return p, nil
+					}
+				}
+				if v := res.Violation; v != nil && v.Invariant != invariant && !slices.Contains(others, v.Invariant) {
 					others = append(others, v.Invariant)
 				}
 				if !hasTimedFault(steps) {
@@ -263,6 +280,42 @@ func DerivePlan(ctx context.Context, proto *system.Protocol, cfg *system.Config,
 	p.Other = others
 	p.Why += ": the clock does not order the steps as the trace does"
 	return p, nil
+}
+
+// keepsGoingTo runs a loop's candidate plan past the bound on time it
+// breaks first, and keeps the plan when the run goes on to break the
+// invariant, its file form too. Live is not tried: a live run is judged
+// by its first violation.
+func (p *Plan) keepsGoingTo(ctx context.Context, proto *system.Protocol, cc *cluster.Config, rs []cluster.Request, faults []faultplan.Fault, invariant string) (bool, error) {
+	p.Runs++
+	res, err := runKeptGoing(ctx, proto, cc, rs, faults)
+	if err != nil || res.Summary.KeptGoing.First(invariant) == nil {
+		return false, err
+	}
+	back, err := cluster.ParseConfig(SimFile, cc.JSON())
+	if err != nil {
+		return false, fmt.Errorf("repro: the plan's configuration: %w", err)
+	}
+	p.Runs++
+	again, err := runKeptGoing(ctx, proto, back, rs, faults)
+	if err != nil || again.Summary.KeptGoing.First(invariant) == nil {
+		return false, err
+	}
+	p.Config, p.Requests, p.Faults, p.Result, p.KeepGoing = back, rs, faults, again, true
+	return true, nil
+}
+
+// Target is the violation of the invariant the plan's run reaches: its
+// first, or with KeepGoing the first of the invariant after the bound on
+// time broken before it.
+func (p *Plan) Target() *sim.Violation {
+	if p.Result == nil || p.Result.Violation == nil {
+		return nil
+	}
+	if p.KeepGoing {
+		return p.Result.Summary.KeptGoing.First(p.target)
+	}
+	return p.Result.Violation
 }
 
 // ladder lists the deadlines of n timers to try, the configuration's own

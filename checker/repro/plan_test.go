@@ -43,7 +43,7 @@ func TestWrite_OnTheClock(t *testing.T) {
 		"pull-deadline-without-fence":     plan,
 		"pull-failed-reports-success":     plan,
 		"push-deadline-without-fence":     plan,
-		"rearm-reservation":               neither,
+		"rearm-reservation":               plan,
 		"release-before-activation":       plan,
 		"release-on-heartbeat":            plan,
 		"release-on-scheduler-finish":     plan,
@@ -77,7 +77,7 @@ func TestWrite_OnTheClock(t *testing.T) {
 		got := neither
 		switch {
 		case res.Plan.Result != nil:
-			if inv := simulated(t, dir, in.Protocol); inv != res.Invariant {
+			if inv := simulated(t, dir, in.Protocol, res.Plan.KeepGoing, res.Invariant); inv != res.Invariant {
 				t.Errorf("%s: the plan's files break %q, not %s", name, inv, res.Invariant)
 			}
 			readme, err := os.ReadFile(filepath.Join(dir, ReadmeFile))
@@ -115,8 +115,10 @@ func firstFound(t testing.TB, configFile, specFile string, runs ...string) (Inpu
 }
 
 // simulated reads a reproduction's plan as simulate reads it and runs
-// it: the invariant it breaks ("" for none).
-func simulated(t *testing.T, dir string, proto *system.Protocol) string {
+// it: the invariant it breaks ("" for none). With keep, the run goes
+// past its violations (simulate --keep-going), and the invariant is
+// target when the run breaks it at all.
+func simulated(t *testing.T, dir string, proto *system.Protocol, keep bool, target string) string {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(dir, SimFile))
 	if err != nil {
@@ -154,6 +156,19 @@ func simulated(t *testing.T, dir string, proto *system.Protocol) string {
 	plan, err := faultplan.Parse(ff, FaultsFile)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if keep {
+		res, err := runKeptGoing(context.Background(), proto, cfg, reqs, plan.Faults)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Summary.KeptGoing.First(target) != nil {
+			return target
+		}
+		if res.Violation == nil {
+			return ""
+		}
+		return res.Violation.Invariant
 	}
 	_, res, err := runPlan(context.Background(), proto, cfg, reqs, plan.Faults, false)
 	if err != nil {
@@ -286,7 +301,7 @@ func atScale(t *testing.T, dir string, proto *system.Protocol, sc *Scale, readme
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := runAtScale(context.Background(), proto, cfg, reqs, plan.Faults)
+	res, err := runKeptGoing(context.Background(), proto, cfg, reqs, plan.Faults)
 	if err != nil {
 		t.Fatal(err)
 	}

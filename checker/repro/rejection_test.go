@@ -234,7 +234,7 @@ func TestWriteRejection_InvalidLogs(t *testing.T) {
 			// its files under the tables the trace carries.
 			onClock := "none: " + res.Plan.Why
 			if res.Plan.Result != nil {
-				if got := simulated(t, dir, traceProtocol(t, dir)); got != e.Invariant {
+				if got := simulated(t, dir, traceProtocol(t, dir), res.Plan.KeepGoing, e.Invariant); got != e.Invariant {
 					t.Errorf("the plan's files break %q, want %s", got, e.Invariant)
 				}
 				onClock = "plan"

@@ -321,16 +321,18 @@ func render(t *template.Template, in Input, res *Result, story []string, ce *che
 // every README that has one: the plan derived from the trace, or why
 // there is none and the first timed scenario that breaks the invariant.
 const timedBlock = `{{define "scalecost"}}{{.Requests}} request{{if ne .Requests 1}}s{{end}}, {{.Succeeded}} succeeded, {{.Failed}} failed,
-{{.Cancelled}} were cancelled{{with .KeptGoing}}{{if .Requests}} and {{.Requests}} broke an invariant{{end}}{{end}}; {{.FaultsStruck}} fault{{if ne .FaultsStruck 1}}s{{end}} struck; throughput {{printf "%.2f" .ThroughputRPS}} requests/s, TTFT p99
+{{.Cancelled}} were cancelled{{with .KeptGoing}}{{if .Requests}} and {{.Requests}} took no step after breaking an invariant{{end}}{{end}}; {{.FaultsStruck}} fault{{if ne .FaultsStruck 1}}s{{end}} struck; throughput {{printf "%.2f" .ThroughputRPS}} requests/s, TTFT p99
 {{printf "%.1f" .TTFT.P99}} ms; stranded source KV {{printf "%.1f" .StrandedSourceBlockSeconds}} block-seconds (peak {{.StrandedSourcePeak}} blocks); held for
-doomed attempts {{printf "%.1f" .StrandedBlockSeconds}} block-seconds; {{with .KeptGoing}}{{.InUseBlocks}} block{{if ne .InUseBlocks 1}}s{{end}} still in use at the end{{end}}.{{end}}{{define "timed"}}{{with .P}}{{if .Result}}{{with .Result.Violation}}**On the clock.** ` + "`sim.json`, `workload.jsonl` and `faults.jsonl`" + ` are these steps on the simulator's
-clock: {{$.P.Summary}}. ` + "`simulate`" + ` breaks {{$.Invariant}} too, at {{ms .AtUS}} ms of virtual time on request {{.Request}}:
+doomed attempts {{printf "%.1f" .StrandedBlockSeconds}} block-seconds; {{with .KeptGoing}}{{.InUseBlocks}} block{{if ne .InUseBlocks 1}}s{{end}} still in use at the end{{end}}.{{end}}{{define "timed"}}{{with .P}}{{if .Result}}{{with .Target}}**On the clock.** ` + "`sim.json`, `workload.jsonl` and `faults.jsonl`" + ` are these steps on the simulator's
+clock: {{$.P.Summary}}. {{if $.P.KeepGoing}}{{with $.P.Result.Violation}}` + "`simulate`" + ` breaks {{.Invariant}} first, at {{ms .AtUS}} ms of virtual time on request {{.Request}}:
+a bound on time, whose request goes on; going on past it (` + "`--keep-going`" + `), the loop breaks {{$.Invariant}} as the clock
+judges a loop that never drains, an hour of virtual time after the last arrival{{end}}{{else}}` + "`simulate`" + ` breaks {{$.Invariant}} too{{end}}, at {{ms .AtUS}} ms of virtual time on request {{.Request}}:
 {{.Detail}}.
 
-    handoffcheck simulate --config sim.json --workload workload.jsonl --faults faults.jsonl{{if $.Spec}} --spec {{$.Spec}}{{end}}
+    handoffcheck simulate --config sim.json --workload workload.jsonl --faults faults.jsonl{{if $.Spec}} --spec {{$.Spec}}{{end}}{{if $.P.KeepGoing}} --keep-going{{end}}
 {{end}}{{with .Result.Summary}}
-**The cost of the plan's run** (as ` + "`simulate`" + ` reports it, up to the violation,
-which ends the run): {{.Requests}} request{{if ne .Requests 1}}s{{end}}, {{.Succeeded}} succeeded, {{.Failed}} failed, {{.Cancelled}} cancelled;
+**The cost of the plan's run** (as ` + "`simulate`" + ` reports it, {{if $.P.KeepGoing}}to the end of the run{{else}}up to the violation,
+which ends the run{{end}}): {{.Requests}} request{{if ne .Requests 1}}s{{end}}, {{.Succeeded}} succeeded, {{.Failed}} failed, {{.Cancelled}} cancelled;
 stranded source KV {{printf "%.1f" .StrandedSourceBlockSeconds}} block-seconds (peak {{.StrandedSourcePeak}} blocks);
 held for doomed attempts {{printf "%.1f" .StrandedBlockSeconds}} block-seconds.
 {{end}}{{with $.S}}
@@ -343,8 +345,8 @@ time after its request's arrival){{if .Restarts}}; the plan's {{.Restarts}} work
 at a worker, not at a request's phase){{end}}. The simulator is deterministic, so these
 figures are those of the command below. It keeps going past each violation
 (` + "`--keep-going`" + `): a request that breaks an invariant takes no further step and keeps what
-it holds, as a leak would, and the others go on around it. {{with .Result}}{{with .Violation}}It breaks {{.Invariant}} first at {{ms .AtUS}} ms of virtual time on
-request {{.Request}}{{else}}It breaks nothing{{end}}{{with .Summary}}{{with .KeptGoing}}, {{.Total}} time{{if ne .Total 1}}s{{end}} in all ({{range $i, $c := .Violations}}{{if $i}}, {{end}}{{$c.Invariant}} {{$c.Count}}{{end}}) on {{.Requests}} request{{if ne .Requests 1}}s{{end}}{{if .Stopped}}, until {{.Stopped}}{{end}}{{end}}. Of the {{template "scalecost" .}}{{end}}{{end}}
+it holds, as a leak would (one that breaks a bound on time goes on), and the others go on around it. {{with .Result}}{{with .Violation}}It breaks {{.Invariant}} first at {{ms .AtUS}} ms of virtual time on
+request {{.Request}}{{else}}It breaks nothing{{end}}{{with .Summary}}{{with .KeptGoing}}, {{.Total}} time{{if ne .Total 1}}s{{end}} in all ({{range $i, $c := .Violations}}{{if $i}}, {{end}}{{$c.Invariant}} {{$c.Count}}{{end}}){{if .Stopped}}, until {{.Stopped}}{{end}}{{end}}. Of the {{template "scalecost" .}}{{end}}{{end}}
 {{if $.Spec}}The same command without ` + "`--spec`" + ` runs the built-in tables on the same workload and faults,
 for the cost to the other requests (the plan's deadlines, tuned to this bug, may not suit them).
 {{end}}
@@ -359,7 +361,9 @@ The scenario's workload and faults on a cluster, with these tables:
 
     handoffcheck timeline --scenario {{.Scenario}} --policy {{.Policy}}{{if $.Spec}} --spec {{$.Spec}}{{end}} --out /tmp/{{.Scenario}}
 {{else}}**On the clock.** {{if .Why}}No timed scenario was run: {{.Why}}.{{else}}None of the timed scenarios ({{range $i, $s := .Tried}}{{if $i}}, {{end}}{{$s}}{{end}}) breaks {{$.Invariant}}{{if .Other}} (some broke another invariant first: {{range $i, $s := .Other}}{{if $i}}, {{end}}{{$s}}{{end}}){{end}}: the order these steps take is one the clock does not reach in them.{{end}}
-{{end}}{{end}}{{end}}{{define "live"}}{{with .P}}{{if .Result}}**Live.** The same three files run the steps over real processes, whose logs
+{{end}}{{end}}{{end}}{{define "live"}}{{with .P}}{{if .KeepGoing}}**Live.** No live plan is derived from these steps: on the clock they break a bound on time first, and a
+live run's logs are judged by their first violation.
+{{else if .Result}}**Live.** The same three files run the steps over real processes, whose logs
 ` + "`conform`" + ` judges:
 
     handoffcheck live --config sim.json --workload workload.jsonl --faults faults.jsonl{{if $.Spec}} --spec {{$.Spec}}{{end}}

@@ -98,7 +98,7 @@ func TestWrite_MinimizesAndReplays(t *testing.T) {
 	if _, err := Write(again, in); err != nil {
 		t.Fatal(err)
 	}
-	if got := simulated(t, dir, in.Protocol); got != res.Invariant {
+	if got := simulated(t, dir, in.Protocol, res.Plan.KeepGoing, res.Invariant); got != res.Invariant {
 		t.Errorf("the plan's files, read as simulate reads them, break %q", got)
 	}
 	for _, f := range res.Files() {

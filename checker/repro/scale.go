@@ -90,17 +90,18 @@ func (p *Plan) atScale(ctx context.Context, proto *system.Protocol) (*Scale, err
 	}
 	// A plan file lists its faults in time order.
 	sortFaults(sc.Faults)
-	if sc.Result, err = runAtScale(ctx, proto, back, reqs, sc.Faults); err != nil {
+	if sc.Result, err = runKeptGoing(ctx, proto, back, reqs, sc.Faults); err != nil {
 		return nil, err
 	}
 	return sc, nil
 }
 
-// runAtScale runs the incident at scale to the end of the workload.
-func runAtScale(ctx context.Context, proto *system.Protocol, cfg *cluster.Config, reqs []cluster.Request, faults []faultplan.Fault) (*sim.Result, error) {
+// runKeptGoing runs a plan to the end of its workload, past its
+// violations (simulate --keep-going).
+func runKeptGoing(ctx context.Context, proto *system.Protocol, cfg *cluster.Config, reqs []cluster.Request, faults []faultplan.Fault) (*sim.Result, error) {
 	res, err := sim.Run(ctx, cfg, &sim.SliceSource{Reqs: slices.Clone(reqs)}, sim.Options{Protocol: proto, Faults: toCluster(faults), KeepGoing: true})
 	if err != nil {
-		return nil, fmt.Errorf("repro: the run at scale: %w", err)
+		return nil, fmt.Errorf("repro: the plan's run, kept going: %w", err)
 	}
 	return res, nil
 }

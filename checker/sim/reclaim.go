@@ -136,6 +136,11 @@ func (s *Sim) checkReclaim(r *request, sd model.Side, ver uint32) {
 	}
 	s.fail(r, cluster.NameBoundedReclaim, fmt.Sprintf("%s, yet the %s (worker %d) still holds %s %s later, beyond %s (%s)",
 		why, sd, x.Worker(sd), what, fmtDur(s.now-o.since), bound, fmtDur(o.deadline-o.since)))
+	if !s.halted(r) {
+		// A run that keeps going: the obligation is judged, broken;
+		// the request goes on (a late release is still a release).
+		r.owed[sd] = nil
+	}
 }
 
 // giveUp opens BoundedGiveUp's obligation on a side whose row just took
@@ -218,6 +223,9 @@ func (s *Sim) checkGiveUp(r *request, sd model.Side, ver uint32) {
 	}
 	s.fail(r, cluster.NameBoundedGiveUp, fmt.Sprintf("the %s (worker %d) gave the attempt up at %s (%s), yet still holds %s %s later, beyond %s (%s)",
 		sd, x.Worker(sd), fmtMS(o.since), o.why, what, fmtDur(s.now-o.since), bound, fmtDur(o.deadline-o.since)))
+	if !s.halted(r) {
+		r.gaveUp[sd] = nil
+	}
 }
 
 // recheck moves an obligation's deadline to at: the event queued for the

@@ -91,7 +91,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 		for i, c := range k.Violations {
 			counts[i] = fmt.Sprintf("%s %d", c.Invariant, c.Count)
 		}
-		fmt.Fprintf(w, "  kept going past the first violation (below): %d violations (%s) on %d requests in flight, which took no step after theirs; %d blocks still in use at the end\n",
+		fmt.Fprintf(w, "  kept going past the first violation (below): %d violations (%s); %d requests took no step after theirs (a bound on time broken, the request goes on); %d blocks still in use at the end\n",
 			k.Total(), strings.Join(counts, ", "), k.Requests, k.InUseBlocks)
 		if k.Stopped != "" {
 			fmt.Fprintf(w, "  stopped early: %s\n", k.Stopped)

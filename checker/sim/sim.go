@@ -801,13 +801,32 @@ func (s *Sim) fail(r *request, inv, detail string) {
 	if s.kept == nil || r == nil {
 		s.stop = true
 		if s.kept != nil {
-			s.kept.note(inv)
+			s.kept.note(inv, Violation{Invariant: inv, AtUS: s.now, Request: -1, Detail: detail})
 			s.kept.Stopped = fmt.Sprintf("%s at %s, on no one request: the run stopped there", inv, fmtMS(s.now))
 		}
 		return
 	}
-	s.kept.note(inv)
+	s.kept.note(inv, s.violationAt(r, inv, detail))
+	if LateInvariant(inv) {
+		// A bound on time broken: the request goes on, and breaks it
+		// again only by another obligation.
+		return
+	}
 	s.breakOff(r)
+}
+
+// LateInvariant reports whether an invariant is a bound on time
+// (BoundedReclaim, BoundedGiveUp): what it judges happens, only later than
+// it should, so a run that keeps going lets the request go on, where it
+// may yet break another invariant (a loop that never drains,
+// EventuallyDrained).
+func LateInvariant(inv string) bool {
+	return inv == cluster.NameBoundedReclaim || inv == cluster.NameBoundedGiveUp
+}
+
+// violationAt is a violation of a request, now, without its history.
+func (s *Sim) violationAt(r *request, inv, detail string) Violation {
+	return Violation{Invariant: inv, AtUS: s.now, Request: r.Index, Detail: detail}
 }
 
 // halted reports whether a request takes no further step: the run

@@ -101,7 +101,9 @@ type Summary struct {
 type KeptGoing struct {
 	// Violations counts them by invariant, most first (then by name).
 	Violations []InvariantCount `json:"violations"`
-	// Requests is how many requests broke an invariant while in flight.
+	// Requests is how many requests broke an invariant while in flight
+	// and took no step after: every invariant but the bounds on time
+	// (BoundedReclaim, BoundedGiveUp), whose request goes on.
 	Requests int `json:"requests"`
 	// InUseBlocks is what the workers still had in use (active, pinned,
 	// reserved, a locked prefix) when the run ended: with every other
@@ -109,6 +111,10 @@ type KeptGoing struct {
 	// violation ends with none. The workers' own counters, not the broken
 	// requests' records, which a violation may have left wrong.
 	InUseBlocks int64 `json:"in_use_blocks"`
+	// Firsts is the first violation of each invariant broken, in the
+	// order they happened (without the request's history, which only the
+	// run's first violation carries).
+	Firsts []Violation `json:"firsts"`
 	// Stopped says why the run ended early after all: a violation no one
 	// request carries (a worker's counters); "" when it went to the end.
 	Stopped string `json:"stopped,omitempty"`
@@ -122,11 +128,24 @@ type InvariantCount struct {
 	Count     int    `json:"count"`
 }
 
-func (k *KeptGoing) note(inv string) {
+func (k *KeptGoing) note(inv string, v Violation) {
 	if k.byInv == nil {
 		k.byInv = map[string]int{}
 	}
+	if k.byInv[inv] == 0 {
+		k.Firsts = append(k.Firsts, v)
+	}
 	k.byInv[inv]++
+}
+
+// First is the first violation of an invariant, or nil.
+func (k *KeptGoing) First(inv string) *Violation {
+	for i := range k.Firsts {
+		if k.Firsts[i].Invariant == inv {
+			return &k.Firsts[i]
+		}
+	}
+	return nil
 }
 
 // Total is how many violations the run counted.
