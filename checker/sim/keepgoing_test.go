@@ -118,7 +118,7 @@ func TestKeepGoing_VariantsUnderDrawnFaults(t *testing.T) {
 	if testing.Short() {
 		seeds = seeds[:1]
 	}
-	kept := 0
+	kept, lateOnly := 0, 0
 	for _, file := range files {
 		if strings.Contains(file, "broken-vocabulary") {
 			continue // not a protocol: refused when loaded
@@ -147,9 +147,23 @@ func TestKeepGoing_VariantsUnderDrawnFaults(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				stepped := map[int]bool{}
+				s.watch = func(r *request) {
+					if r.broken {
+						stepped[r.Index] = true
+					}
+				}
 				res, err := s.run(context.Background(), Options{})
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
+				}
+				if len(stepped) > 0 {
+					t.Errorf("%s: requests %v took a step after breaking an invariant", name, stepped)
+				}
+				for w := range s.jobs {
+					if n := s.jobs[w].Len(); n > 0 && s.kept.Stopped == "" {
+						t.Errorf("%s: worker %d still has %d prefills booked at the end", name, w, n)
+					}
 				}
 				if diff := cmp.Diff(stopped.Violation, res.Violation); diff != "" {
 					t.Fatalf("%s: the first violation differs (-stopped +kept going):\n%s", name, diff)
@@ -160,6 +174,13 @@ func TestKeepGoing_VariantsUnderDrawnFaults(t *testing.T) {
 				}
 				if k.Stopped != "" {
 					continue
+				}
+				late := k.Count(cluster.NameBoundedReclaim) + k.Count(cluster.NameBoundedGiveUp)
+				if late == k.Total() && k.Requests != 0 {
+					t.Errorf("%s: only bounds on time broken (%d), yet %d requests took no step after", name, late, k.Requests)
+				}
+				if late > 0 && late == k.Total() {
+					lateOnly++
 				}
 				if k.Requests > k.Total() || (res.Violation != nil) != (k.Total() > 0) {
 					t.Errorf("%s: %d violations on %d requests, first %v", name, k.Total(), k.Requests, res.Violation)
@@ -177,9 +198,9 @@ func TestKeepGoing_VariantsUnderDrawnFaults(t *testing.T) {
 		}
 	}
 	if kept == 0 {
-		t.Error("no run went past a violation to another")
+		t.Errorf("no run went past a violation to another")
 	}
-	t.Logf("%d runs went past a violation to another", kept)
+	t.Logf("%d runs went past a violation to another, %d broke only bounds on time", kept, lateOnly)
 }
 
 // heldByBroken is what the broken requests' own records hold in use at

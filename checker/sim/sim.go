@@ -1305,6 +1305,11 @@ func (s *Sim) strike(f *cluster.Fault) {
 		return
 	}
 	r, ok := s.active[f.Request]
+	if ok && r.broken {
+		// It took no step after breaking an invariant: nothing to strike.
+		s.stats.faultsMissed++
+		return
+	}
 	var mk *cluster.Marks
 	if ok {
 		mk = &r.m
