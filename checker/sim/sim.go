@@ -95,7 +95,7 @@ type Sim struct {
 	clock     *props.Clock
 	violation *Violation
 	// stop ends the run: at the first violation, or with KeepGoing at one
-	// no request carries (kept.global).
+	// no request carries (KeptGoing.Stopped).
 	stop     bool
 	kept     *KeptGoing // with Options.KeepGoing, what went on after the first violation
 	inputErr error
@@ -533,7 +533,8 @@ const (
 	eventsPerRequest = 20_000
 )
 
-// stuck reports the oldest request still in flight.
+// stuck reports the requests still in flight when the run is stopped
+// for not draining: the oldest, or with KeepGoing each of them.
 func (s *Sim) stuck(events uint64) {
 	rs := s.unbrokenActive()
 	// Stopped by the time since the last arrival, or by the events per
