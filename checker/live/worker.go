@@ -1197,6 +1197,8 @@ func (w *worker) maybeRetire(a *attempt) {
 		return
 	}
 	w.retirePrefix(a)
+	// Its machine stays, not its buffers.
+	a.sched, a.heldEv, a.heldFr = nil, nil, nil
 	a.kept = true
 	w.nkept++
 	if a.ended {
