@@ -1442,6 +1442,14 @@ func (c *coord) maybeFinish(a *catt) {
 		c.strands = append(c.strands, a.strand)
 	}
 	c.tally(a, x.Outcome[0] == model.OutcomeOK && x.Outcome[1] == model.OutcomeOK, x.Cancelled)
+	// Nothing more is relayed for the attempt: each of its workers still
+	// of the generation it was routed to forgets the machine it kept for
+	// it once it took the facts relayed before this frame.
+	for sd, w := range [2]int{a.p, a.d} {
+		if w >= 0 && a.outcome[sd] != model.OutcomeForgotten && c.ws[w].gen == [2]int64{a.pGen, a.dGen}[sd] {
+			c.sendTo(w, &Frame{Kind: KEnded, Attempt: a.name})
+		}
+	}
 }
 
 // tally counts a finished request once: succeeded when both sides

@@ -131,6 +131,11 @@ const (
 	// per open attempt, each saying whether anything can still happen
 	// to it on this worker.
 	KQuietReply
+	// KEnded: C→W: the frontend saw both sides of the attempt end (or
+	// the side of a restarted worker forgotten), and relays nothing more
+	// for it: the worker forgets the machine it kept for the attempt
+	// once its side finished, after the facts relayed before this frame.
+	KEnded
 	numKinds
 )
 
@@ -162,6 +167,7 @@ var frameKinds = [numKinds]struct {
 	KKV:            {"kv", []string{"msg"}},
 	KQuiet:         {"quiet", nil},
 	KQuietReply:    {"quiet_reply", []string{"ledger"}},
+	KEnded:         {"ended", []string{"attempt"}},
 }
 
 func (k Kind) String() string {

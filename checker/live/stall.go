@@ -326,8 +326,10 @@ func fmtWall(d time.Duration) string {
 func (w *worker) quiet(f *Frame) {
 	l := &Ledger{Role: sideNames[w.mine], Worker: w.opt.Worker, Gen: w.opt.Gen}
 	names := make([]string, 0, len(w.atts))
-	for name := range w.atts {
-		names = append(names, name)
+	for name, a := range w.atts {
+		if !a.kept {
+			names = append(names, name)
+		}
 	}
 	slices.Sort(names)
 	for _, name := range names {

@@ -182,6 +182,9 @@ type worker struct {
 	// routed to it (takePrefix), which its KV events report; prefixShort
 	// those its cache and free pool no longer held.
 	hitBlocks, prefixShort int64
+	// nkept counts the attempts of atts kept after their side retired
+	// (attempt.kept): open attempts are the others.
+	nkept int
 }
 
 // attempt is one attempt as the worker knows it.
@@ -240,6 +243,19 @@ type attempt struct {
 	// world; a destination's window of a transfer the source pushed does
 	// not see the transfer done, and knows its KV valid by publishing it.
 	valid bool
+	// kept: the side retired (finished, holding nothing, nothing left to
+	// happen here), but the coordinator has not said the attempt ended:
+	// a fact the peer sent before then may still come, and the side's
+	// machine takes it in its terminal state, as the model's does,
+	// whose tables may still react to it. Its state stays; it is no open
+	// attempt of any ledger. ended: the coordinator said the attempt
+	// ended (KEnded), so nothing but what it relayed before comes for
+	// it. pending counts the facts taken for it that are still to be
+	// delivered (each a configured latency later): the attempt is open
+	// until they are. prefixBack: its prefix went back to the cache
+	// (retirePrefix), once.
+	kept, ended, prefixBack bool
+	pending                 int32
 }
 
 // newWorker makes a worker's state, its log begun.
@@ -362,7 +378,7 @@ func RunWorker(ctx context.Context, opt WorkerOptions) error {
 			return nil
 		}
 		w.runDue()
-		if w.draining && len(w.atts)+len(w.latts) == 0 {
+		if w.draining && w.open() == 0 {
 			w.sendLedger()
 			w.draining = false
 		}
@@ -466,6 +482,13 @@ func (w *worker) frame(f *Frame) {
 			w.release(a)
 		}
 		return
+	case f.Kind == KEnded:
+		// An attempt already forgotten (or never had: its side was
+		// restarted away) needs nothing.
+		if a != nil {
+			w.ended(a)
+		}
+		return
 	case a != nil && a.held && f.Kind != KProbe:
 		// A probe only reads; anything else steps, after the release.
 		a.heldFr = append(a.heldFr, *f)
@@ -503,12 +526,14 @@ func (w *worker) frame(f *Frame) {
 	case KFact:
 		w.fact(a, f)
 	case KCancel:
+		w.unkeep(a)
 		w.cancel(a)
 	case KProbe:
 		w.probe(a, f)
 	case KProbeReply:
 		w.probeReply(a, f)
 	case KPeerRestarted:
+		w.unkeep(a)
 		w.peerRestarted(a, f)
 	case KMark:
 		w.mark(a, f)
@@ -533,6 +558,10 @@ func (w *worker) release(a *attempt) {
 			return
 		}
 		w.frame(&fr[i])
+	}
+	if a.kept && a.ended {
+		// It ended while held, kept already.
+		w.forget(a)
 	}
 }
 
@@ -629,11 +658,15 @@ func (w *worker) fact(a *attempt, f *Frame) {
 		return
 	}
 	// Each fact that arrives is taken a configured latency later, on its
-	// own: a duplicate is taken twice.
+	// own: a duplicate is taken twice. A retired side's kept machine is
+	// open again until it took it.
+	w.unkeep(a)
+	a.pending++
 	w.push(&wevent{at: time.Now().Add(w.dur(w.cfg.LatencyUS)), kind: wDeliver, a: a, m: system.Move{Kind: system.MvDeliver, H: 0, Arg: int8(to), Msg: m}})
 }
 
 func (w *worker) deliver(a *attempt, m system.Move) {
+	a.pending--
 	x := &a.st.W.H[0]
 	if w.mine == model.SourceSide && x.Decode < 0 {
 		x.Decode = 1
@@ -708,6 +741,7 @@ func (w *worker) peerRestarted(a *attempt, f *Frame) {
 
 func (w *worker) mark(a *attempt, f *Frame) {
 	if w.setMark(a, f) {
+		w.unkeep(a)
 		w.settle(a, nil, system.Move{})
 	}
 }
@@ -1150,11 +1184,13 @@ func (w *worker) timers(a *attempt, b *model.Handoff, m system.Move) {
 
 // ---- retirement and the ledger ----
 
-// maybeRetire forgets an attempt whose side finished and holds nothing,
-// with nothing scheduled. No tombstone stays: a late frame for it finds
-// no attempt and changes nothing.
+// maybeRetire retires an attempt whose side finished and holds nothing,
+// with nothing scheduled and no fact on its way to it here: forgotten
+// once the coordinator said the attempt ended, kept until then (kept).
+// No tombstone stays after: a later frame for it finds no attempt and
+// changes nothing.
 func (w *worker) maybeRetire(a *attempt) {
-	if a.gone || len(a.sched) > 0 || a.waiting || !w.chk.Terminal(&a.st, system.RoleOf(w.mine), 0) || a.Hold[w.mine] != a.base {
+	if a.gone || a.kept || a.pending > 0 || len(a.sched) > 0 || a.waiting || !w.chk.Terminal(&a.st, system.RoleOf(w.mine), 0) || a.Hold[w.mine] != a.base {
 		return
 	}
 	for t := range a.timerOn {
@@ -1165,9 +1201,45 @@ func (w *worker) maybeRetire(a *attempt) {
 	if x := &a.st.W.H[0]; x.Xfer == model.XferRunning && x.Runner == w.mine {
 		return
 	}
+	w.retirePrefix(a)
+	// Its machine stays, not its buffers.
+	a.sched, a.heldEv, a.heldFr = nil, nil, nil
+	a.kept = true
+	w.nkept++
+	if a.ended {
+		w.forget(a)
+	}
+}
+
+// open counts the attempts something can still happen to: those not
+// kept after they retired, legacy ones too.
+func (w *worker) open() int { return len(w.atts) - w.nkept + len(w.latts) }
+
+// unkeep opens a retired attempt's kept machine again: a fact, a cancel,
+// a restart of its peer or a planned fault reached it, which it takes as
+// the model's machine in its terminal state does. It retires again, or
+// holds what the step made it hold, as any open attempt.
+func (w *worker) unkeep(a *attempt) {
+	if a.kept {
+		a.kept = false
+		w.nkept--
+	}
+}
+
+// ended: the coordinator relays nothing more for the attempt. A kept
+// machine is forgotten now, an open one as soon as it retires.
+func (w *worker) ended(a *attempt) {
+	a.ended = true
+	if a.kept && !a.held {
+		w.forget(a)
+	}
+}
+
+// forget drops an attempt: no step of it remains on this worker.
+func (w *worker) forget(a *attempt) {
+	w.unkeep(a)
 	a.gone = true
 	delete(w.atts, a.name)
-	w.retirePrefix(a)
 }
 
 // retirePrefix returns a retiring destination's cached prefix to the
@@ -1177,14 +1249,18 @@ func (w *worker) maybeRetire(a *attempt) {
 // still advertises the group (another request's blocks of it), reported
 // to the routers (reportCache).
 func (w *worker) retirePrefix(a *attempt) {
-	if w.mine != model.DestinationSide {
+	if w.mine != model.DestinationSide || a.prefixBack {
 		return
 	}
+	a.prefixBack = true
 	k := &w.k
 	before := k.Cached
 	if a.lk > 0 {
 		w.sum = w.sum.Minus(a.base)
 		a.Hold[w.mine] = model.Holdings{}
+		// A kept machine holds nothing of it any more: it retires again
+		// holding nothing.
+		a.base = model.Holdings{}
 		k.Prefix -= a.lk
 		k.Cached += a.lk
 	}
@@ -1209,6 +1285,9 @@ func (w *worker) settled() bool {
 		return false
 	}
 	for _, a := range w.atts {
+		if a.kept {
+			continue
+		}
 		if a.gaveUp == "" || w.busy(a) != "" {
 			return false
 		}
@@ -1217,19 +1296,26 @@ func (w *worker) settled() bool {
 }
 
 func (w *worker) sendLedger() {
+	w.send(&Frame{Kind: KLedger, Ledger: w.ledgerNow()})
+}
+
+// ledgerNow is the worker's ledgers as they are.
+func (w *worker) ledgerNow() *Ledger {
 	k := &w.k
 	l := &Ledger{Role: sideNames[w.mine], Worker: w.opt.Worker, Gen: w.opt.Gen,
 		Free: int64(k.Free), Cached: int64(k.Cached), Kept: int64(k.Kept), Active: int64(k.Active), Pinned: int64(k.Pinned),
 		Reserved: int64(k.Reserved), Slots: int64(k.SlotsUsed), Headroom: int64(k.HeadroomUsed), InFlight: int64(k.InFlight),
 		Owned: int64(k.Owned), PrefillTokens: int64(k.PrefillTokens), Booked: int64(k.BookedBlocks), Stored: int64(k.StoredBlocks),
-		PrefixShortBlocks: w.prefixShort, Open: len(w.atts) + len(w.latts), Attempts: w.hosted, Refused: w.refused, RefusedWhy: w.refusedWhy, Findings: w.findings, Lateness: &w.late,
+		PrefixShortBlocks: w.prefixShort, Open: w.open(), Attempts: w.hosted, Refused: w.refused, RefusedWhy: w.refusedWhy, Findings: w.findings, Lateness: &w.late,
 		Series: map[string]PeakMean{}, CPUUS: (processCPU() - w.cpu0).Microseconds()}
 	for _, i := range ownMetrics {
 		l.Series[cluster.WorkerMetrics[i]] = w.metrics[i].over(w.span[0], w.span[1])
 	}
 	names := make([]string, 0, len(w.atts))
-	for name := range w.atts {
-		names = append(names, name)
+	for name, a := range w.atts {
+		if !a.kept {
+			names = append(names, name)
+		}
 	}
 	slices.Sort(names)
 	for _, name := range names[:min(len(names), 8)] {
@@ -1244,7 +1330,7 @@ func (w *worker) sendLedger() {
 			name, w.chk.Protocol().StateName(system.RoleOf(w.mine), a.st.Role(system.RoleOf(w.mine), 0)), ownHeld(&a.st.W.H[0], w.mine), timers, a.sched, a.waiting))
 	}
 	l.OpenAttempts = append(l.OpenAttempts, w.legacyOpen()...)
-	w.send(&Frame{Kind: KLedger, Ledger: l})
+	return l
 }
 
 // ownHeld says what a side holds for an attempt, in its own window.
@@ -1310,7 +1396,9 @@ func (w *worker) runDue() {
 			continue
 		}
 		a := e.a
-		if a.gone {
+		if a.gone || (a.kept && e.kind != wDeliver) {
+			// Forgotten, or retired: what was queued for it before is
+			// moot (a kept machine steps only on what reaches it).
 			continue
 		}
 		if a.held {

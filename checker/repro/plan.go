@@ -36,8 +36,8 @@ const (
 type Plan struct {
 	// retired names, when the trace's violating step is a fact delivered
 	// to a side that had reported its outcome and held nothing, that
-	// fact and side: a live worker has forgotten the attempt by then
-	// ("" otherwise).
+	// fact and side: a live worker has retired the side by then, and
+	// takes the fact in the machine it kept ("" otherwise).
 	retired  string
 	Config   *cluster.Config
 	Requests []cluster.Request
