@@ -598,7 +598,14 @@ func (x target) sameShape(v *model.Violation) bool {
 	if v.Invariant != model.NameExactlyOnceRelease || x.detail == "" {
 		return true
 	}
-	_, d, _ := strings.Cut(v.Detail, ": ")
+	// A detail may name its handoff first ("handoff 0: ..."), which the
+	// rejection, of one attempt, does not.
+	d := v.Detail
+	if rest, ok := strings.CutPrefix(d, "handoff "); ok {
+		if _, after, found := strings.Cut(rest, ": "); found {
+			d = after
+		}
+	}
 	return d == x.detail || strings.Contains(x.detail, v.Invariant+": "+d)
 }
 
