@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -27,9 +28,24 @@ func benchLog(b *testing.B, policy string, milestones bool) string {
 	if p, ok := benchLogs.Load(key); ok {
 		return p.(string)
 	}
+	path := filepath.Join(os.TempDir(), "handoffcheck-bench-"+key+".jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	writeSimLog(b, f, policy, milestones, *benchHandoffs)
+	benchLogs.Store(key, path)
+	return path
+}
+
+// writeSimLog writes to out the log the simulator writes for n requests
+// of the synthetic workload on Loaded16 (destination-first on SGLang),
+// complete or milestones only.
+func writeSimLog(tb testing.TB, out io.Writer, policy string, milestones bool, n int) {
 	cfg := sim.Loaded16()
 	if err := cfg.SetPolicy(policy); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	if policy == "destination-first" {
 		cfg.Engine = model.SGLang
@@ -38,25 +54,17 @@ func benchLog(b *testing.B, policy string, milestones bool) string {
 	if milestones {
 		records = obslog.Of(obslog.Milestones()...) | obslog.Of(obslog.WorkerRestarted)
 	}
-	path := filepath.Join(os.TempDir(), "handoffcheck-bench-"+key+".jsonl")
-	f, err := os.Create(path)
+	w, err := obslog.NewWriter(out, cfg.LogHeader(records))
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	defer f.Close()
-	w, err := obslog.NewWriter(f, cfg.LogHeader(records))
-	if err != nil {
-		b.Fatal(err)
-	}
-	res, err := sim.Run(context.Background(), cfg, sim.Synthetic(1, *benchHandoffs, sim.SyntheticGapUS), sim.Options{Log: w})
+	res, err := sim.Run(context.Background(), cfg, sim.Synthetic(1, n, sim.SyntheticGapUS), sim.Options{Log: w})
 	if err != nil || res.Violation != nil {
-		b.Fatal(err, res.Violation)
+		tb.Fatal(err, res.Violation)
 	}
 	if err := w.Flush(); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	benchLogs.Store(key, path)
-	return path
 }
 
 // BenchmarkConform judges the log of 100,000 handoffs (-handoffs N for

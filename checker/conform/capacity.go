@@ -78,8 +78,11 @@ func (j *judge) recount(a *attempt, n *node) *model.Violation {
 			continue
 		}
 		l := &j.ledgers[p]
-		l.held = l.held.Minus(a.held[k]).Plus(now[k])
-		a.held[k] = now[k]
+		// Most facts change nothing the side holds: its share stays.
+		if now[k] != a.held[k] {
+			l.held = l.held.Minus(a.held[k]).Plus(now[k])
+			a.held[k] = now[k]
+		}
 		if v == nil && l.judged && n != nil {
 			v = l.judge()
 		}

@@ -111,6 +111,9 @@ type judge struct {
 	all        []*obslog.Fact // restart's
 	greedySt   system.State   // greedyMovesOf's
 	greedyMs   system.MoveSet
+	// carried counts the explanations carried into the world of a
+	// prefix hit learned late (carry).
+	carried int
 }
 
 type procState struct {
@@ -570,6 +573,19 @@ func (j *judge) restart(a *attempt) bool {
 		j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f),
 			Detail: fmt.Sprintf("the attempt (%d prompt tokens) does not fit the configuration: %v", a.prompt, err)})
 		return false
+	}
+	if j.carry(a, w) {
+		f := a.last
+		if j.greedy(a, f, slices.IndexFunc(a.slots, func(sl slot) bool { return sl.proc == f.Proc })) {
+			if !j.counted(a) {
+				return false
+			}
+			j.greedyDone(a)
+			return true
+		}
+		a.full, a.cur, a.countedSt = true, nil, nil
+		j.dropGreedy(a)
+		return j.replay(a, nil)
 	}
 	j.enter(a, w)
 	if !a.full {

@@ -1,6 +1,8 @@
 package conform
 
 import (
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -133,3 +135,85 @@ func (j *judge) release(w *world) {
 		j.freeWorlds = append(j.freeWorlds, w)
 	}
 }
+
+// carry moves an attempt that learned its prefix hit from the route of
+// its decode side into the world of its new size w with the explanation
+// it followed greedily so far, and reports whether it did; the route's
+// fact (its last) is still to be explained. Otherwise nothing changed,
+// and the attempt is searched again from its first fact.
+//
+// The two worlds differ in the decode side's pricing and in what the
+// decode worker caches from the start (the hit's prefix), nothing else.
+// Until the decode router routes the attempt, its steps are the prefill
+// side's and the routers': none reads or changes the decode worker or the
+// decode side's pricing, so the search for each of its facts goes the
+// same way in both, and the explanation's state in the new world is its
+// state in the old one with the decode worker as the new world starts
+// it. That is checked where it can be: the decode worker is as the old
+// world started it, the explanation took no fault, no restart and no
+// decode step, and the state keeps every invariant in the new world.
+// Properties (--props) judge each state and the clock walks the states
+// of the explanation: with either, nothing is carried.
+func (j *judge) carry(a *attempt, w *world) bool {
+	old := a.world
+	if !carryLate || old == nil || old == w || a.full || a.cur == nil || j.props != nil || j.clock != nil || a.cur.owedN != 0 {
+		return false
+	}
+	f := a.last
+	if f.Kind != obslog.Routed || f.Stage != model.DestinationSide {
+		return false
+	}
+	facts := 0
+	for _, sl := range a.slots {
+		facts += len(sl.facts)
+	}
+	if int(a.cur.consumed) != facts-1 {
+		return false
+	}
+	for _, cn := range a.chain {
+		if m := cn.move; m.Kind != 0 {
+			if _, fault := m.Kind.Spends(); fault || m.Kind == system.MvRouteDecode {
+				return false
+			}
+		}
+		if g := cn.fact; g != nil && (g.Kind == obslog.WorkerRestarted || g.Proc == a.d) {
+			return false
+		}
+	}
+	st := a.cur.st
+	const dw = 1 // the decode worker of an attempt's world (AttemptWorld)
+	if st.W.W[dw] != model.NewWorld(&old.cfg).W[dw] {
+		return false
+	}
+	ns := j.takeState()
+	*ns = *st
+	ns.W.Rebind(&w.cfg)
+	ns.W.W[dw] = model.NewWorld(&w.cfg).W[dw]
+	if j.chk.CheckState(ns) != nil {
+		j.freeStates = append(j.freeStates, ns)
+		return false
+	}
+	// The old world's states go back to the pool; the chain keeps each
+	// step's fact and move for a report.
+	last := len(a.chain) - 1
+	for i := a.live; i <= last; i++ {
+		if cn := &a.chain[i]; cn.st != nil {
+			j.freeStates = append(j.freeStates, cn.st)
+			cn.st = nil
+		}
+	}
+	a.cur.st, a.cur.owns, a.cur.stKey = ns, true, j.stateKey(ns)
+	a.chain[last].st, a.live = ns, last
+	a.countedSt = nil
+	old.refs--
+	j.release(old)
+	a.world, a.wcfg = w, &w.cfg
+	w.refs++
+	j.carried++
+	return true
+}
+
+// carryLate says whether carry may carry an explanation over. A variable
+// for the tests: without it, every attempt that learns its hit late is
+// searched again from its first fact, and judged alike.
+var carryLate = true

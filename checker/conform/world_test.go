@@ -1,6 +1,7 @@
 package conform
 
 import (
+	"bytes"
 	"reflect"
 	"slices"
 	"testing"
@@ -59,5 +60,51 @@ func TestWorldIsAttemptWorld(t *testing.T) {
 	j.leave(a)
 	if first.refs != 0 || !slices.Contains(j.freeWorlds, first) {
 		t.Fatalf("the world of the forgotten attempt is not recycled")
+	}
+}
+
+// An attempt whose decode route gives a prefix hit after its prefill's
+// facts is carried into the world of its hit (carry), and judged as when
+// it is searched again there from its first fact: the same report, on
+// the simulator's logs of both policies, complete and milestones only.
+func TestCarryLateHit_JudgedAlike(t *testing.T) {
+	defer func(c bool) { carryLate = c }(carryLate)
+	for _, pol := range []string{"source-first", "destination-first"} {
+		for _, ms := range []bool{false, true} {
+			var log bytes.Buffer
+			writeSimLog(t, &log, pol, ms, 400)
+			judge := func(carry bool) *Report {
+				carryLate = carry
+				rep, err := Judge([]Input{{Name: "sim.jsonl", R: bytes.NewReader(log.Bytes())}}, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return rep
+			}
+			with, without := judge(true), judge(false)
+			if with.Verdict != Explained {
+				t.Fatalf("%s milestones=%v: %s %+v", pol, ms, with.Verdict, with.Rejection)
+			}
+			if !reflect.DeepEqual(with, without) {
+				t.Errorf("%s milestones=%v: carried %+v, searched again %+v", pol, ms, *with, *without)
+			}
+			// And explanations were carried: the attempts with a hit.
+			carryLate = true
+			r, err := obslog.NewReader(bytes.NewReader(log.Bytes()), "sim.jsonl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			j, err := newJudge(r.Header(), "sim.jsonl", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := j.readOne(r, nil); err != nil {
+				t.Fatal(err)
+			}
+			j.gone.close()
+			if j.carried == 0 {
+				t.Errorf("%s milestones=%v: no explanation carried", pol, ms)
+			}
+		}
 	}
 }

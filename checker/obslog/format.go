@@ -512,30 +512,22 @@ func (r *Reader) fact(l *factLine, f *Fact) string {
 		}
 		f.TUS = *l.TUS
 	}
-	figs := Kinds[k].Figures
-	allowed := func(g Figure) bool { return slices.Contains(figs, g) }
-	num := func(g Figure, v *int64, dst *int64) string {
-		if v == nil {
-			return ""
-		}
-		if !allowed(g) {
-			return fmt.Sprintf("%s carries no %s", k, g)
-		}
-		if *v < 0 || *v > 1<<40 {
-			return fmt.Sprintf("%s %d: want a count from 0", g, *v)
-		}
-		*dst = *v
-		f.Has |= 1 << g
-		return ""
-	}
 	if l.Blocks != nil || l.Pages != nil || l.Slot != nil || l.Headroom != nil || l.Tokens != nil {
-		for _, e := range []string{
-			num(FigBlocks, l.Blocks, &f.Blocks), num(FigPages, l.Pages, &f.Pages), num(FigSlot, l.Slot, &f.Slot),
-			num(FigHeadroom, l.Headroom, &f.Headroom), num(FigTokens, l.Tokens, &f.Tokens),
-		} {
-			if e != "" {
-				return e
-			}
+		// In this order: the first figure that is wrong is the one named.
+		if e := setFigure(f, FigBlocks, l.Blocks, &f.Blocks); e != "" {
+			return e
+		}
+		if e := setFigure(f, FigPages, l.Pages, &f.Pages); e != "" {
+			return e
+		}
+		if e := setFigure(f, FigSlot, l.Slot, &f.Slot); e != "" {
+			return e
+		}
+		if e := setFigure(f, FigHeadroom, l.Headroom, &f.Headroom); e != "" {
+			return e
+		}
+		if e := setFigure(f, FigTokens, l.Tokens, &f.Tokens); e != "" {
+			return e
 		}
 	}
 	if k == Routed {
@@ -619,6 +611,23 @@ func (r *Reader) fact(l *factLine, f *Fact) string {
 		f.AdoptedBlocks = *l.AdoptedBlocks
 		f.Canonical = strings.Clone(*l.Canonical)
 	}
+	return ""
+}
+
+// setFigure sets figure g of fact f, of its kind, to the line's value v
+// (nil: the line gives none), or says why it may not.
+func setFigure(f *Fact, g Figure, v *int64, dst *int64) string {
+	if v == nil {
+		return ""
+	}
+	if !slices.Contains(Kinds[f.Kind].Figures, g) {
+		return fmt.Sprintf("%s carries no %s", f.Kind, g)
+	}
+	if *v < 0 || *v > 1<<40 {
+		return fmt.Sprintf("%s %d: want a count from 0", g, *v)
+	}
+	*dst = *v
+	f.Has |= 1 << g
 	return ""
 }
 

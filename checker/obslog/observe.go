@@ -96,8 +96,9 @@ func Observe(out []Label, h int, before, after *system.State, m system.Move, fs 
 	}
 	b, a := &before.W.H[h], &after.W.H[h]
 	bw, aw := &before.W.W, &after.W.W
-	var evs [2][NumKinds]bool // event-driven kinds, per side
-	anyEv := false
+	// evs is the event-driven kinds, a bit per kind, per side: two words
+	// to clear for every step tried, not a table.
+	var evs [2]uint32
 	for _, f := range fs {
 		if f.Handoff != h || (f.From == f.To && len(f.Actions) == 0) {
 			continue // an ignore row changes nothing anyone would log
@@ -107,10 +108,10 @@ func Observe(out []Label, h int, before, after *system.State, m system.Move, fs 
 			sd = model.DestinationSide
 		}
 		if k := eventKinds[sd][f.Event]; k != 0 {
-			evs[sd][k] = true
-			anyEv = true
+			evs[sd] |= 1 << k
 		}
 	}
+	anyEv := evs[0]|evs[1] != 0
 	// Every label below is a change of the handoff's record, or an event
 	// a row fired: a step that changes neither logs nothing.
 	if !anyEv && *b == *a {
@@ -163,8 +164,11 @@ func Observe(out []Label, h int, before, after *system.State, m system.Move, fs 
 		add(Label{Kind: PrefillDispatched, By: BySource})
 	}
 	event := func(k Kind) {
+		if (evs[0]|evs[1])&(1<<k) == 0 {
+			return
+		}
 		for sd := src; sd <= dst; sd++ {
-			if evs[sd][k] {
+			if evs[sd]&(1<<k) != 0 {
 				add(Label{Kind: k, By: bySide(sd)})
 			}
 		}
@@ -177,7 +181,7 @@ func Observe(out []Label, h int, before, after *system.State, m system.Move, fs 
 		event(ReservationExpired)
 		if m.Kind == system.MvTimer {
 			for sd := src; sd <= dst; sd++ {
-				if evs[sd][DeadlineExpired] {
+				if evs[sd]&(1<<DeadlineExpired) != 0 {
 					add(Label{Kind: DeadlineExpired, By: bySide(sd), Timer: model.Timer(m.Arg)})
 				}
 			}
@@ -308,3 +312,6 @@ func indexed(x *model.Handoff, sd model.Side) bool {
 	}
 	return x.Published
 }
+
+// Observe keeps a step's event-driven kinds in a bit per kind.
+var _ [32 - NumKinds]struct{}
