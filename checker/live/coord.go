@@ -1478,16 +1478,17 @@ func (c *coord) relay(from int, f *Frame, raw []byte) {
 	}
 	copies := 1
 	if msg, ok := msgNamed(f.Msg); ok && f.Kind == KFact {
-		fm, _, ok := a.m.Instead(system.Move{Kind: system.MvDeliver, H: 0, Arg: int8(to), Msg: msg})
-		switch {
-		case ok && fm.Kind == system.Loss.Move():
-			c.rep.Proxy.Dropped++
+		if _, k, ok := a.m.Instead(system.Move{Kind: system.MvDeliver, H: 0, Arg: int8(to), Msg: msg}); ok {
+			// The fault table says how many times the fact arrives.
 			c.rep.FaultsStruck++
-			return
-		case ok && fm.Kind == system.Duplicate.Move():
-			c.rep.Proxy.Duplicated++
-			c.rep.FaultsStruck++
-			copies = 2
+			copies = int(system.FaultKinds[k].Delivers)
+			if copies == 0 {
+				c.rep.Proxy.Dropped++
+				return
+			}
+			if copies > 1 {
+				c.rep.Proxy.Duplicated++
+			}
 		}
 		if p := &c.opt.Proxy; p.Seed != 0 && c.prng.Float64() < p.Rate {
 			switch c.prng.IntN(3) {

@@ -1055,7 +1055,7 @@ func (s *Sim) fireMove(e *event) {
 	// the request schedules again.
 	if f, k, ok := r.m.Instead(m); ok {
 		if s.do(r, f, false) {
-			if k == system.Loss {
+			if kind := &system.FaultKinds[k]; kind.Instead == system.MvDeliver && kind.Delivers == 0 {
 				r.lost[f.Arg] = true
 			}
 			s.stats.faults++
