@@ -238,6 +238,19 @@ func (r Remaining) budget() Budget {
 	return b
 }
 
+// factFaults are the budget slots of the kinds whose move takes a fact in
+// flight (a duplicate, a loss): while none is left, faults skips the
+// channels.
+var factFaults = func() Remaining {
+	var r Remaining
+	for f := range NumFaults {
+		if _, _, _, fact := f.Move().Names(); fact {
+			r |= MaxBudget << (budgetBits * f)
+		}
+	}
+	return r
+}()
+
 // faults adds the fault moves the state enables, each within its budget.
 // The order is part of the exploration's determinism (traces and walks
 // pick moves by index): per handoff the transport faults of each fact in
@@ -251,7 +264,7 @@ func (c *System) faults(s *State, ms *MoveSet, tx *model.Tx) {
 	for h := 0; h < c.nH; h++ {
 		x := &s.W.H[h]
 		hh := int8(h)
-		if s.B.has(Duplicate) || s.B.has(Loss) {
+		if s.B&factFaults != 0 {
 			for to := model.SourceSide; to <= model.DestinationSide; to++ {
 				ch := &x.Ch[to]
 				for i := 0; i < int(ch.N); i++ {
