@@ -87,6 +87,14 @@ type faultKind struct {
 	Offered bool
 	Instead MoveKind
 	Phase   bool
+	// Who strikes a kind struck where offered whose move names no side,
+	// where the roles run as processes of their own: the frontend the
+	// client talks to (Frontend: a cancel), or the side that runs the
+	// request's transfer, once the transfer is all the request waits on
+	// and until it ends (Runner: a hang). A kind whose move names a side
+	// is struck by that side's worker.
+	Frontend bool
+	Runner   bool
 	// Delivers is, for a kind struck in place of a delivery (Instead
 	// MvDeliver), how many times the fact arrives when the fault strikes:
 	// 0 when it is lost (a driver's proxy drops it, and the side it was
@@ -120,7 +128,7 @@ var FaultKinds = [NumFaults]faultKind{
 	reorder: {Config: "reorder",
 		Meaning: "the transport delivers a fact that is not the oldest in flight", Unplanned: "facts are reordered by the simulator's latency jitter by themselves, not at a time of a plan; schedule a loss or a duplicate to disturb one fact"},
 	Cancel: {Config: "cancel", MoveName: "cancel", args: []arg{argH}, Swarm: true,
-		Meaning: "the client cancels the request; the frontend cancels both request streams that exist", Offered: true, Phase: true, Logs: "client_cancelled"},
+		Meaning: "the client cancels the request; the frontend cancels both request streams that exist", Offered: true, Phase: true, Frontend: true, Logs: "client_cancelled"},
 	Abort: {Config: "abort", MoveName: "abort", args: []arg{argH, argSide}, Swarm: true,
 		Meaning: "either side aborts the request on its own, at any phase", Offered: true, Phase: true, Logs: "aborted"},
 	transferFailure: {Config: "transfer_failure", MoveName: "fail-transfer", args: []arg{argH}, Swarm: true,
@@ -134,7 +142,7 @@ var FaultKinds = [NumFaults]faultKind{
 	BackgroundLoad: {Config: "background_load", MoveName: "occupy", args: []arg{argWorker}, Swarm: true,
 		Meaning: "other requests take a decode worker's configured background capacity at any moment", Silent: true, Unplanned: "the other requests of the workload are the load on a worker; put more requests in the workload instead"},
 	Hang: {Config: "hang", MoveName: "hang", args: []arg{argH}, Swarm: true,
-		Meaning: "a running KV transfer hangs: it neither completes nor fails until a registration it uses is fenced or closed", Offered: true, Silent: true},
+		Meaning: "a running KV transfer hangs: it neither completes nor fails until a registration it uses is fenced or closed", Offered: true, Runner: true, Silent: true},
 	Evict: {Config: "evict", MoveName: "evict", args: []arg{argH, argSide}, Swarm: true,
 		Meaning: "a worker's cache evicts the released blocks a handoff's side keeps there; Removed is published if the KV index advertised them", Offered: true, Phase: true, Shown: true},
 	Delay: {Config: "delay", MoveName: "delay", args: []arg{argH, argSide}, Swarm: true,

@@ -264,3 +264,33 @@ func TestFaultKinds_DeliversIsWhatApplyFaultDoes(t *testing.T) {
 		}
 	}
 }
+
+// The rows' striking and logging fields are consistent: a kind struck
+// where offered whose move names no side has one striker where the roles
+// run as processes (the frontend or the transfer's runner), and no other
+// kind has either; a log shows a kind in at most one way (Silent, Logs,
+// Shown); Delivers speaks only of a kind struck in place of a delivery.
+func TestFaultKinds_OneStrikerOneLogging(t *testing.T) {
+	for f := range NumFaults {
+		fk := &FaultKinds[f]
+		_, _, side, _ := f.Move().Names()
+		if need := fk.Offered && !side; (fk.Frontend || fk.Runner) != need || (fk.Frontend && fk.Runner) {
+			t.Errorf("%s: Frontend %v, Runner %v; want exactly one for a kind struck where offered whose move names no side, neither otherwise", f, fk.Frontend, fk.Runner)
+		}
+		n := 0
+		for _, b := range []bool{fk.Silent, fk.Logs != "", fk.Shown} {
+			if b {
+				n++
+			}
+		}
+		if n > 1 {
+			t.Errorf("%s: Silent %v, Logs %q, Shown %v; a log shows a fault in at most one way", f, fk.Silent, fk.Logs, fk.Shown)
+		}
+		if fk.Delivers != 0 && fk.Instead != MvDeliver {
+			t.Errorf("%s: Delivers %d for a kind not struck in place of a delivery", f, fk.Delivers)
+		}
+		if f.Move() == 0 && (n > 0 || fk.Frontend || fk.Runner) {
+			t.Errorf("%s has no move of its own, yet says how a log shows it or who strikes it", f)
+		}
+	}
+}
