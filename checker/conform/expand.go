@@ -529,11 +529,20 @@ func greedyOff(k obslog.Kind) system.Remaining {
 	return off
 }
 
+// logsKind is, per fault kind, the log kind the fault table names its
+// first fact by (Logs), read once: firstFact is asked on every step.
+var logsKind = func() (lk [system.NumFaults]obslog.Kind) {
+	for k := range system.NumFaults {
+		lk[k], _ = obslog.KindNamed(system.FaultKinds[k].Logs)
+	}
+	return lk
+}()
+
 // firstFact is the fact a move of fault kind k makes first, which the
 // fault table names (Logs): logged by the process its log kind says, the
 // move's side for a kind a side logs.
 func firstFact(k system.Fault, m system.Move) obslog.Label {
-	lk, _ := obslog.KindNamed(system.FaultKinds[k].Logs)
+	lk := logsKind[k]
 	l := obslog.Label{Kind: lk, By: obslog.Kinds[lk].Who}
 	if l.By == obslog.BySide {
 		l.By = obslog.BySource
