@@ -501,23 +501,63 @@ func (j *judge) greedyMovesOf(n *node, f *obslog.Fact) (*system.State, []system.
 }
 
 // greedyOff is the budget's bits of the fault kinds greedyMovesOf leaves
-// out for a fact of kind k.
+// out for a fact of kind k, once computed per kind.
 func (j *judge) greedyOff(k obslog.Kind) system.Remaining {
-	if j.offMask == 0 {
-		width := bits.Len(uint(system.MaxBudget))
-		slot := func(f system.Fault) system.Remaining { return system.MaxBudget << (width * int(f)) }
-		base := slot(system.Loss) | slot(system.Delay) | slot(system.Hang) | slot(system.NoShow) | slot(system.Duplicate) | slot(system.Restart) | slot(system.BackgroundLoad)
-		j.offMask = base | slot(system.Cancel) | slot(system.Abort)
-		j.offCancel = base | slot(system.Abort)
-		j.offAbort = base | slot(system.Cancel)
+	if !j.offDone {
+		for l := range obslog.NumKinds {
+			j.off[l] = greedyOff(l)
+		}
+		j.offDone = true
 	}
-	switch k {
-	case obslog.ClientCancelled:
-		return j.offCancel
-	case obslog.Aborted:
-		return j.offAbort
+	return j.off[k]
+}
+
+// greedyOff is what the fault table says greedy's search leaves out for a
+// fact of kind k: every kind with a move of its own (reorder and
+// early_timer are protocol moves taken out of order) but one whose facts
+// show it (FaultKinds' Shown: a transfer failure, an eviction) and one
+// whose first fact is k (Logs: a cancel for client_cancelled, an abort
+// for aborted). A move on a worker (a restart, background load) names no
+// handoff, so none is the request's.
+func greedyOff(k obslog.Kind) system.Remaining {
+	width := bits.Len(uint(system.MaxBudget))
+	var off system.Remaining
+	for f := range system.NumFaults {
+		if f.Move() == 0 {
+			continue
+		}
+		kind := &system.FaultKinds[f]
+		h, _, _, _ := f.Move().Names()
+		if h && (kind.Shown || (kind.Logs != "" && kind.Logs == obslog.Kinds[k].Name)) {
+			continue
+		}
+		off |= system.MaxBudget << (width * int(f))
 	}
-	return j.offMask
+	return off
+}
+
+// logsKind is, per fault kind, the log kind the fault table names its
+// first fact by (Logs), read once: firstFact is asked on every step.
+var logsKind = func() (lk [system.NumFaults]obslog.Kind) {
+	for k := range system.NumFaults {
+		lk[k], _ = obslog.KindNamed(system.FaultKinds[k].Logs)
+	}
+	return lk
+}()
+
+// firstFact is the fact a move of fault kind k makes first, which the
+// fault table names (Logs): logged by the process its log kind says, the
+// move's side for a kind a side logs.
+func firstFact(k system.Fault, m system.Move) obslog.Label {
+	lk := logsKind[k]
+	l := obslog.Label{Kind: lk, By: obslog.Kinds[lk].Who}
+	if l.By == obslog.BySide {
+		l.By = obslog.BySource
+		if model.Side(m.Arg) == model.DestinationSide {
+			l.By = obslog.ByDestination
+		}
+	}
+	return l
 }
 
 // steps takes a node's enabled moves once: the unlogged ones make
@@ -525,24 +565,19 @@ func (j *judge) greedyOff(k obslog.Kind) system.Remaining {
 func (j *judge) steps(a *attempt, n *node, work []*node) []*node {
 	st, moves := j.movesOf(n)
 	for _, m := range moves {
-		switch m.Kind {
-		case system.Loss.Move(), system.Delay.Move(), system.Hang.Move(), system.NoShow.Move():
+		fk, isFault := m.Kind.Spends()
+		switch {
+		case isFault && system.FaultKinds[fk].Silent:
 			// Never logged: a fault the level may not allow yet.
 			if int(n.faults) >= a.level {
 				a.fcut = true
 				continue
 			}
-		case system.Cancel.Move(), system.Abort.Move():
-			// Their first fact is known without taking them; most nodes
-			// never see it, so the step waits for it.
-			l := obslog.Label{Kind: obslog.ClientCancelled, By: obslog.ByRouter}
-			if m.Kind == system.Abort.Move() {
-				l = obslog.Label{Kind: obslog.Aborted, By: obslog.BySource}
-				if model.Side(m.Arg) == model.DestinationSide {
-					l.By = obslog.ByDestination
-				}
-			}
-			if j.mustLog(a, &l) {
+		case isFault && system.FaultKinds[fk].Logs != "":
+			// Their first fact is known without taking them (a cancel's
+			// client_cancelled, an abort's aborted); most nodes never see
+			// it, so the step waits for it.
+			if l := firstFact(fk, m); j.mustLog(a, &l) {
 				n.succ = append(n.succ, succ{m: m, off: uint16(len(n.labels)), mn: 1, lazy: true})
 				n.labels = append(n.labels, l)
 				continue

@@ -93,9 +93,10 @@ type judge struct {
 	memoLooks, memoHits, memoSkip int
 	// memoRestN is the skip after the latest probe (memoUse).
 	memoRestN int
-	// offMask, offCancel and offAbort are the fault kinds greedy's
-	// search leaves out (greedyOff), once computed.
-	offMask, offCancel, offAbort system.Remaining
+	// off is, per kind of fact, the fault kinds greedy's search leaves
+	// out (greedyOff), once computed (offDone).
+	off     [obslog.NumKinds]system.Remaining
+	offDone bool
 
 	// The pools of nodes and states (newNode, own, free), and greedy's
 	// search's buffers: what a fact costs stays off the heap.

@@ -457,8 +457,8 @@ func (c *coord) plan() error {
 
 // workerMarks are the frames that hand a request's workers the marks they
 // strike themselves: every mark but the ones the coordinator strikes (a
-// loss or a duplicate by its proxy, the client's cancel by its
-// frontend), a mark of a kind whose move names a side to that side, one
+// loss or a duplicate by its proxy, the client's cancel by its frontend:
+// FaultKinds' Frontend), a mark of a kind whose move names a side to that side, one
 // that names none (a hang, a transfer failure: either side may run the
 // transfer) to both, and a restart's phase to the side whose worker stops
 // there.
@@ -469,7 +469,7 @@ func workerMarks(m *cluster.Marks) []Frame {
 	}
 	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 		m.Each(func(k system.Fault, on model.Side, either bool) {
-			if k != system.Cancel && (either || on == sd) {
+			if !system.FaultKinds[k].Frontend && (either || on == sd) {
 				mark(k.String(), sd)
 			}
 		})
@@ -493,22 +493,24 @@ func workerMarks(m *cluster.Marks) []Frame {
 }
 
 // strikes reports whether a live run strikes planned faults of kind k
-// aimed at a request: the coordinator those of its proxy (in place of a
-// fact it relays) and of its frontend (cancel), a worker those whose move
-// names its side (where its window first offers them) and those of the
-// transfer it runs (hang, transfer_failure), and restarts. A kind struck
-// by no rule here is refused with the plan's line, not left unstruck.
+// aimed at a request, by the fault table's rules: the coordinator those
+// of its proxy (in place of a fact it relays) and of its frontend
+// (Frontend: cancel), a worker those whose move names its side (where
+// its window first offers them) and those of the transfer it runs
+// (Runner: hang; in place of the transfer's end: transfer_failure), and
+// a worker's at a time (restart). A kind struck by no rule here is
+// refused with the plan's line, not left unstruck.
 func strikes(k system.Fault) bool {
 	kind := &system.FaultKinds[k]
 	switch {
-	case k == system.Cancel || k == system.Hang || cluster.AtTime(k):
+	case cluster.AtTime(k):
 		return true
 	case kind.Instead != 0:
 		// In place of a fact the coordinator relays, or of the end of a
 		// transfer a worker runs.
 		return kind.Instead == system.MvDeliver || kind.Instead == system.MvTransfer
 	case kind.Offered:
-		return cluster.NamesSide(k)
+		return kind.Frontend || kind.Runner || cluster.NamesSide(k)
 	}
 	return false
 }
@@ -936,8 +938,8 @@ func (c *coord) inbound(ib inbound) {
 	case KOutcome:
 		c.outcome(wc.w, f)
 	case KTrigger:
-		if f.Fault == system.Cancel.String() {
-			c.phaseCancel(f)
+		if k, ok := system.ParseFault(f.Fault); ok && system.FaultKinds[k].Frontend {
+			c.phaseFrontend(f, k)
 			break
 		}
 		if f.Fault != "" {
@@ -1083,9 +1085,11 @@ func (c *coord) arrive() error {
 	if r.CancelUS >= 0 {
 		c.push(&cevent{at: c.fromStart(r.CancelUS), kind: cCancel, a: a})
 	}
-	if a.m.Spend(system.Cancel, 0) {
-		c.rep.FaultsStruck++
-		c.cancel(a)
+	for k := range system.NumFaults {
+		if system.FaultKinds[k].Frontend && a.m.Spend(k, 0) {
+			c.rep.FaultsStruck++
+			c.frontend(a, k)
+		}
 	}
 	c.laterRouteDecode(a)
 	return nil
@@ -1250,18 +1254,19 @@ func (c *coord) noWork(cw *cworker, l *Ledger) string {
 	return fmt.Sprintf("took no attempt: the %s router placed every request on other workers", stage)
 }
 
-// phaseCancel is a client cancel aimed at a phase: the side's worker
-// logged the fact it waited for, and the frontend cancels now.
-func (c *coord) phaseCancel(f *Frame) {
+// phaseFrontend is a fault of the frontend (a client cancel) aimed at a
+// phase: the side's worker logged the fact it waited for, and the
+// frontend strikes now.
+func (c *coord) phaseFrontend(f *Frame, k system.Fault) {
 	a := c.atts[f.Attempt]
 	sd, ok := cluster.SideNamed(f.Side)
 	if a == nil || !ok {
 		return
 	}
 	a.m.Logged(sd, f.Msg)
-	if a.m.Spend(system.Cancel, 0) {
+	if a.m.Spend(k, 0) {
 		c.rep.FaultsStruck++
-		c.cancel(a)
+		c.frontend(a, k)
 	}
 }
 
@@ -1293,8 +1298,15 @@ func (c *coord) phaseOther(f *Frame) {
 	a.m.worker = append(a.m.worker, mark)
 }
 
-func (c *coord) cancel(a *catt) {
-	if a.done || !c.step(a, system.Move{Kind: system.Cancel.Move(), H: 0}, false) {
+// cancel is the client cancelling the request: the workload's cancel,
+// the teardown's, or a plan's.
+func (c *coord) cancel(a *catt) { c.frontend(a, system.Cancel) }
+
+// frontend takes the move of a fault of the frontend (FaultKinds'
+// Frontend: a client cancel) and tells each side's worker what the step
+// left pending for it.
+func (c *coord) frontend(a *catt, k system.Fault) {
+	if a.done || !c.step(a, system.Move{Kind: k.Move(), H: 0}, false) {
 		return
 	}
 	// The request's own count is taken when it finishes (tally); a cut
@@ -1486,16 +1498,17 @@ func (c *coord) relay(from int, f *Frame, raw []byte) {
 	}
 	copies := 1
 	if msg, ok := msgNamed(f.Msg); ok && f.Kind == KFact {
-		fm, _, ok := a.m.Instead(system.Move{Kind: system.MvDeliver, H: 0, Arg: int8(to), Msg: msg})
-		switch {
-		case ok && fm.Kind == system.Loss.Move():
-			c.rep.Proxy.Dropped++
+		if _, k, ok := a.m.Instead(system.Move{Kind: system.MvDeliver, H: 0, Arg: int8(to), Msg: msg}); ok {
+			// The fault table says how many times the fact arrives.
 			c.rep.FaultsStruck++
-			return
-		case ok && fm.Kind == system.Duplicate.Move():
-			c.rep.Proxy.Duplicated++
-			c.rep.FaultsStruck++
-			copies = 2
+			copies = int(system.FaultKinds[k].Delivers)
+			if copies == 0 {
+				c.rep.Proxy.Dropped++
+				return
+			}
+			if copies > 1 {
+				c.rep.Proxy.Duplicated++
+			}
 		}
 		if p := &c.opt.Proxy; p.Seed != 0 && c.prng.Float64() < p.Rate {
 			switch c.prng.IntN(3) {

@@ -948,11 +948,12 @@ func indexChanged(b, a *model.Handoff) bool {
 }
 
 // phase sets the marks aimed at the phase the worker just logged a fact
-// of: they strike where the attempt next offers them, but for a client
-// cancel, which the coordinator's frontend makes: the worker tells it.
+// of: they strike where the attempt next offers them, but for a fault of
+// the frontend (a client cancel), which the coordinator's frontend
+// makes: the worker tells it.
 func (w *worker) phase(a *attempt, name string) {
 	for _, k := range a.m.Logged(w.mine, name) {
-		if k == system.Cancel && a.m.Spend(system.Cancel, w.mine) {
+		if system.FaultKinds[k].Frontend && a.m.Spend(k, w.mine) {
 			w.send(&Frame{Kind: KTrigger, Attempt: a.name, Fault: k.String(), Side: sideNames[w.mine], Msg: name})
 		}
 		// A mark for the other side (after_side): that side's worker
@@ -1003,14 +1004,20 @@ func (w *worker) scheduleMoves(a *attempt) {
 			return
 		}
 	}
-	if now, _ := cluster.HangStrikes(x); now && x.Runner == w.mine && a.m != nil && a.m.Spend(system.Hang, w.mine) {
-		// The runner's transfer hangs: from now on it ends only by
-		// failing, once a registration it uses is no longer valid. The
-		// hang is forced: the window holds the peer's side only as this
-		// worker last heard of it, and may not offer it.
-		w.struck(a, system.Hang.String())
-		w.do(a, system.Move{Kind: system.Hang.Move(), H: 0}, true)
-		return
+	if now, _ := cluster.HangStrikes(x); now && x.Runner == w.mine && a.m != nil {
+		for k := range system.NumFaults {
+			if !system.FaultKinds[k].Runner || !a.m.Spend(k, w.mine) {
+				continue
+			}
+			// The runner strikes the fault on its transfer (a hang: from
+			// now on it ends only by failing, once a registration it uses
+			// is no longer valid). It is forced: the window holds the
+			// peer's side only as this worker last heard of it, and may
+			// not offer it.
+			w.struck(a, k.String())
+			w.do(a, system.Move{Kind: k.Move(), H: 0}, true)
+			return
+		}
 	}
 	waiting := false
 	for _, m := range moves {

@@ -805,9 +805,11 @@ const (
 func (p *Plan) LiveNote() string {
 	var timed []string
 	for _, f := range p.Faults {
-		if f.After != "" || f.Request < 0 || f.Kind == "loss" || f.Kind == "duplicate" || f.Kind == "hang" || f.Kind == "transfer_failure" {
-			// Struck where live strikes it too: a fact at the first of
-			// its name, a hang or a failure at the request's transfer.
+		if k, ok := system.ParseFault(f.Kind); f.After != "" || f.Request < 0 || ok && (system.FaultKinds[k].Instead != 0 || system.FaultKinds[k].Runner) {
+			// Struck where live strikes it too: in place of the protocol
+			// move it replaces (a fact at the first of its name, a
+			// transfer's end), or at the request's transfer by its runner
+			// (a hang).
 			continue
 		}
 		timed = append(timed, fmt.Sprintf("%s at %s ms", f.Kind, workload.FormatMillis(f.AtUS)))

@@ -900,18 +900,25 @@ func (s *Sim) react(r *request, before *system.State, m system.Move) {
 		return
 	}
 	x = &r.st.W.H[0]
-	// A hang strikes where the checker offers it, once the transfer is
-	// all the request waits on; unlike the other marks it is looked at
-	// only here, after a step of the request, and is missed once the
-	// transfer has ended.
-	if now, missed := cluster.HangStrikes(x); now && r.m.Has(system.Hang, 0) {
-		if s.do(r, system.Move{Kind: system.Hang.Move(), H: 0}, false) {
-			r.m.Spend(system.Hang, 0)
-			s.stats.faults++
-			return
+	// A fault of the transfer's runner (FaultKinds' Runner: a hang)
+	// strikes where the checker offers it, once the transfer is all the
+	// request waits on; unlike the other marks it is looked at only here,
+	// after a step of the request, and is missed once the transfer has
+	// ended.
+	now, missed := cluster.HangStrikes(x)
+	for k := range system.NumFaults {
+		if !system.FaultKinds[k].Runner {
+			continue
 		}
-	} else if missed && r.m.Spend(system.Hang, 0) {
-		s.stats.faultsMissed++
+		if now && r.m.Has(k, 0) {
+			if s.do(r, system.Move{Kind: k.Move(), H: 0}, false) {
+				r.m.Spend(k, 0)
+				s.stats.faults++
+				return
+			}
+		} else if missed && r.m.Spend(k, 0) {
+			s.stats.faultsMissed++
+		}
 	}
 	s.schedule(r)
 }
@@ -921,10 +928,11 @@ func failed(o model.Outcome) bool { return o == model.OutcomeFailed || o == mode
 // marked makes a fault the plan holds for a request strike at the first
 // moment the world offers its move (cluster.Marks.Offered): a delay just
 // before a command, an abort or eviction where the side has a row or
-// blocks for it; a hang has its own moment (react). It reports whether
-// one struck (the step already scheduled what follows).
+// blocks for it; a fault of the transfer's runner (a hang) has its own
+// moment (react). It reports whether one struck (the step already
+// scheduled what follows).
 func (s *Sim) marked(r *request, moves []system.Move) bool {
-	m, k, ok := r.m.Offered(moves, func(k system.Fault, _ system.Move) bool { return k != system.Hang })
+	m, k, ok := r.m.Offered(moves, func(k system.Fault, _ system.Move) bool { return !system.FaultKinds[k].Runner })
 	if !ok {
 		return false
 	}
@@ -1134,7 +1142,7 @@ func (s *Sim) fireMove(e *event) {
 	// the request schedules again.
 	if f, k, ok := r.m.Instead(m); ok {
 		if s.do(r, f, false) {
-			if k == system.Loss {
+			if kind := &system.FaultKinds[k]; kind.Instead == system.MvDeliver && kind.Delivers == 0 {
 				r.lost[f.Arg] = true
 			}
 			s.stats.faults++

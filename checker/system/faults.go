@@ -87,6 +87,34 @@ type faultKind struct {
 	Offered bool
 	Instead MoveKind
 	Phase   bool
+	// Who strikes a kind struck where offered whose move names no side,
+	// where the roles run as processes of their own: the frontend the
+	// client talks to (Frontend: a cancel), or the side that runs the
+	// request's transfer, once the transfer is all the request waits on
+	// and until it ends (Runner: a hang). A kind whose move names a side
+	// is struck by that side's worker.
+	Frontend bool
+	Runner   bool
+	// Delivers is, for a kind struck in place of a delivery (Instead
+	// MvDeliver), how many times the fact arrives when the fault strikes:
+	// 0 when it is lost (a driver's proxy drops it, and the side it was
+	// for may wait for good), 2 when it is delivered and kept in flight
+	// (a proxy sends it twice). applyFault gives the kind this effect;
+	// faults_test holds the two equal.
+	Delivers uint8
+	// What an observation log shows of the fault, which is what a judge of
+	// logs may search for (docs/conform.md). Silent: its move makes no
+	// fact any process logs, so a log shows it only by what then does not
+	// happen; a judge counts it against the unlogged faults it allows
+	// before it takes the move. Logs: the log kind of the fact its move
+	// makes first, known before the move is taken, so a judge takes the
+	// move only for that fact. Shown: the facts its move makes show it
+	// happened, known only once it is taken (a transfer failed, a worker
+	// restarted, released blocks removed). A kind with none of the three
+	// looks in a log like a protocol move (a duplicate like a delivery).
+	Silent bool
+	Logs   string
+	Shown  bool
 	// Unplanned says why no plan schedules the kind ("": a plan may).
 	Unplanned string
 }
@@ -94,31 +122,31 @@ type faultKind struct {
 // FaultKinds is the fault vocabulary, indexed by Fault.
 var FaultKinds = [NumFaults]faultKind{
 	Duplicate: {Config: "duplicate", MoveName: "duplicate", args: []arg{argH, argTo, argMsg}, Swarm: true,
-		Meaning: "the transport delivers a fact in flight and keeps it in flight", Instead: MvDeliver},
+		Meaning: "the transport delivers a fact in flight and keeps it in flight", Instead: MvDeliver, Delivers: 2},
 	Loss: {Config: "loss", MoveName: "lose", args: []arg{argH, argTo, argMsg}, Swarm: true,
-		Meaning: "the transport drops a fact in flight", Instead: MvDeliver},
+		Meaning: "the transport drops a fact in flight", Instead: MvDeliver, Silent: true},
 	reorder: {Config: "reorder",
 		Meaning: "the transport delivers a fact that is not the oldest in flight", Unplanned: "facts are reordered by the simulator's latency jitter by themselves, not at a time of a plan; schedule a loss or a duplicate to disturb one fact"},
 	Cancel: {Config: "cancel", MoveName: "cancel", args: []arg{argH}, Swarm: true,
-		Meaning: "the client cancels the request; the frontend cancels both request streams that exist", Offered: true, Phase: true},
+		Meaning: "the client cancels the request; the frontend cancels both request streams that exist", Offered: true, Phase: true, Frontend: true, Logs: "client_cancelled"},
 	Abort: {Config: "abort", MoveName: "abort", args: []arg{argH, argSide}, Swarm: true,
-		Meaning: "either side aborts the request on its own, at any phase", Offered: true, Phase: true},
+		Meaning: "either side aborts the request on its own, at any phase", Offered: true, Phase: true, Logs: "aborted"},
 	transferFailure: {Config: "transfer_failure", MoveName: "fail-transfer", args: []arg{argH}, Swarm: true,
-		Meaning: "a running KV transfer fails on its own (network, timeout)", Instead: MvTransfer},
+		Meaning: "a running KV transfer fails on its own (network, timeout)", Instead: MvTransfer, Shown: true},
 	Restart: {Config: "restart", MoveName: "restart", args: []arg{argWorker}, Swarm: true,
-		Meaning: "a worker process restarts: its memory, registrations, in-flight requests and KV index go, its generation increases, routers learn a terminal outcome", Phase: true},
+		Meaning: "a worker process restarts: its memory, registrations, in-flight requests and KV index go, its generation increases, routers learn a terminal outcome", Phase: true, Shown: true},
 	earlyTimer: {Config: "early_timer",
 		Meaning: "a lease, bootstrap or reservation deadline or a heartbeat fires while other moves are still possible", Unplanned: "timers fire on the simulator's clock when their deadlines pass; set the deadlines in the simulation's configuration instead"},
 	NoShow: {Config: "no_show", MoveName: "no-show", args: []arg{argH}, Swarm: true,
-		Meaning: "the frontend never routes decode", Unplanned: "whether the frontend ever routes decode is decided when it routes the request, not at a time of a plan; schedule a cancel or an abort instead"},
+		Meaning: "the frontend never routes decode", Silent: true, Unplanned: "whether the frontend ever routes decode is decided when it routes the request, not at a time of a plan; schedule a cancel or an abort instead"},
 	BackgroundLoad: {Config: "background_load", MoveName: "occupy", args: []arg{argWorker}, Swarm: true,
-		Meaning: "other requests take a decode worker's configured background capacity at any moment", Unplanned: "the other requests of the workload are the load on a worker; put more requests in the workload instead"},
+		Meaning: "other requests take a decode worker's configured background capacity at any moment", Silent: true, Unplanned: "the other requests of the workload are the load on a worker; put more requests in the workload instead"},
 	Hang: {Config: "hang", MoveName: "hang", args: []arg{argH}, Swarm: true,
-		Meaning: "a running KV transfer hangs: it neither completes nor fails until a registration it uses is fenced or closed", Offered: true},
+		Meaning: "a running KV transfer hangs: it neither completes nor fails until a registration it uses is fenced or closed", Offered: true, Runner: true, Silent: true},
 	Evict: {Config: "evict", MoveName: "evict", args: []arg{argH, argSide}, Swarm: true,
-		Meaning: "a worker's cache evicts the released blocks a handoff's side keeps there; Removed is published if the KV index advertised them", Offered: true, Phase: true},
+		Meaning: "a worker's cache evicts the released blocks a handoff's side keeps there; Removed is published if the KV index advertised them", Offered: true, Phase: true, Shown: true},
 	Delay: {Config: "delay", MoveName: "delay", args: []arg{argH, argSide}, Swarm: true,
-		Meaning: "a worker's scheduler core falls behind: the commands a side sends it for the handoff wait, and anything may happen before the core applies them", Offered: true, Phase: true},
+		Meaning: "a worker's scheduler core falls behind: the commands a side sends it for the handoff wait, and anything may happen before the core applies them", Offered: true, Phase: true, Silent: true},
 }
 
 func (f Fault) String() string {
@@ -218,6 +246,19 @@ func (r Remaining) budget() Budget {
 	return b
 }
 
+// factFaults are the budget slots of the kinds whose move takes a fact in
+// flight (a duplicate, a loss): while none is left, faults skips the
+// channels.
+var factFaults = func() Remaining {
+	var r Remaining
+	for f := range NumFaults {
+		if _, _, _, fact := f.Move().Names(); fact {
+			r |= MaxBudget << (budgetBits * f)
+		}
+	}
+	return r
+}()
+
 // faults adds the fault moves the state enables, each within its budget.
 // The order is part of the exploration's determinism (traces and walks
 // pick moves by index): per handoff the transport faults of each fact in
@@ -231,7 +272,7 @@ func (c *System) faults(s *State, ms *MoveSet, tx *model.Tx) {
 	for h := 0; h < c.nH; h++ {
 		x := &s.W.H[h]
 		hh := int8(h)
-		if s.B.has(Duplicate) || s.B.has(Loss) {
+		if s.B&factFaults != 0 {
 			for to := model.SourceSide; to <= model.DestinationSide; to++ {
 				ch := &x.Ch[to]
 				for i := 0; i < int(ch.N); i++ {

@@ -205,3 +205,92 @@ func TestFaultKinds_Config(t *testing.T) {
 		t.Errorf("a budget over %d was not refused: %v", MaxBudget, err)
 	}
 }
+
+// A kind struck in place of a delivery does to the fact what its row's
+// Delivers tells a driver's proxy to do: the fact leaves the channel
+// unless it arrives twice (Delivers 2: kept in flight), and its record
+// moves as the delivery moves it unless it never arrives (Delivers 0).
+// A driver reads Delivers instead of naming the kinds, so a row whose
+// Delivers disagrees with applyFault fails here.
+func TestFaultKinds_DeliversIsWhatApplyFaultDoes(t *testing.T) {
+	for f := range NumFaults {
+		fk := &FaultKinds[f]
+		if fk.Instead != MvDeliver {
+			continue
+		}
+		c := checkerFor(t, Generated(), mustConfig(t, fmt.Sprintf(faultsConfig, fmt.Sprintf("%q: 1", fk.Config))), "vllm")
+		in := func(s *State, m Move) int {
+			ch := &s.W.H[m.H].Ch[m.Arg]
+			n := 0
+			for _, g := range ch.M[:ch.N] {
+				if g == m.Msg {
+					n++
+				}
+			}
+			return n
+		}
+		var fault, deliver Move
+		var afterDeliver State
+		s := findState(t, c, func(s *State) bool {
+			var ms MoveSet
+			c.Enabled(s, &ms)
+			for _, m := range ms.M[:ms.N] {
+				if m.Kind != f.Move() || !slices.Contains(ms.M[:ms.N], Move{Kind: MvDeliver, H: m.H, Arg: m.Arg, Msg: m.Msg}) {
+					continue
+				}
+				d := *s
+				deliver = Move{Kind: MvDeliver, H: m.H, Arg: m.Arg, Msg: m.Msg}
+				if _, _, err := c.Step(&d, deliver, nil); err != nil {
+					t.Fatal(err)
+				}
+				r := roleOf(model.Side(m.Arg))
+				if d.Role(r, int(m.H)) != s.Role(r, int(m.H)) {
+					fault, afterDeliver = m, d
+					return true
+				}
+			}
+			return false
+		})
+		next := s
+		if _, _, err := c.Step(&next, fault, nil); err != nil {
+			t.Fatal(err)
+		}
+		r, h := roleOf(model.Side(fault.Arg)), int(fault.H)
+		if arrived := next.Role(r, h) == afterDeliver.Role(r, h); arrived != (fk.Delivers > 0) {
+			t.Errorf("%s (Delivers %d): %s moved the %s record as the delivery does: %v", f, fk.Delivers, fault, r, arrived)
+		}
+		if kept := in(&next, fault) == in(&s, fault); kept != (fk.Delivers > 1) {
+			t.Errorf("%s (Delivers %d): %s kept the fact in flight: %v", f, fk.Delivers, fault, kept)
+		}
+	}
+}
+
+// The rows' striking and logging fields are consistent: a kind struck
+// where offered whose move names no side has one striker where the roles
+// run as processes (the frontend or the transfer's runner), and no other
+// kind has either; a log shows a kind in at most one way (Silent, Logs,
+// Shown); Delivers speaks only of a kind struck in place of a delivery.
+func TestFaultKinds_OneStrikerOneLogging(t *testing.T) {
+	for f := range NumFaults {
+		fk := &FaultKinds[f]
+		_, _, side, _ := f.Move().Names()
+		if need := fk.Offered && !side; (fk.Frontend || fk.Runner) != need || (fk.Frontend && fk.Runner) {
+			t.Errorf("%s: Frontend %v, Runner %v; want exactly one for a kind struck where offered whose move names no side, neither otherwise", f, fk.Frontend, fk.Runner)
+		}
+		n := 0
+		for _, b := range []bool{fk.Silent, fk.Logs != "", fk.Shown} {
+			if b {
+				n++
+			}
+		}
+		if n > 1 {
+			t.Errorf("%s: Silent %v, Logs %q, Shown %v; a log shows a fault in at most one way", f, fk.Silent, fk.Logs, fk.Shown)
+		}
+		if fk.Delivers != 0 && fk.Instead != MvDeliver {
+			t.Errorf("%s: Delivers %d for a kind not struck in place of a delivery", f, fk.Delivers)
+		}
+		if f.Move() == 0 && (n > 0 || fk.Frontend || fk.Runner) {
+			t.Errorf("%s has no move of its own, yet says how a log shows it or who strikes it", f)
+		}
+	}
+}
