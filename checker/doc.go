@@ -12,7 +12,7 @@
 // It stops at the first violation and rebuilds the shortest trace by
 // replay; with liveness it keeps the state graph and checks
 // EventuallyDrained. Walk runs seeded random and swarm walks under a
-// fault schedule (Schedule: by default each fault waits for a step of its
+// fault schedule (WalkOptions.Schedule: by default each fault waits for a step of its
 // own), counts what they covered and shrinks a failure. Sessions step a
 // run by hand for scenario files and trace replay. Reports render as
 // text, JSON and Mermaid sequence diagrams.

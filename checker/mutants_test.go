@@ -200,7 +200,7 @@ func TestWalk_FindsAndReproduces(t *testing.T) {
 		t.Fatal(err)
 	}
 	good, _ := New(system.Generated(), cfg, cfg.Runs[0])
-	for _, sched := range []Schedule{scheduleUniform, schedulePositions, schedulePCT} {
+	for _, sched := range []schedule{scheduleUniform, schedulePositions, schedulePCT} {
 		one := c.walk(context.Background(), WalkOptions{Seed: 11, Walks: 300, Steps: 80, Schedule: sched, Workers: 1})
 		two := c.walk(context.Background(), WalkOptions{Seed: 11, Walks: 300, Steps: 80, Schedule: sched, Workers: 2})
 		if one.Violation == nil {

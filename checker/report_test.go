@@ -894,7 +894,7 @@ func TestReport_FirstViolationInBreadthFirstOrder(t *testing.T) {
 
 // Rates are per second of the run, and zero for a run that took no time.
 func TestReport_Rates(t *testing.T) {
-	s := Stats{States: 300, Transitions: 900, Elapsed: 1500 * time.Millisecond}
+	s := searchStats{States: 300, Transitions: 900, Elapsed: 1500 * time.Millisecond}
 	if s.statesPerSecond() != 200 || s.transitionsPerSecond() != 600 {
 		t.Errorf("rates %g and %g, want 200 and 600", s.statesPerSecond(), s.transitionsPerSecond())
 	}
@@ -971,7 +971,7 @@ func TestReport_Interrupted(t *testing.T) {
 func TestReport_SpeedupOverOneWorker(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
 	rep := checkOne(t, cfg, "trtllm", Limits{Workers: 2})
-	one := &Report{Runs: []*Result{{Stats: Stats{Elapsed: time.Second}}}}
+	one := &Report{Runs: []*Result{{Stats: searchStats{Elapsed: time.Second}}}}
 	rep.SetBaseline(one)
 	for _, tc := range []struct {
 		elapsed time.Duration
