@@ -39,16 +39,16 @@ func shippedVariants(t *testing.T) map[string]*spec.Spec {
 func porSample(c *Checker, n int) []system.State {
 	s0 := c.Initial()
 	var k system.Key
-	c.Canonical(&s0, &k)
+	c.Canonical(&s0, &k, nil)
 	seen := map[system.Key]bool{k: true}
 	out := []system.State{s0}
 	for i := 0; i < len(out) && len(out) < n; i++ {
-		for _, m := range c.Moves(&out[i]) {
+		for _, m := range c.MovesInto(&out[i], nil) {
 			t := out[i]
 			if _, _, err := c.Step(&t, m, nil); err != nil {
 				continue
 			}
-			c.Canonical(&t, &k)
+			c.Canonical(&t, &k, nil)
 			if !seen[k] {
 				seen[k] = true
 				out = append(out, t)

@@ -41,7 +41,7 @@ func violationsAtFirstFailingDepth(t testing.TB, c *Checker) []levelViolation {
 				out = append(out, levelViolation{i, -1, v.Invariant})
 			}
 		}
-		for mi, m := range c.Moves(&s) {
+		for mi, m := range c.MovesInto(&s, nil) {
 			u := s
 			_, v, err := c.Step(&u, m, nil)
 			if err != nil {

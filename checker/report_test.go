@@ -793,7 +793,7 @@ func firstViolationRef(t testing.TB, c *Checker) *refViolation {
 				return found(i, "", v.Invariant)
 			}
 		}
-		for _, m := range c.Moves(&s) {
+		for _, m := range c.MovesInto(&s, nil) {
 			u := s
 			_, v, err := c.Step(&u, m, nil)
 			if err != nil {

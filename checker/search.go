@@ -144,7 +144,7 @@ func (e *exploration) root() {
 	c := e.c
 	init := c.Initial()
 	var k system.Key
-	c.Canonical(&init, &k)
+	c.Canonical(&init, &k, nil)
 	e.rootKey = k
 	fp := system.Fingerprint(&k, e.words)
 	e.vis.insert(fp, k[:e.words])

@@ -232,7 +232,7 @@ func (c *Checker) successorSleep(s, t *system.State, ms *system.MoveSet, sm *sle
 	if !out.empty() && c.Symmetric() {
 		var k system.Key
 		var nm system.Naming
-		c.CanonicalNaming(t, &k, &nm)
+		c.Canonical(t, &k, &nm)
 		out = out.renamed(&nm.Hp, &nm.Wp, c.Handoffs(), c.Workers())
 	}
 	return out

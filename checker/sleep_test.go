@@ -43,8 +43,8 @@ func TestSleep_IndependentMovesCommute(t *testing.T) {
 								tc.file, run.Name, a, b, okAB, okBA, strings.Join(c.DescribeState(&s), "\n"))
 						}
 						var kab, kba system.Key
-						c.Canonical(&ab, &kab)
-						c.Canonical(&ba, &kba)
+						c.Canonical(&ab, &kab, nil)
+						c.Canonical(&ba, &kba, nil)
 						if kab != kba {
 							t.Fatalf("%s %s: %s and %s judged independent, but the two orders differ from\n%s",
 								tc.file, run.Name, a, b, strings.Join(c.DescribeState(&s), "\n"))
@@ -92,11 +92,12 @@ func TestSleep_NamingFollowsCanonical(t *testing.T) {
 		}
 		for _, s := range porSample(c, 3000) {
 			var k system.Key
-			c.Canonical(&s, &k)
-			canon := c.Unpack(&k)
+			c.Canonical(&s, &k, nil)
+			var canon system.State
+			c.UnpackTo(&k, &canon)
 			var nm system.Naming
 			var k2 system.Key
-			c.CanonicalNaming(&s, &k2, &nm)
+			c.Canonical(&s, &k2, &nm)
 			if k2 != k {
 				t.Fatalf("%s %s: canonicalize and canonical give different keys", file, run)
 			}

@@ -72,14 +72,15 @@ func (e *exploration) keysAlong(path []uint32) []system.Key {
 	keys := []system.Key{e.rootKey}
 	var ms system.MoveSet
 	for _, id := range path[1:] {
-		s := c.Unpack(&keys[len(keys)-1])
+		var s system.State
+		c.UnpackTo(&keys[len(keys)-1], &s)
 		c.Enabled(&s, &ms)
 		t := s
 		tx := model.Tx{W: &t.W}
 		_, via := e.links.get(id)
 		c.ApplyTx(&t, &tx, ms.M[via], nil, ms.Stuck)
 		var k system.Key
-		c.Canonical(&t, &k)
+		c.Canonical(&t, &k, nil)
 		keys = append(keys, k)
 	}
 	return keys
@@ -112,7 +113,7 @@ func (c *Checker) concreteStepV(s *system.State, want *system.Key, inv string) (
 			}
 		}
 		var k system.Key
-		c.Canonical(&t, &k)
+		c.Canonical(&t, &k, nil)
 		if want != nil && k != *want {
 			continue
 		}
@@ -153,14 +154,15 @@ func (e *exploration) counterexample(f *found) *Counterexample {
 	if f.move >= 0 {
 		// The failing move from the last canonical state, found again on
 		// the concrete state by its outcome.
-		last := c.Unpack(&keys[len(keys)-1])
+		var last system.State
+		c.UnpackTo(&keys[len(keys)-1], &last)
 		var ms system.MoveSet
 		c.Enabled(&last, &ms)
 		t := last
 		tx := model.Tx{W: &t.W}
 		c.ApplyTx(&t, &tx, ms.M[f.move], nil, ms.Stuck)
 		var k system.Key
-		c.Canonical(&t, &k)
+		c.Canonical(&t, &k, nil)
 		step, v, ok := c.concreteStepV(&s, &k, f.v.Invariant)
 		if !ok {
 			panic("checker: cannot replay the failing step")

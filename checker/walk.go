@@ -368,7 +368,7 @@ func (c *Checker) walkOnce(w walkSpec) walkRun {
 			out.moves, out.v, out.end = taken, r.Violation, endViolation
 			return out
 		}
-		c.Canonical(&s.s, &k)
+		c.Canonical(&s.s, &k, nil)
 		out.fps = append(out.fps, system.Fingerprint(&k, 1+c.Workers()+model.HandoffWords*c.Handoffs()))
 	}
 	if w.keep {

@@ -19,7 +19,7 @@
 // and judge the step invariants, ApplyTx inside a transaction the caller
 // holds; CheckState, Quiescent, CheckQuiescence and Drained judge a
 // state; Canonical writes a state's canonical key (symmetry-reduced),
-// Fingerprint hashes it and Unpack gives the state back; Ample and
+// Fingerprint hashes it and UnpackTo gives the state back; Ample and
 // Reducible are the per-move footprints partial-order reduction relies
 // on. Budget, Terminal, Finished, FiringText, Coverage, RoleOf and
 // TimerOf are what timed drivers need besides.

@@ -43,13 +43,6 @@ func (ms *MoveSet) Own(i, protocol int) bool {
 	return i < protocol && !(ms.M[i].Kind == MvTimer && !ms.Stuck)
 }
 
-// Moves lists the moves enabled in a state, in a fixed order.
-func (c *System) Moves(s *State) []Move {
-	var ms MoveSet
-	c.Enabled(s, &ms)
-	return append([]Move(nil), ms.M[:ms.N]...)
-}
-
 // Enabled fills ms with the enabled moves, without allocation: protocol moves first, then the
 // timers (any armed one when the system is stuck, within the early-timer
 // budget otherwise), then faults. It returns how many are not faults.

@@ -92,7 +92,7 @@ func (f footprint) quiet() bool { return f == footQuiet || f == footWorker }
 // the handoff's record and its own workers. Every other action is
 // footShared. TestPOR_FootprintsHold checks each entry on real states.
 var actionFootprints = func() (m [numActions]footprint) {
-	set := func(f footprint, as ...Action) {
+	set := func(f footprint, as ...action) {
 		for _, a := range as {
 			m[a] = f
 		}

@@ -11,16 +11,16 @@ import (
 func porSample(c *System, n int) []State {
 	s0 := c.Initial()
 	var k Key
-	c.Canonical(&s0, &k)
+	c.Canonical(&s0, &k, nil)
 	seen := map[Key]bool{k: true}
 	out := []State{s0}
 	for i := 0; i < len(out) && len(out) < n; i++ {
-		for _, m := range c.Moves(&out[i]) {
+		for _, m := range c.MovesInto(&out[i], nil) {
 			t := out[i]
 			if _, _, err := c.Step(&t, m, nil); err != nil {
 				continue
 			}
-			c.Canonical(&t, &k)
+			c.Canonical(&t, &k, nil)
 			if !seen[k] {
 				seen[k] = true
 				out = append(out, t)
@@ -137,7 +137,7 @@ func porCheckActions(t *testing.T, c *System, states []State, i int) {
 	t.Helper()
 	s := &states[i]
 	other := &states[(i*7+3)%len(states)]
-	for a := Action(0); a < numActions; a++ {
+	for a := action(0); a < numActions; a++ {
 		if !actionFootprints[a].local() {
 			continue
 		}

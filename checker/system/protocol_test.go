@@ -11,7 +11,7 @@ import (
 )
 
 // The checker takes either path to a protocol; both must fit its interface.
-var _ Stepper = (*interp.Interp)(nil)
+var _ stepper = (*interp.Interp)(nil)
 
 // Both paths to a protocol, the generated machines and a table interpreter
 // (FromStepper) of the same spec, give every cell the same state names,

@@ -67,13 +67,6 @@ func (c *System) pack(s *State, k *Key) {
 	}
 }
 
-// Canonical writes the state's canonical key. Without symmetry it is the
-// plain packing. With symmetry it is the smallest packing over every
-// renaming of interchangeable workers, each with its interchangeable
-// handoffs sorted: the least element of the orbit, so equal for all
-// renamings of one state.
-func (c *System) Canonical(s *State, k *Key) { c.CanonicalNaming(s, k, nil) }
-
 // CanonicalFrom is Canonical for a successor s of state parent, whose
 // packing is pk (the key it was unpacked from is its packing: the
 // explorer's case), by a move on handoff moved (-1: none). A handoff the
@@ -144,9 +137,13 @@ type Naming struct {
 	Wp [model.MaxWorkers]int8
 }
 
-// CanonicalNaming is Canonical, and when nm is given it also says how the
-// state was renamed: the renaming of the key it writes.
-func (c *System) CanonicalNaming(s *State, k *Key, nm *Naming) {
+// Canonical writes the state's canonical key. Without symmetry it is the
+// plain packing. With symmetry it is the smallest packing over every
+// renaming of interchangeable workers, each with its interchangeable
+// handoffs sorted: the least element of the orbit, so equal for all
+// renamings of one state. When nm is given it also says how the state was
+// renamed: the renaming of the key it writes.
+func (c *System) Canonical(s *State, k *Key, nm *Naming) {
 	if nm == nil {
 		c.pack(s, k)
 		c.canonicalize(k)
@@ -213,7 +210,7 @@ func (c *System) CanonicalNaming(s *State, k *Key, nm *Naming) {
 }
 
 // renamePacked is canonicalize for a symmetry that renames workers: the
-// key CanonicalNaming gives, the least over every renaming, with fewer
+// key Canonical gives, the least over every renaming, with fewer
 // copies. The handoffs of the packing in k are sorted there: that is the identity's key, and every other
 // renaming is made from it (renaming the workers of sorted handoffs and
 // sorting again gives what renaming the unsorted ones would). The best
@@ -303,16 +300,9 @@ func less(a, b *Key) bool {
 	return false
 }
 
-// Unpack rebuilds the state a key stands for.
-func (c *System) Unpack(k *Key) State {
-	var s State
-	c.UnpackTo(k, &s)
-	return s
-}
-
-// UnpackTo is Unpack into a state the caller holds: the explorer unpacks
-// every state it expands, and a state returned by value is copied on
-// its way out.
+// UnpackTo rebuilds the state a key stands for into a state the caller
+// holds: the explorer unpacks every state it expands, and a state
+// returned by value would be copied on its way out.
 func (c *System) UnpackTo(k *Key, s *State) {
 	s.B = Remaining(k[0])
 	base := 1 + c.nW

@@ -42,7 +42,12 @@ import (
 // unexported.
 // 120: the search's hot path unpacks into a state it keeps (UnpackTo)
 // and makes a successor's key from its parent's (CanonicalFrom).
-const maxExported = 120
+// 115: one entry point per question: the enabled moves are MovesInto (a
+// nil buffer for a new list; Moves folded), a key's state is UnpackTo
+// (Unpack folded), the canonical key is Canonical with an optional naming
+// (CanonicalNaming folded into it); the types Action and Stepper, which
+// no user names, unexported.
+const maxExported = 115
 
 // exportedNames lists the exported package-level names and methods
 // (Type.Method) of the package's non-test files.

@@ -41,7 +41,7 @@ func TestCanonical_SkipsOnlyLargerRenamings(t *testing.T) {
 			for i := range got {
 				got[i] = ^uint64(0)
 			}
-			c.Canonical(&s, &got)
+			c.Canonical(&s, &got, nil)
 			if got != want {
 				t.Fatalf("%s %s: canonical %x, least renaming %x", file, run, got, want)
 			}
@@ -49,7 +49,7 @@ func TestCanonical_SkipsOnlyLargerRenamings(t *testing.T) {
 			// the same key.
 			var named Key
 			var nm Naming
-			c.CanonicalNaming(&s, &named, &nm)
+			c.Canonical(&s, &named, &nm)
 			if named != want {
 				t.Fatalf("%s %s: canonical with its naming %x, least renaming %x", file, run, named, want)
 			}
@@ -75,9 +75,10 @@ func TestCanonicalFrom_EqualsCanonical(t *testing.T) {
 			cs.sym = sym
 			for _, s := range porSample(&cs, 1500) {
 				var pk Key
-				cs.Canonical(&s, &pk)
-				p := cs.Unpack(&pk)
-				for _, m := range cs.Moves(&p) {
+				cs.Canonical(&s, &pk, nil)
+				var p State
+				cs.UnpackTo(&pk, &p)
+				for _, m := range cs.MovesInto(&p, nil) {
 					succ := p
 					if _, _, err := cs.Step(&succ, m, nil); err != nil {
 						t.Fatal(err)
@@ -88,7 +89,7 @@ func TestCanonicalFrom_EqualsCanonical(t *testing.T) {
 						}
 					}
 					var want, got Key
-					cs.Canonical(&succ, &want)
+					cs.Canonical(&succ, &want, nil)
 					for i := range got {
 						got[i] = ^uint64(0)
 					}
