@@ -86,7 +86,7 @@ func exploreRef(t testing.TB, c *Checker, maxDepth int) *refExploration {
 		r.depthOf = append(r.depthOf, d)
 		r.drained = append(r.drained, c.Drained(&s))
 		r.own = append(r.own, nil)
-		r.perShard[shardOf(system.Fingerprint(&k, words))]++
+		r.perShard[shardOf(fingerprint(&k, words))]++
 		r.depth = max(r.depth, d)
 		return id
 	}
@@ -262,7 +262,7 @@ func TestReport_FiguresMatchAnIndependentSearch(t *testing.T) {
 				t.Errorf("%s: liveness graph %d bytes, want %d (%d edges of the system's own moves)", what, s.GraphBytes, wantGraph, ref.ownEdges)
 			}
 			if lim.Exact {
-				if want := int64(n) * (8*system.KeyWords + 4) * 4 / 3; s.StoreBytes != want || s.FingerprintBytes != 0 {
+				if want := int64(n) * int64(8*keyWords+4) * 4 / 3; s.StoreBytes != want || s.FingerprintBytes != 0 {
 					t.Errorf("%s: store %d bytes (fingerprints %d), want %d and 0", what, s.StoreBytes, s.FingerprintBytes, want)
 				}
 				if r.CollisionProbability != 0 {

@@ -209,7 +209,7 @@ func (o *pctOrder) pick(c *Checker, rng *rand.Rand, moves []system.Move) system.
 			best = a
 		}
 	}
-	var mine [system.MaxMoves]system.Move
+	var mine [maxMoves]system.Move
 	n := 0
 	for _, m := range moves {
 		if c.actor(m) == best {

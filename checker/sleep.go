@@ -142,8 +142,8 @@ func (t *sleepSets) get(v uint16) sleepSet { return t.sets[v&sleepIndexMask] }
 // sleepMoves is what sleep sets need of a state's moves: each move's
 // slot, whether it may sleep, and the workers it touches or waits on.
 type sleepMoves struct {
-	slot [system.MaxMoves]int8
-	ws   [system.MaxMoves]uint8
+	slot [maxMoves]int8
+	ws   [maxMoves]uint8
 }
 
 // sleepInfo fills sm for the moves of s.

@@ -369,7 +369,7 @@ func (c *Checker) walkOnce(w walkSpec) walkRun {
 			return out
 		}
 		c.Canonical(&s.s, &k, nil)
-		out.fps = append(out.fps, system.Fingerprint(&k, 1+c.Workers()+model.HandoffWords*c.Handoffs()))
+		out.fps = append(out.fps, fingerprint(&k, 1+c.Workers()+model.HandoffWords*c.Handoffs()))
 	}
 	if w.keep {
 		out.moves = taken

@@ -18,8 +18,8 @@
 // Apply (one the environment makes whatever the state) perform a move
 // and judge the step invariants, ApplyTx inside a transaction the caller
 // holds; CheckState, Quiescent, CheckQuiescence and Drained judge a
-// state; Canonical writes a state's canonical key (symmetry-reduced),
-// Fingerprint hashes it and UnpackTo gives the state back; Ample and
+// state; Canonical writes a state's canonical key (symmetry-reduced) and
+// UnpackTo gives the state back (the search hashes keys itself); Ample and
 // Reducible are the per-move footprints partial-order reduction relies
 // on. Budget, Terminal, Finished, FiringText, Coverage, RoleOf and
 // TimerOf are what timed drivers need besides.

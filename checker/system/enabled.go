@@ -5,7 +5,7 @@ import (
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
-// MaxMoves bounds the moves one state enables. Per handoff at most 52:
+// maxMoves bounds the moves one state enables. Per handoff at most 52:
 // before the prefill is routed, routing to each of at most four workers
 // and a cancel; after it, the request's delivery, routing decode to each
 // of at most four workers and a no-show, one of reserve or refuse, one of
@@ -16,10 +16,10 @@ import (
 // each side, a deferred step per side, six timers, the cancel, an abort,
 // an eviction and a delay per side. Times MaxHandoffs, plus restarts and
 // background load per worker.
-const MaxMoves = 52*model.MaxHandoffs + 3*model.MaxWorkers + 16
+const maxMoves = 52*model.MaxHandoffs + 3*model.MaxWorkers + 16
 
 // Parent links store a move's index in one byte.
-var _ [256 - MaxMoves]struct{}
+var _ [256 - maxMoves]struct{}
 
 // MoveSet is the moves enabled in a state, without allocation.
 type MoveSet struct {
@@ -28,7 +28,7 @@ type MoveSet struct {
 	// waiting: the only protocol moves other than timers are transfers
 	// ending; the hang fault is offered only then (see faults).
 	waiting bool
-	M       [MaxMoves]Move
+	M       [maxMoves]Move
 }
 
 func (ms *MoveSet) add(m Move) {

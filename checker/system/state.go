@@ -45,14 +45,14 @@ func (c *System) Records(s *State) model.Records {
 	return rec
 }
 
-// KeyWords bounds a packed state: the budget, one word per worker, two per
+// keyWords bounds a packed state: the budget, one word per worker, two per
 // handoff.
-const KeyWords = 1 + model.MaxWorkers + model.HandoffWords*model.MaxHandoffs
+const keyWords = 1 + model.MaxWorkers + model.HandoffWords*model.MaxHandoffs
 
 // Key is a canonical packed state. Two states with the same key behave the
 // same; under symmetry reduction, states that differ only by a renaming of
 // interchangeable handoffs or workers share one key.
-type Key [KeyWords]uint64
+type Key [keyWords]uint64
 
 // pack writes the state's key with handoffs in index order.
 func (c *System) pack(s *State, k *Key) {
@@ -317,22 +317,4 @@ func (c *System) UnpackTo(k *Key, s *State) {
 		s.Src[h] = uint8(extra[h] & 15)
 		s.Dst[h] = uint8(extra[h] >> 4)
 	}
-}
-
-// Fingerprint hashes a key with a fixed 64-bit mix (no per-process seed:
-// fingerprints, and so state counts and traces, are the same on every run).
-func Fingerprint(k *Key, n int) uint64 {
-	h := uint64(0x9E3779B97F4A7C15)
-	for i := 0; i < n; i++ {
-		h ^= k[i]
-		h *= 0xbf58476d1ce4e5b9
-		h ^= h >> 31
-		h *= 0x94d049bb133111eb
-		h ^= h >> 29
-	}
-	h ^= h >> 32
-	if h == 0 {
-		h = 1 // 0 marks an empty slot in the fingerprint store
-	}
-	return h
 }

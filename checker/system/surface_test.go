@@ -47,7 +47,10 @@ import (
 // (Unpack folded), the canonical key is Canonical with an optional naming
 // (CanonicalNaming folded into it); the types Action and Stepper, which
 // no user names, unexported.
-const maxExported = 115
+// 112: the hash of a key is the search's, beside its visited set (was
+// Fingerprint); how many words a key and how many moves a move set hold
+// are the lengths of Key and MoveSet.M (KeyWords and MaxMoves unexported).
+const maxExported = 112
 
 // exportedNames lists the exported package-level names and methods
 // (Type.Method) of the package's non-test files.
