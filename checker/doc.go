@@ -3,7 +3,7 @@
 // hand, and the reports and trace files they produce. It reaches states
 // only through the system's exported seam (checker/system's doc).
 //
-// Explore is an exhaustive breadth-first search: canonical packed keys,
+// Check runs an exhaustive breadth-first search: canonical packed keys,
 // 64-bit fingerprints in sharded open-addressing tables (or exact keys,
 // a bit array, or a store that spills to disk: one visited interface),
 // symmetry reduction over interchangeable handoffs and workers,

@@ -308,13 +308,13 @@ type Result struct {
 	stopResident uint64
 }
 
-// Explore runs a breadth-first exploration of every interleaving of the
+// checkRun runs a breadth-first exploration of every interleaving of the
 // run's moves, checking every safety invariant on every step and state,
 // Quiescence on every quiescent state and, with Limits.Liveness,
 // EventuallyDrained on the explored graph. It stops at the first violation
 // and rebuilds the shortest trace to it. Results are deterministic for any
 // number of workers.
-func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progress)) *Result {
+func (c *Checker) checkRun(ctx context.Context, lim Limits, progress func(Progress)) *Result {
 	r := c.explore(ctx, lim, progress)
 	if r.Reduction && r.Violation != nil && ctx.Err() == nil {
 		c.confirmShortest(ctx, lim, r)
@@ -338,7 +338,7 @@ func (c *Checker) explore(ctx context.Context, lim Limits, progress func(Progres
 	return r2
 }
 
-// progressEvery is how often Explore reports its progress, after the
+// progressEvery is how often the search reports its progress, after the
 // level that ends that long after the last report. A variable so that a
 // test can see a report after every level.
 var progressEvery = 2 * time.Second

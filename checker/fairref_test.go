@@ -238,7 +238,7 @@ func TestFair_AgreesWithIndependentJudge(t *testing.T) {
 	violations := 0
 	for _, c := range checkers {
 		ref := newFairRef(t, c)
-		r := c.Explore(context.Background(), Limits{Liveness: true, Workers: 2, Fair: refObligations()}, nil)
+		r := c.checkRun(context.Background(), Limits{Liveness: true, Workers: 2, Fair: refObligations()}, nil)
 		if !r.Complete && r.Violation == nil || len(r.Fair) != len(refProps) {
 			t.Fatalf("run %s: complete %v, %d verdicts", c.Run().Name, r.Complete, len(r.Fair))
 		}

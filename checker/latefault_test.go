@@ -157,7 +157,7 @@ func TestLateCancelStandIn_NeedsALateFault(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := c.Explore(context.Background(), Limits{Workers: 2, Liveness: true}, nil)
+		r := c.checkRun(context.Background(), Limits{Workers: 2, Liveness: true}, nil)
 		if r.Violation != nil || !r.Complete {
 			t.Fatalf("%s without cancel and abort: complete=%v, violation %v", run.Name, r.Complete, r.Violation)
 		}
@@ -166,7 +166,7 @@ func TestLateCancelStandIn_NeedsALateFault(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r = c.Explore(context.Background(), Limits{Workers: 2}, nil)
+		r = c.checkRun(context.Background(), Limits{Workers: 2}, nil)
 		if run.Engine.String() == "trtllm" {
 			// No reservation, no decode: nothing finishes to be cancelled.
 			if r.Violation != nil {

@@ -204,7 +204,7 @@ type shapesCounts struct {
 
 func shapesExplore(t testing.TB, c *Checker, lim Limits) (*Result, shapesCounts) {
 	t.Helper()
-	r := c.Explore(context.Background(), lim, nil)
+	r := c.checkRun(context.Background(), lim, nil)
 	if r.Violation != nil {
 		t.Fatalf("%s: violation %v", c.Run().Name, r.Violation.Violation)
 	}

@@ -160,9 +160,9 @@ func TestSleep_TakesTransitionsAwayDeterministically(t *testing.T) {
 	for _, run := range cfg.Runs {
 		c := checkerFor(t, system.Generated(), cfg, run.Name)
 		ctx := context.Background()
-		plain := c.Explore(ctx, Limits{Workers: 1, Reduce: true}, nil)
-		one := c.Explore(ctx, Limits{Workers: 1, Reduce: true, Sleep: true}, nil)
-		two := c.Explore(ctx, Limits{Workers: 2, Reduce: true, Sleep: true}, nil)
+		plain := c.checkRun(ctx, Limits{Workers: 1, Reduce: true}, nil)
+		one := c.checkRun(ctx, Limits{Workers: 1, Reduce: true, Sleep: true}, nil)
+		two := c.checkRun(ctx, Limits{Workers: 2, Reduce: true, Sleep: true}, nil)
 		if !one.Sleep || one.Stats.Slept == 0 || one.Stats.Transitions >= plain.Stats.Transitions {
 			t.Errorf("%s: sleep sets on %v, %d moves asleep, %d transitions against %d without them",
 				run.Name, one.Sleep, one.Stats.Slept, one.Stats.Transitions, plain.Stats.Transitions)
@@ -189,8 +189,8 @@ func TestSleep_SameTraceOnAnyWorkers(t *testing.T) {
 		c := checkerFor(t, p, cfg, "vllm")
 		ctx := context.Background()
 		full := fullSearch("two-handoffs.json "+name+" vllm", c, 1)
-		one := c.Explore(ctx, Limits{Workers: 1, Reduce: true, Sleep: true}, nil)
-		two := c.Explore(ctx, Limits{Workers: 2, Reduce: true, Sleep: true}, nil)
+		one := c.checkRun(ctx, Limits{Workers: 1, Reduce: true, Sleep: true}, nil)
+		two := c.checkRun(ctx, Limits{Workers: 2, Reduce: true, Sleep: true}, nil)
 		if full.Violation == nil {
 			continue
 		}
@@ -218,8 +218,8 @@ func TestSleep_StartsAgainWithout(t *testing.T) {
 	cfg := testdataConfig(t, "two-handoffs.json")
 	c := checkerFor(t, system.Generated(), cfg, "vllm")
 	ctx := context.Background()
-	disk := c.Explore(ctx, Limits{Workers: 1, Reduce: true, Sleep: true, DiskAfter: 2000}, nil)
-	want := c.Explore(ctx, Limits{Workers: 1, Reduce: true, DiskAfter: 2000}, nil)
+	disk := c.checkRun(ctx, Limits{Workers: 1, Reduce: true, Sleep: true, DiskAfter: 2000}, nil)
+	want := c.checkRun(ctx, Limits{Workers: 1, Reduce: true, DiskAfter: 2000}, nil)
 	if disk.SleepDropped != sleepDroppedDisk || disk.Sleep || disk.Stats.DiskAt == 0 {
 		t.Errorf("disk: dropped %q, sleep %v, on disk at %d", disk.SleepDropped, disk.Sleep, disk.Stats.DiskAt)
 	}
@@ -230,8 +230,8 @@ func TestSleep_StartsAgainWithout(t *testing.T) {
 	old := sleepSetsNamed
 	sleepSetsNamed = 2
 	defer func() { sleepSetsNamed = old }()
-	full := c.Explore(ctx, Limits{Workers: 1, Reduce: true, Sleep: true}, nil)
-	plain := c.Explore(ctx, Limits{Workers: 1, Reduce: true}, nil)
+	full := c.checkRun(ctx, Limits{Workers: 1, Reduce: true, Sleep: true}, nil)
+	plain := c.checkRun(ctx, Limits{Workers: 1, Reduce: true}, nil)
 	if full.SleepDropped != sleepDroppedFull || full.Sleep || full.Stats.States != plain.Stats.States || !full.Complete {
 		t.Errorf("sets: dropped %q, sleep %v, %d states against %d", full.SleepDropped, full.Sleep, full.Stats.States, plain.Stats.States)
 	}
@@ -249,7 +249,7 @@ func TestSleep_AloneReachEveryState(t *testing.T) {
 	everyRun(t, []string{"two-handoffs.json", "two-handoffs-faults.json", "headroom-binds.json"}, func(file, run string, c *Checker) {
 		ctx := context.Background()
 		full := fullSearch(file+" "+run, c, 1)
-		alone := c.Explore(ctx, Limits{Workers: 1, Reduce: true, Sleep: true, sleepAlone: true}, nil)
+		alone := c.checkRun(ctx, Limits{Workers: 1, Reduce: true, Sleep: true, sleepAlone: true}, nil)
 		if alone.Stats.States != full.Stats.States || alone.DeadEnds != full.DeadEnds || !alone.Complete {
 			t.Errorf("%s %s: %d states and %d quiescent with sleep sets alone, %d and %d without",
 				file, run, alone.Stats.States, alone.DeadEnds, full.Stats.States, full.DeadEnds)

@@ -107,12 +107,11 @@ func counterexamples(t *testing.T) []counterexample {
 			t.Fatal(err)
 		}
 		for _, run := range cfg.Runs {
-			c, err := checker.New(p, cfg, run)
+			rep, err := checker.Check(context.Background(), p, cfg, []system.Run{run}, checker.Limits{Workers: 1, Liveness: true}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := c.Explore(context.Background(), checker.Limits{Workers: 1, Liveness: true}, nil)
-			ce := r.Violation
+			c, ce := rep.Checker(0), rep.Runs[0].Violation
 			if ce == nil {
 				continue
 			}

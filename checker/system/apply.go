@@ -190,7 +190,7 @@ func (c *System) can(s *State, r spec.Role, h int, ev uint8) bool {
 // (Quiescence, drained states, the records the invariants read, restarts)
 // asks this, whether or not the state still has rows.
 func (c *System) terminal(s *State, r spec.Role, h int) bool {
-	return c.proto.Terminal(r, s.Role(r, h))
+	return c.proto.isTerminal(r, s.Role(r, h))
 }
 
 // Step applies a move to a state in place and returns the step's journal.

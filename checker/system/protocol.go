@@ -78,8 +78,8 @@ func (p *Protocol) step(role spec.Role, pol spec.Policy, state, event uint8) (*t
 	return t, t.Row != 0
 }
 
-// Terminal reports whether a role state is terminal.
-func (p *Protocol) Terminal(role spec.Role, state uint8) bool { return p.terminal[role][state] }
+// isTerminal reports whether a role state is terminal.
+func (p *Protocol) isTerminal(role spec.Role, state uint8) bool { return p.terminal[role][state] }
 
 // Initial is a role's initial state.
 func (p *Protocol) initialState(role spec.Role) uint8 { return p.initial[role] }

@@ -98,7 +98,7 @@ func TestProtocol_ReadsTerminalRows(t *testing.T) {
 						for _, a := range tr.Acts[:tr.N] {
 							got.Actions = append(got.Actions, a.String())
 						}
-						if p.Terminal(r, uint8(si)) {
+						if p.isTerminal(r, uint8(si)) {
 							reacting++
 						}
 					}

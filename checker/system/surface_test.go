@@ -50,7 +50,10 @@ import (
 // 112: the hash of a key is the search's, beside its visited set (was
 // Fingerprint); how many words a key and how many moves a move set hold
 // are the lengths of Key and MoveSet.M (KeyWords and MaxMoves unexported).
-const maxExported = 112
+// 111: whether a handoff's role is terminal is asked of the system
+// (System.Terminal); the protocol's own table, Protocol.Terminal, which
+// only the property view read, unexported.
+const maxExported = 111
 
 // exportedNames lists the exported package-level names and methods
 // (Type.Method) of the package's non-test files.
