@@ -114,7 +114,7 @@ func (c *Checker) identity(words int, bitstate int64, reduce bool) string {
 	fmt.Fprintf(h, "%d %d %d %d %t", words, bitstate, unsafe.Sizeof(uintptr(0)), *(*byte)(unsafe.Pointer(&one)), reduce)
 	init := c.Initial()
 	var k system.Key
-	c.Canonical(&init, &k, nil)
+	c.Canonical(&init, &k)
 	fmt.Fprintf(h, "%x", fingerprint(&k, words))
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -39,7 +39,7 @@ func shippedVariants(t *testing.T) map[string]*spec.Spec {
 func porSample(c *Checker, n int) []system.State {
 	s0 := c.Initial()
 	var k system.Key
-	c.Canonical(&s0, &k, nil)
+	c.Canonical(&s0, &k)
 	seen := map[system.Key]bool{k: true}
 	out := []system.State{s0}
 	for i := 0; i < len(out) && len(out) < n; i++ {
@@ -48,7 +48,7 @@ func porSample(c *Checker, n int) []system.State {
 			if _, _, err := c.Step(&t, m, nil); err != nil {
 				continue
 			}
-			c.Canonical(&t, &k, nil)
+			c.Canonical(&t, &k)
 			if !seen[k] {
 				seen[k] = true
 				out = append(out, t)

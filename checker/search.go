@@ -144,7 +144,7 @@ func (e *exploration) root() {
 	c := e.c
 	init := c.Initial()
 	var k system.Key
-	c.Canonical(&init, &k, nil)
+	c.Canonical(&init, &k)
 	e.rootKey = k
 	fp := fingerprint(&k, e.words)
 	e.vis.insert(fp, k[:e.words])

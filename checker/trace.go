@@ -80,7 +80,7 @@ func (e *exploration) keysAlong(path []uint32) []system.Key {
 		_, via := e.links.get(id)
 		c.ApplyTx(&t, &tx, ms.M[via], nil, ms.Stuck)
 		var k system.Key
-		c.Canonical(&t, &k, nil)
+		c.Canonical(&t, &k)
 		keys = append(keys, k)
 	}
 	return keys
@@ -113,7 +113,7 @@ func (c *Checker) concreteStepV(s *system.State, want *system.Key, inv string) (
 			}
 		}
 		var k system.Key
-		c.Canonical(&t, &k, nil)
+		c.Canonical(&t, &k)
 		if want != nil && k != *want {
 			continue
 		}
@@ -162,7 +162,7 @@ func (e *exploration) counterexample(f *found) *Counterexample {
 		tx := model.Tx{W: &t.W}
 		c.ApplyTx(&t, &tx, ms.M[f.move], nil, ms.Stuck)
 		var k system.Key
-		c.Canonical(&t, &k, nil)
+		c.Canonical(&t, &k)
 		step, v, ok := c.concreteStepV(&s, &k, f.v.Invariant)
 		if !ok {
 			panic("checker: cannot replay the failing step")

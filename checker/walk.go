@@ -368,7 +368,7 @@ func (c *Checker) walkOnce(w walkSpec) walkRun {
 			out.moves, out.v, out.end = taken, r.Violation, endViolation
 			return out
 		}
-		c.Canonical(&s.s, &k, nil)
+		c.Canonical(&s.s, &k)
 		out.fps = append(out.fps, fingerprint(&k, 1+c.Workers()+model.HandoffWords*c.Handoffs()))
 	}
 	if w.keep {

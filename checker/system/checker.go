@@ -170,7 +170,7 @@ func (c *System) Drained(s *State) bool {
 // Key is the canonical key of a state.
 func (c *System) Key(s *State) Key {
 	var k Key
-	c.Canonical(s, &k, nil)
+	c.Canonical(s, &k)
 	return k
 }
 

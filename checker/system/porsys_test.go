@@ -11,7 +11,7 @@ import (
 func porSample(c *System, n int) []State {
 	s0 := c.Initial()
 	var k Key
-	c.Canonical(&s0, &k, nil)
+	c.Canonical(&s0, &k)
 	seen := map[Key]bool{k: true}
 	out := []State{s0}
 	for i := 0; i < len(out) && len(out) < n; i++ {
@@ -20,7 +20,7 @@ func porSample(c *System, n int) []State {
 			if _, _, err := c.Step(&t, m, nil); err != nil {
 				continue
 			}
-			c.Canonical(&t, &k, nil)
+			c.Canonical(&t, &k)
 			if !seen[k] {
 				seen[k] = true
 				out = append(out, t)
@@ -83,7 +83,7 @@ func TestPOR_FootprintsHold(t *testing.T) {
 					if m.H < 0 {
 						continue
 					}
-					ok, shared := c.Reducible(s, m)
+					ok, shared := c.reducible(s, m)
 					if !ok {
 						continue
 					}

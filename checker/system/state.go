@@ -130,9 +130,9 @@ func (c *System) canonicalize(k *Key) {
 	}
 }
 
-// Naming is how canonical renames a state: handoff h goes to position
-// hp[h], worker w to wp[w] (sleep sets rename their moves with it).
-type Naming struct {
+// naming is how canonical renames a state: handoff h goes to position
+// Hp[h], worker w to Wp[w] (sleep sets rename their moves with it).
+type naming struct {
 	Hp [model.MaxHandoffs]int8
 	Wp [model.MaxWorkers]int8
 }
@@ -141,9 +141,12 @@ type Naming struct {
 // plain packing. With symmetry it is the smallest packing over every
 // renaming of interchangeable workers, each with its interchangeable
 // handoffs sorted: the least element of the orbit, so equal for all
-// renamings of one state. When nm is given it also says how the state was
-// renamed: the renaming of the key it writes.
-func (c *System) Canonical(s *State, k *Key, nm *Naming) {
+// renamings of one state.
+func (c *System) Canonical(s *State, k *Key) { c.canonicalNaming(s, k, nil) }
+
+// canonicalNaming is Canonical, and when nm is given it also says how the
+// state was renamed: the renaming of the key it writes.
+func (c *System) canonicalNaming(s *State, k *Key, nm *naming) {
 	if nm == nil {
 		c.pack(s, k)
 		c.canonicalize(k)
@@ -210,7 +213,7 @@ func (c *System) Canonical(s *State, k *Key, nm *Naming) {
 }
 
 // renamePacked is canonicalize for a symmetry that renames workers: the
-// key Canonical gives, the least over every renaming, with fewer
+// key canonicalNaming gives, the least over every renaming, with fewer
 // copies. The handoffs of the packing in k are sorted there: that is the identity's key, and every other
 // renaming is made from it (renaming the workers of sorted handoffs and
 // sorting again gives what renaming the unsorted ones would). The best
@@ -271,7 +274,7 @@ func lessIn(a, b *Key, n int) bool {
 }
 
 // place sets hp from the handoff at each position; nothing without nm.
-func (nm *Naming) place(pos *[model.MaxHandoffs]int8) {
+func (nm *naming) place(pos *[model.MaxHandoffs]int8) {
 	if nm == nil {
 		return
 	}

@@ -53,7 +53,12 @@ import (
 // 111: whether a handoff's role is terminal is asked of the system
 // (System.Terminal); the protocol's own table, Protocol.Terminal, which
 // only the property view read, unexported.
-const maxExported = 111
+// 108: sleep sets ask the system one question per move (System.Sleep:
+// the move's slot where it may sleep, and the workers it reads; was
+// Move.SleepSlot, Move.SleepWorkers and Reducible) and one to rename a
+// set as the canonical form renames its state (System.RenameSleep; was
+// Naming, RenameSleepLane and Canonical's naming argument).
+const maxExported = 108
 
 // exportedNames lists the exported package-level names and methods
 // (Type.Method) of the package's non-test files.

@@ -41,15 +41,15 @@ func TestCanonical_SkipsOnlyLargerRenamings(t *testing.T) {
 			for i := range got {
 				got[i] = ^uint64(0)
 			}
-			c.Canonical(&s, &got, nil)
+			c.Canonical(&s, &got)
 			if got != want {
 				t.Fatalf("%s %s: canonical %x, least renaming %x", file, run, got, want)
 			}
 			// The form that also says how it renamed (sleep sets) gives
 			// the same key.
 			var named Key
-			var nm Naming
-			c.Canonical(&s, &named, &nm)
+			var nm naming
+			c.canonicalNaming(&s, &named, &nm)
 			if named != want {
 				t.Fatalf("%s %s: canonical with its naming %x, least renaming %x", file, run, named, want)
 			}
@@ -75,7 +75,7 @@ func TestCanonicalFrom_EqualsCanonical(t *testing.T) {
 			cs.sym = sym
 			for _, s := range porSample(&cs, 1500) {
 				var pk Key
-				cs.Canonical(&s, &pk, nil)
+				cs.Canonical(&s, &pk)
 				var p State
 				cs.UnpackTo(&pk, &p)
 				for _, m := range cs.MovesInto(&p, nil) {
@@ -89,7 +89,7 @@ func TestCanonicalFrom_EqualsCanonical(t *testing.T) {
 						}
 					}
 					var want, got Key
-					cs.Canonical(&succ, &want, nil)
+					cs.Canonical(&succ, &want)
 					for i := range got {
 						got[i] = ^uint64(0)
 					}
