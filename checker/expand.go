@@ -407,7 +407,11 @@ func (e *exploration) lookUp(x *expander) {
 // recorded says whether the liveness graph records successor j's edge:
 // the system's own moves, and with fairness every move (see keep).
 func (e *exploration) recorded(x *expander, j int) bool {
-	return e.g != nil && (e.g.fair != nil || x.ms.Own(x.idx[j], x.protocol))
+	if e.g == nil {
+		return false
+	}
+	_, own := x.ms.Process(x.idx[j], x.protocol)
+	return e.g.fair != nil || own
 }
 
 // keep files successor j of state pid: an edge of the liveness graph, a
@@ -417,7 +421,11 @@ func (e *exploration) keep(x *expander, j int, pid uint32, out *workerOut) {
 	// The liveness graph holds the moves the system makes on its own:
 	// the environment may stop faulting for good, so a way to a drained
 	// state must not need a fault or an early timer.
-	own := e.g != nil && x.ms.Own(x.idx[j], x.protocol)
+	var p uint8
+	own := false
+	if e.g != nil {
+		p, own = x.ms.Process(x.idx[j], x.protocol)
+	}
 	// rec: the edge is recorded. Fairness also keeps the environment's
 	// edges, labelled apart (fair.go): a run may take them on its way,
 	// finitely often; and it labels each own edge with its process.
@@ -425,7 +433,7 @@ func (e *exploration) keep(x *expander, j int, pid uint32, out *workerOut) {
 	if e.g != nil && e.g.fair != nil {
 		rec, proc = true, envLabel
 		if own {
-			proc = x.ms.M[x.idx[j]].Process()
+			proc = p
 		}
 	}
 	switch {

@@ -52,7 +52,7 @@ func newFairRef(t *testing.T, c *Checker) *fairRef {
 			}
 			j := add(u)
 			if ownMove(&ms, protocol, mi) {
-				p := ms.M[mi].Process()
+				p, _ := ms.Process(mi, protocol)
 				r.own[i] = append(r.own[i], refEdge{to: j, proc: p})
 				r.enabled[i] |= 1 << p
 			} else {

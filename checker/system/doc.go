@@ -28,7 +28,7 @@
 // The tables of move kinds are here too, asked as questions, so that no
 // search or driver keeps one of its own: which fault a move taken now
 // spends (Move.SpendsAt), which process makes it for fairness
-// (Move.Process), its sleep-set slot and the workers it reads
+// (MoveSet.Process), its sleep-set slot and the workers it reads
 // (System.Sleep), who takes it where the roles run
 // as processes (Move.Taker), how long it takes on a driver's clock
 // (Move.Takes, priced by the driver's Durations), whether a side waits

@@ -36,11 +36,16 @@ func (ms *MoveSet) add(m Move) {
 	ms.N++
 }
 
-// Own reports whether move i is one the system makes on its own, given
-// that the first protocol moves are the protocol's: not a fault, and not
-// a timer firing while something else could still happen.
-func (ms *MoveSet) Own(i, protocol int) bool {
-	return i < protocol && !(ms.M[i].Kind == MvTimer && !ms.Stuck)
+// Process says whether move i is one the system makes on its own, given
+// that the first protocol moves are the protocol's (not a fault, and not
+// a timer firing while something else could still happen), and if so the
+// process that makes it, below 64: a search that judges weak fairness
+// asks it instead of learning which actor makes which kind of move.
+func (ms *MoveSet) Process(i, protocol int) (p uint8, own bool) {
+	if i >= protocol || ms.M[i].Kind == MvTimer && !ms.Stuck {
+		return 0, false
+	}
+	return ms.M[i].process(), true
 }
 
 // Enabled fills ms with the enabled moves, without allocation: protocol moves first, then the

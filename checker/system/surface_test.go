@@ -58,7 +58,10 @@ import (
 // Move.SleepSlot, Move.SleepWorkers and Reducible) and one to rename a
 // set as the canonical form renames its state (System.RenameSleep; was
 // Naming, RenameSleepLane and Canonical's naming argument).
-const maxExported = 108
+// 107: whether the system makes a move on its own and which process
+// makes it are one question of the move set (MoveSet.Process; was
+// MoveSet.Own and Move.Process).
+const maxExported = 107
 
 // exportedNames lists the exported package-level names and methods
 // (Type.Method) of the package's non-test files.
