@@ -25,7 +25,7 @@ func benchDefault(b *testing.B, workers int, liveness bool) {
 	var stored, fps int64
 	for i := 0; i < b.N; i++ {
 		for _, c := range checkers {
-			r := c.Explore(context.Background(), Limits{Workers: workers, Liveness: liveness}, nil)
+			r := c.checkRun(context.Background(), Limits{Workers: workers, Liveness: liveness}, nil)
 			if !r.Complete || r.Violation != nil {
 				b.Fatalf("%s: complete=%v violation=%v", c.Run().Name, r.Complete, r.Violation)
 			}
@@ -58,8 +58,8 @@ func BenchmarkSymmetry_ThreeHandoffs(b *testing.B) {
 	p, _ := New(system.Generated(), &plain, cfg.Runs[0])
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		with := c.Explore(context.Background(), Limits{}, nil)
-		without := p.Explore(context.Background(), Limits{}, nil)
+		with := c.checkRun(context.Background(), Limits{}, nil)
+		without := p.checkRun(context.Background(), Limits{}, nil)
 		b.ReportMetric(float64(without.Stats.States)/float64(with.Stats.States), "reduction")
 		b.ReportMetric(float64(with.Stats.States), "states-with")
 		b.ReportMetric(float64(without.Stats.States), "states-without")
@@ -103,7 +103,7 @@ func benchVLLM(b *testing.B, lim Limits) {
 	b.ResetTimer()
 	var states int64
 	for i := 0; i < b.N; i++ {
-		r := c.Explore(context.Background(), lim, nil)
+		r := c.checkRun(context.Background(), lim, nil)
 		if !r.Complete || r.Violation != nil {
 			b.Fatalf("complete=%v violation=%v", r.Complete, r.Violation)
 		}

@@ -83,8 +83,8 @@ func (b *bitSet) omission() float64 {
 	return math.Pow(float64(b.set)/float64(len(b.words)*64), bitHashes)
 }
 
-// Bitstate is what a bitstate search reports of its bit array.
-type Bitstate struct {
+// bitstateReport is what a bitstate search reports of its bit array.
+type bitstateReport struct {
 	Bytes  int64 // the bit array's size
 	Hashes int   // bits set per state
 	// Fill is the fraction of bits set at the end; Omission the chance
@@ -115,8 +115,8 @@ func newBitSets(size int64) [numShards]bitSet {
 }
 
 // bitstateReport sums the shards' figures.
-func (s *bitstateSet) report(states int) *Bitstate {
-	r := &Bitstate{Hashes: bitHashes}
+func (s *bitstateSet) report(states int) *bitstateReport {
+	r := &bitstateReport{Hashes: bitHashes}
 	var set, total int64
 	missed := 0.0
 	for i := range s.bitShards {

@@ -16,8 +16,8 @@ func TestBitstate_RoomyArrayMissesNothing(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
 	for _, run := range []string{"vllm", "sglang"} {
 		c := checkerFor(t, system.Generated(), cfg, run)
-		ref := c.Explore(context.Background(), Limits{Workers: 2}, nil)
-		r := c.Explore(context.Background(), Limits{Workers: 2, Bitstate: 1 << 20}, nil)
+		ref := c.checkRun(context.Background(), Limits{Workers: 2}, nil)
+		r := c.checkRun(context.Background(), Limits{Workers: 2, Bitstate: 1 << 20}, nil)
 		if r.Bitstate == nil || r.Liveness || r.Stats.States != ref.Stats.States || r.Stats.Transitions != ref.Stats.Transitions || !r.Complete {
 			t.Fatalf("%s: bitstate %+v, liveness %v, %d states and %d transitions; the fingerprint search: %d and %d",
 				run, r.Bitstate, r.Liveness, r.Stats.States, r.Stats.Transitions, ref.Stats.States, ref.Stats.Transitions)
@@ -28,8 +28,8 @@ func TestBitstate_RoomyArrayMissesNothing(t *testing.T) {
 		}
 	}
 	broken := variantChecker(t, "late-cancel-finalizes-twice.json", "vllm", budgetOf(t, "duplicate=1", "cancel=1", "early_timer=1"))
-	ref := broken.Explore(context.Background(), Limits{Workers: 1}, nil)
-	r := broken.Explore(context.Background(), Limits{Workers: 1, Bitstate: 1 << 20}, nil)
+	ref := broken.checkRun(context.Background(), Limits{Workers: 1}, nil)
+	r := broken.checkRun(context.Background(), Limits{Workers: 1, Bitstate: 1 << 20}, nil)
 	if ref.Violation == nil || r.Violation == nil || broken.formatCounterexample(r.Violation) != broken.formatCounterexample(ref.Violation) {
 		t.Fatalf("a broken table: the bitstate search's trace differs from the fingerprint search's")
 	}
@@ -44,9 +44,9 @@ func TestBitstate_RoomyArrayMissesNothing(t *testing.T) {
 func TestBitstate_SmallArrayEstimatesItsCoverage(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/commands.json")
 	c := checkerFor(t, system.Generated(), cfg, "trtllm")
-	ref := c.Explore(context.Background(), Limits{Workers: 2}, nil)
+	ref := c.checkRun(context.Background(), Limits{Workers: 2}, nil)
 	for _, size := range []int64{8 << 10, 16 << 10, 64 << 10} {
-		r := c.Explore(context.Background(), Limits{Workers: 2, Bitstate: size}, nil)
+		r := c.checkRun(context.Background(), Limits{Workers: 2, Bitstate: size}, nil)
 		real := float64(r.Stats.States) / float64(ref.Stats.States)
 		bs := r.Bitstate
 		if real >= 1 || bs.Coverage >= 1 || math.Abs(bs.Coverage-real) > 0.02 {

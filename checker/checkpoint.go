@@ -115,7 +115,7 @@ func (c *Checker) identity(words int, bitstate int64, reduce bool) string {
 	init := c.Initial()
 	var k system.Key
 	c.Canonical(&init, &k)
-	fmt.Fprintf(h, "%x", system.Fingerprint(&k, words))
+	fmt.Fprintf(h, "%x", fingerprint(&k, words))
 	return hex.EncodeToString(h.Sum(nil))
 }
 

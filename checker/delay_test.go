@@ -24,7 +24,7 @@ func TestDelay_ReductionKeepsVerdicts(t *testing.T) {
 			explore := func(everywhere bool) *Result {
 				c := checkerFor(t, p, cfg, run.Name)
 				c.DelayAnywhere = everywhere
-				r := c.Explore(context.Background(), Limits{Workers: 1}, nil)
+				r := c.checkRun(context.Background(), Limits{Workers: 1}, nil)
 				if !r.Complete && r.Violation == nil {
 					t.Fatalf("%s %s: incomplete", name, run.Name)
 				}

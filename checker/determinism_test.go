@@ -21,7 +21,7 @@ func TestWalk_ReportIndependentOfWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sched := range []Schedule{scheduleUniform, schedulePositions, schedulePCT} {
+	for _, sched := range []schedule{scheduleUniform, schedulePositions, schedulePCT} {
 		for _, swarm := range []bool{false, true} {
 			opts := WalkOptions{Seed: 11, Walks: 300, Steps: 80, Swarm: swarm, Schedule: sched, Workers: 1}
 			one := c.walk(context.Background(), opts)

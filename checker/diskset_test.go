@@ -32,9 +32,9 @@ func TestDisk_SameSearchOnDisk(t *testing.T) {
 	} {
 		testWindow = tc.window
 		for _, workers := range []int{1, 2} {
-			ref := tc.c.Explore(context.Background(), Limits{Workers: workers}, nil)
+			ref := tc.c.checkRun(context.Background(), Limits{Workers: workers}, nil)
 			dir := t.TempDir()
-			r := tc.c.Explore(context.Background(), Limits{Workers: workers, DiskAfter: tc.after, SpillDir: dir}, nil)
+			r := tc.c.checkRun(context.Background(), Limits{Workers: workers, DiskAfter: tc.after, SpillDir: dir}, nil)
 			if diff := cmp.Diff(outcomeOf(ref, tc.c), outcomeOf(r, tc.c)); diff != "" {
 				t.Errorf("%s on %d workers: differs on disk (-in memory +on disk):\n%s", tc.name, workers, diff)
 			}
@@ -55,7 +55,7 @@ func TestDisk_SameSearchOnDisk(t *testing.T) {
 func depthAt(t *testing.T, c *Checker, workers, n int) int {
 	t.Helper()
 	for d := 1; ; d++ {
-		r := c.Explore(context.Background(), Limits{Workers: workers, MaxDepth: d}, nil)
+		r := c.checkRun(context.Background(), Limits{Workers: workers, MaxDepth: d}, nil)
 		if r.Stats.States >= n || r.Complete {
 			return d - 1
 		}
@@ -123,7 +123,7 @@ func TestDisk_MergeMarksWhatTheFileHeld(t *testing.T) {
 func TestDisk_TheBoundMovesTheSearchToDisk(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/commands.json")
 	c := checkerFor(t, system.Generated(), cfg, "trtllm")
-	ref := c.Explore(context.Background(), Limits{Workers: 2}, nil)
+	ref := c.checkRun(context.Background(), Limits{Workers: 2}, nil)
 	const bound = 1 << 40
 	old := readResident
 	t.Cleanup(func() { readResident = old })
@@ -136,13 +136,13 @@ func TestDisk_TheBoundMovesTheSearchToDisk(t *testing.T) {
 		}
 		return 0
 	}
-	r := c.Explore(context.Background(), Limits{Workers: 2, MaxMemory: bound}, nil)
+	r := c.checkRun(context.Background(), Limits{Workers: 2, MaxMemory: bound}, nil)
 	if !r.Complete || r.Stats.States != ref.Stats.States || r.Stats.Transitions != ref.Stats.Transitions || r.Stats.DiskAt == 0 {
 		t.Fatalf("complete=%v (%s), %d states and %d transitions, moved to disk at %d; in memory: %d and %d",
 			r.Complete, r.StopDetail, r.Stats.States, r.Stats.Transitions, r.Stats.DiskAt, ref.Stats.States, ref.Stats.Transitions)
 	}
 	looks = 0
-	r = c.Explore(context.Background(), Limits{Workers: 2, MaxMemory: bound, Liveness: true}, nil)
+	r = c.checkRun(context.Background(), Limits{Workers: 2, MaxMemory: bound, Liveness: true}, nil)
 	if r.Complete || r.StopReason != stopMaxMemory || r.Stats.DiskAt != 0 {
 		t.Fatalf("with the liveness graph: complete=%v stop=%q, moved to disk at %d", r.Complete, r.StopReason, r.Stats.DiskAt)
 	}
@@ -192,7 +192,7 @@ func TestDisk_CheckpointAndResumeOnDisk(t *testing.T) {
 	// A window larger than what a batch adds: a checkpoint within a level
 	// finds fingerprints in it not yet merged.
 	testWindow = 50000
-	ref := c.Explore(context.Background(), Limits{Workers: 1}, nil)
+	ref := c.checkRun(context.Background(), Limits{Workers: 1}, nil)
 	if !ref.Complete || ref.Stats.States < 20000 {
 		t.Fatalf("the reference search: complete=%v, %d states", ref.Complete, ref.Stats.States)
 	}
@@ -205,7 +205,7 @@ func TestDisk_CheckpointAndResumeOnDisk(t *testing.T) {
 		if err := c.canResume(dir, Limits{}); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		r := c.Explore(context.Background(), Limits{Workers: 2, Resume: dir, SpillDir: t.TempDir()}, nil)
+		r := c.checkRun(context.Background(), Limits{Workers: 2, Resume: dir, SpillDir: t.TempDir()}, nil)
 		if !r.Resumed || r.Stats.DiskAt != m.Disk.At || r.Stats.DiskMerges <= m.Disk.Merges-1 {
 			t.Errorf("%s: resumed=%v, on disk at %d (the checkpoint's %d), %d merges (%d before)", what, r.Resumed, r.Stats.DiskAt, m.Disk.At, r.Stats.DiskMerges, m.Disk.Merges-1)
 		}
@@ -216,7 +216,7 @@ func TestDisk_CheckpointAndResumeOnDisk(t *testing.T) {
 
 	// Between two levels: stopped by a depth bound after the move.
 	dir := t.TempDir()
-	r := c.Explore(context.Background(), Limits{Workers: 1, DiskAfter: 2000, Checkpoint: dir, MaxDepth: ref.Stats.Depth / 2}, nil)
+	r := c.checkRun(context.Background(), Limits{Workers: 1, DiskAfter: 2000, Checkpoint: dir, MaxDepth: ref.Stats.Depth / 2}, nil)
 	if r.StopReason != stopMaxDepth || r.Stats.DiskAt == 0 || r.Checkpoints != 1 {
 		t.Fatalf("stopped for %q, on disk at %d, %d checkpoints", r.StopReason, r.Stats.DiskAt, r.Checkpoints)
 	}
@@ -231,7 +231,7 @@ func TestDisk_CheckpointAndResumeOnDisk(t *testing.T) {
 	defer cancel()
 	stopped := make(chan *Result)
 	go func() {
-		stopped <- c.Explore(ctx, Limits{Workers: 1, DiskAfter: 2000, Checkpoint: dir, CheckpointEvery: time.Nanosecond}, nil)
+		stopped <- c.checkRun(ctx, Limits{Workers: 1, DiskAfter: 2000, Checkpoint: dir, CheckpointEvery: time.Nanosecond}, nil)
 	}()
 	for {
 		m, _, ok, _ := readMeta(checkpointDir(dir, c.Run()))

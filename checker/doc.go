@@ -3,7 +3,7 @@
 // hand, and the reports and trace files they produce. It reaches states
 // only through the system's exported seam (checker/system's doc).
 //
-// Explore is an exhaustive breadth-first search: canonical packed keys,
+// Check runs an exhaustive breadth-first search: canonical packed keys,
 // 64-bit fingerprints in sharded open-addressing tables (or exact keys,
 // a bit array, or a store that spills to disk: one visited interface),
 // symmetry reduction over interchangeable handoffs and workers,
@@ -12,7 +12,7 @@
 // It stops at the first violation and rebuilds the shortest trace by
 // replay; with liveness it keeps the state graph and checks
 // EventuallyDrained. Walk runs seeded random and swarm walks under a
-// fault schedule (Schedule: by default each fault waits for a step of its
+// fault schedule (WalkOptions.Schedule: by default each fault waits for a step of its
 // own), counts what they covered and shrinks a failure. Sessions step a
 // run by hand for scenario files and trace replay. Reports render as
 // text, JSON and Mermaid sequence diagrams.

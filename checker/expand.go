@@ -10,7 +10,7 @@ import (
 )
 
 // successors holds the successors of one state while they are looked up.
-type successors [system.MaxMoves]struct {
+type successors [maxMoves]struct {
 	key system.Key
 	fp  uint64
 	t   system.State
@@ -29,18 +29,18 @@ type expander struct {
 	tx model.Tx
 	// Per successor: the move it was reached by, its id and whether it
 	// is known, and whether the worker's cache knew it.
-	idx    [system.MaxMoves]int
-	ids    [system.MaxMoves]uint32
-	known  [system.MaxMoves]bool
-	cached [system.MaxMoves]bool
+	idx    [maxMoves]int
+	ids    [maxMoves]uint32
+	known  [maxMoves]bool
+	cached [maxMoves]bool
 	// Sleep sets: each move's slot and workers; the state's set, the
 	// moves that woke up (a wake entry) and the moves taken so far; each
 	// successor's set and table slot value.
 	sm               sleepMoves
 	z, woke, taken   sleepSet
 	wake             bool
-	zs               [system.MaxMoves]sleepSet
-	sv               [system.MaxMoves]uint16
+	zs               [maxMoves]sleepSet
+	sv               [maxMoves]uint16
 	recent           *recentSet
 	seen             map[system.Key]struct{}
 	protocol, amp, n int
@@ -305,7 +305,7 @@ func (e *exploration) expandState(x *expander, entry []uint64, pid uint32, out *
 // sleepFull): it takes only the moves that were asleep when it was
 // expanded and are awake now.
 func (e *exploration) sleepOfState(x *expander, s *system.State, k *system.Key, extra uint64, out *workerOut) {
-	ref := e.sleep.tab.sleepRef(system.Fingerprint(k, e.words))
+	ref := e.sleep.tab.sleepRef(fingerprint(k, e.words))
 	x.z = e.sleep.get(*e.sleep.tab.sleepAt(ref))
 	out.expanded = append(out.expanded, ref)
 	x.woke, x.taken = sleepSet{}, sleepSet{}
@@ -350,7 +350,7 @@ func (e *exploration) successorsOf(x *expander, s *system.State, pid uint32, out
 			continue
 		}
 		c.CanonicalFrom(&sc.t, s, &x.k, &sc.key, int(ms.M[mi].H))
-		sc.fp = system.Fingerprint(&sc.key, e.words)
+		sc.fp = fingerprint(&sc.key, e.words)
 		if e.sleep != nil {
 			x.zs[n] = c.successorSleep(s, &sc.t, ms, &x.sm, mi, x.z, x.taken)
 			if sl := x.sm.slot[mi]; sl >= 0 {
@@ -407,7 +407,11 @@ func (e *exploration) lookUp(x *expander) {
 // recorded says whether the liveness graph records successor j's edge:
 // the system's own moves, and with fairness every move (see keep).
 func (e *exploration) recorded(x *expander, j int) bool {
-	return e.g != nil && (e.g.fair != nil || x.ms.Own(x.idx[j], x.protocol))
+	if e.g == nil {
+		return false
+	}
+	_, own := x.ms.Process(x.idx[j], x.protocol)
+	return e.g.fair != nil || own
 }
 
 // keep files successor j of state pid: an edge of the liveness graph, a
@@ -417,7 +421,11 @@ func (e *exploration) keep(x *expander, j int, pid uint32, out *workerOut) {
 	// The liveness graph holds the moves the system makes on its own:
 	// the environment may stop faulting for good, so a way to a drained
 	// state must not need a fault or an early timer.
-	own := e.g != nil && x.ms.Own(x.idx[j], x.protocol)
+	var p uint8
+	own := false
+	if e.g != nil {
+		p, own = x.ms.Process(x.idx[j], x.protocol)
+	}
 	// rec: the edge is recorded. Fairness also keeps the environment's
 	// edges, labelled apart (fair.go): a run may take them on its way,
 	// finitely often; and it labels each own edge with its process.
@@ -425,7 +433,7 @@ func (e *exploration) keep(x *expander, j int, pid uint32, out *workerOut) {
 	if e.g != nil && e.g.fair != nil {
 		rec, proc = true, envLabel
 		if own {
-			proc = x.ms.M[x.idx[j]].Process()
+			proc = p
 		}
 	}
 	switch {
@@ -686,3 +694,6 @@ type stateProcs struct {
 	id    uint32
 	procs uint64
 }
+
+// maxMoves bounds the moves one state enables (system.MoveSet).
+const maxMoves = len(system.MoveSet{}.M)

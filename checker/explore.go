@@ -72,8 +72,8 @@ type Limits struct {
 	sleepAlone bool
 }
 
-// Stats are the measurements of an exploration.
-type Stats struct {
+// searchStats are the measurements of an exploration.
+type searchStats struct {
 	States      int // distinct states
 	Transitions int64
 	Depth       int
@@ -115,7 +115,7 @@ type Stats struct {
 }
 
 // statesPerSecond is distinct states per second.
-func (s Stats) statesPerSecond() float64 { return rate(float64(s.States), s.Elapsed) }
+func (s searchStats) statesPerSecond() float64 { return rate(float64(s.States), s.Elapsed) }
 
 // elapsed is the time spent on the run, before a resume included.
 func (e *exploration) elapsed() time.Duration { return e.before + time.Since(e.start) }
@@ -123,7 +123,7 @@ func (e *exploration) elapsed() time.Duration { return e.before + time.Since(e.s
 // residentPerState is the run's peak resident memory over its distinct
 // states (0 when either is unknown): the whole process's memory, not only
 // the visited set's.
-func (s Stats) residentPerState() float64 {
+func (s searchStats) residentPerState() float64 {
 	if s.States == 0 {
 		return 0
 	}
@@ -131,7 +131,7 @@ func (s Stats) residentPerState() float64 {
 }
 
 // transitionsPerSecond is transitions per second.
-func (s Stats) transitionsPerSecond() float64 { return rate(float64(s.Transitions), s.Elapsed) }
+func (s searchStats) transitionsPerSecond() float64 { return rate(float64(s.Transitions), s.Elapsed) }
 
 func rate(n float64, d time.Duration) float64 {
 	if d <= 0 {
@@ -245,7 +245,7 @@ type exploration struct {
 	// sleep sets ("" when it did not).
 	sleepDropped string
 	cov          *system.Coverage
-	stats        Stats
+	stats        searchStats
 	deadEnds     int
 	// states whose moves were cut by MaxDepth or a stop
 	cut     bool
@@ -267,7 +267,7 @@ type exploration struct {
 // Result is the outcome of exploring one run.
 type Result struct {
 	Run      system.Run
-	Stats    Stats
+	Stats    searchStats
 	Complete bool
 	// StopReason says why an incomplete exploration stopped, as a short
 	// code (one of the stop* constants); StopDetail says it as a sentence.
@@ -291,7 +291,7 @@ type Result struct {
 	// shared a fingerprint (0 in exact mode).
 	CollisionProbability float64
 	// Bitstate is set when the visited set was a bit array.
-	Bitstate *Bitstate
+	Bitstate *bitstateReport
 	// Checkpoints counts the checkpoints written; Resumed says the run
 	// continued from one.
 	Checkpoints int
@@ -308,13 +308,13 @@ type Result struct {
 	stopResident uint64
 }
 
-// Explore runs a breadth-first exploration of every interleaving of the
+// checkRun runs a breadth-first exploration of every interleaving of the
 // run's moves, checking every safety invariant on every step and state,
 // Quiescence on every quiescent state and, with Limits.Liveness,
 // EventuallyDrained on the explored graph. It stops at the first violation
 // and rebuilds the shortest trace to it. Results are deterministic for any
 // number of workers.
-func (c *Checker) Explore(ctx context.Context, lim Limits, progress func(Progress)) *Result {
+func (c *Checker) checkRun(ctx context.Context, lim Limits, progress func(Progress)) *Result {
 	r := c.explore(ctx, lim, progress)
 	if r.Reduction && r.Violation != nil && ctx.Err() == nil {
 		c.confirmShortest(ctx, lim, r)
@@ -338,7 +338,7 @@ func (c *Checker) explore(ctx context.Context, lim Limits, progress func(Progres
 	return r2
 }
 
-// progressEvery is how often Explore reports its progress, after the
+// progressEvery is how often the search reports its progress, after the
 // level that ends that long after the last report. A variable so that a
 // test can see a report after every level.
 var progressEvery = 2 * time.Second
@@ -354,7 +354,7 @@ const (
 )
 
 // stopDetail says a stop reason as a sentence.
-func stopDetail(code string, lim Limits, s Stats) string {
+func stopDetail(code string, lim Limits, s searchStats) string {
 	switch code {
 	case stopMaxStates:
 		return fmt.Sprintf("stopped after the level that reached %s distinct states (--max-states %d)", commas(int64(s.States)), lim.MaxStates)

@@ -108,7 +108,7 @@ func TestExplore_PinnedCounts(t *testing.T) {
 				{Workers: 2, Liveness: true, Exact: true},
 				{Workers: 1},
 			} {
-				r := c.Explore(context.Background(), lim, nil)
+				r := c.checkRun(context.Background(), lim, nil)
 				got := counts{r.Stats.States, r.Stats.Transitions, r.Stats.Depth, r.Complete, r.Violation != nil}
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("workers=%d exact=%v liveness=%v (-want +got):\n%s", lim.Workers, lim.Exact, lim.Liveness, diff)
@@ -138,11 +138,11 @@ const threeHandoffs = `{
 func TestExplore_SymmetryThreeHandoffs(t *testing.T) {
 	cfg := mustConfig(t, threeHandoffs)
 	c, _ := New(system.Generated(), cfg, cfg.Runs[0])
-	with := c.Explore(context.Background(), Limits{}, nil)
+	with := c.checkRun(context.Background(), Limits{}, nil)
 	plain := *cfg
 	plain.Symmetry = false
 	p, _ := New(system.Generated(), &plain, cfg.Runs[0])
-	without := p.Explore(context.Background(), Limits{}, nil)
+	without := p.checkRun(context.Background(), Limits{}, nil)
 	ratio := float64(without.Stats.States) / float64(with.Stats.States)
 	t.Logf("three handoffs: %d states with symmetry, %d without, %.2f×", with.Stats.States, without.Stats.States, ratio)
 	if ratio < 4 {
@@ -157,11 +157,11 @@ func TestExplore_SymmetryReduces(t *testing.T) {
 	cfg := mustConfig(t, twoByTwo)
 	for _, run := range cfg.Runs {
 		c, _ := New(system.Generated(), cfg, run)
-		with := c.Explore(context.Background(), Limits{}, nil)
+		with := c.checkRun(context.Background(), Limits{}, nil)
 		plain := *cfg
 		plain.Symmetry = false
 		c2, _ := New(system.Generated(), &plain, run)
-		without := c2.Explore(context.Background(), Limits{}, nil)
+		without := c2.checkRun(context.Background(), Limits{}, nil)
 		if ratio := float64(without.Stats.States) / float64(with.Stats.States); ratio < 3.5 {
 			t.Errorf("%s: symmetry reduces %d to %d states, ratio %.2f, want ≥ 3.5", run.Name, without.Stats.States, with.Stats.States, ratio)
 		}
@@ -174,21 +174,21 @@ func TestExplore_SymmetryReduces(t *testing.T) {
 func TestExplore_Limits(t *testing.T) {
 	cfg := mustConfig(t, twoByTwo)
 	c, _ := New(system.Generated(), cfg, cfg.Runs[0])
-	r := c.Explore(context.Background(), Limits{MaxStates: 1000, Liveness: true}, nil)
+	r := c.checkRun(context.Background(), Limits{MaxStates: 1000, Liveness: true}, nil)
 	if r.Complete || r.StopReason == "" || r.Stats.States < 1000 || r.Liveness {
 		t.Errorf("max-states: complete=%v stop=%q states=%d liveness=%v", r.Complete, r.StopReason, r.Stats.States, r.Liveness)
 	}
-	r = c.Explore(context.Background(), Limits{MaxDepth: 3}, nil)
+	r = c.checkRun(context.Background(), Limits{MaxDepth: 3}, nil)
 	if r.Complete || r.Stats.Depth != 3 {
 		t.Errorf("max-depth: complete=%v depth=%d", r.Complete, r.Stats.Depth)
 	}
-	r = c.Explore(context.Background(), Limits{MaxMemory: 1}, nil)
+	r = c.checkRun(context.Background(), Limits{MaxMemory: 1}, nil)
 	if r.Complete || r.StopReason != "max-memory" {
 		t.Errorf("max-memory: complete=%v stop=%q", r.Complete, r.StopReason)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	r = c.Explore(ctx, Limits{}, nil)
+	r = c.checkRun(ctx, Limits{}, nil)
 	if r.Complete || r.StopReason != "interrupted" {
 		t.Errorf("interrupt: complete=%v stop=%q", r.Complete, r.StopReason)
 	}

@@ -13,7 +13,7 @@ import (
 // Fair liveness: "P leads to Q" judged under weak fairness of each
 // process's moves, on the liveness graph of a complete search.
 //
-// The processes (system.Move.Process). The composed system has no threads
+// The processes (system.MoveSet.Process). The composed system has no threads
 // of its own; its moves are grouped by the actor that makes them, per
 // handoff:
 //
@@ -98,8 +98,8 @@ type FairVerdict struct {
 func ownProcesses(ms *system.MoveSet, protocol int) uint64 {
 	var m uint64
 	for i := 0; i < protocol; i++ {
-		if ms.Own(i, protocol) {
-			m |= 1 << ms.M[i].Process()
+		if p, own := ms.Process(i, protocol); own {
+			m |= 1 << p
 		}
 	}
 	return m
@@ -650,7 +650,7 @@ func (c *Checker) ownStep(s *system.State, want *system.Key, proc int) (TraceSte
 	var ms system.MoveSet
 	protocol := c.Enabled(s, &ms)
 	for i := 0; i < protocol; i++ {
-		if !ms.Own(i, protocol) || int(ms.M[i].Process()) != proc {
+		if p, own := ms.Process(i, protocol); !own || int(p) != proc {
 			continue
 		}
 		var t system.State
@@ -690,10 +690,10 @@ func (c *Checker) Unfair(s system.State, moves []system.Move) (unfair []string, 
 		if i == ms.N {
 			return nil, false
 		}
-		if !ms.Own(i, protocol) {
+		if p, mine := ms.Process(i, protocol); !mine {
 			own = false
 		} else {
-			taken |= 1 << m.Process()
+			taken |= 1 << p
 		}
 		tx := model.Tx{W: &s.W}
 		c.ApplyTx(&s, &tx, m, nil, ms.Stuck)

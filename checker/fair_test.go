@@ -70,7 +70,7 @@ func TestFair_RearmLassoReplays(t *testing.T) {
 		}
 	}()
 	for _, workers := range []int{1, 2} {
-		r := c.Explore(context.Background(), Limits{Liveness: true, Workers: workers, Fair: []Obligation{drainsObligation()}}, nil)
+		r := c.checkRun(context.Background(), Limits{Liveness: true, Workers: workers, Fair: []Obligation{drainsObligation()}}, nil)
 		if len(r.Fair) != 1 {
 			t.Fatalf("want one fair verdict, got %+v (violation %+v)", r.Fair, r.Violation)
 		}
@@ -220,7 +220,7 @@ func TestFair_RefusedUnderSymmetry(t *testing.T) {
 	if !c.Symmetric() {
 		t.Fatal("two-handoffs.json's first run is not reduced by symmetry")
 	}
-	r := c.Explore(context.Background(), Limits{Liveness: true, Workers: 1, FairDrained: true, Fair: []Obligation{drainsObligation()}}, nil)
+	r := c.checkRun(context.Background(), Limits{Liveness: true, Workers: 1, FairDrained: true, Fair: []Obligation{drainsObligation()}}, nil)
 	if !r.Complete || r.FairDrained || len(r.Fair) != 1 || r.Fair[0].Err == nil || r.Fair[0].Violation != nil {
 		t.Fatalf("complete %v, fair drained %v, verdicts %+v", r.Complete, r.FairDrained, r.Fair)
 	}

@@ -52,7 +52,7 @@ func newFairRef(t *testing.T, c *Checker) *fairRef {
 			}
 			j := add(u)
 			if ownMove(&ms, protocol, mi) {
-				p := ms.M[mi].Process()
+				p, _ := ms.Process(mi, protocol)
 				r.own[i] = append(r.own[i], refEdge{to: j, proc: p})
 				r.enabled[i] |= 1 << p
 			} else {
@@ -238,7 +238,7 @@ func TestFair_AgreesWithIndependentJudge(t *testing.T) {
 	violations := 0
 	for _, c := range checkers {
 		ref := newFairRef(t, c)
-		r := c.Explore(context.Background(), Limits{Liveness: true, Workers: 2, Fair: refObligations()}, nil)
+		r := c.checkRun(context.Background(), Limits{Liveness: true, Workers: 2, Fair: refObligations()}, nil)
 		if !r.Complete && r.Violation == nil || len(r.Fair) != len(refProps) {
 			t.Fatalf("run %s: complete %v, %d verdicts", c.Run().Name, r.Complete, len(r.Fair))
 		}

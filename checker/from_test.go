@@ -125,7 +125,7 @@ func TestFrom_ReachesLessThanTheWholeRun(t *testing.T) {
 	s := c.NewSession()
 	var path []system.Move
 	for range 4 {
-		m := c.Moves(s.State())[0]
+		m := c.MovesInto(s.State(), nil)[0]
 		if _, err := s.Apply(m); err != nil {
 			t.Fatal(err)
 		}

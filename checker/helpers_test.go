@@ -43,7 +43,7 @@ func porSample(c *Checker, n int) []system.State {
 	seen := map[system.Key]bool{k: true}
 	out := []system.State{s0}
 	for i := 0; i < len(out) && len(out) < n; i++ {
-		for _, m := range c.Moves(&out[i]) {
+		for _, m := range c.MovesInto(&out[i], nil) {
 			t := out[i]
 			if _, _, err := c.Step(&t, m, nil); err != nil {
 				continue

@@ -48,7 +48,7 @@ const lateFaultWalks = 2000
 // up to the first failure), and counts the walks that broke each
 // invariant; first is the index of the first walk that broke inv, or -1
 // (with inv empty, of the first that broke any).
-func walkTally(c *Checker, n int, swarm bool, sched Schedule, inv string) (found map[string]int, first int) {
+func walkTally(c *Checker, n int, swarm bool, sched schedule, inv string) (found map[string]int, first int) {
 	hz := 0
 	if sched != scheduleUniform {
 		hz = c.horizon(200)
@@ -107,7 +107,7 @@ func TestWalk_LateFaultVariants(t *testing.T) {
 			c := checkerFor(t, p, cfg, name)
 			t.Run(v.file+"/"+cfgName+"/"+name, func(t *testing.T) {
 				for _, swarm := range []bool{true, false} {
-					for _, sched := range []Schedule{schedulePositions, scheduleUniform, schedulePCT} {
+					for _, sched := range []schedule{schedulePositions, scheduleUniform, schedulePCT} {
 						found, first := walkTally(c, lateFaultWalks, swarm, sched, v.invariant)
 						mode := "random"
 						if swarm {
@@ -157,7 +157,7 @@ func TestLateCancelStandIn_NeedsALateFault(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := c.Explore(context.Background(), Limits{Workers: 2, Liveness: true}, nil)
+		r := c.checkRun(context.Background(), Limits{Workers: 2, Liveness: true}, nil)
 		if r.Violation != nil || !r.Complete {
 			t.Fatalf("%s without cancel and abort: complete=%v, violation %v", run.Name, r.Complete, r.Violation)
 		}
@@ -166,7 +166,7 @@ func TestLateCancelStandIn_NeedsALateFault(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r = c.Explore(context.Background(), Limits{Workers: 2}, nil)
+		r = c.checkRun(context.Background(), Limits{Workers: 2}, nil)
 		if run.Engine.String() == "trtllm" {
 			// No reservation, no decode: nothing finishes to be cancelled.
 			if r.Violation != nil {
@@ -209,7 +209,7 @@ func TestWalk_CompareSchedules(t *testing.T) {
 	if !*compareSchedules {
 		t.Skip("a measurement: give -compare-schedules")
 	}
-	scheds := []Schedule{scheduleUniform, schedulePositions, schedulePCT}
+	scheds := []schedule{scheduleUniform, schedulePositions, schedulePCT}
 	configs := []struct {
 		name string
 		cfg  *system.Config
@@ -251,7 +251,7 @@ func TestWalk_CompareSchedules(t *testing.T) {
 		cfg  *system.Config
 	}{{"mutation", loadConfigFile(t, "mutation.json")}, configs[0]} {
 		for _, swarm := range []bool{false, true} {
-			detected := map[Schedule]int{}
+			detected := map[schedule]int{}
 			for _, sched := range scheds {
 				var mu sync.Mutex
 				parallel(2, len(mutants), func(i int) {

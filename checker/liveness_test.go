@@ -20,7 +20,7 @@ import (
 // the loop started from.
 func TestLiveness_LoopReplaysWhenEntryIsOffTheCycle(t *testing.T) {
 	c := rearmChecker(t)
-	r := c.Explore(context.Background(), Limits{Liveness: true, Workers: 2}, nil)
+	r := c.checkRun(context.Background(), Limits{Liveness: true, Workers: 2}, nil)
 	if r.Violation == nil || r.Violation.Violation.Invariant != "EventuallyDrained" {
 		t.Fatalf("want an EventuallyDrained violation, got %+v", r.Violation)
 	}
@@ -104,7 +104,7 @@ func TestLiveness_CounterexampleStaysInsideTheTrap(t *testing.T) {
 		t.Fatal("the independent search finds no trap in the rearm-reservation variant")
 	}
 	for _, workers := range []int{1, 2} {
-		r := c.Explore(context.Background(), Limits{Liveness: true, Workers: workers}, nil)
+		r := c.checkRun(context.Background(), Limits{Liveness: true, Workers: workers}, nil)
 		if r.Violation == nil || r.Violation.Violation.Invariant != "EventuallyDrained" {
 			t.Fatalf("want an EventuallyDrained violation, got %+v", r.Violation)
 		}

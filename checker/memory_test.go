@@ -33,7 +33,7 @@ func TestExplore_MaxMemoryStopsWithinTheBound(t *testing.T) {
 	bound := int64(residentBytes()) + 128<<20
 	before := peakResidentBytes()
 	rs := sampleResident()
-	r := c.Explore(context.Background(), Limits{MaxMemory: bound, Liveness: true, Workers: 2}, nil)
+	r := c.checkRun(context.Background(), Limits{MaxMemory: bound, Liveness: true, Workers: 2}, nil)
 	r.Stats.PeakResident = rs.stop()
 	if r.Complete || r.StopReason != stopMaxMemory {
 		t.Fatalf("want a stop by the memory bound, got complete=%v stop=%q after %d states", r.Complete, r.StopReason, r.Stats.States)
@@ -326,7 +326,7 @@ func TestMemory_StopReasonIsTheBound(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	r := c.Explore(ctx, Limits{MaxMemory: 1, Workers: 1}, nil)
+	r := c.checkRun(ctx, Limits{MaxMemory: 1, Workers: 1}, nil)
 	if r.Complete || r.StopReason != stopMaxMemory || !strings.HasPrefix(r.StopDetail, "stopped before resident memory passed the bound of 1 B (--max-memory): ") || ctx.Err() != nil {
 		t.Errorf("complete=%v stop=%q %q, the caller's context: %v", r.Complete, r.StopReason, r.StopDetail, ctx.Err())
 	}
@@ -363,7 +363,7 @@ func TestExplore_PeakHeapIsTheLargestGrowth(t *testing.T) {
 	// The peak is after the third level; the run ends below where it
 	// started.
 	n := fakeHeap(t, 1000, 1100, 1200, 5000, 1500, 1500, 1500, 1500, 1500, 1500, 1500, 1500, 900)
-	r := c.Explore(context.Background(), Limits{Workers: 2}, nil)
+	r := c.checkRun(context.Background(), Limits{Workers: 2}, nil)
 	if *n != 13 || !r.Complete || r.Stats.Depth != 10 {
 		t.Fatalf("%d heap readings over a complete run of depth %d (complete=%v), want 13", *n, r.Stats.Depth, r.Complete)
 	}
@@ -372,14 +372,14 @@ func TestExplore_PeakHeapIsTheLargestGrowth(t *testing.T) {
 	}
 	// The heap only shrinks: no growth.
 	fakeHeap(t, 1000, 800)
-	if r := c.Explore(context.Background(), Limits{Workers: 1}, nil); r.Stats.PeakHeap != 0 {
+	if r := c.checkRun(context.Background(), Limits{Workers: 1}, nil); r.Stats.PeakHeap != 0 {
 		t.Errorf("a heap that only shrank: peak %d, want 0", r.Stats.PeakHeap)
 	}
 	// Interrupted before the first level: only the reading at the end.
 	n = fakeHeap(t, 1000, 3000)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	r = c.Explore(ctx, Limits{Workers: 1}, nil)
+	r = c.checkRun(ctx, Limits{Workers: 1}, nil)
 	if r.StopReason != stopInterrupted || *n != 2 || r.Stats.PeakHeap != 2000 {
 		t.Errorf("interrupted before the first level: stop %q, %d readings, peak %d; want 2 readings and a peak of 2000", r.StopReason, *n, r.Stats.PeakHeap)
 	}
@@ -531,7 +531,7 @@ func TestMemory_SamplerSeesAShortPeak(t *testing.T) {
 func TestMemory_OnDiskStopsOnlyNearTheBound(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/commands.json")
 	c := checkerFor(t, system.Generated(), cfg, "trtllm")
-	ref := c.Explore(context.Background(), Limits{Workers: 2}, nil)
+	ref := c.checkRun(context.Background(), Limits{Workers: 2}, nil)
 	const bound = 1 << 40
 	old := readResident
 	t.Cleanup(func() { readResident = old })
@@ -553,7 +553,7 @@ func TestMemory_OnDiskStopsOnlyNearTheBound(t *testing.T) {
 	// Past the threshold of a search in memory, well below the bound.
 	below := memoryThreshold(bound) + bound/50
 	fake(below)
-	r := c.Explore(context.Background(), Limits{Workers: 2, MaxMemory: bound}, nil)
+	r := c.checkRun(context.Background(), Limits{Workers: 2, MaxMemory: bound}, nil)
 	if !r.Complete || r.Stats.States != ref.Stats.States || r.Stats.DiskAt == 0 {
 		t.Fatalf("on disk with %s resident of a %s bound: complete=%v (%s), %d states of %d, moved to disk at %d",
 			FormatBytes(below), FormatBytes(bound), r.Complete, r.StopDetail, r.Stats.States, ref.Stats.States, r.Stats.DiskAt)

@@ -31,22 +31,22 @@ type ShardReport struct {
 	Data []byte
 }
 
-// MergedWalks is the report of a search merged from its shards.
-type MergedWalks struct {
+// mergedWalks is the report of a search merged from its shards.
+type mergedWalks struct {
 	r jsonWalkReport
 }
 
 // Violated reports whether some run found a violation.
-func (m *MergedWalks) Violated() bool { return m.r.Verdict == "violation" }
+func (m *mergedWalks) Violated() bool { return m.r.Verdict == "violation" }
 
 // JSON renders the merged report in the walk report's form; its shard
 // says merged, and distinct_states is the sum of the shards' (walks in two
 // shards may visit the same state, so it bounds the distinct states from
 // above).
-func (m *MergedWalks) JSON() ([]byte, error) { return json.MarshalIndent(m.r, "", "  ") }
+func (m *mergedWalks) JSON() ([]byte, error) { return json.MarshalIndent(m.r, "", "  ") }
 
 // MergeWalks merges the reports of every shard of one search.
-func MergeWalks(reports []ShardReport) (*MergedWalks, error) {
+func MergeWalks(reports []ShardReport) (*mergedWalks, error) {
 	if len(reports) == 0 {
 		return nil, fmt.Errorf("%w: no report given", errMerge)
 	}
@@ -130,7 +130,7 @@ func MergeWalks(reports []ShardReport) (*MergedWalks, error) {
 		}
 		out.Runs = append(out.Runs, mw)
 	}
-	return &MergedWalks{r: out}, nil
+	return &mergedWalks{r: out}, nil
 }
 
 // mergeRun merges one run's shards, in shard order, up to the first that
@@ -210,7 +210,7 @@ func mergeVacuity(m, p []jsonExercise, first bool) []jsonExercise {
 }
 
 // Text renders the merged report for people.
-func (m *MergedWalks) Text() string {
+func (m *mergedWalks) Text() string {
 	var b strings.Builder
 	r := &m.r
 	mode := "random walks"

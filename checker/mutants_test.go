@@ -110,7 +110,7 @@ func TestExplore_CatchesBrokenTables(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := c.Explore(context.Background(), Limits{Liveness: true}, nil)
+			r := c.checkRun(context.Background(), Limits{Liveness: true}, nil)
 			if r.Violation == nil {
 				t.Fatalf("no violation found in %d states", r.Stats.States)
 			}
@@ -165,7 +165,7 @@ func TestExplore_EventuallyDrainedFindsTrap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := c.Explore(context.Background(), Limits{Liveness: true}, nil)
+	r := c.checkRun(context.Background(), Limits{Liveness: true}, nil)
 	if r.Violation == nil || r.Violation.Violation.Invariant != "EventuallyDrained" {
 		t.Fatalf("want an EventuallyDrained violation, got %+v", r.Violation)
 	}
@@ -181,7 +181,7 @@ func TestExplore_EventuallyDrainedFindsTrap(t *testing.T) {
 	}
 	// Without liveness the same bug is invisible: no safety invariant and
 	// no dead end is violated.
-	r = c.Explore(context.Background(), Limits{}, nil)
+	r = c.checkRun(context.Background(), Limits{}, nil)
 	if r.Violation != nil {
 		t.Fatalf("safety checking alone found %s", r.Violation.Violation.Invariant)
 	}
@@ -200,7 +200,7 @@ func TestWalk_FindsAndReproduces(t *testing.T) {
 		t.Fatal(err)
 	}
 	good, _ := New(system.Generated(), cfg, cfg.Runs[0])
-	for _, sched := range []Schedule{scheduleUniform, schedulePositions, schedulePCT} {
+	for _, sched := range []schedule{scheduleUniform, schedulePositions, schedulePCT} {
 		one := c.walk(context.Background(), WalkOptions{Seed: 11, Walks: 300, Steps: 80, Schedule: sched, Workers: 1})
 		two := c.walk(context.Background(), WalkOptions{Seed: 11, Walks: 300, Steps: 80, Schedule: sched, Workers: 2})
 		if one.Violation == nil {

@@ -86,7 +86,7 @@ func mutateOne(ctx context.Context, cfg *system.Config, m spec.Mutant, lim Limit
 		if err != nil {
 			panic(err)
 		}
-		r := c.Explore(ctx, lim, nil)
+		r := c.checkRun(ctx, lim, nil)
 		res.States += r.Stats.States
 		if r.Violation != nil {
 			res.Killed, res.Run = true, run.Name

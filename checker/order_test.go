@@ -41,7 +41,7 @@ func violationsAtFirstFailingDepth(t testing.TB, c *Checker) []levelViolation {
 				out = append(out, levelViolation{i, -1, v.Invariant})
 			}
 		}
-		for mi, m := range c.Moves(&s) {
+		for mi, m := range c.MovesInto(&s, nil) {
 			u := s
 			_, v, err := c.Step(&u, m, nil)
 			if err != nil {
@@ -96,7 +96,7 @@ func TestExplore_FirstOfSeveralViolationsInALevel(t *testing.T) {
 		t.Fatalf("the scans disagree: %+v and %+v", ref, first)
 	}
 	for _, workers := range []int{1, 2} {
-		r := c.Explore(context.Background(), Limits{Workers: workers}, nil)
+		r := c.checkRun(context.Background(), Limits{Workers: workers}, nil)
 		if r.Violation == nil {
 			t.Fatalf("workers %d: no violation; the scan finds %s", workers, ref.inv)
 		}
@@ -134,7 +134,7 @@ func TestExplore_QuiescenceAfterOneStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, workers := range []int{1, 2} {
-		r := c.Explore(context.Background(), Limits{Workers: workers}, nil)
+		r := c.checkRun(context.Background(), Limits{Workers: workers}, nil)
 		ce := r.Violation
 		if ce == nil || ce.Violation.Invariant != model.NameQuiescence || len(ce.Steps) != 1 {
 			t.Fatalf("workers %d: want Quiescence after one step, got %+v", workers, ce)
@@ -181,7 +181,7 @@ func TestExplore_ViolationInTheInitialState(t *testing.T) {
 	}
 	var r *Result
 	for _, workers := range []int{1, 2} {
-		r = c.Explore(context.Background(), Limits{Workers: workers, Liveness: true}, nil)
+		r = c.checkRun(context.Background(), Limits{Workers: workers, Liveness: true}, nil)
 		ce := r.Violation
 		if ce == nil || ce.Violation.Invariant != want.Invariant || ce.Violation.Worker != 1 || len(ce.Steps) != 0 {
 			t.Fatalf("workers %d: want %s on worker 1 with no step, got %+v", workers, want.Invariant, ce)

@@ -25,7 +25,7 @@ func walkMachine(c *Checker) func(*rapid.T) {
 		var last StepResult
 		t.Repeat(map[string]func(*rapid.T){
 			"move": func(t *rapid.T) {
-				moves := c.Moves(s.State())
+				moves := c.MovesInto(s.State(), nil)
 				if len(moves) == 0 {
 					return // nothing can happen any more; Quiescence was judged on the last step
 				}

@@ -122,13 +122,13 @@ func TestVariants_RejectedWithTheirInvariant(t *testing.T) {
 				} else {
 					t.Fatalf("unknown fault %q", tc.needs)
 				}
-				r := checkerFor(t, interpreted(t, s), &without, tc.run).Explore(context.Background(), Limits{Workers: 1}, nil)
+				r := checkerFor(t, interpreted(t, s), &without, tc.run).checkRun(context.Background(), Limits{Workers: 1}, nil)
 				if r.Violation != nil || !r.Complete {
 					t.Fatalf("run %s without %s: complete=%v violation %v; the bug should need that fault", tc.run, tc.needs, r.Complete, r.Violation)
 				}
 			}
 			c := checkerFor(t, interpreted(t, s), cfg, tc.run)
-			r := c.Explore(context.Background(), Limits{Workers: 1}, nil)
+			r := c.checkRun(context.Background(), Limits{Workers: 1}, nil)
 			if r.Violation == nil || r.Violation.Violation == nil {
 				t.Fatalf("run %s: no violation; the variant should break %s", tc.run, tc.invariant)
 			}

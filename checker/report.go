@@ -97,7 +97,7 @@ func Check(ctx context.Context, p *system.Protocol, cfg *system.Config, runs []s
 		// memory figures and its memory bound are about this run.
 		settle()
 		rs := sampleResident()
-		r := c.Explore(ctx, lim, progress)
+		r := c.checkRun(ctx, lim, progress)
 		c.withPrefix(r.Violation)
 		// The reading that stopped a run for its bound was of the run's
 		// resident memory too: the peak the report gives is not below

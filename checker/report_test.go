@@ -17,10 +17,10 @@ import (
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
-// refExploration is the state graph of a run rebuilt without Explore: a
+// refExploration is the state graph of a run rebuilt without the search: a
 // plain breadth-first search that steps concrete states through Step (the
 // path sessions and replay use), dedupes them by canonical key in a map
-// and counts what the report counts. Explore's figures must match it.
+// and counts what the report counts. The search's figures must match it.
 type refExploration struct {
 	keys     []system.Key
 	states   []system.State // the first concrete state reached for each key
@@ -86,7 +86,7 @@ func exploreRef(t testing.TB, c *Checker, maxDepth int) *refExploration {
 		r.depthOf = append(r.depthOf, d)
 		r.drained = append(r.drained, c.Drained(&s))
 		r.own = append(r.own, nil)
-		r.perShard[shardOf(system.Fingerprint(&k, words))]++
+		r.perShard[shardOf(fingerprint(&k, words))]++
 		r.depth = max(r.depth, d)
 		return id
 	}
@@ -238,7 +238,7 @@ func TestReport_FiguresMatchAnIndependentSearch(t *testing.T) {
 		}
 		for _, lim := range []Limits{{Workers: 1}, {Workers: 2, Liveness: true}, {Workers: 2, Exact: true}, {Workers: 1, Exact: true, Liveness: true}} {
 			what := fmt.Sprintf("%s exact=%v liveness=%v workers=%d", name, lim.Exact, lim.Liveness, lim.Workers)
-			r := c.Explore(context.Background(), lim, nil)
+			r := c.checkRun(context.Background(), lim, nil)
 			s := r.Stats
 			n := len(ref.keys)
 			if !r.Complete || r.Violation != nil || r.StopReason != "" || r.StopDetail != "" {
@@ -262,7 +262,7 @@ func TestReport_FiguresMatchAnIndependentSearch(t *testing.T) {
 				t.Errorf("%s: liveness graph %d bytes, want %d (%d edges of the system's own moves)", what, s.GraphBytes, wantGraph, ref.ownEdges)
 			}
 			if lim.Exact {
-				if want := int64(n) * (8*system.KeyWords + 4) * 4 / 3; s.StoreBytes != want || s.FingerprintBytes != 0 {
+				if want := int64(n) * int64(8*keyWords+4) * 4 / 3; s.StoreBytes != want || s.FingerprintBytes != 0 {
 					t.Errorf("%s: store %d bytes (fingerprints %d), want %d and 0", what, s.StoreBytes, s.FingerprintBytes, want)
 				}
 				if r.CollisionProbability != 0 {
@@ -522,7 +522,7 @@ func TestReport_DeadEndsAndCuts(t *testing.T) {
 			t.Fatalf("depth %d: the reference counts %d dead ends", d, ref.deadEnds)
 		}
 		for _, lim := range []Limits{{MaxDepth: d, Workers: 2}, {MaxDepth: d, Workers: 1, Liveness: true}} {
-			r := c.Explore(context.Background(), lim, nil)
+			r := c.checkRun(context.Background(), lim, nil)
 			s := r.Stats
 			if s.States != len(ref.keys) || s.Transitions != ref.transitions || s.Depth != ref.depth || r.DeadEnds != ref.deadEnds {
 				t.Errorf("max depth %d liveness=%v: %d states, %d transitions, depth %d, %d dead ends; want %d, %d, %d, %d",
@@ -557,7 +557,7 @@ func TestReport_DeadEndsAndCuts(t *testing.T) {
 			bounds = bounds[:1]
 		}
 		for _, bound := range bounds {
-			r := c.Explore(context.Background(), Limits{MaxStates: bound, Workers: 2}, nil)
+			r := c.checkRun(context.Background(), Limits{MaxStates: bound, Workers: 2}, nil)
 			if level > full.depth {
 				if !r.Complete || r.StopReason != "" || r.Stats.States != len(full.keys) {
 					t.Errorf("max states %d of %d: complete=%v stop=%q, %d states", bound, len(full.keys), r.Complete, r.StopReason, r.Stats.States)
@@ -635,8 +635,8 @@ func TestReport_SymmetryOverWorkersAlone(t *testing.T) {
 			t.Fatalf("%s: %d worker renamings with symmetry, any=%v without", name, len(perms), cOff.Symmetric())
 		}
 		lim := Limits{Workers: 2, Liveness: true}
-		rOn := cOn.Explore(context.Background(), lim, nil)
-		rOff := cOff.Explore(context.Background(), lim, nil)
+		rOn := cOn.checkRun(context.Background(), lim, nil)
+		rOff := cOff.checkRun(context.Background(), lim, nil)
 		plain := exploreRef(t, cOff, 0)
 		orbits := map[system.Key]bool{}
 		for i := range plain.states {
@@ -793,7 +793,7 @@ func firstViolationRef(t testing.TB, c *Checker) *refViolation {
 				return found(i, "", v.Invariant)
 			}
 		}
-		for _, m := range c.Moves(&s) {
+		for _, m := range c.MovesInto(&s, nil) {
 			u := s
 			_, v, err := c.Step(&u, m, nil)
 			if err != nil {
@@ -871,7 +871,7 @@ func TestReport_FirstViolationInBreadthFirstOrder(t *testing.T) {
 			t.Fatalf("case %d: the independent scan finds no violation", i)
 		}
 		for _, workers := range []int{1, 2} {
-			r := c.Explore(context.Background(), Limits{Workers: workers, Liveness: workers == 2}, nil)
+			r := c.checkRun(context.Background(), Limits{Workers: workers, Liveness: workers == 2}, nil)
 			if r.Violation == nil {
 				t.Fatalf("case %d: no violation; the scan finds %s", i, ref.inv)
 			}
@@ -894,7 +894,7 @@ func TestReport_FirstViolationInBreadthFirstOrder(t *testing.T) {
 
 // Rates are per second of the run, and zero for a run that took no time.
 func TestReport_Rates(t *testing.T) {
-	s := Stats{States: 300, Transitions: 900, Elapsed: 1500 * time.Millisecond}
+	s := searchStats{States: 300, Transitions: 900, Elapsed: 1500 * time.Millisecond}
 	if s.statesPerSecond() != 200 || s.transitionsPerSecond() != 600 {
 		t.Errorf("rates %g and %g, want 200 and 600", s.statesPerSecond(), s.transitionsPerSecond())
 	}
@@ -908,7 +908,7 @@ func TestReport_Rates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := c.Explore(context.Background(), Limits{}, nil); r.Stats.Workers != runtime.GOMAXPROCS(0) || r.Stats.States != 137 {
+	if r := c.checkRun(context.Background(), Limits{}, nil); r.Stats.Workers != runtime.GOMAXPROCS(0) || r.Stats.States != 137 {
 		t.Errorf("%d workers, %d states; want %d and 137", r.Stats.Workers, r.Stats.States, runtime.GOMAXPROCS(0))
 	}
 }
@@ -924,7 +924,7 @@ func TestReport_Interrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := c.Explore(ctx, Limits{Workers: 1}, nil)
+	r := c.checkRun(ctx, Limits{Workers: 1}, nil)
 	if r.Complete || r.StopReason != stopInterrupted || r.StopDetail != "interrupted before the exploration completed" ||
 		r.Stats.States != 1 || r.Stats.Depth != 0 || r.Stats.StoreBytes != 16*8 {
 		t.Errorf("interrupted exploration: complete=%v stop=%q %q, %d states, depth %d, store %d bytes",
@@ -971,7 +971,7 @@ func TestReport_Interrupted(t *testing.T) {
 func TestReport_SpeedupOverOneWorker(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
 	rep := checkOne(t, cfg, "trtllm", Limits{Workers: 2})
-	one := &Report{Runs: []*Result{{Stats: Stats{Elapsed: time.Second}}}}
+	one := &Report{Runs: []*Result{{Stats: searchStats{Elapsed: time.Second}}}}
 	rep.SetBaseline(one)
 	for _, tc := range []struct {
 		elapsed time.Duration
@@ -1017,7 +1017,7 @@ func TestExplore_ProgressAfterEveryLevel(t *testing.T) {
 	progressEvery = 0
 	defer func() { progressEvery = old }()
 	var got []Progress
-	r := c.Explore(context.Background(), Limits{Workers: 2}, func(p Progress) { got = append(got, p) })
+	r := c.checkRun(context.Background(), Limits{Workers: 2}, func(p Progress) { got = append(got, p) })
 	if !r.Complete || len(got) != ref.depth+1 {
 		t.Fatalf("complete=%v, %d progress reports for a run %d moves deep; want one per level, %d", r.Complete, len(got), ref.depth, ref.depth+1)
 	}
@@ -1035,7 +1035,7 @@ func TestExplore_ProgressAfterEveryLevel(t *testing.T) {
 		}
 	}
 	// No callback: nothing is called, however often progress is due.
-	if r := c.Explore(context.Background(), Limits{Workers: 1}, nil); !r.Complete {
+	if r := c.checkRun(context.Background(), Limits{Workers: 1}, nil); !r.Complete {
 		t.Errorf("a run without a progress callback did not complete")
 	}
 }
@@ -1072,7 +1072,7 @@ func TestExplore_InterruptedWithinALevel(t *testing.T) {
 	for _, looks := range []int32{1, 20} {
 		ctx := &lateCancel{Context: context.Background()}
 		ctx.n.Store(looks)
-		r := c.Explore(ctx, Limits{Workers: 1}, nil)
+		r := c.checkRun(ctx, Limits{Workers: 1}, nil)
 		if r.Complete || r.StopReason != stopInterrupted || r.StopDetail != "interrupted before the exploration completed" {
 			t.Errorf("interrupted after %d looks: complete=%v stop=%q %q", looks, r.Complete, r.StopReason, r.StopDetail)
 		}

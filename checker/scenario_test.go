@@ -122,7 +122,7 @@ func TestScenarios(t *testing.T) {
 					var out []string
 					for i := 0; i < 200; i++ {
 						var pick *system.Move
-						for _, m := range sess.checker().Moves(sess.State()) {
+						for _, m := range sess.checker().MovesInto(sess.State(), nil) {
 							if _, fault := m.Kind.Spends(); fault {
 								continue
 							}
@@ -155,7 +155,7 @@ func TestScenarios(t *testing.T) {
 				case "moves":
 					need()
 					var out []string
-					for _, m := range sess.checker().Moves(sess.State()) {
+					for _, m := range sess.checker().MovesInto(sess.State(), nil) {
 						out = append(out, m.String())
 					}
 					return strings.Join(out, "\n")

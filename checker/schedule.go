@@ -9,7 +9,7 @@ import (
 	"github.com/handoffcheck/handoffcheck/checker/system"
 )
 
-// Schedule is how a random walk decides when to commit its faults.
+// schedule is how a random walk decides when to commit its faults.
 //
 // A walk that picks uniformly among the enabled moves commits a fault as
 // soon as one is drawn, and a fault is enabled from the first moves on:
@@ -17,7 +17,7 @@ import (
 // in a handoff's life (a cancel after decode finished) is almost never
 // reached. A fault schedule gives each fault the walk may commit a step
 // of its own.
-type Schedule uint8
+type schedule uint8
 
 const (
 	// schedulePositions, the default (first in ScheduleNames), draws a step for each fault the
@@ -27,7 +27,7 @@ const (
 	// not offered; from its step on it is offered like any other move.
 	// A walk that ends before a position leaves that fault out, so walks
 	// vary in how many faults they commit, and some commit none.
-	schedulePositions Schedule = iota
+	schedulePositions schedule = iota
 	// scheduleUniform picks uniformly among every enabled move, faults
 	// included, as walks did before schedules existed.
 	scheduleUniform
@@ -45,7 +45,7 @@ const (
 var scheduleNames = [numSchedules]string{"positions", "uniform", "pct"}
 
 // name is the schedule's name, as --schedule takes it.
-func (s Schedule) name() string {
+func (s schedule) name() string {
 	if s < numSchedules {
 		return scheduleNames[s]
 	}
@@ -56,10 +56,10 @@ func (s Schedule) name() string {
 func ScheduleNames() []string { return append([]string(nil), scheduleNames[:]...) }
 
 // ParseSchedule finds a schedule by name.
-func ParseSchedule(name string) (Schedule, error) {
+func ParseSchedule(name string) (schedule, error) {
 	for s, n := range scheduleNames {
 		if n == name {
-			return Schedule(s), nil
+			return schedule(s), nil
 		}
 	}
 	return 0, fmt.Errorf("unknown schedule %q (want %s)", name, strings.Join(scheduleNames[:], ", "))
@@ -209,7 +209,7 @@ func (o *pctOrder) pick(c *Checker, rng *rand.Rand, moves []system.Move) system.
 			best = a
 		}
 	}
-	var mine [system.MaxMoves]system.Move
+	var mine [maxMoves]system.Move
 	n := 0
 	for _, m := range moves {
 		if c.actor(m) == best {

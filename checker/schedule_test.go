@@ -41,7 +41,7 @@ func TestSchedule_FaultsWaitForTheirPositions(t *testing.T) {
 			t.Fatal(err)
 		}
 		hz := c.horizon(200)
-		for _, sched := range []Schedule{schedulePositions, schedulePCT} {
+		for _, sched := range []schedule{schedulePositions, schedulePCT} {
 			var committed, placed [system.NumFaults]int
 			for seed := uint64(0); seed < 300; seed++ {
 				swarm := seed%2 == 1
@@ -122,7 +122,7 @@ func TestSchedule_Names(t *testing.T) {
 	if _, err := ParseSchedule("random"); err == nil || err.Error() != `unknown schedule "random" (want positions, uniform, pct)` {
 		t.Errorf("unknown schedule: %v", err)
 	}
-	if Schedule(0) != schedulePositions {
-		t.Errorf("the zero schedule is %s, want positions (the default)", Schedule(0).name())
+	if schedule(0) != schedulePositions {
+		t.Errorf("the zero schedule is %s, want positions (the default)", schedule(0).name())
 	}
 }

@@ -146,7 +146,7 @@ func (e *exploration) root() {
 	var k system.Key
 	c.Canonical(&init, &k)
 	e.rootKey = k
-	fp := system.Fingerprint(&k, e.words)
+	fp := fingerprint(&k, e.words)
 	e.vis.insert(fp, k[:e.words])
 	if e.vis.keepsIDs() {
 		e.vis.setID(fp, k[:e.words], 0)

@@ -135,7 +135,8 @@ func shapesBFS(t testing.TB, c *Checker, visit func(*system.State)) map[system.K
 	for len(queue) > 0 {
 		k := queue[0]
 		queue = queue[1:]
-		s := c.Unpack(&k)
+		var s system.State
+		c.UnpackTo(&k, &s)
 		if visit != nil {
 			visit(&s)
 		}
@@ -203,7 +204,7 @@ type shapesCounts struct {
 
 func shapesExplore(t testing.TB, c *Checker, lim Limits) (*Result, shapesCounts) {
 	t.Helper()
-	r := c.Explore(context.Background(), lim, nil)
+	r := c.checkRun(context.Background(), lim, nil)
 	if r.Violation != nil {
 		t.Fatalf("%s: violation %v", c.Run().Name, r.Violation.Violation)
 	}
@@ -218,7 +219,7 @@ func shapesExplore(t testing.TB, c *Checker, lim Limits) (*Result, shapesCounts)
 func shapesPeerNotices(t testing.TB, c *Checker, s *system.State) int {
 	t.Helper()
 	n := 0
-	for _, m := range c.Moves(s) {
+	for _, m := range c.MovesInto(s, nil) {
 		if m.Kind != system.Restart.Move() {
 			continue
 		}
@@ -237,7 +238,7 @@ func shapesPeerNotices(t testing.TB, c *Checker, s *system.State) int {
 				}
 				n++
 				if after == nil {
-					after = c.Moves(&next)
+					after = c.MovesInto(&next, nil)
 				}
 				notice := mustMove(t, fmt.Sprintf("peer-restarted h=%d side=%s", h, peer))
 				if !next.W.H[h].PeerGone[peer] || !slices.Contains(after, notice) {
@@ -313,7 +314,8 @@ func TestShapes_DecodeFirstIsARelabelling(t *testing.T) {
 					t.Fatalf("BFS reached %d and %d states, the explorer %d and %d", len(ka), len(kb), na.States, nb.States)
 				}
 				for k := range ka {
-					s := a.Unpack(&k)
+					var s system.State
+					a.UnpackTo(&k, &s)
 					r := shapesRelabel(&s, &perm)
 					if rk := b.Key(&r); !kb[rk] {
 						t.Fatalf("a decode-first state, relabelled, is not reached prefill-first:\n%s", strings.Join(a.DescribeState(&s), "\n"))
@@ -354,7 +356,7 @@ func shapesDrain(t *testing.T, sess *Session) bool {
 	t.Helper()
 	for i := 0; i < 200; i++ {
 		var pick *system.Move
-		for _, m := range sess.checker().Moves(sess.State()) {
+		for _, m := range sess.checker().MovesInto(sess.State(), nil) {
 			if _, fault := m.Kind.Spends(); fault {
 				continue
 			}
@@ -649,7 +651,8 @@ func shapesSymmetry(t *testing.T, cfg *system.Config, run string, wantOn, wantOf
 	orbits := map[system.Key]bool{}
 	perms, classes := on.Renamings()
 	for k := range full {
-		s := off.Unpack(&k)
+		var s system.State
+		off.UnpackTo(&k, &s)
 		for i := 1; i < len(perms); i++ {
 			if r := shapesRelabel(&s, &perms[i]); !full[off.Key(&r)] {
 				t.Fatalf("renaming workers by %v maps a reachable state to an unreachable one:\n%s", perms[i][:on.Workers()], strings.Join(off.DescribeState(&s), "\n"))

@@ -36,24 +36,13 @@ import (
 // configurations: both orders reach the same state, and neither move
 // disables the other.
 
-// sleepSet is a set of moves named by moveSlot: 32 slots for each
+// sleepSet is a set of moves named by their slots: 32 slots for each
 // handoff, handoff h's in bits 32h to 32h+31.
 type sleepSet [2]uint64
 
 // slotsPerHandoff is each handoff's share of a sleepSet: its lane of
-// slots (system.Move.SleepSlot).
+// slots (system.System.Sleep).
 const slotsPerHandoff = 32
-
-// moveSlot names a move of a handoff that sleep sets may hold, the same
-// in every state where it is enabled: its handoff's lane and its slot
-// there (system.Move.SleepSlot). -1: never asleep.
-func moveSlot(m system.Move) int {
-	sl := m.SleepSlot()
-	if sl < 0 {
-		return -1
-	}
-	return int(m.H)*slotsPerHandoff + sl
-}
 
 func (z *sleepSet) has(slot int) bool { return z[slot>>6]&(1<<(slot&63)) != 0 }
 func (z *sleepSet) add(slot int)      { z[slot>>6] |= 1 << (slot & 63) }
@@ -68,18 +57,17 @@ func (z sleepSet) within(o sleepSet) bool { return z[0]&^o[0]|z[1]&^o[1] == 0 }
 // lane is handoff h's 32 slots.
 func (z *sleepSet) lane(h int) uint32 { return uint32(z[h>>1] >> (32 * (h & 1))) }
 
-// renamed is z in the numbering of a state whose handoff h was moved to
-// position hp[h] and worker w to wp[w] (the canonical form's renaming).
-func (z sleepSet) renamed(hp *[model.MaxHandoffs]int8, wp *[model.MaxWorkers]int8, nH, nW int) sleepSet {
+// renamed is z in the numbering of t's canonical form
+// (system.System.RenameSleep).
+func (z sleepSet) renamed(c *Checker, t *system.State) sleepSet {
+	var lanes [model.MaxHandoffs]uint32
+	for h := range lanes {
+		lanes[h] = z.lane(h)
+	}
+	c.RenameSleep(t, &lanes)
 	var out sleepSet
-	for h := 0; h < nH; h++ {
-		l := z.lane(h)
-		if l == 0 {
-			continue
-		}
-		l = system.RenameSleepLane(l, wp, nW)
-		to := int(hp[h])
-		out[to>>1] |= uint64(l) << (32 * (to & 1))
+	for h, l := range lanes {
+		out[h>>1] |= uint64(l) << (32 * (h & 1))
 	}
 	return out
 }
@@ -142,8 +130,8 @@ func (t *sleepSets) get(v uint16) sleepSet { return t.sets[v&sleepIndexMask] }
 // sleepMoves is what sleep sets need of a state's moves: each move's
 // slot, whether it may sleep, and the workers it touches or waits on.
 type sleepMoves struct {
-	slot [system.MaxMoves]int8
-	ws   [system.MaxMoves]uint8
+	slot [maxMoves]int8
+	ws   [maxMoves]uint8
 }
 
 // sleepInfo fills sm for the moves of s.
@@ -151,16 +139,12 @@ func (c *Checker) sleepInfo(s *system.State, ms *system.MoveSet, sm *sleepMoves)
 	for i := 0; i < ms.N; i++ {
 		m := ms.M[i]
 		sm.slot[i] = -1
-		sl := moveSlot(m)
+		sl, ws := c.Sleep(s, m)
 		if sl < 0 {
 			continue
 		}
-		ok, shared := c.Reducible(s, m)
-		if !ok {
-			continue
-		}
-		sm.slot[i] = int8(sl)
-		sm.ws[i] = m.SleepWorkers(&s.W.H[m.H], shared)
+		sm.slot[i] = int8(int(m.H)*slotsPerHandoff + sl)
+		sm.ws[i] = ws
 	}
 }
 
@@ -230,10 +214,7 @@ func (c *Checker) successorSleep(s, t *system.State, ms *system.MoveSet, sm *sle
 		}
 	}
 	if !out.empty() && c.Symmetric() {
-		var k system.Key
-		var nm system.Naming
-		c.CanonicalNaming(t, &k, &nm)
-		out = out.renamed(&nm.Hp, &nm.Wp, c.Handoffs(), c.Workers())
+		out = out.renamed(c, t)
 	}
 	return out
 }

@@ -72,7 +72,7 @@ func sleepStep(c *Checker, s *system.State, a, b system.Move) (system.State, boo
 	var sm sleepMoves
 	c.sleepInfo(&t, &ms, &sm)
 	for i := 0; i < ms.N; i++ {
-		if int(sm.slot[i]) == moveSlot(b) && ms.M[i] == b {
+		if sm.slot[i] >= 0 && ms.M[i] == b {
 			tx = model.Tx{W: &t.W}
 			c.ApplyTx(&t, &tx, b, nil, ms.Stuck)
 			return t, true
@@ -82,8 +82,8 @@ func sleepStep(c *Checker, s *system.State, a, b system.Move) (system.State, boo
 }
 
 // TestSleep_NamingFollowsCanonical checks the renaming of sleep sets:
-// the moves of a state, renamed as canonical renames the state, are the
-// moves of its canonical form.
+// the moves that may sleep in a state, renamed as canonical renames the
+// state, are those of its canonical form.
 func TestSleep_NamingFollowsCanonical(t *testing.T) {
 	renamed := 0
 	everyRun(t, []string{"two-handoffs.json", "three-handoffs.json", "max-shape.json"}, func(file, run string, c *Checker) {
@@ -93,28 +93,26 @@ func TestSleep_NamingFollowsCanonical(t *testing.T) {
 		for _, s := range porSample(c, 3000) {
 			var k system.Key
 			c.Canonical(&s, &k)
-			canon := c.Unpack(&k)
-			var nm system.Naming
-			var k2 system.Key
-			c.CanonicalNaming(&s, &k2, &nm)
-			if k2 != k {
-				t.Fatalf("%s %s: canonicalize and canonical give different keys", file, run)
-			}
+			var canon system.State
+			c.UnpackTo(&k, &canon)
 			var mine, theirs sleepSet
 			var ms system.MoveSet
+			var sm sleepMoves
 			c.Enabled(&s, &ms)
+			c.sleepInfo(&s, &ms, &sm)
 			for i := 0; i < ms.N; i++ {
-				if sl := moveSlot(ms.M[i]); sl >= 0 {
-					mine.add(sl)
+				if sl := sm.slot[i]; sl >= 0 {
+					mine.add(int(sl))
 				}
 			}
 			c.Enabled(&canon, &ms)
+			c.sleepInfo(&canon, &ms, &sm)
 			for i := 0; i < ms.N; i++ {
-				if sl := moveSlot(ms.M[i]); sl >= 0 {
-					theirs.add(sl)
+				if sl := sm.slot[i]; sl >= 0 {
+					theirs.add(int(sl))
 				}
 			}
-			if got := mine.renamed(&nm.Hp, &nm.Wp, c.Handoffs(), c.Workers()); got != theirs {
+			if got := mine.renamed(c, &s); got != theirs {
 				t.Fatalf("%s %s: renamed slots %x, canonical state's %x", file, run, got, theirs)
 			}
 			if mine != theirs {
@@ -159,9 +157,9 @@ func TestSleep_TakesTransitionsAwayDeterministically(t *testing.T) {
 	for _, run := range cfg.Runs {
 		c := checkerFor(t, system.Generated(), cfg, run.Name)
 		ctx := context.Background()
-		plain := c.Explore(ctx, Limits{Workers: 1, Reduce: true}, nil)
-		one := c.Explore(ctx, Limits{Workers: 1, Reduce: true, Sleep: true}, nil)
-		two := c.Explore(ctx, Limits{Workers: 2, Reduce: true, Sleep: true}, nil)
+		plain := c.checkRun(ctx, Limits{Workers: 1, Reduce: true}, nil)
+		one := c.checkRun(ctx, Limits{Workers: 1, Reduce: true, Sleep: true}, nil)
+		two := c.checkRun(ctx, Limits{Workers: 2, Reduce: true, Sleep: true}, nil)
 		if !one.Sleep || one.Stats.Slept == 0 || one.Stats.Transitions >= plain.Stats.Transitions {
 			t.Errorf("%s: sleep sets on %v, %d moves asleep, %d transitions against %d without them",
 				run.Name, one.Sleep, one.Stats.Slept, one.Stats.Transitions, plain.Stats.Transitions)
@@ -188,8 +186,8 @@ func TestSleep_SameTraceOnAnyWorkers(t *testing.T) {
 		c := checkerFor(t, p, cfg, "vllm")
 		ctx := context.Background()
 		full := fullSearch("two-handoffs.json "+name+" vllm", c, 1)
-		one := c.Explore(ctx, Limits{Workers: 1, Reduce: true, Sleep: true}, nil)
-		two := c.Explore(ctx, Limits{Workers: 2, Reduce: true, Sleep: true}, nil)
+		one := c.checkRun(ctx, Limits{Workers: 1, Reduce: true, Sleep: true}, nil)
+		two := c.checkRun(ctx, Limits{Workers: 2, Reduce: true, Sleep: true}, nil)
 		if full.Violation == nil {
 			continue
 		}
@@ -217,8 +215,8 @@ func TestSleep_StartsAgainWithout(t *testing.T) {
 	cfg := testdataConfig(t, "two-handoffs.json")
 	c := checkerFor(t, system.Generated(), cfg, "vllm")
 	ctx := context.Background()
-	disk := c.Explore(ctx, Limits{Workers: 1, Reduce: true, Sleep: true, DiskAfter: 2000}, nil)
-	want := c.Explore(ctx, Limits{Workers: 1, Reduce: true, DiskAfter: 2000}, nil)
+	disk := c.checkRun(ctx, Limits{Workers: 1, Reduce: true, Sleep: true, DiskAfter: 2000}, nil)
+	want := c.checkRun(ctx, Limits{Workers: 1, Reduce: true, DiskAfter: 2000}, nil)
 	if disk.SleepDropped != sleepDroppedDisk || disk.Sleep || disk.Stats.DiskAt == 0 {
 		t.Errorf("disk: dropped %q, sleep %v, on disk at %d", disk.SleepDropped, disk.Sleep, disk.Stats.DiskAt)
 	}
@@ -229,8 +227,8 @@ func TestSleep_StartsAgainWithout(t *testing.T) {
 	old := sleepSetsNamed
 	sleepSetsNamed = 2
 	defer func() { sleepSetsNamed = old }()
-	full := c.Explore(ctx, Limits{Workers: 1, Reduce: true, Sleep: true}, nil)
-	plain := c.Explore(ctx, Limits{Workers: 1, Reduce: true}, nil)
+	full := c.checkRun(ctx, Limits{Workers: 1, Reduce: true, Sleep: true}, nil)
+	plain := c.checkRun(ctx, Limits{Workers: 1, Reduce: true}, nil)
 	if full.SleepDropped != sleepDroppedFull || full.Sleep || full.Stats.States != plain.Stats.States || !full.Complete {
 		t.Errorf("sets: dropped %q, sleep %v, %d states against %d", full.SleepDropped, full.Sleep, full.Stats.States, plain.Stats.States)
 	}
@@ -248,7 +246,7 @@ func TestSleep_AloneReachEveryState(t *testing.T) {
 	everyRun(t, []string{"two-handoffs.json", "two-handoffs-faults.json", "headroom-binds.json"}, func(file, run string, c *Checker) {
 		ctx := context.Background()
 		full := fullSearch(file+" "+run, c, 1)
-		alone := c.Explore(ctx, Limits{Workers: 1, Reduce: true, Sleep: true, sleepAlone: true}, nil)
+		alone := c.checkRun(ctx, Limits{Workers: 1, Reduce: true, Sleep: true, sleepAlone: true}, nil)
 		if alone.Stats.States != full.Stats.States || alone.DeadEnds != full.DeadEnds || !alone.Complete {
 			t.Errorf("%s %s: %d states and %d quiescent with sleep sets alone, %d and %d without",
 				file, run, alone.Stats.States, alone.DeadEnds, full.Stats.States, full.DeadEnds)

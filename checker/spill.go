@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-
-	"github.com/handoffcheck/handoffcheck/checker/system"
 )
 
 // A breadth-first search keeps two things besides its visited set: the
@@ -66,7 +64,7 @@ func (d *spillDir) remove() {
 
 // maxQueueWords bounds the words of a queue's records: a key, or a key
 // with a fingerprint and a parent (the unchecked queue, diskset.go).
-const maxQueueWords = system.KeyWords + 2
+const maxQueueWords = keyWords + 2
 
 // maxKeyBytes bounds one encoded record.
 const maxKeyBytes = maxQueueWords * binary.MaxVarintLen64

@@ -251,13 +251,13 @@ func TestSpill_SameRunOnFiles(t *testing.T) {
 		// were: each is compared with the same number in memory.
 		for _, workers := range []int{1, 2} {
 			spillLimit = memoryLimit
-			ref := tc.c.Explore(context.Background(), Limits{Workers: workers, Liveness: tc.liveness}, nil)
+			ref := tc.c.checkRun(context.Background(), Limits{Workers: workers, Liveness: tc.liveness}, nil)
 			if ref.Stats.SpilledBytes != 0 {
 				t.Fatalf("%s: a small run spilled %d bytes", tc.name, ref.Stats.SpilledBytes)
 			}
 			spillLimit = 32
 			dir := t.TempDir()
-			r := tc.c.Explore(context.Background(), Limits{Workers: workers, Liveness: tc.liveness, SpillDir: dir}, nil)
+			r := tc.c.checkRun(context.Background(), Limits{Workers: workers, Liveness: tc.liveness, SpillDir: dir}, nil)
 			if diff := cmp.Diff(outcomeOf(ref, tc.c), outcomeOf(r, tc.c)); diff != "" {
 				t.Errorf("%s on %d workers, spilled: differs (-in memory +on files):\n%s", tc.name, workers, diff)
 			}
@@ -280,7 +280,7 @@ func TestSpill_BrokenDirectoryStopsTheRun(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := c.Explore(context.Background(), Limits{Workers: 1, SpillDir: file}, nil)
+	r := c.checkRun(context.Background(), Limits{Workers: 1, SpillDir: file}, nil)
 	if r.Complete || r.StopReason != stopDisk || r.Violation != nil {
 		t.Fatalf("complete=%v stop=%q violation=%v", r.Complete, r.StopReason, r.Violation)
 	}

@@ -59,7 +59,7 @@ func TestInitial_IsTheMarkedStateWhereverItIsListed(t *testing.T) {
 	}
 	cfg := mustConfig(t, smallConfig)
 	for _, run := range []string{"vllm", "sglang"} {
-		want := checkerFor(t, system.Generated(), cfg, run).Explore(context.Background(), Limits{Workers: 1}, nil)
+		want := checkerFor(t, system.Generated(), cfg, run).checkRun(context.Background(), Limits{Workers: 1}, nil)
 		c := checkerFor(t, interpreted(t, reordered), cfg, run)
 		s := c.Initial()
 		for _, r := range []spec.Role{spec.Source, spec.Destination} {
@@ -67,7 +67,7 @@ func TestInitial_IsTheMarkedStateWhereverItIsListed(t *testing.T) {
 				t.Errorf("%s: %s starts in %s, want %s", run, r, got, reordered.Table(r).Initial())
 			}
 		}
-		got := c.Explore(context.Background(), Limits{Workers: 1}, nil)
+		got := c.checkRun(context.Background(), Limits{Workers: 1}, nil)
 		if got.Stats.States != want.Stats.States || got.Violation != nil || !got.Complete {
 			t.Errorf("%s: reordered states explore %d states (violation %v), the built-in tables %d",
 				run, got.Stats.States, got.Violation, want.Stats.States)
@@ -103,7 +103,7 @@ func TestSlots_PromoteRunsAWaitingActivation(t *testing.T) {
 	cfg := mustConfig(t, slotBound)
 	for _, run := range []string{"vllm", "sglang"} {
 		c := checkerFor(t, system.Generated(), cfg, run)
-		r := c.Explore(context.Background(), Limits{Workers: 1, Liveness: true}, nil)
+		r := c.checkRun(context.Background(), Limits{Workers: 1, Liveness: true}, nil)
 		if r.Violation != nil || !r.Complete {
 			t.Fatalf("%s: %v (complete %v)", run, r.Violation, r.Complete)
 		}
@@ -188,7 +188,7 @@ func TestDrained_NeedsEveryPlacedRecordTerminal(t *testing.T) {
 // step: a restart of a decode worker is a note over the destination.
 func TestMermaid_LivenessLoopAndLanes(t *testing.T) {
 	c := rearmChecker(t)
-	r := c.Explore(context.Background(), Limits{Liveness: true, Workers: 1}, nil)
+	r := c.checkRun(context.Background(), Limits{Liveness: true, Workers: 1}, nil)
 	if r.Violation == nil || len(r.Violation.Loop) == 0 {
 		t.Fatalf("want a liveness counterexample with a loop, got %+v", r.Violation)
 	}
@@ -448,7 +448,7 @@ func TestWalk_StepBoundAndInterruptBeforeStart(t *testing.T) {
 	// Seed 3 is deterministic: a walk or two end early (nothing they may
 	// take is enabled, they stop), the rest take exactly four moves; a
 	// fifth move anywhere would pass 80.
-	for sched, want := range map[Schedule]int64{scheduleUniform: 78, schedulePositions: 79, schedulePCT: 78} {
+	for sched, want := range map[schedule]int64{scheduleUniform: 78, schedulePositions: 79, schedulePCT: 78} {
 		r := c.walk(context.Background(), WalkOptions{Seed: 3, Walks: 20, Steps: 4, Schedule: sched, Workers: 2})
 		if r.Walks != 20 || r.Moves != want || r.Violation != nil {
 			t.Errorf("%s: 20 walks of at most 4 steps: %d walks, %d moves (want %d), violation %v", sched.name(), r.Walks, r.Moves, want, r.Violation)
@@ -511,7 +511,7 @@ func TestExplore_LivenessNotJudgedWhenItsGraphWouldNotFit(t *testing.T) {
 	t.Cleanup(func() { readResident = old })
 	reads := 0
 	readResident = func() uint64 { reads++; return 0 }
-	full := c.Explore(context.Background(), Limits{Workers: 1, Liveness: true, MaxMemory: bound}, nil)
+	full := c.checkRun(context.Background(), Limits{Workers: 1, Liveness: true, MaxMemory: bound}, nil)
 	if !full.Complete || full.StopReason != "" || reads < 2 {
 		t.Fatalf("without pressure: complete %v, stop %q, %d reads", full.Complete, full.StopReason, reads)
 	}
@@ -524,7 +524,7 @@ func TestExplore_LivenessNotJudgedWhenItsGraphWouldNotFit(t *testing.T) {
 		}
 		return 0
 	}
-	r := c.Explore(context.Background(), Limits{Workers: 1, Liveness: true, MaxMemory: bound}, nil)
+	r := c.checkRun(context.Background(), Limits{Workers: 1, Liveness: true, MaxMemory: bound}, nil)
 	if r.Complete || r.StopReason != stopMaxMemory || !strings.Contains(r.StopDetail, "EventuallyDrained not judged") {
 		t.Fatalf("stop %q (%s), want max-memory with EventuallyDrained not judged", r.StopReason, r.StopDetail)
 	}

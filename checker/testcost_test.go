@@ -68,7 +68,7 @@ var fullSearches onceMap[*Result]
 
 func fullSearch(key string, c *Checker, workers int) *Result {
 	return fullSearches.get(fmt.Sprintf("%s/%d", key, workers), func() *Result {
-		return c.Explore(context.Background(), Limits{Workers: workers}, nil)
+		return c.checkRun(context.Background(), Limits{Workers: workers}, nil)
 	})
 }
 

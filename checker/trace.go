@@ -72,7 +72,8 @@ func (e *exploration) keysAlong(path []uint32) []system.Key {
 	keys := []system.Key{e.rootKey}
 	var ms system.MoveSet
 	for _, id := range path[1:] {
-		s := c.Unpack(&keys[len(keys)-1])
+		var s system.State
+		c.UnpackTo(&keys[len(keys)-1], &s)
 		c.Enabled(&s, &ms)
 		t := s
 		tx := model.Tx{W: &t.W}
@@ -153,7 +154,8 @@ func (e *exploration) counterexample(f *found) *Counterexample {
 	if f.move >= 0 {
 		// The failing move from the last canonical state, found again on
 		// the concrete state by its outcome.
-		last := c.Unpack(&keys[len(keys)-1])
+		var last system.State
+		c.UnpackTo(&keys[len(keys)-1], &last)
 		var ms system.MoveSet
 		c.Enabled(&last, &ms)
 		t := last

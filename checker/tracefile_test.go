@@ -22,7 +22,7 @@ func TestTrace_RoundTrip(t *testing.T) {
 		"RegisterDestination", "PublishStored", "StartPull")
 	cfg := mustConfig(t, smallConfig)
 	c, _ := New(interpreted(t, s), cfg, cfg.Runs[0])
-	r := c.Explore(context.Background(), Limits{}, nil)
+	r := c.checkRun(context.Background(), Limits{}, nil)
 	if r.Violation == nil {
 		t.Fatal("no violation")
 	}

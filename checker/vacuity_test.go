@@ -86,7 +86,7 @@ func TestVacuity_SameOnAnyNumberOfWorkers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := c.Explore(context.Background(), Limits{Workers: workers, Liveness: true}, nil)
+		r := c.checkRun(context.Background(), Limits{Workers: workers, Liveness: true}, nil)
 		fired = append(fired, r.Coverage.Fired)
 	}
 	if fired[0] != fired[1] || fired[0]&model.TrigLiveness == 0 {
@@ -188,7 +188,7 @@ func TestVacuity_ReductionFiresWhatTheFullSearchFires(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				r := c.Explore(context.Background(), lim, nil)
+				r := c.checkRun(context.Background(), lim, nil)
 				if !r.Complete {
 					t.Fatalf("%s %s: incomplete", path, run.Name)
 				}

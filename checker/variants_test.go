@@ -85,7 +85,7 @@ func TestVariants_RealBugShapes(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.file+"/"+tc.name, func(t *testing.T) {
 			c := variantChecker(t, tc.file, tc.run, tc.budget)
-			r := c.Explore(context.Background(), Limits{Liveness: true}, nil)
+			r := c.checkRun(context.Background(), Limits{Liveness: true}, nil)
 			if tc.invariant == "" {
 				if r.Violation != nil || !r.Complete {
 					t.Fatalf("want a complete, clean run; complete=%v, violation:\n%s", r.Complete, formatIf(c, r.Violation))

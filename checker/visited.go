@@ -191,7 +191,7 @@ func (s *exactSet) free()                                  {}
 // bytes estimates a Go map entry: the key, the id, and about a third
 // again in overhead.
 func (s *exactSet) bytes(states int) int64 {
-	return int64(states) * int64(8*system.KeyWords+4) * 4 / 3
+	return int64(states) * int64(8*keyWords+4) * 4 / 3
 }
 
 // bitstateSet keeps a few bits per state (bitstate.go).
@@ -263,7 +263,7 @@ func (s *diskStore) fingerprintBytes() int64                        { return s.i
 // admit queues a state new to the window: whether it is new at all is
 // known once the window is merged with the file (settle).
 func (s *diskStore) admit(cd *candidate, key []uint64) bool {
-	var rec [system.KeyWords + 2]uint64
+	var rec [keyWords + 2]uint64
 	rec[0], rec[1] = cd.fp, uint64(cd.pid)|uint64(cd.move)<<32
 	copy(rec[2:], key)
 	s.unchecked.push(rec[:s.words+2])
@@ -294,3 +294,25 @@ func (s *diskStore) free() {
 	s.inMemory.free()
 	s.unchecked.close()
 }
+
+// fingerprint hashes the first n words of a key with a fixed 64-bit mix
+// (no per-process seed: fingerprints, and so state counts and traces, are
+// the same on every run).
+func fingerprint(k *system.Key, n int) uint64 {
+	h := uint64(0x9E3779B97F4A7C15)
+	for i := 0; i < n; i++ {
+		h ^= k[i]
+		h *= 0xbf58476d1ce4e5b9
+		h ^= h >> 31
+		h *= 0x94d049bb133111eb
+		h ^= h >> 29
+	}
+	h ^= h >> 32
+	if h == 0 {
+		h = 1 // 0 marks an empty slot in the fingerprint store
+	}
+	return h
+}
+
+// keyWords bounds a packed state's words (system.Key).
+const keyWords = len(system.Key{})

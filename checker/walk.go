@@ -24,7 +24,7 @@ type WalkOptions struct {
 	Swarm bool
 	// Schedule decides when a walk commits its faults; the zero value is
 	// the default, schedulePositions.
-	Schedule Schedule
+	Schedule schedule
 	Workers  int
 	// Shards, when above zero, splits the Walks walks into that many
 	// shards of consecutive walks; this search runs shard Shard of them
@@ -41,8 +41,8 @@ func shardRange(walks, k, n int) (lo, hi int) {
 	return k * walks / n, (k + 1) * walks / n
 }
 
-// WalkResult is the outcome of randomized exploration of one run.
-type WalkResult struct {
+// walkResult is the outcome of randomized exploration of one run.
+type walkResult struct {
 	Run   system.Run
 	Walks int
 	Moves int64
@@ -175,7 +175,7 @@ type walkRun struct {
 // is enabled, after opts.Steps moves, or on a violation. The first
 // failing walk (by index, so the result does not depend on scheduling) is
 // shrunk to a short trace that still fails the same invariant.
-func (c *Checker) walk(ctx context.Context, opts WalkOptions) *WalkResult {
+func (c *Checker) walk(ctx context.Context, opts WalkOptions) *walkResult {
 	lo := 0
 	if opts.Shards > 0 {
 		var hi int
@@ -192,13 +192,13 @@ func (c *Checker) walk(ctx context.Context, opts WalkOptions) *WalkResult {
 }
 
 // walkRange runs walks 0..opts.Walks-1 of opts.Seed.
-func (c *Checker) walkRange(ctx context.Context, opts WalkOptions) *WalkResult {
+func (c *Checker) walkRange(ctx context.Context, opts WalkOptions) *walkResult {
 	start := time.Now()
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	res := &WalkResult{Run: c.Run(), Walks: opts.Walks, Failing: -1}
+	res := &walkResult{Run: c.Run(), Walks: opts.Walks, Failing: -1}
 	horizon := 0
 	if opts.Schedule != scheduleUniform && opts.Walks > 0 {
 		horizon = c.horizon(opts.Steps)
@@ -294,7 +294,7 @@ type walkSpec struct {
 	seed    uint64
 	steps   int
 	swarm   bool
-	sched   Schedule
+	sched   schedule
 	horizon int  // the run's horizon (unused by scheduleUniform)
 	keep    bool // keep the moves of a walk that passes too
 }
@@ -369,7 +369,7 @@ func (c *Checker) walkOnce(w walkSpec) walkRun {
 			return out
 		}
 		c.Canonical(&s.s, &k)
-		out.fps = append(out.fps, system.Fingerprint(&k, 1+c.Workers()+model.HandoffWords*c.Handoffs()))
+		out.fps = append(out.fps, fingerprint(&k, 1+c.Workers()+model.HandoffWords*c.Handoffs()))
 	}
 	if w.keep {
 		out.moves = taken

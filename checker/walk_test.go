@@ -70,12 +70,12 @@ func walkReportJSON(t *testing.T, rep *WalkReport, opt TextOptions) *walkJSON {
 func TestWalk_ReportFigures(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
 	runs := []system.Run{runNamed(t, cfg, "vllm"), runNamed(t, cfg, "sglang")}
-	pinned := map[Schedule]map[string][2]int64{
+	pinned := map[schedule]map[string][2]int64{
 		scheduleUniform:   {"vllm": {146, 40}, "sglang": {162, 68}},
 		schedulePositions: {"vllm": {321, 91}, "sglang": {377, 129}},
 		schedulePCT:       {"vllm": {354, 113}, "sglang": {401, 131}},
 	}
-	for _, sched := range []Schedule{scheduleUniform, schedulePositions, schedulePCT} {
+	for _, sched := range []schedule{scheduleUniform, schedulePositions, schedulePCT} {
 		t.Run(sched.name(), func(t *testing.T) {
 			opts := WalkOptions{Seed: 7, Walks: 40, Steps: 30, Schedule: sched, Workers: 2}
 			rep, err := CheckWalks(context.Background(), system.Generated(), cfg, runs, opts)
@@ -183,12 +183,12 @@ func TestWalk_FailingReport(t *testing.T) {
 	override(t, s, spec.Source, "Pinned", "LeaseRenewed", spec.SourceFirst, "Released",
 		"DisarmLease", "ReleaseSource", "ReportSourceReleased", "Complete")
 	cfg := mustConfig(t, twoByTwo)
-	for _, sched := range []Schedule{scheduleUniform, schedulePositions, schedulePCT} {
+	for _, sched := range []schedule{scheduleUniform, schedulePositions, schedulePCT} {
 		t.Run(sched.name(), func(t *testing.T) { failingReport(t, interpreted(t, s), cfg, sched) })
 	}
 }
 
-func failingReport(t *testing.T, p *system.Protocol, cfg *system.Config, sched Schedule) {
+func failingReport(t *testing.T, p *system.Protocol, cfg *system.Config, sched schedule) {
 	opts := WalkOptions{Seed: 11, Walks: 300, Steps: 80, Schedule: sched, Workers: 2}
 	rep, err := CheckWalks(context.Background(), p, cfg, cfg.Runs[:1], opts)
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 // run of a configuration.
 type WalkReport struct {
 	Opts WalkOptions
-	Runs []*WalkResult
+	Runs []*walkResult
 	// Reproduce holds, per run, the command line that reruns the failing
 	// walk alone; the caller knows the command line, so it sets them.
 	Reproduce []string
@@ -137,12 +137,12 @@ func (r *WalkReport) Text(opt TextOptions) string {
 
 // rowCoverage reports which rows of each role table the walks counted
 // fired, under the run's policy.
-func (r *WalkResult) rowCoverage(s *spec.Spec) []roleCoverage {
+func (r *walkResult) rowCoverage(s *spec.Spec) []roleCoverage {
 	return (&Result{Run: r.Run, Coverage: r.stats.Coverage}).rowCoverage(s)
 }
 
 // exercises is whether the walks exercised each invariant they judge.
-func (r *WalkResult) exercises(c *Checker) []exercise {
+func (r *walkResult) exercises(c *Checker) []exercise {
 	var fired model.Triggers
 	if cov := r.stats.Coverage; cov != nil {
 		fired = cov.Fired
@@ -160,7 +160,7 @@ const walksLead = "not exercised by these walks"
 
 // statsText is the --stats part of a run's text: rows never fired, walk
 // lengths and ends, moves and faults by kind.
-func (r *WalkResult) statsText(c *Checker) string {
+func (r *walkResult) statsText(c *Checker) string {
 	var b strings.Builder
 	for _, rc := range r.rowCoverage(c.Protocol().Spec()) {
 		if len(rc.Dead) == 0 {

@@ -59,7 +59,7 @@ func FuzzStep(f *testing.F) {
 		c := runs[int(data[0])%len(runs)]
 		s := c.NewSession()
 		for i, b := range data[1:] {
-			moves := c.Moves(s.State())
+			moves := c.MovesInto(s.State(), nil)
 			if len(moves) == 0 {
 				return
 			}

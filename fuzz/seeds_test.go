@@ -107,12 +107,11 @@ func counterexamples(t *testing.T) []counterexample {
 			t.Fatal(err)
 		}
 		for _, run := range cfg.Runs {
-			c, err := checker.New(p, cfg, run)
+			rep, err := checker.Check(context.Background(), p, cfg, []system.Run{run}, checker.Limits{Workers: 1, Liveness: true}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := c.Explore(context.Background(), checker.Limits{Workers: 1, Liveness: true}, nil)
-			ce := r.Violation
+			c, ce := rep.Checker(0), rep.Runs[0].Violation
 			if ce == nil {
 				continue
 			}
@@ -190,7 +189,7 @@ func stepInput(t *testing.T, wideCfg *system.Config, ce counterexample) (in []by
 			}
 			m.Arg = int8(w)
 		}
-		j := slices.Index(c.Moves(s.State()), m)
+		j := slices.Index(c.MovesInto(s.State(), nil), m)
 		if j < 0 {
 			break
 		}

@@ -118,7 +118,7 @@ func (s *Server) OpenTrace(file string, tr *checker.Trace) error {
 	sess := s.c.NewSession()
 	t := &Trace{File: file, Violation: tr.Violation, LoopFrom: tr.LoopFrom}
 	for i, m := range tr.Moves {
-		idx := indexOf(s.c.Moves(sess.State()), m)
+		idx := indexOf(s.c.MovesInto(sess.State(), nil), m)
 		if idx < 0 {
 			return fmt.Errorf("%s:%d: step %d: %s is not enabled here", file, tr.Lines[i], i+1, m)
 		}
@@ -342,7 +342,7 @@ func ParsePath(text string) ([]int, error) {
 func (s *Server) walk(path []int, after func(int, *checker.Session, checker.StepResult), before func(int, *checker.Session)) (*checker.Session, error) {
 	sess := s.c.NewSession()
 	for i, idx := range path {
-		moves := s.c.Moves(sess.State())
+		moves := s.c.MovesInto(sess.State(), nil)
 		if idx >= len(moves) {
 			return nil, fmt.Errorf("%w: step %d chooses move %d, but %d moves are enabled there", errPath, i+1, idx, len(moves))
 		}
@@ -427,7 +427,7 @@ func (s *Server) State(path []int) (*View, error) {
 		}
 	}
 	v.Moves = []Choice{}
-	for i, m := range s.c.Moves(sess.State()) {
+	for i, m := range s.c.MovesInto(sess.State(), nil) {
 		next := *sess
 		r, err := next.Apply(m)
 		if err != nil {

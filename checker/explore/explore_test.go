@@ -86,7 +86,7 @@ func TestState_FollowsTheChecker(t *testing.T) {
 		if !slices.Equal(v.Lines, c.DescribeState(sess.State())) {
 			t.Fatalf("step %d: the page shows\n%s\nthe checker\n%s", i, strings.Join(v.Lines, "\n"), strings.Join(c.DescribeState(sess.State()), "\n"))
 		}
-		moves := c.Moves(sess.State())
+		moves := c.MovesInto(sess.State(), nil)
 		if len(v.Moves) != len(moves) {
 			t.Fatalf("step %d: the page offers %d moves, the checker enables %d", i, len(v.Moves), len(moves))
 		}
@@ -294,7 +294,7 @@ func TestExplorer_InChromium(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	moves := c.Moves(sess.State())
+	moves := c.MovesInto(sess.State(), nil)
 	other := -1
 	for i := range moves {
 		if i != s.trace.Path[3] {
@@ -681,7 +681,7 @@ func TestSearchInvariant_TheChosenOne(t *testing.T) {
 	}
 	sess := c.NewSession()
 	for i, idx := range f.Path {
-		r, err := sess.Apply(c.Moves(sess.State())[idx])
+		r, err := sess.Apply(c.MovesInto(sess.State(), nil)[idx])
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -80,7 +80,7 @@ func (s *Server) Search(ctx context.Context, path []int, target string) (*Found,
 		f.Violation = violated(ce.Violation, len(ce.Steps))
 		sess := s.c.NewSession()
 		for _, st := range ce.Steps {
-			idx := indexOf(s.c.Moves(sess.State()), st.Move)
+			idx := indexOf(s.c.MovesInto(sess.State(), nil), st.Move)
 			if idx < 0 {
 				return nil, fmt.Errorf("the search's step %s is not enabled on the page's run", st.Move)
 			}

@@ -377,7 +377,7 @@ func newRowStepper(sp *spec.Spec) rowStepper {
 
 var errNoRow = errors.New("no row")
 
-// Step satisfies system.Stepper.
+// Step is what system.FromStepper runs a table by.
 func (st rowStepper) Step(role spec.Role, pol spec.Policy, state, event string) (string, []string, int, error) {
 	f, ok := st[cell{role, pol, state, event}]
 	if !ok {
@@ -495,7 +495,7 @@ func (a *along) from(s system.State, i, extra int, changedOn bool, fired rowSet,
 		}
 	}
 	if extra > 0 {
-		for _, m := range a.c.Moves(&s) {
+		for _, m := range a.c.MovesInto(&s, nil) {
 			if i < len(a.prefix) && m == a.prefix[i] {
 				continue
 			}

@@ -949,7 +949,7 @@ func (s *Sim) marked(r *request, moves []system.Move) bool {
 // first, where the checker offers it.
 func (s *Sim) schedule(r *request) {
 	s.project(r)
-	moves := s.chk.Moves(&r.st)
+	moves := s.chk.MovesInto(&r.st, nil)
 	if s.marked(r, moves) {
 		return
 	}
@@ -1164,7 +1164,7 @@ func (s *Sim) fireMove(e *event) {
 // for the request's group are counted as the request's.
 func (s *Sim) routeDecode(r *request) {
 	s.project(r)
-	if !slices.ContainsFunc(s.chk.Moves(&r.st), func(m system.Move) bool { return m.Kind == system.MvRouteDecode }) {
+	if !slices.ContainsFunc(s.chk.MovesInto(&r.st, nil), func(m system.Move) bool { return m.Kind == system.MvRouteDecode }) {
 		// Cancelled, or the source failed, meanwhile: no route.
 		s.schedule(r)
 		return

@@ -10,7 +10,7 @@ import (
 // apply gives an action its physical meaning. side is the role of the
 // machine that emitted it; the model checks the command reaches a worker
 // of the role it needs.
-func apply(tx *model.Tx, side model.Side, h int, a Action, cause model.Cause) {
+func apply(tx *model.Tx, side model.Side, h int, a action, cause model.Cause) {
 	switch a {
 	case aSrcAcceptRequest, aDstAcceptRequest:
 		tx.AcceptRequest(h, side)
@@ -124,7 +124,7 @@ type Firing struct {
 	Row      int
 	// Actions is the row's actions: the protocol's own table, to be
 	// read, never written (a firing logged costs no copy of them).
-	Actions []Action
+	Actions []action
 }
 
 func newCoverage(s *spec.Spec) *Coverage {
@@ -190,7 +190,7 @@ func (c *System) can(s *State, r spec.Role, h int, ev uint8) bool {
 // (Quiescence, drained states, the records the invariants read, restarts)
 // asks this, whether or not the state still has rows.
 func (c *System) terminal(s *State, r spec.Role, h int) bool {
-	return c.proto.Terminal(r, s.Role(r, h))
+	return c.proto.isTerminal(r, s.Role(r, h))
 }
 
 // Step applies a move to a state in place and returns the step's journal.

@@ -131,7 +131,7 @@ func TestIndex_EvictFaultPublishesRemoved(t *testing.T) {
 	cfg := mustConfig(t, strings.Replace(smallConfig, `"faults": {"duplicate": 1, "cancel": 1, "early_timer": 1}`, `"faults": {"evict": 1}`, 1))
 	c := checkerFor(t, interpreted(t, s), cfg, "vllm")
 	before := findState(t, c, func(st *State) bool {
-		for _, m := range c.Moves(st) {
+		for _, m := range c.MovesInto(st, nil) {
 			if m.Kind == Evict.Move() {
 				return true
 			}
@@ -139,7 +139,7 @@ func TestIndex_EvictFaultPublishesRemoved(t *testing.T) {
 		return false
 	})
 	var evict Move
-	for _, m := range c.Moves(&before) {
+	for _, m := range c.MovesInto(&before, nil) {
 		if m.Kind == Evict.Move() {
 			evict = m
 		}

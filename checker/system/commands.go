@@ -63,7 +63,7 @@ func kindNames() string {
 // the kind of command it is there, and the events with which the core
 // answers that side's machine.
 type commandKind struct {
-	act             Action
+	act             action
 	side            model.Side
 	cmd             model.Cmd
 	applied, noOp   string

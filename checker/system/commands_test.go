@@ -20,7 +20,7 @@ func TestCommands_AtOnceOrQueued(t *testing.T) {
 	for _, run := range []string{"vllm", "sglang"} {
 		c := checkerFor(t, Generated(), cfg, run)
 		eachState(t, c, func(s *State) bool {
-			for _, m := range c.Moves(s) {
+			for _, m := range c.MovesInto(s, nil) {
 				if m.Kind == mvApply || m.Kind == Delay.Move() {
 					t.Fatalf("%s: %s offered with every command at once:\n%s", run, m, strings.Join(c.DescribeState(s), "\n"))
 				}
@@ -42,7 +42,7 @@ func TestCommands_AtOnceOrQueued(t *testing.T) {
 	for _, run := range []string{"vllm", "sglang"} {
 		c := checkerFor(t, Generated(), cfg, run)
 		eachState(t, c, func(s *State) bool {
-			for _, m := range c.Moves(s) {
+			for _, m := range c.MovesInto(s, nil) {
 				if m.Kind != mvApply {
 					continue
 				}
@@ -82,7 +82,7 @@ func TestCommands_OldFilesActInTheirRow(t *testing.T) {
 	n := 0
 	eachState(t, c, func(st *State) bool {
 		n++
-		for _, m := range c.Moves(st) {
+		for _, m := range c.MovesInto(st, nil) {
 			if m.Kind == mvApply || m.Kind == Delay.Move() {
 				t.Fatalf("%s offered for a file without answers", m)
 			}

@@ -17,7 +17,7 @@ import (
 func TestDeferred_OfferedWhereTheStateHasARow(t *testing.T) {
 	cfg := mustConfig(t, smallConfig)
 	count := func(c *System, s *State) (src, dst int) {
-		for _, m := range c.Moves(s) {
+		for _, m := range c.MovesInto(s, nil) {
 			if m.Kind == mvDeferred && model.Side(m.Arg) == model.SourceSide {
 				src++
 			} else if m.Kind == mvDeferred {

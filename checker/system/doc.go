@@ -18,17 +18,18 @@
 // Apply (one the environment makes whatever the state) perform a move
 // and judge the step invariants, ApplyTx inside a transaction the caller
 // holds; CheckState, Quiescent, CheckQuiescence and Drained judge a
-// state; Canonical writes a state's canonical key (symmetry-reduced),
-// Fingerprint hashes it and Unpack gives the state back; Ample and
-// Reducible are the per-move footprints partial-order reduction relies
-// on. Budget, Terminal, Finished, FiringText, Coverage, RoleOf and
+// state; Canonical writes a state's canonical key (symmetry-reduced) and
+// UnpackTo gives the state back (the search hashes keys itself); Ample and
+// Sleep are the per-move footprints partial-order reduction and sleep
+// sets rely on, and RenameSleep renames a sleep set as the canonical form
+// renames its state. Budget, Terminal, Finished, FiringText, Coverage, RoleOf and
 // TimerOf are what timed drivers need besides.
 //
 // The tables of move kinds are here too, asked as questions, so that no
 // search or driver keeps one of its own: which fault a move taken now
 // spends (Move.SpendsAt), which process makes it for fairness
-// (Move.Process), its sleep-set slot and the workers it reads
-// (Move.SleepSlot, Move.SleepWorkers), who takes it where the roles run
+// (MoveSet.Process), its sleep-set slot and the workers it reads
+// (System.Sleep), who takes it where the roles run
 // as processes (Move.Taker), how long it takes on a driver's clock
 // (Move.Takes, priced by the driver's Durations), whether a side waits
 // for its worker's capacity (WaitsForCapacity), and how a counterexample

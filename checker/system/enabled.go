@@ -5,7 +5,7 @@ import (
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
-// MaxMoves bounds the moves one state enables. Per handoff at most 52:
+// maxMoves bounds the moves one state enables. Per handoff at most 52:
 // before the prefill is routed, routing to each of at most four workers
 // and a cancel; after it, the request's delivery, routing decode to each
 // of at most four workers and a no-show, one of reserve or refuse, one of
@@ -16,10 +16,10 @@ import (
 // each side, a deferred step per side, six timers, the cancel, an abort,
 // an eviction and a delay per side. Times MaxHandoffs, plus restarts and
 // background load per worker.
-const MaxMoves = 52*model.MaxHandoffs + 3*model.MaxWorkers + 16
+const maxMoves = 52*model.MaxHandoffs + 3*model.MaxWorkers + 16
 
 // Parent links store a move's index in one byte.
-var _ [256 - MaxMoves]struct{}
+var _ [256 - maxMoves]struct{}
 
 // MoveSet is the moves enabled in a state, without allocation.
 type MoveSet struct {
@@ -28,7 +28,7 @@ type MoveSet struct {
 	// waiting: the only protocol moves other than timers are transfers
 	// ending; the hang fault is offered only then (see faults).
 	waiting bool
-	M       [MaxMoves]Move
+	M       [maxMoves]Move
 }
 
 func (ms *MoveSet) add(m Move) {
@@ -36,18 +36,16 @@ func (ms *MoveSet) add(m Move) {
 	ms.N++
 }
 
-// Own reports whether move i is one the system makes on its own, given
-// that the first protocol moves are the protocol's: not a fault, and not
-// a timer firing while something else could still happen.
-func (ms *MoveSet) Own(i, protocol int) bool {
-	return i < protocol && !(ms.M[i].Kind == MvTimer && !ms.Stuck)
-}
-
-// Moves lists the moves enabled in a state, in a fixed order.
-func (c *System) Moves(s *State) []Move {
-	var ms MoveSet
-	c.Enabled(s, &ms)
-	return append([]Move(nil), ms.M[:ms.N]...)
+// Process says whether move i is one the system makes on its own, given
+// that the first protocol moves are the protocol's (not a fault, and not
+// a timer firing while something else could still happen), and if so the
+// process that makes it, below 64: a search that judges weak fairness
+// asks it instead of learning which actor makes which kind of move.
+func (ms *MoveSet) Process(i, protocol int) (p uint8, own bool) {
+	if i >= protocol || ms.M[i].Kind == MvTimer && !ms.Stuck {
+		return 0, false
+	}
+	return ms.M[i].process(), true
 }
 
 // Enabled fills ms with the enabled moves, without allocation: protocol moves first, then the

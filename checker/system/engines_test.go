@@ -47,7 +47,7 @@ func TestEngines_ReservationMovesFollowTraits(t *testing.T) {
 				return
 			}
 			visited[k] = true
-			for _, m := range c.Moves(&s) {
+			for _, m := range c.MovesInto(&s, nil) {
 				seen[m.Kind] = true
 				next := s
 				if _, _, err := c.Step(&next, m, nil); err != nil {

@@ -113,7 +113,8 @@ func TestFaultKinds_BudgetPacking(t *testing.T) {
 				t.Fatalf("budgets %s and %s pack to the same key", other, name)
 			}
 			keys[k] = name
-			if back := c.Unpack(&k); back.B != r {
+			var back State
+			if c.UnpackTo(&k, &back); back.B != r {
 				t.Fatalf("budget %s: key unpacks to %v", name, back.B.budget())
 			}
 			spent := r

@@ -22,7 +22,7 @@ func TestPack_RoundTripsEveryReachedState(t *testing.T) {
 			s := c.Initial()
 			rng := seed*2654435761 + 1
 			for step := 0; step < 60; step++ {
-				moves := c.Moves(&s)
+				moves := c.MovesInto(&s, nil)
 				if len(moves) == 0 {
 					break
 				}
@@ -32,7 +32,8 @@ func TestPack_RoundTripsEveryReachedState(t *testing.T) {
 				}
 				var k Key
 				c.pack(&s, &k)
-				back := c.Unpack(&k)
+				var back State
+				c.UnpackTo(&k, &back)
 				if back != s {
 					t.Fatalf("%s seed %d step %d: unpack(pack(s)) differs from s:\n%v\n%v", run.Name, seed, step, c.DescribeState(&s), c.DescribeState(&back))
 				}

@@ -92,7 +92,7 @@ func (f footprint) quiet() bool { return f == footQuiet || f == footWorker }
 // the handoff's record and its own workers. Every other action is
 // footShared. TestPOR_FootprintsHold checks each entry on real states.
 var actionFootprints = func() (m [numActions]footprint) {
-	set := func(f footprint, as ...Action) {
+	set := func(f footprint, as ...action) {
 		for _, a := range as {
 			m[a] = f
 		}
@@ -279,7 +279,7 @@ func (c *System) ampleCandidate(s *State, ms *MoveSet, h int) bool {
 		if int(m.H) != h {
 			continue
 		}
-		ok, shared := c.Reducible(s, m)
+		ok, shared := c.reducible(s, m)
 		if !ok {
 			return false
 		}
@@ -336,11 +336,11 @@ func (c *System) exclusive(s *State, h, w int) bool {
 	return true
 }
 
-// Reducible reports whether one enabled move of a handoff may be part of
+// reducible reports whether one enabled move of a handoff may be part of
 // a persistent set: its kind and the rows it fires touch only the
 // handoff's record and, when shared is set, its workers; it spends no
 // budget; and it raises the progress measure (C3).
-func (c *System) Reducible(s *State, m Move) (ok, shared bool) {
+func (c *System) reducible(s *State, m Move) (ok, shared bool) {
 	if m.Kind >= NumMoveKinds {
 		return false, false
 	}

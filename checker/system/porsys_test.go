@@ -15,7 +15,7 @@ func porSample(c *System, n int) []State {
 	seen := map[Key]bool{k: true}
 	out := []State{s0}
 	for i := 0; i < len(out) && len(out) < n; i++ {
-		for _, m := range c.Moves(&out[i]) {
+		for _, m := range c.MovesInto(&out[i], nil) {
 			t := out[i]
 			if _, _, err := c.Step(&t, m, nil); err != nil {
 				continue
@@ -83,7 +83,7 @@ func TestPOR_FootprintsHold(t *testing.T) {
 					if m.H < 0 {
 						continue
 					}
-					ok, shared := c.Reducible(s, m)
+					ok, shared := c.reducible(s, m)
 					if !ok {
 						continue
 					}
@@ -137,7 +137,7 @@ func porCheckActions(t *testing.T, c *System, states []State, i int) {
 	t.Helper()
 	s := &states[i]
 	other := &states[(i*7+3)%len(states)]
-	for a := Action(0); a < numActions; a++ {
+	for a := action(0); a < numActions; a++ {
 		if !actionFootprints[a].local() {
 			continue
 		}

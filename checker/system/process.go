@@ -25,10 +25,9 @@ const (
 // A set of processes fits in one word.
 var _ [64 - procPerHandoff*model.MaxHandoffs - model.MaxWorkers]struct{}
 
-// Process is the process whose move m is, below 64; m is a protocol move.
-// A search that judges weak fairness asks it instead of learning which
-// actor makes which kind of move.
-func (m Move) Process() uint8 {
+// process is the process whose move m is, below 64; m is a protocol move
+// (MoveSet.Process).
+func (m Move) process() uint8 {
 	if m.H < 0 {
 		return uint8(procPerHandoff*model.MaxHandoffs + int(m.Arg))
 	}
@@ -61,7 +60,7 @@ func (m Move) Process() uint8 {
 	panic(fmt.Sprintf("system: no process for move %v", m))
 }
 
-// ProcessName names a process (Move.Process) for a report: "h0 source",
+// ProcessName names a process (MoveSet.Process) for a report: "h0 source",
 // "worker 1 background".
 func ProcessName(p int) string {
 	if p >= procPerHandoff*model.MaxHandoffs {

@@ -9,24 +9,24 @@ import (
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
-// Action is an action of either role in one id space: the source actions
+// action is an action of either role in one id space: the source actions
 // of the default spec first, then the destination ones. A table may use an
 // action of the other role (a variant loaded at run time can); the model
 // then judges where the command lands (RoleCommands).
-type Action uint8
+type action uint8
 
 // numActions is the size of the action vocabulary.
 const numActions = machines.NumSourceActions + machines.NumDestinationActions
 
 // sourceAction is the vocabulary id of a source action.
-func sourceAction(a machines.SourceAction) Action { return Action(a) }
+func sourceAction(a machines.SourceAction) action { return action(a) }
 
 // destinationAction is the vocabulary id of a destination action.
-func destinationAction(a machines.DestinationAction) Action {
-	return Action(machines.NumSourceActions + int(a))
+func destinationAction(a machines.DestinationAction) action {
+	return action(machines.NumSourceActions + int(a))
 }
 
-func (a Action) String() string {
+func (a action) String() string {
 	if int(a) < machines.NumSourceActions {
 		return machines.SourceAction(a).String()
 	}
@@ -43,7 +43,7 @@ type transition struct {
 	To   uint8
 	Row  uint16 // 1-based row number in the role's table
 	N    uint8
-	Acts [maxActions]Action
+	Acts [maxActions]action
 }
 
 // Protocol is a pair of role machines over the fixed event vocabulary of
@@ -78,8 +78,8 @@ func (p *Protocol) step(role spec.Role, pol spec.Policy, state, event uint8) (*t
 	return t, t.Row != 0
 }
 
-// Terminal reports whether a role state is terminal.
-func (p *Protocol) Terminal(role spec.Role, state uint8) bool { return p.terminal[role][state] }
+// isTerminal reports whether a role state is terminal.
+func (p *Protocol) isTerminal(role spec.Role, state uint8) bool { return p.terminal[role][state] }
 
 // Initial is a role's initial state.
 func (p *Protocol) initialState(role spec.Role) uint8 { return p.initial[role] }
@@ -204,9 +204,9 @@ func Generated() *Protocol {
 	return p
 }
 
-// Stepper runs a spec's tables by name; machines/interp implements it
+// stepper runs a spec's tables by name; machines/interp implements it
 // with looplab/fsm.
-type Stepper interface {
+type stepper interface {
 	Step(role spec.Role, pol spec.Policy, state, event string) (to string, actions []string, row int, err error)
 }
 
@@ -285,7 +285,7 @@ func joinLines(s []string) string {
 // actionID finds an action by name in the vocabulary, source actions first.
 func actionID(name string) int {
 	for a := 0; a < numActions; a++ {
-		if Action(a).String() == name {
+		if action(a).String() == name {
 			return a
 		}
 	}
@@ -302,7 +302,7 @@ func roleActionID(r spec.Role, name string) int {
 		lo, hi = machines.NumSourceActions, numActions
 	}
 	for a := lo; a < hi; a++ {
-		if Action(a).String() == name {
+		if action(a).String() == name {
 			return a
 		}
 	}
@@ -313,7 +313,7 @@ func roleActionID(r spec.Role, name string) int {
 // asks the interpreter once for every (policy, state, event) of each role,
 // terminal states included (a variant's terminal state may react); the
 // machines are pure and finite, so the answers are the machine.
-func FromStepper(name string, s *spec.Spec, st Stepper) (*Protocol, error) {
+func FromStepper(name string, s *spec.Spec, st stepper) (*Protocol, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -339,7 +339,7 @@ func FromStepper(name string, s *spec.Spec, st Stepper) (*Protocol, error) {
 					}
 					ct := transition{To: uint8(ti), Row: uint16(row), N: uint8(len(acts))}
 					for i, a := range acts {
-						ct.Acts[i] = Action(roleActionID(r, a))
+						ct.Acts[i] = action(roleActionID(r, a))
 					}
 					p.tables[r][pol][si][eventID(r, ev.Name)] = ct
 				}

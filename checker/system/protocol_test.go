@@ -11,7 +11,7 @@ import (
 )
 
 // The checker takes either path to a protocol; both must fit its interface.
-var _ Stepper = (*interp.Interp)(nil)
+var _ stepper = (*interp.Interp)(nil)
 
 // Both paths to a protocol, the generated machines and a table interpreter
 // (FromStepper) of the same spec, give every cell the same state names,
@@ -98,7 +98,7 @@ func TestProtocol_ReadsTerminalRows(t *testing.T) {
 						for _, a := range tr.Acts[:tr.N] {
 							got.Actions = append(got.Actions, a.String())
 						}
-						if p.Terminal(r, uint8(si)) {
+						if p.isTerminal(r, uint8(si)) {
 							reacting++
 						}
 					}

@@ -63,7 +63,7 @@ func TestReacting_DuplicateOnlyWhereTheRecordReacts(t *testing.T) {
 	}
 	dup := Move{Kind: Duplicate.Move(), H: 0, Arg: int8(model.DestinationSide), Msg: model.MsgCancelled}
 	offered := func(c *System, s State) bool {
-		for _, m := range c.Moves(&s) {
+		for _, m := range c.MovesInto(&s, nil) {
 			if m == dup {
 				return true
 			}

@@ -15,7 +15,7 @@ func RoleOf(sd model.Side) spec.Role { return roleOf(sd) }
 // schedules exactly the timer the step armed. Action ids already tell the
 // roles apart (a source's ArmTransferDeadline is the push deadline, a
 // destination's the pull deadline), so no role is needed.
-func TimerOf(a Action) (model.Timer, bool) {
+func TimerOf(a action) (model.Timer, bool) {
 	switch a {
 	case aSrcArmLease, aSrcRenewLease, aSrcDisarmLease:
 		return model.TimerLease, true

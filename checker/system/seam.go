@@ -10,7 +10,7 @@ import (
 
 // The seam: what a driver that runs the composed system on its own
 // schedule (the simulator, on a virtual clock) needs beyond the
-// explorer's Initial, Moves, Step and CheckState. A driver chooses which
+// explorer's Initial, MovesInto, Step and CheckState. A driver chooses which
 // enabled move happens when; the protocol, the physics and the invariants
 // stay here, written once.
 
@@ -31,8 +31,9 @@ func (c *System) Finished(s *State, h int) bool { return c.finished(s, h) }
 // and reordering it chooses is enabled.
 func (c *System) Budget() Remaining { return c.budget }
 
-// MovesInto appends the moves a state enables to buf: Moves without an
-// allocation, for drivers that ask it for every state they judge.
+// MovesInto appends the moves a state enables to buf, in a fixed order; a
+// nil buf gives a new list, and a driver that asks it for every state it
+// judges passes the one it reuses.
 func (c *System) MovesInto(s *State, buf []Move) []Move {
 	var ms MoveSet
 	c.Enabled(s, &ms)

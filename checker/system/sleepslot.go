@@ -40,13 +40,13 @@ var sleepSlots = func() (t [NumMoveKinds]struct{ first, span int }) {
 // routeSlot is the first of the route moves' slots.
 var routeSlot = sleepSlots[MvRoutePrefill].first
 
-// SleepSlot names move m of its handoff for sleep sets, the same in
+// sleepSlot names move m of its handoff for sleep sets, the same in
 // every state where it is enabled: its kind and argument (the worker of
 // a route, the side of a delivery, an apply, a cancel), a slot of the
 // handoff's 32-bit lane. A delivery is the oldest fact of its channel (a
 // later one spends the reorder budget, and may not sleep). -1: never
 // asleep (a move on a worker, a timer, a fault).
-func (m Move) SleepSlot() int {
+func (m Move) sleepSlot() int {
 	if m.H < 0 || m.Kind >= NumMoveKinds {
 		return -1
 	}
@@ -64,11 +64,11 @@ func (m Move) SleepSlot() int {
 	return sl.first + arg
 }
 
-// SleepWorkers is the set of workers move m of handoff x touches or
+// sleepWorkers is the set of workers move m of handoff x touches or
 // waits on, for sleep sets' independence, given whether the move's
-// footprint is shared (System.Reducible): 0 when it reads no worker
+// footprint is shared (reducible): 0 when it reads no worker
 // another handoff's move could change.
-func (m Move) SleepWorkers(x *model.Handoff, shared bool) uint8 {
+func (m Move) sleepWorkers(x *model.Handoff, shared bool) uint8 {
 	// A move that waits on a worker's capacity reads that worker.
 	wait := m.Kind == mvReserve || m.Kind == mvRefuse || m.Kind == MvAdmit || m.Kind == MvPromote ||
 		x.Pending || x.Compute == model.ComputeQueued || x.Dst == model.DstActive && !x.Running
@@ -92,10 +92,10 @@ func (m Move) SleepWorkers(x *model.Handoff, shared bool) uint8 {
 	return ws
 }
 
-// RenameSleepLane is a handoff's lane l of sleep slots in the numbering
+// renameSleepLane is a handoff's lane l of sleep slots in the numbering
 // of a state whose worker w was moved to wp[w] (the canonical form's
 // renaming): the route slots name workers.
-func RenameSleepLane(l uint32, wp *[model.MaxWorkers]int8, nW int) uint32 {
+func renameSleepLane(l uint32, wp *[model.MaxWorkers]int8, nW int) uint32 {
 	routes := l >> routeSlot & (1<<model.MaxWorkers - 1)
 	l &^= (1<<model.MaxWorkers - 1) << routeSlot
 	for w := 0; w < nW; w++ {
@@ -104,4 +104,38 @@ func RenameSleepLane(l uint32, wp *[model.MaxWorkers]int8, nW int) uint32 {
 		}
 	}
 	return l
+}
+
+// Sleep is how sleep sets may hold move m, enabled in s: its slot of its
+// handoff's lane (sleepSlot), and the workers it touches or waits on, for
+// independence (sleepWorkers). slot is -1 when the move may not sleep
+// here: one that is never asleep, or one that may not be part of a
+// persistent set in s (reducible).
+func (c *System) Sleep(s *State, m Move) (slot int, workers uint8) {
+	sl := m.sleepSlot()
+	if sl < 0 {
+		return -1, 0
+	}
+	ok, shared := c.reducible(s, m)
+	if !ok {
+		return -1, 0
+	}
+	return sl, m.sleepWorkers(&s.W.H[m.H], shared)
+}
+
+// RenameSleep renames a sleep set, given as each handoff's lane of
+// slots, into the numbering of t's canonical form (Canonical): handoff
+// h's lane goes to the position the canonical form gives h, and the route
+// slots of a lane follow their workers.
+func (c *System) RenameSleep(t *State, lanes *[model.MaxHandoffs]uint32) {
+	var k Key
+	var nm naming
+	c.canonicalNaming(t, &k, &nm)
+	var out [model.MaxHandoffs]uint32
+	for h := 0; h < c.nH; h++ {
+		if l := lanes[h]; l != 0 {
+			out[nm.Hp[h]] = renameSleepLane(l, &nm.Wp, c.nW)
+		}
+	}
+	*lanes = out
 }

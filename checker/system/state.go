@@ -37,22 +37,22 @@ func (s *State) rolePtr(r spec.Role, h int) *uint8 {
 func (c *System) Records(s *State) model.Records {
 	var rec model.Records
 	for h := 0; h < c.nH; h++ {
-		rec.Terminal[h][model.SourceSide] = c.proto.Terminal(spec.Source, s.Src[h])
-		rec.Terminal[h][model.DestinationSide] = c.proto.Terminal(spec.Destination, s.Dst[h])
+		rec.Terminal[h][model.SourceSide] = c.proto.isTerminal(spec.Source, s.Src[h])
+		rec.Terminal[h][model.DestinationSide] = c.proto.isTerminal(spec.Destination, s.Dst[h])
 		rec.Ended[h][model.SourceSide] = c.proto.ended[spec.Source][s.Src[h]]
 		rec.Ended[h][model.DestinationSide] = c.proto.ended[spec.Destination][s.Dst[h]]
 	}
 	return rec
 }
 
-// KeyWords bounds a packed state: the budget, one word per worker, two per
+// keyWords bounds a packed state: the budget, one word per worker, two per
 // handoff.
-const KeyWords = 1 + model.MaxWorkers + model.HandoffWords*model.MaxHandoffs
+const keyWords = 1 + model.MaxWorkers + model.HandoffWords*model.MaxHandoffs
 
 // Key is a canonical packed state. Two states with the same key behave the
 // same; under symmetry reduction, states that differ only by a renaming of
 // interchangeable handoffs or workers share one key.
-type Key [KeyWords]uint64
+type Key [keyWords]uint64
 
 // pack writes the state's key with handoffs in index order.
 func (c *System) pack(s *State, k *Key) {
@@ -66,13 +66,6 @@ func (c *System) pack(s *State, k *Key) {
 		k[base+2*h], k[base+2*h+1] = ws[0], ws[1]
 	}
 }
-
-// Canonical writes the state's canonical key. Without symmetry it is the
-// plain packing. With symmetry it is the smallest packing over every
-// renaming of interchangeable workers, each with its interchangeable
-// handoffs sorted: the least element of the orbit, so equal for all
-// renamings of one state.
-func (c *System) Canonical(s *State, k *Key) { c.CanonicalNaming(s, k, nil) }
 
 // CanonicalFrom is Canonical for a successor s of state parent, whose
 // packing is pk (the key it was unpacked from is its packing: the
@@ -137,16 +130,23 @@ func (c *System) canonicalize(k *Key) {
 	}
 }
 
-// Naming is how canonical renames a state: handoff h goes to position
-// hp[h], worker w to wp[w] (sleep sets rename their moves with it).
-type Naming struct {
+// naming is how canonical renames a state: handoff h goes to position
+// Hp[h], worker w to Wp[w] (sleep sets rename their moves with it).
+type naming struct {
 	Hp [model.MaxHandoffs]int8
 	Wp [model.MaxWorkers]int8
 }
 
-// CanonicalNaming is Canonical, and when nm is given it also says how the
+// Canonical writes the state's canonical key. Without symmetry it is the
+// plain packing. With symmetry it is the smallest packing over every
+// renaming of interchangeable workers, each with its interchangeable
+// handoffs sorted: the least element of the orbit, so equal for all
+// renamings of one state.
+func (c *System) Canonical(s *State, k *Key) { c.canonicalNaming(s, k, nil) }
+
+// canonicalNaming is Canonical, and when nm is given it also says how the
 // state was renamed: the renaming of the key it writes.
-func (c *System) CanonicalNaming(s *State, k *Key, nm *Naming) {
+func (c *System) canonicalNaming(s *State, k *Key, nm *naming) {
 	if nm == nil {
 		c.pack(s, k)
 		c.canonicalize(k)
@@ -213,7 +213,7 @@ func (c *System) CanonicalNaming(s *State, k *Key, nm *Naming) {
 }
 
 // renamePacked is canonicalize for a symmetry that renames workers: the
-// key CanonicalNaming gives, the least over every renaming, with fewer
+// key canonicalNaming gives, the least over every renaming, with fewer
 // copies. The handoffs of the packing in k are sorted there: that is the identity's key, and every other
 // renaming is made from it (renaming the workers of sorted handoffs and
 // sorting again gives what renaming the unsorted ones would). The best
@@ -274,7 +274,7 @@ func lessIn(a, b *Key, n int) bool {
 }
 
 // place sets hp from the handoff at each position; nothing without nm.
-func (nm *Naming) place(pos *[model.MaxHandoffs]int8) {
+func (nm *naming) place(pos *[model.MaxHandoffs]int8) {
 	if nm == nil {
 		return
 	}
@@ -303,16 +303,9 @@ func less(a, b *Key) bool {
 	return false
 }
 
-// Unpack rebuilds the state a key stands for.
-func (c *System) Unpack(k *Key) State {
-	var s State
-	c.UnpackTo(k, &s)
-	return s
-}
-
-// UnpackTo is Unpack into a state the caller holds: the explorer unpacks
-// every state it expands, and a state returned by value is copied on
-// its way out.
+// UnpackTo rebuilds the state a key stands for into a state the caller
+// holds: the explorer unpacks every state it expands, and a state
+// returned by value would be copied on its way out.
 func (c *System) UnpackTo(k *Key, s *State) {
 	s.B = Remaining(k[0])
 	base := 1 + c.nW
@@ -327,22 +320,4 @@ func (c *System) UnpackTo(k *Key, s *State) {
 		s.Src[h] = uint8(extra[h] & 15)
 		s.Dst[h] = uint8(extra[h] >> 4)
 	}
-}
-
-// Fingerprint hashes a key with a fixed 64-bit mix (no per-process seed:
-// fingerprints, and so state counts and traces, are the same on every run).
-func Fingerprint(k *Key, n int) uint64 {
-	h := uint64(0x9E3779B97F4A7C15)
-	for i := 0; i < n; i++ {
-		h ^= k[i]
-		h *= 0xbf58476d1ce4e5b9
-		h ^= h >> 31
-		h *= 0x94d049bb133111eb
-		h ^= h >> 29
-	}
-	h ^= h >> 32
-	if h == 0 {
-		h = 1 // 0 marks an empty slot in the fingerprint store
-	}
-	return h
 }

@@ -42,7 +42,26 @@ import (
 // unexported.
 // 120: the search's hot path unpacks into a state it keeps (UnpackTo)
 // and makes a successor's key from its parent's (CanonicalFrom).
-const maxExported = 120
+// 115: one entry point per question: the enabled moves are MovesInto (a
+// nil buffer for a new list; Moves folded), a key's state is UnpackTo
+// (Unpack folded), the canonical key is Canonical with an optional naming
+// (CanonicalNaming folded into it); the types Action and Stepper, which
+// no user names, unexported.
+// 112: the hash of a key is the search's, beside its visited set (was
+// Fingerprint); how many words a key and how many moves a move set hold
+// are the lengths of Key and MoveSet.M (KeyWords and MaxMoves unexported).
+// 111: whether a handoff's role is terminal is asked of the system
+// (System.Terminal); the protocol's own table, Protocol.Terminal, which
+// only the property view read, unexported.
+// 108: sleep sets ask the system one question per move (System.Sleep:
+// the move's slot where it may sleep, and the workers it reads; was
+// Move.SleepSlot, Move.SleepWorkers and Reducible) and one to rename a
+// set as the canonical form renames its state (System.RenameSleep; was
+// Naming, RenameSleepLane and Canonical's naming argument).
+// 107: whether the system makes a move on its own and which process
+// makes it are one question of the move set (MoveSet.Process; was
+// MoveSet.Own and Move.Process).
+const maxExported = 107
 
 // exportedNames lists the exported package-level names and methods
 // (Type.Method) of the package's non-test files.

@@ -48,8 +48,8 @@ func TestCanonical_SkipsOnlyLargerRenamings(t *testing.T) {
 			// The form that also says how it renamed (sleep sets) gives
 			// the same key.
 			var named Key
-			var nm Naming
-			c.CanonicalNaming(&s, &named, &nm)
+			var nm naming
+			c.canonicalNaming(&s, &named, &nm)
 			if named != want {
 				t.Fatalf("%s %s: canonical with its naming %x, least renaming %x", file, run, named, want)
 			}
@@ -76,8 +76,9 @@ func TestCanonicalFrom_EqualsCanonical(t *testing.T) {
 			for _, s := range porSample(&cs, 1500) {
 				var pk Key
 				cs.Canonical(&s, &pk)
-				p := cs.Unpack(&pk)
-				for _, m := range cs.Moves(&p) {
+				var p State
+				cs.UnpackTo(&pk, &p)
+				for _, m := range cs.MovesInto(&p, nil) {
 					succ := p
 					if _, _, err := cs.Step(&succ, m, nil); err != nil {
 						t.Fatal(err)

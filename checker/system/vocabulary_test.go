@@ -48,7 +48,7 @@ func TestVocabulary_MachinesMatchTheDefaultSpecByName(t *testing.T) {
 		}
 		for _, a := range tb.Actions {
 			id := roleActionID(r, a.Name)
-			if id < 0 || Action(id).String() != a.Name {
+			if id < 0 || action(id).String() != a.Name {
 				t.Errorf("%s action %s resolves to %d", r, a.Name, id)
 			}
 		}

@@ -127,7 +127,7 @@ func cmdReplay(cmd *command, e *env, args []string) int {
 			// One enabled move per line: they are read to find the one
 			// the trace should have taken.
 			enabled := "nothing is enabled here"
-			if moves := c.Moves(s.State()); len(moves) > 0 {
+			if moves := c.MovesInto(s.State(), nil); len(moves) > 0 {
 				var b strings.Builder
 				b.WriteString("enabled here:")
 				for _, e := range moves {

@@ -125,7 +125,7 @@ func New(s *spec.Spec) (*Interp, error) {
 // wrapping ErrNotEnabled reports an event without a row there, and one
 // wrapping ErrUnknownName a name the spec does not declare.
 //
-// Step satisfies system.Stepper.
+// Step is what system.FromStepper runs a table by.
 func (it *Interp) Step(role spec.Role, pol spec.Policy, state, event string) (to string, actions []string, row int, err error) {
 	fail := func(sentinel error, detail string) (string, []string, int, error) {
 		return "", nil, 0, &StepError{Role: role, Policy: pol, State: state, Event: event, Err: sentinel, Detail: detail}
