@@ -104,6 +104,21 @@ func (s *Stepper) Initial(wc *model.Config) system.State {
 	return st
 }
 
+// Enables says whether st enables m with its fault budget whole
+// (refilled in st), as Step asks it, and leaves in ms every move st
+// enables: a driver that asks before a step has the moves to schedule
+// next when the answer is no, without an allocation.
+func (s *Stepper) Enables(st *system.State, m system.Move, ms *system.MoveSet) bool {
+	st.B = s.chk.Budget()
+	s.chk.Enabled(st, ms)
+	for i := 0; i < ms.N; i++ {
+		if ms.M[i] == m {
+			return true
+		}
+	}
+	return false
+}
+
 // Moves appends to buf the moves st enables with its fault budget whole
 // (refilled in st).
 func (s *Stepper) Moves(st *system.State, buf []system.Move) []system.Move {

@@ -117,14 +117,7 @@ func newStepper(p *system.Protocol, cfg *cluster.Config) (*stepper, error) {
 // refusal by Step costs an error's text; the moves st enables then are
 // the ones to schedule next.
 func (s *stepper) enables(st *system.State, m system.Move) bool {
-	st.B = s.chk.Budget()
-	s.chk.Enabled(st, &s.ms)
-	for i := 0; i < s.ms.N; i++ {
-		if s.ms.M[i] == m {
-			return true
-		}
-	}
-	return false
+	return s.steps.Enables(st, m, &s.ms)
 }
 
 // enabled is the moves the state last asked about (enables) enables.
