@@ -18,24 +18,7 @@ import (
 // holding an attempt never lets its blocks go (the run's leak check
 // failed that way).
 func TestCoord_EndWhileHeldReleasesWorkers(t *testing.T) {
-	cfg := cluster.DefaultConfig()
-	st, err := newStepper(nil, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &coord{cfg: cfg, stepper: st, epoch: time.Now(), errs: io.Discard, atts: map[string]*catt{}}
-	c.wk = make([]model.Worker, cfg.NumWorkers())
-	c.sums = make([]model.Holdings, cfg.NumWorkers())
-	// Workers that are starting keep what they are sent: the test reads
-	// the frames there instead of over a connection.
-	for w := range cfg.NumWorkers() {
-		c.ws = append(c.ws, &cworker{w: w, gen: 1, starting: true})
-	}
-	src, dst := 0, cfg.Prefill.Workers
-	wc := cfg.AttemptWorld(512, 0)
-	if err := wc.Prepare(); err != nil {
-		t.Fatal(err)
-	}
+	c, src, dst, wc := offlineCoord(t, cluster.DefaultConfig())
 	a := &catt{name: "r0", Window: cluster.Window{Cfg: wc}, p: src, d: dst, pGen: 1, dGen: 1, arrive: time.Now()}
 	a.st = c.chk.Initial()
 	a.st.W = model.NewWorld(a.Cfg)
@@ -111,4 +94,27 @@ func TestCoord_LateCancelCountsOnce(t *testing.T) {
 		t.Fatalf("succeeded %d, cancelled %d, failed %d of %d finished; want 1, 1, 0 of 2",
 			c.rep.Succeeded, c.rep.Cancelled, c.rep.Failed, c.finished)
 	}
+}
+
+// offlineCoord is a coordinator of cfg with no process behind it: its
+// workers are starting, so they keep what they are sent (pending), and a
+// test reads the frames there instead of over a connection. It gives the
+// first prefill and decode workers and the world of a 512-token attempt.
+func offlineCoord(t *testing.T, cfg *cluster.Config) (c *coord, src, dst int, wc *model.Config) {
+	t.Helper()
+	st, err := newStepper(nil, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = &coord{cfg: cfg, stepper: st, epoch: time.Now(), errs: io.Discard, atts: map[string]*catt{}}
+	c.wk = make([]model.Worker, cfg.NumWorkers())
+	c.sums = make([]model.Holdings, cfg.NumWorkers())
+	for w := range cfg.NumWorkers() {
+		c.ws = append(c.ws, &cworker{w: w, gen: 1, starting: true})
+	}
+	wc = cfg.AttemptWorld(512, 0)
+	if err := wc.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	return c, 0, cfg.Prefill.Workers, wc
 }

@@ -154,23 +154,7 @@ func TestWorker_EndedForgetsAfterFactsRelayedBefore(t *testing.T) {
 // workers still of the generation it was routed to (ended), behind the
 // facts it relayed; a side forgotten by a restart is told nothing.
 func TestCoord_EndedToWorkersOfTheAttempt(t *testing.T) {
-	cfg := policyConfig(t, "source-first")
-	st, err := newStepper(nil, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &coord{cfg: cfg, stepper: st, epoch: time.Now(), errs: io.Discard, atts: map[string]*catt{}}
-	c.wk = make([]model.Worker, cfg.NumWorkers())
-	c.sums = make([]model.Holdings, cfg.NumWorkers())
-	// Workers that are starting keep what they are sent.
-	for w := range cfg.NumWorkers() {
-		c.ws = append(c.ws, &cworker{w: w, gen: 1, starting: true})
-	}
-	src, dst := 0, cfg.Prefill.Workers
-	wc := cfg.AttemptWorld(512, 0)
-	if err := wc.Prepare(); err != nil {
-		t.Fatal(err)
-	}
+	c, src, dst, wc := offlineCoord(t, policyConfig(t, "source-first"))
 	ended := func(w int, name string) bool {
 		for _, f := range c.ws[w].pending {
 			if f.Kind == KEnded && f.Attempt == name {
