@@ -215,3 +215,39 @@ func heldByBroken(s *Sim) int64 {
 	}
 	return int64(n)
 }
+
+// A request that breaks an invariant while its prefill is on the compute
+// queue gives its worker back: every other request retires, and nothing
+// stays booked.
+func TestKeepGoing_BrokenDuringComputeGivesTheWorkerBack(t *testing.T) {
+	cfg := cluster.DefaultConfig()
+	s, err := newSim(cfg, &SliceSource{Reqs: defaultRequests(t)}, Options{KeepGoing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victim *request
+	s.watch = func(r *request) {
+		if victim == nil && r.job != nil {
+			// Its prefill is on the queue (another of its moves was
+			// taken meanwhile): the break must take it off.
+			victim = r
+			s.fail(r, "a test's invariant", "broken while its prefill waits on the compute queue")
+		}
+	}
+	res, err := s.run(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if victim == nil {
+		t.Fatal("no request took a step while its prefill was on the compute queue")
+	}
+	k := res.Summary.KeptGoing
+	if k.Total() != 1 || k.Requests != 1 || res.Summary.Succeeded+res.Summary.Failed+res.Summary.Cancelled != res.Summary.Requests-1 {
+		t.Fatalf("one request broken while queued: %+v, summary %+v", k, res.Summary)
+	}
+	for w := range s.jobs {
+		if n := s.jobs[w].Len(); n > 0 {
+			t.Errorf("worker %d still has %d prefills booked at the end", w, n)
+		}
+	}
+}
