@@ -833,7 +833,7 @@ func TestReport_FirstViolationInBreadthFirstOrder(t *testing.T) {
 			override(t, s, spec.Destination, "Reserving", "DestinationReserved", spec.SourceFirst, "Receiving",
 				"RegisterDestination", "PublishStored", "StartPull")
 		}},
-		{"sglang", system.Budget{system.Duplicate: 1, system.Abort: 1}, func(t *testing.T, s *spec.Spec) {
+		{"sglang", budgetOf(t, "duplicate=1", "abort=1"), func(t *testing.T, s *spec.Spec) {
 			override(t, s, spec.Destination, "Reserved", "Cancelled", spec.DestinationFirst, "",
 				"DisarmReservationTimer", "FenceDestination", "ReleaseDestination")
 		}},
