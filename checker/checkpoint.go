@@ -164,7 +164,7 @@ func (c *Checker) canResume(dir string, lim Limits) error {
 	if err != nil || !ok {
 		return err
 	}
-	words := 1 + c.Workers() + model.HandoffWords*c.Handoffs()
+	words := 1 + c.World().NumWorkers() + model.HandoffWords*c.World().NumHandoffs()
 	if m.Identity != c.identity(words, lim.Bitstate, lim.Reduce) {
 		return fmt.Errorf("%w: %s is a checkpoint of another search (the configuration, tables, run, --bitstate or --por differ)", errCheckpoint, cur)
 	}

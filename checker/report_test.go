@@ -73,7 +73,7 @@ func ownMove(ms *system.MoveSet, protocol, i int) bool {
 func exploreRef(t testing.TB, c *Checker, maxDepth int) *refExploration {
 	t.Helper()
 	r := &refExploration{ids: map[system.Key]int{}}
-	words := 1 + c.Workers() + 2*c.Handoffs()
+	words := 1 + c.World().NumWorkers() + 2*c.World().NumHandoffs()
 	add := func(s system.State, d int) int {
 		k := c.Key(&s)
 		if id, ok := r.ids[k]; ok {

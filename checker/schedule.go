@@ -197,7 +197,7 @@ func (c *Checker) actor(m system.Move) int {
 	if m.H >= 0 {
 		return int(m.H)
 	}
-	return c.Handoffs()
+	return c.World().NumHandoffs()
 }
 
 // pick chooses uniformly among the moves of the highest-priority actor

@@ -37,7 +37,7 @@ func (c *Checker) newExploration(lim Limits) *exploration {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	e := &exploration{c: c, lim: lim, words: 1 + c.Workers() + model.HandoffWords*c.Handoffs(), cov: system.NewCoverage(c.Protocol().Spec()), start: start}
+	e := &exploration{c: c, lim: lim, words: 1 + c.World().NumWorkers() + model.HandoffWords*c.World().NumHandoffs(), cov: system.NewCoverage(c.Protocol().Spec()), start: start}
 	e.heapStart = readHeap()
 	if lim.Bitstate > 0 {
 		e.lim.Liveness, e.lim.Exact = false, false

@@ -108,7 +108,8 @@ func (c *System) Run() Run { return c.run }
 // Protocol is the role machines this checker runs.
 func (c *System) Protocol() *Protocol { return c.proto }
 
-// World is the run's prepared world configuration.
+// World is the run's prepared world configuration; it says how many
+// handoffs and workers the run has (NumHandoffs, NumWorkers).
 func (c *System) World() *model.Config { return c.world }
 
 // Initial is the state every exploration starts from: nothing routed,
@@ -201,12 +202,6 @@ func (c *System) WriteIdentity(enc *json.Encoder) {
 	_ = enc.Encode(c.sym.perms)
 	_ = enc.Encode(c.sym.classes)
 }
-
-// Handoffs is how many handoffs the run's world has.
-func (c *System) Handoffs() int { return c.nH }
-
-// Workers is how many workers the run's world has.
-func (c *System) Workers() int { return c.nW }
 
 // Symmetric reports whether the canonical form renames interchangeable
 // handoffs or workers.
