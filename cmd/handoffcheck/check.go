@@ -63,7 +63,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 	fs.BoolVar(&f.speedup, "speedup", false, "with --stats or --json: explore each run again on one worker and report the speed-up of all workers over one")
 	fs.IntVar(&f.maxStates, "max-states", 0, "stop after the BFS level that reaches this many distinct states (0: no bound)")
 	fs.IntVar(&f.maxDepth, "max-depth", 0, "do not explore deeper than this (0: no bound)")
-	fs.StringVar(&f.maxMemory, "max-memory", "auto", fmt.Sprintf("stop before the process's resident memory passes this, e.g. 2GiB or 500MB; 0: no bound; auto: three quarters of this machine's memory (%s)", checker.FormatBytes(checker.DefaultMaxMemory(mem))))
+	fs.StringVar(&f.maxMemory, "max-memory", "auto", fmt.Sprintf("stop before the process's resident memory passes this, e.g. 2GiB or 500MB; 0: no bound; auto: three quarters of this machine's memory (%s)", checker.FormatBytes(defaultMaxMemory(mem))))
 	fs.StringVar(&f.spillDir, "spill-dir", "", "exhaustive mode: where large frontiers and trace links go as files while the run lasts (default: the system's temporary directory)")
 	fs.StringVar(&f.bitstate, "bitstate", "", "exhaustive mode: keep a bit array of this size (e.g. 1GiB) instead of fingerprints: a few bits per state, far more states\n"+
 		"in the same memory, some missed (the report estimates the coverage); no liveness")
@@ -486,12 +486,20 @@ func checkConflicts(f *checkFlags, set map[string]bool) error {
 	return nil
 }
 
+// defaultMaxMemory is the bound on resident memory an exploration gets
+// when none is asked for (--max-memory auto), on a machine with this much
+// memory (checker.MachineMemory): three quarters of it, leaving room for
+// the rest of the machine (0, no bound, when the memory is unknown).
+func defaultMaxMemory(machine uint64) int64 {
+	return int64(machine / 4 * 3)
+}
+
 // parseMaxMemory reads --max-memory: auto (three quarters of the
 // machine's memory), 0 (no bound) or a size.
 func parseMaxMemory(s string, machine uint64) (int64, error) {
 	switch s {
 	case "auto":
-		return checker.DefaultMaxMemory(machine), nil
+		return defaultMaxMemory(machine), nil
 	case "0":
 		return 0, nil
 	}
