@@ -32,7 +32,10 @@ import (
 // 54: the default of --max-memory (three quarters of the machine's
 // memory), which only the command line read, is the command's
 // (DefaultMaxMemory moved).
-const maxExported = 54
+// 51: a merged walk report is rendered where it is made (MergeWalks
+// returns the rendering and whether a run was violated; the merged
+// report's JSON, Text and Violated, which only merge asked, together).
+const maxExported = 51
 
 // exportedNames lists the exported package-level names and methods
 // (Type.Method) of the package's non-test files.

@@ -37,20 +37,16 @@ func cmdMerge(cmd *command, e *env, args []string) int {
 		}
 		reports = append(reports, checker.ShardReport{File: file, Data: data})
 	}
-	m, err := checker.MergeWalks(reports)
+	out, violated, err := checker.MergeWalks(reports, *asJSON)
 	if err != nil {
 		return cmd.bad(e, "%v", err)
 	}
 	if *asJSON {
-		data, err := m.JSON()
-		if err != nil {
-			return cmd.bad(e, "%v", err)
-		}
-		fmt.Fprintf(e.stdout, "%s\n", data)
+		fmt.Fprintf(e.stdout, "%s\n", out)
 	} else {
-		fmt.Fprint(e.stdout, m.Text())
+		fmt.Fprintf(e.stdout, "%s", out)
 	}
-	if m.Violated() {
+	if violated {
 		return exitViolation
 	}
 	return exitOK
