@@ -35,7 +35,11 @@ import (
 // 51: a merged walk report is rendered where it is made (MergeWalks
 // returns the rendering and whether a run was violated; the merged
 // report's JSON, Text and Violated, which only merge asked, together).
-const maxExported = 51
+// 49: a run of mutants is reported in one call (MutationReport: the
+// JSON or the summary, and whether an interrupt left some unchecked; was
+// MutationJSON, MutationSummary and MutationInterrupted, which mutate
+// asked together).
+const maxExported = 49
 
 // exportedNames lists the exported package-level names and methods
 // (Type.Method) of the package's non-test files.

@@ -253,7 +253,7 @@ func TestMutationSummary_CountsEveryKind(t *testing.T) {
 		{Mutant: m("d"), Checked: true},
 		{Mutant: m("e")},
 	}
-	got := MutationSummary(results)
+	got := mutationSummary(results)
 	for _, want := range []string{
 		"mutation score: 2/4 mutants killed (50.0%), 1 undecided (an exploration hit a bound)\n",
 		"killed by:\n  Alpha                          1\n       1  a1\n  Zeta                           1\n       1  z\n",
@@ -264,7 +264,7 @@ func TestMutationSummary_CountsEveryKind(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, got)
 		}
 	}
-	js, err := MutationJSON(results)
+	js, err := mutationJSON(results)
 	if err != nil {
 		t.Fatal(err)
 	}
