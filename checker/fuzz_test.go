@@ -78,7 +78,7 @@ func FuzzMergeWalks(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		data, err := rep.JSON(TextOptions{NoTiming: true})
+		data, err := rep.marshal(TextOptions{NoTiming: true})
 		if err != nil {
 			f.Fatal(err)
 		}

@@ -231,8 +231,18 @@ type TextOptions struct {
 	Mermaid bool
 }
 
-// Text renders the report for people.
-func (r *Report) Text(opt TextOptions) string {
+// Render renders the report for people, or as one JSON object when
+// asJSON is set (see text and marshal): the command that prints a report
+// asks for one form or the other.
+func (r *Report) Render(opt TextOptions, asJSON bool) ([]byte, error) {
+	if asJSON {
+		return r.marshal(opt)
+	}
+	return []byte(r.text(opt)), nil
+}
+
+// text renders the report for people.
+func (r *Report) text(opt TextOptions) string {
 	stats := opt.Stats && !opt.NoTiming
 	var b strings.Builder
 	for i, x := range r.Runs {
@@ -585,9 +595,9 @@ type jsonStep struct {
 	State []string `json:"state"`
 }
 
-// JSON renders the report as one object. With opt.NoTiming it leaves out
-// every measured figure (times, rates, memory, workers).
-func (r *Report) JSON(opt TextOptions) ([]byte, error) {
+// marshal renders the report as one JSON object. With opt.NoTiming it
+// leaves out every measured figure (times, rates, memory, workers).
+func (r *Report) marshal(opt TextOptions) ([]byte, error) {
 	out := jsonReport{Protocol: r.Protocol, Verdict: "pass", Invariants: r.Invariants, Runs: []jsonRun{}}
 	if !opt.NoTiming {
 		out.PeakResident = &r.PeakResident

@@ -372,21 +372,20 @@ func cmdCheck(c *command, e *env, args []string) int {
 
 // report is what check prints: an exhaustive or a walk report.
 type report interface {
-	Text(checker.TextOptions) string
-	JSON(checker.TextOptions) ([]byte, error)
+	Render(opt checker.TextOptions, asJSON bool) ([]byte, error)
 }
 
 func printReport(e *env, rep report, opt checker.TextOptions, asJSON bool) int {
-	if !asJSON {
-		fmt.Fprint(e.stdout, rep.Text(opt))
-		return exitOK
-	}
-	out, err := rep.JSON(opt)
+	out, err := rep.Render(opt, asJSON)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "handoffcheck: %v\n", err)
 		return exitUsage
 	}
-	fmt.Fprintln(e.stdout, string(out))
+	if asJSON {
+		fmt.Fprintln(e.stdout, string(out))
+	} else {
+		fmt.Fprint(e.stdout, string(out))
+	}
 	return exitOK
 }
 
@@ -397,12 +396,12 @@ func printReportProps(e *env, rep report, opt checker.TextOptions, asJSON bool, 
 	if prep == nil {
 		return printReport(e, rep, opt, asJSON)
 	}
-	if !asJSON {
-		fmt.Fprint(e.stdout, rep.Text(opt))
+	out, err := rep.Render(opt, asJSON)
+	if err == nil && !asJSON {
+		fmt.Fprint(e.stdout, string(out))
 		fmt.Fprint(e.stdout, prep.text())
 		return exitOK
 	}
-	out, err := rep.JSON(opt)
 	if err == nil {
 		out, err = appendJSONField(out, "properties", prep)
 	}
