@@ -113,8 +113,7 @@ func (c *Checker) identity(words int, bitstate int64, reduce bool) string {
 	one := uint16(1)
 	fmt.Fprintf(h, "%d %d %d %d %t", words, bitstate, unsafe.Sizeof(uintptr(0)), *(*byte)(unsafe.Pointer(&one)), reduce)
 	init := c.Initial()
-	var k system.Key
-	c.Canonical(&init, &k)
+	k := c.Key(&init)
 	fmt.Fprintf(h, "%x", fingerprint(&k, words))
 	return hex.EncodeToString(h.Sum(nil))
 }

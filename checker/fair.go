@@ -655,9 +655,7 @@ func (c *Checker) ownStep(s *system.State, want *system.Key, proc int) (TraceSte
 		}
 		var t system.State
 		_, log := c.applyLogged(s, &t, &ms, i)
-		var k system.Key
-		c.Canonical(&t, &k)
-		if k != *want {
+		if c.Key(&t) != *want {
 			continue
 		}
 		*s = t

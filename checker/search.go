@@ -143,8 +143,7 @@ func (e *exploration) stopForMemory() {
 func (e *exploration) root() {
 	c := e.c
 	init := c.Initial()
-	var k system.Key
-	c.Canonical(&init, &k)
+	k := c.Key(&init)
 	e.rootKey = k
 	fp := fingerprint(&k, e.words)
 	e.vis.insert(fp, k[:e.words])

@@ -368,7 +368,7 @@ func (c *Checker) walkOnce(w walkSpec) walkRun {
 			out.moves, out.v, out.end = taken, r.Violation, endViolation
 			return out
 		}
-		c.Canonical(&s.s, &k)
+		k = c.Key(&s.s)
 		out.fps = append(out.fps, fingerprint(&k, 1+c.World().NumWorkers()+model.HandoffWords*c.World().NumHandoffs()))
 	}
 	if w.keep {

@@ -168,10 +168,15 @@ func (c *System) Drained(s *State) bool {
 	return s.W.Drained()
 }
 
-// Key is the canonical key of a state.
+// Key is the canonical key of a state. Without symmetry it is the plain
+// packing. With symmetry it is the smallest packing over every renaming
+// of interchangeable workers, each with its interchangeable handoffs
+// sorted: the least element of the orbit, so equal for all renamings of
+// one state. The explorer's successors ask CanonicalFrom, which reuses
+// their parent's packing.
 func (c *System) Key(s *State) Key {
 	var k Key
-	c.Canonical(s, &k)
+	c.canonical(s, &k)
 	return k
 }
 

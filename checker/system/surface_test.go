@@ -68,7 +68,11 @@ import (
 // 100: how many handoffs and workers a run has is asked of its world
 // (System.World's NumHandoffs and NumWorkers; System.Handoffs and
 // System.Workers folded).
-const maxExported = 100
+// 99: the canonical key of a state is asked one way, Key (Canonical,
+// which wrote it into a caller's key and which only the search called
+// outside its hot path, unexported); the explorer's successors ask
+// CanonicalFrom.
+const maxExported = 99
 
 // exportedNames lists the exported package-level names and methods
 // (Type.Method) of the package's non-test files.
