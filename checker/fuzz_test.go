@@ -88,7 +88,7 @@ func FuzzMergeWalks(f *testing.F) {
 	f.Add(seeds[1], seeds[1])
 	f.Add([]byte(`{"shard": {"index": 0, "count": 1, "walks_total": 3}, "runs": []}`), []byte(`{`))
 	f.Fuzz(func(t *testing.T, a, b []byte) {
-		m, err := mergeWalks([]ShardReport{{File: "a.json", Data: a}, {File: "b.json", Data: b}})
+		m, err := mergeWalks([]shardReport{{File: "a.json", Data: a}, {File: "b.json", Data: b}})
 		if err != nil {
 			if !errors.Is(err, errMerge) {
 				t.Fatalf("a refusal that is not ErrMerge: %v", err)

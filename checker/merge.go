@@ -25,8 +25,8 @@ var errMerge = errors.New("merge")
 // lengths are counted in an array of that size.
 const maxMergeSteps = 1 << 20
 
-// ShardReport is one shard's JSON report, named by its file.
-type ShardReport struct {
+// shardReport is one shard's JSON report, named by its file.
+type shardReport struct {
 	File string
 	Data []byte
 }
@@ -45,11 +45,20 @@ func (m *mergedWalks) violated() bool { return m.r.Verdict == "violation" }
 // above).
 func (m *mergedWalks) marshal() ([]byte, error) { return json.MarshalIndent(m.r, "", "  ") }
 
-// MergeWalks merges the reports of every shard of one search and renders
-// the merged report, as JSON in the walk report's form or as text for
-// people; violated says whether some run found a violation. Merging is
-// all a merged report is made for, so it is rendered where it is made.
-func MergeWalks(reports []ShardReport, asJSON bool) (out []byte, violated bool, err error) {
+// MergeWalks merges the reports of every shard of one search, read from
+// files by read, and renders the merged report, as JSON in the walk
+// report's form or as text for people; violated says whether some run
+// found a violation. Merging is all a merged report is made for, so it is
+// rendered where it is made.
+func MergeWalks(files []string, read func(file string) ([]byte, error), asJSON bool) (out []byte, violated bool, err error) {
+	reports := make([]shardReport, len(files))
+	for i, f := range files {
+		data, err := read(f)
+		if err != nil {
+			return nil, false, err
+		}
+		reports[i] = shardReport{File: f, Data: data}
+	}
 	m, err := mergeWalks(reports)
 	if err != nil {
 		return nil, false, err
@@ -63,7 +72,7 @@ func MergeWalks(reports []ShardReport, asJSON bool) (out []byte, violated bool, 
 }
 
 // mergeWalks merges the reports of every shard of one search.
-func mergeWalks(reports []ShardReport) (*mergedWalks, error) {
+func mergeWalks(reports []shardReport) (*mergedWalks, error) {
 	if len(reports) == 0 {
 		return nil, fmt.Errorf("%w: no report given", errMerge)
 	}

@@ -29,15 +29,8 @@ func cmdMerge(cmd *command, e *env, args []string) int {
 	if code, ok := cmd.parse(e, fs, args, 1, -1); !ok {
 		return code
 	}
-	var reports []checker.ShardReport
-	for _, file := range fs.Args() {
-		data, err := readInput(e.ctx, file)
-		if err != nil {
-			return cmd.bad(e, "%v", err)
-		}
-		reports = append(reports, checker.ShardReport{File: file, Data: data})
-	}
-	out, violated, err := checker.MergeWalks(reports, *asJSON)
+	read := func(file string) ([]byte, error) { return readInput(e.ctx, file) }
+	out, violated, err := checker.MergeWalks(fs.Args(), read, *asJSON)
 	if err != nil {
 		return cmd.bad(e, "%v", err)
 	}
