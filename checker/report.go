@@ -34,9 +34,9 @@ type Report struct {
 // Checker is the checker of the i-th run of the report.
 func (r *Report) Checker(i int) *Checker { return r.checkers[i] }
 
-// SetBaseline records the same runs explored with one worker, so that the
-// report can state the speed-up of all workers over one.
-func (r *Report) SetBaseline(one *Report) { r.baseline = one.Runs }
+// setBaseline records the same runs explored with one worker, so that the
+// report can state the speed-up of all workers over one (Limits.Speedup).
+func (r *Report) setBaseline(one *Report) { r.baseline = one.Runs }
 
 // speedup is the ratio of a run's one-worker time to its time, or 0.
 func (r *Report) speedup(i int) float64 {
@@ -116,6 +116,13 @@ func Check(ctx context.Context, p *system.Protocol, cfg *system.Config, runs []s
 	rep.PeakResident = processPeakResident()
 	for _, r := range rep.Runs {
 		rep.PeakResident = max(rep.PeakResident, r.Stats.PeakResident)
+	}
+	if lim.Speedup && !rep.Interrupted {
+		one := lim
+		one.Workers, one.Speedup = 1, false
+		if base, err := Check(ctx, p, cfg, runs, one, nil); err == nil && !base.Interrupted {
+			rep.setBaseline(base)
+		}
 	}
 	return rep, nil
 }

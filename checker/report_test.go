@@ -967,12 +967,17 @@ func TestReport_Interrupted(t *testing.T) {
 
 // The speed-up over one worker is stated whenever it was measured, also
 // when it is below one (more workers were slower), and left out when the
-// run took no time. The JSON report carries the same ratio.
+// run took no time. The JSON report carries the same ratio. Limits.Speedup
+// measures it: the same run again on one worker, the same search.
 func TestReport_SpeedupOverOneWorker(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
+	measured := checkOne(t, cfg, "trtllm", Limits{Workers: 2, Speedup: true})
+	if len(measured.baseline) != 1 || measured.baseline[0].Stats.States != measured.Runs[0].Stats.States || measured.baseline[0].Stats.Elapsed <= 0 {
+		t.Fatalf("Limits.Speedup measured %d runs on one worker", len(measured.baseline))
+	}
 	rep := checkOne(t, cfg, "trtllm", Limits{Workers: 2})
 	one := &Report{Runs: []*Result{{Stats: searchStats{Elapsed: time.Second}}}}
-	rep.SetBaseline(one)
+	rep.setBaseline(one)
 	for _, tc := range []struct {
 		elapsed time.Duration
 		line    string

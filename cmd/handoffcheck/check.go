@@ -319,7 +319,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 	}
 	lim := checker.Limits{MaxStates: f.maxStates, MaxDepth: f.maxDepth, MaxMemory: maxMem, Workers: f.workers, Exact: f.exact, Liveness: f.liveness, Reduce: f.por && !f.liveness, Sleep: f.sleep,
 		SpillDir: f.spillDir, Bitstate: bitBytes, Checkpoint: f.checkpoint, CheckpointEvery: f.checkpointEvery, Resume: f.resume,
-		From: from.moves(), FairDrained: f.fair}
+		From: from.moves(), FairDrained: f.fair, Speedup: f.speedup}
 	cfg, pr := lc.cfg, (*propsRun)(nil)
 	if set != nil {
 		cfg, pr = withProps(set, lc.cfg, &lim)
@@ -345,15 +345,6 @@ func cmdCheck(c *command, e *env, args []string) int {
 		ws := &witnessSearch{ctx: e.ctx, proto: proto, cfg: cfg, lim: lim, configJSON: lc.json, variant: variant, dir: f.witnessDir, full: f.full}
 		if prep, err = pr.judgeExhaustive(rep, ws); err != nil {
 			return c.bad(e, "%v", err)
-		}
-	}
-	if f.speedup && !rep.Interrupted {
-		// The speed-up of all cores over one, measured in the same process
-		// right after: the same runs again on one worker.
-		one := lim
-		one.Workers = 1
-		if base, err := checker.Check(e.ctx, proto, cfg, runs, one, nil); err == nil && !base.Interrupted {
-			rep.SetBaseline(base)
 		}
 	}
 	if code := printReportProps(e, rep, opt, f.asJSON, prep); code != exitOK {
