@@ -113,8 +113,7 @@ func (c *Checker) identity(words int, bitstate int64, reduce bool) string {
 	one := uint16(1)
 	fmt.Fprintf(h, "%d %d %d %d %t", words, bitstate, unsafe.Sizeof(uintptr(0)), *(*byte)(unsafe.Pointer(&one)), reduce)
 	init := c.Initial()
-	var k system.Key
-	c.Canonical(&init, &k)
+	k := c.Key(&init)
 	fmt.Fprintf(h, "%x", fingerprint(&k, words))
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -164,7 +163,7 @@ func (c *Checker) canResume(dir string, lim Limits) error {
 	if err != nil || !ok {
 		return err
 	}
-	words := 1 + c.Workers() + model.HandoffWords*c.Handoffs()
+	words := 1 + c.World().NumWorkers() + model.HandoffWords*c.World().NumHandoffs()
 	if m.Identity != c.identity(words, lim.Bitstate, lim.Reduce) {
 		return fmt.Errorf("%w: %s is a checkpoint of another search (the configuration, tables, run, --bitstate or --por differ)", errCheckpoint, cur)
 	}

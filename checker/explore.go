@@ -67,6 +67,11 @@ type Limits struct {
 	// ends); counterexamples begin with them. Not with Checkpoint or
 	// Resume.
 	From []system.Move
+	// Speedup explores the runs again on one worker once they are done
+	// (Check), so that the report states the speed-up of all workers
+	// over one, measured in the same process right after. A search that
+	// was interrupted measures nothing.
+	Speedup bool
 	// sleepAlone keeps sleep sets and drops persistent sets: a search
 	// that must then reach every state of the full one (tests).
 	sleepAlone bool

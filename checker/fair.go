@@ -432,7 +432,7 @@ func (e *exploration) checkFair() (*Counterexample, []FairVerdict, error) {
 		fv := FairVerdict{Name: ob.Name, Handoff: -1, Err: fs.err}
 		hs := 1
 		if ob.PerHandoff {
-			hs = e.c.Handoffs()
+			hs = e.c.World().NumHandoffs()
 		}
 		region := func(h int) pendingRegion {
 			pb, qb := uint8(1)<<h, uint8(0x10)<<h
@@ -655,9 +655,7 @@ func (c *Checker) ownStep(s *system.State, want *system.Key, proc int) (TraceSte
 		}
 		var t system.State
 		_, log := c.applyLogged(s, &t, &ms, i)
-		var k system.Key
-		c.Canonical(&t, &k)
-		if k != *want {
+		if c.Key(&t) != *want {
 			continue
 		}
 		*s = t

@@ -184,7 +184,7 @@ func refObligations() []Obligation {
 	for _, rp := range refProps {
 		out = append(out, Obligation{Name: rp.name, PerHandoff: true, Sides: func(sys *system.System, s *system.State) (uint64, uint64, error) {
 			var p, q uint64
-			for h := 0; h < sys.Handoffs(); h++ {
+			for h := 0; h < sys.World().NumHandoffs(); h++ {
 				if rp.p(&s.W.H[h]) {
 					p |= 1 << h
 				}
@@ -248,7 +248,7 @@ func TestFair_AgreesWithIndependentJudge(t *testing.T) {
 		for i, rp := range refProps {
 			fv := r.Fair[i]
 			want := false
-			for h := 0; h < c.Handoffs(); h++ {
+			for h := 0; h < c.World().NumHandoffs(); h++ {
 				hh := h
 				if ref.violated(func(s *system.State) bool { return rp.p(&s.W.H[hh]) }, func(s *system.State) bool { return rp.q(&s.W.H[hh]) }) {
 					want = true

@@ -93,7 +93,7 @@ func TestFrom_SearchContinuesATrace(t *testing.T) {
 			t.Fatalf("the replayed last step gives %v", r.Violation)
 		}
 	}
-	if text := rep.Text(TextOptions{NoTiming: true}); !strings.Contains(text, "the 5 steps the search started after, then the shortest from there") ||
+	if text := rep.text(TextOptions{NoTiming: true}); !strings.Contains(text, "the 5 steps the search started after, then the shortest from there") ||
 		!strings.Contains(text, "(the search started here)") {
 		t.Errorf("the report does not say where the search started:\n%s", text)
 	}
@@ -140,7 +140,7 @@ func TestFrom_ReachesLessThanTheWholeRun(t *testing.T) {
 		if r := rep.Runs[0]; !r.Complete || r.Violation != nil || !r.Liveness {
 			t.Fatalf("from %v: complete %v, violation %v", from, r.Complete, r.Violation)
 		}
-		if len(from) > 0 && !strings.Contains(rep.Text(TextOptions{NoTiming: true}), "the search started from a trace's state, so rows that never fired are not findings") {
+		if len(from) > 0 && !strings.Contains(rep.text(TextOptions{NoTiming: true}), "the search started from a trace's state, so rows that never fired are not findings") {
 			t.Errorf("the coverage of a search from a trace's state is offered as findings")
 		}
 		return rep.Runs[0]

@@ -78,7 +78,7 @@ func FuzzMergeWalks(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		data, err := rep.JSON(TextOptions{NoTiming: true})
+		data, err := rep.marshal(TextOptions{NoTiming: true})
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -88,14 +88,14 @@ func FuzzMergeWalks(f *testing.F) {
 	f.Add(seeds[1], seeds[1])
 	f.Add([]byte(`{"shard": {"index": 0, "count": 1, "walks_total": 3}, "runs": []}`), []byte(`{`))
 	f.Fuzz(func(t *testing.T, a, b []byte) {
-		m, err := MergeWalks([]ShardReport{{File: "a.json", Data: a}, {File: "b.json", Data: b}})
+		m, err := mergeWalks([]shardReport{{File: "a.json", Data: a}, {File: "b.json", Data: b}})
 		if err != nil {
 			if !errors.Is(err, errMerge) {
 				t.Fatalf("a refusal that is not ErrMerge: %v", err)
 			}
 			return
 		}
-		out, err := m.JSON()
+		out, err := m.marshal()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,6 +103,6 @@ func FuzzMergeWalks(f *testing.F) {
 		if err := json.Unmarshal(out, &back); err != nil || back.Shard == nil || !back.Shard.Merged {
 			t.Fatalf("the merged report does not read back: %v\n%s", err, out)
 		}
-		_ = m.Text()
+		_ = m.text()
 	})
 }

@@ -38,9 +38,7 @@ func shippedVariants(t *testing.T) map[string]*spec.Spec {
 // porSample is the states of a breadth-first search of a run, up to n.
 func porSample(c *Checker, n int) []system.State {
 	s0 := c.Initial()
-	var k system.Key
-	c.Canonical(&s0, &k)
-	seen := map[system.Key]bool{k: true}
+	seen := map[system.Key]bool{c.Key(&s0): true}
 	out := []system.State{s0}
 	for i := 0; i < len(out) && len(out) < n; i++ {
 		for _, m := range c.MovesInto(&out[i], nil) {
@@ -48,8 +46,7 @@ func porSample(c *Checker, n int) []system.State {
 			if _, _, err := c.Step(&t, m, nil); err != nil {
 				continue
 			}
-			c.Canonical(&t, &k)
-			if !seen[k] {
+			if k := c.Key(&t); !seen[k] {
 				seen[k] = true
 				out = append(out, t)
 			}
@@ -77,6 +74,17 @@ func budgetOf(t interface {
 		b[f] = uint8(v)
 	}
 	return b
+}
+
+// faultOf is the fault kind a configuration's "faults" object names
+// name: the tests name a kind no driver names as configurations do.
+func faultOf(t testing.TB, name string) system.Fault {
+	t.Helper()
+	f, ok := system.ParseFault(name)
+	if !ok {
+		t.Fatalf("faultOf: %q is not a fault kind", name)
+	}
+	return f
 }
 
 // mustMove is the move a step of a trace file writes as s: the tests

@@ -152,7 +152,7 @@ func TestLateCancelStandIn_NeedsALateFault(t *testing.T) {
 	cfg := loadConfigFile(t, "mutation.json")
 	for _, run := range cfg.Runs {
 		quiet := *cfg
-		quiet.Budget[system.Cancel], quiet.Budget[system.Abort] = 0, 0
+		quiet.Budget[system.Cancel], quiet.Budget[faultOf(t, "abort")] = 0, 0
 		c, err := New(p, &quiet, run)
 		if err != nil {
 			t.Fatal(err)
@@ -183,7 +183,7 @@ func TestLateCancelStandIn_NeedsALateFault(t *testing.T) {
 		for _, st := range steps[:len(steps)-1] {
 			finished = finished || st.Move.Kind.String() == "decode-finish"
 		}
-		if !finished || (last.Kind != system.Abort.Move() && last.Kind.String() != "deliver-cancel") {
+		if !finished || (last.Kind.String() != "abort" && last.Kind.String() != "deliver-cancel") {
 			t.Fatalf("%s: shortest trace %v: want decode-finish, then the cancel or abort that breaks it", run.Name, steps)
 		}
 		t.Logf("%s: %d states without cancel and abort, no violation; with them, %s after %d steps, last %s", run.Name, quietStates, r.Violation.Violation.Invariant, len(steps), last)

@@ -209,7 +209,7 @@ func TestLiveness_ReportsCarryTheCounterexample(t *testing.T) {
 	if ce == nil || ce.Violation.Invariant != "EventuallyDrained" || !rep.Violated() {
 		t.Fatalf("want an EventuallyDrained violation, got %+v", ce)
 	}
-	text := rep.Text(TextOptions{Mermaid: true})
+	text := rep.text(TextOptions{Mermaid: true})
 	wantLine(t, text, "run sglang (destination-first, engine sglang): VIOLATION EventuallyDrained\n")
 	wantLine(t, text, indent(rep.Checker(0).formatCounterexampleFull(ce, false), "  "))
 	wantLine(t, text, "run sglang counterexample:\n```mermaid\n")
@@ -224,7 +224,7 @@ func TestLiveness_ReportsCarryTheCounterexample(t *testing.T) {
 			t.Errorf("JSON step %d is %s, the trace's %s", i+1, v.Trace[i].Move, st.Move)
 		}
 	}
-	data, err := rep.JSON(TextOptions{})
+	data, err := rep.marshal(TextOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -156,14 +156,6 @@ func machineMemoryFrom(meminfo string, cgroupLimits ...string) uint64 {
 	return total
 }
 
-// DefaultMaxMemory is the bound on resident memory an exploration gets
-// when none is asked for, on a machine with this much memory (see
-// MachineMemory): three quarters of it, leaving room for the rest of the
-// machine (0, no bound, when the memory is unknown).
-func DefaultMaxMemory(machine uint64) int64 {
-	return int64(machine / 4 * 3)
-}
-
 // settle collects garbage and returns freed memory to the system, so that
 // the next run's figures start from what is really still in use.
 func settle() {

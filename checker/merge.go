@@ -25,8 +25,8 @@ var errMerge = errors.New("merge")
 // lengths are counted in an array of that size.
 const maxMergeSteps = 1 << 20
 
-// ShardReport is one shard's JSON report, named by its file.
-type ShardReport struct {
+// shardReport is one shard's JSON report, named by its file.
+type shardReport struct {
 	File string
 	Data []byte
 }
@@ -36,17 +36,43 @@ type mergedWalks struct {
 	r jsonWalkReport
 }
 
-// Violated reports whether some run found a violation.
-func (m *mergedWalks) Violated() bool { return m.r.Verdict == "violation" }
+// violated reports whether some run found a violation.
+func (m *mergedWalks) violated() bool { return m.r.Verdict == "violation" }
 
-// JSON renders the merged report in the walk report's form; its shard
+// marshal renders the merged report in the walk report's form; its shard
 // says merged, and distinct_states is the sum of the shards' (walks in two
 // shards may visit the same state, so it bounds the distinct states from
 // above).
-func (m *mergedWalks) JSON() ([]byte, error) { return json.MarshalIndent(m.r, "", "  ") }
+func (m *mergedWalks) marshal() ([]byte, error) { return json.MarshalIndent(m.r, "", "  ") }
 
-// MergeWalks merges the reports of every shard of one search.
-func MergeWalks(reports []ShardReport) (*mergedWalks, error) {
+// MergeWalks merges the reports of every shard of one search, read from
+// files by read, and renders the merged report, as JSON in the walk
+// report's form or as text for people; violated says whether some run
+// found a violation. Merging is all a merged report is made for, so it is
+// rendered where it is made.
+func MergeWalks(files []string, read func(file string) ([]byte, error), asJSON bool) (out []byte, violated bool, err error) {
+	reports := make([]shardReport, len(files))
+	for i, f := range files {
+		data, err := read(f)
+		if err != nil {
+			return nil, false, err
+		}
+		reports[i] = shardReport{File: f, Data: data}
+	}
+	m, err := mergeWalks(reports)
+	if err != nil {
+		return nil, false, err
+	}
+	if asJSON {
+		out, err = m.marshal()
+	} else {
+		out = []byte(m.text())
+	}
+	return out, m.violated(), err
+}
+
+// mergeWalks merges the reports of every shard of one search.
+func mergeWalks(reports []shardReport) (*mergedWalks, error) {
 	if len(reports) == 0 {
 		return nil, fmt.Errorf("%w: no report given", errMerge)
 	}
@@ -209,8 +235,8 @@ func mergeVacuity(m, p []jsonExercise, first bool) []jsonExercise {
 	return m
 }
 
-// Text renders the merged report for people.
-func (m *mergedWalks) Text() string {
+// text renders the merged report for people.
+func (m *mergedWalks) text() string {
 	var b strings.Builder
 	r := &m.r
 	mode := "random walks"

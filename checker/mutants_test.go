@@ -86,7 +86,7 @@ func TestExplore_CatchesBrokenTables(t *testing.T) {
 			// router's booking but leaves the machine waiting, so a
 			// duplicate of the cancel ends the booking again. (The
 			// second release itself is the core's no-op.)
-			name: "release-reservation-twice-on-duplicate-cancel", run: "sglang", budget: system.Budget{system.Duplicate: 1, system.Abort: 1},
+			name: "release-reservation-twice-on-duplicate-cancel", run: "sglang", budget: budgetOf(t, "duplicate=1", "abort=1"),
 			break_: func(t *testing.T, s *spec.Spec) {
 				override(t, s, spec.Destination, "Reserved", "Cancelled", spec.DestinationFirst, "",
 					"DisarmReservationTimer", "FenceDestination", "ReleaseDestination", "ReportDecodeFailed")
@@ -154,7 +154,7 @@ func TestExplore_EventuallyDrainedFindsTrap(t *testing.T) {
 	s := spec.Default()
 	override(t, s, spec.Destination, "Reserved", "ReservationExpired", spec.DestinationFirst, "", "ArmReservationTimer")
 	cfg := mustConfig(t, smallConfig)
-	cfg.Budget = system.Budget{system.Loss: 2}
+	cfg.Budget = budgetOf(t, "loss=2")
 	var run system.Run
 	for _, r := range cfg.Runs {
 		if r.Name == "sglang" {

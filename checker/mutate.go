@@ -101,12 +101,24 @@ func mutateOne(ctx context.Context, cfg *system.Config, m spec.Mutant, lim Limit
 	return res
 }
 
-// MutationSummary renders the score: overall, per operator, which
+// MutationReport renders the results, as one JSON object or as the
+// summary for people, and says whether an interrupt kept some mutant from
+// being checked: what a run of mutants reports, asked together.
+func MutationReport(results []MutantResult, asJSON bool) (out []byte, interrupted bool, err error) {
+	if asJSON {
+		out, err = mutationJSON(results)
+	} else {
+		out = []byte(mutationSummary(results))
+	}
+	return out, mutationInterrupted(results), err
+}
+
+// mutationSummary renders the score: overall, per operator, which
 // invariants and which checks inside them did the killing, and every
 // mutant that survived. Counting checks, not only invariants, makes a
 // check whose removal another check of the same invariant would cover
 // still visible in the summary.
-func MutationSummary(results []MutantResult) string {
+func mutationSummary(results []MutantResult) string {
 	var b strings.Builder
 	killed, bounded, checked := 0, 0, 0
 	type tally struct{ killed, total int }
@@ -190,9 +202,9 @@ func MutationSummary(results []MutantResult) string {
 	return b.String()
 }
 
-// MutationJSON renders the results as one object: the score over the
+// mutationJSON renders the results as one object: the score over the
 // mutants checked, and each mutant.
-func MutationJSON(results []MutantResult) ([]byte, error) {
+func mutationJSON(results []MutantResult) ([]byte, error) {
 	type jm struct {
 		Mutant    string `json:"mutant"`
 		Operator  string `json:"operator"`
@@ -225,8 +237,8 @@ func MutationJSON(results []MutantResult) ([]byte, error) {
 	return json.MarshalIndent(out, "", "  ")
 }
 
-// MutationInterrupted reports whether some mutant was not checked.
-func MutationInterrupted(results []MutantResult) bool {
+// mutationInterrupted reports whether some mutant was not checked.
+func mutationInterrupted(results []MutantResult) bool {
 	for _, r := range results {
 		if !r.Checked {
 			return true

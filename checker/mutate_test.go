@@ -32,7 +32,7 @@ func TestMutate_Score(t *testing.T) {
 	mutants := spec.Mutants(spec.Default(), spec.Operators)
 	// Every core: each mutant is checked on its own, in a result of its own.
 	results := Mutate(context.Background(), cfg, mutants, Limits{MaxStates: 2000000, Liveness: true}, runtime.GOMAXPROCS(0), nil)
-	got := MutationSummary(results)
+	got := mutationSummary(results)
 	golden := filepath.Join("..", "testdata", "goldens", "mutation.txt")
 	if f := flag.Lookup("rewrite"); f != nil && f.Value.String() == "true" {
 		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {

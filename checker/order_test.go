@@ -195,7 +195,7 @@ func TestExplore_ViolationInTheInitialState(t *testing.T) {
 		}
 	}
 	rep := &Report{Protocol: system.Generated().Name(), Runs: []*Result{r}, checkers: []*Checker{c}, Invariants: []string{model.NameCapacityRespected}}
-	text := rep.Text(TextOptions{Stats: true})
+	text := rep.text(TextOptions{Stats: true})
 	wantLine(t, text, "run vllm (source-first, engine vllm): VIOLATION CapacityRespected\n")
 	wantLine(t, text, "shortest trace (0 steps):\n")
 	s := r.Stats

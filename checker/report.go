@@ -34,9 +34,9 @@ type Report struct {
 // Checker is the checker of the i-th run of the report.
 func (r *Report) Checker(i int) *Checker { return r.checkers[i] }
 
-// SetBaseline records the same runs explored with one worker, so that the
-// report can state the speed-up of all workers over one.
-func (r *Report) SetBaseline(one *Report) { r.baseline = one.Runs }
+// setBaseline records the same runs explored with one worker, so that the
+// report can state the speed-up of all workers over one (Limits.Speedup).
+func (r *Report) setBaseline(one *Report) { r.baseline = one.Runs }
 
 // speedup is the ratio of a run's one-worker time to its time, or 0.
 func (r *Report) speedup(i int) float64 {
@@ -116,6 +116,13 @@ func Check(ctx context.Context, p *system.Protocol, cfg *system.Config, runs []s
 	rep.PeakResident = processPeakResident()
 	for _, r := range rep.Runs {
 		rep.PeakResident = max(rep.PeakResident, r.Stats.PeakResident)
+	}
+	if lim.Speedup && !rep.Interrupted {
+		one := lim
+		one.Workers, one.Speedup = 1, false
+		if base, err := Check(ctx, p, cfg, runs, one, nil); err == nil && !base.Interrupted {
+			rep.setBaseline(base)
+		}
 	}
 	return rep, nil
 }
@@ -231,8 +238,18 @@ type TextOptions struct {
 	Mermaid bool
 }
 
-// Text renders the report for people.
-func (r *Report) Text(opt TextOptions) string {
+// Render renders the report for people, or as one JSON object when
+// asJSON is set (see text and marshal): the command that prints a report
+// asks for one form or the other.
+func (r *Report) Render(opt TextOptions, asJSON bool) ([]byte, error) {
+	if asJSON {
+		return r.marshal(opt)
+	}
+	return []byte(r.text(opt)), nil
+}
+
+// text renders the report for people.
+func (r *Report) text(opt TextOptions) string {
 	stats := opt.Stats && !opt.NoTiming
 	var b strings.Builder
 	for i, x := range r.Runs {
@@ -585,9 +602,9 @@ type jsonStep struct {
 	State []string `json:"state"`
 }
 
-// JSON renders the report as one object. With opt.NoTiming it leaves out
-// every measured figure (times, rates, memory, workers).
-func (r *Report) JSON(opt TextOptions) ([]byte, error) {
+// marshal renders the report as one JSON object. With opt.NoTiming it
+// leaves out every measured figure (times, rates, memory, workers).
+func (r *Report) marshal(opt TextOptions) ([]byte, error) {
 	out := jsonReport{Protocol: r.Protocol, Verdict: "pass", Invariants: r.Invariants, Runs: []jsonRun{}}
 	if !opt.NoTiming {
 		out.PeakResident = &r.PeakResident

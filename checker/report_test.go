@@ -73,7 +73,7 @@ func ownMove(ms *system.MoveSet, protocol, i int) bool {
 func exploreRef(t testing.TB, c *Checker, maxDepth int) *refExploration {
 	t.Helper()
 	r := &refExploration{ids: map[system.Key]int{}}
-	words := 1 + c.Workers() + 2*c.Handoffs()
+	words := 1 + c.World().NumWorkers() + 2*c.World().NumHandoffs()
 	add := func(s system.State, d int) int {
 		k := c.Key(&s)
 		if id, ok := r.ids[k]; ok {
@@ -343,7 +343,7 @@ type jsonFigures struct {
 
 func parseReportJSON(t testing.TB, rep *Report, opt TextOptions) *jsonFigures {
 	t.Helper()
-	data, err := rep.JSON(opt)
+	data, err := rep.marshal(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +382,7 @@ func TestReport_TextAndJSONCarryTheSameFigures(t *testing.T) {
 		t.Fatal(err)
 	}
 	opt := TextOptions{Stats: true}
-	text := rep.Text(opt)
+	text := rep.text(opt)
 	j := parseReportJSON(t, rep, opt)
 	if j.Verdict != "pass" {
 		t.Errorf("verdict %q, want pass", j.Verdict)
@@ -482,12 +482,12 @@ func TestReport_TextAndJSONCarryTheSameFigures(t *testing.T) {
 
 	// Without timing, neither report carries a measured figure.
 	quiet := TextOptions{Stats: true, NoTiming: true}
-	qt := rep.Text(quiet)
+	qt := rep.text(quiet)
 	for _, measured := range []string{"elapsed", "states/s", "peak", "bytes/state", "workers"} {
 		wantNoLine(t, qt, measured)
 	}
-	wantLine(t, rep.Text(TextOptions{}), "  elapsed ")
-	wantNoLine(t, rep.Text(TextOptions{}), "peak heap")
+	wantLine(t, rep.text(TextOptions{}), "  elapsed ")
+	wantNoLine(t, rep.text(TextOptions{}), "peak heap")
 	qj := parseReportJSON(t, rep, quiet)
 	if qj.PeakResident != nil || qj.Runs[0].ElapsedMS != nil || qj.Runs[0].PeakHeap != nil || qj.Runs[0].States != 563 {
 		t.Errorf("JSON without timing: %+v", qj.Runs[0])
@@ -578,7 +578,7 @@ func TestReport_DeadEndsAndCuts(t *testing.T) {
 	// The report of a cut run says it is incomplete, why, and what that
 	// means for the verdicts.
 	rep := checkOne(t, cfg, "vllm", Limits{MaxDepth: nearest})
-	text := rep.Text(TextOptions{})
+	text := rep.text(TextOptions{})
 	wantLine(t, text, fmt.Sprintf("run vllm (source-first, engine vllm): incomplete (stopped at depth %d (--max-depth)), no violation found\n", nearest))
 	wantLine(t, text, fmt.Sprintf(", depth %d, 0 quiescent states checked\n", nearest))
 	wantLine(t, text, "  warning: the exploration was cut by a bound: Quiescence and EventuallyDrained verdicts cover only what was explored\n")
@@ -588,7 +588,7 @@ func TestReport_DeadEndsAndCuts(t *testing.T) {
 		t.Errorf("JSON of a cut run: verdict %q, %+v", j.Verdict, jr)
 	}
 	// A run that completes carries no warning.
-	wantNoLine(t, checkOne(t, cfg, "vllm", Limits{}).Text(TextOptions{}), "warning")
+	wantNoLine(t, checkOne(t, cfg, "vllm", Limits{}).text(TextOptions{}), "warning")
 }
 
 // symmetryConfig has two identical decode workers and two handoffs that
@@ -663,7 +663,7 @@ func TestReport_SymmetryOverWorkersAlone(t *testing.T) {
 			on  bool
 		}{{on, true}, {off, false}} {
 			rep := checkOne(t, x.cfg, name, lim)
-			text := rep.Text(TextOptions{})
+			text := rep.text(TextOptions{})
 			j := parseReportJSON(t, rep, TextOptions{})
 			if j.Runs[0].Symmetry != x.on || strings.Contains(text, "symmetry reduction: on") != x.on ||
 				strings.Contains(text, "warning: liveness on a symmetry-reduced graph") != x.on {
@@ -833,7 +833,7 @@ func TestReport_FirstViolationInBreadthFirstOrder(t *testing.T) {
 			override(t, s, spec.Destination, "Reserving", "DestinationReserved", spec.SourceFirst, "Receiving",
 				"RegisterDestination", "PublishStored", "StartPull")
 		}},
-		{"sglang", system.Budget{system.Duplicate: 1, system.Abort: 1}, func(t *testing.T, s *spec.Spec) {
+		{"sglang", budgetOf(t, "duplicate=1", "abort=1"), func(t *testing.T, s *spec.Spec) {
 			override(t, s, spec.Destination, "Reserved", "Cancelled", spec.DestinationFirst, "",
 				"DisarmReservationTimer", "FenceDestination", "ReleaseDestination")
 		}},
@@ -937,10 +937,10 @@ func TestReport_Interrupted(t *testing.T) {
 	if len(rep.Runs) != 0 || len(rep.NotRun) != 3 || !rep.Interrupted {
 		t.Fatalf("%d runs, %d not run, interrupted=%v", len(rep.Runs), len(rep.NotRun), rep.Interrupted)
 	}
-	text := rep.Text(TextOptions{})
+	text := rep.text(TextOptions{})
 	wantLine(t, text, "run sglang (destination-first, engine sglang): not run (interrupted)\n")
 	wantLine(t, text, "interrupted: the verdicts above cover only what was explored\n")
-	data, err := rep.JSON(TextOptions{})
+	data, err := rep.marshal(TextOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -962,17 +962,22 @@ func TestReport_Interrupted(t *testing.T) {
 	if len(wrep.Runs) != 0 || len(wrep.NotRun) != 3 || !wrep.Interrupted {
 		t.Fatalf("walks: %d runs, %d not run, interrupted=%v", len(wrep.Runs), len(wrep.NotRun), wrep.Interrupted)
 	}
-	wantLine(t, wrep.Text(TextOptions{}), "run trtllm (source-first, engine trtllm): not run (interrupted)\n")
+	wantLine(t, wrep.text(TextOptions{}), "run trtllm (source-first, engine trtllm): not run (interrupted)\n")
 }
 
 // The speed-up over one worker is stated whenever it was measured, also
 // when it is below one (more workers were slower), and left out when the
-// run took no time. The JSON report carries the same ratio.
+// run took no time. The JSON report carries the same ratio. Limits.Speedup
+// measures it: the same run again on one worker, the same search.
 func TestReport_SpeedupOverOneWorker(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
+	measured := checkOne(t, cfg, "trtllm", Limits{Workers: 2, Speedup: true})
+	if len(measured.baseline) != 1 || measured.baseline[0].Stats.States != measured.Runs[0].Stats.States || measured.baseline[0].Stats.Elapsed <= 0 {
+		t.Fatalf("Limits.Speedup measured %d runs on one worker", len(measured.baseline))
+	}
 	rep := checkOne(t, cfg, "trtllm", Limits{Workers: 2})
 	one := &Report{Runs: []*Result{{Stats: searchStats{Elapsed: time.Second}}}}
-	rep.SetBaseline(one)
+	rep.setBaseline(one)
 	for _, tc := range []struct {
 		elapsed time.Duration
 		line    string
@@ -983,8 +988,8 @@ func TestReport_SpeedupOverOneWorker(t *testing.T) {
 		{0, ", 2 workers\n", 0},
 	} {
 		rep.Runs[0].Stats.Elapsed = tc.elapsed
-		wantLine(t, rep.Text(TextOptions{Stats: true}), tc.line)
-		data, err := rep.JSON(TextOptions{})
+		wantLine(t, rep.text(TextOptions{Stats: true}), tc.line)
+		data, err := rep.marshal(TextOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1091,10 +1096,10 @@ func TestExplore_InterruptedWithinALevel(t *testing.T) {
 // with the chance that two collided, never both.
 func TestReport_SaysHowStatesWereStored(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
-	exact := checkOne(t, cfg, "trtllm", Limits{Exact: true}).Text(TextOptions{})
+	exact := checkOne(t, cfg, "trtllm", Limits{Exact: true}).text(TextOptions{})
 	wantLine(t, exact, "  states stored as exact keys: no fingerprint collisions\n")
 	wantNoLine(t, exact, "64-bit fingerprints")
-	fps := checkOne(t, cfg, "trtllm", Limits{}).Text(TextOptions{})
+	fps := checkOne(t, cfg, "trtllm", Limits{}).text(TextOptions{})
 	wantLine(t, fps, "  64-bit fingerprints: probability that two states collided ≤ ")
 	wantNoLine(t, fps, "exact keys")
 }

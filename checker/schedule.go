@@ -20,7 +20,7 @@ import (
 type schedule uint8
 
 const (
-	// schedulePositions, the default (first in ScheduleNames), draws a step for each fault the
+	// schedulePositions, the default (the zero schedule), draws a step for each fault the
 	// walk may commit (one per unit of budget of every kind the walk may
 	// use), uniformly over the run's horizon: one and a half times the
 	// length of a walk that commits no fault. Before its step a fault is
@@ -52,10 +52,9 @@ func (s schedule) name() string {
 	return fmt.Sprintf("Schedule(%d)", uint8(s))
 }
 
-// ScheduleNames lists the schedules by name, the default first.
-func ScheduleNames() []string { return append([]string(nil), scheduleNames[:]...) }
-
-// ParseSchedule finds a schedule by name.
+// ParseSchedule finds a schedule by name: positions (the default, the
+// zero WalkOptions.Schedule), uniform or pct; the error for a name that
+// is none of them lists them.
 func ParseSchedule(name string) (schedule, error) {
 	for s, n := range scheduleNames {
 		if n == name {
@@ -197,7 +196,7 @@ func (c *Checker) actor(m system.Move) int {
 	if m.H >= 0 {
 		return int(m.H)
 	}
-	return c.Handoffs()
+	return c.World().NumHandoffs()
 }
 
 // pick chooses uniformly among the moves of the highest-priority actor

@@ -113,7 +113,7 @@ func toInts(a [system.NumFaults]int32) (out [system.NumFaults]int) {
 // Every schedule name parses back to its schedule; an unknown name is
 // refused with the names that exist.
 func TestSchedule_Names(t *testing.T) {
-	for _, n := range ScheduleNames() {
+	for _, n := range scheduleNames {
 		s, err := ParseSchedule(n)
 		if err != nil || s.name() != n {
 			t.Errorf("%q parsed to %v (%v)", n, s, err)

@@ -37,7 +37,7 @@ func (c *Checker) newExploration(lim Limits) *exploration {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	e := &exploration{c: c, lim: lim, words: 1 + c.Workers() + model.HandoffWords*c.Handoffs(), cov: system.NewCoverage(c.Protocol().Spec()), start: start}
+	e := &exploration{c: c, lim: lim, words: 1 + c.World().NumWorkers() + model.HandoffWords*c.World().NumHandoffs(), cov: system.NewCoverage(c.Protocol().Spec()), start: start}
 	e.heapStart = readHeap()
 	if lim.Bitstate > 0 {
 		e.lim.Liveness, e.lim.Exact = false, false
@@ -143,8 +143,7 @@ func (e *exploration) stopForMemory() {
 func (e *exploration) root() {
 	c := e.c
 	init := c.Initial()
-	var k system.Key
-	c.Canonical(&init, &k)
+	k := c.Key(&init)
 	e.rootKey = k
 	fp := fingerprint(&k, e.words)
 	e.vis.insert(fp, k[:e.words])

@@ -228,7 +228,7 @@ func shapesPeerNotices(t testing.TB, c *Checker, s *system.State) int {
 			t.Fatalf("%s: %v %v", m, err, v)
 		}
 		var after []system.Move
-		for h := 0; h < c.Handoffs(); h++ {
+		for h := 0; h < c.World().NumHandoffs(); h++ {
 			x := &s.W.H[h]
 			for side := model.SourceSide; side <= model.DestinationSide; side++ {
 				peer := side.Other()
@@ -437,7 +437,7 @@ func TestShapes_DecodeFirstPeerRestartReachesThePeer(t *testing.T) {
 
 // shapesAllPlaced reports whether every handoff was routed on both sides.
 func shapesAllPlaced(c *Checker, s *system.State) bool {
-	for h := 0; h < c.Handoffs(); h++ {
+	for h := 0; h < c.World().NumHandoffs(); h++ {
 		if s.W.H[h].Prefill < 0 || s.W.H[h].Decode < 0 {
 			return false
 		}
@@ -655,12 +655,12 @@ func shapesSymmetry(t *testing.T, cfg *system.Config, run string, wantOn, wantOf
 		off.UnpackTo(&k, &s)
 		for i := 1; i < len(perms); i++ {
 			if r := shapesRelabel(&s, &perms[i]); !full[off.Key(&r)] {
-				t.Fatalf("renaming workers by %v maps a reachable state to an unreachable one:\n%s", perms[i][:on.Workers()], strings.Join(off.DescribeState(&s), "\n"))
+				t.Fatalf("renaming workers by %v maps a reachable state to an unreachable one:\n%s", perms[i][:on.World().NumWorkers()], strings.Join(off.DescribeState(&s), "\n"))
 			}
 		}
 		for _, cl := range classes {
 			for i := 1; i < len(cl); i++ {
-				if r := shapesSwapHandoffs(k, on.Workers(), cl[0], cl[i]); !full[r] {
+				if r := shapesSwapHandoffs(k, on.World().NumWorkers(), cl[0], cl[i]); !full[r] {
 					t.Fatalf("swapping handoffs %d and %d maps a reachable state to an unreachable one:\n%s", cl[0], cl[i], strings.Join(off.DescribeState(&s), "\n"))
 				}
 			}

@@ -42,10 +42,7 @@ func TestSleep_IndependentMovesCommute(t *testing.T) {
 							t.Fatalf("%s %s: %s and %s judged independent, but one disables the other (%v, %v) in\n%s",
 								tc.file, run.Name, a, b, okAB, okBA, strings.Join(c.DescribeState(&s), "\n"))
 						}
-						var kab, kba system.Key
-						c.Canonical(&ab, &kab)
-						c.Canonical(&ba, &kba)
-						if kab != kba {
+						if kab, kba := c.Key(&ab), c.Key(&ba); kab != kba {
 							t.Fatalf("%s %s: %s and %s judged independent, but the two orders differ from\n%s",
 								tc.file, run.Name, a, b, strings.Join(c.DescribeState(&s), "\n"))
 						}
@@ -91,8 +88,7 @@ func TestSleep_NamingFollowsCanonical(t *testing.T) {
 			return
 		}
 		for _, s := range porSample(c, 3000) {
-			var k system.Key
-			c.Canonical(&s, &k)
+			k := c.Key(&s)
 			var canon system.State
 			c.UnpackTo(&k, &canon)
 			var mine, theirs sleepSet

@@ -29,7 +29,29 @@ import (
 // user names, unexported; their fields and methods stay as they were.
 // 55: one run is searched through Check (Checker.Explore, which only a
 // test outside called, unexported: Check adds what a report needs).
-const maxExported = 55
+// 54: the default of --max-memory (three quarters of the machine's
+// memory), which only the command line read, is the command's
+// (DefaultMaxMemory moved).
+// 51: a merged walk report is rendered where it is made (MergeWalks
+// returns the rendering and whether a run was violated; the merged
+// report's JSON, Text and Violated, which only merge asked, together).
+// 49: a run of mutants is reported in one call (MutationReport: the
+// JSON or the summary, and whether an interrupt left some unchecked; was
+// MutationJSON, MutationSummary and MutationInterrupted, which mutate
+// asked together).
+// 47: a check report renders itself in the form asked (Report.Render
+// and WalkReport.Render; was Text and JSON on each, which check called
+// one or the other of).
+// 46: a walk's schedule is named by ParseSchedule alone (its error lists
+// the names; the command's default is the zero schedule, which its tests
+// hold equal); ScheduleNames folded.
+// 45: MergeWalks reads the shards' reports itself, through the
+// caller's reader (ShardReport, a file and its bytes paired only for the
+// call, unexported).
+// 44: the speed-up over one worker is measured by Check when
+// Limits.Speedup asks (was the command's second Check and
+// Report.SetBaseline).
+const maxExported = 44
 
 // exportedNames lists the exported package-level names and methods
 // (Type.Method) of the package's non-test files.

@@ -253,7 +253,7 @@ func TestMutationSummary_CountsEveryKind(t *testing.T) {
 		{Mutant: m("d"), Checked: true},
 		{Mutant: m("e")},
 	}
-	got := MutationSummary(results)
+	got := mutationSummary(results)
 	for _, want := range []string{
 		"mutation score: 2/4 mutants killed (50.0%), 1 undecided (an exploration hit a bound)\n",
 		"killed by:\n  Alpha                          1\n       1  a1\n  Zeta                           1\n       1  z\n",
@@ -264,7 +264,7 @@ func TestMutationSummary_CountsEveryKind(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, got)
 		}
 	}
-	js, err := MutationJSON(results)
+	js, err := mutationJSON(results)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -580,13 +580,13 @@ func TestMermaid_EveryMoveOnItsLane(t *testing.T) {
 		{system.Move{Kind: system.MvDeliver, H: 0, Arg: dst, Msg: model.MsgReaderCompleted}, "    Transport->>Destination: h0 ReaderCompleted\n"},
 		{system.Move{Kind: system.MvDeliver, H: 1, Arg: src, Msg: model.MsgReaderCompleted}, "    Transport->>Source: h1 ReaderCompleted\n"},
 		{system.Move{Kind: system.Duplicate.Move(), H: 0, Arg: src, Msg: model.MsgReaderCompleted}, "    Transport->>Source: h0 ReaderCompleted (duplicate, kept in flight)\n"},
-		{system.Move{Kind: system.Loss.Move(), H: 0, Arg: dst, Msg: model.MsgReaderCompleted}, "    Transport-xDestination: h0 ReaderCompleted lost\n"},
+		{mustMove(t, "lose h=0 to=destination msg=ReaderCompleted"), "    Transport-xDestination: h0 ReaderCompleted lost\n"},
 		{mustMove(t, "reserve h=0"), "    Note over Destination: reserve h=0\n"},
 		{system.Move{Kind: system.MvPromote, H: 0}, "    Note over Destination: promote h=0\n"},
 		{mustMove(t, "decode-finish h=0"), "    Note over Destination: decode-finish h=0\n"},
 		{system.Move{Kind: system.MvCompute, H: 0}, "    Note over Source: compute h=0\n"},
-		{system.Move{Kind: system.Abort.Move(), H: 0, Arg: dst}, "    Note over Destination: abort h=0 side=destination\n"},
-		{system.Move{Kind: system.Abort.Move(), H: 0, Arg: src}, "    Note over Source: abort h=0 side=source\n"},
+		{mustMove(t, "abort h=0 side=destination"), "    Note over Destination: abort h=0 side=destination\n"},
+		{mustMove(t, "abort h=0 side=source"), "    Note over Source: abort h=0 side=source\n"},
 		{mustMove(t, "peer-restarted h=0 side=destination"), "    Note over Destination: peer-restarted h=0 side=destination\n"},
 		{mustMove(t, "deferred h=0 side=destination"), "    Note over Destination: deferred h=0 side=destination\n"},
 		{mustMove(t, "deferred h=0 side=source"), "    Note over Source: deferred h=0 side=source\n"},
@@ -729,7 +729,7 @@ func TestParseMove_EveryTimerMessageAndSide(t *testing.T) {
 	for m := model.Msg(1); m < model.NumMsgs; m++ {
 		moves = append(moves, system.Move{Kind: system.MvDeliver, H: 0, Arg: int8(model.SourceSide), Msg: m})
 	}
-	moves = append(moves, system.Move{Kind: system.Abort.Move(), H: 2, Arg: int8(model.SourceSide)}, system.Move{Kind: system.Abort.Move(), H: 2, Arg: int8(model.DestinationSide)},
+	moves = append(moves, mustMove(t, "abort h=2 side=source"), mustMove(t, "abort h=2 side=destination"),
 		mustMove(t, "deferred h=3 side=source"), mustMove(t, "deferred h=3 side=destination"),
 		system.Move{Kind: system.MvRoutePrefill, H: 0, Arg: 0})
 	for _, m := range moves {

@@ -162,7 +162,7 @@ func TestMutate_SampleKeepsTheGoldenVerdicts(t *testing.T) {
 	if killed == 0 || survived == 0 {
 		t.Errorf("the sample has %d killed and %d survivors: it cannot tell a change of either kind", killed, survived)
 	}
-	got := MutationSummary(results)
+	got := mutationSummary(results)
 	sample := filepath.Join("..", "testdata", "goldens", "mutation-sample.txt")
 	if f := flag.Lookup("rewrite"); f != nil && f.Value.String() == "true" {
 		if err := os.WriteFile(sample, []byte(got), 0o644); err != nil {

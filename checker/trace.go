@@ -79,9 +79,7 @@ func (e *exploration) keysAlong(path []uint32) []system.Key {
 		tx := model.Tx{W: &t.W}
 		_, via := e.links.get(id)
 		c.ApplyTx(&t, &tx, ms.M[via], nil, ms.Stuck)
-		var k system.Key
-		c.Canonical(&t, &k)
-		keys = append(keys, k)
+		keys = append(keys, c.Key(&t))
 	}
 	return keys
 }
@@ -112,8 +110,7 @@ func (c *Checker) concreteStepV(s *system.State, want *system.Key, inv string) (
 				continue
 			}
 		}
-		var k system.Key
-		c.Canonical(&t, &k)
+		k := c.Key(&t)
 		if want != nil && k != *want {
 			continue
 		}
@@ -161,8 +158,7 @@ func (e *exploration) counterexample(f *found) *Counterexample {
 		t := last
 		tx := model.Tx{W: &t.W}
 		c.ApplyTx(&t, &tx, ms.M[f.move], nil, ms.Stuck)
-		var k system.Key
-		c.Canonical(&t, &k)
+		k := c.Key(&t)
 		step, v, ok := c.concreteStepV(&s, &k, f.v.Invariant)
 		if !ok {
 			panic("checker: cannot replay the failing step")

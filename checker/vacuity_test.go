@@ -64,7 +64,7 @@ func TestVacuity_TwoHandoffsFaults(t *testing.T) {
 			}
 		}
 	}
-	text := rep.Text(TextOptions{NoTiming: true})
+	text := rep.text(TextOptions{NoTiming: true})
 	for _, line := range []string{
 		"  vacuous here: DestinationFirstGate (the policy is not destination-first)\n",
 		"  every invariant's trigger fired\n",
@@ -101,7 +101,7 @@ func TestVacuity_CutByABound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := rep.Text(TextOptions{NoTiming: true})
+	text := rep.text(TextOptions{NoTiming: true})
 	if !strings.Contains(text, "  not exercised before the bound: TransferNeedsReservation (no transfer started), ") ||
 		strings.Contains(text, "vacuous here") || !strings.Contains(text, "EventuallyDrained (the explored graph was not judged)") {
 		t.Errorf("a bounded search's report:\n%s", text)
@@ -116,7 +116,7 @@ func TestVacuity_JSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := rep.JSON(TextOptions{NoTiming: true})
+	data, err := rep.marshal(TextOptions{NoTiming: true})
 	if err != nil {
 		t.Fatal(err)
 	}

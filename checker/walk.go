@@ -322,7 +322,7 @@ func (c *Checker) walkOnce(w walkSpec) walkRun {
 		plan = c.planFaults(rng, &allowed, horizon)
 		out.schedule = plan.list()
 		if sched == schedulePCT {
-			order = newPCTOrder(rng, c.Handoffs()+1, horizon)
+			order = newPCTOrder(rng, c.World().NumHandoffs()+1, horizon)
 		}
 	}
 	s := c.NewSession()
@@ -368,8 +368,8 @@ func (c *Checker) walkOnce(w walkSpec) walkRun {
 			out.moves, out.v, out.end = taken, r.Violation, endViolation
 			return out
 		}
-		c.Canonical(&s.s, &k)
-		out.fps = append(out.fps, fingerprint(&k, 1+c.Workers()+model.HandoffWords*c.Handoffs()))
+		k = c.Key(&s.s)
+		out.fps = append(out.fps, fingerprint(&k, 1+c.World().NumWorkers()+model.HandoffWords*c.World().NumHandoffs()))
 	}
 	if w.keep {
 		out.moves = taken

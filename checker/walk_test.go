@@ -47,7 +47,7 @@ type walkJSON struct {
 
 func walkReportJSON(t *testing.T, rep *WalkReport, opt TextOptions) *walkJSON {
 	t.Helper()
-	data, err := rep.JSON(opt)
+	data, err := rep.marshal(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestWalk_ReportFigures(t *testing.T) {
 				t.Fatal(err)
 			}
 			j := walkReportJSON(t, rep, TextOptions{})
-			text := rep.Text(TextOptions{})
+			text := rep.text(TextOptions{})
 			if rep.Violated() || rep.Interrupted || j.Verdict != "pass" || j.Mode != "walks" || j.Schedule != sched.name() || j.Steps != 30 || j.Seed != 7 {
 				t.Fatalf("walks of the correct tables: violated=%v interrupted=%v, JSON %q %q %q steps %d seed %d", rep.Violated(), rep.Interrupted, j.Verdict, j.Mode, j.Schedule, j.Steps, j.Seed)
 			}
@@ -158,7 +158,7 @@ func TestWalk_ReportFigures(t *testing.T) {
 				wantLine(t, text, fmt.Sprintf("run %s (%s, engine %s): 40 random walks of up to 30 moves (seed 7, schedule %s): no violation\n  %s moves, %s distinct states visited, elapsed ",
 					x.Run.Name, x.Run.Policy, x.Run.Engine, sched.name(), commas(x.Moves), commas(int64(x.Distinct))))
 				wantLine(t, text, fmt.Sprintf("\n  coverage: source rows %d/%d fired, destination rows %d/%d fired\n", rc[0].Fired, rc[0].Total, rc[1].Fired, rc[1].Total))
-				stats := rep.Text(TextOptions{Stats: true})
+				stats := rep.text(TextOptions{Stats: true})
 				wantLine(t, stats, fmt.Sprintf("  walk lengths: min %d, median %d, p90 %d, max %d moves; ended: %d with nothing enabled, %d at the step bound, 0 on a violation\n",
 					l.Min, l.Median, l.P90, l.Max, x.stats.Ended[endNothingEnabled], x.stats.Ended[endStepBound]))
 				wantLine(t, stats, fmt.Sprintf("  moves taken: route-prefill %d, ", x.stats.Kinds[system.MvRoutePrefill]))
@@ -167,7 +167,7 @@ func TestWalk_ReportFigures(t *testing.T) {
 			// Every walk ran: the text does not narrow the figures to a prefix.
 			wantNoLine(t, text, "in walks")
 			wantNoLine(t, text, "walk lengths")
-			wantNoLine(t, rep.Text(TextOptions{NoTiming: true}), "elapsed")
+			wantNoLine(t, rep.text(TextOptions{NoTiming: true}), "elapsed")
 			if q := walkReportJSON(t, rep, TextOptions{NoTiming: true}); q.Runs[0].ElapsedMS != nil {
 				t.Errorf("JSON without timing has an elapsed time")
 			}
@@ -233,7 +233,7 @@ func failingReport(t *testing.T, p *system.Protocol, cfg *system.Config, sched s
 		}
 		sch = "; schedule: " + strings.Join(at, ", ")
 	}
-	text := rep.Text(TextOptions{})
+	text := rep.text(TextOptions{})
 	wantLine(t, text, fmt.Sprintf("): 300 random walks of up to 80 moves (seed 11, schedule %s): VIOLATION %s\n", sched.name(), x.Violation.Violation.Invariant))
 	wantLine(t, text, fmt.Sprintf("  %s moves, %s distinct states visited in walks 0-%d, elapsed ", commas(x.Moves), commas(int64(x.Distinct)), x.Failing))
 	wantLine(t, text, fmt.Sprintf("  walk %d failed after %d moves (faults: %s%s); shrunk to %d steps\n", x.Failing, x.Original, strings.Join(x.Faults, ", "), sch, len(x.Violation.Steps)))
@@ -247,7 +247,7 @@ func failingReport(t *testing.T, p *system.Protocol, cfg *system.Config, sched s
 		t.Errorf("JSON verdict %q, %+v; result %+v", j.Verdict, jr, x)
 	}
 	// Each JSON step names the rows it fired.
-	data, err := rep.JSON(TextOptions{})
+	data, err := rep.marshal(TextOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,10 +65,20 @@ func (r *WalkReport) mode() string {
 	return "random walks"
 }
 
-// Text renders the report for people. With opt.Stats it describes the
+// Render renders the report for people, or as one JSON object when
+// asJSON is set (see text and marshal): the command that prints a report
+// asks for one form or the other.
+func (r *WalkReport) Render(opt TextOptions, asJSON bool) ([]byte, error) {
+	if asJSON {
+		return r.marshal(opt)
+	}
+	return []byte(r.text(opt)), nil
+}
+
+// text renders the report for people. With opt.Stats it describes the
 // walks of each run: the rows that never fired, the walk lengths and why
 // the walks ended, the moves taken and the faults committed by kind.
-func (r *WalkReport) Text(opt TextOptions) string {
+func (r *WalkReport) text(opt TextOptions) string {
 	var b strings.Builder
 	for i, x := range r.Runs {
 		c := r.checkers[i]
@@ -265,9 +275,9 @@ type jsonLengths struct {
 	Max    int `json:"max"`
 }
 
-// JSON renders the report as one object. With opt.NoTiming it leaves out
-// the elapsed times.
-func (r *WalkReport) JSON(opt TextOptions) ([]byte, error) {
+// marshal renders the report as one JSON object. With opt.NoTiming it
+// leaves out the elapsed times.
+func (r *WalkReport) marshal(opt TextOptions) ([]byte, error) {
 	out := jsonWalkReport{Mode: "walks", Schedule: r.Opts.Schedule.name(), Verdict: "pass", Steps: r.Opts.Steps, Seed: r.Opts.Seed, Runs: []jsonWalk{}}
 	if r.Opts.Shards > 0 {
 		out.Shard = &jsonShard{Index: r.Opts.Shard, Count: r.Opts.Shards, Walks: r.Opts.Walks}

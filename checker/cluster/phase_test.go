@@ -14,10 +14,11 @@ import (
 // and struck where the request next offers it; another side's fact, or
 // another fact, sets nothing.
 func TestMarks_AimedAtAPhase(t *testing.T) {
-	for _, tc := range []struct {
-		kind string
-		k    system.Fault
-	}{{"cancel", system.Cancel}, {"abort", system.Abort}, {"delay", system.Delay}, {"evict", system.Evict}} {
+	for _, kind := range []string{"cancel", "abort", "delay", "evict"} {
+		tc := struct {
+			kind string
+			k    system.Fault
+		}{kind, faultOf(t, kind)}
 		var m Marks
 		f := Fault{File: "plan.jsonl", Line: 2, Kind: tc.kind, Request: 0, Worker: -1, Side: "destination", After: "outcome_reported"}
 		if err := m.Mark(&f); err != nil {
@@ -52,8 +53,7 @@ func TestMarks_AimedAtAPhase(t *testing.T) {
 // same phase strikes first (it slows the command the abort sends), and
 // the abort waits for it; the drivers hand the marks on in that order.
 func TestMarks_OnePhaseStrikesInThePlansOrder(t *testing.T) {
-	abort := system.Move{Kind: system.Abort.Move(), H: 0, Arg: int8(model.SourceSide)}
-	delay := system.Move{Kind: system.Delay.Move(), H: 0, Arg: int8(model.SourceSide)}
+	abort, delay := mustMove(t, "abort h=0 side=source"), mustMove(t, "delay h=0 side=source")
 	for _, order := range [][]string{{"delay", "abort"}, {"abort", "delay"}} {
 		var m Marks
 		for i, kind := range order {
@@ -99,7 +99,7 @@ func TestMarks_OnePhaseStrikesInThePlansOrder(t *testing.T) {
 	}
 	m.Logged(model.SourceSide, "request_accepted")
 	m.Logged(model.SourceSide, "prefill_dispatched")
-	if _, k, ok := m.Offered([]system.Move{abort, delay}, nil); !ok || k != system.Abort {
+	if _, k, ok := m.Offered([]system.Move{abort, delay}, nil); !ok || k != faultOf(t, "abort") {
 		t.Fatalf("marks of two phases: struck %v (%v), want the first offered", k, ok)
 	}
 }
@@ -109,10 +109,11 @@ func TestMarks_OnePhaseStrikesInThePlansOrder(t *testing.T) {
 // the destination logs reserved. The striking side's own fact of that
 // name sets nothing, and PhaseMarksBy names both sides.
 func TestMarks_AimedAtTheOtherSidesPhase(t *testing.T) {
-	for _, tc := range []struct {
-		kind string
-		k    system.Fault
-	}{{"abort", system.Abort}, {"delay", system.Delay}, {"evict", system.Evict}} {
+	for _, kind := range []string{"abort", "delay", "evict"} {
+		tc := struct {
+			kind string
+			k    system.Fault
+		}{kind, faultOf(t, kind)}
 		var m Marks
 		f := Fault{File: "plan.jsonl", Line: 2, Kind: tc.kind, Request: 0, Worker: -1, Side: "source", After: "registered", AfterSide: "destination"}
 		if err := m.Mark(&f); err != nil {
@@ -166,4 +167,25 @@ func TestCheckPhase(t *testing.T) {
 			t.Errorf("%+v: got %q, want %q", tc.f, got, tc.want)
 		}
 	}
+}
+
+// faultOf is the fault kind a plan's line names: the tests name a kind no
+// driver names as plans do.
+func faultOf(t testing.TB, name string) system.Fault {
+	t.Helper()
+	f, ok := system.ParseFault(name)
+	if !ok {
+		t.Fatalf("faultOf: %q is not a fault kind", name)
+	}
+	return f
+}
+
+// mustMove is the move a step of a trace file writes as s.
+func mustMove(t testing.TB, s string) system.Move {
+	t.Helper()
+	m, err := system.ParseMove(s)
+	if err != nil {
+		t.Fatalf("move %q: %v", s, err)
+	}
+	return m
 }

@@ -49,7 +49,7 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.allHandoffs(), true
 	case varWorkers:
 		if a.workers == nil {
-			a.workers = a.wbuf[:a.sys.Workers()]
+			a.workers = a.wbuf[:a.sys.World().NumWorkers()]
 			for w := range a.workers {
 				a.workers[w] = workerView(a.sys, a.s, w)
 			}
@@ -67,7 +67,7 @@ func (a *activation) Parent() interpreter.Activation { return nil }
 
 func (a *activation) allHandoffs() []Handoff {
 	if a.handoffs == nil {
-		a.handoffs = a.hbuf[:a.sys.Handoffs()]
+		a.handoffs = a.hbuf[:a.sys.World().NumHandoffs()]
 		for h := range a.handoffs {
 			a.handoffs[h] = handoffView(a.sys, a.s, h, &a.sbuf[h])
 		}
@@ -228,14 +228,14 @@ func (set *Set) Judge(sys *system.System, s *system.State) *model.Violation {
 	sn := set.seenBy(sys)
 	var local [model.MaxHandoffs]uint64
 	if set.nLocal > 0 {
-		for h := 0; h < sys.Handoffs(); h++ {
+		for h := 0; h < sys.World().NumHandoffs(); h++ {
 			local[h] = set.localBits(sn, a, h)
 		}
 	}
 	for i, p := range set.Props {
 		if p.local {
 			held := &sn.held[i]
-			for h := 0; h < sys.Handoffs(); h++ {
+			for h := 0; h < sys.World().NumHandoffs(); h++ {
 				b := local[h] >> p.bit
 				if p.Kind == Sometimes {
 					if b&bitHolds != 0 && !held.Load() {

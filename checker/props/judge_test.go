@@ -26,7 +26,7 @@ func (c *crossCheck) Judge(sys *system.System, s *system.State) *model.Violation
 	a := newActivation(sys, s)
 	defer a.done()
 	sn := c.set.seenBy(sys)
-	for h := 0; h < sys.Handoffs(); h++ {
+	for h := 0; h < sys.World().NumHandoffs(); h++ {
 		bits := c.set.localBits(sn, a, h)
 		fresh.h = &fresh.allHandoffs()[h]
 		for _, p := range c.set.Props {

@@ -39,10 +39,10 @@ func TestHang_OfferedWhereTheSystemWaitsOnTransfers(t *testing.T) {
 			tx := model.Tx{W: &s.W}
 			for h := 0; h < len(cfg.World.Handoffs); h++ {
 				x := &s.W.H[h]
-				want := waiting && x.Xfer == model.XferRunning && !x.Hung && tx.TransferWouldSucceed(h) && s.B.has(Hang)
+				want := waiting && x.Xfer == model.XferRunning && !x.Hung && tx.TransferWouldSucceed(h) && s.B.has(hang)
 				got, ends := false, false
 				for i := 0; i < ms.N; i++ {
-					if m := ms.M[i]; int(m.H) == h && m.Kind == Hang.Move() {
+					if m := ms.M[i]; int(m.H) == h && m.Kind == hang.Move() {
 						got = true
 					} else if int(m.H) == h && m.Kind == MvTransfer {
 						ends = true

@@ -108,7 +108,8 @@ func (c *System) Run() Run { return c.run }
 // Protocol is the role machines this checker runs.
 func (c *System) Protocol() *Protocol { return c.proto }
 
-// World is the run's prepared world configuration.
+// World is the run's prepared world configuration; it says how many
+// handoffs and workers the run has (NumHandoffs, NumWorkers).
 func (c *System) World() *model.Config { return c.world }
 
 // Initial is the state every exploration starts from: nothing routed,
@@ -167,10 +168,15 @@ func (c *System) Drained(s *State) bool {
 	return s.W.Drained()
 }
 
-// Key is the canonical key of a state.
+// Key is the canonical key of a state. Without symmetry it is the plain
+// packing. With symmetry it is the smallest packing over every renaming
+// of interchangeable workers, each with its interchangeable handoffs
+// sorted: the least element of the orbit, so equal for all renamings of
+// one state. The explorer's successors ask CanonicalFrom, which reuses
+// their parent's packing.
 func (c *System) Key(s *State) Key {
 	var k Key
-	c.Canonical(s, &k)
+	c.canonical(s, &k)
 	return k
 }
 
@@ -201,12 +207,6 @@ func (c *System) WriteIdentity(enc *json.Encoder) {
 	_ = enc.Encode(c.sym.perms)
 	_ = enc.Encode(c.sym.classes)
 }
-
-// Handoffs is how many handoffs the run's world has.
-func (c *System) Handoffs() int { return c.nH }
-
-// Workers is how many workers the run's world has.
-func (c *System) Workers() int { return c.nW }
 
 // Symmetric reports whether the canonical form renames interchangeable
 // handoffs or workers.

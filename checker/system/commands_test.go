@@ -21,7 +21,7 @@ func TestCommands_AtOnceOrQueued(t *testing.T) {
 		c := checkerFor(t, Generated(), cfg, run)
 		eachState(t, c, func(s *State) bool {
 			for _, m := range c.MovesInto(s, nil) {
-				if m.Kind == mvApply || m.Kind == Delay.Move() {
+				if m.Kind == mvApply || m.Kind == delay.Move() {
 					t.Fatalf("%s: %s offered with every command at once:\n%s", run, m, strings.Join(c.DescribeState(s), "\n"))
 				}
 			}
@@ -83,7 +83,7 @@ func TestCommands_OldFilesActInTheirRow(t *testing.T) {
 	eachState(t, c, func(st *State) bool {
 		n++
 		for _, m := range c.MovesInto(st, nil) {
-			if m.Kind == mvApply || m.Kind == Delay.Move() {
+			if m.Kind == mvApply || m.Kind == delay.Move() {
 				t.Fatalf("%s offered for a file without answers", m)
 			}
 		}
@@ -142,7 +142,7 @@ func TestParseCommands(t *testing.T) {
 func TestDelay_FiredByMatchesTheStep(t *testing.T) {
 	t.Parallel()
 	cfg := loadConfigFile(t, "../mutation.json")
-	cfg.Budget[Hang], cfg.Budget[Evict] = 1, 1
+	cfg.Budget[hang], cfg.Budget[Evict] = 1, 1
 	// A variant with deferred steps, so that a deferred move fires a row.
 	data, err := os.ReadFile("../../testdata/variants/deferred-free-during-pull.json")
 	if err != nil {
@@ -197,7 +197,7 @@ func TestDelay_FiredByMatchesTheStep(t *testing.T) {
 		})
 	}
 	for _, k := range []MoveKind{mvDeliverRequest, MvRouteDecode, mvReserve, mvRefuse, MvCompute, MvTransfer, transferFailure.Move(),
-		MvDeliver, Duplicate.Move(), MvTimer, mvDecodeFinish, mvDeliverCancel, mvPeerRestarted, mvDeferred, Abort.Move(), mvApply} {
+		MvDeliver, Duplicate.Move(), MvTimer, mvDecodeFinish, mvDeliverCancel, mvPeerRestarted, mvDeferred, abort.Move(), mvApply} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s move compared", k)
 		}

@@ -18,11 +18,12 @@
 // Apply (one the environment makes whatever the state) perform a move
 // and judge the step invariants, ApplyTx inside a transaction the caller
 // holds; CheckState, Quiescent, CheckQuiescence and Drained judge a
-// state; Canonical writes a state's canonical key (symmetry-reduced) and
-// UnpackTo gives the state back (the search hashes keys itself); Ample and
-// Sleep are the per-move footprints partial-order reduction and sleep
-// sets rely on, and RenameSleep renames a sleep set as the canonical form
-// renames its state. Budget, Terminal, Finished, FiringText, Coverage, RoleOf and
+// state; Key is a state's canonical key (symmetry-reduced; CanonicalFrom
+// a successor's, from its parent's) and UnpackTo gives the state back
+// (the search hashes keys itself); Ample and Sleep are the per-move
+// footprints partial-order reduction and sleep sets rely on, and
+// RenameSleep renames a sleep set as the canonical form renames its
+// state. Budget, Terminal, Finished, FiringText, Coverage, RoleOf and
 // TimerOf are what timed drivers need besides.
 //
 // The tables of move kinds are here too, asked as questions, so that no

@@ -14,23 +14,25 @@ import (
 type Fault uint8
 
 // The fault kinds, in budget order. The names are also the keys of a
-// Budget literal: Budget{Loss: 1, Cancel: 2}. reorder and early_timer,
+// Budget literal: Budget{Duplicate: 1, Cancel: 2}. reorder and early_timer,
 // spent by protocol moves taken out of order, are named only here: a
-// driver asks Move.SpendsAt.
+// driver asks Move.SpendsAt; so are the kinds no driver names (abort,
+// loss, delay, hang, background_load), which a configuration, a plan and
+// a trace file name by their keys (ParseFault, ParseMove).
 const (
 	Duplicate Fault = iota
-	Loss
+	loss
 	reorder
 	Cancel
-	Abort
+	abort
 	transferFailure
 	Restart
 	earlyTimer
 	NoShow
-	BackgroundLoad
-	Hang
+	backgroundLoad
+	hang
 	Evict
-	Delay
+	delay
 	// NumFaults is the number of fault kinds.
 	NumFaults
 )
@@ -123,13 +125,13 @@ type faultKind struct {
 var FaultKinds = [NumFaults]faultKind{
 	Duplicate: {Config: "duplicate", MoveName: "duplicate", args: []arg{argH, argTo, argMsg}, Swarm: true,
 		Meaning: "the transport delivers a fact in flight and keeps it in flight", Instead: MvDeliver, Delivers: 2},
-	Loss: {Config: "loss", MoveName: "lose", args: []arg{argH, argTo, argMsg}, Swarm: true,
+	loss: {Config: "loss", MoveName: "lose", args: []arg{argH, argTo, argMsg}, Swarm: true,
 		Meaning: "the transport drops a fact in flight", Instead: MvDeliver, Silent: true},
 	reorder: {Config: "reorder",
 		Meaning: "the transport delivers a fact that is not the oldest in flight", Unplanned: "facts are reordered by the simulator's latency jitter by themselves, not at a time of a plan; schedule a loss or a duplicate to disturb one fact"},
 	Cancel: {Config: "cancel", MoveName: "cancel", args: []arg{argH}, Swarm: true,
 		Meaning: "the client cancels the request; the frontend cancels both request streams that exist", Offered: true, Phase: true, Frontend: true, Logs: "client_cancelled"},
-	Abort: {Config: "abort", MoveName: "abort", args: []arg{argH, argSide}, Swarm: true,
+	abort: {Config: "abort", MoveName: "abort", args: []arg{argH, argSide}, Swarm: true,
 		Meaning: "either side aborts the request on its own, at any phase", Offered: true, Phase: true, Logs: "aborted"},
 	transferFailure: {Config: "transfer_failure", MoveName: "fail-transfer", args: []arg{argH}, Swarm: true,
 		Meaning: "a running KV transfer fails on its own (network, timeout)", Instead: MvTransfer, Shown: true},
@@ -139,13 +141,13 @@ var FaultKinds = [NumFaults]faultKind{
 		Meaning: "a lease, bootstrap or reservation deadline or a heartbeat fires while other moves are still possible", Unplanned: "timers fire on the simulator's clock when their deadlines pass; set the deadlines in the simulation's configuration instead"},
 	NoShow: {Config: "no_show", MoveName: "no-show", args: []arg{argH}, Swarm: true,
 		Meaning: "the frontend never routes decode", Silent: true, Unplanned: "whether the frontend ever routes decode is decided when it routes the request, not at a time of a plan; schedule a cancel or an abort instead"},
-	BackgroundLoad: {Config: "background_load", MoveName: "occupy", args: []arg{argWorker}, Swarm: true,
+	backgroundLoad: {Config: "background_load", MoveName: "occupy", args: []arg{argWorker}, Swarm: true,
 		Meaning: "other requests take a decode worker's configured background capacity at any moment", Silent: true, Unplanned: "the other requests of the workload are the load on a worker; put more requests in the workload instead"},
-	Hang: {Config: "hang", MoveName: "hang", args: []arg{argH}, Swarm: true,
+	hang: {Config: "hang", MoveName: "hang", args: []arg{argH}, Swarm: true,
 		Meaning: "a running KV transfer hangs: it neither completes nor fails until a registration it uses is fenced or closed", Offered: true, Runner: true, Silent: true},
 	Evict: {Config: "evict", MoveName: "evict", args: []arg{argH, argSide}, Swarm: true,
 		Meaning: "a worker's cache evicts the released blocks a handoff's side keeps there; Removed is published if the KV index advertised them", Offered: true, Phase: true, Shown: true},
-	Delay: {Config: "delay", MoveName: "delay", args: []arg{argH, argSide}, Swarm: true,
+	delay: {Config: "delay", MoveName: "delay", args: []arg{argH, argSide}, Swarm: true,
 		Meaning: "a worker's scheduler core falls behind: the commands a side sends it for the handoff wait, and anything may happen before the core applies them", Offered: true, Phase: true, Silent: true},
 }
 
@@ -281,8 +283,8 @@ func (c *System) faults(s *State, ms *MoveSet, tx *model.Tx) {
 					if s.B.has(Duplicate) && (!c.terminal(s, roleOf(to), h) || c.can(s, roleOf(to), h, msgEvent(to, ch.M[i]))) {
 						ms.add(Move{Kind: Duplicate.Move(), H: hh, Arg: int8(to), Msg: ch.M[i]})
 					}
-					if s.B.has(Loss) {
-						ms.add(Move{Kind: Loss.Move(), H: hh, Arg: int8(to), Msg: ch.M[i]})
+					if s.B.has(loss) {
+						ms.add(Move{Kind: loss.Move(), H: hh, Arg: int8(to), Msg: ch.M[i]})
 					}
 				}
 			}
@@ -290,10 +292,10 @@ func (c *System) faults(s *State, ms *MoveSet, tx *model.Tx) {
 		if s.B.has(Cancel) && !x.Cancelled && !c.finished(s, h) {
 			ms.add(Move{Kind: Cancel.Move(), H: hh})
 		}
-		if s.B.has(Abort) {
+		if s.B.has(abort) {
 			for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 				if x.Worker(sd) >= 0 && c.can(s, roleOf(sd), h, abortEvent(sd)) {
-					ms.add(Move{Kind: Abort.Move(), H: hh, Arg: int8(sd)})
+					ms.add(Move{Kind: abort.Move(), H: hh, Arg: int8(sd)})
 				}
 			}
 		}
@@ -311,8 +313,8 @@ func (c *System) faults(s *State, ms *MoveSet, tx *model.Tx) {
 		// and only there does it change what is enabled (timers fire
 		// freely once nothing else can happen). A transfer that will
 		// fail anyway (a registration is gone) gains nothing by hanging.
-		if s.B.has(Hang) && ms.waiting && x.Xfer == model.XferRunning && !x.Hung && tx.TransferWouldSucceed(h) {
-			ms.add(Move{Kind: Hang.Move(), H: hh})
+		if s.B.has(hang) && ms.waiting && x.Xfer == model.XferRunning && !x.Hung && tx.TransferWouldSucceed(h) {
+			ms.add(Move{Kind: hang.Move(), H: hh})
 		}
 		// An eviction commutes with every move but an allocation on the
 		// same worker (which evicts kept blocks itself when it needs
@@ -331,7 +333,7 @@ func (c *System) faults(s *State, ms *MoveSet, tx *model.Tx) {
 			}
 		}
 	}
-	if s.B.has(Delay) {
+	if s.B.has(delay) {
 		c.delays(s, ms)
 	}
 	if s.B.has(Restart) {
@@ -341,10 +343,10 @@ func (c *System) faults(s *State, ms *MoveSet, tx *model.Tx) {
 			}
 		}
 	}
-	if s.B.has(BackgroundLoad) {
+	if s.B.has(backgroundLoad) {
 		for _, w := range c.decode {
 			if tx.CanOccupyBackground(w) {
-				ms.add(Move{Kind: BackgroundLoad.Move(), H: -1, Arg: int8(w)})
+				ms.add(Move{Kind: backgroundLoad.Move(), H: -1, Arg: int8(w)})
 			}
 		}
 	}
@@ -388,7 +390,7 @@ func (c *System) delays(s *State, ms *MoveSet) {
 		x := &s.W.H[h]
 		for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 			if want[h][sd] && !x.Slow[sd] && x.Cmds[sd].Len() == 0 {
-				ms.add(Move{Kind: Delay.Move(), H: int8(h), Arg: int8(sd)})
+				ms.add(Move{Kind: delay.Move(), H: int8(h), Arg: int8(sd)})
 			}
 		}
 	}
@@ -427,7 +429,7 @@ func (c *System) firedBy(s *State, m Move) (r spec.Role, h int, ev uint8, ok boo
 		return roleOf(sd), h, peerRestartedEvent(sd), true
 	case mvDeferred:
 		return roleOf(sd), h, deferredEvent(sd), true
-	case Abort.Move():
+	case abort.Move():
 		return roleOf(sd), h, abortEvent(sd), true
 	case mvApply:
 		q := &s.W.H[h].Cmds[sd]
@@ -443,11 +445,11 @@ func (c *System) applyFault(s *State, tx *model.Tx, m Move, cov *Coverage) {
 	case Duplicate.Move():
 		// Delivered and kept in flight.
 		c.fire(s, tx, cov, roleOf(model.Side(m.Arg)), h, msgEvent(model.Side(m.Arg), m.Msg))
-	case Loss.Move():
+	case loss.Move():
 		tx.Lose(h, model.Side(m.Arg), m.Msg)
 	case Cancel.Move():
 		tx.ClientCancel(h)
-	case Abort.Move():
+	case abort.Move():
 		c.fire(s, tx, cov, roleOf(model.Side(m.Arg)), h, abortEvent(model.Side(m.Arg)))
 	case transferFailure.Move():
 		tx.FailTransfer(h)
@@ -468,13 +470,13 @@ func (c *System) applyFault(s *State, tx *model.Tx, m Move, cov *Coverage) {
 		tx.Restart(w)
 	case NoShow.Move():
 		tx.NoShow(h)
-	case BackgroundLoad.Move():
+	case backgroundLoad.Move():
 		tx.OccupyBackground(int(m.Arg))
-	case Hang.Move():
+	case hang.Move():
 		tx.HangTransfer(h)
 	case Evict.Move():
 		tx.Evict(h, model.Side(m.Arg))
-	case Delay.Move():
+	case delay.Move():
 		tx.Delay(h, model.Side(m.Arg))
 	default:
 		panic(fmt.Sprintf("checker: unknown move %v", m))

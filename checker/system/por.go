@@ -263,7 +263,7 @@ func (c *System) Ample(s *State, ms *MoveSet) int {
 // persistent set of s (the comment at the top of this file).
 func (c *System) ampleCandidate(s *State, ms *MoveSet, h int) bool {
 	x := &s.W.H[h]
-	if s.B.has(Hang) && x.Xfer == model.XferRunning {
+	if s.B.has(hang) && x.Xfer == model.XferRunning {
 		// A hang is offered where the system waits on transfers alone.
 		// Other handoffs' moves decide whether it does, so h's own hang
 		// could come; and h's transfer ending may end the wait, taking
@@ -309,7 +309,7 @@ func (c *System) ampleCandidate(s *State, ms *MoveSet, h int) bool {
 func (c *System) exclusive(s *State, h, w int) bool {
 	k := &s.W.W[w]
 	decode := s.W.Role(w) == model.DecodeWorker
-	if k.Background > 0 || decode && s.B.has(BackgroundLoad) {
+	if k.Background > 0 || decode && s.B.has(backgroundLoad) {
 		return false
 	}
 	for h2 := 0; h2 < c.nH; h2++ {

@@ -11,7 +11,7 @@ import (
 func porSample(c *System, n int) []State {
 	s0 := c.Initial()
 	var k Key
-	c.Canonical(&s0, &k)
+	c.canonical(&s0, &k)
 	seen := map[Key]bool{k: true}
 	out := []State{s0}
 	for i := 0; i < len(out) && len(out) < n; i++ {
@@ -20,7 +20,7 @@ func porSample(c *System, n int) []State {
 			if _, _, err := c.Step(&t, m, nil); err != nil {
 				continue
 			}
-			c.Canonical(&t, &k)
+			c.canonical(&t, &k)
 			if !seen[k] {
 				seen[k] = true
 				out = append(out, t)

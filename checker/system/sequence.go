@@ -33,7 +33,7 @@ func (c *System) WriteSequenceStep(b *strings.Builder, m Move) {
 		fmt.Fprintf(b, "    Transport->>%s: %s %s\n", sideLane(m.Arg), h, m.Msg)
 	case Duplicate.Move():
 		fmt.Fprintf(b, "    Transport->>%s: %s %s (duplicate, kept in flight)\n", sideLane(m.Arg), h, m.Msg)
-	case Loss.Move():
+	case loss.Move():
 		fmt.Fprintf(b, "    Transport-x%s: %s %s lost\n", sideLane(m.Arg), h, m.Msg)
 	case MvTransfer, transferFailure.Move():
 		what := "KV transfer completes"
@@ -59,9 +59,9 @@ func (c *System) WriteSequenceStep(b *strings.Builder, m Move) {
 			at = "Destination"
 		case MvTimer:
 			at = sideLane(int8(model.Timer(m.Arg).Side()))
-		case Abort.Move(), mvPeerRestarted, mvDeferred:
+		case abort.Move(), mvPeerRestarted, mvDeferred:
 			at = sideLane(m.Arg)
-		case mvFreeBackground, BackgroundLoad.Move():
+		case mvFreeBackground, backgroundLoad.Move():
 			at = "Destination"
 		}
 		fmt.Fprintf(b, "    Note over %s: %s\n", at, m)

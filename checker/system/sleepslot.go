@@ -124,7 +124,7 @@ func (c *System) Sleep(s *State, m Move) (slot int, workers uint8) {
 }
 
 // RenameSleep renames a sleep set, given as each handoff's lane of
-// slots, into the numbering of t's canonical form (Canonical): handoff
+// slots, into the numbering of t's canonical form (Key): handoff
 // h's lane goes to the position the canonical form gives h, and the route
 // slots of a lane follow their workers.
 func (c *System) RenameSleep(t *State, lanes *[model.MaxHandoffs]uint32) {

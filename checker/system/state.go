@@ -67,7 +67,7 @@ func (c *System) pack(s *State, k *Key) {
 	}
 }
 
-// CanonicalFrom is Canonical for a successor s of state parent, whose
+// CanonicalFrom is Key for a successor s of state parent, whose
 // packing is pk (the key it was unpacked from is its packing: the
 // explorer's case), by a move on handoff moved (-1: none). A handoff the
 // move left as it was has the parent's words, without packing it again.
@@ -118,7 +118,7 @@ func sameRecord(a, b *model.Handoff) bool {
 	return d|e == 0
 }
 
-// canonicalize turns a packing into the canonical key: Canonical after
+// canonicalize turns a packing into the canonical key: canonical after
 // the packing.
 func (c *System) canonicalize(k *Key) {
 	switch {
@@ -137,14 +137,10 @@ type naming struct {
 	Wp [model.MaxWorkers]int8
 }
 
-// Canonical writes the state's canonical key. Without symmetry it is the
-// plain packing. With symmetry it is the smallest packing over every
-// renaming of interchangeable workers, each with its interchangeable
-// handoffs sorted: the least element of the orbit, so equal for all
-// renamings of one state.
-func (c *System) Canonical(s *State, k *Key) { c.canonicalNaming(s, k, nil) }
+// canonical writes the state's canonical key (Key).
+func (c *System) canonical(s *State, k *Key) { c.canonicalNaming(s, k, nil) }
 
-// canonicalNaming is Canonical, and when nm is given it also says how the
+// canonicalNaming is canonical, and when nm is given it also says how the
 // state was renamed: the renaming of the key it writes.
 func (c *System) canonicalNaming(s *State, k *Key, nm *naming) {
 	if nm == nil {

@@ -61,7 +61,18 @@ import (
 // 107: whether the system makes a move on its own and which process
 // makes it are one question of the move set (MoveSet.Process; was
 // MoveSet.Own and Move.Process).
-const maxExported = 107
+// 102: the fault kinds no driver names (abort, loss, delay, hang,
+// background_load) are unexported, as reorder and early_timer are; tests
+// outside name them as configurations, plans and trace files do
+// (ParseFault, ParseMove).
+// 100: how many handoffs and workers a run has is asked of its world
+// (System.World's NumHandoffs and NumWorkers; System.Handoffs and
+// System.Workers folded).
+// 99: the canonical key of a state is asked one way, Key (Canonical,
+// which wrote it into a caller's key and which only the search called
+// outside its hot path, unexported); the explorer's successors ask
+// CanonicalFrom.
+const maxExported = 99
 
 // exportedNames lists the exported package-level names and methods
 // (Type.Method) of the package's non-test files.

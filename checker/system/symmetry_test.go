@@ -41,7 +41,7 @@ func TestCanonical_SkipsOnlyLargerRenamings(t *testing.T) {
 			for i := range got {
 				got[i] = ^uint64(0)
 			}
-			c.Canonical(&s, &got)
+			c.canonical(&s, &got)
 			if got != want {
 				t.Fatalf("%s %s: canonical %x, least renaming %x", file, run, got, want)
 			}
@@ -64,7 +64,7 @@ func TestCanonical_SkipsOnlyLargerRenamings(t *testing.T) {
 
 // TestCanonicalFrom_EqualsCanonical holds the explorer's form, which
 // takes the words of the handoffs a move left alone from the parent's
-// key, to Canonical on every successor of a sample of states, each parent
+// key, to canonical on every successor of a sample of states, each parent
 // unpacked from its canonical key as the explorer does. With and without
 // symmetry, so that every form of canonical is met.
 func TestCanonicalFrom_EqualsCanonical(t *testing.T) {
@@ -75,7 +75,7 @@ func TestCanonicalFrom_EqualsCanonical(t *testing.T) {
 			cs.sym = sym
 			for _, s := range porSample(&cs, 1500) {
 				var pk Key
-				cs.Canonical(&s, &pk)
+				cs.canonical(&s, &pk)
 				var p State
 				cs.UnpackTo(&pk, &p)
 				for _, m := range cs.MovesInto(&p, nil) {
@@ -89,7 +89,7 @@ func TestCanonicalFrom_EqualsCanonical(t *testing.T) {
 						}
 					}
 					var want, got Key
-					cs.Canonical(&succ, &want)
+					cs.canonical(&succ, &want)
 					for i := range got {
 						got[i] = ^uint64(0)
 					}

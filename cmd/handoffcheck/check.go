@@ -38,6 +38,11 @@ func init() { registerCommand(checkCommand) }
 // (a variable so that help goldens do not depend on the machine).
 var machineMemory = checker.MachineMemory
 
+// defaultSchedule is --schedule's default, the walks' zero schedule
+// (checker.ParseSchedule; the CLI's tests hold the two equal). A walk's
+// reproduction names its schedule only when it is another.
+const defaultSchedule = "positions"
+
 type checkFlags struct {
 	config, specFile, policy, runs, maxMemory, progress, traceOut, sched              string
 	spillDir, bitstate, checkpoint, resume, shard, out, fromTrace, reproDir           string
@@ -63,7 +68,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 	fs.BoolVar(&f.speedup, "speedup", false, "with --stats or --json: explore each run again on one worker and report the speed-up of all workers over one")
 	fs.IntVar(&f.maxStates, "max-states", 0, "stop after the BFS level that reaches this many distinct states (0: no bound)")
 	fs.IntVar(&f.maxDepth, "max-depth", 0, "do not explore deeper than this (0: no bound)")
-	fs.StringVar(&f.maxMemory, "max-memory", "auto", fmt.Sprintf("stop before the process's resident memory passes this, e.g. 2GiB or 500MB; 0: no bound; auto: three quarters of this machine's memory (%s)", checker.FormatBytes(checker.DefaultMaxMemory(mem))))
+	fs.StringVar(&f.maxMemory, "max-memory", "auto", fmt.Sprintf("stop before the process's resident memory passes this, e.g. 2GiB or 500MB; 0: no bound; auto: three quarters of this machine's memory (%s)", checker.FormatBytes(defaultMaxMemory(mem))))
 	fs.StringVar(&f.spillDir, "spill-dir", "", "exhaustive mode: where large frontiers and trace links go as files while the run lasts (default: the system's temporary directory)")
 	fs.StringVar(&f.bitstate, "bitstate", "", "exhaustive mode: keep a bit array of this size (e.g. 1GiB) instead of fingerprints: a few bits per state, far more states\n"+
 		"in the same memory, some missed (the report estimates the coverage); no liveness")
@@ -86,7 +91,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 	fs.StringVar(&f.shard, "shard", "", "randomized mode: run shard K/M of the walks, walks [K*N/M, (K+1)*N/M) with their own seeds; 'handoffcheck merge'\n"+
 		"makes one report of every shard's --json")
 	fs.BoolVar(&f.swarm, "swarm", false, "randomized mode: give each walk a random subset of fault kinds")
-	fs.StringVar(&f.sched, "schedule", checker.ScheduleNames()[0], "randomized mode: when walks commit faults: positions (each fault offered from its own step, drawn over\n"+
+	fs.StringVar(&f.sched, "schedule", defaultSchedule, "randomized mode: when walks commit faults: positions (each fault offered from its own step, drawn over\n"+
 		"one and a half times a fault-free walk's length), uniform (faults drawn like any enabled move) or pct\n"+
 		"(positions, and the handoffs moved by random priorities with change points)")
 	fs.BoolVar(&f.mermaid, "mermaid", false, "also print each counterexample as a Mermaid sequenceDiagram")
@@ -182,7 +187,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 	}
 	sched, err := checker.ParseSchedule(f.sched)
 	if err != nil {
-		return c.bad(e, "--schedule %q: want %s", f.sched, strings.Join(checker.ScheduleNames(), ", "))
+		return c.bad(e, "--schedule: %v", err)
 	}
 	var (
 		lc      loadedConfig
@@ -314,7 +319,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 	}
 	lim := checker.Limits{MaxStates: f.maxStates, MaxDepth: f.maxDepth, MaxMemory: maxMem, Workers: f.workers, Exact: f.exact, Liveness: f.liveness, Reduce: f.por && !f.liveness, Sleep: f.sleep,
 		SpillDir: f.spillDir, Bitstate: bitBytes, Checkpoint: f.checkpoint, CheckpointEvery: f.checkpointEvery, Resume: f.resume,
-		From: from.moves(), FairDrained: f.fair}
+		From: from.moves(), FairDrained: f.fair, Speedup: f.speedup}
 	cfg, pr := lc.cfg, (*propsRun)(nil)
 	if set != nil {
 		cfg, pr = withProps(set, lc.cfg, &lim)
@@ -342,15 +347,6 @@ func cmdCheck(c *command, e *env, args []string) int {
 			return c.bad(e, "%v", err)
 		}
 	}
-	if f.speedup && !rep.Interrupted {
-		// The speed-up of all cores over one, measured in the same process
-		// right after: the same runs again on one worker.
-		one := lim
-		one.Workers = 1
-		if base, err := checker.Check(e.ctx, proto, cfg, runs, one, nil); err == nil && !base.Interrupted {
-			rep.SetBaseline(base)
-		}
-	}
 	if code := printReportProps(e, rep, opt, f.asJSON, prep); code != exitOK {
 		return code
 	}
@@ -372,21 +368,20 @@ func cmdCheck(c *command, e *env, args []string) int {
 
 // report is what check prints: an exhaustive or a walk report.
 type report interface {
-	Text(checker.TextOptions) string
-	JSON(checker.TextOptions) ([]byte, error)
+	Render(opt checker.TextOptions, asJSON bool) ([]byte, error)
 }
 
 func printReport(e *env, rep report, opt checker.TextOptions, asJSON bool) int {
-	if !asJSON {
-		fmt.Fprint(e.stdout, rep.Text(opt))
-		return exitOK
-	}
-	out, err := rep.JSON(opt)
+	out, err := rep.Render(opt, asJSON)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "handoffcheck: %v\n", err)
 		return exitUsage
 	}
-	fmt.Fprintln(e.stdout, string(out))
+	if asJSON {
+		fmt.Fprintln(e.stdout, string(out))
+	} else {
+		fmt.Fprint(e.stdout, string(out))
+	}
 	return exitOK
 }
 
@@ -397,12 +392,12 @@ func printReportProps(e *env, rep report, opt checker.TextOptions, asJSON bool, 
 	if prep == nil {
 		return printReport(e, rep, opt, asJSON)
 	}
-	if !asJSON {
-		fmt.Fprint(e.stdout, rep.Text(opt))
+	out, err := rep.Render(opt, asJSON)
+	if err == nil && !asJSON {
+		fmt.Fprint(e.stdout, string(out))
 		fmt.Fprint(e.stdout, prep.text())
 		return exitOK
 	}
-	out, err := rep.JSON(opt)
 	if err == nil {
 		out, err = appendJSONField(out, "properties", prep)
 	}
@@ -486,12 +481,20 @@ func checkConflicts(f *checkFlags, set map[string]bool) error {
 	return nil
 }
 
+// defaultMaxMemory is the bound on resident memory an exploration gets
+// when none is asked for (--max-memory auto), on a machine with this much
+// memory (checker.MachineMemory): three quarters of it, leaving room for
+// the rest of the machine (0, no bound, when the memory is unknown).
+func defaultMaxMemory(machine uint64) int64 {
+	return int64(machine / 4 * 3)
+}
+
 // parseMaxMemory reads --max-memory: auto (three quarters of the
 // machine's memory), 0 (no bound) or a size.
 func parseMaxMemory(s string, machine uint64) (int64, error) {
 	switch s {
 	case "auto":
-		return checker.DefaultMaxMemory(machine), nil
+		return defaultMaxMemory(machine), nil
 	case "0":
 		return 0, nil
 	}
@@ -574,7 +577,7 @@ func reproduceWalk(f *checkFlags, run system.Run, seed uint64) string {
 	if f.swarm {
 		parts = append(parts, "--swarm")
 	}
-	if f.sched != checker.ScheduleNames()[0] {
+	if f.sched != defaultSchedule {
 		parts = append(parts, "--schedule "+f.sched)
 	}
 	return strings.Join(parts, " ")

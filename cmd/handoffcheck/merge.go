@@ -29,28 +29,17 @@ func cmdMerge(cmd *command, e *env, args []string) int {
 	if code, ok := cmd.parse(e, fs, args, 1, -1); !ok {
 		return code
 	}
-	var reports []checker.ShardReport
-	for _, file := range fs.Args() {
-		data, err := readInput(e.ctx, file)
-		if err != nil {
-			return cmd.bad(e, "%v", err)
-		}
-		reports = append(reports, checker.ShardReport{File: file, Data: data})
-	}
-	m, err := checker.MergeWalks(reports)
+	read := func(file string) ([]byte, error) { return readInput(e.ctx, file) }
+	out, violated, err := checker.MergeWalks(fs.Args(), read, *asJSON)
 	if err != nil {
 		return cmd.bad(e, "%v", err)
 	}
 	if *asJSON {
-		data, err := m.JSON()
-		if err != nil {
-			return cmd.bad(e, "%v", err)
-		}
-		fmt.Fprintf(e.stdout, "%s\n", data)
+		fmt.Fprintf(e.stdout, "%s\n", out)
 	} else {
-		fmt.Fprint(e.stdout, m.Text())
+		fmt.Fprintf(e.stdout, "%s", out)
 	}
-	if m.Violated() {
+	if violated {
 		return exitViolation
 	}
 	return exitOK

@@ -75,17 +75,17 @@ func cmdMutate(c *command, e *env, args []string) int {
 		}
 	}
 	results := checker.Mutate(e.ctx, lc.cfg, mutants, checker.Limits{MaxStates: *maxStates, Liveness: *liveness, Reduce: *por && !*liveness}, *workers, progress)
-	if checker.MutationInterrupted(results) || !*timed {
+	out, interrupted, err := checker.MutationReport(results, *asJSON)
+	if err != nil {
+		return c.bad(e, "%v", err)
+	}
+	if interrupted || !*timed {
 		if *asJSON {
-			data, err := checker.MutationJSON(results)
-			if err != nil {
-				return c.bad(e, "%v", err)
-			}
-			fmt.Fprintln(e.stdout, string(data))
+			fmt.Fprintln(e.stdout, string(out))
 		} else {
-			fmt.Fprint(e.stdout, checker.MutationSummary(results))
+			fmt.Fprint(e.stdout, string(out))
 		}
-		if checker.MutationInterrupted(results) {
+		if interrupted {
 			return exitInterrupted
 		}
 		return exitOK
@@ -96,6 +96,9 @@ func cmdMutate(c *command, e *env, args []string) int {
 // mutateTimed runs the untimed survivors on the clock and reports the
 // combined score.
 func mutateTimed(c *command, e *env, results []checker.MutantResult, workers int, asJSON bool) int {
+	// The untimed score, as text: the JSON form below is the combined one.
+	text, _, _ := checker.MutationReport(results, false)
+	summary := string(text)
 	var survivors []spec.Mutant
 	for _, r := range results {
 		if r.Checked && !r.Killed && !r.Bounded {
@@ -110,7 +113,7 @@ func mutateTimed(c *command, e *env, results []checker.MutantResult, workers int
 		return c.bad(e, "%v", err)
 	}
 	if e.ctx.Err() != nil {
-		fmt.Fprint(e.stdout, checker.MutationSummary(results))
+		fmt.Fprint(e.stdout, summary)
 		fmt.Fprintln(e.stdout, "interrupted: the timed runs did not finish")
 		return exitInterrupted
 	}
@@ -159,7 +162,7 @@ func mutateTimed(c *command, e *env, results []checker.MutantResult, workers int
 		fmt.Fprintln(e.stdout, string(data))
 		return exitOK
 	}
-	fmt.Fprint(e.stdout, checker.MutationSummary(results))
+	fmt.Fprint(e.stdout, summary)
 	fmt.Fprintf(e.stdout, "on the clock (%s; the checker's four runs): %d of %d survivors killed\n", strings.Join(sim.TimedScenarios, ", "), onClock, len(timed))
 	for _, t := range timed {
 		if t.Killed {

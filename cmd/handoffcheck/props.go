@@ -282,7 +282,7 @@ func (ws *witnessSearch) find(run system.Run, p *props.Property, v *propVerdict)
 	cfg := *ws.cfg
 	cfg.Judge = props.Target{P: p}
 	lim := ws.lim
-	lim.Liveness, lim.Reduce, lim.Sleep = false, false, false
+	lim.Liveness, lim.Reduce, lim.Sleep, lim.Speedup = false, false, false, false
 	rep, err := checker.Check(ws.ctx, ws.proto, &cfg, []system.Run{run}, lim, nil)
 	if err != nil {
 		return err

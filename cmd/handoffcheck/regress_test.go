@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/handoffcheck/handoffcheck/checker"
 )
 
 func runCLIContext(ctx context.Context, args ...string) (int, string, string) {
@@ -141,6 +143,14 @@ func TestCLI_InterruptedExitsThreeAndListsWhatDidNotRun(t *testing.T) {
 	code, out, _ = runCLIContext(done, "mutate", "--operators", "swap-actions")
 	if code != exitInterrupted || !strings.Contains(out, "interrupted: 13 of 13 mutants not checked") {
 		t.Fatalf("mutate interrupted: exit %d\n%s", code, out)
+	}
+}
+
+// --schedule's default is the walks' zero schedule: a reproduction that
+// leaves it out runs the walk it reproduces.
+func TestCLI_DefaultScheduleIsTheZeroSchedule(t *testing.T) {
+	if s, err := checker.ParseSchedule(defaultSchedule); err != nil || s != (checker.WalkOptions{}).Schedule {
+		t.Errorf("--schedule %s parses to %v (%v), not the zero schedule", defaultSchedule, s, err)
 	}
 }
 
