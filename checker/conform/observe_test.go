@@ -2,6 +2,7 @@ package conform
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -15,7 +16,10 @@ import (
 // TestObserve_AsWrittenBefore holds obslog.Observe, written out for
 // speed, to the closures' version it replaced (kept below) on every move
 // of random walks through one attempt's world, faults included, both
-// policies on both engines: the same labels in the same order.
+// policies on both engines: the same labels in the same order. It holds
+// the stepper's Apply and JudgeApplied, which conform's search takes
+// moves with, to Force on the same moves: the same state, triggers,
+// firings and violation.
 func TestObserve_AsWrittenBefore(t *testing.T) {
 	for _, pol := range []string{"source-first", "destination-first"} {
 		for _, eng := range []model.Engine{model.VLLM, model.SGLang} {
@@ -55,8 +59,16 @@ func TestObserve_AsWrittenBefore(t *testing.T) {
 						break
 					}
 					for _, m := range moves {
+						applied := st
+						step.Apply(&st, &applied, m)
+						fired, firings := step.Fired(), slices.Clone(step.Firings())
+						judged := step.JudgeApplied(&st, &applied, m)
 						next := st
-						if v := step.Force(&next, m); v != nil {
+						v := step.Force(&next, m)
+						if applied != next || fired != step.Fired() || !reflect.DeepEqual(firings, step.Firings()) || !reflect.DeepEqual(judged, v) {
+							t.Fatalf("%s %s walk %d, move %v: Apply and JudgeApplied differ from Force (violation %v against %v)", pol, eng, walk, m, judged, v)
+						}
+						if v != nil {
 							continue
 						}
 						got := obslog.Observe(nil, 0, &st, &next, m, step.Firings())
