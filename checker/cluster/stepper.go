@@ -17,6 +17,10 @@ type Stepper struct {
 	labels []obslog.Label
 	// fired is the invariants' triggers the last move fired (Fired).
 	fired model.Triggers
+	// tx and stale are the last Apply's transaction and whether it
+	// delivered a fact to a finished record, for JudgeApplied.
+	tx    model.Tx
+	stale bool
 }
 
 // NewStepper steps with chk, counting rows in cov (which logs each step's
@@ -67,6 +71,28 @@ func (s *Stepper) Force(st *system.State, m system.Move) *model.Violation {
 	v := s.chk.JudgeStep(&before, st, &tx.J, m)
 	s.fired = triggers(&tx.J, stale)
 	return v
+}
+
+// Apply takes move m into st, a copy of before whose budget is whole,
+// as Force does, but does not judge the step's invariants: a driver that
+// tries many moves and keeps few (conform's search, which keeps only the
+// moves that explain a fact or log nothing) judges only those it keeps,
+// with JudgeApplied, before it applies another. Fired and Firings are
+// the step's, as after Force.
+func (s *Stepper) Apply(before, st *system.State, m system.Move) {
+	s.refill(st)
+	s.stale = s.chk.StaleDelivery(st, m)
+	// Only the journal's first N effects are ever read: a transaction
+	// reused is cleared by its count, not by its 48 effects.
+	s.tx.W, s.tx.J.N = &st.W, 0
+	s.chk.ApplyTx(st, &s.tx, m, s.cov, true)
+	s.fired = triggers(&s.tx.J, s.stale)
+}
+
+// JudgeApplied is the violation of the step the last Apply took, from
+// before to st (neither changed since): what Force would have returned.
+func (s *Stepper) JudgeApplied(before, st *system.State, m system.Move) *model.Violation {
+	return s.chk.JudgeStep(before, st, &s.tx.J, m)
 }
 
 // triggers is what a step with journal j fired: its effects', and

@@ -300,17 +300,20 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 	// keeps it, and so does an unlogged one (quiet) until it is a node
 	// or the search is over; the others give it to the next move.
 	next := j.takeState()
+	var must [maxOwed]obslog.Label
+moves:
 	for _, m := range moves {
 		*next = *st
-		if v := j.stepper.Force(next, m); v != nil {
-			continue
-		}
+		// The step's invariants are judged only for a move kept (one
+		// that explains f, or an unlogged one the search goes on
+		// from): a move that breaks one is left out, as Force leaves it,
+		// and most moves tried are neither.
+		j.stepper.Apply(st, next, m)
 		fired := j.stepper.Fired()
 		if (m.Kind == system.MvDeliver) && ignored(j.stepper.Firings()) {
 			continue
 		}
 		j.labels = obslog.Observe(j.labels[:0], 0, st, next, m, j.stepper.Firings())
-		var must [maxOwed]obslog.Label
 		mn := 0
 		for i := range j.labels {
 			if j.mustLog(a, &j.labels[i]) && mn < maxOwed {
@@ -320,6 +323,9 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 		}
 		if mn == 0 {
 			if _, fault := m.Kind.Spends(); more && !(fault && m.Kind != system.Evict.Move()) {
+				if j.stepper.JudgeApplied(st, next, m) != nil {
+					continue
+				}
 				// Made a node only if no move of x explains f: most
 				// facts are explained at once, and then these go.
 				j.quiet = append(j.quiet, quietStep{m: m, st: next, fired: fired})
@@ -334,6 +340,9 @@ func (j *judge) explainStep(a *attempt, x *node, f *obslog.Fact, s int, more boo
 			owed, on, ok := carry(x, must[:mn], i)
 			if !ok {
 				continue
+			}
+			if j.stepper.JudgeApplied(st, next, m) != nil {
+				continue moves
 			}
 			c := j.child(x)
 			// Its key is left to be computed (keyOf): the explanation

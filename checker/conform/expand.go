@@ -131,6 +131,9 @@ func (j *judge) retire(a *attempt, n *node) {
 	j.observeTimed(a, n, true)
 	j.recount(a, nil)
 	delete(j.att, a.id)
+	if r := &j.recent[recentSlot(a.id)]; r.a == a {
+		*r = recentAttempt{}
+	}
 	e := finished{p: int16(a.p), d: int16(a.d), removed: j.stillRemoved(a, n), line: int32(a.last.Line)}
 	e.file = uint16(max(0, slices.Index(j.rep.Files, a.last.File)))
 	for k, p := range []int{a.p, a.d} {
@@ -140,7 +143,7 @@ func (j *judge) retire(a *attempt, n *node) {
 	}
 	// A copy of the id: the record must not keep what it was cut from.
 	j.retireDecoder(a.id, &e)
-	j.gone.put(strings.Clone(a.id), e)
+	j.gone.add(strings.Clone(a.id), e)
 	j.leave(a)
 	j.freeFactsOf(a)
 }

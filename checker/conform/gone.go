@@ -109,6 +109,13 @@ func (g *goneStore) put(id string, e finished) {
 		g.ring[i].e = e
 		return
 	}
+	g.add(id, e)
+}
+
+// add records the finished attempt id, which the store does not hold in
+// memory: an attempt that was open when it finished (its id was not
+// among the finished, or its fact would have been a late one).
+func (g *goneStore) add(id string, e finished) {
 	switch {
 	case goneRecent == 0 && g.spill(id, e):
 		return

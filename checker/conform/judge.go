@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"unsafe"
 
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
@@ -44,7 +45,10 @@ type judge struct {
 	procs   []procState
 	routers []int // the router processes
 	att     map[string]*attempt
-	seq     int // attempts made, for their order
+	// recent holds open attempts of att by the address of their id's
+	// string (openAttempt): an entry goes when its attempt leaves att.
+	recent [recentAttempts]recentAttempt
+	seq    int // attempts made, for their order
 	// gone is every attempt the judge forgot once an explanation
 	// finished it: attempt ids are never reused, so a fact about one
 	// after its end is judged against what it ended holding, whether or
@@ -384,7 +388,7 @@ func (j *judge) fact(f *obslog.Fact) error {
 	case f.Gen > ps.gen:
 		return fmt.Errorf("%s: %w: generation %d of %s, but it is at generation %d and no worker_restarted line moved it", f.Where(), ErrInput, f.Gen, name, ps.gen)
 	}
-	a := j.att[f.Attempt]
+	a := j.openAttempt(f.Attempt)
 	if a == nil {
 		e, gone, err := j.gone.get(f.Attempt)
 		if err != nil {
@@ -398,6 +402,7 @@ func (j *judge) fact(f *obslog.Fact) error {
 		j.seq++
 		a = j.newAttempt(f.Attempt)
 		j.att[f.Attempt] = a
+		j.recent[recentSlot(a.id)] = recentAttempt{id: a.id, a: a}
 		j.rep.Attempts++
 		j.rep.PeakOpen = max(j.rep.PeakOpen, len(j.att))
 	}
@@ -411,6 +416,37 @@ func (j *judge) fact(f *obslog.Fact) error {
 	}
 	j.add(a, f)
 	return nil
+}
+
+// openAttempt is the open attempt id, or nil: from recent when id is
+// the very string the attempt was opened with (a reader gives every fact
+// of an attempt the same copy of its id while it keeps the id among its
+// latest), else from att.
+func (j *judge) openAttempt(id string) *attempt {
+	if r := &j.recent[recentSlot(id)]; r.a != nil && unsafe.StringData(r.id) == unsafe.StringData(id) && len(r.id) == len(id) {
+		return r.a
+	}
+	return j.att[id]
+}
+
+// recentAttempt is an open attempt and the string it was opened with,
+// which the entry keeps: the same address and length are the same id.
+type recentAttempt struct {
+	id string
+	a  *attempt
+}
+
+// recentAttempts is how many open attempts recent holds, by the address
+// of their id: a fact's attempt is found there without hashing the id,
+// and anything else is looked up in att.
+const recentAttempts = 1 << recentBits
+
+const recentBits = 11
+
+// recentSlot is id's entry in recent, by its string's address, mixed
+// (short ids are allocated side by side, a few bytes apart).
+func recentSlot(id string) uint64 {
+	return uint64(uintptr(unsafe.Pointer(unsafe.StringData(id)))) * 0x9e3779b97f4a7c15 >> (64 - recentBits)
 }
 
 // logged reports whether process p logged a fact of the attempt.

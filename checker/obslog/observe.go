@@ -2,6 +2,7 @@ package obslog
 
 import (
 	"fmt"
+	"math/bits"
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker/system"
@@ -90,16 +91,21 @@ func bySide(s model.Side) Who {
 // Steps of a worker's restart are not observed: the restarted process
 // logs only worker_restarted, and what the restart takes from the attempt
 // follows from it.
+//
+// conform asks it of every move it tries, so it is written out without
+// closures: a step whose record is unchanged (only events fired) reads
+// only the events, and a worker's figures are read only for the labels
+// that carry one.
 func Observe(out []Label, h int, before, after *system.State, m system.Move, fs []system.Firing) []Label {
 	if m.Kind == system.Restart.Move() {
 		return out
 	}
 	b, a := &before.W.H[h], &after.W.H[h]
-	bw, aw := &before.W.W, &after.W.W
 	// evs is the event-driven kinds, a bit per kind, per side: two words
 	// to clear for every step tried, not a table.
 	var evs [2]uint32
-	for _, f := range fs {
+	for i := range fs {
+		f := &fs[i]
 		if f.Handoff != h || (f.From == f.To && len(f.Actions) == 0) {
 			continue // an ignore row changes nothing anyone would log
 		}
@@ -114,141 +120,205 @@ func Observe(out []Label, h int, before, after *system.State, m system.Move, fs 
 	anyEv := evs[0]|evs[1] != 0
 	// Every label below is a change of the handoff's record, or an event
 	// a row fired: a step that changes neither logs nothing.
-	if !anyEv && *b == *a {
+	changed := *b != *a
+	if !anyEv && !changed {
 		return out
 	}
-	// ws is each side's worker, before and after (nil: none).
-	var ws [2][2]*model.Worker
-	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
-		w := a.Worker(sd)
-		if w < 0 {
-			w = b.Worker(sd)
-		}
-		if w >= 0 {
-			ws[sd] = [2]*model.Worker{&bw[w], &aw[w]}
-		}
-	}
-	// d is how much a figure of side sd's worker grew in the step.
-	d := func(sd model.Side, get func(*model.Worker) int64) int32 {
-		if ws[sd][0] == nil {
-			return 0
-		}
-		return int32(get(ws[sd][1]) - get(ws[sd][0]))
-	}
-	add := func(l Label) {
-		// A side whose process restarted forgot the attempt: the new
-		// process logs nothing more of it (a transfer that ends later
-		// ends unobserved by it).
-		if l.By != ByRouter && b.Outcome[sideOf(l.By)] == model.OutcomeForgotten {
-			return
-		}
-		out = append(out, l)
-	}
+	// gone[sd]: side sd's process restarted and forgot the attempt: the
+	// new process logs nothing more of it (a transfer that ends later
+	// ends unobserved by it). A router's labels are always logged.
+	o := observer{out: out, gone: [2]bool{b.Outcome[0] == model.OutcomeForgotten, b.Outcome[1] == model.OutcomeForgotten}}
 	const src, dst = model.SourceSide, model.DestinationSide
+	if !changed {
+		// Only events: the labels of a changed record are all absent.
+		o.events(&evs, Cancelled, ReservationExpired)
+		o.deadline(&evs, m)
+		o.events(&evs, ReceiveCompleted, DecodeFinished)
+		return o.out
+	}
 	// In vocabulary order, and within a kind the prefill side's first.
 	if b.Prefill < 0 && a.Prefill >= 0 {
-		add(Label{Kind: Routed, By: ByRouter, Stage: src, Tokens: d(src, func(w *model.Worker) int64 { return int64(w.PrefillTokens) })})
+		var n int32
+		if x, y := sideWorker(b, a, before, after, src); x != nil {
+			n = int32(int64(y.PrefillTokens) - int64(x.PrefillTokens))
+		}
+		o.add(Label{Kind: Routed, By: ByRouter, Stage: src, Tokens: n})
 	}
 	if b.Decode < 0 && a.Decode >= 0 {
-		add(Label{Kind: Routed, By: ByRouter, Stage: dst, Blocks: d(dst, func(w *model.Worker) int64 { return int64(w.BookedBlocks) })})
+		var n int32
+		if x, y := sideWorker(b, a, before, after, dst); x != nil {
+			n = int32(int64(y.BookedBlocks) - int64(x.BookedBlocks))
+		}
+		o.add(Label{Kind: Routed, By: ByRouter, Stage: dst, Blocks: n})
 	}
 	if !b.Cancelled && a.Cancelled {
-		add(Label{Kind: ClientCancelled, By: ByRouter})
+		o.add(Label{Kind: ClientCancelled, By: ByRouter})
 	}
 	for sd := src; sd <= dst; sd++ {
 		if !b.Accepted[sd] && a.Accepted[sd] {
-			add(Label{Kind: RequestAccepted, By: bySide(sd)})
+			o.add(Label{Kind: RequestAccepted, By: bySide(sd)})
 		}
 	}
 	if b.Compute == model.ComputeNone && a.Compute != model.ComputeNone {
-		add(Label{Kind: PrefillDispatched, By: BySource})
-	}
-	event := func(k Kind) {
-		if (evs[0]|evs[1])&(1<<k) == 0 {
-			return
-		}
-		for sd := src; sd <= dst; sd++ {
-			if evs[sd]&(1<<k) != 0 {
-				add(Label{Kind: k, By: bySide(sd)})
-			}
-		}
+		o.add(Label{Kind: PrefillDispatched, By: BySource})
 	}
 	if anyEv {
-		event(Cancelled)
-		event(Aborted)
-		event(LeaseRenewed)
-		event(LeaseExpired)
-		event(ReservationExpired)
-		if m.Kind == system.MvTimer {
-			for sd := src; sd <= dst; sd++ {
-				if evs[sd]&(1<<DeadlineExpired) != 0 {
-					add(Label{Kind: DeadlineExpired, By: bySide(sd), Timer: model.Timer(m.Arg)})
-				}
-			}
-		}
+		o.events(&evs, Cancelled, ReservationExpired)
+		o.deadline(&evs, m)
 	}
-	xfer := func(k Kind, to model.Xfer, started bool) {
-		for sd := src; sd <= dst; sd++ {
-			if a.Runner != sd {
-				continue
-			}
-			if started && b.Xfer == model.XferNone && a.Xfer != model.XferNone || !started && b.Xfer != to && a.Xfer == to {
-				add(Label{Kind: k, By: bySide(sd)})
-			}
-		}
+	// The transfer's runner logs its start and end.
+	runs := a.Runner == src || a.Runner == dst
+	if runs && b.Xfer != model.XferDone && a.Xfer == model.XferDone {
+		o.add(Label{Kind: TransferDone, By: bySide(a.Runner)})
 	}
-	xfer(TransferDone, model.XferDone, false)
-	xfer(TransferFailed, model.XferFailed, false)
+	if runs && b.Xfer != model.XferFailed && a.Xfer == model.XferFailed {
+		o.add(Label{Kind: TransferFailed, By: bySide(a.Runner)})
+	}
 	if anyEv {
-		event(ReceiveCompleted)
-		event(ReaderCompleted)
-		event(DecodeFinished)
+		o.events(&evs, ReceiveCompleted, DecodeFinished)
 	}
 	if b.Dst == model.DstNone && a.Dst == model.DstReserved {
-		add(Label{Kind: Reserved, By: ByDestination,
-			Pages:    d(dst, func(w *model.Worker) int64 { return int64(w.Reserved) }),
-			Slot:     d(dst, func(w *model.Worker) int64 { return int64(w.SlotsUsed) }),
-			Headroom: d(dst, func(w *model.Worker) int64 { return int64(w.HeadroomUsed) })})
-	}
-	for sd := src; sd <= dst; sd++ {
-		if reg(b, sd) == model.RegNone && reg(a, sd) == model.RegValid {
-			add(Label{Kind: Registered, By: bySide(sd)})
+		var pages, slot, head int32
+		if x, y := sideWorker(b, a, before, after, dst); x != nil {
+			pages = int32(int64(y.Reserved) - int64(x.Reserved))
+			slot = int32(int64(y.SlotsUsed) - int64(x.SlotsUsed))
+			head = int32(int64(y.HeadroomUsed) - int64(x.HeadroomUsed))
 		}
+		o.add(Label{Kind: Reserved, By: ByDestination, Pages: pages, Slot: slot, Headroom: head})
+	}
+	if b.SrcReg == model.RegNone && a.SrcReg == model.RegValid {
+		o.add(Label{Kind: Registered, By: BySource})
+	}
+	if b.DstReg == model.RegNone && a.DstReg == model.RegValid {
+		o.add(Label{Kind: Registered, By: ByDestination})
 	}
 	if b.Src != model.SrcPinned && a.Src == model.SrcPinned {
-		add(Label{Kind: Pinned, By: BySource, Blocks: d(src, func(w *model.Worker) int64 { return int64(w.Pinned) })})
+		var n int32
+		if x, y := sideWorker(b, a, before, after, src); x != nil {
+			n = int32(int64(y.Pinned) - int64(x.Pinned))
+		}
+		o.add(Label{Kind: Pinned, By: BySource, Blocks: n})
 	}
-	xfer(TransferStarted, 0, true)
+	if runs && b.Xfer == model.XferNone && a.Xfer != model.XferNone {
+		o.add(Label{Kind: TransferStarted, By: bySide(a.Runner)})
+	}
 	if b.Dst != model.DstActive && a.Dst == model.DstActive {
-		add(Label{Kind: Activated, By: ByDestination})
+		o.add(Label{Kind: Activated, By: ByDestination})
 	}
 	if b.Src == model.SrcActive && a.Src == model.SrcNone {
-		add(Label{Kind: PrefillStopped, By: BySource, Blocks: -d(src, func(w *model.Worker) int64 { return int64(w.Active) })})
+		var n int32
+		if x, y := sideWorker(b, a, before, after, src); x != nil {
+			n = int32(int64(y.Active) - int64(x.Active))
+		}
+		o.add(Label{Kind: PrefillStopped, By: BySource, Blocks: -n})
 	}
 	if b.Src == model.SrcPinned && a.Src != model.SrcPinned {
-		add(Label{Kind: SourceReleased, By: BySource, Blocks: -d(src, func(w *model.Worker) int64 { return int64(w.Pinned) })})
+		var n int32
+		if x, y := sideWorker(b, a, before, after, src); x != nil {
+			n = int32(int64(y.Pinned) - int64(x.Pinned))
+		}
+		o.add(Label{Kind: SourceReleased, By: BySource, Blocks: -n})
 	}
 	if b.Dst == model.DstReserved && a.Dst == model.DstNone {
-		add(Label{Kind: ReservationReleased, By: ByDestination, Pages: -d(dst, func(w *model.Worker) int64 { return int64(w.Reserved) })})
+		var n int32
+		if x, y := sideWorker(b, a, before, after, dst); x != nil {
+			n = int32(int64(y.Reserved) - int64(x.Reserved))
+		}
+		o.add(Label{Kind: ReservationReleased, By: ByDestination, Pages: -n})
 	}
 	if b.Dst == model.DstActive && a.Dst == model.DstNone {
-		add(Label{Kind: DecodeReleased, By: ByDestination, Blocks: -d(dst, func(w *model.Worker) int64 { return int64(w.Active) })})
+		var n int32
+		if x, y := sideWorker(b, a, before, after, dst); x != nil {
+			n = int32(int64(y.Active) - int64(x.Active))
+		}
+		o.add(Label{Kind: DecodeReleased, By: ByDestination, Blocks: -n})
 	}
-	for _, k := range [2]Kind{Stored, Removed} {
-		for sd := src; sd <= dst; sd++ {
-			bi, ai := indexed(b, sd), indexed(a, sd)
-			if bi != ai && ai == (k == Stored) {
-				n := d(sd, func(w *model.Worker) int64 { return int64(w.StoredBlocks) })
-				add(Label{Kind: k, By: bySide(sd), Blocks: max(n, -n)})
+	// Stored when a side's blocks become indexed, removed when they stop
+	// being: the source's own index, the destination's publication.
+	srcFrom, dstFrom := b.SrcIndexed, b.Published
+	srcTo, dstTo := a.SrcIndexed, a.Published
+	if srcFrom != srcTo || dstFrom != dstTo {
+		for _, k := range [2]Kind{Stored, Removed} {
+			if srcFrom != srcTo && srcTo == (k == Stored) {
+				o.add(Label{Kind: k, By: BySource, Blocks: storedGrew(sideWorker(b, a, before, after, src))})
+			}
+			if dstFrom != dstTo && dstTo == (k == Stored) {
+				o.add(Label{Kind: k, By: ByDestination, Blocks: storedGrew(sideWorker(b, a, before, after, dst))})
 			}
 		}
 	}
 	for sd := src; sd <= dst; sd++ {
 		if b.Outcome[sd] == model.OutcomeNone && a.Outcome[sd] != model.OutcomeNone {
-			add(Label{Kind: OutcomeReported, By: bySide(sd), Outcome: a.Outcome[sd]})
+			o.add(Label{Kind: OutcomeReported, By: bySide(sd), Outcome: a.Outcome[sd]})
 		}
 	}
-	return out
+	return o.out
+}
+
+// observer collects a step's labels, leaving out those of a side whose
+// process forgot the attempt.
+type observer struct {
+	out  []Label
+	gone [2]bool
+}
+
+func (o *observer) add(l Label) {
+	if l.By != ByRouter && o.gone[sideOf(l.By)] {
+		return
+	}
+	o.out = append(o.out, l)
+}
+
+// events adds the event-driven kinds from lo to hi that fired, in
+// vocabulary order, the prefill side's first within a kind.
+func (o *observer) events(evs *[2]uint32, lo, hi Kind) {
+	for set := (evs[0] | evs[1]) & (1<<(hi+1) - 1<<lo); set != 0; set &= set - 1 {
+		k := Kind(bits.TrailingZeros32(set))
+		if evs[0]&(1<<k) != 0 {
+			o.add(Label{Kind: k, By: BySource})
+		}
+		if evs[1]&(1<<k) != 0 {
+			o.add(Label{Kind: k, By: ByDestination})
+		}
+	}
+}
+
+// deadline adds the sides' deadline_expired, which only a timer's move
+// fires, with the timer it names.
+func (o *observer) deadline(evs *[2]uint32, m system.Move) {
+	if m.Kind != system.MvTimer {
+		return
+	}
+	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
+		if evs[sd]&(1<<DeadlineExpired) != 0 {
+			o.add(Label{Kind: DeadlineExpired, By: bySide(sd), Timer: model.Timer(m.Arg)})
+		}
+	}
+}
+
+// sideWorker is side sd's worker before and after the step (nil, nil:
+// none): the one the record names after it, else before it. Read only
+// for a label with a figure: most steps make none.
+func sideWorker(b, a *model.Handoff, before, after *system.State, sd model.Side) (x, y *model.Worker) {
+	w := a.Worker(sd)
+	if w < 0 {
+		w = b.Worker(sd)
+	}
+	if w < 0 {
+		return nil, nil
+	}
+	return &before.W.W[w], &after.W.W[w]
+}
+
+// storedGrew is how many blocks a side's worker's index changed by (x
+// before the step, y after), as a count: stored and removed both name a
+// positive number.
+func storedGrew(x, y *model.Worker) int32 {
+	if x == nil {
+		return 0
+	}
+	n := int32(int64(y.StoredBlocks) - int64(x.StoredBlocks))
+	return max(n, -n)
 }
 
 // eventKinds is, per side, the event-driven kind each of its role's
@@ -297,20 +367,6 @@ func sideOf(by Who) model.Side {
 		return model.SourceSide
 	}
 	return model.DestinationSide
-}
-
-func reg(x *model.Handoff, sd model.Side) model.Reg {
-	if sd == model.SourceSide {
-		return x.SrcReg
-	}
-	return x.DstReg
-}
-
-func indexed(x *model.Handoff, sd model.Side) bool {
-	if sd == model.SourceSide {
-		return x.SrcIndexed
-	}
-	return x.Published
 }
 
 // Observe keeps a step's event-driven kinds in a bit per kind.
