@@ -66,6 +66,10 @@ func (j *judge) late(f *obslog.Fact, e *finished) {
 		}
 	case obslog.OutcomeReported:
 		r.Detail = fmt.Sprintf("%s reports a terminal outcome for the attempt after its end at %s, where both sides had reported theirs: a finished side takes no more steps", name, end)
+		if held != nil && delivered(held.Kind) {
+			r.Invariant = model.NameAttemptIsolation
+			r.Detail += fmt.Sprintf(" (it follows %s at %s, a fact delivered after the end that moved the finished side's machine)", held.Kind, held.Where())
+		}
 	default:
 		if physics[f.Kind] == nil && f.Kind != obslog.Routed && held == nil && sd >= 0 {
 			j.held[f.Attempt] = f
@@ -84,10 +88,31 @@ func (j *judge) late(f *obslog.Fact, e *finished) {
 
 // rejectHeld rejects the late fact held for a finished attempt: nothing
 // it led to explains it.
+//
+// A fact a side logs when it takes a fact delivered to it (delivered)
+// says that a fact reaching the finished side moved its machine, which
+// AttemptIsolation forbids: a fact addressed to a finished record is
+// stale and changes nothing (check names the same step so).
 func (j *judge) rejectHeld(id string, e *finished) {
 	f := j.held[id]
-	j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: f.Attempt, Fact: Describe(j.h, f), Allowed: j.lateAllowed(e),
-		Detail: fmt.Sprintf("%s logs %s for the attempt after its end at %s: a finished side takes no more steps", j.h.Processes[f.Proc].Name, f.Kind, j.endOf(e))})
+	r := &Rejection{File: f.File, Line: f.Line, Attempt: f.Attempt, Fact: Describe(j.h, f), Allowed: j.lateAllowed(e),
+		Detail: fmt.Sprintf("%s logs %s for the attempt after its end at %s: a finished side takes no more steps", j.h.Processes[f.Proc].Name, f.Kind, j.endOf(e))}
+	if delivered(f.Kind) {
+		r.Invariant = model.NameAttemptIsolation
+		r.Detail += "; a fact delivered after the end moved its machine, where a stale fact changes nothing"
+	}
+	j.reject(r)
+}
+
+// delivered reports whether a side logs facts of kind k when it takes a
+// fact delivered to it (a peer's or a router's), rather than on its own
+// (its deadlines, its aborts).
+func delivered(k obslog.Kind) bool {
+	switch k {
+	case obslog.Cancelled, obslog.LeaseRenewed, obslog.ReaderCompleted, obslog.ReceiveCompleted:
+		return true
+	}
+	return false
 }
 
 // endOf is where a finished attempt's last fact was.
