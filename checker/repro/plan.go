@@ -101,7 +101,7 @@ type planShape struct {
 // planShapes are the shapes tried, the configuration's own first.
 var planShapes = []planShape{
 	{name: ""},
-	{name: "facts slower than a decode (50 ms latency, one output token)", latencyUS: 50_000, output: 1},
+	{name: "facts slower than a decode (2 s latency, one output token)", latencyUS: 2_000_000, output: 1},
 	{name: "commands slower than facts (5 ms per command)", commandUS: 5_000},
 }
 
