@@ -62,6 +62,8 @@ type Plan struct {
 	// holds is judged by the bound while it owes it, and by the
 	// invariant once nothing is left to happen for its request.
 	KeepGoing bool
+	// Pinned says the abort pinLive added, "" for none.
+	Pinned string
 	// loop: the trace is a loop that never drains (NeverDrains).
 	loop   bool
 	target string // the invariant looked for
@@ -265,6 +267,9 @@ func DerivePlan(ctx context.Context, proto *system.Protocol, cfg *system.Config,
 							return nil, err
 						}
 						if err := p.judgeAsLive(ctx, proto); err != nil {
+							return nil, err
+						}
+						if err := p.pinLive(ctx, proto, steps, reqOf, invariant); err != nil {
 							return nil, err
 						}
 						return p, nil
@@ -813,12 +818,19 @@ func (p *Plan) Summary() string {
 	} else {
 		fmt.Fprintf(&b, "%d requests, one per handoff, arriving in the order the trace starts them", len(p.Requests))
 	}
-	switch n := len(p.Faults); n {
+	n := len(p.Faults)
+	if p.Pinned != "" {
+		n-- // pinLive's, appended last
+	}
+	switch n {
 	case 0:
 	case 1:
 		fmt.Fprintf(&b, ", and the trace's %s, aimed at its request where the trace strikes it", p.Faults[0].Kind)
 	default:
 		fmt.Fprintf(&b, ", and the trace's %d faults, each aimed at its request where the trace strikes it", n)
+	}
+	if p.Pinned != "" {
+		b.WriteString(", and " + p.Pinned + ": it ends as it was then, so that a live run logs nothing of it that could be placed before that step")
 	}
 	if p.Timers != "" {
 		b.WriteString("; the timers the trace fires before the steps after them are due fire at shortened deadlines (" + p.Timers + ")")

@@ -78,8 +78,12 @@ func TestTimeline_Spec(t *testing.T) {
 // finished side's kept machine then takes: TestFaultPlan_AfterSide), and
 // deadlines live keeps with slack either way (late-peer-cancel-fails-done's
 // facts slowed to 2 s, so that the reader's completion reaches the
-// source long after the abort aimed at the destination's outcome). Of
-// the 19 plans, these 13 reproduce live; the others are judged, cut as
+// source long after the abort aimed at the destination's outcome), or a
+// peer pinned for live (bootstrap-as-readiness: the destination aborted
+// right after the fact of the step that sends DestinationReserved, so
+// that its reservation, never made, cannot be placed before the source's
+// dispatch: TestPlan_PinsThePeerForLive). Of the 19 plans, these 14
+// reproduce live; the others are judged, cut as
 // live's logs are, to name another invariant, or rest on facts a live
 // run logs after the violation (TestCheck_ReproNotLive), or, for
 // rearm-reservation, reach the invariant only past a bound on time (no
@@ -119,6 +123,7 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 		{"expired-lease-reports-release", "vllm", "OutcomeTruthful", `{"at_ms":0,"kind":"abort","request":1,"side":"source","after":"prefill_dispatched"}`, "", ""},
 		{"pull-deadline-without-fence", "vllm", "DestinationHeldWhileWritten", `"kind":"hang","request":0}`, noTrace, ""},
 		{"push-deadline-without-fence", "sglang", "SourcePinnedUntilRead", `"kind":"hang","request":0}`, "", ""},
+		{"bootstrap-as-readiness", "sglang", "DestinationFirstGate", `{"at_ms":0,"kind":"abort","request":0,"side":"destination","after":"request_accepted"}`, "", ""},
 		{"late-peer-cancel-fails-done", "vllm", "AttemptIsolation", `{"at_ms":0,"kind":"abort","request":0,"side":"source","after":"outcome_reported","after_side":"destination"}`, noTrace, ""},
 		{"pin-ignores-ack-and-lease", "vllm", "Quiescence", `{"at_ms":0,"kind":"abort","request":1,"side":"source","after":"prefill_dispatched"}`, noTrace, ""},
 		{"prefill-after-early-outcome", "sglang", "ExactlyOnceRelease", `{"at_ms":0,"kind":"abort","request":0,"side":"source","after":"registered","after_side":"destination"}`, noStep, "AttemptIsolation"},
@@ -175,9 +180,10 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 // and the judge names what a fact breaks by itself first. Where it names
 // the same one, the README says that a live run goes on past the
 // violation, and the facts its processes log after it may give the judge
-// an order that explains the logs (bootstrap-as-readiness,
-// release-before-activation: the destination's reservation or activation,
-// applied later, is placed before the source's step) or another
+// an order that explains the logs (release-before-activation: the
+// destination's activation, logged in the step that sends the reader's
+// completion, so that no abort keeps it from the logs, is placed before
+// the source's release) or another
 // invariant first (release-on-heartbeat: the hung transfer's failure,
 // placed before the release the heartbeat caused, leaves the release
 // breaking ReleaseNeedsReaderAck only, which the trace's step breaks too)
@@ -191,7 +197,6 @@ func TestCheck_ReproNotLive(t *testing.T) {
 		{"withdraw-noop-leaks-reservation", "vllm", []string{"is rejected naming Quiescence, not InFlightAccounting: decode-0 reports its terminal outcome while it still holds its reserved pages"}},
 		{"report-before-release-applied", "vllm", []string{"is rejected naming Quiescence, not RouterCleanup: prefill-0 logs outcome_reported without returning its 3 pinned blocks"}},
 		{"release-on-heartbeat", "vllm", []string{"naming SourcePinnedUntilRead " + goesOn}},
-		{"bootstrap-as-readiness", "sglang", []string{"naming DestinationFirstGate " + goesOn}},
 		{"release-before-activation", "vllm", []string{"naming ReleaseNeedsReaderAck " + goesOn}},
 	} {
 		t.Run(tc.variant, func(t *testing.T) {
