@@ -95,8 +95,13 @@ func TestLateFactAfterEndJudgedAlike(t *testing.T) {
 		{"late cancel", lateCancel, 2, model.NameExactlyOnceRelease},
 		{"late release", lateCancel[1:], 1, model.NameExactlyOnceRelease},
 		{"reused id", reuse, 1, model.NameAttemptIsolation},
-		// A cancel alone, which a finished side takes no step on.
-		{"late cancel alone", lateCancel[:1], 1, ""},
+		// A cancel alone: the finished side says it took a fact delivered
+		// after its end, a stale fact that moved its machine (check names
+		// that step AttemptIsolation too).
+		{"late cancel alone", lateCancel[:1], 1, model.NameAttemptIsolation},
+		// A deadline acted on alone: no fact reached the side, and
+		// nothing it led to says what broke.
+		{"late deadline alone", []string{fact("decode-0", "deadline_expired", `"timer":"pull-deadline"`)}, 1, ""},
 	} {
 		evicted := edit(lines, nil, c.more...)
 		cached := edit(lines, []int{20, 24}, c.more...)

@@ -66,6 +66,10 @@ func (j *judge) late(f *obslog.Fact, e *finished) {
 		}
 	case obslog.OutcomeReported:
 		r.Detail = fmt.Sprintf("%s reports a terminal outcome for the attempt after its end at %s, where both sides had reported theirs: a finished side takes no more steps", name, end)
+		if held != nil && delivered(held.Kind) {
+			r.Invariant = model.NameAttemptIsolation
+			r.Detail += fmt.Sprintf(" (it follows %s at %s, a fact delivered after the end that moved the finished side's machine)", held.Kind, held.Where())
+		}
 	default:
 		if physics[f.Kind] == nil && f.Kind != obslog.Routed && held == nil && sd >= 0 {
 			j.held[f.Attempt] = f
@@ -84,10 +88,31 @@ func (j *judge) late(f *obslog.Fact, e *finished) {
 
 // rejectHeld rejects the late fact held for a finished attempt: nothing
 // it led to explains it.
+//
+// A fact a side logs when it takes a fact delivered to it (delivered)
+// says that a fact reaching the finished side moved its machine, which
+// AttemptIsolation forbids: a fact addressed to a finished record is
+// stale and changes nothing (check names the same step so).
 func (j *judge) rejectHeld(id string, e *finished) {
 	f := j.held[id]
-	j.reject(&Rejection{File: f.File, Line: f.Line, Attempt: f.Attempt, Fact: Describe(j.h, f), Allowed: j.lateAllowed(e),
-		Detail: fmt.Sprintf("%s logs %s for the attempt after its end at %s: a finished side takes no more steps", j.h.Processes[f.Proc].Name, f.Kind, j.endOf(e))})
+	r := &Rejection{File: f.File, Line: f.Line, Attempt: f.Attempt, Fact: Describe(j.h, f), Allowed: j.lateAllowed(e),
+		Detail: fmt.Sprintf("%s logs %s for the attempt after its end at %s: a finished side takes no more steps", j.h.Processes[f.Proc].Name, f.Kind, j.endOf(e))}
+	if delivered(f.Kind) {
+		r.Invariant = model.NameAttemptIsolation
+		r.Detail += "; a fact delivered after the end moved its machine, where a stale fact changes nothing"
+	}
+	j.reject(r)
+}
+
+// delivered reports whether a side logs facts of kind k when it takes a
+// fact delivered to it (a peer's or a router's), rather than on its own
+// (its deadlines, its aborts).
+func delivered(k obslog.Kind) bool {
+	switch k {
+	case obslog.Cancelled, obslog.LeaseRenewed, obslog.ReaderCompleted, obslog.ReceiveCompleted:
+		return true
+	}
+	return false
 }
 
 // endOf is where a finished attempt's last fact was.
@@ -315,7 +340,12 @@ func (j *judge) dead(a *attempt, ns []*node) {
 			// invariant there is the cause.
 			// A source's facts that say why it may release are not
 			// passed over: its release is judged on what it had learned.
-			for q := p; c.v == nil && q+1 < len(a.slots[s].facts) && j.nothingPhysical(a, a.slots[s].facts[q]); q++ {
+			// Nor is a fact no step of the tables logs where its process
+			// stands in these explanations, even one that breaks an
+			// invariant (a cancel whose message no explanation sent yet):
+			// it is refused for what comes before it, and what follows it
+			// happened after that, not where the explanations stand.
+			for q := p; c.v == nil && q+1 < len(a.slots[s].facts) && j.nothingPhysical(a, a.slots[s].facts[q]) && j.logsNext(a, c.at, a.slots[s].facts[q]); q++ {
 				g := a.slots[s].facts[q+1]
 				if v := j.breaksInAll(a, c.at, best, g); v != nil {
 					cs = append(cs, cand{f: g, at: c.at, v: v})
@@ -449,7 +479,7 @@ func (j *judge) wrongFigures(a *attempt, ns []*node, f *obslog.Fact) string {
 			break
 		}
 		found := false
-		for _, l := range j.nextOf(a, n, f) {
+		for _, l := range j.nextOf(a, n, f, false) {
 			if l.Kind != f.Kind || f.Kind == obslog.Routed && l.Stage != f.Stage {
 				continue
 			}
@@ -489,8 +519,10 @@ func sameCounts(f *obslog.Fact, l *obslog.Label) bool {
 
 // nextOf is what the process of fact f may log next in explanation n:
 // the first fact n owes it, or else the first of its facts in a step n
-// may take after unlogged steps of no fault (at most the bound).
-func (j *judge) nextOf(a *attempt, n *node, f *obslog.Fact) []obslog.Label {
+// may take after unlogged steps of no fault (at most the bound). With
+// broken, the step that logs it may break an invariant (the unlogged
+// steps before it keep every one).
+func (j *judge) nextOf(a *attempt, n *node, f *obslog.Fact, broken bool) []obslog.Label {
 	var out []obslog.Label
 	for k, l := range n.owed[:n.owedN] {
 		if firstOfItsProcess(n.owed[:n.owedN], k) && j.logsIt(a, &l, f) {
@@ -508,7 +540,8 @@ func (j *judge) nextOf(a *attempt, n *node, f *obslog.Fact) []obslog.Label {
 					continue
 				}
 				ns := st
-				if v := j.stepper.Force(&ns, m); v != nil {
+				v := j.stepper.Force(&ns, m)
+				if v != nil && !broken {
 					continue
 				}
 				var must []obslog.Label
@@ -518,7 +551,7 @@ func (j *judge) nextOf(a *attempt, n *node, f *obslog.Fact) []obslog.Label {
 					}
 				}
 				if len(must) == 0 {
-					if depth < j.bound {
+					if depth < j.bound && v == nil {
 						c := j.child(x)
 						c.st, c.stKey = &ns, j.stateKey(&ns)
 						next = append(next, c)
@@ -535,6 +568,23 @@ func (j *judge) nextOf(a *attempt, n *node, f *obslog.Fact) []obslog.Label {
 		frontier, seen = j.fresh(next, seen)
 	}
 	return out
+}
+
+// logsNext reports whether a step of the tables logs fact f next for its
+// process in one of the explanations ns (the first 16), whether or not
+// that step keeps every invariant.
+func (j *judge) logsNext(a *attempt, ns []*node, f *obslog.Fact) bool {
+	for i, n := range ns {
+		if i == 16 {
+			break
+		}
+		for _, l := range j.nextOf(a, n, f, true) {
+			if l.Kind == f.Kind {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // nothingPhysical reports whether a fact changes nothing the physics

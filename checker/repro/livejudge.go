@@ -11,6 +11,7 @@ import (
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/checker/system"
+	"github.com/handoffcheck/handoffcheck/model"
 )
 
 // LiveJudged is what conform says of the plan's own run on the clock,
@@ -108,7 +109,15 @@ func (p *Plan) judgedNote() string {
 	case !j.Rejected:
 		return note + fmt.Sprintf(" is explained: the judge finds an order of the processes' facts in which every invariant holds, so a live run that logs the same facts shows it no %s.", inv)
 	case j.Names() == inv && p.retired != "":
-		return note + fmt.Sprintf(" is rejected naming %s too. Its step delivers %s after that side reported its outcome holding nothing: a live worker keeps a finished side's machine until the coordinator has both sides' outcomes, as the model keeps it until the request retires, so the late fact reaches it there too and the row the violation fires runs. Where the peer's own end is logged before that step (the two sides' last facts cross on a loaded machine), the judge reads the step as one after the attempt's end and names AttemptIsolation instead.", inv, p.retired)
+		after := " names AttemptIsolation instead."
+		if inv == model.NameAttemptIsolation {
+			// A finished side that logs taking a delivered fact after
+			// the attempt's end is judged so too.
+			after = " names AttemptIsolation all the same: a finished side that says it took a fact delivered to it moved its machine on a stale fact."
+		}
+		return note + fmt.Sprintf(" is rejected naming %s too. Its step delivers %s after that side reported its outcome holding nothing: a live worker keeps a finished side's machine until the coordinator has both sides' outcomes, as the model keeps it until the request retires, so the late fact reaches it there too and the row the violation fires runs. Where the peer's own end is logged before that step (the two sides' last facts cross on a loaded machine), the judge reads the step as one after the attempt's end and", inv, p.retired) + after
+	case j.Names() == inv && p.Pinned != "":
+		return note + fmt.Sprintf(" is rejected naming %s too, with %s. Without it a live run goes on past the violation, and that side's later facts (what it does after the fact it sent) may be placed before the step that takes the fact, in an order that explains the logs; aborted there, it logs nothing after it, and every order of the logs breaks %s.", inv, p.Pinned, inv)
 	case j.Names() == inv:
 		return note + fmt.Sprintf(" is rejected naming %s too. A live run goes on past the violation: what its processes log after it (a side's later facts; a hung transfer failing once a registration it uses is gone) may give the judge an order that explains the logs, or one in which another invariant breaks first.", inv)
 	case j.Invariant != "":

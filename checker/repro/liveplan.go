@@ -3,9 +3,11 @@ package repro
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/checker/sim/faultplan"
 	"github.com/handoffcheck/handoffcheck/checker/sim/workload"
 	"github.com/handoffcheck/handoffcheck/checker/system"
@@ -142,4 +144,83 @@ func deadlineNames(fired []model.Timer, d []int64) string {
 		}
 	}
 	return strings.Join(named, ", ")
+}
+
+// pinLive aborts the peer of the side the violating step delivers a fact
+// to right after the peer logs the last of its facts before the
+// violation, when that keeps the violation and lets a live run's logs
+// show it. A live run goes on past the violation: the peer's later facts
+// (a reservation applied after the fact that announced it) may be placed
+// by the judge before the step that takes the fact, and the logs are
+// then explained. Aborted there, the peer ends with what it logged up to
+// the fact: every order of the logs has the violating step take the fact
+// with the peer as it was, as a run captured at the incident would.
+// The abort is kept only when the simulator's run still breaks the
+// invariant, the peer reports its terminal outcome before the violation
+// (it logs nothing after it), and the judge, judging that run as a live
+// run's logs, names the invariant.
+func (p *Plan) pinLive(ctx context.Context, proto *system.Protocol, steps []planStep, reqOf map[int]int, invariant string) error {
+	if p.Judged == nil || p.Judged.Names() != invariant || p.retired != "" || len(steps) == 0 {
+		return nil
+	}
+	last := steps[len(steps)-1]
+	if last.m.Kind != system.MvDeliver {
+		return nil
+	}
+	peer := model.Side(last.m.Arg).Other()
+	req := reqOf[last.h]
+	facts, _, err := runPlan(ctx, proto, p.Config, p.Requests, p.Faults, true)
+	if err != nil {
+		return err
+	}
+	h := p.Config.LogHeader(obslog.All)
+	role := obslog.RolePrefill
+	if peer == model.DestinationSide {
+		role = obslog.RoleDecode
+	}
+	attempt := cluster.AttemptName(&cluster.Request{Index: req}, 0)
+	var at obslog.Kind
+	found := false
+	for _, f := range facts {
+		if f.Attempt != attempt || h.Processes[f.Proc].Role != role {
+			continue
+		}
+		if f.Kind == obslog.OutcomeReported {
+			return nil // the peer ended before the violation: nothing of it follows
+		}
+		at, found = f.Kind, true
+	}
+	if !found {
+		return nil
+	}
+	pin := faultplan.Fault{Kind: "abort", Request: req, Worker: -1, Side: sideName(peer), After: at.String()}
+	faults := append(slices.Clone(p.Faults), pin)
+	p.Runs++
+	facts, res, err := runPlan(ctx, proto, p.Config, p.Requests, faults, true)
+	if err != nil {
+		return err
+	}
+	if res.Violation == nil || res.Violation.Invariant != invariant {
+		return nil
+	}
+	ended := false
+	for _, f := range facts {
+		ended = ended || f.Attempt == attempt && h.Processes[f.Proc].Role == role && f.Kind == obslog.OutcomeReported
+	}
+	if !ended {
+		return nil
+	}
+	was := p.Judged
+	keep := p.Faults
+	p.Faults = faults
+	if err := p.judgeAsLive(ctx, proto); err != nil {
+		return err
+	}
+	if p.Judged.Names() != invariant {
+		p.Faults, p.Judged = keep, was
+		return nil
+	}
+	p.Result = res
+	p.Pinned = fmt.Sprintf("an abort of the %s right after it logs %s, the last of its facts before the %s takes its %s", sideName(peer), at, sideName(peer.Other()), last.m.Msg)
+	return nil
 }

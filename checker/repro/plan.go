@@ -58,9 +58,15 @@ type Plan struct {
 	// (BoundedReclaim, BoundedGiveUp) and the invariant only as it goes on
 	// past it (simulate --keep-going): a loop that never drains is judged
 	// an hour of virtual time after the last arrival, long after the
-	// blocks it keeps outlast their bound.
+	// blocks it keeps outlast their bound; a side that keeps what it
+	// holds is judged by the bound while it owes it, and by the
+	// invariant once nothing is left to happen for its request.
 	KeepGoing bool
-	target    string // the invariant looked for
+	// Pinned says the abort pinLive added, "" for none.
+	Pinned string
+	// loop: the trace is a loop that never drains (NeverDrains).
+	loop   bool
+	target string // the invariant looked for
 	// Runs counts the candidate plans run to find it.
 	Runs int
 	Why  string
@@ -97,7 +103,7 @@ type planShape struct {
 // planShapes are the shapes tried, the configuration's own first.
 var planShapes = []planShape{
 	{name: ""},
-	{name: "facts slower than a decode (50 ms latency, one output token)", latencyUS: 50_000, output: 1},
+	{name: "facts slower than a decode (2 s latency, one output token)", latencyUS: 2_000_000, output: 1},
 	{name: "commands slower than facts (5 ms per command)", commandUS: 5_000},
 }
 
@@ -113,6 +119,10 @@ var planShapes = []planShape{
 // is done), or at the same instant. A restart is always aimed at its
 // phase.
 var faultOffsets = []int64{-1, otherSide, 1, 0}
+
+// maxPast bounds the candidates whose run breaks a bound on time first
+// that a plan going on past it is tried on.
+const maxPast = 8
 
 // otherSide is the offset of faultOffsets that aims a fault at the last
 // fact either side logs before it (Fault.AfterSide).
@@ -187,6 +197,17 @@ func DerivePlan(ctx context.Context, proto *system.Protocol, cfg *system.Config,
 		}
 	}
 	var others []string
+	// past is the candidates whose run breaks a bound on time first, for
+	// a plan that goes on past it when no candidate reaches the invariant
+	// first.
+	type candidate struct {
+		cc     cluster.Config
+		rs     []cluster.Request
+		faults []faultplan.Fault
+		named  []string
+		shape  string
+	}
+	var past []candidate
 	for _, shape := range planShapes {
 		cands := ladder(len(fired))
 		if loop {
@@ -248,6 +269,9 @@ func DerivePlan(ctx context.Context, proto *system.Protocol, cfg *system.Config,
 						if err := p.judgeAsLive(ctx, proto); err != nil {
 							return nil, err
 						}
+						if err := p.pinLive(ctx, proto, steps, reqOf, invariant); err != nil {
+							return nil, err
+						}
 						return p, nil
 					}
 				} else if v != nil && loop && sim.LateInvariant(v.Invariant) {
@@ -256,9 +280,11 @@ func DerivePlan(ctx context.Context, proto *system.Protocol, cfg *system.Config,
 						return nil, err
 					}
 					if ok {
-						p.Timers, p.Shape = strings.Join(named, ", "), shape.name
+						p.Timers, p.Shape, p.loop = strings.Join(named, ", "), shape.name, true
 						return p, nil
 					}
+				} else if v != nil && sim.LateInvariant(v.Invariant) && len(past) < maxPast {
+					past = append(past, candidate{cc, rs, faults, named, shape.name})
 				}
 				if v := res.Violation; v != nil && v.Invariant != invariant && !slices.Contains(others, v.Invariant) {
 					others = append(others, v.Invariant)
@@ -267,6 +293,23 @@ func DerivePlan(ctx context.Context, proto *system.Protocol, cfg *system.Config,
 					break // the offset moves no fault
 				}
 			}
+		}
+	}
+	// A side the clock judges by a bound on time first (a give-up or a
+	// peer's outcome leaves it owing what it holds) keeps its request
+	// busy until that bound; going on past it, the request is judged once
+	// nothing is left to happen for it.
+	for _, c := range past {
+		if ctx.Err() != nil {
+			break
+		}
+		ok, err := p.keepsGoingTo(ctx, proto, &c.cc, c.rs, c.faults, invariant)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			p.Timers, p.Shape = strings.Join(c.named, ", "), c.shape
+			return p, nil
 		}
 	}
 	deadlines := fmt.Sprintf("the timers it fires at %d deadlines each", len(planLadder))
@@ -304,6 +347,11 @@ func (p *Plan) keepsGoingTo(ctx context.Context, proto *system.Protocol, cc *clu
 	p.Config, p.Requests, p.Faults, p.Result, p.KeepGoing = back, rs, faults, again, true
 	return true, nil
 }
+
+// NeverDrains reports whether the plan's trace is a loop that never
+// drains, which a run that keeps going judges an hour of virtual time
+// after the last arrival.
+func (p *Plan) NeverDrains() bool { return p.loop }
 
 // Target is the violation of the invariant the plan's run reaches: its
 // first, or with KeepGoing the first of the invariant after the bound on
@@ -770,12 +818,19 @@ func (p *Plan) Summary() string {
 	} else {
 		fmt.Fprintf(&b, "%d requests, one per handoff, arriving in the order the trace starts them", len(p.Requests))
 	}
-	switch n := len(p.Faults); n {
+	n := len(p.Faults)
+	if p.Pinned != "" {
+		n-- // pinLive's, appended last
+	}
+	switch n {
 	case 0:
 	case 1:
 		fmt.Fprintf(&b, ", and the trace's %s, aimed at its request where the trace strikes it", p.Faults[0].Kind)
 	default:
 		fmt.Fprintf(&b, ", and the trace's %d faults, each aimed at its request where the trace strikes it", n)
+	}
+	if p.Pinned != "" {
+		b.WriteString(", and " + p.Pinned + ": it ends as it was then, so that a live run logs nothing of it that could be placed before that step")
 	}
 	if p.Timers != "" {
 		b.WriteString("; the timers the trace fires before the steps after them are due fire at shortened deadlines (" + p.Timers + ")")

@@ -362,6 +362,58 @@ func TestPlan_JudgedAsLive(t *testing.T) {
 	}
 }
 
+// A plan whose violating step takes a fact from a peer that goes on is
+// pinned for live: bootstrap-as-readiness's destination is aborted right
+// after it logs the fact of the step that sends DestinationReserved, so
+// its reservation, never made, cannot be placed before the source's
+// dispatch; the pinned run still breaks the invariant, and so does the
+// judge on it. release-before-activation's destination logs its
+// activation in the step that sends ReaderCompleted: no abort there
+// keeps it from activating, so its plan is not pinned. A plan whose
+// violating step is no delivery (cancel-noop-leaks-held-source's core
+// applying a no-op) is left as it is.
+func TestPlan_PinsThePeerForLive(t *testing.T) {
+	for _, tc := range []struct {
+		variant, run, pinned string
+	}{
+		{"bootstrap-as-readiness", "sglang", "an abort of the destination right after it logs request_accepted, the last of its facts before the source takes its DestinationReserved"},
+		{"release-before-activation", "vllm", ""},
+		{"cancel-noop-leaks-held-source", "vllm", ""},
+	} {
+		in := found(t, "../../testdata/configs/two-handoffs-faults.json", "../../testdata/variants/"+tc.variant+".json", tc.run)
+		dir := t.TempDir()
+		res, err := Write(dir, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := res.Plan
+		if p.Pinned != tc.pinned {
+			t.Fatalf("%s: pinned %q, want %q", tc.variant, p.Pinned, tc.pinned)
+		}
+		if tc.pinned == "" {
+			continue
+		}
+		pin := p.Faults[len(p.Faults)-1]
+		if pin.Kind != "abort" || pin.Side != "destination" || pin.After != "request_accepted" || pin.AfterSide != "" {
+			t.Fatalf("%s: the pin is %+v", tc.variant, pin)
+		}
+		if p.Result.Violation == nil || p.Result.Violation.Invariant != res.Invariant || p.Judged.Names() != res.Invariant {
+			t.Fatalf("%s: the pinned run breaks %v, judged %+v; want %s", tc.variant, p.Result.Violation, p.Judged, res.Invariant)
+		}
+		if got := simulated(t, dir, in.Protocol, false, res.Invariant); got != res.Invariant {
+			t.Fatalf("%s: the pinned plan's files break %q", tc.variant, got)
+		}
+		readme, err := os.ReadFile(filepath.Join(dir, ReadmeFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if flat := strings.Join(strings.Fields(string(readme)), " "); !strings.Contains(flat, "and "+tc.pinned+": it ends as it was then") ||
+			!strings.Contains(flat, "is rejected naming "+res.Invariant+" too, with "+tc.pinned) {
+			t.Fatalf("%s: the README does not say what the pin is and why:\n%s", tc.variant, readme)
+		}
+	}
+}
+
 // A plan whose deadline live refuses to scale is searched again for one
 // live keeps: expired-lease-reports-release's lease, fired before the
 // transfer starts, at a deadline live accepts with facts slow enough to

@@ -325,8 +325,9 @@ const timedBlock = `{{define "scalecost"}}{{.Requests}} request{{if ne .Requests
 {{printf "%.1f" .TTFT.P99}} ms; stranded source KV {{printf "%.1f" .StrandedSourceBlockSeconds}} block-seconds (peak {{.StrandedSourcePeak}} blocks); held for
 doomed attempts {{printf "%.1f" .StrandedBlockSeconds}} block-seconds; {{with .KeptGoing}}{{.InUseBlocks}} block{{if ne .InUseBlocks 1}}s{{end}} still in use at the end{{end}}.{{end}}{{define "timed"}}{{with .P}}{{if .Result}}{{with .Target}}**On the clock.** ` + "`sim.json`, `workload.jsonl` and `faults.jsonl`" + ` are these steps on the simulator's
 clock: {{$.P.Summary}}. {{if $.P.KeepGoing}}{{with $.P.Result.Violation}}` + "`simulate`" + ` breaks {{.Invariant}} first, at {{ms .AtUS}} ms of virtual time on request {{.Request}}:
-a bound on time, whose request goes on; going on past it (` + "`--keep-going`" + `), the loop breaks {{$.Invariant}} as the clock
-judges a loop that never drains, an hour of virtual time after the last arrival{{end}}{{else}}` + "`simulate`" + ` breaks {{$.Invariant}} too{{end}}, at {{ms .AtUS}} ms of virtual time on request {{.Request}}:
+a bound on time, whose request goes on; going on past it (` + "`--keep-going`" + `), {{if $.P.NeverDrains}}the loop breaks {{$.Invariant}} as the clock
+judges a loop that never drains, an hour of virtual time after the last arrival{{else}}the request breaks {{$.Invariant}} once
+nothing is left to happen for it{{end}}{{end}}{{else}}` + "`simulate`" + ` breaks {{$.Invariant}} too{{end}}, at {{ms .AtUS}} ms of virtual time on request {{.Request}}:
 {{.Detail}}.
 
     handoffcheck simulate --config sim.json --workload workload.jsonl --faults faults.jsonl{{if $.Spec}} --spec {{$.Spec}}{{end}}{{if $.P.KeepGoing}} --keep-going{{end}}

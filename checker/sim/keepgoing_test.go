@@ -12,7 +12,10 @@ import (
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/internal/variant"
 	"github.com/handoffcheck/handoffcheck/checker/sim/faultplan"
+	"github.com/handoffcheck/handoffcheck/checker/system"
+	"github.com/handoffcheck/handoffcheck/machines/interp"
 	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
 )
 
 // keepGoingRun is the default workload on the default cluster under
@@ -249,5 +252,90 @@ func TestKeepGoing_BrokenDuringComputeGivesTheWorkerBack(t *testing.T) {
 		if n := s.jobs[w].Len(); n > 0 {
 			t.Errorf("worker %d still has %d prefills booked at the end", w, n)
 		}
+	}
+}
+
+// A run that keeps going past a broken bound on time takes the broken
+// obligation off the request: every obligation opened is either met or
+// broken, never both (a side that releases late, after its obligation
+// broke, meets none), and the request retires once it holds nothing.
+// BoundedReclaim: the source forgets a Cancelled that overtook its
+// request (TestCancelledBeforeItsRequest's old row) and holds the request
+// until its bootstrap deadline, far past the bound. BoundedGiveUp: the
+// source ignores its transfer's failure (a mutant the clock kills,
+// mutation-timed.txt) and keeps its pins past the bound; every request
+// returns what it holds in the end.
+func TestKeepGoing_BrokenObligationIsNotMetLater(t *testing.T) {
+	forgets := spec.Default()
+	tb := forgets.Table(spec.Source)
+	i := tb.Lookup(spec.DestinationFirst, "Idle", "Cancelled")
+	tb.Rows[i].To, tb.Rows[i].Actions = "", nil
+	var ignores *spec.Spec
+	for _, m := range spec.Mutants(spec.Default(), spec.Operators) {
+		if m.Name == "source row 19 ignore TransferFailed" {
+			ignores = m.Spec
+		}
+	}
+	if ignores == nil {
+		t.Fatal("no mutant source row 19 ignore TransferFailed")
+	}
+	for _, tc := range []struct {
+		scenario, invariant string
+		tables              *spec.Spec
+		// opened and met are the invariant's obligations: those a
+		// request has open, each seen at the step that opens it, and
+		// those the run counts met.
+		opened func(r *request) [2]*obligation
+		met    func(sum *Summary) int
+	}{
+		{"reorder-sweep", cluster.NameBoundedReclaim, forgets,
+			func(r *request) [2]*obligation { return r.owed },
+			func(sum *Summary) int { return sum.ReclaimObligated }},
+		{"fault-sweep", cluster.NameBoundedGiveUp, ignores,
+			func(r *request) [2]*obligation { return r.gaveUp },
+			func(sum *Summary) int { return sum.GiveUpObligated }},
+	} {
+		t.Run(tc.invariant, func(t *testing.T) {
+			sc, _ := LookupScenario(tc.scenario)
+			cfg, reqs, faults, err := sc.Setup("destination-first")
+			if err != nil {
+				t.Fatal(err)
+			}
+			it, err := interp.New(tc.tables)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := system.FromStepper(tc.invariant, tc.tables, it)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := newSim(cfg, &SliceSource{Reqs: reqs}, Options{Faults: faults, FaultFree: sc.FaultFree, Protocol: p, KeepGoing: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			opened := map[*obligation]bool{}
+			s.watch = func(r *request) {
+				for _, o := range tc.opened(r) {
+					if o != nil {
+						opened[o] = true
+					}
+				}
+			}
+			res, err := s.run(context.Background(), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			k, sum := res.Summary.KeptGoing, &res.Summary
+			broken := k.Count(tc.invariant)
+			if k.Stopped != "" || broken == 0 || broken != k.Total() {
+				t.Fatalf("want %s broken, nothing else, and the run gone to its end: %+v", tc.invariant, k)
+			}
+			if met := tc.met(sum); met == 0 || met+broken != len(opened) {
+				t.Errorf("%s: %d obligations opened, %d met and %d broken: a broken one was counted met when its side released late", tc.invariant, len(opened), met, broken)
+			}
+			if len(s.active) != 0 || sum.Succeeded+sum.Failed+sum.Cancelled != sum.Requests {
+				t.Errorf("%d requests still active at the end; %d of %d finished: a request whose obligation broke never retired", len(s.active), sum.Succeeded+sum.Failed+sum.Cancelled, sum.Requests)
+			}
+		})
 	}
 }

@@ -870,13 +870,15 @@ func (s *Sim) react(r *request, before *system.State, m system.Move) {
 	if s.tl != nil {
 		s.tl.phases(r, s.now)
 	}
-	if s.watch != nil {
-		s.watch(r)
-	}
 	if r.doomedAt < 0 && (x.Cancelled || x.Xfer == model.XferFailed || failed(x.Outcome[0]) || failed(x.Outcome[1])) {
 		r.doomedAt = s.now
 	}
 	s.giveUp(r)
+	if s.watch != nil {
+		// After the obligations the step opened, before those it met
+		// close: a test sees every obligation.
+		s.watch(r)
+	}
 	s.strand(r)
 	s.settleObligations(r)
 	s.settleGiveUps(r)

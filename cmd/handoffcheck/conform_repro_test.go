@@ -75,6 +75,11 @@ func TestConform_Repro(t *testing.T) {
 // invariant, a plan simulate breaks it with, and the same plan run live,
 // whose logs conform rejects with it; where a form cannot be made, the
 // README says why and the command's exit is still the rejection's.
+// Pages never returned breaks a bound on time first on the clock (the
+// side that gave up owes its pages back within it): simulate
+// --keep-going breaks Quiescence on the plan once nothing is left to
+// happen for the request, and no live plan is derived (a live run's logs
+// are judged by their first violation).
 func TestConform_ReproThreeForms(t *testing.T) {
 	for _, tc := range []struct {
 		log, inv string
@@ -104,8 +109,8 @@ func TestConform_ReproThreeForms(t *testing.T) {
 		// The dispatch waits for nothing from the decode worker: the
 		// judge orders the reservation first.
 		{"prefill-dispatched-before-the-destination-reserved", "DestinationFirstGate", true, nil, orderNote},
-		{"pages-never-returned-after-a-failed-transfer", "Quiescence", false, nil,
-			"before Quiescence, which it judges only on a request with nothing left to happen, can be"},
+		{"pages-never-returned-after-a-failed-transfer", "Quiescence", true, nil,
+			"breaks BoundedGiveUp first, at 74.586 ms of virtual time on request 0: a bound on time, whose request goes on; going on past it (`--keep-going`), the request breaks Quiescence once nothing is left to happen for it"},
 	} {
 		t.Run(tc.log, func(t *testing.T) {
 			if testing.Short() && tc.log != "stored-before-activation" && tc.log != "pages-never-returned-after-a-failed-transfer" {
@@ -132,6 +137,17 @@ func TestConform_ReproThreeForms(t *testing.T) {
 			if !tc.sim {
 				if _, err := os.Stat(filepath.Join(dir, "sim.json")); !os.IsNotExist(err) {
 					t.Fatalf("a plan on the clock that does not reach %s was written: %v", tc.inv, err)
+				}
+				return
+			}
+			if strings.Contains(string(readme), "going on past it (`--keep-going`)") {
+				code, out, errOut = runCLI(t, append([]string{"simulate", "--keep-going"}, plan...)...)
+				if code != exitViolation || !regexp.MustCompile(`VIOLATION (BoundedGiveUp|BoundedReclaim) at `).MatchString(out) ||
+					!regexp.MustCompile(`kept going past the first violation \(below\): \d+ violations \(.*`+tc.inv+` 1`).MatchString(out) {
+					t.Fatalf("simulate --keep-going on the plan: exit %d\n%s%s", code, out, errOut)
+				}
+				if !strings.Contains(string(readme), "**Live.** No live plan is derived from these steps: on the clock they break a bound on time first") {
+					t.Fatalf("the README does not say why no live plan is derived:\n%s", readme)
 				}
 				return
 			}

@@ -76,22 +76,36 @@ func TestTimeline_Spec(t *testing.T) {
 // hang, which strike the transfer once it runs; an abort aimed at the
 // other side's phase, after_side, struck before the peer's fact that the
 // finished side's kept machine then takes: TestFaultPlan_AfterSide), and
-// deadlines live keeps with slack either way. Of the 18 plans, these 11
-// reproduce live; the others are judged, cut as live's logs are, to name
-// another invariant, or rest on facts a live run logs after the
-// violation (TestCheck_ReproNotLive). Three live rejections may give
-// no violating trace of their own (noRepro, what the reproduction of the
-// live rejection says instead: in some runs the attempt's explanation
-// does not replay in its world as a configuration file gives it; for
-// prefill-after-early-outcome the search along the explanation does not
-// take the fact's step for the rejection's, though the step after it
-// breaks the invariant); their logs are rejected with the invariant all
-// the same. prefill-after-early-outcome's violating step is a late fact
-// to the finished source, in the model a tie with the source's Cancelled
+// deadlines live keeps with slack either way (late-peer-cancel-fails-done's
+// facts slowed to 2 s, so that the reader's completion reaches the
+// source long after the abort aimed at the destination's outcome), or a
+// peer pinned for live (bootstrap-as-readiness: the destination aborted
+// right after the fact of the step that sends DestinationReserved, so
+// that its reservation, never made, cannot be placed before the source's
+// dispatch: TestPlan_PinsThePeerForLive). Of the 19 plans, these 14
+// reproduce live; the others are judged, cut as
+// live's logs are, to name another invariant, or rest on facts a live
+// run logs after the violation (TestCheck_ReproNotLive), or, for
+// rearm-reservation, reach the invariant only past a bound on time (no
+// live plan). Three live rejections may give no violating trace of their
+// own (noRepro, what the reproduction of the live rejection says
+// instead: in some runs the attempt's explanation does not replay in its
+// world as a configuration file gives it; a fact after the attempt's end,
+// late-peer-cancel-fails-done's cancel taken by the finished destination,
+// is refused before any state is judged; for prefill-after-early-outcome
+// the search along the explanation does not take the fact's step for the
+// rejection's, though the step after it breaks the invariant); their
+// logs are rejected with the invariant all the same.
+// prefill-after-early-outcome's violating step is a late fact to the
+// finished source, in the model a tie with the source's Cancelled
 // reaching the destination: on a loaded machine the destination's end
 // may be logged first, and the judge then reads the same step as one
 // after the attempt's end (loaded: AttemptIsolation, which its README
-// names too).
+// names too). push-deadline-without-fence's destination frees its
+// reservation on the source's cancel, after the source released the
+// pins of the hung transfer: conform names the source's step
+// (SourcePinnedUntilRead), not the destination's release, which no
+// explanation reaches before that step (TestDead_PassOverOnlyATakeableFact).
 func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 	const noTrace, noStep = "no trace of the rejection", "no violating step"
 	for _, tc := range []struct {
@@ -108,6 +122,9 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 {"at_ms":0,"kind":"abort","request":0,"side":"source","after":"prefill_dispatched"}`, "", ""},
 		{"expired-lease-reports-release", "vllm", "OutcomeTruthful", `{"at_ms":0,"kind":"abort","request":1,"side":"source","after":"prefill_dispatched"}`, "", ""},
 		{"pull-deadline-without-fence", "vllm", "DestinationHeldWhileWritten", `"kind":"hang","request":0}`, noTrace, ""},
+		{"push-deadline-without-fence", "sglang", "SourcePinnedUntilRead", `"kind":"hang","request":0}`, "", ""},
+		{"bootstrap-as-readiness", "sglang", "DestinationFirstGate", `{"at_ms":0,"kind":"abort","request":0,"side":"destination","after":"request_accepted"}`, "", ""},
+		{"late-peer-cancel-fails-done", "vllm", "AttemptIsolation", `{"at_ms":0,"kind":"abort","request":0,"side":"source","after":"outcome_reported","after_side":"destination"}`, noTrace, ""},
 		{"pin-ignores-ack-and-lease", "vllm", "Quiescence", `{"at_ms":0,"kind":"abort","request":1,"side":"source","after":"prefill_dispatched"}`, noTrace, ""},
 		{"prefill-after-early-outcome", "sglang", "ExactlyOnceRelease", `{"at_ms":0,"kind":"abort","request":0,"side":"source","after":"registered","after_side":"destination"}`, noStep, "AttemptIsolation"},
 	} {
@@ -157,11 +174,20 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 // live run does not reliably reproduce, and what each README says of why.
 // A reproduction judges the plan's own run as conform judges a live run's
 // logs (one log per process): where the judge names another invariant,
-// or none, the README names it (judged: a deterministic check, and
-// -short runs it); where it names the same one, the README says that a
-// live run goes on past the violation, and the facts its processes log
-// after it may give the judge an order that explains the logs or another
-// invariant first (goesOn).
+// the README names it (judged: a deterministic check, and -short runs
+// it): the same step reports the side's terminal outcome while it still
+// holds what it reserved or pinned, which breaks Quiescence by itself,
+// and the judge names what a fact breaks by itself first. Where it names
+// the same one, the README says that a live run goes on past the
+// violation, and the facts its processes log after it may give the judge
+// an order that explains the logs (release-before-activation: the
+// destination's activation, logged in the step that sends the reader's
+// completion, so that no abort keeps it from the logs, is placed before
+// the source's release) or another
+// invariant first (release-on-heartbeat: the hung transfer's failure,
+// placed before the release the heartbeat caused, leaves the release
+// breaking ReleaseNeedsReaderAck only, which the trace's step breaks too)
+// (goesOn).
 func TestCheck_ReproNotLive(t *testing.T) {
 	const goesOn = "too. A live run goes on past the violation"
 	for _, tc := range []struct {
@@ -170,10 +196,7 @@ func TestCheck_ReproNotLive(t *testing.T) {
 	}{
 		{"withdraw-noop-leaks-reservation", "vllm", []string{"is rejected naming Quiescence, not InFlightAccounting: decode-0 reports its terminal outcome while it still holds its reserved pages"}},
 		{"report-before-release-applied", "vllm", []string{"is rejected naming Quiescence, not RouterCleanup: prefill-0 logs outcome_reported without returning its 3 pinned blocks"}},
-		{"late-peer-cancel-fails-done", "vllm", []string{"is rejected naming no invariant: decode-0 logs cancelled for the attempt after its end"}},
-		{"push-deadline-without-fence", "sglang", []string{"naming SourcePinnedUntilRead " + goesOn}},
 		{"release-on-heartbeat", "vllm", []string{"naming SourcePinnedUntilRead " + goesOn}},
-		{"bootstrap-as-readiness", "sglang", []string{"naming DestinationFirstGate " + goesOn}},
 		{"release-before-activation", "vllm", []string{"naming ReleaseNeedsReaderAck " + goesOn}},
 	} {
 		t.Run(tc.variant, func(t *testing.T) {
