@@ -719,6 +719,21 @@ func (w *worker) probeReply(a *attempt, f *Frame) {
 		x.DstReg, x.Dst = reg, h
 	}
 	a.replied = true
+	// The window has learnt the peer's registration: a move it did not
+	// offer while it held the registration unknown may be offered now (a
+	// delay just before the command the transfer's end sends, once the
+	// transfer would succeed), as the simulator's world, which holds both
+	// sides, offers it from the transfer's start. A mark waiting for it
+	// strikes here, before the transfer ends.
+	if a.m != nil {
+		w.project(a)
+		w.moves = w.chk.MovesInto(&a.st, w.moves[:0])
+		if m, k, ok := a.m.Offered(w.moves, w.strikesHere); ok {
+			w.struck(a, k.String())
+			w.do(a, m, false)
+			return
+		}
+	}
 	w.maybeEndTransfer(a)
 }
 

@@ -367,9 +367,10 @@ func TestPlan_JudgedAsLive(t *testing.T) {
 // after it logs the fact of the step that sends DestinationReserved, so
 // its reservation, never made, cannot be placed before the source's
 // dispatch; the pinned run still breaks the invariant, and so does the
-// judge on it. release-before-activation's destination logs its
-// activation in the step that sends ReaderCompleted: no abort there
-// keeps it from activating, so its plan is not pinned. A plan whose
+// judge on it. release-before-activation's destination, its core
+// slowed, waits in Activating for the activation the step that sends
+// ReaderCompleted commanded: Activating has no row for an abort, so none
+// keeps it from activating, and its plan is not pinned. A plan whose
 // violating step is no delivery (cancel-noop-leaks-held-source's core
 // applying a no-op) is left as it is.
 func TestPlan_PinsThePeerForLive(t *testing.T) {

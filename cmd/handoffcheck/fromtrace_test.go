@@ -180,10 +180,14 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 // and the judge names what a fact breaks by itself first. Where it names
 // the same one, the README says that a live run goes on past the
 // violation, and the facts its processes log after it may give the judge
-// an order that explains the logs (release-before-activation: the
-// destination's activation, logged in the step that sends the reader's
-// completion, so that no abort keeps it from the logs, is placed before
-// the source's release) or another
+// an order that explains the logs (release-before-activation: live
+// strikes the plan's delay as the simulator does, so the destination's
+// core applies the activation slow_core_ms after the step that sends the
+// reader's completion, after the source's release on the run's clock; but
+// the delay logs nothing and time stamps never order two processes'
+// facts, so the judge places the activation in that step, before the
+// release, and no abort keeps it from the logs: Activating has no row
+// for one) or another
 // invariant first (release-on-heartbeat: the hung transfer's failure,
 // placed before the release the heartbeat caused, leaves the release
 // breaking ReleaseNeedsReaderAck only, which the trace's step breaks too)
