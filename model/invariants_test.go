@@ -103,6 +103,11 @@ func (h *history) step(ops func(tx *Tx)) []string {
 	tx := Tx{W: &h.w}
 	ops(&tx)
 	h.fired |= tx.J.Fired()
+	// StepClear passes exactly the steps CheckStep passes, on every step
+	// of every history: the clean ones and the ones each half objects to.
+	if clear, v := StepClear(&h.w, &tx.J), CheckStep(&h.w, &tx.J); clear != (v == nil) {
+		h.t.Fatalf("StepClear says %v, CheckStep reports %v", clear, v)
+	}
 	var names []string
 	for _, v := range StepViolations(&h.w, &tx.J) {
 		names = append(names, v.Invariant)
