@@ -100,8 +100,16 @@ func newHistory(t *testing.T, c *Config) *history {
 }
 
 func (h *history) step(ops func(tx *Tx)) []string {
+	before, beforeRec := h.w, h.rec
 	tx := Tx{W: &h.w}
 	ops(&tx)
+	// StateClearFrom, from a world the state halves pass, passes exactly
+	// the worlds CheckState passes.
+	if CheckState(&before, &beforeRec) == nil {
+		if clear, v := StateClearFrom(&before, &h.w, &beforeRec, &h.rec), CheckState(&h.w, &h.rec); clear != (v == nil) {
+			h.t.Fatalf("StateClearFrom says %v, CheckState reports %v", clear, v)
+		}
+	}
 	h.fired |= tx.J.Fired()
 	// StepClear passes exactly the steps CheckStep passes, on every step
 	// of every history: the clean ones and the ones each half objects to.

@@ -57,3 +57,43 @@ func TestStepClear_EqualsCheckStep(t *testing.T) {
 	}
 	t.Logf("%d transitions, %d refused", checked, refused)
 }
+
+// TestStateClearFrom_EqualsCheckState holds the judgement of what a step
+// changed, which the explorer asks of every new state, to the state
+// halves judged on the whole world, on every transition out of a sample
+// of states that pass them, each state unpacked from its canonical key
+// as the explorer expands it.
+func TestStateClearFrom_EqualsCheckState(t *testing.T) {
+	checked, refused := 0, 0
+	judgedSystems(t, func(name string, c *System, sample int) {
+		for _, s := range porSample(c, sample) {
+			var k Key
+			c.Canonical(&s, &k)
+			var p State
+			c.UnpackTo(&k, &p)
+			prec := c.Records(&p)
+			if model.CheckState(&p.W, &prec) != nil {
+				continue
+			}
+			for _, m := range c.MovesInto(&p, nil) {
+				succ := p
+				if _, _, err := c.Step(&succ, m, nil); err != nil {
+					t.Fatal(err)
+				}
+				rec := c.Records(&succ)
+				clear, v := model.StateClearFrom(&p.W, &succ.W, &prec, &rec), model.CheckState(&succ.W, &rec)
+				if clear != (v == nil) {
+					t.Fatalf("%s: move %v: StateClearFrom says %v, CheckState reports %v", name, m, clear, v)
+				}
+				if !clear {
+					refused++
+				}
+				checked++
+			}
+		}
+	})
+	if refused == 0 {
+		t.Error("no transition of the sample violated a state invariant: the comparison never met a refusal")
+	}
+	t.Logf("%d transitions, %d refused", checked, refused)
+}
