@@ -112,3 +112,9 @@ func benchVLLM(b *testing.B, lim Limits) {
 	}
 	b.ReportMetric(float64(states)/b.Elapsed().Seconds(), "states/s")
 }
+
+// BenchmarkVLLM_TwoCoresLiveness is the vllm run as the default job runs
+// it: two workers and the liveness graph, EventuallyDrained judged.
+func BenchmarkVLLM_TwoCoresLiveness(b *testing.B) {
+	benchVLLM(b, Limits{Workers: 2, Liveness: true})
+}

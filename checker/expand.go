@@ -23,10 +23,13 @@ type successors [maxMoves]struct {
 type expander struct {
 	succ successors
 	k    system.Key
-	// s is the state being expanded, unpacked from k.
-	s  system.State
-	ms system.MoveSet
-	tx model.Tx
+	// s is the state being expanded, unpacked from k; prec is its
+	// records, made once its first new successor is judged (precOK).
+	s      system.State
+	prec   model.Records
+	precOK bool
+	ms     system.MoveSet
+	tx     model.Tx
 	// Per successor: the move it was reached by, its id and whether it
 	// is known, and whether the worker's cache knew it.
 	idx    [maxMoves]int
@@ -272,6 +275,7 @@ func (e *exploration) expandState(x *expander, entry []uint64, pid uint32, out *
 	copy(k[:e.words], entry[:e.words])
 	s := &x.s
 	c.UnpackTo(k, s)
+	x.precOK = false
 	x.protocol = c.Enabled(s, &x.ms)
 	x.wake = false
 	if e.sleep != nil {
@@ -456,7 +460,13 @@ func (e *exploration) keep(x *expander, j int, pid uint32, out *workerOut) {
 			return
 		}
 	}
-	if v := e.c.CheckState(&sc.t); v != nil {
+	// Every state expanded passed the state invariants when it was
+	// found (the initial state before the search, any other as a
+	// candidate), so only what the step changed is judged.
+	if !x.precOK {
+		x.prec, x.precOK = e.c.Records(&x.s), true
+	}
+	if v := e.c.checkStateFrom(&sc.t, &x.s, &x.prec); v != nil {
 		if out.viol == nil || (out.viol.pid == pid && x.idx[j] < out.viol.move) {
 			out.viol = &found{v: v, pid: pid, move: x.idx[j]}
 		}

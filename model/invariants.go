@@ -569,6 +569,95 @@ func CheckStep(w *World, j *Journal) *Violation {
 	return InFlightAccountingStep(w, j)
 }
 
+// StepClear reports, in one pass over a step's effects, that no step half
+// objects to it: when it returns true, CheckStep returns nil. It is the
+// step halves' conditions for a violation, joined by effect kind, so that
+// a step (nearly all of them) is judged in one pass instead of one per
+// half; a step it does not clear is judged by CheckStep, which alone says
+// which half objects first. It may refuse a step CheckStep would pass (it
+// never does on purpose), never the other way round:
+// TestStepClear_NeverClearsAViolation and the explorer's test on every
+// transition of sample configurations hold it to CheckStep.
+func StepClear(w *World, j *Journal) bool {
+	for i := 0; i < j.N; i++ {
+		e := &j.E[i]
+		switch e.Kind {
+		case EffTransferStart: // TransferNeedsReservation
+			if !e.EverReserved || e.Reg == RegNone || (e.Reg == RegValid && !e.PagesReserved) {
+				return false
+			}
+		case EffWrite: // TransferNeedsReservation
+			if !e.PagesReserved {
+				return false
+			}
+		case EffPinEnd: // SourcePinnedUntilRead, ReleaseNeedsReaderAck
+			if e.Reg == RegValid && !e.Xfer.Finished() {
+				return false
+			}
+			switch e.Cause {
+			case CauseReaderAck:
+				if e.Xfer != XferDone || e.ActivationPending {
+					return false
+				}
+			case CauseAbort, CauseExpiry:
+			default:
+				return false
+			}
+		case EffRead: // SourcePinnedUntilRead
+			if !e.SourcePinned {
+				return false
+			}
+		case EffActivate: // NoActivationFromInvalidKv, FailedTransferNeverActivates
+			if e.Xfer != XferDone || !e.PagesReserved || e.Tainted {
+				return false
+			}
+		case EffPagesFreed: // DestinationHeldWhileWritten
+			if e.Reg == RegValid && !e.Xfer.Finished() {
+				return false
+			}
+		case EffStored: // NoStoredBeforeActivation
+			if e.AlreadyPublished || !e.PagesActive || e.Xfer != XferDone {
+				return false
+			}
+		case EffPinEarly, EffRoleMismatch: // AtomicPrefillPin, RoleCommands
+			return false
+		case EffLoadFall: // ComputeLoadIndependent
+			if e.LoadFallen {
+				return false
+			}
+		case EffComputeDone: // ComputeLoadIndependent
+			if x := &w.H[e.H]; x.ComputeLoad || (x.Src != SrcPinned && x.Life[ResPrefillBooking] == Held) {
+				return false
+			}
+		case EffEnd: // ExactlyOnceRelease
+			if e.Life == Never || e.Life == Ended {
+				return false
+			}
+		case EffBegin: // ExactlyOnceRelease
+			if e.Life == Ended || e.Life == Held || e.AfterOutcome {
+				return false
+			}
+		case EffPrefillStart: // DestinationFirstGate
+			if !e.EverReserved && w.cfg.Policy == spec.DestinationFirst {
+				return false
+			}
+		case EffOwnershipEnd: // RouterCleanup
+			if e.SourcePinned {
+				return false
+			}
+		case EffAccept: // InFlightAccounting
+			if e.WasInFlight {
+				return false
+			}
+		case EffComplete: // InFlightAccounting
+			if !e.WasInFlight {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // StepViolations runs every step half of the registry and returns every
 // violation, in registry order (CheckStep stops at the first).
 func StepViolations(w *World, j *Journal) []*Violation {
@@ -984,6 +1073,116 @@ func CheckState(w *World, rec *Records) *Violation {
 	return indexMatchesCache(w, rec, &hs)
 }
 
+// StateClearFrom reports that the state halves pass on world w, one step
+// from world p, on which they all passed (prec and rec are the two
+// worlds' records): when it returns true, CheckState(w, rec) returns nil.
+// A step changes one handoff or a few and the workers they hold something
+// on; the rest of the world passed in p and passes unchanged in w. So
+// only a changed handoff is judged on its own, and a changed worker is
+// judged against what it held in p: its counters must move by what the
+// changed handoffs (and its background load) moved, since in p they
+// equalled what the handoffs held. It is exact: false means CheckState
+// reports a violation. TestStateClearFrom_EqualsCheckState, here and on
+// every transition of sample configurations, holds it to CheckState.
+func StateClearFrom(p, w *World, prec, rec *Records) bool {
+	if p.cfg != w.cfg {
+		return false
+	}
+	headroom := w.cfg.Engine.Traits().HeadroomAtReservation
+	// What the changed handoffs hold in w, and what they held in p.
+	var now, was allHoldings
+	for h := 0; h < w.NumHandoffs(); h++ {
+		same := p.H[h] == w.H[h]
+		if same && prec.Terminal[h] == rec.Terminal[h] && prec.Ended[h] == rec.Ended[h] {
+			continue
+		}
+		if !handoffClear(w, rec, h) {
+			return false
+		}
+		if !same {
+			w.addHoldings(&now, h, headroom)
+			p.addHoldings(&was, h, headroom)
+		}
+	}
+	for k := 0; k < w.NumWorkers(); k++ {
+		if p.W[k] != w.W[k] || now[k] != was[k] {
+			if !workerClearFrom(p, w, k, &now[k], &was[k]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// handoffClear reports whether the state halves' judgements of handoff h
+// alone pass: those of AtomicPrefillPin, ComputeLoadIndependent,
+// NoStoredBeforeActivation, InFlightAccounting, RouterCleanup,
+// OutcomeTruthful and IndexMatchesCache that read one handoff.
+func handoffClear(w *World, rec *Records, h int) bool {
+	x := &w.H[h]
+	switch {
+	case x.Compute == ComputeDone && x.Src == SrcActive,
+		(x.Compute == ComputeQueued || x.Compute == ComputeRunning) && x.Life[ResPrefillBooking] == Held && !x.ComputeLoad,
+		x.Dst == DstActive && !x.Published,
+		(x.Src != SrcNone || x.Compute == ComputeQueued) && !x.InFlight[SourceSide],
+		(x.Dst != DstNone || x.Pending) && !x.InFlight[DestinationSide],
+		rec.Terminal[h][SourceSide] && x.Prefill >= 0 && x.Life[ResPrefillBooking] == Held,
+		rec.Terminal[h][DestinationSide] && x.Decode >= 0 && x.Life[ResDecodeBooking] == Held,
+		x.Outcome[SourceSide] == OutcomeOK && (x.Xfer != XferDone || !x.Acked),
+		x.Outcome[DestinationSide] == OutcomeOK && !x.Activated,
+		x.Outcome[DestinationSide] == OutcomeFailed && (x.Activated || x.Published),
+		x.SrcIndexed && x.Src != SrcPinned && !x.SrcKept,
+		x.Src == SrcPinned && !x.SrcIndexed,
+		x.Published && x.Dst != DstActive && !x.DstKept:
+		return false
+	}
+	for s := SourceSide; s <= DestinationSide; s++ {
+		if rec.Terminal[h][s] && (x.InFlight[s] || x.Worker(s) >= 0 && rec.Ended[h][s] != OutcomeNone && x.Outcome[s] != rec.Ended[h][s]) {
+			return false
+		}
+	}
+	return true
+}
+
+// workerClearFrom reports whether the state halves' judgements of worker
+// k pass in w, given that they passed in p: its own counters are judged
+// as BlockCategoriesDisjoint and CapacityRespected judge them, and each
+// counter the halves hold to what the handoffs hold must have moved from
+// p by what the changed handoffs moved (now is what they hold in w, was
+// what they held in p) and, for active blocks and slots, by the
+// background load's change. In p each such counter equalled what the
+// handoffs held; integer arithmetic wraps alike on both sides, so the
+// comparison of the moves is the comparison of the values.
+func workerClearFrom(p, w *World, k int, now, was *holdings) bool {
+	wk, pk := &w.W[k], &p.W[k]
+	wc := &w.cfg.Workers[k]
+	switch {
+	case wk.Cached < 0 || wk.Kept < 0 || wk.Prefix < 0 || wk.Active < 0 || wk.Pinned < 0 || wk.Reserved < 0,
+		wk.Free+wk.Cached+wk.Kept+wk.Prefix+wk.Active+wk.Pinned+wk.Reserved != wc.Capacity,
+		wk.Free < 0,
+		wc.Role == DecodeWorker && int(wk.SlotsUsed) > wc.Slots,
+		wk.HeadroomUsed > wc.Headroom,
+		wk.SlotsUsed < 0 || wk.HeadroomUsed < 0 || wk.InFlight < 0:
+		return false
+	case wk.Active-pk.Active != now.active-was.active+wk.Background-pk.Background,
+		wk.Pinned-pk.Pinned != now.pinned-was.pinned,
+		wk.Prefix-pk.Prefix != now.prefix-was.prefix,
+		wk.Kept-pk.Kept != now.kept-was.kept,
+		wk.PrefillTokens-pk.PrefillTokens != now.prefillTokens-was.prefillTokens,
+		wk.StoredBlocks-pk.StoredBlocks != now.stored-was.stored,
+		wk.InFlight-pk.InFlight != now.inFlight-was.inFlight,
+		wk.Owned-pk.Owned != now.owned-was.owned,
+		wk.BookedBlocks-pk.BookedBlocks != now.booked-was.booked:
+		return false
+	case wc.Role != DecodeWorker:
+		// ReservationCountsAtOnce judges decode workers only.
+		return true
+	}
+	return wk.Reserved-pk.Reserved == now.reserved-was.reserved &&
+		wk.SlotsUsed-pk.SlotsUsed == now.slots-was.slots+wk.BackgroundSlot-pk.BackgroundSlot &&
+		wk.HeadroomUsed-pk.HeadroomUsed == now.headroom-was.headroom
+}
+
 // StateViolations runs every state half of the registry and returns every
 // violation, in registry order (CheckState stops at the first).
 func StateViolations(w *World, rec *Records) []*Violation {
@@ -1007,14 +1206,14 @@ func AttemptIsolation(before, after *World, h int, to Side, index int) *Violatio
 	// after: handoff h apart, so that only its record is copied.
 	want := before.H[h]
 	want.Ch[to].Take(index)
-	if want != after.H[h] || !sameBut(before, after, h) {
+	if want != after.H[h] || !SameBut(before, after, h) {
 		return violate(NameAttemptIsolation, h, after.H[h].Worker(to), "a stale fact to the %s changed the world", to)
 	}
 	return nil
 }
 
-// sameBut reports whether two worlds are equal but perhaps for handoff h.
-func sameBut(a, b *World, h int) bool {
+// SameBut reports whether two worlds are equal but perhaps for handoff h.
+func SameBut(a, b *World, h int) bool {
 	if a.cfg != b.cfg || a.W != b.W {
 		return false
 	}

@@ -100,9 +100,22 @@ func newHistory(t *testing.T, c *Config) *history {
 }
 
 func (h *history) step(ops func(tx *Tx)) []string {
+	before, beforeRec := h.w, h.rec
 	tx := Tx{W: &h.w}
 	ops(&tx)
+	// StateClearFrom, from a world the state halves pass, passes exactly
+	// the worlds CheckState passes.
+	if CheckState(&before, &beforeRec) == nil {
+		if clear, v := StateClearFrom(&before, &h.w, &beforeRec, &h.rec), CheckState(&h.w, &h.rec); clear != (v == nil) {
+			h.t.Fatalf("StateClearFrom says %v, CheckState reports %v", clear, v)
+		}
+	}
 	h.fired |= tx.J.Fired()
+	// StepClear passes exactly the steps CheckStep passes, on every step
+	// of every history: the clean ones and the ones each half objects to.
+	if clear, v := StepClear(&h.w, &tx.J), CheckStep(&h.w, &tx.J); clear != (v == nil) {
+		h.t.Fatalf("StepClear says %v, CheckStep reports %v", clear, v)
+	}
 	var names []string
 	for _, v := range StepViolations(&h.w, &tx.J) {
 		names = append(names, v.Invariant)

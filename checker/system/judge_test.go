@@ -1,0 +1,99 @@
+package system
+
+import (
+	"testing"
+
+	"github.com/handoffcheck/handoffcheck/model"
+	"github.com/handoffcheck/handoffcheck/spec"
+)
+
+// judgedSystems calls f with the systems the fast judgements are held to
+// the full ones on: every run of several configurations under the
+// generated tables, and, so that violations are met, every run of one of
+// them under a sample of the default spec's mutants (every eighth).
+func judgedSystems(t *testing.T, f func(name string, c *System, sample int)) {
+	files := []string{"two-handoffs-faults.json", "decode-first.json", "max-shape.json", "headroom-binds.json"}
+	everyRun(t, files, func(file, run string, c *System) { f(file+" "+run, c, 1500) })
+	cfg := testdataConfig(t, "two-handoffs-faults.json")
+	all := spec.Mutants(spec.Default(), spec.Operators)
+	for i := 0; i < len(all); i += 8 {
+		p := interpreted(t, all[i].Spec)
+		for _, run := range cfg.Runs {
+			c, err := New(p, cfg, run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f(all[i].Name+" "+run.Name, c, 300)
+		}
+	}
+}
+
+// TestStepClear_EqualsCheckStep holds the one-pass judgement of a step,
+// which JudgeStep asks first, to the step halves judged one by one, on
+// every transition out of a sample of states of each system.
+func TestStepClear_EqualsCheckStep(t *testing.T) {
+	checked, refused := 0, 0
+	judgedSystems(t, func(name string, c *System, sample int) {
+		for _, s := range porSample(c, sample) {
+			for _, m := range c.MovesInto(&s, nil) {
+				succ := s
+				j, _, err := c.Step(&succ, m, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				clear, v := model.StepClear(&succ.W, &j), model.CheckStep(&succ.W, &j)
+				if clear != (v == nil) {
+					t.Fatalf("%s: move %v: StepClear says %v, CheckStep reports %v", name, m, clear, v)
+				}
+				if !clear {
+					refused++
+				}
+				checked++
+			}
+		}
+	})
+	if refused == 0 {
+		t.Error("no transition of the sample violated a step invariant: the comparison never met a refusal")
+	}
+	t.Logf("%d transitions, %d refused", checked, refused)
+}
+
+// TestStateClearFrom_EqualsCheckState holds the judgement of what a step
+// changed, which the explorer asks of every new state, to the state
+// halves judged on the whole world, on every transition out of a sample
+// of states that pass them, each state unpacked from its canonical key
+// as the explorer expands it.
+func TestStateClearFrom_EqualsCheckState(t *testing.T) {
+	checked, refused := 0, 0
+	judgedSystems(t, func(name string, c *System, sample int) {
+		for _, s := range porSample(c, sample) {
+			var k Key
+			c.Canonical(&s, &k)
+			var p State
+			c.UnpackTo(&k, &p)
+			prec := c.Records(&p)
+			if model.CheckState(&p.W, &prec) != nil {
+				continue
+			}
+			for _, m := range c.MovesInto(&p, nil) {
+				succ := p
+				if _, _, err := c.Step(&succ, m, nil); err != nil {
+					t.Fatal(err)
+				}
+				rec := c.Records(&succ)
+				clear, v := model.StateClearFrom(&p.W, &succ.W, &prec, &rec), model.CheckState(&succ.W, &rec)
+				if clear != (v == nil) {
+					t.Fatalf("%s: move %v: StateClearFrom says %v, CheckState reports %v", name, m, clear, v)
+				}
+				if !clear {
+					refused++
+				}
+				checked++
+			}
+		}
+	})
+	if refused == 0 {
+		t.Error("no transition of the sample violated a state invariant: the comparison never met a refusal")
+	}
+	t.Logf("%d transitions, %d refused", checked, refused)
+}
