@@ -67,8 +67,7 @@ func TestStateClearFrom_EqualsCheckState(t *testing.T) {
 	checked, refused := 0, 0
 	judgedSystems(t, func(name string, c *System, sample int) {
 		for _, s := range porSample(c, sample) {
-			var k Key
-			c.Canonical(&s, &k)
+			k := c.Key(&s)
 			var p State
 			c.UnpackTo(&k, &p)
 			prec := c.Records(&p)
