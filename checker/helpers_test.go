@@ -75,25 +75,3 @@ func budgetOf(t interface {
 	}
 	return b
 }
-
-// faultOf is the fault kind a configuration's "faults" object names
-// name: the tests name a kind no driver names as configurations do.
-func faultOf(t testing.TB, name string) system.Fault {
-	t.Helper()
-	f, ok := system.ParseFault(name)
-	if !ok {
-		t.Fatalf("faultOf: %q is not a fault kind", name)
-	}
-	return f
-}
-
-// mustMove is the move a step of a trace file writes as s: the tests
-// name moves as the step syntax does, not by the system's move kinds.
-func mustMove(t testing.TB, s string) system.Move {
-	t.Helper()
-	m, err := system.ParseMove(s)
-	if err != nil {
-		t.Fatalf("move %q: %v", s, err)
-	}
-	return m
-}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/handoffcheck/handoffcheck/checker/internal/steps"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 
 	"github.com/handoffcheck/handoffcheck/machines/interp"
@@ -152,7 +153,7 @@ func TestLateCancelStandIn_NeedsALateFault(t *testing.T) {
 	cfg := loadConfigFile(t, "mutation.json")
 	for _, run := range cfg.Runs {
 		quiet := *cfg
-		quiet.Budget[system.Cancel], quiet.Budget[faultOf(t, "abort")] = 0, 0
+		quiet.Budget[system.Cancel], quiet.Budget[steps.Fault(t, "abort")] = 0, 0
 		c, err := New(p, &quiet, run)
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/handoffcheck/handoffcheck/checker/internal/steps"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
@@ -240,7 +241,7 @@ func shapesPeerNotices(t testing.TB, c *Checker, s *system.State) int {
 				if after == nil {
 					after = c.MovesInto(&next, nil)
 				}
-				notice := mustMove(t, fmt.Sprintf("peer-restarted h=%d side=%s", h, peer))
+				notice := steps.Move(t, fmt.Sprintf("peer-restarted h=%d side=%s", h, peer))
 				if !next.W.H[h].PeerGone[peer] || !slices.Contains(after, notice) {
 					t.Fatalf("%s: the %s of handoff %d (worker %d) is not told its peer restarted (PeerGone=%v, %q enabled=%v); before:\n%s",
 						m, peer, h, x.Worker(peer), next.W.H[h].PeerGone[peer], notice, slices.Contains(after, notice),

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/handoffcheck/handoffcheck/checker/internal/steps"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
@@ -32,7 +33,7 @@ func checkerFor(t *testing.T, p *system.Protocol, cfg *system.Config, name strin
 func TestStep_RefusesMovesTheStateDoesNotEnable(t *testing.T) {
 	c := checkerFor(t, system.Generated(), mustConfig(t, smallConfig), "vllm")
 	s := c.Initial()
-	for _, m := range []system.Move{{}, mustMove(t, "reserve h=0"), {Kind: system.MvRoutePrefill, H: 0, Arg: 1}} {
+	for _, m := range []system.Move{{}, steps.Move(t, "reserve h=0"), {Kind: system.MvRoutePrefill, H: 0, Arg: 1}} {
 		before := s
 		if _, _, err := c.Step(&s, m, nil); err == nil || !strings.Contains(err.Error(), "not enabled") {
 			t.Errorf("move %q on the initial state: err %v, want it refused", m, err)
@@ -580,21 +581,21 @@ func TestMermaid_EveryMoveOnItsLane(t *testing.T) {
 		{system.Move{Kind: system.MvDeliver, H: 0, Arg: dst, Msg: model.MsgReaderCompleted}, "    Transport->>Destination: h0 ReaderCompleted\n"},
 		{system.Move{Kind: system.MvDeliver, H: 1, Arg: src, Msg: model.MsgReaderCompleted}, "    Transport->>Source: h1 ReaderCompleted\n"},
 		{system.Move{Kind: system.Duplicate.Move(), H: 0, Arg: src, Msg: model.MsgReaderCompleted}, "    Transport->>Source: h0 ReaderCompleted (duplicate, kept in flight)\n"},
-		{mustMove(t, "lose h=0 to=destination msg=ReaderCompleted"), "    Transport-xDestination: h0 ReaderCompleted lost\n"},
-		{mustMove(t, "reserve h=0"), "    Note over Destination: reserve h=0\n"},
+		{steps.Move(t, "lose h=0 to=destination msg=ReaderCompleted"), "    Transport-xDestination: h0 ReaderCompleted lost\n"},
+		{steps.Move(t, "reserve h=0"), "    Note over Destination: reserve h=0\n"},
 		{system.Move{Kind: system.MvPromote, H: 0}, "    Note over Destination: promote h=0\n"},
-		{mustMove(t, "decode-finish h=0"), "    Note over Destination: decode-finish h=0\n"},
+		{steps.Move(t, "decode-finish h=0"), "    Note over Destination: decode-finish h=0\n"},
 		{system.Move{Kind: system.MvCompute, H: 0}, "    Note over Source: compute h=0\n"},
-		{mustMove(t, "abort h=0 side=destination"), "    Note over Destination: abort h=0 side=destination\n"},
-		{mustMove(t, "abort h=0 side=source"), "    Note over Source: abort h=0 side=source\n"},
-		{mustMove(t, "peer-restarted h=0 side=destination"), "    Note over Destination: peer-restarted h=0 side=destination\n"},
-		{mustMove(t, "deferred h=0 side=destination"), "    Note over Destination: deferred h=0 side=destination\n"},
-		{mustMove(t, "deferred h=0 side=source"), "    Note over Source: deferred h=0 side=source\n"},
+		{steps.Move(t, "abort h=0 side=destination"), "    Note over Destination: abort h=0 side=destination\n"},
+		{steps.Move(t, "abort h=0 side=source"), "    Note over Source: abort h=0 side=source\n"},
+		{steps.Move(t, "peer-restarted h=0 side=destination"), "    Note over Destination: peer-restarted h=0 side=destination\n"},
+		{steps.Move(t, "deferred h=0 side=destination"), "    Note over Destination: deferred h=0 side=destination\n"},
+		{steps.Move(t, "deferred h=0 side=source"), "    Note over Source: deferred h=0 side=source\n"},
 		{system.Move{Kind: system.MvTimer, H: 0, Arg: int8(model.TimerLease)}, "    Note over Source: timer h=0 timer=lease\n"},
 		{system.Move{Kind: system.MvTimer, H: 0, Arg: int8(model.TimerReservation)}, "    Note over Destination: timer h=0 timer=reservation\n"},
-		{mustMove(t, "free-background worker=1"), "    Note over Destination: free-background worker=1\n"},
+		{steps.Move(t, "free-background worker=1"), "    Note over Destination: free-background worker=1\n"},
 		{system.Move{Kind: system.MvTransfer, H: 0}, "    Source-->>Destination: h0 KV transfer completes\n"},
-		{mustMove(t, "fail-transfer h=1"), "    Source-->>Destination: h1 KV transfer fails\n"},
+		{steps.Move(t, "fail-transfer h=1"), "    Source-->>Destination: h1 KV transfer fails\n"},
 	} {
 		out := c.mermaidSequence(&Counterexample{Violation: &model.Violation{}, Steps: []TraceStep{{Move: tc.m}}})
 		if !strings.Contains(out, tc.want) {
@@ -729,8 +730,8 @@ func TestParseMove_EveryTimerMessageAndSide(t *testing.T) {
 	for m := model.Msg(1); m < model.NumMsgs; m++ {
 		moves = append(moves, system.Move{Kind: system.MvDeliver, H: 0, Arg: int8(model.SourceSide), Msg: m})
 	}
-	moves = append(moves, mustMove(t, "abort h=2 side=source"), mustMove(t, "abort h=2 side=destination"),
-		mustMove(t, "deferred h=3 side=source"), mustMove(t, "deferred h=3 side=destination"),
+	moves = append(moves, steps.Move(t, "abort h=2 side=source"), steps.Move(t, "abort h=2 side=destination"),
+		steps.Move(t, "deferred h=3 side=source"), steps.Move(t, "deferred h=3 side=destination"),
 		system.Move{Kind: system.MvRoutePrefill, H: 0, Arg: 0})
 	for _, m := range moves {
 		got, err := system.ParseMove(m.String())

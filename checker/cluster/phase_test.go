@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/handoffcheck/handoffcheck/checker/internal/steps"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
@@ -18,7 +19,7 @@ func TestMarks_AimedAtAPhase(t *testing.T) {
 		tc := struct {
 			kind string
 			k    system.Fault
-		}{kind, faultOf(t, kind)}
+		}{kind, steps.Fault(t, kind)}
 		var m Marks
 		f := Fault{File: "plan.jsonl", Line: 2, Kind: tc.kind, Request: 0, Worker: -1, Side: "destination", After: "outcome_reported"}
 		if err := m.Mark(&f); err != nil {
@@ -53,7 +54,7 @@ func TestMarks_AimedAtAPhase(t *testing.T) {
 // same phase strikes first (it slows the command the abort sends), and
 // the abort waits for it; the drivers hand the marks on in that order.
 func TestMarks_OnePhaseStrikesInThePlansOrder(t *testing.T) {
-	abort, delay := mustMove(t, "abort h=0 side=source"), mustMove(t, "delay h=0 side=source")
+	abort, delay := steps.Move(t, "abort h=0 side=source"), steps.Move(t, "delay h=0 side=source")
 	for _, order := range [][]string{{"delay", "abort"}, {"abort", "delay"}} {
 		var m Marks
 		for i, kind := range order {
@@ -99,7 +100,7 @@ func TestMarks_OnePhaseStrikesInThePlansOrder(t *testing.T) {
 	}
 	m.Logged(model.SourceSide, "request_accepted")
 	m.Logged(model.SourceSide, "prefill_dispatched")
-	if _, k, ok := m.Offered([]system.Move{abort, delay}, nil); !ok || k != faultOf(t, "abort") {
+	if _, k, ok := m.Offered([]system.Move{abort, delay}, nil); !ok || k != steps.Fault(t, "abort") {
 		t.Fatalf("marks of two phases: struck %v (%v), want the first offered", k, ok)
 	}
 }
@@ -113,7 +114,7 @@ func TestMarks_AimedAtTheOtherSidesPhase(t *testing.T) {
 		tc := struct {
 			kind string
 			k    system.Fault
-		}{kind, faultOf(t, kind)}
+		}{kind, steps.Fault(t, kind)}
 		var m Marks
 		f := Fault{File: "plan.jsonl", Line: 2, Kind: tc.kind, Request: 0, Worker: -1, Side: "source", After: "registered", AfterSide: "destination"}
 		if err := m.Mark(&f); err != nil {
@@ -167,25 +168,4 @@ func TestCheckPhase(t *testing.T) {
 			t.Errorf("%+v: got %q, want %q", tc.f, got, tc.want)
 		}
 	}
-}
-
-// faultOf is the fault kind a plan's line names: the tests name a kind no
-// driver names as plans do.
-func faultOf(t testing.TB, name string) system.Fault {
-	t.Helper()
-	f, ok := system.ParseFault(name)
-	if !ok {
-		t.Fatalf("faultOf: %q is not a fault kind", name)
-	}
-	return f
-}
-
-// mustMove is the move a step of a trace file writes as s.
-func mustMove(t testing.TB, s string) system.Move {
-	t.Helper()
-	m, err := system.ParseMove(s)
-	if err != nil {
-		t.Fatalf("move %q: %v", s, err)
-	}
-	return m
 }

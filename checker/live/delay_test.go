@@ -2,7 +2,6 @@ package live
 
 import (
 	"context"
-	"errors"
 	"io"
 	"os"
 	"testing"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/internal/variant"
-	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/checker/sim"
 )
 
@@ -83,23 +81,7 @@ func TestLive_DelayAimedAtAPhaseSlowsTheCore(t *testing.T) {
 // kind (the run has one request, so one fact of each kind a side logs).
 func factTimes(t *testing.T, name string, at map[string]int64) {
 	t.Helper()
-	f, err := os.Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rd, err := obslog.NewReader(f, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		x, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			return
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, x := range factsOf(t, name) {
 		switch k := x.Kind.String(); k {
 		case "transfer_done", "activated", "source_released":
 			at[k] = x.TUS
