@@ -341,7 +341,8 @@ moves:
 			if !ok {
 				continue
 			}
-			if j.stepper.JudgeApplied(st, next, m) != nil {
+			if v := j.stepper.JudgeApplied(st, next, m); v != nil {
+				j.refused(a, x, st, next, m, v)
 				continue moves
 			}
 			c := j.child(x)
@@ -349,6 +350,7 @@ moves:
 			// followed greedily goes on from it without a visited set.
 			if v := j.chk.CheckState(next); v != nil {
 				a.broken = v
+				j.refused(a, x, st, next, m, v)
 				j.free(c)
 				j.freeStates = append(j.freeStates, next)
 				j.flushQuiet(a, x, silent)

@@ -402,6 +402,7 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 					next, fired = j.step(n, sc.m)
 					if v := j.chk.CheckState(next); v != nil {
 						a.broken = v
+						j.refused(a, n, n.st, next, sc.m, v)
 						sc.mn = 0 // explains nothing
 						return
 					}
@@ -593,6 +594,7 @@ func (j *judge) steps(a *attempt, n *node, work []*node) []*node {
 		v := j.stepper.Force(&next, m)
 		if v != nil {
 			a.broken = v
+			j.refused(a, n, &st, &next, m, v)
 			continue
 		}
 		fired := j.stepper.Fired()
@@ -648,6 +650,7 @@ func (j *judge) resolve(a *attempt, n *node, sc *succ) {
 	sc.mn = 0
 	if v != nil {
 		a.broken = v
+		j.refused(a, n, n.st, &next, sc.m, v)
 		return
 	}
 	j.labels = obslog.Observe(j.labels[:0], 0, n.st, &next, sc.m, j.stepper.Firings())

@@ -76,7 +76,10 @@ type judge struct {
 	exIDs  map[int]string
 	cov    *system.Coverage
 	labels []obslog.Label
-	quiet  []quietStep
+	// refusedLabels is refused's scratch, apart from labels, which its
+	// callers may be reading.
+	refusedLabels []obslog.Label
+	quiet         []quietStep
 
 	// worlds is the attempts' world configurations by prompt and prefix
 	// hit: attempts of one size share one, so their states compare equal
@@ -182,6 +185,11 @@ type attempt struct {
 	fcut    bool // a fault was refused at this level
 	last    *obslog.Fact
 	broken  *model.Violation // a step an explanation would need broke this
+	// stepBroke is, for a fact, the violation of the first step of the
+	// tables found that would log it where the logs have it but breaks a
+	// step or state invariant (refused): check judges a step's step and
+	// state invariants before Quiescence, and so does the rejection.
+	stepBroke map[*obslog.Fact]*model.Violation
 	// furthest is the explanations that explained the most facts, for
 	// the report when none goes further.
 	furthest []*node

@@ -363,6 +363,7 @@ func (j *judge) dead(a *attempt, ns []*node) {
 			f, at, first, figs = cs[0].f, cs[0].at, cs[0].v, cs[0].figs
 		}
 	}
+	first = stepFirst(a, f, first)
 	r := &Rejection{File: f.File, Line: f.Line, Attempt: a.id, Fact: Describe(j.h, f)}
 	if a.everCut || a.cut {
 		r.Detail = fmt.Sprintf("no explanation within %d unlogged steps between facts and %d unlogged faults; a longer search (--bound) may find one", j.bound, j.maxF)

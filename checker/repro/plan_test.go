@@ -341,7 +341,10 @@ func TestPlan_JudgedAsLive(t *testing.T) {
 		variant, run, names, says string
 	}{
 		{"cancel-noop-leaks-held-source", "vllm", "RouterCleanup", "is rejected naming RouterCleanup too"},
-		{"withdraw-noop-leaks-reservation", "vllm", "Quiescence", "is rejected naming Quiescence, not InFlightAccounting"},
+		// The destination's outcome alone would leave a finished side
+		// holding its pages (Quiescence), but the step of the tables
+		// that logs it breaks InFlightAccounting first, as check says.
+		{"withdraw-noop-leaks-reservation", "vllm", "InFlightAccounting", "is rejected naming InFlightAccounting too"},
 	} {
 		in := found(t, "../../testdata/configs/two-handoffs-faults.json", "../../testdata/variants/"+tc.variant+".json", tc.run)
 		dir := t.TempDir()
@@ -367,7 +370,10 @@ func TestPlan_JudgedAsLive(t *testing.T) {
 // after it logs the fact of the step that sends DestinationReserved, so
 // its reservation, never made, cannot be placed before the source's
 // dispatch; the pinned run still breaks the invariant, and so does the
-// judge on it. release-before-activation's destination, its core
+// judge on it. report-before-release-applied's destination is aborted
+// right after it logs stored, the last of its facts before the source
+// takes its ReaderCompleted, so that none of its later facts is placed
+// before the source's step. release-before-activation's destination, its core
 // slowed, waits in Activating for the activation the step that sends
 // ReaderCompleted commanded: Activating has no row for an abort, so none
 // keeps it from activating, and its plan is not pinned. A plan whose
@@ -375,11 +381,12 @@ func TestPlan_JudgedAsLive(t *testing.T) {
 // applying a no-op) is left as it is.
 func TestPlan_PinsThePeerForLive(t *testing.T) {
 	for _, tc := range []struct {
-		variant, run, pinned string
+		variant, run, pinned, after string
 	}{
-		{"bootstrap-as-readiness", "sglang", "an abort of the destination right after it logs request_accepted, the last of its facts before the source takes its DestinationReserved"},
-		{"release-before-activation", "vllm", ""},
-		{"cancel-noop-leaks-held-source", "vllm", ""},
+		{"bootstrap-as-readiness", "sglang", "an abort of the destination right after it logs request_accepted, the last of its facts before the source takes its DestinationReserved", "request_accepted"},
+		{"report-before-release-applied", "vllm", "an abort of the destination right after it logs stored, the last of its facts before the source takes its ReaderCompleted", "stored"},
+		{"release-before-activation", "vllm", "", ""},
+		{"cancel-noop-leaks-held-source", "vllm", "", ""},
 	} {
 		in := found(t, "../../testdata/configs/two-handoffs-faults.json", "../../testdata/variants/"+tc.variant+".json", tc.run)
 		dir := t.TempDir()
@@ -395,7 +402,7 @@ func TestPlan_PinsThePeerForLive(t *testing.T) {
 			continue
 		}
 		pin := p.Faults[len(p.Faults)-1]
-		if pin.Kind != "abort" || pin.Side != "destination" || pin.After != "request_accepted" || pin.AfterSide != "" {
+		if pin.Kind != "abort" || pin.Side != "destination" || pin.After != tc.after || pin.AfterSide != "" {
 			t.Fatalf("%s: the pin is %+v", tc.variant, pin)
 		}
 		if p.Result.Violation == nil || p.Result.Violation.Invariant != res.Invariant || p.Judged.Names() != res.Invariant {

@@ -82,10 +82,11 @@ func TestTimeline_Spec(t *testing.T) {
 // peer pinned for live (bootstrap-as-readiness: the destination aborted
 // right after the fact of the step that sends DestinationReserved, so
 // that its reservation, never made, cannot be placed before the source's
-// dispatch: TestPlan_PinsThePeerForLive). Of the 19 plans, these 14
-// reproduce live; the others are judged, cut as
-// live's logs are, to name another invariant, or rest on facts a live
-// run logs after the violation (TestCheck_ReproNotLive), or, for
+// dispatch; report-before-release-applied: the destination aborted right
+// after it logs stored, so that none of its later facts is placed before
+// the source's ReaderCompleted: TestPlan_PinsThePeerForLive). Of the 19
+// plans, these 16 reproduce live; the others rest on facts a live run
+// logs after the violation (TestCheck_ReproNotLive), or, for
 // rearm-reservation, reach the invariant only past a bound on time (no
 // live plan). Three live rejections may give no violating trace of their
 // own (noRepro, what the reproduction of the live rejection says
@@ -106,6 +107,11 @@ func TestTimeline_Spec(t *testing.T) {
 // pins of the hung transfer: conform names the source's step
 // (SourcePinnedUntilRead), not the destination's release, which no
 // explanation reaches before that step (TestDead_PassOverOnlyATakeableFact).
+// withdraw-noop-leaks-reservation's and report-before-release-applied's
+// outcome, by itself, leaves a finished side holding what it reserved or
+// pinned (Quiescence), but the step of the tables that logs it breaks the
+// trace's invariant first, and the judge names it as check does
+// (TestDead_StepInvariantBeforeQuiescence).
 func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 	const noTrace, noStep = "no trace of the rejection", "no violating step"
 	for _, tc := range []struct {
@@ -126,6 +132,10 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 		{"bootstrap-as-readiness", "sglang", "DestinationFirstGate", `{"at_ms":0,"kind":"abort","request":0,"side":"destination","after":"request_accepted"}`, "", ""},
 		{"late-peer-cancel-fails-done", "vllm", "AttemptIsolation", `{"at_ms":0,"kind":"abort","request":0,"side":"source","after":"outcome_reported","after_side":"destination"}`, noTrace, ""},
 		{"pin-ignores-ack-and-lease", "vllm", "Quiescence", `{"at_ms":0,"kind":"abort","request":1,"side":"source","after":"prefill_dispatched"}`, noTrace, ""},
+		{"withdraw-noop-leaks-reservation", "vllm", "InFlightAccounting", `{"at_ms":0,"kind":"delay","request":0,"side":"destination","after":"request_accepted"}
+{"at_ms":0,"kind":"abort","request":0,"side":"destination","after":"request_accepted"}`, "", ""},
+		{"report-before-release-applied", "vllm", "RouterCleanup", `{"at_ms":0,"kind":"delay","request":0,"side":"source","after":"stored"}
+{"at_ms":0,"kind":"abort","request":0,"side":"destination","after":"stored"}`, "", ""},
 		{"prefill-after-early-outcome", "sglang", "ExactlyOnceRelease", `{"at_ms":0,"kind":"abort","request":0,"side":"source","after":"registered","after_side":"destination"}`, noStep, "AttemptIsolation"},
 	} {
 		t.Run(tc.variant, func(t *testing.T) {
@@ -174,10 +184,7 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 // live run does not reliably reproduce, and what each README says of why.
 // A reproduction judges the plan's own run as conform judges a live run's
 // logs (one log per process): where the judge names another invariant,
-// the README names it (judged: a deterministic check, and -short runs
-// it): the same step reports the side's terminal outcome while it still
-// holds what it reserved or pinned, which breaks Quiescence by itself,
-// and the judge names what a fact breaks by itself first. Where it names
+// the README names it (no shipped variant does so now). Where it names
 // the same one, the README says that a live run goes on past the
 // violation, and the facts its processes log after it may give the judge
 // an order that explains the logs (release-before-activation: live
@@ -198,13 +205,11 @@ func TestCheck_ReproNotLive(t *testing.T) {
 		variant, run string
 		why          []string
 	}{
-		{"withdraw-noop-leaks-reservation", "vllm", []string{"is rejected naming Quiescence, not InFlightAccounting: decode-0 reports its terminal outcome while it still holds its reserved pages"}},
-		{"report-before-release-applied", "vllm", []string{"is rejected naming Quiescence, not RouterCleanup: prefill-0 logs outcome_reported without returning its 3 pinned blocks"}},
 		{"release-on-heartbeat", "vllm", []string{"naming SourcePinnedUntilRead " + goesOn}},
 		{"release-before-activation", "vllm", []string{"naming ReleaseNeedsReaderAck " + goesOn}},
 	} {
 		t.Run(tc.variant, func(t *testing.T) {
-			if testing.Short() && tc.variant != "withdraw-noop-leaks-reservation" {
+			if testing.Short() && tc.variant != "release-on-heartbeat" {
 				t.Skip("one variant is enough in -short")
 			}
 			variant := "../../testdata/variants/" + tc.variant + ".json"
