@@ -370,7 +370,9 @@ func (w *worker) busy(a *attempt) string {
 		}
 	}
 	for i := range w.q.h {
-		if w.q.h[i].e.a == a {
+		// A deadline disarmed since it was queued is no event: taken, it
+		// does nothing (an armed one is named above).
+		if e := w.q.h[i].e; e.a == a && !e.stale() {
 			return "an event queued"
 		}
 	}

@@ -1402,6 +1402,19 @@ type wevent struct {
 
 func (e *wevent) due() (time.Time, uint64) { return e.at, e.seq }
 
+// stale reports whether e is a deadline or a transfer's health check
+// that was disarmed or re-armed after it was queued: taken, it does
+// nothing.
+func (e *wevent) stale() bool {
+	switch e.kind {
+	case wTimer:
+		return e.ver != e.a.timerV[e.timer]
+	case wXfer:
+		return e.ver != e.a.xferV
+	}
+	return false
+}
+
 func (w *worker) push(e *wevent) {
 	e.seq = w.q.next()
 	w.q.push(e)
@@ -1447,7 +1460,7 @@ func (w *worker) runDue() {
 				w.maybeRetire(a)
 			}
 		case wTimer:
-			if e.ver != a.timerV[e.timer] {
+			if e.stale() {
 				continue
 			}
 			a.timerOn[e.timer] = false
@@ -1456,7 +1469,7 @@ func (w *worker) runDue() {
 				w.maybeRetire(a)
 			}
 		case wXfer:
-			if e.ver != a.xferV {
+			if e.stale() {
 				continue
 			}
 			a.xferDue = true
