@@ -1300,12 +1300,8 @@ func (w *worker) retirePrefix(a *attempt) {
 }
 
 // settled reports whether every attempt still open on the worker gave
-// the attempt up holding something, or has reported its terminal
-// outcome, with nothing left to happen to it (busy): it holds on for
-// ever, and the drain need not wait for it. A side that came to hold
-// something only after its outcome (a late fact its finished machine
-// took, which started a prefill) never gave up holding it, but is as
-// stuck.
+// the attempt up holding something, with nothing left to happen to it
+// (busy): it holds on for ever, and the drain need not wait for it.
 func (w *worker) settled() bool {
 	if len(w.latts) > 0 {
 		return false
@@ -1314,7 +1310,7 @@ func (w *worker) settled() bool {
 		if a.kept {
 			continue
 		}
-		if a.gaveUp == "" && !w.chk.Terminal(&a.st, system.RoleOf(w.mine), 0) || w.busy(a) != "" {
+		if a.gaveUp == "" || w.busy(a) != "" {
 			return false
 		}
 	}
