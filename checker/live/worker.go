@@ -163,8 +163,12 @@ type worker struct {
 	findings        []string
 	frozen          bool
 	draining        bool
-	late            Lateness
-	wbuf            []byte // send's buffer
+	// settleAsked: the coordinator's drain asked for the ledgers once
+	// nothing more can happen here ("settled"), and something still
+	// could: they go when nothing can.
+	settleAsked bool
+	late        Lateness
+	wbuf        []byte // send's buffer
 	// role is the worker's, metrics its metrics over time (those of its
 	// own counters), span the run's (from the drain) to average them over.
 	role    model.WorkerRole
@@ -378,6 +382,10 @@ func RunWorker(ctx context.Context, opt WorkerOptions) error {
 			return nil
 		}
 		w.runDue()
+		if w.settleAsked && w.settled() {
+			w.settleAsked = false
+			w.sendLedger()
+		}
 		if w.draining && w.open() == 0 {
 			w.sendLedger()
 			w.draining = false
@@ -445,7 +453,12 @@ func (w *worker) frame(f *Frame) {
 			// happen to the attempts still open here: the ledgers as
 			// they are.
 			w.sendLedger()
+			return
 		}
+		// Asked while something can still happen here (an event queued,
+		// a move scheduled): the coordinator asks once, so the worker
+		// answers as soon as nothing can.
+		w.settleAsked = f.Outcome == "settled"
 		return
 	}
 	if f.Kind == KQuiet {
@@ -1300,8 +1313,12 @@ func (w *worker) retirePrefix(a *attempt) {
 }
 
 // settled reports whether every attempt still open on the worker gave
-// the attempt up holding something, with nothing left to happen to it
-// (busy): it holds on for ever, and the drain need not wait for it.
+// the attempt up holding something, or has reported its terminal
+// outcome, with nothing left to happen to it (busy): it holds on for
+// ever, and the drain need not wait for it. A side that came to hold
+// something only after its outcome (a late fact its finished machine
+// took, which started a prefill) never gave up holding it, but is as
+// stuck.
 func (w *worker) settled() bool {
 	if len(w.latts) > 0 {
 		return false
@@ -1310,7 +1327,7 @@ func (w *worker) settled() bool {
 		if a.kept {
 			continue
 		}
-		if a.gaveUp == "" || w.busy(a) != "" {
+		if a.gaveUp == "" && !w.chk.Terminal(&a.st, system.RoleOf(w.mine), 0) || w.busy(a) != "" {
 			return false
 		}
 	}
