@@ -72,6 +72,20 @@ func fullSearch(key string, c *Checker, workers int) *Result {
 	})
 }
 
+// reducedSearches are explorations with a reduction, by the same key as
+// fullSearches and the whole of the limits: the tests that hold the
+// reduction to the full search on every configuration and the one that
+// holds its coverage of the triggers to the full search's
+// (TestVacuity_ReductionFiresWhatTheFullSearchFires) ask about the same
+// searches.
+var reducedSearches onceMap[*Result]
+
+func reducedSearch(key string, c *Checker, lim Limits) *Result {
+	return reducedSearches.get(fmt.Sprintf("%s/%+v", key, lim), func() *Result {
+		return c.checkRun(context.Background(), lim, nil)
+	})
+}
+
 // fullMutants are the mutants' results without reduction on a
 // configuration file (its first two runs, safety only), which the
 // persistent-set and sleep-set tests both compare against.
