@@ -77,9 +77,9 @@ por-check:
 
 # The tests a change waits for: unit, golden, scenario and parity tests,
 # the seed corpora of every fuzz target, and the freshness of generated
-# files. Within 4 minutes on 2 cores, beside two busy processes too; what
-# takes longer is in test-long. The 30-minute bound is for a busy
-# machine, where the checker package has passed go test's default 10.
+# files. Within 4 minutes on 2 cores; what takes longer is in test-long.
+# The 30-minute bound is for a busy machine, where the checker package
+# has passed go test's default 10.
 test: fresh
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 30m ./...
