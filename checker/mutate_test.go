@@ -1,14 +1,10 @@
 package checker
 
 import (
-	"context"
 	"flag"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
-
-	"github.com/handoffcheck/handoffcheck/checker/system"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/handoffcheck/handoffcheck/spec"
@@ -21,17 +17,14 @@ import (
 // sees and must be explained; one that disappears is progress.
 // Rewrite with: go test ./checker -run TestMutate_Score -rewrite
 func TestMutate_Score(t *testing.T) {
-	longOnly(t, "checks every mutant of the built-in tables, minutes on every core (make test checks every eighth: TestMutate_SampleKeepsTheGoldenVerdicts)")
+	longOnly(t, "checks every mutant of the built-in tables, minutes on every core")
 	if testing.Short() {
 		t.Skip("checks hundreds of mutants")
 	}
-	cfg, err := system.ParseConfig("mutation.json", MutationConfigJSON())
-	if err != nil {
-		t.Fatal(err)
-	}
 	mutants := spec.Mutants(spec.Default(), spec.Operators)
-	// Every core: each mutant is checked on its own, in a result of its own.
-	results := Mutate(context.Background(), cfg, mutants, Limits{MaxStates: 2000000, Liveness: true}, runtime.GOMAXPROCS(0), nil)
+	// Every core: each mutant is checked on its own, in a result of its
+	// own, kept for the sample of every eighth (testcost_test.go).
+	results := mutationResultsOf(t, mutants)
 	got := mutationSummary(results)
 	golden := filepath.Join("..", "testdata", "goldens", "mutation.txt")
 	if f := flag.Lookup("rewrite"); f != nil && f.Value.String() == "true" {

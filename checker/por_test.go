@@ -23,7 +23,7 @@ import (
 func porPairWith(t *testing.T, c *Checker, what string, lim Limits) (full, reduced *Result) {
 	t.Helper()
 	full = fullSearch(what, c, lim.Workers)
-	reduced = c.checkRun(context.Background(), lim, nil)
+	reduced = reducedSearch(what, c, lim)
 	t.Logf("%s: %d states, %d transitions without reduction; %d states, %d transitions with it",
 		what, full.Stats.States, full.Stats.Transitions, reduced.Stats.States, reduced.Stats.Transitions)
 	name := func(r *Result) string {

@@ -72,6 +72,20 @@ func fullSearch(key string, c *Checker, workers int) *Result {
 	})
 }
 
+// reducedSearches are explorations with a reduction, by the same key as
+// fullSearches and the whole of the limits: the tests that hold the
+// reduction to the full search on every configuration and the one that
+// holds its coverage of the triggers to the full search's
+// (TestVacuity_ReductionFiresWhatTheFullSearchFires) ask about the same
+// searches.
+var reducedSearches onceMap[*Result]
+
+func reducedSearch(key string, c *Checker, lim Limits) *Result {
+	return reducedSearches.get(fmt.Sprintf("%s/%+v", key, lim), func() *Result {
+		return c.checkRun(context.Background(), lim, nil)
+	})
+}
+
 // fullMutants are the mutants' results without reduction on a
 // configuration file (its first two runs, safety only), which the
 // persistent-set and sleep-set tests both compare against.
@@ -81,6 +95,46 @@ func fullMutate(file string, cfg *system.Config, mutants []spec.Mutant) []Mutant
 	return fullMutants.get(fmt.Sprintf("%s/%d", file, len(mutants)), func() []MutantResult {
 		return Mutate(context.Background(), cfg, mutants, Limits{}, runtime.GOMAXPROCS(0), nil)
 	})
+}
+
+// mutationResults are the mutants' results on the embedded mutation
+// configuration with liveness, as TestMutate_Score and the sample of
+// every eighth mutant (TestMutate_SampleKeepsTheGoldenVerdicts) judge
+// them, by mutant name. make test-long runs both: the sample reads what
+// the score computed, and each runs alone too.
+var mutationResults struct {
+	sync.Mutex
+	m map[string]MutantResult
+}
+
+// mutationResultsOf returns the results of mutants, in their order,
+// checking only those no test has checked yet. Each mutant's result is
+// its own: checking it among others or alone gives the same.
+func mutationResultsOf(t *testing.T, mutants []spec.Mutant) []MutantResult {
+	t.Helper()
+	cfg, err := system.ParseConfig("mutation.json", MutationConfigJSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mutationResults.Lock()
+	defer mutationResults.Unlock()
+	if mutationResults.m == nil {
+		mutationResults.m = map[string]MutantResult{}
+	}
+	var todo []spec.Mutant
+	for _, m := range mutants {
+		if _, ok := mutationResults.m[m.Name]; !ok {
+			todo = append(todo, m)
+		}
+	}
+	for _, r := range Mutate(context.Background(), cfg, todo, Limits{MaxStates: 2000000, Liveness: true}, runtime.GOMAXPROCS(0), nil) {
+		mutationResults.m[r.Mutant.Name] = r
+	}
+	out := make([]MutantResult, len(mutants))
+	for i, m := range mutants {
+		out[i] = mutationResults.m[m.Name]
+	}
+	return out
 }
 
 // goldenSurvivors reads the survivors TestMutate_Score's golden lists.
@@ -113,21 +167,19 @@ func goldenSurvivors(t *testing.T) map[string]bool {
 const mutateSampleEvery = 8
 
 // Every eighth mutant of the built-in tables, against the mutation
-// configuration with liveness as TestMutate_Score checks them all (that
-// test runs in make test-long): each is killed or survives as the golden
-// of all mutants says, none is undecided, and the sample's summary (its
-// score, which invariant and which check killed how many, its survivors)
-// is a golden of its own, so that a mutant killed by another invariant
-// than before is seen too.
+// configuration with liveness as TestMutate_Score checks them all: each
+// is killed or survives as the golden of all mutants says, none is
+// undecided, and the sample's summary (its score, which invariant and
+// which check killed how many, its survivors) is a golden of its own, so
+// that a mutant killed by another invariant than before is seen too.
+// Its 143 explorations are half a minute of CPU, the largest part of the
+// package's: make test-long runs it (and CI), beside TestMutate_Score,
+// whose results it reads rather than checking the mutants again.
 // Rewrite with: go test ./checker -run TestMutate_SampleKeepsTheGoldenVerdicts -rewrite
 func TestMutate_SampleKeepsTheGoldenVerdicts(t *testing.T) {
-	t.Parallel()
+	longOnly(t, "every eighth mutant against the mutation goldens, half a minute of CPU (TestMutate_Score checks them all)")
 	if testing.Short() {
 		t.Skip("checks a hundred mutants")
-	}
-	cfg, err := system.ParseConfig("mutation.json", MutationConfigJSON())
-	if err != nil {
-		t.Fatal(err)
 	}
 	all := spec.Mutants(spec.Default(), spec.Operators)
 	var mutants []spec.Mutant
@@ -139,7 +191,7 @@ func TestMutate_SampleKeepsTheGoldenVerdicts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	results := Mutate(context.Background(), cfg, mutants, Limits{MaxStates: 2000000, Liveness: true}, runtime.GOMAXPROCS(0), nil)
+	results := mutationResultsOf(t, mutants)
 	killed, survived := 0, 0
 	for _, r := range results {
 		switch {

@@ -178,24 +178,31 @@ func TestVacuity_MergedShards(t *testing.T) {
 
 // Partial-order reduction and sleep sets leave moves to successors, which
 // take them: the reduced search fires the triggers the full one does.
+//
+// The searches are the ones TestPOR_SameVerdictsOnEveryConfiguration and
+// TestSleep_SameVerdictsOnEveryConfiguration compare (fullSearch,
+// reducedSearch): each is run once for all three tests.
 func TestVacuity_ReductionFiresWhatTheFullSearchFires(t *testing.T) {
-	for _, path := range []string{"../testdata/configs/two-handoffs-faults.json", "../testdata/configs/commands.json"} {
-		cfg := loadConfigFile(t, path)
+	for _, file := range []string{"two-handoffs-faults.json", "commands.json"} {
+		cfg := testdataConfig(t, file)
 		for _, run := range cfg.Runs {
 			var fired []model.Triggers
+			c := checkerFor(t, system.Generated(), cfg, run.Name)
+			what := file + " " + run.Name
 			for _, lim := range []Limits{{Workers: 1}, {Workers: 1, Reduce: true}, {Workers: 1, Reduce: true, Sleep: true}} {
-				c, err := New(system.Generated(), cfg, run)
-				if err != nil {
-					t.Fatal(err)
+				var r *Result
+				if lim.Reduce {
+					r = reducedSearch(what, c, lim)
+				} else {
+					r = fullSearch(what, c, lim.Workers)
 				}
-				r := c.checkRun(context.Background(), lim, nil)
 				if !r.Complete {
-					t.Fatalf("%s %s: incomplete", path, run.Name)
+					t.Fatalf("%s %s: incomplete", file, run.Name)
 				}
 				fired = append(fired, r.Coverage.Fired)
 			}
 			if fired[1] != fired[0] || fired[2] != fired[0] {
-				t.Errorf("%s %s: fired %#x in full, %#x reduced, %#x with sleep sets", path, run.Name, fired[0], fired[1], fired[2])
+				t.Errorf("%s %s: fired %#x in full, %#x reduced, %#x with sleep sets", file, run.Name, fired[0], fired[1], fired[2])
 			}
 		}
 	}

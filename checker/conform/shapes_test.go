@@ -2,10 +2,12 @@ package conform
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
@@ -242,7 +244,7 @@ func TestInvalidShapesRejected(t *testing.T) {
 				}
 				applied[si]++
 				name := fmt.Sprintf("%s/%s", sc.Name, pol)
-				rep := judgeBytes(t, name, l.bytes(lines), Options{})
+				rep := judgeShaped(t, name, l.bytes(lines))
 				x := rep.Rejection
 				want := sh.invariant
 				if sh.name == "source released before the reader completed" && pol == "destination-first" {
@@ -288,6 +290,37 @@ func split(l *logLines, lines []string) [][]byte {
 		out = append(out, []byte(lines[0]+strings.Join(per[order[i]], "")))
 	}
 	return out
+}
+
+// shapedJudged keeps the verdict on each scenario log with an invalid
+// shape written into it, by the log's name and contents: the test that
+// holds each shape to its invariant and the one that holds the verdict
+// to the split into logs per process judge the same whole logs, which
+// is a third of their time; each log is judged once.
+var shapedJudged struct {
+	sync.Mutex
+	m map[string]*Report
+}
+
+// judgeShaped is judgeBytes with Options{}, once per name and contents.
+// Reports are only read once made.
+func judgeShaped(t testing.TB, name string, data []byte) *Report {
+	t.Helper()
+	key := fmt.Sprintf("%s/%x", name, sha256.Sum256(data))
+	shapedJudged.Lock()
+	rep, ok := shapedJudged.m[key]
+	shapedJudged.Unlock()
+	if ok {
+		return rep
+	}
+	rep = judgeBytes(t, name, data, Options{})
+	shapedJudged.Lock()
+	if shapedJudged.m == nil {
+		shapedJudged.m = map[string]*Report{}
+	}
+	shapedJudged.m[key] = rep
+	shapedJudged.Unlock()
+	return rep
 }
 
 func judgeSplit(t testing.TB, name string, logs [][]byte) *Report {
@@ -340,7 +373,7 @@ func TestVerdictIndependentOfSplit(t *testing.T) {
 					if !ok {
 						continue
 					}
-					whole := judgeBytes(t, name, l.bytes(lines), Options{})
+					whole := judgeShaped(t, name, l.bytes(lines))
 					parts := judgeSplit(t, name, h(split(l, lines)))
 					if whole.Verdict != parts.Verdict {
 						t.Errorf("%s, %s: one log: %s, one per process: %s %+v", name, sh.name, whole.Verdict, parts.Verdict, parts.Rejection)

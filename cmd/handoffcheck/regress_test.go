@@ -75,8 +75,13 @@ func TestCLI_DeterministicEveryMode(t *testing.T) {
 		"walks stats": {"check", "--config", small, "--walks", "100", "--seed", "2", "--stats"},
 		"uniform":     {"check", "--config", small, "--spec", release, "--walks", "300", "--steps", "60", "--seed", "3", "--schedule", "uniform"},
 		"swarm pct":   {"check", "--config", small, "--spec", lateCancel, "--walks", "2000", "--swarm", "--schedule", "pct", "--json"},
-		"mutate":      {"mutate", "--operators", "swap-actions"},
-		"mutate json": {"mutate", "--operators", "swap-actions", "--json"},
+		// On the small configuration eight swap-actions mutants are
+		// killed, in its first or its second run, after 7 to 623 states,
+		// and five survive after 1,597: their explorations end in another
+		// order than they start. On the mutation configuration (the
+		// default) the same question took twenty times the CPU.
+		"mutate":      {"mutate", "--operators", "swap-actions", "--config", small},
+		"mutate json": {"mutate", "--operators", "swap-actions", "--config", small, "--json"},
 	}
 	for name, args := range modes {
 		t.Run(name, func(t *testing.T) {
