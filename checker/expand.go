@@ -47,6 +47,9 @@ type expander struct {
 	recent           *recentSet
 	seen             map[system.Key]struct{}
 	protocol, amp, n int
+	// chain is the successor whose edge a drain chain records (-1: none,
+	// or every own edge is recorded).
+	chain int
 }
 
 // batchPerWorker is how many frontier states each worker expands between
@@ -290,7 +293,11 @@ func (e *exploration) expandState(x *expander, entry []uint64, pid uint32, out *
 	}
 	x.amp = -1
 	if e.por && !e.lim.sleepAlone {
-		if x.amp = c.Ample(s, &x.ms); x.amp >= 0 && !x.wake {
+		x.amp = c.Ample(s, &x.ms)
+		if x.amp >= 0 && e.chains && !ownSet(&x.ms, x.protocol, x.amp) {
+			x.amp = -1
+		}
+		if x.amp >= 0 && !x.wake {
 			out.reduced++
 		}
 	}
@@ -298,10 +305,32 @@ func (e *exploration) expandState(x *expander, entry []uint64, pid uint32, out *
 		out.enabled = append(out.enabled, stateProcs{id: pid, procs: ownProcesses(&x.ms, x.protocol)})
 	}
 	e.successorsOf(x, s, pid, out)
+	x.chain = -1
+	if e.chains {
+		e.chainStep(x, k)
+	}
 	e.lookUp(x)
 	for j := 0; j < x.n; j++ {
 		e.keep(x, j, pid, out)
 	}
+}
+
+// ownSet reports whether every enabled move of handoff h is one the
+// system makes on its own. The reduction keeps EventuallyDrained's
+// verdict only for such sets (system/por.go): a state a set's move leads
+// to from one that cannot drain cannot drain either. The set spends no
+// budget, so this holds wherever the set is persistent; the check keeps
+// the argument from resting on that.
+func ownSet(ms *system.MoveSet, protocol, h int) bool {
+	for i := 0; i < ms.N; i++ {
+		if int(ms.M[i].H) != h {
+			continue
+		}
+		if _, own := ms.Process(i, protocol); !own {
+			return false
+		}
+	}
+	return true
 }
 
 // sleepOfState reads the sleep set state s is expanded with, and the
@@ -414,8 +443,31 @@ func (e *exploration) recorded(x *expander, j int) bool {
 	if e.g == nil {
 		return false
 	}
+	if e.chains {
+		return j == x.chain
+	}
 	_, own := x.ms.Process(x.idx[j], x.protocol)
 	return e.g.fair != nil || own
+}
+
+// chainStep picks the successor whose edge the state's drain chain takes
+// (liveness.go): the first the system reaches on its own that is not the
+// state itself, or the state itself when that is all there is. Any choice
+// keeps the verdict (a chain that does not drain sends the search to
+// keep every edge); a self-loop never drains, so it comes last. A
+// successor is taken for the state itself by its fingerprint alone: a
+// collision only changes which successor is preferred.
+func (e *exploration) chainStep(x *expander, k *system.Key) {
+	self := fingerprint(k, e.words)
+	for j := 0; j < x.n; j++ {
+		if _, own := x.ms.Process(x.idx[j], x.protocol); !own {
+			continue
+		}
+		x.chain = j
+		if x.succ[j].fp != self {
+			return
+		}
+	}
 }
 
 // keep files successor j of state pid: an edge of the liveness graph, a
@@ -434,6 +486,9 @@ func (e *exploration) keep(x *expander, j int, pid uint32, out *workerOut) {
 	// edges, labelled apart (fair.go): a run may take them on its way,
 	// finitely often; and it labels each own edge with its process.
 	rec, proc := own, uint8(0)
+	if e.chains {
+		rec = j == x.chain
+	}
 	if e.g != nil && e.g.fair != nil {
 		rec, proc = true, envLabel
 		if own {

@@ -75,6 +75,11 @@ type Limits struct {
 	// sleepAlone keeps sleep sets and drops persistent sets: a search
 	// that must then reach every state of the full one (tests).
 	sleepAlone bool
+	// everyEdge keeps every own edge in the liveness graph instead of a
+	// drain chain's one per state (liveness.go): the search again after
+	// chains left a state unresolved, and tests that hold the two to each
+	// other.
+	everyEdge bool
 }
 
 // searchStats are the measurements of an exploration.
@@ -238,6 +243,11 @@ type exploration struct {
 	g      *graph
 	// por: partial-order reduction is on (Limits.Reduce, no liveness).
 	por bool
+	// chains: the liveness graph keeps one own edge per state, the drain
+	// chain's (liveness.go); open counts the states whose chain did not
+	// reach a drained state once it was resolved.
+	chains bool
+	open   int
 	// sleep interns the sleep sets, nil when they are off; fwords is a
 	// frontier entry's length: the key, and with sleep sets one word
 	// more (sleepFull, or the set a wake entry was expanded with).
@@ -308,6 +318,10 @@ type Result struct {
 	// SleepDropped says why a search started again without them.
 	Sleep        bool
 	SleepDropped string
+	// ChainsOpen is how many states' drain chains ended short of a
+	// drained state (liveness.go): EventuallyDrained was then judged by a
+	// second search that kept every edge, and the result is that search's.
+	ChainsOpen int
 	// stopResident is the resident memory the check that stopped the run
 	// for its bound read (0: none did); the run's peak is at least that.
 	stopResident uint64
@@ -330,17 +344,26 @@ func (c *Checker) checkRun(ctx context.Context, lim Limits, progress func(Progre
 // explore runs the search. One with sleep sets that had to move its
 // fingerprints to disk (where the sets are not kept) or met more sets
 // than it can name starts again without them: the report says so, and
-// its time includes the first attempt.
+// its time includes the first attempt. So does one whose drain chains
+// left a state unresolved (liveness.go): it starts again keeping every
+// edge, which judges EventuallyDrained exactly and finds its trap.
 func (c *Checker) explore(ctx context.Context, lim Limits, progress func(Progress)) *Result {
 	r, dropped := c.exploreOnce(ctx, lim, progress)
-	if dropped == "" || ctx.Err() != nil {
-		return r
+	if dropped != "" && ctx.Err() == nil {
+		lim.Sleep = false
+		r2, _ := c.exploreOnce(ctx, lim, progress)
+		r2.Stats.Elapsed += r.Stats.Elapsed
+		r2.SleepDropped = dropped
+		r = r2
 	}
-	lim.Sleep = false
-	r2, _ := c.exploreOnce(ctx, lim, progress)
-	r2.Stats.Elapsed += r.Stats.Elapsed
-	r2.SleepDropped = dropped
-	return r2
+	if r.ChainsOpen > 0 && ctx.Err() == nil {
+		lim.everyEdge = true
+		r2, _ := c.exploreOnce(ctx, lim, progress)
+		r2.Stats.Elapsed += r.Stats.Elapsed
+		r2.SleepDropped, r2.ChainsOpen = r.SleepDropped, r.ChainsOpen
+		r = r2
+	}
+	return r
 }
 
 // progressEvery is how often the search reports its progress, after the
@@ -491,6 +514,11 @@ func (e *exploration) livenessWouldPass(bound int64) bool {
 // at their largest, a stack entry and a call frame (12 bytes) per state.
 func (e *exploration) livenessNeed() int64 {
 	n, m := int64(e.links.n), int64(e.g.edges.n)
+	if e.chains {
+		// A chain's next state per state, and a byte per state for what
+		// resolving it found (liveness.go).
+		return 4*n + n + e.g.edges.readBuffer()
+	}
 	need := 4*(n+1) + 4*m + 4*n + n + e.g.edges.readBuffer()
 	if e.g.fair != nil {
 		m += int64(e.g.fair.env.n)

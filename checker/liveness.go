@@ -129,12 +129,101 @@ func backwards(queue []uint32, tail int, off, src, can []uint32, workers int) {
 	}
 }
 
+// drainChains resolves the drain chains and returns how many states'
+// chains end short of a drained state.
+//
+// Keeping every edge of the graph is what judging EventuallyDrained
+// exactly needs, and most of what it costs: a known successor's id is
+// read for each edge, and the edges are written out and read back twice.
+// But the question is only whether a way out exists from every state,
+// and one way out is enough to show it. So the search first keeps one
+// edge per state, the drain chain's (chainStep picks it among the moves
+// the system makes on its own): following chains from every state,
+// each either reaches a drained state, and then that state can drain
+// (the chain is a path of the graph), or ends (a state with no own move
+// that is not drained) or closes a cycle. Where every chain reaches a
+// drained state, EventuallyDrained holds, with no reverse graph built.
+// Where one does not, the chains cannot tell whether another way out
+// exists: the search starts again keeping every edge (explore), and
+// eventuallyDrained judges that graph, so the verdict and the trap shown
+// are the exact ones.
+//
+// The chains are read once, into a next state per state; resolving
+// follows each chain until a state whose outcome is known, and gives the
+// whole path that outcome, so every state is visited a bounded number of
+// times.
+func drainChains(n int, each func(f func(from, to uint32)) error, drained []bool) (int, error) {
+	const none = ^uint32(0)
+	next := make([]uint32, n)
+	for i := range next {
+		next[i] = none
+	}
+	if err := each(func(f, t uint32) { next[f] = t }); err != nil {
+		return 0, err
+	}
+	// What following a state's chain found: unknown, on the path being
+	// followed, reaches a drained state, or does not.
+	const (
+		unknown uint8 = iota
+		onPath
+		drains
+		stops
+	)
+	out := make([]uint8, n)
+	var path []uint32
+	open := 0
+	for i := 0; i < n; i++ {
+		path = path[:0]
+		v := uint32(i)
+		var got uint8
+		for {
+			if o := out[v]; o == drains || o == stops {
+				got = o
+				break
+			}
+			if drained[v] {
+				out[v] = drains
+				got = drains
+				break
+			}
+			if out[v] == onPath {
+				// The chain closed a cycle: v is on the path.
+				got = stops
+				break
+			}
+			if next[v] == none {
+				// A state with no own move that is not drained.
+				out[v], got = stops, stops
+				break
+			}
+			out[v] = onPath
+			path = append(path, v)
+			v = next[v]
+		}
+		for _, p := range path {
+			out[p] = got
+		}
+	}
+	for _, o := range out {
+		if o == stops {
+			open++
+		}
+	}
+	return open, nil
+}
+
 // checkLiveness runs EventuallyDrained on the explored graph and, on a
 // violation, rebuilds the path into the trap and a cycle inside it. The
 // search is over: what it held besides the graph and the trace links is
 // given back first (see releaseSearch).
 func (e *exploration) checkLiveness() (*Counterexample, error) {
 	n := e.links.n
+	if e.chains {
+		open, err := drainChains(n, e.g.edges.each, e.g.drained)
+		e.open = open
+		e.sampleHeap()
+		return nil, err
+	}
 	trapped, err := eventuallyDrained(n, e.workers, e.g.edges.eachIn, e.g.drained)
 	e.sampleHeap()
 	if err != nil || len(trapped) == 0 {

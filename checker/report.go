@@ -268,8 +268,13 @@ func (r *Report) text(opt TextOptions) string {
 		fmt.Fprintf(&b, "  %s distinct states, %s transitions, depth %d, %s quiescent states checked\n",
 			commas(int64(s.States)), commas(s.Transitions), s.Depth, commas(int64(x.DeadEnds)))
 		if x.Reduction {
-			fmt.Fprintf(&b, "  partial-order reduction: %s states took one handoff's moves alone, %s moves left to their successors\n",
-				commas(int64(s.Reduced)), commas(s.Pruned))
+			// A reduction that took nothing away (a budget with a
+			// restart, one handoff) is not worth a line: JSON still
+			// carries its zeros.
+			if s.Reduced > 0 || s.Pruned > 0 {
+				fmt.Fprintf(&b, "  partial-order reduction: %s states took one handoff's moves alone, %s moves left to their successors\n",
+					commas(int64(s.Reduced)), commas(s.Pruned))
+			}
 			if x.Sleep {
 				fmt.Fprintf(&b, "  sleep sets: %s moves asleep, %s states expanded again for moves that woke up\n",
 					commas(s.Slept), commas(int64(s.Woken)))
@@ -346,6 +351,9 @@ func (r *Report) text(opt TextOptions) string {
 		}
 		if x.Liveness {
 			fmt.Fprintf(&b, "  %s: checked on the explored graph\n", model.NameEventuallyDrained)
+			if x.ChainsOpen > 0 {
+				fmt.Fprintf(&b, "  drain chains: %s states' chains stopped short of a drained state, so the search ran again keeping every edge\n", commas(int64(x.ChainsOpen)))
+			}
 			if x.FairDrained {
 				fmt.Fprintf(&b, "  %s in its fair form (every weakly fair run drains): checked too, without symmetry reduction\n", model.NameEventuallyDrained)
 			}
@@ -520,11 +528,14 @@ type jsonRun struct {
 	Exact    bool `json:"exact"`
 	Liveness bool `json:"liveness_checked"`
 	// FairDrained: EventuallyDrained's fair form was judged too.
-	FairDrained bool           `json:"fair_drained_checked,omitempty"`
-	Collision   float64        `json:"collision_probability"`
-	Bitstate    *jsonBitstate  `json:"bitstate,omitempty"`
-	Reduction   *jsonReduction `json:"reduction,omitempty"`
-	Coverage    []jsonCoverage `json:"coverage"`
+	FairDrained bool `json:"fair_drained_checked,omitempty"`
+	// ChainsOpen counts the states whose drain chains stopped short of a
+	// drained state: the run was searched again keeping every edge.
+	ChainsOpen int            `json:"drain_chains_open,omitempty"`
+	Collision  float64        `json:"collision_probability"`
+	Bitstate   *jsonBitstate  `json:"bitstate,omitempty"`
+	Reduction  *jsonReduction `json:"reduction,omitempty"`
+	Coverage   []jsonCoverage `json:"coverage"`
 	// Vacuity says, per invariant checked, whether its trigger fired.
 	Vacuity   []jsonExercise `json:"vacuity"`
 	Violation *jsonViolation `json:"violation,omitempty"`
@@ -624,7 +635,7 @@ func (r *Report) marshal(opt TextOptions) ([]byte, error) {
 		jr := jsonRun{Name: x.Run.Name, Policy: x.Run.Policy.String(), Engine: x.Run.Engine.String(), Complete: x.Complete,
 			StopReason: x.StopReason, StopDetail: x.StopDetail, States: s.States, Transitions: s.Transitions, Depth: s.Depth, Quiescent: x.DeadEnds,
 			StoreBPS: per(s.StoreBytes), FPBPS: per(s.FingerprintBytes),
-			Symmetry: x.Symmetry, Exact: x.Exact, Liveness: x.Liveness, FairDrained: x.FairDrained, Collision: x.CollisionProbability}
+			Symmetry: x.Symmetry, Exact: x.Exact, Liveness: x.Liveness, FairDrained: x.FairDrained, ChainsOpen: x.ChainsOpen, Collision: x.CollisionProbability}
 		if x.Reduction {
 			jr.Reduction = &jsonReduction{ReducedStates: s.Reduced, PrunedMoves: s.Pruned, ConfirmStates: s.ConfirmStates, SleepDropped: x.SleepDropped}
 			if x.Sleep {

@@ -42,7 +42,12 @@ func (c *Checker) newExploration(lim Limits) *exploration {
 	if lim.Bitstate > 0 {
 		e.lim.Liveness, e.lim.Exact = false, false
 	}
-	e.por = e.lim.Reduce && !e.lim.Liveness
+	// Liveness is judged on drain chains (liveness.go) unless fairness
+	// needs every edge or a search starts again to show a trap. The
+	// reduction keeps EventuallyDrained's verdict on the chains' search
+	// (system/por.go); one that keeps every edge explores every ordering.
+	chains := e.lim.Liveness && len(lim.Fair) == 0 && !lim.FairDrained && !lim.everyEdge
+	e.por = e.lim.Reduce && (!e.lim.Liveness || chains)
 	sleep := e.sleepsOn(e.lim)
 	e.vis = newVisited(e.lim, e.words, e.lim.Liveness, sleep)
 	e.fwords = e.words
@@ -61,6 +66,7 @@ func (c *Checker) newExploration(lim Limits) *exploration {
 		if len(lim.Fair) > 0 || lim.FairDrained {
 			e.g.fair = &fairState{obs: lim.Fair, env: edgeLog{recordLog{dir: &e.spill}}}
 		}
+		e.chains = chains
 	}
 	return e
 }
@@ -471,6 +477,12 @@ func (e *exploration) judge(r *Result) {
 			r.Complete = false
 			r.StopReason = stopDisk
 			r.StopDetail = stopDetail(stopDisk, lim, r.Stats) + ": " + err.Error() + "; EventuallyDrained not judged"
+			break
+		}
+		if e.open > 0 {
+			// The chains leave the verdict open: explore starts again
+			// keeping every edge, and this result is set aside.
+			r.ChainsOpen = e.open
 			break
 		}
 		r.Liveness = true

@@ -55,8 +55,32 @@ import (
 //
 // Quiescent states are kept: a quiescent state has no move of h left, so
 // the path to it takes one of the set first. A violation's trace is the
-// full search's (confirmShortest). Liveness (EventuallyDrained) needs
-// the whole graph and turns the reduction off.
+// full search's (confirmShortest).
+//
+// EventuallyDrained (from every reachable state a drained state is
+// reachable by the system's own moves) is judged on the reduced graph's
+// drain chains, which conclude only that it holds (checker/liveness.go):
+// a chain is a path, so each state whose chain drains can drain. Where a
+// chain does not drain, the search starts again exploring every ordering
+// and judges every edge. So the reduction keeps the verdict when every
+// state of the full graph can drain as soon as every state of the reduced
+// one can. Call a state stuck when it cannot. A stuck state t of the full
+// graph, reached from a state s of the reduced one by a path u, gives a
+// reduced state that is stuck, by induction on the length of u:
+//
+//   - If s is expanded fully, u's first move is one of its edges.
+//   - If s is reduced to h's set and u has a move of h, the first one is
+//     in the set (C1) and commutes to the front: u is one move shorter
+//     from that successor.
+//   - If u has no move of h, a move a of the set commutes with all of u:
+//     a's successor reaches a(t) by u, and a(t) is stuck as t is, since a
+//     is a move the system makes on its own (the set spends no budget;
+//     the explorer checks it, ownSet). u is no shorter then, but a walk
+//     taking only this case would stay among reduced states, and by C3 no
+//     cycle of them exists: within finitely many steps u gets shorter.
+//
+// With symmetry the same holds of the representatives: drained states
+// are closed under renaming, and a renamed path is as long.
 
 // footprint says what an action of a role row touches.
 type footprint uint8

@@ -81,8 +81,8 @@ func cmdCheck(c *command, e *env, args []string) int {
 	fs.BoolVar(&f.liveness, "liveness", true, "check EventuallyDrained on the explored graph")
 	fs.BoolVar(&f.fair, "fair", false, "also check EventuallyDrained's fair form: every weakly fair run drains, not only 'from every state a drained state can be\n"+
 		"reached' (docs/props.md); symmetry reduction off")
-	fs.BoolVar(&f.por, "por", true, "exhaustive mode, safety-only searches (--liveness=false): partial-order reduction: where one handoff's moves touch\n"+
-		"nothing shared, take only them: the same verdicts, quiescent states and traces from fewer states (--por=false: every ordering)")
+	fs.BoolVar(&f.por, "por", true, "exhaustive mode: partial-order reduction: where one handoff's moves touch nothing shared, take only them:\n"+
+		"the same verdicts (EventuallyDrained's too), quiescent states and traces from fewer states (--por=false: every ordering; --fair explores every ordering)")
 	fs.BoolVar(&f.sleep, "sleep", false, "with the reduction: add sleep sets, which skip a move whose successor another order reaches. Slower on every\n"+
 		"shipped configuration (docs/scale.md); not with --exact, --bitstate, --checkpoint or --resume; a search that must move to disk starts again without them")
 	fs.IntVar(&f.walks, "walks", 0, "randomized mode: run this many seeded random walks per run instead of exhaustive search")
@@ -317,7 +317,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 				p.Run, p.Transitions, p.States, p.Depth, p.Queue, float64(p.States)/p.Elapsed.Seconds())
 		}
 	}
-	lim := checker.Limits{MaxStates: f.maxStates, MaxDepth: f.maxDepth, MaxMemory: maxMem, Workers: f.workers, Exact: f.exact, Liveness: f.liveness, Reduce: f.por && !f.liveness, Sleep: f.sleep,
+	lim := checker.Limits{MaxStates: f.maxStates, MaxDepth: f.maxDepth, MaxMemory: maxMem, Workers: f.workers, Exact: f.exact, Liveness: f.liveness, Reduce: f.por && !f.fair, Sleep: f.sleep,
 		SpillDir: f.spillDir, Bitstate: bitBytes, Checkpoint: f.checkpoint, CheckpointEvery: f.checkpointEvery, Resume: f.resume,
 		From: from.moves(), FairDrained: f.fair, Speedup: f.speedup}
 	cfg, pr := lc.cfg, (*propsRun)(nil)
@@ -455,8 +455,8 @@ func checkConflicts(f *checkFlags, set map[string]bool) error {
 	if (f.checkpoint != "" || f.resume != "") && (f.exact || f.liveness && set["liveness"]) {
 		return fmt.Errorf("--checkpoint and --resume keep fingerprints or bits and no liveness graph: they take neither --exact nor --liveness")
 	}
-	if set["por"] && f.por && f.liveness {
-		return fmt.Errorf("--por keeps the safety verdicts, not the graph EventuallyDrained is judged on: give --liveness=false with it")
+	if set["por"] && f.por && f.fair {
+		return fmt.Errorf("--por keeps EventuallyDrained's verdict, not the weakly fair runs --fair judges: give --por=false with --fair, or leave --por out")
 	}
 	if f.sleep && (!f.por || f.liveness) {
 		return fmt.Errorf("--sleep adds sleep sets to the reduction: give --liveness=false, and not --por=false")

@@ -72,16 +72,16 @@ var specVerdicts = []specVerdict{
 	// Reader completion before the activation was applied: only the
 	// command path (commands.json) opens that gap.
 	{file: "../../testdata/variants/release-before-activation.json", config: "../../testdata/configs/commands.json", want: []verdict{
-		{"vllm", "ReleaseNeedsReaderAck", 7, 220, 381}, {"sglang", "", 0, 52232, 188493}, {"trtllm", "", 0, 7352, 25545}, {"trtllm-destination-first", "", 0, 3387, 10364}}},
+		{"vllm", "ReleaseNeedsReaderAck", 7, 220, 381}, {"sglang", "", 0, 52217, 179954}, {"trtllm", "", 0, 7352, 24033}, {"trtllm-destination-first", "", 0, 3387, 9912}}},
 	// The other gaps of the command path (commands.json): ownership
 	// reported when the release is sent, not applied; a no-op answer to a
 	// cancel or a withdrawal taken for success.
 	{file: "../../testdata/variants/report-before-release-applied.json", config: "../../testdata/configs/commands.json", want: []verdict{
-		{"vllm", "RouterCleanup", 8, 997, 2094}, {"sglang", "", 0, 454929, 2280151}, {"trtllm", "", 0, 46456, 241988}, {"trtllm-destination-first", "", 0, 11895, 49268}}},
+		{"vllm", "RouterCleanup", 8, 997, 2094}, {"sglang", "", 0, 454881, 2225915}, {"trtllm", "", 0, 46456, 237468}, {"trtllm-destination-first", "", 0, 11891, 47778}}},
 	{file: "../../testdata/variants/cancel-noop-leaks-held-source.json", config: "../../testdata/configs/commands.json", want: []verdict{
-		{"vllm", "RouterCleanup", 5, 43, 159}, {"sglang", "RouterCleanup", 8, 3533, 8067}, {"trtllm", "RouterCleanup", 5, 43, 159}, {"trtllm-destination-first", "", 0, 11895, 49268}}},
+		{"vllm", "RouterCleanup", 5, 43, 159}, {"sglang", "RouterCleanup", 8, 3533, 8041}, {"trtllm", "RouterCleanup", 5, 43, 159}, {"trtllm-destination-first", "", 0, 11891, 47778}}},
 	{file: "../../testdata/variants/withdraw-noop-leaks-reservation.json", config: "../../testdata/configs/commands.json", want: []verdict{
-		{"vllm", "InFlightAccounting", 7, 344, 1170}, {"sglang", "InFlightAccounting", 5, 106, 484}, {"trtllm", "", 0, 38866, 198066}, {"trtllm-destination-first", "", 0, 9925, 39922}}},
+		{"vllm", "InFlightAccounting", 7, 344, 1170}, {"sglang", "InFlightAccounting", 5, 106, 484}, {"trtllm", "", 0, 38866, 193838}, {"trtllm-destination-first", "", 0, 9921, 38524}}},
 	// A pin that outlives the reads: the source ignores the reader's
 	// acknowledgement and the destination renews its lease while it
 	// decodes; the search sees the source never finish (Quiescence), the
