@@ -107,6 +107,12 @@ func (j *judge) greedySearch(a *attempt, n *node, f *obslog.Fact, s int) *node {
 	for depth := 0; len(frontier) > 0 && found == nil; depth++ {
 		next := j.next[:0]
 		for _, x := range frontier {
+			// Compared with the states seen when its turn comes, in the
+			// frontier's order (expanding adds nothing to seen): the
+			// nodes after the one that explains f are never hashed.
+			if depth > 0 && !j.seen.add(j, x) {
+				continue
+			}
 			mark := len(next)
 			c := j.explainStep(a, x, f, s, depth < j.bound, &next)
 			j.scratch = append(j.scratch, next[mark:]...)
@@ -114,9 +120,6 @@ func (j *judge) greedySearch(a *attempt, n *node, f *obslog.Fact, s int) *node {
 				found = c
 				break
 			}
-		}
-		if found == nil {
-			next = j.freshIn(next, &j.seen)
 		}
 		j.frontier, j.next = next, frontier
 		frontier = next
@@ -399,8 +402,8 @@ func (j *judge) dropQuiet() {
 func (j *judge) flushQuiet(a *attempt, x *node, silent *[]*node) {
 	for i := range j.quiet {
 		q := &j.quiet[i]
-		// Hashed only when the search goes on past the next depth
-		// (freshIn), which a search that finds the fact there does not.
+		// Hashed only when the search comes to expand it (greedySearch),
+		// which a search that finds the fact before it does not.
 		if v := j.chk.CheckState(q.st); v != nil {
 			a.broken = v
 			j.freeStates = append(j.freeStates, q.st)

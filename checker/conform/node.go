@@ -212,18 +212,6 @@ func (v *visited) add(j *judge, n *node) bool {
 	return true
 }
 
-// freshIn keeps the nodes of a breadth-first frontier whose states seen
-// does not hold, and adds them to it.
-func (j *judge) freshIn(ns []*node, seen *visited) []*node {
-	out := ns[:0]
-	for _, n := range ns {
-		if seen.add(j, n) {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 // fresh keeps the nodes of a breadth-first frontier whose states were not
 // seen before.
 func (j *judge) fresh(ns []*node, seen map[uint64][]*node) ([]*node, map[uint64][]*node) {
