@@ -58,6 +58,13 @@ func (j *judge) initLedgers(explicit bool) {
 // explanation n holds (nothing when n is nil) and judges the workers'
 // capacity; it reports the violation at fact f, or nil.
 func (j *judge) recount(a *attempt, n *node) *model.Violation {
+	// Only a judged ledger is ever read (judge): the share of a worker
+	// whose ledger is not judged (a log without its release facts, or
+	// no configuration given) is not kept, and an attempt with no
+	// judged worker costs nothing here, most of all on a milestones log.
+	if !j.judged(a.p) && !j.judged(a.d) {
+		return nil
+	}
 	var now [2]model.Holdings
 	if n != nil {
 		w := &n.st.W
@@ -74,7 +81,7 @@ func (j *judge) recount(a *attempt, n *node) *model.Violation {
 	}
 	var v *model.Violation
 	for k, p := range []int{a.p, a.d} {
-		if p < 0 {
+		if !j.judged(p) {
 			continue
 		}
 		l := &j.ledgers[p]
@@ -83,12 +90,15 @@ func (j *judge) recount(a *attempt, n *node) *model.Violation {
 			l.held = l.held.Minus(a.held[k]).Plus(now[k])
 			a.held[k] = now[k]
 		}
-		if v == nil && l.judged && n != nil {
+		if v == nil && n != nil {
 			v = l.judge()
 		}
 	}
 	return v
 }
+
+// judged reports whether process p's ledger is judged (-1: none).
+func (j *judge) judged(p int) bool { return p >= 0 && j.ledgers[p].judged }
 
 func (l *ledger) judge() *model.Violation {
 	var why string
