@@ -332,3 +332,47 @@ func (j *judge) historyLine(f *obslog.Fact, m system.Move) string {
 	}
 	return "unlogged: " + m.String()
 }
+
+// takeState is a state from the pool, or a new one.
+func (j *judge) takeState() *system.State { return take(&j.freeStates) }
+
+// quietStep is an unlogged step explainStep found, not yet a node: its
+// state is the pool's.
+type quietStep struct {
+	m     system.Move
+	st    *system.State
+	fired model.Triggers
+}
+
+// dropQuiet gives the states of the unlogged steps explainStep found back
+// to the pool: a move explained the fact, and they make no nodes.
+func (j *judge) dropQuiet() {
+	for i := range j.quiet {
+		j.freeStates = append(j.freeStates, j.quiet[i].st)
+		j.quiet[i].st = nil
+	}
+	j.quiet = j.quiet[:0]
+}
+
+// flushQuiet makes the unlogged steps explainStep found of x nodes of the
+// next frontier, in the order found.
+func (j *judge) flushQuiet(a *attempt, x *node, silent *[]*node) {
+	for i := range j.quiet {
+		q := &j.quiet[i]
+		// Hashed only when the search comes to expand it (greedySearch),
+		// which a search that finds the fact before it does not.
+		if v := j.chk.CheckState(q.st); v != nil {
+			a.broken = v
+			j.freeStates = append(j.freeStates, q.st)
+		} else {
+			c := j.child(x)
+			c.st, c.owns = q.st, true
+			c.stKey = 0
+			c.move, c.fired = q.m, q.fired
+			c.silent++
+			*silent = append(*silent, c)
+		}
+		q.st = nil
+	}
+	j.quiet = j.quiet[:0]
+}
