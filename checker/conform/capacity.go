@@ -68,15 +68,16 @@ func (j *judge) recount(a *attempt, n *node) *model.Violation {
 	var now [2]model.Holdings
 	if n != nil {
 		w := &n.st.W
-		if w.H[0].Src == model.SrcActive {
-			// A prefill's compute blocks are taken when the scheduler
-			// admits it, which no fact says (the explanation admits it
-			// in an unlogged step): they are not counted.
-			cp := *w
-			cp.H[0].Src = model.SrcNone
-			w = &cp
+		// A prefill's compute blocks are taken when the scheduler
+		// admits it, which no fact says (the explanation admits it in
+		// an unlogged step): they are not counted. The state is set so
+		// for the count and put back (no copy of the world).
+		src := w.H[0].Src
+		if src == model.SrcActive {
+			w.H[0].Src = model.SrcNone
 		}
 		hs := w.HandoffHoldings(0)
+		w.H[0].Src = src
 		now = [2]model.Holdings{hs[0], hs[1]}
 	}
 	var v *model.Violation
