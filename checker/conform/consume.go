@@ -358,7 +358,7 @@ moves:
 			c := j.child(x)
 			// Its key is left to be computed (keyOf): the explanation
 			// followed greedily goes on from it without a visited set.
-			if v := j.chk.CheckState(next); v != nil {
+			if v := j.checkStep(x, st, next); v != nil {
 				a.broken = v
 				j.refused(a, x, st, next, m, v)
 				j.free(c)
@@ -366,7 +366,7 @@ moves:
 				j.flushQuiet(a, x, silent)
 				return nil
 			}
-			c.st, c.owns = next, true
+			c.st, c.owns, c.clear = next, true, true
 			c.stKey = 0
 			c.move, c.fired = m, fired
 			c.pos[s]++
@@ -525,6 +525,7 @@ func (j *judge) consume(a *attempt, n *node, l *obslog.Label, make func(s int, f
 // owes at i.
 func (j *judge) payOwed(n *node, i, s int, f *obslog.Fact) *node {
 	c := j.child(n)
+	c.clear = n.clear // n's state, shared
 	c.pos[s]++
 	c.consumed++
 	c.fact = f

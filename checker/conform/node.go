@@ -48,6 +48,9 @@ type node struct {
 	// onPath marks, for a moment, the nodes of the explanation a greedy
 	// search found, which its other nodes are freed around.
 	onPath bool
+	// clear: st passed the state invariants (model.CheckState), judged
+	// where the node was made (checkStep); false where that is not known.
+	clear bool
 }
 
 // succ is a logged step of a node: the move and what it makes observable.
@@ -275,7 +278,7 @@ func (j *judge) child(n *node) *node {
 	c.labels = nil
 	c.expanded = false
 	c.hungry = false
-	c.owns, c.onPath = false, false
+	c.owns, c.onPath, c.clear = false, false, false
 	return c
 }
 
@@ -357,16 +360,27 @@ func (j *judge) dropQuiet() {
 // flushQuiet makes the unlogged steps explainStep found of x nodes of the
 // next frontier, in the order found.
 func (j *judge) flushQuiet(a *attempt, x *node, silent *[]*node) {
+	fromX := len(j.quiet) > 0 && j.stepClear(x)
+	var prec model.Records
+	if fromX {
+		prec = j.chk.Records(x.st)
+	}
 	for i := range j.quiet {
 		q := &j.quiet[i]
 		// Hashed only when the search comes to expand it (greedySearch),
 		// which a search that finds the fact before it does not.
-		if v := j.chk.CheckState(q.st); v != nil {
+		var v *model.Violation
+		if fromX {
+			v = j.checkFrom(x.st, &prec, q.st)
+		} else {
+			v = j.chk.CheckState(q.st)
+		}
+		if v != nil {
 			a.broken = v
 			j.freeStates = append(j.freeStates, q.st)
 		} else {
 			c := j.child(x)
-			c.st, c.owns = q.st, true
+			c.st, c.owns, c.clear = q.st, true, true
 			c.stKey = 0
 			c.move, c.fired = q.m, q.fired
 			c.silent++
@@ -375,4 +389,32 @@ func (j *judge) flushQuiet(a *attempt, x *node, silent *[]*node) {
 		q.st = nil
 	}
 	j.quiet = j.quiet[:0]
+}
+
+// checkStep is CheckState's judgement of next, one step from st, the
+// state of node parent (or a copy of it): where parent's state passed
+// the state invariants (clear) and no properties are judged, only what
+// the step changed is judged (model.StateClearFrom, exact on a state one
+// step from one that passed), all of them only when that objects, so
+// that the violation is CheckState's own.
+func (j *judge) checkStep(parent *node, st, next *system.State) *model.Violation {
+	if !j.stepClear(parent) {
+		return j.chk.CheckState(next)
+	}
+	prec := j.chk.Records(st)
+	return j.checkFrom(st, &prec, next)
+}
+
+// stepClear reports whether the states one step from parent's are judged
+// on what the step changed (checkStep).
+func (j *judge) stepClear(parent *node) bool { return parent.clear && j.props == nil }
+
+// checkFrom is checkStep's judgement where it applies, prec being st's
+// records (asked once for all the steps from one state).
+func (j *judge) checkFrom(st *system.State, prec *model.Records, next *system.State) *model.Violation {
+	rec := j.chk.Records(next)
+	if model.StateClearFrom(&st.W, &next.W, prec, &rec) {
+		return nil
+	}
+	return model.CheckState(&next.W, &rec)
 }
