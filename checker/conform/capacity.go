@@ -58,23 +58,31 @@ func (j *judge) initLedgers(explicit bool) {
 // explanation n holds (nothing when n is nil) and judges the workers'
 // capacity; it reports the violation at fact f, or nil.
 func (j *judge) recount(a *attempt, n *node) *model.Violation {
+	// Only a judged ledger is ever read (judge): the share of a worker
+	// whose ledger is not judged (a log without its release facts, or
+	// no configuration given) is not kept, and an attempt with no
+	// judged worker costs nothing here, most of all on a milestones log.
+	if !j.judged(a.p) && !j.judged(a.d) {
+		return nil
+	}
 	var now [2]model.Holdings
 	if n != nil {
 		w := &n.st.W
-		if w.H[0].Src == model.SrcActive {
-			// A prefill's compute blocks are taken when the scheduler
-			// admits it, which no fact says (the explanation admits it
-			// in an unlogged step): they are not counted.
-			cp := *w
-			cp.H[0].Src = model.SrcNone
-			w = &cp
+		// A prefill's compute blocks are taken when the scheduler
+		// admits it, which no fact says (the explanation admits it in
+		// an unlogged step): they are not counted. The state is set so
+		// for the count and put back (no copy of the world).
+		src := w.H[0].Src
+		if src == model.SrcActive {
+			w.H[0].Src = model.SrcNone
 		}
 		hs := w.HandoffHoldings(0)
+		w.H[0].Src = src
 		now = [2]model.Holdings{hs[0], hs[1]}
 	}
 	var v *model.Violation
 	for k, p := range []int{a.p, a.d} {
-		if p < 0 {
+		if !j.judged(p) {
 			continue
 		}
 		l := &j.ledgers[p]
@@ -83,12 +91,15 @@ func (j *judge) recount(a *attempt, n *node) *model.Violation {
 			l.held = l.held.Minus(a.held[k]).Plus(now[k])
 			a.held[k] = now[k]
 		}
-		if v == nil && l.judged && n != nil {
+		if v == nil && n != nil {
 			v = l.judge()
 		}
 	}
 	return v
 }
+
+// judged reports whether process p's ledger is judged (-1: none).
+func (j *judge) judged(p int) bool { return p >= 0 && j.ledgers[p].judged }
 
 func (l *ledger) judge() *model.Violation {
 	var why string

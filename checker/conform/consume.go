@@ -100,13 +100,26 @@ func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 // the node it makes, or nil. The search's other nodes go back to the
 // pool.
 func (j *judge) greedySearch(a *attempt, n *node, f *obslog.Fact, s int) *node {
-	j.scratch = j.scratch[:0]
+	// Most facts are explained by a move of n itself: a node that
+	// explains f makes no other (explainStep), so nothing is to be freed.
+	next := j.next[:0]
+	found := j.explainStep(a, n, f, s, 0 < j.bound, &next)
+	if found != nil {
+		return found
+	}
+	j.scratch = append(j.scratch[:0], next...)
 	j.seen.reset()
-	frontier := append(j.frontier[:0], n)
-	var found *node
-	for depth := 0; len(frontier) > 0 && found == nil; depth++ {
+	j.frontier, j.next = next, append(j.frontier[:0], n)
+	frontier := next
+	for depth := 1; len(frontier) > 0 && found == nil; depth++ {
 		next := j.next[:0]
 		for _, x := range frontier {
+			// Compared with the states seen when its turn comes, in the
+			// frontier's order (expanding adds nothing to seen): the
+			// nodes after the one that explains f are never hashed.
+			if !j.seen.add(j, x) {
+				continue
+			}
 			mark := len(next)
 			c := j.explainStep(a, x, f, s, depth < j.bound, &next)
 			j.scratch = append(j.scratch, next[mark:]...)
@@ -114,9 +127,6 @@ func (j *judge) greedySearch(a *attempt, n *node, f *obslog.Fact, s int) *node {
 				found = c
 				break
 			}
-		}
-		if found == nil {
-			next = j.freshIn(next, &j.seen)
 		}
 		j.frontier, j.next = next, frontier
 		frontier = next
@@ -348,7 +358,7 @@ moves:
 			c := j.child(x)
 			// Its key is left to be computed (keyOf): the explanation
 			// followed greedily goes on from it without a visited set.
-			if v := j.chk.CheckState(next); v != nil {
+			if v := j.checkStep(x, st, next); v != nil {
 				a.broken = v
 				j.refused(a, x, st, next, m, v)
 				j.free(c)
@@ -356,7 +366,7 @@ moves:
 				j.flushQuiet(a, x, silent)
 				return nil
 			}
-			c.st, c.owns = next, true
+			c.st, c.owns, c.clear = next, true, true
 			c.stKey = 0
 			c.move, c.fired = m, fired
 			c.pos[s]++
@@ -371,50 +381,6 @@ moves:
 	j.freeStates = append(j.freeStates, next)
 	j.flushQuiet(a, x, silent)
 	return nil
-}
-
-// takeState is a state from the pool, or a new one.
-func (j *judge) takeState() *system.State { return take(&j.freeStates) }
-
-// quietStep is an unlogged step explainStep found, not yet a node: its
-// state is the pool's.
-type quietStep struct {
-	m     system.Move
-	st    *system.State
-	fired model.Triggers
-}
-
-// dropQuiet gives the states of the unlogged steps explainStep found back
-// to the pool: a move explained the fact, and they make no nodes.
-func (j *judge) dropQuiet() {
-	for i := range j.quiet {
-		j.freeStates = append(j.freeStates, j.quiet[i].st)
-		j.quiet[i].st = nil
-	}
-	j.quiet = j.quiet[:0]
-}
-
-// flushQuiet makes the unlogged steps explainStep found of x nodes of the
-// next frontier, in the order found.
-func (j *judge) flushQuiet(a *attempt, x *node, silent *[]*node) {
-	for i := range j.quiet {
-		q := &j.quiet[i]
-		// Hashed only when the search goes on past the next depth
-		// (freshIn), which a search that finds the fact there does not.
-		if v := j.chk.CheckState(q.st); v != nil {
-			a.broken = v
-			j.freeStates = append(j.freeStates, q.st)
-		} else {
-			c := j.child(x)
-			c.st, c.owns = q.st, true
-			c.stKey = 0
-			c.move, c.fired = q.m, q.fired
-			c.silent++
-			*silent = append(*silent, c)
-		}
-		q.st = nil
-	}
-	j.quiet = j.quiet[:0]
 }
 
 // counted moves a greedily followed attempt's share of its workers'
@@ -559,6 +525,7 @@ func (j *judge) consume(a *attempt, n *node, l *obslog.Label, make func(s int, f
 // owes at i.
 func (j *judge) payOwed(n *node, i, s int, f *obslog.Fact) *node {
 	c := j.child(n)
+	c.clear = n.clear // n's state, shared
 	c.pos[s]++
 	c.consumed++
 	c.fact = f

@@ -218,6 +218,11 @@ func (t *tally) add(x *node) {
 // steps from there to n; from nil (or not an ancestor of n): n's whole
 // explanation, from its root.
 func (j *judge) tallyTo(t tally, from, n *node) tally {
+	if from != nil && n != nil && n.parent == from {
+		// One step, as most facts are: no path to walk.
+		t.add(n)
+		return t
+	}
 	path := j.path[:0]
 	x := n
 	for ; x != nil && x != from && x.parent != nil; x = x.parent {

@@ -48,6 +48,9 @@ type node struct {
 	// onPath marks, for a moment, the nodes of the explanation a greedy
 	// search found, which its other nodes are freed around.
 	onPath bool
+	// clear: st passed the state invariants (model.CheckState), judged
+	// where the node was made (checkStep); false where that is not known.
+	clear bool
 }
 
 // succ is a logged step of a node: the move and what it makes observable.
@@ -212,18 +215,6 @@ func (v *visited) add(j *judge, n *node) bool {
 	return true
 }
 
-// freshIn keeps the nodes of a breadth-first frontier whose states seen
-// does not hold, and adds them to it.
-func (j *judge) freshIn(ns []*node, seen *visited) []*node {
-	out := ns[:0]
-	for _, n := range ns {
-		if seen.add(j, n) {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 // fresh keeps the nodes of a breadth-first frontier whose states were not
 // seen before.
 func (j *judge) fresh(ns []*node, seen map[uint64][]*node) ([]*node, map[uint64][]*node) {
@@ -287,7 +278,7 @@ func (j *judge) child(n *node) *node {
 	c.labels = nil
 	c.expanded = false
 	c.hungry = false
-	c.owns, c.onPath = false, false
+	c.owns, c.onPath, c.clear = false, false, false
 	return c
 }
 
@@ -343,4 +334,87 @@ func (j *judge) historyLine(f *obslog.Fact, m system.Move) string {
 		return fmt.Sprintf("%s %s", f.Where(), Describe(j.h, f))
 	}
 	return "unlogged: " + m.String()
+}
+
+// takeState is a state from the pool, or a new one.
+func (j *judge) takeState() *system.State { return take(&j.freeStates) }
+
+// quietStep is an unlogged step explainStep found, not yet a node: its
+// state is the pool's.
+type quietStep struct {
+	m     system.Move
+	st    *system.State
+	fired model.Triggers
+}
+
+// dropQuiet gives the states of the unlogged steps explainStep found back
+// to the pool: a move explained the fact, and they make no nodes.
+func (j *judge) dropQuiet() {
+	for i := range j.quiet {
+		j.freeStates = append(j.freeStates, j.quiet[i].st)
+		j.quiet[i].st = nil
+	}
+	j.quiet = j.quiet[:0]
+}
+
+// flushQuiet makes the unlogged steps explainStep found of x nodes of the
+// next frontier, in the order found.
+func (j *judge) flushQuiet(a *attempt, x *node, silent *[]*node) {
+	fromX := len(j.quiet) > 0 && j.stepClear(x)
+	var prec model.Records
+	if fromX {
+		prec = j.chk.Records(x.st)
+	}
+	for i := range j.quiet {
+		q := &j.quiet[i]
+		// Hashed only when the search comes to expand it (greedySearch),
+		// which a search that finds the fact before it does not.
+		var v *model.Violation
+		if fromX {
+			v = j.checkFrom(x.st, &prec, q.st)
+		} else {
+			v = j.chk.CheckState(q.st)
+		}
+		if v != nil {
+			a.broken = v
+			j.freeStates = append(j.freeStates, q.st)
+		} else {
+			c := j.child(x)
+			c.st, c.owns, c.clear = q.st, true, true
+			c.stKey = 0
+			c.move, c.fired = q.m, q.fired
+			c.silent++
+			*silent = append(*silent, c)
+		}
+		q.st = nil
+	}
+	j.quiet = j.quiet[:0]
+}
+
+// checkStep is CheckState's judgement of next, one step from st, the
+// state of node parent (or a copy of it): where parent's state passed
+// the state invariants (clear) and no properties are judged, only what
+// the step changed is judged (model.StateClearFrom, exact on a state one
+// step from one that passed), all of them only when that objects, so
+// that the violation is CheckState's own.
+func (j *judge) checkStep(parent *node, st, next *system.State) *model.Violation {
+	if !j.stepClear(parent) {
+		return j.chk.CheckState(next)
+	}
+	prec := j.chk.Records(st)
+	return j.checkFrom(st, &prec, next)
+}
+
+// stepClear reports whether the states one step from parent's are judged
+// on what the step changed (checkStep).
+func (j *judge) stepClear(parent *node) bool { return parent.clear && j.props == nil }
+
+// checkFrom is checkStep's judgement where it applies, prec being st's
+// records (asked once for all the steps from one state).
+func (j *judge) checkFrom(st *system.State, prec *model.Records, next *system.State) *model.Violation {
+	rec := j.chk.Records(next)
+	if model.StateClearFrom(&st.W, &next.W, prec, &rec) {
+		return nil
+	}
+	return model.CheckState(&next.W, &rec)
 }
