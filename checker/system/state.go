@@ -37,8 +37,8 @@ func (s *State) rolePtr(r spec.Role, h int) *uint8 {
 func (c *System) Records(s *State) model.Records {
 	var rec model.Records
 	for h := 0; h < c.nH; h++ {
-		rec.Terminal[h][model.SourceSide] = c.proto.isTerminal(spec.Source, s.Src[h])
-		rec.Terminal[h][model.DestinationSide] = c.proto.isTerminal(spec.Destination, s.Dst[h])
+		rec.Terminal[h][model.SourceSide] = c.terminals[spec.Source]>>s.Src[h]&1 != 0
+		rec.Terminal[h][model.DestinationSide] = c.terminals[spec.Destination]>>s.Dst[h]&1 != 0
 		rec.Ended[h][model.SourceSide] = c.proto.ended[spec.Source][s.Src[h]]
 		rec.Ended[h][model.DestinationSide] = c.proto.ended[spec.Destination][s.Dst[h]]
 	}
