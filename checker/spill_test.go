@@ -360,3 +360,35 @@ func TestSpill_BrokenDirectoryStopsTheRun(t *testing.T) {
 		t.Errorf("detail %q, want it to start %q", r.StopDetail, want)
 	}
 }
+
+// A frontier file is read back from a checkpoint the user keeps: whatever
+// its bytes (the checkpoint's CRC guards them, but the reader must not
+// rely on it), reading it gives keys or an error, never a panic or a read
+// past its end.
+func FuzzFrontierRecords(f *testing.F) {
+	dir := &spillDir{parent: f.TempDir()}
+	for _, words := range []int{1, 8, maxQueueWords} {
+		q := newKeyQueue(words, dir)
+		k := make([]uint64, words)
+		for i := range 3 {
+			k[i%words] = uint64(i) << (20 * i)
+			q.push(k)
+		}
+		f.Add(append([]byte(nil), q.buf...), uint8(words), uint8(q.n))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, words, n uint8) {
+		w := 1 + int(words)%maxQueueWords
+		q := &keyQueue{words: w, n: int(n), buf: data, dir: dir}
+		r := q.reader()
+		buf := make([]uint64, 4*w)
+		for got := 0; r.err == nil; {
+			m := r.read(buf, 4)
+			if m == 0 {
+				break
+			}
+			if got += m; got > int(n) {
+				t.Fatalf("read %d keys from a queue of %d", got, n)
+			}
+		}
+	})
+}
