@@ -23,6 +23,7 @@ FUZZ_TARGETS = \
 	./checker:FuzzParseMove \
 	./checker:FuzzParseTrace \
 	./checker:FuzzMergeWalks \
+	./checker:FuzzFrontierRecords \
 	./checker/sim/workload:FuzzParseWorkload \
 	./checker/sim/faultplan:FuzzParseFaultPlan \
 	./checker/sim:FuzzParseSimConfig \

@@ -32,7 +32,9 @@ import (
 // checkpoint in current/. A new one is written beside it and renamed into
 // place, so that a process killed while writing leaves the last one whole.
 
-const checkpointSchema = "handoffcheck.checkpoint/v1"
+// v2: the frontier files' records are length nibbles and bytes, not
+// varints (spill.go).
+const checkpointSchema = "handoffcheck.checkpoint/v2"
 
 // errCheckpoint is a checkpoint that cannot be resumed.
 var errCheckpoint = errors.New("checkpoint")

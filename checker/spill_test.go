@@ -72,6 +72,77 @@ func TestSpill_QueueGivesBackWhatWasPushed(t *testing.T) {
 	}
 }
 
+// A record's header holds a length nibble per word: keys of an odd and an
+// even number of words, of one word and of the most a queue holds, with
+// words that do not change, change in their low byte only or in their top
+// byte, come back as pushed; a queue whose file lost its last bytes is
+// read as cut short, not past its end.
+func TestSpill_RecordsOfEveryLength(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, words := range []int{1, 2, 3, 8, maxQueueWords} {
+		var keys [][]uint64
+		for i := 0; i < 300; i++ {
+			k := make([]uint64, words)
+			for j := range k {
+				switch rng.IntN(4) {
+				case 0: // unchanged from the key before
+					if len(keys) > 0 {
+						k[j] = keys[len(keys)-1][j]
+					}
+				case 1:
+					k[j] = uint64(rng.IntN(256))
+				case 2:
+					k[j] = rng.Uint64() | 1<<63
+				default:
+					k[j] = rng.Uint64() >> rng.IntN(64)
+				}
+			}
+			keys = append(keys, k)
+		}
+		for _, cut := range []bool{false, true} {
+			withSpillLimit(t, 1)
+			dir := &spillDir{parent: t.TempDir()}
+			q := newKeyQueue(words, dir)
+			for _, k := range keys {
+				q.push(k)
+			}
+			q.flush()
+			if cut {
+				if err := q.f.Truncate(q.size - 1); err != nil {
+					t.Fatal(err)
+				}
+				q.size--
+			}
+			r := q.reader()
+			buf := make([]uint64, 5*words)
+			var got [][]uint64
+			for r.err == nil {
+				n := r.read(buf, 5)
+				if n == 0 {
+					break
+				}
+				for i := 0; i < n; i++ {
+					got = append(got, append([]uint64(nil), buf[i*words:(i+1)*words]...))
+				}
+			}
+			switch {
+			case cut && r.err == nil:
+				t.Errorf("%d words: a queue missing its last byte read without an error", words)
+			case cut && len(got) != len(keys)-1:
+				t.Errorf("%d words, cut: read %d keys before the error, want %d", words, len(got), len(keys)-1)
+			case !cut && r.err != nil:
+				t.Errorf("%d words: %v", words, r.err)
+			case !cut:
+				if diff := cmp.Diff(keys, got); diff != "" {
+					t.Errorf("%d words: keys read back differ (-pushed +read):\n%s", words, diff)
+				}
+			}
+			q.close()
+			dir.remove()
+		}
+	}
+}
+
 // Queues made one after another in one directory, as a search makes its
 // levels, each give back what was pushed on them, although each takes the
 // buffer the one before left behind: the next level is pushed while the
@@ -288,4 +359,36 @@ func TestSpill_BrokenDirectoryStopsTheRun(t *testing.T) {
 	if len(r.StopDetail) < len(want) || r.StopDetail[:len(want)] != want {
 		t.Errorf("detail %q, want it to start %q", r.StopDetail, want)
 	}
+}
+
+// A frontier file is read back from a checkpoint the user keeps: whatever
+// its bytes (the checkpoint's CRC guards them, but the reader must not
+// rely on it), reading it gives keys or an error, never a panic or a read
+// past its end.
+func FuzzFrontierRecords(f *testing.F) {
+	dir := &spillDir{parent: f.TempDir()}
+	for _, words := range []int{1, 8, maxQueueWords} {
+		q := newKeyQueue(words, dir)
+		k := make([]uint64, words)
+		for i := range 3 {
+			k[i%words] = uint64(i) << (20 * i)
+			q.push(k)
+		}
+		f.Add(append([]byte(nil), q.buf...), uint8(words), uint8(q.n))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, words, n uint8) {
+		w := 1 + int(words)%maxQueueWords
+		q := &keyQueue{words: w, n: int(n), buf: data, dir: dir}
+		r := q.reader()
+		buf := make([]uint64, 4*w)
+		for got := 0; r.err == nil; {
+			m := r.read(buf, 4)
+			if m == 0 {
+				break
+			}
+			if got += m; got > int(n) {
+				t.Fatalf("read %d keys from a queue of %d", got, n)
+			}
+		}
+	})
 }

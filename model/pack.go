@@ -46,6 +46,17 @@ func unpackChannel(c *Channel, v uint64) {
 // PackHandoff encodes handoff h with extra bits of the caller's own (the
 // role machines' states) in the low ExtraBits of word 0.
 func (w *World) PackHandoff(h int, extra uint64) [HandoffWords]uint64 {
+	w0, w1 := w.PackHandoffWords(h, extra)
+	return [HandoffWords]uint64{w0, w1}
+}
+
+// PackHandoffWords is PackHandoff with the two words as two results. The
+// checker packs a handoff for nearly every successor it makes: two
+// results come back in registers, while an array result comes back
+// through memory, written as two words and read back as one wide load
+// that the processor cannot forward from those two stores (a stall of
+// about a dozen cycles each time).
+func (w *World) PackHandoffWords(h int, extra uint64) (uint64, uint64) {
 	x := &w.H[h]
 	// Each word is made of a few partial words ORed together at the end:
 	// one long chain of ORs would make each wait for the one before.
@@ -64,7 +75,7 @@ func (w *World) PackHandoff(h int, extra uint64) [HandoffWords]uint64 {
 	g := b2u(x.Acked)<<34 | b2u(x.Activated)<<35 | b2u(x.Hung)<<36 | uint64(x.Timers>>4)<<37 |
 		b2u(x.SrcKept)<<39 | b2u(x.DstKept)<<40 | b2u(x.SrcIndexed)<<41
 	i := packCmds(&x.Cmds[0])<<42 | packCmds(&x.Cmds[1])<<51 | b2u(x.Slow[0])<<60 | b2u(x.Slow[1])<<61
-	return [HandoffWords]uint64{(a | b) | (c | (d | e)), f | (g | i)}
+	return (a | b) | (c | (d | e)), f | (g | i)
 }
 
 // RemapHandoff renames the worker indices inside a packed handoff.

@@ -181,8 +181,7 @@ func (c *System) fire(s *State, tx *model.Tx, cov *Coverage, r spec.Role, h int,
 // can reports whether a role record would take an event now: its state
 // has a row for it, terminal or not.
 func (c *System) can(s *State, r spec.Role, h int, ev uint8) bool {
-	_, ok := c.proto.step(r, c.policy, s.Role(r, h), ev)
-	return ok
+	return c.rows[r][s.Role(r, h)]>>ev&1 != 0
 }
 
 // terminal reports whether a role record has finished: its side reported
@@ -190,7 +189,7 @@ func (c *System) can(s *State, r spec.Role, h int, ev uint8) bool {
 // (Quiescence, drained states, the records the invariants read, restarts)
 // asks this, whether or not the state still has rows.
 func (c *System) terminal(s *State, r spec.Role, h int) bool {
-	return c.proto.isTerminal(r, s.Role(r, h))
+	return c.terminals[r]>>s.Role(r, h)&1 != 0
 }
 
 // Step applies a move to a state in place and returns the step's journal.
@@ -265,7 +264,7 @@ func (c *System) JudgeStep(before, after *State, j *model.Journal, m Move) *mode
 func sameDuplicated(before, after *model.World, m Move) bool {
 	want := before.H[m.H]
 	want.Ch[m.Arg].Send(m.Msg)
-	return want == after.H[m.H] && model.SameBut(before, after, int(m.H))
+	return sameRecord(&want, &after.H[m.H]) && model.SameBut(before, after, int(m.H))
 }
 
 // ApplyTx performs a move that the state enables, in a transaction the

@@ -48,6 +48,33 @@ type System struct {
 	sharedAfterEnd [2]bool
 	// judge is Config.Judge.
 	judge StateJudge
+	// rows[r][state] has bit ev set when role r's table has a row for
+	// event ev in that state under this run's policy, and terminals[r]
+	// bit state set when the state is terminal: Enabled asks both of every
+	// handoff of every state expanded, and a bit of a word read here costs
+	// less than the chain of slices (role, policy, state, event) to a
+	// transition of the protocol's tables, whose rows lie a few hundred
+	// bytes apart.
+	rows      [2][maxStates]uint32
+	terminals [2]uint32
+}
+
+// tablesInBits fills rows and terminals from the protocol's tables.
+func (c *System) tablesInBits() {
+	for r := range c.rows {
+		for st, row := range c.proto.tables[r][c.policy] {
+			for ev := range row {
+				if row[ev].Row != 0 {
+					c.rows[r][st] |= 1 << ev
+				}
+			}
+		}
+		for st, t := range c.proto.terminal[r] {
+			if t {
+				c.terminals[r] |= 1 << st
+			}
+		}
+	}
 }
 
 // New prepares a run of a configuration with a protocol.
@@ -67,6 +94,7 @@ func New(p *Protocol, cfg *Config, run Run) (*System, error) {
 		prefill: w.PrefillWorkers(), decode: w.DecodeWorkers(),
 		judge: cfg.Judge,
 	}
+	c.tablesInBits()
 	c.sym = newSymmetry(&w, cfg.Symmetry, cfg.Symmetry)
 	c.cmds = commandModes(p, cfg.Commands)
 	c.ranks = porRanks(p, run.Policy)

@@ -29,6 +29,12 @@ type MoveSet struct {
 	// ending; the hang fault is offered only then (see faults).
 	waiting bool
 	M       [maxMoves]Move
+	// q is the transaction Enabled asks its questions through
+	// (CanReserve, CanPromote, ...), which read its world only. It is kept
+	// here rather than made per call: a transaction holds a journal of
+	// several hundred bytes, which a new one zeroes on every state
+	// expanded.
+	q model.Tx
 }
 
 func (ms *MoveSet) add(m Move) {
@@ -54,7 +60,8 @@ func (ms *MoveSet) Process(i, protocol int) (p uint8, own bool) {
 func (c *System) Enabled(s *State, ms *MoveSet) (protocol int) {
 	ms.Stuck = false
 	ms.N = 0
-	tx := model.Tx{W: &s.W}
+	tx := &ms.q
+	tx.W = &s.W
 	busy := 0 // protocol moves other than timers: the system is not stuck
 	for h := 0; h < c.nH; h++ {
 		x := &s.W.H[h]
@@ -162,7 +169,7 @@ func (c *System) Enabled(s *State, ms *MoveSet) (protocol int) {
 		}
 	}
 	protocol = ms.N
-	c.faults(s, ms, &tx)
+	c.faults(s, ms, tx)
 	return protocol
 }
 

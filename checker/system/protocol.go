@@ -66,6 +66,10 @@ type Protocol struct {
 // maxStates bounds the states of one role: they are packed in four bits.
 const maxStates = 16
 
+// A role's events are bits of a word (System.rows).
+var _ [32 - machines.NumSourceEvents]struct{}
+var _ [32 - machines.NumDestinationEvents]struct{}
+
 // Name says where the protocol came from.
 func (p *Protocol) Name() string { return p.name }
 

@@ -37,8 +37,8 @@ func (s *State) rolePtr(r spec.Role, h int) *uint8 {
 func (c *System) Records(s *State) model.Records {
 	var rec model.Records
 	for h := 0; h < c.nH; h++ {
-		rec.Terminal[h][model.SourceSide] = c.proto.isTerminal(spec.Source, s.Src[h])
-		rec.Terminal[h][model.DestinationSide] = c.proto.isTerminal(spec.Destination, s.Dst[h])
+		rec.Terminal[h][model.SourceSide] = c.terminals[spec.Source]>>s.Src[h]&1 != 0
+		rec.Terminal[h][model.DestinationSide] = c.terminals[spec.Destination]>>s.Dst[h]&1 != 0
 		rec.Ended[h][model.SourceSide] = c.proto.ended[spec.Source][s.Src[h]]
 		rec.Ended[h][model.DestinationSide] = c.proto.ended[spec.Destination][s.Dst[h]]
 	}
@@ -62,8 +62,7 @@ func (c *System) pack(s *State, k *Key) {
 	}
 	base := 1 + c.nW
 	for h := 0; h < c.nH; h++ {
-		ws := s.W.PackHandoff(h, uint64(s.Src[h])|uint64(s.Dst[h])<<4)
-		k[base+2*h], k[base+2*h+1] = ws[0], ws[1]
+		k[base+2*h], k[base+2*h+1] = s.W.PackHandoffWords(h, uint64(s.Src[h])|uint64(s.Dst[h])<<4)
 	}
 }
 
@@ -86,8 +85,7 @@ func (c *System) CanonicalFrom(s, parent *State, pk, k *Key, moved int) {
 			k[i], k[i+1] = pk[i], pk[i+1]
 			continue
 		}
-		ws := s.W.PackHandoff(h, uint64(s.Src[h])|uint64(s.Dst[h])<<4)
-		k[i], k[i+1] = ws[0], ws[1]
+		k[i], k[i+1] = s.W.PackHandoffWords(h, uint64(s.Src[h])|uint64(s.Dst[h])<<4)
 	}
 	clear(k[base+model.HandoffWords*c.nH:])
 	c.canonicalize(k)
