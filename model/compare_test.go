@@ -7,7 +7,7 @@ import (
 	"unsafe"
 )
 
-// sameHandoff compares records as bytes: that is exact only while a
+// SameHandoff compares records as bytes: that is exact only while a
 // record has no padding, whose bytes the fields do not own.
 func TestHandoff_NoPadding(t *testing.T) {
 	var sum uintptr
@@ -16,11 +16,11 @@ func TestHandoff_NoPadding(t *testing.T) {
 		sum += typ.Field(i).Type.Size()
 	}
 	if size := unsafe.Sizeof(Handoff{}); sum != size {
-		t.Fatalf("Handoff's fields take %d bytes of its %d: a record with padding must not be compared as bytes (sameHandoff)", sum, size)
+		t.Fatalf("Handoff's fields take %d bytes of its %d: a record with padding must not be compared as bytes (SameHandoff)", sum, size)
 	}
 }
 
-// sameHandoff and sameWorker agree with Go's comparison on records that
+// SameHandoff and sameWorker agree with Go's comparison on records that
 // are equal, and on records that differ in one field, whichever field:
 // each field in turn is given another value.
 func TestSameRecords_AgreeWithComparison(t *testing.T) {
@@ -44,7 +44,7 @@ func TestSameRecords_AgreeWithComparison(t *testing.T) {
 		}
 	}
 	var a, b Handoff
-	check("handoff", reflect.ValueOf(&b).Elem(), func() bool { return sameHandoff(&a, &b) }, func() bool { return a == b })
+	check("handoff", reflect.ValueOf(&b).Elem(), func() bool { return SameHandoff(&a, &b) }, func() bool { return a == b })
 	var wa, wb Worker
 	check("worker", reflect.ValueOf(&wb).Elem(), func() bool { return sameWorker(&wa, &wb) }, func() bool { return wa == wb })
 }

@@ -1094,7 +1094,7 @@ func StateClearFrom(p, w *World, prec, rec *Records) bool {
 	// What the changed handoffs hold in w, and what they held in p.
 	var now, was allHoldings
 	for h := 0; h < w.NumHandoffs(); h++ {
-		same := sameHandoff(&p.H[h], &w.H[h])
+		same := SameHandoff(&p.H[h], &w.H[h])
 		if same && prec.Terminal[h] == rec.Terminal[h] && prec.Ended[h] == rec.Ended[h] {
 			continue
 		}
@@ -1208,7 +1208,7 @@ func AttemptIsolation(before, after *World, h int, to Side, index int) *Violatio
 	// after: handoff h apart, so that only its record is copied.
 	want := before.H[h]
 	want.Ch[to].Take(index)
-	if !sameHandoff(&want, &after.H[h]) || !SameBut(before, after, h) {
+	if !SameHandoff(&want, &after.H[h]) || !SameBut(before, after, h) {
 		return violate(NameAttemptIsolation, h, after.H[h].Worker(to), "a stale fact to the %s changed the world", to)
 	}
 	return nil
@@ -1237,14 +1237,15 @@ func sameWorker(a, b *Worker) bool {
 	return d == 0 || *a == *b
 }
 
-// sameHandoff reports whether two handoff records are equal, their bytes
-// read eight at a time without a branch: Go compares a record this size
+// SameHandoff reports whether two handoff records are equal, their bytes
+// read eight at a time without a branch (the checker's canonical form
+// asks it too): Go compares a record this size
 // with a call to the runtime's memory comparison, which costs more than
 // these loads on the records the search compares for nearly every step
 // and new state. A record has no padding (TestHandoff_NoPadding), so
 // equal bytes are equal fields; a record of another size than today's is
 // compared as usual.
-func sameHandoff(a, b *Handoff) bool {
+func SameHandoff(a, b *Handoff) bool {
 	const n = unsafe.Sizeof(Handoff{})
 	if n != 62 {
 		return *a == *b
@@ -1273,7 +1274,7 @@ func SameBut(a, b *World, h int) bool {
 		}
 	}
 	for i := range a.H {
-		if i != h && !sameHandoff(&a.H[i], &b.H[i]) {
+		if i != h && !SameHandoff(&a.H[i], &b.H[i]) {
 			return false
 		}
 	}

@@ -264,7 +264,7 @@ func (c *System) JudgeStep(before, after *State, j *model.Journal, m Move) *mode
 func sameDuplicated(before, after *model.World, m Move) bool {
 	want := before.H[m.H]
 	want.Ch[m.Arg].Send(m.Msg)
-	return sameRecord(&want, &after.H[m.H]) && model.SameBut(before, after, int(m.H))
+	return model.SameHandoff(&want, &after.H[m.H]) && model.SameBut(before, after, int(m.H))
 }
 
 // ApplyTx performs a move that the state enables, in a transaction the

@@ -1,9 +1,6 @@
 package system
 
 import (
-	"encoding/binary"
-	"unsafe"
-
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
@@ -81,7 +78,7 @@ func (c *System) CanonicalFrom(s, parent *State, pk, k *Key, moved int) {
 	base := 1 + c.nW
 	for h := 0; h < c.nH; h++ {
 		i := base + 2*h
-		if h != moved && s.Src[h] == parent.Src[h] && s.Dst[h] == parent.Dst[h] && sameRecord(&s.W.H[h], &parent.W.H[h]) {
+		if h != moved && s.Src[h] == parent.Src[h] && s.Dst[h] == parent.Dst[h] && model.SameHandoff(&s.W.H[h], &parent.W.H[h]) {
 			k[i], k[i+1] = pk[i], pk[i+1]
 			continue
 		}
@@ -89,31 +86,6 @@ func (c *System) CanonicalFrom(s, parent *State, pk, k *Key, moved int) {
 	}
 	clear(k[base+model.HandoffWords*c.nH:])
 	c.canonicalize(k)
-}
-
-// sameRecord reports whether two handoff records are equal, compared
-// eight bytes at a time: the general comparison of a record this size
-// costs more than the packing it spares. A record holds integers and
-// booleans only, so equal bytes are equal fields (padding that differed
-// would only make the record packed again). The words are written out
-// for the record's size today; a record of another size is compared as
-// usual.
-func sameRecord(a, b *model.Handoff) bool {
-	const n = unsafe.Sizeof(model.Handoff{})
-	if n != 62 {
-		return *a == *b
-	}
-	pa, pb := (*[62]byte)(unsafe.Pointer(a)), (*[62]byte)(unsafe.Pointer(b))
-	le := binary.LittleEndian
-	d := (le.Uint64(pa[0:]) ^ le.Uint64(pb[0:])) |
-		(le.Uint64(pa[8:]) ^ le.Uint64(pb[8:])) |
-		(le.Uint64(pa[16:]) ^ le.Uint64(pb[16:])) |
-		(le.Uint64(pa[24:]) ^ le.Uint64(pb[24:]))
-	e := (le.Uint64(pa[32:]) ^ le.Uint64(pb[32:])) |
-		(le.Uint64(pa[40:]) ^ le.Uint64(pb[40:])) |
-		(le.Uint64(pa[48:]) ^ le.Uint64(pb[48:])) |
-		(le.Uint64(pa[54:]) ^ le.Uint64(pb[54:])) // the last eight, overlapping
-	return d|e == 0
 }
 
 // canonicalize turns a packing into the canonical key: canonical after

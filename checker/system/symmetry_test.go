@@ -84,8 +84,8 @@ func TestCanonicalFrom_EqualsCanonical(t *testing.T) {
 						t.Fatal(err)
 					}
 					for h := range succ.W.H {
-						if sameRecord(&succ.W.H[h], &p.W.H[h]) != (succ.W.H[h] == p.W.H[h]) {
-							t.Fatalf("%s %s: move %v: sameRecord of handoff %d differs from ==", file, run, m, h)
+						if model.SameHandoff(&succ.W.H[h], &p.W.H[h]) != (succ.W.H[h] == p.W.H[h]) {
+							t.Fatalf("%s %s: move %v: SameHandoff of handoff %d differs from ==", file, run, m, h)
 						}
 					}
 					var want, got Key
