@@ -241,7 +241,9 @@ type exploration struct {
 	start  time.Time
 	before time.Duration
 	g      *graph
-	// por: partial-order reduction is on (Limits.Reduce, no liveness).
+	// por: partial-order reduction is on (Limits.Reduce; with liveness, only
+	// on the drain chains' search, which fairness and a search that keeps
+	// every edge do not make).
 	por bool
 	// chains: the liveness graph keeps one own edge per state, the drain
 	// chain's (liveness.go); open counts the states whose chain did not
