@@ -10,8 +10,9 @@
 // partial-order reduction with the system's per-move footprints, and
 // parallel levels whose results do not depend on the number of workers.
 // It stops at the first violation and rebuilds the shortest trace by
-// replay; with liveness it keeps the state graph and checks
-// EventuallyDrained. Walk runs seeded random and swarm walks under a
+// replay; with liveness it keeps a drain chain's edge per state and
+// checks EventuallyDrained on them, searching again with every edge
+// where a chain does not drain (liveness.go). Walk runs seeded random and swarm walks under a
 // fault schedule (WalkOptions.Schedule: by default each fault waits for a step of its
 // own), counts what they covered and shrinks a failure. Sessions step a
 // run by hand for scenario files and trace replay. Reports render as
