@@ -156,26 +156,12 @@ func TestDrainChains_MutantsCaughtEitherWay(t *testing.T) {
 	}
 	every := Mutate(context.Background(), cfg, mutants, Limits{Liveness: true, everyEdge: true}, runtime.GOMAXPROCS(0), nil)
 	chains := Mutate(context.Background(), cfg, mutants, Limits{Liveness: true, Reduce: true}, runtime.GOMAXPROCS(0), nil)
-	killed, trapped := 0, 0
-	for i := range every {
-		f, r := every[i], chains[i]
-		if f.Killed {
-			killed++
-		}
+	sameKills(t, every, chains)
+	trapped := 0
+	for _, f := range every {
 		if f.Invariant == "EventuallyDrained" {
 			trapped++
 		}
-		switch {
-		case f.Killed != r.Killed:
-			t.Errorf("%s: killed %v (%s) keeping every edge, %v (%s) with chains", f.Mutant.Name, f.Killed, f.Invariant, r.Killed, r.Invariant)
-		case r.Steps > f.Steps:
-			t.Errorf("%s: a trace of %d steps with chains, %d keeping every edge", f.Mutant.Name, r.Steps, f.Steps)
-		case f.Invariant != r.Invariant:
-			t.Logf("%s: %s first keeping every edge (%d steps), %s with chains (%d steps)", f.Mutant.Name, f.Invariant, f.Steps, r.Invariant, r.Steps)
-		}
 	}
-	t.Logf("%d of %d mutants killed either way, %d by EventuallyDrained", killed, len(mutants), trapped)
-	if killed < len(mutants)/2 {
-		t.Errorf("only %d of %d mutants killed: the comparison has no teeth", killed, len(mutants))
-	}
+	t.Logf("%d mutants killed by EventuallyDrained keeping every edge", trapped)
 }
