@@ -454,17 +454,16 @@ func (e *exploration) recorded(x *expander, j int) bool {
 // (liveness.go): the first the system reaches on its own that is not the
 // state itself, or the state itself when that is all there is. Any choice
 // keeps the verdict (a chain that does not drain sends the search to
-// keep every edge); a self-loop never drains, so it comes last. A
-// successor is taken for the state itself by its fingerprint alone: a
-// collision only changes which successor is preferred.
+// keep every edge); a self-loop never drains, so it comes last. The
+// state is told from its successors by their canonical keys, which the
+// explorer holds for both: no fingerprint is computed again.
 func (e *exploration) chainStep(x *expander, k *system.Key) {
-	self := fingerprint(k, e.words)
 	for j := 0; j < x.n; j++ {
 		if _, own := x.ms.Process(x.idx[j], x.protocol); !own {
 			continue
 		}
 		x.chain = j
-		if x.succ[j].fp != self {
+		if !slices.Equal(x.succ[j].key[:e.words], k[:e.words]) {
 			return
 		}
 	}
