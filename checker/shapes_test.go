@@ -336,7 +336,7 @@ func shapesSession(t *testing.T, c *Checker, steps ...string) *Session {
 	t.Helper()
 	sess := c.NewSession()
 	for _, line := range steps {
-		m, err := system.ParseMove(line)
+		m, err := system.ParseMove(line, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
