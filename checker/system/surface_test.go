@@ -77,9 +77,9 @@ import (
 // the configuration's terms (was NumberError and its Error, which the
 // trace reader took apart to say the range, then checked the range again
 // itself).
-// 96: the renamings the canonical form reduces by are the system's to
-// test (Renamings, which only the search's tests read to hold each a true
-// symmetry, unexported with that test moved here).
+// 96: that each renaming the canonical form reduces by is a true
+// symmetry is the system's test (TestSymmetry_RenamingsAreSymmetries);
+// Renamings, which only the search's tests read for it, removed.
 const maxExported = 96
 
 // exportedNames lists the exported package-level names and methods
