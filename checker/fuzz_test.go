@@ -53,11 +53,11 @@ func FuzzParseMove(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		m, err := system.ParseMove(s)
+		m, err := system.ParseMove(s, nil)
 		if err != nil {
 			return
 		}
-		back, err := system.ParseMove(m.String())
+		back, err := system.ParseMove(m.String(), nil)
 		if err != nil || back != m {
 			t.Fatalf("%q parsed to %v, which prints as %q and parses back to %v (%v)", s, m, m.String(), back, err)
 		}

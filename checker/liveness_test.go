@@ -206,7 +206,7 @@ func TestLiveness_ReportsCarryTheCounterexample(t *testing.T) {
 	}
 	x := rep.Runs[0]
 	ce := x.Violation
-	if ce == nil || ce.Violation.Invariant != "EventuallyDrained" || !rep.Violated() {
+	if ce == nil || ce.Violation.Invariant != "EventuallyDrained" || !rep.violated() {
 		t.Fatalf("want an EventuallyDrained violation, got %+v", ce)
 	}
 	text := rep.text(TextOptions{Mermaid: true})

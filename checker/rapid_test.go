@@ -129,7 +129,7 @@ func TestRapid_ShrinksBrokenTable(t *testing.T) {
 	_, minimized, _ := strings.Cut(out, "Failed test output:")
 	var moves []string
 	for _, l := range strings.Split(minimized, "\n") {
-		if _, err := system.ParseMove(strings.TrimSpace(l)); err == nil {
+		if _, err := system.ParseMove(strings.TrimSpace(l), nil); err == nil {
 			moves = append(moves, strings.TrimSpace(l))
 		}
 	}

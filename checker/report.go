@@ -59,8 +59,8 @@ func (r *Report) mermaid() string {
 	return b.String()
 }
 
-// Violated reports whether some run found a violation.
-func (r *Report) Violated() bool {
+// violated reports whether some run found a violation.
+func (r *Report) violated() bool {
 	for _, x := range r.Runs {
 		if x.Violation != nil {
 			return true
@@ -675,7 +675,7 @@ func (r *Report) marshal(opt TextOptions) ([]byte, error) {
 	if r.Interrupted {
 		out.Verdict = "interrupted"
 	}
-	if r.Violated() {
+	if r.violated() {
 		out.Verdict = "violation"
 	}
 	out.Coverage = []jsonPolicyCoverage{}

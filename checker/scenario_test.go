@@ -105,7 +105,7 @@ func TestScenarios(t *testing.T) {
 						if line == "" {
 							continue
 						}
-						m, err := system.ParseMove(line)
+						m, err := system.ParseMove(line, nil)
 						if err != nil {
 							d.Fatalf(t, "%s: %q: %v", d.Pos, line, err)
 						}

@@ -734,7 +734,7 @@ func TestParseMove_EveryTimerMessageAndSide(t *testing.T) {
 		steps.Move(t, "deferred h=3 side=source"), steps.Move(t, "deferred h=3 side=destination"),
 		system.Move{Kind: system.MvRoutePrefill, H: 0, Arg: 0})
 	for _, m := range moves {
-		got, err := system.ParseMove(m.String())
+		got, err := system.ParseMove(m.String(), nil)
 		if err != nil || got != m {
 			t.Errorf("%q read back as %q (%v)", m, got, err)
 		}

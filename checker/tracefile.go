@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/handoffcheck/handoffcheck/checker/system"
-	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 	"github.com/handoffcheck/handoffcheck/spec/jsonfile"
 )
@@ -177,21 +175,9 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 		if l.Step != len(tr.Moves)+1 {
 			return nil, bad(line, "step %d, want %d (steps count from 1 without gaps)", l.Step, len(tr.Moves)+1)
 		}
-		m, err := system.ParseMove(l.Move)
-		var ne *system.NumberError
-		if errors.As(err, &ne) {
-			n := len(tr.Config.World.Handoffs)
-			if ne.Key == "worker" {
-				n = len(tr.Config.World.Workers)
-			}
-			return nil, bad(line, "move %q: %s=%s: want a %s number of the configuration, which has %s (%s)",
-				l.Move, ne.Key, ne.Val, ne.What, plural(n, ne.What), indexRange(ne.Key, n))
-		}
+		m, err := system.ParseMove(l.Move, &tr.Config.World)
 		if err != nil {
 			return nil, bad(line, "move %q: %v", l.Move, err)
-		}
-		if why := outOfRange(m, &tr.Config.World); why != "" {
-			return nil, bad(line, "move %q: %s", l.Move, why)
 		}
 		tr.Moves = append(tr.Moves, m)
 		tr.Lines = append(tr.Lines, line)
@@ -209,26 +195,4 @@ func ParseTrace(file string, data []byte) (*Trace, error) {
 		return nil, bad(1, "loop_from %d: want a step before the last (the trace has %d steps)", tr.LoopFrom, len(tr.Moves))
 	}
 	return tr, nil
-}
-
-// outOfRange says which handoff or worker a move names that the trace's
-// configuration does not have, or "" when both exist. Replaying such a
-// move could only say it is not enabled, which hides that the trace and
-// its configuration disagree.
-func outOfRange(m system.Move, w *model.Config) string {
-	if n := len(w.Handoffs); int(m.H) >= n {
-		return fmt.Sprintf("handoff %d is out of range: the configuration has %s (%s)", m.H, plural(n, "handoff"), indexRange("h", n))
-	}
-	// The worker argument is the one String writes as worker=W.
-	if n := len(w.Workers); strings.Contains(m.String(), " worker=") && int(m.Arg) >= n {
-		return fmt.Sprintf("worker %d is out of range: the configuration has %s (%s)", m.Arg, plural(n, "worker"), indexRange("worker", n))
-	}
-	return ""
-}
-
-func indexRange(key string, n int) string {
-	if n == 1 {
-		return key + "=0"
-	}
-	return fmt.Sprintf("%s=0 to %s=%d", key, key, n-1)
 }

@@ -84,8 +84,8 @@ func TestWalk_ReportFigures(t *testing.T) {
 			}
 			j := walkReportJSON(t, rep, TextOptions{})
 			text := rep.text(TextOptions{})
-			if rep.Violated() || rep.Interrupted || j.Verdict != "pass" || j.Mode != "walks" || j.Schedule != sched.name() || j.Steps != 30 || j.Seed != 7 {
-				t.Fatalf("walks of the correct tables: violated=%v interrupted=%v, JSON %q %q %q steps %d seed %d", rep.Violated(), rep.Interrupted, j.Verdict, j.Mode, j.Schedule, j.Steps, j.Seed)
+			if rep.violated() || rep.Interrupted || j.Verdict != "pass" || j.Mode != "walks" || j.Schedule != sched.name() || j.Steps != 30 || j.Seed != 7 {
+				t.Fatalf("walks of the correct tables: violated=%v interrupted=%v, JSON %q %q %q steps %d seed %d", rep.violated(), rep.Interrupted, j.Verdict, j.Mode, j.Schedule, j.Steps, j.Seed)
 			}
 			for i, x := range rep.Runs {
 				c := rep.Checker(i)

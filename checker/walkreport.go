@@ -48,8 +48,8 @@ func CheckWalks(ctx context.Context, p *system.Protocol, cfg *system.Config, run
 // Checker is the checker of the i-th run of the report.
 func (r *WalkReport) Checker(i int) *Checker { return r.checkers[i] }
 
-// Violated reports whether some walk found a violation.
-func (r *WalkReport) Violated() bool {
+// violated reports whether some walk found a violation.
+func (r *WalkReport) violated() bool {
 	for _, x := range r.Runs {
 		if x.Violation != nil {
 			return true
@@ -288,7 +288,7 @@ func (r *WalkReport) marshal(opt TextOptions) ([]byte, error) {
 	if r.Interrupted {
 		out.Verdict = "interrupted"
 	}
-	if r.Violated() {
+	if r.violated() {
 		out.Verdict = "violation"
 	}
 	for i, x := range r.Runs {

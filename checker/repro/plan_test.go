@@ -242,7 +242,7 @@ func TestPlan_RestartAimedByPhase(t *testing.T) {
 	} {
 		var moves []system.Move
 		for _, s := range tc.moves {
-			m, err := system.ParseMove(s)
+			m, err := system.ParseMove(s, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -239,10 +239,3 @@ func (c *System) WriteIdentity(enc *json.Encoder) {
 // Symmetric reports whether the canonical form renames interchangeable
 // handoffs or workers.
 func (c *System) Symmetric() bool { return c.sym.any() }
-
-// Renamings is the symmetry the canonical form reduces by: the renamings
-// of interchangeable workers (the first is the identity) and the classes
-// of interchangeable handoffs.
-func (c *System) Renamings() (workers [][model.MaxWorkers]int8, handoffs [][]int) {
-	return c.sym.perms, c.sym.classes
-}

@@ -157,7 +157,7 @@ func sampleMove(k MoveKind) Move {
 func TestMoves_SyntaxRoundTrips(t *testing.T) {
 	for _, k := range MoveKinds() {
 		m := sampleMove(k)
-		got, err := ParseMove(m.String())
+		got, err := ParseMove(m.String(), nil)
 		if err != nil || got != m {
 			t.Errorf("%s: %q parses to %+v, %v", k, m.String(), got, err)
 		}
@@ -168,19 +168,19 @@ func TestMoves_SyntaxRoundTrips(t *testing.T) {
 		if k == mvApply {
 			// A trace written when only the decode worker's core took
 			// commands says apply h=H: the side is the destination.
-			if got, err := ParseMove("apply h=0"); err != nil || got != (Move{Kind: mvApply, Arg: int8(model.DestinationSide)}) {
+			if got, err := ParseMove("apply h=0", nil); err != nil || got != (Move{Kind: mvApply, Arg: int8(model.DestinationSide)}) {
 				t.Errorf("apply h=0 parses to %+v, %v, want the destination's core", got, err)
 			}
 			continue
 		}
-		if _, err := ParseMove(strings.Join(fields[:len(fields)-1], " ")); err == nil {
+		if _, err := ParseMove(strings.Join(fields[:len(fields)-1], " "), nil); err == nil {
 			t.Errorf("%s: parsed without its last argument", k)
 		}
 		extra := "worker=1"
 		if slices.Contains(k.args(), argWorker) {
 			extra = "timer=lease"
 		}
-		if _, err := ParseMove(m.String() + " " + extra); err == nil {
+		if _, err := ParseMove(m.String()+" "+extra, nil); err == nil {
 			t.Errorf("%s: parsed with an extra argument", k)
 		}
 	}

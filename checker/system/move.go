@@ -249,21 +249,12 @@ func (m Move) String() string {
 	return b.String()
 }
 
-// NumberError is a handoff or worker number ParseMove refuses: not a
-// number, or beyond what any configuration has. A reader that knows the
-// configuration says its own range instead (ParseTrace).
-type NumberError struct {
-	Key, Val, What string
-	most           int
-}
-
-func (e *NumberError) Error() string {
-	return fmt.Sprintf("%s=%s: want a %s number from 0 to %d (a configuration has at most %d %ss, numbered from 0)", e.Key, e.Val, e.What, e.most-1, e.most, e.What)
-}
-
 // ParseMove reads the String form of a move. It is the step syntax of
-// scenario files and trace files.
-func ParseMove(s string) (Move, error) {
+// scenario files and trace files. A reader that knows the configuration
+// the move is taken in passes its world, w: a handoff or worker number it
+// lacks is refused in its terms, with its range. With a nil w a number is
+// refused only when it is not one or beyond what any configuration has.
+func ParseMove(s string, w *model.Config) (Move, error) {
 	fields := strings.Fields(s)
 	if len(fields) == 0 {
 		return Move{}, fmt.Errorf("empty move")
@@ -297,7 +288,11 @@ func ParseMove(s string) (Move, error) {
 			}
 			n, err := strconv.Atoi(val)
 			if err != nil || n < 0 || n >= most {
-				return Move{}, &NumberError{Key: key, Val: val, What: what, most: most}
+				if w != nil {
+					have := numbered(w, key)
+					return Move{}, fmt.Errorf("%s=%s: want a %s number of the configuration, which has %s (%s)", key, val, what, plural(have, what), indexRange(key, have))
+				}
+				return Move{}, fmt.Errorf("%s=%s: want a %s number from 0 to %d (a configuration has at most %d %ss, numbered from 0)", key, val, what, most-1, most, what)
 			}
 			if key == "h" {
 				m.H = int8(n)
@@ -352,7 +347,44 @@ func ParseMove(s string) (Move, error) {
 		}
 		return Move{}, fmt.Errorf("%s takes only %s", m.Kind, strings.Join(keys, ", "))
 	}
+	if w != nil {
+		// Replaying a move the world lacks could only say it is not
+		// enabled, which hides that the move and its configuration
+		// disagree.
+		if n := numbered(w, "h"); int(m.H) >= n {
+			return Move{}, fmt.Errorf("handoff %d is out of range: the configuration has %s (%s)", m.H, plural(n, "handoff"), indexRange("h", n))
+		}
+		if n := numbered(w, "worker"); seen["worker"] && int(m.Arg) >= n {
+			return Move{}, fmt.Errorf("worker %d is out of range: the configuration has %s (%s)", m.Arg, plural(n, "worker"), indexRange("worker", n))
+		}
+	}
 	return m, nil
+}
+
+// numbered is how many handoffs (key h) or workers (key worker) world w
+// has.
+func numbered(w *model.Config, key string) int {
+	if key == "worker" {
+		return len(w.Workers)
+	}
+	return len(w.Handoffs)
+}
+
+// plural is n nouns, said in English.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// indexRange is the numbers key takes among n: "h=0", "worker=0 to
+// worker=2".
+func indexRange(key string, n int) string {
+	if n == 1 {
+		return key + "=0"
+	}
+	return fmt.Sprintf("%s=0 to %s=%d", key, key, n-1)
 }
 
 func indexOf(xs []string, s string) int {

@@ -72,7 +72,15 @@ import (
 // which wrote it into a caller's key and which only the search called
 // outside its hot path, unexported); the explorer's successors ask
 // CanonicalFrom.
-const maxExported = 99
+// 97: a reader that knows its configuration passes its world to
+// ParseMove, which refuses a handoff or worker number the world lacks in
+// the configuration's terms (was NumberError and its Error, which the
+// trace reader took apart to say the range, then checked the range again
+// itself).
+// 96: that each renaming the canonical form reduces by is a true
+// symmetry is the system's test (TestSymmetry_RenamingsAreSymmetries);
+// Renamings, which only the search's tests read for it, removed.
+const maxExported = 96
 
 // exportedNames lists the exported package-level names and methods
 // (Type.Method) of the package's non-test files.

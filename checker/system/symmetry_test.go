@@ -1,6 +1,8 @@
 package system
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/handoffcheck/handoffcheck/model"
@@ -103,4 +105,116 @@ func TestCanonicalFrom_EqualsCanonical(t *testing.T) {
 		}
 	})
 	t.Logf("%d successors", checked)
+}
+
+// TestSymmetry_RenamingsAreSymmetries holds every renaming the canonical
+// form reduces by to a true symmetry of the system: the states reached
+// without symmetry are closed under it (workers renamed, interchangeable
+// handoffs exchanged), so the state kept for an orbit behaves as each of
+// its members. Two shapes the shipped configurations lack:
+// interchangeable workers without interchangeable handoffs (two decode
+// workers alike, two handoffs that differ), and the reverse (two handoffs
+// alike on decode workers that differ in their slots alone), where a
+// reduction that took the workers for interchangeable would merge states
+// that behave differently.
+func TestSymmetry_RenamingsAreSymmetries(t *testing.T) {
+	const (
+		prefill = `{"role": "prefill", "capacity_blocks": 8}`
+		decode  = `{"role": "decode", "capacity_blocks": 8, "slots": 2, "headroom_tokens": 1024, "prefix_hit_tokens": [16, 16]}`
+		oneSlot = `{"role": "decode", "capacity_blocks": 8, "slots": 1, "headroom_tokens": 1024, "prefix_hit_tokens": [16, 16]}`
+		handoff = `{"prompt_tokens": 48, "headroom_tokens": 512}`
+		other   = `{"prompt_tokens": 32, "headroom_tokens": 256}`
+	)
+	shape := func(workers, handoffs string) string {
+		return `{"schema": "handoffcheck.config/v1",
+  "runs": [{"name": "vllm", "policy": "source-first", "engine": "vllm"}, {"name": "sglang", "policy": "destination-first", "engine": "sglang"}],
+  "workers": [` + workers + `], "handoffs": [` + handoffs + `],
+  "transfer": {"bytes_per_token": 131072, "block_size_tokens": 16}, "faults": {"restart": 1, "cancel": 1}}`
+	}
+	for _, tc := range []struct {
+		name     string
+		cfg      string
+		perms    int
+		handoffs [][]int
+	}{
+		{"workers alone", shape(prefill+", "+decode+", "+decode, handoff+", "+other), 2, [][]int{{0}, {1}}},
+		{"handoffs alone", shape(prefill+", "+decode+", "+oneSlot, handoff+", "+handoff), 1, [][]int{{0, 1}}},
+	} {
+		for _, run := range []string{"vllm", "sglang"} {
+			if testing.Short() && run != "vllm" {
+				continue
+			}
+			t.Run(tc.name+"/"+run, func(t *testing.T) {
+				cfg := mustConfig(t, tc.cfg)
+				cfg.Symmetry = true
+				on := checkerFor(t, Generated(), cfg, run)
+				plain := *cfg
+				plain.Symmetry = false
+				off := checkerFor(t, Generated(), &plain, run)
+				perms, classes := on.sym.perms, on.sym.classes
+				if len(perms) != tc.perms || !slices.EqualFunc(classes, tc.handoffs, slices.Equal) {
+					t.Fatalf("%d worker renamings and handoff classes %v, want %d and %v", len(perms), classes, tc.perms, tc.handoffs)
+				}
+				full := map[Key]bool{}
+				eachState(t, off, func(s *State) bool {
+					full[off.Key(s)] = true
+					return false
+				})
+				nW := off.World().NumWorkers()
+				for k := range full {
+					var s State
+					off.UnpackTo(&k, &s)
+					for i := 1; i < len(perms); i++ {
+						if r := relabelWorkers(&s, &perms[i]); !full[off.Key(&r)] {
+							t.Fatalf("renaming workers by %v maps a reachable state to an unreachable one:\n%s", perms[i][:nW], strings.Join(off.DescribeState(&s), "\n"))
+						}
+					}
+					for _, cl := range classes {
+						for i := 1; i < len(cl); i++ {
+							if !full[swapHandoffs(k, nW, cl[0], cl[i])] {
+								t.Fatalf("exchanging handoffs %d and %d maps a reachable state to an unreachable one:\n%s", cl[0], cl[i], strings.Join(off.DescribeState(&s), "\n"))
+							}
+						}
+					}
+				}
+				t.Logf("%d states reached without symmetry", len(full))
+			})
+		}
+	}
+}
+
+// relabelWorkers renames the workers of a state: worker w becomes
+// perm[w]. It works on the world's fields, not on packed words, so that it
+// does not share a slip with the renaming the canonical form applies.
+func relabelWorkers(s *State, perm *[model.MaxWorkers]int8) State {
+	r := *s
+	for w := 0; w < s.W.NumWorkers(); w++ {
+		r.W.W[perm[w]] = s.W.W[w]
+	}
+	for h := range r.W.H {
+		x := &r.W.H[h]
+		if x.Prefill >= 0 {
+			x.Prefill = perm[x.Prefill]
+		}
+		if x.Decode >= 0 {
+			x.Decode = perm[x.Decode]
+		}
+		gone := x.PrefixGone
+		x.PrefixGone = 0
+		for w := 0; w < s.W.NumWorkers(); w++ {
+			if gone&(1<<w) != 0 {
+				x.PrefixGone |= 1 << perm[w]
+			}
+		}
+	}
+	return r
+}
+
+// swapHandoffs exchanges handoffs a and b in a plain key of a run with nW
+// workers.
+func swapHandoffs(k Key, nW, a, b int) Key {
+	base := 1 + nW
+	k[base+2*a], k[base+2*b] = k[base+2*b], k[base+2*a]
+	k[base+2*a+1], k[base+2*b+1] = k[base+2*b+1], k[base+2*a+1]
+	return k
 }

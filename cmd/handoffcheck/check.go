@@ -304,11 +304,13 @@ func cmdCheck(c *command, e *env, args []string) int {
 		if code := printReportProps(e, rep, opt, f.asJSON, prep); code != exitOK {
 			return code
 		}
+		violated := false
 		for i, x := range rep.Runs {
 			saveTrace(rep.Checker(i), x.Violation)
 			saveRepro(rep.Checker(i), x.Violation, rep.Reproduce[i])
+			violated = violated || x.Violation != nil
 		}
-		return verdictCode(rep.Violated(), rep.Interrupted)
+		return verdictCode(violated, rep.Interrupted)
 	}
 	var progress func(checker.Progress)
 	if f.progress == "always" || (f.progress == "auto" && isTerminal(os.Stderr)) {
@@ -359,11 +361,13 @@ func cmdCheck(c *command, e *env, args []string) int {
 			}
 		}
 	}
+	violated := false
 	for i, x := range rep.Runs {
 		saveTrace(rep.Checker(i), x.Violation)
 		saveRepro(rep.Checker(i), x.Violation, strings.TrimSuffix(strings.SplitN(reproduceExhaustive(&f, x.Run), ";", 2)[0], " --trace-out "+x.Run.Name+".jsonl"))
+		violated = violated || x.Violation != nil
 	}
-	return verdictCode(rep.Violated() || prep.notReached() || prep.leadsToViolated(), rep.Interrupted)
+	return verdictCode(violated || prep.notReached() || prep.leadsToViolated(), rep.Interrupted)
 }
 
 // report is what check prints: an exhaustive or a walk report.

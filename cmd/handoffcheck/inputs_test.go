@@ -169,7 +169,7 @@ func TestReplay_EnabledMovesOnePerLine(t *testing.T) {
 		t.Fatalf("want the enabled moves one per line, deliver-request h=0 among them:\n%s", errOut)
 	}
 	for _, m := range moves {
-		if _, err := system.ParseMove(strings.TrimSpace(m)); err != nil || !strings.HasPrefix(m, "  ") {
+		if _, err := system.ParseMove(strings.TrimSpace(m), nil); err != nil || !strings.HasPrefix(m, "  ") {
 			t.Errorf("line %q is not one indented move: %v", m, err)
 		}
 	}

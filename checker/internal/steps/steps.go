@@ -13,7 +13,7 @@ import (
 // Move is the move a step of a trace file writes as s.
 func Move(t testing.TB, s string) system.Move {
 	t.Helper()
-	m, err := system.ParseMove(s)
+	m, err := system.ParseMove(s, nil)
 	if err != nil {
 		t.Fatalf("move %q: %v", s, err)
 	}
