@@ -464,3 +464,42 @@ func TestPlan_LiveNoteOnDeadlines(t *testing.T) {
 		t.Fatalf("a plan fitted for live: %s", note)
 	}
 }
+
+// Where the judge, on the plan's own run cut as a live run's logs are,
+// names another invariant than the trace's, the README names both and
+// says why a live run cannot show the trace's: by the fact's own
+// invariant (which the judge names before any step's), or by the one a
+// step of the tables that would explain the fact breaks. No shipped
+// variant's plan is judged so (each names its own invariant, or is
+// explained only past its violation), so the plans here are made: the
+// trace's SourcePinnedUntilRead, the judge's ReleaseNeedsReaderAck, as
+// release-on-heartbeat's live logs are judged when the hung transfer's
+// failure is placed before the release.
+func TestPlan_JudgedNoteNamesAnother(t *testing.T) {
+	const detail = "pin released on other, not on reader completion, abort or expiry"
+	res := &sim.Result{Violation: &sim.Violation{Invariant: model.NameSourcePinnedUntilRead}}
+	for _, tc := range []struct {
+		judged *LiveJudged
+		want   string
+	}{
+		{&LiveJudged{Rejected: true, Invariant: model.NameReleaseNeedsReaderAck, Detail: detail},
+			" is rejected naming ReleaseNeedsReaderAck, not SourcePinnedUntilRead: " + detail + ". The judge names what a fact breaks by itself before what a step of the tables that would explain it breaks, and a live run logs the same fact."},
+		{&LiveJudged{Rejected: true, Broken: model.NameReleaseNeedsReaderAck, Detail: detail},
+			" is rejected naming ReleaseNeedsReaderAck, not SourcePinnedUntilRead: " + detail + "."},
+		{&LiveJudged{Rejected: true, Detail: "the logs end with the attempt unfinished"},
+			" is rejected naming no invariant: the logs end with the attempt unfinished."},
+		{&LiveJudged{},
+			" is explained: the judge finds an order of the processes' facts in which every invariant holds, so a live run that logs the same facts shows it no SourcePinnedUntilRead."},
+	} {
+		p := &Plan{Result: res, Judged: tc.judged}
+		note := p.judgedNote()
+		const lead = " Judged as `conform` judges a live run's logs (each process's facts in their own order only), the plan's own run on the clock, whose log ends at its violation,"
+		if !strings.HasPrefix(note, lead) || note[len(lead):] != tc.want {
+			t.Errorf("judged %+v:\n got %q\nwant %q", tc.judged, note, lead+tc.want)
+		}
+		// The note ends the README's live paragraph, whatever the plan.
+		if live := p.LiveNote(); !strings.HasSuffix(live, note) {
+			t.Errorf("judged %+v: the live note does not end with the judged note:\n%s", tc.judged, live)
+		}
+	}
+}
