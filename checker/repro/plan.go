@@ -67,8 +67,10 @@ type Plan struct {
 	// stall bound is four times the longest deadline); "" when it caps
 	// none, or the loop does not reach the invariant with them capped.
 	LoopCaps string
-	// Pinned says the abort pinLive added, "" for none.
+	// Pinned says the abort pinLive added, "" for none; pinWhy, when
+	// pinLive tried one and kept none, why not.
 	Pinned string
+	pinWhy string
 	// loop: the trace is a loop that never drains (NeverDrains).
 	loop   bool
 	target string // the invariant looked for

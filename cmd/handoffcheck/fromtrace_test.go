@@ -201,32 +201,48 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 }
 
 // TestCheck_ReproNotLive: the shipped variants whose plan on the clock a
-// live run does not reliably reproduce, and what each README says of why.
-// A reproduction judges the plan's own run as conform judges a live run's
+// live run does not reproduce, and what each README says of why. A
+// reproduction judges the plan's own run as conform judges a live run's
 // logs (one log per process): where the judge names another invariant,
-// the README names it (no shipped variant does so now). Where it names
-// the same one, the README says that a live run goes on past the
-// violation, and the facts its processes log after it may give the judge
-// an order that explains the logs (release-before-activation: live
-// strikes the plan's delay as the simulator does, so the destination's
-// core applies the activation slow_core_ms after the step that sends the
-// reader's completion, after the source's release on the run's clock; but
-// the delay logs nothing and time stamps never order two processes'
-// facts, so the judge places the activation in that step, before the
-// release, and no abort keeps it from the logs: Activating has no row
-// for one) or another
-// invariant first (release-on-heartbeat: the hung transfer's failure,
-// placed before the release the heartbeat caused, leaves the release
-// breaking ReleaseNeedsReaderAck only, which the trace's step breaks too)
-// (goesOn).
+// the README names it (no shipped variant does so now:
+// TestPlan_JudgedNoteNamesAnother). Where it names the same one, the
+// README says that a live run goes on past the violation, and the facts
+// its processes log after it may give the judge an order that explains
+// the logs, or another invariant first (goesOn), and what stopping the
+// peer of the violating step right after its last fact before it does
+// (TestPlan_PinsThePeerForLive):
+//   - release-on-heartbeat: the hung transfer's failure, placed before
+//     the release the heartbeat caused (nothing the destination logs
+//     waits for the source's release, and transfer_failed is also what
+//     a transfer failure logs), leaves the release breaking
+//     ReleaseNeedsReaderAck only, which the trace's step breaks too; and
+//     the destination, aborted or restarted right after transfer_started,
+//     its last fact before the source takes the LeaseRenewed, never sends
+//     it: its heartbeat fires after that fact and logs nothing.
+//   - release-before-activation: live strikes the plan's delay as the
+//     simulator does, so the destination's core applies the activation
+//     slow_core_ms after the step that sends the reader's completion,
+//     after the source's release on the run's clock; but the delay logs
+//     nothing and time stamps never order two processes' facts, so the
+//     judge places the activation in that step, before the release. No
+//     abort keeps it from the logs (Activating has no row for one), and a
+//     restart right after receive_completed, the destination's last fact
+//     before the source takes ReaderCompleted (a restart is aimed only at
+//     its own side's facts), forgets the pending activation before the
+//     release, and the run breaks nothing.
 func TestCheck_ReproNotLive(t *testing.T) {
 	const goesOn = "too. A live run goes on past the violation"
 	for _, tc := range []struct {
 		variant, run string
 		why          []string
 	}{
-		{"release-on-heartbeat", "vllm", []string{"naming SourcePinnedUntilRead " + goesOn}},
-		{"release-before-activation", "vllm", []string{"naming ReleaseNeedsReaderAck " + goesOn}},
+		{"release-on-heartbeat", "vllm", []string{"naming SourcePinnedUntilRead " + goesOn,
+			"with an abort of the destination right after it logs transfer_started, the last of its facts before the source takes its LeaseRenewed, the run on the clock breaks nothing",
+			"with a restart of the destination's worker right after it logs transfer_started, the last of its facts before the source takes its LeaseRenewed, the run on the clock breaks nothing"}},
+		{"release-before-activation", "vllm", []string{"naming ReleaseNeedsReaderAck " + goesOn,
+			"The plan's delay logs nothing: a command its slowed core applies late is logged only once applied",
+			"with an abort of the destination right after it logs receive_completed, the last of its facts before the source takes its ReaderCompleted, that side has not ended by the violation",
+			"with a restart of the destination's worker right after it logs receive_completed, the last of its facts before the source takes its ReaderCompleted, the run on the clock breaks nothing"}},
 	} {
 		t.Run(tc.variant, func(t *testing.T) {
 			if testing.Short() && tc.variant != "release-on-heartbeat" {
