@@ -883,7 +883,7 @@ func (p *Plan) Summary() string {
 		b.WriteString("; the timers the trace fires before the steps after them are due fire at shortened deadlines (" + p.Timers + ")")
 	}
 	if p.LoopCaps != "" {
-		fmt.Fprintf(&b, "; every deadline longer than %s ms capped at it (%s), which the loop does not need, so that a live run of it ends seconds after it begins", workload.FormatMillis(loopCapUS), p.LoopCaps)
+		fmt.Fprintf(&b, "; every deadline longer than %s ms capped at it (%s), with which the run still loops, so that a live run of it ends seconds after it begins", workload.FormatMillis(loopCapUS), p.LoopCaps)
 	}
 	if p.Shape != "" {
 		b.WriteString("; " + p.Shape)
