@@ -509,3 +509,53 @@ func TestPlan_JudgedNoteNamesAnother(t *testing.T) {
 		}
 	}
 }
+
+// A loop's plan caps its deadlines at loopCapUS, so that a live run of
+// it, which ends only after silence of twelve times the longest deadline,
+// ends in seconds; its run still breaks a bound on time first and
+// EventuallyDrained going on past it, and its README gives the live
+// command and says what the judge names (TestCheck_ReproOnTheClockAndLive
+// runs it).
+func TestPlan_LoopCapsItsDeadlinesForLive(t *testing.T) {
+	in := found(t, "../../testdata/configs/two-handoffs-faults.json", "../../testdata/variants/rearm-reservation.json", "sglang")
+	dir := t.TempDir()
+	res, err := Write(dir, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Plan
+	if !p.NeverDrains() || !p.KeepGoing || p.Target() == nil || p.Target().Invariant != model.NameEventuallyDrained {
+		t.Fatalf("the loop's plan: never drains %v, keeps going %v, reaches %+v", p.NeverDrains(), p.KeepGoing, p.Target())
+	}
+	if p.LoopCaps == "" || !strings.Contains(p.LoopCaps, "reservation 300000 ms") {
+		t.Fatalf("the caps: %q", p.LoopCaps)
+	}
+	if name, us := p.shortestTimer(); us > loopCapUS {
+		t.Fatalf("%s deadline %d µs", name, us)
+	}
+	for tm := model.Timer(0); tm < model.NumTimers; tm++ {
+		if us := p.Config.TimerUS(tm); us > loopCapUS {
+			t.Fatalf("timer %v at %d µs, over the cap", tm, us)
+		}
+	}
+	if got := simulated(t, dir, in.Protocol, true, res.Invariant); got != model.NameEventuallyDrained {
+		t.Fatalf("the plan's files break %q", got)
+	}
+	readme, err := os.ReadFile(filepath.Join(dir, ReadmeFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat := strings.Join(strings.Fields(string(readme)), " ")
+	for _, want := range []string{
+		"every deadline longer than 5000 ms capped at it (" + p.LoopCaps + "), with which the run still loops",
+		"handoffcheck live --config sim.json --workload workload.jsonl --faults faults.jsonl",
+		"`conform` rejects the logs naming EventuallyDrained",
+	} {
+		if !strings.Contains(flat, want) {
+			t.Fatalf("the README does not say %q:\n%s", want, readme)
+		}
+	}
+	if strings.Contains(flat, "No live plan is derived") {
+		t.Fatalf("the README says no live plan:\n%s", readme)
+	}
+}
