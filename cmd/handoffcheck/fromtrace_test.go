@@ -103,8 +103,8 @@ func TestTimeline_Spec(t *testing.T) {
 // the search along the explanation does not take the fact's step for the
 // rejection's, though the step after it breaks the invariant; for
 // rearm-reservation, EventuallyDrained is no step's invariant: the
-// explanation is written, its loop with no violating step); their logs
-// are rejected with the invariant all the same.
+// explanation is written, and check --from-trace on it finds the loop);
+// their logs are rejected with the invariant all the same.
 // prefill-after-early-outcome's violating step is a late fact to the
 // finished source, in the model a tie with the source's Cancelled
 // reaching the destination: on a loaded machine the destination's end
@@ -195,6 +195,14 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 			}
 			if code != exitViolation || !strings.Contains(out, "verdict: rejected") || !named {
 				t.Fatalf("live on the plan: exit %d\n%s%s", code, out, errOut)
+			}
+			if loop {
+				// The live rejection's explanation ends in the loop: a
+				// search from there finds it.
+				code, out, errOut = runCLI(t, "check", "--from-trace", filepath.Join(liveDir, "trace.jsonl"), "--timing=false")
+				if code != exitViolation || !strings.Contains(out, "VIOLATION EventuallyDrained") {
+					t.Fatalf("check --from-trace on the live rejection's trace: exit %d\n%s%s", code, out, errOut)
+				}
 			}
 		})
 	}
