@@ -253,7 +253,7 @@ func (j *judge) unfinished(a *attempt) {
 	// A deadline the logs' clock passed is the finding that explains
 	// why the attempt never finished.
 	j.exercise(a, caught, false)
-	if j.observeTimed(a, caught, false); j.rep.Rejection != nil {
+	if j.observeTimed(a, caught, false); j.rep.Rejection != nil || j.rejectTrapped(a, caught) {
 		return
 	}
 	f := a.last

@@ -10,6 +10,7 @@ import (
 	"github.com/handoffcheck/handoffcheck/checker/conform"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/checker/sim"
+	"github.com/handoffcheck/handoffcheck/checker/sim/faultplan"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
 )
@@ -119,7 +120,16 @@ func (p *Plan) judgedNote() string {
 	case j.Names() == inv && p.Pinned != "":
 		return note + fmt.Sprintf(" is rejected naming %s too, with %s. Without it a live run goes on past the violation, and that side's later facts (what it does after the fact it sent) may be placed before the step that takes the fact, in an order that explains the logs; aborted there, it logs nothing after it, and every order of the logs breaks %s.", inv, p.Pinned, inv)
 	case j.Names() == inv:
-		return note + fmt.Sprintf(" is rejected naming %s too. A live run goes on past the violation: what its processes log after it (a side's later facts; a hung transfer failing once a registration it uses is gone) may give the judge an order that explains the logs, or one in which another invariant breaks first.", inv)
+		note += fmt.Sprintf(" is rejected naming %s too. A live run goes on past the violation: what its processes log after it (a side's later facts; a hung transfer failing once a registration it uses is gone) may give the judge an order that explains the logs, or one in which another invariant breaks first.", inv)
+		if slices.ContainsFunc(p.Faults, func(f faultplan.Fault) bool { return f.Kind == "delay" }) {
+			// The activation a slowed core applies late is logged only
+			// when applied, and nothing the peer logs waits for it.
+			note += " The plan's delay logs nothing: a command its slowed core applies late is logged only once applied, and the judge may place that fact as early as the step that issued the command, before the peer's steps the delay let come first."
+		}
+		if p.pinWhy != "" {
+			note += " " + p.pinWhy
+		}
+		return note
 	case j.Invariant != "":
 		return note + fmt.Sprintf(" is rejected naming %s, not %s: %s. The judge names what a fact breaks by itself before what a step of the tables that would explain it breaks, and a live run logs the same fact.", j.Invariant, inv, j.Detail)
 	case j.Names() != "":

@@ -62,8 +62,15 @@ type Plan struct {
 	// holds is judged by the bound while it owes it, and by the
 	// invariant once nothing is left to happen for its request.
 	KeepGoing bool
-	// Pinned says the abort pinLive added, "" for none.
+	// LoopCaps names the deadlines a loop's plan caps at loopCapUS, so
+	// that a live run of it ends soon after the loop begins (live's
+	// stall bound is four times the longest deadline); "" when it caps
+	// none, or the loop does not reach the invariant with them capped.
+	LoopCaps string
+	// Pinned says the abort pinLive added, "" for none; pinWhy, when
+	// pinLive tried one and kept none, why not.
 	Pinned string
+	pinWhy string
 	// loop: the trace is a loop that never drains (NeverDrains).
 	loop   bool
 	target string // the invariant looked for
@@ -275,9 +282,22 @@ func DerivePlan(ctx context.Context, proto *system.Protocol, cfg *system.Config,
 						return p, nil
 					}
 				} else if v != nil && loop && sim.LateInvariant(v.Invariant) {
-					ok, err := p.keepsGoingTo(ctx, proto, &cc, rs, faults, invariant)
-					if err != nil {
-						return nil, err
+					// Live first: the loop with its deadlines capped,
+					// then with the configuration's own.
+					capped, caps := loopCapped(&cc)
+					ok := false
+					if caps != "" {
+						if ok, err = p.keepsGoingTo(ctx, proto, capped, rs, faults, invariant); err != nil {
+							return nil, err
+						}
+						if ok {
+							p.LoopCaps = caps
+						}
+					}
+					if !ok {
+						if ok, err = p.keepsGoingTo(ctx, proto, &cc, rs, faults, invariant); err != nil {
+							return nil, err
+						}
 					}
 					if ok {
 						p.Timers, p.Shape, p.loop = strings.Join(named, ", "), shape.name, true
@@ -346,6 +366,33 @@ func (p *Plan) keepsGoingTo(ctx context.Context, proto *system.Protocol, cc *clu
 	}
 	p.Config, p.Requests, p.Faults, p.Result, p.KeepGoing = back, rs, faults, again, true
 	return true, nil
+}
+
+// loopCapUS is the longest deadline a loop's plan keeps: a live run of a
+// loop ends only once its coordinator heard nothing for three times its
+// stall bound, four times the configuration's longest deadline (scaled),
+// so the configuration's deadlines of minutes would keep it running for
+// minutes, and longer still at the larger time scales a loaded machine
+// takes. Five seconds, the default heartbeat, leaves the heartbeat's
+// tenth, the lateness a live run absorbs, as it was.
+const loopCapUS = 5_000_000
+
+// loopCapped is a configuration with every deadline longer than
+// loopCapUS capped at it, and the deadlines it caps ("" for none).
+func loopCapped(base *cluster.Config) (*cluster.Config, string) {
+	cc := *base
+	var named []string
+	for _, x := range []struct {
+		name string
+		us   *int64
+	}{{"lease", &cc.Timers.LeaseUS}, {"heartbeat", &cc.Timers.HeartbeatUS}, {"bootstrap", &cc.Timers.BootstrapUS}, {"reservation", &cc.Timers.ReservationUS},
+		{"transfer", &cc.Timers.TransferDeadlineUS}, {"health check", &cc.HealthCheckUS}} {
+		if *x.us > loopCapUS {
+			named = append(named, fmt.Sprintf("%s %s ms", x.name, workload.FormatMillis(*x.us)))
+			*x.us = loopCapUS
+		}
+	}
+	return &cc, strings.Join(named, ", ")
 }
 
 // NeverDrains reports whether the plan's trace is a loop that never
@@ -835,6 +882,9 @@ func (p *Plan) Summary() string {
 	if p.Timers != "" {
 		b.WriteString("; the timers the trace fires before the steps after them are due fire at shortened deadlines (" + p.Timers + ")")
 	}
+	if p.LoopCaps != "" {
+		fmt.Fprintf(&b, "; every deadline longer than %s ms capped at it (%s), with which the run still loops, so that a live run of it ends seconds after it begins", workload.FormatMillis(loopCapUS), p.LoopCaps)
+	}
 	if p.Shape != "" {
 		b.WriteString("; " + p.Shape)
 	}
@@ -958,4 +1008,19 @@ func (p *Plan) files(out map[string][]byte) error {
 	c.WriteByte('\n')
 	out[WorkloadFile], out[FaultsFile], out[SimFile] = w.Bytes(), f.Bytes(), c.Bytes()
 	return nil
+}
+
+// LoopLiveNote says what a live run of a loop's plan does and how its
+// logs are judged: live judges no bound on time, so the run goes on
+// looping until its coordinator, hearing nothing, ends it, and conform
+// names the loop.
+func (p *Plan) LoopLiveNote() string {
+	note := p.LiveNote()
+	end := "ends once its coordinator has heard nothing for three times its stall bound (four times the longest deadline, scaled)"
+	if p.LoopCaps != "" {
+		end += fmt.Sprintf(", seconds with the plan's deadlines capped at %s ms", workload.FormatMillis(loopCapUS))
+	}
+	return note + " A live run judges no bound on time: once the faults struck, nothing but the loop happens, which logs its steps to the worker's log and sends nothing, and the run " + end +
+		", the worker saying a deadline is still armed (a stall the run cannot tell from a loaded machine, docs/live.md). `conform` rejects the logs naming " + p.target +
+		": from the state they leave the attempt in, the steps the tables take on their own (no fault, no timer fired while something else could happen) never drain it, a fact still in flight there counting as lost once a deadline armed after its sending has run out (docs/conform.md)."
 }

@@ -376,7 +376,10 @@ func TestPlan_JudgedAsLive(t *testing.T) {
 // before the source's step. release-before-activation's destination, its core
 // slowed, waits in Activating for the activation the step that sends
 // ReaderCompleted commanded: Activating has no row for an abort, so none
-// keeps it from activating, and its plan is not pinned. A plan whose
+// keeps it from activating, and a restart of its worker there, tried
+// next, forgets the pending activation before the source's release, so
+// that the run breaks nothing: its plan is not pinned, and pinWhy says
+// both. A plan whose
 // violating step is no delivery (cancel-noop-leaks-held-source's core
 // applying a no-op) is left as it is.
 func TestPlan_PinsThePeerForLive(t *testing.T) {
@@ -399,6 +402,9 @@ func TestPlan_PinsThePeerForLive(t *testing.T) {
 			t.Fatalf("%s: pinned %q, want %q", tc.variant, p.Pinned, tc.pinned)
 		}
 		if tc.pinned == "" {
+			if tc.variant == "release-before-activation" && !strings.Contains(p.pinWhy, "with a restart of the destination's worker right after it logs receive_completed, the last of its facts before the source takes its ReaderCompleted, the run on the clock breaks nothing") {
+				t.Fatalf("%s: why no pin: %q", tc.variant, p.pinWhy)
+			}
 			continue
 		}
 		pin := p.Faults[len(p.Faults)-1]
@@ -462,5 +468,94 @@ func TestPlan_LiveNoteOnDeadlines(t *testing.T) {
 	note = p.LiveNote()
 	if strings.Contains(note, "Live refuses") || !strings.Contains(note, "Its deadlines are chosen for live: none under 100 ms") {
 		t.Fatalf("a plan fitted for live: %s", note)
+	}
+}
+
+// Where the judge, on the plan's own run cut as a live run's logs are,
+// names another invariant than the trace's, the README names both and
+// says why a live run cannot show the trace's: by the fact's own
+// invariant (which the judge names before any step's), or by the one a
+// step of the tables that would explain the fact breaks. No shipped
+// variant's plan is judged so (each names its own invariant, or is
+// explained only past its violation), so the plans here are made: the
+// trace's SourcePinnedUntilRead, the judge's ReleaseNeedsReaderAck, as
+// release-on-heartbeat's live logs are judged when the hung transfer's
+// failure is placed before the release.
+func TestPlan_JudgedNoteNamesAnother(t *testing.T) {
+	const detail = "pin released on other, not on reader completion, abort or expiry"
+	res := &sim.Result{Violation: &sim.Violation{Invariant: model.NameSourcePinnedUntilRead}}
+	for _, tc := range []struct {
+		judged *LiveJudged
+		want   string
+	}{
+		{&LiveJudged{Rejected: true, Invariant: model.NameReleaseNeedsReaderAck, Detail: detail},
+			" is rejected naming ReleaseNeedsReaderAck, not SourcePinnedUntilRead: " + detail + ". The judge names what a fact breaks by itself before what a step of the tables that would explain it breaks, and a live run logs the same fact."},
+		{&LiveJudged{Rejected: true, Broken: model.NameReleaseNeedsReaderAck, Detail: detail},
+			" is rejected naming ReleaseNeedsReaderAck, not SourcePinnedUntilRead: " + detail + "."},
+		{&LiveJudged{Rejected: true, Detail: "the logs end with the attempt unfinished"},
+			" is rejected naming no invariant: the logs end with the attempt unfinished."},
+		{&LiveJudged{},
+			" is explained: the judge finds an order of the processes' facts in which every invariant holds, so a live run that logs the same facts shows it no SourcePinnedUntilRead."},
+	} {
+		p := &Plan{Result: res, Judged: tc.judged}
+		note := p.judgedNote()
+		const lead = " Judged as `conform` judges a live run's logs (each process's facts in their own order only), the plan's own run on the clock, whose log ends at its violation,"
+		if !strings.HasPrefix(note, lead) || note[len(lead):] != tc.want {
+			t.Errorf("judged %+v:\n got %q\nwant %q", tc.judged, note, lead+tc.want)
+		}
+		// The note ends the README's live paragraph, whatever the plan.
+		if live := p.LiveNote(); !strings.HasSuffix(live, note) {
+			t.Errorf("judged %+v: the live note does not end with the judged note:\n%s", tc.judged, live)
+		}
+	}
+}
+
+// A loop's plan caps its deadlines at loopCapUS, so that a live run of
+// it, which ends only after silence of twelve times the longest deadline,
+// ends in seconds; its run still breaks a bound on time first and
+// EventuallyDrained going on past it, and its README gives the live
+// command and says what the judge names (TestCheck_ReproOnTheClockAndLive
+// runs it).
+func TestPlan_LoopCapsItsDeadlinesForLive(t *testing.T) {
+	in := found(t, "../../testdata/configs/two-handoffs-faults.json", "../../testdata/variants/rearm-reservation.json", "sglang")
+	dir := t.TempDir()
+	res, err := Write(dir, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Plan
+	if !p.NeverDrains() || !p.KeepGoing || p.Target() == nil || p.Target().Invariant != model.NameEventuallyDrained {
+		t.Fatalf("the loop's plan: never drains %v, keeps going %v, reaches %+v", p.NeverDrains(), p.KeepGoing, p.Target())
+	}
+	if p.LoopCaps == "" || !strings.Contains(p.LoopCaps, "reservation 300000 ms") {
+		t.Fatalf("the caps: %q", p.LoopCaps)
+	}
+	if name, us := p.shortestTimer(); us > loopCapUS {
+		t.Fatalf("%s deadline %d µs", name, us)
+	}
+	for tm := model.Timer(0); tm < model.NumTimers; tm++ {
+		if us := p.Config.TimerUS(tm); us > loopCapUS {
+			t.Fatalf("timer %v at %d µs, over the cap", tm, us)
+		}
+	}
+	if got := simulated(t, dir, in.Protocol, true, res.Invariant); got != model.NameEventuallyDrained {
+		t.Fatalf("the plan's files break %q", got)
+	}
+	readme, err := os.ReadFile(filepath.Join(dir, ReadmeFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat := strings.Join(strings.Fields(string(readme)), " ")
+	for _, want := range []string{
+		"every deadline longer than 5000 ms capped at it (" + p.LoopCaps + "), with which the run still loops",
+		"handoffcheck live --config sim.json --workload workload.jsonl --faults faults.jsonl",
+		"`conform` rejects the logs naming EventuallyDrained",
+	} {
+		if !strings.Contains(flat, want) {
+			t.Fatalf("the README does not say %q:\n%s", want, readme)
+		}
+	}
+	if strings.Contains(flat, "No live plan is derived") {
+		t.Fatalf("the README says no live plan:\n%s", readme)
 	}
 }

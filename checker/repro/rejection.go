@@ -67,6 +67,10 @@ type RejectionResult struct {
 	// Scale is the plan's incident at the default workload's scale (nil
 	// without a plan).
 	Scale *Scale
+	// Loop: the rejection names EventuallyDrained, judged where the
+	// explanation ends, and a search from the trace's last state (check
+	// --from-trace) finds a loop there that never drains.
+	Loop bool
 	// search is what the search for a deviation tried.
 	search search
 }
@@ -149,7 +153,21 @@ func WriteRejection(dir string, in RejectionInput) (*RejectionResult, error) {
 	specOut, protocol := in.Spec, in.Protocol
 	if c != nil {
 		moves = prefix
-		if inv != "" {
+		if inv == model.NameEventuallyDrained {
+			// Judged where the explanation ends, by no step: no change
+			// of a row makes a step break it. A search from there finds
+			// the loop, as check --from-trace on the trace does.
+			loop, err := loopsFrom(in.Protocol, cfg, prefix)
+			if err != nil {
+				return nil, err
+			}
+			res.Loop = loop
+			if loop {
+				res.Why = "EventuallyDrained is judged where the explanation ends, not at a step: no step of the tables breaks it, and none of their changes is looked for. `handoffcheck check --from-trace trace.jsonl` explores from the trace's last state and finds a loop there that never drains (with `--repro DIR`, in the three forms)"
+			} else {
+				res.Why = "EventuallyDrained is judged where the explanation ends, not at a step. `handoffcheck check --from-trace trace.jsonl` explores from the trace's last state and finds a way to drain: the judge read a fact still in flight there as lost on the clock (a deadline armed after its sending ran out), which the untimed model does not"
+			}
+		} else if inv != "" {
 			found, dev, st := findViolation(in, t.ConfigJSON, prefix, inv)
 			res.search = st
 			switch {
@@ -288,6 +306,22 @@ var coreCommands = map[string]string{
 	"StopPrefill":         "CancelNoOp",
 	"WithdrawReservation": "CancelNoOp",
 	"ActivateDestination": "ActivationNoOp",
+}
+
+// maxLoopStates bounds the search loopsFrom runs from an explanation's
+// last state: one handoff's states from there are far fewer.
+const maxLoopStates = 100_000
+
+// loopsFrom reports whether a search of the explanation's world started
+// after its moves (check --from-trace) finds EventuallyDrained: a state
+// from which no drained state can be reached.
+func loopsFrom(p *system.Protocol, cfg *system.Config, moves []system.Move) (bool, error) {
+	rep, err := checker.Check(context.Background(), p, cfg, cfg.Runs[:1], checker.Limits{Workers: 1, Liveness: true, MaxStates: maxLoopStates, From: moves}, nil)
+	if err != nil {
+		return false, fmt.Errorf("repro: the search from the explanation: %w", err)
+	}
+	v := rep.Runs[0].Violation
+	return v != nil && v.Violation != nil && v.Violation.Invariant == model.NameEventuallyDrained, nil
 }
 
 // whyNone says why no deviation reproduces a rejection: what the search
@@ -593,8 +627,8 @@ built for the attempt (its prefill and decode worker, one handoff);
 {{- else if .Trace -}}
 **No violating step.** {{if .Res.Why}}{{.Res.Why}}. {{end}}The trace is the attempt's
 explanation, {{.Res.Steps}} steps in the world the judge built for it ({{.Run.Name}}, {{.Run.Policy}},
-engine {{.Run.Engine}}); the next logged fact, the one rejected above, is one the tables
-cannot take there{{if .In.Rejection.Allowed}}: they allow only what is listed above{{end}}.
+engine {{.Run.Engine}}){{if eq .Res.Invariant "EventuallyDrained"}}, to where the logs end.{{else}}; the next logged fact, the one rejected above, is one the tables
+cannot take there{{if .In.Rejection.Allowed}}: they allow only what is listed above{{end}}.{{end}}
 {{- else -}}
 **No trace.** {{.Res.Why}}.
 {{- end}}

@@ -2,6 +2,7 @@ package repro
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,8 +12,11 @@ import (
 
 	"github.com/handoffcheck/handoffcheck/checker"
 	"github.com/handoffcheck/handoffcheck/checker/conform"
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/machines/interp"
+	"github.com/handoffcheck/handoffcheck/model"
 )
 
 const invalidLogs = "../../testdata/logs/invalid"
@@ -300,5 +304,65 @@ func TestWriteRejection_ReplacesAnEarlierOne(t *testing.T) {
 			names = append(names, e.Name())
 		}
 		t.Fatalf("the directory holds %v, want only %s", names, ReadmeFile)
+	}
+}
+
+// A rejection naming EventuallyDrained, logs that end with the attempt in
+// a loop the tables never leave, is judged where the explanation ends,
+// by no step: the reproduction writes the explanation, says so, and a
+// search from its last state (check --from-trace) finds the loop. The
+// logs are rearm-reservation's plan run on the clock past its bound on
+// time to the hour at which the simulator stops a run that never drains.
+func TestWriteRejection_ALoopThatNeverDrains(t *testing.T) {
+	in := found(t, "../../testdata/configs/two-handoffs-faults.json", "../../testdata/variants/rearm-reservation.json", "sglang")
+	res, err := Write(t.TempDir(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Plan
+	var log bytes.Buffer
+	w, err := obslog.NewWriter(&log, p.Config.LogHeader(obslog.All))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.Run(context.Background(), p.Config, &sim.SliceSource{Reqs: p.Requests}, sim.Options{Protocol: in.Protocol, Faults: toCluster(p.Faults), KeepGoing: true, Log: w}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := conform.Judge([]conform.Input{{Name: "run.jsonl", R: &log}}, conform.Options{Protocol: in.Protocol, Config: p.Config})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Rejection == nil || rep.Rejection.Invariant != model.NameEventuallyDrained {
+		t.Fatalf("the run's log: verdict %s, rejection %+v; want EventuallyDrained", rep.Verdict, rep.Rejection)
+	}
+	dir := t.TempDir()
+	rr, err := WriteRejection(dir, RejectionInput{Protocol: in.Protocol, Spec: in.Spec, SpecFile: in.SpecFile, Rejection: rep.Rejection, Command: "handoffcheck conform run.jsonl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rr.Loop || rr.Reproduced || rr.Steps == 0 {
+		t.Fatalf("%+v", rr)
+	}
+	readme, err := os.ReadFile(filepath.Join(dir, ReadmeFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat := strings.Join(strings.Fields(string(readme)), " ")
+	if !strings.Contains(flat, "EventuallyDrained is judged where the explanation ends, not at a step") || !strings.Contains(flat, "finds a loop there that never drains") || strings.Contains(flat, "cannot take there") {
+		t.Fatalf("the README:\n%s", readme)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, TraceFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := checker.ParseTrace(TraceFile, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loop, err := loopsFrom(in.Protocol, tr.Config, tr.Moves); err != nil || !loop {
+		t.Fatalf("a search from the trace's last state: loop %v, %v", loop, err)
 	}
 }

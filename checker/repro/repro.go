@@ -362,7 +362,13 @@ The scenario's workload and faults on a cluster, with these tables:
 
     handoffcheck timeline --scenario {{.Scenario}} --policy {{.Policy}}{{if $.Spec}} --spec {{$.Spec}}{{end}} --out /tmp/{{.Scenario}}
 {{else}}**On the clock.** {{if .Why}}No timed scenario was run: {{.Why}}.{{else}}None of the timed scenarios ({{range $i, $s := .Tried}}{{if $i}}, {{end}}{{$s}}{{end}}) breaks {{$.Invariant}}{{if .Other}} (some broke another invariant first: {{range $i, $s := .Other}}{{if $i}}, {{end}}{{$s}}{{end}}){{end}}: the order these steps take is one the clock does not reach in them.{{end}}
-{{end}}{{end}}{{end}}{{define "live"}}{{with .P}}{{if .KeepGoing}}**Live.** No live plan is derived from these steps: on the clock they break a bound on time first, and a
+{{end}}{{end}}{{end}}{{define "live"}}{{with .P}}{{if and .KeepGoing .NeverDrains}}**Live.** The same three files run the steps over real processes, whose logs
+` + "`conform`" + ` judges:
+
+    handoffcheck live --config sim.json --workload workload.jsonl --faults faults.jsonl{{if $.Spec}} --spec {{$.Spec}}{{end}}
+
+{{.LoopLiveNote}}
+{{else if .KeepGoing}}**Live.** No live plan is derived from these steps: on the clock they break a bound on time first, and a
 live run's logs are judged by their first violation.
 {{else if .Result}}**Live.** The same three files run the steps over real processes, whose logs
 ` + "`conform`" + ` judges:

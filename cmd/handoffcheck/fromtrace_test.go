@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -84,19 +85,26 @@ func TestTimeline_Spec(t *testing.T) {
 // that its reservation, never made, cannot be placed before the source's
 // dispatch; report-before-release-applied: the destination aborted right
 // after it logs stored, so that none of its later facts is placed before
-// the source's ReaderCompleted: TestPlan_PinsThePeerForLive). Of the 19
-// plans, these 16 reproduce live; the others rest on facts a live run
-// logs after the violation (TestCheck_ReproNotLive), or, for
-// rearm-reservation, reach the invariant only past a bound on time (no
-// live plan). Three live rejections may give no violating trace of their
-// own (noRepro, what the reproduction of the live rejection says
-// instead: in some runs the attempt's explanation does not replay in its
-// world as a configuration file gives it; a fact after the attempt's end,
+// the source's ReaderCompleted: TestPlan_PinsThePeerForLive), or a loop
+// (rearm-reservation: on the clock its plan breaks a bound on time
+// first and EventuallyDrained going on past it, simulate --keep-going;
+// live judges no bound on time, and the run, its deadlines capped at 5 s
+// by the plan so that it ends after seconds of silence, ends with the
+// destination re-arming its reservation, a loop conform names
+// EventuallyDrained: TestDead_LoopThatNeverDrains). Of the 19 plans,
+// these 17 reproduce live; the other two rest on facts a live run logs
+// after the violation, or leaves out (TestCheck_ReproNotLive). Four live
+// rejections may give no violating trace of their own (noRepro, what the
+// reproduction of the live rejection says instead: in some runs the
+// attempt's explanation does not replay in its world as a configuration
+// file gives it; a fact after the attempt's end,
 // late-peer-cancel-fails-done's cancel taken by the finished destination,
 // is refused before any state is judged; for prefill-after-early-outcome
 // the search along the explanation does not take the fact's step for the
-// rejection's, though the step after it breaks the invariant); their
-// logs are rejected with the invariant all the same.
+// rejection's, though the step after it breaks the invariant; for
+// rearm-reservation, EventuallyDrained is no step's invariant: the
+// explanation is written, and check --from-trace on it finds the loop);
+// their logs are rejected with the invariant all the same.
 // prefill-after-early-outcome's violating step is a late fact to the
 // finished source, in the model a tie with the source's Cancelled
 // reaching the destination: on a loaded machine the destination's end
@@ -137,6 +145,7 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 		{"report-before-release-applied", "vllm", "RouterCleanup", `{"at_ms":0,"kind":"delay","request":0,"side":"source","after":"stored"}
 {"at_ms":0,"kind":"abort","request":0,"side":"destination","after":"stored"}`, "", ""},
 		{"prefill-after-early-outcome", "sglang", "ExactlyOnceRelease", `{"at_ms":0,"kind":"abort","request":0,"side":"source","after":"registered","after_side":"destination"}`, noStep, "AttemptIsolation"},
+		{"rearm-reservation", "sglang", "EventuallyDrained", `{"at_ms":0,"kind":"abort","request":0,"side":"source","after":"request_accepted","after_side":"destination"}`, noStep, ""},
 	} {
 		t.Run(tc.variant, func(t *testing.T) {
 			if testing.Short() && tc.fault == "" && tc.variant != "decode-without-reservation" {
@@ -144,6 +153,9 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 			}
 			if testing.Short() && tc.variant == "pin-ignores-ack-and-lease" {
 				t.Skip("its lease of 0.3 s, 3 ms of wall clock, absorbs little lateness: a loaded machine runs it again at larger time scales, the longest of these")
+			}
+			if testing.Short() && tc.inv == "EventuallyDrained" {
+				t.Skip("a loop's live run ends only after seconds of silence, at each time scale a loaded machine tries")
 			}
 			variant := "../../testdata/variants/" + tc.variant + ".json"
 			dir := t.TempDir()
@@ -159,8 +171,16 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 				t.Fatalf("the plan's faults:\n%s\nwant %s", faults, tc.fault)
 			}
 			plan := []string{"--config", filepath.Join(dir, "sim.json"), "--workload", filepath.Join(dir, "workload.jsonl"), "--faults", filepath.Join(dir, "faults.jsonl"), "--spec", variant}
-			code, out, errOut := runCLI(t, append([]string{"simulate"}, plan...)...)
-			if code != exitViolation || !strings.Contains(out, "VIOLATION "+tc.inv+" at ") {
+			// A loop breaks a bound on time first, and the invariant
+			// only as the run goes on past it.
+			loop := tc.inv == "EventuallyDrained"
+			sim := append([]string{"simulate"}, plan...)
+			if loop {
+				sim = append(sim, "--keep-going")
+			}
+			code, out, errOut := runCLI(t, sim...)
+			if code != exitViolation || !loop && !strings.Contains(out, "VIOLATION "+tc.inv+" at ") ||
+				loop && !regexp.MustCompile(`kept going past the first violation \(below\): \d+ violations \([^)]*`+tc.inv+` \d`).MatchString(out) {
 				t.Fatalf("simulate on the plan: exit %d\n%s%s", code, out, errOut)
 			}
 			liveDir := t.TempDir()
@@ -176,37 +196,61 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 			if code != exitViolation || !strings.Contains(out, "verdict: rejected") || !named {
 				t.Fatalf("live on the plan: exit %d\n%s%s", code, out, errOut)
 			}
+			if loop {
+				// The live rejection's explanation ends in the loop: a
+				// search from there finds it.
+				code, out, errOut = runCLI(t, "check", "--from-trace", filepath.Join(liveDir, "trace.jsonl"), "--timing=false")
+				if code != exitViolation || !strings.Contains(out, "VIOLATION EventuallyDrained") {
+					t.Fatalf("check --from-trace on the live rejection's trace: exit %d\n%s%s", code, out, errOut)
+				}
+			}
 		})
 	}
 }
 
 // TestCheck_ReproNotLive: the shipped variants whose plan on the clock a
-// live run does not reliably reproduce, and what each README says of why.
-// A reproduction judges the plan's own run as conform judges a live run's
+// live run does not reproduce, and what each README says of why. A
+// reproduction judges the plan's own run as conform judges a live run's
 // logs (one log per process): where the judge names another invariant,
-// the README names it (no shipped variant does so now). Where it names
-// the same one, the README says that a live run goes on past the
-// violation, and the facts its processes log after it may give the judge
-// an order that explains the logs (release-before-activation: live
-// strikes the plan's delay as the simulator does, so the destination's
-// core applies the activation slow_core_ms after the step that sends the
-// reader's completion, after the source's release on the run's clock; but
-// the delay logs nothing and time stamps never order two processes'
-// facts, so the judge places the activation in that step, before the
-// release, and no abort keeps it from the logs: Activating has no row
-// for one) or another
-// invariant first (release-on-heartbeat: the hung transfer's failure,
-// placed before the release the heartbeat caused, leaves the release
-// breaking ReleaseNeedsReaderAck only, which the trace's step breaks too)
-// (goesOn).
+// the README names it (no shipped variant does so now:
+// TestPlan_JudgedNoteNamesAnother). Where it names the same one, the
+// README says that a live run goes on past the violation, and the facts
+// its processes log after it may give the judge an order that explains
+// the logs, or another invariant first (goesOn), and what stopping the
+// peer of the violating step right after its last fact before it does
+// (TestPlan_PinsThePeerForLive):
+//   - release-on-heartbeat: the hung transfer's failure, placed before
+//     the release the heartbeat caused (nothing the destination logs
+//     waits for the source's release, and transfer_failed is also what
+//     a transfer failure logs), leaves the release breaking
+//     ReleaseNeedsReaderAck only, which the trace's step breaks too; and
+//     the destination, aborted or restarted right after transfer_started,
+//     its last fact before the source takes the LeaseRenewed, never sends
+//     it: its heartbeat fires after that fact and logs nothing.
+//   - release-before-activation: live strikes the plan's delay as the
+//     simulator does, so the destination's core applies the activation
+//     slow_core_ms after the step that sends the reader's completion,
+//     after the source's release on the run's clock; but the delay logs
+//     nothing and time stamps never order two processes' facts, so the
+//     judge places the activation in that step, before the release. No
+//     abort keeps it from the logs (Activating has no row for one), and a
+//     restart right after receive_completed, the destination's last fact
+//     before the source takes ReaderCompleted (a restart is aimed only at
+//     its own side's facts), forgets the pending activation before the
+//     release, and the run breaks nothing.
 func TestCheck_ReproNotLive(t *testing.T) {
 	const goesOn = "too. A live run goes on past the violation"
 	for _, tc := range []struct {
 		variant, run string
 		why          []string
 	}{
-		{"release-on-heartbeat", "vllm", []string{"naming SourcePinnedUntilRead " + goesOn}},
-		{"release-before-activation", "vllm", []string{"naming ReleaseNeedsReaderAck " + goesOn}},
+		{"release-on-heartbeat", "vllm", []string{"naming SourcePinnedUntilRead " + goesOn,
+			"with an abort of the destination right after it logs transfer_started, the last of its facts before the source takes its LeaseRenewed, the run on the clock breaks nothing",
+			"with a restart of the destination's worker right after it logs transfer_started, the last of its facts before the source takes its LeaseRenewed, the run on the clock breaks nothing"}},
+		{"release-before-activation", "vllm", []string{"naming ReleaseNeedsReaderAck " + goesOn,
+			"The plan's delay logs nothing: a command its slowed core applies late is logged only once applied",
+			"with an abort of the destination right after it logs receive_completed, the last of its facts before the source takes its ReaderCompleted, that side has not ended by the violation",
+			"with a restart of the destination's worker right after it logs receive_completed, the last of its facts before the source takes its ReaderCompleted, the run on the clock breaks nothing"}},
 	} {
 		t.Run(tc.variant, func(t *testing.T) {
 			if testing.Short() && tc.variant != "release-on-heartbeat" {
