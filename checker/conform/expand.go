@@ -153,6 +153,17 @@ func (j *judge) retire(a *attempt, n *node) {
 // advertises), or -1.
 func (j *judge) stillRemoved(a *attempt, n *node) [2]int32 {
 	out := [2]int32{-1, -1}
+	// Where no process that would log a Removed records it (a
+	// milestones log), none is counted whatever an eviction makes
+	// observable (mustLog reads only the label's kind and who logs it):
+	// the evictions are not taken.
+	logged := false
+	for _, by := range [...]obslog.Who{obslog.ByRouter, obslog.BySource, obslog.ByDestination} {
+		logged = logged || j.mustLog(a, &obslog.Label{Kind: obslog.Removed, By: by})
+	}
+	if !logged {
+		return out
+	}
 	for sd := model.SourceSide; sd <= model.DestinationSide; sd++ {
 		x := &n.st.W.H[0]
 		if x.Worker(sd) < 0 || !(sd == model.SourceSide && x.SrcIndexed || sd == model.DestinationSide && x.Published) {

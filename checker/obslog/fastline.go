@@ -82,6 +82,11 @@ func fastLine(text []byte, l *factLine, sv *[8]string, iv *[10]int64) bool {
 		// compared whole too.
 		if lit(text, i, `"t_us":`) {
 			ip, i = &l.TUS, skipWS(text, i+len(`"t_us":`))
+		} else if s, p, j := knownKey(text, i, l); s != nil || p != nil {
+			// A key a writer writes, its colon right after it: found by
+			// its first letter and compared whole, not read and then
+			// looked for among the names.
+			sp, ip, i = s, p, skipWS(text, j)
 		} else {
 			key, j, ok := scanStr(text, i)
 			if !ok {
@@ -165,6 +170,78 @@ func fastLine(text []byte, l *factLine, sv *[8]string, iv *[10]int64) bool {
 		}
 		return skipWS(text, i+1) == n
 	}
+}
+
+// knownKey is the field of l that the key at i names, and where its
+// colon ends, when the key is written as a writer writes it (a known
+// name in quotes, the colon right after); nil and nil otherwise, and the
+// key is read the general way (blanks before the colon, an unknown name).
+func knownKey(text []byte, i int, l *factLine) (*(*string), *(*int64), int) {
+	if i+2 >= len(text) || text[i] != '"' {
+		return nil, nil, i
+	}
+	key := func(s string) bool { return lit(text, i, s) }
+	switch text[i+1] {
+	case 'a':
+		switch {
+		case key(`"attempt":`):
+			return &l.Attempt, nil, i + len(`"attempt":`)
+		case key(`"adopted_blocks":`):
+			return nil, &l.AdoptedBlocks, i + len(`"adopted_blocks":`)
+		}
+	case 'b':
+		if key(`"blocks":`) {
+			return nil, &l.Blocks, i + len(`"blocks":`)
+		}
+	case 'c':
+		if key(`"canonical":`) {
+			return &l.Canonical, nil, i + len(`"canonical":`)
+		}
+	case 'g':
+		if key(`"gen":`) {
+			return nil, &l.Gen, i + len(`"gen":`)
+		}
+	case 'h':
+		if key(`"headroom":`) {
+			return nil, &l.Headroom, i + len(`"headroom":`)
+		}
+	case 'k':
+		if key(`"kind":`) {
+			return &l.Kind, nil, i + len(`"kind":`)
+		}
+	case 'o':
+		if key(`"outcome":`) {
+			return &l.Outcome, nil, i + len(`"outcome":`)
+		}
+	case 'p':
+		switch {
+		case key(`"pages":`):
+			return nil, &l.Pages, i + len(`"pages":`)
+		case key(`"prompt_tokens":`):
+			return nil, &l.PromptTokens, i + len(`"prompt_tokens":`)
+		case key(`"prefix_hit_tokens":`):
+			return nil, &l.PrefixHitTokens, i + len(`"prefix_hit_tokens":`)
+		case key(`"proc":`):
+			return &l.Proc, nil, i + len(`"proc":`)
+		}
+	case 's':
+		switch {
+		case key(`"stage":`):
+			return &l.Stage, nil, i + len(`"stage":`)
+		case key(`"slot":`):
+			return nil, &l.Slot, i + len(`"slot":`)
+		}
+	case 't':
+		switch {
+		case key(`"to":`):
+			return &l.To, nil, i + len(`"to":`)
+		case key(`"tokens":`):
+			return nil, &l.Tokens, i + len(`"tokens":`)
+		case key(`"timer":`):
+			return &l.Timer, nil, i + len(`"timer":`)
+		}
+	}
+	return nil, nil, i
 }
 
 // lit reports whether text holds s at i.
