@@ -657,7 +657,7 @@ func (e *exploration) recordIDs(outs []workerOut, workers int) {
 			o := &outs[w]
 			for i := range o.cands {
 				if cd := &o.cands[i]; cd.isNew {
-					e.vis.setID(cd.fp, o.keys[cd.off:cd.off+e.words], cd.id)
+					e.vis.setID(cd.fp, o.keys[cd.off:cd.off+e.words], cd.slot, cd.id)
 				}
 			}
 		}
@@ -667,7 +667,7 @@ func (e *exploration) recordIDs(outs []workerOut, workers int) {
 		for _, r := range e.byShard[sh] {
 			o := &outs[r.w]
 			if cd := &o.cands[r.i]; cd.isNew {
-				e.vis.setID(cd.fp, o.keys[cd.off:cd.off+e.words], cd.id)
+				e.vis.setID(cd.fp, o.keys[cd.off:cd.off+e.words], cd.slot, cd.id)
 			}
 		}
 	})
@@ -738,7 +738,7 @@ func (e *exploration) insert(o *workerOut, i int) {
 		e.insertSleep(cd, o.candSleep[i])
 		return
 	}
-	cd.isNew = e.vis.insert(cd.fp, o.keys[cd.off:cd.off+e.words])
+	cd.isNew, cd.slot = e.vis.insert(cd.fp, o.keys[cd.off:cd.off+e.words])
 }
 
 // newEdge records a transition to a state whose id is known only once the
