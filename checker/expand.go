@@ -476,9 +476,12 @@ func (e *exploration) keep(x *expander, j int, pid uint32, out *workerOut) {
 	// The liveness graph holds the moves the system makes on its own:
 	// the environment may stop faulting for good, so a way to a drained
 	// state must not need a fault or an early timer.
+	// On drain chains the edge is the chain's (chainStep asked which
+	// moves are the system's own already), and fairness, which labels
+	// edges with processes, never runs on them.
 	var p uint8
 	own := false
-	if e.g != nil {
+	if e.g != nil && !e.chains {
 		p, own = x.ms.Process(x.idx[j], x.protocol)
 	}
 	// rec: the edge is recorded. Fairness also keeps the environment's
