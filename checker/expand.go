@@ -476,9 +476,12 @@ func (e *exploration) keep(x *expander, j int, pid uint32, out *workerOut) {
 	// The liveness graph holds the moves the system makes on its own:
 	// the environment may stop faulting for good, so a way to a drained
 	// state must not need a fault or an early timer.
+	// On drain chains the edge is the chain's (chainStep asked which
+	// moves are the system's own already), and fairness, which labels
+	// edges with processes, never runs on them.
 	var p uint8
 	own := false
-	if e.g != nil {
+	if e.g != nil && !e.chains {
 		p, own = x.ms.Process(x.idx[j], x.protocol)
 	}
 	// rec: the edge is recorded. Fairness also keeps the environment's
@@ -657,7 +660,7 @@ func (e *exploration) recordIDs(outs []workerOut, workers int) {
 			o := &outs[w]
 			for i := range o.cands {
 				if cd := &o.cands[i]; cd.isNew {
-					e.vis.setID(cd.fp, o.keys[cd.off:cd.off+e.words], cd.id)
+					e.vis.setID(cd.fp, o.keys[cd.off:cd.off+e.words], cd.slot, cd.id)
 				}
 			}
 		}
@@ -667,7 +670,7 @@ func (e *exploration) recordIDs(outs []workerOut, workers int) {
 		for _, r := range e.byShard[sh] {
 			o := &outs[r.w]
 			if cd := &o.cands[r.i]; cd.isNew {
-				e.vis.setID(cd.fp, o.keys[cd.off:cd.off+e.words], cd.id)
+				e.vis.setID(cd.fp, o.keys[cd.off:cd.off+e.words], cd.slot, cd.id)
 			}
 		}
 	})
@@ -738,7 +741,7 @@ func (e *exploration) insert(o *workerOut, i int) {
 		e.insertSleep(cd, o.candSleep[i])
 		return
 	}
-	cd.isNew = e.vis.insert(cd.fp, o.keys[cd.off:cd.off+e.words])
+	cd.isNew, cd.slot = e.vis.insert(cd.fp, o.keys[cd.off:cd.off+e.words])
 }
 
 // newEdge records a transition to a state whose id is known only once the

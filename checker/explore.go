@@ -172,13 +172,15 @@ type found struct {
 // candidate is a successor that was not in the visited set when looked up
 // (nor in its worker's cache): the commit finds whether it is new.
 type candidate struct {
-	fp      uint64
-	pid     uint32
-	move    uint8
+	fp   uint64
+	off  int // offset of its key in the owning worker's key buffer
+	pid  uint32
+	id   uint32
+	slot uint32 // where the visited set put it (visited.insert)
+	move uint8
+	// The flags last: the candidate is 32 bytes.
 	drained bool
-	off     int // offset of its key in the owning worker's key buffer
 	isNew   bool
-	id      uint32
 }
 
 // edge is one transition for the liveness graph. Its target is either

@@ -152,9 +152,9 @@ func (e *exploration) root() {
 	k := c.Key(&init)
 	e.rootKey = k
 	fp := fingerprint(&k, e.words)
-	e.vis.insert(fp, k[:e.words])
+	_, slot := e.vis.insert(fp, k[:e.words])
 	if e.vis.keepsIDs() {
-		e.vis.setID(fp, k[:e.words], 0)
+		e.vis.setID(fp, k[:e.words], slot, 0)
 	}
 	if e.sleep != nil {
 		*e.sleep.tab.sleepAt(e.sleep.tab.sleepRef(fp)) = sleepPending

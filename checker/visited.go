@@ -23,9 +23,11 @@ type visited interface {
 	// has is lookup without the id: where ids lie apart from the
 	// fingerprints, reading one is a second miss of the cache.
 	has(fp uint64, k *system.Key) bool
-	// insert adds a state and reports whether it was new. Calls for
-	// different shards may run in parallel.
-	insert(fp uint64, key []uint64) bool
+	// insert adds a state and reports whether it was new, and the slot
+	// it is in where the set has slots: setID, given the slot back, finds
+	// the state there without a second probe unless the table grew since.
+	// Calls for different shards may run in parallel.
+	insert(fp uint64, key []uint64) (fresh bool, slot uint32)
 	// admit is told of each state insert found new, in (parent, move)
 	// order, and reports whether it is a new state now; false when only
 	// settle can tell (a state new to a window may be on file).
@@ -37,9 +39,10 @@ type visited interface {
 	// byKey says a fingerprint alone does not identify a state: a search
 	// compares keys (and the liveness graph keeps them).
 	byKey() bool
-	// keepsIDs says setID records ids, which lookup then gives.
+	// keepsIDs says setID records ids, which lookup then gives. slot is
+	// what insert said of the state.
 	keepsIDs() bool
-	setID(fp uint64, key []uint64, id uint32)
+	setID(fp uint64, key []uint64, slot uint32, id uint32)
 	// growth is what the set may allocate while a level is expanded.
 	growth(states int) int64
 	// bytes is the set's memory with states in it; fingerprintBytes the
@@ -89,9 +92,9 @@ func (s *fpSet) has(fp uint64, _ *system.Key) bool {
 	return ok
 }
 
-func (s *fpSet) insert(fp uint64, _ []uint64) bool {
-	_, fresh := s.shards[shardOf(fp)].insert(fp)
-	return fresh
+func (s *fpSet) insert(fp uint64, _ []uint64) (bool, uint32) {
+	slot, fresh := s.shards[shardOf(fp)].insert(fp)
+	return fresh, uint32(slot)
 }
 
 func (s *fpSet) admit(*candidate, []uint64) bool        { return true }
@@ -99,10 +102,18 @@ func (s *fpSet) settle(*linkLog, *keyQueue, bool) error { return nil }
 func (s *fpSet) byKey() bool                            { return false }
 func (s *fpSet) keepsIDs() bool                         { return s.ids }
 func (s *fpSet) growth(states int) int64                { return s.bytes(states) / 2 }
-func (s *fpSet) setID(fp uint64, _ []uint64, id uint32) {
+
+// setID writes the id in the slot insert gave, which still holds the
+// state unless the shard grew since (a fingerprint is in one slot at
+// most, so a slot that holds it is its slot). Probing again for each new
+// state was a second miss of the cache on a table far larger than it.
+func (s *fpSet) setID(fp uint64, _ []uint64, slot uint32, id uint32) {
 	t := &s.shards[shardOf(fp)]
-	slot, _ := t.find(fp)
-	t.ids[slot] = id
+	i := int(slot)
+	if i >= len(t.fps) || t.fps[i] != fp {
+		i, _ = t.find(fp)
+	}
+	t.ids[i] = id
 }
 
 func (s *fpSet) bytes(int) int64 {
@@ -163,18 +174,18 @@ func (s *exactSet) has(fp uint64, k *system.Key) bool {
 	return ok
 }
 
-func (s *exactSet) insert(fp uint64, key []uint64) bool {
+func (s *exactSet) insert(fp uint64, key []uint64) (bool, uint32) {
 	var k system.Key
 	copy(k[:s.words], key)
 	m := s.keyShards[shardOf(fp)]
 	if _, ok := m[k]; ok {
-		return false
+		return false, 0
 	}
 	m[k] = ^uint32(0)
-	return true
+	return true, 0
 }
 
-func (s *exactSet) setID(fp uint64, key []uint64, id uint32) {
+func (s *exactSet) setID(fp uint64, key []uint64, _ uint32, id uint32) {
 	var k system.Key
 	copy(k[:s.words], key)
 	s.keyShards[shardOf(fp)][k] = id
@@ -211,13 +222,15 @@ func (s *bitstateSet) has(fp uint64, k *system.Key) bool {
 	return ok
 }
 
-func (s *bitstateSet) insert(fp uint64, _ []uint64) bool { return s.bitShards[shardOf(fp)].insert(fp) }
+func (s *bitstateSet) insert(fp uint64, _ []uint64) (bool, uint32) {
+	return s.bitShards[shardOf(fp)].insert(fp), 0
+}
 
 func (s *bitstateSet) admit(*candidate, []uint64) bool        { return true }
 func (s *bitstateSet) settle(*linkLog, *keyQueue, bool) error { return nil }
 func (s *bitstateSet) byKey() bool                            { return false }
 func (s *bitstateSet) keepsIDs() bool                         { return false }
-func (s *bitstateSet) setID(uint64, []uint64, uint32)         {}
+func (s *bitstateSet) setID(uint64, []uint64, uint32, uint32) {}
 func (s *bitstateSet) fingerprintBytes() int64                { return 0 }
 
 // growth is nothing: a bit array never grows.
@@ -253,10 +266,10 @@ type diskStore struct {
 
 func (s *diskStore) lookup(fp uint64, k *system.Key) (uint32, bool) { return s.inMemory.lookup(fp, k) }
 func (s *diskStore) has(fp uint64, k *system.Key) bool              { return s.inMemory.has(fp, k) }
-func (s *diskStore) insert(fp uint64, key []uint64) bool            { return s.inMemory.insert(fp, key) }
+func (s *diskStore) insert(fp uint64, key []uint64) (bool, uint32)  { return s.inMemory.insert(fp, key) }
 func (s *diskStore) byKey() bool                                    { return false }
 func (s *diskStore) keepsIDs() bool                                 { return false }
-func (s *diskStore) setID(uint64, []uint64, uint32)                 {}
+func (s *diskStore) setID(uint64, []uint64, uint32, uint32)         {}
 func (s *diskStore) bytes(states int) int64                         { return s.inMemory.bytes(states) }
 func (s *diskStore) fingerprintBytes() int64                        { return s.inMemory.fingerprintBytes() }
 
