@@ -37,7 +37,7 @@ FUZZ_TARGETS = \
 	./checker/props:FuzzParse \
 	./fuzz:FuzzStep
 
-.PHONY: all generate check test test-long fresh fuzz fuzz-seeds bench lint install mutate-code chromium examples live live-parity scale por-check rewrite docs-slow image
+.PHONY: all generate check test test-long fresh fuzz fuzz-seeds bench lint install mutate-code chromium examples live live-parity scale por-check rewrite docs-slow image pgo
 
 all: test
 
@@ -183,6 +183,18 @@ fuzz-seeds:
 mutate-code:
 	mkdir -p $(dir $(CODEMUT_CALIBRATION))
 	HANDOFFCHECK_LONG=1 $(GO) run ./tools/codemut -n $(CODEMUT_N) -seed $(CODEMUT_SEED) -calibration $(CODEMUT_CALIBRATION) -json $(CODEMUT_JSON)
+
+# The profile the command is built with (cmd/handoffcheck/default.pgo,
+# which go build, go run and go test take by themselves): the default's
+# vllm run as the main job runs it (two workers, the liveness graph) and
+# conform judging the simulator's four logs of 100,000 handoffs on one
+# core, merged. Made again when the hot code has moved; an old profile
+# only optimizes less, it changes no output.
+pgo:
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(GO) test ./checker -run '^$$' -bench 'VLLM_TwoCoresLiveness$$' -benchtime 1x -o $$tmp/checker.test -cpuprofile $$tmp/check.prof; \
+	GOMAXPROCS=1 $(GO) test ./checker/conform -run '^$$' -bench 'Conform$$' -benchtime 2x -o $$tmp/conform.test -cpuprofile $$tmp/conform.prof; \
+	$(GO) tool pprof -proto $$tmp/check.prof $$tmp/conform.prof > cmd/handoffcheck/default.pgo
 
 bench:
 	$(GO) test ./checker -run '^$$' -bench . -benchtime $(BENCHTIME)
