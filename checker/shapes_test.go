@@ -3,6 +3,7 @@ package checker
 import (
 	"context"
 	"fmt"
+	"github.com/handoffcheck/handoffcheck/checker/internal/relabel"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -167,31 +168,11 @@ func shapesBFS(t testing.TB, c *Checker, visit func(*system.State)) map[system.K
 	return seen
 }
 
-// shapesRelabel renames the workers of a state: worker w becomes
-// perm[w]. It works on the world's fields, not on packed words, so that it
-// does not share a slip with the renaming symmetry reduction uses
-// (model.RemapHandoff).
+// shapesRelabel renames the workers of a state: worker w becomes perm[w]
+// (relabel.Workers), the machines' states staying as they are.
 func shapesRelabel(s *system.State, perm *[model.MaxWorkers]int8) system.State {
 	r := *s
-	for w := 0; w < s.W.NumWorkers(); w++ {
-		r.W.W[perm[w]] = s.W.W[w]
-	}
-	for h := range r.W.H {
-		x := &r.W.H[h]
-		if x.Prefill >= 0 {
-			x.Prefill = perm[x.Prefill]
-		}
-		if x.Decode >= 0 {
-			x.Decode = perm[x.Decode]
-		}
-		gone := x.PrefixGone
-		x.PrefixGone = 0
-		for w := 0; w < s.W.NumWorkers(); w++ {
-			if gone&(1<<w) != 0 {
-				x.PrefixGone |= 1 << perm[w]
-			}
-		}
-	}
+	r.W = relabel.Workers(&s.W, perm)
 	return r
 }
 

@@ -354,14 +354,7 @@ func TestWriteRejection_ALoopThatNeverDrains(t *testing.T) {
 	if !strings.Contains(flat, "EventuallyDrained is judged where the explanation ends, not at a step") || !strings.Contains(flat, "finds a loop there that never drains") || strings.Contains(flat, "cannot take there") {
 		t.Fatalf("the README:\n%s", readme)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, TraceFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := checker.ParseTrace(TraceFile, data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := readTrace(t, dir)
 	if loop, err := loopsFrom(in.Protocol, tr.Config, tr.Moves); err != nil || !loop {
 		t.Fatalf("a search from the trace's last state: loop %v, %v", loop, err)
 	}

@@ -1,6 +1,7 @@
 package system
 
 import (
+	"github.com/handoffcheck/handoffcheck/checker/internal/relabel"
 	"slices"
 	"strings"
 	"testing"
@@ -183,30 +184,11 @@ func TestSymmetry_RenamingsAreSymmetries(t *testing.T) {
 	}
 }
 
-// relabelWorkers renames the workers of a state: worker w becomes
-// perm[w]. It works on the world's fields, not on packed words, so that it
-// does not share a slip with the renaming the canonical form applies.
+// relabelWorkers renames the workers of a state: worker w becomes perm[w]
+// (relabel.Workers), the machines' states staying as they are.
 func relabelWorkers(s *State, perm *[model.MaxWorkers]int8) State {
 	r := *s
-	for w := 0; w < s.W.NumWorkers(); w++ {
-		r.W.W[perm[w]] = s.W.W[w]
-	}
-	for h := range r.W.H {
-		x := &r.W.H[h]
-		if x.Prefill >= 0 {
-			x.Prefill = perm[x.Prefill]
-		}
-		if x.Decode >= 0 {
-			x.Decode = perm[x.Decode]
-		}
-		gone := x.PrefixGone
-		x.PrefixGone = 0
-		for w := 0; w < s.W.NumWorkers(); w++ {
-			if gone&(1<<w) != 0 {
-				x.PrefixGone |= 1 << perm[w]
-			}
-		}
-	}
+	r.W = relabel.Workers(&s.W, perm)
 	return r
 }
 
