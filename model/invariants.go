@@ -169,7 +169,7 @@ var Invariants = []Invariant{
 		Trigger:   Trigger{Fires: TrigQuiescent, Never: "no quiescent state reached"},
 		Meaning:   "where nothing but faults can happen, every placed record is terminal and everything is released"},
 	{Name: NameEventuallyDrained, Kind: Progress,
-		Elsewhere: "the checker, on the explored graph of the moves the system makes on its own",
+		Elsewhere: "the checker, on the explored graph of the moves the system makes on its own; conform, on an unfinished attempt whose every explanation ends where those moves only loop",
 		Trigger:   Trigger{Fires: TrigLiveness, Never: "the explored graph was not judged"},
 		Meaning:   "from every reachable state a fully drained state can be reached without a fault or an early timer"},
 	{Name: NameFaultFreeCompletion, Kind: Progress,
