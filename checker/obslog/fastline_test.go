@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -54,11 +55,38 @@ func TestPlain8(t *testing.T) {
 	}
 }
 
+// everyKey is a line of every key a fact line may hold, each with its own
+// value, in the writer's form: the fast path finds each key by its first
+// letter (knownKey), and a key sent to another's field shows here.
+const everyKey = `{"proc":"p","gen":1,"attempt":"a","kind":"k","stage":"s","to":"t","outcome":"o","timer":"x","canonical":"c","blocks":2,"pages":3,"slot":4,"headroom":5,"tokens":6,"prompt_tokens":7,"prefix_hit_tokens":8,"adopted_blocks":9,"t_us":10}`
+
+// The fast path takes a line of every key, in the writer's form and with
+// blanks around each colon (the general reading), and reads it as the
+// decoder does.
+func TestFastLine_EveryKey(t *testing.T) {
+	spaced := strings.ReplaceAll(strings.ReplaceAll(everyKey, `":`, `" : `), `,"`, ` , "`)
+	for _, line := range []string{everyKey, spaced} {
+		var fast, slow factLine
+		var sv [8]string
+		var iv [10]int64
+		if !fastLine([]byte(line), &fast, &sv, &iv) {
+			t.Fatalf("the fast path refuses %s", line)
+		}
+		if err := decodeLine([]byte(line), &slow); err != nil {
+			t.Fatal(err)
+		}
+		if !sameLine(&slow, &fast) {
+			t.Fatalf("the fast path and the decoder disagree on %s:\n%s", line, cmp.Diff(slow, fast))
+		}
+	}
+}
+
 // FuzzFastLine: a line the fast path takes, encoding/json (the exact
 // decoder) takes too, and reads the same; lines of the writer's form are
 // mutated from, where the fast path's literal keys end at every byte.
 func FuzzFastLine(f *testing.F) {
 	for _, line := range []string{
+		everyKey,
 		`{"proc":"router","gen":0,"attempt":"r0","kind":"routed","stage":"prefill","to":"prefill-0","tokens":3582,"prompt_tokens":3582,"t_us":4121}`,
 		`{"proc":"prefill-0","gen":0,"attempt":"r0","kind":"request_accepted","t_us":4716}`,
 		`{"proc":"decode-1","gen":3,"attempt":"r246","kind":"activated","adopted_blocks":32,"canonical":"r18","t_us":788333}`,
