@@ -67,7 +67,7 @@ type Plan struct {
 	// stall bound is four times the longest deadline); "" when it caps
 	// none, or the loop does not reach the invariant with them capped.
 	LoopCaps string
-	// Pinned says the abort pinLive added, "" for none; pinWhy, when
+	// Pinned says the abort or restart pinLive added, "" for none; pinWhy, when
 	// pinLive tried one and kept none, why not.
 	Pinned string
 	pinWhy string
