@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
@@ -71,6 +72,15 @@ type Options struct {
 	// clock (a live run's --time-scale; 0: 1, the simulator's): a
 	// property's bound is judged on the time stamps divided by it.
 	TimeScale float64
+	// ClockError, when Clocked, is how far every fact's stamp may be
+	// from when its step took effect, on a clock all the logs' processes
+	// share (one host; or clocks synchronized within a known bound): the
+	// judge then explains a fact of one process before another's stamped
+	// more than twice that later (clock.go). Every fact needs a stamp,
+	// and a process's stamps may not go back. Not Clocked: the stamps
+	// only choose the order the logs are read in.
+	ClockError time.Duration
+	Clocked    bool
 }
 
 // Input is one log.
@@ -97,6 +107,9 @@ type Report struct {
 	Bound        int `json:"bound"`
 	MaxFaults    int `json:"max_faults"`
 	BoundReached int `json:"bound_reached"`
+	// ClockError is the clock error the judge assumed (Options.ClockError,
+	// as Go writes a duration), "" when none was given.
+	ClockError string `json:"clock_error,omitempty"`
 	// Unlogged is the unlogged steps the explanations took, LongestGap
 	// the most between two explained facts, FaultsUsed the unlogged
 	// faults, Escalated the attempts that needed any.
