@@ -45,10 +45,9 @@ func FuzzConform(f *testing.F) {
 		f.Add(bytes.Join([][]byte{log(lines[1:12]), log(lines[12:])}, []byte{0}))
 		f.Add(bytes.Join([][]byte{one, one}, []byte{0}))
 	}
-	// Logs that only the clock orders (clock_test.go), in one log.
-	for _, logs := range []map[string]string{releaseBeforeActivation, releaseOnHeartbeat} {
-		f.Add([]byte(sameStepHeader + "\n" + logs["router.jsonl"] + "\n" + logs["prefill-0.jsonl"] + "\n" + logs["decode-0.jsonl"] + "\n"))
-	}
+	// A log only the clock orders (clock_test.go; the other, the example
+	// of logs/clock, is among the examples), in one log.
+	f.Add([]byte(sameStepHeader + "\n" + releaseOnHeartbeat["router.jsonl"] + "\n" + releaseOnHeartbeat["prefill-0.jsonl"] + "\n" + releaseOnHeartbeat["decode-0.jsonl"] + "\n"))
 	f.Add([]byte(""))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzJudge(t, data, Options{Bound: 6, MaxFaults: 1})
