@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -261,6 +264,56 @@ func TestDropOwedBit(t *testing.T) {
 	} {
 		if got := dropOwedBit(tc.mask, tc.i); got != tc.want {
 			t.Errorf("dropOwedBit(%08b, %d) = %08b, want %08b", tc.mask, tc.i, got, tc.want)
+		}
+	}
+}
+
+// With a clock error the verdict still does not depend on how many logs
+// the facts come in: every scenario's log (stamped by the simulator's
+// clock, exact: a clock error of 0 holds), one log or one per process,
+// is explained, and (but in -short) each invalid shape written into it
+// gets the same verdict and invariant either way, or is refused either
+// way (a shape that moves a line may send its process's stamps back).
+func TestClockError_VerdictIndependentOfSplit(t *testing.T) {
+	opt := clocked(0, Options{})
+	judge := func(name string, logs [][]byte) (*Report, error) {
+		var in []Input
+		for i, b := range logs {
+			in = append(in, Input{Name: fmt.Sprintf("%s.%d", name, i), R: bytes.NewReader(b)})
+		}
+		return Judge(in, opt)
+	}
+	for i := range sim.Scenarios {
+		sc := &sim.Scenarios[i]
+		for _, pol := range []string{"source-first", "destination-first"} {
+			name := sc.Name + "/" + pol
+			data := simLog(t, sc, pol, obslog.All)
+			l := readLog(t, data)
+			for _, logs := range [][][]byte{{data}, split(l, l.lines)} {
+				if rep, err := judge(name, logs); err != nil || rep.Verdict != Explained {
+					t.Errorf("%s in %d logs, clock error 0: %v %+v", name, len(logs), err, rep)
+				}
+			}
+			if testing.Short() {
+				continue
+			}
+			for _, sh := range shapes {
+				lines, _, ok := sh.mutate(l)
+				if !ok {
+					continue
+				}
+				whole, werr := judge(name, [][]byte{l.bytes(lines)})
+				parts, perr := judge(name, split(l, lines))
+				switch {
+				case (werr != nil) != (perr != nil):
+					t.Errorf("%s, %s: one log: %v, one per process: %v", name, sh.name, werr, perr)
+				case werr != nil:
+				case whole.Verdict != parts.Verdict:
+					t.Errorf("%s, %s: one log: %s, one per process: %s %+v", name, sh.name, whole.Verdict, parts.Verdict, parts.Rejection)
+				case whole.Rejection != nil && whole.Rejection.Invariant != parts.Rejection.Invariant:
+					t.Errorf("%s, %s: one log breaks %q, one per process %q (%s)", name, sh.name, whole.Rejection.Invariant, parts.Rejection.Invariant, parts.Rejection.Detail)
+				}
+			}
 		}
 	}
 }
