@@ -7,7 +7,8 @@
 // its decode worker, as the simulator steps its requests), from the facts
 // its processes logged, each process's facts in that process's order and
 // nothing assumed about the order between processes: the judge searches
-// the interleavings the machines allow. Steps that make no fact any
+// the interleavings the machines allow (with a clock error, Options.
+// ClockError, only those the stamps of one shared clock allow). Steps that make no fact any
 // logged process records happen unlogged, at most Bound of them between
 // two explained facts, and unlogged faults (a lost or duplicated fact, a
 // hung transfer, a core that falls behind) at most MaxFaults per attempt.
