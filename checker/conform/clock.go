@@ -98,7 +98,10 @@ func sameStepMask(n *node, must []obslog.Label, i int) uint8 {
 		if x == i {
 			continue
 		}
-		if must[x].By == must[i].By && k < maxOwed {
+		// A router's labels are left out: two routers' logs may take
+		// them, and the previous fact of the one that pays may be of
+		// another step.
+		if must[x].By == must[i].By && must[i].By != obslog.ByRouter && k < maxOwed {
 			mask |= 1 << k
 		}
 		k++
