@@ -147,4 +147,10 @@ func TestConform_ClockError(t *testing.T) {
 	if code, _, errOut := runCLI(t, "conform", "--clock-error", "10ms", "--spec", spec, unstamped); code != exitUsage || !strings.Contains(errOut, "unstamped.jsonl:19: conform: bad input: --clock-error needs every fact stamped") {
 		t.Fatalf("an unstamped fact: exit %d, %s", code, errOut)
 	}
+	backwards := filepath.Join(t.TempDir(), "backwards.jsonl")
+	os.WriteFile(backwards, []byte(strings.Replace(string(data), `"kind":"activated","t_us":843782`, `"kind":"activated","t_us":622000`, 1)), 0o644)
+	if code, _, errOut := runCLI(t, "conform", "--clock-error", "10ms", "--spec", spec, backwards); code != exitUsage ||
+		!strings.Contains(errOut, "backwards.jsonl:19: conform: bad input: t_us 622000 is before 622962, decode-0's previous fact ("+backwards+":14)") {
+		t.Fatalf("a stamp going back: exit %d, %s", code, errOut)
+	}
 }
