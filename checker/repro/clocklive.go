@@ -19,8 +19,9 @@ import (
 // read (docs/conform.md), and a plan's transfers of a few blocks last
 // well under a millisecond. Four runs of live's default workload, three
 // beside two CPU-bound processes on two cores, are explained with 5 ms
-// and 10 ms, and three rejected with 1 ms, at a transfer_done stamped
-// after the release its read came before.
+// and 10 ms; two are rejected with 1 ms (three with 0), at a
+// transfer_done stamped after the release or restart its read came
+// before.
 const LiveClockError = 10 * time.Millisecond
 
 // liveClockGap is how far apart, on the wall clock, a clocked live
