@@ -120,6 +120,32 @@ func (j *judge) paysInTime(a *attempt, n *node, i, s int, f *obslog.Fact) bool {
 	return p == 0 || f.TUS-a.slots[s].facts[p-1].TUS <= 2*j.skew
 }
 
+// tooLateForStep says, for a rejection, why f does not pay what n owes
+// its process for the step that explains step (outOfOrder's): with a
+// clock error, f is stamped too long after that process's previous fact,
+// the step's own, to be of that step. "" when that is not why.
+func (j *judge) tooLateForStep(a *attempt, n *node, f *obslog.Fact, step string) string {
+	if !j.clockOn() {
+		return ""
+	}
+	s := -1
+	for k := range a.slots {
+		if a.slots[k].proc == f.Proc {
+			s = k
+		}
+	}
+	for i := range int(n.owedN) {
+		l := &n.owed[i]
+		if s < 0 || !j.logsIt(a, l, f) || !firstOfItsProcess(n.owed[:n.owedN], i) || !matches(f, l) || j.paysInTime(a, n, i, s, f) {
+			continue
+		}
+		prev := a.slots[s].facts[n.pos[s]-1]
+		return fmt.Sprintf("%s logs %s stamped %d µs after its %s at %s, more than twice the clock error: the step that explains %s makes it log %s with its %s, and one step's facts of one process are stamped within twice the clock error of each other, so this one is of a later step",
+			j.h.Processes[f.Proc].Name, f.Kind, f.TUS-prev.TUS, prev.Kind, prev.Where(), step, l, prev.Kind)
+	}
+	return ""
+}
+
 // dropOwedBit is a mask of owed labels with label i gone, the labels
 // after it moving down one (payOwed, forgive).
 func dropOwedBit(mask uint8, i int) uint8 {

@@ -169,6 +169,12 @@ func TestClockError_OrdersTheProcesses(t *testing.T) {
 				if rep.Verdict != Rejected || r == nil || r.Invariant+r.Broken != tc.inv || !strings.Contains(r.Fact, "activated") {
 					t.Fatalf("verdict %s: %+v, want a rejection of the activation naming %s", rep.Verdict, r, tc.inv)
 				}
+				// It says the clock is why the step that explains the
+				// transfer's end does not log the activation too.
+				if !strings.Contains(r.Detail, "decode-0 logs activated stamped 220820 µs after its receive_completed at ") ||
+					!strings.Contains(r.Detail, "more than twice the clock error") {
+					t.Fatalf("the rejection does not say why the clock refuses the activation: %s", r.Detail)
+				}
 			})
 		}
 	}
