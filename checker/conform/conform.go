@@ -7,7 +7,8 @@
 // its decode worker, as the simulator steps its requests), from the facts
 // its processes logged, each process's facts in that process's order and
 // nothing assumed about the order between processes: the judge searches
-// the interleavings the machines allow. Steps that make no fact any
+// the interleavings the machines allow (with a clock error, Options.
+// ClockError, only those the stamps of one shared clock allow). Steps that make no fact any
 // logged process records happen unlogged, at most Bound of them between
 // two explained facts, and unlogged faults (a lost or duplicated fact, a
 // hung transfer, a core that falls behind) at most MaxFaults per attempt.
@@ -22,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
@@ -71,6 +73,15 @@ type Options struct {
 	// clock (a live run's --time-scale; 0: 1, the simulator's): a
 	// property's bound is judged on the time stamps divided by it.
 	TimeScale float64
+	// ClockError, when Clocked, is how far every fact's stamp may be
+	// from when its step took effect, on a clock all the logs' processes
+	// share (one host; or clocks synchronized within a known bound): the
+	// judge then explains a fact of one process before another's stamped
+	// more than twice that later (clock.go). Every fact needs a stamp,
+	// and a process's stamps may not go back. Not Clocked: the stamps
+	// only choose the order the logs are read in.
+	ClockError time.Duration
+	Clocked    bool
 }
 
 // Input is one log.
@@ -97,6 +108,9 @@ type Report struct {
 	Bound        int `json:"bound"`
 	MaxFaults    int `json:"max_faults"`
 	BoundReached int `json:"bound_reached"`
+	// ClockError is the clock error the judge assumed (Options.ClockError,
+	// as Go writes a duration), "" when none was given.
+	ClockError string `json:"clock_error,omitempty"`
 	// Unlogged is the unlogged steps the explanations took, LongestGap
 	// the most between two explained facts, FaultsUsed the unlogged
 	// faults, Escalated the attempts that needed any.

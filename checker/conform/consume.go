@@ -18,13 +18,16 @@ import (
 // fault), that makes it observable first of its process.
 func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 	n := a.cur
+	if !j.inClockOrder(a, n, s, f) {
+		return false
+	}
 	for i := 0; i < int(n.owedN) && f.Kind != obslog.WorkerRestarted; i++ {
 		l := &n.owed[i]
 		if !j.logsIt(a, l, f) {
 			continue
 		}
 		// The process owes facts of earlier steps: this is the next.
-		if !firstOfItsProcess(n.owed[:n.owedN], i) || !matches(f, l) {
+		if !firstOfItsProcess(n.owed[:n.owedN], i) || !matches(f, l) || !j.paysInTime(a, n, i, s, f) {
 			return false
 		}
 		j.advance(a, j.payOwed(n, i, s, f))
@@ -51,8 +54,10 @@ func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 	// Attempts of one size go through the same states: the search from
 	// a state for a fact is done once and replayed (greedyMemo). A log
 	// whose attempts are of many sizes seldom repeats one: while the memo
-	// finds too few, searches skip it (memoUse).
-	if !j.memoUse() {
+	// finds too few, searches skip it (memoUse). With a clock error they
+	// all do: what a step leaves owed to its own process (owedSame)
+	// depends on what the node owed already, which the memo leaves out.
+	if j.clockOn() || !j.memoUse() {
 		c := j.greedySearch(a, n, f, s)
 		if c == nil {
 			return false
@@ -373,7 +378,7 @@ moves:
 			c.consumed++
 			c.fact = f
 			c.silent = 0
-			c.owed, c.owedN = owed, on
+			c.owed, c.owedN, c.owedSame = owed, on, j.sameStep(x, must[:mn], i)
 			j.dropQuiet()
 			return c
 		}
@@ -501,7 +506,7 @@ func (j *judge) consume(a *attempt, n *node, l *obslog.Label, make func(s int, f
 			waits = true
 			return
 		}
-		if f := a.slots[s].facts[n.pos[s]]; matches(f, l) {
+		if f := a.slots[s].facts[n.pos[s]]; matches(f, l) && j.inClockOrder(a, n, s, f) {
 			make(s, f)
 		}
 	}
@@ -532,6 +537,7 @@ func (j *judge) payOwed(n *node, i, s int, f *obslog.Fact) *node {
 	copy(c.owed[i:], c.owed[i+1:c.owedN])
 	c.owed[c.owedN-1] = obslog.Label{}
 	c.owedN--
+	c.owedSame = dropOwedBit(c.owedSame, i)
 	c.silent = 0
 	return c
 }
@@ -571,6 +577,8 @@ func (j *judge) forgive(a *attempt, n *node, p int) {
 		if l.By == obslog.ByRouter || j.logger(a, &l) != p {
 			n.owed[k] = l
 			k++
+		} else {
+			n.owedSame = dropOwedBit(n.owedSame, k)
 		}
 	}
 	for i := k; i < int(n.owedN); i++ {

@@ -353,14 +353,16 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 			continue
 		}
 		if j.consume(a, n, &l, func(s int, f *obslog.Fact) {
-			work = j.push(a, j.payOwed(n, i, s, f), work)
+			if j.paysInTime(a, n, i, s, f) {
+				work = j.push(a, j.payOwed(n, i, s, f), work)
+			}
 		}) {
 			waits = true
 		}
 	}
 	for s := range a.slots {
 		if int(n.pos[s]) < len(a.slots[s].facts) {
-			if f := a.slots[s].facts[n.pos[s]]; f.Kind == obslog.WorkerRestarted {
+			if f := a.slots[s].facts[n.pos[s]]; f.Kind == obslog.WorkerRestarted && j.inClockOrder(a, n, s, f) {
 				k := int8(0)
 				if a.slots[s].proc == a.d {
 					k = 1
@@ -434,7 +436,7 @@ func (j *judge) expand(a *attempt, n *node, work []*node) []*node {
 				c.consumed++
 				c.fact = f
 				c.silent = 0
-				c.owed, c.owedN = owed, on
+				c.owed, c.owedN, c.owedSame = owed, on, j.sameStep(n, must, i)
 				work = j.push(a, c, work)
 			}) {
 				waits = true

@@ -41,6 +41,9 @@ type judge struct {
 	clockUS int64
 	cited   map[int]string
 	scale   float64 // Options.TimeScale
+	// skew is Options.ClockError in microseconds, -1 without one
+	// (clock.go).
+	skew int64
 
 	procs   []procState
 	routers []int // the router processes
@@ -130,6 +133,12 @@ type procState struct {
 	restart *obslog.Fact // its last restart
 	// where the current generation began, for stale facts
 	since string
+	// stamped: a fact of the process was read with a clock error given
+	// (clockStamp); lastUS is its stamp, lastFile and lastLine its place.
+	stamped  bool
+	lastUS   int64
+	lastFile string
+	lastLine int
 }
 
 type slot struct {
@@ -273,7 +282,7 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInput, err)
 	}
-	j := &judge{h: h, cfg: &c, chk: chk, bound: opt.Bound, maxF: opt.MaxFaults, open: opt.Open, props: opt.Props,
+	j := &judge{h: h, cfg: &c, chk: chk, skew: skewOf(opt), bound: opt.Bound, maxF: opt.MaxFaults, open: opt.Open, props: opt.Props,
 		procs: make([]procState, len(h.Processes)), att: map[string]*attempt{}, gone: newGoneStore(), held: map[string]*obslog.Fact{}, worlds: map[[2]int64]*world{}, memo: map[uint64]int32{}, cov: system.NewCoverage(p.Spec())}
 	if j.bound <= 0 {
 		j.bound = DefaultBound
@@ -295,7 +304,7 @@ func newJudge(h *obslog.Header, file string, opt Options) (*judge, error) {
 			j.routers = append(j.routers, i)
 		}
 	}
-	j.rep = Report{Verdict: Explained, Policy: h.Policy.String(), Engine: h.Engine.String(), Bound: j.bound, MaxFaults: j.maxF}
+	j.rep = Report{Verdict: Explained, Policy: h.Policy.String(), Engine: h.Engine.String(), Bound: j.bound, MaxFaults: j.maxF, ClockError: clockErrorText(opt)}
 	if opt.Props != nil {
 		j.rep.Props = opt.Props.File
 		j.clock, j.cited, j.scale = props.NewClock(opt.Props), map[int]string{}, opt.TimeScale
@@ -355,6 +364,9 @@ func (j *judge) report() *Report {
 // fact takes one fact of the logs.
 func (j *judge) fact(f *obslog.Fact) error {
 	if err := j.needStamps(f); err != nil {
+		return err
+	}
+	if err := j.clockStamp(f); err != nil {
 		return err
 	}
 	j.clockUS = max(j.clockUS, j.at(f))

@@ -21,13 +21,17 @@ type node struct {
 	parent *node
 	// owns: st was taken from the judge's pool for this node alone (not
 	// shared with the node it came from), and goes back with it (free).
-	owns     bool
-	stKey    uint64
-	pos      [maxSlots]uint16
-	owed     [maxOwed]obslog.Label
-	owedN    uint8
-	silent   uint8
-	faults   uint8
+	owns   bool
+	stKey  uint64
+	pos    [maxSlots]uint16
+	owed   [maxOwed]obslog.Label
+	owedN  uint8
+	silent uint8
+	faults uint8
+	// owedSame marks the labels of owed a step left to its own process
+	// after a fact of it that step explained (sameStep): set only with a
+	// clock error.
+	owedSame uint8
 	consumed uint32
 	// hungry: the node may explain a fact not read yet.
 	hungry bool
@@ -76,6 +80,9 @@ func (n *node) key() uint64 {
 		h = mix(h, uint64(p))
 	}
 	h = mix(h, uint64(n.owedN)|uint64(n.faults)<<8)
+	if n.owedSame != 0 {
+		h = mix(h, uint64(n.owedSame))
+	}
 	for _, l := range n.owed[:n.owedN] {
 		h = mix(h, uint64(l.Kind)|uint64(l.By)<<8|uint64(l.Stage)<<16|uint64(l.Outcome)<<24|uint64(l.Timer)<<32)
 		h = mix(h, uint64(l.Blocks))
@@ -252,7 +259,7 @@ func (j *judge) push(a *attempt, n *node, work []*node) []*node {
 // same reports whether two nodes are one for the search: the same state
 // (by its canonical key), what they explained and owe, and faults used.
 func (j *judge) same(x, y *node) bool {
-	if x.pos != y.pos || x.owedN != y.owedN || x.owed != y.owed || x.faults != y.faults {
+	if x.pos != y.pos || x.owedN != y.owedN || x.owed != y.owed || x.faults != y.faults || x.owedSame != y.owedSame {
 		return false
 	}
 	return sameState(j.chk, x.st, y.st)

@@ -25,6 +25,9 @@ func (r *Report) writeVerdict(w io.Writer) {
 	fmt.Fprintf(w, "search: at most %d unlogged steps between facts and %d unlogged faults per attempt; "+
 		"the explanations took %d unlogged steps (longest gap %d) and %d unlogged faults; the bound was reached in %d attempts; at most %d attempts open at once\n",
 		r.Bound, r.MaxFaults, r.Unlogged, r.LongestGap, r.FaultsUsed, r.BoundReached, r.PeakOpen)
+	if r.ClockError != "" {
+		fmt.Fprintf(w, "clock error: %s (every stamp within it of its step, on one clock the processes share): a fact stamped more than twice that before another process's is explained before it\n", r.ClockError)
+	}
 	x := r.Rejection
 	if x == nil {
 		if r.Props != "" {

@@ -461,6 +461,9 @@ func (j *judge) outOfOrder(a *attempt, n *node, f *obslog.Fact) string {
 		step = fmt.Sprintf("%s at %s (step %s)", by.fact.Kind, by.fact.Where(), by.move)
 	}
 	name := j.h.Processes[f.Proc].Name
+	if late := j.tooLateForStep(a, n, f, step); late != "" {
+		return late
+	}
 	if len(mine) > 0 {
 		return fmt.Sprintf("%s logs %s where it owes %s: the step that explains %s also makes it log %s, in this order, and %s never logged %s before this fact", name, f.Kind, mine[0], step, strings.Join(mine, ", "), name, mine[0])
 	}

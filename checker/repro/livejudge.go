@@ -82,7 +82,13 @@ func (p *Plan) judgeAsLive(ctx context.Context, proto *system.Protocol) error {
 	if len(in) == 0 {
 		return nil
 	}
-	rep, err := conform.Judge(in, conform.Options{Protocol: proto, Config: p.Config})
+	opt := conform.Options{Protocol: proto, Config: p.Config}
+	if d := p.clockError(); d >= 0 {
+		// The live run's clock error, in the configured time the plan's
+		// run stamps its facts in.
+		opt.ClockError, opt.Clocked = d, true
+	}
+	rep, err := conform.Judge(in, opt)
 	if err != nil {
 		return fmt.Errorf("repro: judging the plan's log: %w", err)
 	}

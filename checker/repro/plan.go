@@ -88,6 +88,10 @@ type Plan struct {
 	// Judged is what conform says of the plan's run cut as a live run's
 	// logs are.
 	Judged *LiveJudged
+	// liveClock, when set, is the time scale a live run of the plan
+	// runs at and why its logs are judged with a clock error
+	// (clockLive).
+	liveClock *liveClock
 }
 
 // planLadder is the deadlines, in microseconds, a candidate plan gives
@@ -277,6 +281,9 @@ func DerivePlan(ctx context.Context, proto *system.Protocol, cfg *system.Config,
 							return nil, err
 						}
 						if err := p.pinLive(ctx, proto, steps, reqOf, invariant); err != nil {
+							return nil, err
+						}
+						if err := p.clockLive(ctx, proto, invariant); err != nil {
 							return nil, err
 						}
 						return p, nil

@@ -26,8 +26,12 @@ import (
 // reproduction on the clock: the plan derived from the trace, whose
 // files simulate reads and which breaks the same invariant, or else the
 // first timed scenario that breaks it, or neither. The table holds
-// which, so that a plan that stops reproducing fails the test.
+// which, so that a plan that stops reproducing fails the test. It holds
+// too which plans' live runs are judged with a clock error (clockLive:
+// those whose violation a live run's later facts hide, no pin keeping
+// them out), and their README shows the command.
 func TestWrite_OnTheClock(t *testing.T) {
+	clocked := map[string]bool{"release-before-activation": true, "release-on-heartbeat": true}
 	const plan, scenario, neither = "plan", "scenario", "neither"
 	want := map[string]string{
 		"bootstrap-as-readiness":          plan,
@@ -86,6 +90,12 @@ func TestWrite_OnTheClock(t *testing.T) {
 			}
 			atScale(t, dir, in.Protocol, res.Scale, readme)
 			got = plan
+			flat := strings.Join(strings.Fields(string(readme)), " ")
+			shows := strings.Contains(flat, "handoffcheck conform --clock-error "+LiveClockError.String()+" ") &&
+				strings.Contains(flat, "A live run's processes share one host and so one clock")
+			if res.Plan.LiveClock() != clocked[name] || shows != clocked[name] {
+				t.Errorf("%s: the live plan judged with a clock error: %v, its README shows it: %v; want %v", name, res.Plan.LiveClock(), shows, clocked[name])
+			}
 		case res.Timed != nil && res.Timed.Scenario != "":
 			got = scenario
 		}
@@ -379,7 +389,9 @@ func TestPlan_JudgedAsLive(t *testing.T) {
 // keeps it from activating, and a restart of its worker there, tried
 // next, forgets the pending activation before the source's release, so
 // that the run breaks nothing: its plan is not pinned, and pinWhy says
-// both. A plan whose
+// both; its live run is judged with a clock error instead (clockLive),
+// at the time scale that puts the late activation 200 ms of wall clock
+// after the release. A plan whose
 // violating step is no delivery (cancel-noop-leaks-held-source's core
 // applying a no-op) is left as it is.
 func TestPlan_PinsThePeerForLive(t *testing.T) {
@@ -405,7 +417,15 @@ func TestPlan_PinsThePeerForLive(t *testing.T) {
 			if tc.variant == "release-before-activation" && !strings.Contains(p.pinWhy, "with a restart of the destination's worker right after it logs receive_completed, the last of its facts before the source takes its ReaderCompleted, the run on the clock breaks nothing") {
 				t.Fatalf("%s: why no pin: %q", tc.variant, p.pinWhy)
 			}
+			// No pin keeps the destination's late activation out of a
+			// live run's logs: the clock orders it after the release.
+			if clocked := tc.variant == "release-before-activation"; p.LiveClock() != clocked || clocked && (p.LiveTimeScale() != "1.1" || p.Judged.Names() != res.Invariant) {
+				t.Fatalf("%s: clocked %v at time scale %q, judged %+v", tc.variant, p.LiveClock(), p.LiveTimeScale(), p.Judged)
+			}
 			continue
+		}
+		if p.LiveClock() {
+			t.Fatalf("%s: a pinned plan is judged with a clock error too", tc.variant)
 		}
 		pin := p.Faults[len(p.Faults)-1]
 		if pin.Kind != "abort" || pin.Side != "destination" || pin.After != tc.after || pin.AfterSide != "" {

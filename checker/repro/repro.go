@@ -371,18 +371,21 @@ The scenario's workload and faults on a cluster, with these tables:
 {{else if .KeepGoing}}**Live.** No live plan is derived from these steps: on the clock they break a bound on time first, and a
 live run's logs are judged by their first violation.
 {{else if .Result}}**Live.** The same three files run the steps over real processes, whose logs
-` + "`conform`" + ` judges:
+` + "`conform`" + ` judges{{if .LiveClock}}, on the clock the processes share{{end}}:
 
-    handoffcheck live --config sim.json --workload workload.jsonl --faults faults.jsonl{{if $.Spec}} --spec {{$.Spec}}{{end}}
+    handoffcheck live --config sim.json --workload workload.jsonl --faults faults.jsonl{{if $.Spec}} --spec {{$.Spec}}{{end}}{{if .LiveClock}}{{with .LiveTimeScale}} --time-scale {{.}}{{end}} --out live
+    handoffcheck conform --clock-error {{.LiveClockError}}{{if $.Spec}} --spec {{$.Spec}}{{end}} live/*.jsonl{{end}}
 
-{{.LiveNote}}
+{{.LiveNote}}{{if .LiveClock}} {{.LiveClockNote}}{{end}}
 
 Live logs order facts only within each process and along the messages
 between them, and the judge explains them in any order those allow. Where
 the violation rests on the order of two processes' steps that no message
 ties (under these tables, a step one side takes without waiting for the
 other), the judge finds an order that breaks nothing, or one in which
-another invariant breaks first, and names that one.
+another invariant breaks first, and names that one.{{if .LiveClock}} Given the
+clock error, it orders them by their stamps too, where they are further
+apart than twice the error.{{end}}
 {{else}}**Live.** No live plan is derived from these steps: there is no plan on the clock
 to run. ` + "`handoffcheck live`" + ` runs the same tables over real processes.
 {{end}}{{end}}{{end}}`

@@ -18,7 +18,7 @@ import (
 
 var conformCommand = &command{
 	name:    "conform",
-	args:    "[--from handoffcheck|mocker] [--spec FILE] [--config FILE] [--bound N] [--max-faults N] [--open] [--props FILE] [--json] [--repro DIR] LOG...",
+	args:    "[--from handoffcheck|mocker] [--spec FILE] [--config FILE] [--bound N] [--max-faults N] [--open] [--props FILE] [--clock-error DUR] [--json] [--repro DIR] LOG...",
 	summary: "judge a running system's observation logs against the spec and the model",
 	detail: "Takes one log, or one per process (handoffcheck.log/v1, docs/conform.md), and decides\n" +
 		"whether a behavior of the tables in the model explains every fact, with every invariant\n" +
@@ -27,7 +27,11 @@ var conformCommand = &command{
 		"searched, at most --bound between two explained facts of an attempt, and unlogged\n" +
 		"faults at most --max-faults per attempt. --from mocker reads logs shaped like the dynamo\n" +
 		"mocker's offline replay bookkeeping (docs/conform.md), judges what they mean, and judges\n" +
-		"the mocker by its own bookkeeping rules (in-flight counts, phases, priorities). --repro DIR\n" +
+		"the mocker by its own bookkeeping rules (in-flight counts, phases, priorities). --clock-error\n" +
+		"DUR says every fact's stamp is within DUR of when its step took effect, on one clock all\n" +
+		"the processes share (one host, as a live run on loopback; or clocks synchronized within a\n" +
+		"known bound): a fact stamped more than 2*DUR before another process's is then explained\n" +
+		"before it (without it, the stamps only choose the reading order). --repro DIR\n" +
 		"writes a rejection's reproduction (docs/conform.md): a trace of the attempt's world that\n" +
 		"replay judges, a README and a Go test.",
 	exits: []exitDoc{
@@ -52,6 +56,9 @@ func cmdConform(c *command, e *env, args []string) int {
 		"a log that only a behavior breaking one explains is rejected, naming the property; leads_to within is judged on the logs' time stamps\n"+
 		"along each attempt's explanation, sometimes reached or not in this run")
 	timeScale := fs.Float64("time-scale", 1, "with --props: how long a configured duration lasts on the logs' clock (a live run's --time-scale); a bound is judged on the time stamps divided by it")
+	clockError := fs.Duration("clock-error", 0, "every fact's stamp is within this of when its step took effect, on one clock all the logs' processes share\n"+
+		"(one host; or clocks synchronized within a known bound): a fact of one process stamped more than twice this before another's is explained before it;\n"+
+		"every fact needs t_us, and a process's stamps may not go back (default: unset, the stamps only choose the reading order)")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
 	reproDir := fs.String("repro", "", "on a rejection, write its reproduction into this directory: a trace of the rejected attempt's world that replay judges\n"+
 		"(ending in the invariant, under the tables with the row the logging system deviated in), a README telling it in words, and a Go test")
@@ -109,6 +116,12 @@ func cmdConform(c *command, e *env, args []string) int {
 		return c.bad(e, "--time-scale %g: want more than 0 and at most 1000", *timeScale)
 	}
 	opt.TimeScale = *timeScale
+	if setFlags(fs)["clock-error"] {
+		if *clockError < 0 {
+			return c.bad(e, "--clock-error %s: want a duration of 0 or more (how far a stamp may be from its step)", *clockError)
+		}
+		opt.ClockError, opt.Clocked = *clockError, true
+	}
 	var in []conform.Input
 	var conv []*converted
 	var aggregated []*mocker.Result

@@ -114,3 +114,43 @@ func TestConform_Mocker(t *testing.T) {
 		t.Fatalf("a handoffcheck log read as a mocker's: exit %d: %s", code, errOut)
 	}
 }
+
+// TestConform_ClockError: --clock-error flips the verdict of a live run's
+// log that only the shared clock orders (docs/conform.md), says so in the
+// report, and refuses a negative error and an unstamped fact (exit 2,
+// with its line); without it the output is what it always was.
+func TestConform_ClockError(t *testing.T) {
+	log := filepath.Join(logsDir, "clock", "release-before-activation.jsonl")
+	spec := "../../testdata/variants/release-before-activation.json"
+	code, out, errOut := runCLI(t, "conform", "--spec", spec, log)
+	if code != exitOK || !strings.Contains(out, "verdict: explained") || strings.Contains(out, "clock error") {
+		t.Fatalf("without a clock error: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, "conform", "--clock-error", "10ms", "--spec", spec, log)
+	if code != exitViolation || !strings.Contains(out, "\nclock error: 10ms ") || !strings.Contains(out, "verdict: rejected at "+log+":19") ||
+		!strings.Contains(out, "a step that would explain it breaks ReleaseNeedsReaderAck") {
+		t.Fatalf("--clock-error 10ms: exit %d\n%s%s", code, out, errOut)
+	}
+	code, js, _ := runCLI(t, "conform", "--json", "--clock-error", "250us", "--spec", spec, log)
+	if code != exitViolation || !strings.Contains(js, `"clock_error": "250µs"`) {
+		t.Fatalf("--json: exit %d\n%s", code, js)
+	}
+	if code, _, errOut := runCLI(t, "conform", "--clock-error", "-1ms", log); code != exitUsage || !strings.Contains(errOut, "--clock-error -1ms: want a duration of 0 or more") {
+		t.Fatalf("a negative clock error: exit %d, %s", code, errOut)
+	}
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unstamped := filepath.Join(t.TempDir(), "unstamped.jsonl")
+	os.WriteFile(unstamped, []byte(strings.Replace(string(data), `"kind":"activated","t_us":843782`, `"kind":"activated"`, 1)), 0o644)
+	if code, _, errOut := runCLI(t, "conform", "--clock-error", "10ms", "--spec", spec, unstamped); code != exitUsage || !strings.Contains(errOut, "unstamped.jsonl:19: conform: bad input: --clock-error needs every fact stamped") {
+		t.Fatalf("an unstamped fact: exit %d, %s", code, errOut)
+	}
+	backwards := filepath.Join(t.TempDir(), "backwards.jsonl")
+	os.WriteFile(backwards, []byte(strings.Replace(string(data), `"kind":"activated","t_us":843782`, `"kind":"activated","t_us":622000`, 1)), 0o644)
+	if code, _, errOut := runCLI(t, "conform", "--clock-error", "10ms", "--spec", spec, backwards); code != exitUsage ||
+		!strings.Contains(errOut, "backwards.jsonl:19: conform: bad input: t_us 622000 is before 622962, decode-0's previous fact ("+backwards+":14)") {
+		t.Fatalf("a stamp going back: exit %d, %s", code, errOut)
+	}
+}

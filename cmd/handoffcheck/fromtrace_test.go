@@ -91,9 +91,19 @@ func TestTimeline_Spec(t *testing.T) {
 // live judges no bound on time, and the run, its deadlines capped at 5 s
 // by the plan so that it ends after seconds of silence, ends with the
 // destination re-arming its reservation, a loop conform names
-// EventuallyDrained: TestDead_LoopThatNeverDrains). Of the 19 plans,
-// these 17 reproduce live; the other two rest on facts a live run logs
-// after the violation, or leaves out (TestCheck_ReproNotLive). Four live
+// EventuallyDrained: TestDead_LoopThatNeverDrains), or the clock
+// (clocked: release-before-activation and release-on-heartbeat, whose
+// violation a live run's later facts hide from a judge that orders the
+// processes only by their messages, and no abort or restart of the peer
+// keeps them out of the logs: the destination's activation, applied late
+// by its slowed core, and the hung transfer's failure at the
+// destination's health check, both after the source's release. The
+// README runs live at the --time-scale that puts them 200 ms of wall
+// clock after the release, and has conform judge the logs with
+// --clock-error 10ms: the processes share one host and so one clock,
+// and the judge explains a fact before another process's stamped more
+// than 20 ms later. In -short, release-on-heartbeat alone). All 19 plans
+// reproduce live. Five live
 // rejections may give no violating trace of their own (noRepro, what the
 // reproduction of the live rejection says instead: in some runs the
 // attempt's explanation does not replay in its world as a configuration
@@ -104,7 +114,13 @@ func TestTimeline_Spec(t *testing.T) {
 // rejection's, though the step after it breaks the invariant; for
 // rearm-reservation, EventuallyDrained is no step's invariant: the
 // explanation is written, and check --from-trace on it finds the loop);
-// their logs are rejected with the invariant all the same.
+// their logs are rejected with the invariant all the same. Judged with
+// the clock error, release-before-activation's logs are rejected at the
+// destination's late activation, which the step that would explain it,
+// the slowed core applying it after the source's release, breaks
+// ReleaseNeedsReaderAck; the explanation the rejection writes is the
+// furthest, which took the activation at once, so it has no violating
+// step.
 // prefill-after-early-outcome's violating step is a late fact to the
 // finished source, in the model a tie with the source's Cancelled
 // reaching the destination: on a loaded machine the destination's end
@@ -125,27 +141,30 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 	for _, tc := range []struct {
 		variant, run, inv, fault string
 		noRepro, loaded          string
+		clocked                  bool
 	}{
-		{"decode-without-reservation", "vllm", "TransferNeedsReservation", "", "", ""},
-		{"late-cancel-standin", "vllm", "ExactlyOnceRelease", `{"at_ms":0,"kind":"abort","request":0,"side":"destination","after":"outcome_reported"}`, "", ""},
-		{"ownership-at-terminal-token", "vllm", "RouterCleanup", "", "", ""},
-		{"publish-before-compute", "vllm", "IndexMatchesCache", "", "", ""},
-		{"pull-failed-reports-success", "vllm", "OutcomeTruthful", `"kind":"transfer_failure","request":0}`, "", ""},
-		{"release-on-scheduler-finish", "vllm", "SourcePinnedUntilRead", "", "", ""},
+		{"decode-without-reservation", "vllm", "TransferNeedsReservation", "", "", "", false},
+		{"late-cancel-standin", "vllm", "ExactlyOnceRelease", `{"at_ms":0,"kind":"abort","request":0,"side":"destination","after":"outcome_reported"}`, "", "", false},
+		{"ownership-at-terminal-token", "vllm", "RouterCleanup", "", "", "", false},
+		{"publish-before-compute", "vllm", "IndexMatchesCache", "", "", "", false},
+		{"pull-failed-reports-success", "vllm", "OutcomeTruthful", `"kind":"transfer_failure","request":0}`, "", "", false},
+		{"release-on-scheduler-finish", "vllm", "SourcePinnedUntilRead", "", "", "", false},
 		{"cancel-noop-leaks-held-source", "vllm", "RouterCleanup", `{"at_ms":0,"kind":"delay","request":0,"side":"source","after":"prefill_dispatched"}
-{"at_ms":0,"kind":"abort","request":0,"side":"source","after":"prefill_dispatched"}`, "", ""},
-		{"expired-lease-reports-release", "vllm", "OutcomeTruthful", `{"at_ms":0,"kind":"abort","request":1,"side":"source","after":"prefill_dispatched"}`, "", ""},
-		{"pull-deadline-without-fence", "vllm", "DestinationHeldWhileWritten", `"kind":"hang","request":0}`, noTrace, ""},
-		{"push-deadline-without-fence", "sglang", "SourcePinnedUntilRead", `"kind":"hang","request":0}`, "", ""},
-		{"bootstrap-as-readiness", "sglang", "DestinationFirstGate", `{"at_ms":0,"kind":"abort","request":0,"side":"destination","after":"request_accepted"}`, "", ""},
-		{"late-peer-cancel-fails-done", "vllm", "AttemptIsolation", `{"at_ms":0,"kind":"abort","request":0,"side":"source","after":"outcome_reported","after_side":"destination"}`, noTrace, ""},
-		{"pin-ignores-ack-and-lease", "vllm", "Quiescence", `{"at_ms":0,"kind":"abort","request":1,"side":"source","after":"prefill_dispatched"}`, noTrace, ""},
+{"at_ms":0,"kind":"abort","request":0,"side":"source","after":"prefill_dispatched"}`, "", "", false},
+		{"expired-lease-reports-release", "vllm", "OutcomeTruthful", `{"at_ms":0,"kind":"abort","request":1,"side":"source","after":"prefill_dispatched"}`, "", "", false},
+		{"pull-deadline-without-fence", "vllm", "DestinationHeldWhileWritten", `"kind":"hang","request":0}`, noTrace, "", false},
+		{"push-deadline-without-fence", "sglang", "SourcePinnedUntilRead", `"kind":"hang","request":0}`, "", "", false},
+		{"bootstrap-as-readiness", "sglang", "DestinationFirstGate", `{"at_ms":0,"kind":"abort","request":0,"side":"destination","after":"request_accepted"}`, "", "", false},
+		{"late-peer-cancel-fails-done", "vllm", "AttemptIsolation", `{"at_ms":0,"kind":"abort","request":0,"side":"source","after":"outcome_reported","after_side":"destination"}`, noTrace, "", false},
+		{"pin-ignores-ack-and-lease", "vllm", "Quiescence", `{"at_ms":0,"kind":"abort","request":1,"side":"source","after":"prefill_dispatched"}`, noTrace, "", false},
 		{"withdraw-noop-leaks-reservation", "vllm", "InFlightAccounting", `{"at_ms":0,"kind":"delay","request":0,"side":"destination","after":"request_accepted"}
-{"at_ms":0,"kind":"abort","request":0,"side":"destination","after":"request_accepted"}`, "", ""},
+{"at_ms":0,"kind":"abort","request":0,"side":"destination","after":"request_accepted"}`, "", "", false},
 		{"report-before-release-applied", "vllm", "RouterCleanup", `{"at_ms":0,"kind":"delay","request":0,"side":"source","after":"stored"}
-{"at_ms":0,"kind":"abort","request":0,"side":"destination","after":"stored"}`, "", ""},
-		{"prefill-after-early-outcome", "sglang", "ExactlyOnceRelease", `{"at_ms":0,"kind":"abort","request":0,"side":"source","after":"registered","after_side":"destination"}`, noStep, "AttemptIsolation"},
-		{"rearm-reservation", "sglang", "EventuallyDrained", `{"at_ms":0,"kind":"abort","request":0,"side":"source","after":"request_accepted","after_side":"destination"}`, noStep, ""},
+{"at_ms":0,"kind":"abort","request":0,"side":"destination","after":"stored"}`, "", "", false},
+		{"prefill-after-early-outcome", "sglang", "ExactlyOnceRelease", `{"at_ms":0,"kind":"abort","request":0,"side":"source","after":"registered","after_side":"destination"}`, noStep, "AttemptIsolation", false},
+		{"rearm-reservation", "sglang", "EventuallyDrained", `{"at_ms":0,"kind":"abort","request":0,"side":"source","after":"request_accepted","after_side":"destination"}`, noStep, "", false},
+		{"release-on-heartbeat", "vllm", "SourcePinnedUntilRead", `"kind":"hang","request":0}`, "", "", true},
+		{"release-before-activation", "vllm", "ReleaseNeedsReaderAck", `{"at_ms":0,"kind":"delay","request":0,"side":"destination","after":"transfer_started"}`, noStep, "", true},
 	} {
 		t.Run(tc.variant, func(t *testing.T) {
 			if testing.Short() && tc.fault == "" && tc.variant != "decode-without-reservation" {
@@ -153,6 +172,9 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 			}
 			if testing.Short() && tc.variant == "pin-ignores-ack-and-lease" {
 				t.Skip("its lease of 0.3 s, 3 ms of wall clock, absorbs little lateness: a loaded machine runs it again at larger time scales, the longest of these")
+			}
+			if testing.Short() && tc.variant == "release-before-activation" {
+				t.Skip("one clocked variant is enough in -short")
 			}
 			if testing.Short() && tc.inv == "EventuallyDrained" {
 				t.Skip("a loop's live run ends only after seconds of silence, at each time scale a loaded machine tries")
@@ -184,10 +206,14 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 				t.Fatalf("simulate on the plan: exit %d\n%s%s", code, out, errOut)
 			}
 			liveDir := t.TempDir()
-			code, out, errOut = runCLI(t, append([]string{"live", "--out", t.TempDir(), "--repro", liveDir}, plan...)...)
+			if tc.clocked {
+				code, out, errOut = clockedLive(t, dir, plan, liveDir)
+			} else {
+				code, out, errOut = runCLI(t, append([]string{"live", "--out", t.TempDir(), "--repro", liveDir}, plan...)...)
+			}
 			named := strings.Contains(errOut, "reproduction of "+tc.inv+" written to "+liveDir)
 			if tc.noRepro != "" && !named {
-				named = strings.Contains(out, "\n  invariant: "+tc.inv+"\n") && strings.Contains(errOut, tc.noRepro)
+				named = (strings.Contains(out, "\n  invariant: "+tc.inv+"\n") || strings.Contains(out, "a step that would explain it breaks "+tc.inv+": ")) && strings.Contains(errOut, tc.noRepro)
 			}
 			if tc.loaded != "" && !named {
 				named = strings.Contains(out, "\n  invariant: "+tc.loaded+"\n")
@@ -208,75 +234,36 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 	}
 }
 
-// TestCheck_ReproNotLive: the shipped variants whose plan on the clock a
-// live run does not reproduce, and what each README says of why. A
-// reproduction judges the plan's own run as conform judges a live run's
-// logs (one log per process): where the judge names another invariant,
-// the README names it (no shipped variant does so now:
-// TestPlan_JudgedNoteNamesAnother). Where it names the same one, the
-// README says that a live run goes on past the violation, and the facts
-// its processes log after it may give the judge an order that explains
-// the logs, or another invariant first (goesOn), and what stopping the
-// peer of the violating step right after its last fact before it does
-// (TestPlan_PinsThePeerForLive):
-//   - release-on-heartbeat: the hung transfer's failure, placed before
-//     the release the heartbeat caused (nothing the destination logs
-//     waits for the source's release, and transfer_failed is also what
-//     a transfer failure logs), leaves the release breaking
-//     ReleaseNeedsReaderAck only, which the trace's step breaks too; and
-//     the destination, aborted or restarted right after transfer_started,
-//     its last fact before the source takes the LeaseRenewed, never sends
-//     it: its heartbeat fires after that fact and logs nothing.
-//   - release-before-activation: live strikes the plan's delay as the
-//     simulator does, so the destination's core applies the activation
-//     slow_core_ms after the step that sends the reader's completion,
-//     after the source's release on the run's clock; but the delay logs
-//     nothing and time stamps never order two processes' facts, so the
-//     judge places the activation in that step, before the release. No
-//     abort keeps it from the logs (Activating has no row for one), and a
-//     restart right after receive_completed, the destination's last fact
-//     before the source takes ReaderCompleted (a restart is aimed only at
-//     its own side's facts), forgets the pending activation before the
-//     release, and the run breaks nothing.
-func TestCheck_ReproNotLive(t *testing.T) {
-	const goesOn = "too. A live run goes on past the violation"
-	for _, tc := range []struct {
-		variant, run string
-		why          []string
-	}{
-		{"release-on-heartbeat", "vllm", []string{"naming SourcePinnedUntilRead " + goesOn,
-			"with an abort of the destination right after it logs transfer_started, the last of its facts before the source takes its LeaseRenewed, the run on the clock breaks nothing",
-			"with a restart of the destination's worker right after it logs transfer_started, the last of its facts before the source takes its LeaseRenewed, the run on the clock breaks nothing"}},
-		{"release-before-activation", "vllm", []string{"naming ReleaseNeedsReaderAck " + goesOn,
-			"The plan's delay logs nothing: a command its slowed core applies late is logged only once applied",
-			"with an abort of the destination right after it logs receive_completed, the last of its facts before the source takes its ReaderCompleted, that side has not ended by the violation",
-			"with a restart of the destination's worker right after it logs receive_completed, the last of its facts before the source takes its ReaderCompleted, the run on the clock breaks nothing"}},
-	} {
-		t.Run(tc.variant, func(t *testing.T) {
-			if testing.Short() && tc.variant != "release-on-heartbeat" {
-				t.Skip("one variant is enough in -short")
-			}
-			variant := "../../testdata/variants/" + tc.variant + ".json"
-			dir := t.TempDir()
-			code, _, errOut := runCLI(t, "check", "--config", "../../testdata/configs/two-handoffs-faults.json", "--spec", variant, "--run", tc.run, "--timing=false", "--repro", dir)
-			if code != exitViolation || !strings.Contains(errOut, "sim.json, workload.jsonl, faults.jsonl") {
-				t.Fatalf("check --repro: exit %d\n%s", code, errOut)
-			}
-			readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			flat := strings.Join(strings.Fields(string(readme)), " ")
-			for _, why := range tc.why {
-				if !strings.Contains(flat, why) {
-					t.Fatalf("the README does not say %q:\n%s", why, readme)
-				}
-			}
-			if strings.Contains(flat, "Live refuses this plan") {
-				t.Fatalf("live refuses the plan:\n%s", readme)
-			}
-		})
+// clockedLive runs a clocked plan live as the README in dir says (at
+// its --time-scale, the logs into a directory), and judges the logs as
+// it says (conform --clock-error, with --repro into liveDir): the
+// judge's exit and report.
+func clockedLive(t *testing.T, dir string, plan []string, liveDir string) (int, string, string) {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	m := regexp.MustCompile(`\n    handoffcheck live --config sim\.json [^\n]*?(--time-scale (\S+) )?--out live\n    handoffcheck conform --clock-error (\S+) --spec \S+ live/\*\.jsonl\n`).FindSubmatch(readme)
+	if m == nil {
+		t.Fatalf("the README shows no clocked live plan:\n%s", readme)
+	}
+	logs := t.TempDir()
+	args := append([]string{"live", "--out", logs}, plan...)
+	if len(m[2]) > 0 {
+		args = append(args, "--time-scale", string(m[2]))
+	}
+	// Live's own verdict orders the processes by their messages alone;
+	// the run's logs are what counts.
+	if code, out, errOut := runCLI(t, args...); code == exitUsage {
+		t.Fatalf("live on the plan: exit %d\n%s%s", code, out, errOut)
+	}
+	files, err := filepath.Glob(filepath.Join(logs, "*.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("the live run's logs: %v %v", files, err)
+	}
+	spec := plan[slices.Index(plan, "--spec")+1]
+	return runCLI(t, append([]string{"conform", "--clock-error", string(m[3]), "--spec", spec, "--repro", liveDir}, files...)...)
 }
 
 // TestFaultPlan_AfterSide: a fault aimed at the other side's fact
