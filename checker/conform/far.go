@@ -1,0 +1,460 @@
+package conform
+
+import (
+	"github.com/handoffcheck/handoffcheck/checker/obslog"
+	"github.com/handoffcheck/handoffcheck/checker/system"
+	"github.com/handoffcheck/handoffcheck/model"
+)
+
+// The far memo: greedy's breadth-first searches, remembered across
+// attempts. A search that finds no move of the node it starts from that
+// explains the fact goes on breadth first through unlogged steps
+// (greedySearch); on a milestones log that is most of a fact's cost (a
+// pinned three unlogged steps on, nine nodes expanded), and attempts of
+// one size go through the same situations again and again (on the
+// simulator's milestones log of 100,000 handoffs, 200,000 such searches
+// from 12,000 to 16,000 situations). The memo remembers each such search,
+// keyed by all it reads (farKey), as the path to the node it found (or
+// none) and what it did besides (the violations it noted), and a search
+// with the same key is replayed: the path's moves applied again, without
+// the moves tried around it.
+//
+// It is bounded: farCap searches, the least recently used forgotten first
+// (about 1 KB each: a 592-byte state and the rest of the key, and the
+// path's moves).
+
+// farCap bounds the searches the far memo keeps. A variable for the
+// tests.
+var farCap = 1 << 14
+
+// farVerify makes every search the memo has also searched, and the two
+// compared (farBad counts the differences): for the tests.
+var farVerify = false
+
+// farOmit leaves a part of the key out (farKeyParts), for the test that
+// shows each part is needed: 0 leaves nothing out.
+var farOmit = 0
+
+// farKey is everything greedy's breadth-first search from node n for
+// fact f reads, so that its course, its answer and what it notes are the
+// same function of the key:
+//
+//   - the attempt's world: its configuration, which is the cluster's
+//     AttemptWorld with the attempt's size set (fillWorld: the same
+//     configuration for the same size), so the size stands for it;
+//   - n's state, whole (the role machines, the world's handoff and
+//     workers with their counters, timers and caches, the fault budget
+//     left), in canonical form: its packing (system.Key), which the
+//     explorer stores its states as and rebuilds them from (UnpackTo,
+//     with the configuration); conform's system has no symmetry, so it
+//     is the plain packing, one key for one state;
+//   - what n owes (the owed facts, with their figures), and whether its
+//     state is known to pass the state invariants (clear: checkStep
+//     judges a step from it by what the step changed);
+//   - the fact, every field a move is matched against (matches: kind,
+//     stage, the figures it gives, outcome, timer) and the other figures
+//     it gives (the attempt's size, the blocks it adopted); which process
+//     logs it, as the search asks (logsIt, refused): whether it is the
+//     attempt's prefill process, its decode process, a router, and what
+//     it records;
+//   - what the attempt's processes record (mustLog: a label is owed only
+//     if its process records its kind), and whether each is known yet;
+//   - whether the fact already has a step noted that would log it but
+//     breaks an invariant (stepBroke: the first noted is kept).
+//
+// The rest is the judge's and the same for every search: the bound on
+// unlogged steps, the routers' records, the properties judged, the
+// budget a move is listed with. A search takes no fault, so the faults
+// n used do not count. The fact's attempt name, file, line, order, time
+// stamp, generation and the worker a route names are not read by the
+// search (bind judged the generation and the worker before). The facts
+// of the attempt other than f are read by refused only at positions past
+// n's; the memo is used only where f is the one such fact (farApplies),
+// so they are not read at all.
+type farKey struct {
+	size [2]int64
+	st   system.Key
+	owed [maxOwed]obslog.Label
+	// the fact's figures, as matches and Figure read them
+	blocks, pages, slot, headroom, tokens int64
+	prompt, hitTokens, adopted            int64
+	recF, recP, recD                      obslog.KindSet
+	has                                   uint16
+	owedN                                 uint8
+	kind                                  obslog.Kind
+	stage                                 model.Side
+	outcome                               model.Outcome
+	timer                                 model.Timer
+	clear                                 bool
+	isP, isD, router                      bool
+	pKnown, dKnown                        bool
+	broke                                 bool
+}
+
+// The parts of farKey a test leaves out, one at a time (farOmit).
+const (
+	omitNone = iota
+	omitSize
+	omitState
+	omitOwed
+	omitClear
+	omitFigures
+	omitKind
+	omitWho
+	omitRecords
+	omitBroke
+	farKeyParts
+)
+
+// farEntry is a remembered search: its key, and its answer.
+type farEntry struct {
+	key   farKey
+	found bool
+	// first is the index, among the unlogged children of the node the
+	// search started from (made before it: greedySearch), of the first
+	// node of the path found, and firstKey that node's state's hash
+	// (computed when the search came to it); steps are the path's moves
+	// after it, the last the one that explains the fact.
+	first    int16
+	firstKey uint64
+	steps    []farStep
+	owed     [maxOwed]obslog.Label
+	owedN    uint8
+	// broken is the last violation the search noted (a.broken), and
+	// stepBroke the one it noted for the fact (refused), or nil.
+	broken, stepBroke *model.Violation
+	// hash is the key's hash; hnext chains the entries of one hash; newer and older link the
+	// entries in the order of their latest use. Each is one more than an
+	// index in farMemo.tab, 0 for none.
+	hash                uint64
+	hnext, newer, older int32
+}
+
+type farStep struct {
+	m     system.Move
+	stKey uint64
+	fired model.Triggers
+}
+
+// farMemo is the far memo: tab holds the entries, by holds by hash the
+// latest of each hash chain; newest and oldest end the order of use.
+type farMemo struct {
+	tab            []farEntry
+	by             map[uint64]int32
+	newest, oldest int32
+	// key is the key being looked up; first the unlogged children of
+	// the search's start, kept for the entry.
+	key   farKey
+	first []*node
+	// hits and bad count the searches replayed and, with farVerify, the
+	// replays that differed from the search.
+	hits, bad int
+}
+
+// farApplies reports whether the memo may answer greedy's search from n
+// for fact f of slot s: f is the one fact of the attempt past n's
+// position (the others explained), so that the search reads no other.
+func (j *judge) farApplies(a *attempt, n *node, f *obslog.Fact, s int) bool {
+	if a.world == nil || farCap <= 0 {
+		return false
+	}
+	for i := range a.slots {
+		want := len(a.slots[i].facts)
+		if i == s {
+			want--
+		}
+		if int(n.pos[i]) != want {
+			return false
+		}
+	}
+	return a.slots[s].facts[n.pos[s]] == f
+}
+
+// farKeyOf sets j.far.key to the key of the search from n for f, and
+// returns its hash.
+func (j *judge) farKeyOf(a *attempt, n *node, f *obslog.Fact) uint64 {
+	m := &j.far
+	k := &m.key
+	k.size = a.world.size
+	k.st = j.chk.Key(n.st)
+	// The hash of the state is stateKey's, from the packing made here.
+	sh := uint64(0x68616e646f666663)
+	for _, w := range k.st {
+		sh = mix(sh, w)
+	}
+	if n.stKey == 0 {
+		n.stKey = sh
+	}
+	k.owed, k.owedN, k.clear = n.owed, n.owedN, n.clear
+	k.kind, k.stage, k.has, k.outcome, k.timer = f.Kind, f.Stage, f.Has, f.Outcome, f.Timer
+	k.blocks, k.pages, k.slot, k.headroom, k.tokens = f.Blocks, f.Pages, f.Slot, f.Headroom, f.Tokens
+	k.prompt, k.hitTokens, k.adopted = f.PromptTokens, f.PrefixHitTokens, f.AdoptedBlocks
+	pr := j.h.Processes
+	k.isP, k.isD, k.router = f.Proc == a.p, f.Proc == a.d, pr[f.Proc].Role == obslog.RoleRouter
+	k.recF, k.recP, k.recD = pr[f.Proc].Records, 0, 0
+	k.pKnown, k.dKnown = a.p >= 0, a.d >= 0
+	if k.pKnown {
+		k.recP = pr[a.p].Records
+	}
+	if k.dKnown {
+		k.recD = pr[a.d].Records
+	}
+	k.broke = a.stepBroke[f] != nil
+	if farOmit != omitNone {
+		farLeaveOut(k)
+	}
+	h := mix(mix(sh, uint64(k.size[0])), uint64(k.size[1]))
+	h = mix(h, uint64(k.kind)|uint64(k.stage)<<8|uint64(k.has)<<16|uint64(k.owedN)<<32|uint64(k.outcome)<<40|uint64(k.timer)<<48)
+	h = mix(mix(mix(h, uint64(k.blocks)), uint64(k.pages)), uint64(k.tokens))
+	for _, l := range k.owed[:k.owedN] {
+		h = mix(h, uint64(l.Kind)|uint64(l.By)<<8|uint64(l.Blocks)<<16)
+	}
+	if farOmit == omitState {
+		h = 0
+	}
+	return h
+}
+
+// farLeaveOut clears the part of the key farOmit names.
+func farLeaveOut(k *farKey) {
+	switch farOmit {
+	case omitSize:
+		k.size = [2]int64{}
+	case omitState:
+		k.st = system.Key{}
+	case omitOwed:
+		k.owed, k.owedN = [maxOwed]obslog.Label{}, 0
+	case omitClear:
+		k.clear = false
+	case omitFigures:
+		k.blocks, k.pages, k.slot, k.headroom, k.tokens, k.has = 0, 0, 0, 0, 0, 0
+		k.prompt, k.hitTokens, k.adopted = 0, 0, 0
+		k.outcome, k.timer, k.stage = 0, 0, 0
+	case omitKind:
+		k.kind = 0
+	case omitWho:
+		k.isP, k.isD, k.router = false, false, false
+	case omitRecords:
+		k.recF, k.recP, k.recD, k.pKnown, k.dKnown = 0, 0, 0, false, false
+	case omitBroke:
+		k.broke = false
+	}
+}
+
+// farSearch is greedySearch's breadth-first search from n for f, which
+// found no move of n itself that explains f and made n's unlogged
+// children next: answered by the memo where it has the search, else
+// searched and remembered.
+func (j *judge) farSearch(a *attempt, n *node, f *obslog.Fact, s int, next []*node) *node {
+	if !j.farApplies(a, n, f, s) {
+		return j.bfs(a, n, f, s, next)
+	}
+	m := &j.far
+	h := j.farKeyOf(a, n, f)
+	var hit *farEntry
+	for i := m.by[h]; i != 0; i = m.tab[i-1].hnext {
+		if e := &m.tab[i-1]; e.key == m.key {
+			hit = e
+			m.use(i)
+			break
+		}
+	}
+	if hit != nil && !farVerify {
+		m.hits++
+		return j.farReplay(a, n, f, s, next, hit)
+	}
+	// Searched, with what it notes caught: the last violation it notes
+	// (a.broken, put back if it notes none) and the one it notes first
+	// for f.
+	m.first = append(m.first[:0], next...)
+	broken := a.broken
+	a.broken = nil
+	found := j.bfs(a, n, f, s, next)
+	var e farEntry
+	e.key = m.key
+	e.broken = a.broken
+	if a.broken == nil {
+		a.broken = broken
+	}
+	if !e.key.broke {
+		e.stepBroke = a.stepBroke[f]
+	}
+	if found != nil {
+		e.found = true
+		e.owed, e.owedN = found.owed, found.owedN
+		var path []*node
+		for y := found; y.parent != n; y = y.parent {
+			path = append(path, y)
+		}
+		for i := len(path) - 1; i >= 0; i-- {
+			y := path[i]
+			e.steps = append(e.steps, farStep{m: y.move, stKey: y.stKey, fired: y.fired})
+		}
+		first := found
+		if len(path) > 0 {
+			first = path[len(path)-1].parent
+		}
+		for i, x := range m.first {
+			if x == first {
+				e.first = int16(i)
+			}
+		}
+		e.firstKey = first.stKey
+	}
+	clear(m.first)
+	if hit != nil {
+		m.hits++
+		if !sameFar(hit, &e) {
+			m.bad++
+		}
+		return found
+	}
+	m.put(h, &e)
+	return found
+}
+
+// sameFar reports whether two entries give the same answer.
+func sameFar(x, y *farEntry) bool {
+	if x.found != y.found || x.first != y.first || x.firstKey != y.firstKey || len(x.steps) != len(y.steps) || x.owed != y.owed || x.owedN != y.owedN {
+		return false
+	}
+	for i := range x.steps {
+		if x.steps[i] != y.steps[i] {
+			return false
+		}
+	}
+	same := func(v, w *model.Violation) bool { return v == nil && w == nil || v != nil && w != nil && *v == *w }
+	return same(x.broken, y.broken) && same(x.stepBroke, y.stepBroke)
+}
+
+// farReplay is the node the remembered search e reaches from n, as the
+// search makes it: the path's first node is n's unlogged child the
+// search went on from, the others are made by applying the path's moves
+// again (a move kept passed its step and state invariants when it was
+// searched, and the same move from the same state passes them again);
+// n's other children go back to the pool. What the search noted is noted.
+func (j *judge) farReplay(a *attempt, n *node, f *obslog.Fact, s int, next []*node, e *farEntry) *node {
+	if e.broken != nil {
+		a.broken = e.broken
+	}
+	if e.stepBroke != nil {
+		if a.stepBroke == nil {
+			a.stepBroke = map[*obslog.Fact]*model.Violation{}
+		}
+		a.stepBroke[f] = e.stepBroke
+	}
+	var x *node
+	for i, c := range next {
+		if e.found && i == int(e.first) {
+			x = c
+		} else {
+			j.free(c)
+		}
+	}
+	clear(next)
+	if !e.found {
+		return nil
+	}
+	x.stKey = e.firstKey
+	for i := range e.steps {
+		st := &e.steps[i]
+		c := j.child(x)
+		ns := j.takeState()
+		*ns = *x.st
+		j.stepper.Apply(x.st, ns, st.m)
+		c.st, c.owns, c.clear = ns, true, true
+		c.move, c.fired = st.m, st.fired
+		if i < len(e.steps)-1 {
+			c.stKey = st.stKey
+			c.silent++
+		} else {
+			c.stKey = 0
+			c.pos[s]++
+			c.consumed++
+			c.fact = f
+			c.silent = 0
+			c.owed, c.owedN = e.owed, e.owedN
+		}
+		x = c
+	}
+	return x
+}
+
+// use makes entry i the most recently used.
+func (m *farMemo) use(i int32) {
+	if m.newest == i {
+		return
+	}
+	m.unlink(i)
+	m.push(i)
+}
+
+func (m *farMemo) unlink(i int32) {
+	e := &m.tab[i-1]
+	if e.newer != 0 {
+		m.tab[e.newer-1].older = e.older
+	} else {
+		m.newest = e.older
+	}
+	if e.older != 0 {
+		m.tab[e.older-1].newer = e.newer
+	} else {
+		m.oldest = e.newer
+	}
+	e.newer, e.older = 0, 0
+}
+
+func (m *farMemo) push(i int32) {
+	e := &m.tab[i-1]
+	e.older, e.newer = m.newest, 0
+	if m.newest != 0 {
+		m.tab[m.newest-1].newer = i
+	}
+	m.newest = i
+	if m.oldest == 0 {
+		m.oldest = i
+	}
+}
+
+// put remembers entry e under hash h, in place of the least recently
+// used when the memo is full.
+func (m *farMemo) put(h uint64, e *farEntry) {
+	if m.by == nil {
+		m.by = map[uint64]int32{}
+	}
+	var i int32
+	if len(m.tab) < farCap {
+		m.tab = append(m.tab, farEntry{})
+		i = int32(len(m.tab))
+	} else {
+		i = m.oldest
+		m.unlink(i)
+		old := &m.tab[i-1]
+		oh := m.hashOf(i)
+		// Out of its hash's chain.
+		if m.by[oh] == i {
+			if old.hnext == 0 {
+				delete(m.by, oh)
+			} else {
+				m.by[oh] = old.hnext
+			}
+		} else {
+			for k := m.by[oh]; k != 0; k = m.tab[k-1].hnext {
+				if m.tab[k-1].hnext == i {
+					m.tab[k-1].hnext = old.hnext
+					break
+				}
+			}
+		}
+	}
+	x := &m.tab[i-1]
+	steps := append(x.steps[:0], e.steps...)
+	*x = *e
+	x.steps = steps
+	x.hash = h
+	x.hnext = m.by[h]
+	m.by[h] = i
+	m.push(i)
+}
+
+func (m *farMemo) hashOf(i int32) uint64 { return m.tab[i-1].hash }
