@@ -127,6 +127,7 @@ func (j *judge) bfs(a *attempt, n *node, f *obslog.Fact, s int, next []*node) *n
 			if !j.seen.add(j, x) {
 				continue
 			}
+			j.far.expanded++
 			mark := len(next)
 			c := j.explainStep(a, x, f, s, depth < j.bound, &next)
 			j.scratch = append(j.scratch, next[mark:]...)

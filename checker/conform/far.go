@@ -1,6 +1,8 @@
 package conform
 
 import (
+	"slices"
+
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
 	"github.com/handoffcheck/handoffcheck/checker/system"
 	"github.com/handoffcheck/handoffcheck/model"
@@ -20,8 +22,11 @@ import (
 // the moves tried around it.
 //
 // It is bounded: farCap searches, the least recently used forgotten first
-// (about 1 KB each: a 592-byte state and the rest of the key, and the
-// path's moves).
+// (about 900 bytes each: the key, with the state packed in 112 bytes, the
+// path's moves and what the node found owes), and holds no pointers but
+// to the few violations noted (farMemo.viols): the collector never scans
+// the entries, as it would on every cycle. A path of more than farSteps
+// moves is not remembered (greedy's paths are one to three moves).
 
 // farCap bounds the searches the far memo keeps. A variable for the
 // tests.
@@ -114,18 +119,23 @@ type farEntry struct {
 	// after it, the last the one that explains the fact.
 	first    int16
 	firstKey uint64
-	steps    []farStep
+	steps    [farSteps]farStep
+	nsteps   uint8
 	owed     [maxOwed]obslog.Label
 	owedN    uint8
 	// broken is the last violation the search noted (a.broken), and
-	// stepBroke the one it noted for the fact (refused), or nil.
-	broken, stepBroke *model.Violation
+	// stepBroke the one it noted for the fact (refused): one more than
+	// their index in farMemo.viols, 0 for none.
+	broken, stepBroke int32
 	// hash is the key's hash; hnext chains the entries of one hash; newer and older link the
 	// entries in the order of their latest use. Each is one more than an
 	// index in farMemo.tab, 0 for none.
 	hash                uint64
 	hnext, newer, older int32
 }
+
+// farSteps bounds the moves of a path the memo remembers.
+const farSteps = 4
 
 type farStep struct {
 	m     system.Move
@@ -139,10 +149,19 @@ type farMemo struct {
 	tab            []farEntry
 	by             map[uint64]int32
 	newest, oldest int32
-	// key is the key being looked up; first the unlogged children of
-	// the search's start, kept for the entry.
+	// key is the key being looked up, entry the answer of the search
+	// made for it; first the unlogged children of the search's start.
 	key   farKey
+	entry farEntry
 	first []*node
+	// viols holds the violations entries noted, freeViols the places
+	// of those forgotten.
+	viols     []*model.Violation
+	freeViols []int32
+	// expanded counts the nodes breadth-first searches expanded, and
+	// worth, per kind of fact, those of its latest searches (farWorth).
+	expanded int
+	worth    [obslog.NumKinds]struct{ searches, expanded int32 }
 	// hits and bad count the searches replayed and, with farVerify, the
 	// replays that differed from the search.
 	hits, bad int
@@ -233,10 +252,21 @@ func farLeaveOut(k *farKey) {
 // children next: answered by the memo where it has the search, else
 // searched and remembered.
 func (j *judge) farSearch(a *attempt, n *node, f *obslog.Fact, s int, next []*node) *node {
+	m := &j.far
 	if !j.farApplies(a, n, f, s) {
 		return j.bfs(a, n, f, s, next)
 	}
-	m := &j.far
+	// A search that expands few nodes costs about what its replay does
+	// (the key made and compared, the path's moves applied again), and
+	// the memo it would take is another's: the facts of a kind whose
+	// searches expand fewer than farWorth nodes on average are searched.
+	w := &m.worth[f.Kind]
+	if w.searches >= farWarm && int(w.expanded) < farWorth*int(w.searches) {
+		before := m.expanded
+		found := j.bfs(a, n, f, s, next)
+		m.weigh(f.Kind, m.expanded-before)
+		return found
+	}
 	h := j.farKeyOf(a, n, f)
 	var hit *farEntry
 	for i := m.by[h]; i != 0; i = m.tab[i-1].hnext {
@@ -256,64 +286,121 @@ func (j *judge) farSearch(a *attempt, n *node, f *obslog.Fact, s int, next []*no
 	m.first = append(m.first[:0], next...)
 	broken := a.broken
 	a.broken = nil
+	before := m.expanded
 	found := j.bfs(a, n, f, s, next)
-	var e farEntry
-	e.key = m.key
-	e.broken = a.broken
+	m.weigh(f.Kind, m.expanded-before)
+	e := &m.entry
+	*e = farEntry{key: m.key}
+	var sb *model.Violation
+	noted := a.broken
 	if a.broken == nil {
 		a.broken = broken
 	}
 	if !e.key.broke {
-		e.stepBroke = a.stepBroke[f]
+		sb = a.stepBroke[f]
 	}
+	keep := true
 	if found != nil {
 		e.found = true
 		e.owed, e.owedN = found.owed, found.owedN
-		var path []*node
-		for y := found; y.parent != n; y = y.parent {
-			path = append(path, y)
+		// The path after its first node, last move first.
+		y := found
+		for ; y.parent != n; y = y.parent {
+			if int(e.nsteps) == farSteps {
+				keep = false
+				break
+			}
+			e.steps[e.nsteps] = farStep{m: y.move, stKey: y.stKey, fired: y.fired}
+			e.nsteps++
 		}
-		for i := len(path) - 1; i >= 0; i-- {
-			y := path[i]
-			e.steps = append(e.steps, farStep{m: y.move, stKey: y.stKey, fired: y.fired})
-		}
-		first := found
-		if len(path) > 0 {
-			first = path[len(path)-1].parent
+		slices.Reverse(e.steps[:e.nsteps])
+		for ; y.parent != n; y = y.parent {
 		}
 		for i, x := range m.first {
-			if x == first {
+			if x == y {
 				e.first = int16(i)
 			}
 		}
-		e.firstKey = first.stKey
+		e.firstKey = y.stKey
 	}
 	clear(m.first)
 	if hit != nil {
 		m.hits++
 		farVerified.hits++
-		if !sameFar(hit, &e) {
+		if !sameFar(m, hit, e, noted, sb) {
 			m.bad++
 			farVerified.bad++
 		}
 		return found
 	}
-	m.put(h, &e)
+	if keep {
+		e.broken, e.stepBroke = m.note(noted), m.note(sb)
+		m.put(h, e)
+	}
 	return found
 }
 
-// sameFar reports whether two entries give the same answer.
-func sameFar(x, y *farEntry) bool {
-	if x.found != y.found || x.first != y.first || x.firstKey != y.firstKey || len(x.steps) != len(y.steps) || x.owed != y.owed || x.owedN != y.owedN {
+// farWorth is the nodes a search of a kind of fact expands on average,
+// at least, for the memo to answer the facts of that kind; farWarm the
+// searches of a kind before that is judged, and farWindow those it is
+// judged on (the older count half, then a quarter, and so on).
+const (
+	farWorth  = 3
+	farWarm   = 16
+	farWindow = 1 << 10
+)
+
+// weigh counts a search of a fact of kind k that expanded x nodes.
+func (m *farMemo) weigh(k obslog.Kind, x int) {
+	w := &m.worth[k]
+	w.searches++
+	w.expanded += int32(x)
+	if w.searches == farWindow {
+		w.searches /= 2
+		w.expanded /= 2
+	}
+}
+
+// note keeps violation v for an entry: one more than its index in viols,
+// 0 for none.
+func (m *farMemo) note(v *model.Violation) int32 {
+	if v == nil {
+		return 0
+	}
+	if k := len(m.freeViols); k > 0 {
+		i := m.freeViols[k-1]
+		m.freeViols = m.freeViols[:k-1]
+		m.viols[i-1] = v
+		return i
+	}
+	m.viols = append(m.viols, v)
+	return int32(len(m.viols))
+}
+
+// unnote forgets the violation note kept.
+func (m *farMemo) unnote(i int32) {
+	if i != 0 {
+		m.viols[i-1] = nil
+		m.freeViols = append(m.freeViols, i)
+	}
+}
+
+// viol is the violation note kept, or nil.
+func (m *farMemo) viol(i int32) *model.Violation {
+	if i == 0 {
+		return nil
+	}
+	return m.viols[i-1]
+}
+
+// sameFar reports whether entry x gives the answer of search y, which
+// noted violations broken and stepBroke.
+func sameFar(m *farMemo, x, y *farEntry, broken, stepBroke *model.Violation) bool {
+	if x.found != y.found || x.first != y.first || x.firstKey != y.firstKey || x.steps != y.steps || x.nsteps != y.nsteps || x.owed != y.owed || x.owedN != y.owedN {
 		return false
 	}
-	for i := range x.steps {
-		if x.steps[i] != y.steps[i] {
-			return false
-		}
-	}
 	same := func(v, w *model.Violation) bool { return v == nil && w == nil || v != nil && w != nil && *v == *w }
-	return same(x.broken, y.broken) && same(x.stepBroke, y.stepBroke)
+	return same(m.viol(x.broken), broken) && same(m.viol(x.stepBroke), stepBroke)
 }
 
 // farReplay is the node the remembered search e reaches from n, as the
@@ -323,14 +410,14 @@ func sameFar(x, y *farEntry) bool {
 // searched, and the same move from the same state passes them again);
 // n's other children go back to the pool. What the search noted is noted.
 func (j *judge) farReplay(a *attempt, n *node, f *obslog.Fact, s int, next []*node, e *farEntry) *node {
-	if e.broken != nil {
-		a.broken = e.broken
+	if v := j.far.viol(e.broken); v != nil {
+		a.broken = v
 	}
-	if e.stepBroke != nil {
+	if v := j.far.viol(e.stepBroke); v != nil {
 		if a.stepBroke == nil {
 			a.stepBroke = map[*obslog.Fact]*model.Violation{}
 		}
-		a.stepBroke[f] = e.stepBroke
+		a.stepBroke[f] = v
 	}
 	var x *node
 	for i, c := range next {
@@ -345,7 +432,7 @@ func (j *judge) farReplay(a *attempt, n *node, f *obslog.Fact, s int, next []*no
 		return nil
 	}
 	x.stKey = e.firstKey
-	for i := range e.steps {
+	for i := range int(e.nsteps) {
 		st := &e.steps[i]
 		c := j.child(x)
 		ns := j.takeState()
@@ -353,7 +440,7 @@ func (j *judge) farReplay(a *attempt, n *node, f *obslog.Fact, s int, next []*no
 		j.stepper.Apply(x.st, ns, st.m)
 		c.st, c.owns, c.clear = ns, true, true
 		c.move, c.fired = st.m, st.fired
-		if i < len(e.steps)-1 {
+		if i < int(e.nsteps)-1 {
 			c.stKey = st.stKey
 			c.silent++
 		} else {
@@ -437,9 +524,9 @@ func (m *farMemo) put(h uint64, e *farEntry) {
 		}
 	}
 	x := &m.tab[i-1]
-	steps := append(x.steps[:0], e.steps...)
+	m.unnote(x.broken)
+	m.unnote(x.stepBroke)
 	*x = *e
-	x.steps = steps
 	x.hash = h
 	x.hnext = m.by[h]
 	m.by[h] = i
