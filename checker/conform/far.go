@@ -22,7 +22,7 @@ import (
 // the moves tried around it.
 //
 // It is bounded: farCap searches, the least recently used forgotten first
-// (about 900 bytes each: the key, with the state packed in 112 bytes, the
+// (about 550 bytes each: the key, with the state packed in 112 bytes, the
 // path's moves and what the node found owes), and holds no pointers but
 // to the few violations noted (farMemo.viols): the collector never scans
 // the entries, as it would on every cycle. A path of more than farSteps
@@ -82,7 +82,7 @@ var farOmit = 0
 type farKey struct {
 	size [2]int64
 	st   system.Key
-	owed [maxOwed]obslog.Label
+	owed [farOwed]obslog.Label
 	// the fact's figures, as matches and Figure read them
 	blocks, pages, slot, headroom, tokens int64
 	prompt, hitTokens, adopted            int64
@@ -121,7 +121,7 @@ type farEntry struct {
 	firstKey uint64
 	steps    [farSteps]farStep
 	nsteps   uint8
-	owed     [maxOwed]obslog.Label
+	owed     [farOwed]obslog.Label
 	owedN    uint8
 	// broken is the last violation the search noted (a.broken), and
 	// stepBroke the one it noted for the fact (refused): one more than
@@ -134,8 +134,12 @@ type farEntry struct {
 	hnext, newer, older int32
 }
 
-// farSteps bounds the moves of a path the memo remembers.
-const farSteps = 4
+// farSteps bounds the moves of a path the memo remembers, and farOwed
+// the facts owed before and after it: a search outside them is searched.
+const (
+	farSteps = 4
+	farOwed  = 3
+)
 
 type farStep struct {
 	m     system.Move
@@ -169,9 +173,10 @@ type farMemo struct {
 
 // farApplies reports whether the memo may answer greedy's search from n
 // for fact f of slot s: f is the one fact of the attempt past n's
-// position (the others explained), so that the search reads no other.
+// position (the others explained), so that the search reads no other,
+// and n owes at most farOwed facts.
 func (j *judge) farApplies(a *attempt, n *node, f *obslog.Fact, s int) bool {
-	if a.world == nil || farCap <= 0 {
+	if a.world == nil || farCap <= 0 || n.owedN > farOwed {
 		return false
 	}
 	for i := range a.slots {
@@ -201,7 +206,8 @@ func (j *judge) farKeyOf(a *attempt, n *node, f *obslog.Fact) uint64 {
 	if n.stKey == 0 {
 		n.stKey = sh
 	}
-	k.owed, k.owedN, k.clear = n.owed, n.owedN, n.clear
+	k.owed, k.owedN, k.clear = [farOwed]obslog.Label{}, n.owedN, n.clear
+	copy(k.owed[:], n.owed[:n.owedN])
 	k.kind, k.stage, k.has, k.outcome, k.timer = f.Kind, f.Stage, f.Has, f.Outcome, f.Timer
 	k.blocks, k.pages, k.slot, k.headroom, k.tokens = f.Blocks, f.Pages, f.Slot, f.Headroom, f.Tokens
 	k.prompt, k.hitTokens, k.adopted = f.PromptTokens, f.PrefixHitTokens, f.AdoptedBlocks
@@ -237,7 +243,7 @@ func farLeaveOut(k *farKey) {
 	case omitState:
 		k.st = system.Key{}
 	case omitOwed:
-		k.owed, k.owedN = [maxOwed]obslog.Label{}, 0
+		k.owed, k.owedN = [farOwed]obslog.Label{}, 0
 	case omitFigures:
 		k.blocks, k.pages, k.slot, k.headroom, k.tokens, k.has = 0, 0, 0, 0, 0, 0
 		k.prompt, k.hitTokens, k.adopted = 0, 0, 0
@@ -302,7 +308,9 @@ func (j *judge) farSearch(a *attempt, n *node, f *obslog.Fact, s int, next []*no
 	keep := true
 	if found != nil {
 		e.found = true
-		e.owed, e.owedN = found.owed, found.owedN
+		keep = found.owedN <= farOwed
+		copy(e.owed[:], found.owed[:min(found.owedN, farOwed)])
+		e.owedN = found.owedN
 		// The path after its first node, last move first.
 		y := found
 		for ; y.parent != n; y = y.parent {
@@ -449,7 +457,8 @@ func (j *judge) farReplay(a *attempt, n *node, f *obslog.Fact, s int, next []*no
 			c.consumed++
 			c.fact = f
 			c.silent = 0
-			c.owed, c.owedN = e.owed, e.owedN
+			c.owed, c.owedN = [maxOwed]obslog.Label{}, e.owedN
+			copy(c.owed[:], e.owed[:e.owedN])
 		}
 		x = c
 	}
@@ -496,7 +505,10 @@ func (m *farMemo) push(i int32) {
 // used when the memo is full.
 func (m *farMemo) put(h uint64, e *farEntry) {
 	if m.by == nil {
+		// Made whole at once: grown by doubling, the old and the new
+		// table would be held together.
 		m.by = map[uint64]int32{}
+		m.tab = make([]farEntry, 0, farCap)
 	}
 	var i int32
 	if len(m.tab) < farCap {
