@@ -1,6 +1,7 @@
 package conform
 
 import (
+	"math/bits"
 	"slices"
 
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
@@ -21,12 +22,13 @@ import (
 // with the same key is replayed: the path's moves applied again, without
 // the moves tried around it.
 //
-// It is bounded: farCap searches, the least recently used forgotten first
-// (about 550 bytes each: the key, with the state packed in 112 bytes, the
-// path's moves and what the node found owes), and holds no pointers but
-// to the few violations noted (farMemo.viols): the collector never scans
-// the entries, as it would on every cycle. A path of more than farSteps
-// moves is not remembered (greedy's paths are one to three moves).
+// It is bounded: farCap searches (about 550 bytes each: the key, with the
+// state packed in 112 bytes, the path's moves and what the node found
+// owes), one not used lately forgotten first (a clock: put); it holds no
+// pointers but to the few violations noted (farMemo.viols), so the
+// collector never scans the entries, as it would on every cycle. A path
+// of more than farSteps moves is not remembered (greedy's paths are one
+// to three moves).
 
 // farCap bounds the searches the far memo keeps. A variable for the
 // tests.
@@ -127,11 +129,13 @@ type farEntry struct {
 	// stepBroke the one it noted for the fact (refused): one more than
 	// their index in farMemo.viols, 0 for none.
 	broken, stepBroke int32
-	// hash is the key's hash; hnext chains the entries of one hash; newer and older link the
-	// entries in the order of their latest use. Each is one more than an
-	// index in farMemo.tab, 0 for none.
-	hash                uint64
-	hnext, newer, older int32
+	// hash is the key's hash; hnext chains the entries of one head
+	// (farMemo.heads), one more than an index in farMemo.tab, 0 for
+	// none; used says the memo answered a search with it since the
+	// clock's hand last passed it (put).
+	hash  uint64
+	hnext int32
+	used  bool
 }
 
 // farSteps bounds the moves of a path the memo remembers, and farOwed
@@ -147,12 +151,13 @@ type farStep struct {
 	fired model.Triggers
 }
 
-// farMemo is the far memo: tab holds the entries, by holds by hash the
-// latest of each hash chain; newest and oldest end the order of use.
+// farMemo is the far memo: tab holds the entries, and heads, by the low
+// bits of their hashes, the latest of each chain of them; hand is the
+// clock's (put).
 type farMemo struct {
-	tab            []farEntry
-	by             map[uint64]int32
-	newest, oldest int32
+	tab   []farEntry
+	heads []int32
+	hand  int
 	// key is the key being looked up, entry the answer of the search
 	// made for it; first the unlogged children of the search's start.
 	key   farKey
@@ -275,10 +280,10 @@ func (j *judge) farSearch(a *attempt, n *node, f *obslog.Fact, s int, next []*no
 	}
 	h := j.farKeyOf(a, n, f)
 	var hit *farEntry
-	for i := m.by[h]; i != 0; i = m.tab[i-1].hnext {
-		if e := &m.tab[i-1]; e.key == m.key {
+	for i := m.head(h); i != 0; i = m.tab[i-1].hnext {
+		if e := &m.tab[i-1]; e.hash == h && e.key == m.key {
 			hit = e
-			m.use(i)
+			e.used = true
 			break
 		}
 	}
@@ -465,84 +470,52 @@ func (j *judge) farReplay(a *attempt, n *node, f *obslog.Fact, s int, next []*no
 	return x
 }
 
-// use makes entry i the most recently used.
-func (m *farMemo) use(i int32) {
-	if m.newest == i {
-		return
+// head is the latest entry of hash h's chain, one more than its index,
+// or 0.
+func (m *farMemo) head(h uint64) int32 {
+	if m.heads == nil {
+		return 0
 	}
-	m.unlink(i)
-	m.push(i)
+	return m.heads[h&uint64(len(m.heads)-1)]
 }
 
-func (m *farMemo) unlink(i int32) {
-	e := &m.tab[i-1]
-	if e.newer != 0 {
-		m.tab[e.newer-1].older = e.older
-	} else {
-		m.newest = e.older
-	}
-	if e.older != 0 {
-		m.tab[e.older-1].newer = e.newer
-	} else {
-		m.oldest = e.newer
-	}
-	e.newer, e.older = 0, 0
-}
-
-func (m *farMemo) push(i int32) {
-	e := &m.tab[i-1]
-	e.older, e.newer = m.newest, 0
-	if m.newest != 0 {
-		m.tab[m.newest-1].newer = i
-	}
-	m.newest = i
-	if m.oldest == 0 {
-		m.oldest = i
-	}
-}
-
-// put remembers entry e under hash h, in place of the least recently
-// used when the memo is full.
+// put remembers entry e under hash h. When the memo is full it takes the
+// place of the first entry the clock's hand finds unused since it last
+// passed (clearing the marks of those it passes): an entry in use stays,
+// as least recently used would keep it, without reordering a list on
+// every answer.
 func (m *farMemo) put(h uint64, e *farEntry) {
-	if m.by == nil {
+	if m.heads == nil {
 		// Made whole at once: grown by doubling, the old and the new
 		// table would be held together.
-		m.by = map[uint64]int32{}
 		m.tab = make([]farEntry, 0, farCap)
+		m.heads = make([]int32, 1<<bits.Len(uint(2*farCap-1)))
 	}
+	mask := uint64(len(m.heads) - 1)
 	var i int32
 	if len(m.tab) < farCap {
 		m.tab = append(m.tab, farEntry{})
 		i = int32(len(m.tab))
 	} else {
-		i = m.oldest
-		m.unlink(i)
-		old := &m.tab[i-1]
-		oh := m.hashOf(i)
-		// Out of its hash's chain.
-		if m.by[oh] == i {
-			if old.hnext == 0 {
-				delete(m.by, oh)
-			} else {
-				m.by[oh] = old.hnext
-			}
-		} else {
-			for k := m.by[oh]; k != 0; k = m.tab[k-1].hnext {
-				if m.tab[k-1].hnext == i {
-					m.tab[k-1].hnext = old.hnext
-					break
-				}
-			}
+		for m.tab[m.hand].used {
+			m.tab[m.hand].used = false
+			m.hand = (m.hand + 1) % len(m.tab)
 		}
+		i = int32(m.hand + 1)
+		m.hand = (m.hand + 1) % len(m.tab)
+		old := &m.tab[i-1]
+		// Out of its chain.
+		hp := &m.heads[old.hash&mask]
+		for *hp != i {
+			hp = &m.tab[*hp-1].hnext
+		}
+		*hp = old.hnext
 	}
 	x := &m.tab[i-1]
 	m.unnote(x.broken)
 	m.unnote(x.stepBroke)
 	*x = *e
 	x.hash = h
-	x.hnext = m.by[h]
-	m.by[h] = i
-	m.push(i)
+	x.hnext = m.heads[h&mask]
+	m.heads[h&mask] = i
 }
-
-func (m *farMemo) hashOf(i int32) uint64 { return m.tab[i-1].hash }
