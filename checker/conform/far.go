@@ -20,7 +20,7 @@ import (
 // keyed by all it reads (farKey), as the path to the node it found (or
 // none) and what it did besides (the violations it noted), and a search
 // with the same key is replayed: the path's moves applied again, without
-// the moves tried around it.
+// the moves tried around it. Only long searches are worth it (farWorth).
 //
 // It is bounded: farCap searches (about 550 bytes each: the key, with the
 // state packed in 112 bytes, the path's moves and what the node found
@@ -41,8 +41,9 @@ var farVerify = false
 
 var farVerified struct{ hits, bad int }
 
-// farOmit leaves a part of the key out (farKeyParts), for the test that
-// shows each part is needed: 0 leaves nothing out.
+// farOmit leaves a part of the key out (omitState and the others below),
+// for the test that shows the parts are needed: omitNone leaves nothing
+// out.
 var farOmit = 0
 
 // farKey is everything greedy's breadth-first search from node n for
@@ -63,10 +64,10 @@ var farOmit = 0
 //     judges a step from it by what the step changed);
 //   - the fact, every field a move is matched against (matches: kind,
 //     stage, the figures it gives, outcome, timer) and the other figures
-//     it gives (the attempt's size, the blocks it adopted); which process
-//     logs it, as the search asks (logsIt, refused): whether it is the
-//     attempt's prefill process, its decode process, a router, and what
-//     it records;
+//     it gives (the prompt and prefix hit, the blocks it adopted); which
+//     process logs it, as the search asks (logsIt, refused): whether it
+//     is the attempt's prefill process, its decode process, a router,
+//     and what it records;
 //   - what the attempt's processes record (mustLog: a label is owed only
 //     if its process records its kind), and whether each is known yet;
 //   - whether the fact already has a step noted that would log it but
