@@ -57,8 +57,9 @@ var farOmit = 0
 //     workers with their counters, timers and caches, the fault budget
 //     left), in canonical form: its packing (system.Key), which the
 //     explorer stores its states as and rebuilds them from (UnpackTo,
-//     with the configuration); conform's system has no symmetry, so it
-//     is the plain packing, one key for one state;
+//     with the configuration; TestPack_RoundTripsEveryReachedState);
+//     conform's system has no symmetry, so it is the plain packing, one
+//     key for one state;
 //   - what n owes (the owed facts, with their figures), and whether its
 //     state is known to pass the state invariants (clear: checkStep
 //     judges a step from it by what the step changed);
