@@ -112,6 +112,13 @@ func (j *judge) greedySearch(a *attempt, n *node, f *obslog.Fact, s int) *node {
 	if found != nil {
 		return found
 	}
+	return j.farSearch(a, n, f, s, next)
+}
+
+// bfs is greedySearch's breadth-first search from n, whose unlogged
+// children next are, for f.
+func (j *judge) bfs(a *attempt, n *node, f *obslog.Fact, s int, next []*node) *node {
+	var found *node
 	j.scratch = append(j.scratch[:0], next...)
 	j.seen.reset()
 	j.frontier, j.next = next, append(j.frontier[:0], n)
@@ -125,6 +132,7 @@ func (j *judge) greedySearch(a *attempt, n *node, f *obslog.Fact, s int) *node {
 			if !j.seen.add(j, x) {
 				continue
 			}
+			j.far.expanded++
 			mark := len(next)
 			c := j.explainStep(a, x, f, s, depth < j.bound, &next)
 			j.scratch = append(j.scratch, next[mark:]...)

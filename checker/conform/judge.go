@@ -103,6 +103,9 @@ type judge struct {
 	memoLooks, memoHits, memoSkip int
 	// memoRestN is the skip after the latest probe (memoUse).
 	memoRestN int
+	// far remembers greedy's breadth-first searches across attempts
+	// (far.go).
+	far farMemo
 	// off is, per kind of fact, the fault kinds greedy's search leaves
 	// out (greedyOff), once computed (offDone).
 	off     [obslog.NumKinds]system.Remaining

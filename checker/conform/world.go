@@ -23,6 +23,9 @@ type world struct {
 	// id is this incarnation's number: a recycled world is another
 	// configuration for greedy's memo, as a new one would be.
 	id uint64
+	// size is its attempts' prompt and prefix hit: its configuration is
+	// the cluster's AttemptWorld of that size (fillWorld).
+	size [2]int64
 	// refs counts the open attempts judged in it; listed: j.worlds
 	// offers it to attempts to come; pinned: an attempt left it for
 	// another size and may keep states of it, so it is never recycled.
@@ -68,6 +71,7 @@ func (j *judge) world(prompt, hit int64) (*world, error) {
 // copied, with the size set where AttemptWorld sets it.
 func (j *judge) fillWorld(w *world, prompt, hit int64) {
 	t := &j.tmpl
+	w.size = [2]int64{prompt, hit}
 	w.cfg = *t
 	w.workers = append(w.workers[:0], t.Workers...)
 	n := 0
