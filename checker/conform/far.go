@@ -181,9 +181,11 @@ type farMemo struct {
 // farApplies reports whether the memo may answer greedy's search from n
 // for fact f of slot s: f is the one fact of the attempt past n's
 // position (the others explained), so that the search reads no other,
-// and n owes at most farOwed facts.
+// and n owes at most farOwed facts. Not with a clock error: the search
+// then reads the facts' stamps and what a step left owed to its own
+// process (clock.go), which the key leaves out.
 func (j *judge) farApplies(a *attempt, n *node, f *obslog.Fact, s int) bool {
-	if a.world == nil || farCap <= 0 || n.owedN > farOwed {
+	if a.world == nil || farCap <= 0 || n.owedN > farOwed || j.clockOn() {
 		return false
 	}
 	for i := range a.slots {
