@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/handoffcheck/handoffcheck/checker/cluster"
@@ -111,6 +112,29 @@ func TestFar_AsSearched(t *testing.T) {
 		t.Fatal("the memo answered no search")
 	}
 	t.Logf("%d searches answered by the memo, each searched again alike", farVerified.hits)
+}
+
+// With a clock error the far memo answers no search: the search then
+// reads the facts' stamps and what a step left owed to its own process,
+// which the key leaves out. The same logs, judged without one, have
+// searches the memo answers.
+func TestFar_NoneWithAClockError(t *testing.T) {
+	defer func(c int, v bool, p int) { farCap, farVerify, memoProbe = c, v, p }(farCap, farVerify, memoProbe)
+	farCap, farVerify, memoProbe = 1<<14, true, 1
+	data := oneSizeLog(t, "destination-first", true, 40)
+	hits := func(opt Options) int {
+		before := farVerified.hits
+		if _, err := Judge([]Input{{Name: "one-size.jsonl", R: bytes.NewReader(data)}}, opt); err != nil {
+			t.Fatal(err)
+		}
+		return farVerified.hits - before
+	}
+	if n := hits(Options{}); n == 0 {
+		t.Fatal("without a clock error the memo answered no search: the test shows nothing")
+	}
+	if n := hits(Options{ClockError: time.Millisecond, Clocked: true}); n != 0 {
+		t.Fatalf("with a clock error the memo answered %d searches", n)
+	}
 }
 
 // Each part of the far memo's key the logs below can tell apart is
