@@ -92,7 +92,9 @@ test: fresh
 # reductions (persistent sets, sleep sets) held to the full search on
 # every eighth mutant. CI runs it as a step of its own. Each test in
 # LONG_TESTS skips unless HANDOFFCHECK_LONG is set.
-LONG_TESTS = './checker:^(TestMutate_Score|TestMutate_SampleKeepsTheGoldenVerdicts|TestPOR_MutantsCaughtEitherWay|TestSleep_MutantsCaughtEitherWay|TestDrainChains_MutantsCaughtEitherWay)$$'
+LONG_TESTS = \
+	'./checker:^(TestMutate_Score|TestMutate_SampleKeepsTheGoldenVerdicts|TestPOR_MutantsCaughtEitherWay|TestSleep_MutantsCaughtEitherWay|TestDrainChains_MutantsCaughtEitherWay)$$' \
+	'./cmd/handoffcheck:^(TestCheck_ReproOnTheClockAndLive)$$'
 test-long:
 	@set -e; for t in $(LONG_TESTS); do \
 		pkg=$${t%%:*}; run=$${t#*:}; \

@@ -148,6 +148,9 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 		{"rearm-reservation", "sglang", "EventuallyDrained", `{"at_ms":0,"kind":"abort","request":0,"side":"source","after":"request_accepted","after_side":"destination"}`, noStep, ""},
 	} {
 		t.Run(tc.variant, func(t *testing.T) {
+			if tc.variant != "decode-without-reservation" && tc.variant != "bootstrap-as-readiness" {
+				longOnly(t, "the live reproduction of every variant, real processes at each time scale a loaded machine tries; one of each policy runs here")
+			}
 			if testing.Short() && tc.fault == "" && tc.variant != "decode-without-reservation" {
 				t.Skip("one variant without a fault is enough in -short")
 			}
