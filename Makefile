@@ -94,6 +94,7 @@ test: fresh
 # LONG_TESTS skips unless HANDOFFCHECK_LONG is set.
 LONG_TESTS = \
 	'./checker:^(TestMutate_Score|TestMutate_SampleKeepsTheGoldenVerdicts|TestPOR_MutantsCaughtEitherWay|TestSleep_MutantsCaughtEitherWay|TestDrainChains_MutantsCaughtEitherWay)$$' \
+	'./checker/live:^(TestLiveReplayParity)$$' \
 	'./checker/sim:^(TestMutateTimed_Survivors)$$' \
 	'./cmd/handoffcheck:^(TestCheck_ReproOnTheClockAndLive)$$'
 test-long:
