@@ -85,14 +85,22 @@ test: fresh
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 30m ./...
 
-# The tests that take minutes on every core, which go test ./... skips
-# (each says it is left to make test-long): the mutation score of every
-# mutant of the built-in tables against its golden, every eighth of them
-# against the sample's golden too (from the same results), and the
-# reductions (persistent sets, sleep sets) held to the full search on
-# every eighth mutant. CI runs it as a step of its own. Each test in
-# LONG_TESTS skips unless HANDOFFCHECK_LONG is set.
-LONG_TESTS = './checker:^(TestMutate_Score|TestMutate_SampleKeepsTheGoldenVerdicts|TestPOR_MutantsCaughtEitherWay|TestSleep_MutantsCaughtEitherWay|TestDrainChains_MutantsCaughtEitherWay)$$'
+# The tests that take minutes on every core, or wait on real processes
+# through every case, which go test ./... skips (each says it is left to
+# make test-long): the mutation score of every mutant of the built-in
+# tables against its golden, every eighth of them against the sample's
+# golden too (from the same results), the reductions (persistent sets,
+# sleep sets) held to the full search on every eighth mutant, the
+# untimed survivors on the simulator's clock against their golden, the
+# live parity of all 25 workloads (make test compares every fourth) and
+# the live reproduction of every shipped variant (make test runs one of
+# each policy). CI runs it as a step of its own. Each test in LONG_TESTS
+# skips (or skips those cases) unless HANDOFFCHECK_LONG is set.
+LONG_TESTS = \
+	'./checker:^(TestMutate_Score|TestMutate_SampleKeepsTheGoldenVerdicts|TestPOR_MutantsCaughtEitherWay|TestSleep_MutantsCaughtEitherWay|TestDrainChains_MutantsCaughtEitherWay)$$' \
+	'./checker/live:^(TestLiveReplayParity)$$' \
+	'./checker/sim:^(TestMutateTimed_Survivors)$$' \
+	'./cmd/handoffcheck:^(TestCheck_ReproOnTheClockAndLive)$$'
 test-long:
 	@set -e; for t in $(LONG_TESTS); do \
 		pkg=$${t%%:*}; run=$${t#*:}; \

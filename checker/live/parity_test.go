@@ -15,6 +15,19 @@ import (
 	"github.com/handoffcheck/handoffcheck/checker/sim"
 )
 
+// longEnv is set by make test-long (which CI runs as its own step): the
+// tests that take long on two busy cores run only then, so that make
+// test stays within a few minutes.
+const longEnv = "HANDOFFCHECK_LONG"
+
+// longOnly skips t unless make test-long runs it.
+func longOnly(t *testing.T, what string) {
+	t.Helper()
+	if os.Getenv(longEnv) == "" {
+		t.Skipf("%s: make test-long runs it (%s=1; CI runs it too)", what, longEnv)
+	}
+}
+
 // parityConfig is the default cluster with short deadlines far apart
 // and no jitter: scaled, the deadlines and the gaps between them still
 // dwarf a loaded machine's scheduling noise (tens of milliseconds).
@@ -168,11 +181,15 @@ func TestLiveReplayParity(t *testing.T) {
 				continue
 			}
 			if testing.Short() && i%shortParityEvery != 0 {
-				// go test -short is the quick look: every fourth workload
-				// (the plain one among them). make test and CI run all.
+				// go test -short and make test are the quick look: every
+				// fourth workload (the plain one among them). make
+				// test-long and CI run all.
 				continue
 			}
 			t.Run(policy+"/"+w.name, func(t *testing.T) {
+				if i%shortParityEvery != 0 {
+					longOnly(t, "live processes through every parity workload, each waiting out its deadlines")
+				}
 				cfg := parityConfig(t, policy)
 				faults := w.faults(policy)
 				want, struck := simTransitions(t, cfg, faults)

@@ -13,14 +13,31 @@ import (
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
+// longEnv is set by make test-long (which CI runs as its own step): the
+// tests that take long on two busy cores run only then, so that make
+// test stays within a few minutes.
+const longEnv = "HANDOFFCHECK_LONG"
+
+// longOnly skips t unless make test-long runs it.
+func longOnly(t *testing.T, what string) {
+	t.Helper()
+	if os.Getenv(longEnv) == "" {
+		t.Skipf("%s: make test-long runs it (%s=1; CI runs it too)", what, longEnv)
+	}
+}
+
 var rewrite = flag.Bool("rewrite", false, "rewrite testdata/goldens/mutation-timed.txt instead of comparing")
 
 // TestMutateTimed_Survivors runs the mutants the untimed checker lets
 // survive (testdata/goldens/mutation.txt, pinned by the checker's
 // TestMutate_Score) through the timed scenarios and compares which the
 // clock kills, and with what, to testdata/goldens/mutation-timed.txt.
-// Rewrite with: go test ./checker/sim -run TestMutateTimed_Survivors -rewrite
+// Every survivor through every timed scenario is seconds of CPU on every
+// core: make test-long runs it (and CI), beside TestMutate_Score, whose
+// golden names the survivors.
+// Rewrite with: HANDOFFCHECK_LONG=1 go test ./checker/sim -run TestMutateTimed_Survivors -rewrite
 func TestMutateTimed_Survivors(t *testing.T) {
+	longOnly(t, "every untimed survivor through every timed scenario, seconds of CPU on every core")
 	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "goldens", "mutation.txt"))
 	if err != nil {
 		t.Fatal(err)

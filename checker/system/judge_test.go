@@ -1,19 +1,53 @@
 package system
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/handoffcheck/handoffcheck/model"
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
+// judgedSystem is one system the fast judgements are held to the full
+// ones on, with the sample of its states they are held on.
+type judgedSystem struct {
+	name   string
+	c      *System
+	states []State
+}
+
+// judged keeps the systems and samples of judgedSystems: the two tests
+// below ask different questions of the same states, and building the
+// mutants' systems and sampling them is a third of their time. Only
+// read once complete.
+var judged struct {
+	sync.Mutex
+	list []judgedSystem
+}
+
 // judgedSystems calls f with the systems the fast judgements are held to
 // the full ones on: every run of several configurations under the
 // generated tables, and, so that violations are met, every run of one of
-// them under a sample of the default spec's mutants (every eighth).
-func judgedSystems(t *testing.T, f func(name string, c *System, sample int)) {
+// them under a sample of the default spec's mutants (every eighth); each
+// with its sample of states (porSample: 1500 of each configuration's,
+// 300 of each mutant's).
+func judgedSystems(t *testing.T, f func(name string, c *System, states []State)) {
+	for _, j := range judgedList(t) {
+		f(j.name, j.c, j.states)
+	}
+}
+
+func judgedList(t *testing.T) []judgedSystem {
+	judged.Lock()
+	defer judged.Unlock()
+	if judged.list != nil {
+		return judged.list
+	}
+	var list []judgedSystem
 	files := []string{"two-handoffs-faults.json", "decode-first.json", "max-shape.json", "headroom-binds.json"}
-	everyRun(t, files, func(file, run string, c *System) { f(file+" "+run, c, 1500) })
+	everyRun(t, files, func(file, run string, c *System) {
+		list = append(list, judgedSystem{file + " " + run, c, porSample(c, 1500)})
+	})
 	cfg := testdataConfig(t, "two-handoffs-faults.json")
 	all := spec.Mutants(spec.Default(), spec.Operators)
 	for i := 0; i < len(all); i += 8 {
@@ -23,9 +57,11 @@ func judgedSystems(t *testing.T, f func(name string, c *System, sample int)) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f(all[i].Name+" "+run.Name, c, 300)
+			list = append(list, judgedSystem{all[i].Name + " " + run.Name, c, porSample(c, 300)})
 		}
 	}
+	judged.list = list
+	return list
 }
 
 // TestStepClear_EqualsCheckStep holds the one-pass judgement of a step,
@@ -33,8 +69,8 @@ func judgedSystems(t *testing.T, f func(name string, c *System, sample int)) {
 // every transition out of a sample of states of each system.
 func TestStepClear_EqualsCheckStep(t *testing.T) {
 	checked, refused := 0, 0
-	judgedSystems(t, func(name string, c *System, sample int) {
-		for _, s := range porSample(c, sample) {
+	judgedSystems(t, func(name string, c *System, states []State) {
+		for _, s := range states {
 			for _, m := range c.MovesInto(&s, nil) {
 				succ := s
 				j, _, err := c.Step(&succ, m, nil)
@@ -65,8 +101,8 @@ func TestStepClear_EqualsCheckStep(t *testing.T) {
 // as the explorer expands it.
 func TestStateClearFrom_EqualsCheckState(t *testing.T) {
 	checked, refused := 0, 0
-	judgedSystems(t, func(name string, c *System, sample int) {
-		for _, s := range porSample(c, sample) {
+	judgedSystems(t, func(name string, c *System, states []State) {
+		for _, s := range states {
 			k := c.Key(&s)
 			var p State
 			c.UnpackTo(&k, &p)

@@ -110,6 +110,9 @@ var specVerdicts = []specVerdict{
 // file above loads through validate and gives its verdict through check
 // --json, as a user would run it.
 func TestSpecFiles_KeepTheirVerdicts(t *testing.T) {
+	// On the simulator's clock, never the wall's: it runs beside the
+	// tests that wait (TestCLI_LiveStuckAttemptEnds's silence).
+	t.Parallel()
 	files, err := filepath.Glob("../../testdata/variants/*.json")
 	if err != nil {
 		t.Fatal(err)

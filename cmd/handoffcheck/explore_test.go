@@ -55,6 +55,9 @@ func TestExplore_RefusesBadUsage(t *testing.T) {
 // explore serves its page and API on the loopback interface until an
 // interrupt, then stops serving and exits 3.
 func TestSignal_ExploreStopsServing(t *testing.T) {
+	// Waits (a build, a process, a silence) with little CPU: beside the
+	// other tests that do.
+	t.Parallel()
 	t.Run("trace", func(t *testing.T) {
 		serveAndInterrupt(t, "api/state?path=0.0", `"deliver-request h=0"`, "explore", exploreTrace)
 	})

@@ -167,6 +167,9 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 		{"release-before-activation", "vllm", "ReleaseNeedsReaderAck", `{"at_ms":0,"kind":"delay","request":0,"side":"destination","after":"transfer_started"}`, noStep, "", true},
 	} {
 		t.Run(tc.variant, func(t *testing.T) {
+			if tc.variant != "decode-without-reservation" && tc.variant != "bootstrap-as-readiness" {
+				longOnly(t, "the live reproduction of every variant, real processes at each time scale a loaded machine tries; one of each policy runs here")
+			}
 			if testing.Short() && tc.fault == "" && tc.variant != "decode-without-reservation" {
 				t.Skip("one variant without a fault is enough in -short")
 			}

@@ -59,6 +59,9 @@ func stuckTables(t *testing.T) string {
 // the invariant simulate names for the same tables and workload, naming
 // the attempt and its sides, exit 1, and its logs are still judged.
 func TestCLI_LiveStuckAttemptEnds(t *testing.T) {
+	// Waits (a build, a process, a silence) with little CPU: beside the
+	// other tests that do.
+	t.Parallel()
 	w := liveWorkload(t, 2, "10")
 	var rep struct {
 		Stall *struct {

@@ -10,6 +10,19 @@ import (
 	"testing"
 )
 
+// longEnv is set by make test-long (which CI runs as its own step): the
+// tests that take minutes on a busy machine run only then, so that make
+// test stays within a few minutes on two cores.
+const longEnv = "HANDOFFCHECK_LONG"
+
+// longOnly skips t unless make test-long runs it.
+func longOnly(t *testing.T, what string) {
+	t.Helper()
+	if os.Getenv(longEnv) == "" {
+		t.Skipf("%s: make test-long runs it (%s=1; CI runs it too)", what, longEnv)
+	}
+}
+
 // longTests finds, in every test file of the module, the test functions
 // that skip unless make test-long runs them (they call longOnly): the
 // result maps a package path ("./checker") to its test names.

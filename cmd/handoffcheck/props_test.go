@@ -175,6 +175,9 @@ func TestProps_WithinAgrees(t *testing.T) {
 // simulator's log of the variant's run, gives the same verdict, and
 // refuses the bound on a log without time stamps.
 func TestProps_WithinOnTheClock(t *testing.T) {
+	// On the simulator's clock, never the wall's: it runs beside the
+	// tests that wait (TestCLI_LiveStuckAttemptEnds's silence).
+	t.Parallel()
 	file := propsDir + "questions.clock.props"
 	variant := "../../testdata/variants/pin-ignores-ack-and-lease.json"
 	sim := []string{"simulate", "--workload", "../../testdata/sim/long-decode.jsonl", "--props", file}

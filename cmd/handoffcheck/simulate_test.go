@@ -53,6 +53,9 @@ func TestSimulate_DefaultRunsAndRepeats(t *testing.T) {
 // on the clock, with exit 1 and the request's history; the built-in tables
 // pass the same run.
 func TestSimulate_TimedViolation(t *testing.T) {
+	// On the simulator's clock, never the wall's: it runs beside the
+	// tests that wait (TestCLI_LiveStuckAttemptEnds's silence).
+	t.Parallel()
 	args := []string{"simulate", "--config", strandedConfig, "--workload", strandedWorkload, "--faults", abortPlan}
 	if code, out, errOut := runCLI(t, args...); code != exitOK {
 		t.Fatalf("built-in tables: exit %d\n%s%s", code, out, errOut)

@@ -15,6 +15,9 @@ func TestVersion_InstalledBinaryNamesItsRevision(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
+	// Waits (a build, a process, a silence) with little CPU: beside the
+	// other tests that do.
+	t.Parallel()
 	out, err := exec.Command("make", "-s", "-n", "-C", "../..", "install").Output()
 	if err != nil {
 		t.Skipf("make: %v", err)
