@@ -102,8 +102,9 @@ func TestTimeline_Spec(t *testing.T) {
 // clock after the release, and has conform judge the logs with
 // --clock-error 10ms: the processes share one host and so one clock,
 // and the judge explains a fact before another process's stamped more
-// than 20 ms later. In -short, release-on-heartbeat alone). All 19 plans
-// reproduce live. Five live
+// than 20 ms later). All 19 plans reproduce live; make test runs
+// decode-without-reservation and bootstrap-as-readiness live, one of each
+// policy, and make test-long (CI runs it) all 19. Five live
 // rejections may give no violating trace of their own (noRepro, what the
 // reproduction of the live rejection says instead: in some runs the
 // attempt's explanation does not replay in its world as a configuration
