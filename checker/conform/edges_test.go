@@ -2,7 +2,6 @@ package conform
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,9 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/handoffcheck/handoffcheck/checker/cluster"
 	"github.com/handoffcheck/handoffcheck/checker/obslog"
-	"github.com/handoffcheck/handoffcheck/checker/sim"
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
@@ -267,32 +264,6 @@ func TestVisitedSetConfirmsByKey(t *testing.T) {
 // a half times the rows, under both policies, complete or milestones.
 func TestSearchDoneOncePerSize(t *testing.T) {
 	for _, pol := range []string{"source-first", "destination-first"} {
-		cfg := cluster.DefaultConfig()
-		if err := cfg.SetPolicy(pol); err != nil {
-			t.Fatal(err)
-		}
-		if pol == "destination-first" {
-			cfg.Engine = model.SGLang
-		}
-		logOf := func(n int, records obslog.KindSet) []byte {
-			var reqs []cluster.Request
-			for i := range n {
-				reqs = append(reqs, cluster.Request{Index: i, ArrivalUS: int64(i) * 20_000, PromptTokens: 1024, OutputTokens: 40, CancelUS: -1})
-			}
-			var buf bytes.Buffer
-			w, err := obslog.NewWriter(&buf, cfg.LogHeader(records))
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := sim.Run(context.Background(), cfg, &sim.SliceSource{Reqs: reqs}, sim.Options{Log: w})
-			if err != nil || res.Violation != nil {
-				t.Fatal(err, res.Violation)
-			}
-			if err := w.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			return buf.Bytes()
-		}
 		fired := func(data []byte) float64 {
 			r, err := obslog.NewReader(bytes.NewReader(data), pol)
 			if err != nil {
@@ -330,7 +301,7 @@ func TestSearchDoneOncePerSize(t *testing.T) {
 			name string
 			set  obslog.KindSet
 		}{{"complete", obslog.All}, {"milestones", obslog.Of(obslog.Milestones()...) | obslog.Of(obslog.WorkerRestarted)}} {
-			few, many := fired(logOf(30, rec.set)), fired(logOf(300, rec.set))
+			few, many := fired(oneSizeLogOf(t, pol, rec.set, 30)), fired(oneSizeLogOf(t, pol, rec.set, 300))
 			t.Logf("%s %s: %.0f rows fired for 30 attempts, %.0f for 300", pol, rec.name, few, many)
 			if many > 1.5*few {
 				t.Errorf("%s %s: 300 attempts of one size fire %.1f times the rows 30 do, want at most 1.5", pol, rec.name, many/few)

@@ -22,16 +22,22 @@ import (
 // attempt goes through the same searches, so the far memo answers most.
 func oneSizeLog(t *testing.T, pol string, milestones bool, n int) []byte {
 	t.Helper()
+	records := obslog.All
+	if milestones {
+		records = obslog.Of(obslog.Milestones()...) | obslog.Of(obslog.WorkerRestarted)
+	}
+	return oneSizeLogOf(t, pol, records, n)
+}
+
+// oneSizeLogOf is oneSizeLog's log with the kinds records logs.
+func oneSizeLogOf(t *testing.T, pol string, records obslog.KindSet, n int) []byte {
+	t.Helper()
 	cfg := cluster.DefaultConfig()
 	if err := cfg.SetPolicy(pol); err != nil {
 		t.Fatal(err)
 	}
 	if pol == "destination-first" {
 		cfg.Engine = model.SGLang
-	}
-	records := obslog.All
-	if milestones {
-		records = obslog.Of(obslog.Milestones()...) | obslog.Of(obslog.WorkerRestarted)
 	}
 	var reqs []cluster.Request
 	for i := range n {
