@@ -118,7 +118,7 @@ func (p *Plan) LiveClockNote() string {
 		return ""
 	}
 	wall := time.Duration(float64(c.gapUS) * c.scale * float64(time.Microsecond))
-	return fmt.Sprintf("A live run's processes share one host and so one clock, which stamps each fact right after its step: `--clock-error %s` has `conform` explain a fact of one process before another's stamped more than %s later, and at `--time-scale` %s %s comes at least %s ms of virtual time, %s of wall clock, after the violation, so that the judge cannot place it before.",
+	return fmt.Sprintf("A live run's processes share one host and so one clock, which stamps each fact right after its step: `--clock-error %s` has the judge of its logs explain a fact of one process before another's stamped more than %s later, and at `--time-scale` %s %s comes at least %s ms of virtual time, %s of wall clock, after the violation, so that the judge cannot place it before.",
 		LiveClockError, 2*LiveClockError, strconv.FormatFloat(c.scale, 'g', -1, 64), c.what, workload.FormatMillis(c.gapUS), wall.Round(time.Millisecond))
 }
 

@@ -91,7 +91,7 @@ func TestWrite_OnTheClock(t *testing.T) {
 			atScale(t, dir, in.Protocol, res.Scale, readme)
 			got = plan
 			flat := strings.Join(strings.Fields(string(readme)), " ")
-			shows := strings.Contains(flat, "handoffcheck conform --clock-error "+LiveClockError.String()+" ") &&
+			shows := strings.Contains(flat, " --clock-error "+LiveClockError.String()+" ") &&
 				strings.Contains(flat, "A live run's processes share one host and so one clock")
 			if res.Plan.LiveClock() != clocked[name] || shows != clocked[name] {
 				t.Errorf("%s: the live plan judged with a clock error: %v, its README shows it: %v; want %v", name, res.Plan.LiveClock(), shows, clocked[name])

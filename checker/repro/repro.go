@@ -373,8 +373,7 @@ live run's logs are judged by their first violation.
 {{else if .Result}}**Live.** The same three files run the steps over real processes, whose logs
 ` + "`conform`" + ` judges{{if .LiveClock}}, on the clock the processes share{{end}}:
 
-    handoffcheck live --config sim.json --workload workload.jsonl --faults faults.jsonl{{if $.Spec}} --spec {{$.Spec}}{{end}}{{if .LiveClock}}{{with .LiveTimeScale}} --time-scale {{.}}{{end}} --out live
-    handoffcheck conform --clock-error {{.LiveClockError}}{{if $.Spec}} --spec {{$.Spec}}{{end}} live/*.jsonl{{end}}
+    handoffcheck live --config sim.json --workload workload.jsonl --faults faults.jsonl{{if $.Spec}} --spec {{$.Spec}}{{end}}{{if .LiveClock}}{{with .LiveTimeScale}} --time-scale {{.}}{{end}} --clock-error {{.LiveClockError}}{{end}}
 
 {{.LiveNote}}{{if .LiveClock}} {{.LiveClockNote}}{{end}}
 

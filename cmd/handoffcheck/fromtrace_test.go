@@ -99,7 +99,7 @@ func TestTimeline_Spec(t *testing.T) {
 // by its slowed core, and the hung transfer's failure at the
 // destination's health check, both after the source's release. The
 // README runs live at the --time-scale that puts them 200 ms of wall
-// clock after the release, and has conform judge the logs with
+// clock after the release, and has live judge its logs with
 // --clock-error 10ms: the processes share one host and so one clock,
 // and the judge explains a fact before another process's stamped more
 // than 20 ms later). All 19 plans reproduce live; make test runs
@@ -239,35 +239,23 @@ func TestCheck_ReproOnTheClockAndLive(t *testing.T) {
 }
 
 // clockedLive runs a clocked plan live as the README in dir says (at
-// its --time-scale, the logs into a directory), and judges the logs as
-// it says (conform --clock-error, with --repro into liveDir): the
-// judge's exit and report.
+// its --time-scale, its logs judged with its --clock-error), with
+// --repro into liveDir: live's exit and report.
 func clockedLive(t *testing.T, dir string, plan []string, liveDir string) (int, string, string) {
 	t.Helper()
 	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`\n    handoffcheck live --config sim\.json [^\n]*?(--time-scale (\S+) )?--out live\n    handoffcheck conform --clock-error (\S+) --spec \S+ live/\*\.jsonl\n`).FindSubmatch(readme)
+	m := regexp.MustCompile(`\n    handoffcheck live --config sim\.json [^\n]*?(--time-scale (\S+) )?--clock-error (\S+)\n`).FindSubmatch(readme)
 	if m == nil {
 		t.Fatalf("the README shows no clocked live plan:\n%s", readme)
 	}
-	logs := t.TempDir()
-	args := append([]string{"live", "--out", logs}, plan...)
+	args := append([]string{"live", "--out", t.TempDir(), "--repro", liveDir}, plan...)
 	if len(m[2]) > 0 {
 		args = append(args, "--time-scale", string(m[2]))
 	}
-	// Live's own verdict orders the processes by their messages alone;
-	// the run's logs are what counts.
-	if code, out, errOut := runCLI(t, args...); code == exitUsage {
-		t.Fatalf("live on the plan: exit %d\n%s%s", code, out, errOut)
-	}
-	files, err := filepath.Glob(filepath.Join(logs, "*.jsonl"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("the live run's logs: %v %v", files, err)
-	}
-	spec := plan[slices.Index(plan, "--spec")+1]
-	return runCLI(t, append([]string{"conform", "--clock-error", string(m[3]), "--spec", spec, "--repro", liveDir}, files...)...)
+	return runCLI(t, append(args, "--clock-error", string(m[3]))...)
 }
 
 // TestFaultPlan_AfterSide: a fault aimed at the other side's fact

@@ -24,7 +24,7 @@ import (
 
 var liveCommand = &command{
 	name:    "live",
-	args:    "[--config FILE] [--policy P] [--compare] [--engine E] [--workload FILE] [--faults FILE] [--proxy-seed N] [--time-scale X] [--adapt-scale=false] [--out DIR] [--spec FILE] [--props FILE] [--no-conform] [--repro DIR] [--json]",
+	args:    "[--config FILE] [--policy P] [--compare] [--engine E] [--workload FILE] [--faults FILE] [--proxy-seed N] [--time-scale X] [--adapt-scale=false] [--out DIR] [--spec FILE] [--props FILE] [--clock-error DUR] [--no-conform] [--repro DIR] [--json]",
 	summary: "run the machines as real processes over loopback TCP, with real faults, and report what every worker held at the end",
 	detail: "Starts a coordinator (the frontend, both routers and a fault proxy) in this process and one\n" +
 		"process per worker (this binary's worker command), which talk over TCP on 127.0.0.1 in the\n" +
@@ -81,6 +81,8 @@ func cmdLive(c *command, e *env, args []string) int {
 	specFile := fs.String("spec", "", "run a spec file's tables (a variant) in every worker instead of the generated machines")
 	noConform := fs.Bool("no-conform", false, "do not judge the run's logs")
 	propsFile := fs.String("props", "", "judge the run's logs also by the properties of this file (docs/props.md): a log only a behavior breaking one explains is rejected, naming it; leads_to within on the logs' clock, sometimes reached or not in this run")
+	clockError := fs.Duration("clock-error", 0, "judge the run's logs as conform --clock-error does: its processes share this host's clock, and a fact stamped more than\n"+
+		"twice this before another process's is explained before it (docs/conform.md; 10ms covers how late a loaded host stamps a step; default: unset)")
 	adapt := fs.Bool("adapt-scale", true, "run again at twice the time scale (up to 4 runs) when the processes fall further behind the clock than the deadlines absorb; false: one run, whose report says how late it was")
 	policy := fs.String("policy", "", "override the configuration's policy: source-first, destination-first or disabled (the legacy disaggregated path: no fault plan, logs not judged)")
 	compare := fs.Bool("compare", false, "run source-first and destination-first on the same workload, each into DIR/POLICY, and print a table of both; with --policy disabled, the legacy path beside them")
@@ -132,6 +134,16 @@ func cmdLive(c *command, e *env, args []string) int {
 		if err := os.MkdirAll(*reproDir, 0o755); err != nil {
 			return c.bad(e, "--repro: %v", err)
 		}
+	}
+	judge := conform.Options{}
+	if set["clock-error"] {
+		switch {
+		case *clockError < 0:
+			return c.bad(e, "--clock-error %s: want a duration of 0 or more (how far a stamp may be from its step)", *clockError)
+		case *noConform:
+			return c.bad(e, "--clock-error: the clock orders the facts where conform judges the run's logs, which --no-conform turns off; want one of them")
+		}
+		judge.ClockError, judge.Clocked = *clockError, true
 	}
 	var pset *props.Set
 	if *propsFile != "" {
@@ -238,7 +250,7 @@ func cmdLive(c *command, e *env, args []string) int {
 		opt.Proxy = live.ProxyFaults{Seed: *proxySeed, Rate: *proxyRate, MaxDelayUS: int64(*proxyDelay * 1000)}
 	}
 	if !*compare {
-		r, code := liveOnce(c, e, opt, *noConform, pset)
+		r, code := liveOnce(c, e, opt, *noConform, pset, judge)
 		if r != nil {
 			r.print(e, *asJSON)
 		}
@@ -265,7 +277,7 @@ func cmdLive(c *command, e *env, args []string) int {
 		if run.Workload, err = rewindOf(rewind, *workloadFile); err != nil {
 			return c.bad(e, "%v", err)
 		}
-		r, code := liveOnce(c, e, run, *noConform, pset)
+		r, code := liveOnce(c, e, run, *noConform, pset, judge)
 		if r == nil {
 			return code
 		}
@@ -339,9 +351,10 @@ func (r *liveRun) print(e *env, asJSON bool) {
 
 // liveOnce runs one live run and judges its logs (the legacy path's are
 // not judged: the lifecycle's contract does not apply to them), and
-// says the run's exit code. A nil run: the run could not be made, or was
+// says the run's exit code; judge carries the clock error the logs are
+// judged with, if any. A nil run: the run could not be made, or was
 // interrupted while judging (both reported already).
-func liveOnce(c *command, e *env, opt live.Options, noConform bool, pset *props.Set) (*liveRun, int) {
+func liveOnce(c *command, e *env, opt live.Options, noConform bool, pset *props.Set, judge conform.Options) (*liveRun, int) {
 	rep, err := live.Run(e.ctx, opt)
 	if err != nil {
 		return nil, c.bad(e, "%v", err)
@@ -363,7 +376,8 @@ func liveOnce(c *command, e *env, opt live.Options, noConform bool, pset *props.
 		}
 		// The logs are judged against the tables the workers ran, and
 		// the properties, if any.
-		r.verdict, err = conform.Judge(in, conform.Options{Protocol: opt.Protocol, Props: pset, TimeScale: rep.Scale})
+		judge.Protocol, judge.Props, judge.TimeScale = opt.Protocol, pset, rep.Scale
+		r.verdict, err = conform.Judge(in, judge)
 		for _, f := range files {
 			f.Close()
 		}

@@ -118,6 +118,8 @@ func TestCLI_LiveBadInput(t *testing.T) {
 		{[]string{"live", "--policy", "aggregated"}, `policy "aggregated" runs only in simulate`},
 		{[]string{"live", "--until-ms", "0"}, "--until-ms 0: want a time after 0"},
 		{[]string{"live", "--until-ms", "NaN"}, "--until-ms NaN: want a time after 0"},
+		{[]string{"live", "--clock-error", "-1ms"}, "--clock-error -1ms: want a duration of 0 or more"},
+		{[]string{"live", "--clock-error", "10ms", "--no-conform"}, "--clock-error: the clock orders the facts where conform judges the run's logs, which --no-conform turns off"},
 		{[]string{"worker", "--coordinator", "10.0.0.1:9", "--worker", "0", "--config", "x"}, "127.0.0.1:PORT"},
 		{[]string{"worker", "--worker", "0"}, "--coordinator is required"},
 	} {
