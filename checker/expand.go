@@ -79,7 +79,10 @@ func (e *exploration) level(ctx context.Context, frontier, next *keyQueue, level
 	bufs := [2][]uint64{make([]uint64, per*e.fwords), make([]uint64, per*e.fwords)}
 	cur := 0
 	buf := bufs[cur]
-	outs := make([]workerOut, workers*chunksPerWorker)
+	// Two sets of chunk outputs: a pipelined batch's ordered appends read
+	// one while the next batch is expanded into the other.
+	outs := [2][]workerOut{make([]workerOut, workers*chunksPerWorker), nil}
+	oc := 0
 	// Resumed within the level: the states before skip were expanded
 	// and committed before the checkpoint.
 	rd.skip(skip, buf)
@@ -88,9 +91,13 @@ func (e *exploration) level(ctx context.Context, frontier, next *keyQueue, level
 	for done := skip; ; {
 		if rd.err != nil {
 			e.diskErr = rd.err
+			e.joinAppends(next)
 			return true
 		}
 		if n == 0 {
+			if e.joinAppends(next) {
+				return true
+			}
 			// The set gives the states it held back (the level's last
 			// window on disk): they are the next frontier's last.
 			if err := e.vis.settle(&e.links, next, true); err != nil {
@@ -99,8 +106,10 @@ func (e *exploration) level(ctx context.Context, frontier, next *keyQueue, level
 			}
 			return false
 		}
-		batch, stop := e.expandBatch(ctx, buf, n, levelStart+uint32(done), workers, outs)
-		if stop {
+		batch, stop := e.expandBatch(ctx, buf, n, levelStart+uint32(done), workers, outs[oc])
+		// The batch before's appends ran beside this expansion; what
+		// follows reads the logs they wrote to.
+		if e.joinAppends(next) || stop {
 			return true
 		}
 		if e.tally(batch) {
@@ -115,7 +124,12 @@ func (e *exploration) level(ctx context.Context, frontier, next *keyQueue, level
 		if workers > 1 {
 			go func() { ahead <- rd.read(bufs[1-cur], per) }()
 		}
-		e.commit(batch, workers, next)
+		pipe := e.pipelined(workers)
+		if pipe {
+			e.commitHead(batch, workers)
+		} else {
+			e.commit(batch, workers, next)
+		}
 		if workers > 1 {
 			n = <-ahead
 		} else {
@@ -123,7 +137,19 @@ func (e *exploration) level(ctx context.Context, frontier, next *keyQueue, level
 		}
 		cur = 1 - cur
 		buf = bufs[cur]
-		if next.err != nil || e.links.err != nil {
+		if pipe {
+			// The batch's ordered appends run while the next batch is
+			// expanded into the other outputs.
+			e.appending = make(chan struct{})
+			go func(batch []workerOut, done chan struct{}) {
+				e.appendBatch(batch, next)
+				close(done)
+			}(batch, e.appending)
+			oc = 1 - oc
+			if outs[oc] == nil {
+				outs[oc] = make([]workerOut, workers*chunksPerWorker)
+			}
+		} else if next.err != nil || e.links.err != nil {
 			e.diskErr = errors.Join(next.err, e.links.err)
 			return true
 		}
@@ -134,9 +160,43 @@ func (e *exploration) level(ctx context.Context, frontier, next *keyQueue, level
 		done += committed
 		e.levelDone = done
 		if e.afterBatch(frontier, next, levelStart, done, depth) {
+			e.joinAppends(next)
 			return true
 		}
 	}
+}
+
+// pipelined reports whether a batch's commit leaves its ordered appends
+// (trace links, outcomes, the next frontier, the liveness graph's edges)
+// to run beside the next batch's expansion. That needs a second core, a
+// set that admits every new candidate at once (one on disk may hold some
+// back), no sleep sets (their commit reads the frontier's order) and no
+// checkpoints (which read the logs between batches).
+func (e *exploration) pipelined(workers int) bool {
+	if workers < 2 || e.sleep != nil || e.ckpt != nil {
+		return false
+	}
+	switch e.vis.(type) {
+	case *fpSet, *exactSet:
+		return true
+	}
+	return false
+}
+
+// joinAppends waits for the batch before's ordered appends, if they run
+// (see pipelined), and reports whether a log they wrote failed (the run
+// then stops, as at any commit).
+func (e *exploration) joinAppends(next *keyQueue) bool {
+	if e.appending == nil {
+		return false
+	}
+	<-e.appending
+	e.appending = nil
+	if next.err != nil || e.links.err != nil {
+		e.diskErr = errors.Join(next.err, e.links.err)
+		return true
+	}
+	return false
 }
 
 // expandBatch is phase A for a batch of n states whose first has id
@@ -195,14 +255,22 @@ func (e *exploration) tally(batch []workerOut) bool {
 // checkpoint when one is due, after the batch that brought the level to
 // done states. It reports whether the level must stop.
 func (e *exploration) afterBatch(frontier, next *keyQueue, levelStart uint32, done, depth int) bool {
+	// The move to disk reads the trace links' count: the appends of the
+	// batch must be over first. A request the watcher makes after this
+	// is seen at the next batch.
+	want := e.wantDisk.Load()
+	if (want || e.lim.DiskAfter > 0) && e.joinAppends(next) {
+		return true
+	}
 	if err := e.vis.settle(&e.links, next, false); err != nil {
 		e.diskErr = err
 		return true
 	}
 	if lim := e.lim.DiskAfter; lim > 0 && e.links.n >= lim && e.diskable() {
 		e.wantDisk.Store(true)
+		want = true
 	}
-	if e.wantDisk.Load() && e.diskable() {
+	if want && e.diskable() {
 		if e.sleep != nil {
 			e.sleepDropped = sleepDroppedDisk
 			return true
@@ -594,16 +662,7 @@ func (e *exploration) commit(outs []workerOut, workers int, next *keyQueue) {
 			}
 			admitted = true
 			cd.id = uint32(e.links.n)
-			e.links.append(cd.pid, cd.move)
-			if e.g != nil {
-				e.g.drained = append(e.g.drained, cd.drained)
-				if f := e.g.fair; f != nil {
-					k := len(f.obs)
-					f.enabled = append(f.enabled, 0)
-					f.sides = append(f.sides, o.sides[i*k:(i+1)*k]...)
-				}
-			}
-			next.push(e.entry(key, sleepFull))
+			e.appendState(o, i, next)
 		}
 	}
 	if e.sleep != nil {
@@ -614,6 +673,65 @@ func (e *exploration) commit(outs []workerOut, workers int, next *keyQueue) {
 	}
 	if e.g != nil {
 		e.resolveEdges(outs, workers)
+		e.appendEdges(outs)
+	}
+}
+
+// appendState records new candidate i of o, whose id is the next: its
+// trace link, its outcome and its place on the next frontier.
+func (e *exploration) appendState(o *workerOut, i int, next *keyQueue) {
+	cd := &o.cands[i]
+	e.links.append(cd.pid, cd.move)
+	if e.g != nil {
+		e.g.drained = append(e.g.drained, cd.drained)
+		if f := e.g.fair; f != nil {
+			k := len(f.obs)
+			f.enabled = append(f.enabled, 0)
+			f.sides = append(f.sides, o.sides[i*k:(i+1)*k]...)
+		}
+	}
+	next.push(e.entry(o.keys[cd.off:cd.off+e.words], sleepFull))
+}
+
+// commitHead is the part of a pipelined commit (see pipelined) the next
+// batch's expansion waits for: the insertions, the new states' ids and
+// the liveness graph's targets, all of which the expansion reads in the
+// visited set. The ids are those commit gives, in (parent, move) order
+// from the count of states the appends before left; appendBatch then
+// writes the logs.
+func (e *exploration) commitHead(outs []workerOut, workers int) {
+	e.insertAll(outs, workers)
+	id := uint32(e.links.n)
+	for w := range outs {
+		o := &outs[w]
+		for i := range o.cands {
+			if cd := &o.cands[i]; cd.isNew {
+				cd.id = id
+				id++
+			}
+		}
+	}
+	if id != uint32(e.links.n) && e.vis.keepsIDs() {
+		e.recordIDs(outs, workers)
+	}
+	if e.g != nil {
+		e.resolveEdges(outs, workers)
+	}
+}
+
+// appendBatch is a pipelined commit's ordered appends, in the order
+// commit makes them.
+func (e *exploration) appendBatch(outs []workerOut, next *keyQueue) {
+	for w := range outs {
+		o := &outs[w]
+		for i := range o.cands {
+			if o.cands[i].isNew {
+				e.appendState(o, i, next)
+			}
+		}
+	}
+	if e.g != nil {
+		e.appendEdges(outs)
 	}
 }
 
@@ -676,12 +794,11 @@ func (e *exploration) recordIDs(outs []workerOut, workers int) {
 	})
 }
 
-// resolveEdges adds the batch's edges to the liveness graph, each chunk's
-// in chunk order, so that the graph stays ordered by source state. The
-// targets first reached in this level are found first, chunk by chunk in
-// parallel (the visited set is only read now): a target that is one of
-// the chunk's own candidates and was new has the id the commit gave it,
-// any other is looked up. Only the appends are in order.
+// resolveEdges finds the targets of the batch's edges first reached in
+// this level, chunk by chunk in parallel (the visited set is only read
+// now): a target that is one of the chunk's own candidates and was new
+// has the id the commit gave it, any other is looked up. appendEdges
+// then adds them to the liveness graph in order.
 func (e *exploration) resolveEdges(outs []workerOut, workers int) {
 	byKey := e.vis.byKey()
 	resolve := func(w int) {
@@ -710,6 +827,11 @@ func (e *exploration) resolveEdges(outs []workerOut, workers int) {
 	} else {
 		parallel(workers, len(outs), resolve)
 	}
+}
+
+// appendEdges adds the batch's edges to the liveness graph, each chunk's
+// in chunk order, so that the graph stays ordered by source state.
+func (e *exploration) appendEdges(outs []workerOut) {
 	for w := range outs {
 		o := &outs[w]
 		for _, ed := range o.edges {

@@ -238,6 +238,9 @@ type exploration struct {
 	levelDone int
 	// byShard routes a batch's candidates to their shards (commit).
 	byShard [numShards][]candRef
+	// appending is closed when the ordered appends of a pipelined
+	// commit are over (nil: none runs; see pipelined).
+	appending chan struct{}
 	// start is when this process began the run; before is the time
 	// spent on it before a resume.
 	start  time.Time
