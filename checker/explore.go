@@ -491,10 +491,16 @@ func (e *exploration) levelNeed(n int) int64 {
 }
 
 // batchNeed is what one batch's buffers take: its frontier keys, and per
-// state two successor keys and two candidates.
+// state two successor keys and two candidates, twice where the batch's
+// ordered appends run beside the next batch's expansion (pipelined), which
+// fills a second set of them.
 func (e *exploration) batchNeed() int64 {
 	per := int64(batchPerWorker * max(len(e.recent), 1))
-	return per*int64(e.fwords*8) + per*int64(2*e.words*8+2*int(unsafe.Sizeof(candidate{}))) + int64(len(e.recent))*recentSize*8
+	sets := int64(1)
+	if e.pipelined(len(e.recent)) {
+		sets = 2
+	}
+	return per*int64(e.fwords*8) + sets*per*int64(2*e.words*8+2*int(unsafe.Sizeof(candidate{}))) + int64(len(e.recent))*recentSize*8
 }
 
 // livenessWouldPass reports whether judging EventuallyDrained could take

@@ -402,7 +402,10 @@ func TestMemory_EstimatesToTheByte(t *testing.T) {
 		t.Fatalf("a store of 1024 slots counts %d bytes", st.bytes(0))
 	}
 	e := &exploration{words: words, fwords: words, vis: st, recent: make([]recentSet, 2)}
-	batch := int64(2*batchPerWorker)*(3*words*8+2*int64(unsafe.Sizeof(candidate{}))) + 2*recentSize*8
+	// On two workers the ordered appends of a batch run beside the next
+	// batch's expansion, which fills a second set of successor keys and
+	// candidates (pipelined).
+	batch := int64(2*batchPerWorker)*(words*8+2*(2*words*8+2*int64(unsafe.Sizeof(candidate{})))) + 2*recentSize*8
 	if got, want := e.batchNeed(), batch; got != want {
 		t.Errorf("a batch on two workers needs %d bytes, want %d", got, want)
 	}
@@ -418,7 +421,10 @@ func TestMemory_EstimatesToTheByte(t *testing.T) {
 	}
 	// On disk the window does not grow; a merge takes its two buffers and
 	// a flag per fingerprint of the window, and the queue of candidates
-	// new to the window its part in memory.
+	// new to the window its part in memory. A set on disk may hold some
+	// candidates back, so its batches' appends are not pipelined: one set
+	// of successor keys and candidates.
+	batch = int64(2*batchPerWorker)*(3*words*8+2*int64(unsafe.Sizeof(candidate{}))) + 2*recentSize*8
 	e = &exploration{words: words, fwords: words, vis: &diskStore{inMemory: st, onFile: &diskSet{window: 5000}}, recent: make([]recentSet, 2)}
 	if got, want := e.levelNeed(n), batch+n*words*8+2*mergeBuffer+5000+int64(spillLimit); got != want {
 		t.Errorf("a level of %d states on disk needs %d bytes, want %d", n, got, want)
