@@ -142,6 +142,8 @@ func cmdLive(c *command, e *env, args []string) int {
 			return c.bad(e, "--clock-error %s: want a duration of 0 or more (how far a stamp may be from its step)", *clockError)
 		case *noConform:
 			return c.bad(e, "--clock-error: the clock orders the facts where conform judges the run's logs, which --no-conform turns off; want one of them")
+		case cfg.Policy == cluster.Disabled || cfg.Aggregated:
+			return c.bad(e, "--clock-error: the %s policy's logs are not judged; want source-first or destination-first", cfg.PolicyName())
 		}
 		judge.ClockError, judge.Clocked = *clockError, true
 	}

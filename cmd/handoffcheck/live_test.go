@@ -120,6 +120,7 @@ func TestCLI_LiveBadInput(t *testing.T) {
 		{[]string{"live", "--until-ms", "NaN"}, "--until-ms NaN: want a time after 0"},
 		{[]string{"live", "--clock-error", "-1ms"}, "--clock-error -1ms: want a duration of 0 or more"},
 		{[]string{"live", "--clock-error", "10ms", "--no-conform"}, "--clock-error: the clock orders the facts where conform judges the run's logs, which --no-conform turns off"},
+		{[]string{"live", "--clock-error", "10ms", "--policy", "disabled"}, "--clock-error: the disabled policy's logs are not judged"},
 		{[]string{"worker", "--coordinator", "10.0.0.1:9", "--worker", "0", "--config", "x"}, "127.0.0.1:PORT"},
 		{[]string{"worker", "--worker", "0"}, "--coordinator is required"},
 	} {
