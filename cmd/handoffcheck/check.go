@@ -198,7 +198,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 	if from != nil {
 		lc, proto, variant, runs = from.config, from.proto, from.trace.Spec, from.runs
 	} else {
-		if lc, err = loadConfig(e.ctx, f.config, "default.json", checker.DefaultConfigJSON()); err != nil {
+		if lc, err = loadConfig(e.ctx, f.config, "default.json"); err != nil {
 			return c.bad(e, "%v", err)
 		}
 		if proto, variant, err = loadProtocol(e.ctx, f.specFile); err != nil {
