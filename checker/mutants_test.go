@@ -74,7 +74,7 @@ func TestExplore_CatchesBrokenTables(t *testing.T) {
 			want: "SourcePinnedUntilRead", steps: 6,
 		},
 		{
-			name: "publish-stored-at-reservation", run: "vllm", budget: system.Budget{system.Duplicate: 1, system.Cancel: 1},
+			name: "publish-stored-at-reservation", run: "vllm", budget: budgetOf(t, "duplicate=1", "cancel=1"),
 			break_: func(t *testing.T, s *spec.Spec) {
 				override(t, s, spec.Destination, "Reserving", "DestinationReserved", spec.SourceFirst, "Receiving",
 					"RegisterDestination", "PublishStored", "StartPull")

@@ -362,7 +362,7 @@ func TestJudgeStep_AttemptIsolation(t *testing.T) {
 	msg := before.W.H[0].Ch[to].M[0]
 	var j model.Journal
 	deliver := system.Move{Kind: system.MvDeliver, H: 0, Arg: int8(to), Msg: msg}
-	dup := system.Move{Kind: system.Duplicate.Move(), H: 0, Arg: int8(to), Msg: msg}
+	dup := system.Move{Kind: faultMove(t, "duplicate"), H: 0, Arg: int8(to), Msg: msg}
 	for _, tc := range []struct {
 		name   string
 		m      system.Move
@@ -580,7 +580,7 @@ func TestMermaid_EveryMoveOnItsLane(t *testing.T) {
 	}{
 		{system.Move{Kind: system.MvDeliver, H: 0, Arg: dst, Msg: model.MsgReaderCompleted}, "    Transport->>Destination: h0 ReaderCompleted\n"},
 		{system.Move{Kind: system.MvDeliver, H: 1, Arg: src, Msg: model.MsgReaderCompleted}, "    Transport->>Source: h1 ReaderCompleted\n"},
-		{system.Move{Kind: system.Duplicate.Move(), H: 0, Arg: src, Msg: model.MsgReaderCompleted}, "    Transport->>Source: h0 ReaderCompleted (duplicate, kept in flight)\n"},
+		{system.Move{Kind: faultMove(t, "duplicate"), H: 0, Arg: src, Msg: model.MsgReaderCompleted}, "    Transport->>Source: h0 ReaderCompleted (duplicate, kept in flight)\n"},
 		{steps.Move(t, "lose h=0 to=destination msg=ReaderCompleted"), "    Transport-xDestination: h0 ReaderCompleted lost\n"},
 		{steps.Move(t, "reserve h=0"), "    Note over Destination: reserve h=0\n"},
 		{system.Move{Kind: system.MvPromote, H: 0}, "    Note over Destination: promote h=0\n"},

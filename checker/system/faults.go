@@ -14,13 +14,14 @@ import (
 type Fault uint8
 
 // The fault kinds, in budget order. The names are also the keys of a
-// Budget literal: Budget{Duplicate: 1, Cancel: 2}. reorder and early_timer,
-// spent by protocol moves taken out of order, are named only here: a
-// driver asks Move.SpendsAt; so are the kinds no driver names (abort,
+// Budget literal: Budget{Cancel: 2}. reorder and early_timer, spent by
+// protocol moves taken out of order, are named only here: a driver asks
+// Move.SpendsAt; so are the kinds no driver names (abort, duplicate,
 // loss, delay, hang, background_load), which a configuration, a plan and
-// a trace file name by their keys (ParseFault, ParseMove).
+// a trace file name by their keys (ParseFault, ParseMove). A judge of
+// logs tells a duplicate from a loss by its row (Delivers).
 const (
-	Duplicate Fault = iota
+	duplicate Fault = iota
 	loss
 	reorder
 	Cancel
@@ -123,7 +124,7 @@ type faultKind struct {
 
 // FaultKinds is the fault vocabulary, indexed by Fault.
 var FaultKinds = [NumFaults]faultKind{
-	Duplicate: {Config: "duplicate", MoveName: "duplicate", args: []arg{argH, argTo, argMsg}, Swarm: true,
+	duplicate: {Config: "duplicate", MoveName: "duplicate", args: []arg{argH, argTo, argMsg}, Swarm: true,
 		Meaning: "the transport delivers a fact in flight and keeps it in flight", Instead: MvDeliver, Delivers: 2},
 	loss: {Config: "loss", MoveName: "lose", args: []arg{argH, argTo, argMsg}, Swarm: true,
 		Meaning: "the transport drops a fact in flight", Instead: MvDeliver, Silent: true},
@@ -280,8 +281,8 @@ func (c *System) faults(s *State, ms *MoveSet, tx *model.Tx) {
 				for i := 0; i < int(ch.N); i++ {
 					// A duplicate to a record that would not react is a
 					// delivery: nothing to explore apart.
-					if s.B.has(Duplicate) && (!c.terminal(s, roleOf(to), h) || c.can(s, roleOf(to), h, msgEvent(to, ch.M[i]))) {
-						ms.add(Move{Kind: Duplicate.Move(), H: hh, Arg: int8(to), Msg: ch.M[i]})
+					if s.B.has(duplicate) && (!c.terminal(s, roleOf(to), h) || c.can(s, roleOf(to), h, msgEvent(to, ch.M[i]))) {
+						ms.add(Move{Kind: duplicate.Move(), H: hh, Arg: int8(to), Msg: ch.M[i]})
 					}
 					if s.B.has(loss) {
 						ms.add(Move{Kind: loss.Move(), H: hh, Arg: int8(to), Msg: ch.M[i]})
@@ -416,7 +417,7 @@ func (c *System) firedBy(s *State, m Move) (r spec.Role, h int, ev uint8, ok boo
 	case MvTransfer, transferFailure.Move():
 		r, ev = transferEvent(s.W.H[h].Runner, m.Kind == MvTransfer && tx.TransferWouldSucceed(h))
 		return r, h, ev, true
-	case MvDeliver, Duplicate.Move():
+	case MvDeliver, duplicate.Move():
 		return roleOf(sd), h, msgEvent(sd, m.Msg), true
 	case MvTimer:
 		t := model.Timer(m.Arg)
@@ -442,7 +443,7 @@ func (c *System) firedBy(s *State, m Move) (r spec.Role, h int, ev uint8, ok boo
 func (c *System) applyFault(s *State, tx *model.Tx, m Move, cov *Coverage) {
 	h := int(m.H)
 	switch m.Kind {
-	case Duplicate.Move():
+	case duplicate.Move():
 		// Delivered and kept in flight.
 		c.fire(s, tx, cov, roleOf(model.Side(m.Arg)), h, msgEvent(model.Side(m.Arg), m.Msg))
 	case loss.Move():
