@@ -450,7 +450,7 @@ func TestWalk_StepBoundAndInterruptBeforeStart(t *testing.T) {
 	// take is enabled, they stop), the rest take exactly four moves; a
 	// fifth move anywhere would pass 80.
 	for sched, want := range map[schedule]int64{scheduleUniform: 78, schedulePositions: 79, schedulePCT: 78} {
-		r := c.walk(context.Background(), WalkOptions{Seed: 3, Walks: 20, Steps: 4, Schedule: sched, Workers: 2})
+		r := c.walk(context.Background(), WalkOptions{Seed: 3, Walks: 20, Steps: 4, sched: sched, Workers: 2})
 		if r.Walks != 20 || r.Moves != want || r.Violation != nil {
 			t.Errorf("%s: 20 walks of at most 4 steps: %d walks, %d moves (want %d), violation %v", sched.name(), r.Walks, r.Moves, want, r.Violation)
 		}
