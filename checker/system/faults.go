@@ -17,9 +17,11 @@ type Fault uint8
 // Budget literal: Budget{Cancel: 2}. reorder and early_timer, spent by
 // protocol moves taken out of order, are named only here: a driver asks
 // Move.SpendsAt; so are the kinds no driver names (abort, duplicate,
-// loss, delay, hang, background_load), which a configuration, a plan and
-// a trace file name by their keys (ParseFault, ParseMove). A judge of
-// logs tells a duplicate from a loss by its row (Delivers).
+// loss, no_show, delay, hang, background_load), which a configuration, a
+// plan and a trace file name by their keys (ParseFault, ParseMove). A driver
+// asks a kind's row instead of naming it: a judge of logs tells a
+// duplicate from a loss by Delivers, a reproduction the no_show it leaves
+// out of a trace by LeftOut.
 const (
 	duplicate Fault = iota
 	loss
@@ -29,7 +31,7 @@ const (
 	transferFailure
 	Restart
 	earlyTimer
-	NoShow
+	noShow
 	backgroundLoad
 	hang
 	Evict
@@ -120,6 +122,13 @@ type faultKind struct {
 	Shown  bool
 	// Unplanned says why no plan schedules the kind ("": a plan may).
 	Unplanned string
+	// LeftOut lets a reproduction on a clock leave a fault of an
+	// unplanned kind out of the trace it replays, where it refuses the
+	// trace for any other: the fault only lets an untimed run reach what
+	// a clock reaches without it (a decode never routed is how a timer
+	// fires once nothing else can happen; a clock fires it at its
+	// deadline, and the request is routed as any other).
+	LeftOut bool
 }
 
 // FaultKinds is the fault vocabulary, indexed by Fault.
@@ -140,8 +149,8 @@ var FaultKinds = [NumFaults]faultKind{
 		Meaning: "a worker process restarts: its memory, registrations, in-flight requests and KV index go, its generation increases, routers learn a terminal outcome", Phase: true, Shown: true},
 	earlyTimer: {Config: "early_timer",
 		Meaning: "a lease, bootstrap or reservation deadline or a heartbeat fires while other moves are still possible", Unplanned: "timers fire on the simulator's clock when their deadlines pass; set the deadlines in the simulation's configuration instead"},
-	NoShow: {Config: "no_show", MoveName: "no-show", args: []arg{argH}, Swarm: true,
-		Meaning: "the frontend never routes decode", Silent: true, Unplanned: "whether the frontend ever routes decode is decided when it routes the request, not at a time of a plan; schedule a cancel or an abort instead"},
+	noShow: {Config: "no_show", MoveName: "no-show", args: []arg{argH}, Swarm: true,
+		Meaning: "the frontend never routes decode", Silent: true, LeftOut: true, Unplanned: "whether the frontend ever routes decode is decided when it routes the request, not at a time of a plan; schedule a cancel or an abort instead"},
 	backgroundLoad: {Config: "background_load", MoveName: "occupy", args: []arg{argWorker}, Swarm: true,
 		Meaning: "other requests take a decode worker's configured background capacity at any moment", Silent: true, Unplanned: "the other requests of the workload are the load on a worker; put more requests in the workload instead"},
 	hang: {Config: "hang", MoveName: "hang", args: []arg{argH}, Swarm: true,
@@ -303,8 +312,8 @@ func (c *System) faults(s *State, ms *MoveSet, tx *model.Tx) {
 		if s.B.has(transferFailure) && x.Xfer == model.XferRunning && !x.Hung && c.transferCanEnd(s, h, false) {
 			ms.add(Move{Kind: transferFailure.Move(), H: hh})
 		}
-		if s.B.has(NoShow) && c.decodeRoutable(s, h) {
-			ms.add(Move{Kind: NoShow.Move(), H: hh})
+		if s.B.has(noShow) && c.decodeRoutable(s, h) {
+			ms.add(Move{Kind: noShow.Move(), H: hh})
 		}
 		// A hang is offered only where the system waits on transfers
 		// alone. That loses no behaviour: a hang commutes with every
@@ -469,7 +478,7 @@ func (c *System) applyFault(s *State, tx *model.Tx, m Move, cov *Coverage) {
 			}
 		}
 		tx.Restart(w)
-	case NoShow.Move():
+	case noShow.Move():
 		tx.NoShow(h)
 	case backgroundLoad.Move():
 		tx.OccupyBackground(int(m.Arg))
