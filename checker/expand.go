@@ -355,7 +355,7 @@ func (e *exploration) expandState(x *expander, entry []uint64, pid uint32, out *
 	if x.protocol == 0 && !x.wake {
 		out.deadEnds++
 		out.cov.Fired |= c.quiescenceFired(s)
-		if v := c.CheckQuiescence(s); v != nil && out.viol == nil {
+		if _, v := c.Quiescence(s); v != nil && out.viol == nil {
 			out.viol = &found{v: v, pid: pid, move: -1}
 		}
 	}

@@ -95,7 +95,7 @@ func TestFair_RearmLassoReplays(t *testing.T) {
 // On the built-in tables every fair run drains, on every run of the
 // mutation configuration.
 func TestFair_BuiltinTablesDrain(t *testing.T) {
-	cfg, err := system.ParseConfig("mutation.json", MutationConfigJSON())
+	cfg, err := system.ParseConfig("mutation.json", ConfigJSON("mutation.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

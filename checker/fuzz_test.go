@@ -16,7 +16,7 @@ import (
 // refusal names the file and a line, and an accepted configuration
 // prepares for every run.
 func FuzzParseConfig(f *testing.F) {
-	f.Add(DefaultConfigJSON())
+	f.Add(ConfigJSON("default.json"))
 	f.Add([]byte(smallConfig))
 	f.Add([]byte(twoByTwo))
 	f.Add([]byte(`{"schema": "handoffcheck.config/v1"}`))

@@ -55,6 +55,18 @@ func porSample(c *Checker, n int) []system.State {
 	return out
 }
 
+// faultMove is the move kind of the fault kind a configuration names by
+// its key, as a trace file names it: tests name fault kinds as
+// configurations, plans and trace files do.
+func faultMove(t testing.TB, name string) system.MoveKind {
+	t.Helper()
+	f, known := system.ParseFault(name)
+	if !known || f.Move() == 0 {
+		t.Fatalf("faultMove: %q is not a fault kind with a move of its own", name)
+	}
+	return f.Move()
+}
+
 // budgetOf is the budget a configuration's "faults" object names, written
 // kind=n: early_timer and reorder are spent by protocol moves, and only
 // the composed system names them in code.

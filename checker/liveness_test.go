@@ -69,7 +69,7 @@ func rearmChecker(t *testing.T) *Checker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := system.ParseConfig("mutation.json", MutationConfigJSON())
+	cfg, err := system.ParseConfig("mutation.json", ConfigJSON("mutation.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestLiveness_CounterexampleStaysInsideTheTrap(t *testing.T) {
 // loop and the rows each step fired, and both say the verdict.
 func TestLiveness_ReportsCarryTheCounterexample(t *testing.T) {
 	c := rearmChecker(t)
-	cfg, err := system.ParseConfig("mutation.json", MutationConfigJSON())
+	cfg, err := system.ParseConfig("mutation.json", ConfigJSON("mutation.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,10 +36,8 @@ func violationsAtFirstFailingDepth(t testing.TB, c *Checker) []levelViolation {
 			break
 		}
 		s := states[i]
-		if c.Quiescent(&s) {
-			if v := c.CheckQuiescence(&s); v != nil {
-				out = append(out, levelViolation{i, -1, v.Invariant})
-			}
+		if _, v := c.Quiescence(&s); v != nil {
+			out = append(out, levelViolation{i, -1, v.Invariant})
 		}
 		for mi, m := range c.MovesInto(&s, nil) {
 			u := s

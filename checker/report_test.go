@@ -516,7 +516,7 @@ func TestReport_DeadEndsAndCuts(t *testing.T) {
 	full := exploreRef(t, c, 0)
 	nearest := -1
 	for id, s := range full.states {
-		if c.Quiescent(&s) && (nearest < 0 || full.depthOf[id] < nearest) {
+		if quiescent, _ := c.Quiescence(&s); quiescent && (nearest < 0 || full.depthOf[id] < nearest) {
 			nearest = full.depthOf[id]
 		}
 	}
@@ -795,10 +795,8 @@ func firstViolationRef(t testing.TB, c *Checker) *refViolation {
 	}
 	for i := 0; i < len(states); i++ {
 		s := states[i]
-		if c.Quiescent(&s) {
-			if v := c.CheckQuiescence(&s); v != nil {
-				return found(i, "", v.Invariant)
-			}
+		if _, v := c.Quiescence(&s); v != nil {
+			return found(i, "", v.Invariant)
 		}
 		for _, m := range c.MovesInto(&s, nil) {
 			u := s
@@ -836,7 +834,7 @@ func TestReport_FirstViolationInBreadthFirstOrder(t *testing.T) {
 			override(t, s, spec.Source, "Pinned", "LeaseRenewed", spec.SourceFirst, "Released",
 				"DisarmLease", "ReleaseSource", "ReportSourceReleased", "Complete")
 		}},
-		{"vllm", system.Budget{system.Duplicate: 1, system.Cancel: 1}, func(t *testing.T, s *spec.Spec) {
+		{"vllm", budgetOf(t, "duplicate=1", "cancel=1"), func(t *testing.T, s *spec.Spec) {
 			override(t, s, spec.Destination, "Reserving", "DestinationReserved", spec.SourceFirst, "Receiving",
 				"RegisterDestination", "PublishStored", "StartPull")
 		}},

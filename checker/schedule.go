@@ -52,10 +52,13 @@ func (s schedule) name() string {
 	return fmt.Sprintf("Schedule(%d)", uint8(s))
 }
 
-// ParseSchedule finds a schedule by name: positions (the default, the
-// zero WalkOptions.Schedule), uniform or pct; the error for a name that
-// is none of them lists them.
-func ParseSchedule(name string) (schedule, error) {
+// parseSchedule finds a schedule by name: positions (the default, also
+// named by the empty name, WalkOptions.Schedule's zero value), uniform or
+// pct; the error for a name that is none of them lists them.
+func parseSchedule(name string) (schedule, error) {
+	if name == "" {
+		return schedulePositions, nil
+	}
 	for s, n := range scheduleNames {
 		if n == name {
 			return schedule(s), nil

@@ -110,19 +110,28 @@ func toInts(a [system.NumFaults]int32) (out [system.NumFaults]int) {
 	return out
 }
 
-// Every schedule name parses back to its schedule; an unknown name is
-// refused with the names that exist.
+// Every schedule name parses back to its schedule, the empty name to the
+// default; an unknown name is refused with the names that exist, by
+// CheckWalks before it walks.
 func TestSchedule_Names(t *testing.T) {
 	for _, n := range scheduleNames {
-		s, err := ParseSchedule(n)
+		s, err := parseSchedule(n)
 		if err != nil || s.name() != n {
 			t.Errorf("%q parsed to %v (%v)", n, s, err)
 		}
 	}
-	if _, err := ParseSchedule("random"); err == nil || err.Error() != `unknown schedule "random" (want positions, uniform, pct)` {
+	if _, err := parseSchedule("random"); err == nil || err.Error() != `unknown schedule "random" (want positions, uniform, pct)` {
 		t.Errorf("unknown schedule: %v", err)
 	}
 	if schedule(0) != schedulePositions {
 		t.Errorf("the zero schedule is %s, want positions (the default)", schedule(0).name())
+	}
+	if s, err := parseSchedule(""); err != nil || s != schedulePositions {
+		t.Errorf("the empty name parsed to %s (%v), want positions (the default)", s.name(), err)
+	}
+	cfg := mustConfig(t, smallConfig)
+	rep, err := CheckWalks(context.Background(), system.Generated(), cfg, cfg.Runs[:1], WalkOptions{Seed: 1, Walks: 1, Steps: 1, Schedule: "random"})
+	if rep != nil || err == nil || err.Error() != `unknown schedule "random" (want positions, uniform, pct)` {
+		t.Errorf("CheckWalks with an unknown schedule: report %v, error %v", rep, err)
 	}
 }

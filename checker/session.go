@@ -56,9 +56,11 @@ func (s *Session) Apply(m system.Move) (StepResult, error) {
 	if v == nil {
 		v = s.c.CheckState(&s.s)
 	}
-	if v == nil && s.c.Quiescent(&s.s) {
-		trig |= s.c.quiescenceFired(&s.s)
-		v = s.c.CheckQuiescence(&s.s)
+	if v == nil {
+		var quiescent bool
+		if quiescent, v = s.c.Quiescence(&s.s); quiescent {
+			trig |= s.c.quiescenceFired(&s.s)
+		}
 	}
 	return StepResult{Move: m, Fired: log, Journal: j, Violation: v, Triggers: trig}, nil
 }

@@ -143,7 +143,7 @@ func shapesBFS(t testing.TB, c *Checker, visit func(*system.State)) map[system.K
 			visit(&s)
 		}
 		if c.Enabled(&s, &ms) == 0 {
-			if v := c.CheckQuiescence(&s); v != nil {
+			if _, v := c.Quiescence(&s); v != nil {
 				t.Fatalf("quiescent state violates %v:\n%s", v, strings.Join(c.DescribeState(&s), "\n"))
 			}
 		}
@@ -474,7 +474,7 @@ func shapesWalk(t *testing.T, c *Checker, seed uint64, steps int, swarm bool, ev
 			}
 		}
 		if protocol == 0 {
-			if v := c.CheckQuiescence(&s); v != nil {
+			if _, v := c.Quiescence(&s); v != nil {
 				fail("quiescent state", v, &s)
 			}
 		}
@@ -500,7 +500,7 @@ func shapesWalk(t *testing.T, c *Checker, seed uint64, steps int, swarm bool, ev
 					}
 				}
 			}
-			if (m.Kind == system.MvDeliver || m.Kind == system.Duplicate.Move()) && c.Terminal(&s, system.RoleOf(model.Side(m.Arg)), int(m.H)) {
+			if (m.Kind == system.MvDeliver || m.Kind == faultMove(t, "duplicate")) && c.Terminal(&s, system.RoleOf(model.Side(m.Arg)), int(m.H)) {
 				evaluated[model.NameAttemptIsolation]++
 			}
 		}
@@ -744,7 +744,7 @@ func TestShapes_HeadroomBindsAdmission(t *testing.T) {
 						waited++
 					}
 				}
-				if c.Quiescent(s) {
+				if quiescent, _ := c.Quiescence(s); quiescent {
 					quiet++
 					for h := range binds.World.Handoffs {
 						if o := s.W.H[h].Outcome; o[model.SourceSide] != model.OutcomeOK || o[model.DestinationSide] != model.OutcomeOK {

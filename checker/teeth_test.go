@@ -362,7 +362,7 @@ func TestJudgeStep_AttemptIsolation(t *testing.T) {
 	msg := before.W.H[0].Ch[to].M[0]
 	var j model.Journal
 	deliver := system.Move{Kind: system.MvDeliver, H: 0, Arg: int8(to), Msg: msg}
-	dup := system.Move{Kind: system.Duplicate.Move(), H: 0, Arg: int8(to), Msg: msg}
+	dup := system.Move{Kind: faultMove(t, "duplicate"), H: 0, Arg: int8(to), Msg: msg}
 	for _, tc := range []struct {
 		name   string
 		m      system.Move
@@ -450,7 +450,7 @@ func TestWalk_StepBoundAndInterruptBeforeStart(t *testing.T) {
 	// take is enabled, they stop), the rest take exactly four moves; a
 	// fifth move anywhere would pass 80.
 	for sched, want := range map[schedule]int64{scheduleUniform: 78, schedulePositions: 79, schedulePCT: 78} {
-		r := c.walk(context.Background(), WalkOptions{Seed: 3, Walks: 20, Steps: 4, Schedule: sched, Workers: 2})
+		r := c.walk(context.Background(), WalkOptions{Seed: 3, Walks: 20, Steps: 4, sched: sched, Workers: 2})
 		if r.Walks != 20 || r.Moves != want || r.Violation != nil {
 			t.Errorf("%s: 20 walks of at most 4 steps: %d walks, %d moves (want %d), violation %v", sched.name(), r.Walks, r.Moves, want, r.Violation)
 		}
@@ -580,7 +580,7 @@ func TestMermaid_EveryMoveOnItsLane(t *testing.T) {
 	}{
 		{system.Move{Kind: system.MvDeliver, H: 0, Arg: dst, Msg: model.MsgReaderCompleted}, "    Transport->>Destination: h0 ReaderCompleted\n"},
 		{system.Move{Kind: system.MvDeliver, H: 1, Arg: src, Msg: model.MsgReaderCompleted}, "    Transport->>Source: h1 ReaderCompleted\n"},
-		{system.Move{Kind: system.Duplicate.Move(), H: 0, Arg: src, Msg: model.MsgReaderCompleted}, "    Transport->>Source: h0 ReaderCompleted (duplicate, kept in flight)\n"},
+		{system.Move{Kind: faultMove(t, "duplicate"), H: 0, Arg: src, Msg: model.MsgReaderCompleted}, "    Transport->>Source: h0 ReaderCompleted (duplicate, kept in flight)\n"},
 		{steps.Move(t, "lose h=0 to=destination msg=ReaderCompleted"), "    Transport-xDestination: h0 ReaderCompleted lost\n"},
 		{steps.Move(t, "reserve h=0"), "    Note over Destination: reserve h=0\n"},
 		{system.Move{Kind: system.MvPromote, H: 0}, "    Note over Destination: promote h=0\n"},

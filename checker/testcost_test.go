@@ -112,7 +112,7 @@ var mutationResults struct {
 // its own: checking it among others or alone gives the same.
 func mutationResultsOf(t *testing.T, mutants []spec.Mutant) []MutantResult {
 	t.Helper()
-	cfg, err := system.ParseConfig("mutation.json", MutationConfigJSON())
+	cfg, err := system.ParseConfig("mutation.json", ConfigJSON("mutation.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

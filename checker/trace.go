@@ -168,7 +168,7 @@ func (e *exploration) counterexample(f *found) *Counterexample {
 		ce.Steps = append(ce.Steps, step)
 	} else {
 		if f.v.Invariant == model.NameQuiescence {
-			if v := c.CheckQuiescence(&s); v != nil {
+			if _, v := c.Quiescence(&s); v != nil {
 				ce.Violation = v
 			}
 		} else if v := c.CheckState(&s); v != nil && v.Invariant == f.v.Invariant {

@@ -107,7 +107,7 @@ var walkInvariants = append(append([]string(nil), model.SafetyInvariants...), mo
 
 // quiescenceFired is the triggers judging a quiescent state fires:
 // Quiescence's always, FaultFreeCompletion's when the environment spent
-// none of its budget (CheckQuiescence).
+// none of its budget (System.Quiescence).
 func (c *Checker) quiescenceFired(s *system.State) model.Triggers {
 	if s.B == c.Budget() {
 		return model.TrigQuiescent | model.TrigFaultFreeQuiescent

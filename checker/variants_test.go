@@ -66,15 +66,15 @@ func TestVariants_RealBugShapes(t *testing.T) {
 		// whose finished request turns failed.
 		{"late lease expiry", "late-peer-cancel-fails-done.json", "vllm", small, "AttemptIsolation", "a stale fact changed a role machine",
 			append(slices.Clone(decoded), "timer h=0 timer=lease", "deliver h=0 to=destination msg=Cancelled")},
-		{"late cancel of the source", "late-peer-cancel-fails-done.json", "vllm", system.Budget{system.Duplicate: 1, system.Cancel: 1}, "AttemptIsolation", "a stale fact changed a role machine",
+		{"late cancel of the source", "late-peer-cancel-fails-done.json", "vllm", budgetOf(t, "duplicate=1", "cancel=1"), "AttemptIsolation", "a stale fact changed a role machine",
 			append(slices.Clone(decoded), "cancel h=0", "deliver-cancel h=0 side=source", "deliver h=0 to=destination msg=Cancelled")},
-		{"the source never gives up", "late-peer-cancel-fails-done.json", "vllm", system.Budget{system.Duplicate: 1}, "", "", nil},
+		{"the source never gives up", "late-peer-cancel-fails-done.json", "vllm", budgetOf(t, "duplicate=1"), "", "", nil},
 
 		// Destination-first: the source's bootstrap deadline fires and it
 		// reports its abort; the reservation it waited for arrives after.
 		{"reservation after the abort", "prefill-after-early-outcome.json", "sglang", small, "ExactlyOnceRelease", "%s began after the %s reported its terminal outcome",
 			[]string{"route-prefill h=0 worker=0", "deliver-request h=0", "route-decode h=0 worker=1", "reserve h=0", "timer h=0 timer=bootstrap", "deliver h=0 to=source msg=DestinationReserved"}},
-		{"no early outcome", "prefill-after-early-outcome.json", "sglang", system.Budget{system.Duplicate: 1}, "", "", nil},
+		{"no early outcome", "prefill-after-early-outcome.json", "sglang", budgetOf(t, "duplicate=1"), "", "", nil},
 
 		// Cancelled while pulling, the destination reports and queues
 		// the free; the deferred step runs while the pull still writes.

@@ -22,10 +22,13 @@ type WalkOptions struct {
 	// Swarm gives each walk its own random subset of fault kinds (swarm
 	// testing: leaving some faults out lets others go deeper).
 	Swarm bool
-	// Schedule decides when a walk commits its faults; the zero value is
-	// the default, schedulePositions.
-	Schedule schedule
-	Workers  int
+	// Schedule names when a walk commits its faults: positions (the
+	// default, as is the empty name), uniform or pct. CheckWalks refuses
+	// another name, listing these.
+	Schedule string
+	// sched is the schedule Schedule names, as CheckWalks found it.
+	sched   schedule
+	Workers int
 	// Shards, when above zero, splits the Walks walks into that many
 	// shards of consecutive walks; this search runs shard Shard of them
 	// (see shardRange). Walk i keeps seed Seed+i, so the shards together
@@ -171,7 +174,7 @@ type walkRun struct {
 }
 
 // walk runs seeded random walks: each step takes one of the moves the
-// state enables, faults placed by opts.Schedule. A walk ends when nothing
+// state enables, faults placed by opts.sched. A walk ends when nothing
 // is enabled, after opts.Steps moves, or on a violation. The first
 // failing walk (by index, so the result does not depend on scheduling) is
 // shrunk to a short trace that still fails the same invariant.
@@ -200,7 +203,7 @@ func (c *Checker) walkRange(ctx context.Context, opts WalkOptions) *walkResult {
 	}
 	res := &walkResult{Run: c.Run(), Walks: opts.Walks, Failing: -1}
 	horizon := 0
-	if opts.Schedule != scheduleUniform && opts.Walks > 0 {
+	if opts.sched != scheduleUniform && opts.Walks > 0 {
 		horizon = c.horizon(opts.Steps)
 	}
 	outs := make([]walkRun, opts.Walks)
@@ -223,7 +226,7 @@ func (c *Checker) walkRange(ctx context.Context, opts WalkOptions) *walkResult {
 				if skip || ctx.Err() != nil {
 					continue
 				}
-				outs[i] = c.walkOnce(walkSpec{seed: opts.Seed + uint64(i), steps: opts.Steps, swarm: opts.Swarm, sched: opts.Schedule, horizon: horizon})
+				outs[i] = c.walkOnce(walkSpec{seed: opts.Seed + uint64(i), steps: opts.Steps, swarm: opts.Swarm, sched: opts.sched, horizon: horizon})
 				if outs[i].v != nil {
 					mu.Lock()
 					firstFail = min(firstFail, i)

@@ -77,7 +77,7 @@ func TestWalk_ReportFigures(t *testing.T) {
 	}
 	for _, sched := range []schedule{scheduleUniform, schedulePositions, schedulePCT} {
 		t.Run(sched.name(), func(t *testing.T) {
-			opts := WalkOptions{Seed: 7, Walks: 40, Steps: 30, Schedule: sched, Workers: 2}
+			opts := WalkOptions{Seed: 7, Walks: 40, Steps: 30, Schedule: sched.name(), Workers: 2}
 			rep, err := CheckWalks(context.Background(), system.Generated(), cfg, runs, opts)
 			if err != nil {
 				t.Fatal(err)
@@ -105,7 +105,7 @@ func TestWalk_ReportFigures(t *testing.T) {
 				var kinds [system.NumMoveKinds]int64
 				var ended [numWalkEnds]int
 				for w := 0; w < opts.Walks; w++ {
-					one := c.walk(context.Background(), WalkOptions{Seed: opts.Seed + uint64(w), Walks: 1, Steps: opts.Steps, Schedule: sched, Workers: 1})
+					one := c.walk(context.Background(), WalkOptions{Seed: opts.Seed + uint64(w), Walks: 1, Steps: opts.Steps, sched: sched, Workers: 1})
 					if one.Walks != 1 || one.Moves > int64(opts.Steps) || one.Moves == 0 || one.Distinct > int(one.Moves) {
 						t.Errorf("%s walk %d alone: %d walks, %d moves, %d distinct", x.Run.Name, w, one.Walks, one.Moves, one.Distinct)
 					}
@@ -189,7 +189,7 @@ func TestWalk_FailingReport(t *testing.T) {
 }
 
 func failingReport(t *testing.T, p *system.Protocol, cfg *system.Config, sched schedule) {
-	opts := WalkOptions{Seed: 11, Walks: 300, Steps: 80, Schedule: sched, Workers: 2}
+	opts := WalkOptions{Seed: 11, Walks: 300, Steps: 80, Schedule: sched.name(), Workers: 2}
 	rep, err := CheckWalks(context.Background(), p, cfg, cfg.Runs[:1], opts)
 	if err != nil {
 		t.Fatal(err)
@@ -204,8 +204,8 @@ func failingReport(t *testing.T, p *system.Protocol, cfg *system.Config, sched s
 		t.Errorf("failing walk %d of %d counted, seed %d, %d moves shrunk to %d, faults %v", x.Failing, x.Walks, x.Seed, x.Original, len(x.Violation.Steps), x.Faults)
 	}
 	// The figures are those of walks 0..failing run on their own.
-	prefix := c.walk(context.Background(), WalkOptions{Seed: opts.Seed, Walks: x.Failing, Steps: opts.Steps, Schedule: sched, Workers: 1})
-	alone := c.walk(context.Background(), WalkOptions{Seed: x.Seed, Walks: 1, Steps: opts.Steps, Schedule: sched, Workers: 1})
+	prefix := c.walk(context.Background(), WalkOptions{Seed: opts.Seed, Walks: x.Failing, Steps: opts.Steps, sched: sched, Workers: 1})
+	alone := c.walk(context.Background(), WalkOptions{Seed: x.Seed, Walks: 1, Steps: opts.Steps, sched: sched, Workers: 1})
 	if prefix.Violation != nil || alone.Failing != 0 || alone.Original != x.Original || x.Moves != prefix.Moves+int64(alone.Original) ||
 		fmt.Sprint(alone.schedule) != fmt.Sprint(x.schedule) {
 		t.Errorf("%d moves in walks 0-%d; the %d walks before: %d moves (violation %v); the failing one alone: walk %d, %d moves",

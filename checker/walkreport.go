@@ -27,6 +27,10 @@ type WalkReport struct {
 
 // CheckWalks runs seeded random walks on each of the given runs.
 func CheckWalks(ctx context.Context, p *system.Protocol, cfg *system.Config, runs []system.Run, opts WalkOptions) (*WalkReport, error) {
+	var err error
+	if opts.sched, err = parseSchedule(opts.Schedule); err != nil {
+		return nil, err
+	}
 	rep := &WalkReport{Opts: opts}
 	notRun, err := eachRun(ctx, p, cfg, runs, opts.From, func(c *Checker) {
 		r := c.walk(ctx, opts)
@@ -94,7 +98,7 @@ func (r *WalkReport) text(opt TextOptions) string {
 			walks, shard = hi-lo, fmt.Sprintf("shard %d of %d: walks %d-%d of %d, ", r.Opts.Shard, r.Opts.Shards, lo, hi-1, r.Opts.Walks)
 		}
 		fmt.Fprintf(&b, "run %s (%s, engine %s): %d %s of up to %d moves (%sseed %d, schedule %s): %s\n",
-			x.Run.Name, x.Run.Policy, x.Run.Engine, walks, r.mode(), r.Opts.Steps, shard, r.Opts.Seed, r.Opts.Schedule.name(), verdict)
+			x.Run.Name, x.Run.Policy, x.Run.Engine, walks, r.mode(), r.Opts.Steps, shard, r.Opts.Seed, r.Opts.sched.name(), verdict)
 		fmt.Fprintf(&b, "  %s moves, %s distinct states visited", commas(x.Moves), commas(int64(x.Distinct)))
 		if x.Walks < walks {
 			// Walks after the first failure (or the interrupt) are not
@@ -278,7 +282,7 @@ type jsonLengths struct {
 // marshal renders the report as one JSON object. With opt.NoTiming it
 // leaves out the elapsed times.
 func (r *WalkReport) marshal(opt TextOptions) ([]byte, error) {
-	out := jsonWalkReport{Mode: "walks", Schedule: r.Opts.Schedule.name(), Verdict: "pass", Steps: r.Opts.Steps, Seed: r.Opts.Seed, Runs: []jsonWalk{}}
+	out := jsonWalkReport{Mode: "walks", Schedule: r.Opts.sched.name(), Verdict: "pass", Steps: r.Opts.Steps, Seed: r.Opts.Seed, Runs: []jsonWalk{}}
 	if r.Opts.Shards > 0 {
 		out.Shard = &jsonShard{Index: r.Opts.Shard, Count: r.Opts.Shards, Walks: r.Opts.Walks}
 	}

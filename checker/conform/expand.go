@@ -616,7 +616,7 @@ func (j *judge) steps(a *attempt, n *node, work []*node) []*node {
 			continue
 		}
 		fired := j.stepper.Fired()
-		if (m.Kind == system.MvDeliver || m.Kind == system.Duplicate.Move()) && ignored(j.stepper.Firings()) {
+		if delivers(m.Kind) && ignored(j.stepper.Firings()) {
 			// A fact no row acts on (a late one, a duplicate, one at a
 			// side that finished) only leaves the channel. Leaving it
 			// there instead explains every log the delivery would (a fact

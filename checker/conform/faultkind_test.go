@@ -88,3 +88,18 @@ func TestFaultKinds_LogsNamesALogKind(t *testing.T) {
 		}
 	}
 }
+
+// A move the judge skips when no row acts on its fact is one that hands
+// a fact to its side: a delivery, and the duplicate, which a log shows as
+// one; a loss, which hands nothing, and every other move are not.
+func TestDelivers_TheMovesThatHandAFactOver(t *testing.T) {
+	want := map[string]bool{"deliver": true, "duplicate": true}
+	for k := system.MoveKind(1); k < system.NumMoveKinds; k++ {
+		if got := delivers(k); got != want[k.String()] {
+			t.Errorf("%s: delivers %v, want %v", k, got, want[k.String()])
+		}
+	}
+	if delivers(0) {
+		t.Error("the zero move kind delivers")
+	}
+}

@@ -221,3 +221,15 @@ func (j *judge) carry(a *attempt, w *world) bool {
 // for the tests: without it, every attempt that learns its hit late is
 // searched again from its first fact, and judged alike.
 var carryLate = true
+
+// delivers reports whether a move hands a fact in flight to the side it
+// is for: a delivery, or a fault struck in place of one that still
+// delivers the fact (FaultKinds' Delivers: a duplicate), which a log
+// shows as a delivery.
+func delivers(k system.MoveKind) bool {
+	if k == system.MvDeliver {
+		return true
+	}
+	f, fault := k.Spends()
+	return fault && system.FaultKinds[f].Instead == system.MvDeliver && system.FaultKinds[f].Delivers > 0
+}

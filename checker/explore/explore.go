@@ -414,7 +414,7 @@ func (s *Server) State(path []int) (*View, error) {
 		v.Roles = append(v.Roles, HandoffRoles{Handoff: h, Source: p.StateName(spec.Source, st.Src[h]), Destination: p.StateName(spec.Destination, st.Dst[h])})
 	}
 	v.Drained = s.c.Drained(sess.State())
-	v.Quiescent = s.c.Quiescent(sess.State())
+	v.Quiescent, _ = s.c.Quiescence(sess.State())
 	v.Verdicts = s.verdicts(sess, v.Quiescent, v.Steps)
 	if s.props != nil {
 		for i, o := range s.props.Judgement(s.c.System, st) {
@@ -468,7 +468,7 @@ func (s *Server) verdicts(sess *checker.Session, quiescent bool, steps []Step) [
 		}
 	}
 	if quiescent {
-		if v := s.c.CheckQuiescence(st); v != nil {
+		if _, v := s.c.Quiescence(st); v != nil {
 			bad[v.Invariant] = v
 		}
 	}

@@ -497,7 +497,7 @@ func fmtPath(path []int) string {
 // from the initial state as the server does. p99-ms is the 99th
 // percentile of the answers.
 func BenchmarkState_DefaultConfig(b *testing.B) {
-	cfg, err := system.ParseConfig("default.json", checker.DefaultConfigJSON())
+	cfg, err := system.ParseConfig("default.json", checker.ConfigJSON("default.json"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -613,7 +613,7 @@ func TestDiagram_TheRunsTables(t *testing.T) {
 		s.ServeHTTP(rec, httptest.NewRequest("GET", "/api/diagram?"+query, nil))
 		return rec.Code, rec.Body.String()
 	}
-	cfg, err := system.ParseConfig("default.json", checker.DefaultConfigJSON())
+	cfg, err := system.ParseConfig("default.json", checker.ConfigJSON("default.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,7 +79,7 @@ func (s *Server) violations(before, after *system.State, j *model.Journal, m sys
 			out = append(out, v)
 		}
 	}
-	if s.c.Quiescent(after) {
+	if quiescent, _ := s.c.Quiescence(after); quiescent {
 		if v := model.Quiescence(&after.W, &rec); v != nil {
 			out = append(out, v)
 		}

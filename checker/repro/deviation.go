@@ -538,8 +538,8 @@ func (a *along) step(n node) []system.Move {
 	if v == nil {
 		v = a.c.CheckState(&next)
 	}
-	if v == nil && a.c.Quiescent(&next) {
-		v = a.c.CheckQuiescence(&next)
+	if v == nil {
+		_, v = a.c.Quiescence(&next)
 	}
 	p := append(slices.Clone(n.path), n.m)
 	if v != nil {

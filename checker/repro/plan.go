@@ -683,7 +683,7 @@ func planSteps(c *checker.Checker, cfg *system.Config, moves []system.Move) (out
 			st.retired = x.Outcome[m.Arg] != model.OutcomeNone && !held
 		}
 		if k, ok := m.Kind.Spends(); ok && k.Move() == m.Kind && !cluster.Planned(k) {
-			if k != system.NoShow {
+			if !system.FaultKinds[k].LeftOut {
 				return nil, nil, fmt.Sprintf("step %d (%s) is a %s fault, which no plan schedules: %s", i+1, m, k, system.FaultKinds[k].Unplanned)
 			}
 			// Untimed, a timer fires only once nothing else can happen

@@ -579,3 +579,42 @@ func TestPlan_LoopCapsItsDeadlinesForLive(t *testing.T) {
 		t.Fatalf("the README says no live plan:\n%s", readme)
 	}
 }
+
+// A trace's no-show, which only lets an untimed search reach a timer the
+// clock fires at its deadline anyway, is left out of the plan (the fault
+// table's LeftOut); a fault of another kind no plan schedules refuses it.
+func TestPlan_LeavesOutANoShow(t *testing.T) {
+	raw, err := os.ReadFile("../../testdata/configs/small.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgJSON := strings.Replace(string(raw), `"faults": {"duplicate": 1, "cancel": 1, "early_timer": 1}`, `"faults": {"no_show": 1, "background_load": 1}`, 1)
+	cfgJSON = strings.Replace(cfgJSON, `"slots": 2,`, `"slots": 2, "background_blocks": 2, "background_at_start": false,`, 1)
+	cfg, err := system.ParseConfig("small.json", []byte(cfgJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := checker.New(system.Generated(), cfg, cfg.Runs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	parse := func(steps ...string) []system.Move {
+		var moves []system.Move
+		for _, s := range steps {
+			m, err := system.ParseMove(s, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			moves = append(moves, m)
+		}
+		return moves
+	}
+	steps, skipped, why := planSteps(c, cfg, parse("route-prefill h=0 worker=0", "deliver-request h=0", "compute h=0", "no-show h=0"))
+	if why != "" || len(steps) != 3 || len(skipped) != 1 || !strings.Contains(skipped[0], "no-show h=0") {
+		t.Errorf("a trace with a no-show: %d steps, skipped %q, refused %q; want 3 steps and the no-show skipped", len(steps), skipped, why)
+	}
+	_, _, why = planSteps(c, cfg, parse("occupy worker=1"))
+	if !strings.Contains(why, "background_load fault, which no plan schedules") {
+		t.Errorf("a trace with an occupy: refused %q, want it refused as a fault no plan schedules", why)
+	}
+}

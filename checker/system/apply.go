@@ -218,7 +218,7 @@ func (c *System) Step(s *State, m Move, cov *Coverage) (model.Journal, *model.Vi
 // a fact (or its duplicate) to a record that has already finished: the
 // steps AttemptIsolation judges.
 func (c *System) StaleDelivery(before *State, m Move) bool {
-	return (m.Kind == MvDeliver || m.Kind == Duplicate.Move()) && c.terminal(before, roleOf(model.Side(m.Arg)), int(m.H))
+	return (m.Kind == MvDeliver || m.Kind == duplicate.Move()) && c.terminal(before, roleOf(model.Side(m.Arg)), int(m.H))
 }
 
 // JudgeStep runs the step invariants, and AttemptIsolation for a late delivery.
@@ -238,7 +238,7 @@ func (c *System) JudgeStep(before, after *State, j *model.Journal, m Move) *mode
 				idx = i
 			}
 		}
-		if m.Kind == Duplicate.Move() {
+		if m.Kind == duplicate.Move() {
 			idx = -1
 		}
 		var v *model.Violation

@@ -161,24 +161,25 @@ func (c *System) CheckState(s *State) *model.Violation {
 	return c.judge.Judge(c, s)
 }
 
-// Quiescent reports whether no protocol, timer or delivery move is
-// enabled; faults do not count (the environment may stop faulting).
-func (c *System) Quiescent(s *State) bool {
+// Quiescence reports whether no protocol, timer or delivery move is
+// enabled (faults do not count: the environment may stop faulting) and,
+// on a quiescent state, judges it: the Quiescence invariant, then
+// FaultFreeCompletion when the environment spent none of its budget.
+// Asked as one question, the quiescence invariants are never judged on a
+// state that is not quiescent.
+func (c *System) Quiescence(s *State) (quiescent bool, v *model.Violation) {
 	var ms MoveSet
-	return c.Enabled(s, &ms) == 0
-}
-
-// CheckQuiescence checks the Quiescence invariant on a quiescent state,
-// and FaultFreeCompletion when the environment spent none of its budget.
-func (c *System) CheckQuiescence(s *State) *model.Violation {
+	if c.Enabled(s, &ms) != 0 {
+		return false, nil
+	}
 	rec := c.Records(s)
 	if v := model.Quiescence(&s.W, &rec); v != nil {
-		return v
+		return true, v
 	}
 	if s.B == c.budget {
-		return model.FaultFreeCompletion(&s.W)
+		return true, model.FaultFreeCompletion(&s.W)
 	}
-	return nil
+	return true, nil
 }
 
 // Drained reports whether a state is fully drained: every placed record

@@ -197,7 +197,7 @@ func TestDelay_FiredByMatchesTheStep(t *testing.T) {
 		})
 	}
 	for _, k := range []MoveKind{mvDeliverRequest, MvRouteDecode, mvReserve, mvRefuse, MvCompute, MvTransfer, transferFailure.Move(),
-		MvDeliver, Duplicate.Move(), MvTimer, mvDecodeFinish, mvDeliverCancel, mvPeerRestarted, mvDeferred, abort.Move(), mvApply} {
+		MvDeliver, duplicate.Move(), MvTimer, mvDecodeFinish, mvDeliverCancel, mvPeerRestarted, mvDeferred, abort.Move(), mvApply} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s move compared", k)
 		}

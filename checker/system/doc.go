@@ -17,7 +17,8 @@
 // buffer, both without allocation; Step (a move the state enables) and
 // Apply (one the environment makes whatever the state) perform a move
 // and judge the step invariants, ApplyTx inside a transaction the caller
-// holds; CheckState, Quiescent, CheckQuiescence and Drained judge a
+// holds; CheckState, Quiescence (whether a state is quiescent, and its
+// judgement if so) and Drained judge a
 // state; Key is a state's canonical key (symmetry-reduced; CanonicalFrom
 // a successor's, from its parent's) and UnpackTo gives the state back
 // (the search hashes keys itself); Ample and Sleep are the per-move

@@ -14,13 +14,16 @@ import (
 type Fault uint8
 
 // The fault kinds, in budget order. The names are also the keys of a
-// Budget literal: Budget{Duplicate: 1, Cancel: 2}. reorder and early_timer,
-// spent by protocol moves taken out of order, are named only here: a
-// driver asks Move.SpendsAt; so are the kinds no driver names (abort,
-// loss, delay, hang, background_load), which a configuration, a plan and
-// a trace file name by their keys (ParseFault, ParseMove).
+// Budget literal: Budget{Cancel: 2}. reorder and early_timer, spent by
+// protocol moves taken out of order, are named only here: a driver asks
+// Move.SpendsAt; so are the kinds no driver names (abort, duplicate,
+// loss, no_show, delay, hang, background_load), which a configuration, a
+// plan and a trace file name by their keys (ParseFault, ParseMove). A driver
+// asks a kind's row instead of naming it: a judge of logs tells a
+// duplicate from a loss by Delivers, a reproduction the no_show it leaves
+// out of a trace by LeftOut.
 const (
-	Duplicate Fault = iota
+	duplicate Fault = iota
 	loss
 	reorder
 	Cancel
@@ -28,7 +31,7 @@ const (
 	transferFailure
 	Restart
 	earlyTimer
-	NoShow
+	noShow
 	backgroundLoad
 	hang
 	Evict
@@ -119,11 +122,18 @@ type faultKind struct {
 	Shown  bool
 	// Unplanned says why no plan schedules the kind ("": a plan may).
 	Unplanned string
+	// LeftOut lets a reproduction on a clock leave a fault of an
+	// unplanned kind out of the trace it replays, where it refuses the
+	// trace for any other: the fault only lets an untimed run reach what
+	// a clock reaches without it (a decode never routed is how a timer
+	// fires once nothing else can happen; a clock fires it at its
+	// deadline, and the request is routed as any other).
+	LeftOut bool
 }
 
 // FaultKinds is the fault vocabulary, indexed by Fault.
 var FaultKinds = [NumFaults]faultKind{
-	Duplicate: {Config: "duplicate", MoveName: "duplicate", args: []arg{argH, argTo, argMsg}, Swarm: true,
+	duplicate: {Config: "duplicate", MoveName: "duplicate", args: []arg{argH, argTo, argMsg}, Swarm: true,
 		Meaning: "the transport delivers a fact in flight and keeps it in flight", Instead: MvDeliver, Delivers: 2},
 	loss: {Config: "loss", MoveName: "lose", args: []arg{argH, argTo, argMsg}, Swarm: true,
 		Meaning: "the transport drops a fact in flight", Instead: MvDeliver, Silent: true},
@@ -139,8 +149,8 @@ var FaultKinds = [NumFaults]faultKind{
 		Meaning: "a worker process restarts: its memory, registrations, in-flight requests and KV index go, its generation increases, routers learn a terminal outcome", Phase: true, Shown: true},
 	earlyTimer: {Config: "early_timer",
 		Meaning: "a lease, bootstrap or reservation deadline or a heartbeat fires while other moves are still possible", Unplanned: "timers fire on the simulator's clock when their deadlines pass; set the deadlines in the simulation's configuration instead"},
-	NoShow: {Config: "no_show", MoveName: "no-show", args: []arg{argH}, Swarm: true,
-		Meaning: "the frontend never routes decode", Silent: true, Unplanned: "whether the frontend ever routes decode is decided when it routes the request, not at a time of a plan; schedule a cancel or an abort instead"},
+	noShow: {Config: "no_show", MoveName: "no-show", args: []arg{argH}, Swarm: true,
+		Meaning: "the frontend never routes decode", Silent: true, LeftOut: true, Unplanned: "whether the frontend ever routes decode is decided when it routes the request, not at a time of a plan; schedule a cancel or an abort instead"},
 	backgroundLoad: {Config: "background_load", MoveName: "occupy", args: []arg{argWorker}, Swarm: true,
 		Meaning: "other requests take a decode worker's configured background capacity at any moment", Silent: true, Unplanned: "the other requests of the workload are the load on a worker; put more requests in the workload instead"},
 	hang: {Config: "hang", MoveName: "hang", args: []arg{argH}, Swarm: true,
@@ -280,8 +290,8 @@ func (c *System) faults(s *State, ms *MoveSet, tx *model.Tx) {
 				for i := 0; i < int(ch.N); i++ {
 					// A duplicate to a record that would not react is a
 					// delivery: nothing to explore apart.
-					if s.B.has(Duplicate) && (!c.terminal(s, roleOf(to), h) || c.can(s, roleOf(to), h, msgEvent(to, ch.M[i]))) {
-						ms.add(Move{Kind: Duplicate.Move(), H: hh, Arg: int8(to), Msg: ch.M[i]})
+					if s.B.has(duplicate) && (!c.terminal(s, roleOf(to), h) || c.can(s, roleOf(to), h, msgEvent(to, ch.M[i]))) {
+						ms.add(Move{Kind: duplicate.Move(), H: hh, Arg: int8(to), Msg: ch.M[i]})
 					}
 					if s.B.has(loss) {
 						ms.add(Move{Kind: loss.Move(), H: hh, Arg: int8(to), Msg: ch.M[i]})
@@ -302,8 +312,8 @@ func (c *System) faults(s *State, ms *MoveSet, tx *model.Tx) {
 		if s.B.has(transferFailure) && x.Xfer == model.XferRunning && !x.Hung && c.transferCanEnd(s, h, false) {
 			ms.add(Move{Kind: transferFailure.Move(), H: hh})
 		}
-		if s.B.has(NoShow) && c.decodeRoutable(s, h) {
-			ms.add(Move{Kind: NoShow.Move(), H: hh})
+		if s.B.has(noShow) && c.decodeRoutable(s, h) {
+			ms.add(Move{Kind: noShow.Move(), H: hh})
 		}
 		// A hang is offered only where the system waits on transfers
 		// alone. That loses no behaviour: a hang commutes with every
@@ -416,7 +426,7 @@ func (c *System) firedBy(s *State, m Move) (r spec.Role, h int, ev uint8, ok boo
 	case MvTransfer, transferFailure.Move():
 		r, ev = transferEvent(s.W.H[h].Runner, m.Kind == MvTransfer && tx.TransferWouldSucceed(h))
 		return r, h, ev, true
-	case MvDeliver, Duplicate.Move():
+	case MvDeliver, duplicate.Move():
 		return roleOf(sd), h, msgEvent(sd, m.Msg), true
 	case MvTimer:
 		t := model.Timer(m.Arg)
@@ -442,7 +452,7 @@ func (c *System) firedBy(s *State, m Move) (r spec.Role, h int, ev uint8, ok boo
 func (c *System) applyFault(s *State, tx *model.Tx, m Move, cov *Coverage) {
 	h := int(m.H)
 	switch m.Kind {
-	case Duplicate.Move():
+	case duplicate.Move():
 		// Delivered and kept in flight.
 		c.fire(s, tx, cov, roleOf(model.Side(m.Arg)), h, msgEvent(model.Side(m.Arg), m.Msg))
 	case loss.Move():
@@ -468,7 +478,7 @@ func (c *System) applyFault(s *State, tx *model.Tx, m Move, cov *Coverage) {
 			}
 		}
 		tx.Restart(w)
-	case NoShow.Move():
+	case noShow.Move():
 		tx.NoShow(h)
 	case backgroundLoad.Move():
 		tx.OccupyBackground(int(m.Arg))

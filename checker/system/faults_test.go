@@ -40,6 +40,9 @@ func TestFaultKinds_Table(t *testing.T) {
 			t.Errorf("faults %s and %s share the configuration name %q", g, f, fk.Config)
 		}
 		configs[fk.Config] = f
+		if fk.LeftOut && (fk.Unplanned == "" || f.Move() == 0) {
+			t.Errorf("fault %s: left out of a reproduced trace, yet a plan may schedule it or it has no move to leave out", f)
+		}
 		if got, ok := ParseFault(fk.Config); !ok || got != f || f.String() != fk.Config {
 			t.Errorf("fault %s: ParseFault(%q) = %v, %v", f, fk.Config, got, ok)
 		}

@@ -132,3 +132,40 @@ func TestStateClearFrom_EqualsCheckState(t *testing.T) {
 	}
 	t.Logf("%d transitions, %d refused", checked, refused)
 }
+
+// Quiescence judges the quiescence invariants on a quiescent state only:
+// a state with a protocol move enabled is not quiescent, whatever
+// Quiescence's invariant would say of it, and a quiescent one is judged
+// as the invariants judge it.
+func TestQuiescence_JudgesOnlyQuiescentStates(t *testing.T) {
+	quiet, spared := 0, 0
+	judgedSystems(t, func(name string, c *System, states []State) {
+		for _, s := range states {
+			var ms MoveSet
+			want := c.Enabled(&s, &ms) == 0
+			rec := c.Records(&s)
+			inv := model.Quiescence(&s.W, &rec)
+			if inv == nil && s.B == c.budget {
+				inv = model.FaultFreeCompletion(&s.W)
+			}
+			q, v := c.Quiescence(&s)
+			switch {
+			case q != want:
+				t.Fatalf("%s: Quiescence says quiescent %v with %d protocol moves enabled", name, q, ms.N)
+			case !q && v != nil:
+				t.Fatalf("%s: a state with moves enabled was judged: %v", name, v)
+			case q && (v == nil) != (inv == nil):
+				t.Fatalf("%s: a quiescent state judged %v, its invariants say %v", name, v, inv)
+			}
+			if q {
+				quiet++
+			} else if inv != nil {
+				spared++
+			}
+		}
+	})
+	if quiet == 0 || spared == 0 {
+		t.Errorf("the sample held %d quiescent states and %d busy ones the invariants would refuse: a case was never met", quiet, spared)
+	}
+	t.Logf("%d quiescent states, %d busy ones spared", quiet, spared)
+}

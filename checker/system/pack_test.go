@@ -9,7 +9,7 @@ import "testing"
 // state they reach.
 func TestPack_RoundTripsEveryReachedState(t *testing.T) {
 	cfg := mustConfig(t, twoByTwo)
-	cfg.Budget = Budget{Duplicate: 2, loss: 2, reorder: 2, Cancel: 2, abort: 2, transferFailure: 2, Restart: 2, earlyTimer: 3, NoShow: 1, backgroundLoad: 2}
+	cfg.Budget = Budget{duplicate: 2, loss: 2, reorder: 2, Cancel: 2, abort: 2, transferFailure: 2, Restart: 2, earlyTimer: 3, noShow: 1, backgroundLoad: 2}
 	cfg.World.Workers[1].BackgroundBlocks, cfg.World.Workers[1].BackgroundSlots = 1, 1
 	cfg.World.Workers[2].BackgroundBlocks, cfg.World.Workers[2].BackgroundSlots = 1, 1
 	checked := 0

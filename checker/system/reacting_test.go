@@ -58,10 +58,10 @@ func TestReacting_DuplicateOnlyWhereTheRecordReacts(t *testing.T) {
 	want := func(c *System) State {
 		done := uint8(c.proto.stateIndex(spec.Destination, "Done"))
 		return findState(t, c, func(s *State) bool {
-			return s.Dst[0] == done && s.W.H[0].Ch[model.DestinationSide].Has(model.MsgCancelled) && s.B.has(Duplicate)
+			return s.Dst[0] == done && s.W.H[0].Ch[model.DestinationSide].Has(model.MsgCancelled) && s.B.has(duplicate)
 		})
 	}
-	dup := Move{Kind: Duplicate.Move(), H: 0, Arg: int8(model.DestinationSide), Msg: model.MsgCancelled}
+	dup := Move{Kind: duplicate.Move(), H: 0, Arg: int8(model.DestinationSide), Msg: model.MsgCancelled}
 	offered := func(c *System, s State) bool {
 		for _, m := range c.MovesInto(&s, nil) {
 			if m == dup {

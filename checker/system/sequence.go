@@ -31,7 +31,7 @@ func (c *System) WriteSequenceStep(b *strings.Builder, m Move) {
 		fmt.Fprintf(b, "    DecodeRouter->>Destination: route to worker %d (book blocks)\n", m.Arg)
 	case MvDeliver:
 		fmt.Fprintf(b, "    Transport->>%s: %s %s\n", sideLane(m.Arg), h, m.Msg)
-	case Duplicate.Move():
+	case duplicate.Move():
 		fmt.Fprintf(b, "    Transport->>%s: %s %s (duplicate, kept in flight)\n", sideLane(m.Arg), h, m.Msg)
 	case loss.Move():
 		fmt.Fprintf(b, "    Transport-x%s: %s %s lost\n", sideLane(m.Arg), h, m.Msg)

@@ -38,8 +38,8 @@ func init() { registerCommand(checkCommand) }
 // (a variable so that help goldens do not depend on the machine).
 var machineMemory = checker.MachineMemory
 
-// defaultSchedule is --schedule's default, the walks' zero schedule
-// (checker.ParseSchedule; the CLI's tests hold the two equal). A walk's
+// defaultSchedule is --schedule's default, the schedule the walks' zero
+// WalkOptions.Schedule names (the CLI's tests hold the two equal). A walk's
 // reproduction names its schedule only when it is another.
 const defaultSchedule = "positions"
 
@@ -185,10 +185,6 @@ func cmdCheck(c *command, e *env, args []string) int {
 		redirected.stdout = file
 		e = &redirected
 	}
-	sched, err := checker.ParseSchedule(f.sched)
-	if err != nil {
-		return c.bad(e, "--schedule: %v", err)
-	}
 	var (
 		lc      loadedConfig
 		proto   *system.Protocol
@@ -198,7 +194,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 	if from != nil {
 		lc, proto, variant, runs = from.config, from.proto, from.trace.Spec, from.runs
 	} else {
-		if lc, err = loadConfig(e.ctx, f.config, "default.json", checker.DefaultConfigJSON()); err != nil {
+		if lc, err = loadConfig(e.ctx, f.config, "default.json"); err != nil {
 			return c.bad(e, "%v", err)
 		}
 		if proto, variant, err = loadProtocol(e.ctx, f.specFile); err != nil {
@@ -287,7 +283,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 			cfg, pr = withProps(set, lc.cfg, nil)
 		}
 		rep, err := checker.CheckWalks(e.ctx, proto, cfg, runs,
-			checker.WalkOptions{Seed: f.seed, Walks: f.walks, Steps: f.steps, Swarm: f.swarm, Schedule: sched, Workers: f.workers,
+			checker.WalkOptions{Seed: f.seed, Walks: f.walks, Steps: f.steps, Swarm: f.swarm, Schedule: f.sched, Workers: f.workers,
 				Shard: shard, Shards: shards, From: from.moves()})
 		if err != nil {
 			return c.bad(e, "%v", err)

@@ -133,7 +133,7 @@ func cmdExplore(cmd *command, e *env, args []string) int {
 			return cmd.bad(e, "%v", err)
 		}
 	} else {
-		lc, err := loadConfig(e.ctx, *configFile, "default.json", checker.DefaultConfigJSON())
+		lc, err := loadConfig(e.ctx, *configFile, "default.json")
 		if err != nil {
 			return cmd.bad(e, "%v", err)
 		}

@@ -18,10 +18,10 @@ type loadedConfig struct {
 	json []byte
 }
 
-// loadConfig reads a configuration file, or returns the embedded one
-// (name and bytes) when path is empty.
-func loadConfig(ctx context.Context, path, embeddedName string, embedded []byte) (loadedConfig, error) {
-	data, file := embedded, embeddedName
+// loadConfig reads a configuration file, or returns the embedded one of
+// that name (checker.ConfigJSON) when path is empty.
+func loadConfig(ctx context.Context, path, embeddedName string) (loadedConfig, error) {
+	data, file := checker.ConfigJSON(embeddedName), embeddedName
 	if path != "" {
 		var err error
 		if data, err = readInput(ctx, path); err != nil {

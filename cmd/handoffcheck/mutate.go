@@ -61,7 +61,7 @@ func cmdMutate(c *command, e *env, args []string) int {
 	if *maxStates <= 0 || *workers < 0 {
 		return c.bad(e, "--max-states must be positive and --workers not negative")
 	}
-	lc, err := loadConfig(e.ctx, *configFile, "mutation.json", checker.MutationConfigJSON())
+	lc, err := loadConfig(e.ctx, *configFile, "mutation.json")
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/handoffcheck/handoffcheck/checker"
+	"github.com/handoffcheck/handoffcheck/checker/system"
 )
 
 func runCLIContext(ctx context.Context, args ...string) (int, string, string) {
@@ -151,11 +152,27 @@ func TestCLI_InterruptedExitsThreeAndListsWhatDidNotRun(t *testing.T) {
 	}
 }
 
-// --schedule's default is the walks' zero schedule: a reproduction that
-// leaves it out runs the walk it reproduces.
+// --schedule's default is the schedule the walks' zero options name: a
+// reproduction that leaves it out runs the walk it reproduces.
 func TestCLI_DefaultScheduleIsTheZeroSchedule(t *testing.T) {
-	if s, err := checker.ParseSchedule(defaultSchedule); err != nil || s != (checker.WalkOptions{}).Schedule {
-		t.Errorf("--schedule %s parses to %v (%v), not the zero schedule", defaultSchedule, s, err)
+	lc, err := loadConfig(context.Background(), small, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := func(sched string) string {
+		rep, err := checker.CheckWalks(context.Background(), system.Generated(), lc.cfg, lc.cfg.Runs[:1],
+			checker.WalkOptions{Seed: 3, Walks: 20, Steps: 40, Swarm: true, Schedule: sched, Workers: 1})
+		if err != nil {
+			t.Fatalf("--schedule %q: %v", sched, err)
+		}
+		out, err := rep.Render(checker.TextOptions{NoTiming: true}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	if zero, def := report(""), report(defaultSchedule); zero != def {
+		t.Errorf("--schedule %s walks otherwise than the zero options:\n%s\n%s", defaultSchedule, def, zero)
 	}
 }
 

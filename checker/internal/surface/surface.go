@@ -12,8 +12,8 @@ import (
 	"strings"
 )
 
-// Exported lists the exported package-level names and methods
-// (Type.Method) of the non-test Go files in dir.
+// Exported lists the exported package-level names and the exported
+// methods of exported types (Type.Method) of the non-test Go files in dir.
 func Exported(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -52,7 +52,10 @@ func exportedOf(f *ast.File) []string {
 			if s, ok := recv.(*ast.StarExpr); ok {
 				recv = s.X
 			}
-			if id, ok := recv.(*ast.Ident); ok {
+			// A method of an unexported type is no name a user can reach
+			// through the package's API (Go's api tool leaves such methods
+			// out too): an interface it satisfies is what users name.
+			if id, ok := recv.(*ast.Ident); ok && id.IsExported() {
 				names = append(names, id.Name+"."+d.Name.Name)
 			}
 		case *ast.GenDecl:
