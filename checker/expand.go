@@ -50,6 +50,8 @@ type expander struct {
 	// chain is the successor whose edge a drain chain records (-1: none,
 	// or every own edge is recorded).
 	chain int
+	// touch keeps the loads fpSet.touch makes from being left out.
+	touch uint64
 }
 
 // batchPerWorker is how many frontier states each worker expands between
@@ -451,7 +453,6 @@ func (e *exploration) successorsOf(x *expander, s *system.State, pid uint32, out
 			continue
 		}
 		c.CanonicalFrom(&sc.t, s, &x.k, &sc.key, int(ms.M[mi].H))
-		sc.fp = fingerprint(&sc.key, e.words)
 		if e.sleep != nil {
 			x.zs[n] = c.successorSleep(s, &sc.t, ms, &x.sm, mi, x.z, x.taken)
 			if sl := x.sm.slot[mi]; sl >= 0 {
@@ -487,6 +488,15 @@ func (e *exploration) asleep(x *expander, mi int, out *workerOut) bool {
 // the ids lie apart from the fingerprints, and reading one is a second
 // miss of the cache for each known successor.
 func (e *exploration) lookUp(x *expander) {
+	// The fingerprints are computed together, apart from the steps: each
+	// is a chain of dependent multiplies, and the processor overlaps the
+	// chains of successive successors only in a loop this short.
+	for j := 0; j < x.n; j++ {
+		x.succ[j].fp = fingerprint(&x.succ[j].key, e.words)
+	}
+	if t, ok := e.vis.(*fpSet); ok && e.sleep == nil {
+		x.touch = t.touch(x, x.seen == nil)
+	}
 	for j := 0; j < x.n; j++ {
 		fp := x.succ[j].fp
 		if e.sleep != nil {
