@@ -704,10 +704,10 @@ func (e *exploration) appendState(o *workerOut, i int, next *keyQueue) {
 }
 
 // commitHead is the part of a pipelined commit (see pipelined) the next
-// batch's expansion waits for: the insertions, the new states' ids and
-// the liveness graph's targets, all of which the expansion reads in the
-// visited set. The ids are those commit gives, in (parent, move) order
-// from the count of states the appends before left; appendBatch then
+// batch's expansion waits for: the insertions and the new states' ids,
+// which the expansion reads in the visited set. The ids are those commit
+// gives, in (parent, move) order from the count of states the appends
+// before left; appendBatch then finds the liveness graph's targets and
 // writes the logs.
 func (e *exploration) commitHead(outs []workerOut, workers int) {
 	e.insertAll(outs, workers)
@@ -724,14 +724,17 @@ func (e *exploration) commitHead(outs []workerOut, workers int) {
 	if id != uint32(e.links.n) && e.vis.keepsIDs() {
 		e.recordIDs(outs, workers)
 	}
-	if e.g != nil {
-		e.resolveEdges(outs, workers)
-	}
 }
 
 // appendBatch is a pipelined commit's ordered appends, in the order
-// commit makes them.
+// commit makes them, after the liveness graph's targets are found. The
+// targets only read the visited set, as the next batch's expansion does
+// beside them, and the next commit, which writes the set, waits for
+// them: they need not hold the expansion up.
 func (e *exploration) appendBatch(outs []workerOut, next *keyQueue) {
+	if e.g != nil {
+		e.resolveEdges(outs, 1)
+	}
 	for w := range outs {
 		o := &outs[w]
 		for i := range o.cands {
