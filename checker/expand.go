@@ -755,9 +755,20 @@ func (e *exploration) appendBatch(outs []workerOut, next *keyQueue) {
 // shard by shard in parallel: within a shard the first candidate in
 // (parent, move) order wins.
 func (e *exploration) insertAll(outs []workerOut, workers int) {
+	// A fingerprint table's first slot for a candidate a few places
+	// ahead is read before each insertion (fpSet.peekAhead): the
+	// insertions' misses of the cache are then under way together.
+	fs, _ := e.vis.(*fpSet)
+	if e.sleep != nil {
+		fs = nil
+	}
 	if workers == 1 {
 		for w := range outs {
-			for i := range outs[w].cands {
+			cands := outs[w].cands
+			for i := range cands {
+				if fs != nil && i+insertAhead < len(cands) {
+					fs.peekAhead(cands[i+insertAhead].fp)
+				}
 				e.insert(&outs[w], i)
 			}
 		}
@@ -776,11 +787,21 @@ func (e *exploration) insertAll(outs []workerOut, workers int) {
 		}
 	}
 	parallel(workers, numShards, func(sh int) {
-		for _, r := range byShard[sh] {
+		refs := byShard[sh]
+		for k, r := range refs {
+			if fs != nil && k+insertAhead < len(refs) {
+				a := refs[k+insertAhead]
+				fs.peekAhead(outs[a.w].cands[a.i].fp)
+			}
 			e.insert(&outs[r.w], r.i)
 		}
 	})
 }
+
+// insertAhead is how many candidates ahead of its insertion a
+// candidate's slot is read: about as many as the processor's window of
+// instructions holds insertions.
+const insertAhead = 6
 
 // recordIDs records the new states' ids in the visited set: no shard grows
 // any more in this batch, so slots found now stay put. More workers record

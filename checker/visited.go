@@ -125,6 +125,16 @@ func (s *fpSet) touch(x *expander, recent bool) uint64 {
 	return sum
 }
 
+// peekAhead reads the table slot a probe of fp reads first, so that an
+// insertion of fp soon after finds it in the cache. The word read is kept
+// in the table (peeked), so that the read is not left out; only the
+// goroutine inserting into that shard reads and writes it.
+func (s *fpSet) peekAhead(fp uint64) {
+	if t := &s.shards[shardOf(fp)]; len(t.fps) > 0 {
+		t.peeked += t.fps[t.slot(fp)]
+	}
+}
+
 // setID writes the id in the slot insert gave, which still holds the
 // state unless the shard grew since (a fingerprint is in one slot at
 // most, so a slot that holds it is its slot). Probing again for each new
