@@ -50,6 +50,8 @@ type expander struct {
 	// chain is the successor whose edge a drain chain records (-1: none,
 	// or every own edge is recorded).
 	chain int
+	// touch keeps the loads fpSet.touch makes from being left out.
+	touch uint64
 }
 
 // batchPerWorker is how many frontier states each worker expands between
@@ -451,7 +453,6 @@ func (e *exploration) successorsOf(x *expander, s *system.State, pid uint32, out
 			continue
 		}
 		c.CanonicalFrom(&sc.t, s, &x.k, &sc.key, int(ms.M[mi].H))
-		sc.fp = fingerprint(&sc.key, e.words)
 		if e.sleep != nil {
 			x.zs[n] = c.successorSleep(s, &sc.t, ms, &x.sm, mi, x.z, x.taken)
 			if sl := x.sm.slot[mi]; sl >= 0 {
@@ -487,6 +488,15 @@ func (e *exploration) asleep(x *expander, mi int, out *workerOut) bool {
 // the ids lie apart from the fingerprints, and reading one is a second
 // miss of the cache for each known successor.
 func (e *exploration) lookUp(x *expander) {
+	// The fingerprints are computed together, apart from the steps: each
+	// is a chain of dependent multiplies, and the processor overlaps the
+	// chains of successive successors only in a loop this short.
+	for j := 0; j < x.n; j++ {
+		x.succ[j].fp = fingerprint(&x.succ[j].key, e.words)
+	}
+	if t, ok := e.vis.(*fpSet); ok && e.sleep == nil {
+		x.touch = t.touch(x, x.seen == nil)
+	}
 	for j := 0; j < x.n; j++ {
 		fp := x.succ[j].fp
 		if e.sleep != nil {
@@ -694,10 +704,10 @@ func (e *exploration) appendState(o *workerOut, i int, next *keyQueue) {
 }
 
 // commitHead is the part of a pipelined commit (see pipelined) the next
-// batch's expansion waits for: the insertions, the new states' ids and
-// the liveness graph's targets, all of which the expansion reads in the
-// visited set. The ids are those commit gives, in (parent, move) order
-// from the count of states the appends before left; appendBatch then
+// batch's expansion waits for: the insertions and the new states' ids,
+// which the expansion reads in the visited set. The ids are those commit
+// gives, in (parent, move) order from the count of states the appends
+// before left; appendBatch then finds the liveness graph's targets and
 // writes the logs.
 func (e *exploration) commitHead(outs []workerOut, workers int) {
 	e.insertAll(outs, workers)
@@ -714,14 +724,17 @@ func (e *exploration) commitHead(outs []workerOut, workers int) {
 	if id != uint32(e.links.n) && e.vis.keepsIDs() {
 		e.recordIDs(outs, workers)
 	}
-	if e.g != nil {
-		e.resolveEdges(outs, workers)
-	}
 }
 
 // appendBatch is a pipelined commit's ordered appends, in the order
-// commit makes them.
+// commit makes them, after the liveness graph's targets are found. The
+// targets only read the visited set, as the next batch's expansion does
+// beside them, and the next commit, which writes the set, waits for
+// them: they need not hold the expansion up.
 func (e *exploration) appendBatch(outs []workerOut, next *keyQueue) {
+	if e.g != nil {
+		e.resolveEdges(outs, 1)
+	}
 	for w := range outs {
 		o := &outs[w]
 		for i := range o.cands {
@@ -742,9 +755,20 @@ func (e *exploration) appendBatch(outs []workerOut, next *keyQueue) {
 // shard by shard in parallel: within a shard the first candidate in
 // (parent, move) order wins.
 func (e *exploration) insertAll(outs []workerOut, workers int) {
+	// A fingerprint table's first slot for a candidate a few places
+	// ahead is read before each insertion (fpSet.peekAhead): the
+	// insertions' misses of the cache are then under way together.
+	fs, _ := e.vis.(*fpSet)
+	if e.sleep != nil {
+		fs = nil
+	}
 	if workers == 1 {
 		for w := range outs {
-			for i := range outs[w].cands {
+			cands := outs[w].cands
+			for i := range cands {
+				if fs != nil && i+insertAhead < len(cands) {
+					fs.peekAhead(cands[i+insertAhead].fp)
+				}
 				e.insert(&outs[w], i)
 			}
 		}
@@ -763,11 +787,21 @@ func (e *exploration) insertAll(outs []workerOut, workers int) {
 		}
 	}
 	parallel(workers, numShards, func(sh int) {
-		for _, r := range byShard[sh] {
+		refs := byShard[sh]
+		for k, r := range refs {
+			if fs != nil && k+insertAhead < len(refs) {
+				a := refs[k+insertAhead]
+				fs.peekAhead(outs[a.w].cands[a.i].fp)
+			}
 			e.insert(&outs[r.w], r.i)
 		}
 	})
 }
+
+// insertAhead is how many candidates ahead of its insertion a
+// candidate's slot is read: about as many as the processor's window of
+// instructions holds insertions.
+const insertAhead = 6
 
 // recordIDs records the new states' ids in the visited set: no shard grows
 // any more in this batch, so slots found now stay put. More workers record

@@ -148,68 +148,177 @@ func backwards(queue []uint32, tail int, off, src, can []uint32, workers int) {
 // eventuallyDrained judges that graph, so the verdict and the trap shown
 // are the exact ones.
 //
-// The chains are read once, into a next state per state; resolving
-// follows each chain until a state whose outcome is known, and gives the
-// whole path that outcome, so every state is visited a bounded number of
-// times.
-func drainChains(n int, each func(f func(from, to uint32)) error, drained []bool) (int, error) {
-	const none = ^uint32(0)
+// The chains are read once, into a next state per state (in as many
+// parts as there are workers, each state's edge written by the part that
+// holds it); resolving follows each chain until a state whose outcome is
+// known, and gives the whole path that outcome, so every state is visited
+// a bounded number of times. With more workers, they first resolve
+// blocks of states at once (resolveChainsShared); what they leave, a
+// single pass resolves as one worker would. Either way each state's
+// outcome is where its chain leads, so the count does not depend on who
+// resolved what.
+func drainChains(n, workers int, each func(parts int, f func(part int, from, to uint32)) error, drained []bool) (int, error) {
 	next := make([]uint32, n)
 	for i := range next {
-		next[i] = none
+		next[i] = chainNone
 	}
-	if err := each(func(f, t uint32) { next[f] = t }); err != nil {
+	if err := each(workers, func(_ int, f, t uint32) { next[f] = t }); err != nil {
 		return 0, err
 	}
-	// What following a state's chain found: unknown, on the path being
-	// followed, reaches a drained state, or does not.
-	const (
-		unknown uint8 = iota
-		onPath
-		drains
-		stops
-	)
-	out := make([]uint8, n)
+	// Each state's outcome is a byte, four to a word, so that the
+	// workers can set one with an atomic operation on its word.
+	out := make([]uint32, (n+3)/4)
+	if w := min(workers, maxChainWorkers); w > 1 && n >= 2*chainBlock {
+		resolveChainsShared(next, drained, out, w)
+	}
 	var path []uint32
-	open := 0
 	for i := 0; i < n; i++ {
 		path = path[:0]
 		v := uint32(i)
 		var got uint8
 		for {
-			if o := out[v]; o == drains || o == stops {
+			if o := chainOutcome(out, v); o == chainDrains || o == chainStops {
 				got = o
 				break
 			}
 			if drained[v] {
-				out[v] = drains
-				got = drains
+				setChainOutcome(out, v, chainDrains)
+				got = chainDrains
 				break
 			}
-			if out[v] == onPath {
+			if chainOutcome(out, v) == chainOnPath {
 				// The chain closed a cycle: v is on the path.
-				got = stops
+				got = chainStops
 				break
 			}
-			if next[v] == none {
+			if next[v] == chainNone {
 				// A state with no own move that is not drained.
-				out[v], got = stops, stops
+				setChainOutcome(out, v, chainStops)
+				got = chainStops
 				break
 			}
-			out[v] = onPath
+			setChainOutcome(out, v, chainOnPath)
 			path = append(path, v)
 			v = next[v]
 		}
 		for _, p := range path {
-			out[p] = got
+			setChainOutcome(out, p, got)
 		}
 	}
-	for _, o := range out {
-		if o == stops {
+	open := 0
+	for i := 0; i < n; i++ {
+		if chainOutcome(out, uint32(i)) == chainStops {
 			open++
 		}
 	}
 	return open, nil
+}
+
+// chainNone is the next state of a state with no own move.
+const chainNone = ^uint32(0)
+
+// What following a state's chain found: unknown, on the path being
+// followed (chainOnPath alone; worker w's path is chainMarked+w), reaches
+// a drained state, or does not.
+const (
+	chainUnknown uint8 = iota
+	chainOnPath
+	chainDrains
+	chainStops
+	chainMarked
+)
+
+// maxChainWorkers bounds the workers that resolve chains at once: each
+// marks its path with its own outcome byte.
+const maxChainWorkers = 64
+
+// chainBlock is how many states a worker resolving chains takes at a
+// time. A variable so that a test can share small graphs out.
+var chainBlock = 1 << 16
+
+func chainOutcome(out []uint32, v uint32) uint8 { return uint8(out[v>>2] >> (8 * (v & 3))) }
+
+func setChainOutcome(out []uint32, v uint32, o uint8) {
+	sh := 8 * (v & 3)
+	out[v>>2] = out[v>>2]&^(0xff<<sh) | uint32(o)<<sh
+}
+
+// chainOutcomeShared is chainOutcome while other workers set outcomes
+// too.
+func chainOutcomeShared(out []uint32, v uint32) uint8 {
+	return uint8(atomic.LoadUint32(&out[v>>2]) >> (8 * (v & 3)))
+}
+
+// swapChainOutcome sets v's outcome to o where it is was, and reports
+// whether it did, while other workers set the other bytes of its word.
+func swapChainOutcome(out []uint32, v uint32, was, o uint8) bool {
+	sh := 8 * (v & 3)
+	for {
+		w := atomic.LoadUint32(&out[v>>2])
+		if uint8(w>>sh) != was {
+			return false
+		}
+		if atomic.CompareAndSwapUint32(&out[v>>2], w, w&^(0xff<<sh)|uint32(o)<<sh) {
+			return true
+		}
+	}
+}
+
+// resolveChainsShared resolves drain chains on workers at once, each
+// taking blocks of states in turn and following each one's chain as the
+// single pass does, marking its path with its own byte. A chain that runs
+// into another worker's path cannot tell yet where that path leads: it
+// gives its own path back unresolved, for the single pass after. So a
+// state is only ever given the outcome its chain has, and a cycle is only
+// ever told by one worker finding its own mark.
+func resolveChainsShared(next []uint32, drained []bool, out []uint32, workers int) {
+	n := len(next)
+	blocks := (n + chainBlock - 1) / chainBlock
+	paths := make([][]uint32, workers)
+	parallelOn(workers, blocks, func(w, b int) {
+		mark := chainMarked + uint8(w)
+		path := paths[w]
+		for i := b * chainBlock; i < min((b+1)*chainBlock, n); i++ {
+			path = path[:0]
+			v := uint32(i)
+			got := chainUnknown
+		follow:
+			for {
+				if drained[v] {
+					swapChainOutcome(out, v, chainUnknown, chainDrains)
+					got = chainDrains
+					break
+				}
+				switch o := chainOutcomeShared(out, v); o {
+				case chainDrains, chainStops:
+					got = o
+					break follow
+				case mark:
+					got = chainStops
+					break follow
+				case chainUnknown:
+				default:
+					// On another worker's path: left to the single pass.
+					break follow
+				}
+				if next[v] == chainNone {
+					swapChainOutcome(out, v, chainUnknown, chainStops)
+					got = chainStops
+					break
+				}
+				if !swapChainOutcome(out, v, chainUnknown, mark) {
+					// Another worker got to it first: look again.
+					continue
+				}
+				path = append(path, v)
+				v = next[v]
+			}
+			for _, p := range path {
+				swapChainOutcome(out, p, mark, got)
+			}
+		}
+		paths[w] = path
+	})
 }
 
 // checkLiveness runs EventuallyDrained on the explored graph and, on a
@@ -219,7 +328,7 @@ func drainChains(n int, each func(f func(from, to uint32)) error, drained []bool
 func (e *exploration) checkLiveness() (*Counterexample, error) {
 	n := e.links.n
 	if e.chains {
-		open, err := drainChains(n, e.g.edges.each, e.g.drained)
+		open, err := drainChains(n, e.workers, e.g.edges.eachIn, e.g.drained)
 		e.open = open
 		e.sampleHeap()
 		return nil, err

@@ -33,6 +33,8 @@ type fpTable struct {
 	// offheap_unix.go) and must be freed; onMap says the slots came from it.
 	mapped, onMap bool
 	n             int
+	// peeked sums the words fpSet.peekAhead read.
+	peeked uint64
 }
 
 const maxLoadNum, maxLoadDen = 4, 5 // 0.8

@@ -103,6 +103,38 @@ func (s *fpSet) byKey() bool                            { return false }
 func (s *fpSet) keepsIDs() bool                         { return s.ids }
 func (s *fpSet) growth(states int) int64                { return s.bytes(states) / 2 }
 
+// touch reads, for each of x's successors, the word of the worker's cache
+// (when recent) and the table slot its lookup reads first, and returns
+// them summed. The loads are independent and nothing branches on them, so
+// they are all under way at once; the lookups that follow, which branch
+// on each word they read, would otherwise wait for one miss of the cache
+// after another.
+func (s *fpSet) touch(x *expander, recent bool) uint64 {
+	var sum uint64
+	if recent && x.recent.fps != nil {
+		for j := 0; j < x.n; j++ {
+			sum += x.recent.fps[x.succ[j].fp&(recentSize-1)]
+		}
+	}
+	for j := 0; j < x.n; j++ {
+		fp := x.succ[j].fp
+		if t := &s.shards[shardOf(fp)]; len(t.fps) > 0 {
+			sum += t.fps[t.slot(fp)]
+		}
+	}
+	return sum
+}
+
+// peekAhead reads the table slot a probe of fp reads first, so that an
+// insertion of fp soon after finds it in the cache. The word read is kept
+// in the table (peeked), so that the read is not left out; only the
+// goroutine inserting into that shard reads and writes it.
+func (s *fpSet) peekAhead(fp uint64) {
+	if t := &s.shards[shardOf(fp)]; len(t.fps) > 0 {
+		t.peeked += t.fps[t.slot(fp)]
+	}
+}
+
 // setID writes the id in the slot insert gave, which still holds the
 // state unless the shard grew since (a fingerprint is in one slot at
 // most, so a slot that holds it is its slot). Probing again for each new
