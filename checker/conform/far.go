@@ -118,6 +118,15 @@ const (
 
 // farEntry is a remembered search: its key, and its answer.
 type farEntry struct {
+	// hash is the key's hash; hnext chains the entries of one head
+	// (farMemo.heads), one more than an index in farMemo.tab, 0 for
+	// none; used says the memo answered a search with it since the
+	// clock's hand last passed it (put). First, beside the key's start:
+	// a look-up walking a chain reads one cache line of each entry it
+	// passes.
+	hash  uint64
+	hnext int32
+	used  bool
 	key   farKey
 	found bool
 	// first is the index, among the unlogged children of the node the
@@ -139,13 +148,6 @@ type farEntry struct {
 	// stepBroke the one it noted for the fact (refused): one more than
 	// their index in farMemo.viols, 0 for none.
 	broken, stepBroke int32
-	// hash is the key's hash; hnext chains the entries of one head
-	// (farMemo.heads), one more than an index in farMemo.tab, 0 for
-	// none; used says the memo answered a search with it since the
-	// clock's hand last passed it (put).
-	hash  uint64
-	hnext int32
-	used  bool
 }
 
 // farSteps bounds the moves of a path the memo remembers, and farOwed
