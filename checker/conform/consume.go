@@ -105,21 +105,20 @@ func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 // the node it makes, or nil. The search's other nodes go back to the
 // pool.
 func (j *judge) greedySearch(a *attempt, n *node, f *obslog.Fact, s int) *node {
-	applies := j.farApplies(a, n, f, s)
-	if applies && j.far.leads(f.Kind) {
+	// The far memo is asked first for a kind of fact the node's own
+	// moves seldom explain (farFirst).
+	if j.far.leads(f.Kind) && j.farApplies(a, n, f, s) {
 		return j.farFirst(a, n, f, s)
 	}
 	// Most facts are explained by a move of n itself: a node that
 	// explains f makes no other (explainStep), so nothing is to be freed.
 	next := j.next[:0]
 	found := j.explainStep(a, n, f, s, 0 < j.bound, &next)
-	if applies {
-		j.far.near(f.Kind, found != nil)
-	}
+	j.far.near(f.Kind, found != nil)
 	if found != nil {
 		return found
 	}
-	return j.farSearch(a, n, f, s, applies, next)
+	return j.farSearch(a, n, f, s, next)
 }
 
 // bfs is greedySearch's breadth-first search from n, whose unlogged

@@ -183,9 +183,9 @@ type farMemo struct {
 	// worth, per kind of fact, those of its latest searches (farWorth).
 	expanded int
 	worth    [obslog.NumKinds]struct{ searches, expanded int32 }
-	// nears counts, per kind of fact, greedy's searches the memo may
-	// answer and those of them that no move of the node they start from
-	// explained (near, leads).
+	// nears counts, per kind of fact, greedy's searches and those of
+	// them that no move of the node they start from explained (near,
+	// leads).
 	nears [obslog.NumKinds]struct{ searches, far int32 }
 	// hits and bad count the searches replayed and, with farVerify, the
 	// replays that differed from the search.
@@ -284,17 +284,12 @@ func farLeaveOut(k *farKey) {
 // found no move of n itself that explains f and made n's unlogged
 // children next: answered by the memo where it has the search, else
 // searched and remembered.
-func (j *judge) farSearch(a *attempt, n *node, f *obslog.Fact, s int, applies bool, next []*node) *node {
+func (j *judge) farSearch(a *attempt, n *node, f *obslog.Fact, s int, next []*node) *node {
 	m := &j.far
-	if !applies {
+	if !j.farApplies(a, n, f, s) {
 		return j.bfs(a, n, f, s, next)
 	}
-	// A search that expands few nodes costs about what its replay does
-	// (the key made and compared, the path's moves applied again), and
-	// the memo it would take is another's: the facts of a kind whose
-	// searches expand fewer than farWorth nodes on average are searched.
-	w := &m.worth[f.Kind]
-	if w.searches >= farWarm && int(w.expanded) < farWorth*int(w.searches) {
+	if !m.answers(f.Kind) {
 		before := m.expanded
 		found := j.bfs(a, n, f, s, next)
 		m.weigh(f.Kind, m.expanded-before)
@@ -330,6 +325,16 @@ func (j *judge) farSearch(a *attempt, n *node, f *obslog.Fact, s int, applies bo
 	clear(m.first)
 	m.keep(h, hit, e, keep, noted, a, f)
 	return found
+}
+
+// answers reports whether the memo answers searches for facts of kind
+// k. A search that expands few nodes costs about what its replay does
+// (the key made and compared, the path's moves applied again), and the
+// memo it would take is another's: the facts of a kind whose searches
+// expand fewer than farWorth nodes on average are searched.
+func (m *farMemo) answers(k obslog.Kind) bool {
+	w := &m.worth[k]
+	return w.searches < farWarm || int(w.expanded) >= farWorth*int(w.searches)
 }
 
 // lookUp is the entry of j.far.key, hash h, or nil; an entry found is

@@ -11,8 +11,8 @@ import (
 // moves too, keyed before they are tried, as it answers for the search
 // after them (far.go).
 
-// near counts a search from a node for a fact of kind k that the memo
-// may answer, and whether a move of the node explained the fact.
+// near counts a search from a node for a fact of kind k, and whether a
+// move of the node explained the fact.
 func (m *farMemo) near(k obslog.Kind, explained bool) {
 	w := &m.nears[k]
 	w.searches++
@@ -33,8 +33,7 @@ func (m *farMemo) near(k obslog.Kind, explained bool) {
 // be only for the few searches the node's own move would have answered.
 func (m *farMemo) leads(k obslog.Kind) bool {
 	w, v := &m.worth[k], &m.nears[k]
-	return w.searches >= farWarm && int(w.expanded) >= farWorth*int(w.searches) &&
-		v.searches >= farWarm && float64(v.far) >= farLead*float64(v.searches)
+	return w.searches >= farWarm && m.answers(k) && v.searches >= farWarm && float64(v.far) >= farLead*float64(v.searches)
 }
 
 // farLead is the share of a kind's searches that go past the node they
