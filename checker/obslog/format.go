@@ -434,6 +434,16 @@ func (r *Reader) next(f *Fact) error {
 	if err != nil {
 		return err
 	}
+	if r.plainFact(text, f) {
+		return nil
+	}
+	return r.general(text, f)
+}
+
+// general reads fact line text into f the general way: every form a
+// JSON object may take, every check of fact, and the error that names
+// what is wrong.
+func (r *Reader) general(text []byte, f *Fact) error {
 	l := &r.l
 	if !fastLine(text, l, &r.sv, &r.iv) {
 		*l = factLine{}
