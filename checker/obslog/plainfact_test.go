@@ -3,10 +3,12 @@ package obslog
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -154,4 +156,37 @@ func FuzzPlainFact(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line []byte) {
 		plainAgrees(t, r, line)
 	})
+}
+
+// intern gives an id read again the copy it gave it before, while the
+// table holds it, short (compared in the table) or long, and a copy of
+// its own to an id that took another's place; no copy aliases the line.
+func TestIntern(t *testing.T) {
+	r, err := NewReader(strings.NewReader(fuzzHeader), "plain.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := []byte("r12")
+	short := r.intern(string(line))
+	long := r.intern(strings.Repeat("x", idBytes+1))
+	line[2] = '3'
+	if short != "r12" {
+		t.Fatalf("the interned id changed with the line: %q", short)
+	}
+	for _, id := range []string{"r12", strings.Repeat("x", idBytes+1)} {
+		want := short
+		if len(id) > idBytes {
+			want = long
+		}
+		if got := r.intern(strings.Clone(id)); unsafe.StringData(got) != unsafe.StringData(want) || got != id {
+			t.Errorf("%q read again: another copy", id)
+		}
+	}
+	// Every id of one slot in turn: each is its own.
+	for i := range 5000 {
+		id := fmt.Sprintf("r%d", i)
+		if got := r.intern(id); got != id || unsafe.StringData(got) == unsafe.StringData(id) {
+			t.Fatalf("intern(%q) = %q", id, got)
+		}
+	}
 }
