@@ -105,10 +105,16 @@ func (j *judge) greedy(a *attempt, f *obslog.Fact, s int) bool {
 // the node it makes, or nil. The search's other nodes go back to the
 // pool.
 func (j *judge) greedySearch(a *attempt, n *node, f *obslog.Fact, s int) *node {
+	// The far memo is asked first for a kind of fact the node's own
+	// moves seldom explain (farFirst).
+	if j.far.leads(f.Kind) && j.farApplies(a, n, f, s) {
+		return j.farFirst(a, n, f, s)
+	}
 	// Most facts are explained by a move of n itself: a node that
 	// explains f makes no other (explainStep), so nothing is to be freed.
 	next := j.next[:0]
 	found := j.explainStep(a, n, f, s, 0 < j.bound, &next)
+	j.far.near(f.Kind, found != nil)
 	if found != nil {
 		return found
 	}

@@ -39,7 +39,7 @@ var farCap = 1 << 14
 // tests.
 var farVerify = false
 
-var farVerified struct{ hits, bad int }
+var farVerified struct{ hits, bad, leads int }
 
 // farOmit leaves a part of the key out (omitState and the others below),
 // for the test that shows the parts are needed: omitNone leaves nothing
@@ -101,6 +101,10 @@ type farKey struct {
 	isP, isD, router                      bool
 	pKnown, dKnown                        bool
 	broke                                 bool
+	// lead: the search is remembered with the step from n that no move
+	// of n explains f, taken before it (farFirst): asked before that
+	// step, with broke as it was before it.
+	lead bool
 }
 
 // The parts of farKey a test leaves out, one at a time (farOmit).
@@ -114,6 +118,15 @@ const (
 
 // farEntry is a remembered search: its key, and its answer.
 type farEntry struct {
+	// hash is the key's hash; hnext chains the entries of one head
+	// (farMemo.heads), one more than an index in farMemo.tab, 0 for
+	// none; used says the memo answered a search with it since the
+	// clock's hand last passed it (put). First, beside the key's start:
+	// a look-up walking a chain reads one cache line of each entry it
+	// passes.
+	hash  uint64
+	hnext int32
+	used  bool
 	key   farKey
 	found bool
 	// first is the index, among the unlogged children of the node the
@@ -123,21 +136,18 @@ type farEntry struct {
 	// after it, the last the one that explains the fact.
 	first    int16
 	firstKey uint64
-	steps    [farSteps]farStep
-	nsteps   uint8
-	owed     [farOwed]obslog.Label
-	owedN    uint8
+	// lead is the first node's move and its triggers, for an entry of a
+	// key with lead (farFirst), whose search made n's unlogged children
+	// itself.
+	lead   farStep
+	steps  [farSteps]farStep
+	nsteps uint8
+	owed   [farOwed]obslog.Label
+	owedN  uint8
 	// broken is the last violation the search noted (a.broken), and
 	// stepBroke the one it noted for the fact (refused): one more than
 	// their index in farMemo.viols, 0 for none.
 	broken, stepBroke int32
-	// hash is the key's hash; hnext chains the entries of one head
-	// (farMemo.heads), one more than an index in farMemo.tab, 0 for
-	// none; used says the memo answered a search with it since the
-	// clock's hand last passed it (put).
-	hash  uint64
-	hnext int32
-	used  bool
 }
 
 // farSteps bounds the moves of a path the memo remembers, and farOwed
@@ -173,6 +183,10 @@ type farMemo struct {
 	// worth, per kind of fact, those of its latest searches (farWorth).
 	expanded int
 	worth    [obslog.NumKinds]struct{ searches, expanded int32 }
+	// nears counts, per kind of fact, greedy's searches and those of
+	// them that no move of the node they start from explained (near,
+	// leads).
+	nears [obslog.NumKinds]struct{ searches, far int32 }
 	// hits and bad count the searches replayed and, with farVerify, the
 	// replays that differed from the search.
 	hits, bad int
@@ -202,7 +216,7 @@ func (j *judge) farApplies(a *attempt, n *node, f *obslog.Fact, s int) bool {
 
 // farKeyOf sets j.far.key to the key of the search from n for f, and
 // returns its hash.
-func (j *judge) farKeyOf(a *attempt, n *node, f *obslog.Fact) uint64 {
+func (j *judge) farKeyOf(a *attempt, n *node, f *obslog.Fact, lead bool) uint64 {
 	m := &j.far
 	k := &m.key
 	k.size = a.world.size
@@ -231,12 +245,16 @@ func (j *judge) farKeyOf(a *attempt, n *node, f *obslog.Fact) uint64 {
 		k.recD = pr[a.d].Records
 	}
 	k.broke = a.stepBroke[f] != nil
+	k.lead = lead
 	if farOmit != omitNone {
 		farLeaveOut(k)
 	}
 	h := mix(mix(sh, uint64(k.size[0])), uint64(k.size[1]))
 	h = mix(h, uint64(k.kind)|uint64(k.stage)<<8|uint64(k.has)<<16|uint64(k.owedN)<<32|uint64(k.outcome)<<40|uint64(k.timer)<<48)
 	h = mix(mix(mix(h, uint64(k.blocks)), uint64(k.pages)), uint64(k.tokens))
+	if lead {
+		h = mix(h, 1)
+	}
 	for _, l := range k.owed[:k.owedN] {
 		h = mix(h, uint64(l.Kind)|uint64(l.By)<<8|uint64(l.Blocks)<<16)
 	}
@@ -271,26 +289,14 @@ func (j *judge) farSearch(a *attempt, n *node, f *obslog.Fact, s int, next []*no
 	if !j.farApplies(a, n, f, s) {
 		return j.bfs(a, n, f, s, next)
 	}
-	// A search that expands few nodes costs about what its replay does
-	// (the key made and compared, the path's moves applied again), and
-	// the memo it would take is another's: the facts of a kind whose
-	// searches expand fewer than farWorth nodes on average are searched.
-	w := &m.worth[f.Kind]
-	if w.searches >= farWarm && int(w.expanded) < farWorth*int(w.searches) {
+	if !m.answers(f.Kind) {
 		before := m.expanded
 		found := j.bfs(a, n, f, s, next)
 		m.weigh(f.Kind, m.expanded-before)
 		return found
 	}
-	h := j.farKeyOf(a, n, f)
-	var hit *farEntry
-	for i := m.head(h); i != 0; i = m.tab[i-1].hnext {
-		if e := &m.tab[i-1]; e.hash == h && e.key == m.key {
-			hit = e
-			e.used = true
-			break
-		}
-	}
+	h := j.farKeyOf(a, n, f, false)
+	hit := m.lookUp(h)
 	if hit != nil && !farVerify {
 		m.hits++
 		return j.farReplay(a, n, f, s, next, hit)
@@ -304,57 +310,101 @@ func (j *judge) farSearch(a *attempt, n *node, f *obslog.Fact, s int, next []*no
 	before := m.expanded
 	found := j.bfs(a, n, f, s, next)
 	m.weigh(f.Kind, m.expanded-before)
-	e := &m.entry
-	*e = farEntry{key: m.key}
-	var sb *model.Violation
 	noted := a.broken
 	if a.broken == nil {
 		a.broken = broken
 	}
-	if !e.key.broke {
-		sb = a.stepBroke[f]
-	}
-	keep := true
-	if found != nil {
-		e.found = true
-		keep = found.owedN <= farOwed
-		copy(e.owed[:], found.owed[:min(found.owedN, farOwed)])
-		e.owedN = found.owedN
-		// The path after its first node, last move first.
-		y := found
-		for ; y.parent != n; y = y.parent {
-			if int(e.nsteps) == farSteps {
-				keep = false
-				break
-			}
-			e.steps[e.nsteps] = farStep{m: y.move, stKey: y.stKey, fired: y.fired}
-			e.nsteps++
-		}
-		slices.Reverse(e.steps[:e.nsteps])
-		for ; y.parent != n; y = y.parent {
-		}
+	e, keep, y := m.entryOf(a, n, f, found)
+	if y != nil {
 		for i, x := range m.first {
 			if x == y {
 				e.first = int16(i)
 			}
 		}
-		e.firstKey = y.stKey
 	}
 	clear(m.first)
+	m.keep(h, hit, e, keep, noted, a, f)
+	return found
+}
+
+// answers reports whether the memo answers searches for facts of kind
+// k. A search that expands few nodes costs about what its replay does
+// (the key made and compared, the path's moves applied again), and the
+// memo it would take is another's: the facts of a kind whose searches
+// expand fewer than farWorth nodes on average are searched.
+func (m *farMemo) answers(k obslog.Kind) bool {
+	w := &m.worth[k]
+	return w.searches < farWarm || int(w.expanded) >= farWorth*int(w.searches)
+}
+
+// lookUp is the entry of j.far.key, hash h, or nil; an entry found is
+// marked used (put).
+func (m *farMemo) lookUp(h uint64) *farEntry {
+	for i := m.head(h); i != 0; i = m.tab[i-1].hnext {
+		if e := &m.tab[i-1]; e.hash == h && e.key == m.key {
+			e.used = true
+			return e
+		}
+	}
+	return nil
+}
+
+// entryOf is the entry of m.key for a search from n that found the node
+// found (nil: none), in m.entry; keep is false when the memo cannot hold
+// its path, and first the path's first node, a child of n (nil: none).
+func (m *farMemo) entryOf(a *attempt, n *node, f *obslog.Fact, found *node) (e *farEntry, keep bool, first *node) {
+	e = &m.entry
+	*e = farEntry{key: m.key}
+	keep = true
+	if found == nil {
+		return e, keep, nil
+	}
+	e.found = true
+	keep = found.owedN <= farOwed
+	copy(e.owed[:], found.owed[:min(found.owedN, farOwed)])
+	e.owedN = found.owedN
+	// The path after its first node, last move first.
+	y := found
+	for ; y.parent != n; y = y.parent {
+		if int(e.nsteps) == farSteps {
+			keep = false
+			break
+		}
+		e.steps[e.nsteps] = farStep{m: y.move, stKey: y.stKey, fired: y.fired}
+		e.nsteps++
+	}
+	slices.Reverse(e.steps[:e.nsteps])
+	for ; y.parent != n; y = y.parent {
+	}
+	e.firstKey = y.stKey
+	return e, keep, y
+}
+
+// keep remembers entry e, the search of hash h that noted violation
+// noted last (nil: none) and, unless its key says one was noted before,
+// a.stepBroke[f] for f; where the memo had the search (hit, searched
+// again with farVerify), the two are compared instead.
+func (m *farMemo) keep(h uint64, hit, e *farEntry, keep bool, noted *model.Violation, a *attempt, f *obslog.Fact) {
+	var sb *model.Violation
+	if !e.key.broke {
+		sb = a.stepBroke[f]
+	}
 	if hit != nil {
 		m.hits++
 		farVerified.hits++
+		if e.key.lead {
+			farVerified.leads++
+		}
 		if !sameFar(m, hit, e, noted, sb) {
 			m.bad++
 			farVerified.bad++
 		}
-		return found
+		return
 	}
 	if keep {
 		e.broken, e.stepBroke = m.note(noted), m.note(sb)
 		m.put(h, e)
 	}
-	return found
 }
 
 // farWorth is the nodes a search of a kind of fact expands on average,
@@ -413,7 +463,7 @@ func (m *farMemo) viol(i int32) *model.Violation {
 // sameFar reports whether entry x gives the answer of search y, which
 // noted violations broken and stepBroke.
 func sameFar(m *farMemo, x, y *farEntry, broken, stepBroke *model.Violation) bool {
-	if x.found != y.found || x.first != y.first || x.firstKey != y.firstKey || x.steps != y.steps || x.nsteps != y.nsteps || x.owed != y.owed || x.owedN != y.owedN {
+	if x.found != y.found || x.first != y.first || x.firstKey != y.firstKey || x.lead != y.lead || x.steps != y.steps || x.nsteps != y.nsteps || x.owed != y.owed || x.owedN != y.owedN {
 		return false
 	}
 	same := func(v, w *model.Violation) bool { return v == nil && w == nil || v != nil && w != nil && *v == *w }
@@ -427,15 +477,7 @@ func sameFar(m *farMemo, x, y *farEntry, broken, stepBroke *model.Violation) boo
 // searched, and the same move from the same state passes them again);
 // n's other children go back to the pool. What the search noted is noted.
 func (j *judge) farReplay(a *attempt, n *node, f *obslog.Fact, s int, next []*node, e *farEntry) *node {
-	if v := j.far.viol(e.broken); v != nil {
-		a.broken = v
-	}
-	if v := j.far.viol(e.stepBroke); v != nil {
-		if a.stepBroke == nil {
-			a.stepBroke = map[*obslog.Fact]*model.Violation{}
-		}
-		a.stepBroke[f] = v
-	}
+	j.farNoted(a, f, e)
 	var x *node
 	for i, c := range next {
 		if e.found && i == int(e.first) {
@@ -449,6 +491,25 @@ func (j *judge) farReplay(a *attempt, n *node, f *obslog.Fact, s int, next []*no
 		return nil
 	}
 	x.stKey = e.firstKey
+	return j.farPath(x, f, s, e)
+}
+
+// farNoted notes for attempt a what the remembered search e noted.
+func (j *judge) farNoted(a *attempt, f *obslog.Fact, e *farEntry) {
+	if v := j.far.viol(e.broken); v != nil {
+		a.broken = v
+	}
+	if v := j.far.viol(e.stepBroke); v != nil {
+		if a.stepBroke == nil {
+			a.stepBroke = map[*obslog.Fact]*model.Violation{}
+		}
+		a.stepBroke[f] = v
+	}
+}
+
+// farPath is the node remembered search e reaches from its first node x:
+// its steps' moves applied again.
+func (j *judge) farPath(x *node, f *obslog.Fact, s int, e *farEntry) *node {
 	for i := range int(e.nsteps) {
 		st := &e.steps[i]
 		c := j.child(x)

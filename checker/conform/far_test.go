@@ -93,7 +93,7 @@ func TestFar_AsSearched(t *testing.T) {
 	// The memo of the searches of one world, which would answer most
 	// searches first, is skipped from the second search on.
 	memoProbe = 1
-	farVerified.hits, farVerified.bad = 0, 0
+	farVerified.hits, farVerified.bad, farVerified.leads = 0, 0, 0
 	for name, data := range farLogs(t) {
 		for _, run := range goldenRuns {
 			judge := func(capacity int, verify bool) (*Report, error) {
@@ -117,7 +117,10 @@ func TestFar_AsSearched(t *testing.T) {
 	if farVerified.hits == 0 {
 		t.Fatal("the memo answered no search")
 	}
-	t.Logf("%d searches answered by the memo, each searched again alike", farVerified.hits)
+	if farVerified.leads == 0 {
+		t.Fatal("the memo answered no search before the moves of the node it starts from were tried")
+	}
+	t.Logf("%d searches answered by the memo (%d with the node's own moves), each searched again alike", farVerified.hits, farVerified.leads)
 }
 
 // With a clock error the far memo answers no search: the search then

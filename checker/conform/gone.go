@@ -33,9 +33,9 @@ import (
 var goneRecent = 1 << 14
 
 // goneFilterBits is the size of the filter of the ids in the file: 2 MiB,
-// which keeps false maybes below one new attempt in ten thousand up to
-// about 400,000 records there (four hashes), and past that only costs the
-// time of reading the file for them.
+// which keeps false maybes near one new attempt in ten thousand up to
+// about 400,000 records there (four bits of one 512-bit block), and past
+// that only costs the time of reading the file for them.
 const goneFilterBits = 1 << 24
 
 const goneFieldBytes = 40
@@ -173,10 +173,10 @@ func (g *goneStore) spill(id string, e finished) bool {
 	b = binary.LittleEndian.AppendUint32(b, uint32(e.dec.hit))
 	g.wbuf = b
 	g.pend = append(g.pend, goneSlot{id, e})
-	h1, h2 := g.hashes(id)
-	for k := uint64(0); k < 4; k++ {
-		bit := (h1 + k*h2) % goneFilterBits
-		g.filter[bit/64] |= 1 << (bit % 64)
+	blk, bits := g.hashes(id)
+	for k := range uint64(4) {
+		bit := bits >> (9 * k) & 511
+		blk[bit/64] |= 1 << (bit % 64)
 	}
 	if len(g.wbuf) >= goneWriteBytes {
 		return g.flush()
@@ -210,21 +210,26 @@ func (g *goneStore) flush() bool {
 
 // maybe reports whether the filter may hold id.
 func (g *goneStore) maybe(id string) bool {
-	h1, h2 := g.hashes(id)
-	for k := uint64(0); k < 4; k++ {
-		bit := (h1 + k*h2) % goneFilterBits
-		if g.filter[bit/64]&(1<<(bit%64)) == 0 {
+	blk, bits := g.hashes(id)
+	for k := range uint64(4) {
+		bit := bits >> (9 * k) & 511
+		if blk[bit/64]&(1<<(bit%64)) == 0 {
 			return false
 		}
 	}
 	return true
 }
 
-// hashes are the filter's two hashes of an id (its bits are h1 + k·h2).
-func (g *goneStore) hashes(id string) (h1, h2 uint64) {
+// hashes is the filter's block of an id (goneBlockWords words, one
+// cache line) and its four bits there, nine bits of bits each: an id
+// added or looked for reads one line of the filter, not four.
+func (g *goneStore) hashes(id string) (blk *[goneBlockWords]uint64, bits uint64) {
 	h := maphash.String(g.seed, id)
-	return h, h>>32 | 1
+	b := h >> 36 % (goneFilterBits / 64 / goneBlockWords)
+	return (*[goneBlockWords]uint64)(g.filter[b*goneBlockWords:]), h
 }
+
+const goneBlockWords = 8
 
 // find reads the file for id's latest record written there.
 func (g *goneStore) find(id string) (finished, bool, error) {

@@ -31,6 +31,10 @@ type world struct {
 	// another size and may keep states of it, so it is never recycled.
 	refs           int
 	listed, pinned bool
+	// filled: cfg is the cluster's AttemptWorld of some size (fillWorld);
+	// only the size and what Prepare derives from it differ from one
+	// size to another.
+	filled bool
 }
 
 // world is the configuration of attempts of a size, prepared, or an
@@ -69,9 +73,24 @@ func (j *judge) world(prompt, hit int64) (*world, error) {
 // fillWorld makes w's configuration the cluster's AttemptWorld for the
 // size, in w's own lists: a configuration the size does not change,
 // copied, with the size set where AttemptWorld sets it.
+//
+// A world filled before (recycled) differs from the template only where
+// the size is set, and in what Prepare derives, which it sets again
+// whole: only the size is set, not the kilobytes of the configuration
+// copied again.
 func (j *judge) fillWorld(w *world, prompt, hit int64) {
-	t := &j.tmpl
 	w.size = [2]int64{prompt, hit}
+	if w.filled {
+		for x := range w.hits {
+			w.hits[x] = model.Tokens(hit)
+		}
+		for i := range w.handoffs {
+			w.handoffs[i].PromptTokens = model.Tokens(prompt)
+		}
+		return
+	}
+	w.filled = true
+	t := &j.tmpl
 	w.cfg = *t
 	w.workers = append(w.workers[:0], t.Workers...)
 	n := 0

@@ -306,23 +306,25 @@ func scanNum(text []byte, i int) (int64, int, bool) {
 		i++
 	}
 	start := i
+	// At most 18 digits are read; a digit after them is refused below,
+	// as a fraction or an exponent is: the loop checks one bound.
+	end := min(n, start+18)
 	var v int64
-	for i < n {
-		c := text[i]
-		if c < '0' || c > '9' {
+	for i < end {
+		c := text[i] - '0'
+		if c > 9 {
 			break
 		}
-		if i-start >= 18 {
-			return 0, i, false
-		}
-		v = v*10 + int64(c-'0')
+		v = v*10 + int64(c)
 		i++
 	}
 	if i == start || (text[start] == '0' && i-start > 1) {
 		return 0, i, false
 	}
-	if i < n && (text[i] == '.' || text[i] == 'e' || text[i] == 'E') {
-		return 0, i, false
+	if i < n {
+		if c := text[i]; c-'0' <= 9 || c == '.' || c == 'e' || c == 'E' {
+			return 0, i, false
+		}
 	}
 	if neg {
 		v = -v

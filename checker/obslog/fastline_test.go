@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -122,4 +123,41 @@ func FuzzFastLine(f *testing.F) {
 			t.Fatalf("the fast path and the decoder disagree on %q:\n%s", line, cmp.Diff(slow, fast))
 		}
 	})
+}
+
+// TestScanNum holds scanNum to its grammar (an optional minus, then 1 to
+// 18 digits without a leading zero, and no fraction or exponent after),
+// read by strconv, at every length to 20 digits and with each kind of
+// text after.
+func TestScanNum(t *testing.T) {
+	var cases []string
+	for k := 1; k <= 20; k++ {
+		digits := strings.Repeat("9", k)
+		for _, s := range []string{digits, "1" + strings.Repeat("0", k-1), "0" + digits, "-" + digits} {
+			for _, after := range []string{"", ",", "}", " ", ".5", "e3", "E3", "x"} {
+				cases = append(cases, s+after)
+			}
+		}
+	}
+	cases = append(cases, "", "-", "0", "-0", "00", "-01", "0.", "7")
+	for _, c := range cases {
+		v, end, ok := scanNum([]byte(c), 0)
+		num := strings.TrimLeft(c, "-")
+		digits := len(num) - len(strings.TrimLeft(num, "0123456789"))
+		rest := num[digits:]
+		want := digits >= 1 && digits <= 18 && (num[0] != '0' || digits == 1) &&
+			!strings.HasPrefix(rest, ".") && !strings.HasPrefix(rest, "e") && !strings.HasPrefix(rest, "E")
+		if ok != want {
+			t.Errorf("scanNum(%q) ok = %v, want %v", c, ok, want)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		lit := c[:len(c)-len(rest)]
+		w, err := strconv.ParseInt(lit, 10, 64)
+		if err != nil || v != w || end != len(lit) {
+			t.Errorf("scanNum(%q) = %d, %d; want %d, %d", c, v, end, w, len(lit))
+		}
+	}
 }

@@ -200,8 +200,19 @@ type Reader struct {
 	// comes again on each fact of its attempt, and a Fact keeps a copy
 	// that outlives the line (fastLine's strings alias it). A fixed table:
 	// what it holds does not grow with the log.
-	ids [1024]string
+	ids [1024]internedID
 }
+
+// internedID is an id of Reader.ids, with its bytes beside it when they
+// fit: an id is compared there, in the table, not in the copy's memory,
+// which has long left the cache when the attempt's next fact comes.
+type internedID struct {
+	s string
+	n uint8 // len(s) when it fits b, else 0
+	b [idBytes]byte
+}
+
+const idBytes = 23
 
 // NewReader reads the header of the log r; name is the file its errors give.
 func NewReader(r io.Reader, name string) (*Reader, error) {
@@ -434,6 +445,16 @@ func (r *Reader) next(f *Fact) error {
 	if err != nil {
 		return err
 	}
+	if r.plainFact(text, f) {
+		return nil
+	}
+	return r.general(text, f)
+}
+
+// general reads fact line text into f the general way: every form a
+// JSON object may take, every check of fact, and the error that names
+// what is wrong.
+func (r *Reader) general(text []byte, f *Fact) error {
 	l := &r.l
 	if !fastLine(text, l, &r.sv, &r.iv) {
 		*l = factLine{}
@@ -639,10 +660,18 @@ func (r *Reader) intern(s string) string {
 		h = (h ^ uint32(s[i])) * 16777619
 	}
 	e := &r.ids[h%uint32(len(r.ids))]
-	if *e != s {
-		*e = strings.Clone(s)
+	if n := len(s); n <= idBytes && n > 0 {
+		if int(e.n) == n && string(e.b[:n]) == s {
+			return e.s
+		}
+		e.s, e.n = strings.Clone(s), uint8(n)
+		copy(e.b[:], s)
+		return e.s
 	}
-	return *e
+	if e.s != s {
+		e.s, e.n = strings.Clone(s), 0
+	}
+	return e.s
 }
 
 // decodeLine decodes one line into v, refusing unknown fields and

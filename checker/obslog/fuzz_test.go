@@ -74,8 +74,10 @@ func checkLog(t *testing.T, data []byte) {
 			}
 			facts = append(facts, f)
 		}
-		// The fast path agrees with the exact decoder on every line it takes.
+		// The fast path agrees with the exact decoder on every line it
+		// takes, and plainFact with the general way.
 		for _, line := range strings.Split(string(data), "\n") {
+			plainAgrees(t, r, []byte(line))
 			var fast, slow factLine
 			var sv [8]string
 			var iv [10]int64
