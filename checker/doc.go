@@ -1,5 +1,5 @@
 // Package checker explores what the composed system (checker/system) can
-// do: exhaustive search, random and swarm walks, sessions stepped by
+// do: exhaustive search, random and swarm walks, runs stepped by
 // hand, and the reports and trace files they produce. It reaches states
 // only through the system's exported seam (checker/system's doc).
 //
@@ -14,7 +14,7 @@
 // checks EventuallyDrained on them, searching again with every edge
 // where a chain does not drain (liveness.go). Walk runs seeded random and swarm walks under a
 // fault schedule (WalkOptions.Schedule: by default each fault waits for a step of its
-// own), counts what they covered and shrinks a failure. Sessions step a
+// own), counts what they covered and shrinks a failure. Apply steps a
 // run by hand for scenario files and trace replay. Reports render as
 // text, JSON and Mermaid sequence diagrams.
 package checker

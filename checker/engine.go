@@ -6,11 +6,11 @@ import (
 )
 
 // Checker is the search over one run of the composed system: the
-// explorer, walks and sessions are its methods; the states, moves and
+// explorer, walks and steps by hand (Apply) are its methods; the states, moves and
 // invariants they work on are the system's (checker/system).
 type Checker struct {
 	*system.System
-	// start, when set, is where searches, walks and sessions start: the
+	// start, when set, is where searches, walks and steps by hand start: the
 	// state after prefix (from.go); initialText describes the run's own
 	// initial state, which counterexamples then start from.
 	start       *system.State

@@ -26,7 +26,7 @@ func drainsObligation() Obligation {
 func replayLasso(t *testing.T, c *Checker, ce *Counterexample) {
 	t.Helper()
 	text := c.formatCounterexample(ce)
-	sess := c.NewSession()
+	sess := newSession(c)
 	var atLoop system.Key
 	var start system.State
 	var loop []system.Move

@@ -266,7 +266,7 @@ func TestFair_AgreesWithIndependentJudge(t *testing.T) {
 			t.Logf("run %s, %s: violated on handoff %d, %d steps, a loop of %d", c.Run().Name, rp.name, fv.Handoff, len(ce.Steps), len(ce.Loop))
 			replayLasso(t, c, ce)
 			// Q never holds of the handoff from the marked step on.
-			s := c.NewSession()
+			s := newSession(c)
 			marked := false
 			for _, st := range append(append([]TraceStep(nil), ce.Steps...), ce.Loop...) {
 				if _, err := s.Apply(st.Move); err != nil {

@@ -8,7 +8,7 @@ import (
 
 // Starting from a trace's state: a reviewer who holds an incident's trace
 // asks what else can happen from where it ends. The searches, walks and
-// sessions of a checker started after a path of moves begin at the state
+// steps by hand of a checker started after a path of moves begin at the state
 // the path reaches, and every counterexample they find begins with the
 // path's own steps, so that the trace they write replays from the run's
 // initial state like any other.
@@ -19,26 +19,26 @@ import (
 // would start past a violation it does not report.
 func (c *Checker) startAfter(moves []system.Move) error {
 	c.start, c.prefix = nil, nil
-	s := c.NewSession()
+	s := c.Initial()
 	var steps []TraceStep
 	for i, m := range moves {
-		r, err := s.Apply(m)
+		r, err := c.Apply(&s, m)
 		if err != nil {
 			return fmt.Errorf("%w: the trace's step %d (%s): %v", system.ErrConfig, i+1, m, err)
 		}
 		if r.Violation != nil {
 			return fmt.Errorf("%w: the trace's step %d (%s) already violates %s: the search would start past it", system.ErrConfig, i+1, m, r.Violation.Invariant)
 		}
-		steps = append(steps, TraceStep{Move: m, Fired: r.Fired, State: c.DescribeState(s.State())})
+		steps = append(steps, TraceStep{Move: m, Fired: r.Fired, State: c.DescribeState(&s)})
 	}
-	st := *s.State()
+	st := s
 	init := c.System.Initial()
 	c.initialText = c.DescribeState(&init)
 	c.start, c.prefix = &st, steps
 	return nil
 }
 
-// Initial is the state the checker's searches, walks and sessions start
+// Initial is the state the checker's searches, walks and steps by hand start
 // from: the run's initial state, or the state a started-after path
 // reached.
 func (c *Checker) Initial() system.State {

@@ -83,7 +83,7 @@ func TestFrom_SearchContinuesATrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := fresh.NewSession()
+	s := newSession(fresh)
 	for i, m := range moves {
 		r, err := s.Apply(m)
 		if err != nil {
@@ -122,7 +122,7 @@ func TestFrom_ReachesLessThanTheWholeRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Four steps along the first enabled move each time.
-	s := c.NewSession()
+	s := newSession(c)
 	var path []system.Move
 	for range 4 {
 		m := c.MovesInto(s.State(), nil)[0]

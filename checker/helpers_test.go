@@ -87,3 +87,17 @@ func budgetOf(t interface {
 	}
 	return b
 }
+
+// session steps one run by hand from the checker's Initial state, as the
+// scenario files and the shapes tests do.
+type session struct {
+	c *Checker
+	s system.State
+}
+
+func newSession(c *Checker) *session { return &session{c: c, s: c.Initial()} }
+
+func (s *session) Apply(m system.Move) (StepResult, error) { return s.c.Apply(&s.s, m) }
+func (s *session) State() *system.State                    { return &s.s }
+func (s *session) FormatStep(r StepResult) []string        { return s.c.FormatStep(r) }
+func (s *session) checker() *Checker                       { return s.c }

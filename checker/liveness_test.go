@@ -40,7 +40,7 @@ func TestLiveness_LoopReplaysWhenEntryIsOffTheCycle(t *testing.T) {
 	}
 	// Replay the whole counterexample through the session, as 'replay'
 	// does: every step must be enabled, and the loop must close.
-	sess := c.NewSession()
+	sess := newSession(c)
 	var atLoop system.Key
 	for i, st := range append(append([]TraceStep(nil), ce.Steps...), ce.Loop...) {
 		if _, err := sess.Apply(st.Move); err != nil {
@@ -142,7 +142,7 @@ func TestLiveness_CounterexampleStaysInsideTheTrap(t *testing.T) {
 			}
 			return id
 		}
-		sess := c.NewSession()
+		sess := newSession(c)
 		var loopFrom system.Key
 		prev := idOf(sess.State())
 		steps := append(append([]TraceStep(nil), ce.Steps...), ce.Loop...)

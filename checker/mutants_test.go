@@ -123,7 +123,7 @@ func TestExplore_CatchesBrokenTables(t *testing.T) {
 			}
 			// The trace replays: every step is enabled where it is taken,
 			// and the last one breaks the invariant.
-			sess := c.NewSession()
+			sess := newSession(c)
 			for i, st := range ce.Steps {
 				res, err := sess.Apply(st.Move)
 				if err != nil {

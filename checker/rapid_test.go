@@ -21,7 +21,7 @@ import (
 // testdata/rapid.
 func walkMachine(c *Checker) func(*rapid.T) {
 	return func(t *rapid.T) {
-		s := c.NewSession()
+		s := newSession(c)
 		var last StepResult
 		t.Repeat(map[string]func(*rapid.T){
 			"move": func(t *rapid.T) {

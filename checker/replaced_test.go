@@ -177,7 +177,7 @@ func TestVariants_RejectedWithTheirInvariant(t *testing.T) {
 			if tr.Violation != tc.invariant || tr.Spec == nil || len(tr.Moves) != len(ce.Steps) {
 				t.Fatalf("trace header: violation %q, spec kept %v, %d moves for %d steps", tr.Violation, tr.Spec != nil, len(tr.Moves), len(ce.Steps))
 			}
-			sess := checkerFor(t, interpreted(t, tr.Spec), tr.Config, tr.Run).NewSession()
+			sess := newSession(checkerFor(t, interpreted(t, tr.Spec), tr.Config, tr.Run))
 			for i, m := range tr.Moves {
 				res, err := sess.Apply(m)
 				if err != nil {

@@ -43,7 +43,7 @@ func TestScenarios(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(file), ".txt")
 		t.Run(name, func(t *testing.T) {
 			var cfg *system.Config
-			var sess *Session
+			var sess *session
 			var prev []string
 			// apply performs one move and renders it with the lines of the
 			// state that changed.
@@ -94,7 +94,7 @@ func TestScenarios(t *testing.T) {
 					if err != nil {
 						return "error: " + err.Error()
 					}
-					sess = ck.NewSession()
+					sess = newSession(ck)
 					prev = sess.checker().DescribeState(sess.State())
 					return strings.Join(prev, "\n")
 				case "step":
@@ -114,7 +114,7 @@ func TestScenarios(t *testing.T) {
 					return strings.Join(out, "\n")
 				case "reset":
 					need()
-					sess = sess.checker().NewSession()
+					sess = newSession(sess.checker())
 					prev = sess.checker().DescribeState(sess.State())
 					return strings.Join(prev, "\n")
 				case "drain":

@@ -7,26 +7,6 @@ import (
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
-// Session steps one run by hand, one move at a time: the engine of
-// scenario files and of trace replay. Every step is judged by the same
-// invariants the explorer uses.
-type Session struct {
-	c *Checker
-	s system.State
-}
-
-// NewSession starts a session in the initial state.
-func (c *Checker) NewSession() *Session {
-	return &Session{c: c, s: c.Initial()}
-}
-
-// State is the session's current state: the checker's DescribeState,
-// Moves and Drained read it.
-func (s *Session) State() *system.State { return &s.s }
-
-// checker is the checker the session steps.
-func (s *Session) checker() *Checker { return s.c }
-
 // StepResult is what one move did.
 type StepResult struct {
 	Move      system.Move
@@ -37,15 +17,18 @@ type StepResult struct {
 	Triggers model.Triggers
 }
 
-// Apply performs a move if the state enables it; the state is unchanged
-// and an error returned otherwise. A violation is reported in the result;
-// the state still advances, so that a scenario can show what follows.
-func (s *Session) Apply(m system.Move) (StepResult, error) {
+// Apply steps a run by hand, one move at a time, from the checker's
+// Initial state: the engine of scenario files, of trace replay and of the
+// explorer. Every step is judged by the same invariants the search uses.
+// It performs a move if the state enables it; the state is unchanged and
+// an error returned otherwise. A violation is reported in the result; the
+// state still advances, so that a scenario can show what follows.
+func (c *Checker) Apply(s *system.State, m system.Move) (StepResult, error) {
 	var log []system.Firing
-	cov := system.NewCoverage(s.c.Protocol().Spec())
+	cov := system.NewCoverage(c.Protocol().Spec())
 	cov.Log = &log
-	stale := s.c.StaleDelivery(&s.s, m)
-	j, v, err := s.c.Step(&s.s, m, cov)
+	stale := c.StaleDelivery(s, m)
+	j, v, err := c.Step(s, m, cov)
 	if err != nil {
 		return StepResult{}, err
 	}
@@ -54,12 +37,12 @@ func (s *Session) Apply(m system.Move) (StepResult, error) {
 		trig |= model.TrigStaleDelivery
 	}
 	if v == nil {
-		v = s.c.CheckState(&s.s)
+		v = c.CheckState(s)
 	}
 	if v == nil {
 		var quiescent bool
-		if quiescent, v = s.c.Quiescence(&s.s); quiescent {
-			trig |= s.c.quiescenceFired(&s.s)
+		if quiescent, v = c.Quiescence(s); quiescent {
+			trig |= c.quiescenceFired(s)
 		}
 	}
 	return StepResult{Move: m, Fired: log, Journal: j, Violation: v, Triggers: trig}, nil
@@ -67,10 +50,10 @@ func (s *Session) Apply(m system.Move) (StepResult, error) {
 
 // FormatStep renders a step result: the move, the rows it fired and the
 // violation, if any.
-func (s *Session) FormatStep(r StepResult) []string {
+func (c *Checker) FormatStep(r StepResult) []string {
 	out := []string{r.Move.String()}
 	for _, f := range r.Fired {
-		out = append(out, "  fired "+s.c.describeFiring(f))
+		out = append(out, "  fired "+c.describeFiring(f))
 	}
 	if r.Violation != nil {
 		out = append(out, fmt.Sprintf("  VIOLATION %s", r.Violation.Error()))

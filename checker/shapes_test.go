@@ -313,9 +313,9 @@ func TestShapes_DecodeFirstIsARelabelling(t *testing.T) {
 }
 
 // shapesSession steps a session through moves written as in traces.
-func shapesSession(t *testing.T, c *Checker, steps ...string) *Session {
+func shapesSession(t *testing.T, c *Checker, steps ...string) *session {
 	t.Helper()
-	sess := c.NewSession()
+	sess := newSession(c)
 	for _, line := range steps {
 		m, err := system.ParseMove(line, nil)
 		if err != nil {
@@ -334,7 +334,7 @@ func shapesSession(t *testing.T, c *Checker, steps ...string) *Session {
 
 // shapesDrain takes protocol moves, heartbeats last, until nothing can
 // happen, and reports whether everything was released.
-func shapesDrain(t *testing.T, sess *Session) bool {
+func shapesDrain(t *testing.T, sess *session) bool {
 	t.Helper()
 	for i := 0; i < 200; i++ {
 		var pick *system.Move

@@ -48,7 +48,7 @@ func TestTrace_RoundTrip(t *testing.T) {
 		t.Fatalf("spec (-want +got):\n%s", diff)
 	}
 	rc, _ := New(interpreted(t, tr.Spec), tr.Config, tr.Config.Runs[0])
-	sess := rc.NewSession()
+	sess := newSession(rc)
 	for i, m := range tr.Moves {
 		res, err := sess.Apply(m)
 		if err != nil {
@@ -90,7 +90,7 @@ func TestTrace_Committed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sess := c.NewSession()
+			sess := newSession(c)
 			got := ""
 			var atLoop system.Key
 			for i, m := range tr.Moves {

@@ -102,7 +102,7 @@ func jsonExercises(ex []exercise) []jsonExercise {
 
 // walkInvariants are the invariants a walk judges: every safety
 // invariant on every step and state, Quiescence and FaultFreeCompletion
-// where nothing is enabled (Session.Apply).
+// where nothing is enabled (Checker.Apply).
 var walkInvariants = append(append([]string(nil), model.SafetyInvariants...), model.NameQuiescence, model.NameFaultFreeCompletion)
 
 // quiescenceFired is the triggers judging a quiescent state fires:

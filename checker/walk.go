@@ -328,27 +328,27 @@ func (c *Checker) walkOnce(w walkSpec) walkRun {
 			order = newPCTOrder(rng, c.World().NumHandoffs()+1, horizon)
 		}
 	}
-	s := c.NewSession()
+	s := c.Initial()
 	var taken []system.Move
 	var ms system.MoveSet
 	var k system.Key
 	out.end = endStepBound
 	for i := 0; i < steps; i++ {
-		c.Enabled(&s.s, &ms)
+		c.Enabled(&s, &ms)
 		var m system.Move
 		var ok bool
 		if plan == nil {
 			m, ok = c.pickUniform(rng, &ms, &allowed)
 		} else {
-			m, ok = c.pickScheduled(rng, &s.s, &ms, &allowed, plan, order, i)
+			m, ok = c.pickScheduled(rng, &s, &ms, &allowed, plan, order, i)
 		}
 		if !ok {
 			out.end = endNothingEnabled
 			break
 		}
-		f, fault := m.SpendsAt(&s.s, ms.Stuck)
+		f, fault := m.SpendsAt(&s, ms.Stuck)
 		taken = append(taken, m)
-		r, err := s.Apply(m)
+		r, err := c.Apply(&s, m)
 		if err != nil {
 			panic("checker: a walk took a move its state did not enable: " + err.Error())
 		}
@@ -371,7 +371,7 @@ func (c *Checker) walkOnce(w walkSpec) walkRun {
 			out.moves, out.v, out.end = taken, r.Violation, endViolation
 			return out
 		}
-		k = c.Key(&s.s)
+		k = c.Key(&s)
 		out.fps = append(out.fps, fingerprint(&k, 1+c.World().NumWorkers()+model.HandoffWords*c.World().NumHandoffs()))
 	}
 	if w.keep {
@@ -428,10 +428,10 @@ func (c *Checker) pickScheduled(rng *rand.Rand, s *system.State, ms *system.Move
 // replayLenient replays moves, skipping any the state no longer enables,
 // and reports the index of the move that broke inv (or -1).
 func (c *Checker) replayLenient(moves []system.Move, inv string) ([]system.Move, bool) {
-	s := c.NewSession()
+	s := c.Initial()
 	var kept []system.Move
 	for _, m := range moves {
-		r, err := s.Apply(m)
+		r, err := c.Apply(&s, m)
 		if err != nil {
 			continue
 		}
@@ -463,14 +463,14 @@ func (c *Checker) shrink(moves []system.Move, inv string) *Counterexample {
 
 // traceOf replays moves into a counterexample ending at the violation.
 func (c *Checker) traceOf(moves []system.Move) *Counterexample {
-	s := c.NewSession()
-	ce := &Counterexample{Initial: c.DescribeState(s.State()), Shrunk: true}
+	s := c.Initial()
+	ce := &Counterexample{Initial: c.DescribeState(&s), Shrunk: true}
 	for _, m := range moves {
-		r, err := s.Apply(m)
+		r, err := c.Apply(&s, m)
 		if err != nil {
 			break
 		}
-		ce.Steps = append(ce.Steps, TraceStep{Move: m, Fired: r.Fired, State: c.DescribeState(s.State())})
+		ce.Steps = append(ce.Steps, TraceStep{Move: m, Fired: r.Fired, State: c.DescribeState(&s)})
 		if r.Violation != nil {
 			ce.Violation = r.Violation
 			ce.Steps[len(ce.Steps)-1].Failed = true

@@ -57,14 +57,14 @@ func FuzzStep(f *testing.F) {
 			return
 		}
 		c := runs[int(data[0])%len(runs)]
-		s := c.NewSession()
+		s := c.Initial()
 		for i, b := range data[1:] {
-			moves := c.MovesInto(s.State(), nil)
+			moves := c.MovesInto(&s, nil)
 			if len(moves) == 0 {
 				return
 			}
 			m := moves[int(b)%len(moves)]
-			r, err := s.Apply(m)
+			r, err := c.Apply(&s, m)
 			if err != nil {
 				t.Fatalf("step %d: an enabled move was refused: %v", i+1, err)
 			}

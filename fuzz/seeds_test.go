@@ -176,7 +176,7 @@ func stepInput(t *testing.T, wideCfg *system.Config, ce counterexample) (in []by
 		}
 		return to[role][k], true
 	}
-	s := c.NewSession()
+	s := c.Initial()
 	in = []byte{byte(ri)}
 	for _, m := range ce.moves {
 		if int(m.H) >= len(wideCfg.World.Handoffs) {
@@ -189,11 +189,11 @@ func stepInput(t *testing.T, wideCfg *system.Config, ce counterexample) (in []by
 			}
 			m.Arg = int8(w)
 		}
-		j := slices.Index(c.MovesInto(s.State(), nil), m)
+		j := slices.Index(c.MovesInto(&s, nil), m)
 		if j < 0 {
 			break
 		}
-		r, err := s.Apply(m)
+		r, err := c.Apply(&s, m)
 		if err != nil {
 			t.Fatal(err)
 		}

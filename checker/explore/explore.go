@@ -115,14 +115,14 @@ func newServer(title string) *Server {
 // as the path the page offers. A move the state does not enable where the
 // trace takes it is an error naming the trace's line.
 func (s *Server) OpenTrace(file string, tr *checker.Trace) error {
-	sess := s.c.NewSession()
+	sess := s.c.Initial()
 	t := &Trace{File: file, Violation: tr.Violation, LoopFrom: tr.LoopFrom}
 	for i, m := range tr.Moves {
-		idx := indexOf(s.c.MovesInto(sess.State(), nil), m)
+		idx := indexOf(s.c.MovesInto(&sess, nil), m)
 		if idx < 0 {
 			return fmt.Errorf("%s:%d: step %d: %s is not enabled here", file, tr.Lines[i], i+1, m)
 		}
-		if _, err := sess.Apply(m); err != nil {
+		if _, err := s.c.Apply(&sess, m); err != nil {
 			return fmt.Errorf("%s:%d: step %d: %v", file, tr.Lines[i], i+1, err)
 		}
 		t.Path = append(t.Path, idx)
@@ -336,26 +336,26 @@ func ParsePath(text string) ([]int, error) {
 }
 
 // walk replays a path of move indices from the initial state, calling
-// before (if set) with the session before each step and after with the
-// step's result; it returns the session at the path's end. A path that
+// before (if set) with the state before each step and after with the
+// step's result; it returns the state at the path's end. A path that
 // chooses a move that is not enabled is errPath, naming the step.
-func (s *Server) walk(path []int, after func(int, *checker.Session, checker.StepResult), before func(int, *checker.Session)) (*checker.Session, error) {
-	sess := s.c.NewSession()
+func (s *Server) walk(path []int, after func(int, *system.State, checker.StepResult), before func(int, *system.State)) (*system.State, error) {
+	sess := s.c.Initial()
 	for i, idx := range path {
-		moves := s.c.MovesInto(sess.State(), nil)
+		moves := s.c.MovesInto(&sess, nil)
 		if idx >= len(moves) {
 			return nil, fmt.Errorf("%w: step %d chooses move %d, but %d moves are enabled there", errPath, i+1, idx, len(moves))
 		}
 		if before != nil {
-			before(i, sess)
+			before(i, &sess)
 		}
-		r, err := sess.Apply(moves[idx])
+		r, err := s.c.Apply(&sess, moves[idx])
 		if err != nil {
 			return nil, fmt.Errorf("step %d: %v", i+1, err)
 		}
-		after(i, sess, r)
+		after(i, &sess, r)
 	}
-	return sess, nil
+	return &sess, nil
 }
 
 // pathParam reads a request's path parameter; a malformed one is
@@ -376,8 +376,8 @@ func (s *Server) Checker() *checker.Checker { return s.c }
 func (s *Server) State(path []int) (*View, error) {
 	v := &View{Path: path, Steps: []Step{}, Fired: []FiredRow{}}
 	var prev []string
-	sess, err := s.walk(path, func(i int, sess *checker.Session, r checker.StepResult) {
-		st := Step{Move: r.Move.String(), Fired: fired(sess, r)}
+	sess, err := s.walk(path, func(i int, sess *system.State, r checker.StepResult) {
+		st := Step{Move: r.Move.String(), Fired: fired(s.c, r)}
 		if r.Violation != nil {
 			st.Violation = violated(r.Violation, i+1)
 			if v.Violation == nil {
@@ -389,32 +389,32 @@ func (s *Server) State(path []int) (*View, error) {
 			return
 		}
 		v.Fired = s.firedRows(r.Fired)
-		now := s.c.DescribeState(sess.State())
+		now := s.c.DescribeState(sess)
 		v.Changed = make([]string, len(now))
 		for j := range now {
 			if j < len(prev) {
 				v.Changed[j] = checker.ChangedFields(prev[j], now[j])
 			}
 		}
-	}, func(i int, sess *checker.Session) {
+	}, func(i int, sess *system.State) {
 		if i == len(path)-1 {
-			prev = s.c.DescribeState(sess.State())
+			prev = s.c.DescribeState(sess)
 		}
 	})
 	if err != nil {
 		return nil, err
 	}
-	v.Lines = s.c.DescribeState(sess.State())
+	v.Lines = s.c.DescribeState(sess)
 	if v.Changed == nil {
 		v.Changed = make([]string, len(v.Lines))
 	}
-	st := sess.State()
+	st := sess
 	p := s.c.Protocol()
 	for h := range s.c.World().Handoffs {
 		v.Roles = append(v.Roles, HandoffRoles{Handoff: h, Source: p.StateName(spec.Source, st.Src[h]), Destination: p.StateName(spec.Destination, st.Dst[h])})
 	}
-	v.Drained = s.c.Drained(sess.State())
-	v.Quiescent, _ = s.c.Quiescence(sess.State())
+	v.Drained = s.c.Drained(sess)
+	v.Quiescent, _ = s.c.Quiescence(sess)
 	v.Verdicts = s.verdicts(sess, v.Quiescent, v.Steps)
 	if s.props != nil {
 		for i, o := range s.props.Judgement(s.c.System, st) {
@@ -427,13 +427,13 @@ func (s *Server) State(path []int) (*View, error) {
 		}
 	}
 	v.Moves = []Choice{}
-	for i, m := range s.c.MovesInto(sess.State(), nil) {
+	for i, m := range s.c.MovesInto(sess, nil) {
 		next := *sess
-		r, err := next.Apply(m)
+		r, err := s.c.Apply(&next, m)
 		if err != nil {
 			return nil, fmt.Errorf("move %d (%s): %v", i, m, err)
 		}
-		ch := Choice{Index: i, Move: m.String(), Fired: fired(&next, r), Rows: s.firedRows(r.Fired)}
+		ch := Choice{Index: i, Move: m.String(), Fired: fired(s.c, r), Rows: s.firedRows(r.Fired)}
 		if r.Violation != nil {
 			ch.Breaks = violated(r.Violation, 0)
 		}
@@ -442,8 +442,8 @@ func (s *Server) State(path []int) (*View, error) {
 	return v, nil
 }
 
-func fired(sess *checker.Session, r checker.StepResult) []string {
-	lines := sess.FormatStep(checker.StepResult{Move: r.Move, Fired: r.Fired})
+func fired(c *checker.Checker, r checker.StepResult) []string {
+	lines := c.FormatStep(checker.StepResult{Move: r.Move, Fired: r.Fired})
 	out := []string{}
 	for _, l := range lines[1:] {
 		out = append(out, strings.TrimPrefix(strings.TrimSpace(l), "fired "))
@@ -458,8 +458,7 @@ func violated(v *model.Violation, step int) *Violated {
 // verdicts judges every invariant of the registry at a state: the state
 // halves always, quiescence when the state is quiescent, and the step
 // halves on the last step of the path.
-func (s *Server) verdicts(sess *checker.Session, quiescent bool, steps []Step) []Verdict {
-	st := sess.State()
+func (s *Server) verdicts(st *system.State, quiescent bool, steps []Step) []Verdict {
 	rec := s.c.Records(st)
 	bad := map[string]*model.Violation{}
 	for _, v := range model.StateViolations(&st.W, &rec) {

@@ -77,16 +77,16 @@ func TestState_FollowsTheChecker(t *testing.T) {
 	if tr.Violation == "" {
 		t.Fatalf("%s records no violation", counterexample)
 	}
-	sess := c.NewSession()
+	sess := c.Initial()
 	for i := 0; i <= len(tr.Moves); i++ {
 		v, err := s.State(s.trace.Path[:i])
 		if err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}
-		if !slices.Equal(v.Lines, c.DescribeState(sess.State())) {
-			t.Fatalf("step %d: the page shows\n%s\nthe checker\n%s", i, strings.Join(v.Lines, "\n"), strings.Join(c.DescribeState(sess.State()), "\n"))
+		if !slices.Equal(v.Lines, c.DescribeState(&sess)) {
+			t.Fatalf("step %d: the page shows\n%s\nthe checker\n%s", i, strings.Join(v.Lines, "\n"), strings.Join(c.DescribeState(&sess), "\n"))
 		}
-		moves := c.MovesInto(sess.State(), nil)
+		moves := c.MovesInto(&sess, nil)
 		if len(v.Moves) != len(moves) {
 			t.Fatalf("step %d: the page offers %d moves, the checker enables %d", i, len(v.Moves), len(moves))
 		}
@@ -94,8 +94,8 @@ func TestState_FollowsTheChecker(t *testing.T) {
 			if v.Moves[j].Move != m.String() {
 				t.Fatalf("step %d: move %d is %q on the page, %q in the checker", i, j, v.Moves[j].Move, m)
 			}
-			next := *sess
-			r, err := next.Apply(m)
+			next := sess
+			r, err := c.Apply(&next, m)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,7 +118,7 @@ func TestState_FollowsTheChecker(t *testing.T) {
 			}
 			break
 		}
-		if _, err := sess.Apply(tr.Moves[i]); err != nil {
+		if _, err := c.Apply(&sess, tr.Moves[i]); err != nil {
 			t.Fatal(err)
 		}
 		if v.Violation != nil {
@@ -288,13 +288,13 @@ func TestExplorer_InChromium(t *testing.T) {
 	}
 
 	// Branch off after step 3: choose a move the trace does not take.
-	sess := c.NewSession()
+	sess := c.Initial()
 	for _, m := range tr.Moves[:3] {
-		if _, err := sess.Apply(m); err != nil {
+		if _, err := c.Apply(&sess, m); err != nil {
 			t.Fatal(err)
 		}
 	}
-	moves := c.MovesInto(sess.State(), nil)
+	moves := c.MovesInto(&sess, nil)
 	other := -1
 	for i := range moves {
 		if i != s.trace.Path[3] {
@@ -305,7 +305,7 @@ func TestExplorer_InChromium(t *testing.T) {
 	if other < 0 {
 		t.Fatalf("after step 3 only the trace's move is enabled; the test needs a branch")
 	}
-	if _, err := sess.Apply(moves[other]); err != nil {
+	if _, err := c.Apply(&sess, moves[other]); err != nil {
 		t.Fatal(err)
 	}
 	branch := append(slices.Clone(s.trace.Path[:3]), other)
@@ -321,7 +321,7 @@ func TestExplorer_InChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := c.DescribeState(sess.State()); !slices.Equal(lines, want) {
+	if want := c.DescribeState(&sess); !slices.Equal(lines, want) {
 		t.Fatalf("after branching off with %s the page shows\n%s\nthe checker's successor is\n%s",
 			moves[other], strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
@@ -382,9 +382,9 @@ func TestExplorer_InChromium(t *testing.T) {
 // fired, out of the state the checker was in before it, is marked fired.
 func diagramAtLastStep(t *testing.T, ctx context.Context, c *checker.Checker, tr *checker.Trace, s *Server) {
 	t.Helper()
-	sess := c.NewSession()
+	sess := c.Initial()
 	for _, m := range tr.Moves[:len(tr.Moves)-1] {
-		if _, err := sess.Apply(m); err != nil {
+		if _, err := c.Apply(&sess, m); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -400,10 +400,10 @@ func diagramAtLastStep(t *testing.T, ctx context.Context, c *checker.Checker, tr
 	var before [2][]string
 	for h := range c.World().Handoffs {
 		for _, role := range []spec.Role{spec.Source, spec.Destination} {
-			before[role] = append(before[role], stateOf(sess.State(), role, h))
+			before[role] = append(before[role], stateOf(&sess, role, h))
 		}
 	}
-	r, err := sess.Apply(tr.Moves[len(tr.Moves)-1])
+	r, err := c.Apply(&sess, tr.Moves[len(tr.Moves)-1])
 	if err != nil || len(r.Fired) == 0 {
 		t.Fatalf("the trace's last step fires no row: %v", err)
 	}
@@ -425,7 +425,7 @@ func diagramAtLastStep(t *testing.T, ctx context.Context, c *checker.Checker, tr
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := stateOf(sess.State(), role, h); len(got) != 1 || got[0] != want {
+		if want := stateOf(&sess, role, h); len(got) != 1 || got[0] != want {
 			t.Fatalf("the %s diagram marks %q as h%d's state, the checker has %s", role, got, h, want)
 		}
 	}
@@ -679,9 +679,9 @@ func TestSearchInvariant_TheChosenOne(t *testing.T) {
 	if !slices.Equal(f.Path[:3], from) || len(f.Path) != len(tr.Moves) {
 		t.Fatalf("the path %v does not start at %v or is not the trace's length %d", f.Path, from, len(tr.Moves))
 	}
-	sess := c.NewSession()
+	sess := c.Initial()
 	for i, idx := range f.Path {
-		r, err := sess.Apply(c.MovesInto(sess.State(), nil)[idx])
+		r, err := c.Apply(&sess, c.MovesInto(&sess, nil)[idx])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -689,9 +689,9 @@ func TestSearchInvariant_TheChosenOne(t *testing.T) {
 			t.Fatalf("step %d of the found path breaks %s before its end", i+1, r.Violation.Invariant)
 		}
 	}
-	rec := c.Records(sess.State())
+	rec := c.Records(&sess)
 	broken := false
-	for _, v := range model.StateViolations(&sess.State().W, &rec) {
+	for _, v := range model.StateViolations(&sess.W, &rec) {
 		broken = broken || v.Invariant == chosen
 	}
 	if !broken {

@@ -112,14 +112,14 @@ func (s *Server) SearchInvariant(ctx context.Context, path []int, name string) (
 	if err := searchable(name); err != nil {
 		return nil, err
 	}
-	start, err := s.walk(path, func(int, *checker.Session, checker.StepResult) {}, nil)
+	start, err := s.walk(path, func(int, *system.State, checker.StepResult) {}, nil)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, SearchTimeout)
 	defer cancel()
 	nodes := []node{{parent: -1, move: -1}}
-	root := *start.State()
+	root := *start
 	key := s.c.Key(&root)
 	seen := map[uint64]struct{}{fingerprint(&key): {}}
 	frontier := []system.State{root}

@@ -231,13 +231,13 @@ func furthest(t *conform.RejectionTrace, p *system.Protocol) ([]string, string) 
 	if moves == nil && len(t.Moves) > 0 {
 		return nil, "the explanation does not replay in the attempt's world as a configuration file gives it"
 	}
-	sess := c.NewSession()
+	sess := c.Initial()
 	for _, m := range moves {
-		if _, err := sess.Apply(m); err != nil {
+		if _, err := c.Apply(&sess, m); err != nil {
 			return nil, err.Error()
 		}
 	}
-	return c.DescribeState(sess.State()), ""
+	return c.DescribeState(&sess), ""
 }
 
 // explainedStep reads a line of a rejection's explained prefix: "unlogged:

@@ -78,13 +78,13 @@ func (s *Server) Search(ctx context.Context, path []int, target string) (*Found,
 	f := &Found{Complete: r.Complete, States: r.Stats.States, Stopped: r.StopDetail}
 	if ce := r.Violation; ce != nil {
 		f.Violation = violated(ce.Violation, len(ce.Steps))
-		sess := s.c.NewSession()
+		sess := s.c.Initial()
 		for _, st := range ce.Steps {
-			idx := indexOf(s.c.MovesInto(sess.State(), nil), st.Move)
+			idx := indexOf(s.c.MovesInto(&sess, nil), st.Move)
 			if idx < 0 {
 				return nil, fmt.Errorf("the search's step %s is not enabled on the page's run", st.Move)
 			}
-			if _, err := sess.Apply(st.Move); err != nil {
+			if _, err := s.c.Apply(&sess, st.Move); err != nil {
 				return nil, err
 			}
 			f.Path = append(f.Path, idx)
@@ -125,7 +125,7 @@ func (j targetJudge) Judge(sys *system.System, st *system.State) *model.Violatio
 // movesOf replays a path of indices into its moves.
 func (s *Server) movesOf(path []int) ([]system.Move, error) {
 	out := []system.Move{}
-	_, err := s.walk(path, func(_ int, _ *checker.Session, r checker.StepResult) { out = append(out, r.Move) }, nil)
+	_, err := s.walk(path, func(_ int, _ *system.State, r checker.StepResult) { out = append(out, r.Move) }, nil)
 	return out, err
 }
 

@@ -236,10 +236,10 @@ func findViolation(in RejectionInput, configJSON []byte, prefix []system.Move, i
 func candidateRows(c *checker.Checker, p *system.Protocol, prefix []system.Move, role spec.Role) ([]int, bool) {
 	var fired []int
 	var visited []uint8
-	s := c.NewSession()
+	s := c.Initial()
 	for _, m := range prefix {
-		visited = append(visited, s.State().Role(role, 0))
-		r, err := s.Apply(m)
+		visited = append(visited, s.Role(role, 0))
+		r, err := c.Apply(&s, m)
 		if err != nil {
 			return nil, false
 		}
@@ -256,7 +256,7 @@ func candidateRows(c *checker.Checker, p *system.Protocol, prefix []system.Move,
 			rows = append(rows, i)
 		}
 	}
-	states := []string{p.StateName(role, s.State().Role(role, 0))}
+	states := []string{p.StateName(role, s.Role(role, 0))}
 	for i := len(visited) - 1; i >= 0; i-- {
 		if st := p.StateName(role, visited[i]); !slices.Contains(states, st) {
 			states = append(states, st)

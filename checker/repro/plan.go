@@ -669,10 +669,10 @@ func phaseTime(facts []obslog.Fact, r int, want []obslog.Label) int64 {
 // planSteps replays the moves and reads each step's handoff, side and
 // observable facts; a move no plan can schedule is why there is no plan.
 func planSteps(c *checker.Checker, cfg *system.Config, moves []system.Move) (out []planStep, skipped []string, why string) {
-	s := c.NewSession()
+	s := c.Initial()
 	for i, m := range moves {
-		before := *s.State()
-		r, err := s.Apply(m)
+		before := s
+		r, err := c.Apply(&s, m)
 		if err != nil {
 			return nil, nil, fmt.Sprintf("step %d (%s) does not replay: %v", i+1, m, err)
 		}
@@ -713,8 +713,8 @@ func planSteps(c *checker.Checker, cfg *system.Config, moves []system.Move) (out
 			}
 		}
 		if st.h >= 0 {
-			st.labels = obslog.Observe(nil, st.h, &before, s.State(), m, r.Fired)
-			b, a := before.W.H[st.h].Timers, s.State().W.H[st.h].Timers
+			st.labels = obslog.Observe(nil, st.h, &before, &s, m, r.Fired)
+			b, a := before.W.H[st.h].Timers, s.W.H[st.h].Timers
 			for t := model.Timer(0); t < model.NumTimers; t++ {
 				if b&(1<<t) == 0 && a&(1<<t) != 0 {
 					st.arms = append(st.arms, t)

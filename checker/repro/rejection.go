@@ -357,10 +357,10 @@ func whyNone(in RejectionInput, inv string, st search) string {
 // does not enable them; any other step it does not enable, or one that
 // breaks an invariant, leaves no trace.
 func ExplanationMoves(c *checker.Checker, moves []system.Move) []system.Move {
-	s := c.NewSession()
+	s := c.Initial()
 	var out []system.Move
 	for _, m := range moves {
-		r, err := s.Apply(m)
+		r, err := c.Apply(&s, m)
 		if err != nil {
 			if m.Kind == system.MvAdmit || m.Kind == system.Evict.Move() {
 				continue
@@ -379,9 +379,9 @@ func ExplanationMoves(c *checker.Checker, moves []system.Move) []system.Move {
 // none violates an invariant before the last, which violates inv ("":
 // none does). It returns the state after them.
 func reaches(c *checker.Checker, moves []system.Move, inv string) (system.State, bool) {
-	s := c.NewSession()
+	s := c.Initial()
 	for i, m := range moves {
-		r, err := s.Apply(m)
+		r, err := c.Apply(&s, m)
 		if err != nil {
 			return system.State{}, false
 		}
@@ -389,10 +389,10 @@ func reaches(c *checker.Checker, moves []system.Move, inv string) (system.State,
 			if inv == "" || i != len(moves)-1 || r.Violation.Invariant != inv {
 				return system.State{}, false
 			}
-			return *s.State(), true
+			return s, true
 		}
 	}
-	return *s.State(), inv == ""
+	return s, inv == ""
 }
 
 type violating struct {
@@ -561,20 +561,20 @@ func minimizeMoves(c *checker.Checker, moves []system.Move, inv string) []system
 // replayStory steps the moves and tells them in words; the last violates
 // an invariant when violated is set.
 func replayStory(c *checker.Checker, moves []system.Move, violated bool) (*checker.Counterexample, []string, error) {
-	s := c.NewSession()
-	ce := &checker.Counterexample{Initial: c.DescribeState(s.State())}
+	s := c.Initial()
+	ce := &checker.Counterexample{Initial: c.DescribeState(&s)}
 	var story []string
 	for i, m := range moves {
-		r, err := s.Apply(m)
+		r, err := c.Apply(&s, m)
 		if err != nil {
 			return nil, nil, fmt.Errorf("repro: step %d (%s) does not replay: %v", i+1, m, err)
 		}
-		lines := s.FormatStep(r)
+		lines := c.FormatStep(r)
 		story = append(story, fmt.Sprintf("%d. %s", i+1, lines[0]))
 		for _, l := range lines[1:] {
 			story = append(story, "   "+strings.TrimSpace(l))
 		}
-		ce.Steps = append(ce.Steps, checker.TraceStep{Move: m, Fired: r.Fired, State: c.DescribeState(s.State())})
+		ce.Steps = append(ce.Steps, checker.TraceStep{Move: m, Fired: r.Fired, State: c.DescribeState(&s)})
 		if r.Violation != nil {
 			ce.Violation = r.Violation
 			ce.Steps[len(ce.Steps)-1].Failed = true

@@ -89,10 +89,10 @@ func replayTrace(t *testing.T, dir string) (string, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := c.NewSession()
+	s := c.Initial()
 	inv := ""
 	for i, m := range tr.Moves {
-		r, err := s.Apply(m)
+		r, err := c.Apply(&s, m)
 		if err != nil {
 			t.Fatalf("step %d (%s): %v", i+1, m, err)
 		}

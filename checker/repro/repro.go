@@ -239,29 +239,29 @@ func minimize(in Input, moves []system.Move) (cfgJSON []byte, run system.Run, ou
 // liveness trace, the loop back to where it started without draining). It
 // returns the counterexample on this checker and the steps told in words.
 func replay(c *checker.Checker, moves []system.Move, want *checker.Counterexample) (*checker.Counterexample, []string, error) {
-	s := c.NewSession()
-	ce := &checker.Counterexample{Initial: c.DescribeState(s.State())}
+	s := c.Initial()
+	ce := &checker.Counterexample{Initial: c.DescribeState(&s)}
 	var story []string
 	loopFrom := len(want.Steps)
 	var loopKey system.Key
 	drained := false
 	for i, m := range moves {
 		if len(want.Loop) > 0 && i == loopFrom {
-			loopKey = c.Key(s.State())
+			loopKey = c.Key(&s)
 		}
-		r, err := s.Apply(m)
+		r, err := c.Apply(&s, m)
 		if err != nil {
 			return nil, nil, fmt.Errorf("repro: step %d (%s) does not replay: %v", i+1, m, err)
 		}
-		lines := s.FormatStep(r)
+		lines := c.FormatStep(r)
 		story = append(story, fmt.Sprintf("%d. %s", i+1, lines[0]))
 		for _, l := range lines[1:] {
 			story = append(story, "   "+strings.TrimSpace(l))
 		}
-		st := checker.TraceStep{Move: m, Fired: r.Fired, State: c.DescribeState(s.State())}
+		st := checker.TraceStep{Move: m, Fired: r.Fired, State: c.DescribeState(&s)}
 		if len(want.Loop) > 0 && i >= loopFrom {
 			ce.Loop = append(ce.Loop, st)
-			drained = drained || c.Drained(s.State())
+			drained = drained || c.Drained(&s)
 			continue
 		}
 		ce.Steps = append(ce.Steps, st)
@@ -274,7 +274,7 @@ func replay(c *checker.Checker, moves []system.Move, want *checker.Counterexampl
 		}
 	}
 	if len(want.Loop) > 0 {
-		if c.Key(s.State()) != loopKey || drained {
+		if c.Key(&s) != loopKey || drained {
 			return nil, nil, errors.New("repro: the loop does not return to where it started without draining")
 		}
 		ce.Violation = want.Violation
@@ -501,14 +501,14 @@ const specFile = {{printf "%q" .In.SpecFile}}
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := c.NewSession()
+	s := c.Initial()
 	var loopKey system.Key
 	drained := false
 	for i, m := range tr.Moves {
 		if tr.LoopFrom > 0 && i == tr.LoopFrom {
-			loopKey = c.Key(s.State())
+			loopKey = c.Key(&s)
 		}
-		r, err := s.Apply(m)
+		r, err := c.Apply(&s, m)
 		if err != nil {
 			t.Logf("step %d (%s) is no longer enabled: %v", i+1, m, err)
 			return
@@ -516,9 +516,9 @@ const specFile = {{printf "%q" .In.SpecFile}}
 		if r.Violation != nil {
 			t.Fatalf("step %d (%s) violates %s: %s", i+1, m, r.Violation.Invariant, r.Violation.Detail)
 		}
-		drained = drained || (tr.LoopFrom > 0 && i >= tr.LoopFrom && c.Drained(s.State()))
+		drained = drained || (tr.LoopFrom > 0 && i >= tr.LoopFrom && c.Drained(&s))
 	}
-	if tr.LoopFrom > 0 && !drained && c.Key(s.State()) == loopKey {
+	if tr.LoopFrom > 0 && !drained && c.Key(&s) == loopKey {
 		t.Fatalf("steps %d-%d loop back to the state after step %d without draining: %s", tr.LoopFrom+1, len(tr.Moves), tr.LoopFrom, tr.Violation)
 	}
 }

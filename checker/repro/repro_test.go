@@ -75,9 +75,9 @@ func TestWrite_MinimizesAndReplays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := c.NewSession()
+	s := c.Initial()
 	for i, m := range tr.Moves {
-		r, err := s.Apply(m)
+		r, err := c.Apply(&s, m)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -86,8 +86,8 @@ func cmdReplay(cmd *command, e *env, args []string) int {
 			}
 		}
 	}
-	s := c.NewSession()
-	prev := c.DescribeState(s.State())
+	s := c.Initial()
+	prev := c.DescribeState(&s)
 	defer func() {
 		if set == nil {
 			return
@@ -117,17 +117,17 @@ func cmdReplay(cmd *command, e *env, args []string) int {
 	for _, l := range prev {
 		fmt.Fprintf(stdout, "    %s\n", l)
 	}
-	noteReached(s.State(), 0)
-	if err := noteSides(s.State()); err != nil {
+	noteReached(&s, 0)
+	if err := noteSides(&s); err != nil {
 		return bad("%v", err)
 	}
 	for i, m := range tr.Moves {
-		r, err := s.Apply(m)
+		r, err := c.Apply(&s, m)
 		if err != nil {
 			// One enabled move per line: they are read to find the one
 			// the trace should have taken.
 			enabled := "nothing is enabled here"
-			if moves := c.MovesInto(s.State(), nil); len(moves) > 0 {
+			if moves := c.MovesInto(&s, nil); len(moves) > 0 {
 				var b strings.Builder
 				b.WriteString("enabled here:")
 				for _, e := range moves {
@@ -137,13 +137,13 @@ func cmdReplay(cmd *command, e *env, args []string) int {
 			}
 			return bad("%s:%d: step %d: %v; %s", file, tr.Lines[i], i+1, err, enabled)
 		}
-		for j, l := range s.FormatStep(r) {
+		for j, l := range c.FormatStep(r) {
 			if j == 0 {
 				l = fmt.Sprintf("%d. %s", i+1, l)
 			}
 			fmt.Fprintf(stdout, "  %s\n", l)
 		}
-		now := c.DescribeState(s.State())
+		now := c.DescribeState(&s)
 		for j, l := range now {
 			if j < len(prev) {
 				if d := checker.ChangedFields(prev[j], l); d != "" {
@@ -152,16 +152,16 @@ func cmdReplay(cmd *command, e *env, args []string) int {
 			}
 		}
 		prev = now
-		noteReached(s.State(), i+1)
-		if err := noteSides(s.State()); err != nil {
+		noteReached(&s, i+1)
+		if err := noteSides(&s); err != nil {
 			return bad("%v", err)
 		}
 		if tr.LoopFrom > 0 && i+1 == tr.LoopFrom {
-			atLoop = c.Key(s.State())
-			loopStart = *s.State()
+			atLoop = c.Key(&s)
+			loopStart = s
 			fmt.Fprintln(stdout, "  loop:")
 		}
-		if tr.LoopFrom > 0 && i+1 > tr.LoopFrom && c.Drained(s.State()) {
+		if tr.LoopFrom > 0 && i+1 > tr.LoopFrom && c.Drained(&s) {
 			drainedOnLoop = true
 		}
 		if r.Violation != nil {
@@ -174,14 +174,14 @@ func cmdReplay(cmd *command, e *env, args []string) int {
 		}
 	}
 	if lt != nil {
-		return replayLeadsTo(stdout, c, tr, lt, sides, loopStart, atLoop, s)
+		return replayLeadsTo(stdout, c, tr, lt, sides, loopStart, atLoop, &s)
 	}
 	if tr.LoopFrom > 0 {
 		// A liveness counterexample: the steps show a way into the trap
 		// and a loop inside it. Replay checks what one path can show: the
 		// loop returns to where it started and passes no drained state.
 		// That nothing can ever drain from there is the search's finding.
-		if c.Key(s.State()) == atLoop && !drainedOnLoop {
+		if c.Key(&s) == atLoop && !drainedOnLoop {
 			fmt.Fprintf(stdout, "VIOLATION %s: steps %d-%d return to the state after step %d without draining: the loop can repeat forever (the search found no way out of it)\n",
 				tr.Violation, tr.LoopFrom+1, len(tr.Moves), tr.LoopFrom)
 			fmt.Fprintln(stdout, fairness(c, loopStart, tr.Moves[tr.LoopFrom:]))
@@ -245,7 +245,7 @@ func fairness(c *checker.Checker, s system.State, loop []system.Move) string {
 // of it, and the run either ends where nothing but faults can happen or
 // repeats a weakly fair loop. sides is P and Q at each state, from the
 // initial one.
-func replayLeadsTo(stdout io.Writer, c *checker.Checker, tr *checker.Trace, p *props.Property, sides [][2]uint64, loopStart system.State, atLoop system.Key, s *checker.Session) int {
+func replayLeadsTo(stdout io.Writer, c *checker.Checker, tr *checker.Trace, p *props.Property, sides [][2]uint64, loopStart system.State, atLoop system.Key, s *system.State) int {
 	// From which state on is the obligation of each handoff pending to
 	// the end: P held there, and Q at no state after it (on a loop, nor
 	// at any state the loop repeats).
@@ -281,7 +281,7 @@ func replayLeadsTo(stdout io.Writer, c *checker.Checker, tr *checker.Trace, p *p
 	case from < 0:
 		fmt.Fprintf(stdout, "no violation; leads_to %s: Q holds after every state where P does on this trace\n", p.Name)
 		return exitOK
-	case tr.LoopFrom > 0 && c.Key(s.State()) != atLoop:
+	case tr.LoopFrom > 0 && c.Key(s) != atLoop:
 		fmt.Fprintf(stdout, "no violation; the loop recorded after step %d does not return to where it started\n", tr.LoopFrom)
 		return exitOK
 	case tr.LoopFrom > 0:
@@ -298,7 +298,7 @@ func replayLeadsTo(stdout io.Writer, c *checker.Checker, tr *checker.Trace, p *p
 			p.Name, which, from, stepSpan(tr.LoopFrom+1, len(tr.Moves)), verb, tr.LoopFrom)
 		fmt.Fprintln(stdout, fairness(c, loopStart, tr.Moves[tr.LoopFrom:]))
 		return exitViolation
-	case ends(c, s.State()):
+	case ends(c, s):
 		fmt.Fprintf(stdout, "VIOLATION %s: P holds%s at step %d and Q never after; the run ends after step %d, where nothing but faults can happen\n",
 			p.Name, which, from, len(tr.Moves))
 		return exitViolation
