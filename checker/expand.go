@@ -443,9 +443,6 @@ func (e *exploration) successorsOf(x *expander, s *system.State, pid uint32, out
 		c.ApplyTx(&sc.t, &x.tx, ms.M[mi], out.cov, ms.Stuck)
 		out.transitions++
 		fired |= x.tx.J.Fired()
-		if fired&model.TrigStaleDelivery == 0 && c.StaleDelivery(s, ms.M[mi]) {
-			fired |= model.TrigStaleDelivery
-		}
 		if v := c.JudgeStep(s, &sc.t, &x.tx.J, ms.M[mi]); v != nil {
 			if out.viol == nil {
 				out.viol = &found{v: v, pid: pid, move: mi}

@@ -27,15 +27,11 @@ func (c *Checker) Apply(s *system.State, m system.Move) (StepResult, error) {
 	var log []system.Firing
 	cov := system.NewCoverage(c.Protocol().Spec())
 	cov.Log = &log
-	stale := c.StaleDelivery(s, m)
 	j, v, err := c.Step(s, m, cov)
 	if err != nil {
 		return StepResult{}, err
 	}
 	trig := j.Fired()
-	if stale {
-		trig |= model.TrigStaleDelivery
-	}
 	if v == nil {
 		v = c.CheckState(s)
 	}

@@ -360,9 +360,19 @@ func TestJudgeStep_AttemptIsolation(t *testing.T) {
 		return c.Terminal(s, spec.Destination, 0) && s.W.H[0].Ch[to].N > 0
 	})
 	msg := before.W.H[0].Ch[to].M[0]
-	var j model.Journal
 	deliver := system.Move{Kind: system.MvDeliver, H: 0, Arg: int8(to), Msg: msg}
 	dup := system.Move{Kind: faultMove(t, "duplicate"), H: 0, Arg: int8(to), Msg: msg}
+	// The step that applies a delivery to the finished record says it is
+	// stale (Journal.Stale), and only such a step is judged here.
+	for _, m := range []system.Move{deliver, dup} {
+		after := before
+		tx := model.Tx{W: &after.W}
+		c.ApplyTx(&after, &tx, m, nil, false)
+		if !tx.J.Stale || tx.J.Fired()&model.TrigStaleDelivery == 0 {
+			t.Errorf("%s to the finished %s: the step's journal does not say it is stale", m, to)
+		}
+	}
+	j := model.Journal{Stale: true}
 	for _, tc := range []struct {
 		name   string
 		m      system.Move

@@ -122,6 +122,11 @@ const MaxEffects = 48
 type Journal struct {
 	N int
 	E [MaxEffects]Effect
+	// Stale: the step delivered a fact (or its duplicate) to a record
+	// that had already finished, the step AttemptIsolation judges. The
+	// step that applies a move says so, so that whoever judges or counts
+	// the step need not ask again.
+	Stale bool
 }
 
 func (j *Journal) add(e Effect) {

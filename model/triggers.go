@@ -59,6 +59,9 @@ func EndedFired(r Res) Triggers { return 1 << (trigEndedBase + int(r)) }
 // just read, still in cache.
 func (j *Journal) Fired() Triggers {
 	var t Triggers
+	if j.Stale {
+		t |= TrigStaleDelivery
+	}
 	for i := 0; i < j.N; i++ {
 		e := &j.E[i]
 		t |= 1 << e.Kind

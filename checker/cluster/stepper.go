@@ -17,10 +17,8 @@ type Stepper struct {
 	labels []obslog.Label
 	// fired is the invariants' triggers the last move fired (Fired).
 	fired model.Triggers
-	// tx and stale are the last Apply's transaction and whether it
-	// delivered a fact to a finished record, for JudgeApplied.
-	tx    model.Tx
-	stale bool
+	// tx is the last Apply's transaction, for JudgeApplied.
+	tx model.Tx
 }
 
 // NewStepper steps with chk, counting rows in cov (which logs each step's
@@ -50,9 +48,8 @@ func (s *Stepper) refill(st *system.State) {
 // reports false, with st unchanged, when st does not.
 func (s *Stepper) Step(st *system.State, m system.Move) (*model.Violation, bool) {
 	s.refill(st)
-	stale := s.chk.StaleDelivery(st, m)
 	j, v, err := s.chk.Step(st, m, s.cov)
-	s.fired = triggers(&j, stale)
+	s.fired = j.Fired()
 	return v, err == nil
 }
 
@@ -64,12 +61,11 @@ func (s *Stepper) Step(st *system.State, m system.Move) (*model.Violation, bool)
 // room for a fault move.
 func (s *Stepper) Force(st *system.State, m system.Move) *model.Violation {
 	s.refill(st)
-	stale := s.chk.StaleDelivery(st, m)
 	before := *st
 	tx := model.Tx{W: &st.W}
 	s.chk.ApplyTx(st, &tx, m, s.cov, true)
 	v := s.chk.JudgeStep(&before, st, &tx.J, m)
-	s.fired = triggers(&tx.J, stale)
+	s.fired = tx.J.Fired()
 	return v
 }
 
@@ -81,29 +77,17 @@ func (s *Stepper) Force(st *system.State, m system.Move) *model.Violation {
 // the step's, as after Force.
 func (s *Stepper) Apply(before, st *system.State, m system.Move) {
 	s.refill(st)
-	s.stale = s.chk.StaleDelivery(st, m)
 	// Only the journal's first N effects are ever read: a transaction
 	// reused is cleared by its count, not by its 48 effects.
 	s.tx.W, s.tx.J.N = &st.W, 0
 	s.chk.ApplyTx(st, &s.tx, m, s.cov, true)
-	s.fired = triggers(&s.tx.J, s.stale)
+	s.fired = s.tx.J.Fired()
 }
 
 // JudgeApplied is the violation of the step the last Apply took, from
 // before to st (neither changed since): what Force would have returned.
 func (s *Stepper) JudgeApplied(before, st *system.State, m system.Move) *model.Violation {
 	return s.chk.JudgeStep(before, st, &s.tx.J, m)
-}
-
-// triggers is what a step with journal j fired: its effects', and
-// AttemptIsolation's when it delivered a fact to a finished record
-// (stale), as check's search counts them.
-func triggers(j *model.Journal, stale bool) model.Triggers {
-	t := j.Fired()
-	if stale {
-		t |= model.TrigStaleDelivery
-	}
-	return t
 }
 
 // Fired is the invariants' triggers the last Step or Force fired

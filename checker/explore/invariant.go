@@ -65,10 +65,10 @@ func searchable(name string) error {
 // fast path, it does not stop at the first.
 func (s *Server) violations(before, after *system.State, j *model.Journal, m system.Move) []*model.Violation {
 	out := model.StepViolations(&after.W, j)
-	if s.c.StaleDelivery(before, m) {
+	if j.Stale {
 		// JudgeStep judges AttemptIsolation once the step halves hold:
 		// with no effects to judge, it judges that alone.
-		if v := s.c.JudgeStep(before, after, &model.Journal{}, m); v != nil {
+		if v := s.c.JudgeStep(before, after, &model.Journal{Stale: true}, m); v != nil {
 			out = append(out, v)
 		}
 	}

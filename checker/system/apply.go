@@ -214,14 +214,15 @@ func (c *System) Step(s *State, m Move, cov *Coverage) (model.Journal, *model.Vi
 	return tx.J, v, nil
 }
 
-// StaleDelivery reports whether move m, taken from state before, delivers
+// staleDelivery reports whether move m, taken from state before, delivers
 // a fact (or its duplicate) to a record that has already finished: the
-// steps AttemptIsolation judges.
-func (c *System) StaleDelivery(before *State, m Move) bool {
+// steps AttemptIsolation judges (model.Journal.Stale).
+func (c *System) staleDelivery(before *State, m Move) bool {
 	return (m.Kind == MvDeliver || m.Kind == duplicate.Move()) && c.terminal(before, roleOf(model.Side(m.Arg)), int(m.H))
 }
 
-// JudgeStep runs the step invariants, and AttemptIsolation for a late delivery.
+// JudgeStep runs the step invariants, and AttemptIsolation for a late
+// delivery (j.Stale, which ApplyTx sets).
 func (c *System) JudgeStep(before, after *State, j *model.Journal, m Move) *model.Violation {
 	// StepClear passes nearly every step in one pass over its effects;
 	// CheckStep says which half objects to one it does not pass.
@@ -230,7 +231,7 @@ func (c *System) JudgeStep(before, after *State, j *model.Journal, m Move) *mode
 			return v
 		}
 	}
-	if c.StaleDelivery(before, m) {
+	if j.Stale {
 		idx := 0
 		ch := &before.W.H[m.H].Ch[m.Arg]
 		for i := 0; i < int(ch.N); i++ {
@@ -272,6 +273,7 @@ func sameDuplicated(before, after *model.World, m Move) bool {
 // its kind's budget; reorder and early_timer are spent where a protocol
 // move happens out of order.
 func (c *System) ApplyTx(s *State, tx *model.Tx, m Move, cov *Coverage, stuck bool) {
+	tx.J.Stale = c.staleDelivery(s, m)
 	if f, ok := m.Kind.Spends(); ok {
 		s.B.spend(f)
 		c.applyFault(s, tx, m, cov)
