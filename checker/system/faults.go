@@ -48,11 +48,11 @@ const NumMoveKinds = numProtocolMoveKinds + MoveKind(NumFaults)
 
 // Move is the fault move that spends kind f's budget, 0 for a kind spent
 // by a protocol move taken out of order (reorder, early_timer: their rows
-// in FaultKinds have no MoveName). A fault kind's move needs no name of
+// in FaultKinds have no Syntax). A fault kind's move needs no name of
 // its own beyond its row: it is numbered after the protocol moves, in
 // budget order.
 func (f Fault) Move() MoveKind {
-	if f >= NumFaults || FaultKinds[f].MoveName == "" {
+	if f >= NumFaults || FaultKinds[f].Syntax == "" {
 		return 0
 	}
 	return numProtocolMoveKinds + MoveKind(f)
@@ -66,14 +66,14 @@ func (f Fault) Move() MoveKind {
 type faultKind struct {
 	// Config is the key of the kind in a configuration's "faults" object.
 	Config string
-	// MoveName and args are the step syntax (scenario and trace files)
-	// of the fault move that spends the budget (Fault.Move):
-	// "duplicate h=H to=S msg=M". MoveName is empty for a kind spent by a
+	// Syntax is the step syntax (scenario and trace files) of the fault
+	// move that spends the budget (Fault.Move), with placeholders:
+	// "duplicate h=H to=S msg=M" (the keys and placeholders of the
+	// protocol moves' arguments). Syntax is empty for a kind spent by a
 	// protocol move taken out of order: reorder by a delivery of a fact
 	// that is not the oldest in flight, early_timer by a timer that fires
 	// while other moves are possible.
-	MoveName string
-	args     []arg
+	Syntax string
 	// Swarm lets a swarm walk switch the fault move off.
 	Swarm bool
 	// Meaning is what the fault is, in one line.
@@ -133,31 +133,31 @@ type faultKind struct {
 
 // FaultKinds is the fault vocabulary, indexed by Fault.
 var FaultKinds = [NumFaults]faultKind{
-	duplicate: {Config: "duplicate", MoveName: "duplicate", args: []arg{argH, argTo, argMsg}, Swarm: true,
+	duplicate: {Config: "duplicate", Syntax: "duplicate h=H to=S msg=M", Swarm: true,
 		Meaning: "the transport delivers a fact in flight and keeps it in flight", Instead: MvDeliver, Delivers: 2},
-	loss: {Config: "loss", MoveName: "lose", args: []arg{argH, argTo, argMsg}, Swarm: true,
+	loss: {Config: "loss", Syntax: "lose h=H to=S msg=M", Swarm: true,
 		Meaning: "the transport drops a fact in flight", Instead: MvDeliver, Silent: true},
 	reorder: {Config: "reorder",
 		Meaning: "the transport delivers a fact that is not the oldest in flight", Unplanned: "facts are reordered by the simulator's latency jitter by themselves, not at a time of a plan; schedule a loss or a duplicate to disturb one fact"},
-	Cancel: {Config: "cancel", MoveName: "cancel", args: []arg{argH}, Swarm: true,
+	Cancel: {Config: "cancel", Syntax: "cancel h=H", Swarm: true,
 		Meaning: "the client cancels the request; the frontend cancels both request streams that exist", Offered: true, Phase: true, Frontend: true, Logs: "client_cancelled"},
-	abort: {Config: "abort", MoveName: "abort", args: []arg{argH, argSide}, Swarm: true,
+	abort: {Config: "abort", Syntax: "abort h=H side=S", Swarm: true,
 		Meaning: "either side aborts the request on its own, at any phase", Offered: true, Phase: true, Logs: "aborted"},
-	transferFailure: {Config: "transfer_failure", MoveName: "fail-transfer", args: []arg{argH}, Swarm: true,
+	transferFailure: {Config: "transfer_failure", Syntax: "fail-transfer h=H", Swarm: true,
 		Meaning: "a running KV transfer fails on its own (network, timeout)", Instead: MvTransfer, Shown: true},
-	Restart: {Config: "restart", MoveName: "restart", args: []arg{argWorker}, Swarm: true,
+	Restart: {Config: "restart", Syntax: "restart worker=W", Swarm: true,
 		Meaning: "a worker process restarts: its memory, registrations, in-flight requests and KV index go, its generation increases, routers learn a terminal outcome", Phase: true, Shown: true},
 	earlyTimer: {Config: "early_timer",
 		Meaning: "a lease, bootstrap or reservation deadline or a heartbeat fires while other moves are still possible", Unplanned: "timers fire on the simulator's clock when their deadlines pass; set the deadlines in the simulation's configuration instead"},
-	noShow: {Config: "no_show", MoveName: "no-show", args: []arg{argH}, Swarm: true,
+	noShow: {Config: "no_show", Syntax: "no-show h=H", Swarm: true,
 		Meaning: "the frontend never routes decode", Silent: true, LeftOut: true, Unplanned: "whether the frontend ever routes decode is decided when it routes the request, not at a time of a plan; schedule a cancel or an abort instead"},
-	backgroundLoad: {Config: "background_load", MoveName: "occupy", args: []arg{argWorker}, Swarm: true,
+	backgroundLoad: {Config: "background_load", Syntax: "occupy worker=W", Swarm: true,
 		Meaning: "other requests take a decode worker's configured background capacity at any moment", Silent: true, Unplanned: "the other requests of the workload are the load on a worker; put more requests in the workload instead"},
-	hang: {Config: "hang", MoveName: "hang", args: []arg{argH}, Swarm: true,
+	hang: {Config: "hang", Syntax: "hang h=H", Swarm: true,
 		Meaning: "a running KV transfer hangs: it neither completes nor fails until a registration it uses is fenced or closed", Offered: true, Runner: true, Silent: true},
-	Evict: {Config: "evict", MoveName: "evict", args: []arg{argH, argSide}, Swarm: true,
+	Evict: {Config: "evict", Syntax: "evict h=H side=S", Swarm: true,
 		Meaning: "a worker's cache evicts the released blocks a handoff's side keeps there; Removed is published if the KV index advertised them", Offered: true, Phase: true, Shown: true},
-	delay: {Config: "delay", MoveName: "delay", args: []arg{argH, argSide}, Swarm: true,
+	delay: {Config: "delay", Syntax: "delay h=H side=S", Swarm: true,
 		Meaning: "a worker's scheduler core falls behind: the commands a side sends it for the handoff wait, and anything may happen before the core applies them", Offered: true, Phase: true, Silent: true},
 }
 

@@ -48,8 +48,8 @@ func TestFaultKinds_Table(t *testing.T) {
 		}
 		mv := f.Move()
 		if mv == 0 {
-			if fk.MoveName != "" || fk.args != nil || fk.Swarm {
-				t.Errorf("fault %s has no move of its own but a move name, arguments or a swarm switch", f)
+			if fk.Syntax != "" || fk.Swarm {
+				t.Errorf("fault %s has no move of its own but a step syntax or a swarm switch", f)
 			}
 			continue
 		}
@@ -57,11 +57,12 @@ func TestFaultKinds_Table(t *testing.T) {
 			t.Errorf("faults %s and %s share move kind %d", g, f, mv)
 		}
 		owner[mv] = f
-		if k, dup := moves[fk.MoveName]; dup {
-			t.Errorf("fault %s: move name %q is taken by %d", f, fk.MoveName, k)
+		name := strings.Fields(fk.Syntax)[0]
+		if k, dup := moves[name]; dup {
+			t.Errorf("fault %s: move name %q is taken by %d", f, name, k)
 		}
-		moves[fk.MoveName] = mv
-		if got, ok := mv.Spends(); !ok || got != f || mv.String() != fk.MoveName {
+		moves[name] = mv
+		if got, ok := mv.Spends(); !ok || got != f || mv.String() != name {
 			t.Errorf("fault %s: move %q spends %v (%v)", f, mv, got, ok)
 		}
 	}
@@ -164,8 +165,12 @@ func TestMoves_SyntaxRoundTrips(t *testing.T) {
 		if err != nil || got != m {
 			t.Errorf("%s: %q parses to %+v, %v", k, m.String(), got, err)
 		}
-		if !strings.HasPrefix(k.Syntax(), k.String()) || strings.Count(k.Syntax(), "=") != len(k.args()) {
-			t.Errorf("%s: syntax %q", k, k.Syntax())
+		syntax := k.String()
+		for _, a := range k.args() {
+			syntax += " " + argKeys[a] + "=" + argPlaceholders[a]
+		}
+		if f, fault := k.Spends(); fault && FaultKinds[f].Syntax != syntax {
+			t.Errorf("%s: the fault table's syntax %q, the move's %q", k, FaultKinds[f].Syntax, syntax)
 		}
 		fields := strings.Fields(m.String())
 		if k == mvApply {
@@ -296,5 +301,24 @@ func TestFaultKinds_OneStrikerOneLogging(t *testing.T) {
 		if f.Move() == 0 && (n > 0 || fk.Frontend || fk.Runner) {
 			t.Errorf("%s has no move of its own, yet says how a log shows it or who strikes it", f)
 		}
+	}
+}
+
+// A fault kind's step syntax is read at start: a row whose syntax names
+// no move or an argument that is not key=placeholder stops the program
+// instead of giving the move no or the wrong arguments.
+func TestParseSyntax_RefusesARowItCannotRead(t *testing.T) {
+	if name, args := parseSyntax("duplicate h=H to=S msg=M"); name != "duplicate" || !slices.Equal(args, []arg{argH, argTo, argMsg}) {
+		t.Errorf("duplicate's syntax reads as %q %v", name, args)
+	}
+	for _, bad := range []string{"", "  ", "stall h=X", "stall q=H", "stall h", "stall side=W"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("syntax %q was read", bad)
+				}
+			}()
+			parseSyntax(bad)
+		}()
 	}
 }

@@ -58,7 +58,8 @@ const (
 
 var argKeys = [numArgs]string{"h", "worker", "to", "msg", "timer", "side"}
 
-// argPlaceholders name the values in Syntax.
+// argPlaceholders name the values in a fault kind's step syntax
+// (FaultKinds[f].Syntax).
 var argPlaceholders = [numArgs]string{"H", "W", "S", "M", "T", "S"}
 
 // key is the argument's key in the step syntax.
@@ -107,12 +108,34 @@ func buildMoveTable() [NumMoveKinds]moveSyntax {
 		t[k].name, t[k].args = protocolMoves[k].name, protocolMoves[k].args
 	}
 	for f := range FaultKinds {
-		fk := &FaultKinds[f]
 		if mv := Fault(f).Move(); mv != 0 {
-			t[mv] = moveSyntax{name: fk.MoveName, args: fk.args, spends: Fault(f)}
+			name, args := parseSyntax(FaultKinds[f].Syntax)
+			t[mv] = moveSyntax{name: name, args: args, spends: Fault(f)}
 		}
 	}
 	return t
+}
+
+// parseSyntax reads a fault kind's step syntax with placeholders
+// ("duplicate h=H to=S msg=M") into its move's name and arguments. The
+// table is the program's own: a row it cannot read stops the program at
+// its start, before any run.
+func parseSyntax(syntax string) (name string, args []arg) {
+	fields := strings.Fields(syntax)
+	if len(fields) == 0 {
+		panic(fmt.Sprintf("system: fault move syntax %q names no move", syntax))
+	}
+	for _, f := range fields[1:] {
+		a := arg(0)
+		for a < numArgs && f != argKeys[a]+"="+argPlaceholders[a] {
+			a++
+		}
+		if a == numArgs {
+			panic(fmt.Sprintf("system: fault move syntax %q: %q is no argument (key=placeholder, as h=H)", syntax, f))
+		}
+		args = append(args, a)
+	}
+	return fields[0], args
 }
 
 // kindList is every move kind that names a move, in MoveKind order.
@@ -190,16 +213,6 @@ func (k MoveKind) Names() (handoff, worker, side, fact bool) {
 		}
 	}
 	return handoff, worker, side, fact
-}
-
-// Syntax is the move's step syntax with placeholders: "deliver h=H to=S msg=M".
-func (k MoveKind) Syntax() string {
-	var b strings.Builder
-	b.WriteString(k.String())
-	for _, a := range k.args() {
-		fmt.Fprintf(&b, " %s=%s", argKeys[a], argPlaceholders[a])
-	}
-	return b.String()
 }
 
 // moveNames lists the move names in MoveKind order.

@@ -117,8 +117,8 @@ func faults() []byte {
 	for f := system.Fault(0); f < system.NumFaults; f++ {
 		k := &system.FaultKinds[f]
 		move, swarm := "(none)", "no"
-		if mv := f.Move(); mv != 0 {
-			move = "`" + mv.Syntax() + "`"
+		if k.Syntax != "" {
+			move = "`" + k.Syntax + "`"
 		}
 		if k.Swarm {
 			swarm = "yes"

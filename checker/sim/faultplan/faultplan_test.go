@@ -281,7 +281,7 @@ func TestKinds_AreTheCheckersFaultKinds(t *testing.T) {
 			need  need
 		}{{"h", h, r.request}, {"worker", worker, r.worker}, {"to", fact, r.to}, {"side", side, r.side}, {"msg", fact, r.msg}} {
 			if c.names != (c.need != forbidden) {
-				t.Errorf("kind %s: the checker's move %s names %s: %v; the plan's rule: %v", r.kind, k.MoveName, c.what, c.names, c.need)
+				t.Errorf("kind %s: the checker's move %s names %s: %v; the plan's rule: %v", r.kind, k.Syntax, c.what, c.names, c.need)
 			}
 		}
 	}
