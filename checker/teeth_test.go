@@ -247,7 +247,7 @@ func TestMove_StringOfAnUnknownKind(t *testing.T) {
 // of mutants checked.
 func TestMutationSummary_CountsEveryKind(t *testing.T) {
 	m := func(name string) spec.Mutant { return spec.Mutant{Name: name, Operator: spec.Operators[0]} }
-	results := []MutantResult{
+	results := []mutantResult{
 		{Mutant: m("a"), Checked: true, Killed: true, Invariant: "Zeta", Check: "z"},
 		{Mutant: m("b"), Checked: true, Killed: true, Invariant: "Alpha", Check: "a1"},
 		{Mutant: m("c"), Checked: true, Bounded: true},
