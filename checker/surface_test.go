@@ -59,7 +59,14 @@ import (
 // walk's schedule is named in WalkOptions.Schedule, which CheckWalks
 // refuses when it names none (ParseSchedule, which only turned the
 // command's --schedule into the options' value, unexported).
-const maxExported = 40
+// 32: random walks are a form of Check (Limits.Walks and the walk fields
+// beside it ask for them, and the one Report renders either form; was
+// CheckWalks, WalkOptions and WalkReport with its Checker and Render);
+// Check writes the search's progress lines where Limits.Progress says, as
+// check printed them (Progress, which only check formatted, unexported);
+// Mutate's results render themselves (was MutationReport and
+// MutantResult, which mutate asked together).
+const maxExported = 32
 
 // exportedNames lists the exported package-level names and methods
 // (Type.Method) of the package's non-test files.
