@@ -23,7 +23,7 @@ func TestWalk_ReportIndependentOfWorkers(t *testing.T) {
 	}
 	for _, sched := range []schedule{scheduleUniform, schedulePositions, schedulePCT} {
 		for _, swarm := range []bool{false, true} {
-			opts := WalkOptions{Seed: 11, Walks: 300, Steps: 80, Swarm: swarm, sched: sched, Workers: 1}
+			opts := walkOptions{Seed: 11, Walks: 300, Steps: 80, Swarm: swarm, sched: sched, Workers: 1}
 			one := c.walk(context.Background(), opts)
 			if one.Violation == nil {
 				t.Fatalf("%s swarm=%v: 300 walks found nothing", sched.name(), swarm)

@@ -13,7 +13,7 @@
 // replay; with liveness it keeps a drain chain's edge per state and
 // checks EventuallyDrained on them, searching again with every edge
 // where a chain does not drain (liveness.go). Walk runs seeded random and swarm walks under a
-// fault schedule (WalkOptions.Schedule: by default each fault waits for a step of its
+// fault schedule (Limits.Schedule: by default each fault waits for a step of its
 // own), counts what they covered and shrinks a failure. Apply steps a
 // run by hand for scenario files and trace replay. Reports render as
 // text, JSON and Mermaid sequence diagrams.

@@ -3,6 +3,7 @@ package checker
 import (
 	"context"
 	"fmt"
+	"io"
 	"runtime/metrics"
 	"slices"
 	"strings"
@@ -72,6 +73,28 @@ type Limits struct {
 	// over one, measured in the same process right after. A search that
 	// was interrupted measures nothing.
 	Speedup bool
+	// Walks, when above zero, asks for that many seeded random walks per
+	// run instead of the exhaustive search (walk.go), each of at most
+	// Steps moves: walk i uses seed Seed+i, so one failing walk is
+	// reproduced alone with Seed+i and Walks 1. Swarm gives each walk its
+	// own random subset of fault kinds (leaving some faults out lets
+	// others go deeper). Schedule names when a walk commits its faults:
+	// positions (the default, as is the empty name), uniform or pct;
+	// Check refuses another name, listing these. Shards, when above
+	// zero, splits the walks into that many shards of consecutive walks,
+	// of which this check runs shard Shard (see shardRange): the shards
+	// together are the one search, and merged reports find its first
+	// failure. Workers and From apply to walks too; the other limits are
+	// the exhaustive search's.
+	Walks, Steps  int
+	Seed          uint64
+	Swarm         bool
+	Schedule      string
+	Shard, Shards int
+	// Progress, when set, receives a line every few seconds of an
+	// exhaustive search: the run, the states and distinct states so far,
+	// the depth, the queue and the rate.
+	Progress io.Writer
 	// sleepAlone keeps sleep sets and drops persistent sets: a search
 	// that must then reach every state of the full one (tests).
 	sleepAlone bool
@@ -150,8 +173,8 @@ func rate(n float64, d time.Duration) float64 {
 	return n / d.Seconds()
 }
 
-// Progress is reported while exploring.
-type Progress struct {
+// searchProgress is reported while exploring (Limits.Progress).
+type searchProgress struct {
 	Run         string
 	States      int
 	Transitions int64
@@ -296,7 +319,10 @@ type Result struct {
 	StopReason string
 	StopDetail string
 	Violation  *Counterexample
-	Coverage   *system.Coverage
+	// Seed, in a walk report (Limits.Walks), reruns the failing walk
+	// alone with Walks 1.
+	Seed     uint64
+	Coverage *system.Coverage
 	// DeadEnds is how many quiescent states were found (all checked).
 	DeadEnds int
 	// Liveness is set when EventuallyDrained was checked; FairDrained
@@ -340,7 +366,7 @@ type Result struct {
 // EventuallyDrained on the explored graph. It stops at the first violation
 // and rebuilds the shortest trace to it. Results are deterministic for any
 // number of workers.
-func (c *Checker) checkRun(ctx context.Context, lim Limits, progress func(Progress)) *Result {
+func (c *Checker) checkRun(ctx context.Context, lim Limits, progress func(searchProgress)) *Result {
 	r := c.explore(ctx, lim, progress)
 	if r.Reduction && r.Violation != nil && ctx.Err() == nil {
 		c.confirmShortest(ctx, lim, r)
@@ -354,7 +380,7 @@ func (c *Checker) checkRun(ctx context.Context, lim Limits, progress func(Progre
 // its time includes the first attempt. So does one whose drain chains
 // left a state unresolved (liveness.go): it starts again keeping every
 // edge, which judges EventuallyDrained exactly and finds its trap.
-func (c *Checker) explore(ctx context.Context, lim Limits, progress func(Progress)) *Result {
+func (c *Checker) explore(ctx context.Context, lim Limits, progress func(searchProgress)) *Result {
 	r, dropped := c.exploreOnce(ctx, lim, progress)
 	if dropped != "" && ctx.Err() == nil {
 		lim.Sleep = false

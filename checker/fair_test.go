@@ -100,7 +100,7 @@ func TestFair_BuiltinTablesDrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Symmetry = false
-	rep, err := Check(context.Background(), system.Generated(), cfg, cfg.Runs, Limits{Liveness: true, Workers: 2, FairDrained: true, Fair: []Obligation{drainsObligation()}}, nil)
+	rep, err := Check(context.Background(), system.Generated(), cfg, cfg.Runs, Limits{Liveness: true, Workers: 2, FairDrained: true, Fair: []Obligation{drainsObligation()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func runOf(t *testing.T, tr *Trace) []system.Run {
 func TestFrom_SearchContinuesATrace(t *testing.T) {
 	tr, proto := fromTraceFile(t, "../testdata/traces/release-on-heartbeat.jsonl")
 	prefix := tr.Moves[:len(tr.Moves)-1]
-	rep, err := Check(context.Background(), proto, tr.Config, runOf(t, tr), Limits{Liveness: true, Workers: 1, From: prefix}, nil)
+	rep, err := Check(context.Background(), proto, tr.Config, runOf(t, tr), Limits{Liveness: true, Workers: 1, From: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestFrom_SearchContinuesATrace(t *testing.T) {
 		t.Errorf("the report does not say where the search started:\n%s", text)
 	}
 
-	wrep, err := CheckWalks(context.Background(), proto, tr.Config, runOf(t, tr), WalkOptions{Seed: 1, Walks: 8, Steps: 50, Workers: 1, From: prefix})
+	wrep, err := Check(context.Background(), proto, tr.Config, runOf(t, tr), Limits{Seed: 1, Walks: 8, Steps: 50, Workers: 1, From: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestFrom_ReachesLessThanTheWholeRun(t *testing.T) {
 	}
 	check := func(from []system.Move) *Result {
 		t.Helper()
-		rep, err := Check(context.Background(), system.Generated(), cfg, runs, Limits{Workers: 1, Liveness: true, From: from}, nil)
+		rep, err := Check(context.Background(), system.Generated(), cfg, runs, Limits{Workers: 1, Liveness: true, From: from})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,11 +161,11 @@ func TestFrom_RefusesABadPath(t *testing.T) {
 	runs := runOf(t, tr)
 	swapped := slices.Clone(tr.Moves)
 	swapped[0], swapped[1] = swapped[1], swapped[0]
-	if _, err := Check(context.Background(), proto, tr.Config, runs, Limits{Workers: 1, From: swapped}, nil); err == nil ||
+	if _, err := Check(context.Background(), proto, tr.Config, runs, Limits{Workers: 1, From: swapped}); err == nil ||
 		!strings.Contains(err.Error(), "the trace's step 1 (deliver-request h=0)") {
 		t.Errorf("a move not enabled: %v", err)
 	}
-	if _, err := Check(context.Background(), proto, tr.Config, runs, Limits{Workers: 1, From: tr.Moves}, nil); err == nil ||
+	if _, err := Check(context.Background(), proto, tr.Config, runs, Limits{Workers: 1, From: tr.Moves}); err == nil ||
 		!strings.Contains(err.Error(), "already violates SourcePinnedUntilRead") {
 		t.Errorf("a path through a violation: %v", err)
 	}

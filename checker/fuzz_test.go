@@ -74,11 +74,11 @@ func FuzzMergeWalks(f *testing.F) {
 	}
 	var seeds [][]byte
 	for k := 0; k < 2; k++ {
-		rep, err := CheckWalks(context.Background(), system.Generated(), cfg, cfg.Runs[:1], WalkOptions{Seed: 1, Walks: 6, Steps: 30, Shard: k, Shards: 2})
+		rep, err := Check(context.Background(), system.Generated(), cfg, cfg.Runs[:1], Limits{Seed: 1, Walks: 6, Steps: 30, Shard: k, Shards: 2})
 		if err != nil {
 			f.Fatal(err)
 		}
-		data, err := rep.marshal(TextOptions{NoTiming: true})
+		data, err := rep.marshalWalks(TextOptions{NoTiming: true})
 		if err != nil {
 			f.Fatal(err)
 		}

@@ -122,7 +122,7 @@ func TestWalk_LateFaultVariants(t *testing.T) {
 						if first < 0 {
 							t.Fatalf("%d swarm walks under the %s schedule did not find %s", lateFaultWalks, sched.name(), v.invariant)
 						}
-						r := c.walk(context.Background(), WalkOptions{Seed: 1 + uint64(first), Walks: 1, Steps: 200, Swarm: true, sched: sched, Workers: 1})
+						r := c.walk(context.Background(), walkOptions{Seed: 1 + uint64(first), Walks: 1, Steps: 200, Swarm: true, sched: sched, Workers: 1})
 						if r.Violation == nil || r.Violation.Violation.Invariant != v.invariant || !r.Violation.Steps[len(r.Violation.Steps)-1].Failed ||
 							len(r.Violation.Steps) > r.Original {
 							t.Fatalf("walk %d alone: %+v", first, r)

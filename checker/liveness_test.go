@@ -200,7 +200,7 @@ func TestLiveness_ReportsCarryTheCounterexample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Check(context.Background(), c.Protocol(), cfg, []system.Run{c.Run()}, Limits{Liveness: true, Workers: 2}, nil)
+	rep, err := Check(context.Background(), c.Protocol(), cfg, []system.Run{c.Run()}, Limits{Liveness: true, Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func TestExplore_MaxMemoryStopsWithinTheBound(t *testing.T) {
 // one reports its own heap, not what the large one left behind.
 func TestExplore_PerRunHeapIsTheRunsOwn(t *testing.T) {
 	explore := func(cfg *system.Config, lim Limits) *Result {
-		rep, err := Check(context.Background(), system.Generated(), cfg, cfg.Runs[:1], lim, nil)
+		rep, err := Check(context.Background(), system.Generated(), cfg, cfg.Runs[:1], lim)
 		if err != nil {
 			t.Fatal(err)
 		}

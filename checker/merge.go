@@ -12,7 +12,7 @@ import (
 )
 
 // Randomized and swarm search split into shards of consecutive walks
-// (WalkOptions.Shards), which any batch system can run apart: each shard
+// (Limits.Shards), which any batch system can run apart: each shard
 // writes its JSON report, and MergeWalks makes of them the report of the
 // one search they are. Walk i keeps seed Seed+i in whichever shard runs it,
 // so the merged report finds the same first failure, with the same trace,

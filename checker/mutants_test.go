@@ -201,15 +201,15 @@ func TestWalk_FindsAndReproduces(t *testing.T) {
 	}
 	good, _ := New(system.Generated(), cfg, cfg.Runs[0])
 	for _, sched := range []schedule{scheduleUniform, schedulePositions, schedulePCT} {
-		one := c.walk(context.Background(), WalkOptions{Seed: 11, Walks: 300, Steps: 80, sched: sched, Workers: 1})
-		two := c.walk(context.Background(), WalkOptions{Seed: 11, Walks: 300, Steps: 80, sched: sched, Workers: 2})
+		one := c.walk(context.Background(), walkOptions{Seed: 11, Walks: 300, Steps: 80, sched: sched, Workers: 1})
+		two := c.walk(context.Background(), walkOptions{Seed: 11, Walks: 300, Steps: 80, sched: sched, Workers: 2})
 		if one.Violation == nil {
 			t.Fatalf("%s: 300 walks found nothing", sched.name())
 		}
 		if one.Failing != two.Failing || one.Seed != two.Seed || c.formatCounterexample(one.Violation) != c.formatCounterexample(two.Violation) {
 			t.Fatalf("%s: results depend on the workers: walk %d vs %d", sched.name(), one.Failing, two.Failing)
 		}
-		alone := c.walk(context.Background(), WalkOptions{Seed: one.Seed, Walks: 1, Steps: 80, sched: sched})
+		alone := c.walk(context.Background(), walkOptions{Seed: one.Seed, Walks: 1, Steps: 80, sched: sched})
 		if alone.Failing != 0 || alone.Original != one.Original {
 			t.Fatalf("%s: seed %d alone: failing walk %d after %d moves, want walk 0 after %d", sched.name(), one.Seed, alone.Failing, alone.Original, one.Original)
 		}
@@ -221,7 +221,7 @@ func TestWalk_FindsAndReproduces(t *testing.T) {
 		}
 		// The correct tables survive the same walks, swarm included.
 		for _, swarm := range []bool{false, true} {
-			if r := good.walk(context.Background(), WalkOptions{Seed: 11, Walks: 300, Steps: 80, Swarm: swarm, sched: sched}); r.Violation != nil {
+			if r := good.walk(context.Background(), walkOptions{Seed: 11, Walks: 300, Steps: 80, Swarm: swarm, sched: sched}); r.Violation != nil {
 				t.Fatalf("%s swarm=%v: %v", sched.name(), swarm, r.Violation.Violation)
 			}
 		}

@@ -14,8 +14,8 @@ import (
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
-// MutantResult is what the checker made of one broken table.
-type MutantResult struct {
+// mutantResult is what the checker made of one broken table.
+type mutantResult struct {
 	Mutant spec.Mutant
 	// Killed is set when some run found a violation.
 	Killed    bool
@@ -35,15 +35,16 @@ type MutantResult struct {
 // Mutate checks every mutant against every run of a configuration: a
 // mutant is killed when some run finds a violation. Mutants run
 // concurrently, one exploration each on one goroutine. The results are in
-// the order of the mutants, whatever the scheduling.
-func Mutate(ctx context.Context, cfg *system.Config, mutants []spec.Mutant, lim Limits, workers int, progress func(done, total int)) []MutantResult {
+// the order of the mutants, whatever the scheduling, and render
+// themselves (Render).
+func Mutate(ctx context.Context, cfg *system.Config, mutants []spec.Mutant, lim Limits, workers int, progress func(done, total int)) mutantResults {
 	lim.Workers = 1
 	// Each mutant's exploration is small and short-lived: with the default
 	// collector pacing, a good part of the time went to collecting the
 	// level buffers of a heap that never grows large. Twice the pace saves
 	// about a tenth of the time for a few tens of MiB.
 	defer debug.SetGCPercent(debug.SetGCPercent(200))
-	results := make([]MutantResult, len(mutants))
+	results := make(mutantResults, len(mutants))
 	for i := range results {
 		results[i].Mutant = mutants[i]
 	}
@@ -56,7 +57,7 @@ func Mutate(ctx context.Context, cfg *system.Config, mutants []spec.Mutant, lim 
 		r := mutateOne(ctx, cfg, mutants[i], lim)
 		if ctx.Err() != nil && !r.Killed {
 			// Stopped mid-exploration: neither killed nor survived.
-			r = MutantResult{Mutant: mutants[i]}
+			r = mutantResult{Mutant: mutants[i]}
 		}
 		results[i] = r
 		if progress != nil {
@@ -69,8 +70,8 @@ func Mutate(ctx context.Context, cfg *system.Config, mutants []spec.Mutant, lim 
 	return results
 }
 
-func mutateOne(ctx context.Context, cfg *system.Config, m spec.Mutant, lim Limits) MutantResult {
-	res := MutantResult{Mutant: m, Checked: true}
+func mutateOne(ctx context.Context, cfg *system.Config, m spec.Mutant, lim Limits) mutantResult {
+	res := mutantResult{Mutant: m, Checked: true}
 	it, err := interp.New(m.Spec)
 	if err != nil {
 		panic("checker: a validated mutant does not interpret: " + err.Error())
@@ -101,10 +102,14 @@ func mutateOne(ctx context.Context, cfg *system.Config, m spec.Mutant, lim Limit
 	return res
 }
 
-// MutationReport renders the results, as one JSON object or as the
-// summary for people, and says whether an interrupt kept some mutant from
-// being checked: what a run of mutants reports, asked together.
-func MutationReport(results []MutantResult, asJSON bool) (out []byte, interrupted bool, err error) {
+// mutantResults are the results of a run of mutants, in the mutants'
+// order.
+type mutantResults []mutantResult
+
+// Render renders the results, as one JSON object or as the summary for
+// people, and says whether an interrupt kept some mutant from being
+// checked: what a run of mutants reports, asked together.
+func (results mutantResults) Render(asJSON bool) (out []byte, interrupted bool, err error) {
 	if asJSON {
 		out, err = mutationJSON(results)
 	} else {
@@ -118,14 +123,14 @@ func MutationReport(results []MutantResult, asJSON bool) (out []byte, interrupte
 // mutant that survived. Counting checks, not only invariants, makes a
 // check whose removal another check of the same invariant would cover
 // still visible in the summary.
-func mutationSummary(results []MutantResult) string {
+func mutationSummary(results []mutantResult) string {
 	var b strings.Builder
 	killed, bounded, checked := 0, 0, 0
 	type tally struct{ killed, total int }
 	byOp := map[spec.Operator]*tally{}
 	byInv := map[string]int{}
 	byCheck := map[string]map[string]int{}
-	var survivors []MutantResult
+	var survivors []mutantResult
 	for _, r := range results {
 		if !r.Checked {
 			continue
@@ -204,7 +209,7 @@ func mutationSummary(results []MutantResult) string {
 
 // mutationJSON renders the results as one object: the score over the
 // mutants checked, and each mutant.
-func mutationJSON(results []MutantResult) ([]byte, error) {
+func mutationJSON(results []mutantResult) ([]byte, error) {
 	type jm struct {
 		Mutant    string `json:"mutant"`
 		Operator  string `json:"operator"`
@@ -238,7 +243,7 @@ func mutationJSON(results []MutantResult) ([]byte, error) {
 }
 
 // mutationInterrupted reports whether some mutant was not checked.
-func mutationInterrupted(results []MutantResult) bool {
+func mutationInterrupted(results []mutantResult) bool {
 	for _, r := range results {
 		if !r.Checked {
 			return true

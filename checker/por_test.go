@@ -199,7 +199,7 @@ func porMutants(t *testing.T, file string, cfg *system.Config, lim Limits) {
 // the first invariant found may differ (the reduced search meets the
 // violations in another order), and is logged. At least half must be
 // killed, or the comparison has no teeth. It returns how many were.
-func sameKills(t *testing.T, full, reduced []MutantResult) int {
+func sameKills(t *testing.T, full, reduced []mutantResult) int {
 	t.Helper()
 	killed, other := 0, 0
 	for i := range full {

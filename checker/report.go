@@ -12,12 +12,22 @@ import (
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
-// Report is the outcome of checking every selected run of a configuration.
+// Report is the outcome of checking every selected run of a
+// configuration, by exhaustive search or, when Limits.Walks asked, by
+// random walks. A walk report's Runs give each run, its violation (the
+// first failing walk, shrunk) and the seed that reruns that walk alone;
+// Invariants and PeakResident are the exhaustive search's.
 type Report struct {
 	Protocol   string
 	Runs       []*Result
 	checkers   []*Checker
 	Invariants []string
+	// Reproduce holds, per run of a walk report, the command line that
+	// reruns the failing walk alone: the caller knows its command line,
+	// so it sets them.
+	Reproduce []string
+	// walks is set in a walk report: what its rendering adds.
+	walks *walkReport
 	// NotRun lists the selected runs that never started because the check
 	// was interrupted.
 	NotRun []system.Run
@@ -69,11 +79,22 @@ func (r *Report) violated() bool {
 	return false
 }
 
-// Check explores the given runs of a configuration, one after the other.
-// When ctx is cancelled, the run under way stops and the runs after it are
-// listed in NotRun. Selecting runs is the caller's business (see
+// Check explores the given runs of a configuration, one after the other:
+// every ordering of their moves, or seeded random walks when lim.Walks
+// asks. When ctx is cancelled, the run under way stops and the runs after
+// it are listed in NotRun. Selecting runs is the caller's business (see
 // SelectRuns): checking nothing is refused.
-func Check(ctx context.Context, p *system.Protocol, cfg *system.Config, runs []system.Run, lim Limits, progress func(Progress)) (*Report, error) {
+func Check(ctx context.Context, p *system.Protocol, cfg *system.Config, runs []system.Run, lim Limits) (*Report, error) {
+	if lim.Walks > 0 {
+		return checkWalks(ctx, p, cfg, runs, lim)
+	}
+	var progress func(searchProgress)
+	if w := lim.Progress; w != nil {
+		progress = func(p searchProgress) {
+			fmt.Fprintf(w, "%s: %d states, %d distinct, depth %d, queue %d, %.0f states/s\n",
+				p.Run, p.Transitions, p.States, p.Depth, p.Queue, float64(p.States)/p.Elapsed.Seconds())
+		}
+	}
 	rep := &Report{Protocol: p.Name()}
 	rep.Invariants = append(append([]string(nil), model.SafetyInvariants...), model.NameQuiescence, model.NameFaultFreeCompletion)
 	if lim.Liveness {
@@ -119,8 +140,8 @@ func Check(ctx context.Context, p *system.Protocol, cfg *system.Config, runs []s
 	}
 	if lim.Speedup && !rep.Interrupted {
 		one := lim
-		one.Workers, one.Speedup = 1, false
-		if base, err := Check(ctx, p, cfg, runs, one, nil); err == nil && !base.Interrupted {
+		one.Workers, one.Speedup, one.Progress = 1, false, nil
+		if base, err := Check(ctx, p, cfg, runs, one); err == nil && !base.Interrupted {
 			rep.setBaseline(base)
 		}
 	}
@@ -239,10 +260,16 @@ type TextOptions struct {
 }
 
 // Render renders the report for people, or as one JSON object when
-// asJSON is set (see text and marshal): the command that prints a report
-// asks for one form or the other.
+// asJSON is set (see text and marshal, or textWalks and marshalWalks for
+// a walk report): the command that prints a report asks for one form or
+// the other.
 func (r *Report) Render(opt TextOptions, asJSON bool) ([]byte, error) {
-	if asJSON {
+	switch {
+	case r.walks != nil && asJSON:
+		return r.marshalWalks(opt)
+	case r.walks != nil:
+		return []byte(r.textWalks(opt)), nil
+	case asJSON:
 		return r.marshal(opt)
 	}
 	return []byte(r.text(opt)), nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -215,7 +216,7 @@ func loadConfigFile(t testing.TB, path string) *system.Config {
 // checkOne runs Check on one run of cfg.
 func checkOne(t testing.TB, cfg *system.Config, name string, lim Limits) *Report {
 	t.Helper()
-	rep, err := Check(context.Background(), system.Generated(), cfg, []system.Run{runNamed(t, cfg, name)}, lim, nil)
+	rep, err := Check(context.Background(), system.Generated(), cfg, []system.Run{runNamed(t, cfg, name)}, lim)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +385,7 @@ func wantNoLine(t testing.TB, text, line string) {
 // few hundred states could plausibly need), workers, and the flags.
 func TestReport_TextAndJSONCarryTheSameFigures(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
-	rep, err := Check(context.Background(), system.Generated(), cfg, cfg.Runs, Limits{Workers: 2, Liveness: true}, nil)
+	rep, err := Check(context.Background(), system.Generated(), cfg, cfg.Runs, Limits{Workers: 2, Liveness: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -741,7 +742,7 @@ func TestReport_SelectRuns(t *testing.T) {
 			t.Errorf("SelectRuns(%v, %v) = %s, %v; want %s", tc.names, tc.policies, names(got), err, tc.want)
 		}
 	}
-	if _, err := Check(context.Background(), system.Generated(), cfg, nil, Limits{}, nil); err == nil {
+	if _, err := Check(context.Background(), system.Generated(), cfg, nil, Limits{}); err == nil {
 		t.Errorf("checking no run is not refused")
 	}
 }
@@ -935,7 +936,7 @@ func TestReport_Interrupted(t *testing.T) {
 		t.Errorf("interrupted exploration: complete=%v stop=%q %q, %d states, depth %d, store %d bytes",
 			r.Complete, r.StopReason, r.StopDetail, r.Stats.States, r.Stats.Depth, r.Stats.StoreBytes)
 	}
-	rep, err := Check(ctx, system.Generated(), cfg, cfg.Runs, Limits{}, nil)
+	rep, err := Check(ctx, system.Generated(), cfg, cfg.Runs, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -960,14 +961,14 @@ func TestReport_Interrupted(t *testing.T) {
 		t.Errorf("JSON verdict %q, not run %v", j.Verdict, j.NotRun)
 	}
 	// Walks too.
-	wrep, err := CheckWalks(ctx, system.Generated(), cfg, cfg.Runs, WalkOptions{Seed: 1, Walks: 5, Steps: 5})
+	wrep, err := Check(ctx, system.Generated(), cfg, cfg.Runs, Limits{Seed: 1, Walks: 5, Steps: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(wrep.Runs) != 0 || len(wrep.NotRun) != 3 || !wrep.Interrupted {
 		t.Fatalf("walks: %d runs, %d not run, interrupted=%v", len(wrep.Runs), len(wrep.NotRun), wrep.Interrupted)
 	}
-	wantLine(t, wrep.text(TextOptions{}), "run trtllm (source-first, engine trtllm): not run (interrupted)\n")
+	wantLine(t, wrep.textWalks(TextOptions{}), "run trtllm (source-first, engine trtllm): not run (interrupted)\n")
 }
 
 // The speed-up over one worker is stated whenever it was measured, also
@@ -1026,8 +1027,8 @@ func TestExplore_ProgressAfterEveryLevel(t *testing.T) {
 	old := progressEvery
 	progressEvery = 0
 	defer func() { progressEvery = old }()
-	var got []Progress
-	r := c.checkRun(context.Background(), Limits{Workers: 2}, func(p Progress) { got = append(got, p) })
+	var got []searchProgress
+	r := c.checkRun(context.Background(), Limits{Workers: 2}, func(p searchProgress) { got = append(got, p) })
 	if !r.Complete || len(got) != ref.depth+1 {
 		t.Fatalf("complete=%v, %d progress reports for a run %d moves deep; want one per level, %d", r.Complete, len(got), ref.depth, ref.depth+1)
 	}
@@ -1039,7 +1040,7 @@ func TestExplore_ProgressAfterEveryLevel(t *testing.T) {
 				queue++
 			}
 		}
-		want := Progress{Run: "trtllm", States: states, Transitions: transitions, Depth: d + 1, Queue: queue, Elapsed: p.Elapsed}
+		want := searchProgress{Run: "trtllm", States: states, Transitions: transitions, Depth: d + 1, Queue: queue, Elapsed: p.Elapsed}
 		if p != want || p.Elapsed <= 0 {
 			t.Errorf("report %d: %+v, want %+v", d, p, want)
 		}
@@ -1047,6 +1048,50 @@ func TestExplore_ProgressAfterEveryLevel(t *testing.T) {
 	// No callback: nothing is called, however often progress is due.
 	if r := c.checkRun(context.Background(), Limits{Workers: 1}, nil); !r.Complete {
 		t.Errorf("a run without a progress callback did not complete")
+	}
+}
+
+// Limits.Progress receives one line per progress report, as check prints
+// it: the run, the transitions taken ("states"), the distinct states, the
+// depth, the queue and the rate. The speed-up's second search on one
+// worker writes none.
+func TestCheck_ProgressLines(t *testing.T) {
+	cfg := loadConfigFile(t, "../testdata/configs/small.json")
+	run := runNamed(t, cfg, "trtllm")
+	c, err := New(system.Generated(), cfg, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := exploreRef(t, c, 0)
+	old := progressEvery
+	progressEvery = 0
+	defer func() { progressEvery = old }()
+	var out strings.Builder
+	rep, err := Check(context.Background(), system.Generated(), cfg, []system.Run{run}, Limits{Workers: 2, Speedup: true, Progress: &out})
+	if err != nil || !rep.Runs[0].Complete {
+		t.Fatalf("check: %v", err)
+	}
+	lines := strings.SplitAfter(out.String(), "\n")
+	if last := lines[len(lines)-1]; last != "" {
+		t.Fatalf("the progress ends in a partial line %q", last)
+	}
+	lines = lines[:len(lines)-1]
+	if len(lines) != ref.depth+1 {
+		t.Fatalf("%d progress lines for a run %d moves deep; want one per level, %d:\n%s", len(lines), ref.depth, ref.depth+1, out.String())
+	}
+	rate := regexp.MustCompile(`^[0-9]+ states/s\n$`)
+	for d, line := range lines {
+		states, transitions, _ := ref.cutAt(d + 1)
+		queue := 0
+		for _, dd := range ref.depthOf {
+			if dd == d+1 {
+				queue++
+			}
+		}
+		want := fmt.Sprintf("trtllm: %d states, %d distinct, depth %d, queue %d, ", transitions, states, d+1, queue)
+		if !strings.HasPrefix(line, want) || !rate.MatchString(strings.TrimPrefix(line, want)) {
+			t.Errorf("line %d: %q, want %q and a rate", d, line, want)
+		}
 	}
 }
 

@@ -188,7 +188,7 @@ func TestScenarios(t *testing.T) {
 					if d.HasArg("max-states") {
 						d.ScanArgs(t, "max-states", &lim.MaxStates)
 					}
-					rep, err := Check(context.Background(), system.Generated(), cfg, cfg.Runs, lim, nil)
+					rep, err := Check(context.Background(), system.Generated(), cfg, cfg.Runs, lim)
 					if err != nil {
 						return "error: " + err.Error()
 					}

@@ -53,7 +53,7 @@ func (s schedule) name() string {
 }
 
 // parseSchedule finds a schedule by name: positions (the default, also
-// named by the empty name, WalkOptions.Schedule's zero value), uniform or
+// named by the empty name, Limits.Schedule's zero value), uniform or
 // pct; the error for a name that is none of them lists them.
 func parseSchedule(name string) (schedule, error) {
 	if name == "" {

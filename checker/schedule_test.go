@@ -20,7 +20,7 @@ func TestSchedule_Horizon(t *testing.T) {
 		t.Errorf("horizon with walks of at most 4 moves: %d, want 6", h)
 	}
 	for _, seed := range []uint64{1, 99} {
-		r := c.walk(context.Background(), WalkOptions{Seed: seed, Walks: 3, Steps: 200})
+		r := c.walk(context.Background(), walkOptions{Seed: seed, Walks: 3, Steps: 200})
 		if r.stats.Horizon != 12 {
 			t.Errorf("seed %d: horizon %d", seed, r.stats.Horizon)
 		}
@@ -112,7 +112,7 @@ func toInts(a [system.NumFaults]int32) (out [system.NumFaults]int) {
 
 // Every schedule name parses back to its schedule, the empty name to the
 // default; an unknown name is refused with the names that exist, by
-// CheckWalks before it walks.
+// Check before it walks.
 func TestSchedule_Names(t *testing.T) {
 	for _, n := range scheduleNames {
 		s, err := parseSchedule(n)
@@ -130,8 +130,8 @@ func TestSchedule_Names(t *testing.T) {
 		t.Errorf("the empty name parsed to %s (%v), want positions (the default)", s.name(), err)
 	}
 	cfg := mustConfig(t, smallConfig)
-	rep, err := CheckWalks(context.Background(), system.Generated(), cfg, cfg.Runs[:1], WalkOptions{Seed: 1, Walks: 1, Steps: 1, Schedule: "random"})
+	rep, err := Check(context.Background(), system.Generated(), cfg, cfg.Runs[:1], Limits{Seed: 1, Walks: 1, Steps: 1, Schedule: "random"})
 	if rep != nil || err == nil || err.Error() != `unknown schedule "random" (want positions, uniform, pct)` {
-		t.Errorf("CheckWalks with an unknown schedule: report %v, error %v", rep, err)
+		t.Errorf("Check with an unknown walk schedule: report %v, error %v", rep, err)
 	}
 }

@@ -14,7 +14,7 @@ import (
 // it from the initial state or a checkpoint, runs it level by level, and
 // reports. It returns why a search with sleep sets must start again
 // without them ("" when it need not).
-func (c *Checker) exploreOnce(ctx context.Context, lim Limits, progress func(Progress)) (*Result, string) {
+func (c *Checker) exploreOnce(ctx context.Context, lim Limits, progress func(searchProgress)) (*Result, string) {
 	e := c.newExploration(lim)
 	// Everything the run held outside the Go heap goes back at the end:
 	// the result keeps none of it.
@@ -208,7 +208,7 @@ func (e *exploration) startFromCheckpoint() {
 
 // search expands the frontier level by level until it is empty, a
 // violation is found, or a limit or a stop ends the run.
-func (e *exploration) search(ctx context.Context, progress func(Progress)) {
+func (e *exploration) search(ctx context.Context, progress func(searchProgress)) {
 	lastReport := time.Now()
 	for depth := e.startDepth; e.frontier.n > 0 && e.viol == nil; depth++ {
 		if e.stopBeforeLevel(ctx, depth) || !e.runLevel(ctx, depth) {
@@ -216,7 +216,7 @@ func (e *exploration) search(ctx context.Context, progress func(Progress)) {
 		}
 		if progress != nil && time.Since(lastReport) >= progressEvery {
 			lastReport = time.Now()
-			progress(Progress{Run: e.c.Run().Name, States: e.states(), Transitions: e.stats.Transitions, Depth: depth + 1,
+			progress(searchProgress{Run: e.c.Run().Name, States: e.states(), Transitions: e.stats.Transitions, Depth: depth + 1,
 				Queue: e.frontier.n, Elapsed: time.Since(e.start)})
 		}
 		e.sampleHeap()

@@ -575,7 +575,7 @@ func TestShapes_MaximalShape(t *testing.T) {
 			t.Errorf("%s: bounded search stopped for %q: %+v, pinned %+v", run.Name, r.StopReason, n, bounded[run.Name])
 		}
 		// Seeded swarm walks through the CLI's engine: deep states.
-		w := c.walk(context.Background(), WalkOptions{Seed: 1, Walks: 200, Steps: 300, Swarm: true, Workers: 2})
+		w := c.walk(context.Background(), walkOptions{Seed: 1, Walks: 200, Steps: 300, Swarm: true, Workers: 2})
 		if w.Violation != nil || w.Interrupted || w.Walks != 200 {
 			t.Fatalf("%s: walks: %d walks, interrupted=%v, violation %v", run.Name, w.Walks, w.Interrupted, w.Violation)
 		}

@@ -63,7 +63,14 @@ import (
 // state the caller holds, Checker.FormatStep), not through a Session
 // that only wrapped the state: Session, NewSession, Session.State,
 // Session.Apply and Session.FormatStep fold into two methods.
-const maxExported = 37
+// 29: random walks are a form of Check (Limits.Walks and the walk fields
+// beside it ask for them, and the one Report renders either form; was
+// CheckWalks, WalkOptions and WalkReport with its Checker and Render);
+// Check writes the search's progress lines where Limits.Progress says, as
+// check printed them (Progress, which only check formatted, unexported);
+// Mutate's results render themselves (was MutationReport and
+// MutantResult, which mutate asked together).
+const maxExported = 29
 
 // exportedNames lists the exported package-level names and methods
 // (Type.Method) of the package's non-test files.

@@ -247,7 +247,7 @@ func TestMove_StringOfAnUnknownKind(t *testing.T) {
 // of mutants checked.
 func TestMutationSummary_CountsEveryKind(t *testing.T) {
 	m := func(name string) spec.Mutant { return spec.Mutant{Name: name, Operator: spec.Operators[0]} }
-	results := []MutantResult{
+	results := []mutantResult{
 		{Mutant: m("a"), Checked: true, Killed: true, Invariant: "Zeta", Check: "z"},
 		{Mutant: m("b"), Checked: true, Killed: true, Invariant: "Alpha", Check: "a1"},
 		{Mutant: m("c"), Checked: true, Bounded: true},
@@ -460,7 +460,7 @@ func TestWalk_StepBoundAndInterruptBeforeStart(t *testing.T) {
 	// take is enabled, they stop), the rest take exactly four moves; a
 	// fifth move anywhere would pass 80.
 	for sched, want := range map[schedule]int64{scheduleUniform: 78, schedulePositions: 79, schedulePCT: 78} {
-		r := c.walk(context.Background(), WalkOptions{Seed: 3, Walks: 20, Steps: 4, sched: sched, Workers: 2})
+		r := c.walk(context.Background(), walkOptions{Seed: 3, Walks: 20, Steps: 4, sched: sched, Workers: 2})
 		if r.Walks != 20 || r.Moves != want || r.Violation != nil {
 			t.Errorf("%s: 20 walks of at most 4 steps: %d walks, %d moves (want %d), violation %v", sched.name(), r.Walks, r.Moves, want, r.Violation)
 		}
@@ -479,7 +479,7 @@ func TestWalk_StepBoundAndInterruptBeforeStart(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	r := c.walk(ctx, WalkOptions{Seed: 3, Walks: 20, Steps: 4, Workers: 2})
+	r := c.walk(ctx, walkOptions{Seed: 3, Walks: 20, Steps: 4, Workers: 2})
 	if !r.Interrupted || r.Walks != 0 || r.Moves != 0 || r.Distinct != 0 || r.Failing != -1 {
 		t.Errorf("interrupted before the first walk: %+v", r)
 	}
@@ -642,11 +642,11 @@ func TestParseConfig_SymmetryFlagAndProblemsInLineOrder(t *testing.T) {
 
 // A walk report interrupted before its only run started says so: one run
 // not run is an interrupted report (exit code 3), not a clean one.
-func TestCheckWalks_OneRunNotRunIsInterrupted(t *testing.T) {
+func TestCheck_WalksOneRunNotRunIsInterrupted(t *testing.T) {
 	cfg := mustConfig(t, smallConfig)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	rep, err := CheckWalks(ctx, system.Generated(), cfg, cfg.Runs[:1], WalkOptions{Seed: 1, Walks: 5, Steps: 10, Workers: 1})
+	rep, err := Check(ctx, system.Generated(), cfg, cfg.Runs[:1], Limits{Seed: 1, Walks: 5, Steps: 10, Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

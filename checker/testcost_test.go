@@ -89,10 +89,10 @@ func reducedSearch(key string, c *Checker, lim Limits) *Result {
 // fullMutants are the mutants' results without reduction on a
 // configuration file (its first two runs, safety only), which the
 // persistent-set and sleep-set tests both compare against.
-var fullMutants onceMap[[]MutantResult]
+var fullMutants onceMap[[]mutantResult]
 
-func fullMutate(file string, cfg *system.Config, mutants []spec.Mutant) []MutantResult {
-	return fullMutants.get(fmt.Sprintf("%s/%d", file, len(mutants)), func() []MutantResult {
+func fullMutate(file string, cfg *system.Config, mutants []spec.Mutant) []mutantResult {
+	return fullMutants.get(fmt.Sprintf("%s/%d", file, len(mutants)), func() []mutantResult {
 		return Mutate(context.Background(), cfg, mutants, Limits{}, runtime.GOMAXPROCS(0), nil)
 	})
 }
@@ -104,13 +104,13 @@ func fullMutate(file string, cfg *system.Config, mutants []spec.Mutant) []Mutant
 // the score computed, and each runs alone too.
 var mutationResults struct {
 	sync.Mutex
-	m map[string]MutantResult
+	m map[string]mutantResult
 }
 
 // mutationResultsOf returns the results of mutants, in their order,
 // checking only those no test has checked yet. Each mutant's result is
 // its own: checking it among others or alone gives the same.
-func mutationResultsOf(t *testing.T, mutants []spec.Mutant) []MutantResult {
+func mutationResultsOf(t *testing.T, mutants []spec.Mutant) []mutantResult {
 	t.Helper()
 	cfg, err := system.ParseConfig("mutation.json", ConfigJSON("mutation.json"))
 	if err != nil {
@@ -119,7 +119,7 @@ func mutationResultsOf(t *testing.T, mutants []spec.Mutant) []MutantResult {
 	mutationResults.Lock()
 	defer mutationResults.Unlock()
 	if mutationResults.m == nil {
-		mutationResults.m = map[string]MutantResult{}
+		mutationResults.m = map[string]mutantResult{}
 	}
 	var todo []spec.Mutant
 	for _, m := range mutants {
@@ -130,7 +130,7 @@ func mutationResultsOf(t *testing.T, mutants []spec.Mutant) []MutantResult {
 	for _, r := range Mutate(context.Background(), cfg, todo, Limits{MaxStates: 2000000, Liveness: true}, runtime.GOMAXPROCS(0), nil) {
 		mutationResults.m[r.Mutant.Name] = r
 	}
-	out := make([]MutantResult, len(mutants))
+	out := make([]mutantResult, len(mutants))
 	for i, m := range mutants {
 		out[i] = mutationResults.m[m.Name]
 	}

@@ -29,7 +29,7 @@ func notExercised(ex []exercise) []string {
 // Walks exercise no invariant the search does not.
 func TestVacuity_TwoHandoffsFaults(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/two-handoffs-faults.json")
-	rep, err := Check(context.Background(), system.Generated(), cfg, cfg.Runs, Limits{Workers: 2}, nil)
+	rep, err := Check(context.Background(), system.Generated(), cfg, cfg.Runs, Limits{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestVacuity_TwoHandoffsFaults(t *testing.T) {
 		"sglang": nil,
 		"trtllm": noReservation,
 	}
-	wrep, err := CheckWalks(context.Background(), system.Generated(), cfg, cfg.Runs, WalkOptions{Seed: 1, Walks: 50, Steps: 60, Workers: 2})
+	wrep, err := Check(context.Background(), system.Generated(), cfg, cfg.Runs, Limits{Seed: 1, Walks: 50, Steps: 60, Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestVacuity_TwoHandoffsFaults(t *testing.T) {
 		if !slices.Equal(got, w) {
 			t.Errorf("run %s: not exercised %v, want %v", x.Run.Name, got, w)
 		}
-		walks := notExercised(wrep.Runs[i].exercises(wrep.checkers[i]))
+		walks := notExercised(wrep.walks.Runs[i].exercises(wrep.checkers[i]))
 		for _, name := range got {
 			if name != model.NameEventuallyDrained && !slices.Contains(walks, name) {
 				t.Errorf("run %s: the walks exercised %s, which the complete search never did", x.Run.Name, name)
@@ -97,7 +97,7 @@ func TestVacuity_SameOnAnyNumberOfWorkers(t *testing.T) {
 // A search cut by a bound does not call what it did not reach vacuous.
 func TestVacuity_CutByABound(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
-	rep, err := Check(context.Background(), system.Generated(), cfg, cfg.Runs[:1], Limits{Workers: 1, MaxDepth: 3, Liveness: true}, nil)
+	rep, err := Check(context.Background(), system.Generated(), cfg, cfg.Runs[:1], Limits{Workers: 1, MaxDepth: 3, Liveness: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestVacuity_CutByABound(t *testing.T) {
 // why not), or unconditional.
 func TestVacuity_JSON(t *testing.T) {
 	cfg := loadConfigFile(t, "../testdata/configs/small.json")
-	rep, err := Check(context.Background(), system.Generated(), cfg, cfg.Runs, Limits{Workers: 1}, nil)
+	rep, err := Check(context.Background(), system.Generated(), cfg, cfg.Runs, Limits{Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

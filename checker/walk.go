@@ -12,30 +12,25 @@ import (
 	"github.com/handoffcheck/handoffcheck/model"
 )
 
-// WalkOptions configure randomized exploration.
-type WalkOptions struct {
-	// Seed fixes every choice: walk i uses seed Seed+i, so one failing
-	// walk is reproduced alone with --seed Seed+i --walks 1.
-	Seed  uint64
-	Walks int
-	Steps int // most moves per walk
-	// Swarm gives each walk its own random subset of fault kinds (swarm
-	// testing: leaving some faults out lets others go deeper).
-	Swarm bool
-	// Schedule names when a walk commits its faults: positions (the
-	// default, as is the empty name), uniform or pct. CheckWalks refuses
-	// another name, listing these.
+// walkOptions configure randomized exploration: Limits' walk fields
+// (see Limits.Walks).
+type walkOptions struct {
+	Seed     uint64
+	Walks    int
+	Steps    int // most moves per walk
+	Swarm    bool
 	Schedule string
-	// sched is the schedule Schedule names, as CheckWalks found it.
-	sched   schedule
-	Workers int
-	// Shards, when above zero, splits the Walks walks into that many
-	// shards of consecutive walks; this search runs shard Shard of them
-	// (see shardRange). Walk i keeps seed Seed+i, so the shards together
-	// are the one search, and merged reports find its first failure.
+	// sched is the schedule Schedule names, as checkWalks found it.
+	sched         schedule
+	Workers       int
 	Shard, Shards int
-	// From starts every walk at the state these moves reach (a trace's).
-	From []system.Move
+	From          []system.Move
+}
+
+// walkOptionsOf are the walk options lim asks for.
+func walkOptionsOf(lim Limits) walkOptions {
+	return walkOptions{Seed: lim.Seed, Walks: lim.Walks, Steps: lim.Steps, Swarm: lim.Swarm, Schedule: lim.Schedule,
+		Workers: lim.Workers, Shard: lim.Shard, Shards: lim.Shards, From: lim.From}
 }
 
 // shardRange is the walks [lo, hi) of shard k of n over walks walks:
@@ -178,7 +173,7 @@ type walkRun struct {
 // is enabled, after opts.Steps moves, or on a violation. The first
 // failing walk (by index, so the result does not depend on scheduling) is
 // shrunk to a short trace that still fails the same invariant.
-func (c *Checker) walk(ctx context.Context, opts WalkOptions) *walkResult {
+func (c *Checker) walk(ctx context.Context, opts walkOptions) *walkResult {
 	lo := 0
 	if opts.Shards > 0 {
 		var hi int
@@ -195,7 +190,7 @@ func (c *Checker) walk(ctx context.Context, opts WalkOptions) *walkResult {
 }
 
 // walkRange runs walks 0..opts.Walks-1 of opts.Seed.
-func (c *Checker) walkRange(ctx context.Context, opts WalkOptions) *walkResult {
+func (c *Checker) walkRange(ctx context.Context, opts walkOptions) *walkResult {
 	start := time.Now()
 	workers := opts.Workers
 	if workers <= 0 {

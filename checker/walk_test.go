@@ -45,9 +45,9 @@ type walkJSON struct {
 	} `json:"runs"`
 }
 
-func walkReportJSON(t *testing.T, rep *WalkReport, opt TextOptions) *walkJSON {
+func walkReportJSON(t *testing.T, rep *Report, opt TextOptions) *walkJSON {
 	t.Helper()
-	data, err := rep.marshal(opt)
+	data, err := rep.marshalWalks(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,17 +77,17 @@ func TestWalk_ReportFigures(t *testing.T) {
 	}
 	for _, sched := range []schedule{scheduleUniform, schedulePositions, schedulePCT} {
 		t.Run(sched.name(), func(t *testing.T) {
-			opts := WalkOptions{Seed: 7, Walks: 40, Steps: 30, Schedule: sched.name(), Workers: 2}
-			rep, err := CheckWalks(context.Background(), system.Generated(), cfg, runs, opts)
+			opts := Limits{Seed: 7, Walks: 40, Steps: 30, Schedule: sched.name(), Workers: 2}
+			rep, err := Check(context.Background(), system.Generated(), cfg, runs, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			j := walkReportJSON(t, rep, TextOptions{})
-			text := rep.text(TextOptions{})
+			text := rep.textWalks(TextOptions{})
 			if rep.violated() || rep.Interrupted || j.Verdict != "pass" || j.Mode != "walks" || j.Schedule != sched.name() || j.Steps != 30 || j.Seed != 7 {
 				t.Fatalf("walks of the correct tables: violated=%v interrupted=%v, JSON %q %q %q steps %d seed %d", rep.violated(), rep.Interrupted, j.Verdict, j.Mode, j.Schedule, j.Steps, j.Seed)
 			}
-			for i, x := range rep.Runs {
+			for i, x := range rep.walks.Runs {
 				c := rep.Checker(i)
 				t.Logf("%s: %d walks, %d moves, %d distinct", x.Run.Name, x.Walks, x.Moves, x.Distinct)
 				if got := [2]int64{x.Moves, int64(x.Distinct)}; got != pinned[sched][x.Run.Name] {
@@ -105,7 +105,7 @@ func TestWalk_ReportFigures(t *testing.T) {
 				var kinds [system.NumMoveKinds]int64
 				var ended [numWalkEnds]int
 				for w := 0; w < opts.Walks; w++ {
-					one := c.walk(context.Background(), WalkOptions{Seed: opts.Seed + uint64(w), Walks: 1, Steps: opts.Steps, sched: sched, Workers: 1})
+					one := c.walk(context.Background(), walkOptions{Seed: opts.Seed + uint64(w), Walks: 1, Steps: opts.Steps, sched: sched, Workers: 1})
 					if one.Walks != 1 || one.Moves > int64(opts.Steps) || one.Moves == 0 || one.Distinct > int(one.Moves) {
 						t.Errorf("%s walk %d alone: %d walks, %d moves, %d distinct", x.Run.Name, w, one.Walks, one.Moves, one.Distinct)
 					}
@@ -158,7 +158,7 @@ func TestWalk_ReportFigures(t *testing.T) {
 				wantLine(t, text, fmt.Sprintf("run %s (%s, engine %s): 40 random walks of up to 30 moves (seed 7, schedule %s): no violation\n  %s moves, %s distinct states visited, elapsed ",
 					x.Run.Name, x.Run.Policy, x.Run.Engine, sched.name(), commas(x.Moves), commas(int64(x.Distinct))))
 				wantLine(t, text, fmt.Sprintf("\n  coverage: source rows %d/%d fired, destination rows %d/%d fired\n", rc[0].Fired, rc[0].Total, rc[1].Fired, rc[1].Total))
-				stats := rep.text(TextOptions{Stats: true})
+				stats := rep.textWalks(TextOptions{Stats: true})
 				wantLine(t, stats, fmt.Sprintf("  walk lengths: min %d, median %d, p90 %d, max %d moves; ended: %d with nothing enabled, %d at the step bound, 0 on a violation\n",
 					l.Min, l.Median, l.P90, l.Max, x.stats.Ended[endNothingEnabled], x.stats.Ended[endStepBound]))
 				wantLine(t, stats, fmt.Sprintf("  moves taken: route-prefill %d, ", x.stats.Kinds[system.MvRoutePrefill]))
@@ -167,7 +167,7 @@ func TestWalk_ReportFigures(t *testing.T) {
 			// Every walk ran: the text does not narrow the figures to a prefix.
 			wantNoLine(t, text, "in walks")
 			wantNoLine(t, text, "walk lengths")
-			wantNoLine(t, rep.text(TextOptions{NoTiming: true}), "elapsed")
+			wantNoLine(t, rep.textWalks(TextOptions{NoTiming: true}), "elapsed")
 			if q := walkReportJSON(t, rep, TextOptions{NoTiming: true}); q.Runs[0].ElapsedMS != nil {
 				t.Errorf("JSON without timing has an elapsed time")
 			}
@@ -189,13 +189,13 @@ func TestWalk_FailingReport(t *testing.T) {
 }
 
 func failingReport(t *testing.T, p *system.Protocol, cfg *system.Config, sched schedule) {
-	opts := WalkOptions{Seed: 11, Walks: 300, Steps: 80, Schedule: sched.name(), Workers: 2}
-	rep, err := CheckWalks(context.Background(), p, cfg, cfg.Runs[:1], opts)
+	opts := Limits{Seed: 11, Walks: 300, Steps: 80, Schedule: sched.name(), Workers: 2}
+	rep, err := Check(context.Background(), p, cfg, cfg.Runs[:1], opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rep.Reproduce[0] = "handoffcheck walk --seed N --walks 1"
-	x := rep.Runs[0]
+	x := rep.walks.Runs[0]
 	c := rep.Checker(0)
 	if x.Violation == nil || x.Failing < 0 {
 		t.Fatalf("300 walks found nothing")
@@ -204,8 +204,8 @@ func failingReport(t *testing.T, p *system.Protocol, cfg *system.Config, sched s
 		t.Errorf("failing walk %d of %d counted, seed %d, %d moves shrunk to %d, faults %v", x.Failing, x.Walks, x.Seed, x.Original, len(x.Violation.Steps), x.Faults)
 	}
 	// The figures are those of walks 0..failing run on their own.
-	prefix := c.walk(context.Background(), WalkOptions{Seed: opts.Seed, Walks: x.Failing, Steps: opts.Steps, sched: sched, Workers: 1})
-	alone := c.walk(context.Background(), WalkOptions{Seed: x.Seed, Walks: 1, Steps: opts.Steps, sched: sched, Workers: 1})
+	prefix := c.walk(context.Background(), walkOptions{Seed: opts.Seed, Walks: x.Failing, Steps: opts.Steps, sched: sched, Workers: 1})
+	alone := c.walk(context.Background(), walkOptions{Seed: x.Seed, Walks: 1, Steps: opts.Steps, sched: sched, Workers: 1})
 	if prefix.Violation != nil || alone.Failing != 0 || alone.Original != x.Original || x.Moves != prefix.Moves+int64(alone.Original) ||
 		fmt.Sprint(alone.schedule) != fmt.Sprint(x.schedule) {
 		t.Errorf("%d moves in walks 0-%d; the %d walks before: %d moves (violation %v); the failing one alone: walk %d, %d moves",
@@ -233,7 +233,7 @@ func failingReport(t *testing.T, p *system.Protocol, cfg *system.Config, sched s
 		}
 		sch = "; schedule: " + strings.Join(at, ", ")
 	}
-	text := rep.text(TextOptions{})
+	text := rep.textWalks(TextOptions{})
 	wantLine(t, text, fmt.Sprintf("): 300 random walks of up to 80 moves (seed 11, schedule %s): VIOLATION %s\n", sched.name(), x.Violation.Violation.Invariant))
 	wantLine(t, text, fmt.Sprintf("  %s moves, %s distinct states visited in walks 0-%d, elapsed ", commas(x.Moves), commas(int64(x.Distinct)), x.Failing))
 	wantLine(t, text, fmt.Sprintf("  walk %d failed after %d moves (faults: %s%s); shrunk to %d steps\n", x.Failing, x.Original, strings.Join(x.Faults, ", "), sch, len(x.Violation.Steps)))
@@ -247,7 +247,7 @@ func failingReport(t *testing.T, p *system.Protocol, cfg *system.Config, sched s
 		t.Errorf("JSON verdict %q, %+v; result %+v", j.Verdict, jr, x)
 	}
 	// Each JSON step names the rows it fired.
-	data, err := rep.marshal(TextOptions{})
+	data, err := rep.marshalWalks(TextOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,80 +11,57 @@ import (
 	"github.com/handoffcheck/handoffcheck/spec"
 )
 
-// WalkReport is the outcome of randomized exploration of every selected
-// run of a configuration.
-type WalkReport struct {
-	Opts WalkOptions
+// walkReport is what the walk form of a Report (Limits.Walks) adds to
+// it: the options the walks ran with, and each run's walks.
+type walkReport struct {
+	Opts walkOptions
 	Runs []*walkResult
-	// Reproduce holds, per run, the command line that reruns the failing
-	// walk alone; the caller knows the command line, so it sets them.
-	Reproduce []string
-	// NotRun lists the runs an interrupt kept from starting.
-	NotRun      []system.Run
-	Interrupted bool
-	checkers    []*Checker
 }
 
-// CheckWalks runs seeded random walks on each of the given runs.
-func CheckWalks(ctx context.Context, p *system.Protocol, cfg *system.Config, runs []system.Run, opts WalkOptions) (*WalkReport, error) {
+// checkWalks runs seeded random walks on each of the given runs. The
+// report's Runs give each run's violation and the seed of its failing
+// walk, for the caller's Reproduce.
+func checkWalks(ctx context.Context, p *system.Protocol, cfg *system.Config, runs []system.Run, lim Limits) (*Report, error) {
+	opts := walkOptionsOf(lim)
 	var err error
 	if opts.sched, err = parseSchedule(opts.Schedule); err != nil {
 		return nil, err
 	}
-	rep := &WalkReport{Opts: opts}
+	w := &walkReport{Opts: opts}
+	rep := &Report{Protocol: p.Name(), walks: w}
 	notRun, err := eachRun(ctx, p, cfg, runs, opts.From, func(c *Checker) {
 		r := c.walk(ctx, opts)
 		c.withPrefix(r.Violation)
-		rep.Runs = append(rep.Runs, r)
+		w.Runs = append(w.Runs, r)
+		rep.Runs = append(rep.Runs, &Result{Run: r.Run, Violation: r.Violation, Seed: r.Seed, Coverage: r.stats.Coverage})
 		rep.checkers = append(rep.checkers, c)
-		rep.Reproduce = append(rep.Reproduce, "")
 	})
 	if err != nil {
 		return nil, err
 	}
 	rep.NotRun, rep.Interrupted = notRun, len(notRun) > 0
-	for _, r := range rep.Runs {
+	for _, r := range w.Runs {
 		rep.Interrupted = rep.Interrupted || r.Interrupted
 	}
+	rep.Reproduce = make([]string, len(rep.Runs))
 	return rep, nil
 }
 
-// Checker is the checker of the i-th run of the report.
-func (r *WalkReport) Checker(i int) *Checker { return r.checkers[i] }
-
-// violated reports whether some walk found a violation.
-func (r *WalkReport) violated() bool {
-	for _, x := range r.Runs {
-		if x.Violation != nil {
-			return true
-		}
-	}
-	return false
-}
-
-func (r *WalkReport) mode() string {
+func (r *walkReport) mode() string {
 	if r.Opts.Swarm {
 		return "swarm walks"
 	}
 	return "random walks"
 }
 
-// Render renders the report for people, or as one JSON object when
-// asJSON is set (see text and marshal): the command that prints a report
-// asks for one form or the other.
-func (r *WalkReport) Render(opt TextOptions, asJSON bool) ([]byte, error) {
-	if asJSON {
-		return r.marshal(opt)
-	}
-	return []byte(r.text(opt)), nil
-}
-
-// text renders the report for people. With opt.Stats it describes the
-// walks of each run: the rows that never fired, the walk lengths and why
-// the walks ended, the moves taken and the faults committed by kind.
-func (r *WalkReport) text(opt TextOptions) string {
+// textWalks renders a walk report for people. With opt.Stats it
+// describes the walks of each run: the rows that never fired, the walk
+// lengths and why the walks ended, the moves taken and the faults
+// committed by kind.
+func (r *Report) textWalks(opt TextOptions) string {
+	w := r.walks
 	var b strings.Builder
-	for i, x := range r.Runs {
+	for i, x := range w.Runs {
 		c := r.checkers[i]
 		verdict := "no violation"
 		if x.Violation != nil {
@@ -92,13 +69,13 @@ func (r *WalkReport) text(opt TextOptions) string {
 		} else if x.Interrupted {
 			verdict = "interrupted, no violation found"
 		}
-		walks, shard := r.Opts.Walks, ""
-		if r.Opts.Shards > 0 {
-			lo, hi := shardRange(r.Opts.Walks, r.Opts.Shard, r.Opts.Shards)
-			walks, shard = hi-lo, fmt.Sprintf("shard %d of %d: walks %d-%d of %d, ", r.Opts.Shard, r.Opts.Shards, lo, hi-1, r.Opts.Walks)
+		walks, shard := w.Opts.Walks, ""
+		if w.Opts.Shards > 0 {
+			lo, hi := shardRange(w.Opts.Walks, w.Opts.Shard, w.Opts.Shards)
+			walks, shard = hi-lo, fmt.Sprintf("shard %d of %d: walks %d-%d of %d, ", w.Opts.Shard, w.Opts.Shards, lo, hi-1, w.Opts.Walks)
 		}
 		fmt.Fprintf(&b, "run %s (%s, engine %s): %d %s of up to %d moves (%sseed %d, schedule %s): %s\n",
-			x.Run.Name, x.Run.Policy, x.Run.Engine, walks, r.mode(), r.Opts.Steps, shard, r.Opts.Seed, r.Opts.sched.name(), verdict)
+			x.Run.Name, x.Run.Policy, x.Run.Engine, walks, w.mode(), w.Opts.Steps, shard, w.Opts.Seed, w.Opts.sched.name(), verdict)
 		fmt.Fprintf(&b, "  %s moves, %s distinct states visited", commas(x.Moves), commas(int64(x.Distinct)))
 		if x.Walks < walks {
 			// Walks after the first failure (or the interrupt) are not
@@ -279,14 +256,15 @@ type jsonLengths struct {
 	Max    int `json:"max"`
 }
 
-// marshal renders the report as one JSON object. With opt.NoTiming it
-// leaves out the elapsed times.
-func (r *WalkReport) marshal(opt TextOptions) ([]byte, error) {
-	out := jsonWalkReport{Mode: "walks", Schedule: r.Opts.sched.name(), Verdict: "pass", Steps: r.Opts.Steps, Seed: r.Opts.Seed, Runs: []jsonWalk{}}
-	if r.Opts.Shards > 0 {
-		out.Shard = &jsonShard{Index: r.Opts.Shard, Count: r.Opts.Shards, Walks: r.Opts.Walks}
+// marshalWalks renders a walk report as one JSON object. With
+// opt.NoTiming it leaves out the elapsed times.
+func (r *Report) marshalWalks(opt TextOptions) ([]byte, error) {
+	w := r.walks
+	out := jsonWalkReport{Mode: "walks", Schedule: w.Opts.sched.name(), Verdict: "pass", Steps: w.Opts.Steps, Seed: w.Opts.Seed, Runs: []jsonWalk{}}
+	if w.Opts.Shards > 0 {
+		out.Shard = &jsonShard{Index: w.Opts.Shard, Count: w.Opts.Shards, Walks: w.Opts.Walks}
 	}
-	if r.Opts.Swarm {
+	if w.Opts.Swarm {
 		out.Mode = "swarm"
 	}
 	if r.Interrupted {
@@ -295,7 +273,7 @@ func (r *WalkReport) marshal(opt TextOptions) ([]byte, error) {
 	if r.violated() {
 		out.Verdict = "violation"
 	}
-	for i, x := range r.Runs {
+	for i, x := range w.Runs {
 		c := r.checkers[i]
 		jw := jsonWalk{Run: x.Run.Name, Policy: x.Run.Policy.String(), Engine: x.Run.Engine.String(), Walks: x.Walks,
 			Moves: x.Moves, Distinct: x.Distinct, Interrupted: x.Interrupted, Failing: x.Failing}
@@ -314,11 +292,11 @@ func (r *WalkReport) marshal(opt TextOptions) ([]byte, error) {
 		}
 		jw.Vacuity = jsonExercises(x.exercises(c))
 		jw.Lengths = jsonLengths(st.lengthSummary())
-		if r.Opts.Shards > 0 {
+		if w.Opts.Shards > 0 {
 			jw.FirstWalk = x.FirstWalk
-			jw.LengthCounts = make([]int, r.Opts.Steps+1)
+			jw.LengthCounts = make([]int, w.Opts.Steps+1)
 			for _, n := range st.Lengths {
-				jw.LengthCounts[min(n, r.Opts.Steps)]++
+				jw.LengthCounts[min(n, w.Opts.Steps)]++
 			}
 		}
 		jw.Ends = map[string]int{}

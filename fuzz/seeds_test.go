@@ -107,7 +107,7 @@ func counterexamples(t *testing.T) []counterexample {
 			t.Fatal(err)
 		}
 		for _, run := range cfg.Runs {
-			rep, err := checker.Check(context.Background(), p, cfg, []system.Run{run}, checker.Limits{Workers: 1, Liveness: true}, nil)
+			rep, err := checker.Check(context.Background(), p, cfg, []system.Run{run}, checker.Limits{Workers: 1, Liveness: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -583,7 +583,7 @@ func TestProps_JudgedAndSearchedFor(t *testing.T) {
 		}
 	}
 	// check --props finds the same witness length.
-	rep, err := checker.Check(context.Background(), system.Generated(), withJudge(cfg, props.Target{P: s.sometimes("PinnedAfterDecode")}), cfg.Runs[:1], checker.Limits{Workers: 1}, nil)
+	rep, err := checker.Check(context.Background(), system.Generated(), withJudge(cfg, props.Target{P: s.sometimes("PinnedAfterDecode")}), cfg.Runs[:1], checker.Limits{Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func (s *Server) Search(ctx context.Context, path []int, target string) (*Found,
 	ctx, cancel := context.WithTimeout(ctx, SearchTimeout)
 	defer cancel()
 	lim := checker.Limits{MaxStates: SearchMaxStates, Workers: 1, From: start}
-	rep, err := checker.Check(ctx, s.c.Protocol(), cfg, []system.Run{s.c.Run()}, lim, nil)
+	rep, err := checker.Check(ctx, s.c.Protocol(), cfg, []system.Run{s.c.Run()}, lim)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errPath, err)
 	}

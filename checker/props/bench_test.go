@@ -44,7 +44,7 @@ func benchProps(b *testing.B, file string) {
 	}
 	b.ResetTimer()
 	for range b.N {
-		rep, err := checker.Check(context.Background(), system.Generated(), cfg, runs, checker.Limits{Workers: 1}, nil)
+		rep, err := checker.Check(context.Background(), system.Generated(), cfg, runs, checker.Limits{Workers: 1})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -63,7 +63,7 @@ func TestJudge_CacheAgreesWithEvaluation(t *testing.T) {
 	}
 	cc := &crossCheck{set: set}
 	cfg.Judge = cc
-	rep, err := checker.Check(context.Background(), system.Generated(), cfg, cfg.Runs, checker.Limits{Workers: 2}, nil)
+	rep, err := checker.Check(context.Background(), system.Generated(), cfg, cfg.Runs, checker.Limits{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

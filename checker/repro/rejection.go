@@ -316,7 +316,7 @@ const maxLoopStates = 100_000
 // after its moves (check --from-trace) finds EventuallyDrained: a state
 // from which no drained state can be reached.
 func loopsFrom(p *system.Protocol, cfg *system.Config, moves []system.Move) (bool, error) {
-	rep, err := checker.Check(context.Background(), p, cfg, cfg.Runs[:1], checker.Limits{Workers: 1, Liveness: true, MaxStates: maxLoopStates, From: moves}, nil)
+	rep, err := checker.Check(context.Background(), p, cfg, cfg.Runs[:1], checker.Limits{Workers: 1, Liveness: true, MaxStates: maxLoopStates, From: moves})
 	if err != nil {
 		return false, fmt.Errorf("repro: the search from the explanation: %w", err)
 	}

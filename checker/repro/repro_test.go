@@ -42,7 +42,7 @@ func tryFound(t testing.TB, configFile, specFile, run string) (Input, bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := checker.Check(context.Background(), proto, cfg, runs, checker.Limits{Workers: 1, Liveness: true}, nil)
+	rep, err := checker.Check(context.Background(), proto, cfg, runs, checker.Limits{Workers: 1, Liveness: true})
 	if err != nil {
 		t.Fatal(err)
 	}

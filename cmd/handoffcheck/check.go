@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -39,7 +40,7 @@ func init() { registerCommand(checkCommand) }
 var machineMemory = checker.MachineMemory
 
 // defaultSchedule is --schedule's default, the schedule the walks' zero
-// WalkOptions.Schedule names (the CLI's tests hold the two equal). A walk's
+// Limits.Schedule names (the CLI's tests hold the two equal). A walk's
 // reproduction names its schedule only when it is another.
 const defaultSchedule = "positions"
 
@@ -282,9 +283,8 @@ func cmdCheck(c *command, e *env, args []string) int {
 		if set != nil {
 			cfg, pr = withProps(set, lc.cfg, nil)
 		}
-		rep, err := checker.CheckWalks(e.ctx, proto, cfg, runs,
-			checker.WalkOptions{Seed: f.seed, Walks: f.walks, Steps: f.steps, Swarm: f.swarm, Schedule: f.sched, Workers: f.workers,
-				Shard: shard, Shards: shards, From: from.moves()})
+		rep, err := checker.Check(e.ctx, proto, cfg, runs, checker.Limits{Walks: f.walks, Steps: f.steps, Seed: f.seed, Swarm: f.swarm,
+			Schedule: f.sched, Workers: f.workers, Shard: shard, Shards: shards, From: from.moves()})
 		if err != nil {
 			return c.bad(e, "%v", err)
 		}
@@ -308,16 +308,13 @@ func cmdCheck(c *command, e *env, args []string) int {
 		}
 		return verdictCode(violated, rep.Interrupted)
 	}
-	var progress func(checker.Progress)
+	var progress io.Writer
 	if f.progress == "always" || (f.progress == "auto" && isTerminal(os.Stderr)) {
-		progress = func(p checker.Progress) {
-			fmt.Fprintf(e.stderr, "%s: %d states, %d distinct, depth %d, queue %d, %.0f states/s\n",
-				p.Run, p.Transitions, p.States, p.Depth, p.Queue, float64(p.States)/p.Elapsed.Seconds())
-		}
+		progress = e.stderr
 	}
 	lim := checker.Limits{MaxStates: f.maxStates, MaxDepth: f.maxDepth, MaxMemory: maxMem, Workers: f.workers, Exact: f.exact, Liveness: f.liveness, Reduce: f.por && !f.fair, Sleep: f.sleep,
 		SpillDir: f.spillDir, Bitstate: bitBytes, Checkpoint: f.checkpoint, CheckpointEvery: f.checkpointEvery, Resume: f.resume,
-		From: from.moves(), FairDrained: f.fair, Speedup: f.speedup}
+		From: from.moves(), FairDrained: f.fair, Speedup: f.speedup, Progress: progress}
 	cfg, pr := lc.cfg, (*propsRun)(nil)
 	if set != nil {
 		cfg, pr = withProps(set, lc.cfg, &lim)
@@ -329,7 +326,7 @@ func cmdCheck(c *command, e *env, args []string) int {
 		plain.Symmetry = false
 		cfg = &plain
 	}
-	rep, err := checker.Check(e.ctx, proto, cfg, runs, lim, progress)
+	rep, err := checker.Check(e.ctx, proto, cfg, runs, lim)
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
@@ -366,39 +363,19 @@ func cmdCheck(c *command, e *env, args []string) int {
 	return verdictCode(violated || prep.notReached() || prep.leadsToViolated(), rep.Interrupted)
 }
 
-// report is what check prints: an exhaustive or a walk report.
-type report interface {
-	Render(opt checker.TextOptions, asJSON bool) ([]byte, error)
-}
-
-func printReport(e *env, rep report, opt checker.TextOptions, asJSON bool) int {
-	out, err := rep.Render(opt, asJSON)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "handoffcheck: %v\n", err)
-		return exitUsage
-	}
-	if asJSON {
-		fmt.Fprintln(e.stdout, string(out))
-	} else {
-		fmt.Fprint(e.stdout, string(out))
-	}
-	return exitOK
-}
-
-// printReportProps prints a report followed by the properties' verdicts
-// (nil: no --props), in text or as one JSON object with a "properties"
-// field.
-func printReportProps(e *env, rep report, opt checker.TextOptions, asJSON bool, prep *propsReport) int {
-	if prep == nil {
-		return printReport(e, rep, opt, asJSON)
-	}
+// printReportProps prints a report (exhaustive or of walks) followed by
+// the properties' verdicts (nil: no --props), in text or as one JSON
+// object with a "properties" field.
+func printReportProps(e *env, rep *checker.Report, opt checker.TextOptions, asJSON bool, prep *propsReport) int {
 	out, err := rep.Render(opt, asJSON)
 	if err == nil && !asJSON {
 		fmt.Fprint(e.stdout, string(out))
-		fmt.Fprint(e.stdout, prep.text())
+		if prep != nil {
+			fmt.Fprint(e.stdout, prep.text())
+		}
 		return exitOK
 	}
-	if err == nil {
+	if err == nil && prep != nil {
 		out, err = appendJSONField(out, "properties", prep)
 	}
 	if err != nil {

@@ -75,7 +75,7 @@ func cmdMutate(c *command, e *env, args []string) int {
 		}
 	}
 	results := checker.Mutate(e.ctx, lc.cfg, mutants, checker.Limits{MaxStates: *maxStates, Liveness: *liveness, Reduce: *por && !*liveness}, *workers, progress)
-	out, interrupted, err := checker.MutationReport(results, *asJSON)
+	out, interrupted, err := results.Render(*asJSON)
 	if err != nil {
 		return c.bad(e, "%v", err)
 	}
@@ -90,21 +90,35 @@ func cmdMutate(c *command, e *env, args []string) int {
 		}
 		return exitOK
 	}
-	return mutateTimed(c, e, results, *workers, *asJSON)
+	// The untimed score, as text: the JSON form of the timed run is the
+	// combined one.
+	summary, _, _ := results.Render(false)
+	var untimed untimedScore
+	for _, r := range results {
+		if r.Checked {
+			untimed.checked++
+		}
+		if r.Killed {
+			untimed.killed++
+		}
+		if r.Checked && !r.Killed && !r.Bounded {
+			untimed.survivors = append(untimed.survivors, r.Mutant)
+		}
+	}
+	return mutateTimed(c, e, string(summary), untimed, *workers, *asJSON)
+}
+
+// untimedScore is what the timed run takes from the untimed one: the
+// mutants it checked and killed, and the survivors to run on the clock.
+type untimedScore struct {
+	checked, killed int
+	survivors       []spec.Mutant
 }
 
 // mutateTimed runs the untimed survivors on the clock and reports the
-// combined score.
-func mutateTimed(c *command, e *env, results []checker.MutantResult, workers int, asJSON bool) int {
-	// The untimed score, as text: the JSON form below is the combined one.
-	text, _, _ := checker.MutationReport(results, false)
-	summary := string(text)
-	var survivors []spec.Mutant
-	for _, r := range results {
-		if r.Checked && !r.Killed && !r.Bounded {
-			survivors = append(survivors, r.Mutant)
-		}
-	}
+// combined score after summary, the untimed one.
+func mutateTimed(c *command, e *env, summary string, score untimedScore, workers int, asJSON bool) int {
+	survivors := score.survivors
 	if workers == 0 {
 		workers = runtime.NumCPU()
 	}
@@ -117,15 +131,7 @@ func mutateTimed(c *command, e *env, results []checker.MutantResult, workers int
 		fmt.Fprintln(e.stdout, "interrupted: the timed runs did not finish")
 		return exitInterrupted
 	}
-	untimed, checked := 0, 0
-	for _, r := range results {
-		if r.Checked {
-			checked++
-		}
-		if r.Killed {
-			untimed++
-		}
-	}
+	untimed, checked := score.killed, score.checked
 	onClock := 0
 	for _, t := range timed {
 		if t.Killed {

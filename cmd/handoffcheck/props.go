@@ -282,8 +282,9 @@ func (ws *witnessSearch) find(run system.Run, p *props.Property, v *propVerdict)
 	cfg := *ws.cfg
 	cfg.Judge = props.Target{P: p}
 	lim := ws.lim
-	lim.Liveness, lim.Reduce, lim.Sleep, lim.Speedup = false, false, false, false
-	rep, err := checker.Check(ws.ctx, ws.proto, &cfg, []system.Run{run}, lim, nil)
+	// The witness search is the check's own, not a run to follow.
+	lim.Liveness, lim.Reduce, lim.Sleep, lim.Speedup, lim.Progress = false, false, false, false, nil
+	rep, err := checker.Check(ws.ctx, ws.proto, &cfg, []system.Run{run}, lim)
 	if err != nil {
 		return err
 	}
@@ -319,7 +320,7 @@ func (ws *witnessSearch) find(run system.Run, p *props.Property, v *propVerdict)
 // judgeWalks gives each property's verdict on each run of a walk check:
 // walks visit some states, so a sometimes property is reached or not
 // decided, an always property is violated or not violated in them.
-func (pr *propsRun) judgeWalks(rep *checker.WalkReport) *propsReport {
+func (pr *propsRun) judgeWalks(rep *checker.Report) *propsReport {
 	out := &propsReport{File: pr.set.File, View: props.ViewVersion, Reductions: pr.notes}
 	for i, x := range rep.Runs {
 		sys := rep.Checker(i).System

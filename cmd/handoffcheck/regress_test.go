@@ -160,8 +160,8 @@ func TestCLI_DefaultScheduleIsTheZeroSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	report := func(sched string) string {
-		rep, err := checker.CheckWalks(context.Background(), system.Generated(), lc.cfg, lc.cfg.Runs[:1],
-			checker.WalkOptions{Seed: 3, Walks: 20, Steps: 40, Swarm: true, Schedule: sched, Workers: 1})
+		rep, err := checker.Check(context.Background(), system.Generated(), lc.cfg, lc.cfg.Runs[:1],
+			checker.Limits{Seed: 3, Walks: 20, Steps: 40, Swarm: true, Schedule: sched, Workers: 1})
 		if err != nil {
 			t.Fatalf("--schedule %q: %v", sched, err)
 		}
