@@ -326,18 +326,25 @@ func (c *Config) Prepare() error {
 	if !c.Engine.Known() {
 		bad([]any{"engine"}, "engine: unknown engine %d", c.Engine)
 	}
-	var d derived
+	// The derived values are made in c.d itself, once the configuration
+	// is valid: a judge of logs prepares a configuration per attempt's
+	// size, and a copy of them is kilobytes. Until then only the roles'
+	// lists are kept, here.
+	var roles struct {
+		prefill, decode   [MaxWorkers]int
+		nPrefill, nDecode int
+	}
 	for i, w := range c.Workers {
 		if i >= MaxWorkers {
 			break
 		}
 		switch w.Role {
 		case PrefillWorker:
-			d.prefill[d.nPrefill] = i
-			d.nPrefill++
+			roles.prefill[roles.nPrefill] = i
+			roles.nPrefill++
 		case DecodeWorker:
-			d.decode[d.nDecode] = i
-			d.nDecode++
+			roles.decode[roles.nDecode] = i
+			roles.nDecode++
 		default:
 			bad(worker(i, "role"), "worker %d: unknown role %d", i, w.Role)
 		}
@@ -390,8 +397,8 @@ func (c *Config) Prepare() error {
 			}
 		}
 	}
-	if workerCount && (d.nPrefill == 0 || d.nDecode == 0) {
-		bad([]any{"workers"}, "workers: %d prefill and %d decode, want at least one of each", d.nPrefill, d.nDecode)
+	if workerCount && (roles.nPrefill == 0 || roles.nDecode == 0) {
+		bad([]any{"workers"}, "workers: %d prefill and %d decode, want at least one of each", roles.nPrefill, roles.nDecode)
 	}
 	for h, hc := range c.Handoffs {
 		if h >= MaxHandoffs {
@@ -407,6 +414,10 @@ func (c *Config) Prepare() error {
 	if len(errs) > 0 {
 		return jsonfile.JoinProblems(errs)
 	}
+	// A configuration that fails below is not prepared.
+	d := &c.d
+	*d = derived{}
+	d.prefill, d.decode, d.nPrefill, d.nDecode = roles.prefill, roles.decode, roles.nPrefill, roles.nDecode
 	// From here on the first problem stops the pricing: the rest would
 	// follow from it.
 	fail := func(path []any, format string, args ...any) error {
@@ -430,9 +441,14 @@ func (c *Config) Prepare() error {
 				return fail(handoff(h), "handoff %d: %s", h, detail(err))
 			}
 			d.dest[h][w] = hq
-			cold, err := c.priceDest(hc.PromptTokens, 0)
-			if err != nil {
-				return fail(handoff(h), "handoff %d: %s", h, detail(err))
+			// Without a hit the cold quote is the same pricing
+			// (quotes are only read, so they may share their groups).
+			cold := hq
+			if hit != 0 {
+				cold, err = c.priceDest(hc.PromptTokens, 0)
+				if err != nil {
+					return fail(handoff(h), "handoff %d: %s", h, detail(err))
+				}
 			}
 			d.coldDest[h][w] = cold
 			d.locked[h][w] = hq.LockedBlocks
@@ -467,7 +483,6 @@ func (c *Config) Prepare() error {
 		}
 	}
 	d.ok = true
-	c.d = d
 	return nil
 }
 
