@@ -416,8 +416,24 @@ func (c *Config) Prepare() error {
 	}
 	// A configuration that fails below is not prepared.
 	d := &c.d
-	*d = derived{}
-	d.prefill, d.decode, d.nPrefill, d.nDecode = roles.prefill, roles.decode, roles.nPrefill, roles.nDecode
+	// Prepared before with these workers' roles and as many handoffs (a
+	// judge of logs prepares one per attempt's size), every entry the
+	// pricing below does not write is zero already, and the kilobytes are
+	// not cleared again: only the sums start over. A handoff priced has a
+	// prompt of at least one token, so its quote says which were.
+	sameShape := d.ok && d.prefill == roles.prefill && d.decode == roles.decode && d.nPrefill == roles.nPrefill && d.nDecode == roles.nDecode
+	for h := range d.source {
+		sameShape = sameShape && (d.source[h].PromptTokens > 0) == (h < len(c.Handoffs))
+	}
+	if sameShape {
+		d.ok = false
+		for i := 0; i < d.nDecode; i++ {
+			d.initCache[d.decode[i]] = 0
+		}
+	} else {
+		*d = derived{}
+		d.prefill, d.decode, d.nPrefill, d.nDecode = roles.prefill, roles.decode, roles.nPrefill, roles.nDecode
+	}
 	// From here on the first problem stops the pricing: the rest would
 	// follow from it.
 	fail := func(path []any, format string, args ...any) error {
