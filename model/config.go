@@ -326,18 +326,25 @@ func (c *Config) Prepare() error {
 	if !c.Engine.Known() {
 		bad([]any{"engine"}, "engine: unknown engine %d", c.Engine)
 	}
-	var d derived
+	// The derived values are made in c.d itself, once the configuration
+	// is valid: a judge of logs prepares a configuration per attempt's
+	// size, and a copy of them is kilobytes. Until then only the roles'
+	// lists are kept, here.
+	var roles struct {
+		prefill, decode   [MaxWorkers]int
+		nPrefill, nDecode int
+	}
 	for i, w := range c.Workers {
 		if i >= MaxWorkers {
 			break
 		}
 		switch w.Role {
 		case PrefillWorker:
-			d.prefill[d.nPrefill] = i
-			d.nPrefill++
+			roles.prefill[roles.nPrefill] = i
+			roles.nPrefill++
 		case DecodeWorker:
-			d.decode[d.nDecode] = i
-			d.nDecode++
+			roles.decode[roles.nDecode] = i
+			roles.nDecode++
 		default:
 			bad(worker(i, "role"), "worker %d: unknown role %d", i, w.Role)
 		}
@@ -390,8 +397,8 @@ func (c *Config) Prepare() error {
 			}
 		}
 	}
-	if workerCount && (d.nPrefill == 0 || d.nDecode == 0) {
-		bad([]any{"workers"}, "workers: %d prefill and %d decode, want at least one of each", d.nPrefill, d.nDecode)
+	if workerCount && (roles.nPrefill == 0 || roles.nDecode == 0) {
+		bad([]any{"workers"}, "workers: %d prefill and %d decode, want at least one of each", roles.nPrefill, roles.nDecode)
 	}
 	for h, hc := range c.Handoffs {
 		if h >= MaxHandoffs {
@@ -406,6 +413,26 @@ func (c *Config) Prepare() error {
 	}
 	if len(errs) > 0 {
 		return jsonfile.JoinProblems(errs)
+	}
+	// A configuration that fails below is not prepared.
+	d := &c.d
+	// Prepared before with these workers' roles and as many handoffs (a
+	// judge of logs prepares one per attempt's size), every entry the
+	// pricing below does not write is zero already, and the kilobytes are
+	// not cleared again: only the sums start over. A handoff priced has a
+	// prompt of at least one token, so its quote says which were.
+	sameShape := d.ok && d.prefill == roles.prefill && d.decode == roles.decode && d.nPrefill == roles.nPrefill && d.nDecode == roles.nDecode
+	for h := range d.source {
+		sameShape = sameShape && (d.source[h].PromptTokens > 0) == (h < len(c.Handoffs))
+	}
+	if sameShape {
+		d.ok = false
+		for i := 0; i < d.nDecode; i++ {
+			d.initCache[d.decode[i]] = 0
+		}
+	} else {
+		*d = derived{}
+		d.prefill, d.decode, d.nPrefill, d.nDecode = roles.prefill, roles.decode, roles.nPrefill, roles.nDecode
 	}
 	// From here on the first problem stops the pricing: the rest would
 	// follow from it.
@@ -430,9 +457,14 @@ func (c *Config) Prepare() error {
 				return fail(handoff(h), "handoff %d: %s", h, detail(err))
 			}
 			d.dest[h][w] = hq
-			cold, err := c.priceDest(hc.PromptTokens, 0)
-			if err != nil {
-				return fail(handoff(h), "handoff %d: %s", h, detail(err))
+			// Without a hit the cold quote is the same pricing
+			// (quotes are only read, so they may share their groups).
+			cold := hq
+			if hit != 0 {
+				cold, err = c.priceDest(hc.PromptTokens, 0)
+				if err != nil {
+					return fail(handoff(h), "handoff %d: %s", h, detail(err))
+				}
 			}
 			d.coldDest[h][w] = cold
 			d.locked[h][w] = hq.LockedBlocks
@@ -467,7 +499,6 @@ func (c *Config) Prepare() error {
 		}
 	}
 	d.ok = true
-	c.d = d
 	return nil
 }
 

@@ -43,7 +43,7 @@ func (j *judge) exercise(a *attempt, n *node, done bool) {
 		}
 	}
 	// An n that does not go through cur had its whole explanation walked.
-	if from != nil && x == from && j.ex.Merge(&a.ex) {
+	if from != nil && x == from && j.ex.Merge(a.ex) {
 		noted = true
 	}
 	if noted && j.exIDs[a.seq] == "" {

@@ -191,7 +191,9 @@ type attempt struct {
 	countedSt *system.State
 	// ex is the triggers the explanation up to cur fired (advance): the
 	// judge's own notes them once the explanation is final (exercise).
-	ex      cluster.Exercise
+	// Its kilobyte goes with the attempt when it is recycled (newAttempt),
+	// cleared where it was written, not whole.
+	ex      *cluster.Exercise
 	cut     bool // the step bound cut the search at this level
 	everCut bool
 	fcut    bool // a fault was refused at this level
@@ -326,7 +328,13 @@ func (j *judge) newAttempt(id string) *attempt {
 	} else {
 		a = new(attempt)
 	}
-	*a = attempt{id: id, seq: j.seq, p: -1, d: -1, slots: a.slots[:0], chain: a.chain[:0]}
+	ex := a.ex
+	if ex == nil {
+		ex = new(cluster.Exercise)
+	} else {
+		ex.Reset()
+	}
+	*a = attempt{id: id, seq: j.seq, p: -1, d: -1, slots: a.slots[:0], chain: a.chain[:0], ex: ex}
 	return a
 }
 

@@ -57,7 +57,10 @@ func (r *Reader) plainFact(text []byte, f *Fact) bool {
 	if !ok {
 		return false
 	}
-	*f = Fact{File: r.name, Line: r.line, Proc: p, Gen: gen, Kind: k, TUS: -1, To: -1}
+	// Cleared in place, then set: a literal is built on the stack and
+	// copied over, twice the stores.
+	*f = Fact{}
+	f.File, f.Line, f.Proc, f.Gen, f.Kind, f.TUS, f.To = r.name, r.line, p, gen, k, -1, -1
 	// seen marks the keys read, a bit each, so that none comes twice.
 	var seen uint32
 	var stage, to string
