@@ -1221,20 +1221,28 @@ func AttemptIsolation(before, after *World, h int, to Side, index int) *Violatio
 // more than these few loads, and the search asks this of every worker of
 // nearly every new state. Equal bytes are equal fields; bytes that differ
 // may differ only in padding, so then the fields decide.
+//
+// The eight words are written out, as in SameHandoff: Go does not unroll
+// a loop, and its counter and bounds checks cost about as much as the
+// loads themselves.
 func sameWorker(a, b *Worker) bool {
 	const n = unsafe.Sizeof(Worker{})
-	if n%8 != 0 {
+	if n != 64 {
 		return *a == *b
 	}
 	// Bytes, read as words: a worker is aligned for its int32 fields
 	// only.
-	pa, pb := (*[n]byte)(unsafe.Pointer(a)), (*[n]byte)(unsafe.Pointer(b))
+	pa, pb := (*[64]byte)(unsafe.Pointer(a)), (*[64]byte)(unsafe.Pointer(b))
 	le := binary.LittleEndian
-	var d uint64
-	for i := 0; i < int(n); i += 8 {
-		d |= le.Uint64(pa[i:]) ^ le.Uint64(pb[i:])
-	}
-	return d == 0 || *a == *b
+	d := (le.Uint64(pa[0:]) ^ le.Uint64(pb[0:])) |
+		(le.Uint64(pa[8:]) ^ le.Uint64(pb[8:])) |
+		(le.Uint64(pa[16:]) ^ le.Uint64(pb[16:])) |
+		(le.Uint64(pa[24:]) ^ le.Uint64(pb[24:]))
+	e := (le.Uint64(pa[32:]) ^ le.Uint64(pb[32:])) |
+		(le.Uint64(pa[40:]) ^ le.Uint64(pb[40:])) |
+		(le.Uint64(pa[48:]) ^ le.Uint64(pb[48:])) |
+		(le.Uint64(pa[56:]) ^ le.Uint64(pb[56:]))
+	return d|e == 0 || *a == *b
 }
 
 // SameHandoff reports whether two handoff records are equal, their bytes
