@@ -67,6 +67,10 @@ func (d *spillDir) remove() {
 // with a fingerprint and a parent (the unchecked queue, diskset.go).
 const maxQueueWords = keyWords + 2
 
+// A record's header fits one 8-byte load (keyReader.read): this fails to
+// compile when a record may have more than 16 words.
+const _ = uint(16 - maxQueueWords)
+
 // maxKeyBytes bounds one encoded record: a length nibble and up to eight
 // bytes a word.
 const maxKeyBytes = (maxQueueWords+1)/2 + 8*maxQueueWords
@@ -291,8 +295,18 @@ func (r *keyReader) read(dst []uint64, max int) int {
 			r.cutShort()
 			return n
 		}
+		// The header's nibbles, read with one load: at most eight
+		// bytes (maxQueueWords nibbles).
+		var hb uint64
+		if hdr+8 <= len(src) {
+			hb = binary.LittleEndian.Uint64(src[hdr:])
+		} else {
+			for j := (w+1)/2 - 1; j >= 0; j-- {
+				hb = hb<<8 | uint64(src[hdr+j])
+			}
+		}
 		for i := 0; i < w; i++ {
-			m := int(src[hdr+i>>1]>>(4*(i&1))) & 15
+			m := int(hb>>(4*uint(i))) & 15
 			if m > 8 || p+m > len(src) {
 				r.cutShort()
 				return n

@@ -20,7 +20,7 @@ func TestHandoff_NoPadding(t *testing.T) {
 	}
 }
 
-// SameHandoff and sameWorker agree with Go's comparison on records that
+// SameHandoff, sameWorker and sameHoldings agree with Go's comparison on records that
 // are equal, and on records that differ in one field, whichever field:
 // each field in turn is given another value.
 func TestSameRecords_AgreeWithComparison(t *testing.T) {
@@ -29,6 +29,10 @@ func TestSameRecords_AgreeWithComparison(t *testing.T) {
 		t.Helper()
 		for i := 0; i < v.NumField(); i++ {
 			f := v.Field(i)
+			if !f.CanSet() {
+				// holdings' fields are unexported.
+				f = reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
+			}
 			old := reflect.New(f.Type()).Elem()
 			old.Set(f)
 			for try := 0; try < 8; try++ {
@@ -47,6 +51,8 @@ func TestSameRecords_AgreeWithComparison(t *testing.T) {
 	check("handoff", reflect.ValueOf(&b).Elem(), func() bool { return SameHandoff(&a, &b) }, func() bool { return a == b })
 	var wa, wb Worker
 	check("worker", reflect.ValueOf(&wb).Elem(), func() bool { return sameWorker(&wa, &wb) }, func() bool { return wa == wb })
+	var ha, hb holdings
+	check("holdings", reflect.ValueOf(&hb).Elem(), func() bool { return sameHoldings(&ha, &hb) }, func() bool { return ha == hb })
 }
 
 // randomize gives a field of integers or booleans (or arrays or structs of

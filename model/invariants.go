@@ -1107,7 +1107,7 @@ func StateClearFrom(p, w *World, prec, rec *Records) bool {
 		}
 	}
 	for k := 0; k < w.NumWorkers(); k++ {
-		if !sameWorker(&p.W[k], &w.W[k]) || now[k] != was[k] {
+		if !sameWorker(&p.W[k], &w.W[k]) || !sameHoldings(&now[k], &was[k]) {
 			if !workerClearFrom(p, w, k, &now[k], &was[k]) {
 				return false
 			}
@@ -1221,20 +1221,48 @@ func AttemptIsolation(before, after *World, h int, to Side, index int) *Violatio
 // more than these few loads, and the search asks this of every worker of
 // nearly every new state. Equal bytes are equal fields; bytes that differ
 // may differ only in padding, so then the fields decide.
+//
+// The eight words are written out, as in SameHandoff: Go does not unroll
+// a loop, and its counter and bounds checks cost about as much as the
+// loads themselves.
 func sameWorker(a, b *Worker) bool {
 	const n = unsafe.Sizeof(Worker{})
-	if n%8 != 0 {
+	if n != 64 {
 		return *a == *b
 	}
 	// Bytes, read as words: a worker is aligned for its int32 fields
 	// only.
-	pa, pb := (*[n]byte)(unsafe.Pointer(a)), (*[n]byte)(unsafe.Pointer(b))
+	pa, pb := (*[64]byte)(unsafe.Pointer(a)), (*[64]byte)(unsafe.Pointer(b))
 	le := binary.LittleEndian
-	var d uint64
-	for i := 0; i < int(n); i += 8 {
-		d |= le.Uint64(pa[i:]) ^ le.Uint64(pb[i:])
+	d := (le.Uint64(pa[0:]) ^ le.Uint64(pb[0:])) |
+		(le.Uint64(pa[8:]) ^ le.Uint64(pb[8:])) |
+		(le.Uint64(pa[16:]) ^ le.Uint64(pb[16:])) |
+		(le.Uint64(pa[24:]) ^ le.Uint64(pb[24:]))
+	e := (le.Uint64(pa[32:]) ^ le.Uint64(pb[32:])) |
+		(le.Uint64(pa[40:]) ^ le.Uint64(pb[40:])) |
+		(le.Uint64(pa[48:]) ^ le.Uint64(pb[48:])) |
+		(le.Uint64(pa[56:]) ^ le.Uint64(pb[56:]))
+	return d|e == 0 || *a == *b
+}
+
+// sameHoldings reports whether two holdings are equal, as sameWorker
+// does for workers: Go compares the struct (padded after slots) with a
+// call that goes field by field, for every worker of nearly every new
+// state (StateClearFrom).
+func sameHoldings(a, b *holdings) bool {
+	const n = unsafe.Sizeof(holdings{})
+	if n != 44 {
+		return *a == *b
 	}
-	return d == 0 || *a == *b
+	pa, pb := (*[44]byte)(unsafe.Pointer(a)), (*[44]byte)(unsafe.Pointer(b))
+	le := binary.LittleEndian
+	d := (le.Uint64(pa[0:]) ^ le.Uint64(pb[0:])) |
+		(le.Uint64(pa[8:]) ^ le.Uint64(pb[8:])) |
+		(le.Uint64(pa[16:]) ^ le.Uint64(pb[16:]))
+	e := (le.Uint64(pa[24:]) ^ le.Uint64(pb[24:])) |
+		(le.Uint64(pa[32:]) ^ le.Uint64(pb[32:])) |
+		(le.Uint64(pa[36:]) ^ le.Uint64(pb[36:])) // the last eight, overlapping
+	return d|e == 0 || *a == *b
 }
 
 // SameHandoff reports whether two handoff records are equal, their bytes
