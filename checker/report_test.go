@@ -1018,28 +1018,14 @@ func TestReport_SpeedupOverOneWorker(t *testing.T) {
 // reached, the transitions taken, the depth reached and the states
 // waiting to be explored, as an independent search counts them.
 func TestExplore_ProgressAfterEveryLevel(t *testing.T) {
-	cfg := loadConfigFile(t, "../testdata/configs/small.json")
-	c, err := New(system.Generated(), cfg, runNamed(t, cfg, "trtllm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := exploreRef(t, c, 0)
-	old := progressEvery
-	progressEvery = 0
-	defer func() { progressEvery = old }()
+	_, _, c, ref := progressEveryLevel(t)
 	var got []searchProgress
 	r := c.checkRun(context.Background(), Limits{Workers: 2}, func(p searchProgress) { got = append(got, p) })
 	if !r.Complete || len(got) != ref.depth+1 {
 		t.Fatalf("complete=%v, %d progress reports for a run %d moves deep; want one per level, %d", r.Complete, len(got), ref.depth, ref.depth+1)
 	}
 	for d, p := range got {
-		states, transitions, _ := ref.cutAt(d + 1)
-		queue := 0
-		for _, dd := range ref.depthOf {
-			if dd == d+1 {
-				queue++
-			}
-		}
+		states, transitions, queue := ref.progressAt(d + 1)
 		want := searchProgress{Run: "trtllm", States: states, Transitions: transitions, Depth: d + 1, Queue: queue, Elapsed: p.Elapsed}
 		if p != want || p.Elapsed <= 0 {
 			t.Errorf("report %d: %+v, want %+v", d, p, want)
@@ -1056,16 +1042,7 @@ func TestExplore_ProgressAfterEveryLevel(t *testing.T) {
 // depth, the queue and the rate. The speed-up's second search on one
 // worker writes none.
 func TestCheck_ProgressLines(t *testing.T) {
-	cfg := loadConfigFile(t, "../testdata/configs/small.json")
-	run := runNamed(t, cfg, "trtllm")
-	c, err := New(system.Generated(), cfg, run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := exploreRef(t, c, 0)
-	old := progressEvery
-	progressEvery = 0
-	defer func() { progressEvery = old }()
+	cfg, run, _, ref := progressEveryLevel(t)
 	var out strings.Builder
 	rep, err := Check(context.Background(), system.Generated(), cfg, []system.Run{run}, Limits{Workers: 2, Speedup: true, Progress: &out})
 	if err != nil || !rep.Runs[0].Complete {
@@ -1081,18 +1058,43 @@ func TestCheck_ProgressLines(t *testing.T) {
 	}
 	rate := regexp.MustCompile(`^[0-9]+ states/s\n$`)
 	for d, line := range lines {
-		states, transitions, _ := ref.cutAt(d + 1)
-		queue := 0
-		for _, dd := range ref.depthOf {
-			if dd == d+1 {
-				queue++
-			}
-		}
+		states, transitions, queue := ref.progressAt(d + 1)
 		want := fmt.Sprintf("trtllm: %d states, %d distinct, depth %d, queue %d, ", transitions, states, d+1, queue)
 		if !strings.HasPrefix(line, want) || !rate.MatchString(strings.TrimPrefix(line, want)) {
 			t.Errorf("line %d: %q, want %q and a rate", d, line, want)
 		}
 	}
+}
+
+// progressEveryLevel is the run the progress tests search (the small
+// configuration's trtllm), its checker and a reference search of it,
+// with progress due after every level for the rest of the test.
+func progressEveryLevel(t *testing.T) (*system.Config, system.Run, *Checker, *refExploration) {
+	t.Helper()
+	cfg := loadConfigFile(t, "../testdata/configs/small.json")
+	run := runNamed(t, cfg, "trtllm")
+	c, err := New(system.Generated(), cfg, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := exploreRef(t, c, 0)
+	old := progressEvery
+	progressEvery = 0
+	t.Cleanup(func() { progressEvery = old })
+	return cfg, run, c, ref
+}
+
+// progressAt is what a progress report after the level reaching depth
+// says, counted on the reference: the states reached, the transitions
+// taken and the states at that depth, waiting to be explored.
+func (r *refExploration) progressAt(depth int) (states int, transitions int64, queue int) {
+	states, transitions, _ = r.cutAt(depth)
+	for _, d := range r.depthOf {
+		if d == depth {
+			queue++
+		}
+	}
+	return states, transitions, queue
 }
 
 // lateCancel is a context that reads as live for its first n looks and as
